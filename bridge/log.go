@@ -1,0 +1,104 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge/message"
+)
+
+// Log is the storage port: everything the Kafka handlers need from a log
+// store. bridge/memlog (embedded, the default) and bridge/iggy (Apache Iggy)
+// implement it. Every method is safe for concurrent use and may block; the
+// handlers never call it on an event loop.
+//
+// Kafka topic T is the backend's topic T; Kafka partition p is partition p;
+// Kafka offsets are the backend's offsets (RECORD_MAPPING.md §4).
+type Log interface {
+	// Topics lists every topic.
+	Topics(ctx context.Context) ([]TopicInfo, error)
+	// Topic describes one topic, or fails with ErrUnknownTopic.
+	Topic(ctx context.Context, name string) (TopicInfo, error)
+	// CreateTopic creates a topic with the given partition count (≥ 1), or
+	// fails with ErrTopicExists.
+	CreateTopic(ctx context.Context, name string, partitions int32, cfg TopicConfig) (TopicInfo, error)
+	// DeleteTopic deletes a topic and its data, or fails with ErrUnknownTopic.
+	DeleteTopic(ctx context.Context, name string) error
+	// CreatePartitions grows a topic to total partitions.
+	CreatePartitions(ctx context.Context, name string, total int32) error
+
+	// Append appends every frame of b to one partition, atomically and in
+	// order, and returns the offset given to the first. Appends to one
+	// partition are serialized in arrival order. ErrUnknownTopic /
+	// ErrUnknownPartition when the target is missing; ErrUnknownOutcome when
+	// the records may or may not have been stored; ErrUnavailable when
+	// nothing was stored and a retry is safe.
+	Append(ctx context.Context, topic string, partition int32, b *message.Batch) (baseOffset int64, err error)
+	// Read calls fn for messages of one partition from offset on, in offset
+	// order, until fn returns false, about maxBytes of payload and headers
+	// have been delivered (at least one message is always delivered if any
+	// exists), or the end of the log. The Message passed to fn is valid only
+	// during the call. It returns the partition's watermarks as of the read.
+	// An offset below the log start reads from the log start; reading at the
+	// high watermark delivers nothing.
+	Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int, fn func(*message.Message) bool) (Watermarks, error)
+	// Watermarks returns a partition's log start and high watermark.
+	Watermarks(ctx context.Context, topic string, partition int32) (Watermarks, error)
+	// OffsetForTime returns the first offset whose origin timestamp is ≥ ts
+	// (µs), or ok=false when there is none.
+	OffsetForTime(ctx context.Context, topic string, partition int32, ts uint64) (offset int64, ok bool, err error)
+
+	// CommitOffset stores a consumer group's committed offset for a partition
+	// (the next offset to read, verbatim). A negative offset deletes it.
+	CommitOffset(ctx context.Context, group, topic string, partition int32, offset int64, metadata string) error
+	// FetchOffset returns a group's committed offset, ok=false when none.
+	FetchOffset(ctx context.Context, group, topic string, partition int32) (offset int64, metadata string, ok bool, err error)
+
+	// Ready reports whether the backend is reachable (for /readyz).
+	Ready(ctx context.Context) error
+	// Close releases the backend's resources.
+	Close() error
+}
+
+// TopicInfo describes a topic.
+type TopicInfo struct {
+	Name       string
+	Partitions int32
+	Config     TopicConfig
+}
+
+// TopicConfig holds the topic settings that have a backend equivalent.
+type TopicConfig struct {
+	// MessageExpiry is how long messages are kept; 0 means forever
+	// (Kafka retention.ms, Iggy message_expiry).
+	MessageExpiry time.Duration
+	// MaxBytes caps the topic size; 0 means unlimited (Kafka retention.bytes
+	// per partition × partitions, Iggy max_topic_size).
+	MaxBytes uint64
+}
+
+// Watermarks are a partition's offset bounds.
+type Watermarks struct {
+	// LogStart is the earliest offset still stored.
+	LogStart int64
+	// High is one past the last stored offset (the next offset to assign).
+	High int64
+}
+
+// Errors a Log reports. Backends wrap them (errors.Is) with detail.
+var (
+	ErrUnknownTopic      = errors.New("bridge: unknown topic")
+	ErrUnknownPartition  = errors.New("bridge: unknown partition")
+	ErrTopicExists       = errors.New("bridge: topic already exists")
+	ErrInvalidConfig     = errors.New("bridge: invalid topic config")
+	ErrInvalidPartitions = errors.New("bridge: invalid partition count")
+	// ErrUnknownOutcome means a write may or may not have been stored (a
+	// lost connection or a timeout after sending): Kafka REQUEST_TIMED_OUT.
+	ErrUnknownOutcome = errors.New("bridge: write outcome unknown")
+	// ErrUnavailable means the backend could not be reached and nothing was
+	// stored: a retry is safe.
+	ErrUnavailable = errors.New("bridge: backend unavailable")
+	// ErrTooLarge means the write exceeds a backend limit.
+	ErrTooLarge = errors.New("bridge: write too large for backend")
+)
