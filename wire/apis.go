@@ -1,0 +1,83 @@
+package wire
+
+// APIKey identifies a Kafka API.
+type APIKey int16
+
+// API keys kiggy knows (KAFKA_PROTOCOL.md §2.1).
+const (
+	KeyProduce                 APIKey = 0
+	KeyFetch                   APIKey = 1
+	KeyListOffsets             APIKey = 2
+	KeyMetadata                APIKey = 3
+	KeyOffsetCommit            APIKey = 8
+	KeyOffsetFetch             APIKey = 9
+	KeyFindCoordinator         APIKey = 10
+	KeyJoinGroup               APIKey = 11
+	KeyHeartbeat               APIKey = 12
+	KeyLeaveGroup              APIKey = 13
+	KeySyncGroup               APIKey = 14
+	KeyDescribeGroups          APIKey = 15
+	KeyListGroups              APIKey = 16
+	KeySaslHandshake           APIKey = 17
+	KeyApiVersions             APIKey = 18
+	KeyCreateTopics            APIKey = 19
+	KeyDeleteTopics            APIKey = 20
+	KeyInitProducerID          APIKey = 22
+	KeyOffsetForLeaderEpoch    APIKey = 23
+	KeyDescribeConfigs         APIKey = 32
+	KeyAlterConfigs            APIKey = 33
+	KeySaslAuthenticate        APIKey = 36
+	KeyCreatePartitions        APIKey = 37
+	KeyIncrementalAlterConfigs APIKey = 44
+	KeyDescribeCluster         APIKey = 60
+)
+
+// APIRange is one row of the ApiVersions table: the versions of an API whose
+// codecs wire implements, and the first flexible version (KIP-482).
+type APIRange struct {
+	Key APIKey
+	// Min and Max bound the versions kiggy decodes and encodes.
+	Min, Max int16
+	// FlexibleFrom is the first flexible version; from it on the request
+	// header is v2 and the response header v1 (ApiVersions: always v0).
+	FlexibleFrom int16
+}
+
+// APIs is the declarative table of every API wire has codecs for, sorted by
+// key. Each codec file adds its row here; the gateway advertises the subset
+// it has handlers for. A row must only be added once its codec is complete
+// and oracle-tested for every version in [Min, Max].
+var APIs = []APIRange{}
+
+// maxKey bounds the lookup array.
+const maxKey = 128
+
+var apiIndex = func() (idx [maxKey]int16) {
+	for i := range idx {
+		idx[i] = -1
+	}
+	return idx
+}()
+
+func init() {
+	for i, a := range APIs {
+		if a.Key >= 0 && a.Key < maxKey {
+			apiIndex[a.Key] = int16(i)
+		}
+	}
+}
+
+// LookupAPI returns the table row for key.
+func LookupAPI(key APIKey) (APIRange, bool) {
+	if key < 0 || key >= maxKey || apiIndex[key] < 0 {
+		return APIRange{}, false
+	}
+	return APIs[apiIndex[key]], true
+}
+
+// Flexible reports whether version v of key uses flexible encodings.
+// Unknown keys are reported non-flexible.
+func Flexible(key APIKey, v int16) bool {
+	a, ok := LookupAPI(key)
+	return ok && v >= a.FlexibleFrom
+}
