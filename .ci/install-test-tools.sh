@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# install-test-tools.sh installs the third-party tools kiggy's interop tests and
+# benchmarks drive, and prints what it installed:
+#
+#   kcat         Debian package (librdkafka-based producer/consumer CLI)
+#   tests/java/lib/
+#                Apache Kafka 4.x from Maven Central: kafka-clients, kafka-tools
+#                (ConsoleProducer, ProducerPerformance, ...), the broker
+#                (kafka_2.13: kafka.Kafka, kafka.tools.StorageTool) and an slf4j
+#                binding, via `mvn dependency:copy-dependencies` on tests/java/pom.xml
+#   apache-iggy  the official Iggy Python SDK (wraps the Rust client), pinned
+#
+# Idempotent and non-interactive; meant to run as root (CI runs it from .ci/run).
+# When everything is already there it does no network I/O and takes about a
+# second: apt is skipped if kcat is on PATH, Maven if lib/ was filled from the
+# current pom.xml (a stamp holds the pom's hash), pip if the pinned version is
+# installed.
+set -euo pipefail
+
+IGGY_PY_VERSION=0.9.0
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+javadir="$root/tests/java"
+lib="$javadir/lib"
+stamp="$lib/.pom.sha256"
+start=$SECONDS
+
+log() { printf 'install-test-tools: %s\n' "$*"; }
+
+# --- kcat (Debian) -----------------------------------------------------------
+if ! command -v kcat >/dev/null 2>&1; then
+	log "installing kcat (apt)"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q >/dev/null
+	apt-get install -y -q --no-install-recommends kcat >/dev/null 2>&1 || apt-get install -y --no-install-recommends kcat
+fi
+log "kcat: $(command -v kcat) ($(dpkg-query -W -f='${Version}' kcat 2>/dev/null || echo '?'); $(kcat -V 2>&1 | grep -o 'librdkafka [0-9][^ ]*' | head -n1 || true))"
+
+# --- Java: Maven must be there; both come with the machine image ------------
+for tool in java javac mvn; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		log "$tool missing: installing openjdk-17-jdk-headless and maven (apt)"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -q >/dev/null
+		apt-get install -y -q --no-install-recommends openjdk-17-jdk-headless maven >/dev/null
+		break
+	fi
+done
+
+# --- Kafka 4.x jars (Maven Central) ------------------------------------------
+want=$(sha256sum "$javadir/pom.xml" | cut -d' ' -f1)
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
+	log "fetching Kafka jars into tests/java/lib (mvn dependency:copy-dependencies)"
+	rm -rf "$lib"
+	mvn -B -q -Dstyle.color=never -f "$javadir/pom.xml" dependency:copy-dependencies
+	echo "$want" >"$stamp"
+fi
+kafka_jar=$(cd "$lib" && ls kafka-clients-*.jar 2>/dev/null | head -n1)
+log "java: $(java -version 2>&1 | head -n1); $(ls "$lib"/*.jar | wc -l) jars in tests/java/lib ($(du -sh "$lib" | cut -f1)), ${kafka_jar:-kafka-clients MISSING}"
+if [[ -z "$kafka_jar" ]]; then
+	log "kafka-clients jar missing after mvn; delete tests/java/lib and retry"
+	exit 1
+fi
+
+# --- apache-iggy (PyPI) -------------------------------------------------------
+py=$(command -v python3 || true)
+if [[ -z "$py" ]]; then
+	log "python3 missing"
+	exit 1
+fi
+iggy_version() { "$py" -c 'import importlib.metadata as m; print(m.version("apache-iggy"))' 2>/dev/null || true; }
+have=$(iggy_version)
+if [[ "$have" != "$IGGY_PY_VERSION" ]]; then
+	log "installing apache-iggy==$IGGY_PY_VERSION (pip)"
+	"$py" -m pip install -q --disable-pip-version-check "apache-iggy==$IGGY_PY_VERSION"
+fi
+"$py" -c 'import apache_iggy' # fail here, not in a test, if the wheel does not load
+log "python: $py ($("$py" --version 2>&1)); apache-iggy $(iggy_version)"
+
+log "done in $((SECONDS - start))s"
