@@ -47,7 +47,12 @@ type APIRange struct {
 // key. Each codec file adds its row here; the gateway advertises the subset
 // it has handlers for. A row must only be added once its codec is complete
 // and oracle-tested for every version in [Min, Max].
-var APIs = []APIRange{}
+var APIs = []APIRange{
+	{KeyProduce, 0, 12, 9}, // v0–2 advertised but not decodable (KAFKA-18659), see produce.go
+	{KeyMetadata, 0, 13, 9},
+	{KeyApiVersions, 0, 4, 3},
+	{KeyInitProducerID, 0, 5, 2},
+}
 
 // maxKey bounds the lookup array.
 const maxKey = 128

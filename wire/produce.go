@@ -1,0 +1,210 @@
+package wire
+
+// Produce (key 0), flexible from v9 (KAFKA_PROTOCOL.md §2.4; ProduceRequest.json,
+// ProduceResponse.json).
+//
+// Advertised vs decodable: the APIs table row is {0, 0, 12, 9} because Kafka
+// 4.x still advertises Produce min version 0 (KAFKA-18659: librdkafka < 2.11.1
+// turns compression off unless the range contains 0), yet rejects v0–2
+// (KIP-896). ProduceRequest.Decode therefore accepts only v3–12 and returns
+// ErrUnsupportedVersion for v0–2; the connection is then closed without a
+// response, as Kafka does. The response encoder handles v0–12.
+//
+// v13 (topic ids instead of names, KIP-516) is not supported: it must not be
+// advertised until Metadata returns real topic ids and Produce resolves them.
+
+const (
+	produceMinDecodeVersion = 3
+	produceMaxVersion       = 12
+)
+
+// ProduceRequestPartition is one partition's data in a Produce request.
+type ProduceRequestPartition struct {
+	Index int32
+	// Records is the RECORDS field: concatenated record batches, nil when
+	// null. It is a view into the frame, valid until the frame is released.
+	Records []byte
+}
+
+// ProduceRequestTopic is one topic's data in a Produce request.
+type ProduceRequestTopic struct {
+	// Name is a view into the frame, valid until the frame is released.
+	Name       string
+	Partitions []ProduceRequestPartition
+}
+
+// ProduceRequest is a Produce request body (v3–12).
+type ProduceRequest struct {
+	// TransactionalId is null for non-transactional producers. It is a view
+	// into the frame, valid until the frame is released.
+	TransactionalId NullString
+	// Acks is -1 (all), 0 (no response at all) or 1 (leader); anything else
+	// is answered with INVALID_REQUIRED_ACKS by the handler.
+	Acks      int16
+	TimeoutMs int32
+	Topics    []ProduceRequestTopic
+}
+
+// Decode parses a Produce request body of the given version into r, reusing
+// r's slices (including each topic's Partitions), so decoding requests of a
+// steady shape allocates nothing. Names and records alias body: they are
+// valid until the frame is released. Versions 0–2 (removed in Kafka 4.0,
+// KIP-896) and 13+ return ErrUnsupportedVersion.
+func (r *ProduceRequest) Decode(body []byte, version int16) error {
+	if version < produceMinDecodeVersion || version > produceMaxVersion {
+		return ErrUnsupportedVersion
+	}
+	flex := version >= 9 // "flexibleVersions": "9+"
+	rd := NewReader(body)
+
+	s, ok := rd.NullableStr(flex)
+	r.TransactionalId = NullString{S: s, Valid: ok}
+	r.Acks = rd.Int16()
+	r.TimeoutMs = rd.Int32()
+
+	// Smallest topic: empty name, empty partition array (and a tag count).
+	minTopic, minPart := 6, 8
+	if flex {
+		minTopic, minPart = 3, 6
+	}
+	n := rd.ArrayLen(flex, minTopic)
+	if n < 0 {
+		rd.Fail(ErrNegativeLength) // TopicData is not nullable
+		n = 0
+	}
+	r.Topics = resizeReuse(r.Topics, n)
+	for i := 0; i < n && rd.Ok(); i++ {
+		t := &r.Topics[i]
+		t.Name = rd.Str(flex)
+		np := rd.ArrayLen(flex, minPart)
+		if np < 0 {
+			rd.Fail(ErrNegativeLength) // PartitionData is not nullable
+			np = 0
+		}
+		t.Partitions = resizeReuse(t.Partitions, np)
+		for j := 0; j < np && rd.Ok(); j++ {
+			p := &t.Partitions[j]
+			p.Index = rd.Int32()
+			p.Records = rd.NullableByteSlice(flex)
+			if flex {
+				rd.SkipTags()
+			}
+		}
+		if flex {
+			rd.SkipTags()
+		}
+	}
+	if flex {
+		rd.SkipTags()
+	}
+	if err := rd.Complete(); err != nil {
+		// Do not leave views into a rejected frame half-filled behind.
+		r.Topics = r.Topics[:0]
+		return err
+	}
+	return nil
+}
+
+// AppendTo appends r encoded at version (a client's view; used by tests,
+// benchmarks and fuzz seeds). Versions 0–2 are encoded without
+// TransactionalId, as the schema says, although Decode rejects them.
+func (r *ProduceRequest) AppendTo(dst []byte, version int16) []byte {
+	flex := version >= 9
+	if version >= 3 {
+		dst = AppendNullableStr(dst, flex, r.TransactionalId.S, r.TransactionalId.Valid)
+	}
+	dst = AppendInt16(dst, r.Acks)
+	dst = AppendInt32(dst, r.TimeoutMs)
+	dst = AppendArrayLen(dst, flex, len(r.Topics))
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		dst = AppendStr(dst, flex, t.Name)
+		dst = AppendArrayLen(dst, flex, len(t.Partitions))
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			dst = AppendInt32(dst, p.Index)
+			dst = AppendNullableByteSlice(dst, flex, p.Records)
+			dst = AppendEmptyTags(dst, flex)
+		}
+		dst = AppendEmptyTags(dst, flex)
+	}
+	return AppendEmptyTags(dst, flex)
+}
+
+// ProduceRecordError is one per-record error (v8+, KIP-467).
+type ProduceRecordError struct {
+	// BatchIndex is the index of the failed record within its batch.
+	BatchIndex             int32
+	BatchIndexErrorMessage NullString
+}
+
+// ProduceResponsePartition is one partition's result in a Produce response.
+type ProduceResponsePartition struct {
+	Index     int32
+	ErrorCode ErrorCode
+	// BaseOffset is the offset given to the first record of the batch.
+	BaseOffset int64
+	// LogAppendTimeMs is v2+; -1 unless the topic uses LogAppendTime.
+	LogAppendTimeMs int64
+	// LogStartOffset is v5+.
+	LogStartOffset int64
+	// RecordErrors is v8+.
+	RecordErrors []ProduceRecordError
+	// ErrorMessage is v8+.
+	ErrorMessage NullString
+}
+
+// ProduceResponseTopic is one topic's results in a Produce response.
+type ProduceResponseTopic struct {
+	Name       string
+	Partitions []ProduceResponsePartition
+}
+
+// ProduceResponse is a Produce response body. acks=0 requests get none.
+type ProduceResponse struct {
+	Topics []ProduceResponseTopic
+	// ThrottleTimeMs is v1+ and is written after the topic array, unlike
+	// most responses.
+	ThrottleTimeMs int32
+}
+
+// AppendTo appends r's body encoded at version (0–12). No tagged fields are
+// emitted (the v10+ CurrentLeader and NodeEndpoints hints are optional).
+// It does not allocate when dst has room.
+func (r *ProduceResponse) AppendTo(dst []byte, version int16) []byte {
+	flex := version >= 9
+	dst = AppendArrayLen(dst, flex, len(r.Topics))
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		dst = AppendStr(dst, flex, t.Name)
+		dst = AppendArrayLen(dst, flex, len(t.Partitions))
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			dst = AppendInt32(dst, p.Index)
+			dst = AppendInt16(dst, int16(p.ErrorCode))
+			dst = AppendInt64(dst, p.BaseOffset)
+			if version >= 2 {
+				dst = AppendInt64(dst, p.LogAppendTimeMs)
+			}
+			if version >= 5 {
+				dst = AppendInt64(dst, p.LogStartOffset)
+			}
+			if version >= 8 {
+				dst = AppendArrayLen(dst, flex, len(p.RecordErrors))
+				for k := range p.RecordErrors {
+					e := &p.RecordErrors[k]
+					dst = AppendInt32(dst, e.BatchIndex)
+					dst = AppendNullableStr(dst, flex, e.BatchIndexErrorMessage.S, e.BatchIndexErrorMessage.Valid)
+					dst = AppendEmptyTags(dst, flex)
+				}
+				dst = AppendNullableStr(dst, flex, p.ErrorMessage.S, p.ErrorMessage.Valid)
+			}
+			dst = AppendEmptyTags(dst, flex)
+		}
+		dst = AppendEmptyTags(dst, flex)
+	}
+	if version >= 1 {
+		dst = AppendInt32(dst, r.ThrottleTimeMs)
+	}
+	return AppendEmptyTags(dst, flex)
+}
