@@ -1,0 +1,240 @@
+package mapping
+
+import (
+	"bytes"
+	"encoding/binary"
+	"unicode/utf8"
+
+	"github.com/kiggy-io/kiggy/bridge/message"
+)
+
+// Decoder maps stored messages back to Kafka records (RECORD_MAPPING.md §3).
+// It reuses its header scratch space; it is not safe for concurrent use.
+type Decoder struct {
+	headers []Header
+	kinds   []byte
+}
+
+// Decode fills r from m. r's slices alias m (and r.Headers the Decoder's
+// scratch): valid until the next Decode or until m's buffers go away.
+// ErrUnmappable means the message cannot be presented (§3.6).
+func (d *Decoder) Decode(m *message.Message, r *Record) error {
+	d.headers = d.headers[:0]
+	d.kinds = d.kinds[:0]
+	*r = Record{}
+
+	// §3.2: the kafka.v switch. Find the gateway markers in one pass.
+	var version, key, value, ts, envelope []byte
+	var tsKind byte
+	var gateway bool
+	for block := m.Headers; len(block) > 0; {
+		h, rest, err := message.NextHeader(block)
+		if err != nil {
+			// §3.1: an unreadable block is refused, never served as header-less.
+			return ErrUnmappable
+		}
+		block = rest
+		if h.KeyKind == message.KindString {
+			switch string(h.Key) {
+			case keyVersion:
+				version, gateway = h.Value, true
+			case keyKey:
+				key = h.Value
+			case keyValue:
+				value = h.Value
+			case keyTS:
+				ts, tsKind = h.Value, h.ValueKind
+			case keyEnvelope:
+				envelope = h.Value
+			}
+		}
+	}
+	if !gateway {
+		return d.decodeForeign(m, r)
+	}
+	if !bytes.Equal(version, one) {
+		return ErrUnmappable
+	}
+
+	if envelope != nil {
+		if !bytes.Equal(envelope, one) {
+			return ErrUnmappable
+		}
+		if err := d.decodeEnvelope(m.Payload, r); err != nil {
+			return err
+		}
+	} else {
+		r.Key = key
+		switch {
+		case value == nil:
+			r.Value = m.Payload
+		case bytes.Equal(value, markerNull):
+			r.Value = nil
+		case bytes.Equal(value, markerEmpty):
+			r.Value = m.Payload[:0]
+		default:
+			return ErrUnmappable
+		}
+		// Only kafka.h.* keys surface, prefix stripped; stored sorted.
+		for block := m.Headers; len(block) > 0; {
+			h, rest, _ := message.NextHeader(block)
+			block = rest
+			if len(h.Key) < len(prefixH) || string(h.Key[:len(prefixH)]) != prefixH {
+				continue
+			}
+			name := h.Key[len(prefixH):]
+			for i := range d.headers {
+				if bytes.Equal(d.headers[i].Key, name) {
+					// Two stored keys map to one name: this mapping writes
+					// only String keys, so the message is not ours (§3.4).
+					return ErrUnmappable
+				}
+			}
+			d.headers = append(d.headers, Header{Key: name, Value: h.Value})
+		}
+		r.Headers = d.headers
+	}
+
+	// §3.4 step 3: timestamp.
+	if ts != nil {
+		if tsKind != message.KindInt64 || len(ts) != 8 {
+			return ErrUnmappable
+		}
+		v := int64(binary.LittleEndian.Uint64(ts))
+		switch {
+		case v == -1:
+			r.TimestampMs = int64(m.Timestamp / 1000)
+		case v >= 0:
+			r.TimestampMs = v
+		default:
+			return ErrUnmappable
+		}
+	} else {
+		r.TimestampMs = nativeTimestamp(m)
+	}
+	return nil
+}
+
+// decodeForeign presents a message written by a native Iggy client (§3.3):
+// null key, the payload as value, every header with a UTF-8 key by name.
+func (d *Decoder) decodeForeign(m *message.Message, r *Record) error {
+	r.Value = m.Payload
+	r.TimestampMs = nativeTimestamp(m)
+	for block := m.Headers; len(block) > 0; {
+		h, rest, _ := message.NextHeader(block)
+		block = rest
+		if !utf8.Valid(h.Key) {
+			continue
+		}
+		dup := -1
+		for i := range d.headers {
+			if bytes.Equal(d.headers[i].Key, h.Key) {
+				dup = i
+				break
+			}
+		}
+		if dup >= 0 {
+			// Same bytes, different kinds: the later in (kind, bytes) order survives.
+			if h.KeyKind > d.kinds[dup] {
+				d.headers[dup].Value = h.Value
+				d.kinds[dup] = h.KeyKind
+			}
+			continue
+		}
+		d.headers = append(d.headers, Header{Key: h.Key, Value: h.Value})
+		d.kinds = append(d.kinds, h.KeyKind)
+	}
+	r.Headers = d.headers
+	return nil
+}
+
+// nativeTimestamp is origin/1000, or the server timestamp when origin is 0.
+func nativeTimestamp(m *message.Message) int64 {
+	if m.OriginTimestamp != 0 {
+		return int64(m.OriginTimestamp / 1000)
+	}
+	return int64(m.Timestamp / 1000)
+}
+
+// decodeEnvelope parses the §2.6 layout strictly: truncation, an impossible
+// header count, a non-UTF-8 name or trailing bytes are refused.
+func (d *Decoder) decodeEnvelope(p []byte, r *Record) error {
+	if len(p) < 1 {
+		return ErrUnmappable
+	}
+	flags := p[0]
+	if flags&^3 != 0 {
+		return ErrUnmappable
+	}
+	p = p[1:]
+	var ok bool
+	var k, v []byte
+	if k, p, ok = takeLen(p); !ok {
+		return ErrUnmappable
+	}
+	if v, p, ok = takeLen(p); !ok {
+		return ErrUnmappable
+	}
+	if flags&1 != 0 {
+		r.Key = k
+	} else if len(k) != 0 {
+		return ErrUnmappable
+	}
+	if flags&2 != 0 {
+		r.Value = v
+	} else if len(v) != 0 {
+		return ErrUnmappable
+	}
+	if len(p) < 4 {
+		return ErrUnmappable
+	}
+	n := uint64(binary.LittleEndian.Uint32(p))
+	p = p[4:]
+	if n > uint64(len(p))/9 {
+		return ErrUnmappable
+	}
+	for range n {
+		var name, val []byte
+		if name, p, ok = takeLen(p); !ok || !utf8.Valid(name) {
+			return ErrUnmappable
+		}
+		if len(p) < 1 {
+			return ErrUnmappable
+		}
+		present := p[0]
+		p = p[1:]
+		if val, p, ok = takeLen(p); !ok {
+			return ErrUnmappable
+		}
+		switch present {
+		case 0:
+			if len(val) != 0 {
+				return ErrUnmappable
+			}
+			val = nil
+		case 1:
+		default:
+			return ErrUnmappable
+		}
+		d.headers = append(d.headers, Header{Key: name, Value: val})
+	}
+	if len(p) != 0 {
+		return ErrUnmappable
+	}
+	r.Headers = d.headers
+	return nil
+}
+
+// takeLen reads a u32 LE length and that many bytes; the result is non-nil
+// (possibly empty) on success.
+func takeLen(p []byte) (b, rest []byte, ok bool) {
+	if len(p) < 4 {
+		return nil, nil, false
+	}
+	n := uint64(binary.LittleEndian.Uint32(p))
+	p = p[4:]
+	if n > uint64(len(p)) {
+		return nil, nil, false
+	}
+	return p[:n:n], p[n:], true
+}
