@@ -1,0 +1,301 @@
+package wire
+
+import "errors"
+
+// CreateTopics (key 19), versions 2–7, flexible from 5 (KAFKA_PROTOCOL.md
+// §2.4). Kafka 4.0 removed v0–1 (KIP-896).
+//
+// This file also holds the small helpers every admin codec in this package
+// shares (createtopics.go, deletetopics.go, createpartitions.go,
+// describeconfigs.go, alterconfigs.go, describecluster.go).
+
+const (
+	createTopicsMin, createTopicsMax int16 = 2, 7
+	createTopicsFlexible             int16 = 5
+)
+
+// CreateTopicsRequest is the body of a CreateTopics request.
+//
+// Decode fills it from a frame; its strings alias that frame and are valid
+// until the frame is released.
+type CreateTopicsRequest struct {
+	// Topics are the topics to create.
+	Topics []CreateTopicsRequestTopic
+	// TimeoutMillis is how long the client waits for the creation.
+	TimeoutMillis int32
+	// ValidateOnly asks for a dry run: validate, create nothing (v1+).
+	ValidateOnly bool
+}
+
+// CreateTopicsRequestTopic is one topic to create.
+type CreateTopicsRequestTopic struct {
+	// Topic is the topic name.
+	Topic string
+	// NumPartitions is the partition count, or -1 with a manual assignment
+	// or (v4+) for the broker default.
+	NumPartitions int32
+	// ReplicationFactor is the replica count, or -1 with a manual assignment
+	// or (v4+) for the broker default.
+	ReplicationFactor int16
+	// ReplicaAssignment is the manual assignment, empty for automatic.
+	ReplicaAssignment []CreateTopicsRequestTopicReplicaAssignment
+	// Configs are topic-level configs to set.
+	Configs []CreateTopicsRequestTopicConfig
+}
+
+// CreateTopicsRequestTopicReplicaAssignment places one partition.
+type CreateTopicsRequestTopicReplicaAssignment struct {
+	// Partition is the partition index.
+	Partition int32
+	// Replicas are the broker ids to place the partition on.
+	Replicas []int32
+}
+
+// CreateTopicsRequestTopicConfig is one topic config to set.
+type CreateTopicsRequestTopicConfig struct {
+	// Name is the config key, e.g. "retention.ms".
+	Name string
+	// Value is the config value; null is allowed by the schema.
+	Value NullString
+}
+
+// Decode parses a CreateTopics request body of the given version into r,
+// reusing the capacity of r's slices (and of the slices inside their
+// elements). Strings alias body: they are valid until the frame is released.
+// Unknown tagged fields are skipped. On error r's contents are unspecified.
+func (r *CreateTopicsRequest) Decode(body []byte, version int16) error {
+	if version < createTopicsMin || version > createTopicsMax {
+		return errAdminVersion
+	}
+	flex := version >= createTopicsFlexible
+	rd := NewReader(body)
+
+	// Smallest encodings: name, NumPartitions, ReplicationFactor, two
+	// array counts (and the tag section when flexible).
+	topicMin, assignMin, configMin := 16, 8, 4
+	if flex {
+		topicMin, assignMin, configMin = 10, 6, 3
+	}
+	r.Topics = adminResize(r.Topics, adminArrayLen(&rd, flex, topicMin))
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		t.Topic = rd.Str(flex)
+		t.NumPartitions = rd.Int32()
+		t.ReplicationFactor = rd.Int16()
+		t.ReplicaAssignment = adminResize(t.ReplicaAssignment, adminArrayLen(&rd, flex, assignMin))
+		for j := range t.ReplicaAssignment {
+			a := &t.ReplicaAssignment[j]
+			a.Partition = rd.Int32()
+			a.Replicas = adminInt32s(&rd, flex, a.Replicas)
+			adminEndStruct(&rd, flex)
+		}
+		t.Configs = adminResize(t.Configs, adminArrayLen(&rd, flex, configMin))
+		for j := range t.Configs {
+			c := &t.Configs[j]
+			c.Name = rd.Str(flex)
+			c.Value = adminNullStr(&rd, flex)
+			adminEndStruct(&rd, flex)
+		}
+		adminEndStruct(&rd, flex)
+	}
+	r.TimeoutMillis = rd.Int32()
+	// "Version 1 adds validateOnly."
+	r.ValidateOnly = false
+	if version >= 1 {
+		r.ValidateOnly = rd.Bool()
+	}
+	adminEndStruct(&rd, flex)
+	return rd.Complete()
+}
+
+// CreateTopicsResponse is the body of a CreateTopics response.
+type CreateTopicsResponse struct {
+	// ThrottleMillis is the quota throttle applied (v2+).
+	ThrottleMillis int32
+	// Topics holds one result per requested topic.
+	Topics []CreateTopicsResponseTopic
+}
+
+// CreateTopicsResponseTopic is the result for one topic.
+type CreateTopicsResponseTopic struct {
+	// Topic is the topic name.
+	Topic string
+	// TopicID is the new topic's id (v7+).
+	TopicID [16]byte
+	// ErrorCode is the creation result.
+	ErrorCode ErrorCode
+	// ErrorMessage is a human-readable error, null on success (v1+).
+	ErrorMessage NullString
+	// ConfigErrorCode (Kafka: TopicConfigErrorCode) is tagged field 0 (v5+):
+	// why Configs could not be returned. It is written only when non-zero.
+	ConfigErrorCode ErrorCode
+	// NumPartitions is the topic's partition count (v5+; Kafka's default -1).
+	NumPartitions int32
+	// ReplicationFactor is the topic's replication factor (v5+; default -1).
+	ReplicationFactor int16
+	// Configs are the topic's configs (v5+). A nil slice encodes null, which
+	// Kafka sends only together with a non-zero ConfigErrorCode; use a
+	// non-nil empty slice for "no configs".
+	Configs []CreateTopicsResponseTopicConfig
+}
+
+// CreateTopicsResponseTopicConfig is one config of a created topic (v5+).
+type CreateTopicsResponseTopicConfig struct {
+	// Name is the config key.
+	Name string
+	// Value is the config value, null for sensitive configs.
+	Value NullString
+	// ReadOnly reports whether the config cannot be altered.
+	ReadOnly bool
+	// Source is where the value came from (Kafka's default -1).
+	Source ConfigSource
+	// IsSensitive reports whether the value is hidden.
+	IsSensitive bool
+}
+
+// AppendTo appends the response body for the given version to dst.
+func (r *CreateTopicsResponse) AppendTo(dst []byte, version int16) []byte {
+	flex := version >= createTopicsFlexible
+	// "Version 2 adds the throttle time."
+	if version >= 2 {
+		dst = AppendInt32(dst, r.ThrottleMillis)
+	}
+	dst = AppendArrayLen(dst, flex, len(r.Topics))
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		dst = AppendStr(dst, flex, t.Topic)
+		// "Version 7 returns the topic ID of the newly created topic if
+		// creation is successful."
+		if version >= 7 {
+			dst = AppendUUID(dst, t.TopicID)
+		}
+		dst = AppendInt16(dst, int16(t.ErrorCode))
+		// "Version 1 adds a per-topic error message string."
+		if version >= 1 {
+			dst = AppendNullableStr(dst, flex, t.ErrorMessage.S, t.ErrorMessage.Valid)
+		}
+		// "Version 5 also returns topic configs in the response (KIP-525)."
+		if version >= 5 {
+			dst = AppendInt32(dst, t.NumPartitions)
+			dst = AppendInt16(dst, t.ReplicationFactor)
+			n := len(t.Configs)
+			if t.Configs == nil {
+				n = -1 // "nullableVersions": "5+"
+			}
+			dst = AppendArrayLen(dst, flex, n)
+			for j := range t.Configs {
+				c := &t.Configs[j]
+				dst = AppendStr(dst, flex, c.Name)
+				dst = AppendNullableStr(dst, flex, c.Value.S, c.Value.Valid)
+				dst = AppendBool(dst, c.ReadOnly)
+				dst = AppendInt8(dst, int8(c.Source))
+				dst = AppendBool(dst, c.IsSensitive)
+				dst = AppendEmptyTags(dst, flex)
+			}
+		}
+		if flex {
+			// TopicConfigErrorCode: "tag": 0, "taggedVersions": "5+". Kafka
+			// omits a tagged field equal to its default (KIP-482).
+			if t.ConfigErrorCode != None {
+				dst = append(dst, 1)        // one tagged field
+				dst = AppendUvarint(dst, 0) // tag
+				dst = AppendUvarint(dst, 2) // size of an INT16
+				dst = AppendInt16(dst, int16(t.ConfigErrorCode))
+			} else {
+				dst = append(dst, 0)
+			}
+		}
+	}
+	return AppendEmptyTags(dst, flex)
+}
+
+// Helpers shared by the admin codecs.
+
+// errAdminVersion is returned by an admin Decode asked for a version its
+// codec does not implement; the dispatcher checks APIs first, so reaching it
+// is a programming error, not bad input.
+var errAdminVersion = errors.New("wire: admin API version not implemented")
+
+// adminResize returns s with length n, reusing its capacity and, for the
+// elements it keeps, their own nested slices. Elements past the old length
+// keep whatever they held before; every decoder overwrites each field.
+func adminResize[T any](s []T, n int) []T {
+	if n <= cap(s) {
+		return s[:n]
+	}
+	return append(s[:cap(s)], make([]T, n-cap(s))...)
+}
+
+// adminResizeNullable is adminResize for a nullable array: n < 0 (null)
+// returns nil, any other n a non-nil slice, so nil always means null.
+func adminResizeNullable[T any](s []T, n int) []T {
+	if n < 0 {
+		return nil
+	}
+	s = adminResize(s, n)
+	if s == nil {
+		s = []T{}
+	}
+	return s
+}
+
+// adminArrayLen reads the count of a non-nullable array. Kafka's generated
+// readers reject a null there ("non-nullable field ... was serialized as
+// null"); so do we. minElem bounds the count by the bytes left before any
+// allocation (STYLE.md habit 4).
+func adminArrayLen(rd *Reader, flex bool, minElem int) int {
+	n := rd.ArrayLen(flex, minElem)
+	if n < 0 {
+		rd.Fail(ErrNegativeLength)
+		return 0
+	}
+	return n
+}
+
+// adminInt32s reads a non-nullable []INT32 into s's capacity.
+func adminInt32s(rd *Reader, flex bool, s []int32) []int32 {
+	s = adminResize(s, adminArrayLen(rd, flex, 4))
+	for i := range s {
+		s[i] = rd.Int32()
+	}
+	return s
+}
+
+// adminStrings reads a []STRING into s's capacity; nullable arrays return nil
+// for null.
+func adminStrings(rd *Reader, flex, nullable bool, s []string) []string {
+	minElem := 2
+	if flex {
+		minElem = 1
+	}
+	n := rd.ArrayLen(flex, minElem)
+	switch {
+	case n >= 0 && nullable:
+		s = adminResizeNullable(s, n)
+	case n >= 0:
+		s = adminResize(s, n)
+	case nullable:
+		return nil
+	default:
+		rd.Fail(ErrNegativeLength)
+		return s[:0]
+	}
+	for i := range s {
+		s[i] = rd.Str(flex)
+	}
+	return s
+}
+
+// adminNullStr reads a nullable string as a NullString aliasing the frame.
+func adminNullStr(rd *Reader, flex bool) NullString {
+	s, ok := rd.NullableStr(flex)
+	return NullString{S: s, Valid: ok}
+}
+
+// adminEndStruct skips the tagged-field section that ends every struct of a
+// flexible version (KIP-482: "readers must skip unknown tags by size").
+func adminEndStruct(rd *Reader, flex bool) {
+	if flex {
+		rd.SkipTags()
+	}
+}
