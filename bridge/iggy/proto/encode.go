@@ -1,0 +1,124 @@
+package proto
+
+import "encoding/binary"
+
+// AppendU8 appends a byte.
+func AppendU8(dst []byte, v uint8) []byte { return append(dst, v) }
+
+// AppendU32 appends a little-endian u32.
+func AppendU32(dst []byte, v uint32) []byte { return binary.LittleEndian.AppendUint32(dst, v) }
+
+// AppendU64 appends a little-endian u64.
+func AppendU64(dst []byte, v uint64) []byte { return binary.LittleEndian.AppendUint64(dst, v) }
+
+// AppendName appends a name string ([len u8][bytes], §2.2). The caller
+// guarantees 1 ≤ len(s) ≤ 255.
+func AppendName(dst []byte, s string) []byte {
+	dst = append(dst, uint8(len(s)))
+	return append(dst, s...)
+}
+
+// AppendLongString appends a [len u32][bytes] string.
+func AppendLongString(dst []byte, s string) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(s)))
+	return append(dst, s...)
+}
+
+// AppendNumericID appends a numeric Identifier (§2.3: 01 04 <u32>).
+func AppendNumericID(dst []byte, id uint32) []byte {
+	dst = append(dst, IDNumeric, 4)
+	return binary.LittleEndian.AppendUint32(dst, id)
+}
+
+// AppendStringID appends a string Identifier (§2.3: 02 <len> <name>). The
+// caller guarantees 1 ≤ len(name) ≤ 255.
+func AppendStringID(dst []byte, name string) []byte {
+	dst = append(dst, IDString, uint8(len(name)))
+	return append(dst, name...)
+}
+
+// AppendIdentifier appends id in its own kind.
+func AppendIdentifier(dst []byte, id Identifier) []byte {
+	if id.Kind == IDNumeric {
+		return AppendNumericID(dst, id.Numeric)
+	}
+	dst = append(dst, IDString, uint8(len(id.Name)))
+	return append(dst, id.Name...)
+}
+
+// Consumer kinds (§2.4).
+const (
+	ConsumerSingle = 1
+	ConsumerGroup  = 2
+)
+
+// Partitioning kinds (§2.5).
+const (
+	PartitionBalanced    = 1
+	PartitionID          = 2
+	PartitionMessagesKey = 3
+)
+
+// Polling strategies (§3.8).
+const (
+	PollOffset    = 1
+	PollTimestamp = 2
+	PollFirst     = 3
+	PollLast      = 4
+	PollNext      = 5
+)
+
+// Header-value kinds used in option blocks (§4.1).
+const (
+	KindRaw    = 1
+	KindString = 2
+	KindBool   = 3
+	KindUint8  = 9
+	KindUint32 = 11
+	KindUint64 = 12
+)
+
+// AppendOptionU64 appends one options-TLV entry with a String key and a
+// Uint64 value (§2.6, TV7).
+func AppendOptionU64(dst []byte, key string, v uint64) []byte {
+	dst = append(dst, KindString)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(key)))
+	dst = append(dst, key...)
+	dst = append(dst, KindUint64)
+	dst = binary.LittleEndian.AppendUint32(dst, 8)
+	return binary.LittleEndian.AppendUint64(dst, v)
+}
+
+// AppendResultOK appends an empty result section (§1.7: count 0 = success).
+func AppendResultOK(dst []byte) []byte { return AppendU32(dst, 0) }
+
+// AppendResultError appends a one-entry result section carrying code
+// (§1.7: [count 1][index 0][result]).
+func AppendResultError(dst []byte, code Code) []byte {
+	dst = AppendU32(dst, 1)
+	dst = AppendU32(dst, 0)
+	return AppendU32(dst, uint32(code))
+}
+
+// AppendLoginBody appends a LoginRegister body (§3.3): the client-version
+// prefix, username, password and an empty context.
+func AppendLoginBody(dst []byte, sdkName, sdkVersion, username, password string) []byte {
+	dst = AppendU32(dst, ProtocolVersion)
+	dst = AppendName(dst, sdkName)
+	dst = AppendName(dst, sdkVersion)
+	dst = append(dst, uint8(len(username)))
+	dst = append(dst, username...)
+	dst = append(dst, uint8(len(password)))
+	dst = append(dst, password...)
+	return AppendU32(dst, 0)
+}
+
+// AppendPATLoginBody appends a LoginRegisterWithPat body (§3.3).
+func AppendPATLoginBody(dst []byte, sdkName, sdkVersion, token string) []byte {
+	dst = AppendU32(dst, ProtocolVersion)
+	dst = AppendName(dst, sdkName)
+	dst = AppendName(dst, sdkVersion)
+	dst = append(dst, uint8(len(token)))
+	dst = append(dst, token...)
+	return AppendU32(dst, 0)
+}
