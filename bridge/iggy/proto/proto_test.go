@@ -176,7 +176,7 @@ func buildTV9(t *testing.T) (hdr, frames []byte) {
 	b.Buf = append(b.Buf, "user-header-bytes"...) // opaque bytes in the golden vector
 	b.End()
 	fr := b.Frames()
-	fr[8] = 7 // message ids 7 and 8 (MessageID{7}: first byte)
+	fr[8] = 7    // message ids 7 and 8 (MessageID{7}: first byte)
 	fr[61+8] = 8 // frame 1 is 48+13 bytes
 	if err := StampFrames(fr, b.Count); err != nil {
 		t.Fatal(err)
