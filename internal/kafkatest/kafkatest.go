@@ -1,0 +1,481 @@
+// Package kafkatest runs a real Apache Kafka 4.x broker for tests and
+// benchmarks: one KRaft node (broker and controller in one JVM) on free
+// 127.0.0.1 ports, its storage formatted in a fresh directory, started from
+// the jars that .ci/install-test-tools.sh puts in tests/java/lib.
+//
+// Start is for tests (it skips, or fails under KIGGY_REQUIRE_TOOLS=1, when Java
+// or the jars are missing, and stops the broker when the test ends);
+// StartProcess is the same without a testing.TB, for the benchmark harness,
+// which must call Broker.Stop itself.
+package kafkatest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kiggy-io/kiggy/internal/testtools"
+)
+
+// NodeID is the broker's (and controller's) node id.
+const NodeID = 1
+
+// Config configures a broker. The zero value means: Java and the classpath
+// from testtools.FindJava, a 1 GiB heap, Kafka's defaults for a single node
+// (replication factors 1), broker log at warn, and 2 minutes to start.
+type Config struct {
+	// Java is the java launcher ("" = testtools.FindJava).
+	Java string
+	// Classpath holds the Kafka broker jars ("" = testtools.FindJava's,
+	// tests/java/lib/*).
+	Classpath string
+	// Heap is the JVM heap, used for both -Xms and -Xmx, as the JVM spells
+	// it ("" = "1g", what kafka-server-start.sh uses).
+	Heap string
+	// Props overrides or adds server.properties entries; the listener and
+	// KRaft quorum entries are set by the package and cannot be overridden.
+	Props map[string]string
+	// LogLevel is the slf4j-simple level of the broker's log, written to
+	// Broker.LogPath ("" = "warn"; "info" for Kafka's usual chatter).
+	LogLevel string
+	// StartTimeout bounds the wait until the broker answers Metadata
+	// (0 = 2 minutes).
+	StartTimeout time.Duration
+	// StopTimeout bounds the wait for the JVM to exit after SIGTERM before
+	// it is killed (0 = 60 seconds).
+	StopTimeout time.Duration
+}
+
+func (c *Config) normalize() error {
+	if c.Java == "" || c.Classpath == "" {
+		java, cp, err := testtools.FindJava()
+		if err != nil {
+			return fmt.Errorf("kafkatest: %w (%s)", err, testtools.Install)
+		}
+		if c.Java == "" {
+			c.Java = java
+		}
+		if c.Classpath == "" {
+			c.Classpath = cp
+		}
+	}
+	if c.Heap == "" {
+		c.Heap = "1g"
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "warn"
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 2 * time.Minute
+	}
+	if c.StopTimeout <= 0 {
+		c.StopTimeout = time.Minute
+	}
+	for k := range c.Props {
+		if fixedProps[k] {
+			return fmt.Errorf("kafkatest: property %s is set by kafkatest and cannot be overridden", k)
+		}
+	}
+	return nil
+}
+
+// fixedProps are the server.properties keys kafkatest owns: they tie the
+// node to its ports and directory.
+var fixedProps = map[string]bool{
+	"process.roles":                       true,
+	"node.id":                             true,
+	"controller.quorum.voters":            true,
+	"controller.quorum.bootstrap.servers": true,
+	"listeners":                           true,
+	"advertised.listeners":                true,
+	"controller.listener.names":           true,
+	"inter.broker.listener.name":          true,
+	"listener.security.protocol.map":      true,
+	"log.dirs":                            true,
+	"log.dir":                             true,
+	"metadata.log.dir":                    true,
+}
+
+// defaultProps are Kafka's defaults adjusted for one node, as in the
+// config/server.properties Kafka ships.
+var defaultProps = map[string]string{
+	"num.partitions":                                   "1",
+	"offsets.topic.replication.factor":                 "1",
+	"transaction.state.log.replication.factor":         "1",
+	"transaction.state.log.min.isr":                    "1",
+	"share.coordinator.state.topic.replication.factor": "1",
+	"share.coordinator.state.topic.min.isr":            "1",
+	"group.initial.rebalance.delay.ms":                 "0",
+	"auto.create.topics.enable":                        "true",
+}
+
+// Broker is a running Kafka broker process.
+type Broker struct {
+	// Addr is the host:port of the PLAINTEXT listener clients bootstrap from.
+	Addr string
+	// ControllerAddr is the host:port of the KRaft controller listener.
+	ControllerAddr string
+	// Pid is the JVM's process id.
+	Pid int
+	// Dir is the directory holding server.properties, the data and the log.
+	Dir string
+	// LogPath is the file the JVM's stdout and stderr go to.
+	LogPath string
+
+	cfg      Config
+	cmd      *exec.Cmd
+	exited   chan struct{} // closed once cmd.Wait returned
+	waitErr  error         // cmd.Wait's result, set before exited is closed
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start starts a broker with the default Config in a temporary directory and
+// stops it (waiting for the JVM to exit) when t ends. It skips t when Java or
+// the Kafka jars are missing (fails under KIGGY_REQUIRE_TOOLS=1).
+func Start(t testing.TB) *Broker {
+	t.Helper()
+	return StartConfig(t, Config{})
+}
+
+// StartConfig is Start with a Config.
+func StartConfig(t testing.TB, cfg Config) *Broker {
+	t.Helper()
+	if cfg.Java == "" || cfg.Classpath == "" {
+		java, cp := testtools.JavaClasspath(t)
+		if cfg.Java == "" {
+			cfg.Java = java
+		}
+		if cfg.Classpath == "" {
+			cfg.Classpath = cp
+		}
+	}
+	b, err := StartProcess(t.TempDir(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kafkatest: last lines of %s:\n%s", b.LogPath, b.LogTail(30))
+		}
+		if err := b.Stop(); err != nil {
+			t.Errorf("kafkatest: %v", err)
+		}
+	})
+	return b
+}
+
+// StartProcess formats a single-node KRaft storage under dir (which should be
+// empty) and starts a broker from it, returning once the broker accepts
+// connections on 127.0.0.1 and answers Metadata listing itself. The caller
+// must call Stop. A port taken between choosing and binding it is retried
+// with new ports.
+func StartProcess(dir string, cfg Config) (*Broker, error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var b *Broker
+		b, err = startOnce(dir, cfg)
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, errPortTaken) {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+var errPortTaken = errors.New("kafkatest: a chosen port was taken before the broker bound it")
+
+func startOnce(dir string, cfg Config) (*Broker, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{
+		Addr:           net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
+		ControllerAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
+		Dir:            dir,
+		LogPath:        filepath.Join(dir, "broker.log"),
+		cfg:            cfg,
+		exited:         make(chan struct{}),
+	}
+	data := filepath.Join(dir, "data")
+	if err := os.RemoveAll(data); err != nil {
+		return nil, fmt.Errorf("kafkatest: %w", err)
+	}
+	propsPath := filepath.Join(dir, "server.properties")
+	if err := os.WriteFile(propsPath, b.properties(data), 0o644); err != nil {
+		return nil, fmt.Errorf("kafkatest: %w", err)
+	}
+	if err := b.format(propsPath); err != nil {
+		return nil, err
+	}
+
+	logf, err := os.Create(b.LogPath)
+	if err != nil {
+		return nil, fmt.Errorf("kafkatest: %w", err)
+	}
+	b.cmd = exec.Command(cfg.Java, b.jvmArgs("kafka.Kafka", propsPath)...)
+	b.cmd.Dir = dir
+	b.cmd.Stdout = logf
+	b.cmd.Stderr = logf
+	b.cmd.SysProcAttr = sysProcAttr()
+	if err := b.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("kafkatest: starting %s: %w", cfg.Java, err)
+	}
+	b.Pid = b.cmd.Process.Pid
+	go func() {
+		b.waitErr = b.cmd.Wait()
+		logf.Close()
+		close(b.exited)
+	}()
+
+	if err := b.waitReady(cfg.StartTimeout); err != nil {
+		_ = b.Stop()
+		tail := b.LogTail(30)
+		if strings.Contains(tail, "Address already in use") {
+			return nil, fmt.Errorf("%w: %v", errPortTaken, err)
+		}
+		return nil, fmt.Errorf("%v; last lines of %s:\n%s", err, b.LogPath, tail)
+	}
+	return b, nil
+}
+
+func (b *Broker) properties(data string) []byte {
+	props := maps.Clone(defaultProps)
+	maps.Copy(props, b.cfg.Props)
+	props["process.roles"] = "broker,controller"
+	props["node.id"] = strconv.Itoa(NodeID)
+	props["controller.quorum.voters"] = fmt.Sprintf("%d@%s", NodeID, b.ControllerAddr)
+	props["listeners"] = "PLAINTEXT://" + b.Addr + ",CONTROLLER://" + b.ControllerAddr
+	props["advertised.listeners"] = "PLAINTEXT://" + b.Addr
+	props["controller.listener.names"] = "CONTROLLER"
+	props["inter.broker.listener.name"] = "PLAINTEXT"
+	props["listener.security.protocol.map"] = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+	props["log.dirs"] = data
+
+	var buf bytes.Buffer
+	buf.WriteString("# written by kiggy internal/kafkatest\n")
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		fmt.Fprintf(&buf, "%s=%s\n", k, escapeProp(props[k]))
+	}
+	return buf.Bytes()
+}
+
+// escapeProp escapes a value for java.util.Properties (backslashes, and
+// leading spaces, which the format would otherwise drop).
+func escapeProp(v string) string {
+	v = strings.ReplaceAll(v, `\`, `\\`)
+	if strings.HasPrefix(v, " ") {
+		v = `\` + v
+	}
+	return v
+}
+
+func (b *Broker) jvmArgs(mainClass string, args ...string) []string {
+	jvm := []string{
+		"-Xms" + b.cfg.Heap, "-Xmx" + b.cfg.Heap,
+		// kafka-server-start.sh's GC settings.
+		"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+		"-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=" + b.cfg.LogLevel,
+		"-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-cp", b.cfg.Classpath,
+		mainClass,
+	}
+	return append(jvm, args...)
+}
+
+// format runs Kafka's storage tool: KRaft needs a formatted metadata log
+// carrying the cluster id before the node starts.
+func (b *Broker) format(propsPath string) error {
+	id, err := clusterID()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := []string{
+		"-Xmx256m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+		"-cp", b.cfg.Classpath, "kafka.tools.StorageTool",
+		"format", "--cluster-id", id, "--config", propsPath,
+	}
+	cmd := exec.CommandContext(ctx, b.cfg.Java, args...)
+	cmd.Dir = b.Dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kafkatest: formatting KRaft storage (kafka.tools.StorageTool format): %v\n%s", err, out)
+	}
+	return nil
+}
+
+// clusterID returns a random cluster id as Kafka's Uuid prints one: 16
+// bytes, URL-safe base64 without padding.
+func clusterID() (string, error) {
+	var u [16]byte
+	if _, err := rand.Read(u[:]); err != nil {
+		return "", fmt.Errorf("kafkatest: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(u[:]), nil
+}
+
+// freePorts reserves n distinct free ports on 127.0.0.1 by listening on
+// port 0, then releases them for the broker to bind.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("kafkatest: finding a free port: %w", err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// waitReady waits until the broker accepts a connection and answers a
+// Metadata request that lists itself as a broker and names a controller.
+func (b *Broker) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		select {
+		case <-b.exited:
+			return fmt.Errorf("kafkatest: broker (pid %d) exited before it was ready: %v", b.Pid, b.waitErr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kafkatest: broker at %s not ready after %v: %v", b.Addr, timeout, last)
+		}
+		last = b.ping(5 * time.Second)
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-b.exited:
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (b *Broker) ping(timeout time.Duration) error {
+	conn, err := net.DialTimeout("tcp", b.Addr, timeout)
+	if err != nil {
+		return err
+	}
+	conn.Close()
+
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(b.Addr),
+		kgo.DialTimeout(timeout),
+		kgo.RequestRetries(0),
+		kgo.RetryTimeout(timeout),
+	)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	if resp.ControllerID < 0 {
+		return errors.New("metadata: no controller yet")
+	}
+	for _, br := range resp.Brokers {
+		if br.NodeID == NodeID && net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port))) == b.Addr {
+			return nil
+		}
+	}
+	return fmt.Errorf("metadata: broker %d at %s not listed yet", NodeID, b.Addr)
+}
+
+// Exited is closed once the JVM has exited.
+func (b *Broker) Exited() <-chan struct{} { return b.exited }
+
+// Stop sends SIGTERM (Kafka's controlled shutdown), waits for the JVM to
+// exit, and kills it if it has not within Config.StopTimeout. It returns an
+// error if the JVM had to be killed or exited with a failure other than
+// being terminated. Later calls return the first call's result.
+func (b *Broker) Stop() error {
+	b.stopOnce.Do(func() { b.stopErr = b.stop() })
+	return b.stopErr
+}
+
+func (b *Broker) stop() error {
+	select {
+	case <-b.exited:
+		return b.exitError()
+	default:
+	}
+	_ = b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.exited:
+		return b.exitError()
+	case <-time.After(b.cfg.StopTimeout):
+	}
+	_ = b.cmd.Process.Kill()
+	<-b.exited
+	return fmt.Errorf("kafkatest: broker (pid %d) ignored SIGTERM for %v and was killed", b.Pid, b.cfg.StopTimeout)
+}
+
+func (b *Broker) exitError() error {
+	var ee *exec.ExitError
+	if b.waitErr == nil {
+		return nil
+	}
+	if errors.As(b.waitErr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+			return nil
+		}
+		if ee.ExitCode() == 143 { // 128+SIGTERM, as the JVM reports it
+			return nil
+		}
+	}
+	return fmt.Errorf("kafkatest: broker (pid %d) exited: %v", b.Pid, b.waitErr)
+}
+
+// LogTail returns the last n lines of the broker's log.
+func (b *Broker) LogTail(n int) string {
+	data, err := os.ReadFile(b.LogPath)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
