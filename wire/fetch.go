@@ -1,0 +1,515 @@
+package wire
+
+// Fetch (key 1), versions 4–12, flexible from 12 (KAFKA_PROTOCOL.md §2.4,
+// §7). kiggy serves topic names only: v13+ replaces names with topic ids,
+// and with the all-zero ids kiggy reports in Metadata every client caps its
+// Fetch at v12.
+//
+// Design note — writing a response without copying records. A Fetch
+// response is mostly record batches. The bridge builds them straight into
+// the response buffer with the streaming encoders below:
+//
+//	dst = AppendFetchResponseStart(dst, v, throttle, None, 0, len(topics))
+//	for each topic:
+//		dst = AppendFetchTopicStart(dst, v, name, len(partitions))
+//		for each partition:
+//			dst, m := AppendFetchPartitionBegin(dst, v, &p, budget)
+//			dst = <append record batches to dst>   // e.g. a batch builder
+//			dst = AppendFetchPartitionEnd(dst, m, &p) // watermarks known now
+//		dst = AppendFetchTopicEnd(dst, v)
+//	dst = AppendFetchResponseEnd(dst, v)
+//
+// AppendFetchPartitionBegin reserves the records length (STYLE.md habit 2);
+// AppendFetchPartitionEnd backfills it and rewrites the partition's
+// fixed-size leading fields, so the watermarks a log read returns after the
+// records were produced still land in front of them. In flexible versions
+// the length is an UNSIGNED_VARINT whose width depends on the size: Begin
+// reserves the width for the caller's size hint, and End moves the records
+// within the buffer by the difference only when the hint was wrong.
+// AppendFetchPartition is the one-call form for records already in memory,
+// and FetchResponse.AppendTo the whole-struct form used by tests and simple
+// callers.
+
+import (
+	"encoding/binary"
+
+	"github.com/kiggy-io/kiggy/varint"
+)
+
+// fetchFlexible: "flexibleVersions": "12+" (FetchRequest.json, FetchResponse.json).
+func fetchFlexible(version int16) bool { return version >= 12 }
+
+// FetchRequest is a Fetch request, v4–12. Strings alias the frame: valid
+// until the frame is released.
+type FetchRequest struct {
+	// ClusterID is the tagged field 0 (v12+): the cluster id the client
+	// believes it talks to, or null.
+	ClusterID NullString
+	// ReplicaID is -1 for consumers (v0–14).
+	ReplicaID int32
+	// MaxWaitMillis bounds how long the broker may park the request.
+	MaxWaitMillis int32
+	// MinBytes is the byte count that answers the request before MaxWaitMillis.
+	MinBytes int32
+	// MaxBytes caps the whole response (v3+; the first batch may exceed it).
+	MaxBytes int32
+	// IsolationLevel is 0 (read uncommitted) or 1 (read committed) (v4+).
+	IsolationLevel int8
+	// SessionID is the fetch session id (v7+; 0 = none).
+	SessionID int32
+	// SessionEpoch is the fetch session epoch (v7+; -1 = no session).
+	SessionEpoch int32
+	// Topics are the topics to fetch, in request order.
+	Topics []FetchRequestTopic
+	// ForgottenTopics leave an incremental fetch session (v7+).
+	ForgottenTopics []FetchRequestForgottenTopic
+	// Rack is the consumer's rack (v11+; "" when absent).
+	Rack string
+}
+
+// FetchRequestTopic is one topic of a FetchRequest.
+type FetchRequestTopic struct {
+	// Topic is the topic name (v0–12).
+	Topic string
+	// Partitions are the partitions to fetch, in request order.
+	Partitions []FetchRequestTopicPartition
+}
+
+// FetchRequestTopicPartition is one partition of a FetchRequestTopic.
+type FetchRequestTopicPartition struct {
+	// Partition is the partition index.
+	Partition int32
+	// CurrentLeaderEpoch is the client's leader epoch (v9+; -1 = do not check).
+	CurrentLeaderEpoch int32
+	// FetchOffset is the first offset wanted.
+	FetchOffset int64
+	// LastFetchedEpoch is the epoch of the last fetched record (v12+; -1 when absent).
+	LastFetchedEpoch int32
+	// LogStartOffset is a follower's log start (v5+; -1 for consumers).
+	LogStartOffset int64
+	// PartitionMaxBytes caps this partition's records (the first batch may exceed it).
+	PartitionMaxBytes int32
+}
+
+// FetchRequestForgottenTopic removes partitions from a fetch session (v7+).
+type FetchRequestForgottenTopic struct {
+	// Topic is the topic name (v7–12).
+	Topic string
+	// Partitions are the partition indexes to forget.
+	Partitions []int32
+}
+
+// Decode parses a Fetch request body of the given version into r, reusing
+// r's slices. Strings alias body: valid until the frame is released. On error
+// r's contents are unspecified.
+func (r *FetchRequest) Decode(body []byte, version int16) error {
+	if version < 4 || version > 12 {
+		return ErrUnsupportedVersion
+	}
+	flex := fetchFlexible(version)
+	d := NewReader(body)
+	r.ClusterID = NullString{}
+	r.ReplicaID = d.Int32() // "versions": "0-14"
+	r.MaxWaitMillis = d.Int32()
+	r.MinBytes = d.Int32()
+	r.MaxBytes = d.Int32()      // v3+
+	r.IsolationLevel = d.Int8() // v4+
+	r.SessionID, r.SessionEpoch = 0, -1
+	if version >= 7 {
+		r.SessionID = d.Int32()
+		r.SessionEpoch = d.Int32()
+	}
+
+	// Smallest partition: Partition, FetchOffset, PartitionMaxBytes, then
+	// LogStartOffset (5+), CurrentLeaderEpoch (9+), LastFetchedEpoch and
+	// the tag count (12+).
+	pmin := 4 + 8 + 4 + 8
+	if version >= 9 {
+		pmin += 4
+	}
+	if flex {
+		pmin += 4 + 1
+	}
+	r.Topics = csResize(r.Topics, csArrayLen(&d, flex, csMinStrArray(flex)))
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		t.Topic = d.Str(flex)
+		t.Partitions = csResize(t.Partitions, csArrayLen(&d, flex, pmin))
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			p.Partition = d.Int32()
+			p.CurrentLeaderEpoch = -1
+			if version >= 9 {
+				p.CurrentLeaderEpoch = d.Int32()
+			}
+			p.FetchOffset = d.Int64()
+			p.LastFetchedEpoch = -1
+			if version >= 12 {
+				p.LastFetchedEpoch = d.Int32()
+			}
+			p.LogStartOffset = -1
+			if version >= 5 {
+				p.LogStartOffset = d.Int64()
+			}
+			p.PartitionMaxBytes = d.Int32()
+			if flex {
+				// Partition tags 0 (ReplicaDirectoryId) and 1
+				// (HighWatermark) are v17+/v18+ replica fields;
+				// below v13 every partition tag is unknown.
+				d.SkipTags()
+			}
+		}
+		if flex {
+			d.SkipTags()
+		}
+	}
+
+	r.ForgottenTopics = r.ForgottenTopics[:0]
+	if version >= 7 {
+		r.ForgottenTopics = csResize(r.ForgottenTopics, csArrayLen(&d, flex, csMinStrArray(flex)))
+		for i := range r.ForgottenTopics {
+			t := &r.ForgottenTopics[i]
+			t.Topic = d.Str(flex)
+			t.Partitions = csInt32s(&d, flex, t.Partitions)
+			if flex {
+				d.SkipTags()
+			}
+		}
+	}
+	r.Rack = ""
+	if version >= 11 {
+		r.Rack = d.Str(flex)
+	}
+	if flex {
+		// Top-level tags: 0 = ClusterId (12+), 1 = ReplicaState (15+,
+		// unknown here and skipped like any other).
+		n := d.Uvarint()
+		for k := uint32(0); k < n && d.Ok(); k++ {
+			tag := d.Uvarint()
+			size := int(d.Uvarint())
+			payload := d.Rest()
+			d.Skip(size)
+			if tag == 0 && d.Ok() {
+				r.ClusterID = csTagNullStr(&d, payload[:size:size])
+			}
+		}
+	}
+	return d.Complete()
+}
+
+// FetchResponse is a Fetch response, v4–12. AppendTo encodes it; the
+// streaming encoders (AppendFetchResponseStart and friends) produce the same
+// bytes without building the struct.
+type FetchResponse struct {
+	// ThrottleMillis is the client throttle in milliseconds (v1+).
+	ThrottleMillis int32
+	// ErrorCode is the session-level error (v7+).
+	ErrorCode ErrorCode
+	// SessionID is the fetch session id (v7+); kiggy answers 0 (no session).
+	SessionID int32
+	// Topics answer every requested topic.
+	Topics []FetchResponseTopic
+}
+
+// FetchResponseTopic is one topic of a FetchResponse.
+type FetchResponseTopic struct {
+	// Topic is the topic name (v0–12).
+	Topic string
+	// Partitions answer every requested partition of the topic.
+	Partitions []FetchResponseTopicPartition
+}
+
+// FetchResponseTopicPartition is one partition of a FetchResponseTopic.
+type FetchResponseTopicPartition struct {
+	// Partition is the partition index.
+	Partition int32
+	// ErrorCode is the partition's error.
+	ErrorCode ErrorCode
+	// HighWatermark is one past the last visible offset.
+	HighWatermark int64
+	// LastStableOffset is the LSO (v4+); equal to HighWatermark without
+	// transactions (KAFKA_PROTOCOL.md §7.1).
+	LastStableOffset int64
+	// LogStartOffset is the earliest available offset (v5+).
+	LogStartOffset int64
+	// AbortedTransactions lists aborted transactions (v4+); nil is null,
+	// which is what a broker without transactions sends.
+	AbortedTransactions []FetchResponseTopicPartitionAbortedTransaction
+	// PreferredReadReplica is the replica to read from (v11+); -1 = none.
+	PreferredReadReplica int32
+	// Records are the record batches, written verbatim. Unlike other
+	// nullable bytes, nil is written as empty, never null: Kafka always
+	// answers a partition with a (possibly empty) records value
+	// (KAFKA_PROTOCOL.md §7.2) and librdkafka rejects a negative
+	// MessageSetSize.
+	Records []byte
+}
+
+// FetchResponseTopicPartitionAbortedTransaction is one aborted transaction
+// (v4+).
+type FetchResponseTopicPartitionAbortedTransaction struct {
+	// ProducerID is the aborting producer.
+	ProducerID int64
+	// FirstOffset is the transaction's first offset.
+	FirstOffset int64
+}
+
+// AppendTo appends the response body at the given version to dst.
+func (r *FetchResponse) AppendTo(dst []byte, version int16) []byte {
+	dst = AppendFetchResponseStart(dst, version, r.ThrottleMillis, r.ErrorCode, r.SessionID, len(r.Topics))
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		dst = AppendFetchTopicStart(dst, version, t.Topic, len(t.Partitions))
+		for j := range t.Partitions {
+			dst = AppendFetchPartition(dst, version, &t.Partitions[j])
+		}
+		dst = AppendFetchTopicEnd(dst, version)
+	}
+	return AppendFetchResponseEnd(dst, version)
+}
+
+// AppendFetchResponseStart appends the fields before the topics and the
+// topic count of a Fetch response body. Exactly numTopics topics must
+// follow, each from AppendFetchTopicStart to AppendFetchTopicEnd, then
+// AppendFetchResponseEnd.
+func AppendFetchResponseStart(dst []byte, version int16, throttleMillis int32, errorCode ErrorCode, sessionID int32, numTopics int) []byte {
+	dst = AppendInt32(dst, throttleMillis) // v1+
+	if version >= 7 {
+		dst = AppendInt16(dst, int16(errorCode))
+		dst = AppendInt32(dst, sessionID)
+	}
+	return AppendArrayLen(dst, fetchFlexible(version), numTopics)
+}
+
+// AppendFetchTopicStart appends a topic's name and partition count. Exactly
+// numPartitions partitions must follow (AppendFetchPartition or a
+// Begin/End pair), then AppendFetchTopicEnd.
+func AppendFetchTopicStart(dst []byte, version int16, topic string, numPartitions int) []byte {
+	flex := fetchFlexible(version)
+	dst = AppendStr(dst, flex, topic)
+	return AppendArrayLen(dst, flex, numPartitions)
+}
+
+// AppendFetchTopicEnd closes a topic (its tagged fields in flexible versions).
+func AppendFetchTopicEnd(dst []byte, version int16) []byte {
+	return AppendEmptyTags(dst, fetchFlexible(version))
+}
+
+// AppendFetchResponseEnd closes the response body (its tagged fields in
+// flexible versions; NodeEndpoints, tag 0, is v16+ and never written).
+func AppendFetchResponseEnd(dst []byte, version int16) []byte {
+	return AppendEmptyTags(dst, fetchFlexible(version))
+}
+
+// AppendFetchPartition appends one whole partition, p.Records included.
+func AppendFetchPartition(dst []byte, version int16, p *FetchResponseTopicPartition) []byte {
+	flex := fetchFlexible(version)
+	dst = appendFetchPartitionHead(dst, version, p)
+	if flex {
+		dst = AppendCompactBytes(dst, p.Records)
+	} else {
+		dst = AppendBytes(dst, p.Records)
+	}
+	// Partition tags 0–2 (DivergingEpoch, CurrentLeader, SnapshotId) are
+	// replica and KIP-951 hints a gateway does not need to send.
+	return AppendEmptyTags(dst, flex)
+}
+
+// FetchPartitionMark remembers where AppendFetchPartitionBegin put a
+// partition in the buffer. It is only meaningful for that buffer, until the
+// matching AppendFetchPartitionEnd.
+type FetchPartitionMark struct {
+	start   int // offset of the partition's first byte
+	lenAt   int // offset of the reserved records length
+	width   int // reserved width of the records length
+	version int16
+}
+
+// RecordsStart returns the offset in the buffer where the partition's
+// records begin. Truncating the buffer to it discards the records appended
+// so far (for example when the log read failed and the partition gets an
+// error code instead).
+func (m FetchPartitionMark) RecordsStart() int { return m.lenAt + m.width }
+
+// AppendFetchPartitionBegin appends a partition's fields up to its records
+// and reserves the records length. The caller then appends the record
+// batches directly to the returned buffer and finishes with
+// AppendFetchPartitionEnd.
+//
+// sizeHint is the expected records size in bytes, typically the
+// partition's byte budget. It only sizes the reserved length in flexible
+// versions: a wrong hint costs one move of the records inside the buffer,
+// never correctness. Non-flexible versions always reserve exactly 4 bytes.
+func AppendFetchPartitionBegin(dst []byte, version int16, p *FetchResponseTopicPartition, sizeHint int) ([]byte, FetchPartitionMark) {
+	m := FetchPartitionMark{start: len(dst), version: version}
+	dst = appendFetchPartitionHead(dst, version, p)
+	m.lenAt = len(dst)
+	if fetchFlexible(version) {
+		if sizeHint < 0 {
+			sizeHint = 0
+		}
+		if sizeHint > maxFetchRecords {
+			sizeHint = maxFetchRecords
+		}
+		m.width = varint.UvarintLen(uint32(sizeHint) + 1)
+	} else {
+		m.width = 4
+	}
+	return append(dst, csZeros[:m.width]...), m
+}
+
+// maxFetchRecords is the largest records size a partition can declare: an
+// INT32 length, and a COMPACT length of N+1 in a uint32.
+const maxFetchRecords = 1<<31 - 2
+
+// AppendFetchPartitionEnd finishes a partition started with
+// AppendFetchPartitionBegin: everything appended to dst since Begin is the
+// partition's records. It backfills the records length and rewrites the
+// leading fixed-size fields (Partition, ErrorCode, HighWatermark,
+// LastStableOffset, LogStartOffset) from p, so they may be set after the
+// records were built. AbortedTransactions and PreferredReadReplica are
+// written by Begin and must not change in between. Records larger than
+// 2 GiB − 2 bytes cannot be framed; the caller's byte budgets keep them far
+// smaller.
+func AppendFetchPartitionEnd(dst []byte, m FetchPartitionMark, p *FetchResponseTopicPartition) []byte {
+	recStart := m.lenAt + m.width
+	n := len(dst) - recStart
+	if fetchFlexible(m.version) {
+		want := varint.UvarintLen(uint32(n) + 1)
+		if want > m.width {
+			dst = append(dst, csZeros[:want-m.width]...)
+			copy(dst[m.lenAt+want:], dst[recStart:recStart+n])
+		} else if want < m.width {
+			copy(dst[m.lenAt+want:], dst[recStart:])
+			dst = dst[:len(dst)-(m.width-want)]
+		}
+		// Writes exactly want bytes in place: capacity is there.
+		varint.AppendUvarint(dst[m.lenAt:m.lenAt], uint32(n)+1)
+	} else {
+		PutInt32(dst, m.lenAt, int32(n))
+	}
+	// The leading fields have fixed offsets from the partition's start.
+	h := dst[m.start:]
+	binary.BigEndian.PutUint32(h[0:], uint32(p.Partition))
+	binary.BigEndian.PutUint16(h[4:], uint16(p.ErrorCode))
+	binary.BigEndian.PutUint64(h[6:], uint64(p.HighWatermark))
+	binary.BigEndian.PutUint64(h[14:], uint64(p.LastStableOffset)) // v4+
+	if m.version >= 5 {
+		binary.BigEndian.PutUint64(h[22:], uint64(p.LogStartOffset))
+	}
+	return AppendEmptyTags(dst, fetchFlexible(m.version))
+}
+
+// appendFetchPartitionHead appends a partition's fields before Records.
+func appendFetchPartitionHead(dst []byte, version int16, p *FetchResponseTopicPartition) []byte {
+	flex := fetchFlexible(version)
+	dst = AppendInt32(dst, p.Partition)
+	dst = AppendInt16(dst, int16(p.ErrorCode))
+	dst = AppendInt64(dst, p.HighWatermark)
+	dst = AppendInt64(dst, p.LastStableOffset) // v4+
+	if version >= 5 {
+		dst = AppendInt64(dst, p.LogStartOffset)
+	}
+	// AbortedTransactions: "versions": "4+", "nullableVersions": "4+".
+	if p.AbortedTransactions == nil {
+		dst = AppendArrayLen(dst, flex, -1)
+	} else {
+		dst = AppendArrayLen(dst, flex, len(p.AbortedTransactions))
+		for i := range p.AbortedTransactions {
+			a := &p.AbortedTransactions[i]
+			dst = AppendInt64(dst, a.ProducerID)
+			dst = AppendInt64(dst, a.FirstOffset)
+			dst = AppendEmptyTags(dst, flex)
+		}
+	}
+	if version >= 11 {
+		dst = AppendInt32(dst, p.PreferredReadReplica)
+	}
+	return dst
+}
+
+// Helpers shared by the consume-side codecs (this file and the group,
+// offset and ListOffsets files). Prefixed cs to stay clear of the other
+// codec files in this package.
+
+// csZeros backs reserved length prefixes.
+var csZeros [8]byte
+
+// csResize returns s with length n, reusing its backing array (and the
+// nested slices of elements up to its capacity) when it is large enough.
+// n comes from ArrayLen, which bounds it by the bytes left in the frame.
+// Reused elements keep stale field values: decoders overwrite every field.
+func csResize[T any](s []T, n int) []T {
+	if n <= cap(s) {
+		return s[:n]
+	}
+	ns := make([]T, n)
+	copy(ns, s[:cap(s)])
+	return ns
+}
+
+// csArrayLen reads a non-nullable array count. Kafka rejects a null count
+// for a non-nullable array ("non-nullable field was serialized as null").
+func csArrayLen(d *Reader, flex bool, minElemSize int) int {
+	n := d.ArrayLen(flex, minElemSize)
+	if n < 0 {
+		d.Fail(ErrNegativeLength)
+		return 0
+	}
+	return n
+}
+
+// csMinStrArray is the smallest encoding of a struct that starts with a
+// string and an array: both empty, plus the struct's tag count if flexible.
+func csMinStrArray(flex bool) int {
+	if flex {
+		return 3
+	}
+	return 6
+}
+
+// csNullStr reads a nullable string.
+func csNullStr(d *Reader, flex bool) NullString {
+	s, ok := d.NullableStr(flex)
+	return NullString{S: s, Valid: ok}
+}
+
+// csTagNullStr parses a tagged field's payload holding one compact nullable
+// string; a malformed payload fails d.
+func csTagNullStr(d *Reader, payload []byte) NullString {
+	t := NewReader(payload)
+	s := csNullStr(&t, true)
+	if err := t.Complete(); err != nil {
+		d.Fail(err)
+		return NullString{}
+	}
+	return s
+}
+
+// csInt32s reads a non-nullable []INT32 into dst's storage.
+func csInt32s(d *Reader, flex bool, dst []int32) []int32 {
+	dst = csResize(dst, csArrayLen(d, flex, 4))
+	for i := range dst {
+		dst[i] = d.Int32()
+	}
+	return dst
+}
+
+// csStrs reads a non-nullable []STRING into dst's storage; the strings alias
+// the frame.
+func csStrs(d *Reader, flex bool, dst []string) []string {
+	min := 2
+	if flex {
+		min = 1
+	}
+	dst = csResize(dst, csArrayLen(d, flex, min))
+	for i := range dst {
+		dst[i] = d.Str(flex)
+	}
+	return dst
+}
+
+// csAppendNullStr appends a nullable string.
+func csAppendNullStr(dst []byte, flex bool, s NullString) []byte {
+	return AppendNullableStr(dst, flex, s.S, s.Valid)
+}

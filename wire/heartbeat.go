@@ -1,0 +1,59 @@
+package wire
+
+// Heartbeat (key 12), versions 0–4, flexible from 4 (KAFKA_PROTOCOL.md §2.4,
+// classic group protocol).
+
+// heartbeatFlexible: "flexibleVersions": "4+".
+func heartbeatFlexible(version int16) bool { return version >= 4 }
+
+// HeartbeatRequest is a Heartbeat request, v0–4. Strings alias the frame:
+// valid until the frame is released.
+type HeartbeatRequest struct {
+	// Group is the group id.
+	Group string
+	// Generation is the member's generation id.
+	Generation int32
+	// MemberID is the member id.
+	MemberID string
+	// InstanceID is the static member id (v3+; null when absent).
+	InstanceID NullString
+}
+
+// Decode parses a Heartbeat request body of the given version into r.
+// Strings alias body: valid until the frame is released. On error r's
+// contents are unspecified.
+func (r *HeartbeatRequest) Decode(body []byte, version int16) error {
+	if version < 0 || version > 4 {
+		return ErrUnsupportedVersion
+	}
+	flex := heartbeatFlexible(version)
+	d := NewReader(body)
+	r.Group = d.Str(flex)
+	r.Generation = d.Int32()
+	r.MemberID = d.Str(flex)
+	r.InstanceID = NullString{}
+	if version >= 3 {
+		r.InstanceID = csNullStr(&d, flex)
+	}
+	if flex {
+		d.SkipTags()
+	}
+	return d.Complete()
+}
+
+// HeartbeatResponse is a Heartbeat response, v0–4.
+type HeartbeatResponse struct {
+	// ThrottleMillis is the client throttle in milliseconds (v1+).
+	ThrottleMillis int32
+	// ErrorCode is 0, or e.g. RebalanceInProgress to make the member re-join.
+	ErrorCode ErrorCode
+}
+
+// AppendTo appends the response body at the given version to dst.
+func (r *HeartbeatResponse) AppendTo(dst []byte, version int16) []byte {
+	if version >= 1 {
+		dst = AppendInt32(dst, r.ThrottleMillis)
+	}
+	dst = AppendInt16(dst, int16(r.ErrorCode))
+	return AppendEmptyTags(dst, heartbeatFlexible(version))
+}

@@ -1,0 +1,111 @@
+package wire
+
+// LeaveGroup (key 13), versions 0–5, flexible from 4 (KAFKA_PROTOCOL.md
+// §2.4, classic group protocol). v3 (KIP-345) batches members: the request's
+// single MemberID becomes Members, and the response gains per-member codes.
+
+// leaveGroupFlexible: "flexibleVersions": "4+".
+func leaveGroupFlexible(version int16) bool { return version >= 4 }
+
+// LeaveGroupRequest is a LeaveGroup request, v0–5. Strings alias the frame:
+// valid until the frame is released.
+type LeaveGroupRequest struct {
+	// Group is the group id.
+	Group string
+	// MemberID is the leaving member (v0–2; "" from v3).
+	MemberID string
+	// Members are the leaving members (v3+; empty before).
+	Members []LeaveGroupRequestMember
+}
+
+// LeaveGroupRequestMember is one leaving member (v3+).
+type LeaveGroupRequestMember struct {
+	// MemberID is the member id.
+	MemberID string
+	// InstanceID is the static member id, or null.
+	InstanceID NullString
+	// Reason is why the member leaves (v5+; null when absent).
+	Reason NullString
+}
+
+// Decode parses a LeaveGroup request body of the given version into r,
+// reusing r's slices. Strings alias body: valid until the frame is released.
+// On error r's contents are unspecified.
+func (r *LeaveGroupRequest) Decode(body []byte, version int16) error {
+	if version < 0 || version > 5 {
+		return ErrUnsupportedVersion
+	}
+	flex := leaveGroupFlexible(version)
+	d := NewReader(body)
+	r.Group = d.Str(flex)
+	r.MemberID = ""
+	r.Members = r.Members[:0]
+	if version <= 2 { // MemberId: "versions": "0-2"
+		r.MemberID = d.Str(flex)
+	} else { // Members: "versions": "3+"
+		mmin := 2 + 2
+		if flex {
+			mmin = 1 + 1 + 1
+		}
+		if version >= 5 {
+			mmin++
+		}
+		r.Members = csResize(r.Members, csArrayLen(&d, flex, mmin))
+		for i := range r.Members {
+			m := &r.Members[i]
+			m.MemberID = d.Str(flex)
+			m.InstanceID = csNullStr(&d, flex)
+			m.Reason = NullString{}
+			if version >= 5 {
+				m.Reason = csNullStr(&d, flex)
+			}
+			if flex {
+				d.SkipTags()
+			}
+		}
+	}
+	if flex {
+		d.SkipTags()
+	}
+	return d.Complete()
+}
+
+// LeaveGroupResponse is a LeaveGroup response, v0–5.
+type LeaveGroupResponse struct {
+	// ThrottleMillis is the client throttle in milliseconds (v1+).
+	ThrottleMillis int32
+	// ErrorCode is the request-level error.
+	ErrorCode ErrorCode
+	// Members answer each leaving member (v3+).
+	Members []LeaveGroupResponseMember
+}
+
+// LeaveGroupResponseMember answers one leaving member (v3+).
+type LeaveGroupResponseMember struct {
+	// MemberID is the member id.
+	MemberID string
+	// InstanceID is the static member id, or null.
+	InstanceID NullString
+	// ErrorCode is the member's error.
+	ErrorCode ErrorCode
+}
+
+// AppendTo appends the response body at the given version to dst.
+func (r *LeaveGroupResponse) AppendTo(dst []byte, version int16) []byte {
+	flex := leaveGroupFlexible(version)
+	if version >= 1 {
+		dst = AppendInt32(dst, r.ThrottleMillis)
+	}
+	dst = AppendInt16(dst, int16(r.ErrorCode))
+	if version >= 3 {
+		dst = AppendArrayLen(dst, flex, len(r.Members))
+		for i := range r.Members {
+			m := &r.Members[i]
+			dst = AppendStr(dst, flex, m.MemberID)
+			dst = csAppendNullStr(dst, flex, m.InstanceID)
+			dst = AppendInt16(dst, int16(m.ErrorCode))
+			dst = AppendEmptyTags(dst, flex)
+		}
+	}
+	return AppendEmptyTags(dst, flex)
+}

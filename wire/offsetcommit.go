@@ -1,0 +1,151 @@
+package wire
+
+// OffsetCommit (key 8), versions 2–9, flexible from 8 (KAFKA_PROTOCOL.md
+// §2.4). v0–1 were removed by KIP-896; v10 replaces topic names with ids
+// and is not served (kiggy reports zero topic ids, so clients cap at 9).
+
+// offsetCommitFlexible: "flexibleVersions": "8+".
+func offsetCommitFlexible(version int16) bool { return version >= 8 }
+
+// OffsetCommitRequest is an OffsetCommit request, v2–9. Strings alias the
+// frame: valid until the frame is released.
+type OffsetCommitRequest struct {
+	// Group is the group id.
+	Group string
+	// Generation is the generation id, or the member epoch for KIP-848
+	// members (v9); -1 with an empty MemberID is a "simple" commit.
+	Generation int32
+	// MemberID is the member id.
+	MemberID string
+	// InstanceID is the static member id (v7+; null when absent).
+	InstanceID NullString
+	// RetentionTimeMillis is the requested retention (v2–4; -1 = broker
+	// default, and -1 when absent).
+	RetentionTimeMillis int64
+	// Topics are the offsets to commit.
+	Topics []OffsetCommitRequestTopic
+}
+
+// OffsetCommitRequestTopic is one topic of an OffsetCommitRequest.
+type OffsetCommitRequestTopic struct {
+	// Topic is the topic name (v0–9).
+	Topic string
+	// Partitions are the partition offsets to commit.
+	Partitions []OffsetCommitRequestTopicPartition
+}
+
+// OffsetCommitRequestTopicPartition is one partition offset to commit.
+type OffsetCommitRequestTopicPartition struct {
+	// Partition is the partition index.
+	Partition int32
+	// Offset is the committed offset (the next offset to consume).
+	Offset int64
+	// LeaderEpoch is the epoch of the last consumed record (v6+; -1 = unknown).
+	LeaderEpoch int32
+	// Metadata is client metadata stored with the offset, or null.
+	Metadata NullString
+}
+
+// Decode parses an OffsetCommit request body of the given version into r,
+// reusing r's slices. Strings alias body: valid until the frame is
+// released. On error r's contents are unspecified.
+func (r *OffsetCommitRequest) Decode(body []byte, version int16) error {
+	if version < 2 || version > 9 {
+		return ErrUnsupportedVersion
+	}
+	flex := offsetCommitFlexible(version)
+	d := NewReader(body)
+	r.Group = d.Str(flex)
+	r.Generation = d.Int32() // v1+
+	r.MemberID = d.Str(flex) // v1+
+	r.InstanceID = NullString{}
+	if version >= 7 {
+		r.InstanceID = csNullStr(&d, flex)
+	}
+	r.RetentionTimeMillis = -1
+	if version <= 4 { // RetentionTimeMs: "versions": "2-4"
+		r.RetentionTimeMillis = d.Int64()
+	}
+	// Smallest partition: index, offset, null metadata, then the leader
+	// epoch (6+) and the tag count (8+).
+	pmin := 4 + 8 + 2
+	if version >= 6 {
+		pmin += 4
+	}
+	if flex {
+		pmin = 4 + 8 + 4 + 1 + 1
+	}
+	r.Topics = csResize(r.Topics, csArrayLen(&d, flex, csMinStrArray(flex)))
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		t.Topic = d.Str(flex)
+		t.Partitions = csResize(t.Partitions, csArrayLen(&d, flex, pmin))
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			p.Partition = d.Int32()
+			p.Offset = d.Int64()
+			// CommitTimestamp: "versions": "1" — gone from v2.
+			p.LeaderEpoch = -1
+			if version >= 6 {
+				p.LeaderEpoch = d.Int32()
+			}
+			p.Metadata = csNullStr(&d, flex)
+			if flex {
+				d.SkipTags()
+			}
+		}
+		if flex {
+			d.SkipTags()
+		}
+	}
+	if flex {
+		d.SkipTags()
+	}
+	return d.Complete()
+}
+
+// OffsetCommitResponse is an OffsetCommit response, v2–9.
+type OffsetCommitResponse struct {
+	// ThrottleMillis is the client throttle in milliseconds (v3+).
+	ThrottleMillis int32
+	// Topics answer the committed topics.
+	Topics []OffsetCommitResponseTopic
+}
+
+// OffsetCommitResponseTopic is one topic of an OffsetCommitResponse.
+type OffsetCommitResponseTopic struct {
+	// Topic is the topic name (v0–9).
+	Topic string
+	// Partitions answer the committed partitions.
+	Partitions []OffsetCommitResponseTopicPartition
+}
+
+// OffsetCommitResponseTopicPartition answers one committed partition.
+type OffsetCommitResponseTopicPartition struct {
+	// Partition is the partition index.
+	Partition int32
+	// ErrorCode is the partition's error.
+	ErrorCode ErrorCode
+}
+
+// AppendTo appends the response body at the given version to dst.
+func (r *OffsetCommitResponse) AppendTo(dst []byte, version int16) []byte {
+	flex := offsetCommitFlexible(version)
+	if version >= 3 {
+		dst = AppendInt32(dst, r.ThrottleMillis)
+	}
+	dst = AppendArrayLen(dst, flex, len(r.Topics))
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		dst = AppendStr(dst, flex, t.Topic)
+		dst = AppendArrayLen(dst, flex, len(t.Partitions))
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			dst = AppendInt32(dst, p.Partition)
+			dst = AppendInt16(dst, int16(p.ErrorCode))
+			dst = AppendEmptyTags(dst, flex)
+		}
+		dst = AppendEmptyTags(dst, flex)
+	}
+	return AppendEmptyTags(dst, flex)
+}

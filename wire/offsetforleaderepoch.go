@@ -1,0 +1,125 @@
+package wire
+
+// OffsetForLeaderEpoch (key 23), versions 2–4, flexible from 4
+// (KAFKA_PROTOCOL.md §2.4). v0–1 were removed by KIP-896.
+
+// offsetForLeaderEpochFlexible: "flexibleVersions": "4+".
+func offsetForLeaderEpochFlexible(version int16) bool { return version >= 4 }
+
+// OffsetForLeaderEpochRequest is an OffsetForLeaderEpoch request, v2–4.
+// Strings alias the frame: valid until the frame is released.
+type OffsetForLeaderEpochRequest struct {
+	// ReplicaID is -1 for consumers (v3+; -2, "debug", when absent).
+	ReplicaID int32
+	// Topics are the topics to look up.
+	Topics []OffsetForLeaderEpochRequestTopic
+}
+
+// OffsetForLeaderEpochRequestTopic is one topic of an OffsetForLeaderEpochRequest.
+type OffsetForLeaderEpochRequestTopic struct {
+	// Topic is the topic name.
+	Topic string
+	// Partitions are the partitions to look up.
+	Partitions []OffsetForLeaderEpochRequestTopicPartition
+}
+
+// OffsetForLeaderEpochRequestTopicPartition is one partition to look up.
+type OffsetForLeaderEpochRequestTopicPartition struct {
+	// Partition is the partition index.
+	Partition int32
+	// CurrentLeaderEpoch is the client's leader epoch (v2+; -1 = do not check).
+	CurrentLeaderEpoch int32
+	// LeaderEpoch is the epoch whose end offset is wanted.
+	LeaderEpoch int32
+}
+
+// Decode parses an OffsetForLeaderEpoch request body of the given version
+// into r, reusing r's slices. Strings alias body: valid until the frame is
+// released. On error r's contents are unspecified.
+func (r *OffsetForLeaderEpochRequest) Decode(body []byte, version int16) error {
+	if version < 2 || version > 4 {
+		return ErrUnsupportedVersion
+	}
+	flex := offsetForLeaderEpochFlexible(version)
+	d := NewReader(body)
+	r.ReplicaID = -2
+	if version >= 3 {
+		r.ReplicaID = d.Int32()
+	}
+	pmin := 4 + 4 + 4 // v2+: Partition, CurrentLeaderEpoch, LeaderEpoch
+	if flex {
+		pmin++
+	}
+	r.Topics = csResize(r.Topics, csArrayLen(&d, flex, csMinStrArray(flex)))
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		t.Topic = d.Str(flex)
+		t.Partitions = csResize(t.Partitions, csArrayLen(&d, flex, pmin))
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			p.Partition = d.Int32()
+			p.CurrentLeaderEpoch = d.Int32() // v2+
+			p.LeaderEpoch = d.Int32()
+			if flex {
+				d.SkipTags()
+			}
+		}
+		if flex {
+			d.SkipTags()
+		}
+	}
+	if flex {
+		d.SkipTags()
+	}
+	return d.Complete()
+}
+
+// OffsetForLeaderEpochResponse is an OffsetForLeaderEpoch response, v2–4.
+type OffsetForLeaderEpochResponse struct {
+	// ThrottleMillis is the client throttle in milliseconds (v2+).
+	ThrottleMillis int32
+	// Topics answer the requested topics.
+	Topics []OffsetForLeaderEpochResponseTopic
+}
+
+// OffsetForLeaderEpochResponseTopic is one topic of an OffsetForLeaderEpochResponse.
+type OffsetForLeaderEpochResponseTopic struct {
+	// Topic is the topic name.
+	Topic string
+	// Partitions answer the requested partitions.
+	Partitions []OffsetForLeaderEpochResponseTopicPartition
+}
+
+// OffsetForLeaderEpochResponseTopicPartition answers one partition.
+type OffsetForLeaderEpochResponseTopicPartition struct {
+	// ErrorCode is the partition's error.
+	ErrorCode ErrorCode
+	// Partition is the partition index.
+	Partition int32
+	// LeaderEpoch is the largest epoch not above the requested one, or -1.
+	LeaderEpoch int32
+	// EndOffset is that epoch's end offset, or -1.
+	EndOffset int64
+}
+
+// AppendTo appends the response body at the given version to dst.
+func (r *OffsetForLeaderEpochResponse) AppendTo(dst []byte, version int16) []byte {
+	flex := offsetForLeaderEpochFlexible(version)
+	dst = AppendInt32(dst, r.ThrottleMillis) // v2+
+	dst = AppendArrayLen(dst, flex, len(r.Topics))
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		dst = AppendStr(dst, flex, t.Topic)
+		dst = AppendArrayLen(dst, flex, len(t.Partitions))
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			dst = AppendInt16(dst, int16(p.ErrorCode))
+			dst = AppendInt32(dst, p.Partition)
+			dst = AppendInt32(dst, p.LeaderEpoch) // v1+
+			dst = AppendInt64(dst, p.EndOffset)
+			dst = AppendEmptyTags(dst, flex)
+		}
+		dst = AppendEmptyTags(dst, flex)
+	}
+	return AppendEmptyTags(dst, flex)
+}

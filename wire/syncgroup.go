@@ -1,0 +1,105 @@
+package wire
+
+// SyncGroup (key 14), versions 0–5, flexible from 4 (KAFKA_PROTOCOL.md §2.4,
+// classic group protocol). Assignments are opaque bytes.
+
+// syncGroupFlexible: "flexibleVersions": "4+".
+func syncGroupFlexible(version int16) bool { return version >= 4 }
+
+// SyncGroupRequest is a SyncGroup request, v0–5. Strings and bytes alias
+// the frame: valid until the frame is released.
+type SyncGroupRequest struct {
+	// Group is the group id.
+	Group string
+	// Generation is the member's generation id.
+	Generation int32
+	// MemberID is the member id.
+	MemberID string
+	// InstanceID is the static member id (v3+; null when absent).
+	InstanceID NullString
+	// ProtocolType is the group's protocol type (v5+; null when absent).
+	ProtocolType NullString
+	// Protocol is the chosen protocol (v5+; null when absent).
+	Protocol NullString
+	// GroupAssignment holds the leader's assignments; empty from followers.
+	GroupAssignment []SyncGroupRequestGroupAssignment
+}
+
+// SyncGroupRequestGroupAssignment is the leader's assignment for one member.
+type SyncGroupRequestGroupAssignment struct {
+	// MemberID is the member id.
+	MemberID string
+	// MemberAssignment is the opaque assignment (for consumers a
+	// ConsumerProtocolAssignment).
+	MemberAssignment []byte
+}
+
+// Decode parses a SyncGroup request body of the given version into r,
+// reusing r's slices. Strings and bytes alias body: valid until the frame is
+// released. On error r's contents are unspecified.
+func (r *SyncGroupRequest) Decode(body []byte, version int16) error {
+	if version < 0 || version > 5 {
+		return ErrUnsupportedVersion
+	}
+	flex := syncGroupFlexible(version)
+	d := NewReader(body)
+	r.Group = d.Str(flex)
+	r.Generation = d.Int32()
+	r.MemberID = d.Str(flex)
+	r.InstanceID = NullString{}
+	if version >= 3 {
+		r.InstanceID = csNullStr(&d, flex)
+	}
+	r.ProtocolType, r.Protocol = NullString{}, NullString{}
+	if version >= 5 {
+		r.ProtocolType = csNullStr(&d, flex)
+		r.Protocol = csNullStr(&d, flex)
+	}
+	amin := 2 + 4
+	if flex {
+		amin = 3
+	}
+	r.GroupAssignment = csResize(r.GroupAssignment, csArrayLen(&d, flex, amin))
+	for i := range r.GroupAssignment {
+		a := &r.GroupAssignment[i]
+		a.MemberID = d.Str(flex)
+		a.MemberAssignment = d.ByteSlice(flex)
+		if flex {
+			d.SkipTags()
+		}
+	}
+	if flex {
+		d.SkipTags()
+	}
+	return d.Complete()
+}
+
+// SyncGroupResponse is a SyncGroup response, v0–5.
+type SyncGroupResponse struct {
+	// ThrottleMillis is the client throttle in milliseconds (v1+).
+	ThrottleMillis int32
+	// ErrorCode is the sync's error.
+	ErrorCode ErrorCode
+	// ProtocolType is the group's protocol type (v5+); the Java client
+	// checks a non-null value against its own.
+	ProtocolType NullString
+	// Protocol is the chosen protocol (v5+), checked like ProtocolType.
+	Protocol NullString
+	// MemberAssignment is this member's assignment.
+	MemberAssignment []byte
+}
+
+// AppendTo appends the response body at the given version to dst.
+func (r *SyncGroupResponse) AppendTo(dst []byte, version int16) []byte {
+	flex := syncGroupFlexible(version)
+	if version >= 1 {
+		dst = AppendInt32(dst, r.ThrottleMillis)
+	}
+	dst = AppendInt16(dst, int16(r.ErrorCode))
+	if version >= 5 {
+		dst = csAppendNullStr(dst, flex, r.ProtocolType)
+		dst = csAppendNullStr(dst, flex, r.Protocol)
+	}
+	dst = AppendByteSlice(dst, flex, r.MemberAssignment)
+	return AppendEmptyTags(dst, flex)
+}
