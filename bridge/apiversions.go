@@ -1,0 +1,31 @@
+package bridge
+
+import "github.com/kiggy-io/kiggy/wire"
+
+// apiVersions answers ApiVersions (KAFKA_PROTOCOL.md §3).
+func (g *Gateway) apiVersions(c *call) bool {
+	v := c.hdr.APIVersion
+	if v > g.apiMax {
+		// KIP-511: an unsupported (too new) ApiVersions version gets a v0
+		// body with UNSUPPORTED_VERSION and our range for key 18, under
+		// response header v0; the client retries with our max.
+		buf := c.req.ResponseBuffer()
+		buf = wire.AppendResponseHeader(buf, wire.KeyApiVersions, 0, c.hdr.CorrelationID)
+		c.req.Respond(wire.AppendApiVersionsUnsupported(buf, g.apiMin, g.apiMax))
+		return false
+	}
+	st := c.state
+	resp := &st.apiVersionsResp
+	*resp = wire.ApiVersionsResponse{APIKeys: g.advertised}
+	if err := st.apiVersionsReq.Decode(c.body, v); err != nil {
+		c.req.Close("protocol_error")
+		return false
+	}
+	// KIP-511: Kafka validates the v3+ software name and version and answers
+	// INVALID_REQUEST if either does not match its pattern.
+	if !st.apiVersionsReq.Valid(v) {
+		resp.ErrorCode = wire.InvalidRequest
+	}
+	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	return false
+}

@@ -1,0 +1,361 @@
+// Package bridge gives Kafka semantics to a log: one handler per Kafka API
+// (ApiVersions, Metadata, Produce, Fetch, groups, admin), the record ⇄
+// message mapping (bridge/mapping), producer-id allocation and the group
+// coordinator. It talks to storage only through the Log interface.
+//
+// Execution model. The engine calls Gateway.Serve on an event loop, one call
+// at a time per connection. Requests of one connection are processed one
+// after another, in arrival order, like a Kafka broker that mutes a socket
+// while it serves a request: this keeps a producer's batches to a partition
+// in order across pipelined requests. A request is handled inline on the
+// loop when the backend never blocks (the embedded log) and the request is
+// small; otherwise on a pool of worker goroutines. A request that has to
+// wait (a long-polling Fetch, a JoinGroup waiting for its generation) parks
+// without holding a loop or a worker, and the connection's next request
+// runs when it completes.
+package bridge
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+// Config configures a Gateway. The zero value means defaults.
+type Config struct {
+	// NodeID is this gateway's broker id in Metadata; 0 = 1.
+	NodeID int32
+	// AdvertisedHost and AdvertisedPort are the address clients are told to
+	// connect to. Empty/0 = the local address of the connection the request
+	// arrived on (right for a single gateway on a directly reachable port).
+	AdvertisedHost string
+	AdvertisedPort int32
+	// ClusterID is returned in Metadata; "" = "kiggy".
+	ClusterID string
+	// NoAutoCreateTopics turns off Metadata auto-creation (Kafka
+	// auto.create.topics.enable=false). Produce never creates topics.
+	NoAutoCreateTopics bool
+	// DefaultPartitions is the partition count of auto-created topics and of
+	// CreateTopics with -1; 0 = 1 (Kafka num.partitions).
+	DefaultPartitions int32
+	// InstanceID goes into the high bits of allocated producer ids
+	// (RECORD_MAPPING.md §6).
+	InstanceID uint16
+	// MaxFrameSize is the engine's frame limit, used to derive the decode
+	// budget; 0 = 100 MiB.
+	MaxFrameSize int32
+	// DecodeBudgetBytes bounds the decompressed record bytes one Produce
+	// request may decode; 0 = 2 × MaxFrameSize.
+	DecodeBudgetBytes int64
+	// DecodeBudgetRecords bounds the records one Produce request may
+	// decode; 0 = 4,000,000.
+	DecodeBudgetRecords int64
+	// MaxConcurrentDecodes bounds compressed batches decoded at once; 0 =
+	// 2 × GOMAXPROCS.
+	MaxConcurrentDecodes int
+	// Workers is the number of goroutines serving requests that may block
+	// on the backend; 0 = 256.
+	Workers int
+	// InlineLog says the backend never blocks (the embedded log), so small
+	// requests are served on the event loop.
+	InlineLog bool
+	// ProduceTimeoutCap caps a Produce request's timeout_ms; 0 = 20 s.
+	ProduceTimeoutCap time.Duration
+	// Logger receives warnings; nil = discard.
+	Logger *slog.Logger
+}
+
+func (c *Config) normalize() {
+	if c.NodeID == 0 {
+		c.NodeID = 1
+	}
+	if c.ClusterID == "" {
+		c.ClusterID = "kiggy"
+	}
+	if c.DefaultPartitions <= 0 {
+		c.DefaultPartitions = 1
+	}
+	if c.MaxFrameSize <= 0 {
+		c.MaxFrameSize = engine.DefaultMaxFrameSize
+	}
+	if c.DecodeBudgetBytes <= 0 {
+		c.DecodeBudgetBytes = 2 * int64(c.MaxFrameSize)
+	}
+	if c.DecodeBudgetRecords <= 0 {
+		c.DecodeBudgetRecords = 4_000_000
+	}
+	if c.MaxConcurrentDecodes <= 0 {
+		c.MaxConcurrentDecodes = 2 * gomaxprocs()
+	}
+	if c.Workers <= 0 {
+		c.Workers = 256
+	}
+	if c.ProduceTimeoutCap <= 0 {
+		c.ProduceTimeoutCap = 20 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// maxAPIKey bounds the handler table.
+const maxAPIKey = 128
+
+// inlineFrameLimit: requests larger than this are served off the loop even
+// on the embedded log (decompression and mapping of big batches take time).
+const inlineFrameLimit = 256 << 10
+
+// handlerFunc serves one decoded request. It returns true when it parked the
+// request (it will complete it later and then call Gateway.resume).
+type handlerFunc func(g *Gateway, c *call) (parked bool)
+
+// Gateway is the Kafka request handler: it implements engine.Handler.
+type Gateway struct {
+	cfg Config
+	log Log
+
+	handlers [maxAPIKey]handlerFunc
+	// advertised is the ApiVersions table: wire's codecs that have a handler.
+	advertised []wire.ApiVersionsKey
+	apiMin     int16
+	apiMax     int16
+
+	conns  sync.Map // uint64 → *connState
+	work   chan task
+	states sync.Pool
+	decode chan struct{} // semaphore for concurrent decodes
+
+	producerIDs producerIDs
+	notify      notifier
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// connState orders one connection's requests.
+type connState struct {
+	conn  *engine.ConnInfo
+	mu    sync.Mutex
+	busy  bool
+	queue []*engine.Request
+}
+
+// task is a unit of work for the pool: a new request of a connection, or a
+// call that started inline and moved off the loop.
+type task struct {
+	cs  *connState
+	req *engine.Request
+	c   *call
+}
+
+// call is one request being served.
+type call struct {
+	cs     *connState
+	req    *engine.Request
+	hdr    wire.RequestHeader
+	body   []byte
+	state  *state
+	inline bool
+}
+
+// New returns a Gateway over log.
+func New(cfg Config, log Log) *Gateway {
+	cfg.normalize()
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &Gateway{
+		cfg:    cfg,
+		log:    log,
+		work:   make(chan task, 4096),
+		decode: make(chan struct{}, cfg.MaxConcurrentDecodes),
+		ctx:    ctx,
+		cancel: cancel,
+	}
+	g.states.New = func() any { return new(state) }
+	g.producerIDs.init(cfg.InstanceID)
+	g.notify.init()
+	g.register()
+	for range cfg.Workers {
+		g.wg.Add(1)
+		go g.worker()
+	}
+	g.wg.Add(1)
+	go g.janitor()
+	return g
+}
+
+// register installs the handlers and builds the advertised ApiVersions
+// table: exactly the APIs that have both a codec in wire and a handler here.
+func (g *Gateway) register() {
+	g.handlers[wire.KeyApiVersions] = (*Gateway).apiVersions
+	g.handlers[wire.KeyMetadata] = (*Gateway).metadata
+	g.handlers[wire.KeyProduce] = (*Gateway).produce
+	g.handlers[wire.KeyInitProducerID] = (*Gateway).initProducerID
+	g.registerMore()
+	for _, a := range wire.APIs {
+		if a.Key >= 0 && int(a.Key) < len(g.handlers) && g.handlers[a.Key] != nil {
+			g.advertised = append(g.advertised, wire.ApiVersionsKey{APIKey: a.Key, MinVersion: a.Min, MaxVersion: a.Max})
+			if a.Key == wire.KeyApiVersions {
+				g.apiMin, g.apiMax = a.Min, a.Max
+			}
+		}
+	}
+}
+
+// Close stops the workers. Requests still parked are answered by the
+// engine's drain deadline closing their connections.
+func (g *Gateway) Close() {
+	g.cancel()
+	g.wg.Wait()
+}
+
+// Serve implements engine.Handler.
+func (g *Gateway) Serve(req *engine.Request) {
+	cs := g.connState(req.Conn())
+	cs.mu.Lock()
+	if cs.busy {
+		cs.queue = append(cs.queue, req)
+		cs.mu.Unlock()
+		return
+	}
+	cs.busy = true
+	cs.mu.Unlock()
+	if g.cfg.InlineLog && len(req.Frame()) <= inlineFrameLimit {
+		g.run(cs, req, true)
+		return
+	}
+	g.submit(cs, req)
+}
+
+func (g *Gateway) connState(ci *engine.ConnInfo) *connState {
+	if v, ok := g.conns.Load(ci.ID); ok {
+		return v.(*connState)
+	}
+	v, _ := g.conns.LoadOrStore(ci.ID, &connState{conn: ci})
+	return v.(*connState)
+}
+
+// submit hands a request to the worker pool without ever blocking the loop.
+func (g *Gateway) submit(cs *connState, req *engine.Request) {
+	select {
+	case g.work <- task{cs: cs, req: req}:
+	default:
+		go g.run(cs, req, false) // overload: more goroutines, never a blocked loop
+	}
+}
+
+func (g *Gateway) worker() {
+	defer g.wg.Done()
+	for {
+		select {
+		case t := <-g.work:
+			if t.c != nil {
+				g.runOffloaded(t.c)
+			} else {
+				g.run(t.cs, t.req, false)
+			}
+		case <-g.ctx.Done():
+			return
+		}
+	}
+}
+
+// run serves req and then the connection's queued requests, until one parks
+// or the queue is empty.
+func (g *Gateway) run(cs *connState, req *engine.Request, inline bool) {
+	for req != nil {
+		if g.serveOne(cs, req, inline) {
+			return // parked: resume runs the rest
+		}
+		req = g.next(cs)
+	}
+}
+
+// next pops the connection's next queued request, or marks it idle.
+func (g *Gateway) next(cs *connState) *engine.Request {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if len(cs.queue) == 0 {
+		cs.busy = false
+		return nil
+	}
+	req := cs.queue[0]
+	copy(cs.queue, cs.queue[1:])
+	cs.queue[len(cs.queue)-1] = nil
+	cs.queue = cs.queue[:len(cs.queue)-1]
+	return req
+}
+
+// resume continues a connection after a parked request completed.
+func (g *Gateway) resume(cs *connState) {
+	if req := g.next(cs); req != nil {
+		g.submit(cs, req)
+	}
+}
+
+// serveOne parses the header and dispatches. It reports whether the request
+// parked.
+func (g *Gateway) serveOne(cs *connState, req *engine.Request, inline bool) bool {
+	hdr, body, err := wire.ParseRequestHeader(req.Frame())
+	if err != nil {
+		// KAFKA_PROTOCOL.md §1.1: Kafka closes the connection on an unknown
+		// API key or a version outside its range (ApiVersions excepted,
+		// KIP-511, which ParseRequestHeader lets through).
+		req.Close("unsupported_version")
+		return false
+	}
+	h := g.handler(hdr.APIKey)
+	if h == nil {
+		req.Close("unsupported_version")
+		return false
+	}
+	st := g.states.Get().(*state)
+	c := &st.call
+	*c = call{cs: cs, req: req, hdr: hdr, body: body, state: st, inline: inline}
+	parked := h(g, c)
+	if !parked {
+		g.states.Put(st)
+	}
+	return parked
+}
+
+func (g *Gateway) handler(k wire.APIKey) handlerFunc {
+	if k < 0 || int(k) >= len(g.handlers) {
+		return nil
+	}
+	return g.handlers[k]
+}
+
+// respond encodes the response header for c and hands buf to the engine.
+func (c *call) responseBuffer() []byte {
+	buf := c.req.ResponseBuffer()
+	return wire.AppendResponseHeader(buf, c.hdr.APIKey, c.hdr.APIVersion, c.hdr.CorrelationID)
+}
+
+// janitor forgets the state of closed connections.
+func (g *Gateway) janitor() {
+	defer g.wg.Done()
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			g.conns.Range(func(k, v any) bool {
+				cs := v.(*connState)
+				cs.mu.Lock()
+				idle := !cs.busy && len(cs.queue) == 0
+				cs.mu.Unlock()
+				if idle && cs.conn.Closed() {
+					g.conns.Delete(k)
+				}
+				return true
+			})
+		case <-g.ctx.Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,264 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/bridge/mapping"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+// produce answers Produce v3–12 with the reference gateway's behaviour
+// (RECORD_MAPPING.md §2, §2.9, §6): each partition entry is validated,
+// decoded and mapped on its own, and becomes one append of one message per
+// record; each partition gets its own error code and base offset.
+func (g *Gateway) produce(c *call) bool {
+	st := c.state
+	req := &st.produceReq
+	v := c.hdr.APIVersion
+	if err := req.Decode(c.body, v); err != nil {
+		// Produce v0–2 (advertised for old librdkafka, KAFKA-18659) and
+		// malformed requests close the connection, as Kafka does.
+		c.req.Close("protocol_error")
+		return false
+	}
+	if c.inline && hasCompressed(req) {
+		// Decompression happens off the loop, under the decode semaphore.
+		return g.offload(c)
+	}
+
+	resp := &st.produceResp
+	resp.ThrottleTimeMs = 0
+	resp.Topics = resp.Topics[:0]
+	var fixed wire.ErrorCode
+	switch {
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		fixed = wire.InvalidRequiredAcks
+	case req.TransactionalId.Valid && req.TransactionalId.S != "":
+		// RECORD_MAPPING.md §6: a transactional Produce gets 35 on every
+		// partition; the connection stays open.
+		fixed = wire.UnsupportedVersion
+	}
+
+	ctx := g.ctx
+	var cancel context.CancelFunc
+	if !g.cfg.InlineLog {
+		timeout := time.Duration(req.TimeoutMs) * time.Millisecond
+		if timeout <= 0 || timeout > g.cfg.ProduceTimeoutCap {
+			timeout = g.cfg.ProduceTimeoutCap
+		}
+		ctx, cancel = context.WithTimeout(g.ctx, timeout)
+	}
+	budget := batch.Budget{MaxBytes: g.cfg.DecodeBudgetBytes, MaxRecords: g.cfg.DecodeBudgetRecords}
+	failed := false
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		resp.Topics = appendProduceTopic(resp.Topics, rt.Name)
+		out := &resp.Topics[len(resp.Topics)-1]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			code, base := fixed, int64(-1)
+			if code == wire.None {
+				code, base = g.producePartition(ctx, st, rt.Name, rp, v, &budget)
+			}
+			if code != wire.None {
+				failed = true
+			}
+			out.Partitions = append(out.Partitions, wire.ProduceResponsePartition{
+				Index: rp.Index, ErrorCode: code, BaseOffset: base,
+				LogAppendTimeMs: -1, LogStartOffset: -1,
+			})
+		}
+	}
+	if cancel != nil {
+		cancel()
+	}
+	if req.Acks == 0 {
+		if failed {
+			// KafkaApis.handleProduceRequest: an acks=0 request that failed
+			// closes the connection so the client notices and refreshes.
+			c.req.Close("protocol_error")
+		} else {
+			c.req.NoResponse()
+		}
+		return false
+	}
+	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	return false
+}
+
+// appendProduceTopic appends a response topic, reusing the partition slice
+// left in dst's spare capacity by an earlier request.
+func appendProduceTopic(dst []wire.ProduceResponseTopic, name string) []wire.ProduceResponseTopic {
+	var parts []wire.ProduceResponsePartition
+	if len(dst) < cap(dst) {
+		parts = dst[:len(dst)+1][len(dst)].Partitions[:0]
+	}
+	return append(dst, wire.ProduceResponseTopic{Name: name, Partitions: parts})
+}
+
+// hasCompressed reports whether any partition carries a compressed batch:
+// attributes bits 0–2 at byte 22 of the batch (KAFKA_PROTOCOL.md §4.1).
+func hasCompressed(req *wire.ProduceRequest) bool {
+	for i := range req.Topics {
+		for _, p := range req.Topics[i].Partitions {
+			if len(p.Records) > 22 && p.Records[22]&7 != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// producePartition validates, decodes, maps and appends one partition entry.
+func (g *Gateway) producePartition(ctx context.Context, st *state, topic string, p *wire.ProduceRequestPartition, v int16, budget *batch.Budget) (wire.ErrorCode, int64) {
+	// RECORD_MAPPING.md §4: a negative index is answered 3.
+	if p.Index < 0 {
+		return wire.UnknownTopicOrPartition, -1
+	}
+	// KAFKA_PROTOCOL.md §4.6: records missing or zero batches → INVALID_RECORD.
+	if len(p.Records) == 0 {
+		return wire.InvalidRecord, -1
+	}
+	h, err := batch.Validate(p.Records)
+	if errors.Is(err, batch.ErrControl) {
+		return wire.UnsupportedVersion, -1
+	}
+	if err != nil {
+		return batchCode(err), -1
+	}
+	// RECORD_MAPPING.md §2.9: a stored message cannot carry transactional or
+	// control flags → UNSUPPORTED_VERSION.
+	if h.Transactional() || h.Control() {
+		return wire.UnsupportedVersion, -1
+	}
+	// ProduceRequest.validateRecords: zstd needs Produce v7+.
+	if h.Codec() == batch.Zstd && v < 7 {
+		return wire.UnsupportedCompressionType, -1
+	}
+
+	code := g.mapPartition(st, p.Records, h, budget)
+	if code == wire.MessageTooLarge && (budget.MaxBytes < g.cfg.DecodeBudgetBytes || budget.MaxRecords < g.cfg.DecodeBudgetRecords) {
+		// Over what this request has left: does it fit a budget of its own?
+		// If so the client retries it (NOT_LEADER_OR_FOLLOWER is retriable);
+		// if not, it is simply too large.
+		alone := batch.Budget{MaxBytes: g.cfg.DecodeBudgetBytes, MaxRecords: g.cfg.DecodeBudgetRecords}
+		if g.mapPartition(st, p.Records, h, &alone) == wire.None {
+			code = wire.NotLeaderOrFollower
+		}
+	}
+	if code != wire.None {
+		return code, -1
+	}
+
+	base, err := g.log.Append(ctx, topic, p.Index, &st.batch)
+	if err != nil {
+		return logCode(err), -1
+	}
+	g.notify.signal(topic, p.Index)
+	return wire.None, base
+}
+
+// mapPartition decodes one validated batch and maps its records into
+// st.batch.
+func (g *Gateway) mapPartition(st *state, records []byte, h batch.Header, budget *batch.Budget) wire.ErrorCode {
+	compressed := h.Codec() != batch.None
+	if compressed {
+		g.decode <- struct{}{}
+		defer func() { <-g.decode }()
+	}
+	dec := batch.AcquireDecoder()
+	defer batch.ReleaseDecoder(dec)
+	recs, err := dec.Records(records, h, budget)
+	if err != nil {
+		return batchCode(err)
+	}
+
+	// Pass 1: the timestamp window (RECORD_MAPPING.md §2.5, rule 1).
+	var w mapping.Window
+	var r batch.Record
+	first := recs
+	for first.Next(&r) {
+		w.Observe(h.BaseTimestamp + r.TimestampDelta)
+	}
+	if err := first.Err(); err != nil {
+		return batchCode(err)
+	}
+
+	// Pass 2: map each record to one message.
+	st.batch.Reset(w.Start())
+	var mr mapping.Record
+	for recs.Next(&r) {
+		st.headers = st.headers[:0]
+		for it := r.Headers; ; {
+			k, val, ok := it.Next()
+			if !ok {
+				break
+			}
+			st.headers = append(st.headers, mapping.Header{Key: k, Value: val})
+		}
+		mr = mapping.Record{Key: r.Key, Value: r.Value, TimestampMs: h.BaseTimestamp + r.TimestampDelta, Headers: st.headers}
+		if err := st.encoder.Append(&st.batch, &mr); err != nil {
+			if errors.Is(err, mapping.ErrTooLarge) {
+				return wire.MessageTooLarge
+			}
+			return wire.InvalidRecord
+		}
+	}
+	if err := recs.Err(); err != nil {
+		return batchCode(err)
+	}
+	return wire.None
+}
+
+// batchCode maps a batch error to the Kafka code a broker returns.
+func batchCode(err error) wire.ErrorCode {
+	var be *batch.Error
+	if errors.As(err, &be) {
+		return wire.ErrorCode(be.Code)
+	}
+	return wire.InvalidRecord
+}
+
+// logCode maps a Log error to a Kafka code.
+func logCode(err error) wire.ErrorCode {
+	switch {
+	case errors.Is(err, ErrUnknownTopic), errors.Is(err, ErrUnknownPartition):
+		return wire.UnknownTopicOrPartition
+	case errors.Is(err, ErrUnknownOutcome), errors.Is(err, context.DeadlineExceeded):
+		// The records may be stored: never NOT_LEADER (which promises they
+		// were not).
+		return wire.RequestTimedOut
+	case errors.Is(err, ErrUnavailable):
+		return wire.NotLeaderOrFollower
+	case errors.Is(err, ErrTooLarge):
+		return wire.MessageTooLarge
+	default:
+		return wire.UnknownServerError
+	}
+}
+
+// offload moves a call that started inline onto a worker; the connection's
+// later requests wait for it.
+func (g *Gateway) offload(c *call) bool {
+	c.inline = false
+	select {
+	case g.work <- task{c: c}:
+	default:
+		go g.runOffloaded(c)
+	}
+	return true
+}
+
+// runOffloaded finishes an offloaded call and continues its connection.
+func (g *Gateway) runOffloaded(c *call) {
+	st := c.state
+	cs := c.cs
+	h := g.handler(c.hdr.APIKey)
+	if !h(g, c) {
+		g.states.Put(st)
+		g.resume(cs)
+	}
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// knob is one setting: a flag, its KIGGY_* variable, its group in --help.
+type knob struct {
+	name  string // flag name; env is KIGGY_ + upper(name) with - → _
+	group string
+	usage string
+	value flag.Value
+}
+
+func envName(flagName string) string {
+	return "KIGGY_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// settings is the knob registry of one parse.
+type settings struct {
+	fs    *flag.FlagSet
+	knobs []knob
+}
+
+func newSettings(name string) *settings {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return &settings{fs: fs}
+}
+
+func (s *settings) add(group, name, usage string, v flag.Value) {
+	s.fs.Var(v, name, usage)
+	s.knobs = append(s.knobs, knob{name: name, group: group, usage: usage, value: v})
+}
+
+func (s *settings) String(group, name string, p *string, def, usage string) {
+	*p = def
+	s.add(group, name, usage, (*stringValue)(p))
+}
+
+func (s *settings) Int(group, name string, p *int64, def, min, max int64, usage string) {
+	*p = def
+	s.add(group, name, usage, &intValue{p: p, min: min, max: max})
+}
+
+func (s *settings) Bool(group, name string, p *bool, def bool, usage string) {
+	*p = def
+	s.add(group, name, usage, (*boolValue)(p))
+}
+
+func (s *settings) Duration(group, name string, p *time.Duration, def, min, max time.Duration, usage string) {
+	*p = def
+	s.add(group, name, usage, &durationValue{p: p, min: min, max: max})
+}
+
+// parse applies KIGGY_* variables from env, then the command-line args
+// (which win). An unknown KIGGY_* variable is an error: a typo must not be
+// silently ignored.
+func (s *settings) parse(args, env []string) error {
+	known := map[string]*knob{}
+	for i := range s.knobs {
+		known[envName(s.knobs[i].name)] = &s.knobs[i]
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(k, "KIGGY_") {
+			continue
+		}
+		kn, ok := known[k]
+		if !ok {
+			return fmt.Errorf("unknown environment variable %s (see kiggy --help for the KIGGY_* variables)", k)
+		}
+		if err := kn.value.Set(v); err != nil {
+			return fmt.Errorf("%s=%q: %v", k, v, err)
+		}
+	}
+	if err := s.fs.Parse(args); err != nil {
+		return err
+	}
+	if s.fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", s.fs.Arg(0))
+	}
+	return nil
+}
+
+// usage writes --help: knobs grouped, each with its variable and default.
+func (s *settings) usage(w io.Writer, groups []string) {
+	fmt.Fprintf(w, "kiggy: a Kafka-wire-protocol gateway for Apache Iggy.\n\nUsage: kiggy [flags]\n\nEvery flag can also be set with its KIGGY_* environment variable; flags win.\n")
+	byGroup := map[string][]knob{}
+	for _, k := range s.knobs {
+		byGroup[k.group] = append(byGroup[k.group], k)
+	}
+	for _, g := range groups {
+		ks := byGroup[g]
+		fmt.Fprintf(w, "\n%s:\n", g)
+		for _, k := range ks {
+			fmt.Fprintf(w, "  --%s (%s)\n", k.name, envName(k.name))
+			fmt.Fprintf(w, "      %s (default %q)\n", k.usage, k.value.String())
+		}
+	}
+}
+
+type stringValue string
+
+func (v *stringValue) Set(s string) error { *v = stringValue(s); return nil }
+func (v *stringValue) String() string     { return string(*v) }
+
+type boolValue bool
+
+func (v *boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want true or false")
+	}
+	*v = boolValue(b)
+	return nil
+}
+func (v *boolValue) String() string   { return strconv.FormatBool(bool(*v)) }
+func (v *boolValue) IsBoolFlag() bool { return true }
+
+type intValue struct {
+	p        *int64
+	min, max int64
+}
+
+func (v *intValue) Set(s string) error {
+	n, err := parseSize(s)
+	if err != nil {
+		return err
+	}
+	if n < v.min || n > v.max {
+		return fmt.Errorf("%d is out of range [%d, %d]", n, v.min, v.max)
+	}
+	*v.p = n
+	return nil
+}
+func (v *intValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.FormatInt(*v.p, 10)
+}
+
+// parseSize accepts plain integers and binary suffixes (KiB, MiB, GiB).
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	for _, suf := range []struct {
+		s string
+		m int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if strings.HasSuffix(s, suf.s) {
+			s, mult = strings.TrimSuffix(s, suf.s), suf.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("want an integer (optionally with KiB, MiB or GiB)")
+	}
+	return n * mult, nil
+}
+
+type durationValue struct {
+	p        *time.Duration
+	min, max time.Duration
+}
+
+func (v *durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 30s or 10m")
+	}
+	if d < v.min || d > v.max {
+		return fmt.Errorf("%v is out of range [%v, %v]", d, v.min, v.max)
+	}
+	*v.p = d
+	return nil
+}
+func (v *durationValue) String() string {
+	if v.p == nil {
+		return "0s"
+	}
+	return v.p.String()
+}

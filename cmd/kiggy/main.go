@@ -1,0 +1,226 @@
+// Command kiggy is the gateway: a Kafka broker to stock Kafka clients whose
+// records land in Apache Iggy (with --iggy-addr) or in the embedded log.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/engine"
+)
+
+// options is every knob of the gateway; see registerOptions for defaults,
+// units and ranges, and docs/CONFIGURATION.md.
+type options struct {
+	listen, advertisedHost, engine string
+	advertisedPort                 int64
+
+	nodeID, defaultPartitions, instanceID int64
+	clusterID                             string
+	autoCreateTopics                      bool
+
+	maxConnections, maxFrameSize, maxInFlight, maxInFlightBytes, maxOutputBytes int64
+	idleTimeout, readTimeout, writeTimeout, drainTimeout                        time.Duration
+	decodeBudgetBytes, decodeBudgetRecords, maxConcurrentDecodes, workers       int64
+	produceTimeoutCap                                                           time.Duration
+
+	memlogPartitionBytes int64
+
+	iggyAddr, iggyUsername, iggyPassword, iggyToken, iggyStream string
+	iggyPoolSize                                                int64
+	iggyRequestTimeout                                          time.Duration
+
+	adminAddr string
+
+	logLevel, logFormat string
+}
+
+var groups = []string{"Listener", "Kafka", "Limits", "Embedded log", "Iggy backend", "Admin", "Logging"}
+
+func registerOptions(s *settings, o *options) {
+	s.String("Listener", "listen", &o.listen, "127.0.0.1:9092", "address the Kafka listener binds (host:port)")
+	s.String("Listener", "advertised-host", &o.advertisedHost, "", "host clients are told to connect to (empty = the address the client reached)")
+	s.Int("Listener", "advertised-port", &o.advertisedPort, 0, 0, 65535, "port clients are told to connect to (0 = the port the client reached)")
+	s.String("Listener", "engine", &o.engine, "", `network engine: "epoll" (Linux) or "net" (empty = the default for this OS)`)
+
+	s.Int("Kafka", "node-id", &o.nodeID, 1, 0, math.MaxInt32, "broker id in Metadata (Kafka node.id)")
+	s.String("Kafka", "cluster-id", &o.clusterID, "kiggy", "cluster id in Metadata")
+	s.Bool("Kafka", "auto-create-topics", &o.autoCreateTopics, true, "create topics on Metadata requests that allow it (Kafka auto.create.topics.enable)")
+	s.Int("Kafka", "default-partitions", &o.defaultPartitions, 1, 1, 1000, "partitions of auto-created topics (Kafka num.partitions)")
+	s.Int("Kafka", "instance-id", &o.instanceID, 0, 0, 65535, "gateway instance id in the high bits of producer ids (IGGY_KAFKA_INSTANCE_ID)")
+
+	s.Int("Limits", "max-connections", &o.maxConnections, engine.DefaultMaxConnections, 1, 1<<20, "open connections; more are closed at once (Kafka max.connections)")
+	s.Int("Limits", "max-frame-size", &o.maxFrameSize, engine.DefaultMaxFrameSize, 1<<10, 1<<30, "largest request frame in bytes (Kafka socket.request.max.bytes)")
+	s.Int("Limits", "max-in-flight", &o.maxInFlight, engine.DefaultMaxInFlight, 1, 1<<16, "requests in flight per connection before reads pause")
+	s.Int("Limits", "max-in-flight-bytes", &o.maxInFlightBytes, engine.DefaultMaxInFlightBytes, 1<<10, 1<<34, "request bytes in flight per connection before reads pause (Kafka queued.max.request.bytes)")
+	s.Int("Limits", "max-output-bytes", &o.maxOutputBytes, engine.DefaultMaxOutputBytes, 1<<10, 1<<34, "queued response bytes per connection before reads pause")
+	s.Duration("Limits", "idle-timeout", &o.idleTimeout, engine.DefaultIdleTimeout, time.Second, 24*time.Hour, "close connections idle this long (Kafka connections.max.idle.ms)")
+	s.Duration("Limits", "read-timeout", &o.readTimeout, engine.DefaultReadTimeout, 100*time.Millisecond, time.Hour, "close a connection whose request frame takes longer to arrive")
+	s.Duration("Limits", "write-timeout", &o.writeTimeout, engine.DefaultWriteTimeout, 100*time.Millisecond, time.Hour, "close a connection that does not read a response for this long")
+	s.Duration("Limits", "drain-timeout", &o.drainTimeout, 30*time.Second, 0, time.Hour, "on SIGINT/SIGTERM, how long in-flight requests may take to finish")
+	s.Int("Limits", "decode-budget-bytes", &o.decodeBudgetBytes, 0, 0, 1<<40, "decompressed bytes one Produce request may decode (0 = 2 × max-frame-size)")
+	s.Int("Limits", "decode-budget-records", &o.decodeBudgetRecords, 4_000_000, 1, 1<<40, "records one Produce request may decode")
+	s.Int("Limits", "max-concurrent-decodes", &o.maxConcurrentDecodes, 0, 0, 1<<16, "compressed batches decoded at once (0 = 2 × GOMAXPROCS)")
+	s.Int("Limits", "workers", &o.workers, 256, 1, 1<<16, "goroutines serving requests that wait on the backend")
+	s.Duration("Limits", "produce-timeout-cap", &o.produceTimeoutCap, 20*time.Second, time.Millisecond, 10*time.Minute, "cap on a Produce request's timeout_ms")
+
+	s.Int("Embedded log", "memlog-partition-bytes", &o.memlogPartitionBytes, 1<<30, 1<<10, 1<<40, "bytes kept per partition; older records are dropped (Kafka retention.bytes)")
+
+	s.String("Iggy backend", "iggy-addr", &o.iggyAddr, "", "Iggy server TCP address; empty = run on the embedded log")
+	s.String("Iggy backend", "iggy-username", &o.iggyUsername, "iggy", "Iggy user")
+	s.String("Iggy backend", "iggy-password", &o.iggyPassword, "iggy", "Iggy password")
+	s.String("Iggy backend", "iggy-token", &o.iggyToken, "", "Iggy personal access token (instead of username and password)")
+	s.String("Iggy backend", "iggy-stream", &o.iggyStream, "kafka", "Iggy stream that holds the Kafka topics")
+	s.Int("Iggy backend", "iggy-pool-size", &o.iggyPoolSize, 0, 0, 4096, "Iggy sessions (connections) in the pool (0 = default)")
+	s.Duration("Iggy backend", "iggy-request-timeout", &o.iggyRequestTimeout, 30*time.Second, 100*time.Millisecond, 10*time.Minute, "deadline of one Iggy request; the connection is dropped when it passes")
+
+	s.String("Admin", "admin-addr", &o.adminAddr, "127.0.0.1:9644", "address of the metrics and health listener (/metrics, /healthz, /readyz); empty = off")
+
+	s.String("Logging", "log-level", &o.logLevel, "info", "debug, info, warn or error")
+	s.String("Logging", "log-format", &o.logFormat, "text", "text or json")
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Environ()))
+}
+
+func run(args, env []string) int {
+	var o options
+	s := newSettings("kiggy")
+	registerOptions(s, &o)
+	if err := s.parse(args, env); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			s.usage(os.Stdout, groups)
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
+		return 2
+	}
+	logger, err := newLogger(o.logLevel, o.logFormat)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
+		return 2
+	}
+	if err := serve(o, logger); err != nil {
+		logger.Error("kiggy stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+func serve(o options, logger *slog.Logger) error {
+	ctx := context.Background()
+	log, inline, err := openBackend(ctx, o, logger)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+
+	gw := bridge.New(bridge.Config{
+		NodeID:               int32(o.nodeID),
+		AdvertisedHost:       o.advertisedHost,
+		AdvertisedPort:       int32(o.advertisedPort),
+		ClusterID:            o.clusterID,
+		NoAutoCreateTopics:   !o.autoCreateTopics,
+		DefaultPartitions:    int32(o.defaultPartitions),
+		InstanceID:           uint16(o.instanceID),
+		MaxFrameSize:         int32(o.maxFrameSize),
+		DecodeBudgetBytes:    o.decodeBudgetBytes,
+		DecodeBudgetRecords:  o.decodeBudgetRecords,
+		MaxConcurrentDecodes: int(o.maxConcurrentDecodes),
+		Workers:              int(o.workers),
+		InlineLog:            inline,
+		ProduceTimeoutCap:    o.produceTimeoutCap,
+		Logger:               logger,
+	}, log)
+	defer gw.Close()
+
+	srv, err := engine.New(o.engine, engine.Config{
+		MaxConnections:   int(o.maxConnections),
+		MaxFrameSize:     int32(o.maxFrameSize),
+		MaxInFlight:      int(o.maxInFlight),
+		MaxInFlightBytes: int(o.maxInFlightBytes),
+		MaxOutputBytes:   int(o.maxOutputBytes),
+		IdleTimeout:      o.idleTimeout,
+		ReadTimeout:      o.readTimeout,
+		WriteTimeout:     o.writeTimeout,
+		Logger:           logger,
+	}, gw)
+	if err != nil {
+		return fmt.Errorf("--engine: %w", err)
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", o.listen, err)
+	}
+	logger.Info("kiggy listening", "addr", ln.Addr().String(), "engine", engineName(o.engine), "backend", backendName(o))
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	select {
+	case err := <-errc:
+		return err
+	case s := <-sig:
+		logger.Info("draining", "signal", s.String(), "deadline", o.drainTimeout)
+	}
+	dctx, cancel := context.WithTimeout(ctx, o.drainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(dctx); err != nil {
+		logger.Warn("drain deadline passed; remaining connections closed", "err", err)
+	}
+	<-errc
+	logger.Info("kiggy stopped")
+	return nil
+}
+
+func engineName(e string) string {
+	if e == "" {
+		return "default"
+	}
+	return e
+}
+
+func backendName(o options) string {
+	if o.iggyAddr != "" {
+		return "iggy " + o.iggyAddr
+	}
+	return "embedded log"
+}
+
+// openBackend opens the storage: Iggy when --iggy-addr is set, else the
+// embedded log. inline reports a backend that never blocks.
+func openBackend(ctx context.Context, o options, logger *slog.Logger) (bridge.Log, bool, error) {
+	if o.iggyAddr != "" {
+		l, err := openIggy(ctx, o, logger)
+		return l, false, err
+	}
+	return memlog.New(memlog.Config{PartitionBytes: o.memlogPartitionBytes}), true, nil
+}
