@@ -1,0 +1,550 @@
+package engine
+
+// Design note: the net engine.
+//
+// One reader goroutine and one writer goroutine per net.Conn, for systems
+// without epoll and for TLS (any net.Listener works). Semantics match the
+// epoll engine: the same framer, the same slot ring for in-order responses,
+// the same limits and close reasons.
+//
+// The reader owns the framer and a pooled 16 KiB read buffer. It calls the
+// handler's Serve itself. Before feeding each frame it waits (sync.Cond)
+// while the connection must pause (MaxInFlight, MaxInFlightBytes,
+// MaxOutputBytes); since the read buffer is its own, pausing mid-buffer
+// needs no stash. Timeouts are read deadlines: ReadTimeout from the start of
+// the frame in progress, else IdleTimeout (re-armed while requests are in
+// flight, since the connection is then not idle).
+//
+// The writer collects the consecutive completed responses at the head of
+// the ring under the lock, writes them with net.Buffers (writev on TCP)
+// outside it under a WriteTimeout deadline, then pops them. The writer is
+// the only goroutine that releases slots after a close, so a request is
+// never released while it is being written.
+//
+// Lock ordering: netServer.mu before nconn.mu; neither is held across I/O.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const netReadBuffer = 16 << 10
+
+type netServer struct {
+	// Immutable
+	cfg    Config
+	h      Handler
+	cfgErr error
+
+	nextID atomic.Uint64
+	open   atomic.Int64
+	n      counters
+
+	mu       sync.Mutex
+	lns      map[net.Listener]struct{}
+	conns    map[*nconn]struct{}
+	shutdown bool
+	done     chan struct{}
+}
+
+// NewNet returns the net.Conn engine: a reader and a writer goroutine per
+// connection, with the semantics of the epoll engine. An invalid cfg makes
+// Serve return ErrConfig.
+func NewNet(cfg Config, h Handler) Server {
+	cfg, err := cfg.normalize()
+	s := newNet(cfg, h)
+	s.cfgErr = err
+	return s
+}
+
+func newNet(cfg Config, h Handler) *netServer {
+	return &netServer{
+		cfg:   cfg,
+		h:     h,
+		lns:   make(map[net.Listener]struct{}),
+		conns: make(map[*nconn]struct{}),
+		done:  make(chan struct{}),
+	}
+}
+
+// Serve implements Server.
+func (s *netServer) Serve(ln net.Listener) error {
+	if s.cfgErr != nil {
+		return s.cfgErr
+	}
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.lns[ln] = struct{}{}
+	s.mu.Unlock()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			stopped := s.shutdown
+			s.mu.Unlock()
+			if stopped {
+				<-s.done
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
+				continue
+			}
+			if isTemporaryAccept(err) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.cfg.Logger.Warn("engine: accept failed; backing off", "err", err, "delay", backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			s.mu.Lock()
+			delete(s.lns, ln)
+			s.mu.Unlock()
+			return err
+		}
+		backoff = 0
+		s.accept(nc)
+	}
+}
+
+// isTemporaryAccept reports accept errors worth retrying (EMFILE and
+// friends surface as *net.OpError wrapping a syscall error).
+func isTemporaryAccept(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && !errors.Is(err, net.ErrClosed)
+}
+
+func (s *netServer) accept(nc net.Conn) {
+	if int(s.open.Add(1)) > s.cfg.MaxConnections {
+		s.open.Add(-1)
+		nc.Close()
+		s.n.refused.Add(1)
+		s.n.closes[ReasonMaxConnections].Add(1)
+		return
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	c := &nconn{
+		s:     s,
+		nc:    nc,
+		info:  &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String()},
+		slots: newSlots(s.cfg.MaxInFlight),
+		wake:  make(chan struct{}, 1),
+	}
+	c.fr.max = s.cfg.MaxFrameSize
+	c.cond.L = &c.mu
+	c.lastActive.Store(time.Now().UnixNano())
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		s.open.Add(-1)
+		nc.Close()
+		s.n.closes[ReasonShutdown].Add(1)
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	s.n.accepted.Add(1)
+	s.n.open.Add(1)
+	go c.readLoop()
+	go c.writeLoop()
+}
+
+// Shutdown implements Server.
+func (s *netServer) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		select {
+		case <-s.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	s.shutdown = true
+	for ln := range s.lns {
+		ln.Close()
+	}
+	conns := make([]*nconn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.drain()
+	}
+	var err error
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for s.open.Load() > 0 && err == nil {
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-tick.C:
+		}
+	}
+	if err != nil {
+		s.mu.Lock()
+		conns = conns[:0]
+		for c := range s.conns {
+			conns = append(conns, c)
+		}
+		s.mu.Unlock()
+		for _, c := range conns {
+			c.closeWith(ReasonShutdown, "")
+		}
+	}
+	close(s.done)
+	return err
+}
+
+// Stats implements Server.
+func (s *netServer) Stats() Stats {
+	var st Stats
+	s.n.addTo(&st)
+	st.Open = s.open.Load()
+	return st
+}
+
+// nconn is one connection of the net engine.
+type nconn struct {
+	// Immutable
+	s    *netServer
+	nc   net.Conn
+	info *ConnInfo
+	wake chan struct{} // cap 1: the writer has work
+
+	lastActive atomic.Int64 // unix nanos of the last dispatch or write
+	stopRead   atomic.Bool  // reader must not start another Read
+
+	// Owned by the reader goroutine
+	fr framer
+
+	// Guarded by mu
+	mu       sync.Mutex
+	cond     sync.Cond // signalled when slots pop or the connection closes
+	slots    slots
+	outBytes int
+	inBytes  int
+	closing  bool // no more reads; close when the slots drain
+	closeWhy CloseReason
+	closed   bool
+	released bool // the writer has released the slots; completions self-release
+
+	// Owned by the writer goroutine
+	bufs [maxNetBufs][]byte
+}
+
+const maxNetBufs = 64
+
+// mustPauseLocked reports whether the reader may not start another frame.
+func (c *nconn) mustPauseLocked() bool {
+	cfg := &c.s.cfg
+	return c.slots.full() || c.outBytes > cfg.MaxOutputBytes ||
+		(c.inBytes > cfg.MaxInFlightBytes && !c.slots.empty())
+}
+
+// waitRoom blocks while the connection must pause; ok false means stop
+// reading; waited reports that it blocked (the pause was ours, not the
+// peer's, so a frame in progress gets a fresh ReadTimeout).
+func (c *nconn) waitRoom() (ok, waited bool) {
+	c.mu.Lock()
+	for !c.closed && !c.closing && c.mustPauseLocked() {
+		waited = true
+		c.cond.Wait()
+	}
+	ok = !c.closed && !c.closing
+	c.mu.Unlock()
+	return ok, waited
+}
+
+func (c *nconn) readLoop() {
+	rb := getBuf(netReadBuffer)
+	defer func() {
+		c.fr.reset()
+		putBuf(rb)
+	}()
+	buf := (*rb)[:netReadBuffer]
+	cfg := &c.s.cfg
+	var frameStart time.Time
+	for {
+		ok, waited := c.waitRoom()
+		if !ok {
+			return
+		}
+		now := time.Now()
+		if !c.fr.inFrame() || waited {
+			frameStart = now
+		}
+		if c.fr.inFrame() {
+			c.nc.SetReadDeadline(frameStart.Add(cfg.ReadTimeout))
+		} else {
+			c.nc.SetReadDeadline(now.Add(cfg.IdleTimeout))
+		}
+		if c.stopRead.Load() {
+			return
+		}
+		var n int
+		var err error
+		if t := c.fr.tail(); t != nil {
+			n, err = c.nc.Read(t)
+			if n > 0 {
+				c.s.n.bytesIn.Add(uint64(n))
+				if c.fr.filled(n) {
+					c.dispatch()
+					frameStart = time.Now()
+				}
+			}
+		} else {
+			n, err = c.nc.Read(buf)
+			if n > 0 {
+				c.s.n.bytesIn.Add(uint64(n))
+			}
+			for used := 0; used < n; {
+				if used > 0 {
+					if ok, _ := c.waitRoom(); !ok {
+						return
+					}
+				}
+				k, done, bad := c.fr.feed(buf[used:n])
+				used += k
+				if bad != reasonNone {
+					c.closeWith(bad, "")
+					return
+				}
+				if done {
+					c.dispatch()
+					frameStart = time.Now()
+				}
+			}
+		}
+		if err == nil {
+			continue
+		}
+		var ne net.Error
+		switch {
+		case c.stopRead.Load():
+			return
+		case errors.As(err, &ne) && ne.Timeout():
+			if c.fr.inFrame() {
+				if time.Since(frameStart) >= cfg.ReadTimeout {
+					c.closeWith(ReasonReadTimeout, "")
+					return
+				}
+				continue
+			}
+			c.mu.Lock()
+			idle := c.slots.empty()
+			c.mu.Unlock()
+			if idle && time.Since(time.Unix(0, c.lastActive.Load())) >= cfg.IdleTimeout {
+				c.closeWith(ReasonIdleTimeout, "")
+				return
+			}
+		case errors.Is(err, io.EOF):
+			c.closeWith(ReasonPeerClosed, "")
+			return
+		default:
+			c.closeWith(ReasonIOError, "")
+			return
+		}
+	}
+}
+
+// dispatch hands the framer's completed frame to the handler.
+func (c *nconn) dispatch() {
+	fb, size := c.fr.take()
+	r := getRequest()
+	r.fbuf, r.frame = fb, (*fb)[:size:size]
+	r.conn, r.owner = c.info, c
+	c.mu.Lock()
+	c.slots.push(r)
+	c.inBytes += size
+	c.mu.Unlock()
+	c.lastActive.Store(time.Now().UnixNano())
+	c.s.n.requests.Add(1)
+	c.serve(r)
+	if r.served() {
+		c.complete(r)
+	}
+}
+
+func (c *nconn) serve(r *Request) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.s.cfg.Logger.Error("engine: handler panicked", "conn", c.info.ID, "panic", p)
+			r.Close("protocol_error")
+		}
+	}()
+	c.s.h.Serve(r)
+}
+
+// complete records a completion (from any goroutine) and wakes the writer
+// when the head of the ring became writable.
+func (c *nconn) complete(r *Request) {
+	c.mu.Lock()
+	if c.released {
+		c.mu.Unlock()
+		putRequest(r)
+		return
+	}
+	c.inBytes -= len(r.frame)
+	r.releaseFrame()
+	r.done = true
+	switch r.kind {
+	case compRespond:
+		c.outBytes += len(r.out)
+	case compClose:
+		if !c.closing {
+			c.closing, c.closeWhy = true, r.reason
+			c.stopRead.Store(true)
+			c.cond.Broadcast()
+		}
+	}
+	headDone := c.slots.at(0).done
+	c.mu.Unlock()
+	if headDone {
+		c.signal()
+	}
+	if r.kind == compClose {
+		c.nc.SetReadDeadline(time.Now()) // wake the reader out of Read
+	}
+}
+
+func (c *nconn) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drain starts a graceful close for Shutdown.
+func (c *nconn) drain() {
+	c.mu.Lock()
+	if !c.closing {
+		c.closing, c.closeWhy = true, ReasonShutdown
+	}
+	c.stopRead.Store(true)
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	c.nc.SetReadDeadline(time.Now())
+	c.signal()
+}
+
+// closeWith closes the connection now. The writer releases the slots.
+func (c *nconn) closeWith(why CloseReason, msg string) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.stopRead.Store(true)
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	c.info.closed.Store(true)
+	c.nc.Close()
+	c.signal()
+	s := c.s
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.open.Add(-1)
+	s.n.open.Add(-1)
+	s.n.closes[why].Add(1)
+	if lg := s.cfg.Logger; lg.Enabled(context.Background(), slog.LevelDebug) {
+		lg.Debug("engine: connection closed", "conn", c.info.ID, "remote", c.info.RemoteAddr,
+			"reason", why.String(), "detail", msg)
+	}
+}
+
+// releaseLocked frees the slots after close. Requests still owned by
+// handlers release themselves on completion.
+func (c *nconn) releaseLocked() {
+	for !c.slots.empty() {
+		if r := c.slots.pop(); r.done {
+			putRequest(r)
+		}
+	}
+	c.released = true
+	c.cond.Broadcast()
+}
+
+func (c *nconn) writeLoop() {
+	cfg := &c.s.cfg
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.releaseLocked()
+			c.mu.Unlock()
+			return
+		}
+		// Pop leading NoResponse slots; stop at a Close slot.
+		for !c.slots.empty() && c.slots.at(0).done && c.slots.at(0).kind == compNoResponse {
+			putRequest(c.slots.pop())
+			c.cond.Broadcast()
+		}
+		if !c.slots.empty() && c.slots.at(0).done && c.slots.at(0).kind == compClose {
+			why, msg := c.slots.at(0).reason, c.slots.at(0).msg
+			c.mu.Unlock()
+			c.closeWith(why, msg)
+			continue
+		}
+		if c.closing && c.slots.empty() {
+			why := c.closeWhy
+			c.mu.Unlock()
+			c.closeWith(why, "")
+			continue
+		}
+		nb, k := 0, 0
+		for ; k < c.slots.len() && nb < maxNetBufs; k++ {
+			r := c.slots.at(k)
+			if !r.done || r.kind == compClose {
+				break
+			}
+			if r.kind == compRespond {
+				c.bufs[nb] = r.out
+				nb++
+			}
+		}
+		c.mu.Unlock()
+		if nb == 0 {
+			<-c.wake
+			continue
+		}
+		c.nc.SetWriteDeadline(time.Now().Add(cfg.WriteTimeout))
+		bufs := net.Buffers(c.bufs[:nb])
+		n, err := bufs.WriteTo(c.nc)
+		clear(c.bufs[:nb])
+		c.s.n.bytesOut.Add(uint64(n))
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				c.closeWith(ReasonWriteTimeout, "")
+			} else {
+				c.closeWith(ReasonIOError, "")
+			}
+			continue
+		}
+		c.mu.Lock()
+		for range k {
+			r := c.slots.pop()
+			c.outBytes -= len(r.out)
+			putRequest(r)
+		}
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		c.lastActive.Store(time.Now().UnixNano())
+	}
+}

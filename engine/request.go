@@ -1,0 +1,265 @@
+package engine
+
+import (
+	"encoding/binary"
+	"math"
+	"sync"
+	"sync/atomic"
+)
+
+// Handler serves Kafka requests. Serve is called on an event loop (or a
+// connection's reader goroutine in the net engine) and must not block: it
+// either completes the request inline or hands it to another goroutine.
+type Handler interface {
+	Serve(req *Request)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(req *Request)
+
+// Serve calls f(req).
+func (f HandlerFunc) Serve(req *Request) { f(req) }
+
+// ConnInfo describes a connection. It is stable for the connection's life
+// and may be kept after it (it is never reused).
+type ConnInfo struct {
+	// ID is unique per server, starting at 1.
+	ID uint64
+	// RemoteAddr and LocalAddr are "ip:port" strings.
+	RemoteAddr string
+	LocalAddr  string
+
+	closed atomic.Bool
+}
+
+// Closed reports whether the engine has closed the connection. A handler
+// holding a long poll may use it to give up early; completing a request of a
+// closed connection is still required and simply releases it.
+func (c *ConnInfo) Closed() bool { return c.closed.Load() }
+
+// completion is how a handler finished a request.
+type completion uint8
+
+const (
+	compRespond completion = iota
+	compNoResponse
+	compClose
+)
+
+// Request states. A request in a pool is stFree. The engine sets stServing
+// before Serve; after Serve returns it moves stServing -> stAsync. The
+// completing call moves stServing -> stInline (the engine then finishes the
+// request itself after Serve returns, no queue, no wake-up) or stAsync ->
+// stDone (the completing goroutine hands it to its owner).
+const (
+	stFree uint32 = iota
+	stServing
+	stAsync
+	stInline
+	stDone
+)
+
+// owner receives requests completed off the serving goroutine.
+type owner interface {
+	complete(r *Request)
+}
+
+// defaultResponseBuffer is the capacity of ResponseBuffer: big enough for
+// every metadata-class response; bigger ones use ResponseBufferSize.
+const defaultResponseBuffer = 4 << 10
+
+// Request is one complete request frame. It is owned by the handler from
+// Serve until exactly one of Respond, NoResponse or Close is called (from
+// any goroutine); after that it must not be used. A second completion call
+// is ignored.
+//
+// Buffer ownership: the frame buffer belongs to the Request from arrival
+// until the engine processes its completion, then returns to its pool. The
+// response buffer belongs to the handler from ResponseBuffer until Respond,
+// then to the engine until written.
+type Request struct {
+	// Set by the engine before Serve; immutable while the handler owns it.
+	frame []byte
+	fbuf  *[]byte
+	conn  *ConnInfo
+	owner owner
+
+	// Written by the completing call, read by the owner after the state
+	// transition that publishes them.
+	rbuf    *[]byte
+	out     []byte
+	kind    completion
+	reason  CloseReason
+	msg     string
+	claimed atomic.Bool
+	state   atomic.Uint32
+
+	// Owned by the connection's owner (loop or net connection).
+	done bool // completion processed; the slot may be written in order
+}
+
+var requestPool = sync.Pool{New: func() any { return new(Request) }}
+
+// getRequest returns a cleared Request from the pool.
+func getRequest() *Request {
+	r := requestPool.Get().(*Request)
+	r.state.Store(stServing)
+	return r
+}
+
+// putRequest releases r's buffers and returns it to the pool. Forbidden
+// after: any use of r.
+func putRequest(r *Request) {
+	putBuf(r.fbuf)
+	putBuf(r.rbuf)
+	r.frame, r.fbuf, r.rbuf, r.out = nil, nil, nil, nil
+	r.conn, r.owner, r.msg = nil, nil, ""
+	r.kind, r.reason, r.done = compRespond, 0, false
+	r.claimed.Store(false)
+	r.state.Store(stFree)
+	requestPool.Put(r)
+}
+
+// releaseFrame returns the frame buffer to its pool once the request is
+// complete; the frame is invalid from then on.
+func (r *Request) releaseFrame() {
+	putBuf(r.fbuf)
+	r.fbuf, r.frame = nil, nil
+}
+
+// Frame returns the request bytes without the 4-byte size prefix. It is valid
+// until the request is completed.
+func (r *Request) Frame() []byte { return r.frame }
+
+// Conn returns the connection the request arrived on.
+func (r *Request) Conn() *ConnInfo { return r.conn }
+
+// ResponseBuffer returns a pooled buffer with 4 bytes reserved (len 4) for
+// the size prefix, capacity 4 KiB. Append the response header and body to it
+// and pass the result to Respond. Calling it again returns the same buffer,
+// reset to len 4.
+func (r *Request) ResponseBuffer() []byte {
+	if r.rbuf == nil {
+		r.rbuf = getBuf(defaultResponseBuffer)
+	}
+	return (*r.rbuf)[:4]
+}
+
+// ResponseBufferSize is ResponseBuffer with room for at least n bytes after
+// the reserved 4, for responses whose size is known up front (Fetch).
+func (r *Request) ResponseBufferSize(n int) []byte {
+	if n < 0 || n > math.MaxInt32 {
+		n = 0
+	}
+	if r.rbuf != nil && cap(*r.rbuf) < n+4 {
+		putBuf(r.rbuf)
+		r.rbuf = nil
+	}
+	if r.rbuf == nil {
+		r.rbuf = getBuf(max(n+4, defaultResponseBuffer))
+	}
+	return (*r.rbuf)[:4]
+}
+
+// Respond completes the request with resp: a ResponseBuffer with the
+// response header and body appended (it may have grown past the pooled
+// buffer; the engine then writes the grown slice). The engine backfills the
+// size and writes the response after those of all earlier requests of the
+// connection. resp must not be used after Respond. A resp shorter than 4
+// bytes or longer than MaxInt32 closes the connection as protocol_error.
+func (r *Request) Respond(resp []byte) {
+	if !r.claimed.CompareAndSwap(false, true) {
+		return
+	}
+	if len(resp) < 4 || len(resp)-4 > math.MaxInt32 {
+		r.kind, r.reason, r.msg = compClose, ReasonProtocolError, "engine: response without room for its size"
+	} else {
+		binary.BigEndian.PutUint32(resp, uint32(len(resp)-4))
+		r.kind, r.out = compRespond, resp
+	}
+	r.finish()
+}
+
+// NoResponse completes the request without writing anything, as for an
+// acks=0 Produce (KAFKA_PROTOCOL.md §1.5: "acks = 0 Produce gets no response
+// at all"). Its place in the response order is released in order.
+func (r *Request) NoResponse() {
+	if !r.claimed.CompareAndSwap(false, true) {
+		return
+	}
+	r.kind = compNoResponse
+	r.finish()
+}
+
+// Close completes the request by closing the connection once the responses
+// of all earlier requests are written; later requests are dropped. reason
+// is logged and counted: a CloseReason label counts under that reason, any
+// other text under protocol_error.
+func (r *Request) Close(reason string) {
+	if !r.claimed.CompareAndSwap(false, true) {
+		return
+	}
+	r.kind, r.reason, r.msg = compClose, ParseCloseReason(reason), reason
+	r.finish()
+}
+
+// finish publishes the completion to the engine.
+func (r *Request) finish() {
+	if r.state.CompareAndSwap(stServing, stInline) {
+		return // the serving goroutine finishes it after Serve returns
+	}
+	if r.state.CompareAndSwap(stAsync, stDone) {
+		r.owner.complete(r)
+	}
+}
+
+// served is called by the engine after Serve returns; it reports whether the
+// handler completed the request inline.
+func (r *Request) served() bool {
+	return !r.state.CompareAndSwap(stServing, stAsync)
+}
+
+// slots is a fixed-capacity ring of a connection's requests in arrival
+// order, from dispatch until their response is written (or skipped). It is
+// what keeps responses in request order: only the head may be written, and a
+// completed later slot waits for the earlier ones.
+type slots struct {
+	buf  []*Request
+	head int
+	n    int
+}
+
+func newSlots(capacity int) slots { return slots{buf: make([]*Request, capacity)} }
+
+func (s *slots) full() bool  { return s.n == len(s.buf) }
+func (s *slots) empty() bool { return s.n == 0 }
+func (s *slots) len() int    { return s.n }
+
+// at returns the i-th oldest request.
+func (s *slots) at(i int) *Request {
+	j := s.head + i
+	if j >= len(s.buf) {
+		j -= len(s.buf)
+	}
+	return s.buf[j]
+}
+
+func (s *slots) push(r *Request) {
+	j := s.head + s.n
+	if j >= len(s.buf) {
+		j -= len(s.buf)
+	}
+	s.buf[j] = r
+	s.n++
+}
+
+func (s *slots) pop() *Request {
+	r := s.buf[s.head]
+	s.buf[s.head] = nil
+	s.head++
+	if s.head == len(s.buf) {
+		s.head = 0
+	}
+	s.n--
+	return r
+}

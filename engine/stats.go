@@ -1,0 +1,122 @@
+package engine
+
+import "sync/atomic"
+
+// CloseReason says why the engine closed a connection. The set is small and
+// fixed so metrics can pre-resolve one counter per reason.
+type CloseReason uint8
+
+// Close reasons.
+const (
+	// ReasonPeerClosed: the peer closed its side (read returned EOF).
+	ReasonPeerClosed CloseReason = iota
+	// ReasonIOError: a read or write failed (reset, broken pipe, ...).
+	ReasonIOError
+	// ReasonFrameTooLarge: a declared frame size exceeded MaxFrameSize
+	// (KAFKA_PROTOCOL.md §1.1: "Apache Kafka closes the connection when a
+	// frame exceeds socket.request.max.bytes").
+	ReasonFrameTooLarge
+	// ReasonNegativeSize: a declared frame size was negative (§1.1: "also
+	// close on a negative size").
+	ReasonNegativeSize
+	// ReasonIdleTimeout: nothing in progress for IdleTimeout.
+	ReasonIdleTimeout
+	// ReasonReadTimeout: a started frame did not complete within ReadTimeout.
+	ReasonReadTimeout
+	// ReasonWriteTimeout: a queued response was not written within
+	// WriteTimeout.
+	ReasonWriteTimeout
+	// ReasonProtocolError: the handler closed the connection (Request.Close)
+	// with a reason that is not one of these names.
+	ReasonProtocolError
+	// ReasonMaxConnections: refused because MaxConnections were open.
+	ReasonMaxConnections
+	// ReasonShutdown: closed by Shutdown.
+	ReasonShutdown
+	// NumCloseReasons is the number of close reasons.
+	NumCloseReasons
+)
+
+var reasonNames = [NumCloseReasons]string{
+	ReasonPeerClosed:     "peer_closed",
+	ReasonIOError:        "io_error",
+	ReasonFrameTooLarge:  "frame_too_large",
+	ReasonNegativeSize:   "negative_size",
+	ReasonIdleTimeout:    "idle_timeout",
+	ReasonReadTimeout:    "read_timeout",
+	ReasonWriteTimeout:   "write_timeout",
+	ReasonProtocolError:  "protocol_error",
+	ReasonMaxConnections: "max_connections",
+	ReasonShutdown:       "shutdown",
+}
+
+// String returns the reason's metric label, e.g. "frame_too_large".
+func (r CloseReason) String() string {
+	if r < NumCloseReasons {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// ParseCloseReason maps a label to its reason. Unknown labels map to
+// ReasonProtocolError, which is how Request.Close counts free-form reasons.
+func ParseCloseReason(s string) CloseReason {
+	for i, n := range reasonNames {
+		if n == s {
+			return CloseReason(i)
+		}
+	}
+	return ReasonProtocolError
+}
+
+// Stats is a snapshot of a server's counters.
+type Stats struct {
+	// Open is the number of connections open now.
+	Open int64
+	// Accepted counts connections accepted and served.
+	Accepted uint64
+	// Refused counts connections accepted and closed at once because
+	// MaxConnections were open (also counted in Closes).
+	Refused uint64
+	// Requests counts complete request frames handed to the handler.
+	Requests uint64
+	// BytesIn and BytesOut count bytes read and written on connections.
+	BytesIn, BytesOut uint64
+	// Closes counts closed connections by reason.
+	Closes [NumCloseReasons]uint64
+}
+
+// Closed returns the number of connections closed for reason r.
+func (s *Stats) Closed(r CloseReason) uint64 {
+	if r < NumCloseReasons {
+		return s.Closes[r]
+	}
+	return 0
+}
+
+// counters are updated with atomics by one owner (a loop or a connection)
+// and summed by Stats. Each owner has its own copy so the hot path never
+// shares a cache line across loops.
+type counters struct {
+	open     atomic.Int64
+	accepted atomic.Uint64
+	refused  atomic.Uint64
+	requests atomic.Uint64
+	bytesIn  atomic.Uint64
+	bytesOut atomic.Uint64
+	closes   [NumCloseReasons]atomic.Uint64
+	_        [64]byte
+}
+
+// addTo adds c's counts to s.
+func (c *counters) addTo(s *Stats) {
+	s.Open += c.open.Load()
+	s.Accepted += c.accepted.Load()
+	s.Refused += c.refused.Load()
+	s.Requests += c.requests.Load()
+	s.BytesIn += c.bytesIn.Load()
+	s.BytesOut += c.bytesOut.Load()
+	for i := range c.closes {
+		s.Closes[i] += c.closes[i].Load()
+	}
+}
