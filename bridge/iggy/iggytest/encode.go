@@ -1,0 +1,103 @@
+package iggytest
+
+import (
+	"sort"
+
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+)
+
+// appendStream appends a StreamResponse (§3.4).
+func appendStream(b []byte, s *stream) []byte {
+	var msgs, size uint64
+	for _, t := range s.topics {
+		n, sz := t.messages()
+		msgs += n
+		size += sz
+	}
+	b = proto.AppendU32(b, s.id)
+	b = proto.AppendU64(b, s.created)
+	b = proto.AppendU32(b, uint32(len(s.topics)))
+	b = proto.AppendU64(b, size)
+	b = proto.AppendU64(b, msgs)
+	b = proto.AppendName(b, s.name)
+	return proto.AppendU32(b, 0) // options
+}
+
+// appendTopicHeader appends a TopicHeader (§3.5).
+func appendTopicHeader(b []byte, t *topic) []byte {
+	msgs, size := t.messages()
+	b = proto.AppendU32(b, t.id)
+	b = proto.AppendU64(b, t.created)
+	b = proto.AppendU32(b, uint32(len(t.partitions)))
+	b = proto.AppendU64(b, t.expiry)
+	b = append(b, t.compression)
+	b = proto.AppendU64(b, t.maxSize)
+	b = proto.AppendU64(b, size)
+	b = proto.AppendU64(b, msgs)
+	b = proto.AppendName(b, t.name)
+	b = proto.AppendU32(b, uint32(len(t.options)))
+	b = append(b, t.options...)
+	return proto.AppendU32(b, 0) // derived options
+}
+
+// appendTopic appends a GetTopicResponse: header then PartitionResponses.
+func appendTopic(b []byte, t *topic) []byte {
+	b = appendTopicHeader(b, t)
+	for _, p := range t.partitions {
+		b = proto.AppendU32(b, p.id)
+		b = proto.AppendU64(b, p.created)
+		b = proto.AppendU32(b, 1) // segments
+		b = proto.AppendU64(b, p.currentOffset())
+		b = proto.AppendU64(b, p.size)
+		b = proto.AppendU64(b, p.next)
+	}
+	return b
+}
+
+func appendGroupHeader(b []byte, t *topic, g *group) []byte {
+	b = proto.AppendU32(b, g.id)
+	b = proto.AppendU32(b, uint32(len(t.partitions)))
+	b = proto.AppendU32(b, uint32(len(g.members)))
+	return proto.AppendName(b, g.name)
+}
+
+// appendGroup appends ConsumerGroupDetails (§3.10).
+func appendGroup(b []byte, t *topic, g *group) []byte {
+	b = appendGroupHeader(b, t, g)
+	for i, m := range g.members {
+		parts := g.assignment(m, len(t.partitions))
+		b = proto.AppendU32(b, uint32(i))
+		b = proto.AppendU32(b, uint32(len(parts)))
+		for _, p := range parts {
+			b = proto.AppendU32(b, p)
+		}
+	}
+	return b
+}
+
+func sortedStreams(s *Server) []*stream {
+	out := make([]*stream, 0, len(s.streams))
+	for _, x := range s.streams {
+		out = append(out, x)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+func sortedTopics(s *stream) []*topic {
+	out := make([]*topic, 0, len(s.topics))
+	for _, x := range s.topics {
+		out = append(out, x)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+func sortedGroups(t *topic) []*group {
+	out := make([]*group, 0, len(t.groups))
+	for _, x := range t.groups {
+		out = append(out, x)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}

@@ -1,0 +1,832 @@
+package iggytest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+	"github.com/zeebo/xxh3"
+)
+
+// resyncPartition is the partition id of an empty poll that asks a group
+// member to re-sync (§3.8, RESYNC_REQUIRED_PARTITION_SENTINEL).
+const resyncPartition = 0xFFFFFFFF
+
+// process serves one complete frame (header and body) for a connection and
+// appends the bytes to send back to out. close asks the caller to drop the
+// connection after writing out. It never panics on any input.
+func (s *Server) process(st *connState, frame []byte, out []byte) ([]byte, bool) {
+	if len(frame) < proto.HeaderSize || int(proto.FrameSize(frame)) != len(frame) {
+		return out, true
+	}
+	req := proto.ParseRequestHeader(frame)
+	body := frame[proto.HeaderSize:]
+	if !req.Validate() {
+		// §1.3: "A request that fails any of them is silently dropped."
+		s.log.Warn("iggytest: dropping client request with invalid header", "op", req.Operation, "client", req.Client)
+		return out, false
+	}
+	// §1.3 request_checksum: 0 is unstamped; otherwise XXH3-64(body)
+	// zero-extended, or status 4 InvalidFormat.
+	if req.RequestChecksum != 0 || req.RequestChecksumHi != 0 {
+		if req.RequestChecksumHi != 0 || req.RequestChecksum != xxh3.Hash(body) {
+			return reply(out, &req, 0, uint32(proto.CodeInvalidFormat), nil), false
+		}
+	}
+	code := req.Code
+	if req.Operation != proto.OpNonReplicated {
+		code = 0
+	}
+	s.log.Debug("iggytest: request", "conn", st.connID, "op", req.Operation, "code", code, "request", req.Request, "body", len(body))
+	if f, ok := s.takeFault(req.Operation, code); ok {
+		switch {
+		case f.Status != 0:
+			return reply(out, &req, st.session, f.Status, nil), false
+		case f.Drop && !f.Apply:
+			return out, false
+		case f.Drop:
+			s.dispatch(st, &req, body, nil)
+			return out, false
+		}
+	}
+	return s.dispatch(st, &req, body, out)
+}
+
+// reply appends a Reply frame. A non-zero status always has an empty body
+// (§1.5).
+func reply(out []byte, req *proto.RequestHeader, op uint64, status uint32, body []byte) []byte {
+	if status != 0 {
+		body = nil
+	}
+	at := len(out)
+	out = append(out, make([]byte, proto.HeaderSize)...)
+	out = append(out, body...)
+	proto.PutReplyHeader(out[at:], len(body), req, op, op, status)
+	return out
+}
+
+func evict(out []byte, client proto.ClientID, reason uint8) []byte {
+	at := len(out)
+	out = append(out, make([]byte, proto.HeaderSize)...)
+	proto.PutEvictionHeader(out[at:], client, reason, proto.ProtocolVersionMax, proto.ProtocolVersionMin)
+	return out
+}
+
+func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []byte) ([]byte, bool) {
+	switch req.Operation {
+	case proto.OpRegister:
+		return s.login(st, req, body, out)
+	case proto.OpNonReplicated:
+		if req.Code == proto.CodeLoginUser || req.Code == proto.CodeLoginWithPAT {
+			// §3.3: legacy login codes get Eviction reason 15 MalformedLogin.
+			return evict(out, req.Client, proto.EvictMalformedLogin), true
+		}
+		if !st.bound && req.Code != proto.CodePing {
+			// §3.1: "Any other read before login → status 40 Unauthenticated."
+			return reply(out, req, 0, uint32(proto.CodeUnauthenticated), nil), false
+		}
+		s.mu.Lock()
+		body, status := s.read(st, req, body)
+		s.mu.Unlock()
+		return reply(out, req, st.session, status, body), false
+	case proto.OpLogout:
+		if !st.bound {
+			return evict(out, req.Client, proto.EvictNoSession), true
+		}
+		s.mu.Lock()
+		s.dropMember(st.client)
+		s.mu.Unlock()
+		st.bound = false
+		return reply(out, req, st.session, 0, nil), false
+	}
+	if !st.bound {
+		// §1.6 reason 1: "Sent for a replicated request on a connection that
+		// is not logged in."
+		return evict(out, req.Client, proto.EvictNoSession), true
+	}
+	if req.Session != st.session || req.Client != st.client {
+		return evict(out, req.Client, proto.EvictSessionTooLow), true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if proto.IsMetadata(req.Operation) {
+		cs := s.clients[st.client]
+		if cs == nil {
+			cs = &clientState{}
+			s.clients[st.client] = cs
+		}
+		// §1.4: a request number at or below the watermark is answered from
+		// the reply cache if still cached, otherwise with 59.
+		if req.Request <= cs.watermark {
+			if req.Request == cs.watermark && cs.lastReply != nil {
+				return reply(out, req, st.session, 0, cs.lastReply), false
+			}
+			return reply(out, req, st.session, uint32(proto.CodeRequestAlreadyApplied), nil), false
+		}
+		rb, status := s.metadata(st, req, body)
+		if status == 0 {
+			cs.watermark = req.Request
+			cs.lastReply = rb
+		}
+		return reply(out, req, st.session, status, rb), false
+	}
+	rb, status, drop := s.partitionOp(st, req, body)
+	if drop {
+		return out, false
+	}
+	return reply(out, req, st.session, status, rb), false
+}
+
+// login serves Register (§3.3).
+func (s *Server) login(st *connState, req *proto.RequestHeader, body, out []byte) ([]byte, bool) {
+	r := proto.NewReader(body)
+	version := r.U32()
+	r.Name() // sdk name
+	r.Name() // sdk version
+	if !r.Ok() {
+		return evict(out, req.Client, proto.EvictMalformedLogin), true
+	}
+	// §3.3: accept protocol_version ≥ min whose major.minor is ≤ the server's.
+	if version < proto.ProtocolVersionMin || version>>10 > proto.ProtocolVersionMax>>10 {
+		return evict(out, req.Client, proto.EvictIncompatibleProtocol), true
+	}
+	rest := body[r.Offset():]
+	pwShape, tokShape, ok := false, false, false
+	{
+		pr := proto.NewReader(rest)
+		user := pr.Secret()
+		pass := pr.Secret()
+		pr.LongString()
+		if pr.Complete() == nil {
+			pwShape = true
+			ok = string(user) == s.cfg.Username && string(pass) == s.cfg.Password
+		}
+	}
+	if !ok {
+		tr := proto.NewReader(rest)
+		tok := tr.Secret()
+		tr.LongString()
+		if tr.Complete() == nil {
+			tokShape = true
+			for _, t := range s.cfg.Tokens {
+				if t == string(tok) && t != "" {
+					ok = true
+				}
+			}
+		}
+	}
+	if !ok {
+		switch {
+		case pwShape:
+			return evict(out, req.Client, proto.EvictInvalidCredentials), true
+		case tokShape:
+			return evict(out, req.Client, proto.EvictInvalidToken), true
+		}
+		return evict(out, req.Client, proto.EvictMalformedLogin), true
+	}
+	// §1.8: "Re-login on a connection that is still bound is treated as an
+	// idempotent replay that keeps the old identity."
+	if !st.bound {
+		s.mu.Lock()
+		st.session = s.nextCommit()
+		s.mu.Unlock()
+		st.bound = true
+		st.client = req.Client
+	}
+	b := proto.AppendResultOK(nil)
+	b = proto.AppendU32(b, 0) // root user id
+	b = proto.AppendU64(b, st.session)
+	b = proto.AppendU32(b, proto.ProtocolVersion)
+	b = proto.AppendName(b, ServerVersion)
+	return reply(out, req, st.session, 0, b), false
+}
+
+// dropMember removes a client from every consumer group (disconnect or
+// logout, §1.8). Callers hold s.mu.
+func (s *Server) dropMember(client proto.ClientID) {
+	for _, st := range s.streams {
+		for _, t := range st.topics {
+			for _, g := range t.groups {
+				g.remove(client)
+			}
+		}
+	}
+}
+
+// resolveStream finds a stream by identifier. Callers hold s.mu.
+func (s *Server) resolveStream(id proto.Identifier) *stream {
+	if id.Kind == proto.IDNumeric {
+		return s.streams[id.Numeric]
+	}
+	return s.byName[string(id.Name)]
+}
+
+func (st *stream) resolveTopic(id proto.Identifier) *topic {
+	if st == nil {
+		return nil
+	}
+	if id.Kind == proto.IDNumeric {
+		return st.topics[id.Numeric]
+	}
+	return st.byName[string(id.Name)]
+}
+
+func (t *topic) resolveGroup(id proto.Identifier) *group {
+	if id.Kind == proto.IDNumeric {
+		return t.groups[id.Numeric]
+	}
+	return t.groupByName[string(id.Name)]
+}
+
+// resolveTopic resolves stream and topic, returning the status for a miss
+// (1009 / 2010, as reads and metadata ops report them).
+func (s *Server) resolveTopic(r *proto.Reader) (*stream, *topic, uint32) {
+	sid, tid := r.Identifier(), r.Identifier()
+	if !r.Ok() {
+		return nil, nil, uint32(proto.CodeInvalidCommand)
+	}
+	st := s.resolveStream(sid)
+	if st == nil {
+		return nil, nil, uint32(proto.CodeStreamIDNotFound)
+	}
+	t := st.resolveTopic(tid)
+	if t == nil {
+		return st, nil, uint32(proto.CodeTopicIDNotFound)
+	}
+	return st, t, 0
+}
+
+// read serves a non-replicated request. Callers hold s.mu.
+func (s *Server) read(st *connState, req *proto.RequestHeader, body []byte) ([]byte, uint32) {
+	r := proto.NewReader(body)
+	switch req.Code {
+	case proto.CodePing:
+		return nil, 0
+	case proto.CodeGetClusterMetadata:
+		// A single node that is its own leader (cluster_meta.rs self_metadata).
+		b := proto.AppendLongString(nil, "single-node")
+		b = proto.AppendU32(b, 1)
+		b = proto.AppendLongString(b, "iggy-node")
+		b = proto.AppendLongString(b, "127.0.0.1")
+		b = binary.LittleEndian.AppendUint16(b, st.port)
+		b = append(b, 0, 0, 0, 0, 0, 0) // quic, http, websocket ports
+		b = append(b, 0, 0)             // role Leader, status Healthy
+		return b, 0
+	case proto.CodeGetMe:
+		b := proto.AppendU32(nil, st.connID)
+		b = proto.AppendU32(b, 0)
+		b = append(b, 1) // TCP
+		b = proto.AppendLongString(b, "127.0.0.1")
+		return proto.AppendU32(b, 0), 0
+	case proto.CodeGetStream:
+		id := r.Identifier()
+		if r.Complete() != nil {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		str := s.resolveStream(id)
+		if str == nil {
+			return nil, 0 // §3.4: "Not found → status 0 with an empty body."
+		}
+		b := appendStream(nil, str)
+		for _, t := range sortedTopics(str) {
+			b = appendTopicHeader(b, t)
+		}
+		return b, 0
+	case proto.CodeGetStreams:
+		var b []byte
+		for _, str := range sortedStreams(s) {
+			b = appendStream(b, str)
+		}
+		return b, 0
+	case proto.CodeGetTopic:
+		_, t, status := s.resolveTopic(&r)
+		if status == uint32(proto.CodeInvalidCommand) || r.Complete() != nil {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		if t == nil {
+			return nil, 0 // §3.5: "Not found → status 0, empty body."
+		}
+		return appendTopic(nil, t), 0
+	case proto.CodeGetTopics:
+		id := r.Identifier()
+		if r.Complete() != nil {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		str := s.resolveStream(id)
+		if str == nil {
+			return proto.AppendU32(nil, 0), 0
+		}
+		ts := sortedTopics(str)
+		b := proto.AppendU32(nil, uint32(len(ts)))
+		for _, t := range ts {
+			b = appendTopicHeader(b, t)
+		}
+		return b, 0
+	case proto.CodePollMessages:
+		return s.poll(st, &r)
+	case proto.CodeGetConsumerOffset:
+		kind := r.U8()
+		cid := r.Identifier()
+		_, t, status := s.resolveTopic(&r)
+		flag, pid := r.U8(), r.U32()
+		if r.Complete() != nil || (kind != proto.ConsumerSingle && kind != proto.ConsumerGroup) || flag > 1 {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		if status != 0 {
+			return nil, status
+		}
+		if flag == 0 {
+			pid = 0 // §3.9: "An absent partition means partition 0."
+		}
+		if int(pid) >= len(t.partitions) {
+			return nil, uint32(proto.CodePartitionNotFound)
+		}
+		p := t.partitions[pid]
+		var v uint64
+		var ok bool
+		if kind == proto.ConsumerGroup {
+			g := t.resolveGroup(cid)
+			if g == nil {
+				return nil, uint32(proto.CodeInvalidIdentifier)
+			}
+			v, ok = p.groupOffsets[g.id]
+		} else {
+			v, ok = p.offsets[consumerKey(cid)]
+		}
+		if !ok {
+			return nil, 0 // §3.9: "No stored offset → status 0 with an empty body."
+		}
+		b := proto.AppendU32(nil, pid)
+		b = proto.AppendU64(b, p.currentOffset())
+		return proto.AppendU64(b, v), 0
+	case proto.CodeGetConsumerGroup, proto.CodeSyncConsumerGroup:
+		_, t, status := s.resolveTopic(&r)
+		gid := r.Identifier()
+		if r.Complete() != nil {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		if status != 0 {
+			return nil, status
+		}
+		g := t.resolveGroup(gid)
+		if g == nil {
+			return nil, 0 // group not found / not a member: empty body
+		}
+		if req.Code == proto.CodeGetConsumerGroup {
+			return appendGroup(nil, t, g), 0
+		}
+		parts := g.assignment(st.client, len(t.partitions))
+		if parts == nil {
+			return nil, 0 // §3.10: "Empty body = you are not a member."
+		}
+		b := proto.AppendU64(nil, g.generation)
+		b = proto.AppendU32(b, uint32(len(parts)))
+		for _, p := range parts {
+			b = proto.AppendU32(b, p)
+		}
+		return b, 0
+	case proto.CodeGetConsumerGroups:
+		_, t, status := s.resolveTopic(&r)
+		if r.Complete() != nil {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		if status != 0 {
+			return nil, status
+		}
+		var b []byte
+		for _, g := range sortedGroups(t) {
+			b = appendGroupHeader(b, t, g)
+		}
+		return b, 0
+	}
+	// §1.4: "An unknown code sent as operation 2 gets status 3."
+	return nil, uint32(proto.CodeInvalidCommand)
+}
+
+// consumerKey is the offset key of a single consumer: numeric ids as is,
+// named consumers hashed with XXH32 (§2.4).
+func consumerKey(id proto.Identifier) uint32 {
+	if id.Kind == proto.IDNumeric {
+		return id.Numeric
+	}
+	return xxh32(id.Name)
+}
+
+// poll serves PollMessages (§3.8) and returns the reply body. Callers hold s.mu.
+func (s *Server) poll(st *connState, r *proto.Reader) ([]byte, uint32) {
+	empty := func(pid uint32) ([]byte, uint32) {
+		b := proto.AppendU32(nil, pid)
+		b = proto.AppendU64(b, 0)
+		return proto.AppendU32(b, 0), 0
+	}
+	kind := r.U8()
+	cid := r.Identifier()
+	sid, tid := r.Identifier(), r.Identifier()
+	flag, pid := r.U8(), r.U32()
+	strategy, value := r.U8(), r.U64()
+	count := r.U32()
+	autoCommit := r.U8()
+	if r.Complete() != nil || flag > 1 || autoCommit > 1 || strategy < proto.PollOffset || strategy > proto.PollNext ||
+		(kind != proto.ConsumerSingle && kind != proto.ConsumerGroup) {
+		// §3.8: "an undecodable request → an empty poll (16 bytes, count 0)
+		// with partition_id 0."
+		return empty(0)
+	}
+	// §3.8: "A stream, topic or partition that does not exist → status
+	// 1009, 2010 or 3007 with an empty body."
+	str := s.resolveStream(sid)
+	if str == nil {
+		return nil, uint32(proto.CodeStreamIDNotFound)
+	}
+	t := str.resolveTopic(tid)
+	if t == nil {
+		return nil, uint32(proto.CodeTopicIDNotFound)
+	}
+	var g *group
+	if kind == proto.ConsumerGroup {
+		g = t.resolveGroup(cid)
+		if g == nil || flag == 0 {
+			return empty(0)
+		}
+		if !g.owns(st.client, len(t.partitions), pid) {
+			return empty(resyncPartition)
+		}
+	} else if flag == 0 {
+		pid = 0
+	}
+	if int(pid) >= len(t.partitions) {
+		return nil, uint32(proto.CodePartitionNotFound)
+	}
+	p := t.partitions[pid]
+	var start uint64
+	switch strategy {
+	case proto.PollOffset:
+		start = value
+	case proto.PollTimestamp:
+		var ok bool
+		if start, ok = p.startForTimestamp(value); !ok {
+			start = p.next
+		}
+	case proto.PollFirst:
+		start = 0
+	case proto.PollLast:
+		if c := uint64(count); c > 0 && p.next > c {
+			start = p.next - c
+		}
+	case proto.PollNext:
+		var v uint64
+		var ok bool
+		if g != nil {
+			v, ok = p.groupOffsets[g.id]
+		} else {
+			v, ok = p.offsets[consumerKey(cid)]
+		}
+		if ok {
+			start = v + 1
+		}
+	}
+	b := proto.AppendU32(nil, pid)
+	b = proto.AppendU64(b, p.currentOffset())
+	b = proto.AppendU32(b, 0)
+	var h xxh3.Hasher
+	b, n, last := p.read(&h, b, start, count, proto.MaxFrameSize-proto.HeaderSize)
+	binary.LittleEndian.PutUint32(b[12:], n)
+	if n > 0 && autoCommit == 1 {
+		if g != nil {
+			p.groupOffsets[g.id] = last
+		} else {
+			p.offsets[consumerKey(cid)] = last
+		}
+	}
+	return b, 0
+}
+
+// metadata serves a replicated metadata operation (§3.4–3.6, §3.10) and
+// returns the result-framed body. Callers hold s.mu.
+func (s *Server) metadata(st *connState, req *proto.RequestHeader, body []byte) ([]byte, uint32) {
+	r := proto.NewReader(body)
+	fail := func(c proto.Code) ([]byte, uint32) { return proto.AppendResultError(nil, c), 0 }
+	now := s.nowMicros()
+	switch req.Operation {
+	case proto.OpCreateStream:
+		name := r.Name()
+		if !r.Ok() {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		if r.Len() > 0 {
+			return nil, uint32(proto.CodeUnsupportedOptionKey) // streams take no options yet
+		}
+		if s.byName[string(name)] != nil {
+			return fail(proto.CodeStreamNameAlreadyExists)
+		}
+		id := uint32(0)
+		for s.streams[id] != nil {
+			id++
+		}
+		str := &stream{id: id, name: string(name), created: now, topics: map[uint32]*topic{}, byName: map[string]*topic{}}
+		s.streams[id] = str
+		s.byName[str.name] = str
+		return appendStream(proto.AppendResultOK(nil), str), 0
+	case proto.OpDeleteStream:
+		id := r.Identifier()
+		if r.Complete() != nil {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		str := s.resolveStream(id)
+		if str == nil {
+			return fail(proto.CodeStreamIDNotFound)
+		}
+		delete(s.streams, str.id)
+		delete(s.byName, str.name)
+		return proto.AppendResultOK(nil), 0
+	case proto.OpCreateTopic:
+		sid := r.Identifier()
+		count := r.U32()
+		name := r.Name()
+		if !r.Ok() {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		// §3.5: 0..=1000 per request; more → status 2015.
+		if count > 1000 {
+			return nil, uint32(proto.CodeTooManyPartitions)
+		}
+		opts := r.Rest()
+		t := &topic{name: string(name), created: now, expiry: math.MaxUint64, maxSize: math.MaxUint64, compression: 1,
+			options: append([]byte(nil), opts...), groups: map[uint32]*group{}, groupByName: map[string]*group{}}
+		if status := parseTopicOptions(t, opts); status != 0 {
+			return nil, status
+		}
+		str := s.resolveStream(sid)
+		if str == nil {
+			return fail(proto.CodeStreamIDNotFound)
+		}
+		if str.byName[t.name] != nil {
+			return fail(proto.CodeTopicNameAlreadyExists)
+		}
+		for str.topics[t.id] != nil {
+			t.id++
+		}
+		for i := uint32(0); i < count; i++ {
+			t.partitions = append(t.partitions, newPartition(i, now))
+		}
+		str.topics[t.id] = t
+		str.byName[t.name] = t
+		return appendTopic(proto.AppendResultOK(nil), t), 0
+	case proto.OpDeleteTopic:
+		_, t, status := s.resolveTopic(&r)
+		if r.Complete() != nil {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		if status != 0 {
+			return fail(proto.Code(status))
+		}
+		str := s.resolveStream(proto.Identifier{Kind: proto.IDNumeric, Numeric: 0})
+		for _, x := range s.streams {
+			if x.topics[t.id] == t {
+				str = x
+			}
+		}
+		delete(str.topics, t.id)
+		delete(str.byName, t.name)
+		return proto.AppendResultOK(nil), 0
+	case proto.OpCreatePartitions:
+		_, t, status := s.resolveTopic(&r)
+		count := r.U32()
+		if r.Complete() != nil {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		// §3.6: "The count must be 1..=1000; 0 or more → 2015."
+		if count == 0 || count > 1000 {
+			return nil, uint32(proto.CodeTooManyPartitions)
+		}
+		if status != 0 {
+			return fail(proto.Code(status))
+		}
+		for i := uint32(0); i < count; i++ {
+			t.partitions = append(t.partitions, newPartition(uint32(len(t.partitions)), now))
+		}
+		for _, g := range t.groups {
+			g.generation++
+		}
+		return proto.AppendResultOK(nil), 0
+	case proto.OpCreateConsumerGroup:
+		_, t, status := s.resolveTopic(&r)
+		name := r.Name()
+		if r.Complete() != nil {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		if status != 0 {
+			return fail(proto.Code(status))
+		}
+		if t.groupByName[string(name)] != nil {
+			return fail(proto.CodeConsumerGroupNameAlreadyExists)
+		}
+		g := &group{id: t.nextGroup, name: string(name)}
+		t.nextGroup++ // §3.10: "0-based, monotonic per topic, and never reused"
+		t.groups[g.id] = g
+		t.groupByName[g.name] = g
+		return appendGroup(proto.AppendResultOK(nil), t, g), 0
+	case proto.OpDeleteConsumerGroup, proto.OpJoinConsumerGroup, proto.OpLeaveConsumerGroup:
+		_, t, status := s.resolveTopic(&r)
+		gid := r.Identifier()
+		if r.Complete() != nil {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		if status != 0 {
+			return fail(proto.Code(status))
+		}
+		g := t.resolveGroup(gid)
+		if g == nil {
+			return fail(proto.CodeConsumerGroupIDNotFound)
+		}
+		switch req.Operation {
+		case proto.OpDeleteConsumerGroup:
+			delete(t.groups, g.id)
+			delete(t.groupByName, g.name)
+			for _, p := range t.partitions {
+				delete(p.groupOffsets, g.id)
+			}
+		case proto.OpJoinConsumerGroup:
+			for _, m := range g.members {
+				if m == st.client {
+					return proto.AppendResultOK(nil), 0
+				}
+			}
+			g.members = append(g.members, st.client)
+			g.generation++
+		case proto.OpLeaveConsumerGroup:
+			if !g.remove(st.client) {
+				return fail(proto.CodeConsumerGroupMemberNotFound)
+			}
+		}
+		return proto.AppendResultOK(nil), 0
+	}
+	return nil, uint32(proto.CodeFeatureUnavailable)
+}
+
+// parseTopicOptions applies a CreateTopic options block (§2.6, §3.5).
+func parseTopicOptions(t *topic, opts []byte) uint32 {
+	if len(opts) > 100_000 {
+		return uint32(proto.CodeOptionsBlockTooLarge)
+	}
+	seen := map[string]bool{}
+	for len(opts) > 0 {
+		r := proto.NewReader(opts)
+		kk := r.U8()
+		key := r.LongString()
+		vk := r.U8()
+		val := r.LongString()
+		if !r.Ok() || kk != proto.KindString || vk == 0 || len(key) == 0 || len(val) == 0 || seen[string(key)] {
+			return uint32(proto.CodeInvalidOptionValue)
+		}
+		seen[string(key)] = true
+		opts = opts[r.Offset():]
+		u64 := func() (uint64, bool) {
+			if vk == proto.KindUint64 && len(val) == 8 {
+				return binary.LittleEndian.Uint64(val), true
+			}
+			return 0, vk == proto.KindString
+		}
+		switch string(key) {
+		case "message_expiry":
+			v, ok := u64()
+			if !ok {
+				return uint32(proto.CodeInvalidOptionValue)
+			}
+			if v != 0 && vk == proto.KindUint64 {
+				t.expiry = v
+			}
+		case "max_topic_size":
+			v, ok := u64()
+			if !ok {
+				return uint32(proto.CodeInvalidOptionValue)
+			}
+			if v != 0 && vk == proto.KindUint64 {
+				if v < 1<<30 { // §3.5: "Must be ≥ segment size, else 1019."
+					return uint32(proto.CodeInvalidTopicSize)
+				}
+				t.maxSize = v
+			}
+		case "compression_algorithm":
+			switch {
+			case vk == proto.KindUint8 && len(val) == 1 && (val[0] == 1 || val[0] == 2):
+				t.compression = val[0]
+			case vk == proto.KindString && (bytes.Equal(val, []byte("none")) || bytes.Equal(val, []byte("gzip"))):
+				if val[0] == 'g' {
+					t.compression = 2
+				}
+			default:
+				return uint32(proto.CodeInvalidOptionValue)
+			}
+		case "segment_size", "enforce_fsync", "messages_required_to_save", "size_of_messages_required_to_save",
+			"preallocate_segments", "durability", "consumer_offset_durability":
+			// Accepted and reported back; iggytest has no segments or fsync.
+		default:
+			return uint32(proto.CodeUnsupportedOptionKey)
+		}
+	}
+	return 0
+}
+
+// partitionOp serves SendMessages and Store/DeleteConsumerOffset (§3.7,
+// §3.9). drop means "no reply" (a batch that fails admission). Callers hold
+// s.mu.
+func (s *Server) partitionOp(st *connState, req *proto.RequestHeader, body []byte) (b []byte, status uint32, drop bool) {
+	r := proto.NewReader(body)
+	switch req.Operation {
+	case proto.OpSendMessages:
+		metaLen := r.U32()
+		if !r.Ok() || uint64(metaLen) > uint64(r.Len()) {
+			return nil, 0, true
+		}
+		mr := proto.NewReader(r.Bytes(int(metaLen)))
+		sid, tid := mr.Identifier(), mr.Identifier()
+		pkind := mr.U8()
+		plen := int(mr.U8())
+		pval := mr.Bytes(plen)
+		count := mr.U32()
+		if mr.Complete() != nil {
+			return nil, 0, true
+		}
+		batch := r.Rest()
+		var h xxh3.Hasher
+		// §3.7: "If any check fails, the batch is dropped with no reply."
+		if err := proto.ValidateBatch(&h, batch, count); err != nil {
+			s.log.Warn("iggytest: failed to convert send_messages request", "err", err)
+			return nil, 0, true
+		}
+		str := s.resolveStream(sid)
+		t := str.resolveTopic(tid)
+		if t == nil {
+			return nil, uint32(proto.CodeResourceNotFound), false
+		}
+		var pid uint32
+		switch {
+		case pkind == proto.PartitionID && plen == 4:
+			pid = binary.LittleEndian.Uint32(pval)
+		case pkind == proto.PartitionBalanced && plen == 0 && len(t.partitions) > 0:
+			pid = t.balanced % uint32(len(t.partitions))
+			t.balanced++
+		case pkind == proto.PartitionMessagesKey && plen > 0 && len(t.partitions) > 0:
+			pid = xxh32(pval) % uint32(len(t.partitions))
+		default:
+			return nil, uint32(proto.CodeResourceNotFound), false
+		}
+		if int(pid) >= len(t.partitions) {
+			return nil, uint32(proto.CodeResourceNotFound), false
+		}
+		base := t.partitions[pid].append(&h, batch, s.nowMicros())
+		b = proto.AppendU32(nil, 1)
+		b = proto.AppendU32(b, str.id)
+		b = proto.AppendU32(b, t.id)
+		b = proto.AppendU32(b, pid)
+		return proto.AppendU64(b, base), 0, false
+	case proto.OpStoreConsumerOffset, proto.OpDeleteConsumerOffset:
+		kind := r.U8()
+		cid := r.Identifier()
+		sid, tid := r.Identifier(), r.Identifier()
+		flag, pid := r.U8(), r.U32()
+		var offset uint64
+		if req.Operation == proto.OpStoreConsumerOffset {
+			offset = r.U64()
+		}
+		ack := r.U8()
+		if r.Complete() != nil || ack > 1 || flag > 1 || (kind != proto.ConsumerSingle && kind != proto.ConsumerGroup) {
+			return nil, uint32(proto.CodeInvalidCommand), false
+		}
+		t := s.resolveStream(sid).resolveTopic(tid)
+		// §3.9: "The partition must be present. Without it, or with an
+		// unresolvable target, the reply is status 20."
+		if t == nil || flag == 0 || int(pid) >= len(t.partitions) {
+			return nil, uint32(proto.CodeResourceNotFound), false
+		}
+		p := t.partitions[pid]
+		offsets, key := p.offsets, consumerKey(cid)
+		if kind == proto.ConsumerGroup {
+			g := t.resolveGroup(cid)
+			// Group offsets are fenced to the member owning the partition.
+			if g == nil || !g.owns(st.client, len(t.partitions), pid) {
+				return nil, uint32(proto.CodeResourceNotFound), false
+			}
+			offsets, key = p.groupOffsets, g.id
+		}
+		if req.Operation == proto.OpDeleteConsumerOffset {
+			if _, ok := offsets[key]; !ok {
+				// The server denies on the status channel (iggy_partition.rs).
+				return nil, uint32(proto.CodeConsumerOffsetNotFound), false
+			}
+			delete(offsets, key)
+			return proto.AppendResultOK(nil), 0, false
+		}
+		// iggy_partition.rs: "an empty partition accepts no offset, and a
+		// stored offset may not run ahead of the committed offset"; the
+		// InvalidOffset rides ReplyHeader.status.
+		if p.next == 0 || offset > p.currentOffset() {
+			return nil, uint32(proto.CodeInvalidOffset), false
+		}
+		offsets[key] = offset
+		return proto.AppendResultOK(nil), 0, false
+	}
+	return nil, uint32(proto.CodeInvalidCommand), false
+}

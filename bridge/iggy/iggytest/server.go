@@ -1,0 +1,292 @@
+// Package iggytest is an in-memory Apache Iggy 0.9 server speaking the binary
+// TCP protocol (IGGY_PROTOCOL.md), for tests and benchmarks of kiggy's Iggy
+// client. It is not a storage engine: everything lives in memory, one mutex
+// guards it, and nothing is replicated.
+//
+// It follows the real server where a client can tell: the 256-byte VSR
+// framing and header checks (a bad header or a bad batch is dropped with no
+// reply), Register logins with evictions for bad credentials and protocol
+// versions, session and request-number rules, result-framed replies, status
+// codes with empty bodies, poll replies made of sliced batch records, the
+// consumer-offset range check and the consumer-group fence. Its fidelity is
+// checked against the official client (fidelity_test.go).
+package iggytest
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+)
+
+// ServerVersion is the version string iggytest reports at login.
+const ServerVersion = "0.9.0-iggytest"
+
+// Config configures a Server. The zero value is usable.
+type Config struct {
+	// Username and Password are the root credentials (default "iggy"/"iggy").
+	Username, Password string
+	// Tokens are the personal access tokens accepted by PAT logins.
+	Tokens []string
+	// Logger receives debug logs of every request and warnings for dropped
+	// frames (default: discard).
+	Logger *slog.Logger
+}
+
+// Fault is a test hook applied to the next Count requests that match Op
+// (and Code, for non-replicated requests when Code ≠ 0).
+type Fault struct {
+	Op   uint8
+	Code uint32
+	// Count is how many matching requests the fault applies to (≥ 1).
+	Count int
+	// Status, if non-zero, answers the request with this status and an
+	// empty body instead of handling it.
+	Status uint32
+	// Drop sends no reply. With Apply the request is handled first (the
+	// write happens, the reply is lost); without it the request is ignored.
+	Drop  bool
+	Apply bool
+}
+
+// Server is an in-memory Iggy server. Its methods are safe for concurrent use.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	ln       net.Listener
+	conns    map[*conn]struct{}
+	wg       sync.WaitGroup
+	streams  map[uint32]*stream
+	byName   map[string]*stream
+	commit   uint64 // monotonic commit op; sessions are commit ops
+	lastTS   uint64
+	clients  map[proto.ClientID]*clientState
+	faults   []Fault
+	nextConn uint32
+}
+
+type clientState struct {
+	watermark uint64 // highest metadata request number applied
+	lastReply []byte // reply to the request at watermark
+}
+
+// New returns a Server that is not yet listening.
+func New(cfg Config) *Server {
+	if cfg.Username == "" {
+		cfg.Username = "iggy"
+	}
+	if cfg.Password == "" {
+		cfg.Password = "iggy"
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{
+		cfg:     cfg,
+		log:     log,
+		conns:   map[*conn]struct{}{},
+		streams: map[uint32]*stream{},
+		byName:  map[string]*stream{},
+		clients: map[proto.ClientID]*clientState{},
+	}
+}
+
+// Start listens on addr (e.g. "127.0.0.1:0") and serves connections in the
+// background. After Stop it may be called again, with the same address, to
+// serve the data kept in memory.
+func (s *Server) Start(addr string) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.ln != nil {
+		s.mu.Unlock()
+		ln.Close()
+		return nil, errors.New("iggytest: already started")
+	}
+	s.ln = ln
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go s.accept(ln)
+	return ln.Addr(), nil
+}
+
+// Addr returns the listening address, or nil when stopped.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Stop closes the listener and every connection, keeping all data: a later
+// Start serves it again. Sessions end as on a disconnect.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	ln := s.ln
+	s.ln = nil
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	if ln != nil {
+		ln.Close()
+	}
+	s.wg.Wait()
+}
+
+// Close stops the server; it is Stop.
+func (s *Server) Close() { s.Stop() }
+
+// InjectFault queues a fault for matching requests.
+func (s *Server) InjectFault(f Fault) {
+	if f.Count <= 0 {
+		f.Count = 1
+	}
+	s.mu.Lock()
+	s.faults = append(s.faults, f)
+	s.mu.Unlock()
+}
+
+// takeFault returns and consumes the first fault matching the request.
+func (s *Server) takeFault(op uint8, code uint32) (Fault, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.faults {
+		f := &s.faults[i]
+		if f.Op != op || (op == proto.OpNonReplicated && f.Code != 0 && f.Code != code) {
+			continue
+		}
+		out := *f
+		f.Count--
+		if f.Count == 0 {
+			s.faults = append(s.faults[:i], s.faults[i+1:]...)
+		}
+		return out, true
+	}
+	return Fault{}, false
+}
+
+func (s *Server) accept(ln net.Listener) {
+	defer s.wg.Done()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		s.mu.Lock()
+		if s.ln != ln {
+			s.mu.Unlock()
+			nc.Close()
+			return
+		}
+		s.nextConn++
+		c := &conn{s: s, nc: nc, id: s.nextConn}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go c.serve()
+	}
+}
+
+// nowMicros returns a strictly increasing microsecond timestamp (the real
+// server's next_monotonic_timestamp). Callers hold s.mu.
+func (s *Server) nowMicros() uint64 {
+	ts := uint64(time.Now().UnixMicro())
+	if ts <= s.lastTS {
+		ts = s.lastTS + 1
+	}
+	s.lastTS = ts
+	return ts
+}
+
+// nextCommit returns the next commit op. Callers hold s.mu.
+func (s *Server) nextCommit() uint64 {
+	s.commit++
+	return s.commit
+}
+
+// conn is one client connection, owned by its serve goroutine.
+type conn struct {
+	s  *Server
+	nc net.Conn
+	id uint32
+
+	// Owned by serve.
+	st   connState
+	rbuf []byte
+	wbuf []byte
+}
+
+// connState is the session state of one connection.
+type connState struct {
+	connID  uint32
+	bound   bool
+	client  proto.ClientID
+	session uint64
+	port    uint16
+}
+
+func (c *conn) serve() {
+	c.st.connID = c.id
+	if a, ok := c.nc.LocalAddr().(*net.TCPAddr); ok {
+		c.st.port = uint16(a.Port)
+	}
+	defer func() {
+		c.nc.Close()
+		c.s.mu.Lock()
+		delete(c.s.conns, c)
+		if c.st.bound {
+			c.s.dropMember(c.st.client)
+		}
+		c.s.mu.Unlock()
+		c.s.wg.Done()
+	}()
+	c.rbuf = make([]byte, 64<<10)
+	for {
+		if _, err := io.ReadFull(c.nc, c.rbuf[:proto.HeaderSize]); err != nil {
+			return
+		}
+		size := proto.FrameSize(c.rbuf)
+		// §1.2: "If size < 256, size > max_message_size, or the command byte is
+		// not a valid discriminant (greater than 29), the server closes the
+		// connection with no reply."
+		if size < proto.HeaderSize || size > proto.MaxFrameSize || c.rbuf[60] > proto.CommandMax {
+			c.s.log.Warn("iggytest: closing connection on bad frame size or command", "size", size)
+			return
+		}
+		if int(size) > len(c.rbuf) {
+			nb := make([]byte, size)
+			copy(nb, c.rbuf[:proto.HeaderSize])
+			c.rbuf = nb
+		}
+		if _, err := io.ReadFull(c.nc, c.rbuf[proto.HeaderSize:size]); err != nil {
+			return
+		}
+		out, closeConn := c.s.process(&c.st, c.rbuf[:size], c.wbuf[:0])
+		if len(out) > 0 {
+			if _, err := c.nc.Write(out); err != nil {
+				return
+			}
+		}
+		if cap(out) <= 1<<20 {
+			c.wbuf = out[:0]
+		}
+		if closeConn {
+			return
+		}
+	}
+}
