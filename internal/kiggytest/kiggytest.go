@@ -5,7 +5,17 @@
 package kiggytest
 
 import (
+	"context"
+	"errors"
+	"net"
 	"testing"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/mapping"
+	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/engine"
 )
 
 // Options configures a test gateway. The zero value means an embedded-log
@@ -20,6 +30,12 @@ type Options struct {
 	DefaultPartitions int32
 	// Engine selects the network engine ("" = default, "epoll", "net").
 	Engine string
+	// Bridge, when set, is used as the gateway configuration (its
+	// NoAutoCreateTopics and DefaultPartitions are overridden by the
+	// fields above when those are set).
+	Bridge bridge.Config
+	// EngineConfig, when set, configures the engine.
+	EngineConfig engine.Config
 }
 
 // Header is one Kafka record header as read back; a nil Value is null.
@@ -42,25 +58,106 @@ type Record struct {
 type Gateway struct {
 	// Addr is the host:port Kafka clients bootstrap from.
 	Addr string
+	// Log is the gateway's backend.
+	Log bridge.Log
+
+	srv engine.Server
+	gw  *bridge.Gateway
 }
 
 // Start starts a gateway and stops it when t ends.
 func Start(t testing.TB, opts Options) *Gateway {
 	t.Helper()
-	t.Fatal("kiggytest.Start: not wired yet")
-	return nil
+	cfg := opts.Bridge
+	if opts.NoAutoCreate {
+		cfg.NoAutoCreateTopics = true
+	}
+	if opts.DefaultPartitions > 0 {
+		cfg.DefaultPartitions = opts.DefaultPartitions
+	}
+	var log bridge.Log
+	if opts.Iggy {
+		log = startIggy(t)
+	} else {
+		log = memlog.New(memlog.Config{})
+		cfg.InlineLog = true
+	}
+	g := &Gateway{Log: log}
+	g.gw = bridge.New(cfg, log)
+	srv, err := engine.New(opts.Engine, opts.EngineConfig, g.gw)
+	if err != nil {
+		t.Fatalf("kiggytest: engine: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("kiggytest: listen: %v", err)
+	}
+	g.srv = srv
+	g.Addr = ln.Addr().String()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Errorf("kiggytest: engine did not stop")
+		}
+		g.gw.Close()
+		_ = log.Close()
+	})
+	return g
 }
 
 // CreateTopic creates a topic directly in the backend.
 func (g *Gateway) CreateTopic(t testing.TB, name string, partitions int32) {
 	t.Helper()
-	t.Fatal("kiggytest.CreateTopic: not wired yet")
+	if _, err := g.Log.CreateTopic(context.Background(), name, partitions, bridge.TopicConfig{}); err != nil && !errors.Is(err, bridge.ErrTopicExists) {
+		t.Fatalf("kiggytest: create topic %q: %v", name, err)
+	}
 }
 
 // Records reads every record of one partition back from the log, mapped back
 // to Kafka form.
 func (g *Gateway) Records(t testing.TB, topic string, partition int32) []Record {
 	t.Helper()
-	t.Fatal("kiggytest.Records: not wired yet")
-	return nil
+	var out []Record
+	var dec mapping.Decoder
+	next := int64(0)
+	for {
+		n := 0
+		var derr error
+		wm, err := g.Log.Read(context.Background(), topic, partition, next, 4<<20, func(m *message.Message) bool {
+			var r mapping.Record
+			if derr = dec.Decode(m, &r); derr != nil {
+				return false
+			}
+			rec := Record{Offset: m.Offset, Timestamp: r.TimestampMs, Key: clone(r.Key), Value: clone(r.Value)}
+			for _, h := range r.Headers {
+				rec.Headers = append(rec.Headers, Header{Key: string(h.Key), Value: clone(h.Value)})
+			}
+			out = append(out, rec)
+			next = m.Offset + 1
+			n++
+			return true
+		})
+		if err != nil {
+			t.Fatalf("kiggytest: read %s/%d: %v", topic, partition, err)
+		}
+		if derr != nil {
+			t.Fatalf("kiggytest: decode %s/%d at %d: %v", topic, partition, next, derr)
+		}
+		if n == 0 || next >= wm.High {
+			return out
+		}
+	}
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
 }
