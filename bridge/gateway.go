@@ -161,6 +161,8 @@ type call struct {
 	body   []byte
 	state  *state
 	inline bool
+	// resumed is set when a parked call runs again after a wake-up.
+	resumed bool
 }
 
 // New returns a Gateway over log.

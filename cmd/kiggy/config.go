@@ -187,3 +187,21 @@ func (v *durationValue) String() string {
 	}
 	return v.p.String()
 }
+
+// markdown renders the knob table of docs/CONFIGURATION.md.
+func (s *settings) markdown(w io.Writer, groups []string) {
+	byGroup := map[string][]knob{}
+	for _, k := range s.knobs {
+		byGroup[k.group] = append(byGroup[k.group], k)
+	}
+	for _, g := range groups {
+		fmt.Fprintf(w, "\n## %s\n\n| flag | environment | default | meaning |\n|---|---|---|---|\n", g)
+		for _, k := range byGroup[g] {
+			def := k.value.String()
+			if def == "" {
+				def = "(empty)"
+			}
+			fmt.Fprintf(w, "| `--%s` | `%s` | `%s` | %s |\n", k.name, envName(k.name), def, k.usage)
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package bridge
+
+import (
+	"math"
+
+	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+// ListOffsets special timestamps (KAFKA_PROTOCOL.md §2.4).
+const (
+	listLatest       = -1
+	listEarliest     = -2
+	listMaxTimestamp = -3
+	listLocalStart   = -4
+)
+
+// listOffsets answers ListOffsets v1–10: latest (-1, the high watermark; the
+// LSO for read_committed, which equals it), earliest (-2, the log start),
+// max-timestamp (-3), local log start (-4), and by timestamp (the first
+// offset whose timestamp is ≥ the target, or -1 if none).
+func (g *Gateway) listOffsets(c *call) bool {
+	ms := &c.state.more
+	req := &ms.listOffsetsReq
+	v := c.hdr.APIVersion
+	if err := req.Decode(c.body, v); err != nil {
+		c.req.Close("protocol_error")
+		return false
+	}
+	resp := &ms.listOffsetsResp
+	resp.Topics = resp.Topics[:0]
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		var parts []wire.ListOffsetsResponseTopicPartition
+		if len(resp.Topics) < cap(resp.Topics) {
+			parts = resp.Topics[:len(resp.Topics)+1][len(resp.Topics)].Partitions[:0]
+		}
+		for _, p := range t.Partitions {
+			parts = append(parts, g.listOffset(t.Topic, p))
+		}
+		resp.Topics = append(resp.Topics, wire.ListOffsetsResponseTopic{Topic: t.Topic, Partitions: parts})
+	}
+	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	return false
+}
+
+func (g *Gateway) listOffset(topic string, p wire.ListOffsetsRequestTopicPartition) wire.ListOffsetsResponseTopicPartition {
+	out := wire.ListOffsetsResponseTopicPartition{Partition: p.Partition, Timestamp: -1, Offset: -1, LeaderEpoch: -1}
+	wm, err := g.log.Watermarks(g.ctx, topic, p.Partition)
+	if err != nil {
+		out.ErrorCode = fetchCode(err)
+		return out
+	}
+	switch ts := p.Timestamp; {
+	case ts == listLatest:
+		out.Offset = wm.High
+	case ts == listEarliest || ts == listLocalStart:
+		out.Offset = wm.LogStart
+	case ts == listMaxTimestamp:
+		// The offset of the record with the largest timestamp: a scan,
+		// which is what this rare admin query costs here.
+		best, bestTS := int64(-1), int64(math.MinInt64)
+		_, err := g.log.Read(g.ctx, topic, p.Partition, wm.LogStart, math.MaxInt32, func(m *message.Message) bool {
+			var dec = m.OriginTimestamp
+			if dec == 0 {
+				dec = m.Timestamp
+			}
+			if t := int64(dec / 1000); t >= bestTS {
+				best, bestTS = m.Offset, t
+			}
+			return true
+		})
+		if err != nil {
+			out.ErrorCode = fetchCode(err)
+		} else if best >= 0 {
+			out.Offset, out.Timestamp = best, bestTS
+		}
+	case ts >= 0:
+		if ts > math.MaxInt64/1000 {
+			return out
+		}
+		off, ok, err := g.log.OffsetForTime(g.ctx, topic, p.Partition, uint64(ts)*1000)
+		if err != nil {
+			out.ErrorCode = fetchCode(err)
+		} else if ok {
+			out.Offset = off
+			out.Timestamp = ts
+			// Report the found record's own timestamp, as Kafka does.
+			g.log.Read(g.ctx, topic, p.Partition, off, 1, func(m *message.Message) bool {
+				if m.OriginTimestamp != 0 {
+					out.Timestamp = int64(m.OriginTimestamp / 1000)
+				}
+				return false
+			})
+		}
+	default:
+		out.ErrorCode = wire.UnsupportedVersion
+	}
+	return out
+}
