@@ -395,9 +395,9 @@ type econn struct {
 	stash      *[]byte // unconsumed read bytes while reads are paused
 	stashOff   int
 	stashEnd   int
-	woff       int   // bytes of the head response already written
-	outBytes   int   // bytes of completed responses not yet written
-	inBytes    int   // frame bytes of requests not yet completed
+	woff       int    // bytes of the head response already written
+	outBytes   int    // bytes of completed responses not yet written
+	inBytes    int    // frame bytes of requests not yet completed
 	events     uint32 // registered epoll interest
 	blocked    bool   // a write hit EAGAIN; EPOLLOUT is wanted
 	lastActive int64

@@ -413,11 +413,12 @@ func (c *nconn) complete(r *Request) {
 		}
 	}
 	headDone := c.slots.at(0).done
-	c.mu.Unlock()
+	kind := r.kind
+	c.mu.Unlock() // r may be written and released from here on
 	if headDone {
 		c.signal()
 	}
-	if r.kind == compClose {
+	if kind == compClose {
 		c.nc.SetReadDeadline(time.Now()) // wake the reader out of Read
 	}
 }
