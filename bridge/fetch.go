@@ -25,6 +25,7 @@ type fetchState struct {
 	emit     func(*message.Message) bool
 	deadline time.Time
 	waiter   *waiter
+	metrics  *metrics
 }
 
 // externalPoll is how often a parked Fetch re-reads a backend that other
@@ -95,7 +96,9 @@ func (g *Gateway) park(c *call, now time.Time) {
 		wait = externalPoll
 	}
 	timer := time.AfterFunc(wait, w.wake)
+	g.metrics.parkedFetches.Add(1)
 	go func() {
+		defer g.metrics.parkedFetches.Add(-1)
 		select {
 		case <-w.ch:
 		case <-g.ctx.Done():
@@ -136,6 +139,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 	v := c.hdr.APIVersion
 	if fs.emit == nil {
 		fs.emit = fs.add
+		fs.metrics = &g.metrics
 	}
 	maxBytes := int(req.MaxBytes)
 	if v < 3 || maxBytes <= 0 {
@@ -262,6 +266,7 @@ func (fs *fetchState) add(m *message.Message) bool {
 	}
 	fs.builder.EndRecord()
 	fs.got++
+	fs.metrics.recordsOut.Add(1)
 	return true
 }
 

@@ -130,6 +130,7 @@ type Gateway struct {
 	decode chan struct{} // semaphore for concurrent decodes
 
 	producerIDs producerIDs
+	metrics     metrics
 	notify      notifier
 
 	ctx    context.Context
@@ -315,6 +316,7 @@ func (g *Gateway) serveOne(cs *connState, req *engine.Request, inline bool) bool
 		req.Close("unsupported_version")
 		return false
 	}
+	g.metrics.requests[hdr.APIKey].Add(1)
 	st := g.states.Get().(*state)
 	c := &st.call
 	*c = call{cs: cs, req: req, hdr: hdr, body: body, state: st, inline: inline}

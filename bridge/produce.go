@@ -65,6 +65,7 @@ func (g *Gateway) produce(c *call) bool {
 			}
 			if code != wire.None {
 				failed = true
+				g.metrics.produceError(code)
 			}
 			out.Partitions = append(out.Partitions, wire.ProduceResponsePartition{
 				Index: rp.Index, ErrorCode: code, BaseOffset: base,
@@ -150,6 +151,9 @@ func (g *Gateway) producePartition(ctx context.Context, st *state, topic string,
 		}
 	}
 	if code != wire.None {
+		if code == wire.MessageTooLarge || code == wire.NotLeaderOrFollower {
+			g.metrics.budgetRejects.Add(1)
+		}
 		return code, -1
 	}
 
@@ -157,6 +161,7 @@ func (g *Gateway) producePartition(ctx context.Context, st *state, topic string,
 	if err != nil {
 		return logCode(err), -1
 	}
+	g.metrics.recordsIn.Add(uint64(st.batch.Count))
 	g.notify.signal(topic, p.Index)
 	return wire.None, base
 }

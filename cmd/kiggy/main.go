@@ -179,6 +179,13 @@ func serve(o options, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, err)
 	}
+	adm := &admin{srv: srv, log: log, gw: gw, started: time.Now()}
+	stopAdmin, err := adm.start(o.adminAddr, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopAdmin()
 	logger.Info("kiggy listening", "addr", ln.Addr().String(), "engine", engineName(o.engine), "backend", backendName(o))
 
 	errc := make(chan error, 1)
@@ -191,6 +198,7 @@ func serve(o options, logger *slog.Logger) error {
 	case s := <-sig:
 		logger.Info("draining", "signal", s.String(), "deadline", o.drainTimeout)
 	}
+	adm.draining.Store(true)
 	dctx, cancel := context.WithTimeout(ctx, o.drainTimeout)
 	defer cancel()
 	if err := srv.Shutdown(dctx); err != nil {
