@@ -123,7 +123,10 @@ func (r *FetchRequest) Decode(body []byte, version int16) error {
 	// Smallest partition: Partition, FetchOffset, PartitionMaxBytes, then
 	// LogStartOffset (5+), CurrentLeaderEpoch (9+), LastFetchedEpoch and
 	// the tag count (12+).
-	pmin := 4 + 8 + 4 + 8
+	pmin := 4 + 8 + 4
+	if version >= 5 {
+		pmin += 8
+	}
 	if version >= 9 {
 		pmin += 4
 	}

@@ -1,0 +1,363 @@
+package wire
+
+// Shared helpers for the consume-side codec tests (Fetch, ListOffsets,
+// FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+// OffsetCommit, OffsetFetch, DescribeGroups, ListGroups,
+// OffsetForLeaderEpoch). franz-go's kmsg is the independent oracle
+// (STYLE.md habit 8):
+//
+//   - Requests: kmsg encodes a request with random contents (and, in a
+//     second encoding from the same seed, unknown tagged fields on every
+//     struct); we decode it; our decoded values are converted back to kmsg
+//     and re-encoded, and must give exactly kmsg's bytes without the unknown
+//     tags. Every field we decode is therefore checked for value, nullness
+//     and position.
+//   - Responses: we encode random contents; the same values converted to
+//     kmsg must encode to the same bytes, and kmsg must read ours back and
+//     re-encode them unchanged.
+//
+// Names carry a "cs" prefix so they cannot clash with the helpers of the
+// other codec files in this package.
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// csKmsg is what the harness needs from a kmsg request or response.
+type csKmsg interface {
+	AppendTo([]byte) []byte
+	ReadFrom([]byte) error
+	SetVersion(int16)
+	IsFlexible() bool
+}
+
+// csVariants are the content shapes every codec is checked with.
+var csVariants = []struct {
+	name         string
+	outer, inner int  // maximum counts of outer (topics, groups) and inner (partitions, members) arrays
+	empty        bool // every array empty, every nullable null, every string ""
+}{
+	{"empty", 0, 0, true},
+	{"small", 3, 4, false},
+	{"many-partitions", 2, 400, false},
+	{"many-topics", 150, 2, false},
+	{"random", 6, 8, false},
+}
+
+// csGen generates field contents from a fixed seed. Two generators with the
+// same seed and variant produce the same values, whether or not tags are
+// switched on: tags always consume the same randomness.
+type csGen struct {
+	r            *rand.Rand
+	outer, inner int
+	empty        bool
+}
+
+func newCsGen(seed uint64, variant int) *csGen {
+	v := csVariants[variant]
+	return &csGen{r: rand.New(rand.NewPCG(seed, uint64(variant)+0x6373)), outer: v.outer, inner: v.inner, empty: v.empty}
+}
+
+// nOuter returns an outer array count; nInner an inner one. Both sometimes
+// hit the maximum so that the large variants really are large.
+func (g *csGen) nOuter() int { return g.count(g.outer) }
+func (g *csGen) nInner() int { return g.count(g.inner) }
+
+func (g *csGen) count(max int) int {
+	if g.empty || max == 0 {
+		return 0
+	}
+	if g.r.IntN(3) == 0 {
+		return max
+	}
+	return g.r.IntN(max + 1)
+}
+
+// str returns "", a short string, or one longer than 127 bytes (its compact
+// length takes two varint bytes).
+func (g *csGen) str() string {
+	if g.empty {
+		return ""
+	}
+	switch g.r.IntN(8) {
+	case 0:
+		return ""
+	case 1:
+		return strings.Repeat("consumer-", 15+g.r.IntN(4))
+	default:
+		const chars = "abcdefghijklmnopqrstuvwxyz0123456789-._"
+		b := make([]byte, 1+g.r.IntN(20))
+		for i := range b {
+			b[i] = chars[g.r.IntN(len(chars))]
+		}
+		return string(b) + "é"
+	}
+}
+
+// ptr returns nil (null) about a third of the time, else a str.
+func (g *csGen) ptr() *string {
+	if g.empty || g.r.IntN(3) == 0 {
+		return nil
+	}
+	s := g.str()
+	return &s
+}
+
+// ns is ptr as a NullString.
+func (g *csGen) ns() NullString { return csNS(g.ptr()) }
+
+// bytes returns empty, short or >127-byte contents (never nil).
+func (g *csGen) bytes() []byte {
+	if g.empty {
+		return []byte{}
+	}
+	n := 0
+	switch g.r.IntN(4) {
+	case 0:
+	case 1:
+		n = 130 + g.r.IntN(100)
+	default:
+		n = 1 + g.r.IntN(40)
+	}
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(g.r.Uint32())
+	}
+	return b
+}
+
+func (g *csGen) i8() int8 { return int8(g.r.Uint32()) }
+
+func (g *csGen) i32() int32 {
+	switch g.r.IntN(4) {
+	case 0:
+		return -1
+	case 1:
+		return int32(g.r.IntN(100))
+	default:
+		return int32(g.r.Uint32())
+	}
+}
+
+func (g *csGen) i64() int64 {
+	switch g.r.IntN(4) {
+	case 0:
+		return -1
+	case 1:
+		return int64(g.r.IntN(1000))
+	default:
+		return int64(g.r.Uint64())
+	}
+}
+
+func (g *csGen) bool() bool { return g.r.IntN(2) == 0 }
+
+func (g *csGen) code() ErrorCode { return ErrorCode(g.r.IntN(130) - 1) }
+
+func (g *csGen) int32s() []int32 {
+	s := make([]int32, g.nInner())
+	for i := range s {
+		s[i] = g.i32()
+	}
+	return s
+}
+
+func (g *csGen) strs(n int) []string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = g.str()
+	}
+	return s
+}
+
+// tags returns one to three unknown tagged fields when on (and none when
+// off), consuming the same randomness either way. The tag numbers are
+// unknown to every struct of these APIs.
+func (g *csGen) tags(on bool) kmsg.Tags {
+	var t kmsg.Tags
+	n := 1 + g.r.IntN(3)
+	for i := 0; i < n; i++ {
+		key := uint32(10 + g.r.IntN(5)*1000 + i)
+		val := make([]byte, g.r.IntN(200))
+		for j := range val {
+			val[j] = byte(g.r.Uint32())
+		}
+		if on {
+			t.Set(key, val)
+		}
+	}
+	return t
+}
+
+// csNS converts a kmsg nullable string.
+func csNS(p *string) NullString {
+	if p == nil {
+		return NullString{}
+	}
+	return NullString{S: *p, Valid: true}
+}
+
+// csPtr converts a NullString for kmsg.
+func csPtr(s NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	v := s.S
+	return &v
+}
+
+// csReqAPI describes one request decoder for the oracle and fuzz tests.
+type csReqAPI struct {
+	name      string
+	key       APIKey
+	min, max  int16
+	flexFrom  int16
+	build     func(g *csGen, version int16, tags bool) csKmsg
+	newDecode func() func(body []byte, version int16) (csKmsg, error)
+}
+
+// csRespAPI describes one response encoder for the oracle tests.
+type csRespAPI struct {
+	name     string
+	key      APIKey
+	min, max int16
+	flexFrom int16
+	// build returns our encoder for random contents and the same contents
+	// as a kmsg response.
+	build func(g *csGen, version int16) (enc func(dst []byte) []byte, want csKmsg)
+	// empty returns a kmsg response to read into.
+	empty func() csKmsg
+}
+
+// csRequestAPIs and csResponseAPIs are filled by each codec's test file
+// through init, in key order at use.
+var (
+	csRequestAPIs  []csReqAPI
+	csResponseAPIs []csRespAPI
+)
+
+func csRegisterRequest(a csReqAPI)   { csRequestAPIs = append(csRequestAPIs, a) }
+func csRegisterResponse(a csRespAPI) { csResponseAPIs = append(csResponseAPIs, a) }
+
+// csCheckRequest runs the request oracle for every version and variant of
+// a, decoding everything into one reused decoder (so stale contents from a
+// bigger earlier request must never leak) and also into a fresh one.
+func csCheckRequest(t *testing.T, a csReqAPI) {
+	t.Helper()
+	reused := a.newDecode()
+	for v := a.min; v <= a.max; v++ {
+		for vi := range csVariants {
+			for seed := uint64(1); seed <= 3; seed++ {
+				withTags := a.build(newCsGen(seed, vi), v, true)
+				withTags.SetVersion(v)
+				in := withTags.AppendTo(nil)
+				plain := a.build(newCsGen(seed, vi), v, false)
+				plain.SetVersion(v)
+				want := plain.AppendTo(nil)
+				if v >= a.flexFrom && vi != 0 && bytes.Equal(in, want) {
+					t.Fatalf("%s v%d %s: unknown tags were not encoded", a.name, v, csVariants[vi].name)
+				}
+				for _, dec := range []func([]byte, int16) (csKmsg, error){reused, a.newDecode()} {
+					got, err := dec(in, v)
+					if err != nil {
+						t.Fatalf("%s v%d %s seed %d: decode: %v", a.name, v, csVariants[vi].name, seed, err)
+					}
+					got.SetVersion(v)
+					if b := got.AppendTo(nil); !bytes.Equal(b, want) {
+						t.Fatalf("%s v%d %s seed %d: decoded values re-encode differently\n got %x\nwant %x",
+							a.name, v, csVariants[vi].name, seed, csHead(b), csHead(want))
+					}
+				}
+				// Every strict prefix must fail, never panic; trailing
+				// bytes are an error.
+				dec := a.newDecode()
+				for cut := 0; cut < len(in); cut += 1 + len(in)/97 {
+					if _, err := dec(in[:cut], v); err == nil {
+						t.Fatalf("%s v%d %s: %d-byte prefix of %d decoded without error", a.name, v, csVariants[vi].name, cut, len(in))
+					}
+				}
+				if _, err := dec(append(in[:len(in):len(in)], 0), v); err == nil {
+					t.Fatalf("%s v%d %s: trailing byte accepted", a.name, v, csVariants[vi].name)
+				}
+			}
+		}
+		if v == a.min {
+			if _, err := a.newDecode()(nil, a.min-1); err == nil {
+				t.Fatalf("%s: v%d (below range) accepted", a.name, a.min-1)
+			}
+		}
+	}
+	if _, err := a.newDecode()(nil, a.max+1); err == nil {
+		t.Fatalf("%s: v%d (above range) accepted", a.name, a.max+1)
+	}
+}
+
+// csCheckResponse runs the response oracle for every version and variant of a.
+func csCheckResponse(t *testing.T, a csRespAPI) {
+	t.Helper()
+	for v := a.min; v <= a.max; v++ {
+		for vi := range csVariants {
+			for seed := uint64(1); seed <= 3; seed++ {
+				enc, want := a.build(newCsGen(seed, vi), v)
+				want.SetVersion(v)
+				wantB := want.AppendTo(nil)
+				prefix := []byte("prefix")
+				got := enc(append([]byte(nil), prefix...))
+				if !bytes.HasPrefix(got, prefix) {
+					t.Fatalf("%s v%d: encoder clobbered dst", a.name, v)
+				}
+				got = got[len(prefix):]
+				if !bytes.Equal(got, wantB) {
+					t.Fatalf("%s v%d %s seed %d: our bytes differ from kmsg's for the same values\n got %x\nwant %x",
+						a.name, v, csVariants[vi].name, seed, csHead(got), csHead(wantB))
+				}
+				back := a.empty()
+				back.SetVersion(v)
+				if err := back.ReadFrom(got); err != nil {
+					t.Fatalf("%s v%d %s: kmsg cannot read our response: %v", a.name, v, csVariants[vi].name, err)
+				}
+				if b := back.AppendTo(nil); !bytes.Equal(b, got) {
+					t.Fatalf("%s v%d %s: kmsg read our response to different values", a.name, v, csVariants[vi].name)
+				}
+			}
+		}
+	}
+}
+
+// csHead shortens long byte dumps in failure messages.
+func csHead(b []byte) []byte {
+	if len(b) > 256 {
+		return b[:256]
+	}
+	return b
+}
+
+func csFindReq(name string) csReqAPI {
+	for _, a := range csRequestAPIs {
+		if a.name == name {
+			return a
+		}
+	}
+	panic("no request API " + name)
+}
+
+func csFindResp(name string) csRespAPI {
+	for _, a := range csResponseAPIs {
+		if a.name == name {
+			return a
+		}
+	}
+	panic("no response API " + name)
+}
+
+// csEncodeRequest encodes a kmsg request built from seed and variant.
+func csEncodeRequest(a csReqAPI, v int16, seed uint64, variant int, tags bool) []byte {
+	k := a.build(newCsGen(seed, variant), v, tags)
+	k.SetVersion(v)
+	return k.AppendTo(nil)
+}

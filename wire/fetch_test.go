@@ -1,0 +1,331 @@
+package wire
+
+import (
+	"bytes"
+	"testing"
+	"unsafe"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	csRegisterRequest(csReqAPI{
+		name: "Fetch", key: KeyFetch, min: 4, max: 12, flexFrom: 12,
+		build: csBuildFetchRequest,
+		newDecode: func() func([]byte, int16) (csKmsg, error) {
+			var r FetchRequest
+			return func(b []byte, v int16) (csKmsg, error) {
+				if err := r.Decode(b, v); err != nil {
+					return nil, err
+				}
+				return csFetchRequestToKmsg(&r), nil
+			}
+		},
+	})
+	csRegisterResponse(csRespAPI{
+		name: "Fetch", key: KeyFetch, min: 4, max: 12, flexFrom: 12,
+		build: func(g *csGen, v int16) (func([]byte) []byte, csKmsg) {
+			r := csBuildFetchResponse(g)
+			return func(dst []byte) []byte { return r.AppendTo(dst, v) }, csFetchResponseToKmsg(r)
+		},
+		empty: func() csKmsg { return kmsg.NewPtrFetchResponse() },
+	})
+}
+
+func csBuildFetchRequest(g *csGen, _ int16, tags bool) csKmsg {
+	k := kmsg.NewPtrFetchRequest()
+	k.ClusterID = g.ptr()
+	k.ReplicaID = g.i32()
+	k.MaxWaitMillis = g.i32()
+	k.MinBytes = g.i32()
+	k.MaxBytes = g.i32()
+	k.IsolationLevel = g.i8()
+	k.SessionID = g.i32()
+	k.SessionEpoch = g.i32()
+	for range g.nOuter() {
+		t := kmsg.NewFetchRequestTopic()
+		t.Topic = g.str()
+		for range g.nInner() {
+			p := kmsg.NewFetchRequestTopicPartition()
+			p.Partition = g.i32()
+			p.CurrentLeaderEpoch = g.i32()
+			p.FetchOffset = g.i64()
+			p.LastFetchedEpoch = g.i32()
+			p.LogStartOffset = g.i64()
+			p.PartitionMaxBytes = g.i32()
+			// Replica-only partition tags 0 and 1 (v17+, v18+): kmsg
+			// writes them in any flexible version; below v13 we must
+			// skip them like unknown tags.
+			dir, hw := [16]byte{1, byte(g.r.Uint32())}, g.i64()
+			if tags {
+				p.ReplicaDirectoryID, p.HighWatermark = dir, hw
+			}
+			p.UnknownTags = g.tags(tags)
+			t.Partitions = append(t.Partitions, p)
+		}
+		t.UnknownTags = g.tags(tags)
+		k.Topics = append(k.Topics, t)
+	}
+	for range g.nOuter() {
+		f := kmsg.NewFetchRequestForgottenTopic()
+		f.Topic = g.str()
+		f.Partitions = g.int32s()
+		f.UnknownTags = g.tags(tags)
+		k.ForgottenTopics = append(k.ForgottenTopics, f)
+	}
+	k.Rack = g.str()
+	// ReplicaState is top-level tag 1 (v15+): unknown at v12.
+	id, epoch := g.i32(), g.i64()
+	if tags {
+		k.ReplicaState.ID, k.ReplicaState.Epoch = id|1, epoch
+	}
+	k.UnknownTags = g.tags(tags)
+	return k
+}
+
+func csFetchRequestToKmsg(r *FetchRequest) *kmsg.FetchRequest {
+	k := kmsg.NewPtrFetchRequest()
+	k.ClusterID = csPtr(r.ClusterID)
+	k.ReplicaID = r.ReplicaID
+	k.MaxWaitMillis = r.MaxWaitMillis
+	k.MinBytes = r.MinBytes
+	k.MaxBytes = r.MaxBytes
+	k.IsolationLevel = r.IsolationLevel
+	k.SessionID = r.SessionID
+	k.SessionEpoch = r.SessionEpoch
+	for _, t := range r.Topics {
+		kt := kmsg.NewFetchRequestTopic()
+		kt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			kp := kmsg.NewFetchRequestTopicPartition()
+			kp.Partition = p.Partition
+			kp.CurrentLeaderEpoch = p.CurrentLeaderEpoch
+			kp.FetchOffset = p.FetchOffset
+			kp.LastFetchedEpoch = p.LastFetchedEpoch
+			kp.LogStartOffset = p.LogStartOffset
+			kp.PartitionMaxBytes = p.PartitionMaxBytes
+			kt.Partitions = append(kt.Partitions, kp)
+		}
+		k.Topics = append(k.Topics, kt)
+	}
+	for _, f := range r.ForgottenTopics {
+		kf := kmsg.NewFetchRequestForgottenTopic()
+		kf.Topic = f.Topic
+		kf.Partitions = append([]int32(nil), f.Partitions...)
+		k.ForgottenTopics = append(k.ForgottenTopics, kf)
+	}
+	k.Rack = r.Rack
+	return k
+}
+
+func csBuildFetchResponse(g *csGen) *FetchResponse {
+	r := &FetchResponse{ThrottleMillis: g.i32(), ErrorCode: g.code(), SessionID: g.i32()}
+	for range g.nOuter() {
+		t := FetchResponseTopic{Topic: g.str()}
+		for range g.nInner() {
+			p := FetchResponseTopicPartition{
+				Partition:            g.i32(),
+				ErrorCode:            g.code(),
+				HighWatermark:        g.i64(),
+				LastStableOffset:     g.i64(),
+				LogStartOffset:       g.i64(),
+				PreferredReadReplica: g.i32(),
+				Records:              g.bytes(),
+			}
+			if !g.empty && g.bool() {
+				p.AbortedTransactions = make([]FetchResponseTopicPartitionAbortedTransaction, g.r.IntN(3))
+				for i := range p.AbortedTransactions {
+					p.AbortedTransactions[i] = FetchResponseTopicPartitionAbortedTransaction{ProducerID: g.i64(), FirstOffset: g.i64()}
+				}
+			}
+			if g.r.IntN(5) == 0 {
+				p.Records = nil // written as empty, not null
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		r.Topics = append(r.Topics, t)
+	}
+	return r
+}
+
+func csFetchResponseToKmsg(r *FetchResponse) *kmsg.FetchResponse {
+	k := kmsg.NewPtrFetchResponse()
+	k.ThrottleMillis = r.ThrottleMillis
+	k.ErrorCode = int16(r.ErrorCode)
+	k.SessionID = r.SessionID
+	for _, t := range r.Topics {
+		kt := kmsg.NewFetchResponseTopic()
+		kt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			kp := kmsg.NewFetchResponseTopicPartition()
+			kp.Partition = p.Partition
+			kp.ErrorCode = int16(p.ErrorCode)
+			kp.HighWatermark = p.HighWatermark
+			kp.LastStableOffset = p.LastStableOffset
+			kp.LogStartOffset = p.LogStartOffset
+			if p.AbortedTransactions != nil {
+				kp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+				for _, a := range p.AbortedTransactions {
+					ka := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+					ka.ProducerID, ka.FirstOffset = a.ProducerID, a.FirstOffset
+					kp.AbortedTransactions = append(kp.AbortedTransactions, ka)
+				}
+			}
+			kp.PreferredReadReplica = p.PreferredReadReplica
+			kp.RecordBatches = p.Records
+			if kp.RecordBatches == nil {
+				kp.RecordBatches = []byte{}
+			}
+			kt.Partitions = append(kt.Partitions, kp)
+		}
+		k.Topics = append(k.Topics, kt)
+	}
+	return k
+}
+
+func TestFetchRequestOracle(t *testing.T)  { csCheckRequest(t, csFindReq("Fetch")) }
+func TestFetchResponseOracle(t *testing.T) { csCheckResponse(t, csFindResp("Fetch")) }
+
+// TestFetchRequestDefaults checks the values of fields a version lacks.
+func TestFetchRequestDefaults(t *testing.T) {
+	k := kmsg.NewPtrFetchRequest()
+	k.Version = 4
+	k.Topics = []kmsg.FetchRequestTopic{{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 3, CurrentLeaderEpoch: 9, LastFetchedEpoch: 9, LogStartOffset: 9, FetchOffset: 7}}}}
+	k.SessionID, k.SessionEpoch, k.Rack = 5, 5, "rack"
+	var r FetchRequest
+	r.ForgottenTopics = []FetchRequestForgottenTopic{{Topic: "stale"}}
+	r.ClusterID = Str("stale")
+	if err := r.Decode(k.AppendTo(nil), 4); err != nil {
+		t.Fatal(err)
+	}
+	p := r.Topics[0].Partitions[0]
+	if r.SessionID != 0 || r.SessionEpoch != -1 || r.Rack != "" || len(r.ForgottenTopics) != 0 || r.ClusterID.Valid ||
+		p.CurrentLeaderEpoch != -1 || p.LastFetchedEpoch != -1 || p.LogStartOffset != -1 || p.FetchOffset != 7 {
+		t.Fatalf("absent fields not defaulted: %+v %+v", r, p)
+	}
+}
+
+// TestFetchRequestViews checks that strings alias the frame (no copies) and
+// so change when the frame is overwritten.
+func TestFetchRequestViews(t *testing.T) {
+	k := kmsg.NewPtrFetchRequest()
+	k.Version = 12
+	k.Topics = []kmsg.FetchRequestTopic{{Topic: "orders", Partitions: []kmsg.FetchRequestTopicPartition{{}}}}
+	body := k.AppendTo(nil)
+	var r FetchRequest
+	if err := r.Decode(body, 12); err != nil {
+		t.Fatal(err)
+	}
+	p := uintptr(unsafe.Pointer(unsafe.StringData(r.Topics[0].Topic)))
+	if p < uintptr(unsafe.Pointer(&body[0])) || p >= uintptr(unsafe.Pointer(&body[0]))+uintptr(len(body)) {
+		t.Fatal("topic name was copied out of the frame")
+	}
+	copy(body[bytes.Index(body, []byte("orders")):], "ORDERS")
+	if r.Topics[0].Topic != "ORDERS" {
+		t.Fatalf("topic = %q after overwriting the frame", r.Topics[0].Topic)
+	}
+}
+
+// TestFetchResponseStreaming checks that the Begin/End path writes exactly
+// what AppendTo writes, for records sizes on both sides of every varint
+// width and hints that are exact, too small and too large — so the reserved
+// length both shrinks and grows — and with the partition's leading fields
+// only known at End.
+func TestFetchResponseStreaming(t *testing.T) {
+	sizes := []int{0, 1, 126, 127, 128, 16382, 16383, 16384, 70000, 2097151, 2097152}
+	hints := []int{-1, 0, 127, 16384, 1 << 20, 1 << 30, 1<<31 + 5}
+	for v := int16(4); v <= 12; v++ {
+		for _, n := range sizes {
+			rec := make([]byte, n)
+			for i := range rec {
+				rec[i] = byte(i * 7)
+			}
+			for _, hint := range hints {
+				p := FetchResponseTopicPartition{
+					Partition: 3, ErrorCode: OffsetOutOfRange, HighWatermark: 1000, LastStableOffset: 999,
+					LogStartOffset: 5, PreferredReadReplica: -1, Records: rec,
+					AbortedTransactions: []FetchResponseTopicPartitionAbortedTransaction{{ProducerID: 1, FirstOffset: 2}},
+				}
+				whole := &FetchResponse{SessionID: 0, Topics: []FetchResponseTopic{{Topic: "t", Partitions: []FetchResponseTopicPartition{p, p}}}}
+				want := whole.AppendTo([]byte("x"), v)
+
+				dst := AppendFetchResponseStart([]byte("x"), v, 0, None, 0, 1)
+				dst = AppendFetchTopicStart(dst, v, "t", 2)
+				for range 2 {
+					early := p
+					early.ErrorCode, early.HighWatermark, early.LastStableOffset, early.LogStartOffset = 0, -7, -7, -7
+					var m FetchPartitionMark
+					dst, m = AppendFetchPartitionBegin(dst, v, &early, hint)
+					dst = append(dst, rec...)
+					if got := dst[m.RecordsStart():]; !bytes.Equal(got, rec) {
+						t.Fatal("RecordsStart does not point at the records")
+					}
+					dst = AppendFetchPartitionEnd(dst, m, &p)
+				}
+				dst = AppendFetchTopicEnd(dst, v)
+				dst = AppendFetchResponseEnd(dst, v)
+				if !bytes.Equal(dst, want) {
+					t.Fatalf("v%d records %d hint %d: streaming bytes differ from AppendTo", v, n, hint)
+				}
+			}
+		}
+	}
+}
+
+// TestFetchPartitionDiscard checks that truncating to RecordsStart drops
+// records appended after Begin.
+func TestFetchPartitionDiscard(t *testing.T) {
+	for v := int16(4); v <= 12; v++ {
+		p := FetchResponseTopicPartition{Partition: 1, PreferredReadReplica: -1}
+		dst, m := AppendFetchPartitionBegin(nil, v, &p, 1<<20)
+		dst = append(dst, make([]byte, 300)...)
+		dst = dst[:m.RecordsStart()]
+		p.ErrorCode = KafkaStorageError
+		dst = AppendFetchPartitionEnd(dst, m, &p)
+		if want := AppendFetchPartition(nil, v, &p); !bytes.Equal(dst, want) {
+			t.Fatalf("v%d: discarded partition differs from an empty one", v)
+		}
+	}
+}
+
+func BenchmarkFetchRequestDecode(b *testing.B) {
+	body := csEncodeRequest(csFindReq("Fetch"), 12, 1, 2, false)
+	var r FetchRequest
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if err := r.Decode(body, 12); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFetchResponseEncode(b *testing.B) {
+	rec := make([]byte, 64<<10)
+	resp := &FetchResponse{}
+	for i := range 4 {
+		t := FetchResponseTopic{Topic: "topic"}
+		for j := range 8 {
+			t.Partitions = append(t.Partitions, FetchResponseTopicPartition{Partition: int32(i*8 + j), HighWatermark: 1 << 20, LastStableOffset: 1 << 20, PreferredReadReplica: -1})
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	buf := make([]byte, 0, 4<<20)
+	b.ReportAllocs()
+	b.SetBytes(int64(32 * len(rec)))
+	for b.Loop() {
+		dst := AppendFetchResponseStart(buf[:0], 12, 0, None, 0, len(resp.Topics))
+		for i := range resp.Topics {
+			t := &resp.Topics[i]
+			dst = AppendFetchTopicStart(dst, 12, t.Topic, len(t.Partitions))
+			for j := range t.Partitions {
+				var m FetchPartitionMark
+				dst, m = AppendFetchPartitionBegin(dst, 12, &t.Partitions[j], len(rec))
+				dst = append(dst, rec...)
+				dst = AppendFetchPartitionEnd(dst, m, &t.Partitions[j])
+			}
+			dst = AppendFetchTopicEnd(dst, 12)
+		}
+		buf = AppendFetchResponseEnd(dst, 12)
+	}
+}
