@@ -51,8 +51,10 @@ func init() {
 	})
 }
 
-func TestFindCoordinatorRequestOracle(t *testing.T)  { csCheckRequest(t, csFindReq("FindCoordinator")) }
-func TestFindCoordinatorResponseOracle(t *testing.T) { csCheckResponse(t, csFindResp("FindCoordinator")) }
+func TestFindCoordinatorRequestOracle(t *testing.T) { csCheckRequest(t, csFindReq("FindCoordinator")) }
+func TestFindCoordinatorResponseOracle(t *testing.T) {
+	csCheckResponse(t, csFindResp("FindCoordinator"))
+}
 
 // TestFindCoordinatorBatched checks the v4+ batched form as Java sends it.
 func TestFindCoordinatorBatched(t *testing.T) {

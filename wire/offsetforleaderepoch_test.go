@@ -75,8 +75,12 @@ func init() {
 	})
 }
 
-func TestOffsetForLeaderEpochRequestOracle(t *testing.T)  { csCheckRequest(t, csFindReq("OffsetForLeaderEpoch")) }
-func TestOffsetForLeaderEpochResponseOracle(t *testing.T) { csCheckResponse(t, csFindResp("OffsetForLeaderEpoch")) }
+func TestOffsetForLeaderEpochRequestOracle(t *testing.T) {
+	csCheckRequest(t, csFindReq("OffsetForLeaderEpoch"))
+}
+func TestOffsetForLeaderEpochResponseOracle(t *testing.T) {
+	csCheckResponse(t, csFindResp("OffsetForLeaderEpoch"))
+}
 
 func TestOffsetForLeaderEpochReplicaDefault(t *testing.T) {
 	k := kmsg.NewPtrOffsetForLeaderEpochRequest()
