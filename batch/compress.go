@@ -1,0 +1,102 @@
+package batch
+
+import (
+	"slices"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/snappy/xerial"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// encoders are a Builder's compressors, created on first use and reused.
+type encoders struct {
+	w  sliceWriter
+	gz *gzip.Writer
+	lz *lz4.Writer
+	zs *zstd.Encoder
+}
+
+// sliceWriter is an io.Writer appending to b.
+type sliceWriter struct{ b []byte }
+
+func (w *sliceWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// xerialPrefix is snappy-java's stream header: magic "\x82SNAPPY\x00", then
+// version 1 and minimum compatible version 1 (KAFKA_PROTOCOL.md §5).
+var xerialPrefix = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1}
+
+// xerialChunk is the uncompressed size of one xerial chunk (snappy-java's
+// default block size).
+const xerialChunk = 32 << 10
+
+// lz4BlockSize is the LZ4 frame block size the Builder writes: 64 KiB, as
+// Java's KafkaLZ4BlockOutputStream does.
+const lz4BlockSize = lz4.Block64Kb
+
+// zstdWindow is the window the Builder's zstd encoder uses; frames up to this
+// size are single-segment and declare their content size.
+const zstdWindow = 1 << 20
+
+// compress appends src compressed with b.codec to dst.
+func (b *Builder) compress(dst, src []byte) ([]byte, bool) {
+	if b.enc == nil {
+		b.enc = new(encoders)
+	}
+	e := b.enc
+	switch b.codec {
+	case Gzip:
+		if e.gz == nil {
+			e.gz = gzip.NewWriter(nil)
+		}
+		e.w.b = dst
+		e.gz.Reset(&e.w)
+		if _, err := e.gz.Write(src); err != nil {
+			return dst, false
+		}
+		if err := e.gz.Close(); err != nil {
+			return dst, false
+		}
+		out := e.w.b
+		e.w.b = nil
+		return out, true
+	case Snappy:
+		chunks := len(src)/xerialChunk + 1
+		dst = slices.Grow(dst, len(xerialPrefix)+s2.MaxEncodedLen(min(len(src), xerialChunk))*chunks+4*chunks)
+		dst = append(dst, xerialPrefix...)
+		// With a non-empty dst, xerial.Encode appends the chunks only.
+		return xerial.Encode(dst, src), true
+	case LZ4:
+		if e.lz == nil {
+			e.lz = lz4.NewWriter(nil)
+		}
+		e.w.b = dst
+		e.lz.Reset(&e.w)
+		if err := e.lz.Apply(lz4.BlockSizeOption(lz4BlockSize), lz4.ConcurrencyOption(1)); err != nil {
+			return dst, false
+		}
+		if _, err := e.lz.Write(src); err != nil {
+			return dst, false
+		}
+		if err := e.lz.Close(); err != nil {
+			return dst, false
+		}
+		out := e.w.b
+		e.w.b = nil
+		return out, true
+	case Zstd:
+		if e.zs == nil {
+			zs, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(zstdWindow))
+			if err != nil {
+				return dst, false
+			}
+			e.zs = zs
+		}
+		return e.zs.EncodeAll(src, dst), true
+	}
+	return dst, false
+}
