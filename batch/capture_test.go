@@ -55,12 +55,12 @@ type fakeBroker struct {
 // 4–12 and FindCoordinator 0 keep librdkafka < 2.11.1 willing to compress
 // (KAFKA_PROTOCOL.md §2.1, §5); Fetch and FindCoordinator are never served.
 var advertised = []kmsg.ApiVersionsResponseApiKey{
-	{ApiKey: 0, MinVersion: 0, MaxVersion: 12},  // Produce (13 needs topic ids)
-	{ApiKey: 1, MinVersion: 4, MaxVersion: 12},  // Fetch
-	{ApiKey: 3, MinVersion: 0, MaxVersion: 12},  // Metadata
-	{ApiKey: 10, MinVersion: 0, MaxVersion: 3},  // FindCoordinator
-	{ApiKey: 18, MinVersion: 0, MaxVersion: 4},  // ApiVersions
-	{ApiKey: 22, MinVersion: 0, MaxVersion: 5},  // InitProducerId
+	{ApiKey: 0, MinVersion: 0, MaxVersion: 12}, // Produce (13 needs topic ids)
+	{ApiKey: 1, MinVersion: 4, MaxVersion: 12}, // Fetch
+	{ApiKey: 3, MinVersion: 0, MaxVersion: 12}, // Metadata
+	{ApiKey: 10, MinVersion: 0, MaxVersion: 3}, // FindCoordinator
+	{ApiKey: 18, MinVersion: 0, MaxVersion: 4}, // ApiVersions
+	{ApiKey: 22, MinVersion: 0, MaxVersion: 5}, // InitProducerId
 }
 
 func startFakeBroker(tb testing.TB, addr string) *fakeBroker {

@@ -58,8 +58,8 @@ func (d *Decoder) unlz4(src []byte, limit int) ([]byte, error) {
 		blockChecksum := flg&0x10 != 0
 		contentChecksum := flg&0x04 != 0
 		blockMax := 1 << (8 + 2*int(bd>>4)) // 64 KiB, 256 KiB, 1 MiB, 4 MiB
-		desc := 4 + 2 + 1                    // magic, FLG, BD, HC
-		if flg&0x08 != 0 {                   // content size
+		desc := 4 + 2 + 1                   // magic, FLG, BD, HC
+		if flg&0x08 != 0 {                  // content size
 			desc += 8
 		}
 		if len(src) < desc {
