@@ -7,10 +7,18 @@ type moreState struct {
 	fetch           fetchState
 	listOffsetsReq  wire.ListOffsetsRequest
 	listOffsetsResp wire.ListOffsetsResponse
+	admin           adminState
 }
 
 // registerMore installs the consume-side and admin handlers.
 func (g *Gateway) registerMore() {
 	g.handlers[wire.KeyFetch] = (*Gateway).fetch
 	g.handlers[wire.KeyListOffsets] = (*Gateway).listOffsets
+	g.handlers[wire.KeyCreateTopics] = (*Gateway).createTopics
+	g.handlers[wire.KeyDeleteTopics] = (*Gateway).deleteTopics
+	g.handlers[wire.KeyCreatePartitions] = (*Gateway).createPartitions
+	g.handlers[wire.KeyDescribeConfigs] = (*Gateway).describeConfigs
+	g.handlers[wire.KeyAlterConfigs] = (*Gateway).alterConfigs
+	g.handlers[wire.KeyIncrementalAlterConfigs] = (*Gateway).incrementalAlterConfigs
+	g.handlers[wire.KeyDescribeCluster] = (*Gateway).describeCluster
 }

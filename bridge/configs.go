@@ -1,0 +1,122 @@
+package bridge
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+// configEntry is one config as DescribeConfigs (and CreateTopics v5+)
+// reports it.
+type configEntry struct {
+	name, value string
+	readOnly    bool
+	source      wire.ConfigSource
+	typ         wire.ConfigType
+	doc         string
+}
+
+// maxMessageBytes is the largest record batch kiggy accepts: the frame limit.
+func (g *Gateway) maxMessageBytes() int64 { return int64(g.cfg.MaxFrameSize) }
+
+// topicConfigs reports a topic's configs with values that reflect what
+// kiggy and the backend do: settable ones (retention) as topic or default
+// source; fixed behaviour as read-only defaults.
+func topicConfigs(cfg TopicConfig, maxMessage int64) []configEntry {
+	retMs, retSrc := "-1", wire.ConfigSourceDefault
+	if cfg.MessageExpiry > 0 {
+		retMs, retSrc = strconv.FormatInt(cfg.MessageExpiry.Milliseconds(), 10), wire.ConfigSourceDynamicTopic
+	}
+	retBytes, bytesSrc := "-1", wire.ConfigSourceDefault
+	if cfg.MaxBytes > 0 {
+		retBytes, bytesSrc = strconv.FormatUint(cfg.MaxBytes, 10), wire.ConfigSourceDynamicTopic
+	}
+	return []configEntry{
+		{"cleanup.policy", "delete", true, wire.ConfigSourceDefault, wire.ConfigTypeList, "Only delete: Iggy has no compaction."},
+		{"compression.type", "producer", true, wire.ConfigSourceDefault, wire.ConfigTypeString, "Records are decompressed on produce and served uncompressed."},
+		{"max.message.bytes", strconv.FormatInt(maxMessage, 10), true, wire.ConfigSourceDefault, wire.ConfigTypeInt, "The largest request frame kiggy accepts."},
+		{"message.timestamp.type", "CreateTime", true, wire.ConfigSourceDefault, wire.ConfigTypeString, "The producer's timestamp is kept."},
+		{"min.insync.replicas", "1", true, wire.ConfigSourceDefault, wire.ConfigTypeInt, "One replica per partition (Iggy replicates on its own)."},
+		{"retention.bytes", retBytes, false, bytesSrc, wire.ConfigTypeLong, "Size cap (Iggy max_topic_size); set at creation."},
+		{"retention.ms", retMs, false, retSrc, wire.ConfigTypeLong, "Message expiry (Iggy message_expiry); set at creation."},
+		{"unclean.leader.election.enable", "false", true, wire.ConfigSourceDefault, wire.ConfigTypeBoolean, ""},
+	}
+}
+
+// brokerConfigs reports the broker-level settings clients and tools read.
+func (g *Gateway) brokerConfigs() []configEntry {
+	return []configEntry{
+		{"auto.create.topics.enable", strconv.FormatBool(!g.cfg.NoAutoCreateTopics), true, wire.ConfigSourceStaticBroker, wire.ConfigTypeBoolean, ""},
+		{"broker.id", strconv.Itoa(int(g.cfg.NodeID)), true, wire.ConfigSourceStaticBroker, wire.ConfigTypeInt, ""},
+		{"default.replication.factor", "1", true, wire.ConfigSourceDefault, wire.ConfigTypeInt, ""},
+		{"message.max.bytes", strconv.FormatInt(g.maxMessageBytes(), 10), true, wire.ConfigSourceStaticBroker, wire.ConfigTypeInt, ""},
+		{"min.insync.replicas", "1", true, wire.ConfigSourceDefault, wire.ConfigTypeInt, ""},
+		{"node.id", strconv.Itoa(int(g.cfg.NodeID)), true, wire.ConfigSourceStaticBroker, wire.ConfigTypeInt, ""},
+		{"num.partitions", strconv.Itoa(int(g.cfg.DefaultPartitions)), true, wire.ConfigSourceStaticBroker, wire.ConfigTypeInt, ""},
+		{"offsets.topic.replication.factor", "1", true, wire.ConfigSourceDefault, wire.ConfigTypeShort, ""},
+		{"socket.request.max.bytes", strconv.FormatInt(g.maxMessageBytes(), 10), true, wire.ConfigSourceStaticBroker, wire.ConfigTypeInt, ""},
+		{"transaction.state.log.replication.factor", "1", true, wire.ConfigSourceDefault, wire.ConfigTypeShort, ""},
+	}
+}
+
+// describeConfigs answers DescribeConfigs v1–4 for topics and the broker.
+func (g *Gateway) describeConfigs(c *call) bool {
+	as := &c.state.more.admin
+	req := &as.descReq
+	v := c.hdr.APIVersion
+	if err := req.Decode(c.body, v); err != nil {
+		c.req.Close("protocol_error")
+		return false
+	}
+	var resp wire.DescribeConfigsResponse
+	for _, r := range req.Resources {
+		out := wire.DescribeConfigsResponseResource{ResourceType: r.ResourceType, ResourceName: r.ResourceName}
+		var entries []configEntry
+		switch r.ResourceType {
+		case wire.ConfigResourceTopic:
+			info, err := g.log.Topic(g.ctx, r.ResourceName)
+			switch {
+			case errors.Is(err, ErrUnknownTopic):
+				out.ErrorCode, out.ErrorMessage = wire.UnknownTopicOrPartition, wire.Str("Topic "+r.ResourceName+" does not exist.")
+			case err != nil:
+				out.ErrorCode, out.ErrorMessage = wire.UnknownServerError, wire.Str(err.Error())
+			default:
+				entries = topicConfigs(info.Config, g.maxMessageBytes())
+			}
+		case wire.ConfigResourceBroker:
+			if r.ResourceName != "" && r.ResourceName != strconv.Itoa(int(g.cfg.NodeID)) {
+				out.ErrorCode, out.ErrorMessage = wire.InvalidRequest, wire.Str("Unexpected broker id, expected "+strconv.Itoa(int(g.cfg.NodeID))+" or empty string, but received "+r.ResourceName)
+			} else {
+				entries = g.brokerConfigs()
+			}
+		default:
+			out.ErrorCode, out.ErrorMessage = wire.InvalidRequest, wire.Str("kiggy describes topic and broker configs only")
+		}
+		for _, e := range entries {
+			if r.ConfigNames != nil && !contains(r.ConfigNames, e.name) {
+				continue
+			}
+			ce := wire.DescribeConfigsResponseResourceConfig{Name: e.name, Value: wire.Str(e.value), ReadOnly: e.readOnly, Source: e.source, ConfigType: e.typ}
+			if req.IncludeSynonyms {
+				ce.ConfigSynonyms = []wire.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: e.name, Value: wire.Str(e.value), Source: e.source}}
+			}
+			if req.IncludeDocumentation && e.doc != "" {
+				ce.Documentation = wire.Str(e.doc)
+			}
+			out.Configs = append(out.Configs, ce)
+		}
+		resp.Resources = append(resp.Resources, out)
+	}
+	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
