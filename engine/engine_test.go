@@ -42,6 +42,7 @@ func corrOf(frame []byte) int32 {
 type testHandler struct {
 	held   chan *Request
 	served atomic.Int64
+	big    atomic.Int64 // apiBig requests served
 }
 
 func newTestHandler() *testHandler { return &testHandler{held: make(chan *Request, 1<<16)} }
@@ -80,6 +81,7 @@ func (h *testHandler) Serve(r *Request) {
 			echo(r)
 		}()
 	case apiBig:
+		h.big.Add(1)
 		b := r.ResponseBufferSize(4 + arg)
 		b = binary.BigEndian.AppendUint32(b, uint32(corrOf(f)))
 		for range arg {

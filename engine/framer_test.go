@@ -148,8 +148,7 @@ func TestFramerDirectTail(t *testing.T) {
 		tl := f.tail()
 		if tl == nil {
 			k, done, _ := f.feed(src)
-			src = src[k:]
-			if !done {
+			if !done || k != len(src) {
 				t.Fatal("frame incomplete")
 			}
 			break
