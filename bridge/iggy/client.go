@@ -1,0 +1,230 @@
+// Package iggy is kiggy's Apache Iggy 0.9 binary-protocol client: a pool of
+// logged-in sessions speaking the 256-byte VSR framing (IGGY_PROTOCOL.md),
+// implementing bridge.Log on one Iggy stream. Kafka topic T is Iggy topic T in
+// Config.Stream, Kafka partition p is Iggy partition p, Kafka offsets are Iggy
+// offsets (RECORD_MAPPING.md §4). docs/IGGY.md describes the design.
+//
+// Streams and topics are addressed by name (string identifiers) on the wire,
+// never by cached numeric id: Iggy reuses the numeric slots of deleted topics,
+// so a cached id could silently point at another topic after someone else
+// deletes and creates topics. The client caches each topic's partition count
+// to answer bridge.ErrUnknownPartition without a round trip.
+package iggy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+)
+
+// Client is an Iggy client implementing bridge.Log. It is safe for
+// concurrent use.
+type Client struct {
+	// Immutable after Open.
+	cfg  Config
+	log  *slog.Logger
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	idle     chan *session // sessions not in use
+	sessions []*session
+	closed   atomic.Bool
+	avgMsg   atomic.Int64 // EWMA of polled message size, bytes
+
+	mu     sync.RWMutex
+	topics map[string]topicEntry
+
+	offMu   sync.Mutex
+	offsets map[offsetKey]memOffset
+}
+
+var _ bridge.Log = (*Client)(nil)
+
+// Open connects to Iggy, logs in and makes sure Config.Stream exists. Its
+// errors tell start-up failures apart: errors.Is(err, ErrUnreachable),
+// ErrAuth (wrong credentials) or ErrProtocol (incompatible server).
+func Open(ctx context.Context, cfg Config) (*Client, error) {
+	cfg.normalize()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		done:    make(chan struct{}),
+		idle:    make(chan *session, cfg.PoolSize),
+		topics:  map[string]topicEntry{},
+		offsets: map[offsetKey]memOffset{},
+	}
+	c.avgMsg.Store(1024)
+	for range cfg.PoolSize {
+		s := newSession(c)
+		c.sessions = append(c.sessions, s)
+		c.idle <- s
+	}
+	s, err := c.acquire(ctx)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	err = c.ensureStream(ctx, s)
+	c.release(s)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if cfg.PingInterval > 0 {
+		c.wg.Add(1)
+		go c.keepAlive()
+	}
+	c.log.Info("iggy: connected", "addr", cfg.Addr, "stream", cfg.Stream, "server", s.server, "sessions", cfg.PoolSize)
+	return c, nil
+}
+
+// ensureStream creates Config.Stream unless it exists.
+func (c *Client) ensureStream(ctx context.Context, s *session) error {
+	b := proto.AppendStringID(s.begin(), c.cfg.Stream)
+	s.buf = b
+	body, _, err := s.do(ctx, proto.CodeGetStream)
+	if err != nil {
+		return err
+	}
+	if len(body) > 0 {
+		return nil // §3.4 GetStream: found
+	}
+	s.buf = proto.AppendName(s.begin(), c.cfg.Stream)
+	_, _, err = s.do(ctx, proto.CodeCreateStream)
+	if codeOf(err) == proto.CodeStreamNameAlreadyExists {
+		return nil // created concurrently by another gateway
+	}
+	return err
+}
+
+// acquire takes an idle session and connects it if needed.
+func (c *Client) acquire(ctx context.Context) (*session, error) {
+	var s *session
+	select {
+	case s = <-c.idle:
+	default:
+		select {
+		case s = <-c.idle:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.done:
+			return nil, ErrClosed
+		}
+	}
+	if c.closed.Load() {
+		c.idle <- s
+		return nil, ErrClosed
+	}
+	if err := s.ensure(ctx); err != nil {
+		c.release(s)
+		return nil, err
+	}
+	return s, nil
+}
+
+// release returns a session to the pool.
+func (c *Client) release(s *session) {
+	s.trim()
+	c.idle <- s
+}
+
+// keepAlive pings sessions idle for PingInterval and reconnects broken ones
+// in the background (§1.8: "The SDKs send Ping every 5 s").
+func (c *Client) keepAlive() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.PingInterval / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		for range len(c.sessions) {
+			var s *session
+			select {
+			case s = <-c.idle:
+			default:
+			}
+			if s == nil {
+				break
+			}
+			c.ping(s)
+			c.idle <- s
+		}
+	}
+}
+
+// ping keeps one idle session alive; failures only close it.
+func (c *Client) ping(s *session) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.DialTimeout)
+	defer cancel()
+	if s.conn == nil {
+		if time.Now().After(s.retryAt) {
+			if err := s.ensure(ctx); err != nil {
+				c.log.Warn("iggy: reconnect failed", "addr", c.cfg.Addr, "err", err)
+			}
+		}
+		return
+	}
+	if time.Since(s.lastUsed) < c.cfg.PingInterval {
+		return
+	}
+	s.buf = s.begin()
+	if _, _, err := s.do(ctx, proto.CodePing); err != nil {
+		c.log.Warn("iggy: keep-alive ping failed", "err", err)
+		s.close()
+	}
+}
+
+// Ready pings Iggy on a pooled session.
+func (c *Client) Ready(ctx context.Context) error {
+	s, err := c.acquire(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer c.release(s)
+	s.buf = s.begin()
+	if _, _, err := s.do(ctx, proto.CodePing); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// Close closes every session, waiting for requests in flight to finish.
+func (c *Client) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(c.done)
+	c.wg.Wait()
+	timeout := time.NewTimer(c.cfg.RequestTimeout + time.Second)
+	defer timeout.Stop()
+	for range len(c.sessions) {
+		select {
+		case s := <-c.idle:
+			s.close()
+		case <-timeout.C:
+			return errors.New("iggy: close: requests still in flight")
+		}
+	}
+	return nil
+}
+
+// unavailable wraps a failure before anything reached the server.
+func unavailable(err error) error {
+	if errors.Is(err, bridge.ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", bridge.ErrUnavailable, err)
+}

@@ -1,0 +1,604 @@
+package iggy
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+	"github.com/kiggy-io/kiggy/bridge/message"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+func startServer(t testing.TB, cfg iggytest.Config) (*iggytest.Server, string) {
+	t.Helper()
+	srv := iggytest.New(cfg)
+	addr, err := srv.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv, addr.String()
+}
+
+func open(t testing.TB, cfg Config) *Client {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// batchOf builds a batch of messages "p<i>" with one header each, origin
+// timestamps origin, origin+1, ...
+func batchOf(origin uint64, prefix string, n int) *message.Batch {
+	var b message.Batch
+	b.Reset(origin)
+	for i := range n {
+		b.Begin(origin + uint64(i))
+		b.AppendPayloadString(fmt.Sprintf("%s%d", prefix, i))
+		b.MarkHeaders()
+		b.AppendHeader(message.KindString, "kafka.v", message.KindRaw, []byte{1})
+		b.End()
+	}
+	return &b
+}
+
+type got struct {
+	off     int64
+	payload string
+	origin  uint64
+	ts      uint64
+	headers []byte
+}
+
+func readAll(t *testing.T, c *Client, topic string, p int32, from int64, maxBytes int) ([]got, bridge.Watermarks) {
+	t.Helper()
+	var out []got
+	wm, err := c.Read(ctx(t), topic, p, from, maxBytes, func(m *message.Message) bool {
+		out = append(out, got{m.Offset, string(m.Payload), m.OriginTimestamp, m.Timestamp, append([]byte(nil), m.Headers...)})
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, wm
+}
+
+func TestOpenErrors(t *testing.T) {
+	_, addr := startServer(t, iggytest.Config{Tokens: []string{"secret-token"}})
+
+	// Unreachable: a port nobody listens on.
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := ln.Addr().String()
+	ln.Close()
+	_, err := Open(ctx(t), Config{Addr: dead, Logger: quiet, DialTimeout: time.Second})
+	if !errors.Is(err, ErrUnreachable) || errors.Is(err, ErrAuth) {
+		t.Fatalf("unreachable: %v", err)
+	}
+
+	_, err = Open(ctx(t), Config{Addr: addr, Password: "wrong", Logger: quiet})
+	var ev *EvictionError
+	if !errors.Is(err, ErrAuth) || !errors.As(err, &ev) || ev.Reason != proto.EvictInvalidCredentials {
+		t.Fatalf("bad password: %v", err)
+	}
+	_, err = Open(ctx(t), Config{Addr: addr, Token: "nope", Logger: quiet})
+	if !errors.Is(err, ErrAuth) {
+		t.Fatalf("bad token: %v", err)
+	}
+	c := open(t, Config{Addr: addr, Token: "secret-token"})
+	if err := c.Ready(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+
+	// A server that evicts every login with IncompatibleProtocol (reason 14).
+	fake := fakeServer(t, func(req []byte) []byte {
+		h := make([]byte, proto.HeaderSize)
+		proto.PutEvictionHeader(h, proto.ClientID{Lo: 1}, proto.EvictIncompatibleProtocol, 12<<10, 12<<10)
+		return h
+	})
+	_, err = Open(ctx(t), Config{Addr: fake, Logger: quiet})
+	if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "0.12.0") {
+		t.Fatalf("incompatible: %v", err)
+	}
+	// Something that is not an Iggy 0.9 server: it answers with an 0.8-style
+	// [status][length] reply.
+	old := fakeServer(t, func(req []byte) []byte { return []byte{0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0} })
+	_, err = Open(ctx(t), Config{Addr: old, Logger: quiet, DialTimeout: time.Second})
+	if !errors.Is(err, ErrProtocol) {
+		t.Fatalf("0.8 server: %v", err)
+	}
+	if _, err := Open(ctx(t), Config{Addr: addr, PoolSize: -1}); err == nil {
+		t.Fatal("invalid config accepted")
+	}
+}
+
+// fakeServer answers every request frame with answer(frame).
+func fakeServer(t *testing.T, answer func([]byte) []byte) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				h := make([]byte, proto.HeaderSize)
+				for {
+					if _, err := io.ReadFull(c, h); err != nil {
+						return
+					}
+					body := make([]byte, proto.FrameSize(h)-proto.HeaderSize)
+					if _, err := io.ReadFull(c, body); err != nil {
+						return
+					}
+					if _, err := c.Write(answer(append(h, body...))); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func TestTopics(t *testing.T) {
+	_, addr := startServer(t, iggytest.Config{})
+	c := open(t, Config{Addr: addr, Stream: "kstream"})
+	cx := ctx(t)
+	info, err := c.CreateTopic(cx, "orders", 3, bridge.TopicConfig{MessageExpiry: time.Hour, MaxBytes: 2 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bridge.TopicInfo{Name: "orders", Partitions: 3, Config: bridge.TopicConfig{MessageExpiry: time.Hour, MaxBytes: 2 << 30}}
+	if info != want {
+		t.Fatalf("CreateTopic = %+v", info)
+	}
+	if got, err := c.Topic(cx, "orders"); err != nil || got != want {
+		t.Fatalf("Topic = %+v, %v", got, err)
+	}
+	if _, err := c.CreateTopic(cx, "orders", 1, bridge.TopicConfig{}); !errors.Is(err, bridge.ErrTopicExists) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	if _, err := c.CreateTopic(cx, "x", 0, bridge.TopicConfig{}); !errors.Is(err, bridge.ErrInvalidPartitions) {
+		t.Fatalf("0 partitions: %v", err)
+	}
+	if _, err := c.CreateTopic(cx, "small", 1, bridge.TopicConfig{MaxBytes: 1000}); !errors.Is(err, bridge.ErrInvalidConfig) {
+		t.Fatalf("max bytes below segment size: %v", err)
+	}
+	if _, err := c.CreateTopic(cx, "plain", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.Topics(cx)
+	if err != nil || len(list) != 2 || list[0] != want || list[1] != (bridge.TopicInfo{Name: "plain", Partitions: 1}) {
+		t.Fatalf("Topics = %+v, %v", list, err)
+	}
+	if err := c.CreatePartitions(cx, "orders", 5); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.Topic(cx, "orders"); got.Partitions != 5 {
+		t.Fatalf("after CreatePartitions: %+v", got)
+	}
+	if err := c.CreatePartitions(cx, "orders", 5); !errors.Is(err, bridge.ErrInvalidPartitions) {
+		t.Fatalf("no growth: %v", err)
+	}
+	if err := c.CreatePartitions(cx, "nope", 5); !errors.Is(err, bridge.ErrUnknownTopic) {
+		t.Fatalf("unknown: %v", err)
+	}
+	if err := c.DeleteTopic(cx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteTopic(cx, "orders"); !errors.Is(err, bridge.ErrUnknownTopic) {
+		t.Fatalf("delete twice: %v", err)
+	}
+	if _, err := c.Topic(cx, "orders"); !errors.Is(err, bridge.ErrUnknownTopic) {
+		t.Fatalf("Topic after delete: %v", err)
+	}
+	if _, err := c.Watermarks(cx, "orders", 0); !errors.Is(err, bridge.ErrUnknownTopic) {
+		t.Fatalf("Watermarks after delete: %v", err)
+	}
+}
+
+func TestAppendRead(t *testing.T) {
+	_, addr := startServer(t, iggytest.Config{})
+	c := open(t, Config{Addr: addr, PoolSize: 2})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "t", 2, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, wm := readAll(t, c, "t", 1, 0, 1<<20); wm != (bridge.Watermarks{}) {
+		t.Fatalf("empty partition watermarks %+v", wm)
+	}
+	if msgs, wm := readAll(t, c, "t", 1, 5, 1<<20); len(msgs) != 0 || wm != (bridge.Watermarks{}) {
+		t.Fatalf("read past end of empty: %v %+v", msgs, wm)
+	}
+	const origin = 1_700_000_000_000_000
+	for i, want := range []int64{0, 5, 8} {
+		n := []int{5, 3, 4}[i]
+		base, err := c.Append(cx, "t", 1, batchOf(origin+uint64(i)*1000, fmt.Sprintf("b%d-", i), n))
+		if err != nil || base != want {
+			t.Fatalf("Append %d = %d, %v; want %d", i, base, err, want)
+		}
+	}
+	msgs, wm := readAll(t, c, "t", 1, 0, 1<<20)
+	if len(msgs) != 12 || wm != (bridge.Watermarks{High: 12}) {
+		t.Fatalf("read all: %d messages, %+v", len(msgs), wm)
+	}
+	for i, m := range msgs {
+		if m.off != int64(i) {
+			t.Fatalf("message %d has offset %d", i, m.off)
+		}
+	}
+	if m := msgs[6]; m.payload != "b1-1" || m.origin != origin+1000+1 || m.ts == 0 || msgs[5].ts != m.ts || msgs[4].ts >= m.ts {
+		t.Fatalf("message 6: %+v", m)
+	}
+	h, rest, err := message.NextHeader(msgs[0].headers)
+	if err != nil || string(h.Key) != "kafka.v" || !bytes.Equal(h.Value, []byte{1}) || len(rest) != 0 {
+		t.Fatalf("headers %x", msgs[0].headers)
+	}
+	// Offset 6 starts inside the second record: earlier messages are skipped.
+	if msgs, _ := readAll(t, c, "t", 1, 6, 1<<20); len(msgs) != 6 || msgs[0].off != 6 {
+		t.Fatalf("read from 6: %+v", msgs)
+	}
+	// maxBytes: "b0-0" + a 18-byte header = 22 bytes per message.
+	if msgs, _ := readAll(t, c, "t", 1, 0, 50); len(msgs) != 2 { // 22 bytes each; a third would exceed 50
+		t.Fatalf("maxBytes 50 delivered %d", len(msgs))
+	}
+	if msgs, _ := readAll(t, c, "t", 1, 0, 0); len(msgs) != 1 {
+		t.Fatalf("maxBytes 0 delivered %d, want at least one", len(msgs))
+	}
+	n := 0
+	if _, err := c.Read(cx, "t", 1, 0, 1<<20, func(*message.Message) bool { n++; return n < 2 }); err != nil || n != 2 {
+		t.Fatalf("fn stop: %d %v", n, err)
+	}
+	if msgs, wm := readAll(t, c, "t", 1, 12, 1<<20); len(msgs) != 0 || wm.High != 12 {
+		t.Fatalf("read at HW: %v %+v", msgs, wm)
+	}
+	if wm, err := c.Watermarks(cx, "t", 1); err != nil || wm != (bridge.Watermarks{High: 12}) {
+		t.Fatalf("Watermarks = %+v, %v", wm, err)
+	}
+	// One message at offset 0: current_offset is 0 there too.
+	if _, err := c.Append(cx, "t", 0, batchOf(origin, "x", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if wm, err := c.Watermarks(cx, "t", 0); err != nil || wm != (bridge.Watermarks{High: 1}) {
+		t.Fatalf("single-message Watermarks = %+v, %v", wm, err)
+	}
+	if msgs, wm := readAll(t, c, "t", 0, 1, 1<<20); len(msgs) != 0 || wm.High != 1 {
+		t.Fatalf("read at HW 1: %v %+v", msgs, wm)
+	}
+
+	// Error paths.
+	if _, err := c.Append(cx, "t", 2, batchOf(origin, "x", 1)); !errors.Is(err, bridge.ErrUnknownPartition) {
+		t.Fatalf("append unknown partition: %v", err)
+	}
+	if _, err := c.Append(cx, "missing", 0, batchOf(origin, "x", 1)); !errors.Is(err, bridge.ErrUnknownTopic) {
+		t.Fatalf("append unknown topic: %v", err)
+	}
+	if _, err := c.Read(cx, "t", 7, 0, 100, func(*message.Message) bool { return true }); !errors.Is(err, bridge.ErrUnknownPartition) {
+		t.Fatalf("read unknown partition: %v", err)
+	}
+	if _, err := c.Read(cx, "missing", 0, 0, 100, func(*message.Message) bool { return true }); !errors.Is(err, bridge.ErrUnknownTopic) {
+		t.Fatalf("read unknown topic: %v", err)
+	}
+	if _, err := c.Watermarks(cx, "t", 9); !errors.Is(err, bridge.ErrUnknownPartition) {
+		t.Fatalf("watermarks unknown partition: %v", err)
+	}
+	// A partition added by someone else is found after the cache misses.
+	other := open(t, Config{Addr: addr, PoolSize: 1})
+	if err := other.CreatePartitions(cx, "t", 3); err != nil {
+		t.Fatal(err)
+	}
+	if base, err := c.Append(cx, "t", 2, batchOf(origin, "x", 1)); err != nil || base != 0 {
+		t.Fatalf("append to new partition: %d %v", base, err)
+	}
+}
+
+// TestViewsAliasReplyBuffer shows the Message views are only valid during fn:
+// the next request reuses the buffer.
+func TestViewsAliasReplyBuffer(t *testing.T) {
+	_, addr := startServer(t, iggytest.Config{})
+	c := open(t, Config{Addr: addr, PoolSize: 1})
+	cx := ctx(t)
+	c.CreateTopic(cx, "v", 1, bridge.TopicConfig{})
+	c.Append(cx, "v", 0, batchOf(1, "aaaa", 1))
+	c.Append(cx, "v", 0, batchOf(1, "bbbb", 1))
+	var kept []byte
+	c.Read(cx, "v", 0, 0, 1, func(m *message.Message) bool { kept = m.Payload; return false })
+	if string(kept) != "aaaa0" {
+		t.Fatalf("payload %q", kept)
+	}
+	c.Read(cx, "v", 0, 1, 1, func(m *message.Message) bool { return false })
+	if string(kept) == "aaaa0" {
+		t.Log("buffer not reused at the same position; view still intact")
+	}
+}
+
+func TestOffsetForTime(t *testing.T) {
+	_, addr := startServer(t, iggytest.Config{})
+	c := open(t, Config{Addr: addr})
+	cx := ctx(t)
+	c.CreateTopic(cx, "ts", 1, bridge.TopicConfig{})
+	now := uint64(time.Now().UnixMicro())
+	c.Append(cx, "ts", 0, batchOf(now-3_000_000, "a", 3)) // origins now-3s, +1µs, +2µs
+	c.Append(cx, "ts", 0, batchOf(now-1_000_000, "b", 2))
+	cases := []struct {
+		ts  uint64
+		off int64
+		ok  bool
+	}{
+		{0, 0, true},
+		{now - 3_000_000 + 1, 1, true},
+		{now - 2_000_000, 3, true},
+		{now - 1_000_000 + 1, 4, true},
+		{now + 60_000_000, 0, false},
+	}
+	for _, k := range cases {
+		off, ok, err := c.OffsetForTime(cx, "ts", 0, k.ts)
+		if err != nil || off != k.off || ok != k.ok {
+			t.Errorf("OffsetForTime(%d) = %d %v %v, want %d %v", k.ts, off, ok, err, k.off, k.ok)
+		}
+	}
+	if _, _, err := c.OffsetForTime(cx, "nope", 0, 0); !errors.Is(err, bridge.ErrUnknownTopic) {
+		t.Fatalf("unknown topic: %v", err)
+	}
+}
+
+func TestCommitFetch(t *testing.T) {
+	_, addr := startServer(t, iggytest.Config{})
+	c := open(t, Config{Addr: addr})
+	cx := ctx(t)
+	c.CreateTopic(cx, "o", 2, bridge.TopicConfig{})
+	fetch := func(c *Client, p int32) (int64, string, bool) {
+		t.Helper()
+		off, md, ok, err := c.FetchOffset(cx, "g1", "o", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return off, md, ok
+	}
+	if _, _, ok := fetch(c, 0); ok {
+		t.Fatal("offset before any commit")
+	}
+	// Java commits 0 on an empty partition.
+	if err := c.CommitOffset(cx, "g1", "o", 0, 0, "meta-0"); err != nil {
+		t.Fatal(err)
+	}
+	if off, md, ok := fetch(c, 0); !ok || off != 0 || md != "meta-0" {
+		t.Fatalf("after commit 0: %d %q %v", off, md, ok)
+	}
+	c.Append(cx, "o", 0, batchOf(1, "m", 4)) // offsets 0..3
+	// A caught-up consumer commits last+1 = 4.
+	if err := c.CommitOffset(cx, "g1", "o", 0, 4, "caught-up"); err != nil {
+		t.Fatal(err)
+	}
+	if off, md, ok := fetch(c, 0); !ok || off != 4 || md != "caught-up" {
+		t.Fatalf("after commit 4: %d %q %v", off, md, ok)
+	}
+	if err := c.CommitOffset(cx, "g1", "o", 0, 2, ""); err != nil {
+		t.Fatal(err)
+	}
+	// A second client (a restarted gateway) sees the Iggy value, without the
+	// metadata kept in the first one's memory.
+	c2 := open(t, Config{Addr: addr, PoolSize: 1})
+	if off, md, ok := fetch(c2, 0); !ok || off != 2 || md != "" {
+		t.Fatalf("restarted view: %d %q %v", off, md, ok)
+	}
+	// Beyond the end: kept in memory only.
+	if err := c.CommitOffset(cx, "g1", "o", 0, 10, "ahead"); err != nil {
+		t.Fatal(err)
+	}
+	if off, md, ok := fetch(c, 0); !ok || off != 10 || md != "ahead" {
+		t.Fatalf("ahead: %d %q %v", off, md, ok)
+	}
+	if _, _, ok := fetch(c2, 0); ok {
+		t.Fatal("a commit kept in memory must not leave the old Iggy value behind")
+	}
+	// Another gateway's later commit wins over this one's memory.
+	if err := c2.CommitOffset(cx, "g1", "o", 0, 3, ""); err != nil {
+		t.Fatal(err)
+	}
+	if off, _, ok := fetch(c, 0); !ok || off != 3 {
+		t.Fatalf("other writer: %d %v", off, ok)
+	}
+	// Negative deletes.
+	if err := c.CommitOffset(cx, "g1", "o", 0, -1, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := fetch(c, 0); ok {
+		t.Fatal("offset after delete")
+	}
+	if err := c.CommitOffset(cx, "g1", "o", 0, -1, ""); err != nil {
+		t.Fatalf("delete twice: %v", err)
+	}
+	if err := c.CommitOffset(cx, "g1", "o", 5, 1, ""); !errors.Is(err, bridge.ErrUnknownPartition) {
+		t.Fatalf("unknown partition: %v", err)
+	}
+	if err := c.CommitOffset(cx, "g1", "nope", 0, 1, ""); !errors.Is(err, bridge.ErrUnknownTopic) {
+		t.Fatalf("unknown topic: %v", err)
+	}
+	if err := c.CommitOffset(cx, strings.Repeat("g", 247), "o", 0, 1, ""); !errors.Is(err, ErrInvalidGroup) {
+		t.Fatalf("long group: %v", err)
+	}
+}
+
+func TestReconnectAfterRestart(t *testing.T) {
+	srv, addr := startServer(t, iggytest.Config{})
+	c := open(t, Config{Addr: addr, PoolSize: 2, ReconnectBackoffMin: 10 * time.Millisecond, ReconnectBackoffMax: 50 * time.Millisecond})
+	cx := ctx(t)
+	c.CreateTopic(cx, "r", 1, bridge.TopicConfig{})
+	for range 3 {
+		if _, err := c.Append(cx, "r", 0, batchOf(1, "before", 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.Stop()
+	_, err := c.Append(cx, "r", 0, batchOf(1, "down", 1))
+	if !errors.Is(err, bridge.ErrUnavailable) && !errors.Is(err, bridge.ErrUnknownOutcome) {
+		t.Fatalf("append while down: %v", err)
+	}
+	if err := c.Ready(cx); !errors.Is(err, bridge.ErrUnavailable) {
+		t.Fatalf("Ready while down: %v", err)
+	}
+	if _, err := srv.Start(addr); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var base int64
+	for {
+		base, err = c.Append(cx, "r", 0, batchOf(1, "after", 1))
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil || base != 6 {
+		t.Fatalf("append after restart: %d %v", base, err)
+	}
+	msgs, _ := readAll(t, c, "r", 0, 0, 1<<20)
+	if len(msgs) != 7 || msgs[5].payload != "before1" || msgs[6].payload != "after0" {
+		t.Fatalf("after restart: %+v", msgs)
+	}
+}
+
+func TestRequestTimeout(t *testing.T) {
+	srv, addr := startServer(t, iggytest.Config{})
+	c := open(t, Config{Addr: addr, PoolSize: 1, RequestTimeout: 300 * time.Millisecond})
+	cx := ctx(t)
+	c.CreateTopic(cx, "to", 1, bridge.TopicConfig{})
+
+	// The server silently drops the frame (as it does a bad batch).
+	srv.InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Drop: true})
+	start := time.Now()
+	_, err := c.Append(cx, "to", 0, batchOf(1, "lost", 1))
+	if !errors.Is(err, bridge.ErrUnknownOutcome) || errors.Is(err, bridge.ErrUnavailable) {
+		t.Fatalf("dropped frame: %v", err)
+	}
+	if el := time.Since(start); el < 250*time.Millisecond || el > 3*time.Second {
+		t.Fatalf("timeout after %v", el)
+	}
+	// The reply is lost after the write: the record is stored.
+	srv.InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Drop: true, Apply: true})
+	if _, err := c.Append(cx, "to", 0, batchOf(1, "stored", 1)); !errors.Is(err, bridge.ErrUnknownOutcome) {
+		t.Fatalf("lost reply: %v", err)
+	}
+	// The connection was dropped; the next request reconnects.
+	if base, err := c.Append(cx, "to", 0, batchOf(1, "next", 1)); err != nil || base != 1 {
+		t.Fatalf("after timeout: %d %v", base, err)
+	}
+	// Reads time out too, and are ErrUnavailable (safe to retry).
+	srv.InjectFault(iggytest.Fault{Op: proto.OpNonReplicated, Code: proto.CodePollMessages, Drop: true})
+	if _, err := c.Read(cx, "to", 0, 0, 100, func(*message.Message) bool { return true }); !errors.Is(err, bridge.ErrUnavailable) {
+		t.Fatalf("read timeout: %v", err)
+	}
+	// A context deadline shorter than RequestTimeout wins.
+	srv.InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Drop: true})
+	short, cancel := context.WithTimeout(cx, 50*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if _, err := c.Append(short, "to", 0, batchOf(1, "ctx", 1)); !errors.Is(err, bridge.ErrUnknownOutcome) || time.Since(start) > 250*time.Millisecond {
+		t.Fatalf("ctx deadline: %v after %v", err, time.Since(start))
+	}
+}
+
+func TestTransientReplay(t *testing.T) {
+	srv, addr := startServer(t, iggytest.Config{})
+	c := open(t, Config{Addr: addr, PoolSize: 1})
+	cx := ctx(t)
+	c.CreateTopic(cx, "tr", 1, bridge.TopicConfig{})
+	srv.InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Status: uint32(proto.CodeTransientNotCommitted), Count: 2})
+	srv.InjectFault(iggytest.Fault{Op: proto.OpCreateTopic, Status: uint32(proto.CodeTransientNotAccepted), Count: 1})
+	if base, err := c.Append(cx, "tr", 0, batchOf(1, "x", 2)); err != nil || base != 0 {
+		t.Fatalf("append through 57: %d %v", base, err)
+	}
+	if _, err := c.CreateTopic(cx, "tr2", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatalf("create through 58: %v", err)
+	}
+	// An unknown server code is wrapped with its number.
+	srv.InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Status: 777})
+	if _, err := c.Append(cx, "tr", 0, batchOf(1, "x", 1)); err == nil || !strings.Contains(err.Error(), "777") {
+		t.Fatalf("unknown code: %v", err)
+	}
+}
+
+func TestKeepAlivePing(t *testing.T) {
+	_, addr := startServer(t, iggytest.Config{})
+	c := open(t, Config{Addr: addr, PoolSize: 1, PingInterval: 20 * time.Millisecond})
+	s := c.sessions[0]
+	time.Sleep(150 * time.Millisecond)
+	c.Ready(ctx(t))
+	if time.Since(s.lastUsed) > time.Second {
+		t.Fatal("session not used")
+	}
+}
+
+// TV11: the PollMessages body layout; kiggy names stream and topic.
+func TestTV11PollBody(t *testing.T) {
+	c := &Client{cfg: Config{Stream: "s"}}
+	s := newSession(c)
+	c.pollRequest(s, "t", 0, proto.PollOffset, 0, 10)
+	want, _ := hex.DecodeString("01" + "010400000000" + "020173" + "020174" + "01" + "00000000" + "01" + "0000000000000000" + "0a000000" + "00")
+	if !bytes.Equal(s.buf[proto.HeaderSize:], want) {
+		t.Fatalf("poll body %x", s.buf[proto.HeaderSize:])
+	}
+}
+
+// TV14: StoreConsumerOffset tail (partition flag, id, offset 41, Quorum).
+func TestTV14StoreOffsetBody(t *testing.T) {
+	c := &Client{cfg: Config{Stream: "s"}}
+	s := newSession(c)
+	c.offsetRequest(s, "g", "t", 0)
+	s.buf = proto.AppendU64(s.buf, 41)
+	s.buf = append(s.buf, 1)
+	want, _ := hex.DecodeString("01" + "020a" + hex.EncodeToString([]byte("kafka.cg.g")) + "020173" + "020174" + "01" + "00000000" + "2900000000000000" + "01")
+	if !bytes.Equal(s.buf[proto.HeaderSize:], want) {
+		t.Fatalf("store body %x", s.buf[proto.HeaderSize:])
+	}
+}
+
+func TestDecodeConfirmation(t *testing.T) {
+	b, _ := hex.DecodeString("01000000010000000200000003000000" + "0400000000000000")
+	if base, err := decodeConfirmation(b); err != nil || base != 4 {
+		t.Fatal(base, err)
+	}
+	if _, err := decodeConfirmation(nil); !errors.Is(err, errDeadSession) {
+		t.Fatal(err)
+	}
+	if base, err := decodeConfirmation([]byte{0, 0, 0, 0}); err != nil || base != -1 {
+		t.Fatal(base, err)
+	}
+	if _, err := decodeConfirmation(b[:10]); err == nil {
+		t.Fatal("truncated accepted")
+	}
+	_ = binary.LittleEndian
+}

@@ -1,0 +1,109 @@
+package iggy
+
+import (
+	"errors"
+	"log/slog"
+	"runtime"
+	"time"
+)
+
+// Config configures a Client. The zero value means "defaults" for every
+// field except Addr; Open normalizes and validates it once.
+type Config struct {
+	// Addr is the Iggy server's TCP address, host:port (default
+	// "127.0.0.1:8090", the iggy-server default).
+	Addr string
+	// Username and Password log in with LoginRegister (§3.3). Default
+	// "iggy"/"iggy" unless Token is set. SDK limits: 3–50 / 3–100 bytes.
+	Username, Password string
+	// Token, if set, logs in with a personal access token instead
+	// (LoginRegisterWithPat) and Username/Password are ignored. At most 255
+	// bytes.
+	Token string
+	// Stream is the Iggy stream holding every Kafka topic (default "kafka",
+	// RECORD_MAPPING.md §4). 1–200 bytes, so that a SendMessages prologue
+	// always fits message.Headroom.
+	Stream string
+	// PoolSize is the number of sessions (TCP connections, one request in
+	// flight each). Default 4 × GOMAXPROCS, at most 1024.
+	PoolSize int
+	// RequestTimeout bounds one request from write to reply; on expiry the
+	// connection is dropped, as a late reply would desynchronise it (§1.8).
+	// Default 30 s, as the SDKs.
+	RequestTimeout time.Duration
+	// DialTimeout bounds connecting and logging in. Default 5 s.
+	DialTimeout time.Duration
+	// PingInterval is how long a session may sit idle before a keep-alive
+	// Ping (the SDKs ping every 5 s). Default 5 s; negative disables pings.
+	PingInterval time.Duration
+	// ReconnectBackoffMin and ReconnectBackoffMax bound the wait between a
+	// session's failed connection attempts (doubling). Default 100 ms and 2 s.
+	ReconnectBackoffMin, ReconnectBackoffMax time.Duration
+	// Logger receives connection events (default: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Limits of Config fields.
+const (
+	maxPoolSize   = 1024
+	maxStreamName = 200
+	maxNameLen    = 255
+)
+
+// normalize fills defaults.
+func (c *Config) normalize() {
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:8090"
+	}
+	if c.Token == "" {
+		if c.Username == "" {
+			c.Username = "iggy"
+		}
+		if c.Password == "" {
+			c.Password = "iggy"
+		}
+	}
+	if c.Stream == "" {
+		c.Stream = "kafka"
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = min(4*runtime.GOMAXPROCS(0), maxPoolSize)
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = 30 * time.Second
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = 5 * time.Second
+	}
+	if c.PingInterval == 0 {
+		c.PingInterval = 5 * time.Second
+	}
+	if c.ReconnectBackoffMin == 0 {
+		c.ReconnectBackoffMin = 100 * time.Millisecond
+	}
+	if c.ReconnectBackoffMax == 0 {
+		c.ReconnectBackoffMax = 2 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// validate checks the normalized config.
+func (c *Config) validate() error {
+	switch {
+	case len(c.Stream) > maxStreamName:
+		return errors.New("iggy: config: Stream longer than 200 bytes")
+	case c.Token == "" && (len(c.Username) > maxNameLen || len(c.Password) > maxNameLen):
+		return errors.New("iggy: config: Username or Password longer than 255 bytes")
+	case len(c.Token) > maxNameLen:
+		return errors.New("iggy: config: Token longer than 255 bytes")
+	case c.PoolSize < 1 || c.PoolSize > maxPoolSize:
+		return errors.New("iggy: config: PoolSize must be 1..1024")
+	case c.RequestTimeout < 0 || c.DialTimeout < 0:
+		return errors.New("iggy: config: negative timeout")
+	case c.ReconnectBackoffMin < 0 || c.ReconnectBackoffMax < c.ReconnectBackoffMin:
+		return errors.New("iggy: config: ReconnectBackoffMax must be ≥ ReconnectBackoffMin ≥ 0")
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package iggy
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+)
+
+// Start-up errors Open reports, so the operator sees which failure it was.
+var (
+	// ErrUnreachable means no TCP connection could be made to Config.Addr.
+	ErrUnreachable = errors.New("iggy: server unreachable (check --iggy-addr and that iggy-server is running)")
+	// ErrAuth means the server refused the credentials (Eviction reason 9
+	// InvalidCredentials or 10 InvalidToken).
+	ErrAuth = errors.New("iggy: login refused (wrong Iggy username/password or personal access token)")
+	// ErrProtocol means the server speaks an incompatible protocol version
+	// (Eviction reason 14) or something that is not the Iggy 0.9 protocol.
+	ErrProtocol = errors.New("iggy: incompatible protocol (kiggy speaks the Iggy 0.9 binary protocol, version 0.11.x)")
+	// ErrClosed means the Client was closed.
+	ErrClosed = errors.New("iggy: client closed")
+)
+
+// errTimeout means a request got no reply before its deadline.
+var errTimeout = errors.New("iggy: request timed out (connection dropped)")
+
+// Error is an error code the Iggy server returned for a request, in a reply
+// status, a result section, or an Eviction reason mapped to its code.
+type Error struct {
+	// Code is the Iggy error code (IGGY_PROTOCOL.md §5).
+	Code proto.Code
+	// Command names the request.
+	Command string
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	return "iggy: " + e.Command + ": " + e.Code.String() + " (code " + strconv.FormatUint(uint64(e.Code), 10) + ")"
+}
+
+// EvictionError is an Eviction frame: the server ended the session (§1.6).
+type EvictionError struct {
+	Reason uint8
+	// ServerProtocol and ServerProtocolMin are the accepted protocol window,
+	// sent only with reason 14 IncompatibleProtocol.
+	ServerProtocol, ServerProtocolMin uint32
+}
+
+// Error implements error.
+func (e *EvictionError) Error() string {
+	s := "iggy: session evicted: " + proto.ReasonName(e.Reason) + " (reason " + strconv.Itoa(int(e.Reason)) + ")"
+	if e.Reason == proto.EvictIncompatibleProtocol {
+		s += "; server accepts protocol " + proto.FormatVersion(e.ServerProtocolMin) + " to " + proto.FormatVersion(e.ServerProtocol) +
+			", kiggy sends " + proto.FormatVersion(proto.ProtocolVersion)
+	}
+	return s
+}
+
+// Unwrap maps the reasons operators must tell apart to ErrAuth and
+// ErrProtocol.
+func (e *EvictionError) Unwrap() error {
+	switch e.Reason {
+	case proto.EvictInvalidCredentials, proto.EvictInvalidToken, proto.EvictUserInactive:
+		return ErrAuth
+	case proto.EvictIncompatibleProtocol, proto.EvictMalformedLogin:
+		return ErrProtocol
+	}
+	return nil
+}
+
+// codeOf returns the Iggy code carried by err, or 0.
+func codeOf(err error) proto.Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 0
+}
+
+// Reply-shape errors.
+var (
+	errDeadSession     = errors.New("iggy: SendMessages answered with an empty body (dead session)")
+	errBadConfirmation = errors.New("iggy: malformed SendMessages confirmation")
+	errBadPoll         = errors.New("iggy: malformed PollMessages reply")
+)

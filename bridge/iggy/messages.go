@@ -1,0 +1,330 @@
+package iggy
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+	"github.com/kiggy-io/kiggy/bridge/message"
+)
+
+// maxPollCount caps the message count of one PollMessages.
+const maxPollCount = 10_000
+
+// Append sends b's frames to one partition with SendMessages (§3.7):
+// Partitioning kind 2 (explicit partition id = the Kafka partition), batch
+// origin_timestamp = b.Origin. It stamps every frame checksum and the batch
+// checksum, writes the metadata section, the 256-byte batch header and the
+// VSR header into b's headroom, and sends b.Buf[start:] as one frame: the
+// frames are never copied. It returns the confirmed base offset, or -1 when
+// the server confirms without offsets.
+//
+// A failure before any byte was written returns bridge.ErrUnavailable; a lost
+// connection or a timeout after sending returns bridge.ErrUnknownOutcome (the
+// records may be stored). Steady state allocates nothing.
+func (c *Client) Append(ctx context.Context, topic string, partition int32, b *message.Batch) (int64, error) {
+	if b.Count < 1 || len(b.Buf) < message.Headroom {
+		return 0, fmt.Errorf("%w: empty batch", bridge.ErrInvalidConfig)
+	}
+	if partition < 0 {
+		return 0, fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+	}
+	if !validName(topic) {
+		return 0, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+	}
+	if e, ok := c.cached(topic); ok && partition >= e.partitions {
+		// The cache may be stale after CreatePartitions elsewhere: look again.
+		if err := c.classify(ctx, topic, partition, nil); err != nil {
+			return 0, err
+		}
+	}
+	// Prologue written into the headroom, back to front:
+	// VSR header | metadata_length u32 | stream id | topic id | partitioning |
+	// messages_count u32 | batch header | frames.
+	metaLen := 2 + len(c.cfg.Stream) + 2 + len(topic) + 6 + 4
+	start := message.Headroom - proto.BatchHeaderSize - 4 - metaLen - proto.HeaderSize
+	if start < 0 {
+		return 0, fmt.Errorf("%w: topic name too long for the headroom", bridge.ErrInvalidConfig)
+	}
+	if len(b.Buf)-start > proto.MaxFrameSize {
+		return 0, fmt.Errorf("%w: %d bytes exceed the Iggy frame limit of %d", bridge.ErrTooLarge, len(b.Buf)-start, proto.MaxFrameSize)
+	}
+	frames := b.Frames()
+	if err := proto.StampFrames(frames, b.Count); err != nil {
+		return 0, fmt.Errorf("%w: %w", bridge.ErrInvalidConfig, err)
+	}
+	m := b.Buf[start+proto.HeaderSize : start+proto.HeaderSize : message.Headroom-proto.BatchHeaderSize]
+	m = proto.AppendU32(m, uint32(metaLen))
+	m = proto.AppendStringID(m, c.cfg.Stream)
+	m = proto.AppendStringID(m, topic)
+	m = append(m, proto.PartitionID, 4)
+	m = proto.AppendU32(m, uint32(partition))
+	m = proto.AppendU32(m, uint32(b.Count))
+	_ = m
+	frame := b.Buf[start:]
+
+	s, err := c.acquire(ctx)
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	proto.SealBatch(&s.hasher, b.Buf[message.Headroom-proto.BatchHeaderSize:message.Headroom], frames, b.Count, b.Origin)
+	body, sent, err := s.doFrame(ctx, frame, proto.CodeSendMessages)
+	var base int64 = -1
+	if err == nil {
+		if base, err = decodeConfirmation(body); err != nil {
+			s.close()
+		}
+	}
+	c.release(s)
+	if err == nil {
+		return base, nil
+	}
+	switch code := codeOf(err); {
+	case code == proto.CodeResourceNotFound:
+		// §3.7: "stream, topic or partition not resolvable → status 20".
+		return 0, c.classify(ctx, topic, partition, err)
+	case code == proto.CodeTransientNotAccepted:
+		return 0, fmt.Errorf("%w: %w", bridge.ErrUnavailable, err)
+	case code == proto.CodeTransientNotCommitted:
+		return 0, fmt.Errorf("%w: %w", bridge.ErrUnknownOutcome, err)
+	case code != 0:
+		return 0, err
+	case !sent:
+		return 0, unavailable(err)
+	}
+	return 0, fmt.Errorf("%w: %w", bridge.ErrUnknownOutcome, err)
+}
+
+// decodeConfirmation reads a SendMessages reply: [count u32] then 20-byte
+// {stream u32, topic u32, partition u32, base_offset u64} entries (§3.7).
+func decodeConfirmation(body []byte) (int64, error) {
+	// §1.7: "A status-0 reply to SendMessages with an empty body is not a
+	// success."
+	if len(body) < 4 {
+		return 0, errDeadSession
+	}
+	n := binary.LittleEndian.Uint32(body)
+	if uint64(len(body)-4) != uint64(n)*20 {
+		return 0, errBadConfirmation
+	}
+	if n == 0 {
+		return -1, nil // "committed, no offsets to report"
+	}
+	base := binary.LittleEndian.Uint64(body[16:])
+	if base > 1<<62 {
+		return 0, errBadConfirmation
+	}
+	return int64(base), nil
+}
+
+// Read polls one partition by offset (PollMessages, strategy Offset, a fixed
+// single consumer kind 1 id 0, auto_commit 0) and calls fn for each message
+// from offset on. See bridge.Log.Read. Messages alias the session's reply
+// buffer and are valid only during fn.
+func (c *Client) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
+	fn func(*message.Message) bool) (bridge.Watermarks, error) {
+	if partition < 0 {
+		return bridge.Watermarks{}, fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+	}
+	if !validName(topic) {
+		return bridge.Watermarks{}, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+	}
+	if offset < 0 {
+		offset = 0
+	}
+	s, err := c.acquire(ctx)
+	if err != nil {
+		return bridge.Watermarks{}, unavailable(err)
+	}
+	// Iggy polls by message count: derive it from maxBytes and the running
+	// average message size, and poll again while the reply came back full,
+	// under budget and fn wants more (a bounded number of times).
+	var res pollResult
+	next, budget := uint64(offset), maxBytes
+	for range maxPollRounds {
+		avg := c.avgMsg.Load()
+		count := min(max(int64(budget)/max(avg, 64), 1), maxPollCount)
+		c.pollRequest(s, topic, partition, proto.PollOffset, next, uint32(count))
+		body, _, err := s.do(ctx, proto.CodePollMessages)
+		if err != nil {
+			c.release(s)
+			return bridge.Watermarks{}, c.pollError(ctx, topic, partition, err)
+		}
+		round, err := s.walkPoll(body, next, budget, res.delivered == 0, fn)
+		if err != nil {
+			c.release(s)
+			return bridge.Watermarks{}, err
+		}
+		if round.polled > 0 {
+			// EWMA (1/8) of the polled message size, to size the next count.
+			per := int64(len(body)) / int64(round.polled)
+			c.avgMsg.Store(avg + (per-avg)/8)
+		}
+		res.current = round.current
+		res.polled += round.polled
+		res.delivered += round.delivered
+		budget -= round.bytes
+		if round.stopped || budget <= 0 || int64(round.polled) < count || round.delivered == 0 {
+			break
+		}
+		next = round.last + 1
+	}
+	c.release(s)
+	if res.current > 0 || res.polled > 0 {
+		return bridge.Watermarks{High: int64(res.current) + 1}, nil
+	}
+	// current_offset 0 is both "empty" and "one message at offset 0": ask.
+	if offset == 0 {
+		return bridge.Watermarks{}, nil // nothing at offset 0: empty (or expired)
+	}
+	return c.Watermarks(ctx, topic, partition)
+}
+
+// maxPollRounds bounds the polls of one Read.
+const maxPollRounds = 8
+
+// pollResult sums up a walk over poll replies.
+type pollResult struct {
+	current   uint64 // the partition's current_offset
+	polled    int    // messages in the reply, skipped ones included
+	delivered int    // messages passed to fn
+	bytes     int    // payload and header bytes passed to fn
+	last      uint64 // offset of the last message passed to fn
+	stopped   bool   // fn returned false or the byte budget ran out
+}
+
+// pollRequest writes a PollMessages body (§3.8) into s.buf.
+func (c *Client) pollRequest(s *session, topic string, partition int32, strategy uint8, value uint64, count uint32) {
+	b := append(s.begin(), proto.ConsumerSingle)
+	b = proto.AppendNumericID(b, 0)
+	b = proto.AppendStringID(b, c.cfg.Stream)
+	b = proto.AppendStringID(b, topic)
+	b = append(b, 1)
+	b = proto.AppendU32(b, uint32(partition))
+	b = append(b, strategy)
+	b = proto.AppendU64(b, value)
+	b = proto.AppendU32(b, count)
+	s.buf = append(b, 0) // auto_commit off
+}
+
+// pollError maps a PollMessages failure.
+func (c *Client) pollError(ctx context.Context, topic string, partition int32, err error) error {
+	switch codeOf(err) {
+	case proto.CodeStreamIDNotFound, proto.CodeTopicIDNotFound, proto.CodeStreamNameNotFound, proto.CodeTopicNameNotFound:
+		c.forget(topic)
+		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+	case proto.CodePartitionNotFound:
+		return fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+	case proto.CodeResourceNotFound:
+		return c.classify(ctx, topic, partition, err)
+	}
+	return readError(err)
+}
+
+// walkPoll walks a PollMessages reply (§3.8): [partition u32][current_offset
+// u64][count u32] then batch records. It calls fn for messages at or above
+// from until fn returns false or maxBytes of payload and headers went out;
+// with first set, the first message goes out whatever its size.
+func (s *session) walkPoll(body []byte, from uint64, maxBytes int, first bool, fn func(*message.Message) bool) (pollResult, error) {
+	var res pollResult
+	r := proto.NewReader(body)
+	r.U32()
+	res.current = r.U64()
+	r.U32()
+	if !r.Ok() {
+		return res, errBadPoll
+	}
+	s.it.Reset(body[16:])
+	for s.it.Next() {
+		h := s.it.Header()
+		fr := s.it.Frames()
+		for len(fr) > 0 {
+			f, err := message.ParseFrame(fr)
+			if err != nil {
+				return res, errBadPoll
+			}
+			fr = fr[f.Size:]
+			res.polled++
+			// §3.8: "offset = record base_offset + frame offset_delta. A record
+			// may be a server-sliced view, so its first frame's offset can be
+			// greater than base_offset." It may also start before from.
+			off := h.BaseOffset + uint64(f.OffsetDelta)
+			if off < from || res.stopped {
+				continue
+			}
+			size := len(f.Payload) + len(f.Headers)
+			if res.bytes+size > maxBytes && !(first && res.delivered == 0) {
+				res.stopped = true
+				continue
+			}
+			m := &s.msg
+			m.Offset = int64(off)
+			m.Timestamp = h.BaseTimestamp
+			m.OriginTimestamp = h.OriginTimestamp + uint64(f.TimestampDelta)
+			m.ID = f.ID
+			m.Payload = f.Payload
+			m.Headers = f.Headers
+			res.delivered++
+			res.bytes += size
+			res.last = off
+			if !fn(m) || res.bytes >= maxBytes {
+				res.stopped = true
+			}
+		}
+	}
+	s.msg = message.Message{}
+	if s.it.Err() != nil {
+		return res, errBadPoll
+	}
+	return res, nil
+}
+
+// OffsetForTime returns the first offset whose origin timestamp is ≥ ts
+// (µs). Iggy's Timestamp strategy matches the broker append time
+// (base_timestamp), which is never earlier than a well-clocked producer's
+// origin timestamp, so it finds where to start; the origin timestamps are
+// then checked message by message, reading forward a bounded number of polls.
+func (c *Client) OffsetForTime(ctx context.Context, topic string, partition int32, ts uint64) (int64, bool, error) {
+	if partition < 0 {
+		return 0, false, fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+	}
+	if !validName(topic) {
+		return 0, false, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+	}
+	s, err := c.acquire(ctx)
+	if err != nil {
+		return 0, false, unavailable(err)
+	}
+	defer c.release(s)
+	const perPoll, polls = 256, 16
+	strategy, value := uint8(proto.PollTimestamp), ts
+	for range polls {
+		c.pollRequest(s, topic, partition, strategy, value, perPoll)
+		body, _, err := s.do(ctx, proto.CodePollMessages)
+		if err != nil {
+			return 0, false, c.pollError(ctx, topic, partition, err)
+		}
+		found, last := int64(-1), int64(-1)
+		res, err := s.walkPoll(body, 0, 1<<62, true, func(m *message.Message) bool {
+			last = m.Offset
+			if m.OriginTimestamp >= ts {
+				found = m.Offset
+				return false
+			}
+			return true
+		})
+		if err != nil {
+			return 0, false, err
+		}
+		if found >= 0 {
+			return found, true, nil
+		}
+		if res.polled == 0 || last < 0 {
+			return 0, false, nil
+		}
+		strategy, value = proto.PollOffset, uint64(last)+1
+	}
+	return 0, false, nil
+}

@@ -1,0 +1,201 @@
+package iggy
+
+// Kafka committed group offsets in Iggy consumer offsets (docs/IGGY.md,
+// "Committed offsets"). The Iggy 0.9 server has no ExternalGroup consumer
+// kind (3), fences group-kind (2) offset writes to the member that owns the
+// partition, and range-checks every stored offset (refused on an empty
+// partition and above current_offset). Kafka commits the next offset to read,
+// so a caught-up consumer commits last+1 and Java commits 0 on an empty
+// partition: neither is storable verbatim.
+//
+// So kiggy stores a Kafka commit c under a single consumer (kind 1) named
+// "kafka.cg.<group>" as c−1, Iggy's own "last processed offset" convention:
+// c−1 ≤ current_offset always holds for c ≤ high watermark, and Iggy-native
+// readers polling "next" continue at c. A commit Iggy cannot hold (c = 0, or
+// c beyond the high watermark) deletes the Iggy key and is kept in memory
+// only. The commit metadata string is kept in memory too. Memory does not
+// survive a kiggy restart: such a commit then reads back as "no committed
+// offset".
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+)
+
+// groupPrefix names a Kafka group's Iggy consumer (RECORD_MAPPING.md §5).
+const groupPrefix = "kafka.cg."
+
+// ErrInvalidGroup means a group id does not fit an Iggy consumer name.
+var ErrInvalidGroup = errors.New("iggy: group id must be 1..246 bytes")
+
+type offsetKey struct {
+	group, topic string
+	partition    int32
+}
+
+// memOffset is what kiggy remembers of the last commit it made itself.
+type memOffset struct {
+	offset   int64
+	metadata string
+	memOnly  bool // not stored in Iggy (c = 0 or beyond the end)
+}
+
+// offsetRequest writes [consumer][stream][topic][partition] into s.buf.
+func (c *Client) offsetRequest(s *session, group, topic string, partition int32) {
+	b := append(s.begin(), proto.ConsumerSingle, proto.IDString, uint8(len(groupPrefix)+len(group)))
+	b = append(b, groupPrefix...)
+	b = append(b, group...)
+	b = proto.AppendStringID(b, c.cfg.Stream)
+	b = proto.AppendStringID(b, topic)
+	b = append(b, 1)
+	s.buf = proto.AppendU32(b, uint32(partition))
+}
+
+func checkGroup(group string) error {
+	if len(group) == 0 || len(groupPrefix)+len(group) > maxNameLen {
+		return ErrInvalidGroup
+	}
+	return nil
+}
+
+// CommitOffset stores a group's committed offset for a partition (the next
+// offset to read, verbatim to Kafka); a negative offset deletes it.
+func (c *Client) CommitOffset(ctx context.Context, group, topic string, partition int32, offset int64, metadata string) error {
+	if err := checkGroup(group); err != nil {
+		return err
+	}
+	if partition < 0 {
+		return fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+	}
+	if !validName(topic) {
+		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+	}
+	key := offsetKey{group, topic, partition}
+	if offset > 0 {
+		err := c.storeOffset(ctx, group, topic, partition, uint64(offset-1))
+		switch code := codeOf(err); {
+		case err == nil:
+			c.setMem(key, memOffset{offset: offset, metadata: metadata})
+			return nil
+		case code == proto.CodeInvalidOffset:
+			// Beyond current_offset (or an empty partition): keep it here.
+			c.log.Debug("iggy: commit beyond the log end kept in memory", "group", group, "topic", topic, "partition", partition, "offset", offset)
+		default:
+			return c.offsetError(ctx, topic, partition, err)
+		}
+	}
+	// offset ≤ 0 or unstorable: drop the Iggy key so it cannot shadow this
+	// commit ("not found" is success).
+	if err := c.deleteOffset(ctx, group, topic, partition); err != nil && codeOf(err) != proto.CodeConsumerOffsetNotFound {
+		return c.offsetError(ctx, topic, partition, err)
+	}
+	if offset < 0 {
+		c.offMu.Lock()
+		delete(c.offsets, key)
+		c.offMu.Unlock()
+		return nil
+	}
+	c.setMem(key, memOffset{offset: offset, metadata: metadata, memOnly: true})
+	return nil
+}
+
+func (c *Client) setMem(k offsetKey, v memOffset) {
+	c.offMu.Lock()
+	c.offsets[k] = v
+	c.offMu.Unlock()
+}
+
+func (c *Client) storeOffset(ctx context.Context, group, topic string, partition int32, v uint64) error {
+	s, err := c.acquire(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer c.release(s)
+	c.offsetRequest(s, group, topic, partition)
+	s.buf = proto.AppendU64(s.buf, v)
+	s.buf = append(s.buf, 1) // ack: Quorum (the default)
+	_, _, err = s.do(ctx, proto.CodeStoreConsumerOffset)
+	return err
+}
+
+func (c *Client) deleteOffset(ctx context.Context, group, topic string, partition int32) error {
+	s, err := c.acquire(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer c.release(s)
+	c.offsetRequest(s, group, topic, partition)
+	s.buf = append(s.buf, 1)
+	_, _, err = s.do(ctx, proto.CodeDeleteConsumerOffset)
+	return err
+}
+
+// offsetError maps consumer-offset failures; offset writes are idempotent, so
+// connection failures are bridge.ErrUnavailable.
+func (c *Client) offsetError(ctx context.Context, topic string, partition int32, err error) error {
+	switch codeOf(err) {
+	case proto.CodeResourceNotFound:
+		return c.classify(ctx, topic, partition, err)
+	case proto.CodeStreamIDNotFound, proto.CodeTopicIDNotFound:
+		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+	case proto.CodePartitionNotFound:
+		return fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+	case 0:
+		return unavailable(err)
+	}
+	return err
+}
+
+// FetchOffset returns a group's committed offset. Iggy's stored value wins;
+// the in-memory commit answers only when Iggy has none. The metadata string
+// is returned when the offset is the one this process committed.
+func (c *Client) FetchOffset(ctx context.Context, group, topic string, partition int32) (int64, string, bool, error) {
+	if err := checkGroup(group); err != nil {
+		return 0, "", false, err
+	}
+	if partition < 0 {
+		return 0, "", false, fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+	}
+	if !validName(topic) {
+		return 0, "", false, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+	}
+	s, err := c.acquire(ctx)
+	if err != nil {
+		return 0, "", false, unavailable(err)
+	}
+	c.offsetRequest(s, group, topic, partition)
+	body, _, err := s.do(ctx, proto.CodeGetConsumerOffset)
+	var stored uint64
+	var found bool
+	if err == nil && len(body) > 0 {
+		// §3.9: [partition_id u32][current_offset u64][stored_offset u64].
+		r := proto.NewReader(body)
+		r.U32()
+		r.U64()
+		stored = r.U64()
+		if r.Complete() != nil || stored >= 1<<62 {
+			err = fmt.Errorf("%w: GetConsumerOffset reply", proto.ErrMalformed)
+		}
+		found = true
+	}
+	c.release(s)
+	if err != nil {
+		return 0, "", false, c.offsetError(ctx, topic, partition, err)
+	}
+	c.offMu.Lock()
+	mem, ok := c.offsets[offsetKey{group, topic, partition}]
+	c.offMu.Unlock()
+	switch {
+	case found && ok && mem.offset == int64(stored)+1:
+		return mem.offset, mem.metadata, true, nil
+	case found:
+		return int64(stored) + 1, "", true, nil
+	case ok && mem.memOnly:
+		return mem.offset, mem.metadata, true, nil
+	}
+	return 0, "", false, nil
+}

@@ -1,0 +1,346 @@
+package iggy
+
+// A session is one TCP connection logged in to Iggy. The protocol allows one
+// request in flight per connection (§1.8 "Lockstep"), so a session is owned
+// by exactly one goroutine at a time: whoever took it from Client.idle. All
+// its fields are owned by that holder; nothing here is locked.
+//
+// Request numbers: the counter starts at 1 after login and every request
+// consumes one (§1.4: "Jumps are allowed, so a simpler client can increment
+// the counter for every request. That is legal"), so a metadata request
+// number is never reused for a different operation.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/zeebo/xxh3"
+)
+
+// SDK name and version kiggy announces at login (§3.3 ClientVersionInfo).
+const (
+	sdkName    = "kiggy"
+	sdkVersion = "0.1.0"
+)
+
+// transientRetry is how often a 57/58 reply is replayed (§1.8: "The SDKs
+// retry about every 50 ms until the deadline").
+const transientRetry = 50 * time.Millisecond
+
+// keepReplyBuf is the largest reply buffer a session keeps between requests.
+const keepReplyBuf = 4 << 20
+
+type session struct {
+	c *Client
+
+	conn    net.Conn // nil when disconnected
+	client  proto.ClientID
+	session uint64
+	next    uint64 // next request number
+	server  string // server version from the login reply
+
+	lastUsed time.Time
+	retryAt  time.Time // earliest next connection attempt
+	backoff  time.Duration
+	lastErr  error
+
+	buf    []byte // request scratch: VSR header + body
+	rbuf   []byte // reply frame
+	hasher xxh3.Hasher
+	msg    message.Message
+	it     proto.RecordIter
+}
+
+func newSession(c *Client) *session {
+	return &session{c: c, buf: make([]byte, proto.HeaderSize, 4096), rbuf: make([]byte, 64<<10)}
+}
+
+// close drops the connection; the next request reconnects.
+func (s *session) close() {
+	if s.conn != nil {
+		s.conn.Close()
+		s.conn = nil
+	}
+}
+
+// ensure connects and logs in if the session is disconnected, honouring the
+// reconnect backoff. Errors wrap ErrUnreachable, ErrAuth or ErrProtocol.
+func (s *session) ensure(ctx context.Context) error {
+	if s.conn != nil {
+		return nil
+	}
+	now := time.Now()
+	if now.Before(s.retryAt) && s.lastErr != nil {
+		return s.lastErr
+	}
+	err := s.connect(ctx)
+	if err != nil {
+		if s.backoff == 0 {
+			s.backoff = s.c.cfg.ReconnectBackoffMin
+		} else {
+			s.backoff = min(2*s.backoff, s.c.cfg.ReconnectBackoffMax)
+		}
+		s.retryAt = time.Now().Add(s.backoff)
+		s.lastErr = err
+		return err
+	}
+	s.backoff = 0
+	s.lastErr = nil
+	return nil
+}
+
+// connect dials, then logs in with a fresh random client id (§1.8: "A
+// reconnect must log in again; the SDKs use a fresh client id").
+func (s *session) connect(ctx context.Context) error {
+	cfg := &s.c.cfg
+	d := net.Dialer{Timeout: cfg.DialTimeout}
+	conn, err := d.DialContext(ctx, "tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true) // §1.1: lockstep stalls behind Nagle
+	}
+	s.conn = conn
+	var id [16]byte
+	for {
+		// §1.3: client must be random and non-zero.
+		_, _ = rand.Read(id[:])
+		s.client = proto.ClientID{Lo: binary.LittleEndian.Uint64(id[:8]), Hi: binary.LittleEndian.Uint64(id[8:])}
+		if !s.client.IsZero() {
+			break
+		}
+	}
+	s.session, s.next = 0, 0
+
+	b := s.buf[:proto.HeaderSize]
+	code := proto.CodeLoginRegister
+	if cfg.Token != "" {
+		code = proto.CodeLoginRegisterWithPAT
+		b = proto.AppendPATLoginBody(b, sdkName, sdkVersion, cfg.Token)
+	} else {
+		b = proto.AppendLoginBody(b, sdkName, sdkVersion, cfg.Username, cfg.Password)
+	}
+	s.buf = b
+	lctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+	defer cancel()
+	body, _, err := s.do(lctx, code)
+	if err != nil {
+		s.close()
+		var ev *EvictionError
+		if errors.As(err, &ev) {
+			return err
+		}
+		switch codeOf(err) {
+		case proto.CodeInvalidCredentials, proto.CodeInvalidPAT, proto.CodeUnauthenticated, proto.CodeUnauthorized:
+			return fmt.Errorf("%w: %w", ErrAuth, err)
+		}
+		return fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	// §3.3 success reply: user_id u32, session u64, protocol u32, version.
+	r := proto.NewReader(body)
+	r.U32()
+	sess := r.U64()
+	r.U32()
+	ver := r.Name()
+	if !r.Ok() || sess == 0 {
+		s.close()
+		return fmt.Errorf("%w: %s", ErrProtocol, "iggy: malformed login reply")
+	}
+	s.session, s.next = sess, 1
+	s.server = string(ver)
+	s.lastUsed = time.Now()
+	s.c.log.Debug("iggy: session connected", "addr", cfg.Addr, "server", s.server, "session", sess)
+	return nil
+}
+
+// begin resets the request scratch to an empty body and returns it for the
+// caller to append the body to (then store it back in s.buf).
+func (s *session) begin() []byte { return s.buf[:proto.HeaderSize] }
+
+// do sends the request in s.buf (header space + body) with the given command
+// code and returns the reply body (after the result section for
+// result-framed operations), valid until the session's next request. sent
+// reports whether any request byte may have reached the server.
+func (s *session) do(ctx context.Context, code uint32) (body []byte, sent bool, err error) {
+	return s.doFrame(ctx, s.buf, code)
+}
+
+// doFrame is do for a caller-owned frame whose first HeaderSize bytes are
+// free for the VSR header (Append writes into the batch's headroom).
+func (s *session) doFrame(ctx context.Context, frame []byte, code uint32) (body []byte, sent bool, err error) {
+	if s.conn == nil {
+		return nil, false, ErrUnreachable
+	}
+	op := proto.OperationFor(code)
+	var req, sess uint64
+	if op != proto.OpRegister {
+		req, sess = s.next, s.session
+		s.next++
+	}
+	proto.PutRequestHeader(frame, len(frame)-proto.HeaderSize, s.client, req, op, sess, code)
+
+	deadline := time.Now().Add(s.c.cfg.RequestTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	_ = s.conn.SetDeadline(deadline)
+	for {
+		n, werr := s.conn.Write(frame)
+		if n > 0 {
+			sent = true
+		}
+		if werr != nil {
+			s.close()
+			return nil, sent, s.ioError(werr)
+		}
+		h, rb, rerr := s.readReply()
+		if rerr != nil {
+			s.close()
+			return nil, true, rerr
+		}
+		if h.Request != req || h.Operation != op {
+			// §1.4: a reply for another request desynchronises the stream.
+			s.close()
+			return nil, true, fmt.Errorf("%w: %s", ErrProtocol, "iggy: reply does not echo the request")
+		}
+		status := proto.Code(h.Status)
+		if status == 0 && proto.ResultFramed(op) && (op != proto.OpRegister || len(rb) > 0) {
+			// §1.7 step 3: [count u32] {index u32, result u32}...
+			if len(rb) < 4 {
+				s.close()
+				return nil, true, fmt.Errorf("%w: %s", ErrProtocol, "iggy: reply without result section")
+			}
+			if binary.LittleEndian.Uint32(rb) == 0 {
+				rb = rb[4:]
+			} else if len(rb) >= 12 {
+				status = proto.Code(binary.LittleEndian.Uint32(rb[8:]))
+				if status == 0 {
+					status = proto.CodeError
+				}
+			} else {
+				s.close()
+				return nil, true, fmt.Errorf("%w: %s", ErrProtocol, "iggy: truncated result section")
+			}
+		}
+		if status.Transient() {
+			// §1.8: 57 → replay the same bytes on the same connection; 58 →
+			// safe to retry. Both are replayed here until the deadline.
+			if time.Until(deadline) < transientRetry {
+				s.close()
+				return nil, true, &Error{Code: status, Command: commandName(code)}
+			}
+			time.Sleep(transientRetry)
+			continue
+		}
+		s.lastUsed = time.Now()
+		if status != 0 {
+			return nil, true, &Error{Code: status, Command: commandName(code)}
+		}
+		return rb, true, nil
+	}
+}
+
+// ioError classifies a connection error.
+func (s *session) ioError(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return errTimeout
+	}
+	return err
+}
+
+// readReply reads one reply frame into s.rbuf and returns its header and body.
+func (s *session) readReply() (proto.ReplyHeader, []byte, error) {
+	if _, err := io.ReadFull(s.conn, s.rbuf[:proto.HeaderSize]); err != nil {
+		return proto.ReplyHeader{}, nil, s.ioError(err)
+	}
+	h, err := checkReplyHeader(s.rbuf[:proto.HeaderSize])
+	if err != nil {
+		return h, nil, err
+	}
+	if int(h.Size) > cap(s.rbuf) {
+		nb := make([]byte, h.Size)
+		copy(nb, s.rbuf[:proto.HeaderSize])
+		s.rbuf = nb
+	}
+	s.rbuf = s.rbuf[:cap(s.rbuf)]
+	if _, err := io.ReadFull(s.conn, s.rbuf[proto.HeaderSize:h.Size]); err != nil {
+		return h, nil, s.ioError(err)
+	}
+	return h, s.rbuf[proto.HeaderSize:h.Size:h.Size], nil
+}
+
+// checkReplyHeader validates a reply or eviction header (§1.7 steps 1–2).
+func checkReplyHeader(hb []byte) (proto.ReplyHeader, error) {
+	h := proto.ParseReplyHeader(hb)
+	if h.Size < proto.HeaderSize || h.Size > proto.MaxFrameSize {
+		return h, fmt.Errorf("%w: %s", ErrProtocol, "iggy: reply frame size out of range")
+	}
+	switch h.Command {
+	case proto.CommandReply:
+		return h, nil
+	case proto.CommandEviction:
+		return h, &EvictionError{Reason: h.Reason, ServerProtocol: h.ServerProtocol, ServerProtocolMin: h.ServerProtocolMin}
+	}
+	return h, fmt.Errorf("%w: %s", ErrProtocol, "iggy: unexpected frame command")
+}
+
+// trim drops an oversized reply buffer so an idle session does not pin a
+// 64 MiB read.
+func (s *session) trim() {
+	if cap(s.rbuf) > keepReplyBuf {
+		s.rbuf = make([]byte, 64<<10)
+	}
+	if cap(s.buf) > keepReplyBuf {
+		s.buf = make([]byte, proto.HeaderSize, 4096)
+	}
+}
+
+func commandName(code uint32) string {
+	switch code {
+	case proto.CodePing:
+		return "Ping"
+	case proto.CodeLoginRegister:
+		return "LoginRegister"
+	case proto.CodeLoginRegisterWithPAT:
+		return "LoginRegisterWithPat"
+	case proto.CodePollMessages:
+		return "PollMessages"
+	case proto.CodeSendMessages:
+		return "SendMessages"
+	case proto.CodeGetConsumerOffset:
+		return "GetConsumerOffset"
+	case proto.CodeStoreConsumerOffset:
+		return "StoreConsumerOffset"
+	case proto.CodeDeleteConsumerOffset:
+		return "DeleteConsumerOffset"
+	case proto.CodeGetStream:
+		return "GetStream"
+	case proto.CodeCreateStream:
+		return "CreateStream"
+	case proto.CodeGetTopic:
+		return "GetTopic"
+	case proto.CodeGetTopics:
+		return "GetTopics"
+	case proto.CodeCreateTopic:
+		return "CreateTopic"
+	case proto.CodeDeleteTopic:
+		return "DeleteTopic"
+	case proto.CodeCreatePartitions:
+		return "CreatePartitions"
+	}
+	return "command " + strconv.FormatUint(uint64(code), 10)
+}

@@ -1,0 +1,380 @@
+package iggy
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+)
+
+// topicEntry is the cached view of one topic.
+type topicEntry struct {
+	id         uint32
+	partitions int32
+}
+
+// partitionInfo is one PartitionResponse (§3.5).
+type partitionInfo struct {
+	id            uint32
+	currentOffset uint64
+	messages      uint64
+}
+
+// topicDetails is a decoded TopicHeader plus its partitions.
+type topicDetails struct {
+	id         uint32
+	info       bridge.TopicInfo
+	partitions []partitionInfo
+}
+
+// decodeTopicHeader reads a TopicHeader (§3.5 layout table).
+func decodeTopicHeader(r *proto.Reader) (uint32, bridge.TopicInfo) {
+	id := r.U32()
+	r.U64() // created_at
+	parts := r.U32()
+	expiry := r.U64()
+	r.U8() // compression
+	maxSize := r.U64()
+	r.U64() // size_bytes
+	r.U64() // messages_count
+	name := r.Name()
+	r.LongString() // explicit options
+	r.LongString() // derived options
+	if !r.Ok() || parts > math.MaxInt32 {
+		r.Fail(proto.ErrMalformed)
+		return 0, bridge.TopicInfo{}
+	}
+	info := bridge.TopicInfo{Name: string(name), Partitions: int32(parts)}
+	// 0 = server default, u64::MAX = never / unlimited: both mean "none" to
+	// Kafka (retention.ms -1, retention.bytes -1).
+	if expiry != 0 && expiry != math.MaxUint64 && expiry/1000 < math.MaxInt64/uint64(time.Millisecond) {
+		info.Config.MessageExpiry = time.Duration(expiry) * time.Microsecond
+	}
+	if maxSize != 0 && maxSize != math.MaxUint64 {
+		info.Config.MaxBytes = maxSize
+	}
+	return id, info
+}
+
+// decodeTopic decodes a GetTopic / CreateTopic payload: TopicHeader then
+// partitions_count PartitionResponses of 40 bytes.
+func decodeTopic(body []byte) (topicDetails, error) {
+	r := proto.NewReader(body)
+	var d topicDetails
+	d.id, d.info = decodeTopicHeader(&r)
+	if !r.Ok() {
+		return d, fmt.Errorf("%w: topic header", proto.ErrMalformed)
+	}
+	if int64(d.info.Partitions)*40 != int64(r.Len()) {
+		return d, fmt.Errorf("%w: partition list", proto.ErrMalformed)
+	}
+	d.partitions = make([]partitionInfo, d.info.Partitions)
+	for i := range d.partitions {
+		p := &d.partitions[i]
+		p.id = r.U32()
+		r.U64() // created_at
+		r.U32() // segments_count
+		p.currentOffset = r.U64()
+		r.U64() // size_bytes
+		p.messages = r.U64()
+	}
+	return d, r.Complete()
+}
+
+// decodeTopics decodes a GetTopics reply: [count u32][TopicHeader × count].
+func decodeTopics(body []byte) ([]bridge.TopicInfo, error) {
+	r := proto.NewReader(body)
+	n := r.U32()
+	// A TopicHeader is at least 58 bytes; reject counts that cannot fit.
+	if !r.Ok() || uint64(n)*58 > uint64(r.Len()) {
+		return nil, fmt.Errorf("%w: topic list", proto.ErrMalformed)
+	}
+	out := make([]bridge.TopicInfo, 0, n)
+	for range n {
+		_, info := decodeTopicHeader(&r)
+		out = append(out, info)
+	}
+	if err := r.Complete(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// topicRequest prepares a body [stream id][topic id] in s.buf.
+func (c *Client) topicRequest(s *session, name string) {
+	b := proto.AppendStringID(s.begin(), c.cfg.Stream)
+	s.buf = proto.AppendStringID(b, name)
+}
+
+// validName reports whether a topic name fits an Iggy name (1..255 bytes).
+func validName(name string) bool { return len(name) >= 1 && len(name) <= maxNameLen }
+
+// lookupTopic fetches a topic's details, updating the cache; ok=false when
+// the topic (or the stream) does not exist.
+func (c *Client) lookupTopic(ctx context.Context, name string) (topicDetails, bool, error) {
+	if !validName(name) {
+		return topicDetails{}, false, nil
+	}
+	s, err := c.acquire(ctx)
+	if err != nil {
+		return topicDetails{}, false, unavailable(err)
+	}
+	defer c.release(s)
+	c.topicRequest(s, name)
+	body, _, err := s.do(ctx, proto.CodeGetTopic)
+	if err != nil {
+		if code := codeOf(err); code == proto.CodeStreamIDNotFound || code == proto.CodeTopicIDNotFound {
+			c.forget(name)
+			return topicDetails{}, false, nil
+		}
+		return topicDetails{}, false, readError(err)
+	}
+	if len(body) == 0 {
+		c.forget(name) // §3.5: "Not found → status 0, empty body."
+		return topicDetails{}, false, nil
+	}
+	d, err := decodeTopic(body)
+	if err != nil {
+		return d, false, err
+	}
+	c.remember(name, topicEntry{id: d.id, partitions: d.info.Partitions})
+	return d, true, nil
+}
+
+func (c *Client) remember(name string, e topicEntry) {
+	c.mu.Lock()
+	c.topics[name] = e
+	c.mu.Unlock()
+}
+
+func (c *Client) forget(name string) {
+	c.mu.Lock()
+	delete(c.topics, name)
+	c.mu.Unlock()
+}
+
+func (c *Client) cached(name string) (topicEntry, bool) {
+	c.mu.RLock()
+	e, ok := c.topics[name]
+	c.mu.RUnlock()
+	return e, ok
+}
+
+// readError wraps a failed read-only request: server codes keep their Error;
+// connection failures become bridge.ErrUnavailable (a read is always safe to
+// retry).
+func readError(err error) error {
+	if codeOf(err) != 0 {
+		return err
+	}
+	return unavailable(err)
+}
+
+// Topics lists every topic of the stream.
+func (c *Client) Topics(ctx context.Context) ([]bridge.TopicInfo, error) {
+	s, err := c.acquire(ctx)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer c.release(s)
+	s.buf = proto.AppendStringID(s.begin(), c.cfg.Stream)
+	body, _, err := s.do(ctx, proto.CodeGetTopics)
+	if err != nil {
+		return nil, readError(err)
+	}
+	return decodeTopics(body)
+}
+
+// Topic describes one topic, or fails with bridge.ErrUnknownTopic.
+func (c *Client) Topic(ctx context.Context, name string) (bridge.TopicInfo, error) {
+	d, ok, err := c.lookupTopic(ctx, name)
+	if err != nil {
+		return bridge.TopicInfo{}, err
+	}
+	if !ok {
+		return bridge.TopicInfo{}, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+	}
+	return d.info, nil
+}
+
+// CreateTopic creates a topic with 1..1000 partitions. TopicConfig maps to
+// the message_expiry (µs) and max_topic_size options; zero values leave the
+// server defaults (no expiry, unlimited).
+func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32, cfg bridge.TopicConfig) (bridge.TopicInfo, error) {
+	// §3.5: 0..=1000 partitions per request; a Kafka topic needs ≥ 1.
+	if partitions < 1 || partitions > 1000 {
+		return bridge.TopicInfo{}, fmt.Errorf("%w: %d (Iggy allows 1..1000 per request)", bridge.ErrInvalidPartitions, partitions)
+	}
+	if !validName(name) {
+		return bridge.TopicInfo{}, fmt.Errorf("%w: topic name must be 1..255 bytes", bridge.ErrInvalidConfig)
+	}
+	if cfg.MessageExpiry < 0 {
+		return bridge.TopicInfo{}, fmt.Errorf("%w: negative message expiry", bridge.ErrInvalidConfig)
+	}
+	s, err := c.acquire(ctx)
+	if err != nil {
+		return bridge.TopicInfo{}, unavailable(err)
+	}
+	defer c.release(s)
+	for attempt := 0; ; attempt++ {
+		b := proto.AppendStringID(s.begin(), c.cfg.Stream)
+		b = proto.AppendU32(b, uint32(partitions))
+		b = proto.AppendName(b, name)
+		if cfg.MessageExpiry > 0 {
+			b = proto.AppendOptionU64(b, "message_expiry", uint64(cfg.MessageExpiry/time.Microsecond))
+		}
+		if cfg.MaxBytes > 0 {
+			b = proto.AppendOptionU64(b, "max_topic_size", cfg.MaxBytes)
+		}
+		s.buf = b
+		body, sent, err := s.do(ctx, proto.CodeCreateTopic)
+		switch code := codeOf(err); {
+		case err == nil:
+			d, derr := decodeTopic(body)
+			if derr != nil {
+				return bridge.TopicInfo{}, derr
+			}
+			c.remember(name, topicEntry{id: d.id, partitions: d.info.Partitions})
+			return d.info, nil
+		case code == proto.CodeTopicNameAlreadyExists:
+			return bridge.TopicInfo{}, fmt.Errorf("%w: %q", bridge.ErrTopicExists, name)
+		case code == proto.CodeStreamIDNotFound && attempt == 0:
+			// Someone deleted the stream; recreate it and retry once.
+			if err := c.ensureStream(ctx, s); err != nil {
+				return bridge.TopicInfo{}, err
+			}
+			continue
+		case code == proto.CodeTooManyPartitions || code == proto.CodeInvalidPartitionsCount:
+			return bridge.TopicInfo{}, fmt.Errorf("%w: %w", bridge.ErrInvalidPartitions, err)
+		case code == proto.CodeInvalidTopicSize || code == proto.CodeUnsupportedOptionKey || code == proto.CodeInvalidOptionValue ||
+			code == proto.CodeInvalidTopicName || code == proto.CodeTooManyTopics:
+			return bridge.TopicInfo{}, fmt.Errorf("%w: %w", bridge.ErrInvalidConfig, err)
+		case code != 0:
+			return bridge.TopicInfo{}, err
+		case sent:
+			return bridge.TopicInfo{}, fmt.Errorf("%w: %w", bridge.ErrUnknownOutcome, err)
+		default:
+			return bridge.TopicInfo{}, unavailable(err)
+		}
+	}
+}
+
+// DeleteTopic deletes a topic and its data.
+func (c *Client) DeleteTopic(ctx context.Context, name string) error {
+	if !validName(name) {
+		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+	}
+	s, err := c.acquire(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer c.release(s)
+	c.topicRequest(s, name)
+	_, sent, err := s.do(ctx, proto.CodeDeleteTopic)
+	c.forget(name)
+	switch code := codeOf(err); {
+	case err == nil:
+		return nil
+	case code == proto.CodeTopicIDNotFound || code == proto.CodeStreamIDNotFound || code == proto.CodeTopicNameNotFound:
+		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+	case code != 0:
+		return err
+	case sent:
+		return fmt.Errorf("%w: %w", bridge.ErrUnknownOutcome, err)
+	}
+	return unavailable(err)
+}
+
+// CreatePartitions grows a topic to total partitions. Iggy's
+// CreatePartitions takes the number to add (§3.6), so the current count is
+// read first; two concurrent growers may both add.
+func (c *Client) CreatePartitions(ctx context.Context, name string, total int32) error {
+	d, ok, err := c.lookupTopic(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+	}
+	add := int64(total) - int64(d.info.Partitions)
+	if add <= 0 || add > 1000 {
+		return fmt.Errorf("%w: topic %q has %d partitions, asked for %d (Iggy adds 1..1000 at a time)",
+			bridge.ErrInvalidPartitions, name, d.info.Partitions, total)
+	}
+	s, err := c.acquire(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer c.release(s)
+	c.topicRequest(s, name)
+	s.buf = proto.AppendU32(s.buf, uint32(add))
+	_, sent, err := s.do(ctx, proto.CodeCreatePartitions)
+	c.forget(name)
+	switch code := codeOf(err); {
+	case err == nil:
+		return nil
+	case code == proto.CodeTopicIDNotFound || code == proto.CodeStreamIDNotFound:
+		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+	case code == proto.CodeTooManyPartitions || code == proto.CodeInvalidPartitionsCount || code == proto.CodePartitionIDSpaceExhausted:
+		return fmt.Errorf("%w: %w", bridge.ErrInvalidPartitions, err)
+	case code != 0:
+		return err
+	case sent:
+		return fmt.Errorf("%w: %w", bridge.ErrUnknownOutcome, err)
+	}
+	return unavailable(err)
+}
+
+// watermarksOf derives Kafka watermarks from a PartitionResponse. Iggy's
+// current_offset is the last assigned offset and is 0 both for an empty
+// partition and for one holding only offset 0, so messages_count breaks the
+// tie: High = current_offset+1 when the partition has ever held a message.
+// LogStart = High − messages_count (messages_count counts what is kept).
+func watermarksOf(p partitionInfo) bridge.Watermarks {
+	if p.messages == 0 && p.currentOffset == 0 {
+		return bridge.Watermarks{}
+	}
+	high := int64(p.currentOffset + 1)
+	start := high - int64(p.messages)
+	if start < 0 || p.messages > uint64(high) {
+		start = 0
+	}
+	return bridge.Watermarks{LogStart: start, High: high}
+}
+
+// Watermarks returns a partition's log start and high watermark from
+// GetTopic's partition list.
+func (c *Client) Watermarks(ctx context.Context, topic string, partition int32) (bridge.Watermarks, error) {
+	d, ok, err := c.lookupTopic(ctx, topic)
+	if err != nil {
+		return bridge.Watermarks{}, err
+	}
+	if !ok {
+		return bridge.Watermarks{}, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+	}
+	for _, p := range d.partitions {
+		if int64(p.id) == int64(partition) {
+			return watermarksOf(p), nil
+		}
+	}
+	return bridge.Watermarks{}, fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+}
+
+// classify turns an unresolvable-target reply (status 20 on the partition
+// plane, which does not say what was missing) into ErrUnknownTopic or
+// ErrUnknownPartition by looking the topic up.
+func (c *Client) classify(ctx context.Context, topic string, partition int32, cause error) error {
+	d, ok, err := c.lookupTopic(ctx, topic)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %w", cause, err)
+	case !ok:
+		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+	case partition < 0 || partition >= d.info.Partitions:
+		return fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+	}
+	return cause
+}
