@@ -89,7 +89,7 @@ func TestApiVersionsResponseOracle(t *testing.T) {
 
 // prodReadHex reads a golden .hex file: hex digits, whitespace ignored, '#'
 // comments to the end of the line.
-func prodReadHex(t *testing.T, name string) []byte {
+func prodReadHex(t testing.TB, name string) []byte {
 	t.Helper()
 	raw, err := os.ReadFile(name)
 	if err != nil {

@@ -235,6 +235,7 @@ func FuzzRequestHeader(f *testing.F) {
 		}
 	}
 	f.Add([]byte{0, 18, 0, 9, 0, 0, 0, 1, 0xff, 0xff, 3, 1, 1, 'a', 2, 0, 0x80})
+	f.Add(prodReadHex(f, "testdata/golden/apiversions_v4_request.hex")[4:]) // Java 4.0 capture
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		h, body, err := ParseRequestHeader(frame)
 		if err != nil {

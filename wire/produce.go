@@ -98,8 +98,8 @@ func (r *ProduceRequest) Decode(body []byte, version int16) error {
 		rd.SkipTags()
 	}
 	if err := rd.Complete(); err != nil {
-		// Do not leave views into a rejected frame half-filled behind.
-		r.Topics = r.Topics[:0]
+		// Leave no half-filled views into a rejected frame behind.
+		*r = ProduceRequest{Topics: r.Topics[:0]}
 		return err
 	}
 	return nil

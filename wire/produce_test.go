@@ -128,11 +128,16 @@ func TestProduceRequestMalformed(t *testing.T) {
 		{"over-long varint", 9, []byte{0, 0, 1, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0}, ErrVarint},
 		{"null topic name", 3, []byte{0xff, 0xff, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0, 0, 0, 0}, ErrNegativeLength},
 	} {
+		// A good decode first, so that stale views would show.
+		good := ProduceRequest{TransactionalId: Str("tx"), Acks: 1, Topics: []ProduceRequestTopic{{Name: "t"}}}
+		if err := r.Decode(good.AppendTo(nil, tc.version), tc.version); err != nil {
+			t.Fatal(err)
+		}
 		if err := r.Decode(tc.body, tc.version); !errors.Is(err, tc.err) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.err)
 		}
-		if len(r.Topics) != 0 {
-			t.Errorf("%s: %d topics left after an error", tc.name, len(r.Topics))
+		if len(r.Topics) != 0 || r.TransactionalId.Valid || r.Acks != 0 {
+			t.Errorf("%s: state left after an error: %+v", tc.name, r)
 		}
 	}
 }
