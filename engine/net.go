@@ -244,7 +244,8 @@ type nconn struct {
 	released bool // the writer has released the slots; completions self-release
 
 	// Owned by the writer goroutine
-	bufs [maxNetBufs][]byte
+	bufs  [maxNetBufs][]byte
+	wbufs net.Buffers // consumed by WriteTo; a field so it does not escape per write
 }
 
 const maxNetBufs = 64
@@ -525,8 +526,8 @@ func (c *nconn) writeLoop() {
 			continue
 		}
 		c.nc.SetWriteDeadline(time.Now().Add(cfg.WriteTimeout))
-		bufs := net.Buffers(c.bufs[:nb])
-		n, err := bufs.WriteTo(c.nc)
+		c.wbufs = c.bufs[:nb]
+		n, err := c.wbufs.WriteTo(c.nc)
 		clear(c.bufs[:nb])
 		c.s.n.bytesOut.Add(uint64(n))
 		if err != nil {
