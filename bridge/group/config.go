@@ -1,0 +1,72 @@
+package group
+
+import "time"
+
+// Defaults applied by New to zero Config fields; they are Kafka's broker
+// defaults for the classic group coordinator.
+const (
+	// DefaultMinSessionTimeout is Kafka's group.min.session.timeout.ms.
+	DefaultMinSessionTimeout = 6 * time.Second
+	// DefaultMaxSessionTimeout is Kafka's group.max.session.timeout.ms.
+	DefaultMaxSessionTimeout = 30 * time.Minute
+	// DefaultInitialRebalanceDelay is Kafka's group.initial.rebalance.delay.ms.
+	DefaultInitialRebalanceDelay = 3 * time.Second
+)
+
+// newMemberJoinTimeout bounds how long a member that has never completed a
+// join may wait in a rebalance (Kafka's GroupCoordinator.NewMemberJoinTimeoutMs):
+// such a member cannot heartbeat yet, and a client that gave up and retried
+// with a fresh id would otherwise leave a defunct member behind forever.
+const newMemberJoinTimeout = 5 * time.Minute
+
+// Config configures a Coordinator. Its zero value means Kafka's defaults.
+type Config struct {
+	// MinSessionTimeout is the smallest session timeout a member may ask for;
+	// JoinGroup below it gets INVALID_SESSION_TIMEOUT (26).
+	// 0 means 6 s. Kafka: group.min.session.timeout.ms.
+	MinSessionTimeout time.Duration
+
+	// MaxSessionTimeout is the largest session timeout a member may ask for;
+	// JoinGroup above it gets INVALID_SESSION_TIMEOUT (26).
+	// 0 means 30 min; raised to MinSessionTimeout if below it.
+	// Kafka: group.max.session.timeout.ms.
+	MaxSessionTimeout time.Duration
+
+	// InitialRebalanceDelay is how long the first rebalance of an empty group
+	// waits for more members, extended by the same delay while new members
+	// keep arriving, up to the group's rebalance timeout (KIP-134).
+	// 0 means 3 s; negative means no delay. Kafka: group.initial.rebalance.delay.ms.
+	InitialRebalanceDelay time.Duration
+
+	// MaxGroupSize caps the members of one group; joins beyond it get
+	// GROUP_MAX_SIZE_REACHED (81). 0 or negative means unlimited.
+	// Kafka: group.max.size (KIP-389).
+	MaxGroupSize int
+
+	// Now reads the current time; nil means time.Now. It only reads the
+	// clock: timers still wait in real time, then compare deadlines with Now.
+	Now func() time.Time
+}
+
+// normalized returns cfg with defaults applied and bounds enforced.
+func (cfg Config) normalized() Config {
+	if cfg.MinSessionTimeout <= 0 {
+		cfg.MinSessionTimeout = DefaultMinSessionTimeout
+	}
+	if cfg.MaxSessionTimeout <= 0 {
+		cfg.MaxSessionTimeout = DefaultMaxSessionTimeout
+	}
+	if cfg.MaxSessionTimeout < cfg.MinSessionTimeout {
+		cfg.MaxSessionTimeout = cfg.MinSessionTimeout
+	}
+	switch {
+	case cfg.InitialRebalanceDelay == 0:
+		cfg.InitialRebalanceDelay = DefaultInitialRebalanceDelay
+	case cfg.InitialRebalanceDelay < 0:
+		cfg.InitialRebalanceDelay = 0
+	}
+	if cfg.MaxGroupSize < 0 {
+		cfg.MaxGroupSize = 0
+	}
+	return cfg
+}

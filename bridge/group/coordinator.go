@@ -1,0 +1,601 @@
+// Package group is kiggy's classic Kafka group coordinator (JoinGroup,
+// SyncGroup, Heartbeat, LeaveGroup, the membership checks of OffsetCommit,
+// DescribeGroups, ListGroups), a self-contained state machine that follows
+// Kafka's classic GroupCoordinator. It knows nothing of the wire format, the
+// network or storage: the gateway's handlers decode requests, call a
+// Coordinator and encode its results. One Coordinator coordinates every group
+// of a gateway instance.
+//
+// Every string and byte slice passed in may alias a request buffer that is
+// reused once the call returns; the coordinator copies what it keeps. Results
+// reference coordinator-owned copies that are never mutated.
+//
+// Concurrency: each group has its own mutex, and the group map has one. The
+// lock order is group, then map; no callback is ever called with a lock held.
+// Each group has at most one timer (time.AfterFunc) for all its deadlines.
+package group
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Coordinator is the classic group coordinator. Its methods are safe for
+// concurrent use.
+type Coordinator struct {
+	// Immutable.
+	cfg   Config
+	clock clock
+
+	mu     sync.Mutex
+	groups map[string]*group
+	closed bool
+}
+
+// New returns a Coordinator configured by cfg (zero fields mean Kafka's
+// defaults).
+func New(cfg Config) *Coordinator {
+	return newCoordinator(cfg, realClock{nowFn: cfg.Now})
+}
+
+func newCoordinator(cfg Config, clk clock) *Coordinator {
+	return &Coordinator{
+		cfg:    cfg.normalized(),
+		clock:  clk,
+		groups: make(map[string]*group),
+	}
+}
+
+// Close stops every timer and answers every pending Join and Sync callback
+// with COORDINATOR_NOT_AVAILABLE (15); later calls get the same code. Close
+// is idempotent.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.mu.Unlock()
+
+	for _, g := range groups {
+		var o outbox
+		g.mu.Lock()
+		if g.state != stateDead {
+			g.close(&o)
+		}
+		g.mu.Unlock()
+		o.flush()
+	}
+}
+
+// lockGroup returns the group id, locked, creating it when create is set.
+// It returns nil and 0 for an unknown group, and nil and
+// COORDINATOR_NOT_AVAILABLE once closed.
+func (c *Coordinator) lockGroup(id string, create bool) (*group, int16) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, errCoordinatorNotAvailable
+		}
+		g := c.groups[id]
+		if g == nil {
+			if !create {
+				c.mu.Unlock()
+				return nil, errNone
+			}
+			g = newGroup(c, strings.Clone(id))
+			c.groups[g.id] = g
+		}
+		c.mu.Unlock()
+		g.mu.Lock()
+		if g.state != stateDead {
+			return g, errNone
+		}
+		// Deleted or forgotten meanwhile (it is no longer in the map), or
+		// closed: look again.
+		g.mu.Unlock()
+	}
+}
+
+// Join registers or refreshes a member and calls done exactly once, when the
+// member's join completes (the generation forms, the rebalance timeout
+// passes, or an error) — possibly before Join returns, or later from another
+// goroutine. It never blocks.
+func (c *Coordinator) Join(req JoinRequest, done func(JoinResult)) {
+	if req.GroupID == "" {
+		// "The remaining APIs are groups using Kafka for group coordination
+		// and must have a non-empty groupId" (Kafka's isValidGroupId).
+		done(joinError(strings.Clone(req.MemberID), errInvalidGroupID))
+		return
+	}
+	if req.SessionTimeout < c.cfg.MinSessionTimeout || req.SessionTimeout > c.cfg.MaxSessionTimeout {
+		done(joinError(strings.Clone(req.MemberID), errInvalidSessionTimeout))
+		return
+	}
+	newMember := req.MemberID == ""
+	// Only a first join creates the group ("if member is specified but group
+	// does not exist, request is rejected with UNKNOWN_MEMBER_ID"), and only
+	// a join it could accept, so a rejected join leaves nothing behind.
+	g, code := c.lockGroup(req.GroupID, newMember && req.ProtocolType != "" && len(req.Protocols) > 0)
+	if code != errNone {
+		done(joinError(strings.Clone(req.MemberID), code))
+		return
+	}
+	if g == nil {
+		if newMember {
+			done(joinError("", errInconsistentGroupProtocol))
+		} else {
+			done(joinError(strings.Clone(req.MemberID), errUnknownMemberID))
+		}
+		return
+	}
+
+	now := c.clock.now()
+	var o outbox
+	switch {
+	case !g.acceptJoining(req.MemberID):
+		// KIP-389: over group.max.size. A member that was not awaiting the
+		// rebalance is shed.
+		if m := g.byID[req.MemberID]; m != nil {
+			g.removeMember(m, &o)
+		}
+		delete(g.pending, req.MemberID)
+		o.join(done, joinError("", errGroupMaxSizeReached))
+	case newMember:
+		g.joinNew(&req, done, now, &o)
+	default:
+		g.joinExisting(&req, done, now, &o)
+	}
+	g.maybeCompleteJoin(now, &o)
+	g.finish(&o)
+}
+
+// joinNew handles a join with an empty member id (Kafka's doNewMemberJoinGroup).
+func (g *group) joinNew(req *JoinRequest, done func(JoinResult), now time.Time, o *outbox) {
+	if !g.supportsProtocols(req.ProtocolType, req.Protocols, nil) {
+		o.join(done, joinError("", errInconsistentGroupProtocol))
+		return
+	}
+	if req.HasInstanceID {
+		id := newMemberID(req.GroupInstanceID)
+		if old, ok := g.static[req.GroupInstanceID]; ok {
+			g.replaceStatic(g.byID[old], id, req, done, now, o)
+			return
+		}
+		g.addMember(id, req, done, now, o)
+		return
+	}
+	id := newMemberID(req.ClientID)
+	if req.RequireKnownMemberID {
+		// KIP-394: "the broker will return MEMBER_ID_REQUIRED with the
+		// generated member id; the client shall rejoin with it." The id is
+		// remembered for one session timeout, and the rebalance waits for it.
+		g.pending[id] = now.Add(req.SessionTimeout)
+		o.join(done, joinError(id, errMemberIDRequired))
+		return
+	}
+	g.addMember(id, req, done, now, o)
+}
+
+// joinExisting handles a join with a member id (Kafka's doCurrentMemberJoinGroup).
+func (g *group) joinExisting(req *JoinRequest, done func(JoinResult), now time.Time, o *outbox) {
+	m := g.byID[req.MemberID]
+	if !g.supportsProtocols(req.ProtocolType, req.Protocols, m) {
+		o.join(done, joinError(strings.Clone(req.MemberID), errInconsistentGroupProtocol))
+		return
+	}
+	if _, ok := g.pending[req.MemberID]; ok && !req.HasInstanceID {
+		// The rejoin KIP-394 asked for.
+		g.addMember(strings.Clone(req.MemberID), req, done, now, o)
+		return
+	}
+	if code := g.validateMember(req.MemberID, req.GroupInstanceID, req.HasInstanceID); code != errNone {
+		o.join(done, joinError(strings.Clone(req.MemberID), code))
+		return
+	}
+	switch g.state {
+	case statePreparingRebalance:
+		g.updateMember(m, req, done, o)
+	case stateCompletingRebalance:
+		if m.matches(req.Protocols) {
+			// "member is joining with the same metadata (which could be
+			// because it failed to receive the initial JoinGroup response),
+			// so just return current group information."
+			o.join(done, g.joinSuccess(m))
+			return
+		}
+		g.updateMember(m, req, done, o)
+		g.prepareRebalance(now, o)
+	case stateStable:
+		if m.id != g.leader && m.matches(req.Protocols) {
+			// A follower with unchanged metadata just gets the current generation.
+			o.join(done, g.joinSuccess(m))
+			return
+		}
+		// A leader's join forces a rebalance ("changes affecting assignment
+		// which do not affect the member metadata"), as does changed metadata.
+		g.updateMember(m, req, done, o)
+		g.prepareRebalance(now, o)
+	default:
+		o.join(done, joinError(strings.Clone(req.MemberID), errUnknownMemberID))
+	}
+}
+
+// replaceStatic gives a rejoining static member (known instance id, empty
+// member id) a new member id (KIP-345). The old id is fenced: its pending
+// requests get FENCED_INSTANCE_ID now and its later ones by validateMember.
+// A Stable group does not rebalance unless the protocol it would select
+// changes (Kafka's updateStaticMemberAndRebalance; the member's metadata may
+// differ — a restarted consumer reports no owned partitions — and is taken up
+// at the next rebalance).
+func (g *group) replaceStatic(m *member, newID string, req *JoinRequest, done func(JoinResult), now time.Time, o *outbox) {
+	oldID := m.id
+	oldLeader := g.leader
+	if m.joinDone != nil {
+		o.join(m.joinDone, joinError(oldID, errFencedInstanceID))
+		m.joinDone = nil
+	}
+	if m.syncDone != nil {
+		o.sync(m.syncDone, SyncResult{Error: errFencedInstanceID})
+		m.syncDone = nil
+	}
+	delete(g.byID, oldID)
+	m.id = newID
+	g.byID[newID] = m
+	g.static[m.instanceID] = newID
+	if g.leader == oldID {
+		g.leader = newID
+	}
+	g.touch(m, now)
+	g.updateMember(m, req, done, o)
+
+	switch g.state {
+	case stateStable:
+		if g.selectProtocol() != g.protocolName {
+			g.prepareRebalance(now, o)
+			return
+		}
+		var res JoinResult
+		if req.SupportsSkipAssignment {
+			// KIP-814 (JoinGroup v9+): a static leader learns it leads and
+			// gets the members, but skips the assignor.
+			res = g.joinSuccess(m)
+			res.SkipAssignment = m.id == g.leader
+		} else {
+			// Before v9, answer with the old leader id so a rejoining leader
+			// does not run an assignment a stable group would ignore.
+			res = JoinResult{
+				GenerationID: g.generation,
+				ProtocolType: g.protocolType,
+				ProtocolName: g.protocolName,
+				LeaderID:     oldLeader,
+				MemberID:     newID,
+			}
+		}
+		o.join(m.joinDone, res)
+		m.joinDone = nil
+	case stateCompletingRebalance:
+		// The leader may already be assigning to the old id: start over.
+		g.prepareRebalance(now, o)
+	}
+}
+
+// Sync handles SyncGroup and calls done exactly once: at once on error or
+// when the group is Stable, else when the leader's assignment arrives or the
+// rebalance is abandoned. It never blocks.
+func (c *Coordinator) Sync(req SyncRequest, done func(SyncResult)) {
+	if req.GroupID == "" {
+		done(SyncResult{Error: errInvalidGroupID})
+		return
+	}
+	g, code := c.lockGroup(req.GroupID, false)
+	if code != errNone {
+		done(SyncResult{Error: code})
+		return
+	}
+	if g == nil {
+		done(SyncResult{Error: errUnknownMemberID})
+		return
+	}
+	now := c.clock.now()
+	var o outbox
+	g.sync(&req, done, now, &o)
+	g.finish(&o)
+}
+
+func (g *group) sync(req *SyncRequest, done func(SyncResult), now time.Time, o *outbox) {
+	if code := g.validateMember(req.MemberID, req.GroupInstanceID, req.HasInstanceID); code != errNone {
+		o.sync(done, SyncResult{Error: code})
+		return
+	}
+	if req.GenerationID != g.generation {
+		o.sync(done, SyncResult{Error: errIllegalGeneration})
+		return
+	}
+	// KIP-559 (SyncGroup v5+): protocol type and name, when given, must be
+	// the group's.
+	if (req.HasProtocolType && req.ProtocolType != g.protocolType) ||
+		(req.HasProtocolName && req.ProtocolName != g.protocolName) {
+		o.sync(done, SyncResult{Error: errInconsistentGroupProtocol})
+		return
+	}
+	m := g.byID[req.MemberID]
+	switch g.state {
+	case statePreparingRebalance:
+		o.sync(done, SyncResult{Error: errRebalanceInProgress})
+	case stateCompletingRebalance:
+		if m.syncDone != nil {
+			o.sync(m.syncDone, SyncResult{Error: errRebalanceInProgress}) // superseded by a retry
+		}
+		m.syncDone = done
+		m.pendingSync = false
+		if m.id == g.leader {
+			g.setAssignments(req.Assignments)
+			g.propagateAssignment(now, errNone, o)
+			g.state = stateStable
+		}
+	case stateStable:
+		m.pendingSync = false
+		o.sync(done, SyncResult{ProtocolType: g.protocolType, ProtocolName: g.protocolName, Assignment: m.assignment})
+		g.touch(m, now)
+	default:
+		o.sync(done, SyncResult{Error: errUnknownMemberID})
+	}
+}
+
+// Heartbeat handles a Heartbeat and returns its error code: 0 when the
+// member's generation is current and the group Stable (or
+// CompletingRebalance, where Kafka also answers 0 to members that heartbeat
+// before SyncGroup), REBALANCE_IN_PROGRESS while the group prepares a
+// rebalance, else ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID.
+// A heartbeat that is not an error restarts the member's session.
+func (c *Coordinator) Heartbeat(groupID, memberID, instanceID string, hasInstance bool, generation int32) int16 {
+	if groupID == "" {
+		return errInvalidGroupID
+	}
+	g, code := c.lockGroup(groupID, false)
+	if code != errNone {
+		return code
+	}
+	if g == nil {
+		return errUnknownMemberID
+	}
+	now := c.clock.now()
+	var o outbox
+	code = g.heartbeat(memberID, instanceID, hasInstance, generation, now)
+	g.finish(&o)
+	return code
+}
+
+func (g *group) heartbeat(memberID, instanceID string, hasInstance bool, generation int32, now time.Time) int16 {
+	if code := g.validateMember(memberID, instanceID, hasInstance); code != errNone {
+		return code
+	}
+	if generation != g.generation {
+		return errIllegalGeneration
+	}
+	m := g.byID[memberID]
+	switch g.state {
+	case stateCompletingRebalance, stateStable:
+		g.touch(m, now)
+		return errNone
+	case statePreparingRebalance:
+		g.touch(m, now)
+		return errRebalanceInProgress
+	default:
+		return errUnknownMemberID
+	}
+}
+
+// Leave handles LeaveGroup. groupErr is INVALID_GROUP_ID for an empty group
+// id or COORDINATOR_NOT_AVAILABLE after Close, with memberErrs nil; otherwise
+// it is 0 and memberErrs[i] answers members[i]: 0, UNKNOWN_MEMBER_ID or
+// FENCED_INSTANCE_ID. A member with an empty member id is removed by its
+// instance id (KIP-345 administrative removal).
+func (c *Coordinator) Leave(groupID string, members []LeaveMember) (groupErr int16, memberErrs []int16) {
+	if groupID == "" {
+		return errInvalidGroupID, nil
+	}
+	g, code := c.lockGroup(groupID, false)
+	if code != errNone {
+		return code, nil
+	}
+	memberErrs = make([]int16, len(members))
+	if g == nil {
+		for i := range memberErrs {
+			memberErrs[i] = errUnknownMemberID
+		}
+		return errNone, memberErrs
+	}
+	now := c.clock.now()
+	var o outbox
+	for i := range members {
+		memberErrs[i] = g.leave(&members[i], now, &o)
+	}
+	g.finish(&o)
+	return errNone, memberErrs
+}
+
+func (g *group) leave(lm *LeaveMember, now time.Time, o *outbox) int16 {
+	if lm.MemberID == "" {
+		if !lm.HasInstanceID {
+			return errUnknownMemberID
+		}
+		id, ok := g.static[lm.GroupInstanceID]
+		if !ok {
+			return errUnknownMemberID
+		}
+		g.removeMemberAndUpdate(g.byID[id], now, o)
+		return errNone
+	}
+	if _, ok := g.pending[lm.MemberID]; ok {
+		delete(g.pending, lm.MemberID)
+		g.maybeCompleteJoin(now, o)
+		return errNone
+	}
+	if code := g.validateMember(lm.MemberID, lm.GroupInstanceID, lm.HasInstanceID); code != errNone {
+		return code
+	}
+	g.removeMemberAndUpdate(g.byID[lm.MemberID], now, o)
+	return errNone
+}
+
+// ValidateCommit checks an OffsetCommit's generation and member against the
+// group, as Kafka's validateOffsetCommit does, and returns 0 if the offsets
+// may be stored:
+//   - generation < 0 while the group is Empty (or unknown, which creates it
+//     Empty so ListGroups and DescribeGroups show it): a "simple" commit from a
+//     consumer using assign() or from an admin client — allowed;
+//   - generation ≥ 0, a member id or an instance id: the member must be
+//     current (UNKNOWN_MEMBER_ID 25, FENCED_INSTANCE_ID 82) and the generation
+//     the group's (ILLEGAL_GENERATION 22); an unknown group with
+//     generation ≥ 0 gets ILLEGAL_GENERATION;
+//   - generation < 0 without a member id while the group has members:
+//     UNKNOWN_MEMBER_ID ("offset commits are only accepted when the group is
+//     empty");
+//   - then CompletingRebalance gets REBALANCE_IN_PROGRESS (27), while
+//     PreparingRebalance still accepts the commit: members commit before
+//     rejoining, and learn of the rebalance from their heartbeat.
+//
+// An accepted member commit restarts the member's session. Unlike Kafka, an
+// empty group id gets INVALID_GROUP_ID (24).
+func (c *Coordinator) ValidateCommit(groupID, memberID, instanceID string, hasInstance bool, generation int32) int16 {
+	if groupID == "" {
+		return errInvalidGroupID
+	}
+	g, code := c.lockGroup(groupID, generation < 0)
+	if code != errNone {
+		return code
+	}
+	if g == nil {
+		// "this is a request coming from an older generation. either way,
+		// reject the commit"
+		return errIllegalGeneration
+	}
+	now := c.clock.now()
+	var o outbox
+	code = g.validateCommit(memberID, instanceID, hasInstance, generation, now)
+	g.finish(&o)
+	return code
+}
+
+func (g *group) validateCommit(memberID, instanceID string, hasInstance bool, generation int32, now time.Time) int16 {
+	if generation < 0 && g.state == stateEmpty {
+		g.keep = true
+		return errNone
+	}
+	if generation >= 0 || memberID != "" || hasInstance {
+		if code := g.validateMember(memberID, instanceID, hasInstance); code != errNone {
+			return code
+		}
+		if generation != g.generation {
+			return errIllegalGeneration
+		}
+	} else {
+		return errUnknownMemberID
+	}
+	switch g.state {
+	case stateCompletingRebalance:
+		return errRebalanceInProgress
+	case stateStable, statePreparingRebalance:
+		g.touch(g.byID[memberID], now)
+	}
+	return errNone
+}
+
+// Describe describes a group for DescribeGroups. An unknown group is
+// reported with State "Dead" and Error 0 (DescribeGroups v6+ handlers map
+// that to GROUP_ID_NOT_FOUND); after Close, Error is COORDINATOR_NOT_AVAILABLE.
+func (c *Coordinator) Describe(groupID string) GroupDescription {
+	g, code := c.lockGroup(groupID, false)
+	if code != errNone {
+		return GroupDescription{Error: code, GroupID: strings.Clone(groupID)}
+	}
+	if g == nil {
+		return GroupDescription{GroupID: strings.Clone(groupID), State: stateDead.String()}
+	}
+	d := GroupDescription{
+		GroupID:      g.id,
+		State:        g.state.String(),
+		ProtocolType: g.protocolType,
+		Members:      make([]MemberDescription, len(g.members)),
+	}
+	stable := g.state == stateStable
+	if stable {
+		d.Protocol = g.protocolName
+	}
+	for i, m := range g.members {
+		md := MemberDescription{
+			MemberID:        m.id,
+			GroupInstanceID: m.instanceID,
+			HasInstanceID:   m.hasInstance,
+			ClientID:        m.clientID,
+			ClientHost:      m.clientHost,
+		}
+		if stable {
+			md.Metadata = m.metadataFor(g.protocolName)
+			md.Assignment = m.assignment
+		}
+		d.Members[i] = md
+	}
+	g.mu.Unlock()
+	return d
+}
+
+// List lists every group, sorted by group id, for ListGroups. It is empty
+// after Close.
+func (c *Coordinator) List() []GroupListing {
+	c.mu.Lock()
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.mu.Unlock()
+
+	list := make([]GroupListing, 0, len(groups))
+	for _, g := range groups {
+		g.mu.Lock()
+		if g.state != stateDead {
+			list = append(list, GroupListing{GroupID: g.id, ProtocolType: g.protocolType, State: g.state.String()})
+		}
+		g.mu.Unlock()
+	}
+	slices.SortFunc(list, func(a, b GroupListing) int { return strings.Compare(a.GroupID, b.GroupID) })
+	return list
+}
+
+// Delete deletes an Empty group for DeleteGroups: 0, GROUP_ID_NOT_FOUND (69)
+// for an unknown group, NON_EMPTY_GROUP (68) while it has members, or
+// COORDINATOR_NOT_AVAILABLE (15) after Close. Committed offsets live in
+// storage; deleting them is the caller's part.
+func (c *Coordinator) Delete(groupID string) int16 {
+	g, code := c.lockGroup(groupID, false)
+	if code != errNone {
+		return code
+	}
+	if g == nil {
+		return errGroupIDNotFound
+	}
+	if g.state != stateEmpty {
+		g.mu.Unlock()
+		return errNonEmptyGroup
+	}
+	var o outbox
+	g.close(&o) // no member, so nothing to answer
+	c.mu.Lock()
+	if c.groups[g.id] == g {
+		delete(c.groups, g.id)
+	}
+	c.mu.Unlock()
+	g.mu.Unlock()
+	o.flush()
+	return errNone
+}
