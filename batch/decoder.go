@@ -177,7 +177,8 @@ func (d *Decoder) readAll(r io.Reader, limit, hint int) ([]byte, error) {
 		out = d.grow(out, min(hint, limit), limit)
 	}
 	for {
-		if len(out) == cap(out) {
+		end := min(cap(out), limit)
+		if len(out) == end {
 			if len(out) >= limit {
 				// At the budget: one more byte means the stream is too big.
 				for {
@@ -197,8 +198,9 @@ func (d *Decoder) readAll(r io.Reader, limit, hint int) ([]byte, error) {
 				}
 			}
 			out = d.grow(out, 1, limit)
+			end = min(cap(out), limit)
 		}
-		n, err := r.Read(out[len(out):cap(out)])
+		n, err := r.Read(out[len(out):end])
 		out = out[:len(out)+n]
 		if err == io.EOF {
 			d.out = out[:0]
