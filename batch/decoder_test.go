@@ -211,7 +211,6 @@ func TestDecompressedRecordsChecked(t *testing.T) {
 	d := batch.AcquireDecoder()
 	defer batch.ReleaseDecoder(d)
 	b, _ := buildBatch(batch.Gzip, 3, 10)
-	h, _ := batch.Validate(b)
 	binary.BigEndian.PutUint32(b[57:], 4)
 	binary.BigEndian.PutUint32(b[23:], 3)
 	b = recrc(b)
