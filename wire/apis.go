@@ -49,9 +49,21 @@ type APIRange struct {
 // and oracle-tested for every version in [Min, Max].
 var APIs = []APIRange{
 	{KeyProduce, 0, 12, 9}, // v0–2 advertised but not decodable (KAFKA-18659), see produce.go
+	{KeyFetch, 4, 12, 12},  // names only: v13+ needs topic ids
+	{KeyListOffsets, 1, 10, 6},
 	{KeyMetadata, 0, 13, 9},
+	{KeyOffsetCommit, 2, 9, 8},
+	{KeyOffsetFetch, 1, 9, 6},
+	{KeyFindCoordinator, 0, 6, 3},
+	{KeyJoinGroup, 0, 9, 6},
+	{KeyHeartbeat, 0, 4, 4},
+	{KeyLeaveGroup, 0, 5, 4},
+	{KeySyncGroup, 0, 5, 4},
+	{KeyDescribeGroups, 0, 5, 5},
+	{KeyListGroups, 0, 5, 3},
 	{KeyApiVersions, 0, 4, 3},
 	{KeyInitProducerID, 0, 5, 2},
+	{KeyOffsetForLeaderEpoch, 2, 4, 4},
 }
 
 // maxKey bounds the lookup array.

@@ -361,3 +361,69 @@ func csEncodeRequest(a csReqAPI, v int16, seed uint64, variant int, tags bool) [
 	k.SetVersion(v)
 	return k.AppendTo(nil)
 }
+
+// TestConsumeAPIRows checks our rows in the APIs table against the codecs
+// and kmsg: same range, and the flexible-from version is where kmsg's request
+// and response turn flexible.
+func TestConsumeAPIRows(t *testing.T) {
+	resp := map[APIKey]csRespAPI{}
+	for _, a := range csResponseAPIs {
+		resp[a.key] = a
+	}
+	if len(csRequestAPIs) != 12 || len(resp) != 12 {
+		t.Fatalf("%d request and %d response APIs registered, want 12", len(csRequestAPIs), len(resp))
+	}
+	for _, a := range csRequestAPIs {
+		row, ok := LookupAPI(a.key)
+		want := APIRange{a.key, a.min, a.max, a.flexFrom}
+		if !ok || row != want {
+			t.Errorf("%s: table row %+v, want %+v", a.name, row, want)
+		}
+		r := resp[a.key]
+		if r.min != a.min || r.max != a.max || r.flexFrom != a.flexFrom {
+			t.Errorf("%s: response range differs from request range", a.name)
+		}
+		for v := a.min; v <= a.max; v++ {
+			kreq := a.build(newCsGen(0, 0), v, false)
+			kreq.SetVersion(v)
+			_, kresp := r.build(newCsGen(0, 0), v)
+			kresp.SetVersion(v)
+			if f := v >= a.flexFrom; Flexible(a.key, v) != f || kreq.IsFlexible() != f || kresp.IsFlexible() != f {
+				t.Errorf("%s v%d: flexible: table %v, kmsg request %v, response %v", a.name, v, Flexible(a.key, v), kreq.IsFlexible(), kresp.IsFlexible())
+			}
+		}
+	}
+}
+
+// TestConsumeThroughHeader frames a kmsg-encoded request of every API and
+// version with a kmsg request header (v1, or v2 with tags when flexible)
+// and parses it with ParseRequestHeader, then decodes the body.
+func TestConsumeThroughHeader(t *testing.T) {
+	for _, a := range csRequestAPIs {
+		for v := a.min; v <= a.max; v++ {
+			k := a.build(newCsGen(5, 1), v, true)
+			k.SetVersion(v)
+			req, ok := k.(kmsg.Request)
+			if !ok {
+				t.Fatalf("%s: not a kmsg.Request", a.name)
+			}
+			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("client")).AppendRequest(nil, req, 77)
+			h, body, err := ParseRequestHeader(frame[4:])
+			if err != nil || h.APIKey != a.key || h.APIVersion != v || h.CorrelationID != 77 || h.ClientID != Str("client") {
+				t.Fatalf("%s v%d: header %+v, %v", a.name, v, h, err)
+			}
+			if _, err := a.newDecode()(body, v); err != nil {
+				t.Fatalf("%s v%d: body after header: %v", a.name, v, err)
+			}
+		}
+		if _, _, err := ParseRequestHeader(kmsg.NewRequestFormatter().AppendRequest(nil, csVersioned(a, a.max+1), 1)[4:]); err == nil {
+			t.Errorf("%s: header of v%d accepted", a.name, a.max+1)
+		}
+	}
+}
+
+func csVersioned(a csReqAPI, v int16) kmsg.Request {
+	k := a.build(newCsGen(0, 0), v, false)
+	k.SetVersion(v)
+	return k.(kmsg.Request)
+}
