@@ -144,8 +144,8 @@ type group struct {
 	state        state
 	generation   int32
 	protocolType string
-	protocolName string // chosen protocol, "" when none
-	leader       string // leader's member id, "" when no members
+	protocolName string             // chosen protocol, "" when none
+	leader       string             // leader's member id, "" when no members
 	members      []*member          // in join order
 	byID         map[string]*member // member id → member
 	static       map[string]string  // group.instance.id → member id

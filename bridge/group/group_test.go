@@ -508,11 +508,11 @@ func TestValidateCommit(t *testing.T) {
 	}
 	ids := h.stableGroup("g", 2)
 	tests := []struct {
-		name    string
-		group   string
-		member  string
-		gen     int32
-		want    int16
+		name   string
+		group  string
+		member string
+		gen    int32
+		want   int16
 	}{
 		{"member of stable group", "g", ids[1], 1, 0},
 		{"stale generation", "g", ids[1], 0, errIllegalGeneration},

@@ -7,7 +7,7 @@ import "crypto/rand"
 // static member, then a delimiter and a UUID).
 func newMemberID(prefix string) string {
 	var u [16]byte
-	rand.Read(u[:]) // never fails since Go 1.24 (it aborts the program instead)
+	rand.Read(u[:])         // never fails since Go 1.24 (it aborts the program instead)
 	u[6] = u[6]&0x0f | 0x40 // version 4
 	u[8] = u[8]&0x3f | 0x80 // RFC 9562 variant
 
