@@ -2,6 +2,7 @@ package iggy
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
@@ -82,4 +83,5 @@ var (
 	errDeadSession     = errors.New("iggy: SendMessages answered with an empty body (dead session)")
 	errBadConfirmation = errors.New("iggy: malformed SendMessages confirmation")
 	errBadPoll         = errors.New("iggy: malformed PollMessages reply")
+	errNoResult        = fmt.Errorf("%w: reply without a valid result section", ErrProtocol)
 )

@@ -217,24 +217,10 @@ func (s *session) doFrame(ctx context.Context, frame []byte, code uint32) (body 
 			s.close()
 			return nil, true, fmt.Errorf("%w: %s", ErrProtocol, "iggy: reply does not echo the request")
 		}
-		status := proto.Code(h.Status)
-		if status == 0 && proto.ResultFramed(op) && (op != proto.OpRegister || len(rb) > 0) {
-			// §1.7 step 3: [count u32] {index u32, result u32}...
-			if len(rb) < 4 {
-				s.close()
-				return nil, true, fmt.Errorf("%w: %s", ErrProtocol, "iggy: reply without result section")
-			}
-			if binary.LittleEndian.Uint32(rb) == 0 {
-				rb = rb[4:]
-			} else if len(rb) >= 12 {
-				status = proto.Code(binary.LittleEndian.Uint32(rb[8:]))
-				if status == 0 {
-					status = proto.CodeError
-				}
-			} else {
-				s.close()
-				return nil, true, fmt.Errorf("%w: %s", ErrProtocol, "iggy: truncated result section")
-			}
+		rb, status, perr := resultSection(op, proto.Code(h.Status), rb)
+		if perr != nil {
+			s.close()
+			return nil, true, perr
 		}
 		if status.Transient() {
 			// §1.8: 57 → replay the same bytes on the same connection; 58 →
@@ -252,6 +238,32 @@ func (s *session) doFrame(ctx context.Context, frame []byte, code uint32) (body 
 		}
 		return rb, true, nil
 	}
+}
+
+// resultSection strips the result section of a status-0 reply to a
+// result-framed operation (§1.7 step 3: [count u32] then {index u32, result
+// u32} entries; count 0 = success and the payload follows, count ≥ 1 = the
+// first entry's result is the error code).
+func resultSection(op uint8, status proto.Code, rb []byte) ([]byte, proto.Code, error) {
+	if status != 0 || !proto.ResultFramed(op) || (op == proto.OpRegister && len(rb) == 0) {
+		return rb, status, nil
+	}
+	if len(rb) < 4 {
+		// §1.7: a status-0 empty body on Store/DeleteConsumerOffset "has no
+		// result section, so the decode fails".
+		return nil, 0, errNoResult
+	}
+	if binary.LittleEndian.Uint32(rb) == 0 {
+		return rb[4:], 0, nil
+	}
+	if len(rb) < 12 {
+		return nil, 0, errNoResult
+	}
+	status = proto.Code(binary.LittleEndian.Uint32(rb[8:]))
+	if status == 0 {
+		status = proto.CodeError
+	}
+	return nil, status, nil
 }
 
 // ioError classifies a connection error.

@@ -1,0 +1,68 @@
+package iggy
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/message"
+)
+
+// BenchmarkAppend sends a 100 × 1 KiB batch to iggytest over loopback per op.
+func BenchmarkAppend(b *testing.B) {
+	_, addr := startServer(b, iggytest.Config{})
+	c := open(b, Config{Addr: addr, PoolSize: 1, PingInterval: -1})
+	cx := context.Background()
+	if _, err := c.CreateTopic(cx, "bench", 1, bridge.TopicConfig{}); err != nil {
+		b.Fatal(err)
+	}
+	payload := make([]byte, 1024)
+	var batch message.Batch
+	batch.Reset(1_700_000_000_000_000)
+	for i := range 100 {
+		batch.Begin(batch.Origin + uint64(i))
+		batch.AppendPayload(payload...)
+		batch.MarkHeaders()
+		batch.AppendHeader(message.KindString, "kafka.v", message.KindRaw, []byte{1})
+		batch.End()
+	}
+	b.SetBytes(int64(batch.Size()))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := c.Append(cx, "bench", 0, &batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRead polls 100 × 1 KiB messages from iggytest per op.
+func BenchmarkRead(b *testing.B) {
+	_, addr := startServer(b, iggytest.Config{})
+	c := open(b, Config{Addr: addr, PoolSize: 1, PingInterval: -1})
+	cx := context.Background()
+	c.CreateTopic(cx, "rbench", 1, bridge.TopicConfig{})
+	payload := make([]byte, 1024)
+	var batch message.Batch
+	batch.Reset(1)
+	for i := range 100 {
+		batch.Begin(1 + uint64(i))
+		batch.AppendPayload(payload...)
+		batch.MarkHeaders()
+		batch.End()
+	}
+	c.Append(cx, "rbench", 0, &batch)
+	n := 0
+	fn := func(*message.Message) bool { n++; return true }
+	b.SetBytes(int64(batch.Size()))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Read(cx, "rbench", 0, 0, 1<<20, fn); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n == 0 {
+		b.Fatal("nothing read")
+	}
+}

@@ -1,0 +1,69 @@
+package iggy
+
+import (
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+	"github.com/kiggy-io/kiggy/bridge/message"
+)
+
+func seedHex(f *testing.F, path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	raw, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(uint8(proto.OpNonReplicated), raw)
+}
+
+// FuzzReply feeds arbitrary server bytes to every client-side reply decoder:
+// the VSR reply/eviction header, the result section, topic details and
+// lists, the SendMessages confirmation and the PollMessages record walk.
+// None may panic, and a poll walk must only hand out in-bounds views.
+func FuzzReply(f *testing.F) {
+	seedHex(f, "proto/testdata/tv12_poll_body.hex")
+	f.Add(uint8(proto.OpSendMessages), []byte{1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(uint8(proto.OpCreateStream), []byte{1, 0, 0, 0, 0, 0, 0, 0, 0xf4, 3, 0, 0})
+	topic := proto.AppendResultOK(nil)
+	topic = proto.AppendU32(topic, 0)
+	topic = proto.AppendU64(topic, 1)
+	topic = proto.AppendU32(topic, 1)
+	topic = append(topic, make([]byte, 33)...)
+	topic = proto.AppendName(topic, "orders")
+	topic = proto.AppendU32(topic, 0)
+	topic = proto.AppendU32(topic, 0)
+	topic = append(topic, make([]byte, 40)...)
+	f.Add(uint8(proto.OpCreateTopic), topic)
+	hdr := make([]byte, proto.HeaderSize)
+	proto.PutEvictionHeader(hdr, proto.ClientID{Lo: 1}, proto.EvictIncompatibleProtocol, 1, 2)
+	f.Add(uint8(0), hdr)
+
+	c := &Client{cfg: Config{Stream: "kafka"}}
+	s := newSession(c)
+	f.Fuzz(func(t *testing.T, op uint8, data []byte) {
+		if len(data) >= proto.HeaderSize {
+			checkReplyHeader(data[:proto.HeaderSize])
+		}
+		body, _, err := resultSection(op, 0, data)
+		if err != nil {
+			body = data
+		}
+		decodeTopic(body)
+		decodeTopics(body)
+		decodeConfirmation(body)
+		n := 0
+		s.walkPoll(data, 0, 1<<30, true, func(m *message.Message) bool {
+			n++
+			if len(m.Payload) > len(data) || len(m.Headers) > len(data) {
+				t.Fatalf("view larger than the reply")
+			}
+			return n < 1<<16
+		})
+	})
+}
