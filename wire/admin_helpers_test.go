@@ -18,10 +18,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// admGen generates varied field contents from a fixed seed.
-type admGen struct{ r *rand.Rand }
+// admGen generates varied field contents from a fixed seed. A small admGen
+// never makes the counts above 127 (fuzz seeds stay short).
+type admGen struct {
+	r     *rand.Rand
+	small bool
+}
 
-func newAdmGen(seed uint64) *admGen { return &admGen{rand.New(rand.NewPCG(seed, 0x61646d696e))} }
+func newAdmGen(seed uint64) *admGen { return &admGen{r: rand.New(rand.NewPCG(seed, 0x61646d696e))} }
 
 // str returns "", a short string, or one longer than 127 bytes (its compact
 // length takes two varint bytes).
@@ -30,6 +34,9 @@ func (g *admGen) str() string {
 	case 0:
 		return ""
 	case 1:
+		if g.small {
+			return "retention.ms"
+		}
 		return strings.Repeat("retention.", 13+g.r.IntN(4))
 	default:
 		const chars = "abcdefghijklmnopqrstuvwxyz0123456789-._é"
@@ -60,7 +67,7 @@ func (g *admGen) n(big bool) int {
 	case 0:
 		return 0
 	case 1:
-		if big {
+		if big && !g.small {
 			return 128 + g.r.IntN(8)
 		}
 	}
