@@ -361,3 +361,44 @@ func admI32(s []int32) []int32 {
 	}
 	return append([]int32(nil), s...)
 }
+
+// TestAdminAPIRows checks the admin rows of APIs against the codecs'
+// version constants and kmsg's flexible versions, for requests and
+// responses.
+func TestAdminAPIRows(t *testing.T) {
+	rows := []struct {
+		key              APIKey
+		lo, hi, flexFrom int16
+		req              kmsg.Request
+	}{
+		{KeyCreateTopics, createTopicsMin, createTopicsMax, createTopicsFlexible, new(kmsg.CreateTopicsRequest)},
+		{KeyDeleteTopics, deleteTopicsMin, deleteTopicsMax, deleteTopicsFlexible, new(kmsg.DeleteTopicsRequest)},
+		{KeyCreatePartitions, createPartitionsMin, createPartitionsMax, createPartitionsFlexible, new(kmsg.CreatePartitionsRequest)},
+		{KeyDescribeConfigs, describeConfigsMin, describeConfigsMax, describeConfigsFlexible, new(kmsg.DescribeConfigsRequest)},
+		{KeyAlterConfigs, alterConfigsMin, alterConfigsMax, alterConfigsFlexible, new(kmsg.AlterConfigsRequest)},
+		{KeyIncrementalAlterConfigs, incrementalAlterConfigsMin, incrementalAlterConfigsMax, incrementalAlterConfigsFlexible, new(kmsg.IncrementalAlterConfigsRequest)},
+		{KeyDescribeCluster, describeClusterMin, describeClusterMax, describeClusterFlexible, new(kmsg.DescribeClusterRequest)},
+	}
+	for _, r := range rows {
+		got, ok := LookupAPI(r.key)
+		if want := (APIRange{r.key, r.lo, r.hi, r.flexFrom}); !ok || got != want {
+			t.Errorf("key %d: row %+v (found %v), want %+v", r.key, got, ok, want)
+		}
+		if int16(r.key) != r.req.Key() || r.hi > r.req.MaxVersion() {
+			t.Errorf("key %d: kmsg key %d max %d", r.key, r.req.Key(), r.req.MaxVersion())
+		}
+		resp := r.req.ResponseKind()
+		for v := r.lo; v <= r.hi; v++ {
+			r.req.SetVersion(v)
+			resp.SetVersion(v)
+			if f := Flexible(r.key, v); f != r.req.IsFlexible() || f != resp.IsFlexible() {
+				t.Errorf("key %d v%d: Flexible %v, kmsg request %v response %v", r.key, v, f, r.req.IsFlexible(), resp.IsFlexible())
+			}
+		}
+	}
+	for i := 1; i < len(APIs); i++ {
+		if APIs[i-1].Key >= APIs[i].Key {
+			t.Errorf("APIs not sorted by key at %d: %d then %d", i, APIs[i-1].Key, APIs[i].Key)
+		}
+	}
+}

@@ -62,8 +62,15 @@ var APIs = []APIRange{
 	{KeyDescribeGroups, 0, 5, 5},
 	{KeyListGroups, 0, 5, 3},
 	{KeyApiVersions, 0, 4, 3},
+	{KeyCreateTopics, 2, 7, 5},
+	{KeyDeleteTopics, 1, 6, 4},
 	{KeyInitProducerID, 0, 5, 2},
 	{KeyOffsetForLeaderEpoch, 2, 4, 4},
+	{KeyDescribeConfigs, 1, 4, 4},
+	{KeyAlterConfigs, 0, 2, 2},
+	{KeyCreatePartitions, 0, 3, 2},
+	{KeyIncrementalAlterConfigs, 0, 1, 1},
+	{KeyDescribeCluster, 0, 2, 0},
 }
 
 // maxKey bounds the lookup array.
