@@ -60,11 +60,28 @@ func TestCreateTopicsDecodeAllocs(t *testing.T) {
 // TestAdminResponseAppendAllocs: encoding into a buffer with room allocates
 // nothing.
 func TestAdminResponseAppendAllocs(t *testing.T) {
-	ct := admGenCreateTopicsResponse(newAdmGen(1), 7)
+	g := newAdmGen(1)
 	buf := make([]byte, 0, 1<<20)
-	if allocs := testing.AllocsPerRun(100, func() { buf = ct.AppendTo(buf[:0], 7) }); allocs != 0 {
-		t.Errorf("CreateTopicsResponse.AppendTo allocates %.1f times", allocs)
+	check := func(name string, appendTo func([]byte) []byte) {
+		t.Helper()
+		if allocs := testing.AllocsPerRun(20, func() { buf = appendTo(buf[:0]) }); allocs != 0 {
+			t.Errorf("%s.AppendTo allocates %.1f times", name, allocs)
+		}
 	}
+	ct := admGenCreateTopicsResponse(g, 7)
+	check("CreateTopicsResponse", func(b []byte) []byte { return ct.AppendTo(b, 7) })
+	dt := admGenDeleteTopicsResponse(g, 6)
+	check("DeleteTopicsResponse", func(b []byte) []byte { return dt.AppendTo(b, 6) })
+	cp := admGenCreatePartitionsResponse(g, 3)
+	check("CreatePartitionsResponse", func(b []byte) []byte { return cp.AppendTo(b, 3) })
+	dc := admGenDescribeConfigsResponse(g, 4)
+	check("DescribeConfigsResponse", func(b []byte) []byte { return dc.AppendTo(b, 4) })
+	ac := AlterConfigsResponse{Resources: admGenAlterConfigsResults(g)}
+	check("AlterConfigsResponse", func(b []byte) []byte { return ac.AppendTo(b, 2) })
+	iac := IncrementalAlterConfigsResponse{Resources: admGenAlterConfigsResults(g)}
+	check("IncrementalAlterConfigsResponse", func(b []byte) []byte { return iac.AppendTo(b, 1) })
+	dcl := admGenDescribeClusterResponse(g, 2)
+	check("DescribeClusterResponse", func(b []byte) []byte { return dcl.AppendTo(b, 2) })
 }
 
 func BenchmarkCreateTopicsDecode(b *testing.B) {
@@ -87,4 +104,38 @@ func BenchmarkCreateTopicsResponseAppend(b *testing.B) {
 	for b.Loop() {
 		buf = r.AppendTo(buf[:0], 7)
 	}
+}
+
+// admAllocDecoder decodes kmsg-generated bodies of every version into one
+// reused struct and requires the second decode of each to allocate nothing.
+func admAllocDecoder[P interface{ admMsg }, R any](t *testing.T, name string, lo, hi int16,
+	gen func(*admGen, int16) P, decode func(*R, []byte, int16) error) {
+	t.Helper()
+	g := newAdmGen(7)
+	var r R
+	for v := lo; v <= hi; v++ {
+		for range 5 {
+			k := gen(g, v)
+			k.SetVersion(v)
+			body := k.AppendTo(nil)
+			if err := decode(&r, body, v); err != nil {
+				t.Fatalf("%s v%d: %v", name, v, err)
+			}
+			if allocs := testing.AllocsPerRun(20, func() { _ = decode(&r, body, v) }); allocs != 0 {
+				t.Errorf("%s v%d: Decode into a reused struct allocates %.1f times", name, v, allocs)
+			}
+		}
+	}
+}
+
+// TestAdminDecodeAllocs: every admin decoder, every version, reuses its
+// struct without allocating once it has seen a body of the same shape.
+func TestAdminDecodeAllocs(t *testing.T) {
+	admAllocDecoder(t, "CreateTopics", createTopicsMin, createTopicsMax, admGenCreateTopicsRequest, (*CreateTopicsRequest).Decode)
+	admAllocDecoder(t, "DeleteTopics", deleteTopicsMin, deleteTopicsMax, admGenDeleteTopicsRequest, (*DeleteTopicsRequest).Decode)
+	admAllocDecoder(t, "CreatePartitions", createPartitionsMin, createPartitionsMax, admGenCreatePartitionsRequest, (*CreatePartitionsRequest).Decode)
+	admAllocDecoder(t, "DescribeConfigs", describeConfigsMin, describeConfigsMax, admGenDescribeConfigsRequest, (*DescribeConfigsRequest).Decode)
+	admAllocDecoder(t, "AlterConfigs", alterConfigsMin, alterConfigsMax, admGenAlterConfigsRequest, (*AlterConfigsRequest).Decode)
+	admAllocDecoder(t, "IncrementalAlterConfigs", incrementalAlterConfigsMin, incrementalAlterConfigsMax, admGenIncrementalAlterConfigsRequest, (*IncrementalAlterConfigsRequest).Decode)
+	admAllocDecoder(t, "DescribeCluster", describeClusterMin, describeClusterMax, admGenDescribeClusterRequest, (*DescribeClusterRequest).Decode)
 }
