@@ -99,7 +99,11 @@ func (r *DeleteTopicsResponse) AppendTo(dst []byte, version int16) []byte {
 		if version >= 6 {
 			dst = AppendNullableStr(dst, flex, t.Topic.S, t.Topic.Valid)
 		} else {
-			dst = AppendStr(dst, flex, t.Topic.S)
+			name := t.Topic.S
+			if !t.Topic.Valid {
+				name = ""
+			}
+			dst = AppendStr(dst, flex, name)
 		}
 		// "Version 6 adds topic ID to responses."
 		if version >= 6 {
