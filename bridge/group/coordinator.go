@@ -307,30 +307,32 @@ func (c *Coordinator) Sync(req SyncRequest, done func(SyncResult)) {
 	}
 	now := c.clock.now()
 	var o outbox
-	g.sync(&req, done, now, &o)
+	res, parked := g.sync(&req, done, now, &o)
 	g.finish(&o)
+	if !parked {
+		done(res)
+	}
 }
 
-func (g *group) sync(req *SyncRequest, done func(SyncResult), now time.Time, o *outbox) {
+// sync answers a SyncGroup at once (parked false) or parks done until the
+// leader's assignment arrives.
+func (g *group) sync(req *SyncRequest, done func(SyncResult), now time.Time, o *outbox) (res SyncResult, parked bool) {
 	if code := g.validateMember(req.MemberID, req.GroupInstanceID, req.HasInstanceID); code != errNone {
-		o.sync(done, SyncResult{Error: code})
-		return
+		return SyncResult{Error: code}, false
 	}
 	if req.GenerationID != g.generation {
-		o.sync(done, SyncResult{Error: errIllegalGeneration})
-		return
+		return SyncResult{Error: errIllegalGeneration}, false
 	}
 	// KIP-559 (SyncGroup v5+): protocol type and name, when given, must be
 	// the group's.
 	if (req.HasProtocolType && req.ProtocolType != g.protocolType) ||
 		(req.HasProtocolName && req.ProtocolName != g.protocolName) {
-		o.sync(done, SyncResult{Error: errInconsistentGroupProtocol})
-		return
+		return SyncResult{Error: errInconsistentGroupProtocol}, false
 	}
 	m := g.byID[req.MemberID]
 	switch g.state {
 	case statePreparingRebalance:
-		o.sync(done, SyncResult{Error: errRebalanceInProgress})
+		return SyncResult{Error: errRebalanceInProgress}, false
 	case stateCompletingRebalance:
 		if m.syncDone != nil {
 			o.sync(m.syncDone, SyncResult{Error: errRebalanceInProgress}) // superseded by a retry
@@ -342,12 +344,13 @@ func (g *group) sync(req *SyncRequest, done func(SyncResult), now time.Time, o *
 			g.propagateAssignment(now, errNone, o)
 			g.state = stateStable
 		}
+		return SyncResult{}, true
 	case stateStable:
 		m.pendingSync = false
-		o.sync(done, SyncResult{ProtocolType: g.protocolType, ProtocolName: g.protocolName, Assignment: m.assignment})
 		g.touch(m, now)
+		return SyncResult{ProtocolType: g.protocolType, ProtocolName: g.protocolName, Assignment: m.assignment}, false
 	default:
-		o.sync(done, SyncResult{Error: errUnknownMemberID})
+		return SyncResult{Error: errUnknownMemberID}, false
 	}
 }
 
@@ -368,10 +371,10 @@ func (c *Coordinator) Heartbeat(groupID, memberID, instanceID string, hasInstanc
 	if g == nil {
 		return errUnknownMemberID
 	}
-	now := c.clock.now()
-	var o outbox
-	code = g.heartbeat(memberID, instanceID, hasInstance, generation, now)
-	g.finish(&o)
+	// A heartbeat only moves a deadline later and calls nothing back, so the
+	// timer needs no re-arming (see schedule).
+	code = g.heartbeat(memberID, instanceID, hasInstance, generation, c.clock.now())
+	g.mu.Unlock()
 	return code
 }
 
@@ -480,10 +483,10 @@ func (c *Coordinator) ValidateCommit(groupID, memberID, instanceID string, hasIn
 		// reject the commit"
 		return errIllegalGeneration
 	}
-	now := c.clock.now()
-	var o outbox
-	code = g.validateCommit(memberID, instanceID, hasInstance, generation, now)
-	g.finish(&o)
+	// Like a heartbeat, a commit only moves a deadline later; a group it
+	// created is kept.
+	code = g.validateCommit(memberID, instanceID, hasInstance, generation, c.clock.now())
+	g.mu.Unlock()
 	return code
 }
 

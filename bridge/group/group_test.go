@@ -430,6 +430,39 @@ func TestStaticMemberKeptAcrossRebalanceTimeout(t *testing.T) {
 	}
 }
 
+func TestRebalanceWithoutRejoinedMemberWaitsForStatics(t *testing.T) {
+	h := newHarness(t, Config{})
+	ida, idb := h.staticGroup()
+	c := h.join(consumerJoin("g", "", "c"))
+	var idc string
+	for _, m := range h.c.Describe("g").Members {
+		if m.ClientID == "c" {
+			idc = m.MemberID
+		}
+	}
+	h.c.Leave("g", []LeaveMember{{MemberID: idc}}) // c's join is answered as it leaves
+	if r := c.result(); r.Error != errUnknownMemberID {
+		t.Fatalf("join of a member that left %+v", r)
+	}
+	for range 7 { // a and b stay alive, neither rejoins
+		h.clock.Advance(4 * time.Second)
+		h.c.Heartbeat("g", ida, "a", true, 1)
+		h.c.Heartbeat("g", idb, "b", true, 1)
+	}
+	h.clock.Advance(2 * time.Second) // rebalance timeout: nobody to lead, wait again
+	if s := h.state("g"); s != "PreparingRebalance" {
+		t.Fatalf("state = %s, want PreparingRebalance", s)
+	}
+	a := h.join(staticJoin("g", ida, "a"))
+	for range 8 {
+		h.clock.Advance(4 * time.Second)
+		h.c.Heartbeat("g", idb, "b", true, 1)
+	}
+	if r := a.result(); r.Error != 0 || r.GenerationID != 2 || r.LeaderID != ida || len(r.Members) != 2 {
+		t.Fatalf("join %+v", r)
+	}
+}
+
 func TestLeave(t *testing.T) {
 	h := newHarness(t, Config{})
 	ids := h.stableGroup("g", 3)
@@ -471,13 +504,25 @@ func TestLeaveAnswersPendingCallbacks(t *testing.T) {
 	if r := sb.result(); r.Error != errRebalanceInProgress {
 		t.Fatalf("follower sync %+v", r)
 	}
-	// A member waiting in JoinGroup that leaves is answered too.
-	c := h.join(consumerJoin("g", "", "c"))
-	h.c.Leave("g", []LeaveMember{{MemberID: idb}})
-	_ = c
-	if r := h.join(consumerJoin("g", idb, "b")).result(); r.Error != errUnknownMemberID {
+	// A member waiting in JoinGroup or SyncGroup that leaves is answered too.
+	ids := h.stableGroup("g3", 2)
+	j1 := h.join(consumerJoin("g3", ids[1], "c1", "range", "roundrobin")) // new metadata: rebalance
+	h.c.Leave("g3", []LeaveMember{{MemberID: ids[1]}})
+	if r := j1.result(); r.Error != errUnknownMemberID {
+		t.Fatalf("join of a member that left %+v", r)
+	}
+	if r := h.join(consumerJoin("g3", ids[1], "c1")).result(); r.Error != errUnknownMemberID {
 		t.Fatalf("join after leave %+v", r)
 	}
+	x := h.join(consumerJoin("g2", "", "x"))
+	y := h.join(consumerJoin("g2", "", "y"))
+	h.clock.Advance(2 * delay)
+	sy := h.sync(SyncRequest{GroupID: "g2", GenerationID: 1, MemberID: y.result().MemberID})
+	h.c.Leave("g2", []LeaveMember{{MemberID: y.result().MemberID}})
+	if r := sy.result(); r.Error != errUnknownMemberID {
+		t.Fatalf("sync of a member that left %+v", r)
+	}
+	_ = x
 }
 
 func TestStaticLeaveByInstanceID(t *testing.T) {
@@ -793,6 +838,33 @@ func TestPendingSyncExpiry(t *testing.T) {
 	}
 }
 
+func TestLeaderThatNeverSyncsIsDropped(t *testing.T) {
+	h := newHarness(t, Config{})
+	a := h.join(consumerJoin("g", "", "a"))
+	b := h.join(consumerJoin("g", "", "b"))
+	h.clock.Advance(2 * delay)
+	ida, idb := a.result().MemberID, b.result().MemberID
+	sb := h.sync(SyncRequest{GroupID: "g", GenerationID: 1, MemberID: idb})
+	for range 7 { // the leader heartbeats but never sends its assignment
+		h.clock.Advance(4 * time.Second)
+		h.c.Heartbeat("g", ida, "", false, 1)
+	}
+	if sb.isDone() {
+		t.Fatalf("follower sync answered early: %+v", sb.result())
+	}
+	h.clock.Advance(2 * time.Second)
+	if r := sb.result(); r.Error != errRebalanceInProgress {
+		t.Fatalf("follower sync after the leader timed out %+v", r)
+	}
+	if code := h.c.Heartbeat("g", ida, "", false, 1); code != errUnknownMemberID {
+		t.Fatalf("leader heartbeat = %d, want UNKNOWN_MEMBER_ID", code)
+	}
+	r := h.join(consumerJoin("g", idb, "b")).result()
+	if r.Error != 0 || r.GenerationID != 2 || r.LeaderID != idb {
+		t.Fatalf("rejoin %+v", r)
+	}
+}
+
 func TestRetriedJoinSupersedesPendingOne(t *testing.T) {
 	h := newHarness(t, Config{})
 	ids := h.stableGroup("g", 2)
@@ -916,5 +988,33 @@ func TestRealTimers(t *testing.T) {
 	}
 	if code := c.Heartbeat("g", ids[0], "", false, 1); code != errUnknownMemberID {
 		t.Fatalf("heartbeat of expired member = %d", code)
+	}
+}
+
+// TestJoinV0RebalanceTimeout: JoinGroup v0 has no rebalance timeout (the
+// decoder reports -1); the session timeout stands in for it, as in Kafka.
+func TestJoinV0RebalanceTimeout(t *testing.T) {
+	h := newHarness(t, Config{})
+	var calls []*joinCall
+	for i := range 2 {
+		req := consumerJoin("g", "", clientName(i))
+		req.RebalanceTimeout = -1
+		calls = append(calls, h.join(req))
+	}
+	h.clock.Advance(2 * delay)
+	ids := []string{calls[0].result().MemberID, calls[1].result().MemberID}
+	h.syncAll("g", 1, ids)
+	req := consumerJoin("g", ids[0], "c0")
+	req.RebalanceTimeout = -1
+	a := h.join(req)
+	h.clock.Advance(5 * time.Second)
+	h.c.Heartbeat("g", ids[1], "", false, 1)
+	h.clock.Advance(5*time.Second - time.Millisecond)
+	if a.isDone() {
+		t.Fatal("completed before the 10 s session timeout")
+	}
+	h.clock.Advance(time.Millisecond)
+	if r := a.result(); r.GenerationID != 2 || len(r.Members) != 1 {
+		t.Fatalf("join %+v", r)
 	}
 }

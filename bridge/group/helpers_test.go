@@ -80,12 +80,12 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 // harness drives a Coordinator on a fake clock.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	clock *fakeClock
 	c     *Coordinator
 }
 
-func newHarness(t *testing.T, cfg Config) *harness {
+func newHarness(t testing.TB, cfg Config) *harness {
 	t.Helper()
 	clk := newFakeClock()
 	h := &harness{t: t, clock: clk, c: newCoordinator(cfg, clk)}
@@ -95,7 +95,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 
 // joinCall records a Join's callback and fails the test on a second call.
 type joinCall struct {
-	t    *testing.T
+	t    testing.TB
 	mu   sync.Mutex
 	n    int
 	res  JoinResult
@@ -138,7 +138,7 @@ func (jc *joinCall) result() JoinResult {
 
 // syncCall records a Sync's callback and fails the test on a second call.
 type syncCall struct {
-	t    *testing.T
+	t    testing.TB
 	mu   sync.Mutex
 	n    int
 	res  SyncResult
