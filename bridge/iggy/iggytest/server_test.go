@@ -70,7 +70,7 @@ func (r *rawClient) recv(timeout time.Duration) (proto.ReplyHeader, []byte, bool
 
 func (r *rawClient) login(user, pass string) {
 	r.send(proto.OpRegister, proto.CodeLoginRegister, 0, 0, proto.AppendLoginBody(nil, "test", "0", user, pass))
-	h, body, ok := r.recv(time.Second)
+	h, body, ok := r.recv(5 * time.Second)
 	if !ok || h.Command != proto.CommandReply || h.Status != 0 {
 		r.t.Fatalf("login: %+v", h)
 	}
@@ -85,7 +85,7 @@ func (r *rawClient) call(code uint32, body []byte) (proto.ReplyHeader, []byte) {
 	r.t.Helper()
 	r.send(proto.OperationFor(code), code, r.req, r.session, body)
 	r.req++
-	h, b, ok := r.recv(time.Second)
+	h, b, ok := r.recv(5 * time.Second)
 	if !ok {
 		r.t.Fatalf("no reply to code %d", code)
 	}
@@ -106,16 +106,16 @@ func TestLoginAndEvictions(t *testing.T) {
 	// Ping is allowed before login; other reads get status 40.
 	r := dial(t, s)
 	r.send(proto.OpNonReplicated, proto.CodePing, 1, 0, nil)
-	if h, _, ok := r.recv(time.Second); !ok || h.Status != 0 || h.Request != 1 || h.Operation != proto.OpNonReplicated {
+	if h, _, ok := r.recv(5 * time.Second); !ok || h.Status != 0 || h.Request != 1 || h.Operation != proto.OpNonReplicated {
 		t.Fatalf("ping: %+v", h)
 	}
 	r.send(proto.OpNonReplicated, proto.CodeGetStreams, 1, 0, nil)
-	if h, _, _ := r.recv(time.Second); h.Status != uint32(proto.CodeUnauthenticated) {
+	if h, _, _ := r.recv(5 * time.Second); h.Status != uint32(proto.CodeUnauthenticated) {
 		t.Fatalf("read before login: %+v", h)
 	}
 	// A replicated request before login: Eviction reason 1.
 	r.send(proto.OpCreateStream, proto.CodeCreateStream, 1, 1, proto.AppendName(nil, "x"))
-	if h, _, _ := r.recv(time.Second); h.Command != proto.CommandEviction || h.Reason != proto.EvictNoSession {
+	if h, _, _ := r.recv(5 * time.Second); h.Command != proto.CommandEviction || h.Reason != proto.EvictNoSession {
 		t.Fatalf("write before login: %+v", h)
 	}
 
@@ -133,7 +133,7 @@ func TestLoginAndEvictions(t *testing.T) {
 	} {
 		r := dial(t, s)
 		r.send(c.op, c.code, 0, 0, c.body)
-		h, _, ok := r.recv(time.Second)
+		h, _, ok := r.recv(5 * time.Second)
 		if !ok || h.Command != proto.CommandEviction || h.Reason != c.reason {
 			t.Errorf("reason %d: got %+v", c.reason, h)
 		}
@@ -143,7 +143,7 @@ func TestLoginAndEvictions(t *testing.T) {
 	}
 	r = dial(t, s)
 	r.send(proto.OpRegister, proto.CodeLoginRegisterWithPAT, 0, 0, proto.AppendPATLoginBody(nil, "t", "0", "tok"))
-	if h, _, _ := r.recv(time.Second); h.Status != 0 || h.Command != proto.CommandReply {
+	if h, _, _ := r.recv(5 * time.Second); h.Status != 0 || h.Command != proto.CommandReply {
 		t.Fatalf("PAT login: %+v", h)
 	}
 }
@@ -157,7 +157,7 @@ func TestSilentDrops(t *testing.T) {
 	tb = proto.AppendU32(tb, 1)
 	r.call(proto.CodeCreateTopic, proto.AppendName(tb, "t"))
 
-	send := func(mutate func(batch []byte)) (proto.ReplyHeader, bool) {
+	send := func(wait time.Duration, mutate func(batch []byte)) (proto.ReplyHeader, bool) {
 		var b message.Batch
 		b.Reset(10)
 		b.Begin(10)
@@ -176,21 +176,21 @@ func TestSilentDrops(t *testing.T) {
 		body = proto.AppendU32(body, 1)
 		r.send(proto.OpSendMessages, proto.CodeSendMessages, r.req, r.session, append(body, batch...))
 		r.req++
-		h, _, ok := r.recv(200 * time.Millisecond)
+		h, _, ok := r.recv(wait)
 		return h, ok
 	}
-	if h, ok := send(func([]byte) {}); !ok || h.Status != 0 {
+	if h, ok := send(5*time.Second, func([]byte) {}); !ok || h.Status != 0 {
 		t.Fatalf("good batch: %+v %v", h, ok)
 	}
 	// §3.7: a bad frame checksum gets no reply.
-	if _, ok := send(func(b []byte) { b[proto.BatchHeaderSize+48] ^= 1 }); ok {
+	if _, ok := send(300*time.Millisecond, func(b []byte) { b[proto.BatchHeaderSize+48] ^= 1 }); ok {
 		t.Fatal("bad frame checksum answered")
 	}
 	// A malformed header (client id 0) gets no reply either.
 	r2 := dial(t, s)
 	r2.client = proto.ClientID{}
 	r2.send(proto.OpNonReplicated, proto.CodePing, 1, 0, nil)
-	if _, _, ok := r2.recv(200 * time.Millisecond); ok {
+	if _, _, ok := r2.recv(300 * time.Millisecond); ok {
 		t.Fatal("client 0 answered")
 	}
 	// A request checksum that does not match the body: status 4.
@@ -198,14 +198,14 @@ func TestSilentDrops(t *testing.T) {
 	proto.PutRequestHeader(f, 0, r.client, r.req, proto.OpNonReplicated, r.session, proto.CodePing)
 	proto.SetRequestChecksum(f, 12345)
 	r.c.Write(f)
-	if h, _, ok := r.recv(time.Second); !ok || h.Status != uint32(proto.CodeInvalidFormat) {
+	if h, _, ok := r.recv(5 * time.Second); !ok || h.Status != uint32(proto.CodeInvalidFormat) {
 		t.Fatalf("bad request checksum: %+v", h)
 	}
 	// A frame size below 256 closes the connection.
 	bad := make([]byte, proto.HeaderSize)
 	binary.LittleEndian.PutUint32(bad[48:], 100)
 	r.c.Write(bad)
-	if _, _, ok := r.recv(time.Second); ok {
+	if _, _, ok := r.recv(5 * time.Second); ok {
 		t.Fatal("answered a short frame")
 	}
 }
