@@ -692,23 +692,20 @@ func (g *group) propagateAssignment(now time.Time, code int16, o *outbox) {
 // members the leader left out get an empty assignment, and ids that are not
 // members are ignored, as in Kafka.
 func (g *group) setAssignments(as []Assignment) {
-	pick := func(id string) []byte {
-		var b []byte
-		for i := range as { // the last entry for a member wins, as in Kafka's map
-			if as[i].MemberID == id {
-				b = as[i].Assignment
-			}
-		}
-		return b
-	}
+	// Keys alias the request; the map does not outlive this call. The last
+	// entry for a member wins, as in Kafka's map.
+	byMember := make(map[string][]byte, len(as))
 	n := 0
+	for _, a := range as {
+		byMember[a.MemberID] = a.Assignment
+	}
 	for _, m := range g.members {
-		n += len(pick(m.id))
+		n += len(byMember[m.id])
 	}
 	arena := make([]byte, 0, n)
 	for _, m := range g.members {
 		start := len(arena)
-		arena = append(arena, pick(m.id)...)
+		arena = append(arena, byMember[m.id]...)
 		m.assignment = arena[start:len(arena):len(arena)]
 	}
 }
