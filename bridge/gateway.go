@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/wire"
 )
@@ -65,6 +66,9 @@ type Config struct {
 	InlineLog bool
 	// ProduceTimeoutCap caps a Produce request's timeout_ms; 0 = 20 s.
 	ProduceTimeoutCap time.Duration
+	// Group configures the group coordinator (session timeout bounds,
+	// initial rebalance delay).
+	Group group.Config
 	// Logger receives warnings; nil = discard.
 	Logger *slog.Logger
 }
@@ -130,6 +134,7 @@ type Gateway struct {
 	decode chan struct{} // semaphore for concurrent decodes
 
 	producerIDs producerIDs
+	groups      *group.Coordinator
 	metrics     metrics
 	notify      notifier
 
@@ -180,6 +185,7 @@ func New(cfg Config, log Log) *Gateway {
 	}
 	g.states.New = func() any { return new(state) }
 	g.producerIDs.init(cfg.InstanceID)
+	g.groups = group.New(cfg.Group)
 	g.notify.init()
 	g.register()
 	for range cfg.Workers {
@@ -212,6 +218,7 @@ func (g *Gateway) register() {
 // Close stops the workers. Requests still parked are answered by the
 // engine's drain deadline closing their connections.
 func (g *Gateway) Close() {
+	g.groups.Close()
 	g.cancel()
 	g.wg.Wait()
 }

@@ -8,6 +8,7 @@ type moreState struct {
 	listOffsetsReq  wire.ListOffsetsRequest
 	listOffsetsResp wire.ListOffsetsResponse
 	admin           adminState
+	group           groupState
 }
 
 // registerMore installs the consume-side and admin handlers.
@@ -21,4 +22,13 @@ func (g *Gateway) registerMore() {
 	g.handlers[wire.KeyAlterConfigs] = (*Gateway).alterConfigs
 	g.handlers[wire.KeyIncrementalAlterConfigs] = (*Gateway).incrementalAlterConfigs
 	g.handlers[wire.KeyDescribeCluster] = (*Gateway).describeCluster
+	g.handlers[wire.KeyFindCoordinator] = (*Gateway).findCoordinator
+	g.handlers[wire.KeyJoinGroup] = (*Gateway).joinGroup
+	g.handlers[wire.KeySyncGroup] = (*Gateway).syncGroup
+	g.handlers[wire.KeyHeartbeat] = (*Gateway).heartbeat
+	g.handlers[wire.KeyLeaveGroup] = (*Gateway).leaveGroup
+	g.handlers[wire.KeyOffsetCommit] = (*Gateway).offsetCommit
+	g.handlers[wire.KeyOffsetFetch] = (*Gateway).offsetFetch
+	g.handlers[wire.KeyDescribeGroups] = (*Gateway).describeGroups
+	g.handlers[wire.KeyListGroups] = (*Gateway).listGroups
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -84,7 +85,12 @@ func Start(t testing.TB, opts Options) *Gateway {
 	}
 	g := &Gateway{Log: log}
 	g.gw = bridge.New(cfg, log)
-	srv, err := engine.New(opts.Engine, opts.EngineConfig, g.gw)
+	kind := opts.Engine
+	if kind == "" {
+		// KIGGY_TEST_ENGINE runs a whole suite on one engine ("epoll", "net").
+		kind = os.Getenv("KIGGY_TEST_ENGINE")
+	}
+	srv, err := engine.New(kind, opts.EngineConfig, g.gw)
 	if err != nil {
 		t.Fatalf("kiggytest: engine: %v", err)
 	}

@@ -1,0 +1,149 @@
+package bridge_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kiggy-io/kiggy/internal/kiggytest"
+)
+
+func produceN(t *testing.T, addr, topic string, partitions int32, n int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i) % partitions,
+			Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("value-%d", i)),
+			Headers:   []kgo.RecordHeader{{Key: "i", Value: []byte(fmt.Sprint(i))}},
+			Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	return recs
+}
+
+func TestFetchRoundTrip(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{})
+	gw.CreateTopic(t, "c", 4)
+	sent := produceN(t, gw.Addr, "c", 4, 2000)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.ConsumeTopics("c"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxPartitionBytes(4096))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got := map[string]*kgo.Record{}
+	next := map[int32]int64{}
+	for len(got) < len(sent) {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatalf("fetch: %v (have %d)", err, len(got))
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset != next[r.Partition] {
+				t.Fatalf("partition %d: offset %d, want %d", r.Partition, r.Offset, next[r.Partition])
+			}
+			next[r.Partition]++
+			got[string(r.Key)] = r
+		})
+	}
+	for _, s := range sent {
+		r := got[string(s.Key)]
+		if r == nil || !bytes.Equal(r.Value, s.Value) || r.Partition != s.Partition || !r.Timestamp.Equal(s.Timestamp) ||
+			len(r.Headers) != 1 || r.Headers[0].Key != "i" || !bytes.Equal(r.Headers[0].Value, s.Headers[0].Value) {
+			t.Fatalf("record %q: got %+v", s.Key, r)
+		}
+	}
+}
+
+func TestListOffsets(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{})
+	gw.CreateTopic(t, "lo", 1)
+	produceN(t, gw.Addr, "lo", 1, 10)
+	cl, _ := kgo.NewClient(kgo.SeedBrokers(gw.Addr))
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	start, err := adm.ListStartOffsets(ctx, "lo")
+	if err != nil || start["lo"][0].Offset != 0 {
+		t.Fatalf("start offsets: %v %+v", err, start)
+	}
+	end, err := adm.ListEndOffsets(ctx, "lo")
+	if err != nil || end["lo"][0].Offset != 10 {
+		t.Fatalf("end offsets: %v %+v", err, end)
+	}
+	after, err := adm.ListOffsetsAfterMilli(ctx, 1_700_000_000_004, "lo")
+	if err != nil || after["lo"][0].Offset != 4 || after["lo"][0].Timestamp != 1_700_000_000_004 {
+		t.Fatalf("offset after time: %v %+v", err, after)
+	}
+	late, err := adm.ListOffsetsAfterMilli(ctx, 1_800_000_000_000, "lo")
+	if err != nil || late["lo"][0].Offset != 10 {
+		// kadm maps "no such offset" (-1) to the end offset.
+		t.Fatalf("offset after the last record: %v %+v", err, late)
+	}
+	if _, err := adm.ListEndOffsets(ctx, "nope"); err != nil {
+		t.Fatalf("unknown topic: %v", err)
+	}
+}
+
+// TestLongPollWakesOnAppend: a Fetch parked with max wait 5 s returns as soon
+// as a record is produced, not when the wait expires.
+func TestLongPollWakesOnAppend(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{})
+	gw.CreateTopic(t, "lp", 1)
+	cl, _ := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"lp": {0: kgo.NewOffset().At(0)}}),
+		kgo.FetchMaxWait(5*time.Second))
+	defer cl.Close()
+	done := make(chan time.Time, 1)
+	go func() {
+		fs := cl.PollFetches(context.Background())
+		if fs.NumRecords() > 0 {
+			done <- time.Now()
+		}
+		close(done)
+	}()
+	time.Sleep(500 * time.Millisecond) // let the fetch park
+	sentAt := time.Now()
+	produceN(t, gw.Addr, "lp", 1, 1)
+	select {
+	case at, ok := <-done:
+		if !ok {
+			t.Fatal("poll returned without records")
+		}
+		if d := at.Sub(sentAt); d > 2*time.Second {
+			t.Fatalf("long poll returned %v after the produce: it waited for its timeout", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("poll never returned")
+	}
+}
+
+func TestOffsetOutOfRangeResets(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{})
+	gw.CreateTopic(t, "oor", 1)
+	produceN(t, gw.Addr, "oor", 1, 5)
+	cl, _ := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"oor": {0: kgo.NewOffset().At(100)}}),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fs := cl.PollFetches(ctx)
+	if fs.NumRecords() == 0 || fs.Records()[0].Offset != 0 {
+		t.Fatalf("out-of-range offset did not reset to the start: %v", fs.Errors())
+	}
+}

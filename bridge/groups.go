@@ -1,0 +1,453 @@
+package bridge
+
+import (
+	"errors"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge/group"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+// Coordinator key types (FindCoordinator v1+).
+const (
+	coordinatorGroup       = 0
+	coordinatorTransaction = 1
+)
+
+// offsetMetadataMax is Kafka's offset.metadata.max.bytes default.
+const offsetMetadataMax = 4096
+
+// errNoTransactions is the message a transactional client sees.
+const errNoTransactions = "kiggy does not support Kafka transactions (transactional.id); use an idempotent producer"
+
+// groupState is the group handlers' scratch space.
+type groupState struct {
+	findReq    wire.FindCoordinatorRequest
+	findResp   wire.FindCoordinatorResponse
+	joinReq    wire.JoinGroupRequest
+	syncReq    wire.SyncGroupRequest
+	hbReq      wire.HeartbeatRequest
+	leaveReq   wire.LeaveGroupRequest
+	commitReq  wire.OffsetCommitRequest
+	commitResp wire.OffsetCommitResponse
+	fetchReq   wire.OffsetFetchRequest
+	fetchResp  wire.OffsetFetchResponse
+	descReq    wire.DescribeGroupsRequest
+	listReq    wire.ListGroupsRequest
+	protocols  []group.Protocol
+	assigns    []group.Assignment
+	leaves     []group.LeaveMember
+}
+
+// findCoordinator answers FindCoordinator v0–6: this gateway coordinates
+// every group (single-instance coordination, docs/LIMITS.md). Transaction
+// coordinators are refused with a message the Java client prints.
+func (g *Gateway) findCoordinator(c *call) bool {
+	gs := &c.state.more.group
+	req := &gs.findReq
+	v := c.hdr.APIVersion
+	if err := req.Decode(c.body, v); err != nil {
+		c.req.Close("protocol_error")
+		return false
+	}
+	host, port := g.advertisedAddr(c)
+	answer := func(key string) wire.FindCoordinatorResponseCoordinator {
+		if req.CoordinatorType != coordinatorGroup {
+			// TransactionManager reports an unexpected FindCoordinator error
+			// as "Could not find a coordinator ... due to unexpected error:
+			// <message>"; INVALID_REQUEST is not retriable, so it stops.
+			return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1,
+				ErrorCode: wire.InvalidRequest, ErrorMessage: wire.Str(errNoTransactions)}
+		}
+		return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: g.cfg.NodeID, Host: host, Port: port}
+	}
+	resp := &gs.findResp
+	*resp = wire.FindCoordinatorResponse{Coordinators: resp.Coordinators[:0]}
+	if v >= 4 {
+		// KIP-699: one entry per requested key.
+		for _, k := range req.CoordinatorKeys {
+			resp.Coordinators = append(resp.Coordinators, answer(k))
+		}
+	} else {
+		a := answer(req.CoordinatorKey)
+		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = a.ErrorCode, a.ErrorMessage, a.NodeID, a.Host, a.Port
+	}
+	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	return false
+}
+
+// finishParked completes a parked group call: it responds and continues the
+// connection.
+func (g *Gateway) finishParked(c *call, resp []byte) {
+	cs := c.cs
+	c.req.Respond(resp)
+	g.states.Put(c.state)
+	g.resume(cs)
+}
+
+func clientHost(c *call) string {
+	if a := c.req.Conn().RemoteAddr; a != "" {
+		if i := lastColon(a); i > 0 {
+			return "/" + a[:i]
+		}
+	}
+	return ""
+}
+
+func lastColon(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == ':' {
+			return i
+		}
+	}
+	return -1
+}
+
+// joinGroup answers JoinGroup v0–9; it parks until the generation forms.
+func (g *Gateway) joinGroup(c *call) bool {
+	gs := &c.state.more.group
+	req := &gs.joinReq
+	v := c.hdr.APIVersion
+	if err := req.Decode(c.body, v); err != nil {
+		c.req.Close("protocol_error")
+		return false
+	}
+	gs.protocols = gs.protocols[:0]
+	for _, p := range req.Protocols {
+		gs.protocols = append(gs.protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
+	}
+	rebalance := req.RebalanceTimeoutMillis
+	if v == 0 {
+		// JoinGroup v0 has no rebalance timeout: it is the session timeout.
+		rebalance = req.SessionTimeoutMillis
+	}
+	jr := group.JoinRequest{
+		GroupID: req.Group, MemberID: req.MemberID,
+		GroupInstanceID: req.InstanceID.S, HasInstanceID: req.InstanceID.Valid,
+		ClientID: c.hdr.ClientID.S, ClientHost: clientHost(c),
+		ProtocolType: req.ProtocolType, Protocols: gs.protocols,
+		SessionTimeout:   time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
+		RebalanceTimeout: time.Duration(rebalance) * time.Millisecond,
+		// KIP-394: JoinGroup v4+ members must rejoin with the id they are given.
+		RequireKnownMemberID: v >= 4,
+		Reason:               req.Reason.S,
+	}
+	g.groups.Join(jr, func(r group.JoinResult) {
+		resp := wire.JoinGroupResponse{
+			ErrorCode: wire.ErrorCode(r.Error), Generation: r.GenerationID,
+			ProtocolType: nullIfEmpty(r.ProtocolType), Protocol: nullIfEmpty(r.ProtocolName),
+			LeaderID: r.LeaderID, MemberID: r.MemberID, SkipAssignment: r.SkipAssignment,
+		}
+		if v < 7 && !resp.Protocol.Valid {
+			resp.Protocol = wire.Str("") // non-nullable before v7
+		}
+		for _, m := range r.Members {
+			resp.Members = append(resp.Members, wire.JoinGroupResponseMember{
+				MemberID: m.MemberID, InstanceID: wire.NullString{S: m.GroupInstanceID, Valid: m.HasInstanceID},
+				ProtocolMetadata: m.Metadata,
+			})
+		}
+		g.finishParked(c, resp.AppendTo(c.responseBuffer(), v))
+	})
+	return true
+}
+
+func nullIfEmpty(s string) wire.NullString {
+	if s == "" {
+		return wire.NullString{}
+	}
+	return wire.Str(s)
+}
+
+// syncGroup answers SyncGroup v0–5; followers park until the leader's
+// assignment arrives.
+func (g *Gateway) syncGroup(c *call) bool {
+	gs := &c.state.more.group
+	req := &gs.syncReq
+	v := c.hdr.APIVersion
+	if err := req.Decode(c.body, v); err != nil {
+		c.req.Close("protocol_error")
+		return false
+	}
+	gs.assigns = gs.assigns[:0]
+	for _, a := range req.GroupAssignment {
+		gs.assigns = append(gs.assigns, group.Assignment{MemberID: a.MemberID, Assignment: a.MemberAssignment})
+	}
+	sr := group.SyncRequest{
+		GroupID: req.Group, GenerationID: req.Generation, MemberID: req.MemberID,
+		GroupInstanceID: req.InstanceID.S, HasInstanceID: req.InstanceID.Valid,
+		ProtocolType: req.ProtocolType.S, HasProtocolType: req.ProtocolType.Valid,
+		ProtocolName: req.Protocol.S, HasProtocolName: req.Protocol.Valid,
+		Assignments: gs.assigns,
+	}
+	g.groups.Sync(sr, func(r group.SyncResult) {
+		resp := wire.SyncGroupResponse{ErrorCode: wire.ErrorCode(r.Error),
+			ProtocolType: nullIfEmpty(r.ProtocolType), Protocol: nullIfEmpty(r.ProtocolName),
+			MemberAssignment: r.Assignment}
+		if resp.MemberAssignment == nil {
+			resp.MemberAssignment = []byte{}
+		}
+		g.finishParked(c, resp.AppendTo(c.responseBuffer(), v))
+	})
+	return true
+}
+
+// heartbeat answers Heartbeat v0–4.
+func (g *Gateway) heartbeat(c *call) bool {
+	gs := &c.state.more.group
+	req := &gs.hbReq
+	v := c.hdr.APIVersion
+	if err := req.Decode(c.body, v); err != nil {
+		c.req.Close("protocol_error")
+		return false
+	}
+	code := g.groups.Heartbeat(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation)
+	resp := wire.HeartbeatResponse{ErrorCode: wire.ErrorCode(code)}
+	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	return false
+}
+
+// leaveGroup answers LeaveGroup v0–5 (v3+ batched members).
+func (g *Gateway) leaveGroup(c *call) bool {
+	gs := &c.state.more.group
+	req := &gs.leaveReq
+	v := c.hdr.APIVersion
+	if err := req.Decode(c.body, v); err != nil {
+		c.req.Close("protocol_error")
+		return false
+	}
+	gs.leaves = gs.leaves[:0]
+	if v < 3 {
+		gs.leaves = append(gs.leaves, group.LeaveMember{MemberID: req.MemberID})
+	}
+	for _, m := range req.Members {
+		gs.leaves = append(gs.leaves, group.LeaveMember{MemberID: m.MemberID, GroupInstanceID: m.InstanceID.S,
+			HasInstanceID: m.InstanceID.Valid, Reason: m.Reason.S})
+	}
+	code, codes := g.groups.Leave(req.Group, gs.leaves)
+	resp := wire.LeaveGroupResponse{ErrorCode: wire.ErrorCode(code)}
+	if v < 3 {
+		if len(codes) == 1 && code == 0 {
+			resp.ErrorCode = wire.ErrorCode(codes[0])
+		}
+	} else {
+		for i, m := range req.Members {
+			e := wire.None
+			if i < len(codes) {
+				e = wire.ErrorCode(codes[i])
+			}
+			resp.Members = append(resp.Members, wire.LeaveGroupResponseMember{MemberID: m.MemberID, InstanceID: m.InstanceID, ErrorCode: e})
+		}
+	}
+	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	return false
+}
+
+// offsetCommit answers OffsetCommit v2–9: the generation and member are
+// checked by the coordinator, then each offset is stored through Log.
+func (g *Gateway) offsetCommit(c *call) bool {
+	gs := &c.state.more.group
+	req := &gs.commitReq
+	v := c.hdr.APIVersion
+	if err := req.Decode(c.body, v); err != nil {
+		c.req.Close("protocol_error")
+		return false
+	}
+	groupCode := wire.None
+	if req.Group == "" {
+		groupCode = wire.InvalidGroupID
+	} else {
+		groupCode = wire.ErrorCode(g.groups.ValidateCommit(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation))
+	}
+	resp := &gs.commitResp
+	resp.Topics = resp.Topics[:0]
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		out := wire.OffsetCommitResponseTopic{Topic: t.Topic}
+		if len(resp.Topics) < cap(resp.Topics) {
+			out.Partitions = resp.Topics[:len(resp.Topics)+1][len(resp.Topics)].Partitions[:0]
+		}
+		topicCode := groupCode
+		var parts int32 = -1
+		if topicCode == wire.None {
+			info, err := g.log.Topic(g.ctx, t.Topic)
+			switch {
+			case errors.Is(err, ErrUnknownTopic):
+				topicCode = wire.UnknownTopicOrPartition
+			case err != nil:
+				topicCode = wire.CoordinatorLoadInProgress
+			default:
+				parts = info.Partitions
+			}
+		}
+		for _, p := range t.Partitions {
+			code := topicCode
+			switch {
+			case code != wire.None:
+			case p.Partition < 0 || p.Partition >= parts:
+				code = wire.UnknownTopicOrPartition
+			case len(p.Metadata.S) > offsetMetadataMax:
+				code = wire.OffsetMetadataTooLarge
+			default:
+				if err := g.log.CommitOffset(g.ctx, req.Group, t.Topic, p.Partition, p.Offset, p.Metadata.S); err != nil {
+					// RECORD_MAPPING.md §5: retriable failures go back as
+					// COORDINATOR_LOAD_IN_PROGRESS.
+					code = wire.CoordinatorLoadInProgress
+					g.cfg.Logger.Warn("offset commit", "group", req.Group, "topic", t.Topic, "partition", p.Partition, "err", err)
+				}
+			}
+			out.Partitions = append(out.Partitions, wire.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	return false
+}
+
+// offsetFetch answers OffsetFetch v1–9 (v8+ several groups): committed
+// offsets through Log, -1 where none; null topics means every partition
+// with a committed offset.
+func (g *Gateway) offsetFetch(c *call) bool {
+	gs := &c.state.more.group
+	req := &gs.fetchReq
+	v := c.hdr.APIVersion
+	if err := req.Decode(c.body, v); err != nil {
+		c.req.Close("protocol_error")
+		return false
+	}
+	resp := &gs.fetchResp
+	*resp = wire.OffsetFetchResponse{}
+	if v >= 8 {
+		for i := range req.Groups {
+			rg := &req.Groups[i]
+			topics, code := g.committed(rg.Group, rg.Topics)
+			resp.Groups = append(resp.Groups, wire.OffsetFetchResponseGroup{Group: rg.Group, Topics: topics, ErrorCode: code})
+		}
+	} else {
+		resp.Topics, resp.ErrorCode = g.committed(req.Group, req.Topics)
+	}
+	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	return false
+}
+
+// committed reads a group's committed offsets for topics (nil = all).
+func (g *Gateway) committed(groupID string, topics []wire.OffsetFetchRequestTopic) ([]wire.OffsetFetchResponseTopic, wire.ErrorCode) {
+	if groupID == "" {
+		return nil, wire.InvalidGroupID
+	}
+	var out []wire.OffsetFetchResponseTopic
+	one := func(topic string, p int32) wire.OffsetFetchResponseTopicPartition {
+		r := wire.OffsetFetchResponseTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: wire.Str("")}
+		off, md, ok, err := g.log.FetchOffset(g.ctx, groupID, topic, p)
+		switch {
+		case err != nil:
+			r.ErrorCode = wire.CoordinatorLoadInProgress
+		case ok:
+			r.Offset, r.Metadata = off, wire.Str(md)
+		}
+		return r
+	}
+	if topics == nil {
+		all, err := g.log.Topics(g.ctx)
+		if err != nil {
+			return nil, wire.CoordinatorLoadInProgress
+		}
+		for _, t := range all {
+			var parts []wire.OffsetFetchResponseTopicPartition
+			for p := int32(0); p < t.Partitions; p++ {
+				if r := one(t.Name, p); r.Offset >= 0 || r.ErrorCode != wire.None {
+					parts = append(parts, r)
+				}
+			}
+			if len(parts) > 0 {
+				out = append(out, wire.OffsetFetchResponseTopic{Topic: t.Name, Partitions: parts})
+			}
+		}
+		return out, wire.None
+	}
+	for _, t := range topics {
+		ot := wire.OffsetFetchResponseTopic{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			ot.Partitions = append(ot.Partitions, one(t.Topic, p))
+		}
+		out = append(out, ot)
+	}
+	return out, wire.None
+}
+
+// describeGroups answers DescribeGroups v0–5.
+func (g *Gateway) describeGroups(c *call) bool {
+	gs := &c.state.more.group
+	req := &gs.descReq
+	v := c.hdr.APIVersion
+	if err := req.Decode(c.body, v); err != nil {
+		c.req.Close("protocol_error")
+		return false
+	}
+	var resp wire.DescribeGroupsResponse
+	for _, id := range req.Groups {
+		d := g.groups.Describe(id)
+		out := wire.DescribeGroupsResponseGroup{ErrorCode: wire.ErrorCode(d.Error), Group: id, State: d.State,
+			ProtocolType: d.ProtocolType, Protocol: d.Protocol, AuthorizedOperations: authorizedOperationsUnknown}
+		if id == "" {
+			out.ErrorCode = wire.InvalidGroupID
+		}
+		for _, m := range d.Members {
+			out.Members = append(out.Members, wire.DescribeGroupsResponseGroupMember{
+				MemberID: m.MemberID, InstanceID: wire.NullString{S: m.GroupInstanceID, Valid: m.HasInstanceID},
+				ClientID: m.ClientID, ClientHost: m.ClientHost, ProtocolMetadata: m.Metadata, MemberAssignment: m.Assignment,
+			})
+		}
+		resp.Groups = append(resp.Groups, out)
+	}
+	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	return false
+}
+
+// listGroups answers ListGroups v0–5 (v4+ state filter, v5+ type filter).
+func (g *Gateway) listGroups(c *call) bool {
+	gs := &c.state.more.group
+	req := &gs.listReq
+	v := c.hdr.APIVersion
+	if err := req.Decode(c.body, v); err != nil {
+		c.req.Close("protocol_error")
+		return false
+	}
+	var resp wire.ListGroupsResponse
+	for _, l := range g.groups.List() {
+		if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, l.State) {
+			continue
+		}
+		if len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, "classic") {
+			continue
+		}
+		resp.Groups = append(resp.Groups, wire.ListGroupsResponseGroup{Group: l.GroupID, ProtocolType: l.ProtocolType, GroupState: l.State, GroupType: "classic"})
+	}
+	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	return false
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if len(x) == len(s) {
+			eq := true
+			for i := 0; i < len(x); i++ {
+				a, b := x[i], s[i]
+				if 'A' <= a && a <= 'Z' {
+					a += 'a' - 'A'
+				}
+				if 'A' <= b && b <= 'Z' {
+					b += 'a' - 'A'
+				}
+				if a != b {
+					eq = false
+					break
+				}
+			}
+			if eq {
+				return true
+			}
+		}
+	}
+	return false
+}
