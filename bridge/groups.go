@@ -130,7 +130,9 @@ func (g *Gateway) joinGroup(c *call) bool {
 		RebalanceTimeout: time.Duration(rebalance) * time.Millisecond,
 		// KIP-394: JoinGroup v4+ members must rejoin with the id they are given.
 		RequireKnownMemberID: v >= 4,
-		Reason:               req.Reason.S,
+		// KIP-814: a static leader rejoining a Stable group may skip assignment (v9+).
+		SupportsSkipAssignment: v >= 9,
+		Reason:                 req.Reason.S,
 	}
 	g.groups.Join(jr, func(r group.JoinResult) {
 		resp := wire.JoinGroupResponse{
