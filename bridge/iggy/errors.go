@@ -36,7 +36,11 @@ type Error struct {
 
 // Error implements error.
 func (e *Error) Error() string {
-	return "iggy: " + e.Command + ": " + e.Code.String() + " (code " + strconv.FormatUint(uint64(e.Code), 10) + ")"
+	name := e.Code.String()
+	if name == "code "+strconv.FormatUint(uint64(e.Code), 10) {
+		return "iggy: " + e.Command + ": " + name
+	}
+	return "iggy: " + e.Command + ": " + name + " (code " + strconv.FormatUint(uint64(e.Code), 10) + ")"
 }
 
 // EvictionError is an Eviction frame: the server ended the session (§1.6).
