@@ -1,15 +1,31 @@
 package kiggytest
 
 import (
+	"context"
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 )
 
 // startIggy starts an in-process iggytest server and returns the Iggy
-// client connected to it. Wired when bridge/iggy lands.
-func startIggy(t testing.TB) bridge.Log {
+// client connected to it, and the server (for fault tests).
+func startIggy(t testing.TB) (bridge.Log, *iggytest.Server) {
 	t.Helper()
-	t.Fatal("kiggytest: Iggy mode is not wired yet")
-	return nil
+	srv := iggytest.New(iggytest.Config{})
+	addr, err := srv.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("kiggytest: iggytest: %v", err)
+	}
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := iggy.Open(ctx, iggy.Config{Addr: addr.String(), RequestTimeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("kiggytest: iggy client: %v", err)
+	}
+	return c, srv
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/mapping"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/message"
@@ -23,7 +24,8 @@ import (
 // gateway with Kafka-like defaults.
 type Options struct {
 	// Iggy runs the gateway on the Iggy backend against an in-process
-	// iggytest server instead of the embedded log.
+	// iggytest server instead of the embedded log. KIGGY_TEST_BACKEND=iggy
+	// does the same for a whole suite.
 	Iggy bool
 	// NoAutoCreate turns off Metadata auto-creation of topics.
 	NoAutoCreate bool
@@ -61,6 +63,9 @@ type Gateway struct {
 	Addr string
 	// Log is the gateway's backend.
 	Log bridge.Log
+	// Iggy is the in-process Iggy server in Iggy mode (nil on the embedded
+	// log); tests stop and restart it to inject faults.
+	Iggy *iggytest.Server
 
 	srv engine.Server
 	gw  *bridge.Gateway
@@ -77,13 +82,14 @@ func Start(t testing.TB, opts Options) *Gateway {
 		cfg.DefaultPartitions = opts.DefaultPartitions
 	}
 	var log bridge.Log
-	if opts.Iggy {
-		log = startIggy(t)
+	var iggySrv *iggytest.Server
+	if opts.Iggy || os.Getenv("KIGGY_TEST_BACKEND") == "iggy" {
+		log, iggySrv = startIggy(t)
 	} else {
 		log = memlog.New(memlog.Config{})
 		cfg.InlineLog = true
 	}
-	g := &Gateway{Log: log}
+	g := &Gateway{Log: log, Iggy: iggySrv}
 	g.gw = bridge.New(cfg, log)
 	kind := opts.Engine
 	if kind == "" {
