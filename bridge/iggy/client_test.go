@@ -610,3 +610,61 @@ func TestDecodeConfirmation(t *testing.T) {
 	}
 	_ = binary.LittleEndian
 }
+
+// TestRepliesOneByteAtATime serves login and ping replies in 1-byte writes:
+// the client must reassemble frames split at every offset.
+func TestRepliesOneByteAtATime(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if tc, ok := c.(*net.TCPConn); ok {
+					tc.SetNoDelay(true)
+				}
+				h := make([]byte, proto.HeaderSize)
+				for {
+					if _, err := io.ReadFull(c, h); err != nil {
+						return
+					}
+					body := make([]byte, proto.FrameSize(h)-proto.HeaderSize)
+					io.ReadFull(c, body)
+					req := proto.ParseRequestHeader(h)
+					var rb []byte
+					switch {
+					case req.Operation == proto.OpRegister:
+						rb = proto.AppendResultOK(nil)
+						rb = proto.AppendU32(rb, 0)
+						rb = proto.AppendU64(rb, 3)
+						rb = proto.AppendU32(rb, proto.ProtocolVersion)
+						rb = proto.AppendName(rb, "byte-by-byte")
+					case req.Code == proto.CodeGetStream:
+						rb = []byte{1} // "found": any non-empty body
+					}
+					out := make([]byte, proto.HeaderSize)
+					proto.PutReplyHeader(out, len(rb), &req, 3, 3, 0)
+					out = append(out, rb...)
+					for i := range out {
+						if _, err := c.Write(out[i : i+1]); err != nil {
+							return
+						}
+					}
+				}
+			}()
+		}
+	}()
+	c := open(t, Config{Addr: ln.Addr().String(), PoolSize: 1})
+	for range 3 {
+		if err := c.Ready(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -258,3 +258,41 @@ func TestStopStartKeepsData(t *testing.T) {
 		t.Fatalf("stream lost across restart: %+v", h)
 	}
 }
+
+// TV14: SyncConsumerGroup reply layout — [generation u64][count u32][ids] —
+// for the first of two members of a 5-partition topic: partitions [0, 2, 4].
+func TestTV14SyncReply(t *testing.T) {
+	s := start(t)
+	a, b := dial(t, s), dial(t, s)
+	b.client = proto.ClientID{Lo: 8}
+	a.login("iggy", "iggy")
+	b.login("iggy", "iggy")
+	a.call(proto.CodeCreateStream, proto.AppendName(nil, "s"))
+	tb := proto.AppendU32(proto.AppendNumericID(nil, 0), 5)
+	a.call(proto.CodeCreateTopic, proto.AppendName(tb, "t"))
+	ids := proto.AppendNumericID(proto.AppendNumericID(nil, 0), 0)
+	a.call(proto.CodeCreateConsumerGroup, proto.AppendName(append([]byte(nil), ids...), "g"))
+	grp := proto.AppendNumericID(append([]byte(nil), ids...), 0)
+	a.call(proto.CodeJoinConsumerGroup, grp)
+	b.call(proto.CodeJoinConsumerGroup, grp)
+	h, body := a.call(proto.CodeSyncConsumerGroup, grp)
+	want := []byte{2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0}
+	if h.Status != 0 || string(body) != string(want) {
+		t.Fatalf("sync reply %x, want %x", body, want)
+	}
+	// A client that is not a member gets an empty body.
+	c := dial(t, s)
+	c.client = proto.ClientID{Lo: 9}
+	c.login("iggy", "iggy")
+	if h, body := c.call(proto.CodeSyncConsumerGroup, grp); h.Status != 0 || len(body) != 0 {
+		t.Fatalf("non-member sync: %+v %x", h, body)
+	}
+	// A group poll on a partition the member does not own: the re-sync sentinel.
+	poll := append([]byte{proto.ConsumerGroup}, proto.AppendNumericID(nil, 0)...)
+	poll = append(append(poll, ids...), 1, 1, 0, 0, 0, proto.PollNext)
+	poll = proto.AppendU64(poll, 0)
+	poll = append(proto.AppendU32(poll, 1), 0)
+	if _, body := a.call(proto.CodePollMessages, poll); binary.LittleEndian.Uint32(body) != resyncPartition {
+		t.Fatalf("unowned group poll: %x", body)
+	}
+}
