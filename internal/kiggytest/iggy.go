@@ -16,16 +16,26 @@ import (
 func startIggy(t testing.TB) (bridge.Log, *iggytest.Server) {
 	t.Helper()
 	srv := iggytest.New(iggytest.Config{})
-	addr, err := srv.Start("127.0.0.1:0")
+	_, err := srv.Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("kiggytest: iggytest: %v", err)
 	}
 	t.Cleanup(srv.Close)
+	return connectIggy(t, srv), srv
+}
+
+// connectIggy opens the Iggy client to a running iggytest server.
+func connectIggy(t testing.TB, srv *iggytest.Server) bridge.Log {
+	t.Helper()
+	addr := srv.Addr()
+	if addr == nil {
+		t.Fatal("kiggytest: iggytest server is stopped")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := iggy.Open(ctx, iggy.Config{Addr: addr.String(), RequestTimeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("kiggytest: iggy client: %v", err)
 	}
-	return c, srv
+	return c
 }

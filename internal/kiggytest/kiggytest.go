@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,6 +40,9 @@ type Options struct {
 	Bridge bridge.Config
 	// EngineConfig, when set, configures the engine.
 	EngineConfig engine.Config
+	// IggyServer, when set, is the iggytest server to connect to (Iggy
+	// mode), so a test can restart the gateway over the same data.
+	IggyServer *iggytest.Server
 }
 
 // Header is one Kafka record header as read back; a nil Value is null.
@@ -67,8 +71,9 @@ type Gateway struct {
 	// log); tests stop and restart it to inject faults.
 	Iggy *iggytest.Server
 
-	srv engine.Server
-	gw  *bridge.Gateway
+	srv  engine.Server
+	gw   *bridge.Gateway
+	stop func()
 }
 
 // Start starts a gateway and stops it when t ends.
@@ -83,7 +88,9 @@ func Start(t testing.TB, opts Options) *Gateway {
 	}
 	var log bridge.Log
 	var iggySrv *iggytest.Server
-	if opts.Iggy || os.Getenv("KIGGY_TEST_BACKEND") == "iggy" {
+	if opts.IggyServer != nil {
+		log, iggySrv = connectIggy(t, opts.IggyServer), opts.IggyServer
+	} else if opts.Iggy || os.Getenv("KIGGY_TEST_BACKEND") == "iggy" {
 		log, iggySrv = startIggy(t)
 	} else {
 		log = memlog.New(memlog.Config{})
@@ -108,20 +115,28 @@ func Start(t testing.TB, opts Options) *Gateway {
 	g.Addr = ln.Addr().String()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Errorf("kiggytest: engine did not stop")
-		}
-		g.gw.Close()
-		_ = log.Close()
-	})
+	var once sync.Once
+	g.stop = func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(ctx)
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Errorf("kiggytest: engine did not stop")
+			}
+			g.gw.Close()
+			_ = log.Close()
+		})
+	}
+	t.Cleanup(g.stop)
 	return g
 }
+
+// Stop drains and stops the gateway (and closes its backend client) before
+// the test ends, as a restart would; the iggytest server keeps running.
+func (g *Gateway) Stop() { g.stop() }
 
 // CreateTopic creates a topic directly in the backend.
 func (g *Gateway) CreateTopic(t testing.TB, name string, partitions int32) {
