@@ -60,14 +60,24 @@ func (h *RecordHeaders) Next() (key, value []byte, ok bool) {
 		return nil, nil, false
 	}
 	b, i := h.raw, h.off
-	kl, i := readVarint(b, i)
+	kl, one := v1(b, i)
+	if one {
+		i++
+	} else {
+		kl, i = readVarintSlow(b, i)
+	}
 	if i < 0 || kl < 0 || int(kl) > len(b)-i {
 		h.next = h.count
 		return nil, nil, false
 	}
 	key = b[i : i+int(kl) : i+int(kl)]
 	i += int(kl)
-	vl, i := readVarint(b, i)
+	vl, one := v1(b, i)
+	if one {
+		i++
+	} else {
+		vl, i = readVarintSlow(b, i)
+	}
 	if i < 0 || vl < -1 || int(vl) > len(b)-i {
 		h.next = h.count
 		return nil, nil, false
@@ -131,6 +141,9 @@ func (r *Records) Err() error { return r.err }
 
 // Next decodes the next record into rec and reports whether there was one.
 // When it returns false, Err tells whether iteration ended cleanly.
+//
+// Every varint is decoded by the inlined one-byte fast path (v1) first; the
+// general decoder runs only for longer encodings.
 func (r *Records) Next(rec *Record) bool {
 	if r.left <= 0 || r.err != nil {
 		if !r.done {
@@ -142,8 +155,13 @@ func (r *Records) Next(rec *Record) bool {
 		}
 		return false
 	}
-	b := r.b
-	length, i := readVarint(b, r.off)
+	b, i := r.b, r.off
+	length, ok := v1(b, i)
+	if ok {
+		i++
+	} else {
+		length, i = readVarintSlow(b, i)
+	}
 	// "Invalid record size: expected N bytes in record payload, but instead
 	// the buffer has only M remaining bytes" (DefaultRecord.readFrom).
 	if i < 0 || length < 0 || int(length) > len(b)-i {
@@ -160,36 +178,83 @@ func (r *Records) Next(rec *Record) bool {
 	}
 	rec.Attributes = int8(b[i])
 	i++
-	rec.TimestampDelta, i = readVarlong(b, i)
-	if i < 0 {
+	if v, ok := v1(b, i); ok {
+		rec.TimestampDelta = int64(v)
+		i++
+	} else if rec.TimestampDelta, i = readVarlongSlow(b, i); i < 0 {
 		return r.fail(ErrRecordBody)
 	}
-	rec.OffsetDelta, i = readVarint(b, i)
-	if i < 0 {
+	if v, ok := v1(b, i); ok {
+		rec.OffsetDelta = v
+		i++
+	} else if rec.OffsetDelta, i = readVarintSlow(b, i); i < 0 {
 		return r.fail(ErrRecordBody)
 	}
-	if rec.Key, i = readVarintBytes(b, i); i < 0 {
+	// Key and value: -1 is null. (Java reads any negative length as null;
+	// kiggy rejects lengths below -1.)
+	kl, ok := v1(b, i)
+	if ok {
+		i++
+	} else if kl, i = readVarintSlow(b, i); i < 0 {
 		return r.fail(ErrRecordBody)
 	}
-	if rec.Value, i = readVarintBytes(b, i); i < 0 {
+	if kl < -1 || int(kl) > end-i {
 		return r.fail(ErrRecordBody)
+	}
+	rec.Key = nil
+	if kl >= 0 {
+		j := i + int(kl)
+		rec.Key = b[i:j:j]
+		i = j
+	}
+	vl, ok := v1(b, i)
+	if ok {
+		i++
+	} else if vl, i = readVarintSlow(b, i); i < 0 {
+		return r.fail(ErrRecordBody)
+	}
+	if vl < -1 || int(vl) > end-i {
+		return r.fail(ErrRecordBody)
+	}
+	rec.Value = nil
+	if vl >= 0 {
+		j := i + int(vl)
+		rec.Value = b[i:j:j]
+		i = j
 	}
 	// "Found invalid number of record headers N" for a negative count.
-	hc, i := readVarint(b, i)
-	if i < 0 || hc < 0 {
+	hc, ok := v1(b, i)
+	if ok {
+		i++
+	} else if hc, i = readVarintSlow(b, i); i < 0 {
+		return r.fail(ErrRecordBody)
+	}
+	if hc < 0 {
 		return r.fail(ErrRecordBody)
 	}
 	hstart := i
 	for n := hc; n > 0; n-- {
 		// "Invalid negative header key size N" (DefaultRecord.readHeaders).
-		var kl int32
-		kl, i = readVarint(b, i)
-		if i < 0 || kl < 0 || int(kl) > end-i {
+		l, ok := v1(b, i)
+		if ok {
+			i++
+		} else if l, i = readVarintSlow(b, i); i < 0 {
 			return r.fail(ErrRecordBody)
 		}
-		i += int(kl)
-		if _, i = readVarintBytes(b, i); i < 0 {
+		if l < 0 || int(l) > end-i {
 			return r.fail(ErrRecordBody)
+		}
+		i += int(l)
+		if l, ok = v1(b, i); ok {
+			i++
+		} else if l, i = readVarintSlow(b, i); i < 0 {
+			return r.fail(ErrRecordBody)
+		}
+		if l < -1 || int(l) > end-i {
+			return r.fail(ErrRecordBody)
+		}
+		if l > 0 {
+			i += int(l)
 		}
 	}
 	// "Invalid record size: expected to read N bytes in record payload, but
@@ -209,20 +274,25 @@ func (r *Records) fail(err error) bool {
 	return false
 }
 
-// readVarint decodes a zig-zag VARINT at b[i:], returning the value and the
-// index after it, or index -1 if it is short or malformed. The one-byte case
-// (most lengths and deltas) is inlined.
-func readVarint(b []byte, i int) (int32, int) {
-	if i >= 0 && i < len(b) && b[i] < 0x80 {
-		u := int32(b[i])
-		return int32(uint32(u)>>1) ^ -(u & 1), i + 1
+// v1 decodes the zig-zag VARINT at b[i] if it is one byte long (ok false
+// otherwise, including i out of range). It is small enough to inline, which
+// readVarintSlow is not.
+func v1(b []byte, i int) (int32, bool) {
+	if uint(i) < uint(len(b)) {
+		if c := int32(b[i]); c < 0x80 {
+			return c>>1 ^ -(c & 1), true
+		}
 	}
-	return readVarintSlow(b, i)
+	return 0, false
 }
 
 func readVarintSlow(b []byte, i int) (int32, int) {
 	if i < 0 || i >= len(b) {
 		return 0, -1
+	}
+	if i+1 < len(b) && b[i+1] < 0x80 { // two bytes: lengths up to 8191
+		u := uint32(b[i]&0x7f) | uint32(b[i+1])<<7
+		return int32(u>>1) ^ -int32(u&1), i + 2
 	}
 	v, n := varint.Varint(b[i:])
 	if n <= 0 {
@@ -231,12 +301,8 @@ func readVarintSlow(b []byte, i int) (int32, int) {
 	return v, i + n
 }
 
-// readVarlong is readVarint for a zig-zag VARLONG.
-func readVarlong(b []byte, i int) (int64, int) {
-	if i >= 0 && i < len(b) && b[i] < 0x80 {
-		u := int64(b[i])
-		return int64(uint64(u)>>1) ^ -(u & 1), i + 1
-	}
+// readVarlongSlow decodes a zig-zag VARLONG at b[i:] like readVarintSlow.
+func readVarlongSlow(b []byte, i int) (int64, int) {
 	if i < 0 || i >= len(b) {
 		return 0, -1
 	}
@@ -245,21 +311,6 @@ func readVarlong(b []byte, i int) (int64, int) {
 		return 0, -1
 	}
 	return v, i + n
-}
-
-// readVarintBytes decodes a VARINT length and that many bytes at b[i:]: -1 is
-// null (nil), 0 a non-nil empty view. Lengths below -1 or past len(b) fail.
-// (Java reads any negative length as null; kiggy rejects lengths below -1.)
-func readVarintBytes(b []byte, i int) ([]byte, int) {
-	l, i := readVarint(b, i)
-	if i < 0 || l < -1 || int(l) > len(b)-i {
-		return nil, -1
-	}
-	if l == -1 {
-		return nil, i
-	}
-	j := i + int(l)
-	return b[i:j:j], j
 }
 
 // appendVarintBytes appends a VARINT length (-1 for nil) and b.
