@@ -1,0 +1,211 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// finishLoad aggregates the rows of one load, orders them, and computes the
+// ratios and goals.
+func (r *runner) finishLoad(lr *LoadReport, rows map[rowKey]*Row) {
+	lr.Rows = lr.Rows[:0]
+	for _, row := range rows {
+		aggregate(row)
+		lr.Rows = append(lr.Rows, row)
+	}
+	group := func(row *Row) int {
+		switch {
+		case row.Client == ClientFranz && row.Mode == ModeMax:
+			return 0
+		case row.Client == ClientFranz:
+			return 1
+		}
+		return 2
+	}
+	slices.SortFunc(lr.Rows, func(a, b *Row) int {
+		if d := group(a) - group(b); d != 0 {
+			return d
+		}
+		return slices.Index(AllTargets, a.Target) - slices.Index(AllTargets, b.Target)
+	})
+	lr.Ratios = ratios(lr)
+	lr.Goals = goals(lr, r.cfg.LatencyFraction, r.cfg.Rate)
+}
+
+// aggregate fills a row's summary figures from its runs.
+func aggregate(row *Row) {
+	n := float64(len(row.Runs))
+	if n == 0 {
+		return
+	}
+	var prodRate, prodMB, consRate, consMB float64
+	var p50, p99, p999 float64
+	var srvCPU, consCPU, cliCPU float64
+	var cpuBytes, consBytes, prodBytes int64
+	cpuOK, consumeNA := true, false
+	var peak int64
+	for _, run := range row.Runs {
+		prodRate += run.ProduceRecordsPerSec
+		prodMB += run.ProduceMBPerSec
+		consRate += run.ConsumeRecordsPerSec
+		consMB += run.ConsumeMBPerSec
+		p50 += run.P50Ms
+		p99 += run.P99Ms
+		p999 += run.P999Ms
+		srvCPU += run.ServerCPUSeconds
+		consCPU += run.ConsumeServerCPUSeconds
+		cliCPU += run.ClientCPUSeconds
+		b := run.Bytes
+		if run.cpuBytes > 0 {
+			b = run.cpuBytes
+		}
+		cpuBytes += b
+		prodBytes += run.Bytes
+		consBytes += run.consumeBytes
+		cpuOK = cpuOK && run.CPUMeasured
+		consumeNA = consumeNA || run.consumeNA
+		var sum int64
+		for _, v := range run.PeakRSS {
+			sum += v
+		}
+		peak = max(peak, sum)
+		row.Acked += run.Acked
+		row.Consumed += run.Consumed
+	}
+	row.ProduceRecordsPerSec = prodRate / n
+	row.ProduceMBPerSec = prodMB / n
+	if row.Client == ClientFranz && row.hist != nil && row.hist.Count() > 0 {
+		row.P50Ms = ms(row.hist.Quantile(0.50))
+		row.P99Ms = ms(row.hist.Quantile(0.99))
+		row.P999Ms = ms(row.hist.Quantile(0.999))
+	} else {
+		row.P50Ms, row.P99Ms, row.P999Ms = p50/n, p99/n, p999/n
+	}
+	if !consumeNA {
+		row.ConsumeRecordsPerSec = ptr(consRate / n)
+		row.ConsumeMBPerSec = ptr(consMB / n)
+		if cpuOK {
+			row.ConsumeCPUPerGB = ptr(consCPU / (float64(consBytes) / gb))
+		}
+	}
+	if cpuOK {
+		row.ServerCPUPerGB = ptr(srvCPU / (float64(cpuBytes) / gb))
+	}
+	if row.Client == ClientFranz {
+		row.ClientCPUPerGB = ptr(cliCPU / (float64(prodBytes) / gb))
+	}
+	if peak > 0 {
+		row.PeakRSSMiB = ptr(float64(peak) / (1 << 20))
+	}
+}
+
+func findRow(lr *LoadReport, target, client, mode string) *Row {
+	for _, row := range lr.Rows {
+		if row.Target == target && row.Client == client && row.Mode == mode && len(row.Runs) > 0 {
+			return row
+		}
+	}
+	return nil
+}
+
+// ratios compares each kiggy target with Kafka and with the null broker.
+func ratios(lr *LoadReport) []Ratio {
+	var out []Ratio
+	add := func(name string, a, b float64) {
+		if b > 0 && !math.IsNaN(a) && !math.IsNaN(b) {
+			out = append(out, Ratio{Name: name, Value: a / b})
+		}
+	}
+	addp := func(name string, a, b *float64) {
+		if a != nil && b != nil {
+			add(name, *a, *b)
+		}
+	}
+	for _, k := range []string{TargetKiggy, TargetKiggyIggy} {
+		for _, cm := range []struct{ client, mode, label string }{
+			{ClientFranz, ModeMax, ""},
+			{ClientFranz, ModeRate, " (rate-limited)"},
+			{ClientJava, ModeMax, " (java-perf)"},
+		} {
+			kr := findRow(lr, k, cm.client, cm.mode)
+			if kr == nil {
+				continue
+			}
+			if kf := findRow(lr, TargetKafka, cm.client, cm.mode); kf != nil {
+				p := k + "/kafka "
+				if cm.mode == ModeMax {
+					add(p+"produce records/s"+cm.label, kr.ProduceRecordsPerSec, kf.ProduceRecordsPerSec)
+					addp(p+"consume records/s"+cm.label, kr.ConsumeRecordsPerSec, kf.ConsumeRecordsPerSec)
+					addp(p+"server CPU s/GB produced"+cm.label, kr.ServerCPUPerGB, kf.ServerCPUPerGB)
+					addp(p+"server CPU s/GB consumed"+cm.label, kr.ConsumeCPUPerGB, kf.ConsumeCPUPerGB)
+				}
+				add(p+"produce p50"+cm.label, kr.P50Ms, kf.P50Ms)
+				add(p+"produce p99"+cm.label, kr.P99Ms, kf.P99Ms)
+				if cm.client == ClientFranz && cm.mode == ModeMax {
+					addp(p+"peak RSS", kr.PeakRSSMiB, kf.PeakRSSMiB)
+				}
+			}
+			if nb := findRow(lr, TargetNull, cm.client, cm.mode); nb != nil && cm.mode == ModeMax {
+				add(k+"/null produce records/s"+cm.label, kr.ProduceRecordsPerSec, nb.ProduceRecordsPerSec)
+			}
+		}
+	}
+	return out
+}
+
+// isGoalLoad reports whether l is the load the goals are stated for: 1 KiB
+// records, 16 partitions, acks=all, no compression.
+func isGoalLoad(l Load) bool {
+	return l.RecordSize == 1024 && l.Partitions == 16 && l.Acks == -1 && (l.Compression == "none" || l.Compression == "")
+}
+
+// goals checks the project's benchmark goals for kiggy on memlog.
+func goals(lr *LoadReport, fraction, fixedRate float64) []Goal {
+	if !isGoalLoad(lr.Load) {
+		return nil
+	}
+	var out []Goal
+	kg := findRow(lr, TargetKiggy, ClientFranz, ModeMax)
+	kf := findRow(lr, TargetKafka, ClientFranz, ModeMax)
+	nb := findRow(lr, TargetNull, ClientFranz, ModeMax)
+	if kg != nil && kf != nil && kf.ProduceRecordsPerSec > 0 {
+		v := kg.ProduceRecordsPerSec / kf.ProduceRecordsPerSec
+		out = append(out, Goal{Name: "produce throughput vs Kafka", Want: "≥ 2× Kafka", Value: v, Met: v >= 2,
+			Detail: fmt.Sprintf("%.2f× (%.0f vs %.0f records/s)", v, kg.ProduceRecordsPerSec, kf.ProduceRecordsPerSec)})
+		if kg.ServerCPUPerGB != nil && kf.ServerCPUPerGB != nil && *kf.ServerCPUPerGB > 0 {
+			v := *kg.ServerCPUPerGB / *kf.ServerCPUPerGB
+			out = append(out, Goal{Name: "server CPU per GB vs Kafka", Want: "≤ 0.5× Kafka", Value: v, Met: v <= 0.5,
+				Detail: fmt.Sprintf("%.2f× (%.2f vs %.2f CPU s/GB)", v, *kg.ServerCPUPerGB, *kf.ServerCPUPerGB)})
+		}
+	}
+	if kg != nil && nb != nil && nb.ProduceRecordsPerSec > 0 {
+		v := kg.ProduceRecordsPerSec / nb.ProduceRecordsPerSec
+		out = append(out, Goal{Name: "produce throughput vs null broker", Want: "≥ 0.8× null", Value: v, Met: v >= 0.8,
+			Detail: fmt.Sprintf("%.2f× (%.0f vs %.0f records/s)", v, kg.ProduceRecordsPerSec, nb.ProduceRecordsPerSec)})
+	}
+	kgr := findRow(lr, TargetKiggy, ClientFranz, ModeRate)
+	kfr := findRow(lr, TargetKafka, ClientFranz, ModeRate)
+	if kgr != nil && kfr != nil && kfr.P99Ms > 0 {
+		v := kgr.P99Ms / kfr.P99Ms
+		g := Goal{Name: "produce p99 at 50% of Kafka's max vs Kafka", Want: "≤ Kafka's p99", Value: v, Met: v <= 1,
+			Detail: fmt.Sprintf("%.2f× (%.2f vs %.2f ms at %.0f records/s)", v, kgr.P99Ms, kfr.P99Ms, lr.Rate)}
+		if fixedRate > 0 || fraction != 0.5 {
+			g.Detail += "; note: the rate was not 50% of Kafka's max (" + lr.RateSource + ")"
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// statusLines lists the rows that did not run cleanly, for under the table.
+func statusLines(lr *LoadReport) []string {
+	var out []string
+	for _, row := range lr.Rows {
+		if row.Status != StatusOK && row.Error != "" {
+			out = append(out, fmt.Sprintf("%s %s %s: %s: %s", row.Target, row.Client, row.Mode, row.Status, firstLine(strings.TrimPrefix(row.Error, "bench: "))))
+		}
+	}
+	return out
+}

@@ -1,0 +1,122 @@
+// Command kgateway is a bench-only kiggy gateway: the same packages as
+// cmd/kiggy (bridge, engine, memlog, and bridge/iggy with --iggy-addr) with
+// cmd/kiggy's defaults, plus a CPU profile written on SIGINT/SIGTERM. kbench
+// runs it instead of cmd/kiggy when given -profile, so the gateway can be
+// profiled under the benchmark's load without adding profiling to the real
+// binary. It accepts the subset of cmd/kiggy's flags that kbench passes.
+//
+//	kgateway --listen 127.0.0.1:9092 --cpuprofile kiggy.pprof
+//	go tool pprof -top kiggy.pprof
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy"
+	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/engine"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	listen := flag.String("listen", "127.0.0.1:9092", "address the Kafka listener binds")
+	engineKind := flag.String("engine", "", `network engine: "epoll" or "net" (empty = the default for this OS)`)
+	partitionBytes := flag.Int64("memlog-partition-bytes", 1<<30, "bytes kept per embedded-log partition")
+	iggyAddr := flag.String("iggy-addr", "", "Iggy server address; empty = the embedded log")
+	iggyUser := flag.String("iggy-username", "iggy", "Iggy user")
+	iggyPass := flag.String("iggy-password", "iggy", "Iggy password")
+	iggyStream := flag.String("iggy-stream", "kafka", "Iggy stream holding the Kafka topics")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile here, from start to SIGINT/SIGTERM")
+	flag.String("admin-addr", "", "ignored (kgateway has no admin listener)")
+	logLevel := flag.String("log-level", "warn", "debug, info, warn or error")
+	flag.Parse()
+
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(os.Stderr, "kgateway: --log-level %q: %v\n", *logLevel, err)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			logger.Error("kgateway: cpu profile", "err", err)
+			return 1
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			logger.Error("kgateway: cpu profile", "err", err)
+			return 1
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
+
+	ctx := context.Background()
+	var log bridge.Log
+	inline := false
+	if *iggyAddr != "" {
+		c, err := iggy.Open(ctx, iggy.Config{Addr: *iggyAddr, Username: *iggyUser, Password: *iggyPass, Stream: *iggyStream, Logger: logger})
+		if err != nil {
+			logger.Error("kgateway: --iggy-addr", "err", err)
+			return 1
+		}
+		log = c
+	} else {
+		log = memlog.New(memlog.Config{PartitionBytes: *partitionBytes})
+		inline = true
+	}
+	defer log.Close()
+
+	// cmd/kiggy's defaults (docs/CONFIGURATION.md): the zero values of
+	// bridge.Config and engine.Config, 256 workers, a 20 s produce timeout cap.
+	gw := bridge.New(bridge.Config{
+		Workers:           256,
+		InlineLog:         inline,
+		ProduceTimeoutCap: 20 * time.Second,
+		Logger:            logger,
+	}, log)
+	defer gw.Close()
+	srv, err := engine.New(*engineKind, engine.Config{Logger: logger}, gw)
+	if err != nil {
+		logger.Error("kgateway: --engine", "err", err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		logger.Error("kgateway: --listen", "err", err)
+		return 1
+	}
+	logger.Info("kgateway listening", "addr", ln.Addr().String())
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	select {
+	case err := <-errc:
+		logger.Error("kgateway: serve", "err", err)
+		return 1
+	case <-sig:
+	}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(dctx)
+	<-errc
+	return 0
+}

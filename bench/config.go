@@ -1,0 +1,293 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Target names, in the order they run in the first repetition.
+const (
+	// TargetKafka is Apache Kafka 4.x, one KRaft node started from the
+	// jars in tests/java/lib (internal/kafkatest).
+	TargetKafka = "kafka"
+	// TargetKiggy is the kiggy gateway on its embedded log (memlog).
+	TargetKiggy = "kiggy"
+	// TargetKiggyIggy is the kiggy gateway on the Iggy backend, against a
+	// fresh iggytest server or Config.IggyAddr.
+	TargetKiggyIggy = "kiggy-iggy"
+	// TargetNull is the null broker (bench/nullbroker): it acknowledges
+	// Produce without storing anything, the client's ceiling.
+	TargetNull = "null"
+)
+
+// AllTargets lists every target kbench knows.
+var AllTargets = []string{TargetKafka, TargetKiggy, TargetKiggyIggy, TargetNull}
+
+// Load is one producer load: what every target is driven with. Its zero
+// value is not usable; see DefaultLoad.
+type Load struct {
+	// RecordSize is the size of each record value in bytes (no key).
+	RecordSize int `json:"record_size"`
+	// Partitions is the topic's partition count.
+	Partitions int32 `json:"partitions"`
+	// Acks is -1 (all) or 1 (leader).
+	Acks int `json:"acks"`
+	// Compression is none, gzip, snappy, lz4 or zstd.
+	Compression string `json:"compression"`
+	// Producers is the number of producer clients (each its own
+	// connections).
+	Producers int `json:"producers"`
+	// InFlight is the number of Produce requests each producer keeps in
+	// flight per broker (1–5 when idempotent). Producers are idempotent
+	// exactly when Acks is -1 and InFlight is 5 (both clients' defaults).
+	InFlight int `json:"in_flight"`
+	// Linger is how long a partition's batch waits for more records
+	// (Kafka linger.ms; Java 4.x default 5 ms).
+	Linger time.Duration `json:"linger_ns"`
+	// BatchBytes caps one partition's batch (Kafka batch.size; 0 = the
+	// client's default: franz-go ~1 MB, Java 16 KiB).
+	BatchBytes int `json:"batch_bytes,omitempty"`
+	// BufferBytes caps each producer's buffered records (Kafka
+	// buffer.memory).
+	BufferBytes int `json:"buffer_bytes"`
+}
+
+// DefaultLoad is the goal load: 1 KiB records to 16 partitions, acks=all,
+// no compression, 4 idempotent producers with 5 requests in flight.
+var DefaultLoad = Load{
+	RecordSize:  1024,
+	Partitions:  16,
+	Acks:        -1,
+	Compression: "none",
+	Producers:   4,
+	InFlight:    5,
+	Linger:      5 * time.Millisecond,
+	BufferBytes: 32 << 20,
+}
+
+func (l Load) idempotent() bool { return l.Acks == -1 && l.InFlight == 5 }
+
+// AcksString is "all" or "1".
+func (l Load) AcksString() string {
+	if l.Acks == -1 {
+		return "all"
+	}
+	return strconv.Itoa(l.Acks)
+}
+
+// String describes l in one line.
+func (l Load) String() string {
+	return fmt.Sprintf("%s records, %d partitions, acks=%s, compression=%s, %d producers × %d in flight, linger %v",
+		sizeString(l.RecordSize), l.Partitions, l.AcksString(), l.Compression, l.Producers, l.InFlight, l.Linger)
+}
+
+func sizeString(n int) string {
+	switch {
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	default:
+		return fmt.Sprintf("%d B", n)
+	}
+}
+
+func (l Load) validate() error {
+	var errs []error
+	if l.RecordSize < 1 || l.RecordSize > 1<<20 {
+		errs = append(errs, fmt.Errorf("record size %d out of [1, 1 MiB]", l.RecordSize))
+	}
+	if l.Partitions < 1 || l.Partitions > 1024 {
+		errs = append(errs, fmt.Errorf("partitions %d out of [1, 1024]", l.Partitions))
+	}
+	if l.Acks != -1 && l.Acks != 1 {
+		errs = append(errs, fmt.Errorf("acks %d: want -1 (all) or 1", l.Acks))
+	}
+	if _, err := compressionCodec(l.Compression); err != nil {
+		errs = append(errs, err)
+	}
+	if l.Producers < 1 || l.Producers > 256 {
+		errs = append(errs, fmt.Errorf("producers %d out of [1, 256]", l.Producers))
+	}
+	if l.InFlight < 1 || l.InFlight > 100 {
+		errs = append(errs, fmt.Errorf("in-flight %d out of [1, 100]", l.InFlight))
+	}
+	if l.Linger < 0 || l.Linger > time.Minute {
+		errs = append(errs, fmt.Errorf("linger %v out of [0, 1m]", l.Linger))
+	}
+	if l.BufferBytes < l.RecordSize {
+		errs = append(errs, fmt.Errorf("buffer %d bytes is smaller than one record", l.BufferBytes))
+	}
+	return errors.Join(errs...)
+}
+
+// Config configures a benchmark run. Its zero value is not usable: start
+// from DefaultConfig or SmokeConfig.
+type Config struct {
+	// Targets are the targets to run, from AllTargets.
+	Targets []string `json:"targets"`
+	// Loads are the loads to run, each against every target.
+	Loads []Load `json:"loads"`
+	// Warmup is the time each target is driven before measuring.
+	Warmup time.Duration `json:"warmup_ns"`
+	// Duration is the measurement window per target per repetition.
+	Duration time.Duration `json:"duration_ns"`
+	// Repetitions is how many times every target runs each load; the
+	// target order is reversed on every other repetition so that drift of
+	// the machine hits all targets alike.
+	Repetitions int `json:"repetitions"`
+	// Consumers is the number of consumer clients reading everything back.
+	Consumers int `json:"consumers"`
+	// LatencyFraction, if positive, adds a rate-limited run of each load
+	// at this fraction of Kafka's measured produce throughput (needs the
+	// kafka target), reporting latency at a load every target sustains.
+	LatencyFraction float64 `json:"latency_fraction"`
+	// Rate, if positive, adds a rate-limited run at this many records/s
+	// (all producers together) instead of one derived from Kafka.
+	Rate float64 `json:"rate,omitempty"`
+	// JavaPerf runs kafka-producer-perf-test (ProducerPerformance) against
+	// every target after the franz-go load, with the same arguments.
+	JavaPerf bool `json:"java_perf"`
+	// JavaTargets limits kafka-producer-perf-test to these targets (nil =
+	// every target).
+	JavaTargets []string `json:"java_targets,omitempty"`
+	// JavaRecords is the number of records kafka-producer-perf-test sends
+	// (0 = about Duration's worth at the rate franz-go reached on the
+	// target, at least 20,000).
+	JavaRecords int64 `json:"java_records,omitempty"`
+	// KafkaHeap is the broker JVM's heap (-Xms and -Xmx).
+	KafkaHeap string `json:"kafka_heap"`
+	// IggyAddr, if set, points kiggy-iggy at this Iggy server instead of a
+	// fresh iggytest process; IggyUsername and IggyPassword log in.
+	IggyAddr     string `json:"iggy_addr,omitempty"`
+	IggyUsername string `json:"-"`
+	IggyPassword string `json:"-"`
+	// GatewayPackage is the Go package built and run for the kiggy
+	// targets ("" = ./cmd/kiggy).
+	GatewayPackage string `json:"gateway_package"`
+	// ProfileDir, if set, runs the kiggy targets under bench/cmd/kgateway
+	// (the same packages with cmd/kiggy's defaults) writing a CPU profile
+	// per run into this directory.
+	ProfileDir string `json:"profile_dir,omitempty"`
+	// WorkDir holds binaries, logs and broker data ("" = a new temporary
+	// directory, removed at the end unless KeepWork).
+	WorkDir  string `json:"-"`
+	KeepWork bool   `json:"-"`
+	// Smoke marks a smoke run (short, small load; figures not meaningful).
+	Smoke bool `json:"smoke"`
+	// Log receives progress lines (nil = os.Stderr).
+	Log io.Writer `json:"-"`
+}
+
+// DefaultConfig is the full benchmark: every target, the goal load, 10 s
+// after a 3 s warm-up, 2 repetitions, a rate-limited run at half Kafka's
+// throughput, and kafka-producer-perf-test.
+func DefaultConfig() Config {
+	return Config{
+		Targets:         slices.Clone(AllTargets),
+		Loads:           []Load{DefaultLoad},
+		Warmup:          3 * time.Second,
+		Duration:        10 * time.Second,
+		Repetitions:     2,
+		Consumers:       2,
+		LatencyFraction: 0.5,
+		JavaPerf:        true,
+		KafkaHeap:       "1g",
+		IggyUsername:    "iggy",
+		IggyPassword:    "iggy",
+	}
+}
+
+// SmokeConfig is the smoke mode: every target, a small load for 2 s after
+// 1 s of warm-up, one repetition, a short rate-limited run and a small
+// kafka-producer-perf-test, so that every code path of the harness runs in
+// about a minute. Its figures mean nothing.
+func SmokeConfig() Config {
+	c := DefaultConfig()
+	c.Smoke = true
+	c.Loads = []Load{{
+		RecordSize:  1024,
+		Partitions:  4,
+		Acks:        -1,
+		Compression: "lz4",
+		Producers:   2,
+		InFlight:    5,
+		Linger:      5 * time.Millisecond,
+		BufferBytes: 4 << 20,
+	}}
+	c.Warmup = time.Second
+	c.Duration = 2 * time.Second
+	c.Repetitions = 1
+	c.Consumers = 1
+	c.LatencyFraction = 0
+	c.Rate = 2000
+	c.JavaRecords = 20000
+	c.JavaTargets = []string{TargetKafka, TargetKiggy}
+	c.KafkaHeap = "512m"
+	return c
+}
+
+func (c *Config) normalize() error {
+	if c.Log == nil {
+		c.Log = os.Stderr
+	}
+	if c.GatewayPackage == "" {
+		c.GatewayPackage = "./cmd/kiggy"
+	}
+	if c.KafkaHeap == "" {
+		c.KafkaHeap = "1g"
+	}
+	if c.Consumers < 1 {
+		c.Consumers = 1
+	}
+	var errs []error
+	if len(c.Targets) == 0 {
+		errs = append(errs, errors.New("no targets"))
+	}
+	seen := map[string]bool{}
+	for _, t := range c.Targets {
+		if !slices.Contains(AllTargets, t) {
+			errs = append(errs, fmt.Errorf("unknown target %q (want %s)", t, strings.Join(AllTargets, ", ")))
+		}
+		if seen[t] {
+			errs = append(errs, fmt.Errorf("target %q listed twice", t))
+		}
+		seen[t] = true
+	}
+	for _, t := range c.JavaTargets {
+		if !slices.Contains(AllTargets, t) {
+			errs = append(errs, fmt.Errorf("unknown java-perf target %q", t))
+		}
+	}
+	if len(c.Loads) == 0 {
+		errs = append(errs, errors.New("no loads"))
+	}
+	for i, l := range c.Loads {
+		if err := l.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("load %d: %w", i+1, err))
+		}
+	}
+	if c.Warmup < 0 || c.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("warm-up %v and duration %v: want ≥ 0 and > 0", c.Warmup, c.Duration))
+	}
+	if c.Repetitions < 1 {
+		errs = append(errs, fmt.Errorf("repetitions %d: want ≥ 1", c.Repetitions))
+	}
+	if c.LatencyFraction < 0 || c.LatencyFraction > 1 {
+		errs = append(errs, fmt.Errorf("latency fraction %v out of [0, 1]", c.LatencyFraction))
+	}
+	if c.LatencyFraction > 0 && c.Rate <= 0 && !slices.Contains(c.Targets, TargetKafka) {
+		errs = append(errs, errors.New("a latency fraction needs the kafka target (or an explicit rate)"))
+	}
+	if c.Rate < 0 {
+		errs = append(errs, fmt.Errorf("rate %v: want ≥ 0", c.Rate))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("bench: invalid config: %w", err)
+	}
+	return nil
+}

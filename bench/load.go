@@ -1,0 +1,555 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The franz-go load. Producers are kgo clients producing records whose
+// values are windows into one shared buffer of random capital letters (like
+// kafka-producer-perf-test's payloads: compressible, but not trivially), so
+// lz4 and zstd have realistic work to do. Each record's Timestamp is the
+// time it was due to be sent: the moment Produce was called, or in a
+// rate-limited run its slot in the schedule, so that a producer falling
+// behind is charged the wait (no coordinated omission). Its latency is the
+// time from then to the acknowledgement callback, the same definition as
+// kafka-producer-perf-test's (send to callback).
+
+// payloadBuf is the size of the shared buffer record values are cut from.
+const payloadBuf = 4 << 20
+
+// payload hands out record values of one size.
+type payload struct {
+	buf  []byte
+	size int
+}
+
+func newPayload(size int) *payload {
+	r := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, payloadBuf+size)
+	for i := range buf {
+		buf[i] = 'A' + byte(r.IntN(26))
+	}
+	return &payload{buf: buf, size: size}
+}
+
+// at returns the value starting at a position chosen by x. Values alias the
+// shared buffer, which nobody writes after newPayload.
+func (p *payload) at(x uint64) []byte {
+	off := int(x % uint64(payloadBuf))
+	return p.buf[off : off+p.size : off+p.size]
+}
+
+// cpuMeter reads the CPU time of the server processes and of this process.
+type cpuMeter struct {
+	pids []int
+}
+
+// cpuSample is one reading of a cpuMeter.
+type cpuSample struct {
+	server time.Duration
+	client time.Duration
+	ok     bool
+}
+
+func (m cpuMeter) read() cpuSample {
+	s := cpuSample{ok: len(m.pids) > 0}
+	for _, pid := range m.pids {
+		d, err := ProcCPU(pid)
+		if err != nil {
+			s.ok = false
+		}
+		s.server += d
+	}
+	if d, err := ProcCPU(selfPID); err == nil {
+		s.client = d
+	}
+	return s
+}
+
+// produceResult is what one franz-go produce phase measured.
+type produceResult struct {
+	window time.Duration
+	// records and bytes were acknowledged during the measurement window.
+	records, bytes int64
+	hist           *Histogram
+	// acked counts every acknowledged record by partition, warm-up included.
+	acked []int64
+	// serverCPU and clientCPU were used during the window; cpuOK is false
+	// when the server's could not be read.
+	serverCPU, clientCPU time.Duration
+	cpuOK                bool
+}
+
+const (
+	phaseWarmup int32 = iota
+	phaseMeasure
+	phaseDrain
+)
+
+// producer is the shared state of one produce phase's clients.
+type producer struct {
+	load    Load
+	payload *payload
+	pool    sync.Pool
+	phase   atomic.Int32
+	hist    Histogram
+	inWin   atomic.Int64
+	acked   []atomic.Int64
+	failed  atomic.Int64
+	errOnce sync.Once
+	err     error
+	errc    chan struct{} // closed on the first failure
+}
+
+func (p *producer) fail(err error) {
+	p.errOnce.Do(func() {
+		p.err = err
+		close(p.errc)
+	})
+}
+
+// done is every record's promise. It must stay cheap: franz-go calls it on
+// its own goroutines, in order per partition.
+func (p *producer) done(r *kgo.Record, err error) {
+	if err != nil {
+		p.failed.Add(1)
+		p.fail(fmt.Errorf("produce to %s/%d: %w", r.Topic, r.Partition, err))
+	} else {
+		if p.phase.Load() == phaseMeasure {
+			p.hist.Record(time.Since(r.Timestamp))
+			p.inWin.Add(1)
+		}
+		if int(r.Partition) < len(p.acked) {
+			p.acked[r.Partition].Add(1)
+		}
+	}
+	*r = kgo.Record{}
+	p.pool.Put(r)
+}
+
+func (p *producer) record(value []byte, due time.Time) *kgo.Record {
+	r := p.pool.Get().(*kgo.Record)
+	r.Value = value
+	r.Timestamp = due
+	return r
+}
+
+// producerOpts are the kgo options for l. Idempotence follows the Java
+// client's rules: it needs acks=all and at most 5 requests in flight, so it
+// is on exactly when acks=all and the in-flight depth is 5 (the default of
+// both clients); otherwise it is off and the depth is set explicitly.
+func producerOpts(addr, topic string, l Load) ([]kgo.Opt, error) {
+	codec, err := compressionCodec(l.Compression)
+	if err != nil {
+		return nil, err
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(addr),
+		kgo.DefaultProduceTopic(topic),
+		kgo.ProducerBatchCompression(codec),
+		kgo.ProducerLinger(l.Linger),
+		kgo.MaxBufferedBytes(l.BufferBytes),
+		kgo.MaxBufferedRecords(1 << 30), // bytes bound the buffer, not records
+		kgo.ProduceRequestTimeout(30 * time.Second),
+		kgo.UnknownTopicRetries(-1), // a fresh topic's leader may take a moment
+		kgo.RecordDeliveryTimeout(2 * time.Minute),
+	}
+	if l.BatchBytes > 0 {
+		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(l.BatchBytes)))
+	}
+	if l.idempotent() {
+		return opts, nil
+	}
+	acks := kgo.AllISRAcks()
+	if l.Acks == 1 {
+		acks = kgo.LeaderAck()
+	}
+	return append(opts, kgo.RequiredAcks(acks), kgo.DisableIdempotentWrite(),
+		kgo.MaxProduceRequestsInflightPerBroker(l.InFlight)), nil
+}
+
+func compressionCodec(name string) (kgo.CompressionCodec, error) {
+	switch name {
+	case "", "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("bench: unknown compression %q (want none, gzip, snappy, lz4 or zstd)", name)
+}
+
+// runProduce drives l against addr: warm-up, then the measurement window,
+// then a flush of everything still buffered. rate, if positive, is the
+// records/s target of all producers together.
+func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window time.Duration, rate float64, meter cpuMeter) (*produceResult, error) {
+	opts, err := producerOpts(addr, topic, l)
+	if err != nil {
+		return nil, err
+	}
+	p := &producer{
+		load:    l,
+		payload: newPayload(l.RecordSize),
+		acked:   make([]atomic.Int64, l.Partitions),
+		errc:    make(chan struct{}),
+	}
+	p.pool.New = func() any { return new(kgo.Record) }
+
+	clients := make([]*kgo.Client, 0, l.Producers)
+	defer func() {
+		for _, cl := range clients {
+			cl.Close()
+		}
+	}()
+	for range l.Producers {
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return nil, fmt.Errorf("bench: producer: %w", err)
+		}
+		clients = append(clients, cl)
+	}
+
+	// pctx bounds the producers: it is cancelled by ctx (Ctrl-C), or when
+	// the final flush takes too long (a stalled target).
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	perProducer := rate / float64(l.Producers)
+	for i, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.loop(pctx, cl, uint64(i), perProducer, &stop)
+		}()
+	}
+
+	wait := func(d time.Duration) error {
+		select {
+		case <-time.After(d):
+			return nil
+		case <-p.errc:
+			return p.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	abort := func(err error) (*produceResult, error) {
+		stop.Store(true)
+		cancel()
+		wg.Wait()
+		return nil, err
+	}
+	if err := wait(warmup); err != nil {
+		return abort(err)
+	}
+	c0 := meter.read()
+	t0 := time.Now()
+	p.phase.Store(phaseMeasure)
+	if err := wait(window); err != nil {
+		return abort(err)
+	}
+	p.phase.Store(phaseDrain)
+	elapsed := time.Since(t0)
+	c1 := meter.read()
+	stop.Store(true)
+
+	// Flush what is buffered so that every record is either acknowledged
+	// or failed before the consumers count them.
+	flushed := make(chan error, 1)
+	go func() {
+		wg.Wait()
+		var ferr error
+		for _, cl := range clients {
+			if err := cl.Flush(pctx); err != nil && ferr == nil {
+				ferr = err
+			}
+		}
+		flushed <- ferr
+	}()
+	select {
+	case err := <-flushed:
+		if err != nil {
+			return nil, fmt.Errorf("bench: flushing producers: %w", err)
+		}
+	case <-time.After(2 * time.Minute):
+		cancel()
+		<-flushed
+		return nil, errors.New("bench: producers could not flush within 2 minutes: the target stalled")
+	case <-ctx.Done():
+		cancel()
+		<-flushed
+		return nil, ctx.Err()
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+
+	res := &produceResult{
+		window:    elapsed,
+		records:   p.inWin.Load(),
+		hist:      &p.hist,
+		acked:     make([]int64, l.Partitions),
+		serverCPU: c1.server - c0.server,
+		clientCPU: c1.client - c0.client,
+		cpuOK:     c0.ok && c1.ok,
+	}
+	res.bytes = res.records * int64(l.RecordSize)
+	for i := range p.acked {
+		res.acked[i] = p.acked[i].Load()
+	}
+	return res, nil
+}
+
+// loop is one producer's send loop. rate ≤ 0 sends as fast as the client
+// accepts records (Produce blocks while its buffer is full).
+func (p *producer) loop(ctx context.Context, cl *kgo.Client, seed uint64, rate float64, stop *atomic.Bool) {
+	rnd := rand.New(rand.NewPCG(seed, 0x6b6267))
+	if rate <= 0 {
+		for !stop.Load() && ctx.Err() == nil {
+			cl.Produce(ctx, p.record(p.payload.at(rnd.Uint64()), time.Now()), p.done)
+		}
+		return
+	}
+	interval := float64(time.Second) / rate
+	start := time.Now()
+	for i := int64(0); !stop.Load() && ctx.Err() == nil; {
+		// Send every record whose slot has come, each stamped with its
+		// slot, then sleep until the next one.
+		due := int64(float64(time.Since(start))/interval) + 1
+		for ; i < due && !stop.Load(); i++ {
+			slot := start.Add(time.Duration(float64(i) * interval))
+			cl.Produce(ctx, p.record(p.payload.at(rnd.Uint64()), slot), p.done)
+		}
+		if d := time.Until(start.Add(time.Duration(float64(i) * interval))); d > 0 {
+			time.Sleep(d)
+		}
+	}
+}
+
+// createTopic creates topic with the given partitions (replication factor
+// 1) and waits until Metadata shows a leader for every partition.
+func createTopic(ctx context.Context, addr, topic string, partitions int32) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	if err != nil {
+		return fmt.Errorf("bench: creating topic %s: %w", topic, err)
+	}
+	if resp.Err != nil {
+		return fmt.Errorf("bench: creating topic %s: %w (%s)", topic, resp.Err, resp.ErrMessage)
+	}
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err == nil {
+			if t, ok := md.Topics[topic]; ok && t.Err == nil && len(t.Partitions) == int(partitions) {
+				ready := true
+				for _, p := range t.Partitions {
+					if p.Err != nil || p.Leader < 0 {
+						ready = false
+					}
+				}
+				if ready {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench: topic %s has no leader for every partition: %w", topic, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// endOffsets returns each partition's high watermark.
+func endOffsets(ctx context.Context, addr, topic string, partitions int32) ([]int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("bench: listing end offsets of %s: %w", topic, err)
+	}
+	ends := make([]int64, partitions)
+	for p := range ends {
+		o, ok := offs.Lookup(topic, int32(p))
+		if !ok {
+			return nil, fmt.Errorf("bench: no end offset for %s/%d", topic, p)
+		}
+		if o.Err != nil {
+			return nil, fmt.Errorf("bench: end offset of %s/%d: %w", topic, p, o.Err)
+		}
+		ends[p] = o.Offset
+	}
+	return ends, nil
+}
+
+// consumeResult is what one consume phase measured.
+type consumeResult struct {
+	elapsed        time.Duration
+	records, bytes int64
+	// byPartition counts the records read from each partition.
+	byPartition []int64
+	// badValues counts records whose value did not have the load's size.
+	badValues            int64
+	serverCPU, clientCPU time.Duration
+	cpuOK                bool
+}
+
+// consumeStall is how long a consumer may go without a record before the
+// phase fails.
+const consumeStall = 30 * time.Second
+
+// runConsume reads every partition from its start up to ends with
+// `consumers` franz-go clients (partitions assigned round-robin, no group),
+// counting records and checking each value's size.
+func runConsume(ctx context.Context, addr, topic string, ends []int64, consumers, recordSize int, meter cpuMeter) (*consumeResult, error) {
+	if consumers < 1 {
+		consumers = 1
+	}
+	res := &consumeResult{byPartition: make([]int64, len(ends))}
+	assign := make([]map[int32]kgo.Offset, consumers)
+	for p, end := range ends {
+		if end <= 0 {
+			continue
+		}
+		i := p % consumers
+		if assign[i] == nil {
+			assign[i] = map[int32]kgo.Offset{}
+		}
+		assign[i][int32(p)] = kgo.NewOffset().AtStart()
+	}
+
+	c0 := meter.read()
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, consumers)
+	counts := make([]struct{ records, bytes, bad int64 }, consumers)
+	byPart := make([]atomic.Int64, len(ends))
+	for i := range consumers {
+		if assign[i] == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = consumeOne(ctx, addr, topic, assign[i], ends, recordSize, &counts[i], byPart)
+		}()
+	}
+	wg.Wait()
+	res.elapsed = time.Since(t0)
+	c1 := meter.read()
+	res.serverCPU, res.clientCPU, res.cpuOK = c1.server-c0.server, c1.client-c0.client, c0.ok && c1.ok
+	for i := range counts {
+		res.records += counts[i].records
+		res.bytes += counts[i].bytes
+		res.badValues += counts[i].bad
+	}
+	for p := range byPart {
+		res.byPartition[p] = byPart[p].Load()
+	}
+	return res, errors.Join(errs...)
+}
+
+func consumeOne(ctx context.Context, addr, topic string, parts map[int32]kgo.Offset, ends []int64, recordSize int,
+	count *struct{ records, bytes, bad int64 }, byPart []atomic.Int64) error {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(addr),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}),
+		kgo.FetchMaxWait(500*time.Millisecond),
+	)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	next := map[int32]int64{}
+	for p := range parts {
+		next[p] = 0
+	}
+	remaining := len(parts)
+	last := time.Now()
+	for remaining > 0 {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for _, fe := range fs.Errors() {
+			if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) {
+				continue
+			}
+			return fmt.Errorf("bench: consuming %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
+		}
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			count.records++
+			count.bytes += int64(len(r.Value))
+			if len(r.Value) != recordSize {
+				count.bad++
+			}
+			byPart[r.Partition].Add(1)
+			before := next[r.Partition]
+			next[r.Partition] = r.Offset + 1
+			if before < ends[r.Partition] && r.Offset+1 >= ends[r.Partition] {
+				remaining--
+			}
+		})
+		if n > 0 {
+			last = time.Now()
+		} else if time.Since(last) > consumeStall {
+			for p, o := range next {
+				if o < ends[p] {
+					return fmt.Errorf("bench: consumer stalled on %s/%d at offset %d of %d for %v", topic, p, o, ends[p], consumeStall)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ping returns nil once addr answers a Metadata request listing a broker.
+func ping(ctx context.Context, addr string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if len(resp.Brokers) == 0 {
+		return errors.New("metadata lists no broker")
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat.
+// Linux fixes it at 100 on every architecture Go supports (sysconf
+// _SC_CLK_TCK returns the same constant), so it is not looked up.
+const clockTicks = 100
+
+// errNoProc means /proc is not available (not Linux): CPU and RSS are then
+// reported as unknown rather than failing the run.
+var errNoProc = errors.New("bench: /proc not available on this system")
+
+// ProcCPU returns the CPU time (user + system, all threads) that process pid
+// has used so far, from fields 14 and 15 of /proc/<pid>/stat.
+func ProcCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		if os.IsNotExist(err) {
+			if _, e := os.Stat("/proc/self/stat"); e != nil {
+				return 0, errNoProc
+			}
+		}
+		return 0, fmt.Errorf("bench: %w", err)
+	}
+	return parseStatCPU(b)
+}
+
+// parseStatCPU reads utime+stime from a /proc/<pid>/stat line. The command
+// name (field 2) is in parentheses and may contain spaces and parentheses,
+// so fields are counted from the last ')'.
+func parseStatCPU(b []byte) (time.Duration, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("bench: malformed /proc stat line")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, errors.New("bench: short /proc stat line")
+	}
+	ut, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("bench: malformed utime/stime in /proc stat line")
+	}
+	return time.Duration(ut+st) * time.Second / clockTicks, nil
+}
+
+// ProcPeakRSS returns process pid's peak resident set size in bytes, VmHWM
+// from /proc/<pid>/status.
+func ProcPeakRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		if os.IsNotExist(err) {
+			if _, e := os.Stat("/proc/self/status"); e != nil {
+				return 0, errNoProc
+			}
+		}
+		return 0, fmt.Errorf("bench: %w", err)
+	}
+	return parseStatusKB(b, "VmHWM:")
+}
+
+func parseStatusKB(b []byte, key string) (int64, error) {
+	for line := range strings.Lines(string(b)) {
+		if !strings.HasPrefix(line, key) {
+			continue
+		}
+		f := strings.Fields(line[len(key):])
+		if len(f) != 2 || f[1] != "kB" {
+			break
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			break
+		}
+		return kb << 10, nil
+	}
+	return 0, fmt.Errorf("bench: no %s line in /proc status", key)
+}

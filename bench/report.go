@@ -1,0 +1,253 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Clients and modes of a Row.
+const (
+	// ClientFranz is the franz-go load of this package.
+	ClientFranz = "franz-go"
+	// ClientJava is kafka-producer-perf-test (Java 4.x client).
+	ClientJava = "java-perf"
+	// ModeMax drives the target as fast as the client goes.
+	ModeMax = "max"
+	// ModeRate drives it at a fixed records/s (Report.Loads[i].Rate).
+	ModeRate = "rate"
+)
+
+// Statuses of a Row.
+const (
+	StatusOK          = "ok"
+	StatusFailed      = "failed"
+	StatusUnavailable = "unavailable"
+)
+
+// Report is a run's result: what kbench prints and writes as JSON.
+type Report struct {
+	Started  time.Time    `json:"started"`
+	Finished time.Time    `json:"finished"`
+	Command  string       `json:"command,omitempty"`
+	Host     Host         `json:"host"`
+	Config   Config       `json:"config"`
+	Loads    []LoadReport `json:"loads"`
+	// Failures lists every failure (a target that did not run or lost
+	// records); the run fails when it is not empty.
+	Failures []string `json:"failures,omitempty"`
+}
+
+// Failed reports whether a target failed or lost records.
+func (r *Report) Failed() bool { return len(r.Failures) > 0 }
+
+// LoadReport is the result of one load against every target.
+type LoadReport struct {
+	Load Load `json:"load"`
+	// Rate is the records/s of the rate-limited runs (0 = none ran) and
+	// RateSource how it was chosen.
+	Rate       float64 `json:"rate,omitempty"`
+	RateSource string  `json:"rate_source,omitempty"`
+	Rows       []*Row  `json:"rows"`
+	Ratios     []Ratio `json:"ratios"`
+	Goals      []Goal  `json:"goals,omitempty"`
+}
+
+// Row is one target driven by one client in one mode, aggregated over the
+// repetitions: throughputs and CPU per GB are means over the runs, latency
+// percentiles come from the runs' merged histograms (franz-go) or are means
+// (java-perf), peak RSS is the largest.
+type Row struct {
+	Target string `json:"target"`
+	Client string `json:"client"`
+	Mode   string `json:"mode"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+	Note   string `json:"note,omitempty"`
+
+	ProduceRecordsPerSec float64 `json:"produce_records_per_sec"`
+	ProduceMBPerSec      float64 `json:"produce_mb_per_sec"`
+	P50Ms                float64 `json:"p50_ms"`
+	P99Ms                float64 `json:"p99_ms"`
+	P999Ms               float64 `json:"p999_ms"`
+	// Consume figures are nil where not applicable (the null broker,
+	// java-perf, rate-limited runs).
+	ConsumeRecordsPerSec *float64 `json:"consume_records_per_sec"`
+	ConsumeMBPerSec      *float64 `json:"consume_mb_per_sec"`
+	// ServerCPUPerGB is the server processes' CPU seconds per GB (10^9
+	// bytes of record values) produced; ConsumeCPUPerGB the same while
+	// consuming. nil = not measured.
+	ServerCPUPerGB  *float64 `json:"server_cpu_s_per_gb"`
+	ConsumeCPUPerGB *float64 `json:"consume_server_cpu_s_per_gb"`
+	// ClientCPUPerGB is the load generator's CPU seconds per GB produced.
+	ClientCPUPerGB *float64 `json:"client_cpu_s_per_gb"`
+	// PeakRSSMiB is the server processes' peak resident set (VmHWM),
+	// summed over processes, over the whole session the row ran in.
+	PeakRSSMiB *float64 `json:"peak_rss_mib"`
+
+	// Acked and Consumed total the runs' records (franz-go, where
+	// consumed is applicable).
+	Acked    int64 `json:"acked"`
+	Consumed int64 `json:"consumed"`
+
+	Runs []*Measurement `json:"runs"`
+
+	hist *Histogram
+}
+
+// Measurement is one repetition of a Row.
+type Measurement struct {
+	Rep    int     `json:"rep"`
+	Window float64 `json:"window_s"`
+	// Records and Bytes were acknowledged inside the window.
+	Records              int64   `json:"records"`
+	Bytes                int64   `json:"bytes"`
+	ProduceRecordsPerSec float64 `json:"produce_records_per_sec"`
+	ProduceMBPerSec      float64 `json:"produce_mb_per_sec"`
+	P50Ms                float64 `json:"p50_ms"`
+	P99Ms                float64 `json:"p99_ms"`
+	P999Ms               float64 `json:"p999_ms"`
+	MaxMs                float64 `json:"max_ms"`
+	// Acked counts every acknowledged record, warm-up included;
+	// EndOffsets sums the partitions' high watermarks after producing;
+	// Consumed counts the records read back. Lost and Duplicated compare
+	// Consumed with Acked partition by partition.
+	Acked      int64 `json:"acked"`
+	EndOffsets int64 `json:"end_offsets,omitempty"`
+	Consumed   int64 `json:"consumed,omitempty"`
+	Lost       int64 `json:"lost,omitempty"`
+	Duplicated int64 `json:"duplicated,omitempty"`
+	BadValues  int64 `json:"bad_values,omitempty"`
+
+	ConsumeSeconds       float64 `json:"consume_s,omitempty"`
+	ConsumeRecordsPerSec float64 `json:"consume_records_per_sec,omitempty"`
+	ConsumeMBPerSec      float64 `json:"consume_mb_per_sec,omitempty"`
+
+	ServerCPUSeconds        float64 `json:"server_cpu_s"`
+	ConsumeServerCPUSeconds float64 `json:"consume_server_cpu_s,omitempty"`
+	ClientCPUSeconds        float64 `json:"client_cpu_s"`
+	CPUMeasured             bool    `json:"cpu_measured"`
+	// PeakRSS is each server process's VmHWM in bytes at the end of the
+	// session.
+	PeakRSS map[string]int64 `json:"peak_rss_bytes,omitempty"`
+
+	hist         *Histogram // franz-go latencies, merged into the Row's
+	consumeNA    bool       // nothing was read back (null broker, java-perf)
+	consumeBytes int64      // bytes read back
+	cpuBytes     int64      // bytes ServerCPUSeconds is charged to, when not Bytes
+}
+
+// Ratio compares two targets on one figure.
+type Ratio struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+}
+
+// Goal is one of the project's benchmark goals, checked against this run.
+type Goal struct {
+	Name   string  `json:"name"`
+	Want   string  `json:"want"`
+	Value  float64 `json:"value"`
+	Met    bool    `json:"met"`
+	Detail string  `json:"detail,omitempty"`
+}
+
+const gb = 1e9
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func ptr(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// WriteJSON writes r as indented JSON to path.
+func (r *Report) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Print writes the report as text: the host line, then per load one table,
+// the ratios and the goals, then the failures.
+func (r *Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "kbench %s — %s\n", r.Started.Format(time.RFC3339), r.Host.String())
+	if r.Config.Smoke {
+		fmt.Fprintln(w, "SMOKE RUN: tiny load, figures are not meaningful")
+	}
+	fmt.Fprintf(w, "%v warm-up + %v measured per target per repetition, %d repetition(s), order reversed every other repetition\n",
+		r.Config.Warmup, r.Config.Duration, r.Config.Repetitions)
+	for _, lr := range r.Loads {
+		fmt.Fprintf(w, "\nLoad: %s\n", lr.Load.String())
+		if lr.Rate > 0 {
+			fmt.Fprintf(w, "Rate-limited runs: %.0f records/s (%s)\n", lr.Rate, lr.RateSource)
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "target\tclient\tmode\tprod rec/s\tprod MB/s\tp50 ms\tp99 ms\tp99.9 ms\tcons rec/s\tcons MB/s\tsrv CPU s/GB\tcons CPU s/GB\tpeak RSS MiB\tstatus\t")
+		for _, row := range lr.Rows {
+			status := row.Status
+			if row.Status == StatusOK && row.Note != "" {
+				status += " (" + row.Note + ")"
+			}
+			if len(row.Runs) == 0 {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t\n", row.Target, row.Client, row.Mode, status)
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+				row.Target, row.Client, row.Mode,
+				num(row.ProduceRecordsPerSec, 0), num(row.ProduceMBPerSec, 1),
+				num(row.P50Ms, 2), num(row.P99Ms, 2), num(row.P999Ms, 2),
+				opt(row.ConsumeRecordsPerSec, 0), opt(row.ConsumeMBPerSec, 1),
+				opt(row.ServerCPUPerGB, 2), opt(row.ConsumeCPUPerGB, 2), opt(row.PeakRSSMiB, 0), status)
+		}
+		tw.Flush()
+		for _, line := range statusLines(&lr) {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+		if len(lr.Ratios) > 0 {
+			fmt.Fprintln(w, "Ratios (this run, this machine):")
+			for _, ra := range lr.Ratios {
+				fmt.Fprintf(w, "  %-46s %6.2f×\n", ra.Name, ra.Value)
+			}
+		}
+		if len(lr.Goals) > 0 {
+			fmt.Fprintln(w, "Goals:")
+			for _, g := range lr.Goals {
+				mark := "MISSED"
+				if g.Met {
+					mark = "met"
+				}
+				fmt.Fprintf(w, "  %-6s %s: %s (%s)\n", mark, g.Name, g.Detail, g.Want)
+			}
+		}
+	}
+	if len(r.Failures) > 0 {
+		fmt.Fprintln(w, "\nFAILURES:")
+		for _, f := range r.Failures {
+			fmt.Fprintf(w, "  - %s\n", strings.ReplaceAll(f, "\n", "\n    "))
+		}
+	}
+}
+
+func num(v float64, prec int) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+func opt(v *float64, prec int) string {
+	if v == nil {
+		return "n/a"
+	}
+	return num(*v, prec)
+}

@@ -1,0 +1,422 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kiggy-io/kiggy/internal/testtools"
+)
+
+// runner holds what a run shares across targets: built binaries, the Java
+// setup, the report being filled.
+type runner struct {
+	cfg       Config
+	root      string
+	work      string
+	bins      map[string]string
+	buildErrs map[string]error
+	java      string
+	classpath string
+	javaErr   error
+
+	report *Report
+	mu     sync.Mutex // guards report.Failures
+}
+
+func (r *runner) logf(format string, args ...any) {
+	fmt.Fprintf(r.cfg.Log, "kbench: "+format+"\n", args...)
+}
+
+func (r *runner) failf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.mu.Lock()
+	r.report.Failures = append(r.report.Failures, msg)
+	r.mu.Unlock()
+	r.logf("FAILED: %s", msg)
+}
+
+// Run runs the benchmark cfg describes and returns its report. Target
+// failures and lost records are recorded in Report.Failures; the error is
+// for a run that could not be set up (bad config, no repository, a binary
+// every target needs would not build) or was interrupted (ctx), in which
+// case the report so far is returned with it. Every process Run starts is
+// stopped, and the Kafka JVM waited for, before it returns.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	r := &runner{cfg: cfg, bins: map[string]string{}, buildErrs: map[string]error{}}
+	r.report = &Report{Started: time.Now(), Config: cfg}
+	defer func() { r.report.Finished = time.Now() }()
+
+	root, err := testtools.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	r.root = root
+	if cfg.WorkDir != "" {
+		r.work = cfg.WorkDir
+		if err := os.MkdirAll(r.work, 0o755); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	} else {
+		if r.work, err = os.MkdirTemp("", "kbench-"); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		if !cfg.KeepWork {
+			defer os.RemoveAll(r.work)
+		}
+	}
+	if cfg.ProfileDir != "" {
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
+	r.logf("work directory %s", r.work)
+
+	needJava := cfg.JavaPerf || slices.Contains(cfg.Targets, TargetKafka)
+	if needJava {
+		r.java, r.classpath, r.javaErr = testtools.FindJava()
+		if r.javaErr != nil {
+			r.javaErr = fmt.Errorf("%w (%s)", r.javaErr, testtools.Install)
+		}
+	}
+	r.report.Host = hostInfo(r.java)
+	if err := r.build(ctx); err != nil {
+		return r.report, err
+	}
+
+	// Canonical order (Kafka first), so that in the first repetition
+	// Kafka's throughput is known before the others' rate-limited runs.
+	targets := slices.DeleteFunc(slices.Clone(AllTargets), func(t string) bool { return !slices.Contains(cfg.Targets, t) })
+	for li, l := range cfg.Loads {
+		lr := &LoadReport{Load: l}
+		r.report.Loads = append(r.report.Loads, *lr)
+		if err := r.runLoad(ctx, li, lr, targets); err != nil {
+			r.report.Loads[li] = *lr
+			return r.report, err
+		}
+		r.report.Loads[li] = *lr
+	}
+	return r.report, nil
+}
+
+// build compiles the binaries the targets need. A binary only kiggy-iggy
+// needs (iggytest) may fail to build: that target is then unavailable.
+func (r *runner) build(ctx context.Context) error {
+	type job struct{ name, pkg string }
+	var jobs []job
+	if slices.Contains(r.cfg.Targets, TargetKiggy) || slices.Contains(r.cfg.Targets, TargetKiggyIggy) {
+		jobs = append(jobs, job{"kiggy", r.cfg.GatewayPackage})
+		if r.cfg.ProfileDir != "" {
+			jobs = append(jobs, job{"kgateway", "./bench/cmd/kgateway"})
+		}
+	}
+	if slices.Contains(r.cfg.Targets, TargetKiggyIggy) && r.cfg.IggyAddr == "" {
+		jobs = append(jobs, job{"iggytest", "./bridge/iggy/iggytest/cmd/iggytest"})
+	}
+	if slices.Contains(r.cfg.Targets, TargetNull) {
+		jobs = append(jobs, job{"nullbroker", "./bench/cmd/nullbroker"})
+	}
+	for _, j := range jobs {
+		t0 := time.Now()
+		bin, err := buildBinary(ctx, r.root, r.work, j.name, j.pkg)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			r.buildErrs[j.name] = err
+			r.logf("could not build %s: %v", j.pkg, err)
+			continue
+		}
+		r.bins[j.name] = bin
+		r.logf("built %s in %.1fs", j.pkg, time.Since(t0).Seconds())
+	}
+	return nil
+}
+
+// rowKey identifies a Row within a load.
+type rowKey struct{ target, client, mode string }
+
+func (r *runner) runLoad(ctx context.Context, li int, lr *LoadReport, targets []string) error {
+	rows := map[rowKey]*Row{}
+	row := func(target, client, mode string) *Row {
+		k := rowKey{target, client, mode}
+		if rows[k] == nil {
+			rows[k] = &Row{Target: target, Client: client, Mode: mode, Status: StatusOK, hist: new(Histogram)}
+		}
+		return rows[k]
+	}
+	lr.Rate, lr.RateSource = r.cfg.Rate, "fixed by -rate"
+	if r.cfg.Rate <= 0 {
+		lr.RateSource = ""
+	}
+	l := lr.Load
+	for rep := range r.cfg.Repetitions {
+		order := slices.Clone(targets)
+		if rep%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, t := range order {
+			if err := ctx.Err(); err != nil {
+				r.finishLoad(lr, rows)
+				return err
+			}
+			tag := fmt.Sprintf("l%d-r%d", li+1, rep+1)
+			r.logf("[load %d/%d, rep %d/%d] %s: starting", li+1, len(r.cfg.Loads), rep+1, r.cfg.Repetitions, t)
+			r.session(ctx, t, l, rep, tag, lr, row)
+		}
+	}
+	r.finishLoad(lr, rows)
+	return ctx.Err()
+}
+
+// session runs everything one target does in one repetition: start it,
+// the franz-go max run, the rate-limited run, kafka-producer-perf-test,
+// peak RSS, stop it.
+func (r *runner) session(ctx context.Context, target string, l Load, rep int, tag string, lr *LoadReport, row func(t, c, m string) *Row) {
+	main := row(target, ClientFranz, ModeMax)
+	t0 := time.Now()
+	s, err := r.start(ctx, target, l, tag)
+	if err != nil {
+		var ue *unavailableError
+		if errors.As(err, &ue) {
+			main.Status, main.Error = StatusUnavailable, ue.reason
+			r.logf("%s: unavailable: %s", target, ue.reason)
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		main.Status, main.Error = StatusFailed, err.Error()
+		r.failf("%s (%s): start: %v", target, tag, err)
+		return
+	}
+	r.logf("%s: ready at %s in %.1fs", target, s.addr, time.Since(t0).Seconds())
+	var runs []*Measurement
+	defer func() {
+		rss := map[string]int64{}
+		for _, p := range s.procs {
+			if v, err := ProcPeakRSS(p.pid); err == nil {
+				rss[p.name] = v
+			}
+		}
+		for _, run := range runs {
+			run.PeakRSS = maps.Clone(rss)
+		}
+		if err := s.stop(); err != nil {
+			r.failf("%s (%s): stop: %v", target, tag, err)
+		} else {
+			r.logf("%s: stopped", target)
+		}
+	}()
+	if s.note != "" {
+		main.Note = s.note
+	}
+
+	topic := "kbench-" + tag
+	run, err := r.franz(ctx, s, l, topic, 0, rep)
+	if err != nil {
+		if ctx.Err() == nil {
+			main.Status, main.Error = StatusFailed, err.Error()
+			r.failf("%s (%s) franz-go max: %v", target, tag, err)
+		}
+		return
+	}
+	runs = append(runs, run)
+	r.addRun(main, run)
+
+	if target == TargetKafka && rep == 0 && r.cfg.Rate <= 0 && r.cfg.LatencyFraction > 0 && lr.Rate == 0 {
+		lr.Rate = math.Round(run.ProduceRecordsPerSec * r.cfg.LatencyFraction)
+		lr.RateSource = fmt.Sprintf("%.0f%% of Kafka's %.0f records/s in repetition 1", r.cfg.LatencyFraction*100, run.ProduceRecordsPerSec)
+	}
+	if lr.Rate > 0 {
+		rr := row(target, ClientFranz, ModeRate)
+		rr.Note = s.note
+		run, err := r.franz(ctx, s, l, topic+"-rate", lr.Rate, rep)
+		if err != nil {
+			if ctx.Err() == nil {
+				rr.Status, rr.Error = StatusFailed, err.Error()
+				r.failf("%s (%s) franz-go at %.0f records/s: %v", target, tag, lr.Rate, err)
+			}
+		} else {
+			runs = append(runs, run)
+			r.addRun(rr, run)
+		}
+	}
+
+	if r.cfg.JavaPerf && ctx.Err() == nil && (r.cfg.JavaTargets == nil || slices.Contains(r.cfg.JavaTargets, target)) {
+		jr := row(target, ClientJava, ModeMax)
+		jr.Note = s.note
+		run, err := r.javaPerf(ctx, s, l, topic+"-java", rep, main)
+		if err != nil {
+			if ctx.Err() == nil {
+				var ue *unavailableError
+				if errors.As(err, &ue) {
+					jr.Status, jr.Error = StatusUnavailable, ue.reason
+				} else {
+					jr.Status, jr.Error = StatusFailed, err.Error()
+					r.failf("%s (%s) kafka-producer-perf-test: %v", target, tag, err)
+				}
+			}
+		} else {
+			runs = append(runs, run)
+			r.addRun(jr, run)
+		}
+	}
+}
+
+// franz runs the franz-go load once against s: produce (rate 0 = max), then
+// read everything back and compare with what was acknowledged.
+func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, rate float64, rep int) (*Measurement, error) {
+	if s.createTopics {
+		if err := createTopic(ctx, s.addr, topic, l.Partitions); err != nil {
+			return nil, err
+		}
+	}
+	meter := cpuMeter{pids: s.pids()}
+	mode := "as fast as it goes"
+	if rate > 0 {
+		mode = fmt.Sprintf("at %.0f records/s", rate)
+	}
+	r.logf("%s: producing %s: %v warm-up + %v", s.target, mode, r.cfg.Warmup, r.cfg.Duration)
+	pr, err := runProduce(ctx, s.addr, topic, l, r.cfg.Warmup, r.cfg.Duration, rate, meter)
+	if err != nil {
+		return nil, err
+	}
+	run := &Measurement{
+		Rep:                  rep + 1,
+		Window:               pr.window.Seconds(),
+		Records:              pr.records,
+		Bytes:                pr.bytes,
+		ProduceRecordsPerSec: float64(pr.records) / pr.window.Seconds(),
+		ProduceMBPerSec:      float64(pr.bytes) / 1e6 / pr.window.Seconds(),
+		P50Ms:                ms(pr.hist.Quantile(0.50)),
+		P99Ms:                ms(pr.hist.Quantile(0.99)),
+		P999Ms:               ms(pr.hist.Quantile(0.999)),
+		MaxMs:                ms(pr.hist.Max()),
+		ServerCPUSeconds:     pr.serverCPU.Seconds(),
+		ClientCPUSeconds:     pr.clientCPU.Seconds(),
+		CPUMeasured:          pr.cpuOK,
+		hist:                 pr.hist,
+	}
+	for _, a := range pr.acked {
+		run.Acked += a
+	}
+	r.logf("%s: produced %.0f records/s (%.1f MB/s), p99 %.2f ms; %d acknowledged in all",
+		s.target, run.ProduceRecordsPerSec, run.ProduceMBPerSec, run.P99Ms, run.Acked)
+	if !s.consume {
+		run.consumeNA = true
+		return run, nil
+	}
+
+	ends, err := endOffsets(ctx, s.addr, topic, l.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range ends {
+		run.EndOffsets += e
+	}
+	cr, cerr := runConsume(ctx, s.addr, topic, ends, r.cfg.Consumers, l.RecordSize, meter)
+	if cr != nil {
+		run.Consumed = cr.records
+		run.BadValues = cr.badValues
+		run.ConsumeSeconds = cr.elapsed.Seconds()
+		run.ConsumeRecordsPerSec = float64(cr.records) / cr.elapsed.Seconds()
+		run.ConsumeMBPerSec = float64(cr.bytes) / 1e6 / cr.elapsed.Seconds()
+		run.ConsumeServerCPUSeconds = cr.serverCPU.Seconds()
+		run.consumeBytes = cr.bytes
+		for p := range pr.acked {
+			if d := pr.acked[p] - cr.byPartition[p]; d > 0 {
+				run.Lost += d
+			} else {
+				run.Duplicated -= d
+			}
+		}
+	}
+	if cerr != nil {
+		return nil, cerr
+	}
+	r.logf("%s: consumed %d records at %.0f records/s (%.1f MB/s)", s.target, run.Consumed, run.ConsumeRecordsPerSec, run.ConsumeMBPerSec)
+	if rate > 0 {
+		// A rate-limited run reads back only to check it: its small
+		// volume says nothing about consume throughput.
+		run.consumeNA = true
+	}
+	var errs []error
+	if run.Lost > 0 || run.Duplicated > 0 {
+		errs = append(errs, fmt.Errorf("consumed %d records but %d were acknowledged (%d lost, %d duplicated; end offsets sum to %d)",
+			run.Consumed, run.Acked, run.Lost, run.Duplicated, run.EndOffsets))
+	}
+	if run.BadValues > 0 {
+		errs = append(errs, fmt.Errorf("%d records read back with a value size other than %d", run.BadValues, l.RecordSize))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", topic, err)
+	}
+	return run, nil
+}
+
+// javaPerf runs kafka-producer-perf-test once against s.
+func (r *runner) javaPerf(ctx context.Context, s *session, l Load, topic string, rep int, franzRow *Row) (*Measurement, error) {
+	if r.javaErr != nil {
+		return nil, &unavailableError{reason: r.javaErr.Error()}
+	}
+	if s.createTopics {
+		if err := createTopic(ctx, s.addr, topic, l.Partitions); err != nil {
+			return nil, err
+		}
+	}
+	records, warmup := r.cfg.JavaRecords, int64(0)
+	if records <= 0 {
+		// About Duration's worth (plus Warmup's, not measured) at the rate
+		// franz-go reached on this target.
+		rate := franzRow.Runs[len(franzRow.Runs)-1].ProduceRecordsPerSec
+		records = max(20000, int64(rate*r.cfg.Duration.Seconds()))
+		warmup = int64(rate * r.cfg.Warmup.Seconds())
+		records += warmup
+	}
+	logPath := filepath.Join(r.work, "java-perf-"+topic+".log")
+	r.logf("%s: kafka-producer-perf-test, %d records", s.target, records)
+	jr, err := runJavaPerf(ctx, r.java, r.classpath, s.addr, topic, l, records, warmup, logPath, cpuMeter{pids: s.pids()})
+	if err != nil {
+		return nil, err
+	}
+	bytes := records * int64(l.RecordSize)
+	run := &Measurement{
+		Rep:                  rep + 1,
+		Window:               jr.elapsed.Seconds(),
+		Records:              jr.records,
+		Bytes:                jr.records * int64(l.RecordSize),
+		ProduceRecordsPerSec: jr.recordsPerSec,
+		ProduceMBPerSec:      jr.recordsPerSec * float64(l.RecordSize) / 1e6,
+		P50Ms:                jr.p50Ms,
+		P99Ms:                jr.p99Ms,
+		P999Ms:               jr.p999Ms,
+		MaxMs:                jr.maxMs,
+		Acked:                records,
+		ServerCPUSeconds:     jr.serverCPU.Seconds(),
+		ClientCPUSeconds:     jr.clientCPU.Seconds(),
+		CPUMeasured:          jr.cpuOK,
+		consumeNA:            true,
+		cpuBytes:             bytes,
+	}
+	r.logf("%s: kafka-producer-perf-test %.0f records/s, p99 %.0f ms", s.target, run.ProduceRecordsPerSec, run.P99Ms)
+	return run, nil
+}
+
+// addRun appends run to row.
+func (r *runner) addRun(row *Row, run *Measurement) {
+	row.Runs = append(row.Runs, run)
+	if run.hist != nil {
+		row.hist.Merge(run.hist)
+	}
+}

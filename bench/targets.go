@@ -1,0 +1,239 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kiggy-io/kiggy/internal/kafkatest"
+)
+
+// session is one target, started fresh for one repetition of one load.
+type session struct {
+	target string
+	addr   string
+	// procs are the server processes whose CPU and peak RSS are measured
+	// (the gateway and, for kiggy-iggy, iggytest).
+	procs []measuredProc
+	// consume is false for the null broker, which stores nothing.
+	consume bool
+	// createTopics is false for the null broker, which knows every topic.
+	createTopics bool
+	// note says something the table should carry (an external Iggy whose
+	// CPU is not measured, a profiled gateway).
+	note string
+	stop func() error
+}
+
+type measuredProc struct {
+	name string
+	pid  int
+}
+
+func (s *session) pids() []int {
+	pids := make([]int, len(s.procs))
+	for i, p := range s.procs {
+		pids[i] = p.pid
+	}
+	return pids
+}
+
+// unavailableError marks a target that cannot run in this checkout or on
+// this machine (a part still being built, a missing tool): reported, but not
+// a failure of the run.
+type unavailableError struct{ reason string }
+
+func (e *unavailableError) Error() string { return "unavailable: " + e.reason }
+
+// stopTimeout bounds each server process's graceful stop.
+const stopTimeout = time.Minute
+
+// readyTimeout bounds a Go server's start.
+const readyTimeout = 30 * time.Second
+
+// memlogPartitionBytes is the embedded log's per-partition cap for the
+// benchmark: far above what a run writes, so that nothing is dropped before
+// it is read back (the default, 1 GiB, could be reached by one partition).
+const memlogPartitionBytes = 64 << 30
+
+func (r *runner) start(ctx context.Context, target string, l Load, tag string) (*session, error) {
+	switch target {
+	case TargetKafka:
+		return r.startKafka(tag)
+	case TargetKiggy:
+		return r.startKiggy(ctx, tag, "")
+	case TargetKiggyIggy:
+		return r.startKiggyIggy(ctx, tag)
+	case TargetNull:
+		return r.startNull(ctx, l, tag)
+	}
+	return nil, fmt.Errorf("bench: unknown target %q", target)
+}
+
+func (r *runner) startKafka(tag string) (*session, error) {
+	if r.javaErr != nil {
+		return nil, fmt.Errorf("bench: Kafka needs Java and the Kafka 4.x jars: %w", r.javaErr)
+	}
+	dir, err := os.MkdirTemp(r.work, "kafka-"+tag+"-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	b, err := kafkatest.StartProcess(dir, kafkatest.Config{
+		Java:        r.java,
+		Classpath:   r.classpath,
+		Heap:        r.cfg.KafkaHeap,
+		StopTimeout: stopTimeout,
+	})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &session{
+		target:       TargetKafka,
+		addr:         b.Addr,
+		procs:        []measuredProc{{"kafka", b.Pid}},
+		consume:      true,
+		createTopics: true,
+		stop: func() error {
+			err := b.Stop() // waits for the JVM to exit
+			if err != nil {
+				err = fmt.Errorf("%w; last lines of %s:\n%s", err, b.LogPath, b.LogTail(20))
+			}
+			// The log dir goes with the broker; its log stays for a
+			// post-mortem when the run keeps its work directory.
+			os.RemoveAll(filepath.Join(dir, "data"))
+			return err
+		},
+	}, nil
+}
+
+// startKiggy starts the gateway binary on a free port; iggyAddr selects the
+// Iggy backend.
+func (r *runner) startKiggy(ctx context.Context, tag, iggyAddr string) (*session, error) {
+	name := TargetKiggy
+	if iggyAddr != "" {
+		name = TargetKiggyIggy
+	}
+	bin, note := r.bins["kiggy"], ""
+	if r.cfg.ProfileDir != "" {
+		bin, note = r.bins["kgateway"], "profiled (bench/cmd/kgateway)"
+	}
+	if bin == "" {
+		return nil, fmt.Errorf("bench: gateway binary missing: %v", r.buildErrs["kiggy"])
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		args := []string{
+			"--listen", addr,
+			"--admin-addr", "",
+			"--log-level", "warn",
+			"--memlog-partition-bytes", byteSize(memlogPartitionBytes),
+		}
+		if iggyAddr != "" {
+			args = append(args, "--iggy-addr", iggyAddr, "--iggy-username", r.cfg.IggyUsername, "--iggy-password", r.cfg.IggyPassword)
+		}
+		if r.cfg.ProfileDir != "" {
+			args = append(args, "--cpuprofile", filepath.Join(r.cfg.ProfileDir, name+"-"+tag+".pprof"))
+		}
+		p, _, err := startProcess(r.work, name+"-"+tag, bin, args, false)
+		if err != nil {
+			return nil, err
+		}
+		err = waitReady(ctx, addr, readyTimeout, p)
+		if err == nil {
+			return &session{
+				target:       name,
+				addr:         addr,
+				procs:        []measuredProc{{"kiggy", p.pid()}},
+				consume:      true,
+				createTopics: true,
+				note:         note,
+				stop:         func() error { return p.stop(stopTimeout) },
+			}, nil
+		}
+		_ = p.stop(stopTimeout)
+		lastErr = err
+		log := tail(p.logPath, 20)
+		var ee *exitedError
+		if !errors.As(err, &ee) {
+			return nil, err
+		}
+		if iggyAddr != "" && strings.Contains(log, "not built into this binary") {
+			return nil, &unavailableError{reason: "the gateway binary has no Iggy backend yet (" + firstLine(log) + ")"}
+		}
+		if !strings.Contains(log, "address already in use") {
+			return nil, err
+		}
+	}
+	return nil, lastErr
+}
+
+func (r *runner) startKiggyIggy(ctx context.Context, tag string) (*session, error) {
+	if r.cfg.IggyAddr != "" {
+		s, err := r.startKiggy(ctx, tag, r.cfg.IggyAddr)
+		if err != nil {
+			return nil, err
+		}
+		s.note = strings.TrimPrefix(s.note+"; external Iggy at "+r.cfg.IggyAddr+" (its CPU and RSS not measured)", "; ")
+		return s, nil
+	}
+	bin := r.bins["iggytest"]
+	if bin == "" {
+		return nil, &unavailableError{reason: "iggytest does not build: " + firstLine(fmt.Sprint(r.buildErrs["iggytest"]))}
+	}
+	ig, iaddr, err := startProcess(r.work, "iggytest-"+tag, bin, []string{"-addr", "127.0.0.1:0"}, true)
+	if err != nil {
+		return nil, err
+	}
+	s, err := r.startKiggy(ctx, tag, iaddr)
+	if err != nil {
+		_ = ig.stop(stopTimeout)
+		return nil, err
+	}
+	s.procs = append(s.procs, measuredProc{"iggytest", ig.pid()})
+	gwStop := s.stop
+	s.stop = func() error {
+		return errors.Join(gwStop(), ig.stop(stopTimeout))
+	}
+	return s, nil
+}
+
+func (r *runner) startNull(ctx context.Context, l Load, tag string) (*session, error) {
+	bin := r.bins["nullbroker"]
+	if bin == "" {
+		return nil, fmt.Errorf("bench: null broker binary missing: %v", r.buildErrs["nullbroker"])
+	}
+	p, addr, err := startProcess(r.work, "null-"+tag, bin,
+		[]string{"-listen", "127.0.0.1:0", "-partitions", strconv.Itoa(int(l.Partitions))}, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitReady(ctx, addr, readyTimeout, p); err != nil {
+		_ = p.stop(stopTimeout)
+		return nil, err
+	}
+	return &session{
+		target: TargetNull,
+		addr:   addr,
+		procs:  []measuredProc{{"nullbroker", p.pid()}},
+		stop:   func() error { return p.stop(stopTimeout) },
+	}, nil
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
