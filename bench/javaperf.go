@@ -48,13 +48,13 @@ func javaPerfArgs(addr, topic string, l Load, records, warmup int64) []string {
 
 // javaResult is kafka-producer-perf-test's final summary line.
 type javaResult struct {
-	records                      int64
-	recordsPerSec, mbPerSec      float64
-	avgMs, maxMs                 float64
-	p50Ms, p95Ms, p99Ms, p999Ms  float64
-	elapsed                      time.Duration
-	serverCPU, clientCPU         time.Duration
-	cpuOK                        bool
+	records                     int64
+	recordsPerSec, mbPerSec     float64
+	avgMs, maxMs                float64
+	p50Ms, p95Ms, p99Ms, p999Ms float64
+	elapsed                     time.Duration
+	serverCPU, clientCPU        time.Duration
+	cpuOK                       bool
 }
 
 // javaSummary matches the line ProducerPerformance prints at the end:
