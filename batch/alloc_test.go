@@ -12,7 +12,7 @@ import (
 // Zero allocations is a failing test (STYLE.md habit 7).
 
 func TestAllocsValidateIterate(t *testing.T) {
-	for _, name := range []string{"franz-go-none", "sarama-none", "kcat-none"} {
+	for _, name := range []string{"franz-go-none", "sarama-none", "kcat-none", "java-none"} {
 		b := captureBatch(t, name)
 		var sink int
 		allocs := testing.AllocsPerRun(100, func() {
@@ -47,6 +47,7 @@ func TestAllocsDecoderSteadyState(t *testing.T) {
 	for _, name := range []string{
 		"franz-go-none", "franz-go-gzip", "franz-go-snappy", "franz-go-lz4", "franz-go-zstd",
 		"sarama-snappy", "sarama-lz4", "sarama-zstd", "kcat-gzip", "kcat-snappy", "kcat-lz4", "kcat-zstd",
+		"java-gzip", "java-snappy", "java-lz4", "java-zstd",
 	} {
 		b := captureBatch(t, name)
 		h, err := batch.Validate(b)
