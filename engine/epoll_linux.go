@@ -58,6 +58,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"os"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -151,6 +153,8 @@ func (s *epollServer) Serve(ln net.Listener) error {
 	if err != nil {
 		return ErrListener
 	}
+	// A listener's RawConn cannot Read, so dup its fd into an os.File,
+	// which the runtime poller can park on.
 	lfd := -1
 	var derr error
 	if err := raw.Control(func(fd uintptr) {
@@ -165,20 +169,23 @@ func (s *epollServer) Serve(ln net.Listener) error {
 		unix.Close(lfd)
 		return err
 	}
-	a, err := newAcceptor(s, ln, lfd)
+	lf := os.NewFile(uintptr(lfd), "kiggy-listener")
+	lraw, err := lf.SyscallConn()
 	if err != nil {
-		unix.Close(lfd)
+		lf.Close()
 		return err
 	}
+	a := &acceptor{s: s, ln: ln, lf: lf, raw: lraw}
+	a.acceptFn = a.acceptAll
 	s.mu.Lock()
 	if s.shutdown {
 		s.mu.Unlock()
-		a.closeFDs()
+		lf.Close()
 		return ErrServerClosed
 	}
 	if err := s.startLoops(); err != nil {
 		s.mu.Unlock()
-		a.closeFDs()
+		lf.Close()
 		return err
 	}
 	s.acceptors[a] = struct{}{}
@@ -189,7 +196,7 @@ func (s *epollServer) Serve(ln net.Listener) error {
 	delete(s.acceptors, a)
 	stopped := s.shutdown
 	s.mu.Unlock()
-	a.closeFDs()
+	a.stop()
 	if !stopped {
 		return err
 	}
@@ -262,93 +269,64 @@ func (s *epollServer) pickLoop() *loop {
 	return best
 }
 
-// acceptor accepts connections for one Serve call.
+// acceptor accepts connections for one Serve call on a dup of the
+// listener's socket wrapped in an os.File: the runtime's poller parks the
+// goroutine until the socket is readable, so no thread is blocked waiting
+// for connections.
 type acceptor struct {
-	s      *epollServer
-	ln     net.Listener
-	lfd    int // dup of ln's fd
-	epfd   int
-	stopfd int // eventfd
-	once   sync.Once
+	s        *epollServer
+	ln       net.Listener
+	lf       *os.File
+	raw      syscall.RawConn
+	acceptFn func(fd uintptr) bool
+	err      error
 }
 
-func newAcceptor(s *epollServer, ln net.Listener, lfd int) (*acceptor, error) {
-	a := &acceptor{s: s, ln: ln, lfd: lfd, epfd: -1, stopfd: -1}
-	var err error
-	if a.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
-		return nil, err
-	}
-	if a.stopfd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
-		unix.Close(a.epfd)
-		return nil, err
-	}
-	for _, fd := range []int{lfd, a.stopfd} {
-		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
-		if err = unix.EpollCtl(a.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-			unix.Close(a.epfd)
-			unix.Close(a.stopfd)
-			return nil, err
-		}
-	}
-	return a, nil
-}
-
-// stop makes run return and closes the listener so the kernel refuses new
-// connections.
+// stop makes run return: closing the dup wakes the parked Read, and closing
+// both descriptors makes the kernel refuse new connections.
 func (a *acceptor) stop() {
-	a.once.Do(func() {
-		a.ln.Close()
-		unix.Write(a.stopfd, eventfdOne[:])
-	})
+	a.ln.Close()
+	a.lf.Close()
 }
 
-func (a *acceptor) closeFDs() {
-	unix.Close(a.lfd)
-	unix.Close(a.epfd)
-	unix.Close(a.stopfd)
-}
-
-// run accepts until stopped. It returns the error that stopped it.
+// run accepts until the listener closes. It returns the error that stopped
+// it (nil after stop).
 func (a *acceptor) run() error {
-	var events [2]unix.EpollEvent
 	for {
-		n, err := unix.EpollWait(a.epfd, events[:], -1)
-		if err != nil {
-			if err == unix.EINTR {
-				continue
-			}
-			return err
+		err := a.raw.Read(a.acceptFn)
+		if a.err != nil {
+			return a.err
 		}
-		for i := range n {
-			if int(events[i].Fd) == a.stopfd {
+		if err != nil {
+			if errors.Is(err, os.ErrClosed) || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-		}
-		if err := a.acceptAll(); err != nil {
 			return err
 		}
 	}
 }
 
-// acceptAll accepts every pending connection.
-func (a *acceptor) acceptAll() error {
+// acceptAll accepts every pending connection; false means "wait until the
+// listener is readable again", true ends the Read with a.err set.
+func (a *acceptor) acceptAll(lfd uintptr) bool {
 	s := a.s
 	for {
-		fd, sa, err := unix.Accept4(a.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		fd, sa, err := unix.Accept4(int(lfd), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 		switch err {
 		case nil:
-		case unix.EAGAIN, unix.EINTR:
-			return nil
-		case unix.ECONNABORTED, unix.EPERM, unix.EPROTO:
+		case unix.EAGAIN:
+			return false
+		case unix.EINTR, unix.ECONNABORTED, unix.EPERM, unix.EPROTO:
 			continue
 		case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
-			// Out of descriptors or memory: back off instead of spinning on
-			// the level-triggered listener; the backlog holds the peers.
+			// Out of descriptors or memory: back off and retry; the
+			// backlog holds the peers meanwhile.
 			s.cfg.Logger.Warn("engine: accept failed; backing off", "err", err)
 			time.Sleep(10 * time.Millisecond)
-			return nil
+			return true
 		default:
-			return err
+			a.err = err
+			return true
 		}
 		if int(s.open.Add(1)) > s.cfg.MaxConnections {
 			s.open.Add(-1)
@@ -429,9 +407,12 @@ type cmd struct {
 // loop is one event loop.
 type loop struct {
 	// Immutable
-	s    *epollServer
-	epfd int
-	evfd int
+	s      *epollServer
+	epfd   int
+	evfd   int
+	file   *os.File        // epfd, registered with the runtime poller
+	raw    syscall.RawConn // file's RawConn: parks the loop until epfd is readable
+	pollFn func(fd uintptr) bool
 
 	// Shared with other goroutines, under mu.
 	mu          sync.Mutex
@@ -450,6 +431,8 @@ type loop struct {
 	dirty     []*econn
 	compSpare []*Request
 	cmdSpare  []cmd
+	nready    int
+	pollErr   error
 	now       int64
 	nextSweep int64
 	draining  bool
@@ -479,12 +462,45 @@ func newLoop(s *epollServer) (*loop, error) {
 		l.closeFDs()
 		return nil, err
 	}
+	// A non-blocking fd makes os.NewFile register epfd with the runtime's
+	// poller, which is what lets the loop park without blocking a thread.
+	if err = unix.SetNonblock(l.epfd, true); err != nil {
+		l.closeFDs()
+		return nil, err
+	}
+	l.file = os.NewFile(uintptr(l.epfd), "kiggy-epoll")
+	if l.raw, err = l.file.SyscallConn(); err != nil {
+		l.closeFDs()
+		return nil, err
+	}
+	l.pollFn = l.poll
 	return l, nil
 }
 
 func (l *loop) closeFDs() {
-	unix.Close(l.epfd)
+	if l.file != nil {
+		l.file.Close()
+	} else {
+		unix.Close(l.epfd)
+	}
 	unix.Close(l.evfd)
+}
+
+// poll is the RawConn.Read callback: collect ready events without blocking;
+// false parks the loop in the runtime poller until epfd is readable.
+func (l *loop) poll(fd uintptr) bool {
+	n, err := unix.EpollWait(int(fd), l.events, 0)
+	if err != nil && err != unix.EINTR {
+		l.pollErr = err
+		return true
+	}
+	l.nready = max(n, 0)
+	return l.nready > 0
+}
+
+// setSweepDeadline makes the parked poll return at the next sweep.
+func (l *loop) setSweepDeadline() {
+	l.file.SetReadDeadline(l.s.epoch.Add(time.Duration(l.nextSweep)))
 }
 
 func (l *loop) clock() int64 { return int64(time.Since(l.s.epoch)) }
@@ -533,15 +549,19 @@ func (l *loop) run() {
 	sweep := int64(l.s.cfg.sweepInterval())
 	l.now = l.clock()
 	l.nextSweep = l.now + sweep
+	l.setSweepDeadline()
 	for !l.quit {
-		wait := int((l.nextSweep-l.now)/int64(time.Millisecond)) + 1
-		n, err := unix.EpollWait(l.epfd, l.events, max(wait, 0))
-		if err != nil && err != unix.EINTR {
+		l.nready, l.pollErr = 0, nil
+		err := l.raw.Read(l.pollFn)
+		l.now = l.clock()
+		if err == nil {
+			err = l.pollErr
+		}
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 			l.s.cfg.Logger.Error("engine: epoll_wait failed", "err", err)
 			time.Sleep(time.Millisecond)
 		}
-		l.now = l.clock()
-		for i := range max(n, 0) {
+		for i := range l.nready {
 			ev := &l.events[i]
 			if ev.Fd == int32(l.evfd) {
 				l.drainQueues()
@@ -570,6 +590,7 @@ func (l *loop) run() {
 		if l.now >= l.nextSweep {
 			l.sweep()
 			l.nextSweep = l.now + sweep
+			l.setSweepDeadline()
 		}
 	}
 	for len(l.list) > 0 {
