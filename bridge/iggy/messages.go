@@ -40,7 +40,7 @@ func (c *Client) Append(ctx context.Context, topic string, partition int32, b *m
 			return 0, err
 		}
 	}
-	// Prologue written into the headroom, back to front:
+	// The prologue fills the end of the headroom, so the frame is contiguous:
 	// VSR header | metadata_length u32 | stream id | topic id | partitioning |
 	// messages_count u32 | batch header | frames.
 	metaLen := 2 + len(c.cfg.Stream) + 2 + len(topic) + 6 + 4
