@@ -8,15 +8,22 @@ package engine
 // an eventfd for wake-ups, a 64 KiB read buffer, an iovec array and the
 // connections assigned to it. Every field of a connection marked "Owned by
 // the loop" is touched only by that goroutine, so the hot path takes no lock.
-// One acceptor goroutine per Serve call (the caller's) waits on its own
-// epoll instance for the listener and a stop eventfd.
 //
-// Listener. The acceptor dups the listener's fd (SyscallConn + F_DUPFD_CLOEXEC)
-// and accepts on the dup with accept4(SOCK_NONBLOCK|SOCK_CLOEXEC), so any
-// *net.TCPListener from net.Listen works and the caller keeps the usual net
-// API (Addr, Close). Shutdown closes both the dup and the listener, so the
-// kernel refuses new connections. Accepted sockets get TCP_NODELAY and go to
-// the loop with the fewest connections, through its command queue.
+// Parking. A loop never blocks a thread in epoll_wait. Its epoll fd is itself
+// pollable, so it is wrapped in an os.File and the loop waits through
+// RawConn.Read: the callback calls epoll_wait with a zero timeout and, when
+// nothing is ready, the goroutine parks in the Go runtime's poller like any
+// network goroutine. The first version blocked in epoll_wait(-1); with 2
+// cores, two loops parked in system calls held both Ps until sysmon took
+// them back, and round trips took 60-90 µs instead of ~20 µs. Sweeps use the
+// file's read deadline, so a loop with no traffic wakes only to sweep.
+//
+// Listener. The acceptor dups the listener's fd (F_DUPFD_CLOEXEC), wraps it
+// the same way (a listener's own RawConn cannot Read), and accepts with
+// accept4(SOCK_NONBLOCK|SOCK_CLOEXEC), so any *net.TCPListener or
+// *net.UnixListener from package net works. Shutdown closes both descriptors,
+// so the kernel refuses new connections. Accepted sockets get TCP_NODELAY
+// and go to the loop with the fewest connections, through its command queue.
 //
 // Level-triggered. Each readable connection gets one read(2) of at most 64 KiB
 // per loop iteration, then the loop moves on: one busy connection cannot
@@ -59,10 +66,10 @@ package engine
 import (
 	"context"
 	"errors"
-	"os"
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
