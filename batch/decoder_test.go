@@ -93,6 +93,15 @@ func TestDecoderBudget(t *testing.T) {
 			if _, err := d.Records(b, h, &budget); err != batch.ErrBudget {
 				t.Fatalf("bytes: %v", err)
 			}
+			// The same with fresh decoders (no spare capacity to decode into).
+			budget = batch.Budget{MaxBytes: charged - 1, MaxRecords: 50}
+			if _, err := new(batch.Decoder).Records(b, h, &budget); err != batch.ErrBudget {
+				t.Fatalf("fresh, bytes: %v", err)
+			}
+			budget = batch.Budget{MaxBytes: charged, MaxRecords: 50}
+			if recs, err := new(batch.Decoder).Records(b, h, &budget); err != nil || countRecords(t, recs) != 50 {
+				t.Fatalf("fresh, exact: %v", err)
+			}
 			// Too small for even minimal records: refused before decoding.
 			budget = batch.Budget{MaxBytes: 50*7 - 1, MaxRecords: 50}
 			if _, err := d.Records(b, h, &budget); err != batch.ErrBudget {
@@ -279,6 +288,7 @@ func TestLZ4Frames(t *testing.T) {
 		{"skippable frame", skippable, "hello", nil},
 		{"two frames", cat(stored, stored), "hellohello", nil},
 		{"checksums skipped", withChecksums, "hi", nil},
+		{"empty compressed block", cat(lz4Descriptor(0x60, 0x40), le32(1), []byte{0}, stored[7:]), "hello", nil},
 		{"bad magic", cat([]byte{0x05}, stored[1:]), "", batch.ErrDecompress},
 		{"version 0", cat(lz4Descriptor(0x20, 0x40), le32(0)), "", batch.ErrDecompress},
 		{"reserved flag", cat(lz4Descriptor(0x62, 0x40), le32(0)), "", batch.ErrDecompress},
@@ -292,14 +302,22 @@ func TestLZ4Frames(t *testing.T) {
 	}
 	d := batch.AcquireDecoder()
 	defer batch.ReleaseDecoder(d)
+	warm, _ := buildBatch(batch.LZ4, 10, 1000)
+	if _, err := batch.DecompressForTest(d, batch.LZ4, warm[batch.HeaderSize:], 1<<20); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := batch.DecompressForTest(d, batch.LZ4, tt.in, 1<<20)
-			if err != tt.err {
-				t.Fatalf("err %v, want %v", err, tt.err)
-			}
-			if string(got) != tt.want {
-				t.Fatalf("got %q, want %q", got, tt.want)
+			// A fresh decoder (no spare capacity: sizes come from the
+			// sequence walk) and a warm one (decodes into spare capacity).
+			for _, dec := range []*batch.Decoder{new(batch.Decoder), d} {
+				got, err := batch.DecompressForTest(dec, batch.LZ4, tt.in, 1<<20)
+				if err != tt.err {
+					t.Fatalf("err %v, want %v", err, tt.err)
+				}
+				if string(got) != tt.want {
+					t.Fatalf("got %q, want %q", got, tt.want)
+				}
 			}
 			if tt.err == nil {
 				// pierrec's reader agrees.

@@ -132,6 +132,8 @@ func (d *Decoder) lz4Block(out, block, dict []byte, blockMax, limit int) ([]byte
 	}
 	n := lz4BlockLen(block, len(dict))
 	switch {
+	case n == 0:
+		return out, nil // a block of literals-length 0 only: nothing to add
 	case n < 0 || n > blockMax || n <= room:
 		return out, ErrDecompress
 	case n > limit-len(out):
