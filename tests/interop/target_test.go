@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/internal/kafkatest"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
@@ -46,13 +47,37 @@ func newTarget(t testing.TB) target {
 	t.Helper()
 	switch v := os.Getenv(TargetEnv); v {
 	case "", "kiggy":
-		return &kiggyTarget{g: kiggytest.Start(t, kiggytest.Options{})}
+		g := kiggytest.Start(t, kiggytest.Options{})
+		if err := probe(g.Addr, 10*time.Second); err != nil {
+			t.Fatalf("kiggy gateway at %s (engine %q) is not answering: %v", g.Addr, os.Getenv("KIGGY_TEST_ENGINE"), err)
+		}
+		return &kiggyTarget{g: g}
 	case "kafka":
 		return sharedKafka(t)
 	default:
 		t.Fatalf("%s=%q: want kiggy (default) or kafka", TargetEnv, v)
 		return nil
 	}
+}
+
+// probe checks that addr answers ApiVersions and Metadata, so a gateway
+// that accepts connections but never answers fails its test at once and
+// says so, instead of every client timing out on its own.
+func probe(addr string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DialTimeout(timeout))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl); err != nil {
+		return fmt.Errorf("ApiVersions: %w", err)
+	}
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
+		return fmt.Errorf("Metadata: %w", err)
+	}
+	return nil
 }
 
 // kiggyTarget is the in-process gateway on the embedded log.
