@@ -17,6 +17,24 @@ type Host struct {
 	Kernel      string `json:"kernel"`
 	GoVersion   string `json:"go_version"`
 	Java        string `json:"java,omitempty"`
+	// LoadAvgStart and LoadAvgEnd are /proc/loadavg's 1, 5 and 15 minute
+	// load averages when the run started and ended: other work on the
+	// machine competes with the targets and the load generator.
+	LoadAvgStart string `json:"loadavg_start,omitempty"`
+	LoadAvgEnd   string `json:"loadavg_end,omitempty"`
+}
+
+// loadAvg returns the first three fields of /proc/loadavg.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // String is the one-line hardware summary used in the report and in
@@ -32,7 +50,7 @@ func (h Host) String() string {
 // hostInfo reads the hardware summary from /proc (what lscpu, nproc and
 // free -h print) and the java launcher's version.
 func hostInfo(java string) Host {
-	h := Host{CPUModel: "unknown CPU", CPUs: runtime.NumCPU(), MemTotalGiB: "?", GoVersion: runtime.Version()}
+	h := Host{CPUModel: "unknown CPU", CPUs: runtime.NumCPU(), MemTotalGiB: "?", GoVersion: runtime.Version(), LoadAvgStart: loadAvg()}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for line := range strings.Lines(string(b)) {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {

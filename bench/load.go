@@ -76,6 +76,24 @@ func (m cpuMeter) read() cpuSample {
 	return s
 }
 
+// windowHooks are called when a measurement window begins and ends (to
+// start and stop a CPU profile of the gateway); nil functions are skipped.
+type windowHooks struct {
+	onBegin, onEnd func()
+}
+
+func (h windowHooks) begin() {
+	if h.onBegin != nil {
+		h.onBegin()
+	}
+}
+
+func (h windowHooks) end() {
+	if h.onEnd != nil {
+		h.onEnd()
+	}
+}
+
 // produceResult is what one franz-go produce phase measured.
 type produceResult struct {
 	window time.Duration
@@ -197,7 +215,7 @@ func compressionCodec(name string) (kgo.CompressionCodec, error) {
 // runProduce drives l against addr: warm-up, then the measurement window,
 // then a flush of everything still buffered. rate, if positive, is the
 // records/s target of all producers together.
-func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window time.Duration, rate float64, meter cpuMeter) (*produceResult, error) {
+func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window time.Duration, rate float64, meter cpuMeter, hooks windowHooks) (*produceResult, error) {
 	opts, err := producerOpts(addr, topic, l)
 	if err != nil {
 		return nil, err
@@ -258,15 +276,18 @@ func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window 
 	if err := wait(warmup); err != nil {
 		return abort(err)
 	}
+	hooks.begin()
 	c0 := meter.read()
 	t0 := time.Now()
 	p.phase.Store(phaseMeasure)
 	if err := wait(window); err != nil {
+		hooks.end()
 		return abort(err)
 	}
 	p.phase.Store(phaseDrain)
 	elapsed := time.Since(t0)
 	c1 := meter.read()
+	hooks.end()
 	stop.Store(true)
 
 	// Flush what is buffered so that every record is either acknowledged
@@ -429,7 +450,7 @@ const consumeStall = 30 * time.Second
 // runConsume reads every partition from its start up to ends with
 // `consumers` franz-go clients (partitions assigned round-robin, no group),
 // counting records and checking each value's size.
-func runConsume(ctx context.Context, addr, topic string, ends []int64, consumers, recordSize int, meter cpuMeter) (*consumeResult, error) {
+func runConsume(ctx context.Context, addr, topic string, ends []int64, consumers, recordSize int, meter cpuMeter, hooks windowHooks) (*consumeResult, error) {
 	if consumers < 1 {
 		consumers = 1
 	}
@@ -446,6 +467,7 @@ func runConsume(ctx context.Context, addr, topic string, ends []int64, consumers
 		assign[i][int32(p)] = kgo.NewOffset().AtStart()
 	}
 
+	hooks.begin()
 	c0 := meter.read()
 	t0 := time.Now()
 	var wg sync.WaitGroup
@@ -465,6 +487,7 @@ func runConsume(ctx context.Context, addr, topic string, ends []int64, consumers
 	wg.Wait()
 	res.elapsed = time.Since(t0)
 	c1 := meter.read()
+	hooks.end()
 	res.serverCPU, res.clientCPU, res.cpuOK = c1.server-c0.server, c1.client-c0.client, c0.ok && c1.ok
 	for i := range counts {
 		res.records += counts[i].records

@@ -135,6 +135,10 @@ type Measurement struct {
 	// PeakRSS is each server process's VmHWM in bytes at the end of the
 	// session.
 	PeakRSS map[string]int64 `json:"peak_rss_bytes,omitempty"`
+	// ProduceProfile and ConsumeProfile are the gateway's CPU profiles of
+	// the two windows, with -profile.
+	ProduceProfile string `json:"produce_cpu_profile,omitempty"`
+	ConsumeProfile string `json:"consume_cpu_profile,omitempty"`
 
 	hist         *Histogram // franz-go latencies, merged into the Row's
 	consumeNA    bool       // nothing was read back (null broker, java-perf)
@@ -186,6 +190,9 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "%v warm-up + %v measured per target per repetition, %d repetition(s), order reversed every other repetition\n",
 		r.Config.Warmup, r.Config.Duration, r.Config.Repetitions)
+	if r.Host.LoadAvgStart != "" {
+		fmt.Fprintf(w, "Load average (1/5/15 min) at start: %s, at end: %s\n", r.Host.LoadAvgStart, r.Host.LoadAvgEnd)
+	}
 	for _, lr := range r.Loads {
 		fmt.Fprintf(w, "\nLoad: %s\n", lr.Load.String())
 		if lr.Rate > 0 {
@@ -216,7 +223,7 @@ func (r *Report) Print(w io.Writer) {
 		if len(lr.Ratios) > 0 {
 			fmt.Fprintln(w, "Ratios (this run, this machine):")
 			for _, ra := range lr.Ratios {
-				fmt.Fprintf(w, "  %-46s %6.2f×\n", ra.Name, ra.Value)
+				fmt.Fprintf(w, "  %-52s %6.2f×\n", ra.Name, ra.Value)
 			}
 		}
 		if len(lr.Goals) > 0 {

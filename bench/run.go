@@ -55,7 +55,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	r := &runner{cfg: cfg, bins: map[string]string{}, buildErrs: map[string]error{}}
 	r.report = &Report{Started: time.Now(), Config: cfg}
-	defer func() { r.report.Finished = time.Now() }()
+	defer func() {
+		r.report.Finished = time.Now()
+		r.report.Host.LoadAvgEnd = loadAvg()
+	}()
 
 	root, err := testtools.RepoRoot()
 	if err != nil {
@@ -288,7 +291,8 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 		mode = fmt.Sprintf("at %.0f records/s", rate)
 	}
 	r.logf("%s: producing %s: %v warm-up + %v", s.target, mode, r.cfg.Warmup, r.cfg.Duration)
-	pr, err := runProduce(ctx, s.addr, topic, l, r.cfg.Warmup, r.cfg.Duration, rate, meter)
+	hooks, prof := s.profileHooks()
+	pr, err := runProduce(ctx, s.addr, topic, l, r.cfg.Warmup, r.cfg.Duration, rate, meter, hooks)
 	if err != nil {
 		return nil, err
 	}
@@ -306,10 +310,14 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 		ServerCPUSeconds:     pr.serverCPU.Seconds(),
 		ClientCPUSeconds:     pr.clientCPU.Seconds(),
 		CPUMeasured:          pr.cpuOK,
+		ProduceProfile:       prof,
 		hist:                 pr.hist,
 	}
 	for _, a := range pr.acked {
 		run.Acked += a
+	}
+	if prof != "" {
+		r.logf("%s: gateway CPU profile of this produce window: %s", s.target, prof)
 	}
 	r.logf("%s: produced %.0f records/s (%.1f MB/s), p99 %.2f ms; %d acknowledged in all",
 		s.target, run.ProduceRecordsPerSec, run.ProduceMBPerSec, run.P99Ms, run.Acked)
@@ -325,7 +333,9 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 	for _, e := range ends {
 		run.EndOffsets += e
 	}
-	cr, cerr := runConsume(ctx, s.addr, topic, ends, r.cfg.Consumers, l.RecordSize, meter)
+	hooks, prof = s.profileHooks()
+	run.ConsumeProfile = prof
+	cr, cerr := runConsume(ctx, s.addr, topic, ends, r.cfg.Consumers, l.RecordSize, meter, hooks)
 	if cr != nil {
 		run.Consumed = cr.records
 		run.BadValues = cr.badValues
@@ -346,6 +356,9 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 		return nil, cerr
 	}
 	r.logf("%s: consumed %d records at %.0f records/s (%.1f MB/s)", s.target, run.Consumed, run.ConsumeRecordsPerSec, run.ConsumeMBPerSec)
+	if run.ConsumeProfile != "" {
+		r.logf("%s: gateway CPU profile of this consume phase: %s", s.target, run.ConsumeProfile)
+	}
 	if rate > 0 {
 		// A rate-limited run reads back only to check it: its small
 		// volume says nothing about consume throughput.

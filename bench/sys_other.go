@@ -2,6 +2,13 @@
 
 package bench
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 func sysProcAttr() *syscall.SysProcAttr { return nil }
+
+// signalProfile is a no-op without SIGUSR1/SIGUSR2: profiles then stay
+// empty.
+func signalProfile(p *os.Process, start bool) {}

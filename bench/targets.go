@@ -28,6 +28,29 @@ type session struct {
 	// CPU is not measured, a profiled gateway).
 	note string
 	stop func() error
+
+	// profiled is the gateway run under kgateway --profile-on-signal
+	// (nil = no profiling); profPrefix names its profiles and profN
+	// counts them.
+	profiled   *process
+	profPrefix string
+	profN      int
+}
+
+// profileHooks returns hooks that profile the gateway during one window and
+// the name of the profile they will write, or zero values when the session
+// is not profiled.
+func (s *session) profileHooks() (windowHooks, string) {
+	if s.profiled == nil {
+		return windowHooks{}, ""
+	}
+	s.profN++
+	name := fmt.Sprintf("%s-%d.pprof", s.profPrefix, s.profN)
+	p := s.profiled
+	return windowHooks{
+		onBegin: func() { signalProfile(p.cmd.Process, true) },
+		onEnd:   func() { signalProfile(p.cmd.Process, false) },
+	}, name
 }
 
 type measuredProc struct {
@@ -142,8 +165,10 @@ func (r *runner) startKiggy(ctx context.Context, tag, iggyAddr string) (*session
 		if iggyAddr != "" {
 			args = append(args, "--iggy-addr", iggyAddr, "--iggy-username", r.cfg.IggyUsername, "--iggy-password", r.cfg.IggyPassword)
 		}
+		prefix := ""
 		if r.cfg.ProfileDir != "" {
-			args = append(args, "--cpuprofile", filepath.Join(r.cfg.ProfileDir, name+"-"+tag+".pprof"))
+			prefix = filepath.Join(r.cfg.ProfileDir, name+"-"+tag)
+			args = append(args, "--cpuprofile", prefix, "--profile-on-signal")
 		}
 		p, _, err := startProcess(r.work, name+"-"+tag, bin, args, false)
 		if err != nil {
@@ -151,7 +176,7 @@ func (r *runner) startKiggy(ctx context.Context, tag, iggyAddr string) (*session
 		}
 		err = waitReady(ctx, addr, readyTimeout, p)
 		if err == nil {
-			return &session{
+			s := &session{
 				target:       name,
 				addr:         addr,
 				procs:        []measuredProc{{"kiggy", p.pid()}},
@@ -159,7 +184,11 @@ func (r *runner) startKiggy(ctx context.Context, tag, iggyAddr string) (*session
 				createTopics: true,
 				note:         note,
 				stop:         func() error { return p.stop(stopTimeout) },
-			}, nil
+			}
+			if prefix != "" {
+				s.profiled, s.profPrefix = p, prefix
+			}
+			return s, nil
 		}
 		_ = p.stop(stopTimeout)
 		lastErr = err

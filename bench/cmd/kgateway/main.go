@@ -5,6 +5,10 @@
 // profiled under the benchmark's load without adding profiling to the real
 // binary. It accepts the subset of cmd/kiggy's flags that kbench passes.
 //
+// With --profile-on-signal, profiling covers only what kbench measures: each
+// SIGUSR1 starts a profile into <cpuprofile>-<n>.pprof (n = 1, 2, ...) and
+// SIGUSR2 stops it.
+//
 //	kgateway --listen 127.0.0.1:9092 --cpuprofile kiggy.pprof
 //	go tool pprof -top kiggy.pprof
 package main
@@ -18,6 +22,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -40,6 +46,7 @@ func run() int {
 	iggyPass := flag.String("iggy-password", "iggy", "Iggy password")
 	iggyStream := flag.String("iggy-stream", "kafka", "Iggy stream holding the Kafka topics")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile here, from start to SIGINT/SIGTERM")
+	onSignal := flag.Bool("profile-on-signal", false, "profile only between SIGUSR1 and SIGUSR2, into <cpuprofile>-<n>.pprof")
 	flag.String("admin-addr", "", "ignored (kgateway has no admin listener)")
 	logLevel := flag.String("log-level", "warn", "debug, info, warn or error")
 	flag.Parse()
@@ -51,7 +58,11 @@ func run() int {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
 
-	if *cpuProfile != "" {
+	switch {
+	case *cpuProfile != "" && *onSignal:
+		stop := profileOnSignal(*cpuProfile, logger)
+		defer stop()
+	case *cpuProfile != "":
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
 			logger.Error("kgateway: cpu profile", "err", err)
@@ -119,4 +130,54 @@ func run() int {
 	_ = srv.Shutdown(dctx)
 	<-errc
 	return 0
+}
+
+// profileOnSignal starts a CPU profile into <path>-<n>.pprof on each SIGUSR1
+// and stops it on SIGUSR2. The returned function stops a profile still
+// running.
+func profileOnSignal(path string, logger *slog.Logger) func() {
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2)
+	var mu sync.Mutex
+	var cur *os.File
+	n := 0
+	stop := func() {
+		if cur != nil {
+			pprof.StopCPUProfile()
+			cur.Close()
+			logger.Info("kgateway: cpu profile written", "file", cur.Name())
+			cur = nil
+		}
+	}
+	go func() {
+		for s := range sigs {
+			mu.Lock()
+			switch s {
+			case syscall.SIGUSR1:
+				stop()
+				n++
+				f, err := os.Create(fmt.Sprintf("%s-%d.pprof", strings.TrimSuffix(path, ".pprof"), n))
+				if err == nil {
+					err = pprof.StartCPUProfile(f)
+					if err != nil {
+						f.Close()
+					} else {
+						cur = f
+					}
+				}
+				if err != nil {
+					logger.Error("kgateway: cpu profile", "err", err)
+				}
+			case syscall.SIGUSR2:
+				stop()
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		mu.Lock()
+		defer mu.Unlock()
+		stop()
+	}
 }
