@@ -76,16 +76,16 @@ func (r *AlterConfigsRequest) Decode(body []byte, version int16) error {
 	if flex {
 		resMin, configMin = 4, 3
 	}
-	r.Resources = adminResize(r.Resources, adminArrayLen(&rd, flex, resMin))
+	r.Resources = resize(r.Resources, arrayLen(&rd, flex, resMin))
 	for i := range r.Resources {
 		res := &r.Resources[i]
 		res.ResourceType = ConfigResourceType(rd.Int8())
 		res.ResourceName = rd.Str(flex)
-		res.Configs = adminResize(res.Configs, adminArrayLen(&rd, flex, configMin))
+		res.Configs = resize(res.Configs, arrayLen(&rd, flex, configMin))
 		for j := range res.Configs {
 			c := &res.Configs[j]
 			c.Name = rd.Str(flex)
-			c.Value = adminNullStr(&rd, flex)
+			c.Value = nullStr(&rd, flex)
 			adminEndStruct(&rd, flex)
 		}
 		adminEndStruct(&rd, flex)
@@ -169,17 +169,17 @@ func (r *IncrementalAlterConfigsRequest) Decode(body []byte, version int16) erro
 	if flex {
 		resMin, configMin = 4, 4
 	}
-	r.Resources = adminResize(r.Resources, adminArrayLen(&rd, flex, resMin))
+	r.Resources = resize(r.Resources, arrayLen(&rd, flex, resMin))
 	for i := range r.Resources {
 		res := &r.Resources[i]
 		res.ResourceType = ConfigResourceType(rd.Int8())
 		res.ResourceName = rd.Str(flex)
-		res.Configs = adminResize(res.Configs, adminArrayLen(&rd, flex, configMin))
+		res.Configs = resize(res.Configs, arrayLen(&rd, flex, configMin))
 		for j := range res.Configs {
 			c := &res.Configs[j]
 			c.Name = rd.Str(flex)
 			c.Op = IncrementalAlterConfigOp(rd.Int8())
-			c.Value = adminNullStr(&rd, flex)
+			c.Value = nullStr(&rd, flex)
 			adminEndStruct(&rd, flex)
 		}
 		adminEndStruct(&rd, flex)

@@ -56,16 +56,16 @@ func (r *CreatePartitionsRequest) Decode(body []byte, version int16) error {
 	if flex {
 		topicMin, assignMin = 7, 2
 	}
-	r.Topics = adminResize(r.Topics, adminArrayLen(&rd, flex, topicMin))
+	r.Topics = resize(r.Topics, arrayLen(&rd, flex, topicMin))
 	for i := range r.Topics {
 		t := &r.Topics[i]
 		t.Topic = rd.Str(flex)
 		t.Count = rd.Int32()
 		// Assignments: "nullableVersions": "0+".
-		t.Assignment = adminResizeNullable(t.Assignment, rd.ArrayLen(flex, assignMin))
+		t.Assignment = resizeNullable(t.Assignment, rd.ArrayLen(flex, assignMin))
 		for j := range t.Assignment {
 			a := &t.Assignment[j]
-			a.Replicas = adminInt32s(&rd, flex, a.Replicas)
+			a.Replicas = int32s(&rd, flex, a.Replicas)
 			adminEndStruct(&rd, flex)
 		}
 		adminEndStruct(&rd, flex)

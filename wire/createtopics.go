@@ -76,24 +76,24 @@ func (r *CreateTopicsRequest) Decode(body []byte, version int16) error {
 	if flex {
 		topicMin, assignMin, configMin = 10, 6, 3
 	}
-	r.Topics = adminResize(r.Topics, adminArrayLen(&rd, flex, topicMin))
+	r.Topics = resize(r.Topics, arrayLen(&rd, flex, topicMin))
 	for i := range r.Topics {
 		t := &r.Topics[i]
 		t.Topic = rd.Str(flex)
 		t.NumPartitions = rd.Int32()
 		t.ReplicationFactor = rd.Int16()
-		t.ReplicaAssignment = adminResize(t.ReplicaAssignment, adminArrayLen(&rd, flex, assignMin))
+		t.ReplicaAssignment = resize(t.ReplicaAssignment, arrayLen(&rd, flex, assignMin))
 		for j := range t.ReplicaAssignment {
 			a := &t.ReplicaAssignment[j]
 			a.Partition = rd.Int32()
-			a.Replicas = adminInt32s(&rd, flex, a.Replicas)
+			a.Replicas = int32s(&rd, flex, a.Replicas)
 			adminEndStruct(&rd, flex)
 		}
-		t.Configs = adminResize(t.Configs, adminArrayLen(&rd, flex, configMin))
+		t.Configs = resize(t.Configs, arrayLen(&rd, flex, configMin))
 		for j := range t.Configs {
 			c := &t.Configs[j]
 			c.Name = rd.Str(flex)
-			c.Value = adminNullStr(&rd, flex)
+			c.Value = nullStr(&rd, flex)
 			adminEndStruct(&rd, flex)
 		}
 		adminEndStruct(&rd, flex)
@@ -215,82 +215,6 @@ func (r *CreateTopicsResponse) AppendTo(dst []byte, version int16) []byte {
 // codec does not implement; the dispatcher checks APIs first, so reaching it
 // is a programming error, not bad input.
 var errAdminVersion = errors.New("wire: admin API version not implemented")
-
-// adminResize returns s with length n, reusing its capacity and, for the
-// elements it keeps, their own nested slices. Elements past the old length
-// keep whatever they held before; every decoder overwrites each field.
-func adminResize[T any](s []T, n int) []T {
-	if n <= cap(s) {
-		return s[:n]
-	}
-	return append(s[:cap(s)], make([]T, n-cap(s))...)
-}
-
-// adminResizeNullable is adminResize for a nullable array: n < 0 (null)
-// returns nil, any other n a non-nil slice, so nil always means null.
-func adminResizeNullable[T any](s []T, n int) []T {
-	if n < 0 {
-		return nil
-	}
-	s = adminResize(s, n)
-	if s == nil {
-		s = []T{}
-	}
-	return s
-}
-
-// adminArrayLen reads the count of a non-nullable array. Kafka's generated
-// readers reject a null there ("non-nullable field ... was serialized as
-// null"); so do we. minElem bounds the count by the bytes left before any
-// allocation (STYLE.md habit 4).
-func adminArrayLen(rd *Reader, flex bool, minElem int) int {
-	n := rd.ArrayLen(flex, minElem)
-	if n < 0 {
-		rd.Fail(ErrNegativeLength)
-		return 0
-	}
-	return n
-}
-
-// adminInt32s reads a non-nullable []INT32 into s's capacity.
-func adminInt32s(rd *Reader, flex bool, s []int32) []int32 {
-	s = adminResize(s, adminArrayLen(rd, flex, 4))
-	for i := range s {
-		s[i] = rd.Int32()
-	}
-	return s
-}
-
-// adminStrings reads a []STRING into s's capacity; nullable arrays return nil
-// for null.
-func adminStrings(rd *Reader, flex, nullable bool, s []string) []string {
-	minElem := 2
-	if flex {
-		minElem = 1
-	}
-	n := rd.ArrayLen(flex, minElem)
-	switch {
-	case n >= 0 && nullable:
-		s = adminResizeNullable(s, n)
-	case n >= 0:
-		s = adminResize(s, n)
-	case nullable:
-		return nil
-	default:
-		rd.Fail(ErrNegativeLength)
-		return s[:0]
-	}
-	for i := range s {
-		s[i] = rd.Str(flex)
-	}
-	return s
-}
-
-// adminNullStr reads a nullable string as a NullString aliasing the frame.
-func adminNullStr(rd *Reader, flex bool) NullString {
-	s, ok := rd.NullableStr(flex)
-	return NullString{S: s, Valid: ok}
-}
 
 // adminEndStruct skips the tagged-field section that ends every struct of a
 // flexible version (KIP-482: "readers must skip unknown tags by size").

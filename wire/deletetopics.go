@@ -48,16 +48,16 @@ func (r *DeleteTopicsRequest) Decode(body []byte, version int16) error {
 	if version >= 6 {
 		// Topics: "versions": "6+"; a nullable name, a UUID and the tag
 		// section (v6 is flexible), so at least 18 bytes each.
-		r.Topics = adminResize(r.Topics, adminArrayLen(&rd, flex, 18))
+		r.Topics = resize(r.Topics, arrayLen(&rd, flex, 18))
 		for i := range r.Topics {
 			t := &r.Topics[i]
-			t.Topic = adminNullStr(&rd, flex)
+			t.Topic = nullStr(&rd, flex)
 			t.TopicID = rd.UUID()
 			adminEndStruct(&rd, flex)
 		}
 	} else {
 		// TopicNames: "versions": "0-5".
-		r.TopicNames = adminStrings(&rd, flex, false, r.TopicNames)
+		r.TopicNames = strs(&rd, flex, false, r.TopicNames)
 	}
 	r.TimeoutMillis = rd.Int32()
 	adminEndStruct(&rd, flex)

@@ -101,13 +101,13 @@ func (r *DescribeConfigsRequest) Decode(body []byte, version int16) error {
 	if flex {
 		resMin = 4
 	}
-	r.Resources = adminResize(r.Resources, adminArrayLen(&rd, flex, resMin))
+	r.Resources = resize(r.Resources, arrayLen(&rd, flex, resMin))
 	for i := range r.Resources {
 		res := &r.Resources[i]
 		res.ResourceType = ConfigResourceType(rd.Int8())
 		res.ResourceName = rd.Str(flex)
 		// ConfigurationKeys: "nullableVersions": "0+".
-		res.ConfigNames = adminStrings(&rd, flex, true, res.ConfigNames)
+		res.ConfigNames = strs(&rd, flex, true, res.ConfigNames)
 		adminEndStruct(&rd, flex)
 	}
 	// "Version 1 adds IncludeSynonyms."

@@ -24,7 +24,7 @@ func (r *DescribeGroupsRequest) Decode(body []byte, version int16) error {
 	}
 	flex := describeGroupsFlexible(version)
 	d := NewReader(body)
-	r.Groups = csStrs(&d, flex, r.Groups)
+	r.Groups = strs(&d, flex, false, r.Groups)
 	r.IncludeAuthorizedOperations = false
 	if version >= 3 {
 		r.IncludeAuthorizedOperations = d.Bool()

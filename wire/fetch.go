@@ -133,11 +133,11 @@ func (r *FetchRequest) Decode(body []byte, version int16) error {
 	if flex {
 		pmin += 4 + 1
 	}
-	r.Topics = csResize(r.Topics, csArrayLen(&d, flex, csMinStrArray(flex)))
+	r.Topics = resize(r.Topics, arrayLen(&d, flex, csMinStrArray(flex)))
 	for i := range r.Topics {
 		t := &r.Topics[i]
 		t.Topic = d.Str(flex)
-		t.Partitions = csResize(t.Partitions, csArrayLen(&d, flex, pmin))
+		t.Partitions = resize(t.Partitions, arrayLen(&d, flex, pmin))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
 			p.Partition = d.Int32()
@@ -169,11 +169,11 @@ func (r *FetchRequest) Decode(body []byte, version int16) error {
 
 	r.ForgottenTopics = r.ForgottenTopics[:0]
 	if version >= 7 {
-		r.ForgottenTopics = csResize(r.ForgottenTopics, csArrayLen(&d, flex, csMinStrArray(flex)))
+		r.ForgottenTopics = resize(r.ForgottenTopics, arrayLen(&d, flex, csMinStrArray(flex)))
 		for i := range r.ForgottenTopics {
 			t := &r.ForgottenTopics[i]
 			t.Topic = d.Str(flex)
-			t.Partitions = csInt32s(&d, flex, t.Partitions)
+			t.Partitions = int32s(&d, flex, t.Partitions)
 			if flex {
 				d.SkipTags()
 			}
@@ -438,30 +438,6 @@ func appendFetchPartitionHead(dst []byte, version int16, p *FetchResponseTopicPa
 // csZeros backs reserved length prefixes.
 var csZeros [8]byte
 
-// csResize returns s with length n, reusing its backing array (and the
-// nested slices of elements up to its capacity) when it is large enough.
-// n comes from ArrayLen, which bounds it by the bytes left in the frame.
-// Reused elements keep stale field values: decoders overwrite every field.
-func csResize[T any](s []T, n int) []T {
-	if n <= cap(s) {
-		return s[:n]
-	}
-	ns := make([]T, n)
-	copy(ns, s[:cap(s)])
-	return ns
-}
-
-// csArrayLen reads a non-nullable array count. Kafka rejects a null count
-// for a non-nullable array ("non-nullable field was serialized as null").
-func csArrayLen(d *Reader, flex bool, minElemSize int) int {
-	n := d.ArrayLen(flex, minElemSize)
-	if n < 0 {
-		d.Fail(ErrNegativeLength)
-		return 0
-	}
-	return n
-}
-
 // csMinStrArray is the smallest encoding of a struct that starts with a
 // string and an array: both empty, plus the struct's tag count if flexible.
 func csMinStrArray(flex bool) int {
@@ -471,45 +447,16 @@ func csMinStrArray(flex bool) int {
 	return 6
 }
 
-// csNullStr reads a nullable string.
-func csNullStr(d *Reader, flex bool) NullString {
-	s, ok := d.NullableStr(flex)
-	return NullString{S: s, Valid: ok}
-}
-
 // csTagNullStr parses a tagged field's payload holding one compact nullable
 // string; a malformed payload fails d.
 func csTagNullStr(d *Reader, payload []byte) NullString {
 	t := NewReader(payload)
-	s := csNullStr(&t, true)
+	s := nullStr(&t, true)
 	if err := t.Complete(); err != nil {
 		d.Fail(err)
 		return NullString{}
 	}
 	return s
-}
-
-// csInt32s reads a non-nullable []INT32 into dst's storage.
-func csInt32s(d *Reader, flex bool, dst []int32) []int32 {
-	dst = csResize(dst, csArrayLen(d, flex, 4))
-	for i := range dst {
-		dst[i] = d.Int32()
-	}
-	return dst
-}
-
-// csStrs reads a non-nullable []STRING into dst's storage; the strings alias
-// the frame.
-func csStrs(d *Reader, flex bool, dst []string) []string {
-	min := 2
-	if flex {
-		min = 1
-	}
-	dst = csResize(dst, csArrayLen(d, flex, min))
-	for i := range dst {
-		dst[i] = d.Str(flex)
-	}
-	return dst
 }
 
 // csAppendNullStr appends a nullable string.

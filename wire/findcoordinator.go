@@ -48,7 +48,7 @@ func (r *FindCoordinatorRequest) Decode(body []byte, version int16) error {
 	}
 	r.CoordinatorKeys = r.CoordinatorKeys[:0]
 	if version >= 4 { // CoordinatorKeys: "versions": "4+"
-		r.CoordinatorKeys = csStrs(&d, flex, r.CoordinatorKeys)
+		r.CoordinatorKeys = strs(&d, flex, false, r.CoordinatorKeys)
 	}
 	if flex {
 		d.SkipTags()

@@ -92,14 +92,3 @@ func AppendResponseHeader(dst []byte, key APIKey, version int16, correlationID i
 	}
 	return dst
 }
-
-// resizeReuse returns s with length n, keeping the elements (and the
-// capacity of any slices inside them) of s's backing array so that repeated
-// decoding into one struct stops allocating once it has seen its largest
-// request. n must have been bounded by Reader.ArrayLen.
-func resizeReuse[T any](s []T, n int) []T {
-	if n <= cap(s) {
-		return s[:n]
-	}
-	return append(s[:cap(s)], make([]T, n-cap(s))...)
-}

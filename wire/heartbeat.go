@@ -33,7 +33,7 @@ func (r *HeartbeatRequest) Decode(body []byte, version int16) error {
 	r.MemberID = d.Str(flex)
 	r.InstanceID = NullString{}
 	if version >= 3 {
-		r.InstanceID = csNullStr(&d, flex)
+		r.InstanceID = nullStr(&d, flex)
 	}
 	if flex {
 		d.SkipTags()

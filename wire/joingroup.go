@@ -57,7 +57,7 @@ func (r *JoinGroupRequest) Decode(body []byte, version int16) error {
 	r.MemberID = d.Str(flex)
 	r.InstanceID = NullString{}
 	if version >= 5 {
-		r.InstanceID = csNullStr(&d, flex)
+		r.InstanceID = nullStr(&d, flex)
 	}
 	r.ProtocolType = d.Str(flex)
 	// Smallest protocol: empty name and metadata (+ tags when flexible).
@@ -65,7 +65,7 @@ func (r *JoinGroupRequest) Decode(body []byte, version int16) error {
 	if flex {
 		pmin = 3
 	}
-	r.Protocols = csResize(r.Protocols, csArrayLen(&d, flex, pmin))
+	r.Protocols = resize(r.Protocols, arrayLen(&d, flex, pmin))
 	for i := range r.Protocols {
 		p := &r.Protocols[i]
 		p.Name = d.Str(flex)
@@ -76,7 +76,7 @@ func (r *JoinGroupRequest) Decode(body []byte, version int16) error {
 	}
 	r.Reason = NullString{}
 	if version >= 8 {
-		r.Reason = csNullStr(&d, flex)
+		r.Reason = nullStr(&d, flex)
 	}
 	if flex {
 		d.SkipTags()

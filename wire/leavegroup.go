@@ -50,14 +50,14 @@ func (r *LeaveGroupRequest) Decode(body []byte, version int16) error {
 		if version >= 5 {
 			mmin++
 		}
-		r.Members = csResize(r.Members, csArrayLen(&d, flex, mmin))
+		r.Members = resize(r.Members, arrayLen(&d, flex, mmin))
 		for i := range r.Members {
 			m := &r.Members[i]
 			m.MemberID = d.Str(flex)
-			m.InstanceID = csNullStr(&d, flex)
+			m.InstanceID = nullStr(&d, flex)
 			m.Reason = NullString{}
 			if version >= 5 {
-				m.Reason = csNullStr(&d, flex)
+				m.Reason = nullStr(&d, flex)
 			}
 			if flex {
 				d.SkipTags()

@@ -26,11 +26,11 @@ func (r *ListGroupsRequest) Decode(body []byte, version int16) error {
 	d := NewReader(body)
 	r.StatesFilter = r.StatesFilter[:0]
 	if version >= 4 {
-		r.StatesFilter = csStrs(&d, flex, r.StatesFilter)
+		r.StatesFilter = strs(&d, flex, false, r.StatesFilter)
 	}
 	r.TypesFilter = r.TypesFilter[:0]
 	if version >= 5 {
-		r.TypesFilter = csStrs(&d, flex, r.TypesFilter)
+		r.TypesFilter = strs(&d, flex, false, r.TypesFilter)
 	}
 	if flex {
 		d.SkipTags()

@@ -69,7 +69,7 @@ func (r *MetadataRequest) Decode(body []byte, version int16) error {
 		// allocates nothing when n is 0.
 		r.Topics = make([]MetadataRequestTopic, n)
 	default:
-		r.Topics = resizeReuse(r.Topics, n)
+		r.Topics = resize(r.Topics, n)
 	}
 	for i := 0; i < n && rd.Ok(); i++ {
 		t := &r.Topics[i]

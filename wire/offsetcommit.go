@@ -60,7 +60,7 @@ func (r *OffsetCommitRequest) Decode(body []byte, version int16) error {
 	r.MemberID = d.Str(flex) // v1+
 	r.InstanceID = NullString{}
 	if version >= 7 {
-		r.InstanceID = csNullStr(&d, flex)
+		r.InstanceID = nullStr(&d, flex)
 	}
 	r.RetentionTimeMillis = -1
 	if version <= 4 { // RetentionTimeMs: "versions": "2-4"
@@ -75,11 +75,11 @@ func (r *OffsetCommitRequest) Decode(body []byte, version int16) error {
 	if flex {
 		pmin = 4 + 8 + 4 + 1 + 1
 	}
-	r.Topics = csResize(r.Topics, csArrayLen(&d, flex, csMinStrArray(flex)))
+	r.Topics = resize(r.Topics, arrayLen(&d, flex, csMinStrArray(flex)))
 	for i := range r.Topics {
 		t := &r.Topics[i]
 		t.Topic = d.Str(flex)
-		t.Partitions = csResize(t.Partitions, csArrayLen(&d, flex, pmin))
+		t.Partitions = resize(t.Partitions, arrayLen(&d, flex, pmin))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
 			p.Partition = d.Int32()
@@ -89,7 +89,7 @@ func (r *OffsetCommitRequest) Decode(body []byte, version int16) error {
 			if version >= 6 {
 				p.LeaderEpoch = d.Int32()
 			}
-			p.Metadata = csNullStr(&d, flex)
+			p.Metadata = nullStr(&d, flex)
 			if flex {
 				d.SkipTags()
 			}

@@ -76,13 +76,13 @@ func (r *OffsetFetchRequest) Decode(body []byte, version int16) error {
 		if version >= 9 {
 			gmin += 1 + 4
 		}
-		r.Groups = csResize(r.Groups, csArrayLen(&d, flex, gmin))
+		r.Groups = resize(r.Groups, arrayLen(&d, flex, gmin))
 		for i := range r.Groups {
 			g := &r.Groups[i]
 			g.Group = d.Str(flex)
 			g.MemberID, g.MemberEpoch = NullString{}, -1
 			if version >= 9 {
-				g.MemberID = csNullStr(&d, flex)
+				g.MemberID = nullStr(&d, flex)
 				g.MemberEpoch = d.Int32()
 			}
 			if g.Topics != nil {
@@ -114,14 +114,14 @@ func offsetFetchTopics(d *Reader, flex, nullable bool, buf []OffsetFetchRequestT
 		}
 		return nil, buf
 	}
-	topics = csResize(buf, n)
+	topics = resize(buf, n)
 	if topics == nil {
 		topics = []OffsetFetchRequestTopic{} // empty, not null
 	}
 	for i := range topics {
 		t := &topics[i]
 		t.Topic = d.Str(flex)
-		t.Partitions = csInt32s(d, flex, t.Partitions)
+		t.Partitions = int32s(d, flex, t.Partitions)
 		if flex {
 			d.SkipTags()
 		}

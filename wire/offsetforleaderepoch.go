@@ -50,11 +50,11 @@ func (r *OffsetForLeaderEpochRequest) Decode(body []byte, version int16) error {
 	if flex {
 		pmin++
 	}
-	r.Topics = csResize(r.Topics, csArrayLen(&d, flex, csMinStrArray(flex)))
+	r.Topics = resize(r.Topics, arrayLen(&d, flex, csMinStrArray(flex)))
 	for i := range r.Topics {
 		t := &r.Topics[i]
 		t.Topic = d.Str(flex)
-		t.Partitions = csResize(t.Partitions, csArrayLen(&d, flex, pmin))
+		t.Partitions = resize(t.Partitions, arrayLen(&d, flex, pmin))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
 			p.Partition = d.Int32()

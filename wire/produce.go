@@ -72,7 +72,7 @@ func (r *ProduceRequest) Decode(body []byte, version int16) error {
 		rd.Fail(ErrNegativeLength) // TopicData is not nullable
 		n = 0
 	}
-	r.Topics = resizeReuse(r.Topics, n)
+	r.Topics = resize(r.Topics, n)
 	for i := 0; i < n && rd.Ok(); i++ {
 		t := &r.Topics[i]
 		t.Name = rd.Str(flex)
@@ -81,7 +81,7 @@ func (r *ProduceRequest) Decode(body []byte, version int16) error {
 			rd.Fail(ErrNegativeLength) // PartitionData is not nullable
 			np = 0
 		}
-		t.Partitions = resizeReuse(t.Partitions, np)
+		t.Partitions = resize(t.Partitions, np)
 		for j := 0; j < np && rd.Ok(); j++ {
 			p := &t.Partitions[j]
 			p.Index = rd.Int32()

@@ -48,18 +48,18 @@ func (r *SyncGroupRequest) Decode(body []byte, version int16) error {
 	r.MemberID = d.Str(flex)
 	r.InstanceID = NullString{}
 	if version >= 3 {
-		r.InstanceID = csNullStr(&d, flex)
+		r.InstanceID = nullStr(&d, flex)
 	}
 	r.ProtocolType, r.Protocol = NullString{}, NullString{}
 	if version >= 5 {
-		r.ProtocolType = csNullStr(&d, flex)
-		r.Protocol = csNullStr(&d, flex)
+		r.ProtocolType = nullStr(&d, flex)
+		r.Protocol = nullStr(&d, flex)
 	}
 	amin := 2 + 4
 	if flex {
 		amin = 3
 	}
-	r.GroupAssignment = csResize(r.GroupAssignment, csArrayLen(&d, flex, amin))
+	r.GroupAssignment = resize(r.GroupAssignment, arrayLen(&d, flex, amin))
 	for i := range r.GroupAssignment {
 		a := &r.GroupAssignment[i]
 		a.MemberID = d.Str(flex)
