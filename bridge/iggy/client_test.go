@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -33,8 +34,31 @@ func startServer(t testing.TB, cfg iggytest.Config) (*iggytest.Server, string) {
 	return srv, addr.String()
 }
 
+// Environment to run the tests that need no fault injection against a real
+// iggy-server instead of iggytest.
+const (
+	envAddr     = "KIGGY_IGGY_ADDR"
+	envUsername = "KIGGY_IGGY_USERNAME"
+	envPassword = "KIGGY_IGGY_PASSWORD"
+)
+
+// target returns the server address and a stream for a test: a fresh
+// in-process iggytest, or the real server named by KIGGY_IGGY_ADDR with a
+// stream unique to this run.
+func target(t testing.TB) (addr, stream string) {
+	t.Helper()
+	if a := os.Getenv(envAddr); a != "" {
+		return a, fmt.Sprintf("kiggy-%s-%d", t.Name(), time.Now().UnixNano())
+	}
+	_, addr = startServer(t, iggytest.Config{})
+	return addr, "kafka"
+}
+
 func open(t testing.TB, cfg Config) *Client {
 	t.Helper()
+	if os.Getenv(envAddr) != "" && cfg.Addr == os.Getenv(envAddr) && cfg.Token == "" {
+		cfg.Username, cfg.Password = os.Getenv(envUsername), os.Getenv(envPassword)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = quiet
 	}
@@ -173,8 +197,8 @@ func fakeServer(t *testing.T, answer func([]byte) []byte) string {
 }
 
 func TestTopics(t *testing.T) {
-	_, addr := startServer(t, iggytest.Config{})
-	c := open(t, Config{Addr: addr, Stream: "kstream"})
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream})
 	cx := ctx(t)
 	info, err := c.CreateTopic(cx, "orders", 3, bridge.TopicConfig{MessageExpiry: time.Hour, MaxBytes: 2 << 30})
 	if err != nil {
@@ -230,8 +254,8 @@ func TestTopics(t *testing.T) {
 }
 
 func TestAppendRead(t *testing.T) {
-	_, addr := startServer(t, iggytest.Config{})
-	c := open(t, Config{Addr: addr, PoolSize: 2})
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
 	cx := ctx(t)
 	if _, err := c.CreateTopic(cx, "t", 2, bridge.TopicConfig{}); err != nil {
 		t.Fatal(err)
@@ -315,7 +339,7 @@ func TestAppendRead(t *testing.T) {
 		t.Fatalf("watermarks unknown partition: %v", err)
 	}
 	// A partition added by someone else is found after the cache misses.
-	other := open(t, Config{Addr: addr, PoolSize: 1})
+	other := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
 	if err := other.CreatePartitions(cx, "t", 3); err != nil {
 		t.Fatal(err)
 	}
@@ -327,8 +351,8 @@ func TestAppendRead(t *testing.T) {
 // TestViewsAliasReplyBuffer shows the Message views are only valid during fn:
 // the next request reuses the buffer.
 func TestViewsAliasReplyBuffer(t *testing.T) {
-	_, addr := startServer(t, iggytest.Config{})
-	c := open(t, Config{Addr: addr, PoolSize: 1})
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
 	cx := ctx(t)
 	c.CreateTopic(cx, "v", 1, bridge.TopicConfig{})
 	c.Append(cx, "v", 0, batchOf(1, "aaaa", 1))
@@ -345,8 +369,8 @@ func TestViewsAliasReplyBuffer(t *testing.T) {
 }
 
 func TestOffsetForTime(t *testing.T) {
-	_, addr := startServer(t, iggytest.Config{})
-	c := open(t, Config{Addr: addr})
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream})
 	cx := ctx(t)
 	c.CreateTopic(cx, "ts", 1, bridge.TopicConfig{})
 	now := uint64(time.Now().UnixMicro())
@@ -375,8 +399,8 @@ func TestOffsetForTime(t *testing.T) {
 }
 
 func TestCommitFetch(t *testing.T) {
-	_, addr := startServer(t, iggytest.Config{})
-	c := open(t, Config{Addr: addr})
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream})
 	cx := ctx(t)
 	c.CreateTopic(cx, "o", 2, bridge.TopicConfig{})
 	fetch := func(c *Client, p int32) (int64, string, bool) {
@@ -410,7 +434,7 @@ func TestCommitFetch(t *testing.T) {
 	}
 	// A second client (a restarted gateway) sees the Iggy value, without the
 	// metadata kept in the first one's memory.
-	c2 := open(t, Config{Addr: addr, PoolSize: 1})
+	c2 := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
 	if off, md, ok := fetch(c2, 0); !ok || off != 2 || md != "" {
 		t.Fatalf("restarted view: %d %q %v", off, md, ok)
 	}
@@ -556,8 +580,8 @@ func TestTransientReplay(t *testing.T) {
 }
 
 func TestKeepAlivePing(t *testing.T) {
-	_, addr := startServer(t, iggytest.Config{})
-	c := open(t, Config{Addr: addr, PoolSize: 1, PingInterval: 20 * time.Millisecond})
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1, PingInterval: 20 * time.Millisecond})
 	t0 := time.Now()
 	time.Sleep(300 * time.Millisecond)
 	s, err := c.acquire(ctx(t)) // exclusive: the pinger cannot touch it now
