@@ -63,18 +63,27 @@ if [[ -z "$kafka_jar" ]]; then
 fi
 
 # --- apache-iggy (PyPI) -------------------------------------------------------
-py=$(command -v python3 || true)
-if [[ -z "$py" ]]; then
+if ! command -v python3 >/dev/null 2>&1; then
 	log "python3 missing"
 	exit 1
 fi
-iggy_version() { "$py" -c 'import importlib.metadata as m; print(m.version("apache-iggy"))' 2>/dev/null || true; }
-have=$(iggy_version)
+# One interpreter start (a pyenv shim costs seconds on a loaded machine):
+# the real executable, its version, and the installed apache-iggy version.
+pyinfo() {
+	python3 -c 'import sys, importlib.metadata as m
+try:
+    v = m.version("apache-iggy")
+except m.PackageNotFoundError:
+    v = "none"
+print(sys.executable, sys.version.split()[0], v)'
+}
+read -r py pyver have < <(pyinfo)
 if [[ "$have" != "$IGGY_PY_VERSION" ]]; then
-	log "installing apache-iggy==$IGGY_PY_VERSION (pip)"
+	log "installing apache-iggy==$IGGY_PY_VERSION (pip; had $have)"
 	"$py" -m pip install -q --disable-pip-version-check "apache-iggy==$IGGY_PY_VERSION"
+	read -r py pyver have < <(pyinfo)
 fi
 "$py" -c 'import apache_iggy' # fail here, not in a test, if the wheel does not load
-log "python: $py ($("$py" --version 2>&1)); apache-iggy $(iggy_version)"
+log "python: $py ($pyver); apache-iggy $have"
 
 log "done in $((SECONDS - start))s"
