@@ -113,7 +113,7 @@ func (g *Gateway) park(c *call, now time.Time) {
 		fs.waiter = nil
 		if g.ctx.Err() != nil {
 			c.req.Close("shutdown")
-			g.states.Put(c.state)
+			g.putState(c.state)
 			return
 		}
 		// Re-run the fetch on a worker; it parks again if still short.

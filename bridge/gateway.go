@@ -329,7 +329,7 @@ func (g *Gateway) serveOne(cs *connState, req *engine.Request, inline bool) bool
 	*c = call{cs: cs, req: req, hdr: hdr, body: body, state: st, inline: inline}
 	parked := h(g, c)
 	if !parked {
-		g.states.Put(st)
+		g.putState(st)
 	}
 	return parked
 }
@@ -369,4 +369,10 @@ func (g *Gateway) janitor() {
 			return
 		}
 	}
+}
+
+// putState returns a state to the pool, trimmed.
+func (g *Gateway) putState(st *state) {
+	st.trim()
+	g.states.Put(st)
 }

@@ -81,7 +81,7 @@ func (g *Gateway) findCoordinator(c *call) bool {
 func (g *Gateway) finishParked(c *call, resp []byte) {
 	cs := c.cs
 	c.req.Respond(resp)
-	g.states.Put(c.state)
+	g.putState(c.state)
 	g.resume(cs)
 }
 

@@ -135,6 +135,11 @@ func (g *Gateway) producePartition(ctx context.Context, st *state, topic string,
 	if h.Transactional() || h.Control() {
 		return wire.UnsupportedVersion, -1
 	}
+	// Kafka's client-only batch rules (UnifiedLog/LogValidator): baseOffset
+	// 0, a sequence when idempotent, CreateTime.
+	if err := h.CheckProduce(); err != nil {
+		return batchCode(err), -1
+	}
 	// ProduceRequest.validateRecords: zstd needs Produce v7+.
 	if h.Codec() == batch.Zstd && v < 7 {
 		return wire.UnsupportedCompressionType, -1
@@ -263,7 +268,7 @@ func (g *Gateway) runOffloaded(c *call) {
 	cs := c.cs
 	h := g.handler(c.hdr.APIKey)
 	if !h(g, c) {
-		g.states.Put(st)
+		g.putState(st)
 		g.resume(cs)
 	}
 }

@@ -30,4 +30,40 @@ type state struct {
 	more moreState
 }
 
+// Retention bounds for pooled scratch space: a state that served an unusually
+// large request gives its big buffers back to the garbage collector instead
+// of keeping them in the pool.
+const (
+	maxRetainedBatch   = 4 << 20
+	maxRetainedEntries = 1024
+)
+
+// trim drops scratch space grown beyond the retention bounds.
+func (st *state) trim() {
+	if cap(st.batch.Buf) > maxRetainedBatch {
+		st.batch = message.Batch{}
+	}
+	if cap(st.produceReq.Topics) > maxRetainedEntries {
+		st.produceReq = wire.ProduceRequest{}
+	}
+	for i := range st.produceReq.Topics {
+		if cap(st.produceReq.Topics[i].Partitions) > maxRetainedEntries {
+			st.produceReq = wire.ProduceRequest{}
+			break
+		}
+	}
+	if cap(st.produceResp.Topics) > maxRetainedEntries {
+		st.produceResp = wire.ProduceResponse{}
+	}
+	if cap(st.metadataReq.Topics) > maxRetainedEntries || cap(st.metadataResp.Topics) > maxRetainedEntries {
+		st.metadataReq, st.metadataResp = wire.MetadataRequest{}, wire.MetadataResponse{}
+	}
+	if cap(st.headers) > maxRetainedEntries {
+		st.headers = nil
+	}
+	if cap(st.more.fetch.req.Topics) > maxRetainedEntries {
+		st.more.fetch.req = wire.FetchRequest{}
+	}
+}
+
 func gomaxprocs() int { return runtime.GOMAXPROCS(0) }

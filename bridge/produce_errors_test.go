@@ -1,0 +1,253 @@
+package bridge_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/internal/kiggytest"
+)
+
+// rawConn speaks Kafka framing with kmsg-encoded requests, so each error row
+// is provoked by a hand-built request over a real socket.
+type rawConn struct {
+	t    *testing.T
+	c    net.Conn
+	r    *bufio.Reader
+	corr int32
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+}
+
+// send writes req (at its Version) and returns the correlation id.
+func (rc *rawConn) send(req kmsg.Request) int32 {
+	rc.corr++
+	var body []byte
+	body = binary.BigEndian.AppendUint16(body, uint16(req.Key()))
+	body = binary.BigEndian.AppendUint16(body, uint16(req.GetVersion()))
+	body = binary.BigEndian.AppendUint32(body, uint32(rc.corr))
+	body = binary.BigEndian.AppendUint16(body, 4)
+	body = append(body, "test"...)
+	if req.IsFlexible() {
+		body = append(body, 0)
+	}
+	body = req.AppendTo(body)
+	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	rc.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := rc.c.Write(append(frame, body...)); err != nil {
+		rc.t.Fatalf("write: %v", err)
+	}
+	return rc.corr
+}
+
+// recv reads one response into resp, checking the correlation id.
+func (rc *rawConn) recv(corr int32, resp kmsg.Response) {
+	rc.t.Helper()
+	rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var size [4]byte
+	if _, err := io.ReadFull(rc.r, size[:]); err != nil {
+		rc.t.Fatalf("read size: %v", err)
+	}
+	b := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(rc.r, b); err != nil {
+		rc.t.Fatalf("read body: %v", err)
+	}
+	if got := int32(binary.BigEndian.Uint32(b)); got != corr {
+		rc.t.Fatalf("correlation id %d, want %d", got, corr)
+	}
+	b = b[4:]
+	if resp.IsFlexible() && resp.Key() != 18 {
+		b = b[1:] // empty header tags
+	}
+	if err := resp.ReadFrom(b); err != nil {
+		rc.t.Fatalf("decode response: %v", err)
+	}
+}
+
+// closed reports whether the server closed the connection.
+func (rc *rawConn) closed() bool {
+	rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := rc.r.ReadByte()
+	return err == io.EOF
+}
+
+// stillUsable checks the connection answers an ApiVersions afterwards.
+func (rc *rawConn) stillUsable() {
+	rc.t.Helper()
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
+	corr := rc.send(req)
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 3
+	rc.recv(corr, resp)
+	if resp.ErrorCode != 0 {
+		rc.t.Fatalf("ApiVersions after the error: code %d", resp.ErrorCode)
+	}
+}
+
+func buildBatch(t *testing.T, codec batch.Codec, n, valueSize int) []byte {
+	var b batch.Builder
+	b.Reset(nil, 0, 1_700_000_000_000, codec)
+	for i := range n {
+		b.Append(int32(i), int64(i), nil, bytes.Repeat([]byte{'v'}, valueSize))
+	}
+	return b.Finish()
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// recrc recomputes a batch's CRC-32C after a test edited it.
+func recrc(b []byte) []byte {
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+	return b
+}
+
+func produceReq(version int16, acks int16, parts ...[]byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = version, acks, 5000
+	t := kmsg.NewProduceRequestTopic()
+	t.Topic = "errs"
+	for i, p := range parts {
+		pp := kmsg.NewProduceRequestTopicPartition()
+		pp.Partition, pp.Records = int32(i), p
+		t.Partitions = append(t.Partitions, pp)
+	}
+	req.Topics = append(req.Topics, t)
+	return req
+}
+
+func produceCodes(rc *rawConn, req *kmsg.ProduceRequest) []int16 {
+	corr := rc.send(req)
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = req.Version
+	rc.recv(corr, resp)
+	var codes []int16
+	for _, p := range resp.Topics[0].Partitions {
+		codes = append(codes, p.ErrorCode)
+	}
+	return codes
+}
+
+func TestProduceErrorTable(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Bridge: bridge.Config{DecodeBudgetBytes: 100_000}})
+	gw.CreateTopic(t, "errs", 3)
+	good := buildBatch(t, batch.None, 2, 10)
+
+	twoBatches := append(append([]byte{}, good...), good...)
+	moreThanDeclared := append([]byte{}, good...)
+	binary.BigEndian.PutUint32(moreThanDeclared[57:], 1) // count 1, 2 records present
+	binary.BigEndian.PutUint32(moreThanDeclared[23:], 0)
+	recrc(moreThanDeclared)
+	transactional := append([]byte{}, good...)
+	binary.BigEndian.PutUint16(transactional[21:], 1<<4)
+	recrc(transactional)
+	control := append([]byte{}, good...)
+	binary.BigEndian.PutUint16(control[21:], 1<<4|1<<5)
+	recrc(control)
+	badCRC := append([]byte{}, good...)
+	badCRC[len(badCRC)-1] ^= 0xff
+	zstd := buildBatch(t, batch.Zstd, 2, 10)
+	big := buildBatch(t, batch.Gzip, 1, 150_000)   // over the whole budget alone
+	medium := buildBatch(t, batch.Gzip, 1, 60_000) // fits alone, not twice
+
+	rows := []struct {
+		name string
+		req  *kmsg.ProduceRequest
+		want []int16
+	}{
+		{"two batches in one entry", produceReq(9, -1, twoBatches), []int16{87}},
+		{"more records than declared", produceReq(9, -1, moreThanDeclared), []int16{87}},
+		{"transactional batch", produceReq(9, -1, transactional), []int16{35}},
+		{"control batch", produceReq(9, -1, control), []int16{35}},
+		{"zstd below v7", produceReq(6, -1, zstd), []int16{76}},
+		{"zstd at v7", produceReq(7, -1, zstd), []int16{0}},
+		{"acks 2", produceReq(9, 2, good), []int16{21}},
+		{"crc damage", produceReq(9, -1, badCRC), []int16{2}},
+		{"null records", produceReq(9, 1, nil), []int16{87}},
+		{"partition out of range", produceReq(9, 1, good, good, good, good), []int16{0, 0, 0, 3}},
+		{"over the decode budget alone", produceReq(9, 1, big), []int16{10}},
+		{"fits alone but not in what remains", produceReq(9, 1, medium, medium), []int16{0, 6}},
+		{"independent partitions", produceReq(12, -1, good, badCRC, transactional), []int16{0, 2, 35}},
+	}
+	rc := dialRaw(t, gw.Addr)
+	for _, row := range rows {
+		got := produceCodes(rc, row.req)
+		if len(got) != len(row.want) {
+			t.Fatalf("%s: %d partitions answered, want %d", row.name, len(got), len(row.want))
+		}
+		for i := range got {
+			if got[i] != row.want[i] {
+				t.Errorf("%s: partition %d code %d, want %d", row.name, i, got[i], row.want[i])
+			}
+		}
+		rc.stillUsable()
+	}
+
+	// Missing topic: Produce never creates topics.
+	req := produceReq(9, 1, good)
+	req.Topics[0].Topic = "no-such-topic"
+	if got := produceCodes(rc, req); got[0] != 3 {
+		t.Errorf("missing topic: code %d, want 3", got[0])
+	}
+	// A transactional id refuses every partition; the connection stays open.
+	req = produceReq(9, 1, good, good)
+	txn := "txn"
+	req.TransactionID = &txn
+	if got := produceCodes(rc, req); got[0] != 35 || got[1] != 35 {
+		t.Errorf("transactional id: codes %v, want 35s", got)
+	}
+	rc.stillUsable()
+
+	// acks=0: no response at all; the next response belongs to the next request.
+	rc.send(produceReq(9, 0, good))
+	rc.stillUsable()
+	if recs := gw.Records(t, "errs", 0); len(recs) == 0 {
+		t.Fatal("acks=0 produce stored nothing")
+	}
+
+	// Produce v2 is advertised (KAFKA-18659) but refused: the connection closes.
+	rc2 := dialRaw(t, gw.Addr)
+	rc2.send(produceReq(2, 1, good))
+	if !rc2.closed() {
+		t.Fatal("Produce v2 did not close the connection")
+	}
+}
+
+// TestProduceTimeoutIsRequestTimedOut: the backend never confirms (the Iggy
+// server drops the send silently, as it does with bad frames): the partition
+// answers REQUEST_TIMED_OUT after timeout_ms, never NOT_LEADER (the records
+// may be stored), and the connection stays usable.
+func TestProduceTimeoutIsRequestTimedOut(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true})
+	gw.CreateTopic(t, "errs", 1)
+	gw.Iggy.InjectFault(iggytest.Fault{Op: 160, Count: 1, Drop: true})
+	rc := dialRaw(t, gw.Addr)
+	req := produceReq(9, -1, buildBatch(t, batch.None, 1, 10))
+	req.TimeoutMillis = 500
+	start := time.Now()
+	if got := produceCodes(rc, req); got[0] != 7 {
+		t.Fatalf("dropped send: code %d, want 7 (REQUEST_TIMED_OUT)", got[0])
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("timeout_ms 500 answered after %v", d)
+	}
+	rc.stillUsable()
+}
