@@ -36,7 +36,7 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	fmt.Fprintf(w, "# HELP kiggy_api_requests_total Requests served, by Kafka API.\n# TYPE kiggy_api_requests_total counter\n")
 	for k := range m.requests {
 		if n := m.requests[k].Load(); n > 0 {
-			fmt.Fprintf(w, "kiggy_api_requests_total{api=\"%d\"} %d\n", k, n)
+			fmt.Fprintf(w, "kiggy_api_requests_total{api=%q} %d\n", wire.APIKey(k).String(), n)
 		}
 	}
 	fmt.Fprintf(w, "# HELP kiggy_produce_partition_errors_total Produce partitions answered with an error, by code.\n# TYPE kiggy_produce_partition_errors_total counter\n")

@@ -1,5 +1,7 @@
 package wire
 
+import "strconv"
+
 // APIKey identifies a Kafka API.
 type APIKey int16
 
@@ -104,4 +106,24 @@ func LookupAPI(key APIKey) (APIRange, bool) {
 func Flexible(key APIKey, v int16) bool {
 	a, ok := LookupAPI(key)
 	return ok && v >= a.FlexibleFrom
+}
+
+var apiNames = map[APIKey]string{
+	KeyProduce: "Produce", KeyFetch: "Fetch", KeyListOffsets: "ListOffsets", KeyMetadata: "Metadata",
+	KeyOffsetCommit: "OffsetCommit", KeyOffsetFetch: "OffsetFetch", KeyFindCoordinator: "FindCoordinator",
+	KeyJoinGroup: "JoinGroup", KeyHeartbeat: "Heartbeat", KeyLeaveGroup: "LeaveGroup", KeySyncGroup: "SyncGroup",
+	KeyDescribeGroups: "DescribeGroups", KeyListGroups: "ListGroups", KeySaslHandshake: "SaslHandshake",
+	KeyApiVersions: "ApiVersions", KeyCreateTopics: "CreateTopics", KeyDeleteTopics: "DeleteTopics",
+	KeyInitProducerID: "InitProducerId", KeyOffsetForLeaderEpoch: "OffsetForLeaderEpoch",
+	KeyDescribeConfigs: "DescribeConfigs", KeyAlterConfigs: "AlterConfigs", KeySaslAuthenticate: "SaslAuthenticate",
+	KeyCreatePartitions: "CreatePartitions", KeyIncrementalAlterConfigs: "IncrementalAlterConfigs",
+	KeyDescribeCluster: "DescribeCluster",
+}
+
+// String returns Kafka's name for the API, e.g. "Produce", or "API_<n>".
+func (k APIKey) String() string {
+	if n, ok := apiNames[k]; ok {
+		return n
+	}
+	return "API_" + strconv.Itoa(int(k))
 }
