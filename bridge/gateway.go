@@ -169,6 +169,8 @@ type call struct {
 	inline bool
 	// resumed is set when a parked call runs again after a wake-up.
 	resumed bool
+	// start is when the gateway first saw the request (latency metric).
+	start time.Time
 }
 
 // New returns a Gateway over log.
@@ -326,9 +328,10 @@ func (g *Gateway) serveOne(cs *connState, req *engine.Request, inline bool) bool
 	g.metrics.requests[hdr.APIKey].Add(1)
 	st := g.states.Get().(*state)
 	c := &st.call
-	*c = call{cs: cs, req: req, hdr: hdr, body: body, state: st, inline: inline}
+	*c = call{cs: cs, req: req, hdr: hdr, body: body, state: st, inline: inline, start: time.Now()}
 	parked := h(g, c)
 	if !parked {
+		g.observe(c)
 		g.putState(st)
 	}
 	return parked

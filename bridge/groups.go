@@ -81,6 +81,7 @@ func (g *Gateway) findCoordinator(c *call) bool {
 func (g *Gateway) finishParked(c *call, resp []byte) {
 	cs := c.cs
 	c.req.Respond(resp)
+	g.observe(c)
 	g.putState(c.state)
 	g.resume(cs)
 }

@@ -268,6 +268,7 @@ func (g *Gateway) runOffloaded(c *call) {
 	cs := c.cs
 	h := g.handler(c.hdr.APIKey)
 	if !h(g, c) {
+		g.observe(c)
 		g.putState(st)
 		g.resume(cs)
 	}
