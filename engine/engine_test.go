@@ -380,8 +380,11 @@ func TestPipelineReverse(t *testing.T) {
 		br := bufio.NewReader(c)
 		for round := range 20 {
 			var req []byte
+			var frames [][]byte
 			for i := range 5 {
-				req = append(req, frame(apiHold, int32(round*10+i))...)
+				f := frame(apiHold, int32(round*10+i), bytes.Repeat([]byte{byte(round*10 + i)}, 100+i)...)
+				frames = append(frames, f)
+				req = append(req, f...)
 			}
 			c.Write(req)
 			held := make([]*Request, 5)
@@ -396,18 +399,21 @@ func TestPipelineReverse(t *testing.T) {
 				if i == 2 {
 					held[i].NoResponse()
 				} else {
-					echo(held[i])
+					echo(held[i]) // echoes the frame: it must still be intact
 				}
 				time.Sleep(100 * time.Microsecond)
 			}
 			c.SetReadDeadline(time.Now().Add(5 * time.Second))
 			for _, i := range []int{0, 1, 3, 4} {
-				corr, _, err := readResp(br)
+				corr, body, err := readResp(br)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if want := int32(round*10 + i); corr != want {
 					t.Fatalf("round %d: got correlation %d, want %d", round, corr, want)
+				}
+				if !bytes.Equal(body, frames[i][4:]) {
+					t.Fatalf("round %d: frame %d changed while later requests completed", round, i)
 				}
 			}
 		}
@@ -596,4 +602,66 @@ func TestConnInfo(t *testing.T) {
 			t.Fatalf("stats %+v", st)
 		}
 	})
+}
+
+// TestMaxInFlightBytes: reads pause once the frames in flight exceed
+// MaxInFlightBytes.
+func TestMaxInFlightBytes(t *testing.T) {
+	forEach(t, func(t *testing.T, kind string) {
+		h := newTestHandler()
+		ts := startServer(t, kind, Config{MaxInFlightBytes: 1000}, h)
+		c := ts.dial(t)
+		var req []byte
+		for i := range int32(6) {
+			req = append(req, frame(apiHold, i, make([]byte, 592)...)...) // 600-byte frames
+		}
+		c.Write(req)
+		waitFor(t, 5*time.Second, "2 held", func() bool { return len(h.held) == 2 })
+		time.Sleep(50 * time.Millisecond)
+		if n := len(h.held); n != 2 {
+			t.Fatalf("%d requests of 600 bytes in flight, MaxInFlightBytes 1000", n)
+		}
+		br := bufio.NewReader(c)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for i := range int32(6) {
+			echo(<-h.held)
+			if corr, _, err := readResp(br); err != nil || corr != i {
+				t.Fatalf("got %d, %v; want %d", corr, err, i)
+			}
+		}
+	})
+}
+
+// plainListener hides the concrete listener type, as a TLS listener would.
+type plainListener struct{ net.Listener }
+
+func TestServeErrors(t *testing.T) {
+	forEach(t, func(t *testing.T, kind string) {
+		srv, err := New(kind, Config{}, newTestHandler())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		if kind == KindEpoll {
+			if err := srv.Serve(plainListener{ln}); !errors.Is(err, ErrListener) {
+				t.Fatalf("Serve(wrapped listener) = %v, want ErrListener", err)
+			}
+		}
+		if err := srv.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Serve(ln); !errors.Is(err, ErrServerClosed) {
+			t.Fatalf("Serve after Shutdown = %v, want ErrServerClosed", err)
+		}
+		if err := srv.Shutdown(context.Background()); err != nil {
+			t.Fatalf("second Shutdown: %v", err)
+		}
+	})
+	if s := NewNet(Config{MaxInFlight: -1}, newTestHandler()); s.Serve(nil) != ErrConfig {
+		t.Fatal("NewNet with a bad config serves")
+	}
 }

@@ -5,7 +5,7 @@ package engine
 // Design note: the epoll engine.
 //
 // Shape. Config.Loops event loops, each a goroutine owning an epoll instance,
-// an eventfd for wake-ups, a 64 KiB read buffer, an iovec array and the
+// an eventfd for wake-ups, a 16 KiB read buffer, an iovec array and the
 // connections assigned to it. Every field of a connection marked "Owned by
 // the loop" is touched only by that goroutine, so the hot path takes no lock.
 //
@@ -25,7 +25,7 @@ package engine
 // so the kernel refuses new connections. Accepted sockets get TCP_NODELAY
 // and go to the loop with the fewest connections, through its command queue.
 //
-// Level-triggered. Each readable connection gets one read(2) of at most 64 KiB
+// Level-triggered. Each readable connection gets reads of at most 256 KiB
 // per loop iteration, then the loop moves on: one busy connection cannot
 // starve the others, and nothing is left unread that epoll would not report
 // again. Backpressure is then just interest: a paused connection has EPOLLIN
@@ -85,7 +85,7 @@ import (
 const DefaultKind = KindEpoll
 
 const (
-	loopReadBuffer = 64 << 10
+	loopReadBuffer = 16 << 10
 	maxIovecs      = 64
 	maxEvents      = 256
 )
