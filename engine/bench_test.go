@@ -97,4 +97,3 @@ func benchRoundTrips(b *testing.B, cs []net.Conn, size, depth int) {
 		b.Fatal(err)
 	}
 }
-
