@@ -156,8 +156,8 @@ type Config struct {
 	// every target).
 	JavaTargets []string `json:"java_targets,omitempty"`
 	// JavaRecords is the number of records kafka-producer-perf-test sends
-	// (0 = about Duration's worth at the rate franz-go reached on the
-	// target, at least 20,000).
+	// (0 = about Warmup+Duration's worth at 100 MB/s, the first Warmup's
+	// worth counted as --warmup-records).
 	JavaRecords int64 `json:"java_records,omitempty"`
 	// KafkaHeap is the broker JVM's heap (-Xms and -Xmx).
 	KafkaHeap string `json:"kafka_heap"`
@@ -225,7 +225,7 @@ func SmokeConfig() Config {
 	c.Consumers = 1
 	c.LatencyFraction = 0
 	c.Rate = 2000
-	c.JavaRecords = 20000
+	c.JavaRecords = 10000
 	c.JavaTargets = []string{TargetKafka, TargetKiggy}
 	c.KafkaHeap = "512m"
 	return c

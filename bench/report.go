@@ -28,6 +28,8 @@ const (
 	StatusOK          = "ok"
 	StatusFailed      = "failed"
 	StatusUnavailable = "unavailable"
+	// StatusInterrupted marks a row whose run was cut short by Ctrl-C.
+	StatusInterrupted = "interrupted"
 )
 
 // Report is a run's result: what kbench prints and writes as JSON.

@@ -197,6 +197,7 @@ func (r *runner) session(ctx context.Context, target string, l Load, rep int, ta
 			return
 		}
 		if ctx.Err() != nil {
+			main.Status = StatusInterrupted
 			return
 		}
 		main.Status, main.Error = StatusFailed, err.Error()
@@ -228,7 +229,9 @@ func (r *runner) session(ctx context.Context, target string, l Load, rep int, ta
 	topic := "kbench-" + tag
 	run, err := r.franz(ctx, s, l, topic, 0, rep)
 	if err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() != nil {
+			main.Status = StatusInterrupted
+		} else {
 			main.Status, main.Error = StatusFailed, err.Error()
 			r.failf("%s (%s) franz-go max: %v", target, tag, err)
 		}
@@ -259,7 +262,7 @@ func (r *runner) session(ctx context.Context, target string, l Load, rep int, ta
 	if r.cfg.JavaPerf && ctx.Err() == nil && (r.cfg.JavaTargets == nil || slices.Contains(r.cfg.JavaTargets, target)) {
 		jr := row(target, ClientJava, ModeMax)
 		jr.Note = s.note
-		run, err := r.javaPerf(ctx, s, l, topic+"-java", rep, main)
+		run, err := r.javaPerf(ctx, s, l, topic+"-java", rep)
 		if err != nil {
 			if ctx.Err() == nil {
 				var ue *unavailableError
@@ -379,7 +382,7 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 }
 
 // javaPerf runs kafka-producer-perf-test once against s.
-func (r *runner) javaPerf(ctx context.Context, s *session, l Load, topic string, rep int, franzRow *Row) (*Measurement, error) {
+func (r *runner) javaPerf(ctx context.Context, s *session, l Load, topic string, rep int) (*Measurement, error) {
 	if r.javaErr != nil {
 		return nil, &unavailableError{reason: r.javaErr.Error()}
 	}
@@ -388,15 +391,7 @@ func (r *runner) javaPerf(ctx context.Context, s *session, l Load, topic string,
 			return nil, err
 		}
 	}
-	records, warmup := r.cfg.JavaRecords, int64(0)
-	if records <= 0 {
-		// About Duration's worth (plus Warmup's, not measured) at the rate
-		// franz-go reached on this target.
-		rate := franzRow.Runs[len(franzRow.Runs)-1].ProduceRecordsPerSec
-		records = max(20000, int64(rate*r.cfg.Duration.Seconds()))
-		warmup = int64(rate * r.cfg.Warmup.Seconds())
-		records += warmup
-	}
+	records, warmup := javaRecords(r.cfg, l)
 	logPath := filepath.Join(r.work, "java-perf-"+topic+".log")
 	r.logf("%s: kafka-producer-perf-test, %d records", s.target, records)
 	jr, err := runJavaPerf(ctx, r.java, r.classpath, s.addr, topic, l, records, warmup, logPath, cpuMeter{pids: s.pids()})
@@ -424,6 +419,22 @@ func (r *runner) javaPerf(ctx context.Context, s *session, l Load, topic string,
 	}
 	r.logf("%s: kafka-producer-perf-test %.0f records/s, p99 %.0f ms", s.target, run.ProduceRecordsPerSec, run.P99Ms)
 	return run, nil
+}
+
+// javaRecords returns the records kafka-producer-perf-test sends, warm-up
+// included, and how many of them are warm-up: Config.JavaRecords if set (no
+// warm-up), else about Warmup+Duration at 100 MB/s, bounded to 20,000 –
+// 300,000 records/s. The count depends only on the config and the load, so
+// every target gets the same arguments.
+func javaRecords(cfg Config, l Load) (records, warmup int64) {
+	if cfg.JavaRecords > 0 {
+		return cfg.JavaRecords, 0
+	}
+	const guessBytesPerSec, maxRate = 100e6, 300000
+	rate := min(guessBytesPerSec/float64(l.RecordSize), maxRate)
+	records = max(20000, int64(rate*cfg.Duration.Seconds()))
+	warmup = int64(rate * cfg.Warmup.Seconds())
+	return records + warmup, warmup
 }
 
 // addRun appends run to row.

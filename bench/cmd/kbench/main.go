@@ -52,7 +52,7 @@ func run() int {
 	rate := fs.Float64("rate", 0, "rate-limited run at this many records/s instead (0 = use -latency-fraction)")
 	javaPerf := fs.Bool("java-perf", def.JavaPerf, "also run kafka-producer-perf-test against every target")
 	javaTargets := fs.String("java-targets", "", "targets kafka-producer-perf-test runs against (list; empty = every target)")
-	javaRecords := fs.Int64("java-records", 0, "records per kafka-producer-perf-test run (0 = about -duration's worth)")
+	javaRecords := fs.Int64("java-records", 0, "records per kafka-producer-perf-test run, the same for every target (0 = about -warmup + -duration at 100 MB/s, the warm-up part as --warmup-records)")
 	kafkaHeap := fs.String("kafka-heap", def.KafkaHeap, "Kafka broker JVM heap (-Xms/-Xmx)")
 	iggyAddr := fs.String("iggy-addr", "", "run kiggy-iggy against this Iggy server instead of a fresh iggytest")
 	iggyUser := fs.String("iggy-username", def.IggyUsername, "Iggy user for -iggy-addr")
