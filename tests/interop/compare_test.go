@@ -40,28 +40,34 @@ func TestCompareCatches(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		name   string
-		mutate func(*kiggytest.Record)
-		win    *tsWindow
-		want   string
+		name    string
+		mutate  func(*kiggytest.Record)
+		win     *tsWindow
+		stamped bool // sent with a timestamp: compared exactly even with a window
+		want    string
 	}{
-		{"same", func(*kiggytest.Record) {}, nil, ""},
-		{"offset", func(r *kiggytest.Record) { r.Offset = 1 }, nil, "offset 1, want 0"},
-		{"null key vs empty", func(r *kiggytest.Record) { r.Key = []byte{} }, nil, `key "", want "k"`},
-		{"key", func(r *kiggytest.Record) { r.Key = nil }, nil, `key null, want "k"`},
-		{"value", func(r *kiggytest.Record) { r.Value = []byte("w") }, nil, `value "w"`},
-		{"header order", func(r *kiggytest.Record) { r.Headers[0], r.Headers[1] = r.Headers[1], r.Headers[0] }, nil, "headers"},
-		{"null header vs empty", func(r *kiggytest.Record) { r.Headers[1].Value = nil }, nil, "headers"},
-		{"header missing", func(r *kiggytest.Record) { r.Headers = r.Headers[:1] }, nil, "headers"},
-		{"timestamp", func(r *kiggytest.Record) { r.Timestamp = 999 }, nil, "timestamp 999, want 1000"},
-		{"timestamp window", func(r *kiggytest.Record) {}, &tsWindow{from: 1001, to: 2000}, "want within [1001, 2000]"},
-		{"timestamp in window", func(r *kiggytest.Record) { r.Timestamp = 1500 }, &tsWindow{from: 1001, to: 2000}, ""},
+		{"same", func(*kiggytest.Record) {}, nil, true, ""},
+		{"offset", func(r *kiggytest.Record) { r.Offset = 1 }, nil, true, "offset 1, want 0"},
+		{"null key vs empty", func(r *kiggytest.Record) { r.Key = []byte{} }, nil, true, `key "", want "k"`},
+		{"key", func(r *kiggytest.Record) { r.Key = nil }, nil, true, `key null, want "k"`},
+		{"value", func(r *kiggytest.Record) { r.Value = []byte("w") }, nil, true, `value "w"`},
+		{"header order", func(r *kiggytest.Record) { r.Headers[0], r.Headers[1] = r.Headers[1], r.Headers[0] }, nil, true, "headers"},
+		{"null header vs empty", func(r *kiggytest.Record) { r.Headers[1].Value = nil }, nil, true, "headers"},
+		{"header missing", func(r *kiggytest.Record) { r.Headers = r.Headers[:1] }, nil, true, "headers"},
+		{"timestamp", func(r *kiggytest.Record) { r.Timestamp = 999 }, nil, true, "timestamp 999, want 1000"},
+		{"timestamp window", func(r *kiggytest.Record) {}, &tsWindow{from: 1001, to: 2000}, false, "want within [1001, 2000]"},
+		{"timestamp in window", func(r *kiggytest.Record) { r.Timestamp = 1500 }, &tsWindow{from: 1001, to: 2000}, false, ""},
+		{"stamped in window", func(r *kiggytest.Record) { r.Timestamp = 1500 }, &tsWindow{from: 1001, to: 2000}, true, "timestamp 1500, want 1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := base()
 			tc.mutate(&got)
+			want := base()
+			if !tc.stamped {
+				want.Timestamp = 0
+			}
 			rec := &recorder{TB: t}
-			compare(rec, fixedOrder{}, "x/0", []kiggytest.Record{got}, []kiggytest.Record{base()}, tc.win)
+			compare(rec, fixedOrder{}, "x/0", []kiggytest.Record{got}, []kiggytest.Record{want}, tc.win)
 			switch {
 			case tc.want == "" && len(rec.errs) != 0:
 				t.Fatalf("reported %q for identical records", rec.errs)
@@ -71,11 +77,17 @@ func TestCompareCatches(t *testing.T) {
 		})
 	}
 
+	rec := &recorder{TB: t}
+	compareFrom(rec, fixedOrder{}, "x/0", 7, []kiggytest.Record{base()}, []kiggytest.Record{base()}, nil)
+	if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "record 7: offset 0, want 7") {
+		t.Fatalf("compareFrom(first 7) reported %q for a record at offset 0", rec.errs)
+	}
+
 	if sameBytes(nil, []byte{}) || sameBytes([]byte{}, nil) || !sameBytes(nil, nil) || !sameBytes([]byte{}, []byte{}) {
 		t.Fatal("sameBytes does not tell null from empty")
 	}
 
-	rec := &recorder{TB: t}
+	rec = &recorder{TB: t}
 	compare(rec, fixedOrder{}, "x/0", nil, []kiggytest.Record{base()}, nil)
 	if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "read back 0 records, sent 1") {
 		t.Fatalf("missing record reported as %q", rec.errs)

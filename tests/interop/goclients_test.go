@@ -99,6 +99,15 @@ func fromKgoSent(r *kgo.Record) kiggytest.Record {
 // by the partition each landed on.
 func produceFranz(t testing.TB, addr string, rs []*kgo.Record, opts ...kgo.Opt) byPartition {
 	t.Helper()
+	bp := byPartition{}
+	produceFranzTo(t, addr, bp, rs, opts...)
+	return bp
+}
+
+// produceFranzTo produces rs with a franz-go client and appends them to bp,
+// which holds what the topic's partitions had before.
+func produceFranzTo(t testing.TB, addr string, bp byPartition, rs []*kgo.Record, opts ...kgo.Opt) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(append([]kgo.Opt{
@@ -117,14 +126,12 @@ func produceFranz(t testing.TB, addr string, rs []*kgo.Record, opts ...kgo.Opt) 
 	if err := cl.Flush(ctx); err != nil {
 		t.Fatalf("franz-go flush: %v", err)
 	}
-	bp := byPartition{}
 	for i, r := range rs {
 		if errs[i] != nil {
 			t.Fatalf("franz-go: record %d: %v", i, errs[i])
 		}
 		bp.add(t, r.Partition, r.Offset, fromKgoSent(r))
 	}
-	return bp
 }
 
 // TestFranzGo produces with franz-go (idempotent by default) to a

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
 
@@ -43,15 +46,23 @@ func window(produce func()) tsWindow {
 
 // check reads back one partition and compares it with want, the records sent
 // to it in order: key, value, headers (in the order the target keeps), and
-// timestamp (exact, or within win when win is non-nil); offsets must run
-// 0, 1, 2, ... A mismatch reports the first few differing records.
+// timestamp (exact, or within win when win is non-nil and the record was sent
+// without one: Timestamp 0); offsets must run 0, 1, 2, ... A mismatch reports
+// the first few differing records.
 func check(t testing.TB, tg target, topic string, partition int32, want []kiggytest.Record, win *tsWindow) {
 	t.Helper()
 	got := tg.ReadBack(t, topic, partition)
 	compare(t, tg, fmt.Sprintf("%s/%d", topic, partition), got, want, win)
 }
 
+// compare checks got against want as check does.
 func compare(t testing.TB, tg target, where string, got, want []kiggytest.Record, win *tsWindow) {
+	t.Helper()
+	compareFrom(t, tg, where, 0, got, want, win)
+}
+
+// compareFrom is compare for records that start at offset first.
+func compareFrom(t testing.TB, tg target, where string, first int64, got, want []kiggytest.Record, win *tsWindow) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Errorf("%s on %s: read back %d records, sent %d", where, tg.Name(), len(got), len(want))
@@ -60,8 +71,8 @@ func compare(t testing.TB, tg target, where string, got, want []kiggytest.Record
 	for i := range min(len(got), len(want)) {
 		g, w := got[i], want[i]
 		var diffs []string
-		if g.Offset != int64(i) {
-			diffs = append(diffs, fmt.Sprintf("offset %d, want %d", g.Offset, i))
+		if wo := first + int64(i); g.Offset != wo {
+			diffs = append(diffs, fmt.Sprintf("offset %d, want %d", g.Offset, wo))
 		}
 		if !sameBytes(g.Key, w.Key) {
 			diffs = append(diffs, fmt.Sprintf("key %s, want %s", show(g.Key), show(w.Key)))
@@ -72,7 +83,7 @@ func compare(t testing.TB, tg target, where string, got, want []kiggytest.Record
 		if wh := tg.ExpectHeaders(w.Key, w.Headers); !sameHeaders(g.Headers, wh) {
 			diffs = append(diffs, fmt.Sprintf("headers %s, want %s", showHeaders(g.Headers), showHeaders(wh)))
 		}
-		if win != nil {
+		if win != nil && w.Timestamp == 0 {
 			if g.Timestamp < win.from || g.Timestamp > win.to {
 				diffs = append(diffs, fmt.Sprintf("timestamp %d, want within [%d, %d]", g.Timestamp, win.from, win.to))
 			}
@@ -82,7 +93,7 @@ func compare(t testing.TB, tg target, where string, got, want []kiggytest.Record
 		if len(diffs) > 0 {
 			bad++
 			if bad <= 5 {
-				t.Errorf("%s on %s: record %d: %s", where, tg.Name(), i, strings.Join(diffs, "; "))
+				t.Errorf("%s on %s: record %d: %s", where, tg.Name(), first+int64(i), strings.Join(diffs, "; "))
 			}
 		}
 	}
@@ -177,4 +188,34 @@ func run(t testing.TB, timeout time.Duration, stdin []byte, name string, args ..
 	}
 	t.Logf("%s: exit %d after %v", name, r.code, time.Since(start).Round(time.Millisecond))
 	return r
+}
+
+// checkCommitted checks that group's committed offset of every partition of
+// topic is the partition's end: everything in bp was consumed and committed.
+// It asks the target with franz-go's admin client (OffsetFetch).
+func checkCommitted(t testing.TB, tg target, group, topic string, partitions int32, bp byPartition) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatalf("fetching the offsets of group %s: %v", group, err)
+	}
+	for p := range partitions {
+		o, ok := offs.Lookup(topic, p)
+		switch want := int64(len(bp[p])); {
+		case !ok && want == 0:
+		case !ok:
+			t.Errorf("group %s has no committed offset for %s/%d, want %d", group, topic, p, want)
+		case o.Err != nil:
+			t.Errorf("group %s, %s/%d: committed offset error %v", group, topic, p, o.Err)
+		case o.At != want:
+			t.Errorf("group %s committed offset %d for %s/%d, want %d (the end)", group, o.At, topic, p, want)
+		}
+	}
 }

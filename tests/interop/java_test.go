@@ -30,6 +30,23 @@ func runJava(t testing.TB, timeout time.Duration, stdin []byte, extraCP, class s
 	return run(t, timeout, stdin, java, jargs...)
 }
 
+// compileJava compiles programs of tests/java/src against the Kafka 4.x
+// classpath into a temporary folder and returns it, for runJava's extraCP.
+func compileJava(t testing.TB, files ...string) string {
+	t.Helper()
+	_, cp := testtools.JavaClasspath(t)
+	javac := testtools.Javac(t)
+	classes := t.TempDir()
+	args := []string{"-cp", cp, "-d", classes}
+	for _, f := range files {
+		args = append(args, filepath.Join(testtools.Root(t), "tests", "java", "src", f))
+	}
+	if r := run(t, 2*time.Minute, nil, javac, args...); r.code != 0 {
+		t.Fatalf("javac %s failed:\n%s", strings.Join(files, " "), r)
+	}
+	return classes
+}
+
 // consoleLine builds line i for ConsoleProducer with parse.key,
 // parse.headers and null.marker=NULL: "h1:v1,h2:v2<TAB>key<TAB>value", and
 // the record it stands for.
@@ -218,13 +235,7 @@ func TestProducerPerformance(t *testing.T) {
 // proves the program and the check.
 func TestJavaTransactionalProducer(t *testing.T) {
 	tg := newTarget(t)
-	_, cp := testtools.JavaClasspath(t)
-	javac := testtools.Javac(t)
-	classes := t.TempDir()
-	src := filepath.Join(testtools.Root(t), "tests", "java", "src", "TxnProducer.java")
-	if r := run(t, 2*time.Minute, nil, javac, "-cp", cp, "-d", classes, src); r.code != 0 {
-		t.Fatalf("javac TxnProducer.java failed:\n%s", r)
-	}
+	classes := compileJava(t, "TxnProducer.java")
 
 	const n = 10
 	topic := topicName(t)
