@@ -400,6 +400,11 @@ type econn struct {
 	idx        int // position in loop.list
 }
 
+// tag identifies c in epoll event data next to its fd, so an event fetched
+// before c's fd was closed and reused in the same round is not applied to
+// the new connection.
+func (c *econn) tag() int32 { return int32(c.info.ID) }
+
 // complete is called by Request.finish off the loop: queue and wake.
 func (c *econn) complete(r *Request) { c.l.post(r) }
 
@@ -580,8 +585,8 @@ func (l *loop) run() {
 				continue
 			}
 			c := l.conns[ev.Fd]
-			if c == nil || c.closed {
-				continue
+			if c == nil || c.closed || ev.Pad != c.tag() {
+				continue // stale event of a closed connection whose fd was reused
 			}
 			switch {
 			case ev.Events&unix.EPOLLERR != 0:
@@ -676,7 +681,7 @@ func (l *loop) add(c *econn) {
 		return
 	}
 	c.events = unix.EPOLLIN
-	ev := unix.EpollEvent{Events: c.events, Fd: int32(c.fd)}
+	ev := unix.EpollEvent{Events: c.events, Fd: int32(c.fd), Pad: c.tag()}
 	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
 		c.closed = true
 		unix.Close(c.fd)
@@ -770,7 +775,7 @@ func (l *loop) setInterest(c *econn) {
 		return
 	}
 	c.events = want
-	ev := unix.EpollEvent{Events: want, Fd: int32(c.fd)}
+	ev := unix.EpollEvent{Events: want, Fd: int32(c.fd), Pad: c.tag()}
 	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
 		l.closeConn(c, ReasonIOError, "")
 	}
@@ -959,7 +964,12 @@ func (l *loop) flush(c *econn) {
 		l.n.bytesOut.Add(uint64(n))
 		l.advance(c, n)
 		if n < total {
+			// Short write: the socket buffer is full. The clock starts
+			// now unless the head response was already waiting.
 			c.blocked = true
+			if c.writeStart == 0 {
+				c.writeStart = l.now
+			}
 			return
 		}
 	}

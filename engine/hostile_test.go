@@ -320,3 +320,18 @@ func TestDrainDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestNeverReadsOneResponse: a single response bigger than the socket
+// buffers, to a peer that never reads: the first write is short and no
+// response ever completes, and WriteTimeout must still close.
+func TestNeverReadsOneResponse(t *testing.T) {
+	forEach(t, func(t *testing.T, kind string) {
+		ts := startServer(t, kind, Config{WriteTimeout: 300 * time.Millisecond}, newTestHandler())
+		stop := canary(t, ts)
+		c := ts.dial(t)
+		c.(*net.TCPConn).SetReadBuffer(4096)
+		c.Write(frameArg(apiBig, 1, 32<<20))
+		ts.waitClosed(t, ReasonWriteTimeout, 1)
+		stop()
+	})
+}
