@@ -189,6 +189,11 @@ func (s *session) doFrame(ctx context.Context, frame []byte, code uint32) (body 
 		s.next++
 	}
 	proto.PutRequestHeader(frame, len(frame)-proto.HeaderSize, s.client, req, op, sess, code)
+	if op != proto.OpNonReplicated && !proto.IsPartition(op) {
+		// As the SDKs: stamp the ops the server deduplicates (login, logout,
+		// metadata), so it can tell a replay from a reused request number.
+		proto.SetRequestChecksum(frame, xxh3.Hash(frame[proto.HeaderSize:]))
+	}
 
 	deadline := time.Now().Add(s.c.cfg.RequestTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
@@ -212,10 +217,10 @@ func (s *session) doFrame(ctx context.Context, frame []byte, code uint32) (body 
 			s.close()
 			return nil, true, rerr
 		}
-		if h.Request != req || h.Operation != op {
+		if h.Request != req || !proto.ReplyMatches(op, h.Operation) {
 			// §1.4: a reply for another request desynchronises the stream.
 			s.close()
-			return nil, true, fmt.Errorf("%w: %s", ErrProtocol, "iggy: reply does not echo the request")
+			return nil, true, fmt.Errorf("%w: iggy: reply does not echo the request (request %d op %d, reply request %d op %d)", ErrProtocol, req, op, h.Request, h.Operation)
 		}
 		rb, status, perr := resultSection(op, proto.Code(h.Status), rb)
 		if perr != nil {

@@ -120,7 +120,10 @@ func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []b
 		// the reply cache if still cached, otherwise with 59.
 		if req.Request <= cs.watermark {
 			if req.Request == cs.watermark && cs.lastReply != nil {
-				return reply(out, req, st.session, 0, cs.lastReply), false
+				at := len(out)
+				out = reply(out, req, st.session, 0, cs.lastReply)
+				proto.SetReplyOperation(out[at:], proto.CommittedOperation(req.Operation))
+				return out, false
 			}
 			return reply(out, req, st.session, uint32(proto.CodeRequestAlreadyApplied), nil), false
 		}
@@ -129,7 +132,15 @@ func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []b
 			cs.watermark = req.Request
 			cs.lastReply = rb
 		}
-		return reply(out, req, st.session, status, rb), false
+		at := len(out)
+		out = reply(out, req, st.session, status, rb)
+		if status == 0 {
+			// A committed reply echoes the committed operation, which for
+			// CreateTopic / CreatePartitions is the internal *WithAssignments
+			// op (seen on a real server: CreateTopic 132 is answered with 64).
+			proto.SetReplyOperation(out[at:], proto.CommittedOperation(req.Operation))
+		}
+		return out, false
 	}
 	rb, status, drop := s.partitionOp(st, req, body)
 	if drop {

@@ -122,6 +122,35 @@ func ResultFramed(op uint8) bool {
 	return IsMetadata(op) || op == OpStoreConsumerOffset || op == OpDeleteConsumerOffset || op == OpRegister
 }
 
+// Internal operations a committed metadata reply may carry instead of the
+// request's (core/metadata/src/impls/metadata.rs projects CreateTopic and
+// CreatePartitions into these before committing, and the reply echoes the
+// committed operation).
+const (
+	OpCreateTopicWithAssignments      uint8 = 64
+	OpCreatePartitionsWithAssignments uint8 = 65
+)
+
+// CommittedOperation returns the operation a committed (status 0) reply to
+// op carries: CreateTopic → CreateTopicWithAssignments (64), CreatePartitions
+// → CreatePartitionsWithAssignments (65), every other op itself.
+func CommittedOperation(op uint8) uint8 {
+	switch op {
+	case OpCreateTopic:
+		return OpCreateTopicWithAssignments
+	case OpCreatePartitions:
+		return OpCreatePartitionsWithAssignments
+	}
+	return op
+}
+
+// ReplyMatches reports whether a reply's operation byte answers a request
+// of operation op: the op itself, or its committed form.
+func ReplyMatches(op, replyOp uint8) bool { return replyOp == op || replyOp == CommittedOperation(op) }
+
+// SetReplyOperation overwrites a reply header's operation byte.
+func SetReplyOperation(h []byte, op uint8) { h[offReplyOperation] = op }
+
 // Command codes (core/binary_protocol/src/codes.rs).
 const (
 	CodePing                 uint32 = 1

@@ -377,3 +377,10 @@ func TestHeaderValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestCommittedOperation(t *testing.T) {
+	if !ReplyMatches(OpCreateTopic, 64) || !ReplyMatches(OpCreateTopic, OpCreateTopic) || !ReplyMatches(OpCreatePartitions, 65) ||
+		ReplyMatches(OpCreateStream, 64) || ReplyMatches(OpSendMessages, OpNonReplicated) {
+		t.Fatal("ReplyMatches")
+	}
+}
