@@ -276,7 +276,7 @@ func (s *session) ioError(err error) error {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return errTimeout
 	}
-	return err
+	return fmt.Errorf("iggy: connection lost: %w", err)
 }
 
 // readReply reads one reply frame into s.rbuf and returns its header and body.
