@@ -1,0 +1,253 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kiggy-io/kiggy/internal/testtools"
+)
+
+// Java 4.x admin tools (kafka-topics, kafka-configs).
+const (
+	topicCommand  = "org.apache.kafka.tools.TopicCommand"
+	configCommand = "org.apache.kafka.tools.ConfigCommand"
+)
+
+// nodeID is the one node of either target: kiggy's default NodeID, and
+// kafkatest.NodeID.
+const nodeID = 1
+
+// adminTool runs a Java admin tool against the target.
+func adminTool(t testing.TB, tg target, class string, args ...string) result {
+	t.Helper()
+	return runJava(t, 2*time.Minute, nil, "", class, append([]string{"--bootstrap-server", tg.Addr()}, args...)...)
+}
+
+// topicCommandCreate creates topic with kafka-topics --create and waits
+// until every partition answers Metadata and ListOffsets.
+func topicCommandCreate(t testing.TB, tg target, topic string, partitions int32) {
+	t.Helper()
+	r := adminTool(t, tg, topicCommand, "--create", "--topic", topic, "--partitions", fmt.Sprint(partitions))
+	// (A name holding '.' also gets a WARNING about metric names first.)
+	if r.code != 0 || !strings.HasSuffix(r.stdout, "Created topic "+topic+".\n") {
+		t.Fatalf("kafka-topics --create %s: want exit 0 and \"Created topic %s.\":\n%s", topic, topic, r)
+	}
+	waitTopicReady(t, tg, topic, partitions)
+}
+
+// waitTopicReady waits until Metadata names a leader for each of the
+// topic's partitions and ListOffsets answers for each.
+func waitTopicReady(t testing.TB, tg target, topic string, partitions int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for {
+		err := topicReady(ctx, adm, topic, partitions)
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("topic %s is not ready after a minute: %v", topic, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// describeHeader matches kafka-topics --describe's topic line (Kafka prints
+// a TopicId field; kiggy's topic ids are zero, which the tool leaves out).
+func describeHeader(topic string, partitions int) *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^Topic: ` + regexp.QuoteMeta(topic) + `\t(TopicId: \S+\t)?PartitionCount: ` +
+		fmt.Sprint(partitions) + `\tReplicationFactor: 1\tConfigs: .*$`)
+}
+
+// checkDescribe runs kafka-topics --describe and checks the topic line and
+// one line per partition, led by the single node.
+func checkDescribe(t testing.TB, tg target, topic string, partitions int) {
+	t.Helper()
+	r := adminTool(t, tg, topicCommand, "--describe", "--topic", topic)
+	if r.code != 0 || !describeHeader(topic, partitions).MatchString(r.stdout) {
+		t.Fatalf("kafka-topics --describe %s: want exit 0 and a %d-partition topic line:\n%s", topic, partitions, r)
+	}
+	for p := range partitions {
+		line := regexp.MustCompile(fmt.Sprintf(`(?m)^\tTopic: %s\tPartition: %d\tLeader: %d\tReplicas: %d\tIsr: %d\b`,
+			regexp.QuoteMeta(topic), p, nodeID, nodeID, nodeID))
+		if !line.MatchString(r.stdout) {
+			t.Errorf("kafka-topics --describe %s: no line for partition %d led by node %d:\n%s", topic, p, nodeID, r)
+		}
+	}
+	if n := strings.Count(r.stdout, "\tPartition: "); n != partitions {
+		t.Errorf("kafka-topics --describe %s printed %d partition lines, want %d", topic, n, partitions)
+	}
+}
+
+// listed reports whether kafka-topics --list prints topic.
+func listed(t testing.TB, tg target, topic string) bool {
+	t.Helper()
+	r := adminTool(t, tg, topicCommand, "--list")
+	if r.code != 0 {
+		t.Fatalf("kafka-topics --list failed:\n%s", r)
+	}
+	for line := range strings.Lines(r.stdout) {
+		if strings.TrimSpace(line) == topic {
+			return true
+		}
+	}
+	return false
+}
+
+// toolFails runs an admin tool that must fail: non-zero exit, and the
+// Kafka exception class in its output. It logs what the tool printed (the
+// messages docs/COMPATIBILITY.md quotes).
+func toolFails(t testing.TB, tg target, what, exception string, class string, args ...string) {
+	t.Helper()
+	r := adminTool(t, tg, class, args...)
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, exception) {
+		t.Errorf("%s: want a non-zero exit and %s:\n%s", what, exception, r)
+		return
+	}
+	t.Logf("%s on %s: exit %d: %s", what, tg.Name(), r.code, lineWith(r.stdout+r.stderr, exception))
+}
+
+// lineWith is the first line of s that holds sub.
+func lineWith(s, sub string) string {
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, sub) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}
+
+// TestTopicCommand drives org.apache.kafka.tools.TopicCommand
+// (kafka-topics, Java Admin client 4.x): create with 6 partitions, list,
+// describe; kcat, franz-go and the console consumer produce and consume on
+// that topic; alter to 8 partitions and describe; the error cases (create
+// an existing topic, replication factor 3 on one node, alter to fewer
+// partitions) exit non-zero with Kafka's exceptions; delete, and the topic
+// is gone from the list.
+func TestTopicCommand(t *testing.T) {
+	tg := newTarget(t)
+	testtools.JavaClasspath(t)
+	kcat := testtools.Kcat(t)
+	const partitions = 6
+	topic := topicName(t)
+
+	topicCommandCreate(t, tg, topic, partitions)
+	if !listed(t, tg, topic) {
+		t.Fatalf("kafka-topics --list does not show %s after --create", topic)
+	}
+	checkDescribe(t, tg, topic, partitions)
+
+	t.Run("kcat-and-franz-go-then-kcat-C", func(t *testing.T) {
+		bp, win := produceKcatAndFranz(t, tg, kcat, topic, "lz4", 100, 600)
+		if len(bp) < partitions {
+			t.Errorf("records landed on only %d of %d partitions", len(bp), partitions)
+		}
+		kcatReadAll(t, tg, kcat, topic, partitions, bp, &win)
+		consoleGroupRounds(t, tg, topic, partitions, bp, &win)
+	})
+
+	r := adminTool(t, tg, topicCommand, "--alter", "--topic", topic, "--partitions", "8")
+	if r.code != 0 {
+		t.Fatalf("kafka-topics --alter --partitions 8 failed:\n%s", r)
+	}
+	waitTopicReady(t, tg, topic, 8)
+	checkDescribe(t, tg, topic, 8)
+
+	toolFails(t, tg, "kafka-topics --create of an existing topic", "TopicExistsException",
+		topicCommand, "--create", "--topic", topic, "--partitions", "6")
+	toolFails(t, tg, "kafka-topics --create --replication-factor 3", "InvalidReplicationFactorException",
+		topicCommand, "--create", "--topic", topic+"-rf3", "--partitions", "6", "--replication-factor", "3")
+	toolFails(t, tg, "kafka-topics --alter to fewer partitions", "InvalidPartitionsException",
+		topicCommand, "--alter", "--topic", topic, "--partitions", "4")
+	if listed(t, tg, topic+"-rf3") {
+		t.Errorf("the refused --replication-factor 3 create left topic %s-rf3 behind", topic)
+	}
+
+	r = adminTool(t, tg, topicCommand, "--delete", "--topic", topic)
+	if r.code != 0 {
+		t.Fatalf("kafka-topics --delete failed:\n%s", r)
+	}
+	// Kafka deletes asynchronously: the topic may be listed for a moment.
+	for deadline := time.Now().Add(30 * time.Second); listed(t, tg, topic); {
+		if time.Now().After(deadline) {
+			t.Fatalf("kafka-topics --list still shows %s 30 s after --delete", topic)
+		}
+		time.Sleep(time.Second)
+	}
+	toolFails(t, tg, "kafka-topics --describe of a deleted topic", "does not exist",
+		topicCommand, "--describe", "--topic", topic)
+}
+
+// TestConfigCommand drives org.apache.kafka.tools.ConfigCommand
+// (kafka-configs): --describe of a topic created with retention.ms (its
+// dynamic config is listed), of a topic with --all (the defaults), of
+// broker 1; --alter is refused by kiggy (AlterConfigs and
+// IncrementalAlterConfigs are not served: topic settings are fixed at
+// creation) and applied by Kafka.
+func TestConfigCommand(t *testing.T) {
+	tg := newTarget(t)
+	testtools.JavaClasspath(t)
+	topic := topicName(t)
+	r := adminTool(t, tg, topicCommand, "--create", "--topic", topic, "--partitions", "2", "--config", "retention.ms=3600000")
+	if r.code != 0 {
+		t.Fatalf("kafka-topics --create --config retention.ms=3600000 failed:\n%s", r)
+	}
+	waitTopicReady(t, tg, topic, 2)
+
+	r = adminTool(t, tg, configCommand, "--describe", "--entity-type", "topics", "--entity-name", topic)
+	want := "Dynamic configs for topic " + topic + " are:\n  retention.ms=3600000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=3600000}\n"
+	if r.code != 0 || r.stdout != want {
+		t.Errorf("kafka-configs --describe topic: want exit 0 and\n%s\n%s", want, r)
+	}
+
+	r = adminTool(t, tg, configCommand, "--describe", "--entity-type", "topics", "--entity-name", topic, "--all")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "All configs for topic "+topic+" are:\n") {
+		t.Errorf("kafka-configs --describe --all topic failed:\n%s", r)
+	}
+	for _, line := range []string{
+		"  retention.ms=3600000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=3600000}",
+		"  cleanup.policy=delete sensitive=false synonyms={DEFAULT_CONFIG:cleanup.policy=delete}",
+		"  compression.type=producer sensitive=false synonyms={DEFAULT_CONFIG:compression.type=producer}",
+		"  retention.bytes=-1 sensitive=false synonyms={DEFAULT_CONFIG:retention.bytes=-1}",
+	} {
+		if !strings.Contains(r.stdout, line+"\n") {
+			t.Errorf("kafka-configs --describe --all topic: no line %q:\n%s", line, r)
+		}
+	}
+
+	broker := fmt.Sprint(nodeID)
+	r = adminTool(t, tg, configCommand, "--describe", "--entity-type", "brokers", "--entity-name", broker)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "Dynamic configs for broker "+broker+" are:\n") {
+		t.Errorf("kafka-configs --describe broker %s failed:\n%s", broker, r)
+	}
+	r = adminTool(t, tg, configCommand, "--describe", "--entity-type", "brokers", "--entity-name", broker, "--all")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "All configs for broker "+broker+" are:\n") ||
+		!regexp.MustCompile(`(?m)^  num\.partitions=1 sensitive=false synonyms=\{.*\}$`).MatchString(r.stdout) {
+		t.Errorf("kafka-configs --describe --all broker %s: want num.partitions=1 among the configs:\n%s", broker, r)
+	}
+
+	alter := []string{"--alter", "--entity-type", "topics", "--entity-name", topic, "--add-config", "retention.ms=7200000"}
+	switch tg.Name() {
+	case "kafka":
+		if r := adminTool(t, tg, configCommand, alter...); r.code != 0 {
+			t.Errorf("kafka-configs --alter on Kafka failed:\n%s", r)
+		}
+	default:
+		toolFails(t, tg, "kafka-configs --alter", "InvalidConfigurationException", configCommand, alter...)
+	}
+}

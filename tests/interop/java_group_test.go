@@ -1,0 +1,458 @@
+package interop
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kiggy-io/kiggy/internal/testtools"
+)
+
+// groupProc is a running GroupConsumers JVM (tests/java/src): commands go
+// to its stdin, and its event lines are collected as they arrive.
+type groupProc struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr bytes.Buffer
+	done   chan struct{} // closed when stdout reaches EOF
+
+	mu    sync.Mutex
+	lines []string
+}
+
+// startGroupProc starts GroupConsumers for group on topic; it is killed when
+// ctx ends.
+func startGroupProc(ctx context.Context, t testing.TB, classes, addr, topic, group, assignors string) *groupProc {
+	t.Helper()
+	java, cp := testtools.JavaClasspath(t)
+	cmd := exec.CommandContext(ctx, java, "-Xmx512m", "-Djava.awt.headless=true",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+		"-cp", classes+string(filepath.ListSeparator)+cp,
+		"GroupConsumers", addr, topic, group, assignors)
+	cmd.WaitDelay = 5 * time.Second
+	g := &groupProc{t: t, cmd: cmd, done: make(chan struct{})}
+	var err error
+	if g.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &g.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting GroupConsumers: %v", err)
+	}
+	go func() {
+		defer close(g.done)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			g.mu.Lock()
+			g.lines = append(g.lines, sc.Text())
+			g.mu.Unlock()
+		}
+	}()
+	return g
+}
+
+// send writes one command line.
+func (g *groupProc) send(cmd string) {
+	g.t.Helper()
+	g.t.Logf("GroupConsumers <- %s", cmd)
+	if _, err := io.WriteString(g.stdin, cmd+"\n"); err != nil {
+		g.t.Fatalf("GroupConsumers: writing %q: %v\n%s", cmd, err, g.tail())
+	}
+}
+
+func (g *groupProc) snapshot() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.lines)
+}
+
+// tail is the end of the event lines, without records, and of stderr, for
+// failure messages.
+func (g *groupProc) tail() string {
+	var ev []string
+	for _, l := range g.snapshot() {
+		if !strings.HasPrefix(l, "R\t") {
+			ev = append(ev, l)
+		}
+	}
+	if len(ev) > 60 {
+		ev = ev[len(ev)-60:]
+	}
+	return "--- events (records left out):\n" + strings.Join(ev, "\n") + "\n--- stderr:\n" + tail(g.stderr.String())
+}
+
+// waitUntil polls the events until ok holds, failing t after timeout.
+func (g *groupProc) waitUntil(timeout time.Duration, what string, ok func([]string) bool) {
+	g.t.Helper()
+	start := time.Now()
+	for deadline := start.Add(timeout); ; {
+		if ok(g.snapshot()) {
+			g.t.Logf("GroupConsumers: %s after %v", what, time.Since(start).Round(time.Millisecond))
+			return
+		}
+		select {
+		case <-g.done:
+			if ok(g.snapshot()) {
+				return
+			}
+			g.t.Fatalf("GroupConsumers exited while waiting for %s\n%s", what, g.tail())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			g.t.Fatalf("GroupConsumers: no %s after %v\n%s", what, timeout, g.tail())
+		}
+	}
+}
+
+// assignments replays assigned/revoked/lost events: the partitions each
+// live member owns after the last event.
+func assignments(lines []string) map[string]map[int32]bool {
+	own := map[string]map[int32]bool{}
+	for _, l := range lines {
+		f := strings.Split(l, "\t")
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "joined":
+			own[f[1]] = map[int32]bool{}
+		case "left":
+			delete(own, f[1])
+		case "assigned", "revoked", "lost":
+			if own[f[1]] == nil || len(f) < 3 || f[2] == "" {
+				continue
+			}
+			for p := range strings.SplitSeq(f[2], ",") {
+				n, _ := strconv.Atoi(p)
+				if f[0] == "assigned" {
+					own[f[1]][int32(n)] = true
+				} else {
+					delete(own[f[1]], int32(n))
+				}
+			}
+		}
+	}
+	return own
+}
+
+// settled says the live members are exactly members, each owns at least
+// one partition, and together they own all partitions once.
+func settled(partitions int32, members ...string) func([]string) bool {
+	return func(lines []string) bool {
+		own := assignments(lines)
+		if len(own) != len(members) {
+			return false
+		}
+		count := map[int32]int{}
+		for _, m := range members {
+			if len(own[m]) == 0 {
+				return false
+			}
+			for p := range own[m] {
+				count[p]++
+			}
+		}
+		for p := range partitions {
+			if count[p] != 1 {
+				return false
+			}
+		}
+		return len(count) == int(partitions)
+	}
+}
+
+// steadyProducer produces small keyed records with franz-go until stopped,
+// remembering the value of every acknowledged (partition, offset).
+type steadyProducer struct {
+	cl   *kgo.Client
+	stop chan struct{}
+	done chan struct{}
+
+	mu   sync.Mutex
+	sent map[int32]map[int64]string
+	errs []error
+}
+
+func startSteadyProducer(t testing.TB, addr, topic string) *steadyProducer {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
+		kgo.ProduceRequestTimeout(20*time.Second), kgo.RecordDeliveryTimeout(45*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := &steadyProducer{cl: cl, stop: make(chan struct{}), done: make(chan struct{}), sent: map[int32]map[int64]string{}}
+	go func() {
+		defer close(sp.done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for seq := 0; ; {
+			select {
+			case <-sp.stop:
+				return
+			case <-tick.C:
+			}
+			for range 10 {
+				r := &kgo.Record{Key: fmt.Appendf(nil, "k-%d", seq), Value: fmt.Appendf(nil, "g-%07d", seq)}
+				seq++
+				cl.Produce(context.Background(), r, sp.acked)
+			}
+		}
+	}()
+	return sp
+}
+
+func (sp *steadyProducer) acked(r *kgo.Record, err error) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if err != nil {
+		sp.errs = append(sp.errs, err)
+		return
+	}
+	if sp.sent[r.Partition] == nil {
+		sp.sent[r.Partition] = map[int64]string{}
+	}
+	sp.sent[r.Partition][r.Offset] = string(r.Value)
+}
+
+// finish stops producing, waits for every acknowledgement and returns what
+// was sent, by partition and offset.
+func (sp *steadyProducer) finish(t testing.TB) map[int32]map[int64]string {
+	t.Helper()
+	close(sp.stop)
+	<-sp.done
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := sp.cl.Flush(ctx); err != nil {
+		t.Fatalf("steady producer: flush: %v", err)
+	}
+	sp.cl.Close()
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if len(sp.errs) > 0 {
+		t.Fatalf("steady producer: %d records failed, first: %v", len(sp.errs), sp.errs[0])
+	}
+	return sp.sent
+}
+
+// TestJavaConsumerGroup runs a group of Java KafkaConsumers (classic
+// protocol, tests/java/src/GroupConsumers.java: commitSync after each poll)
+// on a 6-partition topic created by kafka-topics, while franz-go produces
+// steadily: three members join, one leaves, one joins, another leaves,
+// another joins. Every produced record must be consumed at least once, with
+// its value; no record may be consumed after the group committed an offset
+// beyond it, and no commit may go back; at the end the group has committed
+// every partition's end. Once with the Java default assignors (range wins:
+// eager rebalances) and once with cooperative-sticky (incremental).
+func TestJavaConsumerGroup(t *testing.T) {
+	tg := newTarget(t)
+	classes := compileJava(t, "GroupConsumers.java")
+	for _, tc := range []struct{ name, assignors string }{
+		{"range", "default"},
+		{"cooperative-sticky", "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const partitions = 6
+			topic := topicName(t)
+			group := "java-" + topic
+			topicCommandCreate(t, tg, topic, partitions)
+
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			g := startGroupProc(ctx, t, classes, tg.Addr(), topic, group, tc.assignors)
+			defer func() {
+				if t.Failed() {
+					t.Logf("GroupConsumers output:\n%s", g.tail())
+				}
+			}()
+			sp := startSteadyProducer(t, tg.Addr(), topic)
+			stopped := false
+			defer func() {
+				if !stopped {
+					close(sp.stop)
+					sp.cl.Close()
+				}
+			}()
+
+			const step = 2 * time.Minute
+			for _, m := range []string{"m1", "m2", "m3"} {
+				g.send("join " + m)
+			}
+			g.waitUntil(step, "m1, m2, m3 sharing the partitions", settled(partitions, "m1", "m2", "m3"))
+			time.Sleep(2 * time.Second)
+			g.send("leave m2")
+			g.waitUntil(step, "m1, m3 sharing the partitions", settled(partitions, "m1", "m3"))
+			time.Sleep(2 * time.Second)
+			g.send("join m4")
+			g.waitUntil(step, "m1, m3, m4 sharing the partitions", settled(partitions, "m1", "m3", "m4"))
+			time.Sleep(2 * time.Second)
+			g.send("leave m1")
+			g.waitUntil(step, "m3, m4 sharing the partitions", settled(partitions, "m3", "m4"))
+			g.send("join m5")
+			g.waitUntil(step, "m3, m4, m5 sharing the partitions", settled(partitions, "m3", "m4", "m5"))
+			time.Sleep(2 * time.Second)
+			stopped = true
+			sent := sp.finish(t)
+			ends := map[int32]int64{}
+			total := 0
+			for p, offs := range sent {
+				ends[p] = int64(len(offs))
+				total += len(offs)
+			}
+			t.Logf("%s: franz-go produced %d records over %d partitions", tg.Name(), total, len(sent))
+			waitCommitted(t, tg, group, topic, partitions, ends, step, g)
+
+			g.send("quit")
+			g.stdin.Close()
+			select {
+			case <-g.done:
+			case <-ctx.Done():
+			}
+			err := g.cmd.Wait()
+			lines := g.snapshot()
+			if err != nil || len(lines) == 0 || lines[len(lines)-1] != "bye" {
+				t.Fatalf("GroupConsumers did not end with \"bye\": %v\n%s", err, g.tail())
+			}
+			checkGroupEvents(t, lines, partitions, sent)
+		})
+	}
+}
+
+// waitCommitted polls the group's committed offsets (franz-go admin
+// OffsetFetch) until every partition's is its end.
+func waitCommitted(t testing.TB, tg target, group, topic string, partitions int32, ends map[int32]int64, timeout time.Duration, g *groupProc) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	start := time.Now()
+	var last string
+	for time.Since(start) < timeout {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		offs, err := adm.FetchOffsets(ctx, group)
+		cancel()
+		if err == nil {
+			var behind []string
+			for p := range partitions {
+				o, ok := offs.Lookup(topic, p)
+				if !ok || o.Err != nil || o.At != ends[p] {
+					behind = append(behind, fmt.Sprintf("%d: %d of %d", p, o.At, ends[p]))
+				}
+			}
+			if len(behind) == 0 {
+				t.Logf("group %s committed every end after %v", group, time.Since(start).Round(time.Millisecond))
+				return
+			}
+			last = strings.Join(behind, ", ")
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("group %s did not commit every partition's end within %v (last: %s)\n%s", group, timeout, last, g.tail())
+}
+
+// checkGroupEvents checks the members' events in the order they happened:
+// records consumed against what was sent and against the group's committed
+// offsets so far, commits that never go back, no member errors.
+func checkGroupEvents(t testing.TB, lines []string, partitions int32, sent map[int32]map[int64]string) {
+	t.Helper()
+	committed := map[int32]int64{}
+	seen := map[int32]map[int64]int{}
+	records, failedCommits, bad := 0, 0, 0
+	report := func(format string, args ...any) {
+		t.Helper()
+		if bad++; bad <= 10 {
+			t.Errorf(format, args...)
+		}
+	}
+	for i, l := range lines {
+		f := strings.SplitN(l, "\t", 5)
+		switch f[0] {
+		case "R", "C":
+			if len(f) < 4 || f[0] == "R" && len(f) != 5 {
+				report("event %d: malformed %q", i, l)
+				continue
+			}
+			p64, err1 := strconv.ParseInt(f[2], 10, 32)
+			o, err2 := strconv.ParseInt(f[3], 10, 64)
+			p := int32(p64)
+			if err1 != nil || err2 != nil || p < 0 || p >= partitions {
+				report("event %d: malformed %q", i, l)
+				continue
+			}
+			if f[0] == "C" {
+				if o < committed[p] {
+					report("event %d: %s committed offset %d for partition %d after the group had committed %d (commit went back)", i, f[1], o, p, committed[p])
+				}
+				committed[p] = max(committed[p], o)
+				continue
+			}
+			records++
+			if o < committed[p] {
+				report("event %d: %s consumed %d/%d after the group had committed offset %d (rewind)", i, f[1], p, o, committed[p])
+			}
+			want, ok := sent[p][o]
+			switch {
+			case !ok:
+				report("event %d: %s consumed %d/%d, which was never produced (value %q)", i, f[1], p, o, f[4])
+			case want != f[4]:
+				report("event %d: %s consumed %d/%d with value %q, produced %q", i, f[1], p, o, f[4], want)
+			}
+			if seen[p] == nil {
+				seen[p] = map[int64]int{}
+			}
+			seen[p][o]++
+		case "F":
+			if failedCommits++; failedCommits <= 3 {
+				t.Logf("event %d: %s", i, l)
+			}
+		case "E":
+			report("event %d: member error: %s", i, l)
+		}
+	}
+	missing, dups := 0, 0
+	for p := range partitions {
+		for o := range int64(len(sent[p])) {
+			switch n := seen[p][o]; {
+			case n == 0:
+				if missing++; missing <= 10 {
+					t.Errorf("record %d/%d (value %q) was never consumed", p, o, sent[p][o])
+				}
+			case n > 1:
+				dups += n - 1
+			}
+		}
+		if end := int64(len(sent[p])); committed[p] != end {
+			t.Errorf("the members' last commit for partition %d is %d, want the end %d", p, committed[p], end)
+		}
+	}
+	if missing > 10 {
+		t.Errorf("%d records were never consumed in all", missing)
+	}
+	if bad > 10 {
+		t.Errorf("%d bad events in all", bad)
+	}
+	t.Logf("members consumed %d records (%d again after a rebalance, uncommitted); %d commits failed", records, dups, failedCommits)
+}
