@@ -1,0 +1,486 @@
+//go:build linux
+
+package hostile
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Limits the kiggy process runs with: small enough that every timeout case
+// finishes in seconds (the suite must stay under ~3 minutes on two cores).
+const (
+	readTimeout  = 2 * time.Second
+	idleTimeout  = 5 * time.Second
+	writeTimeout = 3 * time.Second
+	// maxOutputBytes is --max-output-bytes.
+	maxOutputBytes = 1 << 20
+	// decodeBudget is --decode-budget-bytes: what one Produce request may
+	// decompress.
+	decodeBudget = 64 << 20
+	// maxFrameSize is the gateway's default --max-frame-size (Kafka's
+	// socket.request.max.bytes), left as shipped.
+	maxFrameSize = 100 << 20
+)
+
+// engineEnv selects the network engine (--engine); unset = the default.
+const engineEnv = "KIGGY_TEST_ENGINE"
+
+// logEnv names a file that receives the kiggy process's whole log; when it
+// is set, a case that finds the gateway stuck also has the process dump its
+// goroutines there (SIGQUIT) before failing.
+const logEnv = "KIGGY_HOSTILE_LOG"
+
+// kiggyProc is one kiggy process.
+type kiggyProc struct {
+	cmd   *exec.Cmd
+	pid   int
+	addr  string // Kafka listener
+	admin string // /metrics, /healthz, /readyz
+	http  *http.Client
+	log   *tail
+	done  chan struct{} // closed when the process has exited
+	err   error         // Wait's result, valid after done
+	// dumpable: the full log goes to a file, so dump may kill the process
+	// for its goroutine stacks.
+	dumpable bool
+}
+
+// dump has the process write its goroutine stacks to the log file and exit
+// (SIGQUIT), when a log file was asked for; the test is failing anyway.
+func (k *kiggyProc) dump(t testing.TB) {
+	if !k.dumpable {
+		t.Logf("set %s=/path/to/file to get the process's goroutine stacks here", logEnv)
+		return
+	}
+	_ = k.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-k.done:
+	case <-time.After(10 * time.Second):
+	}
+	t.Logf("kiggy's goroutine stacks are in %s", os.Getenv(logEnv))
+}
+
+// goTool returns the go command that runs this test.
+func goTool() (string, error) {
+	if root := os.Getenv("GOROOT"); root != "" {
+		p := filepath.Join(root, "bin", "go")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return exec.LookPath("go")
+}
+
+// buildKiggy builds cmd/kiggy into a temporary directory.
+func buildKiggy(t *testing.T) string {
+	t.Helper()
+	gobin, err := goTool()
+	if err != nil {
+		t.Fatalf("no go command to build cmd/kiggy: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "kiggy")
+	cmd := exec.Command(gobin, "build", "-o", out, "./cmd/kiggy")
+	cmd.Dir = filepath.Join("..", "..")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/kiggy: %v\n%s", err, b)
+	}
+	return out
+}
+
+// startKiggy runs bin on 127.0.0.1 ephemeral ports and waits until both
+// listeners are up and /readyz answers. The process is stopped (SIGTERM,
+// then SIGKILL) when the test ends.
+func startKiggy(t *testing.T, bin string) *kiggyProc {
+	t.Helper()
+	args := []string{
+		"--listen", "127.0.0.1:0",
+		"--admin-addr", "127.0.0.1:0",
+		"--read-timeout", readTimeout.String(),
+		"--idle-timeout", idleTimeout.String(),
+		"--write-timeout", writeTimeout.String(),
+		"--max-output-bytes", strconv.Itoa(maxOutputBytes),
+		"--decode-budget-bytes", strconv.Itoa(decodeBudget),
+		"--drain-timeout", "2s",
+		"--log-format", "json",
+	}
+	if e := os.Getenv(engineEnv); e != "" {
+		args = append(args, "--engine", e)
+	}
+	cmd := exec.Command(bin, args...)
+	// Only what the process needs: a stray KIGGY_* variable in the test's
+	// environment would change its configuration (or stop it).
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	if g := os.Getenv("GODEBUG"); g != "" {
+		cmd.Env = append(cmd.Env, "GODEBUG="+g) // e.g. gctrace=1 with KIGGY_HOSTILE_LOG
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start kiggy: %v", err)
+	}
+	k := &kiggyProc{
+		cmd:  cmd,
+		pid:  cmd.Process.Pid,
+		log:  newTail(400),
+		done: make(chan struct{}),
+		http: &http.Client{
+			Timeout:   5 * time.Second,
+			Transport: &http.Transport{DisableKeepAlives: true},
+		},
+	}
+	var full io.Writer = io.Discard
+	if path := os.Getenv(logEnv); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatalf("%s: %v", logEnv, err)
+		}
+		t.Cleanup(func() { f.Close() })
+		full = f
+		k.dumpable = true
+	}
+	addrs := make(chan [2]string, 4)
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(full, line)
+			k.log.add(line)
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Addr != "" {
+				addrs <- [2]string{rec.Msg, rec.Addr}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	go func() {
+		<-logDone
+		k.err = cmd.Wait()
+		close(k.done)
+	}()
+	t.Cleanup(func() { k.stop(t) })
+
+	deadline := time.After(20 * time.Second)
+	for k.addr == "" || k.admin == "" {
+		select {
+		case a := <-addrs:
+			switch a[0] {
+			case "kiggy listening":
+				k.addr = a[1]
+			case "admin listening":
+				k.admin = a[1]
+			}
+		case <-k.done:
+			t.Fatalf("kiggy exited at start: %v\n%s", k.err, k.log)
+		case <-deadline:
+			t.Fatalf("kiggy did not report its listeners within 20s\n%s", k.log)
+		}
+	}
+	waitFor(t, 10*time.Second, "kiggy /readyz", func() bool {
+		resp, err := k.http.Get("http://" + k.admin + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return k
+}
+
+// alive fails the test if the process has exited.
+func (k *kiggyProc) alive(t testing.TB) {
+	t.Helper()
+	select {
+	case <-k.done:
+		t.Fatalf("kiggy process exited: %v\nlast log lines:\n%s", k.err, k.log)
+	default:
+	}
+}
+
+// stop drains the process with SIGTERM and reports a crash or a drain that
+// does not finish.
+func (k *kiggyProc) stop(t *testing.T) {
+	select {
+	case <-k.done:
+		return
+	default:
+	}
+	_ = k.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-k.done:
+		if k.err != nil && !t.Failed() {
+			t.Errorf("kiggy exited with %v after SIGTERM\n%s", k.err, k.log)
+		}
+	case <-time.After(15 * time.Second):
+		_ = k.cmd.Process.Kill()
+		<-k.done
+		t.Errorf("kiggy did not stop within 15s of SIGTERM (drain timeout 2s)\n%s", k.log)
+	}
+}
+
+// metrics scrapes /metrics into "name{labels}" → value.
+func (k *kiggyProc) metrics(t testing.TB) metrics {
+	t.Helper()
+	resp, err := k.http.Get("http://" + k.admin + "/metrics")
+	if err != nil {
+		k.alive(t)
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	m := metrics{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		m[line[:i]] = v
+	}
+	if _, ok := m["go_goroutines"]; !ok {
+		t.Fatalf("/metrics has no go_goroutines:\n%s", body)
+	}
+	return m
+}
+
+// metrics is one scrape of /metrics.
+type metrics map[string]float64
+
+// closed returns kiggy_connections_closed_total for reason.
+func (m metrics) closed(reason string) float64 {
+	return m[`kiggy_connections_closed_total{reason="`+reason+`"}`]
+}
+
+// open returns kiggy_connections_open.
+func (m metrics) open() float64 { return m["kiggy_connections_open"] }
+
+// reasons lists the close reasons present in m.
+func (m metrics) reasons() []string {
+	var rs []string
+	for k := range m {
+		if r, ok := strings.CutPrefix(k, `kiggy_connections_closed_total{reason="`); ok {
+			rs = append(rs, strings.TrimSuffix(r, `"}`))
+		}
+	}
+	return rs
+}
+
+// waitClosed polls /metrics until at least n more connections than in base
+// were closed for reason.
+func (k *kiggyProc) waitClosed(t testing.TB, base metrics, reason string, n int, timeout time.Duration) {
+	t.Helper()
+	want := base.closed(reason) + float64(n)
+	var last metrics
+	ok := poll(timeout, func() bool {
+		last = k.metrics(t)
+		return last.closed(reason) >= want
+	})
+	if !ok {
+		t.Fatalf("closed{reason=%q}: %v, want >= %v (+%d) within %v", reason, last.closed(reason), want, n, timeout)
+	}
+}
+
+// waitOpen polls until kiggy_connections_open is at most n.
+func (k *kiggyProc) waitOpen(t testing.TB, n float64, timeout time.Duration) {
+	t.Helper()
+	var last metrics
+	if !poll(timeout, func() bool {
+		last = k.metrics(t)
+		return last.open() <= n
+	}) {
+		t.Fatalf("kiggy_connections_open = %v, want <= %v within %v (closes: %v)", last.open(), n, timeout, closeCounts(last))
+	}
+}
+
+// closeCounts formats the close counters of m.
+func closeCounts(m metrics) string {
+	var b strings.Builder
+	for _, r := range m.reasons() {
+		fmt.Fprintf(&b, "%s=%v ", r, m.closed(r))
+	}
+	return b.String()
+}
+
+// statusBytes reads a "Vm*:  N kB" field of /proc/pid/status, in bytes.
+func statusBytes(pid int, field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))
+			n, err := strconv.ParseInt(v, 10, 64)
+			return n << 10, err
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
+}
+
+// rss returns the process's resident set size.
+func (k *kiggyProc) rss(t testing.TB) int64 {
+	t.Helper()
+	n, err := statusBytes(k.pid, "VmRSS")
+	if err != nil {
+		k.alive(t)
+		t.Fatal(err)
+	}
+	return n
+}
+
+// peak measures the process's peak RSS over a case: VmHWM after resetting
+// it through /proc/pid/clear_refs, and a 10 ms sampler in case the reset is
+// not permitted. Stop the returned func to get the peak.
+func (k *kiggyProc) peak(t testing.TB) (stop func() int64) {
+	t.Helper()
+	hwm := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", k.pid), []byte("5"), 0) == nil
+	var mu sync.Mutex
+	max := k.rss(t)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tk := time.NewTicker(10 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tk.C:
+				if n, err := statusBytes(k.pid, "VmRSS"); err == nil {
+					mu.Lock()
+					max = maxI(max, n)
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	return func() int64 {
+		close(quit)
+		<-done
+		if hwm {
+			if n, err := statusBytes(k.pid, "VmHWM"); err == nil {
+				max = maxI(max, n)
+			}
+		}
+		return max
+	}
+}
+
+func maxI(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// raiseNoFile raises this process's RLIMIT_NOFILE (soft, and hard when
+// needed, which takes root) to at least n. The kiggy child inherits it.
+func raiseNoFile(t *testing.T, n uint64) {
+	t.Helper()
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	if lim.Cur >= n {
+		// Set it anyway: Go restores the original soft limit in children
+		// unless the program called Setrlimit itself.
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	lim.Cur = n
+	if lim.Max < n {
+		lim.Max = n
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatalf("RLIMIT_NOFILE to %d: %v (the suite needs root or a hard limit of at least %d)", n, err, n)
+	}
+}
+
+// tail keeps the last lines of the process's log.
+type tail struct {
+	mu    sync.Mutex
+	lines []string
+	max   int
+}
+
+func newTail(max int) *tail { return &tail{max: max} }
+
+func (l *tail) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == l.max {
+		copy(l.lines, l.lines[1:])
+		l.lines = l.lines[:l.max-1]
+	}
+	l.lines = append(l.lines, s)
+}
+
+func (l *tail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b bytes.Buffer
+	for _, s := range l.lines {
+		b.WriteString(s)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// poll calls cond every 50 ms until it holds or timeout passes.
+func poll(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitFor is poll that fails the test on timeout.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !poll(timeout, cond) {
+		t.Fatalf("timed out after %v waiting for %s", timeout, what)
+	}
+}
+
+// ctxFor returns a context that ends with the test.
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
