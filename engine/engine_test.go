@@ -201,7 +201,7 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 
 func (ts *testServer) waitClosed(t testing.TB, r CloseReason, n uint64) {
 	t.Helper()
-	waitFor(t, 10*time.Second, r.String()+" closes", func() bool {
+	waitFor(t, 30*time.Second, r.String()+" closes", func() bool {
 		st := ts.srv.Stats()
 		return st.Closes[r] >= n
 	})

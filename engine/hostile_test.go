@@ -141,7 +141,7 @@ func TestDisconnectMidResponse(t *testing.T) {
 			c.(*net.TCPConn).SetLinger(0)
 			c.Close()
 		}
-		waitFor(t, 10*time.Second, "connections closed", func() bool { return ts.srv.Stats().Open == 1 })
+		waitFor(t, 30*time.Second, "connections closed", func() bool { return ts.srv.Stats().Open == 1 })
 		stop()
 	})
 }
@@ -155,7 +155,7 @@ func TestManyConnections(t *testing.T) {
 		for i := range cs {
 			cs[i] = ts.dial(t)
 		}
-		waitFor(t, 10*time.Second, "all accepted", func() bool { return ts.srv.Stats().Open == conns })
+		waitFor(t, 30*time.Second, "all accepted", func() bool { return ts.srv.Stats().Open == conns })
 		var wg sync.WaitGroup
 		errc := make(chan error, conns)
 		const workers = 100
@@ -187,7 +187,7 @@ func TestManyConnections(t *testing.T) {
 		for _, c := range cs {
 			c.Close()
 		}
-		waitFor(t, 10*time.Second, "all closed", func() bool { return ts.srv.Stats().Open == 0 })
+		waitFor(t, 30*time.Second, "all closed", func() bool { return ts.srv.Stats().Open == 0 })
 	})
 }
 
@@ -223,7 +223,7 @@ func TestConnectStorm(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		waitFor(t, 10*time.Second, "storm connections closed", func() bool { return ts.srv.Stats().Open == 1 })
+		waitFor(t, 30*time.Second, "storm connections closed", func() bool { return ts.srv.Stats().Open == 1 })
 		stop()
 	})
 }
@@ -263,7 +263,7 @@ func TestDrain(t *testing.T) {
 		start := time.Now()
 		done := make(chan error, 1)
 		go func() { done <- ts.stop(5 * time.Second) }()
-		expectEOF(t, idle, 2*time.Second)
+		expectEOF(t, idle, 5*time.Second)
 		if d := time.Since(start); d > time.Second {
 			t.Errorf("idle connection closed after %v", d)
 		}
@@ -282,11 +282,11 @@ func TestDrain(t *testing.T) {
 				t.Fatalf("in-flight request %d: got %d, %v", want, corr, err)
 			}
 		}
-		expectEOF(t, busy, 2*time.Second)
+		expectEOF(t, busy, 5*time.Second)
 		if err := <-done; err != nil {
 			t.Fatalf("Shutdown: %v", err)
 		}
-		if d := time.Since(start); d > 2*time.Second {
+		if d := time.Since(start); d > 4*time.Second {
 			t.Errorf("Shutdown took %v", d)
 		}
 		if st := ts.srv.Stats(); st.Closes[ReasonShutdown] != 2 || st.Open != 0 {
