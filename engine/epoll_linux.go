@@ -79,14 +79,16 @@ import (
 )
 
 // DefaultKind is the engine New uses for kind "". On Linux it is the epoll
-// engine, chosen from BenchmarkEngines (2 shared cores, -benchtime 0.5s
-// -count 3, medians; loopback, client in the same process): it used less
-// CPU per request in every 50-byte case (1.14x to 1.54x less than the net
-// engine) and was as fast or faster in wall time in 8 of 12 cases; the net
-// engine won wall time for 64 KiB requests pipelined over 64 connections
-// (its reader and writer goroutines overlap on the two cores) and used 6-14%
-// less CPU there. Epoll is also the engine with an enforced zero-allocation
-// request cycle and no goroutine or stack per connection.
+// engine, chosen from BenchmarkEngines (2 cores shared with other work,
+// -benchtime 0.5s -count 3, medians; loopback, client in the same process).
+// Epoll used less CPU per request in every 50-byte case (1.14x to 1.54x less
+// than the net engine) and was as fast or faster in wall time in 9 of 12
+// cases. The net engine won wall time in 3 (64 KiB requests over 64
+// connections, pipelined or not, where its separate reader and writer
+// goroutines overlap on the two cores; 50 B unpipelined over 1024) and used
+// 6-14% less CPU for pipelined or 1024-connection 64 KiB requests, where
+// both are dominated by kernel copies. Epoll is also the engine with an
+// enforced zero-allocation request cycle and no goroutines per connection.
 const DefaultKind = KindEpoll
 
 const (
