@@ -113,11 +113,17 @@ func (d *Decoder) Records(b []byte, h Header, budget *Budget) (Records, error) {
 		limitBytes, limitRecords = budget.MaxBytes, budget.MaxRecords
 	}
 	n := int64(h.NumRecords)
+	section := b[HeaderSize:size:size]
+	codec := h.Codec()
+	if codec == None && n > int64(len(section)/minRecordSize) {
+		// An uncompressed records section cannot hold more than one record
+		// per minRecordSize bytes: a larger count is a lie, not a large
+		// batch (Kafka's iterator fails it as "premature EOF").
+		return Records{}, ErrRecordCount
+	}
 	if n > limitRecords {
 		return Records{}, ErrBudgetRecords
 	}
-	section := b[HeaderSize:size:size]
-	codec := h.Codec()
 	if codec == None {
 		if budget != nil {
 			budget.MaxRecords -= n

@@ -18,7 +18,9 @@ package bridge
 import (
 	"context"
 	"log/slog"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/group"
@@ -134,6 +136,7 @@ type Gateway struct {
 	decode chan struct{} // semaphore for concurrent decodes
 
 	producerIDs producerIDs
+	bigDecode   atomic.Bool
 	groups      *group.Coordinator
 	metrics     metrics
 	notify      notifier
@@ -350,14 +353,28 @@ func (c *call) responseBuffer() []byte {
 	return wire.AppendResponseHeader(buf, c.hdr.APIKey, c.hdr.APIVersion, c.hdr.CorrelationID)
 }
 
-// janitor forgets the state of closed connections.
+// bigDecodeBytes: a Produce request that decoded more than this (or hit the
+// decode budget) asks the janitor to hand freed memory back to the OS.
+const bigDecodeBytes = 32 << 20
+
+// janitor forgets the state of closed connections, and returns memory to the
+// OS after unusually large decodes (a compression bomb at the budget leaves
+// the heap's high-water mark resident otherwise; the Go scavenger alone
+// takes minutes), at most once per tick.
 func (g *Gateway) janitor() {
 	defer g.wg.Done()
-	t := time.NewTicker(10 * time.Second)
+	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
+	sweep := 0
 	for {
 		select {
 		case <-t.C:
+			if g.bigDecode.Swap(false) {
+				debug.FreeOSMemory()
+			}
+			if sweep++; sweep%5 != 0 {
+				continue
+			}
 			g.conns.Range(func(k, v any) bool {
 				cs := v.(*connState)
 				cs.mu.Lock()

@@ -76,6 +76,9 @@ func (g *Gateway) produce(c *call) bool {
 	if cancel != nil {
 		cancel()
 	}
+	if g.cfg.DecodeBudgetBytes-budget.MaxBytes > bigDecodeBytes {
+		g.bigDecode.Store(true)
+	}
 	if req.Acks == 0 {
 		if failed {
 			// KafkaApis.handleProduceRequest: an acks=0 request that failed
@@ -158,6 +161,7 @@ func (g *Gateway) producePartition(ctx context.Context, st *state, topic string,
 	if code != wire.None {
 		if code == wire.MessageTooLarge || code == wire.NotLeaderOrFollower {
 			g.metrics.budgetRejects.Add(1)
+			g.bigDecode.Store(true)
 		}
 		return code, -1
 	}
