@@ -292,7 +292,11 @@ func (g *Gateway) offsetCommit(c *call) bool {
 			case len(p.Metadata.S) > offsetMetadataMax:
 				code = wire.OffsetMetadataTooLarge
 			default:
-				if err := g.log.CommitOffset(g.ctx, req.Group, t.Topic, p.Partition, p.Offset, p.Metadata.S); err != nil {
+				if err := g.log.CommitOffset(g.ctx, req.Group, t.Topic, p.Partition, p.Offset, p.Metadata.S); errors.Is(err, ErrInvalidGroup) {
+					// RECORD_MAPPING.md §5: a group id over 246 bytes does
+					// not fit an Iggy consumer name.
+					code = wire.InvalidGroupID
+				} else if err != nil {
 					// RECORD_MAPPING.md §5: retriable failures go back as
 					// COORDINATOR_LOAD_IN_PROGRESS.
 					code = wire.CoordinatorLoadInProgress

@@ -99,6 +99,8 @@ var (
 	// ErrUnavailable means the backend could not be reached and nothing was
 	// stored: a retry is safe.
 	ErrUnavailable = errors.New("bridge: backend unavailable")
+	// ErrInvalidGroup means a group id the backend cannot key offsets by.
+	ErrInvalidGroup = errors.New("bridge: group id not supported by the backend")
 	// ErrTooLarge means the write exceeds a backend limit.
 	ErrTooLarge = errors.New("bridge: write too large for backend")
 )

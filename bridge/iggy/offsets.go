@@ -19,7 +19,6 @@ package iggy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/kiggy-io/kiggy/bridge"
@@ -30,7 +29,7 @@ import (
 const groupPrefix = "kafka.cg."
 
 // ErrInvalidGroup means a group id does not fit an Iggy consumer name.
-var ErrInvalidGroup = errors.New("iggy: group id must be 1..246 bytes")
+var ErrInvalidGroup = fmt.Errorf("iggy: group id must be 1..246 bytes: %w", bridge.ErrInvalidGroup)
 
 type offsetKey struct {
 	group, topic string
