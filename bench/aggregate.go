@@ -46,6 +46,8 @@ func aggregate(row *Row) {
 	var cpuBytes, consBytes, prodBytes int64
 	cpuOK, consumeNA := true, false
 	var peak int64
+	var other float64
+	nOther := 0
 	for _, run := range row.Runs {
 		prodRate += run.ProduceRecordsPerSec
 		prodMB += run.ProduceMBPerSec
@@ -73,6 +75,13 @@ func aggregate(row *Row) {
 		peak = max(peak, sum)
 		row.Acked += run.Acked
 		row.Consumed += run.Consumed
+		if run.OtherCPUShare != nil {
+			other += *run.OtherCPUShare
+			nOther++
+		}
+	}
+	if nOther > 0 {
+		row.OtherCPUPercent = ptr(100 * other / float64(nOther))
 	}
 	row.ProduceRecordsPerSec = prodRate / n
 	row.ProduceMBPerSec = prodMB / n

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,20 @@ type cpuSample struct {
 	server time.Duration
 	client time.Duration
 	ok     bool
+	// machineBusy and machineTotal are the whole machine's (MachineCPU).
+	machineBusy, machineTotal time.Duration
+}
+
+// otherShare returns the fraction of the machine's CPU time between s0 and
+// s1 that neither the servers nor this process used: other work on the
+// machine competing with the benchmark. NaN when unknown.
+func otherShare(s0, s1 cpuSample) float64 {
+	total := s1.machineTotal - s0.machineTotal
+	if total <= 0 || !s0.ok || !s1.ok {
+		return math.NaN()
+	}
+	other := (s1.machineBusy - s0.machineBusy) - (s1.server - s0.server) - (s1.client - s0.client)
+	return max(0, float64(other)/float64(total))
 }
 
 func (m cpuMeter) read() cpuSample {
@@ -73,6 +88,7 @@ func (m cpuMeter) read() cpuSample {
 	if d, err := ProcCPU(selfPID); err == nil {
 		s.client = d
 	}
+	s.machineBusy, s.machineTotal, _ = MachineCPU()
 	return s
 }
 
@@ -106,6 +122,8 @@ type produceResult struct {
 	// when the server's could not be read.
 	serverCPU, clientCPU time.Duration
 	cpuOK                bool
+	// otherCPU is the share of the machine other processes used.
+	otherCPU float64
 }
 
 const (
@@ -329,6 +347,7 @@ func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window 
 		serverCPU: c1.server - c0.server,
 		clientCPU: c1.client - c0.client,
 		cpuOK:     c0.ok && c1.ok,
+		otherCPU:  otherShare(c0, c1),
 	}
 	res.bytes = res.records * int64(l.RecordSize)
 	for i := range p.acked {
@@ -402,6 +421,26 @@ func createTopic(ctx context.Context, addr, topic string, partitions int32) erro
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// deleteTopic deletes topic, so that a target holding its data in memory
+// can free it before the next phase.
+func deleteTopic(ctx context.Context, addr, topic string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).DeleteTopic(ctx, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("bench: deleting topic %s: %w", topic, err)
+	}
+	return nil
 }
 
 // endOffsets returns each partition's high watermark.

@@ -87,3 +87,37 @@ func parseStatusKB(b []byte, key string) (int64, error) {
 	}
 	return 0, fmt.Errorf("bench: no %s line in /proc status", key)
 }
+
+// MachineCPU returns the machine's busy CPU time (every CPU, every process:
+// all of /proc/stat's "cpu" line but idle and iowait) and its total CPU time
+// (busy plus idle and iowait) since boot.
+func MachineCPU() (busy, total time.Duration, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, errNoProc
+	}
+	return parseMachineCPU(b)
+}
+
+func parseMachineCPU(b []byte) (busy, total time.Duration, err error) {
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := strings.Fields(string(line))
+	// cpu user nice system idle iowait irq softirq steal guest guest_nice;
+	// guest time is already counted in user, so only the first 8 add up.
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, 0, errors.New("bench: malformed /proc/stat")
+	}
+	var idle, all uint64
+	for i := 1; i < len(f) && i <= 8; i++ {
+		v, err := strconv.ParseUint(f[i], 10, 64)
+		if err != nil {
+			return 0, 0, errors.New("bench: malformed /proc/stat")
+		}
+		all += v
+		if i == 4 || i == 5 {
+			idle += v
+		}
+	}
+	tick := time.Second / clockTicks
+	return time.Duration(all-idle) * tick, time.Duration(all) * tick, nil
+}

@@ -91,6 +91,9 @@ type Row struct {
 	// PeakRSSMiB is the server processes' peak resident set (VmHWM),
 	// summed over processes, over the whole session the row ran in.
 	PeakRSSMiB *float64 `json:"peak_rss_mib"`
+	// OtherCPUPercent is the mean over the runs of the machine's CPU used
+	// by other processes during the produce windows, in percent.
+	OtherCPUPercent *float64 `json:"other_cpu_percent"`
 
 	// Acked and Consumed total the runs' records (franz-go, where
 	// consumed is applicable).
@@ -134,6 +137,10 @@ type Measurement struct {
 	ConsumeServerCPUSeconds float64 `json:"consume_server_cpu_s,omitempty"`
 	ClientCPUSeconds        float64 `json:"client_cpu_s"`
 	CPUMeasured             bool    `json:"cpu_measured"`
+	// OtherCPUShare is the share (0–1) of the machine's CPU time during
+	// the produce window used by processes other than the servers and the
+	// load generator: how much other work competed with this run.
+	OtherCPUShare *float64 `json:"other_cpu_share,omitempty"`
 	// PeakRSS is each server process's VmHWM in bytes at the end of the
 	// session.
 	PeakRSS map[string]int64 `json:"peak_rss_bytes,omitempty"`
@@ -201,22 +208,22 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "Rate-limited runs: %.0f records/s (%s)\n", lr.Rate, lr.RateSource)
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "target\tclient\tmode\tprod rec/s\tprod MB/s\tp50 ms\tp99 ms\tp99.9 ms\tcons rec/s\tcons MB/s\tsrv CPU s/GB\tcons CPU s/GB\tpeak RSS MiB\tstatus\t")
+		fmt.Fprintln(tw, "target\tclient\tmode\tprod rec/s\tprod MB/s\tp50 ms\tp99 ms\tp99.9 ms\tcons rec/s\tcons MB/s\tsrv CPU s/GB\tcons CPU s/GB\tpeak RSS MiB\tothers %\tstatus\t")
 		for _, row := range lr.Rows {
 			status := row.Status
 			if row.Status == StatusOK && row.Note != "" {
 				status += " (" + row.Note + ")"
 			}
 			if len(row.Runs) == 0 {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t\n", row.Target, row.Client, row.Mode, status)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t\n", row.Target, row.Client, row.Mode, status)
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 				row.Target, row.Client, row.Mode,
 				num(row.ProduceRecordsPerSec, 0), num(row.ProduceMBPerSec, 1),
 				num(row.P50Ms, 2), num(row.P99Ms, 2), num(row.P999Ms, 2),
 				opt(row.ConsumeRecordsPerSec, 0), opt(row.ConsumeMBPerSec, 1),
-				opt(row.ServerCPUPerGB, 2), opt(row.ConsumeCPUPerGB, 2), opt(row.PeakRSSMiB, 0), status)
+				opt(row.ServerCPUPerGB, 2), opt(row.ConsumeCPUPerGB, 2), opt(row.PeakRSSMiB, 0), opt(row.OtherCPUPercent, 0), status)
 		}
 		tw.Flush()
 		for _, line := range statusLines(&lr) {

@@ -287,6 +287,7 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 		if err := createTopic(ctx, s.addr, topic, l.Partitions); err != nil {
 			return nil, err
 		}
+		defer r.dropTopic(ctx, s, topic)
 	}
 	meter := cpuMeter{pids: s.pids()}
 	mode := "as fast as it goes"
@@ -314,6 +315,7 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 		ClientCPUSeconds:     pr.clientCPU.Seconds(),
 		CPUMeasured:          pr.cpuOK,
 		ProduceProfile:       prof,
+		OtherCPUShare:        ptr(pr.otherCPU),
 		hist:                 pr.hist,
 	}
 	for _, a := range pr.acked {
@@ -390,6 +392,7 @@ func (r *runner) javaPerf(ctx context.Context, s *session, l Load, topic string,
 		if err := createTopic(ctx, s.addr, topic, l.Partitions); err != nil {
 			return nil, err
 		}
+		defer r.dropTopic(ctx, s, topic)
 	}
 	records, warmup := javaRecords(r.cfg, l)
 	logPath := filepath.Join(r.work, "java-perf-"+topic+".log")
@@ -419,6 +422,18 @@ func (r *runner) javaPerf(ctx context.Context, s *session, l Load, topic string,
 	}
 	r.logf("%s: kafka-producer-perf-test %.0f records/s, p99 %.0f ms", s.target, run.ProduceRecordsPerSec, run.P99Ms)
 	return run, nil
+}
+
+// dropTopic deletes a phase's topic once it has been checked, so that the
+// in-memory targets do not carry one phase's data into the next (peak RSS
+// is then the largest phase's, not their sum). A failure is only logged.
+func (r *runner) dropTopic(ctx context.Context, s *session, topic string) {
+	if ctx.Err() != nil {
+		return
+	}
+	if err := deleteTopic(ctx, s.addr, topic); err != nil {
+		r.logf("%s: %v", s.target, err)
+	}
 }
 
 // javaRecords returns the records kafka-producer-perf-test sends, warm-up

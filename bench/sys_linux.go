@@ -3,6 +3,8 @@ package bench
 import (
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // sysProcAttr has the kernel kill a server process if the harness dies
@@ -19,4 +21,10 @@ func signalProfile(p *os.Process, start bool) {
 		sig = syscall.SIGUSR1
 	}
 	_ = p.Signal(sig)
+}
+
+// isTmpfs reports whether dir is on a tmpfs (in RAM).
+func isTmpfs(dir string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(dir, &st) == nil && st.Type == unix.TMPFS_MAGIC
 }

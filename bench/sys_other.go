@@ -12,3 +12,5 @@ func sysProcAttr() *syscall.SysProcAttr { return nil }
 // signalProfile is a no-op without SIGUSR1/SIGUSR2: profiles then stay
 // empty.
 func signalProfile(p *os.Process, start bool) {}
+
+func isTmpfs(dir string) bool { return false }

@@ -102,9 +102,13 @@ func (r *runner) startKafka(tag string) (*session, error) {
 	if r.javaErr != nil {
 		return nil, fmt.Errorf("bench: Kafka needs Java and the Kafka 4.x jars: %w", r.javaErr)
 	}
-	dir, err := os.MkdirTemp(r.work, "kafka-"+tag+"-")
+	dir, err := os.MkdirTemp(r.cfg.KafkaDir, "kbench-kafka-"+tag+"-")
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
+	}
+	note := "log dir on disk"
+	if r.cfg.KafkaOnTmpfs {
+		note = "log dir on tmpfs"
 	}
 	b, err := kafkatest.StartProcess(dir, kafkatest.Config{
 		Java:        r.java,
@@ -122,14 +126,17 @@ func (r *runner) startKafka(tag string) (*session, error) {
 		procs:        []measuredProc{{"kafka", b.Pid}},
 		consume:      true,
 		createTopics: true,
+		note:         note,
 		stop: func() error {
 			err := b.Stop() // waits for the JVM to exit
 			if err != nil {
 				err = fmt.Errorf("%w; last lines of %s:\n%s", err, b.LogPath, b.LogTail(20))
 			}
-			// The log dir goes with the broker; its log stays for a
-			// post-mortem when the run keeps its work directory.
-			os.RemoveAll(filepath.Join(dir, "data"))
+			// Keep the broker's own log with the others for a post-mortem.
+			if log, rerr := os.ReadFile(b.LogPath); rerr == nil {
+				_ = os.WriteFile(filepath.Join(r.work, "kafka-"+tag+".log"), log, 0o644)
+			}
+			os.RemoveAll(dir)
 			return err
 		},
 	}, nil

@@ -221,3 +221,23 @@ func TestAggregateRatiosGoals(t *testing.T) {
 		}
 	}
 }
+
+func TestParseMachineCPU(t *testing.T) {
+	stat := []byte("cpu  100 5 50 800 20 3 2 10 7 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
+	busy, total, err := parseMachineCPU(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := time.Second / clockTicks
+	if busy != (100+5+50+3+2+10)*tick || total != (100+5+50+800+20+3+2+10)*tick {
+		t.Fatalf("busy %v total %v", busy, total)
+	}
+	if _, _, err := parseMachineCPU([]byte("intr 1 2 3\n")); err == nil {
+		t.Fatal("no cpu line: no error")
+	}
+	s0 := cpuSample{ok: true, server: time.Second, client: time.Second, machineBusy: 10 * time.Second, machineTotal: 20 * time.Second}
+	s1 := cpuSample{ok: true, server: 2 * time.Second, client: 3 * time.Second, machineBusy: 15 * time.Second, machineTotal: 30 * time.Second}
+	if got := otherShare(s0, s1); math.Abs(got-0.2) > 1e-9 {
+		t.Fatalf("other share %v, want 0.2 (5 s busy - 3 s ours of 10 s)", got)
+	}
+}

@@ -54,6 +54,7 @@ func run() int {
 	javaTargets := fs.String("java-targets", "", "targets kafka-producer-perf-test runs against (list; empty = every target)")
 	javaRecords := fs.Int64("java-records", 0, "records per kafka-producer-perf-test run, the same for every target (0 = about -warmup + -duration at 100 MB/s, the warm-up part as --warmup-records)")
 	kafkaHeap := fs.String("kafka-heap", def.KafkaHeap, "Kafka broker JVM heap (-Xms/-Xmx)")
+	kafkaDir := fs.String("kafka-dir", "", "directory for the Kafka broker's data (default: /dev/shm if it is a tmpfs, like the in-memory targets; give a disk directory to measure Kafka on disk)")
 	iggyAddr := fs.String("iggy-addr", "", "run kiggy-iggy against this Iggy server instead of a fresh iggytest")
 	iggyUser := fs.String("iggy-username", def.IggyUsername, "Iggy user for -iggy-addr")
 	iggyPass := fs.String("iggy-password", def.IggyPassword, "Iggy password for -iggy-addr")
@@ -196,6 +197,7 @@ func run() int {
 	if use("kafka-heap") {
 		cfg.KafkaHeap = *kafkaHeap
 	}
+	cfg.KafkaDir = *kafkaDir
 	cfg.IggyAddr, cfg.IggyUsername, cfg.IggyPassword = *iggyAddr, *iggyUser, *iggyPass
 	cfg.GatewayPackage = *gatewayPkg
 	cfg.ProfileDir = *profile
