@@ -145,6 +145,14 @@ func (s *session) connect(ctx context.Context) error {
 		case proto.CodeInvalidCredentials, proto.CodeInvalidPAT, proto.CodeUnauthenticated, proto.CodeUnauthorized:
 			return fmt.Errorf("%w: %w", ErrAuth, err)
 		}
+		if errors.Is(err, errTimeout) {
+			// No answer at all: a server still starting or overloaded (seen
+			// with a real iggy-server during boot), or a peer that is not
+			// an Iggy 0.9 server. Retrying is the right reaction.
+			// It wraps both ErrUnreachable and ErrProtocol: a timeout
+			// cannot tell them apart.
+			return fmt.Errorf("%w: no reply to the login within %v: the server is starting or overloaded, or it is not an Iggy 0.9 server (%w): %w", ErrUnreachable, cfg.DialTimeout, ErrProtocol, err)
+		}
 		return fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
 	// §3.3 success reply: user_id u32, session u64, protocol u32, version.

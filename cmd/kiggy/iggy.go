@@ -26,7 +26,7 @@ func openIggy(ctx context.Context, o options, logger *slog.Logger) (bridge.Log, 
 	case err == nil:
 		return c, nil
 	case errors.Is(err, iggy.ErrUnreachable):
-		return nil, fmt.Errorf("--iggy-addr %s: no Iggy server reachable there: %w", o.iggyAddr, err)
+		return nil, fmt.Errorf("--iggy-addr %s: %w", o.iggyAddr, err)
 	case errors.Is(err, iggy.ErrAuth):
 		return nil, fmt.Errorf("--iggy-username/--iggy-password (or --iggy-token) rejected by the Iggy server at %s: %w", o.iggyAddr, err)
 	case errors.Is(err, iggy.ErrProtocol):
