@@ -83,8 +83,16 @@ func (l Load) AcksString() string {
 
 // String describes l in one line.
 func (l Load) String() string {
-	return fmt.Sprintf("%s records, %d partitions, acks=%s, compression=%s, %d producers × %d in flight, linger %v",
-		sizeString(l.RecordSize), l.Partitions, l.AcksString(), l.Compression, l.Producers, l.InFlight, l.Linger)
+	return fmt.Sprintf("%s records, %d partition%s, acks=%s, compression=%s, %d producer%s × %d in flight, linger %v",
+		sizeString(l.RecordSize), l.Partitions, plural(int(l.Partitions)), l.AcksString(), l.Compression,
+		l.Producers, plural(l.Producers), l.InFlight, l.Linger)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 func sizeString(n int) string {

@@ -43,7 +43,7 @@ func run() int {
 	inflight := fs.Int("inflight", bench.DefaultLoad.InFlight, "Produce requests in flight per producer per broker (idempotent only with acks=all and 5)")
 	linger := fs.Duration("linger", bench.DefaultLoad.Linger, "producer linger (linger.ms)")
 	batchBytes := fs.String("batch-bytes", "0", "producer batch cap per partition (batch.size; 0 = each client's default)")
-	bufferBytes := fs.String("buffer-bytes", strconv.Itoa(bench.DefaultLoad.BufferBytes), "producer buffer per client (buffer.memory)")
+	bufferBytes := fs.String("buffer-bytes", "32MiB", "producer buffer per client (buffer.memory)")
 	consumers := fs.Int("consumers", def.Consumers, "consumer clients reading everything back")
 	duration := fs.Duration("duration", def.Duration, "measurement window per target per repetition")
 	warmup := fs.Duration("warmup", def.Warmup, "warm-up before each measurement window")
