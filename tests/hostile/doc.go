@@ -12,7 +12,15 @@
 //
 //	go test ./tests/hostile/ -count=1 -v
 //	KIGGY_TEST_ENGINE=net go test ./tests/hostile/ -count=1
+//	KIGGY_HOSTILE_LOG=/tmp/kiggy.log GODEBUG=gctrace=1 go test ./tests/hostile/ -count=1 -v
 //
-// The suite needs Linux (/proc, RLIMIT_NOFILE) and takes about two minutes;
-// -short skips it.
+// KIGGY_TEST_ENGINE picks --engine; KIGGY_HOSTILE_LOG keeps the process's
+// whole log (and a goroutine dump when a case finds it stuck); GODEBUG is
+// passed through to the process. A produce slower than one second counts
+// against the gateway unless kiggy's threads demonstrably waited for a CPU
+// that long (sched_test.go); HarnessCatchesStall proves a frozen gateway
+// still fails.
+//
+// The suite needs Linux (/proc, RLIMIT_NOFILE, root or a hard limit of
+// 16384 open files) and takes about a minute; -short skips it.
 package hostile

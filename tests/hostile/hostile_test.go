@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,7 +71,7 @@ type hostileCase struct {
 // producer produces, then checks that the process is back to its baseline.
 func TestHostile(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the hostile suite runs a kiggy process for about two minutes; skipped with -short")
+		t.Skip("the hostile suite runs a kiggy process for about a minute; skipped with -short")
 	}
 	began := time.Now()
 	raiseNoFile(t, 16384)
@@ -87,9 +88,10 @@ func TestHostile(t *testing.T) {
 	m0 := k.metrics(t)
 	s.p = startProducer(t, k.addr, topicGood)
 	waitFor(t, 15*time.Second, "the good producer's first 100 acks", func() bool { return s.p.acked() >= 100 })
-	s.rss0 = k.rss(t)
 	s.sched = startSched(k.pid)
 	t.Cleanup(s.sched.stop)
+	t.Run("HarnessCatchesStall", func(t *testing.T) { harnessCatchesStall(t, s) })
+	s.rss0 = k.rss(t)
 	t.Logf("baseline: RSS %d MiB, %v goroutines; setup took %v", s.rss0>>20, m0["go_goroutines"], time.Since(began).Round(time.Millisecond))
 
 	cases := []hostileCase{
@@ -125,6 +127,31 @@ func TestHostile(t *testing.T) {
 
 	t.Run("Aftermath", func(t *testing.T) { aftermath(t, s, m0) })
 	t.Logf("suite took %v", time.Since(began).Round(time.Millisecond))
+}
+
+// harnessCatchesStall proves the stall check can fail: kiggy frozen with
+// SIGSTOP for 1.5s must show up as a stall of the gateway (a stopped
+// process is not waiting for a CPU, so the starvation allowance cannot
+// excuse it), and the producer must recover once it runs again.
+func harnessCatchesStall(t *testing.T, s *suite) {
+	from := time.Now()
+	if err := s.k.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer s.k.cmd.Process.Signal(syscall.SIGCONT) // whatever happens below
+	time.Sleep(1500 * time.Millisecond)
+	if err := s.k.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	to := time.Now()
+	v, err := s.p.verdict(s.sched, from, to)
+	if err != nil {
+		t.Fatalf("after SIGCONT: %v", err)
+	}
+	t.Logf("kiggy stopped for 1.5s: %s; stalls %q; excused %q", v.summary, v.bad, v.excused)
+	if len(v.bad) == 0 {
+		t.Errorf("the stall check did not catch kiggy stopped for 1.5s (excused: %q)", v.excused)
+	}
 }
 
 // setupTopics creates the topics and fills topicBulk.
