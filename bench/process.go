@@ -32,6 +32,20 @@ type process struct {
 	stopErr  error
 }
 
+// serverEnv is the environment of a benchmarked server: the harness's own,
+// less every KIGGY_* variable. The target is configured by flags alone, and
+// kiggy refuses unknown KIGGY_* variables, which the test suite sets
+// (KIGGY_REQUIRE_TOOLS and friends).
+func serverEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KIGGY_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
 // startProcess starts bin with args, its stdout and stderr going to
 // dir/<name>.log. If addrLine is set, the process must print its bound
 // address as the first line of stdout (iggytest and nullbroker do), which is
@@ -44,6 +58,7 @@ func startProcess(dir, name, bin string, args []string, addrLine bool) (*process
 	}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = dir
+	p.cmd.Env = serverEnv()
 	p.cmd.Stderr = logf
 	p.cmd.SysProcAttr = sysProcAttr()
 	var stdout io.ReadCloser
