@@ -130,16 +130,19 @@ func TestHostile(t *testing.T) {
 }
 
 // harnessCatchesStall proves the stall check can fail: kiggy frozen with
-// SIGSTOP for 1.5s must show up as a stall of the gateway (a stopped
-// process is not waiting for a CPU, so the starvation allowance cannot
-// excuse it), and the producer must recover once it runs again.
+// SIGSTOP for 2s must show up as a stall of the gateway (a stopped process
+// is not waiting for a CPU, so the starvation allowance cannot excuse it),
+// and the producer must recover once it runs again. Should the test process
+// itself have been kept off the CPU for most of that time, the observer was
+// blind and the result is inconclusive rather than a failure.
 func harnessCatchesStall(t *testing.T, s *suite) {
+	const frozen = 2 * time.Second
 	from := time.Now()
 	if err := s.k.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	defer s.k.cmd.Process.Signal(syscall.SIGCONT) // whatever happens below
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(frozen)
 	if err := s.k.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -148,10 +151,15 @@ func harnessCatchesStall(t *testing.T, s *suite) {
 	if err != nil {
 		t.Fatalf("after SIGCONT: %v", err)
 	}
-	t.Logf("kiggy stopped for 1.5s: %s; stalls %q; excused %q", v.summary, v.bad, v.excused)
-	if len(v.bad) == 0 {
-		t.Errorf("the stall check did not catch kiggy stopped for 1.5s (excused: %q)", v.excused)
+	t.Logf("kiggy stopped for %v: %s; stalls %q; excused %q", frozen, v.summary, v.bad, v.excused)
+	if len(v.bad) > 0 {
+		return
 	}
+	if _, self, ok := s.sched.waited(from, to); ok && self >= frozen-maxStall {
+		t.Logf("inconclusive: a thread of the test process itself waited %v for a CPU while kiggy was stopped (%s)", self.Round(time.Millisecond), cpuPressure())
+		return
+	}
+	t.Errorf("the stall check did not catch kiggy stopped for %v (excused: %q)", frozen, v.excused)
 }
 
 // setupTopics creates the topics and fills topicBulk.
@@ -872,10 +880,10 @@ func slowloris(t *testing.T, s *suite, before metrics) {
 			// waiting for a CPU for the difference (sched_test.go).
 			kw, _, ok := s.sched.waited(r.start, r.start.Add(r.closed))
 			if !ok || r.closed > hi+kw {
-				t.Errorf("%s connection closed after %v, want within [%v, %v]; kiggy's threads waited %v for a CPU meanwhile (%s)",
+				t.Errorf("%s connection closed after %v, want within [%v, %v]; a thread of kiggy waited up to %v for a CPU meanwhile (%s)",
 					what, r.closed.Round(time.Millisecond), lo, hi, kw.Round(time.Millisecond), cpuPressure())
 			} else {
-				t.Logf("%s connection closed late (%v, want within [%v, %v]), but kiggy's threads waited %v for a CPU meanwhile (%s)",
+				t.Logf("%s connection closed late (%v, want within [%v, %v]), but a thread of kiggy waited %v for a CPU meanwhile (%s)",
 					what, r.closed.Round(time.Millisecond), lo, hi, kw.Round(time.Millisecond), cpuPressure())
 			}
 		}

@@ -15,26 +15,29 @@ import (
 // Design note: telling a slow gateway from a starved machine.
 //
 // The good producer's latency includes time that neither kiggy nor the test
-// controls: on a shared 2-core machine other processes can keep kiggy's
-// threads waiting for a CPU for a second or more. The kernel counts that
-// wait per thread (/proc/PID/task/TID/schedstat, second field: time spent
-// runnable but not running). schedSampler records the sum over kiggy's
-// threads (and, for the report, over the test's) every 50 ms. A produce
-// slower than maxStall is excused only when kiggy's threads waited for a CPU
-// at least as long as the excess over maxStall; the test's own wait is
-// reported but excuses nothing, because summed over its many threads it
-// overstates what delayed the one produce. A gateway that stops serving
-// (a blocked loop, a lock held across I/O, or a SIGSTOP, which
-// HarnessCatchesStall uses to prove this check can fail) is not waiting for
-// a CPU and still fails. On a heavily loaded machine the allowance can hide
-// a real stall that happens to coincide with starvation; the excused
-// produces are logged with the machine's CPU pressure.
+// controls: on a shared 2-core machine other processes can keep threads of
+// kiggy, or of the test's own client, waiting for a CPU for a second or
+// more. The kernel counts that wait per thread (/proc/PID/task/TID/schedstat,
+// second field: time spent runnable but not running). schedSampler records
+// it for every thread of both processes every 50 ms.
+//
+// For a window, starvation is estimated as the longest wait of any single
+// thread of either process within it. The sum over threads would overstate
+// it (a dozen threads waiting for the same second are one second of delay
+// to a request, not twelve), and the two processes are starved at the same
+// moments, so their waits are not added either. A produce slower than
+// maxStall is excused only when its latency minus that estimate is within
+// maxStall. A gateway that stops serving is not waiting for a CPU (a blocked
+// loop, a lock held across I/O, or a SIGSTOP, which HarnessCatchesStall uses
+// to prove this check can fail), so it still fails. On a heavily loaded
+// machine the allowance can hide a real stall that coincides with
+// starvation; excused produces are logged with the machine's CPU pressure.
 
-// schedSample is the summed run-queue wait of both processes at one time.
+// schedSample is every thread's run-queue wait at one time.
 type schedSample struct {
 	at    time.Time
-	kiggy time.Duration
-	self  time.Duration
+	kiggy map[int]time.Duration
+	self  map[int]time.Duration
 }
 
 // schedSampler records run-queue waits until stopped.
@@ -46,11 +49,15 @@ type schedSampler struct {
 	done    chan struct{}
 }
 
-// runDelay sums the run-queue wait of every thread of pid.
-func runDelay(pid int) time.Duration {
-	dirs, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
-	var sum time.Duration
-	for _, f := range dirs {
+// runDelays returns the run-queue wait of every thread of pid.
+func runDelays(pid int) map[int]time.Duration {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	m := make(map[int]time.Duration, len(files))
+	for _, f := range files {
+		tid, err := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		if err != nil {
+			continue
+		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			continue
@@ -59,12 +66,11 @@ func runDelay(pid int) time.Duration {
 		if len(fs) < 2 {
 			continue
 		}
-		ns, err := strconv.ParseInt(fs[1], 10, 64)
-		if err == nil {
-			sum += time.Duration(ns)
+		if ns, err := strconv.ParseInt(fs[1], 10, 64); err == nil {
+			m[tid] = time.Duration(ns)
 		}
 	}
-	return sum
+	return m
 }
 
 // startSched samples until stop.
@@ -88,7 +94,7 @@ func startSched(pid int) *schedSampler {
 }
 
 func (s *schedSampler) sample() {
-	x := schedSample{at: time.Now(), kiggy: runDelay(s.pid), self: runDelay(os.Getpid())}
+	x := schedSample{at: time.Now(), kiggy: runDelays(s.pid), self: runDelays(os.Getpid())}
 	s.mu.Lock()
 	s.samples = append(s.samples, x)
 	s.mu.Unlock()
@@ -103,10 +109,16 @@ func (s *schedSampler) stop() {
 	}
 }
 
-// waited returns how long kiggy's and the test's threads waited for a CPU
-// between the last sample at or before from and the first at or after to
-// (so the span covers [from, to]).
+// waited returns the longest run-queue wait of a single thread of kiggy, and
+// of the test process, between the last sample at or before from and the
+// first at or after to (so the span covers [from, to]).
 func (s *schedSampler) waited(from, to time.Time) (kiggy, self time.Duration, ok bool) {
+	s.mu.Lock()
+	last := s.samples[len(s.samples)-1].at
+	s.mu.Unlock()
+	if last.Before(to) {
+		s.sample()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var a, b *schedSample
@@ -122,7 +134,17 @@ func (s *schedSampler) waited(from, to time.Time) (kiggy, self time.Duration, ok
 	if a == nil || b == nil {
 		return 0, 0, false
 	}
-	return max(b.kiggy-a.kiggy, 0), max(b.self-a.self, 0), true
+	return maxWait(a.kiggy, b.kiggy), maxWait(a.self, b.self), true
+}
+
+// maxWait is the largest per-thread growth from a to b; a thread born in
+// between counts from zero.
+func maxWait(a, b map[int]time.Duration) time.Duration {
+	var m time.Duration
+	for tid, d := range b {
+		m = max(m, d-a[tid])
+	}
+	return m
 }
 
 // cpuPressure returns the machine's CPU pressure line ("some avg10=..."),
