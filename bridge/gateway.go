@@ -18,6 +18,7 @@ package bridge
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -353,6 +354,26 @@ func (c *call) responseBuffer() []byte {
 	return wire.AppendResponseHeader(buf, c.hdr.APIKey, c.hdr.APIVersion, c.hdr.CorrelationID)
 }
 
+// reclaimIdleBytes: memory the process holds beyond its live heap that an
+// idle gateway hands back to the OS.
+const reclaimIdleBytes = 32 << 20
+
+// reclaimIdle returns memory to the OS when the gateway has gone quiet after
+// a burst: no GC for 10 s (so no load is running) while garbage and freed
+// spans worth more than reclaimIdleBytes are still resident. Without it the
+// garbage of, say, a connection storm stays in RSS until Go's 2-minute forced
+// GC and the scavenger's slow pace. Under load GCs run often and this never
+// fires.
+func reclaimIdle() {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	quiet := time.Since(time.Unix(0, int64(ms.LastGC))) > 10*time.Second
+	held := ms.HeapInuse + ms.HeapIdle - ms.HeapReleased
+	if quiet && held > ms.HeapAlloc/2+reclaimIdleBytes {
+		debug.FreeOSMemory()
+	}
+}
+
 // bigDecodeBytes: a Produce request that decoded more than this (or hit the
 // decode budget) asks the janitor to hand freed memory back to the OS.
 const bigDecodeBytes = 32 << 20
@@ -375,6 +396,7 @@ func (g *Gateway) janitor() {
 			if sweep++; sweep%5 != 0 {
 				continue
 			}
+			reclaimIdle()
 			g.conns.Range(func(k, v any) bool {
 				cs := v.(*connState)
 				cs.mu.Lock()
