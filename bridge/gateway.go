@@ -368,8 +368,13 @@ func reclaimIdle() {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	quiet := time.Since(time.Unix(0, int64(ms.LastGC))) > 10*time.Second
-	held := ms.HeapInuse + ms.HeapIdle - ms.HeapReleased
-	if quiet && held > ms.HeapAlloc/2+reclaimIdleBytes {
+	// The heap live at the last GC is about NextGC/2 (GOGC=100): what is
+	// allocated beyond it is garbage, and idle spans not yet released are
+	// held for nothing. A large live heap (the embedded log's data) costs
+	// nothing here.
+	live := min(ms.NextGC/2, ms.HeapAlloc)
+	retained := ms.HeapAlloc - live + ms.HeapIdle - ms.HeapReleased
+	if quiet && retained > reclaimIdleBytes {
 		debug.FreeOSMemory()
 	}
 }
