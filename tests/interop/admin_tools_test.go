@@ -239,6 +239,13 @@ func TestConfigCommand(t *testing.T) {
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "Dynamic configs for broker "+broker+" are:\n") {
 		t.Errorf("kafka-configs --describe broker %s failed:\n%s", broker, r)
 	}
+	// Without a name the tool lists the brokers first (Admin
+	// describeCluster: DescribeCluster).
+	r = adminTool(t, tg, configCommand, "--describe", "--entity-type", "brokers")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "Dynamic configs for broker "+broker+" are:\n") ||
+		!strings.Contains(r.stdout, "\nDefault configs for brokers in the cluster are:\n") {
+		t.Errorf("kafka-configs --describe --entity-type brokers: want broker %s and the cluster defaults:\n%s", broker, r)
+	}
 	r = adminTool(t, tg, configCommand, "--describe", "--entity-type", "brokers", "--entity-name", broker, "--all")
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "All configs for broker "+broker+" are:\n") ||
 		!regexp.MustCompile(`(?m)^  num\.partitions=1 sensitive=false synonyms=\{.*\}$`).MatchString(r.stdout) {

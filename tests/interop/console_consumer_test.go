@@ -3,6 +3,7 @@ package interop
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -129,6 +130,7 @@ func consoleGroupRounds(t *testing.T, tg target, topic string, partitions int32,
 		compare(t, tg, fmt.Sprintf("console consumer run 1 %s/%d", topic, p), got[p], bp[p], win)
 	}
 	checkCommitted(t, tg, group, topic, partitions, bp)
+	checkConsumerGroupsTool(t, tg, group, topic, partitions, bp)
 
 	if got := consoleConsume(t, tg, topic, group, "--timeout-ms", "10000"); len(got) != 0 {
 		t.Errorf("console consumer run 2 of group %s read records again: %s", group, countByPartition(got))
@@ -150,6 +152,47 @@ func consoleGroupRounds(t *testing.T, tg target, topic string, partitions int32,
 		compareFrom(t, tg, fmt.Sprintf("console consumer run 3 %s/%d", topic, p), int64(first), got[p], bp[p][first:], nil)
 	}
 	checkCommitted(t, tg, group, topic, partitions, bp)
+}
+
+// consumerGroupCommand is kafka-consumer-groups (Java 4.x Admin client:
+// ListGroups, DescribeGroups, OffsetFetch, ListOffsets).
+const consumerGroupCommand = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+
+// checkConsumerGroupsTool checks what kafka-consumer-groups says of a group
+// with no members left that consumed all of bp: --list names it, and
+// --describe prints one row per partition whose current offset and log end
+// offset are the partition's end, with lag 0.
+func checkConsumerGroupsTool(t testing.TB, tg target, group, topic string, partitions int32, bp byPartition) {
+	t.Helper()
+	r := adminTool(t, tg, consumerGroupCommand, "--list")
+	if r.code != 0 || !slices.Contains(strings.Fields(r.stdout), group) {
+		t.Errorf("kafka-consumer-groups --list: want exit 0 and group %s:\n%s", group, r)
+	}
+	r = adminTool(t, tg, consumerGroupCommand, "--describe", "--group", group)
+	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "Consumer group '"+group+"' has no active members.") {
+		t.Errorf("kafka-consumer-groups --describe: want exit 0 and \"Consumer group '%s' has no active members.\":\n%s", group, r)
+	}
+	rows := map[int32]string{}
+	for line := range strings.Lines(r.stdout) {
+		f := strings.Fields(line)
+		if len(f) == 9 && f[0] == group && f[1] == topic {
+			p, err := strconv.ParseInt(f[2], 10, 32)
+			if err != nil {
+				t.Errorf("kafka-consumer-groups --describe: bad partition in %q", line)
+				continue
+			}
+			rows[int32(p)] = strings.Join(f[3:6], " ")
+		}
+	}
+	for p := range partitions {
+		end := len(bp[p])
+		if want := fmt.Sprintf("%d %d 0", end, end); rows[p] != want {
+			t.Errorf("kafka-consumer-groups --describe %s/%d: CURRENT-OFFSET LOG-END-OFFSET LAG = %q, want %q\n%s", topic, p, rows[p], want, r)
+		}
+	}
+	if len(rows) != int(partitions) {
+		t.Errorf("kafka-consumer-groups --describe printed %d rows for %s, want %d:\n%s", len(rows), topic, partitions, r)
+	}
 }
 
 // TestConsoleConsumer consumes with org.apache.kafka.tools.consumer.ConsoleConsumer

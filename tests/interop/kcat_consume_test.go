@@ -232,3 +232,51 @@ func countByPartition(got map[int32][]kiggytest.Record) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// kcatMetadata is kcat -L -J output.
+type kcatMetadata struct {
+	ControllerID int32 `json:"controllerid"`
+	Brokers      []struct {
+		ID   int32  `json:"id"`
+		Name string `json:"name"`
+	} `json:"brokers"`
+	Topics []struct {
+		Topic      string `json:"topic"`
+		Error      string `json:"error"`
+		Partitions []struct {
+			Partition int32            `json:"partition"`
+			Leader    int32            `json:"leader"`
+			Error     string           `json:"error"`
+			Replicas  []map[string]int `json:"replicas"`
+			ISRs      []map[string]int `json:"isrs"`
+		} `json:"partitions"`
+	} `json:"topics"`
+}
+
+// TestKcatMetadata lists a 5-partition topic with kcat -L -J (librdkafka
+// Metadata): one broker, at the address kcat dialled, the controller and
+// the only replica and in-sync replica of every partition.
+func TestKcatMetadata(t *testing.T) {
+	tg := newTarget(t)
+	kcat := testtools.Kcat(t)
+	const partitions = 5
+	topic := topicName(t)
+	tg.CreateTopic(t, topic, partitions)
+	r := run(t, time.Minute, nil, kcat, "-L", "-J", "-b", tg.Addr(), "-t", topic)
+	var md kcatMetadata
+	if err := json.Unmarshal([]byte(r.stdout), &md); r.code != 0 || err != nil {
+		t.Fatalf("kcat -L -J: %v\n%s", err, r)
+	}
+	if len(md.Brokers) != 1 || md.Brokers[0].ID != nodeID || md.Brokers[0].Name != tg.Addr() || md.ControllerID != nodeID {
+		t.Errorf("kcat -L: brokers %+v, controller %d; want node %d at %s, the controller", md.Brokers, md.ControllerID, nodeID, tg.Addr())
+	}
+	if len(md.Topics) != 1 || md.Topics[0].Topic != topic || md.Topics[0].Error != "" || len(md.Topics[0].Partitions) != partitions {
+		t.Fatalf("kcat -L: want topic %s with %d partitions:\n%s", topic, partitions, r)
+	}
+	one := func(ids []map[string]int) bool { return len(ids) == 1 && ids[0]["id"] == nodeID }
+	for i, p := range md.Topics[0].Partitions {
+		if p.Partition != int32(i) || p.Leader != nodeID || p.Error != "" || !one(p.Replicas) || !one(p.ISRs) {
+			t.Errorf("kcat -L: partition %d is %+v; want leader, replica and ISR %d", i, p, nodeID)
+		}
+	}
+}

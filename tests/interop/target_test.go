@@ -48,9 +48,14 @@ func newTarget(t testing.TB) target {
 	switch v := os.Getenv(TargetEnv); v {
 	case "", "kiggy":
 		g := kiggytest.Start(t, kiggytest.Options{})
-		if err := probe(g.Addr, 10*time.Second); err != nil {
-			t.Fatalf("kiggy gateway at %s (engine %q) is not answering: %v", g.Addr, os.Getenv("KIGGY_TEST_ENGINE"), err)
+		backend := "embedded log"
+		if g.Iggy != nil {
+			backend = "Iggy (iggytest)"
 		}
+		if err := probe(g.Addr, 10*time.Second); err != nil {
+			t.Fatalf("kiggy gateway at %s (engine %q, %s) is not answering: %v", g.Addr, os.Getenv("KIGGY_TEST_ENGINE"), backend, err)
+		}
+		t.Logf("kiggy gateway at %s on the %s", g.Addr, backend)
 		return &kiggyTarget{g: g}
 	case "kafka":
 		return sharedKafka(t)
