@@ -82,6 +82,7 @@ func checkDescribe(t testing.TB, tg target, topic string, partitions int) {
 	if r.code != 0 || !describeHeader(topic, partitions).MatchString(r.stdout) {
 		t.Fatalf("kafka-topics --describe %s: want exit 0 and a %d-partition topic line:\n%s", topic, partitions, r)
 	}
+	t.Logf("kafka-topics --describe on %s: %s", tg.Name(), lineWith(r.stdout, "PartitionCount"))
 	for p := range partitions {
 		line := regexp.MustCompile(fmt.Sprintf(`(?m)^\tTopic: %s\tPartition: %d\tLeader: %d\tReplicas: %d\tIsr: %d\b`,
 			regexp.QuoteMeta(topic), p, nodeID, nodeID, nodeID))
