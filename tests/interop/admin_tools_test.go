@@ -153,7 +153,7 @@ func TestTopicCommand(t *testing.T) {
 	}
 	checkDescribe(t, tg, topic, partitions)
 
-	t.Run("kcat-and-franz-go-then-kcat-C", func(t *testing.T) {
+	t.Run("produce-and-consume", func(t *testing.T) {
 		bp, win := produceKcatAndFranz(t, tg, kcat, topic, "lz4", 100, 600)
 		if len(bp) < partitions {
 			t.Errorf("records landed on only %d of %d partitions", len(bp), partitions)
