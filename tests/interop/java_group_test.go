@@ -30,8 +30,21 @@ type groupProc struct {
 	stderr bytes.Buffer
 	done   chan struct{} // closed when stdout reaches EOF
 
+	waitOnce sync.Once
+	waitErr  error
+
 	mu    sync.Mutex
 	lines []string
+}
+
+// wait waits for the process to exit (after its stdout closed) and returns
+// how it ended; later calls return the same.
+func (g *groupProc) wait() error {
+	g.waitOnce.Do(func() {
+		<-g.done
+		g.waitErr = g.cmd.Wait()
+	})
+	return g.waitErr
 }
 
 // startGroupProc starts GroupConsumers for group on topic; it is killed when
@@ -57,6 +70,11 @@ func startGroupProc(ctx context.Context, t testing.TB, classes, addr, topic, gro
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting GroupConsumers: %v", err)
 	}
+	// A test that fails half-way leaves no JVM behind.
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = g.wait()
+	})
 	go func() {
 		defer close(g.done)
 		sc := bufio.NewScanner(stdout)
@@ -65,6 +83,12 @@ func startGroupProc(ctx context.Context, t testing.TB, classes, addr, topic, gro
 			g.mu.Lock()
 			g.lines = append(g.lines, sc.Text())
 			g.mu.Unlock()
+		}
+		if err := sc.Err(); err != nil {
+			g.mu.Lock()
+			g.lines = append(g.lines, "E\t-\treading GroupConsumers' output: "+err.Error())
+			g.mu.Unlock()
+			_, _ = io.Copy(io.Discard, stdout)
 		}
 	}()
 	return g
@@ -322,11 +346,7 @@ func TestJavaConsumerGroup(t *testing.T) {
 
 			g.send("quit")
 			g.stdin.Close()
-			select {
-			case <-g.done:
-			case <-ctx.Done():
-			}
-			err := g.cmd.Wait()
+			err := g.wait() // ctx kills the JVM if it hangs
 			lines := g.snapshot()
 			if err != nil || len(lines) == 0 || lines[len(lines)-1] != "bye" {
 				t.Fatalf("GroupConsumers did not end with \"bye\": %v\n%s", err, g.tail())
@@ -455,4 +475,78 @@ func checkGroupEvents(t testing.TB, lines []string, partitions int32, sent map[i
 		t.Errorf("%d bad events in all", bad)
 	}
 	t.Logf("members consumed %d records (%d again after a rebalance, uncommitted); %d commits failed", records, dups, failedCommits)
+}
+
+// TestCheckGroupEventsCatches proves the group checks can fail: each
+// broken event stream is reported, and a clean one is not.
+func TestCheckGroupEventsCatches(t *testing.T) {
+	sent := map[int32]map[int64]string{0: {0: "a", 1: "b"}, 1: {0: "c"}}
+	clean := []string{
+		"joined\tm1", "assigned\tm1\t0,1",
+		"R\tm1\t0\t0\ta", "R\tm1\t1\t0\tc", "C\tm1\t0\t1", "C\tm1\t1\t1",
+		"revoked\tm1\t0,1", "left\tm1", "joined\tm2", "assigned\tm2\t0,1",
+		"R\tm2\t0\t1\tb", "C\tm2\t0\t2", "left\tm2", "bye",
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func([]string) []string
+		wants []string
+	}{
+		{"clean", func(l []string) []string { return l }, nil},
+		{"rewind", func(l []string) []string {
+			return slices.Insert(l, 11, "R\tm2\t0\t0\ta")
+		}, []string{"consumed 0/0 after the group had committed offset 1 (rewind)"}},
+		{"commit back", func(l []string) []string {
+			return slices.Insert(l, 12, "C\tm2\t0\t0")
+		}, []string{"commit went back"}},
+		{"missing record", func(l []string) []string {
+			return slices.Delete(l, 10, 12)
+		}, []string{"record 0/1 (value \"b\") was never consumed", "last commit for partition 0 is 1, want the end 2"}},
+		{"wrong value", func(l []string) []string {
+			l[2] = "R\tm1\t0\t0\tx"
+			return l
+		}, []string{"with value \"x\", produced \"a\""}},
+		{"never produced", func(l []string) []string {
+			return slices.Insert(l, 11, "R\tm2\t0\t2\tz")
+		}, []string{"0/2, which was never produced"}},
+		{"member error", func(l []string) []string {
+			return slices.Insert(l, 5, "E\tm1\tboom")
+		}, []string{"member error"}},
+		{"malformed", func(l []string) []string {
+			return slices.Insert(l, 5, "R\tm1\tx\t0\ta")
+		}, []string{"malformed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{TB: t}
+			checkGroupEvents(rec, tc.edit(slices.Clone(clean)), 2, sent)
+			if len(rec.errs) != len(tc.wants) {
+				t.Fatalf("reported %q, want %d errors containing %q", rec.errs, len(tc.wants), tc.wants)
+			}
+			for i, w := range tc.wants {
+				if !strings.Contains(rec.errs[i], w) {
+					t.Errorf("error %d is %q, want it to contain %q", i, rec.errs[i], w)
+				}
+			}
+		})
+	}
+}
+
+// TestSettled pins the replay of assignment events the group test waits on.
+func TestSettled(t *testing.T) {
+	lines := []string{"joined\ta", "joined\tb", "assigned\ta\t0,1,2", "assigned\tb\t3"}
+	if settled(4, "a", "b")(lines) != true {
+		t.Errorf("a owns 0-2 and b owns 3: not settled")
+	}
+	if settled(4, "a", "b")(append(slices.Clone(lines), "revoked\tb\t3")) {
+		t.Errorf("partition 3 revoked from b: settled")
+	}
+	if settled(4, "a", "b")(append(slices.Clone(lines), "assigned\tb\t2")) {
+		t.Errorf("partition 2 owned twice: settled")
+	}
+	if settled(4, "a")(append(slices.Clone(lines), "left\tb", "assigned\ta\t3")) != true {
+		t.Errorf("b left and a took 3: not settled")
+	}
+	if settled(4, "a", "b", "c")(append(slices.Clone(lines), "joined\tc")) {
+		t.Errorf("c owns nothing: settled")
+	}
 }
