@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
@@ -145,5 +146,49 @@ func TestOffsetOutOfRangeResets(t *testing.T) {
 	fs := cl.PollFetches(ctx)
 	if fs.NumRecords() == 0 || fs.Records()[0].Offset != 0 {
 		t.Fatalf("out-of-range offset did not reset to the start: %v", fs.Errors())
+	}
+}
+
+// TestParkedFetchesDoNotHoldLoops: 500 long-polling Fetches on 500
+// connections park without holding an event loop or a worker: other clients
+// are served meanwhile, and one append wakes every fetch of its partition.
+func TestParkedFetchesDoNotHoldLoops(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{})
+	gw.CreateTopic(t, "park", 1)
+	const n = 500
+	conns := make([]*rawConn, n)
+	corrs := make([]int32, n)
+	for i := range conns {
+		conns[i] = dialRaw(t, gw.Addr)
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 12, 10_000, 1, 1<<20
+		req.SessionEpoch = -1
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = "park"
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = 0, 0, 1<<20
+		ft.Partitions = append(ft.Partitions, fp)
+		req.Topics = append(req.Topics, ft)
+		corrs[i] = conns[i].send(req)
+	}
+	time.Sleep(300 * time.Millisecond) // let them park
+	// Another client is served while they wait.
+	start := time.Now()
+	produceN(t, gw.Addr, "park", 1, 1)
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("a produce took %v while %d fetches were parked", d, n)
+	}
+	// Every parked fetch wakes with the record, well before its 10 s wait.
+	for i, rc := range conns {
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = 12
+		rc.recv(corrs[i], resp)
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || len(p.RecordBatches) == 0 || p.HighWatermark != 1 {
+			t.Fatalf("fetch %d: code %d, %d record bytes, HW %d", i, p.ErrorCode, len(p.RecordBatches), p.HighWatermark)
+		}
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Fatalf("parked fetches answered %v after the produce: they waited for their timeout", d)
 	}
 }
