@@ -1,9 +1,8 @@
 # kiggy — see README.md. `make run` starts the gateway on the embedded log;
 # `make test` installs what the tests need and runs the whole suite.
 GO ?= go
-STATICCHECK_VERSION ?= 2026.1
 
-.PHONY: run build test tools lint unit race bench bench-micro fuzz
+.PHONY: run build test tools lint unit iggy-mode race bench bench-micro
 
 run:
 	$(GO) run ./cmd/kiggy
@@ -12,8 +11,9 @@ build:
 	$(GO) build -o bin/kiggy ./cmd/kiggy
 
 # The whole suite: tools (kcat, Kafka 4.x jars, apache-iggy), lint, every
-# test, then the race detector over the concurrent packages.
-test: tools lint unit race
+# test, the gateway suites again on the Iggy backend, then the race detector
+# over the concurrent packages.
+test: tools lint unit iggy-mode race
 
 tools:
 	./.ci/install-test-tools.sh
@@ -26,6 +26,11 @@ lint:
 
 unit:
 	$(GO) test -count=1 -timeout 40m ./...
+
+# The gateway's end-to-end and interop suites again, with kiggy on the Iggy
+# backend (our client → the in-process Iggy server).
+iggy-mode:
+	KIGGY_TEST_BACKEND=iggy $(GO) test -count=1 -timeout 30m ./bridge/ ./tests/interop/
 
 race:
 	$(GO) test -count=1 -race -timeout 20m ./engine/... ./bridge/...
