@@ -23,7 +23,10 @@ import (
 // rate-limited run its slot in the schedule, so that a producer falling
 // behind is charged the wait (no coordinated omission). Its latency is the
 // time from then to the acknowledgement callback, the same definition as
-// kafka-producer-perf-test's (send to callback).
+// kafka-producer-perf-test's (send to callback). Throughput counts the
+// acknowledgements that arrive inside the measurement window; latency is
+// recorded for every record due inside the window, however late its
+// acknowledgement comes (the final flush waits for all of them).
 
 // payloadBuf is the size of the shared buffer record values are cut from.
 const payloadBuf = 4 << 20
@@ -126,25 +129,24 @@ type produceResult struct {
 	otherCPU float64
 }
 
-const (
-	phaseWarmup int32 = iota
-	phaseMeasure
-	phaseDrain
-)
-
 // producer is the shared state of one produce phase's clients.
 type producer struct {
 	load    Load
 	payload *payload
 	pool    sync.Pool
-	phase   atomic.Int32
-	hist    Histogram
-	inWin   atomic.Int64
-	acked   []atomic.Int64
-	failed  atomic.Int64
-	errOnce sync.Once
-	err     error
-	errc    chan struct{} // closed on the first failure
+	// winStart and winEnd bound the measurement window in Unix ns: a
+	// record acknowledged in it counts toward throughput, and a record due
+	// in it has its latency recorded whenever it is acknowledged, during
+	// the final flush included, so that a stall at the end of the window
+	// is not left out of the percentiles.
+	winStart, winEnd atomic.Int64
+	hist             Histogram
+	inWin            atomic.Int64
+	acked            []atomic.Int64
+	failed           atomic.Int64
+	errOnce          sync.Once
+	err              error
+	errc             chan struct{} // closed on the first failure
 }
 
 func (p *producer) fail(err error) {
@@ -161,9 +163,12 @@ func (p *producer) done(r *kgo.Record, err error) {
 		p.failed.Add(1)
 		p.fail(fmt.Errorf("produce to %s/%d: %w", r.Topic, r.Partition, err))
 	} else {
-		if p.phase.Load() == phaseMeasure {
-			p.hist.Record(time.Since(r.Timestamp))
+		now := time.Now()
+		if t := now.UnixNano(); t >= p.winStart.Load() && t < p.winEnd.Load() {
 			p.inWin.Add(1)
+		}
+		if due := r.Timestamp.UnixNano(); due >= p.winStart.Load() && due < p.winEnd.Load() {
+			p.hist.Record(now.Sub(r.Timestamp))
 		}
 		if int(r.Partition) < len(p.acked) {
 			p.acked[r.Partition].Add(1)
@@ -245,6 +250,8 @@ func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window 
 		errc:    make(chan struct{}),
 	}
 	p.pool.New = func() any { return new(kgo.Record) }
+	p.winStart.Store(math.MaxInt64)
+	p.winEnd.Store(math.MaxInt64)
 
 	clients := make([]*kgo.Client, 0, l.Producers)
 	defer func() {
@@ -297,13 +304,14 @@ func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window 
 	hooks.begin()
 	c0 := meter.read()
 	t0 := time.Now()
-	p.phase.Store(phaseMeasure)
+	p.winStart.Store(t0.UnixNano())
 	if err := wait(window); err != nil {
 		hooks.end()
 		return abort(err)
 	}
-	p.phase.Store(phaseDrain)
-	elapsed := time.Since(t0)
+	t1 := time.Now()
+	p.winEnd.Store(t1.UnixNano())
+	elapsed := t1.Sub(t0)
 	c1 := meter.read()
 	hooks.end()
 	stop.Store(true)

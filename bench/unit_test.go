@@ -2,12 +2,16 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestParseStatCPU(t *testing.T) {
@@ -239,5 +243,42 @@ func TestParseMachineCPU(t *testing.T) {
 	s1 := cpuSample{ok: true, server: 2 * time.Second, client: 3 * time.Second, machineBusy: 15 * time.Second, machineTotal: 30 * time.Second}
 	if got := otherShare(s0, s1); math.Abs(got-0.2) > 1e-9 {
 		t.Fatalf("other share %v, want 0.2 (5 s busy - 3 s ours of 10 s)", got)
+	}
+}
+
+// TestProducerWindow checks what the callback counts: acknowledgements
+// arriving inside the window for throughput, and the latency of every record
+// due inside it, even when acknowledged after the window closed.
+func TestProducerWindow(t *testing.T) {
+	p := &producer{acked: make([]atomic.Int64, 2), errc: make(chan struct{})}
+	p.pool.New = func() any { return new(kgo.Record) }
+	now := time.Now()
+	p.winStart.Store(now.Add(-time.Second).UnixNano())
+	p.winEnd.Store(now.Add(time.Hour).UnixNano())                                // still open
+	p.done(&kgo.Record{Partition: 0, Timestamp: now.Add(-2 * time.Second)}, nil) // due before: ack counts, latency not
+	p.done(&kgo.Record{Partition: 1, Timestamp: now.Add(-500 * time.Millisecond)}, nil)
+	p.winEnd.Store(now.Add(-100 * time.Millisecond).UnixNano())                         // closed
+	p.done(&kgo.Record{Partition: 1, Timestamp: now.Add(-200 * time.Millisecond)}, nil) // late ack: latency counts
+	p.done(&kgo.Record{Partition: 1, Timestamp: now.Add(-50 * time.Millisecond)}, nil)  // due after the window
+	if got := p.inWin.Load(); got != 2 {
+		t.Errorf("acknowledged in window = %d, want 2", got)
+	}
+	if got := p.hist.Count(); got != 2 {
+		t.Errorf("latencies recorded = %d, want 2", got)
+	}
+	if p.hist.Max() < 200*time.Millisecond {
+		t.Errorf("late acknowledgement's latency %v, want ≥ 200ms", p.hist.Max())
+	}
+	if p.acked[0].Load() != 1 || p.acked[1].Load() != 3 {
+		t.Errorf("acked per partition %d, %d", p.acked[0].Load(), p.acked[1].Load())
+	}
+	p.done(&kgo.Record{Topic: "t", Partition: 1}, errors.New("boom"))
+	select {
+	case <-p.errc:
+	default:
+		t.Fatal("a failed record did not fail the phase")
+	}
+	if p.err == nil || p.failed.Load() != 1 {
+		t.Fatalf("err %v failed %d", p.err, p.failed.Load())
 	}
 }
