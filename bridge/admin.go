@@ -234,7 +234,8 @@ func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, validateOnly bo
 		return wire.UnknownServerError, err.Error()
 	}
 	if t.Count <= info.Partitions {
-		return wire.InvalidPartitions, "Topic currently has " + strconv.Itoa(int(info.Partitions)) + " partitions, which is higher than or equal to the requested " + strconv.Itoa(int(t.Count)) + "."
+		// Kafka 4.4's wording (ReplicationControlManager).
+		return wire.InvalidPartitions, "The topic " + t.Topic + " currently has " + strconv.Itoa(int(info.Partitions)) + " partition(s); " + strconv.Itoa(int(t.Count)) + " would not be an increase."
 	}
 	if t.Count-info.Partitions > maxPartitions {
 		return wire.InvalidPartitions, "At most " + strconv.Itoa(maxPartitions) + " partitions can be added at once."
