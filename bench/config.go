@@ -205,7 +205,7 @@ type Config struct {
 // throughput, and kafka-producer-perf-test. The window is short because the
 // in-memory targets hold everything produced until it has been read back: at
 // ~400 MB/s, 8 s of producing is ~3 GB of records, and kiggy on memlog's
-// resident set is ~2.4× its data.
+// resident set reached 1.7–2.4× the records it held (docs/BENCHMARKS.md).
 func DefaultConfig() Config {
 	return Config{
 		Targets:         slices.Clone(AllTargets),
