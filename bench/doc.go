@@ -1,0 +1,17 @@
+// Package bench is kiggy's end-to-end benchmark harness: it starts Apache
+// Kafka 4.x (one KRaft node), kiggy on its embedded log, kiggy on the Iggy
+// backend (against iggytest or a given Iggy server) and a null broker, each
+// as a fresh process, drives the same franz-go producer load against each in
+// turn (alternating the order across repetitions), reads everything back,
+// runs kafka-producer-perf-test with the same arguments, and reports
+// throughput, produce latency percentiles, server CPU seconds per GB (from
+// /proc/<pid>/stat), peak RSS (VmHWM) and the ratios kiggy/Kafka and
+// kiggy/null. Command kbench (bench/cmd/kbench, `make bench`) is its front
+// end; docs/BENCHMARKS.md explains every figure and records the latest run.
+//
+// Run is the entry point: it returns a Report, printed with Report.Print and
+// written with Report.WriteJSON. Report.Failed reports a target that failed
+// or records read back that differ from the records acknowledged. Every
+// process Run starts is stopped, and the Kafka JVM waited for, before it
+// returns, on failure and cancellation too.
+package bench
