@@ -52,7 +52,7 @@ func (g *Gateway) fetch(c *call) bool {
 		buf := c.responseBuffer()
 		buf = wire.AppendFetchResponseStart(buf, v, 0, wire.FetchSessionIDNotFound, 0, 0)
 		c.req.Respond(wire.AppendFetchResponseEnd(buf, v))
-		return g.unpark(c)
+		return false
 	}
 
 	bytes, hasErr := g.fetchPass(c)
@@ -63,7 +63,7 @@ func (g *Gateway) fetch(c *call) bool {
 	if bytes >= minBytes || bytes > 0 && minBytes <= 0 || hasErr || !now.Before(fs.deadline) || fetchPartitions(&fs.req) == 0 || c.req.Conn().Closed() {
 		c.req.Respond(fs.buf)
 		fs.buf = nil
-		return g.unpark(c)
+		return false
 	}
 	fs.buf = nil
 	g.park(c, now)
@@ -126,10 +126,6 @@ func (g *Gateway) park(c *call, now time.Time) {
 	}()
 }
 
-// unpark ends a fetch after its final answer. It reports false: the
-// request is complete.
-func (g *Gateway) unpark(c *call) bool { return false }
-
 // fetchPass builds the whole response into fs.buf and returns the record
 // bytes it holds and whether any partition has an error.
 func (g *Gateway) fetchPass(c *call) (int, bool) {
@@ -166,11 +162,9 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 			if rest := maxBytes - total; rest < limit {
 				limit = rest
 			}
-			// KIP-74: the first non-empty partition returns at least one
-			// record even past the limits, so a large record can progress.
-			if limit <= 0 && total > 0 {
-				limit = 0
-			}
+			// KIP-74: while the response holds no records yet, a partition
+			// returns at least one record even past the limits, so a large
+			// record can make progress (readPartition reads at least one).
 			var mark wire.FetchPartitionMark
 			buf, mark = wire.AppendFetchPartitionBegin(buf, v, &p, limit)
 			n := 0

@@ -348,7 +348,8 @@ func (g *Gateway) handler(k wire.APIKey) handlerFunc {
 	return g.handlers[k]
 }
 
-// respond encodes the response header for c and hands buf to the engine.
+// responseBuffer returns the engine's response buffer with c's response
+// header already appended.
 func (c *call) responseBuffer() []byte {
 	buf := c.req.ResponseBuffer()
 	return wire.AppendResponseHeader(buf, c.hdr.APIKey, c.hdr.APIVersion, c.hdr.CorrelationID)
