@@ -223,12 +223,7 @@ func (s *epollServer) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.shutdown {
 		s.mu.Unlock()
-		select {
-		case <-s.done:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return awaitDone(ctx, s.done)
 	}
 	s.shutdown = true
 	for a := range s.acceptors {

@@ -166,12 +166,7 @@ func (s *netServer) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.shutdown {
 		s.mu.Unlock()
-		select {
-		case <-s.done:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return awaitDone(ctx, s.done)
 	}
 	s.shutdown = true
 	for ln := range s.lns {
@@ -548,5 +543,16 @@ func (c *nconn) writeLoop() {
 		c.cond.Broadcast()
 		c.mu.Unlock()
 		c.lastActive.Store(time.Now().UnixNano())
+	}
+}
+
+// awaitDone waits for a shutdown already under way (done closed) or for ctx,
+// for a second Shutdown call on either engine.
+func awaitDone(ctx context.Context, done <-chan struct{}) error {
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
