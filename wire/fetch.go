@@ -32,6 +32,7 @@ package wire
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"github.com/kiggy-io/kiggy/varint"
 )
@@ -157,9 +158,9 @@ func (r *FetchRequest) Decode(body []byte, version int16) error {
 			p.PartitionMaxBytes = d.Int32()
 			if flex {
 				// Partition tags 0 (ReplicaDirectoryId) and 1
-				// (HighWatermark) are v17+/v18+ replica fields;
-				// below v13 every partition tag is unknown.
-				d.SkipTags()
+				// (HighWatermark) are v17+/v18+ replica fields,
+				// skipped below v13 once their shape is checked.
+				fetchPartitionTags(&d)
 			}
 		}
 		if flex {
@@ -185,15 +186,28 @@ func (r *FetchRequest) Decode(body []byte, version int16) error {
 	}
 	if flex {
 		// Top-level tags: 0 = ClusterId (12+), 1 = ReplicaState (15+,
-		// unknown here and skipped like any other).
+		// skipped here once its shape is checked, see
+		// fetchPartitionTags); others are unknown and skipped.
 		n := d.Uvarint()
 		for k := uint32(0); k < n && d.Ok(); k++ {
 			tag := d.Uvarint()
 			size := int(d.Uvarint())
 			payload := d.Rest()
 			d.Skip(size)
-			if tag == 0 && d.Ok() {
+			switch {
+			case !d.Ok():
+			case tag == 0:
 				r.ClusterID = csTagNullStr(&d, payload[:size:size])
+			case tag == 1:
+				// "ReplicaState": { "ReplicaId": int32,
+				// "ReplicaEpoch": int64 }, a flexible struct.
+				t := NewReader(payload[:size:size])
+				t.Int32()
+				t.Int64()
+				t.SkipTags()
+				if err := t.Complete(); err != nil {
+					d.Fail(err)
+				}
 			}
 		}
 	}
@@ -445,6 +459,29 @@ func csMinStrArray(flex bool) int {
 		return 3
 	}
 	return 6
+}
+
+// errFetchTag fails a Fetch request whose replica-only tagged field does not
+// hold the value its schema defines.
+var errFetchTag = errors.New("wire: malformed Fetch tagged field")
+
+// fetchPartitionTags reads a Fetch partition's TAGGED_FIELDS. Tags 0
+// (ReplicaDirectoryId UUID, v17+) and 1 (HighWatermark INT64, v18+) are
+// replica fields of versions above ours and are skipped like unknown tags
+// (KAFKA_PROTOCOL.md §1.3: "all must be skippable when received"), but a
+// payload that is not the schema's UUID or INT64 is malformed, as both
+// Kafka's and franz-go's readers find it, so the request fails.
+func fetchPartitionTags(d *Reader) {
+	n := d.Uvarint()
+	for k := uint32(0); k < n && d.Ok(); k++ {
+		tag := d.Uvarint()
+		size := int(d.Uvarint())
+		if (tag == 0 && size != 16) || (tag == 1 && size != 8) {
+			d.Fail(errFetchTag)
+			return
+		}
+		d.Skip(size)
+	}
 }
 
 // csTagNullStr parses a tagged field's payload holding one compact nullable
