@@ -54,6 +54,13 @@ type Builder struct {
 	nHeaders int32
 
 	enc *encoders // lazily created compressors
+
+	// Grow, when set, replaces append's growth of the caller's buffer for
+	// uncompressed batches: before a record is added, if the buffer lacks
+	// room for it, Grow(buf, n) must return a buffer with buf's contents
+	// and room for at least n more bytes (engine.Request.GrowResponse, which
+	// moves a response into a larger pooled buffer). nil = append.
+	Grow func(buf []byte, n int) []byte
 }
 
 // reserve is the space BeginRecord reserves for a 32-bit varint.
@@ -130,6 +137,7 @@ func (b *Builder) appendRecord(attrs int8, offsetDelta int32, timestampDelta int
 	body := 1 + varint.VarlongLen(timestampDelta) + varint.VarintLen(offsetDelta) +
 		bytesLen(key) + bytesLen(value) + varint.VarintLen(nHeaders) + len(headers)
 	p := b.records()
+	b.ensure(p, varint.MaxLen32+body)
 	dst := varint.AppendVarint(*p, int32(body))
 	dst = append(dst, byte(attrs))
 	dst = varint.AppendVarlong(dst, timestampDelta)
@@ -139,6 +147,15 @@ func (b *Builder) appendRecord(attrs int8, offsetDelta int32, timestampDelta int
 	dst = varint.AppendVarint(dst, nHeaders)
 	*p = append(dst, headers...)
 	b.note(offsetDelta, timestampDelta)
+}
+
+// ensure gives *p room for n more bytes through Grow, when set, for the
+// caller's buffer (the compression scratch is the Builder's own and grows by
+// append).
+func (b *Builder) ensure(p *[]byte, n int) {
+	if b.Grow != nil && p == &b.buf && n > cap(b.buf)-len(b.buf) {
+		b.buf = b.Grow(b.buf, n)
+	}
 }
 
 // bytesLen is the encoded size of a VARINT-length-prefixed byte string.
@@ -157,6 +174,7 @@ func (b *Builder) BeginRecord(offsetDelta int32, timestampDelta int64, key, valu
 		b.EndRecord()
 	}
 	p := b.records()
+	b.ensure(p, 2*reserve+1+varint.MaxLen64+varint.MaxLen32+bytesLen(key)+bytesLen(value))
 	dst := *p
 	b.recStart = len(dst)
 	var pad [reserve]byte
@@ -180,6 +198,7 @@ func (b *Builder) AppendHeader(key, value []byte) {
 		return
 	}
 	p := b.records()
+	b.ensure(p, 2*varint.MaxLen32+len(key)+len(value))
 	*p = AppendRecordHeader(*p, key, value)
 	b.nHeaders++
 }

@@ -357,3 +357,43 @@ func TestBuilderSnappyIsXerial(t *testing.T) {
 		t.Fatalf("lz4 FLG %02x BD %02x: want version 01, independent blocks, 64 KiB", flg, bd)
 	}
 }
+
+// TestBuilderGrow: with Grow set, the caller's buffer grows only through it,
+// and the batch is byte for byte the one append's growth builds.
+func TestBuilderGrow(t *testing.T) {
+	build := func(b *batch.Builder) []byte {
+		b.Reset(make([]byte, 3, 3+batch.HeaderSize), 7, 100, batch.None)
+		for i := range 200 {
+			v := bytes.Repeat([]byte{byte('a' + i%26)}, i*37)
+			if i%3 == 0 {
+				b.Append(int32(i), int64(i), []byte("key"), v)
+				continue
+			}
+			b.BeginRecord(int32(i), int64(i), nil, v)
+			for h := range i % 5 {
+				b.AppendHeader([]byte{byte('h' + h)}, v[:min(len(v), h*100)])
+			}
+		}
+		return b.Finish()
+	}
+	var plain, grown batch.Builder
+	want := build(&plain)
+	calls := 0
+	grown.Grow = func(buf []byte, n int) []byte {
+		calls++
+		if n <= cap(buf)-len(buf) {
+			t.Fatalf("Grow called with room for %d already", n)
+		}
+		return append(make([]byte, 0, len(buf)+n), buf...) // exactly enough
+	}
+	got := build(&grown)
+	if !bytes.Equal(got, want) {
+		t.Fatal("batch built through Grow differs")
+	}
+	if calls < 100 {
+		t.Fatalf("Grow called %d times; exact-size growth needs one per record", calls)
+	}
+	if _, err := batch.Validate(got[3:]); err != nil {
+		t.Fatal(err)
+	}
+}

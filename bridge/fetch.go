@@ -23,6 +23,7 @@ type fetchState struct {
 	bad      bool // an unmappable message stopped the read
 	got      int
 	emit     func(*message.Message) bool
+	call     *call // the call being answered, for growResponse
 	deadline time.Time
 	waiter   *waiter
 	metrics  *metrics
@@ -135,8 +136,10 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 	v := c.hdr.APIVersion
 	if fs.emit == nil {
 		fs.emit = fs.add
+		fs.builder.Grow = fs.growResponse
 		fs.metrics = &g.metrics
 	}
+	fs.call = c
 	maxBytes := int(req.MaxBytes)
 	if v < 3 || maxBytes <= 0 {
 		maxBytes = 1 << 30
@@ -189,6 +192,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 		buf = wire.AppendFetchTopicEnd(buf, v)
 	}
 	fs.buf = wire.AppendFetchResponseEnd(buf, v)
+	fs.call = nil
 	return total, hasErr
 }
 
@@ -211,26 +215,23 @@ func (g *Gateway) readPartition(c *call, buf []byte, topic string, rp *wire.Fetc
 		limit = 1
 	}
 	wm, err := g.log.Read(g.ctx, topic, rp.Partition, rp.FetchOffset, limit, fs.emit)
+	// The builder may have moved the response to a larger buffer: from here
+	// on only its result is valid, never the buf passed in.
+	out := fs.buf
+	if fs.started {
+		out = fs.builder.Finish()
+	}
+	fs.buf = nil
 	if err != nil {
-		if fs.started {
-			fs.builder.Finish()
-		}
 		p.ErrorCode = fetchCode(err)
-		return fs.buf[:start], 0
+		return out[:start], 0
 	}
 	setWatermarks(p, wm)
 	// §7.1: FetchOffset outside [logStart, HW] → OFFSET_OUT_OF_RANGE so
 	// auto.offset.reset applies.
 	if rp.FetchOffset < wm.LogStart || rp.FetchOffset > wm.High {
-		if fs.started {
-			fs.builder.Finish()
-		}
 		p.ErrorCode = wire.OffsetOutOfRange
-		return fs.buf[:start], 0
-	}
-	out := fs.buf
-	if fs.started {
-		out = fs.builder.Finish()
+		return out[:start], 0
 	}
 	if fs.bad && fs.got == 0 {
 		// RECORD_MAPPING.md §3.6: the consumer stops at an unmappable
@@ -239,6 +240,12 @@ func (g *Gateway) readPartition(c *call, buf []byte, topic string, rp *wire.Fetc
 		return out[:start], 0
 	}
 	return out, len(out) - start
+}
+
+// growResponse is the builder's Grow: the response grows into a larger
+// pooled buffer of the request being answered.
+func (fs *fetchState) growResponse(buf []byte, n int) []byte {
+	return fs.call.req.GrowResponse(buf, n)
 }
 
 // add is the Log.Read callback: map one message back and append it to the

@@ -161,6 +161,26 @@ func (r *Request) ResponseBufferSize(n int) []byte {
 	return (*r.rbuf)[:4]
 }
 
+// GrowResponse returns resp with room for at least n more bytes. resp must be
+// the slice ResponseBuffer or ResponseBufferSize returned, with bytes
+// appended (or an earlier result of GrowResponse). When it lacks the room,
+// its contents move to a pooled buffer of at least twice its capacity and the
+// request's previous buffer returns to the pool, so a response that outgrows
+// its first guess (a Fetch of many full partitions) costs pooled, already
+// faulted-in memory rather than fresh zeroed allocations as append's growth
+// would. Forbidden after: any use of the resp passed in, when the result's
+// backing array differs.
+func (r *Request) GrowResponse(resp []byte, n int) []byte {
+	if n <= cap(resp)-len(resp) {
+		return resp
+	}
+	nb := getBuf(max(len(resp)+n, 2*cap(resp)))
+	out := append((*nb)[:0], resp...)
+	putBuf(r.rbuf)
+	r.rbuf = nb
+	return out
+}
+
 // Respond completes the request with resp: a ResponseBuffer with the
 // response header and body appended (it may have grown past the pooled
 // buffer; the engine then writes the grown slice). The engine backfills the
