@@ -72,9 +72,12 @@ type committed struct {
 	metadata string
 }
 
-// entry is one stored message.
+// entry is one stored message. It holds no pointers (its frame is named by
+// chunk number and position), so millions of entries cost the garbage
+// collector nothing to scan and the entry slice grows by plain copying.
 type entry struct {
-	frame     []byte // the frame, a view into an immutable chunk
+	chunk     uint64 // number of the chunk holding the frame
+	off, size uint32 // the frame's position in that chunk
 	timestamp uint64 // append time, µs
 	origin    uint64 // producer timestamp, µs
 }
@@ -84,9 +87,18 @@ type partition struct {
 	entries  []entry // entries[i] has offset logStart+i
 	logStart int64
 	bytes    int64
-	chunk    []byte // current chunk; frames are appended, never rewritten
-	capBytes int64
-	lastTS   uint64
+	// chunks[i] is chunk number chunkBase+i; frames are appended to the
+	// last one and never rewritten, so readers use them without the lock.
+	chunks    [][]byte
+	chunkBase uint64
+	capBytes  int64
+	lastTS    uint64
+}
+
+// frame returns e's frame from chunks, which start at chunk number base.
+func (e *entry) frame(chunks [][]byte, base uint64) []byte {
+	c := chunks[e.chunk-base]
+	return c[e.off : e.off+e.size : e.off+e.size]
 }
 
 // New returns an empty log.
@@ -215,7 +227,8 @@ func (l *Log) Append(_ context.Context, topicName string, p int32, b *message.Ba
 		now = part.lastTS + 1
 	}
 	part.lastTS = now
-	stored := part.store(frames, l.cfg.ChunkSize)
+	chunk, start := part.store(frames, l.cfg.ChunkSize)
+	stored := part.chunks[chunk-part.chunkBase][start:]
 	base := part.logStart + int64(len(part.entries))
 	for off := 0; off < len(stored); {
 		f, err := message.ParseFrame(stored[off:])
@@ -224,7 +237,9 @@ func (l *Log) Append(_ context.Context, topicName string, p int32, b *message.Ba
 			return -1, fmt.Errorf("memlog: %w at byte %d", err, off)
 		}
 		part.entries = append(part.entries, entry{
-			frame:     stored[off : off+f.Size : off+f.Size],
+			chunk:     chunk,
+			off:       uint32(start + off),
+			size:      uint32(f.Size),
 			timestamp: now,
 			origin:    b.Origin + uint64(f.TimestampDelta),
 		})
@@ -235,41 +250,62 @@ func (l *Log) Append(_ context.Context, topicName string, p int32, b *message.Ba
 	return base, nil
 }
 
+// maxChunk bounds a chunk so that entry positions fit in 32 bits; a batch
+// of frames is far smaller (it comes from one request frame).
+const maxChunk = 1<<32 - 1
+
 // store copies frames into the partition's current chunk (or a new one) and
-// returns the stored copy.
-func (p *partition) store(frames []byte, chunkSize int) []byte {
-	if len(frames) > cap(p.chunk)-len(p.chunk) {
-		n := chunkSize
-		if len(frames) > n {
-			n = len(frames)
-		}
-		p.chunk = make([]byte, 0, n)
+// returns the chunk's number and where the copy starts in it.
+func (p *partition) store(frames []byte, chunkSize int) (uint64, int) {
+	last := len(p.chunks) - 1
+	if last < 0 || len(frames) > cap(p.chunks[last])-len(p.chunks[last]) {
+		n := min(max(chunkSize, len(frames)), maxChunk)
+		p.chunks = append(p.chunks, make([]byte, 0, n))
+		last++
 	}
-	start := len(p.chunk)
-	p.chunk = append(p.chunk, frames...)
-	return p.chunk[start:len(p.chunk):len(p.chunk)]
+	c := p.chunks[last]
+	start := len(c)
+	p.chunks[last] = append(c, frames...)
+	return p.chunkBase + uint64(last), start
 }
 
 // trim drops the oldest messages while the partition is over its cap,
-// always keeping the newest message.
+// always keeping the newest message, and the chunks no message uses.
 func (p *partition) trim() {
 	if p.bytes <= p.capBytes {
 		return
 	}
 	drop := 0
 	for drop < len(p.entries)-1 && p.bytes > p.capBytes {
-		p.bytes -= int64(len(p.entries[drop].frame))
+		p.bytes -= int64(p.entries[drop].size)
 		drop++
 	}
 	p.logStart += int64(drop)
-	// Copy the survivors so the dropped entries' chunks can be collected.
+	// New slices, not reslices: readers may hold the old ones (snapshot),
+	// and the dropped chunks can then be collected.
 	p.entries = append([]entry(nil), p.entries[drop:]...)
+	if unused := p.entries[0].chunk - p.chunkBase; unused > 0 {
+		p.chunks = append([][]byte(nil), p.chunks[unused:]...)
+		p.chunkBase += unused
+	}
 }
 
-func (p *partition) snapshot() ([]entry, bridge.Watermarks) {
+// view is a consistent snapshot of a partition, usable without its lock:
+// everything it names is immutable.
+type view struct {
+	entries   []entry
+	chunks    [][]byte
+	chunkBase uint64
+	wm        bridge.Watermarks
+}
+
+func (p *partition) snapshot() view {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.entries, bridge.Watermarks{LogStart: p.logStart, High: p.logStart + int64(len(p.entries))}
+	return view{
+		entries: p.entries, chunks: p.chunks, chunkBase: p.chunkBase,
+		wm: bridge.Watermarks{LogStart: p.logStart, High: p.logStart + int64(len(p.entries))},
+	}
 }
 
 // Read implements bridge.Log.
@@ -278,15 +314,16 @@ func (l *Log) Read(_ context.Context, topicName string, p int32, offset int64, m
 	if err != nil {
 		return bridge.Watermarks{}, err
 	}
-	entries, wm := part.snapshot()
+	v := part.snapshot()
+	wm := v.wm
 	if offset < wm.LogStart {
 		offset = wm.LogStart
 	}
 	var m message.Message
 	delivered := 0
-	for i := offset - wm.LogStart; i < int64(len(entries)); i++ {
-		e := &entries[i]
-		f, err := message.ParseFrame(e.frame)
+	for i := offset - wm.LogStart; i < int64(len(v.entries)); i++ {
+		e := &v.entries[i]
+		f, err := message.ParseFrame(e.frame(v.chunks, v.chunkBase))
 		if err != nil {
 			return wm, fmt.Errorf("memlog: stored frame: %w", err)
 		}
@@ -316,8 +353,7 @@ func (l *Log) Watermarks(_ context.Context, topicName string, p int32) (bridge.W
 	if err != nil {
 		return bridge.Watermarks{}, err
 	}
-	_, wm := part.snapshot()
-	return wm, nil
+	return part.snapshot().wm, nil
 }
 
 // OffsetForTime implements bridge.Log.
@@ -326,10 +362,10 @@ func (l *Log) OffsetForTime(_ context.Context, topicName string, p int32, ts uin
 	if err != nil {
 		return -1, false, err
 	}
-	entries, wm := part.snapshot()
-	for i := range entries {
-		if entries[i].origin >= ts {
-			return wm.LogStart + int64(i), true, nil
+	v := part.snapshot()
+	for i := range v.entries {
+		if v.entries[i].origin >= ts {
+			return v.wm.LogStart + int64(i), true, nil
 		}
 	}
 	return -1, false, nil
