@@ -803,6 +803,13 @@ func (l *loop) readOnce(c *econn) (int, bool) {
 	}
 	var n, want int
 	var err error
+	if c.fr.wantsRoom() {
+		// SIOCINQ: bytes received and not yet read, so a large frame grows
+		// to what has arrived in one step (framer.avail).
+		if q, qerr := unix.IoctlGetInt(c.fd, unix.SIOCINQ); qerr == nil && q > 0 {
+			c.fr.avail = q
+		}
+	}
 	if t := c.fr.tail(); t != nil {
 		want = len(t)
 		n, err = unix.Read(c.fd, t)

@@ -135,6 +135,32 @@ func TestFramerGrowsWithData(t *testing.T) {
 	f.reset()
 }
 
+// TestFramerGrowsToAvail: bytes known to be waiting size the next growth in
+// one step, bounded by the declared size; unknown (0) keeps doubling.
+func TestFramerGrowsToAvail(t *testing.T) {
+	f := framer{max: DefaultMaxFrameSize}
+	f.feed(binary.BigEndian.AppendUint32(nil, 3<<20))
+	f.feed(make([]byte, initialFrameChunk))
+	if !f.wantsRoom() {
+		t.Fatal("full initial buffer does not want room")
+	}
+	f.avail = 900 << 10
+	tl := f.tail()
+	if got := cap(*f.body); got < initialFrameChunk+900<<10 || got > 2<<20 {
+		t.Fatalf("avail 900 KiB: buffer %d bytes", got)
+	}
+	if len(tl) < 900<<10 || f.avail != 0 {
+		t.Fatalf("tail %d bytes, avail left %d", len(tl), f.avail)
+	}
+	f.filled(len(tl))
+	f.avail = 64 << 20 // more than the frame: bounded by its size
+	f.tail()
+	if got := cap(*f.body); got != 4<<20 {
+		t.Fatalf("avail past the frame: buffer %d bytes, want the 3 MiB frame's class", got)
+	}
+	f.reset()
+}
+
 // TestFramerDirectTail: large bodies read through tail/filled match feed.
 func TestFramerDirectTail(t *testing.T) {
 	body := make([]byte, 1<<20+13)
