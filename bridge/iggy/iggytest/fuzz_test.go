@@ -1,6 +1,7 @@
 package iggytest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
@@ -10,6 +11,12 @@ import (
 
 // validSend builds a SendMessages body for stream 0, topic 0, partition p.
 func validSend(p uint32) []byte {
+	return sendBody(proto.PartitionID, proto.AppendU32(nil, p))
+}
+
+// sendBody builds a SendMessages body for stream 0, topic 0 with the given
+// partitioning (§2.5): three messages with a header each.
+func sendBody(kind uint8, value []byte) []byte {
 	var b message.Batch
 	b.Reset(10)
 	for i := range 3 {
@@ -22,11 +29,11 @@ func validSend(p uint32) []byte {
 	proto.StampFrames(b.Frames(), b.Count)
 	hdr := make([]byte, proto.BatchHeaderSize)
 	proto.SealBatch(xxh3.New(), hdr, b.Frames(), b.Count, b.Origin)
-	body := proto.AppendU32(nil, 22)
+	body := proto.AppendU32(nil, uint32(18+len(value)))
 	body = proto.AppendNumericID(body, 0)
 	body = proto.AppendNumericID(body, 0)
-	body = append(body, proto.PartitionID, 4)
-	body = proto.AppendU32(body, p)
+	body = append(body, kind, uint8(len(value)))
+	body = append(body, value...)
 	body = proto.AppendU32(body, uint32(b.Count))
 	body = append(body, hdr...)
 	return append(body, b.Frames()...)
@@ -34,65 +41,230 @@ func validSend(p uint32) []byte {
 
 func topicID(b []byte) []byte { return proto.AppendNumericID(proto.AppendNumericID(b, 0), 0) }
 
+// processSeed is one FuzzProcess seed: a request sent on the harness's
+// logged-in connection, and the reply status the harness expects when the
+// seeds are replayed in order (-1: no reply, or an Eviction); raw is the
+// same for the raw-frame path (-1 also when the body is not a whole frame).
+type processSeed struct {
+	name string
+	op   uint8
+	code uint32
+	req  uint64
+	body []byte
+	want int64
+	raw  int64
+}
+
+// processSeeds returns one well-formed request per command the server
+// implements, in an order where each finds what it needs (the harness's
+// stream 0 "s", topic 0 "t" with two partitions and three messages in
+// partition 1, then what earlier seeds create). Metadata requests carry
+// increasing request numbers above the harness's own (§1.4 watermark).
+// A few seeds carry a whole frame as the body for the harness's raw-frame
+// path on a fresh connection.
+func processSeeds() []processSeed {
+	const ok, none = 0, -1
+	n := proto.AppendNumericID
+	sid := proto.AppendStringID
+	cat := func(parts ...[]byte) []byte {
+		var b []byte
+		for _, p := range parts {
+			b = append(b, p...)
+		}
+		return b
+	}
+	u8 := func(v ...uint8) []byte { return v }
+	u32, u64 := proto.AppendU32, proto.AppendU64
+	// Clipped: seeds append to it, each into a copy of its own.
+	byName := slices.Clip(cat(sid(nil, "s"), sid(nil, "t")))
+	// poll: consumer kind and id, stream, topic, partition flag and id,
+	// strategy and value, count, auto-commit (§3.8).
+	poll := func(kind uint8, consumer []byte, strategy uint8, value uint64, autoCommit uint8) []byte {
+		return cat(u8(kind), consumer, topicID(nil), u8(1), u32(nil, 1), u8(strategy), u64(nil, value), u32(nil, 10), u8(autoCommit))
+	}
+	// offset: consumer kind and id, stream, topic, partition flag and id (§3.9).
+	offset := func(kind uint8, consumer []byte) []byte {
+		return cat(u8(kind), consumer, topicID(nil), u8(1), u32(nil, 1))
+	}
+	single, group := sid(nil, "kafka.cg.g"), n(nil, 0)
+	option := func(key string, kind uint8, val []byte) []byte {
+		return cat(u8(proto.KindString), proto.AppendLongString(nil, key), u8(kind), proto.AppendLongString(nil, string(val)))
+	}
+	topicOpts := cat(
+		proto.AppendOptionU64(nil, "message_expiry", 60_000_000),
+		proto.AppendOptionU64(nil, "max_topic_size", 2<<30),
+		option("compression_algorithm", proto.KindString, []byte("gzip")),
+		option("segment_size", proto.KindString, []byte("1GiB")),
+	)
+	frame := func(req uint64, op uint8, session uint64, code uint32, body []byte, stamp bool) []byte {
+		f := make([]byte, proto.HeaderSize, proto.HeaderSize+len(body))
+		proto.PutRequestHeader(f, len(body), proto.ClientID{Lo: 2}, req, op, session, code)
+		if stamp {
+			proto.SetRequestChecksum(f, xxh3.Hash(body))
+		}
+		return append(f, body...)
+	}
+	login := proto.AppendLoginBody(nil, "f", "0", "iggy", "iggy")
+
+	return []processSeed{
+		// Reads (operation 2, the command code in the header).
+		{"ping", proto.OpNonReplicated, proto.CodePing, 1, nil, ok, none},
+		{"cluster metadata", proto.OpNonReplicated, proto.CodeGetClusterMetadata, 1, nil, ok, none},
+		{"me", proto.OpNonReplicated, proto.CodeGetMe, 1, nil, ok, none},
+		{"get stream", proto.OpNonReplicated, proto.CodeGetStream, 1, n(nil, 0), ok, none},
+		{"get stream by name", proto.OpNonReplicated, proto.CodeGetStream, 1, sid(nil, "s"), ok, none},
+		{"get streams", proto.OpNonReplicated, proto.CodeGetStreams, 1, nil, ok, none},
+		{"get topic", proto.OpNonReplicated, proto.CodeGetTopic, 11, topicID(nil), ok, none},
+		{"get topic by name", proto.OpNonReplicated, proto.CodeGetTopic, 1, byName, ok, none},
+		{"get topics", proto.OpNonReplicated, proto.CodeGetTopics, 1, n(nil, 0), ok, none},
+		{"poll offset", proto.OpNonReplicated, proto.CodePollMessages, 6, poll(proto.ConsumerSingle, n(nil, 0), proto.PollOffset, 0, 1), ok, none},
+		{"poll timestamp", proto.OpNonReplicated, proto.CodePollMessages, 1, poll(proto.ConsumerSingle, n(nil, 0), proto.PollTimestamp, 1, 0), ok, none},
+		{"poll first", proto.OpNonReplicated, proto.CodePollMessages, 1, poll(proto.ConsumerSingle, single, proto.PollFirst, 0, 0), ok, none},
+		{"poll last", proto.OpNonReplicated, proto.CodePollMessages, 1, poll(proto.ConsumerSingle, single, proto.PollLast, 0, 0), ok, none},
+		{"poll next", proto.OpNonReplicated, proto.CodePollMessages, 1, poll(proto.ConsumerSingle, n(nil, 0), proto.PollNext, 0, 1), ok, none},
+		{"get offset", proto.OpNonReplicated, proto.CodeGetConsumerOffset, 7, offset(proto.ConsumerSingle, single), ok, none},
+		{"unknown code", proto.OpNonReplicated, proto.CodeGetStats, 1, nil, int64(proto.CodeInvalidCommand), none},
+		{"legacy login", proto.OpNonReplicated, proto.CodeLoginUser, 1, login, none, none},
+
+		// Metadata writes (replicated operations, request numbers above 2).
+		{"create stream", proto.OpCreateStream, 0, 100, proto.AppendName(nil, "other"), ok, none},
+		{"create topic", proto.OpCreateTopic, 0, 101, cat(proto.AppendName(u32(n(nil, 0), 2), "t2"), topicOpts), ok, none},
+		{"create group", proto.OpCreateConsumerGroup, 0, 102, proto.AppendName(topicID(nil), "grp"), ok, none},
+		{"join group", proto.OpJoinConsumerGroup, 0, 103, n(topicID(nil), 0), ok, none},
+		{"create partitions", proto.OpCreatePartitions, 0, 104, u32(topicID(nil), 2), ok, none},
+		{"replayed create partitions", proto.OpCreatePartitions, 0, 104, u32(topicID(nil), 2), ok, none},
+		{"create group 2", proto.OpCreateConsumerGroup, 0, 105, proto.AppendName(byName, "grp2"), ok, none},
+		{"join group 2", proto.OpJoinConsumerGroup, 0, 106, sid(byName, "grp2"), ok, none},
+		{"leave group 2", proto.OpLeaveConsumerGroup, 0, 107, sid(byName, "grp2"), ok, none},
+		{"delete group 2", proto.OpDeleteConsumerGroup, 0, 108, sid(byName, "grp2"), ok, none},
+		{"delete topic", proto.OpDeleteTopic, 0, 109, sid(n(nil, 0), "t2"), ok, none},
+		{"delete stream", proto.OpDeleteStream, 0, 110, sid(nil, "other"), ok, none},
+		{"update stream", proto.OpUpdateStream, 0, 111, proto.AppendName(n(nil, 0), "s"), int64(proto.CodeFeatureUnavailable), none},
+
+		// Group reads, as a member of group 0.
+		{"get group", proto.OpNonReplicated, proto.CodeGetConsumerGroup, 1, n(topicID(nil), 0), ok, none},
+		{"get groups", proto.OpNonReplicated, proto.CodeGetConsumerGroups, 1, topicID(nil), ok, none},
+		{"sync group", proto.OpNonReplicated, proto.CodeSyncConsumerGroup, 10, n(topicID(nil), 0), ok, none},
+		{"poll group", proto.OpNonReplicated, proto.CodePollMessages, 1, poll(proto.ConsumerGroup, group, proto.PollNext, 0, 1), ok, none},
+
+		// Partition writes (request numbers are not checked).
+		{"send to partition", proto.OpSendMessages, 0, 5, validSend(1), ok, none},
+		{"send balanced", proto.OpSendMessages, 0, 5, sendBody(proto.PartitionBalanced, nil), ok, none},
+		{"send by key", proto.OpSendMessages, 0, 5, sendBody(proto.PartitionMessagesKey, []byte("k")), ok, none},
+		{"store offset", proto.OpStoreConsumerOffset, 0, 8, cat(offset(proto.ConsumerSingle, single), u64(nil, 1), u8(1)), ok, none},
+		{"get offset", proto.OpNonReplicated, proto.CodeGetConsumerOffset, 7, offset(proto.ConsumerSingle, single), ok, none},
+		{"delete offset", proto.OpDeleteConsumerOffset, 0, 9, cat(offset(proto.ConsumerSingle, single), u8(1)), ok, none},
+		{"store group offset", proto.OpStoreConsumerOffset, 0, 8, cat(offset(proto.ConsumerGroup, group), u64(nil, 2), u8(1)), ok, none},
+		{"get group offset", proto.OpNonReplicated, proto.CodeGetConsumerOffset, 7, offset(proto.ConsumerGroup, group), ok, none},
+		{"delete group offset", proto.OpDeleteConsumerOffset, 0, 9, cat(offset(proto.ConsumerGroup, group), u8(1)), ok, none},
+
+		// Whole frames for the raw path (the logged-in connection reads
+		// them as bodies of a ping).
+		{"raw login, checksummed", proto.OpNonReplicated, proto.CodePing, 1, frame(0, proto.OpRegister, 0, 0, login, true), ok, ok},
+		{"raw PAT login", proto.OpNonReplicated, proto.CodePing, 1, frame(0, proto.OpRegister, 0, 0, proto.AppendPATLoginBody(nil, "f", "0", "tok"), false), ok, none},
+		{"raw ping", proto.OpNonReplicated, proto.CodePing, 1, frame(1, proto.OpNonReplicated, 0, proto.CodePing, nil, false), ok, ok},
+		{"raw write before login", proto.OpNonReplicated, proto.CodePing, 1, frame(1, proto.OpCreateStream, 1, 0, proto.AppendName(nil, "x"), false), ok, none},
+
+		// Logout last: the harness logs in again after it.
+		{"logout", proto.OpLogout, 0, 112, nil, ok, none},
+	}
+}
+
+// fuzzHarness is FuzzProcess's server: a logged-in connection on a server
+// holding stream 0 "s", topic 0 "t" with two partitions, and three messages
+// in partition 1.
+type fuzzHarness struct {
+	s  *Server
+	st *connState
+}
+
+func newFuzzHarness(tb testing.TB) *fuzzHarness {
+	h := &fuzzHarness{s: New(Config{}), st: &connState{connID: 1}}
+	h.setup(proto.OpRegister, proto.CodeLoginRegister, 0, proto.AppendLoginBody(nil, "f", "0", "iggy", "iggy"))
+	h.setup(proto.OpCreateStream, 0, 1, proto.AppendName(nil, "s"))
+	h.setup(proto.OpCreateTopic, 0, 2, proto.AppendName(proto.AppendU32(proto.AppendNumericID(nil, 0), 2), "t"))
+	h.setup(proto.OpSendMessages, 0, 3, validSend(1))
+	if !h.st.bound {
+		tb.Fatal("setup login failed")
+	}
+	return h
+}
+
+func (h *fuzzHarness) setup(op uint8, code uint32, req uint64, body []byte) {
+	frame := make([]byte, proto.HeaderSize)
+	proto.PutRequestHeader(frame, len(body), proto.ClientID{Lo: 1}, req, op, h.st.session, code)
+	h.s.process(h.st, append(frame, body...), nil)
+}
+
+// run serves one fuzz input and returns the replies on the logged-in
+// connection and on the raw-frame path.
+func (h *fuzzHarness) run(op uint8, code uint32, req uint64, body []byte) (out, raw []byte) {
+	st := h.st
+	frame := make([]byte, proto.HeaderSize, proto.HeaderSize+len(body))
+	proto.PutRequestHeader(frame, len(body), st.client, req, op, st.session, code)
+	frame = append(frame, body...)
+	out, _ = h.s.process(st, frame, nil)
+	// The same bytes as a raw frame (header included) from the fuzzer.
+	if len(body) >= proto.HeaderSize {
+		raw, _ = h.s.process(&connState{connID: 2}, append([]byte(nil), body...), nil)
+	}
+	if !st.bound { // a Logout: log in again for the next input
+		st.client = proto.ClientID{Lo: 1}
+		h.setup(proto.OpRegister, proto.CodeLoginRegister, 0, proto.AppendLoginBody(nil, "f", "0", "iggy", "iggy"))
+	}
+	return out, raw
+}
+
 // FuzzProcess feeds arbitrary requests to the server's frame handler, on a
 // logged-in connection of a server holding a stream, a topic and messages.
 // It must never panic, and every reply it writes must be well framed.
 func FuzzProcess(f *testing.F) {
-	f.Add(proto.OpRegister, uint32(0), uint64(0), proto.AppendLoginBody(nil, "f", "0", "iggy", "iggy"))
-	f.Add(proto.OpNonReplicated, proto.CodePing, uint64(1), []byte{})
-	f.Add(proto.OpCreateStream, uint32(0), uint64(100), proto.AppendName(nil, "other"))
-	ct := proto.AppendU32(proto.AppendNumericID(nil, 0), 2)
-	ct = proto.AppendName(ct, "t2")
-	f.Add(proto.OpCreateTopic, uint32(0), uint64(101), proto.AppendOptionU64(ct, "message_expiry", 60_000_000))
-	f.Add(proto.OpSendMessages, uint32(0), uint64(5), validSend(1))
-	poll := append([]byte{proto.ConsumerSingle}, proto.AppendNumericID(nil, 0)...)
-	poll = append(topicID(poll), 1, 1, 0, 0, 0, proto.PollOffset)
-	poll = proto.AppendU64(poll, 0)
-	poll = append(proto.AppendU32(poll, 10), 1)
-	f.Add(proto.OpNonReplicated, proto.CodePollMessages, uint64(6), poll)
-	off := append([]byte{proto.ConsumerSingle}, proto.AppendStringID(nil, "kafka.cg.g")...)
-	off = append(topicID(off), 1, 1, 0, 0, 0)
-	f.Add(proto.OpNonReplicated, proto.CodeGetConsumerOffset, uint64(7), off)
-	f.Add(proto.OpStoreConsumerOffset, uint32(0), uint64(8), append(proto.AppendU64(append([]byte(nil), off...), 1), 1))
-	f.Add(proto.OpDeleteConsumerOffset, uint32(0), uint64(9), append(append([]byte(nil), off...), 1))
-	f.Add(proto.OpCreateConsumerGroup, uint32(0), uint64(102), proto.AppendName(topicID(nil), "grp"))
-	f.Add(proto.OpJoinConsumerGroup, uint32(0), uint64(103), proto.AppendNumericID(topicID(nil), 0))
-	f.Add(proto.OpNonReplicated, proto.CodeSyncConsumerGroup, uint64(10), proto.AppendNumericID(topicID(nil), 0))
-	f.Add(proto.OpNonReplicated, proto.CodeGetTopic, uint64(11), topicID(nil))
-	f.Add(proto.OpCreatePartitions, uint32(0), uint64(104), proto.AppendU32(topicID(nil), 2))
-
-	s := New(Config{})
-	st := &connState{connID: 1}
-	setup := func(op uint8, code uint32, req uint64, body []byte) {
-		frame := make([]byte, proto.HeaderSize)
-		proto.PutRequestHeader(frame, len(body), proto.ClientID{Lo: 1}, req, op, st.session, code)
-		s.process(st, append(frame, body...), nil)
+	for _, s := range processSeeds() {
+		f.Add(s.op, s.code, s.req, s.body)
 	}
-	setup(proto.OpRegister, proto.CodeLoginRegister, 0, proto.AppendLoginBody(nil, "f", "0", "iggy", "iggy"))
-	setup(proto.OpCreateStream, 0, 1, proto.AppendName(nil, "s"))
-	setup(proto.OpCreateTopic, 0, 2, proto.AppendName(proto.AppendU32(proto.AppendNumericID(nil, 0), 2), "t"))
-	setup(proto.OpSendMessages, 0, 3, validSend(1))
-	if !st.bound {
-		f.Fatal("setup login failed")
-	}
-
+	h := newFuzzHarness(f)
 	f.Fuzz(func(t *testing.T, op uint8, code uint32, req uint64, body []byte) {
-		frame := make([]byte, proto.HeaderSize, proto.HeaderSize+len(body))
-		proto.PutRequestHeader(frame, len(body), st.client, req, op, st.session, code)
-		frame = append(frame, body...)
-		out, _ := s.process(st, frame, nil)
+		out, raw := h.run(op, code, req, body)
 		checkFrames(t, out)
-		// The same bytes as a raw frame (header included) from the fuzzer.
-		if len(body) >= proto.HeaderSize {
-			raw := append([]byte(nil), body...)
-			out, _ = s.process(&connState{connID: 2}, raw, nil)
-			checkFrames(t, out)
-		}
-		if !st.bound { // a Logout: log in again for the next input
-			st.client = proto.ClientID{Lo: 1}
-			setup(proto.OpRegister, proto.CodeLoginRegister, 0, proto.AppendLoginBody(nil, "f", "0", "iggy", "iggy"))
-		}
+		checkFrames(t, raw)
 	})
+}
+
+// TestProcessSeeds replays FuzzProcess's seeds in order and checks each
+// gets the reply it was written for, so the seeds stay well-formed requests
+// as the server changes.
+func TestProcessSeeds(t *testing.T) {
+	h := newFuzzHarness(t)
+	for _, s := range processSeeds() {
+		out, raw := h.run(s.op, s.code, s.req, s.body)
+		checkFrames(t, out)
+		checkFrames(t, raw)
+		if got := replyStatus(out); got != s.want {
+			t.Errorf("%s: status %d, want %d", s.name, got, s.want)
+		} else if s.want == 0 && proto.ResultFramed(s.op) {
+			// A metadata or offset write's result section: count 0 = OK (§1.7).
+			body := out[proto.HeaderSize:]
+			if len(body) < 4 || body[0]|body[1]|body[2]|body[3] != 0 {
+				t.Errorf("%s: result section %x", s.name, body[:min(len(body), 12)])
+			}
+		}
+		if got := replyStatus(raw); got != s.raw {
+			t.Errorf("%s: raw-path status %d, want %d", s.name, got, s.raw)
+		}
+	}
+}
+
+// replyStatus is the status of the first reply in out, or -1 for none or
+// an Eviction.
+func replyStatus(out []byte) int64 {
+	if len(out) < proto.HeaderSize {
+		return -1
+	}
+	r := proto.ParseReplyHeader(out)
+	if r.Command != proto.CommandReply {
+		return -1
+	}
+	return int64(r.Status)
 }
 
 func checkFrames(t *testing.T, out []byte) {
