@@ -183,6 +183,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 			}
 			if p.ErrorCode != wire.None {
 				hasErr = true
+				g.metrics.fetchError(p.ErrorCode)
 				buf = buf[:mark.RecordsStart()]
 				n = 0
 			}

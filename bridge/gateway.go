@@ -329,7 +329,7 @@ func (g *Gateway) serveOne(cs *connState, req *engine.Request, inline bool) bool
 		req.Close("unsupported_version")
 		return false
 	}
-	g.metrics.requests[hdr.APIKey].Add(1)
+	g.metrics.countRequest(hdr.APIKey, hdr.APIVersion)
 	st := g.states.Get().(*state)
 	c := &st.call
 	*c = call{cs: cs, req: req, hdr: hdr, body: body, state: st, inline: inline, start: time.Now()}

@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/message"
@@ -59,6 +60,13 @@ type Log interface {
 	Ready(ctx context.Context) error
 	// Close releases the backend's resources.
 	Close() error
+}
+
+// MetricsWriter is implemented by a Log with metrics of its own (the Iggy
+// client: backend request latency, errors, reconnects, sessions); the
+// gateway's WriteMetrics appends them in the Prometheus text format.
+type MetricsWriter interface {
+	WriteMetrics(w io.Writer)
 }
 
 // TopicInfo describes a topic.

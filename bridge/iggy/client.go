@@ -43,6 +43,8 @@ type Client struct {
 
 	offMu   sync.Mutex
 	offsets map[offsetKey]memOffset
+
+	metrics clientMetrics
 }
 
 var _ bridge.Log = (*Client)(nil)
@@ -113,6 +115,7 @@ func (c *Client) acquire(ctx context.Context) (*session, error) {
 	select {
 	case s = <-c.idle:
 	default:
+		c.metrics.sessionWaits.Add(1)
 		select {
 		case s = <-c.idle:
 		case <-ctx.Done():
@@ -125,6 +128,7 @@ func (c *Client) acquire(ctx context.Context) (*session, error) {
 		c.idle <- s
 		return nil, ErrClosed
 	}
+	c.metrics.inUse.Add(1)
 	if err := s.ensure(ctx); err != nil {
 		c.release(s)
 		return nil, err
@@ -132,8 +136,9 @@ func (c *Client) acquire(ctx context.Context) (*session, error) {
 	return s, nil
 }
 
-// release returns a session to the pool.
+// release returns a session acquire gave to the pool.
 func (c *Client) release(s *session) {
+	c.metrics.inUse.Add(-1)
 	s.trim()
 	c.idle <- s
 }

@@ -19,7 +19,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
@@ -50,6 +49,7 @@ type session struct {
 	server  string // server version from the login reply
 
 	lastUsed time.Time
+	wasUp    bool      // the session has been connected before (a reconnect is counted)
 	retryAt  time.Time // earliest next connection attempt
 	backoff  time.Duration
 	lastErr  error
@@ -70,6 +70,10 @@ func (s *session) close() {
 	if s.conn != nil {
 		s.conn.Close()
 		s.conn = nil
+		if s.session != 0 {
+			s.c.metrics.connected.Add(-1)
+			s.session = 0
+		}
 	}
 }
 
@@ -85,6 +89,7 @@ func (s *session) ensure(ctx context.Context) error {
 	}
 	err := s.connect(ctx)
 	if err != nil {
+		s.c.metrics.connectFailures.Add(1)
 		if s.backoff == 0 {
 			s.backoff = s.c.cfg.ReconnectBackoffMin
 		} else {
@@ -166,6 +171,13 @@ func (s *session) connect(ctx context.Context) error {
 		return fmt.Errorf("%w: %s", ErrProtocol, "iggy: malformed login reply")
 	}
 	s.session, s.next = sess, 1
+	m := &s.c.metrics
+	m.connects.Add(1)
+	m.connected.Add(1)
+	if s.wasUp {
+		m.reconnects.Add(1)
+	}
+	s.wasUp = true
 	s.server = string(ver)
 	s.lastUsed = time.Now()
 	s.c.log.Debug("iggy: session connected", "addr", cfg.Addr, "server", s.server, "session", sess)
@@ -185,8 +197,18 @@ func (s *session) do(ctx context.Context, code uint32) (body []byte, sent bool, 
 }
 
 // doFrame is do for a caller-owned frame whose first HeaderSize bytes are
-// free for the VSR header (Append writes into the batch's headroom).
+// free for the VSR header (Append writes into the batch's headroom). It
+// records the request's latency and outcome in the client's metrics.
 func (s *session) doFrame(ctx context.Context, frame []byte, code uint32) (body []byte, sent bool, err error) {
+	start := time.Now()
+	body, sent, err = s.exchange(ctx, frame, code)
+	s.c.metrics.observe(code, time.Since(start), err)
+	return body, sent, err
+}
+
+// exchange writes the request and reads its reply, replaying transient
+// statuses until the deadline.
+func (s *session) exchange(ctx context.Context, frame []byte, code uint32) (body []byte, sent bool, err error) {
 	if s.conn == nil {
 		return nil, false, ErrUnreachable
 	}
@@ -242,6 +264,7 @@ func (s *session) doFrame(ctx context.Context, frame []byte, code uint32) (body 
 				s.close()
 				return nil, true, &Error{Code: status, Command: commandName(code)}
 			}
+			s.c.metrics.retries.Add(1)
 			time.Sleep(transientRetry)
 			continue
 		}
@@ -332,40 +355,4 @@ func (s *session) trim() {
 	if cap(s.buf) > keepReplyBuf {
 		s.buf = make([]byte, proto.HeaderSize, 4096)
 	}
-}
-
-func commandName(code uint32) string {
-	switch code {
-	case proto.CodePing:
-		return "Ping"
-	case proto.CodeLoginRegister:
-		return "LoginRegister"
-	case proto.CodeLoginRegisterWithPAT:
-		return "LoginRegisterWithPat"
-	case proto.CodePollMessages:
-		return "PollMessages"
-	case proto.CodeSendMessages:
-		return "SendMessages"
-	case proto.CodeGetConsumerOffset:
-		return "GetConsumerOffset"
-	case proto.CodeStoreConsumerOffset:
-		return "StoreConsumerOffset"
-	case proto.CodeDeleteConsumerOffset:
-		return "DeleteConsumerOffset"
-	case proto.CodeGetStream:
-		return "GetStream"
-	case proto.CodeCreateStream:
-		return "CreateStream"
-	case proto.CodeGetTopic:
-		return "GetTopic"
-	case proto.CodeGetTopics:
-		return "GetTopics"
-	case proto.CodeCreateTopic:
-		return "CreateTopic"
-	case proto.CodeDeleteTopic:
-		return "DeleteTopic"
-	case proto.CodeCreatePartitions:
-		return "CreatePartitions"
-	}
-	return "command " + strconv.FormatUint(uint64(code), 10)
 }

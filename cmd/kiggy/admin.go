@@ -33,11 +33,7 @@ func (a *admin) start(addr string, logger *slog.Logger) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("--admin-addr %s: %w", addr, err)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", a.ready)
-	mux.HandleFunc("/metrics", a.metrics)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	hs := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	logger.Info("admin listening", "addr", ln.Addr().String())
 	return func() {
@@ -45,6 +41,15 @@ func (a *admin) start(addr string, logger *slog.Logger) (func(), error) {
 		defer cancel()
 		_ = hs.Shutdown(ctx)
 	}, nil
+}
+
+// handler routes the admin endpoints.
+func (a *admin) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", a.ready)
+	mux.HandleFunc("/metrics", a.metrics)
+	return mux
 }
 
 // ready: the listener is up, the backend answers, and no drain has begun.

@@ -1,0 +1,147 @@
+package iggy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+	"github.com/kiggy-io/kiggy/internal/metric"
+)
+
+// commands are the Iggy commands the client sends, in the order of their
+// metric slots; every other code counts in the last slot, "other".
+var commands = [...]struct {
+	code uint32
+	name string
+}{
+	{proto.CodePing, "Ping"},
+	{proto.CodeLoginRegister, "LoginRegister"},
+	{proto.CodeLoginRegisterWithPAT, "LoginRegisterWithPat"},
+	{proto.CodePollMessages, "PollMessages"},
+	{proto.CodeSendMessages, "SendMessages"},
+	{proto.CodeGetConsumerOffset, "GetConsumerOffset"},
+	{proto.CodeStoreConsumerOffset, "StoreConsumerOffset"},
+	{proto.CodeDeleteConsumerOffset, "DeleteConsumerOffset"},
+	{proto.CodeGetStream, "GetStream"},
+	{proto.CodeCreateStream, "CreateStream"},
+	{proto.CodeGetTopic, "GetTopic"},
+	{proto.CodeGetTopics, "GetTopics"},
+	{proto.CodeCreateTopic, "CreateTopic"},
+	{proto.CodeDeleteTopic, "DeleteTopic"},
+	{proto.CodeCreatePartitions, "CreatePartitions"},
+}
+
+// numCommandSlots is len(commands) plus the "other" slot.
+const numCommandSlots = len(commands) + 1
+
+// commandIndex returns code's metric slot.
+func commandIndex(code uint32) int {
+	for i := range commands {
+		if commands[i].code == code {
+			return i
+		}
+	}
+	return len(commands)
+}
+
+func commandName(code uint32) string {
+	if i := commandIndex(code); i < len(commands) {
+		return commands[i].name
+	}
+	return "command " + strconv.FormatUint(uint64(code), 10)
+}
+
+// errKind classifies a failed request for the error counters.
+type errKind int
+
+const (
+	kindServer     errKind = iota // the server answered with an error code
+	kindTimeout                   // no reply before the deadline
+	kindConnection                // the connection failed (refused, reset, closed)
+	kindProtocol                  // a reply kiggy cannot accept
+	kindEvicted                   // the server evicted the session
+	kindCanceled                  // the caller gave up (context)
+	numErrKinds
+)
+
+var errKindNames = [numErrKinds]string{"server", "timeout", "connection", "protocol", "evicted", "canceled"}
+
+func kindOf(err error) errKind {
+	var ev *EvictionError
+	var se *Error
+	switch {
+	case errors.As(err, &ev):
+		return kindEvicted
+	case errors.As(err, &se):
+		return kindServer
+	case errors.Is(err, errTimeout):
+		return kindTimeout
+	case errors.Is(err, ErrProtocol):
+		return kindProtocol
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return kindCanceled
+	}
+	return kindConnection
+}
+
+// clientMetrics are the Iggy client's counters (issue: "Iggy backend request
+// latency, errors, reconnects, sessions in use"): fixed arrays of atomics
+// indexed by command slot and error kind, one or two atomic adds per request.
+type clientMetrics struct {
+	latency         [numCommandSlots]metric.Histogram
+	errors          [numCommandSlots][numErrKinds]atomic.Uint64
+	connects        atomic.Uint64 // logins that succeeded
+	reconnects      atomic.Uint64 // of those, by a session that had been connected before
+	connectFailures atomic.Uint64
+	retries         atomic.Uint64 // transient statuses replayed (§1.8)
+	sessionWaits    atomic.Uint64 // requests that waited for a free session
+	inUse           atomic.Int64
+	connected       atomic.Int64
+}
+
+// observe records one request's outcome.
+func (m *clientMetrics) observe(code uint32, d time.Duration, err error) {
+	i := commandIndex(code)
+	m.latency[i].Observe(d)
+	if err != nil {
+		m.errors[i][kindOf(err)].Add(1)
+	}
+}
+
+// WriteMetrics writes the client's metrics in the Prometheus text format
+// (bridge.MetricsWriter: the gateway's /metrics includes them).
+func (c *Client) WriteMetrics(w io.Writer) {
+	m := &c.metrics
+	metric.Header(w, "kiggy_iggy_request_duration_seconds", "histogram", "Iggy request latency (send to reply, transient replays included), by command.")
+	for i := range m.latency {
+		m.latency[i].Write(w, "kiggy_iggy_request_duration_seconds", "command", slotName(i))
+	}
+	metric.Header(w, "kiggy_iggy_request_errors_total", "counter", "Iggy requests that failed, by command and kind (server, timeout, connection, protocol, evicted, canceled).")
+	for i := range m.errors {
+		for k := range m.errors[i] {
+			if n := m.errors[i][k].Load(); n > 0 {
+				fmt.Fprintf(w, "kiggy_iggy_request_errors_total{command=%q,kind=%q} %d\n", slotName(i), errKindNames[k], n)
+			}
+		}
+	}
+	metric.Single(w, "kiggy_iggy_connects_total", "counter", "Iggy sessions connected and logged in.", m.connects.Load())
+	metric.Single(w, "kiggy_iggy_reconnects_total", "counter", "Iggy sessions connected again after losing their connection.", m.reconnects.Load())
+	metric.Single(w, "kiggy_iggy_connect_failures_total", "counter", "Failed attempts to connect and log in to Iggy.", m.connectFailures.Load())
+	metric.Single(w, "kiggy_iggy_transient_retries_total", "counter", "Requests replayed after a transient Iggy status (57, 58).", m.retries.Load())
+	metric.Single(w, "kiggy_iggy_session_waits_total", "counter", "Requests that waited for a free Iggy session (pool exhausted).", m.sessionWaits.Load())
+	metric.Single(w, "kiggy_iggy_sessions", "gauge", "Iggy sessions in the pool (--iggy-pool-size).", len(c.sessions))
+	metric.Single(w, "kiggy_iggy_sessions_connected", "gauge", "Iggy sessions with a live connection.", m.connected.Load())
+	metric.Single(w, "kiggy_iggy_sessions_in_use", "gauge", "Iggy sessions serving a request now.", m.inUse.Load())
+}
+
+func slotName(i int) string {
+	if i < len(commands) {
+		return commands[i].name
+	}
+	return "other"
+}

@@ -1,0 +1,95 @@
+package iggy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+)
+
+func scrape(c *Client) string {
+	var b strings.Builder
+	c.WriteMetrics(&b)
+	return b.String()
+}
+
+func wantLines(t *testing.T, out string, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if !strings.Contains(out, l+"\n") {
+			t.Errorf("metrics lack %q", l)
+		}
+	}
+	if t.Failed() {
+		t.Logf("metrics:\n%s", out)
+	}
+}
+
+// TestMetrics: requests are timed by command, failures counted by kind,
+// transient replays, session use and reconnects after a server restart.
+func TestMetrics(t *testing.T) {
+	srv, addr := startServer(t, iggytest.Config{})
+	c := open(t, Config{Addr: addr, PoolSize: 2, ReconnectBackoffMin: 10 * time.Millisecond, ReconnectBackoffMax: 50 * time.Millisecond, RequestTimeout: 300 * time.Millisecond})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "m", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := c.Append(cx, "m", 0, batchOf(1, "x", 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Status: uint32(proto.CodeTransientNotCommitted), Count: 2})
+	if _, err := c.Append(cx, "m", 0, batchOf(1, "x", 1)); err != nil {
+		t.Fatal(err)
+	}
+	srv.InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Status: 777})
+	c.Append(cx, "m", 0, batchOf(1, "x", 1))
+	srv.InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Drop: true})
+	c.Append(cx, "m", 0, batchOf(1, "x", 1))
+
+	out := scrape(c)
+	wantLines(t, out,
+		`kiggy_iggy_request_duration_seconds_count{command="SendMessages"} 6`,
+		`kiggy_iggy_request_duration_seconds_count{command="LoginRegister"} 2`,
+		`kiggy_iggy_request_errors_total{command="SendMessages",kind="server"} 1`,
+		`kiggy_iggy_request_errors_total{command="SendMessages",kind="timeout"} 1`,
+		`kiggy_iggy_transient_retries_total 2`,
+		`kiggy_iggy_sessions 2`,
+		`kiggy_iggy_sessions_in_use 0`,
+		`kiggy_iggy_reconnects_total 0`,
+	)
+	// The timeout dropped one session's connection: one of two is up.
+	wantLines(t, out, `kiggy_iggy_sessions_connected 1`)
+
+	// Restart the server: sessions fail, then reconnect.
+	srv.Stop()
+	c.Append(cx, "m", 0, batchOf(1, "down", 1)) // the live connection fails
+	c.Append(cx, "m", 0, batchOf(1, "down", 1)) // so does connecting anew
+	c.Append(cx, "m", 0, batchOf(1, "down", 1))
+	if _, err := srv.Start(addr); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := c.Append(cx, "m", 0, batchOf(1, "after", 1)); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	out = scrape(c)
+	if strings.Contains(out, "kiggy_iggy_reconnects_total 0\n") || strings.Contains(out, "kiggy_iggy_connect_failures_total 0\n") {
+		t.Fatalf("restart not counted:\n%s", out)
+	}
+	wantLines(t, out, `kiggy_iggy_sessions_in_use 0`, `kiggy_iggy_request_errors_total{command="SendMessages",kind="connection"} 1`)
+}
+
+func TestObserveAllocs(t *testing.T) {
+	var m clientMetrics
+	if n := testing.AllocsPerRun(100, func() { m.observe(proto.CodeSendMessages, time.Millisecond, nil) }); n != 0 {
+		t.Fatalf("observe allocates %v", n)
+	}
+}
