@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -58,13 +59,24 @@ func (s *settings) Duration(group, name string, p *time.Duration, def, min, max 
 	s.add(group, name, usage, &durationValue{p: p, min: min, max: max})
 }
 
-// parse applies KIGGY_* variables from env, then the command-line args
-// (which win). An unknown KIGGY_* variable is an error: a typo must not be
-// silently ignored.
+// configKnob is the flag naming a configuration file.
+const configKnob = "config"
+
+// parse applies, lowest precedence first, the configuration file (--config
+// or KIGGY_CONFIG), the KIGGY_* variables from env, then the command-line
+// args. An unknown KIGGY_* variable or file key is an error: a typo must not
+// be silently ignored.
 func (s *settings) parse(args, env []string) error {
 	known := map[string]*knob{}
+	byName := map[string]*knob{}
 	for i := range s.knobs {
 		known[envName(s.knobs[i].name)] = &s.knobs[i]
+		byName[s.knobs[i].name] = &s.knobs[i]
+	}
+	if path := configPath(args, env); path != "" {
+		if err := s.parseFile(path, byName); err != nil {
+			return err
+		}
 	}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -88,9 +100,77 @@ func (s *settings) parse(args, env []string) error {
 	return nil
 }
 
+// configPath finds the configuration file before the flags are parsed: the
+// last --config on the command line, else KIGGY_CONFIG.
+func configPath(args, env []string) string {
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, envName(configKnob)+"="); ok {
+			path = v
+		}
+	}
+	fromArgs := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != configKnob {
+			continue
+		}
+		if !hasVal && i+1 < len(args) {
+			i++
+			val = args[i]
+		}
+		fromArgs = val
+	}
+	if fromArgs != "" {
+		return fromArgs
+	}
+	return path
+}
+
+// parseFile applies a configuration file: one "name = value" per line, name
+// a flag name without dashes, blank lines and lines starting with # ignored;
+// a value may be double-quoted (Go syntax) to keep spaces or an empty string.
+func (s *settings) parseFile(path string, byName map[string]*knob) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		where := fmt.Sprintf("%s:%d", path, i+1)
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return fmt.Errorf("%s: want name = value, got %q", where, line)
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		kn, known := byName[k]
+		if !known || k == configKnob {
+			return fmt.Errorf("%s: unknown setting %q (the names are the flags of kiggy --help, without dashes)", where, k)
+		}
+		if strings.HasPrefix(v, `"`) {
+			uq, err := strconv.Unquote(v)
+			if err != nil {
+				return fmt.Errorf("%s: %s: bad quoted value %s", where, k, v)
+			}
+			v = uq
+		}
+		if err := kn.value.Set(v); err != nil {
+			return fmt.Errorf("%s: %s = %q: %v", where, k, v, err)
+		}
+	}
+	return nil
+}
+
 // usage writes --help: knobs grouped, each with its variable and default.
 func (s *settings) usage(w io.Writer, groups []string) {
-	fmt.Fprintf(w, "kiggy: a Kafka-wire-protocol gateway for Apache Iggy.\n\nUsage: kiggy [flags]\n\nEvery flag can also be set with its KIGGY_* environment variable; flags win.\n")
+	fmt.Fprintf(w, "kiggy: a Kafka-wire-protocol gateway for Apache Iggy.\n\nUsage: kiggy [flags]\n\nEvery flag can also be set with its KIGGY_* environment variable or in the\n--config file (name = value lines); flags win over variables, variables over the file.\n")
 	byGroup := map[string][]knob{}
 	for _, k := range s.knobs {
 		byGroup[k.group] = append(byGroup[k.group], k)

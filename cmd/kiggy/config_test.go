@@ -5,16 +5,20 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 const configDoc = "../../docs/CONFIGURATION.md"
 
 const configDocHead = `# Configuration
 
-Every setting is a command-line flag and a ` + "`KIGGY_*`" + ` environment variable (the flag name in
-upper case, dashes as underscores). Flags win over the environment. An unknown ` + "`KIGGY_*`" + `
-variable stops kiggy at start with an error naming it, and so does a value out of its range (the
-message names the setting and the allowed range). Sizes accept ` + "`KiB`" + `, ` + "`MiB`" + ` and ` + "`GiB`" + `
+Every setting is a command-line flag, a ` + "`KIGGY_*`" + ` environment variable (the flag name in
+upper case, dashes as underscores) and a line of the optional configuration file given by
+` + "`--config`" + ` (` + "`name = value`" + `, the flag name without dashes; blank lines and ` + "`#`" + ` comments
+ignored; a value may be double-quoted). Flags win over the environment, the environment over the
+file. An unknown ` + "`KIGGY_*`" + ` variable or file key stops kiggy at start with an error naming it
+(and the file's line), and so does a value out of its range (the message names the setting and the
+allowed range). Sizes accept ` + "`KiB`" + `, ` + "`MiB`" + ` and ` + "`GiB`" + `
 suffixes; durations are Go durations (` + "`30s`" + `, ` + "`10m`" + `). ` + "`kiggy --help`" + ` prints the same list.
 
 This file is generated from the flag definitions: ` + "`KIGGY_UPDATE_DOCS=1 go test ./cmd/kiggy/`" + `.
@@ -61,6 +65,45 @@ func TestEnvAndFlags(t *testing.T) {
 	registerOptions(s, &o)
 	if err := s.parse([]string{"--max-frame-size", "8MiB"}, nil); err != nil || o.maxFrameSize != 8<<20 {
 		t.Fatalf("size suffix: %v %d", err, o.maxFrameSize)
+	}
+}
+
+// TestConfigFile: the file is applied first, the environment and flags win
+// over it, and its mistakes are reported with file and line.
+func TestConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/kiggy.conf"
+	os.WriteFile(path, []byte("# kiggy\n\nlisten = 127.0.0.1:7000\ndefault-partitions=4\nadmin-addr = \"\"\nidle-timeout = 2m\nmax-frame-size = 8MiB\n"), 0o644)
+	var o options
+	s := newSettings("kiggy")
+	registerOptions(s, &o)
+	err := s.parse([]string{"--config", path, "--default-partitions=5"}, []string{"KIGGY_IDLE_TIMEOUT=3m"})
+	if err != nil || o.listen != "127.0.0.1:7000" || o.defaultPartitions != 5 || o.adminAddr != "" || o.idleTimeout != 3*time.Minute || o.maxFrameSize != 8<<20 {
+		t.Fatalf("parse: %v %+v", err, o)
+	}
+	s = newSettings("kiggy")
+	registerOptions(s, &o)
+	if err := s.parse(nil, []string{"KIGGY_CONFIG=" + path}); err != nil || o.defaultPartitions != 4 {
+		t.Fatalf("KIGGY_CONFIG: %v partitions=%d", err, o.defaultPartitions)
+	}
+	for body, want := range map[string]string{
+		"listn = x\n":              "kiggy.conf:1: unknown setting \"listn\"",
+		"\nlisten\n":               "kiggy.conf:2: want name = value",
+		"default-partitions = 0\n": "kiggy.conf:1: default-partitions",
+		"config = other\n":         "unknown setting \"config\"",
+		"listen = \"x\n":           "bad quoted value",
+	} {
+		os.WriteFile(path, []byte(body), 0o644)
+		s = newSettings("kiggy")
+		registerOptions(s, &o)
+		if err := s.parse([]string{"-config=" + path}, nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want %q", body, err, want)
+		}
+	}
+	s = newSettings("kiggy")
+	registerOptions(s, &o)
+	if err := s.parse([]string{"--config", dir + "/missing"}, nil); err == nil || !strings.Contains(err.Error(), "--config") {
+		t.Errorf("missing file: %v", err)
 	}
 }
 

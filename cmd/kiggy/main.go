@@ -44,11 +44,15 @@ type options struct {
 	adminAddr string
 
 	logLevel, logFormat string
+
+	configFile string // applied by settings.parse before the rest
 }
 
-var groups = []string{"Listener", "Kafka", "Limits", "Embedded log", "Iggy backend", "Admin", "Logging"}
+var groups = []string{"General", "Listener", "Kafka", "Limits", "Embedded log", "Iggy backend", "Admin", "Logging"}
 
 func registerOptions(s *settings, o *options) {
+	s.String("General", configKnob, &o.configFile, "", "configuration file of name = value lines (flag names without dashes; # comments); variables and flags win over it")
+
 	s.String("Listener", "listen", &o.listen, "127.0.0.1:9092", "address the Kafka listener binds (host:port)")
 	s.String("Listener", "advertised-host", &o.advertisedHost, "", "host clients are told to connect to (empty = the address the client reached)")
 	s.Int("Listener", "advertised-port", &o.advertisedPort, 0, 0, 65535, "port clients are told to connect to (0 = the port the client reached)")
