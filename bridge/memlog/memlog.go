@@ -281,9 +281,13 @@ func (p *partition) trim() {
 		drop++
 	}
 	p.logStart += int64(drop)
-	// New slices, not reslices: readers may hold the old ones (snapshot),
-	// and the dropped chunks can then be collected.
-	p.entries = append([]entry(nil), p.entries[drop:]...)
+	// A reslice: entries hold no pointers, so the dropped prefix pins no
+	// chunk, and the next growth of the slice copies only the live entries
+	// (amortised O(1) per message; copying here made every append O(n)).
+	// Snapshots keep their own slice headers, and appends write only past
+	// every snapshot's end.
+	p.entries = p.entries[drop:]
+	// The chunk list is copied, so the dropped chunks are collectable.
 	if unused := p.entries[0].chunk - p.chunkBase; unused > 0 {
 		p.chunks = append([][]byte(nil), p.chunks[unused:]...)
 		p.chunkBase += unused

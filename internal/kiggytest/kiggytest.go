@@ -43,6 +43,8 @@ type Options struct {
 	// IggyServer, when set, is the iggytest server to connect to (Iggy
 	// mode), so a test can restart the gateway over the same data.
 	IggyServer *iggytest.Server
+	// Memlog configures the embedded log (when the backend is not Iggy).
+	Memlog memlog.Config
 }
 
 // Header is one Kafka record header as read back; a nil Value is null.
@@ -93,7 +95,7 @@ func Start(t testing.TB, opts Options) *Gateway {
 	} else if opts.Iggy || os.Getenv("KIGGY_TEST_BACKEND") == "iggy" {
 		log, iggySrv = startIggy(t)
 	} else {
-		log = memlog.New(memlog.Config{})
+		log = memlog.New(opts.Memlog)
 		cfg.InlineLog = true
 	}
 	g := &Gateway{Log: log, Iggy: iggySrv}
