@@ -2,7 +2,7 @@
 # `make test` installs what the tests need and runs the whole suite.
 GO ?= go
 
-.PHONY: run build test tools lint unit iggy-mode race bench bench-micro
+.PHONY: run build test tools lint unit iggy-mode net-engine race bench bench-micro
 
 run:
 	$(GO) run ./cmd/kiggy
@@ -13,7 +13,7 @@ build:
 # The whole suite: tools (kcat, Kafka 4.x jars, apache-iggy), lint, every
 # test, the gateway suites again on the Iggy backend, then the race detector
 # over the concurrent packages.
-test: tools lint unit iggy-mode race
+test: tools lint unit iggy-mode net-engine race
 
 tools:
 	./.ci/install-test-tools.sh
@@ -31,6 +31,11 @@ unit:
 # backend (our client → the in-process Iggy server).
 iggy-mode:
 	KIGGY_TEST_BACKEND=iggy $(GO) test -count=1 -timeout 30m ./bridge/ ./tests/interop/
+
+# The hostile-input suite again on the portable net engine (--engine net);
+# the unit run covers the default engine (epoll on Linux).
+net-engine:
+	KIGGY_TEST_ENGINE=net $(GO) test -count=1 -timeout 10m ./tests/hostile/
 
 race:
 	$(GO) test -count=1 -race -timeout 20m ./engine/... ./bridge/...

@@ -376,6 +376,10 @@ func reclaimIdle() {
 	live := min(ms.NextGC/2, ms.HeapAlloc)
 	retained := ms.HeapAlloc - live + ms.HeapIdle - ms.HeapReleased
 	if quiet && retained > reclaimIdleBytes {
+		// Two collections: the first only moves sync.Pool contents (the
+		// engine's buffers of connections now closed) to the pools' victim
+		// caches; FreeOSMemory's drops them and returns the spans.
+		runtime.GC()
 		debug.FreeOSMemory()
 	}
 }
