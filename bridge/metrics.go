@@ -20,6 +20,7 @@ type metrics struct {
 	recordsIn     atomic.Uint64
 	recordsOut    atomic.Uint64
 	budgetRejects atomic.Uint64
+	decodeWaits   atomic.Uint64
 	parkedFetches atomic.Int64
 	latency       [maxAPIKey]metric.Histogram
 }
@@ -93,6 +94,7 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	fmt.Fprintf(w, "# HELP kiggy_records_produced_total Records appended.\n# TYPE kiggy_records_produced_total counter\nkiggy_records_produced_total %d\n", m.recordsIn.Load())
 	fmt.Fprintf(w, "# HELP kiggy_records_fetched_total Records served by Fetch.\n# TYPE kiggy_records_fetched_total counter\nkiggy_records_fetched_total %d\n", m.recordsOut.Load())
 	fmt.Fprintf(w, "# HELP kiggy_decode_budget_rejections_total Produce partitions refused by the decode budget.\n# TYPE kiggy_decode_budget_rejections_total counter\nkiggy_decode_budget_rejections_total %d\n", m.budgetRejects.Load())
+	metric.Single(w, "kiggy_decode_waits_total", "counter", "Compressed batches that waited for a decode slot (--max-concurrent-decodes).", m.decodeWaits.Load())
 	fmt.Fprintf(w, "# HELP kiggy_fetches_parked Fetch requests parked in a long poll now.\n# TYPE kiggy_fetches_parked gauge\nkiggy_fetches_parked %d\n", m.parkedFetches.Load())
 	if mw, ok := g.log.(MetricsWriter); ok {
 		mw.WriteMetrics(w)

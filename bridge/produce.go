@@ -180,7 +180,12 @@ func (g *Gateway) producePartition(ctx context.Context, st *state, topic string,
 func (g *Gateway) mapPartition(st *state, records []byte, h batch.Header, budget *batch.Budget) wire.ErrorCode {
 	compressed := h.Codec() != batch.None
 	if compressed {
-		g.decode <- struct{}{}
+		select {
+		case g.decode <- struct{}{}:
+		default:
+			g.metrics.decodeWaits.Add(1) // --max-concurrent-decodes reached
+			g.decode <- struct{}{}
+		}
 		defer func() { <-g.decode }()
 	}
 	dec := batch.AcquireDecoder()

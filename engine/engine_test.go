@@ -562,6 +562,9 @@ func TestMaxInFlight(t *testing.T) {
 		if n := len(h.held); n != 5 {
 			t.Fatalf("%d requests in flight, MaxInFlight 5", n)
 		}
+		if p := ts.srv.Stats().Pauses; p[PauseInFlight] == 0 || p[PauseInFlightBytes] != 0 || p[PauseOutputBytes] != 0 {
+			t.Fatalf("pauses %v, want max_in_flight only", p)
+		}
 		br := bufio.NewReader(c)
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		for i := range int32(20) {
@@ -620,6 +623,9 @@ func TestMaxInFlightBytes(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		if n := len(h.held); n != 2 {
 			t.Fatalf("%d requests of 600 bytes in flight, MaxInFlightBytes 1000", n)
+		}
+		if p := ts.srv.Stats().Pauses; p[PauseInFlightBytes] == 0 || p[PauseInFlight] != 0 || p[PauseOutputBytes] != 0 {
+			t.Fatalf("pauses %v, want max_in_flight_bytes only", p)
 		}
 		br := bufio.NewReader(c)
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))

@@ -771,6 +771,11 @@ func (l *loop) setInterest(c *econn) {
 	if want == c.events {
 		return
 	}
+	if c.events&unix.EPOLLIN != 0 && want&unix.EPOLLIN == 0 && !c.closing && l.mustPause(c) {
+		// Reads stop at a limit (with or without a stash of bytes read
+		// past it).
+		l.n.pauses[pauseCause(c.outBytes > l.s.cfg.MaxOutputBytes, c.slots.full())].Add(1)
+	}
 	c.events = want
 	ev := unix.EpollEvent{Events: want, Fd: int32(c.fd), Pad: c.tag()}
 	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev); err != nil {

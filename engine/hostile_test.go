@@ -332,6 +332,9 @@ func TestNeverReadsOneResponse(t *testing.T) {
 		c.(*net.TCPConn).SetReadBuffer(4096)
 		c.Write(frameArg(apiBig, 1, 32<<20))
 		ts.waitClosed(t, ReasonWriteTimeout, 1)
+		if p := ts.srv.Stats().Pauses; p[PauseOutputBytes] == 0 {
+			t.Errorf("pauses %v, want max_output_bytes", p)
+		}
 		stop()
 	})
 }

@@ -258,6 +258,9 @@ func (c *nconn) mustPauseLocked() bool {
 func (c *nconn) waitRoom() (ok, waited bool) {
 	c.mu.Lock()
 	for !c.closed && !c.closing && c.mustPauseLocked() {
+		if !waited {
+			c.s.n.pauses[pauseCause(c.outBytes > c.s.cfg.MaxOutputBytes, c.slots.full())].Add(1)
+		}
 		waited = true
 		c.cond.Wait()
 	}

@@ -69,6 +69,50 @@ func ParseCloseReason(s string) CloseReason {
 	return ReasonProtocolError
 }
 
+// PauseCause says which per-connection limit stopped reading a connection.
+type PauseCause uint8
+
+// Pause causes.
+const (
+	// PauseInFlight: MaxInFlight requests awaiting responses.
+	PauseInFlight PauseCause = iota
+	// PauseInFlightBytes: MaxInFlightBytes of request frames awaiting
+	// responses.
+	PauseInFlightBytes
+	// PauseOutputBytes: MaxOutputBytes of responses queued, unwritten.
+	PauseOutputBytes
+	// NumPauseCauses is the number of pause causes.
+	NumPauseCauses
+)
+
+var pauseNames = [NumPauseCauses]string{
+	PauseInFlight:      "max_in_flight",
+	PauseInFlightBytes: "max_in_flight_bytes",
+	PauseOutputBytes:   "max_output_bytes",
+}
+
+// String returns the cause's metric label, the limit's flag name with
+// underscores, e.g. "max_in_flight".
+func (p PauseCause) String() string {
+	if p < NumPauseCauses {
+		return pauseNames[p]
+	}
+	return "unknown"
+}
+
+// pauseCause names the limit that pauses a connection, given that one
+// does: queued output first (a client that does not read is what matters
+// most to an operator), then the request count, else the request bytes.
+func pauseCause(outOver, slotsFull bool) PauseCause {
+	switch {
+	case outOver:
+		return PauseOutputBytes
+	case slotsFull:
+		return PauseInFlight
+	}
+	return PauseInFlightBytes
+}
+
 // Stats is a snapshot of a server's counters.
 type Stats struct {
 	// Open is the number of connections open now.
@@ -84,6 +128,9 @@ type Stats struct {
 	BytesIn, BytesOut uint64
 	// Closes counts closed connections by reason.
 	Closes [NumCloseReasons]uint64
+	// Pauses counts the times a connection's reads stopped at a limit, by
+	// the limit.
+	Pauses [NumPauseCauses]uint64
 }
 
 // Closed returns the number of connections closed for reason r.
@@ -105,6 +152,7 @@ type counters struct {
 	bytesIn  atomic.Uint64
 	bytesOut atomic.Uint64
 	closes   [NumCloseReasons]atomic.Uint64
+	pauses   [NumPauseCauses]atomic.Uint64
 	_        [64]byte
 }
 
@@ -118,5 +166,8 @@ func (c *counters) addTo(s *Stats) {
 	s.BytesOut += c.bytesOut.Load()
 	for i := range c.closes {
 		s.Closes[i] += c.closes[i].Load()
+	}
+	for i := range c.pauses {
+		s.Pauses[i] += c.pauses[i].Load()
 	}
 }

@@ -77,6 +77,10 @@ func (a *admin) metrics(w http.ResponseWriter, _ *http.Request) {
 	for r := engine.CloseReason(0); r < engine.NumCloseReasons; r++ {
 		fmt.Fprintf(w, "kiggy_connections_closed_total{reason=%q} %d\n", r.String(), s.Closed(r))
 	}
+	fmt.Fprintf(w, "# HELP kiggy_connection_read_pauses_total Times a connection's reads stopped at a per-connection limit, by limit.\n# TYPE kiggy_connection_read_pauses_total counter\n")
+	for p := engine.PauseCause(0); p < engine.NumPauseCauses; p++ {
+		fmt.Fprintf(w, "kiggy_connection_read_pauses_total{limit=%q} %d\n", p.String(), s.Pauses[p])
+	}
 	fmt.Fprintf(w, "# HELP kiggy_requests_total Request frames received.\n# TYPE kiggy_requests_total counter\nkiggy_requests_total %d\n", s.Requests)
 	fmt.Fprintf(w, "# HELP kiggy_bytes_in_total Bytes read from clients.\n# TYPE kiggy_bytes_in_total counter\nkiggy_bytes_in_total %d\n", s.BytesIn)
 	fmt.Fprintf(w, "# HELP kiggy_bytes_out_total Bytes written to clients.\n# TYPE kiggy_bytes_out_total counter\nkiggy_bytes_out_total %d\n", s.BytesOut)
