@@ -9,6 +9,7 @@ type moreState struct {
 	listOffsetsResp wire.ListOffsetsResponse
 	admin           adminState
 	group           groupState
+	fanout          produceFanout
 }
 
 // registerMore installs the consume-side and admin handlers.

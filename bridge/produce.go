@@ -7,6 +7,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/mapping"
+	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -52,7 +53,12 @@ func (g *Gateway) produce(c *call) bool {
 		ctx, cancel = context.WithTimeout(g.ctx, timeout)
 	}
 	budget := batch.Budget{MaxBytes: g.cfg.DecodeBudgetBytes, MaxRecords: g.cfg.DecodeBudgetRecords}
-	failed := false
+	// A backend with network round trips (Iggy) gets the request's
+	// partitions appended concurrently, each on its own session, once all
+	// are mapped; the embedded log appends inline, one after another.
+	fan := &st.more.fanout
+	parallel := !g.cfg.InlineLog && fixed == wire.None && distinctPartitions(req, &st.int32s) > 1
+	fan.jobs = fan.jobs[:0]
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		resp.Topics = appendProduceTopic(resp.Topics, rt.Name)
@@ -61,11 +67,18 @@ func (g *Gateway) produce(c *call) bool {
 			rp := &rt.Partitions[j]
 			code, base := fixed, int64(-1)
 			if code == wire.None {
-				code, base = g.producePartition(ctx, st, rt.Name, rp, v, &budget)
-			}
-			if code != wire.None {
-				failed = true
-				g.metrics.produceError(code)
+				dst := &st.batch
+				if parallel {
+					dst = fan.batch(len(fan.jobs))
+				}
+				code = g.preparePartition(st, dst, rp, v, &budget)
+				if code == wire.None {
+					if parallel {
+						fan.jobs = append(fan.jobs, appendJob{topic: rt.Name, index: rp.Index, batch: dst, topicAt: i, partAt: j})
+					} else {
+						code, base = g.appendPartition(ctx, rt.Name, rp.Index, dst)
+					}
+				}
 			}
 			out.Partitions = append(out.Partitions, wire.ProduceResponsePartition{
 				Index: rp.Index, ErrorCode: code, BaseOffset: base,
@@ -73,8 +86,24 @@ func (g *Gateway) produce(c *call) bool {
 			})
 		}
 	}
+	if len(fan.jobs) > 0 {
+		g.runAppends(ctx, fan)
+		for _, j := range fan.jobs {
+			p := &resp.Topics[j.topicAt].Partitions[j.partAt]
+			p.ErrorCode, p.BaseOffset = j.code, j.base
+		}
+	}
 	if cancel != nil {
 		cancel()
+	}
+	failed := false
+	for i := range resp.Topics {
+		for _, p := range resp.Topics[i].Partitions {
+			if p.ErrorCode != wire.None {
+				failed = true
+				g.metrics.produceError(p.ErrorCode)
+			}
+		}
 	}
 	if g.cfg.DecodeBudgetBytes-budget.MaxBytes > bigDecodeBytes {
 		g.bigDecode.Store(true)
@@ -116,68 +145,68 @@ func hasCompressed(req *wire.ProduceRequest) bool {
 	return false
 }
 
-// producePartition validates, decodes, maps and appends one partition entry.
-func (g *Gateway) producePartition(ctx context.Context, st *state, topic string, p *wire.ProduceRequestPartition, v int16, budget *batch.Budget) (wire.ErrorCode, int64) {
+// preparePartition validates, decodes and maps one partition entry into dst.
+func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.ProduceRequestPartition, v int16, budget *batch.Budget) wire.ErrorCode {
 	// RECORD_MAPPING.md §4: a negative index is answered 3.
 	if p.Index < 0 {
-		return wire.UnknownTopicOrPartition, -1
+		return wire.UnknownTopicOrPartition
 	}
 	// KAFKA_PROTOCOL.md §4.6: records missing or zero batches → INVALID_RECORD.
 	if len(p.Records) == 0 {
-		return wire.InvalidRecord, -1
+		return wire.InvalidRecord
 	}
 	h, err := batch.Validate(p.Records)
 	if errors.Is(err, batch.ErrControl) {
-		return wire.UnsupportedVersion, -1
+		return wire.UnsupportedVersion
 	}
 	if err != nil {
-		return batchCode(err), -1
+		return batchCode(err)
 	}
 	// RECORD_MAPPING.md §2.9: a stored message cannot carry transactional or
 	// control flags → UNSUPPORTED_VERSION.
 	if h.Transactional() || h.Control() {
-		return wire.UnsupportedVersion, -1
+		return wire.UnsupportedVersion
 	}
 	// Kafka's client-only batch rules (UnifiedLog/LogValidator): baseOffset
 	// 0, a sequence when idempotent, CreateTime.
 	if err := h.CheckProduce(); err != nil {
-		return batchCode(err), -1
+		return batchCode(err)
 	}
 	// ProduceRequest.validateRecords: zstd needs Produce v7+.
 	if h.Codec() == batch.Zstd && v < 7 {
-		return wire.UnsupportedCompressionType, -1
+		return wire.UnsupportedCompressionType
 	}
 
-	code := g.mapPartition(st, p.Records, h, budget)
+	code := g.mapPartition(st, dst, p.Records, h, budget)
 	if code == wire.MessageTooLarge && (budget.MaxBytes < g.cfg.DecodeBudgetBytes || budget.MaxRecords < g.cfg.DecodeBudgetRecords) {
 		// Over what this request has left: does it fit a budget of its own?
 		// If so the client retries it (NOT_LEADER_OR_FOLLOWER is retriable);
 		// if not, it is simply too large.
 		alone := batch.Budget{MaxBytes: g.cfg.DecodeBudgetBytes, MaxRecords: g.cfg.DecodeBudgetRecords}
-		if g.mapPartition(st, p.Records, h, &alone) == wire.None {
+		if g.mapPartition(st, dst, p.Records, h, &alone) == wire.None {
 			code = wire.NotLeaderOrFollower
 		}
 	}
-	if code != wire.None {
-		if code == wire.MessageTooLarge || code == wire.NotLeaderOrFollower {
-			g.metrics.budgetRejects.Add(1)
-			g.bigDecode.Store(true)
-		}
-		return code, -1
+	if code == wire.MessageTooLarge || code == wire.NotLeaderOrFollower {
+		g.metrics.budgetRejects.Add(1)
+		g.bigDecode.Store(true)
 	}
+	return code
+}
 
-	base, err := g.log.Append(ctx, topic, p.Index, &st.batch)
+// appendPartition appends one mapped partition entry to the log.
+func (g *Gateway) appendPartition(ctx context.Context, topic string, index int32, b *message.Batch) (wire.ErrorCode, int64) {
+	base, err := g.log.Append(ctx, topic, index, b)
 	if err != nil {
 		return logCode(err), -1
 	}
-	g.metrics.recordsIn.Add(uint64(st.batch.Count))
-	g.notify.signal(topic, p.Index)
+	g.metrics.recordsIn.Add(uint64(b.Count))
+	g.notify.signal(topic, index)
 	return wire.None, base
 }
 
-// mapPartition decodes one validated batch and maps its records into
-// st.batch.
-func (g *Gateway) mapPartition(st *state, records []byte, h batch.Header, budget *batch.Budget) wire.ErrorCode {
+// mapPartition decodes one validated batch and maps its records into dst.
+func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h batch.Header, budget *batch.Budget) wire.ErrorCode {
 	compressed := h.Codec() != batch.None
 	if compressed {
 		select {
@@ -207,7 +236,7 @@ func (g *Gateway) mapPartition(st *state, records []byte, h batch.Header, budget
 	}
 
 	// Pass 2: map each record to one message.
-	st.batch.Reset(w.Start())
+	dst.Reset(w.Start())
 	var mr mapping.Record
 	for recs.Next(&r) {
 		st.headers = st.headers[:0]
@@ -219,7 +248,7 @@ func (g *Gateway) mapPartition(st *state, records []byte, h batch.Header, budget
 			st.headers = append(st.headers, mapping.Header{Key: k, Value: val})
 		}
 		mr = mapping.Record{Key: r.Key, Value: r.Value, TimestampMs: h.BaseTimestamp + r.TimestampDelta, Headers: st.headers}
-		if err := st.encoder.Append(&st.batch, &mr); err != nil {
+		if err := st.encoder.Append(dst, &mr); err != nil {
 			if errors.Is(err, mapping.ErrTooLarge) {
 				return wire.MessageTooLarge
 			}

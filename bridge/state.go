@@ -61,6 +61,7 @@ func (st *state) trim() {
 	if cap(st.headers) > maxRetainedEntries {
 		st.headers = nil
 	}
+	st.more.fanout.trim()
 	if cap(st.more.fetch.req.Topics) > maxRetainedEntries {
 		st.more.fetch.req = wire.FetchRequest{}
 	}

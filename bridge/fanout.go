@@ -1,0 +1,99 @@
+package bridge
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+// produceFanout is a state's scratch space for appending a Produce
+// request's partitions concurrently (backends with network round trips:
+// Iggy). Each partition is mapped into its own batch first, then every
+// append runs at once, so a request of 16 partitions costs about one
+// backend round trip instead of 16.
+type produceFanout struct {
+	batches []*message.Batch
+	jobs    []appendJob
+	wg      sync.WaitGroup
+}
+
+// appendJob is one partition's append and its outcome.
+type appendJob struct {
+	topic   string
+	index   int32
+	batch   *message.Batch
+	topicAt int // position in the response
+	partAt  int
+	code    wire.ErrorCode
+	base    int64
+}
+
+// maxRetainedFanout bounds the batches a pooled state keeps.
+const maxRetainedFanout = 64
+
+// batch returns the k-th scratch batch, creating it on first use.
+func (f *produceFanout) batch(k int) *message.Batch {
+	for len(f.batches) <= k {
+		f.batches = append(f.batches, new(message.Batch))
+	}
+	return f.batches[k]
+}
+
+// trim lets the garbage collector have large or surplus batches.
+func (f *produceFanout) trim() {
+	if len(f.batches) > maxRetainedFanout {
+		f.batches = f.batches[:maxRetainedFanout]
+	}
+	for i, b := range f.batches {
+		if cap(b.Buf) > maxRetainedBatch {
+			f.batches[i] = new(message.Batch)
+		}
+	}
+	clear(f.jobs[:cap(f.jobs)]) // drop topic names aliasing request frames
+	f.jobs = f.jobs[:0]
+}
+
+// runAppends appends every job's batch concurrently and waits for all; the
+// first runs on the calling goroutine.
+func (g *Gateway) runAppends(ctx context.Context, f *produceFanout) {
+	for i := 1; i < len(f.jobs); i++ {
+		f.wg.Add(1)
+		go func(j *appendJob) {
+			defer f.wg.Done()
+			j.code, j.base = g.appendPartition(ctx, j.topic, j.index, j.batch)
+		}(&f.jobs[i])
+	}
+	j := &f.jobs[0]
+	j.code, j.base = g.appendPartition(ctx, j.topic, j.index, j.batch)
+	f.wg.Wait()
+}
+
+// distinctPartitions counts the request's partition entries, or returns 0
+// when a partition is named twice (in one topic entry, or a topic repeated): those must be appended in request
+// order, so the request takes the sequential path. scratch is reused.
+func distinctPartitions(req *wire.ProduceRequest, scratch *[]int32) int {
+	n := 0
+	for i := range req.Topics {
+		for k := range i {
+			if req.Topics[k].Name == req.Topics[i].Name {
+				return 0
+			}
+		}
+		ps := req.Topics[i].Partitions
+		idx := (*scratch)[:0]
+		for _, p := range ps {
+			idx = append(idx, p.Index)
+		}
+		slices.Sort(idx)
+		if len(slices.Compact(idx)) != len(ps) {
+			*scratch = idx[:0]
+			return 0
+		}
+		*scratch = idx[:0]
+		n += len(ps)
+	}
+	return n
+}
