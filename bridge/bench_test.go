@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"bufio"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
@@ -133,6 +135,33 @@ func BenchmarkGatewayProduce(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		bc.roundTrip(b, frame)
+	}
+}
+
+// BenchmarkGatewayProduceIggy: the same Produce on the Iggy backend (our
+// client and an in-process iggytest server over loopback), with the
+// server's replies delayed by 0 and by 500 µs, as a remote Iggy's round
+// trip would be.
+func BenchmarkGatewayProduceIggy(b *testing.B) {
+	for _, latency := range []time.Duration{0, 500 * time.Microsecond} {
+		b.Run(fmt.Sprintf("latency=%v", latency), func(b *testing.B) {
+			srv := iggytest.New(iggytest.Config{Latency: latency})
+			if _, err := srv.Start("127.0.0.1:0"); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(srv.Stop)
+			gw := kiggytest.Start(b, kiggytest.Options{IggyServer: srv})
+			gw.CreateTopic(b, "bench", benchPartitions)
+			bc := dialBench(b, gw.Addr)
+			frame := produceFrame("bench")
+			checkProduce(b, bc.roundTrip(b, frame))
+			b.SetBytes(benchPartitions * benchRecords * benchValue)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				bc.roundTrip(b, frame)
+			}
+		})
 	}
 }
 

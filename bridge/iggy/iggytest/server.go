@@ -35,6 +35,9 @@ type Config struct {
 	// Logger receives debug logs of every request and warnings for dropped
 	// frames (default: discard).
 	Logger *slog.Logger
+	// Latency delays every reply, as a network round trip and a server's
+	// persistence would (benchmarks of a remote Iggy); 0 = none.
+	Latency time.Duration
 }
 
 // Fault is a test hook applied to the next Count requests that match Op
@@ -277,6 +280,9 @@ func (c *conn) serve() {
 			return
 		}
 		out, closeConn := c.s.process(&c.st, c.rbuf[:size], c.wbuf[:0])
+		if len(out) > 0 && c.s.cfg.Latency > 0 {
+			time.Sleep(c.s.cfg.Latency)
+		}
 		if len(out) > 0 {
 			if _, err := c.nc.Write(out); err != nil {
 				return
