@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/message"
 )
 
 // TestTrimAmortised: once a partition is at its cap, an append costs far
@@ -24,5 +25,20 @@ func TestTrimAmortised(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(5000, func() { l.Append(ctx, "t", 0, b) }); n > 0.2 {
 		t.Fatalf("%.2f allocations per append at the cap", n)
+	}
+}
+
+// TestReadAllocs: reading stored messages allocates nothing.
+func TestReadAllocs(t *testing.T) {
+	l := New(Config{})
+	l.CreateTopic(ctx, "t", 1, bridge.TopicConfig{})
+	l.Append(ctx, "t", 0, batchOf("a", "b", "c"))
+	n := 0
+	fn := func(*message.Message) bool { n++; return true }
+	if a := testing.AllocsPerRun(100, func() { l.Read(ctx, "t", 0, 0, 1<<20, fn) }); a != 0 {
+		t.Fatalf("Read allocates %v times", a)
+	}
+	if n == 0 {
+		t.Fatal("nothing read")
 	}
 }

@@ -312,6 +312,8 @@ func (p *partition) snapshot() view {
 	}
 }
 
+var messagePool = sync.Pool{New: func() any { return new(message.Message) }}
+
 // Read implements bridge.Log.
 func (l *Log) Read(_ context.Context, topicName string, p int32, offset int64, maxBytes int, fn func(*message.Message) bool) (bridge.Watermarks, error) {
 	part, err := l.partition(topicName, p)
@@ -323,7 +325,10 @@ func (l *Log) Read(_ context.Context, topicName string, p int32, offset int64, m
 	if offset < wm.LogStart {
 		offset = wm.LogStart
 	}
-	var m message.Message
+	// fn may keep its argument past the call as far as the compiler knows,
+	// so a local Message would escape: a pooled one costs no allocation.
+	m := messagePool.Get().(*message.Message)
+	defer messagePool.Put(m)
 	delivered := 0
 	for i := offset - wm.LogStart; i < int64(len(v.entries)); i++ {
 		e := &v.entries[i]
@@ -335,7 +340,7 @@ func (l *Log) Read(_ context.Context, topicName string, p int32, offset int64, m
 		if delivered > 0 && delivered+size > maxBytes {
 			break
 		}
-		m = message.Message{
+		*m = message.Message{
 			Offset:          wm.LogStart + i,
 			Timestamp:       e.timestamp,
 			OriginTimestamp: e.origin,
@@ -344,7 +349,7 @@ func (l *Log) Read(_ context.Context, topicName string, p int32, offset int64, m
 			Headers:         f.Headers,
 		}
 		delivered += size
-		if !fn(&m) {
+		if !fn(m) {
 			break
 		}
 	}
