@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/kiggy-io/kiggy/batch"
@@ -13,20 +14,62 @@ import (
 // fetchState is the Fetch scratch space of a state.
 type fetchState struct {
 	req      wire.FetchRequest
-	builder  batch.Builder
-	decoder  mapping.Decoder
-	record   mapping.Record
-	buf      []byte // the response being built
-	started  bool   // builder holds an open batch
-	base     int64
-	baseTS   int64
-	bad      bool // an unmappable message stopped the read
-	got      int
-	emit     func(*message.Message) bool
+	buf      []byte     // the response being built
+	r        partReader // reads partitions straight into the response
+	parts    []*partReader
+	wg       sync.WaitGroup
 	call     *call // the call being answered, for growResponse
 	deadline time.Time
 	waiter   *waiter
-	metrics  *metrics
+}
+
+// partReader reads one partition's messages and maps them back into one
+// uncompressed batch appended to buf (RECORD_MAPPING.md §3).
+type partReader struct {
+	builder batch.Builder
+	decoder mapping.Decoder
+	record  mapping.Record
+	buf     []byte
+	started bool // builder holds an open batch
+	base    int64
+	baseTS  int64
+	bad     bool // an unmappable message stopped the read
+	got     int
+	emit    func(*message.Message) bool
+	metrics *metrics
+
+	// A concurrent read's request and outcome (fetchFanout).
+	topic string
+	rp    *wire.FetchRequestTopicPartition
+	limit int // the byte limit it read with
+	resp  wire.FetchResponseTopicPartition
+	n     int
+}
+
+func (r *partReader) init(m *metrics) {
+	if r.emit == nil {
+		r.emit = r.add
+		r.metrics = m
+	}
+}
+
+// maxRetainedPartBuf bounds the scratch buffer a pooled partReader keeps.
+const maxRetainedPartBuf = 4 << 20
+
+// trim lets the garbage collector have large or surplus scratch space.
+func (fs *fetchState) trim() {
+	if len(fs.parts) > maxRetainedFanout {
+		fs.parts = fs.parts[:maxRetainedFanout]
+	}
+	for _, r := range fs.parts {
+		if cap(r.buf) > maxRetainedPartBuf {
+			r.buf = nil
+		}
+		r.topic, r.rp = "", nil
+	}
+	if cap(fs.req.Topics) > maxRetainedEntries {
+		fs.req = wire.FetchRequest{}
+	}
 }
 
 // externalPoll is how often a parked Fetch re-reads a backend that other
@@ -134,10 +177,9 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 	fs := &st.more.fetch
 	req := &fs.req
 	v := c.hdr.APIVersion
-	if fs.emit == nil {
-		fs.emit = fs.add
-		fs.builder.Grow = fs.growResponse
-		fs.metrics = &g.metrics
+	if fs.r.emit == nil {
+		fs.r.init(&g.metrics)
+		fs.r.builder.Grow = fs.growResponse
 	}
 	fs.call = c
 	maxBytes := int(req.MaxBytes)
@@ -148,10 +190,17 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 	if hint > 1<<20 {
 		hint = 1 << 20
 	}
+	// A backend with network round trips (Iggy) reads every partition at
+	// once, each into its own scratch batch, then the response is assembled
+	// in request order; the embedded log reads straight into the response.
+	fan := !g.cfg.InlineLog && fetchPartitions(req) > 1
+	if fan {
+		g.readAll(fs, maxBytes)
+	}
 	buf := c.req.ResponseBufferSize(hint + 1024)
 	buf = wire.AppendResponseHeader(buf, c.hdr.APIKey, v, c.hdr.CorrelationID)
 	buf = wire.AppendFetchResponseStart(buf, v, 0, wire.None, 0, len(req.Topics))
-	total, hasErr := 0, false
+	total, hasErr, k := 0, false, 0
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		buf = wire.AppendFetchTopicStart(buf, v, t.Topic, len(t.Partitions))
@@ -167,13 +216,33 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 			}
 			// KIP-74: while the response holds no records yet, a partition
 			// returns at least one record even past the limits, so a large
-			// record can make progress (readPartition reads at least one).
+			// record can make progress (a read returns at least one).
 			var mark wire.FetchPartitionMark
 			buf, mark = wire.AppendFetchPartitionBegin(buf, v, &p, limit)
 			n := 0
-			if limit > 0 || total == 0 {
-				buf, n = g.readPartition(c, buf, t.Topic, rp, &p, limit)
-			} else {
+			switch {
+			case fan:
+				r := fs.parts[k]
+				k++
+				p.ErrorCode = r.resp.ErrorCode
+				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = r.resp.HighWatermark, r.resp.LastStableOffset, r.resp.LogStartOffset
+				// Read with the partition's own limit: the records join the
+				// response if a read in turn would have had that limit too;
+				// if the response has less left, the partition is read
+				// again with what is left (one more round trip, only when
+				// the response limit is reached).
+				switch {
+				case r.resp.ErrorCode != wire.None || r.n == 0:
+				case total == 0 || limit > 0 && r.limit <= limit:
+					buf = fs.call.req.GrowResponse(buf, r.n)
+					buf = append(buf, r.buf...)
+					n = r.n
+				case limit > 0:
+					buf, n = g.readPartition(&fs.r, buf, t.Topic, rp, &p, limit)
+				}
+			case limit > 0 || total == 0:
+				buf, n = g.readPartition(&fs.r, buf, t.Topic, rp, &p, limit)
+			default:
 				// No room left: answer the partition with its watermarks only.
 				if wm, err := g.log.Watermarks(g.ctx, t.Topic, rp.Partition); err == nil {
 					setWatermarks(&p, wm)
@@ -197,6 +266,39 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 	return total, hasErr
 }
 
+// readAll reads every requested partition concurrently into fs.parts, each
+// up to its own limit (PartitionMaxBytes, at most maxBytes); the first read
+// runs on the calling goroutine.
+func (g *Gateway) readAll(fs *fetchState, maxBytes int) {
+	k := 0
+	for i := range fs.req.Topics {
+		t := &fs.req.Topics[i]
+		for j := range t.Partitions {
+			for len(fs.parts) <= k {
+				fs.parts = append(fs.parts, new(partReader))
+			}
+			r := fs.parts[k]
+			r.init(&g.metrics)
+			r.topic, r.rp = t.Topic, &t.Partitions[j]
+			k++
+		}
+	}
+	read := func(r *partReader) {
+		r.resp = wire.FetchResponseTopicPartition{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+		r.limit = min(int(r.rp.PartitionMaxBytes), maxBytes)
+		r.buf, r.n = g.readPartition(r, r.buf[:0], r.topic, r.rp, &r.resp, r.limit)
+	}
+	for _, r := range fs.parts[1:k] {
+		fs.wg.Add(1)
+		go func() {
+			defer fs.wg.Done()
+			read(r)
+		}()
+	}
+	read(fs.parts[0])
+	fs.wg.Wait()
+}
+
 func setWatermarks(p *wire.FetchResponseTopicPartition, wm Watermarks) {
 	p.HighWatermark = wm.High
 	// Without transactions LSO = HW (KAFKA_PROTOCOL.md §7.1); read_committed
@@ -206,23 +308,22 @@ func setWatermarks(p *wire.FetchResponseTopicPartition, wm Watermarks) {
 }
 
 // readPartition appends one partition's records (one uncompressed batch)
-// to buf and returns the records' size.
-func (g *Gateway) readPartition(c *call, buf []byte, topic string, rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int) ([]byte, int) {
-	fs := &c.state.more.fetch
-	fs.buf = buf
-	fs.started, fs.bad, fs.got = false, false, 0
+// to buf through r and returns the records' size.
+func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int) ([]byte, int) {
+	r.buf = buf
+	r.started, r.bad, r.got = false, false, 0
 	start := len(buf)
 	if limit < 1 {
 		limit = 1
 	}
-	wm, err := g.log.Read(g.ctx, topic, rp.Partition, rp.FetchOffset, limit, fs.emit)
-	// The builder may have moved the response to a larger buffer: from here
-	// on only its result is valid, never the buf passed in.
-	out := fs.buf
-	if fs.started {
-		out = fs.builder.Finish()
+	wm, err := g.log.Read(g.ctx, topic, rp.Partition, rp.FetchOffset, limit, r.emit)
+	// The builder may have moved the buffer (Grow): from here on only its
+	// result is valid, never the buf passed in.
+	out := r.buf
+	if r.started {
+		out = r.builder.Finish()
 	}
-	fs.buf = nil
+	r.buf = nil
 	if err != nil {
 		p.ErrorCode = fetchCode(err)
 		return out[:start], 0
@@ -234,7 +335,7 @@ func (g *Gateway) readPartition(c *call, buf []byte, topic string, rp *wire.Fetc
 		p.ErrorCode = wire.OffsetOutOfRange
 		return out[:start], 0
 	}
-	if fs.bad && fs.got == 0 {
+	if r.bad && r.got == 0 {
 		// RECORD_MAPPING.md §3.6: the consumer stops at an unmappable
 		// message; records before it are served first.
 		p.ErrorCode = wire.UnknownServerError
@@ -243,32 +344,32 @@ func (g *Gateway) readPartition(c *call, buf []byte, topic string, rp *wire.Fetc
 	return out, len(out) - start
 }
 
-// growResponse is the builder's Grow: the response grows into a larger
-// pooled buffer of the request being answered.
+// growResponse is the response reader's Grow: the response grows into a
+// larger pooled buffer of the request being answered.
 func (fs *fetchState) growResponse(buf []byte, n int) []byte {
 	return fs.call.req.GrowResponse(buf, n)
 }
 
 // add is the Log.Read callback: map one message back and append it to the
 // partition's batch.
-func (fs *fetchState) add(m *message.Message) bool {
-	if err := fs.decoder.Decode(m, &fs.record); err != nil {
-		fs.bad = true
+func (r *partReader) add(m *message.Message) bool {
+	if err := r.decoder.Decode(m, &r.record); err != nil {
+		r.bad = true
 		return false
 	}
-	r := &fs.record
-	if !fs.started {
-		fs.base, fs.baseTS = m.Offset, r.TimestampMs
-		fs.builder.Reset(fs.buf, fs.base, fs.baseTS, batch.None)
-		fs.started = true
+	rec := &r.record
+	if !r.started {
+		r.base, r.baseTS = m.Offset, rec.TimestampMs
+		r.builder.Reset(r.buf, r.base, r.baseTS, batch.None)
+		r.started = true
 	}
-	fs.builder.BeginRecord(int32(m.Offset-fs.base), r.TimestampMs-fs.baseTS, r.Key, r.Value)
-	for i := range r.Headers {
-		fs.builder.AppendHeader(r.Headers[i].Key, r.Headers[i].Value)
+	r.builder.BeginRecord(int32(m.Offset-r.base), rec.TimestampMs-r.baseTS, rec.Key, rec.Value)
+	for i := range rec.Headers {
+		r.builder.AppendHeader(rec.Headers[i].Key, rec.Headers[i].Value)
 	}
-	fs.builder.EndRecord()
-	fs.got++
-	fs.metrics.recordsOut.Add(1)
+	r.builder.EndRecord()
+	r.got++
+	r.metrics.recordsOut.Add(1)
 	return true
 }
 

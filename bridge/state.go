@@ -62,9 +62,7 @@ func (st *state) trim() {
 		st.headers = nil
 	}
 	st.more.fanout.trim()
-	if cap(st.more.fetch.req.Topics) > maxRetainedEntries {
-		st.more.fetch.req = wire.FetchRequest{}
-	}
+	st.more.fetch.trim()
 }
 
 func gomaxprocs() int { return runtime.GOMAXPROCS(0) }
