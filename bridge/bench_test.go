@@ -169,10 +169,30 @@ func BenchmarkGatewayProduceIggy(b *testing.B) {
 // 1 MiB each (16 MiB responses of 1 KiB records mapped back from the log).
 func BenchmarkGatewayFetch(b *testing.B) {
 	gw := kiggytest.Start(b, kiggytest.Options{})
+	benchFetch(b, gw, 2)
+}
+
+// BenchmarkGatewayFetchIggy: the same Fetch on the Iggy backend, with the
+// server's replies delayed by 0 and by 500 µs.
+func BenchmarkGatewayFetchIggy(b *testing.B) {
+	for _, latency := range []time.Duration{0, 500 * time.Microsecond} {
+		b.Run(fmt.Sprintf("latency=%v", latency), func(b *testing.B) {
+			srv := iggytest.New(iggytest.Config{Latency: latency})
+			if _, err := srv.Start("127.0.0.1:0"); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(srv.Stop)
+			benchFetch(b, kiggytest.Start(b, kiggytest.Options{IggyServer: srv}), 1)
+		})
+	}
+}
+
+// benchFetch preloads mib MiB per partition and measures the Fetch of all.
+func benchFetch(b *testing.B, gw *kiggytest.Gateway, mib int) {
 	gw.CreateTopic(b, "bench", benchPartitions)
 	bc := dialBench(b, gw.Addr)
 	pf := produceFrame("bench")
-	for range (1 << 20) / (benchRecords * benchValue) * 2 { // 2 MiB per partition
+	for range (1 << 20) / (benchRecords * benchValue) * mib {
 		checkProduce(b, bc.roundTrip(b, pf))
 	}
 	req := kmsg.NewPtrFetchRequest()

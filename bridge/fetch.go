@@ -286,6 +286,12 @@ func (g *Gateway) readAll(fs *fetchState, maxBytes int) {
 	read := func(r *partReader) {
 		r.resp = wire.FetchResponseTopicPartition{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 		r.limit = min(int(r.rp.PartitionMaxBytes), maxBytes)
+		if want := min(r.limit+r.limit/8+4096, maxRetainedPartBuf); cap(r.buf) < want {
+			// Room for a full read (record framing adds a few percent to
+			// the payload bytes the limit counts) without append's
+			// doubling copies; kept by the pooled state for the next.
+			r.buf = make([]byte, 0, want)
+		}
 		r.buf, r.n = g.readPartition(r, r.buf[:0], r.topic, r.rp, &r.resp, r.limit)
 	}
 	for _, r := range fs.parts[1:k] {
