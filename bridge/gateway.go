@@ -359,12 +359,15 @@ func (c *call) responseBuffer() []byte {
 // idle gateway hands back to the OS.
 const reclaimIdleBytes = 32 << 20
 
+// reclaimAfter is how long no request may arrive before the janitor
+// considers the gateway idle.
+const reclaimAfter = 4 * time.Second
+
 // reclaimIdle returns memory to the OS when the gateway has gone quiet after
-// a burst: no GC for 10 s (so no load is running) while garbage and freed
-// spans worth more than reclaimIdleBytes are still resident. Without it the
-// garbage of, say, a connection storm stays in RSS until Go's 2-minute forced
-// GC and the scavenger's slow pace. Under load GCs run often and this never
-// fires.
+// a burst (the janitor calls it after reclaimAfter without a request): no GC
+// for 10 s while garbage and freed spans worth more than reclaimIdleBytes are
+// still resident. Without it the garbage of, say, a connection storm stays in
+// RSS until Go's 2-minute forced GC and the scavenger's slow pace.
 func reclaimIdle() {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -397,16 +400,26 @@ func (g *Gateway) janitor() {
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	sweep := 0
+	var lastRequests uint64
+	lastRequest := time.Now()
 	for {
 		select {
 		case <-t.C:
 			if g.bigDecode.Swap(false) {
 				debug.FreeOSMemory()
 			}
+			// Reclaim only when no request arrived for reclaimAfter: under
+			// load a forced collection and scavenge of a large heap would
+			// stall requests, and the load's own GCs keep garbage in check.
+			now := time.Now()
+			if n := g.metrics.totalRequests(); n != lastRequests {
+				lastRequests, lastRequest = n, now
+			} else if now.Sub(lastRequest) >= reclaimAfter {
+				reclaimIdle()
+			}
 			if sweep++; sweep%5 != 0 {
 				continue
 			}
-			reclaimIdle()
 			g.conns.Range(func(k, v any) bool {
 				cs := v.(*connState)
 				cs.mu.Lock()

@@ -44,6 +44,17 @@ func (m *metrics) countRequest(k wire.APIKey, v int16) {
 	}
 }
 
+// totalRequests sums the request counters (for the janitor's idle test).
+func (m *metrics) totalRequests() uint64 {
+	var n uint64
+	for k := range m.requests {
+		for v := range m.requests[k] {
+			n += m.requests[k][v].Load()
+		}
+	}
+	return n
+}
+
 // maxErrorCode bounds the per-code counters (see errorSlot).
 const maxErrorCode = 130
 
