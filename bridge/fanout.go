@@ -47,10 +47,12 @@ func (f *produceFanout) trim() {
 	if len(f.batches) > maxRetainedFanout {
 		f.batches = f.batches[:maxRetainedFanout]
 	}
+	kept := 0
 	for i, b := range f.batches {
-		if cap(b.Buf) > maxRetainedBatch {
+		if c := cap(b.Buf); c > maxRetainedBatch || kept+c > maxRetainedScratch {
 			f.batches[i] = new(message.Batch)
 		}
+		kept += cap(f.batches[i].Buf)
 	}
 	clear(f.jobs[:cap(f.jobs)]) // drop topic names aliasing request frames
 	f.jobs = f.jobs[:0]

@@ -53,18 +53,26 @@ func (r *partReader) init(m *metrics) {
 	}
 }
 
-// maxRetainedPartBuf bounds the scratch buffer a pooled partReader keeps.
-const maxRetainedPartBuf = 4 << 20
+// maxRetainedPartBuf bounds the scratch buffer a pooled partReader keeps,
+// and maxRetainedScratch all of a pooled state's concurrent-request scratch
+// (read buffers here, mapped batches in produceFanout): idle pooled states
+// must not pin hundreds of MiB.
+const (
+	maxRetainedPartBuf = 4 << 20
+	maxRetainedScratch = 16 << 20
+)
 
 // trim lets the garbage collector have large or surplus scratch space.
 func (fs *fetchState) trim() {
 	if len(fs.parts) > maxRetainedFanout {
 		fs.parts = fs.parts[:maxRetainedFanout]
 	}
+	kept := 0
 	for _, r := range fs.parts {
-		if cap(r.buf) > maxRetainedPartBuf {
+		if c := cap(r.buf); c > maxRetainedPartBuf || kept+c > maxRetainedScratch {
 			r.buf = nil
 		}
+		kept += cap(r.buf)
 		r.topic, r.rp = "", nil
 	}
 	if cap(fs.req.Topics) > maxRetainedEntries {
