@@ -32,12 +32,13 @@ const (
 // benchConn is a raw Kafka connection that writes frames and reads whole
 // responses.
 type benchConn struct {
-	c  net.Conn
-	br *bufio.Reader
-	rb []byte
+	c   net.Conn
+	br  *bufio.Reader
+	rb  []byte
+	hdr [4]byte // a field: a local array would escape through io.ReadFull
 }
 
-func dialBench(b *testing.B, addr string) *benchConn {
+func dialBench(b testing.TB, addr string) *benchConn {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
@@ -47,15 +48,14 @@ func dialBench(b *testing.B, addr string) *benchConn {
 }
 
 // roundTrip writes frame and returns the response body (after the size).
-func (bc *benchConn) roundTrip(b *testing.B, frame []byte) []byte {
+func (bc *benchConn) roundTrip(b testing.TB, frame []byte) []byte {
 	if _, err := bc.c.Write(frame); err != nil {
 		b.Fatal(err)
 	}
-	var sz [4]byte
-	if _, err := io.ReadFull(bc.br, sz[:]); err != nil {
+	if _, err := io.ReadFull(bc.br, bc.hdr[:]); err != nil {
 		b.Fatal(err)
 	}
-	n := int(binary.BigEndian.Uint32(sz[:]))
+	n := int(binary.BigEndian.Uint32(bc.hdr[:]))
 	if cap(bc.rb) < n {
 		bc.rb = make([]byte, n)
 	}
@@ -106,7 +106,7 @@ func produceFrame(topic string) []byte {
 	return requestFrame(req, 1)
 }
 
-func checkProduce(b *testing.B, body []byte) {
+func checkProduce(b testing.TB, body []byte) {
 	resp := kmsg.NewPtrProduceResponse()
 	resp.Version = 9
 	if err := resp.ReadFrom(body[5:]); err != nil { // correlation id + header tags
@@ -187,6 +187,22 @@ func BenchmarkGatewayFetchIggy(b *testing.B) {
 	}
 }
 
+// fetchFrame is a Fetch v12 of every partition of topic from offset 0, up
+// to partMax bytes each.
+func fetchFrame(topic string, partMax int32) []byte {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 12, -1, 0, 1, 64<<20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	for p := range int32(benchPartitions) {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, 0, partMax
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	return requestFrame(req, 2)
+}
+
 // benchFetch preloads mib MiB per partition and measures the Fetch of all.
 func benchFetch(b *testing.B, gw *kiggytest.Gateway, mib int) {
 	gw.CreateTopic(b, "bench", benchPartitions)
@@ -195,17 +211,7 @@ func benchFetch(b *testing.B, gw *kiggytest.Gateway, mib int) {
 	for range (1 << 20) / (benchRecords * benchValue) * mib {
 		checkProduce(b, bc.roundTrip(b, pf))
 	}
-	req := kmsg.NewPtrFetchRequest()
-	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 12, -1, 0, 1, 64<<20
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "bench"
-	for p := range int32(benchPartitions) {
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, 0, 1<<20
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
-	frame := requestFrame(req, 2)
+	frame := fetchFrame("bench", 1<<20)
 	body := bc.roundTrip(b, frame)
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = 12

@@ -1,0 +1,52 @@
+//go:build !race
+
+package bridge_test
+
+import (
+	"testing"
+
+	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/internal/kiggytest"
+)
+
+// TestProduceRoundTripAllocs: a Produce of 16 partitions × 16 × 1 KiB
+// records through the engine, gateway and embedded log allocates less than
+// once per request on average (the log's 4 MiB chunks, one per ~15
+// requests, and its entry index growing now and then); any per-request or
+// per-record allocation on the path fails it.
+func TestProduceRoundTripAllocs(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Memlog: memlog.Config{PartitionBytes: 64 << 20}})
+	gw.CreateTopic(t, "allocs", benchPartitions)
+	bc := dialBench(t, gw.Addr)
+	frame := produceFrame("allocs")
+	for range 200 { // warm the pools and the per-connection state
+		checkProduce(t, bc.roundTrip(t, frame))
+	}
+	n := testing.AllocsPerRun(300, func() { bc.roundTrip(t, frame) })
+	t.Logf("%.3f allocations per Produce round trip", n)
+	if n > 0.5 {
+		t.Fatalf("%.2f allocations per Produce round trip", n)
+	}
+}
+
+// TestFetchRoundTripAllocs: a Fetch of 16 partitions × 256 KiB mapped back
+// from the embedded log allocates nothing per request once warm (pooled
+// response buffers, per-state scratch, a pooled message in the log).
+func TestFetchRoundTripAllocs(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{})
+	gw.CreateTopic(t, "allocs", benchPartitions)
+	bc := dialBench(t, gw.Addr)
+	pf := produceFrame("allocs")
+	for range 16 {
+		checkProduce(t, bc.roundTrip(t, pf))
+	}
+	frame := fetchFrame("allocs", 256<<10)
+	for range 50 {
+		bc.roundTrip(t, frame)
+	}
+	n := testing.AllocsPerRun(100, func() { bc.roundTrip(t, frame) })
+	t.Logf("%.3f allocations per Fetch round trip", n)
+	if n > 0.1 {
+		t.Fatalf("%.2f allocations per Fetch round trip", n)
+	}
+}
