@@ -15,7 +15,7 @@ import (
 // requests, and its entry index growing now and then); any per-request or
 // per-record allocation on the path fails it.
 func TestProduceRoundTripAllocs(t *testing.T) {
-	gw := kiggytest.Start(t, kiggytest.Options{Memlog: memlog.Config{PartitionBytes: 64 << 20}})
+	gw := kiggytest.Start(t, kiggytest.Options{Embedded: true, Memlog: memlog.Config{PartitionBytes: 64 << 20}})
 	gw.CreateTopic(t, "allocs", benchPartitions)
 	bc := dialBench(t, gw.Addr)
 	frame := produceFrame("allocs")
@@ -33,7 +33,7 @@ func TestProduceRoundTripAllocs(t *testing.T) {
 // from the embedded log allocates nothing per request once warm (pooled
 // response buffers, per-state scratch, a pooled message in the log).
 func TestFetchRoundTripAllocs(t *testing.T) {
-	gw := kiggytest.Start(t, kiggytest.Options{})
+	gw := kiggytest.Start(t, kiggytest.Options{Embedded: true})
 	gw.CreateTopic(t, "allocs", benchPartitions)
 	bc := dialBench(t, gw.Addr)
 	pf := produceFrame("allocs")

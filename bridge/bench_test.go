@@ -125,7 +125,7 @@ func checkProduce(b testing.TB, body []byte) {
 // per request. Partitions are capped at 64 MiB so the benchmark measures a
 // steady state (old chunks recycled) rather than the machine's page faults.
 func BenchmarkGatewayProduce(b *testing.B) {
-	gw := kiggytest.Start(b, kiggytest.Options{Memlog: memlog.Config{PartitionBytes: 64 << 20}})
+	gw := kiggytest.Start(b, kiggytest.Options{Embedded: true, Memlog: memlog.Config{PartitionBytes: 64 << 20}})
 	gw.CreateTopic(b, "bench", benchPartitions)
 	bc := dialBench(b, gw.Addr)
 	frame := produceFrame("bench")
@@ -168,7 +168,7 @@ func BenchmarkGatewayProduceIggy(b *testing.B) {
 // BenchmarkGatewayFetch: Fetch v12 of 16 partitions from offset 0, up to
 // 1 MiB each (16 MiB responses of 1 KiB records mapped back from the log).
 func BenchmarkGatewayFetch(b *testing.B) {
-	gw := kiggytest.Start(b, kiggytest.Options{})
+	gw := kiggytest.Start(b, kiggytest.Options{Embedded: true})
 	benchFetch(b, gw, 2)
 }
 

@@ -114,7 +114,7 @@ func TestFetchFanoutMatchesSequential(t *testing.T) {
 		{"response limit first", 10, []part{{3, 1, 1 << 20}, {2, 0, 1 << 20}}},
 	}
 	run := func(iggy bool) [][]string {
-		gw := kiggytest.Start(t, kiggytest.Options{Iggy: iggy})
+		gw := kiggytest.Start(t, kiggytest.Options{Iggy: iggy, Embedded: !iggy})
 		gw.CreateTopic(t, "ff", 4)
 		rc := dialRaw(t, gw.Addr)
 		var b batch.Builder

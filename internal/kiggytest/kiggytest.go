@@ -45,6 +45,10 @@ type Options struct {
 	IggyServer *iggytest.Server
 	// Memlog configures the embedded log (when the backend is not Iggy).
 	Memlog memlog.Config
+	// Embedded keeps the gateway on the embedded log even when
+	// KIGGY_TEST_BACKEND=iggy (tests of memlog-specific behaviour, such as
+	// its allocation counts).
+	Embedded bool
 }
 
 // Header is one Kafka record header as read back; a nil Value is null.
@@ -92,7 +96,7 @@ func Start(t testing.TB, opts Options) *Gateway {
 	var iggySrv *iggytest.Server
 	if opts.IggyServer != nil {
 		log, iggySrv = connectIggy(t, opts.IggyServer), opts.IggyServer
-	} else if opts.Iggy || os.Getenv("KIGGY_TEST_BACKEND") == "iggy" {
+	} else if opts.Iggy || !opts.Embedded && os.Getenv("KIGGY_TEST_BACKEND") == "iggy" {
 		log, iggySrv = startIggy(t)
 	} else {
 		log = memlog.New(opts.Memlog)
