@@ -73,7 +73,10 @@ func TestSmoke(t *testing.T) {
 		if row.PeakRSSMiB == nil || *row.PeakRSSMiB <= 0 {
 			t.Errorf("%s: no peak RSS", target)
 		}
-		if row.ServerCPUPerGB == nil {
+		// CPU per GB needs bytes acknowledged inside the window (seen on a
+		// loaded CI machine: Kafka acknowledged 8,194 records, none in its
+		// 2 s window).
+		if row.ServerCPUPerGB == nil && row.ProduceRecordsPerSec > 0 {
 			t.Errorf("%s: no server CPU per GB", target)
 		}
 		if target == TargetNull {
