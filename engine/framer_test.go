@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -223,4 +224,81 @@ func FuzzFramer(f *testing.F) {
 		whole.reset()
 		parts.reset()
 	})
+}
+
+// TestFramerDirectReadsWithAvail: a stream of large and small frames read
+// the way the epoll loop reads it (tail/filled for large bodies with a
+// SIOCINQ-like avail hint that may be right, short, far too large or absent;
+// feed for the rest, in random read sizes) frames exactly as feeding it
+// whole does.
+func TestFramerDirectReadsWithAvail(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var stream []byte
+	var want [][]byte
+	for i := range 40 {
+		n := rng.IntN(64)
+		if i%3 == 0 {
+			n = directReadMin + rng.IntN(3<<20)
+		}
+		body := make([]byte, n)
+		for j := range body {
+			body[j] = byte(i + j*7)
+		}
+		stream = binary.BigEndian.AppendUint32(stream, uint32(n))
+		stream = append(stream, body...)
+		want = append(want, body)
+	}
+	for round := range 20 {
+		f := framer{max: DefaultMaxFrameSize}
+		var got [][]byte
+		take := func() {
+			b, n := f.take()
+			got = append(got, bytes.Clone((*b)[:n]))
+			putBuf(b)
+		}
+		rest := stream
+		for len(rest) > 0 {
+			if f.wantsRoom() {
+				switch rng.IntN(4) {
+				case 0: // exact: everything sent so far has arrived
+					f.avail = len(rest)
+				case 1:
+					f.avail = rng.IntN(len(rest) + 1)
+				case 2: // a hint past the frame
+					f.avail = len(rest) + rng.IntN(1<<24)
+				}
+			}
+			if tl := f.tail(); tl != nil {
+				k := copy(tl, rest[:min(len(rest), 1+rng.IntN(1<<20))])
+				rest = rest[k:]
+				if f.filled(k) {
+					take()
+				}
+				continue
+			}
+			p := rest[:min(len(rest), 1+rng.IntN(64<<10))]
+			for len(p) > 0 {
+				k, done, bad := f.feed(p)
+				if bad != reasonNone {
+					t.Fatalf("round %d: closed with %v", round, bad)
+				}
+				p, rest = p[k:], rest[k:]
+				if done {
+					take()
+				}
+				if f.tail() != nil {
+					break // a large body follows: read it directly
+				}
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d frames, want %d", round, len(got), len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("round %d: frame %d differs", round, i)
+			}
+		}
+		f.reset()
+	}
 }
