@@ -52,6 +52,8 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * lost NAME P,P,...      onPartitionsLost
  * R NAME P OFFSET VALUE  a record the member processed (VALUE last, may hold tabs)
  * C NAME P OFFSET        commitSync returned: the group's committed offset of P is OFFSET
+ * U NAME P OFFSET        commitSync was interrupted (wakeup on leave): the commit of
+ *                        OFFSET for P may or may not have been applied
  * F NAME ERROR           a commit failed (the records stay uncommitted)
  * E NAME ERROR           the poll loop failed; the member stops
  * left NAME              close() returned
@@ -158,6 +160,11 @@ public final class GroupConsumers {
                             emit("C", name, Integer.toString(e.getKey().partition()), Long.toString(e.getValue().offset()));
                         }
                     } catch (WakeupException e) {
+                        // The request may already have reached the
+                        // coordinator: its outcome is unknown.
+                        for (Map.Entry<TopicPartition, OffsetAndMetadata> en : next.entrySet()) {
+                            emit("U", name, Integer.toString(en.getKey().partition()), Long.toString(en.getValue().offset()));
+                        }
                         emit("F", name, "woken up during commitSync");
                         break;
                     } catch (Exception e) {
