@@ -210,7 +210,7 @@ func truncatedFrames(t *testing.T, s *suite, before metrics) {
 		kc.c.Close()
 
 		for i := range len(frame) {
-			c, err := net.DialTimeout("tcp", s.k.addr, 5*time.Second)
+			c, err := net.DialTimeout("tcp", s.k.addr, dialTimeout)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -561,7 +561,7 @@ func idleConnections(t *testing.T, s *suite, before metrics) {
 				if i >= n {
 					return
 				}
-				c, err := net.DialTimeout("tcp", s.k.addr, 10*time.Second)
+				c, err := net.DialTimeout("tcp", s.k.addr, dialTimeout)
 				if err != nil {
 					errs <- err
 					return
@@ -663,7 +663,7 @@ func connectStorm(t *testing.T, s *suite, before metrics) {
 				if i >= n {
 					return
 				}
-				c, err := net.DialTimeout("tcp", s.k.addr, 10*time.Second)
+				c, err := net.DialTimeout("tcp", s.k.addr, dialTimeout)
 				if err != nil {
 					dialErrs.Add(1)
 					firstErr.CompareAndSwap(nil, err)
@@ -756,7 +756,7 @@ func neverReads(t *testing.T, s *suite, before metrics) {
 	var sent [clients]atomic.Int64
 	var wg sync.WaitGroup
 	for i := range clients {
-		c, err := net.DialTimeout("tcp", s.k.addr, 5*time.Second)
+		c, err := net.DialTimeout("tcp", s.k.addr, dialTimeout)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -824,7 +824,7 @@ func slowloris(t *testing.T, s *suite, before metrics) {
 	}
 	results := make(chan result, slow+silent)
 	for i := range slow + silent {
-		c, err := net.DialTimeout("tcp", s.k.addr, 5*time.Second)
+		c, err := net.DialTimeout("tcp", s.k.addr, dialTimeout)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,9 +42,15 @@ type kconn struct {
 }
 
 // dial connects to addr or fails the test.
+// dialTimeout bounds the suite's TCP connects. It is generous: a clean-clone
+// CI run on a machine loaded well past its two cores saw a loopback connect
+// of the truncated-frames storm take over 5 s; the suite tests kiggy's
+// behaviour, not the host's scheduling.
+const dialTimeout = 30 * time.Second
+
 func dial(t testing.TB, addr string) *kconn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	c, err := net.DialTimeout("tcp", addr, dialTimeout)
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}
