@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -402,10 +403,13 @@ func createTopic(ctx context.Context, addr, topic string, partitions int32) erro
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
-	if err != nil {
+	// Topic names are unique per run: "already exists" means the client
+	// resent a CreateTopics the broker was still processing (seen with
+	// Kafka on a loaded machine), and the topic is ours.
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("bench: creating topic %s: %w", topic, err)
 	}
-	if resp.Err != nil {
+	if err == nil && resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("bench: creating topic %s: %w (%s)", topic, resp.Err, resp.ErrMessage)
 	}
 	for {
