@@ -115,6 +115,7 @@ func (g *Gateway) createTopics(c *call) bool {
 		}
 		resp.Topics = append(resp.Topics, out)
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }
@@ -199,6 +200,7 @@ func (g *Gateway) deleteTopics(c *call) bool {
 			resp.Topics = append(resp.Topics, out)
 		}
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }
@@ -222,6 +224,7 @@ func (g *Gateway) createPartitions(c *call) bool {
 		}
 		resp.Topics = append(resp.Topics, out)
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }
@@ -279,6 +282,7 @@ func (g *Gateway) describeCluster(c *call) bool {
 		// KIP-919: controllers are asked of controllers; kiggy has none apart.
 		resp.ErrorCode, resp.ErrorMessage = wire.UnsupportedEndpointType, wire.Str("kiggy serves only the brokers endpoint type")
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }
@@ -295,6 +299,7 @@ func (g *Gateway) alterConfigs(c *call) bool {
 	for _, r := range as.alterReq.Resources {
 		resp.Resources = append(resp.Resources, refuseAlter(r.ResourceType, r.ResourceName))
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }
@@ -311,6 +316,7 @@ func (g *Gateway) incrementalAlterConfigs(c *call) bool {
 	for _, r := range as.incrReq.Resources {
 		resp.Resources = append(resp.Resources, refuseAlter(r.ResourceType, r.ResourceName))
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }

@@ -9,6 +9,7 @@ func (g *Gateway) apiVersions(c *call) bool {
 		// KIP-511: an unsupported (too new) ApiVersions version gets a v0
 		// body with UNSUPPORTED_VERSION and our range for key 18, under
 		// response header v0; the client retries with our max.
+		g.metrics.errors[wire.KeyApiVersions].CountError(wire.UnsupportedVersion)
 		buf := c.req.ResponseBuffer()
 		buf = wire.AppendResponseHeader(buf, wire.KeyApiVersions, 0, c.hdr.CorrelationID)
 		c.req.Respond(wire.AppendApiVersionsUnsupported(buf, g.apiMin, g.apiMax))
@@ -26,6 +27,7 @@ func (g *Gateway) apiVersions(c *call) bool {
 	if !st.apiVersionsReq.Valid(v) {
 		resp.ErrorCode = wire.InvalidRequest
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }

@@ -108,6 +108,7 @@ func (g *Gateway) describeConfigs(c *call) bool {
 		}
 		resp.Resources = append(resp.Resources, out)
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }

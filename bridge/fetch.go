@@ -260,7 +260,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 			}
 			if p.ErrorCode != wire.None {
 				hasErr = true
-				g.metrics.fetchError(p.ErrorCode)
+				g.metrics.errors[wire.KeyFetch].CountError(p.ErrorCode)
 				buf = buf[:mark.RecordsStart()]
 				n = 0
 			}

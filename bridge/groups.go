@@ -72,6 +72,7 @@ func (g *Gateway) findCoordinator(c *call) bool {
 		a := answer(req.CoordinatorKey)
 		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = a.ErrorCode, a.ErrorMessage, a.NodeID, a.Host, a.Port
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }
@@ -150,6 +151,7 @@ func (g *Gateway) joinGroup(c *call) bool {
 				ProtocolMetadata: m.Metadata,
 			})
 		}
+		resp.CountErrors(g.errorCounter(c))
 		g.finishParked(c, resp.AppendTo(c.responseBuffer(), v))
 	})
 	return true
@@ -190,6 +192,7 @@ func (g *Gateway) syncGroup(c *call) bool {
 		if resp.MemberAssignment == nil {
 			resp.MemberAssignment = []byte{}
 		}
+		resp.CountErrors(g.errorCounter(c))
 		g.finishParked(c, resp.AppendTo(c.responseBuffer(), v))
 	})
 	return true
@@ -206,6 +209,7 @@ func (g *Gateway) heartbeat(c *call) bool {
 	}
 	code := g.groups.Heartbeat(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation)
 	resp := wire.HeartbeatResponse{ErrorCode: wire.ErrorCode(code)}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }
@@ -242,6 +246,7 @@ func (g *Gateway) leaveGroup(c *call) bool {
 			resp.Members = append(resp.Members, wire.LeaveGroupResponseMember{MemberID: m.MemberID, InstanceID: m.InstanceID, ErrorCode: e})
 		}
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }
@@ -307,6 +312,7 @@ func (g *Gateway) offsetCommit(c *call) bool {
 		}
 		resp.Topics = append(resp.Topics, out)
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }
@@ -333,6 +339,7 @@ func (g *Gateway) offsetFetch(c *call) bool {
 	} else {
 		resp.Topics, resp.ErrorCode = g.committed(req.Group, req.Topics)
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }
@@ -407,6 +414,7 @@ func (g *Gateway) describeGroups(c *call) bool {
 		}
 		resp.Groups = append(resp.Groups, out)
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }
@@ -430,6 +438,7 @@ func (g *Gateway) listGroups(c *call) bool {
 		}
 		resp.Groups = append(resp.Groups, wire.ListGroupsResponseGroup{Group: l.GroupID, ProtocolType: l.ProtocolType, GroupState: l.State, GroupType: "classic"})
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }

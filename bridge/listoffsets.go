@@ -40,6 +40,7 @@ func (g *Gateway) listOffsets(c *call) bool {
 		}
 		resp.Topics = append(resp.Topics, wire.ListOffsetsResponseTopic{Topic: t.Topic, Partitions: parts})
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }

@@ -105,6 +105,7 @@ func (g *Gateway) metadata(c *call) bool {
 			}
 		}
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
 	return false
 }

@@ -15,8 +15,7 @@ import (
 // add and never a map or label lookup on the hot path.
 type metrics struct {
 	requests      [maxAPIKey][maxAPIVersion]atomic.Uint64
-	produceErrors [maxErrorCode]atomic.Uint64
-	fetchErrors   [maxErrorCode]atomic.Uint64
+	errors        [maxAPIKey]errorCounts
 	recordsIn     atomic.Uint64
 	recordsOut    atomic.Uint64
 	budgetRejects atomic.Uint64
@@ -58,9 +57,9 @@ func (m *metrics) totalRequests() uint64 {
 // maxErrorCode bounds the per-code counters (see errorSlot).
 const maxErrorCode = 130
 
-// errorSlot maps a partition error code to its counter; codes outside the
-// table share slot 0, which a partition error never uses (0 is NONE) and
-// which WriteMetrics names UNKNOWN_SERVER_ERROR.
+// errorSlot maps an error code to its counter; codes outside the table
+// share slot 0, which an error never uses (0 is NONE) and which WriteMetrics
+// names UNKNOWN_SERVER_ERROR.
 func errorSlot(c wire.ErrorCode) int {
 	if c <= 0 || int(c) >= maxErrorCode {
 		return 0
@@ -68,19 +67,46 @@ func errorSlot(c wire.ErrorCode) int {
 	return int(c)
 }
 
-func (m *metrics) produceError(c wire.ErrorCode) { m.produceErrors[errorSlot(c)].Add(1) }
-func (m *metrics) fetchError(c wire.ErrorCode)   { m.fetchErrors[errorSlot(c)].Add(1) }
+// errorCounts counts one API's answered error codes by code; a pointer to
+// it is the wire.ErrorCounter a response reports to.
+type errorCounts [maxErrorCode]atomic.Uint64
 
-// writeErrors writes one family of per-code partition error counters.
-func writeErrors(w io.Writer, name, help string, counts *[maxErrorCode]atomic.Uint64) {
-	metric.Header(w, name, "counter", help)
-	for c := range counts {
-		if n := counts[c].Load(); n > 0 {
-			code := wire.ErrorCode(c)
-			if c == 0 {
-				code = wire.UnknownServerError
+// CountError counts one element of a response that carried code.
+func (e *errorCounts) CountError(code wire.ErrorCode) {
+	if code != wire.None {
+		e[errorSlot(code)].Add(1)
+	}
+}
+
+// errorCounter is where the call's response reports its error codes: the
+// counters of its API. The header parser admits only known keys, so the
+// discarding fallback is a guard, not a path.
+func (g *Gateway) errorCounter(c *call) wire.ErrorCounter {
+	if k := c.hdr.APIKey; k >= 0 && int(k) < maxAPIKey {
+		return &g.metrics.errors[k]
+	}
+	return discardErrors{}
+}
+
+// discardErrors is an ErrorCounter that counts nothing.
+type discardErrors struct{}
+
+// CountError implements wire.ErrorCounter.
+func (discardErrors) CountError(wire.ErrorCode) {}
+
+// writeErrors writes the per-API, per-code error counters.
+func writeErrors(w io.Writer, errs *[maxAPIKey]errorCounts) {
+	const name = "kiggy_api_errors_total"
+	metric.Header(w, name, "counter", "Error codes answered, by Kafka API and code: one per response, topic, partition, group, member or resource that carried one.")
+	for k := range errs {
+		for c := range errs[k] {
+			if n := errs[k][c].Load(); n > 0 {
+				code := wire.ErrorCode(c)
+				if c == 0 {
+					code = wire.UnknownServerError
+				}
+				fmt.Fprintf(w, "%s{api=%q,code=%q} %d\n", name, wire.APIKey(k).String(), code.String(), n)
 			}
-			fmt.Fprintf(w, "%s{code=%q} %d\n", name, code.String(), n)
 		}
 	}
 }
@@ -100,8 +126,7 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	for k := range m.latency {
 		m.latency[k].Write(w, "kiggy_request_duration_seconds", "api", wire.APIKey(k).String())
 	}
-	writeErrors(w, "kiggy_produce_partition_errors_total", "Produce partitions answered with an error, by code.", &m.produceErrors)
-	writeErrors(w, "kiggy_fetch_partition_errors_total", "Fetch partitions answered with an error, by code.", &m.fetchErrors)
+	writeErrors(w, &m.errors)
 	fmt.Fprintf(w, "# HELP kiggy_records_produced_total Records appended.\n# TYPE kiggy_records_produced_total counter\nkiggy_records_produced_total %d\n", m.recordsIn.Load())
 	fmt.Fprintf(w, "# HELP kiggy_records_fetched_total Records served by Fetch.\n# TYPE kiggy_records_fetched_total counter\nkiggy_records_fetched_total %d\n", m.recordsOut.Load())
 	fmt.Fprintf(w, "# HELP kiggy_decode_budget_rejections_total Produce partitions refused by the decode budget.\n# TYPE kiggy_decode_budget_rejections_total counter\nkiggy_decode_budget_rejections_total %d\n", m.budgetRejects.Load())

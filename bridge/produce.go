@@ -101,7 +101,7 @@ func (g *Gateway) produce(c *call) bool {
 		for _, p := range resp.Topics[i].Partitions {
 			if p.ErrorCode != wire.None {
 				failed = true
-				g.metrics.produceError(p.ErrorCode)
+				g.metrics.errors[wire.KeyProduce].CountError(p.ErrorCode)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -221,6 +222,24 @@ func TestProduceErrorTable(t *testing.T) {
 	rc.stillUsable()
 	if recs := gw.Records(t, "errs", 0); len(recs) == 0 {
 		t.Fatal("acks=0 produce stored nothing")
+	}
+
+	// Every code answered is counted by API and code, as Kafka's ErrorsPerSec:
+	// one per partition that carried it.
+	metrics := gw.Metrics()
+	for _, want := range []string{
+		`kiggy_api_errors_total{api="Produce",code="CORRUPT_MESSAGE"} 2` + "\n",
+		`kiggy_api_errors_total{api="Produce",code="INVALID_RECORD"} 3` + "\n",
+		`kiggy_api_errors_total{api="Produce",code="UNSUPPORTED_COMPRESSION_TYPE"} 1` + "\n",
+		`kiggy_api_errors_total{api="Produce",code="UNSUPPORTED_VERSION"} 5` + "\n",
+		`kiggy_api_errors_total{api="Produce",code="INVALID_REQUIRED_ACKS"} 1` + "\n",
+		`kiggy_api_errors_total{api="Produce",code="UNKNOWN_TOPIC_OR_PARTITION"} 2` + "\n",
+		`kiggy_api_errors_total{api="Produce",code="MESSAGE_TOO_LARGE"} 1` + "\n",
+		`kiggy_api_errors_total{api="Produce",code="NOT_LEADER_OR_FOLLOWER"} 1` + "\n",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q:\n%s", want, metrics)
+		}
 	}
 
 	// Produce v2 is advertised (KAFKA-18659) but refused: the connection closes.

@@ -55,6 +55,7 @@ func (g *Gateway) initProducerID(c *call) bool {
 			resp.ProducerId, resp.ProducerEpoch = id, 0
 		}
 	}
+	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), c.hdr.APIVersion))
 	return false
 }

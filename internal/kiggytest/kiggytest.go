@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -143,6 +144,13 @@ func Start(t testing.TB, opts Options) *Gateway {
 // Stop drains and stops the gateway (and closes its backend client) before
 // the test ends, as a restart would; the iggytest server keeps running.
 func (g *Gateway) Stop() { g.stop() }
+
+// Metrics returns the gateway's metrics in Prometheus text format.
+func (g *Gateway) Metrics() string {
+	var b strings.Builder
+	g.gw.WriteMetrics(&b)
+	return b.String()
+}
 
 // CreateTopic creates a topic directly in the backend.
 func (g *Gateway) CreateTopic(t testing.TB, name string, partitions int32) {
