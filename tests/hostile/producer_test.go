@@ -29,9 +29,12 @@ type goodProducer struct {
 	topic  string
 	mu     sync.Mutex
 	sample []sample
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	// inDoubt counts produces cut short by stop: the record may or may
+	// not have been stored.
+	inDoubt int64
+	cancel  context.CancelFunc
+	done    chan struct{}
+	once    sync.Once
 	// events are the client's connects, disconnects and slow or failed
 	// requests (kgo hooks), printed when a case fails, to tell a slow
 	// gateway from a slow dial or a starved test process.
@@ -117,12 +120,19 @@ func (p *goodProducer) run(ctx context.Context) {
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err := p.cl.ProduceSync(pctx, rec).FirstErr()
 		cancel()
-		if ctx.Err() != nil {
+		stopped := ctx.Err() != nil
+		p.mu.Lock()
+		switch {
+		case !stopped || err == nil:
+			// A produce acknowledged as stop began still counts.
+			p.sample = append(p.sample, sample{start: start, took: time.Since(start), err: err})
+		default:
+			p.inDoubt++
+		}
+		p.mu.Unlock()
+		if stopped {
 			return
 		}
-		p.mu.Lock()
-		p.sample = append(p.sample, sample{start: start, took: time.Since(start), err: err})
-		p.mu.Unlock()
 		time.Sleep(produceEvery)
 	}
 }
@@ -134,6 +144,13 @@ func (p *goodProducer) stop() {
 		<-p.done
 		p.cl.Close()
 	})
+}
+
+// unsure returns the number of produces stop cut short.
+func (p *goodProducer) unsure() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.inDoubt
 }
 
 // acked returns the number of produces that succeeded.

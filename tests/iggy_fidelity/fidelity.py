@@ -20,6 +20,8 @@ import sys
 import time
 import uuid
 
+from iggy_exit import hard_exit
+
 try:
     import apache_iggy as ig
 except ImportError as e:  # the Go test skips on this exit code
@@ -216,12 +218,14 @@ async def main(addr, username, password):
 
 if __name__ == "__main__":
     addr = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("IGGY_ADDR", "127.0.0.1:8090")
+    code = 0
     try:
         asyncio.run(asyncio.wait_for(main(addr, os.environ.get("IGGY_USERNAME", "iggy"),
                                           os.environ.get("IGGY_PASSWORD", "iggy")), 120))
     except Mismatch as e:
         print(f"FAIL {e}", file=sys.stderr)
-        sys.exit(1)
+        code = 1
     except Exception as e:
         print(f"FAIL unexpected {type(e).__name__}: {e}", file=sys.stderr)
-        sys.exit(1)
+        code = 1
+    hard_exit(code)

@@ -14,6 +14,8 @@ import json
 import os
 import sys
 
+from iggy_exit import hard_exit
+
 try:
     import apache_iggy as ig
 except ImportError as e:
@@ -53,3 +55,4 @@ if __name__ == "__main__":
         print(__doc__, file=sys.stderr)
         sys.exit(64)
     asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
+    hard_exit(0)
