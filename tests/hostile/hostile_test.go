@@ -132,34 +132,46 @@ func TestHostile(t *testing.T) {
 // harnessCatchesStall proves the stall check can fail: kiggy frozen with
 // SIGSTOP for 2s must show up as a stall of the gateway (a stopped process
 // is not waiting for a CPU, so the starvation allowance cannot excuse it),
-// and the producer must recover once it runs again. Should the test process
-// itself have been kept off the CPU for most of that time, the observer was
-// blind and the result is inconclusive rather than a failure.
+// and the producer must recover once it runs again.
+//
+// The kernel adds a thread's run-queue wait to its schedstat only when the
+// thread next runs, so on a machine starving kiggy a wait that began before
+// the freeze lands inside it, and the allowance then excuses the stall
+// (seen in a clean-clone CI run beside two fuzzers: PSI cpu some ≈ 80 %).
+// Such an attempt tells nothing, so the freeze is tried up to three times;
+// one caught stall passes. Only when every attempt was blinded (the test or
+// kiggy waited for a CPU for most of the freeze) is the result inconclusive;
+// any other outcome fails.
 func harnessCatchesStall(t *testing.T, s *suite) {
 	const frozen = 2 * time.Second
-	from := time.Now()
-	if err := s.k.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	var blinded []string
 	defer s.k.cmd.Process.Signal(syscall.SIGCONT) // whatever happens below
-	time.Sleep(frozen)
-	if err := s.k.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
+	for attempt := 1; attempt <= 3; attempt++ {
+		from := time.Now()
+		if err := s.k.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(frozen)
+		if err := s.k.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		to := time.Now()
+		v, err := s.p.verdict(s.sched, from, to)
+		if err != nil {
+			t.Fatalf("after SIGCONT: %v", err)
+		}
+		t.Logf("attempt %d, kiggy stopped for %v: %s; stalls %q; excused %q", attempt, frozen, v.summary, v.bad, v.excused)
+		if len(v.bad) > 0 {
+			return
+		}
+		kiggy, self, ok := s.sched.waited(from, to)
+		if !ok || max(kiggy, self) < frozen-maxStall {
+			t.Fatalf("the stall check did not catch kiggy stopped for %v (excused: %q)", frozen, v.excused)
+		}
+		blinded = append(blinded, fmt.Sprintf("attempt %d: kiggy waited %v, the test %v (%s)",
+			attempt, kiggy.Round(time.Millisecond), self.Round(time.Millisecond), cpuPressure()))
 	}
-	to := time.Now()
-	v, err := s.p.verdict(s.sched, from, to)
-	if err != nil {
-		t.Fatalf("after SIGCONT: %v", err)
-	}
-	t.Logf("kiggy stopped for %v: %s; stalls %q; excused %q", frozen, v.summary, v.bad, v.excused)
-	if len(v.bad) > 0 {
-		return
-	}
-	if _, self, ok := s.sched.waited(from, to); ok && self >= frozen-maxStall {
-		t.Logf("inconclusive: a thread of the test process itself waited %v for a CPU while kiggy was stopped (%s)", self.Round(time.Millisecond), cpuPressure())
-		return
-	}
-	t.Errorf("the stall check did not catch kiggy stopped for %v (excused: %q)", frozen, v.excused)
+	t.Logf("inconclusive: in every attempt a thread waited for a CPU for most of the freeze: %q", blinded)
 }
 
 // setupTopics creates the topics and fills topicBulk.
