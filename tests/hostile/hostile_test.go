@@ -953,6 +953,13 @@ func aftermath(t *testing.T, s *suite, m0 metrics) {
 			t.Errorf("kiggy_connections_closed_total{reason=%q} did not move during the suite", r)
 		}
 	}
+	// The refusals the cases provoked are counted by API and code.
+	for _, code := range []string{"CORRUPT_MESSAGE", "INVALID_RECORD", "MESSAGE_TOO_LARGE"} {
+		series := `kiggy_api_errors_total{api="Produce",code="` + code + `"}`
+		if m[series] <= m0[series] {
+			t.Errorf("%s did not move during the suite", series)
+		}
+	}
 	resp, err := k.http.Get("http://" + k.admin + "/healthz")
 	if err != nil {
 		t.Errorf("/healthz: %v", err)
