@@ -52,11 +52,26 @@ func TestErrorCodesCountedPerAPI(t *testing.T) {
 	mdResp.Version = 9
 	rc.recv(rc.send(md), mdResp)
 
+	// Fetch partitions are counted as the streamed response is built: an
+	// offset past the end of an empty partition is OFFSET_OUT_OF_RANGE.
+	fr := kmsg.NewPtrFetchRequest()
+	fr.Version, fr.MaxWaitMillis, fr.MaxBytes = 12, 0, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "present"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = 0, 42, 1<<20
+	ft.Partitions = append(ft.Partitions, fp)
+	fr.Topics = append(fr.Topics, ft)
+	frResp := kmsg.NewPtrFetchResponse()
+	frResp.Version = 12
+	rc.recv(rc.send(fr), frResp)
+
 	metrics := gw.Metrics()
 	for _, want := range []string{
 		`kiggy_api_errors_total{api="Heartbeat",code="UNKNOWN_MEMBER_ID"} 1` + "\n",
 		`kiggy_api_errors_total{api="DeleteTopics",code="UNKNOWN_TOPIC_OR_PARTITION"} 2` + "\n",
 		`kiggy_api_errors_total{api="ListOffsets",code="UNKNOWN_TOPIC_OR_PARTITION"} 1` + "\n",
+		`kiggy_api_errors_total{api="Fetch",code="OFFSET_OUT_OF_RANGE"} 1` + "\n",
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q", want)

@@ -9,6 +9,9 @@ package wire
 // topic, partition, group, member, coordinator key or config resource) is
 // counted once. Unlike Kafka, NONE is not reported: a response's request is
 // counted elsewhere, so successes are requests minus errors.
+//
+// Produce and Fetch have no CountErrors: the gateway counts their partitions
+// as it answers them (a Fetch response is streamed, never held whole).
 type ErrorCounter interface {
 	CountError(code ErrorCode)
 }
@@ -22,15 +25,6 @@ func countError(c ErrorCounter, code ErrorCode) {
 
 // CountErrors reports r's error codes to c.
 func (r *ApiVersionsResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }
-
-// CountErrors reports r's error codes to c.
-func (r *ProduceResponse) CountErrors(c ErrorCounter) {
-	for i := range r.Topics {
-		for j := range r.Topics[i].Partitions {
-			countError(c, r.Topics[i].Partitions[j].ErrorCode)
-		}
-	}
-}
 
 // CountErrors reports r's error codes to c.
 func (r *MetadataResponse) CountErrors(c ErrorCounter) {
@@ -174,14 +168,3 @@ func countAlterResources(c ErrorCounter, rs []AlterConfigsResponseResource) {
 
 // CountErrors reports r's error codes to c.
 func (r *DescribeClusterResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }
-
-// CountErrors reports r's error codes to c (the streamed Fetch path counts
-// its partitions itself; this serves whole responses).
-func (r *FetchResponse) CountErrors(c ErrorCounter) {
-	countError(c, r.ErrorCode)
-	for i := range r.Topics {
-		for j := range r.Topics[i].Partitions {
-			countError(c, r.Topics[i].Partitions[j].ErrorCode)
-		}
-	}
-}

