@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -67,8 +68,26 @@ func topicConfigFromKafka(configs []wire.CreateTopicsRequestTopicConfig) (TopicC
 			if v != "1" {
 				return cfg, "min.insync.replicas: kiggy has one replica per partition; use 1"
 			}
+		case "flush.messages", "flush.ms":
+			// Kafka: LONG, flush.messages at least 1, flush.ms at least 0;
+			// Long.MAX_VALUE (the default) means "never fsync". Iggy fsyncs
+			// every write or none, so any other interval fsyncs every write:
+			// never a weaker promise than asked (docs/IGGY.md, "Durability").
+			n, err := strconv.ParseInt(v, 10, 64)
+			floor := int64(1)
+			if c.Name == "flush.ms" {
+				floor = 0
+			}
+			switch {
+			case err != nil:
+				return cfg, "Invalid value " + v + " for configuration " + c.Name + ": Not a number of type LONG"
+			case n < floor:
+				return cfg, "Invalid value " + v + " for configuration " + c.Name + ": Value must be at least " + strconv.FormatInt(floor, 10)
+			case n < math.MaxInt64:
+				cfg.Durability = DurabilityFsync
+			}
 		default:
-			return cfg, c.Name + ": not supported by kiggy (supported: retention.ms, retention.bytes, cleanup.policy=delete, compression.type=producer, message.timestamp.type=CreateTime, min.insync.replicas=1)"
+			return cfg, c.Name + ": not supported by kiggy (supported: retention.ms, retention.bytes, flush.messages, flush.ms, cleanup.policy=delete, compression.type=producer, message.timestamp.type=CreateTime, min.insync.replicas=1)"
 		}
 	}
 	return cfg, ""

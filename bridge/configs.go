@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"errors"
+	"math"
 	"strconv"
 
 	"github.com/kiggy-io/kiggy/wire"
@@ -15,6 +16,22 @@ type configEntry struct {
 	source      wire.ConfigSource
 	typ         wire.ConfigType
 	doc         string
+}
+
+// durabilityDoc says what an acknowledgement promises at level d
+// (docs/IGGY.md, "Durability").
+func durabilityDoc(d Durability) string {
+	switch d {
+	case DurabilityWritten:
+		return "Acknowledged records are written to the backend's files: a crash of the backend process loses none; a machine crash can."
+	case DurabilityFsync:
+		return "Acknowledged records are written and fsynced by the backend: a machine crash loses none."
+	case DurabilityBuffered:
+		return "WARNING: the backend acknowledges from memory (an Iggy topic with buffered flush options): a crash of iggy-server can lose acknowledged records."
+	case DurabilityMemory:
+		return "The embedded in-memory log: records live as long as the kiggy process."
+	}
+	return "The backend does not say when it confirms a write."
 }
 
 // maxMessageBytes is the largest record batch kiggy accepts: the frame limit.
@@ -32,9 +49,19 @@ func topicConfigs(cfg TopicConfig, maxMessage int64) []configEntry {
 	if cfg.MaxBytes > 0 {
 		retBytes, bytesSrc = strconv.FormatUint(cfg.MaxBytes, 10), wire.ConfigSourceDynamicTopic
 	}
+	// Kafka's flush.* defaults (Long.MAX_VALUE) mean "the OS flushes"; a
+	// topic whose backend fsyncs every write reports 1 and 0
+	// (docs/IGGY.md, "Durability").
+	flushMsgs, flushMs, flushSrc := strconv.FormatInt(math.MaxInt64, 10), strconv.FormatInt(math.MaxInt64, 10), wire.ConfigSourceDefault
+	if cfg.Durability == DurabilityFsync {
+		flushMsgs, flushMs, flushSrc = "1", "0", wire.ConfigSourceDynamicTopic
+	}
 	return []configEntry{
 		{"cleanup.policy", "delete", true, wire.ConfigSourceDefault, wire.ConfigTypeList, "Only delete: Iggy has no compaction."},
 		{"compression.type", "producer", true, wire.ConfigSourceDefault, wire.ConfigTypeString, "Records are decompressed on produce and served uncompressed."},
+		{"flush.messages", flushMsgs, false, flushSrc, wire.ConfigTypeLong, "1 = the backend fsyncs every write (any interval below the default asks for that); set at creation."},
+		{"flush.ms", flushMs, false, flushSrc, wire.ConfigTypeLong, "0 = the backend fsyncs every write (any interval below the default asks for that); set at creation."},
+		{"kiggy.durability", cfg.Durability.String(), true, wire.ConfigSourceDefault, wire.ConfigTypeString, durabilityDoc(cfg.Durability)},
 		{"max.message.bytes", strconv.FormatInt(maxMessage, 10), true, wire.ConfigSourceDefault, wire.ConfigTypeInt, "The largest request frame kiggy accepts."},
 		{"message.timestamp.type", "CreateTime", true, wire.ConfigSourceDefault, wire.ConfigTypeString, "The producer's timestamp is kept."},
 		{"min.insync.replicas", "1", true, wire.ConfigSourceDefault, wire.ConfigTypeInt, "One replica per partition (Iggy replicates on its own)."},

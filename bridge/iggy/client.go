@@ -38,8 +38,9 @@ type Client struct {
 	closed   atomic.Bool
 	avgMsg   atomic.Int64 // EWMA of polled message size, bytes
 
-	mu     sync.RWMutex
-	topics map[string]topicEntry
+	mu       sync.RWMutex
+	topics   map[string]topicEntry
+	buffered map[string]struct{} // topics seen buffered (warned once each)
 
 	offMu   sync.Mutex
 	offsets map[offsetKey]memOffset
@@ -62,8 +63,9 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		log:     cfg.Logger,
 		done:    make(chan struct{}),
 		idle:    make(chan *session, cfg.PoolSize),
-		topics:  map[string]topicEntry{},
-		offsets: map[offsetKey]memOffset{},
+		topics:   map[string]topicEntry{},
+		buffered: map[string]struct{}{},
+		offsets:  map[offsetKey]memOffset{},
 	}
 	c.avgMsg.Store(1024)
 	for range cfg.PoolSize {
@@ -86,7 +88,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		c.wg.Add(1)
 		go c.keepAlive()
 	}
-	c.log.Info("iggy: connected", "addr", cfg.Addr, "stream", cfg.Stream, "server", s.server, "sessions", cfg.PoolSize)
+	c.log.Info("iggy: connected", "addr", cfg.Addr, "stream", cfg.Stream, "server", s.server, "sessions", cfg.PoolSize, "durability", cfg.Durability.String())
 	return c, nil
 }
 

@@ -204,7 +204,7 @@ func TestTopics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := bridge.TopicInfo{Name: "orders", Partitions: 3, Config: bridge.TopicConfig{MessageExpiry: time.Hour, MaxBytes: 2 << 30}}
+	want := bridge.TopicInfo{Name: "orders", Partitions: 3, Config: bridge.TopicConfig{MessageExpiry: time.Hour, MaxBytes: 2 << 30, Durability: bridge.DurabilityWritten}}
 	if info != want {
 		t.Fatalf("CreateTopic = %+v", info)
 	}
@@ -224,7 +224,7 @@ func TestTopics(t *testing.T) {
 		t.Fatal(err)
 	}
 	list, err := c.Topics(cx)
-	if err != nil || len(list) != 2 || list[0] != want || list[1] != (bridge.TopicInfo{Name: "plain", Partitions: 1}) {
+	if err != nil || len(list) != 2 || list[0] != want || list[1] != (bridge.TopicInfo{Name: "plain", Partitions: 1, Config: bridge.TopicConfig{Durability: bridge.DurabilityWritten}}) {
 		t.Fatalf("Topics = %+v, %v", list, err)
 	}
 	if err := c.CreatePartitions(cx, "orders", 5); err != nil {

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"runtime"
 	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
 )
 
 // Config configures a Client. The zero value means "defaults" for every
@@ -39,6 +41,13 @@ type Config struct {
 	// ReconnectBackoffMin and ReconnectBackoffMax bound the wait between a
 	// session's failed connection attempts (doubling). Default 100 ms and 2 s.
 	ReconnectBackoffMin, ReconnectBackoffMax time.Duration
+	// Durability is when the server must confirm a write to a topic kiggy
+	// creates (docs/IGGY.md, "Durability"): bridge.DurabilityWritten (the
+	// default: written to the segment file before the reply),
+	// bridge.DurabilityFsync (and fsynced), or bridge.DurabilityBuffered
+	// (Iggy's own defaults: confirmed from its in-memory journal, lost if
+	// iggy-server crashes).
+	Durability bridge.Durability
 	// Logger receives connection events (default: slog.Default()).
 	Logger *slog.Logger
 }
@@ -87,6 +96,9 @@ func (c *Config) normalize() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Durability == bridge.DurabilityDefault {
+		c.Durability = bridge.DurabilityWritten
+	}
 }
 
 // validate checks the normalized config.
@@ -102,6 +114,8 @@ func (c *Config) validate() error {
 		return errors.New("iggy: config: PoolSize must be 1..1024")
 	case c.RequestTimeout < 0 || c.DialTimeout < 0:
 		return errors.New("iggy: config: negative timeout")
+	case c.Durability != bridge.DurabilityWritten && c.Durability != bridge.DurabilityFsync && c.Durability != bridge.DurabilityBuffered:
+		return errors.New("iggy: config: Durability must be written, fsync or buffered")
 	case c.ReconnectBackoffMin < 0 || c.ReconnectBackoffMax < c.ReconnectBackoffMin:
 		return errors.New("iggy: config: ReconnectBackoffMax must be ≥ ReconnectBackoffMin ≥ 0")
 	}

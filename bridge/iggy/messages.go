@@ -34,7 +34,16 @@ func (c *Client) Append(ctx context.Context, topic string, partition int32, b *m
 	if !validName(topic) {
 		return 0, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
 	}
-	if e, ok := c.cached(topic); ok && partition >= e.partitions {
+	e, ok := c.cached(topic)
+	switch {
+	case !ok:
+		// First use in this process: learn the topic's partitions and its
+		// durability (a buffered topic is reported once, docs/IGGY.md
+		// "Durability"). A missing topic is left to the server's answer.
+		if d, found, err := c.lookupTopic(ctx, topic); err == nil && found {
+			e = d.entry()
+		}
+	case partition >= e.partitions:
 		// The cache may be stale after CreatePartitions elsewhere: look again.
 		if err := c.classify(ctx, topic, partition, nil); err != nil {
 			return 0, err
@@ -79,6 +88,9 @@ func (c *Client) Append(ctx context.Context, topic string, partition int32, b *m
 	}
 	c.release(s)
 	if err == nil {
+		if e.durability == bridge.DurabilityBuffered {
+			c.metrics.bufferedAppends.Add(1)
+		}
 		return base, nil
 	}
 	switch code := codeOf(err); {

@@ -102,6 +102,8 @@ type clientMetrics struct {
 	sessionWaits    atomic.Uint64 // requests that waited for a free session
 	inUse           atomic.Int64
 	connected       atomic.Int64
+	bufferedTopics  atomic.Int64  // topics seen whose writes are confirmed before they are written
+	bufferedAppends atomic.Uint64 // appends confirmed by such topics
 }
 
 // observe records one request's outcome.
@@ -137,6 +139,9 @@ func (c *Client) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_iggy_sessions", "gauge", "Iggy sessions in the pool (--iggy-pool-size).", len(c.sessions))
 	metric.Single(w, "kiggy_iggy_sessions_connected", "gauge", "Iggy sessions with a live connection.", m.connected.Load())
 	metric.Single(w, "kiggy_iggy_sessions_in_use", "gauge", "Iggy sessions serving a request now.", m.inUse.Load())
+	metric.Single(w, "kiggy_iggy_durability_level", "gauge", "The --iggy-durability level topics are created with: 1 written, 2 fsync, 3 buffered.", int64(c.cfg.Durability))
+	metric.Single(w, "kiggy_iggy_buffered_topics", "gauge", "Topics in use whose Iggy options confirm writes before they are written (created outside kiggy or with --iggy-durability buffered) while the gateway promises more.", m.bufferedTopics.Load())
+	metric.Single(w, "kiggy_iggy_buffered_appends_total", "counter", "Appends confirmed by such buffered topics: an iggy-server crash can lose them.", m.bufferedAppends.Load())
 }
 
 func slotName(i int) string {

@@ -14,6 +14,7 @@ import (
 type topicEntry struct {
 	id         uint32
 	partitions int32
+	durability bridge.Durability
 }
 
 // partitionInfo is one PartitionResponse (§3.5).
@@ -41,13 +42,14 @@ func decodeTopicHeader(r *proto.Reader) (uint32, bridge.TopicInfo) {
 	r.U64() // size_bytes
 	r.U64() // messages_count
 	name := r.Name()
-	r.LongString() // explicit options
-	r.LongString() // derived options
+	explicit := r.LongString()
+	derived := r.LongString()
 	if !r.Ok() || parts > math.MaxInt32 {
 		r.Fail(proto.ErrMalformed)
 		return 0, bridge.TopicInfo{}
 	}
 	info := bridge.TopicInfo{Name: string(name), Partitions: int32(parts)}
+	info.Config.Durability = topicDurability(explicit, derived)
 	// 0 = server default, u64::MAX = never / unlimited: both mean "none" to
 	// Kafka (retention.ms -1, retention.bytes -1).
 	if expiry != 0 && expiry != math.MaxUint64 && expiry/1000 < math.MaxInt64/uint64(time.Millisecond) {
@@ -57,6 +59,74 @@ func decodeTopicHeader(r *proto.Reader) (uint32, bridge.TopicInfo) {
 		info.Config.MaxBytes = maxSize
 	}
 	return id, info
+}
+
+// Iggy's defaults for a topic created without flush options (server
+// core/common/src/types/options/mod.rs, DEFAULT_MESSAGES_REQUIRED_TO_SAVE and
+// DEFAULT_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE); docs/IGGY.md, "Durability".
+const (
+	defaultMessagesRequiredToSave = 1024
+	defaultSizeRequiredToSave     = 1 << 20
+	// minMessageSize is the smallest message on disk (its 64-byte header):
+	// a size threshold at or below it trips on every commit.
+	minMessageSize = 64
+)
+
+// topicDurability tells from a topic's options when the server confirms a
+// write: it flushes a partition's journal to the segment file before it
+// replies only when a threshold trips on every commit. Derived options are
+// the server's resolved defaults; explicit ones win over them.
+func topicDurability(explicit, derived []byte) bridge.Durability {
+	msgs, size, fsync := uint64(defaultMessagesRequiredToSave), uint64(defaultSizeRequiredToSave), false
+	apply := func(o proto.Option) {
+		switch string(o.Key) {
+		case optMessagesRequiredToSave:
+			if v, ok := o.Uint(); ok && v > 0 {
+				msgs = v
+			}
+		case optSizeRequiredToSave:
+			if v, ok := o.Uint(); ok && v > 0 {
+				size = v
+			}
+		case optEnforceFsync:
+			if v, ok := o.Bool(); ok {
+				fsync = v
+			}
+		}
+	}
+	// A block that does not tile keeps what was read before the fault; the
+	// answer then errs towards "buffered", the weaker promise.
+	_ = proto.EachOption(derived, apply)
+	_ = proto.EachOption(explicit, apply)
+	switch {
+	case msgs > 1 && size > minMessageSize:
+		return bridge.DurabilityBuffered
+	case fsync:
+		return bridge.DurabilityFsync
+	}
+	return bridge.DurabilityWritten
+}
+
+// Topic option keys (server topic_option_keys).
+const (
+	optMessageExpiry          = "message_expiry"
+	optMaxTopicSize           = "max_topic_size"
+	optEnforceFsync           = "enforce_fsync"
+	optMessagesRequiredToSave = "messages_required_to_save"
+	optSizeRequiredToSave     = "size_of_messages_required_to_save"
+)
+
+// appendDurabilityOptions appends the options that make the server confirm
+// writes at level d (docs/IGGY.md, "Durability"): a flush of the journal on
+// every commit, before the reply, and an fsync of it for DurabilityFsync.
+// DurabilityBuffered sends nothing: Iggy's defaults.
+func appendDurabilityOptions(b []byte, d bridge.Durability) []byte {
+	switch d {
+	case bridge.DurabilityWritten, bridge.DurabilityFsync:
+		b = proto.AppendOptionU32(b, optMessagesRequiredToSave, 1)
+		return proto.AppendOptionBool(b, optEnforceFsync, d == bridge.DurabilityFsync)
+	}
+	return b
 }
 
 // decodeTopic decodes a GetTopic / CreateTopic payload: TopicHeader then
@@ -140,14 +210,44 @@ func (c *Client) lookupTopic(ctx context.Context, name string) (topicDetails, bo
 	if err != nil {
 		return d, false, err
 	}
-	c.remember(name, topicEntry{id: d.id, partitions: d.info.Partitions})
+	c.remember(name, d.entry())
 	return d, true, nil
 }
 
+// entry is the cache entry of a decoded topic.
+func (d *topicDetails) entry() topicEntry {
+	return topicEntry{id: d.id, partitions: d.info.Partitions, durability: d.info.Config.Durability}
+}
+
+// topicLevel is the durability a new topic is created with: the gateway's
+// level, or a stronger one the topic asks for (Kafka flush.messages /
+// flush.ms map to fsync, docs/IGGY.md "Durability").
+func (c *Client) topicLevel(asked bridge.Durability) bridge.Durability {
+	if asked == bridge.DurabilityFsync {
+		return asked
+	}
+	return c.cfg.Durability
+}
+
+// remember caches a topic; the first time a topic is seen buffered while
+// the gateway promises more, it says so once in the log and in /metrics.
 func (c *Client) remember(name string, e topicEntry) {
 	c.mu.Lock()
 	c.topics[name] = e
+	warn := false
+	if e.durability == bridge.DurabilityBuffered && c.cfg.Durability != bridge.DurabilityBuffered {
+		if _, seen := c.buffered[name]; !seen {
+			c.buffered[name] = struct{}{}
+			c.metrics.bufferedTopics.Store(int64(len(c.buffered)))
+			warn = true
+		}
+	}
 	c.mu.Unlock()
+	if warn {
+		c.cfg.Logger.Warn("iggy: topic confirms writes before they are written: an acknowledged record can be lost if iggy-server crashes",
+			"topic", name, "stream", c.cfg.Stream, "durability", c.cfg.Durability.String(),
+			"fix", "recreate the topic through kiggy, or create it with messages_required_to_save=1")
+	}
 }
 
 func (c *Client) forget(name string) {
@@ -214,6 +314,7 @@ func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32,
 	if cfg.MessageExpiry < 0 {
 		return bridge.TopicInfo{}, fmt.Errorf("%w: negative message expiry", bridge.ErrInvalidConfig)
 	}
+	durability := c.topicLevel(cfg.Durability)
 	s, err := c.acquire(ctx)
 	if err != nil {
 		return bridge.TopicInfo{}, unavailable(err)
@@ -224,11 +325,12 @@ func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32,
 		b = proto.AppendU32(b, uint32(partitions))
 		b = proto.AppendName(b, name)
 		if cfg.MessageExpiry > 0 {
-			b = proto.AppendOptionU64(b, "message_expiry", uint64(cfg.MessageExpiry/time.Microsecond))
+			b = proto.AppendOptionU64(b, optMessageExpiry, uint64(cfg.MessageExpiry/time.Microsecond))
 		}
 		if cfg.MaxBytes > 0 {
-			b = proto.AppendOptionU64(b, "max_topic_size", cfg.MaxBytes)
+			b = proto.AppendOptionU64(b, optMaxTopicSize, cfg.MaxBytes)
 		}
+		b = appendDurabilityOptions(b, durability)
 		s.buf = b
 		body, sent, err := s.do(ctx, proto.CodeCreateTopic)
 		switch code := codeOf(err); {
@@ -237,7 +339,7 @@ func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32,
 			if derr != nil {
 				return bridge.TopicInfo{}, derr
 			}
-			c.remember(name, topicEntry{id: d.id, partitions: d.info.Partitions})
+			c.remember(name, d.entry())
 			return d.info, nil
 		case code == proto.CodeTopicNameAlreadyExists:
 			return bridge.TopicInfo{}, fmt.Errorf("%w: %q", bridge.ErrTopicExists, name)

@@ -143,6 +143,9 @@ func (l *Log) CreateTopic(_ context.Context, name string, partitions int32, cfg 
 		return bridge.TopicInfo{}, fmt.Errorf("%w: %q", bridge.ErrTopicExists, name)
 	}
 	name = clone(name) // it may alias a request frame
+	// Records live in this process's memory whatever the topic asked for
+	// (docs/IGGY.md, "Durability").
+	cfg.Durability = bridge.DurabilityMemory
 	t := &topic{info: bridge.TopicInfo{Name: name, Partitions: partitions, Config: cfg}}
 	for range partitions {
 		t.partitions = append(t.partitions, l.newPartition(cfg))

@@ -12,7 +12,15 @@ import (
 
 // openIggy connects to Iggy and says plainly which start-up failure it was.
 func openIggy(ctx context.Context, o options, logger *slog.Logger) (bridge.Log, error) {
+	durability, err := bridge.ParseDurability(o.iggyDurability)
+	if err != nil {
+		return nil, fmt.Errorf("--iggy-durability: %w", err)
+	}
+	if durability == bridge.DurabilityBuffered {
+		logger.Warn("--iggy-durability buffered: Iggy confirms writes from its in-memory journal, so an iggy-server crash can lose acknowledged records")
+	}
 	c, err := iggy.Open(ctx, iggy.Config{
+		Durability:     durability,
 		Addr:           o.iggyAddr,
 		Username:       o.iggyUsername,
 		Password:       o.iggyPassword,

@@ -40,6 +40,7 @@ type options struct {
 	iggyAddr, iggyUsername, iggyPassword, iggyToken, iggyStream string
 	iggyPoolSize                                                int64
 	iggyRequestTimeout                                          time.Duration
+	iggyDurability                                              string
 
 	adminAddr string
 
@@ -87,6 +88,7 @@ func registerOptions(s *settings, o *options) {
 	s.String("Iggy backend", "iggy-token", &o.iggyToken, "", "Iggy personal access token (instead of username and password)")
 	s.String("Iggy backend", "iggy-stream", &o.iggyStream, "kafka", "Iggy stream that holds the Kafka topics")
 	s.Int("Iggy backend", "iggy-pool-size", &o.iggyPoolSize, 0, 0, 4096, "Iggy sessions (connections) in the pool (0 = default)")
+	s.String("Iggy backend", "iggy-durability", &o.iggyDurability, "written", "when Iggy confirms a write kiggy acknowledges, for topics kiggy creates: written (to the segment file before the reply: an iggy-server crash loses nothing), fsync (and fsynced: a machine crash loses nothing), buffered (Iggy's defaults: a crash of iggy-server can lose acknowledged records)")
 	s.Duration("Iggy backend", "iggy-request-timeout", &o.iggyRequestTimeout, 30*time.Second, 100*time.Millisecond, 10*time.Minute, "deadline of one Iggy request; the connection is dropped when it passes")
 
 	s.String("Admin", "admin-addr", &o.adminAddr, "127.0.0.1:9644", "address of the metrics and health listener (/metrics, /healthz, /readyz); empty = off")
@@ -109,6 +111,10 @@ func run(args, env []string) int {
 			return 0
 		}
 		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
+		return 2
+	}
+	if _, err := bridge.ParseDurability(o.iggyDurability); err != nil {
+		fmt.Fprintf(os.Stderr, "kiggy: --iggy-durability: %v\n", err)
 		return 2
 	}
 	logger, err := newLogger(o.logLevel, o.logFormat)

@@ -1,6 +1,7 @@
 package iggytest
 
 import (
+	"encoding/binary"
 	"sort"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
@@ -37,7 +38,21 @@ func appendTopicHeader(b []byte, t *topic) []byte {
 	b = proto.AppendName(b, t.name)
 	b = proto.AppendU32(b, uint32(len(t.options)))
 	b = append(b, t.options...)
-	return proto.AppendU32(b, 0) // derived options
+	// Derived options: the server resolves every option the client left
+	// out and reports it here; iggytest reports the flush options.
+	at := len(b)
+	b = proto.AppendU32(b, 0)
+	if !t.explicit["enforce_fsync"] {
+		b = proto.AppendOptionBool(b, "enforce_fsync", t.fsync)
+	}
+	if !t.explicit["messages_required_to_save"] {
+		b = proto.AppendOptionU32(b, "messages_required_to_save", uint32(t.msgsToSave))
+	}
+	if !t.explicit["size_of_messages_required_to_save"] {
+		b = proto.AppendOptionU64(b, "size_of_messages_required_to_save", t.sizeToSave)
+	}
+	binary.LittleEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	return b
 }
 
 // appendTopic appends a GetTopicResponse: header then PartitionResponses.

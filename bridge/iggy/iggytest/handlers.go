@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"strconv"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/zeebo/xxh3"
@@ -564,7 +565,8 @@ func (s *Server) metadata(st *connState, req *proto.RequestHeader, body []byte) 
 		}
 		opts := r.Rest()
 		t := &topic{name: string(name), created: now, expiry: math.MaxUint64, maxSize: math.MaxUint64, compression: 1,
-			options: append([]byte(nil), opts...), groups: map[uint32]*group{}, groupByName: map[string]*group{}}
+			options: append([]byte(nil), opts...), groups: map[uint32]*group{}, groupByName: map[string]*group{},
+			msgsToSave: defaultMessagesRequiredToSave, sizeToSave: defaultSizeRequiredToSave, explicit: map[string]bool{}}
 		if status := parseTopicOptions(t, opts); status != 0 {
 			return nil, status
 		}
@@ -676,6 +678,28 @@ func (s *Server) metadata(st *connState, req *proto.RequestHeader, body []byte) 
 	return nil, uint32(proto.CodeFeatureUnavailable)
 }
 
+// The server's defaults for the flush options (core/common
+// types/options/mod.rs DEFAULT_MESSAGES_REQUIRED_TO_SAVE,
+// DEFAULT_SIZE_OF_MESSAGES_REQUIRED_TO_SAVE).
+const (
+	defaultMessagesRequiredToSave = 1024
+	defaultSizeRequiredToSave     = 1 << 20
+)
+
+// uint32Option reads a Uint32 option value or a decimal String.
+func uint32Option(kind uint8, val []byte) (uint32, bool) {
+	switch kind {
+	case proto.KindUint32:
+		if len(val) == 4 {
+			return binary.LittleEndian.Uint32(val), true
+		}
+	case proto.KindString:
+		v, err := strconv.ParseUint(string(val), 10, 32)
+		return uint32(v), err == nil
+	}
+	return 0, false
+}
+
 // parseTopicOptions applies a CreateTopic options block (§2.6, §3.5).
 func parseTopicOptions(t *topic, opts []byte) uint32 {
 	if len(opts) > 100_000 {
@@ -692,6 +716,7 @@ func parseTopicOptions(t *topic, opts []byte) uint32 {
 			return uint32(proto.CodeInvalidOptionValue)
 		}
 		seen[string(key)] = true
+		t.explicit[string(key)] = true
 		opts = opts[r.Offset():]
 		u64 := func() (uint64, bool) {
 			if vk == proto.KindUint64 && len(val) == 8 {
@@ -730,9 +755,33 @@ func parseTopicOptions(t *topic, opts []byte) uint32 {
 			default:
 				return uint32(proto.CodeInvalidOptionValue)
 			}
-		case "segment_size", "enforce_fsync", "messages_required_to_save", "size_of_messages_required_to_save",
-			"preallocate_segments", "durability", "consumer_offset_durability":
-			// Accepted and reported back; iggytest has no segments or fsync.
+		case "messages_required_to_save":
+			// Server parse_u32: Uint32 or a decimal String; 1..=16 Mi.
+			v, ok := uint32Option(vk, val)
+			if !ok || v == 0 || v > 16<<20 {
+				return uint32(proto.CodeInvalidOptionValue)
+			}
+			t.msgsToSave = uint64(v)
+		case "size_of_messages_required_to_save":
+			v, ok := u64()
+			if !ok || v > 1<<30 {
+				return uint32(proto.CodeInvalidOptionValue)
+			}
+			if v != 0 && vk == proto.KindUint64 {
+				t.sizeToSave = v
+			}
+		case "enforce_fsync":
+			// Server parse_bool: one byte 0 or 1, or "true"/"false".
+			switch {
+			case vk == proto.KindBool && len(val) == 1 && val[0] <= 1:
+				t.fsync = val[0] == 1
+			case vk == proto.KindString && (string(val) == "true" || string(val) == "false"):
+				t.fsync = string(val) == "true"
+			default:
+				return uint32(proto.CodeInvalidOptionValue)
+			}
+		case "segment_size", "preallocate_segments", "durability", "consumer_offset_durability":
+			// Accepted and reported back; iggytest has no segments.
 		default:
 			return uint32(proto.CodeUnsupportedOptionKey)
 		}
@@ -787,7 +836,7 @@ func (s *Server) partitionOp(st *connState, req *proto.RequestHeader, body []byt
 		if int(pid) >= len(t.partitions) {
 			return nil, uint32(proto.CodeResourceNotFound), false
 		}
-		base := t.partitions[pid].append(&h, batch, s.nowMicros())
+		base := t.partitions[pid].append(&h, t, batch, s.nowMicros())
 		b = proto.AppendU32(nil, 1)
 		b = proto.AppendU32(b, str.id)
 		b = proto.AppendU32(b, t.id)

@@ -133,8 +133,27 @@ func (s *Server) Addr() net.Addr {
 }
 
 // Stop closes the listener and every connection, keeping all data: a later
-// Start serves it again. Sessions end as on a disconnect.
+// Start serves it again. Sessions end as on a disconnect. Like the server's
+// graceful shutdown (flush_committed_messages) it flushes every journal.
 func (s *Server) Stop() {
+	s.stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.eachPartition(func(p *partition) { p.flush() })
+}
+
+func (s *Server) eachPartition(fn func(*partition)) {
+	for _, str := range s.streams {
+		for _, t := range str.topics {
+			for _, p := range t.partitions {
+				fn(p)
+			}
+		}
+	}
+}
+
+// stop closes the listener and every connection.
+func (s *Server) stop() {
 	s.mu.Lock()
 	ln := s.ln
 	s.ln = nil
@@ -150,6 +169,22 @@ func (s *Server) Stop() {
 
 // Close stops the server; it is Stop.
 func (s *Server) Close() { s.Stop() }
+
+// Crash stops the server as a SIGKILL of iggy-server would: every
+// connection is cut and each partition loses the appends still in its
+// journal (not yet flushed under its topic's messages_required_to_save /
+// size_of_messages_required_to_save), so their offsets are handed out again.
+// Consumer offsets survive: the server writes them to their files before it
+// replies. A later Start serves what is left. It returns the number of
+// messages lost.
+func (s *Server) Crash() uint64 {
+	s.stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var lost uint64
+	s.eachPartition(func(p *partition) { lost += p.crash() })
+	return lost
+}
 
 // InjectFault queues a fault for matching requests.
 func (s *Server) InjectFault(f Fault) {

@@ -28,6 +28,12 @@ type topic struct {
 	maxSize     uint64 // max_topic_size bytes (u64 max = unlimited)
 	compression uint8
 	options     []byte // the explicit options TLV as the client sent it
+	// The journal flush thresholds and fsync option (server defaults 1024
+	// messages, 1 MiB, false): a partition's appends stay in its journal,
+	// lost by Crash, until one threshold trips (docs/IGGY.md, "Durability").
+	msgsToSave, sizeToSave uint64
+	fsync                  bool
+	explicit               map[string]bool // option keys the client sent
 	groups      map[uint32]*group
 	groupByName map[string]*group
 	nextGroup   uint32
@@ -40,6 +46,9 @@ type partition struct {
 	records      []record
 	next         uint64 // next offset to assign
 	size         uint64
+	flushed      int    // records[:flushed] are in the segment file
+	journalMsgs  uint64 // messages appended since the last flush
+	journalBytes uint64
 	offsets      map[uint32]uint64 // single-consumer offsets by key
 	groupOffsets map[uint32]uint64 // group offsets by group id
 }
@@ -82,7 +91,11 @@ func newPartition(id uint32, now uint64) *partition {
 }
 
 // append stores a validated producer batch and returns its base offset.
-func (p *partition) append(h *xxh3.Hasher, batch []byte, ts uint64) uint64 {
+// Like the server's commit, it then flushes the journal to the "segment
+// file" when t's thresholds trip (core/partitions iggy_partition.rs
+// commit_messages: count ≥ messages_required_to_save or bytes ≥
+// size_of_messages_required_to_save, checked before the reply).
+func (p *partition) append(h *xxh3.Hasher, t *topic, batch []byte, ts uint64) uint64 {
 	data := append([]byte(nil), batch...)
 	hdr := data[:proto.BatchHeaderSize]
 	count := binary.LittleEndian.Uint32(hdr[proto.BatchMessageCount:])
@@ -94,7 +107,34 @@ func (p *partition) append(h *xxh3.Hasher, batch []byte, ts uint64) uint64 {
 	p.records = append(p.records, record{base: base, count: count, ts: ts, data: data})
 	p.next += uint64(count)
 	p.size += uint64(len(data))
+	p.journalMsgs += uint64(count)
+	p.journalBytes += uint64(len(data))
+	if p.journalMsgs >= t.msgsToSave || p.journalBytes >= t.sizeToSave {
+		p.flush()
+	}
 	return base
+}
+
+// flush moves the journal to the segment file.
+func (p *partition) flush() {
+	p.flushed = len(p.records)
+	p.journalMsgs, p.journalBytes = 0, 0
+}
+
+// crash drops what a crash of the server process loses: the journal's
+// records not yet flushed. It returns how many messages were lost.
+func (p *partition) crash() uint64 {
+	var lost uint64
+	for _, r := range p.records[p.flushed:] {
+		lost += uint64(r.count)
+		p.size -= uint64(len(r.data))
+	}
+	if p.flushed < len(p.records) {
+		p.next = p.records[p.flushed].base
+	}
+	p.records = p.records[:p.flushed:p.flushed]
+	p.journalMsgs, p.journalBytes = 0, 0
+	return lost
 }
 
 // startForTimestamp returns the first offset whose record's base timestamp

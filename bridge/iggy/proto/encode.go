@@ -1,6 +1,9 @@
 package proto
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"strconv"
+)
 
 // AppendU8 appends a byte.
 func AppendU8(dst []byte, v uint8) []byte { return append(dst, v) }
@@ -81,12 +84,94 @@ const (
 // AppendOptionU64 appends one options-TLV entry with a String key and a
 // Uint64 value (§2.6, TV7).
 func AppendOptionU64(dst []byte, key string, v uint64) []byte {
-	dst = append(dst, KindString)
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(key)))
-	dst = append(dst, key...)
+	dst = appendOptionKey(dst, key)
 	dst = append(dst, KindUint64)
 	dst = binary.LittleEndian.AppendUint32(dst, 8)
 	return binary.LittleEndian.AppendUint64(dst, v)
+}
+
+// AppendOptionU32 appends one options-TLV entry with a String key and a
+// Uint32 value (§2.6; the server reads messages_required_to_save as Uint32).
+func AppendOptionU32(dst []byte, key string, v uint32) []byte {
+	dst = appendOptionKey(dst, key)
+	dst = append(dst, KindUint32)
+	dst = binary.LittleEndian.AppendUint32(dst, 4)
+	return binary.LittleEndian.AppendUint32(dst, v)
+}
+
+// AppendOptionBool appends one options-TLV entry with a String key and a
+// Bool value, one byte of 0 or 1 (§2.6; the server refuses any other
+// payload for a Bool option).
+func AppendOptionBool(dst []byte, key string, v bool) []byte {
+	dst = appendOptionKey(dst, key)
+	dst = append(dst, KindBool)
+	dst = binary.LittleEndian.AppendUint32(dst, 1)
+	if v {
+		return append(dst, 1)
+	}
+	return append(dst, 0)
+}
+
+func appendOptionKey(dst []byte, key string) []byte {
+	dst = append(dst, KindString)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(key)))
+	return append(dst, key...)
+}
+
+// Option is one entry of an options TLV block, as views into the block.
+type Option struct {
+	Key       []byte
+	ValueKind uint8
+	Value     []byte
+}
+
+// Uint reads an unsigned integer value: Uint8/Uint32/Uint64 little-endian
+// or a decimal String, as the server accepts them (§2.6).
+func (o Option) Uint() (uint64, bool) {
+	switch {
+	case o.ValueKind == KindUint8 && len(o.Value) == 1:
+		return uint64(o.Value[0]), true
+	case o.ValueKind == KindUint32 && len(o.Value) == 4:
+		return uint64(binary.LittleEndian.Uint32(o.Value)), true
+	case o.ValueKind == KindUint64 && len(o.Value) == 8:
+		return binary.LittleEndian.Uint64(o.Value), true
+	case o.ValueKind == KindString:
+		v, err := strconv.ParseUint(string(o.Value), 10, 64)
+		return v, err == nil
+	}
+	return 0, false
+}
+
+// Bool reads a Bool value (one byte 0 or 1) or the Strings "true"/"false".
+func (o Option) Bool() (v, ok bool) {
+	switch {
+	case o.ValueKind == KindBool && len(o.Value) == 1 && o.Value[0] <= 1:
+		return o.Value[0] == 1, true
+	case o.ValueKind == KindString && string(o.Value) == "true":
+		return true, true
+	case o.ValueKind == KindString && string(o.Value) == "false":
+		return false, true
+	}
+	return false, false
+}
+
+// EachOption calls fn for every entry of an options TLV block:
+// [key kind u8][key len u32][key][value kind u8][value len u32][value]
+// (§2.6). It fails with ErrMalformed when the block does not tile.
+func EachOption(block []byte, fn func(Option)) error {
+	r := NewReader(block)
+	for r.Len() > 0 {
+		var o Option
+		r.U8() // key kind: String for every option the server accepts
+		o.Key = r.LongString()
+		o.ValueKind = r.U8()
+		o.Value = r.LongString()
+		if !r.Ok() {
+			return ErrMalformed
+		}
+		fn(o)
+	}
+	return nil
 }
 
 // AppendResultOK appends an empty result section (§1.7: count 0 = success).
