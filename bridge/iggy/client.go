@@ -59,10 +59,10 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		done:    make(chan struct{}),
-		idle:    make(chan *session, cfg.PoolSize),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		done:     make(chan struct{}),
+		idle:     make(chan *session, cfg.PoolSize),
 		topics:   map[string]topicEntry{},
 		buffered: map[string]struct{}{},
 		offsets:  map[offsetKey]memOffset{},

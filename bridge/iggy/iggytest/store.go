@@ -34,10 +34,10 @@ type topic struct {
 	msgsToSave, sizeToSave uint64
 	fsync                  bool
 	explicit               map[string]bool // option keys the client sent
-	groups      map[uint32]*group
-	groupByName map[string]*group
-	nextGroup   uint32
-	balanced    uint32 // round-robin cursor for Balanced partitioning
+	groups                 map[uint32]*group
+	groupByName            map[string]*group
+	nextGroup              uint32
+	balanced               uint32 // round-robin cursor for Balanced partitioning
 }
 
 type partition struct {
