@@ -13,7 +13,7 @@ import (
 
 // startIggy starts an in-process iggytest server and returns the Iggy
 // client connected to it, and the server (for fault tests).
-func startIggy(t testing.TB) (bridge.Log, *iggytest.Server) {
+func startIggy(t testing.TB, durability bridge.Durability) (bridge.Log, *iggytest.Server) {
 	t.Helper()
 	srv := iggytest.New(iggytest.Config{})
 	_, err := srv.Start("127.0.0.1:0")
@@ -21,11 +21,12 @@ func startIggy(t testing.TB) (bridge.Log, *iggytest.Server) {
 		t.Fatalf("kiggytest: iggytest: %v", err)
 	}
 	t.Cleanup(srv.Close)
-	return connectIggy(t, srv), srv
+	return connectIggy(t, srv, durability), srv
 }
 
 // connectIggy opens the Iggy client to a running iggytest server.
-func connectIggy(t testing.TB, srv *iggytest.Server) bridge.Log {
+// durability is the client's --iggy-durability (DurabilityDefault = written).
+func connectIggy(t testing.TB, srv *iggytest.Server, durability bridge.Durability) bridge.Log {
 	t.Helper()
 	addr := srv.Addr()
 	if addr == nil {
@@ -33,7 +34,7 @@ func connectIggy(t testing.TB, srv *iggytest.Server) bridge.Log {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := iggy.Open(ctx, iggy.Config{Addr: addr.String(), RequestTimeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	c, err := iggy.Open(ctx, iggy.Config{Addr: addr.String(), RequestTimeout: 5 * time.Second, Durability: durability, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("kiggytest: iggy client: %v", err)
 	}

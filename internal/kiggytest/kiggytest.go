@@ -44,6 +44,9 @@ type Options struct {
 	// IggyServer, when set, is the iggytest server to connect to (Iggy
 	// mode), so a test can restart the gateway over the same data.
 	IggyServer *iggytest.Server
+	// IggyDurability is the Iggy client's durability level (Iggy mode;
+	// DurabilityDefault = written, as kiggy's --iggy-durability default).
+	IggyDurability bridge.Durability
 	// Memlog configures the embedded log (when the backend is not Iggy).
 	Memlog memlog.Config
 	// Embedded keeps the gateway on the embedded log even when
@@ -96,9 +99,9 @@ func Start(t testing.TB, opts Options) *Gateway {
 	var log bridge.Log
 	var iggySrv *iggytest.Server
 	if opts.IggyServer != nil {
-		log, iggySrv = connectIggy(t, opts.IggyServer), opts.IggyServer
+		log, iggySrv = connectIggy(t, opts.IggyServer, opts.IggyDurability), opts.IggyServer
 	} else if opts.Iggy || !opts.Embedded && os.Getenv("KIGGY_TEST_BACKEND") == "iggy" {
-		log, iggySrv = startIggy(t)
+		log, iggySrv = startIggy(t, opts.IggyDurability)
 	} else {
 		log = memlog.New(opts.Memlog)
 		cfg.InlineLog = true
