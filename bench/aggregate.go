@@ -132,7 +132,26 @@ func ratios(lr *LoadReport) []Ratio {
 			add(name, *a, *b)
 		}
 	}
-	for _, k := range []string{TargetKiggy, TargetKiggyIggy} {
+	// The durability levels beside Iggy's buffered defaults (docs/IGGY.md,
+	// "Durability"): the cost of acknowledging only what a crash keeps.
+	for _, k := range []string{TargetKiggyIggy, TargetKiggyIggyFsync} {
+		for _, mode := range []string{ModeMax, ModeRate} {
+			kr, br := findRow(lr, k, ClientFranz, mode), findRow(lr, TargetKiggyIggyBuffered, ClientFranz, mode)
+			if kr == nil || br == nil {
+				continue
+			}
+			label := ""
+			if mode == ModeRate {
+				label = " (rate-limited)"
+			}
+			p := k + "/" + TargetKiggyIggyBuffered + " "
+			if mode == ModeMax {
+				add(p+"produce records/s", kr.ProduceRecordsPerSec, br.ProduceRecordsPerSec)
+			}
+			add(p+"produce p99"+label, kr.P99Ms, br.P99Ms)
+		}
+	}
+	for _, k := range []string{TargetKiggy, TargetKiggyIggy, TargetKiggyIggyFsync, TargetKiggyIggyBuffered} {
 		for _, cm := range []struct{ client, mode, label string }{
 			{ClientFranz, ModeMax, ""},
 			{ClientFranz, ModeRate, " (rate-limited)"},

@@ -21,13 +21,36 @@ const (
 	// TargetKiggyIggy is the kiggy gateway on the Iggy backend, against a
 	// fresh iggytest server or Config.IggyAddr.
 	TargetKiggyIggy = "kiggy-iggy"
+	// TargetKiggyIggyFsync is kiggy-iggy with --iggy-durability fsync.
+	TargetKiggyIggyFsync = "kiggy-iggy-fsync"
+	// TargetKiggyIggyBuffered is kiggy-iggy with --iggy-durability
+	// buffered: Iggy's own defaults, the reference the durable levels are
+	// measured against (docs/IGGY.md, "Durability").
+	TargetKiggyIggyBuffered = "kiggy-iggy-buffered"
 	// TargetNull is the null broker (bench/nullbroker): it acknowledges
 	// Produce without storing anything, the client's ceiling.
 	TargetNull = "null"
 )
 
 // AllTargets lists every target kbench knows.
-var AllTargets = []string{TargetKafka, TargetKiggy, TargetKiggyIggy, TargetNull}
+var AllTargets = []string{TargetKafka, TargetKiggy, TargetKiggyIggy, TargetKiggyIggyFsync, TargetKiggyIggyBuffered, TargetNull}
+
+// iggyTargets maps each Iggy-backed target to its --iggy-durability.
+var iggyTargets = map[string]string{
+	TargetKiggyIggy:         "written",
+	TargetKiggyIggyFsync:    "fsync",
+	TargetKiggyIggyBuffered: "buffered",
+}
+
+// wantsIggy reports whether targets include an Iggy-backed one.
+func wantsIggy(targets []string) bool {
+	for _, t := range targets {
+		if _, ok := iggyTargets[t]; ok {
+			return true
+		}
+	}
+	return false
+}
 
 // Load is one producer load: what every target is driven with. Its zero
 // value is not usable; see DefaultLoad.
@@ -200,7 +223,12 @@ type Config struct {
 	Log io.Writer `json:"-"`
 }
 
-// DefaultConfig is the full benchmark: every target, the goal load, 6 s
+// DefaultTargets are the targets of the full benchmark: Kafka, kiggy on
+// both backends (Iggy at the default durability) and the null broker. The
+// other durability levels run when named (-targets), or in smoke mode.
+var DefaultTargets = []string{TargetKafka, TargetKiggy, TargetKiggyIggy, TargetNull}
+
+// DefaultConfig is the full benchmark: DefaultTargets, the goal load, 6 s
 // after a 2 s warm-up, 2 repetitions, a rate-limited run at half Kafka's
 // throughput, and kafka-producer-perf-test. The window is short because the
 // in-memory targets hold everything produced until it has been read back: at
@@ -208,7 +236,7 @@ type Config struct {
 // resident set reached 1.7–2.4× the records it held (docs/BENCHMARKS.md).
 func DefaultConfig() Config {
 	return Config{
-		Targets:         slices.Clone(AllTargets),
+		Targets:         slices.Clone(DefaultTargets),
 		Loads:           []Load{DefaultLoad},
 		Warmup:          2 * time.Second,
 		Duration:        6 * time.Second,
@@ -229,6 +257,7 @@ func DefaultConfig() Config {
 func SmokeConfig() Config {
 	c := DefaultConfig()
 	c.Smoke = true
+	c.Targets = slices.Clone(AllTargets)
 	c.Loads = []Load{{
 		RecordSize:  1024,
 		Partitions:  4,

@@ -117,13 +117,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 func (r *runner) build(ctx context.Context) error {
 	type job struct{ name, pkg string }
 	var jobs []job
-	if slices.Contains(r.cfg.Targets, TargetKiggy) || slices.Contains(r.cfg.Targets, TargetKiggyIggy) {
+	if slices.Contains(r.cfg.Targets, TargetKiggy) || wantsIggy(r.cfg.Targets) {
 		jobs = append(jobs, job{"kiggy", r.cfg.GatewayPackage})
 		if r.cfg.ProfileDir != "" {
 			jobs = append(jobs, job{"kgateway", "./bench/cmd/kgateway"})
 		}
 	}
-	if slices.Contains(r.cfg.Targets, TargetKiggyIggy) && r.cfg.IggyAddr == "" {
+	if wantsIggy(r.cfg.Targets) && r.cfg.IggyAddr == "" {
 		jobs = append(jobs, job{"iggytest", "./bridge/iggy/iggytest/cmd/iggytest"})
 	}
 	if slices.Contains(r.cfg.Targets, TargetNull) {

@@ -89,9 +89,9 @@ func (r *runner) start(ctx context.Context, target string, l Load, tag string) (
 	case TargetKafka:
 		return r.startKafka(tag)
 	case TargetKiggy:
-		return r.startKiggy(ctx, tag, "")
-	case TargetKiggyIggy:
-		return r.startKiggyIggy(ctx, tag)
+		return r.startKiggy(ctx, TargetKiggy, tag, "", "")
+	case TargetKiggyIggy, TargetKiggyIggyFsync, TargetKiggyIggyBuffered:
+		return r.startKiggyIggy(ctx, target, tag)
 	case TargetNull:
 		return r.startNull(ctx, l, tag)
 	}
@@ -142,13 +142,9 @@ func (r *runner) startKafka(tag string) (*session, error) {
 	}, nil
 }
 
-// startKiggy starts the gateway binary on a free port; iggyAddr selects the
-// Iggy backend.
-func (r *runner) startKiggy(ctx context.Context, tag, iggyAddr string) (*session, error) {
-	name := TargetKiggy
-	if iggyAddr != "" {
-		name = TargetKiggyIggy
-	}
+// startKiggy starts the gateway binary on a free port as target name;
+// iggyAddr selects the Iggy backend, with --iggy-durability durability.
+func (r *runner) startKiggy(ctx context.Context, name, tag, iggyAddr, durability string) (*session, error) {
 	bin, note := r.bins["kiggy"], ""
 	if r.cfg.ProfileDir != "" {
 		bin, note = r.bins["kgateway"], "profiled (bench/cmd/kgateway)"
@@ -170,7 +166,8 @@ func (r *runner) startKiggy(ctx context.Context, tag, iggyAddr string) (*session
 			"--memlog-partition-bytes", byteSize(memlogPartitionBytes),
 		}
 		if iggyAddr != "" {
-			args = append(args, "--iggy-addr", iggyAddr, "--iggy-username", r.cfg.IggyUsername, "--iggy-password", r.cfg.IggyPassword)
+			args = append(args, "--iggy-addr", iggyAddr, "--iggy-username", r.cfg.IggyUsername, "--iggy-password", r.cfg.IggyPassword,
+				"--iggy-durability", durability)
 		}
 		prefix := ""
 		if r.cfg.ProfileDir != "" {
@@ -214,9 +211,10 @@ func (r *runner) startKiggy(ctx context.Context, tag, iggyAddr string) (*session
 	return nil, lastErr
 }
 
-func (r *runner) startKiggyIggy(ctx context.Context, tag string) (*session, error) {
+func (r *runner) startKiggyIggy(ctx context.Context, target, tag string) (*session, error) {
+	durability := iggyTargets[target]
 	if r.cfg.IggyAddr != "" {
-		s, err := r.startKiggy(ctx, tag, r.cfg.IggyAddr)
+		s, err := r.startKiggy(ctx, target, tag, r.cfg.IggyAddr, durability)
 		if err != nil {
 			return nil, err
 		}
@@ -227,11 +225,11 @@ func (r *runner) startKiggyIggy(ctx context.Context, tag string) (*session, erro
 	if bin == "" {
 		return nil, &unavailableError{reason: "iggytest does not build: " + firstLine(fmt.Sprint(r.buildErrs["iggytest"]))}
 	}
-	ig, iaddr, err := startProcess(r.work, "iggytest-"+tag, bin, []string{"-addr", "127.0.0.1:0"}, true)
+	ig, iaddr, err := startProcess(r.work, "iggytest-"+target+"-"+tag, bin, []string{"-addr", "127.0.0.1:0"}, true)
 	if err != nil {
 		return nil, err
 	}
-	s, err := r.startKiggy(ctx, tag, iaddr)
+	s, err := r.startKiggy(ctx, target, tag, iaddr, durability)
 	if err != nil {
 		_ = ig.stop(stopTimeout)
 		return nil, err
