@@ -45,6 +45,7 @@ type Client struct {
 	offMu   sync.Mutex
 	offsets map[offsetKey]memOffset
 
+	leader  leader
 	metrics clientMetrics
 }
 
@@ -68,12 +69,13 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		offsets:  map[offsetKey]memOffset{},
 	}
 	c.avgMsg.Store(1024)
+	c.leader.seeds = splitSeeds(cfg.Addr)
 	for range cfg.PoolSize {
 		s := newSession(c)
 		c.sessions = append(c.sessions, s)
 		c.idle <- s
 	}
-	s, err := c.acquire(ctx)
+	s, err := c.start(ctx)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -84,12 +86,68 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		c.Close()
 		return nil, err
 	}
+	c.markStarted()
 	if cfg.PingInterval > 0 {
 		c.wg.Add(1)
 		go c.keepAlive()
 	}
-	c.log.Info("iggy: connected", "addr", cfg.Addr, "stream", cfg.Stream, "server", s.server, "sessions", cfg.PoolSize, "durability", cfg.Durability.String())
+	primary, _ := c.target()
+	c.log.Info("iggy: connected", "addr", primary, "seeds", cfg.Addr, "stream", cfg.Stream, "server", s.server, "sessions", cfg.PoolSize, "durability", cfg.Durability.String())
 	return c, nil
+}
+
+// start connects the first session to the primary: it tries the seeds in
+// order, reads the cluster metadata of the first that answers and moves to
+// the primary it names (docs/IGGY.md, "Iggy clusters"), waiting through a
+// leaderless window of up to DialTimeout × 4. A server without cluster
+// metadata is taken as a single node.
+func (c *Client) start(ctx context.Context) (*session, error) {
+	var lastErr error
+	deadline := time.Now().Add(4 * c.cfg.DialTimeout)
+	for round := 0; ; round++ {
+		for _, seed := range c.leader.seeds {
+			c.setPrimary(seed, nil)
+			s, err := c.acquire(ctx)
+			if err != nil {
+				lastErr = err
+				if errors.Is(err, ErrAuth) || errors.Is(err, ErrProtocol) && !errors.Is(err, ErrUnreachable) || ctx.Err() != nil {
+					return nil, err
+				}
+				continue
+			}
+			ok, err := c.checkPrimary(ctx, s)
+			switch {
+			case err != nil && s.conn != nil && len(c.leader.seeds) == 1:
+				// No cluster metadata: an older single server.
+				c.log.Debug("iggy: no cluster metadata; taking the server as a single node", "addr", seed, "err", err)
+				return s, nil
+			case err != nil:
+				lastErr = err
+				s.close()
+				c.release(s)
+				continue
+			case !ok:
+				// The seed named another primary: s is moved on ensure.
+				c.release(s)
+				if s, err = c.acquire(ctx); err != nil {
+					lastErr = err
+					continue
+				}
+			}
+			return s, nil
+		}
+		if round == 0 && len(c.leader.seeds) == 1 || time.Now().After(deadline) || ctx.Err() != nil {
+			if lastErr == nil {
+				lastErr = errNoPrimary
+			}
+			return nil, lastErr
+		}
+		select {
+		case <-ctx.Done():
+			return nil, lastErr
+		case <-time.After(resolvePause):
+		}
+	}
 }
 
 // ensureStream creates Config.Stream unless it exists.
@@ -157,6 +215,7 @@ func (c *Client) keepAlive() {
 			return
 		case <-t.C:
 		}
+		checked := !c.clustered()
 		for range len(c.sessions) {
 			var s *session
 			select {
@@ -165,6 +224,16 @@ func (c *Client) keepAlive() {
 			}
 			if s == nil {
 				break
+			}
+			if !checked && s.conn != nil {
+				// One session a round asks whether its node is still the
+				// primary: a view change may leave the old one up.
+				checked = true
+				ctx, cancel := context.WithTimeout(context.Background(), c.cfg.DialTimeout)
+				if _, err := c.checkPrimary(ctx, s); err != nil {
+					c.log.Debug("iggy: cluster metadata check failed", "addr", s.addr, "err", err)
+				}
+				cancel()
 			}
 			c.ping(s)
 			c.idle <- s
@@ -179,7 +248,8 @@ func (c *Client) ping(s *session) {
 	if s.conn == nil {
 		if time.Now().After(s.retryAt) {
 			if err := s.ensure(ctx); err != nil {
-				c.log.Warn("iggy: reconnect failed", "addr", c.cfg.Addr, "err", err)
+				addr, _ := c.target()
+				c.log.Warn("iggy: reconnect failed", "addr", addr, "err", err)
 			}
 		}
 		return
@@ -194,8 +264,12 @@ func (c *Client) ping(s *session) {
 	}
 }
 
-// Ready pings Iggy on a pooled session.
+// Ready pings Iggy on a pooled session; it fails at once while the client
+// is looking for a cluster's primary.
 func (c *Client) Ready(ctx context.Context) error {
+	if err := c.primaryUnknown(); err != nil {
+		return unavailable(err)
+	}
 	s, err := c.acquire(ctx)
 	if err != nil {
 		return unavailable(err)

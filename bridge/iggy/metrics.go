@@ -34,6 +34,7 @@ var commands = [...]struct {
 	{proto.CodeCreateTopic, "CreateTopic"},
 	{proto.CodeDeleteTopic, "DeleteTopic"},
 	{proto.CodeCreatePartitions, "CreatePartitions"},
+	{proto.CodeGetClusterMetadata, "GetClusterMetadata"},
 }
 
 // numCommandSlots is len(commands) plus the "other" slot.
@@ -139,6 +140,7 @@ func (c *Client) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_iggy_sessions", "gauge", "Iggy sessions in the pool (--iggy-pool-size).", len(c.sessions))
 	metric.Single(w, "kiggy_iggy_sessions_connected", "gauge", "Iggy sessions with a live connection.", m.connected.Load())
 	metric.Single(w, "kiggy_iggy_sessions_in_use", "gauge", "Iggy sessions serving a request now.", m.inUse.Load())
+	c.writeClusterMetrics(w)
 	metric.Single(w, "kiggy_iggy_durability_level", "gauge", "The --iggy-durability level topics are created with: 1 written, 2 fsync, 3 buffered.", int64(c.cfg.Durability))
 	metric.Single(w, "kiggy_iggy_buffered_topics", "gauge", "Topics in use whose Iggy options confirm writes before they are written (created outside kiggy or with --iggy-durability buffered) while the gateway promises more.", m.bufferedTopics.Load())
 	metric.Single(w, "kiggy_iggy_buffered_appends_total", "counter", "Appends confirmed by such buffered topics: an iggy-server crash can lose them.", m.bufferedAppends.Load())

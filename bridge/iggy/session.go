@@ -43,6 +43,9 @@ type session struct {
 	c *Client
 
 	conn    net.Conn // nil when disconnected
+	addr    string   // the node conn is connected to
+	gen     uint64   // the primary generation addr was dialled under
+	probe   bool     // a resolve's own session, outside the pool
 	client  proto.ClientID
 	session uint64
 	next    uint64 // next request number
@@ -81,14 +84,27 @@ func (s *session) close() {
 // reconnect backoff. Errors wrap ErrUnreachable, ErrAuth or ErrProtocol.
 func (s *session) ensure(ctx context.Context) error {
 	if s.conn != nil {
-		return nil
+		if _, gen := s.c.target(); gen == s.gen {
+			return nil
+		}
+		s.close() // the cluster's primary moved: follow it
+	}
+	if err := s.c.awaitPrimary(ctx); err != nil {
+		return err
+	}
+	addr, gen := s.c.target()
+	if gen != s.gen {
+		// A new primary: the backoff earned against the old one is void.
+		s.retryAt, s.backoff, s.lastErr = time.Time{}, 0, nil
 	}
 	now := time.Now()
 	if now.Before(s.retryAt) && s.lastErr != nil {
 		return s.lastErr
 	}
-	err := s.connect(ctx)
+	s.gen = gen
+	err := s.connectTo(ctx, addr)
 	if err != nil {
+		s.c.suspect(addr, err)
 		s.c.metrics.connectFailures.Add(1)
 		if s.backoff == 0 {
 			s.backoff = s.c.cfg.ReconnectBackoffMin
@@ -104,15 +120,16 @@ func (s *session) ensure(ctx context.Context) error {
 	return nil
 }
 
-// connect dials, then logs in with a fresh random client id (§1.8: "A
-// reconnect must log in again; the SDKs use a fresh client id").
-func (s *session) connect(ctx context.Context) error {
+// connectTo dials addr, then logs in with a fresh random client id (§1.8:
+// "A reconnect must log in again; the SDKs use a fresh client id").
+func (s *session) connectTo(ctx context.Context, addr string) error {
 	cfg := &s.c.cfg
 	d := net.Dialer{Timeout: cfg.DialTimeout}
-	conn, err := d.DialContext(ctx, "tcp", cfg.Addr)
+	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
+	s.addr = addr
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true) // §1.1: lockstep stalls behind Nagle
 	}
@@ -180,7 +197,7 @@ func (s *session) connect(ctx context.Context) error {
 	s.wasUp = true
 	s.server = string(ver)
 	s.lastUsed = time.Now()
-	s.c.log.Debug("iggy: session connected", "addr", cfg.Addr, "server", s.server, "session", sess)
+	s.c.log.Debug("iggy: session connected", "addr", addr, "server", s.server, "session", sess)
 	return nil
 }
 
@@ -239,12 +256,12 @@ func (s *session) exchange(ctx context.Context, frame []byte, code uint32) (body
 			sent = true
 		}
 		if werr != nil {
-			s.close()
+			s.lost(werr)
 			return nil, sent, s.ioError(werr)
 		}
 		h, rb, rerr := s.readReply()
 		if rerr != nil {
-			s.close()
+			s.lost(rerr)
 			return nil, true, rerr
 		}
 		if h.Request != req || !proto.ReplyMatches(op, h.Operation) {
@@ -259,8 +276,14 @@ func (s *session) exchange(ctx context.Context, frame []byte, code uint32) (body
 		}
 		if status.Transient() {
 			// §1.8: 57 → replay the same bytes on the same connection; 58 →
-			// safe to retry. Both are replayed here until the deadline.
-			if time.Until(deadline) < transientRetry {
+			// safe to retry. Both are replayed here until the deadline, or
+			// until the client has found that another node is the primary
+			// (docs/IGGY.md, "Iggy clusters": a backup answers 58).
+			if !s.probe {
+				s.c.suspect(s.addr, &Error{Code: status, Command: commandName(code)})
+			}
+			_, gen := s.c.target()
+			if time.Until(deadline) < transientRetry || (gen != s.gen && !s.probe) {
 				s.close()
 				return nil, true, &Error{Code: status, Command: commandName(code)}
 			}
@@ -300,6 +323,17 @@ func resultSection(op uint8, status proto.Code, rb []byte) ([]byte, proto.Code, 
 		status = proto.CodeError
 	}
 	return nil, status, nil
+}
+
+// lost closes a session whose connection failed (reset, closed, evicted,
+// or no reply in time: a backup drops some requests silently) and tells the
+// client the primary may be gone.
+func (s *session) lost(err error) {
+	addr := s.addr
+	s.close()
+	if !s.probe {
+		s.c.suspect(addr, err)
+	}
 }
 
 // ioError classifies a connection error.
