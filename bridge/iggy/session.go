@@ -283,7 +283,9 @@ func (s *session) exchange(ctx context.Context, frame []byte, code uint32) (body
 				s.c.suspect(s.addr, &Error{Code: status, Command: commandName(code)})
 			}
 			_, gen := s.c.target()
-			if time.Until(deadline) < transientRetry || (gen != s.gen && !s.probe) {
+			// A login a backup cannot forward is not replayed: the caller
+			// tries another node or backs off.
+			if time.Until(deadline) < transientRetry || (gen != s.gen && !s.probe) || op == proto.OpRegister {
 				s.close()
 				return nil, true, &Error{Code: status, Command: commandName(code)}
 			}

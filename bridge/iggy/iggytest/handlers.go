@@ -111,6 +111,11 @@ func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []b
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.acceptsWrites() {
+		// A backup: "not accepted", safe to retry on the primary (server
+		// iggy_partition.rs "non-primary transient reply").
+		return reply(out, req, st.session, uint32(proto.CodeTransientNotAccepted), nil), false
+	}
 	if proto.IsMetadata(req.Operation) {
 		cs := s.clients[st.client]
 		if cs == nil {
@@ -201,6 +206,12 @@ func (s *Server) login(st *connState, req *proto.RequestHeader, body, out []byte
 	// idempotent replay that keeps the old identity."
 	if !st.bound {
 		s.mu.Lock()
+		if !s.primaryAlive() {
+			// A backup forwards the login to the primary; with none alive
+			// it is not accepted (server dispatch.rs forward_register).
+			s.mu.Unlock()
+			return reply(out, req, 0, uint32(proto.CodeTransientNotAccepted), nil), false
+		}
 		st.session = s.nextCommit()
 		s.mu.Unlock()
 		st.bound = true
@@ -276,15 +287,7 @@ func (s *Server) read(st *connState, req *proto.RequestHeader, body []byte) ([]b
 	case proto.CodePing:
 		return nil, 0
 	case proto.CodeGetClusterMetadata:
-		// A single node that is its own leader (cluster_meta.rs self_metadata).
-		b := proto.AppendLongString(nil, "single-node")
-		b = proto.AppendU32(b, 1)
-		b = proto.AppendLongString(b, "iggy-node")
-		b = proto.AppendLongString(b, "127.0.0.1")
-		b = binary.LittleEndian.AppendUint16(b, st.port)
-		b = append(b, 0, 0, 0, 0, 0, 0) // quic, http, websocket ports
-		b = append(b, 0, 0)             // role Leader, status Healthy
-		return b, 0
+		return s.appendClusterMetadata(nil, st.port), 0
 	case proto.CodeGetMe:
 		b := proto.AppendU32(nil, st.connID)
 		b = proto.AppendU32(b, 0)

@@ -56,15 +56,24 @@ type Fault struct {
 	Apply bool
 }
 
-// Server is an in-memory Iggy server. Its methods are safe for concurrent use.
+// Server is an in-memory Iggy server, or one node of a Cluster. Its methods
+// are safe for concurrent use.
 type Server struct {
 	cfg Config
 	log *slog.Logger
+	*data
 
+	// One node's own state, guarded by data.mu.
+	id    int // replica id in a Cluster
+	ln    net.Listener
+	conns map[*conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// data is what a server stores: one node's alone, or shared by every node
+// of a Cluster, as VSR replicates every committed operation to them all.
+type data struct {
 	mu       sync.Mutex
-	ln       net.Listener
-	conns    map[*conn]struct{}
-	wg       sync.WaitGroup
 	streams  map[uint32]*stream
 	byName   map[string]*stream
 	commit   uint64 // monotonic commit op; sessions are commit ops
@@ -72,6 +81,7 @@ type Server struct {
 	clients  map[proto.ClientID]*clientState
 	faults   []Fault
 	nextConn uint32
+	cluster  *Cluster // nil for a single node
 }
 
 type clientState struct {
@@ -92,12 +102,14 @@ func New(cfg Config) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Server{
-		cfg:     cfg,
-		log:     log,
-		conns:   map[*conn]struct{}{},
-		streams: map[uint32]*stream{},
-		byName:  map[string]*stream{},
-		clients: map[proto.ClientID]*clientState{},
+		cfg:   cfg,
+		log:   log,
+		conns: map[*conn]struct{}{},
+		data: &data{
+			streams: map[uint32]*stream{},
+			byName:  map[string]*stream{},
+			clients: map[proto.ClientID]*clientState{},
+		},
 	}
 }
 

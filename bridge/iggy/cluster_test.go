@@ -1,0 +1,148 @@
+package iggy
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+)
+
+func startCluster(t *testing.T, n int) *iggytest.Cluster {
+	t.Helper()
+	c := iggytest.NewCluster(n, iggytest.Config{})
+	c.ElectionDelay = 300 * time.Millisecond
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// TestClusterStartOnBackup: pointed at a backup, the client finds the
+// primary from the cluster metadata and writes there (a backup answers
+// writes with 58).
+func TestClusterStartOnBackup(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := open(t, Config{Addr: cl.Addr(2), PoolSize: 2})
+	if addr, _ := c.target(); !sameAddr(addr, cl.Addr(0)) {
+		t.Fatalf("sessions go to %s, want the primary %s", addr, cl.Addr(0))
+	}
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "t", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if base, err := c.Append(cx, "t", 0, batchOf(1, "m", 3)); err != nil || base != 0 {
+		t.Fatalf("append: %d %v", base, err)
+	}
+	// A dead seed first is skipped.
+	c2 := open(t, Config{Addr: "127.0.0.1:1," + cl.Addr(1), PoolSize: 1})
+	if _, err := c2.Append(cx, "t", 0, batchOf(1, "n", 1)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClusterFailover kills the primary under a steady append load: the
+// client finds the new primary by itself, appends resume, every append it
+// confirmed is stored where it was confirmed, and the restarted old primary
+// rejoins without the client noticing.
+func TestClusterFailover(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 4, RequestTimeout: 2 * time.Second,
+		ReconnectBackoffMax: 200 * time.Millisecond})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "f", 2, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	type confirmed struct {
+		p    int32
+		base int64
+		tag  string
+	}
+	var mu sync.Mutex
+	var acks []confirmed
+	var failed int
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := int32(i % 2)
+				tag := string(rune('a'+w)) + "-" + time.Now().Format("150405.000000000") + "-"
+				base, err := c.Append(cx, "f", p, batchOf(1, tag, 2))
+				mu.Lock()
+				if err == nil {
+					acks = append(acks, confirmed{p, base, tag})
+				} else {
+					failed++
+				}
+				mu.Unlock()
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(acks) }
+	waitAcks := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for count() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d appends confirmed (%d failed)", count(), failed)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitAcks(50)
+	old := cl.Primary()
+	killed := time.Now()
+	cl.Kill(old)
+	at := count()
+	waitAcks(at + 50)
+	resumed := time.Since(killed)
+	if err := cl.Restart(old); err != nil {
+		t.Fatal(err)
+	}
+	waitAcks(count() + 50)
+	close(stop)
+	wg.Wait()
+
+	if addr, _ := c.target(); !sameAddr(addr, cl.Addr(cl.Primary())) || cl.Primary() == old {
+		t.Fatalf("sessions go to %s; primary is node %d (%s), old %d", addr, cl.Primary(), cl.Addr(cl.Primary()), old)
+	}
+	for _, a := range acks {
+		got, _ := readAll(t, c, "f", a.p, a.base, 1<<20)
+		if len(got) < 2 || got[0].off != a.base || got[0].payload != a.tag+"0" || got[1].payload != a.tag+"1" {
+			t.Fatalf("append confirmed at %d/%d (%s) reads back %+v", a.p, a.base, a.tag, got[:min(2, len(got))])
+		}
+	}
+	var m strings.Builder
+	c.WriteMetrics(&m)
+	for _, want := range []string{"kiggy_iggy_failovers_total 1\n", "kiggy_iggy_primary_changes_total 1\n", "kiggy_iggy_cluster_nodes 3\n",
+		"kiggy_iggy_failover_duration_seconds_count 1\n", "kiggy_iggy_primary_unknown 0\n"} {
+		if !strings.Contains(m.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, grepLines(m.String(), "kiggy_iggy_primary", "kiggy_iggy_fail", "kiggy_iggy_cluster"))
+		}
+	}
+	t.Logf("confirmed %d, failed %d, resumed %v after the kill", len(acks), failed, resumed.Round(time.Millisecond))
+}
+
+func grepLines(s string, prefixes ...string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		for _, p := range prefixes {
+			if strings.HasPrefix(l, p) {
+				out = append(out, l)
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
