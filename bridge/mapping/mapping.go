@@ -1,7 +1,7 @@
 // Package mapping turns Kafka records into Iggy messages and back, byte for
 // byte as docs/design/record-mapping.md (mapping version 1, compatible with
-// the Rust gateway in apache/iggy) specifies; bare section numbers (§2.6) in
-// this package's comments refer to it.
+// the Rust gateway in apache/iggy) specifies. Bare section numbers (§2.6) in
+// this package's comments refer to docs/design/record-mapping.md.
 //
 // Produce: one record becomes one message frame in a message.Batch. The value
 // is the payload; the key and headers become `kafka.*` user headers (String

@@ -88,23 +88,36 @@ func repoFiles(t *testing.T) (string, []string) {
 // the repository walk does not report the deliberately bad references below.
 func md(name string) string { return name + ".md" }
 
+// sec writes a section mark without putting one in this file's text, so
+// that the repository walk does not check the examples below.
+func sec(n string) string { return "\u00a7" + n }
+
 func TestRefs(t *testing.T) {
+	kp, rm, st := md("docs/design/kafka-protocol"), md("RECORD_MAPPING"), md("style")
 	cases := []struct {
 		text string
 		want []Ref
 	}{
-		{"// see " + md("docs/design/kafka-protocol") + " §1.1.", []Ref{{Path: "docs/design/kafka-protocol.md", Sections: []string{"1.1"}, Line: 1}}},
-		{"x\n// (" + md("docs/design/kafka-protocol") + "\n// §2.1, §2.4). more", []Ref{{Path: "docs/design/kafka-protocol.md", Sections: []string{"2.1", "2.4"}, Line: 2}}},
-		{"(`" + md("RECORD_MAPPING") + "` §2.5, rule 1)", []Ref{{Path: "RECORD_MAPPING.md", Sections: []string{"2.5"}, Line: 1, Outside: true}}},
-		{"[the mapping](" + md("design/record-mapping") + ") and " + md("MAPPING"), []Ref{{Path: "design/record-mapping.md", Line: 1}, {Path: "MAPPING.md", Line: 1}}},
-		{md("style") + " habit 7; §3 elsewhere", []Ref{{Path: "style.md", Line: 1}}},
+		{"// see " + kp + " " + sec("1.1") + ".", []Ref{{Path: kp, Sections: []string{"1.1"}, Line: 1}}},
+		{"x\n// (" + kp + "\n// " + sec("2.1") + ", " + sec("2.4") + "). more", []Ref{{Path: kp, Sections: []string{"2.1", "2.4"}, Line: 2}}},
+		{"(`" + rm + "` " + sec("2.5") + ", rule 1)", []Ref{{Path: rm, Sections: []string{"2.5"}, Line: 1, Outside: true}}},
+		{"[the mapping](" + md("design/record-mapping") + ") and " + md("MAPPING"), []Ref{{Path: md("design/record-mapping"), Line: 1}, {Path: md("MAPPING"), Line: 1}}},
+		{st + " habit 7; " + sec("3") + " elsewhere", []Ref{{Path: st, Line: 1}}},
 		{"see https://github.com/apache/iggy/blob/master/" + md("README") + " for more", nil},
-		{"no documents here, only §1.2", nil},
+		{"no documents here, only " + sec("1.2"), nil},
 	}
 	for _, c := range cases {
 		if got := Refs(c.text); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("Refs(%q)\n got %+v\nwant %+v", c.text, got, c.want)
 		}
+	}
+}
+
+func TestBareSections(t *testing.T) {
+	text := "(" + md("docs/design/kafka-protocol") + " " + sec("1.1") + ", " + sec("1.5") + ")\n// then " + sec("3.8") + " alone"
+	want := []Ref{{Sections: []string{"3.8"}, Line: 2}}
+	if got := BareSections(text); !reflect.DeepEqual(got, want) {
+		t.Fatalf("BareSections = %+v, want %+v", got, want)
 	}
 }
 
@@ -117,43 +130,48 @@ func TestHeadings(t *testing.T) {
 }
 
 // TestCheck shows the check can fail: a good and a bad reference of each
-// kind, from a Go file and from a Markdown file.
+// kind, from Go files and from a Markdown file.
 func TestCheck(t *testing.T) {
+	kp := md("docs/design/kafka-protocol")
 	fsys := fstest.MapFS{
-		"docs/design/kafka-protocol.md": {Data: []byte("# K\n## 1. Framing\n### 1.1 The frame\n")},
-		"docs/IGGY.md":                  {Data: []byte("See [mapping](" + md("design/kafka-protocol") + ") §1.1 and " + md("design/nosuch") + ".\n")},
-		"wire/header.go": {Data: []byte("package wire\n\n// Good (" + md("docs/design/kafka-protocol") + " §1.1).\n" +
-			"// Bad section (" + md("docs/design/kafka-protocol") + " §1.1, §7.3).\n" +
-			"// Bad path (" + md("docs/nosuch") + " §1).\n" +
-			"// Outside (" + md("KAFKA_PROTOCOL") + " §1.1).\n")},
+		"docs/design/kafka-protocol.md": {Data: []byte("# K\n## 1. Framing\n### 1.1 The frame\nSee " + sec("1") + " and " + sec("4") + ".\n")},
+		"docs/IGGY.md":                  {Data: []byte("See [it](" + md("design/kafka-protocol") + ") " + sec("1.1") + " and " + md("design/nosuch") + ".\n")},
+		"wire/header.go": {Data: []byte("package wire\n\n// Good (" + kp + " " + sec("1.1") + ").\n" +
+			"// Bad section (" + kp + " " + sec("1.1") + ", " + sec("7.3") + ").\n" +
+			"// Bad path (" + md("docs/nosuch") + " " + sec("1") + ").\n" +
+			"// Outside (" + md("KAFKA_PROTOCOL") + " " + sec("1.1") + ").\n" +
+			"// Bare, no declaration (" + sec("1.1") + ").\n")},
+		"bridge/iggy/doc.go": {Data: []byte("// Package iggy. Bare section numbers (" + sec("1") + ") refer to\n// " + kp + ".\npackage iggy\n")},
+		"bridge/iggy/x.go":   {Data: []byte("package iggy\n\n// good " + sec("1.1") + "\n// bad " + sec("2.2") + "\n")},
 	}
 	known := map[string]bool{}
 	var files []string
 	for f := range fsys {
 		known[f] = true
-		if f != "docs/design/kafka-protocol.md" {
-			files = append(files, f)
-		}
+		files = append(files, f)
 	}
 	problems, err := Check(fsys, files, known)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
+	got := map[string]bool{}
 	for _, p := range problems {
-		got = append(got, p.File+":"+strconv.Itoa(p.Line))
+		got[p.File+":"+strconv.Itoa(p.Line)] = true
 	}
-	want := map[string]bool{"docs/IGGY.md:1": true, "wire/header.go:4": true, "wire/header.go:5": true, "wire/header.go:6": true}
-	if len(got) != len(want) {
-		t.Fatalf("problems %v, want %v", problems, want)
+	want := map[string]bool{
+		"docs/design/kafka-protocol.md:4": true, // bare mark 4 of its own page
+		"docs/IGGY.md:1":                  true, // missing document
+		"wire/header.go:4":                true, // missing section
+		"wire/header.go:5":                true, // missing document
+		"wire/header.go:6":                true, // outside document
+		"wire/header.go:7":                true, // bare mark without a declaration
+		"bridge/iggy/x.go:4":              true, // bare mark missing in the declared page
 	}
-	for _, g := range got {
-		if !want[g] {
-			t.Fatalf("problems %v, want %v", problems, want)
-		}
+	if !reflect.DeepEqual(got, want) || len(problems) != len(want) {
+		t.Fatalf("problems:\n%v\nwant at %v", problems, want)
 	}
 	for _, p := range problems {
-		if p.Line == 6 && !strings.Contains(p.Msg, "docs/design/") {
+		if p.File == "wire/header.go" && p.Line == 6 && !strings.Contains(p.Msg, "docs/design/") {
 			t.Errorf("outside document not pointed at docs/design: %v", p)
 		}
 	}

@@ -373,7 +373,7 @@ func cat(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
 // unknownAPIs: unknown API keys and versions outside the advertised range
 // close the connection without an answer (docs/design/kafka-protocol.md §1.1), except
 // ApiVersions, which gets the KIP-511 answer at any version and keeps the
-// connection (§3).
+// connection (docs/design/kafka-protocol.md §3).
 func unknownAPIs(t *testing.T, s *suite, before metrics) {
 	type kv struct{ key, v int16 }
 	var closes []kv
