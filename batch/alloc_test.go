@@ -9,7 +9,7 @@ import (
 	"github.com/kiggy-io/kiggy/fuzz"
 )
 
-// Zero allocations is a failing test (STYLE.md habit 7).
+// Zero allocations is a failing test (docs/design/style.md habit 7).
 
 func TestAllocsValidateIterate(t *testing.T) {
 	for _, name := range []string{"franz-go-none", "sarama-none", "kcat-none", "java-none"} {

@@ -10,7 +10,7 @@ import (
 // Builder builds one RecordBatch v2 at a time into a caller-supplied buffer:
 // Reset reserves the 61-byte header, Append* add records, Finish backfills
 // batchLength, lastOffsetDelta, maxTimestamp, recordsCount and the CRC
-// (STYLE.md habit 2) and returns the buffer. A Builder is reusable and owned
+// (docs/design/style.md habit 2) and returns the buffer. A Builder is reusable and owned
 // by one goroutine; reusing it with a buffer of sufficient capacity makes the
 // uncompressed path allocation-free.
 //

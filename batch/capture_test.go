@@ -53,7 +53,7 @@ type fakeBroker struct {
 
 // advertised are the ranges the fake broker announces. Produce min 0, Fetch
 // 4–12 and FindCoordinator 0 keep librdkafka < 2.11.1 willing to compress
-// (KAFKA_PROTOCOL.md §2.1, §5); Fetch and FindCoordinator are never served.
+// (docs/design/kafka-protocol.md §2.1, §5); Fetch and FindCoordinator are never served.
 var advertised = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 0, MinVersion: 0, MaxVersion: 12}, // Produce (13 needs topic ids)
 	{ApiKey: 1, MinVersion: 4, MaxVersion: 12}, // Fetch

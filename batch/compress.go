@@ -27,7 +27,7 @@ func (w *sliceWriter) Write(p []byte) (int, error) {
 }
 
 // xerialPrefix is snappy-java's stream header: magic "\x82SNAPPY\x00", then
-// version 1 and minimum compatible version 1 (KAFKA_PROTOCOL.md §5).
+// version 1 and minimum compatible version 1 (docs/design/kafka-protocol.md §5).
 var xerialPrefix = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1}
 
 // xerialChunk is the uncompressed size of one xerial chunk (snappy-java's

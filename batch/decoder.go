@@ -3,7 +3,7 @@ package batch
 // Design note: decompression under a budget.
 //
 // A compressed batch is a few bytes on the wire that may claim gigabytes once
-// decompressed (KAFKA_PROTOCOL.md §5, "Safety"). Every codec therefore writes
+// decompressed (docs/design/kafka-protocol.md §5, "Safety"). Every codec therefore writes
 // into one output buffer owned by the Decoder, grown geometrically but never
 // past the remaining Budget.MaxBytes, and stops with ErrBudget as soon as the
 // stream would produce a byte more:

@@ -6,7 +6,7 @@ package batch
 // package is one of the sentinels below, so callers compare with == or
 // errors.Is and nothing on the hot path allocates.
 type Error struct {
-	// Code is the Kafka protocol error code (KAFKA_PROTOCOL.md §6).
+	// Code is the Kafka protocol error code (docs/design/kafka-protocol.md §6).
 	Code int16
 	// Msg is the description returned by Error.
 	Msg string
@@ -25,7 +25,7 @@ const (
 	codeInvalidRecord              int16 = 87
 )
 
-// Batch-level failures found by Validate (KAFKA_PROTOCOL.md §4.6).
+// Batch-level failures found by Validate (docs/design/kafka-protocol.md §4.6).
 var (
 	// ErrNoBatch: the records field is empty. Kafka (ProduceRequest.validateRecords):
 	// "Produce requests with version N must have at least one record batch per

@@ -1,6 +1,6 @@
 // Package batch validates, iterates, decompresses and builds Kafka
 // RecordBatch v2 ("magic 2"), the only record format a Kafka 4.x broker
-// accepts (KAFKA_PROTOCOL.md §4, §5).
+// accepts (docs/design/kafka-protocol.md §4, §5).
 //
 // The Produce path is
 //
@@ -27,13 +27,13 @@ import (
 )
 
 // HeaderSize is the size of the RecordBatch v2 header; the records start at
-// this offset (KAFKA_PROTOCOL.md §4.1).
+// this offset (docs/design/kafka-protocol.md §4.1).
 const HeaderSize = 61
 
 // Magic is the only batch format version this package accepts.
 const Magic = 2
 
-// Offsets of the header fields (KAFKA_PROTOCOL.md §4.1).
+// Offsets of the header fields (docs/design/kafka-protocol.md §4.1).
 const (
 	offBaseOffset      = 0
 	offLength          = 8
@@ -56,7 +56,7 @@ const (
 	minLength = HeaderSize - lengthOverhead
 )
 
-// Attribute bits (KAFKA_PROTOCOL.md §4.1).
+// Attribute bits (docs/design/kafka-protocol.md §4.1).
 const (
 	attrCodecMask     = 0x07
 	attrLogAppendTime = 0x08
@@ -72,7 +72,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Codec is the compression codec in attribute bits 0–2.
 type Codec int8
 
-// The codecs Kafka defines (KAFKA_PROTOCOL.md §5). Ids 5–7 are invalid.
+// The codecs Kafka defines (docs/design/kafka-protocol.md §5). Ids 5–7 are invalid.
 const (
 	None   Codec = 0
 	Gzip   Codec = 1
@@ -94,7 +94,7 @@ func (c Codec) String() string {
 // Valid reports whether c is one of the five codecs Kafka defines.
 func (c Codec) Valid() bool { return c >= None && c <= Zstd }
 
-// Header is a decoded RecordBatch v2 header (KAFKA_PROTOCOL.md §4.1).
+// Header is a decoded RecordBatch v2 header (docs/design/kafka-protocol.md §4.1).
 type Header struct {
 	// BaseOffset is the offset of the first record; producers send 0.
 	BaseOffset int64
@@ -167,7 +167,7 @@ func parseHeader(b []byte) Header {
 
 // Validate checks that records, one Produce partition's records field, holds
 // exactly one well-formed RecordBatch v2 and returns its header. It checks,
-// in this order (KAFKA_PROTOCOL.md §4.5, §4.6):
+// in this order (docs/design/kafka-protocol.md §4.5, §4.6):
 //
 //   - the field is not empty (ErrNoBatch);
 //   - magic is 2 (ErrMagic), before any size or CRC check, as Kafka does;
@@ -252,7 +252,7 @@ func (h Header) CheckProduce() error {
 
 // SetBaseOffset overwrites the baseOffset field of the batch starting at b.
 // The field lies before the CRC range, so the CRC stays valid
-// (KAFKA_PROTOCOL.md §4.1). b must hold at least HeaderSize bytes.
+// (docs/design/kafka-protocol.md §4.1). b must hold at least HeaderSize bytes.
 func SetBaseOffset(b []byte, baseOffset int64) {
 	binary.BigEndian.PutUint64(b[offBaseOffset:offBaseOffset+8], uint64(baseOffset))
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 )
 
-// golden is the 70-byte test vector of KAFKA_PROTOCOL.md §4.4: one record,
+// golden is the 70-byte test vector of docs/design/kafka-protocol.md §4.4: one record,
 // key null, value "hi", CreateTime 1700000000000, not idempotent, uncompressed.
 var golden = mustHex(`
 0000000000000000 0000003a ffffffff 02 bbcc4115 0000 00000000

@@ -6,7 +6,7 @@ import (
 	"github.com/pierrec/lz4/v4"
 )
 
-// LZ4 frame format constants (lz4 Frame format spec; KAFKA_PROTOCOL.md §5).
+// LZ4 frame format constants (lz4 Frame format spec; docs/design/kafka-protocol.md §5).
 const (
 	lz4FrameMagic     = 0x184D2204
 	lz4SkippableMagic = 0x184D2A50 // low nibble is free

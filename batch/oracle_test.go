@@ -1,6 +1,6 @@
 package batch_test
 
-// Differential tests against franz-go's kmsg (STYLE.md habit 8): batches
+// Differential tests against franz-go's kmsg (docs/design/style.md habit 8): batches
 // assembled with kmsg and compressed the way each client library does decode
 // through Validate and Decoder to the same records; batches from our Builder
 // decode with kmsg.RecordBatch.ReadFrom, reference decompressors and

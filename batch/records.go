@@ -2,7 +2,7 @@ package batch
 
 import "github.com/kiggy-io/kiggy/varint"
 
-// Record is one record of a batch (KAFKA_PROTOCOL.md §4.2). Key, Value and
+// Record is one record of a batch (docs/design/kafka-protocol.md §4.2). Key, Value and
 // Headers are views: into the request frame for an uncompressed batch (valid
 // until the frame is released), or into the Decoder's output buffer for a
 // compressed one (valid until the Decoder's next Records call or its release).
@@ -102,7 +102,7 @@ func AppendRecordHeader(dst, key, value []byte) []byte {
 
 // Records iterates the records of one batch. It is a value over the records
 // section; Next decodes one record per call, checking every length against
-// the bytes left before slicing (STYLE.md habit 4). After the last record it
+// the bytes left before slicing (docs/design/style.md habit 4). After the last record it
 // checks that exactly NumRecords records were present and that no bytes
 // follow; Err reports the first failure.
 type Records struct {

@@ -8,7 +8,7 @@ import (
 	"github.com/klauspost/compress/snappy/xerial"
 )
 
-// unsnappy decodes Kafka's two snappy variants (KAFKA_PROTOCOL.md §5): the
+// unsnappy decodes Kafka's two snappy variants (docs/design/kafka-protocol.md §5): the
 // xerial/snappy-java framing (Java, Sarama, kafka-go), recognized by its
 // 8-byte magic, and otherwise one raw snappy block (librdkafka, franz-go).
 // Both state their decoded size before any output is produced, so the budget

@@ -10,7 +10,7 @@ import (
 )
 
 // maxPartitions is the most partitions one request may create: Iggy's
-// CreateTopic/CreatePartitions limit (IGGY_PROTOCOL.md §3.5).
+// CreateTopic/CreatePartitions limit (docs/design/iggy-protocol.md §3.5).
 const maxPartitions = 1000
 
 // adminState is the admin handlers' scratch space.

@@ -2,7 +2,7 @@ package bridge
 
 import "github.com/kiggy-io/kiggy/wire"
 
-// apiVersions answers ApiVersions (KAFKA_PROTOCOL.md §3).
+// apiVersions answers ApiVersions (docs/design/kafka-protocol.md §3).
 func (g *Gateway) apiVersions(c *call) bool {
 	v := c.hdr.APIVersion
 	if v > g.apiMax {

@@ -24,7 +24,7 @@ type fetchState struct {
 }
 
 // partReader reads one partition's messages and maps them back into one
-// uncompressed batch appended to buf (RECORD_MAPPING.md §3).
+// uncompressed batch appended to buf (docs/design/record-mapping.md §3).
 type partReader struct {
 	builder batch.Builder
 	decoder mapping.Decoder
@@ -84,9 +84,9 @@ func (fs *fetchState) trim() {
 // writers can append to (Iggy); appends through this gateway wake it at once.
 const externalPoll = 100 * time.Millisecond
 
-// fetch answers Fetch v4–12 (KAFKA_PROTOCOL.md §7): sessionless (KIP-227:
+// fetch answers Fetch v4–12 (docs/design/kafka-protocol.md §7): sessionless (KIP-227:
 // SessionId 0, every requested partition answered), records mapped back
-// per RECORD_MAPPING.md §3 into one uncompressed v2 batch per partition,
+// per docs/design/record-mapping.md §3 into one uncompressed v2 batch per partition,
 // long polling that parks without holding a loop or a worker.
 func (g *Gateway) fetch(c *call) bool {
 	st := c.state
@@ -99,7 +99,7 @@ func (g *Gateway) fetch(c *call) bool {
 		}
 		fs.deadline = time.Now().Add(time.Duration(fs.req.MaxWaitMillis) * time.Millisecond)
 	}
-	// §7.4: an incremental fetch for a session we never created.
+	// docs/design/kafka-protocol.md §7.4: an incremental fetch for a session we never created.
 	if fs.req.SessionID != 0 {
 		buf := c.responseBuffer()
 		buf = wire.AppendFetchResponseStart(buf, v, 0, wire.FetchSessionIDNotFound, 0, 0)
@@ -110,7 +110,7 @@ func (g *Gateway) fetch(c *call) bool {
 	bytes, hasErr := g.fetchPass(c)
 	now := time.Now()
 	minBytes := int(fs.req.MinBytes)
-	// §7.3: answer when MinBytes is reached, MaxWait has passed, a partition
+	// docs/design/kafka-protocol.md §7.3: answer when MinBytes is reached, MaxWait has passed, a partition
 	// has an error, or nothing was asked for.
 	if bytes >= minBytes || bytes > 0 && minBytes <= 0 || hasErr || !now.Before(fs.deadline) || fetchPartitions(&fs.req) == 0 || c.req.Conn().Closed() {
 		c.req.Respond(fs.buf)
@@ -315,7 +315,7 @@ func (g *Gateway) readAll(fs *fetchState, maxBytes int) {
 
 func setWatermarks(p *wire.FetchResponseTopicPartition, wm Watermarks) {
 	p.HighWatermark = wm.High
-	// Without transactions LSO = HW (KAFKA_PROTOCOL.md §7.1); read_committed
+	// Without transactions LSO = HW (docs/design/kafka-protocol.md §7.1); read_committed
 	// consumers read up to it too.
 	p.LastStableOffset = wm.High
 	p.LogStartOffset = wm.LogStart
@@ -343,14 +343,14 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, rp *wir
 		return out[:start], 0
 	}
 	setWatermarks(p, wm)
-	// §7.1: FetchOffset outside [logStart, HW] → OFFSET_OUT_OF_RANGE so
+	// docs/design/kafka-protocol.md §7.1: FetchOffset outside [logStart, HW] → OFFSET_OUT_OF_RANGE so
 	// auto.offset.reset applies.
 	if rp.FetchOffset < wm.LogStart || rp.FetchOffset > wm.High {
 		p.ErrorCode = wire.OffsetOutOfRange
 		return out[:start], 0
 	}
 	if r.bad && r.got == 0 {
-		// RECORD_MAPPING.md §3.6: the consumer stops at an unmappable
+		// docs/design/record-mapping.md §3.6: the consumer stops at an unmappable
 		// message; records before it are served first.
 		p.ErrorCode = wire.UnknownServerError
 		return out[:start], 0

@@ -47,7 +47,7 @@ type Config struct {
 	// CreateTopics with -1; 0 = 1 (Kafka num.partitions).
 	DefaultPartitions int32
 	// InstanceID goes into the high bits of allocated producer ids
-	// (RECORD_MAPPING.md §6).
+	// (docs/design/record-mapping.md §6).
 	InstanceID uint16
 	// MaxFrameSize is the engine's frame limit, used to derive the decode
 	// budget; 0 = 100 MiB.
@@ -318,7 +318,7 @@ func (g *Gateway) resume(cs *connState) {
 func (g *Gateway) serveOne(cs *connState, req *engine.Request, inline bool) bool {
 	hdr, body, err := wire.ParseRequestHeader(req.Frame())
 	if err != nil {
-		// KAFKA_PROTOCOL.md §1.1: Kafka closes the connection on an unknown
+		// docs/design/kafka-protocol.md §1.1: Kafka closes the connection on an unknown
 		// API key or a version outside its range (ApiVersions excepted,
 		// KIP-511, which ParseRequestHeader lets through).
 		req.Close("unsupported_version")

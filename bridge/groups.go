@@ -298,11 +298,11 @@ func (g *Gateway) offsetCommit(c *call) bool {
 				code = wire.OffsetMetadataTooLarge
 			default:
 				if err := g.log.CommitOffset(g.ctx, req.Group, t.Topic, p.Partition, p.Offset, p.Metadata.S); errors.Is(err, ErrInvalidGroup) {
-					// RECORD_MAPPING.md §5: a group id over 246 bytes does
+					// docs/design/record-mapping.md §5: a group id over 246 bytes does
 					// not fit an Iggy consumer name.
 					code = wire.InvalidGroupID
 				} else if err != nil {
-					// RECORD_MAPPING.md §5: retriable failures go back as
+					// docs/design/record-mapping.md §5: retriable failures go back as
 					// COORDINATOR_LOAD_IN_PROGRESS.
 					code = wire.CoordinatorLoadInProgress
 					g.cfg.Logger.Warn("offset commit", "group", req.Group, "topic", t.Topic, "partition", p.Partition, "err", err)

@@ -7,7 +7,7 @@ import (
 	"github.com/kiggy-io/kiggy/wire"
 )
 
-// ListOffsets special timestamps (KAFKA_PROTOCOL.md §2.4).
+// ListOffsets special timestamps (docs/design/kafka-protocol.md §2.4).
 const (
 	listLatest       = -1
 	listEarliest     = -2

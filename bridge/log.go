@@ -16,7 +16,7 @@ import (
 // handlers never call it on an event loop.
 //
 // Kafka topic T is the backend's topic T; Kafka partition p is partition p;
-// Kafka offsets are the backend's offsets (RECORD_MAPPING.md §4).
+// Kafka offsets are the backend's offsets (docs/design/record-mapping.md §4).
 type Log interface {
 	// Topics lists every topic.
 	Topics(ctx context.Context) ([]TopicInfo, error)

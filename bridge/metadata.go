@@ -32,7 +32,7 @@ func (g *Gateway) advertisedAddr(c *call) (string, int32) {
 	return host, port
 }
 
-// metadata answers Metadata v0–13 (KAFKA_PROTOCOL.md §2.4): this gateway is
+// metadata answers Metadata v0–13 (docs/design/kafka-protocol.md §2.4): this gateway is
 // the only broker, the controller, and leader, replica and ISR of every
 // partition. Topic ids are zero, so clients use name-based versions.
 func (g *Gateway) metadata(c *call) bool {

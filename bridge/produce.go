@@ -12,7 +12,7 @@ import (
 )
 
 // produce answers Produce v3–12 with the reference gateway's behaviour
-// (RECORD_MAPPING.md §2, §2.9, §6): each partition entry is validated,
+// (docs/design/record-mapping.md §2, §2.9, §6): each partition entry is validated,
 // decoded and mapped on its own, and becomes one append of one message per
 // record; each partition gets its own error code and base offset.
 func (g *Gateway) produce(c *call) bool {
@@ -38,7 +38,7 @@ func (g *Gateway) produce(c *call) bool {
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		fixed = wire.InvalidRequiredAcks
 	case req.TransactionalId.Valid && req.TransactionalId.S != "":
-		// RECORD_MAPPING.md §6: a transactional Produce gets 35 on every
+		// docs/design/record-mapping.md §6: a transactional Produce gets 35 on every
 		// partition; the connection stays open.
 		fixed = wire.UnsupportedVersion
 	}
@@ -133,7 +133,7 @@ func appendProduceTopic(dst []wire.ProduceResponseTopic, name string) []wire.Pro
 }
 
 // hasCompressed reports whether any partition carries a compressed batch:
-// attributes bits 0–2 at byte 22 of the batch (KAFKA_PROTOCOL.md §4.1).
+// attributes bits 0–2 at byte 22 of the batch (docs/design/kafka-protocol.md §4.1).
 func hasCompressed(req *wire.ProduceRequest) bool {
 	for i := range req.Topics {
 		for _, p := range req.Topics[i].Partitions {
@@ -147,11 +147,11 @@ func hasCompressed(req *wire.ProduceRequest) bool {
 
 // preparePartition validates, decodes and maps one partition entry into dst.
 func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.ProduceRequestPartition, v int16, budget *batch.Budget) wire.ErrorCode {
-	// RECORD_MAPPING.md §4: a negative index is answered 3.
+	// docs/design/record-mapping.md §4: a negative index is answered 3.
 	if p.Index < 0 {
 		return wire.UnknownTopicOrPartition
 	}
-	// KAFKA_PROTOCOL.md §4.6: records missing or zero batches → INVALID_RECORD.
+	// docs/design/kafka-protocol.md §4.6: records missing or zero batches → INVALID_RECORD.
 	if len(p.Records) == 0 {
 		return wire.InvalidRecord
 	}
@@ -162,7 +162,7 @@ func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.Produc
 	if err != nil {
 		return batchCode(err)
 	}
-	// RECORD_MAPPING.md §2.9: a stored message cannot carry transactional or
+	// docs/design/record-mapping.md §2.9: a stored message cannot carry transactional or
 	// control flags → UNSUPPORTED_VERSION.
 	if h.Transactional() || h.Control() {
 		return wire.UnsupportedVersion
@@ -224,7 +224,7 @@ func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h 
 		return batchCode(err)
 	}
 
-	// Pass 1: the timestamp window (RECORD_MAPPING.md §2.5, rule 1).
+	// Pass 1: the timestamp window (docs/design/record-mapping.md §2.5, rule 1).
 	var w mapping.Window
 	var r batch.Record
 	first := recs

@@ -7,7 +7,7 @@ import (
 	"github.com/kiggy-io/kiggy/wire"
 )
 
-// producerIDs allocates producer ids as RECORD_MAPPING.md §6 decides:
+// producerIDs allocates producer ids as docs/design/record-mapping.md §6 decides:
 // (instance_id << 47) | counter, the counter seeded from the wall clock in
 // Unix ms (capped to 47 bits) so a restarted gateway does not hand out the
 // same (id, epoch 0) pairs again; epoch always 0; nothing persisted.
@@ -35,7 +35,7 @@ func (p *producerIDs) next() int64 {
 }
 
 // initProducerID answers InitProducerId: allocate-only, idempotent
-// producers only (RECORD_MAPPING.md §6).
+// producers only (docs/design/record-mapping.md §6).
 func (g *Gateway) initProducerID(c *call) bool {
 	st := c.state
 	req := &st.initPIDReq

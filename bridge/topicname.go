@@ -1,7 +1,7 @@
 package bridge
 
 // validTopicName applies Kafka's topic-name rules (Topic.validate; the same
-// rules RECORD_MAPPING.md §4 applies before any Iggy call): 1..249 bytes of
+// rules docs/design/record-mapping.md §4 applies before any Iggy call): 1..249 bytes of
 // [A-Za-z0-9._-], and not "." or "..".
 func validTopicName(name string) bool {
 	if len(name) == 0 || len(name) > 249 || name == "." || name == ".." {

@@ -16,7 +16,7 @@ var inlineEcho = HandlerFunc(func(r *Request) {
 })
 
 // TestEpollZeroAllocs: one request/response cycle through the epoll engine
-// on a loopback socket allocates nothing in steady state (STYLE.md habit 7),
+// on a loopback socket allocates nothing in steady state (docs/design/style.md habit 7),
 // counting the client's side too, alone and with 5 requests pipelined.
 func TestEpollZeroAllocs(t *testing.T) {
 	ts := startServer(t, KindEpoll, Config{Loops: 1}, inlineEcho)

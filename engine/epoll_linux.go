@@ -888,7 +888,7 @@ func (l *loop) dispatch(c *econn) {
 }
 
 // serve calls the handler, turning a panic into a protocol_error close of
-// this connection only (STYLE.md habit 12).
+// this connection only (docs/design/style.md habit 12).
 func (l *loop) serve(r *Request) {
 	defer func() {
 		if p := recover(); p != nil {

@@ -2,10 +2,10 @@ package engine
 
 import "encoding/binary"
 
-// Framing (STYLE.md habit 6).
+// Framing (docs/design/style.md habit 6).
 //
 // A framer turns a connection's byte stream into request frames: an int32
-// big-endian size that excludes itself, then that many bytes (KAFKA_PROTOCOL.md
+// big-endian size that excludes itself, then that many bytes (docs/design/kafka-protocol.md
 // §1.1). It peeks the size, checks it against the limit and for negatives
 // before any buffer is sized from it, then copies the frame body out of the
 // caller's read buffer into a pooled size-class buffer that the Request owns
@@ -49,7 +49,7 @@ type framer struct {
 // inFrame reports whether part of a frame (even one size byte) has arrived.
 func (f *framer) inFrame() bool { return f.hdrN > 0 || f.body != nil }
 
-// checkSize applies the frame-size rules of KAFKA_PROTOCOL.md §1.1.
+// checkSize applies the frame-size rules of docs/design/kafka-protocol.md §1.1.
 func (f *framer) checkSize(s int32) CloseReason {
 	switch {
 	case s < 0:

@@ -8,7 +8,7 @@ import (
 )
 
 // goldenStream is three request frames as clients send them: the ApiVersions
-// v4 request Java 4.0 sends (KAFKA_PROTOCOL.md §1.6), an empty frame, and a
+// v4 request Java 4.0 sends (docs/design/kafka-protocol.md §1.6), an empty frame, and a
 // made-up frame with a 300-byte payload.
 func goldenStream() (stream []byte, frames [][]byte) {
 	apiVersions := []byte{

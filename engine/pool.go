@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// Buffer pools by size class (STYLE.md habit 9).
+// Buffer pools by size class (docs/design/style.md habit 9).
 //
 // Ownership rules:
 //   - getBuf returns a *[]byte whose slice has len == cap == a power of two

@@ -201,8 +201,8 @@ func (r *Request) Respond(resp []byte) {
 }
 
 // NoResponse completes the request without writing anything, as for an
-// acks=0 Produce (KAFKA_PROTOCOL.md §1.5: "acks = 0 Produce gets no response
-// at all"). Its place in the response order is released in order.
+// acks=0 Produce (docs/design/kafka-protocol.md §1.5: "acks=0 Produce gets
+// no response at all"). Its place in the response order is released in order.
 func (r *Request) NoResponse() {
 	if !r.claimed.CompareAndSwap(false, true) {
 		return

@@ -1,7 +1,8 @@
 // Package engine is kiggy's network layer: it accepts Kafka client
-// connections, cuts the byte stream into request frames (KAFKA_PROTOCOL.md
+// connections, cuts the byte stream into request frames (docs/design/kafka-protocol.md
 // §1.1), hands each frame to a Handler, and writes the responses back
-// strictly in request order per connection (§1.5), with limits, timeouts,
+// strictly in request order per connection (docs/design/kafka-protocol.md
+// §1.5), with limits, timeouts,
 // backpressure and graceful drain.
 //
 // Two engines implement Server with the same semantics: NewEpoll (Linux:

@@ -13,11 +13,12 @@ const (
 	// ReasonIOError: a read or write failed (reset, broken pipe, ...).
 	ReasonIOError
 	// ReasonFrameTooLarge: a declared frame size exceeded MaxFrameSize
-	// (KAFKA_PROTOCOL.md §1.1: "Apache Kafka closes the connection when a
-	// frame exceeds socket.request.max.bytes").
+	// (docs/design/kafka-protocol.md §1.1: Kafka closes the connection when
+	// a declared size is above socket.request.max.bytes).
 	ReasonFrameTooLarge
-	// ReasonNegativeSize: a declared frame size was negative (§1.1: "also
-	// close on a negative size").
+	// ReasonNegativeSize: a declared frame size was negative
+	// (docs/design/kafka-protocol.md §1.1: kiggy also closes on a negative
+	// size).
 	ReasonNegativeSize
 	// ReasonIdleTimeout: nothing in progress for IdleTimeout.
 	ReasonIdleTimeout

@@ -110,7 +110,7 @@ type RequestHeader struct {
 
 // ParseRequest splits a request frame (without its size prefix) into its
 // header and body, choosing header v2 for flexible versions as Kafka does
-// (KAFKA_PROTOCOL.md §1.4). It is a test helper built on kmsg's version
+// (docs/design/kafka-protocol.md §1.4). It is a test helper built on kmsg's version
 // table, not kiggy's parser.
 func ParseRequest(frame []byte) (RequestHeader, []byte, error) {
 	var h RequestHeader

@@ -6,7 +6,7 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 )
 
-// Golden is the 70-byte RecordBatch test vector of KAFKA_PROTOCOL.md §4.4.
+// Golden is the 70-byte RecordBatch test vector of docs/design/kafka-protocol.md §4.4.
 var Golden = mustHex("0000000000000000" + "0000003a" + "ffffffff" + "02" + "bbcc4115" + "0000" + "00000000" +
 	"0000018bcfe56800" + "0000018bcfe56800" + "ffffffffffffffff" + "ffff" + "ffffffff" + "00000001" +
 	"1000000001046869" + "00")

@@ -1,6 +1,6 @@
 // Package varint implements Kafka's variable-length integers.
 //
-// Kafka uses three forms (KAFKA_PROTOCOL.md §1.2):
+// Kafka uses three forms (docs/design/kafka-protocol.md §1.2):
 //   - UNSIGNED_VARINT: LEB128, 7 data bits per byte, least-significant group
 //     first, high bit set when more bytes follow. At most 5 bytes for 32 bits.
 //     Used for compact lengths and tagged fields.

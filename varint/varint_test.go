@@ -7,7 +7,7 @@ import (
 )
 
 func TestZigZagKnownValues(t *testing.T) {
-	// KAFKA_PROTOCOL.md §1.2: -1 → 0x01, 0 → 0x00, 1 → 0x02, 2 → 0x04, 8 → 0x10.
+	// docs/design/kafka-protocol.md §1.2: -1 → 0x01, 0 → 0x00, 1 → 0x02, 2 → 0x04, 8 → 0x10.
 	cases := map[int32]byte{-1: 0x01, 0: 0x00, 1: 0x02, 2: 0x04, 8: 0x10}
 	for v, want := range cases {
 		got := AppendVarint(nil, v)
@@ -18,7 +18,7 @@ func TestZigZagKnownValues(t *testing.T) {
 }
 
 // TestAgainstEncodingBinary diffs the fast path against the standard library
-// (STYLE.md habit 8): binary.AppendVarint is exactly Kafka's zig-zag form.
+// (docs/design/style.md habit 8): binary.AppendVarint is exactly Kafka's zig-zag form.
 func TestAgainstEncodingBinary(t *testing.T) {
 	values32 := []int32{0, 1, -1, 63, -64, 64, 127, 128, 8191, -8192, 1 << 20, math.MaxInt32, math.MinInt32}
 	for _, v := range values32 {

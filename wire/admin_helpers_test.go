@@ -2,7 +2,7 @@ package wire
 
 // Shared helpers for the admin codec tests (CreateTopics, DeleteTopics,
 // CreatePartitions, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,
-// DescribeCluster). franz-go's kmsg is the independent oracle (STYLE.md
+// DescribeCluster). franz-go's kmsg is the independent oracle (docs/design/style.md
 // habit 8): requests are encoded by kmsg and decoded by us, our responses
 // are decoded by kmsg. Names carry an "adm" prefix so they cannot clash with
 // the helpers of the other codec files in this package.

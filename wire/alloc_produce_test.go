@@ -4,7 +4,7 @@ package wire
 
 import "testing"
 
-// Zero allocations is a failing test (STYLE.md habit 7). The race detector
+// Zero allocations is a failing test (docs/design/style.md habit 7). The race detector
 // allocates, hence the build tag.
 
 type prodAllocCase struct {

@@ -2,7 +2,7 @@ package wire
 
 // AlterConfigs (key 33), versions 0–2, flexible from 2, and
 // IncrementalAlterConfigs (key 44), versions 0–1, flexible from 1
-// (KAFKA_PROTOCOL.md §2.4). Both responses have the same shape.
+// (docs/design/kafka-protocol.md §2.1, §2.4). Both responses have the same shape.
 
 const (
 	alterConfigsMin, alterConfigsMax int16 = 0, 2

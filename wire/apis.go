@@ -5,7 +5,7 @@ import "strconv"
 // APIKey identifies a Kafka API.
 type APIKey int16
 
-// API keys kiggy knows (KAFKA_PROTOCOL.md §2.1).
+// API keys kiggy knows (docs/design/kafka-protocol.md §2.1).
 const (
 	KeyProduce                 APIKey = 0
 	KeyFetch                   APIKey = 1

@@ -1,6 +1,6 @@
 package wire
 
-// ApiVersions (key 18), versions 0–4 (KAFKA_PROTOCOL.md §3).
+// ApiVersions (key 18), versions 0–4 (docs/design/kafka-protocol.md §3).
 //
 // Request: v0–2 have an empty body; v3+ (flexible, KIP-511) carry
 // ClientSoftwareName and ClientSoftwareVersion. Response: ErrorCode, ApiKeys,
@@ -91,7 +91,7 @@ type ApiVersionsKey struct {
 // ApiVersionsResponse is an ApiVersions response body.
 type ApiVersionsResponse struct {
 	ErrorCode ErrorCode
-	// APIKeys lists exactly what the gateway serves (KAFKA_PROTOCOL.md §3
+	// APIKeys lists exactly what the gateway serves (docs/design/kafka-protocol.md §3
 	// rule 6); Kafka sorts it by key.
 	APIKeys []ApiVersionsKey
 	// ThrottleTimeMs is v1+.
@@ -122,7 +122,7 @@ func (r *ApiVersionsResponse) AppendTo(dst []byte, version int16) []byte {
 // request of a version it does not serve: the v0 format with error
 // UNSUPPORTED_VERSION (35), the single entry {18, minVersion, maxVersion}
 // and no throttle field. Clients retry with that max (KIP-511; Kafka's
-// ApiVersionsRequest.getErrorResponse; KAFKA_PROTOCOL.md §3 rule 2). The
+// ApiVersionsRequest.getErrorResponse; docs/design/kafka-protocol.md §3 rule 2). The
 // response header is v0.
 func AppendApiVersionsUnsupported(dst []byte, minVersion, maxVersion int16) []byte {
 	dst = AppendInt16(dst, int16(UnsupportedVersion))

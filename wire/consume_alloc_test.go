@@ -5,7 +5,7 @@ package wire
 import "testing"
 
 // Zero allocations on the consume-side hot paths is a failing test, not a
-// benchmark column (STYLE.md habit 7). The race detector allocates, hence
+// benchmark column (docs/design/style.md habit 7). The race detector allocates, hence
 // the build tag.
 
 // csDecoders are our decoders bound to reused requests.

@@ -4,7 +4,7 @@ package wire
 // FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 // OffsetCommit, OffsetFetch, DescribeGroups, ListGroups,
 // OffsetForLeaderEpoch). franz-go's kmsg is the independent oracle
-// (STYLE.md habit 8):
+// (docs/design/style.md habit 8):
 //
 //   - Requests: kmsg encodes a request with random contents (and, in a
 //     second encoding from the same seed, unknown tagged fields on every

@@ -1,7 +1,7 @@
 package wire
 
-// CreatePartitions (key 37), versions 0–3, flexible from 2 (KAFKA_PROTOCOL.md
-// §2.4). "Version 1 is the same as version 0"; "Version 3 is identical to
+// CreatePartitions (key 37), versions 0–3, flexible from 2 (docs/design/kafka-protocol.md
+// §2.1, §2.4). "Version 1 is the same as version 0"; "Version 3 is identical to
 // version 2 but may return a THROTTLING_QUOTA_EXCEEDED error".
 
 const (

@@ -2,8 +2,8 @@ package wire
 
 import "errors"
 
-// CreateTopics (key 19), versions 2–7, flexible from 5 (KAFKA_PROTOCOL.md
-// §2.4). Kafka 4.0 removed v0–1 (KIP-896).
+// CreateTopics (key 19), versions 2–7, flexible from 5 (docs/design/kafka-protocol.md
+// §2.1, §2.4). Kafka 4.0 removed v0–1 (KIP-896).
 //
 // This file also holds the small helpers every admin codec in this package
 // shares (createtopics.go, deletetopics.go, createpartitions.go,

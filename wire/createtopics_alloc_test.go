@@ -35,7 +35,7 @@ func admAllocCreateTopicsBody(v int16) []byte {
 }
 
 // TestCreateTopicsDecodeAllocs: decoding into a reused struct allocates
-// nothing (STYLE.md habit 7), in a classic and a flexible version.
+// nothing (docs/design/style.md habit 7), in a classic and a flexible version.
 func TestCreateTopicsDecodeAllocs(t *testing.T) {
 	for _, v := range []int16{4, 7} {
 		body := admAllocCreateTopicsBody(v)

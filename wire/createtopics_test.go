@@ -165,7 +165,7 @@ func TestCreateTopicsResponseConfigErrorTag(t *testing.T) {
 }
 
 // TestCreateTopicsRequestViews checks that decoded strings alias the body
-// (STYLE.md habit 5): overwriting the frame changes them, so they are valid
+// (docs/design/style.md habit 5): overwriting the frame changes them, so they are valid
 // only until the frame is released.
 func TestCreateTopicsRequestViews(t *testing.T) {
 	k := kmsg.NewPtrCreateTopicsRequest()

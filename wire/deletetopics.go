@@ -1,7 +1,7 @@
 package wire
 
-// DeleteTopics (key 20), versions 1–6, flexible from 4 (KAFKA_PROTOCOL.md
-// §2.4). Kafka 4.0 removed v0 (KIP-896). "Version 6 reorganizes topics, adds
+// DeleteTopics (key 20), versions 1–6, flexible from 4 (docs/design/kafka-protocol.md
+// §2.1, §2.4). Kafka 4.0 removed v0 (KIP-896). "Version 6 reorganizes topics, adds
 // topic IDs and allows topic names to be null": v1–5 requests carry
 // TopicNames, v6 requests carry Topics.
 

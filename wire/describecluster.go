@@ -1,7 +1,7 @@
 package wire
 
 // DescribeCluster (key 60), versions 0–2, flexible in every version
-// (KAFKA_PROTOCOL.md §2.4). "Version 1 adds EndpointType for KIP-919
+// (docs/design/kafka-protocol.md §2.1, §2.4). "Version 1 adds EndpointType for KIP-919
 // support"; version 2 adds IncludeFencedBrokers and IsFenced (KIP-1073, from
 // franz-go's transcription of the 4.x schema).
 
@@ -45,7 +45,7 @@ func (r *DescribeClusterRequest) Decode(body []byte, version int16) error {
 }
 
 // DescribeClusterResponse is the body of a DescribeCluster response. Keep it
-// consistent with Metadata (KAFKA_PROTOCOL.md §2.4).
+// consistent with Metadata (docs/design/kafka-protocol.md §2.4).
 type DescribeClusterResponse struct {
 	// ThrottleMillis is the quota throttle applied.
 	ThrottleMillis int32

@@ -1,7 +1,7 @@
 package wire
 
-// DescribeConfigs (key 32), versions 1–4, flexible from 4 (KAFKA_PROTOCOL.md
-// §2.4). Kafka 4.0 removed v0 (KIP-896), the only version with IsDefault.
+// DescribeConfigs (key 32), versions 1–4, flexible from 4 (docs/design/kafka-protocol.md
+// §2.1, §2.4). Kafka 4.0 removed v0 (KIP-896), the only version with IsDefault.
 // The config enums below are shared with CreateTopics and the AlterConfigs
 // APIs.
 

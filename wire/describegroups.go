@@ -1,7 +1,7 @@
 package wire
 
-// DescribeGroups (key 15), versions 0–5, flexible from 5 (KAFKA_PROTOCOL.md
-// §2.4). v6 (KIP-1043: ErrorMessage, GROUP_ID_NOT_FOUND) is not served.
+// DescribeGroups (key 15), versions 0–5, flexible from 5 (docs/design/kafka-protocol.md
+// §2.1, §2.4). v6 (KIP-1043: ErrorMessage, GROUP_ID_NOT_FOUND) is not served.
 
 // describeGroupsFlexible: "flexibleVersions": "5+".
 func describeGroupsFlexible(version int16) bool { return version >= 5 }

@@ -3,7 +3,7 @@ package wire
 import "strconv"
 
 // ErrorCode is a Kafka protocol error code, written straight into responses
-// (KAFKA_PROTOCOL.md §6).
+// (docs/design/kafka-protocol.md §6).
 type ErrorCode int16
 
 // Kafka error codes a gateway returns or clients act on.
@@ -147,7 +147,7 @@ type codeInfo struct {
 }
 
 // codes: name and Java retriability (the exception extends
-// RetriableException; KAFKA_PROTOCOL.md §6, computed from Errors.java).
+// RetriableException; docs/design/kafka-protocol.md §6, computed from Errors.java).
 var codes = map[ErrorCode]codeInfo{
 	UnknownServerError: {"UNKNOWN_SERVER_ERROR", false}, None: {"NONE", false},
 	OffsetOutOfRange: {"OFFSET_OUT_OF_RANGE", false}, CorruptMessage: {"CORRUPT_MESSAGE", true},

@@ -1,6 +1,6 @@
 package wire
 
-// Fetch (key 1), versions 4–12, flexible from 12 (KAFKA_PROTOCOL.md §2.4,
+// Fetch (key 1), versions 4–12, flexible from 12 (docs/design/kafka-protocol.md §2.1, §2.4,
 // §7). kiggy serves topic names only: v13+ replaces names with topic ids,
 // and with the all-zero ids kiggy reports in Metadata every client caps its
 // Fetch at v12.
@@ -19,7 +19,7 @@ package wire
 //		dst = AppendFetchTopicEnd(dst, v)
 //	dst = AppendFetchResponseEnd(dst, v)
 //
-// AppendFetchPartitionBegin reserves the records length (STYLE.md habit 2);
+// AppendFetchPartitionBegin reserves the records length (docs/design/style.md habit 2);
 // AppendFetchPartitionEnd backfills it and rewrites the partition's
 // fixed-size leading fields, so the watermarks a log read returns after the
 // records were produced still land in front of them. In flexible versions
@@ -245,7 +245,7 @@ type FetchResponseTopicPartition struct {
 	// HighWatermark is one past the last visible offset.
 	HighWatermark int64
 	// LastStableOffset is the LSO (v4+); equal to HighWatermark without
-	// transactions (KAFKA_PROTOCOL.md §7.1).
+	// transactions (docs/design/kafka-protocol.md §7.1).
 	LastStableOffset int64
 	// LogStartOffset is the earliest available offset (v5+).
 	LogStartOffset int64
@@ -257,7 +257,7 @@ type FetchResponseTopicPartition struct {
 	// Records are the record batches, written verbatim. Unlike other
 	// nullable bytes, nil is written as empty, never null: Kafka always
 	// answers a partition with a (possibly empty) records value
-	// (KAFKA_PROTOCOL.md §7.2) and librdkafka rejects a negative
+	// (docs/design/kafka-protocol.md §7.2) and librdkafka rejects a negative
 	// MessageSetSize.
 	Records []byte
 }
@@ -468,7 +468,7 @@ var errFetchTag = errors.New("wire: malformed Fetch tagged field")
 // fetchPartitionTags reads a Fetch partition's TAGGED_FIELDS. Tags 0
 // (ReplicaDirectoryId UUID, v17+) and 1 (HighWatermark INT64, v18+) are
 // replica fields of versions above ours and are skipped like unknown tags
-// (KAFKA_PROTOCOL.md §1.3: "all must be skippable when received"), but a
+// (docs/design/kafka-protocol.md §1.3: "every one must be skippable when received"), but a
 // payload that is not the schema's UUID or INT64 is malformed, as both
 // Kafka's and franz-go's readers find it, so the request fails.
 func fetchPartitionTags(d *Reader) {

@@ -1,7 +1,7 @@
 package wire
 
-// FindCoordinator (key 10), versions 0–6, flexible from 3 (KAFKA_PROTOCOL.md
-// §2.4). v4 (KIP-699) batches keys: the request carries CoordinatorKeys
+// FindCoordinator (key 10), versions 0–6, flexible from 3 (docs/design/kafka-protocol.md
+// §2.1, §2.4). v4 (KIP-699) batches keys: the request carries CoordinatorKeys
 // instead of CoordinatorKey and the response one Coordinators entry per key
 // instead of the top-level node fields.
 

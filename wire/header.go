@@ -2,7 +2,7 @@ package wire
 
 import "errors"
 
-// Request and response headers (KAFKA_PROTOCOL.md §1.4).
+// Request and response headers (docs/design/kafka-protocol.md §1.4).
 //
 // The header version is not on the wire: it follows from the API key and
 // version. Request header v1 is key, version, correlation id and an INT16
@@ -13,7 +13,7 @@ import "errors"
 
 // ErrUnsupportedVersion means the API key is unknown to the APIs table, or its
 // version is outside what the codec decodes. Kafka closes the connection
-// without a response in that case (KAFKA_PROTOCOL.md §1.1); ApiVersions is
+// without a response in that case (docs/design/kafka-protocol.md §1.1); ApiVersions is
 // the exception (KIP-511, see ParseRequestHeader).
 var ErrUnsupportedVersion = errors.New("wire: unsupported API key or version")
 
@@ -38,8 +38,9 @@ type RequestHeader struct {
 //
 // An unknown key, or a version outside the table's [Min, Max], returns the
 // key, version and correlation id with ErrUnsupportedVersion, and no body.
-// ApiVersions is accepted at any version ≥ its Min (KIP-511; KAFKA_PROTOCOL.md
-// §3 rule 2: never close the connection for an unknown ApiVersions version):
+// ApiVersions is accepted at any version ≥ its Min (KIP-511;
+// docs/design/kafka-protocol.md §3 rules 1 and 2: never close the connection
+// for an unknown ApiVersions version, answer a too-new one):
 // its header is parsed with the normal rule (v2 from version 3 on) and the
 // error is nil, so the handler can answer with AppendApiVersionsUnsupported.
 //
@@ -84,7 +85,7 @@ func AppendRequestHeader(dst []byte, h RequestHeader) []byte {
 // flexible, v0 (correlation id only) otherwise. ApiVersions responses always
 // use v0, even for the flexible v3+ bodies, so that a client that does not
 // yet know the broker's versions can always read the header (KIP-511;
-// KAFKA_PROTOCOL.md §1.4).
+// docs/design/kafka-protocol.md §1.4).
 func AppendResponseHeader(dst []byte, key APIKey, version int16, correlationID int32) []byte {
 	dst = AppendInt32(dst, correlationID)
 	if key != KeyApiVersions && Flexible(key, version) {

@@ -1,6 +1,6 @@
 package wire
 
-// Heartbeat (key 12), versions 0–4, flexible from 4 (KAFKA_PROTOCOL.md §2.4,
+// Heartbeat (key 12), versions 0–4, flexible from 4 (docs/design/kafka-protocol.md §2.1, §2.4,
 // classic group protocol).
 
 // heartbeatFlexible: "flexibleVersions": "4+".

@@ -1,7 +1,7 @@
 package wire
 
-// InitProducerId (key 22), versions 0–5, flexible from v2 (KAFKA_PROTOCOL.md
-// §2.4; InitProducerIdRequest.json, InitProducerIdResponse.json). v3 adds the
+// InitProducerId (key 22), versions 0–5, flexible from v2 (docs/design/kafka-protocol.md
+// §2.1, §2.4; InitProducerIdRequest.json, InitProducerIdResponse.json). v3 adds the
 // producer's current id and epoch (KIP-360 epoch bumps); v4 and v5 change only
 // which errors may be returned. v6 (KIP-939) is not stable and not supported.
 

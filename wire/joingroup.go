@@ -1,6 +1,6 @@
 package wire
 
-// JoinGroup (key 11), versions 0–9, flexible from 6 (KAFKA_PROTOCOL.md §2.4,
+// JoinGroup (key 11), versions 0–9, flexible from 6 (docs/design/kafka-protocol.md §2.1, §2.4,
 // classic group protocol). Protocol metadata is opaque to the coordinator
 // and passed through as bytes.
 

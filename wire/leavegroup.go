@@ -1,7 +1,7 @@
 package wire
 
-// LeaveGroup (key 13), versions 0–5, flexible from 4 (KAFKA_PROTOCOL.md
-// §2.4, classic group protocol). v3 (KIP-345) batches members: the request's
+// LeaveGroup (key 13), versions 0–5, flexible from 4 (docs/design/kafka-protocol.md
+// §2.1, §2.4, classic group protocol). v3 (KIP-345) batches members: the request's
 // single MemberID becomes Members, and the response gains per-member codes.
 
 // leaveGroupFlexible: "flexibleVersions": "4+".

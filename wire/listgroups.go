@@ -1,7 +1,7 @@
 package wire
 
-// ListGroups (key 16), versions 0–5, flexible from 3 (KAFKA_PROTOCOL.md
-// §2.4). v4 adds the state filter (KIP-518), v5 the type filter (KIP-848).
+// ListGroups (key 16), versions 0–5, flexible from 3 (docs/design/kafka-protocol.md
+// §2.1, §2.4). v4 adds the state filter (KIP-518), v5 the type filter (KIP-848).
 
 // listGroupsFlexible: "flexibleVersions": "3+".
 func listGroupsFlexible(version int16) bool { return version >= 3 }

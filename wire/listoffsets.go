@@ -1,7 +1,7 @@
 package wire
 
-// ListOffsets (key 2), versions 1–10, flexible from 6 (KAFKA_PROTOCOL.md
-// §2.4). v0 (MaxNumOffsets, OldStyleOffsets) was removed by KIP-896 and is
+// ListOffsets (key 2), versions 1–10, flexible from 6 (docs/design/kafka-protocol.md
+// §2.1, §2.4). v0 (MaxNumOffsets, OldStyleOffsets) was removed by KIP-896 and is
 // not served.
 
 // listOffsetsFlexible: "flexibleVersions": "6+".

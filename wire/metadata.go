@@ -1,6 +1,6 @@
 package wire
 
-// Metadata (key 3), versions 0–13, flexible from 9 (KAFKA_PROTOCOL.md §2.4;
+// Metadata (key 3), versions 0–13, flexible from 9 (docs/design/kafka-protocol.md §2.1, §2.4;
 // MetadataRequest.json, MetadataResponse.json; v13 only appends the top-level
 // ErrorCode, KIP-1102).
 

@@ -1,7 +1,7 @@
 package wire
 
 // OffsetForLeaderEpoch (key 23), versions 2–4, flexible from 4
-// (KAFKA_PROTOCOL.md §2.4). v0–1 were removed by KIP-896.
+// (docs/design/kafka-protocol.md §2.1, §2.4). v0–1 were removed by KIP-896.
 
 // offsetForLeaderEpochFlexible: "flexibleVersions": "4+".
 func offsetForLeaderEpochFlexible(version int16) bool { return version >= 4 }

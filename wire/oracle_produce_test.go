@@ -2,7 +2,7 @@ package wire
 
 // Shared helpers for the produce-side oracle tests (header, ApiVersions,
 // Metadata, Produce, InitProducerId). franz-go's kmsg is the independent
-// oracle (STYLE.md habit 8). Names carry a "prod" prefix so they cannot clash
+// oracle (docs/design/style.md habit 8). Names carry a "prod" prefix so they cannot clash
 // with the helpers of the other codec files in this package.
 
 import (

@@ -1,6 +1,6 @@
 package wire
 
-// Produce (key 0), flexible from v9 (KAFKA_PROTOCOL.md §2.4; ProduceRequest.json,
+// Produce (key 0), flexible from v9 (docs/design/kafka-protocol.md §2.1, §2.4; ProduceRequest.json,
 // ProduceResponse.json).
 //
 // Advertised vs decodable: the APIs table row is {0, 0, 12, 9} because Kafka

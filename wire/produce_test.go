@@ -253,7 +253,7 @@ func TestProduceResponseOracle(t *testing.T) {
 	}
 }
 
-// TestProduceResponseThrottlePosition pins §8.6: in Produce, ThrottleTimeMs
+// TestProduceResponseThrottlePosition pins docs/design/kafka-protocol.md §8.6: in Produce, ThrottleTimeMs
 // comes after the topic array.
 func TestProduceResponseThrottlePosition(t *testing.T) {
 	r := ProduceResponse{ThrottleTimeMs: 0x01020304}

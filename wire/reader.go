@@ -22,7 +22,7 @@ var (
 	ErrTrailing = errors.New("wire: trailing bytes after message")
 )
 
-// Reader is a sticky-error cursor over a request frame (STYLE.md habit 3).
+// Reader is a sticky-error cursor over a request frame (docs/design/style.md habit 3).
 // Each read checks the bytes left first; the first failure latches, after
 // which every read returns the zero value. Check Err (or Ok) before making an
 // allocation whose size came from the wire, and Complete once at the end.

@@ -1,6 +1,6 @@
 package wire
 
-// SyncGroup (key 14), versions 0–5, flexible from 4 (KAFKA_PROTOCOL.md §2.4,
+// SyncGroup (key 14), versions 0–5, flexible from 4 (docs/design/kafka-protocol.md §2.1, §2.4,
 // classic group protocol). Assignments are opaque bytes.
 
 // syncGroupFlexible: "flexibleVersions": "4+".

@@ -7,7 +7,7 @@ import (
 	"github.com/kiggy-io/kiggy/varint"
 )
 
-// Append-style encoders (STYLE.md habit 1): each appends one primitive to dst
+// Append-style encoders (docs/design/style.md habit 1): each appends one primitive to dst
 // (nil allowed) and returns the extended slice.
 
 // AppendInt8 appends an INT8.
@@ -163,7 +163,7 @@ func AppendTag(dst []byte, tag uint32, payload []byte) []byte {
 }
 
 // ReserveInt32 appends 4 zero bytes and returns their offset, for a length
-// backfilled later with PutInt32 (STYLE.md habit 2).
+// backfilled later with PutInt32 (docs/design/style.md habit 2).
 func ReserveInt32(dst []byte) ([]byte, int) { return append(dst, 0, 0, 0, 0), len(dst) }
 
 // PutInt32 writes v big-endian at dst[off:].

@@ -8,9 +8,9 @@
 // Design note. One goroutine per connection reads a 4-byte size and the frame
 // into a per-connection buffer, answers it into a per-connection output
 // buffer, and flushes when no further request is already buffered, so
-// pipelined requests (KAFKA_PROTOCOL.md §1.5: up to 5 Produce requests in
+// pipelined requests (docs/design/kafka-protocol.md §1.5: up to 5 Produce requests in
 // flight) get their responses in one write, in request order. The only look
-// inside a RECORDS field is each batch header's lastOffsetDelta (§4.1), so
+// inside a RECORDS field is each batch header's lastOffsetDelta (docs/design/kafka-protocol.md §4.1), so
 // that the base offsets it returns advance like a real log's and clients see
 // plausible offsets; records are never decompressed or iterated, and nothing
 // is stored, so the broker cannot be consumed from.
@@ -141,7 +141,7 @@ func New(cfg Config) *Server {
 		conns:  map[net.Conn]struct{}{},
 		lns:    map[net.Listener]struct{}{},
 	}
-	// The APIs a producer needs (KAFKA_PROTOCOL.md §8.0, without the
+	// The APIs a producer needs (docs/design/kafka-protocol.md §8.0, without the
 	// consume and group side), with the ranges wire decodes.
 	for _, k := range []wire.APIKey{wire.KeyProduce, wire.KeyMetadata, wire.KeyApiVersions, wire.KeyInitProducerID} {
 		a, ok := wire.LookupAPI(k)
@@ -244,7 +244,7 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 		n := int32(binary.BigEndian.Uint32(size[:]))
-		// KAFKA_PROTOCOL.md §1.1: the size prefix counts the bytes that
+		// docs/design/kafka-protocol.md §1.1: the size prefix counts the bytes that
 		// follow; Kafka closes the connection when it is negative or
 		// exceeds socket.request.max.bytes.
 		if n < 0 || n > s.cfg.MaxFrameSize {
@@ -293,7 +293,7 @@ func (s *Server) topicFor(name string) *topic {
 		t.meta.Partitions[i] = wire.MetadataResponsePartition{
 			PartitionIndex: int32(i),
 			LeaderId:       NodeID,
-			LeaderEpoch:    -1, // unknown: no OffsetForLeaderEpoch traffic (§2.4)
+			LeaderEpoch:    -1, // unknown: no OffsetForLeaderEpoch traffic (docs/design/kafka-protocol.md §2.4)
 			ReplicaNodes:   nodes,
 			IsrNodes:       nodes,
 		}
@@ -411,7 +411,7 @@ func (cs *connState) metadata(out []byte, h wire.RequestHeader, body []byte) ([]
 	*r = wire.MetadataResponse{
 		Brokers:                     append(r.Brokers[:0], wire.MetadataResponseBroker{NodeId: NodeID, Host: cs.host, Port: cs.port}),
 		ClusterId:                   wire.Str(cs.s.cfg.ClusterID),
-		ControllerId:                NodeID, // must be a listed node (§2.4)
+		ControllerId:                NodeID, // must be a listed node (docs/design/kafka-protocol.md §2.4)
 		Topics:                      r.Topics[:0],
 		ClusterAuthorizedOperations: wire.AuthorizedOperationsUnknown,
 	}
@@ -487,7 +487,7 @@ func (cs *connState) produce(out []byte, h wire.RequestHeader, body []byte) ([]b
 		}
 	}
 	if req.Acks == 0 {
-		// KAFKA_PROTOCOL.md §1.5: acks=0 gets no response at all.
+		// docs/design/kafka-protocol.md §1.5: acks=0 gets no response at all.
 		return nil, nil
 	}
 	out = wire.AppendResponseHeader(out, wire.KeyProduce, h.APIVersion, h.CorrelationID)
@@ -495,7 +495,7 @@ func (cs *connState) produce(out []byte, h wire.RequestHeader, body []byte) ([]b
 }
 
 // countRecords returns the number of records in a RECORDS field from each
-// batch header's lastOffsetDelta (KAFKA_PROTOCOL.md §4.1: baseOffset INT64,
+// batch header's lastOffsetDelta (docs/design/kafka-protocol.md §4.1: baseOffset INT64,
 // batchLength INT32, partitionLeaderEpoch INT32, magic INT8, crc INT32,
 // attributes INT16, lastOffsetDelta INT32; a batch spans 12+batchLength
 // bytes). It trusts the client: a truncated or odd batch ends the count.

@@ -30,7 +30,7 @@ import (
 	"time"
 )
 
-// Kafka error codes the coordinator returns (KAFKA_PROTOCOL.md §6).
+// Kafka error codes the coordinator returns (docs/design/kafka-protocol.md §6).
 const (
 	errNone                      int16 = 0
 	errCoordinatorNotAvailable   int16 = 15

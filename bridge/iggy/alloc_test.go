@@ -11,7 +11,7 @@ import (
 )
 
 // TestAppendAllocs proves a full Append request/response cycle against
-// iggytest allocates nothing in steady state (STYLE.md habit 7).
+// iggytest allocates nothing in steady state (docs/design/style.md habit 7).
 func TestAppendAllocs(t *testing.T) {
 	addr := startServerProcess(t)
 	c := open(t, Config{Addr: addr, PoolSize: 1, PingInterval: -1})

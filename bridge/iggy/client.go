@@ -1,14 +1,17 @@
 // Package iggy is kiggy's Apache Iggy 0.9 binary-protocol client: a pool of
-// logged-in sessions speaking the 256-byte VSR framing (IGGY_PROTOCOL.md),
+// logged-in sessions speaking the 256-byte VSR framing (docs/design/iggy-protocol.md),
 // implementing bridge.Log on one Iggy stream. Kafka topic T is Iggy topic T in
 // Config.Stream, Kafka partition p is Iggy partition p, Kafka offsets are Iggy
-// offsets (RECORD_MAPPING.md §4). docs/IGGY.md describes the design.
+// offsets (docs/design/record-mapping.md §4). docs/IGGY.md describes the design.
 //
 // Streams and topics are addressed by name (string identifiers) on the wire,
 // never by cached numeric id: Iggy reuses the numeric slots of deleted topics,
 // so a cached id could silently point at another topic after someone else
 // deletes and creates topics. The client caches each topic's partition count
 // to answer bridge.ErrUnknownPartition without a round trip.
+//
+// A bare section number (§1.8) in this package's comments refers to
+// docs/design/iggy-protocol.md.
 package iggy
 
 import (

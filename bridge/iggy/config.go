@@ -23,7 +23,7 @@ type Config struct {
 	// bytes.
 	Token string
 	// Stream is the Iggy stream holding every Kafka topic (default "kafka",
-	// RECORD_MAPPING.md §4). 1–200 bytes, so that a SendMessages prologue
+	// docs/design/record-mapping.md §4). 1–200 bytes, so that a SendMessages prologue
 	// always fits message.Headroom.
 	Stream string
 	// PoolSize is the number of sessions (TCP connections, one request in

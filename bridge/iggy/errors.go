@@ -28,7 +28,7 @@ var errTimeout = errors.New("iggy: request timed out (connection dropped)")
 // Error is an error code the Iggy server returned for a request, in a reply
 // status, a result section, or an Eviction reason mapped to its code.
 type Error struct {
-	// Code is the Iggy error code (IGGY_PROTOCOL.md §5).
+	// Code is the Iggy error code (docs/design/iggy-protocol.md §5).
 	Code proto.Code
 	// Command names the request.
 	Command string

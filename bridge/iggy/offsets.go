@@ -25,7 +25,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 )
 
-// groupPrefix names a Kafka group's Iggy consumer (RECORD_MAPPING.md §5).
+// groupPrefix names a Kafka group's Iggy consumer (docs/design/record-mapping.md §5).
 const groupPrefix = "kafka.cg."
 
 // ErrInvalidGroup means a group id does not fit an Iggy consumer name.

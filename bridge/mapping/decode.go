@@ -8,7 +8,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/message"
 )
 
-// Decoder maps stored messages back to Kafka records (RECORD_MAPPING.md §3).
+// Decoder maps stored messages back to Kafka records (docs/design/record-mapping.md §3).
 // It reuses its header scratch space; it is not safe for concurrent use.
 type Decoder struct {
 	headers []Header

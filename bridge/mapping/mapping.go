@@ -1,6 +1,7 @@
 // Package mapping turns Kafka records into Iggy messages and back, byte for
-// byte as RECORD_MAPPING.md (mapping version 1, compatible with the Rust
-// gateway in apache/iggy) specifies.
+// byte as docs/design/record-mapping.md (mapping version 1, compatible with
+// the Rust gateway in apache/iggy) specifies. Bare section numbers (§2.6) in
+// this package's comments refer to docs/design/record-mapping.md.
 //
 // Produce: one record becomes one message frame in a message.Batch. The value
 // is the payload; the key and headers become `kafka.*` user headers (String
@@ -22,7 +23,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/message"
 )
 
-// Reserved Iggy header keys (RECORD_MAPPING.md §2.1).
+// Reserved Iggy header keys (docs/design/record-mapping.md §2.1).
 const (
 	keyVersion  = "kafka.v"
 	keyKey      = "kafka.key"
@@ -32,7 +33,7 @@ const (
 	prefixH     = "kafka.h."
 )
 
-// Limits from Iggy (RECORD_MAPPING.md §1).
+// Limits from Iggy (docs/design/record-mapping.md §1).
 const (
 	// MaxPayload is the largest Iggy payload (MAX_PAYLOAD_SIZE).
 	MaxPayload = 64_000_000
@@ -43,7 +44,7 @@ const (
 )
 
 // Errors. Each maps to one Kafka code for the whole partition
-// (RECORD_MAPPING.md §2.9).
+// (docs/design/record-mapping.md §2.9).
 var (
 	// ErrInvalidRecord: a record the mapping refuses (INVALID_RECORD, 87):
 	// repeated header name, bad timestamp, non-UTF-8 header name.
@@ -51,7 +52,7 @@ var (
 	// ErrTooLarge: a record too large for an Iggy message (MESSAGE_TOO_LARGE, 10).
 	ErrTooLarge = errors.New("mapping: record too large for an Iggy message")
 	// ErrUnmappable: a stored message that cannot be presented as a record
-	// (RECORD_MAPPING.md §3.6; the partition answers UNKNOWN_SERVER_ERROR).
+	// (docs/design/record-mapping.md §3.6; the partition answers UNKNOWN_SERVER_ERROR).
 	ErrUnmappable = errors.New("mapping: stored message cannot be mapped to a record")
 )
 
@@ -81,7 +82,7 @@ type Record struct {
 
 // Window computes a batch's timestamp window start: the minimum µs timestamp
 // over records whose Kafka timestamp is > 0, or 0 if none
-// (RECORD_MAPPING.md §2.5, rule 1). Observe every record, then call Start.
+// (docs/design/record-mapping.md §2.5, rule 1). Observe every record, then call Start.
 type Window struct {
 	min uint64
 	any bool
@@ -234,7 +235,7 @@ func (e *Encoder) appendEnvelope(b *message.Batch, r *Record, origin uint64, wri
 	return nil
 }
 
-// timestamps applies RECORD_MAPPING.md §2.5: native = ms×1000 (-1 → 0);
+// timestamps applies docs/design/record-mapping.md §2.5: native = ms×1000 (-1 → 0);
 // origin = clamp(native, start, start+u32max); kafka.ts is written iff
 // origin ≠ native or ms == 0.
 func timestamps(ms int64, start uint64) (origin uint64, writeTS bool, err error) {

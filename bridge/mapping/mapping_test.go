@@ -59,7 +59,7 @@ func headersOf(t testing.TB, block []byte) []hdr {
 	return out
 }
 
-// TestFastPathBlock: RECORD_MAPPING.md §2.7 — no key, no headers, a
+// TestFastPathBlock: docs/design/record-mapping.md §2.7 — no key, no headers, a
 // non-empty value, no kafka.ts: exactly one header, an 18-byte block.
 func TestFastPathBlock(t *testing.T) {
 	f, _ := encodeOne(t, &Record{Value: []byte("hello"), TimestampMs: 1_700_000_000_000})

@@ -1,5 +1,5 @@
 // Package message holds kiggy's in-process form of an Iggy message: the exact
-// Iggy 0.9 message frame (IGGY_PROTOCOL.md §3.7), so that the Iggy client can
+// Iggy 0.9 message frame (docs/design/iggy-protocol.md §3.7), so that the Iggy client can
 // send a built batch without re-encoding and the embedded log can store it as
 // is.
 //
@@ -7,7 +7,7 @@
 // block (all integers little-endian):
 //
 //	0  checksum u64          XXH3-64 over bytes [8:end]; 0 until the Iggy client stamps it
-//	8  id u128               message id (kiggy leaves it 0, RECORD_MAPPING.md §2.8)
+//	8  id u128               message id (kiggy leaves it 0, docs/design/record-mapping.md §2.8)
 //	24 offset_delta u32      index of the message within its batch
 //	28 timestamp_delta u32   origin timestamp − Batch.Origin, in µs
 //	32 user_headers_length u32
@@ -33,7 +33,7 @@ const Headroom = 1024
 // each frame holds a u32 µs delta (≈71.6 minutes).
 const MaxTimestampSpan = 1<<32 - 1
 
-// User-header kind codes (IGGY_PROTOCOL.md §4.1).
+// User-header kind codes (docs/design/iggy-protocol.md §4.1).
 const (
 	KindRaw    byte = 1
 	KindString byte = 2

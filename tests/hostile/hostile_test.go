@@ -33,7 +33,7 @@ const (
 	hostileParts = 8
 )
 
-// Kafka error codes the cases expect (KAFKA_PROTOCOL.md §4.6, §6).
+// Kafka error codes the cases expect (docs/design/kafka-protocol.md §4.6, §6).
 const (
 	codeNone            = int16(wire.None)
 	codeCorruptMessage  = int16(wire.CorruptMessage)
@@ -248,7 +248,7 @@ func truncatedFrames(t *testing.T, s *suite, before metrics) {
 }
 
 // declaredSizes: negative and huge frame sizes close the connection before
-// any buffer is sized from them (KAFKA_PROTOCOL.md §1.1), and a frame that
+// any buffer is sized from them (docs/design/kafka-protocol.md §1.1), and a frame that
 // declares 90 MiB but never arrives costs its first chunk, not 90 MiB.
 func declaredSizes(t *testing.T, s *suite, before metrics) {
 	peak := s.k.peak(t)
@@ -371,9 +371,9 @@ func hugeArrayCounts(t *testing.T, s *suite, before metrics) {
 func cat(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
 
 // unknownAPIs: unknown API keys and versions outside the advertised range
-// close the connection without an answer (KAFKA_PROTOCOL.md §1.1), except
+// close the connection without an answer (docs/design/kafka-protocol.md §1.1), except
 // ApiVersions, which gets the KIP-511 answer at any version and keeps the
-// connection (§3).
+// connection (docs/design/kafka-protocol.md §3).
 func unknownAPIs(t *testing.T, s *suite, before metrics) {
 	type kv struct{ key, v int16 }
 	var closes []kv

@@ -84,7 +84,7 @@ func (k *kconn) readFrame(timeout time.Duration) ([]byte, error) {
 }
 
 // roundTrip sends req and decodes its response (response header v0, or v1
-// for flexible versions other than ApiVersions: KAFKA_PROTOCOL.md §1.4).
+// for flexible versions other than ApiVersions: docs/design/kafka-protocol.md §1.4).
 func (k *kconn) roundTrip(req kmsg.Request) (kmsg.Response, error) {
 	k.corr++
 	corr := k.corr
@@ -184,7 +184,7 @@ func plainBatch(n int, codec batch.Codec) []byte {
 	return b.Finish()
 }
 
-// Offsets of RecordBatch v2 header fields (KAFKA_PROTOCOL.md §4.1).
+// Offsets of RecordBatch v2 header fields (docs/design/kafka-protocol.md §4.1).
 const (
 	offCRC             = 17
 	offAttributes      = 21

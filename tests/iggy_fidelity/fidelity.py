@@ -40,7 +40,7 @@ def check(cond, what):
 
 
 def identifier(value):
-    """WireIdentifier bytes (IGGY_PROTOCOL.md §2.3)."""
+    """WireIdentifier bytes (docs/design/iggy-protocol.md §2.3)."""
     if isinstance(value, int):
         return bytes([1, 4]) + struct.pack("<I", value)
     raw = value.encode()

@@ -1,7 +1,7 @@
 // Package iggyfidelity checks, with the official Iggy client, what kiggy
 // stores in Iggy: records produced by stock Kafka clients through kiggy (on
 // the Iggy backend, against iggytest) read back with apache-iggy show the
-// payload, kafka.* headers and timestamps RECORD_MAPPING.md promises.
+// payload, kafka.* headers and timestamps docs/design/record-mapping.md promises.
 package iggyfidelity
 
 import (

@@ -95,7 +95,7 @@ func TestCompareCatches(t *testing.T) {
 }
 
 // TestKiggyHeaderOrder pins the mapping rule the kiggy target expects
-// (RECORD_MAPPING.md §2.6, §3.5).
+// (docs/design/record-mapping.md §2.6, §3.5).
 func TestKiggyHeaderOrder(t *testing.T) {
 	hs := []kiggytest.Header{{Key: "z", Value: []byte("1")}, {Key: "a", Value: []byte("2")}}
 	sorted := []kiggytest.Header{hs[1], hs[0]}

@@ -101,11 +101,11 @@ func (k *kiggyTarget) ReadBack(t testing.TB, topic string, partition int32) []ki
 	return k.g.Records(t, topic, partition)
 }
 
-// ExpectHeaders follows RECORD_MAPPING.md: "Native-path header order = sorted
-// by name. Envelope header order = the original order" (§3.5), and the
-// envelope is taken when "key present and empty, or key over 255 bytes; any
-// header name over 247 bytes, or any header value null, empty or over 255
-// bytes" (§2.6). (The 100 000-byte header-block trigger is not reached here.)
+// ExpectHeaders follows docs/design/record-mapping.md §3.5: "Native-path
+// header order = sorted by name. Envelope header order = the original
+// order", and docs/design/record-mapping.md §2.6: the envelope is taken for an empty key or a key over 255
+// bytes, a header name over 247 bytes, or a header value null, empty or over
+// 255 bytes. (The 100 000-byte header-block trigger is not reached here.)
 func (k *kiggyTarget) ExpectHeaders(key []byte, hs []kiggytest.Header) []kiggytest.Header {
 	if envelope(key, hs) {
 		return hs

@@ -1,5 +1,5 @@
 // Package iggytest is an in-memory Apache Iggy 0.9 server speaking the binary
-// TCP protocol (IGGY_PROTOCOL.md), for tests and benchmarks of kiggy's Iggy
+// TCP protocol (docs/design/iggy-protocol.md), for tests and benchmarks of kiggy's Iggy
 // client. It is not a storage engine: everything lives in memory, one mutex
 // guards it, and nothing is replicated.
 //
@@ -10,6 +10,9 @@
 // codes with empty bodies, poll replies made of sliced batch records, the
 // consumer-offset range check and the consumer-group fence. Its fidelity is
 // checked against the official client (fidelity_test.go).
+//
+// A bare section number (§3.8) in this package's comments refers to
+// docs/design/iggy-protocol.md.
 package iggytest
 
 import (

@@ -4,8 +4,8 @@
 // operations, error codes and eviction reasons, the little-endian cursor and
 // append encoders, and the SendMessages batch with its XXH3 checksums.
 //
-// Every layout here is IGGY_PROTOCOL.md's; section numbers in comments refer
-// to it. The package does no I/O and allocates nothing on its encode/decode
+// Every layout here is docs/design/iggy-protocol.md's; bare section numbers
+// (§1.3) in this package's comments refer to docs/design/iggy-protocol.md. The package does no I/O and allocates nothing on its encode/decode
 // paths.
 package proto
 
