@@ -48,6 +48,7 @@ func TestIggyCrashKeepsAcknowledged(t *testing.T) {
 type crashResult struct {
 	acked, lost, reused, commits, commitsLost int
 	dropped                                   uint64
+	pause                                     time.Duration // from the fault to the next acknowledgement
 }
 
 type ackedRecord struct {
@@ -64,6 +65,25 @@ func crashUnderLoad(t *testing.T, d bridge.Durability) crashResult {
 	opts := fastGroups
 	opts.Iggy, opts.IggyDurability = true, d
 	gw := kiggytest.Start(t, opts)
+	var res crashResult
+	faultUnderLoad(t, gw, &res, func() {
+		addr := gw.Iggy.Addr().String()
+		res.dropped = gw.Iggy.Crash()
+		time.Sleep(300 * time.Millisecond)
+		if _, err := gw.Iggy.Start(addr); err != nil {
+			t.Fatalf("restart iggytest: %v", err)
+		}
+	})
+	return res
+}
+
+// faultUnderLoad runs a steady franz-go produce load (acks=all, values
+// unique) and a consumer group committing after every poll on a 3-partition
+// topic, injects fault once both are going, lets the load go on until 300
+// more records were acknowledged, and fills res from the topic and the
+// group's committed offsets read back.
+func faultUnderLoad(t *testing.T, gw *kiggytest.Gateway, res *crashResult, fault func()) {
+	t.Helper()
 	const topic, group, partitions = "crash", "crash-g", 3
 	gw.CreateTopic(t, topic, partitions)
 
@@ -72,7 +92,6 @@ func crashUnderLoad(t *testing.T, d bridge.Durability) crashResult {
 	var mu sync.Mutex
 	acked := map[partOffset]string{} // offset → the value last acknowledged there
 	var acks []ackedRecord           // every acknowledgement
-	var res crashResult
 	ackCount := func() int { mu.Lock(); defer mu.Unlock(); return len(acks) }
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.ProduceRequestTimeout(3*time.Second),
@@ -169,15 +188,13 @@ func crashUnderLoad(t *testing.T, d bridge.Durability) crashResult {
 	for p, o := range committed {
 		before[p] = o
 	}
-	addr := gw.Iggy.Addr().String()
-	res.dropped = gw.Iggy.Crash()
+	atFault, faultAt := ackCount(), time.Now()
+	fault()
 	commitMu.Unlock()
-	time.Sleep(300 * time.Millisecond)
-	if _, err := gw.Iggy.Start(addr); err != nil {
-		t.Fatalf("restart iggytest: %v", err)
-	}
+	waitFor("the first ack after the fault", func() bool { return ackCount() > atFault })
+	res.pause = time.Since(faultAt)
 	atRestart := ackCount()
-	waitFor("acks after the restart", func() bool { return ackCount() >= atRestart+300 })
+	waitFor("acks after the fault", func() bool { return ackCount() >= atRestart+300 })
 	close(stopProduce)
 	stopConsume()
 	wg.Wait()
@@ -212,10 +229,9 @@ func crashUnderLoad(t *testing.T, d bridge.Durability) crashResult {
 		got, ok := offs.Lookup(topic, p)
 		if !ok || got.Err != nil || got.At < o {
 			res.commitsLost++
-			t.Logf("partition %d: commit %d acknowledged before the crash, now %+v", p, o, got)
+			t.Logf("partition %d: commit %d acknowledged before the fault, now %+v", p, o, got)
 		}
 	}
-	return res
 }
 
 // TestDurabilityConfigs: a topic's durability is visible through

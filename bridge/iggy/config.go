@@ -1,6 +1,7 @@
 package iggy
 
 import (
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"runtime"
@@ -41,6 +42,12 @@ type Config struct {
 	// ReconnectBackoffMin and ReconnectBackoffMax bound the wait between a
 	// session's failed connection attempts (doubling). Default 100 ms and 2 s.
 	ReconnectBackoffMin, ReconnectBackoffMax time.Duration
+	// TLS, when set, connects with TLS (the server's TCP TLS listener,
+	// docs/IGGY.md "TLS"): RootCAs verify the server (nil = the system's
+	// roots), Certificates answer a server that asks for a client
+	// certificate, ServerName overrides the name checked (default: the host
+	// of the address dialled).
+	TLS *tls.Config
 	// Durability is when the server must confirm a write to a topic kiggy
 	// creates (docs/IGGY.md, "Durability"): bridge.DurabilityWritten (the
 	// default: written to the segment file before the reply),

@@ -13,6 +13,7 @@ package iggy
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -133,6 +134,11 @@ func (s *session) connectTo(ctx context.Context, addr string) error {
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true) // §1.1: lockstep stalls behind Nagle
 	}
+	if cfg.TLS != nil {
+		if conn, err = handshake(ctx, conn, addr, cfg); err != nil {
+			return err
+		}
+	}
 	s.conn = conn
 	var id [16]byte
 	for {
@@ -199,6 +205,30 @@ func (s *session) connectTo(ctx context.Context, addr string) error {
 	s.lastUsed = time.Now()
 	s.c.log.Debug("iggy: session connected", "addr", addr, "server", s.server, "session", sess)
 	return nil
+}
+
+// handshake runs the TLS client handshake on a new connection to addr
+// (docs/IGGY.md, "TLS"). The server name defaults to addr's host, so every
+// node of a cluster is verified under its own name.
+func handshake(ctx context.Context, raw net.Conn, addr string, cfg *Config) (net.Conn, error) {
+	tc := cfg.TLS.Clone()
+	if tc.ServerName == "" {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			tc.ServerName = host
+		}
+	}
+	hctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+	defer cancel()
+	conn := tls.Client(raw, tc)
+	if err := conn.HandshakeContext(hctx); err != nil {
+		raw.Close()
+		var cv *tls.CertificateVerificationError
+		if errors.As(err, &cv) {
+			return nil, fmt.Errorf("%w: TLS: the server's certificate is not trusted: %w", ErrAuth, err)
+		}
+		return nil, fmt.Errorf("%w: TLS handshake with %s: %w", ErrUnreachable, addr, err)
+	}
+	return conn, nil
 }
 
 // begin resets the request scratch to an empty body and returns it for the

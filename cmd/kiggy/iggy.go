@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy"
@@ -19,7 +22,12 @@ func openIggy(ctx context.Context, o options, logger *slog.Logger) (bridge.Log, 
 	if durability == bridge.DurabilityBuffered {
 		logger.Warn("--iggy-durability buffered: Iggy confirms writes from its in-memory journal, so an iggy-server crash can lose acknowledged records")
 	}
+	tlsConfig, err := iggyTLSConfig(o)
+	if err != nil {
+		return nil, err
+	}
 	c, err := iggy.Open(ctx, iggy.Config{
+		TLS:            tlsConfig,
 		Durability:     durability,
 		Addr:           o.iggyAddr,
 		Username:       o.iggyUsername,
@@ -41,4 +49,37 @@ func openIggy(ctx context.Context, o options, logger *slog.Logger) (bridge.Log, 
 		return nil, fmt.Errorf("the server at %s does not speak the Iggy 0.9 protocol kiggy needs: %w", o.iggyAddr, err)
 	}
 	return nil, fmt.Errorf("connecting to Iggy at %s: %w", o.iggyAddr, err)
+}
+
+// iggyTLSConfig builds the TLS settings of --iggy-tls* (nil without
+// --iggy-tls; docs/IGGY.md, "TLS").
+func iggyTLSConfig(o options) (*tls.Config, error) {
+	if !o.iggyTLS {
+		if o.iggyTLSCAFile != "" || o.iggyTLSCertFile != "" || o.iggyTLSKeyFile != "" || o.iggyTLSServerName != "" {
+			return nil, errors.New("--iggy-tls-* settings need --iggy-tls")
+		}
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.iggyTLSServerName}
+	if o.iggyTLSCAFile != "" {
+		pem, err := os.ReadFile(o.iggyTLSCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--iggy-tls-ca-file: %w", err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--iggy-tls-ca-file %s: no PEM certificate in it", o.iggyTLSCAFile)
+		}
+	}
+	if (o.iggyTLSCertFile == "") != (o.iggyTLSKeyFile == "") {
+		return nil, errors.New("--iggy-tls-cert-file and --iggy-tls-key-file go together")
+	}
+	if o.iggyTLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(o.iggyTLSCertFile, o.iggyTLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--iggy-tls-cert-file/--iggy-tls-key-file: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
 }

@@ -37,10 +37,12 @@ type options struct {
 
 	memlogPartitionBytes int64
 
-	iggyAddr, iggyUsername, iggyPassword, iggyToken, iggyStream string
-	iggyPoolSize                                                int64
-	iggyRequestTimeout                                          time.Duration
-	iggyDurability                                              string
+	iggyAddr, iggyUsername, iggyPassword, iggyToken, iggyStream       string
+	iggyPoolSize                                                      int64
+	iggyRequestTimeout                                                time.Duration
+	iggyDurability                                                    string
+	iggyTLS                                                           bool
+	iggyTLSCAFile, iggyTLSServerName, iggyTLSCertFile, iggyTLSKeyFile string
 
 	adminAddr string
 
@@ -82,13 +84,18 @@ func registerOptions(s *settings, o *options) {
 
 	s.Int("Embedded log", "memlog-partition-bytes", &o.memlogPartitionBytes, 1<<30, 1<<10, 1<<40, "bytes kept per partition; older records are dropped (Kafka retention.bytes)")
 
-	s.String("Iggy backend", "iggy-addr", &o.iggyAddr, "", "Iggy server TCP address; empty = run on the embedded log")
+	s.String("Iggy backend", "iggy-addr", &o.iggyAddr, "", "Iggy server TCP address, or several nodes of an Iggy cluster separated by commas (any node: kiggy finds the primary); empty = run on the embedded log")
 	s.String("Iggy backend", "iggy-username", &o.iggyUsername, "iggy", "Iggy user")
 	s.String("Iggy backend", "iggy-password", &o.iggyPassword, "iggy", "Iggy password")
 	s.String("Iggy backend", "iggy-token", &o.iggyToken, "", "Iggy personal access token (instead of username and password)")
 	s.String("Iggy backend", "iggy-stream", &o.iggyStream, "kafka", "Iggy stream that holds the Kafka topics")
 	s.Int("Iggy backend", "iggy-pool-size", &o.iggyPoolSize, 0, 0, 4096, "Iggy sessions (connections) in the pool (0 = default)")
 	s.String("Iggy backend", "iggy-durability", &o.iggyDurability, "written", "when Iggy confirms a write kiggy acknowledges, for topics kiggy creates: written (to the segment file before the reply: an iggy-server crash loses nothing), fsync (and fsynced: a machine crash loses nothing), buffered (Iggy's defaults: a crash of iggy-server can lose acknowledged records)")
+	s.Bool("Iggy backend", "iggy-tls", &o.iggyTLS, false, "connect to Iggy with TLS (the server's TCP TLS listener)")
+	s.String("Iggy backend", "iggy-tls-ca-file", &o.iggyTLSCAFile, "", "PEM file of the CA certificates that verify the Iggy server (empty = the system's roots)")
+	s.String("Iggy backend", "iggy-tls-server-name", &o.iggyTLSServerName, "", "name the Iggy server's certificate must carry (empty = the host of each address dialled)")
+	s.String("Iggy backend", "iggy-tls-cert-file", &o.iggyTLSCertFile, "", "PEM client certificate for an Iggy server that asks for one (with --iggy-tls-key-file)")
+	s.String("Iggy backend", "iggy-tls-key-file", &o.iggyTLSKeyFile, "", "PEM private key of --iggy-tls-cert-file")
 	s.Duration("Iggy backend", "iggy-request-timeout", &o.iggyRequestTimeout, 30*time.Second, 100*time.Millisecond, 10*time.Minute, "deadline of one Iggy request; the connection is dropped when it passes")
 
 	s.String("Admin", "admin-addr", &o.adminAddr, "127.0.0.1:9644", "address of the metrics and health listener (/metrics, /healthz, /readyz); empty = off")

@@ -32,9 +32,17 @@ func connectIggy(t testing.TB, srv *iggytest.Server, durability bridge.Durabilit
 	if addr == nil {
 		t.Fatal("kiggytest: iggytest server is stopped")
 	}
+	return dialIggy(t, addr.String(), durability)
+}
+
+// dialIggy opens the Iggy client to addr (one or several seeds, comma
+// separated).
+func dialIggy(t testing.TB, addr string, durability bridge.Durability) bridge.Log {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := iggy.Open(ctx, iggy.Config{Addr: addr.String(), RequestTimeout: 5 * time.Second, Durability: durability, Logger: slog.New(slog.DiscardHandler)})
+	c, err := iggy.Open(ctx, iggy.Config{Addr: addr, RequestTimeout: 5 * time.Second, Durability: durability,
+		ReconnectBackoffMax: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("kiggytest: iggy client: %v", err)
 	}

@@ -44,6 +44,9 @@ type Options struct {
 	// IggyServer, when set, is the iggytest server to connect to (Iggy
 	// mode), so a test can restart the gateway over the same data.
 	IggyServer *iggytest.Server
+	// IggyCluster, when set, is an iggytest cluster to connect to with
+	// every node as a seed (Iggy mode); Gateway.Iggy is then nil.
+	IggyCluster *iggytest.Cluster
 	// IggyDurability is the Iggy client's durability level (Iggy mode;
 	// DurabilityDefault = written, as kiggy's --iggy-durability default).
 	IggyDurability bridge.Durability
@@ -98,7 +101,9 @@ func Start(t testing.TB, opts Options) *Gateway {
 	}
 	var log bridge.Log
 	var iggySrv *iggytest.Server
-	if opts.IggyServer != nil {
+	if opts.IggyCluster != nil {
+		log = dialIggy(t, strings.Join(opts.IggyCluster.Addrs(), ","), opts.IggyDurability)
+	} else if opts.IggyServer != nil {
 		log, iggySrv = connectIggy(t, opts.IggyServer, opts.IggyDurability), opts.IggyServer
 	} else if opts.Iggy || !opts.Embedded && os.Getenv("KIGGY_TEST_BACKEND") == "iggy" {
 		log, iggySrv = startIggy(t, opts.IggyDurability)

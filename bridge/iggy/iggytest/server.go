@@ -16,6 +16,7 @@
 package iggytest
 
 import (
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -41,6 +42,9 @@ type Config struct {
 	// Latency delays every reply, as a network round trip and a server's
 	// persistence would (benchmarks of a remote Iggy); 0 = none.
 	Latency time.Duration
+	// TLS, when set, serves TLS instead of plain TCP (the server's
+	// [tcp.tls] listener).
+	TLS *tls.Config
 }
 
 // Fault is a test hook applied to the next Count requests that match Op
@@ -123,6 +127,9 @@ func (s *Server) Start(addr string) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
 	}
 	s.mu.Lock()
 	if s.ln != nil {
