@@ -146,3 +146,26 @@ func grepLines(s string, prefixes ...string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestClusterReadRetried: a read whose session still points at the killed
+// primary is sent again to the new primary within its deadline instead of
+// failing.
+func TestClusterReadRetried(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 1, RequestTimeout: 2 * time.Second})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "r", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(cx, "r", 0, batchOf(1, "m", 3)); err != nil {
+		t.Fatal(err)
+	}
+	cl.Kill(cl.Primary())
+	got, wm := readAll(t, c, "r", 0, 0, 1<<20)
+	if len(got) != 3 || wm.High != 3 {
+		t.Fatalf("read after the kill: %d messages, high %d", len(got), wm.High)
+	}
+	if w, err := c.Watermarks(cx, "r", 0); err != nil || w.High != 3 {
+		t.Fatalf("watermarks after the failover: %+v %v", w, err)
+	}
+}

@@ -131,11 +131,11 @@ func decodeConfirmation(body []byte) (int64, error) {
 	return int64(base), nil
 }
 
-// Read polls one partition by offset (PollMessages, strategy Offset, a fixed
+// read polls one partition by offset (PollMessages, strategy Offset, a fixed
 // single consumer kind 1 id 0, auto_commit 0) and calls fn for each message
 // from offset on. See bridge.Log.Read. Messages alias the session's reply
 // buffer and are valid only during fn.
-func (c *Client) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
+func (c *Client) read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
 	fn func(*message.Message) bool) (bridge.Watermarks, error) {
 	if partition < 0 {
 		return bridge.Watermarks{}, fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
@@ -191,7 +191,7 @@ func (c *Client) Read(ctx context.Context, topic string, partition int32, offset
 	if offset == 0 {
 		return bridge.Watermarks{}, nil // nothing at offset 0: empty (or expired)
 	}
-	return c.Watermarks(ctx, topic, partition)
+	return c.watermarks(ctx, topic, partition)
 }
 
 // maxPollRounds bounds the polls of one Read.
@@ -293,12 +293,12 @@ func (s *session) walkPoll(body []byte, from uint64, maxBytes int, first bool, f
 	return res, nil
 }
 
-// OffsetForTime returns the first offset whose origin timestamp is ≥ ts
+// offsetForTime returns the first offset whose origin timestamp is ≥ ts
 // (µs). Iggy's Timestamp strategy matches the broker append time
 // (base_timestamp), which is never earlier than a well-clocked producer's
 // origin timestamp, so it finds where to start; the origin timestamps are
 // then checked message by message, reading forward a bounded number of polls.
-func (c *Client) OffsetForTime(ctx context.Context, topic string, partition int32, ts uint64) (int64, bool, error) {
+func (c *Client) offsetForTime(ctx context.Context, topic string, partition int32, ts uint64) (int64, bool, error) {
 	if partition < 0 {
 		return 0, false, fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
 	}

@@ -149,10 +149,10 @@ func (c *Client) offsetError(ctx context.Context, topic string, partition int32,
 	return err
 }
 
-// FetchOffset returns a group's committed offset. Iggy's stored value wins;
+// fetchOffset returns a group's committed offset. Iggy's stored value wins;
 // the in-memory commit answers only when Iggy has none. The metadata string
 // is returned when the offset is the one this process committed.
-func (c *Client) FetchOffset(ctx context.Context, group, topic string, partition int32) (int64, string, bool, error) {
+func (c *Client) fetchOffset(ctx context.Context, group, topic string, partition int32) (int64, string, bool, error) {
 	if err := checkGroup(group); err != nil {
 		return 0, "", false, err
 	}

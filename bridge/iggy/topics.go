@@ -273,8 +273,8 @@ func readError(err error) error {
 	return unavailable(err)
 }
 
-// Topics lists every topic of the stream.
-func (c *Client) Topics(ctx context.Context) ([]bridge.TopicInfo, error) {
+// listTopics lists every topic of the stream.
+func (c *Client) listTopics(ctx context.Context) ([]bridge.TopicInfo, error) {
 	s, err := c.acquire(ctx)
 	if err != nil {
 		return nil, unavailable(err)
@@ -288,8 +288,8 @@ func (c *Client) Topics(ctx context.Context) ([]bridge.TopicInfo, error) {
 	return decodeTopics(body)
 }
 
-// Topic describes one topic, or fails with bridge.ErrUnknownTopic.
-func (c *Client) Topic(ctx context.Context, name string) (bridge.TopicInfo, error) {
+// topic describes one topic, or fails with bridge.ErrUnknownTopic.
+func (c *Client) topic(ctx context.Context, name string) (bridge.TopicInfo, error) {
 	d, ok, err := c.lookupTopic(ctx, name)
 	if err != nil {
 		return bridge.TopicInfo{}, err
@@ -447,9 +447,9 @@ func watermarksOf(p partitionInfo) bridge.Watermarks {
 	return bridge.Watermarks{LogStart: start, High: high}
 }
 
-// Watermarks returns a partition's log start and high watermark from
+// watermarks returns a partition's log start and high watermark from
 // GetTopic's partition list.
-func (c *Client) Watermarks(ctx context.Context, topic string, partition int32) (bridge.Watermarks, error) {
+func (c *Client) watermarks(ctx context.Context, topic string, partition int32) (bridge.Watermarks, error) {
 	d, ok, err := c.lookupTopic(ctx, topic)
 	if err != nil {
 		return bridge.Watermarks{}, err
