@@ -44,6 +44,8 @@ type partReader struct {
 	limit int // the byte limit it read with
 	resp  wire.FetchResponseTopicPartition
 	n     int
+	// panicked: the read panicked (logged and counted by catch).
+	panicked bool
 }
 
 func (r *partReader) init(m *metrics) {
@@ -149,7 +151,7 @@ func (g *Gateway) park(c *call, now time.Time) {
 	}
 	timer := time.AfterFunc(wait, w.wake)
 	g.metrics.parkedFetches.Add(1)
-	go func() {
+	go g.finishGuarded(c, func() {
 		defer g.metrics.parkedFetches.Add(-1)
 		select {
 		case <-w.ch:
@@ -175,7 +177,7 @@ func (g *Gateway) park(c *call, now time.Time) {
 		default:
 			go g.runOffloaded(c)
 		}
-	}()
+	})
 }
 
 // fetchPass builds the whole response into fs.buf and returns the record
@@ -291,16 +293,21 @@ func (g *Gateway) readAll(fs *fetchState, maxBytes int) {
 			k++
 		}
 	}
+	// Each read runs under catch; when one panicked, readAll re-raises
+	// errPartPanicked once all are done, so the call is abandoned by the
+	// guard its handler runs under.
 	read := func(r *partReader) {
-		r.resp = wire.FetchResponseTopicPartition{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
-		r.limit = min(int(r.rp.PartitionMaxBytes), maxBytes)
-		if want := min(r.limit+r.limit/8+4096, maxRetainedPartBuf); cap(r.buf) < want {
-			// Room for a full read (record framing adds a few percent to
-			// the payload bytes the limit counts) without append's
-			// doubling copies; kept by the pooled state for the next.
-			r.buf = make([]byte, 0, want)
-		}
-		r.buf, r.n = g.readPartition(r, r.buf[:0], r.topic, r.rp, &r.resp, r.limit)
+		r.panicked = g.catch(fs.call, func() {
+			r.resp = wire.FetchResponseTopicPartition{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+			r.limit = min(int(r.rp.PartitionMaxBytes), maxBytes)
+			if want := min(r.limit+r.limit/8+4096, maxRetainedPartBuf); cap(r.buf) < want {
+				// Room for a full read (record framing adds a few percent to
+				// the payload bytes the limit counts) without append's
+				// doubling copies; kept by the pooled state for the next.
+				r.buf = make([]byte, 0, want)
+			}
+			r.buf, r.n = g.readPartition(r, r.buf[:0], r.topic, r.rp, &r.resp, r.limit)
+		})
 	}
 	for _, r := range fs.parts[1:k] {
 		fs.wg.Add(1)
@@ -311,6 +318,11 @@ func (g *Gateway) readAll(fs *fetchState, maxBytes int) {
 	}
 	read(fs.parts[0])
 	fs.wg.Wait()
+	for _, r := range fs.parts[:k] {
+		if r.panicked {
+			panic(errPartPanicked)
+		}
+	}
 }
 
 func setWatermarks(p *wire.FetchResponseTopicPartition, wm Watermarks) {
