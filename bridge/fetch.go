@@ -151,20 +151,12 @@ func (g *Gateway) park(c *call, now time.Time) {
 	}
 	timer := time.AfterFunc(wait, w.wake)
 	g.metrics.parkedFetches.Add(1)
-	go g.finishGuarded(c, func() {
+	go func() {
 		defer g.metrics.parkedFetches.Add(-1)
-		select {
-		case <-w.ch:
-		case <-g.ctx.Done():
+		if g.catch(c, func() { g.unpark(fs, w, timer) }) {
+			g.abandonParked(c)
+			return
 		}
-		timer.Stop()
-		for i := range fs.req.Topics {
-			t := &fs.req.Topics[i]
-			for _, p := range t.Partitions {
-				g.notify.unwatch(t.Topic, p.Partition, w)
-			}
-		}
-		fs.waiter = nil
 		if g.ctx.Err() != nil {
 			c.req.Close("shutdown")
 			g.putState(c.state)
@@ -177,7 +169,24 @@ func (g *Gateway) park(c *call, now time.Time) {
 		default:
 			go g.runOffloaded(c)
 		}
-	})
+	}()
+}
+
+// unpark waits until a parked Fetch is woken (an append, its timer) or the
+// gateway stops, then undoes its registrations.
+func (g *Gateway) unpark(fs *fetchState, w *waiter, timer *time.Timer) {
+	select {
+	case <-w.ch:
+	case <-g.ctx.Done():
+	}
+	timer.Stop()
+	for i := range fs.req.Topics {
+		t := &fs.req.Topics[i]
+		for _, p := range t.Partitions {
+			g.notify.unwatch(t.Topic, p.Partition, w)
+		}
+	}
+	fs.waiter = nil
 }
 
 // fetchPass builds the whole response into fs.buf and returns the record

@@ -136,12 +136,12 @@ func (g *Gateway) joinGroup(c *call) bool {
 		SupportsSkipAssignment: v >= 9,
 		Reason:                 req.Reason.S,
 	}
-	g.groups.Join(jr, func(r group.JoinResult) { g.finishGuarded(c, func() { g.joined(c, r) }) })
+	g.groups.Join(jr, func(r group.JoinResult) { g.answerParked(c, func() []byte { return g.joinResponse(c, r) }) })
 	return true
 }
 
-// joined answers a parked JoinGroup with its generation.
-func (g *Gateway) joined(c *call, r group.JoinResult) {
+// joinResponse is a parked JoinGroup's answer: its generation.
+func (g *Gateway) joinResponse(c *call, r group.JoinResult) []byte {
 	v := c.hdr.APIVersion
 	testPanic("join")
 	resp := wire.JoinGroupResponse{
@@ -159,7 +159,7 @@ func (g *Gateway) joined(c *call, r group.JoinResult) {
 		})
 	}
 	resp.CountErrors(g.errorCounter(c))
-	g.finishParked(c, resp.AppendTo(c.responseBuffer(), v))
+	return resp.AppendTo(c.responseBuffer(), v)
 }
 
 func nullIfEmpty(s string) wire.NullString {
@@ -190,12 +190,12 @@ func (g *Gateway) syncGroup(c *call) bool {
 		ProtocolName: req.Protocol.S, HasProtocolName: req.Protocol.Valid,
 		Assignments: gs.assigns,
 	}
-	g.groups.Sync(sr, func(r group.SyncResult) { g.finishGuarded(c, func() { g.synced(c, r) }) })
+	g.groups.Sync(sr, func(r group.SyncResult) { g.answerParked(c, func() []byte { return g.syncResponse(c, r) }) })
 	return true
 }
 
-// synced answers a parked SyncGroup with its assignment.
-func (g *Gateway) synced(c *call, r group.SyncResult) {
+// syncResponse is a parked SyncGroup's answer: its assignment.
+func (g *Gateway) syncResponse(c *call, r group.SyncResult) []byte {
 	testPanic("sync")
 	resp := wire.SyncGroupResponse{ErrorCode: wire.ErrorCode(r.Error),
 		ProtocolType: nullIfEmpty(r.ProtocolType), Protocol: nullIfEmpty(r.ProtocolName),
@@ -204,7 +204,7 @@ func (g *Gateway) synced(c *call, r group.SyncResult) {
 		resp.MemberAssignment = []byte{}
 	}
 	resp.CountErrors(g.errorCounter(c))
-	g.finishParked(c, resp.AppendTo(c.responseBuffer(), c.hdr.APIVersion))
+	return resp.AppendTo(c.responseBuffer(), c.hdr.APIVersion)
 }
 
 // heartbeat answers Heartbeat v0–4.

@@ -11,12 +11,13 @@ import (
 // overflow goroutines, after a parked Fetch wakes, in group callbacks (on
 // the coordinator's timers or on another member's request) and on the
 // fan-out goroutines of a Produce or Fetch; every one of those runs it
-// through catch. A request whose handler panicked is closed (its connection
-// closes once the responses before it are written, as Kafka closes a
-// connection on an unexpected error it cannot answer), and the connection's
-// later requests are closed unserved, so each still completes exactly once
-// and the engine's in-order response ring never waits for a response that
-// will not come.
+// through catch. A request whose handler panicked is closed: its connection
+// closes once the responses before it are written (Kafka answers an
+// unexpected exception with UNKNOWN_SERVER_ERROR, but a half-built response
+// and the scratch state a panic leaves behind cannot be trusted; clients
+// treat a lost connection as retriable). The connection's later requests are
+// closed unserved, so each still completes exactly once and the engine's
+// in-order response ring never waits for a response that will not come.
 
 // errPartPanicked is what a fan-out's caller re-raises once its goroutines
 // are done when one of them panicked: that panic was logged and counted
@@ -61,23 +62,34 @@ func (g *Gateway) invoke(h handlerFunc, c *call) (parked, ok bool) {
 	return parked, true
 }
 
-// finishGuarded runs fn, the rest of parked call c on another goroutine (a
-// parked Fetch's wait and re-submission, a group callback that builds the
-// response and calls finishParked), under catch; after a panic c is
-// abandoned and its connection's queued requests are closed in turn.
-func (g *Gateway) finishGuarded(c *call, fn func()) {
-	if g.catch(c, fn) {
-		cs := c.cs
-		g.abandon(c)
-		g.resume(cs)
+// answerParked completes parked call c (a group callback, on the
+// coordinator's timer or another member's request) with the response build
+// returns, building it under catch; after a panic c is abandoned instead.
+func (g *Gateway) answerParked(c *call, build func() []byte) {
+	var resp []byte
+	if g.catch(c, func() { resp = build() }) {
+		g.abandonParked(c)
+		return
 	}
+	g.finishParked(c, resp)
+}
+
+// abandonParked abandons parked call c and continues its connection, whose
+// queued requests are then closed in turn.
+func (g *Gateway) abandonParked(c *call) {
+	cs := c.cs
+	g.abandon(c)
+	g.resume(cs)
 }
 
 // abandon ends a call whose handler code panicked: its request closes the
 // connection, and the connection's later requests are closed unserved
 // (serveOne). Its state is not pooled again: a panic may have left it
-// inconsistent. Handlers complete their request last, so a panic always
-// comes before the request is completed.
+// inconsistent. Handler code completes its request last, and a group
+// callback's guard ends before finishParked completes it, so the request
+// abandon closes is still the handler's (a panic in finishParked itself,
+// reached from a handler that got its callback synchronously, is the one
+// case where it may not be).
 func (g *Gateway) abandon(c *call) {
 	c.cs.failed.Store(true)
 	c.req.Close(closeHandlerPanic)
