@@ -1,6 +1,8 @@
 # kiggy — see README.md. `make run` starts the gateway on the embedded log;
 # `make test` installs what the tests need and runs the whole suite.
 GO ?= go
+# staticcheck, pinned: 2026.2.2 (v0.8.2) supports Go 1.26; move it with go.mod's go line.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: run build test tools lint unit iggy-mode net-engine race bench bench-micro
 
@@ -21,8 +23,7 @@ tools:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@latest
-	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck ./...
+	$(GO) run $(STATICCHECK) ./...
 
 unit:
 	$(GO) test -count=1 -timeout 40m ./...

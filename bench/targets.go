@@ -84,6 +84,11 @@ const readyTimeout = 30 * time.Second
 // it is read back (the default, 1 GiB, could be reached by one partition).
 const memlogPartitionBytes = 64 << 30
 
+// memlogTotalBytes is the embedded log's total cap for the benchmark: none in
+// effect (the default, a quarter of the machine's memory, could be reached by
+// a run before it reads its records back).
+const memlogTotalBytes = 1 << 50
+
 func (r *runner) start(ctx context.Context, target string, l Load, tag string) (*session, error) {
 	switch target {
 	case TargetKafka:
@@ -164,6 +169,7 @@ func (r *runner) startKiggy(ctx context.Context, name, tag, iggyAddr, durability
 			"--admin-addr", "",
 			"--log-level", "warn",
 			"--memlog-partition-bytes", byteSize(memlogPartitionBytes),
+			"--memlog-total-bytes", byteSize(memlogTotalBytes),
 		}
 		if iggyAddr != "" {
 			args = append(args, "--iggy-addr", iggyAddr, "--iggy-username", r.cfg.IggyUsername, "--iggy-password", r.cfg.IggyPassword,

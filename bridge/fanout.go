@@ -29,6 +29,8 @@ type appendJob struct {
 	partAt  int
 	code    wire.ErrorCode
 	base    int64
+	// panicked: the append panicked (logged and counted by catch).
+	panicked bool
 }
 
 // maxRetainedFanout bounds the batches a pooled state keeps.
@@ -58,19 +60,28 @@ func (f *produceFanout) trim() {
 	f.jobs = f.jobs[:0]
 }
 
-// runAppends appends every job's batch concurrently and waits for all; the
-// first runs on the calling goroutine.
-func (g *Gateway) runAppends(ctx context.Context, f *produceFanout) {
+// runAppends appends every job's batch of c concurrently and waits for all;
+// the first runs on the calling goroutine. Each append runs under catch; when
+// one panicked, runAppends re-raises errPartPanicked once all are done, so c
+// is abandoned by the guard its handler runs under.
+func (g *Gateway) runAppends(ctx context.Context, c *call, f *produceFanout) {
+	run := func(j *appendJob) {
+		j.panicked = g.catch(c, func() { j.code, j.base = g.appendPartition(ctx, j.topic, j.index, j.batch) })
+	}
 	for i := 1; i < len(f.jobs); i++ {
 		f.wg.Add(1)
 		go func(j *appendJob) {
 			defer f.wg.Done()
-			j.code, j.base = g.appendPartition(ctx, j.topic, j.index, j.batch)
+			run(j)
 		}(&f.jobs[i])
 	}
-	j := &f.jobs[0]
-	j.code, j.base = g.appendPartition(ctx, j.topic, j.index, j.batch)
+	run(&f.jobs[0])
 	f.wg.Wait()
+	for i := range f.jobs {
+		if f.jobs[i].panicked {
+			panic(errPartPanicked)
+		}
+	}
 }
 
 // distinctPartitions counts the request's partition entries, or returns 0

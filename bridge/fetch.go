@@ -44,6 +44,8 @@ type partReader struct {
 	limit int // the byte limit it read with
 	resp  wire.FetchResponseTopicPartition
 	n     int
+	// panicked: the read panicked (logged and counted by catch).
+	panicked bool
 }
 
 func (r *partReader) init(m *metrics) {
@@ -151,18 +153,10 @@ func (g *Gateway) park(c *call, now time.Time) {
 	g.metrics.parkedFetches.Add(1)
 	go func() {
 		defer g.metrics.parkedFetches.Add(-1)
-		select {
-		case <-w.ch:
-		case <-g.ctx.Done():
+		if g.catch(c, func() { g.unpark(fs, w, timer) }) {
+			g.abandonParked(c)
+			return
 		}
-		timer.Stop()
-		for i := range fs.req.Topics {
-			t := &fs.req.Topics[i]
-			for _, p := range t.Partitions {
-				g.notify.unwatch(t.Topic, p.Partition, w)
-			}
-		}
-		fs.waiter = nil
 		if g.ctx.Err() != nil {
 			c.req.Close("shutdown")
 			g.putState(c.state)
@@ -176,6 +170,23 @@ func (g *Gateway) park(c *call, now time.Time) {
 			go g.runOffloaded(c)
 		}
 	}()
+}
+
+// unpark waits until a parked Fetch is woken (an append, its timer) or the
+// gateway stops, then undoes its registrations.
+func (g *Gateway) unpark(fs *fetchState, w *waiter, timer *time.Timer) {
+	select {
+	case <-w.ch:
+	case <-g.ctx.Done():
+	}
+	timer.Stop()
+	for i := range fs.req.Topics {
+		t := &fs.req.Topics[i]
+		for _, p := range t.Partitions {
+			g.notify.unwatch(t.Topic, p.Partition, w)
+		}
+	}
+	fs.waiter = nil
 }
 
 // fetchPass builds the whole response into fs.buf and returns the record
@@ -291,16 +302,21 @@ func (g *Gateway) readAll(fs *fetchState, maxBytes int) {
 			k++
 		}
 	}
+	// Each read runs under catch; when one panicked, readAll re-raises
+	// errPartPanicked once all are done, so the call is abandoned by the
+	// guard its handler runs under.
 	read := func(r *partReader) {
-		r.resp = wire.FetchResponseTopicPartition{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
-		r.limit = min(int(r.rp.PartitionMaxBytes), maxBytes)
-		if want := min(r.limit+r.limit/8+4096, maxRetainedPartBuf); cap(r.buf) < want {
-			// Room for a full read (record framing adds a few percent to
-			// the payload bytes the limit counts) without append's
-			// doubling copies; kept by the pooled state for the next.
-			r.buf = make([]byte, 0, want)
-		}
-		r.buf, r.n = g.readPartition(r, r.buf[:0], r.topic, r.rp, &r.resp, r.limit)
+		r.panicked = g.catch(fs.call, func() {
+			r.resp = wire.FetchResponseTopicPartition{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+			r.limit = min(int(r.rp.PartitionMaxBytes), maxBytes)
+			if want := min(r.limit+r.limit/8+4096, maxRetainedPartBuf); cap(r.buf) < want {
+				// Room for a full read (record framing adds a few percent to
+				// the payload bytes the limit counts) without append's
+				// doubling copies; kept by the pooled state for the next.
+				r.buf = make([]byte, 0, want)
+			}
+			r.buf, r.n = g.readPartition(r, r.buf[:0], r.topic, r.rp, &r.resp, r.limit)
+		})
 	}
 	for _, r := range fs.parts[1:k] {
 		fs.wg.Add(1)
@@ -311,6 +327,11 @@ func (g *Gateway) readAll(fs *fetchState, maxBytes int) {
 	}
 	read(fs.parts[0])
 	fs.wg.Wait()
+	for _, r := range fs.parts[:k] {
+		if r.panicked {
+			panic(errPartPanicked)
+		}
+	}
 }
 
 func setWatermarks(p *wire.FetchResponseTopicPartition, wm Watermarks) {

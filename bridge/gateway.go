@@ -109,6 +109,11 @@ func (c *Config) normalize() {
 	}
 }
 
+// workQueueLen is the capacity of the worker pool's queue; a request that
+// finds it full runs on a goroutine of its own (submit). A variable so that
+// tests can take the overflow path.
+var workQueueLen = 4096
+
 // maxAPIKey bounds the handler table.
 const maxAPIKey = 128
 
@@ -153,6 +158,9 @@ type connState struct {
 	mu    sync.Mutex
 	busy  bool
 	queue []*engine.Request
+	// failed is set when a handler of this connection panicked: its later
+	// requests are closed unserved (panics.go).
+	failed atomic.Bool
 }
 
 // task is a unit of work for the pool: a new request of a connection, or a
@@ -184,7 +192,7 @@ func New(cfg Config, log Log) *Gateway {
 	g := &Gateway{
 		cfg:    cfg,
 		log:    log,
-		work:   make(chan task, 4096),
+		work:   make(chan task, workQueueLen),
 		decode: make(chan struct{}, cfg.MaxConcurrentDecodes),
 		ctx:    ctx,
 		cancel: cancel,
@@ -329,12 +337,19 @@ func (g *Gateway) serveOne(cs *connState, req *engine.Request, inline bool) bool
 		req.Close("unsupported_version")
 		return false
 	}
+	if cs.failed.Load() {
+		// An earlier request's handler panicked: the connection is closing
+		// and this request is dropped, as the engine drops the ones it has
+		// not dispatched yet.
+		req.Close(closeHandlerPanic)
+		return false
+	}
 	g.metrics.countRequest(hdr.APIKey, hdr.APIVersion)
 	st := g.states.Get().(*state)
 	c := &st.call
 	*c = call{cs: cs, req: req, hdr: hdr, body: body, state: st, inline: inline, start: time.Now()}
-	parked := h(g, c)
-	if !parked {
+	parked, ok := g.invoke(h, c)
+	if ok && !parked {
 		g.observe(c)
 		g.putState(st)
 	}

@@ -136,25 +136,30 @@ func (g *Gateway) joinGroup(c *call) bool {
 		SupportsSkipAssignment: v >= 9,
 		Reason:                 req.Reason.S,
 	}
-	g.groups.Join(jr, func(r group.JoinResult) {
-		resp := wire.JoinGroupResponse{
-			ErrorCode: wire.ErrorCode(r.Error), Generation: r.GenerationID,
-			ProtocolType: nullIfEmpty(r.ProtocolType), Protocol: nullIfEmpty(r.ProtocolName),
-			LeaderID: r.LeaderID, MemberID: r.MemberID, SkipAssignment: r.SkipAssignment,
-		}
-		if v < 7 && !resp.Protocol.Valid {
-			resp.Protocol = wire.Str("") // non-nullable before v7
-		}
-		for _, m := range r.Members {
-			resp.Members = append(resp.Members, wire.JoinGroupResponseMember{
-				MemberID: m.MemberID, InstanceID: wire.NullString{S: m.GroupInstanceID, Valid: m.HasInstanceID},
-				ProtocolMetadata: m.Metadata,
-			})
-		}
-		resp.CountErrors(g.errorCounter(c))
-		g.finishParked(c, resp.AppendTo(c.responseBuffer(), v))
-	})
+	g.groups.Join(jr, func(r group.JoinResult) { g.answerParked(c, func() []byte { return g.joinResponse(c, r) }) })
 	return true
+}
+
+// joinResponse is a parked JoinGroup's answer: its generation.
+func (g *Gateway) joinResponse(c *call, r group.JoinResult) []byte {
+	v := c.hdr.APIVersion
+	testPanic("join")
+	resp := wire.JoinGroupResponse{
+		ErrorCode: wire.ErrorCode(r.Error), Generation: r.GenerationID,
+		ProtocolType: nullIfEmpty(r.ProtocolType), Protocol: nullIfEmpty(r.ProtocolName),
+		LeaderID: r.LeaderID, MemberID: r.MemberID, SkipAssignment: r.SkipAssignment,
+	}
+	if v < 7 && !resp.Protocol.Valid {
+		resp.Protocol = wire.Str("") // non-nullable before v7
+	}
+	for _, m := range r.Members {
+		resp.Members = append(resp.Members, wire.JoinGroupResponseMember{
+			MemberID: m.MemberID, InstanceID: wire.NullString{S: m.GroupInstanceID, Valid: m.HasInstanceID},
+			ProtocolMetadata: m.Metadata,
+		})
+	}
+	resp.CountErrors(g.errorCounter(c))
+	return resp.AppendTo(c.responseBuffer(), v)
 }
 
 func nullIfEmpty(s string) wire.NullString {
@@ -185,17 +190,21 @@ func (g *Gateway) syncGroup(c *call) bool {
 		ProtocolName: req.Protocol.S, HasProtocolName: req.Protocol.Valid,
 		Assignments: gs.assigns,
 	}
-	g.groups.Sync(sr, func(r group.SyncResult) {
-		resp := wire.SyncGroupResponse{ErrorCode: wire.ErrorCode(r.Error),
-			ProtocolType: nullIfEmpty(r.ProtocolType), Protocol: nullIfEmpty(r.ProtocolName),
-			MemberAssignment: r.Assignment}
-		if resp.MemberAssignment == nil {
-			resp.MemberAssignment = []byte{}
-		}
-		resp.CountErrors(g.errorCounter(c))
-		g.finishParked(c, resp.AppendTo(c.responseBuffer(), v))
-	})
+	g.groups.Sync(sr, func(r group.SyncResult) { g.answerParked(c, func() []byte { return g.syncResponse(c, r) }) })
 	return true
+}
+
+// syncResponse is a parked SyncGroup's answer: its assignment.
+func (g *Gateway) syncResponse(c *call, r group.SyncResult) []byte {
+	testPanic("sync")
+	resp := wire.SyncGroupResponse{ErrorCode: wire.ErrorCode(r.Error),
+		ProtocolType: nullIfEmpty(r.ProtocolType), Protocol: nullIfEmpty(r.ProtocolName),
+		MemberAssignment: r.Assignment}
+	if resp.MemberAssignment == nil {
+		resp.MemberAssignment = []byte{}
+	}
+	resp.CountErrors(g.errorCounter(c))
+	return resp.AppendTo(c.responseBuffer(), c.hdr.APIVersion)
 }
 
 // heartbeat answers Heartbeat v0–4.

@@ -22,6 +22,7 @@ type metrics struct {
 	decodeWaits   atomic.Uint64
 	parkedFetches atomic.Int64
 	latency       [maxAPIKey]metric.Histogram
+	panics        [maxAPIKey]atomic.Uint64 // handler panics recovered (panics.go)
 }
 
 // observe records a served request's latency, from the gateway's first look
@@ -131,6 +132,12 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	fmt.Fprintf(w, "# HELP kiggy_records_fetched_total Records served by Fetch.\n# TYPE kiggy_records_fetched_total counter\nkiggy_records_fetched_total %d\n", m.recordsOut.Load())
 	fmt.Fprintf(w, "# HELP kiggy_decode_budget_rejections_total Produce partitions refused by the decode budget.\n# TYPE kiggy_decode_budget_rejections_total counter\nkiggy_decode_budget_rejections_total %d\n", m.budgetRejects.Load())
 	metric.Single(w, "kiggy_decode_waits_total", "counter", "Compressed batches that waited for a decode slot (--max-concurrent-decodes).", m.decodeWaits.Load())
+	metric.Header(w, "kiggy_handler_panics_total", "counter", "Handler panics recovered, by Kafka API; each closed its connection.")
+	for k := range m.panics {
+		if n := m.panics[k].Load(); n > 0 {
+			fmt.Fprintf(w, "kiggy_handler_panics_total{api=%q} %d\n", wire.APIKey(k).String(), n)
+		}
+	}
 	fmt.Fprintf(w, "# HELP kiggy_fetches_parked Fetch requests parked in a long poll now.\n# TYPE kiggy_fetches_parked gauge\nkiggy_fetches_parked %d\n", m.parkedFetches.Load())
 	if mw, ok := g.log.(MetricsWriter); ok {
 		mw.WriteMetrics(w)

@@ -87,7 +87,7 @@ func (g *Gateway) produce(c *call) bool {
 		}
 	}
 	if len(fan.jobs) > 0 {
-		g.runAppends(ctx, fan)
+		g.runAppends(ctx, c, fan)
 		for _, j := range fan.jobs {
 			p := &resp.Topics[j.topicAt].Partitions[j.partAt]
 			p.ErrorCode, p.BaseOffset = j.code, j.base
@@ -305,9 +305,11 @@ func (g *Gateway) runOffloaded(c *call) {
 	st := c.state
 	cs := c.cs
 	h := g.handler(c.hdr.APIKey)
-	if !h(g, c) {
-		g.observe(c)
-		g.putState(st)
+	if parked, ok := g.invoke(h, c); !parked {
+		if ok {
+			g.observe(c)
+			g.putState(st)
+		}
 		g.resume(cs)
 	}
 }

@@ -70,6 +70,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -892,7 +893,7 @@ func (l *loop) dispatch(c *econn) {
 func (l *loop) serve(r *Request) {
 	defer func() {
 		if p := recover(); p != nil {
-			l.s.cfg.Logger.Error("engine: handler panicked", "conn", r.conn.ID, "panic", p)
+			l.s.cfg.Logger.Error("engine: handler panicked", "conn", r.conn.ID, "panic", p, "stack", string(debug.Stack()))
 			r.Close("protocol_error")
 		}
 	}()

@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -382,7 +383,7 @@ func (c *nconn) dispatch() {
 func (c *nconn) serve(r *Request) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.s.cfg.Logger.Error("engine: handler panicked", "conn", c.info.ID, "panic", p)
+			c.s.cfg.Logger.Error("engine: handler panicked", "conn", c.info.ID, "panic", p, "stack", string(debug.Stack()))
 			r.Close("protocol_error")
 		}
 	}()

@@ -5,23 +5,28 @@
 // (bridge/message) with contiguous offsets from 0. Frames are copied once, on
 // append, into large immutable chunks; readers get views into those chunks
 // without holding a lock while they read. A per-partition byte cap advances
-// the log start offset by dropping the oldest messages.
+// the log start offset by dropping the oldest messages, and a total cap on
+// the memory all chunks hold drops the oldest chunk across partitions, so
+// many partitions cannot exhaust the machine's memory.
 //
 // Concurrency: Log.mu guards the topic map; each partition has its own mutex,
-// held only to append or to snapshot the entry slice. Lock order: Log.mu,
-// then a partition's mu; never the reverse.
+// held only to append or to snapshot the entry slice. Lock order: evictMu,
+// then Log.mu, then a partition's mu; never the reverse.
 package memlog
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/internal/metric"
 )
 
 // Config configures the embedded log. The zero value means defaults.
@@ -29,7 +34,15 @@ type Config struct {
 	// PartitionBytes caps each partition's stored frame bytes; older
 	// messages are dropped beyond it (Kafka retention.bytes). 0 = 1 GiB.
 	PartitionBytes int64
-	// ChunkSize is the size of the storage chunks frames are copied into.
+	// TotalBytes caps the memory the storage chunks of all partitions hold
+	// together (the index of 32 bytes per message comes on top): beyond it
+	// the oldest chunk across partitions is dropped, with its messages,
+	// advancing that partition's log start, until the log fits again.
+	// 0 = DefaultTotalBytes(); negative = no total cap.
+	TotalBytes int64
+	// ChunkSize is the largest size of the storage chunks frames are copied
+	// into (a partition's first chunk is at most 64 KiB, each next one twice
+	// the one before, so a partition holding little holds little memory).
 	// 0 = 4 MiB.
 	ChunkSize int
 	// Now is the clock for append timestamps; nil = time.Now.
@@ -39,6 +52,9 @@ type Config struct {
 func (c *Config) normalize() {
 	if c.PartitionBytes <= 0 {
 		c.PartitionBytes = 1 << 30
+	}
+	if c.TotalBytes == 0 {
+		c.TotalBytes = DefaultTotalBytes()
 	}
 	if c.ChunkSize <= 0 {
 		c.ChunkSize = 4 << 20
@@ -55,7 +71,23 @@ type Log struct {
 	mu      sync.RWMutex
 	topics  map[string]*topic
 	offsets map[offsetKey]committed
+
+	// held is the memory of every partition's chunks (the total cap's
+	// measure); evictMu lets one appender at a time drop chunks for it.
+	held    atomic.Int64
+	evictMu sync.Mutex
+	// dropped counts the frame bytes of messages dropped, by limit.
+	dropped [numLimits]atomic.Uint64
 }
+
+// The limits that drop messages.
+const (
+	limitPartition = iota // Config.PartitionBytes (or the topic's MaxBytes)
+	limitTotal            // Config.TotalBytes
+	numLimits
+)
+
+var limitNames = [numLimits]string{limitPartition: "partition", limitTotal: "total"}
 
 type topic struct {
 	info       bridge.TopicInfo
@@ -87,12 +119,22 @@ type partition struct {
 	entries  []entry // entries[i] has offset logStart+i
 	logStart int64
 	bytes    int64
-	// chunks[i] is chunk number chunkBase+i; frames are appended to the
-	// last one and never rewritten, so readers use them without the lock.
+	// chunks[i] is chunk number chunkBase+i, allocated at its full length;
+	// frames are copied into the last one at fill and never rewritten, and
+	// no chunk's slice header changes once stored, so readers use them
+	// without the lock.
 	chunks    [][]byte
 	chunkBase uint64
+	fill      int
 	capBytes  int64
 	lastTS    uint64
+	// deleted: the topic was deleted; appends that looked the partition up
+	// before fail.
+	deleted bool
+	// oldest is the append time of the first stored message (0 = empty),
+	// for the total cap's choice of the globally oldest chunk without
+	// taking every partition's lock.
+	oldest atomic.Uint64
 }
 
 // frame returns e's frame from chunks, which start at chunk number base.
@@ -166,10 +208,14 @@ func (l *Log) newPartition(cfg bridge.TopicConfig) *partition {
 func (l *Log) DeleteTopic(_ context.Context, name string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.topics[name]; !ok {
+	t, ok := l.topics[name]
+	if !ok {
 		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
 	}
 	delete(l.topics, name)
+	for _, p := range t.partitions {
+		l.held.Add(-p.release())
+	}
 	for k := range l.offsets {
 		if k.topic == name {
 			delete(l.offsets, k)
@@ -220,26 +266,37 @@ func (l *Log) Append(_ context.Context, topicName string, p int32, b *message.Ba
 	if err != nil {
 		return -1, err
 	}
-	frames := b.Frames()
-	now := uint64(l.cfg.Now().UnixMicro())
-
-	part.mu.Lock()
-	defer part.mu.Unlock()
-	// Iggy's base_timestamp is strictly monotonic per partition; so is ours.
-	if now <= part.lastTS {
-		now = part.lastTS + 1
+	base, grown, err := part.append(b, uint64(l.cfg.Now().UnixMicro()), l.cfg.ChunkSize, &l.dropped[limitPartition])
+	if grown != 0 && l.held.Add(grown) > l.cfg.TotalBytes && l.cfg.TotalBytes > 0 {
+		l.evict()
 	}
-	part.lastTS = now
-	chunk, start := part.store(frames, l.cfg.ChunkSize)
-	stored := part.chunks[chunk-part.chunkBase][start:]
-	base := part.logStart + int64(len(part.entries))
+	return base, err
+}
+
+// append stores b's frames at time now (µs) and returns the offset of the
+// first and the change in the memory the partition's chunks hold.
+func (p *partition) append(b *message.Batch, now uint64, chunkSize int, dropped *atomic.Uint64) (base, grown int64, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.deleted {
+		return -1, 0, bridge.ErrUnknownTopic
+	}
+	// Iggy's base_timestamp is strictly monotonic per partition; so is ours.
+	if now <= p.lastTS {
+		now = p.lastTS + 1
+	}
+	p.lastTS = now
+	frames := b.Frames()
+	chunk, start, grown := p.store(frames, chunkSize)
+	stored := p.chunks[chunk-p.chunkBase][start : start+len(frames)]
+	base = p.logStart + int64(len(p.entries))
 	for off := 0; off < len(stored); {
 		f, err := message.ParseFrame(stored[off:])
 		if err != nil {
 			// The bridge builds every batch; a bad one is a bug, not input.
-			return -1, fmt.Errorf("memlog: %w at byte %d", err, off)
+			return -1, grown, fmt.Errorf("memlog: %w at byte %d", err, off)
 		}
-		part.entries = append(part.entries, entry{
+		p.entries = append(p.entries, entry{
 			chunk:     chunk,
 			off:       uint32(start + off),
 			size:      uint32(f.Size),
@@ -248,38 +305,141 @@ func (l *Log) Append(_ context.Context, topicName string, p int32, b *message.Ba
 		})
 		off += f.Size
 	}
-	part.bytes += int64(len(stored))
-	part.trim()
-	return base, nil
+	p.bytes += int64(len(stored))
+	released, lost := p.trim()
+	if lost > 0 {
+		dropped.Add(uint64(lost))
+	}
+	p.setOldest()
+	return base, grown - released, nil
+}
+
+// setOldest publishes the append time of the first stored message.
+func (p *partition) setOldest() {
+	if len(p.entries) == 0 {
+		p.oldest.Store(0)
+	} else {
+		p.oldest.Store(p.entries[0].timestamp)
+	}
+}
+
+// evict drops the globally oldest chunk, one at a time, until the memory
+// all chunks hold is within Config.TotalBytes: the partition whose first
+// message is the oldest loses its first chunk (the newest data of that
+// partition included when it holds only one), and its log start advances as
+// with the per-partition cap, so a Fetch below it is OFFSET_OUT_OF_RANGE.
+// Appenders over the cap at once wait for one another here; the first
+// makes room for all.
+func (l *Log) evict() {
+	l.evictMu.Lock()
+	defer l.evictMu.Unlock()
+	for l.held.Load() > l.cfg.TotalBytes {
+		p := l.oldestPartition()
+		if p == nil {
+			return
+		}
+		released, lost := p.dropFirstChunk()
+		l.held.Add(-released)
+		l.dropped[limitTotal].Add(uint64(lost))
+	}
+}
+
+// oldestPartition returns the partition whose first stored message is the
+// oldest, or nil when every partition is empty.
+func (l *Log) oldestPartition() *partition {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var best *partition
+	var bestTS uint64
+	for _, t := range l.topics {
+		for _, p := range t.partitions {
+			if ts := p.oldest.Load(); ts != 0 && (best == nil || ts < bestTS) {
+				best, bestTS = p, ts
+			}
+		}
+	}
+	return best
+}
+
+// dropFirstChunk drops the partition's first chunk and the messages stored
+// in it, and returns the chunk memory released and the frame bytes lost.
+func (p *partition) dropFirstChunk() (released, lost int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	defer p.setOldest()
+	if len(p.chunks) == 0 {
+		return 0, 0
+	}
+	drop := 0
+	for drop < len(p.entries) && p.entries[drop].chunk == p.chunkBase {
+		lost += int64(p.entries[drop].size)
+		drop++
+	}
+	p.bytes -= lost
+	p.logStart += int64(drop)
+	p.entries = p.entries[drop:] // a reslice, as in trim
+	released = int64(cap(p.chunks[0]))
+	// Copied, so the dropped chunk is collectable once no snapshot names it.
+	p.chunks = append([][]byte(nil), p.chunks[1:]...)
+	p.chunkBase++
+	return released, lost
+}
+
+// release empties a deleted topic's partition and returns the chunk memory
+// it held.
+func (p *partition) release() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var held int64
+	for _, c := range p.chunks {
+		held += int64(cap(c))
+	}
+	p.deleted = true
+	p.entries, p.chunks, p.bytes = nil, nil, 0
+	p.oldest.Store(0)
+	return held
 }
 
 // maxChunk bounds a chunk so that entry positions fit in 32 bits; a batch
 // of frames is far smaller (it comes from one request frame).
 const maxChunk = 1<<32 - 1
 
+// firstChunk bounds a partition's first chunk; each next chunk is twice the
+// one before, up to Config.ChunkSize.
+const firstChunk = 64 << 10
+
 // store copies frames into the partition's current chunk (or a new one) and
-// returns the chunk's number and where the copy starts in it.
-func (p *partition) store(frames []byte, chunkSize int) (uint64, int) {
+// returns the chunk's number, where the copy starts in it, and the size of
+// the chunk it allocated (0 when it used the current one).
+func (p *partition) store(frames []byte, chunkSize int) (uint64, int, int64) {
 	last := len(p.chunks) - 1
-	if last < 0 || len(frames) > cap(p.chunks[last])-len(p.chunks[last]) {
-		n := min(max(chunkSize, len(frames)), maxChunk)
-		p.chunks = append(p.chunks, make([]byte, 0, n))
+	var grown int64
+	if last < 0 || len(frames) > len(p.chunks[last])-p.fill {
+		n := min(chunkSize, firstChunk)
+		if last >= 0 {
+			n = min(chunkSize, 2*len(p.chunks[last]))
+		}
+		n = min(max(n, len(frames)), maxChunk)
+		p.chunks = append(p.chunks, make([]byte, n))
 		last++
+		p.fill = 0
+		grown = int64(n)
 	}
-	c := p.chunks[last]
-	start := len(c)
-	p.chunks[last] = append(c, frames...)
-	return p.chunkBase + uint64(last), start
+	start := p.fill
+	p.fill += copy(p.chunks[last][start:], frames)
+	return p.chunkBase + uint64(last), start, grown
 }
 
 // trim drops the oldest messages while the partition is over its cap,
-// always keeping the newest message, and the chunks no message uses.
-func (p *partition) trim() {
+// always keeping the newest message, and the chunks no message uses. It
+// returns the chunk memory released and the frame bytes dropped.
+func (p *partition) trim() (released, lost int64) {
 	if p.bytes <= p.capBytes {
-		return
+		return 0, 0
 	}
 	drop := 0
 	for drop < len(p.entries)-1 && p.bytes > p.capBytes {
+		lost += int64(p.entries[drop].size)
 		p.bytes -= int64(p.entries[drop].size)
 		drop++
 	}
@@ -292,9 +452,13 @@ func (p *partition) trim() {
 	p.entries = p.entries[drop:]
 	// The chunk list is copied, so the dropped chunks are collectable.
 	if unused := p.entries[0].chunk - p.chunkBase; unused > 0 {
+		for _, c := range p.chunks[:unused] {
+			released += int64(cap(c))
+		}
 		p.chunks = append([][]byte(nil), p.chunks[unused:]...)
 		p.chunkBase += unused
 	}
+	return released, lost
 }
 
 // view is a consistent snapshot of a partition, usable without its lock:
@@ -408,6 +572,18 @@ func (l *Log) FetchOffset(_ context.Context, group, topicName string, p int32) (
 		return -1, "", false, nil
 	}
 	return c.offset, c.metadata, true, nil
+}
+
+// WriteMetrics implements bridge.MetricsWriter: the memory held, the total
+// cap, and the bytes each limit dropped.
+func (l *Log) WriteMetrics(w io.Writer) {
+	metric.Single(w, "kiggy_memlog_bytes", "gauge", "Memory the embedded log's storage chunks hold now (the measure of --memlog-total-bytes).", l.held.Load())
+	metric.Single(w, "kiggy_memlog_limit_bytes", "gauge", "The embedded log's total cap (--memlog-total-bytes); 0 = none.", max(l.cfg.TotalBytes, 0))
+	const name = "kiggy_memlog_dropped_bytes_total"
+	metric.Header(w, name, "counter", "Bytes of messages the embedded log dropped to stay within a limit: partition (--memlog-partition-bytes) or total (--memlog-total-bytes).")
+	for i := range l.dropped {
+		fmt.Fprintf(w, "%s{limit=%q} %d\n", name, limitNames[i], l.dropped[i].Load())
+	}
 }
 
 // Ready implements bridge.Log; the embedded log is always ready.

@@ -19,6 +19,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/engine"
 )
 
@@ -92,8 +93,12 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Errorf("/readyz: %q", got)
 	}
 
+	// The embedded log's series are served instead of the Iggy ones
+	// without --iggy-addr: the documented set is the union.
+	var embedded strings.Builder
+	memlog.New(memlog.Config{}).WriteMetrics(&embedded)
 	var scraped []string
-	for _, m := range regexp.MustCompile(`(?m)^# TYPE (\S+) `).FindAllStringSubmatch(body, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^# TYPE (\S+) `).FindAllStringSubmatch(body+embedded.String(), -1) {
 		scraped = append(scraped, m[1])
 	}
 	doc, err := os.ReadFile("../../docs/METRICS.md")

@@ -35,7 +35,7 @@ type options struct {
 	decodeBudgetBytes, decodeBudgetRecords, maxConcurrentDecodes, workers       int64
 	produceTimeoutCap                                                           time.Duration
 
-	memlogPartitionBytes int64
+	memlogPartitionBytes, memlogTotalBytes int64
 
 	iggyAddr, iggyUsername, iggyPassword, iggyToken, iggyStream       string
 	iggyPoolSize                                                      int64
@@ -83,6 +83,7 @@ func registerOptions(s *settings, o *options) {
 	s.Duration("Limits", "produce-timeout-cap", &o.produceTimeoutCap, 20*time.Second, time.Millisecond, 10*time.Minute, "cap on a Produce request's timeout_ms")
 
 	s.Int("Embedded log", "memlog-partition-bytes", &o.memlogPartitionBytes, 1<<30, 1<<10, 1<<40, "bytes kept per partition; older records are dropped (Kafka retention.bytes)")
+	s.Int("Embedded log", "memlog-total-bytes", &o.memlogTotalBytes, 0, 0, 1<<50, "memory all partitions' data may hold; beyond it the oldest data across partitions is dropped (0 = a quarter of the machine's memory, or of the cgroup limit)")
 
 	s.String("Iggy backend", "iggy-addr", &o.iggyAddr, "", "Iggy server TCP address, or several nodes of an Iggy cluster separated by commas (any node: kiggy finds the primary); empty = run on the embedded log")
 	s.String("Iggy backend", "iggy-username", &o.iggyUsername, "iggy", "Iggy user")
@@ -247,5 +248,5 @@ func openBackend(ctx context.Context, o options, logger *slog.Logger) (bridge.Lo
 		l, err := openIggy(ctx, o, logger)
 		return l, false, err
 	}
-	return memlog.New(memlog.Config{PartitionBytes: o.memlogPartitionBytes}), true, nil
+	return memlog.New(memlog.Config{PartitionBytes: o.memlogPartitionBytes, TotalBytes: o.memlogTotalBytes}), true, nil
 }

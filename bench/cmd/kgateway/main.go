@@ -41,6 +41,7 @@ func run() int {
 	listen := flag.String("listen", "127.0.0.1:9092", "address the Kafka listener binds")
 	engineKind := flag.String("engine", "", `network engine: "epoll" or "net" (empty = the default for this OS)`)
 	partitionBytes := flag.Int64("memlog-partition-bytes", 1<<30, "bytes kept per embedded-log partition")
+	totalBytes := flag.Int64("memlog-total-bytes", 0, "memory the embedded log's data may hold (0 = a quarter of the machine's memory)")
 	iggyAddr := flag.String("iggy-addr", "", "Iggy server address; empty = the embedded log")
 	iggyUser := flag.String("iggy-username", "iggy", "Iggy user")
 	iggyPass := flag.String("iggy-password", "iggy", "Iggy password")
@@ -89,7 +90,7 @@ func run() int {
 		}
 		log = c
 	} else {
-		log = memlog.New(memlog.Config{PartitionBytes: *partitionBytes})
+		log = memlog.New(memlog.Config{PartitionBytes: *partitionBytes, TotalBytes: *totalBytes})
 		inline = true
 	}
 	defer log.Close()

@@ -1,0 +1,20 @@
+package bridge
+
+// SetTestPanicHook installs f as the panic-injection hook of the group
+// callbacks (nil removes it).
+func SetTestPanicHook(f func(site string)) {
+	if f == nil {
+		testPanicHook.Store(nil)
+		return
+	}
+	testPanicHook.Store(&f)
+}
+
+// SetWorkQueueLen sets the worker queue capacity of gateways created from
+// now on (0: a request finding every worker busy takes the overflow path)
+// and returns a function that restores it.
+func SetWorkQueueLen(n int) (restore func()) {
+	old := workQueueLen
+	workQueueLen = n
+	return func() { workQueueLen = old }
+}
