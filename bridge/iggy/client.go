@@ -155,17 +155,14 @@ func (c *Client) start(ctx context.Context) (*session, error) {
 
 // ensureStream creates Config.Stream unless it exists.
 func (c *Client) ensureStream(ctx context.Context, s *session) error {
-	b := proto.AppendStringID(s.begin(), c.cfg.Stream)
-	s.buf = b
-	body, _, err := s.do(ctx, proto.CodeGetStream)
+	body, _, err := s.do(ctx, proto.CodeGetStream, proto.AppendStringID(s.begin(), c.cfg.Stream))
 	if err != nil {
 		return err
 	}
 	if len(body) > 0 {
 		return nil // §3.4 GetStream: found
 	}
-	s.buf = proto.AppendName(s.begin(), c.cfg.Stream)
-	_, _, err = s.do(ctx, proto.CodeCreateStream)
+	_, _, err = s.do(ctx, proto.CodeCreateStream, proto.AppendName(s.begin(), c.cfg.Stream))
 	if codeOf(err) == proto.CodeStreamNameAlreadyExists {
 		return nil // created concurrently by another gateway
 	}
@@ -260,8 +257,7 @@ func (c *Client) ping(s *session) {
 	if time.Since(s.lastUsed) < c.cfg.PingInterval {
 		return
 	}
-	s.buf = s.begin()
-	if _, _, err := s.do(ctx, proto.CodePing); err != nil {
+	if _, _, err := s.do(ctx, proto.CodePing, s.begin()); err != nil {
 		c.log.Warn("iggy: keep-alive ping failed", "err", err)
 		s.close()
 	}
@@ -278,8 +274,7 @@ func (c *Client) Ready(ctx context.Context) error {
 		return unavailable(err)
 	}
 	defer c.release(s)
-	s.buf = s.begin()
-	if _, _, err := s.do(ctx, proto.CodePing); err != nil {
+	if _, _, err := s.do(ctx, proto.CodePing, s.begin()); err != nil {
 		return unavailable(err)
 	}
 	return nil

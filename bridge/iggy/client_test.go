@@ -600,10 +600,10 @@ func TestKeepAlivePing(t *testing.T) {
 func TestTV11PollBody(t *testing.T) {
 	c := &Client{cfg: Config{Stream: "s"}}
 	s := newSession(c)
-	c.pollRequest(s, "t", 0, proto.PollOffset, 0, 10)
+	req := c.pollRequest(s, "t", 0, proto.PollOffset, 0, 10)
 	want, _ := hex.DecodeString("01" + "010400000000" + "020173" + "020174" + "01" + "00000000" + "01" + "0000000000000000" + "0a000000" + "00")
-	if !bytes.Equal(s.buf[proto.HeaderSize:], want) {
-		t.Fatalf("poll body %x", s.buf[proto.HeaderSize:])
+	if !bytes.Equal(req[proto.HeaderSize:], want) {
+		t.Fatalf("poll body %x", req[proto.HeaderSize:])
 	}
 }
 
@@ -611,12 +611,11 @@ func TestTV11PollBody(t *testing.T) {
 func TestTV14StoreOffsetBody(t *testing.T) {
 	c := &Client{cfg: Config{Stream: "s"}}
 	s := newSession(c)
-	c.offsetRequest(s, "g", "t", 0)
-	s.buf = proto.AppendU64(s.buf, 41)
-	s.buf = append(s.buf, 1)
+	req := proto.AppendU64(c.offsetRequest(s, "g", "t", 0), 41)
+	req = append(req, 1)
 	want, _ := hex.DecodeString("01" + "020a" + hex.EncodeToString([]byte("kafka.cg.g")) + "020173" + "020174" + "01" + "00000000" + "2900000000000000" + "01")
-	if !bytes.Equal(s.buf[proto.HeaderSize:], want) {
-		t.Fatalf("store body %x", s.buf[proto.HeaderSize:])
+	if !bytes.Equal(req[proto.HeaderSize:], want) {
+		t.Fatalf("store body %x", req[proto.HeaderSize:])
 	}
 }
 
@@ -692,5 +691,72 @@ func TestRepliesOneByteAtATime(t *testing.T) {
 		if err := c.Ready(ctx(t)); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestDesyncIsNotProtocol: a reply for another request on a live session
+// is reported as a desynchronised connection, not as an incompatible
+// protocol (ErrProtocol is the start-up diagnosis).
+func TestDesyncIsNotProtocol(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				h := make([]byte, proto.HeaderSize)
+				for {
+					if _, err := io.ReadFull(c, h); err != nil {
+						return
+					}
+					body := make([]byte, proto.FrameSize(h)-proto.HeaderSize)
+					io.ReadFull(c, body)
+					req := proto.ParseRequestHeader(h)
+					var rb []byte
+					switch {
+					case req.Operation == proto.OpRegister:
+						rb = proto.AppendResultOK(nil)
+						rb = proto.AppendU32(rb, 0)
+						rb = proto.AppendU64(rb, 3)
+						rb = proto.AppendU32(rb, proto.ProtocolVersion)
+						rb = proto.AppendName(rb, "desync")
+					case req.Code == proto.CodeGetStream:
+						rb = []byte{1}
+					case req.Code == proto.CodePing:
+						req.Request += 7 // answer another request
+					}
+					out := make([]byte, proto.HeaderSize)
+					proto.PutReplyHeader(out, len(rb), &req, 3, 3, 0)
+					c.Write(append(out, rb...))
+				}
+			}()
+		}
+	}()
+	c := open(t, Config{Addr: ln.Addr().String(), PoolSize: 1})
+	err = c.Ready(ctx(t))
+	if !errors.Is(err, errDesync) || errors.Is(err, ErrProtocol) {
+		t.Fatalf("Ready = %v, want errDesync and not ErrProtocol", err)
+	}
+}
+
+// TestTransientWaitHonoursCancel: a request the server keeps answering 58
+// stops when its context is cancelled, not at RequestTimeout.
+func TestTransientWaitHonoursCancel(t *testing.T) {
+	srv, addr := startServer(t, iggytest.Config{})
+	c := open(t, Config{Addr: addr, PoolSize: 1, RequestTimeout: 30 * time.Second})
+	srv.InjectFault(iggytest.Fault{Op: proto.OpCreateTopic, Count: 1 << 20, Status: uint32(proto.CodeTransientNotAccepted)})
+	cx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := c.CreateTopic(cx, "never", 1, bridge.TopicConfig{})
+	if took := time.Since(start); took > 5*time.Second || !errors.Is(err, context.Canceled) {
+		t.Fatalf("CreateTopic returned %v after %v, want context.Canceled soon after 200ms", err, took)
 	}
 }

@@ -343,8 +343,7 @@ func (c *Client) probe(ctx context.Context, addr string) ([]clusterNode, error) 
 
 // clusterMetadata sends GetClusterMetadata on a connected session.
 func (s *session) clusterMetadata(ctx context.Context) ([]clusterNode, error) {
-	s.buf = s.begin()
-	body, _, err := s.do(ctx, proto.CodeGetClusterMetadata)
+	body, _, err := s.do(ctx, proto.CodeGetClusterMetadata, s.begin())
 	if err != nil {
 		return nil, err
 	}

@@ -82,10 +82,18 @@ func codeOf(err error) proto.Code {
 	return 0
 }
 
+// errDesync means a live connection stopped making sense: a reply that does
+// not answer the request sent, a frame of impossible size or kind, a reply
+// without its result section. The connection is dropped and the next request
+// reconnects. It is not ErrProtocol, which is the start-up diagnosis of a
+// server that speaks another protocol version (a login refused or answered
+// with something that is not a 0.9 reply).
+var errDesync = errors.New("iggy: connection out of step with the server")
+
 // Reply-shape errors.
 var (
 	errDeadSession     = errors.New("iggy: SendMessages answered with an empty body (dead session)")
 	errBadConfirmation = errors.New("iggy: malformed SendMessages confirmation")
 	errBadPoll         = errors.New("iggy: malformed PollMessages reply")
-	errNoResult        = fmt.Errorf("%w: reply without a valid result section", ErrProtocol)
+	errNoResult        = fmt.Errorf("%w: reply without a valid result section", errDesync)
 )

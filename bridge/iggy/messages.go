@@ -158,8 +158,8 @@ func (c *Client) read(ctx context.Context, topic string, partition int32, offset
 	for range maxPollRounds {
 		avg := c.avgMsg.Load()
 		count := min(max(int64(budget)/max(avg, 64), 1), maxPollCount)
-		c.pollRequest(s, topic, partition, proto.PollOffset, next, uint32(count))
-		body, _, err := s.do(ctx, proto.CodePollMessages)
+		req := c.pollRequest(s, topic, partition, proto.PollOffset, next, uint32(count))
+		body, _, err := s.do(ctx, proto.CodePollMessages, req)
 		if err != nil {
 			c.release(s)
 			return bridge.Watermarks{}, c.pollError(ctx, topic, partition, err)
@@ -207,8 +207,8 @@ type pollResult struct {
 	stopped   bool   // fn returned false or the byte budget ran out
 }
 
-// pollRequest writes a PollMessages body (§3.8) into s.buf.
-func (c *Client) pollRequest(s *session, topic string, partition int32, strategy uint8, value uint64, count uint32) {
+// pollRequest builds a PollMessages request (§3.8) on s's scratch.
+func (c *Client) pollRequest(s *session, topic string, partition int32, strategy uint8, value uint64, count uint32) []byte {
 	b := append(s.begin(), proto.ConsumerSingle)
 	b = proto.AppendNumericID(b, 0)
 	b = proto.AppendStringID(b, c.cfg.Stream)
@@ -218,7 +218,7 @@ func (c *Client) pollRequest(s *session, topic string, partition int32, strategy
 	b = append(b, strategy)
 	b = proto.AppendU64(b, value)
 	b = proto.AppendU32(b, count)
-	s.buf = append(b, 0) // auto_commit off
+	return append(b, 0) // auto_commit off
 }
 
 // pollError maps a PollMessages failure.
@@ -313,8 +313,8 @@ func (c *Client) offsetForTime(ctx context.Context, topic string, partition int3
 	const perPoll, polls = 256, 16
 	strategy, value := uint8(proto.PollTimestamp), ts
 	for range polls {
-		c.pollRequest(s, topic, partition, strategy, value, perPoll)
-		body, _, err := s.do(ctx, proto.CodePollMessages)
+		req := c.pollRequest(s, topic, partition, strategy, value, perPoll)
+		body, _, err := s.do(ctx, proto.CodePollMessages, req)
 		if err != nil {
 			return 0, false, c.pollError(ctx, topic, partition, err)
 		}

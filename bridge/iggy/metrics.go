@@ -82,7 +82,7 @@ func kindOf(err error) errKind {
 		return kindServer
 	case errors.Is(err, errTimeout):
 		return kindTimeout
-	case errors.Is(err, ErrProtocol):
+	case errors.Is(err, ErrProtocol), errors.Is(err, errDesync):
 		return kindProtocol
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return kindCanceled

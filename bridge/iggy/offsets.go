@@ -43,15 +43,15 @@ type memOffset struct {
 	memOnly  bool // not stored in Iggy (c = 0 or beyond the end)
 }
 
-// offsetRequest writes [consumer][stream][topic][partition] into s.buf.
-func (c *Client) offsetRequest(s *session, group, topic string, partition int32) {
+// offsetRequest builds [consumer][stream][topic][partition] on s's scratch.
+func (c *Client) offsetRequest(s *session, group, topic string, partition int32) []byte {
 	b := append(s.begin(), proto.ConsumerSingle, proto.IDString, uint8(len(groupPrefix)+len(group)))
 	b = append(b, groupPrefix...)
 	b = append(b, group...)
 	b = proto.AppendStringID(b, c.cfg.Stream)
 	b = proto.AppendStringID(b, topic)
 	b = append(b, 1)
-	s.buf = proto.AppendU32(b, uint32(partition))
+	return proto.AppendU32(b, uint32(partition))
 }
 
 func checkGroup(group string) error {
@@ -114,10 +114,9 @@ func (c *Client) storeOffset(ctx context.Context, group, topic string, partition
 		return unavailable(err)
 	}
 	defer c.release(s)
-	c.offsetRequest(s, group, topic, partition)
-	s.buf = proto.AppendU64(s.buf, v)
-	s.buf = append(s.buf, 1) // ack: Quorum (the default)
-	_, _, err = s.do(ctx, proto.CodeStoreConsumerOffset)
+	req := proto.AppendU64(c.offsetRequest(s, group, topic, partition), v)
+	req = append(req, 1) // ack: Quorum (the default)
+	_, _, err = s.do(ctx, proto.CodeStoreConsumerOffset, req)
 	return err
 }
 
@@ -127,9 +126,8 @@ func (c *Client) deleteOffset(ctx context.Context, group, topic string, partitio
 		return unavailable(err)
 	}
 	defer c.release(s)
-	c.offsetRequest(s, group, topic, partition)
-	s.buf = append(s.buf, 1)
-	_, _, err = s.do(ctx, proto.CodeDeleteConsumerOffset)
+	req := append(c.offsetRequest(s, group, topic, partition), 1) // ack: Quorum
+	_, _, err = s.do(ctx, proto.CodeDeleteConsumerOffset, req)
 	return err
 }
 
@@ -166,8 +164,7 @@ func (c *Client) fetchOffset(ctx context.Context, group, topic string, partition
 	if err != nil {
 		return 0, "", false, unavailable(err)
 	}
-	c.offsetRequest(s, group, topic, partition)
-	body, _, err := s.do(ctx, proto.CodeGetConsumerOffset)
+	body, _, err := s.do(ctx, proto.CodeGetConsumerOffset, c.offsetRequest(s, group, topic, partition))
 	var stored uint64
 	var found bool
 	if err == nil && len(body) > 0 {

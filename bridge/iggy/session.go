@@ -47,9 +47,9 @@ type session struct {
 	addr    string   // the node conn is connected to
 	gen     uint64   // the primary generation addr was dialled under
 	probe   bool     // a resolve's own session, outside the pool
-	client  proto.ClientID
-	session uint64
-	next    uint64 // next request number
+	clientID  proto.ClientID
+	sessionID uint64
+	next      uint64 // next request number
 	server  string // server version from the login reply
 
 	lastUsed time.Time
@@ -74,9 +74,9 @@ func (s *session) close() {
 	if s.conn != nil {
 		s.conn.Close()
 		s.conn = nil
-		if s.session != 0 {
+		if s.sessionID != 0 {
 			s.c.metrics.connected.Add(-1)
-			s.session = 0
+			s.sessionID = 0
 		}
 	}
 }
@@ -144,14 +144,14 @@ func (s *session) connectTo(ctx context.Context, addr string) error {
 	for {
 		// §1.3: client must be random and non-zero.
 		_, _ = rand.Read(id[:])
-		s.client = proto.ClientID{Lo: binary.LittleEndian.Uint64(id[:8]), Hi: binary.LittleEndian.Uint64(id[8:])}
-		if !s.client.IsZero() {
+		s.clientID = proto.ClientID{Lo: binary.LittleEndian.Uint64(id[:8]), Hi: binary.LittleEndian.Uint64(id[8:])}
+		if !s.clientID.IsZero() {
 			break
 		}
 	}
-	s.session, s.next = 0, 0
+	s.sessionID, s.next = 0, 0
 
-	b := s.buf[:proto.HeaderSize]
+	b := s.begin()
 	code := proto.CodeLoginRegister
 	if cfg.Token != "" {
 		code = proto.CodeLoginRegisterWithPAT
@@ -159,10 +159,9 @@ func (s *session) connectTo(ctx context.Context, addr string) error {
 	} else {
 		b = proto.AppendLoginBody(b, sdkName, sdkVersion, cfg.Username, cfg.Password)
 	}
-	s.buf = b
 	lctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
-	body, _, err := s.do(lctx, code)
+	body, _, err := s.do(lctx, code, b)
 	if err != nil {
 		s.close()
 		var ev *EvictionError
@@ -193,7 +192,7 @@ func (s *session) connectTo(ctx context.Context, addr string) error {
 		s.close()
 		return fmt.Errorf("%w: %s", ErrProtocol, "iggy: malformed login reply")
 	}
-	s.session, s.next = sess, 1
+	s.sessionID, s.next = sess, 1
 	m := &s.c.metrics
 	m.connects.Add(1)
 	m.connected.Add(1)
@@ -231,16 +230,21 @@ func handshake(ctx context.Context, raw net.Conn, addr string, cfg *Config) (net
 	return conn, nil
 }
 
-// begin resets the request scratch to an empty body and returns it for the
-// caller to append the body to (then store it back in s.buf).
+// begin returns the session's request scratch holding only the header
+// space, for the caller to append a request body to and pass to do.
 func (s *session) begin() []byte { return s.buf[:proto.HeaderSize] }
 
-// do sends the request in s.buf (header space + body) with the given command
-// code and returns the reply body (after the result section for
-// result-framed operations), valid until the session's next request. sent
-// reports whether any request byte may have reached the server.
-func (s *session) do(ctx context.Context, code uint32) (body []byte, sent bool, err error) {
-	return s.doFrame(ctx, s.buf, code)
+// do sends req (HeaderSize bytes of header space, then the body; usually
+// built on begin) with the given command code and returns the reply body
+// (after the result section for result-framed operations), valid until the
+// session's next request. sent reports whether any request byte may have
+// reached the server. A scratch that grew while the body was appended is
+// kept for the next request.
+func (s *session) do(ctx context.Context, code uint32, req []byte) (body []byte, sent bool, err error) {
+	if cap(req) > cap(s.buf) {
+		s.buf = req[:proto.HeaderSize]
+	}
+	return s.doFrame(ctx, req, code)
 }
 
 // doFrame is do for a caller-owned frame whose first HeaderSize bytes are
@@ -262,10 +266,10 @@ func (s *session) exchange(ctx context.Context, frame []byte, code uint32) (body
 	op := proto.OperationFor(code)
 	var req, sess uint64
 	if op != proto.OpRegister {
-		req, sess = s.next, s.session
+		req, sess = s.next, s.sessionID
 		s.next++
 	}
-	proto.PutRequestHeader(frame, len(frame)-proto.HeaderSize, s.client, req, op, sess, code)
+	proto.PutRequestHeader(frame, len(frame)-proto.HeaderSize, s.clientID, req, op, sess, code)
 	if op != proto.OpNonReplicated && !proto.IsPartition(op) {
 		// As the SDKs: stamp the ops the server deduplicates (login, logout,
 		// metadata), so it can tell a replay from a reused request number.
@@ -297,7 +301,7 @@ func (s *session) exchange(ctx context.Context, frame []byte, code uint32) (body
 		if h.Request != req || !proto.ReplyMatches(op, h.Operation) {
 			// §1.4: a reply for another request desynchronises the stream.
 			s.close()
-			return nil, true, fmt.Errorf("%w: iggy: reply does not echo the request (request %d op %d, reply request %d op %d)", ErrProtocol, req, op, h.Request, h.Operation)
+			return nil, true, fmt.Errorf("%w: the reply does not echo the request (request %d op %d, reply request %d op %d)", errDesync, req, op, h.Request, h.Operation)
 		}
 		rb, status, perr := resultSection(op, proto.Code(h.Status), rb)
 		if perr != nil {
@@ -320,7 +324,10 @@ func (s *session) exchange(ctx context.Context, frame []byte, code uint32) (body
 				return nil, true, &Error{Code: status, Command: commandName(code)}
 			}
 			s.c.metrics.retries.Add(1)
-			time.Sleep(transientRetry)
+			if err := sleepCtx(ctx, transientRetry); err != nil {
+				s.close() // the request may be replayed later: not on this stream
+				return nil, true, err
+			}
 			continue
 		}
 		s.lastUsed = time.Now()
@@ -355,6 +362,18 @@ func resultSection(op uint8, status proto.Code, rb []byte) ([]byte, proto.Code, 
 		status = proto.CodeError
 	}
 	return nil, status, nil
+}
+
+// sleepCtx waits d, or less when ctx ends first (its error then).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // lost closes a session whose connection failed (reset, closed, evicted,
@@ -401,7 +420,7 @@ func (s *session) readReply() (proto.ReplyHeader, []byte, error) {
 func checkReplyHeader(hb []byte) (proto.ReplyHeader, error) {
 	h := proto.ParseReplyHeader(hb)
 	if h.Size < proto.HeaderSize || h.Size > proto.MaxFrameSize {
-		return h, fmt.Errorf("%w: %s", ErrProtocol, "iggy: reply frame size out of range")
+		return h, fmt.Errorf("%w: %s", errDesync, "reply frame size out of range")
 	}
 	switch h.Command {
 	case proto.CommandReply:
@@ -409,7 +428,7 @@ func checkReplyHeader(hb []byte) (proto.ReplyHeader, error) {
 	case proto.CommandEviction:
 		return h, &EvictionError{Reason: h.Reason, ServerProtocol: h.ServerProtocol, ServerProtocolMin: h.ServerProtocolMin}
 	}
-	return h, fmt.Errorf("%w: %s", ErrProtocol, "iggy: unexpected frame command")
+	return h, fmt.Errorf("%w: %s", errDesync, "unexpected frame command")
 }
 
 // trim drops an oversized reply buffer so an idle session does not pin a

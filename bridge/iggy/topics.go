@@ -173,10 +173,10 @@ func decodeTopics(body []byte) ([]bridge.TopicInfo, error) {
 	return out, nil
 }
 
-// topicRequest prepares a body [stream id][topic id] in s.buf.
-func (c *Client) topicRequest(s *session, name string) {
+// topicRequest builds a body [stream id][topic id] on s's scratch.
+func (c *Client) topicRequest(s *session, name string) []byte {
 	b := proto.AppendStringID(s.begin(), c.cfg.Stream)
-	s.buf = proto.AppendStringID(b, name)
+	return proto.AppendStringID(b, name)
 }
 
 // validName reports whether a topic name fits an Iggy name (1..255 bytes).
@@ -193,8 +193,7 @@ func (c *Client) lookupTopic(ctx context.Context, name string) (topicDetails, bo
 		return topicDetails{}, false, unavailable(err)
 	}
 	defer c.release(s)
-	c.topicRequest(s, name)
-	body, _, err := s.do(ctx, proto.CodeGetTopic)
+	body, _, err := s.do(ctx, proto.CodeGetTopic, c.topicRequest(s, name))
 	if err != nil {
 		if code := codeOf(err); code == proto.CodeStreamIDNotFound || code == proto.CodeTopicIDNotFound {
 			c.forget(name)
@@ -280,8 +279,7 @@ func (c *Client) listTopics(ctx context.Context) ([]bridge.TopicInfo, error) {
 		return nil, unavailable(err)
 	}
 	defer c.release(s)
-	s.buf = proto.AppendStringID(s.begin(), c.cfg.Stream)
-	body, _, err := s.do(ctx, proto.CodeGetTopics)
+	body, _, err := s.do(ctx, proto.CodeGetTopics, proto.AppendStringID(s.begin(), c.cfg.Stream))
 	if err != nil {
 		return nil, readError(err)
 	}
@@ -331,8 +329,7 @@ func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32,
 			b = proto.AppendOptionU64(b, optMaxTopicSize, cfg.MaxBytes)
 		}
 		b = appendDurabilityOptions(b, durability)
-		s.buf = b
-		body, sent, err := s.do(ctx, proto.CodeCreateTopic)
+		body, sent, err := s.do(ctx, proto.CodeCreateTopic, b)
 		switch code := codeOf(err); {
 		case err == nil:
 			d, derr := decodeTopic(body)
@@ -374,8 +371,7 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 		return unavailable(err)
 	}
 	defer c.release(s)
-	c.topicRequest(s, name)
-	_, sent, err := s.do(ctx, proto.CodeDeleteTopic)
+	_, sent, err := s.do(ctx, proto.CodeDeleteTopic, c.topicRequest(s, name))
 	c.forget(name)
 	switch code := codeOf(err); {
 	case err == nil:
@@ -411,9 +407,8 @@ func (c *Client) CreatePartitions(ctx context.Context, name string, total int32)
 		return unavailable(err)
 	}
 	defer c.release(s)
-	c.topicRequest(s, name)
-	s.buf = proto.AppendU32(s.buf, uint32(add))
-	_, sent, err := s.do(ctx, proto.CodeCreatePartitions)
+	req := proto.AppendU32(c.topicRequest(s, name), uint32(add))
+	_, sent, err := s.do(ctx, proto.CodeCreatePartitions, req)
 	c.forget(name)
 	switch code := codeOf(err); {
 	case err == nil:
