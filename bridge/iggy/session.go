@@ -43,14 +43,14 @@ const keepReplyBuf = 4 << 20
 type session struct {
 	c *Client
 
-	conn    net.Conn // nil when disconnected
-	addr    string   // the node conn is connected to
-	gen     uint64   // the primary generation addr was dialled under
-	probe   bool     // a resolve's own session, outside the pool
+	conn      net.Conn // nil when disconnected
+	addr      string   // the node conn is connected to
+	gen       uint64   // the primary generation addr was dialled under
+	probe     bool     // a resolve's own session, outside the pool
 	clientID  proto.ClientID
 	sessionID uint64
 	next      uint64 // next request number
-	server  string // server version from the login reply
+	server    string // server version from the login reply
 
 	lastUsed time.Time
 	wasUp    bool      // the session has been connected before (a reconnect is counted)
