@@ -47,6 +47,7 @@ type Client struct {
 
 	offMu   sync.Mutex
 	offsets map[offsetKey]memOffset
+	commits *commitLog // nil for the system-stream client itself
 
 	leader  leader
 	metrics clientMetrics
@@ -90,6 +91,12 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c.markStarted()
+	if !cfg.system && !cfg.noCommitLog {
+		if err := c.openCommitLog(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	if cfg.PingInterval > 0 {
 		c.wg.Add(1)
 		go c.keepAlive()
@@ -284,6 +291,9 @@ func (c *Client) Ready(ctx context.Context) error {
 func (c *Client) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
+	}
+	if c.commits != nil {
+		c.commits.sys.Close()
 	}
 	close(c.done)
 	c.wg.Wait()

@@ -686,7 +686,7 @@ func TestRepliesOneByteAtATime(t *testing.T) {
 			}()
 		}
 	}()
-	c := open(t, Config{Addr: ln.Addr().String(), PoolSize: 1})
+	c := open(t, Config{Addr: ln.Addr().String(), PoolSize: 1, noCommitLog: true})
 	for range 3 {
 		if err := c.Ready(ctx(t)); err != nil {
 			t.Fatal(err)
@@ -739,7 +739,7 @@ func TestDesyncIsNotProtocol(t *testing.T) {
 			}()
 		}
 	}()
-	c := open(t, Config{Addr: ln.Addr().String(), PoolSize: 1})
+	c := open(t, Config{Addr: ln.Addr().String(), PoolSize: 1, noCommitLog: true})
 	err = c.Ready(ctx(t))
 	if !errors.Is(err, errDesync) || errors.Is(err, ErrProtocol) {
 		t.Fatalf("Ready = %v, want errDesync and not ErrProtocol", err)

@@ -48,6 +48,14 @@ type Config struct {
 	// certificate, ServerName overrides the name checked (default: the host
 	// of the address dialled).
 	TLS *tls.Config
+	// SystemStream is the reserved Iggy stream holding kiggy's own state,
+	// the commit log among it (default "__kiggy"; docs/IGGY.md "Committed
+	// offsets"). It is never shown to Kafka clients and must differ from
+	// Stream.
+	SystemStream string
+	// system marks the client of the system stream itself; noCommitLog
+	// (tests against fake servers) opens no commit log either.
+	system, noCommitLog bool
 	// Durability is when the server must confirm a write to a topic kiggy
 	// creates (docs/IGGY.md, "Durability"): bridge.DurabilityWritten (the
 	// default: written to the segment file before the reply),
@@ -82,6 +90,9 @@ func (c *Config) normalize() {
 	if c.Stream == "" {
 		c.Stream = "kafka"
 	}
+	if c.SystemStream == "" {
+		c.SystemStream = DefaultSystemStream
+	}
 	if c.PoolSize == 0 {
 		c.PoolSize = min(4*runtime.GOMAXPROCS(0), maxPoolSize)
 	}
@@ -113,6 +124,10 @@ func (c *Config) validate() error {
 	switch {
 	case len(c.Stream) > maxStreamName:
 		return errors.New("iggy: config: Stream longer than 200 bytes")
+	case len(c.SystemStream) > maxStreamName:
+		return errors.New("iggy: config: SystemStream longer than 200 bytes")
+	case !c.system && c.SystemStream == c.Stream:
+		return errors.New("iggy: config: SystemStream must differ from Stream")
 	case c.Token == "" && (len(c.Username) > maxNameLen || len(c.Password) > maxNameLen):
 		return errors.New("iggy: config: Username or Password longer than 255 bytes")
 	case len(c.Token) > maxNameLen:

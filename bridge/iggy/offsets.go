@@ -12,10 +12,11 @@ package iggy
 // "kafka.cg.<group>" as c−1, Iggy's own "last processed offset" convention:
 // c−1 ≤ current_offset always holds for c ≤ high watermark, and Iggy-native
 // readers polling "next" continue at c. A commit Iggy cannot hold (c = 0, or
-// c beyond the high watermark) deletes the Iggy key and is kept in memory
-// only. The commit metadata string is kept in memory too. Memory does not
-// survive a kiggy restart: such a commit then reads back as "no committed
-// offset".
+// c beyond the high watermark) deletes the Iggy key and is kept in memory.
+// The commit metadata string is kept in memory too. Every commit is also
+// appended to the commit log (commitlog.go) before it is answered, and the
+// memory is loaded from it when the client opens, so both survive a kiggy
+// restart.
 
 import (
 	"context"
@@ -74,10 +75,14 @@ func (c *Client) CommitOffset(ctx context.Context, group, topic string, partitio
 		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
 	}
 	key := offsetKey{group, topic, partition}
+	rec := commitRecord{kind: kindCommit, partition: partition, offset: offset, group: group, topic: topic, metadata: metadata}
 	if offset > 0 {
 		err := c.storeOffset(ctx, group, topic, partition, uint64(offset-1))
 		switch code := codeOf(err); {
 		case err == nil:
+			if err := c.logCommit(ctx, rec); err != nil {
+				return err
+			}
 			c.setMem(key, memOffset{offset: offset, metadata: metadata})
 			return nil
 		case code == proto.CodeInvalidOffset:
@@ -93,10 +98,18 @@ func (c *Client) CommitOffset(ctx context.Context, group, topic string, partitio
 		return c.offsetError(ctx, topic, partition, err)
 	}
 	if offset < 0 {
+		rec.flags = flagDelete
+		if err := c.logCommit(ctx, rec); err != nil {
+			return err
+		}
 		c.offMu.Lock()
 		delete(c.offsets, key)
 		c.offMu.Unlock()
 		return nil
+	}
+	rec.flags = flagMemOnly
+	if err := c.logCommit(ctx, rec); err != nil {
+		return err
 	}
 	c.setMem(key, memOffset{offset: offset, metadata: metadata, memOnly: true})
 	return nil

@@ -1,0 +1,147 @@
+package iggy
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+)
+
+// TestCommitLogSurvivesRestart: what Iggy consumer offsets cannot hold — a
+// commit of 0, one past the log end, the metadata string — reads back the
+// same through a client opened after the first one closed, and after an
+// iggy-server crash (the log is written before a commit is answered).
+func TestCommitLogSurvivesRestart(t *testing.T) {
+	srv, addr := startServer(t, iggytest.Config{})
+	cx := ctx(t)
+	c := open(t, Config{Addr: addr, PoolSize: 2})
+	if _, err := c.CreateTopic(cx, "o", 3, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(cx, "o", 1, batchOf(1, "m", 4)); err != nil {
+		t.Fatal(err)
+	}
+	commits := []struct {
+		p      int32
+		offset int64
+		meta   string
+	}{{0, 0, "zero on an empty partition"}, {1, 4, "caught up"}, {2, 7, "ahead of the end"}}
+	for _, cm := range commits {
+		if err := c.CommitOffset(cx, "g", "o", cm.p, cm.offset, cm.meta); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.CommitOffset(cx, "gone", "o", 1, 2, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CommitOffset(cx, "gone", "o", 1, -1, ""); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	check := func(what string) {
+		t.Helper()
+		c2 := open(t, Config{Addr: addr, PoolSize: 1})
+		for _, cm := range commits {
+			off, md, ok, err := c2.FetchOffset(cx, "g", "o", cm.p)
+			if err != nil || !ok || off != cm.offset || md != cm.meta {
+				t.Errorf("%s: partition %d reads %d %q %v %v, want %d %q", what, cm.p, off, md, ok, err, cm.offset, cm.meta)
+			}
+		}
+		if _, _, ok, _ := c2.FetchOffset(cx, "gone", "o", 1); ok {
+			t.Errorf("%s: a deleted commit came back", what)
+		}
+		c2.Close()
+	}
+	check("after a restart")
+	srv.Crash()
+	if _, err := srv.Start(addr); err != nil {
+		t.Fatal(err)
+	}
+	check("after an iggy-server crash")
+}
+
+// TestCommitLogCompaction: a log with many more records than live commits
+// is copied into the next generation at Open, the old one is deleted, and
+// the commits read the same; an incomplete generation (a compaction cut
+// short) is dropped in favour of the last complete one.
+func TestCommitLogCompaction(t *testing.T) {
+	defer func(m, r int) { compactMin, compactRatio = m, r }(compactMin, compactRatio)
+	compactMin, compactRatio = 20, 2
+	_, addr := startServer(t, iggytest.Config{})
+	cx := ctx(t)
+	c := open(t, Config{Addr: addr, PoolSize: 2})
+	if _, err := c.CreateTopic(cx, "o", 2, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if err := c.CommitOffset(cx, "g", "o", int32(i%2), 0, "m"+string(rune('a'+i%26))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := c.snapshotOffsets()
+	c.Close()
+	sys := open(t, Config{Addr: addr, Stream: DefaultSystemStream, PoolSize: 1, system: true})
+	names := func() []string {
+		list, err := sys.Topics(cx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tp := range list {
+			out = append(out, tp.Name)
+		}
+		return out
+	}
+	if got := strings.Join(names(), ","); got != "offsets.kafka.0" {
+		t.Fatalf("generations before: %s", got)
+	}
+	c2 := open(t, Config{Addr: addr, PoolSize: 1})
+	if got := c2.snapshotOffsets(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after compaction: %v, want %v", got, want)
+	}
+	if got := strings.Join(names(), ","); got != "offsets.kafka.1" {
+		t.Fatalf("generations after compaction: %s", got)
+	}
+	c2.Close()
+	// A compaction cut short: generation 2 exists without its complete
+	// record. It is dropped and generation 1 stays current.
+	if _, err := sys.CreateTopic(cx, "offsets.kafka.2", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	c3 := open(t, Config{Addr: addr, PoolSize: 1})
+	if got := c3.snapshotOffsets(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after an incomplete generation: %v, want %v", got, want)
+	}
+	if got := strings.Join(names(), ","); got != "offsets.kafka.1" {
+		t.Fatalf("generations after dropping the incomplete one: %s", got)
+	}
+}
+
+func (c *Client) snapshotOffsets() map[offsetKey]memOffset {
+	c.offMu.Lock()
+	defer c.offMu.Unlock()
+	out := map[offsetKey]memOffset{}
+	for k, v := range c.offsets {
+		out[k] = v
+	}
+	return out
+}
+
+func FuzzCommitRecord(f *testing.F) {
+	f.Add(appendCommitRecord(nil, commitRecord{kind: kindCommit, flags: flagMemOnly, partition: 3, offset: 7, group: "g", topic: "t", metadata: "m"}))
+	f.Add(appendCommitRecord(nil, commitRecord{kind: kindComplete}))
+	f.Add([]byte{1, 1, 0})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		r, err := decodeCommitRecord(p)
+		if err != nil {
+			return
+		}
+		if r.kind == kindCommit {
+			if got := appendCommitRecord(nil, r); string(got) != string(p) {
+				t.Fatalf("round trip: %x → %+v → %x", p, r, got)
+			}
+		}
+	})
+}
