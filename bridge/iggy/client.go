@@ -295,6 +295,9 @@ func (c *Client) Close() error {
 	if c.commits != nil {
 		c.commits.sys.Close()
 	}
+	c.leader.mu.Lock()
+	c.leader.closing = true
+	c.leader.mu.Unlock()
 	close(c.done)
 	c.wg.Wait()
 	timeout := time.NewTimer(c.cfg.RequestTimeout + time.Second)

@@ -134,6 +134,7 @@ type leader struct {
 	resolving chan struct{}
 	lastErr   error     // why the last resolve failed; nil when addr is current
 	downSince time.Time // when the current primary was first suspected
+	closing   bool      // Close has begun: no new resolve may start
 	started   bool      // Open found the first primary; later moves are failovers
 	startGen  uint64    // gen when Open returned
 
@@ -198,13 +199,15 @@ func (c *Client) setPrimary(addr string, nodes []clusterNode) {
 // reset, evicted, or answered "not accepted"). In a cluster it starts one
 // background resolve; requests wait for it in awaitPrimary.
 func (c *Client) suspect(addr string, why error) {
-	if !c.clustered() || c.closed.Load() {
+	if !c.clustered() {
 		return
 	}
 	l := &c.leader
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !sameAddr(addr, l.addr) || l.resolving != nil {
+	// closing is read under mu, so a resolve's wg.Add happens before Close's
+	// wg.Wait or not at all.
+	if l.closing || !sameAddr(addr, l.addr) || l.resolving != nil {
 		return
 	}
 	if l.downSince.IsZero() {
