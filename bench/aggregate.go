@@ -151,7 +151,15 @@ func ratios(lr *LoadReport) []Ratio {
 			add(p+"produce p99"+label, kr.P99Ms, br.P99Ms)
 		}
 	}
-	for _, k := range []string{TargetKiggy, TargetKiggyIggy, TargetKiggyIggyFsync, TargetKiggyIggyBuffered} {
+	// A cluster beside a single server, same load (docs/IGGY.md, "Iggy
+	// clusters").
+	if cr, sr := findRow(lr, TargetKiggyIggyCluster, ClientFranz, ModeMax), findRow(lr, TargetKiggyIggy, ClientFranz, ModeMax); cr != nil && sr != nil {
+		p := TargetKiggyIggyCluster + "/" + TargetKiggyIggy + " "
+		add(p+"produce records/s", cr.ProduceRecordsPerSec, sr.ProduceRecordsPerSec)
+		addp(p+"consume records/s", cr.ConsumeRecordsPerSec, sr.ConsumeRecordsPerSec)
+		add(p+"produce p99", cr.P99Ms, sr.P99Ms)
+	}
+	for _, k := range []string{TargetKiggy, TargetKiggyIggy, TargetKiggyIggyFsync, TargetKiggyIggyBuffered, TargetKiggyIggyCluster} {
 		for _, cm := range []struct{ client, mode, label string }{
 			{ClientFranz, ModeMax, ""},
 			{ClientFranz, ModeRate, " (rate-limited)"},

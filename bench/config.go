@@ -27,19 +27,25 @@ const (
 	// buffered: Iggy's own defaults, the reference the durable levels are
 	// measured against (docs/IGGY.md, "Durability").
 	TargetKiggyIggyBuffered = "kiggy-iggy-buffered"
+	// TargetKiggyIggyCluster is kiggy-iggy against the Iggy cluster named by
+	// Config.IggyClusterAddr (its nodes as seeds): beside kiggy-iggy on a
+	// single server it gives the cost of replication (docs/IGGY.md, "Iggy
+	// clusters"). Unavailable without IggyClusterAddr.
+	TargetKiggyIggyCluster = "kiggy-iggy-cluster"
 	// TargetNull is the null broker (bench/nullbroker): it acknowledges
 	// Produce without storing anything, the client's ceiling.
 	TargetNull = "null"
 )
 
 // AllTargets lists every target kbench knows.
-var AllTargets = []string{TargetKafka, TargetKiggy, TargetKiggyIggy, TargetKiggyIggyFsync, TargetKiggyIggyBuffered, TargetNull}
+var AllTargets = []string{TargetKafka, TargetKiggy, TargetKiggyIggy, TargetKiggyIggyFsync, TargetKiggyIggyBuffered, TargetKiggyIggyCluster, TargetNull}
 
 // iggyTargets maps each Iggy-backed target to its --iggy-durability.
 var iggyTargets = map[string]string{
 	TargetKiggyIggy:         "written",
 	TargetKiggyIggyFsync:    "fsync",
 	TargetKiggyIggyBuffered: "buffered",
+	TargetKiggyIggyCluster:  "written",
 }
 
 // wantsIggy reports whether targets include an Iggy-backed one.
@@ -204,6 +210,9 @@ type Config struct {
 	// IggyAddr, if set, points kiggy-iggy at this Iggy server instead of a
 	// fresh iggytest process; IggyUsername and IggyPassword log in.
 	IggyAddr     string `json:"iggy_addr,omitempty"`
+	// IggyClusterAddr lists the nodes of an Iggy cluster (comma separated)
+	// for the kiggy-iggy-cluster target.
+	IggyClusterAddr string `json:"iggy_cluster_addr,omitempty"`
 	IggyUsername string `json:"-"`
 	IggyPassword string `json:"-"`
 	// GatewayPackage is the Go package built and run for the kiggy

@@ -97,6 +97,8 @@ func (r *runner) start(ctx context.Context, target string, l Load, tag string) (
 		return r.startKiggy(ctx, TargetKiggy, tag, "", "")
 	case TargetKiggyIggy, TargetKiggyIggyFsync, TargetKiggyIggyBuffered:
 		return r.startKiggyIggy(ctx, target, tag)
+	case TargetKiggyIggyCluster:
+		return r.startKiggyIggyCluster(ctx, tag)
 	case TargetNull:
 		return r.startNull(ctx, l, tag)
 	}
@@ -245,6 +247,37 @@ func (r *runner) startKiggyIggy(ctx context.Context, target, tag string) (*sessi
 	s.stop = func() error {
 		return errors.Join(gwStop(), ig.stop(stopTimeout))
 	}
+	return s, nil
+}
+
+// startKiggyIggyCluster runs kiggy against Config.IggyClusterAddr, or
+// against a fresh 3-node iggytest cluster (one process) when none is given.
+func (r *runner) startKiggyIggyCluster(ctx context.Context, tag string) (*session, error) {
+	const target = TargetKiggyIggyCluster
+	if r.cfg.IggyClusterAddr != "" {
+		s, err := r.startKiggy(ctx, target, tag, r.cfg.IggyClusterAddr, iggyTargets[target])
+		if err != nil {
+			return nil, err
+		}
+		s.note = strings.TrimPrefix(s.note+"; external Iggy cluster at "+r.cfg.IggyClusterAddr+" (its CPU and RSS not measured)", "; ")
+		return s, nil
+	}
+	bin := r.bins["iggytest"]
+	if bin == "" {
+		return nil, &unavailableError{reason: "iggytest does not build: " + firstLine(fmt.Sprint(r.buildErrs["iggytest"]))}
+	}
+	ig, addrs, err := startProcess(r.work, "iggytest-cluster-"+tag, bin, []string{"-cluster", "3"}, true)
+	if err != nil {
+		return nil, err
+	}
+	s, err := r.startKiggy(ctx, target, tag, addrs, iggyTargets[target])
+	if err != nil {
+		_ = ig.stop(stopTimeout)
+		return nil, err
+	}
+	s.procs = append(s.procs, measuredProc{"iggytest", ig.pid()})
+	gwStop := s.stop
+	s.stop = func() error { return errors.Join(gwStop(), ig.stop(stopTimeout)) }
 	return s, nil
 }
 

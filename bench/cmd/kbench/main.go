@@ -56,6 +56,7 @@ func run() int {
 	kafkaHeap := fs.String("kafka-heap", def.KafkaHeap, "Kafka broker JVM heap (-Xms/-Xmx)")
 	kafkaDir := fs.String("kafka-dir", "", "directory for the Kafka broker's data (default: /dev/shm if it is a tmpfs, like the in-memory targets; give a disk directory to measure Kafka on disk)")
 	iggyAddr := fs.String("iggy-addr", "", "run kiggy-iggy against this Iggy server instead of a fresh iggytest")
+	iggyCluster := fs.String("iggy-cluster-addr", "", "nodes of an Iggy cluster (comma separated) for the kiggy-iggy-cluster target")
 	iggyUser := fs.String("iggy-username", def.IggyUsername, "Iggy user for -iggy-addr")
 	iggyPass := fs.String("iggy-password", def.IggyPassword, "Iggy password for -iggy-addr")
 	gatewayPkg := fs.String("gateway-pkg", "./cmd/kiggy", "Go package built and run for the kiggy targets")
@@ -199,6 +200,7 @@ func run() int {
 	}
 	cfg.KafkaDir = *kafkaDir
 	cfg.IggyAddr, cfg.IggyUsername, cfg.IggyPassword = *iggyAddr, *iggyUser, *iggyPass
+	cfg.IggyClusterAddr = *iggyCluster
 	cfg.GatewayPackage = *gatewayPkg
 	cfg.ProfileDir = *profile
 	cfg.WorkDir, cfg.KeepWork = *work, *keep

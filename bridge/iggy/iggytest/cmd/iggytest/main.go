@@ -2,6 +2,7 @@
 // bridge/iggy/iggytest) until interrupted, printing the bound address.
 //
 //	iggytest -addr 127.0.0.1:8090 -username iggy -password iggy
+//	iggytest -cluster 3   # a 3-node cluster on free ports; prints "a,b,c"
 package main
 
 import (
@@ -22,6 +23,7 @@ func main() {
 	pass := flag.String("password", "iggy", "root password")
 	tokens := flag.String("tokens", "", "comma-separated personal access tokens to accept")
 	verbose := flag.Bool("v", false, "log every request")
+	cluster := flag.Int("cluster", 0, "run an iggytest.Cluster of this many nodes on free loopback ports instead (-addr ignored)")
 	flag.Parse()
 
 	level := slog.LevelWarn
@@ -33,7 +35,21 @@ func main() {
 	if *tokens != "" {
 		toks = strings.Split(*tokens, ",")
 	}
-	srv := iggytest.New(iggytest.Config{Username: *user, Password: *pass, Tokens: toks, Logger: log})
+	cfg := iggytest.Config{Username: *user, Password: *pass, Tokens: toks, Logger: log}
+	if *cluster > 0 {
+		c := iggytest.NewCluster(*cluster, cfg)
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "iggytest:", err)
+			os.Exit(1)
+		}
+		fmt.Println(strings.Join(c.Addrs(), ","))
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		<-sig
+		c.Close()
+		return
+	}
+	srv := iggytest.New(cfg)
 	bound, err := srv.Start(*addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "iggytest:", err)
