@@ -209,12 +209,12 @@ type Config struct {
 	KafkaOnTmpfs bool `json:"kafka_on_tmpfs"`
 	// IggyAddr, if set, points kiggy-iggy at this Iggy server instead of a
 	// fresh iggytest process; IggyUsername and IggyPassword log in.
-	IggyAddr     string `json:"iggy_addr,omitempty"`
+	IggyAddr string `json:"iggy_addr,omitempty"`
 	// IggyClusterAddr lists the nodes of an Iggy cluster (comma separated)
 	// for the kiggy-iggy-cluster target.
 	IggyClusterAddr string `json:"iggy_cluster_addr,omitempty"`
-	IggyUsername string `json:"-"`
-	IggyPassword string `json:"-"`
+	IggyUsername    string `json:"-"`
+	IggyPassword    string `json:"-"`
 	// GatewayPackage is the Go package built and run for the kiggy
 	// targets ("" = ./cmd/kiggy).
 	GatewayPackage string `json:"gateway_package"`
