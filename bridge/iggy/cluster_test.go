@@ -169,3 +169,39 @@ func TestClusterReadRetried(t *testing.T) {
 		t.Fatalf("watermarks after the failover: %+v %v", w, err)
 	}
 }
+
+// TestClusterNotReadyWithoutPrimary: while no primary is reachable (the
+// primary killed, the survivors not yet agreed on a new one) Ready fails and
+// kiggy_iggy_primary_unknown is 1; once the new primary is found Ready
+// succeeds again.
+func TestClusterNotReadyWithoutPrimary(t *testing.T) {
+	cl := iggytest.NewCluster(3, iggytest.Config{})
+	cl.ElectionDelay = 1500 * time.Millisecond
+	if err := cl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 1, RequestTimeout: 500 * time.Millisecond})
+	cx := ctx(t)
+	if err := c.Ready(cx); err != nil {
+		t.Fatal(err)
+	}
+	cl.Kill(cl.Primary())
+	// The next request finds the primary gone and starts looking.
+	_ = c.Ready(cx)
+	if err := c.Ready(cx); err == nil {
+		t.Fatal("ready while no primary is known")
+	}
+	var m strings.Builder
+	c.WriteMetrics(&m)
+	if !strings.Contains(m.String(), "kiggy_iggy_primary_unknown 1\n") {
+		t.Fatalf("primary_unknown not set:\n%s", grepLines(m.String(), "kiggy_iggy_primary"))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Ready(cx) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("never ready again after the election")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
