@@ -42,7 +42,7 @@ func aggregate(row *Row) {
 	}
 	var prodRate, prodMB, consRate, consMB float64
 	var p50, p99, p999 float64
-	var srvCPU, consCPU, cliCPU float64
+	var srvCPU, consCPU, cliCPU, gwCPU, consGwCPU float64
 	var cpuBytes, consBytes, prodBytes int64
 	cpuOK, consumeNA := true, false
 	var peak int64
@@ -58,6 +58,8 @@ func aggregate(row *Row) {
 		p999 += run.P999Ms
 		srvCPU += run.ServerCPUSeconds
 		consCPU += run.ConsumeServerCPUSeconds
+		gwCPU += run.GatewayCPUSeconds
+		consGwCPU += run.ConsumeGatewayCPUSeconds
 		cliCPU += run.ClientCPUSeconds
 		b := run.Bytes
 		if run.cpuBytes > 0 {
@@ -97,10 +99,12 @@ func aggregate(row *Row) {
 		row.ConsumeMBPerSec = ptr(consMB / n)
 		if cpuOK {
 			row.ConsumeCPUPerGB = ptr(consCPU / (float64(consBytes) / gb))
+			row.ConsumeGatewayCPUPerGB = ptr(consGwCPU / (float64(consBytes) / gb))
 		}
 	}
 	if cpuOK {
 		row.ServerCPUPerGB = ptr(srvCPU / (float64(cpuBytes) / gb))
+		row.GatewayCPUPerGB = ptr(gwCPU / (float64(cpuBytes) / gb))
 	}
 	if row.Client == ClientFranz {
 		row.ClientCPUPerGB = ptr(cliCPU / (float64(prodBytes) / gb))
@@ -151,6 +155,15 @@ func ratios(lr *LoadReport) []Ratio {
 			add(p+"produce p99"+label, kr.P99Ms, br.P99Ms)
 		}
 	}
+	// Iggy's own ceiling on this machine: kiggy→Iggy against iggy-bench.
+	if ib := findRow(lr, TargetIggyBench, TargetIggyBench, ModeMax); ib != nil && len(ib.Runs) > 0 {
+		for _, k := range []string{TargetKiggyIggy, TargetKiggyIggyBuffered} {
+			if kr := findRow(lr, k, ClientFranz, ModeMax); kr != nil {
+				add(k+"/iggy-bench produce records/s", kr.ProduceRecordsPerSec, ib.ProduceRecordsPerSec)
+				addp(k+"/iggy-bench consume records/s", kr.ConsumeRecordsPerSec, ib.ConsumeRecordsPerSec)
+			}
+		}
+	}
 	// A cluster beside a single server, same load (docs/IGGY.md, "Iggy
 	// clusters").
 	if cr, sr := findRow(lr, TargetKiggyIggyCluster, ClientFranz, ModeMax), findRow(lr, TargetKiggyIggy, ClientFranz, ModeMax); cr != nil && sr != nil {
@@ -176,6 +189,11 @@ func ratios(lr *LoadReport) []Ratio {
 					addp(p+"consume records/s"+cm.label, kr.ConsumeRecordsPerSec, kf.ConsumeRecordsPerSec)
 					addp(p+"server CPU s/GB produced"+cm.label, kr.ServerCPUPerGB, kf.ServerCPUPerGB)
 					addp(p+"server CPU s/GB consumed"+cm.label, kr.ConsumeCPUPerGB, kf.ConsumeCPUPerGB)
+					if len(kr.Runs) > 0 && kr.ServerCPUPerGB != nil && kr.GatewayCPUPerGB != nil && *kr.GatewayCPUPerGB != *kr.ServerCPUPerGB {
+						// kiggy alone, without the Iggy server behind it.
+						addp(p+"gateway-only CPU s/GB produced"+cm.label, kr.GatewayCPUPerGB, kf.ServerCPUPerGB)
+						addp(p+"gateway-only CPU s/GB consumed"+cm.label, kr.ConsumeGatewayCPUPerGB, kf.ConsumeCPUPerGB)
+					}
 				}
 				add(p+"produce p50"+cm.label, kr.P50Ms, kf.P50Ms)
 				add(p+"produce p99"+cm.label, kr.P99Ms, kf.P99Ms)

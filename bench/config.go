@@ -37,6 +37,10 @@ const (
 	TargetNull = "null"
 )
 
+// TargetIggyBench names the row of Iggy's own benchmark tool
+// (Config.IggyBenchBin); it is not a target of -targets.
+const TargetIggyBench = "iggy-bench"
+
 // AllTargets lists every target kbench knows.
 var AllTargets = []string{TargetKafka, TargetKiggy, TargetKiggyIggy, TargetKiggyIggyFsync, TargetKiggyIggyBuffered, TargetKiggyIggyCluster, TargetNull}
 
@@ -210,6 +214,16 @@ type Config struct {
 	// IggyAddr, if set, points kiggy-iggy at this Iggy server instead of a
 	// fresh iggytest process; IggyUsername and IggyPassword log in.
 	IggyAddr string `json:"iggy_addr,omitempty"`
+	// IggyServerBin, if set (and IggyAddr is not), is an iggy-server binary
+	// the Iggy targets start themselves, each session with a fresh data
+	// directory, instead of iggytest; its CPU and peak RSS count as the
+	// server's beside kiggy's. IggyPID, with IggyAddr, measures an external
+	// server by its pid. IggyBenchBin, if set, runs Iggy's own benchmark
+	// tool against a fresh IggyServerBin (or IggyAddr) after each load: the
+	// path's ceiling without Kafka in front (docs/BENCHMARKS.md).
+	IggyServerBin string `json:"iggy_server_bin,omitempty"`
+	IggyPID       int    `json:"iggy_pid,omitempty"`
+	IggyBenchBin  string `json:"iggy_bench_bin,omitempty"`
 	// IggyClusterAddr lists the nodes of an Iggy cluster (comma separated)
 	// for the kiggy-iggy-cluster target.
 	IggyClusterAddr string `json:"iggy_cluster_addr,omitempty"`

@@ -54,6 +54,7 @@ type javaResult struct {
 	p50Ms, p95Ms, p99Ms, p999Ms float64
 	elapsed                     time.Duration
 	serverCPU, clientCPU        time.Duration
+	gatewayCPU                  time.Duration // serverCPU's first process
 	cpuOK                       bool
 }
 
@@ -119,6 +120,7 @@ func runJavaPerf(ctx context.Context, java, classpath, addr, topic string, l Loa
 	}
 	res.elapsed = elapsed
 	res.serverCPU, res.cpuOK = c1.server-c0.server, c0.ok && c1.ok
+	res.gatewayCPU = c1.gateway - c0.gateway
 	if ps := cmd.ProcessState; ps != nil {
 		res.clientCPU = ps.UserTime() + ps.SystemTime()
 	}

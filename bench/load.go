@@ -62,7 +62,10 @@ type cpuMeter struct {
 // cpuSample is one reading of a cpuMeter.
 type cpuSample struct {
 	server time.Duration
-	client time.Duration
+	// gateway is the first server process's share of server: the gateway
+	// (or broker) without the storage process behind it.
+	gateway time.Duration
+	client  time.Duration
 	ok     bool
 	// machineBusy and machineTotal are the whole machine's (MachineCPU).
 	machineBusy, machineTotal time.Duration
@@ -82,12 +85,15 @@ func otherShare(s0, s1 cpuSample) float64 {
 
 func (m cpuMeter) read() cpuSample {
 	s := cpuSample{ok: len(m.pids) > 0}
-	for _, pid := range m.pids {
+	for i, pid := range m.pids {
 		d, err := ProcCPU(pid)
 		if err != nil {
 			s.ok = false
 		}
 		s.server += d
+		if i == 0 {
+			s.gateway = d
+		}
 	}
 	if d, err := ProcCPU(selfPID); err == nil {
 		s.client = d
@@ -125,6 +131,7 @@ type produceResult struct {
 	// serverCPU and clientCPU were used during the window; cpuOK is false
 	// when the server's could not be read.
 	serverCPU, clientCPU time.Duration
+	gatewayCPU           time.Duration // serverCPU's first process
 	cpuOK                bool
 	// otherCPU is the share of the machine other processes used.
 	otherCPU float64
@@ -353,8 +360,9 @@ func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window 
 		records:   p.inWin.Load(),
 		hist:      &p.hist,
 		acked:     make([]int64, l.Partitions),
-		serverCPU: c1.server - c0.server,
-		clientCPU: c1.client - c0.client,
+		serverCPU:  c1.server - c0.server,
+		gatewayCPU: c1.gateway - c0.gateway,
+		clientCPU:  c1.client - c0.client,
 		cpuOK:     c0.ok && c1.ok,
 		otherCPU:  otherShare(c0, c1),
 	}
@@ -491,6 +499,7 @@ type consumeResult struct {
 	// badValues counts records whose value did not have the load's size.
 	badValues            int64
 	serverCPU, clientCPU time.Duration
+	gatewayCPU           time.Duration // serverCPU's first process
 	cpuOK                bool
 }
 
@@ -540,6 +549,7 @@ func runConsume(ctx context.Context, addr, topic string, ends []int64, consumers
 	c1 := meter.read()
 	hooks.end()
 	res.serverCPU, res.clientCPU, res.cpuOK = c1.server-c0.server, c1.client-c0.client, c0.ok && c1.ok
+	res.gatewayCPU = c1.gateway - c0.gateway
 	for i := range counts {
 		res.records += counts[i].records
 		res.bytes += counts[i].bytes

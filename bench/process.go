@@ -51,6 +51,11 @@ func serverEnv() []string {
 // address as the first line of stdout (iggytest and nullbroker do), which is
 // returned.
 func startProcess(dir, name, bin string, args []string, addrLine bool) (*process, string, error) {
+	return startProcessEnv(dir, name, bin, args, nil, addrLine)
+}
+
+// startProcessEnv is startProcess with extra environment variables.
+func startProcessEnv(dir, name, bin string, args, env []string, addrLine bool) (*process, string, error) {
 	p := &process{name: name, logPath: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
 	logf, err := os.Create(p.logPath)
 	if err != nil {
@@ -58,7 +63,7 @@ func startProcess(dir, name, bin string, args []string, addrLine bool) (*process
 	}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = dir
-	p.cmd.Env = serverEnv()
+	p.cmd.Env = append(serverEnv(), env...)
 	p.cmd.Stderr = logf
 	p.cmd.SysProcAttr = sysProcAttr()
 	var stdout io.ReadCloser

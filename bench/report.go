@@ -86,6 +86,10 @@ type Row struct {
 	// consuming. nil = not measured.
 	ServerCPUPerGB  *float64 `json:"server_cpu_s_per_gb"`
 	ConsumeCPUPerGB *float64 `json:"consume_server_cpu_s_per_gb"`
+	// GatewayCPUPerGB and ConsumeGatewayCPUPerGB count the first server
+	// process alone (kiggy without its Iggy server; the broker itself).
+	GatewayCPUPerGB        *float64 `json:"gateway_cpu_s_per_gb"`
+	ConsumeGatewayCPUPerGB *float64 `json:"consume_gateway_cpu_s_per_gb"`
 	// ClientCPUPerGB is the load generator's CPU seconds per GB produced.
 	ClientCPUPerGB *float64 `json:"client_cpu_s_per_gb"`
 	// PeakRSSMiB is the server processes' peak resident set (VmHWM),
@@ -135,6 +139,10 @@ type Measurement struct {
 
 	ServerCPUSeconds        float64 `json:"server_cpu_s"`
 	ConsumeServerCPUSeconds float64 `json:"consume_server_cpu_s,omitempty"`
+	// GatewayCPUSeconds and ConsumeGatewayCPUSeconds are the first server
+	// process's share: kiggy without the Iggy server behind it.
+	GatewayCPUSeconds        float64 `json:"gateway_cpu_s"`
+	ConsumeGatewayCPUSeconds float64 `json:"consume_gateway_cpu_s,omitempty"`
 	ClientCPUSeconds        float64 `json:"client_cpu_s"`
 	CPUMeasured             bool    `json:"cpu_measured"`
 	// OtherCPUShare is the share (0–1) of the machine's CPU time during
@@ -208,22 +216,22 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "Rate-limited runs: %.0f records/s (%s)\n", lr.Rate, lr.RateSource)
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "target\tclient\tmode\tprod rec/s\tprod MB/s\tp50 ms\tp99 ms\tp99.9 ms\tcons rec/s\tcons MB/s\tsrv CPU s/GB\tcons CPU s/GB\tpeak RSS MiB\tothers %\tstatus\t")
+		fmt.Fprintln(tw, "target\tclient\tmode\tprod rec/s\tprod MB/s\tp50 ms\tp99 ms\tp99.9 ms\tcons rec/s\tcons MB/s\tsrv CPU s/GB\tcons CPU s/GB\tgw CPU s/GB\tpeak RSS MiB\tothers %\tstatus\t")
 		for _, row := range lr.Rows {
 			status := row.Status
 			if row.Status == StatusOK && row.Note != "" {
 				status += " (" + row.Note + ")"
 			}
 			if len(row.Runs) == 0 {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t\n", row.Target, row.Client, row.Mode, status)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t\n", row.Target, row.Client, row.Mode, status)
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 				row.Target, row.Client, row.Mode,
 				num(row.ProduceRecordsPerSec, 0), num(row.ProduceMBPerSec, 1),
 				num(row.P50Ms, 2), num(row.P99Ms, 2), num(row.P999Ms, 2),
 				opt(row.ConsumeRecordsPerSec, 0), opt(row.ConsumeMBPerSec, 1),
-				opt(row.ServerCPUPerGB, 2), opt(row.ConsumeCPUPerGB, 2), opt(row.PeakRSSMiB, 0), opt(row.OtherCPUPercent, 0), status)
+				opt(row.ServerCPUPerGB, 2), opt(row.ConsumeCPUPerGB, 2), opt(row.GatewayCPUPerGB, 2), opt(row.PeakRSSMiB, 0), opt(row.OtherCPUPercent, 0), status)
 		}
 		tw.Flush()
 		for _, line := range statusLines(&lr) {

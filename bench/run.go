@@ -123,7 +123,7 @@ func (r *runner) build(ctx context.Context) error {
 			jobs = append(jobs, job{"kgateway", "./bench/cmd/kgateway"})
 		}
 	}
-	if wantsIggy(r.cfg.Targets) && r.cfg.IggyAddr == "" {
+	if wantsIggy(r.cfg.Targets) && r.cfg.IggyAddr == "" && r.cfg.IggyServerBin == "" {
 		jobs = append(jobs, job{"iggytest", "./bridge/iggy/iggytest/cmd/iggytest"})
 	}
 	if slices.Contains(r.cfg.Targets, TargetNull) {
@@ -178,8 +178,49 @@ func (r *runner) runLoad(ctx context.Context, li int, lr *LoadReport, targets []
 			r.session(ctx, t, l, rep, tag, lr, row)
 		}
 	}
+	if r.cfg.IggyBenchBin != "" && ctx.Err() == nil {
+		r.iggyBench(ctx, li, l, row)
+	}
 	r.finishLoad(lr, rows)
 	return ctx.Err()
+}
+
+// iggyBench runs iggy-bench for load l into the row "iggy-bench".
+func (r *runner) iggyBench(ctx context.Context, li int, l Load, row func(t, c, m string) *Row) {
+	main := row(TargetIggyBench, TargetIggyBench, ModeMax)
+	name := fmt.Sprintf("iggy-bench-l%d", li+1)
+	addr := r.cfg.IggyAddr
+	if addr == "" {
+		if r.cfg.IggyServerBin == "" {
+			main.Status, main.Error = StatusUnavailable, "iggy-bench needs -iggy-server or -iggy-addr"
+			return
+		}
+		p, a, err := r.startIggyServer(ctx, name+"-server")
+		if err != nil {
+			main.Status, main.Error = StatusFailed, err.Error()
+			r.failf("iggy-bench: %v", err)
+			return
+		}
+		defer p.stop(stopTimeout)
+		addr = a
+	}
+	r.logf("iggy-bench against %s", addr)
+	res, err := r.runIggyBench(ctx, addr, l, name)
+	if err != nil {
+		main.Status, main.Error = StatusFailed, err.Error()
+		r.failf("iggy-bench: %v", err)
+		return
+	}
+	m := &Measurement{Rep: 1}
+	if p, ok := res["Producers"]; ok {
+		m.ProduceRecordsPerSec, m.ProduceMBPerSec, m.P99Ms = p.msgsPerSec, p.mbPerSec, p.p99Ms
+	}
+	if c, ok := res["Consumers"]; ok {
+		m.ConsumeRecordsPerSec, m.ConsumeMBPerSec = c.msgsPerSec, c.mbPerSec
+	} else {
+		m.consumeNA = true
+	}
+	main.Runs = append(main.Runs, m)
 }
 
 // session runs everything one target does in one repetition: start it,
@@ -312,6 +353,7 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 		P999Ms:               ms(pr.hist.Quantile(0.999)),
 		MaxMs:                ms(pr.hist.Max()),
 		ServerCPUSeconds:     pr.serverCPU.Seconds(),
+		GatewayCPUSeconds:    pr.gatewayCPU.Seconds(),
 		ClientCPUSeconds:     pr.clientCPU.Seconds(),
 		CPUMeasured:          pr.cpuOK,
 		ProduceProfile:       prof,
@@ -348,6 +390,7 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 		run.ConsumeRecordsPerSec = float64(cr.records) / cr.elapsed.Seconds()
 		run.ConsumeMBPerSec = float64(cr.bytes) / 1e6 / cr.elapsed.Seconds()
 		run.ConsumeServerCPUSeconds = cr.serverCPU.Seconds()
+		run.ConsumeGatewayCPUSeconds = cr.gatewayCPU.Seconds()
 		run.consumeBytes = cr.bytes
 		for p := range pr.acked {
 			if d := pr.acked[p] - cr.byPartition[p]; d > 0 {
@@ -415,6 +458,7 @@ func (r *runner) javaPerf(ctx context.Context, s *session, l Load, topic string,
 		MaxMs:                jr.maxMs,
 		Acked:                records,
 		ServerCPUSeconds:     jr.serverCPU.Seconds(),
+		GatewayCPUSeconds:    jr.gatewayCPU.Seconds(),
 		ClientCPUSeconds:     jr.clientCPU.Seconds(),
 		CPUMeasured:          jr.cpuOK,
 		consumeNA:            true,

@@ -226,14 +226,28 @@ func (r *runner) startKiggyIggy(ctx context.Context, target, tag string) (*sessi
 		if err != nil {
 			return nil, err
 		}
-		s.note = strings.TrimPrefix(s.note+"; external Iggy at "+r.cfg.IggyAddr+" (its CPU and RSS not measured)", "; ")
+		if r.cfg.IggyPID > 0 {
+			s.procs = append(s.procs, measuredProc{"iggy-server", r.cfg.IggyPID})
+			s.note = strings.TrimPrefix(s.note+"; external Iggy at "+r.cfg.IggyAddr+" (pid "+strconv.Itoa(r.cfg.IggyPID)+" measured)", "; ")
+		} else {
+			s.note = strings.TrimPrefix(s.note+"; external Iggy at "+r.cfg.IggyAddr+" (its CPU and RSS not measured)", "; ")
+		}
 		return s, nil
 	}
-	bin := r.bins["iggytest"]
-	if bin == "" {
-		return nil, &unavailableError{reason: "iggytest does not build: " + firstLine(fmt.Sprint(r.buildErrs["iggytest"]))}
+	var ig *process
+	var iaddr, procName string
+	var err error
+	if r.cfg.IggyServerBin != "" {
+		procName = "iggy-server"
+		ig, iaddr, err = r.startIggyServer(ctx, "iggy-server-"+target+"-"+tag)
+	} else {
+		bin := r.bins["iggytest"]
+		if bin == "" {
+			return nil, &unavailableError{reason: "iggytest does not build: " + firstLine(fmt.Sprint(r.buildErrs["iggytest"]))}
+		}
+		procName = "iggytest"
+		ig, iaddr, err = startProcess(r.work, "iggytest-"+target+"-"+tag, bin, []string{"-addr", "127.0.0.1:0"}, true)
 	}
-	ig, iaddr, err := startProcess(r.work, "iggytest-"+target+"-"+tag, bin, []string{"-addr", "127.0.0.1:0"}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +256,7 @@ func (r *runner) startKiggyIggy(ctx context.Context, target, tag string) (*sessi
 		_ = ig.stop(stopTimeout)
 		return nil, err
 	}
-	s.procs = append(s.procs, measuredProc{"iggytest", ig.pid()})
+	s.procs = append(s.procs, measuredProc{procName, ig.pid()})
 	gwStop := s.stop
 	s.stop = func() error {
 		return errors.Join(gwStop(), ig.stop(stopTimeout))

@@ -56,6 +56,9 @@ func run() int {
 	kafkaHeap := fs.String("kafka-heap", def.KafkaHeap, "Kafka broker JVM heap (-Xms/-Xmx)")
 	kafkaDir := fs.String("kafka-dir", "", "directory for the Kafka broker's data (default: /dev/shm if it is a tmpfs, like the in-memory targets; give a disk directory to measure Kafka on disk)")
 	iggyAddr := fs.String("iggy-addr", "", "run kiggy-iggy against this Iggy server instead of a fresh iggytest")
+	iggyServer := fs.String("iggy-server", "", "iggy-server binary the Iggy targets start with a fresh data directory per session (instead of iggytest); its CPU and RSS are counted")
+	iggyPID := fs.Int("iggy-pid", 0, "with -iggy-addr: the external iggy-server's pid, to count its CPU and RSS")
+	iggyBench := fs.String("iggy-bench", "", "iggy-bench binary run against a fresh -iggy-server (or -iggy-addr) after each load, for Iggy's own ceiling")
 	iggyCluster := fs.String("iggy-cluster-addr", "", "nodes of an Iggy cluster (comma separated) for the kiggy-iggy-cluster target")
 	iggyUser := fs.String("iggy-username", def.IggyUsername, "Iggy user for -iggy-addr")
 	iggyPass := fs.String("iggy-password", def.IggyPassword, "Iggy password for -iggy-addr")
@@ -201,6 +204,7 @@ func run() int {
 	cfg.KafkaDir = *kafkaDir
 	cfg.IggyAddr, cfg.IggyUsername, cfg.IggyPassword = *iggyAddr, *iggyUser, *iggyPass
 	cfg.IggyClusterAddr = *iggyCluster
+	cfg.IggyServerBin, cfg.IggyPID, cfg.IggyBenchBin = *iggyServer, *iggyPID, *iggyBench
 	cfg.GatewayPackage = *gatewayPkg
 	cfg.ProfileDir = *profile
 	cfg.WorkDir, cfg.KeepWork = *work, *keep

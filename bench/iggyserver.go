@@ -1,0 +1,136 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// startIggyServer starts the iggy-server binary Config.IggyServerBin on a
+// free loopback port with a fresh data directory under the work directory
+// (on disk unless the work directory is a tmpfs), only its TCP listener and
+// root iggy/iggy, one shard (docs/BENCHMARKS.md, "The Iggy path"). It
+// returns the process and its address once the port accepts connections.
+func (r *runner) startIggyServer(ctx context.Context, name string) (*process, string, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	data := filepath.Join(r.work, name+"-data")
+	if err := os.RemoveAll(data); err != nil {
+		return nil, "", fmt.Errorf("bench: %w", err)
+	}
+	env := []string{
+		"IGGY_SYSTEM_PATH=" + data,
+		"IGGY_TCP_ADDRESS=" + addr,
+		"IGGY_HTTP_ENABLED=false", "IGGY_QUIC_ENABLED=false", "IGGY_WEBSOCKET_ENABLED=false",
+		"IGGY_ROOT_USERNAME=" + r.cfg.IggyUsername, "IGGY_ROOT_PASSWORD=" + r.cfg.IggyPassword,
+		"IGGY_SYSTEM_SHARDING_CPU_ALLOCATION=1",
+	}
+	p, _, err := startProcessEnv(r.work, name, r.cfg.IggyServerBin, []string{"--fresh"}, env, false)
+	if err != nil {
+		return nil, "", err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return p, addr, nil
+		}
+		select {
+		case <-p.exited:
+			return nil, "", fmt.Errorf("bench: iggy-server exited at start; last lines of %s:\n%s", p.logPath, tail(p.logPath, 20))
+		case <-ctx.Done():
+			_ = p.stop(stopTimeout)
+			return nil, "", ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = p.stop(stopTimeout)
+			return nil, "", fmt.Errorf("bench: iggy-server at %s not listening after a minute", addr)
+		}
+	}
+}
+
+// iggyBenchResult is what iggy-bench printed for one actor kind.
+type iggyBenchResult struct {
+	msgsPerSec, mbPerSec, p99Ms float64
+}
+
+// iggyBenchLine matches iggy-bench's summary line ("Producers Results:
+// Total throughput: X MB/s, Y messages/s, ... p99 latency: Z ms, ...").
+var iggyBenchLine = regexp.MustCompile(`(Producers|Consumers) Results: Total throughput: ([0-9.]+) MB/s, ([0-9.]+) messages/s.*?p99 latency: ([0-9.]+) ms`)
+
+// parseIggyBench reads the producer and consumer summaries of iggy-bench's
+// output; a kind it did not print is absent from the map.
+func parseIggyBench(out string) map[string]iggyBenchResult {
+	res := map[string]iggyBenchResult{}
+	sc := bufio.NewScanner(strings.NewReader(stripANSI(out)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := iggyBenchLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		mb, _ := strconv.ParseFloat(m[2], 64)
+		msgs, _ := strconv.ParseFloat(m[3], 64)
+		p99, _ := strconv.ParseFloat(m[4], 64)
+		res[m[1]] = iggyBenchResult{msgsPerSec: msgs, mbPerSec: mb, p99Ms: p99}
+	}
+	return res
+}
+
+var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+func stripANSI(s string) string { return ansi.ReplaceAllString(s, "") }
+
+// runIggyBench runs Iggy's own benchmark tool (Config.IggyBenchBin) against
+// addr with the load's message size and partitions, producers then
+// consumers on the same data (pinned-producer, then pinned-consumer with
+// --reuse-streams), and returns what it measured: the path's ceiling
+// without Kafka in front.
+func (r *runner) runIggyBench(ctx context.Context, addr string, l Load, name string) (map[string]iggyBenchResult, error) {
+	actors := strconv.Itoa(int(max(1, min(l.Partitions, 16))))
+	total := "1GB"
+	if r.cfg.Smoke {
+		total = "50MB"
+	}
+	common := []string{"-m", strconv.Itoa(l.RecordSize), "-P", "100", "-T", total,
+		"-u", r.cfg.IggyUsername, "-p", r.cfg.IggyPassword}
+	out := map[string]iggyBenchResult{}
+	for _, phase := range []struct{ sub, flag string }{{"pinned-producer", "-p"}, {"pinned-consumer", "-c"}} {
+		args := append([]string(nil), common...)
+		if phase.sub == "pinned-consumer" {
+			args = append(args, "--reuse-streams")
+		}
+		args = append(args, phase.sub, phase.flag, actors, "tcp", "--server-address", addr)
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		cmd := exec.CommandContext(cctx, r.cfg.IggyBenchBin, args...)
+		cmd.Dir = r.work
+		b, err := cmd.CombinedOutput()
+		cancel()
+		logPath := filepath.Join(r.work, name+"-"+phase.sub+".log")
+		_ = os.WriteFile(logPath, b, 0o644)
+		if err != nil {
+			return out, fmt.Errorf("bench: iggy-bench %s: %w; see %s", strings.Join(args, " "), err, logPath)
+		}
+		for k, v := range parseIggyBench(string(b)) {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return out, errors.New("bench: iggy-bench printed no summary")
+	}
+	return out, nil
+}
