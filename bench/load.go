@@ -66,7 +66,7 @@ type cpuSample struct {
 	// (or broker) without the storage process behind it.
 	gateway time.Duration
 	client  time.Duration
-	ok     bool
+	ok      bool
 	// machineBusy and machineTotal are the whole machine's (MachineCPU).
 	machineBusy, machineTotal time.Duration
 }
@@ -356,15 +356,15 @@ func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window 
 	}
 
 	res := &produceResult{
-		window:    elapsed,
-		records:   p.inWin.Load(),
-		hist:      &p.hist,
-		acked:     make([]int64, l.Partitions),
+		window:     elapsed,
+		records:    p.inWin.Load(),
+		hist:       &p.hist,
+		acked:      make([]int64, l.Partitions),
 		serverCPU:  c1.server - c0.server,
 		gatewayCPU: c1.gateway - c0.gateway,
 		clientCPU:  c1.client - c0.client,
-		cpuOK:     c0.ok && c1.ok,
-		otherCPU:  otherShare(c0, c1),
+		cpuOK:      c0.ok && c1.ok,
+		otherCPU:   otherShare(c0, c1),
 	}
 	res.bytes = res.records * int64(l.RecordSize)
 	for i := range p.acked {

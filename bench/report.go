@@ -143,8 +143,8 @@ type Measurement struct {
 	// process's share: kiggy without the Iggy server behind it.
 	GatewayCPUSeconds        float64 `json:"gateway_cpu_s"`
 	ConsumeGatewayCPUSeconds float64 `json:"consume_gateway_cpu_s,omitempty"`
-	ClientCPUSeconds        float64 `json:"client_cpu_s"`
-	CPUMeasured             bool    `json:"cpu_measured"`
+	ClientCPUSeconds         float64 `json:"client_cpu_s"`
+	CPUMeasured              bool    `json:"cpu_measured"`
 	// OtherCPUShare is the share (0–1) of the machine's CPU time during
 	// the produce window used by processes other than the servers and the
 	// load generator: how much other work competed with this run.
