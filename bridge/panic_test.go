@@ -1,7 +1,6 @@
 package bridge_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,6 +21,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // faultLog is the embedded log with injected panics, by topic:
@@ -63,24 +62,6 @@ func (l *faultLog) Read(ctx context.Context, topic string, p int32, offset int64
 	return l.Log.Read(ctx, topic, p, offset, maxBytes, fn)
 }
 
-// syncBuffer is a log destination safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // panicHarness is a gateway over a faultLog on a real socket, with a client
 // producing to topic "ok" all along.
 type panicHarness struct {
@@ -88,7 +69,7 @@ type panicHarness struct {
 	addr string
 	gw   *bridge.Gateway
 	log  *faultLog
-	logs *syncBuffer
+	logs *testtools.SyncBuffer
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -97,7 +78,7 @@ type panicHarness struct {
 }
 
 func startPanicHarness(t *testing.T, cfg bridge.Config) *panicHarness {
-	h := &panicHarness{t: t, logs: new(syncBuffer), stop: make(chan struct{}), done: make(chan struct{})}
+	h := &panicHarness{t: t, logs: new(testtools.SyncBuffer), stop: make(chan struct{}), done: make(chan struct{})}
 	h.log = &faultLog{Log: memlog.New(memlog.Config{}), entered: make(chan struct{}, 4), unblock: make(chan struct{})}
 	for name, n := range map[string]int32{"ok": 1, "after": 1, "boom": 1, "boom1": 2, "wake": 1, "block": 1} {
 		if _, err := h.log.CreateTopic(context.Background(), name, n, bridge.TopicConfig{}); err != nil {

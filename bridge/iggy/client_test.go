@@ -164,6 +164,13 @@ func TestOpenErrors(t *testing.T) {
 
 // fakeServer answers every request frame with answer(frame).
 func fakeServer(t *testing.T, answer func([]byte) []byte) string {
+	return serveFake(t, answer, func(c net.Conn, out []byte) error { _, err := c.Write(out); return err })
+}
+
+// serveFake runs a loopback server that answers every request frame with
+// answer(frame), sent with write.
+func serveFake(t *testing.T, answer func([]byte) []byte, write func(c net.Conn, out []byte) error) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +184,9 @@ func fakeServer(t *testing.T, answer func([]byte) []byte) string {
 			}
 			go func() {
 				defer c.Close()
+				if tc, ok := c.(*net.TCPConn); ok {
+					tc.SetNoDelay(true)
+				}
 				h := make([]byte, proto.HeaderSize)
 				for {
 					if _, err := io.ReadFull(c, h); err != nil {
@@ -186,7 +196,7 @@ func fakeServer(t *testing.T, answer func([]byte) []byte) string {
 					if _, err := io.ReadFull(c, body); err != nil {
 						return
 					}
-					if _, err := c.Write(answer(append(h, body...))); err != nil {
+					if err := write(c, answer(append(h, body...))); err != nil {
 						return
 					}
 				}
@@ -636,57 +646,43 @@ func TestDecodeConfirmation(t *testing.T) {
 	_ = binary.LittleEndian
 }
 
+// fakePeer serves a minimal Iggy 0.9 peer on loopback: every login
+// succeeds, GetStream finds the stream, and answer (if not nil) gives the
+// body of any other reply and may change its header. write sends each reply.
+func fakePeer(t *testing.T, answer func(req *proto.RequestHeader) []byte, write func(c net.Conn, frame []byte) error) string {
+	return serveFake(t, func(frame []byte) []byte {
+		req := proto.ParseRequestHeader(frame)
+		var rb []byte
+		switch {
+		case req.Operation == proto.OpRegister:
+			rb = proto.AppendResultOK(nil)
+			rb = proto.AppendU32(rb, 0)
+			rb = proto.AppendU64(rb, 3)
+			rb = proto.AppendU32(rb, proto.ProtocolVersion)
+			rb = proto.AppendName(rb, "fake")
+		case req.Code == proto.CodeGetStream:
+			rb = []byte{1} // "found": any non-empty body
+		case answer != nil:
+			rb = answer(&req)
+		}
+		out := make([]byte, proto.HeaderSize)
+		proto.PutReplyHeader(out, len(rb), &req, 3, 3, 0)
+		return append(out, rb...)
+	}, write)
+}
+
 // TestRepliesOneByteAtATime serves login and ping replies in 1-byte writes:
 // the client must reassemble frames split at every offset.
 func TestRepliesOneByteAtATime(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	addr := fakePeer(t, nil, func(c net.Conn, out []byte) error {
+		for i := range out {
+			if _, err := c.Write(out[i : i+1]); err != nil {
+				return err
 			}
-			go func() {
-				defer c.Close()
-				if tc, ok := c.(*net.TCPConn); ok {
-					tc.SetNoDelay(true)
-				}
-				h := make([]byte, proto.HeaderSize)
-				for {
-					if _, err := io.ReadFull(c, h); err != nil {
-						return
-					}
-					body := make([]byte, proto.FrameSize(h)-proto.HeaderSize)
-					io.ReadFull(c, body)
-					req := proto.ParseRequestHeader(h)
-					var rb []byte
-					switch {
-					case req.Operation == proto.OpRegister:
-						rb = proto.AppendResultOK(nil)
-						rb = proto.AppendU32(rb, 0)
-						rb = proto.AppendU64(rb, 3)
-						rb = proto.AppendU32(rb, proto.ProtocolVersion)
-						rb = proto.AppendName(rb, "byte-by-byte")
-					case req.Code == proto.CodeGetStream:
-						rb = []byte{1} // "found": any non-empty body
-					}
-					out := make([]byte, proto.HeaderSize)
-					proto.PutReplyHeader(out, len(rb), &req, 3, 3, 0)
-					out = append(out, rb...)
-					for i := range out {
-						if _, err := c.Write(out[i : i+1]); err != nil {
-							return
-						}
-					}
-				}
-			}()
 		}
-	}()
-	c := open(t, Config{Addr: ln.Addr().String(), PoolSize: 1, noCommitLog: true})
+		return nil
+	})
+	c := open(t, Config{Addr: addr, PoolSize: 1, noCommitLog: true})
 	for range 3 {
 		if err := c.Ready(ctx(t)); err != nil {
 			t.Fatal(err)
@@ -698,49 +694,14 @@ func TestRepliesOneByteAtATime(t *testing.T) {
 // is reported as a desynchronised connection, not as an incompatible
 // protocol (ErrProtocol is the start-up diagnosis).
 func TestDesyncIsNotProtocol(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				h := make([]byte, proto.HeaderSize)
-				for {
-					if _, err := io.ReadFull(c, h); err != nil {
-						return
-					}
-					body := make([]byte, proto.FrameSize(h)-proto.HeaderSize)
-					io.ReadFull(c, body)
-					req := proto.ParseRequestHeader(h)
-					var rb []byte
-					switch {
-					case req.Operation == proto.OpRegister:
-						rb = proto.AppendResultOK(nil)
-						rb = proto.AppendU32(rb, 0)
-						rb = proto.AppendU64(rb, 3)
-						rb = proto.AppendU32(rb, proto.ProtocolVersion)
-						rb = proto.AppendName(rb, "desync")
-					case req.Code == proto.CodeGetStream:
-						rb = []byte{1}
-					case req.Code == proto.CodePing:
-						req.Request += 7 // answer another request
-					}
-					out := make([]byte, proto.HeaderSize)
-					proto.PutReplyHeader(out, len(rb), &req, 3, 3, 0)
-					c.Write(append(out, rb...))
-				}
-			}()
+	addr := fakePeer(t, func(req *proto.RequestHeader) []byte {
+		if req.Code == proto.CodePing {
+			req.Request += 7 // answer another request
 		}
-	}()
-	c := open(t, Config{Addr: ln.Addr().String(), PoolSize: 1, noCommitLog: true})
-	err = c.Ready(ctx(t))
+		return nil
+	}, func(c net.Conn, out []byte) error { _, err := c.Write(out); return err })
+	c := open(t, Config{Addr: addr, PoolSize: 1, noCommitLog: true})
+	err := c.Ready(ctx(t))
 	if !errors.Is(err, errDesync) || errors.Is(err, ErrProtocol) {
 		t.Fatalf("Ready = %v, want errDesync and not ErrProtocol", err)
 	}

@@ -1,33 +1,14 @@
 package iggy
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
-
-// syncBuffer is a log sink safe for the client's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDurabilityOptions: each level creates topics with the options that
 // make the server confirm as promised (docs/IGGY.md, "Durability"), and
@@ -73,7 +54,7 @@ func TestBufferedTopicReported(t *testing.T) {
 	if _, err := other.CreateTopic(cx, "foreign", 1, bridge.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testtools.SyncBuffer
 	c := open(t, Config{Addr: addr, Stream: stream, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if _, err := c.CreateTopic(cx, "ours", 1, bridge.TopicConfig{}); err != nil {
 		t.Fatal(err)

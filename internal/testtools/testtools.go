@@ -9,6 +9,7 @@
 package testtools
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -222,4 +223,25 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writers: a log sink for
+// a component with goroutines of its own.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
