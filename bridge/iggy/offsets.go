@@ -21,6 +21,7 @@ package iggy
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
@@ -115,7 +116,10 @@ func (c *Client) CommitOffset(ctx context.Context, group, topic string, partitio
 	return nil
 }
 
+// setMem remembers a commit. The group, topic and metadata strings may alias
+// a Kafka request frame: they are cloned, as the entry outlives the request.
 func (c *Client) setMem(k offsetKey, v memOffset) {
+	k.group, k.topic, v.metadata = strings.Clone(k.group), strings.Clone(k.topic), strings.Clone(v.metadata)
 	c.offMu.Lock()
 	c.offsets[k] = v
 	c.offMu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
@@ -230,13 +231,18 @@ func (c *Client) topicLevel(asked bridge.Durability) bridge.Durability {
 
 // remember caches a topic; the first time a topic is seen buffered while
 // the gateway promises more, it says so once in the log and in /metrics.
+//
+// name may alias a Kafka request frame (the bridge decodes without copying):
+// it is cloned before it becomes a map key that outlives the request.
 func (c *Client) remember(name string, e topicEntry) {
 	c.mu.Lock()
-	c.topics[name] = e
+	if old, ok := c.topics[name]; !ok || old != e {
+		c.topics[strings.Clone(name)] = e
+	}
 	warn := false
 	if e.durability == bridge.DurabilityBuffered && c.cfg.Durability != bridge.DurabilityBuffered {
 		if _, seen := c.buffered[name]; !seen {
-			c.buffered[name] = struct{}{}
+			c.buffered[strings.Clone(name)] = struct{}{}
 			c.metrics.bufferedTopics.Store(int64(len(c.buffered)))
 			warn = true
 		}
