@@ -347,6 +347,10 @@ func (g *Gateway) offsetFetch(c *call) bool {
 		}
 	} else {
 		resp.Topics, resp.ErrorCode = g.committed(req.Group, req.Topics)
+		if v < 2 && resp.ErrorCode == wire.CoordinatorLoadInProgress {
+			// v1 has no top-level error code: say it per partition.
+			resp.Topics = loadingPartitions(req.Topics)
+		}
 	}
 	resp.CountErrors(g.errorCounter(c))
 	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
@@ -354,17 +358,26 @@ func (g *Gateway) offsetFetch(c *call) bool {
 }
 
 // committed reads a group's committed offsets for topics (nil = all).
+//
+// A backend that cannot answer makes the whole group's answer
+// COORDINATOR_LOAD_IN_PROGRESS, which clients retry: the Java consumer
+// retries that code at the group level only and fails on it as a
+// partition error ("Unexpected error in fetch offset response", seen by hand
+// with an iggy-server restarting; docs/LIMITS.md). A topic or partition the
+// backend does not know has no committed offset (-1), as in Kafka.
 func (g *Gateway) committed(groupID string, topics []wire.OffsetFetchRequestTopic) ([]wire.OffsetFetchResponseTopic, wire.ErrorCode) {
 	if groupID == "" {
 		return nil, wire.InvalidGroupID
 	}
 	var out []wire.OffsetFetchResponseTopic
+	failed := false
 	one := func(topic string, p int32) wire.OffsetFetchResponseTopicPartition {
 		r := wire.OffsetFetchResponseTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: wire.Str("")}
 		off, md, ok, err := g.log.FetchOffset(g.ctx, groupID, topic, p)
 		switch {
+		case errors.Is(err, ErrUnknownTopic) || errors.Is(err, ErrUnknownPartition):
 		case err != nil:
-			r.ErrorCode = wire.CoordinatorLoadInProgress
+			failed = true
 		case ok:
 			r.Offset, r.Metadata = off, wire.Str(md)
 		}
@@ -378,7 +391,7 @@ func (g *Gateway) committed(groupID string, topics []wire.OffsetFetchRequestTopi
 		for _, t := range all {
 			var parts []wire.OffsetFetchResponseTopicPartition
 			for p := int32(0); p < t.Partitions; p++ {
-				if r := one(t.Name, p); r.Offset >= 0 || r.ErrorCode != wire.None {
+				if r := one(t.Name, p); r.Offset >= 0 {
 					parts = append(parts, r)
 				}
 			}
@@ -386,16 +399,34 @@ func (g *Gateway) committed(groupID string, topics []wire.OffsetFetchRequestTopi
 				out = append(out, wire.OffsetFetchResponseTopic{Topic: t.Name, Partitions: parts})
 			}
 		}
-		return out, wire.None
+	} else {
+		for _, t := range topics {
+			ot := wire.OffsetFetchResponseTopic{Topic: t.Topic}
+			for _, p := range t.Partitions {
+				ot.Partitions = append(ot.Partitions, one(t.Topic, p))
+			}
+			out = append(out, ot)
+		}
 	}
+	if failed {
+		return nil, wire.CoordinatorLoadInProgress
+	}
+	return out, wire.None
+}
+
+// loadingPartitions answers every requested partition with
+// COORDINATOR_LOAD_IN_PROGRESS (OffsetFetch v1, which has no group error).
+func loadingPartitions(topics []wire.OffsetFetchRequestTopic) []wire.OffsetFetchResponseTopic {
+	var out []wire.OffsetFetchResponseTopic
 	for _, t := range topics {
 		ot := wire.OffsetFetchResponseTopic{Topic: t.Topic}
 		for _, p := range t.Partitions {
-			ot.Partitions = append(ot.Partitions, one(t.Topic, p))
+			ot.Partitions = append(ot.Partitions, wire.OffsetFetchResponseTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1,
+				Metadata: wire.Str(""), ErrorCode: wire.CoordinatorLoadInProgress})
 		}
 		out = append(out, ot)
 	}
-	return out, wire.None
+	return out
 }
 
 // describeGroups answers DescribeGroups v0–5.
