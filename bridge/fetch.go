@@ -146,7 +146,7 @@ func (g *Gateway) park(c *call, now time.Time) {
 		}
 	}
 	wait := fs.deadline.Sub(now)
-	if !g.cfg.InlineLog && wait > externalPoll {
+	if !g.caps.SoleWriter && wait > externalPoll {
 		wait = externalPoll
 	}
 	timer := time.AfterFunc(wait, w.wake)
@@ -212,7 +212,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 	// A backend with network round trips (Iggy) reads every partition at
 	// once, each into its own scratch batch, then the response is assembled
 	// in request order; the embedded log reads straight into the response.
-	fan := !g.cfg.InlineLog && fetchPartitions(req) > 1
+	fan := !g.caps.LocalLatency && fetchPartitions(req) > 1
 	if fan {
 		g.readAll(fs, maxBytes)
 	}

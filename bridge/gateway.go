@@ -8,8 +8,8 @@
 // after another, in arrival order, like a Kafka broker that mutes a socket
 // while it serves a request: this keeps a producer's batches to a partition
 // in order across pipelined requests. A request is handled inline on the
-// loop when the backend never blocks (the embedded log) and the request is
-// small; otherwise on a pool of worker goroutines. A request that has to
+// loop when the backend declares Capabilities.NonBlocking (the embedded log)
+// and the request is small; otherwise on a pool of worker goroutines. A request that has to
 // wait (a long-polling Fetch, a JoinGroup waiting for its generation) parks
 // without holding a loop or a worker, and the connection's next request
 // runs when it completes.
@@ -64,9 +64,6 @@ type Config struct {
 	// Workers is the number of goroutines serving requests that may block
 	// on the backend; 0 = 256.
 	Workers int
-	// InlineLog says the backend never blocks (the embedded log), so small
-	// requests are served on the event loop.
-	InlineLog bool
 	// ProduceTimeoutCap caps a Produce request's timeout_ms; 0 = 20 s.
 	ProduceTimeoutCap time.Duration
 	// Group configures the group coordinator (session timeout bounds,
@@ -127,8 +124,9 @@ type handlerFunc func(g *Gateway, c *call) (parked bool)
 
 // Gateway is the Kafka request handler: it implements engine.Handler.
 type Gateway struct {
-	cfg Config
-	log Log
+	cfg  Config
+	log  Log
+	caps Capabilities // what log declares (CapabilityDeclarer)
 
 	handlers [maxAPIKey]handlerFunc
 	// advertised is the ApiVersions table: wire's codecs that have a handler.
@@ -192,6 +190,7 @@ func New(cfg Config, log Log) *Gateway {
 	g := &Gateway{
 		cfg:    cfg,
 		log:    log,
+		caps:   capabilitiesOf(log),
 		work:   make(chan task, workQueueLen),
 		decode: make(chan struct{}, cfg.MaxConcurrentDecodes),
 		ctx:    ctx,
@@ -248,7 +247,7 @@ func (g *Gateway) Serve(req *engine.Request) {
 	}
 	cs.busy = true
 	cs.mu.Unlock()
-	if g.cfg.InlineLog && len(req.Frame()) <= inlineFrameLimit {
+	if g.caps.NonBlocking && len(req.Frame()) <= inlineFrameLimit {
 		g.run(cs, req, true)
 		return
 	}

@@ -45,7 +45,7 @@ func (g *Gateway) produce(c *call) bool {
 
 	ctx := g.ctx
 	var cancel context.CancelFunc
-	if !g.cfg.InlineLog {
+	if !g.caps.NonBlocking {
 		timeout := time.Duration(req.TimeoutMs) * time.Millisecond
 		if timeout <= 0 || timeout > g.cfg.ProduceTimeoutCap {
 			timeout = g.cfg.ProduceTimeoutCap
@@ -57,7 +57,7 @@ func (g *Gateway) produce(c *call) bool {
 	// partitions appended concurrently, each on its own session, once all
 	// are mapped; the embedded log appends inline, one after another.
 	fan := &st.more.fanout
-	parallel := !g.cfg.InlineLog && fixed == wire.None && distinctPartitions(req, &st.int32s) > 1
+	parallel := !g.caps.LocalLatency && fixed == wire.None && distinctPartitions(req, &st.int32s) > 1
 	fan.jobs = fan.jobs[:0]
 	for i := range req.Topics {
 		rt := &req.Topics[i]

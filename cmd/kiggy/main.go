@@ -154,7 +154,7 @@ func newLogger(level, format string) (*slog.Logger, error) {
 
 func serve(o options, logger *slog.Logger) error {
 	ctx := context.Background()
-	log, inline, err := openBackend(ctx, o, logger)
+	log, err := openBackend(ctx, o, logger)
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,6 @@ func serve(o options, logger *slog.Logger) error {
 		DecodeBudgetRecords:  o.decodeBudgetRecords,
 		MaxConcurrentDecodes: int(o.maxConcurrentDecodes),
 		Workers:              int(o.workers),
-		InlineLog:            inline,
 		ProduceTimeoutCap:    o.produceTimeoutCap,
 		Logger:               logger,
 	}, log)
@@ -242,11 +241,11 @@ func backendName(o options) string {
 }
 
 // openBackend opens the storage: Iggy when --iggy-addr is set, else the
-// embedded log. inline reports a backend that never blocks.
-func openBackend(ctx context.Context, o options, logger *slog.Logger) (bridge.Log, bool, error) {
+// embedded log. The gateway reads what each backend can do from the backend
+// itself (bridge.Capabilities).
+func openBackend(ctx context.Context, o options, logger *slog.Logger) (bridge.Log, error) {
 	if o.iggyAddr != "" {
-		l, err := openIggy(ctx, o, logger)
-		return l, false, err
+		return openIggy(ctx, o, logger)
 	}
-	return memlog.New(memlog.Config{PartitionBytes: o.memlogPartitionBytes, TotalBytes: o.memlogTotalBytes}), true, nil
+	return memlog.New(memlog.Config{PartitionBytes: o.memlogPartitionBytes, TotalBytes: o.memlogTotalBytes}), nil
 }

@@ -109,7 +109,6 @@ func Start(t testing.TB, opts Options) *Gateway {
 		log, iggySrv = startIggy(t, opts.IggyDurability)
 	} else {
 		log = memlog.New(opts.Memlog)
-		cfg.InlineLog = true
 	}
 	g := &Gateway{Log: log, Iggy: iggySrv}
 	g.gw = bridge.New(cfg, log)

@@ -81,7 +81,6 @@ func run() int {
 
 	ctx := context.Background()
 	var log bridge.Log
-	inline := false
 	if *iggyAddr != "" {
 		c, err := iggy.Open(ctx, iggy.Config{Addr: *iggyAddr, Username: *iggyUser, Password: *iggyPass, Stream: *iggyStream, Logger: logger})
 		if err != nil {
@@ -91,7 +90,6 @@ func run() int {
 		log = c
 	} else {
 		log = memlog.New(memlog.Config{PartitionBytes: *partitionBytes, TotalBytes: *totalBytes})
-		inline = true
 	}
 	defer log.Close()
 
@@ -99,7 +97,6 @@ func run() int {
 	// bridge.Config and engine.Config, 256 workers, a 20 s produce timeout cap.
 	gw := bridge.New(bridge.Config{
 		Workers:           256,
-		InlineLog:         inline,
 		ProduceTimeoutCap: 20 * time.Second,
 		Logger:            logger,
 	}, log)
