@@ -118,10 +118,6 @@ const maxAPIKey = 128
 // on the embedded log (decompression and mapping of big batches take time).
 const inlineFrameLimit = 256 << 10
 
-// handlerFunc serves one decoded request. It returns true when it parked the
-// request (it will complete it later and then call Gateway.resume).
-type handlerFunc func(g *Gateway, c *call) (parked bool)
-
 // Gateway is the Kafka request handler: it implements engine.Handler.
 type Gateway struct {
 	cfg  Config
@@ -169,20 +165,6 @@ type task struct {
 	c   *call
 }
 
-// call is one request being served.
-type call struct {
-	cs     *connState
-	req    *engine.Request
-	hdr    wire.RequestHeader
-	body   []byte
-	state  *state
-	inline bool
-	// resumed is set when a parked call runs again after a wake-up.
-	resumed bool
-	// start is when the gateway first saw the request (latency metric).
-	start time.Time
-}
-
 // New returns a Gateway over log.
 func New(cfg Config, log Log) *Gateway {
 	cfg.normalize()
@@ -210,14 +192,40 @@ func New(cfg Config, log Log) *Gateway {
 	return g
 }
 
-// register installs the handlers and builds the advertised ApiVersions
-// table: exactly the APIs that have both a codec in wire and a handler here.
+// handlerTable is the one table of the Kafka APIs the gateway serves, by
+// key. An API is advertised in ApiVersions, and served, when it has both a
+// row in wire.APIs and an entry here; call.go says how to write a handler.
+var handlerTable = [maxAPIKey]handlerFunc{
+	wire.KeyProduce:                 (*Gateway).produce,
+	wire.KeyFetch:                   (*Gateway).fetch,
+	wire.KeyListOffsets:             (*Gateway).listOffsets,
+	wire.KeyMetadata:                (*Gateway).metadata,
+	wire.KeyOffsetCommit:            (*Gateway).offsetCommit,
+	wire.KeyOffsetFetch:             (*Gateway).offsetFetch,
+	wire.KeyFindCoordinator:         (*Gateway).findCoordinator,
+	wire.KeyJoinGroup:               (*Gateway).joinGroup,
+	wire.KeyHeartbeat:               (*Gateway).heartbeat,
+	wire.KeyLeaveGroup:              (*Gateway).leaveGroup,
+	wire.KeySyncGroup:               (*Gateway).syncGroup,
+	wire.KeyDescribeGroups:          (*Gateway).describeGroups,
+	wire.KeyListGroups:              (*Gateway).listGroups,
+	wire.KeyApiVersions:             (*Gateway).apiVersions,
+	wire.KeyCreateTopics:            (*Gateway).createTopics,
+	wire.KeyDeleteTopics:            (*Gateway).deleteTopics,
+	wire.KeyInitProducerID:          (*Gateway).initProducerID,
+	wire.KeyDescribeConfigs:         (*Gateway).describeConfigs,
+	wire.KeyAlterConfigs:            (*Gateway).alterConfigs,
+	wire.KeyCreatePartitions:        (*Gateway).createPartitions,
+	wire.KeyIncrementalAlterConfigs: (*Gateway).incrementalAlterConfigs,
+	wire.KeyDescribeCluster:         (*Gateway).describeCluster,
+}
+
+// register installs handlerTable (a copy per gateway: the handlers reach
+// g.handlers through runOffloaded, and a package variable that refers to
+// itself is an initialization cycle) and builds the advertised ApiVersions
+// table: exactly the APIs that have both a codec in wire and a handler.
 func (g *Gateway) register() {
-	g.handlers[wire.KeyApiVersions] = (*Gateway).apiVersions
-	g.handlers[wire.KeyMetadata] = (*Gateway).metadata
-	g.handlers[wire.KeyProduce] = (*Gateway).produce
-	g.handlers[wire.KeyInitProducerID] = (*Gateway).initProducerID
-	g.registerMore()
+	g.handlers = handlerTable
 	for _, a := range wire.APIs {
 		if a.Key >= 0 && int(a.Key) < len(g.handlers) && g.handlers[a.Key] != nil {
 			g.advertised = append(g.advertised, wire.ApiVersionsKey{APIKey: a.Key, MinVersion: a.Min, MaxVersion: a.Max})
@@ -360,13 +368,6 @@ func (g *Gateway) handler(k wire.APIKey) handlerFunc {
 		return nil
 	}
 	return g.handlers[k]
-}
-
-// responseBuffer returns the engine's response buffer with c's response
-// header already appended.
-func (c *call) responseBuffer() []byte {
-	buf := c.req.ResponseBuffer()
-	return wire.AppendResponseHeader(buf, c.hdr.APIKey, c.hdr.APIVersion, c.hdr.CorrelationID)
 }
 
 // reclaimIdleBytes: memory the process holds beyond its live heap that an

@@ -43,11 +43,10 @@ type groupState struct {
 // every group (single-instance coordination, docs/LIMITS.md). Transaction
 // coordinators are refused with a message the Java client prints.
 func (g *Gateway) findCoordinator(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.findReq
 	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	host, port := g.advertisedAddr(c)
@@ -73,18 +72,8 @@ func (g *Gateway) findCoordinator(c *call) bool {
 		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = a.ErrorCode, a.ErrorMessage, a.NodeID, a.Host, a.Port
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, resp)
 	return false
-}
-
-// finishParked completes a parked group call: it responds and continues the
-// connection.
-func (g *Gateway) finishParked(c *call, resp []byte) {
-	cs := c.cs
-	c.req.Respond(resp)
-	g.observe(c)
-	g.putState(c.state)
-	g.resume(cs)
 }
 
 func clientHost(c *call) string {
@@ -107,11 +96,10 @@ func lastColon(s string) int {
 
 // joinGroup answers JoinGroup v0–9; it parks until the generation forms.
 func (g *Gateway) joinGroup(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.joinReq
 	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	gs.protocols = gs.protocols[:0]
@@ -172,11 +160,9 @@ func nullIfEmpty(s string) wire.NullString {
 // syncGroup answers SyncGroup v0–5; followers park until the leader's
 // assignment arrives.
 func (g *Gateway) syncGroup(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.syncReq
-	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	gs.assigns = gs.assigns[:0]
@@ -209,27 +195,24 @@ func (g *Gateway) syncResponse(c *call, r group.SyncResult) []byte {
 
 // heartbeat answers Heartbeat v0–4.
 func (g *Gateway) heartbeat(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.hbReq
-	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	code := g.groups.Heartbeat(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation)
 	resp := wire.HeartbeatResponse{ErrorCode: wire.ErrorCode(code)}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, &resp)
 	return false
 }
 
 // leaveGroup answers LeaveGroup v0–5 (v3+ batched members).
 func (g *Gateway) leaveGroup(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.leaveReq
 	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	gs.leaves = gs.leaves[:0]
@@ -256,18 +239,16 @@ func (g *Gateway) leaveGroup(c *call) bool {
 		}
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, &resp)
 	return false
 }
 
 // offsetCommit answers OffsetCommit v2–9: the generation and member are
 // checked by the coordinator, then each offset is stored through Log.
 func (g *Gateway) offsetCommit(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.commitReq
-	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	groupCode := wire.None
@@ -322,7 +303,7 @@ func (g *Gateway) offsetCommit(c *call) bool {
 		resp.Topics = append(resp.Topics, out)
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, resp)
 	return false
 }
 
@@ -330,11 +311,10 @@ func (g *Gateway) offsetCommit(c *call) bool {
 // offsets through Log, -1 where none; null topics means every partition
 // with a committed offset.
 func (g *Gateway) offsetFetch(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.fetchReq
 	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	resp := &gs.fetchResp
@@ -349,7 +329,7 @@ func (g *Gateway) offsetFetch(c *call) bool {
 		resp.Topics, resp.ErrorCode = g.committed(req.Group, req.Topics)
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, resp)
 	return false
 }
 
@@ -400,11 +380,9 @@ func (g *Gateway) committed(groupID string, topics []wire.OffsetFetchRequestTopi
 
 // describeGroups answers DescribeGroups v0–5.
 func (g *Gateway) describeGroups(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.descReq
-	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	var resp wire.DescribeGroupsResponse
@@ -424,17 +402,15 @@ func (g *Gateway) describeGroups(c *call) bool {
 		resp.Groups = append(resp.Groups, out)
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, &resp)
 	return false
 }
 
 // listGroups answers ListGroups v0–5 (v4+ state filter, v5+ type filter).
 func (g *Gateway) listGroups(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.listReq
-	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	var resp wire.ListGroupsResponse
@@ -448,7 +424,7 @@ func (g *Gateway) listGroups(c *call) bool {
 		resp.Groups = append(resp.Groups, wire.ListGroupsResponseGroup{Group: l.GroupID, ProtocolType: l.ProtocolType, GroupState: l.State, GroupType: "classic"})
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, &resp)
 	return false
 }
 

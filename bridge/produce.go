@@ -19,15 +19,17 @@ func (g *Gateway) produce(c *call) bool {
 	st := c.state
 	req := &st.produceReq
 	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
+	if !c.resumed { // not yet decoded: the first run, inline or on a worker
 		// Produce v0–2 (advertised for old librdkafka, KAFKA-18659) and
 		// malformed requests close the connection, as Kafka does.
-		c.req.Close("protocol_error")
-		return false
-	}
-	if c.inline && hasCompressed(req) {
-		// Decompression happens off the loop, under the decode semaphore.
-		return g.offload(c)
+		if !decodeOrClose(c, req) {
+			return false
+		}
+		if c.inline && hasCompressed(req) {
+			// Decompression happens off the loop, under the decode
+			// semaphore; the worker runs produce again, without decoding.
+			return g.offload(c)
+		}
 	}
 
 	resp := &st.produceResp
@@ -56,7 +58,7 @@ func (g *Gateway) produce(c *call) bool {
 	// A backend with network round trips (Iggy) gets the request's
 	// partitions appended concurrently, each on its own session, once all
 	// are mapped; the embedded log appends inline, one after another.
-	fan := &st.more.fanout
+	fan := &st.fanout
 	parallel := !g.caps.LocalLatency && fixed == wire.None && distinctPartitions(req, &st.int32s) > 1
 	fan.jobs = fan.jobs[:0]
 	for i := range req.Topics {
@@ -118,7 +120,7 @@ func (g *Gateway) produce(c *call) bool {
 		}
 		return false
 	}
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, resp)
 	return false
 }
 
@@ -285,31 +287,5 @@ func logCode(err error) wire.ErrorCode {
 		return wire.MessageTooLarge
 	default:
 		return wire.UnknownServerError
-	}
-}
-
-// offload moves a call that started inline onto a worker; the connection's
-// later requests wait for it.
-func (g *Gateway) offload(c *call) bool {
-	c.inline = false
-	select {
-	case g.work <- task{c: c}:
-	default:
-		go g.runOffloaded(c)
-	}
-	return true
-}
-
-// runOffloaded finishes an offloaded call and continues its connection.
-func (g *Gateway) runOffloaded(c *call) {
-	st := c.state
-	cs := c.cs
-	h := g.handler(c.hdr.APIKey)
-	if parked, ok := g.invoke(h, c); !parked {
-		if ok {
-			g.observe(c)
-			g.putState(st)
-		}
-		g.resume(cs)
 	}
 }
