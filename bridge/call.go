@@ -76,7 +76,7 @@ type decoder interface {
 // then returns false at once.
 func decodeOrClose[R decoder](c *call, r R) bool {
 	if err := r.Decode(c.body, c.hdr.APIVersion); err != nil {
-		c.req.Close("protocol_error")
+		c.req.Close(engine.ReasonProtocolError, err.Error())
 		return false
 	}
 	return true

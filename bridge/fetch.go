@@ -8,6 +8,7 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/mapping"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -157,7 +158,7 @@ func (g *Gateway) park(c *call, now time.Time) {
 			return
 		}
 		if g.ctx.Err() != nil {
-			c.req.Close("shutdown")
+			c.req.Close(engine.ReasonShutdown, "")
 			g.putState(c.state)
 			return
 		}

@@ -336,19 +336,19 @@ func (g *Gateway) serveOne(cs *connState, req *engine.Request, inline bool) bool
 		// docs/design/kafka-protocol.md §1.1: Kafka closes the connection on an unknown
 		// API key or a version outside its range (ApiVersions excepted,
 		// KIP-511, which ParseRequestHeader lets through).
-		req.Close("unsupported_version")
+		req.Close(engine.ReasonProtocolError, "unsupported_version")
 		return false
 	}
 	h := g.handler(hdr.APIKey)
 	if h == nil {
-		req.Close("unsupported_version")
+		req.Close(engine.ReasonProtocolError, "unsupported_version")
 		return false
 	}
 	if cs.failed.Load() {
 		// An earlier request's handler panicked: the connection is closing
 		// and this request is dropped, as the engine drops the ones it has
 		// not dispatched yet.
-		req.Close(closeHandlerPanic)
+		req.Close(engine.ReasonProtocolError, closeHandlerPanic)
 		return false
 	}
 	g.metrics.countRequest(hdr.APIKey, hdr.APIVersion)

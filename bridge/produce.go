@@ -8,6 +8,7 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/mapping"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -114,7 +115,7 @@ func (g *Gateway) produce(c *call) bool {
 		if failed {
 			// KafkaApis.handleProduceRequest: an acks=0 request that failed
 			// closes the connection so the client notices and refreshes.
-			c.req.Close("protocol_error")
+			c.req.Close(engine.ReasonProtocolError, "acks=0 Produce failed")
 		} else {
 			c.req.NoResponse()
 		}
