@@ -216,6 +216,7 @@ var handlerTable = [maxAPIKey]handlerFunc{
 	wire.KeyDescribeConfigs:         (*Gateway).describeConfigs,
 	wire.KeyAlterConfigs:            (*Gateway).alterConfigs,
 	wire.KeyCreatePartitions:        (*Gateway).createPartitions,
+	wire.KeyDeleteGroups:            (*Gateway).deleteGroups,
 	wire.KeyIncrementalAlterConfigs: (*Gateway).incrementalAlterConfigs,
 	wire.KeyDescribeCluster:         (*Gateway).describeCluster,
 }
