@@ -44,7 +44,8 @@ import (
 //     again on a worker with g.requeue (c.resumed set).
 //
 // Every goroutine that runs handler code runs it under g.catch (panics.go),
-// so a panic closes only its own connection.
+// so a panic closes only its own connection. docs/design/adding-an-api.md
+// lists the rest of adding an API (codec, tests, docs).
 
 // handlerFunc serves one decoded request. It returns true when it parked the
 // request (it will complete it later and then call Gateway.resume).

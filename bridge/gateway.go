@@ -194,7 +194,8 @@ func New(cfg Config, log Log) *Gateway {
 
 // handlerTable is the one table of the Kafka APIs the gateway serves, by
 // key. An API is advertised in ApiVersions, and served, when it has both a
-// row in wire.APIs and an entry here; call.go says how to write a handler.
+// row in wire.APIs and an entry here; call.go says how to write a handler,
+// docs/design/adding-an-api.md §2 how to add an API.
 var handlerTable = [maxAPIKey]handlerFunc{
 	wire.KeyProduce:                 (*Gateway).produce,
 	wire.KeyFetch:                   (*Gateway).fetch,
