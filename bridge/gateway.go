@@ -29,6 +29,26 @@ import (
 	"github.com/kiggy-io/kiggy/wire"
 )
 
+// Defaults applied by Config when a field is zero (the engine's are in
+// engine/config.go; cmd/kiggy's flags start from both).
+const (
+	// DefaultNodeID is the broker id in Metadata.
+	DefaultNodeID = 1
+	// DefaultClusterID is the cluster id in Metadata.
+	DefaultClusterID = "kiggy"
+	// DefaultNumPartitions is the partition count of auto-created topics
+	// (Kafka num.partitions).
+	DefaultNumPartitions = 1
+	// DefaultDecodeBudgetRecords bounds the records one Produce request may
+	// decode.
+	DefaultDecodeBudgetRecords = 4_000_000
+	// DefaultWorkers is the number of goroutines serving requests that may
+	// block on the backend.
+	DefaultWorkers = 256
+	// DefaultProduceTimeoutCap caps a Produce request's timeout_ms.
+	DefaultProduceTimeoutCap = 20 * time.Second
+)
+
 // Config configures a Gateway. The zero value means defaults.
 type Config struct {
 	// NodeID is this gateway's broker id in Metadata; 0 = 1.
@@ -75,13 +95,13 @@ type Config struct {
 
 func (c *Config) normalize() {
 	if c.NodeID == 0 {
-		c.NodeID = 1
+		c.NodeID = DefaultNodeID
 	}
 	if c.ClusterID == "" {
-		c.ClusterID = "kiggy"
+		c.ClusterID = DefaultClusterID
 	}
 	if c.DefaultPartitions <= 0 {
-		c.DefaultPartitions = 1
+		c.DefaultPartitions = DefaultNumPartitions
 	}
 	if c.MaxFrameSize <= 0 {
 		c.MaxFrameSize = engine.DefaultMaxFrameSize
@@ -90,16 +110,16 @@ func (c *Config) normalize() {
 		c.DecodeBudgetBytes = 2 * int64(c.MaxFrameSize)
 	}
 	if c.DecodeBudgetRecords <= 0 {
-		c.DecodeBudgetRecords = 4_000_000
+		c.DecodeBudgetRecords = DefaultDecodeBudgetRecords
 	}
 	if c.MaxConcurrentDecodes <= 0 {
 		c.MaxConcurrentDecodes = 2 * gomaxprocs()
 	}
 	if c.Workers <= 0 {
-		c.Workers = 256
+		c.Workers = DefaultWorkers
 	}
 	if c.ProduceTimeoutCap <= 0 {
-		c.ProduceTimeoutCap = 20 * time.Second
+		c.ProduceTimeoutCap = DefaultProduceTimeoutCap
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
