@@ -22,7 +22,8 @@ import (
 //     request completes;
 //   - c.state: pooled scratch space (state.go). Decode into a request struct
 //     kept there and build the response in one, so the steady state
-//     allocates nothing;
+//     allocates nothing (decodeOrClose's and respond's arguments escape: a
+//     response in a local variable costs an allocation);
 //   - c.inline: true when it runs on the event loop (only on a backend that
 //     declares Capabilities.NonBlocking, and only for a small frame).
 //

@@ -28,6 +28,7 @@ type groupState struct {
 	joinReq    wire.JoinGroupRequest
 	syncReq    wire.SyncGroupRequest
 	hbReq      wire.HeartbeatRequest
+	hbResp     wire.HeartbeatResponse
 	leaveReq   wire.LeaveGroupRequest
 	commitReq  wire.OffsetCommitRequest
 	commitResp wire.OffsetCommitResponse
@@ -204,9 +205,10 @@ func (g *Gateway) heartbeat(c *call) bool {
 		return false
 	}
 	code := g.groups.Heartbeat(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation)
-	resp := wire.HeartbeatResponse{ErrorCode: wire.ErrorCode(code)}
+	resp := &gs.hbResp // in scratch: respond's argument escapes
+	*resp = wire.HeartbeatResponse{ErrorCode: wire.ErrorCode(code)}
 	resp.CountErrors(g.errorCounter(c))
-	respond(c, &resp)
+	respond(c, resp)
 	return false
 }
 
