@@ -95,11 +95,9 @@ func topicConfigFromKafka(configs []wire.CreateTopicsRequestTopicConfig) (TopicC
 
 // createTopics answers CreateTopics v2–7.
 func (g *Gateway) createTopics(c *call) bool {
-	as := &c.state.more.admin
+	as := &c.state.admin
 	req := &as.createReq
-	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	var resp wire.CreateTopicsResponse
@@ -135,7 +133,7 @@ func (g *Gateway) createTopics(c *call) bool {
 		resp.Topics = append(resp.Topics, out)
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, &resp)
 	return false
 }
 
@@ -176,11 +174,10 @@ func (g *Gateway) checkCreate(t *wire.CreateTopicsRequestTopic) (wire.ErrorCode,
 // deleteTopics answers DeleteTopics v1–6 (by name; kiggy serves zero topic
 // ids, so a deletion by id finds nothing).
 func (g *Gateway) deleteTopics(c *call) bool {
-	as := &c.state.more.admin
+	as := &c.state.admin
 	req := &as.deleteReq
 	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	var resp wire.DeleteTopicsResponse
@@ -220,17 +217,15 @@ func (g *Gateway) deleteTopics(c *call) bool {
 		}
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, &resp)
 	return false
 }
 
 // createPartitions answers CreatePartitions v0–3: grow only.
 func (g *Gateway) createPartitions(c *call) bool {
-	as := &c.state.more.admin
+	as := &c.state.admin
 	req := &as.partsReq
-	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	var resp wire.CreatePartitionsResponse
@@ -244,7 +239,7 @@ func (g *Gateway) createPartitions(c *call) bool {
 		resp.Topics = append(resp.Topics, out)
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, &resp)
 	return false
 }
 
@@ -286,11 +281,9 @@ func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, validateOnly bo
 
 // describeCluster answers DescribeCluster v0–1 (consistent with Metadata).
 func (g *Gateway) describeCluster(c *call) bool {
-	as := &c.state.more.admin
+	as := &c.state.admin
 	req := &as.clusterReq
-	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	host, port := g.advertisedAddr(c)
@@ -302,16 +295,14 @@ func (g *Gateway) describeCluster(c *call) bool {
 		resp.ErrorCode, resp.ErrorMessage = wire.UnsupportedEndpointType, wire.Str("kiggy serves only the brokers endpoint type")
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, &resp)
 	return false
 }
 
 // alterConfigs refuses AlterConfigs: topic settings are fixed at creation.
 func (g *Gateway) alterConfigs(c *call) bool {
-	as := &c.state.more.admin
-	v := c.hdr.APIVersion
-	if err := as.alterReq.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	as := &c.state.admin
+	if !decodeOrClose(c, &as.alterReq) {
 		return false
 	}
 	var resp wire.AlterConfigsResponse
@@ -319,16 +310,14 @@ func (g *Gateway) alterConfigs(c *call) bool {
 		resp.Resources = append(resp.Resources, refuseAlter(r.ResourceType, r.ResourceName))
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, &resp)
 	return false
 }
 
 // incrementalAlterConfigs refuses IncrementalAlterConfigs likewise.
 func (g *Gateway) incrementalAlterConfigs(c *call) bool {
-	as := &c.state.more.admin
-	v := c.hdr.APIVersion
-	if err := as.incrReq.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	as := &c.state.admin
+	if !decodeOrClose(c, &as.incrReq) {
 		return false
 	}
 	var resp wire.IncrementalAlterConfigsResponse
@@ -336,7 +325,7 @@ func (g *Gateway) incrementalAlterConfigs(c *call) bool {
 		resp.Resources = append(resp.Resources, refuseAlter(r.ResourceType, r.ResourceName))
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, &resp)
 	return false
 }
 

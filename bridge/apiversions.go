@@ -18,8 +18,7 @@ func (g *Gateway) apiVersions(c *call) bool {
 	st := c.state
 	resp := &st.apiVersionsResp
 	*resp = wire.ApiVersionsResponse{APIKeys: g.advertised}
-	if err := st.apiVersionsReq.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, &st.apiVersionsReq) {
 		return false
 	}
 	// KIP-511: Kafka validates the v3+ software name and version and answers
@@ -28,6 +27,6 @@ func (g *Gateway) apiVersions(c *call) bool {
 		resp.ErrorCode = wire.InvalidRequest
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, resp)
 	return false
 }

@@ -89,11 +89,9 @@ func (g *Gateway) brokerConfigs() []configEntry {
 
 // describeConfigs answers DescribeConfigs v1–4 for topics and the broker.
 func (g *Gateway) describeConfigs(c *call) bool {
-	as := &c.state.more.admin
+	as := &c.state.admin
 	req := &as.descReq
-	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	var resp wire.DescribeConfigsResponse
@@ -136,7 +134,7 @@ func (g *Gateway) describeConfigs(c *call) bool {
 		resp.Resources = append(resp.Resources, out)
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, &resp)
 	return false
 }
 

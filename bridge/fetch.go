@@ -8,6 +8,7 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/mapping"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -92,11 +93,10 @@ const externalPoll = 100 * time.Millisecond
 // long polling that parks without holding a loop or a worker.
 func (g *Gateway) fetch(c *call) bool {
 	st := c.state
-	fs := &st.more.fetch
+	fs := &st.fetch
 	v := c.hdr.APIVersion
 	if !c.resumed { // first pass, not a wake-up
-		if err := fs.req.Decode(c.body, v); err != nil {
-			c.req.Close("protocol_error")
+		if !decodeOrClose(c, &fs.req) {
 			return false
 		}
 		fs.deadline = time.Now().Add(time.Duration(fs.req.MaxWaitMillis) * time.Millisecond)
@@ -136,7 +136,7 @@ func fetchPartitions(r *wire.FetchRequest) int {
 // park registers the call for appends to its partitions and a timer for its
 // deadline (or the external poll interval), then returns without blocking.
 func (g *Gateway) park(c *call, now time.Time) {
-	fs := &c.state.more.fetch
+	fs := &c.state.fetch
 	w := newWaiter()
 	fs.waiter = w
 	for i := range fs.req.Topics {
@@ -146,7 +146,7 @@ func (g *Gateway) park(c *call, now time.Time) {
 		}
 	}
 	wait := fs.deadline.Sub(now)
-	if !g.cfg.InlineLog && wait > externalPoll {
+	if !g.caps.SoleWriter && wait > externalPoll {
 		wait = externalPoll
 	}
 	timer := time.AfterFunc(wait, w.wake)
@@ -158,17 +158,12 @@ func (g *Gateway) park(c *call, now time.Time) {
 			return
 		}
 		if g.ctx.Err() != nil {
-			c.req.Close("shutdown")
+			c.req.Close(engine.ReasonShutdown, "")
 			g.putState(c.state)
 			return
 		}
 		// Re-run the fetch on a worker; it parks again if still short.
-		c.inline, c.resumed = false, true
-		select {
-		case g.work <- task{c: c}:
-		default:
-			go g.runOffloaded(c)
-		}
+		g.requeue(c)
 	}()
 }
 
@@ -193,7 +188,7 @@ func (g *Gateway) unpark(fs *fetchState, w *waiter, timer *time.Timer) {
 // bytes it holds and whether any partition has an error.
 func (g *Gateway) fetchPass(c *call) (int, bool) {
 	st := c.state
-	fs := &st.more.fetch
+	fs := &st.fetch
 	req := &fs.req
 	v := c.hdr.APIVersion
 	if fs.r.emit == nil {
@@ -212,7 +207,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 	// A backend with network round trips (Iggy) reads every partition at
 	// once, each into its own scratch batch, then the response is assembled
 	// in request order; the embedded log reads straight into the response.
-	fan := !g.cfg.InlineLog && fetchPartitions(req) > 1
+	fan := !g.caps.LocalLatency && fetchPartitions(req) > 1
 	if fan {
 		g.readAll(fs, maxBytes)
 	}

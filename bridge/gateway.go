@@ -8,8 +8,8 @@
 // after another, in arrival order, like a Kafka broker that mutes a socket
 // while it serves a request: this keeps a producer's batches to a partition
 // in order across pipelined requests. A request is handled inline on the
-// loop when the backend never blocks (the embedded log) and the request is
-// small; otherwise on a pool of worker goroutines. A request that has to
+// loop when the backend declares Capabilities.NonBlocking (the embedded log)
+// and the request is small; otherwise on a pool of worker goroutines. A request that has to
 // wait (a long-polling Fetch, a JoinGroup waiting for its generation) parks
 // without holding a loop or a worker, and the connection's next request
 // runs when it completes.
@@ -27,6 +27,26 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/wire"
+)
+
+// Defaults applied by Config when a field is zero (the engine's are in
+// engine/config.go; cmd/kiggy's flags start from both).
+const (
+	// DefaultNodeID is the broker id in Metadata.
+	DefaultNodeID = 1
+	// DefaultClusterID is the cluster id in Metadata.
+	DefaultClusterID = "kiggy"
+	// DefaultNumPartitions is the partition count of auto-created topics
+	// (Kafka num.partitions).
+	DefaultNumPartitions = 1
+	// DefaultDecodeBudgetRecords bounds the records one Produce request may
+	// decode.
+	DefaultDecodeBudgetRecords = 4_000_000
+	// DefaultWorkers is the number of goroutines serving requests that may
+	// block on the backend.
+	DefaultWorkers = 256
+	// DefaultProduceTimeoutCap caps a Produce request's timeout_ms.
+	DefaultProduceTimeoutCap = 20 * time.Second
 )
 
 // Config configures a Gateway. The zero value means defaults.
@@ -64,9 +84,6 @@ type Config struct {
 	// Workers is the number of goroutines serving requests that may block
 	// on the backend; 0 = 256.
 	Workers int
-	// InlineLog says the backend never blocks (the embedded log), so small
-	// requests are served on the event loop.
-	InlineLog bool
 	// ProduceTimeoutCap caps a Produce request's timeout_ms; 0 = 20 s.
 	ProduceTimeoutCap time.Duration
 	// Group configures the group coordinator (session timeout bounds,
@@ -78,13 +95,13 @@ type Config struct {
 
 func (c *Config) normalize() {
 	if c.NodeID == 0 {
-		c.NodeID = 1
+		c.NodeID = DefaultNodeID
 	}
 	if c.ClusterID == "" {
-		c.ClusterID = "kiggy"
+		c.ClusterID = DefaultClusterID
 	}
 	if c.DefaultPartitions <= 0 {
-		c.DefaultPartitions = 1
+		c.DefaultPartitions = DefaultNumPartitions
 	}
 	if c.MaxFrameSize <= 0 {
 		c.MaxFrameSize = engine.DefaultMaxFrameSize
@@ -93,16 +110,16 @@ func (c *Config) normalize() {
 		c.DecodeBudgetBytes = 2 * int64(c.MaxFrameSize)
 	}
 	if c.DecodeBudgetRecords <= 0 {
-		c.DecodeBudgetRecords = 4_000_000
+		c.DecodeBudgetRecords = DefaultDecodeBudgetRecords
 	}
 	if c.MaxConcurrentDecodes <= 0 {
 		c.MaxConcurrentDecodes = 2 * gomaxprocs()
 	}
 	if c.Workers <= 0 {
-		c.Workers = 256
+		c.Workers = DefaultWorkers
 	}
 	if c.ProduceTimeoutCap <= 0 {
-		c.ProduceTimeoutCap = 20 * time.Second
+		c.ProduceTimeoutCap = DefaultProduceTimeoutCap
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -121,14 +138,11 @@ const maxAPIKey = 128
 // on the embedded log (decompression and mapping of big batches take time).
 const inlineFrameLimit = 256 << 10
 
-// handlerFunc serves one decoded request. It returns true when it parked the
-// request (it will complete it later and then call Gateway.resume).
-type handlerFunc func(g *Gateway, c *call) (parked bool)
-
 // Gateway is the Kafka request handler: it implements engine.Handler.
 type Gateway struct {
-	cfg Config
-	log Log
+	cfg  Config
+	log  Log
+	caps Capabilities // what log declares (CapabilityDeclarer)
 
 	handlers [maxAPIKey]handlerFunc
 	// advertised is the ApiVersions table: wire's codecs that have a handler.
@@ -171,20 +185,6 @@ type task struct {
 	c   *call
 }
 
-// call is one request being served.
-type call struct {
-	cs     *connState
-	req    *engine.Request
-	hdr    wire.RequestHeader
-	body   []byte
-	state  *state
-	inline bool
-	// resumed is set when a parked call runs again after a wake-up.
-	resumed bool
-	// start is when the gateway first saw the request (latency metric).
-	start time.Time
-}
-
 // New returns a Gateway over log.
 func New(cfg Config, log Log) *Gateway {
 	cfg.normalize()
@@ -192,6 +192,7 @@ func New(cfg Config, log Log) *Gateway {
 	g := &Gateway{
 		cfg:    cfg,
 		log:    log,
+		caps:   capabilitiesOf(log),
 		work:   make(chan task, workQueueLen),
 		decode: make(chan struct{}, cfg.MaxConcurrentDecodes),
 		ctx:    ctx,
@@ -211,14 +212,42 @@ func New(cfg Config, log Log) *Gateway {
 	return g
 }
 
-// register installs the handlers and builds the advertised ApiVersions
-// table: exactly the APIs that have both a codec in wire and a handler here.
+// handlerTable is the one table of the Kafka APIs the gateway serves, by
+// key. An API is advertised in ApiVersions, and served, when it has both a
+// row in wire.APIs and an entry here; call.go says how to write a handler,
+// docs/design/adding-an-api.md §2 how to add an API.
+var handlerTable = [maxAPIKey]handlerFunc{
+	wire.KeyProduce:                 (*Gateway).produce,
+	wire.KeyFetch:                   (*Gateway).fetch,
+	wire.KeyListOffsets:             (*Gateway).listOffsets,
+	wire.KeyMetadata:                (*Gateway).metadata,
+	wire.KeyOffsetCommit:            (*Gateway).offsetCommit,
+	wire.KeyOffsetFetch:             (*Gateway).offsetFetch,
+	wire.KeyFindCoordinator:         (*Gateway).findCoordinator,
+	wire.KeyJoinGroup:               (*Gateway).joinGroup,
+	wire.KeyHeartbeat:               (*Gateway).heartbeat,
+	wire.KeyLeaveGroup:              (*Gateway).leaveGroup,
+	wire.KeySyncGroup:               (*Gateway).syncGroup,
+	wire.KeyDescribeGroups:          (*Gateway).describeGroups,
+	wire.KeyListGroups:              (*Gateway).listGroups,
+	wire.KeyApiVersions:             (*Gateway).apiVersions,
+	wire.KeyCreateTopics:            (*Gateway).createTopics,
+	wire.KeyDeleteTopics:            (*Gateway).deleteTopics,
+	wire.KeyInitProducerID:          (*Gateway).initProducerID,
+	wire.KeyDescribeConfigs:         (*Gateway).describeConfigs,
+	wire.KeyAlterConfigs:            (*Gateway).alterConfigs,
+	wire.KeyCreatePartitions:        (*Gateway).createPartitions,
+	wire.KeyDeleteGroups:            (*Gateway).deleteGroups,
+	wire.KeyIncrementalAlterConfigs: (*Gateway).incrementalAlterConfigs,
+	wire.KeyDescribeCluster:         (*Gateway).describeCluster,
+}
+
+// register installs handlerTable (a copy per gateway: the handlers reach
+// g.handlers through runOffloaded, and a package variable that refers to
+// itself is an initialization cycle) and builds the advertised ApiVersions
+// table: exactly the APIs that have both a codec in wire and a handler.
 func (g *Gateway) register() {
-	g.handlers[wire.KeyApiVersions] = (*Gateway).apiVersions
-	g.handlers[wire.KeyMetadata] = (*Gateway).metadata
-	g.handlers[wire.KeyProduce] = (*Gateway).produce
-	g.handlers[wire.KeyInitProducerID] = (*Gateway).initProducerID
-	g.registerMore()
+	g.handlers = handlerTable
 	for _, a := range wire.APIs {
 		if a.Key >= 0 && int(a.Key) < len(g.handlers) && g.handlers[a.Key] != nil {
 			g.advertised = append(g.advertised, wire.ApiVersionsKey{APIKey: a.Key, MinVersion: a.Min, MaxVersion: a.Max})
@@ -248,7 +277,7 @@ func (g *Gateway) Serve(req *engine.Request) {
 	}
 	cs.busy = true
 	cs.mu.Unlock()
-	if g.cfg.InlineLog && len(req.Frame()) <= inlineFrameLimit {
+	if g.caps.NonBlocking && len(req.Frame()) <= inlineFrameLimit {
 		g.run(cs, req, true)
 		return
 	}
@@ -329,19 +358,19 @@ func (g *Gateway) serveOne(cs *connState, req *engine.Request, inline bool) bool
 		// docs/design/kafka-protocol.md §1.1: Kafka closes the connection on an unknown
 		// API key or a version outside its range (ApiVersions excepted,
 		// KIP-511, which ParseRequestHeader lets through).
-		req.Close("unsupported_version")
+		req.Close(engine.ReasonProtocolError, "unsupported_version")
 		return false
 	}
 	h := g.handler(hdr.APIKey)
 	if h == nil {
-		req.Close("unsupported_version")
+		req.Close(engine.ReasonProtocolError, "unsupported_version")
 		return false
 	}
 	if cs.failed.Load() {
 		// An earlier request's handler panicked: the connection is closing
 		// and this request is dropped, as the engine drops the ones it has
 		// not dispatched yet.
-		req.Close(closeHandlerPanic)
+		req.Close(engine.ReasonProtocolError, closeHandlerPanic)
 		return false
 	}
 	g.metrics.countRequest(hdr.APIKey, hdr.APIVersion)
@@ -361,13 +390,6 @@ func (g *Gateway) handler(k wire.APIKey) handlerFunc {
 		return nil
 	}
 	return g.handlers[k]
-}
-
-// responseBuffer returns the engine's response buffer with c's response
-// header already appended.
-func (c *call) responseBuffer() []byte {
-	buf := c.req.ResponseBuffer()
-	return wire.AppendResponseHeader(buf, c.hdr.APIKey, c.hdr.APIVersion, c.hdr.CorrelationID)
 }
 
 // reclaimIdleBytes: memory the process holds beyond its live heap that an

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/group"
@@ -27,6 +28,7 @@ type groupState struct {
 	joinReq    wire.JoinGroupRequest
 	syncReq    wire.SyncGroupRequest
 	hbReq      wire.HeartbeatRequest
+	hbResp     wire.HeartbeatResponse
 	leaveReq   wire.LeaveGroupRequest
 	commitReq  wire.OffsetCommitRequest
 	commitResp wire.OffsetCommitResponse
@@ -34,6 +36,8 @@ type groupState struct {
 	fetchResp  wire.OffsetFetchResponse
 	descReq    wire.DescribeGroupsRequest
 	listReq    wire.ListGroupsRequest
+	deleteReq  wire.DeleteGroupsRequest
+	deleteResp wire.DeleteGroupsResponse
 	protocols  []group.Protocol
 	assigns    []group.Assignment
 	leaves     []group.LeaveMember
@@ -43,11 +47,10 @@ type groupState struct {
 // every group (single-instance coordination, docs/LIMITS.md). Transaction
 // coordinators are refused with a message the Java client prints.
 func (g *Gateway) findCoordinator(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.findReq
 	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	host, port := g.advertisedAddr(c)
@@ -73,18 +76,8 @@ func (g *Gateway) findCoordinator(c *call) bool {
 		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = a.ErrorCode, a.ErrorMessage, a.NodeID, a.Host, a.Port
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, resp)
 	return false
-}
-
-// finishParked completes a parked group call: it responds and continues the
-// connection.
-func (g *Gateway) finishParked(c *call, resp []byte) {
-	cs := c.cs
-	c.req.Respond(resp)
-	g.observe(c)
-	g.putState(c.state)
-	g.resume(cs)
 }
 
 func clientHost(c *call) string {
@@ -107,11 +100,10 @@ func lastColon(s string) int {
 
 // joinGroup answers JoinGroup v0–9; it parks until the generation forms.
 func (g *Gateway) joinGroup(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.joinReq
 	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	gs.protocols = gs.protocols[:0]
@@ -172,11 +164,9 @@ func nullIfEmpty(s string) wire.NullString {
 // syncGroup answers SyncGroup v0–5; followers park until the leader's
 // assignment arrives.
 func (g *Gateway) syncGroup(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.syncReq
-	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	gs.assigns = gs.assigns[:0]
@@ -209,27 +199,25 @@ func (g *Gateway) syncResponse(c *call, r group.SyncResult) []byte {
 
 // heartbeat answers Heartbeat v0–4.
 func (g *Gateway) heartbeat(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.hbReq
-	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	code := g.groups.Heartbeat(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation)
-	resp := wire.HeartbeatResponse{ErrorCode: wire.ErrorCode(code)}
+	resp := &gs.hbResp // in scratch: respond's argument escapes
+	*resp = wire.HeartbeatResponse{ErrorCode: wire.ErrorCode(code)}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, resp)
 	return false
 }
 
 // leaveGroup answers LeaveGroup v0–5 (v3+ batched members).
 func (g *Gateway) leaveGroup(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.leaveReq
 	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	gs.leaves = gs.leaves[:0]
@@ -256,18 +244,16 @@ func (g *Gateway) leaveGroup(c *call) bool {
 		}
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, &resp)
 	return false
 }
 
 // offsetCommit answers OffsetCommit v2–9: the generation and member are
 // checked by the coordinator, then each offset is stored through Log.
 func (g *Gateway) offsetCommit(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.commitReq
-	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	groupCode := wire.None
@@ -322,7 +308,7 @@ func (g *Gateway) offsetCommit(c *call) bool {
 		resp.Topics = append(resp.Topics, out)
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, resp)
 	return false
 }
 
@@ -330,11 +316,10 @@ func (g *Gateway) offsetCommit(c *call) bool {
 // offsets through Log, -1 where none; null topics means every partition
 // with a committed offset.
 func (g *Gateway) offsetFetch(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.fetchReq
 	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	resp := &gs.fetchResp
@@ -353,7 +338,7 @@ func (g *Gateway) offsetFetch(c *call) bool {
 		}
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, resp)
 	return false
 }
 
@@ -431,11 +416,9 @@ func loadingPartitions(topics []wire.OffsetFetchRequestTopic) []wire.OffsetFetch
 
 // describeGroups answers DescribeGroups v0–5.
 func (g *Gateway) describeGroups(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.descReq
-	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	var resp wire.DescribeGroupsResponse
@@ -455,17 +438,15 @@ func (g *Gateway) describeGroups(c *call) bool {
 		resp.Groups = append(resp.Groups, out)
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, &resp)
 	return false
 }
 
 // listGroups answers ListGroups v0–5 (v4+ state filter, v5+ type filter).
 func (g *Gateway) listGroups(c *call) bool {
-	gs := &c.state.more.group
+	gs := &c.state.group
 	req := &gs.listReq
-	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	var resp wire.ListGroupsResponse
@@ -479,8 +460,88 @@ func (g *Gateway) listGroups(c *call) bool {
 		resp.Groups = append(resp.Groups, wire.ListGroupsResponseGroup{Group: l.GroupID, ProtocolType: l.ProtocolType, GroupState: l.State, GroupType: "classic"})
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, &resp)
 	return false
+}
+
+// deleteGroups answers DeleteGroups v0–3 as Kafka's group coordinator
+// does: a group with members is NON_EMPTY_GROUP (68), an unknown one
+// GROUP_ID_NOT_FOUND (69), and an empty one is deleted together with its
+// committed offsets. A group the coordinator does not know but that has
+// committed offsets (left in Iggy by an earlier gateway process, or written
+// by a simple consumer that never joined) counts as an empty group, as Kafka
+// deletes an Empty group it loaded from __consumer_offsets.
+func (g *Gateway) deleteGroups(c *call) bool {
+	gs := &c.state.group
+	req := &gs.deleteReq
+	if !decodeOrClose(c, req) {
+		return false
+	}
+	resp := &gs.deleteResp
+	resp.Results = resp.Results[:0]
+	for i, id := range req.Groups {
+		if slices.Contains(req.Groups[:i], id) {
+			continue // KafkaApis.handleDeleteGroupsRequest: groupsNames.distinct
+		}
+		resp.Results = append(resp.Results, wire.DeleteGroupsResponseResult{Group: id, ErrorCode: g.deleteGroup(id)})
+	}
+	resp.CountErrors(g.errorCounter(c))
+	respond(c, resp)
+	return false
+}
+
+// deleteGroup deletes one group and its committed offsets.
+func (g *Gateway) deleteGroup(id string) wire.ErrorCode {
+	if id == "" {
+		return wire.InvalidGroupID // GroupCoordinator.isValidGroupId
+	}
+	code := wire.ErrorCode(g.groups.Delete(id))
+	if code != wire.None && code != wire.GroupIDNotFound {
+		return code // NON_EMPTY_GROUP, or COORDINATOR_NOT_AVAILABLE on shutdown
+	}
+	n, err := g.deleteCommitted(id)
+	switch {
+	case err != nil:
+		// docs/design/record-mapping.md §5: retriable storage failures are
+		// COORDINATOR_LOAD_IN_PROGRESS; a retry finds what is left.
+		g.cfg.Logger.Warn("delete group offsets", "group", id, "err", err)
+		return wire.CoordinatorLoadInProgress
+	case n > 0:
+		return wire.None
+	}
+	return code
+}
+
+// deleteCommitted deletes every committed offset of group id through
+// Log.CommitOffset with a negative offset, and returns how many it deleted.
+// The coordinator does not record which partitions a group committed, and
+// Log cannot list them, so every partition of every topic is looked up, as
+// OffsetFetch does for "all topics": one Log call per partition, which is
+// fine for an admin request.
+func (g *Gateway) deleteCommitted(id string) (int, error) {
+	topics, err := g.log.Topics(g.ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, t := range topics {
+		for p := range t.Partitions {
+			_, _, ok, err := g.log.FetchOffset(g.ctx, id, t.Name, p)
+			switch {
+			case errors.Is(err, ErrInvalidGroup):
+				return n, nil // an id the backend cannot key offsets by has none
+			case err != nil:
+				return n, err
+			case !ok:
+				continue
+			}
+			if err := g.log.CommitOffset(g.ctx, id, t.Name, p, -1, ""); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
 }
 
 func containsFold(list []string, s string) bool {

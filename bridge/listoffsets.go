@@ -20,11 +20,9 @@ const (
 // max-timestamp (-3), local log start (-4), and by timestamp (the first
 // offset whose timestamp is ≥ the target, or -1 if none).
 func (g *Gateway) listOffsets(c *call) bool {
-	ms := &c.state.more
+	ms := c.state
 	req := &ms.listOffsetsReq
-	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	resp := &ms.listOffsetsResp
@@ -41,7 +39,7 @@ func (g *Gateway) listOffsets(c *call) bool {
 		resp.Topics = append(resp.Topics, wire.ListOffsetsResponseTopic{Topic: t.Topic, Partitions: parts})
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, resp)
 	return false
 }
 

@@ -13,7 +13,8 @@ import (
 // Log is the storage port: everything the Kafka handlers need from a log
 // store. bridge/memlog (embedded, the default) and bridge/iggy (Apache Iggy)
 // implement it. Every method is safe for concurrent use and may block; the
-// handlers never call it on an event loop.
+// handlers call it on an event loop only when the backend declares
+// Capabilities.NonBlocking.
 //
 // Kafka topic T is the backend's topic T; Kafka partition p is partition p;
 // Kafka offsets are the backend's offsets (docs/design/record-mapping.md §4).
@@ -68,6 +69,38 @@ type Log interface {
 // gateway's WriteMetrics appends them in the Prometheus text format.
 type MetricsWriter interface {
 	WriteMetrics(w io.Writer)
+}
+
+// Capabilities are properties of a backend that change how the gateway
+// drives it. The zero value (no Capabilities method) is the safe default for
+// a networked, shared store such as Iggy.
+type Capabilities struct {
+	// NonBlocking: no method ever waits on I/O or on another process (the
+	// embedded log), so small requests are served on the event loop and a
+	// Produce needs no timeout of its own.
+	NonBlocking bool
+	// SoleWriter: every append goes through this gateway, which then wakes
+	// the parked Fetches itself; without it a parked Fetch also polls the
+	// backend every 100 ms for appends by other writers.
+	SoleWriter bool
+	// LocalLatency: a call costs no network round trip, so the partitions of
+	// one Produce or Fetch are appended or read one after another instead of
+	// concurrently.
+	LocalLatency bool
+}
+
+// CapabilityDeclarer is implemented by a Log that has Capabilities other
+// than the zero value (bridge/memlog); New reads them once.
+type CapabilityDeclarer interface {
+	Capabilities() Capabilities
+}
+
+// capabilitiesOf returns what log declares, or the zero value.
+func capabilitiesOf(log Log) Capabilities {
+	if d, ok := log.(CapabilityDeclarer); ok {
+		return d.Capabilities()
+	}
+	return Capabilities{}
 }
 
 // TopicInfo describes a topic.

@@ -39,8 +39,7 @@ func (g *Gateway) metadata(c *call) bool {
 	st := c.state
 	req := &st.metadataReq
 	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	host, port := g.advertisedAddr(c)
@@ -106,7 +105,7 @@ func (g *Gateway) metadata(c *call) bool {
 		}
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, resp)
 	return false
 }
 

@@ -35,7 +35,15 @@ type faultLog struct {
 	bridge.Log
 	entered chan struct{} // a "block" Append started
 	unblock chan struct{}
+	caps    bridge.Capabilities
 }
+
+// Capabilities implements bridge.CapabilityDeclarer: the embedded log's
+// (inline serving) or none (the Iggy-style worker and fan-out paths).
+func (l *faultLog) Capabilities() bridge.Capabilities { return l.caps }
+
+// embedded are the embedded log's capabilities.
+var embedded = memlog.New(memlog.Config{}).Capabilities()
 
 func (l *faultLog) Append(ctx context.Context, topic string, p int32, b *message.Batch) (int64, error) {
 	switch {
@@ -77,9 +85,9 @@ type panicHarness struct {
 	err      atomic.Value // error of the background producer
 }
 
-func startPanicHarness(t *testing.T, cfg bridge.Config) *panicHarness {
+func startPanicHarness(t *testing.T, caps bridge.Capabilities, cfg bridge.Config) *panicHarness {
 	h := &panicHarness{t: t, logs: new(testtools.SyncBuffer), stop: make(chan struct{}), done: make(chan struct{})}
-	h.log = &faultLog{Log: memlog.New(memlog.Config{}), entered: make(chan struct{}, 4), unblock: make(chan struct{})}
+	h.log = &faultLog{Log: memlog.New(memlog.Config{}), entered: make(chan struct{}, 4), unblock: make(chan struct{}), caps: caps}
 	for name, n := range map[string]int32{"ok": 1, "after": 1, "boom": 1, "boom1": 2, "wake": 1, "block": 1} {
 		if _, err := h.log.CreateTopic(context.Background(), name, n, bridge.TopicConfig{}); err != nil {
 			t.Fatal(err)
@@ -285,27 +293,27 @@ func sendPipelined(rc *rawConn, bad kmsg.Request) {
 // once, and the gateway keeps serving.
 func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 	t.Run("inline", func(t *testing.T) {
-		h := startPanicHarness(t, bridge.Config{InlineLog: true})
+		h := startPanicHarness(t, embedded, bridge.Config{})
 		rc := dialRaw(t, h.addr)
 		sendPipelined(rc, produceTo("boom", batchOf(batch.None, "x")))
 		h.finish(rc, "Produce")
 	})
 	t.Run("offloaded", func(t *testing.T) {
 		// A compressed batch starts inline and moves to a worker.
-		h := startPanicHarness(t, bridge.Config{InlineLog: true})
+		h := startPanicHarness(t, embedded, bridge.Config{})
 		rc := dialRaw(t, h.addr)
 		sendPipelined(rc, produceTo("boom", batchOf(batch.Gzip, "x")))
 		h.finish(rc, "Produce")
 	})
 	t.Run("worker", func(t *testing.T) {
-		h := startPanicHarness(t, bridge.Config{})
+		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{})
 		rc := dialRaw(t, h.addr)
 		sendPipelined(rc, produceTo("boom", batchOf(batch.None, "x")))
 		h.finish(rc, "Produce")
 	})
 	t.Run("overflow", func(t *testing.T) {
 		defer bridge.SetWorkQueueLen(0)()
-		h := startPanicHarness(t, bridge.Config{Workers: 1})
+		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{Workers: 1})
 		// Keep the one worker busy: every other request overflows.
 		blocker := dialRaw(t, h.addr)
 		corr := blocker.send(produceTo("block", batchOf(batch.None, "b")))
@@ -322,7 +330,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		h.finish(rc, "Produce")
 	})
 	t.Run("parked-fetch-wakeup", func(t *testing.T) {
-		h := startPanicHarness(t, bridge.Config{InlineLog: true})
+		h := startPanicHarness(t, embedded, bridge.Config{})
 		rc := dialRaw(t, h.addr)
 		sendPipelined(rc, fetchOf("wake", 10_000, 0))
 		var m strings.Builder
@@ -341,13 +349,13 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		h.finish(rc, "Fetch")
 	})
 	t.Run("produce-fanout", func(t *testing.T) {
-		h := startPanicHarness(t, bridge.Config{})
+		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{})
 		rc := dialRaw(t, h.addr)
 		sendPipelined(rc, produceTo("boom1", batchOf(batch.None, "p0"), batchOf(batch.None, "p1")))
 		h.finish(rc, "Produce")
 	})
 	t.Run("fetch-fanout", func(t *testing.T) {
-		h := startPanicHarness(t, bridge.Config{})
+		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{})
 		rc := dialRaw(t, h.addr)
 		sendPipelined(rc, fetchOf("boom1", 0, 0, 1))
 		h.finish(rc, "Fetch")
@@ -360,14 +368,14 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 			}
 		})
 		defer bridge.SetTestPanicHook(nil)
-		h := startPanicHarness(t, bridge.Config{InlineLog: true, Group: group.Config{InitialRebalanceDelay: 20 * time.Millisecond}})
+		h := startPanicHarness(t, embedded, bridge.Config{Group: group.Config{InitialRebalanceDelay: 20 * time.Millisecond}})
 		rc := dialRaw(t, h.addr)
 		sendPipelined(rc, joinReq(""))
 		h.finish(rc, "JoinGroup")
 	})
 	t.Run("sync-callback", func(t *testing.T) {
 		// A lone leader's SyncGroup completes on its own request.
-		h := startPanicHarness(t, bridge.Config{InlineLog: true, Group: group.Config{InitialRebalanceDelay: -1}})
+		h := startPanicHarness(t, embedded, bridge.Config{Group: group.Config{InitialRebalanceDelay: -1}})
 		rc := dialRaw(t, h.addr)
 		corr := rc.send(joinReq(""))
 		jr := kmsg.NewPtrJoinGroupResponse()

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"runtime/debug"
 	"sync/atomic"
+
+	"github.com/kiggy-io/kiggy/engine"
 )
 
 // Panics in handler code end the request that hit them, never the process.
@@ -92,11 +94,11 @@ func (g *Gateway) abandonParked(c *call) {
 // case where it may not be).
 func (g *Gateway) abandon(c *call) {
 	c.cs.failed.Store(true)
-	c.req.Close(closeHandlerPanic)
+	c.req.Close(engine.ReasonProtocolError, closeHandlerPanic)
 }
 
-// closeHandlerPanic is the close message of a request whose handler
-// panicked; the engine counts it under protocol_error.
+// closeHandlerPanic is the close detail of a request whose handler
+// panicked; the close counts under engine.ReasonProtocolError.
 const closeHandlerPanic = "handler_panic"
 
 // testPanicHook, set only by tests, is called at the points of handler code

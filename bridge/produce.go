@@ -8,6 +8,7 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/mapping"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -19,15 +20,17 @@ func (g *Gateway) produce(c *call) bool {
 	st := c.state
 	req := &st.produceReq
 	v := c.hdr.APIVersion
-	if err := req.Decode(c.body, v); err != nil {
+	if !c.resumed { // not yet decoded: the first run, inline or on a worker
 		// Produce v0–2 (advertised for old librdkafka, KAFKA-18659) and
 		// malformed requests close the connection, as Kafka does.
-		c.req.Close("protocol_error")
-		return false
-	}
-	if c.inline && hasCompressed(req) {
-		// Decompression happens off the loop, under the decode semaphore.
-		return g.offload(c)
+		if !decodeOrClose(c, req) {
+			return false
+		}
+		if c.inline && hasCompressed(req) {
+			// Decompression happens off the loop, under the decode
+			// semaphore; the worker runs produce again, without decoding.
+			return g.offload(c)
+		}
 	}
 
 	resp := &st.produceResp
@@ -45,7 +48,7 @@ func (g *Gateway) produce(c *call) bool {
 
 	ctx := g.ctx
 	var cancel context.CancelFunc
-	if !g.cfg.InlineLog {
+	if !g.caps.NonBlocking {
 		timeout := time.Duration(req.TimeoutMs) * time.Millisecond
 		if timeout <= 0 || timeout > g.cfg.ProduceTimeoutCap {
 			timeout = g.cfg.ProduceTimeoutCap
@@ -56,8 +59,8 @@ func (g *Gateway) produce(c *call) bool {
 	// A backend with network round trips (Iggy) gets the request's
 	// partitions appended concurrently, each on its own session, once all
 	// are mapped; the embedded log appends inline, one after another.
-	fan := &st.more.fanout
-	parallel := !g.cfg.InlineLog && fixed == wire.None && distinctPartitions(req, &st.int32s) > 1
+	fan := &st.fanout
+	parallel := !g.caps.LocalLatency && fixed == wire.None && distinctPartitions(req, &st.int32s) > 1
 	fan.jobs = fan.jobs[:0]
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -112,13 +115,13 @@ func (g *Gateway) produce(c *call) bool {
 		if failed {
 			// KafkaApis.handleProduceRequest: an acks=0 request that failed
 			// closes the connection so the client notices and refreshes.
-			c.req.Close("protocol_error")
+			c.req.Close(engine.ReasonProtocolError, "acks=0 Produce failed")
 		} else {
 			c.req.NoResponse()
 		}
 		return false
 	}
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), v))
+	respond(c, resp)
 	return false
 }
 
@@ -285,31 +288,5 @@ func logCode(err error) wire.ErrorCode {
 		return wire.MessageTooLarge
 	default:
 		return wire.UnknownServerError
-	}
-}
-
-// offload moves a call that started inline onto a worker; the connection's
-// later requests wait for it.
-func (g *Gateway) offload(c *call) bool {
-	c.inline = false
-	select {
-	case g.work <- task{c: c}:
-	default:
-		go g.runOffloaded(c)
-	}
-	return true
-}
-
-// runOffloaded finishes an offloaded call and continues its connection.
-func (g *Gateway) runOffloaded(c *call) {
-	st := c.state
-	cs := c.cs
-	h := g.handler(c.hdr.APIKey)
-	if parked, ok := g.invoke(h, c); !parked {
-		if ok {
-			g.observe(c)
-			g.putState(st)
-		}
-		g.resume(cs)
 	}
 }

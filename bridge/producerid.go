@@ -39,8 +39,7 @@ func (p *producerIDs) next() int64 {
 func (g *Gateway) initProducerID(c *call) bool {
 	st := c.state
 	req := &st.initPIDReq
-	if err := req.Decode(c.body, c.hdr.APIVersion); err != nil {
-		c.req.Close("protocol_error")
+	if !decodeOrClose(c, req) {
 		return false
 	}
 	resp := wire.InitProducerIDResponse{ProducerId: -1, ProducerEpoch: -1}
@@ -56,6 +55,6 @@ func (g *Gateway) initProducerID(c *call) bool {
 		}
 	}
 	resp.CountErrors(g.errorCounter(c))
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), c.hdr.APIVersion))
+	respond(c, &resp)
 	return false
 }

@@ -27,7 +27,12 @@ type state struct {
 	headers []mapping.Header
 	int32s  []int32
 
-	more moreState
+	fetch           fetchState
+	listOffsetsReq  wire.ListOffsetsRequest
+	listOffsetsResp wire.ListOffsetsResponse
+	admin           adminState
+	group           groupState
+	fanout          produceFanout
 }
 
 // Retention bounds for pooled scratch space: a state that served an unusually
@@ -61,8 +66,8 @@ func (st *state) trim() {
 	if cap(st.headers) > maxRetainedEntries {
 		st.headers = nil
 	}
-	st.more.fanout.trim()
-	st.more.fetch.trim()
+	st.fanout.trim()
+	st.fetch.trim()
 }
 
 func gomaxprocs() int { return runtime.GOMAXPROCS(0) }

@@ -22,12 +22,12 @@ import (
 const (
 	apiEcho      = 0 // respond inline: correlation id + the whole frame
 	apiNoResp    = 1 // NoResponse (acks=0)
-	apiClose     = 2 // Close("protocol_error")
+	apiClose     = 2 // Close(ReasonProtocolError)
 	apiDelay     = 3 // respond from a goroutine after payload int32 ms
 	apiBig       = 4 // respond with payload int32 bytes of 'x'
 	apiHold      = 5 // park the request on testHandler.held
 	apiPanic     = 6 // panic inside Serve
-	apiCloseIdle = 7 // Close("idle_timeout"): a named reason
+	apiCloseIdle = 7 // Close(ReasonIdleTimeout): another reason
 )
 
 // kinds are the engines every test runs against: both on Linux, the net
@@ -69,7 +69,7 @@ func (h *testHandler) Serve(r *Request) {
 	h.served.Add(1)
 	f := r.Frame()
 	if len(f) < 8 {
-		r.Close("protocol_error")
+		r.Close(ReasonProtocolError, "")
 		return
 	}
 	arg := 0
@@ -82,9 +82,9 @@ func (h *testHandler) Serve(r *Request) {
 	case apiNoResp:
 		r.NoResponse()
 	case apiClose:
-		r.Close("protocol_error")
+		r.Close(ReasonProtocolError, "")
 	case apiCloseIdle:
-		r.Close("idle_timeout")
+		r.Close(ReasonIdleTimeout, "")
 	case apiDelay:
 		go func() {
 			time.Sleep(time.Duration(arg) * time.Millisecond)
@@ -105,7 +105,7 @@ func (h *testHandler) Serve(r *Request) {
 	case apiPanic:
 		panic("test handler panic")
 	default:
-		r.Close("protocol_error")
+		r.Close(ReasonProtocolError, "")
 	}
 }
 

@@ -894,7 +894,7 @@ func (l *loop) serve(r *Request) {
 	defer func() {
 		if p := recover(); p != nil {
 			l.s.cfg.Logger.Error("engine: handler panicked", "conn", r.conn.ID, "panic", p, "stack", string(debug.Stack()))
-			r.Close("protocol_error")
+			r.Close(ReasonProtocolError, "engine: handler panicked")
 		}
 	}()
 	l.s.h.Serve(r)

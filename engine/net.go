@@ -384,7 +384,7 @@ func (c *nconn) serve(r *Request) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.cfg.Logger.Error("engine: handler panicked", "conn", c.info.ID, "panic", p, "stack", string(debug.Stack()))
-			r.Close("protocol_error")
+			r.Close(ReasonProtocolError, "engine: handler panicked")
 		}
 	}()
 	c.s.h.Serve(r)

@@ -212,14 +212,18 @@ func (r *Request) NoResponse() {
 }
 
 // Close completes the request by closing the connection once the responses
-// of all earlier requests are written; later requests are dropped. reason
-// is logged and counted: a CloseReason label counts under that reason, any
-// other text under protocol_error.
-func (r *Request) Close(reason string) {
+// of all earlier requests are written; later requests are dropped. The close
+// is counted under reason (kiggy_connections_closed_total{reason}); detail,
+// which may be empty, only goes to the debug log (a handler's own cause,
+// such as "unsupported_version", under ReasonProtocolError).
+func (r *Request) Close(reason CloseReason, detail string) {
 	if !r.claimed.CompareAndSwap(false, true) {
 		return
 	}
-	r.kind, r.reason, r.msg = compClose, ParseCloseReason(reason), reason
+	if reason >= NumCloseReasons {
+		reason = ReasonProtocolError
+	}
+	r.kind, r.reason, r.msg = compClose, reason, detail
 	r.finish()
 }
 

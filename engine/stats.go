@@ -28,7 +28,8 @@ const (
 	// WriteTimeout.
 	ReasonWriteTimeout
 	// ReasonProtocolError: the handler closed the connection (Request.Close)
-	// with a reason that is not one of these names.
+	// because of what the peer sent (a malformed or unsupported request), or
+	// its code panicked.
 	ReasonProtocolError
 	// ReasonMaxConnections: refused because MaxConnections were open.
 	ReasonMaxConnections
@@ -60,7 +61,7 @@ func (r CloseReason) String() string {
 }
 
 // ParseCloseReason maps a label to its reason. Unknown labels map to
-// ReasonProtocolError, which is how Request.Close counts free-form reasons.
+// ReasonProtocolError.
 func ParseCloseReason(s string) CloseReason {
 	for i, n := range reasonNames {
 		if n == s {

@@ -30,6 +30,7 @@ const (
 	KeyAlterConfigs            APIKey = 33
 	KeySaslAuthenticate        APIKey = 36
 	KeyCreatePartitions        APIKey = 37
+	KeyDeleteGroups            APIKey = 42
 	KeyIncrementalAlterConfigs APIKey = 44
 	KeyDescribeCluster         APIKey = 60
 )
@@ -71,6 +72,7 @@ var APIs = []APIRange{
 	{KeyDescribeConfigs, 1, 4, 4},
 	{KeyAlterConfigs, 0, 2, 2},
 	{KeyCreatePartitions, 0, 3, 2},
+	{KeyDeleteGroups, 0, 3, 2},
 	{KeyIncrementalAlterConfigs, 0, 1, 1},
 	{KeyDescribeCluster, 0, 2, 0},
 }
@@ -116,7 +118,7 @@ var apiNames = map[APIKey]string{
 	KeyApiVersions: "ApiVersions", KeyCreateTopics: "CreateTopics", KeyDeleteTopics: "DeleteTopics",
 	KeyInitProducerID: "InitProducerId", KeyOffsetForLeaderEpoch: "OffsetForLeaderEpoch",
 	KeyDescribeConfigs: "DescribeConfigs", KeyAlterConfigs: "AlterConfigs", KeySaslAuthenticate: "SaslAuthenticate",
-	KeyCreatePartitions: "CreatePartitions", KeyIncrementalAlterConfigs: "IncrementalAlterConfigs",
+	KeyCreatePartitions: "CreatePartitions", KeyDeleteGroups: "DeleteGroups", KeyIncrementalAlterConfigs: "IncrementalAlterConfigs",
 	KeyDescribeCluster: "DescribeCluster",
 }
 

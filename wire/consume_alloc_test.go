@@ -23,6 +23,7 @@ func csDecoders() map[string]func([]byte, int16) error {
 		"DescribeGroups":       (&DescribeGroupsRequest{}).Decode,
 		"ListGroups":           (&ListGroupsRequest{}).Decode,
 		"OffsetForLeaderEpoch": (&OffsetForLeaderEpochRequest{}).Decode,
+		"DeleteGroups":         (&DeleteGroupsRequest{}).Decode,
 	}
 }
 

@@ -122,6 +122,13 @@ func (r *DescribeGroupsResponse) CountErrors(c ErrorCounter) {
 func (r *ListGroupsResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }
 
 // CountErrors reports r's error codes to c.
+func (r *DeleteGroupsResponse) CountErrors(c ErrorCounter) {
+	for i := range r.Results {
+		countError(c, r.Results[i].ErrorCode)
+	}
+}
+
+// CountErrors reports r's error codes to c.
 func (r *CreateTopicsResponse) CountErrors(c ErrorCounter) {
 	for i := range r.Topics {
 		countError(c, r.Topics[i].ErrorCode)

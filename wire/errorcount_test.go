@@ -48,7 +48,7 @@ func TestCountErrorsReportsEveryField(t *testing.T) {
 		&InitProducerIDResponse{}, &ListOffsetsResponse{}, &OffsetForLeaderEpochResponse{},
 		&FindCoordinatorResponse{}, &JoinGroupResponse{}, &SyncGroupResponse{},
 		&HeartbeatResponse{}, &LeaveGroupResponse{}, &OffsetCommitResponse{},
-		&OffsetFetchResponse{}, &DescribeGroupsResponse{}, &ListGroupsResponse{},
+		&OffsetFetchResponse{}, &DescribeGroupsResponse{}, &ListGroupsResponse{}, &DeleteGroupsResponse{},
 		&CreateTopicsResponse{}, &DeleteTopicsResponse{}, &CreatePartitionsResponse{},
 		&DescribeConfigsResponse{}, &AlterConfigsResponse{}, &IncrementalAlterConfigsResponse{},
 		&DescribeClusterResponse{},

@@ -149,7 +149,16 @@ func New(cfg Config) *Log {
 	return &Log{cfg: cfg, topics: make(map[string]*topic), offsets: make(map[offsetKey]committed)}
 }
 
-var _ bridge.Log = (*Log)(nil)
+var (
+	_ bridge.Log                = (*Log)(nil)
+	_ bridge.CapabilityDeclarer = (*Log)(nil)
+)
+
+// Capabilities implements bridge.CapabilityDeclarer: the embedded log lives
+// in this process, never waits on I/O, and only this gateway appends to it.
+func (l *Log) Capabilities() bridge.Capabilities {
+	return bridge.Capabilities{NonBlocking: true, SoleWriter: true, LocalLatency: true}
+}
 
 // Topics implements bridge.Log.
 func (l *Log) Topics(context.Context) ([]bridge.TopicInfo, error) {

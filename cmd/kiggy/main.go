@@ -61,10 +61,10 @@ func registerOptions(s *settings, o *options) {
 	s.Int("Listener", "advertised-port", &o.advertisedPort, 0, 0, 65535, "port clients are told to connect to (0 = the port the client reached)")
 	s.String("Listener", "engine", &o.engine, "", `network engine: "epoll" (Linux) or "net" (empty = the default for this OS)`)
 
-	s.Int("Kafka", "node-id", &o.nodeID, 1, 0, math.MaxInt32, "broker id in Metadata (Kafka node.id)")
-	s.String("Kafka", "cluster-id", &o.clusterID, "kiggy", "cluster id in Metadata")
+	s.Int("Kafka", "node-id", &o.nodeID, bridge.DefaultNodeID, 0, math.MaxInt32, "broker id in Metadata (Kafka node.id)")
+	s.String("Kafka", "cluster-id", &o.clusterID, bridge.DefaultClusterID, "cluster id in Metadata")
 	s.Bool("Kafka", "auto-create-topics", &o.autoCreateTopics, true, "create topics on Metadata requests that allow it (Kafka auto.create.topics.enable)")
-	s.Int("Kafka", "default-partitions", &o.defaultPartitions, 1, 1, 1000, "partitions of auto-created topics (Kafka num.partitions)")
+	s.Int("Kafka", "default-partitions", &o.defaultPartitions, bridge.DefaultNumPartitions, 1, 1000, "partitions of auto-created topics (Kafka num.partitions)")
 	s.Int("Kafka", "instance-id", &o.instanceID, 0, 0, 65535, "gateway instance id in the high bits of producer ids (IGGY_KAFKA_INSTANCE_ID)")
 
 	s.Int("Limits", "max-connections", &o.maxConnections, engine.DefaultMaxConnections, 1, 1<<20, "open connections; more are closed at once (Kafka max.connections)")
@@ -77,10 +77,10 @@ func registerOptions(s *settings, o *options) {
 	s.Duration("Limits", "write-timeout", &o.writeTimeout, engine.DefaultWriteTimeout, 100*time.Millisecond, time.Hour, "close a connection that does not read a response for this long")
 	s.Duration("Limits", "drain-timeout", &o.drainTimeout, 30*time.Second, 0, time.Hour, "on SIGINT/SIGTERM, how long in-flight requests may take to finish")
 	s.Int("Limits", "decode-budget-bytes", &o.decodeBudgetBytes, 0, 0, 1<<40, "decompressed bytes one Produce request may decode (0 = 2 × max-frame-size)")
-	s.Int("Limits", "decode-budget-records", &o.decodeBudgetRecords, 4_000_000, 1, 1<<40, "records one Produce request may decode")
+	s.Int("Limits", "decode-budget-records", &o.decodeBudgetRecords, bridge.DefaultDecodeBudgetRecords, 1, 1<<40, "records one Produce request may decode")
 	s.Int("Limits", "max-concurrent-decodes", &o.maxConcurrentDecodes, 0, 0, 1<<16, "compressed batches decoded at once (0 = 2 × GOMAXPROCS)")
-	s.Int("Limits", "workers", &o.workers, 256, 1, 1<<16, "goroutines serving requests that wait on the backend")
-	s.Duration("Limits", "produce-timeout-cap", &o.produceTimeoutCap, 20*time.Second, time.Millisecond, 10*time.Minute, "cap on a Produce request's timeout_ms")
+	s.Int("Limits", "workers", &o.workers, bridge.DefaultWorkers, 1, 1<<16, "goroutines serving requests that wait on the backend")
+	s.Duration("Limits", "produce-timeout-cap", &o.produceTimeoutCap, bridge.DefaultProduceTimeoutCap, time.Millisecond, 10*time.Minute, "cap on a Produce request's timeout_ms")
 
 	s.Int("Embedded log", "memlog-partition-bytes", &o.memlogPartitionBytes, 1<<30, 1<<10, 1<<40, "bytes kept per partition; older records are dropped (Kafka retention.bytes)")
 	s.Int("Embedded log", "memlog-total-bytes", &o.memlogTotalBytes, 0, 0, 1<<50, "memory all partitions' data may hold; beyond it the oldest data across partitions is dropped (0 = a quarter of the machine's memory, or of the cgroup limit)")
@@ -154,32 +154,15 @@ func newLogger(level, format string) (*slog.Logger, error) {
 
 func serve(o options, logger *slog.Logger) error {
 	ctx := context.Background()
-	log, inline, err := openBackend(ctx, o, logger)
+	log, err := openBackend(ctx, o, logger)
 	if err != nil {
 		return err
 	}
 	defer log.Close()
 
-	gw := bridge.New(bridge.Config{
-		NodeID:               int32(o.nodeID),
-		AdvertisedHost:       o.advertisedHost,
-		AdvertisedPort:       int32(o.advertisedPort),
-		ClusterID:            o.clusterID,
-		NoAutoCreateTopics:   !o.autoCreateTopics,
-		DefaultPartitions:    int32(o.defaultPartitions),
-		InstanceID:           uint16(o.instanceID),
-		MaxFrameSize:         int32(o.maxFrameSize),
-		DecodeBudgetBytes:    o.decodeBudgetBytes,
-		DecodeBudgetRecords:  o.decodeBudgetRecords,
-		MaxConcurrentDecodes: int(o.maxConcurrentDecodes),
-		Workers:              int(o.workers),
-		InlineLog:            inline,
-		ProduceTimeoutCap:    o.produceTimeoutCap,
-		Logger:               logger,
-	}, log)
-	defer gw.Close()
-
-	srv, err := engine.New(o.engine, engine.Config{
+	// bridge.NewServer is the one wiring (internal/kiggytest uses it too):
+	// the gateway takes its frame limit and logger from the engine's config.
+	s, err := bridge.NewServer(o.engine, engine.Config{
 		MaxConnections:   int(o.maxConnections),
 		MaxFrameSize:     int32(o.maxFrameSize),
 		MaxInFlight:      int(o.maxInFlight),
@@ -189,10 +172,25 @@ func serve(o options, logger *slog.Logger) error {
 		ReadTimeout:      o.readTimeout,
 		WriteTimeout:     o.writeTimeout,
 		Logger:           logger,
-	}, gw)
+	}, bridge.Config{
+		NodeID:               int32(o.nodeID),
+		AdvertisedHost:       o.advertisedHost,
+		AdvertisedPort:       int32(o.advertisedPort),
+		ClusterID:            o.clusterID,
+		NoAutoCreateTopics:   !o.autoCreateTopics,
+		DefaultPartitions:    int32(o.defaultPartitions),
+		InstanceID:           uint16(o.instanceID),
+		DecodeBudgetBytes:    o.decodeBudgetBytes,
+		DecodeBudgetRecords:  o.decodeBudgetRecords,
+		MaxConcurrentDecodes: int(o.maxConcurrentDecodes),
+		Workers:              int(o.workers),
+		ProduceTimeoutCap:    o.produceTimeoutCap,
+	}, log)
 	if err != nil {
 		return fmt.Errorf("--engine: %w", err)
 	}
+	gw, srv := s.Gateway, s.Engine
+	defer gw.Close()
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, err)
@@ -242,11 +240,11 @@ func backendName(o options) string {
 }
 
 // openBackend opens the storage: Iggy when --iggy-addr is set, else the
-// embedded log. inline reports a backend that never blocks.
-func openBackend(ctx context.Context, o options, logger *slog.Logger) (bridge.Log, bool, error) {
+// embedded log. The gateway reads what each backend can do from the backend
+// itself (bridge.Capabilities).
+func openBackend(ctx context.Context, o options, logger *slog.Logger) (bridge.Log, error) {
 	if o.iggyAddr != "" {
-		l, err := openIggy(ctx, o, logger)
-		return l, false, err
+		return openIggy(ctx, o, logger)
 	}
-	return memlog.New(memlog.Config{PartitionBytes: o.memlogPartitionBytes, TotalBytes: o.memlogTotalBytes}), true, nil
+	return memlog.New(memlog.Config{PartitionBytes: o.memlogPartitionBytes, TotalBytes: o.memlogTotalBytes}), nil
 }

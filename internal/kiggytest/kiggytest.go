@@ -109,24 +109,24 @@ func Start(t testing.TB, opts Options) *Gateway {
 		log, iggySrv = startIggy(t, opts.IggyDurability)
 	} else {
 		log = memlog.New(opts.Memlog)
-		cfg.InlineLog = true
 	}
 	g := &Gateway{Log: log, Iggy: iggySrv}
-	g.gw = bridge.New(cfg, log)
 	kind := opts.Engine
 	if kind == "" {
 		// KIGGY_TEST_ENGINE runs a whole suite on one engine ("epoll", "net").
 		kind = os.Getenv("KIGGY_TEST_ENGINE")
 	}
-	srv, err := engine.New(kind, opts.EngineConfig, g.gw)
+	// The wiring cmd/kiggy uses.
+	s, err := bridge.NewServer(kind, opts.EngineConfig, cfg, log)
 	if err != nil {
 		t.Fatalf("kiggytest: engine: %v", err)
 	}
+	g.gw, g.srv = s.Gateway, s.Engine
+	srv := s.Engine
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("kiggytest: listen: %v", err)
 	}
-	g.srv = srv
 	g.Addr = ln.Addr().String()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()

@@ -195,6 +195,27 @@ func checkConsumerGroupsTool(t testing.TB, tg target, group, topic string, parti
 	}
 }
 
+// checkConsumerGroupsDelete deletes group, which has no members left, with
+// kafka-consumer-groups --delete (DeleteGroups): the tool reports success,
+// --list no longer names the group, its committed offsets are gone, and a
+// second --delete fails with GroupIdNotFoundException.
+func checkConsumerGroupsDelete(t testing.TB, tg target, group, topic string, partitions int32) {
+	t.Helper()
+	r := adminTool(t, tg, consumerGroupCommand, "--delete", "--group", group)
+	if want := "Deletion of requested consumer groups ('" + group + "') was successful."; r.code != 0 || !strings.Contains(r.stdout, want) {
+		t.Errorf("kafka-consumer-groups --delete: want exit 0 and %q:\n%s", want, r)
+	}
+	r = adminTool(t, tg, consumerGroupCommand, "--list")
+	if r.code != 0 || slices.Contains(strings.Fields(r.stdout), group) {
+		t.Errorf("kafka-consumer-groups --list after --delete: want exit 0 without group %s:\n%s", group, r)
+	}
+	checkCommitted(t, tg, group, topic, partitions, byPartition{})
+	r = adminTool(t, tg, consumerGroupCommand, "--delete", "--group", group)
+	if want := "GroupIdNotFoundException"; !strings.Contains(r.stdout+r.stderr, want) {
+		t.Errorf("kafka-consumer-groups --delete of a deleted group: want %s:\n%s", want, r)
+	}
+}
+
 // TestConsoleConsumer consumes with org.apache.kafka.tools.consumer.ConsoleConsumer
 // (Java 4.x, classic group protocol, auto-commit) in a group, from the
 // beginning of a 3-partition topic that franz-go filled: see
@@ -212,6 +233,7 @@ func TestConsoleConsumer(t *testing.T) {
 	bp := byPartition{}
 	produceFranzTo(t, tg.Addr(), bp, rs)
 	consoleGroupRounds(t, tg, topic, partitions, bp, nil)
+	checkConsumerGroupsDelete(t, tg, "console-"+topic, topic, partitions)
 }
 
 // TestConsoleConsumerKIP848 runs the console consumer with

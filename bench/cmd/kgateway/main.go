@@ -81,7 +81,6 @@ func run() int {
 
 	ctx := context.Background()
 	var log bridge.Log
-	inline := false
 	if *iggyAddr != "" {
 		c, err := iggy.Open(ctx, iggy.Config{Addr: *iggyAddr, Username: *iggyUser, Password: *iggyPass, Stream: *iggyStream, Logger: logger})
 		if err != nil {
@@ -91,24 +90,18 @@ func run() int {
 		log = c
 	} else {
 		log = memlog.New(memlog.Config{PartitionBytes: *partitionBytes, TotalBytes: *totalBytes})
-		inline = true
 	}
 	defer log.Close()
 
-	// cmd/kiggy's defaults (docs/CONFIGURATION.md): the zero values of
-	// bridge.Config and engine.Config, 256 workers, a 20 s produce timeout cap.
-	gw := bridge.New(bridge.Config{
-		Workers:           256,
-		InlineLog:         inline,
-		ProduceTimeoutCap: 20 * time.Second,
-		Logger:            logger,
-	}, log)
-	defer gw.Close()
-	srv, err := engine.New(*engineKind, engine.Config{Logger: logger}, gw)
+	// cmd/kiggy's defaults (docs/CONFIGURATION.md) are the zero values of
+	// bridge.Config and engine.Config; bridge.NewServer is cmd/kiggy's wiring.
+	s, err := bridge.NewServer(*engineKind, engine.Config{Logger: logger}, bridge.Config{}, log)
 	if err != nil {
 		logger.Error("kgateway: --engine", "err", err)
 		return 2
 	}
+	defer s.Gateway.Close()
+	srv := s.Engine
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		logger.Error("kgateway: --listen", "err", err)
