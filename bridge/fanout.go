@@ -22,13 +22,14 @@ type produceFanout struct {
 
 // appendJob is one partition's append and its outcome.
 type appendJob struct {
-	topic   string
-	index   int32
-	batch   *message.Batch
-	topicAt int // position in the response
-	partAt  int
-	code    wire.ErrorCode
-	base    int64
+	topic    string
+	index    int32
+	batch    *message.Batch
+	producer producerBatch
+	topicAt  int // position in the response
+	partAt   int
+	code     wire.ErrorCode
+	base     int64
 }
 
 // maxRetainedFanout bounds the batches a pooled state keeps.
@@ -65,11 +66,11 @@ func (g *Gateway) runAppends(ctx context.Context, f *produceFanout) {
 		f.wg.Add(1)
 		go func(j *appendJob) {
 			defer f.wg.Done()
-			j.code, j.base = g.appendPartition(ctx, j.topic, j.index, j.batch)
+			j.code, j.base = g.appendMapped(ctx, j.topic, j.index, j.batch, &j.producer)
 		}(&f.jobs[i])
 	}
 	j := &f.jobs[0]
-	j.code, j.base = g.appendPartition(ctx, j.topic, j.index, j.batch)
+	j.code, j.base = g.appendMapped(ctx, j.topic, j.index, j.batch, &j.producer)
 	f.wg.Wait()
 }
 

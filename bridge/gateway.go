@@ -69,6 +69,15 @@ type Config struct {
 	InlineLog bool
 	// ProduceTimeoutCap caps a Produce request's timeout_ms; 0 = 20 s.
 	ProduceTimeoutCap time.Duration
+	// ProducerStateScan is how many messages of a partition's tail the
+	// first idempotent append after start reads back to rebuild the
+	// partition's producer window (docs/MAPPING.md "Producer stamp"); a
+	// batch stamped further back is no longer detected as a duplicate.
+	// 0 = 16384.
+	ProducerStateScan int
+	// ProducerIDExpiration is how long an idle producer's sequence state is
+	// kept (Kafka producer.id.expiration.ms); 0 = 24 h.
+	ProducerIDExpiration time.Duration
 	// Group configures the group coordinator (session timeout bounds,
 	// initial rebalance delay).
 	Group group.Config
@@ -104,6 +113,12 @@ func (c *Config) normalize() {
 	if c.ProduceTimeoutCap <= 0 {
 		c.ProduceTimeoutCap = 20 * time.Second
 	}
+	if c.ProducerStateScan <= 0 {
+		c.ProducerStateScan = 16384
+	}
+	if c.ProducerIDExpiration <= 0 {
+		c.ProducerIDExpiration = 24 * time.Hour
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -137,6 +152,7 @@ type Gateway struct {
 	decode chan struct{} // semaphore for concurrent decodes
 
 	producerIDs producerIDs
+	producers   producerStates
 	bigDecode   atomic.Bool
 	groups      *group.Coordinator
 	metrics     metrics
@@ -191,6 +207,7 @@ func New(cfg Config, log Log) *Gateway {
 	}
 	g.states.New = func() any { return new(state) }
 	g.producerIDs.init(cfg.InstanceID)
+	g.producers.init()
 	g.groups = group.New(cfg.Group)
 	g.notify.init()
 	g.register()
@@ -420,6 +437,7 @@ func (g *Gateway) janitor() {
 			if sweep++; sweep%5 != 0 {
 				continue
 			}
+			g.producers.expire(now.UnixMilli(), g.cfg.ProducerIDExpiration)
 			g.conns.Range(func(k, v any) bool {
 				cs := v.(*connState)
 				cs.mu.Lock()

@@ -46,6 +46,10 @@ type Options struct {
 	IggyServer *iggytest.Server
 	// Memlog configures the embedded log (when the backend is not Iggy).
 	Memlog memlog.Config
+	// Log, when set, is the backend (an embedded log kept from an earlier
+	// gateway, so a test can restart the gateway over the same data). It
+	// wins over Iggy and IggyServer.
+	Log bridge.Log
 	// Embedded keeps the gateway on the embedded log even when
 	// KIGGY_TEST_BACKEND=iggy (tests of memlog-specific behaviour, such as
 	// its allocation counts).
@@ -95,7 +99,10 @@ func Start(t testing.TB, opts Options) *Gateway {
 	}
 	var log bridge.Log
 	var iggySrv *iggytest.Server
-	if opts.IggyServer != nil {
+	if opts.Log != nil {
+		log = opts.Log
+		_, cfg.InlineLog = log.(*memlog.Log)
+	} else if opts.IggyServer != nil {
 		log, iggySrv = connectIggy(t, opts.IggyServer), opts.IggyServer
 	} else if opts.Iggy || !opts.Embedded && os.Getenv("KIGGY_TEST_BACKEND") == "iggy" {
 		log, iggySrv = startIggy(t)

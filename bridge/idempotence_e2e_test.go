@@ -1,0 +1,248 @@
+package bridge_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/internal/kiggytest"
+)
+
+// backends runs f once on the embedded log and once on Iggy (iggytest).
+func backends(t *testing.T, f func(t *testing.T, iggy bool)) {
+	for _, iggy := range []bool{false, true} {
+		name := "memlog"
+		if iggy {
+			name = "iggy"
+		}
+		t.Run(name, func(t *testing.T) { f(t, iggy) })
+	}
+}
+
+func startBackend(t *testing.T, iggy bool) *kiggytest.Gateway {
+	return kiggytest.Start(t, kiggytest.Options{Iggy: iggy, Embedded: !iggy})
+}
+
+// idemBatch builds an idempotent batch of n records with sequences
+// seq … seq+n-1; the values name the producer, epoch and sequence.
+func idemBatch(pid int64, epoch int16, seq int32, n int) []byte {
+	var b batch.Builder
+	b.Reset(nil, 0, 1_700_000_000_000, batch.None)
+	b.SetProducer(pid, epoch, seq)
+	for i := range n {
+		b.Append(int32(i), int64(i), nil, fmt.Appendf(nil, "p%d-e%d-s%d", pid, epoch, int(seq)+i))
+	}
+	return b.Finish()
+}
+
+// produceTo sends one batch to topic/partition and returns the partition's
+// code and base offset.
+func produceTo(t *testing.T, rc *rawConn, topic string, partition int32, records []byte) (int16, int64) {
+	t.Helper()
+	corr := rc.send(produceReqTo(topic, partition, records))
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = 9
+	rc.recv(corr, resp)
+	p := resp.Topics[0].Partitions[0]
+	return p.ErrorCode, p.BaseOffset
+}
+
+func produceReqTo(topic string, partition int32, records []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 9, -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Partition, pp.Records = partition, records
+	rt.Partitions = append(rt.Partitions, pp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+func wantProduce(t *testing.T, what string, code int16, base int64, wantCode int16, wantBase int64) {
+	t.Helper()
+	if code != wantCode || (wantBase != -2 && base != wantBase) {
+		t.Fatalf("%s: code %d base %d, want code %d base %d", what, code, base, wantCode, wantBase)
+	}
+}
+
+func wantCount(t *testing.T, gw *kiggytest.Gateway, topic string, partition int32, n int) {
+	t.Helper()
+	if got := len(gw.Records(t, topic, partition)); got != n {
+		t.Fatalf("%s/%d holds %d records, want %d", topic, partition, got, n)
+	}
+}
+
+// TestIdempotentDuplicatesOfLastFive: a retry of each of a producer's last
+// five batches is answered with success and its original base offset and
+// stores nothing; a sixth-oldest batch is out of the window and out of
+// order (45), as on a Kafka broker.
+func TestIdempotentDuplicatesOfLastFive(t *testing.T) {
+	backends(t, func(t *testing.T, iggy bool) {
+		gw := startBackend(t, iggy)
+		gw.CreateTopic(t, "idem", 2)
+		rc := dialRaw(t, gw.Addr)
+		const pid = 4242
+		for k := range 6 {
+			code, base := produceTo(t, rc, "idem", 1, idemBatch(pid, 0, int32(3*k), 3))
+			wantProduce(t, fmt.Sprintf("batch %d", k), code, base, 0, int64(3*k))
+		}
+		for k := 1; k < 6; k++ {
+			code, base := produceTo(t, rc, "idem", 1, idemBatch(pid, 0, int32(3*k), 3))
+			wantProduce(t, fmt.Sprintf("duplicate of batch %d", k), code, base, 0, int64(3*k))
+		}
+		code, base := produceTo(t, rc, "idem", 1, idemBatch(pid, 0, 0, 3))
+		wantProduce(t, "batch 0, out of the window", code, base, 45, -1)
+		wantCount(t, gw, "idem", 1, 18)
+
+		// Partitions are independent; another producer is independent.
+		code, base = produceTo(t, rc, "idem", 0, idemBatch(pid, 0, 0, 3))
+		wantProduce(t, "same producer, other partition", code, base, 0, 0)
+		code, base = produceTo(t, rc, "idem", 1, idemBatch(pid+1, 0, 0, 3))
+		wantProduce(t, "other producer", code, base, 0, 18)
+
+		// A duplicate inside a pipelined burst, and from another connection.
+		rc2 := dialRaw(t, gw.Addr)
+		var corrs []int32
+		for _, seq := range []int32{18, 21, 18, 24, 21} {
+			corrs = append(corrs, rc.send(produceReqTo("idem", 1, idemBatch(pid, 0, seq, 3))))
+		}
+		wantBases := []int64{21, 24, 21, 27, 24}
+		for i, corr := range corrs {
+			resp := kmsg.NewPtrProduceResponse()
+			resp.Version = 9
+			rc.recv(corr, resp)
+			p := resp.Topics[0].Partitions[0]
+			wantProduce(t, fmt.Sprintf("pipelined %d", i), p.ErrorCode, p.BaseOffset, 0, wantBases[i])
+		}
+		code, base = produceTo(t, rc2, "idem", 1, idemBatch(pid, 0, 24, 3))
+		wantProduce(t, "duplicate from another connection", code, base, 0, 27)
+		wantCount(t, gw, "idem", 1, 30)
+		if m := gw.Metrics(); !containsLine(m, "kiggy_idempotent_duplicate_batches_total 8") {
+			t.Errorf("duplicates not counted:\n%s", m)
+		}
+	})
+}
+
+// TestIdempotentSequenceAndEpochErrors: a gap answers 45, an older epoch 47,
+// a new epoch must start at sequence 0, and an unknown producer may start
+// at any sequence (Kafka 4 ProducerAppendInfo.checkSequence: no state, no
+// check). Refused batches store nothing.
+func TestIdempotentSequenceAndEpochErrors(t *testing.T) {
+	backends(t, func(t *testing.T, iggy bool) {
+		gw := startBackend(t, iggy)
+		gw.CreateTopic(t, "idem", 1)
+		rc := dialRaw(t, gw.Addr)
+		const pid = 77
+		steps := []struct {
+			what  string
+			epoch int16
+			seq   int32
+			code  int16
+			base  int64
+		}{
+			{"unknown producer at sequence 1000", 0, 1000, 0, 0},
+			{"next in sequence", 0, 1002, 0, 2},
+			{"gap", 0, 1005, 45, -1},
+			{"lower sequence, not a duplicate", 0, 1001, 45, -1},
+			{"new epoch at a non-zero sequence", 1, 5, 45, -1},
+			{"new epoch at 0", 1, 0, 0, 4},
+			{"old epoch", 0, 1004, 47, -1},
+			{"old epoch, a duplicate of its own last batch", 0, 1002, 47, -1},
+			{"current epoch continues", 1, 2, 0, 6},
+		}
+		for _, s := range steps {
+			code, base := produceTo(t, rc, "idem", 0, idemBatch(pid, s.epoch, s.seq, 2))
+			wantProduce(t, s.what, code, base, s.code, s.base)
+		}
+		wantCount(t, gw, "idem", 0, 8)
+		// Sequences wrap from MaxInt32 to 0 (ProducerAppendInfo.inSequence).
+		code, base := produceTo(t, rc, "idem", 0, idemBatch(pid+1, 0, 2147483646, 2))
+		wantProduce(t, "up to MaxInt32", code, base, 0, 8)
+		code, base = produceTo(t, rc, "idem", 0, idemBatch(pid+1, 0, 0, 2))
+		wantProduce(t, "wrapped to 0", code, base, 0, 10)
+
+		// Non-idempotent batches are untouched: the same batch twice is
+		// stored twice.
+		plain := buildBatch(t, batch.None, 2, 5)
+		for range 2 {
+			code, _ := produceTo(t, rc, "idem", 0, plain)
+			wantProduce(t, "non-idempotent", code, 0, 0, -2)
+		}
+		wantCount(t, gw, "idem", 0, 16)
+		m := gw.Metrics()
+		for _, want := range []string{
+			`kiggy_api_errors_total{api="Produce",code="OUT_OF_ORDER_SEQUENCE_NUMBER"} 3`,
+			`kiggy_api_errors_total{api="Produce",code="INVALID_PRODUCER_EPOCH"} 2`,
+		} {
+			if !containsLine(m, want) {
+				t.Errorf("metrics lack %q:\n%s", want, m)
+			}
+		}
+	})
+}
+
+// TestIdempotentStateSurvivesRestart: batches appended through one gateway
+// are deduplicated by a new gateway over the same data, whose window is
+// rebuilt from the producer stamps in the partition's tail; the sequence
+// and epoch checks continue too.
+func TestIdempotentStateSurvivesRestart(t *testing.T) {
+	backends(t, func(t *testing.T, iggy bool) {
+		var opts kiggytest.Options
+		if iggy {
+			opts.Iggy = true
+		} else {
+			opts.Log = memlog.New(memlog.Config{})
+		}
+		gw := kiggytest.Start(t, opts)
+		gw.CreateTopic(t, "idem", 1)
+		rc := dialRaw(t, gw.Addr)
+		// Two producers interleaved, the second at a bumped epoch, plus
+		// non-idempotent records in between.
+		produceTo(t, rc, "idem", 0, idemBatch(1, 0, 0, 4))           // 0..3
+		produceTo(t, rc, "idem", 0, idemBatch(2, 3, 10, 2))          // 4..5
+		produceTo(t, rc, "idem", 0, buildBatch(t, batch.None, 3, 5)) // 6..8
+		produceTo(t, rc, "idem", 0, idemBatch(1, 0, 4, 4))           // 9..12
+		produceTo(t, rc, "idem", 0, idemBatch(2, 3, 12, 2))          // 13..14
+		gw.Stop()
+
+		if iggy {
+			opts = kiggytest.Options{IggyServer: gw.Iggy}
+		}
+		gw = kiggytest.Start(t, opts)
+		rc = dialRaw(t, gw.Addr)
+		for _, s := range []struct {
+			what  string
+			pid   int64
+			epoch int16
+			seq   int32
+			n     int
+			code  int16
+			base  int64
+		}{
+			{"duplicate of producer 1's first batch", 1, 0, 0, 4, 0, 0},
+			{"duplicate of producer 1's last batch", 1, 0, 4, 4, 0, 9},
+			{"duplicate of producer 2's first batch", 2, 3, 10, 2, 0, 4},
+			{"old epoch of producer 2", 2, 2, 14, 2, 47, -1},
+			{"gap for producer 1", 1, 0, 9, 1, 45, -1},
+			{"producer 1 continues", 1, 0, 8, 1, 0, 15},
+			{"duplicate of the batch appended after the restart", 1, 0, 8, 1, 0, 15},
+		} {
+			code, base := produceTo(t, rc, "idem", 0, idemBatch(s.pid, s.epoch, s.seq, s.n))
+			wantProduce(t, s.what, code, base, s.code, s.base)
+		}
+		wantCount(t, gw, "idem", 0, 16)
+		if m := gw.Metrics(); !containsLine(m, "kiggy_idempotent_window_rebuilds_total 1") {
+			t.Errorf("rebuild not counted:\n%s", m)
+		}
+	})
+}
+
+// containsLine reports whether the metrics text has line exactly.
+func containsLine(metrics, line string) bool {
+	return strings.Contains("\n"+metrics, "\n"+line+"\n")
+}
