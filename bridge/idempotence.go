@@ -165,10 +165,12 @@ type producerStates struct {
 	rebuilds   atomic.Uint64
 }
 
-// epochGrant is an epoch InitProducerId returned and when.
+// epochGrant is an epoch InitProducerId returned, when, and whether it was
+// a bump.
 type epochGrant struct {
-	epoch int16
-	ms    int64
+	epoch  int16
+	bumped bool
+	ms     int64
 }
 
 func (s *producerStates) init() {

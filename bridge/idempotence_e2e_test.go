@@ -246,3 +246,72 @@ func TestIdempotentStateSurvivesRestart(t *testing.T) {
 func containsLine(metrics, line string) bool {
 	return strings.Contains("\n"+metrics, "\n"+line+"\n")
 }
+
+func initPID(t *testing.T, rc *rawConn, version int16, id int64, epoch int16) (int16, int64, int16) {
+	t.Helper()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.Version, req.ProducerID, req.ProducerEpoch = version, id, epoch
+	corr := rc.send(req)
+	resp := kmsg.NewPtrInitProducerIDResponse()
+	resp.Version = version
+	rc.recv(corr, resp)
+	return resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch
+}
+
+// TestInitProducerIDEpochBump: a producer that sends its current id and
+// epoch (InitProducerId v3+, KIP-360) keeps its id at the next epoch; the
+// retry of a bump gets the same answer; an older epoch is fenced
+// (PRODUCER_FENCED from v4, INVALID_PRODUCER_EPOCH before); an unknown id
+// gets a fresh one. Produce then fences the old epoch and accepts the new
+// one from sequence 0.
+func TestInitProducerIDEpochBump(t *testing.T) {
+	backends(t, func(t *testing.T, iggy bool) {
+		gw := startBackend(t, iggy)
+		gw.CreateTopic(t, "idem", 1)
+		rc := dialRaw(t, gw.Addr)
+		code, id, epoch := initPID(t, rc, 0, -1, -1)
+		if code != 0 || id < 0 || epoch != 0 {
+			t.Fatalf("fresh id: code %d id %d epoch %d", code, id, epoch)
+		}
+		c, b := produceTo(t, rc, "idem", 0, idemBatch(id, 0, 0, 3))
+		wantProduce(t, "epoch 0", c, b, 0, 0)
+
+		type step struct {
+			what     string
+			version  int16
+			epoch    int16
+			code     int16
+			newEpoch int16
+		}
+		for _, s := range []step{
+			{"bump 0 → 1", 3, 0, 0, 1},
+			{"retry of the bump", 5, 0, 0, 1},
+			{"bump 1 → 2", 4, 1, 0, 2},
+			{"fenced at v4", 4, 0, 90, -1},
+			{"fenced at v3", 3, 0, 47, -1},
+			{"locally bumped epoch 5 → 6", 5, 5, 0, 6},
+		} {
+			code, gotID, gotEpoch := initPID(t, rc, s.version, id, s.epoch)
+			wantID := id
+			if s.code != 0 {
+				wantID = -1
+			}
+			if code != s.code || gotID != wantID || gotEpoch != s.newEpoch {
+				t.Fatalf("%s: code %d id %d epoch %d, want code %d id %d epoch %d", s.what, code, gotID, gotEpoch, s.code, wantID, s.newEpoch)
+			}
+		}
+		c, b = produceTo(t, rc, "idem", 0, idemBatch(id, 6, 0, 2))
+		wantProduce(t, "bumped epoch from 0", c, b, 0, 3)
+		c, b = produceTo(t, rc, "idem", 0, idemBatch(id, 0, 3, 2))
+		wantProduce(t, "old epoch after the bump", c, b, 47, -1)
+
+		code, other, epoch := initPID(t, rc, 5, 123456789, 4)
+		if code != 0 || other == id || other == 123456789 || epoch != 0 {
+			t.Fatalf("unknown id: code %d id %d epoch %d, want a fresh id at 0", code, other, epoch)
+		}
+		code, next, epoch := initPID(t, rc, 5, other, 32767)
+		if code != 0 || next == other || epoch != 0 {
+			t.Fatalf("exhausted epoch: code %d id %d epoch %d, want a fresh id at 0", code, next, epoch)
+		}
+	})
+}
