@@ -227,6 +227,7 @@ func (g *Gateway) register() {
 	g.handlers[wire.KeyMetadata] = (*Gateway).metadata
 	g.handlers[wire.KeyProduce] = (*Gateway).produce
 	g.handlers[wire.KeyInitProducerID] = (*Gateway).initProducerID
+	g.handlers[wire.KeyDescribeProducers] = (*Gateway).describeProducers
 	g.registerMore()
 	for _, a := range wire.APIs {
 		if a.Key >= 0 && int(a.Key) < len(g.handlers) && g.handlers[a.Key] != nil {

@@ -32,6 +32,7 @@ const (
 	KeyCreatePartitions        APIKey = 37
 	KeyIncrementalAlterConfigs APIKey = 44
 	KeyDescribeCluster         APIKey = 60
+	KeyDescribeProducers       APIKey = 61
 )
 
 // APIRange is one row of the ApiVersions table: the versions of an API whose
@@ -73,6 +74,7 @@ var APIs = []APIRange{
 	{KeyCreatePartitions, 0, 3, 2},
 	{KeyIncrementalAlterConfigs, 0, 1, 1},
 	{KeyDescribeCluster, 0, 2, 0},
+	{KeyDescribeProducers, 0, 0, 0},
 }
 
 // maxKey bounds the lookup array.
@@ -117,7 +119,8 @@ var apiNames = map[APIKey]string{
 	KeyInitProducerID: "InitProducerId", KeyOffsetForLeaderEpoch: "OffsetForLeaderEpoch",
 	KeyDescribeConfigs: "DescribeConfigs", KeyAlterConfigs: "AlterConfigs", KeySaslAuthenticate: "SaslAuthenticate",
 	KeyCreatePartitions: "CreatePartitions", KeyIncrementalAlterConfigs: "IncrementalAlterConfigs",
-	KeyDescribeCluster: "DescribeCluster",
+	KeyDescribeCluster:   "DescribeCluster",
+	KeyDescribeProducers: "DescribeProducers",
 }
 
 // String returns Kafka's name for the API, e.g. "Produce", or "API_<n>".

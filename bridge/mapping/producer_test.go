@@ -113,3 +113,13 @@ func TestFindProducerRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestProducerStampGolden pins the docs/MAPPING.md example: producer 7,
+// epoch 0, base sequence 5, 3 records.
+func TestProducerStampGolden(t *testing.T) {
+	want := unhex(t, "02 0e000000 6b61666b612e70726f6475636572 01 13000000 01 0700000000000000 0000 05000000 03000000")
+	p := Producer{ID: 7, Epoch: 0, BaseSequence: 5, Count: 3}
+	if got := p.appendHeader(nil); !bytes.Equal(got, want) {
+		t.Fatalf("stamp header = %x, want %x", got, want)
+	}
+}
