@@ -146,10 +146,12 @@ func check(e *producerEntry, pb *producerBatch) wire.ErrorCode {
 type partitionProducers struct {
 	mu        sync.Mutex
 	loaded    bool
+	dropped   bool // its topic was deleted: nothing is recorded any more
 	producers map[int64]*producerEntry
 }
 
-// producerStates is the gateway's registry of partition windows.
+// producerStates is the gateway's registry of partition windows. Lock
+// order: mu, then a partition's mu; epochMu is never held with either.
 type producerStates struct {
 	mu    sync.RWMutex
 	parts map[partitionKey]*partitionProducers
@@ -198,29 +200,42 @@ func (s *producerStates) partition(topic string, p int32) *partitionProducers {
 	return pp
 }
 
-// forget drops the window of topic/partition if it is still pp and empty
-// (a target that turned out not to exist leaves nothing behind).
+// forget drops the window of topic/partition if it is still pp and was
+// never loaded (a target that turned out not to exist leaves nothing
+// behind). The caller must not hold pp.mu: the lock order is s.mu, then a
+// partition's mu.
 func (s *producerStates) forget(topic string, p int32, pp *partitionProducers) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.parts[partitionKey{topic, p}] == pp && len(pp.producers) == 0 {
+	if s.parts[partitionKey{topic, p}] != pp {
+		return
+	}
+	pp.mu.Lock()
+	idle := !pp.loaded && len(pp.producers) == 0
+	pp.mu.Unlock()
+	if idle {
 		delete(s.parts, partitionKey{topic, p})
 	}
 }
 
 // dropTopic forgets every window of a deleted topic.
 func (s *producerStates) dropTopic(topic string) {
+	var dropped []*partitionProducers
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for k, pp := range s.parts {
 		if k.topic == topic {
-			pp.mu.Lock()
-			s.producers.Add(-int64(len(pp.producers)))
-			clear(pp.producers)
-			pp.loaded = false
-			pp.mu.Unlock()
+			dropped = append(dropped, pp)
 			delete(s.parts, k)
 		}
+	}
+	s.mu.Unlock()
+	// An append in flight on a dropped window finishes without recording;
+	// nobody finds the window again.
+	for _, pp := range dropped {
+		pp.mu.Lock()
+		s.reset(pp)
+		pp.dropped = true
+		pp.mu.Unlock()
 	}
 }
 
@@ -233,6 +248,9 @@ func (s *producerStates) reset(pp *partitionProducers) {
 
 // record adds an appended batch to pp (caller holds pp.mu).
 func (s *producerStates) record(pp *partitionProducers, id int64, epoch int16, b batchMeta, nowMs int64) {
+	if pp.dropped {
+		return
+	}
 	e := pp.producers[id]
 	if e == nil {
 		e = &producerEntry{epoch: epoch}
@@ -249,7 +267,12 @@ func (s *producerStates) expire(nowMs int64, ttl time.Duration) {
 	limit := nowMs - ttl.Milliseconds()
 	s.mu.RLock()
 	for _, pp := range s.parts {
-		pp.mu.Lock()
+		// A partition busy appending (an Iggy round trip may take the
+		// produce timeout) is expired on a later sweep: never stall the
+		// janitor behind it.
+		if !pp.mu.TryLock() {
+			continue
+		}
 		for id, e := range pp.producers {
 			if e.lastMs < limit {
 				delete(pp.producers, id)
@@ -278,15 +301,16 @@ func (g *Gateway) appendIdempotent(ctx context.Context, topic string, index int3
 	ps := &g.producers
 	pp := ps.partition(topic, index)
 	pp.mu.Lock()
-	defer pp.mu.Unlock()
 	if !pp.loaded {
 		if err := g.rebuildProducers(ctx, topic, index, pp); err != nil {
+			pp.mu.Unlock()
 			if errors.Is(err, ErrUnknownTopic) || errors.Is(err, ErrUnknownPartition) {
-				defer ps.forget(topic, index, pp)
+				ps.forget(topic, index, pp)
 			}
 			return logCode(err), -1
 		}
 	}
+	defer pp.mu.Unlock()
 	e := pp.producers[pb.id]
 	if e != nil {
 		if d, ok := e.duplicate(pb); ok {
