@@ -42,7 +42,6 @@ type producerBatch struct {
 	epoch int16
 	first int32 // baseSequence
 	last  int32 // baseSequence + lastOffsetDelta, wrapping past MaxInt32
-	count int32
 }
 
 // lastSequence is Kafka's DefaultRecordBatch.incrementSequence(base, delta).

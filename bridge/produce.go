@@ -182,7 +182,7 @@ func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.Produc
 
 	if h.ProducerID >= 0 {
 		*pb = producerBatch{id: h.ProducerID, epoch: h.ProducerEpoch, first: h.BaseSequence,
-			last: lastSequence(h.BaseSequence, h.LastOffsetDelta), count: h.NumRecords}
+			last: lastSequence(h.BaseSequence, h.LastOffsetDelta)}
 	}
 
 	code := g.mapPartition(st, dst, p.Records, h, budget)
