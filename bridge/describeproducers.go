@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"context"
 	"errors"
 	"slices"
 
@@ -22,11 +21,10 @@ func (g *Gateway) describeProducers(c *call) bool {
 		c.req.Close("protocol_error")
 		return false
 	}
-	ctx := g.ctx
 	var resp wire.DescribeProducersResponse
 	for _, t := range req.Topics {
 		out := wire.DescribeProducersResponseTopic{Topic: t.Topic}
-		info, terr := g.log.Topic(ctx, t.Topic)
+		info, terr := g.log.Topic(g.ctx, t.Topic)
 		for _, p := range t.Partitions {
 			rp := wire.DescribeProducersResponsePartition{Partition: p}
 			switch {
@@ -38,7 +36,7 @@ func (g *Gateway) describeProducers(c *call) bool {
 				rp.ErrorCode = code
 			default:
 				var err error
-				rp.ActiveProducers, err = g.activeProducers(ctx, t.Topic, p)
+				rp.ActiveProducers, err = g.activeProducers(t.Topic, p)
 				if err != nil {
 					rp.ErrorCode = logCode(err)
 				}
@@ -56,12 +54,12 @@ func (g *Gateway) describeProducers(c *call) bool {
 }
 
 // activeProducers lists one partition's producers, by producer id.
-func (g *Gateway) activeProducers(ctx context.Context, topic string, p int32) ([]wire.DescribeProducersActiveProducer, error) {
+func (g *Gateway) activeProducers(topic string, p int32) ([]wire.DescribeProducersActiveProducer, error) {
 	pp := g.producers.partition(topic, p)
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	if !pp.loaded {
-		if err := g.rebuildProducers(ctx, topic, p, pp); err != nil {
+		if err := g.rebuildProducers(topic, p, pp); err != nil {
 			return nil, err
 		}
 	}

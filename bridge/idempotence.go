@@ -301,7 +301,7 @@ func (g *Gateway) appendIdempotent(ctx context.Context, topic string, index int3
 	pp := ps.partition(topic, index)
 	pp.mu.Lock()
 	if !pp.loaded {
-		if err := g.rebuildProducers(ctx, topic, index, pp); err != nil {
+		if err := g.rebuildProducers(topic, index, pp); err != nil {
 			pp.mu.Unlock()
 			if errors.Is(err, ErrUnknownTopic) || errors.Is(err, ErrUnknownPartition) {
 				ps.forget(topic, index, pp)
@@ -338,8 +338,13 @@ func (g *Gateway) appendIdempotent(ctx context.Context, topic string, index int3
 }
 
 // rebuildProducers fills pp from the producer stamps in the partition's last
-// ProducerStateScan messages (caller holds pp.mu).
-func (g *Gateway) rebuildProducers(ctx context.Context, topic string, index int32, pp *partitionProducers) error {
+// ProducerStateScan messages (caller holds pp.mu). It runs under its own
+// deadline (ProduceTimeoutCap), not the request's: a scan slower than a
+// client's request timeout must still finish once, or every retry would
+// start it again and time out alike.
+func (g *Gateway) rebuildProducers(topic string, index int32, pp *partitionProducers) error {
+	ctx, cancel := context.WithTimeout(g.ctx, g.cfg.ProduceTimeoutCap)
+	defer cancel()
 	ps := &g.producers
 	ps.reset(pp)
 	wm, err := g.log.Watermarks(ctx, topic, index)
