@@ -308,6 +308,12 @@ func (g *Gateway) appendIdempotent(ctx context.Context, topic string, index int3
 			}
 			return logCode(err), -1
 		}
+		if ctx.Err() != nil {
+			// The request's time ran out during the scan: answer without
+			// sending, so the rebuilt window stays valid for the retry.
+			pp.mu.Unlock()
+			return wire.RequestTimedOut, -1
+		}
 	}
 	defer pp.mu.Unlock()
 	e := pp.producers[pb.id]

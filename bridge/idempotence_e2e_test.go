@@ -6,10 +6,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
@@ -425,4 +427,40 @@ func TestIdempotentConcurrentRetries(t *testing.T) {
 		}
 		wantCount(t, gw, "idem", 0, 2*batches)
 	})
+}
+
+// TestIdempotentSlowRebuild: after a restart on an Iggy that answers each
+// request 300 ms late, rebuilding the window takes longer than the retried
+// request's 500 ms timeout. The first attempt times out (7) but the rebuild
+// completes anyway, so the next attempt is recognised as a duplicate.
+func TestIdempotentSlowRebuild(t *testing.T) {
+	srv := iggytest.New(iggytest.Config{Latency: 300 * time.Millisecond})
+	if _, err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	gw := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	gw.CreateTopic(t, "idem", 1)
+	rc := dialRaw(t, gw.Addr)
+	code, base := produceTo(t, rc, "idem", 0, idemBatch(8, 0, 0, 3))
+	wantProduce(t, "first", code, base, 0, 0)
+	gw.Stop()
+
+	gw = kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	rc = dialRaw(t, gw.Addr)
+	retry := func() (int16, int64) {
+		req := produceReqTo("idem", 0, idemBatch(8, 0, 0, 3))
+		req.TimeoutMillis = 500
+		corr := rc.send(req)
+		resp := kmsg.NewPtrProduceResponse()
+		resp.Version = 9
+		rc.recv(corr, resp)
+		p := resp.Topics[0].Partitions[0]
+		return p.ErrorCode, p.BaseOffset
+	}
+	code, base = retry()
+	wantProduce(t, "retry during the slow rebuild", code, base, 7, -1)
+	code, base = retry()
+	wantProduce(t, "retry after it", code, base, 0, 0)
+	wantCount(t, gw, "idem", 0, 3)
 }
