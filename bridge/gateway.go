@@ -438,7 +438,11 @@ func (g *Gateway) janitor() {
 			if sweep++; sweep%5 != 0 {
 				continue
 			}
-			g.producers.expire(now.UnixMilli(), g.cfg.ProducerIDExpiration)
+			if sweep%30 == 0 {
+				// Once a minute (Kafka checks every
+				// producer.id.expiration.check.interval.ms, 10 min).
+				g.producers.expire(now.UnixMilli(), g.cfg.ProducerIDExpiration)
+			}
 			g.conns.Range(func(k, v any) bool {
 				cs := v.(*connState)
 				cs.mu.Lock()
