@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
@@ -463,4 +464,26 @@ func TestIdempotentSlowRebuild(t *testing.T) {
 	code, base = retry()
 	wantProduce(t, "retry after it", code, base, 0, 0)
 	wantCount(t, gw, "idem", 0, 3)
+}
+
+// TestIdempotentRebuildScanBound: the rebuild reads only the last
+// ProducerStateScan messages. A batch stamped inside them is recognised; one
+// stamped further back is not, and its retry is out of order (45) because
+// the producer has a later batch in the scanned tail.
+func TestIdempotentRebuildScanBound(t *testing.T) {
+	log := memlog.New(memlog.Config{})
+	gw := kiggytest.Start(t, kiggytest.Options{Log: log})
+	gw.CreateTopic(t, "idem", 1)
+	rc := dialRaw(t, gw.Addr)
+	for k := range 3 {
+		produceTo(t, rc, "idem", 0, idemBatch(4, 0, int32(3*k), 3)) // offsets 3k … 3k+2
+	}
+	gw.Stop()
+	gw = kiggytest.Start(t, kiggytest.Options{Log: log, Bridge: bridge.Config{ProducerStateScan: 4}}) // offsets 5–8
+	rc = dialRaw(t, gw.Addr)
+	code, base := produceTo(t, rc, "idem", 0, idemBatch(4, 0, 6, 3))
+	wantProduce(t, "batch stamped at 6, inside the scan", code, base, 0, 6)
+	code, base = produceTo(t, rc, "idem", 0, idemBatch(4, 0, 3, 3))
+	wantProduce(t, "batch stamped at 3, before the scan", code, base, 45, -1)
+	wantCount(t, gw, "idem", 0, 9)
 }
