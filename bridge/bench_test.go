@@ -308,3 +308,14 @@ func BenchmarkGatewayProduceIdempotence(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIdemFrameNext is the client-side share of
+// BenchmarkGatewayProduceIdempotence/idempotent=true: re-stamping 16 batch
+// sequences and CRCs per request.
+func BenchmarkIdemFrameNext(b *testing.B) {
+	f := newIdemFrame("bench")
+	b.ReportAllocs()
+	for b.Loop() {
+		f.next()
+	}
+}
