@@ -80,6 +80,7 @@ type DescribeProducersResponsePartition struct {
 
 // DescribeProducersActiveProducer is one producer's state in a partition.
 type DescribeProducersActiveProducer struct {
+	// ProducerID is the producer's id.
 	ProducerID int64
 	// ProducerEpoch is an int32 on the wire although epochs are int16.
 	ProducerEpoch int32
