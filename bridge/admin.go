@@ -185,6 +185,9 @@ func (g *Gateway) deleteTopics(c *call) bool {
 		err := g.log.DeleteTopic(g.ctx, name)
 		switch {
 		case err == nil:
+			// A topic of the same name created later starts with no
+			// producer state.
+			g.producers.dropTopic(name)
 			return wire.None, ""
 		case errors.Is(err, ErrUnknownTopic):
 			return wire.UnknownTopicOrPartition, "This server does not host this topic-partition."

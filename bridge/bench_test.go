@@ -2,8 +2,10 @@ package bridge_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"testing"
@@ -224,5 +226,96 @@ func benchFetch(b *testing.B, gw *kiggytest.Gateway, mib int) {
 	b.ResetTimer()
 	for range b.N {
 		bc.roundTrip(b, frame)
+	}
+}
+
+// idemFrame is produceFrame with idempotent batches (producer 1, epoch 0):
+// next advances every batch's base sequence by benchRecords and re-stamps
+// its CRC in place, so each round trip is a fresh, in-sequence batch per
+// partition, as a steady idempotent producer sends.
+type idemFrame struct {
+	frame   []byte
+	batches []int // offset of each batch in frame
+}
+
+func newIdemFrame(topic string) *idemFrame {
+	value := make([]byte, benchValue)
+	for i := range value {
+		value[i] = 'A' + byte(i%26)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 9, -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	var bld batch.Builder
+	var recs [][]byte
+	for p := range int32(benchPartitions) {
+		bld.Reset(nil, 0, time.Now().UnixMilli(), batch.None)
+		bld.SetProducer(1, 0, 0)
+		for i := range int32(benchRecords) {
+			bld.Append(i, 0, nil, value)
+		}
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = p, bld.Finish()
+		recs = append(recs, rp.Records)
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	f := &idemFrame{frame: requestFrame(req, 1)}
+	from := 0
+	for _, r := range recs {
+		at := from + bytes.Index(f.frame[from:], r)
+		f.batches = append(f.batches, at)
+		from = at + len(r)
+	}
+	return f
+}
+
+// next moves every batch to the following sequence range.
+func (f *idemFrame) next() {
+	for _, at := range f.batches {
+		b := f.frame[at:]
+		size := int(binary.BigEndian.Uint32(b[8:])) + 12
+		b = b[:size]
+		binary.BigEndian.PutUint32(b[53:], binary.BigEndian.Uint32(b[53:])+benchRecords)
+		binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+	}
+}
+
+// BenchmarkGatewayProduceIdempotence: BenchmarkGatewayProduce with
+// idempotence off (producer id -1) and on (one producer, every batch in
+// sequence: the window check, the stamp and the per-partition lock). The
+// "on" client also re-stamps 16 batch CRCs per request.
+func BenchmarkGatewayProduceIdempotence(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("idempotent=%v", on), func(b *testing.B) {
+			gw := kiggytest.Start(b, kiggytest.Options{Embedded: true, Memlog: memlog.Config{PartitionBytes: 64 << 20}})
+			if !on {
+				benchProduce(b, gw)
+				return
+			}
+			gw.CreateTopic(b, "bench", benchPartitions)
+			bc := dialBench(b, gw.Addr)
+			f := newIdemFrame("bench")
+			checkProduce(b, bc.roundTrip(b, f.frame))
+			b.SetBytes(benchPartitions * benchRecords * benchValue)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				f.next()
+				bc.roundTrip(b, f.frame)
+			}
+		})
+	}
+}
+
+// BenchmarkIdemFrameNext is the client-side share of
+// BenchmarkGatewayProduceIdempotence/idempotent=true: re-stamping 16 batch
+// sequences and CRCs per request.
+func BenchmarkIdemFrameNext(b *testing.B) {
+	f := newIdemFrame("bench")
+	b.ReportAllocs()
+	for b.Loop() {
+		f.next()
 	}
 }

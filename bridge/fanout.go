@@ -22,13 +22,14 @@ type produceFanout struct {
 
 // appendJob is one partition's append and its outcome.
 type appendJob struct {
-	topic   string
-	index   int32
-	batch   *message.Batch
-	topicAt int // position in the response
-	partAt  int
-	code    wire.ErrorCode
-	base    int64
+	topic    string
+	index    int32
+	batch    *message.Batch
+	producer producerBatch
+	topicAt  int // position in the response
+	partAt   int
+	code     wire.ErrorCode
+	base     int64
 	// panicked: the append panicked (logged and counted by catch).
 	panicked bool
 }
@@ -66,7 +67,7 @@ func (f *produceFanout) trim() {
 // is abandoned by the guard its handler runs under.
 func (g *Gateway) runAppends(ctx context.Context, c *call, f *produceFanout) {
 	run := func(j *appendJob) {
-		j.panicked = g.catch(c, func() { j.code, j.base = g.appendPartition(ctx, j.topic, j.index, j.batch) })
+		j.panicked = g.catch(c, func() { j.code, j.base = g.appendMapped(ctx, j.topic, j.index, j.batch, &j.producer) })
 	}
 	for i := 1; i < len(f.jobs); i++ {
 		f.wg.Add(1)

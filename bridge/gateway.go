@@ -86,6 +86,15 @@ type Config struct {
 	Workers int
 	// ProduceTimeoutCap caps a Produce request's timeout_ms; 0 = 20 s.
 	ProduceTimeoutCap time.Duration
+	// ProducerStateScan is how many messages of a partition's tail the
+	// first idempotent append after start reads back to rebuild the
+	// partition's producer window (docs/MAPPING.md "Producer stamp"); a
+	// batch stamped further back is no longer detected as a duplicate.
+	// 0 = 16384.
+	ProducerStateScan int
+	// ProducerIDExpiration is how long an idle producer's sequence state is
+	// kept (Kafka producer.id.expiration.ms); 0 = 24 h.
+	ProducerIDExpiration time.Duration
 	// Group configures the group coordinator (session timeout bounds,
 	// initial rebalance delay).
 	Group group.Config
@@ -120,6 +129,12 @@ func (c *Config) normalize() {
 	}
 	if c.ProduceTimeoutCap <= 0 {
 		c.ProduceTimeoutCap = DefaultProduceTimeoutCap
+	}
+	if c.ProducerStateScan <= 0 {
+		c.ProducerStateScan = 16384
+	}
+	if c.ProducerIDExpiration <= 0 {
+		c.ProducerIDExpiration = 24 * time.Hour
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -156,6 +171,7 @@ type Gateway struct {
 	decode chan struct{} // semaphore for concurrent decodes
 
 	producerIDs producerIDs
+	producers   producerStates
 	bigDecode   atomic.Bool
 	groups      *group.Coordinator
 	metrics     metrics
@@ -200,6 +216,7 @@ func New(cfg Config, log Log) *Gateway {
 	}
 	g.states.New = func() any { return new(state) }
 	g.producerIDs.init(cfg.InstanceID)
+	g.producers.init()
 	g.groups = group.New(cfg.Group)
 	g.notify.init()
 	g.register()
@@ -234,6 +251,7 @@ var handlerTable = [maxAPIKey]handlerFunc{
 	wire.KeyCreateTopics:            (*Gateway).createTopics,
 	wire.KeyDeleteTopics:            (*Gateway).deleteTopics,
 	wire.KeyInitProducerID:          (*Gateway).initProducerID,
+	wire.KeyDescribeProducers:       (*Gateway).describeProducers,
 	wire.KeyDescribeConfigs:         (*Gateway).describeConfigs,
 	wire.KeyAlterConfigs:            (*Gateway).alterConfigs,
 	wire.KeyCreatePartitions:        (*Gateway).createPartitions,
@@ -456,6 +474,11 @@ func (g *Gateway) janitor() {
 			}
 			if sweep++; sweep%5 != 0 {
 				continue
+			}
+			if sweep%30 == 0 {
+				// Once a minute (Kafka checks every
+				// producer.id.expiration.check.interval.ms, 10 min).
+				g.producers.expire(now.UnixMilli(), g.cfg.ProducerIDExpiration)
 			}
 			g.conns.Range(func(k, v any) bool {
 				cs := v.(*connState)

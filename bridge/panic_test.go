@@ -138,7 +138,7 @@ func (h *panicHarness) keepProducing() {
 			return
 		default:
 		}
-		req := produceTo("ok", batchOf(batch.None, "ok"))
+		req := produceRequestTo("ok", batchOf(batch.None, "ok"))
 		c.SetDeadline(time.Now().Add(10 * time.Second))
 		if _, err := c.Write(frameRequest(req, corr)); err != nil {
 			h.err.Store(fmt.Errorf("produce %d: write: %w", corr, err))
@@ -215,7 +215,7 @@ func (h *panicHarness) finish(rc *rawConn, api string) {
 	}
 	// A new connection is served as before.
 	rc2 := dialRaw(h.t, h.addr)
-	if codes := produceCodes(rc2, produceTo("ok", batchOf(batch.None, "again"))); codes[0] != 0 {
+	if codes := produceCodes(rc2, produceRequestTo("ok", batchOf(batch.None, "again"))); codes[0] != 0 {
 		h.t.Errorf("produce after the panic: code %d", codes[0])
 	}
 }
@@ -227,8 +227,8 @@ func batchOf(codec batch.Codec, value string) []byte {
 	return b.Finish()
 }
 
-// produceTo is an acks=-1 Produce v9 of one batch per partition, in order.
-func produceTo(topic string, parts ...[]byte) *kmsg.ProduceRequest {
+// produceRequestTo is an acks=-1 Produce v9 of one batch per partition, in order.
+func produceRequestTo(topic string, parts ...[]byte) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.Version, req.Acks, req.TimeoutMillis = 9, -1, 5000
 	t := kmsg.NewProduceRequestTopic()
@@ -280,7 +280,7 @@ func sendPipelined(rc *rawConn, bad kmsg.Request) {
 	av.ClientSoftwareName, av.ClientSoftwareVersion = "test", "1"
 	corr := rc.send(av)
 	rc.send(bad)
-	rc.send(produceTo("after", batchOf(batch.None, "after")))
+	rc.send(produceRequestTo("after", batchOf(batch.None, "after")))
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 3
 	rc.recv(corr, resp)
@@ -295,20 +295,20 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 	t.Run("inline", func(t *testing.T) {
 		h := startPanicHarness(t, embedded, bridge.Config{})
 		rc := dialRaw(t, h.addr)
-		sendPipelined(rc, produceTo("boom", batchOf(batch.None, "x")))
+		sendPipelined(rc, produceRequestTo("boom", batchOf(batch.None, "x")))
 		h.finish(rc, "Produce")
 	})
 	t.Run("offloaded", func(t *testing.T) {
 		// A compressed batch starts inline and moves to a worker.
 		h := startPanicHarness(t, embedded, bridge.Config{})
 		rc := dialRaw(t, h.addr)
-		sendPipelined(rc, produceTo("boom", batchOf(batch.Gzip, "x")))
+		sendPipelined(rc, produceRequestTo("boom", batchOf(batch.Gzip, "x")))
 		h.finish(rc, "Produce")
 	})
 	t.Run("worker", func(t *testing.T) {
 		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{})
 		rc := dialRaw(t, h.addr)
-		sendPipelined(rc, produceTo("boom", batchOf(batch.None, "x")))
+		sendPipelined(rc, produceRequestTo("boom", batchOf(batch.None, "x")))
 		h.finish(rc, "Produce")
 	})
 	t.Run("overflow", func(t *testing.T) {
@@ -316,10 +316,10 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{Workers: 1})
 		// Keep the one worker busy: every other request overflows.
 		blocker := dialRaw(t, h.addr)
-		corr := blocker.send(produceTo("block", batchOf(batch.None, "b")))
+		corr := blocker.send(produceRequestTo("block", batchOf(batch.None, "b")))
 		<-h.log.entered
 		rc := dialRaw(t, h.addr)
-		sendPipelined(rc, produceTo("boom", batchOf(batch.None, "x")))
+		sendPipelined(rc, produceRequestTo("boom", batchOf(batch.None, "x")))
 		if !rc.closed() {
 			t.Fatal("the connection whose handler panicked is still open")
 		}
@@ -343,7 +343,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 			h.gw.WriteMetrics(&m)
 		}
 		waker := dialRaw(t, h.addr)
-		if codes := produceCodes(waker, produceTo("wake", batchOf(batch.None, "w"))); codes[0] != 0 {
+		if codes := produceCodes(waker, produceRequestTo("wake", batchOf(batch.None, "w"))); codes[0] != 0 {
 			t.Fatalf("waking produce: code %d", codes[0])
 		}
 		h.finish(rc, "Fetch")
@@ -351,7 +351,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 	t.Run("produce-fanout", func(t *testing.T) {
 		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{})
 		rc := dialRaw(t, h.addr)
-		sendPipelined(rc, produceTo("boom1", batchOf(batch.None, "p0"), batchOf(batch.None, "p1")))
+		sendPipelined(rc, produceRequestTo("boom1", batchOf(batch.None, "p0"), batchOf(batch.None, "p1")))
 		h.finish(rc, "Produce")
 	})
 	t.Run("fetch-fanout", func(t *testing.T) {

@@ -74,12 +74,13 @@ func (g *Gateway) produce(c *call) bool {
 				if parallel {
 					dst = fan.batch(len(fan.jobs))
 				}
-				code = g.preparePartition(st, dst, rp, v, &budget)
+				var pb producerBatch
+				code = g.preparePartition(st, dst, rp, v, &budget, &pb)
 				if code == wire.None {
 					if parallel {
-						fan.jobs = append(fan.jobs, appendJob{topic: rt.Name, index: rp.Index, batch: dst, topicAt: i, partAt: j})
+						fan.jobs = append(fan.jobs, appendJob{topic: rt.Name, index: rp.Index, batch: dst, producer: pb, topicAt: i, partAt: j})
 					} else {
-						code, base = g.appendPartition(ctx, rt.Name, rp.Index, dst)
+						code, base = g.appendMapped(ctx, rt.Name, rp.Index, dst, &pb)
 					}
 				}
 			}
@@ -148,8 +149,10 @@ func hasCompressed(req *wire.ProduceRequest) bool {
 	return false
 }
 
-// preparePartition validates, decodes and maps one partition entry into dst.
-func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.ProduceRequestPartition, v int16, budget *batch.Budget) wire.ErrorCode {
+// preparePartition validates, decodes and maps one partition entry into dst,
+// and fills pb from an idempotent batch's header (pb.id -1 otherwise).
+func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.ProduceRequestPartition, v int16, budget *batch.Budget, pb *producerBatch) wire.ErrorCode {
+	pb.id = -1
 	// docs/design/record-mapping.md §4: a negative index is answered 3.
 	if p.Index < 0 {
 		return wire.UnknownTopicOrPartition
@@ -180,6 +183,11 @@ func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.Produc
 		return wire.UnsupportedCompressionType
 	}
 
+	if h.ProducerID >= 0 {
+		*pb = producerBatch{id: h.ProducerID, epoch: h.ProducerEpoch, first: h.BaseSequence,
+			last: lastSequence(h.BaseSequence, h.LastOffsetDelta)}
+	}
+
 	code := g.mapPartition(st, dst, p.Records, h, budget)
 	if code == wire.MessageTooLarge && (budget.MaxBytes < g.cfg.DecodeBudgetBytes || budget.MaxRecords < g.cfg.DecodeBudgetRecords) {
 		// Over what this request has left: does it fit a budget of its own?
@@ -195,6 +203,15 @@ func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.Produc
 		g.bigDecode.Store(true)
 	}
 	return code
+}
+
+// appendMapped appends one mapped partition entry: through duplicate
+// detection when its batch is idempotent.
+func (g *Gateway) appendMapped(ctx context.Context, topic string, index int32, b *message.Batch, pb *producerBatch) (wire.ErrorCode, int64) {
+	if pb.id >= 0 {
+		return g.appendIdempotent(ctx, topic, index, b, pb)
+	}
+	return g.appendPartition(ctx, topic, index, b)
 }
 
 // appendPartition appends one mapped partition entry to the log.
@@ -238,9 +255,15 @@ func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h 
 		return batchCode(err)
 	}
 
-	// Pass 2: map each record to one message.
+	// Pass 2: map each record to one message. The first message of an
+	// idempotent batch carries the producer stamp (docs/MAPPING.md).
 	dst.Reset(w.Start())
 	var mr mapping.Record
+	var stamp *mapping.Producer
+	if h.ProducerID >= 0 {
+		st.stamp = mapping.Producer{ID: h.ProducerID, Epoch: h.ProducerEpoch, BaseSequence: h.BaseSequence, Count: h.NumRecords}
+		stamp = &st.stamp
+	}
 	for recs.Next(&r) {
 		st.headers = st.headers[:0]
 		for it := r.Headers; ; {
@@ -250,7 +273,8 @@ func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h 
 			}
 			st.headers = append(st.headers, mapping.Header{Key: k, Value: val})
 		}
-		mr = mapping.Record{Key: r.Key, Value: r.Value, TimestampMs: h.BaseTimestamp + r.TimestampDelta, Headers: st.headers}
+		mr = mapping.Record{Key: r.Key, Value: r.Value, TimestampMs: h.BaseTimestamp + r.TimestampDelta, Headers: st.headers, Producer: stamp}
+		stamp = nil
 		if err := st.encoder.Append(dst, &mr); err != nil {
 			if errors.Is(err, mapping.ErrTooLarge) {
 				return wire.MessageTooLarge

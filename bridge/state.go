@@ -24,6 +24,7 @@ type state struct {
 
 	batch   message.Batch
 	encoder mapping.Encoder
+	stamp   mapping.Producer
 	headers []mapping.Header
 	int32s  []int32
 

@@ -90,6 +90,9 @@ var admFuzzAPIs = []admFuzzAPI{
 	{"DescribeCluster", describeClusterMin, describeClusterMax,
 		admFuzzCheck((*DescribeClusterRequest).Decode, admDescribeClusterRequestToKmsg, admGenDescribeClusterRequest),
 		admSeed(admGenDescribeClusterRequest)},
+	{"DescribeProducers", describeProducersMin, describeProducersMax,
+		admFuzzCheck((*DescribeProducersRequest).Decode, admDescribeProducersRequestToKmsg, admGenDescribeProducersRequest),
+		admSeed(admGenDescribeProducersRequest)},
 }
 
 // admFuzzVersion maps a fuzz byte to a version in [lo, hi+1]: hi+1 checks

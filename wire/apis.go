@@ -33,6 +33,7 @@ const (
 	KeyDeleteGroups            APIKey = 42
 	KeyIncrementalAlterConfigs APIKey = 44
 	KeyDescribeCluster         APIKey = 60
+	KeyDescribeProducers       APIKey = 61
 )
 
 // APIRange is one row of the ApiVersions table: the versions of an API whose
@@ -75,6 +76,7 @@ var APIs = []APIRange{
 	{KeyDeleteGroups, 0, 3, 2},
 	{KeyIncrementalAlterConfigs, 0, 1, 1},
 	{KeyDescribeCluster, 0, 2, 0},
+	{KeyDescribeProducers, 0, 0, 0},
 }
 
 // maxKey bounds the lookup array.
@@ -119,7 +121,8 @@ var apiNames = map[APIKey]string{
 	KeyInitProducerID: "InitProducerId", KeyOffsetForLeaderEpoch: "OffsetForLeaderEpoch",
 	KeyDescribeConfigs: "DescribeConfigs", KeyAlterConfigs: "AlterConfigs", KeySaslAuthenticate: "SaslAuthenticate",
 	KeyCreatePartitions: "CreatePartitions", KeyDeleteGroups: "DeleteGroups", KeyIncrementalAlterConfigs: "IncrementalAlterConfigs",
-	KeyDescribeCluster: "DescribeCluster",
+	KeyDescribeCluster:   "DescribeCluster",
+	KeyDescribeProducers: "DescribeProducers",
 }
 
 // String returns Kafka's name for the API, e.g. "Produce", or "API_<n>".

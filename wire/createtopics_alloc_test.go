@@ -82,6 +82,8 @@ func TestAdminResponseAppendAllocs(t *testing.T) {
 	check("IncrementalAlterConfigsResponse", func(b []byte) []byte { return iac.AppendTo(b, 1) })
 	dcl := admGenDescribeClusterResponse(g, 2)
 	check("DescribeClusterResponse", func(b []byte) []byte { return dcl.AppendTo(b, 2) })
+	dp := admGenDescribeProducersResponse(g, 0)
+	check("DescribeProducersResponse", func(b []byte) []byte { return dp.AppendTo(b, 0) })
 }
 
 func BenchmarkCreateTopicsDecode(b *testing.B) {
@@ -138,4 +140,5 @@ func TestAdminDecodeAllocs(t *testing.T) {
 	admAllocDecoder(t, "AlterConfigs", alterConfigsMin, alterConfigsMax, admGenAlterConfigsRequest, (*AlterConfigsRequest).Decode)
 	admAllocDecoder(t, "IncrementalAlterConfigs", incrementalAlterConfigsMin, incrementalAlterConfigsMax, admGenIncrementalAlterConfigsRequest, (*IncrementalAlterConfigsRequest).Decode)
 	admAllocDecoder(t, "DescribeCluster", describeClusterMin, describeClusterMax, admGenDescribeClusterRequest, (*DescribeClusterRequest).Decode)
+	admAllocDecoder(t, "DescribeProducers", describeProducersMin, describeProducersMax, admGenDescribeProducersRequest, (*DescribeProducersRequest).Decode)
 }

@@ -175,3 +175,12 @@ func countAlterResources(c ErrorCounter, rs []AlterConfigsResponseResource) {
 
 // CountErrors reports r's error codes to c.
 func (r *DescribeClusterResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }
+
+// CountErrors reports r's error codes to c.
+func (r *DescribeProducersResponse) CountErrors(c ErrorCounter) {
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			countError(c, r.Topics[i].Partitions[j].ErrorCode)
+		}
+	}
+}

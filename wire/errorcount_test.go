@@ -51,7 +51,7 @@ func TestCountErrorsReportsEveryField(t *testing.T) {
 		&OffsetFetchResponse{}, &DescribeGroupsResponse{}, &ListGroupsResponse{}, &DeleteGroupsResponse{},
 		&CreateTopicsResponse{}, &DeleteTopicsResponse{}, &CreatePartitionsResponse{},
 		&DescribeConfigsResponse{}, &AlterConfigsResponse{}, &IncrementalAlterConfigsResponse{},
-		&DescribeClusterResponse{},
+		&DescribeClusterResponse{}, &DescribeProducersResponse{},
 	}
 	for _, r := range responses {
 		var next ErrorCode

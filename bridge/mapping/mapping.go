@@ -30,6 +30,7 @@ const (
 	keyValue    = "kafka.value"
 	keyTS       = "kafka.ts"
 	keyEnvelope = "kafka.envelope"
+	keyProducer = "kafka.producer"
 	prefixH     = "kafka.h."
 )
 
@@ -78,6 +79,10 @@ type Record struct {
 	// Headers are in producer order on the way in; on the way out, sorted by
 	// name (native path) or in producer order (envelope).
 	Headers []Header
+	// Producer, on the way in, is the idempotent producer stamp to write on
+	// this message (the first of an idempotent batch); nil writes none.
+	// Decode leaves it nil (read stamps with FindProducer).
+	Producer *Producer
 }
 
 // Window computes a batch's timestamp window start: the minimum µs timestamp
@@ -152,6 +157,9 @@ func (e *Encoder) Append(b *message.Batch, r *Record) error {
 		if writeTS {
 			block += headerSize(len(keyTS), 8)
 		}
+		if r.Producer != nil {
+			block += headerSize(len(keyProducer), ProducerSize)
+		}
 		if block > MaxHeaderBlock {
 			envelope = true
 		}
@@ -170,7 +178,8 @@ func (e *Encoder) Append(b *message.Batch, r *Record) error {
 		b.AppendPayload(r.Value...)
 	}
 	b.MarkHeaders()
-	// Sorted by key bytes: kafka.h.* < kafka.key < kafka.ts < kafka.v < kafka.value.
+	// Sorted by key bytes: kafka.h.* < kafka.key < kafka.producer < kafka.ts
+	// < kafka.v < kafka.value.
 	for i := range e.sorted {
 		h := &e.sorted[i]
 		b.Buf = appendPrefixedKey(b.Buf, h.Key)
@@ -178,6 +187,9 @@ func (e *Encoder) Append(b *message.Batch, r *Record) error {
 	}
 	if r.Key != nil {
 		b.AppendHeader(message.KindString, keyKey, message.KindRaw, r.Key)
+	}
+	if r.Producer != nil {
+		b.Buf = r.Producer.appendHeader(b.Buf)
 	}
 	if writeTS {
 		b.Buf = appendTS(b.Buf, r.TimestampMs)
@@ -225,8 +237,11 @@ func (e *Encoder) appendEnvelope(b *message.Batch, r *Record, origin uint64, wri
 		b.Buf = appendLenBytes(b.Buf, h.Value)
 	}
 	b.MarkHeaders()
-	// Sorted: kafka.envelope < kafka.ts < kafka.v.
+	// Sorted: kafka.envelope < kafka.producer < kafka.ts < kafka.v.
 	b.AppendHeader(message.KindString, keyEnvelope, message.KindRaw, one)
+	if r.Producer != nil {
+		b.Buf = r.Producer.appendHeader(b.Buf)
+	}
 	if writeTS {
 		b.Buf = appendTS(b.Buf, r.TimestampMs)
 	}

@@ -29,6 +29,8 @@ type options struct {
 	nodeID, defaultPartitions, instanceID int64
 	clusterID                             string
 	autoCreateTopics                      bool
+	producerIDExpiration                  time.Duration
+	producerStateScan                     int64
 
 	maxConnections, maxFrameSize, maxInFlight, maxInFlightBytes, maxOutputBytes int64
 	idleTimeout, readTimeout, writeTimeout, drainTimeout                        time.Duration
@@ -66,6 +68,8 @@ func registerOptions(s *settings, o *options) {
 	s.Bool("Kafka", "auto-create-topics", &o.autoCreateTopics, true, "create topics on Metadata requests that allow it (Kafka auto.create.topics.enable)")
 	s.Int("Kafka", "default-partitions", &o.defaultPartitions, bridge.DefaultNumPartitions, 1, 1000, "partitions of auto-created topics (Kafka num.partitions)")
 	s.Int("Kafka", "instance-id", &o.instanceID, 0, 0, 65535, "gateway instance id in the high bits of producer ids (IGGY_KAFKA_INSTANCE_ID)")
+	s.Duration("Kafka", "producer-id-expiration", &o.producerIDExpiration, 24*time.Hour, time.Second, 365*24*time.Hour, "drop an idempotent producer's sequence state after this long without appends (Kafka producer.id.expiration.ms)")
+	s.Int("Kafka", "producer-state-scan", &o.producerStateScan, 16384, 1, 1<<24, "messages of a partition's tail read back to rebuild its idempotent producer state after a start")
 
 	s.Int("Limits", "max-connections", &o.maxConnections, engine.DefaultMaxConnections, 1, 1<<20, "open connections; more are closed at once (Kafka max.connections)")
 	s.Int("Limits", "max-frame-size", &o.maxFrameSize, engine.DefaultMaxFrameSize, 1<<10, 1<<30, "largest request frame in bytes (Kafka socket.request.max.bytes)")
@@ -185,6 +189,8 @@ func serve(o options, logger *slog.Logger) error {
 		MaxConcurrentDecodes: int(o.maxConcurrentDecodes),
 		Workers:              int(o.workers),
 		ProduceTimeoutCap:    o.produceTimeoutCap,
+		ProducerIDExpiration: o.producerIDExpiration,
+		ProducerStateScan:    int(o.producerStateScan),
 	}, log)
 	if err != nil {
 		return fmt.Errorf("--engine: %w", err)

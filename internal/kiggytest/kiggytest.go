@@ -52,6 +52,10 @@ type Options struct {
 	IggyDurability bridge.Durability
 	// Memlog configures the embedded log (when the backend is not Iggy).
 	Memlog memlog.Config
+	// Log, when set, is the backend (an embedded log kept from an earlier
+	// gateway, so a test can restart the gateway over the same data). It
+	// wins over Iggy and IggyServer.
+	Log bridge.Log
 	// Embedded keeps the gateway on the embedded log even when
 	// KIGGY_TEST_BACKEND=iggy (tests of memlog-specific behaviour, such as
 	// its allocation counts).
@@ -101,7 +105,9 @@ func Start(t testing.TB, opts Options) *Gateway {
 	}
 	var log bridge.Log
 	var iggySrv *iggytest.Server
-	if opts.IggyCluster != nil {
+	if opts.Log != nil {
+		log = opts.Log
+	} else if opts.IggyCluster != nil {
 		log = dialIggy(t, strings.Join(opts.IggyCluster.Addrs(), ","), opts.IggyDurability)
 	} else if opts.IggyServer != nil {
 		log, iggySrv = connectIggy(t, opts.IggyServer, opts.IggyDurability), opts.IggyServer

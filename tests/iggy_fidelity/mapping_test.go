@@ -130,6 +130,17 @@ func TestStoredMappingThroughOfficialClient(t *testing.T) {
 		m.OriginTimestamp != uint64(ts.UnixMilli())*1000 {
 		t.Errorf("record 0 stored as %+v", m)
 	}
+	// franz-go is idempotent: the batch's first message carries the
+	// producer stamp (docs/MAPPING.md), version 1 and a count of 3 records;
+	// the official client reads the block with it.
+	if st := raw(m, "kafka.producer"); len(st) != 19 || st[0] != 1 || binary.LittleEndian.Uint32(st[15:]) != 3 {
+		t.Errorf("record 0 producer stamp = %x, want 19 bytes, version 1, count 3", st)
+	}
+	for _, later := range msgs[1:] {
+		if _, ok := later.headers["kafka.producer"]; ok {
+			t.Errorf("offset %d carries a producer stamp: only a batch's first message does", later.Offset)
+		}
+	}
 	// Record 1: tombstone → placeholder payload 00 and kafka.value=null.
 	m = msgs[1]
 	if m.Payload != "00" || string(raw(m, "kafka.value")) != "null" {

@@ -1,7 +1,9 @@
 // Package interop holds kiggy's interop suite: stock Kafka clients over TCP.
-// Producers (kcat, the Java 4.x console producer, perf test and a
-// transactional producer, franz-go, sarama, kafka-go) produce, and every
-// record is read back and compared with what was sent. Consumers (kcat -C
+// Producers (kcat, the Java 4.x console producer, perf test, verifiable
+// producer and a transactional producer, franz-go, sarama, kafka-go)
+// produce, and every record is read back and compared with what was sent;
+// idempotent producers must store each record exactly once, also when
+// replies are lost or kiggy is killed mid-run. Consumers (kcat -C
 // and -G, the Java console consumer, a group of Java KafkaConsumers) read
 // back what kcat and franz-go produced, resume from their group's commits
 // and never rewind past them. The Java admin tools (kafka-topics,

@@ -1,0 +1,78 @@
+package bridge_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/internal/kiggytest"
+)
+
+// TestIdempotentRetryAfterLostReply: Iggy stores some sends but their
+// replies are lost (as after a dropped connection), so kiggy answers
+// REQUEST_TIMED_OUT for batches that are in fact stored; franz-go resends
+// them with the same sequences and kiggy, having re-read the partition tail,
+// answers the resends with their original offsets. Exactly the records sent
+// are stored, once each, in order.
+func TestIdempotentRetryAfterLostReply(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true})
+	gw.CreateTopic(t, "flaky", 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.ProduceRequestTimeout(time.Second),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const rounds, per = 30, 10
+	for r := range rounds {
+		if r%10 == 5 {
+			// SendMessages (160) is applied, its reply dropped.
+			gw.Iggy.InjectFault(iggytest.Fault{Op: 160, Count: 1, Drop: true, Apply: true})
+		}
+		var recs []*kgo.Record
+		for i := range per {
+			recs = append(recs, &kgo.Record{Topic: "flaky", Value: fmt.Appendf(nil, "v%04d", r*per+i)})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("round %d: %v", r, err)
+		}
+	}
+	got := gw.Records(t, "flaky", 0)
+	if len(got) != rounds*per {
+		t.Fatalf("stored %d records, sent %d", len(got), rounds*per)
+	}
+	for i, r := range got {
+		if want := fmt.Sprintf("v%04d", i); string(r.Value) != want || r.Offset != int64(i) {
+			t.Fatalf("record %d: offset %d value %q, want %q", i, r.Offset, r.Value, want)
+		}
+	}
+	m := gw.Metrics()
+	if !strings.Contains(m, `kiggy_api_errors_total{api="Produce",code="REQUEST_TIMED_OUT"}`) || containsLine(m, "kiggy_idempotent_duplicate_batches_total 0") {
+		t.Fatalf("no lost reply was retried and deduplicated:\n%s", grepLines(m, "idempotent", "REQUEST_TIMED_OUT"))
+	}
+	t.Logf("%s", grepLines(m, "idempotent_duplicate", "REQUEST_TIMED_OUT"))
+}
+
+// grepLines returns the sample lines of metrics containing any of words.
+func grepLines(metrics string, words ...string) string {
+	var b strings.Builder
+	for line := range strings.Lines(metrics) {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		for _, w := range words {
+			if strings.Contains(line, w) {
+				b.WriteString(line)
+				break
+			}
+		}
+	}
+	return b.String()
+}

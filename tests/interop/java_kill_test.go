@@ -1,0 +1,186 @@
+package interop
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testtools"
+)
+
+// TestVerifiableProducerSurvivesKill9: an idempotent Java VerifiableProducer
+// writes through a kiggy process on the Iggy backend (an in-process iggytest
+// server, which outlives the gateway and answers each write 200 ms after
+// storing it); kiggy is killed with SIGKILL in the
+// middle of the run and started again on the same port. The producer
+// reconnects and resends its unacknowledged batches with their sequences;
+// the new kiggy rebuilds each producer's window from the producer stamps in
+// the partition's tail. Afterwards every value the producer saw
+// acknowledged is stored exactly once, and no value is stored twice. kiggy
+// only.
+func TestVerifiableProducerSurvivesKill9(t *testing.T) {
+	testtools.JavaClasspath(t)
+	if os.Getenv(TargetEnv) == "kafka" {
+		t.Skip("kiggy only: kills the gateway process")
+	}
+	bin := buildKiggyBinary(t)
+	// Replies come 200 ms after the write, so at the kill some batches are
+	// stored but not yet acknowledged: their resends must be recognised.
+	srv := iggytest.New(iggytest.Config{Latency: 200 * time.Millisecond})
+	if _, err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	reader := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	topic := topicName(t)
+	reader.CreateTopic(t, topic, 1)
+
+	addr := freeAddr(t)
+	first := startKiggyProcess(t, bin, addr, srv.Addr().String())
+
+	props := filepath.Join(t.TempDir(), "producer.properties")
+	if err := os.WriteFile(props, []byte("enable.idempotence=true\nretries=2147483647\nmax.in.flight.requests.per.connection=5\n"+
+		"request.timeout.ms=5000\ndelivery.timeout.ms=120000\nreconnect.backoff.ms=100\nreconnect.backoff.max.ms=500\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const n = 6000
+	done := make(chan result, 1)
+	go func() {
+		done <- runJava(t, 3*time.Minute, nil, "", "org.apache.kafka.tools.VerifiableProducer",
+			"--bootstrap-server", addr, "--topic", topic, "--max-messages", fmt.Sprint(n),
+			"--throughput", "1000", "--acks", "-1", "--producer.config", props)
+	}()
+
+	// Kill once a good part of the run is stored, while the rest is in
+	// flight or not sent yet.
+	waitStored(t, reader, topic, n/4, 90*time.Second)
+	_ = first.Process.Signal(syscall.SIGKILL)
+	_ = first.Wait()
+	killedAt := stored(t, reader, topic)
+	time.Sleep(time.Second)
+	startKiggyProcess(t, bin, addr, srv.Addr().String())
+	r := <-done
+	if r.code != 0 {
+		t.Fatalf("VerifiableProducer failed:\n%s", r)
+	}
+
+	acked, failed := map[string]bool{}, 0
+	for line := range strings.Lines(r.stdout) {
+		var ev struct{ Name, Value string }
+		if json.Unmarshal([]byte(line), &ev) != nil {
+			continue
+		}
+		switch ev.Name {
+		case "producer_send_success":
+			acked[ev.Value] = true
+		case "producer_send_error":
+			failed++
+		}
+	}
+	count := map[string]int{}
+	for _, rec := range reader.Records(t, topic, 0) {
+		count[string(rec.Value)]++
+	}
+	missing, twice := 0, 0
+	for v := range acked {
+		if count[v] != 1 {
+			missing++
+		}
+	}
+	for _, c := range count {
+		if c > 1 {
+			twice++
+		}
+	}
+	t.Logf("killed with %d records stored; %d acknowledged, %d failed, %d distinct values stored", killedAt, len(acked), failed, len(count))
+	if len(acked) == 0 || missing > 0 || twice > 0 {
+		t.Fatalf("after kill -9: %d acknowledged values not stored exactly once, %d values stored more than once", missing, twice)
+	}
+	if len(acked)+failed != n {
+		t.Errorf("the producer reported %d outcomes for %d records", len(acked)+failed, n)
+	}
+}
+
+// buildKiggyBinary builds cmd/kiggy into a temporary directory.
+func buildKiggyBinary(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "kiggy")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/kiggy")
+	cmd.Dir = testtools.Root(t)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/kiggy: %v\n%s", err, b)
+	}
+	return out
+}
+
+// freeAddr returns a 127.0.0.1 address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startKiggyProcess runs kiggy on addr over the Iggy server at iggyAddr and
+// waits until it accepts connections; it is killed when the test ends.
+func startKiggyProcess(t *testing.T, bin, addr, iggyAddr string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, "--listen", addr, "--admin-addr", "", "--iggy-addr", iggyAddr, "--log-level", "warn")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	var logs strings.Builder
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start kiggy: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return cmd
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kiggy did not listen on %s within 30s: %v\n%s", addr, err, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stored returns how many records topic's partition 0 holds.
+func stored(t *testing.T, g *kiggytest.Gateway, topic string) int64 {
+	t.Helper()
+	wm, err := g.Log.Watermarks(context.Background(), topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wm.High
+}
+
+// waitStored waits until topic's partition 0 holds at least n records.
+func waitStored(t *testing.T, g *kiggytest.Gateway, topic string, n int64, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for stored(t, g, topic) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d records stored within %v", stored(t, g, topic), n, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
