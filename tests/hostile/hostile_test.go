@@ -626,8 +626,13 @@ func idleConnections(t *testing.T, s *suite, before metrics) {
 	m = s.k.metrics(t)
 	held := time.Since(start)
 	if held < idleTimeout-500*time.Millisecond {
-		if d := m.closed("idle_timeout") - before.closed("idle_timeout"); d > 0 {
-			t.Errorf("%v connections closed by the idle timeout %v after the first dial (timeout %v)", d, held.Round(time.Millisecond), idleTimeout)
+		// Connections an earlier case left open (the harness allows
+		// openSlack) may reach the idle timeout during the hold: only idle
+		// closes beyond those can be ours (a clean-clone CI run on the net
+		// engine saw one).
+		leftover := max(0, before.open()-1)
+		if d := m.closed("idle_timeout") - before.closed("idle_timeout"); d > leftover {
+			t.Errorf("%v connections closed by the idle timeout %v after the first dial (timeout %v; %v were open before)", d, held.Round(time.Millisecond), idleTimeout, leftover)
 		}
 	} else {
 		t.Logf("the machine is slow: %v passed before the hold ended, so the idle timeout (%v) may close some first", held.Round(time.Millisecond), idleTimeout)
