@@ -333,13 +333,20 @@ func (b *Broker) format(propsPath string) error {
 }
 
 // clusterID returns a random cluster id as Kafka's Uuid prints one: 16
-// bytes, URL-safe base64 without padding.
+// bytes, URL-safe base64 without padding. Like Kafka's Uuid.randomUuid it
+// never starts with '-', which the storage tool's argument parser would
+// take for an option (1 start in 64 failed with "argument
+// --cluster-id/-t: expected one argument").
 func clusterID() (string, error) {
-	var u [16]byte
-	if _, err := rand.Read(u[:]); err != nil {
-		return "", fmt.Errorf("kafkatest: %w", err)
+	for {
+		var u [16]byte
+		if _, err := rand.Read(u[:]); err != nil {
+			return "", fmt.Errorf("kafkatest: %w", err)
+		}
+		if id := base64.RawURLEncoding.EncodeToString(u[:]); id[0] != '-' {
+			return id, nil
+		}
 	}
-	return base64.RawURLEncoding.EncodeToString(u[:]), nil
 }
 
 // freePorts reserves n distinct free ports on 127.0.0.1 by listening on
