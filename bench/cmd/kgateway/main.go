@@ -46,6 +46,7 @@ func run() int {
 	iggyUser := flag.String("iggy-username", "iggy", "Iggy user")
 	iggyPass := flag.String("iggy-password", "iggy", "Iggy password")
 	iggyStream := flag.String("iggy-stream", "kafka", "Iggy stream holding the Kafka topics")
+	iggyDurability := flag.String("iggy-durability", "written", "when Iggy confirms a write: written, fsync or buffered (docs/IGGY.md, \"Durability\")")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile here, from start to SIGINT/SIGTERM")
 	onSignal := flag.Bool("profile-on-signal", false, "profile only between SIGUSR1 and SIGUSR2, into <cpuprofile>-<n>.pprof")
 	flag.String("admin-addr", "", "ignored (kgateway has no admin listener)")
@@ -82,7 +83,13 @@ func run() int {
 	ctx := context.Background()
 	var log bridge.Log
 	if *iggyAddr != "" {
-		c, err := iggy.Open(ctx, iggy.Config{Addr: *iggyAddr, Username: *iggyUser, Password: *iggyPass, Stream: *iggyStream, Logger: logger})
+		durability, err := bridge.ParseDurability(*iggyDurability)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "kgateway: --iggy-durability:", err)
+			os.Exit(2)
+		}
+		c, err := iggy.Open(ctx, iggy.Config{Addr: *iggyAddr, Username: *iggyUser, Password: *iggyPass, Stream: *iggyStream,
+			Durability: durability, Logger: logger})
 		if err != nil {
 			logger.Error("kgateway: --iggy-addr", "err", err)
 			return 1
