@@ -161,7 +161,7 @@ type Gateway struct {
 
 	handlers [maxAPIKey]handlerFunc
 	// advertised is the ApiVersions table: wire's codecs that have a handler.
-	advertised []wire.ApiVersionsKey
+	advertised []wire.APIVersionsKey
 	apiMin     int16
 	apiMax     int16
 
@@ -247,7 +247,7 @@ var handlerTable = [maxAPIKey]handlerFunc{
 	wire.KeySyncGroup:               (*Gateway).syncGroup,
 	wire.KeyDescribeGroups:          (*Gateway).describeGroups,
 	wire.KeyListGroups:              (*Gateway).listGroups,
-	wire.KeyApiVersions:             (*Gateway).apiVersions,
+	wire.KeyAPIVersions:             (*Gateway).apiVersions,
 	wire.KeyCreateTopics:            (*Gateway).createTopics,
 	wire.KeyDeleteTopics:            (*Gateway).deleteTopics,
 	wire.KeyInitProducerID:          (*Gateway).initProducerID,
@@ -268,8 +268,8 @@ func (g *Gateway) register() {
 	g.handlers = handlerTable
 	for _, a := range wire.APIs {
 		if a.Key >= 0 && int(a.Key) < len(g.handlers) && g.handlers[a.Key] != nil {
-			g.advertised = append(g.advertised, wire.ApiVersionsKey{APIKey: a.Key, MinVersion: a.Min, MaxVersion: a.Max})
-			if a.Key == wire.KeyApiVersions {
+			g.advertised = append(g.advertised, wire.APIVersionsKey{APIKey: a.Key, MinVersion: a.Min, MaxVersion: a.Max})
+			if a.Key == wire.KeyAPIVersions {
 				g.apiMin, g.apiMax = a.Min, a.Max
 			}
 		}

@@ -45,11 +45,11 @@ func (g *Gateway) metadata(c *call) bool {
 	host, port := g.advertisedAddr(c)
 	resp := &st.metadataResp
 	brokers := resp.Brokers[:0]
-	brokers = append(brokers, wire.MetadataResponseBroker{NodeId: g.cfg.NodeID, Host: host, Port: port})
+	brokers = append(brokers, wire.MetadataResponseBroker{NodeID: g.cfg.NodeID, Host: host, Port: port})
 	*resp = wire.MetadataResponse{
 		Brokers:                     brokers,
-		ClusterId:                   wire.Str(g.cfg.ClusterID),
-		ControllerId:                g.cfg.NodeID,
+		ClusterID:                   wire.Str(g.cfg.ClusterID),
+		ControllerID:                g.cfg.NodeID,
 		Topics:                      resp.Topics[:0],
 		ClusterAuthorizedOperations: authorizedOperationsUnknown,
 	}
@@ -76,7 +76,7 @@ func (g *Gateway) metadata(c *call) bool {
 			if !rt.Name.Valid {
 				// v12+: lookup by topic id. kiggy serves zero ids only.
 				resp.Topics = append(resp.Topics, wire.MetadataResponseTopic{
-					ErrorCode: wire.UnknownTopicID, TopicId: rt.TopicId,
+					ErrorCode: wire.UnknownTopicID, TopicID: rt.TopicID,
 					TopicAuthorizedOperations: authorizedOperationsUnknown,
 				})
 				continue
@@ -119,7 +119,7 @@ func (g *Gateway) appendTopic(dst []wire.MetadataResponseTopic, name string, n i
 	for p := int32(0); p < n; p++ {
 		parts = append(parts, wire.MetadataResponsePartition{
 			PartitionIndex:  p,
-			LeaderId:        g.cfg.NodeID,
+			LeaderID:        g.cfg.NodeID,
 			LeaderEpoch:     -1,
 			ReplicaNodes:    node,
 			IsrNodes:        node,

@@ -34,13 +34,13 @@ func (g *Gateway) produce(c *call) bool {
 	}
 
 	resp := &st.produceResp
-	resp.ThrottleTimeMs = 0
+	resp.ThrottleMillis = 0
 	resp.Topics = resp.Topics[:0]
 	var fixed wire.ErrorCode
 	switch {
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		fixed = wire.InvalidRequiredAcks
-	case req.TransactionalId.Valid && req.TransactionalId.S != "":
+	case req.TransactionalID.Valid && req.TransactionalID.S != "":
 		// docs/design/record-mapping.md §6: a transactional Produce gets 35 on every
 		// partition; the connection stays open.
 		fixed = wire.UnsupportedVersion
@@ -49,7 +49,7 @@ func (g *Gateway) produce(c *call) bool {
 	ctx := g.ctx
 	var cancel context.CancelFunc
 	if !g.caps.NonBlocking {
-		timeout := time.Duration(req.TimeoutMs) * time.Millisecond
+		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 		if timeout <= 0 || timeout > g.cfg.ProduceTimeoutCap {
 			timeout = g.cfg.ProduceTimeoutCap
 		}
@@ -86,7 +86,7 @@ func (g *Gateway) produce(c *call) bool {
 			}
 			out.Partitions = append(out.Partitions, wire.ProduceResponsePartition{
 				Index: rp.Index, ErrorCode: code, BaseOffset: base,
-				LogAppendTimeMs: -1, LogStartOffset: -1,
+				LogAppendTimeMillis: -1, LogStartOffset: -1,
 			})
 		}
 	}

@@ -46,13 +46,13 @@ func (g *Gateway) initProducerID(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
-	resp := wire.InitProducerIDResponse{ProducerId: -1, ProducerEpoch: -1}
+	resp := wire.InitProducerIDResponse{ProducerID: -1, ProducerEpoch: -1}
 	switch {
-	case req.TransactionalId.Valid && req.TransactionalId.S != "":
+	case req.TransactionalID.Valid && req.TransactionalID.S != "":
 		// Transactions are not supported; an empty id counts as absent.
 		resp.ErrorCode = wire.TransactionalIDAuthFailed
 	default:
-		resp.ProducerId, resp.ProducerEpoch, resp.ErrorCode = g.grantProducer(req.ProducerId, req.ProducerEpoch, c.hdr.APIVersion)
+		resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = g.grantProducer(req.ProducerID, req.ProducerEpoch, c.hdr.APIVersion)
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)

@@ -21,7 +21,7 @@ const (
 	KeyDescribeGroups          APIKey = 15
 	KeyListGroups              APIKey = 16
 	KeySaslHandshake           APIKey = 17
-	KeyApiVersions             APIKey = 18
+	KeyAPIVersions             APIKey = 18
 	KeyCreateTopics            APIKey = 19
 	KeyDeleteTopics            APIKey = 20
 	KeyInitProducerID          APIKey = 22
@@ -65,7 +65,7 @@ var APIs = []APIRange{
 	{KeySyncGroup, 0, 5, 4},
 	{KeyDescribeGroups, 0, 5, 5},
 	{KeyListGroups, 0, 5, 3},
-	{KeyApiVersions, 0, 4, 3},
+	{KeyAPIVersions, 0, 4, 3},
 	{KeyCreateTopics, 2, 7, 5},
 	{KeyDeleteTopics, 1, 6, 4},
 	{KeyInitProducerID, 0, 5, 2},
@@ -117,7 +117,7 @@ var apiNames = map[APIKey]string{
 	KeyOffsetCommit: "OffsetCommit", KeyOffsetFetch: "OffsetFetch", KeyFindCoordinator: "FindCoordinator",
 	KeyJoinGroup: "JoinGroup", KeyHeartbeat: "Heartbeat", KeyLeaveGroup: "LeaveGroup", KeySyncGroup: "SyncGroup",
 	KeyDescribeGroups: "DescribeGroups", KeyListGroups: "ListGroups", KeySaslHandshake: "SaslHandshake",
-	KeyApiVersions: "ApiVersions", KeyCreateTopics: "CreateTopics", KeyDeleteTopics: "DeleteTopics",
+	KeyAPIVersions: "ApiVersions", KeyCreateTopics: "CreateTopics", KeyDeleteTopics: "DeleteTopics",
 	KeyInitProducerID: "InitProducerId", KeyOffsetForLeaderEpoch: "OffsetForLeaderEpoch",
 	KeyDescribeConfigs: "DescribeConfigs", KeyAlterConfigs: "AlterConfigs", KeySaslAuthenticate: "SaslAuthenticate",
 	KeyCreatePartitions: "CreatePartitions", KeyDeleteGroups: "DeleteGroups", KeyIncrementalAlterConfigs: "IncrementalAlterConfigs",

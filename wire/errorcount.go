@@ -24,7 +24,7 @@ func countError(c ErrorCounter, code ErrorCode) {
 }
 
 // CountErrors reports r's error codes to c.
-func (r *ApiVersionsResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }
+func (r *APIVersionsResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }
 
 // CountErrors reports r's error codes to c.
 func (r *MetadataResponse) CountErrors(c ErrorCounter) {

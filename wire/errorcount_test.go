@@ -44,7 +44,7 @@ func fillErrorCodes(v reflect.Value, next *ErrorCode) []ErrorCode {
 // exactly once: a field added to a response without being counted fails here.
 func TestCountErrorsReportsEveryField(t *testing.T) {
 	responses := []interface{ CountErrors(ErrorCounter) }{
-		&ApiVersionsResponse{}, &MetadataResponse{},
+		&APIVersionsResponse{}, &MetadataResponse{},
 		&InitProducerIDResponse{}, &ListOffsetsResponse{}, &OffsetForLeaderEpochResponse{},
 		&FindCoordinatorResponse{}, &JoinGroupResponse{}, &SyncGroupResponse{},
 		&HeartbeatResponse{}, &LeaveGroupResponse{}, &OffsetCommitResponse{},

@@ -10,13 +10,13 @@ import (
 )
 
 // produceSideKeys are the table rows this file set owns.
-var produceSideKeys = []APIKey{KeyProduce, KeyMetadata, KeyApiVersions, KeyInitProducerID}
+var produceSideKeys = []APIKey{KeyProduce, KeyMetadata, KeyAPIVersions, KeyInitProducerID}
 
 func TestProduceSideTableRows(t *testing.T) {
 	want := map[APIKey]APIRange{
 		KeyProduce:        {KeyProduce, 0, produceMaxVersion, 9},
 		KeyMetadata:       {KeyMetadata, metadataMinVersion, metadataMaxVersion, 9},
-		KeyApiVersions:    {KeyApiVersions, apiVersionsMinVersion, apiVersionsMaxVersion, 3},
+		KeyAPIVersions:    {KeyAPIVersions, apiVersionsMinVersion, apiVersionsMaxVersion, 3},
 		KeyInitProducerID: {KeyInitProducerID, initProducerIDMinVersion, initProducerIDMaxVersion, 2},
 	}
 	for key, w := range want {
@@ -122,15 +122,15 @@ func TestParseRequestHeaderUnsupported(t *testing.T) {
 		{int16(KeyProduce), -1, ErrUnsupportedVersion},
 		{int16(KeyMetadata), 14, ErrUnsupportedVersion},
 		{int16(KeyInitProducerID), 6, ErrUnsupportedVersion},
-		{int16(KeyApiVersions), -1, ErrUnsupportedVersion},
+		{int16(KeyAPIVersions), -1, ErrUnsupportedVersion},
 		{-1, 0, ErrUnsupportedVersion},
 		{127, 0, ErrUnsupportedVersion},
 		{128, 0, ErrUnsupportedVersion},
 		{32767, 0, ErrUnsupportedVersion},
 		{-32768, 0, ErrUnsupportedVersion},
 		// KIP-511: any ApiVersions version parses, header v2 from v3 on.
-		{int16(KeyApiVersions), 5, nil},
-		{int16(KeyApiVersions), 32767, nil},
+		{int16(KeyAPIVersions), 5, nil},
+		{int16(KeyAPIVersions), 32767, nil},
 		{int16(KeyProduce), 0, nil}, // advertised; the body decoder rejects it
 	} {
 		h, body, err := ParseRequestHeader(mk(tc.key, tc.version))
@@ -147,7 +147,7 @@ func TestParseRequestHeaderUnsupported(t *testing.T) {
 			continue
 		}
 		wantBody := []byte{0, 0}
-		if tc.key == int16(KeyApiVersions) {
+		if tc.key == int16(KeyAPIVersions) {
 			wantBody = []byte{0} // the first 0 was the header tag count
 		}
 		if h.ClientID != Str("c") || !bytes.Equal(body, wantBody) {
@@ -211,10 +211,10 @@ func TestAppendResponseHeader(t *testing.T) {
 		{KeyInitProducerID, 1, "fffffffe"},
 		{KeyInitProducerID, 2, "fffffffe00"},
 		// "ApiVersions responses always use response header v0".
-		{KeyApiVersions, 0, "fffffffe"},
-		{KeyApiVersions, 3, "fffffffe"},
-		{KeyApiVersions, 4, "fffffffe"},
-		{KeyApiVersions, 9, "fffffffe"},
+		{KeyAPIVersions, 0, "fffffffe"},
+		{KeyAPIVersions, 3, "fffffffe"},
+		{KeyAPIVersions, 4, "fffffffe"},
+		{KeyAPIVersions, 9, "fffffffe"},
 		{APIKey(127), 50, "fffffffe"},
 	} {
 		got := AppendResponseHeader([]byte{0xaa}, tc.key, tc.version, -2)
@@ -245,7 +245,7 @@ func FuzzRequestHeader(f *testing.F) {
 			return
 		}
 		a, ok := LookupAPI(h.APIKey)
-		if !ok || h.APIVersion < a.Min || (h.APIVersion > a.Max && h.APIKey != KeyApiVersions) {
+		if !ok || h.APIVersion < a.Min || (h.APIVersion > a.Max && h.APIKey != KeyAPIVersions) {
 			t.Fatalf("accepted %+v outside the table", h)
 		}
 		if !bytes.HasSuffix(frame, body) || len(frame)-len(body) < 10 {

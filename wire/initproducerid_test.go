@@ -22,7 +22,7 @@ func (g *prodGen) kmsgInitProducerIDRequest(v int16) *kmsg.InitProducerIDRequest
 func prodInitProducerIDMatches(ours *InitProducerIDRequest, k *kmsg.InitProducerIDRequest, v int16) bool {
 	want := InitProducerIDRequest{prodNS(k.TransactionalID), k.TransactionTimeoutMillis, -1, -1}
 	if v >= 3 {
-		want.ProducerId, want.ProducerEpoch = k.ProducerID, k.ProducerEpoch
+		want.ProducerID, want.ProducerEpoch = k.ProducerID, k.ProducerEpoch
 	}
 	return *ours == want
 }
@@ -68,8 +68,8 @@ func TestInitProducerIDResponseOracle(t *testing.T) {
 			if err := k.ReadFrom(buf); err != nil {
 				t.Fatalf("v%d: kmsg: %v", v, err)
 			}
-			if k.ThrottleMillis != ours.ThrottleTimeMs || ErrorCode(k.ErrorCode) != ours.ErrorCode ||
-				k.ProducerID != ours.ProducerId || k.ProducerEpoch != ours.ProducerEpoch {
+			if k.ThrottleMillis != ours.ThrottleMillis || ErrorCode(k.ErrorCode) != ours.ErrorCode ||
+				k.ProducerID != ours.ProducerID || k.ProducerEpoch != ours.ProducerEpoch {
 				t.Fatalf("v%d: kmsg %+v ours %+v", v, k, ours)
 			}
 			if again := k.AppendTo(nil); !bytes.Equal(again, buf) {

@@ -398,7 +398,7 @@ func unknownAPIs(t *testing.T, s *suite, before metrics) {
 
 	// KIP-511: a too-new ApiVersions gets error 35 and our ApiVersions range
 	// in a v0 body under response header v0; the connection stays usable.
-	r, _ := wire.LookupAPI(wire.KeyApiVersions)
+	r, _ := wire.LookupAPI(wire.KeyAPIVersions)
 	for _, v := range []int16{r.Max + 1, 99, 32767} {
 		kc := dial(t, s.k.addr)
 		req := kmsg.NewPtrApiVersionsRequest()
