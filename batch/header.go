@@ -74,11 +74,11 @@ type Codec int8
 
 // The codecs Kafka defines (docs/design/kafka-protocol.md §5). Ids 5–7 are invalid.
 const (
-	None   Codec = 0
-	Gzip   Codec = 1
-	Snappy Codec = 2
-	LZ4    Codec = 3
-	Zstd   Codec = 4
+	NoCompression Codec = 0
+	Gzip          Codec = 1
+	Snappy        Codec = 2
+	LZ4           Codec = 3
+	Zstd          Codec = 4
 )
 
 var codecNames = [8]string{"none", "gzip", "snappy", "lz4", "zstd", "codec(5)", "codec(6)", "codec(7)"}
@@ -92,7 +92,7 @@ func (c Codec) String() string {
 }
 
 // Valid reports whether c is one of the five codecs Kafka defines.
-func (c Codec) Valid() bool { return c >= None && c <= Zstd }
+func (c Codec) Valid() bool { return c >= NoCompression && c <= Zstd }
 
 // Header is a decoded RecordBatch v2 header (docs/design/kafka-protocol.md §4.1).
 type Header struct {

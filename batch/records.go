@@ -122,7 +122,7 @@ func newRecords(section []byte, count int32) Records {
 // that Validate accepted with header h. For a compressed batch it returns
 // ErrCompressed: use a Decoder. It does not allocate.
 func RecordsOf(batch []byte, h Header) (Records, error) {
-	if h.Codec() != None {
+	if h.Codec() != NoCompression {
 		return Records{}, ErrCompressed
 	}
 	size := h.Size()

@@ -96,7 +96,7 @@ func produceFrame(topic string) []byte {
 	rt.Topic = topic
 	var bld batch.Builder
 	for p := range int32(benchPartitions) {
-		bld.Reset(nil, 0, time.Now().UnixMilli(), batch.None)
+		bld.Reset(nil, 0, time.Now().UnixMilli(), batch.NoCompression)
 		for i := range int32(benchRecords) {
 			bld.Append(i, 0, nil, value)
 		}
@@ -250,7 +250,7 @@ func newIdemFrame(topic string) *idemFrame {
 	var bld batch.Builder
 	var recs [][]byte
 	for p := range int32(benchPartitions) {
-		bld.Reset(nil, 0, time.Now().UnixMilli(), batch.None)
+		bld.Reset(nil, 0, time.Now().UnixMilli(), batch.NoCompression)
 		bld.SetProducer(1, 0, 0)
 		for i := range int32(benchRecords) {
 			bld.Append(i, 0, nil, value)

@@ -155,9 +155,9 @@ const inlineFrameLimit = 256 << 10
 
 // Gateway is the Kafka request handler: it implements engine.Handler.
 type Gateway struct {
-	cfg  Config
-	log  Log
-	caps Capabilities // what log declares (CapabilityDeclarer)
+	cfg   Config
+	store Log
+	caps  Capabilities // what store declares (CapabilityDeclarer)
 
 	handlers [maxAPIKey]handlerFunc
 	// advertised is the ApiVersions table: wire's codecs that have a handler.
@@ -201,14 +201,14 @@ type task struct {
 	c   *call
 }
 
-// New returns a Gateway over log.
-func New(cfg Config, log Log) *Gateway {
+// New returns a Gateway over store.
+func New(cfg Config, store Log) *Gateway {
 	cfg.normalize()
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{
 		cfg:    cfg,
-		log:    log,
-		caps:   capabilitiesOf(log),
+		store:  store,
+		caps:   capabilitiesOf(store),
 		work:   make(chan task, workQueueLen),
 		decode: make(chan struct{}, cfg.MaxConcurrentDecodes),
 		ctx:    ctx,

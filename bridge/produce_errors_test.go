@@ -150,7 +150,7 @@ func produceCodes(rc *rawConn, req *kmsg.ProduceRequest) []int16 {
 func TestProduceErrorTable(t *testing.T) {
 	gw := kiggytest.Start(t, kiggytest.Options{Bridge: bridge.Config{DecodeBudgetBytes: 100_000}})
 	gw.CreateTopic(t, "errs", 3)
-	good := buildBatch(t, batch.None, 2, 10)
+	good := buildBatch(t, batch.NoCompression, 2, 10)
 
 	twoBatches := append(append([]byte{}, good...), good...)
 	moreThanDeclared := append([]byte{}, good...)
@@ -259,7 +259,7 @@ func TestProduceTimeoutIsRequestTimedOut(t *testing.T) {
 	gw.CreateTopic(t, "errs", 1)
 	gw.Iggy.InjectFault(iggytest.Fault{Op: 160, Count: 1, Drop: true})
 	rc := dialRaw(t, gw.Addr)
-	req := produceReq(9, -1, buildBatch(t, batch.None, 1, 10))
+	req := produceReq(9, -1, buildBatch(t, batch.NoCompression, 1, 10))
 	req.TimeoutMillis = 500
 	start := time.Now()
 	if got := produceCodes(rc, req); got[0] != 7 {

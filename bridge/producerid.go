@@ -88,7 +88,7 @@ func (g *Gateway) grantProducer(id int64, epoch int16, version int16) (int64, in
 			case epoch == gr.epoch-1 && gr.bumped:
 				gr.ms = now
 				ps.epochs[id] = gr
-				return id, gr.epoch, wire.None
+				return id, gr.epoch, wire.NoError
 			case epoch < gr.epoch:
 				if version < 4 {
 					return -1, -1, wire.InvalidProducerEpoch
@@ -97,7 +97,7 @@ func (g *Gateway) grantProducer(id int64, epoch int16, version int16) (int64, in
 			case epoch < math.MaxInt16:
 				gr = epochGrant{epoch: epoch + 1, ms: now, bumped: true}
 				ps.epochs[id] = gr
-				return id, gr.epoch, wire.None
+				return id, gr.epoch, wire.NoError
 			}
 			delete(ps.epochs, id) // epoch exhausted: a new id below
 		}
@@ -109,5 +109,5 @@ func (g *Gateway) grantProducer(id int64, epoch int16, version int16) (int64, in
 	if len(ps.epochs) < maxGrants {
 		ps.epochs[next] = epochGrant{epoch: 0, ms: now}
 	}
-	return next, 0, wire.None
+	return next, 0, wire.NoError
 }

@@ -122,7 +122,7 @@ func admNS(p *string) NullString {
 	if p == nil {
 		return NullString{}
 	}
-	return Str(*p)
+	return NullStringOf(*p)
 }
 
 // admPtr converts our nullable string to kmsg's.

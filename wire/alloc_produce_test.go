@@ -17,12 +17,12 @@ func TestProduceSideZeroAllocs(t *testing.T) {
 
 	// Decoding into reused structs, after one warm-up decode each.
 	body, v := prodBenchProduceRequest()
-	h := RequestHeader{APIKey: KeyProduce, APIVersion: v, CorrelationID: 7, ClientID: Str("producer-1")}
+	h := RequestHeader{APIKey: KeyProduce, APIVersion: v, CorrelationID: 7, ClientID: NullStringOf("producer-1")}
 	frame := append(AppendRequestHeader(nil, h), body...)
 	var req ProduceRequest
 	apiBody := (&APIVersionsRequest{ClientSoftwareName: "apache-kafka-java", ClientSoftwareVersion: "4.0.0"}).AppendTo(nil, 4)
 	var apiReq APIVersionsRequest
-	metaBody := (&MetadataRequest{Topics: []MetadataRequestTopic{{Name: Str("a")}, {Name: Str("b")}}, AllowAutoTopicCreation: true}).AppendTo(nil, 12)
+	metaBody := (&MetadataRequest{Topics: []MetadataRequestTopic{{Name: NullStringOf("a")}, {Name: NullStringOf("b")}}, AllowAutoTopicCreation: true}).AppendTo(nil, 12)
 	var metaReq MetadataRequest
 	ipBody := (&InitProducerIDRequest{TransactionTimeoutMillis: 60000, ProducerID: -1, ProducerEpoch: -1}).AppendTo(nil, 5)
 	var ipReq InitProducerIDRequest

@@ -119,7 +119,7 @@ func TestApiVersionsGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h != (RequestHeader{APIKey: KeyAPIVersions, APIVersion: 4, CorrelationID: 0, ClientID: Str("producer-1")}) {
+		if h != (RequestHeader{APIKey: KeyAPIVersions, APIVersion: 4, CorrelationID: 0, ClientID: NullStringOf("producer-1")}) {
 			t.Fatalf("header %+v", h)
 		}
 		var req APIVersionsRequest

@@ -87,7 +87,7 @@ func TestFetchStreamingAllocs(t *testing.T) {
 	buf := make([]byte, 0, 1<<20)
 	for v := int16(4); v <= 12; v++ {
 		allocs := testing.AllocsPerRun(50, func() {
-			dst := AppendFetchResponseStart(buf[:0], v, 0, None, 0, 2)
+			dst := AppendFetchResponseStart(buf[:0], v, 0, NoError, 0, 2)
 			for _, topic := range []string{"orders", "payments"} {
 				dst = AppendFetchTopicStart(dst, v, topic, len(parts))
 				for i := range parts {

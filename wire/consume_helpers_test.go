@@ -411,7 +411,7 @@ func TestConsumeThroughHeader(t *testing.T) {
 			}
 			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("client")).AppendRequest(nil, req, 77)
 			h, body, err := ParseRequestHeader(frame[4:])
-			if err != nil || h.APIKey != a.key || h.APIVersion != v || h.CorrelationID != 77 || h.ClientID != Str("client") {
+			if err != nil || h.APIKey != a.key || h.APIVersion != v || h.CorrelationID != 77 || h.ClientID != NullStringOf("client") {
 				t.Fatalf("%s v%d: header %+v, %v", a.name, v, h, err)
 			}
 			if _, err := a.newDecode()(body, v); err != nil {

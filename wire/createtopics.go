@@ -196,7 +196,7 @@ func (r *CreateTopicsResponse) AppendTo(dst []byte, version int16) []byte {
 		if flex {
 			// TopicConfigErrorCode: "tag": 0, "taggedVersions": "5+". Kafka
 			// omits a tagged field equal to its default (KIP-482).
-			if t.ConfigErrorCode != None {
+			if t.ConfigErrorCode != NoError {
 				dst = append(dst, 1)        // one tagged field
 				dst = AppendUvarint(dst, 0) // tag
 				dst = AppendUvarint(dst, 2) // size of an INT16

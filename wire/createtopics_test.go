@@ -139,7 +139,7 @@ func TestCreateTopicsResponseOracle(t *testing.T) {
 // Configs next to it.
 func TestCreateTopicsResponseConfigErrorTag(t *testing.T) {
 	r := CreateTopicsResponse{Topics: []CreateTopicsResponseTopic{{
-		Topic: "t", ErrorCode: None, ConfigErrorCode: TopicAuthorizationFailed, NumPartitions: 3, ReplicationFactor: 1,
+		Topic: "t", ErrorCode: NoError, ConfigErrorCode: TopicAuthorizationFailed, NumPartitions: 3, ReplicationFactor: 1,
 	}}}
 	for v := int16(5); v <= createTopicsMax; v++ {
 		b := r.AppendTo(nil, v)
@@ -156,7 +156,7 @@ func TestCreateTopicsResponseConfigErrorTag(t *testing.T) {
 		}
 		r2 := r
 		r2.Topics = []CreateTopicsResponseTopic{r.Topics[0]}
-		r2.Topics[0].ConfigErrorCode = None
+		r2.Topics[0].ConfigErrorCode = NoError
 		r2.Topics[0].Configs = []CreateTopicsResponseTopicConfig{}
 		if tail := []byte{1, 0, 0}; !bytes.HasSuffix(r2.AppendTo(nil, v), tail) {
 			t.Fatalf("v%d: zero ConfigErrorCode must not be written", v)
@@ -178,7 +178,7 @@ func TestCreateTopicsRequestViews(t *testing.T) {
 	if err := r.Decode(body, 7); err != nil {
 		t.Fatal(err)
 	}
-	if r.Topics[0].Topic != "orders" || r.Topics[0].Configs[0].Value != Str("delete") {
+	if r.Topics[0].Topic != "orders" || r.Topics[0].Configs[0].Value != NullStringOf("delete") {
 		t.Fatalf("decoded %+v", r.Topics[0])
 	}
 	for i := range body {

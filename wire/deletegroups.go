@@ -50,9 +50,9 @@ type DeleteGroupsResponse struct {
 type DeleteGroupsResponseResult struct {
 	// Group is the group id.
 	Group string
-	// ErrorCode is the deletion error, or None.
+	// ErrorCode is the deletion error, or NoError.
 	ErrorCode ErrorCode
-	// ErrorMessage is the cause of a non-None ErrorCode (v3+), or null.
+	// ErrorMessage is the cause of a non-NoError ErrorCode (v3+), or null.
 	ErrorMessage NullString
 }
 

@@ -63,7 +63,7 @@ func TestDeleteTopicsRequestByNameAndID(t *testing.T) {
 	if err := r.Decode(k.AppendTo(nil), 6); err != nil {
 		t.Fatal(err)
 	}
-	want := []DeleteTopicsRequestTopic{{Topic: Str("orders")}, {TopicID: id}}
+	want := []DeleteTopicsRequestTopic{{Topic: NullStringOf("orders")}, {TopicID: id}}
 	admCheckEqual(t, "v6 topics", r.Topics, want)
 	if len(r.TopicNames) != 0 || r.TimeoutMillis != 1500 {
 		t.Fatalf("v6 decoded %+v", r)

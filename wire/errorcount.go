@@ -18,7 +18,7 @@ type ErrorCounter interface {
 
 // countError reports code to c when it is an error.
 func countError(c ErrorCounter, code ErrorCode) {
-	if code != None {
+	if code != NoError {
 		c.CountError(code)
 	}
 }

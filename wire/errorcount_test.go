@@ -74,7 +74,7 @@ func TestCountErrorsReportsEveryField(t *testing.T) {
 // and that NONE elements among errors are skipped.
 func TestCountErrorsSkipsNone(t *testing.T) {
 	r := &ListOffsetsResponse{Topics: []ListOffsetsResponseTopic{{Partitions: []ListOffsetsResponseTopicPartition{
-		{ErrorCode: None}, {ErrorCode: CorruptMessage}, {ErrorCode: None},
+		{ErrorCode: NoError}, {ErrorCode: CorruptMessage}, {ErrorCode: NoError},
 	}}}}
 	var got errorTally
 	r.CountErrors(&got)

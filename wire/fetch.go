@@ -9,7 +9,7 @@ package wire
 // response is mostly record batches. The bridge builds them straight into
 // the response buffer with the streaming encoders below:
 //
-//	dst = AppendFetchResponseStart(dst, v, throttle, None, 0, len(topics))
+//	dst = AppendFetchResponseStart(dst, v, throttle, NoError, 0, len(topics))
 //	for each topic:
 //		dst = AppendFetchTopicStart(dst, v, name, len(partitions))
 //		for each partition:

@@ -194,7 +194,7 @@ func TestFetchRequestDefaults(t *testing.T) {
 	k.SessionID, k.SessionEpoch, k.Rack = 5, 5, "rack"
 	var r FetchRequest
 	r.ForgottenTopics = []FetchRequestForgottenTopic{{Topic: "stale"}}
-	r.ClusterID = Str("stale")
+	r.ClusterID = NullStringOf("stale")
 	if err := r.Decode(k.AppendTo(nil), 4); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestFetchResponseStreaming(t *testing.T) {
 				whole := &FetchResponse{SessionID: 0, Topics: []FetchResponseTopic{{Topic: "t", Partitions: []FetchResponseTopicPartition{p, p}}}}
 				want := whole.AppendTo([]byte("x"), v)
 
-				dst := AppendFetchResponseStart([]byte("x"), v, 0, None, 0, 1)
+				dst := AppendFetchResponseStart([]byte("x"), v, 0, NoError, 0, 1)
 				dst = AppendFetchTopicStart(dst, v, "t", 2)
 				for range 2 {
 					early := p
@@ -314,7 +314,7 @@ func BenchmarkFetchResponseEncode(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(32 * len(rec)))
 	for b.Loop() {
-		dst := AppendFetchResponseStart(buf[:0], 12, 0, None, 0, len(resp.Topics))
+		dst := AppendFetchResponseStart(buf[:0], 12, 0, NoError, 0, len(resp.Topics))
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			dst = AppendFetchTopicStart(dst, 12, t.Topic, len(t.Partitions))

@@ -48,8 +48,8 @@ func TestParseRequestHeaderOracle(t *testing.T) {
 		f  *kmsg.RequestFormatter
 		id NullString
 	}{
-		{kmsg.NewRequestFormatter(kmsg.FormatterClientID("producer-1")), Str("producer-1")},
-		{kmsg.NewRequestFormatter(kmsg.FormatterClientID("")), Str("")},
+		{kmsg.NewRequestFormatter(kmsg.FormatterClientID("producer-1")), NullStringOf("producer-1")},
+		{kmsg.NewRequestFormatter(kmsg.FormatterClientID("")), NullStringOf("")},
 		{kmsg.NewRequestFormatter(), NullString{}},
 	}
 	corr := int32(-7)
@@ -94,7 +94,7 @@ func TestParseRequestHeaderV2Tags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.APIKey != KeyMetadata || h.APIVersion != 12 || h.CorrelationID != 42 || h.ClientID != Str("cli") {
+	if h.APIKey != KeyMetadata || h.APIVersion != 12 || h.CorrelationID != 42 || h.ClientID != NullStringOf("cli") {
 		t.Fatalf("header %+v", h)
 	}
 	if !bytes.Equal(body, frame[bodyStart:]) {
@@ -150,14 +150,14 @@ func TestParseRequestHeaderUnsupported(t *testing.T) {
 		if tc.key == int16(KeyAPIVersions) {
 			wantBody = []byte{0} // the first 0 was the header tag count
 		}
-		if h.ClientID != Str("c") || !bytes.Equal(body, wantBody) {
+		if h.ClientID != NullStringOf("c") || !bytes.Equal(body, wantBody) {
 			t.Errorf("key %d v%d: client id %+v body %x", tc.key, tc.version, h.ClientID, body)
 		}
 	}
 }
 
 func TestParseRequestHeaderShort(t *testing.T) {
-	frame := AppendRequestHeader(nil, RequestHeader{APIKey: KeyProduce, APIVersion: 9, CorrelationID: 1, ClientID: Str("abc")})
+	frame := AppendRequestHeader(nil, RequestHeader{APIKey: KeyProduce, APIVersion: 9, CorrelationID: 1, ClientID: NullStringOf("abc")})
 	for i := range frame {
 		if _, _, err := ParseRequestHeader(frame[:i:i]); !errors.Is(err, ErrShort) {
 			t.Fatalf("prefix %d: %v", i, err)
@@ -181,7 +181,7 @@ func TestParseRequestHeaderShort(t *testing.T) {
 
 // TestParseRequestHeaderView checks the client id and body alias the frame.
 func TestParseRequestHeaderView(t *testing.T) {
-	frame := AppendRequestHeader(nil, RequestHeader{APIKey: KeyMetadata, APIVersion: 1, ClientID: Str("abc")})
+	frame := AppendRequestHeader(nil, RequestHeader{APIKey: KeyMetadata, APIVersion: 1, ClientID: NullStringOf("abc")})
 	frame = append(frame, 0xff, 0xff, 0xff, 0xff)
 	h, body, err := ParseRequestHeader(frame)
 	if err != nil {

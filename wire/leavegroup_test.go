@@ -73,8 +73,8 @@ func TestLeaveGroupBatched(t *testing.T) {
 	if err := r.Decode(k.AppendTo(nil), 5); err != nil {
 		t.Fatal(err)
 	}
-	if r.MemberID != "" || len(r.Members) != 2 || r.Members[0].Reason != Str(reason) || r.Members[0].InstanceID.Valid ||
-		r.Members[1].InstanceID != Str(inst) || r.Members[1].Reason.Valid {
+	if r.MemberID != "" || len(r.Members) != 2 || r.Members[0].Reason != NullStringOf(reason) || r.Members[0].InstanceID.Valid ||
+		r.Members[1].InstanceID != NullStringOf(inst) || r.Members[1].Reason.Valid {
 		t.Fatalf("%+v", r)
 	}
 	k.Version = 1

@@ -30,9 +30,9 @@ func prodMetadataRequestMatches(ours *MetadataRequest, k *kmsg.MetadataRequest, 
 			want.TopicID = kt.TopicID
 			want.Name = prodNS(kt.Topic)
 		} else {
-			want.Name = Str("")
+			want.Name = NullStringOf("")
 			if kt.Topic != nil {
-				want.Name = Str(*kt.Topic)
+				want.Name = NullStringOf(*kt.Topic)
 			}
 		}
 		if *ot != want {
@@ -221,7 +221,7 @@ func prodCheckMetadataResponse(t *testing.T, v int16, ours *MetadataResponse, k 
 		kt, ot := &k.Topics[i], &ours.Topics[i]
 		wantName := ot.Name
 		if v < 12 {
-			wantName = Str(ot.Name.S) // null is written as "" before v12
+			wantName = NullStringOf(ot.Name.S) // null is written as "" before v12
 		}
 		var wantID [16]byte
 		if v >= 10 {
@@ -329,12 +329,12 @@ func FuzzMetadataRequest(f *testing.F) {
 }
 
 func prodBenchMetadataResponse() *MetadataResponse {
-	r := &MetadataResponse{ClusterID: Str("kiggy-cluster"), ControllerID: 1, ClusterAuthorizedOperations: AuthorizedOperationsUnknown}
+	r := &MetadataResponse{ClusterID: NullStringOf("kiggy-cluster"), ControllerID: 1, ClusterAuthorizedOperations: AuthorizedOperationsUnknown}
 	for i := range 3 {
 		r.Brokers = append(r.Brokers, MetadataResponseBroker{NodeID: int32(i + 1), Host: "gateway-0.example.internal", Port: 9092})
 	}
 	for i := range 20 {
-		t := MetadataResponseTopic{Name: Str("orders-" + string(rune('a'+i))), TopicAuthorizedOperations: AuthorizedOperationsUnknown}
+		t := MetadataResponseTopic{Name: NullStringOf("orders-" + string(rune('a'+i))), TopicAuthorizedOperations: AuthorizedOperationsUnknown}
 		for p := range 6 {
 			n := []int32{int32(p%3 + 1)}
 			t.Partitions = append(t.Partitions, MetadataResponsePartition{PartitionIndex: int32(p), LeaderID: n[0], LeaderEpoch: -1, ReplicaNodes: n, IsrNodes: n})

@@ -86,7 +86,7 @@ func TestOffsetCommitRequestDefaults(t *testing.T) {
 	inst := "i"
 	k.Group, k.InstanceID, k.RetentionTimeMillis = "g", &inst, 77
 	k.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 1, Offset: 9, LeaderEpoch: 3}}}}
-	r := OffsetCommitRequest{InstanceID: Str("stale"), RetentionTimeMillis: 5}
+	r := OffsetCommitRequest{InstanceID: NullStringOf("stale"), RetentionTimeMillis: 5}
 	if err := r.Decode(k.AppendTo(nil), 5); err != nil {
 		t.Fatal(err)
 	}

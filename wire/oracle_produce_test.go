@@ -43,7 +43,7 @@ func (g *prodGen) nullStr() NullString {
 	if g.r.IntN(4) == 0 {
 		return NullString{}
 	}
-	return Str(g.str())
+	return NullStringOf(g.str())
 }
 
 // count returns 0, a small count, or one above 127 (two-byte compact length)
@@ -133,7 +133,7 @@ func prodNS(p *string) NullString {
 	if p == nil {
 		return NullString{}
 	}
-	return Str(*p)
+	return NullStringOf(*p)
 }
 
 // prodNullableBytesEqual compares nullable byte fields: nil (null) differs

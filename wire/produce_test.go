@@ -129,7 +129,7 @@ func TestProduceRequestMalformed(t *testing.T) {
 		{"null topic name", 3, []byte{0xff, 0xff, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0, 0, 0, 0}, ErrNegativeLength},
 	} {
 		// A good decode first, so that stale views would show.
-		good := ProduceRequest{TransactionalID: Str("tx"), Acks: 1, Topics: []ProduceRequestTopic{{Name: "t"}}}
+		good := ProduceRequest{TransactionalID: NullStringOf("tx"), Acks: 1, Topics: []ProduceRequestTopic{{Name: "t"}}}
 		if err := r.Decode(good.AppendTo(nil, tc.version), tc.version); err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestProduceRequestMalformed(t *testing.T) {
 // TestProduceRequestViews checks that names and records are views into the
 // frame, bounded by full slice expressions.
 func TestProduceRequestViews(t *testing.T) {
-	in := ProduceRequest{TransactionalID: Str("tx"), Acks: -1, TimeoutMillis: 1500, Topics: []ProduceRequestTopic{
+	in := ProduceRequest{TransactionalID: NullStringOf("tx"), Acks: -1, TimeoutMillis: 1500, Topics: []ProduceRequestTopic{
 		{Name: "abc", Partitions: []ProduceRequestPartition{{Index: 0, Records: []byte{1, 2, 3}}, {Index: 1, Records: []byte{4}}}},
 	}}
 	for _, v := range []int16{3, 9, 12} {

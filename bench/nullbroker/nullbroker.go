@@ -284,7 +284,7 @@ func (s *Server) topicFor(name string) *topic {
 	name = strings.Clone(name)
 	t := &topic{name: name, next: make([]int64, s.cfg.Partitions)}
 	t.meta = wire.MetadataResponseTopic{
-		Name:                      wire.Str(name),
+		Name:                      wire.NullStringOf(name),
 		Partitions:                make([]wire.MetadataResponsePartition, s.cfg.Partitions),
 		TopicAuthorizedOperations: wire.AuthorizedOperationsUnknown,
 	}
@@ -410,7 +410,7 @@ func (cs *connState) metadata(out []byte, h wire.RequestHeader, body []byte) ([]
 	r := &cs.metaResp
 	*r = wire.MetadataResponse{
 		Brokers:                     append(r.Brokers[:0], wire.MetadataResponseBroker{NodeID: NodeID, Host: cs.host, Port: cs.port}),
-		ClusterID:                   wire.Str(cs.s.cfg.ClusterID),
+		ClusterID:                   wire.NullStringOf(cs.s.cfg.ClusterID),
 		ControllerID:                NodeID, // must be a listed node (docs/design/kafka-protocol.md §2.4)
 		Topics:                      r.Topics[:0],
 		ClusterAuthorizedOperations: wire.AuthorizedOperationsUnknown,

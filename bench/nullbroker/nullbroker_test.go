@@ -271,12 +271,12 @@ func produceFrame(t testing.TB, corr int32, acks int16, topic string, partition 
 	req := wire.ProduceRequest{Acks: acks, TimeoutMillis: 1000, Topics: []wire.ProduceRequestTopic{{
 		Name: topic, Partitions: []wire.ProduceRequestPartition{{Index: partition, Records: batch(n)}},
 	}}}
-	b := wire.AppendRequestHeader(nil, wire.RequestHeader{APIKey: wire.KeyProduce, APIVersion: 9, CorrelationID: corr, ClientID: wire.Str("test")})
+	b := wire.AppendRequestHeader(nil, wire.RequestHeader{APIKey: wire.KeyProduce, APIVersion: 9, CorrelationID: corr, ClientID: wire.NullStringOf("test")})
 	return req.AppendTo(b, 9)
 }
 
 func apiVersionsFrame(corr int32, version int16) []byte {
-	b := wire.AppendRequestHeader(nil, wire.RequestHeader{APIKey: wire.KeyAPIVersions, APIVersion: version, CorrelationID: corr, ClientID: wire.Str("test")})
+	b := wire.AppendRequestHeader(nil, wire.RequestHeader{APIKey: wire.KeyAPIVersions, APIVersion: version, CorrelationID: corr, ClientID: wire.NullStringOf("test")})
 	if version >= 3 {
 		b = (&wire.APIVersionsRequest{ClientSoftwareName: "test", ClientSoftwareVersion: "1"}).AppendTo(b, version)
 	}

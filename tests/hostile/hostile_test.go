@@ -35,7 +35,7 @@ const (
 
 // Kafka error codes the cases expect (docs/design/kafka-protocol.md §4.6, §6).
 const (
-	codeNone            = int16(wire.None)
+	codeNone            = int16(wire.NoError)
 	codeCorruptMessage  = int16(wire.CorruptMessage)
 	codeMessageTooLarge = int16(wire.MessageTooLarge)
 	codeInvalidRecord   = int16(wire.InvalidRecord)
@@ -213,7 +213,7 @@ func setupTopics(t *testing.T, addr string) {
 func truncatedFrames(t *testing.T, s *suite, before metrics) {
 	var raw, sized int
 	for _, v := range []int16{7, 9} {
-		req := produceReq(v, topicHostile, partData{0, plainBatch(3, batch.None)})
+		req := produceReq(v, topicHostile, partData{0, plainBatch(3, batch.NoCompression)})
 		frame := frameOf(req, 1)
 		kc := dial(t, s.k.addr)
 		if codes := kc.produceCodes(t, req); len(codes) != 1 || codes[0] != codeNone {
@@ -435,7 +435,7 @@ func unknownAPIs(t *testing.T, s *suite, before metrics) {
 // crcMismatch: a batch whose CRC does not match gets CORRUPT_MESSAGE (2) on
 // its partition only; the connection stays usable.
 func crcMismatch(t *testing.T, s *suite, before metrics) {
-	good := plainBatch(3, batch.None)
+	good := plainBatch(3, batch.NoCompression)
 	badCRC := bytes.Clone(good)
 	badCRC[offCRC] ^= 0xff
 	badData := bytes.Clone(good)
@@ -474,7 +474,7 @@ func crcMismatch(t *testing.T, s *suite, before metrics) {
 // is 87.
 func recordCountLies(t *testing.T, s *suite, before metrics) {
 	kc := dial(t, s.k.addr)
-	for _, codec := range []batch.Codec{batch.None, batch.Gzip, batch.Zstd} {
+	for _, codec := range []batch.Codec{batch.NoCompression, batch.Gzip, batch.Zstd} {
 		b := plainBatch(5, codec)
 		lies := []struct {
 			name        string
@@ -494,7 +494,7 @@ func recordCountLies(t *testing.T, s *suite, before metrics) {
 		codes := kc.produceCodes(t, produceReq(9, topicHostile, parts...))
 		for i, l := range lies {
 			ok := at(codes, i) == codeInvalidRecord
-			if codec != batch.None && l.count == 1<<31-1 {
+			if codec != batch.NoCompression && l.count == 1<<31-1 {
 				ok = ok || at(codes, i) == codeMessageTooLarge
 			}
 			if !ok {
@@ -502,7 +502,7 @@ func recordCountLies(t *testing.T, s *suite, before metrics) {
 			}
 		}
 	}
-	if codes := kc.produceCodes(t, produceReq(9, topicHostile, partData{0, plainBatch(5, batch.None)})); !equal(codes, []int16{codeNone}) {
+	if codes := kc.produceCodes(t, produceReq(9, topicHostile, partData{0, plainBatch(5, batch.NoCompression)})); !equal(codes, []int16{codeNone}) {
 		t.Errorf("valid Produce after the lies, same connection: codes %v", codes)
 	}
 	kc.c.Close()
