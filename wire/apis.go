@@ -48,35 +48,37 @@ type APIRange struct {
 }
 
 // APIs is the declarative table of every API wire has codecs for, sorted by
-// key. Each codec file adds its row here; the gateway advertises the subset
+// key. Each codec file adds its row here, with the file's own xxxFlexible
+// constant as FlexibleFrom (the one source of that version; the codec checks
+// version >= xxxFlexible); the gateway advertises the subset
 // it has handlers for. A row must only be added once its codec is complete
 // and oracle-tested for every version in [Min, Max].
 var APIs = []APIRange{
-	{KeyProduce, 0, 12, 9}, // v0–2 advertised but not decodable (KAFKA-18659), see produce.go
-	{KeyFetch, 4, 12, 12},  // names only: v13+ needs topic ids
-	{KeyListOffsets, 1, 10, 6},
-	{KeyMetadata, 0, 13, 9},
-	{KeyOffsetCommit, 2, 9, 8},
-	{KeyOffsetFetch, 1, 9, 6},
-	{KeyFindCoordinator, 0, 6, 3},
-	{KeyJoinGroup, 0, 9, 6},
-	{KeyHeartbeat, 0, 4, 4},
-	{KeyLeaveGroup, 0, 5, 4},
-	{KeySyncGroup, 0, 5, 4},
-	{KeyDescribeGroups, 0, 5, 5},
-	{KeyListGroups, 0, 5, 3},
-	{KeyAPIVersions, 0, 4, 3},
-	{KeyCreateTopics, 2, 7, 5},
-	{KeyDeleteTopics, 1, 6, 4},
-	{KeyInitProducerID, 0, 5, 2},
-	{KeyOffsetForLeaderEpoch, 2, 4, 4},
-	{KeyDescribeConfigs, 1, 4, 4},
-	{KeyAlterConfigs, 0, 2, 2},
-	{KeyCreatePartitions, 0, 3, 2},
-	{KeyDeleteGroups, 0, 3, 2},
-	{KeyIncrementalAlterConfigs, 0, 1, 1},
-	{KeyDescribeCluster, 0, 2, 0},
-	{KeyDescribeProducers, 0, 0, 0},
+	{KeyProduce, 0, 12, produceFlexible}, // v0–2 advertised but not decodable (KAFKA-18659), see produce.go
+	{KeyFetch, 4, 12, fetchFlexible},     // names only: v13+ needs topic ids
+	{KeyListOffsets, 1, 10, listOffsetsFlexible},
+	{KeyMetadata, 0, 13, metadataFlexible},
+	{KeyOffsetCommit, 2, 9, offsetCommitFlexible},
+	{KeyOffsetFetch, 1, 9, offsetFetchFlexible},
+	{KeyFindCoordinator, 0, 6, findCoordinatorFlexible},
+	{KeyJoinGroup, 0, 9, joinGroupFlexible},
+	{KeyHeartbeat, 0, 4, heartbeatFlexible},
+	{KeyLeaveGroup, 0, 5, leaveGroupFlexible},
+	{KeySyncGroup, 0, 5, syncGroupFlexible},
+	{KeyDescribeGroups, 0, 5, describeGroupsFlexible},
+	{KeyListGroups, 0, 5, listGroupsFlexible},
+	{KeyAPIVersions, 0, 4, apiVersionsFlexible},
+	{KeyCreateTopics, 2, 7, createTopicsFlexible},
+	{KeyDeleteTopics, 1, 6, deleteTopicsFlexible},
+	{KeyInitProducerID, 0, 5, initProducerIDFlexible},
+	{KeyOffsetForLeaderEpoch, 2, 4, offsetForLeaderEpochFlexible},
+	{KeyDescribeConfigs, 1, 4, describeConfigsFlexible},
+	{KeyAlterConfigs, 0, 2, alterConfigsFlexible},
+	{KeyCreatePartitions, 0, 3, createPartitionsFlexible},
+	{KeyDeleteGroups, 0, 3, deleteGroupsFlexible},
+	{KeyIncrementalAlterConfigs, 0, 1, incrementalAlterConfigsFlexible},
+	{KeyDescribeCluster, 0, 2, describeClusterFlexible},
+	{KeyDescribeProducers, 0, 0, describeProducersFlexible},
 }
 
 // maxKey bounds the lookup array.

@@ -11,6 +11,9 @@ package wire
 const (
 	apiVersionsMinVersion = 0
 	apiVersionsMaxVersion = 4
+	// apiVersionsFlexible is the first flexible version: "flexibleVersions": "3+"
+	// (the request body and the response body; the response header stays v0).
+	apiVersionsFlexible int16 = 3
 )
 
 // APIVersionsRequest is an ApiVersions request body.
@@ -31,7 +34,7 @@ func (r *APIVersionsRequest) Decode(body []byte, version int16) error {
 	}
 	*r = APIVersionsRequest{}
 	rd := NewReader(body)
-	if version >= 3 {
+	if version >= apiVersionsFlexible {
 		r.ClientSoftwareName = rd.CompactString()
 		r.ClientSoftwareVersion = rd.CompactString()
 		rd.SkipTags()
@@ -41,7 +44,7 @@ func (r *APIVersionsRequest) Decode(body []byte, version int16) error {
 
 // AppendTo appends r encoded at version (a client's view; used by tests).
 func (r *APIVersionsRequest) AppendTo(dst []byte, version int16) []byte {
-	if version >= 3 {
+	if version >= apiVersionsFlexible {
 		dst = AppendCompactString(dst, r.ClientSoftwareName)
 		dst = AppendCompactString(dst, r.ClientSoftwareVersion)
 		dst = append(dst, 0)
@@ -101,7 +104,7 @@ type APIVersionsResponse struct {
 // AppendTo appends r's body encoded at version. No tagged fields are emitted.
 // It does not allocate when dst has room.
 func (r *APIVersionsResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := version >= 3
+	flex := version >= apiVersionsFlexible
 	dst = AppendInt16(dst, int16(r.ErrorCode))
 	dst = AppendArrayLen(dst, flex, len(r.APIKeys))
 	for i := range r.APIKeys {

@@ -206,7 +206,7 @@ func TestCreateTopicsRequestMalformed(t *testing.T) {
 		{"null topic name v5", 5, []byte{2, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0}, ErrNegativeLength},
 		{"over-long varint v5", 5, []byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, ErrVarint},
 		{"empty body", 2, nil, ErrShort},
-		{"unsupported version", 1, []byte{0, 0, 0, 0, 0, 0, 0, 0, 0}, errAdminVersion},
+		{"unsupported version", 1, []byte{0, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnsupportedVersion},
 	}
 	for _, c := range cases {
 		var r CreateTopicsRequest

@@ -3,8 +3,8 @@ package wire
 // Heartbeat (key 12), versions 0–4, flexible from 4 (docs/design/kafka-protocol.md §2.1, §2.4,
 // classic group protocol).
 
-// heartbeatFlexible: "flexibleVersions": "4+".
-func heartbeatFlexible(version int16) bool { return version >= 4 }
+// heartbeatFlexible is the first flexible version: "flexibleVersions": "4+".
+const heartbeatFlexible int16 = 4
 
 // HeartbeatRequest is a Heartbeat request, v0–4. Strings alias the frame:
 // valid until the frame is released.
@@ -26,7 +26,7 @@ func (r *HeartbeatRequest) Decode(body []byte, version int16) error {
 	if version < 0 || version > 4 {
 		return ErrUnsupportedVersion
 	}
-	flex := heartbeatFlexible(version)
+	flex := version >= heartbeatFlexible
 	d := NewReader(body)
 	r.Group = d.Str(flex)
 	r.Generation = d.Int32()
@@ -55,5 +55,5 @@ func (r *HeartbeatResponse) AppendTo(dst []byte, version int16) []byte {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}
 	dst = AppendInt16(dst, int16(r.ErrorCode))
-	return AppendEmptyTags(dst, heartbeatFlexible(version))
+	return AppendEmptyTags(dst, version >= heartbeatFlexible)
 }

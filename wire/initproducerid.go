@@ -8,6 +8,8 @@ package wire
 const (
 	initProducerIDMinVersion = 0
 	initProducerIDMaxVersion = 5
+	// initProducerIDFlexible is the first flexible version: "flexibleVersions": "2+".
+	initProducerIDFlexible int16 = 2
 )
 
 // InitProducerIDRequest is an InitProducerId request body.
@@ -29,7 +31,7 @@ func (r *InitProducerIDRequest) Decode(body []byte, version int16) error {
 	if version < initProducerIDMinVersion || version > initProducerIDMaxVersion {
 		return ErrUnsupportedVersion
 	}
-	flex := version >= 2
+	flex := version >= initProducerIDFlexible
 	rd := NewReader(body)
 	s, ok := rd.NullableStr(flex)
 	r.TransactionalID = NullString{S: s, Valid: ok}
@@ -47,7 +49,7 @@ func (r *InitProducerIDRequest) Decode(body []byte, version int16) error {
 
 // AppendTo appends r encoded at version (a client's view; used by tests).
 func (r *InitProducerIDRequest) AppendTo(dst []byte, version int16) []byte {
-	flex := version >= 2
+	flex := version >= initProducerIDFlexible
 	dst = AppendNullableStr(dst, flex, r.TransactionalID.S, r.TransactionalID.Valid)
 	dst = AppendInt32(dst, r.TransactionTimeoutMillis)
 	if version >= 3 {
@@ -74,5 +76,5 @@ func (r *InitProducerIDResponse) AppendTo(dst []byte, version int16) []byte {
 	dst = AppendInt16(dst, int16(r.ErrorCode))
 	dst = AppendInt64(dst, r.ProducerID)
 	dst = AppendInt16(dst, r.ProducerEpoch)
-	return AppendEmptyTags(dst, version >= 2)
+	return AppendEmptyTags(dst, version >= initProducerIDFlexible)
 }

@@ -4,8 +4,8 @@ package wire
 // classic group protocol). Protocol metadata is opaque to the coordinator
 // and passed through as bytes.
 
-// joinGroupFlexible: "flexibleVersions": "6+".
-func joinGroupFlexible(version int16) bool { return version >= 6 }
+// joinGroupFlexible is the first flexible version: "flexibleVersions": "6+".
+const joinGroupFlexible int16 = 6
 
 // JoinGroupRequest is a JoinGroup request, v0–9. Strings and bytes alias
 // the frame: valid until the frame is released.
@@ -46,7 +46,7 @@ func (r *JoinGroupRequest) Decode(body []byte, version int16) error {
 	if version < 0 || version > 9 {
 		return ErrUnsupportedVersion
 	}
-	flex := joinGroupFlexible(version)
+	flex := version >= joinGroupFlexible
 	d := NewReader(body)
 	r.Group = d.Str(flex)
 	r.SessionTimeoutMillis = d.Int32()
@@ -119,16 +119,16 @@ type JoinGroupResponseMember struct {
 
 // AppendTo appends the response body at the given version to dst.
 func (r *JoinGroupResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := joinGroupFlexible(version)
+	flex := version >= joinGroupFlexible
 	if version >= 2 {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}
 	dst = AppendInt16(dst, int16(r.ErrorCode))
 	dst = AppendInt32(dst, r.Generation)
 	if version >= 7 {
-		dst = csAppendNullStr(dst, flex, r.ProtocolType)
+		dst = appendNullString(dst, flex, r.ProtocolType)
 		// ProtocolName: "nullableVersions": "7+".
-		dst = csAppendNullStr(dst, flex, r.Protocol)
+		dst = appendNullString(dst, flex, r.Protocol)
 	} else {
 		dst = AppendStr(dst, flex, r.Protocol.S)
 	}
@@ -142,7 +142,7 @@ func (r *JoinGroupResponse) AppendTo(dst []byte, version int16) []byte {
 		m := &r.Members[i]
 		dst = AppendStr(dst, flex, m.MemberID)
 		if version >= 5 {
-			dst = csAppendNullStr(dst, flex, m.InstanceID)
+			dst = appendNullString(dst, flex, m.InstanceID)
 		}
 		dst = AppendByteSlice(dst, flex, m.ProtocolMetadata)
 		dst = AppendEmptyTags(dst, flex)

@@ -4,8 +4,8 @@ package wire
 // §2.1, §2.4, classic group protocol). v3 (KIP-345) batches members: the request's
 // single MemberID becomes Members, and the response gains per-member codes.
 
-// leaveGroupFlexible: "flexibleVersions": "4+".
-func leaveGroupFlexible(version int16) bool { return version >= 4 }
+// leaveGroupFlexible is the first flexible version: "flexibleVersions": "4+".
+const leaveGroupFlexible int16 = 4
 
 // LeaveGroupRequest is a LeaveGroup request, v0–5. Strings alias the frame:
 // valid until the frame is released.
@@ -35,7 +35,7 @@ func (r *LeaveGroupRequest) Decode(body []byte, version int16) error {
 	if version < 0 || version > 5 {
 		return ErrUnsupportedVersion
 	}
-	flex := leaveGroupFlexible(version)
+	flex := version >= leaveGroupFlexible
 	d := NewReader(body)
 	r.Group = d.Str(flex)
 	r.MemberID = ""
@@ -92,7 +92,7 @@ type LeaveGroupResponseMember struct {
 
 // AppendTo appends the response body at the given version to dst.
 func (r *LeaveGroupResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := leaveGroupFlexible(version)
+	flex := version >= leaveGroupFlexible
 	if version >= 1 {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}
@@ -102,7 +102,7 @@ func (r *LeaveGroupResponse) AppendTo(dst []byte, version int16) []byte {
 		for i := range r.Members {
 			m := &r.Members[i]
 			dst = AppendStr(dst, flex, m.MemberID)
-			dst = csAppendNullStr(dst, flex, m.InstanceID)
+			dst = appendNullString(dst, flex, m.InstanceID)
 			dst = AppendInt16(dst, int16(m.ErrorCode))
 			dst = AppendEmptyTags(dst, flex)
 		}

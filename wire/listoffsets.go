@@ -4,8 +4,8 @@ package wire
 // §2.1, §2.4). v0 (MaxNumOffsets, OldStyleOffsets) was removed by KIP-896 and is
 // not served.
 
-// listOffsetsFlexible: "flexibleVersions": "6+".
-func listOffsetsFlexible(version int16) bool { return version >= 6 }
+// listOffsetsFlexible is the first flexible version: "flexibleVersions": "6+".
+const listOffsetsFlexible int16 = 6
 
 // ListOffsetsRequest is a ListOffsets request, v1–10. Strings alias the
 // frame: valid until the frame is released.
@@ -47,7 +47,7 @@ func (r *ListOffsetsRequest) Decode(body []byte, version int16) error {
 	if version < 1 || version > 10 {
 		return ErrUnsupportedVersion
 	}
-	flex := listOffsetsFlexible(version)
+	flex := version >= listOffsetsFlexible
 	d := NewReader(body)
 	r.ReplicaID = d.Int32()
 	r.IsolationLevel = 0
@@ -61,7 +61,7 @@ func (r *ListOffsetsRequest) Decode(body []byte, version int16) error {
 	if flex {
 		pmin++
 	}
-	r.Topics = resize(r.Topics, arrayLen(&d, flex, csMinStrArray(flex)))
+	r.Topics = resize(r.Topics, arrayLen(&d, flex, minStringArraySize(flex)))
 	for i := range r.Topics {
 		t := &r.Topics[i]
 		t.Topic = d.Str(flex)
@@ -126,7 +126,7 @@ type ListOffsetsResponseTopicPartition struct {
 
 // AppendTo appends the response body at the given version to dst.
 func (r *ListOffsetsResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := listOffsetsFlexible(version)
+	flex := version >= listOffsetsFlexible
 	if version >= 2 {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}

@@ -7,6 +7,8 @@ package wire
 const (
 	metadataMinVersion = 0
 	metadataMaxVersion = 13
+	// metadataFlexible is the first flexible version: "flexibleVersions": "9+".
+	metadataFlexible int16 = 9
 )
 
 // AuthorizedOperationsUnknown is the value of TopicAuthorizedOperations and
@@ -47,7 +49,7 @@ func (r *MetadataRequest) Decode(body []byte, version int16) error {
 	if version < metadataMinVersion || version > metadataMaxVersion {
 		return ErrUnsupportedVersion
 	}
-	flex := version >= 9
+	flex := version >= metadataFlexible
 	rd := NewReader(body)
 
 	// Smallest topic entry: an empty name (INT16 or 1-byte compact length)
@@ -107,7 +109,7 @@ func (r *MetadataRequest) Decode(body []byte, version int16) error {
 // AppendTo appends r encoded at version (a client's view; used by tests and
 // fuzz seeds). A nil Topics is a null array in v1+ and an empty one in v0.
 func (r *MetadataRequest) AppendTo(dst []byte, version int16) []byte {
-	flex := version >= 9
+	flex := version >= metadataFlexible
 	switch {
 	case r.Topics == nil && version >= 1:
 		dst = AppendArrayLen(dst, flex, -1)
@@ -195,7 +197,7 @@ type MetadataResponse struct {
 // AppendTo appends r's body encoded at version. No tagged fields are emitted.
 // It does not allocate when dst has room.
 func (r *MetadataResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := version >= 9
+	flex := version >= metadataFlexible
 	if version >= 3 {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}

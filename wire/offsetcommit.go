@@ -4,8 +4,8 @@ package wire
 // §2.1, §2.4). v0–1 were removed by KIP-896; v10 replaces topic names with ids
 // and is not served (kiggy reports zero topic ids, so clients cap at 9).
 
-// offsetCommitFlexible: "flexibleVersions": "8+".
-func offsetCommitFlexible(version int16) bool { return version >= 8 }
+// offsetCommitFlexible is the first flexible version: "flexibleVersions": "8+".
+const offsetCommitFlexible int16 = 8
 
 // OffsetCommitRequest is an OffsetCommit request, v2–9. Strings alias the
 // frame: valid until the frame is released.
@@ -53,7 +53,7 @@ func (r *OffsetCommitRequest) Decode(body []byte, version int16) error {
 	if version < 2 || version > 9 {
 		return ErrUnsupportedVersion
 	}
-	flex := offsetCommitFlexible(version)
+	flex := version >= offsetCommitFlexible
 	d := NewReader(body)
 	r.Group = d.Str(flex)
 	r.Generation = d.Int32() // v1+
@@ -75,7 +75,7 @@ func (r *OffsetCommitRequest) Decode(body []byte, version int16) error {
 	if flex {
 		pmin = 4 + 8 + 4 + 1 + 1
 	}
-	r.Topics = resize(r.Topics, arrayLen(&d, flex, csMinStrArray(flex)))
+	r.Topics = resize(r.Topics, arrayLen(&d, flex, minStringArraySize(flex)))
 	for i := range r.Topics {
 		t := &r.Topics[i]
 		t.Topic = d.Str(flex)
@@ -130,7 +130,7 @@ type OffsetCommitResponseTopicPartition struct {
 
 // AppendTo appends the response body at the given version to dst.
 func (r *OffsetCommitResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := offsetCommitFlexible(version)
+	flex := version >= offsetCommitFlexible
 	if version >= 3 {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}

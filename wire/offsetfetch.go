@@ -9,8 +9,8 @@ package wire
 // groups (Groups[]) and carry the error per group. Below v8 the batched
 // fields are empty; from v8 the single-group fields are.
 
-// offsetFetchFlexible: "flexibleVersions": "6+".
-func offsetFetchFlexible(version int16) bool { return version >= 6 }
+// offsetFetchFlexible is the first flexible version: "flexibleVersions": "6+".
+const offsetFetchFlexible int16 = 6
 
 // OffsetFetchRequest is an OffsetFetch request, v1–9. Strings alias the
 // frame: valid until the frame is released.
@@ -59,7 +59,7 @@ func (r *OffsetFetchRequest) Decode(body []byte, version int16) error {
 	if version < 1 || version > 9 {
 		return ErrUnsupportedVersion
 	}
-	flex := offsetFetchFlexible(version)
+	flex := version >= offsetFetchFlexible
 	d := NewReader(body)
 	r.Group = ""
 	if r.Topics != nil {
@@ -107,7 +107,7 @@ func (r *OffsetFetchRequest) Decode(body []byte, version int16) error {
 // (allowed when nullable) returns nil topics and keeps buf as the spare
 // storage; otherwise the spare is consumed.
 func offsetFetchTopics(d *Reader, flex, nullable bool, buf []OffsetFetchRequestTopic) (topics, spare []OffsetFetchRequestTopic) {
-	n := d.ArrayLen(flex, csMinStrArray(flex))
+	n := d.ArrayLen(flex, minStringArraySize(flex))
 	if n < 0 {
 		if !nullable {
 			d.Fail(ErrNegativeLength)
@@ -176,7 +176,7 @@ type OffsetFetchResponseTopicPartition struct {
 
 // AppendTo appends the response body at the given version to dst.
 func (r *OffsetFetchResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := offsetFetchFlexible(version)
+	flex := version >= offsetFetchFlexible
 	if version >= 3 {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}
@@ -212,7 +212,7 @@ func appendOffsetFetchTopics(dst []byte, version int16, flex bool, topics []Offs
 			if version >= 5 {
 				dst = AppendInt32(dst, p.LeaderEpoch)
 			}
-			dst = csAppendNullStr(dst, flex, p.Metadata)
+			dst = appendNullString(dst, flex, p.Metadata)
 			dst = AppendInt16(dst, int16(p.ErrorCode))
 			dst = AppendEmptyTags(dst, flex)
 		}

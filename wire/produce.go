@@ -16,6 +16,8 @@ package wire
 const (
 	produceMinDecodeVersion = 3
 	produceMaxVersion       = 12
+	// produceFlexible is the first flexible version: "flexibleVersions": "9+".
+	produceFlexible int16 = 9
 )
 
 // ProduceRequestPartition is one partition's data in a Produce request.
@@ -54,7 +56,7 @@ func (r *ProduceRequest) Decode(body []byte, version int16) error {
 	if version < produceMinDecodeVersion || version > produceMaxVersion {
 		return ErrUnsupportedVersion
 	}
-	flex := version >= 9 // "flexibleVersions": "9+"
+	flex := version >= produceFlexible
 	rd := NewReader(body)
 
 	s, ok := rd.NullableStr(flex)
@@ -109,7 +111,7 @@ func (r *ProduceRequest) Decode(body []byte, version int16) error {
 // benchmarks and fuzz seeds). Versions 0–2 are encoded without
 // TransactionalId, as the schema says, although Decode rejects them.
 func (r *ProduceRequest) AppendTo(dst []byte, version int16) []byte {
-	flex := version >= 9
+	flex := version >= produceFlexible
 	if version >= 3 {
 		dst = AppendNullableStr(dst, flex, r.TransactionalID.S, r.TransactionalID.Valid)
 	}
@@ -172,7 +174,7 @@ type ProduceResponse struct {
 // emitted (the v10+ CurrentLeader and NodeEndpoints hints are optional).
 // It does not allocate when dst has room.
 func (r *ProduceResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := version >= 9
+	flex := version >= produceFlexible
 	dst = AppendArrayLen(dst, flex, len(r.Topics))
 	for i := range r.Topics {
 		t := &r.Topics[i]
