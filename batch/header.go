@@ -262,3 +262,15 @@ func SetBaseOffset(b []byte, baseOffset int64) {
 func SetPartitionLeaderEpoch(b []byte, epoch int32) {
 	binary.BigEndian.PutUint32(b[offLeaderEpoch:offLeaderEpoch+4], uint32(epoch))
 }
+
+// PeekCodec returns the codec in the attribute bits 0–2 of the batch starting
+// at b, without validating the batch (docs/design/kafka-protocol.md §4.1:
+// attributes is an INT16 at offset 21, so the codec is in byte 22). ok is
+// false when b is too short to hold the attributes. Validate is the check;
+// PeekCodec only lets a caller decide early how to handle a batch.
+func PeekCodec(b []byte) (c Codec, ok bool) {
+	if len(b) < offAttributes+2 {
+		return NoCompression, false
+	}
+	return Codec(b[offAttributes+1] & attrCodecMask), true
+}

@@ -205,3 +205,27 @@ func TestCodecString(t *testing.T) {
 		}
 	}
 }
+
+// TestPeekCodec checks PeekCodec against Validate's Header.Codec for every
+// codec, and that a batch too short for the attributes is reported as such.
+func TestPeekCodec(t *testing.T) {
+	for _, codec := range []batch.Codec{batch.NoCompression, batch.Gzip, batch.Snappy, batch.LZ4, batch.Zstd} {
+		var b batch.Builder
+		b.Reset(nil, 0, 1700000000000, codec)
+		b.Append(0, 0, nil, []byte(strings.Repeat("x", 100)))
+		raw := b.Finish()
+		h, err := batch.Validate(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := batch.PeekCodec(raw); !ok || c != h.Codec() || c != codec {
+			t.Errorf("%s: PeekCodec = %v, %v; Header.Codec %v", codec, c, ok, h.Codec())
+		}
+	}
+	if _, ok := batch.PeekCodec(golden[:22]); ok {
+		t.Error("PeekCodec of 22 bytes: ok, want not ok")
+	}
+	if c, ok := batch.PeekCodec(golden[:23]); !ok || c != batch.NoCompression {
+		t.Errorf("PeekCodec of 23 bytes = %v, %v", c, ok)
+	}
+}

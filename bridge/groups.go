@@ -3,6 +3,7 @@ package bridge
 import (
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/group"
@@ -82,20 +83,11 @@ func (g *Gateway) findCoordinator(c *call) bool {
 
 func clientHost(c *call) string {
 	if a := c.req.Conn().RemoteAddr; a != "" {
-		if i := lastColon(a); i > 0 {
+		if i := strings.LastIndexByte(a, ':'); i > 0 {
 			return "/" + a[:i]
 		}
 	}
 	return ""
-}
-
-func lastColon(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == ':' {
-			return i
-		}
-	}
-	return -1
 }
 
 // joinGroup answers JoinGroup v0–9; it parks until the generation forms.
@@ -546,24 +538,8 @@ func (g *Gateway) deleteCommitted(id string) (int, error) {
 
 func containsFold(list []string, s string) bool {
 	for _, x := range list {
-		if len(x) == len(s) {
-			eq := true
-			for i := 0; i < len(x); i++ {
-				a, b := x[i], s[i]
-				if 'A' <= a && a <= 'Z' {
-					a += 'a' - 'A'
-				}
-				if 'A' <= b && b <= 'Z' {
-					b += 'a' - 'A'
-				}
-				if a != b {
-					eq = false
-					break
-				}
-			}
-			if eq {
-				return true
-			}
+		if strings.EqualFold(x, s) {
+			return true
 		}
 	}
 	return false

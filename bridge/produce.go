@@ -136,12 +136,12 @@ func appendProduceTopic(dst []wire.ProduceResponseTopic, name string) []wire.Pro
 	return append(dst, wire.ProduceResponseTopic{Name: name, Partitions: parts})
 }
 
-// hasCompressed reports whether any partition carries a compressed batch:
-// attributes bits 0–2 at byte 22 of the batch (docs/design/kafka-protocol.md §4.1).
+// hasCompressed reports whether any partition carries a compressed batch
+// (batch.PeekCodec; docs/design/kafka-protocol.md §4.1).
 func hasCompressed(req *wire.ProduceRequest) bool {
 	for i := range req.Topics {
 		for _, p := range req.Topics[i].Partitions {
-			if len(p.Records) > 22 && p.Records[22]&7 != 0 {
+			if c, ok := batch.PeekCodec(p.Records); ok && c != batch.NoCompression {
 				return true
 			}
 		}

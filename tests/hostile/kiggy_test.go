@@ -363,7 +363,7 @@ func (k *kiggyProc) peak(t testing.TB) (stop func() int64) {
 	t.Helper()
 	hwm := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", k.pid), []byte("5"), 0) == nil
 	var mu sync.Mutex
-	max := k.rss(t)
+	high := k.rss(t)
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -376,7 +376,7 @@ func (k *kiggyProc) peak(t testing.TB) (stop func() int64) {
 			case <-tk.C:
 				if n, err := statusBytes(k.pid, "VmRSS"); err == nil {
 					mu.Lock()
-					max = maxI(max, n)
+					high = max(high, n)
 					mu.Unlock()
 				}
 			}
@@ -387,18 +387,11 @@ func (k *kiggyProc) peak(t testing.TB) (stop func() int64) {
 		<-done
 		if hwm {
 			if n, err := statusBytes(k.pid, "VmHWM"); err == nil {
-				max = maxI(max, n)
+				high = max(high, n)
 			}
 		}
-		return max
+		return high
 	}
-}
-
-func maxI(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // raiseNoFile raises this process's RLIMIT_NOFILE (soft, and hard when
