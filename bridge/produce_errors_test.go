@@ -1,12 +1,10 @@
 package bridge_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
 	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -16,76 +14,48 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
 
-// rawConn speaks Kafka framing with kmsg-encoded requests, so each error row
-// is provoked by a hand-built request over a real socket.
+// rawConn speaks Kafka framing with kmsg-encoded requests
+// (internal/kafkawire), so each error row is provoked by a hand-built request
+// over a real socket; any I/O or decoding failure fails the test.
 type rawConn struct {
-	t    *testing.T
-	c    net.Conn
-	r    *bufio.Reader
-	corr int32
+	t *testing.T
+	*kafkawire.Conn
 }
 
 func dialRaw(t *testing.T, addr string) *rawConn {
-	c, err := net.Dial("tcp", addr)
+	c, err := kafkawire.Dial(addr, "test", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+	return &rawConn{t: t, Conn: c}
 }
 
 // send writes req (at its Version) and returns the correlation id.
 func (rc *rawConn) send(req kmsg.Request) int32 {
-	rc.corr++
-	var body []byte
-	body = binary.BigEndian.AppendUint16(body, uint16(req.Key()))
-	body = binary.BigEndian.AppendUint16(body, uint16(req.GetVersion()))
-	body = binary.BigEndian.AppendUint32(body, uint32(rc.corr))
-	body = binary.BigEndian.AppendUint16(body, 4)
-	body = append(body, "test"...)
-	if req.IsFlexible() {
-		body = append(body, 0)
-	}
-	body = req.AppendTo(body)
-	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
-	rc.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if _, err := rc.c.Write(append(frame, body...)); err != nil {
+	corr, err := rc.Send(req)
+	if err != nil {
 		rc.t.Fatalf("write: %v", err)
 	}
-	return rc.corr
+	return corr
 }
 
 // recv reads one response into resp, checking the correlation id.
 func (rc *rawConn) recv(corr int32, resp kmsg.Response) {
 	rc.t.Helper()
-	rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var size [4]byte
-	if _, err := io.ReadFull(rc.r, size[:]); err != nil {
-		rc.t.Fatalf("read size: %v", err)
-	}
-	b := make([]byte, binary.BigEndian.Uint32(size[:]))
-	if _, err := io.ReadFull(rc.r, b); err != nil {
-		rc.t.Fatalf("read body: %v", err)
-	}
-	if got := int32(binary.BigEndian.Uint32(b)); got != corr {
-		rc.t.Fatalf("correlation id %d, want %d", got, corr)
-	}
-	b = b[4:]
-	if resp.IsFlexible() && resp.Key() != 18 {
-		b = b[1:] // empty header tags
-	}
-	if err := resp.ReadFrom(b); err != nil {
-		rc.t.Fatalf("decode response: %v", err)
+	if err := rc.Recv(corr, resp); err != nil {
+		rc.t.Fatal(err)
 	}
 }
 
 // closed reports whether the server closed the connection.
 func (rc *rawConn) closed() bool {
-	rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, err := rc.r.ReadByte()
+	rc.NetConn().SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := rc.Reader().ReadByte()
 	return err == io.EOF
 }
 
