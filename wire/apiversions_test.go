@@ -13,7 +13,7 @@ import (
 )
 
 func TestApiVersionsRequestOracle(t *testing.T) {
-	g := newProdGen(18)
+	g := newOracleGen(18)
 	var ours APIVersionsRequest
 	for v := int16(apiVersionsMinVersion); v <= apiVersionsMaxVersion; v++ {
 		for range 50 {
@@ -50,12 +50,12 @@ func TestApiVersionsRequestOracle(t *testing.T) {
 }
 
 func TestApiVersionsResponseOracle(t *testing.T) {
-	g := newProdGen(1818)
+	g := newOracleGen(1818)
 	var buf []byte
 	for v := int16(apiVersionsMinVersion); v <= apiVersionsMaxVersion; v++ {
 		for range 50 {
 			ours := APIVersionsResponse{ErrorCode: ErrorCode(g.i16()), ThrottleMillis: g.i32()}
-			for range g.count(true) {
+			for range g.n(true) {
 				ours.APIKeys = append(ours.APIKeys, APIVersionsKey{APIKey(g.i16()), g.i16(), g.i16()})
 			}
 			buf = ours.AppendTo(buf[:0], v)

@@ -64,7 +64,7 @@ func TestConsumeEncodeAllocs(t *testing.T) {
 	buf := make([]byte, 0, 8<<20)
 	for _, a := range csResponseAPIs {
 		for v := a.min; v <= a.max; v++ {
-			enc, _ := a.build(newCsGen(3, 2), v)
+			enc, _ := a.build(newVariantGen(3, 2), v)
 			if b := enc(buf[:0]); cap(b) != cap(buf) {
 				t.Fatalf("%s v%d: test buffer too small", a.name, v)
 			}

@@ -24,7 +24,7 @@ func init() {
 	})
 	csRegisterResponse(csRespAPI{
 		name: "Fetch", key: KeyFetch, min: 4, max: 12, flexFrom: 12,
-		build: func(g *csGen, v int16) (func([]byte) []byte, csKmsg) {
+		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
 			r := csBuildFetchResponse(g)
 			return func(dst []byte) []byte { return r.AppendTo(dst, v) }, csFetchResponseToKmsg(r)
 		},
@@ -32,7 +32,7 @@ func init() {
 	})
 }
 
-func csBuildFetchRequest(g *csGen, _ int16, tags bool) csKmsg {
+func csBuildFetchRequest(g *oracleGen, _ int16, tags bool) csKmsg {
 	k := kmsg.NewPtrFetchRequest()
 	k.ClusterID = g.ptr()
 	k.ReplicaID = g.i32()
@@ -60,17 +60,17 @@ func csBuildFetchRequest(g *csGen, _ int16, tags bool) csKmsg {
 			if tags {
 				p.ReplicaDirectoryID, p.HighWatermark = dir, hw
 			}
-			p.UnknownTags = g.tags(tags)
+			p.UnknownTags = g.tagsIf(tags)
 			t.Partitions = append(t.Partitions, p)
 		}
-		t.UnknownTags = g.tags(tags)
+		t.UnknownTags = g.tagsIf(tags)
 		k.Topics = append(k.Topics, t)
 	}
 	for range g.nOuter() {
 		f := kmsg.NewFetchRequestForgottenTopic()
 		f.Topic = g.str()
 		f.Partitions = g.int32s()
-		f.UnknownTags = g.tags(tags)
+		f.UnknownTags = g.tagsIf(tags)
 		k.ForgottenTopics = append(k.ForgottenTopics, f)
 	}
 	k.Rack = g.str()
@@ -79,13 +79,13 @@ func csBuildFetchRequest(g *csGen, _ int16, tags bool) csKmsg {
 	if tags {
 		k.ReplicaState.ID, k.ReplicaState.Epoch = id|1, epoch
 	}
-	k.UnknownTags = g.tags(tags)
+	k.UnknownTags = g.tagsIf(tags)
 	return k
 }
 
 func csFetchRequestToKmsg(r *FetchRequest) *kmsg.FetchRequest {
 	k := kmsg.NewPtrFetchRequest()
-	k.ClusterID = csPtr(r.ClusterID)
+	k.ClusterID = ptrOf(r.ClusterID)
 	k.ReplicaID = r.ReplicaID
 	k.MaxWaitMillis = r.MaxWaitMillis
 	k.MinBytes = r.MinBytes
@@ -118,7 +118,7 @@ func csFetchRequestToKmsg(r *FetchRequest) *kmsg.FetchRequest {
 	return k
 }
 
-func csBuildFetchResponse(g *csGen) *FetchResponse {
+func csBuildFetchResponse(g *oracleGen) *FetchResponse {
 	r := &FetchResponse{ThrottleMillis: g.i32(), ErrorCode: g.code(), SessionID: g.i32()}
 	for range g.nOuter() {
 		t := FetchResponseTopic{Topic: g.str()}

@@ -28,7 +28,7 @@ func prodMetadataRequestMatches(ours *MetadataRequest, k *kmsg.MetadataRequest, 
 		want := MetadataRequestTopic{}
 		if v >= 10 {
 			want.TopicID = kt.TopicID
-			want.Name = prodNS(kt.Topic)
+			want.Name = nsOf(kt.Topic)
 		} else {
 			want.Name = NullStringOf("")
 			if kt.Topic != nil {
@@ -51,7 +51,7 @@ func prodMetadataRequestMatches(ours *MetadataRequest, k *kmsg.MetadataRequest, 
 	return ""
 }
 
-func (g *prodGen) kmsgMetadataRequest(v int16) *kmsg.MetadataRequest {
+func (g *oracleGen) kmsgMetadataRequest(v int16) *kmsg.MetadataRequest {
 	k := kmsg.NewPtrMetadataRequest()
 	k.Version = v
 	switch g.r.IntN(4) {
@@ -59,11 +59,11 @@ func (g *prodGen) kmsgMetadataRequest(v int16) *kmsg.MetadataRequest {
 	case 1:
 		k.Topics = []kmsg.MetadataRequestTopic{}
 	default:
-		for range g.count(true) {
+		for range g.n(true) {
 			t := kmsg.NewMetadataRequestTopic()
 			if v >= 10 {
 				t.TopicID = g.uuid()
-				t.Topic = prodPtr(g.nullStr())
+				t.Topic = ptrOf(g.ns())
 			} else {
 				s := g.str()
 				t.Topic = &s
@@ -81,7 +81,7 @@ func (g *prodGen) kmsgMetadataRequest(v int16) *kmsg.MetadataRequest {
 }
 
 func TestMetadataRequestOracle(t *testing.T) {
-	g := newProdGen(3)
+	g := newOracleGen(3)
 	var ours MetadataRequest // reused across versions and cases
 	for v := int16(metadataMinVersion); v <= metadataMaxVersion; v++ {
 		for range 60 {
@@ -149,24 +149,24 @@ func TestMetadataRequestNulls(t *testing.T) {
 	}
 }
 
-func (g *prodGen) metadataResponse() *MetadataResponse {
+func (g *oracleGen) metadataResponse() *MetadataResponse {
 	r := &MetadataResponse{
 		ThrottleMillis:              g.i32(),
-		ClusterID:                   g.nullStr(),
+		ClusterID:                   g.ns(),
 		ControllerID:                g.i32(),
 		ClusterAuthorizedOperations: g.i32(),
 		ErrorCode:                   ErrorCode(g.i16()),
 	}
-	for range g.count(false) {
-		r.Brokers = append(r.Brokers, MetadataResponseBroker{NodeID: g.i32(), Host: g.str(), Port: g.i32(), Rack: g.nullStr()})
+	for range g.n(false) {
+		r.Brokers = append(r.Brokers, MetadataResponseBroker{NodeID: g.i32(), Host: g.str(), Port: g.i32(), Rack: g.ns()})
 	}
-	nt := g.count(true)
+	nt := g.n(true)
 	for range nt {
 		t := MetadataResponseTopic{
-			ErrorCode: ErrorCode(g.i16()), Name: g.nullStr(), TopicID: g.uuid(),
+			ErrorCode: ErrorCode(g.i16()), Name: g.ns(), TopicID: g.uuid(),
 			IsInternal: g.r.IntN(2) == 0, TopicAuthorizedOperations: g.i32(),
 		}
-		for range g.count(nt < 10) {
+		for range g.n(nt < 10) {
 			t.Partitions = append(t.Partitions, MetadataResponsePartition{
 				ErrorCode: ErrorCode(g.i16()), PartitionIndex: g.i32(), LeaderID: g.i32(), LeaderEpoch: g.i32(),
 				ReplicaNodes: g.int32s(), IsrNodes: g.int32s(), OfflineReplicas: g.int32s(),
@@ -200,7 +200,7 @@ func prodCheckMetadataResponse(t *testing.T, v int16, ours *MetadataResponse, k 
 		if v < 1 {
 			wantRack = NullString{}
 		}
-		if kb.NodeID != ob.NodeID || kb.Host != ob.Host || kb.Port != ob.Port || prodNS(kb.Rack) != wantRack {
+		if kb.NodeID != ob.NodeID || kb.Host != ob.Host || kb.Port != ob.Port || nsOf(kb.Rack) != wantRack {
 			fail("broker", kb, ob)
 		}
 	}
@@ -208,7 +208,7 @@ func prodCheckMetadataResponse(t *testing.T, v int16, ours *MetadataResponse, k 
 	if v < 2 {
 		wantCluster = NullString{}
 	}
-	if prodNS(k.ClusterID) != wantCluster {
+	if nsOf(k.ClusterID) != wantCluster {
 		fail("ClusterID", k.ClusterID, ours.ClusterID)
 	}
 	if k.ControllerID != at(1, ours.ControllerID, -1) {
@@ -227,7 +227,7 @@ func prodCheckMetadataResponse(t *testing.T, v int16, ours *MetadataResponse, k 
 		if v >= 10 {
 			wantID = ot.TopicID
 		}
-		if ErrorCode(kt.ErrorCode) != ot.ErrorCode || prodNS(kt.Topic) != wantName || kt.TopicID != wantID ||
+		if ErrorCode(kt.ErrorCode) != ot.ErrorCode || nsOf(kt.Topic) != wantName || kt.TopicID != wantID ||
 			kt.IsInternal != (ot.IsInternal && v >= 1) || kt.AuthorizedOperations != at(8, ot.TopicAuthorizedOperations, AuthorizedOperationsUnknown) {
 			fail("topic", kt, ot)
 		}
@@ -260,7 +260,7 @@ func prodCheckMetadataResponse(t *testing.T, v int16, ours *MetadataResponse, k 
 }
 
 func TestMetadataResponseOracle(t *testing.T) {
-	g := newProdGen(33)
+	g := newOracleGen(33)
 	var buf []byte
 	for v := int16(metadataMinVersion); v <= metadataMaxVersion; v++ {
 		for range 40 {
@@ -280,7 +280,7 @@ func TestMetadataResponseOracle(t *testing.T) {
 }
 
 func FuzzMetadataRequest(f *testing.F) {
-	g := newProdGen(333)
+	g := newOracleGen(333)
 	for v := int16(metadataMinVersion); v <= metadataMaxVersion; v++ {
 		for range 3 {
 			k := g.kmsgMetadataRequest(v)

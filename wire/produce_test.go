@@ -9,17 +9,17 @@ import (
 )
 
 // kmsgProduceRequest builds a varied request without unknown tags.
-func (g *prodGen) kmsgProduceRequest(v int16) *kmsg.ProduceRequest {
+func (g *oracleGen) kmsgProduceRequest(v int16) *kmsg.ProduceRequest {
 	k := kmsg.NewPtrProduceRequest()
 	k.Version = v
-	k.TransactionID = prodPtr(g.nullStr())
+	k.TransactionID = ptrOf(g.ns())
 	k.Acks = []int16{-1, 0, 1, g.i16()}[g.r.IntN(4)]
 	k.TimeoutMillis = g.i32()
-	nt := g.count(true)
+	nt := g.n(true)
 	for range nt {
 		t := kmsg.NewProduceRequestTopic()
 		t.Topic = g.str()
-		for range g.count(nt < 10) {
+		for range g.n(nt < 10) {
 			p := kmsg.NewProduceRequestTopicPartition()
 			p.Partition = g.i32()
 			p.Records = g.records()
@@ -31,7 +31,7 @@ func (g *prodGen) kmsgProduceRequest(v int16) *kmsg.ProduceRequest {
 }
 
 // produceTags adds unknown tagged fields at every level of a flexible request.
-func (g *prodGen) produceTags(k *kmsg.ProduceRequest) {
+func (g *oracleGen) produceTags(k *kmsg.ProduceRequest) {
 	if k.Version < 9 {
 		return
 	}
@@ -46,7 +46,7 @@ func (g *prodGen) produceTags(k *kmsg.ProduceRequest) {
 
 // prodProduceRequestMatches reports how ours differs from k, or "".
 func prodProduceRequestMatches(ours *ProduceRequest, k *kmsg.ProduceRequest) string {
-	if ours.TransactionalID != prodNS(k.TransactionID) || ours.Acks != k.Acks || ours.TimeoutMillis != k.TimeoutMillis {
+	if ours.TransactionalID != nsOf(k.TransactionID) || ours.Acks != k.Acks || ours.TimeoutMillis != k.TimeoutMillis {
 		return "top-level fields differ"
 	}
 	if len(ours.Topics) != len(k.Topics) {
@@ -68,7 +68,7 @@ func prodProduceRequestMatches(ours *ProduceRequest, k *kmsg.ProduceRequest) str
 }
 
 func TestProduceRequestOracle(t *testing.T) {
-	g := newProdGen(0)
+	g := newOracleGen(0)
 	var ours ProduceRequest // reused: shrinking and growing requests must not leak state
 	for v := int16(produceMinDecodeVersion); v <= produceMaxVersion; v++ {
 		for range 60 {
@@ -95,7 +95,7 @@ func TestProduceRequestOracle(t *testing.T) {
 // TestProduceRequestRemovedVersions: v0–2 are advertised (KAFKA-18659) but
 // not decodable, v13 is neither.
 func TestProduceRequestRemovedVersions(t *testing.T) {
-	g := newProdGen(1)
+	g := newOracleGen(1)
 	for _, v := range []int16{-1, 0, 1, 2, 13} {
 		k := g.kmsgProduceRequest(v)
 		var r ProduceRequest
@@ -167,18 +167,18 @@ func TestProduceRequestViews(t *testing.T) {
 	}
 }
 
-func (g *prodGen) produceResponse() *ProduceResponse {
+func (g *oracleGen) produceResponse() *ProduceResponse {
 	r := &ProduceResponse{ThrottleMillis: g.i32()}
-	nt := g.count(true)
+	nt := g.n(true)
 	for range nt {
 		t := ProduceResponseTopic{Name: g.str()}
-		for range g.count(nt < 10) {
+		for range g.n(nt < 10) {
 			p := ProduceResponsePartition{
 				Index: g.i32(), ErrorCode: ErrorCode(g.i16()), BaseOffset: g.i64(),
-				LogAppendTimeMillis: g.i64(), LogStartOffset: g.i64(), ErrorMessage: g.nullStr(),
+				LogAppendTimeMillis: g.i64(), LogStartOffset: g.i64(), ErrorMessage: g.ns(),
 			}
-			for range g.count(false) {
-				p.RecordErrors = append(p.RecordErrors, ProduceRecordError{BatchIndex: g.i32(), BatchIndexErrorMessage: g.nullStr()})
+			for range g.n(false) {
+				p.RecordErrors = append(p.RecordErrors, ProduceRecordError{BatchIndex: g.i32(), BatchIndexErrorMessage: g.ns()})
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
@@ -219,13 +219,13 @@ func prodCheckProduceResponse(t *testing.T, v int16, ours *ProduceResponse, k *k
 			}
 			if kp.Partition != want.Index || ErrorCode(kp.ErrorCode) != want.ErrorCode || kp.BaseOffset != want.BaseOffset ||
 				kp.LogAppendTime != want.LogAppendTimeMillis || kp.LogStartOffset != want.LogStartOffset ||
-				prodNS(kp.ErrorMessage) != want.ErrorMessage || len(kp.ErrorRecords) != len(want.RecordErrors) ||
+				nsOf(kp.ErrorMessage) != want.ErrorMessage || len(kp.ErrorRecords) != len(want.RecordErrors) ||
 				kp.CurrentLeader.LeaderID != -1 || kp.CurrentLeader.LeaderEpoch != -1 {
 				fail("partition", kp, want)
 			}
 			for e := range kp.ErrorRecords {
 				ke, oe := &kp.ErrorRecords[e], &want.RecordErrors[e]
-				if ke.RelativeOffset != oe.BatchIndex || prodNS(ke.ErrorMessage) != oe.BatchIndexErrorMessage {
+				if ke.RelativeOffset != oe.BatchIndex || nsOf(ke.ErrorMessage) != oe.BatchIndexErrorMessage {
 					fail("record error", ke, oe)
 				}
 			}
@@ -234,7 +234,7 @@ func prodCheckProduceResponse(t *testing.T, v int16, ours *ProduceResponse, k *k
 }
 
 func TestProduceResponseOracle(t *testing.T) {
-	g := newProdGen(10)
+	g := newOracleGen(10)
 	var buf []byte
 	for v := int16(0); v <= produceMaxVersion; v++ {
 		for range 40 {
@@ -266,7 +266,7 @@ func TestProduceResponseThrottlePosition(t *testing.T) {
 }
 
 func FuzzProduceRequest(f *testing.F) {
-	g := newProdGen(100)
+	g := newOracleGen(100)
 	for v := int16(0); v <= produceMaxVersion+1; v++ {
 		for range 3 {
 			k := g.kmsgProduceRequest(v)
