@@ -29,12 +29,12 @@ func (r *DeleteGroupsRequest) Decode(body []byte, version int16) error {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= deleteGroupsFlexible
-	d := NewReader(body)
-	r.Groups = strs(&d, flex, false, r.Groups)
+	rd := NewReader(body)
+	r.Groups = strs(&rd, flex, false, r.Groups)
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // DeleteGroupsResponse is a DeleteGroups response, v0–3.

@@ -23,16 +23,16 @@ func (r *DescribeGroupsRequest) Decode(body []byte, version int16) error {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= describeGroupsFlexible
-	d := NewReader(body)
-	r.Groups = strs(&d, flex, false, r.Groups)
+	rd := NewReader(body)
+	r.Groups = strs(&rd, flex, false, r.Groups)
 	r.IncludeAuthorizedOperations = false
 	if version >= 3 {
-		r.IncludeAuthorizedOperations = d.Bool()
+		r.IncludeAuthorizedOperations = rd.Bool()
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // Group states as DescribeGroups and ListGroups report them.

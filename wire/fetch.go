@@ -109,17 +109,17 @@ func (r *FetchRequest) Decode(body []byte, version int16) error {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= fetchFlexible
-	d := NewReader(body)
+	rd := NewReader(body)
 	r.ClusterID = NullString{}
-	r.ReplicaID = d.Int32() // "versions": "0-14"
-	r.MaxWaitMillis = d.Int32()
-	r.MinBytes = d.Int32()
-	r.MaxBytes = d.Int32()      // v3+
-	r.IsolationLevel = d.Int8() // v4+
+	r.ReplicaID = rd.Int32() // "versions": "0-14"
+	r.MaxWaitMillis = rd.Int32()
+	r.MinBytes = rd.Int32()
+	r.MaxBytes = rd.Int32()      // v3+
+	r.IsolationLevel = rd.Int8() // v4+
 	r.SessionID, r.SessionEpoch = 0, -1
 	if version >= 7 {
-		r.SessionID = d.Int32()
-		r.SessionEpoch = d.Int32()
+		r.SessionID = rd.Int32()
+		r.SessionEpoch = rd.Int32()
 	}
 
 	// Smallest partition: Partition, FetchOffset, PartitionMaxBytes, then
@@ -135,70 +135,70 @@ func (r *FetchRequest) Decode(body []byte, version int16) error {
 	if flex {
 		pmin += 4 + 1
 	}
-	r.Topics = resize(r.Topics, arrayLen(&d, flex, minStringArraySize(flex)))
+	r.Topics = resize(r.Topics, arrayLen(&rd, flex, minStringArraySize(flex)))
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		t.Topic = d.Str(flex)
-		t.Partitions = resize(t.Partitions, arrayLen(&d, flex, pmin))
+		t.Topic = rd.Str(flex)
+		t.Partitions = resize(t.Partitions, arrayLen(&rd, flex, pmin))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
-			p.Partition = d.Int32()
+			p.Partition = rd.Int32()
 			p.CurrentLeaderEpoch = -1
 			if version >= 9 {
-				p.CurrentLeaderEpoch = d.Int32()
+				p.CurrentLeaderEpoch = rd.Int32()
 			}
-			p.FetchOffset = d.Int64()
+			p.FetchOffset = rd.Int64()
 			p.LastFetchedEpoch = -1
 			if version >= 12 {
-				p.LastFetchedEpoch = d.Int32()
+				p.LastFetchedEpoch = rd.Int32()
 			}
 			p.LogStartOffset = -1
 			if version >= 5 {
-				p.LogStartOffset = d.Int64()
+				p.LogStartOffset = rd.Int64()
 			}
-			p.PartitionMaxBytes = d.Int32()
+			p.PartitionMaxBytes = rd.Int32()
 			if flex {
 				// Partition tags 0 (ReplicaDirectoryId) and 1
 				// (HighWatermark) are v17+/v18+ replica fields,
 				// skipped below v13 once their shape is checked.
-				fetchPartitionTags(&d)
+				fetchPartitionTags(&rd)
 			}
 		}
 		if flex {
-			d.SkipTags()
+			rd.SkipTags()
 		}
 	}
 
 	r.ForgottenTopics = r.ForgottenTopics[:0]
 	if version >= 7 {
-		r.ForgottenTopics = resize(r.ForgottenTopics, arrayLen(&d, flex, minStringArraySize(flex)))
+		r.ForgottenTopics = resize(r.ForgottenTopics, arrayLen(&rd, flex, minStringArraySize(flex)))
 		for i := range r.ForgottenTopics {
 			t := &r.ForgottenTopics[i]
-			t.Topic = d.Str(flex)
-			t.Partitions = int32s(&d, flex, t.Partitions)
+			t.Topic = rd.Str(flex)
+			t.Partitions = int32s(&rd, flex, t.Partitions)
 			if flex {
-				d.SkipTags()
+				rd.SkipTags()
 			}
 		}
 	}
 	r.Rack = ""
 	if version >= 11 {
-		r.Rack = d.Str(flex)
+		r.Rack = rd.Str(flex)
 	}
 	if flex {
 		// Top-level tags: 0 = ClusterId (12+), 1 = ReplicaState (15+,
 		// skipped here once its shape is checked, see
 		// fetchPartitionTags); others are unknown and skipped.
-		n := d.Uvarint()
-		for k := uint32(0); k < n && d.Ok(); k++ {
-			tag := d.Uvarint()
-			size := int(d.Uvarint())
-			payload := d.Rest()
-			d.Skip(size)
+		n := rd.Uvarint()
+		for k := uint32(0); k < n && rd.Ok(); k++ {
+			tag := rd.Uvarint()
+			size := int(rd.Uvarint())
+			payload := rd.Rest()
+			rd.Skip(size)
 			switch {
-			case !d.Ok():
+			case !rd.Ok():
 			case tag == 0:
-				r.ClusterID = tagNullString(&d, payload[:size:size])
+				r.ClusterID = tagNullString(&rd, payload[:size:size])
 			case tag == 1:
 				// "ReplicaState": { "ReplicaId": int32,
 				// "ReplicaEpoch": int64 }, a flexible struct.
@@ -207,12 +207,12 @@ func (r *FetchRequest) Decode(body []byte, version int16) error {
 				t.Int64()
 				t.SkipTags()
 				if err := t.Complete(); err != nil {
-					d.Fail(err)
+					rd.Fail(err)
 				}
 			}
 		}
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // FetchResponse is a Fetch response, v4–12. AppendTo encodes it; the
@@ -472,26 +472,26 @@ var errFetchTag = errors.New("wire: malformed Fetch tagged field")
 // (docs/design/kafka-protocol.md §1.3: "every one must be skippable when received"), but a
 // payload that is not the schema's UUID or INT64 is malformed, as both
 // Kafka's and franz-go's readers find it, so the request fails.
-func fetchPartitionTags(d *Reader) {
-	n := d.Uvarint()
-	for k := uint32(0); k < n && d.Ok(); k++ {
-		tag := d.Uvarint()
-		size := int(d.Uvarint())
+func fetchPartitionTags(rd *Reader) {
+	n := rd.Uvarint()
+	for k := uint32(0); k < n && rd.Ok(); k++ {
+		tag := rd.Uvarint()
+		size := int(rd.Uvarint())
 		if (tag == 0 && size != 16) || (tag == 1 && size != 8) {
-			d.Fail(errFetchTag)
+			rd.Fail(errFetchTag)
 			return
 		}
-		d.Skip(size)
+		rd.Skip(size)
 	}
 }
 
 // tagNullString parses a tagged field's payload holding one compact nullable
-// string; a malformed payload fails d.
-func tagNullString(d *Reader, payload []byte) NullString {
+// string; a malformed payload fails rd.
+func tagNullString(rd *Reader, payload []byte) NullString {
 	t := NewReader(payload)
 	s := nullStr(&t, true)
 	if err := t.Complete(); err != nil {
-		d.Fail(err)
+		rd.Fail(err)
 		return NullString{}
 	}
 	return s

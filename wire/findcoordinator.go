@@ -37,23 +37,23 @@ func (r *FindCoordinatorRequest) Decode(body []byte, version int16) error {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= findCoordinatorFlexible
-	d := NewReader(body)
+	rd := NewReader(body)
 	r.CoordinatorKey = ""
 	if version <= 3 { // Key: "versions": "0-3"
-		r.CoordinatorKey = d.Str(flex)
+		r.CoordinatorKey = rd.Str(flex)
 	}
 	r.CoordinatorType = CoordinatorTypeGroup
 	if version >= 1 {
-		r.CoordinatorType = d.Int8()
+		r.CoordinatorType = rd.Int8()
 	}
 	r.CoordinatorKeys = r.CoordinatorKeys[:0]
 	if version >= 4 { // CoordinatorKeys: "versions": "4+"
-		r.CoordinatorKeys = strs(&d, flex, false, r.CoordinatorKeys)
+		r.CoordinatorKeys = strs(&rd, flex, false, r.CoordinatorKeys)
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // FindCoordinatorResponse is a FindCoordinator response, v0–6.

@@ -27,18 +27,18 @@ func (r *HeartbeatRequest) Decode(body []byte, version int16) error {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= heartbeatFlexible
-	d := NewReader(body)
-	r.Group = d.Str(flex)
-	r.Generation = d.Int32()
-	r.MemberID = d.Str(flex)
+	rd := NewReader(body)
+	r.Group = rd.Str(flex)
+	r.Generation = rd.Int32()
+	r.MemberID = rd.Str(flex)
 	r.InstanceID = NullString{}
 	if version >= 3 {
-		r.InstanceID = nullStr(&d, flex)
+		r.InstanceID = nullStr(&rd, flex)
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // HeartbeatResponse is a Heartbeat response, v0–4.

@@ -47,41 +47,41 @@ func (r *JoinGroupRequest) Decode(body []byte, version int16) error {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= joinGroupFlexible
-	d := NewReader(body)
-	r.Group = d.Str(flex)
-	r.SessionTimeoutMillis = d.Int32()
+	rd := NewReader(body)
+	r.Group = rd.Str(flex)
+	r.SessionTimeoutMillis = rd.Int32()
 	r.RebalanceTimeoutMillis = -1
 	if version >= 1 {
-		r.RebalanceTimeoutMillis = d.Int32()
+		r.RebalanceTimeoutMillis = rd.Int32()
 	}
-	r.MemberID = d.Str(flex)
+	r.MemberID = rd.Str(flex)
 	r.InstanceID = NullString{}
 	if version >= 5 {
-		r.InstanceID = nullStr(&d, flex)
+		r.InstanceID = nullStr(&rd, flex)
 	}
-	r.ProtocolType = d.Str(flex)
+	r.ProtocolType = rd.Str(flex)
 	// Smallest protocol: empty name and metadata (+ tags when flexible).
 	pmin := 2 + 4
 	if flex {
 		pmin = 3
 	}
-	r.Protocols = resize(r.Protocols, arrayLen(&d, flex, pmin))
+	r.Protocols = resize(r.Protocols, arrayLen(&rd, flex, pmin))
 	for i := range r.Protocols {
 		p := &r.Protocols[i]
-		p.Name = d.Str(flex)
-		p.Metadata = d.ByteSlice(flex)
+		p.Name = rd.Str(flex)
+		p.Metadata = rd.ByteSlice(flex)
 		if flex {
-			d.SkipTags()
+			rd.SkipTags()
 		}
 	}
 	r.Reason = NullString{}
 	if version >= 8 {
-		r.Reason = nullStr(&d, flex)
+		r.Reason = nullStr(&rd, flex)
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // JoinGroupResponse is a JoinGroup response, v0–9.

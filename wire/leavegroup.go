@@ -36,12 +36,12 @@ func (r *LeaveGroupRequest) Decode(body []byte, version int16) error {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= leaveGroupFlexible
-	d := NewReader(body)
-	r.Group = d.Str(flex)
+	rd := NewReader(body)
+	r.Group = rd.Str(flex)
 	r.MemberID = ""
 	r.Members = r.Members[:0]
 	if version <= 2 { // MemberId: "versions": "0-2"
-		r.MemberID = d.Str(flex)
+		r.MemberID = rd.Str(flex)
 	} else { // Members: "versions": "3+"
 		mmin := 2 + 2
 		if flex {
@@ -50,24 +50,24 @@ func (r *LeaveGroupRequest) Decode(body []byte, version int16) error {
 		if version >= 5 {
 			mmin++
 		}
-		r.Members = resize(r.Members, arrayLen(&d, flex, mmin))
+		r.Members = resize(r.Members, arrayLen(&rd, flex, mmin))
 		for i := range r.Members {
 			m := &r.Members[i]
-			m.MemberID = d.Str(flex)
-			m.InstanceID = nullStr(&d, flex)
+			m.MemberID = rd.Str(flex)
+			m.InstanceID = nullStr(&rd, flex)
 			m.Reason = NullString{}
 			if version >= 5 {
-				m.Reason = nullStr(&d, flex)
+				m.Reason = nullStr(&rd, flex)
 			}
 			if flex {
-				d.SkipTags()
+				rd.SkipTags()
 			}
 		}
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // LeaveGroupResponse is a LeaveGroup response, v0–5.

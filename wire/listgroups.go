@@ -23,19 +23,19 @@ func (r *ListGroupsRequest) Decode(body []byte, version int16) error {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= listGroupsFlexible
-	d := NewReader(body)
+	rd := NewReader(body)
 	r.StatesFilter = r.StatesFilter[:0]
 	if version >= 4 {
-		r.StatesFilter = strs(&d, flex, false, r.StatesFilter)
+		r.StatesFilter = strs(&rd, flex, false, r.StatesFilter)
 	}
 	r.TypesFilter = r.TypesFilter[:0]
 	if version >= 5 {
-		r.TypesFilter = strs(&d, flex, false, r.TypesFilter)
+		r.TypesFilter = strs(&rd, flex, false, r.TypesFilter)
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // ListGroupsResponse is a ListGroups response, v0–5.

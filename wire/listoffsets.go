@@ -48,11 +48,11 @@ func (r *ListOffsetsRequest) Decode(body []byte, version int16) error {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= listOffsetsFlexible
-	d := NewReader(body)
-	r.ReplicaID = d.Int32()
+	rd := NewReader(body)
+	r.ReplicaID = rd.Int32()
 	r.IsolationLevel = 0
 	if version >= 2 {
-		r.IsolationLevel = d.Int8()
+		r.IsolationLevel = rd.Int8()
 	}
 	pmin := 4 + 8
 	if version >= 4 {
@@ -61,36 +61,36 @@ func (r *ListOffsetsRequest) Decode(body []byte, version int16) error {
 	if flex {
 		pmin++
 	}
-	r.Topics = resize(r.Topics, arrayLen(&d, flex, minStringArraySize(flex)))
+	r.Topics = resize(r.Topics, arrayLen(&rd, flex, minStringArraySize(flex)))
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		t.Topic = d.Str(flex)
-		t.Partitions = resize(t.Partitions, arrayLen(&d, flex, pmin))
+		t.Topic = rd.Str(flex)
+		t.Partitions = resize(t.Partitions, arrayLen(&rd, flex, pmin))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
-			p.Partition = d.Int32()
+			p.Partition = rd.Int32()
 			p.CurrentLeaderEpoch = -1
 			if version >= 4 {
-				p.CurrentLeaderEpoch = d.Int32()
+				p.CurrentLeaderEpoch = rd.Int32()
 			}
-			p.Timestamp = d.Int64()
+			p.Timestamp = rd.Int64()
 			// MaxNumOffsets: "versions": "0" — gone from v1.
 			if flex {
-				d.SkipTags()
+				rd.SkipTags()
 			}
 		}
 		if flex {
-			d.SkipTags()
+			rd.SkipTags()
 		}
 	}
 	r.TimeoutMillis = 30000
 	if version >= 10 {
-		r.TimeoutMillis = d.Int32()
+		r.TimeoutMillis = rd.Int32()
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // ListOffsetsResponse is a ListOffsets response, v1–10.

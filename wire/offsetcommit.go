@@ -54,17 +54,17 @@ func (r *OffsetCommitRequest) Decode(body []byte, version int16) error {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= offsetCommitFlexible
-	d := NewReader(body)
-	r.Group = d.Str(flex)
-	r.Generation = d.Int32() // v1+
-	r.MemberID = d.Str(flex) // v1+
+	rd := NewReader(body)
+	r.Group = rd.Str(flex)
+	r.Generation = rd.Int32() // v1+
+	r.MemberID = rd.Str(flex) // v1+
 	r.InstanceID = NullString{}
 	if version >= 7 {
-		r.InstanceID = nullStr(&d, flex)
+		r.InstanceID = nullStr(&rd, flex)
 	}
 	r.RetentionTimeMillis = -1
 	if version <= 4 { // RetentionTimeMs: "versions": "2-4"
-		r.RetentionTimeMillis = d.Int64()
+		r.RetentionTimeMillis = rd.Int64()
 	}
 	// Smallest partition: index, offset, null metadata, then the leader
 	// epoch (6+) and the tag count (8+).
@@ -75,33 +75,33 @@ func (r *OffsetCommitRequest) Decode(body []byte, version int16) error {
 	if flex {
 		pmin = 4 + 8 + 4 + 1 + 1
 	}
-	r.Topics = resize(r.Topics, arrayLen(&d, flex, minStringArraySize(flex)))
+	r.Topics = resize(r.Topics, arrayLen(&rd, flex, minStringArraySize(flex)))
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		t.Topic = d.Str(flex)
-		t.Partitions = resize(t.Partitions, arrayLen(&d, flex, pmin))
+		t.Topic = rd.Str(flex)
+		t.Partitions = resize(t.Partitions, arrayLen(&rd, flex, pmin))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
-			p.Partition = d.Int32()
-			p.Offset = d.Int64()
+			p.Partition = rd.Int32()
+			p.Offset = rd.Int64()
 			// CommitTimestamp: "versions": "1" — gone from v2.
 			p.LeaderEpoch = -1
 			if version >= 6 {
-				p.LeaderEpoch = d.Int32()
+				p.LeaderEpoch = rd.Int32()
 			}
-			p.Metadata = nullStr(&d, flex)
+			p.Metadata = nullStr(&rd, flex)
 			if flex {
-				d.SkipTags()
+				rd.SkipTags()
 			}
 		}
 		if flex {
-			d.SkipTags()
+			rd.SkipTags()
 		}
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // OffsetCommitResponse is an OffsetCommit response, v2–9.

@@ -60,7 +60,7 @@ func (r *OffsetFetchRequest) Decode(body []byte, version int16) error {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= offsetFetchFlexible
-	d := NewReader(body)
+	rd := NewReader(body)
 	r.Group = ""
 	if r.Topics != nil {
 		r.topicsBuf = r.Topics
@@ -68,49 +68,49 @@ func (r *OffsetFetchRequest) Decode(body []byte, version int16) error {
 	r.Topics = nil
 	r.Groups = r.Groups[:0]
 	if version <= 7 {
-		r.Group = d.Str(flex)
+		r.Group = rd.Str(flex)
 		// Topics: "nullableVersions": "2-7".
-		r.Topics, r.topicsBuf = offsetFetchTopics(&d, flex, version >= 2, r.topicsBuf)
+		r.Topics, r.topicsBuf = offsetFetchTopics(&rd, flex, version >= 2, r.topicsBuf)
 	} else {
 		gmin := 1 + 1 + 1 // empty group id, null topics, tags
 		if version >= 9 {
 			gmin += 1 + 4
 		}
-		r.Groups = resize(r.Groups, arrayLen(&d, flex, gmin))
+		r.Groups = resize(r.Groups, arrayLen(&rd, flex, gmin))
 		for i := range r.Groups {
 			g := &r.Groups[i]
-			g.Group = d.Str(flex)
+			g.Group = rd.Str(flex)
 			g.MemberID, g.MemberEpoch = NullString{}, -1
 			if version >= 9 {
-				g.MemberID = nullStr(&d, flex)
-				g.MemberEpoch = d.Int32()
+				g.MemberID = nullStr(&rd, flex)
+				g.MemberEpoch = rd.Int32()
 			}
 			if g.Topics != nil {
 				g.topicsBuf = g.Topics
 			}
 			// Topics: "nullableVersions": "8+".
-			g.Topics, g.topicsBuf = offsetFetchTopics(&d, flex, true, g.topicsBuf)
-			d.SkipTags() // v8+ is flexible
+			g.Topics, g.topicsBuf = offsetFetchTopics(&rd, flex, true, g.topicsBuf)
+			rd.SkipTags() // v8+ is flexible
 		}
 	}
 	r.RequireStable = false
 	if version >= 7 {
-		r.RequireStable = d.Bool()
+		r.RequireStable = rd.Bool()
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // offsetFetchTopics reads a topics array into buf's storage. A null array
 // (allowed when nullable) returns nil topics and keeps buf as the spare
 // storage; otherwise the spare is consumed.
-func offsetFetchTopics(d *Reader, flex, nullable bool, buf []OffsetFetchRequestTopic) (topics, spare []OffsetFetchRequestTopic) {
-	n := d.ArrayLen(flex, minStringArraySize(flex))
+func offsetFetchTopics(rd *Reader, flex, nullable bool, buf []OffsetFetchRequestTopic) (topics, spare []OffsetFetchRequestTopic) {
+	n := rd.ArrayLen(flex, minStringArraySize(flex))
 	if n < 0 {
 		if !nullable {
-			d.Fail(ErrNegativeLength)
+			rd.Fail(ErrNegativeLength)
 		}
 		return nil, buf
 	}
@@ -120,10 +120,10 @@ func offsetFetchTopics(d *Reader, flex, nullable bool, buf []OffsetFetchRequestT
 	}
 	for i := range topics {
 		t := &topics[i]
-		t.Topic = d.Str(flex)
-		t.Partitions = int32s(d, flex, t.Partitions)
+		t.Topic = rd.Str(flex)
+		t.Partitions = int32s(rd, flex, t.Partitions)
 		if flex {
-			d.SkipTags()
+			rd.SkipTags()
 		}
 	}
 	return topics, nil

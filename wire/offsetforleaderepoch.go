@@ -41,37 +41,37 @@ func (r *OffsetForLeaderEpochRequest) Decode(body []byte, version int16) error {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= offsetForLeaderEpochFlexible
-	d := NewReader(body)
+	rd := NewReader(body)
 	r.ReplicaID = -2
 	if version >= 3 {
-		r.ReplicaID = d.Int32()
+		r.ReplicaID = rd.Int32()
 	}
 	pmin := 4 + 4 + 4 // v2+: Partition, CurrentLeaderEpoch, LeaderEpoch
 	if flex {
 		pmin++
 	}
-	r.Topics = resize(r.Topics, arrayLen(&d, flex, minStringArraySize(flex)))
+	r.Topics = resize(r.Topics, arrayLen(&rd, flex, minStringArraySize(flex)))
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		t.Topic = d.Str(flex)
-		t.Partitions = resize(t.Partitions, arrayLen(&d, flex, pmin))
+		t.Topic = rd.Str(flex)
+		t.Partitions = resize(t.Partitions, arrayLen(&rd, flex, pmin))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
-			p.Partition = d.Int32()
-			p.CurrentLeaderEpoch = d.Int32() // v2+
-			p.LeaderEpoch = d.Int32()
+			p.Partition = rd.Int32()
+			p.CurrentLeaderEpoch = rd.Int32() // v2+
+			p.LeaderEpoch = rd.Int32()
 			if flex {
-				d.SkipTags()
+				rd.SkipTags()
 			}
 		}
 		if flex {
-			d.SkipTags()
+			rd.SkipTags()
 		}
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // OffsetForLeaderEpochResponse is an OffsetForLeaderEpoch response, v2–4.

@@ -42,36 +42,36 @@ func (r *SyncGroupRequest) Decode(body []byte, version int16) error {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= syncGroupFlexible
-	d := NewReader(body)
-	r.Group = d.Str(flex)
-	r.Generation = d.Int32()
-	r.MemberID = d.Str(flex)
+	rd := NewReader(body)
+	r.Group = rd.Str(flex)
+	r.Generation = rd.Int32()
+	r.MemberID = rd.Str(flex)
 	r.InstanceID = NullString{}
 	if version >= 3 {
-		r.InstanceID = nullStr(&d, flex)
+		r.InstanceID = nullStr(&rd, flex)
 	}
 	r.ProtocolType, r.Protocol = NullString{}, NullString{}
 	if version >= 5 {
-		r.ProtocolType = nullStr(&d, flex)
-		r.Protocol = nullStr(&d, flex)
+		r.ProtocolType = nullStr(&rd, flex)
+		r.Protocol = nullStr(&rd, flex)
 	}
 	amin := 2 + 4
 	if flex {
 		amin = 3
 	}
-	r.GroupAssignment = resize(r.GroupAssignment, arrayLen(&d, flex, amin))
+	r.GroupAssignment = resize(r.GroupAssignment, arrayLen(&rd, flex, amin))
 	for i := range r.GroupAssignment {
 		a := &r.GroupAssignment[i]
-		a.MemberID = d.Str(flex)
-		a.MemberAssignment = d.ByteSlice(flex)
+		a.MemberID = rd.Str(flex)
+		a.MemberAssignment = rd.ByteSlice(flex)
 		if flex {
-			d.SkipTags()
+			rd.SkipTags()
 		}
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // SyncGroupResponse is a SyncGroup response, v0–5.
