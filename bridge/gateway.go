@@ -146,8 +146,8 @@ func (c *Config) normalize() {
 // tests can take the overflow path.
 var workQueueLen = 4096
 
-// maxAPIKey bounds the handler table.
-const maxAPIKey = 128
+// maxAPIKey bounds the handler table and the per-key metrics.
+const maxAPIKey = wire.MaxAPIKey
 
 // inlineFrameLimit: requests larger than this are served off the loop even
 // on the embedded log (decompression and mapping of big batches take time).

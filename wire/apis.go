@@ -81,10 +81,11 @@ var APIs = []APIRange{
 	{KeyDescribeProducers, 0, 0, describeProducersFlexible},
 }
 
-// maxKey bounds the lookup array.
-const maxKey = 128
+// MaxAPIKey bounds the API keys wire's lookup array (and the gateway's
+// per-key tables) index: every key in APIs is below it.
+const MaxAPIKey = 128
 
-var apiIndex = func() (idx [maxKey]int16) {
+var apiIndex = func() (idx [MaxAPIKey]int16) {
 	for i := range idx {
 		idx[i] = -1
 	}
@@ -93,7 +94,7 @@ var apiIndex = func() (idx [maxKey]int16) {
 
 func init() {
 	for i, a := range APIs {
-		if a.Key >= 0 && a.Key < maxKey {
+		if a.Key >= 0 && a.Key < MaxAPIKey {
 			apiIndex[a.Key] = int16(i)
 		}
 	}
@@ -101,7 +102,7 @@ func init() {
 
 // LookupAPI returns the table row for key.
 func LookupAPI(key APIKey) (APIRange, bool) {
-	if key < 0 || key >= maxKey || apiIndex[key] < 0 {
+	if key < 0 || key >= MaxAPIKey || apiIndex[key] < 0 {
 		return APIRange{}, false
 	}
 	return APIs[apiIndex[key]], true
