@@ -81,7 +81,7 @@ func TestAllocsBuilder(t *testing.T) {
 	raw := batch.AppendRecordHeader(nil, []byte("h"), []byte("v"))
 	hdrs := batch.NewRecordHeaders(raw, 1)
 	allocs := testing.AllocsPerRun(100, func() {
-		bld.Reset(buf[:0], 100, 1700000000000, batch.None)
+		bld.Reset(buf[:0], 100, 1700000000000, batch.NoCompression)
 		bld.SetProducer(1, 0, 0)
 		for i := range 20 {
 			bld.Append(int32(3*i), int64(i), key, value)

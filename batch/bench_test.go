@@ -43,7 +43,7 @@ var benchShapes = []struct {
 // validate+iterate <= 2x crc.
 func BenchmarkValidateIterate(b *testing.B) {
 	for _, s := range benchShapes {
-		bt := benchBatch(batch.None, s.recSize, s.batchLen)
+		bt := benchBatch(batch.NoCompression, s.recSize, s.batchLen)
 		b.Run(s.name+"/validate+iterate", func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(bt)))
@@ -85,7 +85,7 @@ func BenchmarkDecompress(b *testing.B) {
 	for _, size := range []int{16 << 10, 1 << 20} {
 		for _, codec := range allCodecs[1:] {
 			bt := benchBatch(codec, 1<<10, size)
-			raw := benchBatch(batch.None, 1<<10, size)
+			raw := benchBatch(batch.NoCompression, 1<<10, size)
 			h, err := batch.Validate(bt)
 			if err != nil {
 				b.Fatal(err)

@@ -26,7 +26,7 @@ import (
 //     header count; EndRecord writes the real varints and moves the record
 //     body down over the unused reservation.
 //
-// With a codec other than None the records are built in a scratch buffer
+// With a codec other than NoCompression the records are built in a scratch buffer
 // owned by the Builder and compressed into the batch by Finish (snappy uses
 // xerial framing, as a Kafka broker emits it).
 type Builder struct {
@@ -69,10 +69,10 @@ const reserve = varint.MaxLen32
 // Reset starts a new batch appended to dst (nil allowed; existing contents
 // are kept before the batch). Producer fields default to -1 (not idempotent)
 // and partitionLeaderEpoch to -1; change them with SetProducer and
-// SetPartitionLeaderEpoch. An invalid codec is treated as None.
+// SetPartitionLeaderEpoch. An invalid codec is treated as NoCompression.
 func (b *Builder) Reset(dst []byte, baseOffset, baseTimestamp int64, codec Codec) {
 	if !codec.Valid() {
-		codec = None
+		codec = NoCompression
 	}
 	b.start = len(dst)
 	var hdr [HeaderSize]byte
@@ -105,7 +105,7 @@ func (b *Builder) Len() int { return int(b.n) }
 
 // records returns the buffer records are appended to.
 func (b *Builder) records() *[]byte {
-	if b.codec == None {
+	if b.codec == NoCompression {
 		return &b.buf
 	}
 	return &b.raw
@@ -244,12 +244,12 @@ func (b *Builder) Finish() []byte {
 		return b.buf[:b.start]
 	}
 	codec := b.codec
-	if codec != None {
+	if codec != NoCompression {
 		out, ok := b.compress(b.buf, b.raw)
 		if ok {
 			b.buf = out
 		} else {
-			codec = None
+			codec = NoCompression
 			b.buf = append(b.buf, b.raw...)
 		}
 	}

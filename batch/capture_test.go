@@ -257,11 +257,11 @@ func encodeResponse(h fuzz.RequestHeader, r kmsg.Response) []byte {
 	return out
 }
 
-var captureCodecs = []batch.Codec{batch.None, batch.Gzip, batch.Snappy, batch.LZ4, batch.Zstd}
+var captureCodecs = []batch.Codec{batch.NoCompression, batch.Gzip, batch.Snappy, batch.LZ4, batch.Zstd}
 
 func produceFranz(ctx context.Context, addr string, codec batch.Codec) error {
 	cc := map[batch.Codec]kgo.CompressionCodec{
-		batch.None: kgo.NoCompression(), batch.Gzip: kgo.GzipCompression(),
+		batch.NoCompression: kgo.NoCompression(), batch.Gzip: kgo.GzipCompression(),
 		batch.Snappy: kgo.SnappyCompression(), batch.LZ4: kgo.Lz4Compression(), batch.Zstd: kgo.ZstdCompression(),
 	}[codec]
 	cl, err := kgo.NewClient(
@@ -293,7 +293,7 @@ func produceSarama(_ context.Context, addr string, codec batch.Codec) error {
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
 	cfg.Producer.Compression = map[batch.Codec]sarama.CompressionCodec{
-		batch.None: sarama.CompressionNone, batch.Gzip: sarama.CompressionGZIP,
+		batch.NoCompression: sarama.CompressionNone, batch.Gzip: sarama.CompressionGZIP,
 		batch.Snappy: sarama.CompressionSnappy, batch.LZ4: sarama.CompressionLZ4, batch.Zstd: sarama.CompressionZSTD,
 	}[codec]
 	cfg.Metadata.Retry.Backoff = 10 * time.Millisecond
@@ -323,7 +323,7 @@ func produceSarama(_ context.Context, addr string, codec batch.Codec) error {
 func produceKcat(ctx context.Context, kcat, addr string, codec batch.Codec) error {
 	args := []string{"-P", "-b", addr, "-t", fuzz.CaptureTopic, "-p", "0", "-K", "\t",
 		"-X", "linger.ms=20", "-X", "api.version.request=true"}
-	if codec != batch.None {
+	if codec != batch.NoCompression {
 		args = append(args, "-z", codec.String())
 	}
 	cmd := exec.CommandContext(ctx, kcat, args...)

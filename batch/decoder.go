@@ -115,7 +115,7 @@ func (d *Decoder) Records(b []byte, h Header, budget *Budget) (Records, error) {
 	n := int64(h.NumRecords)
 	section := b[HeaderSize:size:size]
 	codec := h.Codec()
-	if codec == None && n > int64(len(section)/minRecordSize) {
+	if codec == NoCompression && n > int64(len(section)/minRecordSize) {
 		// An uncompressed records section cannot hold more than one record
 		// per minRecordSize bytes: a larger count is a lie, not a large
 		// batch (Kafka's iterator fails it as "premature EOF").
@@ -124,7 +124,7 @@ func (d *Decoder) Records(b []byte, h Header, budget *Budget) (Records, error) {
 	if n > limitRecords {
 		return Records{}, ErrBudgetRecords
 	}
-	if codec == None {
+	if codec == NoCompression {
 		if budget != nil {
 			budget.MaxRecords -= n
 		}

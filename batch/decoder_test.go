@@ -20,14 +20,14 @@ import (
 	"github.com/kiggy-io/kiggy/varint"
 )
 
-var allCodecs = []batch.Codec{batch.None, batch.Gzip, batch.Snappy, batch.LZ4, batch.Zstd}
+var allCodecs = []batch.Codec{batch.NoCompression, batch.Gzip, batch.Snappy, batch.LZ4, batch.Zstd}
 
 // buildBatch builds n records of size bytes each with codec and returns the
 // batch and the size of its uncompressed records section.
 func buildBatch(codec batch.Codec, n, size int) (b []byte, rawSize int) {
 	var bld, raw batch.Builder
 	bld.Reset(nil, 0, 1700000000000, codec)
-	raw.Reset(nil, 0, 1700000000000, batch.None)
+	raw.Reset(nil, 0, 1700000000000, batch.NoCompression)
 	for i := range n {
 		v := fuzz.Text(uint64(i), size)
 		bld.Append(int32(i), int64(i), []byte("key"), v)
@@ -60,7 +60,7 @@ func TestDecoderBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			charged := int64(size)
-			if codec == batch.None {
+			if codec == batch.NoCompression {
 				charged = 0 // views into the frame cost nothing
 			}
 			// Exactly enough.
@@ -85,7 +85,7 @@ func TestDecoderBudget(t *testing.T) {
 			if err != nil || countRecords(t, recs) != 50 {
 				t.Fatal(err)
 			}
-			if codec == batch.None {
+			if codec == batch.NoCompression {
 				return
 			}
 			// One byte too few.

@@ -54,7 +54,7 @@ func FuzzValidateIterate(f *testing.F) {
 				t.Fatalf("accepted %+v for %d bytes", h, len(b))
 			}
 			recs, err := batch.RecordsOf(b, h)
-			if h.Codec() != batch.None {
+			if h.Codec() != batch.NoCompression {
 				if err != batch.ErrCompressed {
 					t.Fatalf("compressed batch: %v", err)
 				}
@@ -64,7 +64,7 @@ func FuzzValidateIterate(f *testing.F) {
 				t.Fatal(err)
 			}
 			var bld batch.Builder
-			bld.Reset(nil, h.BaseOffset, h.BaseTimestamp, batch.None)
+			bld.Reset(nil, h.BaseOffset, h.BaseTimestamp, batch.NoCompression)
 			var got []batch.Record
 			var r batch.Record
 			for recs.Next(&r) {
@@ -121,7 +121,7 @@ func sameBytes(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equa
 // reference decoder also succeeds, the same output.
 func FuzzDecompress(f *testing.F) {
 	for _, b := range seedBatches(f) {
-		if h, err := batch.Validate(b); err == nil && h.Codec() != batch.None {
+		if h, err := batch.Validate(b); err == nil && h.Codec() != batch.NoCompression {
 			f.Add(uint8(h.Codec()), b[batch.HeaderSize:])
 		}
 	}

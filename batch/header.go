@@ -74,11 +74,11 @@ type Codec int8
 
 // The codecs Kafka defines (docs/design/kafka-protocol.md §5). Ids 5–7 are invalid.
 const (
-	None   Codec = 0
-	Gzip   Codec = 1
-	Snappy Codec = 2
-	LZ4    Codec = 3
-	Zstd   Codec = 4
+	NoCompression Codec = 0
+	Gzip          Codec = 1
+	Snappy        Codec = 2
+	LZ4           Codec = 3
+	Zstd          Codec = 4
 )
 
 var codecNames = [8]string{"none", "gzip", "snappy", "lz4", "zstd", "codec(5)", "codec(6)", "codec(7)"}
@@ -92,7 +92,7 @@ func (c Codec) String() string {
 }
 
 // Valid reports whether c is one of the five codecs Kafka defines.
-func (c Codec) Valid() bool { return c >= None && c <= Zstd }
+func (c Codec) Valid() bool { return c >= NoCompression && c <= Zstd }
 
 // Header is a decoded RecordBatch v2 header (docs/design/kafka-protocol.md §4.1).
 type Header struct {
@@ -261,4 +261,16 @@ func SetBaseOffset(b []byte, baseOffset int64) {
 // batch starting at b; like SetBaseOffset it leaves the CRC valid.
 func SetPartitionLeaderEpoch(b []byte, epoch int32) {
 	binary.BigEndian.PutUint32(b[offLeaderEpoch:offLeaderEpoch+4], uint32(epoch))
+}
+
+// PeekCodec returns the codec in the attribute bits 0–2 of the batch starting
+// at b, without validating the batch (docs/design/kafka-protocol.md §4.1:
+// attributes is an INT16 at offset 21, so the codec is in byte 22). ok is
+// false when b is too short to hold the attributes. Validate is the check;
+// PeekCodec only lets a caller decide early how to handle a batch.
+func PeekCodec(b []byte) (c Codec, ok bool) {
+	if len(b) < offAttributes+2 {
+		return NoCompression, false
+	}
+	return Codec(b[offAttributes+1] & attrCodecMask), true
 }

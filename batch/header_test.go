@@ -43,7 +43,7 @@ func TestGoldenVector(t *testing.T) {
 	if h != want {
 		t.Fatalf("header\n got %+v\nwant %+v", h, want)
 	}
-	if h.Codec() != batch.None || h.Transactional() || h.Control() || h.LogAppendTime() || h.HasDeleteHorizon() {
+	if h.Codec() != batch.NoCompression || h.Transactional() || h.Control() || h.LogAppendTime() || h.HasDeleteHorizon() {
 		t.Fatal("flags wrong")
 	}
 	if err := h.CheckProduce(); err != nil {
@@ -66,7 +66,7 @@ func TestGoldenVector(t *testing.T) {
 
 	// The Builder reproduces the vector byte for byte.
 	var bld batch.Builder
-	bld.Reset(nil, 0, 1700000000000, batch.None)
+	bld.Reset(nil, 0, 1700000000000, batch.NoCompression)
 	bld.Append(0, 0, nil, []byte("hi"))
 	if got := bld.Finish(); !bytes.Equal(got, golden) {
 		t.Fatalf("builder\n got %x\nwant %x", got, golden)
@@ -135,7 +135,7 @@ func TestValidateErrors(t *testing.T) {
 func TestAttributesAndCheckProduce(t *testing.T) {
 	build := func(f func(*batch.Builder)) batch.Header {
 		var b batch.Builder
-		b.Reset(nil, 0, 1700000000000, batch.None)
+		b.Reset(nil, 0, 1700000000000, batch.NoCompression)
 		f(&b)
 		b.Append(0, 0, nil, []byte("x"))
 		h, err := batch.Validate(b.Finish())
@@ -162,7 +162,7 @@ func TestAttributesAndCheckProduce(t *testing.T) {
 		{"idempotent without sequence", func(b *batch.Builder) { b.SetProducer(7, 1, -1) },
 			func(batch.Header) bool { return true }, batch.ErrSequence},
 		{"codec bits ignored", func(b *batch.Builder) { b.SetAttributes(0x07) }, func(h batch.Header) bool {
-			return h.Codec() == batch.None
+			return h.Codec() == batch.NoCompression
 		}, nil},
 	}
 	for _, tt := range tests {
@@ -194,7 +194,7 @@ func TestAttributesAndCheckProduce(t *testing.T) {
 
 func TestCodecString(t *testing.T) {
 	for c, want := range map[batch.Codec]string{
-		batch.None: "none", batch.Gzip: "gzip", batch.Snappy: "snappy", batch.LZ4: "lz4", batch.Zstd: "zstd",
+		batch.NoCompression: "none", batch.Gzip: "gzip", batch.Snappy: "snappy", batch.LZ4: "lz4", batch.Zstd: "zstd",
 		5: "codec(5)", 7: "codec(7)", -1: "codec(?)", 8: "codec(?)",
 	} {
 		if got := c.String(); got != want {
@@ -203,5 +203,29 @@ func TestCodecString(t *testing.T) {
 		if c.Valid() != (c >= 0 && c <= 4) {
 			t.Errorf("%d: Valid %v", c, c.Valid())
 		}
+	}
+}
+
+// TestPeekCodec checks PeekCodec against Validate's Header.Codec for every
+// codec, and that a batch too short for the attributes is reported as such.
+func TestPeekCodec(t *testing.T) {
+	for _, codec := range []batch.Codec{batch.NoCompression, batch.Gzip, batch.Snappy, batch.LZ4, batch.Zstd} {
+		var b batch.Builder
+		b.Reset(nil, 0, 1700000000000, codec)
+		b.Append(0, 0, nil, []byte(strings.Repeat("x", 100)))
+		raw := b.Finish()
+		h, err := batch.Validate(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := batch.PeekCodec(raw); !ok || c != h.Codec() || c != codec {
+			t.Errorf("%s: PeekCodec = %v, %v; Header.Codec %v", codec, c, ok, h.Codec())
+		}
+	}
+	if _, ok := batch.PeekCodec(golden[:22]); ok {
+		t.Error("PeekCodec of 22 bytes: ok, want not ok")
+	}
+	if c, ok := batch.PeekCodec(golden[:23]); !ok || c != batch.NoCompression {
+		t.Errorf("PeekCodec of 23 bytes = %v, %v", c, ok)
 	}
 }

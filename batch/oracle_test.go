@@ -31,7 +31,7 @@ var compressors = []struct {
 	codec batch.Codec
 	fn    func(tb testing.TB, raw []byte) []byte
 }{
-	{"none", batch.None, func(_ testing.TB, raw []byte) []byte { return raw }},
+	{"none", batch.NoCompression, func(_ testing.TB, raw []byte) []byte { return raw }},
 	{"gzip", batch.Gzip, func(tb testing.TB, raw []byte) []byte {
 		var buf bytes.Buffer
 		w := gzip.NewWriter(&buf)
@@ -112,7 +112,7 @@ func lz4Frame(tb testing.TB, raw []byte, opts ...lz4.Option) []byte {
 // and Sarama use to read), not with package batch.
 func refDecompress(codec int16, data []byte) ([]byte, error) {
 	switch batch.Codec(codec & 7) {
-	case batch.None:
+	case batch.NoCompression:
 		return data, nil
 	case batch.Gzip:
 		r, err := gzip.NewReader(bytes.NewReader(data))
@@ -236,7 +236,7 @@ func TestBuilderDecodesWithKmsg(t *testing.T) {
 	recs := oracleRecords()
 	var bld batch.Builder
 	var buf []byte
-	for _, codec := range []batch.Codec{batch.None, batch.Gzip, batch.Snappy, batch.LZ4, batch.Zstd} {
+	for _, codec := range []batch.Codec{batch.NoCompression, batch.Gzip, batch.Snappy, batch.LZ4, batch.Zstd} {
 		for _, headersVia := range []string{"begin", "appendrecord"} {
 			t.Run(codec.String()+"-"+headersVia, func(t *testing.T) {
 				bld.Reset(buf[:0], 0, 1700000000000, codec)
@@ -289,13 +289,13 @@ func TestBuilderVarintLengthChanges(t *testing.T) {
 			for i := range nh {
 				raw = batch.AppendRecordHeader(raw, []byte{byte('a' + i%26)}, nil)
 			}
-			direct.Reset(nil, 0, 5, batch.None)
+			direct.Reset(nil, 0, 5, batch.NoCompression)
 			direct.AppendRecord(&batch.Record{OffsetDelta: 0, TimestampDelta: 1, Key: []byte("k"), Value: value,
 				Headers: batch.NewRecordHeaders(raw, nh)})
 			direct.Append(1, 2, nil, []byte("after"))
 			want := direct.Finish()
 
-			streamed.Reset(nil, 0, 5, batch.None)
+			streamed.Reset(nil, 0, 5, batch.NoCompression)
 			streamed.BeginRecord(0, 1, []byte("k"), value)
 			for i := range nh {
 				streamed.AppendHeader([]byte{byte('a' + i%26)}, nil)
@@ -328,7 +328,7 @@ func TestBuilderEdges(t *testing.T) {
 	b.BeginRecord(0, 0, nil, []byte("x"))
 	out := b.Finish() // closes the open record
 	h, err := batch.Validate(out)
-	if err != nil || h.Codec() != batch.None || h.BaseOffset != 10 || b.Len() != 1 {
+	if err != nil || h.Codec() != batch.NoCompression || h.BaseOffset != 10 || b.Len() != 1 {
 		t.Fatalf("%v %+v", err, h)
 	}
 	// Reset keeps the buffer reusable: a second batch into the same storage.
@@ -362,7 +362,7 @@ func TestBuilderSnappyIsXerial(t *testing.T) {
 // and the batch is byte for byte the one append's growth builds.
 func TestBuilderGrow(t *testing.T) {
 	build := func(b *batch.Builder) []byte {
-		b.Reset(make([]byte, 3, 3+batch.HeaderSize), 7, 100, batch.None)
+		b.Reset(make([]byte, 3, 3+batch.HeaderSize), 7, 100, batch.NoCompression)
 		for i := range 200 {
 			v := bytes.Repeat([]byte{byte('a' + i%26)}, i*37)
 			if i%3 == 0 {

@@ -60,7 +60,7 @@ func (h *RecordHeaders) Next() (key, value []byte, ok bool) {
 		return nil, nil, false
 	}
 	b, i := h.raw, h.off
-	kl, one := v1(b, i)
+	kl, one := varint1(b, i)
 	if one {
 		i++
 	} else {
@@ -72,7 +72,7 @@ func (h *RecordHeaders) Next() (key, value []byte, ok bool) {
 	}
 	key = b[i : i+int(kl) : i+int(kl)]
 	i += int(kl)
-	vl, one := v1(b, i)
+	vl, one := varint1(b, i)
 	if one {
 		i++
 	} else {
@@ -122,7 +122,7 @@ func newRecords(section []byte, count int32) Records {
 // that Validate accepted with header h. For a compressed batch it returns
 // ErrCompressed: use a Decoder. It does not allocate.
 func RecordsOf(batch []byte, h Header) (Records, error) {
-	if h.Codec() != None {
+	if h.Codec() != NoCompression {
 		return Records{}, ErrCompressed
 	}
 	size := h.Size()
@@ -142,7 +142,7 @@ func (r *Records) Err() error { return r.err }
 // Next decodes the next record into rec and reports whether there was one.
 // When it returns false, Err tells whether iteration ended cleanly.
 //
-// Every varint is decoded by the inlined one-byte fast path (v1) first; the
+// Every varint is decoded by the inlined one-byte fast path (varint1) first; the
 // general decoder runs only for longer encodings.
 func (r *Records) Next(rec *Record) bool {
 	if r.left <= 0 || r.err != nil {
@@ -156,7 +156,7 @@ func (r *Records) Next(rec *Record) bool {
 		return false
 	}
 	b, i := r.b, r.off
-	length, ok := v1(b, i)
+	length, ok := varint1(b, i)
 	if ok {
 		i++
 	} else {
@@ -178,13 +178,13 @@ func (r *Records) Next(rec *Record) bool {
 	}
 	rec.Attributes = int8(b[i])
 	i++
-	if v, ok := v1(b, i); ok {
+	if v, ok := varint1(b, i); ok {
 		rec.TimestampDelta = int64(v)
 		i++
 	} else if rec.TimestampDelta, i = readVarlongSlow(b, i); i < 0 {
 		return r.fail(ErrRecordBody)
 	}
-	if v, ok := v1(b, i); ok {
+	if v, ok := varint1(b, i); ok {
 		rec.OffsetDelta = v
 		i++
 	} else if rec.OffsetDelta, i = readVarintSlow(b, i); i < 0 {
@@ -192,7 +192,7 @@ func (r *Records) Next(rec *Record) bool {
 	}
 	// Key and value: -1 is null. (Java reads any negative length as null;
 	// kiggy rejects lengths below -1.)
-	kl, ok := v1(b, i)
+	kl, ok := varint1(b, i)
 	if ok {
 		i++
 	} else if kl, i = readVarintSlow(b, i); i < 0 {
@@ -207,7 +207,7 @@ func (r *Records) Next(rec *Record) bool {
 		rec.Key = b[i:j:j]
 		i = j
 	}
-	vl, ok := v1(b, i)
+	vl, ok := varint1(b, i)
 	if ok {
 		i++
 	} else if vl, i = readVarintSlow(b, i); i < 0 {
@@ -223,7 +223,7 @@ func (r *Records) Next(rec *Record) bool {
 		i = j
 	}
 	// "Found invalid number of record headers N" for a negative count.
-	hc, ok := v1(b, i)
+	hc, ok := varint1(b, i)
 	if ok {
 		i++
 	} else if hc, i = readVarintSlow(b, i); i < 0 {
@@ -235,7 +235,7 @@ func (r *Records) Next(rec *Record) bool {
 	hstart := i
 	for n := hc; n > 0; n-- {
 		// "Invalid negative header key size N" (DefaultRecord.readHeaders).
-		l, ok := v1(b, i)
+		l, ok := varint1(b, i)
 		if ok {
 			i++
 		} else if l, i = readVarintSlow(b, i); i < 0 {
@@ -245,7 +245,7 @@ func (r *Records) Next(rec *Record) bool {
 			return r.fail(ErrRecordBody)
 		}
 		i += int(l)
-		if l, ok = v1(b, i); ok {
+		if l, ok = varint1(b, i); ok {
 			i++
 		} else if l, i = readVarintSlow(b, i); i < 0 {
 			return r.fail(ErrRecordBody)
@@ -274,10 +274,10 @@ func (r *Records) fail(err error) bool {
 	return false
 }
 
-// v1 decodes the zig-zag VARINT at b[i] if it is one byte long (ok false
+// varint1 decodes the zig-zag VARINT at b[i] if it is one byte long (ok false
 // otherwise, including i out of range). It is small enough to inline, which
 // readVarintSlow is not.
-func v1(b []byte, i int) (int32, bool) {
+func varint1(b []byte, i int) (int32, bool) {
 	if uint(i) < uint(len(b)) {
 		if c := int32(b[i]); c < 0x80 {
 			return c>>1 ^ -(c & 1), true

@@ -74,7 +74,7 @@ func TestRecordErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := rawBatch(tt.section, tt.count, batch.None)
+			b := rawBatch(tt.section, tt.count, batch.NoCompression)
 			h, err := batch.Validate(b)
 			if err != nil {
 				t.Fatal(err)
@@ -103,7 +103,7 @@ func TestRecordErrors(t *testing.T) {
 
 func TestRecordsFieldsAndViews(t *testing.T) {
 	var bld batch.Builder
-	bld.Reset([]byte("prefix"), 0, 1000, batch.None)
+	bld.Reset([]byte("prefix"), 0, 1000, batch.NoCompression)
 	bld.Append(0, 0, nil, nil)
 	bld.Append(1, -5, []byte{}, []byte{})
 	bld.BeginRecord(2, 1<<40, []byte("key"), []byte("value"))

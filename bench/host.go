@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // Host describes the machine a run measured: the figures are this machine's.
@@ -60,7 +62,7 @@ func hostInfo(java string) Host {
 		}
 	}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		if n, err := parseStatusKB(b, "MemTotal:"); err == nil {
+		if n, err := testtools.ParseKB(b, "MemTotal"); err == nil {
 			h.MemTotalGiB = fmt.Sprintf("%.1f", float64(n)/(1<<30))
 		}
 	}

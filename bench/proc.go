@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat.
@@ -67,25 +69,7 @@ func ProcPeakRSS(pid int) (int64, error) {
 		}
 		return 0, fmt.Errorf("bench: %w", err)
 	}
-	return parseStatusKB(b, "VmHWM:")
-}
-
-func parseStatusKB(b []byte, key string) (int64, error) {
-	for line := range strings.Lines(string(b)) {
-		if !strings.HasPrefix(line, key) {
-			continue
-		}
-		f := strings.Fields(line[len(key):])
-		if len(f) != 2 || f[1] != "kB" {
-			break
-		}
-		kb, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			break
-		}
-		return kb << 10, nil
-	}
-	return 0, fmt.Errorf("bench: no %s line in /proc status", key)
+	return testtools.ParseKB(b, "VmHWM")
 }
 
 // MachineCPU returns the machine's busy CPU time (every CPU, every process:

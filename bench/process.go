@@ -3,7 +3,6 @@ package bench
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 var selfPID = os.Getpid()
@@ -196,28 +197,10 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// goTool returns the go command: go on PATH, else $GOROOT/bin/go.
-func goTool() (string, error) {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p, nil
-	}
-	if root := os.Getenv("GOROOT"); root != "" {
-		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
-			return p, nil
-		}
-	}
-	return "", errors.New("bench: the go command is needed to build the targets and is not on PATH")
-}
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
-}
-
 // buildBinary builds the Go package pkg (relative to the repository root
 // root) into dir/name.
 func buildBinary(ctx context.Context, root, dir, name, pkg string) (string, error) {
-	gobin, err := goTool()
+	gobin, err := testtools.GoTool()
 	if err != nil {
 		return "", err
 	}

@@ -105,12 +105,12 @@ func (g *Gateway) createTopics(c *call) bool {
 		t := &req.Topics[i]
 		out := wire.CreateTopicsResponseTopic{Topic: t.Topic, NumPartitions: -1, ReplicationFactor: -1}
 		code, msg, parts, cfg := g.checkCreate(t)
-		if code == wire.None && req.ValidateOnly {
-			if _, err := g.log.Topic(g.ctx, t.Topic); err == nil {
+		if code == wire.NoError && req.ValidateOnly {
+			if _, err := g.store.Topic(g.ctx, t.Topic); err == nil {
 				code, msg = wire.TopicAlreadyExists, "Topic '"+t.Topic+"' already exists."
 			}
-		} else if code == wire.None {
-			_, err := g.log.CreateTopic(g.ctx, t.Topic, parts, cfg)
+		} else if code == wire.NoError {
+			_, err := g.store.CreateTopic(g.ctx, t.Topic, parts, cfg)
 			switch {
 			case errors.Is(err, ErrTopicExists):
 				code, msg = wire.TopicAlreadyExists, "Topic '"+t.Topic+"' already exists."
@@ -122,12 +122,12 @@ func (g *Gateway) createTopics(c *call) bool {
 		}
 		out.ErrorCode = code
 		if msg != "" {
-			out.ErrorMessage = wire.Str(msg)
+			out.ErrorMessage = wire.NullStringOf(msg)
 		}
-		if code == wire.None {
+		if code == wire.NoError {
 			out.NumPartitions, out.ReplicationFactor = parts, 1
 			for _, e := range topicConfigs(cfg, g.maxMessageBytes()) {
-				out.Configs = append(out.Configs, wire.CreateTopicsResponseTopicConfig{Name: e.name, Value: wire.Str(e.value), ReadOnly: e.readOnly, Source: e.source})
+				out.Configs = append(out.Configs, wire.CreateTopicsResponseTopicConfig{Name: e.name, Value: wire.NullStringOf(e.value), ReadOnly: e.readOnly, Source: e.source})
 			}
 		}
 		resp.Topics = append(resp.Topics, out)
@@ -168,7 +168,7 @@ func (g *Gateway) checkCreate(t *wire.CreateTopicsRequestTopic) (wire.ErrorCode,
 	if bad != "" {
 		return wire.InvalidConfig, bad, 0, TopicConfig{}
 	}
-	return wire.None, "", parts, cfg
+	return wire.NoError, "", parts, cfg
 }
 
 // deleteTopics answers DeleteTopics v1–6 (by name; kiggy serves zero topic
@@ -182,13 +182,13 @@ func (g *Gateway) deleteTopics(c *call) bool {
 	}
 	var resp wire.DeleteTopicsResponse
 	del := func(name string) (wire.ErrorCode, string) {
-		err := g.log.DeleteTopic(g.ctx, name)
+		err := g.store.DeleteTopic(g.ctx, name)
 		switch {
 		case err == nil:
 			// A topic of the same name created later starts with no
 			// producer state.
 			g.producers.dropTopic(name)
-			return wire.None, ""
+			return wire.NoError, ""
 		case errors.Is(err, ErrUnknownTopic):
 			return wire.UnknownTopicOrPartition, "This server does not host this topic-partition."
 		default:
@@ -204,7 +204,7 @@ func (g *Gateway) deleteTopics(c *call) bool {
 				var m string
 				out.ErrorCode, m = del(t.Topic.S)
 				if m != "" {
-					out.ErrorMessage = wire.Str(m)
+					out.ErrorMessage = wire.NullStringOf(m)
 				}
 			}
 			resp.Topics = append(resp.Topics, out)
@@ -212,9 +212,9 @@ func (g *Gateway) deleteTopics(c *call) bool {
 	} else {
 		for _, name := range req.TopicNames {
 			code, m := del(name)
-			out := wire.DeleteTopicsResponseTopic{Topic: wire.Str(name), ErrorCode: code}
+			out := wire.DeleteTopicsResponseTopic{Topic: wire.NullStringOf(name), ErrorCode: code}
 			if m != "" {
-				out.ErrorMessage = wire.Str(m)
+				out.ErrorMessage = wire.NullStringOf(m)
 			}
 			resp.Topics = append(resp.Topics, out)
 		}
@@ -237,7 +237,7 @@ func (g *Gateway) createPartitions(c *call) bool {
 		code, msg := g.growTopic(t, req.ValidateOnly)
 		out.ErrorCode = code
 		if msg != "" {
-			out.ErrorMessage = wire.Str(msg)
+			out.ErrorMessage = wire.NullStringOf(msg)
 		}
 		resp.Topics = append(resp.Topics, out)
 	}
@@ -247,7 +247,7 @@ func (g *Gateway) createPartitions(c *call) bool {
 }
 
 func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, validateOnly bool) (wire.ErrorCode, string) {
-	info, err := g.log.Topic(g.ctx, t.Topic)
+	info, err := g.store.Topic(g.ctx, t.Topic)
 	if errors.Is(err, ErrUnknownTopic) {
 		return wire.UnknownTopicOrPartition, "The topic '" + t.Topic + "' does not exist."
 	} else if err != nil {
@@ -271,15 +271,15 @@ func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, validateOnly bo
 		}
 	}
 	if validateOnly {
-		return wire.None, ""
+		return wire.NoError, ""
 	}
-	if err := g.log.CreatePartitions(g.ctx, t.Topic, t.Count); err != nil {
+	if err := g.store.CreatePartitions(g.ctx, t.Topic, t.Count); err != nil {
 		if errors.Is(err, ErrInvalidPartitions) {
 			return wire.InvalidPartitions, err.Error()
 		}
 		return wire.UnknownServerError, err.Error()
 	}
-	return wire.None, ""
+	return wire.NoError, ""
 }
 
 // describeCluster answers DescribeCluster v0–1 (consistent with Metadata).
@@ -295,7 +295,7 @@ func (g *Gateway) describeCluster(c *call) bool {
 		ClusterAuthorizedOperations: authorizedOperationsUnknown}
 	if req.EndpointType == 2 {
 		// KIP-919: controllers are asked of controllers; kiggy has none apart.
-		resp.ErrorCode, resp.ErrorMessage = wire.UnsupportedEndpointType, wire.Str("kiggy serves only the brokers endpoint type")
+		resp.ErrorCode, resp.ErrorMessage = wire.UnsupportedEndpointType, wire.NullStringOf("kiggy serves only the brokers endpoint type")
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
@@ -334,5 +334,5 @@ func (g *Gateway) incrementalAlterConfigs(c *call) bool {
 
 func refuseAlter(t wire.ConfigResourceType, name string) wire.AlterConfigsResponseResource {
 	return wire.AlterConfigsResponseResource{ErrorCode: wire.InvalidConfig, ResourceType: t, ResourceName: name,
-		ErrorMessage: wire.Str("kiggy does not alter configs: set retention.ms / retention.bytes when creating the topic")}
+		ErrorMessage: wire.NullStringOf("kiggy does not alter configs: set retention.ms / retention.bytes when creating the topic")}
 }

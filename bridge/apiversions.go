@@ -9,15 +9,15 @@ func (g *Gateway) apiVersions(c *call) bool {
 		// KIP-511: an unsupported (too new) ApiVersions version gets a v0
 		// body with UNSUPPORTED_VERSION and our range for key 18, under
 		// response header v0; the client retries with our max.
-		g.metrics.errors[wire.KeyApiVersions].CountError(wire.UnsupportedVersion)
+		g.metrics.errors[wire.KeyAPIVersions].CountError(wire.UnsupportedVersion)
 		buf := c.req.ResponseBuffer()
-		buf = wire.AppendResponseHeader(buf, wire.KeyApiVersions, 0, c.hdr.CorrelationID)
-		c.req.Respond(wire.AppendApiVersionsUnsupported(buf, g.apiMin, g.apiMax))
+		buf = wire.AppendResponseHeader(buf, wire.KeyAPIVersions, 0, c.hdr.CorrelationID)
+		c.req.Respond(wire.AppendAPIVersionsUnsupported(buf, g.apiMin, g.apiMax))
 		return false
 	}
 	st := c.state
 	resp := &st.apiVersionsResp
-	*resp = wire.ApiVersionsResponse{APIKeys: g.advertised}
+	*resp = wire.APIVersionsResponse{APIKeys: g.advertised}
 	if !decodeOrClose(c, &st.apiVersionsReq) {
 		return false
 	}

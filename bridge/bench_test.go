@@ -16,6 +16,7 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
 
@@ -68,19 +69,10 @@ func (bc *benchConn) roundTrip(b testing.TB, frame []byte) []byte {
 	return bc.rb
 }
 
-// requestFrame encodes req (kmsg, the codec oracle) with a v2 header.
+// requestFrame encodes req (kmsg, the codec oracle) as a frame
+// (internal/kafkawire).
 func requestFrame(req kmsg.Request, corr int32) []byte {
-	body := req.AppendTo(nil)
-	h := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
-	h = binary.BigEndian.AppendUint16(h, uint16(req.GetVersion()))
-	h = binary.BigEndian.AppendUint32(h, uint32(corr))
-	h = binary.BigEndian.AppendUint16(h, 5)
-	h = append(h, "bench"...)
-	if req.IsFlexible() {
-		h = append(h, 0)
-	}
-	frame := binary.BigEndian.AppendUint32(nil, uint32(len(h)+len(body)))
-	return append(append(frame, h...), body...)
+	return kafkawire.AppendRequest(nil, req, corr, "bench")
 }
 
 // produceFrame is a Produce v9 (acks=all) of one uncompressed batch of
@@ -96,7 +88,7 @@ func produceFrame(topic string) []byte {
 	rt.Topic = topic
 	var bld batch.Builder
 	for p := range int32(benchPartitions) {
-		bld.Reset(nil, 0, time.Now().UnixMilli(), batch.None)
+		bld.Reset(nil, 0, time.Now().UnixMilli(), batch.NoCompression)
 		for i := range int32(benchRecords) {
 			bld.Append(i, 0, nil, value)
 		}
@@ -250,7 +242,7 @@ func newIdemFrame(topic string) *idemFrame {
 	var bld batch.Builder
 	var recs [][]byte
 	for p := range int32(benchPartitions) {
-		bld.Reset(nil, 0, time.Now().UnixMilli(), batch.None)
+		bld.Reset(nil, 0, time.Now().UnixMilli(), batch.NoCompression)
 		bld.SetProducer(1, 0, 0)
 		for i := range int32(benchRecords) {
 			bld.Append(i, 0, nil, value)

@@ -100,34 +100,34 @@ func (g *Gateway) describeConfigs(c *call) bool {
 		var entries []configEntry
 		switch r.ResourceType {
 		case wire.ConfigResourceTopic:
-			info, err := g.log.Topic(g.ctx, r.ResourceName)
+			info, err := g.store.Topic(g.ctx, r.ResourceName)
 			switch {
 			case errors.Is(err, ErrUnknownTopic):
-				out.ErrorCode, out.ErrorMessage = wire.UnknownTopicOrPartition, wire.Str("Topic "+r.ResourceName+" does not exist.")
+				out.ErrorCode, out.ErrorMessage = wire.UnknownTopicOrPartition, wire.NullStringOf("Topic "+r.ResourceName+" does not exist.")
 			case err != nil:
-				out.ErrorCode, out.ErrorMessage = wire.UnknownServerError, wire.Str(err.Error())
+				out.ErrorCode, out.ErrorMessage = wire.UnknownServerError, wire.NullStringOf(err.Error())
 			default:
 				entries = topicConfigs(info.Config, g.maxMessageBytes())
 			}
 		case wire.ConfigResourceBroker:
 			if r.ResourceName != "" && r.ResourceName != strconv.Itoa(int(g.cfg.NodeID)) {
-				out.ErrorCode, out.ErrorMessage = wire.InvalidRequest, wire.Str("Unexpected broker id, expected "+strconv.Itoa(int(g.cfg.NodeID))+" or empty string, but received "+r.ResourceName)
+				out.ErrorCode, out.ErrorMessage = wire.InvalidRequest, wire.NullStringOf("Unexpected broker id, expected "+strconv.Itoa(int(g.cfg.NodeID))+" or empty string, but received "+r.ResourceName)
 			} else {
 				entries = g.brokerConfigs()
 			}
 		default:
-			out.ErrorCode, out.ErrorMessage = wire.InvalidRequest, wire.Str("kiggy describes topic and broker configs only")
+			out.ErrorCode, out.ErrorMessage = wire.InvalidRequest, wire.NullStringOf("kiggy describes topic and broker configs only")
 		}
 		for _, e := range entries {
 			if r.ConfigNames != nil && !contains(r.ConfigNames, e.name) {
 				continue
 			}
-			ce := wire.DescribeConfigsResponseResourceConfig{Name: e.name, Value: wire.Str(e.value), ReadOnly: e.readOnly, Source: e.source, ConfigType: e.typ}
+			ce := wire.DescribeConfigsResponseResourceConfig{Name: e.name, Value: wire.NullStringOf(e.value), ReadOnly: e.readOnly, Source: e.source, ConfigType: e.typ}
 			if req.IncludeSynonyms {
-				ce.ConfigSynonyms = []wire.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: e.name, Value: wire.Str(e.value), Source: e.source}}
+				ce.ConfigSynonyms = []wire.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: e.name, Value: wire.NullStringOf(e.value), Source: e.source}}
 			}
 			if req.IncludeDocumentation && e.doc != "" {
-				ce.Documentation = wire.Str(e.doc)
+				ce.Documentation = wire.NullStringOf(e.doc)
 			}
 			out.Configs = append(out.Configs, ce)
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,7 +120,7 @@ func TestLongPollWakesOnAppend(t *testing.T) {
 		}
 		close(done)
 	}()
-	time.Sleep(500 * time.Millisecond) // let the fetch park
+	waitParked(t, gw, 1)
 	sentAt := time.Now()
 	produceN(t, gw.Addr, "lp", 1, 1)
 	select {
@@ -132,6 +134,24 @@ func TestLongPollWakesOnAppend(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("poll never returned")
 	}
+}
+
+// waitParked polls the kiggy_fetches_parked gauge until at least n Fetch
+// requests are parked in a long poll (or fails the test after 10 s).
+func waitParked(t *testing.T, gw *kiggytest.Gateway, n int) {
+	t.Helper()
+	var parked int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for _, line := range strings.Split(gw.Metrics(), "\n") {
+			if v, ok := strings.CutPrefix(line, "kiggy_fetches_parked "); ok {
+				parked, _ = strconv.Atoi(v)
+			}
+		}
+		if parked >= n {
+			return
+		}
+	}
+	t.Fatalf("%d fetches parked after 10 s, want %d", parked, n)
 }
 
 func TestOffsetOutOfRangeResets(t *testing.T) {
@@ -171,7 +191,7 @@ func TestParkedFetchesDoNotHoldLoops(t *testing.T) {
 		req.Topics = append(req.Topics, ft)
 		corrs[i] = conns[i].send(req)
 	}
-	time.Sleep(300 * time.Millisecond) // let them park
+	waitParked(t, gw, n)
 	// Another client is served while they wait.
 	start := time.Now()
 	produceN(t, gw.Addr, "park", 1, 1)

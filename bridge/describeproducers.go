@@ -22,7 +22,7 @@ func (g *Gateway) describeProducers(c *call) bool {
 	var resp wire.DescribeProducersResponse
 	for _, t := range req.Topics {
 		out := wire.DescribeProducersResponseTopic{Topic: t.Topic}
-		info, terr := g.log.Topic(g.ctx, t.Topic)
+		info, terr := g.store.Topic(g.ctx, t.Topic)
 		for _, p := range t.Partitions {
 			rp := wire.DescribeProducersResponsePartition{Partition: p}
 			switch {
@@ -39,8 +39,8 @@ func (g *Gateway) describeProducers(c *call) bool {
 					rp.ErrorCode = logCode(err)
 				}
 			}
-			if rp.ErrorCode != wire.None {
-				rp.ErrorMessage = wire.Str(rp.ErrorCode.String())
+			if rp.ErrorCode != wire.NoError {
+				rp.ErrorMessage = wire.NullStringOf(rp.ErrorCode.String())
 			}
 			out.Partitions = append(out.Partitions, rp)
 		}

@@ -22,7 +22,7 @@ func TestProduceFanout(t *testing.T) {
 
 	valueBatch := func(tag string, n int) []byte {
 		var b batch.Builder
-		b.Reset(nil, 0, 1_700_000_000_000, batch.None)
+		b.Reset(nil, 0, 1_700_000_000_000, batch.NoCompression)
 		for i := range n {
 			b.Append(int32(i), int64(i), nil, []byte(fmt.Sprintf("%s-%d", tag, i)))
 		}
@@ -119,7 +119,7 @@ func TestFetchFanoutMatchesSequential(t *testing.T) {
 		rc := dialRaw(t, gw.Addr)
 		var b batch.Builder
 		for p := range int32(4) {
-			b.Reset(nil, 0, 1_700_000_000_000, batch.None)
+			b.Reset(nil, 0, 1_700_000_000_000, batch.NoCompression)
 			for i := range 20 {
 				b.Append(int32(i), int64(i), []byte(fmt.Sprint(i)), bytes.Repeat([]byte{byte('a' + p)}, 300+i))
 			}

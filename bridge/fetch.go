@@ -27,24 +27,24 @@ type fetchState struct {
 // partReader reads one partition's messages and maps them back into one
 // uncompressed batch appended to buf (docs/design/record-mapping.md §3).
 type partReader struct {
-	builder batch.Builder
-	decoder mapping.Decoder
-	record  mapping.Record
-	buf     []byte
-	started bool // builder holds an open batch
-	base    int64
-	baseTS  int64
-	bad     bool // an unmappable message stopped the read
-	got     int
-	emit    func(*message.Message) bool
-	metrics *metrics
+	builder    batch.Builder
+	decoder    mapping.Decoder
+	record     mapping.Record
+	buf        []byte
+	started    bool // builder holds an open batch
+	base       int64
+	baseTS     int64
+	unmappable bool // an unmappable message stopped the read
+	mapped     int  // records added to the builder by this read
+	emit       func(*message.Message) bool
+	metrics    *metrics
 
 	// A concurrent read's request and outcome (fetchFanout).
-	topic string
-	rp    *wire.FetchRequestTopicPartition
-	limit int // the byte limit it read with
-	resp  wire.FetchResponseTopicPartition
-	n     int
+	topic       string
+	rp          *wire.FetchRequestTopicPartition
+	limit       int // the byte limit it read with
+	resp        wire.FetchResponseTopicPartition
+	recordBytes int // the size of the records it appended to buf
 	// panicked: the read panicked (logged and counted by catch).
 	panicked bool
 }
@@ -213,7 +213,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 	}
 	buf := c.req.ResponseBufferSize(hint + 1024)
 	buf = wire.AppendResponseHeader(buf, c.hdr.APIKey, v, c.hdr.CorrelationID)
-	buf = wire.AppendFetchResponseStart(buf, v, 0, wire.None, 0, len(req.Topics))
+	buf = wire.AppendFetchResponseStart(buf, v, 0, wire.NoError, 0, len(req.Topics))
 	total, hasErr, k := 0, false, 0
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -246,11 +246,11 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 				// again with what is left (one more round trip, only when
 				// the response limit is reached).
 				switch {
-				case r.resp.ErrorCode != wire.None || r.n == 0:
+				case r.resp.ErrorCode != wire.NoError || r.recordBytes == 0:
 				case total == 0 || limit > 0 && r.limit <= limit:
-					buf = fs.call.req.GrowResponse(buf, r.n)
+					buf = fs.call.req.GrowResponse(buf, r.recordBytes)
 					buf = append(buf, r.buf...)
-					n = r.n
+					n = r.recordBytes
 				case limit > 0:
 					buf, n = g.readPartition(&fs.r, buf, t.Topic, rp, &p, limit)
 				}
@@ -258,13 +258,13 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 				buf, n = g.readPartition(&fs.r, buf, t.Topic, rp, &p, limit)
 			default:
 				// No room left: answer the partition with its watermarks only.
-				if wm, err := g.log.Watermarks(g.ctx, t.Topic, rp.Partition); err == nil {
+				if wm, err := g.store.Watermarks(g.ctx, t.Topic, rp.Partition); err == nil {
 					setWatermarks(&p, wm)
 				} else {
 					p.ErrorCode = fetchCode(err)
 				}
 			}
-			if p.ErrorCode != wire.None {
+			if p.ErrorCode != wire.NoError {
 				hasErr = true
 				g.metrics.errors[wire.KeyFetch].CountError(p.ErrorCode)
 				buf = buf[:mark.RecordsStart()]
@@ -310,7 +310,7 @@ func (g *Gateway) readAll(fs *fetchState, maxBytes int) {
 				// doubling copies; kept by the pooled state for the next.
 				r.buf = make([]byte, 0, want)
 			}
-			r.buf, r.n = g.readPartition(r, r.buf[:0], r.topic, r.rp, &r.resp, r.limit)
+			r.buf, r.recordBytes = g.readPartition(r, r.buf[:0], r.topic, r.rp, &r.resp, r.limit)
 		})
 	}
 	for _, r := range fs.parts[1:k] {
@@ -341,12 +341,12 @@ func setWatermarks(p *wire.FetchResponseTopicPartition, wm Watermarks) {
 // to buf through r and returns the records' size.
 func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int) ([]byte, int) {
 	r.buf = buf
-	r.started, r.bad, r.got = false, false, 0
+	r.started, r.unmappable, r.mapped = false, false, 0
 	start := len(buf)
 	if limit < 1 {
 		limit = 1
 	}
-	wm, err := g.log.Read(g.ctx, topic, rp.Partition, rp.FetchOffset, limit, r.emit)
+	wm, err := g.store.Read(g.ctx, topic, rp.Partition, rp.FetchOffset, limit, r.emit)
 	// The builder may have moved the buffer (Grow): from here on only its
 	// result is valid, never the buf passed in.
 	out := r.buf
@@ -365,7 +365,7 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, rp *wir
 		p.ErrorCode = wire.OffsetOutOfRange
 		return out[:start], 0
 	}
-	if r.bad && r.got == 0 {
+	if r.unmappable && r.mapped == 0 {
 		// docs/design/record-mapping.md §3.6: the consumer stops at an unmappable
 		// message; records before it are served first.
 		p.ErrorCode = wire.UnknownServerError
@@ -384,13 +384,13 @@ func (fs *fetchState) growResponse(buf []byte, n int) []byte {
 // partition's batch.
 func (r *partReader) add(m *message.Message) bool {
 	if err := r.decoder.Decode(m, &r.record); err != nil {
-		r.bad = true
+		r.unmappable = true
 		return false
 	}
 	rec := &r.record
 	if !r.started {
 		r.base, r.baseTS = m.Offset, rec.TimestampMs
-		r.builder.Reset(r.buf, r.base, r.baseTS, batch.None)
+		r.builder.Reset(r.buf, r.base, r.baseTS, batch.NoCompression)
 		r.started = true
 	}
 	r.builder.BeginRecord(int32(m.Offset-r.base), rec.TimestampMs-r.baseTS, rec.Key, rec.Value)
@@ -398,7 +398,7 @@ func (r *partReader) add(m *message.Message) bool {
 		r.builder.AppendHeader(rec.Headers[i].Key, rec.Headers[i].Value)
 	}
 	r.builder.EndRecord()
-	r.got++
+	r.mapped++
 	r.metrics.recordsOut.Add(1)
 	return true
 }

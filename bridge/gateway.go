@@ -146,8 +146,8 @@ func (c *Config) normalize() {
 // tests can take the overflow path.
 var workQueueLen = 4096
 
-// maxAPIKey bounds the handler table.
-const maxAPIKey = 128
+// maxAPIKey bounds the handler table and the per-key metrics.
+const maxAPIKey = wire.MaxAPIKey
 
 // inlineFrameLimit: requests larger than this are served off the loop even
 // on the embedded log (decompression and mapping of big batches take time).
@@ -155,13 +155,13 @@ const inlineFrameLimit = 256 << 10
 
 // Gateway is the Kafka request handler: it implements engine.Handler.
 type Gateway struct {
-	cfg  Config
-	log  Log
-	caps Capabilities // what log declares (CapabilityDeclarer)
+	cfg   Config
+	store Log
+	caps  Capabilities // what store declares (CapabilityDeclarer)
 
 	handlers [maxAPIKey]handlerFunc
 	// advertised is the ApiVersions table: wire's codecs that have a handler.
-	advertised []wire.ApiVersionsKey
+	advertised []wire.APIVersionsKey
 	apiMin     int16
 	apiMax     int16
 
@@ -201,14 +201,14 @@ type task struct {
 	c   *call
 }
 
-// New returns a Gateway over log.
-func New(cfg Config, log Log) *Gateway {
+// New returns a Gateway over store.
+func New(cfg Config, store Log) *Gateway {
 	cfg.normalize()
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{
 		cfg:    cfg,
-		log:    log,
-		caps:   capabilitiesOf(log),
+		store:  store,
+		caps:   capabilitiesOf(store),
 		work:   make(chan task, workQueueLen),
 		decode: make(chan struct{}, cfg.MaxConcurrentDecodes),
 		ctx:    ctx,
@@ -247,7 +247,7 @@ var handlerTable = [maxAPIKey]handlerFunc{
 	wire.KeySyncGroup:               (*Gateway).syncGroup,
 	wire.KeyDescribeGroups:          (*Gateway).describeGroups,
 	wire.KeyListGroups:              (*Gateway).listGroups,
-	wire.KeyApiVersions:             (*Gateway).apiVersions,
+	wire.KeyAPIVersions:             (*Gateway).apiVersions,
 	wire.KeyCreateTopics:            (*Gateway).createTopics,
 	wire.KeyDeleteTopics:            (*Gateway).deleteTopics,
 	wire.KeyInitProducerID:          (*Gateway).initProducerID,
@@ -268,8 +268,8 @@ func (g *Gateway) register() {
 	g.handlers = handlerTable
 	for _, a := range wire.APIs {
 		if a.Key >= 0 && int(a.Key) < len(g.handlers) && g.handlers[a.Key] != nil {
-			g.advertised = append(g.advertised, wire.ApiVersionsKey{APIKey: a.Key, MinVersion: a.Min, MaxVersion: a.Max})
-			if a.Key == wire.KeyApiVersions {
+			g.advertised = append(g.advertised, wire.APIVersionsKey{APIKey: a.Key, MinVersion: a.Min, MaxVersion: a.Max})
+			if a.Key == wire.KeyAPIVersions {
 				g.apiMin, g.apiMax = a.Min, a.Max
 			}
 		}

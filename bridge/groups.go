@@ -3,6 +3,7 @@ package bridge
 import (
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/group"
@@ -60,7 +61,7 @@ func (g *Gateway) findCoordinator(c *call) bool {
 			// as "Could not find a coordinator ... due to unexpected error:
 			// <message>"; INVALID_REQUEST is not retriable, so it stops.
 			return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1,
-				ErrorCode: wire.InvalidRequest, ErrorMessage: wire.Str(errNoTransactions)}
+				ErrorCode: wire.InvalidRequest, ErrorMessage: wire.NullStringOf(errNoTransactions)}
 		}
 		return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: g.cfg.NodeID, Host: host, Port: port}
 	}
@@ -82,20 +83,11 @@ func (g *Gateway) findCoordinator(c *call) bool {
 
 func clientHost(c *call) string {
 	if a := c.req.Conn().RemoteAddr; a != "" {
-		if i := lastColon(a); i > 0 {
+		if i := strings.LastIndexByte(a, ':'); i > 0 {
 			return "/" + a[:i]
 		}
 	}
 	return ""
-}
-
-func lastColon(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == ':' {
-			return i
-		}
-	}
-	return -1
 }
 
 // joinGroup answers JoinGroup v0–9; it parks until the generation forms.
@@ -142,7 +134,7 @@ func (g *Gateway) joinResponse(c *call, r group.JoinResult) []byte {
 		LeaderID: r.LeaderID, MemberID: r.MemberID, SkipAssignment: r.SkipAssignment,
 	}
 	if v < 7 && !resp.Protocol.Valid {
-		resp.Protocol = wire.Str("") // non-nullable before v7
+		resp.Protocol = wire.NullStringOf("") // non-nullable before v7
 	}
 	for _, m := range r.Members {
 		resp.Members = append(resp.Members, wire.JoinGroupResponseMember{
@@ -158,7 +150,7 @@ func nullIfEmpty(s string) wire.NullString {
 	if s == "" {
 		return wire.NullString{}
 	}
-	return wire.Str(s)
+	return wire.NullStringOf(s)
 }
 
 // syncGroup answers SyncGroup v0–5; followers park until the leader's
@@ -236,7 +228,7 @@ func (g *Gateway) leaveGroup(c *call) bool {
 		}
 	} else {
 		for i, m := range req.Members {
-			e := wire.None
+			e := wire.NoError
 			if i < len(codes) {
 				e = wire.ErrorCode(codes[i])
 			}
@@ -256,7 +248,7 @@ func (g *Gateway) offsetCommit(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
-	groupCode := wire.None
+	groupCode := wire.NoError
 	if req.Group == "" {
 		groupCode = wire.InvalidGroupID
 	} else {
@@ -272,8 +264,8 @@ func (g *Gateway) offsetCommit(c *call) bool {
 		}
 		topicCode := groupCode
 		var parts int32 = -1
-		if topicCode == wire.None {
-			info, err := g.log.Topic(g.ctx, t.Topic)
+		if topicCode == wire.NoError {
+			info, err := g.store.Topic(g.ctx, t.Topic)
 			switch {
 			case errors.Is(err, ErrUnknownTopic):
 				topicCode = wire.UnknownTopicOrPartition
@@ -286,13 +278,13 @@ func (g *Gateway) offsetCommit(c *call) bool {
 		for _, p := range t.Partitions {
 			code := topicCode
 			switch {
-			case code != wire.None:
+			case code != wire.NoError:
 			case p.Partition < 0 || p.Partition >= parts:
 				code = wire.UnknownTopicOrPartition
 			case len(p.Metadata.S) > offsetMetadataMax:
 				code = wire.OffsetMetadataTooLarge
 			default:
-				if err := g.log.CommitOffset(g.ctx, req.Group, t.Topic, p.Partition, p.Offset, p.Metadata.S); errors.Is(err, ErrInvalidGroup) {
+				if err := g.store.CommitOffset(g.ctx, req.Group, t.Topic, p.Partition, p.Offset, p.Metadata.S); errors.Is(err, ErrInvalidGroup) {
 					// docs/design/record-mapping.md §5: a group id over 246 bytes does
 					// not fit an Iggy consumer name.
 					code = wire.InvalidGroupID
@@ -357,19 +349,19 @@ func (g *Gateway) committed(groupID string, topics []wire.OffsetFetchRequestTopi
 	var out []wire.OffsetFetchResponseTopic
 	failed := false
 	one := func(topic string, p int32) wire.OffsetFetchResponseTopicPartition {
-		r := wire.OffsetFetchResponseTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: wire.Str("")}
-		off, md, ok, err := g.log.FetchOffset(g.ctx, groupID, topic, p)
+		r := wire.OffsetFetchResponseTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: wire.NullStringOf("")}
+		off, md, ok, err := g.store.FetchOffset(g.ctx, groupID, topic, p)
 		switch {
 		case errors.Is(err, ErrUnknownTopic) || errors.Is(err, ErrUnknownPartition):
 		case err != nil:
 			failed = true
 		case ok:
-			r.Offset, r.Metadata = off, wire.Str(md)
+			r.Offset, r.Metadata = off, wire.NullStringOf(md)
 		}
 		return r
 	}
 	if topics == nil {
-		all, err := g.log.Topics(g.ctx)
+		all, err := g.store.Topics(g.ctx)
 		if err != nil {
 			return nil, wire.CoordinatorLoadInProgress
 		}
@@ -396,7 +388,7 @@ func (g *Gateway) committed(groupID string, topics []wire.OffsetFetchRequestTopi
 	if failed {
 		return nil, wire.CoordinatorLoadInProgress
 	}
-	return out, wire.None
+	return out, wire.NoError
 }
 
 // loadingPartitions answers every requested partition with
@@ -407,7 +399,7 @@ func loadingPartitions(topics []wire.OffsetFetchRequestTopic) []wire.OffsetFetch
 		ot := wire.OffsetFetchResponseTopic{Topic: t.Topic}
 		for _, p := range t.Partitions {
 			ot.Partitions = append(ot.Partitions, wire.OffsetFetchResponseTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1,
-				Metadata: wire.Str(""), ErrorCode: wire.CoordinatorLoadInProgress})
+				Metadata: wire.NullStringOf(""), ErrorCode: wire.CoordinatorLoadInProgress})
 		}
 		out = append(out, ot)
 	}
@@ -496,7 +488,7 @@ func (g *Gateway) deleteGroup(id string) wire.ErrorCode {
 		return wire.InvalidGroupID // GroupCoordinator.isValidGroupId
 	}
 	code := wire.ErrorCode(g.groups.Delete(id))
-	if code != wire.None && code != wire.GroupIDNotFound {
+	if code != wire.NoError && code != wire.GroupIDNotFound {
 		return code // NON_EMPTY_GROUP, or COORDINATOR_NOT_AVAILABLE on shutdown
 	}
 	n, err := g.deleteCommitted(id)
@@ -507,7 +499,7 @@ func (g *Gateway) deleteGroup(id string) wire.ErrorCode {
 		g.cfg.Logger.Warn("delete group offsets", "group", id, "err", err)
 		return wire.CoordinatorLoadInProgress
 	case n > 0:
-		return wire.None
+		return wire.NoError
 	}
 	return code
 }
@@ -519,14 +511,14 @@ func (g *Gateway) deleteGroup(id string) wire.ErrorCode {
 // OffsetFetch does for "all topics": one Log call per partition, which is
 // fine for an admin request.
 func (g *Gateway) deleteCommitted(id string) (int, error) {
-	topics, err := g.log.Topics(g.ctx)
+	topics, err := g.store.Topics(g.ctx)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, t := range topics {
 		for p := range t.Partitions {
-			_, _, ok, err := g.log.FetchOffset(g.ctx, id, t.Name, p)
+			_, _, ok, err := g.store.FetchOffset(g.ctx, id, t.Name, p)
 			switch {
 			case errors.Is(err, ErrInvalidGroup):
 				return n, nil // an id the backend cannot key offsets by has none
@@ -535,7 +527,7 @@ func (g *Gateway) deleteCommitted(id string) (int, error) {
 			case !ok:
 				continue
 			}
-			if err := g.log.CommitOffset(g.ctx, id, t.Name, p, -1, ""); err != nil {
+			if err := g.store.CommitOffset(g.ctx, id, t.Name, p, -1, ""); err != nil {
 				return n, err
 			}
 			n++
@@ -546,24 +538,8 @@ func (g *Gateway) deleteCommitted(id string) (int, error) {
 
 func containsFold(list []string, s string) bool {
 	for _, x := range list {
-		if len(x) == len(s) {
-			eq := true
-			for i := 0; i < len(x); i++ {
-				a, b := x[i], s[i]
-				if 'A' <= a && a <= 'Z' {
-					a += 'a' - 'A'
-				}
-				if 'A' <= b && b <= 'Z' {
-					b += 'a' - 'A'
-				}
-				if a != b {
-					eq = false
-					break
-				}
-			}
-			if eq {
-				return true
-			}
+		if strings.EqualFold(x, s) {
+			return true
 		}
 	}
 	return false

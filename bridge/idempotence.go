@@ -120,7 +120,7 @@ func check(e *producerEntry, pb *producerBatch) wire.ErrorCode {
 	if e == nil {
 		// No state (a new producer, or its batches expired or fell out of
 		// the scanned tail): Kafka accepts any sequence.
-		return wire.None
+		return wire.NoError
 	}
 	if pb.epoch < e.epoch {
 		// Kafka ≥ 2.7 answers INVALID_PRODUCER_EPOCH to Produce, never
@@ -132,12 +132,12 @@ func check(e *producerEntry, pb *producerBatch) wire.ErrorCode {
 		if pb.first != 0 {
 			return wire.OutOfOrderSequenceNumber
 		}
-		return wire.None
+		return wire.NoError
 	}
 	if last, ok := e.lastSeq(); ok && !inSequence(last, pb.first) {
 		return wire.OutOfOrderSequenceNumber
 	}
-	return wire.None
+	return wire.NoError
 }
 
 // partitionProducers is one partition's producer window. mu is held across
@@ -322,10 +322,10 @@ func (g *Gateway) appendIdempotent(ctx context.Context, topic string, index int3
 			// UnifiedLog.analyzeAndValidateProducerState: a duplicate of one
 			// of the last five batches is answered with its original offsets.
 			ps.duplicates.Add(1)
-			return wire.None, d.offset
+			return wire.NoError, d.offset
 		}
 	}
-	if code := check(e, pb); code != wire.None {
+	if code := check(e, pb); code != wire.NoError {
 		return code, -1
 	}
 	code, base := g.appendPartition(ctx, topic, index, b)
@@ -333,7 +333,7 @@ func (g *Gateway) appendIdempotent(ctx context.Context, topic string, index int3
 	case code == wire.RequestTimedOut:
 		// Stored or not: only the log knows. Read it back next time.
 		ps.reset(pp)
-	case code == wire.None:
+	case code == wire.NoError:
 		ps.record(pp, pb.id, pb.epoch, batchMeta{first: pb.first, last: pb.last, offset: base}, time.Now().UnixMilli())
 		if base < 0 {
 			// Confirmed without an offset: the log has it for a duplicate.
@@ -353,7 +353,7 @@ func (g *Gateway) rebuildProducers(topic string, index int32, pp *partitionProdu
 	defer cancel()
 	ps := &g.producers
 	ps.reset(pp)
-	wm, err := g.log.Watermarks(ctx, topic, index)
+	wm, err := g.store.Watermarks(ctx, topic, index)
 	if err != nil {
 		return err
 	}
@@ -361,7 +361,7 @@ func (g *Gateway) rebuildProducers(topic string, index int32, pp *partitionProdu
 	high := wm.High
 	for next < high {
 		progressed := false
-		_, err := g.log.Read(ctx, topic, index, next, 8<<20, func(m *message.Message) bool {
+		_, err := g.store.Read(ctx, topic, index, next, 8<<20, func(m *message.Message) bool {
 			if m.Offset >= high {
 				return false
 			}

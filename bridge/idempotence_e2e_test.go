@@ -36,7 +36,7 @@ func startBackend(t *testing.T, iggy bool) *kiggytest.Gateway {
 // seq … seq+n-1; the values name the producer, epoch and sequence.
 func idemBatch(pid int64, epoch int16, seq int32, n int) []byte {
 	var b batch.Builder
-	b.Reset(nil, 0, 1_700_000_000_000, batch.None)
+	b.Reset(nil, 0, 1_700_000_000_000, batch.NoCompression)
 	b.SetProducer(pid, epoch, seq)
 	for i := range n {
 		b.Append(int32(i), int64(i), nil, fmt.Appendf(nil, "p%d-e%d-s%d", pid, epoch, int(seq)+i))
@@ -181,7 +181,7 @@ func TestIdempotentSequenceAndEpochErrors(t *testing.T) {
 
 		// Non-idempotent batches are untouched: the same batch twice is
 		// stored twice.
-		plain := buildBatch(t, batch.None, 2, 5)
+		plain := buildBatch(t, batch.NoCompression, 2, 5)
 		for range 2 {
 			code, _ := produceTo(t, rc, "idem", 0, plain)
 			wantProduce(t, "non-idempotent", code, 0, 0, -2)
@@ -216,11 +216,11 @@ func TestIdempotentStateSurvivesRestart(t *testing.T) {
 		rc := dialRaw(t, gw.Addr)
 		// Two producers interleaved, the second at a bumped epoch, plus
 		// non-idempotent records in between.
-		produceTo(t, rc, "idem", 0, idemBatch(1, 0, 0, 4))           // 0..3
-		produceTo(t, rc, "idem", 0, idemBatch(2, 3, 10, 2))          // 4..5
-		produceTo(t, rc, "idem", 0, buildBatch(t, batch.None, 3, 5)) // 6..8
-		produceTo(t, rc, "idem", 0, idemBatch(1, 0, 4, 4))           // 9..12
-		produceTo(t, rc, "idem", 0, idemBatch(2, 3, 12, 2))          // 13..14
+		produceTo(t, rc, "idem", 0, idemBatch(1, 0, 0, 4))                    // 0..3
+		produceTo(t, rc, "idem", 0, idemBatch(2, 3, 10, 2))                   // 4..5
+		produceTo(t, rc, "idem", 0, buildBatch(t, batch.NoCompression, 3, 5)) // 6..8
+		produceTo(t, rc, "idem", 0, idemBatch(1, 0, 4, 4))                    // 9..12
+		produceTo(t, rc, "idem", 0, idemBatch(2, 3, 12, 2))                   // 13..14
 		gw.Stop()
 
 		if iggy {

@@ -45,7 +45,7 @@ func (g *Gateway) listOffsets(c *call) bool {
 
 func (g *Gateway) listOffset(topic string, p wire.ListOffsetsRequestTopicPartition) wire.ListOffsetsResponseTopicPartition {
 	out := wire.ListOffsetsResponseTopicPartition{Partition: p.Partition, Timestamp: -1, Offset: -1, LeaderEpoch: -1}
-	wm, err := g.log.Watermarks(g.ctx, topic, p.Partition)
+	wm, err := g.store.Watermarks(g.ctx, topic, p.Partition)
 	if err != nil {
 		out.ErrorCode = fetchCode(err)
 		return out
@@ -59,7 +59,7 @@ func (g *Gateway) listOffset(topic string, p wire.ListOffsetsRequestTopicPartiti
 		// The offset of the record with the largest timestamp: a scan,
 		// which is what this rare admin query costs here.
 		best, bestTS := int64(-1), int64(math.MinInt64)
-		_, err := g.log.Read(g.ctx, topic, p.Partition, wm.LogStart, math.MaxInt32, func(m *message.Message) bool {
+		_, err := g.store.Read(g.ctx, topic, p.Partition, wm.LogStart, math.MaxInt32, func(m *message.Message) bool {
 			var dec = m.OriginTimestamp
 			if dec == 0 {
 				dec = m.Timestamp
@@ -78,14 +78,14 @@ func (g *Gateway) listOffset(topic string, p wire.ListOffsetsRequestTopicPartiti
 		if ts > math.MaxInt64/1000 {
 			return out
 		}
-		off, ok, err := g.log.OffsetForTime(g.ctx, topic, p.Partition, uint64(ts)*1000)
+		off, ok, err := g.store.OffsetForTime(g.ctx, topic, p.Partition, uint64(ts)*1000)
 		if err != nil {
 			out.ErrorCode = fetchCode(err)
 		} else if ok {
 			out.Offset = off
 			out.Timestamp = ts
 			// Report the found record's own timestamp, as Kafka does.
-			g.log.Read(g.ctx, topic, p.Partition, off, 1, func(m *message.Message) bool {
+			g.store.Read(g.ctx, topic, p.Partition, off, 1, func(m *message.Message) bool {
 				if m.OriginTimestamp != 0 {
 					out.Timestamp = int64(m.OriginTimestamp / 1000)
 				}

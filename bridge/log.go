@@ -95,9 +95,9 @@ type CapabilityDeclarer interface {
 	Capabilities() Capabilities
 }
 
-// capabilitiesOf returns what log declares, or the zero value.
-func capabilitiesOf(log Log) Capabilities {
-	if d, ok := log.(CapabilityDeclarer); ok {
+// capabilitiesOf returns what store declares, or the zero value.
+func capabilitiesOf(store Log) Capabilities {
+	if d, ok := store.(CapabilityDeclarer); ok {
 		return d.Capabilities()
 	}
 	return Capabilities{}

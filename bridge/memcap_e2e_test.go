@@ -28,7 +28,7 @@ func TestMemlogTotalCapOverKafka(t *testing.T) {
 	held := regexp.MustCompile(`(?m)^kiggy_memlog_bytes (\d+)$`)
 	produce := func(topic string, p int32, i int) {
 		t.Helper()
-		req := produceRequestTo(topic, batchOf(batch.None, fmt.Sprintf("%d-%s", i, value)))
+		req := produceRequestTo(topic, batchOf(batch.NoCompression, fmt.Sprintf("%d-%s", i, value)))
 		req.Topics[0].Partitions[0].Partition = p
 		if codes := produceCodes(rc, req); codes[0] != 0 {
 			t.Fatalf("produce %s/%d: code %d", topic, p, codes[0])

@@ -45,11 +45,11 @@ func (g *Gateway) metadata(c *call) bool {
 	host, port := g.advertisedAddr(c)
 	resp := &st.metadataResp
 	brokers := resp.Brokers[:0]
-	brokers = append(brokers, wire.MetadataResponseBroker{NodeId: g.cfg.NodeID, Host: host, Port: port})
+	brokers = append(brokers, wire.MetadataResponseBroker{NodeID: g.cfg.NodeID, Host: host, Port: port})
 	*resp = wire.MetadataResponse{
 		Brokers:                     brokers,
-		ClusterId:                   wire.Str(g.cfg.ClusterID),
-		ControllerId:                g.cfg.NodeID,
+		ClusterID:                   wire.NullStringOf(g.cfg.ClusterID),
+		ControllerID:                g.cfg.NodeID,
 		Topics:                      resp.Topics[:0],
 		ClusterAuthorizedOperations: authorizedOperationsUnknown,
 	}
@@ -61,12 +61,12 @@ func (g *Gateway) metadata(c *call) bool {
 	all := req.Topics == nil || (v == 0 && len(req.Topics) == 0)
 	ctx := g.ctx
 	if all {
-		topics, err := g.log.Topics(ctx)
+		topics, err := g.store.Topics(ctx)
 		if err != nil {
 			g.cfg.Logger.Warn("metadata: listing topics", "err", err)
 		}
 		for _, t := range topics {
-			resp.Topics = g.appendTopic(resp.Topics, t.Name, t.Partitions, wire.None, node)
+			resp.Topics = g.appendTopic(resp.Topics, t.Name, t.Partitions, wire.NoError, node)
 		}
 	} else {
 		// AllowAutoTopicCreation exists from v4; earlier versions auto-create.
@@ -76,7 +76,7 @@ func (g *Gateway) metadata(c *call) bool {
 			if !rt.Name.Valid {
 				// v12+: lookup by topic id. kiggy serves zero ids only.
 				resp.Topics = append(resp.Topics, wire.MetadataResponseTopic{
-					ErrorCode: wire.UnknownTopicID, TopicId: rt.TopicId,
+					ErrorCode: wire.UnknownTopicID, TopicID: rt.TopicID,
 					TopicAuthorizedOperations: authorizedOperationsUnknown,
 				})
 				continue
@@ -86,16 +86,16 @@ func (g *Gateway) metadata(c *call) bool {
 				resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.InvalidTopicException, node)
 				continue
 			}
-			info, err := g.log.Topic(ctx, name)
+			info, err := g.store.Topic(ctx, name)
 			if errors.Is(err, ErrUnknownTopic) && allowCreate {
-				info, err = g.log.CreateTopic(ctx, name, g.cfg.DefaultPartitions, TopicConfig{})
+				info, err = g.store.CreateTopic(ctx, name, g.cfg.DefaultPartitions, TopicConfig{})
 				if errors.Is(err, ErrTopicExists) {
-					info, err = g.log.Topic(ctx, name)
+					info, err = g.store.Topic(ctx, name)
 				}
 			}
 			switch {
 			case err == nil:
-				resp.Topics = g.appendTopic(resp.Topics, name, info.Partitions, wire.None, node)
+				resp.Topics = g.appendTopic(resp.Topics, name, info.Partitions, wire.NoError, node)
 			case errors.Is(err, ErrUnknownTopic):
 				resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.UnknownTopicOrPartition, node)
 			default:
@@ -119,7 +119,7 @@ func (g *Gateway) appendTopic(dst []wire.MetadataResponseTopic, name string, n i
 	for p := int32(0); p < n; p++ {
 		parts = append(parts, wire.MetadataResponsePartition{
 			PartitionIndex:  p,
-			LeaderId:        g.cfg.NodeID,
+			LeaderID:        g.cfg.NodeID,
 			LeaderEpoch:     -1,
 			ReplicaNodes:    node,
 			IsrNodes:        node,
@@ -128,7 +128,7 @@ func (g *Gateway) appendTopic(dst []wire.MetadataResponseTopic, name string, n i
 	}
 	return append(dst, wire.MetadataResponseTopic{
 		ErrorCode:                 code,
-		Name:                      wire.Str(name),
+		Name:                      wire.NullStringOf(name),
 		Partitions:                parts,
 		TopicAuthorizedOperations: authorizedOperationsUnknown,
 	})

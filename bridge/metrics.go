@@ -74,7 +74,7 @@ type errorCounts [maxErrorCode]atomic.Uint64
 
 // CountError counts one element of a response that carried code.
 func (e *errorCounts) CountError(code wire.ErrorCode) {
-	if code != wire.None {
+	if code != wire.NoError {
 		e[errorSlot(code)].Add(1)
 	}
 }
@@ -144,7 +144,7 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_idempotent_duplicate_batches_total", "counter", "Idempotent batches answered as duplicates of a stored batch (nothing stored again).", ps.duplicates.Load())
 	metric.Single(w, "kiggy_idempotent_producers_expired_total", "counter", "Producer states dropped after the producer id expiration without appends.", ps.expired.Load())
 	metric.Single(w, "kiggy_idempotent_window_rebuilds_total", "counter", "Partition producer windows rebuilt from the producer stamps in the log tail.", ps.rebuilds.Load())
-	if mw, ok := g.log.(MetricsWriter); ok {
+	if mw, ok := g.store.(MetricsWriter); ok {
 		mw.WriteMetrics(w)
 	}
 }

@@ -73,11 +73,11 @@ func (l *faultLog) Read(ctx context.Context, topic string, p int32, offset int64
 // panicHarness is a gateway over a faultLog on a real socket, with a client
 // producing to topic "ok" all along.
 type panicHarness struct {
-	t    *testing.T
-	addr string
-	gw   *bridge.Gateway
-	log  *faultLog
-	logs *testtools.SyncBuffer
+	t     *testing.T
+	addr  string
+	gw    *bridge.Gateway
+	store *faultLog
+	logs  *testtools.SyncBuffer
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -87,14 +87,14 @@ type panicHarness struct {
 
 func startPanicHarness(t *testing.T, caps bridge.Capabilities, cfg bridge.Config) *panicHarness {
 	h := &panicHarness{t: t, logs: new(testtools.SyncBuffer), stop: make(chan struct{}), done: make(chan struct{})}
-	h.log = &faultLog{Log: memlog.New(memlog.Config{}), entered: make(chan struct{}, 4), unblock: make(chan struct{}), caps: caps}
+	h.store = &faultLog{Log: memlog.New(memlog.Config{}), entered: make(chan struct{}, 4), unblock: make(chan struct{}), caps: caps}
 	for name, n := range map[string]int32{"ok": 1, "after": 1, "boom": 1, "boom1": 2, "wake": 1, "block": 1} {
-		if _, err := h.log.CreateTopic(context.Background(), name, n, bridge.TopicConfig{}); err != nil {
+		if _, err := h.store.CreateTopic(context.Background(), name, n, bridge.TopicConfig{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(h.logs, nil))
-	h.gw = bridge.New(cfg, h.log)
+	h.gw = bridge.New(cfg, h.store)
 	srv, err := engine.New(os.Getenv("KIGGY_TEST_ENGINE"), engine.Config{Logger: slog.New(slog.DiscardHandler)}, h.gw)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func (h *panicHarness) keepProducing() {
 			return
 		default:
 		}
-		req := produceRequestTo("ok", batchOf(batch.None, "ok"))
+		req := produceRequestTo("ok", batchOf(batch.NoCompression, "ok"))
 		c.SetDeadline(time.Now().Add(10 * time.Second))
 		if _, err := c.Write(frameRequest(req, corr)); err != nil {
 			h.err.Store(fmt.Errorf("produce %d: write: %w", corr, err))
@@ -198,7 +198,7 @@ func (h *panicHarness) finish(rc *rawConn, api string) {
 	if err, _ := h.err.Load().(error); err != nil {
 		h.t.Fatalf("the other client failed: %v", err)
 	}
-	if wm, err := h.log.Watermarks(context.Background(), "after", 0); err != nil || wm.High != 0 {
+	if wm, err := h.store.Watermarks(context.Background(), "after", 0); err != nil || wm.High != 0 {
 		h.t.Errorf("the request queued behind the panic was served: %+v, %v", wm, err)
 	}
 	var m strings.Builder
@@ -215,7 +215,7 @@ func (h *panicHarness) finish(rc *rawConn, api string) {
 	}
 	// A new connection is served as before.
 	rc2 := dialRaw(h.t, h.addr)
-	if codes := produceCodes(rc2, produceRequestTo("ok", batchOf(batch.None, "again"))); codes[0] != 0 {
+	if codes := produceCodes(rc2, produceRequestTo("ok", batchOf(batch.NoCompression, "again"))); codes[0] != 0 {
 		h.t.Errorf("produce after the panic: code %d", codes[0])
 	}
 }
@@ -280,7 +280,7 @@ func sendPipelined(rc *rawConn, bad kmsg.Request) {
 	av.ClientSoftwareName, av.ClientSoftwareVersion = "test", "1"
 	corr := rc.send(av)
 	rc.send(bad)
-	rc.send(produceRequestTo("after", batchOf(batch.None, "after")))
+	rc.send(produceRequestTo("after", batchOf(batch.NoCompression, "after")))
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 3
 	rc.recv(corr, resp)
@@ -295,7 +295,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 	t.Run("inline", func(t *testing.T) {
 		h := startPanicHarness(t, embedded, bridge.Config{})
 		rc := dialRaw(t, h.addr)
-		sendPipelined(rc, produceRequestTo("boom", batchOf(batch.None, "x")))
+		sendPipelined(rc, produceRequestTo("boom", batchOf(batch.NoCompression, "x")))
 		h.finish(rc, "Produce")
 	})
 	t.Run("offloaded", func(t *testing.T) {
@@ -308,7 +308,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 	t.Run("worker", func(t *testing.T) {
 		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{})
 		rc := dialRaw(t, h.addr)
-		sendPipelined(rc, produceRequestTo("boom", batchOf(batch.None, "x")))
+		sendPipelined(rc, produceRequestTo("boom", batchOf(batch.NoCompression, "x")))
 		h.finish(rc, "Produce")
 	})
 	t.Run("overflow", func(t *testing.T) {
@@ -316,14 +316,14 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{Workers: 1})
 		// Keep the one worker busy: every other request overflows.
 		blocker := dialRaw(t, h.addr)
-		corr := blocker.send(produceRequestTo("block", batchOf(batch.None, "b")))
-		<-h.log.entered
+		corr := blocker.send(produceRequestTo("block", batchOf(batch.NoCompression, "b")))
+		<-h.store.entered
 		rc := dialRaw(t, h.addr)
-		sendPipelined(rc, produceRequestTo("boom", batchOf(batch.None, "x")))
+		sendPipelined(rc, produceRequestTo("boom", batchOf(batch.NoCompression, "x")))
 		if !rc.closed() {
 			t.Fatal("the connection whose handler panicked is still open")
 		}
-		close(h.log.unblock)
+		close(h.store.unblock)
 		resp := kmsg.NewPtrProduceResponse()
 		resp.Version = 9
 		blocker.recv(corr, resp)
@@ -343,7 +343,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 			h.gw.WriteMetrics(&m)
 		}
 		waker := dialRaw(t, h.addr)
-		if codes := produceCodes(waker, produceRequestTo("wake", batchOf(batch.None, "w"))); codes[0] != 0 {
+		if codes := produceCodes(waker, produceRequestTo("wake", batchOf(batch.NoCompression, "w"))); codes[0] != 0 {
 			t.Fatalf("waking produce: code %d", codes[0])
 		}
 		h.finish(rc, "Fetch")
@@ -351,7 +351,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 	t.Run("produce-fanout", func(t *testing.T) {
 		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{})
 		rc := dialRaw(t, h.addr)
-		sendPipelined(rc, produceRequestTo("boom1", batchOf(batch.None, "p0"), batchOf(batch.None, "p1")))
+		sendPipelined(rc, produceRequestTo("boom1", batchOf(batch.NoCompression, "p0"), batchOf(batch.NoCompression, "p1")))
 		h.finish(rc, "Produce")
 	})
 	t.Run("fetch-fanout", func(t *testing.T) {

@@ -34,13 +34,13 @@ func (g *Gateway) produce(c *call) bool {
 	}
 
 	resp := &st.produceResp
-	resp.ThrottleTimeMs = 0
+	resp.ThrottleMillis = 0
 	resp.Topics = resp.Topics[:0]
 	var fixed wire.ErrorCode
 	switch {
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		fixed = wire.InvalidRequiredAcks
-	case req.TransactionalId.Valid && req.TransactionalId.S != "":
+	case req.TransactionalID.Valid && req.TransactionalID.S != "":
 		// docs/design/record-mapping.md §6: a transactional Produce gets 35 on every
 		// partition; the connection stays open.
 		fixed = wire.UnsupportedVersion
@@ -49,7 +49,7 @@ func (g *Gateway) produce(c *call) bool {
 	ctx := g.ctx
 	var cancel context.CancelFunc
 	if !g.caps.NonBlocking {
-		timeout := time.Duration(req.TimeoutMs) * time.Millisecond
+		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 		if timeout <= 0 || timeout > g.cfg.ProduceTimeoutCap {
 			timeout = g.cfg.ProduceTimeoutCap
 		}
@@ -60,7 +60,7 @@ func (g *Gateway) produce(c *call) bool {
 	// partitions appended concurrently, each on its own session, once all
 	// are mapped; the embedded log appends inline, one after another.
 	fan := &st.fanout
-	parallel := !g.caps.LocalLatency && fixed == wire.None && distinctPartitions(req, &st.int32s) > 1
+	parallel := !g.caps.LocalLatency && fixed == wire.NoError && distinctPartitions(req, &st.int32s) > 1
 	fan.jobs = fan.jobs[:0]
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -69,14 +69,14 @@ func (g *Gateway) produce(c *call) bool {
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			code, base := fixed, int64(-1)
-			if code == wire.None {
+			if code == wire.NoError {
 				dst := &st.batch
 				if parallel {
 					dst = fan.batch(len(fan.jobs))
 				}
 				var pb producerBatch
 				code = g.preparePartition(st, dst, rp, v, &budget, &pb)
-				if code == wire.None {
+				if code == wire.NoError {
 					if parallel {
 						fan.jobs = append(fan.jobs, appendJob{topic: rt.Name, index: rp.Index, batch: dst, producer: pb, topicAt: i, partAt: j})
 					} else {
@@ -86,7 +86,7 @@ func (g *Gateway) produce(c *call) bool {
 			}
 			out.Partitions = append(out.Partitions, wire.ProduceResponsePartition{
 				Index: rp.Index, ErrorCode: code, BaseOffset: base,
-				LogAppendTimeMs: -1, LogStartOffset: -1,
+				LogAppendTimeMillis: -1, LogStartOffset: -1,
 			})
 		}
 	}
@@ -103,7 +103,7 @@ func (g *Gateway) produce(c *call) bool {
 	failed := false
 	for i := range resp.Topics {
 		for _, p := range resp.Topics[i].Partitions {
-			if p.ErrorCode != wire.None {
+			if p.ErrorCode != wire.NoError {
 				failed = true
 				g.metrics.errors[wire.KeyProduce].CountError(p.ErrorCode)
 			}
@@ -136,12 +136,12 @@ func appendProduceTopic(dst []wire.ProduceResponseTopic, name string) []wire.Pro
 	return append(dst, wire.ProduceResponseTopic{Name: name, Partitions: parts})
 }
 
-// hasCompressed reports whether any partition carries a compressed batch:
-// attributes bits 0–2 at byte 22 of the batch (docs/design/kafka-protocol.md §4.1).
+// hasCompressed reports whether any partition carries a compressed batch
+// (batch.PeekCodec; docs/design/kafka-protocol.md §4.1).
 func hasCompressed(req *wire.ProduceRequest) bool {
 	for i := range req.Topics {
 		for _, p := range req.Topics[i].Partitions {
-			if len(p.Records) > 22 && p.Records[22]&7 != 0 {
+			if c, ok := batch.PeekCodec(p.Records); ok && c != batch.NoCompression {
 				return true
 			}
 		}
@@ -194,7 +194,7 @@ func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.Produc
 		// If so the client retries it (NOT_LEADER_OR_FOLLOWER is retriable);
 		// if not, it is simply too large.
 		alone := batch.Budget{MaxBytes: g.cfg.DecodeBudgetBytes, MaxRecords: g.cfg.DecodeBudgetRecords}
-		if g.mapPartition(st, dst, p.Records, h, &alone) == wire.None {
+		if g.mapPartition(st, dst, p.Records, h, &alone) == wire.NoError {
 			code = wire.NotLeaderOrFollower
 		}
 	}
@@ -216,18 +216,18 @@ func (g *Gateway) appendMapped(ctx context.Context, topic string, index int32, b
 
 // appendPartition appends one mapped partition entry to the log.
 func (g *Gateway) appendPartition(ctx context.Context, topic string, index int32, b *message.Batch) (wire.ErrorCode, int64) {
-	base, err := g.log.Append(ctx, topic, index, b)
+	base, err := g.store.Append(ctx, topic, index, b)
 	if err != nil {
 		return logCode(err), -1
 	}
 	g.metrics.recordsIn.Add(uint64(b.Count))
 	g.notify.signal(topic, index)
-	return wire.None, base
+	return wire.NoError, base
 }
 
 // mapPartition decodes one validated batch and maps its records into dst.
 func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h batch.Header, budget *batch.Budget) wire.ErrorCode {
-	compressed := h.Codec() != batch.None
+	compressed := h.Codec() != batch.NoCompression
 	if compressed {
 		select {
 		case g.decode <- struct{}{}:
@@ -285,7 +285,7 @@ func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h 
 	if err := recs.Err(); err != nil {
 		return batchCode(err)
 	}
-	return wire.None
+	return wire.NoError
 }
 
 // batchCode maps a batch error to the Kafka code a broker returns.

@@ -1,12 +1,10 @@
 package bridge_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
 	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -16,76 +14,49 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/wire"
 )
 
-// rawConn speaks Kafka framing with kmsg-encoded requests, so each error row
-// is provoked by a hand-built request over a real socket.
+// rawConn speaks Kafka framing with kmsg-encoded requests
+// (internal/kafkawire), so each error row is provoked by a hand-built request
+// over a real socket; any I/O or decoding failure fails the test.
 type rawConn struct {
-	t    *testing.T
-	c    net.Conn
-	r    *bufio.Reader
-	corr int32
+	t *testing.T
+	*kafkawire.Conn
 }
 
 func dialRaw(t *testing.T, addr string) *rawConn {
-	c, err := net.Dial("tcp", addr)
+	c, err := kafkawire.Dial(addr, "test", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+	return &rawConn{t: t, Conn: c}
 }
 
 // send writes req (at its Version) and returns the correlation id.
 func (rc *rawConn) send(req kmsg.Request) int32 {
-	rc.corr++
-	var body []byte
-	body = binary.BigEndian.AppendUint16(body, uint16(req.Key()))
-	body = binary.BigEndian.AppendUint16(body, uint16(req.GetVersion()))
-	body = binary.BigEndian.AppendUint32(body, uint32(rc.corr))
-	body = binary.BigEndian.AppendUint16(body, 4)
-	body = append(body, "test"...)
-	if req.IsFlexible() {
-		body = append(body, 0)
-	}
-	body = req.AppendTo(body)
-	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
-	rc.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if _, err := rc.c.Write(append(frame, body...)); err != nil {
+	corr, err := rc.Send(req)
+	if err != nil {
 		rc.t.Fatalf("write: %v", err)
 	}
-	return rc.corr
+	return corr
 }
 
 // recv reads one response into resp, checking the correlation id.
 func (rc *rawConn) recv(corr int32, resp kmsg.Response) {
 	rc.t.Helper()
-	rc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var size [4]byte
-	if _, err := io.ReadFull(rc.r, size[:]); err != nil {
-		rc.t.Fatalf("read size: %v", err)
-	}
-	b := make([]byte, binary.BigEndian.Uint32(size[:]))
-	if _, err := io.ReadFull(rc.r, b); err != nil {
-		rc.t.Fatalf("read body: %v", err)
-	}
-	if got := int32(binary.BigEndian.Uint32(b)); got != corr {
-		rc.t.Fatalf("correlation id %d, want %d", got, corr)
-	}
-	b = b[4:]
-	if resp.IsFlexible() && resp.Key() != 18 {
-		b = b[1:] // empty header tags
-	}
-	if err := resp.ReadFrom(b); err != nil {
-		rc.t.Fatalf("decode response: %v", err)
+	if err := rc.Recv(corr, resp); err != nil {
+		rc.t.Fatal(err)
 	}
 }
 
 // closed reports whether the server closed the connection.
 func (rc *rawConn) closed() bool {
-	rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, err := rc.r.ReadByte()
+	rc.NetConn().SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := rc.Reader().ReadByte()
 	return err == io.EOF
 }
 
@@ -117,7 +88,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // recrc recomputes a batch's CRC-32C after a test edited it.
 func recrc(b []byte) []byte {
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 	return b
 }
 
@@ -147,21 +118,29 @@ func produceCodes(rc *rawConn, req *kmsg.ProduceRequest) []int16 {
 	return codes
 }
 
+// Offsets of RecordBatch v2 header fields (docs/design/kafka-protocol.md §4.1).
+const (
+	offCRC             = 17
+	offAttributes      = 21
+	offLastOffsetDelta = 23
+	offRecordsCount    = 57
+)
+
 func TestProduceErrorTable(t *testing.T) {
 	gw := kiggytest.Start(t, kiggytest.Options{Bridge: bridge.Config{DecodeBudgetBytes: 100_000}})
 	gw.CreateTopic(t, "errs", 3)
-	good := buildBatch(t, batch.None, 2, 10)
+	good := buildBatch(t, batch.NoCompression, 2, 10)
 
 	twoBatches := append(append([]byte{}, good...), good...)
 	moreThanDeclared := append([]byte{}, good...)
-	binary.BigEndian.PutUint32(moreThanDeclared[57:], 1) // count 1, 2 records present
-	binary.BigEndian.PutUint32(moreThanDeclared[23:], 0)
+	binary.BigEndian.PutUint32(moreThanDeclared[offRecordsCount:], 1) // count 1, 2 records present
+	binary.BigEndian.PutUint32(moreThanDeclared[offLastOffsetDelta:], 0)
 	recrc(moreThanDeclared)
 	transactional := append([]byte{}, good...)
-	binary.BigEndian.PutUint16(transactional[21:], 1<<4)
+	binary.BigEndian.PutUint16(transactional[offAttributes:], 1<<4)
 	recrc(transactional)
 	control := append([]byte{}, good...)
-	binary.BigEndian.PutUint16(control[21:], 1<<4|1<<5)
+	binary.BigEndian.PutUint16(control[offAttributes:], 1<<4|1<<5)
 	recrc(control)
 	badCRC := append([]byte{}, good...)
 	badCRC[len(badCRC)-1] ^= 0xff
@@ -172,21 +151,21 @@ func TestProduceErrorTable(t *testing.T) {
 	rows := []struct {
 		name string
 		req  *kmsg.ProduceRequest
-		want []int16
+		want []wire.ErrorCode
 	}{
-		{"two batches in one entry", produceReq(9, -1, twoBatches), []int16{87}},
-		{"more records than declared", produceReq(9, -1, moreThanDeclared), []int16{87}},
-		{"transactional batch", produceReq(9, -1, transactional), []int16{35}},
-		{"control batch", produceReq(9, -1, control), []int16{35}},
-		{"zstd below v7", produceReq(6, -1, zstd), []int16{76}},
-		{"zstd at v7", produceReq(7, -1, zstd), []int16{0}},
-		{"acks 2", produceReq(9, 2, good), []int16{21}},
-		{"crc damage", produceReq(9, -1, badCRC), []int16{2}},
-		{"null records", produceReq(9, 1, nil), []int16{87}},
-		{"partition out of range", produceReq(9, 1, good, good, good, good), []int16{0, 0, 0, 3}},
-		{"over the decode budget alone", produceReq(9, 1, big), []int16{10}},
-		{"fits alone but not in what remains", produceReq(9, 1, medium, medium), []int16{0, 6}},
-		{"independent partitions", produceReq(12, -1, good, badCRC, transactional), []int16{0, 2, 35}},
+		{"two batches in one entry", produceReq(9, -1, twoBatches), []wire.ErrorCode{wire.InvalidRecord}},
+		{"more records than declared", produceReq(9, -1, moreThanDeclared), []wire.ErrorCode{wire.InvalidRecord}},
+		{"transactional batch", produceReq(9, -1, transactional), []wire.ErrorCode{wire.UnsupportedVersion}},
+		{"control batch", produceReq(9, -1, control), []wire.ErrorCode{wire.UnsupportedVersion}},
+		{"zstd below v7", produceReq(6, -1, zstd), []wire.ErrorCode{wire.UnsupportedCompressionType}},
+		{"zstd at v7", produceReq(7, -1, zstd), []wire.ErrorCode{wire.NoError}},
+		{"acks 2", produceReq(9, 2, good), []wire.ErrorCode{wire.InvalidRequiredAcks}},
+		{"crc damage", produceReq(9, -1, badCRC), []wire.ErrorCode{wire.CorruptMessage}},
+		{"null records", produceReq(9, 1, nil), []wire.ErrorCode{wire.InvalidRecord}},
+		{"partition out of range", produceReq(9, 1, good, good, good, good), []wire.ErrorCode{wire.NoError, wire.NoError, wire.NoError, wire.UnknownTopicOrPartition}},
+		{"over the decode budget alone", produceReq(9, 1, big), []wire.ErrorCode{wire.MessageTooLarge}},
+		{"fits alone but not in what remains", produceReq(9, 1, medium, medium), []wire.ErrorCode{wire.NoError, wire.NotLeaderOrFollower}},
+		{"independent partitions", produceReq(12, -1, good, badCRC, transactional), []wire.ErrorCode{wire.NoError, wire.CorruptMessage, wire.UnsupportedVersion}},
 	}
 	rc := dialRaw(t, gw.Addr)
 	for _, row := range rows {
@@ -195,8 +174,8 @@ func TestProduceErrorTable(t *testing.T) {
 			t.Fatalf("%s: %d partitions answered, want %d", row.name, len(got), len(row.want))
 		}
 		for i := range got {
-			if got[i] != row.want[i] {
-				t.Errorf("%s: partition %d code %d, want %d", row.name, i, got[i], row.want[i])
+			if wire.ErrorCode(got[i]) != row.want[i] {
+				t.Errorf("%s: partition %d code %d, want %d (%v)", row.name, i, got[i], row.want[i], row.want[i])
 			}
 		}
 		rc.stillUsable()
@@ -205,14 +184,14 @@ func TestProduceErrorTable(t *testing.T) {
 	// Missing topic: Produce never creates topics.
 	req := produceReq(9, 1, good)
 	req.Topics[0].Topic = "no-such-topic"
-	if got := produceCodes(rc, req); got[0] != 3 {
+	if got := produceCodes(rc, req); wire.ErrorCode(got[0]) != wire.UnknownTopicOrPartition {
 		t.Errorf("missing topic: code %d, want 3", got[0])
 	}
 	// A transactional id refuses every partition; the connection stays open.
 	req = produceReq(9, 1, good, good)
 	txn := "txn"
 	req.TransactionID = &txn
-	if got := produceCodes(rc, req); got[0] != 35 || got[1] != 35 {
+	if got := produceCodes(rc, req); wire.ErrorCode(got[0]) != wire.UnsupportedVersion || wire.ErrorCode(got[1]) != wire.UnsupportedVersion {
 		t.Errorf("transactional id: codes %v, want 35s", got)
 	}
 	rc.stillUsable()
@@ -259,10 +238,10 @@ func TestProduceTimeoutIsRequestTimedOut(t *testing.T) {
 	gw.CreateTopic(t, "errs", 1)
 	gw.Iggy.InjectFault(iggytest.Fault{Op: 160, Count: 1, Drop: true})
 	rc := dialRaw(t, gw.Addr)
-	req := produceReq(9, -1, buildBatch(t, batch.None, 1, 10))
+	req := produceReq(9, -1, buildBatch(t, batch.NoCompression, 1, 10))
 	req.TimeoutMillis = 500
 	start := time.Now()
-	if got := produceCodes(rc, req); got[0] != 7 {
+	if got := produceCodes(rc, req); wire.ErrorCode(got[0]) != wire.RequestTimedOut {
 		t.Fatalf("dropped send: code %d, want 7 (REQUEST_TIMED_OUT)", got[0])
 	}
 	if d := time.Since(start); d > 5*time.Second {

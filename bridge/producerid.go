@@ -46,13 +46,13 @@ func (g *Gateway) initProducerID(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
-	resp := wire.InitProducerIDResponse{ProducerId: -1, ProducerEpoch: -1}
+	resp := wire.InitProducerIDResponse{ProducerID: -1, ProducerEpoch: -1}
 	switch {
-	case req.TransactionalId.Valid && req.TransactionalId.S != "":
+	case req.TransactionalID.Valid && req.TransactionalID.S != "":
 		// Transactions are not supported; an empty id counts as absent.
 		resp.ErrorCode = wire.TransactionalIDAuthFailed
 	default:
-		resp.ProducerId, resp.ProducerEpoch, resp.ErrorCode = g.grantProducer(req.ProducerId, req.ProducerEpoch, c.hdr.APIVersion)
+		resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = g.grantProducer(req.ProducerID, req.ProducerEpoch, c.hdr.APIVersion)
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
@@ -88,7 +88,7 @@ func (g *Gateway) grantProducer(id int64, epoch int16, version int16) (int64, in
 			case epoch == gr.epoch-1 && gr.bumped:
 				gr.ms = now
 				ps.epochs[id] = gr
-				return id, gr.epoch, wire.None
+				return id, gr.epoch, wire.NoError
 			case epoch < gr.epoch:
 				if version < 4 {
 					return -1, -1, wire.InvalidProducerEpoch
@@ -97,7 +97,7 @@ func (g *Gateway) grantProducer(id int64, epoch int16, version int16) (int64, in
 			case epoch < math.MaxInt16:
 				gr = epochGrant{epoch: epoch + 1, ms: now, bumped: true}
 				ps.epochs[id] = gr
-				return id, gr.epoch, wire.None
+				return id, gr.epoch, wire.NoError
 			}
 			delete(ps.epochs, id) // epoch exhausted: a new id below
 		}
@@ -109,5 +109,5 @@ func (g *Gateway) grantProducer(id int64, epoch int16, version int16) (int64, in
 	if len(ps.epochs) < maxGrants {
 		ps.epochs[next] = epochGrant{epoch: 0, ms: now}
 	}
-	return next, 0, wire.None
+	return next, 0, wire.NoError
 }

@@ -14,8 +14,8 @@ import (
 type state struct {
 	call call
 
-	apiVersionsReq  wire.ApiVersionsRequest
-	apiVersionsResp wire.ApiVersionsResponse
+	apiVersionsReq  wire.APIVersionsRequest
+	apiVersionsResp wire.APIVersionsResponse
 	metadataReq     wire.MetadataRequest
 	metadataResp    wire.MetadataResponse
 	initPIDReq      wire.InitProducerIDRequest

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"errors"
-	"io"
 	"log/slog"
 	"runtime"
 	"time"
@@ -124,7 +123,7 @@ func (c Config) normalize() (Config, error) {
 		c.WriteTimeout = DefaultWriteTimeout
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c, c.validate()
 }

@@ -25,7 +25,7 @@ func mustHex(s string) []byte {
 // record whose length varint takes two bytes.
 func BatchSeeds() [][]byte {
 	seeds := [][]byte{Golden}
-	for _, codec := range []batch.Codec{batch.None, batch.Gzip, batch.Snappy, batch.LZ4, batch.Zstd} {
+	for _, codec := range []batch.Codec{batch.NoCompression, batch.Gzip, batch.Snappy, batch.LZ4, batch.Zstd} {
 		var b batch.Builder
 		b.Reset(nil, 0, 1700000000000, codec)
 		b.SetProducer(7, 0, 0)

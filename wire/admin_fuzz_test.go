@@ -13,7 +13,7 @@ type admFuzzAPI struct {
 	// to accept it too and to read the same values.
 	check func(t *testing.T, body []byte, v int16)
 	// seed returns a kmsg-encoded request at version v.
-	seed func(g *admGen, v int16) []byte
+	seed func(g *oracleGen, v int16) []byte
 }
 
 // admFuzzCheck builds an admFuzzAPI check from a decoder and its kmsg
@@ -22,7 +22,7 @@ type admFuzzAPI struct {
 func admFuzzCheck[T any, P interface {
 	*T
 	admMsg
-}, R any](decode func(*R, []byte, int16) error, toKmsg func(*R, int16) P, gen func(*admGen, int16) P) func(*testing.T, []byte, int16) {
+}, R any](decode func(*R, []byte, int16) error, toKmsg func(*R, int16) P, gen func(*oracleGen, int16) P) func(*testing.T, []byte, int16) {
 	var mu sync.Mutex
 	richBodies := map[int16][]byte{}
 	rich := func(v int16) []byte {
@@ -30,7 +30,7 @@ func admFuzzCheck[T any, P interface {
 		defer mu.Unlock()
 		b, ok := richBodies[v]
 		if !ok {
-			r := gen(newAdmGen(uint64(v)), v)
+			r := gen(newOracleGen(uint64(v)), v)
 			r.SetVersion(v)
 			b = r.AppendTo(nil)
 			richBodies[v] = b
@@ -60,8 +60,8 @@ func admFuzzCheck[T any, P interface {
 }
 
 // admSeed returns a seed function encoding gen's request with kmsg.
-func admSeed[P interface{ admMsg }](gen func(*admGen, int16) P) func(*admGen, int16) []byte {
-	return func(g *admGen, v int16) []byte {
+func admSeed[P interface{ admMsg }](gen func(*oracleGen, int16) P) func(*oracleGen, int16) []byte {
+	return func(g *oracleGen, v int16) []byte {
 		r := gen(g, v)
 		r.SetVersion(v)
 		return r.AppendTo(nil)
@@ -109,7 +109,7 @@ const admFuzzMaxLen = 2048
 // never panic, and whatever they accept kmsg must accept and read the same.
 // Seeds are kmsg-encoded requests of every API and version.
 func FuzzAdminRequests(f *testing.F) {
-	g := newAdmGen(0xf022)
+	g := newOracleGen(0xf022)
 	g.small = true
 	for i := range admFuzzAPIs {
 		a := &admFuzzAPIs[i]

@@ -10,129 +10,12 @@ package wire
 import (
 	"bytes"
 	"fmt"
-	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// admGen generates varied field contents from a fixed seed. A small admGen
-// never makes the counts above 127 (fuzz seeds stay short).
-type admGen struct {
-	r     *rand.Rand
-	small bool
-}
-
-func newAdmGen(seed uint64) *admGen { return &admGen{r: rand.New(rand.NewPCG(seed, 0x61646d696e))} }
-
-// str returns "", a short string, or one longer than 127 bytes (its compact
-// length takes two varint bytes).
-func (g *admGen) str() string {
-	switch g.r.IntN(7) {
-	case 0:
-		return ""
-	case 1:
-		if g.small {
-			return "retention.ms"
-		}
-		return strings.Repeat("retention.", 13+g.r.IntN(4))
-	default:
-		const chars = "abcdefghijklmnopqrstuvwxyz0123456789-._é"
-		b := make([]byte, 1+g.r.IntN(24))
-		for i := range b {
-			b[i] = chars[g.r.IntN(len(chars))]
-		}
-		return string(b)
-	}
-}
-
-// ptr returns nil (null) about a quarter of the time, else a str.
-func (g *admGen) ptr() *string {
-	if g.r.IntN(4) == 0 {
-		return nil
-	}
-	s := g.str()
-	return &s
-}
-
-// ns returns a NullString that is null about a quarter of the time.
-func (g *admGen) ns() NullString { return admNS(g.ptr()) }
-
-// n returns 0, a small count, or, when big, one above 127 (a two-byte
-// compact length).
-func (g *admGen) n(big bool) int {
-	switch g.r.IntN(6) {
-	case 0:
-		return 0
-	case 1:
-		if big && !g.small {
-			return 128 + g.r.IntN(8)
-		}
-	}
-	return 1 + g.r.IntN(3)
-}
-
-func (g *admGen) i8() int8   { return int8(g.r.Uint32()) }
-func (g *admGen) i16() int16 { return int16(g.r.Uint32()) }
-func (g *admGen) i32() int32 { return int32(g.r.Uint32()) }
-func (g *admGen) b() bool    { return g.r.IntN(2) == 0 }
-
-func (g *admGen) uuid() (u [16]byte) {
-	if g.r.IntN(3) == 0 {
-		return u // the all-zero "no id"
-	}
-	for i := range u {
-		u[i] = byte(g.r.Uint32())
-	}
-	return u
-}
-
-func (g *admGen) int32s() []int32 {
-	s := make([]int32, g.n(false))
-	for i := range s {
-		s[i] = g.i32()
-	}
-	return s
-}
-
-// tags returns unknown tagged fields half of the time: an empty payload, a
-// small one, or one over 127 bytes (two-byte size).
-func (g *admGen) tags() kmsg.Tags {
-	var t kmsg.Tags
-	if g.r.IntN(2) == 0 {
-		return t
-	}
-	for range 1 + g.r.IntN(3) {
-		var p []byte
-		switch g.r.IntN(3) {
-		case 1:
-			p = []byte{1, 2, 3}
-		case 2:
-			p = bytes.Repeat([]byte{0xfe}, 130)
-		}
-		t.Set(uint32(g.r.IntN(300)), p)
-	}
-	return t
-}
-
-// admNS converts kmsg's nullable string to ours.
-func admNS(p *string) NullString {
-	if p == nil {
-		return NullString{}
-	}
-	return Str(*p)
-}
-
-// admPtr converts our nullable string to kmsg's.
-func admPtr(s NullString) *string {
-	if !s.Valid {
-		return nil
-	}
-	v := s.S
-	return &v
-}
 
 // admStripTags zeroes every kmsg.Tags field reachable from v (a pointer), so
 // a kmsg struct decoded from bytes carrying unknown tags compares equal to
@@ -283,12 +166,12 @@ func admRequestOracle[T any, P interface {
 	*T
 	admMsg
 }, R any](t *testing.T, seed uint64, lo, hi int16,
-	gen func(g *admGen, v int16) P,
+	gen func(g *oracleGen, v int16) P,
 	decode func(r *R, body []byte, v int16) error,
 	toKmsg func(r *R, v int16) P,
 ) {
 	t.Helper()
-	g := newAdmGen(seed)
+	g := newOracleGen(seed)
 	var reused, scratch R
 	for v := lo; v <= hi; v++ {
 		for i := range admIters {
@@ -335,12 +218,12 @@ func admResponseOracle[T any, P interface {
 	*T
 	admMsg
 }, R any](t *testing.T, seed uint64, lo, hi int16,
-	gen func(g *admGen, v int16) *R,
+	gen func(g *oracleGen, v int16) *R,
 	appendTo func(r *R, dst []byte, v int16) []byte,
 	toKmsg func(r *R) P,
 ) {
 	t.Helper()
-	g := newAdmGen(seed)
+	g := newOracleGen(seed)
 	for v := lo; v <= hi; v++ {
 		for range admIters {
 			r := gen(g, v)

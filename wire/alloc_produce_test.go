@@ -17,14 +17,14 @@ func TestProduceSideZeroAllocs(t *testing.T) {
 
 	// Decoding into reused structs, after one warm-up decode each.
 	body, v := prodBenchProduceRequest()
-	h := RequestHeader{APIKey: KeyProduce, APIVersion: v, CorrelationID: 7, ClientID: Str("producer-1")}
+	h := RequestHeader{APIKey: KeyProduce, APIVersion: v, CorrelationID: 7, ClientID: NullStringOf("producer-1")}
 	frame := append(AppendRequestHeader(nil, h), body...)
 	var req ProduceRequest
-	apiBody := (&ApiVersionsRequest{ClientSoftwareName: "apache-kafka-java", ClientSoftwareVersion: "4.0.0"}).AppendTo(nil, 4)
-	var apiReq ApiVersionsRequest
-	metaBody := (&MetadataRequest{Topics: []MetadataRequestTopic{{Name: Str("a")}, {Name: Str("b")}}, AllowAutoTopicCreation: true}).AppendTo(nil, 12)
+	apiBody := (&APIVersionsRequest{ClientSoftwareName: "apache-kafka-java", ClientSoftwareVersion: "4.0.0"}).AppendTo(nil, 4)
+	var apiReq APIVersionsRequest
+	metaBody := (&MetadataRequest{Topics: []MetadataRequestTopic{{Name: NullStringOf("a")}, {Name: NullStringOf("b")}}, AllowAutoTopicCreation: true}).AppendTo(nil, 12)
 	var metaReq MetadataRequest
-	ipBody := (&InitProducerIDRequest{TransactionTimeoutMs: 60000, ProducerId: -1, ProducerEpoch: -1}).AppendTo(nil, 5)
+	ipBody := (&InitProducerIDRequest{TransactionTimeoutMillis: 60000, ProducerID: -1, ProducerEpoch: -1}).AppendTo(nil, 5)
 	var ipReq InitProducerIDRequest
 	if err := req.Decode(body, v); err != nil {
 		t.Fatal(err)
@@ -37,11 +37,11 @@ func TestProduceSideZeroAllocs(t *testing.T) {
 	buf := make([]byte, 0, 64<<10)
 	produceResp := prodBenchProduceResponse()
 	metaResp := prodBenchMetadataResponse()
-	apiResp := &ApiVersionsResponse{}
+	apiResp := &APIVersionsResponse{}
 	for _, a := range APIs {
-		apiResp.APIKeys = append(apiResp.APIKeys, ApiVersionsKey{a.Key, a.Min, a.Max})
+		apiResp.APIKeys = append(apiResp.APIKeys, APIVersionsKey{a.Key, a.Min, a.Max})
 	}
-	ipResp := &InitProducerIDResponse{ProducerId: 1, ProducerEpoch: 0}
+	ipResp := &InitProducerIDResponse{ProducerID: 1, ProducerEpoch: 0}
 	encode := func(name string, fn func([]byte) []byte) prodAllocCase {
 		return prodAllocCase{name, func() { buf = fn(buf[:0]); sink += len(buf) }}
 	}
@@ -73,11 +73,11 @@ func TestProduceSideZeroAllocs(t *testing.T) {
 		encode("MetadataResponse v12", func(b []byte) []byte { return metaResp.AppendTo(b, 12) }),
 		encode("MetadataResponse v1", func(b []byte) []byte { return metaResp.AppendTo(b, 1) }),
 		encode("ApiVersionsResponse v4 with header", func(b []byte) []byte {
-			b = AppendResponseHeader(b, KeyApiVersions, 4, 7)
+			b = AppendResponseHeader(b, KeyAPIVersions, 4, 7)
 			return apiResp.AppendTo(b, 4)
 		}),
 		encode("ApiVersionsResponse v0", func(b []byte) []byte { return apiResp.AppendTo(b, 0) }),
-		encode("AppendApiVersionsUnsupported", func(b []byte) []byte { return AppendApiVersionsUnsupported(b, 0, 4) }),
+		encode("AppendAPIVersionsUnsupported", func(b []byte) []byte { return AppendAPIVersionsUnsupported(b, 0, 4) }),
 		encode("InitProducerIDResponse v5", func(b []byte) []byte { return ipResp.AppendTo(b, 5) }),
 	}
 	for _, c := range cases {

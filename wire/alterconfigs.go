@@ -64,7 +64,7 @@ type AlterConfigsRequestResourceConfig struct {
 // r's contents are unspecified.
 func (r *AlterConfigsRequest) Decode(body []byte, version int16) error {
 	if version < alterConfigsMin || version > alterConfigsMax {
-		return errAdminVersion
+		return ErrUnsupportedVersion
 	}
 	// "Version 2 enables flexible versions."
 	flex := version >= alterConfigsFlexible
@@ -86,12 +86,12 @@ func (r *AlterConfigsRequest) Decode(body []byte, version int16) error {
 			c := &res.Configs[j]
 			c.Name = rd.Str(flex)
 			c.Value = nullStr(&rd, flex)
-			adminEndStruct(&rd, flex)
+			endStruct(&rd, flex)
 		}
-		adminEndStruct(&rd, flex)
+		endStruct(&rd, flex)
 	}
 	r.ValidateOnly = rd.Bool()
-	adminEndStruct(&rd, flex)
+	endStruct(&rd, flex)
 	return rd.Complete()
 }
 
@@ -158,7 +158,7 @@ type IncrementalAlterConfigsRequestResourceConfig struct {
 // error r's contents are unspecified.
 func (r *IncrementalAlterConfigsRequest) Decode(body []byte, version int16) error {
 	if version < incrementalAlterConfigsMin || version > incrementalAlterConfigsMax {
-		return errAdminVersion
+		return ErrUnsupportedVersion
 	}
 	// "Version 1 is the first flexible version."
 	flex := version >= incrementalAlterConfigsFlexible
@@ -180,12 +180,12 @@ func (r *IncrementalAlterConfigsRequest) Decode(body []byte, version int16) erro
 			c.Name = rd.Str(flex)
 			c.Op = IncrementalAlterConfigOp(rd.Int8())
 			c.Value = nullStr(&rd, flex)
-			adminEndStruct(&rd, flex)
+			endStruct(&rd, flex)
 		}
-		adminEndStruct(&rd, flex)
+		endStruct(&rd, flex)
 	}
 	r.ValidateOnly = rd.Bool()
-	adminEndStruct(&rd, flex)
+	endStruct(&rd, flex)
 	return rd.Complete()
 }
 

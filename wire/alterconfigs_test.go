@@ -6,9 +6,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func admGenAlterConfigsRequest(g *admGen, _ int16) *kmsg.AlterConfigsRequest {
+func admGenAlterConfigsRequest(g *oracleGen, _ int16) *kmsg.AlterConfigsRequest {
 	r := kmsg.NewPtrAlterConfigsRequest()
-	r.ValidateOnly = g.b()
+	r.ValidateOnly = g.bool()
 	r.UnknownTags = g.tags()
 	for range g.n(true) {
 		res := kmsg.NewAlterConfigsRequestResource()
@@ -38,7 +38,7 @@ func admAlterConfigsRequestToKmsg(r *AlterConfigsRequest, v int16) *kmsg.AlterCo
 		for _, c := range res.Configs {
 			kc := kmsg.NewAlterConfigsRequestResourceConfig()
 			kc.Name = c.Name
-			kc.Value = admPtr(c.Value)
+			kc.Value = ptrOf(c.Value)
 			kr.Configs = append(kr.Configs, kc)
 		}
 		k.Resources = append(k.Resources, kr)
@@ -51,9 +51,9 @@ func TestAlterConfigsRequestOracle(t *testing.T) {
 		admGenAlterConfigsRequest, (*AlterConfigsRequest).Decode, admAlterConfigsRequestToKmsg)
 }
 
-func admGenIncrementalAlterConfigsRequest(g *admGen, _ int16) *kmsg.IncrementalAlterConfigsRequest {
+func admGenIncrementalAlterConfigsRequest(g *oracleGen, _ int16) *kmsg.IncrementalAlterConfigsRequest {
 	r := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	r.ValidateOnly = g.b()
+	r.ValidateOnly = g.bool()
 	r.UnknownTags = g.tags()
 	for range g.n(true) {
 		res := kmsg.NewIncrementalAlterConfigsRequestResource()
@@ -85,7 +85,7 @@ func admIncrementalAlterConfigsRequestToKmsg(r *IncrementalAlterConfigsRequest, 
 			kc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 			kc.Name = c.Name
 			kc.Op = kmsg.IncrementalAlterConfigOp(c.Op)
-			kc.Value = admPtr(c.Value)
+			kc.Value = ptrOf(c.Value)
 			kr.Configs = append(kr.Configs, kc)
 		}
 		k.Resources = append(k.Resources, kr)
@@ -98,7 +98,7 @@ func TestIncrementalAlterConfigsRequestOracle(t *testing.T) {
 		admGenIncrementalAlterConfigsRequest, (*IncrementalAlterConfigsRequest).Decode, admIncrementalAlterConfigsRequestToKmsg)
 }
 
-func admGenAlterConfigsResults(g *admGen) []AlterConfigsResponseResource {
+func admGenAlterConfigsResults(g *oracleGen) []AlterConfigsResponseResource {
 	var out []AlterConfigsResponseResource
 	for range g.n(true) {
 		out = append(out, AlterConfigsResponseResource{
@@ -112,7 +112,7 @@ func admGenAlterConfigsResults(g *admGen) []AlterConfigsResponseResource {
 }
 
 func TestAlterConfigsResponseOracle(t *testing.T) {
-	gen := func(g *admGen, _ int16) *AlterConfigsResponse {
+	gen := func(g *oracleGen, _ int16) *AlterConfigsResponse {
 		return &AlterConfigsResponse{ThrottleMillis: g.i32(), Resources: admGenAlterConfigsResults(g)}
 	}
 	toKmsg := func(r *AlterConfigsResponse) *kmsg.AlterConfigsResponse {
@@ -121,7 +121,7 @@ func TestAlterConfigsResponseOracle(t *testing.T) {
 		for _, res := range r.Resources {
 			kr := kmsg.NewAlterConfigsResponseResource()
 			kr.ErrorCode = int16(res.ErrorCode)
-			kr.ErrorMessage = admPtr(res.ErrorMessage)
+			kr.ErrorMessage = ptrOf(res.ErrorMessage)
 			kr.ResourceType = kmsg.ConfigResourceType(res.ResourceType)
 			kr.ResourceName = res.ResourceName
 			k.Resources = append(k.Resources, kr)
@@ -132,7 +132,7 @@ func TestAlterConfigsResponseOracle(t *testing.T) {
 }
 
 func TestIncrementalAlterConfigsResponseOracle(t *testing.T) {
-	gen := func(g *admGen, _ int16) *IncrementalAlterConfigsResponse {
+	gen := func(g *oracleGen, _ int16) *IncrementalAlterConfigsResponse {
 		return &IncrementalAlterConfigsResponse{ThrottleMillis: g.i32(), Resources: admGenAlterConfigsResults(g)}
 	}
 	toKmsg := func(r *IncrementalAlterConfigsResponse) *kmsg.IncrementalAlterConfigsResponse {
@@ -141,7 +141,7 @@ func TestIncrementalAlterConfigsResponseOracle(t *testing.T) {
 		for _, res := range r.Resources {
 			kr := kmsg.NewIncrementalAlterConfigsResponseResource()
 			kr.ErrorCode = int16(res.ErrorCode)
-			kr.ErrorMessage = admPtr(res.ErrorMessage)
+			kr.ErrorMessage = ptrOf(res.ErrorMessage)
 			kr.ResourceType = kmsg.ConfigResourceType(res.ResourceType)
 			kr.ResourceName = res.ResourceName
 			k.Resources = append(k.Resources, kr)

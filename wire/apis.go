@@ -21,7 +21,7 @@ const (
 	KeyDescribeGroups          APIKey = 15
 	KeyListGroups              APIKey = 16
 	KeySaslHandshake           APIKey = 17
-	KeyApiVersions             APIKey = 18
+	KeyAPIVersions             APIKey = 18
 	KeyCreateTopics            APIKey = 19
 	KeyDeleteTopics            APIKey = 20
 	KeyInitProducerID          APIKey = 22
@@ -48,41 +48,44 @@ type APIRange struct {
 }
 
 // APIs is the declarative table of every API wire has codecs for, sorted by
-// key. Each codec file adds its row here; the gateway advertises the subset
+// key. Each codec file adds its row here, with the file's own xxxFlexible
+// constant as FlexibleFrom (the one source of that version; the codec checks
+// version >= xxxFlexible); the gateway advertises the subset
 // it has handlers for. A row must only be added once its codec is complete
 // and oracle-tested for every version in [Min, Max].
 var APIs = []APIRange{
-	{KeyProduce, 0, 12, 9}, // v0–2 advertised but not decodable (KAFKA-18659), see produce.go
-	{KeyFetch, 4, 12, 12},  // names only: v13+ needs topic ids
-	{KeyListOffsets, 1, 10, 6},
-	{KeyMetadata, 0, 13, 9},
-	{KeyOffsetCommit, 2, 9, 8},
-	{KeyOffsetFetch, 1, 9, 6},
-	{KeyFindCoordinator, 0, 6, 3},
-	{KeyJoinGroup, 0, 9, 6},
-	{KeyHeartbeat, 0, 4, 4},
-	{KeyLeaveGroup, 0, 5, 4},
-	{KeySyncGroup, 0, 5, 4},
-	{KeyDescribeGroups, 0, 5, 5},
-	{KeyListGroups, 0, 5, 3},
-	{KeyApiVersions, 0, 4, 3},
-	{KeyCreateTopics, 2, 7, 5},
-	{KeyDeleteTopics, 1, 6, 4},
-	{KeyInitProducerID, 0, 5, 2},
-	{KeyOffsetForLeaderEpoch, 2, 4, 4},
-	{KeyDescribeConfigs, 1, 4, 4},
-	{KeyAlterConfigs, 0, 2, 2},
-	{KeyCreatePartitions, 0, 3, 2},
-	{KeyDeleteGroups, 0, 3, 2},
-	{KeyIncrementalAlterConfigs, 0, 1, 1},
-	{KeyDescribeCluster, 0, 2, 0},
-	{KeyDescribeProducers, 0, 0, 0},
+	{KeyProduce, 0, 12, produceFlexible}, // v0–2 advertised but not decodable (KAFKA-18659), see produce.go
+	{KeyFetch, 4, 12, fetchFlexible},     // names only: v13+ needs topic ids
+	{KeyListOffsets, 1, 10, listOffsetsFlexible},
+	{KeyMetadata, 0, 13, metadataFlexible},
+	{KeyOffsetCommit, 2, 9, offsetCommitFlexible},
+	{KeyOffsetFetch, 1, 9, offsetFetchFlexible},
+	{KeyFindCoordinator, 0, 6, findCoordinatorFlexible},
+	{KeyJoinGroup, 0, 9, joinGroupFlexible},
+	{KeyHeartbeat, 0, 4, heartbeatFlexible},
+	{KeyLeaveGroup, 0, 5, leaveGroupFlexible},
+	{KeySyncGroup, 0, 5, syncGroupFlexible},
+	{KeyDescribeGroups, 0, 5, describeGroupsFlexible},
+	{KeyListGroups, 0, 5, listGroupsFlexible},
+	{KeyAPIVersions, 0, 4, apiVersionsFlexible},
+	{KeyCreateTopics, 2, 7, createTopicsFlexible},
+	{KeyDeleteTopics, 1, 6, deleteTopicsFlexible},
+	{KeyInitProducerID, 0, 5, initProducerIDFlexible},
+	{KeyOffsetForLeaderEpoch, 2, 4, offsetForLeaderEpochFlexible},
+	{KeyDescribeConfigs, 1, 4, describeConfigsFlexible},
+	{KeyAlterConfigs, 0, 2, alterConfigsFlexible},
+	{KeyCreatePartitions, 0, 3, createPartitionsFlexible},
+	{KeyDeleteGroups, 0, 3, deleteGroupsFlexible},
+	{KeyIncrementalAlterConfigs, 0, 1, incrementalAlterConfigsFlexible},
+	{KeyDescribeCluster, 0, 2, describeClusterFlexible},
+	{KeyDescribeProducers, 0, 0, describeProducersFlexible},
 }
 
-// maxKey bounds the lookup array.
-const maxKey = 128
+// MaxAPIKey bounds the API keys wire's lookup array (and the gateway's
+// per-key tables) index: every key in APIs is below it.
+const MaxAPIKey = 128
 
-var apiIndex = func() (idx [maxKey]int16) {
+var apiIndex = func() (idx [MaxAPIKey]int16) {
 	for i := range idx {
 		idx[i] = -1
 	}
@@ -91,7 +94,7 @@ var apiIndex = func() (idx [maxKey]int16) {
 
 func init() {
 	for i, a := range APIs {
-		if a.Key >= 0 && a.Key < maxKey {
+		if a.Key >= 0 && a.Key < MaxAPIKey {
 			apiIndex[a.Key] = int16(i)
 		}
 	}
@@ -99,7 +102,7 @@ func init() {
 
 // LookupAPI returns the table row for key.
 func LookupAPI(key APIKey) (APIRange, bool) {
-	if key < 0 || key >= maxKey || apiIndex[key] < 0 {
+	if key < 0 || key >= MaxAPIKey || apiIndex[key] < 0 {
 		return APIRange{}, false
 	}
 	return APIs[apiIndex[key]], true
@@ -117,7 +120,7 @@ var apiNames = map[APIKey]string{
 	KeyOffsetCommit: "OffsetCommit", KeyOffsetFetch: "OffsetFetch", KeyFindCoordinator: "FindCoordinator",
 	KeyJoinGroup: "JoinGroup", KeyHeartbeat: "Heartbeat", KeyLeaveGroup: "LeaveGroup", KeySyncGroup: "SyncGroup",
 	KeyDescribeGroups: "DescribeGroups", KeyListGroups: "ListGroups", KeySaslHandshake: "SaslHandshake",
-	KeyApiVersions: "ApiVersions", KeyCreateTopics: "CreateTopics", KeyDeleteTopics: "DeleteTopics",
+	KeyAPIVersions: "ApiVersions", KeyCreateTopics: "CreateTopics", KeyDeleteTopics: "DeleteTopics",
 	KeyInitProducerID: "InitProducerId", KeyOffsetForLeaderEpoch: "OffsetForLeaderEpoch",
 	KeyDescribeConfigs: "DescribeConfigs", KeyAlterConfigs: "AlterConfigs", KeySaslAuthenticate: "SaslAuthenticate",
 	KeyCreatePartitions: "CreatePartitions", KeyDeleteGroups: "DeleteGroups", KeyIncrementalAlterConfigs: "IncrementalAlterConfigs",

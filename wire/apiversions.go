@@ -11,10 +11,13 @@ package wire
 const (
 	apiVersionsMinVersion = 0
 	apiVersionsMaxVersion = 4
+	// apiVersionsFlexible is the first flexible version: "flexibleVersions": "3+"
+	// (the request body and the response body; the response header stays v0).
+	apiVersionsFlexible int16 = 3
 )
 
-// ApiVersionsRequest is an ApiVersions request body.
-type ApiVersionsRequest struct {
+// APIVersionsRequest is an ApiVersions request body.
+type APIVersionsRequest struct {
 	// ClientSoftwareName and ClientSoftwareVersion (v3+) are views into the
 	// frame, valid until the frame is released; empty before v3.
 	ClientSoftwareName    string
@@ -24,14 +27,14 @@ type ApiVersionsRequest struct {
 // Decode parses an ApiVersions request body of the given version. Versions
 // above 4 return ErrUnsupportedVersion without looking at the body: KIP-511
 // says the broker must not parse a body it does not know, and answers with
-// AppendApiVersionsUnsupported instead.
-func (r *ApiVersionsRequest) Decode(body []byte, version int16) error {
+// AppendAPIVersionsUnsupported instead.
+func (r *APIVersionsRequest) Decode(body []byte, version int16) error {
 	if version < apiVersionsMinVersion || version > apiVersionsMaxVersion {
 		return ErrUnsupportedVersion
 	}
-	*r = ApiVersionsRequest{}
+	*r = APIVersionsRequest{}
 	rd := NewReader(body)
-	if version >= 3 {
+	if version >= apiVersionsFlexible {
 		r.ClientSoftwareName = rd.CompactString()
 		r.ClientSoftwareVersion = rd.CompactString()
 		rd.SkipTags()
@@ -40,8 +43,8 @@ func (r *ApiVersionsRequest) Decode(body []byte, version int16) error {
 }
 
 // AppendTo appends r encoded at version (a client's view; used by tests).
-func (r *ApiVersionsRequest) AppendTo(dst []byte, version int16) []byte {
-	if version >= 3 {
+func (r *APIVersionsRequest) AppendTo(dst []byte, version int16) []byte {
+	if version >= apiVersionsFlexible {
 		dst = AppendCompactString(dst, r.ClientSoftwareName)
 		dst = AppendCompactString(dst, r.ClientSoftwareVersion)
 		dst = append(dst, 0)
@@ -53,7 +56,7 @@ func (r *ApiVersionsRequest) AppendTo(dst []byte, version int16) []byte {
 // strings match [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? (ApiVersionsRequest
 // isValid); Kafka answers INVALID_REQUEST when they do not. Before v3 there is
 // nothing to check.
-func (r *ApiVersionsRequest) Valid(version int16) bool {
+func (r *APIVersionsRequest) Valid(version int16) bool {
 	if version < 3 {
 		return true
 	}
@@ -80,28 +83,28 @@ func isSoftwareAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
-// ApiVersionsKey is one entry of the ApiKeys array: an API and the version
+// APIVersionsKey is one entry of the ApiKeys array: an API and the version
 // range the broker serves.
-type ApiVersionsKey struct {
+type APIVersionsKey struct {
 	APIKey     APIKey
 	MinVersion int16
 	MaxVersion int16
 }
 
-// ApiVersionsResponse is an ApiVersions response body.
-type ApiVersionsResponse struct {
+// APIVersionsResponse is an ApiVersions response body.
+type APIVersionsResponse struct {
 	ErrorCode ErrorCode
 	// APIKeys lists exactly what the gateway serves (docs/design/kafka-protocol.md §3
 	// rule 6); Kafka sorts it by key.
-	APIKeys []ApiVersionsKey
-	// ThrottleTimeMs is v1+.
-	ThrottleTimeMs int32
+	APIKeys []APIVersionsKey
+	// ThrottleMillis is v1+.
+	ThrottleMillis int32
 }
 
 // AppendTo appends r's body encoded at version. No tagged fields are emitted.
 // It does not allocate when dst has room.
-func (r *ApiVersionsResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := version >= 3
+func (r *APIVersionsResponse) AppendTo(dst []byte, version int16) []byte {
+	flex := version >= apiVersionsFlexible
 	dst = AppendInt16(dst, int16(r.ErrorCode))
 	dst = AppendArrayLen(dst, flex, len(r.APIKeys))
 	for i := range r.APIKeys {
@@ -113,21 +116,21 @@ func (r *ApiVersionsResponse) AppendTo(dst []byte, version int16) []byte {
 		dst = AppendEmptyTags(dst, flex)
 	}
 	if version >= 1 {
-		dst = AppendInt32(dst, r.ThrottleTimeMs)
+		dst = AppendInt32(dst, r.ThrottleMillis)
 	}
 	return AppendEmptyTags(dst, flex)
 }
 
-// AppendApiVersionsUnsupported appends the body kiggy sends to an ApiVersions
+// AppendAPIVersionsUnsupported appends the body kiggy sends to an ApiVersions
 // request of a version it does not serve: the v0 format with error
 // UNSUPPORTED_VERSION (35), the single entry {18, minVersion, maxVersion}
 // and no throttle field. Clients retry with that max (KIP-511; Kafka's
 // ApiVersionsRequest.getErrorResponse; docs/design/kafka-protocol.md §3 rule 2). The
 // response header is v0.
-func AppendApiVersionsUnsupported(dst []byte, minVersion, maxVersion int16) []byte {
+func AppendAPIVersionsUnsupported(dst []byte, minVersion, maxVersion int16) []byte {
 	dst = AppendInt16(dst, int16(UnsupportedVersion))
 	dst = AppendInt32(dst, 1)
-	dst = AppendInt16(dst, int16(KeyApiVersions))
+	dst = AppendInt16(dst, int16(KeyAPIVersions))
 	dst = AppendInt16(dst, minVersion)
 	return AppendInt16(dst, maxVersion)
 }

@@ -13,8 +13,8 @@ import (
 )
 
 func TestApiVersionsRequestOracle(t *testing.T) {
-	g := newProdGen(18)
-	var ours ApiVersionsRequest
+	g := newOracleGen(18)
+	var ours APIVersionsRequest
 	for v := int16(apiVersionsMinVersion); v <= apiVersionsMaxVersion; v++ {
 		for range 50 {
 			k := kmsg.NewPtrApiVersionsRequest()
@@ -37,7 +37,7 @@ func TestApiVersionsRequestOracle(t *testing.T) {
 			if got := ours.AppendTo(nil, v); !bytes.Equal(got, plain) {
 				t.Fatalf("v%d: AppendTo %x, kmsg %x", v, got, plain)
 			}
-			prodCheckPrefixes(t, body, func(b []byte) error { return new(ApiVersionsRequest).Decode(b, v) })
+			prodCheckPrefixes(t, body, func(b []byte) error { return new(APIVersionsRequest).Decode(b, v) })
 		}
 	}
 	// KIP-511: a version we do not serve is not parsed.
@@ -50,13 +50,13 @@ func TestApiVersionsRequestOracle(t *testing.T) {
 }
 
 func TestApiVersionsResponseOracle(t *testing.T) {
-	g := newProdGen(1818)
+	g := newOracleGen(1818)
 	var buf []byte
 	for v := int16(apiVersionsMinVersion); v <= apiVersionsMaxVersion; v++ {
 		for range 50 {
-			ours := ApiVersionsResponse{ErrorCode: ErrorCode(g.i16()), ThrottleTimeMs: g.i32()}
-			for range g.count(true) {
-				ours.APIKeys = append(ours.APIKeys, ApiVersionsKey{APIKey(g.i16()), g.i16(), g.i16()})
+			ours := APIVersionsResponse{ErrorCode: ErrorCode(g.i16()), ThrottleMillis: g.i32()}
+			for range g.n(true) {
+				ours.APIKeys = append(ours.APIKeys, APIVersionsKey{APIKey(g.i16()), g.i16(), g.i16()})
 			}
 			buf = ours.AppendTo(buf[:0], v)
 			k := kmsg.NewPtrApiVersionsResponse()
@@ -68,11 +68,11 @@ func TestApiVersionsResponseOracle(t *testing.T) {
 				t.Fatalf("v%d: kmsg read %+v from %+v", v, k, ours)
 			}
 			for i, e := range k.ApiKeys {
-				if (ApiVersionsKey{APIKey(e.ApiKey), e.MinVersion, e.MaxVersion}) != ours.APIKeys[i] {
+				if (APIVersionsKey{APIKey(e.ApiKey), e.MinVersion, e.MaxVersion}) != ours.APIKeys[i] {
 					t.Fatalf("v%d: key %d: %+v vs %+v", v, i, e, ours.APIKeys[i])
 				}
 			}
-			wantThrottle := ours.ThrottleTimeMs
+			wantThrottle := ours.ThrottleMillis
 			if v < 1 {
 				wantThrottle = 0
 			}
@@ -119,10 +119,10 @@ func TestApiVersionsGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h != (RequestHeader{APIKey: KeyApiVersions, APIVersion: 4, CorrelationID: 0, ClientID: Str("producer-1")}) {
+		if h != (RequestHeader{APIKey: KeyAPIVersions, APIVersion: 4, CorrelationID: 0, ClientID: NullStringOf("producer-1")}) {
 			t.Fatalf("header %+v", h)
 		}
-		var req ApiVersionsRequest
+		var req APIVersionsRequest
 		if err := req.Decode(body, h.APIVersion); err != nil {
 			t.Fatal(err)
 		}
@@ -139,8 +139,8 @@ func TestApiVersionsGolden(t *testing.T) {
 	t.Run("KIP-511 v0 error response", func(t *testing.T) {
 		want := prodReadHex(t, "testdata/golden/apiversions_unsupported_response.hex")
 		out, at := ReserveInt32(nil)
-		out = AppendResponseHeader(out, KeyApiVersions, 5, 0)
-		out = AppendApiVersionsUnsupported(out, 0, 4)
+		out = AppendResponseHeader(out, KeyAPIVersions, 5, 0)
+		out = AppendAPIVersionsUnsupported(out, 0, 4)
 		PutInt32(out, at, int32(len(out)-4))
 		if !bytes.Equal(out, want) {
 			t.Fatalf("got  %x\nwant %x", out, want)
@@ -153,7 +153,7 @@ func TestApiVersionsGolden(t *testing.T) {
 			k.ApiKeys[0].ApiKey != 18 || k.ApiKeys[0].MinVersion != 0 || k.ApiKeys[0].MaxVersion != 4 {
 			t.Fatalf("kmsg: %+v %v", k, err)
 		}
-		r := ApiVersionsResponse{ErrorCode: UnsupportedVersion, APIKeys: []ApiVersionsKey{{KeyApiVersions, 0, 4}}}
+		r := APIVersionsResponse{ErrorCode: UnsupportedVersion, APIKeys: []APIVersionsKey{{KeyAPIVersions, 0, 4}}}
 		if got := r.AppendTo(nil, 0); !bytes.Equal(got, out[8:]) {
 			t.Fatalf("v0 encoder %x", got)
 		}
@@ -195,7 +195,7 @@ func TestValidClientSoftware(t *testing.T) {
 	}
 	rec("", 4)
 
-	r := ApiVersionsRequest{ClientSoftwareName: "kgo", ClientSoftwareVersion: "bad version"}
+	r := APIVersionsRequest{ClientSoftwareName: "kgo", ClientSoftwareVersion: "bad version"}
 	if r.Valid(3) || !r.Valid(2) {
 		t.Fatal("Valid ignores version or value")
 	}
@@ -210,7 +210,7 @@ func FuzzApiVersionsRequest(f *testing.F) {
 	}
 	f.Add([]byte{1, 1, 1, 0x80})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var r ApiVersionsRequest
+		var r APIVersionsRequest
 		for v := int16(-1); v <= apiVersionsMaxVersion+1; v++ {
 			err := r.Decode(body, v)
 			if v < apiVersionsMinVersion || v > apiVersionsMaxVersion {
@@ -230,7 +230,7 @@ func FuzzApiVersionsRequest(f *testing.F) {
 				t.Fatalf("v%d: kmsg %+v %v, ours %+v", v, k, err, r)
 			}
 			// And our encoding of it decodes to the same.
-			var again ApiVersionsRequest
+			var again APIVersionsRequest
 			if err := again.Decode(r.AppendTo(nil, v), v); err != nil || again != r {
 				t.Fatalf("v%d: round trip %+v %v", v, again, err)
 			}

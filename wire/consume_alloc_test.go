@@ -64,7 +64,7 @@ func TestConsumeEncodeAllocs(t *testing.T) {
 	buf := make([]byte, 0, 8<<20)
 	for _, a := range csResponseAPIs {
 		for v := a.min; v <= a.max; v++ {
-			enc, _ := a.build(newCsGen(3, 2), v)
+			enc, _ := a.build(newVariantGen(3, 2), v)
 			if b := enc(buf[:0]); cap(b) != cap(buf) {
 				t.Fatalf("%s v%d: test buffer too small", a.name, v)
 			}
@@ -87,7 +87,7 @@ func TestFetchStreamingAllocs(t *testing.T) {
 	buf := make([]byte, 0, 1<<20)
 	for v := int16(4); v <= 12; v++ {
 		allocs := testing.AllocsPerRun(50, func() {
-			dst := AppendFetchResponseStart(buf[:0], v, 0, None, 0, 2)
+			dst := AppendFetchResponseStart(buf[:0], v, 0, NoError, 0, 2)
 			for _, topic := range []string{"orders", "payments"} {
 				dst = AppendFetchTopicStart(dst, v, topic, len(parts))
 				for i := range parts {

@@ -48,7 +48,7 @@ func FuzzConsumeRequests(f *testing.F) {
 		ours.SetVersion(v)
 		b2 := ours.AppendTo(nil)
 
-		theirs := a.build(newCsGen(0, 0), v, false)
+		theirs := a.build(newVariantGen(0, 0), v, false)
 		reflect.ValueOf(theirs).Elem().SetZero() // kmsg reads into existing slices
 		theirs.SetVersion(v)
 		if err := theirs.ReadFrom(body); err != nil {

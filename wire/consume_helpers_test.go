@@ -21,8 +21,6 @@ package wire
 
 import (
 	"bytes"
-	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -49,175 +47,13 @@ var csVariants = []struct {
 	{"random", 6, 8, false},
 }
 
-// csGen generates field contents from a fixed seed. Two generators with the
-// same seed and variant produce the same values, whether or not tags are
-// switched on: tags always consume the same randomness.
-type csGen struct {
-	r            *rand.Rand
-	outer, inner int
-	empty        bool
-}
-
-func newCsGen(seed uint64, variant int) *csGen {
-	v := csVariants[variant]
-	return &csGen{r: rand.New(rand.NewPCG(seed, uint64(variant)+0x6373)), outer: v.outer, inner: v.inner, empty: v.empty}
-}
-
-// nOuter returns an outer array count; nInner an inner one. Both sometimes
-// hit the maximum so that the large variants really are large.
-func (g *csGen) nOuter() int { return g.count(g.outer) }
-func (g *csGen) nInner() int { return g.count(g.inner) }
-
-func (g *csGen) count(max int) int {
-	if g.empty || max == 0 {
-		return 0
-	}
-	if g.r.IntN(3) == 0 {
-		return max
-	}
-	return g.r.IntN(max + 1)
-}
-
-// str returns "", a short string, or one longer than 127 bytes (its compact
-// length takes two varint bytes).
-func (g *csGen) str() string {
-	if g.empty {
-		return ""
-	}
-	switch g.r.IntN(8) {
-	case 0:
-		return ""
-	case 1:
-		return strings.Repeat("consumer-", 15+g.r.IntN(4))
-	default:
-		const chars = "abcdefghijklmnopqrstuvwxyz0123456789-._"
-		b := make([]byte, 1+g.r.IntN(20))
-		for i := range b {
-			b[i] = chars[g.r.IntN(len(chars))]
-		}
-		return string(b) + "é"
-	}
-}
-
-// ptr returns nil (null) about a third of the time, else a str.
-func (g *csGen) ptr() *string {
-	if g.empty || g.r.IntN(3) == 0 {
-		return nil
-	}
-	s := g.str()
-	return &s
-}
-
-// ns is ptr as a NullString.
-func (g *csGen) ns() NullString { return csNS(g.ptr()) }
-
-// bytes returns empty, short or >127-byte contents (never nil).
-func (g *csGen) bytes() []byte {
-	if g.empty {
-		return []byte{}
-	}
-	n := 0
-	switch g.r.IntN(4) {
-	case 0:
-	case 1:
-		n = 130 + g.r.IntN(100)
-	default:
-		n = 1 + g.r.IntN(40)
-	}
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(g.r.Uint32())
-	}
-	return b
-}
-
-func (g *csGen) i8() int8 { return int8(g.r.Uint32()) }
-
-func (g *csGen) i32() int32 {
-	switch g.r.IntN(4) {
-	case 0:
-		return -1
-	case 1:
-		return int32(g.r.IntN(100))
-	default:
-		return int32(g.r.Uint32())
-	}
-}
-
-func (g *csGen) i64() int64 {
-	switch g.r.IntN(4) {
-	case 0:
-		return -1
-	case 1:
-		return int64(g.r.IntN(1000))
-	default:
-		return int64(g.r.Uint64())
-	}
-}
-
-func (g *csGen) bool() bool { return g.r.IntN(2) == 0 }
-
-func (g *csGen) code() ErrorCode { return ErrorCode(g.r.IntN(130) - 1) }
-
-func (g *csGen) int32s() []int32 {
-	s := make([]int32, g.nInner())
-	for i := range s {
-		s[i] = g.i32()
-	}
-	return s
-}
-
-func (g *csGen) strs(n int) []string {
-	s := make([]string, n)
-	for i := range s {
-		s[i] = g.str()
-	}
-	return s
-}
-
-// tags returns one to three unknown tagged fields when on (and none when
-// off), consuming the same randomness either way. The tag numbers are
-// unknown to every struct of these APIs.
-func (g *csGen) tags(on bool) kmsg.Tags {
-	var t kmsg.Tags
-	n := 1 + g.r.IntN(3)
-	for i := 0; i < n; i++ {
-		key := uint32(10 + g.r.IntN(5)*1000 + i)
-		val := make([]byte, g.r.IntN(200))
-		for j := range val {
-			val[j] = byte(g.r.Uint32())
-		}
-		if on {
-			t.Set(key, val)
-		}
-	}
-	return t
-}
-
-// csNS converts a kmsg nullable string.
-func csNS(p *string) NullString {
-	if p == nil {
-		return NullString{}
-	}
-	return NullString{S: *p, Valid: true}
-}
-
-// csPtr converts a NullString for kmsg.
-func csPtr(s NullString) *string {
-	if !s.Valid {
-		return nil
-	}
-	v := s.S
-	return &v
-}
-
 // csReqAPI describes one request decoder for the oracle and fuzz tests.
 type csReqAPI struct {
 	name      string
 	key       APIKey
 	min, max  int16
 	flexFrom  int16
-	build     func(g *csGen, version int16, tags bool) csKmsg
+	build     func(g *oracleGen, version int16, tags bool) csKmsg
 	newDecode func() func(body []byte, version int16) (csKmsg, error)
 }
 
@@ -229,7 +65,7 @@ type csRespAPI struct {
 	flexFrom int16
 	// build returns our encoder for random contents and the same contents
 	// as a kmsg response.
-	build func(g *csGen, version int16) (enc func(dst []byte) []byte, want csKmsg)
+	build func(g *oracleGen, version int16) (enc func(dst []byte) []byte, want csKmsg)
 	// empty returns a kmsg response to read into.
 	empty func() csKmsg
 }
@@ -253,10 +89,10 @@ func csCheckRequest(t *testing.T, a csReqAPI) {
 	for v := a.min; v <= a.max; v++ {
 		for vi := range csVariants {
 			for seed := uint64(1); seed <= 3; seed++ {
-				withTags := a.build(newCsGen(seed, vi), v, true)
+				withTags := a.build(newVariantGen(seed, vi), v, true)
 				withTags.SetVersion(v)
 				in := withTags.AppendTo(nil)
-				plain := a.build(newCsGen(seed, vi), v, false)
+				plain := a.build(newVariantGen(seed, vi), v, false)
 				plain.SetVersion(v)
 				want := plain.AppendTo(nil)
 				if v >= a.flexFrom && vi != 0 && bytes.Equal(in, want) {
@@ -303,7 +139,7 @@ func csCheckResponse(t *testing.T, a csRespAPI) {
 	for v := a.min; v <= a.max; v++ {
 		for vi := range csVariants {
 			for seed := uint64(1); seed <= 3; seed++ {
-				enc, want := a.build(newCsGen(seed, vi), v)
+				enc, want := a.build(newVariantGen(seed, vi), v)
 				want.SetVersion(v)
 				wantB := want.AppendTo(nil)
 				prefix := []byte("prefix")
@@ -357,7 +193,7 @@ func csFindResp(name string) csRespAPI {
 
 // csEncodeRequest encodes a kmsg request built from seed and variant.
 func csEncodeRequest(a csReqAPI, v int16, seed uint64, variant int, tags bool) []byte {
-	k := a.build(newCsGen(seed, variant), v, tags)
+	k := a.build(newVariantGen(seed, variant), v, tags)
 	k.SetVersion(v)
 	return k.AppendTo(nil)
 }
@@ -386,9 +222,9 @@ func TestConsumeAPIRows(t *testing.T) {
 			t.Errorf("%s: response range differs from request range", a.name)
 		}
 		for v := a.min; v <= a.max; v++ {
-			kreq := a.build(newCsGen(0, 0), v, false)
+			kreq := a.build(newVariantGen(0, 0), v, false)
 			kreq.SetVersion(v)
-			_, kresp := r.build(newCsGen(0, 0), v)
+			_, kresp := r.build(newVariantGen(0, 0), v)
 			kresp.SetVersion(v)
 			if f := v >= a.flexFrom; Flexible(a.key, v) != f || kreq.IsFlexible() != f || kresp.IsFlexible() != f {
 				t.Errorf("%s v%d: flexible: table %v, kmsg request %v, response %v", a.name, v, Flexible(a.key, v), kreq.IsFlexible(), kresp.IsFlexible())
@@ -403,7 +239,7 @@ func TestConsumeAPIRows(t *testing.T) {
 func TestConsumeThroughHeader(t *testing.T) {
 	for _, a := range csRequestAPIs {
 		for v := a.min; v <= a.max; v++ {
-			k := a.build(newCsGen(5, 1), v, true)
+			k := a.build(newVariantGen(5, 1), v, true)
 			k.SetVersion(v)
 			req, ok := k.(kmsg.Request)
 			if !ok {
@@ -411,7 +247,7 @@ func TestConsumeThroughHeader(t *testing.T) {
 			}
 			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("client")).AppendRequest(nil, req, 77)
 			h, body, err := ParseRequestHeader(frame[4:])
-			if err != nil || h.APIKey != a.key || h.APIVersion != v || h.CorrelationID != 77 || h.ClientID != Str("client") {
+			if err != nil || h.APIKey != a.key || h.APIVersion != v || h.CorrelationID != 77 || h.ClientID != NullStringOf("client") {
 				t.Fatalf("%s v%d: header %+v, %v", a.name, v, h, err)
 			}
 			if _, err := a.newDecode()(body, v); err != nil {
@@ -425,7 +261,7 @@ func TestConsumeThroughHeader(t *testing.T) {
 }
 
 func csVersioned(a csReqAPI, v int16) kmsg.Request {
-	k := a.build(newCsGen(0, 0), v, false)
+	k := a.build(newVariantGen(0, 0), v, false)
 	k.SetVersion(v)
 	return k.(kmsg.Request)
 }

@@ -45,7 +45,7 @@ type CreatePartitionsRequestTopicAssignment struct {
 // r's contents are unspecified.
 func (r *CreatePartitionsRequest) Decode(body []byte, version int16) error {
 	if version < createPartitionsMin || version > createPartitionsMax {
-		return errAdminVersion
+		return ErrUnsupportedVersion
 	}
 	flex := version >= createPartitionsFlexible
 	rd := NewReader(body)
@@ -66,13 +66,13 @@ func (r *CreatePartitionsRequest) Decode(body []byte, version int16) error {
 		for j := range t.Assignment {
 			a := &t.Assignment[j]
 			a.Replicas = int32s(&rd, flex, a.Replicas)
-			adminEndStruct(&rd, flex)
+			endStruct(&rd, flex)
 		}
-		adminEndStruct(&rd, flex)
+		endStruct(&rd, flex)
 	}
 	r.TimeoutMillis = rd.Int32()
 	r.ValidateOnly = rd.Bool()
-	adminEndStruct(&rd, flex)
+	endStruct(&rd, flex)
 	return rd.Complete()
 }
 

@@ -6,10 +6,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func admGenCreatePartitionsRequest(g *admGen, _ int16) *kmsg.CreatePartitionsRequest {
+func admGenCreatePartitionsRequest(g *oracleGen, _ int16) *kmsg.CreatePartitionsRequest {
 	r := kmsg.NewPtrCreatePartitionsRequest()
 	r.TimeoutMillis = g.i32()
-	r.ValidateOnly = g.b()
+	r.ValidateOnly = g.bool()
 	r.UnknownTags = g.tags()
 	for range g.n(true) {
 		t := kmsg.NewCreatePartitionsRequestTopic()
@@ -82,7 +82,7 @@ func TestCreatePartitionsNullAssignment(t *testing.T) {
 	}
 }
 
-func admGenCreatePartitionsResponse(g *admGen, _ int16) *CreatePartitionsResponse {
+func admGenCreatePartitionsResponse(g *oracleGen, _ int16) *CreatePartitionsResponse {
 	r := &CreatePartitionsResponse{ThrottleMillis: g.i32()}
 	for range g.n(true) {
 		r.Topics = append(r.Topics, CreatePartitionsResponseTopic{
@@ -99,7 +99,7 @@ func admCreatePartitionsResponseToKmsg(r *CreatePartitionsResponse) *kmsg.Create
 		kt := kmsg.NewCreatePartitionsResponseTopic()
 		kt.Topic = t.Topic
 		kt.ErrorCode = int16(t.ErrorCode)
-		kt.ErrorMessage = admPtr(t.ErrorMessage)
+		kt.ErrorMessage = ptrOf(t.ErrorMessage)
 		k.Topics = append(k.Topics, kt)
 	}
 	return k

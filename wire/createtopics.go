@@ -1,7 +1,5 @@
 package wire
 
-import "errors"
-
 // CreateTopics (key 19), versions 2–7, flexible from 5 (docs/design/kafka-protocol.md
 // §2.1, §2.4). Kafka 4.0 removed v0–1 (KIP-896).
 //
@@ -65,7 +63,7 @@ type CreateTopicsRequestTopicConfig struct {
 // Unknown tagged fields are skipped. On error r's contents are unspecified.
 func (r *CreateTopicsRequest) Decode(body []byte, version int16) error {
 	if version < createTopicsMin || version > createTopicsMax {
-		return errAdminVersion
+		return ErrUnsupportedVersion
 	}
 	flex := version >= createTopicsFlexible
 	rd := NewReader(body)
@@ -87,16 +85,16 @@ func (r *CreateTopicsRequest) Decode(body []byte, version int16) error {
 			a := &t.ReplicaAssignment[j]
 			a.Partition = rd.Int32()
 			a.Replicas = int32s(&rd, flex, a.Replicas)
-			adminEndStruct(&rd, flex)
+			endStruct(&rd, flex)
 		}
 		t.Configs = resize(t.Configs, arrayLen(&rd, flex, configMin))
 		for j := range t.Configs {
 			c := &t.Configs[j]
 			c.Name = rd.Str(flex)
 			c.Value = nullStr(&rd, flex)
-			adminEndStruct(&rd, flex)
+			endStruct(&rd, flex)
 		}
-		adminEndStruct(&rd, flex)
+		endStruct(&rd, flex)
 	}
 	r.TimeoutMillis = rd.Int32()
 	// "Version 1 adds validateOnly."
@@ -104,7 +102,7 @@ func (r *CreateTopicsRequest) Decode(body []byte, version int16) error {
 	if version >= 1 {
 		r.ValidateOnly = rd.Bool()
 	}
-	adminEndStruct(&rd, flex)
+	endStruct(&rd, flex)
 	return rd.Complete()
 }
 
@@ -196,7 +194,7 @@ func (r *CreateTopicsResponse) AppendTo(dst []byte, version int16) []byte {
 		if flex {
 			// TopicConfigErrorCode: "tag": 0, "taggedVersions": "5+". Kafka
 			// omits a tagged field equal to its default (KIP-482).
-			if t.ConfigErrorCode != None {
+			if t.ConfigErrorCode != NoError {
 				dst = append(dst, 1)        // one tagged field
 				dst = AppendUvarint(dst, 0) // tag
 				dst = AppendUvarint(dst, 2) // size of an INT16
@@ -211,14 +209,9 @@ func (r *CreateTopicsResponse) AppendTo(dst []byte, version int16) []byte {
 
 // Helpers shared by the admin codecs.
 
-// errAdminVersion is returned by an admin Decode asked for a version its
-// codec does not implement; the dispatcher checks APIs first, so reaching it
-// is a programming error, not bad input.
-var errAdminVersion = errors.New("wire: admin API version not implemented")
-
-// adminEndStruct skips the tagged-field section that ends every struct of a
+// endStruct skips the tagged-field section that ends every struct of a
 // flexible version (KIP-482: "readers must skip unknown tags by size").
-func adminEndStruct(rd *Reader, flex bool) {
+func endStruct(rd *Reader, flex bool) {
 	if flex {
 		rd.SkipTags()
 	}

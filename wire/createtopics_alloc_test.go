@@ -60,7 +60,7 @@ func TestCreateTopicsDecodeAllocs(t *testing.T) {
 // TestAdminResponseAppendAllocs: encoding into a buffer with room allocates
 // nothing.
 func TestAdminResponseAppendAllocs(t *testing.T) {
-	g := newAdmGen(1)
+	g := newOracleGen(1)
 	buf := make([]byte, 0, 1<<20)
 	check := func(name string, appendTo func([]byte) []byte) {
 		t.Helper()
@@ -99,7 +99,7 @@ func BenchmarkCreateTopicsDecode(b *testing.B) {
 }
 
 func BenchmarkCreateTopicsResponseAppend(b *testing.B) {
-	r := admGenCreateTopicsResponse(newAdmGen(2), 7)
+	r := admGenCreateTopicsResponse(newOracleGen(2), 7)
 	buf := r.AppendTo(nil, 7)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(buf)))
@@ -111,9 +111,9 @@ func BenchmarkCreateTopicsResponseAppend(b *testing.B) {
 // admAllocDecoder decodes kmsg-generated bodies of every version into one
 // reused struct and requires the second decode of each to allocate nothing.
 func admAllocDecoder[P interface{ admMsg }, R any](t *testing.T, name string, lo, hi int16,
-	gen func(*admGen, int16) P, decode func(*R, []byte, int16) error) {
+	gen func(*oracleGen, int16) P, decode func(*R, []byte, int16) error) {
 	t.Helper()
-	g := newAdmGen(7)
+	g := newOracleGen(7)
 	var r R
 	for v := lo; v <= hi; v++ {
 		for range 5 {

@@ -8,10 +8,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func admGenCreateTopicsRequest(g *admGen, _ int16) *kmsg.CreateTopicsRequest {
+func admGenCreateTopicsRequest(g *oracleGen, _ int16) *kmsg.CreateTopicsRequest {
 	r := kmsg.NewPtrCreateTopicsRequest()
 	r.TimeoutMillis = g.i32()
-	r.ValidateOnly = g.b()
+	r.ValidateOnly = g.bool()
 	r.UnknownTags = g.tags()
 	for range g.n(true) {
 		t := kmsg.NewCreateTopicsRequestTopic()
@@ -57,7 +57,7 @@ func admCreateTopicsRequestToKmsg(r *CreateTopicsRequest, v int16) *kmsg.CreateT
 		for _, c := range t.Configs {
 			kc := kmsg.NewCreateTopicsRequestTopicConfig()
 			kc.Name = c.Name
-			kc.Value = admPtr(c.Value)
+			kc.Value = ptrOf(c.Value)
 			kt.Configs = append(kt.Configs, kc)
 		}
 		k.Topics = append(k.Topics, kt)
@@ -70,7 +70,7 @@ func TestCreateTopicsRequestOracle(t *testing.T) {
 		admGenCreateTopicsRequest, (*CreateTopicsRequest).Decode, admCreateTopicsRequestToKmsg)
 }
 
-func admGenCreateTopicsResponse(g *admGen, _ int16) *CreateTopicsResponse {
+func admGenCreateTopicsResponse(g *oracleGen, _ int16) *CreateTopicsResponse {
 	r := &CreateTopicsResponse{ThrottleMillis: g.i32()}
 	for range g.n(true) {
 		t := CreateTopicsResponseTopic{
@@ -81,7 +81,7 @@ func admGenCreateTopicsResponse(g *admGen, _ int16) *CreateTopicsResponse {
 			NumPartitions:     g.i32(),
 			ReplicationFactor: g.i16(),
 		}
-		if g.b() {
+		if g.bool() {
 			t.ConfigErrorCode = ErrorCode(g.i16())
 		}
 		switch g.r.IntN(4) {
@@ -91,7 +91,7 @@ func admGenCreateTopicsResponse(g *admGen, _ int16) *CreateTopicsResponse {
 		default:
 			for range g.n(false) {
 				t.Configs = append(t.Configs, CreateTopicsResponseTopicConfig{
-					Name: g.str(), Value: g.ns(), ReadOnly: g.b(), Source: ConfigSource(g.i8()), IsSensitive: g.b(),
+					Name: g.str(), Value: g.ns(), ReadOnly: g.bool(), Source: ConfigSource(g.i8()), IsSensitive: g.bool(),
 				})
 			}
 		}
@@ -108,7 +108,7 @@ func admCreateTopicsResponseToKmsg(r *CreateTopicsResponse) *kmsg.CreateTopicsRe
 		kt.Topic = t.Topic
 		kt.TopicID = t.TopicID
 		kt.ErrorCode = int16(t.ErrorCode)
-		kt.ErrorMessage = admPtr(t.ErrorMessage)
+		kt.ErrorMessage = ptrOf(t.ErrorMessage)
 		kt.ConfigErrorCode = int16(t.ConfigErrorCode)
 		kt.NumPartitions = t.NumPartitions
 		kt.ReplicationFactor = t.ReplicationFactor
@@ -118,7 +118,7 @@ func admCreateTopicsResponseToKmsg(r *CreateTopicsResponse) *kmsg.CreateTopicsRe
 		for _, c := range t.Configs {
 			kc := kmsg.NewCreateTopicsResponseTopicConfig()
 			kc.Name = c.Name
-			kc.Value = admPtr(c.Value)
+			kc.Value = ptrOf(c.Value)
 			kc.ReadOnly = c.ReadOnly
 			kc.Source = int8(c.Source)
 			kc.IsSensitive = c.IsSensitive
@@ -139,7 +139,7 @@ func TestCreateTopicsResponseOracle(t *testing.T) {
 // Configs next to it.
 func TestCreateTopicsResponseConfigErrorTag(t *testing.T) {
 	r := CreateTopicsResponse{Topics: []CreateTopicsResponseTopic{{
-		Topic: "t", ErrorCode: None, ConfigErrorCode: TopicAuthorizationFailed, NumPartitions: 3, ReplicationFactor: 1,
+		Topic: "t", ErrorCode: NoError, ConfigErrorCode: TopicAuthorizationFailed, NumPartitions: 3, ReplicationFactor: 1,
 	}}}
 	for v := int16(5); v <= createTopicsMax; v++ {
 		b := r.AppendTo(nil, v)
@@ -156,7 +156,7 @@ func TestCreateTopicsResponseConfigErrorTag(t *testing.T) {
 		}
 		r2 := r
 		r2.Topics = []CreateTopicsResponseTopic{r.Topics[0]}
-		r2.Topics[0].ConfigErrorCode = None
+		r2.Topics[0].ConfigErrorCode = NoError
 		r2.Topics[0].Configs = []CreateTopicsResponseTopicConfig{}
 		if tail := []byte{1, 0, 0}; !bytes.HasSuffix(r2.AppendTo(nil, v), tail) {
 			t.Fatalf("v%d: zero ConfigErrorCode must not be written", v)
@@ -178,7 +178,7 @@ func TestCreateTopicsRequestViews(t *testing.T) {
 	if err := r.Decode(body, 7); err != nil {
 		t.Fatal(err)
 	}
-	if r.Topics[0].Topic != "orders" || r.Topics[0].Configs[0].Value != Str("delete") {
+	if r.Topics[0].Topic != "orders" || r.Topics[0].Configs[0].Value != NullStringOf("delete") {
 		t.Fatalf("decoded %+v", r.Topics[0])
 	}
 	for i := range body {
@@ -206,7 +206,7 @@ func TestCreateTopicsRequestMalformed(t *testing.T) {
 		{"null topic name v5", 5, []byte{2, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0}, ErrNegativeLength},
 		{"over-long varint v5", 5, []byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, ErrVarint},
 		{"empty body", 2, nil, ErrShort},
-		{"unsupported version", 1, []byte{0, 0, 0, 0, 0, 0, 0, 0, 0}, errAdminVersion},
+		{"unsupported version", 1, []byte{0, 0, 0, 0, 0, 0, 0, 0, 0}, ErrUnsupportedVersion},
 	}
 	for _, c := range cases {
 		var r CreateTopicsRequest

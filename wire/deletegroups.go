@@ -11,8 +11,8 @@ package wire
 // "Version 1 is the same as version 0" (v1 responses are sent before
 // throttling); "Version 3 adds the per-group ErrorMessage field".
 
-// deleteGroupsFlexible: "flexibleVersions": "2+".
-func deleteGroupsFlexible(version int16) bool { return version >= 2 }
+// deleteGroupsFlexible is the first flexible version: "flexibleVersions": "2+".
+const deleteGroupsFlexible int16 = 2
 
 // DeleteGroupsRequest is a DeleteGroups request, v0–3. Strings alias the
 // frame: valid until the frame is released.
@@ -28,13 +28,13 @@ func (r *DeleteGroupsRequest) Decode(body []byte, version int16) error {
 	if version < 0 || version > 3 {
 		return ErrUnsupportedVersion
 	}
-	flex := deleteGroupsFlexible(version)
-	d := NewReader(body)
-	r.Groups = strs(&d, flex, false, r.Groups)
+	flex := version >= deleteGroupsFlexible
+	rd := NewReader(body)
+	r.Groups = strs(&rd, flex, false, r.Groups)
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // DeleteGroupsResponse is a DeleteGroups response, v0–3.
@@ -50,15 +50,15 @@ type DeleteGroupsResponse struct {
 type DeleteGroupsResponseResult struct {
 	// Group is the group id.
 	Group string
-	// ErrorCode is the deletion error, or None.
+	// ErrorCode is the deletion error, or NoError.
 	ErrorCode ErrorCode
-	// ErrorMessage is the cause of a non-None ErrorCode (v3+), or null.
+	// ErrorMessage is the cause of a non-NoError ErrorCode (v3+), or null.
 	ErrorMessage NullString
 }
 
 // AppendTo appends the response body at the given version to dst.
 func (r *DeleteGroupsResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := deleteGroupsFlexible(version)
+	flex := version >= deleteGroupsFlexible
 	dst = AppendInt32(dst, r.ThrottleMillis)
 	dst = AppendArrayLen(dst, flex, len(r.Results))
 	for i := range r.Results {

@@ -9,10 +9,10 @@ import (
 func init() {
 	csRegisterRequest(csReqAPI{
 		name: "DeleteGroups", key: KeyDeleteGroups, min: 0, max: 3, flexFrom: 2,
-		build: func(g *csGen, _ int16, tags bool) csKmsg {
+		build: func(g *oracleGen, _ int16, tags bool) csKmsg {
 			k := kmsg.NewPtrDeleteGroupsRequest()
 			k.Groups = g.strs(g.nOuter())
-			k.UnknownTags = g.tags(tags)
+			k.UnknownTags = g.tagsIf(tags)
 			return k
 		},
 		newDecode: func() func([]byte, int16) (csKmsg, error) {
@@ -29,7 +29,7 @@ func init() {
 	})
 	csRegisterResponse(csRespAPI{
 		name: "DeleteGroups", key: KeyDeleteGroups, min: 0, max: 3, flexFrom: 2,
-		build: func(g *csGen, v int16) (func([]byte) []byte, csKmsg) {
+		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
 			r := &DeleteGroupsResponse{ThrottleMillis: g.i32()}
 			k := kmsg.NewPtrDeleteGroupsResponse()
 			k.ThrottleMillis = r.ThrottleMillis
@@ -40,7 +40,7 @@ func init() {
 				}
 				r.Results = append(r.Results, res)
 				kg := kmsg.NewDeleteGroupsResponseGroup()
-				kg.Group, kg.ErrorCode, kg.ErrorMessage = res.Group, int16(res.ErrorCode), csPtr(res.ErrorMessage)
+				kg.Group, kg.ErrorCode, kg.ErrorMessage = res.Group, int16(res.ErrorCode), ptrOf(res.ErrorMessage)
 				k.Groups = append(k.Groups, kg)
 			}
 			return func(dst []byte) []byte { return r.AppendTo(dst, v) }, k

@@ -38,7 +38,7 @@ type DeleteTopicsRequestTopic struct {
 // r's contents are unspecified.
 func (r *DeleteTopicsRequest) Decode(body []byte, version int16) error {
 	if version < deleteTopicsMin || version > deleteTopicsMax {
-		return errAdminVersion
+		return ErrUnsupportedVersion
 	}
 	flex := version >= deleteTopicsFlexible
 	rd := NewReader(body)
@@ -53,14 +53,14 @@ func (r *DeleteTopicsRequest) Decode(body []byte, version int16) error {
 			t := &r.Topics[i]
 			t.Topic = nullStr(&rd, flex)
 			t.TopicID = rd.UUID()
-			adminEndStruct(&rd, flex)
+			endStruct(&rd, flex)
 		}
 	} else {
 		// TopicNames: "versions": "0-5".
 		r.TopicNames = strs(&rd, flex, false, r.TopicNames)
 	}
 	r.TimeoutMillis = rd.Int32()
-	adminEndStruct(&rd, flex)
+	endStruct(&rd, flex)
 	return rd.Complete()
 }
 

@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func admGenDeleteTopicsRequest(g *admGen, v int16) *kmsg.DeleteTopicsRequest {
+func admGenDeleteTopicsRequest(g *oracleGen, v int16) *kmsg.DeleteTopicsRequest {
 	r := kmsg.NewPtrDeleteTopicsRequest()
 	r.TimeoutMillis = g.i32()
 	r.UnknownTags = g.tags()
@@ -38,7 +38,7 @@ func admDeleteTopicsRequestToKmsg(r *DeleteTopicsRequest, v int16) *kmsg.DeleteT
 	k.TopicNames = append(k.TopicNames, r.TopicNames...)
 	for _, t := range r.Topics {
 		kt := kmsg.NewDeleteTopicsRequestTopic()
-		kt.Topic = admPtr(t.Topic)
+		kt.Topic = ptrOf(t.Topic)
 		kt.TopicID = t.TopicID
 		k.Topics = append(k.Topics, kt)
 	}
@@ -63,7 +63,7 @@ func TestDeleteTopicsRequestByNameAndID(t *testing.T) {
 	if err := r.Decode(k.AppendTo(nil), 6); err != nil {
 		t.Fatal(err)
 	}
-	want := []DeleteTopicsRequestTopic{{Topic: Str("orders")}, {TopicID: id}}
+	want := []DeleteTopicsRequestTopic{{Topic: NullStringOf("orders")}, {TopicID: id}}
 	admCheckEqual(t, "v6 topics", r.Topics, want)
 	if len(r.TopicNames) != 0 || r.TimeoutMillis != 1500 {
 		t.Fatalf("v6 decoded %+v", r)
@@ -80,7 +80,7 @@ func TestDeleteTopicsRequestByNameAndID(t *testing.T) {
 	}
 }
 
-func admGenDeleteTopicsResponse(g *admGen, v int16) *DeleteTopicsResponse {
+func admGenDeleteTopicsResponse(g *oracleGen, v int16) *DeleteTopicsResponse {
 	r := &DeleteTopicsResponse{ThrottleMillis: g.i32()}
 	for range g.n(true) {
 		t := DeleteTopicsResponseTopic{
@@ -99,10 +99,10 @@ func admDeleteTopicsResponseToKmsg(r *DeleteTopicsResponse) *kmsg.DeleteTopicsRe
 	k.ThrottleMillis = r.ThrottleMillis
 	for _, t := range r.Topics {
 		kt := kmsg.NewDeleteTopicsResponseTopic()
-		kt.Topic = admPtr(t.Topic)
+		kt.Topic = ptrOf(t.Topic)
 		kt.TopicID = t.TopicID
 		kt.ErrorCode = int16(t.ErrorCode)
-		kt.ErrorMessage = admPtr(t.ErrorMessage)
+		kt.ErrorMessage = ptrOf(t.ErrorMessage)
 		k.Topics = append(k.Topics, kt)
 	}
 	return k

@@ -26,7 +26,7 @@ type DescribeClusterRequest struct {
 // Unknown tagged fields are skipped.
 func (r *DescribeClusterRequest) Decode(body []byte, version int16) error {
 	if version < describeClusterMin || version > describeClusterMax {
-		return errAdminVersion
+		return ErrUnsupportedVersion
 	}
 	flex := version >= describeClusterFlexible
 	rd := NewReader(body)
@@ -40,7 +40,7 @@ func (r *DescribeClusterRequest) Decode(body []byte, version int16) error {
 	if version >= 2 {
 		r.IncludeFencedBrokers = rd.Bool()
 	}
-	adminEndStruct(&rd, flex)
+	endStruct(&rd, flex)
 	return rd.Complete()
 }
 

@@ -6,11 +6,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func admGenDescribeClusterRequest(g *admGen, _ int16) *kmsg.DescribeClusterRequest {
+func admGenDescribeClusterRequest(g *oracleGen, _ int16) *kmsg.DescribeClusterRequest {
 	r := kmsg.NewPtrDescribeClusterRequest()
-	r.IncludeClusterAuthorizedOperations = g.b()
+	r.IncludeClusterAuthorizedOperations = g.bool()
 	r.EndpointType = g.i8()
-	r.IncludeFencedBrokers = g.b()
+	r.IncludeFencedBrokers = g.bool()
 	r.UnknownTags = g.tags()
 	return r
 }
@@ -31,7 +31,7 @@ func TestDescribeClusterRequestOracle(t *testing.T) {
 		admGenDescribeClusterRequest, (*DescribeClusterRequest).Decode, admDescribeClusterRequestToKmsg)
 }
 
-func admGenDescribeClusterResponse(g *admGen, _ int16) *DescribeClusterResponse {
+func admGenDescribeClusterResponse(g *oracleGen, _ int16) *DescribeClusterResponse {
 	r := &DescribeClusterResponse{
 		ThrottleMillis:              g.i32(),
 		ErrorCode:                   ErrorCode(g.i16()),
@@ -43,7 +43,7 @@ func admGenDescribeClusterResponse(g *admGen, _ int16) *DescribeClusterResponse 
 	}
 	for range g.n(true) {
 		r.Brokers = append(r.Brokers, DescribeClusterResponseBroker{
-			NodeID: g.i32(), Host: g.str(), Port: g.i32(), Rack: g.ns(), IsFenced: g.b(),
+			NodeID: g.i32(), Host: g.str(), Port: g.i32(), Rack: g.ns(), IsFenced: g.bool(),
 		})
 	}
 	return r
@@ -53,7 +53,7 @@ func admDescribeClusterResponseToKmsg(r *DescribeClusterResponse) *kmsg.Describe
 	k := kmsg.NewPtrDescribeClusterResponse()
 	k.ThrottleMillis = r.ThrottleMillis
 	k.ErrorCode = int16(r.ErrorCode)
-	k.ErrorMessage = admPtr(r.ErrorMessage)
+	k.ErrorMessage = ptrOf(r.ErrorMessage)
 	k.EndpointType = r.EndpointType
 	k.ClusterID = r.ClusterID
 	k.ControllerID = r.ControllerID
@@ -63,7 +63,7 @@ func admDescribeClusterResponseToKmsg(r *DescribeClusterResponse) *kmsg.Describe
 		kb.NodeID = b.NodeID
 		kb.Host = b.Host
 		kb.Port = b.Port
-		kb.Rack = admPtr(b.Rack)
+		kb.Rack = ptrOf(b.Rack)
 		kb.IsFenced = b.IsFenced
 		k.Brokers = append(k.Brokers, kb)
 	}

@@ -91,7 +91,7 @@ type DescribeConfigsRequestResource struct {
 // r's contents are unspecified.
 func (r *DescribeConfigsRequest) Decode(body []byte, version int16) error {
 	if version < describeConfigsMin || version > describeConfigsMax {
-		return errAdminVersion
+		return ErrUnsupportedVersion
 	}
 	flex := version >= describeConfigsFlexible
 	rd := NewReader(body)
@@ -108,7 +108,7 @@ func (r *DescribeConfigsRequest) Decode(body []byte, version int16) error {
 		res.ResourceName = rd.Str(flex)
 		// ConfigurationKeys: "nullableVersions": "0+".
 		res.ConfigNames = strs(&rd, flex, true, res.ConfigNames)
-		adminEndStruct(&rd, flex)
+		endStruct(&rd, flex)
 	}
 	// "Version 1 adds IncludeSynonyms."
 	r.IncludeSynonyms = false
@@ -120,7 +120,7 @@ func (r *DescribeConfigsRequest) Decode(body []byte, version int16) error {
 	if version >= 3 {
 		r.IncludeDocumentation = rd.Bool()
 	}
-	adminEndStruct(&rd, flex)
+	endStruct(&rd, flex)
 	return rd.Complete()
 }
 

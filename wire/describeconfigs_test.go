@@ -6,10 +6,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func admGenDescribeConfigsRequest(g *admGen, _ int16) *kmsg.DescribeConfigsRequest {
+func admGenDescribeConfigsRequest(g *oracleGen, _ int16) *kmsg.DescribeConfigsRequest {
 	r := kmsg.NewPtrDescribeConfigsRequest()
-	r.IncludeSynonyms = g.b()
-	r.IncludeDocumentation = g.b()
+	r.IncludeSynonyms = g.bool()
+	r.IncludeDocumentation = g.bool()
 	r.UnknownTags = g.tags()
 	for range g.n(true) {
 		res := kmsg.NewDescribeConfigsRequestResource()
@@ -77,7 +77,7 @@ func TestDescribeConfigsNullKeys(t *testing.T) {
 	}
 }
 
-func admGenDescribeConfigsResponse(g *admGen, _ int16) *DescribeConfigsResponse {
+func admGenDescribeConfigsResponse(g *oracleGen, _ int16) *DescribeConfigsResponse {
 	r := &DescribeConfigsResponse{ThrottleMillis: g.i32()}
 	for range g.n(true) {
 		res := DescribeConfigsResponseResource{
@@ -90,9 +90,9 @@ func admGenDescribeConfigsResponse(g *admGen, _ int16) *DescribeConfigsResponse 
 			c := DescribeConfigsResponseResourceConfig{
 				Name:          g.str(),
 				Value:         g.ns(),
-				ReadOnly:      g.b(),
+				ReadOnly:      g.bool(),
 				Source:        ConfigSource(g.i8()),
-				IsSensitive:   g.b(),
+				IsSensitive:   g.bool(),
 				ConfigType:    ConfigType(g.i8()),
 				Documentation: g.ns(),
 			}
@@ -114,22 +114,22 @@ func admDescribeConfigsResponseToKmsg(r *DescribeConfigsResponse) *kmsg.Describe
 	for _, res := range r.Resources {
 		kr := kmsg.NewDescribeConfigsResponseResource()
 		kr.ErrorCode = int16(res.ErrorCode)
-		kr.ErrorMessage = admPtr(res.ErrorMessage)
+		kr.ErrorMessage = ptrOf(res.ErrorMessage)
 		kr.ResourceType = kmsg.ConfigResourceType(res.ResourceType)
 		kr.ResourceName = res.ResourceName
 		for _, c := range res.Configs {
 			kc := kmsg.NewDescribeConfigsResponseResourceConfig()
 			kc.Name = c.Name
-			kc.Value = admPtr(c.Value)
+			kc.Value = ptrOf(c.Value)
 			kc.ReadOnly = c.ReadOnly
 			kc.Source = kmsg.ConfigSource(c.Source)
 			kc.IsSensitive = c.IsSensitive
 			kc.ConfigType = kmsg.ConfigType(c.ConfigType)
-			kc.Documentation = admPtr(c.Documentation)
+			kc.Documentation = ptrOf(c.Documentation)
 			for _, s := range c.ConfigSynonyms {
 				ks := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
 				ks.Name = s.Name
-				ks.Value = admPtr(s.Value)
+				ks.Value = ptrOf(s.Value)
 				ks.Source = kmsg.ConfigSource(s.Source)
 				kc.ConfigSynonyms = append(kc.ConfigSynonyms, ks)
 			}

@@ -3,8 +3,8 @@ package wire
 // DescribeGroups (key 15), versions 0–5, flexible from 5 (docs/design/kafka-protocol.md
 // §2.1, §2.4). v6 (KIP-1043: ErrorMessage, GROUP_ID_NOT_FOUND) is not served.
 
-// describeGroupsFlexible: "flexibleVersions": "5+".
-func describeGroupsFlexible(version int16) bool { return version >= 5 }
+// describeGroupsFlexible is the first flexible version: "flexibleVersions": "5+".
+const describeGroupsFlexible int16 = 5
 
 // DescribeGroupsRequest is a DescribeGroups request, v0–5. Strings alias the
 // frame: valid until the frame is released.
@@ -22,17 +22,17 @@ func (r *DescribeGroupsRequest) Decode(body []byte, version int16) error {
 	if version < 0 || version > 5 {
 		return ErrUnsupportedVersion
 	}
-	flex := describeGroupsFlexible(version)
-	d := NewReader(body)
-	r.Groups = strs(&d, flex, false, r.Groups)
+	flex := version >= describeGroupsFlexible
+	rd := NewReader(body)
+	r.Groups = strs(&rd, flex, false, r.Groups)
 	r.IncludeAuthorizedOperations = false
 	if version >= 3 {
-		r.IncludeAuthorizedOperations = d.Bool()
+		r.IncludeAuthorizedOperations = rd.Bool()
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // Group states as DescribeGroups and ListGroups report them.
@@ -94,7 +94,7 @@ type DescribeGroupsResponseGroupMember struct {
 
 // AppendTo appends the response body at the given version to dst.
 func (r *DescribeGroupsResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := describeGroupsFlexible(version)
+	flex := version >= describeGroupsFlexible
 	if version >= 1 {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}
@@ -112,7 +112,7 @@ func (r *DescribeGroupsResponse) AppendTo(dst []byte, version int16) []byte {
 			m := &g.Members[j]
 			dst = AppendStr(dst, flex, m.MemberID)
 			if version >= 4 {
-				dst = csAppendNullStr(dst, flex, m.InstanceID)
+				dst = appendNullString(dst, flex, m.InstanceID)
 			}
 			dst = AppendStr(dst, flex, m.ClientID)
 			dst = AppendStr(dst, flex, m.ClientHost)

@@ -9,11 +9,11 @@ import (
 func init() {
 	csRegisterRequest(csReqAPI{
 		name: "DescribeGroups", key: KeyDescribeGroups, min: 0, max: 5, flexFrom: 5,
-		build: func(g *csGen, _ int16, tags bool) csKmsg {
+		build: func(g *oracleGen, _ int16, tags bool) csKmsg {
 			k := kmsg.NewPtrDescribeGroupsRequest()
 			k.Groups = g.strs(g.nOuter())
 			k.IncludeAuthorizedOperations = g.bool()
-			k.UnknownTags = g.tags(tags)
+			k.UnknownTags = g.tagsIf(tags)
 			return k
 		},
 		newDecode: func() func([]byte, int16) (csKmsg, error) {
@@ -31,7 +31,7 @@ func init() {
 	})
 	csRegisterResponse(csRespAPI{
 		name: "DescribeGroups", key: KeyDescribeGroups, min: 0, max: 5, flexFrom: 5,
-		build: func(g *csGen, v int16) (func([]byte) []byte, csKmsg) {
+		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
 			r := &DescribeGroupsResponse{ThrottleMillis: g.i32()}
 			k := kmsg.NewPtrDescribeGroupsResponse()
 			k.ThrottleMillis = r.ThrottleMillis
@@ -43,7 +43,7 @@ func init() {
 					m := DescribeGroupsResponseGroupMember{MemberID: g.str(), InstanceID: g.ns(), ClientID: g.str(), ClientHost: g.str(), ProtocolMetadata: g.bytes(), MemberAssignment: g.bytes()}
 					gr.Members = append(gr.Members, m)
 					km := kmsg.NewDescribeGroupsResponseGroupMember()
-					km.MemberID, km.InstanceID, km.ClientID, km.ClientHost = m.MemberID, csPtr(m.InstanceID), m.ClientID, m.ClientHost
+					km.MemberID, km.InstanceID, km.ClientID, km.ClientHost = m.MemberID, ptrOf(m.InstanceID), m.ClientID, m.ClientHost
 					km.ProtocolMetadata, km.MemberAssignment = m.ProtocolMetadata, m.MemberAssignment
 					kg.Members = append(kg.Members, km)
 				}

@@ -34,7 +34,7 @@ type DescribeProducersRequestTopic struct {
 // r's contents are unspecified.
 func (r *DescribeProducersRequest) Decode(body []byte, version int16) error {
 	if version < describeProducersMin || version > describeProducersMax {
-		return errAdminVersion
+		return ErrUnsupportedVersion
 	}
 	flex := version >= describeProducersFlexible
 	rd := NewReader(body)
@@ -44,9 +44,9 @@ func (r *DescribeProducersRequest) Decode(body []byte, version int16) error {
 		t := &r.Topics[i]
 		t.Topic = rd.Str(flex)
 		t.Partitions = int32s(&rd, flex, t.Partitions)
-		adminEndStruct(&rd, flex)
+		endStruct(&rd, flex)
 	}
-	adminEndStruct(&rd, flex)
+	endStruct(&rd, flex)
 	return rd.Complete()
 }
 

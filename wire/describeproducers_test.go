@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func admGenDescribeProducersRequest(g *admGen, _ int16) *kmsg.DescribeProducersRequest {
+func admGenDescribeProducersRequest(g *oracleGen, _ int16) *kmsg.DescribeProducersRequest {
 	r := kmsg.NewPtrDescribeProducersRequest()
 	for range g.n(true) {
 		t := kmsg.NewDescribeProducersRequestTopic()
@@ -36,7 +36,7 @@ func TestDescribeProducersRequestOracle(t *testing.T) {
 		admGenDescribeProducersRequest, (*DescribeProducersRequest).Decode, admDescribeProducersRequestToKmsg)
 }
 
-func admGenDescribeProducersResponse(g *admGen, _ int16) *DescribeProducersResponse {
+func admGenDescribeProducersResponse(g *oracleGen, _ int16) *DescribeProducersResponse {
 	r := &DescribeProducersResponse{ThrottleMillis: g.i32()}
 	for range g.n(true) {
 		t := DescribeProducersResponseTopic{Topic: g.str()}
@@ -65,7 +65,7 @@ func admDescribeProducersResponseToKmsg(r *DescribeProducersResponse) *kmsg.Desc
 			kp := kmsg.NewDescribeProducersResponseTopicPartition()
 			kp.Partition = p.Partition
 			kp.ErrorCode = int16(p.ErrorCode)
-			kp.ErrorMessage = admPtr(p.ErrorMessage)
+			kp.ErrorMessage = ptrOf(p.ErrorMessage)
 			for _, a := range p.ActiveProducers {
 				ka := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ka.ProducerID, ka.ProducerEpoch, ka.LastSequence = a.ProducerID, a.ProducerEpoch, a.LastSequence

@@ -18,13 +18,13 @@ type ErrorCounter interface {
 
 // countError reports code to c when it is an error.
 func countError(c ErrorCounter, code ErrorCode) {
-	if code != None {
+	if code != NoError {
 		c.CountError(code)
 	}
 }
 
 // CountErrors reports r's error codes to c.
-func (r *ApiVersionsResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }
+func (r *APIVersionsResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }
 
 // CountErrors reports r's error codes to c.
 func (r *MetadataResponse) CountErrors(c ErrorCounter) {

@@ -44,7 +44,7 @@ func fillErrorCodes(v reflect.Value, next *ErrorCode) []ErrorCode {
 // exactly once: a field added to a response without being counted fails here.
 func TestCountErrorsReportsEveryField(t *testing.T) {
 	responses := []interface{ CountErrors(ErrorCounter) }{
-		&ApiVersionsResponse{}, &MetadataResponse{},
+		&APIVersionsResponse{}, &MetadataResponse{},
 		&InitProducerIDResponse{}, &ListOffsetsResponse{}, &OffsetForLeaderEpochResponse{},
 		&FindCoordinatorResponse{}, &JoinGroupResponse{}, &SyncGroupResponse{},
 		&HeartbeatResponse{}, &LeaveGroupResponse{}, &OffsetCommitResponse{},
@@ -74,7 +74,7 @@ func TestCountErrorsReportsEveryField(t *testing.T) {
 // and that NONE elements among errors are skipped.
 func TestCountErrorsSkipsNone(t *testing.T) {
 	r := &ListOffsetsResponse{Topics: []ListOffsetsResponseTopic{{Partitions: []ListOffsetsResponseTopicPartition{
-		{ErrorCode: None}, {ErrorCode: CorruptMessage}, {ErrorCode: None},
+		{ErrorCode: NoError}, {ErrorCode: CorruptMessage}, {ErrorCode: NoError},
 	}}}}
 	var got errorTally
 	r.CountErrors(&got)

@@ -9,7 +9,7 @@ type ErrorCode int16
 // Kafka error codes a gateway returns or clients act on.
 const (
 	UnknownServerError               ErrorCode = -1
-	None                             ErrorCode = 0
+	NoError                          ErrorCode = 0 // Kafka: NONE
 	OffsetOutOfRange                 ErrorCode = 1
 	CorruptMessage                   ErrorCode = 2
 	UnknownTopicOrPartition          ErrorCode = 3
@@ -149,7 +149,7 @@ type codeInfo struct {
 // codes: name and Java retriability (the exception extends
 // RetriableException; docs/design/kafka-protocol.md §6, computed from Errors.java).
 var codes = map[ErrorCode]codeInfo{
-	UnknownServerError: {"UNKNOWN_SERVER_ERROR", false}, None: {"NONE", false},
+	UnknownServerError: {"UNKNOWN_SERVER_ERROR", false}, NoError: {"NONE", false},
 	OffsetOutOfRange: {"OFFSET_OUT_OF_RANGE", false}, CorruptMessage: {"CORRUPT_MESSAGE", true},
 	UnknownTopicOrPartition: {"UNKNOWN_TOPIC_OR_PARTITION", true}, InvalidFetchSize: {"INVALID_FETCH_SIZE", false},
 	LeaderNotAvailable: {"LEADER_NOT_AVAILABLE", true}, NotLeaderOrFollower: {"NOT_LEADER_OR_FOLLOWER", true},
@@ -234,5 +234,5 @@ type NullString struct {
 	Valid bool
 }
 
-// Str returns a non-null NullString holding s.
-func Str(s string) NullString { return NullString{S: s, Valid: true} }
+// NullStringOf returns a non-null NullString holding s.
+func NullStringOf(s string) NullString { return NullString{S: s, Valid: true} }

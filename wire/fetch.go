@@ -9,7 +9,7 @@ package wire
 // response is mostly record batches. The bridge builds them straight into
 // the response buffer with the streaming encoders below:
 //
-//	dst = AppendFetchResponseStart(dst, v, throttle, None, 0, len(topics))
+//	dst = AppendFetchResponseStart(dst, v, throttle, NoError, 0, len(topics))
 //	for each topic:
 //		dst = AppendFetchTopicStart(dst, v, name, len(partitions))
 //		for each partition:
@@ -37,8 +37,9 @@ import (
 	"github.com/kiggy-io/kiggy/varint"
 )
 
-// fetchFlexible: "flexibleVersions": "12+" (FetchRequest.json, FetchResponse.json).
-func fetchFlexible(version int16) bool { return version >= 12 }
+// fetchFlexible is the first flexible version: "flexibleVersions": "12+"
+// (FetchRequest.json, FetchResponse.json).
+const fetchFlexible int16 = 12
 
 // FetchRequest is a Fetch request, v4–12. Strings alias the frame: valid
 // until the frame is released.
@@ -107,18 +108,18 @@ func (r *FetchRequest) Decode(body []byte, version int16) error {
 	if version < 4 || version > 12 {
 		return ErrUnsupportedVersion
 	}
-	flex := fetchFlexible(version)
-	d := NewReader(body)
+	flex := version >= fetchFlexible
+	rd := NewReader(body)
 	r.ClusterID = NullString{}
-	r.ReplicaID = d.Int32() // "versions": "0-14"
-	r.MaxWaitMillis = d.Int32()
-	r.MinBytes = d.Int32()
-	r.MaxBytes = d.Int32()      // v3+
-	r.IsolationLevel = d.Int8() // v4+
+	r.ReplicaID = rd.Int32() // "versions": "0-14"
+	r.MaxWaitMillis = rd.Int32()
+	r.MinBytes = rd.Int32()
+	r.MaxBytes = rd.Int32()      // v3+
+	r.IsolationLevel = rd.Int8() // v4+
 	r.SessionID, r.SessionEpoch = 0, -1
 	if version >= 7 {
-		r.SessionID = d.Int32()
-		r.SessionEpoch = d.Int32()
+		r.SessionID = rd.Int32()
+		r.SessionEpoch = rd.Int32()
 	}
 
 	// Smallest partition: Partition, FetchOffset, PartitionMaxBytes, then
@@ -134,70 +135,70 @@ func (r *FetchRequest) Decode(body []byte, version int16) error {
 	if flex {
 		pmin += 4 + 1
 	}
-	r.Topics = resize(r.Topics, arrayLen(&d, flex, csMinStrArray(flex)))
+	r.Topics = resize(r.Topics, arrayLen(&rd, flex, minStringArraySize(flex)))
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		t.Topic = d.Str(flex)
-		t.Partitions = resize(t.Partitions, arrayLen(&d, flex, pmin))
+		t.Topic = rd.Str(flex)
+		t.Partitions = resize(t.Partitions, arrayLen(&rd, flex, pmin))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
-			p.Partition = d.Int32()
+			p.Partition = rd.Int32()
 			p.CurrentLeaderEpoch = -1
 			if version >= 9 {
-				p.CurrentLeaderEpoch = d.Int32()
+				p.CurrentLeaderEpoch = rd.Int32()
 			}
-			p.FetchOffset = d.Int64()
+			p.FetchOffset = rd.Int64()
 			p.LastFetchedEpoch = -1
 			if version >= 12 {
-				p.LastFetchedEpoch = d.Int32()
+				p.LastFetchedEpoch = rd.Int32()
 			}
 			p.LogStartOffset = -1
 			if version >= 5 {
-				p.LogStartOffset = d.Int64()
+				p.LogStartOffset = rd.Int64()
 			}
-			p.PartitionMaxBytes = d.Int32()
+			p.PartitionMaxBytes = rd.Int32()
 			if flex {
 				// Partition tags 0 (ReplicaDirectoryId) and 1
 				// (HighWatermark) are v17+/v18+ replica fields,
 				// skipped below v13 once their shape is checked.
-				fetchPartitionTags(&d)
+				fetchPartitionTags(&rd)
 			}
 		}
 		if flex {
-			d.SkipTags()
+			rd.SkipTags()
 		}
 	}
 
 	r.ForgottenTopics = r.ForgottenTopics[:0]
 	if version >= 7 {
-		r.ForgottenTopics = resize(r.ForgottenTopics, arrayLen(&d, flex, csMinStrArray(flex)))
+		r.ForgottenTopics = resize(r.ForgottenTopics, arrayLen(&rd, flex, minStringArraySize(flex)))
 		for i := range r.ForgottenTopics {
 			t := &r.ForgottenTopics[i]
-			t.Topic = d.Str(flex)
-			t.Partitions = int32s(&d, flex, t.Partitions)
+			t.Topic = rd.Str(flex)
+			t.Partitions = int32s(&rd, flex, t.Partitions)
 			if flex {
-				d.SkipTags()
+				rd.SkipTags()
 			}
 		}
 	}
 	r.Rack = ""
 	if version >= 11 {
-		r.Rack = d.Str(flex)
+		r.Rack = rd.Str(flex)
 	}
 	if flex {
 		// Top-level tags: 0 = ClusterId (12+), 1 = ReplicaState (15+,
 		// skipped here once its shape is checked, see
 		// fetchPartitionTags); others are unknown and skipped.
-		n := d.Uvarint()
-		for k := uint32(0); k < n && d.Ok(); k++ {
-			tag := d.Uvarint()
-			size := int(d.Uvarint())
-			payload := d.Rest()
-			d.Skip(size)
+		n := rd.Uvarint()
+		for k := uint32(0); k < n && rd.Ok(); k++ {
+			tag := rd.Uvarint()
+			size := int(rd.Uvarint())
+			payload := rd.Rest()
+			rd.Skip(size)
 			switch {
-			case !d.Ok():
+			case !rd.Ok():
 			case tag == 0:
-				r.ClusterID = csTagNullStr(&d, payload[:size:size])
+				r.ClusterID = tagNullString(&rd, payload[:size:size])
 			case tag == 1:
 				// "ReplicaState": { "ReplicaId": int32,
 				// "ReplicaEpoch": int64 }, a flexible struct.
@@ -206,12 +207,12 @@ func (r *FetchRequest) Decode(body []byte, version int16) error {
 				t.Int64()
 				t.SkipTags()
 				if err := t.Complete(); err != nil {
-					d.Fail(err)
+					rd.Fail(err)
 				}
 			}
 		}
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // FetchResponse is a Fetch response, v4–12. AppendTo encodes it; the
@@ -295,32 +296,32 @@ func AppendFetchResponseStart(dst []byte, version int16, throttleMillis int32, e
 		dst = AppendInt16(dst, int16(errorCode))
 		dst = AppendInt32(dst, sessionID)
 	}
-	return AppendArrayLen(dst, fetchFlexible(version), numTopics)
+	return AppendArrayLen(dst, version >= fetchFlexible, numTopics)
 }
 
 // AppendFetchTopicStart appends a topic's name and partition count. Exactly
 // numPartitions partitions must follow (AppendFetchPartition or a
 // Begin/End pair), then AppendFetchTopicEnd.
 func AppendFetchTopicStart(dst []byte, version int16, topic string, numPartitions int) []byte {
-	flex := fetchFlexible(version)
+	flex := version >= fetchFlexible
 	dst = AppendStr(dst, flex, topic)
 	return AppendArrayLen(dst, flex, numPartitions)
 }
 
 // AppendFetchTopicEnd closes a topic (its tagged fields in flexible versions).
 func AppendFetchTopicEnd(dst []byte, version int16) []byte {
-	return AppendEmptyTags(dst, fetchFlexible(version))
+	return AppendEmptyTags(dst, version >= fetchFlexible)
 }
 
 // AppendFetchResponseEnd closes the response body (its tagged fields in
 // flexible versions; NodeEndpoints, tag 0, is v16+ and never written).
 func AppendFetchResponseEnd(dst []byte, version int16) []byte {
-	return AppendEmptyTags(dst, fetchFlexible(version))
+	return AppendEmptyTags(dst, version >= fetchFlexible)
 }
 
 // AppendFetchPartition appends one whole partition, p.Records included.
 func AppendFetchPartition(dst []byte, version int16, p *FetchResponseTopicPartition) []byte {
-	flex := fetchFlexible(version)
+	flex := version >= fetchFlexible
 	dst = appendFetchPartitionHead(dst, version, p)
 	if flex {
 		dst = AppendCompactBytes(dst, p.Records)
@@ -361,7 +362,7 @@ func AppendFetchPartitionBegin(dst []byte, version int16, p *FetchResponseTopicP
 	m := FetchPartitionMark{start: len(dst), version: version}
 	dst = appendFetchPartitionHead(dst, version, p)
 	m.lenAt = len(dst)
-	if fetchFlexible(version) {
+	if version >= fetchFlexible {
 		if sizeHint < 0 {
 			sizeHint = 0
 		}
@@ -372,7 +373,7 @@ func AppendFetchPartitionBegin(dst []byte, version int16, p *FetchResponseTopicP
 	} else {
 		m.width = 4
 	}
-	return append(dst, csZeros[:m.width]...), m
+	return append(dst, zeroPrefix[:m.width]...), m
 }
 
 // maxFetchRecords is the largest records size a partition can declare: an
@@ -391,10 +392,10 @@ const maxFetchRecords = 1<<31 - 2
 func AppendFetchPartitionEnd(dst []byte, m FetchPartitionMark, p *FetchResponseTopicPartition) []byte {
 	recStart := m.lenAt + m.width
 	n := len(dst) - recStart
-	if fetchFlexible(m.version) {
+	if m.version >= fetchFlexible {
 		want := varint.UvarintLen(uint32(n) + 1)
 		if want > m.width {
-			dst = append(dst, csZeros[:want-m.width]...)
+			dst = append(dst, zeroPrefix[:want-m.width]...)
 			copy(dst[m.lenAt+want:], dst[recStart:recStart+n])
 		} else if want < m.width {
 			copy(dst[m.lenAt+want:], dst[recStart:])
@@ -414,12 +415,12 @@ func AppendFetchPartitionEnd(dst []byte, m FetchPartitionMark, p *FetchResponseT
 	if m.version >= 5 {
 		binary.BigEndian.PutUint64(h[22:], uint64(p.LogStartOffset))
 	}
-	return AppendEmptyTags(dst, fetchFlexible(m.version))
+	return AppendEmptyTags(dst, m.version >= fetchFlexible)
 }
 
 // appendFetchPartitionHead appends a partition's fields before Records.
 func appendFetchPartitionHead(dst []byte, version int16, p *FetchResponseTopicPartition) []byte {
-	flex := fetchFlexible(version)
+	flex := version >= fetchFlexible
 	dst = AppendInt32(dst, p.Partition)
 	dst = AppendInt16(dst, int16(p.ErrorCode))
 	dst = AppendInt64(dst, p.HighWatermark)
@@ -449,12 +450,12 @@ func appendFetchPartitionHead(dst []byte, version int16, p *FetchResponseTopicPa
 // offset and ListOffsets files). Prefixed cs to stay clear of the other
 // codec files in this package.
 
-// csZeros backs reserved length prefixes.
-var csZeros [8]byte
+// zeroPrefix backs reserved length prefixes.
+var zeroPrefix [8]byte
 
-// csMinStrArray is the smallest encoding of a struct that starts with a
+// minStringArraySize is the smallest encoding of a struct that starts with a
 // string and an array: both empty, plus the struct's tag count if flexible.
-func csMinStrArray(flex bool) int {
+func minStringArraySize(flex bool) int {
 	if flex {
 		return 3
 	}
@@ -471,32 +472,32 @@ var errFetchTag = errors.New("wire: malformed Fetch tagged field")
 // (docs/design/kafka-protocol.md §1.3: "every one must be skippable when received"), but a
 // payload that is not the schema's UUID or INT64 is malformed, as both
 // Kafka's and franz-go's readers find it, so the request fails.
-func fetchPartitionTags(d *Reader) {
-	n := d.Uvarint()
-	for k := uint32(0); k < n && d.Ok(); k++ {
-		tag := d.Uvarint()
-		size := int(d.Uvarint())
+func fetchPartitionTags(rd *Reader) {
+	n := rd.Uvarint()
+	for k := uint32(0); k < n && rd.Ok(); k++ {
+		tag := rd.Uvarint()
+		size := int(rd.Uvarint())
 		if (tag == 0 && size != 16) || (tag == 1 && size != 8) {
-			d.Fail(errFetchTag)
+			rd.Fail(errFetchTag)
 			return
 		}
-		d.Skip(size)
+		rd.Skip(size)
 	}
 }
 
-// csTagNullStr parses a tagged field's payload holding one compact nullable
-// string; a malformed payload fails d.
-func csTagNullStr(d *Reader, payload []byte) NullString {
+// tagNullString parses a tagged field's payload holding one compact nullable
+// string; a malformed payload fails rd.
+func tagNullString(rd *Reader, payload []byte) NullString {
 	t := NewReader(payload)
 	s := nullStr(&t, true)
 	if err := t.Complete(); err != nil {
-		d.Fail(err)
+		rd.Fail(err)
 		return NullString{}
 	}
 	return s
 }
 
-// csAppendNullStr appends a nullable string.
-func csAppendNullStr(dst []byte, flex bool, s NullString) []byte {
+// appendNullString appends a nullable string.
+func appendNullString(dst []byte, flex bool, s NullString) []byte {
 	return AppendNullableStr(dst, flex, s.S, s.Valid)
 }

@@ -24,7 +24,7 @@ func init() {
 	})
 	csRegisterResponse(csRespAPI{
 		name: "Fetch", key: KeyFetch, min: 4, max: 12, flexFrom: 12,
-		build: func(g *csGen, v int16) (func([]byte) []byte, csKmsg) {
+		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
 			r := csBuildFetchResponse(g)
 			return func(dst []byte) []byte { return r.AppendTo(dst, v) }, csFetchResponseToKmsg(r)
 		},
@@ -32,7 +32,7 @@ func init() {
 	})
 }
 
-func csBuildFetchRequest(g *csGen, _ int16, tags bool) csKmsg {
+func csBuildFetchRequest(g *oracleGen, _ int16, tags bool) csKmsg {
 	k := kmsg.NewPtrFetchRequest()
 	k.ClusterID = g.ptr()
 	k.ReplicaID = g.i32()
@@ -60,17 +60,17 @@ func csBuildFetchRequest(g *csGen, _ int16, tags bool) csKmsg {
 			if tags {
 				p.ReplicaDirectoryID, p.HighWatermark = dir, hw
 			}
-			p.UnknownTags = g.tags(tags)
+			p.UnknownTags = g.tagsIf(tags)
 			t.Partitions = append(t.Partitions, p)
 		}
-		t.UnknownTags = g.tags(tags)
+		t.UnknownTags = g.tagsIf(tags)
 		k.Topics = append(k.Topics, t)
 	}
 	for range g.nOuter() {
 		f := kmsg.NewFetchRequestForgottenTopic()
 		f.Topic = g.str()
 		f.Partitions = g.int32s()
-		f.UnknownTags = g.tags(tags)
+		f.UnknownTags = g.tagsIf(tags)
 		k.ForgottenTopics = append(k.ForgottenTopics, f)
 	}
 	k.Rack = g.str()
@@ -79,13 +79,13 @@ func csBuildFetchRequest(g *csGen, _ int16, tags bool) csKmsg {
 	if tags {
 		k.ReplicaState.ID, k.ReplicaState.Epoch = id|1, epoch
 	}
-	k.UnknownTags = g.tags(tags)
+	k.UnknownTags = g.tagsIf(tags)
 	return k
 }
 
 func csFetchRequestToKmsg(r *FetchRequest) *kmsg.FetchRequest {
 	k := kmsg.NewPtrFetchRequest()
-	k.ClusterID = csPtr(r.ClusterID)
+	k.ClusterID = ptrOf(r.ClusterID)
 	k.ReplicaID = r.ReplicaID
 	k.MaxWaitMillis = r.MaxWaitMillis
 	k.MinBytes = r.MinBytes
@@ -118,7 +118,7 @@ func csFetchRequestToKmsg(r *FetchRequest) *kmsg.FetchRequest {
 	return k
 }
 
-func csBuildFetchResponse(g *csGen) *FetchResponse {
+func csBuildFetchResponse(g *oracleGen) *FetchResponse {
 	r := &FetchResponse{ThrottleMillis: g.i32(), ErrorCode: g.code(), SessionID: g.i32()}
 	for range g.nOuter() {
 		t := FetchResponseTopic{Topic: g.str()}
@@ -194,7 +194,7 @@ func TestFetchRequestDefaults(t *testing.T) {
 	k.SessionID, k.SessionEpoch, k.Rack = 5, 5, "rack"
 	var r FetchRequest
 	r.ForgottenTopics = []FetchRequestForgottenTopic{{Topic: "stale"}}
-	r.ClusterID = Str("stale")
+	r.ClusterID = NullStringOf("stale")
 	if err := r.Decode(k.AppendTo(nil), 4); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestFetchResponseStreaming(t *testing.T) {
 				whole := &FetchResponse{SessionID: 0, Topics: []FetchResponseTopic{{Topic: "t", Partitions: []FetchResponseTopicPartition{p, p}}}}
 				want := whole.AppendTo([]byte("x"), v)
 
-				dst := AppendFetchResponseStart([]byte("x"), v, 0, None, 0, 1)
+				dst := AppendFetchResponseStart([]byte("x"), v, 0, NoError, 0, 1)
 				dst = AppendFetchTopicStart(dst, v, "t", 2)
 				for range 2 {
 					early := p
@@ -314,7 +314,7 @@ func BenchmarkFetchResponseEncode(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(32 * len(rec)))
 	for b.Loop() {
-		dst := AppendFetchResponseStart(buf[:0], 12, 0, None, 0, len(resp.Topics))
+		dst := AppendFetchResponseStart(buf[:0], 12, 0, NoError, 0, len(resp.Topics))
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			dst = AppendFetchTopicStart(dst, 12, t.Topic, len(t.Partitions))

@@ -5,8 +5,8 @@ package wire
 // instead of CoordinatorKey and the response one Coordinators entry per key
 // instead of the top-level node fields.
 
-// findCoordinatorFlexible: "flexibleVersions": "3+".
-func findCoordinatorFlexible(version int16) bool { return version >= 3 }
+// findCoordinatorFlexible is the first flexible version: "flexibleVersions": "3+".
+const findCoordinatorFlexible int16 = 3
 
 // Coordinator key types (FindCoordinatorRequest.json KeyType).
 const (
@@ -36,24 +36,24 @@ func (r *FindCoordinatorRequest) Decode(body []byte, version int16) error {
 	if version < 0 || version > 6 {
 		return ErrUnsupportedVersion
 	}
-	flex := findCoordinatorFlexible(version)
-	d := NewReader(body)
+	flex := version >= findCoordinatorFlexible
+	rd := NewReader(body)
 	r.CoordinatorKey = ""
 	if version <= 3 { // Key: "versions": "0-3"
-		r.CoordinatorKey = d.Str(flex)
+		r.CoordinatorKey = rd.Str(flex)
 	}
 	r.CoordinatorType = CoordinatorTypeGroup
 	if version >= 1 {
-		r.CoordinatorType = d.Int8()
+		r.CoordinatorType = rd.Int8()
 	}
 	r.CoordinatorKeys = r.CoordinatorKeys[:0]
 	if version >= 4 { // CoordinatorKeys: "versions": "4+"
-		r.CoordinatorKeys = strs(&d, flex, false, r.CoordinatorKeys)
+		r.CoordinatorKeys = strs(&rd, flex, false, r.CoordinatorKeys)
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // FindCoordinatorResponse is a FindCoordinator response, v0–6.
@@ -92,14 +92,14 @@ type FindCoordinatorResponseCoordinator struct {
 
 // AppendTo appends the response body at the given version to dst.
 func (r *FindCoordinatorResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := findCoordinatorFlexible(version)
+	flex := version >= findCoordinatorFlexible
 	if version >= 1 {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}
 	if version <= 3 {
 		dst = AppendInt16(dst, int16(r.ErrorCode))
 		if version >= 1 {
-			dst = csAppendNullStr(dst, flex, r.ErrorMessage)
+			dst = appendNullString(dst, flex, r.ErrorMessage)
 		}
 		dst = AppendInt32(dst, r.NodeID)
 		dst = AppendStr(dst, flex, r.Host)
@@ -113,7 +113,7 @@ func (r *FindCoordinatorResponse) AppendTo(dst []byte, version int16) []byte {
 			dst = AppendStr(dst, flex, c.Host)
 			dst = AppendInt32(dst, c.Port)
 			dst = AppendInt16(dst, int16(c.ErrorCode))
-			dst = csAppendNullStr(dst, flex, c.ErrorMessage)
+			dst = appendNullString(dst, flex, c.ErrorMessage)
 			dst = AppendEmptyTags(dst, flex)
 		}
 	}

@@ -9,12 +9,12 @@ import (
 func init() {
 	csRegisterRequest(csReqAPI{
 		name: "FindCoordinator", key: KeyFindCoordinator, min: 0, max: 6, flexFrom: 3,
-		build: func(g *csGen, _ int16, tags bool) csKmsg {
+		build: func(g *oracleGen, _ int16, tags bool) csKmsg {
 			k := kmsg.NewPtrFindCoordinatorRequest()
 			k.CoordinatorKey = g.str()
 			k.CoordinatorType = g.i8()
 			k.CoordinatorKeys = g.strs(g.nInner()) // v4+ batched keys (KIP-699)
-			k.UnknownTags = g.tags(tags)
+			k.UnknownTags = g.tagsIf(tags)
 			return k
 		},
 		newDecode: func() func([]byte, int16) (csKmsg, error) {
@@ -33,16 +33,16 @@ func init() {
 	})
 	csRegisterResponse(csRespAPI{
 		name: "FindCoordinator", key: KeyFindCoordinator, min: 0, max: 6, flexFrom: 3,
-		build: func(g *csGen, v int16) (func([]byte) []byte, csKmsg) {
+		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
 			r := &FindCoordinatorResponse{ThrottleMillis: g.i32(), ErrorCode: g.code(), ErrorMessage: g.ns(), NodeID: g.i32(), Host: g.str(), Port: g.i32()}
 			k := kmsg.NewPtrFindCoordinatorResponse()
-			k.ThrottleMillis, k.ErrorCode, k.ErrorMessage = r.ThrottleMillis, int16(r.ErrorCode), csPtr(r.ErrorMessage)
+			k.ThrottleMillis, k.ErrorCode, k.ErrorMessage = r.ThrottleMillis, int16(r.ErrorCode), ptrOf(r.ErrorMessage)
 			k.NodeID, k.Host, k.Port = r.NodeID, r.Host, r.Port
 			for range g.nInner() {
 				c := FindCoordinatorResponseCoordinator{Key: g.str(), NodeID: g.i32(), Host: g.str(), Port: g.i32(), ErrorCode: g.code(), ErrorMessage: g.ns()}
 				r.Coordinators = append(r.Coordinators, c)
 				kc := kmsg.NewFindCoordinatorResponseCoordinator()
-				kc.Key, kc.NodeID, kc.Host, kc.Port, kc.ErrorCode, kc.ErrorMessage = c.Key, c.NodeID, c.Host, c.Port, int16(c.ErrorCode), csPtr(c.ErrorMessage)
+				kc.Key, kc.NodeID, kc.Host, kc.Port, kc.ErrorCode, kc.ErrorMessage = c.Key, c.NodeID, c.Host, c.Port, int16(c.ErrorCode), ptrOf(c.ErrorMessage)
 				k.Coordinators = append(k.Coordinators, kc)
 			}
 			return func(dst []byte) []byte { return r.AppendTo(dst, v) }, k

@@ -42,7 +42,7 @@ type RequestHeader struct {
 // docs/design/kafka-protocol.md §3 rules 1 and 2: never close the connection
 // for an unknown ApiVersions version, answer a too-new one):
 // its header is parsed with the normal rule (v2 from version 3 on) and the
-// error is nil, so the handler can answer with AppendApiVersionsUnsupported.
+// error is nil, so the handler can answer with AppendAPIVersionsUnsupported.
 //
 // It does not allocate.
 func ParseRequestHeader(frame []byte) (h RequestHeader, body []byte, err error) {
@@ -54,7 +54,7 @@ func ParseRequestHeader(frame []byte) (h RequestHeader, body []byte, err error) 
 		return h, nil, err
 	}
 	a, ok := LookupAPI(h.APIKey)
-	if !ok || h.APIVersion < a.Min || (h.APIVersion > a.Max && h.APIKey != KeyApiVersions) {
+	if !ok || h.APIVersion < a.Min || (h.APIVersion > a.Max && h.APIKey != KeyAPIVersions) {
 		return h, nil, ErrUnsupportedVersion
 	}
 	s, valid := r.NullableString()
@@ -88,7 +88,7 @@ func AppendRequestHeader(dst []byte, h RequestHeader) []byte {
 // docs/design/kafka-protocol.md §1.4).
 func AppendResponseHeader(dst []byte, key APIKey, version int16, correlationID int32) []byte {
 	dst = AppendInt32(dst, correlationID)
-	if key != KeyApiVersions && Flexible(key, version) {
+	if key != KeyAPIVersions && Flexible(key, version) {
 		dst = append(dst, 0)
 	}
 	return dst

@@ -10,13 +10,13 @@ import (
 )
 
 // produceSideKeys are the table rows this file set owns.
-var produceSideKeys = []APIKey{KeyProduce, KeyMetadata, KeyApiVersions, KeyInitProducerID}
+var produceSideKeys = []APIKey{KeyProduce, KeyMetadata, KeyAPIVersions, KeyInitProducerID}
 
 func TestProduceSideTableRows(t *testing.T) {
 	want := map[APIKey]APIRange{
 		KeyProduce:        {KeyProduce, 0, produceMaxVersion, 9},
 		KeyMetadata:       {KeyMetadata, metadataMinVersion, metadataMaxVersion, 9},
-		KeyApiVersions:    {KeyApiVersions, apiVersionsMinVersion, apiVersionsMaxVersion, 3},
+		KeyAPIVersions:    {KeyAPIVersions, apiVersionsMinVersion, apiVersionsMaxVersion, 3},
 		KeyInitProducerID: {KeyInitProducerID, initProducerIDMinVersion, initProducerIDMaxVersion, 2},
 	}
 	for key, w := range want {
@@ -48,8 +48,8 @@ func TestParseRequestHeaderOracle(t *testing.T) {
 		f  *kmsg.RequestFormatter
 		id NullString
 	}{
-		{kmsg.NewRequestFormatter(kmsg.FormatterClientID("producer-1")), Str("producer-1")},
-		{kmsg.NewRequestFormatter(kmsg.FormatterClientID("")), Str("")},
+		{kmsg.NewRequestFormatter(kmsg.FormatterClientID("producer-1")), NullStringOf("producer-1")},
+		{kmsg.NewRequestFormatter(kmsg.FormatterClientID("")), NullStringOf("")},
 		{kmsg.NewRequestFormatter(), NullString{}},
 	}
 	corr := int32(-7)
@@ -94,7 +94,7 @@ func TestParseRequestHeaderV2Tags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.APIKey != KeyMetadata || h.APIVersion != 12 || h.CorrelationID != 42 || h.ClientID != Str("cli") {
+	if h.APIKey != KeyMetadata || h.APIVersion != 12 || h.CorrelationID != 42 || h.ClientID != NullStringOf("cli") {
 		t.Fatalf("header %+v", h)
 	}
 	if !bytes.Equal(body, frame[bodyStart:]) {
@@ -122,15 +122,15 @@ func TestParseRequestHeaderUnsupported(t *testing.T) {
 		{int16(KeyProduce), -1, ErrUnsupportedVersion},
 		{int16(KeyMetadata), 14, ErrUnsupportedVersion},
 		{int16(KeyInitProducerID), 6, ErrUnsupportedVersion},
-		{int16(KeyApiVersions), -1, ErrUnsupportedVersion},
+		{int16(KeyAPIVersions), -1, ErrUnsupportedVersion},
 		{-1, 0, ErrUnsupportedVersion},
 		{127, 0, ErrUnsupportedVersion},
 		{128, 0, ErrUnsupportedVersion},
 		{32767, 0, ErrUnsupportedVersion},
 		{-32768, 0, ErrUnsupportedVersion},
 		// KIP-511: any ApiVersions version parses, header v2 from v3 on.
-		{int16(KeyApiVersions), 5, nil},
-		{int16(KeyApiVersions), 32767, nil},
+		{int16(KeyAPIVersions), 5, nil},
+		{int16(KeyAPIVersions), 32767, nil},
 		{int16(KeyProduce), 0, nil}, // advertised; the body decoder rejects it
 	} {
 		h, body, err := ParseRequestHeader(mk(tc.key, tc.version))
@@ -147,17 +147,17 @@ func TestParseRequestHeaderUnsupported(t *testing.T) {
 			continue
 		}
 		wantBody := []byte{0, 0}
-		if tc.key == int16(KeyApiVersions) {
+		if tc.key == int16(KeyAPIVersions) {
 			wantBody = []byte{0} // the first 0 was the header tag count
 		}
-		if h.ClientID != Str("c") || !bytes.Equal(body, wantBody) {
+		if h.ClientID != NullStringOf("c") || !bytes.Equal(body, wantBody) {
 			t.Errorf("key %d v%d: client id %+v body %x", tc.key, tc.version, h.ClientID, body)
 		}
 	}
 }
 
 func TestParseRequestHeaderShort(t *testing.T) {
-	frame := AppendRequestHeader(nil, RequestHeader{APIKey: KeyProduce, APIVersion: 9, CorrelationID: 1, ClientID: Str("abc")})
+	frame := AppendRequestHeader(nil, RequestHeader{APIKey: KeyProduce, APIVersion: 9, CorrelationID: 1, ClientID: NullStringOf("abc")})
 	for i := range frame {
 		if _, _, err := ParseRequestHeader(frame[:i:i]); !errors.Is(err, ErrShort) {
 			t.Fatalf("prefix %d: %v", i, err)
@@ -181,7 +181,7 @@ func TestParseRequestHeaderShort(t *testing.T) {
 
 // TestParseRequestHeaderView checks the client id and body alias the frame.
 func TestParseRequestHeaderView(t *testing.T) {
-	frame := AppendRequestHeader(nil, RequestHeader{APIKey: KeyMetadata, APIVersion: 1, ClientID: Str("abc")})
+	frame := AppendRequestHeader(nil, RequestHeader{APIKey: KeyMetadata, APIVersion: 1, ClientID: NullStringOf("abc")})
 	frame = append(frame, 0xff, 0xff, 0xff, 0xff)
 	h, body, err := ParseRequestHeader(frame)
 	if err != nil {
@@ -211,10 +211,10 @@ func TestAppendResponseHeader(t *testing.T) {
 		{KeyInitProducerID, 1, "fffffffe"},
 		{KeyInitProducerID, 2, "fffffffe00"},
 		// "ApiVersions responses always use response header v0".
-		{KeyApiVersions, 0, "fffffffe"},
-		{KeyApiVersions, 3, "fffffffe"},
-		{KeyApiVersions, 4, "fffffffe"},
-		{KeyApiVersions, 9, "fffffffe"},
+		{KeyAPIVersions, 0, "fffffffe"},
+		{KeyAPIVersions, 3, "fffffffe"},
+		{KeyAPIVersions, 4, "fffffffe"},
+		{KeyAPIVersions, 9, "fffffffe"},
 		{APIKey(127), 50, "fffffffe"},
 	} {
 		got := AppendResponseHeader([]byte{0xaa}, tc.key, tc.version, -2)
@@ -245,7 +245,7 @@ func FuzzRequestHeader(f *testing.F) {
 			return
 		}
 		a, ok := LookupAPI(h.APIKey)
-		if !ok || h.APIVersion < a.Min || (h.APIVersion > a.Max && h.APIKey != KeyApiVersions) {
+		if !ok || h.APIVersion < a.Min || (h.APIVersion > a.Max && h.APIKey != KeyAPIVersions) {
 			t.Fatalf("accepted %+v outside the table", h)
 		}
 		if !bytes.HasSuffix(frame, body) || len(frame)-len(body) < 10 {

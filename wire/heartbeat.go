@@ -3,8 +3,8 @@ package wire
 // Heartbeat (key 12), versions 0–4, flexible from 4 (docs/design/kafka-protocol.md §2.1, §2.4,
 // classic group protocol).
 
-// heartbeatFlexible: "flexibleVersions": "4+".
-func heartbeatFlexible(version int16) bool { return version >= 4 }
+// heartbeatFlexible is the first flexible version: "flexibleVersions": "4+".
+const heartbeatFlexible int16 = 4
 
 // HeartbeatRequest is a Heartbeat request, v0–4. Strings alias the frame:
 // valid until the frame is released.
@@ -26,19 +26,19 @@ func (r *HeartbeatRequest) Decode(body []byte, version int16) error {
 	if version < 0 || version > 4 {
 		return ErrUnsupportedVersion
 	}
-	flex := heartbeatFlexible(version)
-	d := NewReader(body)
-	r.Group = d.Str(flex)
-	r.Generation = d.Int32()
-	r.MemberID = d.Str(flex)
+	flex := version >= heartbeatFlexible
+	rd := NewReader(body)
+	r.Group = rd.Str(flex)
+	r.Generation = rd.Int32()
+	r.MemberID = rd.Str(flex)
 	r.InstanceID = NullString{}
 	if version >= 3 {
-		r.InstanceID = nullStr(&d, flex)
+		r.InstanceID = nullStr(&rd, flex)
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // HeartbeatResponse is a Heartbeat response, v0–4.
@@ -55,5 +55,5 @@ func (r *HeartbeatResponse) AppendTo(dst []byte, version int16) []byte {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}
 	dst = AppendInt16(dst, int16(r.ErrorCode))
-	return AppendEmptyTags(dst, heartbeatFlexible(version))
+	return AppendEmptyTags(dst, version >= heartbeatFlexible)
 }

@@ -9,10 +9,10 @@ import (
 func init() {
 	csRegisterRequest(csReqAPI{
 		name: "Heartbeat", key: KeyHeartbeat, min: 0, max: 4, flexFrom: 4,
-		build: func(g *csGen, _ int16, tags bool) csKmsg {
+		build: func(g *oracleGen, _ int16, tags bool) csKmsg {
 			k := kmsg.NewPtrHeartbeatRequest()
 			k.Group, k.Generation, k.MemberID, k.InstanceID = g.str(), g.i32(), g.str(), g.ptr()
-			k.UnknownTags = g.tags(tags)
+			k.UnknownTags = g.tagsIf(tags)
 			return k
 		},
 		newDecode: func() func([]byte, int16) (csKmsg, error) {
@@ -22,14 +22,14 @@ func init() {
 					return nil, err
 				}
 				k := kmsg.NewPtrHeartbeatRequest()
-				k.Group, k.Generation, k.MemberID, k.InstanceID = r.Group, r.Generation, r.MemberID, csPtr(r.InstanceID)
+				k.Group, k.Generation, k.MemberID, k.InstanceID = r.Group, r.Generation, r.MemberID, ptrOf(r.InstanceID)
 				return k, nil
 			}
 		},
 	})
 	csRegisterResponse(csRespAPI{
 		name: "Heartbeat", key: KeyHeartbeat, min: 0, max: 4, flexFrom: 4,
-		build: func(g *csGen, v int16) (func([]byte) []byte, csKmsg) {
+		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
 			r := &HeartbeatResponse{ThrottleMillis: g.i32(), ErrorCode: g.code()}
 			k := kmsg.NewPtrHeartbeatResponse()
 			k.ThrottleMillis, k.ErrorCode = r.ThrottleMillis, int16(r.ErrorCode)

@@ -8,35 +8,37 @@ package wire
 const (
 	initProducerIDMinVersion = 0
 	initProducerIDMaxVersion = 5
+	// initProducerIDFlexible is the first flexible version: "flexibleVersions": "2+".
+	initProducerIDFlexible int16 = 2
 )
 
 // InitProducerIDRequest is an InitProducerId request body.
 type InitProducerIDRequest struct {
-	// TransactionalId is null for idempotent, non-transactional producers,
+	// TransactionalID is null for idempotent, non-transactional producers,
 	// which send this request to any broker. It is a view into the frame,
 	// valid until the frame is released.
-	TransactionalId      NullString
-	TransactionTimeoutMs int32
-	// ProducerId and ProducerEpoch (v3+) are the producer's current id and
+	TransactionalID          NullString
+	TransactionTimeoutMillis int32
+	// ProducerID and ProducerEpoch (v3+) are the producer's current id and
 	// epoch, or -1 for a new producer; Decode reports -1 before v3.
-	ProducerId    int64
+	ProducerID    int64
 	ProducerEpoch int16
 }
 
 // Decode parses an InitProducerId request body of the given version.
-// TransactionalId aliases body: it is valid until the frame is released.
+// TransactionalID aliases body: it is valid until the frame is released.
 func (r *InitProducerIDRequest) Decode(body []byte, version int16) error {
 	if version < initProducerIDMinVersion || version > initProducerIDMaxVersion {
 		return ErrUnsupportedVersion
 	}
-	flex := version >= 2
+	flex := version >= initProducerIDFlexible
 	rd := NewReader(body)
 	s, ok := rd.NullableStr(flex)
-	r.TransactionalId = NullString{S: s, Valid: ok}
-	r.TransactionTimeoutMs = rd.Int32()
-	r.ProducerId, r.ProducerEpoch = -1, -1 // schema defaults
+	r.TransactionalID = NullString{S: s, Valid: ok}
+	r.TransactionTimeoutMillis = rd.Int32()
+	r.ProducerID, r.ProducerEpoch = -1, -1 // schema defaults
 	if version >= 3 {
-		r.ProducerId = rd.Int64()
+		r.ProducerID = rd.Int64()
 		r.ProducerEpoch = rd.Int16()
 	}
 	if flex {
@@ -47,11 +49,11 @@ func (r *InitProducerIDRequest) Decode(body []byte, version int16) error {
 
 // AppendTo appends r encoded at version (a client's view; used by tests).
 func (r *InitProducerIDRequest) AppendTo(dst []byte, version int16) []byte {
-	flex := version >= 2
-	dst = AppendNullableStr(dst, flex, r.TransactionalId.S, r.TransactionalId.Valid)
-	dst = AppendInt32(dst, r.TransactionTimeoutMs)
+	flex := version >= initProducerIDFlexible
+	dst = AppendNullableStr(dst, flex, r.TransactionalID.S, r.TransactionalID.Valid)
+	dst = AppendInt32(dst, r.TransactionTimeoutMillis)
 	if version >= 3 {
-		dst = AppendInt64(dst, r.ProducerId)
+		dst = AppendInt64(dst, r.ProducerID)
 		dst = AppendInt16(dst, r.ProducerEpoch)
 	}
 	return AppendEmptyTags(dst, flex)
@@ -59,20 +61,20 @@ func (r *InitProducerIDRequest) AppendTo(dst []byte, version int16) []byte {
 
 // InitProducerIDResponse is an InitProducerId response body.
 type InitProducerIDResponse struct {
-	ThrottleTimeMs int32
+	ThrottleMillis int32
 	ErrorCode      ErrorCode
-	// ProducerId and ProducerEpoch are the allocated id and epoch, or -1
+	// ProducerID and ProducerEpoch are the allocated id and epoch, or -1
 	// with an error.
-	ProducerId    int64
+	ProducerID    int64
 	ProducerEpoch int16
 }
 
 // AppendTo appends r's body encoded at version. It does not allocate when
 // dst has room.
 func (r *InitProducerIDResponse) AppendTo(dst []byte, version int16) []byte {
-	dst = AppendInt32(dst, r.ThrottleTimeMs)
+	dst = AppendInt32(dst, r.ThrottleMillis)
 	dst = AppendInt16(dst, int16(r.ErrorCode))
-	dst = AppendInt64(dst, r.ProducerId)
+	dst = AppendInt64(dst, r.ProducerID)
 	dst = AppendInt16(dst, r.ProducerEpoch)
-	return AppendEmptyTags(dst, version >= 2)
+	return AppendEmptyTags(dst, version >= initProducerIDFlexible)
 }

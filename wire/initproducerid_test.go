@@ -8,10 +8,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (g *prodGen) kmsgInitProducerIDRequest(v int16) *kmsg.InitProducerIDRequest {
+func (g *oracleGen) kmsgInitProducerIDRequest(v int16) *kmsg.InitProducerIDRequest {
 	k := kmsg.NewPtrInitProducerIDRequest()
 	k.Version = v
-	k.TransactionalID = prodPtr(g.nullStr())
+	k.TransactionalID = ptrOf(g.ns())
 	k.TransactionTimeoutMillis = g.i32()
 	if g.r.IntN(2) == 0 {
 		k.ProducerID, k.ProducerEpoch = g.i64(), g.i16()
@@ -20,15 +20,15 @@ func (g *prodGen) kmsgInitProducerIDRequest(v int16) *kmsg.InitProducerIDRequest
 }
 
 func prodInitProducerIDMatches(ours *InitProducerIDRequest, k *kmsg.InitProducerIDRequest, v int16) bool {
-	want := InitProducerIDRequest{prodNS(k.TransactionalID), k.TransactionTimeoutMillis, -1, -1}
+	want := InitProducerIDRequest{nsOf(k.TransactionalID), k.TransactionTimeoutMillis, -1, -1}
 	if v >= 3 {
-		want.ProducerId, want.ProducerEpoch = k.ProducerID, k.ProducerEpoch
+		want.ProducerID, want.ProducerEpoch = k.ProducerID, k.ProducerEpoch
 	}
 	return *ours == want
 }
 
 func TestInitProducerIDRequestOracle(t *testing.T) {
-	g := newProdGen(22)
+	g := newOracleGen(22)
 	var ours InitProducerIDRequest
 	for v := int16(initProducerIDMinVersion); v <= initProducerIDMaxVersion; v++ {
 		for range 50 {
@@ -58,7 +58,7 @@ func TestInitProducerIDRequestOracle(t *testing.T) {
 }
 
 func TestInitProducerIDResponseOracle(t *testing.T) {
-	g := newProdGen(2222)
+	g := newOracleGen(2222)
 	for v := int16(initProducerIDMinVersion); v <= initProducerIDMaxVersion; v++ {
 		for range 20 {
 			ours := InitProducerIDResponse{g.i32(), ErrorCode(g.i16()), g.i64(), g.i16()}
@@ -68,8 +68,8 @@ func TestInitProducerIDResponseOracle(t *testing.T) {
 			if err := k.ReadFrom(buf); err != nil {
 				t.Fatalf("v%d: kmsg: %v", v, err)
 			}
-			if k.ThrottleMillis != ours.ThrottleTimeMs || ErrorCode(k.ErrorCode) != ours.ErrorCode ||
-				k.ProducerID != ours.ProducerId || k.ProducerEpoch != ours.ProducerEpoch {
+			if k.ThrottleMillis != ours.ThrottleMillis || ErrorCode(k.ErrorCode) != ours.ErrorCode ||
+				k.ProducerID != ours.ProducerID || k.ProducerEpoch != ours.ProducerEpoch {
 				t.Fatalf("v%d: kmsg %+v ours %+v", v, k, ours)
 			}
 			if again := k.AppendTo(nil); !bytes.Equal(again, buf) {
@@ -80,7 +80,7 @@ func TestInitProducerIDResponseOracle(t *testing.T) {
 }
 
 func FuzzInitProducerIDRequest(f *testing.F) {
-	g := newProdGen(222)
+	g := newOracleGen(222)
 	for v := int16(initProducerIDMinVersion); v <= initProducerIDMaxVersion+1; v++ {
 		k := g.kmsgInitProducerIDRequest(v)
 		if v >= 2 {

@@ -4,8 +4,8 @@ package wire
 // classic group protocol). Protocol metadata is opaque to the coordinator
 // and passed through as bytes.
 
-// joinGroupFlexible: "flexibleVersions": "6+".
-func joinGroupFlexible(version int16) bool { return version >= 6 }
+// joinGroupFlexible is the first flexible version: "flexibleVersions": "6+".
+const joinGroupFlexible int16 = 6
 
 // JoinGroupRequest is a JoinGroup request, v0–9. Strings and bytes alias
 // the frame: valid until the frame is released.
@@ -46,42 +46,42 @@ func (r *JoinGroupRequest) Decode(body []byte, version int16) error {
 	if version < 0 || version > 9 {
 		return ErrUnsupportedVersion
 	}
-	flex := joinGroupFlexible(version)
-	d := NewReader(body)
-	r.Group = d.Str(flex)
-	r.SessionTimeoutMillis = d.Int32()
+	flex := version >= joinGroupFlexible
+	rd := NewReader(body)
+	r.Group = rd.Str(flex)
+	r.SessionTimeoutMillis = rd.Int32()
 	r.RebalanceTimeoutMillis = -1
 	if version >= 1 {
-		r.RebalanceTimeoutMillis = d.Int32()
+		r.RebalanceTimeoutMillis = rd.Int32()
 	}
-	r.MemberID = d.Str(flex)
+	r.MemberID = rd.Str(flex)
 	r.InstanceID = NullString{}
 	if version >= 5 {
-		r.InstanceID = nullStr(&d, flex)
+		r.InstanceID = nullStr(&rd, flex)
 	}
-	r.ProtocolType = d.Str(flex)
+	r.ProtocolType = rd.Str(flex)
 	// Smallest protocol: empty name and metadata (+ tags when flexible).
 	pmin := 2 + 4
 	if flex {
 		pmin = 3
 	}
-	r.Protocols = resize(r.Protocols, arrayLen(&d, flex, pmin))
+	r.Protocols = resize(r.Protocols, arrayLen(&rd, flex, pmin))
 	for i := range r.Protocols {
 		p := &r.Protocols[i]
-		p.Name = d.Str(flex)
-		p.Metadata = d.ByteSlice(flex)
+		p.Name = rd.Str(flex)
+		p.Metadata = rd.ByteSlice(flex)
 		if flex {
-			d.SkipTags()
+			rd.SkipTags()
 		}
 	}
 	r.Reason = NullString{}
 	if version >= 8 {
-		r.Reason = nullStr(&d, flex)
+		r.Reason = nullStr(&rd, flex)
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // JoinGroupResponse is a JoinGroup response, v0–9.
@@ -119,16 +119,16 @@ type JoinGroupResponseMember struct {
 
 // AppendTo appends the response body at the given version to dst.
 func (r *JoinGroupResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := joinGroupFlexible(version)
+	flex := version >= joinGroupFlexible
 	if version >= 2 {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}
 	dst = AppendInt16(dst, int16(r.ErrorCode))
 	dst = AppendInt32(dst, r.Generation)
 	if version >= 7 {
-		dst = csAppendNullStr(dst, flex, r.ProtocolType)
+		dst = appendNullString(dst, flex, r.ProtocolType)
 		// ProtocolName: "nullableVersions": "7+".
-		dst = csAppendNullStr(dst, flex, r.Protocol)
+		dst = appendNullString(dst, flex, r.Protocol)
 	} else {
 		dst = AppendStr(dst, flex, r.Protocol.S)
 	}
@@ -142,7 +142,7 @@ func (r *JoinGroupResponse) AppendTo(dst []byte, version int16) []byte {
 		m := &r.Members[i]
 		dst = AppendStr(dst, flex, m.MemberID)
 		if version >= 5 {
-			dst = csAppendNullStr(dst, flex, m.InstanceID)
+			dst = appendNullString(dst, flex, m.InstanceID)
 		}
 		dst = AppendByteSlice(dst, flex, m.ProtocolMetadata)
 		dst = AppendEmptyTags(dst, flex)

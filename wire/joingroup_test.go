@@ -10,7 +10,7 @@ import (
 func init() {
 	csRegisterRequest(csReqAPI{
 		name: "JoinGroup", key: KeyJoinGroup, min: 0, max: 9, flexFrom: 6,
-		build: func(g *csGen, _ int16, tags bool) csKmsg {
+		build: func(g *oracleGen, _ int16, tags bool) csKmsg {
 			k := kmsg.NewPtrJoinGroupRequest()
 			k.Group = g.str()
 			k.SessionTimeoutMillis = g.i32()
@@ -22,11 +22,11 @@ func init() {
 				p := kmsg.NewJoinGroupRequestProtocol()
 				p.Name = g.str()
 				p.Metadata = g.bytes()
-				p.UnknownTags = g.tags(tags)
+				p.UnknownTags = g.tagsIf(tags)
 				k.Protocols = append(k.Protocols, p)
 			}
 			k.Reason = g.ptr()
-			k.UnknownTags = g.tags(tags)
+			k.UnknownTags = g.tagsIf(tags)
 			return k
 		},
 		newDecode: func() func([]byte, int16) (csKmsg, error) {
@@ -37,27 +37,27 @@ func init() {
 				}
 				k := kmsg.NewPtrJoinGroupRequest()
 				k.Group, k.SessionTimeoutMillis, k.RebalanceTimeoutMillis = r.Group, r.SessionTimeoutMillis, r.RebalanceTimeoutMillis
-				k.MemberID, k.InstanceID, k.ProtocolType = r.MemberID, csPtr(r.InstanceID), r.ProtocolType
+				k.MemberID, k.InstanceID, k.ProtocolType = r.MemberID, ptrOf(r.InstanceID), r.ProtocolType
 				for _, p := range r.Protocols {
 					kp := kmsg.NewJoinGroupRequestProtocol()
 					kp.Name, kp.Metadata = p.Name, p.Metadata
 					k.Protocols = append(k.Protocols, kp)
 				}
-				k.Reason = csPtr(r.Reason)
+				k.Reason = ptrOf(r.Reason)
 				return k, nil
 			}
 		},
 	})
 	csRegisterResponse(csRespAPI{
 		name: "JoinGroup", key: KeyJoinGroup, min: 0, max: 9, flexFrom: 6,
-		build: func(g *csGen, v int16) (func([]byte) []byte, csKmsg) {
+		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
 			r := &JoinGroupResponse{
 				ThrottleMillis: g.i32(), ErrorCode: g.code(), Generation: g.i32(), ProtocolType: g.ns(), Protocol: g.ns(),
 				LeaderID: g.str(), SkipAssignment: g.bool(), MemberID: g.str(),
 			}
 			k := kmsg.NewPtrJoinGroupResponse()
 			k.ThrottleMillis, k.ErrorCode, k.Generation = r.ThrottleMillis, int16(r.ErrorCode), r.Generation
-			k.ProtocolType, k.Protocol = csPtr(r.ProtocolType), csPtr(r.Protocol)
+			k.ProtocolType, k.Protocol = ptrOf(r.ProtocolType), ptrOf(r.Protocol)
 			k.LeaderID, k.SkipAssignment, k.MemberID = r.LeaderID, r.SkipAssignment, r.MemberID
 			for range g.nInner() {
 				m := JoinGroupResponseMember{MemberID: g.str(), InstanceID: g.ns(), ProtocolMetadata: g.bytes()}
@@ -66,7 +66,7 @@ func init() {
 				}
 				r.Members = append(r.Members, m)
 				km := kmsg.NewJoinGroupResponseMember()
-				km.MemberID, km.InstanceID, km.ProtocolMetadata = m.MemberID, csPtr(m.InstanceID), m.ProtocolMetadata
+				km.MemberID, km.InstanceID, km.ProtocolMetadata = m.MemberID, ptrOf(m.InstanceID), m.ProtocolMetadata
 				k.Members = append(k.Members, km)
 			}
 			return func(dst []byte) []byte { return r.AppendTo(dst, v) }, k

@@ -4,8 +4,8 @@ package wire
 // §2.1, §2.4, classic group protocol). v3 (KIP-345) batches members: the request's
 // single MemberID becomes Members, and the response gains per-member codes.
 
-// leaveGroupFlexible: "flexibleVersions": "4+".
-func leaveGroupFlexible(version int16) bool { return version >= 4 }
+// leaveGroupFlexible is the first flexible version: "flexibleVersions": "4+".
+const leaveGroupFlexible int16 = 4
 
 // LeaveGroupRequest is a LeaveGroup request, v0–5. Strings alias the frame:
 // valid until the frame is released.
@@ -35,13 +35,13 @@ func (r *LeaveGroupRequest) Decode(body []byte, version int16) error {
 	if version < 0 || version > 5 {
 		return ErrUnsupportedVersion
 	}
-	flex := leaveGroupFlexible(version)
-	d := NewReader(body)
-	r.Group = d.Str(flex)
+	flex := version >= leaveGroupFlexible
+	rd := NewReader(body)
+	r.Group = rd.Str(flex)
 	r.MemberID = ""
 	r.Members = r.Members[:0]
 	if version <= 2 { // MemberId: "versions": "0-2"
-		r.MemberID = d.Str(flex)
+		r.MemberID = rd.Str(flex)
 	} else { // Members: "versions": "3+"
 		mmin := 2 + 2
 		if flex {
@@ -50,24 +50,24 @@ func (r *LeaveGroupRequest) Decode(body []byte, version int16) error {
 		if version >= 5 {
 			mmin++
 		}
-		r.Members = resize(r.Members, arrayLen(&d, flex, mmin))
+		r.Members = resize(r.Members, arrayLen(&rd, flex, mmin))
 		for i := range r.Members {
 			m := &r.Members[i]
-			m.MemberID = d.Str(flex)
-			m.InstanceID = nullStr(&d, flex)
+			m.MemberID = rd.Str(flex)
+			m.InstanceID = nullStr(&rd, flex)
 			m.Reason = NullString{}
 			if version >= 5 {
-				m.Reason = nullStr(&d, flex)
+				m.Reason = nullStr(&rd, flex)
 			}
 			if flex {
-				d.SkipTags()
+				rd.SkipTags()
 			}
 		}
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // LeaveGroupResponse is a LeaveGroup response, v0–5.
@@ -92,7 +92,7 @@ type LeaveGroupResponseMember struct {
 
 // AppendTo appends the response body at the given version to dst.
 func (r *LeaveGroupResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := leaveGroupFlexible(version)
+	flex := version >= leaveGroupFlexible
 	if version >= 1 {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}
@@ -102,7 +102,7 @@ func (r *LeaveGroupResponse) AppendTo(dst []byte, version int16) []byte {
 		for i := range r.Members {
 			m := &r.Members[i]
 			dst = AppendStr(dst, flex, m.MemberID)
-			dst = csAppendNullStr(dst, flex, m.InstanceID)
+			dst = appendNullString(dst, flex, m.InstanceID)
 			dst = AppendInt16(dst, int16(m.ErrorCode))
 			dst = AppendEmptyTags(dst, flex)
 		}

@@ -9,16 +9,16 @@ import (
 func init() {
 	csRegisterRequest(csReqAPI{
 		name: "LeaveGroup", key: KeyLeaveGroup, min: 0, max: 5, flexFrom: 4,
-		build: func(g *csGen, _ int16, tags bool) csKmsg {
+		build: func(g *oracleGen, _ int16, tags bool) csKmsg {
 			k := kmsg.NewPtrLeaveGroupRequest()
 			k.Group, k.MemberID = g.str(), g.str()
 			for range g.nInner() { // v3+ batched members (KIP-345)
 				m := kmsg.NewLeaveGroupRequestMember()
 				m.MemberID, m.InstanceID, m.Reason = g.str(), g.ptr(), g.ptr()
-				m.UnknownTags = g.tags(tags)
+				m.UnknownTags = g.tagsIf(tags)
 				k.Members = append(k.Members, m)
 			}
-			k.UnknownTags = g.tags(tags)
+			k.UnknownTags = g.tagsIf(tags)
 			return k
 		},
 		newDecode: func() func([]byte, int16) (csKmsg, error) {
@@ -31,7 +31,7 @@ func init() {
 				k.Group, k.MemberID = r.Group, r.MemberID
 				for _, m := range r.Members {
 					km := kmsg.NewLeaveGroupRequestMember()
-					km.MemberID, km.InstanceID, km.Reason = m.MemberID, csPtr(m.InstanceID), csPtr(m.Reason)
+					km.MemberID, km.InstanceID, km.Reason = m.MemberID, ptrOf(m.InstanceID), ptrOf(m.Reason)
 					k.Members = append(k.Members, km)
 				}
 				return k, nil
@@ -40,7 +40,7 @@ func init() {
 	})
 	csRegisterResponse(csRespAPI{
 		name: "LeaveGroup", key: KeyLeaveGroup, min: 0, max: 5, flexFrom: 4,
-		build: func(g *csGen, v int16) (func([]byte) []byte, csKmsg) {
+		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
 			r := &LeaveGroupResponse{ThrottleMillis: g.i32(), ErrorCode: g.code()}
 			k := kmsg.NewPtrLeaveGroupResponse()
 			k.ThrottleMillis, k.ErrorCode = r.ThrottleMillis, int16(r.ErrorCode)
@@ -48,7 +48,7 @@ func init() {
 				m := LeaveGroupResponseMember{MemberID: g.str(), InstanceID: g.ns(), ErrorCode: g.code()}
 				r.Members = append(r.Members, m)
 				km := kmsg.NewLeaveGroupResponseMember()
-				km.MemberID, km.InstanceID, km.ErrorCode = m.MemberID, csPtr(m.InstanceID), int16(m.ErrorCode)
+				km.MemberID, km.InstanceID, km.ErrorCode = m.MemberID, ptrOf(m.InstanceID), int16(m.ErrorCode)
 				k.Members = append(k.Members, km)
 			}
 			return func(dst []byte) []byte { return r.AppendTo(dst, v) }, k
@@ -73,8 +73,8 @@ func TestLeaveGroupBatched(t *testing.T) {
 	if err := r.Decode(k.AppendTo(nil), 5); err != nil {
 		t.Fatal(err)
 	}
-	if r.MemberID != "" || len(r.Members) != 2 || r.Members[0].Reason != Str(reason) || r.Members[0].InstanceID.Valid ||
-		r.Members[1].InstanceID != Str(inst) || r.Members[1].Reason.Valid {
+	if r.MemberID != "" || len(r.Members) != 2 || r.Members[0].Reason != NullStringOf(reason) || r.Members[0].InstanceID.Valid ||
+		r.Members[1].InstanceID != NullStringOf(inst) || r.Members[1].Reason.Valid {
 		t.Fatalf("%+v", r)
 	}
 	k.Version = 1

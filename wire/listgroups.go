@@ -3,8 +3,8 @@ package wire
 // ListGroups (key 16), versions 0–5, flexible from 3 (docs/design/kafka-protocol.md
 // §2.1, §2.4). v4 adds the state filter (KIP-518), v5 the type filter (KIP-848).
 
-// listGroupsFlexible: "flexibleVersions": "3+".
-func listGroupsFlexible(version int16) bool { return version >= 3 }
+// listGroupsFlexible is the first flexible version: "flexibleVersions": "3+".
+const listGroupsFlexible int16 = 3
 
 // ListGroupsRequest is a ListGroups request, v0–5. Strings alias the frame:
 // valid until the frame is released.
@@ -22,20 +22,20 @@ func (r *ListGroupsRequest) Decode(body []byte, version int16) error {
 	if version < 0 || version > 5 {
 		return ErrUnsupportedVersion
 	}
-	flex := listGroupsFlexible(version)
-	d := NewReader(body)
+	flex := version >= listGroupsFlexible
+	rd := NewReader(body)
 	r.StatesFilter = r.StatesFilter[:0]
 	if version >= 4 {
-		r.StatesFilter = strs(&d, flex, false, r.StatesFilter)
+		r.StatesFilter = strs(&rd, flex, false, r.StatesFilter)
 	}
 	r.TypesFilter = r.TypesFilter[:0]
 	if version >= 5 {
-		r.TypesFilter = strs(&d, flex, false, r.TypesFilter)
+		r.TypesFilter = strs(&rd, flex, false, r.TypesFilter)
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // ListGroupsResponse is a ListGroups response, v0–5.
@@ -62,7 +62,7 @@ type ListGroupsResponseGroup struct {
 
 // AppendTo appends the response body at the given version to dst.
 func (r *ListGroupsResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := listGroupsFlexible(version)
+	flex := version >= listGroupsFlexible
 	if version >= 1 {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}

@@ -9,11 +9,11 @@ import (
 func init() {
 	csRegisterRequest(csReqAPI{
 		name: "ListGroups", key: KeyListGroups, min: 0, max: 5, flexFrom: 3,
-		build: func(g *csGen, _ int16, tags bool) csKmsg {
+		build: func(g *oracleGen, _ int16, tags bool) csKmsg {
 			k := kmsg.NewPtrListGroupsRequest()
 			k.StatesFilter = g.strs(g.nInner())
 			k.TypesFilter = g.strs(g.nInner())
-			k.UnknownTags = g.tags(tags)
+			k.UnknownTags = g.tagsIf(tags)
 			return k
 		},
 		newDecode: func() func([]byte, int16) (csKmsg, error) {
@@ -31,7 +31,7 @@ func init() {
 	})
 	csRegisterResponse(csRespAPI{
 		name: "ListGroups", key: KeyListGroups, min: 0, max: 5, flexFrom: 3,
-		build: func(g *csGen, v int16) (func([]byte) []byte, csKmsg) {
+		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
 			r := &ListGroupsResponse{ThrottleMillis: g.i32(), ErrorCode: g.code()}
 			k := kmsg.NewPtrListGroupsResponse()
 			k.ThrottleMillis, k.ErrorCode = r.ThrottleMillis, int16(r.ErrorCode)

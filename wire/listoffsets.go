@@ -4,8 +4,8 @@ package wire
 // §2.1, §2.4). v0 (MaxNumOffsets, OldStyleOffsets) was removed by KIP-896 and is
 // not served.
 
-// listOffsetsFlexible: "flexibleVersions": "6+".
-func listOffsetsFlexible(version int16) bool { return version >= 6 }
+// listOffsetsFlexible is the first flexible version: "flexibleVersions": "6+".
+const listOffsetsFlexible int16 = 6
 
 // ListOffsetsRequest is a ListOffsets request, v1–10. Strings alias the
 // frame: valid until the frame is released.
@@ -47,12 +47,12 @@ func (r *ListOffsetsRequest) Decode(body []byte, version int16) error {
 	if version < 1 || version > 10 {
 		return ErrUnsupportedVersion
 	}
-	flex := listOffsetsFlexible(version)
-	d := NewReader(body)
-	r.ReplicaID = d.Int32()
+	flex := version >= listOffsetsFlexible
+	rd := NewReader(body)
+	r.ReplicaID = rd.Int32()
 	r.IsolationLevel = 0
 	if version >= 2 {
-		r.IsolationLevel = d.Int8()
+		r.IsolationLevel = rd.Int8()
 	}
 	pmin := 4 + 8
 	if version >= 4 {
@@ -61,36 +61,36 @@ func (r *ListOffsetsRequest) Decode(body []byte, version int16) error {
 	if flex {
 		pmin++
 	}
-	r.Topics = resize(r.Topics, arrayLen(&d, flex, csMinStrArray(flex)))
+	r.Topics = resize(r.Topics, arrayLen(&rd, flex, minStringArraySize(flex)))
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		t.Topic = d.Str(flex)
-		t.Partitions = resize(t.Partitions, arrayLen(&d, flex, pmin))
+		t.Topic = rd.Str(flex)
+		t.Partitions = resize(t.Partitions, arrayLen(&rd, flex, pmin))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
-			p.Partition = d.Int32()
+			p.Partition = rd.Int32()
 			p.CurrentLeaderEpoch = -1
 			if version >= 4 {
-				p.CurrentLeaderEpoch = d.Int32()
+				p.CurrentLeaderEpoch = rd.Int32()
 			}
-			p.Timestamp = d.Int64()
+			p.Timestamp = rd.Int64()
 			// MaxNumOffsets: "versions": "0" — gone from v1.
 			if flex {
-				d.SkipTags()
+				rd.SkipTags()
 			}
 		}
 		if flex {
-			d.SkipTags()
+			rd.SkipTags()
 		}
 	}
 	r.TimeoutMillis = 30000
 	if version >= 10 {
-		r.TimeoutMillis = d.Int32()
+		r.TimeoutMillis = rd.Int32()
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // ListOffsetsResponse is a ListOffsets response, v1–10.
@@ -126,7 +126,7 @@ type ListOffsetsResponseTopicPartition struct {
 
 // AppendTo appends the response body at the given version to dst.
 func (r *ListOffsetsResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := listOffsetsFlexible(version)
+	flex := version >= listOffsetsFlexible
 	if version >= 2 {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}

@@ -9,7 +9,7 @@ import (
 func init() {
 	csRegisterRequest(csReqAPI{
 		name: "ListOffsets", key: KeyListOffsets, min: 1, max: 10, flexFrom: 6,
-		build: func(g *csGen, _ int16, tags bool) csKmsg {
+		build: func(g *oracleGen, _ int16, tags bool) csKmsg {
 			k := kmsg.NewPtrListOffsetsRequest()
 			k.ReplicaID = g.i32()
 			k.IsolationLevel = g.i8()
@@ -21,14 +21,14 @@ func init() {
 					p.Partition = g.i32()
 					p.CurrentLeaderEpoch = g.i32()
 					p.Timestamp = g.i64()
-					p.UnknownTags = g.tags(tags)
+					p.UnknownTags = g.tagsIf(tags)
 					t.Partitions = append(t.Partitions, p)
 				}
-				t.UnknownTags = g.tags(tags)
+				t.UnknownTags = g.tagsIf(tags)
 				k.Topics = append(k.Topics, t)
 			}
 			k.TimeoutMillis = g.i32()
-			k.UnknownTags = g.tags(tags)
+			k.UnknownTags = g.tagsIf(tags)
 			return k
 		},
 		newDecode: func() func([]byte, int16) (csKmsg, error) {
@@ -57,7 +57,7 @@ func init() {
 	})
 	csRegisterResponse(csRespAPI{
 		name: "ListOffsets", key: KeyListOffsets, min: 1, max: 10, flexFrom: 6,
-		build: func(g *csGen, v int16) (func([]byte) []byte, csKmsg) {
+		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
 			r := &ListOffsetsResponse{ThrottleMillis: g.i32()}
 			k := kmsg.NewPtrListOffsetsResponse()
 			k.ThrottleMillis = r.ThrottleMillis

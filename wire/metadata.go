@@ -7,6 +7,8 @@ package wire
 const (
 	metadataMinVersion = 0
 	metadataMaxVersion = 13
+	// metadataFlexible is the first flexible version: "flexibleVersions": "9+".
+	metadataFlexible int16 = 9
 )
 
 // AuthorizedOperationsUnknown is the value of TopicAuthorizedOperations and
@@ -16,9 +18,9 @@ const AuthorizedOperationsUnknown int32 = -2147483648
 
 // MetadataRequestTopic names one topic in a Metadata request.
 type MetadataRequestTopic struct {
-	// TopicId (v10+) is all zero when the topic is named; lookup by id is
+	// TopicID (v10+) is all zero when the topic is named; lookup by id is
 	// only implemented by Kafka from v12 on.
-	TopicId [16]byte
+	TopicID [16]byte
 	// Name is nullable from v10 on (null when looking up by id); before
 	// v10 it is always valid. It is a view into the frame, valid until the
 	// frame is released.
@@ -47,7 +49,7 @@ func (r *MetadataRequest) Decode(body []byte, version int16) error {
 	if version < metadataMinVersion || version > metadataMaxVersion {
 		return ErrUnsupportedVersion
 	}
-	flex := version >= 9
+	flex := version >= metadataFlexible
 	rd := NewReader(body)
 
 	// Smallest topic entry: an empty name (INT16 or 1-byte compact length)
@@ -74,11 +76,11 @@ func (r *MetadataRequest) Decode(body []byte, version int16) error {
 	for i := 0; i < n && rd.Ok(); i++ {
 		t := &r.Topics[i]
 		if version >= 10 {
-			t.TopicId = rd.UUID()
+			t.TopicID = rd.UUID()
 			s, ok := rd.NullableStr(flex)
 			t.Name = NullString{S: s, Valid: ok}
 		} else {
-			t.TopicId = [16]byte{}
+			t.TopicID = [16]byte{}
 			t.Name = NullString{S: rd.Str(flex), Valid: true}
 		}
 		if flex {
@@ -107,7 +109,7 @@ func (r *MetadataRequest) Decode(body []byte, version int16) error {
 // AppendTo appends r encoded at version (a client's view; used by tests and
 // fuzz seeds). A nil Topics is a null array in v1+ and an empty one in v0.
 func (r *MetadataRequest) AppendTo(dst []byte, version int16) []byte {
-	flex := version >= 9
+	flex := version >= metadataFlexible
 	switch {
 	case r.Topics == nil && version >= 1:
 		dst = AppendArrayLen(dst, flex, -1)
@@ -117,7 +119,7 @@ func (r *MetadataRequest) AppendTo(dst []byte, version int16) []byte {
 	for i := range r.Topics {
 		t := &r.Topics[i]
 		if version >= 10 {
-			dst = AppendUUID(dst, t.TopicId)
+			dst = AppendUUID(dst, t.TopicID)
 			dst = AppendNullableStr(dst, flex, t.Name.S, t.Name.Valid)
 		} else {
 			dst = AppendStr(dst, flex, t.Name.S)
@@ -139,7 +141,7 @@ func (r *MetadataRequest) AppendTo(dst []byte, version int16) []byte {
 // MetadataResponseBroker is one broker (for kiggy: one gateway listener) in a
 // Metadata response. Every node id used as leader or controller must appear.
 type MetadataResponseBroker struct {
-	NodeId int32
+	NodeID int32
 	Host   string
 	Port   int32
 	// Rack is v1+.
@@ -150,7 +152,7 @@ type MetadataResponseBroker struct {
 type MetadataResponsePartition struct {
 	ErrorCode      ErrorCode
 	PartitionIndex int32
-	LeaderId       int32
+	LeaderID       int32
 	// LeaderEpoch is v7+; -1 means unknown and turns off KIP-320
 	// truncation detection in clients.
 	LeaderEpoch  int32
@@ -165,9 +167,9 @@ type MetadataResponseTopic struct {
 	ErrorCode ErrorCode
 	// Name is nullable from v12 on; before v12 a null name is written as "".
 	Name NullString
-	// TopicId is v10+; all zero means "no id" and makes clients use
+	// TopicID is v10+; all zero means "no id" and makes clients use
 	// name-based Fetch/Produce versions.
-	TopicId [16]byte
+	TopicID [16]byte
 	// IsInternal is v1+.
 	IsInternal bool
 	Partitions []MetadataResponsePartition
@@ -178,13 +180,13 @@ type MetadataResponseTopic struct {
 
 // MetadataResponse is a Metadata response body.
 type MetadataResponse struct {
-	// ThrottleTimeMs is v3+.
-	ThrottleTimeMs int32
+	// ThrottleMillis is v3+.
+	ThrottleMillis int32
 	Brokers        []MetadataResponseBroker
-	// ClusterId is v2+.
-	ClusterId NullString
-	// ControllerId is v1+; it must be a node id listed in Brokers.
-	ControllerId int32
+	// ClusterID is v2+.
+	ClusterID NullString
+	// ControllerID is v1+; it must be a node id listed in Brokers.
+	ControllerID int32
 	Topics       []MetadataResponseTopic
 	// ClusterAuthorizedOperations is v8–10.
 	ClusterAuthorizedOperations int32
@@ -195,14 +197,14 @@ type MetadataResponse struct {
 // AppendTo appends r's body encoded at version. No tagged fields are emitted.
 // It does not allocate when dst has room.
 func (r *MetadataResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := version >= 9
+	flex := version >= metadataFlexible
 	if version >= 3 {
-		dst = AppendInt32(dst, r.ThrottleTimeMs)
+		dst = AppendInt32(dst, r.ThrottleMillis)
 	}
 	dst = AppendArrayLen(dst, flex, len(r.Brokers))
 	for i := range r.Brokers {
 		b := &r.Brokers[i]
-		dst = AppendInt32(dst, b.NodeId)
+		dst = AppendInt32(dst, b.NodeID)
 		dst = AppendStr(dst, flex, b.Host)
 		dst = AppendInt32(dst, b.Port)
 		if version >= 1 {
@@ -211,10 +213,10 @@ func (r *MetadataResponse) AppendTo(dst []byte, version int16) []byte {
 		dst = AppendEmptyTags(dst, flex)
 	}
 	if version >= 2 {
-		dst = AppendNullableStr(dst, flex, r.ClusterId.S, r.ClusterId.Valid)
+		dst = AppendNullableStr(dst, flex, r.ClusterID.S, r.ClusterID.Valid)
 	}
 	if version >= 1 {
-		dst = AppendInt32(dst, r.ControllerId)
+		dst = AppendInt32(dst, r.ControllerID)
 	}
 	dst = AppendArrayLen(dst, flex, len(r.Topics))
 	for i := range r.Topics {
@@ -237,7 +239,7 @@ func (t *MetadataResponseTopic) appendTo(dst []byte, version int16, flex bool) [
 		dst = AppendStr(dst, flex, t.Name.S)
 	}
 	if version >= 10 {
-		dst = AppendUUID(dst, t.TopicId)
+		dst = AppendUUID(dst, t.TopicID)
 	}
 	if version >= 1 {
 		dst = AppendBool(dst, t.IsInternal)
@@ -247,7 +249,7 @@ func (t *MetadataResponseTopic) appendTo(dst []byte, version int16, flex bool) [
 		p := &t.Partitions[i]
 		dst = AppendInt16(dst, int16(p.ErrorCode))
 		dst = AppendInt32(dst, p.PartitionIndex)
-		dst = AppendInt32(dst, p.LeaderId)
+		dst = AppendInt32(dst, p.LeaderID)
 		if version >= 7 {
 			dst = AppendInt32(dst, p.LeaderEpoch)
 		}

@@ -27,12 +27,12 @@ func prodMetadataRequestMatches(ours *MetadataRequest, k *kmsg.MetadataRequest, 
 		kt, ot := &k.Topics[i], &ours.Topics[i]
 		want := MetadataRequestTopic{}
 		if v >= 10 {
-			want.TopicId = kt.TopicID
-			want.Name = prodNS(kt.Topic)
+			want.TopicID = kt.TopicID
+			want.Name = nsOf(kt.Topic)
 		} else {
-			want.Name = Str("")
+			want.Name = NullStringOf("")
 			if kt.Topic != nil {
-				want.Name = Str(*kt.Topic)
+				want.Name = NullStringOf(*kt.Topic)
 			}
 		}
 		if *ot != want {
@@ -51,7 +51,7 @@ func prodMetadataRequestMatches(ours *MetadataRequest, k *kmsg.MetadataRequest, 
 	return ""
 }
 
-func (g *prodGen) kmsgMetadataRequest(v int16) *kmsg.MetadataRequest {
+func (g *oracleGen) kmsgMetadataRequest(v int16) *kmsg.MetadataRequest {
 	k := kmsg.NewPtrMetadataRequest()
 	k.Version = v
 	switch g.r.IntN(4) {
@@ -59,11 +59,11 @@ func (g *prodGen) kmsgMetadataRequest(v int16) *kmsg.MetadataRequest {
 	case 1:
 		k.Topics = []kmsg.MetadataRequestTopic{}
 	default:
-		for range g.count(true) {
+		for range g.n(true) {
 			t := kmsg.NewMetadataRequestTopic()
 			if v >= 10 {
 				t.TopicID = g.uuid()
-				t.Topic = prodPtr(g.nullStr())
+				t.Topic = ptrOf(g.ns())
 			} else {
 				s := g.str()
 				t.Topic = &s
@@ -81,7 +81,7 @@ func (g *prodGen) kmsgMetadataRequest(v int16) *kmsg.MetadataRequest {
 }
 
 func TestMetadataRequestOracle(t *testing.T) {
-	g := newProdGen(3)
+	g := newOracleGen(3)
 	var ours MetadataRequest // reused across versions and cases
 	for v := int16(metadataMinVersion); v <= metadataMaxVersion; v++ {
 		for range 60 {
@@ -149,26 +149,26 @@ func TestMetadataRequestNulls(t *testing.T) {
 	}
 }
 
-func (g *prodGen) metadataResponse() *MetadataResponse {
+func (g *oracleGen) metadataResponse() *MetadataResponse {
 	r := &MetadataResponse{
-		ThrottleTimeMs:              g.i32(),
-		ClusterId:                   g.nullStr(),
-		ControllerId:                g.i32(),
+		ThrottleMillis:              g.i32(),
+		ClusterID:                   g.ns(),
+		ControllerID:                g.i32(),
 		ClusterAuthorizedOperations: g.i32(),
 		ErrorCode:                   ErrorCode(g.i16()),
 	}
-	for range g.count(false) {
-		r.Brokers = append(r.Brokers, MetadataResponseBroker{NodeId: g.i32(), Host: g.str(), Port: g.i32(), Rack: g.nullStr()})
+	for range g.n(false) {
+		r.Brokers = append(r.Brokers, MetadataResponseBroker{NodeID: g.i32(), Host: g.str(), Port: g.i32(), Rack: g.ns()})
 	}
-	nt := g.count(true)
+	nt := g.n(true)
 	for range nt {
 		t := MetadataResponseTopic{
-			ErrorCode: ErrorCode(g.i16()), Name: g.nullStr(), TopicId: g.uuid(),
+			ErrorCode: ErrorCode(g.i16()), Name: g.ns(), TopicID: g.uuid(),
 			IsInternal: g.r.IntN(2) == 0, TopicAuthorizedOperations: g.i32(),
 		}
-		for range g.count(nt < 10) {
+		for range g.n(nt < 10) {
 			t.Partitions = append(t.Partitions, MetadataResponsePartition{
-				ErrorCode: ErrorCode(g.i16()), PartitionIndex: g.i32(), LeaderId: g.i32(), LeaderEpoch: g.i32(),
+				ErrorCode: ErrorCode(g.i16()), PartitionIndex: g.i32(), LeaderID: g.i32(), LeaderEpoch: g.i32(),
 				ReplicaNodes: g.int32s(), IsrNodes: g.int32s(), OfflineReplicas: g.int32s(),
 			})
 		}
@@ -188,8 +188,8 @@ func prodCheckMetadataResponse(t *testing.T, v int16, ours *MetadataResponse, k 
 		}
 		return absent
 	}
-	if k.ThrottleMillis != at(3, ours.ThrottleTimeMs, 0) {
-		fail("ThrottleTimeMs", k.ThrottleMillis, ours.ThrottleTimeMs)
+	if k.ThrottleMillis != at(3, ours.ThrottleMillis, 0) {
+		fail("ThrottleMillis", k.ThrottleMillis, ours.ThrottleMillis)
 	}
 	if len(k.Brokers) != len(ours.Brokers) {
 		fail("broker count", len(k.Brokers), len(ours.Brokers))
@@ -200,19 +200,19 @@ func prodCheckMetadataResponse(t *testing.T, v int16, ours *MetadataResponse, k 
 		if v < 1 {
 			wantRack = NullString{}
 		}
-		if kb.NodeID != ob.NodeId || kb.Host != ob.Host || kb.Port != ob.Port || prodNS(kb.Rack) != wantRack {
+		if kb.NodeID != ob.NodeID || kb.Host != ob.Host || kb.Port != ob.Port || nsOf(kb.Rack) != wantRack {
 			fail("broker", kb, ob)
 		}
 	}
-	wantCluster := ours.ClusterId
+	wantCluster := ours.ClusterID
 	if v < 2 {
 		wantCluster = NullString{}
 	}
-	if prodNS(k.ClusterID) != wantCluster {
-		fail("ClusterId", k.ClusterID, ours.ClusterId)
+	if nsOf(k.ClusterID) != wantCluster {
+		fail("ClusterID", k.ClusterID, ours.ClusterID)
 	}
-	if k.ControllerID != at(1, ours.ControllerId, -1) {
-		fail("ControllerId", k.ControllerID, ours.ControllerId)
+	if k.ControllerID != at(1, ours.ControllerID, -1) {
+		fail("ControllerID", k.ControllerID, ours.ControllerID)
 	}
 	if len(k.Topics) != len(ours.Topics) {
 		fail("topic count", len(k.Topics), len(ours.Topics))
@@ -221,13 +221,13 @@ func prodCheckMetadataResponse(t *testing.T, v int16, ours *MetadataResponse, k 
 		kt, ot := &k.Topics[i], &ours.Topics[i]
 		wantName := ot.Name
 		if v < 12 {
-			wantName = Str(ot.Name.S) // null is written as "" before v12
+			wantName = NullStringOf(ot.Name.S) // null is written as "" before v12
 		}
 		var wantID [16]byte
 		if v >= 10 {
-			wantID = ot.TopicId
+			wantID = ot.TopicID
 		}
-		if ErrorCode(kt.ErrorCode) != ot.ErrorCode || prodNS(kt.Topic) != wantName || kt.TopicID != wantID ||
+		if ErrorCode(kt.ErrorCode) != ot.ErrorCode || nsOf(kt.Topic) != wantName || kt.TopicID != wantID ||
 			kt.IsInternal != (ot.IsInternal && v >= 1) || kt.AuthorizedOperations != at(8, ot.TopicAuthorizedOperations, AuthorizedOperationsUnknown) {
 			fail("topic", kt, ot)
 		}
@@ -240,7 +240,7 @@ func prodCheckMetadataResponse(t *testing.T, v int16, ours *MetadataResponse, k 
 			if v < 5 {
 				wantOffline = nil
 			}
-			if ErrorCode(kp.ErrorCode) != op.ErrorCode || kp.Partition != op.PartitionIndex || kp.Leader != op.LeaderId ||
+			if ErrorCode(kp.ErrorCode) != op.ErrorCode || kp.Partition != op.PartitionIndex || kp.Leader != op.LeaderID ||
 				kp.LeaderEpoch != at(7, op.LeaderEpoch, -1) || !slices.Equal(kp.Replicas, op.ReplicaNodes) ||
 				!slices.Equal(kp.ISR, op.IsrNodes) || !slices.Equal(kp.OfflineReplicas, wantOffline) {
 				fail("partition", kp, op)
@@ -260,7 +260,7 @@ func prodCheckMetadataResponse(t *testing.T, v int16, ours *MetadataResponse, k 
 }
 
 func TestMetadataResponseOracle(t *testing.T) {
-	g := newProdGen(33)
+	g := newOracleGen(33)
 	var buf []byte
 	for v := int16(metadataMinVersion); v <= metadataMaxVersion; v++ {
 		for range 40 {
@@ -280,7 +280,7 @@ func TestMetadataResponseOracle(t *testing.T) {
 }
 
 func FuzzMetadataRequest(f *testing.F) {
-	g := newProdGen(333)
+	g := newOracleGen(333)
 	for v := int16(metadataMinVersion); v <= metadataMaxVersion; v++ {
 		for range 3 {
 			k := g.kmsgMetadataRequest(v)
@@ -329,15 +329,15 @@ func FuzzMetadataRequest(f *testing.F) {
 }
 
 func prodBenchMetadataResponse() *MetadataResponse {
-	r := &MetadataResponse{ClusterId: Str("kiggy-cluster"), ControllerId: 1, ClusterAuthorizedOperations: AuthorizedOperationsUnknown}
+	r := &MetadataResponse{ClusterID: NullStringOf("kiggy-cluster"), ControllerID: 1, ClusterAuthorizedOperations: AuthorizedOperationsUnknown}
 	for i := range 3 {
-		r.Brokers = append(r.Brokers, MetadataResponseBroker{NodeId: int32(i + 1), Host: "gateway-0.example.internal", Port: 9092})
+		r.Brokers = append(r.Brokers, MetadataResponseBroker{NodeID: int32(i + 1), Host: "gateway-0.example.internal", Port: 9092})
 	}
 	for i := range 20 {
-		t := MetadataResponseTopic{Name: Str("orders-" + string(rune('a'+i))), TopicAuthorizedOperations: AuthorizedOperationsUnknown}
+		t := MetadataResponseTopic{Name: NullStringOf("orders-" + string(rune('a'+i))), TopicAuthorizedOperations: AuthorizedOperationsUnknown}
 		for p := range 6 {
 			n := []int32{int32(p%3 + 1)}
-			t.Partitions = append(t.Partitions, MetadataResponsePartition{PartitionIndex: int32(p), LeaderId: n[0], LeaderEpoch: -1, ReplicaNodes: n, IsrNodes: n})
+			t.Partitions = append(t.Partitions, MetadataResponsePartition{PartitionIndex: int32(p), LeaderID: n[0], LeaderEpoch: -1, ReplicaNodes: n, IsrNodes: n})
 		}
 		r.Topics = append(r.Topics, t)
 	}

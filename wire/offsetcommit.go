@@ -4,8 +4,8 @@ package wire
 // §2.1, §2.4). v0–1 were removed by KIP-896; v10 replaces topic names with ids
 // and is not served (kiggy reports zero topic ids, so clients cap at 9).
 
-// offsetCommitFlexible: "flexibleVersions": "8+".
-func offsetCommitFlexible(version int16) bool { return version >= 8 }
+// offsetCommitFlexible is the first flexible version: "flexibleVersions": "8+".
+const offsetCommitFlexible int16 = 8
 
 // OffsetCommitRequest is an OffsetCommit request, v2–9. Strings alias the
 // frame: valid until the frame is released.
@@ -53,18 +53,18 @@ func (r *OffsetCommitRequest) Decode(body []byte, version int16) error {
 	if version < 2 || version > 9 {
 		return ErrUnsupportedVersion
 	}
-	flex := offsetCommitFlexible(version)
-	d := NewReader(body)
-	r.Group = d.Str(flex)
-	r.Generation = d.Int32() // v1+
-	r.MemberID = d.Str(flex) // v1+
+	flex := version >= offsetCommitFlexible
+	rd := NewReader(body)
+	r.Group = rd.Str(flex)
+	r.Generation = rd.Int32() // v1+
+	r.MemberID = rd.Str(flex) // v1+
 	r.InstanceID = NullString{}
 	if version >= 7 {
-		r.InstanceID = nullStr(&d, flex)
+		r.InstanceID = nullStr(&rd, flex)
 	}
 	r.RetentionTimeMillis = -1
 	if version <= 4 { // RetentionTimeMs: "versions": "2-4"
-		r.RetentionTimeMillis = d.Int64()
+		r.RetentionTimeMillis = rd.Int64()
 	}
 	// Smallest partition: index, offset, null metadata, then the leader
 	// epoch (6+) and the tag count (8+).
@@ -75,33 +75,33 @@ func (r *OffsetCommitRequest) Decode(body []byte, version int16) error {
 	if flex {
 		pmin = 4 + 8 + 4 + 1 + 1
 	}
-	r.Topics = resize(r.Topics, arrayLen(&d, flex, csMinStrArray(flex)))
+	r.Topics = resize(r.Topics, arrayLen(&rd, flex, minStringArraySize(flex)))
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		t.Topic = d.Str(flex)
-		t.Partitions = resize(t.Partitions, arrayLen(&d, flex, pmin))
+		t.Topic = rd.Str(flex)
+		t.Partitions = resize(t.Partitions, arrayLen(&rd, flex, pmin))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
-			p.Partition = d.Int32()
-			p.Offset = d.Int64()
+			p.Partition = rd.Int32()
+			p.Offset = rd.Int64()
 			// CommitTimestamp: "versions": "1" — gone from v2.
 			p.LeaderEpoch = -1
 			if version >= 6 {
-				p.LeaderEpoch = d.Int32()
+				p.LeaderEpoch = rd.Int32()
 			}
-			p.Metadata = nullStr(&d, flex)
+			p.Metadata = nullStr(&rd, flex)
 			if flex {
-				d.SkipTags()
+				rd.SkipTags()
 			}
 		}
 		if flex {
-			d.SkipTags()
+			rd.SkipTags()
 		}
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // OffsetCommitResponse is an OffsetCommit response, v2–9.
@@ -130,7 +130,7 @@ type OffsetCommitResponseTopicPartition struct {
 
 // AppendTo appends the response body at the given version to dst.
 func (r *OffsetCommitResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := offsetCommitFlexible(version)
+	flex := version >= offsetCommitFlexible
 	if version >= 3 {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}

@@ -9,7 +9,7 @@ import (
 func init() {
 	csRegisterRequest(csReqAPI{
 		name: "OffsetCommit", key: KeyOffsetCommit, min: 2, max: 9, flexFrom: 8,
-		build: func(g *csGen, _ int16, tags bool) csKmsg {
+		build: func(g *oracleGen, _ int16, tags bool) csKmsg {
 			k := kmsg.NewPtrOffsetCommitRequest()
 			k.Group, k.Generation, k.MemberID, k.InstanceID = g.str(), g.i32(), g.str(), g.ptr()
 			k.RetentionTimeMillis = g.i64()
@@ -19,13 +19,13 @@ func init() {
 				for range g.nInner() {
 					p := kmsg.NewOffsetCommitRequestTopicPartition()
 					p.Partition, p.Offset, p.Timestamp, p.LeaderEpoch, p.Metadata = g.i32(), g.i64(), g.i64(), g.i32(), g.ptr()
-					p.UnknownTags = g.tags(tags)
+					p.UnknownTags = g.tagsIf(tags)
 					t.Partitions = append(t.Partitions, p)
 				}
-				t.UnknownTags = g.tags(tags)
+				t.UnknownTags = g.tagsIf(tags)
 				k.Topics = append(k.Topics, t)
 			}
-			k.UnknownTags = g.tags(tags)
+			k.UnknownTags = g.tagsIf(tags)
 			return k
 		},
 		newDecode: func() func([]byte, int16) (csKmsg, error) {
@@ -35,14 +35,14 @@ func init() {
 					return nil, err
 				}
 				k := kmsg.NewPtrOffsetCommitRequest()
-				k.Group, k.Generation, k.MemberID, k.InstanceID = r.Group, r.Generation, r.MemberID, csPtr(r.InstanceID)
+				k.Group, k.Generation, k.MemberID, k.InstanceID = r.Group, r.Generation, r.MemberID, ptrOf(r.InstanceID)
 				k.RetentionTimeMillis = r.RetentionTimeMillis
 				for _, t := range r.Topics {
 					kt := kmsg.NewOffsetCommitRequestTopic()
 					kt.Topic = t.Topic
 					for _, p := range t.Partitions {
 						kp := kmsg.NewOffsetCommitRequestTopicPartition()
-						kp.Partition, kp.Offset, kp.LeaderEpoch, kp.Metadata = p.Partition, p.Offset, p.LeaderEpoch, csPtr(p.Metadata)
+						kp.Partition, kp.Offset, kp.LeaderEpoch, kp.Metadata = p.Partition, p.Offset, p.LeaderEpoch, ptrOf(p.Metadata)
 						kt.Partitions = append(kt.Partitions, kp)
 					}
 					k.Topics = append(k.Topics, kt)
@@ -53,7 +53,7 @@ func init() {
 	})
 	csRegisterResponse(csRespAPI{
 		name: "OffsetCommit", key: KeyOffsetCommit, min: 2, max: 9, flexFrom: 8,
-		build: func(g *csGen, v int16) (func([]byte) []byte, csKmsg) {
+		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
 			r := &OffsetCommitResponse{ThrottleMillis: g.i32()}
 			k := kmsg.NewPtrOffsetCommitResponse()
 			k.ThrottleMillis = r.ThrottleMillis
@@ -86,7 +86,7 @@ func TestOffsetCommitRequestDefaults(t *testing.T) {
 	inst := "i"
 	k.Group, k.InstanceID, k.RetentionTimeMillis = "g", &inst, 77
 	k.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 1, Offset: 9, LeaderEpoch: 3}}}}
-	r := OffsetCommitRequest{InstanceID: Str("stale"), RetentionTimeMillis: 5}
+	r := OffsetCommitRequest{InstanceID: NullStringOf("stale"), RetentionTimeMillis: 5}
 	if err := r.Decode(k.AppendTo(nil), 5); err != nil {
 		t.Fatal(err)
 	}

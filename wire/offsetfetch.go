@@ -9,8 +9,8 @@ package wire
 // groups (Groups[]) and carry the error per group. Below v8 the batched
 // fields are empty; from v8 the single-group fields are.
 
-// offsetFetchFlexible: "flexibleVersions": "6+".
-func offsetFetchFlexible(version int16) bool { return version >= 6 }
+// offsetFetchFlexible is the first flexible version: "flexibleVersions": "6+".
+const offsetFetchFlexible int16 = 6
 
 // OffsetFetchRequest is an OffsetFetch request, v1–9. Strings alias the
 // frame: valid until the frame is released.
@@ -59,8 +59,8 @@ func (r *OffsetFetchRequest) Decode(body []byte, version int16) error {
 	if version < 1 || version > 9 {
 		return ErrUnsupportedVersion
 	}
-	flex := offsetFetchFlexible(version)
-	d := NewReader(body)
+	flex := version >= offsetFetchFlexible
+	rd := NewReader(body)
 	r.Group = ""
 	if r.Topics != nil {
 		r.topicsBuf = r.Topics
@@ -68,49 +68,49 @@ func (r *OffsetFetchRequest) Decode(body []byte, version int16) error {
 	r.Topics = nil
 	r.Groups = r.Groups[:0]
 	if version <= 7 {
-		r.Group = d.Str(flex)
+		r.Group = rd.Str(flex)
 		// Topics: "nullableVersions": "2-7".
-		r.Topics, r.topicsBuf = offsetFetchTopics(&d, flex, version >= 2, r.topicsBuf)
+		r.Topics, r.topicsBuf = offsetFetchTopics(&rd, flex, version >= 2, r.topicsBuf)
 	} else {
 		gmin := 1 + 1 + 1 // empty group id, null topics, tags
 		if version >= 9 {
 			gmin += 1 + 4
 		}
-		r.Groups = resize(r.Groups, arrayLen(&d, flex, gmin))
+		r.Groups = resize(r.Groups, arrayLen(&rd, flex, gmin))
 		for i := range r.Groups {
 			g := &r.Groups[i]
-			g.Group = d.Str(flex)
+			g.Group = rd.Str(flex)
 			g.MemberID, g.MemberEpoch = NullString{}, -1
 			if version >= 9 {
-				g.MemberID = nullStr(&d, flex)
-				g.MemberEpoch = d.Int32()
+				g.MemberID = nullStr(&rd, flex)
+				g.MemberEpoch = rd.Int32()
 			}
 			if g.Topics != nil {
 				g.topicsBuf = g.Topics
 			}
 			// Topics: "nullableVersions": "8+".
-			g.Topics, g.topicsBuf = offsetFetchTopics(&d, flex, true, g.topicsBuf)
-			d.SkipTags() // v8+ is flexible
+			g.Topics, g.topicsBuf = offsetFetchTopics(&rd, flex, true, g.topicsBuf)
+			rd.SkipTags() // v8+ is flexible
 		}
 	}
 	r.RequireStable = false
 	if version >= 7 {
-		r.RequireStable = d.Bool()
+		r.RequireStable = rd.Bool()
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // offsetFetchTopics reads a topics array into buf's storage. A null array
 // (allowed when nullable) returns nil topics and keeps buf as the spare
 // storage; otherwise the spare is consumed.
-func offsetFetchTopics(d *Reader, flex, nullable bool, buf []OffsetFetchRequestTopic) (topics, spare []OffsetFetchRequestTopic) {
-	n := d.ArrayLen(flex, csMinStrArray(flex))
+func offsetFetchTopics(rd *Reader, flex, nullable bool, buf []OffsetFetchRequestTopic) (topics, spare []OffsetFetchRequestTopic) {
+	n := rd.ArrayLen(flex, minStringArraySize(flex))
 	if n < 0 {
 		if !nullable {
-			d.Fail(ErrNegativeLength)
+			rd.Fail(ErrNegativeLength)
 		}
 		return nil, buf
 	}
@@ -120,10 +120,10 @@ func offsetFetchTopics(d *Reader, flex, nullable bool, buf []OffsetFetchRequestT
 	}
 	for i := range topics {
 		t := &topics[i]
-		t.Topic = d.Str(flex)
-		t.Partitions = int32s(d, flex, t.Partitions)
+		t.Topic = rd.Str(flex)
+		t.Partitions = int32s(rd, flex, t.Partitions)
 		if flex {
-			d.SkipTags()
+			rd.SkipTags()
 		}
 	}
 	return topics, nil
@@ -176,7 +176,7 @@ type OffsetFetchResponseTopicPartition struct {
 
 // AppendTo appends the response body at the given version to dst.
 func (r *OffsetFetchResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := offsetFetchFlexible(version)
+	flex := version >= offsetFetchFlexible
 	if version >= 3 {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}
@@ -212,7 +212,7 @@ func appendOffsetFetchTopics(dst []byte, version int16, flex bool, topics []Offs
 			if version >= 5 {
 				dst = AppendInt32(dst, p.LeaderEpoch)
 			}
-			dst = csAppendNullStr(dst, flex, p.Metadata)
+			dst = appendNullString(dst, flex, p.Metadata)
 			dst = AppendInt16(dst, int16(p.ErrorCode))
 			dst = AppendEmptyTags(dst, flex)
 		}

@@ -9,7 +9,7 @@ import (
 func init() {
 	csRegisterRequest(csReqAPI{
 		name: "OffsetFetch", key: KeyOffsetFetch, min: 1, max: 9, flexFrom: 6,
-		build: func(g *csGen, v int16, tags bool) csKmsg {
+		build: func(g *oracleGen, v int16, tags bool) csKmsg {
 			k := kmsg.NewPtrOffsetFetchRequest()
 			if v <= 7 {
 				k.Group = g.str()
@@ -21,7 +21,7 @@ func init() {
 					for range g.nOuter() {
 						t := kmsg.NewOffsetFetchRequestTopic()
 						t.Topic, t.Partitions = g.str(), g.int32s()
-						t.UnknownTags = g.tags(tags)
+						t.UnknownTags = g.tagsIf(tags)
 						k.Topics = append(k.Topics, t)
 					}
 				}
@@ -34,16 +34,16 @@ func init() {
 						for range g.nOuter() {
 							t := kmsg.NewOffsetFetchRequestGroupTopic()
 							t.Topic, t.Partitions = g.str(), g.int32s()
-							t.UnknownTags = g.tags(tags)
+							t.UnknownTags = g.tagsIf(tags)
 							gr.Topics = append(gr.Topics, t)
 						}
 					}
-					gr.UnknownTags = g.tags(tags)
+					gr.UnknownTags = g.tagsIf(tags)
 					k.Groups = append(k.Groups, gr)
 				}
 			}
 			k.RequireStable = g.bool()
-			k.UnknownTags = g.tags(tags)
+			k.UnknownTags = g.tagsIf(tags)
 			return k
 		},
 		newDecode: func() func([]byte, int16) (csKmsg, error) {
@@ -64,7 +64,7 @@ func init() {
 				}
 				for _, gr := range r.Groups {
 					kg := kmsg.NewOffsetFetchRequestGroup()
-					kg.Group, kg.MemberID, kg.MemberEpoch = gr.Group, csPtr(gr.MemberID), gr.MemberEpoch
+					kg.Group, kg.MemberID, kg.MemberEpoch = gr.Group, ptrOf(gr.MemberID), gr.MemberEpoch
 					if gr.Topics != nil {
 						kg.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
 					}
@@ -82,7 +82,7 @@ func init() {
 	})
 	csRegisterResponse(csRespAPI{
 		name: "OffsetFetch", key: KeyOffsetFetch, min: 1, max: 9, flexFrom: 6,
-		build: func(g *csGen, v int16) (func([]byte) []byte, csKmsg) {
+		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
 			r := &OffsetFetchResponse{ThrottleMillis: g.i32()}
 			k := kmsg.NewPtrOffsetFetchResponse()
 			k.ThrottleMillis = r.ThrottleMillis
@@ -99,10 +99,10 @@ func init() {
 						p := OffsetFetchResponseTopicPartition{Partition: g.i32(), Offset: g.i64(), LeaderEpoch: g.i32(), Metadata: g.ns(), ErrorCode: g.code()}
 						t.Partitions = append(t.Partitions, p)
 						kp := kmsg.NewOffsetFetchResponseTopicPartition()
-						kp.Partition, kp.Offset, kp.LeaderEpoch, kp.Metadata, kp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, csPtr(p.Metadata), int16(p.ErrorCode)
+						kp.Partition, kp.Offset, kp.LeaderEpoch, kp.Metadata, kp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, ptrOf(p.Metadata), int16(p.ErrorCode)
 						kt.Partitions = append(kt.Partitions, kp)
 						gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-						gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata, gp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, csPtr(p.Metadata), int16(p.ErrorCode)
+						gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata, gp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, ptrOf(p.Metadata), int16(p.ErrorCode)
 						gt.Partitions = append(gt.Partitions, gp)
 					}
 					ours, old, grp = append(ours, t), append(old, kt), append(grp, gt)

@@ -3,8 +3,8 @@ package wire
 // OffsetForLeaderEpoch (key 23), versions 2–4, flexible from 4
 // (docs/design/kafka-protocol.md §2.1, §2.4). v0–1 were removed by KIP-896.
 
-// offsetForLeaderEpochFlexible: "flexibleVersions": "4+".
-func offsetForLeaderEpochFlexible(version int16) bool { return version >= 4 }
+// offsetForLeaderEpochFlexible is the first flexible version: "flexibleVersions": "4+".
+const offsetForLeaderEpochFlexible int16 = 4
 
 // OffsetForLeaderEpochRequest is an OffsetForLeaderEpoch request, v2–4.
 // Strings alias the frame: valid until the frame is released.
@@ -40,38 +40,38 @@ func (r *OffsetForLeaderEpochRequest) Decode(body []byte, version int16) error {
 	if version < 2 || version > 4 {
 		return ErrUnsupportedVersion
 	}
-	flex := offsetForLeaderEpochFlexible(version)
-	d := NewReader(body)
+	flex := version >= offsetForLeaderEpochFlexible
+	rd := NewReader(body)
 	r.ReplicaID = -2
 	if version >= 3 {
-		r.ReplicaID = d.Int32()
+		r.ReplicaID = rd.Int32()
 	}
 	pmin := 4 + 4 + 4 // v2+: Partition, CurrentLeaderEpoch, LeaderEpoch
 	if flex {
 		pmin++
 	}
-	r.Topics = resize(r.Topics, arrayLen(&d, flex, csMinStrArray(flex)))
+	r.Topics = resize(r.Topics, arrayLen(&rd, flex, minStringArraySize(flex)))
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		t.Topic = d.Str(flex)
-		t.Partitions = resize(t.Partitions, arrayLen(&d, flex, pmin))
+		t.Topic = rd.Str(flex)
+		t.Partitions = resize(t.Partitions, arrayLen(&rd, flex, pmin))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
-			p.Partition = d.Int32()
-			p.CurrentLeaderEpoch = d.Int32() // v2+
-			p.LeaderEpoch = d.Int32()
+			p.Partition = rd.Int32()
+			p.CurrentLeaderEpoch = rd.Int32() // v2+
+			p.LeaderEpoch = rd.Int32()
 			if flex {
-				d.SkipTags()
+				rd.SkipTags()
 			}
 		}
 		if flex {
-			d.SkipTags()
+			rd.SkipTags()
 		}
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // OffsetForLeaderEpochResponse is an OffsetForLeaderEpoch response, v2–4.
@@ -104,7 +104,7 @@ type OffsetForLeaderEpochResponseTopicPartition struct {
 
 // AppendTo appends the response body at the given version to dst.
 func (r *OffsetForLeaderEpochResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := offsetForLeaderEpochFlexible(version)
+	flex := version >= offsetForLeaderEpochFlexible
 	dst = AppendInt32(dst, r.ThrottleMillis) // v2+
 	dst = AppendArrayLen(dst, flex, len(r.Topics))
 	for i := range r.Topics {

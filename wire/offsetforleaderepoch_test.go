@@ -9,7 +9,7 @@ import (
 func init() {
 	csRegisterRequest(csReqAPI{
 		name: "OffsetForLeaderEpoch", key: KeyOffsetForLeaderEpoch, min: 2, max: 4, flexFrom: 4,
-		build: func(g *csGen, _ int16, tags bool) csKmsg {
+		build: func(g *oracleGen, _ int16, tags bool) csKmsg {
 			k := kmsg.NewPtrOffsetForLeaderEpochRequest()
 			k.ReplicaID = g.i32()
 			for range g.nOuter() {
@@ -18,13 +18,13 @@ func init() {
 				for range g.nInner() {
 					p := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
 					p.Partition, p.CurrentLeaderEpoch, p.LeaderEpoch = g.i32(), g.i32(), g.i32()
-					p.UnknownTags = g.tags(tags)
+					p.UnknownTags = g.tagsIf(tags)
 					t.Partitions = append(t.Partitions, p)
 				}
-				t.UnknownTags = g.tags(tags)
+				t.UnknownTags = g.tagsIf(tags)
 				k.Topics = append(k.Topics, t)
 			}
-			k.UnknownTags = g.tags(tags)
+			k.UnknownTags = g.tagsIf(tags)
 			return k
 		},
 		newDecode: func() func([]byte, int16) (csKmsg, error) {
@@ -51,7 +51,7 @@ func init() {
 	})
 	csRegisterResponse(csRespAPI{
 		name: "OffsetForLeaderEpoch", key: KeyOffsetForLeaderEpoch, min: 2, max: 4, flexFrom: 4,
-		build: func(g *csGen, v int16) (func([]byte) []byte, csKmsg) {
+		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
 			r := &OffsetForLeaderEpochResponse{ThrottleMillis: g.i32()}
 			k := kmsg.NewPtrOffsetForLeaderEpochResponse()
 			k.ThrottleMillis = r.ThrottleMillis

@@ -16,6 +16,8 @@ package wire
 const (
 	produceMinDecodeVersion = 3
 	produceMaxVersion       = 12
+	// produceFlexible is the first flexible version: "flexibleVersions": "9+".
+	produceFlexible int16 = 9
 )
 
 // ProduceRequestPartition is one partition's data in a Produce request.
@@ -35,14 +37,14 @@ type ProduceRequestTopic struct {
 
 // ProduceRequest is a Produce request body (v3–12).
 type ProduceRequest struct {
-	// TransactionalId is null for non-transactional producers. It is a view
+	// TransactionalID is null for non-transactional producers. It is a view
 	// into the frame, valid until the frame is released.
-	TransactionalId NullString
+	TransactionalID NullString
 	// Acks is -1 (all), 0 (no response at all) or 1 (leader); anything else
 	// is answered with INVALID_REQUIRED_ACKS by the handler.
-	Acks      int16
-	TimeoutMs int32
-	Topics    []ProduceRequestTopic
+	Acks          int16
+	TimeoutMillis int32
+	Topics        []ProduceRequestTopic
 }
 
 // Decode parses a Produce request body of the given version into r, reusing
@@ -54,13 +56,13 @@ func (r *ProduceRequest) Decode(body []byte, version int16) error {
 	if version < produceMinDecodeVersion || version > produceMaxVersion {
 		return ErrUnsupportedVersion
 	}
-	flex := version >= 9 // "flexibleVersions": "9+"
+	flex := version >= produceFlexible
 	rd := NewReader(body)
 
 	s, ok := rd.NullableStr(flex)
-	r.TransactionalId = NullString{S: s, Valid: ok}
+	r.TransactionalID = NullString{S: s, Valid: ok}
 	r.Acks = rd.Int16()
-	r.TimeoutMs = rd.Int32()
+	r.TimeoutMillis = rd.Int32()
 
 	// Smallest topic: empty name, empty partition array (and a tag count).
 	minTopic, minPart := 6, 8
@@ -109,12 +111,12 @@ func (r *ProduceRequest) Decode(body []byte, version int16) error {
 // benchmarks and fuzz seeds). Versions 0–2 are encoded without
 // TransactionalId, as the schema says, although Decode rejects them.
 func (r *ProduceRequest) AppendTo(dst []byte, version int16) []byte {
-	flex := version >= 9
+	flex := version >= produceFlexible
 	if version >= 3 {
-		dst = AppendNullableStr(dst, flex, r.TransactionalId.S, r.TransactionalId.Valid)
+		dst = AppendNullableStr(dst, flex, r.TransactionalID.S, r.TransactionalID.Valid)
 	}
 	dst = AppendInt16(dst, r.Acks)
-	dst = AppendInt32(dst, r.TimeoutMs)
+	dst = AppendInt32(dst, r.TimeoutMillis)
 	dst = AppendArrayLen(dst, flex, len(r.Topics))
 	for i := range r.Topics {
 		t := &r.Topics[i]
@@ -144,8 +146,8 @@ type ProduceResponsePartition struct {
 	ErrorCode ErrorCode
 	// BaseOffset is the offset given to the first record of the batch.
 	BaseOffset int64
-	// LogAppendTimeMs is v2+; -1 unless the topic uses LogAppendTime.
-	LogAppendTimeMs int64
+	// LogAppendTimeMillis is v2+; -1 unless the topic uses LogAppendTime.
+	LogAppendTimeMillis int64
 	// LogStartOffset is v5+.
 	LogStartOffset int64
 	// RecordErrors is v8+.
@@ -163,16 +165,16 @@ type ProduceResponseTopic struct {
 // ProduceResponse is a Produce response body. acks=0 requests get none.
 type ProduceResponse struct {
 	Topics []ProduceResponseTopic
-	// ThrottleTimeMs is v1+ and is written after the topic array, unlike
+	// ThrottleMillis is v1+ and is written after the topic array, unlike
 	// most responses.
-	ThrottleTimeMs int32
+	ThrottleMillis int32
 }
 
 // AppendTo appends r's body encoded at version (0–12). No tagged fields are
 // emitted (the v10+ CurrentLeader and NodeEndpoints hints are optional).
 // It does not allocate when dst has room.
 func (r *ProduceResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := version >= 9
+	flex := version >= produceFlexible
 	dst = AppendArrayLen(dst, flex, len(r.Topics))
 	for i := range r.Topics {
 		t := &r.Topics[i]
@@ -184,7 +186,7 @@ func (r *ProduceResponse) AppendTo(dst []byte, version int16) []byte {
 			dst = AppendInt16(dst, int16(p.ErrorCode))
 			dst = AppendInt64(dst, p.BaseOffset)
 			if version >= 2 {
-				dst = AppendInt64(dst, p.LogAppendTimeMs)
+				dst = AppendInt64(dst, p.LogAppendTimeMillis)
 			}
 			if version >= 5 {
 				dst = AppendInt64(dst, p.LogStartOffset)
@@ -204,7 +206,7 @@ func (r *ProduceResponse) AppendTo(dst []byte, version int16) []byte {
 		dst = AppendEmptyTags(dst, flex)
 	}
 	if version >= 1 {
-		dst = AppendInt32(dst, r.ThrottleTimeMs)
+		dst = AppendInt32(dst, r.ThrottleMillis)
 	}
 	return AppendEmptyTags(dst, flex)
 }

@@ -9,17 +9,17 @@ import (
 )
 
 // kmsgProduceRequest builds a varied request without unknown tags.
-func (g *prodGen) kmsgProduceRequest(v int16) *kmsg.ProduceRequest {
+func (g *oracleGen) kmsgProduceRequest(v int16) *kmsg.ProduceRequest {
 	k := kmsg.NewPtrProduceRequest()
 	k.Version = v
-	k.TransactionID = prodPtr(g.nullStr())
+	k.TransactionID = ptrOf(g.ns())
 	k.Acks = []int16{-1, 0, 1, g.i16()}[g.r.IntN(4)]
 	k.TimeoutMillis = g.i32()
-	nt := g.count(true)
+	nt := g.n(true)
 	for range nt {
 		t := kmsg.NewProduceRequestTopic()
 		t.Topic = g.str()
-		for range g.count(nt < 10) {
+		for range g.n(nt < 10) {
 			p := kmsg.NewProduceRequestTopicPartition()
 			p.Partition = g.i32()
 			p.Records = g.records()
@@ -31,7 +31,7 @@ func (g *prodGen) kmsgProduceRequest(v int16) *kmsg.ProduceRequest {
 }
 
 // produceTags adds unknown tagged fields at every level of a flexible request.
-func (g *prodGen) produceTags(k *kmsg.ProduceRequest) {
+func (g *oracleGen) produceTags(k *kmsg.ProduceRequest) {
 	if k.Version < 9 {
 		return
 	}
@@ -46,7 +46,7 @@ func (g *prodGen) produceTags(k *kmsg.ProduceRequest) {
 
 // prodProduceRequestMatches reports how ours differs from k, or "".
 func prodProduceRequestMatches(ours *ProduceRequest, k *kmsg.ProduceRequest) string {
-	if ours.TransactionalId != prodNS(k.TransactionID) || ours.Acks != k.Acks || ours.TimeoutMs != k.TimeoutMillis {
+	if ours.TransactionalID != nsOf(k.TransactionID) || ours.Acks != k.Acks || ours.TimeoutMillis != k.TimeoutMillis {
 		return "top-level fields differ"
 	}
 	if len(ours.Topics) != len(k.Topics) {
@@ -68,7 +68,7 @@ func prodProduceRequestMatches(ours *ProduceRequest, k *kmsg.ProduceRequest) str
 }
 
 func TestProduceRequestOracle(t *testing.T) {
-	g := newProdGen(0)
+	g := newOracleGen(0)
 	var ours ProduceRequest // reused: shrinking and growing requests must not leak state
 	for v := int16(produceMinDecodeVersion); v <= produceMaxVersion; v++ {
 		for range 60 {
@@ -95,7 +95,7 @@ func TestProduceRequestOracle(t *testing.T) {
 // TestProduceRequestRemovedVersions: v0–2 are advertised (KAFKA-18659) but
 // not decodable, v13 is neither.
 func TestProduceRequestRemovedVersions(t *testing.T) {
-	g := newProdGen(1)
+	g := newOracleGen(1)
 	for _, v := range []int16{-1, 0, 1, 2, 13} {
 		k := g.kmsgProduceRequest(v)
 		var r ProduceRequest
@@ -129,14 +129,14 @@ func TestProduceRequestMalformed(t *testing.T) {
 		{"null topic name", 3, []byte{0xff, 0xff, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0, 0, 0, 0}, ErrNegativeLength},
 	} {
 		// A good decode first, so that stale views would show.
-		good := ProduceRequest{TransactionalId: Str("tx"), Acks: 1, Topics: []ProduceRequestTopic{{Name: "t"}}}
+		good := ProduceRequest{TransactionalID: NullStringOf("tx"), Acks: 1, Topics: []ProduceRequestTopic{{Name: "t"}}}
 		if err := r.Decode(good.AppendTo(nil, tc.version), tc.version); err != nil {
 			t.Fatal(err)
 		}
 		if err := r.Decode(tc.body, tc.version); !errors.Is(err, tc.err) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.err)
 		}
-		if len(r.Topics) != 0 || r.TransactionalId.Valid || r.Acks != 0 {
+		if len(r.Topics) != 0 || r.TransactionalID.Valid || r.Acks != 0 {
 			t.Errorf("%s: state left after an error: %+v", tc.name, r)
 		}
 	}
@@ -145,7 +145,7 @@ func TestProduceRequestMalformed(t *testing.T) {
 // TestProduceRequestViews checks that names and records are views into the
 // frame, bounded by full slice expressions.
 func TestProduceRequestViews(t *testing.T) {
-	in := ProduceRequest{TransactionalId: Str("tx"), Acks: -1, TimeoutMs: 1500, Topics: []ProduceRequestTopic{
+	in := ProduceRequest{TransactionalID: NullStringOf("tx"), Acks: -1, TimeoutMillis: 1500, Topics: []ProduceRequestTopic{
 		{Name: "abc", Partitions: []ProduceRequestPartition{{Index: 0, Records: []byte{1, 2, 3}}, {Index: 1, Records: []byte{4}}}},
 	}}
 	for _, v := range []int16{3, 9, 12} {
@@ -161,24 +161,24 @@ func TestProduceRequestViews(t *testing.T) {
 		for i := range body {
 			body[i] ^= 0xff // what a reused read buffer does
 		}
-		if r.Topics[0].Name == "abc" || recs[0] == 1 || r.TransactionalId.S == "tx" {
+		if r.Topics[0].Name == "abc" || recs[0] == 1 || r.TransactionalID.S == "tx" {
 			t.Fatalf("v%d: decoded fields are copies, not views", v)
 		}
 	}
 }
 
-func (g *prodGen) produceResponse() *ProduceResponse {
-	r := &ProduceResponse{ThrottleTimeMs: g.i32()}
-	nt := g.count(true)
+func (g *oracleGen) produceResponse() *ProduceResponse {
+	r := &ProduceResponse{ThrottleMillis: g.i32()}
+	nt := g.n(true)
 	for range nt {
 		t := ProduceResponseTopic{Name: g.str()}
-		for range g.count(nt < 10) {
+		for range g.n(nt < 10) {
 			p := ProduceResponsePartition{
 				Index: g.i32(), ErrorCode: ErrorCode(g.i16()), BaseOffset: g.i64(),
-				LogAppendTimeMs: g.i64(), LogStartOffset: g.i64(), ErrorMessage: g.nullStr(),
+				LogAppendTimeMillis: g.i64(), LogStartOffset: g.i64(), ErrorMessage: g.ns(),
 			}
-			for range g.count(false) {
-				p.RecordErrors = append(p.RecordErrors, ProduceRecordError{BatchIndex: g.i32(), BatchIndexErrorMessage: g.nullStr()})
+			for range g.n(false) {
+				p.RecordErrors = append(p.RecordErrors, ProduceRecordError{BatchIndex: g.i32(), BatchIndexErrorMessage: g.ns()})
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
@@ -190,12 +190,12 @@ func (g *prodGen) produceResponse() *ProduceResponse {
 func prodCheckProduceResponse(t *testing.T, v int16, ours *ProduceResponse, k *kmsg.ProduceResponse) {
 	t.Helper()
 	fail := func(what string, got, want any) { t.Fatalf("v%d: %s: kmsg %+v, ours %+v", v, what, got, want) }
-	wantThrottle := ours.ThrottleTimeMs
+	wantThrottle := ours.ThrottleMillis
 	if v < 1 {
 		wantThrottle = 0
 	}
 	if k.ThrottleMillis != wantThrottle || len(k.Brokers) != 0 {
-		fail("ThrottleTimeMs", k.ThrottleMillis, ours.ThrottleTimeMs)
+		fail("ThrottleMillis", k.ThrottleMillis, ours.ThrottleMillis)
 	}
 	if len(k.Topics) != len(ours.Topics) {
 		fail("topic count", len(k.Topics), len(ours.Topics))
@@ -209,7 +209,7 @@ func prodCheckProduceResponse(t *testing.T, v int16, ours *ProduceResponse, k *k
 			kp, op := &kt.Partitions[j], &ot.Partitions[j]
 			want := *op
 			if v < 2 {
-				want.LogAppendTimeMs = -1 // kmsg default when absent
+				want.LogAppendTimeMillis = -1 // kmsg default when absent
 			}
 			if v < 5 {
 				want.LogStartOffset = -1
@@ -218,14 +218,14 @@ func prodCheckProduceResponse(t *testing.T, v int16, ours *ProduceResponse, k *k
 				want.RecordErrors, want.ErrorMessage = nil, NullString{}
 			}
 			if kp.Partition != want.Index || ErrorCode(kp.ErrorCode) != want.ErrorCode || kp.BaseOffset != want.BaseOffset ||
-				kp.LogAppendTime != want.LogAppendTimeMs || kp.LogStartOffset != want.LogStartOffset ||
-				prodNS(kp.ErrorMessage) != want.ErrorMessage || len(kp.ErrorRecords) != len(want.RecordErrors) ||
+				kp.LogAppendTime != want.LogAppendTimeMillis || kp.LogStartOffset != want.LogStartOffset ||
+				nsOf(kp.ErrorMessage) != want.ErrorMessage || len(kp.ErrorRecords) != len(want.RecordErrors) ||
 				kp.CurrentLeader.LeaderID != -1 || kp.CurrentLeader.LeaderEpoch != -1 {
 				fail("partition", kp, want)
 			}
 			for e := range kp.ErrorRecords {
 				ke, oe := &kp.ErrorRecords[e], &want.RecordErrors[e]
-				if ke.RelativeOffset != oe.BatchIndex || prodNS(ke.ErrorMessage) != oe.BatchIndexErrorMessage {
+				if ke.RelativeOffset != oe.BatchIndex || nsOf(ke.ErrorMessage) != oe.BatchIndexErrorMessage {
 					fail("record error", ke, oe)
 				}
 			}
@@ -234,7 +234,7 @@ func prodCheckProduceResponse(t *testing.T, v int16, ours *ProduceResponse, k *k
 }
 
 func TestProduceResponseOracle(t *testing.T) {
-	g := newProdGen(10)
+	g := newOracleGen(10)
 	var buf []byte
 	for v := int16(0); v <= produceMaxVersion; v++ {
 		for range 40 {
@@ -256,7 +256,7 @@ func TestProduceResponseOracle(t *testing.T) {
 // TestProduceResponseThrottlePosition pins docs/design/kafka-protocol.md §8.6: in Produce, ThrottleTimeMs
 // comes after the topic array.
 func TestProduceResponseThrottlePosition(t *testing.T) {
-	r := ProduceResponse{ThrottleTimeMs: 0x01020304}
+	r := ProduceResponse{ThrottleMillis: 0x01020304}
 	if got := r.AppendTo(nil, 8); !bytes.Equal(got, []byte{0, 0, 0, 0, 1, 2, 3, 4}) {
 		t.Fatalf("v8: %x", got)
 	}
@@ -266,7 +266,7 @@ func TestProduceResponseThrottlePosition(t *testing.T) {
 }
 
 func FuzzProduceRequest(f *testing.F) {
-	g := newProdGen(100)
+	g := newOracleGen(100)
 	for v := int16(0); v <= produceMaxVersion+1; v++ {
 		for range 3 {
 			k := g.kmsgProduceRequest(v)
@@ -312,7 +312,7 @@ func FuzzProduceRequest(f *testing.F) {
 // 3 partitions × one 1 KiB batch, v12.
 func prodBenchProduceRequest() (body []byte, version int16) {
 	records := bytes.Repeat([]byte{0x5a}, 1024)
-	r := ProduceRequest{Acks: -1, TimeoutMs: 30000}
+	r := ProduceRequest{Acks: -1, TimeoutMillis: 30000}
 	for _, name := range []string{"orders", "payments"} {
 		t := ProduceRequestTopic{Name: name}
 		for p := range 3 {
@@ -340,7 +340,7 @@ func prodBenchProduceResponse() *ProduceResponse {
 	for _, name := range []string{"orders", "payments"} {
 		t := ProduceResponseTopic{Name: name}
 		for p := range 3 {
-			t.Partitions = append(t.Partitions, ProduceResponsePartition{Index: int32(p), BaseOffset: 1 << 40, LogAppendTimeMs: -1})
+			t.Partitions = append(t.Partitions, ProduceResponsePartition{Index: int32(p), BaseOffset: 1 << 40, LogAppendTimeMillis: -1})
 		}
 		r.Topics = append(r.Topics, t)
 	}

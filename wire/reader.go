@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 
 	"github.com/kiggy-io/kiggy/varint"
 )
@@ -134,7 +135,7 @@ func (r *Reader) Int64() int64 {
 
 // Float64 reads a FLOAT64.
 func (r *Reader) Float64() float64 {
-	return float64frombits(uint64(r.Int64()))
+	return math.Float64frombits(uint64(r.Int64()))
 }
 
 // UUID reads a 16-byte UUID.
@@ -341,20 +342,6 @@ func (r *Reader) SkipTags() {
 		r.Uvarint() // tag
 		size := r.Uvarint()
 		r.take(int(size))
-	}
-}
-
-// Tags reads a TAGGED_FIELDS section, calling fn for each field with its tag
-// and payload (aliasing the frame). Fields fn does not know it ignores.
-func (r *Reader) Tags(fn func(tag uint32, payload []byte)) {
-	n := r.Uvarint()
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		tag := r.Uvarint()
-		size := r.Uvarint()
-		p := r.take(int(size))
-		if r.err == nil {
-			fn(tag, p)
-		}
 	}
 }
 

@@ -3,8 +3,8 @@ package wire
 // SyncGroup (key 14), versions 0–5, flexible from 4 (docs/design/kafka-protocol.md §2.1, §2.4,
 // classic group protocol). Assignments are opaque bytes.
 
-// syncGroupFlexible: "flexibleVersions": "4+".
-func syncGroupFlexible(version int16) bool { return version >= 4 }
+// syncGroupFlexible is the first flexible version: "flexibleVersions": "4+".
+const syncGroupFlexible int16 = 4
 
 // SyncGroupRequest is a SyncGroup request, v0–5. Strings and bytes alias
 // the frame: valid until the frame is released.
@@ -41,37 +41,37 @@ func (r *SyncGroupRequest) Decode(body []byte, version int16) error {
 	if version < 0 || version > 5 {
 		return ErrUnsupportedVersion
 	}
-	flex := syncGroupFlexible(version)
-	d := NewReader(body)
-	r.Group = d.Str(flex)
-	r.Generation = d.Int32()
-	r.MemberID = d.Str(flex)
+	flex := version >= syncGroupFlexible
+	rd := NewReader(body)
+	r.Group = rd.Str(flex)
+	r.Generation = rd.Int32()
+	r.MemberID = rd.Str(flex)
 	r.InstanceID = NullString{}
 	if version >= 3 {
-		r.InstanceID = nullStr(&d, flex)
+		r.InstanceID = nullStr(&rd, flex)
 	}
 	r.ProtocolType, r.Protocol = NullString{}, NullString{}
 	if version >= 5 {
-		r.ProtocolType = nullStr(&d, flex)
-		r.Protocol = nullStr(&d, flex)
+		r.ProtocolType = nullStr(&rd, flex)
+		r.Protocol = nullStr(&rd, flex)
 	}
 	amin := 2 + 4
 	if flex {
 		amin = 3
 	}
-	r.GroupAssignment = resize(r.GroupAssignment, arrayLen(&d, flex, amin))
+	r.GroupAssignment = resize(r.GroupAssignment, arrayLen(&rd, flex, amin))
 	for i := range r.GroupAssignment {
 		a := &r.GroupAssignment[i]
-		a.MemberID = d.Str(flex)
-		a.MemberAssignment = d.ByteSlice(flex)
+		a.MemberID = rd.Str(flex)
+		a.MemberAssignment = rd.ByteSlice(flex)
 		if flex {
-			d.SkipTags()
+			rd.SkipTags()
 		}
 	}
 	if flex {
-		d.SkipTags()
+		rd.SkipTags()
 	}
-	return d.Complete()
+	return rd.Complete()
 }
 
 // SyncGroupResponse is a SyncGroup response, v0–5.
@@ -91,14 +91,14 @@ type SyncGroupResponse struct {
 
 // AppendTo appends the response body at the given version to dst.
 func (r *SyncGroupResponse) AppendTo(dst []byte, version int16) []byte {
-	flex := syncGroupFlexible(version)
+	flex := version >= syncGroupFlexible
 	if version >= 1 {
 		dst = AppendInt32(dst, r.ThrottleMillis)
 	}
 	dst = AppendInt16(dst, int16(r.ErrorCode))
 	if version >= 5 {
-		dst = csAppendNullStr(dst, flex, r.ProtocolType)
-		dst = csAppendNullStr(dst, flex, r.Protocol)
+		dst = appendNullString(dst, flex, r.ProtocolType)
+		dst = appendNullString(dst, flex, r.Protocol)
 	}
 	dst = AppendByteSlice(dst, flex, r.MemberAssignment)
 	return AppendEmptyTags(dst, flex)

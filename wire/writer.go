@@ -168,5 +168,3 @@ func ReserveInt32(dst []byte) ([]byte, int) { return append(dst, 0, 0, 0, 0), le
 
 // PutInt32 writes v big-endian at dst[off:].
 func PutInt32(dst []byte, off int, v int32) { binary.BigEndian.PutUint32(dst[off:], uint32(v)) }
-
-func float64frombits(b uint64) float64 { return math.Float64frombits(b) }

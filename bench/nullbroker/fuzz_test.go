@@ -17,7 +17,7 @@ func FuzzHandle(f *testing.F) {
 	f.Add(apiVersionsFrame(4, 0))
 	f.Add(apiVersionsFrame(5, 77))
 	f.Add(wire.AppendRequestHeader(nil, wire.RequestHeader{APIKey: wire.KeyMetadata, APIVersion: 12, CorrelationID: 6}))
-	f.Add((&wire.InitProducerIDRequest{ProducerId: -1, ProducerEpoch: -1}).AppendTo(
+	f.Add((&wire.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1}).AppendTo(
 		wire.AppendRequestHeader(nil, wire.RequestHeader{APIKey: wire.KeyInitProducerID, APIVersion: 5, CorrelationID: 7}), 5))
 	s := New(Config{Partitions: 3})
 	f.Fuzz(func(t *testing.T, frame []byte) {

@@ -100,7 +100,7 @@ type Stats struct {
 type Server struct {
 	// Immutable after New.
 	cfg        Config
-	advertised []wire.ApiVersionsKey
+	advertised []wire.APIVersionsKey
 	apiMax     int16
 
 	// Counters, updated atomically.
@@ -143,13 +143,13 @@ func New(cfg Config) *Server {
 	}
 	// The APIs a producer needs (docs/design/kafka-protocol.md §8.0, without the
 	// consume and group side), with the ranges wire decodes.
-	for _, k := range []wire.APIKey{wire.KeyProduce, wire.KeyMetadata, wire.KeyApiVersions, wire.KeyInitProducerID} {
+	for _, k := range []wire.APIKey{wire.KeyProduce, wire.KeyMetadata, wire.KeyAPIVersions, wire.KeyInitProducerID} {
 		a, ok := wire.LookupAPI(k)
 		if !ok {
 			continue
 		}
-		s.advertised = append(s.advertised, wire.ApiVersionsKey{APIKey: a.Key, MinVersion: a.Min, MaxVersion: a.Max})
-		if k == wire.KeyApiVersions {
+		s.advertised = append(s.advertised, wire.APIVersionsKey{APIKey: a.Key, MinVersion: a.Min, MaxVersion: a.Max})
+		if k == wire.KeyAPIVersions {
 			s.apiMax = a.Max
 		}
 	}
@@ -284,7 +284,7 @@ func (s *Server) topicFor(name string) *topic {
 	name = strings.Clone(name)
 	t := &topic{name: name, next: make([]int64, s.cfg.Partitions)}
 	t.meta = wire.MetadataResponseTopic{
-		Name:                      wire.Str(name),
+		Name:                      wire.NullStringOf(name),
 		Partitions:                make([]wire.MetadataResponsePartition, s.cfg.Partitions),
 		TopicAuthorizedOperations: wire.AuthorizedOperationsUnknown,
 	}
@@ -292,7 +292,7 @@ func (s *Server) topicFor(name string) *topic {
 	for i := range t.meta.Partitions {
 		t.meta.Partitions[i] = wire.MetadataResponsePartition{
 			PartitionIndex: int32(i),
-			LeaderId:       NodeID,
+			LeaderID:       NodeID,
 			LeaderEpoch:    -1, // unknown: no OffsetForLeaderEpoch traffic (docs/design/kafka-protocol.md §2.4)
 			ReplicaNodes:   nodes,
 			IsrNodes:       nodes,
@@ -326,7 +326,7 @@ type connState struct {
 	// Owned by the connection goroutine.
 	frame       []byte
 	out         []byte
-	apiReq      wire.ApiVersionsRequest
+	apiReq      wire.APIVersionsRequest
 	metaReq     wire.MetadataRequest
 	metaResp    wire.MetadataResponse
 	initReq     wire.InitProducerIDRequest
@@ -367,7 +367,7 @@ func (cs *connState) handle(frame []byte) ([]byte, error) {
 	cs.s.requests.Add(1)
 	out, off := wire.ReserveInt32(cs.out[:0])
 	switch h.APIKey {
-	case wire.KeyApiVersions:
+	case wire.KeyAPIVersions:
 		out = cs.apiVersions(out, h, body)
 	case wire.KeyMetadata:
 		out, err = cs.metadata(out, h, body)
@@ -388,13 +388,13 @@ func (cs *connState) handle(frame []byte) ([]byte, error) {
 
 func (cs *connState) apiVersions(out []byte, h wire.RequestHeader, body []byte) []byte {
 	// ApiVersions responses always use response header v0 (KIP-511).
-	out = wire.AppendResponseHeader(out, wire.KeyApiVersions, h.APIVersion, h.CorrelationID)
+	out = wire.AppendResponseHeader(out, wire.KeyAPIVersions, h.APIVersion, h.CorrelationID)
 	if h.APIVersion > cs.s.apiMax {
 		// KIP-511: a too-new ApiVersions gets the v0 body with
 		// UNSUPPORTED_VERSION and our range; the client retries.
-		return wire.AppendApiVersionsUnsupported(out, 0, cs.s.apiMax)
+		return wire.AppendAPIVersionsUnsupported(out, 0, cs.s.apiMax)
 	}
-	resp := wire.ApiVersionsResponse{APIKeys: cs.s.advertised}
+	resp := wire.APIVersionsResponse{APIKeys: cs.s.advertised}
 	if err := cs.apiReq.Decode(body, h.APIVersion); err != nil || !cs.apiReq.Valid(h.APIVersion) {
 		// Kafka answers INVALID_REQUEST to a v3+ request whose software
 		// name or version does not match the KIP-511 pattern.
@@ -409,9 +409,9 @@ func (cs *connState) metadata(out []byte, h wire.RequestHeader, body []byte) ([]
 	}
 	r := &cs.metaResp
 	*r = wire.MetadataResponse{
-		Brokers:                     append(r.Brokers[:0], wire.MetadataResponseBroker{NodeId: NodeID, Host: cs.host, Port: cs.port}),
-		ClusterId:                   wire.Str(cs.s.cfg.ClusterID),
-		ControllerId:                NodeID, // must be a listed node (docs/design/kafka-protocol.md §2.4)
+		Brokers:                     append(r.Brokers[:0], wire.MetadataResponseBroker{NodeID: NodeID, Host: cs.host, Port: cs.port}),
+		ClusterID:                   wire.NullStringOf(cs.s.cfg.ClusterID),
+		ControllerID:                NodeID, // must be a listed node (docs/design/kafka-protocol.md §2.4)
 		Topics:                      r.Topics[:0],
 		ClusterAuthorizedOperations: wire.AuthorizedOperationsUnknown,
 	}
@@ -424,7 +424,7 @@ func (cs *connState) metadata(out []byte, h wire.RequestHeader, body []byte) ([]
 				// A lookup by topic id: the null broker has no ids.
 				r.Topics = append(r.Topics, wire.MetadataResponseTopic{
 					ErrorCode: wire.UnknownTopicID,
-					TopicId:   cs.metaReq.Topics[i].TopicId,
+					TopicID:   cs.metaReq.Topics[i].TopicID,
 				})
 				continue
 			}
@@ -439,11 +439,11 @@ func (cs *connState) initProducerID(out []byte, h wire.RequestHeader, body []byt
 	if err := cs.initReq.Decode(body, h.APIVersion); err != nil {
 		return nil, err
 	}
-	resp := wire.InitProducerIDResponse{ProducerId: cs.s.producerID.Add(1) - 1}
-	if cs.initReq.TransactionalId.Valid {
+	resp := wire.InitProducerIDResponse{ProducerID: cs.s.producerID.Add(1) - 1}
+	if cs.initReq.TransactionalID.Valid {
 		// Transactions need a coordinator and control batches: refused,
 		// as kiggy refuses them.
-		resp = wire.InitProducerIDResponse{ErrorCode: wire.TransactionalIDAuthFailed, ProducerId: -1, ProducerEpoch: -1}
+		resp = wire.InitProducerIDResponse{ErrorCode: wire.TransactionalIDAuthFailed, ProducerID: -1, ProducerEpoch: -1}
 	}
 	out = wire.AppendResponseHeader(out, wire.KeyInitProducerID, h.APIVersion, h.CorrelationID)
 	return resp.AppendTo(out, h.APIVersion), nil
@@ -471,7 +471,7 @@ func (cs *connState) produce(out []byte, h wire.RequestHeader, body []byte) ([]b
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			pr := &tr.Partitions[j]
-			*pr = wire.ProduceResponsePartition{Index: rp.Index, LogAppendTimeMs: -1, RecordErrors: pr.RecordErrors[:0]}
+			*pr = wire.ProduceResponsePartition{Index: rp.Index, LogAppendTimeMillis: -1, RecordErrors: pr.RecordErrors[:0]}
 			if rp.Index < 0 || int(rp.Index) >= len(t.next) {
 				pr.ErrorCode = wire.UnknownTopicOrPartition
 				pr.BaseOffset = -1

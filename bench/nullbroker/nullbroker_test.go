@@ -138,7 +138,7 @@ func TestApiVersions(t *testing.T) {
 	for _, k := range r.ApiKeys {
 		got[k.ApiKey] = true
 	}
-	for _, k := range []wire.APIKey{wire.KeyProduce, wire.KeyMetadata, wire.KeyApiVersions, wire.KeyInitProducerID} {
+	for _, k := range []wire.APIKey{wire.KeyProduce, wire.KeyMetadata, wire.KeyAPIVersions, wire.KeyInitProducerID} {
 		if !got[int16(k)] {
 			t.Errorf("ApiVersions lacks key %d", k)
 		}
@@ -268,17 +268,17 @@ func batch(n int) []byte {
 
 func produceFrame(t testing.TB, corr int32, acks int16, topic string, partition int32, n int) []byte {
 	t.Helper()
-	req := wire.ProduceRequest{Acks: acks, TimeoutMs: 1000, Topics: []wire.ProduceRequestTopic{{
+	req := wire.ProduceRequest{Acks: acks, TimeoutMillis: 1000, Topics: []wire.ProduceRequestTopic{{
 		Name: topic, Partitions: []wire.ProduceRequestPartition{{Index: partition, Records: batch(n)}},
 	}}}
-	b := wire.AppendRequestHeader(nil, wire.RequestHeader{APIKey: wire.KeyProduce, APIVersion: 9, CorrelationID: corr, ClientID: wire.Str("test")})
+	b := wire.AppendRequestHeader(nil, wire.RequestHeader{APIKey: wire.KeyProduce, APIVersion: 9, CorrelationID: corr, ClientID: wire.NullStringOf("test")})
 	return req.AppendTo(b, 9)
 }
 
 func apiVersionsFrame(corr int32, version int16) []byte {
-	b := wire.AppendRequestHeader(nil, wire.RequestHeader{APIKey: wire.KeyApiVersions, APIVersion: version, CorrelationID: corr, ClientID: wire.Str("test")})
+	b := wire.AppendRequestHeader(nil, wire.RequestHeader{APIKey: wire.KeyAPIVersions, APIVersion: version, CorrelationID: corr, ClientID: wire.NullStringOf("test")})
 	if version >= 3 {
-		b = (&wire.ApiVersionsRequest{ClientSoftwareName: "test", ClientSoftwareVersion: "1"}).AppendTo(b, version)
+		b = (&wire.APIVersionsRequest{ClientSoftwareName: "test", ClientSoftwareVersion: "1"}).AppendTo(b, version)
 	}
 	return b
 }

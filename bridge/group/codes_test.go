@@ -14,7 +14,7 @@ func TestErrorCodesMatchWire(t *testing.T) {
 		got  int16
 		want wire.ErrorCode
 	}{
-		{errNone, wire.None},
+		{errNone, wire.NoError},
 		{errCoordinatorNotAvailable, wire.CoordinatorNotAvailable},
 		{errIllegalGeneration, wire.IllegalGeneration},
 		{errInconsistentGroupProtocol, wire.InconsistentGroupProtocol},

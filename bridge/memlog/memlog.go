@@ -19,7 +19,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -168,7 +168,7 @@ func (l *Log) Topics(context.Context) ([]bridge.TopicInfo, error) {
 	for _, t := range l.topics {
 		out = append(out, t.info)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	slices.SortFunc(out, func(a, b bridge.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -193,7 +193,7 @@ func (l *Log) CreateTopic(_ context.Context, name string, partitions int32, cfg 
 	if _, ok := l.topics[name]; ok {
 		return bridge.TopicInfo{}, fmt.Errorf("%w: %q", bridge.ErrTopicExists, name)
 	}
-	name = clone(name) // it may alias a request frame
+	name = strings.Clone(name) // it may alias a request frame
 	// Records live in this process's memory whatever the topic asked for
 	// (docs/IGGY.md, "Durability").
 	cfg.Durability = bridge.DurabilityMemory
@@ -566,9 +566,9 @@ func (l *Log) CommitOffset(_ context.Context, group, topicName string, p int32, 
 		return nil
 	}
 	// The strings may alias a request frame: keep copies.
-	k.group = clone(group)
-	k.topic = clone(topicName)
-	l.offsets[k] = committed{offset: offset, metadata: clone(metadata)}
+	k.group = strings.Clone(group)
+	k.topic = strings.Clone(topicName)
+	l.offsets[k] = committed{offset: offset, metadata: strings.Clone(metadata)}
 	return nil
 }
 
@@ -600,5 +600,3 @@ func (l *Log) Ready(context.Context) error { return nil }
 
 // Close implements bridge.Log.
 func (l *Log) Close() error { return nil }
-
-func clone(s string) string { return string(append([]byte(nil), s...)) }

@@ -19,7 +19,7 @@ import (
 // metrics library on the hot path, no label lookups per request).
 type admin struct {
 	srv      engine.Server
-	log      bridge.Log
+	store    bridge.Log
 	gw       *bridge.Gateway
 	draining atomic.Bool
 	started  time.Time
@@ -60,7 +60,7 @@ func (a *admin) ready(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := a.log.Ready(ctx); err != nil {
+	if err := a.store.Ready(ctx); err != nil {
 		http.Error(w, "backend: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}

@@ -54,7 +54,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	go srv.Serve(ln)
 	defer srv.Shutdown(context.Background())
-	adm := &admin{srv: srv, log: log, gw: gw, started: time.Now()}
+	adm := &admin{srv: srv, store: log, gw: gw, started: time.Now()}
 	hs := httptest.NewServer(adm.handler())
 	defer hs.Close()
 

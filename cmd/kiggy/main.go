@@ -158,11 +158,11 @@ func newLogger(level, format string) (*slog.Logger, error) {
 
 func serve(o options, logger *slog.Logger) error {
 	ctx := context.Background()
-	log, err := openBackend(ctx, o, logger)
+	store, err := openBackend(ctx, o, logger)
 	if err != nil {
 		return err
 	}
-	defer log.Close()
+	defer store.Close()
 
 	// bridge.NewServer is the one wiring (internal/kiggytest uses it too):
 	// the gateway takes its frame limit and logger from the engine's config.
@@ -191,7 +191,7 @@ func serve(o options, logger *slog.Logger) error {
 		ProduceTimeoutCap:    o.produceTimeoutCap,
 		ProducerIDExpiration: o.producerIDExpiration,
 		ProducerStateScan:    int(o.producerStateScan),
-	}, log)
+	}, store)
 	if err != nil {
 		return fmt.Errorf("--engine: %w", err)
 	}
@@ -201,7 +201,7 @@ func serve(o options, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, err)
 	}
-	adm := &admin{srv: srv, log: log, gw: gw, started: time.Now()}
+	adm := &admin{srv: srv, store: store, gw: gw, started: time.Now()}
 	stopAdmin, err := adm.start(o.adminAddr, logger)
 	if err != nil {
 		ln.Close()

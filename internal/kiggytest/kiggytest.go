@@ -103,27 +103,27 @@ func Start(t testing.TB, opts Options) *Gateway {
 	if opts.DefaultPartitions > 0 {
 		cfg.DefaultPartitions = opts.DefaultPartitions
 	}
-	var log bridge.Log
+	var store bridge.Log
 	var iggySrv *iggytest.Server
 	if opts.Log != nil {
-		log = opts.Log
+		store = opts.Log
 	} else if opts.IggyCluster != nil {
-		log = dialIggy(t, strings.Join(opts.IggyCluster.Addrs(), ","), opts.IggyDurability)
+		store = dialIggy(t, strings.Join(opts.IggyCluster.Addrs(), ","), opts.IggyDurability)
 	} else if opts.IggyServer != nil {
-		log, iggySrv = connectIggy(t, opts.IggyServer, opts.IggyDurability), opts.IggyServer
+		store, iggySrv = connectIggy(t, opts.IggyServer, opts.IggyDurability), opts.IggyServer
 	} else if opts.Iggy || !opts.Embedded && os.Getenv("KIGGY_TEST_BACKEND") == "iggy" {
-		log, iggySrv = startIggy(t, opts.IggyDurability)
+		store, iggySrv = startIggy(t, opts.IggyDurability)
 	} else {
-		log = memlog.New(opts.Memlog)
+		store = memlog.New(opts.Memlog)
 	}
-	g := &Gateway{Log: log, Iggy: iggySrv}
+	g := &Gateway{Log: store, Iggy: iggySrv}
 	kind := opts.Engine
 	if kind == "" {
 		// KIGGY_TEST_ENGINE runs a whole suite on one engine ("epoll", "net").
 		kind = os.Getenv("KIGGY_TEST_ENGINE")
 	}
 	// The wiring cmd/kiggy uses.
-	s, err := bridge.NewServer(kind, opts.EngineConfig, cfg, log)
+	s, err := bridge.NewServer(kind, opts.EngineConfig, cfg, store)
 	if err != nil {
 		t.Fatalf("kiggytest: engine: %v", err)
 	}
@@ -148,7 +148,7 @@ func Start(t testing.TB, opts Options) *Gateway {
 				t.Errorf("kiggytest: engine did not stop")
 			}
 			g.gw.Close()
-			_ = log.Close()
+			_ = store.Close()
 		})
 	}
 	t.Cleanup(g.stop)

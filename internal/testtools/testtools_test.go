@@ -127,3 +127,25 @@ func TestInstalledTools(t *testing.T) {
 	})
 	t.Run("python", func(t *testing.T) { t.Log(Python(t)) })
 }
+
+func TestParseKB(t *testing.T) {
+	b := []byte("Name:\tkiggy\nVmHWM:\t   2048 kB\nVmRSS:\t    512 kB\nBad:\t12\n")
+	for field, want := range map[string]int64{"VmHWM": 2 << 20, "VmRSS": 512 << 10} {
+		if n, err := ParseKB(b, field); err != nil || n != want {
+			t.Errorf("ParseKB(%s) = %d, %v; want %d", field, n, err, want)
+		}
+	}
+	for _, field := range []string{"Bad", "VmSwap", "Vm"} {
+		if n, err := ParseKB(b, field); err == nil {
+			t.Errorf("ParseKB(%s) = %d, want an error", field, n)
+		}
+	}
+	if _, err := os.Stat("/proc/self/status"); err == nil {
+		if n, err := ProcStatusBytes(os.Getpid(), "VmRSS"); err != nil || n <= 0 {
+			t.Errorf("ProcStatusBytes(self, VmRSS) = %d, %v", n, err)
+		}
+	}
+	if p, err := GoTool(); err != nil || p == "" {
+		t.Errorf("GoTool() = %q, %v", p, err)
+	}
+}

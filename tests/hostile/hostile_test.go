@@ -3,7 +3,6 @@
 package hostile
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -21,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/varint"
 	"github.com/kiggy-io/kiggy/wire"
 )
@@ -35,7 +35,7 @@ const (
 
 // Kafka error codes the cases expect (docs/design/kafka-protocol.md §4.6, §6).
 const (
-	codeNone            = int16(wire.None)
+	codeNone            = int16(wire.NoError)
 	codeCorruptMessage  = int16(wire.CorruptMessage)
 	codeMessageTooLarge = int16(wire.MessageTooLarge)
 	codeInvalidRecord   = int16(wire.InvalidRecord)
@@ -213,13 +213,13 @@ func setupTopics(t *testing.T, addr string) {
 func truncatedFrames(t *testing.T, s *suite, before metrics) {
 	var raw, sized int
 	for _, v := range []int16{7, 9} {
-		req := produceReq(v, topicHostile, partData{0, plainBatch(3, batch.None)})
+		req := produceReq(v, topicHostile, partData{0, plainBatch(3, batch.NoCompression)})
 		frame := frameOf(req, 1)
 		kc := dial(t, s.k.addr)
 		if codes := kc.produceCodes(t, req); len(codes) != 1 || codes[0] != codeNone {
 			t.Fatalf("the untruncated Produce v%d is not accepted: codes %v", v, codes)
 		}
-		kc.c.Close()
+		kc.Close()
 
 		for i := range len(frame) {
 			c, err := net.DialTimeout("tcp", s.k.addr, dialTimeout)
@@ -233,12 +233,12 @@ func truncatedFrames(t *testing.T, s *suite, before metrics) {
 		body := frame[4:]
 		for j := range len(body) {
 			kc := dial(t, s.k.addr)
-			kc.write(binary.BigEndian.AppendUint32(nil, uint32(j)))
-			kc.write(body[:j])
-			if err := kc.expectClosed(5 * time.Second); err != nil {
+			kc.Write(binary.BigEndian.AppendUint32(nil, uint32(j)))
+			kc.Write(body[:j])
+			if err := kc.ExpectClosed(5 * time.Second); err != nil {
 				t.Errorf("Produce v%d body cut to %d of %d bytes: %v", v, j, len(body), err)
 			}
-			kc.c.Close()
+			kc.Close()
 			sized++
 		}
 	}
@@ -274,11 +274,11 @@ func declaredSizes(t *testing.T, s *suite, before metrics) {
 				b = append(b, hdr...)
 				b = append(b, make([]byte, 1000)...)
 			}
-			kc.write(b)
-			if err := kc.expectClosed(5 * time.Second); err != nil {
+			kc.Write(b)
+			if err := kc.ExpectClosed(5 * time.Second); err != nil {
 				t.Errorf("size %#x (case %d, body %v): %v", c.prefix, i, withBody, err)
 			}
-			kc.c.Close()
+			kc.Close()
 			want[c.reason]++
 		}
 	}
@@ -292,12 +292,12 @@ func declaredSizes(t *testing.T, s *suite, before metrics) {
 	var cs []*kconn
 	for range stalled {
 		kc := dial(t, s.k.addr)
-		kc.write(append(binary.BigEndian.AppendUint32(nil, 90<<20), make([]byte, 1<<10)...))
+		kc.Write(append(binary.BigEndian.AppendUint32(nil, 90<<20), make([]byte, 1<<10)...))
 		cs = append(cs, kc)
 	}
 	time.Sleep(500 * time.Millisecond)
 	for _, kc := range cs {
-		kc.c.Close()
+		kc.Close()
 	}
 	s.k.waitClosed(t, before, "peer_closed", stalled, 10*time.Second)
 	grew := peak() - rss
@@ -354,11 +354,11 @@ func hugeArrayCounts(t *testing.T, s *suite, before metrics) {
 			t.Fatalf("%s: frame is %d bytes", c.name, len(frame))
 		}
 		kc := dial(t, s.k.addr)
-		kc.write(frame)
-		if err := kc.expectClosed(5 * time.Second); err != nil {
+		kc.Write(frame)
+		if err := kc.ExpectClosed(5 * time.Second); err != nil {
 			t.Errorf("%s: %v", c.name, err)
 		}
-		kc.c.Close()
+		kc.Close()
 	}
 	s.k.waitClosed(t, before, "protocol_error", len(cases), 10*time.Second)
 	grew := peak() - rss
@@ -388,24 +388,24 @@ func unknownAPIs(t *testing.T, s *suite, before metrics) {
 	}
 	for _, c := range closes {
 		kc := dial(t, s.k.addr)
-		kc.write(requestFrame(c.key, c.v, false, make([]byte, 16), 0))
-		if err := kc.expectClosed(5 * time.Second); err != nil {
+		kc.Write(requestFrame(c.key, c.v, false, make([]byte, 16), 0))
+		if err := kc.ExpectClosed(5 * time.Second); err != nil {
 			t.Errorf("key %d v%d: %v", c.key, c.v, err)
 		}
-		kc.c.Close()
+		kc.Close()
 	}
 	s.k.waitClosed(t, before, "protocol_error", len(closes), 10*time.Second)
 
 	// KIP-511: a too-new ApiVersions gets error 35 and our ApiVersions range
 	// in a v0 body under response header v0; the connection stays usable.
-	r, _ := wire.LookupAPI(wire.KeyApiVersions)
+	r, _ := wire.LookupAPI(wire.KeyAPIVersions)
 	for _, v := range []int16{r.Max + 1, 99, 32767} {
 		kc := dial(t, s.k.addr)
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = v
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "hostile", "1.0"
-		kc.write(frameOf(req, 42))
-		got, err := kc.readFrame(5 * time.Second)
+		kc.Write(frameOf(req, 42))
+		got, err := kc.ReadFrame(5 * time.Second)
 		if err != nil {
 			t.Fatalf("ApiVersions v%d: %v", v, err)
 		}
@@ -416,7 +416,7 @@ func unknownAPIs(t *testing.T, s *suite, before metrics) {
 			t.Errorf("ApiVersions v%d answer\n got % x\nwant % x", v, got, want)
 		}
 		req.Version = r.Max
-		resp, err := kc.roundTrip(req)
+		resp, err := kc.RoundTrip(req)
 		if err != nil {
 			t.Fatalf("ApiVersions v%d after v%d on the same connection: %v", r.Max, v, err)
 		}
@@ -428,14 +428,14 @@ func unknownAPIs(t *testing.T, s *suite, before metrics) {
 		if av.ErrorCode != 0 || !produce {
 			t.Errorf("ApiVersions v%d after v%d: error %d, Produce advertised %v", r.Max, v, av.ErrorCode, produce)
 		}
-		kc.c.Close()
+		kc.Close()
 	}
 }
 
 // crcMismatch: a batch whose CRC does not match gets CORRUPT_MESSAGE (2) on
 // its partition only; the connection stays usable.
 func crcMismatch(t *testing.T, s *suite, before metrics) {
-	good := plainBatch(3, batch.None)
+	good := plainBatch(3, batch.NoCompression)
 	badCRC := bytes.Clone(good)
 	badCRC[offCRC] ^= 0xff
 	badData := bytes.Clone(good)
@@ -452,7 +452,7 @@ func crcMismatch(t *testing.T, s *suite, before metrics) {
 		if codes := kc.produceCodes(t, produceReq(v, topicHostile, partData{0, good})); !equal(codes, []int16{codeNone}) {
 			t.Errorf("Produce v%d after the CRC mismatch, same connection: codes %v", v, codes)
 		}
-		kc.c.Close()
+		kc.Close()
 	}
 	if d := s.k.metrics(t).closed("protocol_error") - before.closed("protocol_error"); d != 0 {
 		t.Errorf("%v connections closed as protocol errors; a CRC mismatch must not close", d)
@@ -474,7 +474,7 @@ func crcMismatch(t *testing.T, s *suite, before metrics) {
 // is 87.
 func recordCountLies(t *testing.T, s *suite, before metrics) {
 	kc := dial(t, s.k.addr)
-	for _, codec := range []batch.Codec{batch.None, batch.Gzip, batch.Zstd} {
+	for _, codec := range []batch.Codec{batch.NoCompression, batch.Gzip, batch.Zstd} {
 		b := plainBatch(5, codec)
 		lies := []struct {
 			name        string
@@ -494,7 +494,7 @@ func recordCountLies(t *testing.T, s *suite, before metrics) {
 		codes := kc.produceCodes(t, produceReq(9, topicHostile, parts...))
 		for i, l := range lies {
 			ok := at(codes, i) == codeInvalidRecord
-			if codec != batch.None && l.count == 1<<31-1 {
+			if codec != batch.NoCompression && l.count == 1<<31-1 {
 				ok = ok || at(codes, i) == codeMessageTooLarge
 			}
 			if !ok {
@@ -502,10 +502,10 @@ func recordCountLies(t *testing.T, s *suite, before metrics) {
 			}
 		}
 	}
-	if codes := kc.produceCodes(t, produceReq(9, topicHostile, partData{0, plainBatch(5, batch.None)})); !equal(codes, []int16{codeNone}) {
+	if codes := kc.produceCodes(t, produceReq(9, topicHostile, partData{0, plainBatch(5, batch.NoCompression)})); !equal(codes, []int16{codeNone}) {
 		t.Errorf("valid Produce after the lies, same connection: codes %v", codes)
 	}
-	kc.c.Close()
+	kc.Close()
 }
 
 // compressionBombs: each bomb gets MESSAGE_TOO_LARGE (10) on its partition,
@@ -541,7 +541,7 @@ func compressionBombs(t *testing.T, s *suite, before metrics) {
 	if codes := kc.produceCodes(t, produceReq(9, topicHostile, partData{0, plainBatch(3, batch.Gzip)})); !equal(codes, []int16{codeNone}) {
 		t.Errorf("valid gzip Produce after the bombs, same connection: codes %v", codes)
 	}
-	kc.c.Close()
+	kc.Close()
 	grew := peak() - rss
 	t.Logf("peak RSS grew %d MiB (decode budget %d MiB)", grew>>20, decodeBudget>>20)
 	// Every bomb alone inflates to 1 GiB (16 GiB in all): without the
@@ -609,11 +609,11 @@ func idleConnections(t *testing.T, s *suite, before metrics) {
 		served.Add(1)
 		go func() {
 			defer served.Done()
-			kc := &kconn{c: conns[i], br: bufio.NewReader(conns[i])}
+			kc := &kconn{kafkawire.NewConn(conns[i], "hostile")}
 			req := kmsg.NewPtrApiVersionsRequest()
 			req.Version = 3
 			req.ClientSoftwareName, req.ClientSoftwareVersion = "hostile", "1.0"
-			if _, err := kc.roundTrip(req); err != nil {
+			if _, err := kc.RoundTrip(req); err != nil {
 				t.Errorf("ApiVersions on idle connection %d: %v", i, err)
 			}
 		}()
@@ -759,7 +759,7 @@ func neverReads(t *testing.T, s *suite, before metrics) {
 
 	// The Fetch is answered with about 1 MiB to a client that reads.
 	kc := dial(t, s.k.addr)
-	r, err := kc.roundTrip(fetch)
+	r, err := kc.RoundTrip(fetch)
 	if err != nil {
 		t.Fatalf("Fetch: %v", err)
 	}
@@ -767,7 +767,7 @@ func neverReads(t *testing.T, s *suite, before metrics) {
 	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 || fr.Topics[0].Partitions[0].ErrorCode != 0 || len(fr.Topics[0].Partitions[0].RecordBatches) < 512<<10 {
 		t.Fatalf("Fetch of %s does not return a big response: %+v", topicBulk, fr)
 	}
-	kc.c.Close()
+	kc.Close()
 
 	frame := frameOf(fetch, 1)
 	var sent [clients]atomic.Int64

@@ -3,16 +3,10 @@
 package hostile
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
-	"net"
-	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/varint"
 )
 
@@ -34,100 +29,25 @@ func frameOf(req kmsg.Request, corr int32) []byte {
 	return formatter.AppendRequest(nil, req, corr)
 }
 
-// kconn is a raw Kafka connection: hand-built frames out, frames in.
-type kconn struct {
-	c    net.Conn
-	br   *bufio.Reader
-	corr int32
-}
+// kconn is a raw Kafka connection (internal/kafkawire): hand-built frames
+// out, frames in.
+type kconn struct{ *kafkawire.Conn }
 
-// dial connects to addr or fails the test.
 // dialTimeout bounds the suite's TCP connects. It is generous: a clean-clone
 // CI run on a machine loaded well past its two cores saw a loopback connect
 // of the truncated-frames storm take over 5 s; the suite tests kiggy's
 // behaviour, not the host's scheduling.
 const dialTimeout = 30 * time.Second
 
+// dial connects to addr or fails the test.
 func dial(t testing.TB, addr string) *kconn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, dialTimeout)
+	c, err := kafkawire.Dial(addr, "hostile", dialTimeout)
 	if err != nil {
 		t.Fatalf("dial %s: %v", addr, err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &kconn{c: c, br: bufio.NewReader(c)}
-}
-
-// write sends raw bytes.
-func (k *kconn) write(b []byte) error {
-	k.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	_, err := k.c.Write(b)
-	return err
-}
-
-// readFrame reads one response frame (without its size prefix).
-func (k *kconn) readFrame(timeout time.Duration) ([]byte, error) {
-	k.c.SetReadDeadline(time.Now().Add(timeout))
-	var size [4]byte
-	if _, err := io.ReadFull(k.br, size[:]); err != nil {
-		return nil, err
-	}
-	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 4 || n > 256<<20 {
-		return nil, fmt.Errorf("response frame size %d", n)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(k.br, b); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
-// roundTrip sends req and decodes its response (response header v0, or v1
-// for flexible versions other than ApiVersions: docs/design/kafka-protocol.md §1.4).
-func (k *kconn) roundTrip(req kmsg.Request) (kmsg.Response, error) {
-	k.corr++
-	corr := k.corr
-	if err := k.write(frameOf(req, corr)); err != nil {
-		return nil, err
-	}
-	b, err := k.readFrame(10 * time.Second)
-	if err != nil {
-		return nil, err
-	}
-	if got := int32(binary.BigEndian.Uint32(b)); got != corr {
-		return nil, fmt.Errorf("correlation id %d, want %d", got, corr)
-	}
-	b = b[4:]
-	if req.IsFlexible() && req.Key() != int16(kmsg.ApiVersions) {
-		if len(b) == 0 || b[0] != 0 {
-			return nil, fmt.Errorf("response header tags % x, want none", b[:min(len(b), 4)])
-		}
-		b = b[1:]
-	}
-	resp := req.ResponseKind()
-	resp.SetVersion(req.GetVersion())
-	if err := resp.ReadFrom(b); err != nil {
-		return nil, fmt.Errorf("decode %T v%d: %w", resp, req.GetVersion(), err)
-	}
-	return resp, nil
-}
-
-// expectClosed waits for the server to close the connection and reports
-// what arrived instead, if anything: a closed connection reads EOF (or a
-// reset, when our unread bytes were still queued on the server's side).
-func (k *kconn) expectClosed(timeout time.Duration) error {
-	k.c.SetReadDeadline(time.Now().Add(timeout))
-	b, err := io.ReadAll(k.br)
-	switch {
-	case len(b) > 0:
-		return fmt.Errorf("got %d bytes (% x...) instead of a close", len(b), b[:min(len(b), 16)])
-	case err == nil, errors.Is(err, syscall.ECONNRESET):
-		return nil
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("still open after %v", timeout)
-	}
-	return err
+	return &kconn{c}
 }
 
 // produceReq is a Produce request (acks=all) of one topic, partitions in
@@ -159,7 +79,7 @@ type partData struct {
 // request order.
 func (k *kconn) produceCodes(t testing.TB, req *kmsg.ProduceRequest) []int16 {
 	t.Helper()
-	r, err := k.roundTrip(req)
+	r, err := k.RoundTrip(req)
 	if err != nil {
 		t.Fatalf("Produce v%d: %v", req.Version, err)
 	}

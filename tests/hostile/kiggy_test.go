@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // Limits the kiggy process runs with: small enough that every timeout case
@@ -75,21 +77,10 @@ func (k *kiggyProc) dump(t testing.TB) {
 	t.Logf("kiggy's goroutine stacks are in %s", os.Getenv(logEnv))
 }
 
-// goTool returns the go command that runs this test.
-func goTool() (string, error) {
-	if root := os.Getenv("GOROOT"); root != "" {
-		p := filepath.Join(root, "bin", "go")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	return exec.LookPath("go")
-}
-
 // buildKiggy builds cmd/kiggy into a temporary directory.
 func buildKiggy(t *testing.T) string {
 	t.Helper()
-	gobin, err := goTool()
+	gobin, err := testtools.GoTool()
 	if err != nil {
 		t.Fatalf("no go command to build cmd/kiggy: %v", err)
 	}
@@ -329,26 +320,10 @@ func closeCounts(m metrics) string {
 	return b.String()
 }
 
-// statusBytes reads a "Vm*:  N kB" field of /proc/pid/status, in bytes.
-func statusBytes(pid int, field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))
-			n, err := strconv.ParseInt(v, 10, 64)
-			return n << 10, err
-		}
-	}
-	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
-}
-
 // rss returns the process's resident set size.
 func (k *kiggyProc) rss(t testing.TB) int64 {
 	t.Helper()
-	n, err := statusBytes(k.pid, "VmRSS")
+	n, err := testtools.ProcStatusBytes(k.pid, "VmRSS")
 	if err != nil {
 		k.alive(t)
 		t.Fatal(err)
@@ -363,7 +338,7 @@ func (k *kiggyProc) peak(t testing.TB) (stop func() int64) {
 	t.Helper()
 	hwm := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", k.pid), []byte("5"), 0) == nil
 	var mu sync.Mutex
-	max := k.rss(t)
+	high := k.rss(t)
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -374,9 +349,9 @@ func (k *kiggyProc) peak(t testing.TB) (stop func() int64) {
 			case <-quit:
 				return
 			case <-tk.C:
-				if n, err := statusBytes(k.pid, "VmRSS"); err == nil {
+				if n, err := testtools.ProcStatusBytes(k.pid, "VmRSS"); err == nil {
 					mu.Lock()
-					max = maxI(max, n)
+					high = max(high, n)
 					mu.Unlock()
 				}
 			}
@@ -386,19 +361,12 @@ func (k *kiggyProc) peak(t testing.TB) (stop func() int64) {
 		close(quit)
 		<-done
 		if hwm {
-			if n, err := statusBytes(k.pid, "VmHWM"); err == nil {
-				max = maxI(max, n)
+			if n, err := testtools.ProcStatusBytes(k.pid, "VmHWM"); err == nil {
+				high = max(high, n)
 			}
 		}
-		return max
+		return high
 	}
-}
-
-func maxI(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // raiseNoFile raises this process's RLIMIT_NOFILE (soft, and hard when

@@ -1,0 +1,58 @@
+package testtools
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// GoTool returns the go command to build kiggy's binaries with: $GOROOT/bin/go
+// when GOROOT is set (the toolchain running the test), else go on PATH.
+func GoTool() (string, error) {
+	if root := os.Getenv("GOROOT"); root != "" {
+		p := filepath.Join(root, "bin", "go")
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("go")
+	if err != nil {
+		return "", errors.New("testtools: the go command is neither in $GOROOT/bin nor on PATH")
+	}
+	return p, nil
+}
+
+// ProcStatusBytes returns a "Vm*:  N kB" field of /proc/<pid>/status (for
+// example "VmRSS" or "VmHWM") in bytes.
+func ProcStatusBytes(pid int, field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return ParseKB(b, field)
+}
+
+// ParseKB returns the "field:  N kB" line of a /proc file in the
+// /proc/<pid>/status or /proc/meminfo format, in bytes.
+func ParseKB(b []byte, field string) (int64, error) {
+	key := field + ":"
+	for line := range strings.Lines(string(b)) {
+		if !strings.HasPrefix(line, key) {
+			continue
+		}
+		f := strings.Fields(line[len(key):])
+		if len(f) != 2 || f[1] != "kB" {
+			break
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			break
+		}
+		return kb << 10, nil
+	}
+	return 0, fmt.Errorf("testtools: no %s line in a kB format", key)
+}
