@@ -232,9 +232,9 @@ type Config struct {
 	// GatewayPackage is the Go package built and run for the kiggy
 	// targets ("" = ./cmd/kiggy).
 	GatewayPackage string `json:"gateway_package"`
-	// ProfileDir, if set, runs the kiggy targets under bench/cmd/kgateway
-	// (the same packages with cmd/kiggy's defaults) writing a CPU profile
-	// per run into this directory.
+	// ProfileDir, if set, runs the kiggy targets with cmd/kiggy's
+	// --cpuprofile --profile-on-signal, writing a CPU profile per measurement
+	// window into this directory.
 	ProfileDir string `json:"profile_dir,omitempty"`
 	// WorkDir holds binaries, logs and broker data ("" = a new temporary
 	// directory, removed at the end unless KeepWork).

@@ -119,9 +119,6 @@ func (r *runner) build(ctx context.Context) error {
 	var jobs []job
 	if slices.Contains(r.cfg.Targets, TargetKiggy) || wantsIggy(r.cfg.Targets) {
 		jobs = append(jobs, job{"kiggy", r.cfg.GatewayPackage})
-		if r.cfg.ProfileDir != "" {
-			jobs = append(jobs, job{"kgateway", "./bench/cmd/kgateway"})
-		}
 	}
 	if wantsIggy(r.cfg.Targets) && r.cfg.IggyAddr == "" && r.cfg.IggyServerBin == "" {
 		jobs = append(jobs, job{"iggytest", "./bridge/iggy/iggytest/cmd/iggytest"})

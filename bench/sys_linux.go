@@ -13,7 +13,7 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
-// signalProfile asks bench/cmd/kgateway to start (SIGUSR1) or stop
+// signalProfile asks a gateway run with --profile-on-signal to start (SIGUSR1) or stop
 // (SIGUSR2) a CPU profile.
 func signalProfile(p *os.Process, start bool) {
 	sig := syscall.SIGUSR2

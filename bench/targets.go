@@ -29,7 +29,7 @@ type session struct {
 	note string
 	stop func() error
 
-	// profiled is the gateway run under kgateway --profile-on-signal
+	// profiled is the gateway run with --cpuprofile --profile-on-signal
 	// (nil = no profiling); profPrefix names its profiles and profN
 	// counts them.
 	profiled   *process
@@ -154,7 +154,7 @@ func (r *runner) startKafka(tag string) (*session, error) {
 func (r *runner) startKiggy(ctx context.Context, name, tag, iggyAddr, durability string) (*session, error) {
 	bin, note := r.bins["kiggy"], ""
 	if r.cfg.ProfileDir != "" {
-		bin, note = r.bins["kgateway"], "profiled (bench/cmd/kgateway)"
+		note = "profiled (--cpuprofile --profile-on-signal)"
 	}
 	if bin == "" {
 		return nil, fmt.Errorf("bench: gateway binary missing: %v", r.buildErrs["kiggy"])

@@ -18,8 +18,6 @@ package bridge
 import (
 	"context"
 	"log/slog"
-	"runtime"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +93,13 @@ type Config struct {
 	// ProducerIDExpiration is how long an idle producer's sequence state is
 	// kept (Kafka producer.id.expiration.ms); 0 = 24 h.
 	ProducerIDExpiration time.Duration
+	// ReclaimMemory, when set, is the process's memory policy: the
+	// janitor calls it every 2 s with how long no request has arrived (0
+	// while they do) and whether a Produce decoded unusually much (a
+	// compression bomb at the budget) since the last call. The library sets
+	// no GC policy of its own; cmd/kiggy passes one that returns memory to
+	// the OS after bursts (docs/design/architecture.md §4).
+	ReclaimMemory func(idle time.Duration, bigDecode bool)
 	// Group configures the group coordinator (session timeout bounds,
 	// initial rebalance delay).
 	Group group.Config
@@ -410,46 +415,12 @@ func (g *Gateway) handler(k wire.APIKey) handlerFunc {
 	return g.handlers[k]
 }
 
-// reclaimIdleBytes: memory the process holds beyond its live heap that an
-// idle gateway hands back to the OS.
-const reclaimIdleBytes = 32 << 20
-
-// reclaimAfter is how long no request may arrive before the janitor
-// considers the gateway idle.
-const reclaimAfter = 4 * time.Second
-
-// reclaimIdle returns memory to the OS when the gateway has gone quiet after
-// a burst (the janitor calls it after reclaimAfter without a request): no GC
-// for 10 s while garbage and freed spans worth more than reclaimIdleBytes are
-// still resident. Without it the garbage of, say, a connection storm stays in
-// RSS until Go's 2-minute forced GC and the scavenger's slow pace.
-func reclaimIdle() {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	quiet := time.Since(time.Unix(0, int64(ms.LastGC))) > 10*time.Second
-	// The heap live at the last GC is about NextGC/2 (GOGC=100): what is
-	// allocated beyond it is garbage, and idle spans not yet released are
-	// held for nothing. A large live heap (the embedded log's data) costs
-	// nothing here.
-	live := min(ms.NextGC/2, ms.HeapAlloc)
-	retained := ms.HeapAlloc - live + ms.HeapIdle - ms.HeapReleased
-	if quiet && retained > reclaimIdleBytes {
-		// Two collections: the first only moves sync.Pool contents (the
-		// engine's buffers of connections now closed) to the pools' victim
-		// caches; FreeOSMemory's drops them and returns the spans.
-		runtime.GC()
-		debug.FreeOSMemory()
-	}
-}
-
 // bigDecodeBytes: a Produce request that decoded more than this (or hit the
 // decode budget) asks the janitor to hand freed memory back to the OS.
 const bigDecodeBytes = 32 << 20
 
-// janitor forgets the state of closed connections, and returns memory to the
-// OS after unusually large decodes (a compression bomb at the budget leaves
-// the heap's high-water mark resident otherwise; the Go scavenger alone
-// takes minutes), at most once per tick.
+// janitor forgets the state of closed connections, expires producer state,
+// and gives the process's memory policy (Config.ReclaimMemory) its tick.
 func (g *Gateway) janitor() {
 	defer g.wg.Done()
 	t := time.NewTicker(2 * time.Second)
@@ -460,17 +431,15 @@ func (g *Gateway) janitor() {
 	for {
 		select {
 		case <-t.C:
-			if g.bigDecode.Swap(false) {
-				debug.FreeOSMemory()
-			}
-			// Reclaim only when no request arrived for reclaimAfter: under
-			// load a forced collection and scavenge of a large heap would
-			// stall requests, and the load's own GCs keep garbage in check.
 			now := time.Now()
+			var idle time.Duration
 			if n := g.metrics.totalRequests(); n != lastRequests {
 				lastRequests, lastRequest = n, now
-			} else if now.Sub(lastRequest) >= reclaimAfter {
-				reclaimIdle()
+			} else {
+				idle = now.Sub(lastRequest)
+			}
+			if big := g.bigDecode.Swap(false); g.cfg.ReclaimMemory != nil {
+				g.cfg.ReclaimMemory(idle, big)
 			}
 			if sweep++; sweep%5 != 0 {
 				continue

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 // written by hand from counters the engine and gateway keep anyway: no
 // metrics library on the hot path, no label lookups per request).
 type admin struct {
+	pprof    bool // serve /debug/pprof/ too (--admin-pprof)
 	srv      engine.Server
 	store    bridge.Log
 	gw       *bridge.Gateway
@@ -49,6 +51,13 @@ func (a *admin) handler() http.Handler {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", a.ready)
 	mux.HandleFunc("/metrics", a.metrics)
+	if a.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -128,4 +129,34 @@ func get(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestAdminPprof: /debug/pprof/ is served on the admin listener only with
+// --admin-pprof.
+func TestAdminPprof(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		h := (&admin{pprof: on}).handler()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/debug/pprof/", nil))
+		if want := map[bool]int{false: 404, true: 200}[on]; rec.Code != want {
+			t.Errorf("--admin-pprof=%v: GET /debug/pprof/ = %d, want %d", on, rec.Code, want)
+		}
+	}
+}
+
+// TestCPUProfile: --cpuprofile writes a profile, and --profile-on-signal
+// without it is refused.
+func TestCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kiggy.pprof")
+	stop, err := startProfiling(path, false, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Fatalf("profile %s: %v %v", path, fi, err)
+	}
+	if _, err := startProfiling("", true, slog.New(slog.DiscardHandler)); err == nil {
+		t.Fatal("--profile-on-signal without --cpuprofile accepted")
+	}
 }

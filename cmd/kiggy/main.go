@@ -46,7 +46,8 @@ type options struct {
 	iggyTLS                                                           bool
 	iggyTLSCAFile, iggyTLSServerName, iggyTLSCertFile, iggyTLSKeyFile string
 
-	adminAddr string
+	adminAddr, cpuProfile    string
+	adminPprof, profileOnSig bool
 
 	logLevel, logFormat string
 
@@ -104,6 +105,9 @@ func registerOptions(s *settings, o *options) {
 	s.Duration("Iggy backend", "iggy-request-timeout", &o.iggyRequestTimeout, 30*time.Second, 100*time.Millisecond, 10*time.Minute, "deadline of one Iggy request; the connection is dropped when it passes")
 
 	s.String("Admin", "admin-addr", &o.adminAddr, "127.0.0.1:9644", "address of the metrics and health listener (/metrics, /healthz, /readyz); empty = off")
+	s.Bool("Admin", "admin-pprof", &o.adminPprof, false, "also serve Go's profiler at /debug/pprof/ on the admin listener (CPU, heap, goroutines); keep the admin address private")
+	s.String("Admin", "cpuprofile", &o.cpuProfile, "", "write a CPU profile to this file, from start to shutdown")
+	s.Bool("Admin", "profile-on-signal", &o.profileOnSig, false, "with --cpuprofile: profile only between SIGUSR1 and SIGUSR2, one <cpuprofile>-<n>.pprof per window (kbench -profile)")
 
 	s.String("Logging", "log-level", &o.logLevel, "info", "debug, info, warn or error")
 	s.String("Logging", "log-format", &o.logFormat, "text", "text or json")
@@ -157,6 +161,11 @@ func newLogger(level, format string) (*slog.Logger, error) {
 }
 
 func serve(o options, logger *slog.Logger) error {
+	stopProfile, err := startProfiling(o.cpuProfile, o.profileOnSig, logger)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	ctx := context.Background()
 	store, err := openBackend(ctx, o, logger)
 	if err != nil {
@@ -191,6 +200,7 @@ func serve(o options, logger *slog.Logger) error {
 		ProduceTimeoutCap:    o.produceTimeoutCap,
 		ProducerIDExpiration: o.producerIDExpiration,
 		ProducerStateScan:    int(o.producerStateScan),
+		ReclaimMemory:        reclaimMemory,
 	}, store)
 	if err != nil {
 		return fmt.Errorf("--engine: %w", err)
@@ -201,7 +211,7 @@ func serve(o options, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, err)
 	}
-	adm := &admin{srv: srv, store: store, gw: gw, started: time.Now()}
+	adm := &admin{pprof: o.adminPprof, srv: srv, store: store, gw: gw, started: time.Now()}
 	stopAdmin, err := adm.start(o.adminAddr, logger)
 	if err != nil {
 		ln.Close()

@@ -63,7 +63,7 @@ func run() int {
 	iggyUser := fs.String("iggy-username", def.IggyUsername, "Iggy user for -iggy-addr")
 	iggyPass := fs.String("iggy-password", def.IggyPassword, "Iggy password for -iggy-addr")
 	gatewayPkg := fs.String("gateway-pkg", "./cmd/kiggy", "Go package built and run for the kiggy targets")
-	profile := fs.String("profile", "", "run the kiggy targets under bench/cmd/kgateway, writing CPU profiles into this directory")
+	profile := fs.String("profile", "", "profile the kiggy targets (cmd/kiggy --cpuprofile --profile-on-signal), one CPU profile per measurement window into this directory")
 	jsonPath := fs.String("json", "kbench.json", "write the report as JSON here (empty = don't)")
 	work := fs.String("work", "", "work directory for binaries, logs and broker data (default: a temporary directory, removed)")
 	keep := fs.Bool("keep", false, "keep the temporary work directory (logs) after the run")
