@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"io"
 	"net"
 	"strconv"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -180,11 +180,11 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := dial(t, addr)
-			if _, err := c.Write(tc.raw); err != nil {
+			if err := c.Write(tc.raw); err != nil {
 				t.Fatal(err)
 			}
-			c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			if n, err := c.Read(make([]byte, 1)); err == nil {
+			c.NetConn().SetReadDeadline(time.Now().Add(5 * time.Second))
+			if n, err := c.NetConn().Read(make([]byte, 1)); err == nil {
 				t.Fatalf("read %d bytes, want the connection closed", n)
 			} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
 				t.Fatal("connection left open")
@@ -287,9 +287,11 @@ func frame(b []byte) []byte {
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
 }
 
-func dial(t *testing.T, addr string) net.Conn {
+// dial connects the raw test client (internal/kafkawire); frames are
+// written by hand, to reach the null broker's own decoder.
+func dial(t *testing.T, addr string) *kafkawire.Conn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	c, err := kafkawire.Dial(addr, "nullbroker-test", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,28 +299,20 @@ func dial(t *testing.T, addr string) net.Conn {
 	return c
 }
 
-func writeFrame(t *testing.T, c net.Conn, b []byte) {
+func writeFrame(t *testing.T, c *kafkawire.Conn, b []byte) {
 	t.Helper()
-	if _, err := c.Write(frame(b)); err != nil {
+	if err := c.Write(frame(b)); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // readFrame reads one response and returns its correlation id and what
 // follows it (a v1 header's tag byte included).
-func readFrame(t *testing.T, c net.Conn) (int32, []byte) {
+func readFrame(t *testing.T, c *kafkawire.Conn) (int32, []byte) {
 	t.Helper()
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var size [4]byte
-	if _, err := io.ReadFull(c, size[:]); err != nil {
+	b, err := c.ReadFrame(10 * time.Second)
+	if err != nil {
 		t.Fatal(err)
-	}
-	b := make([]byte, binary.BigEndian.Uint32(size[:]))
-	if _, err := io.ReadFull(c, b); err != nil {
-		t.Fatal(err)
-	}
-	if len(b) < 4 {
-		t.Fatalf("response of %d bytes", len(b))
 	}
 	return int32(binary.BigEndian.Uint32(b)), b[4:]
 }
