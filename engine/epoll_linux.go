@@ -339,10 +339,12 @@ func (a *acceptor) acceptAll(lfd uintptr) bool {
 			return true
 		}
 		if int(s.open.Add(1)) > s.cfg.MaxConnections {
-			s.open.Add(-1)
-			unix.Close(fd)
+			// Counted before the close, so that a peer that sees the
+			// connection end also sees it counted.
 			s.acc.refused.Add(1)
 			s.acc.closes[ReasonMaxConnections].Add(1)
+			s.open.Add(-1)
+			unix.Close(fd)
 			continue
 		}
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)

@@ -127,10 +127,11 @@ func isTemporaryAccept(err error) bool {
 
 func (s *netServer) accept(nc net.Conn) {
 	if int(s.open.Add(1)) > s.cfg.MaxConnections {
-		s.open.Add(-1)
-		nc.Close()
+		// Counted before the close: a peer that sees the end sees it counted.
 		s.n.refused.Add(1)
 		s.n.closes[ReasonMaxConnections].Add(1)
+		s.open.Add(-1)
+		nc.Close()
 		return
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
