@@ -262,6 +262,7 @@ var handlerTable = [maxAPIKey]handlerFunc{
 	wire.KeyCreatePartitions:        (*Gateway).createPartitions,
 	wire.KeyDeleteGroups:            (*Gateway).deleteGroups,
 	wire.KeyIncrementalAlterConfigs: (*Gateway).incrementalAlterConfigs,
+	wire.KeyOffsetDelete:            (*Gateway).offsetDelete,
 	wire.KeyDescribeCluster:         (*Gateway).describeCluster,
 }
 

@@ -32,6 +32,7 @@ const (
 	KeyCreatePartitions        APIKey = 37
 	KeyDeleteGroups            APIKey = 42
 	KeyIncrementalAlterConfigs APIKey = 44
+	KeyOffsetDelete            APIKey = 47
 	KeyDescribeCluster         APIKey = 60
 	KeyDescribeProducers       APIKey = 61
 )
@@ -77,6 +78,7 @@ var APIs = []APIRange{
 	{KeyCreatePartitions, 0, 3, createPartitionsFlexible},
 	{KeyDeleteGroups, 0, 3, deleteGroupsFlexible},
 	{KeyIncrementalAlterConfigs, 0, 1, incrementalAlterConfigsFlexible},
+	{KeyOffsetDelete, offsetDeleteMin, offsetDeleteMax, offsetDeleteFlexible},
 	{KeyDescribeCluster, 0, 2, describeClusterFlexible},
 	{KeyDescribeProducers, 0, 0, describeProducersFlexible},
 }
@@ -124,6 +126,7 @@ var apiNames = map[APIKey]string{
 	KeyInitProducerID: "InitProducerId", KeyOffsetForLeaderEpoch: "OffsetForLeaderEpoch",
 	KeyDescribeConfigs: "DescribeConfigs", KeyAlterConfigs: "AlterConfigs", KeySaslAuthenticate: "SaslAuthenticate",
 	KeyCreatePartitions: "CreatePartitions", KeyDeleteGroups: "DeleteGroups", KeyIncrementalAlterConfigs: "IncrementalAlterConfigs",
+	KeyOffsetDelete:      "OffsetDelete",
 	KeyDescribeCluster:   "DescribeCluster",
 	KeyDescribeProducers: "DescribeProducers",
 }

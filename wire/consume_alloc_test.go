@@ -24,6 +24,7 @@ func csDecoders() map[string]func([]byte, int16) error {
 		"ListGroups":           (&ListGroupsRequest{}).Decode,
 		"OffsetForLeaderEpoch": (&OffsetForLeaderEpochRequest{}).Decode,
 		"DeleteGroups":         (&DeleteGroupsRequest{}).Decode,
+		"OffsetDelete":         (&OffsetDeleteRequest{}).Decode,
 	}
 }
 

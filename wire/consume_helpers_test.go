@@ -206,10 +206,11 @@ func TestConsumeAPIRows(t *testing.T) {
 	for _, a := range csResponseAPIs {
 		resp[a.key] = a
 	}
-	// The consume-side APIs: Fetch, ListOffsets, the group APIs and
-	// DeleteGroups; each must have both a request and a response row.
-	if len(csRequestAPIs) != 13 || len(resp) != 13 {
-		t.Fatalf("%d request and %d response APIs registered, want 13", len(csRequestAPIs), len(resp))
+	// The consume-side APIs: Fetch, ListOffsets, the group APIs,
+	// DeleteGroups and OffsetDelete; each must have both a request and a
+	// response row.
+	if len(csRequestAPIs) != 14 || len(resp) != 14 {
+		t.Fatalf("%d request and %d response APIs registered, want 14", len(csRequestAPIs), len(resp))
 	}
 	for _, a := range csRequestAPIs {
 		row, ok := LookupAPI(a.key)

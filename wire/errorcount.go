@@ -129,6 +129,16 @@ func (r *DeleteGroupsResponse) CountErrors(c ErrorCounter) {
 }
 
 // CountErrors reports r's error codes to c.
+func (r *OffsetDeleteResponse) CountErrors(c ErrorCounter) {
+	countError(c, r.ErrorCode)
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			countError(c, r.Topics[i].Partitions[j].ErrorCode)
+		}
+	}
+}
+
+// CountErrors reports r's error codes to c.
 func (r *CreateTopicsResponse) CountErrors(c ErrorCounter) {
 	for i := range r.Topics {
 		countError(c, r.Topics[i].ErrorCode)

@@ -602,3 +602,86 @@ func (c *Coordinator) Delete(groupID string) int16 {
 	o.flush()
 	return errNone
 }
+
+// OffsetDeleteScope is what OffsetDelete needs to know of a group.
+type OffsetDeleteScope struct {
+	// Error is 0, GROUP_ID_NOT_FOUND (69) for an unknown group,
+	// NON_EMPTY_GROUP (68) for a group with members that is not a consumer
+	// group (protocol type other than "consumer"), or
+	// COORDINATOR_NOT_AVAILABLE (15) after Close.
+	Error int16
+	// Subscribed reports whether the group's members consume topic: their
+	// offsets must not be deleted (GROUP_SUBSCRIBED_TO_TOPIC). It is nil
+	// for an empty group.
+	Subscribed func(topic string) bool
+}
+
+// OffsetDeleteScope looks group groupID up for OffsetDelete, as Kafka's
+// GroupCoordinator.handleDeleteOffsets does: an Empty group may have any
+// offset deleted; a consumer group with members only those of topics no
+// member subscribes to, per GroupMetadata.isSubscribedToTopic: the topics of
+// every member's ConsumerProtocolSubscription for the chosen protocol, and
+// every topic when that is not known (no protocol chosen yet, or metadata
+// that does not parse).
+func (c *Coordinator) OffsetDeleteScope(groupID string) OffsetDeleteScope {
+	g, code := c.lockGroup(groupID, false)
+	if code != errNone {
+		return OffsetDeleteScope{Error: code}
+	}
+	if g == nil {
+		return OffsetDeleteScope{Error: errGroupIDNotFound}
+	}
+	defer g.mu.Unlock()
+	switch {
+	case g.state == stateDead:
+		return OffsetDeleteScope{Error: errGroupIDNotFound}
+	case g.state == stateEmpty:
+		return OffsetDeleteScope{}
+	case g.protocolType != "consumer":
+		return OffsetDeleteScope{Error: errNonEmptyGroup}
+	}
+	all := g.protocolName == ""
+	var topics []string
+	for _, m := range g.members {
+		if all {
+			break
+		}
+		ts, ok := subscriptionTopics(m.metadataFor(g.protocolName))
+		if !ok {
+			all = true
+		}
+		topics = append(topics, ts...)
+	}
+	if all {
+		return OffsetDeleteScope{Subscribed: func(string) bool { return true }}
+	}
+	return OffsetDeleteScope{Subscribed: func(t string) bool { return slices.Contains(topics, t) }}
+}
+
+// subscriptionTopics returns the Topics of a ConsumerProtocolSubscription
+// (Kafka's ConsumerProtocolSubscription.json: a version int16, then
+// "Topics" []string; never flexible). ok is false when b does not parse.
+func subscriptionTopics(b []byte) (topics []string, ok bool) {
+	if len(b) < 6 || int16(uint16(b[0])<<8|uint16(b[1])) < 0 {
+		return nil, false
+	}
+	n := int32(uint32(b[2])<<24 | uint32(b[3])<<16 | uint32(b[4])<<8 | uint32(b[5]))
+	b = b[6:]
+	if n < 0 || int(n) > len(b)/2 {
+		return nil, false
+	}
+	topics = make([]string, 0, n)
+	for range n {
+		if len(b) < 2 {
+			return nil, false
+		}
+		l := int(int16(uint16(b[0])<<8 | uint16(b[1])))
+		b = b[2:]
+		if l < 0 || l > len(b) {
+			return nil, false
+		}
+		topics = append(topics, string(b[:l]))
+		b = b[l:]
+	}
+	return topics, true
+}
