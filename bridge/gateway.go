@@ -179,8 +179,10 @@ type Gateway struct {
 	producers   producerStates
 	bigDecode   atomic.Bool
 	groups      *group.Coordinator
-	metrics     metrics
-	notify      notifier
+	// system keeps kiggy's own state (system.go).
+	system  SystemStore
+	metrics metrics
+	notify  notifier
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -196,6 +198,8 @@ type connState struct {
 	// failed is set when a handler of this connection panicked: its later
 	// requests are closed unserved (panics.go).
 	failed atomic.Bool
+	// auth is who the connection acts as (auth.go).
+	auth connAuth
 }
 
 // task is a unit of work for the pool: a new request of a connection, or a
@@ -214,6 +218,7 @@ func New(cfg Config, store Log) *Gateway {
 		cfg:    cfg,
 		store:  store,
 		caps:   capabilitiesOf(store),
+		system: systemOf(store),
 		work:   make(chan task, workQueueLen),
 		decode: make(chan struct{}, cfg.MaxConcurrentDecodes),
 		ctx:    ctx,

@@ -1,0 +1,28 @@
+package bridge
+
+import (
+	"sync/atomic"
+
+	"github.com/kiggy-io/kiggy/security"
+)
+
+// connAuth is who a connection acts as. The listener sets it from a client
+// certificate; SASL sets it after a successful authentication; the
+// authorizer reads it on every request (docs/design/security.md).
+type connAuth struct {
+	principal atomic.Pointer[security.Principal]
+}
+
+// principal returns the connection's principal: security.Anonymous until a
+// listener or SASL set another.
+func (cs *connState) principal() security.Principal {
+	if p := cs.auth.principal.Load(); p != nil {
+		return *p
+	}
+	return security.Anonymous
+}
+
+// setPrincipal records who the connection acts as from now on.
+func (cs *connState) setPrincipal(p security.Principal) {
+	cs.auth.principal.Store(&p)
+}
