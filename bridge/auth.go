@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"github.com/kiggy-io/kiggy/engine"
 	"sync/atomic"
 
 	"github.com/kiggy-io/kiggy/security"
@@ -25,4 +26,10 @@ func (cs *connState) principal() security.Principal {
 // setPrincipal records who the connection acts as from now on.
 func (cs *connState) setPrincipal(p security.Principal) {
 	cs.auth.principal.Store(&p)
+}
+
+// protocolOf returns the security protocol of the listener ci came in on
+// (Config.Listeners; PLAINTEXT when it is not listed).
+func (g *Gateway) protocolOf(ci *engine.ConnInfo) security.Protocol {
+	return g.cfg.Listeners[ci.Listener]
 }

@@ -17,6 +17,7 @@ package bridge
 
 import (
 	"context"
+	"github.com/kiggy-io/kiggy/security"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -56,6 +57,10 @@ type Config struct {
 	// arrived on (right for a single gateway on a directly reachable port).
 	AdvertisedHost string
 	AdvertisedPort int32
+	// Listeners maps a listener name (engine.ConnInfo.Listener) to its
+	// security protocol; a listener not in it is PLAINTEXT
+	// (docs/design/security.md §3).
+	Listeners map[string]security.Protocol
 	// ClusterID is returned in Metadata; "" = "kiggy".
 	ClusterID string
 	// NoAutoCreateTopics turns off Metadata auto-creation (Kafka

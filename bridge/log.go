@@ -124,6 +124,10 @@ type TopicConfig struct {
 	// DurabilityFsync); read back from Topic it is what the backend does for
 	// the topic (docs/IGGY.md, "Durability").
 	Durability Durability
+	// Compression is the topic's Kafka compression.type ("producer",
+	// "uncompressed", "gzip", "snappy", "lz4", "zstd"; "" = "producer"):
+	// the codec Fetch serves the topic's batches in.
+	Compression string
 }
 
 // Durability says when a backend confirms a write, and so what a Kafka

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"math"
 	"sync"
@@ -28,6 +29,13 @@ type ConnInfo struct {
 	// RemoteAddr and LocalAddr are "ip:port" strings.
 	RemoteAddr string
 	LocalAddr  string
+	// Listener is the name of the listener the connection came in on
+	// (Kafka's listener name, such as "PLAINTEXT" or "SASL_SSL"); "" on a
+	// server that serves one unnamed listener.
+	Listener string
+	// TLS is the connection's TLS state once its handshake is done; nil on
+	// a plaintext connection.
+	TLS *tls.ConnectionState
 
 	closed atomic.Bool
 }

@@ -47,3 +47,47 @@ func ParsePrincipal(s string) (Principal, error) {
 	}
 	return Principal{Type: typ, Name: name}, nil
 }
+
+// Protocol is a listener's security protocol, as Kafka names them
+// (SecurityProtocol: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).
+type Protocol uint8
+
+// The security protocols. The zero value is Plaintext.
+const (
+	Plaintext Protocol = iota
+	SSL
+	SASLPlaintext
+	SASLSSL
+)
+
+var protocolNames = [...]string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+// String returns Kafka's name of the protocol.
+func (p Protocol) String() string {
+	if int(p) < len(protocolNames) {
+		return protocolNames[p]
+	}
+	return "UNKNOWN"
+}
+
+// TLS reports whether connections of the protocol are TLS (SSL, SASL_SSL).
+func (p Protocol) TLS() bool { return p == SSL || p == SASLSSL }
+
+// SASL reports whether connections of the protocol authenticate with SASL
+// before any other request (SASL_PLAINTEXT, SASL_SSL).
+func (p Protocol) SASL() bool { return p == SASLPlaintext || p == SASLSSL }
+
+// ErrUnknownProtocol is returned by ParseProtocol for a name Kafka does not
+// define.
+var ErrUnknownProtocol = errors.New("security: protocol must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+
+// ParseProtocol reads Kafka's name of a security protocol (case-insensitive,
+// as Kafka's SecurityProtocol.forName).
+func ParseProtocol(s string) (Protocol, error) {
+	for i, n := range protocolNames {
+		if strings.EqualFold(s, n) {
+			return Protocol(i), nil
+		}
+	}
+	return 0, ErrUnknownProtocol
+}

@@ -27,3 +27,21 @@ func TestParsePrincipal(t *testing.T) {
 		t.Error("Anonymous / IsZero")
 	}
 }
+
+func TestParseProtocol(t *testing.T) {
+	for _, p := range []Protocol{Plaintext, SSL, SASLPlaintext, SASLSSL} {
+		got, err := ParseProtocol(p.String())
+		if err != nil || got != p {
+			t.Errorf("%v: %v %v", p, got, err)
+		}
+	}
+	if p, err := ParseProtocol("sasl_ssl"); err != nil || p != SASLSSL || !p.TLS() || !p.SASL() {
+		t.Errorf("sasl_ssl: %v %v", p, err)
+	}
+	if _, err := ParseProtocol("SSL_SASL"); err == nil {
+		t.Error("SSL_SASL accepted")
+	}
+	if Plaintext.TLS() || Plaintext.SASL() || !SSL.TLS() || SSL.SASL() || !SASLPlaintext.SASL() {
+		t.Error("TLS/SASL")
+	}
+}
