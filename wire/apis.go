@@ -7,34 +7,36 @@ type APIKey int16
 
 // API keys kiggy knows (docs/design/kafka-protocol.md §2.1).
 const (
-	KeyProduce                 APIKey = 0
-	KeyFetch                   APIKey = 1
-	KeyListOffsets             APIKey = 2
-	KeyMetadata                APIKey = 3
-	KeyOffsetCommit            APIKey = 8
-	KeyOffsetFetch             APIKey = 9
-	KeyFindCoordinator         APIKey = 10
-	KeyJoinGroup               APIKey = 11
-	KeyHeartbeat               APIKey = 12
-	KeyLeaveGroup              APIKey = 13
-	KeySyncGroup               APIKey = 14
-	KeyDescribeGroups          APIKey = 15
-	KeyListGroups              APIKey = 16
-	KeySaslHandshake           APIKey = 17
-	KeyAPIVersions             APIKey = 18
-	KeyCreateTopics            APIKey = 19
-	KeyDeleteTopics            APIKey = 20
-	KeyInitProducerID          APIKey = 22
-	KeyOffsetForLeaderEpoch    APIKey = 23
-	KeyDescribeConfigs         APIKey = 32
-	KeyAlterConfigs            APIKey = 33
-	KeySaslAuthenticate        APIKey = 36
-	KeyCreatePartitions        APIKey = 37
-	KeyDeleteGroups            APIKey = 42
-	KeyIncrementalAlterConfigs APIKey = 44
-	KeyOffsetDelete            APIKey = 47
-	KeyDescribeCluster         APIKey = 60
-	KeyDescribeProducers       APIKey = 61
+	KeyProduce                      APIKey = 0
+	KeyFetch                        APIKey = 1
+	KeyListOffsets                  APIKey = 2
+	KeyMetadata                     APIKey = 3
+	KeyOffsetCommit                 APIKey = 8
+	KeyOffsetFetch                  APIKey = 9
+	KeyFindCoordinator              APIKey = 10
+	KeyJoinGroup                    APIKey = 11
+	KeyHeartbeat                    APIKey = 12
+	KeyLeaveGroup                   APIKey = 13
+	KeySyncGroup                    APIKey = 14
+	KeyDescribeGroups               APIKey = 15
+	KeyListGroups                   APIKey = 16
+	KeySaslHandshake                APIKey = 17
+	KeyAPIVersions                  APIKey = 18
+	KeyCreateTopics                 APIKey = 19
+	KeyDeleteTopics                 APIKey = 20
+	KeyInitProducerID               APIKey = 22
+	KeyOffsetForLeaderEpoch         APIKey = 23
+	KeyDescribeConfigs              APIKey = 32
+	KeyAlterConfigs                 APIKey = 33
+	KeySaslAuthenticate             APIKey = 36
+	KeyCreatePartitions             APIKey = 37
+	KeyDeleteGroups                 APIKey = 42
+	KeyIncrementalAlterConfigs      APIKey = 44
+	KeyOffsetDelete                 APIKey = 47
+	KeyDescribeUserScramCredentials APIKey = 50
+	KeyAlterUserScramCredentials    APIKey = 51
+	KeyDescribeCluster              APIKey = 60
+	KeyDescribeProducers            APIKey = 61
 )
 
 // APIRange is one row of the ApiVersions table: the versions of an API whose
@@ -68,6 +70,7 @@ var APIs = []APIRange{
 	{KeySyncGroup, 0, 5, syncGroupFlexible},
 	{KeyDescribeGroups, 0, 5, describeGroupsFlexible},
 	{KeyListGroups, 0, 5, listGroupsFlexible},
+	{KeySaslHandshake, 0, 1, saslHandshakeFlexible},
 	{KeyAPIVersions, 0, 4, apiVersionsFlexible},
 	{KeyCreateTopics, 2, 7, createTopicsFlexible},
 	{KeyDeleteTopics, 1, 6, deleteTopicsFlexible},
@@ -75,10 +78,13 @@ var APIs = []APIRange{
 	{KeyOffsetForLeaderEpoch, 2, 4, offsetForLeaderEpochFlexible},
 	{KeyDescribeConfigs, 1, 4, describeConfigsFlexible},
 	{KeyAlterConfigs, 0, 2, alterConfigsFlexible},
+	{KeySaslAuthenticate, 0, 2, saslAuthenticateFlexible},
 	{KeyCreatePartitions, 0, 3, createPartitionsFlexible},
 	{KeyDeleteGroups, 0, 3, deleteGroupsFlexible},
 	{KeyIncrementalAlterConfigs, 0, 1, incrementalAlterConfigsFlexible},
 	{KeyOffsetDelete, offsetDeleteMin, offsetDeleteMax, offsetDeleteFlexible},
+	{KeyDescribeUserScramCredentials, 0, 0, scramCredentialsFlexible},
+	{KeyAlterUserScramCredentials, 0, 0, scramCredentialsFlexible},
 	{KeyDescribeCluster, 0, 2, describeClusterFlexible},
 	{KeyDescribeProducers, 0, 0, describeProducersFlexible},
 }
@@ -126,9 +132,11 @@ var apiNames = map[APIKey]string{
 	KeyInitProducerID: "InitProducerId", KeyOffsetForLeaderEpoch: "OffsetForLeaderEpoch",
 	KeyDescribeConfigs: "DescribeConfigs", KeyAlterConfigs: "AlterConfigs", KeySaslAuthenticate: "SaslAuthenticate",
 	KeyCreatePartitions: "CreatePartitions", KeyDeleteGroups: "DeleteGroups", KeyIncrementalAlterConfigs: "IncrementalAlterConfigs",
-	KeyOffsetDelete:      "OffsetDelete",
-	KeyDescribeCluster:   "DescribeCluster",
-	KeyDescribeProducers: "DescribeProducers",
+	KeyOffsetDelete:                 "OffsetDelete",
+	KeyDescribeUserScramCredentials: "DescribeUserScramCredentials",
+	KeyAlterUserScramCredentials:    "AlterUserScramCredentials",
+	KeyDescribeCluster:              "DescribeCluster",
+	KeyDescribeProducers:            "DescribeProducers",
 }
 
 // String returns Kafka's name for the API, e.g. "Produce", or "API_<n>".

@@ -11,20 +11,24 @@ import "testing"
 // csDecoders are our decoders bound to reused requests.
 func csDecoders() map[string]func([]byte, int16) error {
 	return map[string]func([]byte, int16) error{
-		"Fetch":                (&FetchRequest{}).Decode,
-		"ListOffsets":          (&ListOffsetsRequest{}).Decode,
-		"FindCoordinator":      (&FindCoordinatorRequest{}).Decode,
-		"JoinGroup":            (&JoinGroupRequest{}).Decode,
-		"SyncGroup":            (&SyncGroupRequest{}).Decode,
-		"Heartbeat":            (&HeartbeatRequest{}).Decode,
-		"LeaveGroup":           (&LeaveGroupRequest{}).Decode,
-		"OffsetCommit":         (&OffsetCommitRequest{}).Decode,
-		"OffsetFetch":          (&OffsetFetchRequest{}).Decode,
-		"DescribeGroups":       (&DescribeGroupsRequest{}).Decode,
-		"ListGroups":           (&ListGroupsRequest{}).Decode,
-		"OffsetForLeaderEpoch": (&OffsetForLeaderEpochRequest{}).Decode,
-		"DeleteGroups":         (&DeleteGroupsRequest{}).Decode,
-		"OffsetDelete":         (&OffsetDeleteRequest{}).Decode,
+		"Fetch":                        (&FetchRequest{}).Decode,
+		"ListOffsets":                  (&ListOffsetsRequest{}).Decode,
+		"FindCoordinator":              (&FindCoordinatorRequest{}).Decode,
+		"JoinGroup":                    (&JoinGroupRequest{}).Decode,
+		"SyncGroup":                    (&SyncGroupRequest{}).Decode,
+		"Heartbeat":                    (&HeartbeatRequest{}).Decode,
+		"LeaveGroup":                   (&LeaveGroupRequest{}).Decode,
+		"OffsetCommit":                 (&OffsetCommitRequest{}).Decode,
+		"OffsetFetch":                  (&OffsetFetchRequest{}).Decode,
+		"DescribeGroups":               (&DescribeGroupsRequest{}).Decode,
+		"ListGroups":                   (&ListGroupsRequest{}).Decode,
+		"OffsetForLeaderEpoch":         (&OffsetForLeaderEpochRequest{}).Decode,
+		"DeleteGroups":                 (&DeleteGroupsRequest{}).Decode,
+		"SaslHandshake":                (&SaslHandshakeRequest{}).Decode,
+		"SaslAuthenticate":             (&SaslAuthenticateRequest{}).Decode,
+		"DescribeUserScramCredentials": (&DescribeUserScramCredentialsRequest{}).Decode,
+		"AlterUserScramCredentials":    (&AlterUserScramCredentialsRequest{}).Decode,
+		"OffsetDelete":                 (&OffsetDeleteRequest{}).Decode,
 	}
 }
 

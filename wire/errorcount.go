@@ -194,3 +194,24 @@ func (r *DescribeProducersResponse) CountErrors(c ErrorCounter) {
 		}
 	}
 }
+
+// CountErrors reports r's error code to c.
+func (r *SaslHandshakeResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }
+
+// CountErrors reports r's error code to c.
+func (r *SaslAuthenticateResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }
+
+// CountErrors reports r's error codes to c.
+func (r *DescribeUserScramCredentialsResponse) CountErrors(c ErrorCounter) {
+	countError(c, r.ErrorCode)
+	for i := range r.Results {
+		countError(c, r.Results[i].ErrorCode)
+	}
+}
+
+// CountErrors reports r's error codes to c.
+func (r *AlterUserScramCredentialsResponse) CountErrors(c ErrorCounter) {
+	for i := range r.Results {
+		countError(c, r.Results[i].ErrorCode)
+	}
+}

@@ -52,6 +52,8 @@ func TestCountErrorsReportsEveryField(t *testing.T) {
 		&CreateTopicsResponse{}, &DeleteTopicsResponse{}, &CreatePartitionsResponse{},
 		&DescribeConfigsResponse{}, &AlterConfigsResponse{}, &IncrementalAlterConfigsResponse{},
 		&DescribeClusterResponse{}, &DescribeProducersResponse{},
+		&SaslHandshakeResponse{}, &SaslAuthenticateResponse{},
+		&DescribeUserScramCredentialsResponse{}, &AlterUserScramCredentialsResponse{},
 	}
 	for _, r := range responses {
 		var next ErrorCode
