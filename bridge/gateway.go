@@ -105,6 +105,8 @@ type Config struct {
 	// no GC policy of its own; cmd/kiggy passes one that returns memory to
 	// the OS after bursts (docs/design/architecture.md §4).
 	ReclaimMemory func(idle time.Duration, bigDecode bool)
+	// SASL configures authentication on SASL listeners (bridge/sasl.go).
+	SASL SASLConfig
 	// Group configures the group coordinator (session timeout bounds,
 	// initial rebalance delay).
 	Group group.Config
@@ -186,6 +188,7 @@ type Gateway struct {
 	groups      *group.Coordinator
 	// system keeps kiggy's own state (system.go).
 	system  SystemStore
+	sasl    saslState // bridge/sasl.go
 	metrics metrics
 	notify  notifier
 
@@ -205,6 +208,8 @@ type connState struct {
 	failed atomic.Bool
 	// auth is who the connection acts as (auth.go).
 	auth connAuth
+	// sasl is the connection's SASL authentication state (sasl.go).
+	sasl saslConn
 }
 
 // task is a unit of work for the pool: a new request of a connection, or a
@@ -234,6 +239,7 @@ func New(cfg Config, store Log) *Gateway {
 	g.producers.init()
 	g.groups = group.New(cfg.Group)
 	g.notify.init()
+	g.initSASL()
 	g.register()
 	for range cfg.Workers {
 		g.wg.Add(1)
@@ -249,31 +255,35 @@ func New(cfg Config, store Log) *Gateway {
 // row in wire.APIs and an entry here; call.go says how to write a handler,
 // docs/design/adding-an-api.md §2 how to add an API.
 var handlerTable = [maxAPIKey]handlerFunc{
-	wire.KeyProduce:                 (*Gateway).produce,
-	wire.KeyFetch:                   (*Gateway).fetch,
-	wire.KeyListOffsets:             (*Gateway).listOffsets,
-	wire.KeyMetadata:                (*Gateway).metadata,
-	wire.KeyOffsetCommit:            (*Gateway).offsetCommit,
-	wire.KeyOffsetFetch:             (*Gateway).offsetFetch,
-	wire.KeyFindCoordinator:         (*Gateway).findCoordinator,
-	wire.KeyJoinGroup:               (*Gateway).joinGroup,
-	wire.KeyHeartbeat:               (*Gateway).heartbeat,
-	wire.KeyLeaveGroup:              (*Gateway).leaveGroup,
-	wire.KeySyncGroup:               (*Gateway).syncGroup,
-	wire.KeyDescribeGroups:          (*Gateway).describeGroups,
-	wire.KeyListGroups:              (*Gateway).listGroups,
-	wire.KeyAPIVersions:             (*Gateway).apiVersions,
-	wire.KeyCreateTopics:            (*Gateway).createTopics,
-	wire.KeyDeleteTopics:            (*Gateway).deleteTopics,
-	wire.KeyInitProducerID:          (*Gateway).initProducerID,
-	wire.KeyDescribeProducers:       (*Gateway).describeProducers,
-	wire.KeyDescribeConfigs:         (*Gateway).describeConfigs,
-	wire.KeyAlterConfigs:            (*Gateway).alterConfigs,
-	wire.KeyCreatePartitions:        (*Gateway).createPartitions,
-	wire.KeyDeleteGroups:            (*Gateway).deleteGroups,
-	wire.KeyIncrementalAlterConfigs: (*Gateway).incrementalAlterConfigs,
-	wire.KeyOffsetDelete:            (*Gateway).offsetDelete,
-	wire.KeyDescribeCluster:         (*Gateway).describeCluster,
+	wire.KeyProduce:                      (*Gateway).produce,
+	wire.KeyFetch:                        (*Gateway).fetch,
+	wire.KeyListOffsets:                  (*Gateway).listOffsets,
+	wire.KeyMetadata:                     (*Gateway).metadata,
+	wire.KeyOffsetCommit:                 (*Gateway).offsetCommit,
+	wire.KeyOffsetFetch:                  (*Gateway).offsetFetch,
+	wire.KeyFindCoordinator:              (*Gateway).findCoordinator,
+	wire.KeyJoinGroup:                    (*Gateway).joinGroup,
+	wire.KeyHeartbeat:                    (*Gateway).heartbeat,
+	wire.KeyLeaveGroup:                   (*Gateway).leaveGroup,
+	wire.KeySyncGroup:                    (*Gateway).syncGroup,
+	wire.KeyDescribeGroups:               (*Gateway).describeGroups,
+	wire.KeyListGroups:                   (*Gateway).listGroups,
+	wire.KeyAPIVersions:                  (*Gateway).apiVersions,
+	wire.KeyCreateTopics:                 (*Gateway).createTopics,
+	wire.KeyDeleteTopics:                 (*Gateway).deleteTopics,
+	wire.KeyInitProducerID:               (*Gateway).initProducerID,
+	wire.KeyDescribeProducers:            (*Gateway).describeProducers,
+	wire.KeyDescribeConfigs:              (*Gateway).describeConfigs,
+	wire.KeyAlterConfigs:                 (*Gateway).alterConfigs,
+	wire.KeyCreatePartitions:             (*Gateway).createPartitions,
+	wire.KeyDeleteGroups:                 (*Gateway).deleteGroups,
+	wire.KeyIncrementalAlterConfigs:      (*Gateway).incrementalAlterConfigs,
+	wire.KeyOffsetDelete:                 (*Gateway).offsetDelete,
+	wire.KeyDescribeCluster:              (*Gateway).describeCluster,
+	wire.KeySaslHandshake:                (*Gateway).saslHandshake,
+	wire.KeySaslAuthenticate:             (*Gateway).saslAuthenticate,
+	wire.KeyDescribeUserScramCredentials: (*Gateway).describeUserScramCredentials,
+	wire.KeyAlterUserScramCredentials:    (*Gateway).alterUserScramCredentials,
 }
 
 // register installs handlerTable (a copy per gateway: the handlers reach
@@ -387,6 +397,9 @@ func (g *Gateway) resume(cs *connState) {
 // serveOne parses the header and dispatches. It reports whether the request
 // parked.
 func (g *Gateway) serveOne(cs *connState, req *engine.Request, inline bool) bool {
+	if g.saslRawPending(cs) {
+		return g.serveSASLToken(cs, req, inline)
+	}
 	hdr, body, err := wire.ParseRequestHeader(req.Frame())
 	if err != nil {
 		// docs/design/kafka-protocol.md §1.1: Kafka closes the connection on an unknown
@@ -405,6 +418,9 @@ func (g *Gateway) serveOne(cs *connState, req *engine.Request, inline bool) bool
 		// and this request is dropped, as the engine drops the ones it has
 		// not dispatched yet.
 		req.Close(engine.ReasonProtocolError, closeHandlerPanic)
+		return false
+	}
+	if !g.saslGate(cs, req, &hdr) {
 		return false
 	}
 	g.metrics.countRequest(hdr.APIKey, hdr.APIVersion)

@@ -1,0 +1,681 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/internal/metric"
+	"github.com/kiggy-io/kiggy/security"
+	"github.com/kiggy-io/kiggy/security/sasl"
+	"github.com/kiggy-io/kiggy/security/scram"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+// SASL authentication on SASL listeners (docs/design/security.md §4).
+//
+// A connection on a SASL_PLAINTEXT or SASL_SSL listener goes through
+// Kafka's SaslServerAuthenticator states before any other request is
+// served: ApiVersions (optional, once), SaslHandshake (the mechanism), then
+// SaslAuthenticate requests carrying the mechanism's messages until it
+// succeeds. Any other request before that closes the connection ("Unexpected
+// Kafka request of type X during SASL handshake"). The state lives in the
+// connection's connState and is only touched by the connection's one
+// request in progress: nothing runs, waits or is held between its requests.
+
+// DefaultSASLHandshakeTimeout bounds the time from a SASL connection's first
+// request to a successful authentication.
+const DefaultSASLHandshakeTimeout = 10 * time.Second
+
+// SASLConfig configures authentication on SASL listeners. With no
+// mechanism enabled a SASL listener authenticates nobody.
+type SASLConfig struct {
+	// Plain verifies PLAIN (RFC 4616) passwords; nil = PLAIN off.
+	Plain sasl.PlainVerifier
+	// Scram enables SCRAM-SHA-256 and SCRAM-SHA-512 against the
+	// credentials in the system store (namespace "scram"), managed with
+	// AlterUserScramCredentials.
+	Scram bool
+	// OAuth validates OAUTHBEARER tokens; nil = OAUTHBEARER off.
+	OAuth *sasl.OAuthValidator
+	// HandshakeTimeout bounds the time from a SASL connection's first
+	// request to a successful authentication: a request arriving later on
+	// a connection still unauthenticated closes it. 0 = 10 s. A connection
+	// that sends nothing at all is closed by the engine's idle timeout.
+	HandshakeTimeout time.Duration
+	// ScramBootstrap adds SCRAM-SHA-256 and SCRAM-SHA-512 credentials
+	// (4096 iterations) at start for each user (name → password) that has
+	// none yet: the first users, before any connection can authenticate to
+	// send AlterUserScramCredentials.
+	ScramBootstrap map[string]string
+	// MaxReauth is Kafka's connections.max.reauth.ms (KIP-368): a
+	// session's lifetime, announced in SaslAuthenticate v1+; a connection
+	// whose session ended without re-authenticating is closed on its next
+	// request. 0 = sessions never end and re-authentication is refused.
+	MaxReauth time.Duration
+}
+
+// sasl stages of a connection, Kafka's SaslServerAuthenticator states.
+const (
+	saslInitial      uint8 = iota // ApiVersions or SaslHandshake next
+	saslVersioned                 // ApiVersions seen: SaslHandshake next
+	saslAuthenticate              // SaslAuthenticate next
+	saslFailed                    // authentication failed: every request closes
+)
+
+// saslConn is a connection's authentication state.
+type saslConn struct {
+	stage uint8
+	// raw: SaslHandshake v0 was used, so the mechanism's messages come as
+	// bare frames, not SaslAuthenticate requests.
+	raw           bool
+	authenticated bool
+	sess          sasl.Session
+	mech          string
+	user          string
+	// first is the connection's first request (handshake timeout).
+	first time.Time
+	// expires ends the session (KIP-368); zero = never.
+	expires time.Time
+	logged  bool
+}
+
+// saslRawVersion marks a call carrying a bare SASL token (SaslHandshake
+// v0), dispatched to the SaslAuthenticate handler.
+const saslRawVersion = -1
+
+// saslMechIndex numbers the mechanisms for the metrics.
+var saslMechNames = [...]string{sasl.Plain, sasl.ScramSHA256, sasl.ScramSHA512, sasl.OAuthBearer}
+
+func saslMechIndex(m string) int {
+	for i, n := range saslMechNames {
+		if n == m {
+			return i
+		}
+	}
+	return -1
+}
+
+// saslCloseReasons label kiggy_sasl_connections_closed_total.
+const (
+	saslCloseUnexpected = iota
+	saslCloseTimeout
+	saslCloseExpired
+	saslCloseFailed
+	saslNumClose
+)
+
+var saslCloseNames = [saslNumClose]string{"unexpected_request", "handshake_timeout", "session_expired", "after_failure"}
+
+// saslMetrics counts authentications.
+type saslMetrics struct {
+	success [len(saslMechNames)]atomic.Uint64
+	failure [len(saslMechNames)]atomic.Uint64
+	reauth  atomic.Uint64
+	closed  [saslNumClose]atomic.Uint64
+}
+
+// saslState is the gateway's SASL side.
+type saslState struct {
+	server  sasl.Server
+	scram   *scramStore
+	metrics saslMetrics
+}
+
+// initSASL builds the mechanisms from cfg.SASL.
+func (g *Gateway) initSASL() {
+	c := &g.cfg.SASL
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = DefaultSASLHandshakeTimeout
+	}
+	g.sasl.scram = &scramStore{sys: g.system}
+	g.sasl.server = sasl.Server{Plain: c.Plain, OAuth: c.OAuth}
+	if c.Scram {
+		g.sasl.server.Scram = g.sasl.scram
+	}
+	if len(c.ScramBootstrap) > 0 {
+		ctx, cancel := context.WithTimeout(g.ctx, 30*time.Second)
+		defer cancel()
+		if err := g.BootstrapScram(ctx, c.ScramBootstrap); err != nil {
+			g.cfg.Logger.Warn("sasl: bootstrap SCRAM users", "err", err)
+		}
+	}
+}
+
+// saslGate decides whether a parsed request of a connection may be served
+// now. It closes req and reports false when not (Kafka closes the
+// connection on any request out of the SaslServerAuthenticator's order).
+func (g *Gateway) saslGate(cs *connState, req *engine.Request, hdr *wire.RequestHeader) bool {
+	key := hdr.APIKey
+	if !g.protocolOf(cs.conn).SASL() {
+		return true
+	}
+	s := &cs.sasl
+	now := time.Now()
+	if s.stage == saslFailed {
+		g.saslClose(req, saslCloseFailed, "request after a failed authentication")
+		return false
+	}
+	if s.authenticated {
+		if !s.expires.IsZero() && now.After(s.expires) && key != wire.KeySaslHandshake && key != wire.KeySaslAuthenticate {
+			// KIP-368: "the server will close the connection if the
+			// client sends a request after the session expired".
+			g.saslClose(req, saslCloseExpired, "session expired without re-authentication")
+			return false
+		}
+		if s.stage == saslAuthenticate && key != wire.KeySaslAuthenticate && !s.expires.IsZero() && now.After(s.expires) {
+			g.saslClose(req, saslCloseExpired, "session expired during re-authentication")
+			return false
+		}
+		return true
+	}
+	if s.first.IsZero() {
+		s.first = now
+	} else if now.Sub(s.first) > g.cfg.SASL.HandshakeTimeout {
+		g.saslClose(req, saslCloseTimeout, "SASL handshake timeout")
+		return false
+	}
+	ok := false
+	switch s.stage {
+	case saslInitial:
+		ok = key == wire.KeyAPIVersions || key == wire.KeySaslHandshake
+	case saslVersioned:
+		ok = key == wire.KeySaslHandshake
+	case saslAuthenticate:
+		ok = key == wire.KeySaslAuthenticate
+	}
+	if !ok {
+		g.saslClose(req, saslCloseUnexpected, "Unexpected Kafka request of type "+key.String()+" during SASL handshake")
+		return false
+	}
+	if key == wire.KeyAPIVersions && hdr.APIVersion <= g.apiMax {
+		// SaslServerAuthenticator: an ApiVersions of a version it does not
+		// know is answered UNSUPPORTED_VERSION in the same state, so that
+		// the client can retry with ours (KIP-511).
+		s.stage = saslVersioned
+	}
+	return true
+}
+
+func (g *Gateway) saslClose(req *engine.Request, why int, detail string) {
+	g.sasl.metrics.closed[why].Add(1)
+	req.Close(engine.ReasonProtocolError, detail)
+}
+
+// saslRawPending reports whether the connection's next frame is a bare SASL
+// token (after SaslHandshake v0).
+func (g *Gateway) saslRawPending(cs *connState) bool {
+	return cs.sasl.raw && cs.sasl.stage == saslAuthenticate
+}
+
+// saslHandshake answers SaslHandshake (key 17): the mechanism is chosen,
+// or UNSUPPORTED_SASL_MECHANISM with the enabled ones (and the connection
+// closes at its next request, as Kafka closes it after the response).
+func (g *Gateway) saslHandshake(c *call) bool {
+	var req wire.SaslHandshakeRequest
+	if !decodeOrClose(c, &req) {
+		return false
+	}
+	resp := &wire.SaslHandshakeResponse{Mechanisms: g.sasl.server.Mechanisms()}
+	s := &c.cs.sasl
+	switch {
+	case !g.protocolOf(c.cs.conn).SASL(), s.stage == saslAuthenticate,
+		s.authenticated && g.cfg.SASL.MaxReauth <= 0:
+		// KafkaApis.handleSaslHandshakeRequest: a SaslHandshake that reaches
+		// the request handler (a PLAINTEXT listener, or an authenticated
+		// connection that may not re-authenticate) is ILLEGAL_SASL_STATE.
+		resp.ErrorCode = wire.IllegalSaslState
+	case s.authenticated && req.Mechanism != s.mech:
+		// KIP-368: re-authentication must use the session's mechanism.
+		resp.ErrorCode = wire.UnsupportedSaslMechanism
+		s.stage = saslFailed
+	default:
+		sess, ok := g.sasl.server.Start(req.Mechanism)
+		if !ok {
+					resp.ErrorCode = wire.UnsupportedSaslMechanism
+			s.stage = saslFailed
+			break
+		}
+		// The mechanism is kept past the frame, which it aliases.
+		s.sess, s.mech, s.stage = sess, strings.Clone(req.Mechanism), saslAuthenticate
+		s.raw = c.hdr.APIVersion == 0
+	}
+	resp.CountErrors(g.errorCounter(c))
+	respond(c, resp)
+	return false
+}
+
+// saslAuthenticate answers SaslAuthenticate (key 36), or a bare token after
+// SaslHandshake v0 (c.hdr.APIVersion == saslRawVersion).
+func (g *Gateway) saslAuthenticate(c *call) bool {
+	s := &c.cs.sasl
+	raw := c.hdr.APIVersion == saslRawVersion
+	var req wire.SaslAuthenticateRequest
+	if raw {
+		req.AuthBytes = c.body
+	} else if !decodeOrClose(c, &req) {
+		return false
+	}
+	if !g.protocolOf(c.cs.conn).SASL() || s.stage != saslAuthenticate || s.sess == nil {
+		// KafkaApis.handleSaslAuthenticateRequest: ILLEGAL_SASL_STATE.
+		resp := &wire.SaslAuthenticateResponse{ErrorCode: wire.IllegalSaslState,
+			ErrorMessage: wire.NullStringOf("SaslAuthenticate request received after successful authentication")}
+		resp.CountErrors(g.errorCounter(c))
+		respond(c, resp)
+		return false
+	}
+	if c.inline {
+		// Verifying may hash (PBKDF2) or read the system store.
+		return g.offload(c)
+	}
+	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
+	reply, done, err := s.sess.Step(ctx, req.AuthBytes)
+	cancel()
+	resp := &wire.SaslAuthenticateResponse{AuthBytes: reply}
+	mi := saslMechIndex(s.mech)
+	switch {
+	case err != nil:
+		g.saslFail(c, s, err)
+		if raw {
+			// SaslHandshake v0: Kafka closes without a response.
+			c.req.Close(engine.ReasonProtocolError, "SASL authentication failed")
+			return false
+		}
+		resp.ErrorCode = wire.SaslAuthenticationFailed
+		resp.ErrorMessage = wire.NullStringOf(saslFailMessage(s.mech, err))
+		resp.AuthBytes = nil
+	case done:
+		user := s.sess.User()
+		if s.authenticated && user != s.user {
+			// KIP-368: "Cannot change principals during re-authentication".
+			g.saslFail(c, s, errors.New("principal changed during re-authentication"))
+			c.req.Close(engine.ReasonProtocolError, "principal changed during re-authentication")
+			return false
+		}
+		if s.authenticated {
+			g.sasl.metrics.reauth.Add(1)
+		}
+		if mi >= 0 {
+			g.sasl.metrics.success[mi].Add(1)
+		}
+		lifetime := g.saslLifetime(s.sess.Expiry())
+		s.authenticated, s.user, s.stage, s.sess, s.raw = true, user, saslInitial, nil, false
+		s.expires = time.Time{}
+		if lifetime > 0 {
+			s.expires = time.Now().Add(lifetime)
+			resp.SessionLifetimeMillis = lifetime.Milliseconds()
+		}
+		c.cs.setPrincipal(security.User(user))
+	}
+	if raw {
+		c.req.Respond(append(c.req.ResponseBuffer(), reply...))
+		return false
+	}
+	resp.CountErrors(g.errorCounter(c))
+	respond(c, resp)
+	return false
+}
+
+// saslLifetime is a new session's lifetime: connections.max.reauth.ms,
+// shortened to the credential's expiry (KIP-368: "the session lifetime is
+// the smaller of the two"); 0 when re-authentication is off.
+func (g *Gateway) saslLifetime(expiry time.Time) time.Duration {
+	limit := g.cfg.SASL.MaxReauth
+	if limit <= 0 {
+		return 0
+	}
+	if !expiry.IsZero() {
+		if d := time.Until(expiry); d < limit {
+			return max(d, time.Millisecond)
+		}
+	}
+	return limit
+}
+
+// saslFail records a failed authentication: counted, logged once per
+// connection (never the secret), and every later request closes.
+func (g *Gateway) saslFail(c *call, s *saslConn, err error) {
+	if mi := saslMechIndex(s.mech); mi >= 0 {
+		g.sasl.metrics.failure[mi].Add(1)
+	}
+	if !s.logged {
+		s.logged = true
+		user := ""
+		if s.sess != nil {
+			user = s.sess.User()
+		}
+		g.cfg.Logger.Warn("sasl: authentication failed", "conn", c.cs.conn.ID, "remote", c.cs.conn.RemoteAddr,
+			"mechanism", s.mech, "user", user, "err", err)
+	}
+	s.stage, s.sess = saslFailed, nil
+}
+
+// saslFailMessage is the ErrorMessage of a failed SaslAuthenticate, in
+// Kafka's words.
+func saslFailMessage(mech string, err error) string {
+	switch {
+	case mech == sasl.Plain:
+		return "Authentication failed: Invalid username or password"
+	case strings.HasPrefix(mech, "SCRAM-"):
+		return "Authentication failed during authentication due to invalid credentials with SASL mechanism " + mech
+	}
+	return "Authentication failed: " + err.Error()
+}
+
+// writeSASLMetrics writes the SASL counters (docs/METRICS.md).
+func (g *Gateway) writeSASLMetrics(w io.Writer) {
+	m := &g.sasl.metrics
+	metric.Header(w, "kiggy_sasl_authentications_total", "counter", "SASL authentications, by mechanism and outcome (re-authentications included).")
+	for i, n := range saslMechNames {
+		fmt.Fprintf(w, "kiggy_sasl_authentications_total{mechanism=%q,outcome=\"success\"} %d\n", n, m.success[i].Load())
+		fmt.Fprintf(w, "kiggy_sasl_authentications_total{mechanism=%q,outcome=\"failure\"} %d\n", n, m.failure[i].Load())
+	}
+	metric.Single(w, "kiggy_sasl_reauthentications_total", "counter", "Successful KIP-368 re-authentications.", m.reauth.Load())
+	metric.Header(w, "kiggy_sasl_connections_closed_total", "counter", "Connections the SASL gate closed, by reason.")
+	for i, n := range saslCloseNames {
+		fmt.Fprintf(w, "kiggy_sasl_connections_closed_total{reason=%q} %d\n", n, m.closed[i].Load())
+	}
+}
+
+// scramNamespace is the system store namespace of SCRAM credentials: key
+// "<mechanism>/<user>", value scram.Credential.Encode
+// (docs/design/security.md §5).
+const scramNamespace = "scram"
+
+// scramRefresh is how old the cached credentials may be before a lookup
+// reads the system store again (other instances' changes show within it).
+const scramRefresh = 5 * time.Second
+
+// scramStore is the SCRAM credentials over the system store, cached.
+type scramStore struct {
+	sys    SystemStore
+	mu     sync.Mutex
+	cache  map[string]scram.Credential
+	loaded time.Time
+}
+
+func scramKey(m scram.Mechanism, user string) string { return m.Name() + "/" + user }
+
+// load returns the credentials, read again when the cache is older than
+// scramRefresh. Callers hold s.mu.
+func (s *scramStore) load(ctx context.Context) (map[string]scram.Credential, error) {
+	if s.cache != nil && time.Since(s.loaded) < scramRefresh {
+		return s.cache, nil
+	}
+	raw, err := s.sys.LoadSystem(ctx, scramNamespace)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]scram.Credential, len(raw))
+	for k, v := range raw {
+		if c, err := scram.Decode(v); err == nil {
+			m[k] = c
+		}
+	}
+	s.cache, s.loaded = m, time.Now()
+	return m, nil
+}
+
+// ScramCredential implements sasl.ScramStore.
+func (s *scramStore) ScramCredential(ctx context.Context, m scram.Mechanism, user string) (scram.Credential, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	creds, err := s.load(ctx)
+	if err != nil {
+		return scram.Credential{}, false, err
+	}
+	c, ok := creds[scramKey(m, user)]
+	return c, ok, nil
+}
+
+// put stores (or, with c nil, deletes) one credential.
+func (s *scramStore) put(ctx context.Context, m scram.Mechanism, user string, c *scram.Credential) error {
+	var v []byte
+	if c != nil {
+		v = c.Encode()
+	}
+	if err := s.sys.PutSystem(ctx, scramNamespace, scramKey(m, user), v); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cache != nil {
+		if c != nil {
+			s.cache[scramKey(m, user)] = *c
+		} else {
+			delete(s.cache, scramKey(m, user))
+		}
+	}
+	return nil
+}
+
+// users returns every user with credentials and their mechanisms.
+func (s *scramStore) users(ctx context.Context) (map[string][]wire.ScramCredentialInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loaded = time.Time{} // describe reads the store itself
+	creds, err := s.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]wire.ScramCredentialInfo{}
+	for k, c := range creds {
+		mn, user, _ := strings.Cut(k, "/")
+		m := scram.ParseMechanism(mn)
+		if !m.Valid() {
+			continue
+		}
+		out[user] = append(out[user], wire.ScramCredentialInfo{Mechanism: int8(m), Iterations: int32(c.Iterations)})
+	}
+	for _, infos := range out {
+		slices.SortFunc(infos, func(a, b wire.ScramCredentialInfo) int { return int(a.Mechanism) - int(b.Mechanism) })
+	}
+	return out, nil
+}
+
+// BootstrapScram adds a SCRAM-SHA-256 and a SCRAM-SHA-512 credential for
+// every user of users (name → password) that has none yet (kafka-storage
+// format --add-scram's role; cmd/kiggy's --sasl-scram-bootstrap-users-file).
+func (g *Gateway) BootstrapScram(ctx context.Context, users map[string]string) error {
+	for user, pass := range users {
+		for _, m := range scram.Mechanisms {
+			if _, ok, err := g.sasl.scram.ScramCredential(ctx, m, user); err != nil {
+				return err
+			} else if ok {
+				continue
+			}
+			c := scram.FromPassword(m, pass, scram.MinIterations)
+			if err := g.sasl.scram.put(ctx, m, user, &c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// describeUserScramCredentials answers DescribeUserScramCredentials (key
+// 50) as Kafka's controller does: every user with credentials for a null or
+// empty list, else one result per name, RESOURCE_NOT_FOUND for a user with
+// none and DUPLICATE_RESOURCE for a name asked twice.
+func (g *Gateway) describeUserScramCredentials(c *call) bool {
+	var req wire.DescribeUserScramCredentialsRequest
+	if !decodeOrClose(c, &req) {
+		return false
+	}
+	if c.inline {
+		return g.offload(c)
+	}
+	resp := &wire.DescribeUserScramCredentialsResponse{}
+	users, err := g.sasl.scram.users(g.ctx)
+	switch {
+	case err != nil:
+		resp.ErrorCode, resp.ErrorMessage = wire.UnknownServerError, wire.NullStringOf(err.Error())
+	case len(req.Users) == 0:
+		names := make([]string, 0, len(users))
+		for u := range users {
+			names = append(names, u)
+		}
+		slices.Sort(names)
+		for _, u := range names {
+			resp.Results = append(resp.Results, wire.DescribeUserScramCredentialsResult{User: u, Credentials: users[u]})
+		}
+	default:
+		seen := map[string]int{}
+		for _, u := range req.Users {
+			seen[u]++
+		}
+		done := map[string]bool{}
+		for _, u := range req.Users {
+			if done[u] {
+				continue
+			}
+			done[u] = true
+			r := wire.DescribeUserScramCredentialsResult{User: u}
+			switch infos, ok := users[u]; {
+			case seen[u] > 1:
+				r.ErrorCode = wire.DuplicateResource
+				r.ErrorMessage = wire.NullStringOf("Cannot describe SCRAM credentials for the same user twice in a single request: " + u)
+			case !ok:
+				r.ErrorCode = wire.ResourceNotFound
+				r.ErrorMessage = wire.NullStringOf("Attempt to describe a user credential that does not exist: " + u)
+			default:
+				r.Credentials = infos
+			}
+			resp.Results = append(resp.Results, r)
+		}
+	}
+	resp.CountErrors(g.errorCounter(c))
+	respond(c, resp)
+	return false
+}
+
+// alterUserScramCredentials answers AlterUserScramCredentials (key 51) with
+// the checks of Kafka's ScramControlManager: a known mechanism
+// (UNSUPPORTED_SASL_MECHANISM), a non-empty user name, 4096 to 16384
+// iterations, a salted password of the hash's size
+// (UNACCEPTABLE_CREDENTIAL), a (user, mechanism) altered once per request
+// (DUPLICATE_RESOURCE) and a deleted credential that exists
+// (RESOURCE_NOT_FOUND). A user's changes apply only when all of them pass.
+func (g *Gateway) alterUserScramCredentials(c *call) bool {
+	var req wire.AlterUserScramCredentialsRequest
+	if !decodeOrClose(c, &req) {
+		return false
+	}
+	if c.inline {
+		return g.offload(c)
+	}
+	type change struct {
+		m    scram.Mechanism
+		cred *scram.Credential
+	}
+	var order []string
+	errs := map[string]wire.AlterUserScramCredentialsResult{}
+	changes := map[string][]change{}
+	pairs := map[string]int{}
+	note := func(user string) {
+		if _, ok := changes[user]; !ok {
+			if _, failed := errs[user]; !failed {
+				order = append(order, user)
+			}
+			changes[user] = nil
+		}
+	}
+	fail := func(user string, code wire.ErrorCode, msg string) {
+		if _, ok := errs[user]; !ok {
+			errs[user] = wire.AlterUserScramCredentialsResult{User: user, ErrorCode: code, ErrorMessage: wire.NullStringOf(msg)}
+		}
+	}
+	for _, d := range req.Deletions {
+		pairs[fmt.Sprint(d.Name, "\x00", d.Mechanism)]++
+	}
+	for _, u := range req.Upsertions {
+		pairs[fmt.Sprint(u.Name, "\x00", u.Mechanism)]++
+	}
+	check := func(user string, m int8) bool {
+		note(user)
+		switch {
+		case user == "":
+			fail(user, wire.UnacceptableCredential, "Username must not be empty")
+		case !scram.Mechanism(m).Valid():
+			fail(user, wire.UnsupportedSaslMechanism, "Unknown SCRAM mechanism")
+		case pairs[fmt.Sprint(user, "\x00", m)] > 1:
+			fail(user, wire.DuplicateResource, "A user credential cannot be altered twice in the same request")
+		default:
+			return true
+		}
+		return false
+	}
+	for _, d := range req.Deletions {
+		if !check(d.Name, d.Mechanism) {
+			continue
+		}
+		m := scram.Mechanism(d.Mechanism)
+		if _, ok, err := g.sasl.scram.ScramCredential(g.ctx, m, d.Name); err != nil {
+			fail(d.Name, wire.UnknownServerError, err.Error())
+		} else if !ok {
+			fail(d.Name, wire.ResourceNotFound, "Attempt to delete a user credential that does not exist")
+		} else {
+			changes[d.Name] = append(changes[d.Name], change{m: m})
+		}
+	}
+	for _, u := range req.Upsertions {
+		if !check(u.Name, u.Mechanism) {
+			continue
+		}
+		m := scram.Mechanism(u.Mechanism)
+		switch {
+		case u.Iterations < scram.MinIterations:
+			fail(u.Name, wire.UnacceptableCredential, "Too few iterations")
+		case u.Iterations > scram.MaxIterations:
+			fail(u.Name, wire.UnacceptableCredential, "Too many iterations")
+		case len(u.Salt) == 0 || len(u.SaltedPassword) != m.Size():
+			fail(u.Name, wire.UnacceptableCredential, "Invalid salt or salted password")
+		default:
+			cred := scram.FromSaltedPassword(m, u.SaltedPassword, u.Salt, int(u.Iterations))
+			changes[u.Name] = append(changes[u.Name], change{m: m, cred: &cred})
+		}
+	}
+	resp := &wire.AlterUserScramCredentialsResponse{}
+	for _, user := range order {
+		r, failed := errs[user]
+		if !failed {
+			r = wire.AlterUserScramCredentialsResult{User: user}
+			for _, ch := range changes[user] {
+				if err := g.sasl.scram.put(g.ctx, ch.m, user, ch.cred); err != nil {
+					r.ErrorCode, r.ErrorMessage = wire.UnknownServerError, wire.NullStringOf(err.Error())
+					break
+				}
+			}
+		}
+		resp.Results = append(resp.Results, r)
+	}
+	resp.CountErrors(g.errorCounter(c))
+	respond(c, resp)
+	return false
+}
+
+// serveSASLToken serves a bare SASL token frame (after SaslHandshake v0)
+// through the SaslAuthenticate handler.
+func (g *Gateway) serveSASLToken(cs *connState, req *engine.Request, inline bool) bool {
+	if s := &cs.sasl; !s.authenticated && time.Since(s.first) > g.cfg.SASL.HandshakeTimeout {
+		g.saslClose(req, saslCloseTimeout, "SASL handshake timeout")
+		return false
+	}
+	st := g.states.Get().(*state)
+	c := &st.call
+	hdr := wire.RequestHeader{APIKey: wire.KeySaslAuthenticate, APIVersion: saslRawVersion}
+	*c = call{cs: cs, req: req, hdr: hdr, body: req.Frame(), state: st, inline: inline, start: time.Now()}
+	parked, ok := g.invoke(g.handler(wire.KeySaslAuthenticate), c)
+	if ok && !parked {
+		g.observe(c)
+		g.putState(st)
+	}
+	return parked
+}
