@@ -239,7 +239,7 @@ func (g *Gateway) saslHandshake(c *call) bool {
 	default:
 		sess, ok := g.sasl.server.Start(req.Mechanism)
 		if !ok {
-					resp.ErrorCode = wire.UnsupportedSaslMechanism
+			resp.ErrorCode = wire.UnsupportedSaslMechanism
 			s.stage = saslFailed
 			break
 		}
