@@ -51,10 +51,12 @@ type options struct {
 
 	logLevel, logFormat string
 
+	sasl saslOptions // sasl.go
+
 	configFile string // applied by settings.parse before the rest
 }
 
-var groups = []string{"General", "Listener", "Kafka", "Limits", "Embedded log", "Iggy backend", "Admin", "Logging"}
+var groups = []string{"General", "Listener", "SASL", "Kafka", "Limits", "Embedded log", "Iggy backend", "Admin", "Logging"}
 
 func registerOptions(s *settings, o *options) {
 	s.String("General", configKnob, &o.configFile, "", "configuration file of name = value lines (flag names without dashes; # comments); variables and flags win over it")
@@ -111,6 +113,7 @@ func registerOptions(s *settings, o *options) {
 
 	s.String("Logging", "log-level", &o.logLevel, "info", "debug, info, warn or error")
 	s.String("Logging", "log-format", &o.logFormat, "text", "text or json")
+	registerSASLOptions(s, &o.sasl)
 }
 
 func main() {
@@ -167,6 +170,10 @@ func serve(o options, logger *slog.Logger) error {
 	}
 	defer stopProfile()
 	ctx := context.Background()
+	listeners, saslCfg, err := o.sasl.bridgeConfig()
+	if err != nil {
+		return err
+	}
 	store, err := openBackend(ctx, o, logger)
 	if err != nil {
 		return err
@@ -201,6 +208,8 @@ func serve(o options, logger *slog.Logger) error {
 		ProducerIDExpiration: o.producerIDExpiration,
 		ProducerStateScan:    int(o.producerStateScan),
 		ReclaimMemory:        reclaimMemory,
+		Listeners:            listeners,
+		SASL:                 saslCfg,
 	}, store)
 	if err != nil {
 		return fmt.Errorf("--engine: %w", err)

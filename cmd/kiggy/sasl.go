@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/security"
+	"github.com/kiggy-io/kiggy/security/sasl"
+)
+
+// saslOptions are the SASL knobs (docs/design/security.md §4).
+type saslOptions struct {
+	securityProtocol    string
+	mechanisms          string
+	plainUsersFile      string
+	scramBootstrapFile  string
+	handshakeTimeout    time.Duration
+	maxReauth           time.Duration
+	oauthJWKSFile       string
+	oauthIssuer         string
+	oauthAudience       string
+	oauthSubClaim       string
+	oauthClockSkew      time.Duration
+	oauthAllowedMethods string
+}
+
+func registerSASLOptions(s *settings, o *saslOptions) {
+	s.String("SASL", "security-protocol", &o.securityProtocol, "PLAINTEXT", "security protocol of the Kafka listener: PLAINTEXT or SASL_PLAINTEXT (Kafka listener.security.protocol.map)")
+	s.String("SASL", "sasl-enabled-mechanisms", &o.mechanisms, "", "comma-separated SASL mechanisms offered (Kafka sasl.enabled.mechanisms); empty = every configured one: PLAIN with --sasl-plain-users-file, SCRAM-SHA-256 and SCRAM-SHA-512, OAUTHBEARER with --sasl-oauthbearer-jwks-file")
+	s.String("SASL", "sasl-plain-users-file", &o.plainUsersFile, "", "PLAIN credentials: lines user:password or user:$pbkdf2-sha256$iterations$salt$hash (docs/design/security.md §4)")
+	s.String("SASL", "sasl-scram-bootstrap-users-file", &o.scramBootstrapFile, "", "lines user:password; at start each user without SCRAM credentials gets SCRAM-SHA-256 and SCRAM-SHA-512 ones (4096 iterations), like kafka-storage format --add-scram")
+	s.Duration("SASL", "sasl-handshake-timeout", &o.handshakeTimeout, bridge.DefaultSASLHandshakeTimeout, 100*time.Millisecond, time.Hour, "a SASL connection not authenticated this long after its first request is closed at its next one")
+	s.Duration("SASL", "connections-max-reauth", &o.maxReauth, 0, 0, 365*24*time.Hour, "SASL session lifetime; clients re-authenticate before it ends or are disconnected (Kafka connections.max.reauth.ms, KIP-368); 0 = off")
+	s.String("SASL", "sasl-oauthbearer-jwks-file", &o.oauthJWKSFile, "", "JSON Web Key Set (RSA and P-256 keys) that signs OAUTHBEARER tokens; enables OAUTHBEARER")
+	s.String("SASL", "sasl-oauthbearer-expected-issuer", &o.oauthIssuer, "", "the iss claim OAUTHBEARER tokens must carry (empty = not checked)")
+	s.String("SASL", "sasl-oauthbearer-expected-audience", &o.oauthAudience, "", "comma-separated audiences; a token's aud must hold one (empty = not checked)")
+	s.String("SASL", "sasl-oauthbearer-sub-claim-name", &o.oauthSubClaim, "sub", "the token claim that names the principal (Kafka sasl.oauthbearer.sub.claim.name)")
+	s.Duration("SASL", "sasl-oauthbearer-clock-skew", &o.oauthClockSkew, 30*time.Second, 0, time.Hour, "tolerance on a token's exp, nbf and iat (Kafka sasl.oauthbearer.clock.skew.seconds)")
+}
+
+// bridgeConfig turns the SASL knobs into the gateway's listener map and
+// SASLConfig.
+func (o *saslOptions) bridgeConfig() (map[string]security.Protocol, bridge.SASLConfig, error) {
+	var cfg bridge.SASLConfig
+	p, err := security.ParseProtocol(o.securityProtocol)
+	if err != nil {
+		return nil, cfg, fmt.Errorf("--security-protocol: %w", err)
+	}
+	if p.TLS() {
+		return nil, cfg, fmt.Errorf("--security-protocol %s: TLS listeners are not configured here", p)
+	}
+	cfg.HandshakeTimeout, cfg.MaxReauth = o.handshakeTimeout, o.maxReauth
+	want := map[string]bool{}
+	explicit := strings.TrimSpace(o.mechanisms) != ""
+	for m := range strings.SplitSeq(o.mechanisms, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			if !slices.Contains([]string{sasl.Plain, sasl.ScramSHA256, sasl.ScramSHA512, sasl.OAuthBearer}, m) {
+				return nil, cfg, fmt.Errorf("--sasl-enabled-mechanisms: unknown mechanism %q", m)
+			}
+			want[m] = true
+		}
+	}
+	on := func(m string) bool { return !explicit || want[m] }
+	if o.plainUsersFile != "" && on(sasl.Plain) {
+		pu, err := sasl.LoadPlainUsers(o.plainUsersFile)
+		if err != nil {
+			return nil, cfg, fmt.Errorf("--sasl-plain-users-file: %w", err)
+		}
+		cfg.Plain = pu
+	} else if explicit && want[sasl.Plain] {
+		return nil, cfg, fmt.Errorf("--sasl-enabled-mechanisms: PLAIN needs --sasl-plain-users-file")
+	}
+	if want[sasl.ScramSHA256] != want[sasl.ScramSHA512] {
+		return nil, cfg, fmt.Errorf("--sasl-enabled-mechanisms: SCRAM-SHA-256 and SCRAM-SHA-512 go together (one credential store)")
+	}
+	cfg.Scram = on(sasl.ScramSHA256)
+	if o.scramBootstrapFile != "" {
+		users, err := readUserPasswords(o.scramBootstrapFile)
+		if err != nil {
+			return nil, cfg, fmt.Errorf("--sasl-scram-bootstrap-users-file: %w", err)
+		}
+		cfg.ScramBootstrap = users
+	}
+	if o.oauthJWKSFile != "" && on(sasl.OAuthBearer) {
+		v, err := sasl.LoadOAuthValidator(sasl.OAuthConfig{
+			JWKSFile: o.oauthJWKSFile, Issuer: o.oauthIssuer, Audience: splitList(o.oauthAudience),
+			SubClaim: o.oauthSubClaim, ClockSkew: o.oauthClockSkew,
+		})
+		if err != nil {
+			return nil, cfg, fmt.Errorf("--sasl-oauthbearer-jwks-file: %w", err)
+		}
+		cfg.OAuth = v
+	} else if explicit && want[sasl.OAuthBearer] {
+		return nil, cfg, fmt.Errorf("--sasl-enabled-mechanisms: OAUTHBEARER needs --sasl-oauthbearer-jwks-file")
+	}
+	// The default single listener is named "" (engine.ConnInfo.Listener).
+	return map[string]security.Protocol{"": p}, cfg, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for v := range strings.SplitSeq(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// readUserPasswords reads user:password lines (blank lines and # comments
+// skipped).
+func readUserPasswords(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	users := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		t := strings.TrimRight(sc.Text(), "\r")
+		if s := strings.TrimSpace(t); s == "" || strings.HasPrefix(s, "#") {
+			continue
+		}
+		u, p, ok := strings.Cut(t, ":")
+		if !ok || u == "" || p == "" {
+			return nil, fmt.Errorf("%s:%d: want user:password", path, n)
+		}
+		users[u] = p
+	}
+	return users, sc.Err()
+}
