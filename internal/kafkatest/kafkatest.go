@@ -62,6 +62,20 @@ type Config struct {
 	// StopTimeout bounds the wait for the JVM to exit after SIGTERM before
 	// it is killed (0 = 60 seconds).
 	StopTimeout time.Duration
+	// SASL, when set, adds a SASL_PLAINTEXT listener (Broker.SASLAddr)
+	// offering PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512.
+	SASL *SASLConfig
+}
+
+// SASLConfig is the SASL listener's users.
+type SASLConfig struct {
+	// PlainUsers are the PLAIN users (name → password), in the listener's
+	// PlainLoginModule JAAS config.
+	PlainUsers map[string]string
+	// ScramUsers get SCRAM-SHA-256 and SCRAM-SHA-512 credentials (4096
+	// iterations) when the storage is formatted (kafka-storage format
+	// --add-scram).
+	ScramUsers map[string]string
 }
 
 func (c *Config) normalize() error {
@@ -131,6 +145,9 @@ var defaultProps = map[string]string{
 type Broker struct {
 	// Addr is the host:port of the PLAINTEXT listener clients bootstrap from.
 	Addr string
+	// SASLAddr is the host:port of the SASL_PLAINTEXT listener (with
+	// Config.SASL; "" otherwise).
+	SASLAddr string
 	// ControllerAddr is the host:port of the KRaft controller listener.
 	ControllerAddr string
 	// Pid is the JVM's process id.
@@ -209,7 +226,7 @@ func StartProcess(dir string, cfg Config) (*Broker, error) {
 var errPortTaken = errors.New("kafkatest: a chosen port was taken before the broker bound it")
 
 func startOnce(dir string, cfg Config) (*Broker, error) {
-	ports, err := freePorts(2)
+	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +237,9 @@ func startOnce(dir string, cfg Config) (*Broker, error) {
 		LogPath:        filepath.Join(dir, "broker.log"),
 		cfg:            cfg,
 		exited:         make(chan struct{}),
+	}
+	if cfg.SASL != nil {
+		b.SASLAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2]))
 	}
 	data := filepath.Join(dir, "data")
 	if err := os.RemoveAll(data); err != nil {
@@ -276,6 +296,20 @@ func (b *Broker) properties(data string) []byte {
 	props["inter.broker.listener.name"] = "PLAINTEXT"
 	props["listener.security.protocol.map"] = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
 	props["log.dirs"] = data
+	if sc := b.cfg.SASL; sc != nil {
+		props["listeners"] += ",SASL_PLAINTEXT://" + b.SASLAddr
+		props["advertised.listeners"] += ",SASL_PLAINTEXT://" + b.SASLAddr
+		props["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
+		props["sasl.enabled.mechanisms"] = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+		jaas := "org.apache.kafka.common.security.plain.PlainLoginModule required"
+		for _, u := range slices.Sorted(maps.Keys(sc.PlainUsers)) {
+			jaas += fmt.Sprintf(" user_%s=%q", u, sc.PlainUsers[u])
+		}
+		props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = jaas + ";"
+		for _, m := range []string{"scram-sha-256", "scram-sha-512"} {
+			props["listener.name.sasl_plaintext."+m+".sasl.jaas.config"] = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+		}
+	}
 
 	var buf bytes.Buffer
 	buf.WriteString("# written by kiggy internal/kafkatest\n")
@@ -322,6 +356,13 @@ func (b *Broker) format(propsPath string) error {
 		"-Xmx256m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 		"-cp", b.cfg.Classpath, "kafka.tools.StorageTool",
 		"format", "--cluster-id", id, "--config", propsPath,
+	}
+	if sc := b.cfg.SASL; sc != nil {
+		for _, u := range slices.Sorted(maps.Keys(sc.ScramUsers)) {
+			for _, m := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
+				args = append(args, "--add-scram", fmt.Sprintf("%s=[name=%s,password=%s]", m, u, sc.ScramUsers[u]))
+			}
+		}
 	}
 	cmd := exec.CommandContext(ctx, b.cfg.Java, args...)
 	cmd.Dir = b.Dir

@@ -291,7 +291,12 @@ func (s *Server) serverFinal(msg []byte) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if cf.ChannelBinding != b64.EncodeToString([]byte(s.first.GS2Header)) || cf.Nonce != s.nonce {
+	// RFC 5802 §5.1 wants the nonce echoed as sent. Kafka's ScramSaslServer
+	// only checks that it ends with it ("Invalid client nonce in the final
+	// client message"), and librdkafka relies on that: it sends the client
+	// nonce again in front. The server nonce, what makes the exchange
+	// fresh, is required either way, and the proof covers what was sent.
+	if cf.ChannelBinding != b64.EncodeToString([]byte(s.first.GS2Header)) || !strings.HasSuffix(cf.Nonce, s.nonce) {
 		return nil, false, ErrMalformed
 	}
 	if !s.known || len(cf.Proof) != s.mech.Size() {
