@@ -284,6 +284,7 @@ var handlerTable = [maxAPIKey]handlerFunc{
 	wire.KeySaslAuthenticate:             (*Gateway).saslAuthenticate,
 	wire.KeyDescribeUserScramCredentials: (*Gateway).describeUserScramCredentials,
 	wire.KeyAlterUserScramCredentials:    (*Gateway).alterUserScramCredentials,
+	wire.KeyDescribeClientQuotas:         (*Gateway).describeClientQuotas,
 }
 
 // register installs handlerTable (a copy per gateway: the handlers reach

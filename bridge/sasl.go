@@ -679,3 +679,25 @@ func (g *Gateway) serveSASLToken(cs *connState, req *engine.Request, inline bool
 	}
 	return parked
 }
+
+// describeClientQuotas answers DescribeClientQuotas (key 48): kiggy has no
+// client quotas, so no entity matches; a match type outside 0–2 is
+// INVALID_REQUEST as in Kafka's ClientQuotaManager. kafka-configs
+// --describe --entity-type users asks it beside the SCRAM credentials.
+func (g *Gateway) describeClientQuotas(c *call) bool {
+	var req wire.DescribeClientQuotasRequest
+	if !decodeOrClose(c, &req) {
+		return false
+	}
+	resp := &wire.DescribeClientQuotasResponse{Entries: []wire.QuotaEntry{}}
+	for _, comp := range req.Components {
+		if comp.MatchType < 0 || comp.MatchType > 2 {
+			resp = &wire.DescribeClientQuotasResponse{ErrorCode: wire.InvalidRequest,
+				ErrorMessage: wire.NullStringOf(fmt.Sprintf("Unknown match type %d", comp.MatchType))}
+			break
+		}
+	}
+	resp.CountErrors(g.errorCounter(c))
+	respond(c, resp)
+	return false
+}

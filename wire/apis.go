@@ -33,6 +33,7 @@ const (
 	KeyDeleteGroups                 APIKey = 42
 	KeyIncrementalAlterConfigs      APIKey = 44
 	KeyOffsetDelete                 APIKey = 47
+	KeyDescribeClientQuotas         APIKey = 48
 	KeyDescribeUserScramCredentials APIKey = 50
 	KeyAlterUserScramCredentials    APIKey = 51
 	KeyDescribeCluster              APIKey = 60
@@ -83,6 +84,7 @@ var APIs = []APIRange{
 	{KeyDeleteGroups, 0, 3, deleteGroupsFlexible},
 	{KeyIncrementalAlterConfigs, 0, 1, incrementalAlterConfigsFlexible},
 	{KeyOffsetDelete, offsetDeleteMin, offsetDeleteMax, offsetDeleteFlexible},
+	{KeyDescribeClientQuotas, 0, 1, describeClientQuotasFlexible},
 	{KeyDescribeUserScramCredentials, 0, 0, scramCredentialsFlexible},
 	{KeyAlterUserScramCredentials, 0, 0, scramCredentialsFlexible},
 	{KeyDescribeCluster, 0, 2, describeClusterFlexible},
@@ -133,6 +135,7 @@ var apiNames = map[APIKey]string{
 	KeyDescribeConfigs: "DescribeConfigs", KeyAlterConfigs: "AlterConfigs", KeySaslAuthenticate: "SaslAuthenticate",
 	KeyCreatePartitions: "CreatePartitions", KeyDeleteGroups: "DeleteGroups", KeyIncrementalAlterConfigs: "IncrementalAlterConfigs",
 	KeyOffsetDelete:                 "OffsetDelete",
+	KeyDescribeClientQuotas:         "DescribeClientQuotas",
 	KeyDescribeUserScramCredentials: "DescribeUserScramCredentials",
 	KeyAlterUserScramCredentials:    "AlterUserScramCredentials",
 	KeyDescribeCluster:              "DescribeCluster",

@@ -25,6 +25,7 @@ func csDecoders() map[string]func([]byte, int16) error {
 		"OffsetForLeaderEpoch":         (&OffsetForLeaderEpochRequest{}).Decode,
 		"DeleteGroups":                 (&DeleteGroupsRequest{}).Decode,
 		"SaslHandshake":                (&SaslHandshakeRequest{}).Decode,
+		"DescribeClientQuotas":         (&DescribeClientQuotasRequest{}).Decode,
 		"SaslAuthenticate":             (&SaslAuthenticateRequest{}).Decode,
 		"DescribeUserScramCredentials": (&DescribeUserScramCredentialsRequest{}).Decode,
 		"AlterUserScramCredentials":    (&AlterUserScramCredentialsRequest{}).Decode,

@@ -215,3 +215,6 @@ func (r *AlterUserScramCredentialsResponse) CountErrors(c ErrorCounter) {
 		countError(c, r.Results[i].ErrorCode)
 	}
 }
+
+// CountErrors reports r's error code to c.
+func (r *DescribeClientQuotasResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }

@@ -53,7 +53,7 @@ func TestCountErrorsReportsEveryField(t *testing.T) {
 		&DescribeConfigsResponse{}, &AlterConfigsResponse{}, &IncrementalAlterConfigsResponse{},
 		&DescribeClusterResponse{}, &DescribeProducersResponse{},
 		&SaslHandshakeResponse{}, &SaslAuthenticateResponse{},
-		&DescribeUserScramCredentialsResponse{}, &AlterUserScramCredentialsResponse{},
+		&DescribeUserScramCredentialsResponse{}, &AlterUserScramCredentialsResponse{}, &DescribeClientQuotasResponse{},
 	}
 	for _, r := range responses {
 		var next ErrorCode

@@ -208,3 +208,78 @@ func TestAlterUserScramCredentialsRequestOracle(t *testing.T) {
 func TestAlterUserScramCredentialsResponseOracle(t *testing.T) {
 	csCheckResponse(t, csFindResp("AlterUserScramCredentials"))
 }
+
+func init() {
+	csRegisterRequest(csReqAPI{
+		name: "DescribeClientQuotas", key: KeyDescribeClientQuotas, min: 0, max: 1, flexFrom: describeClientQuotasFlexible,
+		build: func(g *oracleGen, _ int16, tags bool) csKmsg {
+			k := kmsg.NewPtrDescribeClientQuotasRequest()
+			for range g.nOuter() {
+				c := kmsg.NewDescribeClientQuotasRequestComponent()
+				c.EntityType, c.MatchType, c.Match = g.str(), kmsg.QuotasMatchType(g.i8()), g.ptr()
+				c.UnknownTags = g.tagsIf(tags)
+				k.Components = append(k.Components, c)
+			}
+			k.Strict = g.bool()
+			k.UnknownTags = g.tagsIf(tags)
+			return k
+		},
+		newDecode: func() func([]byte, int16) (csKmsg, error) {
+			var r DescribeClientQuotasRequest
+			return func(b []byte, v int16) (csKmsg, error) {
+				if err := r.Decode(b, v); err != nil {
+					return nil, err
+				}
+				k := kmsg.NewPtrDescribeClientQuotasRequest()
+				for _, c := range r.Components {
+					kc := kmsg.NewDescribeClientQuotasRequestComponent()
+					kc.EntityType, kc.MatchType, kc.Match = c.EntityType, kmsg.QuotasMatchType(c.MatchType), ptrOf(c.Match)
+					k.Components = append(k.Components, kc)
+				}
+				k.Strict = r.Strict
+				return k, nil
+			}
+		},
+	})
+	csRegisterResponse(csRespAPI{
+		name: "DescribeClientQuotas", key: KeyDescribeClientQuotas, min: 0, max: 1, flexFrom: describeClientQuotasFlexible,
+		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
+			r := &DescribeClientQuotasResponse{ThrottleMillis: g.i32(), ErrorCode: g.code(), ErrorMessage: g.ns()}
+			k := kmsg.NewPtrDescribeClientQuotasResponse()
+			k.ThrottleMillis, k.ErrorCode, k.ErrorMessage = r.ThrottleMillis, int16(r.ErrorCode), ptrOf(r.ErrorMessage)
+			if g.bool() {
+				r.Entries = []QuotaEntry{}
+				k.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
+				for range g.nOuter() {
+					var e QuotaEntry
+					ke := kmsg.NewDescribeClientQuotasResponseEntry()
+					for range g.nInner() {
+						en := QuotaEntity{Type: g.str(), Name: g.ns()}
+						e.Entity = append(e.Entity, en)
+						ken := kmsg.NewDescribeClientQuotasResponseEntryEntity()
+						ken.Type, ken.Name = en.Type, ptrOf(en.Name)
+						ke.Entity = append(ke.Entity, ken)
+					}
+					for range g.nInner() {
+						val := QuotaValue{Key: g.str(), Value: float64(g.i32()) / 4}
+						e.Values = append(e.Values, val)
+						kv := kmsg.NewDescribeClientQuotasResponseEntryValue()
+						kv.Key, kv.Value = val.Key, val.Value
+						ke.Values = append(ke.Values, kv)
+					}
+					r.Entries = append(r.Entries, e)
+					k.Entries = append(k.Entries, ke)
+				}
+			}
+			return func(dst []byte) []byte { return r.AppendTo(dst, v) }, k
+		},
+		empty: func() csKmsg { return kmsg.NewPtrDescribeClientQuotasResponse() },
+	})
+}
+
+func TestDescribeClientQuotasRequestOracle(t *testing.T) {
+	csCheckRequest(t, csFindReq("DescribeClientQuotas"))
+}
+func TestDescribeClientQuotasResponseOracle(t *testing.T) {
+	csCheckResponse(t, csFindResp("DescribeClientQuotas"))
+}
