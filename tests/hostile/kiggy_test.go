@@ -94,9 +94,10 @@ func buildKiggy(t *testing.T) string {
 }
 
 // startKiggy runs bin on 127.0.0.1 ephemeral ports and waits until both
-// listeners are up and /readyz answers. The process is stopped (SIGTERM,
-// then SIGKILL) when the test ends.
-func startKiggy(t *testing.T, bin string) *kiggyProc {
+// listeners are up and /readyz answers; extra flags come after the suite's
+// (a flag given twice takes the later value). The process is stopped
+// (SIGTERM, then SIGKILL) when the test ends.
+func startKiggy(t *testing.T, bin string, extra ...string) *kiggyProc {
 	t.Helper()
 	args := []string{
 		"--listen", "127.0.0.1:0",
@@ -112,6 +113,7 @@ func startKiggy(t *testing.T, bin string) *kiggyProc {
 	if e := os.Getenv(engineEnv); e != "" {
 		args = append(args, "--engine", e)
 	}
+	args = append(args, extra...)
 	cmd := exec.Command(bin, args...)
 	// Only what the process needs: a stray KIGGY_* variable in the test's
 	// environment would change its configuration (or stop it).

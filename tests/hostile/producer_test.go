@@ -87,8 +87,9 @@ type sample struct {
 	err   error
 }
 
-// startProducer starts producing to topic (which must exist).
-func startProducer(t *testing.T, addr, topic string) *goodProducer {
+// startProducer starts producing to topic (which must exist), with extra
+// client options (SASL).
+func startProducer(t *testing.T, addr, topic string, extra ...kgo.Opt) *goodProducer {
 	t.Helper()
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(addr),
@@ -100,6 +101,7 @@ func startProducer(t *testing.T, addr, topic string) *goodProducer {
 	var err error
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &goodProducer{topic: topic, cancel: cancel, done: make(chan struct{})}
+	opts = append(opts, extra...)
 	if p.cl, err = kgo.NewClient(append(opts, kgo.WithHooks(p))...); err != nil {
 		t.Fatal(err)
 	}
