@@ -20,7 +20,7 @@ package wire
 //	                     ErrorMessage nullable string}
 //
 // Mechanism is ScramMechanism's type: 1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512
-// (0 = UNKNOWN). docs/design/security.md §6.
+// (0 = UNKNOWN). docs/design/security.md §5.
 
 // scramCredentialsFlexible is the first flexible version of both APIs:
 // "flexibleVersions": "0+".
@@ -132,7 +132,7 @@ type ScramCredentialUpsertion struct {
 	Iterations int32
 	// Salt is the random salt the client chose.
 	Salt []byte
-	// SaltedPassword is Hi(password, Salt, Iterations) (RFC 5802 §2.2).
+	// SaltedPassword is Hi(password, Salt, Iterations) (RFC 5802 section 2.2).
 	SaltedPassword []byte
 }
 

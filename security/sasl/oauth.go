@@ -26,7 +26,7 @@ import (
 //	gs2-header %x01 "auth=Bearer " token %x01 *(key "=" value %x01) %x01
 //
 // where token is a JWT (RFC 7519) signed with a key of the configured JWKS
-// (RFC 7517). An invalid token is answered with an RFC 7628 §3.2.2 error
+// (RFC 7517). An invalid token is answered with an RFC 7628 section 3.2.2 error
 // JSON; the client replies %x01 and the authentication then fails.
 
 // OAuthConfig configures an OAuthValidator.
@@ -176,7 +176,7 @@ func (v *OAuthValidator) Validate(token string) (sub string, exp time.Time, err 
 		return "", time.Time{}, ErrTokenMalformed
 	}
 	if len(hdr.Crit) > 0 {
-		// RFC 7515 §4.1.11: critical extensions we do not know fail.
+		// RFC 7515 section 4.1.11: critical extensions we do not know fail.
 		return "", time.Time{}, ErrTokenMalformed
 	}
 	var h crypto.Hash
@@ -310,7 +310,7 @@ type OAuthMessage struct {
 	Extensions map[string]string
 }
 
-// ParseOAuthMessage parses the client's first message (RFC 7628 §3.1 and
+// ParseOAuthMessage parses the client's first message (RFC 7628 section 3.1 and
 // Kafka's OAuthBearerClientInitialResponse):
 //
 //	gs2-header kvsep "auth=Bearer " token kvsep *(key "=" value kvsep) kvsep
@@ -331,7 +331,7 @@ func ParseOAuthMessage(msg []byte) (OAuthMessage, error) {
 	}
 	if az != "" {
 		v, ok := strings.CutPrefix(az, "a=")
-		// saslname: '=' only in the escapes =2C and =3D (RFC 5801 §4).
+		// saslname: '=' only in the escapes =2C and =3D (RFC 5801 section 4).
 		if !ok || v == "" || strings.Contains(strings.ReplaceAll(strings.ReplaceAll(v, "=2C", ""), "=3D", ""), "=") {
 			return m, ErrOAuthMalformed
 		}
@@ -384,7 +384,7 @@ type oauthSession struct {
 func (s *oauthSession) Step(_ context.Context, msg []byte) ([]byte, bool, error) {
 	s.step++
 	if s.failed != nil {
-		// The client's %x01 after our error JSON (RFC 7628 §3.2.3).
+		// The client's %x01 after our error JSON (RFC 7628 section 3.2.3).
 		return nil, false, s.failed
 	}
 	if s.step > 1 {
@@ -400,7 +400,7 @@ func (s *oauthSession) Step(_ context.Context, msg []byte) ([]byte, bool, error)
 	}
 	if err != nil {
 		s.failed = fmt.Errorf("invalid token: %w", err)
-		// RFC 7628 §3.2.2: the server's error is a JSON object.
+		// RFC 7628 section 3.2.2: the server's error is a JSON object.
 		return []byte(`{"status":"invalid_token"}`), false, nil
 	}
 	s.user, s.exp = sub, exp

@@ -19,7 +19,7 @@ import (
 )
 
 // ErrPlainMalformed: a PLAIN message is not
-// [authzid] NUL authcid NUL passwd (RFC 4616 §2).
+// [authzid] NUL authcid NUL passwd (RFC 4616 section 2).
 var ErrPlainMalformed = errors.New("sasl: malformed PLAIN message")
 
 // ErrPlainAuthzid: the client asked to act as another user, which Kafka
@@ -27,7 +27,7 @@ var ErrPlainMalformed = errors.New("sasl: malformed PLAIN message")
 // that is different from username").
 var ErrPlainAuthzid = errors.New("sasl: PLAIN authorization id differs from user name")
 
-// ParsePlain splits a PLAIN message (RFC 4616 §2):
+// ParsePlain splits a PLAIN message (RFC 4616 section 2):
 //
 //	message = [authzid] UTF8NUL authcid UTF8NUL passwd
 //

@@ -96,7 +96,7 @@ func (m Mechanism) digest(b []byte) []byte {
 }
 
 // Credential is what the server keeps for one user and mechanism (RFC 5802
-// §3): never the password, nor the salted password.
+// section 3): never the password, nor the salted password.
 type Credential struct {
 	Salt       []byte
 	StoredKey  []byte
@@ -107,7 +107,7 @@ type Credential struct {
 // FromSaltedPassword derives the stored credential from SaltedPassword =
 // Hi(password, salt, iterations), the form AlterUserScramCredentials sends:
 // ClientKey = HMAC(SaltedPassword, "Client Key"), StoredKey = H(ClientKey),
-// ServerKey = HMAC(SaltedPassword, "Server Key") (RFC 5802 §3).
+// ServerKey = HMAC(SaltedPassword, "Server Key") (RFC 5802 section 3).
 func FromSaltedPassword(m Mechanism, salted, salt []byte, iterations int) Credential {
 	clientKey := m.hmac(salted, "Client Key")
 	return Credential{
@@ -119,7 +119,7 @@ func FromSaltedPassword(m Mechanism, salted, salt []byte, iterations int) Creden
 }
 
 // SaltPassword computes Hi(password, salt, iterations), PBKDF2 with m's HMAC
-// (RFC 5802 §2.2).
+// (RFC 5802 section 2.2).
 func SaltPassword(m Mechanism, password string, salt []byte, iterations int) []byte {
 	k, err := pbkdf2.Key(m.hash(), password, salt, iterations, m.Size())
 	if err != nil {

@@ -63,7 +63,7 @@ func TestScramWithFranzGo(t *testing.T) {
 	}
 }
 
-// TestRFC7677Vector checks the SCRAM-SHA-256 example of RFC 7677 §3, with
+// TestRFC7677Vector checks the SCRAM-SHA-256 example of RFC 7677 section 3, with
 // the server nonce of the example.
 func TestRFC7677Vector(t *testing.T) {
 	salt, _ := b64.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")

@@ -11,7 +11,7 @@ import (
 // Errors of an exchange. Every one fails the authentication; the gateway
 // answers SASL_AUTHENTICATION_FAILED and closes (docs/design/security.md §4).
 var (
-	// ErrMalformed: a client message does not follow RFC 5802 §7.
+	// ErrMalformed: a client message does not follow RFC 5802 section 7.
 	ErrMalformed = errors.New("scram: malformed client message")
 	// ErrChannelBinding: the client asked for channel binding ("p="), which
 	// kiggy, like Kafka, does not offer.
@@ -33,7 +33,7 @@ var (
 // ok false when the user has none.
 type Lookup func(user string) (c Credential, ok bool, err error)
 
-// ClientFirst is a parsed client-first-message (RFC 5802 §7).
+// ClientFirst is a parsed client-first-message (RFC 5802 section 7).
 type ClientFirst struct {
 	// GS2Header is "n,," or "y,," (with the authzid when given), sent back
 	// base64-encoded in the client-final channel binding.
@@ -85,7 +85,7 @@ func ParseClientFirst(msg []byte) (ClientFirst, error) {
 	cf.Bare = bare
 	attrs := strings.Split(bare, ",")
 	// "m" is reserved for future mandatory extensions: "If a server sees it,
-	// it MUST fail the authentication" (RFC 5802 §5.1).
+	// it MUST fail the authentication" (RFC 5802 section 5.1).
 	if len(attrs) < 2 || strings.HasPrefix(attrs[0], "m=") {
 		return cf, ErrMalformed
 	}
@@ -112,7 +112,7 @@ func ParseClientFirst(msg []byte) (ClientFirst, error) {
 	return cf, nil
 }
 
-// ClientFinal is a parsed client-final-message (RFC 5802 §7).
+// ClientFinal is a parsed client-final-message (RFC 5802 section 7).
 type ClientFinal struct {
 	// ChannelBinding is the base64 "c=" value.
 	ChannelBinding string
@@ -161,7 +161,7 @@ func ParseClientFinal(msg []byte) (ClientFinal, error) {
 }
 
 // unescapeName decodes saslname: "=2C" is ',' and "=3D" is '='; any other
-// '=' is invalid (RFC 5802 §5.1).
+// '=' is invalid (RFC 5802 section 5.1).
 func unescapeName(s string) (string, bool) {
 	if !strings.Contains(s, "=") {
 		return s, !strings.Contains(s, ",")
@@ -186,7 +186,7 @@ func unescapeName(s string) (string, bool) {
 	return b.String(), true
 }
 
-// printable: the nonce's characters, %x21-7E except ',' (RFC 5802 §7).
+// printable: the nonce's characters, %x21-7E except ',' (RFC 5802 section 7).
 func printable(s string) bool {
 	if s == "" {
 		return false
@@ -272,7 +272,7 @@ func (s *Server) serverFirst(msg []byte) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	if !ok {
-		// Answer as for a real user; the proof cannot match (RFC 5802 §9:
+		// Answer as for a real user; the proof cannot match (RFC 5802 section 9:
 		// "the server SHOULD NOT reveal whether a user exists").
 		h := hmac.New(sha256.New, fakeKey)
 		h.Write([]byte(s.mech.Name() + "\x00" + cf.User))
@@ -291,7 +291,7 @@ func (s *Server) serverFinal(msg []byte) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	// RFC 5802 §5.1 wants the nonce echoed as sent. Kafka's ScramSaslServer
+	// RFC 5802 section 5.1 wants the nonce echoed as sent. Kafka's ScramSaslServer
 	// only checks that it ends with it ("Invalid client nonce in the final
 	// client message"), and librdkafka relies on that: it sends the client
 	// nonce again in front. The server nonce, what makes the exchange
@@ -304,7 +304,7 @@ func (s *Server) serverFinal(msg []byte) ([]byte, bool, error) {
 	}
 	authMsg := s.first.Bare + "," + s.sfirst + "," + cf.WithoutProof
 	// ClientKey = ClientProof XOR HMAC(StoredKey, AuthMessage); the client
-	// is who it says when H(ClientKey) = StoredKey (RFC 5802 §3).
+	// is who it says when H(ClientKey) = StoredKey (RFC 5802 section 3).
 	sig := s.mech.hmac(s.cred.StoredKey, authMsg)
 	key := make([]byte, len(sig))
 	for i := range sig {
