@@ -560,8 +560,9 @@ func (g *Gateway) describeUserScramCredentials(c *call) bool {
 // the checks of Kafka's ScramControlManager: a known mechanism
 // (UNSUPPORTED_SASL_MECHANISM), a non-empty user name, 4096 to 16384
 // iterations, a salted password of the hash's size
-// (UNACCEPTABLE_CREDENTIAL), a (user, mechanism) altered once per request
-// (DUPLICATE_RESOURCE) and a deleted credential that exists
+// (UNACCEPTABLE_CREDENTIAL), a user named once per request, over deletions
+// and upsertions together (DUPLICATE_RESOURCE: Kafka 4.4 refuses even two
+// mechanisms of one user in one request) and a deleted credential that exists
 // (RESOURCE_NOT_FOUND). A user's changes apply only when all of them pass.
 func (g *Gateway) alterUserScramCredentials(c *call) bool {
 	var req wire.AlterUserScramCredentialsRequest
@@ -593,10 +594,10 @@ func (g *Gateway) alterUserScramCredentials(c *call) bool {
 		}
 	}
 	for _, d := range req.Deletions {
-		pairs[fmt.Sprint(d.Name, "\x00", d.Mechanism)]++
+		pairs[d.Name]++
 	}
 	for _, u := range req.Upsertions {
-		pairs[fmt.Sprint(u.Name, "\x00", u.Mechanism)]++
+		pairs[u.Name]++
 	}
 	check := func(user string, m int8) bool {
 		note(user)
@@ -605,7 +606,7 @@ func (g *Gateway) alterUserScramCredentials(c *call) bool {
 			fail(user, wire.UnacceptableCredential, "Username must not be empty")
 		case !scram.Mechanism(m).Valid():
 			fail(user, wire.UnsupportedSaslMechanism, "Unknown SCRAM mechanism")
-		case pairs[fmt.Sprint(user, "\x00", m)] > 1:
+		case pairs[user] > 1:
 			fail(user, wire.DuplicateResource, "A user credential cannot be altered twice in the same request")
 		default:
 			return true

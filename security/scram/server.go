@@ -291,12 +291,11 @@ func (s *Server) serverFinal(msg []byte) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	// RFC 5802 section 5.1 wants the nonce echoed as sent. Kafka's ScramSaslServer
-	// only checks that it ends with it ("Invalid client nonce in the final
-	// client message"), and librdkafka relies on that: it sends the client
-	// nonce again in front. The server nonce, what makes the exchange
-	// fresh, is required either way, and the proof covers what was sent.
-	if cf.ChannelBinding != b64.EncodeToString([]byte(s.first.GS2Header)) || !strings.HasSuffix(cf.Nonce, s.nonce) {
+	// The nonce is echoed as sent (RFC 5802 section 5.1: "it MUST be the
+	// same as the one sent in the server-first-message"). Kafka 4.4 checks
+	// the same; librdkafka 2.0.2, which repeats the client nonce in front,
+	// is refused by both (docs/COMPATIBILITY.md).
+	if cf.ChannelBinding != b64.EncodeToString([]byte(s.first.GS2Header)) || cf.Nonce != s.nonce {
 		return nil, false, ErrMalformed
 	}
 	if !s.known || len(cf.Proof) != s.mech.Size() {

@@ -105,10 +105,14 @@ func sameLines(t *testing.T, what string, got, want []string) {
 
 // TestSASLKcat produces and consumes with kcat (librdkafka) on PLAIN,
 // SCRAM-SHA-256 and SCRAM-SHA-512; a wrong password fails with
-// librdkafka's authentication error.
+// librdkafka's authentication error. librdkafka 2.0.2 sends a wrong nonce
+// in its SCRAM final message (the client nonce twice): Kafka 4.4 refuses it,
+// and so does kiggy, so with that version the SCRAM subtests check the
+// refusal instead.
 func TestSASLKcat(t *testing.T) {
 	addr := saslAddr(t)
 	kcat := testtools.Kcat(t)
+	badScram := strings.Contains(run(t, time.Minute, nil, kcat, "-V").stdout, "librdkafka 2.0.2 ")
 	for _, tc := range []struct{ mech, user, pass string }{
 		{"PLAIN", plainUser, plainPass},
 		{"SCRAM-SHA-256", scramUser, scramPass},
@@ -119,6 +123,13 @@ func TestSASLKcat(t *testing.T) {
 			x := []string{"-b", addr, "-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanisms=" + tc.mech,
 				"-X", "sasl.username=" + tc.user, "-X", "sasl.password=" + tc.pass}
 			in, want := lines(tc.mech, 50)
+			if badScram && strings.HasPrefix(tc.mech, "SCRAM-") {
+				r := run(t, time.Minute, nil, kcat, append(x, "-L", "-m", "5")...)
+				if r.code == 0 || !strings.Contains(r.stderr, "Authentication failed") {
+					t.Errorf("librdkafka 2.0.2 SCRAM: want the refusal Kafka 4.4 gives:\n%s", r)
+				}
+				return
+			}
 			if r := run(t, time.Minute, in, kcat, append(x, "-P", "-t", topic)...); r.code != 0 {
 				t.Fatalf("kcat -P:\n%s", r)
 			}
@@ -198,10 +209,19 @@ func TestSASLConfigCommandScram(t *testing.T) {
 		return runJava(t, 2*time.Minute, nil, "", configCommand,
 			append([]string{"--bootstrap-server", addr, "--command-config", props}, args...)...)
 	}
+	// Both mechanisms in one command are one request naming carol twice:
+	// Kafka refuses it ("A user credential cannot be altered twice in the
+	// same request"), so one command each.
 	r := cfgs("--alter", "--entity-type", "users", "--entity-name", "carol",
 		"--add-config", "SCRAM-SHA-256=[iterations=8192,password=carol-pw],SCRAM-SHA-512=[password=carol-pw]")
-	if r.code != 0 || !strings.Contains(r.stdout, "Completed updating config for user carol.") {
-		t.Fatalf("kafka-configs --alter:\n%s", r)
+	if r.code == 0 || !strings.Contains(r.stderr, "DuplicateResourceException") {
+		t.Errorf("kafka-configs --alter with both mechanisms: want DuplicateResourceException:\n%s", r)
+	}
+	for _, add := range []string{"SCRAM-SHA-256=[iterations=8192,password=carol-pw]", "SCRAM-SHA-512=[password=carol-pw]"} {
+		r = cfgs("--alter", "--entity-type", "users", "--entity-name", "carol", "--add-config", add)
+		if r.code != 0 || !strings.Contains(r.stdout, "Completed updating config for user carol.") {
+			t.Fatalf("kafka-configs --alter %s:\n%s", add, r)
+		}
 	}
 	r = cfgs("--describe", "--entity-type", "users", "--entity-name", "carol")
 	if r.code != 0 || !strings.Contains(r.stdout, "SCRAM credential configs for user-principal 'carol' are SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096") {
