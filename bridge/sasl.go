@@ -293,7 +293,7 @@ func (g *Gateway) saslAuthenticate(c *call) bool {
 		resp.AuthBytes = nil
 	case done:
 		user := s.sess.User()
-		if s.authenticated && user != s.user {
+		if s.authenticated && security.User(user) != c.cs.principal() {
 			// KIP-368: "Cannot change principals during re-authentication".
 			g.saslFail(c, s, errors.New("principal changed during re-authentication"))
 			c.req.Close(engine.ReasonProtocolError, "principal changed during re-authentication")

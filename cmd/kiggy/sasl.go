@@ -15,18 +15,17 @@ import (
 
 // saslOptions are the SASL knobs (docs/design/security.md §4).
 type saslOptions struct {
-	securityProtocol    string
-	mechanisms          string
-	plainUsersFile      string
-	scramBootstrapFile  string
-	handshakeTimeout    time.Duration
-	maxReauth           time.Duration
-	oauthJWKSFile       string
-	oauthIssuer         string
-	oauthAudience       string
-	oauthSubClaim       string
-	oauthClockSkew      time.Duration
-	oauthAllowedMethods string
+	securityProtocol   string
+	mechanisms         string
+	plainUsersFile     string
+	scramBootstrapFile string
+	handshakeTimeout   time.Duration
+	maxReauth          time.Duration
+	oauthJWKSFile      string
+	oauthIssuer        string
+	oauthAudience      string
+	oauthSubClaim      string
+	oauthClockSkew     time.Duration
 }
 
 func registerSASLOptions(s *settings, o *saslOptions) {
