@@ -124,8 +124,12 @@ type saslMetrics struct {
 
 // saslState is the gateway's SASL side.
 type saslState struct {
-	server  sasl.Server
-	scram   *scramStore
+	server sasl.Server
+	scram  *scramStore
+	// verify bounds the exchanges verifying at once (PBKDF2 of a hashed
+	// PLAIN password costs milliseconds of CPU): a flood of attempts waits
+	// here instead of taking every core from authenticated traffic.
+	verify  chan struct{}
 	metrics saslMetrics
 }
 
@@ -136,6 +140,7 @@ func (g *Gateway) initSASL() {
 		c.HandshakeTimeout = DefaultSASLHandshakeTimeout
 	}
 	g.sasl.scram = &scramStore{sys: g.system}
+	g.sasl.verify = make(chan struct{}, max(1, gomaxprocs()/2))
 	g.sasl.server = sasl.Server{Plain: c.Plain, OAuth: c.OAuth}
 	if c.Scram {
 		g.sasl.server.Scram = g.sasl.scram
@@ -276,7 +281,16 @@ func (g *Gateway) saslAuthenticate(c *call) bool {
 		return g.offload(c)
 	}
 	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
-	reply, done, err := s.sess.Step(ctx, req.AuthBytes)
+	var reply []byte
+	var done bool
+	var err error
+	select {
+	case g.sasl.verify <- struct{}{}:
+		reply, done, err = s.sess.Step(ctx, req.AuthBytes)
+		<-g.sasl.verify
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
 	cancel()
 	resp := &wire.SaslAuthenticateResponse{AuthBytes: reply}
 	mi := saslMechIndex(s.mech)
