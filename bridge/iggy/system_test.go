@@ -83,10 +83,10 @@ func TestSystemStoreSurvivesRestart(t *testing.T) {
 func TestSystemStoreSharedByInstances(t *testing.T) {
 	defer func(m, r int) { compactMin, compactRatio = m, r }(compactMin, compactRatio)
 	compactMin, compactRatio = 20, 2
-	_, addr := startServer(t, iggytest.Config{})
+	addr, stream := target(t)
 	cx := ctx(t)
-	a := open(t, Config{Addr: addr, PoolSize: 1})
-	b := open(t, Config{Addr: addr, PoolSize: 1})
+	a := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	b := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
 	if err := a.PutSystem(cx, "log-start", "t/0", []byte{7}); err != nil {
 		t.Fatal(err)
 	}
@@ -112,21 +112,21 @@ func TestSystemStoreSharedByInstances(t *testing.T) {
 		}
 		var out []string
 		for _, tp := range list {
-			if strings.HasPrefix(tp.Name, "state.") {
+			if strings.HasPrefix(tp.Name, "state."+stream+".") {
 				out = append(out, tp.Name)
 			}
 		}
 		slices.Sort(out)
 		return strings.Join(out, ",")
 	}
-	if got := gens(); got != "state.kafka.log-start.0" {
+	if got := gens(); got != stateTopicPrefix(stream, "log-start")+"0" {
 		t.Fatalf("generations before: %s", got)
 	}
-	c := open(t, Config{Addr: addr, PoolSize: 1})
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
 	if got, _ := c.LoadSystem(cx, "log-start"); !equalState(got, want) {
 		t.Fatalf("after compaction: %q", got)
 	}
-	if got := gens(); got != "state.kafka.log-start.1" {
+	if got := gens(); got != stateTopicPrefix(stream, "log-start")+"1" {
 		t.Fatalf("generations after compaction: %s", got)
 	}
 	if err := c.PutSystem(cx, "log-start", "t/2", []byte{9}); err != nil {
