@@ -25,6 +25,7 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -44,9 +45,14 @@ type netServer struct {
 	h      Handler
 	cfgErr error
 
-	nextID atomic.Uint64
-	open   atomic.Int64
-	n      counters
+	// nextID and open point at ownIDs and ownOpen, or at the epoll
+	// engine's when it serves its TLS listeners with this engine, so
+	// connection ids stay unique and MaxConnections counts both.
+	nextID  *atomic.Uint64
+	open    *atomic.Int64
+	ownIDs  atomic.Uint64
+	ownOpen atomic.Int64
+	n       counters
 
 	mu       sync.Mutex
 	lns      map[net.Listener]struct{}
@@ -66,20 +72,24 @@ func NewNet(cfg Config, h Handler) Server {
 }
 
 func newNet(cfg Config, h Handler) *netServer {
-	return &netServer{
+	s := &netServer{
 		cfg:   cfg,
 		h:     h,
 		lns:   make(map[net.Listener]struct{}),
 		conns: make(map[*nconn]struct{}),
 		done:  make(chan struct{}),
 	}
+	s.nextID, s.open = &s.ownIDs, &s.ownOpen
+	return s
 }
 
-// Serve implements Server.
-func (s *netServer) Serve(ln net.Listener) error {
+// Serve implements Server. An *engine.Listener names its connections and,
+// with TLS set, serves them over TLS.
+func (s *netServer) Serve(l net.Listener) error {
 	if s.cfgErr != nil {
 		return s.cfgErr
 	}
+	ln, lcfg := listenerOf(l)
 	s.mu.Lock()
 	if s.shutdown {
 		s.mu.Unlock()
@@ -114,7 +124,7 @@ func (s *netServer) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		s.accept(nc)
+		s.accept(nc, lcfg)
 	}
 }
 
@@ -125,7 +135,7 @@ func isTemporaryAccept(err error) bool {
 	return errors.As(err, &oe) && !errors.Is(err, net.ErrClosed)
 }
 
-func (s *netServer) accept(nc net.Conn) {
+func (s *netServer) accept(nc net.Conn, l *Listener) {
 	if int(s.open.Add(1)) > s.cfg.MaxConnections {
 		// Counted before the close: a peer that sees the end sees it counted.
 		s.n.refused.Add(1)
@@ -137,10 +147,16 @@ func (s *netServer) accept(nc net.Conn) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	info := &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), Listener: l.Name}
+	var tc *tls.Conn
+	if l.TLS != nil {
+		tc = tls.Server(nc, l.TLS)
+		nc = tc
+	}
 	c := &nconn{
 		s:     s,
 		nc:    nc,
-		info:  &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String()},
+		info:  info,
 		slots: newSlots(s.cfg.MaxInFlight),
 		wake:  make(chan struct{}, 1),
 	}
@@ -159,8 +175,40 @@ func (s *netServer) accept(nc net.Conn) {
 	s.mu.Unlock()
 	s.n.accepted.Add(1)
 	s.n.open.Add(1)
+	if tc != nil {
+		go c.handshake(tc, l.HandshakeTimeout)
+		return
+	}
 	go c.readLoop()
 	go c.writeLoop()
+}
+
+// handshake runs a TLS connection's handshake on its own goroutine (never
+// on the accept loop, so peers that stall their handshake delay no one
+// else), bounded by timeout, then becomes the connection's reader. A failed
+// or late handshake closes the connection as ReasonTLSHandshake.
+func (c *nconn) handshake(tc *tls.Conn, timeout time.Duration) {
+	// The deadline is set before stopRead is checked, the reverse of drain,
+	// so a drain cannot be lost between the two (as in readLoop).
+	_ = tc.SetDeadline(time.Now().Add(timeout))
+	if c.stopRead.Load() {
+		c.closeWith(ReasonShutdown, "")
+		return
+	}
+	if err := tc.Handshake(); err != nil {
+		why := ReasonTLSHandshake
+		if c.stopRead.Load() {
+			why = ReasonShutdown
+		}
+		c.closeWith(why, err.Error())
+		return
+	}
+	st := tc.ConnectionState()
+	c.info.TLS = &st // before the reader starts: immutable from the first request on
+	_ = tc.SetWriteDeadline(time.Time{})
+	c.lastActive.Store(time.Now().UnixNano())
+	go c.writeLoop()
+	c.readLoop()
 }
 
 // Shutdown implements Server.
