@@ -62,10 +62,10 @@ func TestRules(t *testing.T) {
 		{`RULE:^CN=(.*?),.*$/$1/U`, "ALICE", false},
 		{`RULE:^CN=Bob,.*$/bob/, RULE:^CN=(.*?),.*$/u-$1/`, "u-Alice", false},
 		{`RULE:^CN=Bob,.*$/bob/,DEFAULT`, dn, false},
-		{`RULE:^CN=Bob,.*$/bob/`, "", true}, // no rule applies
-		{`RULE:^CN=(.*?),.*$/$1$3/`, "Alice$3", false},      // past the last group: literal
-		{`RULE:^CN=(.*?),.*$/$12/`, "Alice2", false},        // longest group number that exists
-		{`RULE:^CN=(.*?),.*$/a\/b\$1/`, "a/b$1", false},     // escapes
+		{`RULE:^CN=Bob,.*$/bob/`, "", true},             // no rule applies
+		{`RULE:^CN=(.*?),.*$/$1$3/`, "Alice$3", false},  // past the last group: literal
+		{`RULE:^CN=(.*?),.*$/$12/`, "Alice2", false},    // longest group number that exists
+		{`RULE:^CN=(.*?),.*$/a\/b\$1/`, "a/b$1", false}, // escapes
 		{`RULE:^CN=(A.*?),(OU=[^,]*),.*$/$1 $2/`, "Alice OU=Eng", false},
 		{`RULE:CN=Alice/x/`, "", true}, // not a whole-DN match
 	}
