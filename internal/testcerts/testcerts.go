@@ -33,6 +33,9 @@ type Pair struct {
 	TLS      tls.Certificate
 	CertFile string
 	KeyFile  string
+	// CombinedFile holds the key and then the certificate, the PEM
+	// keystore form Kafka's ssl.keystore.type=PEM reads.
+	CombinedFile string
 }
 
 var serial int64
@@ -109,9 +112,15 @@ func (ca *CA) issue(t testing.TB, dir, name string, subject pkix.Name, usage x50
 		t.Fatal(err)
 	}
 	cert, _ := x509.ParseCertificate(der)
-	p := &Pair{Cert: cert, CertFile: filepath.Join(dir, name+".crt"), KeyFile: filepath.Join(dir, name+".key")}
+	p := &Pair{Cert: cert, CertFile: filepath.Join(dir, name+".crt"), KeyFile: filepath.Join(dir, name+".key"),
+		CombinedFile: filepath.Join(dir, name+".pem")}
 	writePEM(t, p.CertFile, "CERTIFICATE", der)
 	writePEM(t, p.KeyFile, "PRIVATE KEY", kder)
+	combined := append(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	if err := os.WriteFile(p.CombinedFile, combined, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	p.TLS = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}
 	return p
 }
