@@ -491,4 +491,3 @@ func apiVersions(c net.Conn, corr int32) error {
 	_, err := io.CopyN(io.Discard, c, int64(size-4))
 	return err
 }
-
