@@ -46,6 +46,8 @@ type tlsTarget struct {
 	other     *testcerts.CA // an untrusted CA
 	server    *testcerts.Pair
 	alice     *testcerts.Pair // CN=Alice,O=kiggy tests: principal User:alice
+	bob       *testcerts.Pair // no RULE applies: User:CN=Bob,OU=eng,O=elsewhere (DEFAULT)
+	carol     *testcerts.Pair // User:carol, not a super user on Kafka
 	mallory   *testcerts.Pair // signed by other
 
 	// kiggy only
@@ -77,15 +79,22 @@ func newTLSTarget(t *testing.T, clientAuth string) *tlsTarget {
 	tt.other = testcerts.NewCA(t, dir, "other-ca")
 	tt.server = tt.ca.Server(t, dir, "server")
 	tt.alice = tt.ca.Client(t, dir, "alice", pkix.Name{CommonName: "Alice", Organization: []string{"kiggy tests"}})
+	tt.bob = tt.ca.Client(t, dir, "bob", pkix.Name{CommonName: "Bob", OrganizationalUnit: []string{"eng"}, Organization: []string{"elsewhere"}})
+	tt.carol = tt.ca.Client(t, dir, "carol", pkix.Name{CommonName: "Carol", Organization: []string{"kiggy tests"}})
 	tt.mallory = tt.other.Client(t, dir, "mallory", pkix.Name{CommonName: "Mallory", Organization: []string{"kiggy tests"}})
 	switch v := os.Getenv(TargetEnv); v {
 	case "", "kiggy":
 		tt.startKiggy(t, clientAuth)
 	case "kafka":
 		java, cp := testtools.JavaClasspath(t)
+		// Only these principals may do anything: a mapping that differs
+		// from kiggy's fails the produce with TOPIC_AUTHORIZATION_FAILED.
 		b := kafkatest.StartConfig(t, kafkatest.Config{Java: java, Classpath: cp, SSL: &kafkatest.SSL{
 			KeystoreFile: tt.server.CombinedFile, TruststoreFile: tt.ca.File,
 			ClientAuth: clientAuth, PrincipalMappingRules: tlsRules,
+		}, Props: map[string]string{
+			"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+			"super.users":           "User:ANONYMOUS;User:alice;User:CN=Bob,OU=eng,O=elsewhere",
 		}})
 		tt.name, tt.plainAddr, tt.sslAddr = "kafka", b.Addr, b.SSLAddr
 	default:
@@ -224,9 +233,13 @@ func TestTLS(t *testing.T) {
 
 	t.Run("franz-go", func(t *testing.T) {
 		for _, c := range []struct {
-			name string
-			cert *testcerts.Pair
-		}{{"tls", nil}, {"mtls", tt.alice}} {
+			name, principal string
+			cert            *testcerts.Pair
+		}{
+			{"tls", "User:ANONYMOUS", nil},
+			{"mtls", "User:alice", tt.alice},
+			{"mtls-default-rule", "User:CN=Bob,OU=eng,O=elsewhere", tt.bob},
+		} {
 			t.Run(c.name, func(t *testing.T) {
 				topic := topicName(t)
 				tt.createTopic(t, topic)
@@ -245,17 +258,26 @@ func TestTLS(t *testing.T) {
 				if got := tt.consume(t, cc, topic, len(want)); !slices.Equal(got, want) {
 					t.Fatalf("consumed %q, want %q", got, want)
 				}
-				if tt.gw != nil {
-					wantP := security.Anonymous.String()
-					if c.cert != nil {
-						wantP = "User:alice"
-					}
-					if !tt.seen(wantP) {
-						t.Errorf("no connection acted as %s; principals seen %v", wantP, tt.principals)
-					}
+				if tt.gw != nil && !tt.seen(c.principal) {
+					t.Errorf("no connection acted as %s; principals seen %v", c.principal, tt.principals)
 				}
 			})
 		}
+		t.Run("kafka-control", func(t *testing.T) {
+			if tt.gw != nil {
+				t.Skip("kiggy has no authorizer on this branch; on Kafka this proves the principals above")
+			}
+			// User:carol is no super user: Kafka's authorizer refuses it,
+			// so the produces above passed because of their principals.
+			topic := topicName(t)
+			tt.createTopic(t, topic)
+			cl := tt.client(t, tt.sslAddr, tt.clientTLS(tt.ca, tt.carol), kgo.DefaultProduceTopic(topic), kgo.RecordRetries(1))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err == nil || !strings.Contains(err.Error(), "AUTHORIZATION") {
+				t.Fatalf("User:carol produced: %v; want an authorization error", err)
+			}
+		})
 	})
 
 	t.Run("advertised-per-listener", func(t *testing.T) {
