@@ -25,7 +25,7 @@ func (g *Gateway) newConnState(ci *engine.ConnInfo) *connState {
 		if p != security.Anonymous {
 			cs.setPrincipal(p)
 		}
-		g.cfg.Logger.Debug("tls: connection principal", "conn", ci.ID, "listener", ci.Listener, "principal", p.String())
+		g.cfg.Logger.Debug("tls: connection principal", "conn", ci.ID, "listener", ci.Listener, "principal", cs.principal().String())
 	}
 	return cs
 }

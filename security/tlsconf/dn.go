@@ -26,7 +26,8 @@ type attribute struct {
 type rdnSET []attribute
 
 // rfc2253Keywords are the attribute types Java prints by keyword in RFC
-// 2253 form (RFC 2253 §2.3 plus DC and UID); every other type is printed as
+// 2253 form (the keywords of RFC 2253 plus DC and UID; docs/design/security.md
+// §5); every other type is printed as
 // its dotted OID with a #hex value.
 var rfc2253Keywords = map[string]string{
 	"2.5.4.3":                    "CN",
