@@ -144,7 +144,12 @@ func run(args, env []string) int {
 		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
 		return 2
 	}
-	if err := serve(o, logger); err != nil {
+	lset, err := setupListeners(&o, logger)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
+		return 2
+	}
+	if err := serve(o, lset, logger); err != nil {
 		logger.Error("kiggy stopped", "err", err)
 		return 1
 	}
@@ -166,17 +171,13 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-func serve(o options, logger *slog.Logger) error {
+func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 	stopProfile, err := startProfiling(o.cpuProfile, o.profileOnSig, logger)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
 	ctx := context.Background()
-	lset, err := setupListeners(&o, logger)
-	if err != nil {
-		return err
-	}
 	store, err := openBackend(ctx, o, logger)
 	if err != nil {
 		return err
