@@ -159,6 +159,7 @@ func (s *netServer) accept(nc net.Conn, l *Listener) {
 		info:  info,
 		slots: newSlots(s.cfg.MaxInFlight),
 		wake:  make(chan struct{}, 1),
+		tls:   tc != nil,
 	}
 	c.fr.max = s.cfg.MaxFrameSize
 	c.cond.L = &c.mu
@@ -270,6 +271,7 @@ type nconn struct {
 	nc   net.Conn
 	info *ConnInfo
 	wake chan struct{} // cap 1: the writer has work
+	tls  bool          // nc is a *tls.Conn
 
 	lastActive atomic.Int64 // unix nanos of the last dispatch or write
 	stopRead   atomic.Bool  // reader must not start another Read
@@ -574,8 +576,14 @@ func (c *nconn) writeLoop() {
 			continue
 		}
 		c.nc.SetWriteDeadline(time.Now().Add(cfg.WriteTimeout))
-		c.wbufs = c.bufs[:nb]
-		n, err := c.wbufs.WriteTo(c.nc)
+		var n int64
+		var err error
+		if c.tls && nb > 1 {
+			n, err = c.writeCoalesced(c.bufs[:nb])
+		} else {
+			c.wbufs = c.bufs[:nb]
+			n, err = c.wbufs.WriteTo(c.nc)
+		}
 		clear(c.bufs[:nb])
 		c.s.n.bytesOut.Add(uint64(n))
 		if err != nil {
@@ -597,6 +605,51 @@ func (c *nconn) writeLoop() {
 		c.mu.Unlock()
 		c.lastActive.Store(time.Now().UnixNano())
 	}
+}
+
+// tlsCoalesce is the most response bytes a TLS connection copies into one
+// write: one full TLS record. tls.Conn has no writev, and writes each buffer
+// as records of its own (one system call each), so small pipelined
+// responses share a record instead.
+const tlsCoalesce = 16 << 10
+
+// writeCoalesced writes bufs to a TLS connection, copying runs of small
+// responses into one pooled buffer per write; a response bigger than
+// tlsCoalesce is written on its own.
+func (c *nconn) writeCoalesced(bufs [][]byte) (int64, error) {
+	var total int64
+	sb := getBuf(tlsCoalesce)
+	defer putBuf(sb)
+	acc := (*sb)[:0]
+	flush := func() error {
+		if len(acc) == 0 {
+			return nil
+		}
+		n, err := c.nc.Write(acc)
+		total += int64(n)
+		acc = acc[:0]
+		return err
+	}
+	for _, b := range bufs {
+		if len(b) > tlsCoalesce {
+			if err := flush(); err != nil {
+				return total, err
+			}
+			n, err := c.nc.Write(b)
+			total += int64(n)
+			if err != nil {
+				return total, err
+			}
+			continue
+		}
+		if len(acc)+len(b) > tlsCoalesce {
+			if err := flush(); err != nil {
+				return total, err
+			}
+		}
+		acc = append(acc, b...)
+	}
+	return total, flush()
 }
 
 // awaitDone waits for a shutdown already under way (done closed) or for ctx,

@@ -222,3 +222,32 @@ func BenchmarkTLS(b *testing.B) {
 		}
 	}
 }
+
+// TestTLSPipelineCoalesced: pipelined responses of mixed sizes on a TLS
+// connection (small ones share a TLS record, big ones go alone) arrive
+// whole and in order.
+func TestTLSPipelineCoalesced(t *testing.T) {
+	fx := newTLSFixture(t)
+	forEach(t, func(t *testing.T, kind string) {
+		ts := startServer(t, kind, Config{}, newTestHandler())
+		c := dialTLS(t, ts.serveListener(t, "SSL", fx.server, 0), fx.client)
+		sizes := []int{10, 40 << 10, 30, 5, 16 << 10, 16<<10 - 8, 1, 200 << 10, 7}
+		var req []byte
+		for i, n := range sizes {
+			req = append(req, frameArg(apiBig, int32(i), n)...)
+		}
+		for round := range 3 {
+			if _, err := c.Write(req); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(c)
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			for i, n := range sizes {
+				corr, body, err := readResp(br)
+				if err != nil || corr != int32(i) || len(body) != n {
+					t.Fatalf("round %d response %d: corr %d, %d bytes, %v; want %d bytes", round, i, corr, len(body), err, n)
+				}
+			}
+		}
+	})
+}
