@@ -17,6 +17,7 @@ package bridge
 
 import (
 	"context"
+	"crypto/tls"
 	"github.com/kiggy-io/kiggy/security"
 	"log/slog"
 	"sync"
@@ -61,6 +62,16 @@ type Config struct {
 	// security protocol; a listener not in it is PLAINTEXT
 	// (docs/design/security.md §3).
 	Listeners map[string]security.Protocol
+	// AdvertisedListeners is the address told to clients of each listener
+	// (Kafka advertised.listeners), by listener name; it wins over
+	// AdvertisedHost/AdvertisedPort for that listener's connections, and an
+	// empty host or zero port in it is the one the client reached
+	// (docs/design/security.md §4).
+	AdvertisedListeners map[string]AdvertisedAddr
+	// CertPrincipal, when set, maps the TLS state of a connection on an SSL
+	// listener to its principal (tlsconf.Server.Principal); it is called
+	// once, at the connection's first request (docs/design/security.md §5).
+	CertPrincipal func(*tls.ConnectionState) security.Principal
 	// ClusterID is returned in Metadata; "" = "kiggy".
 	ClusterID string
 	// NoAutoCreateTopics turns off Metadata auto-creation (Kafka
@@ -322,7 +333,7 @@ func (g *Gateway) connState(ci *engine.ConnInfo) *connState {
 	if v, ok := g.conns.Load(ci.ID); ok {
 		return v.(*connState)
 	}
-	v, _ := g.conns.LoadOrStore(ci.ID, &connState{conn: ci})
+	v, _ := g.conns.LoadOrStore(ci.ID, g.newConnState(ci))
 	return v.(*connState)
 }
 

@@ -12,10 +12,14 @@ import (
 // TopicAuthorizedOperations (-2147483648).
 const authorizedOperationsUnknown = -2147483648
 
-// advertised returns the host and port clients should dial: the configured
-// ones, or the address this connection reached.
+// advertised returns the host and port clients should dial: those of the
+// listener the connection came in on (AdvertisedListeners), else the
+// configured ones, else the address this connection reached.
 func (g *Gateway) advertisedAddr(c *call) (string, int32) {
 	host, port := g.cfg.AdvertisedHost, g.cfg.AdvertisedPort
+	if a, ok := g.cfg.AdvertisedListeners[c.req.Conn().Listener]; ok {
+		host, port = a.Host, a.Port
+	}
 	if host != "" && port != 0 {
 		return host, port
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -51,10 +50,12 @@ type options struct {
 
 	logLevel, logFormat string
 
+	lst listenerOptions // cmd/kiggy/listeners.go
+
 	configFile string // applied by settings.parse before the rest
 }
 
-var groups = []string{"General", "Listener", "Kafka", "Limits", "Embedded log", "Iggy backend", "Admin", "Logging"}
+var groups = []string{"General", "Listener", "TLS", "Kafka", "Limits", "Embedded log", "Iggy backend", "Admin", "Logging"}
 
 func registerOptions(s *settings, o *options) {
 	s.String("General", configKnob, &o.configFile, "", "configuration file of name = value lines (flag names without dashes; # comments); variables and flags win over it")
@@ -62,7 +63,8 @@ func registerOptions(s *settings, o *options) {
 	s.String("Listener", "listen", &o.listen, "127.0.0.1:9092", "address the Kafka listener binds (host:port)")
 	s.String("Listener", "advertised-host", &o.advertisedHost, "", "host clients are told to connect to (empty = the address the client reached)")
 	s.Int("Listener", "advertised-port", &o.advertisedPort, 0, 0, 65535, "port clients are told to connect to (0 = the port the client reached)")
-	s.String("Listener", "engine", &o.engine, "", `network engine: "epoll" (Linux) or "net" (empty = the default for this OS)`)
+	s.String("Listener", "engine", &o.engine, "", `network engine: "epoll" (Linux) or "net" (empty = the default for this OS); TLS listeners always run on net-engine goroutines`)
+	registerListenerOptions(s, &o.lst)
 
 	s.Int("Kafka", "node-id", &o.nodeID, bridge.DefaultNodeID, 0, math.MaxInt32, "broker id in Metadata (Kafka node.id)")
 	s.String("Kafka", "cluster-id", &o.clusterID, bridge.DefaultClusterID, "cluster id in Metadata")
@@ -129,6 +131,10 @@ func run(args, env []string) int {
 		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
 		return 2
 	}
+	if err := resolveListeners(s, &o); err != nil {
+		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
+		return 2
+	}
 	if _, err := bridge.ParseDurability(o.iggyDurability); err != nil {
 		fmt.Fprintf(os.Stderr, "kiggy: --iggy-durability: %v\n", err)
 		return 2
@@ -138,7 +144,12 @@ func run(args, env []string) int {
 		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
 		return 2
 	}
-	if err := serve(o, logger); err != nil {
+	lset, err := setupListeners(&o, logger)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
+		return 2
+	}
+	if err := serve(o, lset, logger); err != nil {
 		logger.Error("kiggy stopped", "err", err)
 		return 1
 	}
@@ -160,7 +171,7 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-func serve(o options, logger *slog.Logger) error {
+func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 	stopProfile, err := startProfiling(o.cpuProfile, o.profileOnSig, logger)
 	if err != nil {
 		return err
@@ -173,19 +184,7 @@ func serve(o options, logger *slog.Logger) error {
 	}
 	defer store.Close()
 
-	// bridge.NewServer is the one wiring (internal/kiggytest uses it too):
-	// the gateway takes its frame limit and logger from the engine's config.
-	s, err := bridge.NewServer(o.engine, engine.Config{
-		MaxConnections:   int(o.maxConnections),
-		MaxFrameSize:     int32(o.maxFrameSize),
-		MaxInFlight:      int(o.maxInFlight),
-		MaxInFlightBytes: int(o.maxInFlightBytes),
-		MaxOutputBytes:   int(o.maxOutputBytes),
-		IdleTimeout:      o.idleTimeout,
-		ReadTimeout:      o.readTimeout,
-		WriteTimeout:     o.writeTimeout,
-		Logger:           logger,
-	}, bridge.Config{
+	bcfg := bridge.Config{
 		NodeID:               int32(o.nodeID),
 		AdvertisedHost:       o.advertisedHost,
 		AdvertisedPort:       int32(o.advertisedPort),
@@ -201,27 +200,44 @@ func serve(o options, logger *slog.Logger) error {
 		ProducerIDExpiration: o.producerIDExpiration,
 		ProducerStateScan:    int(o.producerStateScan),
 		ReclaimMemory:        reclaimMemory,
-	}, store)
+	}
+	lset.configure(&bcfg)
+	// bridge.NewServer is the one wiring (internal/kiggytest uses it too):
+	// the gateway takes its frame limit and logger from the engine's config.
+	s, err := bridge.NewServer(o.engine, engine.Config{
+		MaxConnections:   int(o.maxConnections),
+		MaxFrameSize:     int32(o.maxFrameSize),
+		MaxInFlight:      int(o.maxInFlight),
+		MaxInFlightBytes: int(o.maxInFlightBytes),
+		MaxOutputBytes:   int(o.maxOutputBytes),
+		IdleTimeout:      o.idleTimeout,
+		ReadTimeout:      o.readTimeout,
+		WriteTimeout:     o.writeTimeout,
+		Logger:           logger,
+	}, bcfg, store)
 	if err != nil {
 		return fmt.Errorf("--engine: %w", err)
 	}
 	gw, srv := s.Gateway, s.Engine
 	defer gw.Close()
-	ln, err := net.Listen("tcp", o.listen)
+	lns, err := lset.listen(&o)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", o.listen, err)
+		return err
 	}
 	adm := &admin{pprof: o.adminPprof, srv: srv, store: store, gw: gw, started: time.Now()}
 	stopAdmin, err := adm.start(o.adminAddr, logger)
 	if err != nil {
-		ln.Close()
+		for _, ln := range lns {
+			ln.Close()
+		}
 		return err
 	}
 	defer stopAdmin()
-	logger.Info("kiggy listening", "addr", ln.Addr().String(), "engine", engineName(o.engine), "backend", backendName(o))
-
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		logger.Info("kiggy listening", "listener", ln.Name, "protocol", lset.protocols[ln.Name].String(), "addr", ln.Addr().String(), "engine", engineName(o.engine), "backend", backendName(o))
+		go func() { errc <- srv.Serve(ln) }()
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	select {
@@ -236,7 +252,9 @@ func serve(o options, logger *slog.Logger) error {
 	if err := srv.Shutdown(dctx); err != nil {
 		logger.Warn("drain deadline passed; remaining connections closed", "err", err)
 	}
-	<-errc
+	for range lns {
+		<-errc
+	}
 	logger.Info("kiggy stopped")
 	return nil
 }

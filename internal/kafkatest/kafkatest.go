@@ -62,6 +62,25 @@ type Config struct {
 	// StopTimeout bounds the wait for the JVM to exit after SIGTERM before
 	// it is killed (0 = 60 seconds).
 	StopTimeout time.Duration
+	// SSL, when set, adds an SSL listener (Broker.SSLAddr) beside the
+	// PLAINTEXT one.
+	SSL *SSL
+}
+
+// SSL configures the broker's SSL listener with PEM files (Kafka's
+// ssl.keystore.type=PEM and ssl.truststore.type=PEM).
+type SSL struct {
+	// KeystoreFile holds the broker's unencrypted PKCS #8 private key and
+	// its certificate chain, in one PEM file (ssl.keystore.location).
+	KeystoreFile string
+	// TruststoreFile holds the CA certificates client certificates are
+	// verified against (ssl.truststore.location); "" = none.
+	TruststoreFile string
+	// ClientAuth is ssl.client.auth: none, requested or required
+	// ("" = none).
+	ClientAuth string
+	// PrincipalMappingRules is ssl.principal.mapping.rules ("" = DEFAULT).
+	PrincipalMappingRules string
 }
 
 func (c *Config) normalize() error {
@@ -131,6 +150,8 @@ var defaultProps = map[string]string{
 type Broker struct {
 	// Addr is the host:port of the PLAINTEXT listener clients bootstrap from.
 	Addr string
+	// SSLAddr is the host:port of the SSL listener (Config.SSL), else "".
+	SSLAddr string
 	// ControllerAddr is the host:port of the KRaft controller listener.
 	ControllerAddr string
 	// Pid is the JVM's process id.
@@ -209,7 +230,7 @@ func StartProcess(dir string, cfg Config) (*Broker, error) {
 var errPortTaken = errors.New("kafkatest: a chosen port was taken before the broker bound it")
 
 func startOnce(dir string, cfg Config) (*Broker, error) {
-	ports, err := freePorts(2)
+	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +241,9 @@ func startOnce(dir string, cfg Config) (*Broker, error) {
 		LogPath:        filepath.Join(dir, "broker.log"),
 		cfg:            cfg,
 		exited:         make(chan struct{}),
+	}
+	if cfg.SSL != nil {
+		b.SSLAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2]))
 	}
 	data := filepath.Join(dir, "data")
 	if err := os.RemoveAll(data); err != nil {
@@ -275,6 +299,23 @@ func (b *Broker) properties(data string) []byte {
 	props["controller.listener.names"] = "CONTROLLER"
 	props["inter.broker.listener.name"] = "PLAINTEXT"
 	props["listener.security.protocol.map"] = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+	if ssl := b.cfg.SSL; ssl != nil {
+		props["listeners"] += ",SSL://" + b.SSLAddr
+		props["advertised.listeners"] += ",SSL://" + b.SSLAddr
+		props["listener.security.protocol.map"] += ",SSL:SSL"
+		props["ssl.keystore.type"] = "PEM"
+		props["ssl.keystore.location"] = ssl.KeystoreFile
+		if ssl.TruststoreFile != "" {
+			props["ssl.truststore.type"] = "PEM"
+			props["ssl.truststore.location"] = ssl.TruststoreFile
+		}
+		if ssl.ClientAuth != "" {
+			props["ssl.client.auth"] = ssl.ClientAuth
+		}
+		if ssl.PrincipalMappingRules != "" {
+			props["ssl.principal.mapping.rules"] = ssl.PrincipalMappingRules
+		}
+	}
 	props["log.dirs"] = data
 
 	var buf bytes.Buffer
