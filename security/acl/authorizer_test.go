@@ -42,12 +42,12 @@ func TestAuthorize(t *testing.T) {
 	}{
 		{"literal allow", Config{}, []Binding{lit(ResourceTopic, "t", "User:alice", "*", OpRead, PermAllow)}, []check{
 			{alice, "10.0.0.1", OpRead, ResourceTopic, "t", true},
-			{alice, "10.0.0.1", OpWrite, ResourceTopic, "t", false},     // other operation
-			{bob, "10.0.0.1", OpRead, ResourceTopic, "t", false},        // other principal
-			{alice, "10.0.0.1", OpRead, ResourceTopic, "t2", false},     // no ACL: denied by default
-			{alice, "10.0.0.1", OpRead, ResourceTopic, "", false},       // literal is not a prefix
-			{alice, "10.0.0.1", OpRead, ResourceGroup, "t", false},      // other resource type
-			{alice, "10.0.0.1", OpDescribe, ResourceTopic, "t", true},   // READ implies DESCRIBE
+			{alice, "10.0.0.1", OpWrite, ResourceTopic, "t", false},   // other operation
+			{bob, "10.0.0.1", OpRead, ResourceTopic, "t", false},      // other principal
+			{alice, "10.0.0.1", OpRead, ResourceTopic, "t2", false},   // no ACL: denied by default
+			{alice, "10.0.0.1", OpRead, ResourceTopic, "", false},     // literal is not a prefix
+			{alice, "10.0.0.1", OpRead, ResourceGroup, "t", false},    // other resource type
+			{alice, "10.0.0.1", OpDescribe, ResourceTopic, "t", true}, // READ implies DESCRIBE
 			{alice, "10.0.0.1", OpAlterConfigs, ResourceTopic, "t", false},
 		}},
 		{"implied operations", Config{}, []Binding{
