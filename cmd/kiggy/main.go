@@ -51,10 +51,12 @@ type options struct {
 
 	logLevel, logFormat string
 
+	acl aclOptions // acl.go
+
 	configFile string // applied by settings.parse before the rest
 }
 
-var groups = []string{"General", "Listener", "Kafka", "Limits", "Embedded log", "Iggy backend", "Admin", "Logging"}
+var groups = []string{"General", "Listener", "Kafka", "Limits", "Embedded log", "Iggy backend", "Authorization", "Admin", "Logging"}
 
 func registerOptions(s *settings, o *options) {
 	s.String("General", configKnob, &o.configFile, "", "configuration file of name = value lines (flag names without dashes; # comments); variables and flags win over it")
@@ -104,6 +106,8 @@ func registerOptions(s *settings, o *options) {
 	s.String("Iggy backend", "iggy-tls-key-file", &o.iggyTLSKeyFile, "", "PEM private key of --iggy-tls-cert-file")
 	s.Duration("Iggy backend", "iggy-request-timeout", &o.iggyRequestTimeout, 30*time.Second, 100*time.Millisecond, 10*time.Minute, "deadline of one Iggy request; the connection is dropped when it passes")
 
+	registerACLOptions(s, &o.acl)
+
 	s.String("Admin", "admin-addr", &o.adminAddr, "127.0.0.1:9644", "address of the metrics and health listener (/metrics, /healthz, /readyz); empty = off")
 	s.Bool("Admin", "admin-pprof", &o.adminPprof, false, "also serve Go's profiler at /debug/pprof/ on the admin listener (CPU, heap, goroutines); keep the admin address private")
 	s.String("Admin", "cpuprofile", &o.cpuProfile, "", "write a CPU profile to this file, from start to shutdown")
@@ -126,6 +130,10 @@ func run(args, env []string) int {
 			s.usage(os.Stdout, groups)
 			return 0
 		}
+		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
+		return 2
+	}
+	if _, err := o.acl.authorization(); err != nil {
 		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
 		return 2
 	}
@@ -173,6 +181,7 @@ func serve(o options, logger *slog.Logger) error {
 	}
 	defer store.Close()
 
+	authz, _ := o.acl.authorization() // checked by run
 	// bridge.NewServer is the one wiring (internal/kiggytest uses it too):
 	// the gateway takes its frame limit and logger from the engine's config.
 	s, err := bridge.NewServer(o.engine, engine.Config{
@@ -201,6 +210,7 @@ func serve(o options, logger *slog.Logger) error {
 		ProducerIDExpiration: o.producerIDExpiration,
 		ProducerStateScan:    int(o.producerStateScan),
 		ReclaimMemory:        reclaimMemory,
+		Authorization:        authz,
 	}, store)
 	if err != nil {
 		return fmt.Errorf("--engine: %w", err)
