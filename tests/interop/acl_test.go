@@ -1,11 +1,15 @@
 package interop
 
 import (
+	"context"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/internal/kafkatest"
@@ -57,6 +61,25 @@ func aclBlocks(out string) []string {
 // (KIGGY_INTEROP_TARGET=kafka runs this test against one).
 func TestKafkaACLs(t *testing.T) {
 	addr := aclTargetAddr(t)
+	// The ACL APIs at the versions Kafka 4.4 serves: 1–3 (v0 went with
+	// KIP-896).
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	av, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	cl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []int16{29, 30, 31} {
+		i := slices.IndexFunc(av.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == key })
+		if i < 0 || av.ApiKeys[i].MinVersion != 1 || av.ApiKeys[i].MaxVersion != 3 {
+			t.Errorf("ApiVersions of key %d: %+v, want 1-3", key, av.ApiKeys[max(i, 0)])
+		}
+	}
 	tool := func(args ...string) string {
 		t.Helper()
 		r := runJava(t, 2*time.Minute, nil, "", aclCommand, append([]string{"--bootstrap-server", addr}, args...)...)
