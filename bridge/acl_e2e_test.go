@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,6 +206,63 @@ func (s *systemLog) PutSystem(_ context.Context, ns, key string, v []byte) error
 
 // Close keeps the log for the restarted gateway.
 func (s *systemLog) Close() error { return nil }
+
+// failingLoads is a systemLog whose first loads fail, as an unreachable
+// Iggy would.
+type failingLoads struct {
+	*systemLog
+	left atomic.Int32
+}
+
+func (f *failingLoads) LoadSystem(ctx context.Context, ns string) (map[string][]byte, error) {
+	if f.left.Add(-1) >= 0 {
+		return nil, errors.New("system store unavailable")
+	}
+	return f.systemLog.LoadSystem(ctx, ns)
+}
+
+// TestACLNotReadyDeniesAllButSuperUsers: until the stored ACLs load, only
+// super users are allowed (Kafka's AuthorizerNotReadyException); the load is
+// retried and then the stored ACLs apply.
+func TestACLNotReadyDeniesAllButSuperUsers(t *testing.T) {
+	aclPrincipals(t)
+	b := kadm.NewACLs().Allow("User:alice").Topics("t").Operations(kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral)
+	sys := &systemLog{Log: memlog.New(memlog.Config{}), sys: map[string]map[string][]byte{}}
+	store := &failingLoads{systemLog: sys}
+	store.left.Store(3)
+	cfg := bridge.Config{Authorization: bridge.AuthorizationConfig{Enabled: true, SuperUsers: []security.Principal{security.User("admin")}}}
+	// A first gateway stores alice's ACL.
+	first := kiggytest.Start(t, kiggytest.Options{Log: sys, Bridge: cfg})
+	first.CreateTopic(t, "t", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addACLs(ctx, t, kadm.NewClient(aclClient(t, first.Addr, "admin")), b)
+	first.Stop()
+
+	gw := kiggytest.Start(t, kiggytest.Options{Log: store, Bridge: cfg})
+	listOffsets := func(id string) int16 {
+		r := kmsg.NewPtrListOffsetsRequest()
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = "t"
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Timestamp = -1
+		lt.Partitions = append(lt.Partitions, lp)
+		r.Topics = append(r.Topics, lt)
+		return direct[*kmsg.ListOffsetsResponse](ctx, t, aclClient(t, gw.Addr, id), r).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := listOffsets("alice"); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("alice before the ACLs loaded: %d, want 29", code)
+	}
+	if code := listOffsets("admin"); code != 0 {
+		t.Fatalf("admin before the ACLs loaded: %d", code)
+	}
+	for code := int16(-1); code != 0; code = listOffsets("alice") {
+		if ctx.Err() != nil {
+			t.Fatalf("alice still denied after the retries: %d", code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
 
 // TestACLOffAnswersSecurityDisabled: without the authorizer the ACL APIs
 // answer SECURITY_DISABLED (54), as a Kafka broker without one.

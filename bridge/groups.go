@@ -232,7 +232,9 @@ func (g *Gateway) leaveGroup(c *call) bool {
 		return false
 	}
 	if code := g.groupCode(c, acl.OpRead, req.Group); code != wire.NoError { // KafkaApis: READ on the group
-		respond(c, &wire.LeaveGroupResponse{ErrorCode: code})
+		resp := wire.LeaveGroupResponse{ErrorCode: code}
+		resp.CountErrors(g.errorCounter(c))
+		respond(c, &resp)
 		return false
 	}
 	gs.leaves = gs.leaves[:0]
