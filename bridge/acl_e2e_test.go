@@ -19,6 +19,7 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/group"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 	"github.com/kiggy-io/kiggy/security"
@@ -646,5 +647,36 @@ func TestACLAllowIfNoACLFound(t *testing.T) {
 	alice := aclClient(t, gw.Addr, "alice")
 	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "closed", Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatalf("alice produce to closed: %v", err)
+	}
+}
+
+// TestACLsSurviveRestartOnIggy: ACLs created through one gateway are
+// enforced by the next one started over the same Iggy server (the system
+// store in the reserved stream, docs/design/security.md §4.3).
+func TestACLsSurviveRestartOnIggy(t *testing.T) {
+	aclPrincipals(t)
+	srv := iggytest.New(iggytest.Config{})
+	if _, err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	cfg := bridge.Config{Authorization: bridge.AuthorizationConfig{Enabled: true, SuperUsers: []security.Principal{security.User("admin")}}}
+	first := kiggytest.Start(t, kiggytest.Options{IggyServer: srv, Bridge: cfg})
+	if _, ok := first.Log.(bridge.SystemStore); !ok {
+		t.Skip("the Iggy backend keeps no system store in this build")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addACLs(ctx, t, kadm.NewClient(aclClient(t, first.Addr, "admin")),
+		kadm.NewACLs().Allow("User:alice").Topics("kept").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
+	first.Stop()
+
+	second := kiggytest.Start(t, kiggytest.Options{IggyServer: srv, Bridge: cfg})
+	second.CreateTopic(t, "kept", 1)
+	if err := aclClient(t, second.Addr, "alice").ProduceSync(ctx, &kgo.Record{Topic: "kept", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("alice after a restart: %v", err)
+	}
+	if err := aclClient(t, second.Addr, "bob").ProduceSync(ctx, &kgo.Record{Topic: "kept", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("bob after a restart: %v", err)
 	}
 }
