@@ -116,6 +116,8 @@ type Config struct {
 	// no GC policy of its own; cmd/kiggy passes one that returns memory to
 	// the OS after bursts (docs/design/architecture.md §4).
 	ReclaimMemory func(idle time.Duration, bigDecode bool)
+	// Authorization turns on ACLs (acl.go; docs/design/security.md §6).
+	Authorization AuthorizationConfig
 	// Group configures the group coordinator (session timeout bounds,
 	// initial rebalance delay).
 	Group group.Config
@@ -197,6 +199,7 @@ type Gateway struct {
 	groups      *group.Coordinator
 	// system keeps kiggy's own state (system.go).
 	system  SystemStore
+	acl     aclState // the authorizer (acl.go)
 	metrics metrics
 	notify  notifier
 
@@ -246,6 +249,7 @@ func New(cfg Config, store Log) *Gateway {
 	g.groups = group.New(cfg.Group)
 	g.notify.init()
 	g.register()
+	g.initACL()
 	for range cfg.Workers {
 		g.wg.Add(1)
 		go g.worker()
@@ -278,6 +282,9 @@ var handlerTable = [maxAPIKey]handlerFunc{
 	wire.KeyDeleteTopics:            (*Gateway).deleteTopics,
 	wire.KeyInitProducerID:          (*Gateway).initProducerID,
 	wire.KeyDescribeProducers:       (*Gateway).describeProducers,
+	wire.KeyDescribeAcls:            (*Gateway).describeAcls,
+	wire.KeyCreateAcls:              (*Gateway).createAcls,
+	wire.KeyDeleteAcls:              (*Gateway).deleteAcls,
 	wire.KeyDescribeConfigs:         (*Gateway).describeConfigs,
 	wire.KeyAlterConfigs:            (*Gateway).alterConfigs,
 	wire.KeyCreatePartitions:        (*Gateway).createPartitions,

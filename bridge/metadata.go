@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -70,7 +71,11 @@ func (g *Gateway) metadata(c *call) bool {
 			g.cfg.Logger.Warn("metadata: listing topics", "err", err)
 		}
 		for _, t := range topics {
-			resp.Topics = g.appendTopic(resp.Topics, t.Name, t.Partitions, wire.NoError, node)
+			// KafkaApis.handleTopicMetadataRequest: all topics means the
+			// topics the principal may DESCRIBE.
+			if g.allowed(c, acl.OpDescribe, acl.ResourceTopic, t.Name) {
+				resp.Topics = g.appendTopic(resp.Topics, t.Name, t.Partitions, wire.NoError, node)
+			}
 		}
 	} else {
 		// AllowAutoTopicCreation exists from v4; earlier versions auto-create.
@@ -86,11 +91,20 @@ func (g *Gateway) metadata(c *call) bool {
 				continue
 			}
 			name := rt.Name.S
+			if code := g.topicCode(c, acl.OpDescribe, name); code != wire.NoError {
+				resp.Topics = g.appendTopic(resp.Topics, name, 0, code, node)
+				continue
+			}
 			if !validTopicName(name) {
 				resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.InvalidTopicException, node)
 				continue
 			}
 			info, err := g.store.Topic(ctx, name)
+			if errors.Is(err, ErrUnknownTopic) && allowCreate && !g.canCreateTopic(c, name) {
+				// KafkaApis: auto-creation needs CREATE on the cluster or the topic.
+				resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.TopicAuthorizationFailed, node)
+				continue
+			}
 			if errors.Is(err, ErrUnknownTopic) && allowCreate {
 				info, err = g.store.CreateTopic(ctx, name, g.cfg.DefaultPartitions, TopicConfig{})
 				if errors.Is(err, ErrTopicExists) {

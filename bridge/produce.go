@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/mapping"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -66,9 +68,13 @@ func (g *Gateway) produce(c *call) bool {
 		rt := &req.Topics[i]
 		resp.Topics = appendProduceTopic(resp.Topics, rt.Name)
 		out := &resp.Topics[len(resp.Topics)-1]
+		denied := wire.NoError
+		if fixed == wire.NoError {
+			denied = g.topicCode(c, acl.OpWrite, rt.Name) // KafkaApis: WRITE on the topic
+		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
-			code, base := fixed, int64(-1)
+			code, base := cmp.Or(fixed, denied), int64(-1)
 			if code == wire.NoError {
 				dst := &st.batch
 				if parallel {

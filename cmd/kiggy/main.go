@@ -51,11 +51,12 @@ type options struct {
 	logLevel, logFormat string
 
 	lst listenerOptions // cmd/kiggy/listeners.go
+	acl aclOptions      // cmd/kiggy/acl.go
 
 	configFile string // applied by settings.parse before the rest
 }
 
-var groups = []string{"General", "Listener", "TLS", "Kafka", "Limits", "Embedded log", "Iggy backend", "Admin", "Logging"}
+var groups = []string{"General", "Listener", "TLS", "Kafka", "Limits", "Embedded log", "Iggy backend", "Authorization", "Admin", "Logging"}
 
 func registerOptions(s *settings, o *options) {
 	s.String("General", configKnob, &o.configFile, "", "configuration file of name = value lines (flag names without dashes; # comments); variables and flags win over it")
@@ -106,6 +107,8 @@ func registerOptions(s *settings, o *options) {
 	s.String("Iggy backend", "iggy-tls-key-file", &o.iggyTLSKeyFile, "", "PEM private key of --iggy-tls-cert-file")
 	s.Duration("Iggy backend", "iggy-request-timeout", &o.iggyRequestTimeout, 30*time.Second, 100*time.Millisecond, 10*time.Minute, "deadline of one Iggy request; the connection is dropped when it passes")
 
+	registerACLOptions(s, &o.acl)
+
 	s.String("Admin", "admin-addr", &o.adminAddr, "127.0.0.1:9644", "address of the metrics and health listener (/metrics, /healthz, /readyz); empty = off")
 	s.Bool("Admin", "admin-pprof", &o.adminPprof, false, "also serve Go's profiler at /debug/pprof/ on the admin listener (CPU, heap, goroutines); keep the admin address private")
 	s.String("Admin", "cpuprofile", &o.cpuProfile, "", "write a CPU profile to this file, from start to shutdown")
@@ -132,6 +135,10 @@ func run(args, env []string) int {
 		return 2
 	}
 	if err := resolveListeners(s, &o); err != nil {
+		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
+		return 2
+	}
+	if _, err := o.acl.authorization(); err != nil {
 		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
 		return 2
 	}
@@ -184,6 +191,7 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 	}
 	defer store.Close()
 
+	authz, _ := o.acl.authorization() // checked by run
 	bcfg := bridge.Config{
 		NodeID:               int32(o.nodeID),
 		AdvertisedHost:       o.advertisedHost,
@@ -200,6 +208,7 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		ProducerIDExpiration: o.producerIDExpiration,
 		ProducerStateScan:    int(o.producerStateScan),
 		ReclaimMemory:        reclaimMemory,
+		Authorization:        authz,
 	}
 	lset.configure(&bcfg)
 	// bridge.NewServer is the one wiring (internal/kiggytest uses it too):

@@ -53,6 +53,12 @@ type Config struct {
 	// Props overrides or adds server.properties entries; the listener and
 	// KRaft quorum entries are set by the package and cannot be overridden.
 	Props map[string]string
+	// StandardAuthorizer turns on Kafka's KRaft ACL authorizer
+	// (authorizer.class.name = StandardAuthorizerClass) with User:ANONYMOUS
+	// a super user (super.users), so that tools on the plaintext listener
+	// can manage ACLs and the node's own listeners keep working. Props may
+	// override super.users.
+	StandardAuthorizer bool
 	// LogLevel is the slf4j-simple level of the broker's log, written to
 	// Broker.LogPath ("" = "warn"; "info" for Kafka's usual chatter).
 	LogLevel string
@@ -145,6 +151,9 @@ var defaultProps = map[string]string{
 	"group.initial.rebalance.delay.ms":                 "0",
 	"auto.create.topics.enable":                        "true",
 }
+
+// StandardAuthorizerClass is Kafka's KRaft ACL authorizer.
+const StandardAuthorizerClass = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 // Broker is a running Kafka broker process.
 type Broker struct {
@@ -290,6 +299,10 @@ func startOnce(dir string, cfg Config) (*Broker, error) {
 
 func (b *Broker) properties(data string) []byte {
 	props := maps.Clone(defaultProps)
+	if b.cfg.StandardAuthorizer {
+		props["authorizer.class.name"] = StandardAuthorizerClass
+		props["super.users"] = "User:ANONYMOUS"
+	}
 	maps.Copy(props, b.cfg.Props)
 	props["process.roles"] = "broker,controller"
 	props["node.id"] = strconv.Itoa(NodeID)
