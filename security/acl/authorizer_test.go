@@ -24,7 +24,7 @@ func pre(rt ResourceType, name, principal, host string, op Operation, perm Permi
 }
 
 // TestAuthorize checks each rule of the decision (docs/design/security.md
-// §4.2) on one case that it alone decides.
+// §6.2) on one case that it alone decides.
 func TestAuthorize(t *testing.T) {
 	type check struct {
 		p    security.Principal
