@@ -289,10 +289,12 @@ func (g *Gateway) describeCluster(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
-	host, port := g.advertisedAddr(c)
-	resp := wire.DescribeClusterResponse{EndpointType: 1, ClusterID: g.cfg.ClusterID, ControllerID: g.cfg.NodeID,
-		Brokers:                     []wire.DescribeClusterResponseBroker{{NodeID: g.cfg.NodeID, Host: host, Port: port}},
+	brokers, controller := g.metadataBrokers(c, nil)
+	resp := wire.DescribeClusterResponse{EndpointType: 1, ClusterID: g.cfg.ClusterID, ControllerID: controller,
 		ClusterAuthorizedOperations: authorizedOperationsUnknown}
+	for _, b := range brokers {
+		resp.Brokers = append(resp.Brokers, wire.DescribeClusterResponseBroker{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+	}
 	if req.EndpointType == 2 {
 		// KIP-919: controllers are asked of controllers; kiggy has none apart.
 		resp.ErrorCode, resp.ErrorMessage = wire.UnsupportedEndpointType, wire.NullStringOf("kiggy serves only the brokers endpoint type")

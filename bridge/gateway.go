@@ -105,6 +105,10 @@ type Config struct {
 	// no GC policy of its own; cmd/kiggy passes one that returns memory to
 	// the OS after bursts (docs/design/architecture.md §4).
 	ReclaimMemory func(idle time.Duration, bigDecode bool)
+	// Placement spreads partitions and groups over several instances
+	// (bridge/cluster, docs/design/cluster.md); nil = this instance alone
+	// serves everything.
+	Placement Placement
 	// Group configures the group coordinator (session timeout bounds,
 	// initial rebalance delay).
 	Group group.Config

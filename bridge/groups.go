@@ -65,6 +65,16 @@ func (g *Gateway) findCoordinator(c *call) bool {
 			return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1,
 				ErrorCode: wire.InvalidRequest, ErrorMessage: wire.NullStringOf(errNoTransactions)}
 		}
+		if g.cfg.Placement != nil {
+			// docs/design/cluster.md §7: groups are spread like partitions.
+			node, _ := g.cfg.Placement.Coordinator(key)
+			h, p, ok := g.brokerAddr(c, node)
+			if !ok {
+				return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1,
+					ErrorCode: wire.CoordinatorNotAvailable}
+			}
+			return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: node, Host: h, Port: p}
+		}
 		return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: g.cfg.NodeID, Host: host, Port: port}
 	}
 	resp := &gs.findResp
@@ -98,6 +108,11 @@ func (g *Gateway) joinGroup(c *call) bool {
 	req := &gs.joinReq
 	v := c.hdr.APIVersion
 	if !decodeOrClose(c, req) {
+		return false
+	}
+	if g.notCoordinator(req.Group) {
+		// docs/design/cluster.md §7: the client finds the coordinator again.
+		c.req.Respond(g.joinResponse(c, group.JoinResult{Error: int16(wire.NotCoordinator), GenerationID: -1, MemberID: req.MemberID}))
 		return false
 	}
 	gs.protocols = gs.protocols[:0]
@@ -163,6 +178,10 @@ func (g *Gateway) syncGroup(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
+	if g.notCoordinator(req.Group) {
+		c.req.Respond(g.syncResponse(c, group.SyncResult{Error: int16(wire.NotCoordinator)}))
+		return false
+	}
 	gs.assigns = gs.assigns[:0]
 	for _, a := range req.GroupAssignment {
 		gs.assigns = append(gs.assigns, group.Assignment{MemberID: a.MemberID, Assignment: a.MemberAssignment})
@@ -198,7 +217,10 @@ func (g *Gateway) heartbeat(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
-	code := g.groups.Heartbeat(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation)
+	code := int16(wire.NotCoordinator)
+	if !g.notCoordinator(req.Group) {
+		code = g.groups.Heartbeat(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation)
+	}
 	resp := &gs.hbResp // in scratch: respond's argument escapes
 	*resp = wire.HeartbeatResponse{ErrorCode: wire.ErrorCode(code)}
 	resp.CountErrors(g.errorCounter(c))
@@ -222,7 +244,10 @@ func (g *Gateway) leaveGroup(c *call) bool {
 		gs.leaves = append(gs.leaves, group.LeaveMember{MemberID: m.MemberID, GroupInstanceID: m.InstanceID.S,
 			HasInstanceID: m.InstanceID.Valid, Reason: m.Reason.S})
 	}
-	code, codes := g.groups.Leave(req.Group, gs.leaves)
+	code, codes := int16(wire.NotCoordinator), []int16(nil)
+	if !g.notCoordinator(req.Group) {
+		code, codes = g.groups.Leave(req.Group, gs.leaves)
+	}
 	resp := wire.LeaveGroupResponse{ErrorCode: wire.ErrorCode(code)}
 	if v < 3 {
 		if len(codes) == 1 && code == 0 {
@@ -253,6 +278,8 @@ func (g *Gateway) offsetCommit(c *call) bool {
 	groupCode := wire.NoError
 	if req.Group == "" {
 		groupCode = wire.InvalidGroupID
+	} else if g.notCoordinator(req.Group) {
+		groupCode = wire.NotCoordinator
 	} else {
 		groupCode = wire.ErrorCode(g.groups.ValidateCommit(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation))
 	}
@@ -347,6 +374,9 @@ func (g *Gateway) offsetFetch(c *call) bool {
 func (g *Gateway) committed(groupID string, topics []wire.OffsetFetchRequestTopic) ([]wire.OffsetFetchResponseTopic, wire.ErrorCode) {
 	if groupID == "" {
 		return nil, wire.InvalidGroupID
+	}
+	if g.notCoordinator(groupID) {
+		return nil, wire.NotCoordinator
 	}
 	var out []wire.OffsetFetchResponseTopic
 	failed := false

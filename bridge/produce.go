@@ -62,6 +62,11 @@ func (g *Gateway) produce(c *call) bool {
 	fan := &st.fanout
 	parallel := !g.caps.LocalLatency && fixed == wire.NoError && distinctPartitions(req, &st.int32s) > 1
 	fan.jobs = fan.jobs[:0]
+	if pl := g.cfg.Placement; pl != nil {
+		// docs/design/cluster.md §5: appends started now delay this
+		// instance's hand-over of the partitions it serves.
+		defer pl.Release(pl.Hold())
+	}
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		resp.Topics = appendProduceTopic(resp.Topics, rt.Name)
@@ -69,6 +74,10 @@ func (g *Gateway) produce(c *call) bool {
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			code, base := fixed, int64(-1)
+			if code == wire.NoError {
+				// Produce carries no leader epoch: only the leader check.
+				code = g.leaderCode(rt.Name, rp.Index, -1)
+			}
 			if code == wire.NoError {
 				dst := &st.batch
 				if parallel {
