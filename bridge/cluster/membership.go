@@ -298,7 +298,7 @@ func (m *Membership) publish() {
 	if old := m.snap.Load(); old != nil && old.view == s.view {
 		s.epochs = old.epochs
 	} else {
-		s.epochs = &epochCache{views: st.views[:s.view+1 : s.view+1], m: map[partKey]int32{}}
+		s.epochs = &epochCache{views: st.views[: s.view+1 : s.view+1], m: map[partKey]int32{}}
 	}
 	// The snapshot first, then the view Hold hands out (§5).
 	m.snap.Store(s)
