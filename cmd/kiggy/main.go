@@ -51,10 +51,12 @@ type options struct {
 
 	logLevel, logFormat string
 
+	cluster clusterOptions
+
 	configFile string // applied by settings.parse before the rest
 }
 
-var groups = []string{"General", "Listener", "Kafka", "Limits", "Embedded log", "Iggy backend", "Admin", "Logging"}
+var groups = []string{"General", "Listener", "Kafka", "Limits", "Embedded log", "Iggy backend", "Cluster", "Admin", "Logging"}
 
 func registerOptions(s *settings, o *options) {
 	s.String("General", configKnob, &o.configFile, "", "configuration file of name = value lines (flag names without dashes; # comments); variables and flags win over it")
@@ -109,6 +111,8 @@ func registerOptions(s *settings, o *options) {
 	s.String("Admin", "cpuprofile", &o.cpuProfile, "", "write a CPU profile to this file, from start to shutdown")
 	s.Bool("Admin", "profile-on-signal", &o.profileOnSig, false, "with --cpuprofile: profile only between SIGUSR1 and SIGUSR2, one <cpuprofile>-<n>.pprof per window (kbench -profile)")
 
+	registerClusterOptions(s, &o.cluster)
+
 	s.String("Logging", "log-level", &o.logLevel, "info", "debug, info, warn or error")
 	s.String("Logging", "log-format", &o.logFormat, "text", "text or json")
 }
@@ -135,6 +139,10 @@ func run(args, env []string) int {
 	}
 	logger, err := newLogger(o.logLevel, o.logFormat)
 	if err != nil {
+		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
+		return 2
+	}
+	if err := checkCluster(o); err != nil {
 		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
 		return 2
 	}
@@ -172,6 +180,11 @@ func serve(o options, logger *slog.Logger) error {
 		return err
 	}
 	defer store.Close()
+	placement, leave, err := startCluster(ctx, o, store, logger)
+	if err != nil {
+		return err
+	}
+	defer leave() // also on the signal path, before the drain: see below
 
 	// bridge.NewServer is the one wiring (internal/kiggytest uses it too):
 	// the gateway takes its frame limit and logger from the engine's config.
@@ -201,6 +214,7 @@ func serve(o options, logger *slog.Logger) error {
 		ProducerIDExpiration: o.producerIDExpiration,
 		ProducerStateScan:    int(o.producerStateScan),
 		ReclaimMemory:        reclaimMemory,
+		Placement:            placement,
 	}, store)
 	if err != nil {
 		return fmt.Errorf("--engine: %w", err)
@@ -231,6 +245,9 @@ func serve(o options, logger *slog.Logger) error {
 		logger.Info("draining", "signal", s.String(), "deadline", o.drainTimeout)
 	}
 	adm.draining.Store(true)
+	// Leave the cluster first: the others take this instance's partitions
+	// and groups over at once, while its connections drain.
+	leave()
 	dctx, cancel := context.WithTimeout(ctx, o.drainTimeout)
 	defer cancel()
 	if err := srv.Shutdown(dctx); err != nil {
