@@ -91,11 +91,15 @@ func decodeRecord(p []byte) (record, error) {
 		return r, errBadRecord
 	}
 	str := func() (string, bool) {
-		if len(p) < 1 || int(p[0]) > len(p)-1 {
+		if len(p) < 1 {
 			return "", false
 		}
-		s := string(p[1 : 1+p[0]])
-		p = p[1+int(p[0]):]
+		n := int(p[0])
+		if n > len(p)-1 {
+			return "", false
+		}
+		s := string(p[1 : 1+n])
+		p = p[1+n:]
 		return s, true
 	}
 	for range n {
