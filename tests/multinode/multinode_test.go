@@ -32,6 +32,66 @@ const (
 	timeout   = time.Second
 )
 
+// appends records every append each instance made: which partition, when
+// it began and ended. Two instances' appends to one partition must never
+// overlap in time.
+type appends struct {
+	mu   sync.Mutex
+	list []appendSpan
+}
+
+type appendSpan struct {
+	node       int32
+	partition  int32
+	start, end time.Time
+}
+
+// recordingLog is an instance's Iggy client with its appends recorded.
+type recordingLog struct {
+	*iggy.Client
+	node int32
+	rec  *appends
+}
+
+func (l *recordingLog) Append(ctx context.Context, topic string, partition int32, b *message.Batch) (int64, error) {
+	start := time.Now()
+	off, err := l.Client.Append(ctx, topic, partition, b)
+	l.rec.mu.Lock()
+	l.rec.list = append(l.rec.list, appendSpan{node: l.node, partition: partition, start: start, end: time.Now()})
+	l.rec.mu.Unlock()
+	return off, err
+}
+
+// overlaps returns the pairs of appends of different instances to one
+// partition that were in flight at the same time.
+func (a *appends) overlaps() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	byPart := map[int32][]appendSpan{}
+	for _, s := range a.list {
+		byPart[s.partition] = append(byPart[s.partition], s)
+	}
+	for p, spans := range byPart {
+		slices.SortFunc(spans, func(x, y appendSpan) int { return x.start.Compare(y.start) })
+		// The latest end so far of each node: a span overlapping another
+		// node's still-open span is two leaders at once.
+		ends := map[int32]time.Time{}
+		for _, s := range spans {
+			for n, e := range ends {
+				if n != s.node && e.After(s.start) {
+					out = append(out, fmt.Sprintf("partition %d: node %d appended at %v while node %d's append was in flight until %v",
+						p, s.node, s.start.Format("15:04:05.000"), n, e.Format("15:04:05.000")))
+				}
+			}
+			if s.end.After(ends[s.node]) {
+				ends[s.node] = s.end
+			}
+		}
+	}
+	return out
+}
+
 // instance is one kiggy process, in-process: its own Iggy client, its
 // membership, its gateway and engine on its own loopback port.
 type instance struct {
@@ -43,7 +103,7 @@ type instance struct {
 	done chan error
 }
 
-func startInstance(t *testing.T, iggyAddr string, id int32, addr string) *instance {
+func startInstance(t *testing.T, iggyAddr string, id int32, addr string, rec *appends) *instance {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -64,7 +124,7 @@ func startInstance(t *testing.T, iggyAddr string, id int32, addr string) *instan
 		t.Fatalf("node %d: membership: %v", id, err)
 	}
 	srv, err := bridge.NewServer("", engine.Config{Logger: slog.New(slog.DiscardHandler)}, bridge.Config{NodeID: id, InstanceID: uint16(id), Placement: m,
-		Group: group.Config{MinSessionTimeout: time.Second, InitialRebalanceDelay: 100 * time.Millisecond}}, c)
+		Group: group.Config{MinSessionTimeout: time.Second, InitialRebalanceDelay: 100 * time.Millisecond}}, &recordingLog{Client: c, node: id, rec: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,9 +251,10 @@ func TestThreeInstancesFailover(t *testing.T) {
 	iggyAddr := a.String()
 	const topic, parts, groupID = "mn", int32(6), "mn-group"
 
+	rec := &appends{}
 	ins := make([]*instance, 3)
 	for i := range ins {
-		ins[i] = startInstance(t, iggyAddr, int32(i+1), "127.0.0.1:0")
+		ins[i] = startInstance(t, iggyAddr, int32(i+1), "127.0.0.1:0", rec)
 	}
 	defer func() {
 		for _, in := range ins {
@@ -309,7 +370,7 @@ func TestThreeInstancesFailover(t *testing.T) {
 	settledAfter := time.Since(killedAt)
 	time.Sleep(1500 * time.Millisecond)
 	// The first acknowledgement after the kill says when produce resumed.
-	ins[k] = startInstance(t, iggyAddr, coord, killedAddr)
+	ins[k] = startInstance(t, iggyAddr, coord, killedAddr, rec)
 	w.set(k, ins[k])
 	waitSettled(t, ins, []int32{1, 2, 3}, topic, parts)
 	time.Sleep(1500 * time.Millisecond)
@@ -441,4 +502,12 @@ func TestThreeInstancesFailover(t *testing.T) {
 	}
 	t.Logf("highest leader epochs seen: %v", w.maxEpoch)
 	w.mu.Unlock()
+	for i, e := range rec.overlaps() {
+		if i < 10 {
+			t.Error(e)
+		}
+	}
+	rec.mu.Lock()
+	t.Logf("%d appends checked for overlap", len(rec.list))
+	rec.mu.Unlock()
 }
