@@ -93,6 +93,14 @@ func (g *Gateway) leaderCode(topic string, partition, epoch int32) wire.ErrorCod
 	return wire.NoError
 }
 
+// leaderEpoch is a partition's leader epoch, -1 for a single instance.
+func (g *Gateway) leaderEpoch(topic string, partition int32) int32 {
+	if g.cfg.Placement == nil {
+		return -1
+	}
+	return g.cfg.Placement.Leader(topic, partition).Epoch
+}
+
 // notCoordinator reports whether this instance must answer a request for
 // group with NOT_COORDINATOR (16) (docs/design/cluster.md §7).
 func (g *Gateway) notCoordinator(group string) bool {
