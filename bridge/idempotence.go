@@ -143,15 +143,15 @@ func check(e *producerEntry, pb *producerBatch) wire.ErrorCode {
 // partitionProducers is one partition's producer window. mu is held across
 // check, append and update, and while the window is rebuilt.
 type partitionProducers struct {
-	mu        sync.Mutex
-	loaded    bool
-	dropped   bool // its topic was deleted: nothing is recorded any more
+	mu      sync.Mutex
+	loaded  bool
+	dropped bool // its topic was deleted: nothing is recorded any more
 	// leaderEpoch is the partition's leader epoch when the window was
 	// loaded (Config.Placement; -1 without): a partition that moved away
 	// and came back is rebuilt, as another instance appended meanwhile
 	// (docs/design/cluster.md §5).
 	leaderEpoch int32
-	producers map[int64]*producerEntry
+	producers   map[int64]*producerEntry
 }
 
 // producerStates is the gateway's registry of partition windows. Lock
