@@ -158,3 +158,13 @@ func clusterCommitTail(o options) time.Duration {
 	}
 	return 0
 }
+
+// clusterDefaults: the instances of a cluster hand out producer ids from
+// one space, so each needs its own --instance-id (the high bits of the id,
+// docs/design/record-mapping.md §6); left at 0 it is the node id's low 16
+// bits (docs/design/cluster.md §8).
+func clusterDefaults(o *options) {
+	if o.cluster.clustered() && o.instanceID == 0 {
+		o.instanceID = o.nodeID & 0xffff
+	}
+}

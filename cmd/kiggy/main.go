@@ -146,6 +146,7 @@ func run(args, env []string) int {
 		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
 		return 2
 	}
+	clusterDefaults(&o)
 	if err := serve(o, logger); err != nil {
 		logger.Error("kiggy stopped", "err", err)
 		return 1
