@@ -103,7 +103,7 @@ type instance struct {
 	done chan error
 }
 
-func startInstance(t *testing.T, iggyAddr string, id int32, addr string, rec *appends) *instance {
+func startInstance(t testing.TB, iggyAddr string, id int32, addr string, rec *appends) *instance {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -201,7 +201,7 @@ func (w *watcher) sample(topic string, parts int32) {
 
 // waitSettled waits until the instances agree on live and every partition
 // has exactly one server.
-func waitSettled(t *testing.T, ins []*instance, live []int32, topic string, parts int32) {
+func waitSettled(t testing.TB, ins []*instance, live []int32, topic string, parts int32) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
