@@ -27,9 +27,13 @@ import (
 	"github.com/kiggy-io/kiggy/engine"
 )
 
+// Membership timing of the test instances: a timeout generous enough that
+// a loaded 2-core machine's stalls (seen by hand: 3 s at load 16, with
+// several JVMs) rarely expire a live instance, short enough for a fast
+// test. A false expiry is safe (the lease) but would move partitions.
 const (
-	heartbeat = 100 * time.Millisecond
-	timeout   = time.Second
+	heartbeat = 200 * time.Millisecond
+	timeout   = 2 * time.Second
 )
 
 // appends records every append each instance made: which partition, when
