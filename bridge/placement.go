@@ -1,6 +1,10 @@
 package bridge
 
-import "github.com/kiggy-io/kiggy/wire"
+import (
+	"time"
+
+	"github.com/kiggy-io/kiggy/wire"
+)
 
 // Placement says which of several kiggy instances over one backend serves
 // what (docs/design/cluster.md): the live instances Metadata lists, the one
@@ -28,6 +32,14 @@ type Placement interface {
 	Hold() (token uint64)
 	// Release ends what Hold began.
 	Release(token uint64)
+}
+
+// LeaseHolder is implemented by a Placement whose right to serve expires
+// (bridge/cluster's lease, docs/design/cluster.md §5): a Produce's appends
+// get no later deadline than LeaseDeadline, so an instance cut off from the
+// membership log does not go on appending after others may have taken over.
+type LeaseHolder interface {
+	LeaseDeadline() time.Time
 }
 
 // Route is a partition's place in the cluster.

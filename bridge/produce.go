@@ -64,8 +64,14 @@ func (g *Gateway) produce(c *call) bool {
 	fan.jobs = fan.jobs[:0]
 	if pl := g.cfg.Placement; pl != nil {
 		// docs/design/cluster.md §5: appends started now delay this
-		// instance's hand-over of the partitions it serves.
+		// instance's hand-over of the partitions it serves, and end by
+		// the lease.
 		defer pl.Release(pl.Hold())
+		if lh, ok := pl.(LeaseHolder); ok {
+			var cancelLease context.CancelFunc
+			ctx, cancelLease = context.WithDeadline(ctx, lh.LeaseDeadline())
+			defer cancelLease()
+		}
 	}
 	for i := range req.Topics {
 		rt := &req.Topics[i]

@@ -370,6 +370,14 @@ func (m *Membership) leased(s *snapshot) bool {
 	return s.self && !m.fenced.Load() && now < m.leaseUntil.Load() && now-m.tailFresh.Load() < int64(m.cfg.Timeout/2)
 }
 
+// LeaseDeadline implements bridge.LeaseHolder: when this instance stops
+// serving unless a heartbeat is stored first (§5).
+func (m *Membership) LeaseDeadline() time.Time {
+	return m.start.Add(time.Duration(m.leaseUntil.Load()))
+}
+
+var _ bridge.LeaseHolder = (*Membership)(nil)
+
 // Brokers implements bridge.Placement.
 func (m *Membership) Brokers() []bridge.Broker { return m.snap.Load().brokers }
 
