@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/internal/metric"
 )
 
 // Defaults (§8). Kafka's KRaft brokers heartbeat every 2 s with a 9 s
@@ -423,4 +425,24 @@ func (m *Membership) Release(v uint64) {
 func (m *Membership) View() (uint64, []int32) {
 	s := m.snap.Load()
 	return s.view, s.live
+}
+
+// WriteMetrics implements bridge.MetricsWriter (docs/METRICS.md "Cluster").
+func (m *Membership) WriteMetrics(w io.Writer) {
+	s := m.snap.Load()
+	serving := 0
+	if m.leased(s) {
+		serving = 1
+	}
+	metric.Single(w, "kiggy_cluster_view", "gauge", "Number of the membership view this instance has applied; it rises with every change of the live set.", s.view)
+	metric.Single(w, "kiggy_cluster_members", "gauge", "Live instances in the applied view.", len(s.live))
+	metric.Single(w, "kiggy_cluster_lease", "gauge", "1 while this instance is live in the view and its lease is fresh (it may serve), else 0.", serving)
+	metric.Single(w, "kiggy_cluster_fenced", "gauge", "1 when another process announced this node id and this one stopped serving for good.", boolInt(m.fenced.Load()))
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -2,6 +2,7 @@ package multinode
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +42,13 @@ func TestClusterErrorCodes(t *testing.T) {
 	ins := []*instance{n1, n2}
 	waitSettled(t, ins, []int32{1, 2}, topic, parts)
 	ctx := context.Background()
+	var mb strings.Builder
+	n1.srv.Gateway.WriteMetrics(&mb)
+	for _, want := range []string{"kiggy_cluster_members 2\n", "kiggy_cluster_lease 1\n", "kiggy_cluster_fenced 0\n"} {
+		if !strings.Contains(mb.String(), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
 	clients := map[int32]*kgo.Client{}
 	for _, in := range ins {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(in.addr))
