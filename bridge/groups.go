@@ -452,6 +452,11 @@ func (g *Gateway) describeGroups(c *call) bool {
 			ProtocolType: d.ProtocolType, Protocol: d.Protocol, AuthorizedOperations: authorizedOperationsUnknown}
 		if id == "" {
 			out.ErrorCode = wire.InvalidGroupID
+		} else if g.notCoordinator(id) {
+			// docs/design/cluster.md §7: not this instance's group (its
+			// state here, if any, is left from before a move).
+			out = wire.DescribeGroupsResponseGroup{ErrorCode: wire.NotCoordinator, Group: id, AuthorizedOperations: authorizedOperationsUnknown}
+			d.Members = nil
 		}
 		for _, m := range d.Members {
 			out.Members = append(out.Members, wire.DescribeGroupsResponseGroupMember{
@@ -507,7 +512,11 @@ func (g *Gateway) deleteGroups(c *call) bool {
 		if slices.Contains(req.Groups[:i], id) {
 			continue // KafkaApis.handleDeleteGroupsRequest: groupsNames.distinct
 		}
-		resp.Results = append(resp.Results, wire.DeleteGroupsResponseResult{Group: id, ErrorCode: g.deleteGroup(id)})
+		code := wire.NotCoordinator // docs/design/cluster.md §7
+		if id == "" || !g.notCoordinator(id) {
+			code = g.deleteGroup(id)
+		}
+		resp.Results = append(resp.Results, wire.DeleteGroupsResponseResult{Group: id, ErrorCode: code})
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, resp)
@@ -585,7 +594,12 @@ func (g *Gateway) offsetDelete(c *call) bool {
 		return false
 	}
 	resp := &gs.offDelResp
-	resp.ErrorCode, resp.Topics = g.deleteOffsets(req, resp.Topics[:0])
+	if req.Group != "" && g.notCoordinator(req.Group) {
+		// docs/design/cluster.md §7.
+		resp.ErrorCode, resp.Topics = wire.NotCoordinator, resp.Topics[:0]
+	} else {
+		resp.ErrorCode, resp.Topics = g.deleteOffsets(req, resp.Topics[:0])
+	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, resp)
 	return false

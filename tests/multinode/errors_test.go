@@ -212,6 +212,19 @@ func TestClusterErrorCodes(t *testing.T) {
 	if ofresp.ErrorCode != 16 && (len(ofresp.Groups) == 0 || ofresp.Groups[0].ErrorCode != 16) {
 		t.Errorf("OffsetFetch at the other instance: %+v, want NOT_COORDINATOR", ofresp)
 	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{groupID}
+	dgresp, err := dg.RequestWith(ctx, nonCoord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dgresp.Groups) != 1 || dgresp.Groups[0].ErrorCode != 16 {
+		t.Errorf("DescribeGroups at the other instance: %+v, want NOT_COORDINATOR", dgresp)
+	}
+	dgresp, err = dg.RequestWith(ctx, clients[coord].Broker(int(coord)))
+	if err != nil || len(dgresp.Groups) != 1 || dgresp.Groups[0].ErrorCode != 0 {
+		t.Errorf("DescribeGroups at the coordinator: %+v %v", dgresp, err)
+	}
 }
 
 // oneBatch is one uncompressed v2 record batch of one record.
