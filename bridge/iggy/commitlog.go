@@ -141,6 +141,13 @@ func commitTopicPrefix(stream string) string { return "offsets." + stream + "." 
 func (c *Client) openCommitLog(ctx context.Context) error {
 	scfg := c.cfg
 	scfg.Stream, scfg.PoolSize, scfg.system = c.cfg.SystemStream, 2, true
+	if c.cfg.CommitTail > 0 {
+		// A cluster member: the membership log's heartbeats and reads share
+		// this client with the commits and their tail
+		// (docs/design/cluster.md §2); a heartbeat must not queue behind a
+		// burst of commits.
+		scfg.PoolSize = 4
+	}
 	sys, err := Open(ctx, scfg)
 	if err != nil {
 		return fmt.Errorf("iggy: system stream %q: %w", c.cfg.SystemStream, err)
