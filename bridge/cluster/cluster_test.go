@@ -224,3 +224,28 @@ func TestHoldDelaysHandover(t *testing.T) {
 	a.Close()
 	b.Close()
 }
+
+// TestCloseWaitsForAppends: a graceful leave is written only once the
+// appends in flight have ended, so the next leader never overlaps them.
+func TestCloseWaitsForAppends(t *testing.T) {
+	log := memlog.New(memlog.Config{})
+	a := startNode(t, log, 1)
+	b := startNode(t, log, 2)
+	waitSettled(t, []*Membership{a, b}, []int32{1, 2})
+	tok := a.Hold()
+	released := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		released <- time.Now()
+		a.Release(tok)
+	}()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed := time.Now()
+	if r := <-released; closed.Before(r) {
+		t.Fatalf("Close returned at %v, before the append ended at %v", closed, r)
+	}
+	waitSettled(t, []*Membership{b}, []int32{2})
+	b.Close()
+}

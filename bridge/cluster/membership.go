@@ -193,8 +193,20 @@ func Start(ctx context.Context, cfg Config) (*Membership, error) {
 // a leave record so the others take over at once, and stops its loops.
 func (m *Membership) Close() error {
 	m.leave.Store(true)
-	m.leaseUntil.Store(0) // serve nothing from now on
+	lease := m.leaseUntil.Swap(0) // serve nothing from now on
 	m.stop()
+	// The others take over as soon as they read the leave record: first
+	// let the appends in flight end (§5). They end by the lease at the
+	// latest (bridge.LeaseHolder).
+	for m.clock() < lease {
+		m.holdMu.Lock()
+		n := len(m.held)
+		m.holdMu.Unlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Heartbeat*2)
 	defer cancel()
 	return m.write(ctx, record{kind: kindLeave, node: m.cfg.NodeID, incarnation: m.inc})
