@@ -249,3 +249,32 @@ func TestCloseWaitsForAppends(t *testing.T) {
 	waitSettled(t, []*Membership{b}, []int32{2})
 	b.Close()
 }
+
+// TestStatic: a fixed peer list spreads partitions and groups like the
+// membership does, with epoch 0, and refuses a bad list.
+func TestStatic(t *testing.T) {
+	peers := []bridge.Broker{{NodeID: 2, Endpoints: []bridge.Endpoint{{Host: "b", Port: 2}}}, {NodeID: 1, Endpoints: []bridge.Endpoint{{Host: "a", Port: 1}}}}
+	s1, err := NewStatic(1, peers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := NewStatic(2, peers)
+	if b := s1.Brokers(); len(b) != 2 || b[0].NodeID != 1 {
+		t.Fatalf("brokers %+v", b)
+	}
+	for p := range int32(32) {
+		r1, r2 := s1.Leader("t", p), s2.Leader("t", p)
+		if r1.Leader != r2.Leader || r1.Epoch != 0 || r1.Serving == r2.Serving || r1.Leader != pick([]int32{1, 2}, partitionKey("t", p)) {
+			t.Fatalf("partition %d: %+v and %+v", p, r1, r2)
+		}
+	}
+	if n1, l1 := s1.Coordinator("g"); func() bool { n2, l2 := s2.Coordinator("g"); return n1 != n2 || l1 == l2 }() {
+		t.Fatal("coordinators disagree")
+	}
+	if _, err := NewStatic(3, peers); err == nil {
+		t.Error("a node outside the list was accepted")
+	}
+	if _, err := NewStatic(1, append(peers, peers[0])); err == nil {
+		t.Error("a duplicate node id was accepted")
+	}
+}
