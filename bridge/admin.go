@@ -301,10 +301,12 @@ func (g *Gateway) describeCluster(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
-	host, port := g.advertisedAddr(c)
-	resp := wire.DescribeClusterResponse{EndpointType: 1, ClusterID: g.cfg.ClusterID, ControllerID: g.cfg.NodeID,
-		Brokers:                     []wire.DescribeClusterResponseBroker{{NodeID: g.cfg.NodeID, Host: host, Port: port}},
+	brokers, controller := g.metadataBrokers(c, nil)
+	resp := wire.DescribeClusterResponse{EndpointType: 1, ClusterID: g.cfg.ClusterID, ControllerID: controller,
 		ClusterAuthorizedOperations: authorizedOperationsUnknown}
+	for _, b := range brokers {
+		resp.Brokers = append(resp.Brokers, wire.DescribeClusterResponseBroker{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+	}
 	if code := g.clusterCode(c, acl.OpDescribe); code != wire.NoError { // KafkaApis: DESCRIBE on the cluster
 		resp = wire.DescribeClusterResponse{EndpointType: req.EndpointType, ErrorCode: code, ErrorMessage: wire.NullStringOf(msgClusterAuthFailed),
 			ClusterAuthorizedOperations: authorizedOperationsUnknown}

@@ -350,6 +350,10 @@ func setWatermarks(p *wire.FetchResponseTopicPartition, wm Watermarks) {
 // readPartition appends one partition's records (one uncompressed batch)
 // to buf through r and returns the records' size.
 func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int) ([]byte, int) {
+	if code := g.leaderCode(topic, rp.Partition, rp.CurrentLeaderEpoch); code != wire.NoError {
+		p.ErrorCode = code // docs/design/cluster.md §6
+		return buf, 0
+	}
 	r.buf = buf
 	r.started, r.unmappable, r.mapped = false, false, 0
 	start := len(buf)

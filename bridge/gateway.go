@@ -118,6 +118,10 @@ type Config struct {
 	ReclaimMemory func(idle time.Duration, bigDecode bool)
 	// Authorization turns on ACLs (acl.go; docs/design/security.md §6).
 	Authorization AuthorizationConfig
+	// Placement spreads partitions and groups over several instances
+	// (bridge/cluster, docs/design/cluster.md); nil = this instance alone
+	// serves everything.
+	Placement Placement
 	// Group configures the group coordinator (session timeout bounds,
 	// initial rebalance delay).
 	Group group.Config

@@ -71,6 +71,16 @@ func (g *Gateway) findCoordinator(c *call) bool {
 			return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1,
 				ErrorCode: wire.InvalidRequest, ErrorMessage: wire.NullStringOf(errNoTransactions)}
 		}
+		if g.cfg.Placement != nil {
+			// docs/design/cluster.md §7: groups are spread like partitions.
+			node, _ := g.cfg.Placement.Coordinator(key)
+			h, p, ok := g.brokerAddr(c, node)
+			if !ok {
+				return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1,
+					ErrorCode: wire.CoordinatorNotAvailable}
+			}
+			return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: node, Host: h, Port: p}
+		}
 		return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: g.cfg.NodeID, Host: host, Port: port}
 	}
 	resp := &gs.findResp
@@ -108,6 +118,11 @@ func (g *Gateway) joinGroup(c *call) bool {
 	}
 	if code := g.groupCode(c, acl.OpRead, req.Group); code != wire.NoError { // KafkaApis: READ on the group
 		c.req.Respond(g.joinResponse(c, group.JoinResult{Error: int16(code), GenerationID: -1}))
+		return false
+	}
+	if g.notCoordinator(req.Group) {
+		// docs/design/cluster.md §7: the client finds the coordinator again.
+		c.req.Respond(g.joinResponse(c, group.JoinResult{Error: int16(wire.NotCoordinator), GenerationID: -1, MemberID: req.MemberID}))
 		return false
 	}
 	gs.protocols = gs.protocols[:0]
@@ -177,6 +192,10 @@ func (g *Gateway) syncGroup(c *call) bool {
 		c.req.Respond(g.syncResponse(c, group.SyncResult{Error: int16(code)}))
 		return false
 	}
+	if g.notCoordinator(req.Group) {
+		c.req.Respond(g.syncResponse(c, group.SyncResult{Error: int16(wire.NotCoordinator)}))
+		return false
+	}
 	gs.assigns = gs.assigns[:0]
 	for _, a := range req.GroupAssignment {
 		gs.assigns = append(gs.assigns, group.Assignment{MemberID: a.MemberID, Assignment: a.MemberAssignment})
@@ -213,7 +232,11 @@ func (g *Gateway) heartbeat(c *call) bool {
 		return false
 	}
 	code := g.groupCode(c, acl.OpRead, req.Group) // KafkaApis: READ on the group
-	if code == wire.NoError {
+	switch {
+	case code != wire.NoError:
+	case g.notCoordinator(req.Group):
+		code = wire.NotCoordinator // docs/design/cluster.md §7
+	default:
 		code = wire.ErrorCode(g.groups.Heartbeat(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation))
 	}
 	resp := &gs.hbResp // in scratch: respond's argument escapes
@@ -245,7 +268,10 @@ func (g *Gateway) leaveGroup(c *call) bool {
 		gs.leaves = append(gs.leaves, group.LeaveMember{MemberID: m.MemberID, GroupInstanceID: m.InstanceID.S,
 			HasInstanceID: m.InstanceID.Valid, Reason: m.Reason.S})
 	}
-	code, codes := g.groups.Leave(req.Group, gs.leaves)
+	code, codes := int16(wire.NotCoordinator), []int16(nil)
+	if !g.notCoordinator(req.Group) {
+		code, codes = g.groups.Leave(req.Group, gs.leaves)
+	}
 	resp := wire.LeaveGroupResponse{ErrorCode: wire.ErrorCode(code)}
 	if v < 3 {
 		if len(codes) == 1 && code == 0 {
@@ -278,6 +304,8 @@ func (g *Gateway) offsetCommit(c *call) bool {
 	case groupCode != wire.NoError:
 	case req.Group == "":
 		groupCode = wire.InvalidGroupID
+	case g.notCoordinator(req.Group):
+		groupCode = wire.NotCoordinator // docs/design/cluster.md §7
 	default:
 		groupCode = wire.ErrorCode(g.groups.ValidateCommit(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation))
 	}
@@ -384,6 +412,9 @@ func (g *Gateway) committed(c *call, groupID string, topics []wire.OffsetFetchRe
 	if groupID == "" {
 		return nil, wire.InvalidGroupID
 	}
+	if g.notCoordinator(groupID) {
+		return nil, wire.NotCoordinator
+	}
 	var out []wire.OffsetFetchResponseTopic
 	failed := false
 	one := func(topic string, p int32) wire.OffsetFetchResponseTopicPartition {
@@ -467,6 +498,11 @@ func (g *Gateway) describeGroups(c *call) bool {
 			ProtocolType: d.ProtocolType, Protocol: d.Protocol, AuthorizedOperations: authorizedOperationsUnknown}
 		if id == "" {
 			out.ErrorCode = wire.InvalidGroupID
+		} else if g.notCoordinator(id) {
+			// docs/design/cluster.md §7: not this instance's group (its
+			// state here, if any, is left from before a move).
+			out = wire.DescribeGroupsResponseGroup{ErrorCode: wire.NotCoordinator, Group: id, AuthorizedOperations: authorizedOperationsUnknown}
+			d.Members = nil
 		}
 		if code := g.groupCode(c, acl.OpDescribe, id); code != wire.NoError { // KafkaApis: DESCRIBE on each group
 			out = wire.DescribeGroupsResponseGroup{ErrorCode: code, Group: id, AuthorizedOperations: authorizedOperationsUnknown}
@@ -533,6 +569,9 @@ func (g *Gateway) deleteGroups(c *call) bool {
 			continue // KafkaApis.handleDeleteGroupsRequest: groupsNames.distinct
 		}
 		code := g.groupCode(c, acl.OpDelete, id) // KafkaApis: DELETE on each group
+		if code == wire.NoError && id != "" && g.notCoordinator(id) {
+			code = wire.NotCoordinator // docs/design/cluster.md §7
+		}
 		if code == wire.NoError {
 			code = g.deleteGroup(id)
 		}
@@ -614,7 +653,12 @@ func (g *Gateway) offsetDelete(c *call) bool {
 		return false
 	}
 	resp := &gs.offDelResp
-	resp.ErrorCode, resp.Topics = g.deleteOffsets(c, req, resp.Topics[:0])
+	if req.Group != "" && g.notCoordinator(req.Group) && g.allowed(c, acl.OpDelete, acl.ResourceGroup, req.Group) {
+		// docs/design/cluster.md §7.
+		resp.ErrorCode, resp.Topics = wire.NotCoordinator, resp.Topics[:0]
+	} else {
+		resp.ErrorCode, resp.Topics = g.deleteOffsets(c, req, resp.Topics[:0])
+	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, resp)
 	return false

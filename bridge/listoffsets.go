@@ -51,6 +51,9 @@ func (g *Gateway) listOffsets(c *call) bool {
 
 func (g *Gateway) listOffset(topic string, p wire.ListOffsetsRequestTopicPartition) wire.ListOffsetsResponseTopicPartition {
 	out := wire.ListOffsetsResponseTopicPartition{Partition: p.Partition, Timestamp: -1, Offset: -1, LeaderEpoch: -1}
+	if out.ErrorCode = g.leaderCode(topic, p.Partition, p.CurrentLeaderEpoch); out.ErrorCode != wire.NoError {
+		return out // docs/design/cluster.md §6
+	}
 	wm, err := g.store.Watermarks(g.ctx, topic, p.Partition)
 	if err != nil {
 		out.ErrorCode = fetchCode(err)

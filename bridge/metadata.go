@@ -47,14 +47,12 @@ func (g *Gateway) metadata(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
-	host, port := g.advertisedAddr(c)
 	resp := &st.metadataResp
-	brokers := resp.Brokers[:0]
-	brokers = append(brokers, wire.MetadataResponseBroker{NodeID: g.cfg.NodeID, Host: host, Port: port})
+	brokers, controller := g.metadataBrokers(c, resp.Brokers[:0])
 	*resp = wire.MetadataResponse{
 		Brokers:                     brokers,
 		ClusterID:                   wire.NullStringOf(g.cfg.ClusterID),
-		ControllerID:                g.cfg.NodeID,
+		ControllerID:                controller,
 		Topics:                      resp.Topics[:0],
 		ClusterAuthorizedOperations: authorizedOperationsUnknown,
 	}
@@ -135,14 +133,18 @@ func (g *Gateway) appendTopic(dst []wire.MetadataResponseTopic, name string, n i
 		parts = dst[:len(dst)+1][len(dst)].Partitions[:0]
 	}
 	for p := int32(0); p < n; p++ {
-		parts = append(parts, wire.MetadataResponsePartition{
+		mp := wire.MetadataResponsePartition{
 			PartitionIndex:  p,
 			LeaderID:        g.cfg.NodeID,
 			LeaderEpoch:     -1,
 			ReplicaNodes:    node,
 			IsrNodes:        node,
 			OfflineReplicas: node[:0],
-		})
+		}
+		if g.cfg.Placement != nil {
+			g.placePartition(&mp, name)
+		}
+		parts = append(parts, mp)
 	}
 	return append(dst, wire.MetadataResponseTopic{
 		ErrorCode:                 code,
@@ -150,4 +152,49 @@ func (g *Gateway) appendTopic(dst []wire.MetadataResponseTopic, name string, n i
 		Partitions:                parts,
 		TopicAuthorizedOperations: authorizedOperationsUnknown,
 	})
+}
+
+// metadataBrokers appends the brokers a Metadata answer lists and returns
+// the controller id: this gateway alone, or every live instance that
+// advertises the connection's listener, the lowest node id as the
+// controller (docs/design/cluster.md §3).
+func (g *Gateway) metadataBrokers(c *call, dst []wire.MetadataResponseBroker) ([]wire.MetadataResponseBroker, int32) {
+	if g.cfg.Placement == nil {
+		host, port := g.advertisedAddr(c)
+		return append(dst, wire.MetadataResponseBroker{NodeID: g.cfg.NodeID, Host: host, Port: port}), g.cfg.NodeID
+	}
+	listener := c.req.Conn().Listener
+	controller := int32(-1)
+	for _, b := range g.cfg.Placement.Brokers() {
+		if e, ok := b.endpoint(listener); ok {
+			dst = append(dst, wire.MetadataResponseBroker{NodeID: b.NodeID, Host: e.Host, Port: e.Port})
+			if controller < 0 {
+				controller = b.NodeID
+			}
+		}
+	}
+	if len(dst) == 0 {
+		// No live instance yet (this one has not read its own
+		// announcement): list this gateway so the client keeps a broker to
+		// ask again.
+		host, port := g.advertisedAddr(c)
+		dst = append(dst, wire.MetadataResponseBroker{NodeID: g.cfg.NodeID, Host: host, Port: port})
+	}
+	return dst, controller
+}
+
+// placePartition sets a partition's leader and epoch from the placement; a
+// partition without a live leader is LEADER_NOT_AVAILABLE (5), which
+// clients retry.
+func (g *Gateway) placePartition(mp *wire.MetadataResponsePartition, topic string) {
+	r := g.cfg.Placement.Leader(topic, mp.PartitionIndex)
+	mp.LeaderID, mp.LeaderEpoch = r.Leader, r.Epoch
+	if r.Leader < 0 {
+		mp.ErrorCode = wire.LeaderNotAvailable
+		mp.ReplicaNodes, mp.IsrNodes = mp.ReplicaNodes[:0], mp.IsrNodes[:0]
+		return
+	}
+	// One replica, the leader: Iggy keeps the data, any instance can lead.
+	one := []int32{r.Leader}
+	mp.ReplicaNodes, mp.IsrNodes = one, one
 }

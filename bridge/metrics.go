@@ -161,4 +161,7 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	if mw, ok := g.store.(MetricsWriter); ok {
 		mw.WriteMetrics(w)
 	}
+	if mw, ok := g.cfg.Placement.(MetricsWriter); ok {
+		mw.WriteMetrics(w) // docs/design/cluster.md §7
+	}
 }

@@ -50,13 +50,14 @@ type options struct {
 
 	logLevel, logFormat string
 
-	lst listenerOptions // cmd/kiggy/listeners.go
-	acl aclOptions      // cmd/kiggy/acl.go
+	lst     listenerOptions // cmd/kiggy/listeners.go
+	acl     aclOptions      // cmd/kiggy/acl.go
+	cluster clusterOptions  // cmd/kiggy/cluster.go
 
 	configFile string // applied by settings.parse before the rest
 }
 
-var groups = []string{"General", "Listener", "TLS", "Kafka", "Limits", "Embedded log", "Iggy backend", "Authorization", "Admin", "Logging"}
+var groups = []string{"General", "Listener", "TLS", "Kafka", "Limits", "Embedded log", "Iggy backend", "Cluster", "Authorization", "Admin", "Logging"}
 
 func registerOptions(s *settings, o *options) {
 	s.String("General", configKnob, &o.configFile, "", "configuration file of name = value lines (flag names without dashes; # comments); variables and flags win over it")
@@ -114,6 +115,8 @@ func registerOptions(s *settings, o *options) {
 	s.String("Admin", "cpuprofile", &o.cpuProfile, "", "write a CPU profile to this file, from start to shutdown")
 	s.Bool("Admin", "profile-on-signal", &o.profileOnSig, false, "with --cpuprofile: profile only between SIGUSR1 and SIGUSR2, one <cpuprofile>-<n>.pprof per window (kbench -profile)")
 
+	registerClusterOptions(s, &o.cluster)
+
 	s.String("Logging", "log-level", &o.logLevel, "info", "debug, info, warn or error")
 	s.String("Logging", "log-format", &o.logFormat, "text", "text or json")
 }
@@ -151,6 +154,11 @@ func run(args, env []string) int {
 		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
 		return 2
 	}
+	if err := checkCluster(o); err != nil {
+		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
+		return 2
+	}
+	clusterDefaults(&o)
 	lset, err := setupListeners(&o, logger)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
@@ -190,6 +198,11 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		return err
 	}
 	defer store.Close()
+	placement, leave, err := startCluster(ctx, o, lset, store, logger)
+	if err != nil {
+		return err
+	}
+	defer leave() // also on the signal path, before the drain: see below
 
 	authz, _ := o.acl.authorization() // checked by run
 	bcfg := bridge.Config{
@@ -209,6 +222,7 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		ProducerStateScan:    int(o.producerStateScan),
 		ReclaimMemory:        reclaimMemory,
 		Authorization:        authz,
+		Placement:            placement,
 	}
 	lset.configure(&bcfg)
 	// bridge.NewServer is the one wiring (internal/kiggytest uses it too):
@@ -256,6 +270,9 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		logger.Info("draining", "signal", s.String(), "deadline", o.drainTimeout)
 	}
 	adm.draining.Store(true)
+	// Leave the cluster first: the others take this instance's partitions
+	// and groups over at once, while its connections drain.
+	leave()
 	dctx, cancel := context.WithTimeout(ctx, o.drainTimeout)
 	defer cancel()
 	if err := srv.Shutdown(dctx); err != nil {
