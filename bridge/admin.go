@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -105,11 +106,16 @@ func (g *Gateway) createTopics(c *call) bool {
 		t := &req.Topics[i]
 		out := wire.CreateTopicsResponseTopic{Topic: t.Topic, NumPartitions: -1, ReplicationFactor: -1}
 		code, msg, parts, cfg := g.checkCreate(t)
-		if code == wire.NoError && req.ValidateOnly {
+		if !g.canCreateTopic(c, t.Topic) { // KafkaApis: CREATE on the cluster or the topic
+			code, msg = wire.TopicAuthorizationFailed, "Authorization failed."
+		}
+		switch {
+		case code != wire.NoError:
+		case req.ValidateOnly:
 			if _, err := g.store.Topic(g.ctx, t.Topic); err == nil {
 				code, msg = wire.TopicAlreadyExists, "Topic '"+t.Topic+"' already exists."
 			}
-		} else if code == wire.NoError {
+		default:
 			_, err := g.store.CreateTopic(g.ctx, t.Topic, parts, cfg)
 			switch {
 			case errors.Is(err, ErrTopicExists):
@@ -182,6 +188,9 @@ func (g *Gateway) deleteTopics(c *call) bool {
 	}
 	var resp wire.DeleteTopicsResponse
 	del := func(name string) (wire.ErrorCode, string) {
+		if code := g.topicCode(c, acl.OpDelete, name); code != wire.NoError { // KafkaApis: DELETE on the topic
+			return code, "Authorization failed."
+		}
 		err := g.store.DeleteTopic(g.ctx, name)
 		switch {
 		case err == nil:
@@ -234,7 +243,10 @@ func (g *Gateway) createPartitions(c *call) bool {
 	var resp wire.CreatePartitionsResponse
 	for _, t := range req.Topics {
 		out := wire.CreatePartitionsResponseTopic{Topic: t.Topic}
-		code, msg := g.growTopic(t, req.ValidateOnly)
+		code, msg := g.topicCode(c, acl.OpAlter, t.Topic), "Authorization failed." // KafkaApis: ALTER on the topic
+		if code == wire.NoError {
+			code, msg = g.growTopic(t, req.ValidateOnly)
+		}
 		out.ErrorCode = code
 		if msg != "" {
 			out.ErrorMessage = wire.NullStringOf(msg)
@@ -289,11 +301,16 @@ func (g *Gateway) describeCluster(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
-	host, port := g.advertisedAddr(c)
-	resp := wire.DescribeClusterResponse{EndpointType: 1, ClusterID: g.cfg.ClusterID, ControllerID: g.cfg.NodeID,
-		Brokers:                     []wire.DescribeClusterResponseBroker{{NodeID: g.cfg.NodeID, Host: host, Port: port}},
+	brokers, controller := g.metadataBrokers(c, nil)
+	resp := wire.DescribeClusterResponse{EndpointType: 1, ClusterID: g.cfg.ClusterID, ControllerID: controller,
 		ClusterAuthorizedOperations: authorizedOperationsUnknown}
-	if req.EndpointType == 2 {
+	for _, b := range brokers {
+		resp.Brokers = append(resp.Brokers, wire.DescribeClusterResponseBroker{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+	}
+	if code := g.clusterCode(c, acl.OpDescribe); code != wire.NoError { // KafkaApis: DESCRIBE on the cluster
+		resp = wire.DescribeClusterResponse{EndpointType: req.EndpointType, ErrorCode: code, ErrorMessage: wire.NullStringOf(msgClusterAuthFailed),
+			ClusterAuthorizedOperations: authorizedOperationsUnknown}
+	} else if req.EndpointType == 2 {
 		// KIP-919: controllers are asked of controllers; kiggy has none apart.
 		resp.ErrorCode, resp.ErrorMessage = wire.UnsupportedEndpointType, wire.NullStringOf("kiggy serves only the brokers endpoint type")
 	}
@@ -310,7 +327,7 @@ func (g *Gateway) alterConfigs(c *call) bool {
 	}
 	var resp wire.AlterConfigsResponse
 	for _, r := range as.alterReq.Resources {
-		resp.Resources = append(resp.Resources, refuseAlter(r.ResourceType, r.ResourceName))
+		resp.Resources = append(resp.Resources, g.refuseAlter(c, r.ResourceType, r.ResourceName))
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
@@ -325,14 +342,19 @@ func (g *Gateway) incrementalAlterConfigs(c *call) bool {
 	}
 	var resp wire.IncrementalAlterConfigsResponse
 	for _, r := range as.incrReq.Resources {
-		resp.Resources = append(resp.Resources, refuseAlter(r.ResourceType, r.ResourceName))
+		resp.Resources = append(resp.Resources, g.refuseAlter(c, r.ResourceType, r.ResourceName))
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
 	return false
 }
 
-func refuseAlter(t wire.ConfigResourceType, name string) wire.AlterConfigsResponseResource {
+// refuseAlter answers one resource of an alter: ALTER_CONFIGS on it first
+// (KafkaApis), then the refusal.
+func (g *Gateway) refuseAlter(c *call, t wire.ConfigResourceType, name string) wire.AlterConfigsResponseResource {
+	if code := g.configResourceCode(c, acl.OpAlterConfigs, t, name); code != wire.NoError {
+		return wire.AlterConfigsResponseResource{ErrorCode: code, ResourceType: t, ResourceName: name, ErrorMessage: wire.NullStringOf(code.String())}
+	}
 	return wire.AlterConfigsResponseResource{ErrorCode: wire.InvalidConfig, ResourceType: t, ResourceName: name,
 		ErrorMessage: wire.NullStringOf("kiggy does not alter configs: set retention.ms / retention.bytes when creating the topic")}
 }

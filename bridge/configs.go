@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -98,6 +99,13 @@ func (g *Gateway) describeConfigs(c *call) bool {
 	for _, r := range req.Resources {
 		out := wire.DescribeConfigsResponseResource{ResourceType: r.ResourceType, ResourceName: r.ResourceName}
 		var entries []configEntry
+		known := r.ResourceType == wire.ConfigResourceTopic || r.ResourceType == wire.ConfigResourceBroker
+		if code := g.configResourceCode(c, acl.OpDescribeConfigs, r.ResourceType, r.ResourceName); known && code != wire.NoError {
+			// KafkaApis: DESCRIBE_CONFIGS on the topic, or on the cluster for the broker.
+			out.ErrorCode, out.ErrorMessage = code, wire.NullStringOf(code.String())
+			resp.Resources = append(resp.Resources, out)
+			continue
+		}
 		switch r.ResourceType {
 		case wire.ConfigResourceTopic:
 			info, err := g.store.Topic(g.ctx, r.ResourceName)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -23,9 +24,12 @@ func (g *Gateway) describeProducers(c *call) bool {
 	for _, t := range req.Topics {
 		out := wire.DescribeProducersResponseTopic{Topic: t.Topic}
 		info, terr := g.store.Topic(g.ctx, t.Topic)
+		denied := g.topicCode(c, acl.OpRead, t.Topic) // KafkaApis: READ on the topic
 		for _, p := range t.Partitions {
 			rp := wire.DescribeProducersResponsePartition{Partition: p}
 			switch {
+			case denied != wire.NoError:
+				rp.ErrorCode = denied
 			case terr != nil || p < 0 || p >= info.Partitions:
 				code := wire.UnknownTopicOrPartition
 				if terr != nil && !errors.Is(terr, ErrUnknownTopic) {

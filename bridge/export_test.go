@@ -1,5 +1,7 @@
 package bridge
 
+import "github.com/kiggy-io/kiggy/security"
+
 // SetTestPanicHook installs f as the panic-injection hook of the group
 // callbacks (nil removes it).
 func SetTestPanicHook(f func(site string)) {
@@ -17,4 +19,17 @@ func SetWorkQueueLen(n int) (restore func()) {
 	old := workQueueLen
 	workQueueLen = n
 	return func() { workQueueLen = old }
+}
+
+// SetTestPrincipals makes the gateway see requests whose client id f
+// recognizes as coming from the principal it returns (standing in for SASL
+// and TLS, which set a connection's principal in production); nil removes
+// it. It returns a function that removes it.
+func SetTestPrincipals(f func(clientID string) (security.Principal, bool)) (restore func()) {
+	if f == nil {
+		testPrincipalHook.Store(nil)
+	} else {
+		testPrincipalHook.Store(&f)
+	}
+	return func() { testPrincipalHook.Store(nil) }
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/mapping"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -218,6 +219,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		buf = wire.AppendFetchTopicStart(buf, v, t.Topic, len(t.Partitions))
+		denied := g.topicCode(c, acl.OpRead, t.Topic) // KafkaApis: READ on the topic
 		for j := range t.Partitions {
 			rp := &t.Partitions[j]
 			p := wire.FetchResponseTopicPartition{
@@ -235,6 +237,11 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 			buf, mark = wire.AppendFetchPartitionBegin(buf, v, &p, limit)
 			n := 0
 			switch {
+			case denied != wire.NoError:
+				p.ErrorCode = denied
+				if fan {
+					k++
+				}
 			case fan:
 				r := fs.parts[k]
 				k++
@@ -303,6 +310,9 @@ func (g *Gateway) readAll(fs *fetchState, maxBytes int) {
 	read := func(r *partReader) {
 		r.panicked = g.catch(fs.call, func() {
 			r.resp = wire.FetchResponseTopicPartition{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+			if !g.allowed(fs.call, acl.OpRead, acl.ResourceTopic, r.topic) {
+				return // fetchPass answers it TOPIC_AUTHORIZATION_FAILED
+			}
 			r.limit = min(int(r.rp.PartitionMaxBytes), maxBytes)
 			if want := min(r.limit+r.limit/8+4096, maxRetainedPartBuf); cap(r.buf) < want {
 				// Room for a full read (record framing adds a few percent to
@@ -340,6 +350,10 @@ func setWatermarks(p *wire.FetchResponseTopicPartition, wm Watermarks) {
 // readPartition appends one partition's records (one uncompressed batch)
 // to buf through r and returns the records' size.
 func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int) ([]byte, int) {
+	if code := g.leaderCode(topic, rp.Partition, rp.CurrentLeaderEpoch); code != wire.NoError {
+		p.ErrorCode = code // docs/design/cluster.md §6
+		return buf, 0
+	}
 	r.buf = buf
 	r.started, r.unmappable, r.mapped = false, false, 0
 	start := len(buf)

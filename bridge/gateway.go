@@ -17,6 +17,7 @@ package bridge
 
 import (
 	"context"
+	"crypto/tls"
 	"github.com/kiggy-io/kiggy/security"
 	"log/slog"
 	"sync"
@@ -61,6 +62,16 @@ type Config struct {
 	// security protocol; a listener not in it is PLAINTEXT
 	// (docs/design/security.md §3).
 	Listeners map[string]security.Protocol
+	// AdvertisedListeners is the address told to clients of each listener
+	// (Kafka advertised.listeners), by listener name; it wins over
+	// AdvertisedHost/AdvertisedPort for that listener's connections, and an
+	// empty host or zero port in it is the one the client reached
+	// (docs/design/security.md §4).
+	AdvertisedListeners map[string]AdvertisedAddr
+	// CertPrincipal, when set, maps the TLS state of a connection on an SSL
+	// listener to its principal (tlsconf.Server.Principal); it is called
+	// once, at the connection's first request (docs/design/security.md §5).
+	CertPrincipal func(*tls.ConnectionState) security.Principal
 	// ClusterID is returned in Metadata; "" = "kiggy".
 	ClusterID string
 	// NoAutoCreateTopics turns off Metadata auto-creation (Kafka
@@ -107,6 +118,12 @@ type Config struct {
 	ReclaimMemory func(idle time.Duration, bigDecode bool)
 	// SASL configures authentication on SASL listeners (bridge/sasl.go).
 	SASL SASLConfig
+	// Authorization turns on ACLs (acl.go; docs/design/security.md §6).
+	Authorization AuthorizationConfig
+	// Placement spreads partitions and groups over several instances
+	// (bridge/cluster, docs/design/cluster.md); nil = this instance alone
+	// serves everything.
+	Placement Placement
 	// Group configures the group coordinator (session timeout bounds,
 	// initial rebalance delay).
 	Group group.Config
@@ -188,6 +205,7 @@ type Gateway struct {
 	groups      *group.Coordinator
 	// system keeps kiggy's own state (system.go).
 	system  SystemStore
+	acl     aclState  // the authorizer (acl.go)
 	sasl    saslState // bridge/sasl.go
 	metrics metrics
 	notify  notifier
@@ -241,6 +259,7 @@ func New(cfg Config, store Log) *Gateway {
 	g.notify.init()
 	g.initSASL()
 	g.register()
+	g.initACL()
 	for range cfg.Workers {
 		g.wg.Add(1)
 		go g.worker()
@@ -273,6 +292,9 @@ var handlerTable = [maxAPIKey]handlerFunc{
 	wire.KeyDeleteTopics:                 (*Gateway).deleteTopics,
 	wire.KeyInitProducerID:               (*Gateway).initProducerID,
 	wire.KeyDescribeProducers:            (*Gateway).describeProducers,
+	wire.KeyDescribeAcls:                 (*Gateway).describeAcls,
+	wire.KeyCreateAcls:                   (*Gateway).createAcls,
+	wire.KeyDeleteAcls:                   (*Gateway).deleteAcls,
 	wire.KeyDescribeConfigs:              (*Gateway).describeConfigs,
 	wire.KeyAlterConfigs:                 (*Gateway).alterConfigs,
 	wire.KeyCreatePartitions:             (*Gateway).createPartitions,
@@ -333,7 +355,7 @@ func (g *Gateway) connState(ci *engine.ConnInfo) *connState {
 	if v, ok := g.conns.Load(ci.ID); ok {
 		return v.(*connState)
 	}
-	v, _ := g.conns.LoadOrStore(ci.ID, &connState{conn: ci})
+	v, _ := g.conns.LoadOrStore(ci.ID, g.newConnState(ci))
 	return v.(*connState)
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/group"
+	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -58,12 +59,27 @@ func (g *Gateway) findCoordinator(c *call) bool {
 	}
 	host, port := g.advertisedAddr(c)
 	answer := func(key string) wire.FindCoordinatorResponseCoordinator {
+		if req.CoordinatorType == coordinatorGroup && g.groupCode(c, acl.OpDescribe, key) != wire.NoError {
+			// KafkaApis: DESCRIBE on the group.
+			return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1,
+				ErrorCode: wire.GroupAuthorizationFailed, ErrorMessage: wire.NullStringOf(wire.GroupAuthorizationFailed.String())}
+		}
 		if req.CoordinatorType != coordinatorGroup {
 			// TransactionManager reports an unexpected FindCoordinator error
 			// as "Could not find a coordinator ... due to unexpected error:
 			// <message>"; INVALID_REQUEST is not retriable, so it stops.
 			return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1,
 				ErrorCode: wire.InvalidRequest, ErrorMessage: wire.NullStringOf(errNoTransactions)}
+		}
+		if g.cfg.Placement != nil {
+			// docs/design/cluster.md §7: groups are spread like partitions.
+			node, _ := g.cfg.Placement.Coordinator(key)
+			h, p, ok := g.brokerAddr(c, node)
+			if !ok {
+				return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1,
+					ErrorCode: wire.CoordinatorNotAvailable}
+			}
+			return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: node, Host: h, Port: p}
 		}
 		return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: g.cfg.NodeID, Host: host, Port: port}
 	}
@@ -98,6 +114,15 @@ func (g *Gateway) joinGroup(c *call) bool {
 	req := &gs.joinReq
 	v := c.hdr.APIVersion
 	if !decodeOrClose(c, req) {
+		return false
+	}
+	if code := g.groupCode(c, acl.OpRead, req.Group); code != wire.NoError { // KafkaApis: READ on the group
+		c.req.Respond(g.joinResponse(c, group.JoinResult{Error: int16(code), GenerationID: -1}))
+		return false
+	}
+	if g.notCoordinator(req.Group) {
+		// docs/design/cluster.md §7: the client finds the coordinator again.
+		c.req.Respond(g.joinResponse(c, group.JoinResult{Error: int16(wire.NotCoordinator), GenerationID: -1, MemberID: req.MemberID}))
 		return false
 	}
 	gs.protocols = gs.protocols[:0]
@@ -163,6 +188,14 @@ func (g *Gateway) syncGroup(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
+	if code := g.groupCode(c, acl.OpRead, req.Group); code != wire.NoError { // KafkaApis: READ on the group
+		c.req.Respond(g.syncResponse(c, group.SyncResult{Error: int16(code)}))
+		return false
+	}
+	if g.notCoordinator(req.Group) {
+		c.req.Respond(g.syncResponse(c, group.SyncResult{Error: int16(wire.NotCoordinator)}))
+		return false
+	}
 	gs.assigns = gs.assigns[:0]
 	for _, a := range req.GroupAssignment {
 		gs.assigns = append(gs.assigns, group.Assignment{MemberID: a.MemberID, Assignment: a.MemberAssignment})
@@ -198,9 +231,16 @@ func (g *Gateway) heartbeat(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
-	code := g.groups.Heartbeat(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation)
+	code := g.groupCode(c, acl.OpRead, req.Group) // KafkaApis: READ on the group
+	switch {
+	case code != wire.NoError:
+	case g.notCoordinator(req.Group):
+		code = wire.NotCoordinator // docs/design/cluster.md §7
+	default:
+		code = wire.ErrorCode(g.groups.Heartbeat(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation))
+	}
 	resp := &gs.hbResp // in scratch: respond's argument escapes
-	*resp = wire.HeartbeatResponse{ErrorCode: wire.ErrorCode(code)}
+	*resp = wire.HeartbeatResponse{ErrorCode: code}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, resp)
 	return false
@@ -214,6 +254,12 @@ func (g *Gateway) leaveGroup(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
+	if code := g.groupCode(c, acl.OpRead, req.Group); code != wire.NoError { // KafkaApis: READ on the group
+		resp := wire.LeaveGroupResponse{ErrorCode: code}
+		resp.CountErrors(g.errorCounter(c))
+		respond(c, &resp)
+		return false
+	}
 	gs.leaves = gs.leaves[:0]
 	if v < 3 {
 		gs.leaves = append(gs.leaves, group.LeaveMember{MemberID: req.MemberID})
@@ -222,7 +268,10 @@ func (g *Gateway) leaveGroup(c *call) bool {
 		gs.leaves = append(gs.leaves, group.LeaveMember{MemberID: m.MemberID, GroupInstanceID: m.InstanceID.S,
 			HasInstanceID: m.InstanceID.Valid, Reason: m.Reason.S})
 	}
-	code, codes := g.groups.Leave(req.Group, gs.leaves)
+	code, codes := int16(wire.NotCoordinator), []int16(nil)
+	if !g.notCoordinator(req.Group) {
+		code, codes = g.groups.Leave(req.Group, gs.leaves)
+	}
 	resp := wire.LeaveGroupResponse{ErrorCode: wire.ErrorCode(code)}
 	if v < 3 {
 		if len(codes) == 1 && code == 0 {
@@ -250,10 +299,14 @@ func (g *Gateway) offsetCommit(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
-	groupCode := wire.NoError
-	if req.Group == "" {
+	groupCode := g.groupCode(c, acl.OpRead, req.Group) // KafkaApis: READ on the group, then READ on each topic
+	switch {
+	case groupCode != wire.NoError:
+	case req.Group == "":
 		groupCode = wire.InvalidGroupID
-	} else {
+	case g.notCoordinator(req.Group):
+		groupCode = wire.NotCoordinator // docs/design/cluster.md §7
+	default:
 		groupCode = wire.ErrorCode(g.groups.ValidateCommit(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation))
 	}
 	resp := &gs.commitResp
@@ -265,6 +318,9 @@ func (g *Gateway) offsetCommit(c *call) bool {
 			out.Partitions = resp.Topics[:len(resp.Topics)+1][len(resp.Topics)].Partitions[:0]
 		}
 		topicCode := groupCode
+		if topicCode == wire.NoError {
+			topicCode = g.topicCode(c, acl.OpRead, t.Topic)
+		}
 		var parts int32 = -1
 		if topicCode == wire.NoError {
 			info, err := g.store.Topic(g.ctx, t.Topic)
@@ -321,11 +377,11 @@ func (g *Gateway) offsetFetch(c *call) bool {
 	if v >= 8 {
 		for i := range req.Groups {
 			rg := &req.Groups[i]
-			topics, code := g.committed(rg.Group, rg.Topics)
+			topics, code := g.committed(c, rg.Group, rg.Topics)
 			resp.Groups = append(resp.Groups, wire.OffsetFetchResponseGroup{Group: rg.Group, Topics: topics, ErrorCode: code})
 		}
 	} else {
-		resp.Topics, resp.ErrorCode = g.committed(req.Group, req.Topics)
+		resp.Topics, resp.ErrorCode = g.committed(c, req.Group, req.Topics)
 		if v < 2 && resp.ErrorCode == wire.CoordinatorLoadInProgress {
 			// v1 has no top-level error code: say it per partition.
 			resp.Topics = loadingPartitions(req.Topics)
@@ -344,9 +400,20 @@ func (g *Gateway) offsetFetch(c *call) bool {
 // partition error ("Unexpected error in fetch offset response", seen by hand
 // with an iggy-server restarting; docs/LIMITS.md). A topic or partition the
 // backend does not know has no committed offset (-1), as in Kafka.
-func (g *Gateway) committed(groupID string, topics []wire.OffsetFetchRequestTopic) ([]wire.OffsetFetchResponseTopic, wire.ErrorCode) {
+//
+// Authorization (KafkaApis.handleOffsetFetchRequest): DESCRIBE on the group,
+// else GROUP_AUTHORIZATION_FAILED for the group; all topics means those the
+// principal may DESCRIBE; a named topic it may not is
+// TOPIC_AUTHORIZATION_FAILED on each of its partitions.
+func (g *Gateway) committed(c *call, groupID string, topics []wire.OffsetFetchRequestTopic) ([]wire.OffsetFetchResponseTopic, wire.ErrorCode) {
+	if code := g.groupCode(c, acl.OpDescribe, groupID); code != wire.NoError {
+		return nil, code
+	}
 	if groupID == "" {
 		return nil, wire.InvalidGroupID
+	}
+	if g.notCoordinator(groupID) {
+		return nil, wire.NotCoordinator
 	}
 	var out []wire.OffsetFetchResponseTopic
 	failed := false
@@ -368,6 +435,9 @@ func (g *Gateway) committed(groupID string, topics []wire.OffsetFetchRequestTopi
 			return nil, wire.CoordinatorLoadInProgress
 		}
 		for _, t := range all {
+			if !g.allowed(c, acl.OpDescribe, acl.ResourceTopic, t.Name) {
+				continue
+			}
 			var parts []wire.OffsetFetchResponseTopicPartition
 			for p := int32(0); p < t.Partitions; p++ {
 				if r := one(t.Name, p); r.Offset >= 0 {
@@ -381,7 +451,13 @@ func (g *Gateway) committed(groupID string, topics []wire.OffsetFetchRequestTopi
 	} else {
 		for _, t := range topics {
 			ot := wire.OffsetFetchResponseTopic{Topic: t.Topic}
+			denied := g.topicCode(c, acl.OpDescribe, t.Topic)
 			for _, p := range t.Partitions {
+				if denied != wire.NoError {
+					ot.Partitions = append(ot.Partitions, wire.OffsetFetchResponseTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1,
+						Metadata: wire.NullStringOf(""), ErrorCode: denied})
+					continue
+				}
 				ot.Partitions = append(ot.Partitions, one(t.Topic, p))
 			}
 			out = append(out, ot)
@@ -422,6 +498,15 @@ func (g *Gateway) describeGroups(c *call) bool {
 			ProtocolType: d.ProtocolType, Protocol: d.Protocol, AuthorizedOperations: authorizedOperationsUnknown}
 		if id == "" {
 			out.ErrorCode = wire.InvalidGroupID
+		} else if g.notCoordinator(id) {
+			// docs/design/cluster.md §7: not this instance's group (its
+			// state here, if any, is left from before a move).
+			out = wire.DescribeGroupsResponseGroup{ErrorCode: wire.NotCoordinator, Group: id, AuthorizedOperations: authorizedOperationsUnknown}
+			d.Members = nil
+		}
+		if code := g.groupCode(c, acl.OpDescribe, id); code != wire.NoError { // KafkaApis: DESCRIBE on each group
+			out = wire.DescribeGroupsResponseGroup{ErrorCode: code, Group: id, AuthorizedOperations: authorizedOperationsUnknown}
+			d.Members = nil
 		}
 		for _, m := range d.Members {
 			out.Members = append(out.Members, wire.DescribeGroupsResponseGroupMember{
@@ -444,7 +529,13 @@ func (g *Gateway) listGroups(c *call) bool {
 		return false
 	}
 	var resp wire.ListGroupsResponse
+	// KafkaApis.handleListGroupsRequest: DESCRIBE on the cluster lists
+	// every group, else the groups the principal may DESCRIBE.
+	all := g.allowed(c, acl.OpDescribe, acl.ResourceCluster, acl.ClusterName)
 	for _, l := range g.groups.List() {
+		if !all && !g.allowed(c, acl.OpDescribe, acl.ResourceGroup, l.GroupID) {
+			continue
+		}
 		if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, l.State) {
 			continue
 		}
@@ -477,7 +568,14 @@ func (g *Gateway) deleteGroups(c *call) bool {
 		if slices.Contains(req.Groups[:i], id) {
 			continue // KafkaApis.handleDeleteGroupsRequest: groupsNames.distinct
 		}
-		resp.Results = append(resp.Results, wire.DeleteGroupsResponseResult{Group: id, ErrorCode: g.deleteGroup(id)})
+		code := g.groupCode(c, acl.OpDelete, id) // KafkaApis: DELETE on each group
+		if code == wire.NoError && id != "" && g.notCoordinator(id) {
+			code = wire.NotCoordinator // docs/design/cluster.md §7
+		}
+		if code == wire.NoError {
+			code = g.deleteGroup(id)
+		}
+		resp.Results = append(resp.Results, wire.DeleteGroupsResponseResult{Group: id, ErrorCode: code})
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, resp)
@@ -555,7 +653,12 @@ func (g *Gateway) offsetDelete(c *call) bool {
 		return false
 	}
 	resp := &gs.offDelResp
-	resp.ErrorCode, resp.Topics = g.deleteOffsets(req, resp.Topics[:0])
+	if req.Group != "" && g.notCoordinator(req.Group) && g.allowed(c, acl.OpDelete, acl.ResourceGroup, req.Group) {
+		// docs/design/cluster.md §7.
+		resp.ErrorCode, resp.Topics = wire.NotCoordinator, resp.Topics[:0]
+	} else {
+		resp.ErrorCode, resp.Topics = g.deleteOffsets(c, req, resp.Topics[:0])
+	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, resp)
 	return false
@@ -563,7 +666,13 @@ func (g *Gateway) offsetDelete(c *call) bool {
 
 // deleteOffsets does offsetDelete's work: the group error, or the
 // per-partition results appended to out.
-func (g *Gateway) deleteOffsets(req *wire.OffsetDeleteRequest, out []wire.OffsetDeleteResponseTopic) (wire.ErrorCode, []wire.OffsetDeleteResponseTopic) {
+// Authorization (KafkaApis.handleOffsetDeleteRequest): DELETE on the group,
+// else GROUP_AUTHORIZATION_FAILED; READ on each topic, else
+// TOPIC_AUTHORIZATION_FAILED on its partitions.
+func (g *Gateway) deleteOffsets(c *call, req *wire.OffsetDeleteRequest, out []wire.OffsetDeleteResponseTopic) (wire.ErrorCode, []wire.OffsetDeleteResponseTopic) {
+	if code := g.groupCode(c, acl.OpDelete, req.Group); code != wire.NoError {
+		return code, out
+	}
 	if req.Group == "" {
 		return wire.InvalidGroupID, out // GroupCoordinator.isValidGroupId
 	}
@@ -588,9 +697,12 @@ func (g *Gateway) deleteOffsets(req *wire.OffsetDeleteRequest, out []wire.Offset
 			return wire.CoordinatorLoadInProgress, out
 		}
 		subscribed := scope.Subscribed != nil && scope.Subscribed(rt.Topic)
+		denied := g.topicCode(c, acl.OpRead, rt.Topic)
 		for _, p := range rt.Partitions {
 			code := wire.NoError
 			switch {
+			case denied != wire.NoError:
+				code = denied
 			case !known || p < 0 || p >= n:
 				code = wire.UnknownTopicOrPartition // KafkaApis: !metadataCache.contains(tp)
 			case subscribed:

@@ -143,10 +143,15 @@ func check(e *producerEntry, pb *producerBatch) wire.ErrorCode {
 // partitionProducers is one partition's producer window. mu is held across
 // check, append and update, and while the window is rebuilt.
 type partitionProducers struct {
-	mu        sync.Mutex
-	loaded    bool
-	dropped   bool // its topic was deleted: nothing is recorded any more
-	producers map[int64]*producerEntry
+	mu      sync.Mutex
+	loaded  bool
+	dropped bool // its topic was deleted: nothing is recorded any more
+	// leaderEpoch is the partition's leader epoch when the window was
+	// loaded (Config.Placement; -1 without): a partition that moved away
+	// and came back is rebuilt, as another instance appended meanwhile
+	// (docs/design/cluster.md §5).
+	leaderEpoch int32
+	producers   map[int64]*producerEntry
 }
 
 // producerStates is the gateway's registry of partition windows. Lock
@@ -300,7 +305,9 @@ func (g *Gateway) appendIdempotent(ctx context.Context, topic string, index int3
 	ps := &g.producers
 	pp := ps.partition(topic, index)
 	pp.mu.Lock()
-	if !pp.loaded {
+	epoch := g.leaderEpoch(topic, index)
+	if !pp.loaded || pp.leaderEpoch != epoch {
+		pp.leaderEpoch = epoch
 		if err := g.rebuildProducers(topic, index, pp); err != nil {
 			pp.mu.Unlock()
 			if errors.Is(err, ErrUnknownTopic) || errors.Is(err, ErrUnknownPartition) {

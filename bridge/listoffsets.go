@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -33,7 +34,12 @@ func (g *Gateway) listOffsets(c *call) bool {
 		if len(resp.Topics) < cap(resp.Topics) {
 			parts = resp.Topics[:len(resp.Topics)+1][len(resp.Topics)].Partitions[:0]
 		}
+		denied := g.topicCode(c, acl.OpDescribe, t.Topic) // KafkaApis: DESCRIBE on the topic
 		for _, p := range t.Partitions {
+			if denied != wire.NoError {
+				parts = append(parts, wire.ListOffsetsResponseTopicPartition{Partition: p.Partition, ErrorCode: denied, Timestamp: -1, Offset: -1, LeaderEpoch: -1})
+				continue
+			}
 			parts = append(parts, g.listOffset(t.Topic, p))
 		}
 		resp.Topics = append(resp.Topics, wire.ListOffsetsResponseTopic{Topic: t.Topic, Partitions: parts})
@@ -45,6 +51,9 @@ func (g *Gateway) listOffsets(c *call) bool {
 
 func (g *Gateway) listOffset(topic string, p wire.ListOffsetsRequestTopicPartition) wire.ListOffsetsResponseTopicPartition {
 	out := wire.ListOffsetsResponseTopicPartition{Partition: p.Partition, Timestamp: -1, Offset: -1, LeaderEpoch: -1}
+	if out.ErrorCode = g.leaderCode(topic, p.Partition, p.CurrentLeaderEpoch); out.ErrorCode != wire.NoError {
+		return out // docs/design/cluster.md §6
+	}
 	wm, err := g.store.Watermarks(g.ctx, topic, p.Partition)
 	if err != nil {
 		out.ErrorCode = fetchCode(err)

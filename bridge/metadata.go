@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -12,10 +13,14 @@ import (
 // TopicAuthorizedOperations (-2147483648).
 const authorizedOperationsUnknown = -2147483648
 
-// advertised returns the host and port clients should dial: the configured
-// ones, or the address this connection reached.
+// advertised returns the host and port clients should dial: those of the
+// listener the connection came in on (AdvertisedListeners), else the
+// configured ones, else the address this connection reached.
 func (g *Gateway) advertisedAddr(c *call) (string, int32) {
 	host, port := g.cfg.AdvertisedHost, g.cfg.AdvertisedPort
+	if a, ok := g.cfg.AdvertisedListeners[c.req.Conn().Listener]; ok {
+		host, port = a.Host, a.Port
+	}
 	if host != "" && port != 0 {
 		return host, port
 	}
@@ -42,14 +47,12 @@ func (g *Gateway) metadata(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
-	host, port := g.advertisedAddr(c)
 	resp := &st.metadataResp
-	brokers := resp.Brokers[:0]
-	brokers = append(brokers, wire.MetadataResponseBroker{NodeID: g.cfg.NodeID, Host: host, Port: port})
+	brokers, controller := g.metadataBrokers(c, resp.Brokers[:0])
 	*resp = wire.MetadataResponse{
 		Brokers:                     brokers,
 		ClusterID:                   wire.NullStringOf(g.cfg.ClusterID),
-		ControllerID:                g.cfg.NodeID,
+		ControllerID:                controller,
 		Topics:                      resp.Topics[:0],
 		ClusterAuthorizedOperations: authorizedOperationsUnknown,
 	}
@@ -66,7 +69,11 @@ func (g *Gateway) metadata(c *call) bool {
 			g.cfg.Logger.Warn("metadata: listing topics", "err", err)
 		}
 		for _, t := range topics {
-			resp.Topics = g.appendTopic(resp.Topics, t.Name, t.Partitions, wire.NoError, node)
+			// KafkaApis.handleTopicMetadataRequest: all topics means the
+			// topics the principal may DESCRIBE.
+			if g.allowed(c, acl.OpDescribe, acl.ResourceTopic, t.Name) {
+				resp.Topics = g.appendTopic(resp.Topics, t.Name, t.Partitions, wire.NoError, node)
+			}
 		}
 	} else {
 		// AllowAutoTopicCreation exists from v4; earlier versions auto-create.
@@ -82,11 +89,20 @@ func (g *Gateway) metadata(c *call) bool {
 				continue
 			}
 			name := rt.Name.S
+			if code := g.topicCode(c, acl.OpDescribe, name); code != wire.NoError {
+				resp.Topics = g.appendTopic(resp.Topics, name, 0, code, node)
+				continue
+			}
 			if !validTopicName(name) {
 				resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.InvalidTopicException, node)
 				continue
 			}
 			info, err := g.store.Topic(ctx, name)
+			if errors.Is(err, ErrUnknownTopic) && allowCreate && !g.canCreateTopic(c, name) {
+				// KafkaApis: auto-creation needs CREATE on the cluster or the topic.
+				resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.TopicAuthorizationFailed, node)
+				continue
+			}
 			if errors.Is(err, ErrUnknownTopic) && allowCreate {
 				info, err = g.store.CreateTopic(ctx, name, g.cfg.DefaultPartitions, TopicConfig{})
 				if errors.Is(err, ErrTopicExists) {
@@ -117,14 +133,18 @@ func (g *Gateway) appendTopic(dst []wire.MetadataResponseTopic, name string, n i
 		parts = dst[:len(dst)+1][len(dst)].Partitions[:0]
 	}
 	for p := int32(0); p < n; p++ {
-		parts = append(parts, wire.MetadataResponsePartition{
+		mp := wire.MetadataResponsePartition{
 			PartitionIndex:  p,
 			LeaderID:        g.cfg.NodeID,
 			LeaderEpoch:     -1,
 			ReplicaNodes:    node,
 			IsrNodes:        node,
 			OfflineReplicas: node[:0],
-		})
+		}
+		if g.cfg.Placement != nil {
+			g.placePartition(&mp, name)
+		}
+		parts = append(parts, mp)
 	}
 	return append(dst, wire.MetadataResponseTopic{
 		ErrorCode:                 code,
@@ -132,4 +152,49 @@ func (g *Gateway) appendTopic(dst []wire.MetadataResponseTopic, name string, n i
 		Partitions:                parts,
 		TopicAuthorizedOperations: authorizedOperationsUnknown,
 	})
+}
+
+// metadataBrokers appends the brokers a Metadata answer lists and returns
+// the controller id: this gateway alone, or every live instance that
+// advertises the connection's listener, the lowest node id as the
+// controller (docs/design/cluster.md §3).
+func (g *Gateway) metadataBrokers(c *call, dst []wire.MetadataResponseBroker) ([]wire.MetadataResponseBroker, int32) {
+	if g.cfg.Placement == nil {
+		host, port := g.advertisedAddr(c)
+		return append(dst, wire.MetadataResponseBroker{NodeID: g.cfg.NodeID, Host: host, Port: port}), g.cfg.NodeID
+	}
+	listener := c.req.Conn().Listener
+	controller := int32(-1)
+	for _, b := range g.cfg.Placement.Brokers() {
+		if e, ok := b.endpoint(listener); ok {
+			dst = append(dst, wire.MetadataResponseBroker{NodeID: b.NodeID, Host: e.Host, Port: e.Port})
+			if controller < 0 {
+				controller = b.NodeID
+			}
+		}
+	}
+	if len(dst) == 0 {
+		// No live instance yet (this one has not read its own
+		// announcement): list this gateway so the client keeps a broker to
+		// ask again.
+		host, port := g.advertisedAddr(c)
+		dst = append(dst, wire.MetadataResponseBroker{NodeID: g.cfg.NodeID, Host: host, Port: port})
+	}
+	return dst, controller
+}
+
+// placePartition sets a partition's leader and epoch from the placement; a
+// partition without a live leader is LEADER_NOT_AVAILABLE (5), which
+// clients retry.
+func (g *Gateway) placePartition(mp *wire.MetadataResponsePartition, topic string) {
+	r := g.cfg.Placement.Leader(topic, mp.PartitionIndex)
+	mp.LeaderID, mp.LeaderEpoch = r.Leader, r.Epoch
+	if r.Leader < 0 {
+		mp.ErrorCode = wire.LeaderNotAvailable
+		mp.ReplicaNodes, mp.IsrNodes = mp.ReplicaNodes[:0], mp.IsrNodes[:0]
+		return
+	}
+	// One replica, the leader: Iggy keeps the data, any instance can lead.
+	one := []int32{r.Leader}
+	mp.ReplicaNodes, mp.IsrNodes = one, one
 }

@@ -23,6 +23,14 @@ type metrics struct {
 	parkedFetches atomic.Int64
 	latency       [maxAPIKey]metric.Histogram
 	panics        [maxAPIKey]atomic.Uint64 // handler panics recovered (panics.go)
+	denials       [maxAPIKey]atomic.Uint64 // authorization denials (acl.go)
+}
+
+// countDenied counts one authorization check an API's request failed.
+func (m *metrics) countDenied(k wire.APIKey) {
+	if k >= 0 && int(k) < maxAPIKey {
+		m.denials[k].Add(1)
+	}
 }
 
 // observe records a served request's latency, from the gateway's first look
@@ -138,6 +146,12 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 			fmt.Fprintf(w, "kiggy_handler_panics_total{api=%q} %d\n", wire.APIKey(k).String(), n)
 		}
 	}
+	metric.Header(w, "kiggy_authorization_denials_total", "counter", "Authorization checks denied, by Kafka API (one per topic, group or cluster check that failed).")
+	for k := range m.denials {
+		if n := m.denials[k].Load(); n > 0 {
+			fmt.Fprintf(w, "kiggy_authorization_denials_total{api=%q} %d\n", wire.APIKey(k).String(), n)
+		}
+	}
 	fmt.Fprintf(w, "# HELP kiggy_fetches_parked Fetch requests parked in a long poll now.\n# TYPE kiggy_fetches_parked gauge\nkiggy_fetches_parked %d\n", m.parkedFetches.Load())
 	ps := &g.producers
 	metric.Single(w, "kiggy_idempotent_producers", "gauge", "Idempotent producer states held, one per producer id and partition.", ps.producers.Load())
@@ -147,5 +161,8 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	g.writeSASLMetrics(w)
 	if mw, ok := g.store.(MetricsWriter); ok {
 		mw.WriteMetrics(w)
+	}
+	if mw, ok := g.cfg.Placement.(MetricsWriter); ok {
+		mw.WriteMetrics(w) // docs/design/cluster.md §7
 	}
 }

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/mapping"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -62,13 +64,32 @@ func (g *Gateway) produce(c *call) bool {
 	fan := &st.fanout
 	parallel := !g.caps.LocalLatency && fixed == wire.NoError && distinctPartitions(req, &st.int32s) > 1
 	fan.jobs = fan.jobs[:0]
+	if pl := g.cfg.Placement; pl != nil {
+		// docs/design/cluster.md §5: appends started now delay this
+		// instance's hand-over of the partitions it serves, and end by
+		// the lease.
+		defer pl.Release(pl.Hold())
+		if lh, ok := pl.(LeaseHolder); ok {
+			var cancelLease context.CancelFunc
+			ctx, cancelLease = context.WithDeadline(ctx, lh.LeaseDeadline())
+			defer cancelLease()
+		}
+	}
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		resp.Topics = appendProduceTopic(resp.Topics, rt.Name)
 		out := &resp.Topics[len(resp.Topics)-1]
+		denied := wire.NoError
+		if fixed == wire.NoError {
+			denied = g.topicCode(c, acl.OpWrite, rt.Name) // KafkaApis: WRITE on the topic
+		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
-			code, base := fixed, int64(-1)
+			code, base := cmp.Or(fixed, denied), int64(-1)
+			if code == wire.NoError {
+				// Produce carries no leader epoch: only the leader check.
+				code = g.leaderCode(rt.Name, rp.Index, -1)
+			}
 			if code == wire.NoError {
 				dst := &st.batch
 				if parallel {

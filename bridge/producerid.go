@@ -51,6 +51,10 @@ func (g *Gateway) initProducerID(c *call) bool {
 	case req.TransactionalID.Valid && req.TransactionalID.S != "":
 		// Transactions are not supported; an empty id counts as absent.
 		resp.ErrorCode = wire.TransactionalIDAuthFailed
+	case !g.canIdempotentWrite(c):
+		// KafkaApis.handleInitProducerIdRequest: IDEMPOTENT_WRITE on the
+		// cluster, or WRITE on any topic (KIP-679).
+		resp.ErrorCode = wire.ClusterAuthorizationFailed
 	default:
 		resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = g.grantProducer(req.ProducerID, req.ProducerEpoch, c.hdr.APIVersion)
 	}

@@ -14,12 +14,13 @@ import (
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/internal/metric"
 	"github.com/kiggy-io/kiggy/security"
+	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/security/sasl"
 	"github.com/kiggy-io/kiggy/security/scram"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
-// SASL authentication on SASL listeners (docs/design/security.md §4).
+// SASL authentication on SASL listeners (docs/design/security.md §7).
 //
 // A connection on a SASL_PLAINTEXT or SASL_SSL listener goes through
 // Kafka's SaslServerAuthenticator states before any other request is
@@ -400,7 +401,7 @@ func (g *Gateway) writeSASLMetrics(w io.Writer) {
 
 // scramNamespace is the system store namespace of SCRAM credentials: key
 // "<mechanism>/<user>", value scram.Credential.Encode
-// (docs/design/security.md §5).
+// (docs/design/security.md §8).
 const scramNamespace = "scram"
 
 // scramRefresh is how old the cached credentials may be before a lookup
@@ -527,6 +528,13 @@ func (g *Gateway) describeUserScramCredentials(c *call) bool {
 		return g.offload(c)
 	}
 	resp := &wire.DescribeUserScramCredentialsResponse{}
+	if code := g.clusterCode(c, acl.OpDescribe); code != wire.NoError {
+		// KafkaApis: DESCRIBE on the cluster, else the request fails.
+		resp.ErrorCode = code
+		resp.CountErrors(g.errorCounter(c))
+		respond(c, resp)
+		return false
+	}
 	users, err := g.sasl.scram.users(g.ctx)
 	switch {
 	case err != nil:
@@ -658,7 +666,14 @@ func (g *Gateway) alterUserScramCredentials(c *call) bool {
 		}
 	}
 	resp := &wire.AlterUserScramCredentialsResponse{}
+	// KafkaApis: ALTER on the cluster, else every user's result is
+	// CLUSTER_AUTHORIZATION_FAILED and nothing changes.
+	denied := g.clusterCode(c, acl.OpAlter)
 	for _, user := range order {
+		if denied != wire.NoError {
+			resp.Results = append(resp.Results, wire.AlterUserScramCredentialsResult{User: user, ErrorCode: denied})
+			continue
+		}
 		r, failed := errs[user]
 		if !failed {
 			r = wire.AlterUserScramCredentialsResult{User: user}
@@ -705,7 +720,14 @@ func (g *Gateway) describeClientQuotas(c *call) bool {
 		return false
 	}
 	resp := &wire.DescribeClientQuotasResponse{Entries: []wire.QuotaEntry{}}
+	if code := g.clusterCode(c, acl.OpDescribeConfigs); code != wire.NoError {
+		// KafkaApis: DESCRIBE_CONFIGS on the cluster.
+		resp = &wire.DescribeClientQuotasResponse{ErrorCode: code}
+	}
 	for _, comp := range req.Components {
+		if resp.ErrorCode != wire.NoError {
+			break
+		}
 		if comp.MatchType < 0 || comp.MatchType > 2 {
 			resp = &wire.DescribeClientQuotasResponse{ErrorCode: wire.InvalidRequest,
 				ErrorMessage: wire.NullStringOf(fmt.Sprintf("Unknown match type %d", comp.MatchType))}

@@ -114,6 +114,7 @@ type epollServer struct {
 	mu        sync.Mutex
 	loops     []*loop // started by the first Serve
 	acceptors map[*acceptor]struct{}
+	tlsSrv    *netServer // serves TLS listeners; created by the first one
 	shutdown  bool
 	loopsWG   sync.WaitGroup
 	done      chan struct{} // closed when Shutdown has finished
@@ -158,8 +159,17 @@ func (s *epollServer) startLoops() error {
 	return nil
 }
 
-// Serve implements Server.
-func (s *epollServer) Serve(ln net.Listener) error {
+// Serve implements Server. An *engine.Listener names its connections; one
+// with TLS set is served by the net engine's goroutines (Listener).
+func (s *epollServer) Serve(l net.Listener) error {
+	ln, lcfg := listenerOf(l)
+	if lcfg.TLS != nil {
+		ns, err := s.tlsServer()
+		if err != nil {
+			return err
+		}
+		return ns.Serve(l)
+	}
 	sc, ok := ln.(syscall.Conn)
 	if !ok {
 		return ErrListener
@@ -190,7 +200,7 @@ func (s *epollServer) Serve(ln net.Listener) error {
 		lf.Close()
 		return err
 	}
-	a := &acceptor{s: s, ln: ln, lf: lf, raw: lraw}
+	a := &acceptor{s: s, ln: ln, lf: lf, raw: lraw, name: lcfg.Name}
 	a.acceptFn = a.acceptAll
 	s.mu.Lock()
 	if s.shutdown {
@@ -219,6 +229,22 @@ func (s *epollServer) Serve(ln net.Listener) error {
 	return nil
 }
 
+// tlsServer returns the net engine serving this server's TLS listeners,
+// creating it on first use: same config and handler, and this server's id
+// and open-connection counters.
+func (s *epollServer) tlsServer() (*netServer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shutdown {
+		return nil, ErrServerClosed
+	}
+	if s.tlsSrv == nil {
+		s.tlsSrv = newNet(s.cfg, s.h)
+		s.tlsSrv.nextID, s.tlsSrv.open = &s.nextID, &s.open
+	}
+	return s.tlsSrv, nil
+}
+
 // Shutdown implements Server.
 func (s *epollServer) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
@@ -231,7 +257,13 @@ func (s *epollServer) Shutdown(ctx context.Context) error {
 		a.stop()
 	}
 	loops := s.loops
+	ns := s.tlsSrv
 	s.mu.Unlock()
+	var nsErr chan error
+	if ns != nil {
+		nsErr = make(chan error, 1)
+		go func() { nsErr <- ns.Shutdown(ctx) }()
+	}
 
 	for _, l := range loops {
 		l.command(cmd{kind: cmdDrain})
@@ -250,6 +282,11 @@ func (s *epollServer) Shutdown(ctx context.Context) error {
 		l.command(cmd{kind: cmdQuit})
 	}
 	s.loopsWG.Wait()
+	if nsErr != nil {
+		if e := <-nsErr; err == nil {
+			err = e
+		}
+	}
 	close(s.done)
 	return err
 }
@@ -259,10 +296,13 @@ func (s *epollServer) Stats() Stats {
 	var st Stats
 	s.acc.addTo(&st)
 	s.mu.Lock()
-	loops := s.loops
+	loops, ns := s.loops, s.tlsSrv
 	s.mu.Unlock()
 	for _, l := range loops {
 		l.n.addTo(&st)
+	}
+	if ns != nil {
+		ns.n.addTo(&st)
 	}
 	st.Open = s.open.Load()
 	return st
@@ -290,6 +330,7 @@ type acceptor struct {
 	raw      syscall.RawConn
 	acceptFn func(fd uintptr) bool
 	err      error
+	name     string // the listener's name (ConnInfo.Listener)
 }
 
 // stop makes run return: closing the dup wakes the parked Read, and closing
@@ -348,7 +389,7 @@ func (a *acceptor) acceptAll(lfd uintptr) bool {
 			continue
 		}
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-		info := &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: sockaddrString(sa)}
+		info := &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: sockaddrString(sa), Listener: a.name}
 		if lsa, err := unix.Getsockname(fd); err == nil {
 			info.LocalAddr = sockaddrString(lsa)
 		}

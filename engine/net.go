@@ -25,6 +25,7 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -44,9 +45,14 @@ type netServer struct {
 	h      Handler
 	cfgErr error
 
-	nextID atomic.Uint64
-	open   atomic.Int64
-	n      counters
+	// nextID and open point at ownIDs and ownOpen, or at the epoll
+	// engine's when it serves its TLS listeners with this engine, so
+	// connection ids stay unique and MaxConnections counts both.
+	nextID  *atomic.Uint64
+	open    *atomic.Int64
+	ownIDs  atomic.Uint64
+	ownOpen atomic.Int64
+	n       counters
 
 	mu       sync.Mutex
 	lns      map[net.Listener]struct{}
@@ -66,20 +72,24 @@ func NewNet(cfg Config, h Handler) Server {
 }
 
 func newNet(cfg Config, h Handler) *netServer {
-	return &netServer{
+	s := &netServer{
 		cfg:   cfg,
 		h:     h,
 		lns:   make(map[net.Listener]struct{}),
 		conns: make(map[*nconn]struct{}),
 		done:  make(chan struct{}),
 	}
+	s.nextID, s.open = &s.ownIDs, &s.ownOpen
+	return s
 }
 
-// Serve implements Server.
-func (s *netServer) Serve(ln net.Listener) error {
+// Serve implements Server. An *engine.Listener names its connections and,
+// with TLS set, serves them over TLS.
+func (s *netServer) Serve(l net.Listener) error {
 	if s.cfgErr != nil {
 		return s.cfgErr
 	}
+	ln, lcfg := listenerOf(l)
 	s.mu.Lock()
 	if s.shutdown {
 		s.mu.Unlock()
@@ -114,7 +124,7 @@ func (s *netServer) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		s.accept(nc)
+		s.accept(nc, lcfg)
 	}
 }
 
@@ -125,7 +135,7 @@ func isTemporaryAccept(err error) bool {
 	return errors.As(err, &oe) && !errors.Is(err, net.ErrClosed)
 }
 
-func (s *netServer) accept(nc net.Conn) {
+func (s *netServer) accept(nc net.Conn, l *Listener) {
 	if int(s.open.Add(1)) > s.cfg.MaxConnections {
 		// Counted before the close: a peer that sees the end sees it counted.
 		s.n.refused.Add(1)
@@ -137,12 +147,19 @@ func (s *netServer) accept(nc net.Conn) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	info := &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), Listener: l.Name}
+	var tc *tls.Conn
+	if l.TLS != nil {
+		tc = tls.Server(nc, l.TLS)
+		nc = tc
+	}
 	c := &nconn{
 		s:     s,
 		nc:    nc,
-		info:  &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String()},
+		info:  info,
 		slots: newSlots(s.cfg.MaxInFlight),
 		wake:  make(chan struct{}, 1),
+		tls:   tc != nil,
 	}
 	c.fr.max = s.cfg.MaxFrameSize
 	c.cond.L = &c.mu
@@ -159,8 +176,40 @@ func (s *netServer) accept(nc net.Conn) {
 	s.mu.Unlock()
 	s.n.accepted.Add(1)
 	s.n.open.Add(1)
+	if tc != nil {
+		go c.handshake(tc, l.HandshakeTimeout)
+		return
+	}
 	go c.readLoop()
 	go c.writeLoop()
+}
+
+// handshake runs a TLS connection's handshake on its own goroutine (never
+// on the accept loop, so peers that stall their handshake delay no one
+// else), bounded by timeout, then becomes the connection's reader. A failed
+// or late handshake closes the connection as ReasonTLSHandshake.
+func (c *nconn) handshake(tc *tls.Conn, timeout time.Duration) {
+	// The deadline is set before stopRead is checked, the reverse of drain,
+	// so a drain cannot be lost between the two (as in readLoop).
+	_ = tc.SetDeadline(time.Now().Add(timeout))
+	if c.stopRead.Load() {
+		c.closeWith(ReasonShutdown, "")
+		return
+	}
+	if err := tc.Handshake(); err != nil {
+		why := ReasonTLSHandshake
+		if c.stopRead.Load() {
+			why = ReasonShutdown
+		}
+		c.closeWith(why, err.Error())
+		return
+	}
+	st := tc.ConnectionState()
+	c.info.TLS = &st // before the reader starts: immutable from the first request on
+	_ = tc.SetWriteDeadline(time.Time{})
+	c.lastActive.Store(time.Now().UnixNano())
+	go c.writeLoop()
+	c.readLoop()
 }
 
 // Shutdown implements Server.
@@ -222,6 +271,7 @@ type nconn struct {
 	nc   net.Conn
 	info *ConnInfo
 	wake chan struct{} // cap 1: the writer has work
+	tls  bool          // nc is a *tls.Conn
 
 	lastActive atomic.Int64 // unix nanos of the last dispatch or write
 	stopRead   atomic.Bool  // reader must not start another Read
@@ -526,8 +576,14 @@ func (c *nconn) writeLoop() {
 			continue
 		}
 		c.nc.SetWriteDeadline(time.Now().Add(cfg.WriteTimeout))
-		c.wbufs = c.bufs[:nb]
-		n, err := c.wbufs.WriteTo(c.nc)
+		var n int64
+		var err error
+		if c.tls && nb > 1 {
+			n, err = c.writeCoalesced(c.bufs[:nb])
+		} else {
+			c.wbufs = c.bufs[:nb]
+			n, err = c.wbufs.WriteTo(c.nc)
+		}
 		clear(c.bufs[:nb])
 		c.s.n.bytesOut.Add(uint64(n))
 		if err != nil {
@@ -549,6 +605,51 @@ func (c *nconn) writeLoop() {
 		c.mu.Unlock()
 		c.lastActive.Store(time.Now().UnixNano())
 	}
+}
+
+// tlsCoalesce is the most response bytes a TLS connection copies into one
+// write: one full TLS record. tls.Conn has no writev, and writes each buffer
+// as records of its own (one system call each), so small pipelined
+// responses share a record instead.
+const tlsCoalesce = 16 << 10
+
+// writeCoalesced writes bufs to a TLS connection, copying runs of small
+// responses into one pooled buffer per write; a response bigger than
+// tlsCoalesce is written on its own.
+func (c *nconn) writeCoalesced(bufs [][]byte) (int64, error) {
+	var total int64
+	sb := getBuf(tlsCoalesce)
+	defer putBuf(sb)
+	acc := (*sb)[:0]
+	flush := func() error {
+		if len(acc) == 0 {
+			return nil
+		}
+		n, err := c.nc.Write(acc)
+		total += int64(n)
+		acc = acc[:0]
+		return err
+	}
+	for _, b := range bufs {
+		if len(b) > tlsCoalesce {
+			if err := flush(); err != nil {
+				return total, err
+			}
+			n, err := c.nc.Write(b)
+			total += int64(n)
+			if err != nil {
+				return total, err
+			}
+			continue
+		}
+		if len(acc)+len(b) > tlsCoalesce {
+			if err := flush(); err != nil {
+				return total, err
+			}
+		}
+		acc = append(acc, b...)
+	}
+	return total, flush()
 }
 
 // awaitDone waits for a shutdown already under way (done closed) or for ctx,

@@ -35,6 +35,9 @@ const (
 	ReasonMaxConnections
 	// ReasonShutdown: closed by Shutdown.
 	ReasonShutdown
+	// ReasonTLSHandshake: the TLS handshake of a TLS listener's connection
+	// failed or did not finish within the listener's HandshakeTimeout.
+	ReasonTLSHandshake
 	// NumCloseReasons is the number of close reasons.
 	NumCloseReasons
 )
@@ -50,6 +53,7 @@ var reasonNames = [NumCloseReasons]string{
 	ReasonProtocolError:  "protocol_error",
 	ReasonMaxConnections: "max_connections",
 	ReasonShutdown:       "shutdown",
+	ReasonTLSHandshake:   "tls_handshake",
 }
 
 // String returns the reason's metric label, e.g. "frame_too_large".

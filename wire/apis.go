@@ -26,6 +26,9 @@ const (
 	KeyDeleteTopics                 APIKey = 20
 	KeyInitProducerID               APIKey = 22
 	KeyOffsetForLeaderEpoch         APIKey = 23
+	KeyDescribeAcls                 APIKey = 29
+	KeyCreateAcls                   APIKey = 30
+	KeyDeleteAcls                   APIKey = 31
 	KeyDescribeConfigs              APIKey = 32
 	KeyAlterConfigs                 APIKey = 33
 	KeySaslAuthenticate             APIKey = 36
@@ -77,6 +80,9 @@ var APIs = []APIRange{
 	{KeyDeleteTopics, 1, 6, deleteTopicsFlexible},
 	{KeyInitProducerID, 0, 5, initProducerIDFlexible},
 	{KeyOffsetForLeaderEpoch, 2, 4, offsetForLeaderEpochFlexible},
+	{KeyDescribeAcls, aclsMin, aclsMax, aclsFlexible},
+	{KeyCreateAcls, aclsMin, aclsMax, aclsFlexible},
+	{KeyDeleteAcls, aclsMin, aclsMax, aclsFlexible},
 	{KeyDescribeConfigs, 1, 4, describeConfigsFlexible},
 	{KeyAlterConfigs, 0, 2, alterConfigsFlexible},
 	{KeySaslAuthenticate, 0, 2, saslAuthenticateFlexible},
@@ -132,6 +138,7 @@ var apiNames = map[APIKey]string{
 	KeyDescribeGroups: "DescribeGroups", KeyListGroups: "ListGroups", KeySaslHandshake: "SaslHandshake",
 	KeyAPIVersions: "ApiVersions", KeyCreateTopics: "CreateTopics", KeyDeleteTopics: "DeleteTopics",
 	KeyInitProducerID: "InitProducerId", KeyOffsetForLeaderEpoch: "OffsetForLeaderEpoch",
+	KeyDescribeAcls: "DescribeAcls", KeyCreateAcls: "CreateAcls", KeyDeleteAcls: "DeleteAcls",
 	KeyDescribeConfigs: "DescribeConfigs", KeyAlterConfigs: "AlterConfigs", KeySaslAuthenticate: "SaslAuthenticate",
 	KeyCreatePartitions: "CreatePartitions", KeyDeleteGroups: "DeleteGroups", KeyIncrementalAlterConfigs: "IncrementalAlterConfigs",
 	KeyOffsetDelete:                 "OffsetDelete",

@@ -14,7 +14,7 @@ package wire
 //	            Value float64}}
 //
 // kiggy has no client quotas: kafka-configs --describe --entity-type users
-// asks for them beside the SCRAM credentials (docs/design/security.md §5).
+// asks for them beside the SCRAM credentials (docs/design/security.md §8).
 
 // describeClientQuotasFlexible is the first flexible version: "1+".
 const describeClientQuotasFlexible int16 = 1

@@ -52,6 +52,7 @@ func TestCountErrorsReportsEveryField(t *testing.T) {
 		&CreateTopicsResponse{}, &DeleteTopicsResponse{}, &CreatePartitionsResponse{},
 		&DescribeConfigsResponse{}, &AlterConfigsResponse{}, &IncrementalAlterConfigsResponse{},
 		&DescribeClusterResponse{}, &DescribeProducersResponse{},
+		&DescribeAclsResponse{}, &CreateAclsResponse{}, &DeleteAclsResponse{},
 		&SaslHandshakeResponse{}, &SaslAuthenticateResponse{},
 		&DescribeUserScramCredentialsResponse{}, &AlterUserScramCredentialsResponse{}, &DescribeClientQuotasResponse{},
 	}

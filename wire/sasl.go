@@ -15,7 +15,7 @@ package wire
 //	            AuthBytes bytes (0+), SessionLifetimeMs int64 (1+)
 //	  "Version 1 adds the session lifetime."
 //
-// docs/design/security.md §4 says how the gateway uses them.
+// docs/design/security.md §7 says how the gateway uses them.
 
 // saslAuthenticateFlexible is the first flexible SaslAuthenticate version:
 // "flexibleVersions": "2+".

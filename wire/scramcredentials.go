@@ -20,7 +20,7 @@ package wire
 //	                     ErrorMessage nullable string}
 //
 // Mechanism is ScramMechanism's type: 1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512
-// (0 = UNKNOWN). docs/design/security.md §5.
+// (0 = UNKNOWN). docs/design/security.md §8.
 
 // scramCredentialsFlexible is the first flexible version of both APIs:
 // "flexibleVersions": "0+".

@@ -47,7 +47,8 @@ type Client struct {
 
 	offMu   sync.Mutex
 	offsets map[offsetKey]memOffset
-	commits *commitLog // nil for the system-stream client itself
+	commits *commitLog  // nil for the system-stream client itself
+	state   systemState // the system store (system.go)
 
 	leader  leader
 	metrics clientMetrics

@@ -5,8 +5,10 @@ package iggy
 // reserved system stream (Config.SystemStream, default "__kiggy", never
 // shown to Kafka clients), so what Iggy consumer offsets cannot hold — a
 // commit of 0, one past the log end, the metadata string — survives a kiggy
-// restart. The log is read back when the client opens. It is compacted then
-// too: when it holds many more records than live commits, the live commits
+// restart. The log is read back when the client opens, and with
+// Config.CommitTail read on from there, so that commits made through other
+// kiggy instances over the same stream are seen here too
+// (docs/design/cluster.md §9). Without CommitTail it is compacted at open: when it holds many more records than live commits, the live commits
 // are copied into the next generation topic, which becomes current once its
 // "complete" record is written, and the old generation is deleted.
 
@@ -122,6 +124,11 @@ func decodeCommitRecord(p []byte) (commitRecord, error) {
 type commitLog struct {
 	sys   *Client
 	topic string
+	// Under Client.offMu: the offset after the last record read, and the
+	// log offset of the record each key's commit (or deletion) came from,
+	// so that a record read late never overrides a newer commit.
+	next int64
+	at   map[offsetKey]int64
 }
 
 // commitTopicPrefix names the generations of a Kafka stream's commit log:
@@ -134,11 +141,18 @@ func commitTopicPrefix(stream string) string { return "offsets." + stream + "." 
 func (c *Client) openCommitLog(ctx context.Context) error {
 	scfg := c.cfg
 	scfg.Stream, scfg.PoolSize, scfg.system = c.cfg.SystemStream, 2, true
+	if c.cfg.CommitTail > 0 {
+		// A cluster member: the membership log's heartbeats and reads share
+		// this client with the commits and their tail
+		// (docs/design/cluster.md §2); a heartbeat must not queue behind a
+		// burst of commits.
+		scfg.PoolSize = 4
+	}
 	sys, err := Open(ctx, scfg)
 	if err != nil {
 		return fmt.Errorf("iggy: system stream %q: %w", c.cfg.SystemStream, err)
 	}
-	c.commits = &commitLog{sys: sys}
+	c.commits = &commitLog{sys: sys, at: map[offsetKey]int64{}}
 	prefix := commitTopicPrefix(c.cfg.Stream)
 	topics, err := sys.Topics(ctx)
 	if err != nil {
@@ -171,13 +185,25 @@ func (c *Client) openCommitLog(ctx context.Context) error {
 		}
 		c.commits.topic = name
 		c.log.Info("iggy: commit log loaded", "topic", name, "records", records, "commits", live)
-		if records > compactMin && records > compactRatio*live {
+		if c.cfg.CommitTail <= 0 && records > compactMin && records > compactRatio*live {
 			return c.compactCommits(ctx, g+1, gens)
 		}
+		c.startTail()
 		return nil
 	}
 	// No generation yet: start the first.
-	return c.compactCommits(ctx, 0, gens)
+	if err := c.compactCommits(ctx, 0, gens); err != nil {
+		return err
+	}
+	if c.cfg.CommitTail > 0 {
+		// Another instance may have started the same generation at the
+		// same time: read what is there.
+		if _, _, _, err := c.loadCommits(ctx, c.commits.topic); err != nil {
+			return err
+		}
+	}
+	c.startTail()
+	return nil
 }
 
 // loadCommits reads a generation from its start into c.offsets (replacing
@@ -185,6 +211,7 @@ func (c *Client) openCommitLog(ctx context.Context) error {
 // its "complete" record is there.
 func (c *Client) loadCommits(ctx context.Context, topic string) (records, live int, complete bool, err error) {
 	loaded := map[offsetKey]memOffset{}
+	at := map[offsetKey]int64{}
 	sys := c.commits.sys
 	var next int64
 	for {
@@ -203,8 +230,10 @@ func (c *Client) loadCommits(ctx context.Context, topic string) (records, live i
 				complete = true
 			case r.flags&flagDelete != 0:
 				delete(loaded, offsetKey{r.group, r.topic, r.partition})
+				at[offsetKey{r.group, r.topic, r.partition}] = m.Offset
 			default:
 				loaded[offsetKey{r.group, r.topic, r.partition}] = memOffset{offset: r.offset, metadata: r.metadata, memOnly: r.flags&flagMemOnly != 0}
+				at[offsetKey{r.group, r.topic, r.partition}] = m.Offset
 			}
 			return true
 		})
@@ -217,6 +246,7 @@ func (c *Client) loadCommits(ctx context.Context, topic string) (records, live i
 	}
 	c.offMu.Lock()
 	c.offsets = loaded
+	c.commits.at, c.commits.next = at, next
 	c.offMu.Unlock()
 	return records, len(loaded), complete, nil
 }
@@ -262,6 +292,9 @@ func (c *Client) compactCommits(ctx context.Context, gen int, old []int) error {
 		return err
 	}
 	c.commits.topic = name
+	c.offMu.Lock()
+	c.commits.at, c.commits.next = map[offsetKey]int64{}, 0 // re-read by the tail: its own copies
+	c.offMu.Unlock()
 	for _, g := range old {
 		if g < gen {
 			if err := sys.DeleteTopic(ctx, commitTopicPrefix(c.cfg.Stream)+strconv.Itoa(g)); err != nil && !errors.Is(err, bridge.ErrUnknownTopic) {
@@ -281,16 +314,112 @@ func addRecord(b *message.Batch, r commitRecord) {
 	b.End()
 }
 
-// logCommit appends one commit to the log; the commit is answered only
-// after it returns nil.
+// logCommit appends one commit to the log and then applies it to memory;
+// the commit is answered only after it returns nil.
 func (c *Client) logCommit(ctx context.Context, r commitRecord) error {
 	cl := c.commits
 	if cl == nil {
-		return nil // the system client itself keeps no commits
+		c.applyCommit(r, -1) // the system client itself keeps no log
+		return nil
 	}
 	var b message.Batch
 	b.Reset(uint64(time.Now().UnixMicro()))
 	addRecord(&b, r)
-	_, err := cl.sys.Append(ctx, cl.topic, 0, &b)
-	return err
+	base, err := cl.sys.Append(ctx, cl.topic, 0, &b)
+	if err != nil {
+		return err
+	}
+	c.applyCommit(r, base)
+	return nil
+}
+
+// applyCommit applies one commit record found at log offset at (-1 =
+// unknown: applied as the newest) to memory, unless a record further on
+// already set the key. The strings may alias a request frame or a reply
+// buffer: they are cloned.
+func (c *Client) applyCommit(r commitRecord, at int64) {
+	k := offsetKey{r.group, r.topic, r.partition}
+	c.offMu.Lock()
+	defer c.offMu.Unlock()
+	if cl := c.commits; cl != nil && at >= 0 {
+		if prev, ok := cl.at[k]; ok && prev >= at {
+			return
+		}
+		k.group, k.topic = strings.Clone(k.group), strings.Clone(k.topic)
+		cl.at[k] = at
+	} else {
+		k.group, k.topic = strings.Clone(k.group), strings.Clone(k.topic)
+	}
+	if r.flags&flagDelete != 0 {
+		delete(c.offsets, k)
+		return
+	}
+	c.offsets[k] = memOffset{offset: r.offset, metadata: strings.Clone(r.metadata), memOnly: r.flags&flagMemOnly != 0}
+}
+
+// startTail starts the commit log's reader when Config.CommitTail asks.
+func (c *Client) startTail() {
+	if c.cfg.CommitTail <= 0 {
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		t := time.NewTicker(c.cfg.CommitTail)
+		defer t.Stop()
+		for {
+			select {
+			case <-c.done:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
+			err := c.tailCommits(ctx)
+			cancel()
+			if err != nil && !c.closed.Load() {
+				c.log.Warn("iggy: reading the commit log", "topic", c.commits.topic, "err", err)
+			}
+		}
+	}()
+}
+
+// tailCommits applies the records appended to the commit log since the
+// last read: commits made through other instances (docs/design/cluster.md
+// §9), and this instance's own, which change nothing.
+func (c *Client) tailCommits(ctx context.Context) error {
+	cl := c.commits
+	c.offMu.Lock()
+	next := cl.next
+	c.offMu.Unlock()
+	for {
+		n := 0
+		wm, err := cl.sys.Read(ctx, cl.topic, 0, next, 1<<20, func(m *message.Message) bool {
+			n++
+			next = m.Offset + 1
+			if r, err := decodeCommitRecord(m.Payload); err == nil && r.kind == kindCommit {
+				c.applyCommit(r, m.Offset)
+			}
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		c.offMu.Lock()
+		cl.next = max(cl.next, next)
+		c.offMu.Unlock()
+		if n == 0 || next >= wm.High {
+			return nil
+		}
+	}
+}
+
+// SystemLog returns the client of the system stream (Config.SystemStream),
+// where kiggy keeps its own logs, bridge/cluster's membership log among
+// them (docs/design/cluster.md §2); nil when the client keeps no commit
+// log.
+func (c *Client) SystemLog() bridge.Log {
+	if c.commits == nil {
+		return nil
+	}
+	return c.commits.sys
 }

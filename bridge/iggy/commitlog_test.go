@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
@@ -144,4 +145,54 @@ func FuzzCommitRecord(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCommitLogTail: with CommitTail, a commit made through one client
+// (one kiggy instance) — including a commit of 0, its metadata string and a
+// deletion — reads the same through another client over the same stream.
+func TestCommitLogTail(t *testing.T) {
+	_, addr := startServer(t, iggytest.Config{})
+	cx := ctx(t)
+	a := open(t, Config{Addr: addr, PoolSize: 2, CommitTail: 10 * time.Millisecond})
+	b := open(t, Config{Addr: addr, PoolSize: 2, CommitTail: 10 * time.Millisecond})
+	if _, err := a.CreateTopic(cx, "o", 2, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Append(cx, "o", 1, batchOf(1, "m", 4)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(c *Client, p int32, want int64, wantMeta string, wantOK bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			off, md, ok, err := c.FetchOffset(cx, "g", "o", p)
+			if err == nil && ok == wantOK && (!ok || off == want && md == wantMeta) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("partition %d reads %d %q %v %v, want %d %q %v", p, off, md, ok, err, want, wantMeta, wantOK)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if err := a.CommitOffset(cx, "g", "o", 0, 0, "zero"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CommitOffset(cx, "g", "o", 1, 3, "three"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(b, 0, 0, "zero", true)
+	waitFor(b, 1, 3, "three", true)
+	if err := b.CommitOffset(cx, "g", "o", 1, 4, "four"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(a, 1, 4, "four", true)
+	if err := a.CommitOffset(cx, "g", "o", 0, -1, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(b, 0, 0, "", false)
+	// A third client opened now loads the same.
+	c := open(t, Config{Addr: addr, PoolSize: 1, CommitTail: 10 * time.Millisecond})
+	waitFor(c, 1, 4, "four", true)
+	waitFor(c, 0, 0, "", false)
 }

@@ -53,6 +53,12 @@ type Config struct {
 	// offsets"). It is never shown to Kafka clients and must differ from
 	// Stream.
 	SystemStream string
+	// CommitTail, when positive, is how often the client reads the commit
+	// log for commits other kiggy instances made (several instances over
+	// one stream, docs/design/cluster.md §9); 0 = never (one instance: the
+	// log is read at Open only). With it the commit log is not compacted,
+	// as another instance may be writing to it.
+	CommitTail time.Duration
 	// system marks the client of the system stream itself; noCommitLog
 	// (tests against fake servers) opens no commit log either.
 	system, noCommitLog bool

@@ -21,7 +21,6 @@ package iggy
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
@@ -75,17 +74,12 @@ func (c *Client) CommitOffset(ctx context.Context, group, topic string, partitio
 	if !validName(topic) {
 		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
 	}
-	key := offsetKey{group, topic, partition}
 	rec := commitRecord{kind: kindCommit, partition: partition, offset: offset, group: group, topic: topic, metadata: metadata}
 	if offset > 0 {
 		err := c.storeOffset(ctx, group, topic, partition, uint64(offset-1))
 		switch code := codeOf(err); {
 		case err == nil:
-			if err := c.logCommit(ctx, rec); err != nil {
-				return err
-			}
-			c.setMem(key, memOffset{offset: offset, metadata: metadata})
-			return nil
+			return c.logCommit(ctx, rec)
 		case code == proto.CodeInvalidOffset:
 			// Beyond current_offset (or an empty partition): keep it here.
 			c.log.Debug("iggy: commit beyond the log end kept in memory", "group", group, "topic", topic, "partition", partition, "offset", offset)
@@ -100,29 +94,10 @@ func (c *Client) CommitOffset(ctx context.Context, group, topic string, partitio
 	}
 	if offset < 0 {
 		rec.flags = flagDelete
-		if err := c.logCommit(ctx, rec); err != nil {
-			return err
-		}
-		c.offMu.Lock()
-		delete(c.offsets, key)
-		c.offMu.Unlock()
-		return nil
+		return c.logCommit(ctx, rec)
 	}
 	rec.flags = flagMemOnly
-	if err := c.logCommit(ctx, rec); err != nil {
-		return err
-	}
-	c.setMem(key, memOffset{offset: offset, metadata: metadata, memOnly: true})
-	return nil
-}
-
-// setMem remembers a commit. The group, topic and metadata strings may alias
-// a Kafka request frame: they are cloned, as the entry outlives the request.
-func (c *Client) setMem(k offsetKey, v memOffset) {
-	k.group, k.topic, v.metadata = strings.Clone(k.group), strings.Clone(k.topic), strings.Clone(v.metadata)
-	c.offMu.Lock()
-	c.offsets[k] = v
-	c.offMu.Unlock()
+	return c.logCommit(ctx, rec)
 }
 
 func (c *Client) storeOffset(ctx context.Context, group, topic string, partition int32, v uint64) error {

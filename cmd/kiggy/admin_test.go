@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/cluster"
 	"github.com/kiggy-io/kiggy/bridge/iggy"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
@@ -98,6 +99,13 @@ func TestMetricsEndpoint(t *testing.T) {
 	// without --iggy-addr: the documented set is the union.
 	var embedded strings.Builder
 	memlog.New(memlog.Config{}).WriteMetrics(&embedded)
+	// And a cluster member's (--cluster-membership iggy).
+	m, err := cluster.Start(ctx, cluster.Config{NodeID: 1, Log: memlog.New(memlog.Config{}), Endpoints: []bridge.Endpoint{{Host: "h", Port: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.WriteMetrics(&embedded)
+	m.Abandon()
 	var scraped []string
 	for _, m := range regexp.MustCompile(`(?m)^# TYPE (\S+) `).FindAllStringSubmatch(body+embedded.String(), -1) {
 		scraped = append(scraped, m[1])

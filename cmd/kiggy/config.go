@@ -26,7 +26,12 @@ func envName(flagName string) string {
 type settings struct {
 	fs    *flag.FlagSet
 	knobs []knob
+	set   map[string]bool // knobs given by the file, a variable or a flag
 }
+
+// isSet reports whether the last parse was given the knob name (by the
+// file, a variable or a flag), as opposed to leaving its default.
+func (s *settings) isSet(name string) bool { return s.set[name] }
 
 func newSettings(name string) *settings {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -67,6 +72,7 @@ const configKnob = "config"
 // args. An unknown KIGGY_* variable or file key is an error: a typo must not
 // be silently ignored.
 func (s *settings) parse(args, env []string) error {
+	s.set = map[string]bool{}
 	known := map[string]*knob{}
 	byName := map[string]*knob{}
 	for i := range s.knobs {
@@ -90,10 +96,12 @@ func (s *settings) parse(args, env []string) error {
 		if err := kn.value.Set(v); err != nil {
 			return fmt.Errorf("%s=%q: %v", k, v, err)
 		}
+		s.set[kn.name] = true
 	}
 	if err := s.fs.Parse(args); err != nil {
 		return err
 	}
+	s.fs.Visit(func(f *flag.Flag) { s.set[f.Name] = true })
 	if s.fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", s.fs.Arg(0))
 	}
@@ -164,6 +172,7 @@ func (s *settings) parseFile(path string, byName map[string]*knob) error {
 		if err := kn.value.Set(v); err != nil {
 			return fmt.Errorf("%s: %s = %q: %v", where, k, v, err)
 		}
+		s.set[k] = true
 	}
 	return nil
 }

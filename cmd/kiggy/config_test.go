@@ -115,3 +115,17 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		t.Fatalf("exit %d, want 2", code)
 	}
 }
+
+// TestACLOptions: --super-users reads Kafka's super.users list, and a bad
+// principal in it is refused.
+func TestACLOptions(t *testing.T) {
+	o := aclOptions{enabled: true, superUsers: "User:admin; User:bob;"}
+	cfg, err := o.authorization()
+	if err != nil || !cfg.Enabled || len(cfg.SuperUsers) != 2 || cfg.SuperUsers[1].String() != "User:bob" {
+		t.Fatalf("authorization() = %+v, %v", cfg, err)
+	}
+	o.superUsers = "admin"
+	if _, err := o.authorization(); err == nil {
+		t.Fatal("a principal without a type was accepted")
+	}
+}

@@ -37,6 +37,7 @@ func openIggy(ctx context.Context, o options, logger *slog.Logger) (bridge.Log, 
 		PoolSize:       int(o.iggyPoolSize),
 		RequestTimeout: o.iggyRequestTimeout,
 		Logger:         logger,
+		CommitTail:     clusterCommitTail(o),
 	})
 	switch {
 	case err == nil:

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -51,12 +50,15 @@ type options struct {
 
 	logLevel, logFormat string
 
-	sasl saslOptions // sasl.go
+	lst     listenerOptions // cmd/kiggy/listeners.go
+	sasl    saslOptions     // cmd/kiggy/sasl.go
+	acl     aclOptions      // cmd/kiggy/acl.go
+	cluster clusterOptions  // cmd/kiggy/cluster.go
 
 	configFile string // applied by settings.parse before the rest
 }
 
-var groups = []string{"General", "Listener", "SASL", "Kafka", "Limits", "Embedded log", "Iggy backend", "Admin", "Logging"}
+var groups = []string{"General", "Listener", "TLS", "SASL", "Kafka", "Limits", "Embedded log", "Iggy backend", "Cluster", "Authorization", "Admin", "Logging"}
 
 func registerOptions(s *settings, o *options) {
 	s.String("General", configKnob, &o.configFile, "", "configuration file of name = value lines (flag names without dashes; # comments); variables and flags win over it")
@@ -64,7 +66,9 @@ func registerOptions(s *settings, o *options) {
 	s.String("Listener", "listen", &o.listen, "127.0.0.1:9092", "address the Kafka listener binds (host:port)")
 	s.String("Listener", "advertised-host", &o.advertisedHost, "", "host clients are told to connect to (empty = the address the client reached)")
 	s.Int("Listener", "advertised-port", &o.advertisedPort, 0, 0, 65535, "port clients are told to connect to (0 = the port the client reached)")
-	s.String("Listener", "engine", &o.engine, "", `network engine: "epoll" (Linux) or "net" (empty = the default for this OS)`)
+	s.String("Listener", "engine", &o.engine, "", `network engine: "epoll" (Linux) or "net" (empty = the default for this OS); TLS listeners always run on net-engine goroutines`)
+	registerListenerOptions(s, &o.lst)
+	registerSASLOptions(s, &o.sasl)
 
 	s.Int("Kafka", "node-id", &o.nodeID, bridge.DefaultNodeID, 0, math.MaxInt32, "broker id in Metadata (Kafka node.id)")
 	s.String("Kafka", "cluster-id", &o.clusterID, bridge.DefaultClusterID, "cluster id in Metadata")
@@ -106,14 +110,17 @@ func registerOptions(s *settings, o *options) {
 	s.String("Iggy backend", "iggy-tls-key-file", &o.iggyTLSKeyFile, "", "PEM private key of --iggy-tls-cert-file")
 	s.Duration("Iggy backend", "iggy-request-timeout", &o.iggyRequestTimeout, 30*time.Second, 100*time.Millisecond, 10*time.Minute, "deadline of one Iggy request; the connection is dropped when it passes")
 
+	registerACLOptions(s, &o.acl)
+
 	s.String("Admin", "admin-addr", &o.adminAddr, "127.0.0.1:9644", "address of the metrics and health listener (/metrics, /healthz, /readyz); empty = off")
 	s.Bool("Admin", "admin-pprof", &o.adminPprof, false, "also serve Go's profiler at /debug/pprof/ on the admin listener (CPU, heap, goroutines); keep the admin address private")
 	s.String("Admin", "cpuprofile", &o.cpuProfile, "", "write a CPU profile to this file, from start to shutdown")
 	s.Bool("Admin", "profile-on-signal", &o.profileOnSig, false, "with --cpuprofile: profile only between SIGUSR1 and SIGUSR2, one <cpuprofile>-<n>.pprof per window (kbench -profile)")
 
+	registerClusterOptions(s, &o.cluster)
+
 	s.String("Logging", "log-level", &o.logLevel, "info", "debug, info, warn or error")
 	s.String("Logging", "log-format", &o.logFormat, "text", "text or json")
-	registerSASLOptions(s, &o.sasl)
 }
 
 func main() {
@@ -132,6 +139,18 @@ func run(args, env []string) int {
 		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
 		return 2
 	}
+	if err := resolveListeners(s, &o); err != nil {
+		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
+		return 2
+	}
+	if _, err := o.sasl.bridgeConfig(); err != nil {
+		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
+		return 2
+	}
+	if _, err := o.acl.authorization(); err != nil {
+		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
+		return 2
+	}
 	if _, err := bridge.ParseDurability(o.iggyDurability); err != nil {
 		fmt.Fprintf(os.Stderr, "kiggy: --iggy-durability: %v\n", err)
 		return 2
@@ -141,7 +160,17 @@ func run(args, env []string) int {
 		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
 		return 2
 	}
-	if err := serve(o, logger); err != nil {
+	if err := checkCluster(o); err != nil {
+		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
+		return 2
+	}
+	clusterDefaults(&o)
+	lset, err := setupListeners(&o, logger)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
+		return 2
+	}
+	if err := serve(o, lset, logger); err != nil {
 		logger.Error("kiggy stopped", "err", err)
 		return 1
 	}
@@ -163,36 +192,27 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-func serve(o options, logger *slog.Logger) error {
+func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 	stopProfile, err := startProfiling(o.cpuProfile, o.profileOnSig, logger)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
 	ctx := context.Background()
-	listeners, saslCfg, err := o.sasl.bridgeConfig()
-	if err != nil {
-		return err
-	}
 	store, err := openBackend(ctx, o, logger)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	placement, leave, err := startCluster(ctx, o, lset, store, logger)
+	if err != nil {
+		return err
+	}
+	defer leave() // also on the signal path, before the drain: see below
 
-	// bridge.NewServer is the one wiring (internal/kiggytest uses it too):
-	// the gateway takes its frame limit and logger from the engine's config.
-	s, err := bridge.NewServer(o.engine, engine.Config{
-		MaxConnections:   int(o.maxConnections),
-		MaxFrameSize:     int32(o.maxFrameSize),
-		MaxInFlight:      int(o.maxInFlight),
-		MaxInFlightBytes: int(o.maxInFlightBytes),
-		MaxOutputBytes:   int(o.maxOutputBytes),
-		IdleTimeout:      o.idleTimeout,
-		ReadTimeout:      o.readTimeout,
-		WriteTimeout:     o.writeTimeout,
-		Logger:           logger,
-	}, bridge.Config{
+	authz, _ := o.acl.authorization()   // checked by run
+	saslCfg, _ := o.sasl.bridgeConfig() // checked by run
+	bcfg := bridge.Config{
 		NodeID:               int32(o.nodeID),
 		AdvertisedHost:       o.advertisedHost,
 		AdvertisedPort:       int32(o.advertisedPort),
@@ -208,29 +228,47 @@ func serve(o options, logger *slog.Logger) error {
 		ProducerIDExpiration: o.producerIDExpiration,
 		ProducerStateScan:    int(o.producerStateScan),
 		ReclaimMemory:        reclaimMemory,
-		Listeners:            listeners,
+		Authorization:        authz,
 		SASL:                 saslCfg,
-	}, store)
+		Placement:            placement,
+	}
+	lset.configure(&bcfg)
+	// bridge.NewServer is the one wiring (internal/kiggytest uses it too):
+	// the gateway takes its frame limit and logger from the engine's config.
+	s, err := bridge.NewServer(o.engine, engine.Config{
+		MaxConnections:   int(o.maxConnections),
+		MaxFrameSize:     int32(o.maxFrameSize),
+		MaxInFlight:      int(o.maxInFlight),
+		MaxInFlightBytes: int(o.maxInFlightBytes),
+		MaxOutputBytes:   int(o.maxOutputBytes),
+		IdleTimeout:      o.idleTimeout,
+		ReadTimeout:      o.readTimeout,
+		WriteTimeout:     o.writeTimeout,
+		Logger:           logger,
+	}, bcfg, store)
 	if err != nil {
 		return fmt.Errorf("--engine: %w", err)
 	}
 	gw, srv := s.Gateway, s.Engine
 	defer gw.Close()
-	ln, err := net.Listen("tcp", o.listen)
+	lns, err := lset.listen(&o)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", o.listen, err)
+		return err
 	}
 	adm := &admin{pprof: o.adminPprof, srv: srv, store: store, gw: gw, started: time.Now()}
 	stopAdmin, err := adm.start(o.adminAddr, logger)
 	if err != nil {
-		ln.Close()
+		for _, ln := range lns {
+			ln.Close()
+		}
 		return err
 	}
 	defer stopAdmin()
-	logger.Info("kiggy listening", "addr", ln.Addr().String(), "engine", engineName(o.engine), "backend", backendName(o))
-
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		logger.Info("kiggy listening", "listener", ln.Name, "protocol", lset.protocols[ln.Name].String(), "addr", ln.Addr().String(), "engine", engineName(o.engine), "backend", backendName(o))
+		go func() { errc <- srv.Serve(ln) }()
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	select {
@@ -240,12 +278,17 @@ func serve(o options, logger *slog.Logger) error {
 		logger.Info("draining", "signal", s.String(), "deadline", o.drainTimeout)
 	}
 	adm.draining.Store(true)
+	// Leave the cluster first: the others take this instance's partitions
+	// and groups over at once, while its connections drain.
+	leave()
 	dctx, cancel := context.WithTimeout(ctx, o.drainTimeout)
 	defer cancel()
 	if err := srv.Shutdown(dctx); err != nil {
 		logger.Warn("drain deadline passed; remaining connections closed", "err", err)
 	}
-	<-errc
+	for range lns {
+		<-errc
+	}
 	logger.Info("kiggy stopped")
 	return nil
 }

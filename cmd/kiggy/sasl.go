@@ -9,11 +9,10 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
-	"github.com/kiggy-io/kiggy/security"
 	"github.com/kiggy-io/kiggy/security/sasl"
 )
 
-// saslOptions are the SASL knobs (docs/design/security.md §4).
+// saslOptions are the SASL knobs (docs/design/security.md §7).
 type saslOptions struct {
 	securityProtocol   string
 	mechanisms         string
@@ -29,9 +28,8 @@ type saslOptions struct {
 }
 
 func registerSASLOptions(s *settings, o *saslOptions) {
-	s.String("SASL", "security-protocol", &o.securityProtocol, "PLAINTEXT", "security protocol of the Kafka listener: PLAINTEXT or SASL_PLAINTEXT (Kafka listener.security.protocol.map)")
 	s.String("SASL", "sasl-enabled-mechanisms", &o.mechanisms, "", "comma-separated SASL mechanisms offered (Kafka sasl.enabled.mechanisms); empty = every configured one: PLAIN with --sasl-plain-users-file, SCRAM-SHA-256 and SCRAM-SHA-512, OAUTHBEARER with --sasl-oauthbearer-jwks-file")
-	s.String("SASL", "sasl-plain-users-file", &o.plainUsersFile, "", "PLAIN credentials: lines user:password or user:$pbkdf2-sha256$iterations$salt$hash (docs/design/security.md §4)")
+	s.String("SASL", "sasl-plain-users-file", &o.plainUsersFile, "", "PLAIN credentials: lines user:password or user:$pbkdf2-sha256$iterations$salt$hash (docs/design/security.md §7)")
 	s.String("SASL", "sasl-scram-bootstrap-users-file", &o.scramBootstrapFile, "", "lines user:password; at start each user without SCRAM credentials gets SCRAM-SHA-256 and SCRAM-SHA-512 ones (4096 iterations), like kafka-storage format --add-scram")
 	s.Duration("SASL", "sasl-handshake-timeout", &o.handshakeTimeout, bridge.DefaultSASLHandshakeTimeout, 100*time.Millisecond, time.Hour, "a SASL connection not authenticated this long after its first request is closed at its next one")
 	s.Duration("SASL", "connections-max-reauth", &o.maxReauth, 0, 0, 365*24*time.Hour, "SASL session lifetime; clients re-authenticate before it ends or are disconnected (Kafka connections.max.reauth.ms, KIP-368); 0 = off")
@@ -42,24 +40,18 @@ func registerSASLOptions(s *settings, o *saslOptions) {
 	s.Duration("SASL", "sasl-oauthbearer-clock-skew", &o.oauthClockSkew, 30*time.Second, 0, time.Hour, "tolerance on a token's exp, nbf and iat (Kafka sasl.oauthbearer.clock.skew.seconds)")
 }
 
-// bridgeConfig turns the SASL knobs into the gateway's listener map and
-// SASLConfig.
-func (o *saslOptions) bridgeConfig() (map[string]security.Protocol, bridge.SASLConfig, error) {
+// bridgeConfig turns the SASL knobs into the gateway's SASLConfig. Which
+// listeners authenticate with SASL is --listeners' business
+// (SASL_PLAINTEXT and SASL_SSL ones).
+func (o *saslOptions) bridgeConfig() (bridge.SASLConfig, error) {
 	var cfg bridge.SASLConfig
-	p, err := security.ParseProtocol(o.securityProtocol)
-	if err != nil {
-		return nil, cfg, fmt.Errorf("--security-protocol: %w", err)
-	}
-	if p.TLS() {
-		return nil, cfg, fmt.Errorf("--security-protocol %s: TLS listeners are not configured here", p)
-	}
 	cfg.HandshakeTimeout, cfg.MaxReauth = o.handshakeTimeout, o.maxReauth
 	want := map[string]bool{}
 	explicit := strings.TrimSpace(o.mechanisms) != ""
 	for m := range strings.SplitSeq(o.mechanisms, ",") {
 		if m = strings.TrimSpace(m); m != "" {
 			if !slices.Contains([]string{sasl.Plain, sasl.ScramSHA256, sasl.ScramSHA512, sasl.OAuthBearer}, m) {
-				return nil, cfg, fmt.Errorf("--sasl-enabled-mechanisms: unknown mechanism %q", m)
+				return cfg, fmt.Errorf("--sasl-enabled-mechanisms: unknown mechanism %q", m)
 			}
 			want[m] = true
 		}
@@ -68,20 +60,20 @@ func (o *saslOptions) bridgeConfig() (map[string]security.Protocol, bridge.SASLC
 	if o.plainUsersFile != "" && on(sasl.Plain) {
 		pu, err := sasl.LoadPlainUsers(o.plainUsersFile)
 		if err != nil {
-			return nil, cfg, fmt.Errorf("--sasl-plain-users-file: %w", err)
+			return cfg, fmt.Errorf("--sasl-plain-users-file: %w", err)
 		}
 		cfg.Plain = pu
 	} else if explicit && want[sasl.Plain] {
-		return nil, cfg, fmt.Errorf("--sasl-enabled-mechanisms: PLAIN needs --sasl-plain-users-file")
+		return cfg, fmt.Errorf("--sasl-enabled-mechanisms: PLAIN needs --sasl-plain-users-file")
 	}
 	if want[sasl.ScramSHA256] != want[sasl.ScramSHA512] {
-		return nil, cfg, fmt.Errorf("--sasl-enabled-mechanisms: SCRAM-SHA-256 and SCRAM-SHA-512 go together (one credential store)")
+		return cfg, fmt.Errorf("--sasl-enabled-mechanisms: SCRAM-SHA-256 and SCRAM-SHA-512 go together (one credential store)")
 	}
 	cfg.Scram = on(sasl.ScramSHA256)
 	if o.scramBootstrapFile != "" {
 		users, err := readUserPasswords(o.scramBootstrapFile)
 		if err != nil {
-			return nil, cfg, fmt.Errorf("--sasl-scram-bootstrap-users-file: %w", err)
+			return cfg, fmt.Errorf("--sasl-scram-bootstrap-users-file: %w", err)
 		}
 		cfg.ScramBootstrap = users
 	}
@@ -91,14 +83,13 @@ func (o *saslOptions) bridgeConfig() (map[string]security.Protocol, bridge.SASLC
 			SubClaim: o.oauthSubClaim, ClockSkew: o.oauthClockSkew,
 		})
 		if err != nil {
-			return nil, cfg, fmt.Errorf("--sasl-oauthbearer-jwks-file: %w", err)
+			return cfg, fmt.Errorf("--sasl-oauthbearer-jwks-file: %w", err)
 		}
 		cfg.OAuth = v
 	} else if explicit && want[sasl.OAuthBearer] {
-		return nil, cfg, fmt.Errorf("--sasl-enabled-mechanisms: OAUTHBEARER needs --sasl-oauthbearer-jwks-file")
+		return cfg, fmt.Errorf("--sasl-enabled-mechanisms: OAUTHBEARER needs --sasl-oauthbearer-jwks-file")
 	}
-	// The default single listener is named "" (engine.ConnInfo.Listener).
-	return map[string]security.Protocol{"": p}, cfg, nil
+	return cfg, nil
 }
 
 func splitList(s string) []string {

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/kiggy-io/kiggy/security"
 )
 
 func TestSASLOptions(t *testing.T) {
@@ -21,24 +19,22 @@ func TestSASLOptions(t *testing.T) {
 		registerOptions(s, &o)
 		return o.sasl, s.parse(args, nil)
 	}
-	o, err := parse("--security-protocol", "sasl_plaintext", "--sasl-plain-users-file", users, "--sasl-scram-bootstrap-users-file", users)
+	o, err := parse("--sasl-plain-users-file", users, "--sasl-scram-bootstrap-users-file", users)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls, cfg, err := o.bridgeConfig()
-	if err != nil || ls[""] != security.SASLPlaintext || cfg.Plain == nil || !cfg.Scram || cfg.ScramBootstrap["alice"] != "secret" || cfg.OAuth != nil {
-		t.Fatalf("%v %+v %v", ls, cfg, err)
+	cfg, err := o.bridgeConfig()
+	if err != nil || cfg.Plain == nil || !cfg.Scram || cfg.ScramBootstrap["alice"] != "secret" || cfg.OAuth != nil {
+		t.Fatalf("%+v %v", cfg, err)
 	}
 	o, _ = parse("--sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", "--sasl-plain-users-file", users)
-	if _, cfg, err := o.bridgeConfig(); err != nil || cfg.Plain != nil || !cfg.Scram {
+	if cfg, err := o.bridgeConfig(); err != nil || cfg.Plain != nil || !cfg.Scram {
 		t.Errorf("SCRAM only: %+v %v", cfg, err)
 	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--security-protocol", "TLS"}, "--security-protocol"},
-		{[]string{"--security-protocol", "SSL"}, "TLS listeners"},
 		{[]string{"--sasl-enabled-mechanisms", "GSSAPI"}, "unknown mechanism"},
 		{[]string{"--sasl-enabled-mechanisms", "PLAIN"}, "needs --sasl-plain-users-file"},
 		{[]string{"--sasl-enabled-mechanisms", "OAUTHBEARER"}, "needs --sasl-oauthbearer-jwks-file"},
@@ -48,7 +44,7 @@ func TestSASLOptions(t *testing.T) {
 	} {
 		o, err := parse(tc.args...)
 		if err == nil {
-			_, _, err = o.bridgeConfig()
+			_, err = o.bridgeConfig()
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error naming %q", tc.args, err, tc.want)

@@ -53,6 +53,12 @@ type Config struct {
 	// Props overrides or adds server.properties entries; the listener and
 	// KRaft quorum entries are set by the package and cannot be overridden.
 	Props map[string]string
+	// StandardAuthorizer turns on Kafka's KRaft ACL authorizer
+	// (authorizer.class.name = StandardAuthorizerClass) with User:ANONYMOUS
+	// a super user (super.users), so that tools on the plaintext listener
+	// can manage ACLs and the node's own listeners keep working. Props may
+	// override super.users.
+	StandardAuthorizer bool
 	// LogLevel is the slf4j-simple level of the broker's log, written to
 	// Broker.LogPath ("" = "warn"; "info" for Kafka's usual chatter).
 	LogLevel string
@@ -62,6 +68,9 @@ type Config struct {
 	// StopTimeout bounds the wait for the JVM to exit after SIGTERM before
 	// it is killed (0 = 60 seconds).
 	StopTimeout time.Duration
+	// SSL, when set, adds an SSL listener (Broker.SSLAddr) beside the
+	// PLAINTEXT one.
+	SSL *SSL
 	// SASL, when set, adds a SASL_PLAINTEXT listener (Broker.SASLAddr)
 	// offering PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512.
 	SASL *SASLConfig
@@ -76,6 +85,22 @@ type SASLConfig struct {
 	// iterations) when the storage is formatted (kafka-storage format
 	// --add-scram).
 	ScramUsers map[string]string
+}
+
+// SSL configures the broker's SSL listener with PEM files (Kafka's
+// ssl.keystore.type=PEM and ssl.truststore.type=PEM).
+type SSL struct {
+	// KeystoreFile holds the broker's unencrypted PKCS #8 private key and
+	// its certificate chain, in one PEM file (ssl.keystore.location).
+	KeystoreFile string
+	// TruststoreFile holds the CA certificates client certificates are
+	// verified against (ssl.truststore.location); "" = none.
+	TruststoreFile string
+	// ClientAuth is ssl.client.auth: none, requested or required
+	// ("" = none).
+	ClientAuth string
+	// PrincipalMappingRules is ssl.principal.mapping.rules ("" = DEFAULT).
+	PrincipalMappingRules string
 }
 
 func (c *Config) normalize() error {
@@ -141,12 +166,17 @@ var defaultProps = map[string]string{
 	"auto.create.topics.enable":                        "true",
 }
 
+// StandardAuthorizerClass is Kafka's KRaft ACL authorizer.
+const StandardAuthorizerClass = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
 // Broker is a running Kafka broker process.
 type Broker struct {
 	// Addr is the host:port of the PLAINTEXT listener clients bootstrap from.
 	Addr string
-	// SASLAddr is the host:port of the SASL_PLAINTEXT listener (with
-	// Config.SASL; "" otherwise).
+	// SSLAddr is the host:port of the SSL listener (Config.SSL), else "".
+	SSLAddr string
+	// SASLAddr is the host:port of the SASL_PLAINTEXT listener
+	// (Config.SASL), else "".
 	SASLAddr string
 	// ControllerAddr is the host:port of the KRaft controller listener.
 	ControllerAddr string
@@ -226,7 +256,7 @@ func StartProcess(dir string, cfg Config) (*Broker, error) {
 var errPortTaken = errors.New("kafkatest: a chosen port was taken before the broker bound it")
 
 func startOnce(dir string, cfg Config) (*Broker, error) {
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +269,10 @@ func startOnce(dir string, cfg Config) (*Broker, error) {
 		exited:         make(chan struct{}),
 	}
 	if cfg.SASL != nil {
-		b.SASLAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2]))
+		b.SASLAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3]))
+	}
+	if cfg.SSL != nil {
+		b.SSLAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2]))
 	}
 	data := filepath.Join(dir, "data")
 	if err := os.RemoveAll(data); err != nil {
@@ -286,6 +319,10 @@ func startOnce(dir string, cfg Config) (*Broker, error) {
 
 func (b *Broker) properties(data string) []byte {
 	props := maps.Clone(defaultProps)
+	if b.cfg.StandardAuthorizer {
+		props["authorizer.class.name"] = StandardAuthorizerClass
+		props["super.users"] = "User:ANONYMOUS"
+	}
 	maps.Copy(props, b.cfg.Props)
 	props["process.roles"] = "broker,controller"
 	props["node.id"] = strconv.Itoa(NodeID)
@@ -295,7 +332,6 @@ func (b *Broker) properties(data string) []byte {
 	props["controller.listener.names"] = "CONTROLLER"
 	props["inter.broker.listener.name"] = "PLAINTEXT"
 	props["listener.security.protocol.map"] = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
-	props["log.dirs"] = data
 	if sc := b.cfg.SASL; sc != nil {
 		props["listeners"] += ",SASL_PLAINTEXT://" + b.SASLAddr
 		props["advertised.listeners"] += ",SASL_PLAINTEXT://" + b.SASLAddr
@@ -310,6 +346,24 @@ func (b *Broker) properties(data string) []byte {
 			props["listener.name.sasl_plaintext."+m+".sasl.jaas.config"] = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 		}
 	}
+	if ssl := b.cfg.SSL; ssl != nil {
+		props["listeners"] += ",SSL://" + b.SSLAddr
+		props["advertised.listeners"] += ",SSL://" + b.SSLAddr
+		props["listener.security.protocol.map"] += ",SSL:SSL"
+		props["ssl.keystore.type"] = "PEM"
+		props["ssl.keystore.location"] = ssl.KeystoreFile
+		if ssl.TruststoreFile != "" {
+			props["ssl.truststore.type"] = "PEM"
+			props["ssl.truststore.location"] = ssl.TruststoreFile
+		}
+		if ssl.ClientAuth != "" {
+			props["ssl.client.auth"] = ssl.ClientAuth
+		}
+		if ssl.PrincipalMappingRules != "" {
+			props["ssl.principal.mapping.rules"] = ssl.PrincipalMappingRules
+		}
+	}
+	props["log.dirs"] = data
 
 	var buf bytes.Buffer
 	buf.WriteString("# written by kiggy internal/kafkatest\n")

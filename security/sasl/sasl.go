@@ -2,7 +2,7 @@
 // SASL listener: PLAIN (RFC 4616), SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802,
 // RFC 7677, package security/scram) and OAUTHBEARER (RFC 7628 with Kafka's
 // KIP-255 framing). The gateway (bridge/sasl.go) carries the messages in
-// SaslAuthenticate requests; docs/design/security.md §4 says how.
+// SaslAuthenticate requests; docs/design/security.md §7 says how.
 package sasl
 
 import (

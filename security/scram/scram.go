@@ -1,6 +1,6 @@
 // Package scram is the server side of SCRAM-SHA-256 and SCRAM-SHA-512
 // (RFC 5802, RFC 7677) with Kafka's extensions (KIP-84, KIP-48's tokenauth),
-// and the salted credentials kiggy stores for it. docs/design/security.md §5
+// and the salted credentials kiggy stores for it. docs/design/security.md §8
 // says what is stored and how a client is checked.
 package scram
 

@@ -9,7 +9,7 @@ import (
 )
 
 // Errors of an exchange. Every one fails the authentication; the gateway
-// answers SASL_AUTHENTICATION_FAILED and closes (docs/design/security.md §4).
+// answers SASL_AUTHENTICATION_FAILED and closes (docs/design/security.md §7).
 var (
 	// ErrMalformed: a client message does not follow RFC 5802 section 7.
 	ErrMalformed = errors.New("scram: malformed client message")

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,6 +113,10 @@ func startKiggy(t *testing.T, bin string, extra ...string) *kiggyProc {
 	}
 	if e := os.Getenv(engineEnv); e != "" {
 		args = append(args, "--engine", e)
+	}
+	if slices.Contains(extra, "--listeners") {
+		// --listen is the one-listener shorthand and conflicts with it.
+		args = slices.Delete(args, 0, 2)
 	}
 	args = append(args, extra...)
 	cmd := exec.Command(bin, args...)

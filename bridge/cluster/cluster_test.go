@@ -1,0 +1,280 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/memlog"
+)
+
+func TestRecordRoundTrip(t *testing.T) {
+	r := record{kind: kindHeartbeat, node: 7, incarnation: 99, applied: 3,
+		endpoints: []bridge.Endpoint{{Listener: "", Host: "127.0.0.1", Port: 9092}, {Listener: "SASL_SSL", Host: "kiggy-7.example", Port: 9093}}}
+	got, err := decodeRecord(appendRecord(nil, r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.kind != r.kind || got.node != r.node || got.incarnation != r.incarnation || got.applied != r.applied || !slices.Equal(got.endpoints, r.endpoints) {
+		t.Fatalf("round trip: got %+v, want %+v", got, r)
+	}
+	b := appendRecord(nil, r)
+	for i := range len(b) {
+		if _, err := decodeRecord(b[:i]); err == nil {
+			t.Fatalf("truncated to %d bytes: decoded", i)
+		}
+	}
+	if _, err := decodeRecord(append(b, 0)); err == nil {
+		t.Fatal("trailing byte: decoded")
+	}
+}
+
+func FuzzDecodeRecord(f *testing.F) {
+	f.Add(appendRecord(nil, record{kind: kindHeartbeat, node: 1, endpoints: []bridge.Endpoint{{Host: "h", Port: 1}}}))
+	f.Add(appendRecord(nil, record{kind: kindLeave, node: 2, incarnation: 5}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := decodeRecord(b)
+		if err != nil {
+			return
+		}
+		// What decodes re-encodes to the same bytes.
+		if again := appendRecord(nil, r); string(again) != string(b) {
+			t.Fatalf("re-encoded %x, decoded from %x", again, b)
+		}
+	})
+}
+
+// TestStateDeterministic: the same records give the same views, and a
+// member silent for longer than the timeout in log time drops out.
+func TestStateDeterministic(t *testing.T) {
+	hb := func(n int32) record { return record{kind: kindHeartbeat, node: n, incarnation: uint64(n)} }
+	s := newState(1000)
+	s.apply(10, hb(1))
+	s.apply(20, hb(2))
+	s.apply(30, hb(3))
+	if got := s.live(); !slices.Equal(got, []int32{1, 2, 3}) {
+		t.Fatalf("live = %v", got)
+	}
+	s.apply(900, hb(1))
+	s.apply(900, hb(2))
+	if vc, _ := s.apply(1031, hb(1)); !vc {
+		t.Fatal("node 3 silent for 1001 µs is still live")
+	}
+	if got := s.live(); !slices.Equal(got, []int32{1, 2}) {
+		t.Fatalf("live = %v", got)
+	}
+	s.apply(1040, record{kind: kindLeave, node: 2, incarnation: 2})
+	if got := s.live(); !slices.Equal(got, []int32{1}) || s.view() != 5 {
+		t.Fatalf("after leave: live %v view %d", s.live(), s.view())
+	}
+}
+
+// TestRendezvousMovesFew: a node leaving moves only its own partitions, and
+// only the moved partitions' epochs change.
+func TestRendezvousMovesFew(t *testing.T) {
+	views := [][]int32{nil, {1}, {1, 2}, {1, 2, 3}, {1, 2}}
+	moved, kept := 0, 0
+	for p := range int32(300) {
+		k := partitionKey("t", p)
+		before, after := pick(views[3], k), pick(views[4], k)
+		e3, e4 := epochOf(views, 3, k), epochOf(views, 4, k)
+		if before == after {
+			kept++
+			if e3 != e4 {
+				t.Fatalf("partition %d stayed on %d but its epoch went %d → %d", p, after, e3, e4)
+			}
+		} else {
+			moved++
+			if before != 3 {
+				t.Fatalf("partition %d moved from %d, not from the node that left", p, before)
+			}
+			if e4 != 4 || e4 <= e3 {
+				t.Fatalf("moved partition %d: epoch %d → %d", p, e3, e4)
+			}
+		}
+	}
+	if moved < 60 || moved > 140 {
+		t.Fatalf("%d of 300 partitions moved off one of 3 nodes; want about 100", moved)
+	}
+	_ = kept
+}
+
+func startNode(t *testing.T, log bridge.Log, id int32) *Membership {
+	t.Helper()
+	m, err := Start(context.Background(), Config{NodeID: id, Log: log, Heartbeat: 40 * time.Millisecond, Timeout: 400 * time.Millisecond,
+		Endpoints: []bridge.Endpoint{{Host: "127.0.0.1", Port: 9000 + id}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// waitView waits until every membership sees live as its live set and
+// every partition is served.
+func waitSettled(t *testing.T, ms []*Membership, live []int32) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := settled(ms, live)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func settled(ms []*Membership, live []int32) error {
+	var view uint64
+	for i, m := range ms {
+		v, l := m.View()
+		if !slices.Equal(l, live) {
+			return fmt.Errorf("instance %d sees %v, want %v", i, l, live)
+		}
+		if i > 0 && v != view {
+			return fmt.Errorf("views differ: %d and %d", view, v)
+		}
+		view = v
+	}
+	for p := range int32(64) {
+		serving := 0
+		var first bridge.Route
+		for i, m := range ms {
+			r := m.Leader("t", p)
+			if i == 0 {
+				first = r
+			} else if r.Leader != first.Leader || r.Epoch != first.Epoch {
+				return fmt.Errorf("partition %d: routes differ %+v %+v", p, first, r)
+			}
+			if r.Serving {
+				serving++
+			}
+		}
+		if serving != 1 {
+			return fmt.Errorf("partition %d served by %d instances", p, serving)
+		}
+	}
+	return nil
+}
+
+// TestMembershipFailover: three instances agree; one vanishes without a
+// word and the others take its partitions once the timeout passes; a
+// graceful leave hands over at once; no partition is served twice.
+func TestMembershipFailover(t *testing.T) {
+	log := memlog.New(memlog.Config{})
+	ms := []*Membership{startNode(t, log, 1), startNode(t, log, 2), startNode(t, log, 3)}
+	waitSettled(t, ms, []int32{1, 2, 3})
+	epochs := map[int32]bridge.Route{}
+	for p := range int32(64) {
+		epochs[p] = ms[0].Leader("t", p)
+	}
+	ms[2].Abandon()
+	for p := range int32(64) {
+		if ms[2].Leader("t", p).Serving {
+			t.Fatalf("abandoned instance still serves partition %d", p)
+		}
+	}
+	waitSettled(t, ms[:2], []int32{1, 2})
+	for p := range int32(64) {
+		before, after := epochs[p], ms[0].Leader("t", p)
+		if before.Leader == after.Leader && before.Epoch != after.Epoch {
+			t.Errorf("partition %d stayed on %d, epoch %d → %d", p, after.Leader, before.Epoch, after.Epoch)
+		}
+		if before.Leader != after.Leader && after.Epoch <= before.Epoch {
+			t.Errorf("partition %d moved %d → %d, epoch %d → %d", p, before.Leader, after.Leader, before.Epoch, after.Epoch)
+		}
+	}
+	// Node 3 comes back (a new incarnation) and takes its partitions back.
+	ms[2] = startNode(t, log, 3)
+	waitSettled(t, ms, []int32{1, 2, 3})
+	if err := ms[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(t, []*Membership{ms[0], ms[2]}, []int32{1, 3})
+	ms[0].Close()
+	ms[2].Close()
+}
+
+// TestHoldDelaysHandover: an append in flight on the old leader keeps the
+// new leader from serving the partition until it ends.
+func TestHoldDelaysHandover(t *testing.T) {
+	log := memlog.New(memlog.Config{})
+	a := startNode(t, log, 1)
+	waitSettled(t, []*Membership{a}, []int32{1})
+	tok := a.Hold()
+	b := startNode(t, log, 2)
+	var moved int32 = -1
+	for p := range int32(64) {
+		if pick([]int32{1, 2}, partitionKey("t", p)) == 2 {
+			moved = p
+			break
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if r := b.Leader("t", moved); r.Leader != 2 || r.Serving {
+		t.Fatalf("partition %d while node 1 holds an append: %+v, want led by 2, not served yet", moved, r)
+	}
+	a.Release(tok)
+	waitSettled(t, []*Membership{a, b}, []int32{1, 2})
+	a.Close()
+	b.Close()
+}
+
+// TestCloseWaitsForAppends: a graceful leave is written only once the
+// appends in flight have ended, so the next leader never overlaps them.
+func TestCloseWaitsForAppends(t *testing.T) {
+	log := memlog.New(memlog.Config{})
+	a := startNode(t, log, 1)
+	b := startNode(t, log, 2)
+	waitSettled(t, []*Membership{a, b}, []int32{1, 2})
+	tok := a.Hold()
+	released := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		released <- time.Now()
+		a.Release(tok)
+	}()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed := time.Now()
+	if r := <-released; closed.Before(r) {
+		t.Fatalf("Close returned at %v, before the append ended at %v", closed, r)
+	}
+	waitSettled(t, []*Membership{b}, []int32{2})
+	b.Close()
+}
+
+// TestStatic: a fixed peer list spreads partitions and groups like the
+// membership does, with epoch 0, and refuses a bad list.
+func TestStatic(t *testing.T) {
+	peers := []bridge.Broker{{NodeID: 2, Endpoints: []bridge.Endpoint{{Host: "b", Port: 2}}}, {NodeID: 1, Endpoints: []bridge.Endpoint{{Host: "a", Port: 1}}}}
+	s1, err := NewStatic(1, peers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := NewStatic(2, peers)
+	if b := s1.Brokers(); len(b) != 2 || b[0].NodeID != 1 {
+		t.Fatalf("brokers %+v", b)
+	}
+	for p := range int32(32) {
+		r1, r2 := s1.Leader("t", p), s2.Leader("t", p)
+		if r1.Leader != r2.Leader || r1.Epoch != 0 || r1.Serving == r2.Serving || r1.Leader != pick([]int32{1, 2}, partitionKey("t", p)) {
+			t.Fatalf("partition %d: %+v and %+v", p, r1, r2)
+		}
+	}
+	if n1, l1 := s1.Coordinator("g"); func() bool { n2, l2 := s2.Coordinator("g"); return n1 != n2 || l1 == l2 }() {
+		t.Fatal("coordinators disagree")
+	}
+	if _, err := NewStatic(3, peers); err == nil {
+		t.Error("a node outside the list was accepted")
+	}
+	if _, err := NewStatic(1, append(peers, peers[0])); err == nil {
+		t.Error("a duplicate node id was accepted")
+	}
+}

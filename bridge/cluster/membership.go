@@ -1,0 +1,460 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/internal/metric"
+)
+
+// Defaults (§8). Kafka's KRaft brokers heartbeat every 2 s with a 9 s
+// session; kiggy's failover time is about the timeout.
+const (
+	DefaultHeartbeat = time.Second
+	DefaultTimeout   = 6 * time.Second
+	// DefaultTopic is the membership log's topic in the system stream.
+	DefaultTopic = "members"
+)
+
+// Config configures a Membership.
+type Config struct {
+	// NodeID is this instance's broker id, unique in the cluster.
+	NodeID int32
+	// Endpoints are this instance's advertised addresses, one per listener
+	// name ("" for the single default listener).
+	Endpoints []bridge.Endpoint
+	// Log holds the membership log: the backend's system stream (the Iggy
+	// client's SystemLog). Every instance of one cluster must use the same.
+	Log bridge.Log
+	// Topic is the membership log's topic in Log; "" = "members". Instances
+	// of different Kafka clusters over one Iggy (different Kafka streams)
+	// use different topics.
+	Topic string
+	// Heartbeat is how often the instance writes its heartbeat; 0 = 1 s.
+	Heartbeat time.Duration
+	// Timeout is how long a member may go without a heartbeat in the log
+	// before every instance takes it for dead; 0 = 6 s. At least 4 ×
+	// Heartbeat.
+	Timeout time.Duration
+	// Logger receives membership changes; nil = discard.
+	Logger *slog.Logger
+}
+
+func (c *Config) normalize() error {
+	if c.Topic == "" {
+		c.Topic = DefaultTopic
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = DefaultHeartbeat
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case c.Log == nil:
+		return errors.New("cluster: no membership log")
+	case c.NodeID < 0:
+		return errors.New("cluster: negative node id")
+	case c.Timeout < 4*c.Heartbeat:
+		return fmt.Errorf("cluster: membership timeout %v must be at least 4 × the heartbeat %v", c.Timeout, c.Heartbeat)
+	case len(c.Endpoints) == 0 || len(c.Endpoints) > maxEndpoints:
+		return fmt.Errorf("cluster: 1..%d advertised endpoints needed", maxEndpoints)
+	}
+	for _, e := range c.Endpoints {
+		if e.Host == "" || e.Port <= 0 || e.Port > 65535 || len(e.Host) > 255 || len(e.Listener) > 255 {
+			return fmt.Errorf("cluster: advertised endpoint %q %s:%d: need a host (≤ 255 bytes) and a port", e.Listener, e.Host, e.Port)
+		}
+	}
+	return nil
+}
+
+// snapshot is one published view of the cluster; immutable.
+type snapshot struct {
+	view    uint64
+	live    []int32
+	brokers []bridge.Broker
+	self    bool   // this instance is in the live set
+	acked   uint64 // the lowest view every live member acknowledged
+	epochs  *epochCache
+}
+
+// epochCache memoizes epochOf for one view.
+type epochCache struct {
+	views [][]int32 // views[:view+1], shared, never modified
+	mu    sync.RWMutex
+	m     map[partKey]int32
+}
+
+type partKey struct {
+	topic     string
+	partition int32
+}
+
+func (e *epochCache) epoch(view uint64, topic string, partition int32, key uint64) int32 {
+	k := partKey{topic, partition}
+	e.mu.RLock()
+	ep, ok := e.m[k]
+	e.mu.RUnlock()
+	if ok {
+		return ep
+	}
+	ep = epochOf(e.views, view, key)
+	e.mu.Lock()
+	if len(e.m) < 1<<20 {
+		e.m[partKey{string([]byte(topic)), partition}] = ep
+	}
+	e.mu.Unlock()
+	return ep
+}
+
+// Membership is this instance's membership in the cluster: it tails the
+// membership log, heartbeats into it, and answers bridge.Placement from
+// what it read. Start it with Start, stop it with Close (graceful: a leave
+// record) or Abandon (as if the process died).
+type Membership struct {
+	cfg   Config
+	inc   uint64
+	start time.Time // the monotonic base of the lease clock
+
+	snap atomic.Pointer[snapshot]
+
+	// Owned by the tail loop.
+	st        *state
+	next      int64
+	firstSelf int64 // log offset of this incarnation's first record, -1 before
+	// fenced: another process announced this node id (§3).
+	fenced atomic.Bool
+
+	// Hold bookkeeping (§5).
+	holdMu  sync.Mutex
+	applied uint64         // the view the tail loop published last
+	held    map[uint64]int // appends in flight by the view they started in
+
+	leaseUntil atomic.Int64 // lease clock ns: serving stops after it
+	tailFresh  atomic.Int64 // lease clock ns: last time the tail reached the end
+	beat       chan struct{}
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	leave  atomic.Bool
+}
+
+var _ bridge.Placement = (*Membership)(nil)
+
+// Start creates the membership log's topic if needed, reads it to the end,
+// announces this instance and starts the heartbeat and tail loops.
+func Start(ctx context.Context, cfg Config) (*Membership, error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	m := &Membership{
+		cfg:       cfg,
+		inc:       binary.LittleEndian.Uint64(b[:]) | 1,
+		start:     time.Now(),
+		st:        newState(uint64(cfg.Timeout / time.Microsecond)),
+		firstSelf: -1,
+		held:      map[uint64]int{},
+		beat:      make(chan struct{}, 1),
+	}
+	if _, err := cfg.Log.CreateTopic(ctx, cfg.Topic, 1, bridge.TopicConfig{}); err != nil && !errors.Is(err, bridge.ErrTopicExists) {
+		return nil, fmt.Errorf("cluster: membership log %q: %w", cfg.Topic, err)
+	}
+	if err := m.tail(ctx); err != nil {
+		return nil, fmt.Errorf("cluster: reading the membership log: %w", err)
+	}
+	if err := m.heartbeat(ctx); err != nil {
+		return nil, fmt.Errorf("cluster: announcing node %d: %w", cfg.NodeID, err)
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.wg.Add(2)
+	go m.tailLoop()
+	go m.heartbeatLoop()
+	cfg.Logger.Info("cluster: joined", "node", cfg.NodeID, "topic", cfg.Topic, "heartbeat", cfg.Heartbeat, "timeout", cfg.Timeout)
+	return m, nil
+}
+
+// Close leaves the cluster gracefully: this instance stops serving, writes
+// a leave record so the others take over at once, and stops its loops.
+func (m *Membership) Close() error {
+	m.leave.Store(true)
+	lease := m.leaseUntil.Swap(0) // serve nothing from now on
+	m.stop()
+	// The others take over as soon as they read the leave record: first
+	// let the appends in flight end (§5). They end by the lease at the
+	// latest (bridge.LeaseHolder).
+	for m.clock() < lease {
+		m.holdMu.Lock()
+		n := len(m.held)
+		m.holdMu.Unlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Heartbeat*2)
+	defer cancel()
+	return m.write(ctx, record{kind: kindLeave, node: m.cfg.NodeID, incarnation: m.inc})
+}
+
+// Abandon stops the loops without a word, as a crash would: the others
+// take over once the timeout passes in the log (tests of failover).
+func (m *Membership) Abandon() {
+	m.leave.Store(true)
+	m.leaseUntil.Store(0)
+	m.stop()
+}
+
+func (m *Membership) stop() {
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.wg.Wait()
+}
+
+func (m *Membership) clock() int64 { return int64(time.Since(m.start)) }
+
+// tailLoop reads new records every quarter heartbeat.
+func (m *Membership) tailLoop() {
+	defer m.wg.Done()
+	t := time.NewTicker(max(m.cfg.Heartbeat/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(m.ctx, m.cfg.Timeout/2)
+		err := m.tail(ctx)
+		cancel()
+		if err != nil && m.ctx.Err() == nil {
+			m.cfg.Logger.Warn("cluster: reading the membership log", "err", err)
+		}
+	}
+}
+
+// tail applies every record after m.next and publishes the result.
+func (m *Membership) tail(ctx context.Context) error {
+	startedAt := m.clock()
+	prevView := m.st.view()
+	dirty := m.snap.Load() == nil
+	for {
+		n := 0
+		wm, err := m.cfg.Log.Read(ctx, m.cfg.Topic, 0, m.next, 1<<20, func(msg *message.Message) bool {
+			n++
+			m.next = msg.Offset + 1
+			r, err := decodeRecord(msg.Payload)
+			if err != nil {
+				m.cfg.Logger.Warn("cluster: skipping a malformed membership record", "offset", msg.Offset, "err", err)
+				return true
+			}
+			if r.node == m.cfg.NodeID && r.kind == kindHeartbeat {
+				if r.incarnation == m.inc && m.firstSelf < 0 {
+					m.firstSelf = msg.Offset
+				} else if r.incarnation != m.inc && m.firstSelf >= 0 && !m.fenced.Load() {
+					// §3: two processes with one node id: both stop serving.
+					m.fenced.Store(true)
+					m.cfg.Logger.Error("cluster: another instance announced this node id; this instance stops serving", "node", r.node)
+				}
+			}
+			_, ch := m.st.apply(msg.Timestamp, r)
+			dirty = dirty || ch
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		if n == 0 || m.next >= wm.High {
+			break
+		}
+	}
+	m.tailFresh.Store(startedAt)
+	if dirty {
+		m.publish()
+	}
+	if m.st.view() != prevView {
+		m.cfg.Logger.Info("cluster: view changed", "view", m.st.view(), "live", m.st.live())
+		select { // acknowledge the new view at once (§5)
+		case m.beat <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// publish makes the state read so far the one Placement answers from.
+func (m *Membership) publish() {
+	st := m.st
+	s := &snapshot{view: st.view(), live: st.views[len(st.views)-1], acked: st.minApplied()}
+	for _, id := range s.live {
+		mb := st.members[id]
+		s.brokers = append(s.brokers, bridge.Broker{NodeID: id, Endpoints: mb.endpoints})
+		if id == m.cfg.NodeID && mb.incarnation == m.inc {
+			s.self = true
+		}
+	}
+	if old := m.snap.Load(); old != nil && old.view == s.view {
+		s.epochs = old.epochs
+	} else {
+		s.epochs = &epochCache{views: st.views[: s.view+1 : s.view+1], m: map[partKey]int32{}}
+	}
+	// The snapshot first, then the view Hold hands out (§5).
+	m.snap.Store(s)
+	m.holdMu.Lock()
+	m.applied = s.view
+	m.holdMu.Unlock()
+}
+
+// heartbeatLoop writes a heartbeat every Heartbeat, and at once after a
+// view change.
+func (m *Membership) heartbeatLoop() {
+	defer m.wg.Done()
+	t := time.NewTicker(m.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		case <-m.beat:
+		}
+		if m.clock()-m.tailFresh.Load() > int64(m.cfg.Timeout/2) {
+			// §5: an instance that cannot read the log must not claim to be
+			// live; it lets its lease run out.
+			continue
+		}
+		ctx, cancel := context.WithTimeout(m.ctx, m.cfg.Timeout/2)
+		if err := m.heartbeat(ctx); err != nil && m.ctx.Err() == nil {
+			m.cfg.Logger.Warn("cluster: heartbeat", "err", err)
+		}
+		cancel()
+	}
+}
+
+// heartbeat writes one heartbeat and, once it is stored, extends the lease
+// to half the timeout from when it was sent (§5).
+func (m *Membership) heartbeat(ctx context.Context) error {
+	sent := m.clock()
+	m.holdMu.Lock()
+	applied := m.applied
+	for v, n := range m.held {
+		if n > 0 && v < applied {
+			applied = v
+		}
+	}
+	m.holdMu.Unlock()
+	err := m.write(ctx, record{kind: kindHeartbeat, node: m.cfg.NodeID, incarnation: m.inc, applied: applied, endpoints: m.cfg.Endpoints})
+	if err == nil && !m.leave.Load() {
+		m.leaseUntil.Store(sent + int64(m.cfg.Timeout/2))
+	}
+	return err
+}
+
+func (m *Membership) write(ctx context.Context, r record) error {
+	var b message.Batch
+	b.Reset(uint64(time.Now().UnixMicro()))
+	b.Begin(b.Origin)
+	b.Buf = appendRecord(b.Buf, r)
+	b.MarkHeaders()
+	b.End()
+	_, err := m.cfg.Log.Append(ctx, m.cfg.Topic, 0, &b)
+	return err
+}
+
+// leased reports whether this instance may serve: its lease is fresh, it
+// reads the log, it is live and no other process holds its node id.
+func (m *Membership) leased(s *snapshot) bool {
+	now := m.clock()
+	return s.self && !m.fenced.Load() && now < m.leaseUntil.Load() && now-m.tailFresh.Load() < int64(m.cfg.Timeout/2)
+}
+
+// LeaseDeadline implements bridge.LeaseHolder: when this instance stops
+// serving unless a heartbeat is stored first (§5).
+func (m *Membership) LeaseDeadline() time.Time {
+	return m.start.Add(time.Duration(m.leaseUntil.Load()))
+}
+
+var _ bridge.LeaseHolder = (*Membership)(nil)
+
+// Brokers implements bridge.Placement.
+func (m *Membership) Brokers() []bridge.Broker { return m.snap.Load().brokers }
+
+// Leader implements bridge.Placement (§4, §5).
+func (m *Membership) Leader(topic string, partition int32) bridge.Route {
+	s := m.snap.Load()
+	key := partitionKey(topic, partition)
+	leader := pick(s.live, key)
+	if leader < 0 {
+		return bridge.Route{Leader: -1, Epoch: -1}
+	}
+	epoch := s.epochs.epoch(s.view, topic, partition, key)
+	return bridge.Route{Leader: leader, Epoch: epoch,
+		Serving: leader == m.cfg.NodeID && uint64(epoch) <= s.acked && m.leased(s)}
+}
+
+// Coordinator implements bridge.Placement (§7).
+func (m *Membership) Coordinator(group string) (int32, bool) {
+	s := m.snap.Load()
+	node := pick(s.live, groupKey(group))
+	return node, node >= 0 && node == m.cfg.NodeID && m.leased(s)
+}
+
+// Hold implements bridge.Placement (§5).
+func (m *Membership) Hold() uint64 {
+	m.holdMu.Lock()
+	v := m.applied
+	m.held[v]++
+	m.holdMu.Unlock()
+	return v
+}
+
+// Release implements bridge.Placement.
+func (m *Membership) Release(v uint64) {
+	m.holdMu.Lock()
+	if m.held[v]--; m.held[v] <= 0 {
+		delete(m.held, v)
+	}
+	m.holdMu.Unlock()
+}
+
+// View returns the current view number and live node ids (tests, metrics).
+func (m *Membership) View() (uint64, []int32) {
+	s := m.snap.Load()
+	return s.view, s.live
+}
+
+// WriteMetrics implements bridge.MetricsWriter (docs/METRICS.md "Cluster").
+func (m *Membership) WriteMetrics(w io.Writer) {
+	s := m.snap.Load()
+	serving := 0
+	if m.leased(s) {
+		serving = 1
+	}
+	metric.Single(w, "kiggy_cluster_view", "gauge", "Number of the membership view this instance has applied; it rises with every change of the live set.", s.view)
+	metric.Single(w, "kiggy_cluster_members", "gauge", "Live instances in the applied view.", len(s.live))
+	metric.Single(w, "kiggy_cluster_lease", "gauge", "1 while this instance is live in the view and its lease is fresh (it may serve), else 0.", serving)
+	metric.Single(w, "kiggy_cluster_fenced", "gauge", "1 when another process announced this node id and this one stopped serving for good.", boolInt(m.fenced.Load()))
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

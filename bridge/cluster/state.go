@@ -1,0 +1,152 @@
+package cluster
+
+import (
+	"slices"
+
+	"github.com/kiggy-io/kiggy/bridge"
+)
+
+// member is what the log says of one live instance.
+type member struct {
+	incarnation uint64
+	last        uint64 // log time of its last record, µs
+	applied     uint64
+	endpoints   []bridge.Endpoint
+}
+
+// state is the membership log applied in order (§3). It is a pure function
+// of the records and their server timestamps, so every instance that has
+// read the same prefix of the log holds the same state: no instance's own
+// clock enters it.
+type state struct {
+	timeout uint64 // µs without a record after which a member is dead
+	now     uint64 // log time: the largest server timestamp read, µs
+	members map[int32]*member
+	// views[k] is the live set (sorted node ids) after the k-th change;
+	// views[0] is empty, before anyone joined.
+	views [][]int32
+}
+
+func newState(timeoutMicros uint64) *state {
+	return &state{timeout: timeoutMicros, members: map[int32]*member{}, views: [][]int32{nil}}
+}
+
+// apply applies one record with server timestamp ts (µs) and reports
+// whether the live set changed and whether anything Brokers shows changed.
+func (s *state) apply(ts uint64, r record) (viewChanged, changed bool) {
+	s.now = max(s.now, ts)
+	// §3: a member not heard from for longer than the timeout, in log time,
+	// is dead at the first record that shows it.
+	for id, m := range s.members {
+		if s.now-m.last > s.timeout {
+			delete(s.members, id)
+			viewChanged = true
+		}
+	}
+	m := s.members[r.node]
+	switch r.kind {
+	case kindHeartbeat:
+		if m == nil {
+			m = &member{}
+			s.members[r.node] = m
+			viewChanged = true
+		}
+		if m.incarnation != r.incarnation || !slices.Equal(m.endpoints, r.endpoints) {
+			changed = true
+		}
+		if m.applied != r.applied {
+			changed = true
+		}
+		m.incarnation, m.last, m.applied, m.endpoints = r.incarnation, s.now, r.applied, r.endpoints
+	case kindLeave:
+		if m != nil && m.incarnation == r.incarnation {
+			delete(s.members, r.node)
+			viewChanged = true
+		}
+	}
+	if viewChanged {
+		s.views = append(s.views, s.live())
+	}
+	return viewChanged, changed || viewChanged
+}
+
+// live returns the live node ids, sorted.
+func (s *state) live() []int32 {
+	ids := make([]int32, 0, len(s.members))
+	for id := range s.members {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// view is the number of the current view.
+func (s *state) view() uint64 { return uint64(len(s.views) - 1) }
+
+// minApplied is the lowest view every live member has acknowledged (§5).
+func (s *state) minApplied() uint64 {
+	first, v := true, uint64(0)
+	for _, m := range s.members {
+		if first || m.applied < v {
+			v, first = m.applied, false
+		}
+	}
+	return v
+}
+
+// Rendezvous hashing (§4): the leader of a key is the live node with the
+// highest score(key, node). Removing a node moves only the keys it led;
+// adding one moves only the keys it now scores highest for.
+
+// fnv64a hashes s (FNV-1a); the same on every instance: no seed.
+func fnv64a(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// mix is the splitmix64 finalizer.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// partitionKey is the hash key of a partition.
+func partitionKey(topic string, partition int32) uint64 {
+	return mix(fnv64a(topic) ^ mix(uint64(uint32(partition))+1))
+}
+
+// groupKey is the hash key of a group; a different domain from partitions.
+func groupKey(group string) uint64 { return mix(fnv64a(group) ^ 0x67726f7570) }
+
+// pick returns the node of live with the highest score for key, -1 if none.
+func pick(live []int32, key uint64) int32 {
+	best, bestScore := int32(-1), uint64(0)
+	for _, n := range live {
+		if sc := mix(key ^ mix(uint64(uint32(n))*0x9e3779b97f4a7c15)); best < 0 || sc > bestScore {
+			best, bestScore = n, sc
+		}
+	}
+	return best
+}
+
+// epochOf is a partition's leader epoch in view n of views (§4): the
+// number of the latest view at or before n in which its leader differs
+// from the view before; 0 when no view ever changed it.
+func epochOf(views [][]int32, n uint64, key uint64) int32 {
+	leader := pick(views[n], key)
+	for k := n; k > 0; k-- {
+		prev := pick(views[k-1], key)
+		if prev != leader {
+			return int32(k)
+		}
+	}
+	return 0
+}

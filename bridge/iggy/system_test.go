@@ -1,0 +1,173 @@
+package iggy
+
+import (
+	"bytes"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+)
+
+func equalState(a, b map[string][]byte) bool { return maps.EqualFunc(a, b, bytes.Equal) }
+
+// TestSystemStoreSurvivesRestart: entries put and deleted through one client
+// read back the same through a client opened after it closed, and after an
+// iggy-server crash (each change is a written record before PutSystem
+// returns); namespaces and Kafka streams are kept apart.
+func TestSystemStoreSurvivesRestart(t *testing.T) {
+	srv, addr := startServer(t, iggytest.Config{})
+	cx := ctx(t)
+	c := open(t, Config{Addr: addr, PoolSize: 2})
+	if got, err := c.LoadSystem(cx, "acl"); err != nil || len(got) != 0 {
+		t.Fatalf("empty namespace: %v %v", got, err)
+	}
+	puts := []struct{ ns, key, value string }{
+		{"acl", "a", "1"}, {"acl", "b", "2"}, {"acl", "a", "3"}, {"scram", "SCRAM-SHA-256/alice", "salted"},
+		{"acl", "gone", "x"},
+	}
+	for _, p := range puts {
+		if err := c.PutSystem(cx, p.ns, p.key, []byte(p.value)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.PutSystem(cx, "acl", "gone", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutSystem(cx, "acl", "empty", []byte{}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string][]byte{
+		"acl":   {"a": []byte("3"), "b": []byte("2"), "empty": {}},
+		"scram": {"SCRAM-SHA-256/alice": []byte("salted")},
+	}
+	check := func(what string, c *Client) {
+		t.Helper()
+		for ns, w := range want {
+			got, err := c.LoadSystem(cx, ns)
+			if err != nil || !equalState(got, w) {
+				t.Errorf("%s: %s = %q %v, want %q", what, ns, got, err, w)
+			}
+		}
+	}
+	check("same client", c)
+	c.Close()
+	c2 := open(t, Config{Addr: addr, PoolSize: 1})
+	check("after a restart", c2)
+	other := open(t, Config{Addr: addr, PoolSize: 1, Stream: "other"})
+	if got, err := other.LoadSystem(cx, "acl"); err != nil || len(got) != 0 {
+		t.Errorf("another Kafka stream sees %q %v", got, err)
+	}
+	c2.Close()
+	srv.Crash()
+	if _, err := srv.Start(addr); err != nil {
+		t.Fatal(err)
+	}
+	c3 := open(t, Config{Addr: addr, PoolSize: 1})
+	check("after an iggy-server crash", c3)
+	for _, bad := range []string{"", "UPPER", "a.b", strings.Repeat("n", 33)} {
+		if _, err := c3.LoadSystem(cx, bad); err == nil {
+			t.Errorf("namespace %q accepted", bad)
+		}
+	}
+	if err := c3.PutSystem(cx, "acl", "", []byte("v")); err == nil {
+		t.Error("an empty key accepted")
+	}
+}
+
+// TestSystemStoreSharedByInstances: a change made through one client shows
+// up at the next load through another client of the same stream, including
+// after the other one compacted the namespace into a new generation.
+func TestSystemStoreSharedByInstances(t *testing.T) {
+	defer func(m, r int) { compactMin, compactRatio = m, r }(compactMin, compactRatio)
+	compactMin, compactRatio = 20, 2
+	addr, stream := target(t)
+	cx := ctx(t)
+	a := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	b := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	if err := a.PutSystem(cx, "log-start", "t/0", []byte{7}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.LoadSystem(cx, "log-start"); !equalState(got, map[string][]byte{"t/0": {7}}) {
+		t.Fatalf("b reads %q", got)
+	}
+	for i := range 50 {
+		if err := b.PutSystem(cx, "log-start", "t/1", []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string][]byte{"t/0": {7}, "t/1": {49}}
+	if got, _ := a.LoadSystem(cx, "log-start"); !equalState(got, want) {
+		t.Fatalf("a reads %q, want %q", got, want)
+	}
+	// A third client compacts the namespace (51 records, 2 live) into
+	// generation 1 and deletes generation 0, which a is still reading.
+	sys := open(t, Config{Addr: addr, Stream: DefaultSystemStream, PoolSize: 1, system: true})
+	gens := func() string {
+		list, err := sys.Topics(cx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tp := range list {
+			if strings.HasPrefix(tp.Name, "state."+stream+".") {
+				out = append(out, tp.Name)
+			}
+		}
+		slices.Sort(out)
+		return strings.Join(out, ",")
+	}
+	if got := gens(); got != stateTopicPrefix(stream, "log-start")+"0" {
+		t.Fatalf("generations before: %s", got)
+	}
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	if got, _ := c.LoadSystem(cx, "log-start"); !equalState(got, want) {
+		t.Fatalf("after compaction: %q", got)
+	}
+	if got := gens(); got != stateTopicPrefix(stream, "log-start")+"1" {
+		t.Fatalf("generations after compaction: %s", got)
+	}
+	if err := c.PutSystem(cx, "log-start", "t/2", []byte{9}); err != nil {
+		t.Fatal(err)
+	}
+	want["t/2"] = []byte{9}
+	if got, err := a.LoadSystem(cx, "log-start"); err != nil || !equalState(got, want) {
+		t.Fatalf("a after the compaction elsewhere: %q %v, want %q", got, err, want)
+	}
+	if err := a.PutSystem(cx, "log-start", "t/0", nil); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "t/0")
+	if got, _ := c.LoadSystem(cx, "log-start"); !equalState(got, want) {
+		t.Fatalf("c reads %q, want %q", got, want)
+	}
+}
+
+// TestSystemStoreWithoutSystemStream: a client opened without the system
+// stream says so instead of keeping state nowhere.
+func TestSystemStoreWithoutSystemStream(t *testing.T) {
+	_, addr := startServer(t, iggytest.Config{})
+	c := open(t, Config{Addr: addr, PoolSize: 1, noCommitLog: true})
+	if err := c.PutSystem(ctx(t), "acl", "k", []byte("v")); err == nil {
+		t.Fatal("PutSystem without a system stream succeeded")
+	}
+	var _ bridge.SystemStore = c
+}
+
+func FuzzStateRecord(f *testing.F) {
+	f.Add(appendStateRecord(nil, stateRecord{kind: statePut, key: "k", value: []byte("v")}))
+	f.Add(appendStateRecord(nil, stateRecord{kind: stateDelete, key: "k"}))
+	f.Add(appendStateRecord(nil, stateRecord{kind: stateComplete}))
+	f.Add([]byte{1, 1, 0})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		r, err := decodeStateRecord(p)
+		if err != nil {
+			return
+		}
+		if got := appendStateRecord(nil, r); !bytes.Equal(got, p) {
+			t.Fatalf("round trip: %x → %+v → %x", p, r, got)
+		}
+	})
+}

@@ -1,0 +1,140 @@
+package bridge
+
+import (
+	"time"
+
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+// Placement says which of several kiggy instances over one backend serves
+// what (docs/design/cluster.md): the live instances Metadata lists, the one
+// leader of each partition with its leader epoch, the coordinator of each
+// group. bridge/cluster implements it from a membership log in the backend.
+// Config.Placement nil is a single instance: this gateway is every
+// partition's leader and every group's coordinator.
+//
+// Every method is safe for concurrent use and cheap: the handlers call them
+// once per partition or group of a request.
+type Placement interface {
+	// Brokers returns the live instances, by node id. The slice is shared:
+	// callers must not modify it.
+	Brokers() []Broker
+	// Leader returns a partition's leader and leader epoch, and whether this
+	// instance serves the partition now.
+	Leader(topic string, partition int32) Route
+	// Coordinator returns the node id of a group's coordinator (-1 when no
+	// instance is live) and whether it is this instance.
+	Coordinator(group string) (node int32, local bool)
+	// Hold marks the start of appends: until Release(token) the instance
+	// does not tell the others it gave up a partition it served when Hold
+	// was called, so a partition is never appended to by two instances at
+	// once (docs/design/cluster.md §5).
+	Hold() (token uint64)
+	// Release ends what Hold began.
+	Release(token uint64)
+}
+
+// LeaseHolder is implemented by a Placement whose right to serve expires
+// (bridge/cluster's lease, docs/design/cluster.md §5): a Produce's appends
+// get no later deadline than LeaseDeadline, so an instance cut off from the
+// membership log does not go on appending after others may have taken over.
+type LeaseHolder interface {
+	LeaseDeadline() time.Time
+}
+
+// Route is a partition's place in the cluster.
+type Route struct {
+	// Leader is the leader's node id, -1 when no instance is live.
+	Leader int32
+	// Epoch is the partition's leader epoch: it increases every time the
+	// leader changes (docs/design/cluster.md §4).
+	Epoch int32
+	// Serving: this instance is the leader and may serve the partition now
+	// (the previous leader has let go of it, and this instance's lease on
+	// its membership is fresh).
+	Serving bool
+}
+
+// Broker is one live instance.
+type Broker struct {
+	NodeID int32
+	// Endpoints are its advertised addresses, one per listener name.
+	Endpoints []Endpoint
+}
+
+// Endpoint is one advertised address of a broker: where clients that came
+// in on listener Listener (engine.ConnInfo.Listener) reach it.
+type Endpoint struct {
+	Listener string
+	Host     string
+	Port     int32
+}
+
+// endpoint returns b's address for listener, ok=false when b advertises
+// none for it (Kafka leaves such a broker out of the answer).
+func (b *Broker) endpoint(listener string) (Endpoint, bool) {
+	for _, e := range b.Endpoints {
+		if e.Listener == listener {
+			return e, true
+		}
+	}
+	return Endpoint{}, false
+}
+
+// leaderCode is the error a request for a partition gets from this
+// instance: 0 when it serves the partition. epoch is the client's current
+// leader epoch (-1 = unknown, not checked). As Kafka's
+// Partition.checkCurrentLeaderEpoch, docs/design/cluster.md §6: "an epoch
+// older than the partition's is FENCED_LEADER_EPOCH (74), a newer one
+// UNKNOWN_LEADER_EPOCH (75); then a partition led elsewhere is
+// NOT_LEADER_OR_FOLLOWER (6)".
+func (g *Gateway) leaderCode(topic string, partition, epoch int32) wire.ErrorCode {
+	pl := g.cfg.Placement
+	if pl == nil {
+		return wire.NoError
+	}
+	r := pl.Leader(topic, partition)
+	switch {
+	case epoch >= 0 && epoch < r.Epoch:
+		return wire.FencedLeaderEpoch
+	case epoch > r.Epoch:
+		return wire.UnknownLeaderEpoch
+	case !r.Serving:
+		return wire.NotLeaderOrFollower
+	}
+	return wire.NoError
+}
+
+// leaderEpoch is a partition's leader epoch, -1 for a single instance.
+func (g *Gateway) leaderEpoch(topic string, partition int32) int32 {
+	if g.cfg.Placement == nil {
+		return -1
+	}
+	return g.cfg.Placement.Leader(topic, partition).Epoch
+}
+
+// notCoordinator reports whether this instance must answer a request for
+// group with NOT_COORDINATOR (16) (docs/design/cluster.md §7).
+func (g *Gateway) notCoordinator(group string) bool {
+	if g.cfg.Placement == nil {
+		return false
+	}
+	_, local := g.cfg.Placement.Coordinator(group)
+	return !local
+}
+
+// brokerAddr returns node's address for the connection's listener.
+func (g *Gateway) brokerAddr(c *call, node int32) (string, int32, bool) {
+	if g.cfg.Placement == nil {
+		host, port := g.advertisedAddr(c)
+		return host, port, node == g.cfg.NodeID
+	}
+	for _, b := range g.cfg.Placement.Brokers() {
+		if b.NodeID == node {
+			if e, ok := b.endpoint(c.req.Conn().Listener); ok {
+				return e.Host, e.Port, true
+			}
+		}
+	}
+	return "", -1, false
+}
