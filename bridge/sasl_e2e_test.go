@@ -442,3 +442,48 @@ func TestScramCredentialsWithKadm(t *testing.T) {
 		t.Errorf("deleted dave logs in: %v", err)
 	}
 }
+
+// TestSASLWithACLs: the SASL principal is the one the authorizer sees. With
+// ACLs on and bob a super user, bob (SCRAM) may create SCRAM users and
+// produce; alice (PLAIN, no ACL) may neither manage credentials
+// (CLUSTER_AUTHORIZATION_FAILED) nor produce (TOPIC_AUTHORIZATION_FAILED).
+func TestSASLWithACLs(t *testing.T) {
+	gw := saslGateway(t, func(c *bridge.Config) {
+		c.Authorization = bridge.AuthorizationConfig{Enabled: true, SuperUsers: []security.Principal{security.User("bob")}}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := func(mech ksasl.Mechanism) *kadm.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.SASL(mech), kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return kadm.NewClient(cl)
+	}
+	bob := client(kscram.Auth{User: "bob", Pass: "hunter2"}.AsSha256Mechanism())
+	alice := client(plain.Auth{User: "alice", Pass: "secret"}.AsMechanism())
+	// kadm salts the upserts in place: a fresh slice per call.
+	up := func() []kadm.UpsertSCRAM {
+		return []kadm.UpsertSCRAM{{User: "dave", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "pw"}}
+	}
+	if res, err := bob.AlterUserSCRAMs(ctx, nil, up()); err != nil || res["dave"].Err != nil {
+		t.Errorf("bob (super user) alters: %v %+v", err, res)
+	}
+	res, err := alice.AlterUserSCRAMs(ctx, nil, up())
+	if err == nil {
+		err = res["dave"].Err // kadm reports a one-user failure either way
+	}
+	if !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("alice alters: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	if _, err := alice.DescribeUserSCRAMs(ctx); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("alice describes: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	if _, err := bob.CreateTopic(ctx, 1, 1, nil, "acl-sasl"); err != nil {
+		t.Fatal(err)
+	}
+	if err := saslRoundTrip(t, gw.Addr, "acl-sasl", kscram.Auth{User: "dave", Pass: "pw"}.AsSha512Mechanism()); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("dave (no ACL) produces: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+}
