@@ -14,7 +14,6 @@ import (
 
 // saslOptions are the SASL knobs (docs/design/security.md §7).
 type saslOptions struct {
-	securityProtocol   string
 	mechanisms         string
 	plainUsersFile     string
 	scramBootstrapFile string
