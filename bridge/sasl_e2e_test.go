@@ -44,14 +44,20 @@ func saslGateway(t *testing.T, mod func(*bridge.Config)) *kiggytest.Gateway {
 	return kiggytest.Start(t, kiggytest.Options{Bridge: cfg})
 }
 
-// roundTrip produces n records to topic with mech and reads them back.
+// saslRoundTrip produces 3 records to topic with mech and reads them back.
 func saslRoundTrip(t *testing.T, addr, topic string, mech ksasl.Mechanism) error {
+	t.Helper()
+	return saslRoundTripOpts(t, addr, topic, kgo.SASL(mech))
+}
+
+// saslRoundTripOpts is saslRoundTrip with the client's options.
+func saslRoundTripOpts(t *testing.T, addr, topic string, opts ...kgo.Opt) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(mech), kgo.DefaultProduceTopic(topic),
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
 		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.RequestRetries(0), kgo.RetryTimeout(time.Second), kgo.AllowAutoTopicCreation())
+		kgo.RequestRetries(0), kgo.RetryTimeout(time.Second), kgo.AllowAutoTopicCreation()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
