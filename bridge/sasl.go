@@ -73,7 +73,10 @@ const (
 
 // saslConn is a connection's authentication state.
 type saslConn struct {
-	stage uint8
+	// resolved and on: whether the connection's listener is SASL, looked
+	// up at its first request.
+	resolved, on bool
+	stage        uint8
 	// raw: SaslHandshake v0 was used, so the mechanism's messages come as
 	// bare frames, not SaslAuthenticate requests.
 	raw           bool
@@ -160,23 +163,30 @@ func (g *Gateway) initSASL() {
 // connection on any request out of the SaslServerAuthenticator's order).
 func (g *Gateway) saslGate(cs *connState, req *engine.Request, hdr *wire.RequestHeader) bool {
 	key := hdr.APIKey
-	if !g.protocolOf(cs.conn).SASL() {
+	s := &cs.sasl
+	if !s.resolved {
+		// The listener's protocol, looked up once per connection.
+		s.resolved, s.on = true, g.protocolOf(cs.conn).SASL()
+	}
+	if !s.on {
 		return true
 	}
-	s := &cs.sasl
-	now := time.Now()
 	if s.stage == saslFailed {
 		g.saslClose(req, saslCloseFailed, "request after a failed authentication")
 		return false
 	}
+	if s.authenticated && s.expires.IsZero() {
+		return true // no session lifetime: nothing to check, not even the clock
+	}
+	now := time.Now()
 	if s.authenticated {
-		if !s.expires.IsZero() && now.After(s.expires) && key != wire.KeySaslHandshake && key != wire.KeySaslAuthenticate {
+		if now.After(s.expires) && key != wire.KeySaslHandshake && key != wire.KeySaslAuthenticate {
 			// KIP-368: "the server will close the connection if the
 			// client sends a request after the session expired".
 			g.saslClose(req, saslCloseExpired, "session expired without re-authentication")
 			return false
 		}
-		if s.stage == saslAuthenticate && key != wire.KeySaslAuthenticate && !s.expires.IsZero() && now.After(s.expires) {
+		if s.stage == saslAuthenticate && key != wire.KeySaslAuthenticate && now.After(s.expires) {
 			g.saslClose(req, saslCloseExpired, "session expired during re-authentication")
 			return false
 		}
