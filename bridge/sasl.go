@@ -48,8 +48,10 @@ type SASLConfig struct {
 	OAuth *sasl.OAuthValidator
 	// HandshakeTimeout bounds the time from a SASL connection's first
 	// request to a successful authentication: a request arriving later on
-	// a connection still unauthenticated closes it. 0 = 10 s. A connection
-	// that sends nothing at all is closed by the engine's idle timeout.
+	// a connection still unauthenticated closes it. 0 = 10 s. The engine
+	// closes one that sends nothing, or stops half-way, when its listener
+	// has an AuthTimeout (engine.Listener; cmd/kiggy sets it to the same
+	// value).
 	HandshakeTimeout time.Duration
 	// ScramBootstrap adds SCRAM-SHA-256 and SCRAM-SHA-512 credentials
 	// (4096 iterations) at start for each user (name → password) that has
@@ -338,6 +340,7 @@ func (g *Gateway) saslAuthenticate(c *call) bool {
 			resp.SessionLifetimeMillis = lifetime.Milliseconds()
 		}
 		c.cs.setPrincipal(security.User(user))
+		c.cs.conn.Authenticated() // the listener's AuthTimeout is met
 	}
 	if raw {
 		c.req.Respond(append(c.req.ResponseBuffer(), reply...))

@@ -98,3 +98,75 @@ func metricsOf(s *bridge.Server) string {
 	s.Gateway.WriteMetrics(&b)
 	return b.String()
 }
+
+// TestSASLAuthTimeout: on a listener with an AuthTimeout, the engine closes
+// a connection that sends nothing and one stopped after SaslHandshake, on
+// both engines, while an authenticated one stays open.
+func TestSASLAuthTimeout(t *testing.T) {
+	for _, kind := range []string{"epoll", "net"} {
+		t.Run(kind, func(t *testing.T) {
+			store := memlog.New(memlog.Config{})
+			s, err := bridge.NewServer(kind, engine.Config{}, bridge.Config{
+				Listeners: map[string]security.Protocol{"SASL_PLAINTEXT": security.SASLPlaintext},
+				SASL:      bridge.SASLConfig{Scram: true, ScramBootstrap: map[string]string{"bob": "hunter2"}},
+			}, store)
+			if err != nil {
+				t.Skip(err) // epoll off Linux
+			}
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = s.Shutdown(ctx)
+				_ = store.Close()
+			})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go s.Serve(&engine.Listener{Listener: ln, Name: "SASL_PLAINTEXT", AuthTimeout: 300 * time.Millisecond})
+			addr := ln.Addr().String()
+			silent, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer silent.Close()
+			half, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer half.Close()
+			hs := kmsg.NewPtrSASLHandshakeRequest()
+			hs.Version, hs.Mechanism = 1, "SCRAM-SHA-256"
+			if _, err := half.Write(requestFrame(hs, 1)); err != nil {
+				t.Fatal(err)
+			}
+			cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(kscram.Auth{User: "bob", Pass: "hunter2"}.AsSha256Mechanism()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := cl.Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+				t.Fatal(err)
+			}
+			for name, c := range map[string]net.Conn{"silent": silent, "half": half} {
+				c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 256)
+				for {
+					if _, err := c.Read(buf); err != nil {
+						var ne net.Error
+						if errors.As(err, &ne) && ne.Timeout() {
+							t.Errorf("%s: still open 5 s after a 300 ms AuthTimeout", name)
+						}
+						break
+					}
+				}
+			}
+			time.Sleep(500 * time.Millisecond)
+			if _, err := cl.Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+				t.Errorf("authenticated client after the timeout: %v", err)
+			}
+		})
+	}
+}

@@ -200,7 +200,7 @@ func (s *epollServer) Serve(l net.Listener) error {
 		lf.Close()
 		return err
 	}
-	a := &acceptor{s: s, ln: ln, lf: lf, raw: lraw, name: lcfg.Name}
+	a := &acceptor{s: s, ln: ln, lf: lf, raw: lraw, name: lcfg.Name, authTimeout: lcfg.AuthTimeout}
 	a.acceptFn = a.acceptAll
 	s.mu.Lock()
 	if s.shutdown {
@@ -331,6 +331,8 @@ type acceptor struct {
 	acceptFn func(fd uintptr) bool
 	err      error
 	name     string // the listener's name (ConnInfo.Listener)
+	// authTimeout is the listener's AuthTimeout.
+	authTimeout time.Duration
 }
 
 // stop makes run return: closing the dup wakes the parked Read, and closing
@@ -390,6 +392,7 @@ func (a *acceptor) acceptAll(lfd uintptr) bool {
 		}
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 		info := &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: sockaddrString(sa), Listener: a.name}
+		info.startAuthClock(a.authTimeout)
 		if lsa, err := unix.Getsockname(fd); err == nil {
 			info.LocalAddr = sockaddrString(lsa)
 		}
@@ -1101,9 +1104,12 @@ func (l *loop) closeConn(c *econn, why CloseReason, msg string) {
 // sweep closes connections whose timeouts expired.
 func (l *loop) sweep() {
 	cfg := &l.s.cfg
+	wall := time.Now().UnixNano()
 	for i := len(l.list) - 1; i >= 0; i-- {
 		c := l.list[i]
 		switch {
+		case c.info.authExpired(wall):
+			l.closeConn(c, ReasonIdleTimeout, "not authenticated within the listener's AuthTimeout")
 		case c.writeStart != 0 && l.now-c.writeStart > int64(cfg.WriteTimeout):
 			l.closeConn(c, ReasonWriteTimeout, "")
 		case c.events&unix.EPOLLIN != 0 && c.fr.inFrame() && l.now-c.frameStart > int64(cfg.ReadTimeout):

@@ -34,6 +34,11 @@ type Listener struct {
 	// that has not finished it by then is closed (ReasonTLSHandshake).
 	// 0 = DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// AuthTimeout, when > 0, closes a connection of this listener that
+	// long after it was accepted unless the handler called
+	// ConnInfo.Authenticated first (a SASL listener's time to
+	// authenticate). It is counted as an idle timeout.
+	AuthTimeout time.Duration
 }
 
 // listenerOf splits what Serve was given into the socket to accept on and

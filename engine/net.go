@@ -148,6 +148,7 @@ func (s *netServer) accept(nc net.Conn, l *Listener) {
 		_ = tc.SetNoDelay(true)
 	}
 	info := &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), Listener: l.Name}
+	info.startAuthClock(l.AuthTimeout)
 	var tc *tls.Conn
 	if l.TLS != nil {
 		tc = tls.Server(nc, l.TLS)
@@ -339,11 +340,14 @@ func (c *nconn) readLoop() {
 		if !c.fr.inFrame() || waited {
 			frameStart = now
 		}
+		deadline := now.Add(cfg.IdleTimeout)
 		if c.fr.inFrame() {
-			c.nc.SetReadDeadline(frameStart.Add(cfg.ReadTimeout))
-		} else {
-			c.nc.SetReadDeadline(now.Add(cfg.IdleTimeout))
+			deadline = frameStart.Add(cfg.ReadTimeout)
 		}
+		if d := c.info.authDeadline.Load(); d != 0 && d < deadline.UnixNano() {
+			deadline = time.Unix(0, d) // Listener.AuthTimeout
+		}
+		c.nc.SetReadDeadline(deadline)
 		if c.stopRead.Load() {
 			return
 		}
@@ -389,6 +393,10 @@ func (c *nconn) readLoop() {
 		case c.stopRead.Load():
 			return
 		case errors.As(err, &ne) && ne.Timeout():
+			if c.info.authExpired(time.Now().UnixNano()) {
+				c.closeWith(ReasonIdleTimeout, "not authenticated within the listener's AuthTimeout")
+				return
+			}
 			if c.fr.inFrame() {
 				if time.Since(frameStart) >= cfg.ReadTimeout {
 					c.closeWith(ReasonReadTimeout, "")

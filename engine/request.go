@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Handler serves Kafka requests. Serve is called on an event loop (or a
@@ -38,6 +39,27 @@ type ConnInfo struct {
 	TLS *tls.ConnectionState
 
 	closed atomic.Bool
+	// authDeadline is when the connection is closed unless Authenticated
+	// is called (Listener.AuthTimeout), in Unix nanoseconds; 0 = never.
+	authDeadline atomic.Int64
+}
+
+// Authenticated tells the engine that the connection authenticated: the
+// listener's AuthTimeout no longer applies to it.
+func (c *ConnInfo) Authenticated() { c.authDeadline.Store(0) }
+
+// authExpired reports whether the connection passed its AuthTimeout
+// without authenticating.
+func (c *ConnInfo) authExpired(nowUnixNano int64) bool {
+	d := c.authDeadline.Load()
+	return d != 0 && nowUnixNano > d
+}
+
+// startAuthClock arms the listener's AuthTimeout on a new connection.
+func (c *ConnInfo) startAuthClock(d time.Duration) {
+	if d > 0 {
+		c.authDeadline.Store(time.Now().Add(d).UnixNano())
+	}
 }
 
 // Closed reports whether the engine has closed the connection. A handler

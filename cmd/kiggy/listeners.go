@@ -257,6 +257,11 @@ func (ls *listenerSetup) listen(o *options) ([]*engine.Listener, error) {
 		if sp.protocol.TLS() {
 			el.TLS = ls.tls.TLSConfig()
 		}
+		if sp.protocol.SASL() {
+			// A SASL connection must authenticate in time, even one that
+			// sends nothing (docs/design/security.md §7).
+			el.AuthTimeout = o.sasl.handshakeTimeout
+		}
 		out = append(out, el)
 	}
 	return out, nil

@@ -30,7 +30,7 @@ func registerSASLOptions(s *settings, o *saslOptions) {
 	s.String("SASL", "sasl-enabled-mechanisms", &o.mechanisms, "", "comma-separated SASL mechanisms offered (Kafka sasl.enabled.mechanisms); empty = every configured one: PLAIN with --sasl-plain-users-file, SCRAM-SHA-256 and SCRAM-SHA-512, OAUTHBEARER with --sasl-oauthbearer-jwks-file")
 	s.String("SASL", "sasl-plain-users-file", &o.plainUsersFile, "", "PLAIN credentials: lines user:password or user:$pbkdf2-sha256$iterations$salt$hash (docs/design/security.md §7)")
 	s.String("SASL", "sasl-scram-bootstrap-users-file", &o.scramBootstrapFile, "", "lines user:password; at start each user without SCRAM credentials gets SCRAM-SHA-256 and SCRAM-SHA-512 ones (4096 iterations), like kafka-storage format --add-scram")
-	s.Duration("SASL", "sasl-handshake-timeout", &o.handshakeTimeout, bridge.DefaultSASLHandshakeTimeout, 100*time.Millisecond, time.Hour, "a SASL connection not authenticated this long after its first request is closed at its next one")
+	s.Duration("SASL", "sasl-handshake-timeout", &o.handshakeTimeout, bridge.DefaultSASLHandshakeTimeout, 100*time.Millisecond, time.Hour, "a connection of a SASL listener not authenticated this long after it connected is closed")
 	s.Duration("SASL", "connections-max-reauth", &o.maxReauth, 0, 0, 365*24*time.Hour, "SASL session lifetime; clients re-authenticate before it ends or are disconnected (Kafka connections.max.reauth.ms, KIP-368); 0 = off")
 	s.String("SASL", "sasl-oauthbearer-jwks-file", &o.oauthJWKSFile, "", "JSON Web Key Set (RSA and P-256 keys) that signs OAUTHBEARER tokens; enables OAUTHBEARER")
 	s.String("SASL", "sasl-oauthbearer-expected-issuer", &o.oauthIssuer, "", "the iss claim OAUTHBEARER tokens must carry (empty = not checked)")
