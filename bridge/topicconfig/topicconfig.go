@@ -246,7 +246,8 @@ func Normalize(name, value string) (string, error) {
 	if !ok {
 		return "", Unknown(name)
 	}
-	v := strings.TrimSpace(value)
+	// Clone: value may alias a request frame, and the result is stored.
+	v := strings.Clone(strings.TrimSpace(value))
 	bad := func(why string) (string, error) {
 		return "", &Error{"Invalid value " + value + " for configuration " + name + ": " + why}
 	}
