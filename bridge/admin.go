@@ -266,4 +266,3 @@ func (g *Gateway) describeCluster(c *call) bool {
 	respond(c, &resp)
 	return false
 }
-
