@@ -258,7 +258,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 				buf, n = g.readPartition(&fs.r, buf, t.Topic, rp, &p, limit)
 			default:
 				// No room left: answer the partition with its watermarks only.
-				if wm, err := g.store.Watermarks(g.ctx, t.Topic, rp.Partition); err == nil {
+				if wm, err := g.watermarks(g.ctx, t.Topic, rp.Partition); err == nil {
 					setWatermarks(&p, wm)
 				} else {
 					p.ErrorCode = fetchCode(err)
@@ -346,6 +346,20 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, rp *wir
 	if limit < 1 {
 		limit = 1
 	}
+	// Below a log start DeleteRecords set: OFFSET_OUT_OF_RANGE at once,
+	// with the watermarks (docs/design/record-mapping.md §4).
+	if ls := g.logStartOf(topic, rp.Partition); ls > 0 && rp.FetchOffset < ls {
+		wm, err := g.watermarks(g.ctx, topic, rp.Partition)
+		if err != nil {
+			p.ErrorCode = fetchCode(err)
+			return buf, 0
+		}
+		if rp.FetchOffset < wm.LogStart {
+			setWatermarks(p, wm)
+			p.ErrorCode = wire.OffsetOutOfRange
+			return buf, 0
+		}
+	}
 	wm, err := g.store.Read(g.ctx, topic, rp.Partition, rp.FetchOffset, limit, r.emit)
 	// The builder may have moved the buffer (Grow): from here on only its
 	// result is valid, never the buf passed in.
@@ -358,6 +372,7 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, rp *wir
 		p.ErrorCode = fetchCode(err)
 		return out[:start], 0
 	}
+	g.applyLogStart(topic, rp.Partition, &wm)
 	setWatermarks(p, wm)
 	// docs/design/kafka-protocol.md §7.1: FetchOffset outside [logStart, HW] → OFFSET_OUT_OF_RANGE so
 	// auto.offset.reset applies.
