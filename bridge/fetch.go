@@ -36,6 +36,9 @@ type partReader struct {
 	baseTS     int64
 	unmappable bool // an unmappable message stopped the read
 	mapped     int  // records added to the builder by this read
+	// logAppend: the topic is message.timestamp.type=LogAppendTime, so
+	// each batch holds records of one append time and says so.
+	logAppend bool
 	emit       func(*message.Message) bool
 	metrics    *metrics
 
@@ -342,6 +345,8 @@ func setWatermarks(p *wire.FetchResponseTopicPartition, wm Watermarks) {
 func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int) ([]byte, int) {
 	r.buf = buf
 	r.started, r.unmappable, r.mapped = false, false, 0
+	ts := g.topicSettingsOf(topic)
+	r.logAppend = ts != nil && ts.logAppendTime
 	start := len(buf)
 	if limit < 1 {
 		limit = 1
@@ -403,9 +408,17 @@ func (r *partReader) add(m *message.Message) bool {
 		return false
 	}
 	rec := &r.record
+	if r.started && r.logAppend && rec.TimestampMs != r.baseTS {
+		// A new append time starts a new batch: a LogAppendTime batch
+		// gives every record its maxTimestamp (docs/design/record-mapping.md §3.5).
+		r.buf, r.started = r.builder.Finish(), false
+	}
 	if !r.started {
 		r.base, r.baseTS = m.Offset, rec.TimestampMs
 		r.builder.Reset(r.buf, r.base, r.baseTS, batch.NoCompression)
+		if r.logAppend {
+			r.builder.SetAttributes(attrLogAppendTime)
+		}
 		r.started = true
 	}
 	r.builder.BeginRecord(int32(m.Offset-r.base), rec.TimestampMs-r.baseTS, rec.Key, rec.Value)
@@ -417,6 +430,11 @@ func (r *partReader) add(m *message.Message) bool {
 	r.metrics.recordsOut.Add(1)
 	return true
 }
+
+// attrLogAppendTime is RecordBatch attribute bit 3, the timestamp type:
+// set, the batch's maxTimestamp is every record's log append time
+// (docs/design/kafka-protocol.md §4.1).
+const attrLogAppendTime int16 = 0x08
 
 // fetchCode maps a Log read error to a partition error code.
 func fetchCode(err error) wire.ErrorCode {

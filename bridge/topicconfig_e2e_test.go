@@ -166,3 +166,61 @@ func TestTopicConfigsWithKadm(t *testing.T) {
 		t.Errorf("recreated topic kept preallocate (%v)", c.Source)
 	}
 }
+
+// TestTopicConfigEffects: max.message.bytes refuses a bigger batch with
+// MESSAGE_TOO_LARGE; message.timestamp.type=LogAppendTime stamps records
+// with the append time and Fetch says so in the batch attributes.
+func TestTopicConfigEffects(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{})
+	cl, _ := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.RecordRetries(0), kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if res, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"max.message.bytes": ptr("1000")}, "small"); err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "small", Value: make([]byte, 500)}).FirstErr(); err != nil {
+		t.Fatalf("500 bytes under max.message.bytes 1000: %v", err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "small", Value: make([]byte, 1000)}).FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("a 1000-byte value over max.message.bytes 1000: %v, want MESSAGE_TOO_LARGE", err)
+	}
+	// Raised in place, the same record fits.
+	if rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "max.message.bytes", Value: ptr("5000")}}, "small"); err != nil || rs[0].Err != nil {
+		t.Fatalf("alter: %v %v", err, rs)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "small", Value: make([]byte, 1000)}).FirstErr(); err != nil {
+		t.Fatalf("after raising max.message.bytes: %v", err)
+	}
+
+	if res, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"message.timestamp.type": ptr("LogAppendTime")}, "lat"); err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	before := time.Now().Truncate(time.Millisecond)
+	for i := range 2 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "lat", Value: []byte{byte(i)}, Timestamp: old}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Millisecond) // two append times
+	}
+	after := time.Now()
+	cons, _ := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"lat": {0: kgo.NewOffset().AtStart()}}))
+	defer cons.Close()
+	var recs []*kgo.Record
+	for len(recs) < 2 && ctx.Err() == nil {
+		recs = append(recs, cons.PollFetches(ctx).Records()...)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("read %d records", len(recs))
+	}
+	for i, r := range recs {
+		if r.Attrs.TimestampType() != 1 || r.Timestamp.Before(before) || r.Timestamp.After(after) {
+			t.Errorf("record %d: timestamp %v type %d, want log append time in [%v, %v], type 1", i, r.Timestamp, r.Attrs.TimestampType(), before, after)
+		}
+	}
+	if !recs[0].Timestamp.Before(recs[1].Timestamp) {
+		t.Errorf("records appended apart read back with append times %v, %v", recs[0].Timestamp, recs[1].Timestamp)
+	}
+}
