@@ -39,8 +39,8 @@ type partReader struct {
 	// logAppend: the topic is message.timestamp.type=LogAppendTime, so
 	// each batch holds records of one append time and says so.
 	logAppend bool
-	emit       func(*message.Message) bool
-	metrics    *metrics
+	emit      func(*message.Message) bool
+	metrics   *metrics
 
 	// A concurrent read's request and outcome (fetchFanout).
 	topic       string

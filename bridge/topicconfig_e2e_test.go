@@ -75,9 +75,9 @@ func TestTopicConfigsWithKadm(t *testing.T) {
 	}
 
 	for cfg, msg := range map[string]string{
-		"foo.bar":                "Unknown topic config name: foo.bar",
-		"retention.ms=-2":        "Invalid value -2 for configuration retention.ms: Value must be at least -1",
-		"cleanup.policy=kompact": "Invalid value kompact for configuration cleanup.policy: String must be one of: compact, delete",
+		"foo.bar":                              "Unknown topic config name: foo.bar",
+		"retention.ms=-2":                      "Invalid value -2 for configuration retention.ms: Value must be at least -1",
+		"cleanup.policy=kompact":               "Invalid value kompact for configuration cleanup.policy: String must be one of: compact, delete",
 		"message.timestamp.type=logappendtime": "Invalid value logappendtime for configuration message.timestamp.type: String must be one of: CreateTime, LogAppendTime",
 	} {
 		k, v, _ := strings.Cut(cfg, "=")
