@@ -194,6 +194,18 @@ func TestTopicConfigEffects(t *testing.T) {
 		t.Fatalf("after raising max.message.bytes: %v", err)
 	}
 
+	// A compacted topic needs keys (Kafka LogValidator) and keeps every
+	// record.
+	if res, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": ptr("compact")}, "cmp"); err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "cmp", Value: []byte("v")}).FirstErr(); !errors.Is(err, kerr.InvalidRecord) {
+		t.Errorf("null key on a compacted topic: %v, want INVALID_RECORD", err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "cmp", Key: []byte("k"), Value: []byte("v")}).FirstErr(); err != nil {
+		t.Errorf("keyed record on a compacted topic: %v", err)
+	}
+
 	if res, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"message.timestamp.type": ptr("LogAppendTime")}, "lat"); err != nil || res.Err != nil {
 		t.Fatalf("create: %v %v", err, res.Err)
 	}

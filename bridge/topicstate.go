@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +34,8 @@ type topicSettings struct {
 	maxMessageBytes int64
 	logAppendTime   bool
 	compression     string
+	// compact: cleanup.policy holds compact, so records need keys.
+	compact bool
 }
 
 // topicState is the gateway's view of topic configs and log starts.
@@ -52,7 +55,8 @@ type partKey struct {
 }
 
 func settingsOf(v topicconfig.Values) *topicSettings {
-	s := &topicSettings{overrides: v, maxMessageBytes: -1, logAppendTime: v.LogAppendTime(), compression: v.Get("compression.type")}
+	s := &topicSettings{overrides: v, maxMessageBytes: -1, logAppendTime: v.LogAppendTime(), compression: v.Get("compression.type"),
+		compact: slices.Contains(topicconfig.ParseList(v.Get("cleanup.policy")), "compact")}
 	if _, ok := v["max.message.bytes"]; ok {
 		s.maxMessageBytes = v.Long("max.message.bytes")
 	}

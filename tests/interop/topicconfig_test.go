@@ -127,9 +127,13 @@ func TestTopicConfigsKadm(t *testing.T) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: make([]byte, 1000)}).FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
 		t.Errorf("a 1000-byte value over max.message.bytes 1000: %v, want MESSAGE_TOO_LARGE", err)
 	}
+	// A compacted topic refuses a record without a key (INVALID_RECORD).
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr(); !errors.Is(err, kerr.InvalidRecord) {
+		t.Errorf("a null key on a compacted topic: %v, want INVALID_RECORD", err)
+	}
 	// LogAppendTime: the producer's timestamp is replaced.
 	before := time.Now().Add(-time.Second) // the broker's clock is this machine's
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v"), Timestamp: time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)}).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("k"), Value: []byte("v"), Timestamp: time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	after := time.Now().Add(time.Second)
@@ -168,8 +172,8 @@ func TestConfigCommandTopicConfigs(t *testing.T) {
 	}
 	r = adminTool(t, tg, configCommand, "--describe", "--entity-type", "topics", "--entity-name", topic)
 	for _, line := range []string{
-		`cleanup\.policy=compact,delete sensitive=false synonyms=\{DYNAMIC_TOPIC_CONFIG:cleanup\.policy=compact,delete\}`,
-		`message\.timestamp\.type=LogAppendTime sensitive=false synonyms=\{DYNAMIC_TOPIC_CONFIG:message\.timestamp\.type=LogAppendTime\}`,
+		`cleanup\.policy=compact,delete sensitive=false synonyms=\{DYNAMIC_TOPIC_CONFIG:cleanup\.policy=compact,delete, DEFAULT_CONFIG:log\.cleanup\.policy=delete\}`,
+		`message\.timestamp\.type=LogAppendTime sensitive=false synonyms=\{DYNAMIC_TOPIC_CONFIG:message\.timestamp\.type=LogAppendTime, DEFAULT_CONFIG:log\.message\.timestamp\.type=CreateTime\}`,
 	} {
 		if !regexp.MustCompile(`(?m)^  ` + line + `$`).MatchString(r.stdout) {
 			t.Errorf("kafka-configs --describe: no line matching %q:\n%s", line, r)
@@ -186,10 +190,16 @@ func TestConfigCommandTopicConfigs(t *testing.T) {
 // returns its error code and log start offset.
 func fetchFrom(t *testing.T, cl *kgo.Client, topic string, offset int64) (int16, int64) {
 	t.Helper()
+	// The client sends its newest Fetch, which names topics by id (zero
+	// on kiggy, which then goes by name).
+	td, err := kadm.NewClient(cl).ListTopics(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.MaxWaitMillis, req.MaxBytes, req.ReplicaID = 12, 10, 1<<20, -1
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, td[topic].ID
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = offset, 1<<20, -1, -1
 	rt.Partitions = append(rt.Partitions, rp)
