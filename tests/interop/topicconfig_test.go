@@ -113,9 +113,17 @@ func TestTopicConfigsKadm(t *testing.T) {
 		kadm.AlterConfig{Op: kadm.SetConfig, Name: "retention.ms", Value: strp("3600000")}); err != nil {
 		t.Fatalf("incremental alter: %v", err)
 	}
-	got = topicConfigsOf(t, adm, topic)
-	if valueOf(got["cleanup.policy"]) != "compact,delete" || valueOf(got["retention.ms"]) != "3600000" ||
-		got["segment.bytes"].Source != kmsg.ConfigSourceDefaultConfig {
+	// Kafka applies an alteration through its metadata log: the broker
+	// may answer the old values for a moment.
+	altered := func() bool {
+		got = topicConfigsOf(t, adm, topic)
+		return valueOf(got["cleanup.policy"]) == "compact,delete" && valueOf(got["retention.ms"]) == "3600000" &&
+			got["segment.bytes"].Source == kmsg.ConfigSourceDefaultConfig
+	}
+	for deadline := time.Now().Add(30 * time.Second); !altered() && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !altered() {
 		t.Errorf("after alter: cleanup.policy %s, retention.ms %s, segment.bytes %s (%v)", valueOf(got["cleanup.policy"]),
 			valueOf(got["retention.ms"]), valueOf(got["segment.bytes"]), got["segment.bytes"].Source)
 	}
