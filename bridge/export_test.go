@@ -1,5 +1,7 @@
 package bridge
 
+import "time"
+
 // SetTestPanicHook installs f as the panic-injection hook of the group
 // callbacks (nil removes it).
 func SetTestPanicHook(f func(site string)) {
@@ -17,4 +19,12 @@ func SetWorkQueueLen(n int) (restore func()) {
 	old := workQueueLen
 	workQueueLen = n
 	return func() { workQueueLen = old }
+}
+
+// SetTopicStateRefresh sets how often gateways created from now on re-read
+// a shared system store, and returns a function that restores it.
+func SetTopicStateRefresh(d time.Duration) (restore func()) {
+	old := topicStateRefresh
+	topicStateRefresh = d
+	return func() { topicStateRefresh = old }
 }

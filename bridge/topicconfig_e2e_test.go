@@ -236,3 +236,32 @@ func TestTopicConfigEffects(t *testing.T) {
 		t.Errorf("records appended apart read back with append times %v, %v", recs[0].Timestamp, recs[1].Timestamp)
 	}
 }
+
+// TestTopicConfigsSurviveRestart: on the Iggy backend a topic's configs
+// come back after a gateway restart, once the system store is durable there.
+func TestTopicConfigsSurviveRestart(t *testing.T) {
+	opts := kiggytest.Options{}
+	gw := kiggytest.Start(t, opts)
+	if gw.Iggy == nil {
+		t.Skip("the embedded log keeps nothing across a restart; run with KIGGY_TEST_BACKEND=iggy")
+	}
+	if _, durable := gw.Log.(bridge.SystemStore); !durable {
+		t.Skip("the Iggy backend's system store is in memory (bridge.SystemStore not implemented by the Iggy client yet); configs cannot survive a restart")
+	}
+	cl, _ := kgo.NewClient(kgo.SeedBrokers(gw.Addr))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if res, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": ptr("compact"), "segment.ms": ptr("1000")}, "kept"); err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	cl.Close()
+	gw.Stop()
+	opts.IggyServer = gw.Iggy
+	gw2 := kiggytest.Start(t, opts)
+	cl2, _ := kgo.NewClient(kgo.SeedBrokers(gw2.Addr))
+	defer cl2.Close()
+	got := describeTopic(t, kadm.NewClient(cl2), "kept")
+	if got["cleanup.policy"].MaybeValue() != "compact" || got["segment.ms"].MaybeValue() != "1000" {
+		t.Errorf("after restart: cleanup.policy %q, segment.ms %q", got["cleanup.policy"].MaybeValue(), got["segment.ms"].MaybeValue())
+	}
+}

@@ -75,6 +75,46 @@ func (g *Gateway) loadTopicState(ctx context.Context) error {
 	if ts.loaded {
 		return nil
 	}
+	if err := g.readTopicState(ctx); err != nil {
+		return err
+	}
+	ts.loaded = true
+	if _, mem := g.system.(*memSystem); !mem && g.ctx.Err() == nil {
+		// Another gateway on the same store may change them: re-read.
+		g.wg.Add(1)
+		go g.refreshTopicState()
+	}
+	return nil
+}
+
+// topicStateRefresh is how often a gateway on a shared system store re-reads
+// topic configs and log starts, so that another gateway's changes apply here
+// within it.
+var topicStateRefresh = 5 * time.Second
+
+// refreshTopicState re-reads the shared state until the gateway closes.
+func (g *Gateway) refreshTopicState() {
+	defer g.wg.Done()
+	t := time.NewTicker(topicStateRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(g.ctx, topicStateRefresh)
+		g.topicState.mu.Lock()
+		_ = g.readTopicState(ctx) // a failed read keeps the last view
+		g.topicState.mu.Unlock()
+		cancel()
+	}
+}
+
+// readTopicState reads both namespaces into fresh snapshots; the caller
+// holds topicState.mu.
+func (g *Gateway) readTopicState(ctx context.Context) error {
+	ts := &g.topicState
 	raw, err := g.system.LoadSystem(ctx, nsTopicConfig)
 	if err != nil {
 		return err
@@ -101,7 +141,6 @@ func (g *Gateway) loadTopicState(ctx context.Context) error {
 	}
 	ts.snap.Store(&m)
 	ts.starts.Store(&starts)
-	ts.loaded = true
 	return nil
 }
 
