@@ -67,10 +67,12 @@ func (g *Gateway) createTopics(c *call) bool {
 			info, err := g.store.CreateTopic(g.ctx, t.Topic, parts, cfg)
 			if err == nil {
 				// The backend says what it does (durability); the
-				// overrides go with the topic (a stale set another
-				// topic of the name left is cleared).
+				// overrides go with the topic (what an earlier topic
+				// of the name left, configs and log starts, is cleared).
 				cfg.Durability = info.Config.Durability
-				err = g.putTopicOverrides(g.ctx, t.Topic, overrides)
+				if err = g.dropTopicState(g.ctx, t.Topic); err == nil {
+					err = g.putTopicOverrides(g.ctx, t.Topic, overrides)
+				}
 			}
 			switch {
 			case errors.Is(err, ErrTopicExists):

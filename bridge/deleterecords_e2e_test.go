@@ -154,4 +154,20 @@ func TestDeleteRecordsHighWatermark(t *testing.T) {
 	if code, _, _ := fetchAt(t, cl, "hw", 0); code != kerr.OffsetOutOfRange.Code {
 		t.Errorf("fetch at 0: code %d, want OFFSET_OUT_OF_RANGE", code)
 	}
+	// A topic recreated under the name starts at 0 again.
+	adm := kadm.NewClient(cl)
+	if _, err := adm.DeleteTopics(ctx, "hw"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := adm.CreateTopic(ctx, 1, -1, nil, "hw"); err != nil || res.Err != nil {
+		t.Fatalf("recreate: %v %v", err, res.Err)
+	}
+	for range 5 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("y")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, ls, offs := fetchAt(t, cl, "hw", 0); code != 0 || ls != 0 || len(offs) != 5 {
+		t.Errorf("recreated topic, fetch at 0: code %d, log start %d, offsets %v", code, ls, offs)
+	}
 }
