@@ -202,10 +202,12 @@ type Gateway struct {
 	bigDecode   atomic.Bool
 	groups      *group.Coordinator
 	// system keeps kiggy's own state (system.go).
-	system  SystemStore
-	acl     aclState // the authorizer (acl.go)
-	metrics metrics
-	notify  notifier
+	system SystemStore
+	acl    aclState // the authorizer (acl.go)
+	// topicState holds topic configs and log starts (topicstate.go).
+	topicState topicState
+	metrics    metrics
+	notify     notifier
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -284,6 +286,7 @@ var handlerTable = [maxAPIKey]handlerFunc{
 	wire.KeyAPIVersions:             (*Gateway).apiVersions,
 	wire.KeyCreateTopics:            (*Gateway).createTopics,
 	wire.KeyDeleteTopics:            (*Gateway).deleteTopics,
+	wire.KeyDeleteRecords:           (*Gateway).deleteRecords,
 	wire.KeyInitProducerID:          (*Gateway).initProducerID,
 	wire.KeyDescribeProducers:       (*Gateway).describeProducers,
 	wire.KeyDescribeAcls:            (*Gateway).describeAcls,

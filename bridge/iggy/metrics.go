@@ -33,6 +33,7 @@ var commands = [...]struct {
 	{proto.CodeGetTopics, "GetTopics"},
 	{proto.CodeCreateTopic, "CreateTopic"},
 	{proto.CodeDeleteTopic, "DeleteTopic"},
+	{proto.CodeUpdateTopic, "UpdateTopic"},
 	{proto.CodeCreatePartitions, "CreatePartitions"},
 	{proto.CodeGetClusterMetadata, "GetClusterMetadata"},
 }

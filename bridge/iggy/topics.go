@@ -392,6 +392,49 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 	return unavailable(err)
 }
 
+// UpdateTopic implements bridge.TopicUpdater: UpdateTopic (304 → 133,
+// docs/design/iggy-protocol.md §3.5) with the topic's own name and the
+// message_expiry and max_topic_size options, which the server patches in
+// place (u64::MAX = never / unlimited); the other options keep their values.
+func (c *Client) UpdateTopic(ctx context.Context, name string, cfg bridge.TopicConfig) error {
+	if !validName(name) {
+		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+	}
+	if cfg.MessageExpiry < 0 {
+		return fmt.Errorf("%w: negative message expiry", bridge.ErrInvalidConfig)
+	}
+	expiry, size := uint64(math.MaxUint64), uint64(math.MaxUint64)
+	if cfg.MessageExpiry > 0 {
+		expiry = uint64(cfg.MessageExpiry / time.Microsecond)
+	}
+	if cfg.MaxBytes > 0 {
+		size = cfg.MaxBytes
+	}
+	s, err := c.acquire(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer c.release(s)
+	b := c.topicRequest(s, name)
+	b = proto.AppendName(b, name)
+	b = proto.AppendOptionU64(b, optMessageExpiry, expiry)
+	b = proto.AppendOptionU64(b, optMaxTopicSize, size)
+	_, sent, err := s.do(ctx, proto.CodeUpdateTopic, b)
+	switch code := codeOf(err); {
+	case err == nil:
+		return nil
+	case code == proto.CodeTopicIDNotFound || code == proto.CodeStreamIDNotFound || code == proto.CodeTopicNameNotFound:
+		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+	case code == proto.CodeInvalidTopicSize || code == proto.CodeUnsupportedOptionKey || code == proto.CodeInvalidOptionValue:
+		return fmt.Errorf("%w: %w", bridge.ErrInvalidConfig, err)
+	case code != 0:
+		return err
+	case sent:
+		return fmt.Errorf("%w: %w", bridge.ErrUnknownOutcome, err)
+	}
+	return unavailable(err)
+}
+
 // CreatePartitions grows a topic to total partitions. Iggy's
 // CreatePartitions takes the number to add (§3.6), so the current count is
 // read first; two concurrent growers may both add.
