@@ -185,9 +185,11 @@ type Gateway struct {
 	bigDecode   atomic.Bool
 	groups      *group.Coordinator
 	// system keeps kiggy's own state (system.go).
-	system  SystemStore
-	metrics metrics
-	notify  notifier
+	system SystemStore
+	// topicState holds topic configs and log starts (topicstate.go).
+	topicState topicState
+	metrics    metrics
+	notify     notifier
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -24,6 +24,7 @@ const (
 	KeyAPIVersions             APIKey = 18
 	KeyCreateTopics            APIKey = 19
 	KeyDeleteTopics            APIKey = 20
+	KeyDeleteRecords           APIKey = 21
 	KeyInitProducerID          APIKey = 22
 	KeyOffsetForLeaderEpoch    APIKey = 23
 	KeyDescribeConfigs         APIKey = 32
@@ -71,6 +72,7 @@ var APIs = []APIRange{
 	{KeyAPIVersions, 0, 4, apiVersionsFlexible},
 	{KeyCreateTopics, 2, 7, createTopicsFlexible},
 	{KeyDeleteTopics, 1, 6, deleteTopicsFlexible},
+	{KeyDeleteRecords, deleteRecordsMin, deleteRecordsMax, deleteRecordsFlexible},
 	{KeyInitProducerID, 0, 5, initProducerIDFlexible},
 	{KeyOffsetForLeaderEpoch, 2, 4, offsetForLeaderEpochFlexible},
 	{KeyDescribeConfigs, 1, 4, describeConfigsFlexible},
@@ -127,6 +129,7 @@ var apiNames = map[APIKey]string{
 	KeyDescribeConfigs: "DescribeConfigs", KeyAlterConfigs: "AlterConfigs", KeySaslAuthenticate: "SaslAuthenticate",
 	KeyCreatePartitions: "CreatePartitions", KeyDeleteGroups: "DeleteGroups", KeyIncrementalAlterConfigs: "IncrementalAlterConfigs",
 	KeyOffsetDelete:      "OffsetDelete",
+	KeyDeleteRecords:     "DeleteRecords",
 	KeyDescribeCluster:   "DescribeCluster",
 	KeyDescribeProducers: "DescribeProducers",
 }

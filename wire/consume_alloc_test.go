@@ -25,6 +25,7 @@ func csDecoders() map[string]func([]byte, int16) error {
 		"OffsetForLeaderEpoch": (&OffsetForLeaderEpochRequest{}).Decode,
 		"DeleteGroups":         (&DeleteGroupsRequest{}).Decode,
 		"OffsetDelete":         (&OffsetDeleteRequest{}).Decode,
+		"DeleteRecords":        (&DeleteRecordsRequest{}).Decode,
 	}
 }
 

@@ -207,10 +207,10 @@ func TestConsumeAPIRows(t *testing.T) {
 		resp[a.key] = a
 	}
 	// The consume-side APIs: Fetch, ListOffsets, the group APIs,
-	// DeleteGroups and OffsetDelete; each must have both a request and a
-	// response row.
-	if len(csRequestAPIs) != 14 || len(resp) != 14 {
-		t.Fatalf("%d request and %d response APIs registered, want 14", len(csRequestAPIs), len(resp))
+	// DeleteGroups, OffsetDelete and DeleteRecords; each must have both a
+	// request and a response row.
+	if len(csRequestAPIs) != 15 || len(resp) != 15 {
+		t.Fatalf("%d request and %d response APIs registered, want 15", len(csRequestAPIs), len(resp))
 	}
 	for _, a := range csRequestAPIs {
 		row, ok := LookupAPI(a.key)
