@@ -178,7 +178,12 @@ func testExtClient(t *testing.T, c extClient) {
 	forEachTarget(t, func(t *testing.T, tg target) {
 		start := time.Now()
 		v := c.mustRun(t, tg, time.Minute, "version")
-		t.Logf("%s: %v", c.name, v)
+		var parts []string
+		for k, raw := range v {
+			parts = append(parts, k+"="+string(raw))
+		}
+		slices.Sort(parts)
+		t.Logf("%s: %s", c.name, strings.Join(parts, " "))
 		t.Run("admin", func(t *testing.T) { testAdmin(t, c, tg) })
 		t.Run("produce-codecs", func(t *testing.T) { testProduceCodecs(t, c, tg) })
 		t.Run("group-resume", func(t *testing.T) { testGroupResume(t, c, tg) })
@@ -278,7 +283,7 @@ func batchCodecs(t *testing.T, tg target, topic string, p int32) []int8 {
 	req.MaxWaitMillis = 100
 	req.MaxBytes = 8 << 20
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic // up to Fetch v12
+	rt.Topic = topic                 // up to Fetch v12
 	rt.TopicID = md.Topics[topic].ID // v13 on
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition = p
