@@ -154,7 +154,42 @@ func scriptPath(t testing.TB, rel string) string {
 func TestConfluentKafkaPython(t *testing.T) {
 	t.Parallel()
 	py := pythonWith(t, "confluent_kafka")
-	testExtClient(t, extClient{name: "confluent-kafka-python", cmd: []string{py, scriptPath(t, "tests/python/confluent_client.py")}})
+	c := extClient{name: "confluent-kafka-python", cmd: []string{py, scriptPath(t, "tests/python/confluent_client.py")}}
+	testExtClient(t, c, func(t *testing.T, tg target) {
+		t.Run("group-protocol-consumer", func(t *testing.T) { testConsumerProtocol(t, c, tg) })
+	})
+}
+
+// testConsumerProtocol consumes in a group with group.protocol=consumer
+// (KIP-848, ConsumerGroupHeartbeat), which librdkafka 2.16 supports. Kafka
+// 4.4 must serve it; kiggy does not yet (a later issue), and the test says
+// what librdkafka does then and skips.
+func testConsumerProtocol(t *testing.T, c extClient, tg target) {
+	const n = 12
+	topic, group := uniqueName(t, "kip848"), uniqueName(t, "g")
+	createTopic(t, tg, topic, 2, nil)
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % 2), Key: fmt.Appendf(nil, "k-%d", i), Value: []byte("v")})
+	}
+	produceManual(t, tg, recs)
+	res, err := c.run(t, tg, time.Minute, []string{"KIGGY_CONSUME_SECONDS=15"}, "consume", topic, group, strconv.Itoa(n), "consumer")
+	var got []string
+	if err == nil {
+		got = field[[]string](t, res, "records")
+	}
+	if tg.name == "kiggy" && (err != nil || len(got) != n) {
+		// Seen with debug=cgrp: librdkafka marks the coordinator dead
+		// ("ConsumerGroupHeartbeatRequest not supported by broker"), retries
+		// for ever and hands the application neither records nor an error.
+		t.Skipf("KNOWN GAP: kiggy does not serve the KIP-848 consumer group protocol (ConsumerGroupHeartbeat) yet; librdkafka 2.16 with group.protocol=consumer got %d of %d records in 15 s (error: %v)", len(got), n, err)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", tg.name, err)
+	}
+	if len(got) != n {
+		t.Errorf("%s: group.protocol=consumer: got %d records, want %d", tg.name, len(got), n)
+	}
 }
 
 // TestAiokafka: aiokafka 0.14 with cramjam for snappy, lz4 and zstd.
@@ -174,7 +209,7 @@ func TestKafkaJS(t *testing.T) {
 
 // testExtClient runs a client's admin, produce and group scenarios against
 // each target.
-func testExtClient(t *testing.T, c extClient) {
+func testExtClient(t *testing.T, c extClient, more ...func(t *testing.T, tg target)) {
 	forEachTarget(t, func(t *testing.T, tg target) {
 		start := time.Now()
 		v := c.mustRun(t, tg, time.Minute, "version")
@@ -187,6 +222,9 @@ func testExtClient(t *testing.T, c extClient) {
 		t.Run("admin", func(t *testing.T) { testAdmin(t, c, tg) })
 		t.Run("produce-codecs", func(t *testing.T) { testProduceCodecs(t, c, tg) })
 		t.Run("group-resume", func(t *testing.T) { testGroupResume(t, c, tg) })
+		for _, f := range more {
+			f(t, tg)
+		}
 		t.Logf("%s on %s: %v in all", c.name, tg.name, time.Since(start).Round(time.Millisecond))
 	})
 }
