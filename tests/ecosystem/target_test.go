@@ -229,21 +229,6 @@ func readAll(t testing.TB, tg target, topic string) []*kgo.Record {
 	return out
 }
 
-// produce writes records to their topics and waits for every ack.
-func produce(t testing.TB, tg target, recs ...*kgo.Record) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("%s: producing: %v", tg.name, err)
-	}
-}
-
 // topicConfigs returns the configs DescribeConfigs reports for topic, by
 // name, with the source of each.
 func topicConfigs(t testing.TB, tg target, topic string) map[string]kadm.Config {
