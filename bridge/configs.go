@@ -56,6 +56,10 @@ var wireType = [...]wire.ConfigType{
 	topicconfig.Double: wire.ConfigTypeDouble, topicconfig.List: wire.ConfigTypeList,
 }
 
+// nullDefaultSynonym are the first broker synonyms without a default of
+// their own (Kafka 4.4 KafkaConfig): DescribeConfigs lists none for them.
+var nullDefaultSynonym = map[string]bool{"log.retention.ms": true, "log.flush.interval.ms": true, "log.roll.ms": true, "log.roll.jitter.ms": true}
+
 // storedDoc describes a config kiggy keeps and reports without effect.
 const storedDoc = "Stored and reported; no effect in kiggy (it concerns Kafka's own segment files, cleaner, replicas or tiered storage)."
 
@@ -94,7 +98,11 @@ func topicConfigs(overrides topicconfig.Values, cfg TopicConfig, maxMessage int6
 		case "max.message.bytes":
 			e.value, e.source = strconv.FormatInt(maxMessage, 10), wire.ConfigSourceStaticBroker
 		}
-		if len(d.Synonyms) > 0 {
+		// The broker default's synonym: the first broker config, when it
+		// has a default (log.retention.ms, log.flush.interval.ms,
+		// log.roll.ms and log.roll.jitter.ms have none), as Kafka 4.4
+		// lists it.
+		if len(d.Synonyms) > 0 && !nullDefaultSynonym[d.Synonyms[0]] {
 			e.synonyms = append(e.synonyms, configSynonym{d.Synonyms[0], e.value, e.source})
 		}
 		if v, ok := overrides[d.Name]; ok {
@@ -103,9 +111,7 @@ func topicConfigs(overrides topicconfig.Values, cfg TopicConfig, maxMessage int6
 			e.value, e.source = v, wire.ConfigSourceDynamicTopic
 		}
 		if e.source == wire.ConfigSourceDynamicTopic {
-			// As a Kafka 4.4 broker answers (kafka-configs --describe
-			// prints only the topic's own synonym for an override).
-			e.synonyms = []configSynonym{{d.Name, e.value, e.source}}
+			e.synonyms = append([]configSynonym{{d.Name, e.value, e.source}}, e.synonyms...)
 		}
 		out = append(out, e)
 	}

@@ -36,8 +36,11 @@ type partReader struct {
 	baseTS     int64
 	unmappable bool // an unmappable message stopped the read
 	mapped     int  // records added to the builder by this read
-	emit       func(*message.Message) bool
-	metrics    *metrics
+	// logAppend: the topic is message.timestamp.type=LogAppendTime, so
+	// each batch holds records of one append time and says so.
+	logAppend bool
+	emit      func(*message.Message) bool
+	metrics   *metrics
 
 	// A concurrent read's request and outcome (fetchFanout).
 	topic       string
@@ -258,7 +261,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 				buf, n = g.readPartition(&fs.r, buf, t.Topic, rp, &p, limit)
 			default:
 				// No room left: answer the partition with its watermarks only.
-				if wm, err := g.store.Watermarks(g.ctx, t.Topic, rp.Partition); err == nil {
+				if wm, err := g.watermarks(g.ctx, t.Topic, rp.Partition); err == nil {
 					setWatermarks(&p, wm)
 				} else {
 					p.ErrorCode = fetchCode(err)
@@ -342,9 +345,25 @@ func setWatermarks(p *wire.FetchResponseTopicPartition, wm Watermarks) {
 func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int) ([]byte, int) {
 	r.buf = buf
 	r.started, r.unmappable, r.mapped = false, false, 0
+	ts := g.topicSettingsOf(topic)
+	r.logAppend = ts != nil && ts.logAppendTime
 	start := len(buf)
 	if limit < 1 {
 		limit = 1
+	}
+	// Below a log start DeleteRecords set: OFFSET_OUT_OF_RANGE at once,
+	// with the watermarks (docs/design/record-mapping.md §4).
+	if ls := g.logStartOf(topic, rp.Partition); ls > 0 && rp.FetchOffset < ls {
+		wm, err := g.watermarks(g.ctx, topic, rp.Partition)
+		if err != nil {
+			p.ErrorCode = fetchCode(err)
+			return buf, 0
+		}
+		if rp.FetchOffset < wm.LogStart {
+			setWatermarks(p, wm)
+			p.ErrorCode = wire.OffsetOutOfRange
+			return buf, 0
+		}
 	}
 	wm, err := g.store.Read(g.ctx, topic, rp.Partition, rp.FetchOffset, limit, r.emit)
 	// The builder may have moved the buffer (Grow): from here on only its
@@ -358,6 +377,7 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, rp *wir
 		p.ErrorCode = fetchCode(err)
 		return out[:start], 0
 	}
+	g.applyLogStart(topic, rp.Partition, &wm)
 	setWatermarks(p, wm)
 	// docs/design/kafka-protocol.md §7.1: FetchOffset outside [logStart, HW] → OFFSET_OUT_OF_RANGE so
 	// auto.offset.reset applies.
@@ -388,9 +408,17 @@ func (r *partReader) add(m *message.Message) bool {
 		return false
 	}
 	rec := &r.record
+	if r.started && r.logAppend && rec.TimestampMs != r.baseTS {
+		// A new append time starts a new batch: a LogAppendTime batch
+		// gives every record its maxTimestamp (docs/design/record-mapping.md §3.5).
+		r.buf, r.started = r.builder.Finish(), false
+	}
 	if !r.started {
 		r.base, r.baseTS = m.Offset, rec.TimestampMs
 		r.builder.Reset(r.buf, r.base, r.baseTS, batch.NoCompression)
+		if r.logAppend {
+			r.builder.SetAttributes(attrLogAppendTime)
+		}
 		r.started = true
 	}
 	r.builder.BeginRecord(int32(m.Offset-r.base), rec.TimestampMs-r.baseTS, rec.Key, rec.Value)
@@ -402,6 +430,11 @@ func (r *partReader) add(m *message.Message) bool {
 	r.metrics.recordsOut.Add(1)
 	return true
 }
+
+// attrLogAppendTime is RecordBatch attribute bit 3, the timestamp type:
+// set, the batch's maxTimestamp is every record's log append time
+// (docs/design/kafka-protocol.md §4.1).
+const attrLogAppendTime int16 = 0x08
 
 // fetchCode maps a Log read error to a partition error code.
 func fetchCode(err error) wire.ErrorCode {

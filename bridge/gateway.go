@@ -267,6 +267,7 @@ var handlerTable = [maxAPIKey]handlerFunc{
 	wire.KeyAPIVersions:             (*Gateway).apiVersions,
 	wire.KeyCreateTopics:            (*Gateway).createTopics,
 	wire.KeyDeleteTopics:            (*Gateway).deleteTopics,
+	wire.KeyDeleteRecords:           (*Gateway).deleteRecords,
 	wire.KeyInitProducerID:          (*Gateway).initProducerID,
 	wire.KeyDescribeProducers:       (*Gateway).describeProducers,
 	wire.KeyDescribeConfigs:         (*Gateway).describeConfigs,

@@ -45,7 +45,7 @@ func (g *Gateway) listOffsets(c *call) bool {
 
 func (g *Gateway) listOffset(topic string, p wire.ListOffsetsRequestTopicPartition) wire.ListOffsetsResponseTopicPartition {
 	out := wire.ListOffsetsResponseTopicPartition{Partition: p.Partition, Timestamp: -1, Offset: -1, LeaderEpoch: -1}
-	wm, err := g.store.Watermarks(g.ctx, topic, p.Partition)
+	wm, err := g.watermarks(g.ctx, topic, p.Partition) // DeleteRecords' log start applied
 	if err != nil {
 		out.ErrorCode = fetchCode(err)
 		return out
@@ -82,6 +82,7 @@ func (g *Gateway) listOffset(topic string, p wire.ListOffsetsRequestTopicPartiti
 		if err != nil {
 			out.ErrorCode = fetchCode(err)
 		} else if ok {
+			off = max(off, wm.LogStart) // nothing below the log start is served
 			out.Offset = off
 			out.Timestamp = ts
 			// Report the found record's own timestamp, as Kafka does.

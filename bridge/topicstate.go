@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +34,8 @@ type topicSettings struct {
 	maxMessageBytes int64
 	logAppendTime   bool
 	compression     string
+	// compact: cleanup.policy holds compact, so records need keys.
+	compact bool
 }
 
 // topicState is the gateway's view of topic configs and log starts.
@@ -41,12 +44,19 @@ type topicState struct {
 	loaded bool
 	// snap maps topic → settings; replaced whole on every change.
 	snap atomic.Pointer[map[string]*topicSettings]
-	// starts maps "topic/partition" → log start set by DeleteRecords.
-	starts atomic.Pointer[map[string]int64]
+	// starts maps a partition to the log start DeleteRecords set.
+	starts atomic.Pointer[map[partKey]int64]
+}
+
+// partKey names a partition.
+type partKey struct {
+	topic     string
+	partition int32
 }
 
 func settingsOf(v topicconfig.Values) *topicSettings {
-	s := &topicSettings{overrides: v, maxMessageBytes: -1, logAppendTime: v.LogAppendTime(), compression: v.Get("compression.type")}
+	s := &topicSettings{overrides: v, maxMessageBytes: -1, logAppendTime: v.LogAppendTime(), compression: v.Get("compression.type"),
+		compact: slices.Contains(topicconfig.ParseList(v.Get("cleanup.policy")), "compact")}
 	if _, ok := v["max.message.bytes"]; ok {
 		s.maxMessageBytes = v.Long("max.message.bytes")
 	}
@@ -81,10 +91,12 @@ func (g *Gateway) loadTopicState(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	starts := make(map[string]int64, len(rawStarts))
+	starts := make(map[partKey]int64, len(rawStarts))
 	for k, b := range rawStarts {
-		if off, ok := decodeLogStart(b); ok {
-			starts[k] = off
+		t, p, ok := strings.Cut(k, "/")
+		n, err := strconv.ParseInt(p, 10, 32)
+		if off, valid := decodeLogStart(b); ok && err == nil && valid {
+			starts[partKey{t, int32(n)}] = off
 		}
 	}
 	ts.snap.Store(&m)
@@ -170,10 +182,8 @@ func (g *Gateway) dropTopicState(ctx context.Context, topic string) error {
 	}
 	var parts []int32
 	for k := range *g.topicState.starts.Load() {
-		if t, p, ok := strings.Cut(k, "/"); ok && t == topic {
-			if n, err := strconv.Atoi(p); err == nil {
-				parts = append(parts, int32(n))
-			}
+		if k.topic == topic {
+			parts = append(parts, k.partition)
 		}
 	}
 	for _, p := range parts {
@@ -190,8 +200,12 @@ func (g *Gateway) dropTopicState(ctx context.Context, topic string) error {
 func backendConfig(v topicconfig.Values) TopicConfig {
 	var cfg TopicConfig
 	if !v.Compact() {
-		if ms := v.Long("retention.ms"); ms > 0 && ms <= math.MaxInt64/int64(time.Millisecond) {
-			cfg.MessageExpiry = time.Duration(ms) * time.Millisecond
+		// Unset, retention.ms is kiggy's default, forever (not Kafka's
+		// 7 days: docs/LIMITS.md, "Topic configs").
+		if s, set := v["retention.ms"]; set {
+			if ms, _ := strconv.ParseInt(s, 10, 64); ms > 0 && ms <= math.MaxInt64/int64(time.Millisecond) {
+				cfg.MessageExpiry = time.Duration(ms) * time.Millisecond
+			}
 		}
 		if n := v.Long("retention.bytes"); n > 0 {
 			cfg.MaxBytes = uint64(n)
@@ -243,7 +257,7 @@ func (g *Gateway) logStartOf(topic string, partition int32) int64 {
 	if len(*p) == 0 {
 		return 0
 	}
-	return (*p)[logStartKey(topic, partition)]
+	return (*p)[partKey{topic, partition}]
 }
 
 // putLogStart stores a partition's log start; off < 0 deletes it.
@@ -254,7 +268,7 @@ func (g *Gateway) putLogStart(ctx context.Context, topic string, partition int32
 	ts := &g.topicState
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	key := logStartKey(topic, partition)
+	key := partKey{strings.Clone(topic), partition}
 	old := *ts.starts.Load()
 	if _, had := old[key]; !had && off < 0 {
 		return nil
@@ -263,10 +277,10 @@ func (g *Gateway) putLogStart(ctx context.Context, topic string, partition int32
 	if off >= 0 {
 		enc = encodeLogStart(off)
 	}
-	if err := g.system.PutSystem(ctx, nsLogStart, key, enc); err != nil {
+	if err := g.system.PutSystem(ctx, nsLogStart, logStartKey(topic, partition), enc); err != nil {
 		return err
 	}
-	m := make(map[string]int64, len(old)+1)
+	m := make(map[partKey]int64, len(old)+1)
 	for k, s := range old {
 		m[k] = s
 	}
