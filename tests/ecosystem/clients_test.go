@@ -367,9 +367,9 @@ func batchCodecs(t *testing.T, tg target, topic string, p int32) []int8 {
 }
 
 // testGroupResume: franz-go produces 60 records over 3 partitions of a
-// topic with compression.type c.groupCodec; the
-// client consumes 25 of them in a group, commits exactly those and closes;
-// a second run of the client in the same group must get the other 35 —
+// topic with compression.type c.groupCodec; the client consumes 25 of them
+// in a group, commits exactly those and closes; a second run of the client
+// in the same group must get the other 35 —
 // none of the first 25 again (it resumed from the committed offsets) and
 // none missing — and the group's committed offsets must be the ends.
 func testGroupResume(t *testing.T, c extClient, tg target) {
