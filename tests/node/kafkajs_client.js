@@ -42,6 +42,19 @@ async function version () {
   out({ client: 'kafkajs', version: require('kafkajs/package.json').version })
 }
 
+// whileUnknown retries fn while it fails with UNKNOWN_TOPIC_OR_PARTITION: a
+// new topic can take a moment to reach every broker's metadata cache.
+async function whileUnknown (fn) {
+  for (let i = 0; ; i++) {
+    try {
+      return await fn()
+    } catch (err) {
+      if (i >= 50 || err.type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw err
+      await sleep(100)
+    }
+  }
+}
+
 async function admin (bootstrap, keep, drop) {
   const a = client(bootstrap).admin()
   await a.connect()
@@ -53,19 +66,9 @@ async function admin (bootstrap, keep, drop) {
         { topic: drop, numPartitions: 1, replicationFactor: 1 }
       ]
     })
-    // A new topic can take a moment to reach every broker's metadata cache.
-    let md
-    for (let i = 0; ; i++) {
-      try {
-        md = await a.fetchTopicMetadata({ topics: [keep] })
-        break
-      } catch (err) {
-        if (i >= 50 || err.type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw err
-        await sleep(100)
-      }
-    }
+    const md = await whileUnknown(() => a.fetchTopicMetadata({ topics: [keep] }))
     const parts = md.topics[0].partitions.length
-    const cfg = await a.describeConfigs({ includeSynonyms: false, resources: [{ type: 2 /* TOPIC */, name: keep }] })
+    const cfg = await whileUnknown(() => a.describeConfigs({ includeSynonyms: false, resources: [{ type: 2 /* TOPIC */, name: keep }] }))
     const entry = cfg.resources[0].configEntries.find((e) => e.configName === 'retention.ms')
     await a.deleteTopics({ topics: [drop] })
     let gone = false

@@ -41,16 +41,29 @@ async def cmd_admin(bootstrap, keep, drop):
             NewTopic(keep, num_partitions=3, replication_factor=1, topic_configs={"retention.ms": "3600000"}),
             NewTopic(drop, num_partitions=1, replication_factor=1),
         ])
-        desc = await a.describe_topics([keep])
-        parts = len(desc[0]["partitions"]) if desc and desc[0].get("error_code", 0) == 0 else -1
-        cfgs = await a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, keep)])
+        # A new topic can take a moment to reach every broker's metadata
+        # cache (Kafka answers UNKNOWN_TOPIC_OR_PARTITION, 3, until then).
+        parts = -1
+        for _ in range(50):
+            desc = await a.describe_topics([keep])
+            if desc and desc[0].get("error_code", 0) == 0:
+                parts = len(desc[0]["partitions"])
+                break
+            await asyncio.sleep(0.1)
         retention = None
-        for resp in cfgs:
-            for res in resp.resources:
-                # (error_code, error_message, type, name, config_entries)
-                for entry in res[4]:
-                    if entry[0] == "retention.ms":
-                        retention = entry[1]
+        for _ in range(50):
+            cfgs = await a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, keep)])
+            unknown = False
+            for resp in cfgs:
+                for res in resp.resources:
+                    # (error_code, error_message, type, name, config_entries)
+                    unknown = unknown or res[0] == 3
+                    for entry in res[4]:
+                        if entry[0] == "retention.ms":
+                            retention = entry[1]
+            if not unknown:
+                break
+            await asyncio.sleep(0.1)
         await a.delete_topics([drop])
         gone = False
         for _ in range(100):

@@ -41,10 +41,24 @@ def cmd_admin(bootstrap, keep, drop):
     ], operation_timeout=30)
     for f in fs.values():
         f.result(timeout=30)
-    md = a.list_topics(timeout=30)
-    parts = len(md.topics[keep].partitions) if keep in md.topics else -1
+    # A new topic can take a moment to reach every broker's metadata cache
+    # (Kafka answers UNKNOWN_TOPIC_OR_PART until it has): retry a few times.
+    parts = -1
+    for _ in range(50):
+        md = a.list_topics(timeout=30)
+        if keep in md.topics and md.topics[keep].error is None:
+            parts = len(md.topics[keep].partitions)
+            break
+        time.sleep(0.1)
     res = ConfigResource(ConfigResource.Type.TOPIC, keep)
-    cfg = a.describe_configs([res])[res].result(timeout=30)
+    for attempt in range(50):
+        try:
+            cfg = a.describe_configs([res])[res].result(timeout=30)
+            break
+        except KafkaException as e:
+            if attempt == 49 or e.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise
+            time.sleep(0.1)
     retention = cfg["retention.ms"].value if "retention.ms" in cfg else None
     for f in a.delete_topics([drop], operation_timeout=30).values():
         f.result(timeout=30)
