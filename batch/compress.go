@@ -42,6 +42,28 @@ const lz4BlockSize = lz4.Block64Kb
 // size are single-segment and declare their content size.
 const zstdWindow = 1 << 20
 
+// compressBound is an upper bound on the size of n bytes compressed with
+// codec by compress: incompressible input grows by the codec's framing.
+func compressBound(codec Codec, n int) int {
+	switch codec {
+	case Snappy:
+		chunks := n/xerialChunk + 1
+		return len(xerialPrefix) + s2.MaxEncodedLen(min(n, xerialChunk))*chunks + 4*chunks
+	case LZ4:
+		// Stored blocks at worst: 4 bytes per 64 KiB block, a 7-byte
+		// frame descriptor, the end mark, and slack for the block bound.
+		return n + (n/(64<<10)+1)*(4+lz4.CompressBlockBound(64<<10)-(64<<10)) + 64
+	case Gzip:
+		// Deflate stored blocks cost 5 bytes per 16 KiB; 18 for the gzip
+		// header and trailer.
+		return n + (n/16383+1)*5 + 64
+	case Zstd:
+		// Raw blocks cost 3 bytes per 128 KiB; frame header and checksum.
+		return n + (n/(128<<10)+1)*3 + 64 + n>>8
+	}
+	return n
+}
+
 // compress appends src compressed with b.codec to dst.
 func (b *Builder) compress(dst, src []byte) ([]byte, bool) {
 	if b.enc == nil {
@@ -65,20 +87,21 @@ func (b *Builder) compress(dst, src []byte) ([]byte, bool) {
 		e.w.b = nil
 		return out, true
 	case Snappy:
-		chunks := len(src)/xerialChunk + 1
-		dst = slices.Grow(dst, len(xerialPrefix)+s2.MaxEncodedLen(min(len(src), xerialChunk))*chunks+4*chunks)
+		dst = slices.Grow(dst, compressBound(Snappy, len(src)))
 		dst = append(dst, xerialPrefix...)
 		// With a non-empty dst, xerial.Encode appends the chunks only.
 		return xerial.Encode(dst, src), true
 	case LZ4:
 		if e.lz == nil {
 			e.lz = lz4.NewWriter(nil)
+			// Reset keeps the options: applied once.
+			if err := e.lz.Apply(lz4.BlockSizeOption(lz4BlockSize), lz4.ConcurrencyOption(1)); err != nil {
+				e.lz = nil
+				return dst, false
+			}
 		}
 		e.w.b = dst
 		e.lz.Reset(&e.w)
-		if err := e.lz.Apply(lz4.BlockSizeOption(lz4BlockSize), lz4.ConcurrencyOption(1)); err != nil {
-			return dst, false
-		}
 		if _, err := e.lz.Write(src); err != nil {
 			return dst, false
 		}
