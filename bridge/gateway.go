@@ -188,6 +188,8 @@ type Gateway struct {
 	system  SystemStore
 	metrics metrics
 	notify  notifier
+	// codecs caches the topics' Fetch codecs (fetchcodec.go).
+	codecs topicCodecs
 
 	ctx    context.Context
 	cancel context.CancelFunc
