@@ -14,7 +14,9 @@ import (
 // up to 1 MiB each) of a topic with each compression.type, the records 1 KiB
 // of random words from a 256-word vocabulary (text-like: every codec
 // compresses it, none to nothing). MB/s counts the records' uncompressed value bytes, so the
-// codecs compare on records served; wire-B/op is the response size.
+// codecs compare on records served; wire-B/op is the response size, and
+// cpu-s/GB the process's CPU seconds (gateway and the benchmark's client)
+// per GB (10^9 bytes) of record values served.
 func BenchmarkGatewayFetchCodec(b *testing.B) {
 	for _, c := range append([]struct {
 		name  string
@@ -58,11 +60,18 @@ func BenchmarkGatewayFetchCodec(b *testing.B) {
 			b.SetBytes(int64(records * benchValue))
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0, ok0 := processCPU()
 			for range b.N {
 				bc.roundTrip(b, frame)
 			}
+			cpu1, ok1 := processCPU()
 			b.ReportMetric(float64(wire), "wire-B/op")
 			b.ReportMetric(float64(records), "records/op")
+			if ok0 && ok1 {
+				// The client's share (reading the response) is small.
+				gb := float64(b.N) * float64(records*benchValue) / 1e9
+				b.ReportMetric((cpu1-cpu0).Seconds()/gb, "cpu-s/GB")
+			}
 		})
 	}
 }
