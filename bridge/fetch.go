@@ -105,9 +105,9 @@ const externalPoll = 100 * time.Millisecond
 
 // fetch answers Fetch v4–12 (docs/design/kafka-protocol.md §7): sessionless (KIP-227:
 // SessionId 0, every requested partition answered), records mapped back
-// per docs/design/record-mapping.md §3 into v2 batches compressed with the
-// topic's compression.type (§3.5), long polling that parks without holding
-// a loop or a worker.
+// per docs/design/record-mapping.md §3 into v2 batches in the topic's
+// compression.type (docs/design/record-mapping.md §3.5), long polling that
+// parks without holding a loop or a worker.
 func (g *Gateway) fetch(c *call) bool {
 	st := c.state
 	fs := &st.fetch

@@ -359,7 +359,7 @@ func TestFetchCompressedBudgets(t *testing.T) {
 				// From offset 1: 1000-byte records, 62 of which fill 64 KiB
 				// uncompressed; compressed, more fit, within the limit.
 				ps = rawFetch(t, kc, 12, topic, []int64{1, 1}, partMax, 1<<20).Topics[0].Partitions
-				total := 0
+				total, counts := 0, []int{}
 				for _, p := range ps {
 					n := batchesOf(t, p.RecordBatches, c.codec)
 					records := 0
@@ -373,8 +373,9 @@ func TestFetchCompressedBudgets(t *testing.T) {
 						t.Errorf("partition %d: %d records in %d batches: the limit was not filled with compressed batches", p.Partition, records, len(n))
 					}
 					total += len(p.RecordBatches)
+					counts = append(counts, records)
 				}
-				t.Logf("%s: %d bytes for 2 partitions at a %d limit, %d+%d batches", c.name, total, partMax, len(batchesOf(t, ps[0].RecordBatches, c.codec)), len(batchesOf(t, ps[1].RecordBatches, c.codec)))
+				t.Logf("%s: %d bytes for 2 partitions at a %d limit, %v records (uncompressed: %d each)", c.name, total, partMax, counts, partMax/1000)
 
 				// A response limit below the partition limit caps the sum.
 				ps = rawFetch(t, kc, 12, topic, []int64{1, 1}, partMax, 80<<10).Topics[0].Partitions
