@@ -49,6 +49,7 @@ type partReader struct {
 	capBytes, capUsed int
 	readLimit         int  // the first read's limit
 	oversized         bool // its first message alone was over readLimit
+	capped            bool // capBytes stopped a read
 	emit              func(*message.Message) bool
 	metrics           *metrics
 
@@ -400,7 +401,7 @@ const (
 // larger than limit is served alone; without, nothing past limit is.
 func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec batch.Codec, rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int, minOne bool) ([]byte, int) {
 	r.buf, r.codec = buf, codec
-	r.unmappable, r.mapped, r.oversized = false, 0, false
+	r.unmappable, r.mapped, r.oversized, r.capped = false, 0, false, false
 	start := len(buf)
 	if limit < 1 {
 		limit = 1
@@ -412,7 +413,7 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec b
 	wm, err := g.readBatch(r, topic, rp.Partition, rp.FetchOffset, limit)
 	for reads := 1; err == nil && codec != batch.NoCompression && reads < maxCompressedReads; reads++ {
 		left := limit - (len(r.buf) - start)
-		if r.unmappable || r.mapped == 0 || r.next >= wm.High || left < minContinuation {
+		if r.unmappable || r.capped || r.mapped == 0 || r.next >= wm.High || left < minContinuation {
 			break
 		}
 		r.capBytes, r.capUsed = left, 0
@@ -473,6 +474,7 @@ func (r *partReader) add(m *message.Message) bool {
 		// Read delivers one message past its limit (KIP-74), which only
 		// the response's first records may be.
 		if r.capUsed+size > r.capBytes {
+			r.capped = true
 			return false
 		}
 		r.capUsed += size
