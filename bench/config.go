@@ -73,6 +73,10 @@ type Load struct {
 	Acks int `json:"acks"`
 	// Compression is none, gzip, snappy, lz4 or zstd.
 	Compression string `json:"compression"`
+	// TopicCompression is the topic's compression.type, set at
+	// CreateTopics ("" = not set, the broker's default producer): the
+	// codec consumers are served in (docs/design/record-mapping.md §3.5).
+	TopicCompression string `json:"topic_compression,omitempty"`
 	// Producers is the number of producer clients (each its own
 	// connections).
 	Producers int `json:"producers"`
@@ -116,8 +120,12 @@ func (l Load) AcksString() string {
 
 // String describes l in one line.
 func (l Load) String() string {
-	return fmt.Sprintf("%s records, %d partition%s, acks=%s, compression=%s, %d producer%s × %d in flight, linger %v",
-		sizeString(l.RecordSize), l.Partitions, plural(int(l.Partitions)), l.AcksString(), l.Compression,
+	topic := ""
+	if l.TopicCompression != "" {
+		topic = ", topic compression.type=" + l.TopicCompression
+	}
+	return fmt.Sprintf("%s records, %d partition%s, acks=%s, compression=%s%s, %d producer%s × %d in flight, linger %v",
+		sizeString(l.RecordSize), l.Partitions, plural(int(l.Partitions)), l.AcksString(), l.Compression, topic,
 		l.Producers, plural(l.Producers), l.InFlight, l.Linger)
 }
 
@@ -150,6 +158,11 @@ func (l Load) validate() error {
 	}
 	if _, err := compressionCodec(l.Compression); err != nil {
 		errs = append(errs, err)
+	}
+	switch l.TopicCompression {
+	case "", "producer", "uncompressed", "gzip", "snappy", "lz4", "zstd":
+	default:
+		errs = append(errs, fmt.Errorf("topic compression.type %q: want producer, uncompressed, gzip, snappy, lz4 or zstd", l.TopicCompression))
 	}
 	if l.Producers < 1 || l.Producers > 256 {
 		errs = append(errs, fmt.Errorf("producers %d out of [1, 256]", l.Producers))

@@ -400,8 +400,9 @@ func (p *producer) loop(ctx context.Context, cl *kgo.Client, seed uint64, rate f
 }
 
 // createTopic creates topic with the given partitions (replication factor
-// 1) and waits until Metadata shows a leader for every partition.
-func createTopic(ctx context.Context, addr, topic string, partitions int32) error {
+// 1) and compression.type (when not ""), and waits until Metadata shows a
+// leader for every partition.
+func createTopic(ctx context.Context, addr, topic string, partitions int32, compression string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		return err
@@ -410,7 +411,11 @@ func createTopic(ctx context.Context, addr, topic string, partitions int32) erro
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	var configs map[string]*string
+	if compression != "" {
+		configs = map[string]*string{"compression.type": &compression}
+	}
+	resp, err := adm.CreateTopic(ctx, partitions, 1, configs, topic)
 	// Topic names are unique per run: "already exists" means the client
 	// resent a CreateTopics the broker was still processing (seen with
 	// Kafka on a loaded machine), and the topic is ours.

@@ -322,7 +322,7 @@ func (r *runner) session(ctx context.Context, target string, l Load, rep int, ta
 // read everything back and compare with what was acknowledged.
 func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, rate float64, rep int) (*Measurement, error) {
 	if s.createTopics {
-		if err := createTopic(ctx, s.addr, topic, l.Partitions); err != nil {
+		if err := createTopic(ctx, s.addr, topic, l.Partitions, l.TopicCompression); err != nil {
 			return nil, err
 		}
 		defer r.dropTopic(ctx, s, topic)
@@ -429,7 +429,7 @@ func (r *runner) javaPerf(ctx context.Context, s *session, l Load, topic string,
 		return nil, &unavailableError{reason: r.javaErr.Error()}
 	}
 	if s.createTopics {
-		if err := createTopic(ctx, s.addr, topic, l.Partitions); err != nil {
+		if err := createTopic(ctx, s.addr, topic, l.Partitions, l.TopicCompression); err != nil {
 			return nil, err
 		}
 		defer r.dropTopic(ctx, s, topic)

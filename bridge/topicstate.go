@@ -160,9 +160,7 @@ func (g *Gateway) topicSettingsOf(topic string) *topicSettings {
 // topicCompression is the topic's compression.type ("producer" when unset):
 // the codec Fetch serves its batches in (TopicConfig.Compression). The
 // embedded log also returns it from Topic; on Iggy, which has no field for
-// it, this is where Fetch finds it.
-//
-//lint:ignore U1000 the compressed-Fetch work (issue #21) calls it.
+// it, this is where Fetch finds it (fetchcodec.go).
 func (g *Gateway) topicCompression(topic string) string {
 	if s := g.topicSettingsOf(topic); s != nil {
 		return s.compression
