@@ -23,13 +23,16 @@ package iggy
 import (
 	"context"
 	"encoding/binary"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/internal/metric"
 )
 
 // DefaultReadCacheBytes is the read cache's default memory bound.
@@ -41,6 +44,11 @@ const (
 	minChunkBytes         = 64 << 10 // smallest read-ahead poll, bytes
 	maxChunkBytes         = 4 << 20  // largest read-ahead poll, bytes
 	maxFreeBufs           = 8        // recycled chunk buffers kept
+	// readCacheTTL is how long a chunk is served after its poll. Changes
+	// made to a topic outside this gateway (a purge, a delete and recreate)
+	// are noticed by the next poll of the partition; the TTL bounds how
+	// long a partition nobody polls can serve what was there before.
+	readCacheTTL = 5 * time.Second
 )
 
 type partKey struct {
@@ -51,14 +59,15 @@ type partKey struct {
 // chunk is one cached PollMessages reply: messages [first, end).
 type chunk struct {
 	p          *partCache
-	first, end uint64 // offsets covered
-	lastSum    uint64 // checksum of the message at end-1
-	records    []byte // the reply's batch records
-	buf        []byte // the whole reply buffer (owned)
-	size       int64  // bytes counted against the bound (cap(buf))
-	refs       int32  // readers serving from it now (under readCache.mu)
-	cached     bool   // in p.chunks and the LRU
-	prev, next *chunk // LRU list, oldest first
+	first, end uint64    // offsets covered
+	lastSum    uint64    // checksum of the message at end-1
+	records    []byte    // the reply's batch records
+	buf        []byte    // the whole reply buffer (owned)
+	size       int64     // bytes counted against the bound (cap(buf))
+	polled     time.Time // when Iggy returned it
+	refs       int32     // readers serving from it now (under readCache.mu)
+	cached     bool      // in p.chunks and the LRU
+	prev, next *chunk    // LRU list, oldest first
 }
 
 // partCache is one partition's cached chunks, sorted by first, disjoint.
@@ -99,6 +108,7 @@ type readCache struct {
 	free       [][]byte
 
 	readers sync.Pool
+	ttl     time.Duration
 
 	hits, misses, evictions, readAheads, invalidations, shared atomic.Uint64
 	gauge                                                      atomic.Int64
@@ -107,7 +117,7 @@ type readCache struct {
 func newReadCache(c *Client, limit int64) *readCache {
 	ctx, stop := context.WithCancel(context.Background())
 	rc := &readCache{c: c, limit: limit, ctx: ctx, stop: stop, parts: map[partKey]*partCache{},
-		queue: make(chan *partCache, 4096)}
+		queue: make(chan *partCache, 4096), ttl: readCacheTTL}
 	rc.readers.New = func() any { return new(cacheReader) }
 	return rc
 }
@@ -147,6 +157,17 @@ func (p *partCache) find(offset uint64) *chunk {
 	return nil
 }
 
+// lookup returns p's chunk holding offset unless it is older than the TTL
+// (then it is dropped), or nil; under mu.
+func (rc *readCache) lookup(p *partCache, offset uint64, now time.Time) *chunk {
+	ch := p.find(offset)
+	if ch != nil && now.Sub(ch.polled) > rc.ttl {
+		rc.dropLocked(ch)
+		return nil
+	}
+	return ch
+}
+
 // endingAt returns the chunk whose end is offset, or nil; under mu.
 func (p *partCache) endingAt(offset uint64) *chunk {
 	for _, ch := range p.chunks {
@@ -165,8 +186,9 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 	p := rc.part(topic, partition)
 	p.chunkBytes = min(max(maxBytes, minChunkBytes), maxChunkBytes, int(rc.limit/8))
 	var ch *chunk
+	now := time.Now()
 	for waited := false; ; waited = true {
-		if ch = p.find(from); ch != nil {
+		if ch = rc.lookup(p, from, now); ch != nil {
 			break
 		}
 		// Another reader's poll (or a read-ahead) will return this offset:
@@ -187,9 +209,12 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 		rc.hits.Add(1)
 		return rc.serve(p, ch, from, maxBytes, fn)
 	}
+	// A miss polls at least a read-ahead chunk: a sequential reader's next
+	// Reads are then served from it.
+	budget := max(maxBytes, p.chunkBytes)
 	shared := !p.polling
 	if shared {
-		p.polling, p.pollFrom, p.pollTo = true, from, from+uint64(pollCount(rc.c, maxBytes))
+		p.polling, p.pollFrom, p.pollTo = true, from, from+uint64(pollCount(rc.c, budget))
 	}
 	rc.mu.Unlock()
 	rc.misses.Add(1)
@@ -199,7 +224,7 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 		rc.donePolling(p, shared)
 		return bridge.Watermarks{}, unavailable(err)
 	}
-	ch, current, polled, err := rc.poll(ctx, s, p, from, maxBytes)
+	ch, current, polled, err := rc.poll(ctx, s, p, from, budget)
 	rc.c.release(s)
 	if err != nil {
 		rc.donePolling(p, shared)
@@ -221,8 +246,7 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 		}
 		return rc.c.watermarks(ctx, topic, partition)
 	}
-	ch.refs++
-	p = ch.p
+	p = ch.p // pinned by poll
 	rc.mu.Unlock()
 	return rc.serve(p, ch, from, maxBytes, fn)
 }
@@ -261,7 +285,7 @@ func (rc *readCache) serve(p *partCache, ch *chunk, from uint64, maxBytes int,
 			ch = nil
 		} else if res.stopped || budget <= 0 || from < end {
 			ch = nil
-		} else if ch = p.find(end); ch != nil && !p.dead {
+		} else if ch = rc.lookup(p, end, time.Now()); ch != nil && !p.dead {
 			from = max(from, ch.first)
 			ch.refs++
 			rc.touch(ch)
@@ -317,22 +341,30 @@ func (rc *readCache) worker() {
 		rc.mu.Lock()
 		p.queued = false
 		from := p.raFrom
-		if p.dead || p.polling || p.high <= int64(from) || p.find(from) != nil {
+		if p.dead || p.high <= int64(from) || p.find(from) != nil || p.polling && p.pollFrom <= from && from < p.pollTo {
 			rc.mu.Unlock()
 			continue
 		}
 		budget := p.chunkBytes
-		p.polling, p.pollFrom, p.pollTo = true, from, from+uint64(pollCount(rc.c, budget))
+		shared := !p.polling
+		if shared {
+			p.polling, p.pollFrom, p.pollTo = true, from, from+uint64(pollCount(rc.c, budget))
+		}
 		rc.mu.Unlock()
 		rc.readAheads.Add(1)
 		var err error
 		if err = s.ensure(rc.ctx); err == nil {
-			_, _, _, err = rc.poll(rc.ctx, s, p, from, budget)
+			var ch *chunk
+			if ch, _, _, err = rc.poll(rc.ctx, s, p, from, budget); ch != nil {
+				rc.mu.Lock()
+				rc.unpin(ch)
+				rc.mu.Unlock()
+			}
 		}
 		if err != nil {
 			rc.c.log.Debug("iggy: read-ahead poll failed", "topic", p.key.topic, "partition", p.key.partition, "err", err)
 		}
-		rc.donePolling(p, true)
+		rc.donePolling(p, shared)
 	}
 }
 
@@ -344,7 +376,8 @@ func pollCount(c *Client, budget int) int64 {
 
 // poll sends one PollMessages for p from offset from on s and publishes the
 // reply as a chunk (the session's reply buffer moves into it). It returns
-// the chunk (nil when the reply held no message at or past from) and the
+// the chunk pinned for the caller, who unpins it (nil when the reply held no
+// message at or past from), and the
 // reply's current_offset and message count. When a cached chunk ends at
 // from, the poll starts one message earlier and checks that message against
 // the cached one.
@@ -387,7 +420,9 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 		if end == 0 {
 			return nil, current, polled, nil
 		}
-		return rc.newChunk(s, p, body, from, first, end, lastSum), current, polled, nil
+		ch := rc.newChunk(s, p, body, from, first, end, lastSum)
+		ch.refs = 1
+		return ch, current, polled, nil
 	}
 	// A purge restarts offsets at 0: Iggy holding fewer messages than are
 	// cached, or another message where a cached one was, voids the
@@ -405,6 +440,7 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 		return nil, current, polled, nil
 	}
 	ch := rc.newChunk(s, p, body, from, first, end, lastSum)
+	ch.refs = 1
 	rc.insert(p, ch)
 	return ch, current, polled, nil
 }
@@ -414,7 +450,7 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 // a small one is copied so a few messages do not pin a large buffer; under
 // mu.
 func (rc *readCache) newChunk(s *session, p *partCache, body []byte, from, first, end, lastSum uint64) *chunk {
-	ch := &chunk{p: p, first: first, end: end, lastSum: lastSum}
+	ch := &chunk{p: p, first: first, end: end, lastSum: lastSum, polled: time.Now()}
 	if first > from && p.find(from) == nil {
 		ch.first = from // the log starts past from: the chunk answers from too
 	}
@@ -476,16 +512,13 @@ func (rc *readCache) cachedEnd(p *partCache) uint64 {
 // least recently used chunks past the bound; under mu. A chunk larger than
 // the bound is served to its reader and never cached.
 func (rc *readCache) insert(p *partCache, ch *chunk) {
-	kept := p.chunks[:0]
-	for _, o := range p.chunks {
-		if o.first < ch.end && ch.first < o.end {
-			rc.dropLocked(o)
+	for i := 0; i < len(p.chunks); {
+		if o := p.chunks[i]; o.first < ch.end && ch.first < o.end {
+			rc.dropLocked(o) // removes p.chunks[i]
 			continue
 		}
-		kept = append(kept, o)
+		i++
 	}
-	clear(p.chunks[len(kept):])
-	p.chunks = kept
 	if ch.size > rc.limit {
 		return
 	}
@@ -661,4 +694,23 @@ func (rc *readCache) close() {
 	if rc != nil {
 		rc.stop()
 	}
+}
+
+// writeMetrics writes the cache's metrics (zeros when it is off).
+func (rc *readCache) writeMetrics(w io.Writer) {
+	var limit, bytes int64
+	var hits, misses, shared, evictions, readAheads, invalidations uint64
+	if rc != nil {
+		limit, bytes = rc.limit, rc.gauge.Load()
+		hits, misses, shared = rc.hits.Load(), rc.misses.Load(), rc.shared.Load()
+		evictions, readAheads, invalidations = rc.evictions.Load(), rc.readAheads.Load(), rc.invalidations.Load()
+	}
+	metric.Single(w, "kiggy_iggy_read_cache_limit_bytes", "gauge", "The read cache's memory bound (--iggy-read-cache-bytes; 0 = off).", limit)
+	metric.Single(w, "kiggy_iggy_read_cache_bytes", "gauge", "Bytes of Iggy poll replies held by the read cache.", bytes)
+	metric.Single(w, "kiggy_iggy_read_cache_hits_total", "counter", "Reads served from the read cache without a poll of their own.", hits)
+	metric.Single(w, "kiggy_iggy_read_cache_misses_total", "counter", "Reads that polled Iggy themselves.", misses)
+	metric.Single(w, "kiggy_iggy_read_cache_shared_waits_total", "counter", "Reads that waited for a poll already in flight for their offset instead of polling again.", shared)
+	metric.Single(w, "kiggy_iggy_read_cache_evictions_total", "counter", "Cached chunks evicted to stay within the bound (least recently used first).", evictions)
+	metric.Single(w, "kiggy_iggy_read_cache_readaheads_total", "counter", "Background polls of the next chunk ahead of a sequential reader.", readAheads)
+	metric.Single(w, "kiggy_iggy_read_cache_invalidations_total", "counter", "Partitions dropped from the read cache (topic deleted or created, a purge seen, a reconnect).", invalidations)
 }
