@@ -129,3 +129,41 @@ func TestCachedReadAllocs(t *testing.T) {
 		t.Fatalf("%d hits: the reads were not served from the cache", c.cache.hits.Load())
 	}
 }
+
+// TestMissReadAllocs: a reader stepping through a partition larger than the
+// cache, every Read a poll of its own (read-ahead off), chunks evicted and
+// their buffers and structs recycled: no allocation per Read either.
+func TestMissReadAllocs(t *testing.T) {
+	addr := startServerProcess(t)
+	c := open(t, Config{Addr: addr, PoolSize: 1, PingInterval: -1, ReadCacheBytes: 1 << 20})
+	cx := context.Background()
+	c.CreateTopic(cx, "malloc", 1, bridge.TopicConfig{})
+	big := string(make([]byte, 1000))
+	for i := range 20 {
+		c.Append(cx, "malloc", 0, batchOf(uint64(1+i), big, 100))
+	}
+	c.cache.mu.Lock()
+	c.cache.part("malloc", 0).queued = true // never queued: no read-ahead
+	c.cache.mu.Unlock()
+	next := int64(0)
+	fn := func(m *message.Message) bool { next = m.Offset + 1; return true }
+	read := func() {
+		if next >= 2000 {
+			next = 0
+		}
+		if _, err := c.Read(cx, "malloc", 0, next, 64<<10, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		read() // warm the free lists
+	}
+	misses := c.cache.misses.Load()
+	allocs := testing.AllocsPerRun(200, read)
+	if c.cache.misses.Load()-misses < 50 {
+		t.Fatalf("%d misses in 200 reads: the test does not measure the poll path", c.cache.misses.Load()-misses)
+	}
+	if allocs != 0 {
+		t.Fatalf("a Read that polls allocates %.1f times per call", allocs)
+	}
+}

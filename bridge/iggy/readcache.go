@@ -106,6 +106,7 @@ type readCache struct {
 	head, tail *chunk // LRU, oldest at head
 	bytes      int64
 	free       [][]byte
+	freeChunks []*chunk
 
 	readers sync.Pool
 	ttl     time.Duration
@@ -450,7 +451,15 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 // a small one is copied so a few messages do not pin a large buffer; under
 // mu.
 func (rc *readCache) newChunk(s *session, p *partCache, body []byte, from, first, end, lastSum uint64) *chunk {
-	ch := &chunk{p: p, first: first, end: end, lastSum: lastSum, polled: time.Now()}
+	var ch *chunk
+	if n := len(rc.freeChunks); n > 0 {
+		ch = rc.freeChunks[n-1]
+		rc.freeChunks[n-1] = nil
+		rc.freeChunks = rc.freeChunks[:n-1]
+	} else {
+		ch = new(chunk)
+	}
+	*ch = chunk{p: p, first: first, end: end, lastSum: lastSum, polled: time.Now()}
 	if first > from && p.find(from) == nil {
 		ch.first = from // the log starts past from: the chunk answers from too
 	}
@@ -585,6 +594,9 @@ func (rc *readCache) recycle(ch *chunk) {
 		rc.free = append(rc.free, ch.buf[:cap(ch.buf)])
 	}
 	ch.buf, ch.records, ch.p = nil, nil, nil
+	if len(rc.freeChunks) < 4*maxChunksPerPartition {
+		rc.freeChunks = append(rc.freeChunks, ch)
+	}
 }
 
 // takeBuf returns a recycled reply buffer for a session that gave its own
