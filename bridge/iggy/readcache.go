@@ -271,6 +271,7 @@ func (rc *readCache) serve(p *partCache, ch *chunk, from uint64, maxBytes int,
 	r := rc.readers.Get().(*cacheReader)
 	budget, delivered := maxBytes, 0
 	var err error
+	waited := false
 	for {
 		res, werr := walkRecords(&r.it, &r.msg, ch.records, from, budget, delivered == 0, fn)
 		delivered += res.delivered
@@ -286,12 +287,23 @@ func (rc *readCache) serve(p *partCache, ch *chunk, from uint64, maxBytes int,
 			ch = nil
 		} else if res.stopped || budget <= 0 || from < end {
 			ch = nil
-		} else if ch = rc.lookup(p, end, time.Now()); ch != nil && !p.dead {
-			from = max(from, ch.first)
-			ch.refs++
-			rc.touch(ch)
-			rc.mu.Unlock()
-			continue
+		} else {
+			ch = rc.lookup(p, end, time.Now())
+			if ch == nil && !waited && p.polling && p.pollFrom <= end && end < p.pollTo {
+				// The next stretch is being polled (read-ahead): wait for
+				// it once rather than answer short.
+				waited = true
+				rc.shared.Add(1)
+				p.cond.Wait()
+				ch = rc.lookup(p, end, time.Now())
+			}
+			if ch != nil && !p.dead {
+				from = max(from, ch.first)
+				ch.refs++
+				rc.touch(ch)
+				rc.mu.Unlock()
+				continue
+			}
 		}
 		high := max(p.high, int64(end))
 		if !p.dead {
