@@ -488,7 +488,8 @@ func (rc *readCache) newChunk(s *session, p *partCache, body []byte, from, first
 
 // scanRecords walks a poll reply's records once: the first and one past the
 // last offset at or past from, the checksum of the last message, that of the
-// message at start when start < from, and how many messages it holds.
+// message at start when start < from, and how many messages it holds; ok
+// is false for a malformed reply or one whose offsets do not rise.
 func scanRecords(records []byte, from, start uint64) (first, end, lastSum, seenSum uint64, polled int, ok bool) {
 	var it proto.RecordIter
 	it.Reset(records)
@@ -511,10 +512,12 @@ func scanRecords(records []byte, from, start uint64) (first, end, lastSum, seenS
 			}
 			if end == 0 {
 				first = off
+			} else if off < end {
+				// Offsets at or past from must rise (§3.8 replies are in
+				// offset order): a chunk claims [first, end) whole.
+				return 0, 0, 0, 0, 0, false
 			}
-			if off+1 > end {
-				end, lastSum = off+1, f.Checksum
-			}
+			end, lastSum = off+1, f.Checksum
 		}
 	}
 	return first, end, lastSum, seenSum, polled, it.Err() == nil
