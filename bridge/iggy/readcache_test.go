@@ -276,3 +276,34 @@ func TestReadCacheOff(t *testing.T) {
 	}
 	wantLines(t, scrape(c), "kiggy_iggy_read_cache_limit_bytes 0")
 }
+
+// TestReadCacheWatermarks: a Read served from memory reports the high
+// watermark of the latest Append confirmed through the client, and a Read
+// at the end of what is cached reaches Iggy (new messages, no stale empty
+// answer).
+func TestReadCacheWatermarks(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	cx := ctx(t)
+	c.CreateTopic(cx, "w", 1, bridge.TopicConfig{})
+	c.Append(cx, "w", 0, seqBatch("w", 0, 20))
+	readSeq(t, c, "w", 0, "w", 20, 1<<20)
+	c.Append(cx, "w", 0, seqBatch("w", 20, 5))
+	hits := c.cache.hits.Load()
+	wm, err := c.Read(cx, "w", 0, 3, 1<<20, func(*message.Message) bool { return true })
+	if err != nil || wm.High != 25 {
+		t.Fatalf("cached read: %+v %v; want high 25", wm, err)
+	}
+	if c.cache.hits.Load() != hits+1 {
+		t.Fatal("not served from the cache")
+	}
+	var got []int64
+	wm, err = c.Read(cx, "w", 0, 20, 1<<20, func(m *message.Message) bool { got = append(got, m.Offset); return true })
+	if err != nil || wm.High != 25 || len(got) != 5 || got[0] != 20 {
+		t.Fatalf("read at the cached end: %v %+v %v", got, wm, err)
+	}
+	wm, err = c.Read(cx, "w", 0, 25, 1<<20, func(*message.Message) bool { t.Error("a message past the end"); return true })
+	if err != nil || wm.High != 25 {
+		t.Fatalf("read at the high watermark: %+v %v", wm, err)
+	}
+}
