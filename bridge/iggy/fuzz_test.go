@@ -73,7 +73,7 @@ func FuzzReply(f *testing.F) {
 			var it proto.RecordIter
 			var msg message.Message
 			res, werr := walkRecords(&it, &msg, data[16:], 3, 1<<30, true, func(m *message.Message) bool {
-				if uint64(m.Offset) < 3 || uint64(m.Offset) >= end || uint64(m.Offset) < first {
+				if ok && (uint64(m.Offset) < 3 || uint64(m.Offset) >= end || uint64(m.Offset) < first) {
 					t.Fatalf("offset %d outside the scanned [%d, %d)", m.Offset, first, end)
 				}
 				return true
