@@ -229,6 +229,7 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 	rc.c.release(s)
 	if err != nil {
 		rc.donePolling(p, shared)
+		rc.forgetEmpty(p)
 		return bridge.Watermarks{}, rc.c.pollError(ctx, topic, partition, err)
 	}
 	rc.mu.Lock()
@@ -250,6 +251,21 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 	p = ch.p // pinned by poll
 	rc.mu.Unlock()
 	return rc.serve(p, ch, from, maxBytes, fn)
+}
+
+// forgetEmpty drops p when it holds nothing and nothing is pending for it,
+// after a failed poll: a Fetch of partitions that do not exist leaves no
+// entries behind.
+func (rc *readCache) forgetEmpty(p *partCache) {
+	rc.mu.Lock()
+	if len(p.chunks) == 0 && !p.polling && !p.queued && !p.dead {
+		p.dead = true
+		p.cond.Broadcast()
+		if rc.parts[p.key] == p {
+			delete(rc.parts, p.key)
+		}
+	}
+	rc.mu.Unlock()
 }
 
 // donePolling clears a failed shared poll and wakes its waiters.

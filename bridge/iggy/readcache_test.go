@@ -307,3 +307,26 @@ func TestReadCacheWatermarks(t *testing.T) {
 		t.Fatalf("read at the high watermark: %+v %v", wm, err)
 	}
 }
+
+// TestReadCacheUnknownPartitions: Reads of partitions or topics that do
+// not exist leave no cache entries behind.
+func TestReadCacheUnknownPartitions(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	cx := ctx(t)
+	c.CreateTopic(cx, "u", 1, bridge.TopicConfig{})
+	for p := int32(1); p < 50; p++ {
+		if _, err := c.Read(cx, "u", p, 0, 1000, func(*message.Message) bool { return true }); err == nil {
+			t.Fatalf("partition %d read", p)
+		}
+		if _, err := c.Read(cx, fmt.Sprintf("missing-%d", p), 0, 0, 1000, func(*message.Message) bool { return true }); err == nil {
+			t.Fatal("missing topic read")
+		}
+	}
+	c.cache.mu.Lock()
+	n := len(c.cache.parts)
+	c.cache.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d entries left", n)
+	}
+}
