@@ -81,6 +81,12 @@ type partCache struct {
 	pollTo   uint64 // one past the last offset it can return
 	cond     sync.Cond
 
+	// The last shared poll that found nothing at its offset (a reader at
+	// the tail): readers that waited for it answer with its watermark.
+	emptySeq  uint64
+	emptyFrom uint64
+	emptyHigh int64 // -1: unknown (the reader asked GetTopic)
+
 	queued     bool   // waiting in the read-ahead queue
 	raFrom     uint64 // where the next read-ahead starts
 	chunkBytes int    // read-ahead poll size (the last reader's budget)
@@ -198,9 +204,16 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 			break
 		}
 		rc.shared.Add(1)
+		seq := p.emptySeq
 		p.cond.Wait()
 		if p.dead {
 			p = rc.part(topic, partition)
+		} else if p.emptySeq != seq && p.emptyFrom == from && p.emptyHigh >= 0 {
+			// That poll found nothing here: its answer is this Read's.
+			high := p.emptyHigh
+			rc.mu.Unlock()
+			rc.hits.Add(1)
+			return bridge.Watermarks{High: high}, nil
 		}
 	}
 	if ch != nil {
@@ -233,20 +246,30 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 		return bridge.Watermarks{}, rc.c.pollError(ctx, topic, partition, err)
 	}
 	rc.mu.Lock()
+	if ch == nil {
+		var high int64 = -1
+		switch {
+		case current > 0 || polled > 0:
+			high = int64(current) + 1
+		case offset == 0:
+			high = 0 // nothing at offset 0: empty (or expired)
+		}
+		if shared {
+			p.emptySeq++
+			p.emptyFrom, p.emptyHigh = from, high
+			p.polling = false
+			p.cond.Broadcast()
+		}
+		rc.mu.Unlock()
+		if high >= 0 {
+			return bridge.Watermarks{High: high}, nil
+		}
+		// current_offset 0 is both "empty" and "one message at offset 0": ask.
+		return rc.c.watermarks(ctx, topic, partition)
+	}
 	if shared {
 		p.polling = false
 		p.cond.Broadcast()
-	}
-	if ch == nil {
-		rc.mu.Unlock()
-		if current > 0 || polled > 0 {
-			return bridge.Watermarks{High: int64(current) + 1}, nil
-		}
-		// current_offset 0 is both "empty" and "one message at offset 0": ask.
-		if offset == 0 {
-			return bridge.Watermarks{}, nil
-		}
-		return rc.c.watermarks(ctx, topic, partition)
 	}
 	p = ch.p // pinned by poll
 	rc.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/message"
 )
 
@@ -328,5 +329,30 @@ func TestReadCacheUnknownPartitions(t *testing.T) {
 	c.cache.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("%d entries left", n)
+	}
+}
+
+// TestReadCacheSharedTailPoll: readers of several groups at a partition's
+// tail at once share one poll: those that waited for it take its answer
+// (nothing new, the high watermark) instead of polling again.
+func TestReadCacheSharedTailPoll(t *testing.T) {
+	_, addr := startServer(t, iggytest.Config{Latency: 100 * time.Millisecond})
+	c := open(t, Config{Addr: addr, PoolSize: 4})
+	cx := ctx(t)
+	c.CreateTopic(cx, "tail", 1, bridge.TopicConfig{})
+	c.Append(cx, "tail", 0, seqBatch("t", 0, 3))
+	misses := c.cache.misses.Load()
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			wm, err := c.Read(cx, "tail", 0, 3, 1000, func(*message.Message) bool { t.Error("a message past the tail"); return true })
+			if err != nil || wm.High != 3 {
+				t.Errorf("read at the tail: %+v %v", wm, err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := c.cache.misses.Load() - misses; got >= 3 {
+		t.Fatalf("three readers at the tail polled %d times", got)
 	}
 }
