@@ -104,6 +104,11 @@ func TestReadCacheHitsAndReadAhead(t *testing.T) {
 	if got := rc.misses.Load() - misses; got > 0 {
 		t.Fatalf("a second reader of cached data polled %d times", got)
 	}
+	if n := rc.invalidations.Load(); n != 0 {
+		// Every poll that continued a cached run compared its first message
+		// with the cached one: the same stored message must compare equal.
+		t.Fatalf("%d invalidations without any change to the topic", n)
+	}
 	wantLines(t, scrape(c), "kiggy_iggy_read_cache_limit_bytes "+strconv.Itoa(DefaultReadCacheBytes))
 }
 
