@@ -563,10 +563,12 @@ func runConsume(ctx context.Context, addr, topic string, ends []int64, consumers
 
 // fanout runs groups independent read-backs of the whole topic at once and
 // returns their aggregate records/s; each must read want records.
-func fanout(ctx context.Context, addr, topic string, ends []int64, groups, consumers, recordSize int, want int64) (float64, error) {
+func fanout(ctx context.Context, addr, topic string, ends []int64, groups, consumers, recordSize int, want int64,
+	meter cpuMeter) (float64, cpuSample, error) {
 	results := make([]*consumeResult, groups)
 	errs := make([]error, groups)
 	var wg sync.WaitGroup
+	c0 := meter.read()
 	t0 := time.Now()
 	for i := range groups {
 		wg.Go(func() {
@@ -575,17 +577,19 @@ func fanout(ctx context.Context, addr, topic string, ends []int64, groups, consu
 	}
 	wg.Wait()
 	elapsed := time.Since(t0)
+	c1 := meter.read()
+	cpu := cpuSample{server: c1.server - c0.server, gateway: c1.gateway - c0.gateway, ok: c0.ok && c1.ok}
 	if err := errors.Join(errs...); err != nil {
-		return 0, err
+		return 0, cpu, err
 	}
 	var records int64
 	for i, r := range results {
 		if r.records != want {
-			return 0, fmt.Errorf("bench: fan-out group %d read %d records, want %d", i, r.records, want)
+			return 0, cpu, fmt.Errorf("bench: fan-out group %d read %d records, want %d", i, r.records, want)
 		}
 		records += r.records
 	}
-	return float64(records) / elapsed.Seconds(), nil
+	return float64(records) / elapsed.Seconds(), cpu, nil
 }
 
 func consumeOne(ctx context.Context, addr, topic string, parts map[int32]kgo.Offset, ends []int64, recordSize int,

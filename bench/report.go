@@ -141,6 +141,10 @@ type Measurement struct {
 	// aggregate rate.
 	FanoutGroups        int     `json:"fanout_groups,omitempty"`
 	FanoutRecordsPerSec float64 `json:"fanout_records_per_sec,omitempty"`
+	// FanoutServerCPUSeconds counts every server process over the fan-out
+	// phase, FanoutGatewayCPUSeconds the first (kiggy) alone.
+	FanoutServerCPUSeconds  float64 `json:"fanout_server_cpu_s,omitempty"`
+	FanoutGatewayCPUSeconds float64 `json:"fanout_gateway_cpu_s,omitempty"`
 
 	ServerCPUSeconds        float64 `json:"server_cpu_s"`
 	ConsumeServerCPUSeconds float64 `json:"consume_server_cpu_s,omitempty"`
