@@ -1,6 +1,6 @@
 package iggy
 
-// The read cache (docs/IGGY.md, "Reads"): Kafka consumers read a partition
+// The read cache (docs/IGGY.md, "The read cache and read-ahead"): Kafka consumers read a partition
 // sequentially, and several consumer groups often read the same partition
 // near its tail, so a Read is served from chunks of earlier PollMessages
 // replies kept in memory when it can be, and a background worker polls the
@@ -415,6 +415,11 @@ func (rc *readCache) worker() {
 		}
 		if err != nil {
 			rc.c.log.Debug("iggy: read-ahead poll failed", "topic", p.key.topic, "partition", p.key.partition, "err", err)
+			switch codeOf(err) {
+			case proto.CodeStreamIDNotFound, proto.CodeTopicIDNotFound, proto.CodeStreamNameNotFound, proto.CodeTopicNameNotFound:
+				rc.c.forget(p.key.topic)
+				rc.invalidateTopic(p.key.topic)
+			}
 		}
 		rc.donePolling(p, shared)
 	}
@@ -429,10 +434,9 @@ func pollCount(c *Client, budget int) int64 {
 // poll sends one PollMessages for p from offset from on s and publishes the
 // reply as a chunk (the session's reply buffer moves into it). It returns
 // the chunk pinned for the caller, who unpins it (nil when the reply held no
-// message at or past from), and the
-// reply's current_offset and message count. When a cached chunk ends at
-// from, the poll starts one message earlier and checks that message against
-// the cached one.
+// message at or past from), and the reply's current_offset and message
+// count. When a cached chunk ends at from, the poll starts one message
+// earlier and checks that message against the cached one.
 func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from uint64, budget int) (*chunk, uint64, int, error) {
 	c := rc.c
 	rc.mu.Lock()
