@@ -192,6 +192,11 @@ type Gateway struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// partJobs feeds the pooled partition readers of concurrent Fetches
+	// (fetch.go, readAll); partWorkers counts them.
+	partJobs    chan partJob
+	partWorkers atomic.Int32
 }
 
 // connState orders one connection's requests.
@@ -220,14 +225,15 @@ func New(cfg Config, store Log) *Gateway {
 	cfg.normalize()
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{
-		cfg:    cfg,
-		store:  store,
-		caps:   capabilitiesOf(store),
-		system: systemOf(store),
-		work:   make(chan task, workQueueLen),
-		decode: make(chan struct{}, cfg.MaxConcurrentDecodes),
-		ctx:    ctx,
-		cancel: cancel,
+		cfg:      cfg,
+		store:    store,
+		caps:     capabilitiesOf(store),
+		system:   systemOf(store),
+		work:     make(chan task, workQueueLen),
+		decode:   make(chan struct{}, cfg.MaxConcurrentDecodes),
+		ctx:      ctx,
+		cancel:   cancel,
+		partJobs: make(chan partJob),
 	}
 	g.states.New = func() any { return new(state) }
 	g.producerIDs.init(cfg.InstanceID)
