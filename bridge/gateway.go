@@ -225,16 +225,16 @@ func New(cfg Config, store Log) *Gateway {
 	cfg.normalize()
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{
-		cfg:      cfg,
-		store:    store,
-		caps:     capabilitiesOf(store),
-		system:   systemOf(store),
-		work:     make(chan task, workQueueLen),
-		decode:   make(chan struct{}, cfg.MaxConcurrentDecodes),
-		ctx:      ctx,
-		cancel:   cancel,
-		partJobs: make(chan partJob),
+		cfg:    cfg,
+		store:  store,
+		caps:   capabilitiesOf(store),
+		system: systemOf(store),
+		work:   make(chan task, workQueueLen),
+		decode: make(chan struct{}, cfg.MaxConcurrentDecodes),
+		ctx:    ctx,
+		cancel: cancel,
 	}
+	g.partJobs = make(chan partJob)
 	g.states.New = func() any { return new(state) }
 	g.producerIDs.init(cfg.InstanceID)
 	g.producers.init()
