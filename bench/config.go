@@ -196,6 +196,12 @@ type Config struct {
 	Repetitions int `json:"repetitions"`
 	// Consumers is the number of consumer clients reading everything back.
 	Consumers int `json:"consumers"`
+	// FanoutGroups, if above 1, adds a fan-out phase after the read-back:
+	// that many independent readers ("consumer groups", Consumers clients
+	// each) read the whole topic from the start at the same time; their
+	// aggregate records/s is reported beside the one-group read-back
+	// (docs/BENCHMARKS.md, "Consume through the read cache").
+	FanoutGroups int `json:"fanout_groups,omitempty"`
 	// LatencyFraction, if positive, adds a rate-limited run of each load
 	// at this fraction of Kafka's measured produce throughput (needs the
 	// kafka target), reporting latency at a load every target sustains.
@@ -365,6 +371,9 @@ func (c *Config) normalize() error {
 	}
 	if c.Warmup < 0 || c.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("warm-up %v and duration %v: want ≥ 0 and > 0", c.Warmup, c.Duration))
+	}
+	if c.FanoutGroups < 0 {
+		errs = append(errs, fmt.Errorf("fanout groups %d: want ≥ 0", c.FanoutGroups))
 	}
 	if c.Repetitions < 1 {
 		errs = append(errs, fmt.Errorf("repetitions %d: want ≥ 1", c.Repetitions))

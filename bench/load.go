@@ -566,6 +566,37 @@ func runConsume(ctx context.Context, addr, topic string, ends []int64, consumers
 	return res, errors.Join(errs...)
 }
 
+// fanout runs groups independent read-backs of the whole topic at once and
+// returns their aggregate records/s; each must read want records.
+func fanout(ctx context.Context, addr, topic string, ends []int64, groups, consumers, recordSize int, want int64,
+	meter cpuMeter) (float64, cpuSample, error) {
+	results := make([]*consumeResult, groups)
+	errs := make([]error, groups)
+	var wg sync.WaitGroup
+	c0 := meter.read()
+	t0 := time.Now()
+	for i := range groups {
+		wg.Go(func() {
+			results[i], errs[i] = runConsume(ctx, addr, topic, ends, consumers, recordSize, cpuMeter{}, windowHooks{})
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(t0)
+	c1 := meter.read()
+	cpu := cpuSample{server: c1.server - c0.server, gateway: c1.gateway - c0.gateway, ok: c0.ok && c1.ok}
+	if err := errors.Join(errs...); err != nil {
+		return 0, cpu, err
+	}
+	var records int64
+	for i, r := range results {
+		if r.records != want {
+			return 0, cpu, fmt.Errorf("bench: fan-out group %d read %d records, want %d", i, r.records, want)
+		}
+		records += r.records
+	}
+	return float64(records) / elapsed.Seconds(), cpu, nil
+}
+
 func consumeOne(ctx context.Context, addr, topic string, parts map[int32]kgo.Offset, ends []int64, recordSize int,
 	count *struct{ records, bytes, bad int64 }, byPart []atomic.Int64) error {
 	cl, err := kgo.NewClient(

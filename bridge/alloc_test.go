@@ -53,6 +53,31 @@ func TestFetchRoundTripAllocs(t *testing.T) {
 	}
 }
 
+// TestFetchRoundTripAllocsIggy: the same Fetch on the Iggy backend, served
+// from the Iggy client's read cache, allocates nothing per request either:
+// the partitions are read concurrently by pooled readers (no goroutine and
+// closure per partition) and a cached read allocates nothing. iggytest runs
+// in this process, so the bound leaves room for a re-poll should a chunk
+// outlive the cache's TTL on a slow machine.
+func TestFetchRoundTripAllocsIggy(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true})
+	gw.CreateTopic(t, "allocs", benchPartitions)
+	bc := dialBench(t, gw.Addr)
+	pf := produceFrame("allocs")
+	for range 16 {
+		checkProduce(t, bc.roundTrip(t, pf))
+	}
+	frame := fetchFrame("allocs", 256<<10)
+	for range 50 {
+		bc.roundTrip(t, frame)
+	}
+	n := testing.AllocsPerRun(100, func() { bc.roundTrip(t, frame) })
+	t.Logf("%.3f allocations per Fetch round trip", n)
+	if n >= 1 {
+		t.Fatalf("%.2f allocations per Fetch round trip", n)
+	}
+}
+
 // TestIdempotentProduceRoundTripAllocs: the same Produce with idempotent
 // batches in sequence (window check, producer stamp, per-partition lock)
 // allocates no more than the non-idempotent one: nothing per batch in

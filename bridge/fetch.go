@@ -346,35 +346,78 @@ func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 	}
 	// Each read runs under catch; when one panicked, readAll re-raises
 	// errPartPanicked once all are done, so the call is abandoned by the
-	// guard its handler runs under.
-	read := func(r *partReader) {
-		r.panicked = g.catch(fs.call, func() {
-			r.resp = wire.FetchResponseTopicPartition{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
-			if !g.allowed(fs.call, acl.OpRead, acl.ResourceTopic, r.topic) {
-				return // fetchPass answers it TOPIC_AUTHORIZATION_FAILED
-			}
-			r.limit = min(int(r.rp.PartitionMaxBytes), maxBytes)
-			if want := min(r.limit+r.limit/8+4096, maxRetainedPartBuf); cap(r.buf) < want {
-				// Room for a full read (record framing adds a few percent to
-				// the payload bytes the limit counts) without append's
-				// doubling copies; kept by the pooled state for the next.
-				r.buf = make([]byte, 0, want)
-			}
-			r.buf, r.recordBytes = g.readPartition(r, r.buf[:0], r.topic, r.codec, r.rp, &r.resp, r.limit, true)
-		})
-	}
+	// guard its handler runs under. The reads after the first go to pooled
+	// reader goroutines (no allocation per partition once they run).
 	for _, r := range fs.parts[1:k] {
 		fs.wg.Add(1)
-		go func() {
-			defer fs.wg.Done()
-			read(r)
-		}()
+		g.startPartRead(partJob{fs: fs, r: r, maxBytes: maxBytes})
 	}
-	read(fs.parts[0])
+	g.readOnePart(fs, fs.parts[0], maxBytes)
 	fs.wg.Wait()
 	for _, r := range fs.parts[:k] {
 		if r.panicked {
 			panic(errPartPanicked)
+		}
+	}
+}
+
+// readOnePart reads one partition of a Fetch into r under catch.
+func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
+	r.panicked = g.catch(fs.call, func() {
+		r.resp = wire.FetchResponseTopicPartition{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+		if !g.allowed(fs.call, acl.OpRead, acl.ResourceTopic, r.topic) {
+			return // fetchPass answers it TOPIC_AUTHORIZATION_FAILED
+		}
+		r.limit = min(int(r.rp.PartitionMaxBytes), maxBytes)
+		if want := min(r.limit+r.limit/8+4096, maxRetainedPartBuf); cap(r.buf) < want {
+			// Room for a full read (record framing adds a few percent to
+			// the payload bytes the limit counts) without append's
+			// doubling copies; kept by the pooled state for the next.
+			r.buf = make([]byte, 0, want)
+		}
+		r.buf, r.recordBytes = g.readPartition(r, r.buf[:0], r.topic, r.codec, r.rp, &r.resp, r.limit, true)
+	})
+}
+
+// partJob is one partition read of a Fetch for a pooled reader.
+type partJob struct {
+	fs       *fetchState
+	r        *partReader
+	maxBytes int
+}
+
+// maxPartWorkers bounds the pooled partition readers; past it a read runs
+// on a goroutine of its own.
+const maxPartWorkers = 256
+
+// startPartRead hands j to an idle pooled reader, or starts one.
+func (g *Gateway) startPartRead(j partJob) {
+	select {
+	case g.partJobs <- j:
+		return
+	default:
+	}
+	if g.partWorkers.Add(1) > maxPartWorkers {
+		g.partWorkers.Add(-1)
+		go func() {
+			g.readOnePart(j.fs, j.r, j.maxBytes)
+			j.fs.wg.Done()
+		}()
+		return
+	}
+	go g.partWorker(j)
+}
+
+// partWorker runs partition reads until the gateway closes.
+func (g *Gateway) partWorker(j partJob) {
+	defer g.partWorkers.Add(-1)
+	for {
+		g.readOnePart(j.fs, j.r, j.maxBytes)
+		j.fs.wg.Done()
+		select {
+		case j = <-g.partJobs:
+		case <-g.ctx.Done():
+			return
 		}
 	}
 }

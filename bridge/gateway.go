@@ -212,6 +212,11 @@ type Gateway struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// partJobs feeds the pooled partition readers of concurrent Fetches
+	// (fetch.go, readAll); partWorkers counts them.
+	partJobs    chan partJob
+	partWorkers atomic.Int32
 }
 
 // connState orders one connection's requests.
@@ -249,6 +254,7 @@ func New(cfg Config, store Log) *Gateway {
 		ctx:    ctx,
 		cancel: cancel,
 	}
+	g.partJobs = make(chan partJob)
 	g.states.New = func() any { return new(state) }
 	g.producerIDs.init(cfg.InstanceID)
 	g.producers.init()

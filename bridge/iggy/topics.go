@@ -343,6 +343,7 @@ func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32,
 				return bridge.TopicInfo{}, derr
 			}
 			c.remember(name, d.entry())
+			c.cache.invalidateTopic(name)
 			return d.info, nil
 		case code == proto.CodeTopicNameAlreadyExists:
 			return bridge.TopicInfo{}, fmt.Errorf("%w: %q", bridge.ErrTopicExists, name)
@@ -379,6 +380,7 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 	defer c.release(s)
 	_, sent, err := s.do(ctx, proto.CodeDeleteTopic, c.topicRequest(s, name))
 	c.forget(name)
+	c.cache.invalidateTopic(name)
 	switch code := codeOf(err); {
 	case err == nil:
 		return nil

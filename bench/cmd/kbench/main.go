@@ -46,6 +46,7 @@ func run() int {
 	batchBytes := fs.String("batch-bytes", "0", "producer batch cap per partition (batch.size; 0 = each client's default)")
 	bufferBytes := fs.String("buffer-bytes", "32MiB", "producer buffer per client (buffer.memory)")
 	consumers := fs.Int("consumers", def.Consumers, "consumer clients reading everything back")
+	fanoutGroups := fs.Int("fanout-groups", 0, "after the read-back, this many independent readers (each -consumers clients) read the whole topic at once; their aggregate records/s is reported beside one reader's (0 or 1 = no fan-out phase)")
 	duration := fs.Duration("duration", def.Duration, "measurement window per target per repetition")
 	warmup := fs.Duration("warmup", def.Warmup, "warm-up before each measurement window")
 	reps := fs.Int("reps", def.Repetitions, "repetitions (target order reversed every other one)")
@@ -180,6 +181,9 @@ func run() int {
 	}
 	if use("consumers") {
 		cfg.Consumers = *consumers
+	}
+	if use("fanout-groups") {
+		cfg.FanoutGroups = *fanoutGroups
 	}
 	if use("duration") {
 		cfg.Duration = *duration
