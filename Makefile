@@ -28,10 +28,13 @@ lint:
 unit:
 	$(GO) test -count=1 -timeout 40m ./...
 
-# The gateway's end-to-end and interop suites again, with kiggy on the Iggy
-# backend (our client → the in-process Iggy server).
+# The gateway's end-to-end, interop and ecosystem suites
+# again, with kiggy on the Iggy backend (our client → the in-process Iggy
+# server); the ecosystem suite against kiggy only (the unit run has checked
+# it against Kafka).
 iggy-mode:
 	KIGGY_TEST_BACKEND=iggy $(GO) test -count=1 -timeout 30m ./bridge/ ./tests/interop/
+	KIGGY_TEST_BACKEND=iggy KIGGY_ECOSYSTEM_TARGET=kiggy $(GO) test -count=1 -timeout 20m ./tests/ecosystem/
 
 # The hostile-input suite again on the portable net engine (--engine net);
 # the unit run covers the default engine (epoll on Linux).

@@ -9,15 +9,25 @@
 #                (kafka_2.13: kafka.Kafka, kafka.tools.StorageTool) and an slf4j
 #                binding, via `mvn dependency:copy-dependencies` on tests/java/pom.xml
 #   apache-iggy  the official Iggy Python SDK (wraps the Rust client), pinned
+#   confluent-kafka, aiokafka, cramjam
+#                Python Kafka clients for tests/ecosystem (the confluent-kafka
+#                wheel bundles librdkafka; cramjam gives aiokafka snappy, lz4
+#                and zstd), pinned
+#   tests/node/node_modules/
+#                kafkajs and its codecs for tests/ecosystem, `npm ci` from
+#                tests/node/package-lock.json (lz4 and zstd-napi compile
+#                native code: a few minutes on a fresh machine)
 #
 # Idempotent and non-interactive; meant to run as root (CI runs it from .ci/run).
 # When everything is already there it does no network I/O and takes about a
 # second: apt is skipped if kcat is on PATH, Maven if lib/ was filled from the
 # current pom.xml (a stamp holds the pom's hash), pip if the pinned version is
-# installed.
+# installed, npm if node_modules matches the lock file.
 set -euo pipefail
 
 IGGY_PY_VERSION=0.9.0
+# Kafka clients of tests/ecosystem (pip name==version).
+ECOSYSTEM_PY=(confluent-kafka==2.16.1 aiokafka==0.14.0 cramjam==2.14.0)
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 javadir="$root/tests/java"
@@ -85,5 +95,46 @@ if [[ "$have" != "$IGGY_PY_VERSION" ]]; then
 fi
 "$py" -c 'import apache_iggy' # fail here, not in a test, if the wheel does not load
 log "python: $py ($pyver); apache-iggy $have"
+
+# --- Python Kafka clients (PyPI) ----------------------------------------------
+# Prints the pins that are not installed at their version, in one start.
+missing=$("$py" -c 'import sys, importlib.metadata as m
+for pin in sys.argv[1:]:
+    name, want = pin.split("==")
+    try:
+        have = m.version(name)
+    except m.PackageNotFoundError:
+        have = None
+    if have != want:
+        print(pin)' "${ECOSYSTEM_PY[@]}")
+if [[ -n "$missing" ]]; then
+	log "installing $(echo $missing) (pip)"
+	# shellcheck disable=SC2086 # one pin a word
+	"$py" -m pip install -q --disable-pip-version-check $missing
+fi
+"$py" -c 'import confluent_kafka, aiokafka, cramjam' # fail here if a wheel does not load
+log "python kafka clients: ${ECOSYSTEM_PY[*]}"
+
+# --- kafkajs and its codecs (npm) ---------------------------------------------
+nodedir="$root/tests/node"
+for tool in node npm; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		log "$tool missing: installing nodejs and npm (apt)"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -q >/dev/null
+		apt-get install -y -q --no-install-recommends nodejs npm >/dev/null
+		break
+	fi
+done
+# A stamp in node_modules holds the hash of the lock file npm ci installed.
+nodestamp="$nodedir/node_modules/.kiggy-lock.sha256"
+nodewant=$(sha256sum "$nodedir/package-lock.json" | cut -d' ' -f1)
+if [[ ! -f "$nodestamp" || "$(cat "$nodestamp")" != "$nodewant" ]]; then
+	log "installing kafkajs and codecs into tests/node/node_modules (npm ci)"
+	(cd "$nodedir" && npm ci --no-audit --no-fund --loglevel=error)
+	echo "$nodewant" >"$nodestamp"
+fi
+(cd "$nodedir" && node -e 'require("kafkajs"); require("kafkajs-snappy"); require("kafkajs-lz4"); require("zstd-napi")')
+log "node: $(node --version); kafkajs $(cd "$nodedir" && node -p 'require("kafkajs/package.json").version')"
 
 log "done in $((SECONDS - start))s"

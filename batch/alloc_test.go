@@ -114,3 +114,63 @@ func captureBatch(tb testing.TB, name string) []byte {
 	tb.Fatalf("no capture %s", name)
 	return nil
 }
+
+// TestAllocsBuilderCompressed: once its compressors and scratch exist, a
+// Builder compresses a batch into a buffer with room for it without
+// allocating, for every codec; the batch decodes back to its records.
+func TestAllocsBuilderCompressed(t *testing.T) {
+	key, value := []byte("key"), fuzz.Text(1, 500)
+	for _, codec := range []batch.Codec{batch.Gzip, batch.Snappy, batch.LZ4, batch.Zstd} {
+		var bld batch.Builder
+		buf := make([]byte, 0, 256<<10)
+		grows := 0
+		bld.Grow = func(b []byte, n int) []byte { grows++; return append(b[:len(b):len(b)], make([]byte, n)...)[:len(b)] }
+		run := func() {
+			bld.Reset(buf[:0], 100, 1700000000000, codec)
+			for i := range 200 {
+				bld.BeginRecord(int32(i), int64(i), key, value)
+				bld.AppendHeader([]byte("h"), []byte("v"))
+			}
+			buf = bld.Finish()
+		}
+		run()
+		if allocs := testing.AllocsPerRun(20, run); allocs != 0 {
+			t.Errorf("%s: %v allocs per compressed build", codec, allocs)
+		}
+		if grows != 0 {
+			t.Errorf("%s: Grow called %d times with room for the batch", codec, grows)
+		}
+		h, err := batch.Validate(buf)
+		if err != nil {
+			t.Fatalf("%s: %v", codec, err)
+		}
+		if h.Codec() != codec || h.NumRecords != 200 {
+			t.Fatalf("%s: batch has codec %s, %d records", codec, h.Codec(), h.NumRecords)
+		}
+		if len(buf) >= 200*len(value) {
+			t.Errorf("%s: %d bytes for %d bytes of values: not compressed", codec, len(buf), 200*len(value))
+		}
+	}
+}
+
+// TestBuilderCompressedGrow: with too little room, Finish asks Grow once for
+// the compressed stream's worst case, and the result is a valid batch.
+func TestBuilderCompressedGrow(t *testing.T) {
+	value := fuzz.Text(2, 4000)
+	for _, codec := range []batch.Codec{batch.Gzip, batch.Snappy, batch.LZ4, batch.Zstd} {
+		var bld batch.Builder
+		grows := 0
+		bld.Grow = func(b []byte, n int) []byte { grows++; return append(b[:len(b):len(b)], make([]byte, n)...)[:len(b)] }
+		bld.Reset(make([]byte, 3, 100), 0, 0, codec)
+		for i := range 50 {
+			bld.Append(int32(i), 0, nil, value)
+		}
+		out := bld.Finish()
+		if grows != 1 {
+			t.Errorf("%s: Grow called %d times, want 1", codec, grows)
+		}
+		if _, err := batch.Validate(out[3:]); err != nil {
+			t.Fatalf("%s: %v", codec, err)
+		}
+	}
+}

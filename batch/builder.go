@@ -100,6 +100,26 @@ func (b *Builder) SetPartitionLeaderEpoch(epoch int32) { b.leaderEpoch = epoch }
 // transactional, control, delete horizon); the codec bits of a are ignored.
 func (b *Builder) SetAttributes(a int16) { b.attrs = a &^ attrCodecMask }
 
+// Codec returns the codec the batch being built is compressed with.
+func (b *Builder) Codec() Codec { return b.codec }
+
+// RecordsLen returns the uncompressed size of the records added so far
+// (the batch body before compression).
+func (b *Builder) RecordsLen() int {
+	if b.codec == NoCompression {
+		return len(b.buf) - b.start - HeaderSize
+	}
+	return len(b.raw)
+}
+
+// TrimScratch drops the compression scratch buffer when its capacity is
+// over max, so a pooled Builder does not pin a large one.
+func (b *Builder) TrimScratch(max int) {
+	if cap(b.raw) > max {
+		b.raw = nil
+	}
+}
+
 // Len returns the number of records added so far.
 func (b *Builder) Len() int { return int(b.n) }
 
@@ -245,6 +265,12 @@ func (b *Builder) Finish() []byte {
 	}
 	codec := b.codec
 	if codec != NoCompression {
+		// The compressed stream goes straight into the caller's buffer:
+		// room for the worst case first, through Grow when set, so the
+		// compressors never reallocate it.
+		if need := compressBound(codec, len(b.raw)); b.Grow != nil && need > cap(b.buf)-len(b.buf) {
+			b.buf = b.Grow(b.buf, need)
+		}
 		out, ok := b.compress(b.buf, b.raw)
 		if ok {
 			b.buf = out

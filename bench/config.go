@@ -73,6 +73,10 @@ type Load struct {
 	Acks int `json:"acks"`
 	// Compression is none, gzip, snappy, lz4 or zstd.
 	Compression string `json:"compression"`
+	// TopicCompression is the topic's compression.type, set at
+	// CreateTopics ("" = not set, the broker's default producer): the
+	// codec consumers are served in (docs/design/record-mapping.md §3.5).
+	TopicCompression string `json:"topic_compression,omitempty"`
 	// Producers is the number of producer clients (each its own
 	// connections).
 	Producers int `json:"producers"`
@@ -116,8 +120,12 @@ func (l Load) AcksString() string {
 
 // String describes l in one line.
 func (l Load) String() string {
-	return fmt.Sprintf("%s records, %d partition%s, acks=%s, compression=%s, %d producer%s × %d in flight, linger %v",
-		sizeString(l.RecordSize), l.Partitions, plural(int(l.Partitions)), l.AcksString(), l.Compression,
+	topic := ""
+	if l.TopicCompression != "" {
+		topic = ", topic compression.type=" + l.TopicCompression
+	}
+	return fmt.Sprintf("%s records, %d partition%s, acks=%s, compression=%s%s, %d producer%s × %d in flight, linger %v",
+		sizeString(l.RecordSize), l.Partitions, plural(int(l.Partitions)), l.AcksString(), l.Compression, topic,
 		l.Producers, plural(l.Producers), l.InFlight, l.Linger)
 }
 
@@ -151,6 +159,11 @@ func (l Load) validate() error {
 	if _, err := compressionCodec(l.Compression); err != nil {
 		errs = append(errs, err)
 	}
+	switch l.TopicCompression {
+	case "", "producer", "uncompressed", "gzip", "snappy", "lz4", "zstd":
+	default:
+		errs = append(errs, fmt.Errorf("topic compression.type %q: want producer, uncompressed, gzip, snappy, lz4 or zstd", l.TopicCompression))
+	}
 	if l.Producers < 1 || l.Producers > 256 {
 		errs = append(errs, fmt.Errorf("producers %d out of [1, 256]", l.Producers))
 	}
@@ -183,6 +196,12 @@ type Config struct {
 	Repetitions int `json:"repetitions"`
 	// Consumers is the number of consumer clients reading everything back.
 	Consumers int `json:"consumers"`
+	// FanoutGroups, if above 1, adds a fan-out phase after the read-back:
+	// that many independent readers ("consumer groups", Consumers clients
+	// each) read the whole topic from the start at the same time; their
+	// aggregate records/s is reported beside the one-group read-back
+	// (docs/BENCHMARKS.md, "Consume through the read cache").
+	FanoutGroups int `json:"fanout_groups,omitempty"`
 	// LatencyFraction, if positive, adds a rate-limited run of each load
 	// at this fraction of Kafka's measured produce throughput (needs the
 	// kafka target), reporting latency at a load every target sustains.
@@ -352,6 +371,9 @@ func (c *Config) normalize() error {
 	}
 	if c.Warmup < 0 || c.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("warm-up %v and duration %v: want ≥ 0 and > 0", c.Warmup, c.Duration))
+	}
+	if c.FanoutGroups < 0 {
+		errs = append(errs, fmt.Errorf("fanout groups %d: want ≥ 0", c.FanoutGroups))
 	}
 	if c.Repetitions < 1 {
 		errs = append(errs, fmt.Errorf("repetitions %d: want ≥ 1", c.Repetitions))

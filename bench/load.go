@@ -400,8 +400,9 @@ func (p *producer) loop(ctx context.Context, cl *kgo.Client, seed uint64, rate f
 }
 
 // createTopic creates topic with the given partitions (replication factor
-// 1) and waits until Metadata shows a leader for every partition.
-func createTopic(ctx context.Context, addr, topic string, partitions int32) error {
+// 1) and compression.type (when not ""), and waits until Metadata shows a
+// leader for every partition.
+func createTopic(ctx context.Context, addr, topic string, partitions int32, compression string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		return err
@@ -410,7 +411,11 @@ func createTopic(ctx context.Context, addr, topic string, partitions int32) erro
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	var configs map[string]*string
+	if compression != "" {
+		configs = map[string]*string{"compression.type": &compression}
+	}
+	resp, err := adm.CreateTopic(ctx, partitions, 1, configs, topic)
 	// Topic names are unique per run: "already exists" means the client
 	// resent a CreateTopics the broker was still processing (seen with
 	// Kafka on a loaded machine), and the topic is ours.
@@ -559,6 +564,37 @@ func runConsume(ctx context.Context, addr, topic string, ends []int64, consumers
 		res.byPartition[p] = byPart[p].Load()
 	}
 	return res, errors.Join(errs...)
+}
+
+// fanout runs groups independent read-backs of the whole topic at once and
+// returns their aggregate records/s; each must read want records.
+func fanout(ctx context.Context, addr, topic string, ends []int64, groups, consumers, recordSize int, want int64,
+	meter cpuMeter) (float64, cpuSample, error) {
+	results := make([]*consumeResult, groups)
+	errs := make([]error, groups)
+	var wg sync.WaitGroup
+	c0 := meter.read()
+	t0 := time.Now()
+	for i := range groups {
+		wg.Go(func() {
+			results[i], errs[i] = runConsume(ctx, addr, topic, ends, consumers, recordSize, cpuMeter{}, windowHooks{})
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(t0)
+	c1 := meter.read()
+	cpu := cpuSample{server: c1.server - c0.server, gateway: c1.gateway - c0.gateway, ok: c0.ok && c1.ok}
+	if err := errors.Join(errs...); err != nil {
+		return 0, cpu, err
+	}
+	var records int64
+	for i, r := range results {
+		if r.records != want {
+			return 0, cpu, fmt.Errorf("bench: fan-out group %d read %d records, want %d", i, r.records, want)
+		}
+		records += r.records
+	}
+	return float64(records) / elapsed.Seconds(), cpu, nil
 }
 
 func consumeOne(ctx context.Context, addr, topic string, parts map[int32]kgo.Offset, ends []int64, recordSize int,

@@ -26,7 +26,7 @@ func TestLoadInProcess(t *testing.T) {
 		rate  float64
 	}{{"max", 0}, {"rate", 2000}} {
 		t.Run(tc.topic, func(t *testing.T) {
-			if err := createTopic(ctx, gw.Addr, tc.topic, l.Partitions); err != nil {
+			if err := createTopic(ctx, gw.Addr, tc.topic, l.Partitions, ""); err != nil {
 				t.Fatal(err)
 			}
 			begun, ended := 0, 0

@@ -136,6 +136,15 @@ type Measurement struct {
 	ConsumeSeconds       float64 `json:"consume_s,omitempty"`
 	ConsumeRecordsPerSec float64 `json:"consume_records_per_sec,omitempty"`
 	ConsumeMBPerSec      float64 `json:"consume_mb_per_sec,omitempty"`
+	// FanoutGroups readers read the whole topic at once after the
+	// read-back (Config.FanoutGroups); FanoutRecordsPerSec is their
+	// aggregate rate.
+	FanoutGroups        int     `json:"fanout_groups,omitempty"`
+	FanoutRecordsPerSec float64 `json:"fanout_records_per_sec,omitempty"`
+	// FanoutServerCPUSeconds counts every server process over the fan-out
+	// phase, FanoutGatewayCPUSeconds the first (kiggy) alone.
+	FanoutServerCPUSeconds  float64 `json:"fanout_server_cpu_s,omitempty"`
+	FanoutGatewayCPUSeconds float64 `json:"fanout_gateway_cpu_s,omitempty"`
 
 	ServerCPUSeconds        float64 `json:"server_cpu_s"`
 	ConsumeServerCPUSeconds float64 `json:"consume_server_cpu_s,omitempty"`

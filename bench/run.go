@@ -322,7 +322,7 @@ func (r *runner) session(ctx context.Context, target string, l Load, rep int, ta
 // read everything back and compare with what was acknowledged.
 func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, rate float64, rep int) (*Measurement, error) {
 	if s.createTopics {
-		if err := createTopic(ctx, s.addr, topic, l.Partitions); err != nil {
+		if err := createTopic(ctx, s.addr, topic, l.Partitions, l.TopicCompression); err != nil {
 			return nil, err
 		}
 		defer r.dropTopic(ctx, s, topic)
@@ -401,6 +401,18 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 		return nil, cerr
 	}
 	r.logf("%s: consumed %d records at %.0f records/s (%.1f MB/s)", s.target, run.Consumed, run.ConsumeRecordsPerSec, run.ConsumeMBPerSec)
+	if g := r.cfg.FanoutGroups; g > 1 && ctx.Err() == nil {
+		rate, cpu, err := fanout(ctx, s.addr, topic, ends, g, r.cfg.Consumers, l.RecordSize, run.Consumed, meter)
+		if err != nil {
+			return nil, err
+		}
+		run.FanoutGroups, run.FanoutRecordsPerSec = g, rate
+		run.FanoutServerCPUSeconds, run.FanoutGatewayCPUSeconds = cpu.server.Seconds(), cpu.gateway.Seconds()
+		r.logf("%s: %d groups at once consumed at %.0f records/s in all (%.2f× one group's %.0f); CPU s gateway %.2f, other server processes %.2f (one group: %.2f, %.2f)",
+			s.target, g, rate, rate/run.ConsumeRecordsPerSec, run.ConsumeRecordsPerSec,
+			cpu.gateway.Seconds(), (cpu.server - cpu.gateway).Seconds(),
+			run.ConsumeGatewayCPUSeconds, run.ConsumeServerCPUSeconds-run.ConsumeGatewayCPUSeconds)
+	}
 	if run.ConsumeProfile != "" {
 		r.logf("%s: gateway CPU profile of this consume phase: %s", s.target, run.ConsumeProfile)
 	}
@@ -429,7 +441,7 @@ func (r *runner) javaPerf(ctx context.Context, s *session, l Load, topic string,
 		return nil, &unavailableError{reason: r.javaErr.Error()}
 	}
 	if s.createTopics {
-		if err := createTopic(ctx, s.addr, topic, l.Partitions); err != nil {
+		if err := createTopic(ctx, s.addr, topic, l.Partitions, l.TopicCompression); err != nil {
 			return nil, err
 		}
 		defer r.dropTopic(ctx, s, topic)

@@ -2,10 +2,10 @@ package bridge
 
 import (
 	"errors"
-	"math"
 	"strconv"
-	"time"
+	"strings"
 
+	"github.com/kiggy-io/kiggy/bridge/topicconfig"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
@@ -25,73 +25,26 @@ type adminState struct {
 	clusterReq wire.DescribeClusterRequest
 }
 
-// topicConfigFromKafka maps CreateTopics configs onto what the backend can
-// hold (retention.ms → message expiry, retention.bytes → size cap) and
-// accepts configs whose value is what kiggy does anyway. Anything else is
-// INVALID_CONFIG with a message naming the key.
-func topicConfigFromKafka(configs []wire.CreateTopicsRequestTopicConfig) (TopicConfig, string) {
-	var cfg TopicConfig
+// topicOverridesFromKafka validates CreateTopics configs as Kafka does
+// (docs/LIMITS.md, "Topic configs") and returns them normalized: an unknown
+// name, a null value or a bad value is INVALID_CONFIG with Kafka's message.
+func topicOverridesFromKafka(configs []wire.CreateTopicsRequestTopicConfig) (topicconfig.Values, string) {
+	v := topicconfig.Values{}
 	for _, c := range configs {
-		v := c.Value.S
 		if !c.Value.Valid {
-			continue // null = the default
+			// Kafka 4.4 ControllerConfigurationValidator's wording.
+			return nil, "Null value not supported for topic configs: " + c.Name
 		}
-		switch c.Name {
-		case "retention.ms":
-			ms, err := strconv.ParseInt(v, 10, 64)
-			switch {
-			case err != nil || ms == 0 || ms < -1:
-				return cfg, "retention.ms must be -1 (forever) or a positive number of milliseconds"
-			case ms > 0:
-				cfg.MessageExpiry = time.Duration(ms) * time.Millisecond
-			}
-		case "retention.bytes":
-			n, err := strconv.ParseInt(v, 10, 64)
-			switch {
-			case err != nil || n == 0 || n < -1:
-				return cfg, "retention.bytes must be -1 (unlimited) or a positive number of bytes"
-			case n > 0:
-				cfg.MaxBytes = uint64(n)
-			}
-		case "cleanup.policy":
-			if v != "delete" {
-				return cfg, "cleanup.policy: kiggy supports only delete (Iggy has no compaction)"
-			}
-		case "compression.type":
-			if v != "producer" && v != "uncompressed" {
-				return cfg, "compression.type: kiggy stores records uncompressed and serves them uncompressed; use producer"
-			}
-		case "message.timestamp.type":
-			if v != "CreateTime" {
-				return cfg, "message.timestamp.type: kiggy keeps the producer's CreateTime only"
-			}
-		case "min.insync.replicas":
-			if v != "1" {
-				return cfg, "min.insync.replicas: kiggy has one replica per partition; use 1"
-			}
-		case "flush.messages", "flush.ms":
-			// Kafka: LONG, flush.messages at least 1, flush.ms at least 0;
-			// Long.MAX_VALUE (the default) means "never fsync". Iggy fsyncs
-			// every write or none, so any other interval fsyncs every write:
-			// never a weaker promise than asked (docs/IGGY.md, "Durability").
-			n, err := strconv.ParseInt(v, 10, 64)
-			floor := int64(1)
-			if c.Name == "flush.ms" {
-				floor = 0
-			}
-			switch {
-			case err != nil:
-				return cfg, "Invalid value " + v + " for configuration " + c.Name + ": Not a number of type LONG"
-			case n < floor:
-				return cfg, "Invalid value " + v + " for configuration " + c.Name + ": Value must be at least " + strconv.FormatInt(floor, 10)
-			case n < math.MaxInt64:
-				cfg.Durability = DurabilityFsync
-			}
-		default:
-			return cfg, c.Name + ": not supported by kiggy (supported: retention.ms, retention.bytes, flush.messages, flush.ms, cleanup.policy=delete, compression.type=producer, message.timestamp.type=CreateTime, min.insync.replicas=1)"
+		n, err := topicconfig.Normalize(c.Name, c.Value.S)
+		if err != nil {
+			return nil, err.Error()
 		}
+		v[strings.Clone(c.Name)] = n
 	}
-	return cfg, ""
+	if err := v.Check(); err != nil {
+		return nil, err.Error()
+	}
+	return v, ""
 }
 
 // createTopics answers CreateTopics v2–7.
@@ -105,18 +58,26 @@ func (g *Gateway) createTopics(c *call) bool {
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		out := wire.CreateTopicsResponseTopic{Topic: t.Topic, NumPartitions: -1, ReplicationFactor: -1}
-		code, msg, parts, cfg := g.checkCreate(t)
+		code, msg, parts, overrides := g.checkCreate(t)
 		if !g.canCreateTopic(c, t.Topic) { // KafkaApis: CREATE on the cluster or the topic
 			code, msg = wire.TopicAuthorizationFailed, "Authorization failed."
 		}
-		switch {
-		case code != wire.NoError:
-		case req.ValidateOnly:
+		cfg := backendConfig(overrides)
+		if code == wire.NoError && req.ValidateOnly {
 			if _, err := g.store.Topic(g.ctx, t.Topic); err == nil {
 				code, msg = wire.TopicAlreadyExists, "Topic '"+t.Topic+"' already exists."
 			}
-		default:
-			_, err := g.store.CreateTopic(g.ctx, t.Topic, parts, cfg)
+		} else if code == wire.NoError {
+			info, err := g.store.CreateTopic(g.ctx, t.Topic, parts, cfg)
+			if err == nil {
+				// The backend says what it does (durability); the
+				// overrides go with the topic (what an earlier topic
+				// of the name left, configs and log starts, is cleared).
+				cfg.Durability = info.Config.Durability
+				if err = g.dropTopicState(g.ctx, t.Topic); err == nil {
+					err = g.putTopicOverrides(g.ctx, t.Topic, overrides)
+				}
+			}
 			switch {
 			case errors.Is(err, ErrTopicExists):
 				code, msg = wire.TopicAlreadyExists, "Topic '"+t.Topic+"' already exists."
@@ -132,7 +93,7 @@ func (g *Gateway) createTopics(c *call) bool {
 		}
 		if code == wire.NoError {
 			out.NumPartitions, out.ReplicationFactor = parts, 1
-			for _, e := range topicConfigs(cfg, g.maxMessageBytes()) {
+			for _, e := range topicConfigs(overrides, cfg, g.maxMessageBytes()) {
 				out.Configs = append(out.Configs, wire.CreateTopicsResponseTopicConfig{Name: e.name, Value: wire.NullStringOf(e.value), ReadOnly: e.readOnly, Source: e.source})
 			}
 		}
@@ -144,22 +105,22 @@ func (g *Gateway) createTopics(c *call) bool {
 }
 
 // checkCreate validates one CreateTopics entry.
-func (g *Gateway) checkCreate(t *wire.CreateTopicsRequestTopic) (wire.ErrorCode, string, int32, TopicConfig) {
+func (g *Gateway) checkCreate(t *wire.CreateTopicsRequestTopic) (wire.ErrorCode, string, int32, topicconfig.Values) {
 	if !validTopicName(t.Topic) {
-		return wire.InvalidTopicException, "Topic name '" + t.Topic + "' is illegal: use 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'", 0, TopicConfig{}
+		return wire.InvalidTopicException, "Topic name '" + t.Topic + "' is illegal: use 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'", 0, nil
 	}
 	// KIP-464: -1 means the broker default.
 	if t.ReplicationFactor != -1 && t.ReplicationFactor != 1 {
-		return wire.InvalidReplicationFactor, "Replication factor must be 1 or -1: kiggy stores each partition once, in Iggy (which replicates on its own).", 0, TopicConfig{}
+		return wire.InvalidReplicationFactor, "Replication factor must be 1 or -1: kiggy stores each partition once, in Iggy (which replicates on its own).", 0, nil
 	}
 	parts := t.NumPartitions
 	if len(t.ReplicaAssignment) > 0 {
 		if parts != -1 {
-			return wire.InvalidRequest, "Both numPartitions and replicasAssignments were set.", 0, TopicConfig{}
+			return wire.InvalidRequest, "Both numPartitions and replicasAssignments were set.", 0, nil
 		}
 		for _, a := range t.ReplicaAssignment {
 			if len(a.Replicas) != 1 || a.Replicas[0] != g.cfg.NodeID {
-				return wire.InvalidReplicaAssignment, "Every partition must be assigned to broker " + strconv.Itoa(int(g.cfg.NodeID)) + " alone.", 0, TopicConfig{}
+				return wire.InvalidReplicaAssignment, "Every partition must be assigned to broker " + strconv.Itoa(int(g.cfg.NodeID)) + " alone.", 0, nil
 			}
 		}
 		parts = int32(len(t.ReplicaAssignment))
@@ -168,13 +129,13 @@ func (g *Gateway) checkCreate(t *wire.CreateTopicsRequestTopic) (wire.ErrorCode,
 		parts = g.cfg.DefaultPartitions
 	}
 	if parts <= 0 || parts > maxPartitions {
-		return wire.InvalidPartitions, "Number of partitions must be between 1 and " + strconv.Itoa(maxPartitions) + ".", 0, TopicConfig{}
+		return wire.InvalidPartitions, "Number of partitions must be between 1 and " + strconv.Itoa(maxPartitions) + ".", 0, nil
 	}
-	cfg, bad := topicConfigFromKafka(t.Configs)
+	overrides, bad := topicOverridesFromKafka(t.Configs)
 	if bad != "" {
-		return wire.InvalidConfig, bad, 0, TopicConfig{}
+		return wire.InvalidConfig, bad, 0, nil
 	}
-	return wire.NoError, "", parts, cfg
+	return wire.NoError, "", parts, overrides
 }
 
 // deleteTopics answers DeleteTopics v1–6 (by name; kiggy serves zero topic
@@ -197,6 +158,10 @@ func (g *Gateway) deleteTopics(c *call) bool {
 			// A topic of the same name created later starts with no
 			// producer state.
 			g.producers.dropTopic(name)
+			// Its configs and log starts go with it.
+			if err := g.dropTopicState(g.ctx, name); err != nil {
+				return wire.UnknownServerError, "the topic is deleted, but not its configs: " + err.Error()
+			}
 			return wire.NoError, ""
 		case errors.Is(err, ErrUnknownTopic):
 			return wire.UnknownTopicOrPartition, "This server does not host this topic-partition."
@@ -317,44 +282,4 @@ func (g *Gateway) describeCluster(c *call) bool {
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
 	return false
-}
-
-// alterConfigs refuses AlterConfigs: topic settings are fixed at creation.
-func (g *Gateway) alterConfigs(c *call) bool {
-	as := &c.state.admin
-	if !decodeOrClose(c, &as.alterReq) {
-		return false
-	}
-	var resp wire.AlterConfigsResponse
-	for _, r := range as.alterReq.Resources {
-		resp.Resources = append(resp.Resources, g.refuseAlter(c, r.ResourceType, r.ResourceName))
-	}
-	resp.CountErrors(g.errorCounter(c))
-	respond(c, &resp)
-	return false
-}
-
-// incrementalAlterConfigs refuses IncrementalAlterConfigs likewise.
-func (g *Gateway) incrementalAlterConfigs(c *call) bool {
-	as := &c.state.admin
-	if !decodeOrClose(c, &as.incrReq) {
-		return false
-	}
-	var resp wire.IncrementalAlterConfigsResponse
-	for _, r := range as.incrReq.Resources {
-		resp.Resources = append(resp.Resources, g.refuseAlter(c, r.ResourceType, r.ResourceName))
-	}
-	resp.CountErrors(g.errorCounter(c))
-	respond(c, &resp)
-	return false
-}
-
-// refuseAlter answers one resource of an alter: ALTER_CONFIGS on it first
-// (KafkaApis), then the refusal.
-func (g *Gateway) refuseAlter(c *call, t wire.ConfigResourceType, name string) wire.AlterConfigsResponseResource {
-	if code := g.configResourceCode(c, acl.OpAlterConfigs, t, name); code != wire.NoError {
-		return wire.AlterConfigsResponseResource{ErrorCode: code, ResourceType: t, ResourceName: name, ErrorMessage: wire.NullStringOf(code.String())}
-	}
-	return wire.AlterConfigsResponseResource{ErrorCode: wire.InvalidConfig, ResourceType: t, ResourceName: name,
-		ErrorMessage: wire.NullStringOf("kiggy does not alter configs: set retention.ms / retention.bytes when creating the topic")}
 }

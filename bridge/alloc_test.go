@@ -3,6 +3,7 @@
 package bridge_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -52,6 +53,31 @@ func TestFetchRoundTripAllocs(t *testing.T) {
 	}
 }
 
+// TestFetchRoundTripAllocsIggy: the same Fetch on the Iggy backend, served
+// from the Iggy client's read cache, allocates nothing per request either:
+// the partitions are read concurrently by pooled readers (no goroutine and
+// closure per partition) and a cached read allocates nothing. iggytest runs
+// in this process, so the bound leaves room for a re-poll should a chunk
+// outlive the cache's TTL on a slow machine.
+func TestFetchRoundTripAllocsIggy(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true})
+	gw.CreateTopic(t, "allocs", benchPartitions)
+	bc := dialBench(t, gw.Addr)
+	pf := produceFrame("allocs")
+	for range 16 {
+		checkProduce(t, bc.roundTrip(t, pf))
+	}
+	frame := fetchFrame("allocs", 256<<10)
+	for range 50 {
+		bc.roundTrip(t, frame)
+	}
+	n := testing.AllocsPerRun(100, func() { bc.roundTrip(t, frame) })
+	t.Logf("%.3f allocations per Fetch round trip", n)
+	if n >= 1 {
+		t.Fatalf("%.2f allocations per Fetch round trip", n)
+	}
+}
+
 // TestIdempotentProduceRoundTripAllocs: the same Produce with idempotent
 // batches in sequence (window check, producer stamp, per-partition lock)
 // allocates no more than the non-idempotent one: nothing per batch in
@@ -75,4 +101,40 @@ func TestIdempotentProduceRoundTripAllocs(t *testing.T) {
 		t.Fatalf("the frames were not all new and in sequence:\n%s", m)
 	}
 	wantCount(t, gw, "allocs", 0, 501*benchRecords)
+}
+
+// TestFetchRoundTripAllocsCompressed: the same Fetch of a topic with a
+// compression.type allocates nothing per request once warm, for each codec
+// (pooled compressors and scratch per state, the compressed stream written
+// into the pooled response buffer), on the embedded log read inline; read
+// as a networked backend (every partition concurrently, a goroutine each),
+// no more than the same Fetch uncompressed.
+func TestFetchRoundTripAllocsCompressed(t *testing.T) {
+	measure := func(t *testing.T, gw *kiggytest.Gateway, topic, compression string) float64 {
+		createCodecTopic(t, gw, topic, benchPartitions, compression)
+		bc := dialBench(t, gw.Addr)
+		pf := produceFrame(topic)
+		for range 16 {
+			checkProduce(t, bc.roundTrip(t, pf))
+		}
+		frame := fetchFrame(topic, 256<<10)
+		for range 50 {
+			bc.roundTrip(t, frame)
+		}
+		return testing.AllocsPerRun(50, func() { bc.roundTrip(t, frame) })
+	}
+	for _, fan := range []bool{false, true} {
+		gw := codecGateway(t, fan)
+		base := measure(t, gw, "allocs-none", "producer")
+		t.Logf("fan=%v: %.3f allocations per uncompressed Fetch round trip", fan, base)
+		for _, c := range fetchCodecs {
+			t.Run(fmt.Sprintf("%s/fan=%v", c.name, fan), func(t *testing.T) {
+				n := measure(t, gw, "allocs-"+c.name, c.name)
+				t.Logf("%.3f allocations per Fetch round trip", n)
+				if n > base+0.1 {
+					t.Fatalf("%.2f allocations per Fetch round trip, %.2f uncompressed", n, base)
+				}
+			})
+		}
+	}
 }

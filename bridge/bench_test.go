@@ -166,12 +166,17 @@ func BenchmarkGatewayFetch(b *testing.B) {
 }
 
 // BenchmarkGatewayFetchIggy: the same Fetch on the Iggy backend, with the
-// server's replies delayed by 0 and by 500 µs.
+// server's replies delayed by 0 and by 500 µs, the Iggy client's read cache
+// off (every Fetch polls) and on (the same offsets fetched again are served
+// from memory; BenchmarkGatewayFanoutIggy measures sequential readers).
 func BenchmarkGatewayFetchIggy(b *testing.B) {
 	for _, latency := range []time.Duration{0, 500 * time.Microsecond} {
-		b.Run(fmt.Sprintf("latency=%v", latency), func(b *testing.B) {
-			benchFetch(b, kiggytest.Start(b, kiggytest.Options{IggyServer: latencyServer(b, latency)}), 1)
-		})
+		for _, cache := range []int64{-1, 0} {
+			name := fmt.Sprintf("latency=%v/cache=%s", latency, map[bool]string{true: "off", false: "on"}[cache < 0])
+			b.Run(name, func(b *testing.B) {
+				benchFetch(b, kiggytest.Start(b, kiggytest.Options{IggyServer: latencyServer(b, latency), IggyReadCacheBytes: cache}), 1)
+			})
+		}
 	}
 }
 

@@ -271,7 +271,7 @@ func TestDurabilityConfigs(t *testing.T) {
 	for name, want := range map[string][3]string{
 		"plain":      {"written", "9223372036854775807", "9223372036854775807"},
 		"flush-msgs": {"fsync", "1", "0"},
-		"flush-ms":   {"fsync", "1", "0"},
+		"flush-ms":   {"fsync", "1", "1000"}, // the override as set; flush.messages as the backend does
 		"flush-off":  {"written", "9223372036854775807", "9223372036854775807"},
 		"foreign":    {"buffered", "9223372036854775807", "9223372036854775807"},
 	} {

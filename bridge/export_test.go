@@ -1,6 +1,10 @@
 package bridge
 
-import "github.com/kiggy-io/kiggy/security"
+import (
+	"time"
+
+	"github.com/kiggy-io/kiggy/security"
+)
 
 // SetTestPanicHook installs f as the panic-injection hook of the group
 // callbacks (nil removes it).
@@ -32,4 +36,12 @@ func SetTestPrincipals(f func(clientID string) (security.Principal, bool)) (rest
 		testPrincipalHook.Store(&f)
 	}
 	return func() { testPrincipalHook.Store(nil) }
+}
+
+// SetTopicStateRefresh sets how often gateways created from now on re-read
+// a shared system store, and returns a function that restores it.
+func SetTopicStateRefresh(d time.Duration) (restore func()) {
+	old := topicStateRefresh
+	topicStateRefresh = d
+	return func() { topicStateRefresh = old }
 }

@@ -23,22 +23,39 @@ type fetchState struct {
 	call     *call // the call being answered, for growResponse
 	deadline time.Time
 	waiter   *waiter
+	// codecs[i] is the codec Fetch serves req.Topics[i] in, looked up once
+	// per request (fetchcodec.go).
+	codecs []batch.Codec
 }
 
-// partReader reads one partition's messages and maps them back into one
-// uncompressed batch appended to buf (docs/design/record-mapping.md §3).
+// partReader reads one partition's messages and maps them back into
+// batches appended to buf (docs/design/record-mapping.md §3): one
+// uncompressed batch, or up to maxCompressedReads compressed ones.
 type partReader struct {
 	builder    batch.Builder
+	codec      batch.Codec // the codec of the partition's batches
 	decoder    mapping.Decoder
 	record     mapping.Record
 	buf        []byte
 	started    bool // builder holds an open batch
 	base       int64
 	baseTS     int64
-	unmappable bool // an unmappable message stopped the read
-	mapped     int  // records added to the builder by this read
-	emit       func(*message.Message) bool
-	metrics    *metrics
+	unmappable bool  // an unmappable message stopped the read
+	mapped     int   // records added to the builder by this read
+	next       int64 // the offset after the last record added
+	// logAppend: the topic is message.timestamp.type=LogAppendTime, so
+	// each batch holds records of one append time and says so.
+	logAppend bool
+	// capBytes, when ≥ 0, caps the payload and header bytes a read adds
+	// (capUsed so far): a continuation read's batch must fit what the
+	// first left, and a read that may not exceed its limit (not the first
+	// records of the response, KIP-74) must not take one message past it.
+	capBytes, capUsed int
+	readLimit         int  // the first read's limit
+	oversized         bool // its first message alone was over readLimit
+	capped            bool // capBytes stopped a read
+	emit              func(*message.Message) bool
+	metrics           *metrics
 
 	// A concurrent read's request and outcome (fetchFanout).
 	topic       string
@@ -71,8 +88,10 @@ func (fs *fetchState) trim() {
 	if len(fs.parts) > maxRetainedFanout {
 		fs.parts = fs.parts[:maxRetainedFanout]
 	}
+	fs.r.builder.TrimScratch(maxRetainedPartBuf)
 	kept := 0
 	for _, r := range fs.parts {
+		r.builder.TrimScratch(maxRetainedPartBuf)
 		if c := cap(r.buf); c > maxRetainedPartBuf || kept+c > maxRetainedScratch {
 			r.buf = nil
 		}
@@ -81,6 +100,7 @@ func (fs *fetchState) trim() {
 	}
 	if cap(fs.req.Topics) > maxRetainedEntries {
 		fs.req = wire.FetchRequest{}
+		fs.codecs = nil
 	}
 }
 
@@ -90,8 +110,9 @@ const externalPoll = 100 * time.Millisecond
 
 // fetch answers Fetch v4–12 (docs/design/kafka-protocol.md §7): sessionless (KIP-227:
 // SessionId 0, every requested partition answered), records mapped back
-// per docs/design/record-mapping.md §3 into one uncompressed v2 batch per partition,
-// long polling that parks without holding a loop or a worker.
+// per docs/design/record-mapping.md §3 into v2 batches in the topic's
+// compression.type (docs/design/record-mapping.md §3.5), long polling that
+// parks without holding a loop or a worker.
 func (g *Gateway) fetch(c *call) bool {
 	st := c.state
 	fs := &st.fetch
@@ -100,7 +121,19 @@ func (g *Gateway) fetch(c *call) bool {
 		if !decodeOrClose(c, &fs.req) {
 			return false
 		}
-		fs.deadline = time.Now().Add(time.Duration(fs.req.MaxWaitMillis) * time.Millisecond)
+		now := time.Now()
+		fs.deadline = now.Add(time.Duration(fs.req.MaxWaitMillis) * time.Millisecond)
+		compress := false
+		fs.codecs = fs.codecs[:0]
+		for i := range fs.req.Topics {
+			codec := g.topicCodec(fs.req.Topics[i].Topic)
+			fs.codecs = append(fs.codecs, codec)
+			compress = compress || codec != batch.NoCompression
+		}
+		// Compressing is too slow for the event loop (call.go, Offload).
+		if c.inline && compress {
+			return g.offload(c)
+		}
 	}
 	// docs/design/kafka-protocol.md §7.4: an incremental fetch for a session we never created.
 	if fs.req.SessionID != 0 {
@@ -210,7 +243,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 	// in request order; the embedded log reads straight into the response.
 	fan := !g.caps.LocalLatency && fetchPartitions(req) > 1
 	if fan {
-		g.readAll(fs, maxBytes)
+		g.readAll(fs, v, maxBytes)
 	}
 	buf := c.req.ResponseBufferSize(hint + 1024)
 	buf = wire.AppendResponseHeader(buf, c.hdr.APIKey, v, c.hdr.CorrelationID)
@@ -218,6 +251,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 	total, hasErr, k := 0, false, 0
 	for i := range req.Topics {
 		t := &req.Topics[i]
+		codec, refuse := readCodec(fs.codecs[i], v)
 		buf = wire.AppendFetchTopicStart(buf, v, t.Topic, len(t.Partitions))
 		denied := g.topicCode(c, acl.OpRead, t.Topic) // KafkaApis: READ on the topic
 		for j := range t.Partitions {
@@ -254,22 +288,27 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 				// the response limit is reached).
 				switch {
 				case r.resp.ErrorCode != wire.NoError || r.recordBytes == 0:
-				case total == 0 || limit > 0 && r.limit <= limit:
+				case total == 0 || limit > 0 && r.limit <= limit && !r.oversized:
 					buf = fs.call.req.GrowResponse(buf, r.recordBytes)
 					buf = append(buf, r.buf...)
 					n = r.recordBytes
 				case limit > 0:
-					buf, n = g.readPartition(&fs.r, buf, t.Topic, rp, &p, limit)
+					buf, n = g.readPartition(&fs.r, buf, t.Topic, codec, rp, &p, limit, false)
 				}
 			case limit > 0 || total == 0:
-				buf, n = g.readPartition(&fs.r, buf, t.Topic, rp, &p, limit)
+				buf, n = g.readPartition(&fs.r, buf, t.Topic, codec, rp, &p, limit, total == 0)
 			default:
 				// No room left: answer the partition with its watermarks only.
-				if wm, err := g.store.Watermarks(g.ctx, t.Topic, rp.Partition); err == nil {
+				if wm, err := g.watermarks(g.ctx, t.Topic, rp.Partition); err == nil {
 					setWatermarks(&p, wm)
 				} else {
 					p.ErrorCode = fetchCode(err)
 				}
+			}
+			if refuse && n > 0 && p.ErrorCode == wire.NoError {
+				// docs/design/kafka-protocol.md §5: zstd batches only for Fetch ≥ v10
+				// (KIP-110); Kafka answers an older Fetch UNSUPPORTED_COMPRESSION_TYPE.
+				p.ErrorCode = wire.UnsupportedCompressionType
 			}
 			if p.ErrorCode != wire.NoError {
 				hasErr = true
@@ -290,51 +329,95 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 // readAll reads every requested partition concurrently into fs.parts, each
 // up to its own limit (PartitionMaxBytes, at most maxBytes); the first read
 // runs on the calling goroutine.
-func (g *Gateway) readAll(fs *fetchState, maxBytes int) {
+func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 	k := 0
 	for i := range fs.req.Topics {
 		t := &fs.req.Topics[i]
+		codec, _ := readCodec(fs.codecs[i], v)
 		for j := range t.Partitions {
 			for len(fs.parts) <= k {
 				fs.parts = append(fs.parts, new(partReader))
 			}
 			r := fs.parts[k]
 			r.init(&g.metrics)
-			r.topic, r.rp = t.Topic, &t.Partitions[j]
+			r.topic, r.rp, r.codec = t.Topic, &t.Partitions[j], codec
 			k++
 		}
 	}
 	// Each read runs under catch; when one panicked, readAll re-raises
 	// errPartPanicked once all are done, so the call is abandoned by the
-	// guard its handler runs under.
-	read := func(r *partReader) {
-		r.panicked = g.catch(fs.call, func() {
-			r.resp = wire.FetchResponseTopicPartition{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
-			if !g.allowed(fs.call, acl.OpRead, acl.ResourceTopic, r.topic) {
-				return // fetchPass answers it TOPIC_AUTHORIZATION_FAILED
-			}
-			r.limit = min(int(r.rp.PartitionMaxBytes), maxBytes)
-			if want := min(r.limit+r.limit/8+4096, maxRetainedPartBuf); cap(r.buf) < want {
-				// Room for a full read (record framing adds a few percent to
-				// the payload bytes the limit counts) without append's
-				// doubling copies; kept by the pooled state for the next.
-				r.buf = make([]byte, 0, want)
-			}
-			r.buf, r.recordBytes = g.readPartition(r, r.buf[:0], r.topic, r.rp, &r.resp, r.limit)
-		})
-	}
+	// guard its handler runs under. The reads after the first go to pooled
+	// reader goroutines (no allocation per partition once they run).
 	for _, r := range fs.parts[1:k] {
 		fs.wg.Add(1)
-		go func() {
-			defer fs.wg.Done()
-			read(r)
-		}()
+		g.startPartRead(partJob{fs: fs, r: r, maxBytes: maxBytes})
 	}
-	read(fs.parts[0])
+	g.readOnePart(fs, fs.parts[0], maxBytes)
 	fs.wg.Wait()
 	for _, r := range fs.parts[:k] {
 		if r.panicked {
 			panic(errPartPanicked)
+		}
+	}
+}
+
+// readOnePart reads one partition of a Fetch into r under catch.
+func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
+	r.panicked = g.catch(fs.call, func() {
+		r.resp = wire.FetchResponseTopicPartition{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+		if !g.allowed(fs.call, acl.OpRead, acl.ResourceTopic, r.topic) {
+			return // fetchPass answers it TOPIC_AUTHORIZATION_FAILED
+		}
+		r.limit = min(int(r.rp.PartitionMaxBytes), maxBytes)
+		if want := min(r.limit+r.limit/8+4096, maxRetainedPartBuf); cap(r.buf) < want {
+			// Room for a full read (record framing adds a few percent to
+			// the payload bytes the limit counts) without append's
+			// doubling copies; kept by the pooled state for the next.
+			r.buf = make([]byte, 0, want)
+		}
+		r.buf, r.recordBytes = g.readPartition(r, r.buf[:0], r.topic, r.codec, r.rp, &r.resp, r.limit, true)
+	})
+}
+
+// partJob is one partition read of a Fetch for a pooled reader.
+type partJob struct {
+	fs       *fetchState
+	r        *partReader
+	maxBytes int
+}
+
+// maxPartWorkers bounds the pooled partition readers; past it a read runs
+// on a goroutine of its own.
+const maxPartWorkers = 256
+
+// startPartRead hands j to an idle pooled reader, or starts one.
+func (g *Gateway) startPartRead(j partJob) {
+	select {
+	case g.partJobs <- j:
+		return
+	default:
+	}
+	if g.partWorkers.Add(1) > maxPartWorkers {
+		g.partWorkers.Add(-1)
+		go func() {
+			g.readOnePart(j.fs, j.r, j.maxBytes)
+			j.fs.wg.Done()
+		}()
+		return
+	}
+	go g.partWorker(j)
+}
+
+// partWorker runs partition reads until the gateway closes.
+func (g *Gateway) partWorker(j partJob) {
+	defer g.partWorkers.Add(-1)
+	for {
+		g.readOnePart(j.fs, j.r, j.maxBytes)
+		j.fs.wg.Done()
+		select {
+		case j = <-g.partJobs:
+		case <-g.ctx.Done():
+			return
 		}
 	}
 }
@@ -347,31 +430,80 @@ func setWatermarks(p *wire.FetchResponseTopicPartition, wm Watermarks) {
 	p.LogStartOffset = wm.LogStart
 }
 
-// readPartition appends one partition's records (one uncompressed batch)
-// to buf through r and returns the records' size.
-func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int) ([]byte, int) {
+// readCodec returns the codec a topic served in codec is read with at Fetch
+// version v, and whether the partitions' records are to be refused instead:
+// zstd below v10 (docs/design/kafka-protocol.md §5), read uncompressed
+// only to tell whether there is anything to refuse.
+func readCodec(codec batch.Codec, v int16) (batch.Codec, bool) {
+	if codec == batch.Zstd && v < 10 {
+		return batch.NoCompression, true
+	}
+	return codec, false
+}
+
+// Compressed partitions are read again while the batches sent leave room
+// (docs/design/record-mapping.md §3.5: the limits count the bytes sent, as
+// Kafka counts its stored, compressed batches): at most maxCompressedReads
+// reads, the next only when at least minContinuation bytes of the limit are
+// left.
+const (
+	maxCompressedReads = 4
+	minContinuation    = 16 << 10
+)
+
+// readPartition appends one partition's records to buf through r, as one
+// uncompressed batch or as compressed batches, and returns their size.
+// With minOne (the response holds no records yet, KIP-74) a first record
+// larger than limit is served alone; without, nothing past limit is.
+func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec batch.Codec, rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int, minOne bool) ([]byte, int) {
 	if code := g.leaderCode(topic, rp.Partition, rp.CurrentLeaderEpoch); code != wire.NoError {
 		p.ErrorCode = code // docs/design/cluster.md §6
 		return buf, 0
 	}
-	r.buf = buf
-	r.started, r.unmappable, r.mapped = false, false, 0
+	r.buf, r.codec = buf, codec
+	r.unmappable, r.mapped, r.oversized, r.capped = false, 0, false, false
+	ts := g.topicSettingsOf(topic)
+	r.logAppend = ts != nil && ts.logAppendTime
 	start := len(buf)
 	if limit < 1 {
 		limit = 1
 	}
-	wm, err := g.store.Read(g.ctx, topic, rp.Partition, rp.FetchOffset, limit, r.emit)
-	// The builder may have moved the buffer (Grow): from here on only its
-	// result is valid, never the buf passed in.
-	out := r.buf
-	if r.started {
-		out = r.builder.Finish()
+	// Below a log start DeleteRecords set: OFFSET_OUT_OF_RANGE at once,
+	// with the watermarks (docs/design/record-mapping.md §4).
+	if ls := g.logStartOf(topic, rp.Partition); ls > 0 && rp.FetchOffset < ls {
+		wm, err := g.watermarks(g.ctx, topic, rp.Partition)
+		if err != nil {
+			p.ErrorCode = fetchCode(err)
+			return buf, 0
+		}
+		if rp.FetchOffset < wm.LogStart {
+			setWatermarks(p, wm)
+			p.ErrorCode = wire.OffsetOutOfRange
+			return buf, 0
+		}
 	}
+	r.capBytes, r.capUsed, r.readLimit = -1, 0, limit
+	if !minOne {
+		r.capBytes = limit
+	}
+	wm, err := g.readBatch(r, topic, rp.Partition, rp.FetchOffset, limit)
+	for reads := 1; err == nil && codec != batch.NoCompression && reads < maxCompressedReads; reads++ {
+		left := limit - (len(r.buf) - start)
+		if r.unmappable || r.capped || r.mapped == 0 || r.next >= wm.High || left < minContinuation {
+			break
+		}
+		r.capBytes, r.capUsed = left, 0
+		if _, cerr := g.readBatch(r, topic, rp.Partition, r.next, left); cerr != nil {
+			break // serve what the first reads found
+		}
+	}
+	out := r.buf
 	r.buf = nil
 	if err != nil {
 		p.ErrorCode = fetchCode(err)
 		return out[:start], 0
 	}
+	g.applyLogStart(topic, rp.Partition, &wm)
 	setWatermarks(p, wm)
 	// docs/design/kafka-protocol.md §7.1: FetchOffset outside [logStart, HW] → OFFSET_OUT_OF_RANGE so
 	// auto.offset.reset applies.
@@ -388,6 +520,18 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, rp *wir
 	return out, len(out) - start
 }
 
+// readBatch reads from offset and appends the records as one batch to r.buf.
+func (g *Gateway) readBatch(r *partReader, topic string, partition int32, offset int64, limit int) (Watermarks, error) {
+	r.started = false
+	wm, err := g.store.Read(g.ctx, topic, partition, offset, limit, r.emit)
+	// The builder may have moved the buffer (Grow): from here on only its
+	// result is valid, never the buffer r had before.
+	if r.started {
+		r.buf = r.builder.Finish()
+	}
+	return wm, err
+}
+
 // growResponse is the response reader's Grow: the response grows into a
 // larger pooled buffer of the request being answered.
 func (fs *fetchState) growResponse(buf []byte, n int) []byte {
@@ -402,9 +546,29 @@ func (r *partReader) add(m *message.Message) bool {
 		return false
 	}
 	rec := &r.record
+	size := len(m.Payload) + len(m.Headers)
+	if r.capBytes >= 0 {
+		// Read delivers one message past its limit (KIP-74), which only
+		// the response's first records may be.
+		if r.capUsed+size > r.capBytes {
+			r.capped = true
+			return false
+		}
+		r.capUsed += size
+	} else if r.mapped == 0 && size > r.readLimit {
+		r.oversized = true
+	}
+	if r.started && r.logAppend && rec.TimestampMs != r.baseTS {
+		// A new append time starts a new batch: a LogAppendTime batch
+		// gives every record its maxTimestamp (docs/design/record-mapping.md §3.5).
+		r.buf, r.started = r.builder.Finish(), false
+	}
 	if !r.started {
 		r.base, r.baseTS = m.Offset, rec.TimestampMs
-		r.builder.Reset(r.buf, r.base, r.baseTS, batch.NoCompression)
+		r.builder.Reset(r.buf, r.base, r.baseTS, r.codec)
+		if r.logAppend {
+			r.builder.SetAttributes(attrLogAppendTime)
+		}
 		r.started = true
 	}
 	r.builder.BeginRecord(int32(m.Offset-r.base), rec.TimestampMs-r.baseTS, rec.Key, rec.Value)
@@ -413,9 +577,15 @@ func (r *partReader) add(m *message.Message) bool {
 	}
 	r.builder.EndRecord()
 	r.mapped++
+	r.next = m.Offset + 1
 	r.metrics.recordsOut.Add(1)
 	return true
 }
+
+// attrLogAppendTime is RecordBatch attribute bit 3, the timestamp type:
+// set, the batch's maxTimestamp is every record's log append time
+// (docs/design/kafka-protocol.md §4.1).
+const attrLogAppendTime int16 = 0x08
 
 // fetchCode maps a Log read error to a partition error code.
 func fetchCode(err error) wire.ErrorCode {

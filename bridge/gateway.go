@@ -204,15 +204,22 @@ type Gateway struct {
 	bigDecode   atomic.Bool
 	groups      *group.Coordinator
 	// system keeps kiggy's own state (system.go).
-	system  SystemStore
-	acl     aclState  // the authorizer (acl.go)
-	sasl    saslState // bridge/sasl.go
-	metrics metrics
-	notify  notifier
+	system SystemStore
+	acl    aclState  // the authorizer (acl.go)
+	sasl   saslState // bridge/sasl.go
+	// topicState holds topic configs and log starts (topicstate.go).
+	topicState topicState
+	metrics    metrics
+	notify     notifier
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// partJobs feeds the pooled partition readers of concurrent Fetches
+	// (fetch.go, readAll); partWorkers counts them.
+	partJobs    chan partJob
+	partWorkers atomic.Int32
 }
 
 // connState orders one connection's requests.
@@ -252,6 +259,7 @@ func New(cfg Config, store Log) *Gateway {
 		ctx:    ctx,
 		cancel: cancel,
 	}
+	g.partJobs = make(chan partJob)
 	g.states.New = func() any { return new(state) }
 	g.producerIDs.init(cfg.InstanceID)
 	g.producers.init()
@@ -290,6 +298,7 @@ var handlerTable = [maxAPIKey]handlerFunc{
 	wire.KeyAPIVersions:                  (*Gateway).apiVersions,
 	wire.KeyCreateTopics:                 (*Gateway).createTopics,
 	wire.KeyDeleteTopics:                 (*Gateway).deleteTopics,
+	wire.KeyDeleteRecords:                (*Gateway).deleteRecords,
 	wire.KeyInitProducerID:               (*Gateway).initProducerID,
 	wire.KeyDescribeProducers:            (*Gateway).describeProducers,
 	wire.KeyDescribeAcls:                 (*Gateway).describeAcls,

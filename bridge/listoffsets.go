@@ -54,7 +54,7 @@ func (g *Gateway) listOffset(topic string, p wire.ListOffsetsRequestTopicPartiti
 	if out.ErrorCode = g.leaderCode(topic, p.Partition, p.CurrentLeaderEpoch); out.ErrorCode != wire.NoError {
 		return out // docs/design/cluster.md §6
 	}
-	wm, err := g.store.Watermarks(g.ctx, topic, p.Partition)
+	wm, err := g.watermarks(g.ctx, topic, p.Partition) // DeleteRecords' log start applied
 	if err != nil {
 		out.ErrorCode = fetchCode(err)
 		return out
@@ -91,6 +91,7 @@ func (g *Gateway) listOffset(topic string, p wire.ListOffsetsRequestTopicPartiti
 		if err != nil {
 			out.ErrorCode = fetchCode(err)
 		} else if ok {
+			off = max(off, wm.LogStart) // nothing below the log start is served
 			out.Offset = off
 			out.Timestamp = ts
 			// Report the found record's own timestamp, as Kafka does.

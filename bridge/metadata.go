@@ -105,6 +105,12 @@ func (g *Gateway) metadata(c *call) bool {
 			}
 			if errors.Is(err, ErrUnknownTopic) && allowCreate {
 				info, err = g.store.CreateTopic(ctx, name, g.cfg.DefaultPartitions, TopicConfig{})
+				if err == nil {
+					// A new topic has the defaults and log start 0, whatever an
+					// earlier one of the name left in the system store
+					// (topicstate.go).
+					_ = g.dropTopicState(ctx, name)
+				}
 				if errors.Is(err, ErrTopicExists) {
 					info, err = g.store.Topic(ctx, name)
 				}

@@ -83,6 +83,16 @@ func (g *Gateway) produce(c *call) bool {
 		if fixed == wire.NoError {
 			denied = g.topicCode(c, acl.OpWrite, rt.Name) // KafkaApis: WRITE on the topic
 		}
+		// The topic's configs: max.message.bytes and message.timestamp.type
+		// (docs/design/record-mapping.md §2.5).
+		ts := g.topicSettingsOf(rt.Name)
+		rules := produceRules{appendTime: -1}
+		if ts != nil {
+			rules.needKey = ts.compact
+			if ts.logAppendTime {
+				rules.appendTime = time.Now().UnixMilli()
+			}
+		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			code, base := cmp.Or(fixed, denied), int64(-1)
@@ -90,13 +100,16 @@ func (g *Gateway) produce(c *call) bool {
 				// Produce carries no leader epoch: only the leader check.
 				code = g.leaderCode(rt.Name, rp.Index, -1)
 			}
+			if code == wire.NoError && ts != nil && ts.maxMessageBytes >= 0 {
+				code = checkMessageSize(rp.Records, ts.maxMessageBytes)
+			}
 			if code == wire.NoError {
 				dst := &st.batch
 				if parallel {
 					dst = fan.batch(len(fan.jobs))
 				}
 				var pb producerBatch
-				code = g.preparePartition(st, dst, rp, v, &budget, &pb)
+				code = g.preparePartition(st, dst, rp, v, &budget, &pb, rules)
 				if code == wire.NoError {
 					if parallel {
 						fan.jobs = append(fan.jobs, appendJob{topic: rt.Name, index: rp.Index, batch: dst, producer: pb, topicAt: i, partAt: j})
@@ -107,7 +120,7 @@ func (g *Gateway) produce(c *call) bool {
 			}
 			out.Partitions = append(out.Partitions, wire.ProduceResponsePartition{
 				Index: rp.Index, ErrorCode: code, BaseOffset: base,
-				LogAppendTimeMillis: -1, LogStartOffset: -1,
+				LogAppendTimeMillis: rules.appendTime, LogStartOffset: -1,
 			})
 		}
 	}
@@ -172,7 +185,8 @@ func hasCompressed(req *wire.ProduceRequest) bool {
 
 // preparePartition validates, decodes and maps one partition entry into dst,
 // and fills pb from an idempotent batch's header (pb.id -1 otherwise).
-func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.ProduceRequestPartition, v int16, budget *batch.Budget, pb *producerBatch) wire.ErrorCode {
+// rules are the topic's configs that change how records are stored.
+func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.ProduceRequestPartition, v int16, budget *batch.Budget, pb *producerBatch, rules produceRules) wire.ErrorCode {
 	pb.id = -1
 	// docs/design/record-mapping.md §4: a negative index is answered 3.
 	if p.Index < 0 {
@@ -209,13 +223,13 @@ func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.Produc
 			last: lastSequence(h.BaseSequence, h.LastOffsetDelta)}
 	}
 
-	code := g.mapPartition(st, dst, p.Records, h, budget)
+	code := g.mapPartition(st, dst, p.Records, h, budget, rules)
 	if code == wire.MessageTooLarge && (budget.MaxBytes < g.cfg.DecodeBudgetBytes || budget.MaxRecords < g.cfg.DecodeBudgetRecords) {
 		// Over what this request has left: does it fit a budget of its own?
 		// If so the client retries it (NOT_LEADER_OR_FOLLOWER is retriable);
 		// if not, it is simply too large.
 		alone := batch.Budget{MaxBytes: g.cfg.DecodeBudgetBytes, MaxRecords: g.cfg.DecodeBudgetRecords}
-		if g.mapPartition(st, dst, p.Records, h, &alone) == wire.NoError {
+		if g.mapPartition(st, dst, p.Records, h, &alone, rules) == wire.NoError {
 			code = wire.NotLeaderOrFollower
 		}
 	}
@@ -247,7 +261,7 @@ func (g *Gateway) appendPartition(ctx context.Context, topic string, index int32
 }
 
 // mapPartition decodes one validated batch and maps its records into dst.
-func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h batch.Header, budget *batch.Budget) wire.ErrorCode {
+func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h batch.Header, budget *batch.Budget, rules produceRules) wire.ErrorCode {
 	compressed := h.Codec() != batch.NoCompression
 	if compressed {
 		select {
@@ -270,7 +284,7 @@ func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h 
 	var r batch.Record
 	first := recs
 	for first.Next(&r) {
-		w.Observe(h.BaseTimestamp + r.TimestampDelta)
+		w.Observe(recordTime(h, &r, rules.appendTime))
 	}
 	if err := first.Err(); err != nil {
 		return batchCode(err)
@@ -294,7 +308,12 @@ func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h 
 			}
 			st.headers = append(st.headers, mapping.Header{Key: k, Value: val})
 		}
-		mr = mapping.Record{Key: r.Key, Value: r.Value, TimestampMs: h.BaseTimestamp + r.TimestampDelta, Headers: st.headers, Producer: stamp}
+		if rules.needKey && r.Key == nil {
+			// "Compacted topic cannot accept message without key"
+			// (LogValidator.validateKey).
+			return wire.InvalidRecord
+		}
+		mr = mapping.Record{Key: r.Key, Value: r.Value, TimestampMs: recordTime(h, &r, rules.appendTime), Headers: st.headers, Producer: stamp}
 		stamp = nil
 		if err := st.encoder.Append(dst, &mr); err != nil {
 			if errors.Is(err, mapping.ErrTooLarge) {
@@ -305,6 +324,36 @@ func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h 
 	}
 	if err := recs.Err(); err != nil {
 		return batchCode(err)
+	}
+	return wire.NoError
+}
+
+// produceRules are a topic's configs that change how Produce stores its
+// records.
+type produceRules struct {
+	// appendTime ≥ 0 is the log append time (ms) every record is stamped
+	// with (message.timestamp.type=LogAppendTime); −1 keeps the producer's.
+	appendTime int64
+	// needKey: the topic is compacted, so a record needs a key.
+	needKey bool
+}
+
+// recordTime is the timestamp a record is stored with: the producer's, or
+// the log append time when the topic asks for it.
+func recordTime(h batch.Header, r *batch.Record, appendTime int64) int64 {
+	if appendTime >= 0 {
+		return appendTime
+	}
+	return h.BaseTimestamp + r.TimestampDelta
+}
+
+// checkMessageSize applies a topic's max.message.bytes as Kafka's
+// UnifiedLog.analyzeAndValidateRecords does: the batch's full size (header
+// included) must fit, else MESSAGE_TOO_LARGE. A Produce partition entry is
+// exactly one batch (batch.Validate), so its size is the entry's.
+func checkMessageSize(records []byte, max int64) wire.ErrorCode {
+	if int64(len(records)) > max {
+		return wire.MessageTooLarge
 	}
 	return wire.NoError
 }

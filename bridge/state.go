@@ -32,6 +32,7 @@ type state struct {
 	listOffsetsReq  wire.ListOffsetsRequest
 	listOffsetsResp wire.ListOffsetsResponse
 	admin           adminState
+	deleteRecords   deleteRecordsState
 	group           groupState
 	fanout          produceFanout
 }

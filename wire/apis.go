@@ -24,6 +24,7 @@ const (
 	KeyAPIVersions                  APIKey = 18
 	KeyCreateTopics                 APIKey = 19
 	KeyDeleteTopics                 APIKey = 20
+	KeyDeleteRecords                APIKey = 21
 	KeyInitProducerID               APIKey = 22
 	KeyOffsetForLeaderEpoch         APIKey = 23
 	KeyDescribeAcls                 APIKey = 29
@@ -78,6 +79,7 @@ var APIs = []APIRange{
 	{KeyAPIVersions, 0, 4, apiVersionsFlexible},
 	{KeyCreateTopics, 2, 7, createTopicsFlexible},
 	{KeyDeleteTopics, 1, 6, deleteTopicsFlexible},
+	{KeyDeleteRecords, deleteRecordsMin, deleteRecordsMax, deleteRecordsFlexible},
 	{KeyInitProducerID, 0, 5, initProducerIDFlexible},
 	{KeyOffsetForLeaderEpoch, 2, 4, offsetForLeaderEpochFlexible},
 	{KeyDescribeAcls, aclsMin, aclsMax, aclsFlexible},
@@ -145,6 +147,7 @@ var apiNames = map[APIKey]string{
 	KeyDescribeClientQuotas:         "DescribeClientQuotas",
 	KeyDescribeUserScramCredentials: "DescribeUserScramCredentials",
 	KeyAlterUserScramCredentials:    "AlterUserScramCredentials",
+	KeyDeleteRecords:                "DeleteRecords",
 	KeyDescribeCluster:              "DescribeCluster",
 	KeyDescribeProducers:            "DescribeProducers",
 }

@@ -24,12 +24,13 @@ func csDecoders() map[string]func([]byte, int16) error {
 		"ListGroups":                   (&ListGroupsRequest{}).Decode,
 		"OffsetForLeaderEpoch":         (&OffsetForLeaderEpochRequest{}).Decode,
 		"DeleteGroups":                 (&DeleteGroupsRequest{}).Decode,
+		"OffsetDelete":                 (&OffsetDeleteRequest{}).Decode,
+		"DeleteRecords":                (&DeleteRecordsRequest{}).Decode,
 		"SaslHandshake":                (&SaslHandshakeRequest{}).Decode,
-		"DescribeClientQuotas":         (&DescribeClientQuotasRequest{}).Decode,
 		"SaslAuthenticate":             (&SaslAuthenticateRequest{}).Decode,
+		"DescribeClientQuotas":         (&DescribeClientQuotasRequest{}).Decode,
 		"DescribeUserScramCredentials": (&DescribeUserScramCredentialsRequest{}).Decode,
 		"AlterUserScramCredentials":    (&AlterUserScramCredentialsRequest{}).Decode,
-		"OffsetDelete":                 (&OffsetDeleteRequest{}).Decode,
 	}
 }
 

@@ -207,11 +207,11 @@ func TestConsumeAPIRows(t *testing.T) {
 		resp[a.key] = a
 	}
 	// The consume-side APIs: Fetch, ListOffsets, the group APIs,
-	// DeleteGroups and OffsetDelete, and the four SASL/SCRAM APIs with
-	// DescribeClientQuotas (wire/sasl_test.go); each must have both a
-	// request and a response row.
-	if len(csRequestAPIs) != 19 || len(resp) != 19 {
-		t.Fatalf("%d request and %d response APIs registered, want 19", len(csRequestAPIs), len(resp))
+	// DeleteGroups, OffsetDelete and DeleteRecords, and the four SASL/SCRAM
+	// APIs with DescribeClientQuotas (wire/sasl_test.go); each must have
+	// both a request and a response row.
+	if len(csRequestAPIs) != 20 || len(resp) != 20 {
+		t.Fatalf("%d request and %d response APIs registered, want 20", len(csRequestAPIs), len(resp))
 	}
 	for _, a := range csRequestAPIs {
 		row, ok := LookupAPI(a.key)

@@ -139,6 +139,15 @@ func (r *OffsetDeleteResponse) CountErrors(c ErrorCounter) {
 }
 
 // CountErrors reports r's error codes to c.
+func (r *DeleteRecordsResponse) CountErrors(c ErrorCounter) {
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			countError(c, r.Topics[i].Partitions[j].ErrorCode)
+		}
+	}
+}
+
+// CountErrors reports r's error codes to c.
 func (r *CreateTopicsResponse) CountErrors(c ErrorCounter) {
 	for i := range r.Topics {
 		countError(c, r.Topics[i].ErrorCode)

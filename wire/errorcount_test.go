@@ -48,7 +48,7 @@ func TestCountErrorsReportsEveryField(t *testing.T) {
 		&InitProducerIDResponse{}, &ListOffsetsResponse{}, &OffsetForLeaderEpochResponse{},
 		&FindCoordinatorResponse{}, &JoinGroupResponse{}, &SyncGroupResponse{},
 		&HeartbeatResponse{}, &LeaveGroupResponse{}, &OffsetCommitResponse{},
-		&OffsetFetchResponse{}, &DescribeGroupsResponse{}, &ListGroupsResponse{}, &DeleteGroupsResponse{}, &OffsetDeleteResponse{},
+		&OffsetFetchResponse{}, &DescribeGroupsResponse{}, &ListGroupsResponse{}, &DeleteGroupsResponse{}, &OffsetDeleteResponse{}, &DeleteRecordsResponse{},
 		&CreateTopicsResponse{}, &DeleteTopicsResponse{}, &CreatePartitionsResponse{},
 		&DescribeConfigsResponse{}, &AlterConfigsResponse{}, &IncrementalAlterConfigsResponse{},
 		&DescribeClusterResponse{}, &DescribeProducersResponse{},

@@ -103,7 +103,10 @@ func (r *MetadataRequest) Decode(body []byte, version int16) error {
 	if flex {
 		rd.SkipTags()
 	}
-	return rd.Complete()
+	// Bytes after the last field are ignored, as Kafka ignores them
+	// (docs/design/kafka-protocol.md §2.4): librdkafka 2.16 appends three to
+	// its all-topics request (confluent-kafka-python's list_topics()).
+	return rd.Err()
 }
 
 // AppendTo appends r encoded at version (a client's view; used by tests and

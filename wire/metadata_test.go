@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -101,7 +102,7 @@ func TestMetadataRequestOracle(t *testing.T) {
 				t.Fatalf("v%d: AppendTo %x, kmsg %x", v, got, plain)
 			}
 			if len(body) < 4096 {
-				prodCheckPrefixes(t, body, func(b []byte) error { return new(MetadataRequest).Decode(b, v) })
+				metadataCheckPrefixes(t, body, v)
 			}
 		}
 	}
@@ -352,5 +353,46 @@ func BenchmarkMetadataResponseEncode(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = r.AppendTo(buf[:0], 12)
+	}
+}
+
+// TestMetadataRequestTrailingBytes: librdkafka 2.16's all-topics Metadata
+// v13 request, as captured on the wire from confluent-kafka-python's
+// list_topics(), has three bytes after its tagged fields; Kafka ignores
+// them and so must kiggy (docs/design/kafka-protocol.md §2.4).
+func TestMetadataRequestTrailingBytes(t *testing.T) {
+	body := []byte{0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00}
+	var r MetadataRequest
+	if err := r.Decode(body, 13); err != nil {
+		t.Fatalf("librdkafka 2.16 all-topics request: %v", err)
+	}
+	if r.Topics != nil || r.AllowAutoTopicCreation || r.IncludeTopicAuthorizedOperations {
+		t.Fatalf("librdkafka 2.16 all-topics request decoded as %+v, want all topics, no auto-creation", r)
+	}
+	// A body cut short still fails.
+	if err := r.Decode(body[:2], 13); err == nil {
+		t.Fatal("a truncated body decoded")
+	}
+}
+
+// metadataCheckPrefixes is prodCheckPrefixes for Metadata requests, which
+// accept trailing bytes (TestMetadataRequestTrailingBytes): every prefix of
+// body fails, and body with a byte appended decodes as body does.
+func metadataCheckPrefixes(t *testing.T, body []byte, v int16) {
+	t.Helper()
+	for i := range body {
+		if err := new(MetadataRequest).Decode(body[:i:i], v); err == nil {
+			t.Fatalf("prefix of %d/%d bytes decoded without error", i, len(body))
+		}
+	}
+	var a, b MetadataRequest
+	if err := a.Decode(body, v); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Decode(append(append([]byte(nil), body...), 0), v); err != nil {
+		t.Fatalf("v%d with a trailing byte: %v", v, err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("v%d with a trailing byte decoded as %+v, without as %+v", v, b, a)
 	}
 }

@@ -52,6 +52,7 @@ type Client struct {
 
 	leader  leader
 	metrics clientMetrics
+	cache   *readCache // nil when Config.ReadCacheBytes < 0
 }
 
 var _ bridge.Log = (*Client)(nil)
@@ -92,6 +93,10 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c.markStarted()
+	if cfg.ReadCacheBytes > 0 && !cfg.system {
+		c.cache = newReadCache(c, cfg.ReadCacheBytes)
+		c.cache.start(readAheadWorkers(cfg.PoolSize))
+	}
 	if !cfg.system && !cfg.noCommitLog {
 		if err := c.openCommitLog(ctx); err != nil {
 			c.Close()
@@ -299,6 +304,7 @@ func (c *Client) Close() error {
 	c.leader.mu.Lock()
 	c.leader.closing = true
 	c.leader.mu.Unlock()
+	c.cache.close()
 	close(c.done)
 	c.wg.Wait()
 	timeout := time.NewTimer(c.cfg.RequestTimeout + time.Second)

@@ -359,10 +359,11 @@ func TestAppendRead(t *testing.T) {
 }
 
 // TestViewsAliasReplyBuffer shows the Message views are only valid during fn:
-// the next request reuses the buffer.
+// the next request reuses the buffer (the uncached path; cached chunks are
+// recycled once evicted).
 func TestViewsAliasReplyBuffer(t *testing.T) {
 	addr, stream := target(t)
-	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1, ReadCacheBytes: -1})
 	cx := ctx(t)
 	c.CreateTopic(cx, "v", 1, bridge.TopicConfig{})
 	c.Append(cx, "v", 0, batchOf(1, "aaaa", 1))

@@ -69,6 +69,11 @@ type Config struct {
 	// (Iggy's own defaults: confirmed from its in-memory journal, lost if
 	// iggy-server crashes).
 	Durability bridge.Durability
+	// ReadCacheBytes bounds the read cache (docs/IGGY.md, "Reads"): chunks
+	// of recent PollMessages replies served to later Reads, and polled ahead
+	// of sequential readers. 0 = DefaultReadCacheBytes; negative disables
+	// the cache and read-ahead.
+	ReadCacheBytes int64
 	// Logger receives connection events (default: slog.Default()).
 	Logger *slog.Logger
 }
@@ -119,6 +124,9 @@ func (c *Config) normalize() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.ReadCacheBytes == 0 {
+		c.ReadCacheBytes = DefaultReadCacheBytes
 	}
 	if c.Durability == bridge.DurabilityDefault {
 		c.Durability = bridge.DurabilityWritten

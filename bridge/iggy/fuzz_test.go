@@ -24,7 +24,8 @@ func seedHex(f *testing.F, path string) {
 
 // FuzzReply feeds arbitrary server bytes to every client-side reply decoder:
 // the VSR reply/eviction header, the result section, topic details and
-// lists, the SendMessages confirmation and the PollMessages record walk.
+// lists, the SendMessages confirmation, the PollMessages record walk and the
+// read cache's scan of a reply.
 // None may panic, and a poll walk must only hand out in-bounds views.
 func FuzzReply(f *testing.F) {
 	seedHex(f, "proto/testdata/tv12_poll_body.hex")
@@ -65,5 +66,21 @@ func FuzzReply(f *testing.F) {
 			}
 			return n < 1<<16
 		})
+		// The read cache's scan of a reply it keeps: what it reports must
+		// agree with what a walk of the same records delivers.
+		if len(data) >= 16 {
+			first, end, _, _, polled, ok := scanRecords(data[16:], 3, 2)
+			var it proto.RecordIter
+			var msg message.Message
+			res, werr := walkRecords(&it, &msg, data[16:], 3, 1<<30, true, func(m *message.Message) bool {
+				if ok && (uint64(m.Offset) < 3 || uint64(m.Offset) >= end || uint64(m.Offset) < first) {
+					t.Fatalf("offset %d outside the scanned [%d, %d)", m.Offset, first, end)
+				}
+				return true
+			})
+			if ok && werr == nil && res.polled != polled {
+				t.Fatalf("scan counted %d messages, walk %d", polled, res.polled)
+			}
+		}
 	})
 }

@@ -91,6 +91,9 @@ func (c *Client) Append(ctx context.Context, topic string, partition int32, b *m
 		if e.durability == bridge.DurabilityBuffered {
 			c.metrics.bufferedAppends.Add(1)
 		}
+		if base >= 0 {
+			c.cache.appended(topic, partition, base+int64(b.Count))
+		}
 		return base, nil
 	}
 	switch code := codeOf(err); {
@@ -145,6 +148,9 @@ func (c *Client) read(ctx context.Context, topic string, partition int32, offset
 	}
 	if offset < 0 {
 		offset = 0
+	}
+	if c.cache != nil {
+		return c.cache.read(ctx, topic, partition, offset, maxBytes, fn)
 	}
 	s, err := c.acquire(ctx)
 	if err != nil {
@@ -226,6 +232,7 @@ func (c *Client) pollError(ctx context.Context, topic string, partition int32, e
 	switch codeOf(err) {
 	case proto.CodeStreamIDNotFound, proto.CodeTopicIDNotFound, proto.CodeStreamNameNotFound, proto.CodeTopicNameNotFound:
 		c.forget(topic)
+		c.cache.invalidateTopic(topic)
 		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
 	case proto.CodePartitionNotFound:
 		return fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
@@ -240,21 +247,33 @@ func (c *Client) pollError(ctx context.Context, topic string, partition int32, e
 // from until fn returns false or maxBytes of payload and headers went out;
 // with first set, the first message goes out whatever its size.
 func (s *session) walkPoll(body []byte, from uint64, maxBytes int, first bool, fn func(*message.Message) bool) (pollResult, error) {
-	var res pollResult
 	r := proto.NewReader(body)
 	r.U32()
-	res.current = r.U64()
+	current := r.U64()
 	r.U32()
 	if !r.Ok() {
-		return res, errBadPoll
+		return pollResult{current: current}, errBadPoll
 	}
-	s.it.Reset(body[16:])
-	for s.it.Next() {
-		h := s.it.Header()
-		fr := s.it.Frames()
+	res, err := walkRecords(&s.it, &s.msg, body[16:], from, maxBytes, first, fn)
+	res.current = current
+	return res, err
+}
+
+// walkRecords walks the batch records of a poll reply with it, passing each
+// message at or above from to fn in msg (the Message aliases records), until
+// fn returns false or maxBytes went out; with first set, the first message
+// goes out whatever its size. msg is cleared after the walk.
+func walkRecords(it *proto.RecordIter, msg *message.Message, records []byte, from uint64, maxBytes int, first bool,
+	fn func(*message.Message) bool) (pollResult, error) {
+	var res pollResult
+	it.Reset(records)
+	for it.Next() {
+		h := it.Header()
+		fr := it.Frames()
 		for len(fr) > 0 {
 			f, err := message.ParseFrame(fr)
 			if err != nil {
+				*msg = message.Message{}
 				return res, errBadPoll
 			}
 			fr = fr[f.Size:]
@@ -271,23 +290,22 @@ func (s *session) walkPoll(body []byte, from uint64, maxBytes int, first bool, f
 				res.stopped = true
 				continue
 			}
-			m := &s.msg
-			m.Offset = int64(off)
-			m.Timestamp = h.BaseTimestamp
-			m.OriginTimestamp = h.OriginTimestamp + uint64(f.TimestampDelta)
-			m.ID = f.ID
-			m.Payload = f.Payload
-			m.Headers = f.Headers
+			msg.Offset = int64(off)
+			msg.Timestamp = h.BaseTimestamp
+			msg.OriginTimestamp = h.OriginTimestamp + uint64(f.TimestampDelta)
+			msg.ID = f.ID
+			msg.Payload = f.Payload
+			msg.Headers = f.Headers
 			res.delivered++
 			res.bytes += size
 			res.last = off
-			if !fn(m) || res.bytes >= maxBytes {
+			if !fn(msg) || res.bytes >= maxBytes {
 				res.stopped = true
 			}
 		}
 	}
-	s.msg = message.Message{}
-	if s.it.Err() != nil {
+	*msg = message.Message{}
+	if it.Err() != nil {
 		return res, errBadPoll
 	}
 	return res, nil

@@ -33,6 +33,7 @@ var commands = [...]struct {
 	{proto.CodeGetTopics, "GetTopics"},
 	{proto.CodeCreateTopic, "CreateTopic"},
 	{proto.CodeDeleteTopic, "DeleteTopic"},
+	{proto.CodeUpdateTopic, "UpdateTopic"},
 	{proto.CodeCreatePartitions, "CreatePartitions"},
 	{proto.CodeGetClusterMetadata, "GetClusterMetadata"},
 }
@@ -144,6 +145,7 @@ func (c *Client) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_iggy_durability_level", "gauge", "The --iggy-durability level topics are created with: 1 written, 2 fsync, 3 buffered.", int64(c.cfg.Durability))
 	metric.Single(w, "kiggy_iggy_buffered_topics", "gauge", "Topics in use whose Iggy options confirm writes before they are written (created outside kiggy or with --iggy-durability buffered) while the gateway promises more.", m.bufferedTopics.Load())
 	metric.Single(w, "kiggy_iggy_buffered_appends_total", "counter", "Appends confirmed by such buffered topics: an iggy-server crash can lose them.", m.bufferedAppends.Load())
+	c.cache.writeMetrics(w)
 }
 
 func slotName(i int) string {

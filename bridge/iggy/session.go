@@ -198,6 +198,9 @@ func (s *session) connectTo(ctx context.Context, addr string) error {
 	m.connected.Add(1)
 	if s.wasUp {
 		m.reconnects.Add(1)
+		// The server may have restarted and lost what it had not written:
+		// cached reads are no longer known to be stored.
+		s.c.cache.invalidateAll()
 	}
 	s.wasUp = true
 	s.server = string(ver)

@@ -343,6 +343,7 @@ func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32,
 				return bridge.TopicInfo{}, derr
 			}
 			c.remember(name, d.entry())
+			c.cache.invalidateTopic(name)
 			return d.info, nil
 		case code == proto.CodeTopicNameAlreadyExists:
 			return bridge.TopicInfo{}, fmt.Errorf("%w: %q", bridge.ErrTopicExists, name)
@@ -379,11 +380,55 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 	defer c.release(s)
 	_, sent, err := s.do(ctx, proto.CodeDeleteTopic, c.topicRequest(s, name))
 	c.forget(name)
+	c.cache.invalidateTopic(name)
 	switch code := codeOf(err); {
 	case err == nil:
 		return nil
 	case code == proto.CodeTopicIDNotFound || code == proto.CodeStreamIDNotFound || code == proto.CodeTopicNameNotFound:
 		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+	case code != 0:
+		return err
+	case sent:
+		return fmt.Errorf("%w: %w", bridge.ErrUnknownOutcome, err)
+	}
+	return unavailable(err)
+}
+
+// UpdateTopic implements bridge.TopicUpdater: UpdateTopic (304 → 133,
+// docs/design/iggy-protocol.md §3.5) with the topic's own name and the
+// message_expiry and max_topic_size options, which the server patches in
+// place (u64::MAX = never / unlimited); the other options keep their values.
+func (c *Client) UpdateTopic(ctx context.Context, name string, cfg bridge.TopicConfig) error {
+	if !validName(name) {
+		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+	}
+	if cfg.MessageExpiry < 0 {
+		return fmt.Errorf("%w: negative message expiry", bridge.ErrInvalidConfig)
+	}
+	expiry, size := uint64(math.MaxUint64), uint64(math.MaxUint64)
+	if cfg.MessageExpiry > 0 {
+		expiry = uint64(cfg.MessageExpiry / time.Microsecond)
+	}
+	if cfg.MaxBytes > 0 {
+		size = cfg.MaxBytes
+	}
+	s, err := c.acquire(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer c.release(s)
+	b := c.topicRequest(s, name)
+	b = proto.AppendName(b, name)
+	b = proto.AppendOptionU64(b, optMessageExpiry, expiry)
+	b = proto.AppendOptionU64(b, optMaxTopicSize, size)
+	_, sent, err := s.do(ctx, proto.CodeUpdateTopic, b)
+	switch code := codeOf(err); {
+	case err == nil:
+		return nil
+	case code == proto.CodeTopicIDNotFound || code == proto.CodeStreamIDNotFound || code == proto.CodeTopicNameNotFound:
+		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+	case code == proto.CodeInvalidTopicSize || code == proto.CodeUnsupportedOptionKey || code == proto.CodeInvalidOptionValue:
+		return fmt.Errorf("%w: %w", bridge.ErrInvalidConfig, err)
 	case code != 0:
 		return err
 	case sent:

@@ -600,3 +600,74 @@ func (l *Log) Ready(context.Context) error { return nil }
 
 // Close implements bridge.Log.
 func (l *Log) Close() error { return nil }
+
+// UpdateTopic implements bridge.TopicUpdater: the topic's size cap
+// (retention.bytes, per partition here) changes at once; the embedded log
+// has no time expiry, so MessageExpiry is only recorded.
+func (l *Log) UpdateTopic(_ context.Context, name string, cfg bridge.TopicConfig) error {
+	l.mu.Lock()
+	t, ok := l.topics[name]
+	if !ok {
+		l.mu.Unlock()
+		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+	}
+	t.info.Config.MessageExpiry, t.info.Config.MaxBytes = cfg.MessageExpiry, cfg.MaxBytes
+	parts := t.partitions
+	l.mu.Unlock()
+	for _, p := range parts {
+		c := l.newPartition(cfg).capBytes
+		p.mu.Lock()
+		p.capBytes = c
+		released, lost := p.trim()
+		p.setOldest()
+		p.mu.Unlock()
+		l.held.Add(-released)
+		if lost > 0 {
+			l.dropped[limitPartition].Add(uint64(lost))
+		}
+	}
+	return nil
+}
+
+// AdvanceLogStart implements bridge.LogStartAdvancer: the partition's
+// messages below offset (at most its high watermark) are dropped, and the
+// chunks no message uses any more are released.
+func (l *Log) AdvanceLogStart(_ context.Context, topicName string, p int32, offset int64) error {
+	part, err := l.partition(topicName, p)
+	if err != nil {
+		return err
+	}
+	l.held.Add(-part.advance(offset))
+	return nil
+}
+
+// advance drops the messages below offset and returns the chunk memory
+// released.
+func (p *partition) advance(offset int64) (released int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	defer p.setOldest()
+	drop := int(min(max(offset-p.logStart, 0), int64(len(p.entries))))
+	if drop == 0 {
+		return 0
+	}
+	for _, e := range p.entries[:drop] {
+		p.bytes -= int64(e.size)
+	}
+	p.logStart += int64(drop)
+	p.entries = p.entries[drop:] // a reslice, as in trim
+	// Keep the chunk the first live message is in, or the last chunk (the
+	// one appends fill) when none is left.
+	keep := uint64(len(p.chunks)) - 1
+	if len(p.entries) > 0 {
+		keep = p.entries[0].chunk - p.chunkBase
+	}
+	if len(p.chunks) > 0 && keep > 0 {
+		for _, c := range p.chunks[:keep] {
+			released += int64(cap(c))
+		}
+		p.chunks = append([][]byte(nil), p.chunks[keep:]...)
+		p.chunkBase += keep
+	}
+	return released
+}

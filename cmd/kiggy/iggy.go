@@ -26,7 +26,12 @@ func openIggy(ctx context.Context, o options, logger *slog.Logger) (bridge.Log, 
 	if err != nil {
 		return nil, err
 	}
+	cacheBytes := o.iggyReadCacheBytes
+	if cacheBytes == 0 {
+		cacheBytes = -1 // --iggy-read-cache-bytes 0: off
+	}
 	c, err := iggy.Open(ctx, iggy.Config{
+		ReadCacheBytes: cacheBytes,
 		TLS:            tlsConfig,
 		Durability:     durability,
 		Addr:           o.iggyAddr,

@@ -41,6 +41,7 @@ type options struct {
 	iggyAddr, iggyUsername, iggyPassword, iggyToken, iggyStream       string
 	iggyPoolSize                                                      int64
 	iggyRequestTimeout                                                time.Duration
+	iggyReadCacheBytes                                                int64
 	iggyDurability                                                    string
 	iggyTLS                                                           bool
 	iggyTLSCAFile, iggyTLSServerName, iggyTLSCertFile, iggyTLSKeyFile string
@@ -109,6 +110,7 @@ func registerOptions(s *settings, o *options) {
 	s.String("Iggy backend", "iggy-tls-cert-file", &o.iggyTLSCertFile, "", "PEM client certificate for an Iggy server that asks for one (with --iggy-tls-key-file)")
 	s.String("Iggy backend", "iggy-tls-key-file", &o.iggyTLSKeyFile, "", "PEM private key of --iggy-tls-cert-file")
 	s.Duration("Iggy backend", "iggy-request-timeout", &o.iggyRequestTimeout, 30*time.Second, 100*time.Millisecond, 10*time.Minute, "deadline of one Iggy request; the connection is dropped when it passes")
+	s.Int("Iggy backend", "iggy-read-cache-bytes", &o.iggyReadCacheBytes, 64<<20, 0, 1<<40, "memory for recent Iggy poll replies served to later Fetches and polled ahead of sequential consumers, shared by every consumer group near a partition's tail (docs/IGGY.md, \"Read (PollMessages)\"); 0 = off")
 
 	registerACLOptions(s, &o.acl)
 

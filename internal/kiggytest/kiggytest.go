@@ -50,6 +50,9 @@ type Options struct {
 	// IggyDurability is the Iggy client's durability level (Iggy mode;
 	// DurabilityDefault = written, as kiggy's --iggy-durability default).
 	IggyDurability bridge.Durability
+	// IggyReadCacheBytes is the Iggy client's read cache bound (Iggy mode;
+	// 0 = the client's default, negative = off).
+	IggyReadCacheBytes int64
 	// Memlog configures the embedded log (when the backend is not Iggy).
 	Memlog memlog.Config
 	// Log, when set, is the backend (an embedded log kept from an earlier
@@ -108,11 +111,11 @@ func Start(t testing.TB, opts Options) *Gateway {
 	if opts.Log != nil {
 		store = opts.Log
 	} else if opts.IggyCluster != nil {
-		store = dialIggy(t, strings.Join(opts.IggyCluster.Addrs(), ","), opts.IggyDurability)
+		store = dialIggy(t, strings.Join(opts.IggyCluster.Addrs(), ","), &opts)
 	} else if opts.IggyServer != nil {
-		store, iggySrv = connectIggy(t, opts.IggyServer, opts.IggyDurability), opts.IggyServer
+		store, iggySrv = connectIggy(t, opts.IggyServer, &opts), opts.IggyServer
 	} else if opts.Iggy || !opts.Embedded && os.Getenv("KIGGY_TEST_BACKEND") == "iggy" {
-		store, iggySrv = startIggy(t, opts.IggyDurability)
+		store, iggySrv = startIggy(t, &opts)
 	} else {
 		store = memlog.New(opts.Memlog)
 	}

@@ -254,12 +254,7 @@ func TestConfigCommand(t *testing.T) {
 	}
 
 	alter := []string{"--alter", "--entity-type", "topics", "--entity-name", topic, "--add-config", "retention.ms=7200000"}
-	switch tg.Name() {
-	case "kafka":
-		if r := adminTool(t, tg, configCommand, alter...); r.code != 0 {
-			t.Errorf("kafka-configs --alter on Kafka failed:\n%s", r)
-		}
-	default:
-		toolFails(t, tg, "kafka-configs --alter", "InvalidConfigurationException", configCommand, alter...)
+	if r := adminTool(t, tg, configCommand, alter...); r.code != 0 {
+		t.Errorf("kafka-configs --alter failed:\n%s", r)
 	}
 }

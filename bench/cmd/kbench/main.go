@@ -39,12 +39,14 @@ func run() int {
 	partitions := fs.String("partitions", "16", "partition counts (list), e.g. 1,16")
 	acks := fs.String("acks", "all", "acks settings (list): all, 1")
 	compression := fs.String("compression", "none", "compression codecs (list): none, gzip, snappy, lz4, zstd")
+	topicCompression := fs.String("topic-compression", "", "the topic's compression.type, the codec consumers are served in (list): producer, uncompressed, gzip, snappy, lz4, zstd (empty = not set)")
 	producers := fs.Int("producers", bench.DefaultLoad.Producers, "producer clients")
 	inflight := fs.Int("inflight", bench.DefaultLoad.InFlight, "Produce requests in flight per producer per broker (idempotent only with acks=all and 5)")
 	linger := fs.Duration("linger", bench.DefaultLoad.Linger, "producer linger (linger.ms)")
 	batchBytes := fs.String("batch-bytes", "0", "producer batch cap per partition (batch.size; 0 = each client's default)")
 	bufferBytes := fs.String("buffer-bytes", "32MiB", "producer buffer per client (buffer.memory)")
 	consumers := fs.Int("consumers", def.Consumers, "consumer clients reading everything back")
+	fanoutGroups := fs.Int("fanout-groups", 0, "after the read-back, this many independent readers (each -consumers clients) read the whole topic at once; their aggregate records/s is reported beside one reader's (0 or 1 = no fan-out phase)")
 	duration := fs.Duration("duration", def.Duration, "measurement window per target per repetition")
 	warmup := fs.Duration("warmup", def.Warmup, "warm-up before each measurement window")
 	reps := fs.Int("reps", def.Repetitions, "repetitions (target order reversed every other one)")
@@ -100,7 +102,7 @@ func run() int {
 	if use("targets") {
 		cfg.Targets = splitList(*targets)
 	}
-	if use("record-size") || use("partitions") || use("acks") || use("compression") || use("producers") ||
+	if use("record-size") || use("partitions") || use("acks") || use("compression") || use("topic-compression") || use("producers") ||
 		use("inflight") || use("linger") || use("batch-bytes") || use("buffer-bytes") {
 		base := cfg.Loads[0]
 		if use("producers") {
@@ -158,14 +160,20 @@ func run() int {
 		if use("compression") {
 			compList = splitList(*compression)
 		}
+		topicList := []string{base.TopicCompression}
+		if use("topic-compression") && *topicCompression != "" {
+			topicList = splitList(*topicCompression)
+		}
 		cfg.Loads = nil
 		for _, sz := range sizeList {
 			for _, p := range partList {
 				for _, a := range acksList {
 					for _, c := range compList {
-						l := base
-						l.RecordSize, l.Partitions, l.Acks, l.Compression = sz, p, a, c
-						cfg.Loads = append(cfg.Loads, l)
+						for _, tc := range topicList {
+							l := base
+							l.RecordSize, l.Partitions, l.Acks, l.Compression, l.TopicCompression = sz, p, a, c, tc
+							cfg.Loads = append(cfg.Loads, l)
+						}
 					}
 				}
 			}
@@ -173,6 +181,9 @@ func run() int {
 	}
 	if use("consumers") {
 		cfg.Consumers = *consumers
+	}
+	if use("fanout-groups") {
+		cfg.FanoutGroups = *fanoutGroups
 	}
 	if use("duration") {
 		cfg.Duration = *duration

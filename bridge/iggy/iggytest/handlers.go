@@ -3,6 +3,7 @@ package iggytest
 import (
 	"bytes"
 	"encoding/binary"
+	"maps"
 	"math"
 	"strconv"
 
@@ -605,6 +606,38 @@ func (s *Server) metadata(st *connState, req *proto.RequestHeader, body []byte) 
 		}
 		delete(str.topics, t.id)
 		delete(str.byName, t.name)
+		return proto.AppendResultOK(nil), 0
+	case proto.OpUpdateTopic:
+		// §3.5: [stream][topic][name][options]; the options block patches
+		// compression_algorithm, message_expiry and max_topic_size only.
+		str, t, status := s.resolveTopic(&r)
+		name := r.Name()
+		if !r.Ok() {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		opts := r.Rest()
+		if status != 0 {
+			return fail(proto.Code(status))
+		}
+		patched := *t
+		patched.explicit = maps.Clone(t.explicit)
+		if status := parseTopicOptions(&patched, opts); status != 0 {
+			return nil, status
+		}
+		for k := range patched.explicit {
+			if !t.explicit[k] && k != "compression_algorithm" && k != "message_expiry" && k != "max_topic_size" {
+				return nil, uint32(proto.CodeUnsupportedOptionKey)
+			}
+		}
+		if string(name) != t.name {
+			if str.byName[string(name)] != nil {
+				return fail(proto.CodeTopicNameAlreadyExists)
+			}
+			delete(str.byName, t.name)
+			t.name = string(name)
+			str.byName[t.name] = t
+		}
+		t.expiry, t.maxSize, t.compression = patched.expiry, patched.maxSize, patched.compression
 		return proto.AppendResultOK(nil), 0
 	case proto.OpCreatePartitions:
 		_, t, status := s.resolveTopic(&r)

@@ -175,6 +175,7 @@ const (
 	CodeGetTopics            uint32 = 301
 	CodeCreateTopic          uint32 = 302
 	CodeDeleteTopic          uint32 = 303
+	CodeUpdateTopic          uint32 = 304
 	CodeCreatePartitions     uint32 = 402
 	CodeGetConsumerGroup     uint32 = 600
 	CodeGetConsumerGroups    uint32 = 601
@@ -202,6 +203,8 @@ func OperationFor(code uint32) uint8 {
 		return OpCreateTopic
 	case CodeDeleteTopic:
 		return OpDeleteTopic
+	case CodeUpdateTopic:
+		return OpUpdateTopic
 	case CodeCreatePartitions:
 		return OpCreatePartitions
 	case CodeCreateConsumerGroup:

@@ -1,0 +1,109 @@
+package bridge
+
+import (
+	"context"
+	"github.com/kiggy-io/kiggy/security/acl"
+
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+// LogStartAdvancer is implemented by a Log that can drop a partition's
+// records below an offset (the embedded log; Iggy whole segments where it
+// allows). Without it DeleteRecords moves only the logical log start kept
+// in the system store (docs/design/record-mapping.md §4).
+type LogStartAdvancer interface {
+	// AdvanceLogStart drops records below offset (≤ the high watermark)
+	// where the backend can; records it keeps below offset are hidden by
+	// the gateway.
+	AdvanceLogStart(ctx context.Context, topic string, partition int32, offset int64) error
+}
+
+// deleteRecordsState is the DeleteRecords handler's scratch space.
+type deleteRecordsState struct {
+	req  wire.DeleteRecordsRequest
+	resp wire.DeleteRecordsResponse
+}
+
+// deleteRecords answers DeleteRecords v0–2: per partition, the log start
+// moves forward to the requested offset (−1 = the high watermark), as
+// Kafka's UnifiedLog.deleteRecordsOnLeader does. An offset above the high
+// watermark, or negative other than −1, is OFFSET_OUT_OF_RANGE; an offset
+// at or below the current log start changes nothing. The answer carries
+// the log start after the call (low_watermark).
+func (g *Gateway) deleteRecords(c *call) bool {
+	ds := &c.state.deleteRecords
+	req := &ds.req
+	if !decodeOrClose(c, req) {
+		return false
+	}
+	resp := &ds.resp
+	resp.Topics = resp.Topics[:0]
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		out := wire.DeleteRecordsResponseTopic{Topic: t.Topic}
+		denied := g.topicCode(c, acl.OpDelete, t.Topic) // KafkaApis: DELETE on the topic
+		for _, p := range t.Partitions {
+			low, code := int64(-1), denied
+			if code == wire.NoError {
+				code = g.leaderCode(t.Topic, p.Partition, -1) // docs/design/cluster.md §6
+			}
+			if code == wire.NoError {
+				low, code = g.deleteRecordsOne(t.Topic, p.Partition, p.Offset)
+			}
+			out.Partitions = append(out.Partitions, wire.DeleteRecordsResponsePartition{Partition: p.Partition, LowWatermark: low, ErrorCode: code})
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	resp.CountErrors(g.errorCounter(c))
+	respond(c, resp)
+	return false
+}
+
+func (g *Gateway) deleteRecordsOne(topic string, partition int32, offset int64) (int64, wire.ErrorCode) {
+	if partition < 0 {
+		return -1, wire.UnknownTopicOrPartition
+	}
+	wm, err := g.watermarks(g.ctx, topic, partition)
+	if err != nil {
+		return -1, fetchCode(err)
+	}
+	if offset == -1 {
+		offset = wm.High
+	}
+	if offset < 0 || offset > wm.High {
+		return -1, wire.OffsetOutOfRange
+	}
+	if offset <= wm.LogStart {
+		return wm.LogStart, wire.NoError
+	}
+	// Stored first: once answered, Fetch and ListOffsets of every instance
+	// sharing the system store honour it, and a restart keeps it.
+	if err := g.putLogStart(g.ctx, topic, partition, offset); err != nil {
+		return -1, wire.KafkaStorageError
+	}
+	if a, ok := g.store.(LogStartAdvancer); ok {
+		// A failure leaves the records in place below the logical start,
+		// which hides them: only the space is not reclaimed.
+		_ = a.AdvanceLogStart(g.ctx, topic, partition, offset)
+	}
+	return offset, wire.NoError
+}
+
+// watermarks returns a partition's watermarks with the log start
+// DeleteRecords set applied.
+func (g *Gateway) watermarks(ctx context.Context, topic string, partition int32) (Watermarks, error) {
+	wm, err := g.store.Watermarks(ctx, topic, partition)
+	if err == nil {
+		g.applyLogStart(topic, partition, &wm)
+	}
+	return wm, err
+}
+
+// applyLogStart raises wm.LogStart to the stored log start (never above the
+// high watermark: a backend that restarted the partition, an Iggy purge,
+// keeps its own numbering).
+func (g *Gateway) applyLogStart(topic string, partition int32, wm *Watermarks) {
+	if ls := g.logStartOf(topic, partition); ls > wm.LogStart {
+		wm.LogStart = min(ls, wm.High)
+	}
+}

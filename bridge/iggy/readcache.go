@@ -1,0 +1,786 @@
+package iggy
+
+// The read cache (docs/IGGY.md, "The read cache and read-ahead"): Kafka consumers read a partition
+// sequentially, and several consumer groups often read the same partition
+// near its tail, so a Read is served from chunks of earlier PollMessages
+// replies kept in memory when it can be, and a background worker polls the
+// next chunk of a partition while the consumer works on the last one.
+//
+// A chunk is one PollMessages reply, kept whole (the session's reply buffer
+// is taken over, never copied) and immutable once published: it holds the
+// messages [first, end) that Iggy returned, so nothing past what Iggy
+// acknowledged as stored is ever served. Chunks are pinned by readers while
+// fn runs over them without the lock; eviction removes a chunk from the
+// cache at once and recycles its buffer when the last reader unpins it.
+//
+// Invalidation: a topic kiggy deletes or creates drops its partitions; a
+// poll that says Iggy holds fewer messages than are cached (a purge restarts
+// offsets at 0), or whose overlapping first message differs from the cached
+// one (a purge or a recreate refilled past the cached range), drops the
+// partition; a reconnect (the server may have restarted and lost its tail)
+// drops everything.
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/internal/metric"
+)
+
+// DefaultReadCacheBytes is the read cache's default memory bound.
+const DefaultReadCacheBytes = 64 << 20
+
+// Read cache tuning.
+const (
+	maxChunksPerPartition = 32       // chunks one partition may hold
+	minChunkBytes         = 64 << 10 // smallest read-ahead poll, bytes
+	maxChunkBytes         = 4 << 20  // largest read-ahead poll, bytes
+	maxFreeBufs           = 8        // recycled chunk buffers kept
+	// readCacheTTL is how long a chunk is served after its poll. Changes
+	// made to a topic outside this gateway (a purge, a delete and recreate)
+	// are noticed by the next poll of the partition; the TTL bounds how
+	// long a partition nobody polls can serve what was there before.
+	readCacheTTL = 5 * time.Second
+)
+
+type partKey struct {
+	topic     string
+	partition int32
+}
+
+// chunk is one cached PollMessages reply: messages [first, end).
+type chunk struct {
+	p          *partCache
+	first, end uint64    // offsets covered
+	lastSum    uint64    // checksum of the message at end-1
+	records    []byte    // the reply's batch records
+	buf        []byte    // the whole reply buffer (owned)
+	size       int64     // bytes counted against the bound (cap(buf))
+	polled     time.Time // when Iggy returned it
+	refs       int32     // readers serving from it now (under readCache.mu)
+	cached     bool      // in p.chunks and the LRU
+	prev, next *chunk    // LRU list, oldest first
+}
+
+// partCache is one partition's cached chunks, sorted by first, disjoint.
+type partCache struct {
+	key    partKey
+	chunks []*chunk
+	high   int64 // highest known high watermark (current_offset+1, appends)
+
+	polling  bool   // a poll registered as shared is in flight
+	pollFrom uint64 // its first offset
+	pollTo   uint64 // one past the last offset it can return
+	cond     sync.Cond
+
+	// The last shared poll that found nothing at its offset (a reader at
+	// the tail): readers that waited for it answer with its watermark.
+	emptySeq  uint64
+	emptyFrom uint64
+	emptyHigh int64 // -1: unknown (the reader asked GetTopic)
+
+	queued     bool   // waiting in the read-ahead queue
+	raFrom     uint64 // where the next read-ahead starts
+	chunkBytes int    // read-ahead poll size (the last reader's budget)
+	dead       bool   // dropped from the cache: in-flight results are discarded
+}
+
+// cacheReader is the per-Read walking state (pooled: fn makes it escape).
+type cacheReader struct {
+	it  proto.RecordIter
+	msg message.Message
+}
+
+// readCache is the client's read cache; nil when disabled.
+type readCache struct {
+	c     *Client
+	limit int64
+	ctx   context.Context
+	stop  context.CancelFunc
+	queue chan *partCache
+
+	mu         sync.Mutex
+	parts      map[partKey]*partCache
+	head, tail *chunk // LRU, oldest at head
+	bytes      int64
+	free       [][]byte
+	freeChunks []*chunk
+
+	readers sync.Pool
+	ttl     time.Duration
+
+	hits, misses, evictions, readAheads, invalidations, shared atomic.Uint64
+	gauge                                                      atomic.Int64
+}
+
+func newReadCache(c *Client, limit int64) *readCache {
+	ctx, stop := context.WithCancel(context.Background())
+	rc := &readCache{c: c, limit: limit, ctx: ctx, stop: stop, parts: map[partKey]*partCache{},
+		queue: make(chan *partCache, 4096), ttl: readCacheTTL}
+	rc.readers.New = func() any { return new(cacheReader) }
+	return rc
+}
+
+// readAheadWorkers is how many background pollers run, each with a session
+// of its own outside the pool, so a read-ahead never holds a session a
+// Produce or a Fetch waits for.
+func readAheadWorkers(pool int) int { return max(1, min(pool/2, 8)) }
+
+// start runs the read-ahead workers.
+func (rc *readCache) start(n int) {
+	for range n {
+		rc.c.wg.Add(1)
+		go rc.worker()
+	}
+}
+
+// part returns key's partition cache, creating it; under mu.
+func (rc *readCache) part(topic string, partition int32) *partCache {
+	p := rc.parts[partKey{topic, partition}]
+	if p == nil {
+		// topic may alias a Kafka request frame: clone it for the map.
+		p = &partCache{key: partKey{strings.Clone(topic), partition}}
+		p.cond.L = &rc.mu
+		rc.parts[p.key] = p
+	}
+	return p
+}
+
+// find returns the chunk holding offset, or nil; under mu.
+func (p *partCache) find(offset uint64) *chunk {
+	for _, ch := range p.chunks {
+		if ch.first <= offset && offset < ch.end {
+			return ch
+		}
+	}
+	return nil
+}
+
+// lookup returns p's chunk holding offset unless it is older than the TTL
+// (then it is dropped), or nil; under mu.
+func (rc *readCache) lookup(p *partCache, offset uint64, now time.Time) *chunk {
+	ch := p.find(offset)
+	if ch != nil && now.Sub(ch.polled) > rc.ttl {
+		rc.dropLocked(ch)
+		return nil
+	}
+	return ch
+}
+
+// endingAt returns the chunk whose end is offset, or nil; under mu.
+func (p *partCache) endingAt(offset uint64) *chunk {
+	for _, ch := range p.chunks {
+		if ch.end == offset {
+			return ch
+		}
+	}
+	return nil
+}
+
+// read serves a Read through the cache (see bridge.Log.Read).
+func (rc *readCache) read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
+	fn func(*message.Message) bool) (bridge.Watermarks, error) {
+	from := uint64(offset)
+	rc.mu.Lock()
+	p := rc.part(topic, partition)
+	p.chunkBytes = min(max(maxBytes, minChunkBytes), maxChunkBytes, int(rc.limit/8))
+	var ch *chunk
+	now := time.Now()
+	for waited := false; ; waited = true {
+		if ch = rc.lookup(p, from, now); ch != nil {
+			break
+		}
+		// Another reader's poll (or a read-ahead) will return this offset:
+		// wait for it rather than poll the same stretch again.
+		if !p.polling || from < p.pollFrom || from >= p.pollTo || waited {
+			break
+		}
+		rc.shared.Add(1)
+		seq := p.emptySeq
+		p.cond.Wait()
+		if p.dead {
+			p = rc.part(topic, partition)
+		} else if p.emptySeq != seq && p.emptyFrom == from && p.emptyHigh >= 0 {
+			// That poll found nothing here: its answer is this Read's.
+			high := p.emptyHigh
+			rc.mu.Unlock()
+			rc.hits.Add(1)
+			return bridge.Watermarks{High: high}, nil
+		}
+	}
+	if ch != nil {
+		ch.refs++
+		rc.touch(ch)
+		rc.mu.Unlock()
+		rc.hits.Add(1)
+		return rc.serve(p, ch, from, maxBytes, fn)
+	}
+	// A miss polls at least a read-ahead chunk: a sequential reader's next
+	// Reads are then served from it.
+	budget := max(maxBytes, p.chunkBytes)
+	shared := !p.polling
+	if shared {
+		p.polling, p.pollFrom, p.pollTo = true, from, from+uint64(pollCount(rc.c, budget))
+	}
+	rc.mu.Unlock()
+	rc.misses.Add(1)
+
+	s, err := rc.c.acquire(ctx)
+	if err != nil {
+		rc.donePolling(p, shared)
+		return bridge.Watermarks{}, unavailable(err)
+	}
+	ch, current, polled, err := rc.poll(ctx, s, p, from, budget)
+	rc.c.release(s)
+	if err != nil {
+		rc.donePolling(p, shared)
+		rc.forgetEmpty(p)
+		return bridge.Watermarks{}, rc.c.pollError(ctx, topic, partition, err)
+	}
+	rc.mu.Lock()
+	if ch == nil {
+		var high int64 = -1
+		switch {
+		case current > 0 || polled > 0:
+			high = int64(current) + 1
+		case offset == 0:
+			high = 0 // nothing at offset 0: empty (or expired)
+		}
+		if shared {
+			p.emptySeq++
+			p.emptyFrom, p.emptyHigh = from, high
+			p.polling = false
+			p.cond.Broadcast()
+		}
+		rc.mu.Unlock()
+		if high >= 0 {
+			return bridge.Watermarks{High: high}, nil
+		}
+		// current_offset 0 is both "empty" and "one message at offset 0": ask.
+		return rc.c.watermarks(ctx, topic, partition)
+	}
+	if shared {
+		p.polling = false
+		p.cond.Broadcast()
+	}
+	p = ch.p // pinned by poll
+	rc.mu.Unlock()
+	return rc.serve(p, ch, from, maxBytes, fn)
+}
+
+// forgetEmpty drops p when it holds nothing and nothing is pending for it,
+// after a failed poll: a Fetch of partitions that do not exist leaves no
+// entries behind.
+func (rc *readCache) forgetEmpty(p *partCache) {
+	rc.mu.Lock()
+	if len(p.chunks) == 0 && !p.polling && !p.queued && !p.dead {
+		p.dead = true
+		p.cond.Broadcast()
+		if rc.parts[p.key] == p {
+			delete(rc.parts, p.key)
+		}
+	}
+	rc.mu.Unlock()
+}
+
+// donePolling clears a failed shared poll and wakes its waiters.
+func (rc *readCache) donePolling(p *partCache, shared bool) {
+	if !shared {
+		return
+	}
+	rc.mu.Lock()
+	p.polling = false
+	p.cond.Broadcast()
+	rc.mu.Unlock()
+}
+
+// serve calls fn for the messages of ch (pinned by the caller) from offset
+// on, and of the chunks contiguous with it, within maxBytes; then it asks
+// for a read-ahead when the reader got near the end of what is cached.
+func (rc *readCache) serve(p *partCache, ch *chunk, from uint64, maxBytes int,
+	fn func(*message.Message) bool) (bridge.Watermarks, error) {
+	r := rc.readers.Get().(*cacheReader)
+	budget, delivered := maxBytes, 0
+	var err error
+	waited := false
+	for {
+		res, werr := walkRecords(&r.it, &r.msg, ch.records, from, budget, delivered == 0, fn)
+		delivered += res.delivered
+		budget -= res.bytes
+		if res.delivered > 0 {
+			from = res.last + 1
+		}
+		rc.mu.Lock()
+		end := ch.end
+		rc.unpin(ch)
+		if werr != nil {
+			err = werr
+			ch = nil
+		} else if res.stopped || budget <= 0 || from < end {
+			ch = nil
+		} else {
+			ch = rc.lookup(p, end, time.Now())
+			if ch == nil && !waited && p.polling && p.pollFrom <= end && end < p.pollTo {
+				// The next stretch is being polled (read-ahead): wait for
+				// it once rather than answer short.
+				waited = true
+				rc.shared.Add(1)
+				p.cond.Wait()
+				ch = rc.lookup(p, end, time.Now())
+			}
+			if ch != nil && !p.dead {
+				from = max(from, ch.first)
+				ch.refs++
+				rc.touch(ch)
+				rc.mu.Unlock()
+				continue
+			}
+		}
+		high := max(p.high, int64(end))
+		if !p.dead {
+			rc.wantReadAhead(p, from)
+		}
+		rc.mu.Unlock()
+		r.msg = message.Message{}
+		rc.readers.Put(r)
+		if err != nil {
+			return bridge.Watermarks{}, err
+		}
+		return bridge.Watermarks{High: high}, nil
+	}
+}
+
+// wantReadAhead queues p for a background poll from the end of the cached
+// run a reader at offset at is in, when that end is less than two chunks
+// ahead of it, unless Iggy holds nothing past it or a poll is due; under mu.
+func (rc *readCache) wantReadAhead(p *partCache, at uint64) {
+	end := at
+	for ch := p.find(end); ch != nil; ch = p.find(end) {
+		end = ch.end
+	}
+	if p.queued || p.high <= int64(end) || (p.polling && p.pollFrom <= end && end < p.pollTo) ||
+		end-at >= 2*uint64(pollCount(rc.c, p.chunkBytes)) {
+		return
+	}
+	select {
+	case rc.queue <- p:
+		p.queued, p.raFrom = true, end
+	default:
+	}
+}
+
+// worker polls queued partitions ahead of their readers on a session of
+// its own.
+func (rc *readCache) worker() {
+	defer rc.c.wg.Done()
+	s := newSession(rc.c)
+	defer s.close()
+	for {
+		var p *partCache
+		select {
+		case <-rc.ctx.Done():
+			return
+		case p = <-rc.queue:
+		}
+		rc.mu.Lock()
+		p.queued = false
+		from := p.raFrom
+		if p.dead || p.high <= int64(from) || p.find(from) != nil || p.polling && p.pollFrom <= from && from < p.pollTo {
+			rc.mu.Unlock()
+			continue
+		}
+		budget := p.chunkBytes
+		shared := !p.polling
+		if shared {
+			p.polling, p.pollFrom, p.pollTo = true, from, from+uint64(pollCount(rc.c, budget))
+		}
+		rc.mu.Unlock()
+		rc.readAheads.Add(1)
+		var err error
+		if err = s.ensure(rc.ctx); err == nil {
+			var ch *chunk
+			if ch, _, _, err = rc.poll(rc.ctx, s, p, from, budget); ch != nil {
+				rc.mu.Lock()
+				rc.unpin(ch)
+				rc.mu.Unlock()
+			}
+		}
+		if err != nil {
+			rc.c.log.Debug("iggy: read-ahead poll failed", "topic", p.key.topic, "partition", p.key.partition, "err", err)
+			switch codeOf(err) {
+			case proto.CodeStreamIDNotFound, proto.CodeTopicIDNotFound, proto.CodeStreamNameNotFound, proto.CodeTopicNameNotFound:
+				rc.c.forget(p.key.topic)
+				rc.invalidateTopic(p.key.topic)
+			}
+		}
+		rc.donePolling(p, shared)
+	}
+}
+
+// pollCount is the PollMessages count for a byte budget, from the running
+// average message size.
+func pollCount(c *Client, budget int) int64 {
+	return min(max(int64(budget)/max(c.avgMsg.Load(), 64), 1), maxPollCount)
+}
+
+// poll sends one PollMessages for p from offset from on s and publishes the
+// reply as a chunk (the session's reply buffer moves into it). It returns
+// the chunk pinned for the caller, who unpins it (nil when the reply held no
+// message at or past from), and the reply's current_offset and message
+// count. When a cached chunk ends at from, the poll starts one message
+// earlier and checks that message against the cached one.
+func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from uint64, budget int) (*chunk, uint64, int, error) {
+	c := rc.c
+	rc.mu.Lock()
+	var check uint64
+	prev := p.endingAt(from)
+	start := from
+	if prev != nil && from > 0 {
+		check, start = prev.lastSum, from-1
+	}
+	rc.mu.Unlock()
+	count := pollCount(c, budget)
+	if start < from {
+		count++
+	}
+	req := c.pollRequest(s, p.key.topic, p.key.partition, proto.PollOffset, start, uint32(count))
+	body, _, err := s.do(ctx, proto.CodePollMessages, req)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if len(body) < 16 {
+		return nil, 0, 0, errBadPoll
+	}
+	current := binary.LittleEndian.Uint64(body[4:])
+	first, end, lastSum, seenSum, polled, ok := scanRecords(body[16:], from, start)
+	if !ok {
+		return nil, 0, 0, errBadPoll
+	}
+	if polled > 0 {
+		avg := c.avgMsg.Load()
+		c.avgMsg.Store(avg + (int64(len(body))/int64(polled)-avg)/8)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if p.dead {
+		// Dropped while the poll was in flight (the topic was deleted or
+		// recreated): the reply answers its reader and is not cached.
+		if end == 0 {
+			return nil, current, polled, nil
+		}
+		ch := rc.newChunk(s, p, body, from, first, end, lastSum)
+		ch.refs = 1
+		return ch, current, polled, nil
+	}
+	// A purge restarts offsets at 0: Iggy holding fewer messages than are
+	// cached, or another message where a cached one was, voids the
+	// partition's cache.
+	if hw := current + 1; (polled > 0 || current > 0) && hw < rc.cachedEnd(p) ||
+		polled == 0 && current == 0 && rc.cachedEnd(p) > 1 ||
+		start < from && seenSum != check && polled > 0 {
+		rc.invalidateLocked(p)
+		p = rc.part(p.key.topic, p.key.partition)
+	}
+	if polled > 0 || current > 0 {
+		p.high = max(p.high, int64(current)+1)
+	}
+	if end == 0 {
+		return nil, current, polled, nil
+	}
+	ch := rc.newChunk(s, p, body, from, first, end, lastSum)
+	ch.refs = 1
+	rc.insert(p, ch)
+	return ch, current, polled, nil
+}
+
+// newChunk makes a chunk of a poll reply on s: a reply filling most of the
+// session's buffer takes the buffer over (the session gets a recycled one),
+// a small one is copied so a few messages do not pin a large buffer; under
+// mu.
+func (rc *readCache) newChunk(s *session, p *partCache, body []byte, from, first, end, lastSum uint64) *chunk {
+	var ch *chunk
+	if n := len(rc.freeChunks); n > 0 {
+		ch = rc.freeChunks[n-1]
+		rc.freeChunks[n-1] = nil
+		rc.freeChunks = rc.freeChunks[:n-1]
+	} else {
+		ch = new(chunk)
+	}
+	*ch = chunk{p: p, first: first, end: end, lastSum: lastSum, polled: time.Now()}
+	if first > from && p.find(from) == nil {
+		ch.first = from // the log starts past from: the chunk answers from too
+	}
+	if len(body) >= cap(s.rbuf)/4 {
+		ch.buf, ch.records = s.rbuf, body[16:]
+		s.rbuf = rc.takeBuf()
+	} else {
+		ch.buf = append([]byte(nil), body...)
+		ch.records = ch.buf[16:]
+	}
+	ch.size = int64(cap(ch.buf))
+	return ch
+}
+
+// scanRecords walks a poll reply's records once: the first and one past the
+// last offset at or past from, the checksum of the last message, that of the
+// message at start when start < from, and how many messages it holds; ok
+// is false for a malformed reply or one whose offsets do not rise.
+func scanRecords(records []byte, from, start uint64) (first, end, lastSum, seenSum uint64, polled int, ok bool) {
+	var it proto.RecordIter
+	it.Reset(records)
+	for it.Next() {
+		h := it.Header()
+		fr := it.Frames()
+		for len(fr) > 0 {
+			f, err := message.ParseFrame(fr)
+			if err != nil {
+				return 0, 0, 0, 0, 0, false
+			}
+			fr = fr[f.Size:]
+			polled++
+			off := h.BaseOffset + uint64(f.OffsetDelta)
+			if off == start && start < from {
+				seenSum = f.Checksum
+			}
+			if off < from {
+				continue
+			}
+			if end == 0 {
+				first = off
+			} else if off < end {
+				// Offsets at or past from must rise (§3.8 replies are in
+				// offset order): a chunk claims [first, end) whole.
+				return 0, 0, 0, 0, 0, false
+			}
+			end, lastSum = off+1, f.Checksum
+		}
+	}
+	return first, end, lastSum, seenSum, polled, it.Err() == nil
+}
+
+// cachedEnd is one past the highest cached offset of p; under mu.
+func (rc *readCache) cachedEnd(p *partCache) uint64 {
+	var end uint64
+	for _, ch := range p.chunks {
+		end = max(end, ch.end)
+	}
+	return end
+}
+
+// insert publishes ch in p (dropping chunks it overlaps) and evicts the
+// least recently used chunks past the bound; under mu. A chunk larger than
+// the bound is served to its reader and never cached.
+func (rc *readCache) insert(p *partCache, ch *chunk) {
+	for i := 0; i < len(p.chunks); {
+		if o := p.chunks[i]; o.first < ch.end && ch.first < o.end {
+			rc.dropLocked(o) // removes p.chunks[i]
+			continue
+		}
+		i++
+	}
+	if ch.size > rc.limit {
+		return
+	}
+	for len(p.chunks) >= maxChunksPerPartition {
+		rc.evict(p.chunks[0])
+	}
+	for rc.bytes+ch.size > rc.limit && rc.head != nil {
+		rc.evict(rc.head)
+	}
+	i := len(p.chunks)
+	for i > 0 && p.chunks[i-1].first > ch.first {
+		i--
+	}
+	p.chunks = append(p.chunks, nil)
+	copy(p.chunks[i+1:], p.chunks[i:])
+	p.chunks[i] = ch
+	ch.cached = true
+	rc.bytes += ch.size
+	rc.gauge.Store(rc.bytes)
+	rc.pushBack(ch)
+}
+
+// evict drops ch to make room; under mu.
+func (rc *readCache) evict(ch *chunk) {
+	rc.evictions.Add(1)
+	rc.dropLocked(ch)
+}
+
+// dropLocked removes ch from its partition and the LRU; its buffer is
+// recycled once no reader holds it; under mu.
+func (rc *readCache) dropLocked(ch *chunk) {
+	if !ch.cached {
+		return
+	}
+	ch.cached = false
+	p := ch.p
+	for i, o := range p.chunks {
+		if o == ch {
+			copy(p.chunks[i:], p.chunks[i+1:])
+			p.chunks[len(p.chunks)-1] = nil
+			p.chunks = p.chunks[:len(p.chunks)-1]
+			break
+		}
+	}
+	rc.unlink(ch)
+	rc.bytes -= ch.size
+	rc.gauge.Store(rc.bytes)
+	if ch.refs == 0 {
+		rc.recycle(ch)
+	}
+}
+
+// unpin releases a reader's hold on ch; under mu.
+func (rc *readCache) unpin(ch *chunk) {
+	ch.refs--
+	if ch.refs == 0 && !ch.cached {
+		rc.recycle(ch)
+	}
+}
+
+// recycle keeps ch's buffer for a later reply; under mu.
+func (rc *readCache) recycle(ch *chunk) {
+	if ch.buf != nil && len(rc.free) < maxFreeBufs && cap(ch.buf) <= keepReplyBuf {
+		rc.free = append(rc.free, ch.buf[:cap(ch.buf)])
+	}
+	ch.buf, ch.records, ch.p = nil, nil, nil
+	if len(rc.freeChunks) < 4*maxChunksPerPartition {
+		rc.freeChunks = append(rc.freeChunks, ch)
+	}
+}
+
+// takeBuf returns a recycled reply buffer for a session that gave its own
+// to a chunk; under mu.
+func (rc *readCache) takeBuf() []byte {
+	if n := len(rc.free); n > 0 {
+		b := rc.free[n-1]
+		rc.free[n-1] = nil
+		rc.free = rc.free[:n-1]
+		return b
+	}
+	return make([]byte, 64<<10)
+}
+
+// LRU list: touch moves ch to the back (most recent).
+func (rc *readCache) touch(ch *chunk) {
+	if ch.cached && rc.tail != ch {
+		rc.unlink(ch)
+		rc.pushBack(ch)
+	}
+}
+
+func (rc *readCache) pushBack(ch *chunk) {
+	ch.prev, ch.next = rc.tail, nil
+	if rc.tail != nil {
+		rc.tail.next = ch
+	} else {
+		rc.head = ch
+	}
+	rc.tail = ch
+}
+
+func (rc *readCache) unlink(ch *chunk) {
+	if ch.prev != nil {
+		ch.prev.next = ch.next
+	} else if rc.head == ch {
+		rc.head = ch.next
+	}
+	if ch.next != nil {
+		ch.next.prev = ch.prev
+	} else if rc.tail == ch {
+		rc.tail = ch.prev
+	}
+	ch.prev, ch.next = nil, nil
+}
+
+// invalidateLocked drops p and its chunks; readers of p's chunks finish on
+// them, polls in flight for p are discarded; under mu.
+func (rc *readCache) invalidateLocked(p *partCache) {
+	if p.dead {
+		return
+	}
+	rc.invalidations.Add(1)
+	for len(p.chunks) > 0 {
+		rc.dropLocked(p.chunks[len(p.chunks)-1])
+	}
+	p.dead = true
+	p.cond.Broadcast()
+	if rc.parts[p.key] == p {
+		delete(rc.parts, p.key)
+	}
+}
+
+// invalidateTopic drops every cached partition of topic (deleted, created,
+// or missing on the server).
+func (rc *readCache) invalidateTopic(topic string) {
+	if rc == nil {
+		return
+	}
+	rc.mu.Lock()
+	for k, p := range rc.parts {
+		if k.topic == topic {
+			rc.invalidateLocked(p)
+		}
+	}
+	rc.mu.Unlock()
+}
+
+// invalidateAll drops everything (a session reconnected: the server may
+// have restarted and lost what it had not written).
+func (rc *readCache) invalidateAll() {
+	if rc == nil {
+		return
+	}
+	rc.mu.Lock()
+	for _, p := range rc.parts {
+		rc.invalidateLocked(p)
+	}
+	rc.mu.Unlock()
+}
+
+// appended raises a cached partition's high watermark after an Append that
+// Iggy confirmed, so readers near the tail keep reading ahead.
+func (rc *readCache) appended(topic string, partition int32, high int64) {
+	if rc == nil {
+		return
+	}
+	rc.mu.Lock()
+	if p := rc.parts[partKey{topic, partition}]; p != nil {
+		p.high = max(p.high, high)
+	}
+	rc.mu.Unlock()
+}
+
+// close stops the read-ahead workers (Client.Close waits for them).
+func (rc *readCache) close() {
+	if rc != nil {
+		rc.stop()
+	}
+}
+
+// writeMetrics writes the cache's metrics (zeros when it is off).
+func (rc *readCache) writeMetrics(w io.Writer) {
+	var limit, bytes int64
+	var hits, misses, shared, evictions, readAheads, invalidations uint64
+	if rc != nil {
+		limit, bytes = rc.limit, rc.gauge.Load()
+		hits, misses, shared = rc.hits.Load(), rc.misses.Load(), rc.shared.Load()
+		evictions, readAheads, invalidations = rc.evictions.Load(), rc.readAheads.Load(), rc.invalidations.Load()
+	}
+	metric.Single(w, "kiggy_iggy_read_cache_limit_bytes", "gauge", "The read cache's memory bound (--iggy-read-cache-bytes; 0 = off).", limit)
+	metric.Single(w, "kiggy_iggy_read_cache_bytes", "gauge", "Bytes of Iggy poll replies held by the read cache.", bytes)
+	metric.Single(w, "kiggy_iggy_read_cache_hits_total", "counter", "Reads served from the read cache without a poll of their own.", hits)
+	metric.Single(w, "kiggy_iggy_read_cache_misses_total", "counter", "Reads that polled Iggy themselves.", misses)
+	metric.Single(w, "kiggy_iggy_read_cache_shared_waits_total", "counter", "Reads that waited for a poll already in flight for their offset instead of polling again.", shared)
+	metric.Single(w, "kiggy_iggy_read_cache_evictions_total", "counter", "Cached chunks evicted to stay within the bound (least recently used first).", evictions)
+	metric.Single(w, "kiggy_iggy_read_cache_readaheads_total", "counter", "Background polls of the next chunk ahead of a sequential reader.", readAheads)
+	metric.Single(w, "kiggy_iggy_read_cache_invalidations_total", "counter", "Partitions dropped from the read cache (topic deleted or created, a purge seen, a reconnect).", invalidations)
+}

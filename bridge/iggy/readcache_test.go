@@ -1,0 +1,363 @@
+package iggy
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/message"
+)
+
+// seqBatch builds n messages whose payloads are "<prefix><from+i>", so a
+// reader can check each message against its offset.
+func seqBatch(prefix string, from, n int) *message.Batch {
+	var b message.Batch
+	b.Reset(1)
+	for i := range n {
+		b.Begin(uint64(1 + i))
+		b.AppendPayloadString(prefix + strconv.Itoa(from+i))
+		b.MarkHeaders()
+		b.End()
+	}
+	return &b
+}
+
+// readAll reads a partition from offset until want messages arrived,
+// checking that offsets are contiguous and payloads match them.
+func readSeq(t testing.TB, c *Client, topic string, partition int32, prefix string, want int, maxBytes int) {
+	t.Helper()
+	cx := ctx(t)
+	next := int64(0)
+	deadline := time.Now().Add(15 * time.Second)
+	for next < int64(want) {
+		var bad error
+		_, err := c.Read(cx, topic, partition, next, maxBytes, func(m *message.Message) bool {
+			if m.Offset != next {
+				bad = fmt.Errorf("offset %d, want %d", m.Offset, next)
+				return false
+			}
+			if got, exp := string(m.Payload), prefix+strconv.FormatInt(next, 10); got != exp {
+				bad = fmt.Errorf("offset %d: payload %q, want %q", m.Offset, got, exp)
+				return false
+			}
+			next++
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bad != nil {
+			t.Fatal(bad)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stuck at offset %d of %d", next, want)
+		}
+	}
+}
+
+// TestReadCacheHitsAndReadAhead: a sequential reader is served from memory
+// once the read-ahead polled the next chunk, every message once, in order;
+// a second reader of the same data polls nothing itself.
+func TestReadCacheHitsAndReadAhead(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 4})
+	cx := ctx(t)
+	c.CreateTopic(cx, "ra", 1, bridge.TopicConfig{})
+	for i := range 20 {
+		if _, err := c.Append(cx, "ra", 0, seqBatch("m", i*100, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := c.cache
+	// The first Read misses and queues a read-ahead past what it polled.
+	n := int64(0)
+	if _, err := c.Read(cx, "ra", 0, 0, 1<<20, func(*message.Message) bool { n++; return true }); err != nil || n == 0 {
+		t.Fatal(n, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rc.mu.Lock()
+		ahead := rc.parts[partKey{"ra", 0}].find(uint64(n)) != nil
+		rc.mu.Unlock()
+		if ahead {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no read-ahead past offset %d (read-aheads %d)", n, rc.readAheads.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	hits := rc.hits.Load()
+	if _, err := c.Read(cx, "ra", 0, n, 1<<20, func(*message.Message) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if rc.hits.Load() != hits+1 {
+		t.Fatal("the read after the read-ahead was not a hit")
+	}
+	readSeq(t, c, "ra", 0, "m", 2000, 2000)
+	misses := rc.misses.Load()
+	readSeq(t, c, "ra", 0, "m", 2000, 3000)
+	if got := rc.misses.Load() - misses; got > 0 {
+		t.Fatalf("a second reader of cached data polled %d times", got)
+	}
+	if n := rc.invalidations.Load(); n != 0 {
+		// Every poll that continued a cached run compared its first message
+		// with the cached one: the same stored message must compare equal.
+		t.Fatalf("%d invalidations without any change to the topic", n)
+	}
+	wantLines(t, scrape(c), "kiggy_iggy_read_cache_limit_bytes "+strconv.Itoa(DefaultReadCacheBytes))
+}
+
+// TestReadCacheConcurrent: three readers follow a partition while a writer
+// appends to it (run with -race); each sees every message once, in order,
+// and the cache never holds more than its bound.
+func TestReadCacheConcurrent(t *testing.T) {
+	addr, stream := target(t)
+	const limit = 256 << 10
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 4, ReadCacheBytes: limit})
+	cx := ctx(t)
+	c.CreateTopic(cx, "cc", 2, bridge.TopicConfig{})
+	const total = 3000
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; i < total; i += 50 {
+			for p := range int32(2) {
+				if _, err := c.Append(cx, "cc", p, seqBatch("x", i, 50)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	})
+	for r := range 3 {
+		wg.Go(func() { readSeq(t, c, "cc", int32(r%2), "x", total, 1000+r*700) })
+	}
+	stop := make(chan struct{})
+	var over int64
+	var mon sync.WaitGroup
+	mon.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if b := c.cache.gauge.Load(); b > limit {
+				over = b
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	wg.Wait()
+	close(stop)
+	mon.Wait()
+	if over > 0 {
+		t.Fatalf("cache held %d bytes, bound %d", over, limit)
+	}
+}
+
+// TestReadCacheBound: reading more than the bound evicts, least recently
+// used first, and the held bytes stay under it.
+func TestReadCacheBound(t *testing.T) {
+	addr, stream := target(t)
+	const limit = 512 << 10
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2, ReadCacheBytes: limit})
+	cx := ctx(t)
+	c.CreateTopic(cx, "b", 8, bridge.TopicConfig{})
+	for p := range int32(8) {
+		for i := range 4 {
+			if _, err := c.Append(cx, "b", p, seqBatch("v", i*200, 200)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for p := range int32(8) {
+		readSeq(t, c, "b", p, "v", 800, 4000)
+		if b := c.cache.gauge.Load(); b > limit {
+			t.Fatalf("cache holds %d bytes, bound %d", b, limit)
+		}
+	}
+	if c.cache.evictions.Load() == 0 {
+		t.Fatal("nothing evicted")
+	}
+	c.cache.mu.Lock()
+	var sum int64
+	for ch := c.cache.head; ch != nil; ch = ch.next {
+		sum += ch.size
+	}
+	bytes := c.cache.bytes
+	c.cache.mu.Unlock()
+	if sum != bytes {
+		t.Fatalf("LRU holds %d bytes, counted %d", sum, bytes)
+	}
+}
+
+// TestReadCacheDeleteInvalidates: a topic deleted and recreated through the
+// client serves the new data at once, offsets from 0 again.
+func TestReadCacheDeleteInvalidates(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	cx := ctx(t)
+	c.CreateTopic(cx, "d", 1, bridge.TopicConfig{})
+	c.Append(cx, "d", 0, seqBatch("old", 0, 50))
+	readSeq(t, c, "d", 0, "old", 50, 1<<20)
+	if err := c.DeleteTopic(cx, "d"); err != nil {
+		t.Fatal(err)
+	}
+	c.CreateTopic(cx, "d", 1, bridge.TopicConfig{})
+	c.Append(cx, "d", 0, seqBatch("new", 0, 10))
+	readSeq(t, c, "d", 0, "new", 10, 1<<20)
+	wm, err := c.Read(cx, "d", 0, 10, 1<<20, func(*message.Message) bool { return true })
+	if err != nil || wm.High != 10 {
+		t.Fatalf("watermarks %+v, %v; want high 10", wm, err)
+	}
+}
+
+// TestReadCacheExternalRecreate: a topic deleted and refilled by another
+// client (as a purge restarts offsets at 0) is noticed by the next poll of
+// the partition: Iggy's current offset below what is cached, or another
+// message where a cached one was, drops the partition.
+func TestReadCacheExternalRecreate(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	other := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1, ReadCacheBytes: -1})
+	cx := ctx(t)
+	c.CreateTopic(cx, "e", 1, bridge.TopicConfig{})
+	c.Append(cx, "e", 0, seqBatch("old", 0, 50))
+	readSeq(t, c, "e", 0, "old", 50, 1<<20)
+
+	// Fewer messages: the poll at the cached end sees current_offset 9.
+	other.DeleteTopic(cx, "e")
+	other.CreateTopic(cx, "e", 1, bridge.TopicConfig{})
+	other.Append(cx, "e", 0, seqBatch("new", 0, 10))
+	wm, err := c.Read(cx, "e", 0, 50, 1<<20, func(*message.Message) bool { return true })
+	if err != nil || wm.High != 10 {
+		t.Fatalf("read at the old end: %+v %v; want high 10", wm, err)
+	}
+	readSeq(t, c, "e", 0, "new", 10, 1<<20)
+
+	// More messages than were cached: the overlapping message differs.
+	other.DeleteTopic(cx, "e")
+	other.CreateTopic(cx, "e", 1, bridge.TopicConfig{})
+	other.Append(cx, "e", 0, seqBatch("newer", 0, 30))
+	inv := c.cache.invalidations.Load()
+	c.Read(cx, "e", 0, 10, 1<<20, func(*message.Message) bool { return true })
+	if c.cache.invalidations.Load() == inv {
+		t.Fatal("the refilled partition was not dropped")
+	}
+	readSeq(t, c, "e", 0, "newer", 30, 1<<20)
+}
+
+// TestReadCacheTTL: a chunk older than the TTL is polled again.
+func TestReadCacheTTL(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	c.cache.ttl = 50 * time.Millisecond
+	cx := ctx(t)
+	c.CreateTopic(cx, "ttl", 1, bridge.TopicConfig{})
+	c.Append(cx, "ttl", 0, seqBatch("a", 0, 5))
+	readSeq(t, c, "ttl", 0, "a", 5, 1<<20)
+	time.Sleep(100 * time.Millisecond)
+	misses := c.cache.misses.Load()
+	readSeq(t, c, "ttl", 0, "a", 5, 1<<20)
+	if c.cache.misses.Load() == misses {
+		t.Fatal("an expired chunk was served")
+	}
+}
+
+// TestReadCacheOff: ReadCacheBytes < 0 reads straight from Iggy.
+func TestReadCacheOff(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1, ReadCacheBytes: -1})
+	cx := ctx(t)
+	c.CreateTopic(cx, "off", 1, bridge.TopicConfig{})
+	c.Append(cx, "off", 0, seqBatch("o", 0, 300))
+	readSeq(t, c, "off", 0, "o", 300, 500)
+	if c.cache != nil {
+		t.Fatal("cache on")
+	}
+	wantLines(t, scrape(c), "kiggy_iggy_read_cache_limit_bytes 0")
+}
+
+// TestReadCacheWatermarks: a Read served from memory reports the high
+// watermark of the latest Append confirmed through the client, and a Read
+// at the end of what is cached reaches Iggy (new messages, no stale empty
+// answer).
+func TestReadCacheWatermarks(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	cx := ctx(t)
+	c.CreateTopic(cx, "w", 1, bridge.TopicConfig{})
+	c.Append(cx, "w", 0, seqBatch("w", 0, 20))
+	readSeq(t, c, "w", 0, "w", 20, 1<<20)
+	c.Append(cx, "w", 0, seqBatch("w", 20, 5))
+	hits := c.cache.hits.Load()
+	wm, err := c.Read(cx, "w", 0, 3, 1<<20, func(*message.Message) bool { return true })
+	if err != nil || wm.High != 25 {
+		t.Fatalf("cached read: %+v %v; want high 25", wm, err)
+	}
+	if c.cache.hits.Load() != hits+1 {
+		t.Fatal("not served from the cache")
+	}
+	var got []int64
+	wm, err = c.Read(cx, "w", 0, 20, 1<<20, func(m *message.Message) bool { got = append(got, m.Offset); return true })
+	if err != nil || wm.High != 25 || len(got) != 5 || got[0] != 20 {
+		t.Fatalf("read at the cached end: %v %+v %v", got, wm, err)
+	}
+	wm, err = c.Read(cx, "w", 0, 25, 1<<20, func(*message.Message) bool { t.Error("a message past the end"); return true })
+	if err != nil || wm.High != 25 {
+		t.Fatalf("read at the high watermark: %+v %v", wm, err)
+	}
+}
+
+// TestReadCacheUnknownPartitions: Reads of partitions or topics that do
+// not exist leave no cache entries behind.
+func TestReadCacheUnknownPartitions(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	cx := ctx(t)
+	c.CreateTopic(cx, "u", 1, bridge.TopicConfig{})
+	for p := int32(1); p < 50; p++ {
+		if _, err := c.Read(cx, "u", p, 0, 1000, func(*message.Message) bool { return true }); err == nil {
+			t.Fatalf("partition %d read", p)
+		}
+		if _, err := c.Read(cx, fmt.Sprintf("missing-%d", p), 0, 0, 1000, func(*message.Message) bool { return true }); err == nil {
+			t.Fatal("missing topic read")
+		}
+	}
+	c.cache.mu.Lock()
+	n := len(c.cache.parts)
+	c.cache.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d entries left", n)
+	}
+}
+
+// TestReadCacheSharedTailPoll: readers of several groups at a partition's
+// tail at once share one poll: those that waited for it take its answer
+// (nothing new, the high watermark) instead of polling again.
+func TestReadCacheSharedTailPoll(t *testing.T) {
+	_, addr := startServer(t, iggytest.Config{Latency: 100 * time.Millisecond})
+	c := open(t, Config{Addr: addr, PoolSize: 4})
+	cx := ctx(t)
+	c.CreateTopic(cx, "tail", 1, bridge.TopicConfig{})
+	c.Append(cx, "tail", 0, seqBatch("t", 0, 3))
+	misses := c.cache.misses.Load()
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			wm, err := c.Read(cx, "tail", 0, 3, 1000, func(*message.Message) bool { t.Error("a message past the tail"); return true })
+			if err != nil || wm.High != 3 {
+				t.Errorf("read at the tail: %+v %v", wm, err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := c.cache.misses.Load() - misses; got >= 3 {
+		t.Fatalf("three readers at the tail polled %d times", got)
+	}
+}
