@@ -268,6 +268,7 @@ func New(cfg Config, store Log) *Gateway {
 	g.initSASL()
 	g.register()
 	g.initACL()
+	g.initTopicState()
 	for range cfg.Workers {
 		g.wg.Add(1)
 		go g.worker()

@@ -149,12 +149,48 @@ func (g *Gateway) readTopicState(ctx context.Context) error {
 func (g *Gateway) topicSettingsOf(topic string) *topicSettings {
 	p := g.topicState.snap.Load()
 	if p == nil {
-		if g.loadTopicState(g.ctx) != nil {
+		// Not loaded at start (initTopicState): try again, briefly, so a
+		// request never waits long on the system store.
+		ctx, cancel := context.WithTimeout(g.ctx, time.Second)
+		err := g.loadTopicState(ctx)
+		cancel()
+		if err != nil {
 			return nil
 		}
 		p = g.topicState.snap.Load()
 	}
 	return (*p)[topic]
+}
+
+// initTopicState loads topic configs and log starts when the gateway starts,
+// so no request pays for the first read (on Iggy it opens the system store's
+// namespaces); when the store does not answer, it is retried in the
+// background, and each request that needs the state meanwhile tries once.
+func (g *Gateway) initTopicState() {
+	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
+	err := g.loadTopicState(ctx)
+	cancel()
+	if err == nil {
+		return
+	}
+	g.cfg.Logger.Warn("topic configs: loading the stored topic configs and log starts failed; retrying", "err", err)
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+			select {
+			case <-g.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
+			err := g.loadTopicState(ctx)
+			cancel()
+			if err == nil {
+				return
+			}
+		}
+	}()
 }
 
 // topicCompression is the topic's compression.type ("producer" when unset):
