@@ -17,6 +17,7 @@ import (
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 	"github.com/kiggy-io/kiggy/security"
@@ -491,5 +492,44 @@ func TestSASLWithACLs(t *testing.T) {
 	}
 	if err := saslRoundTrip(t, gw.Addr, "acl-sasl", kscram.Auth{User: "dave", Pass: "pw"}.AsSha512Mechanism()); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Errorf("dave (no ACL) produces: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+}
+
+// TestScramCredentialsSurviveRestartOnIggy: SCRAM credentials live in the
+// system store (docs/design/security.md §8): a user created with kadm on
+// one gateway logs in on a new gateway over the same Iggy server.
+func TestScramCredentialsSurviveRestartOnIggy(t *testing.T) {
+	srv := iggytest.New(iggytest.Config{})
+	if _, err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	cfg := bridge.Config{
+		Listeners: map[string]security.Protocol{"": security.SASLPlaintext},
+		SASL:      bridge.SASLConfig{Scram: true, ScramBootstrap: map[string]string{"bob": "hunter2"}},
+	}
+	first := kiggytest.Start(t, kiggytest.Options{IggyServer: srv, Bridge: cfg})
+	if _, ok := first.Log.(bridge.SystemStore); !ok {
+		t.Skip("the Iggy backend keeps no system store in this build")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(first.Addr), kgo.SASL(kscram.Auth{User: "bob", Pass: "hunter2"}.AsSha256Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := kadm.NewClient(cl).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "kept", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "pw"}})
+	cl.Close()
+	if err != nil || res["kept"].Err != nil {
+		t.Fatalf("alter: %v %+v", err, res)
+	}
+	first.Stop()
+
+	second := kiggytest.Start(t, kiggytest.Options{IggyServer: srv, Bridge: cfg})
+	if err := saslRoundTrip(t, second.Addr, "kept", kscram.Auth{User: "kept", Pass: "pw"}.AsSha512Mechanism()); err != nil {
+		t.Fatalf("kept after a restart: %v", err)
+	}
+	if err := saslFails(t, second.Addr, "kept", kscram.Auth{User: "kept", Pass: "nope"}.AsSha512Mechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Errorf("wrong password after a restart: %v", err)
 	}
 }
