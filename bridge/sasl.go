@@ -266,6 +266,12 @@ func (g *Gateway) saslHandshake(c *call) bool {
 		s.raw = c.hdr.APIVersion == 0
 	}
 	resp.CountErrors(g.errorCounter(c))
+	if s.stage == saslFailed {
+		// An unusable mechanism: Kafka answers, then closes the connection
+		// (SaslServerAuthenticator.handleHandshakeRequest).
+		c.req.RespondThenClose(resp.AppendTo(c.responseBuffer(), c.hdr.APIVersion), engine.ReasonAuthentication)
+		return false
+	}
 	respond(c, resp)
 	return false
 }
@@ -347,6 +353,12 @@ func (g *Gateway) saslAuthenticate(c *call) bool {
 		return false
 	}
 	resp.CountErrors(g.errorCounter(c))
+	if err != nil {
+		// Kafka's SaslServerAuthenticator answers the failure, then closes
+		// the connection (docs/design/security.md §7).
+		c.req.RespondThenClose(resp.AppendTo(c.responseBuffer(), c.hdr.APIVersion), engine.ReasonAuthentication)
+		return false
+	}
 	respond(c, resp)
 	return false
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 	"github.com/kiggy-io/kiggy/security"
@@ -200,7 +201,7 @@ func TestSASLGate(t *testing.T) {
 		t.Errorf("Metadata during handshake: %v", err)
 	}
 	// Unknown mechanism: UNSUPPORTED_SASL_MECHANISM with the list, then
-	// closed at the next request.
+	// closed by the gateway without another request.
 	c = dial()
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version, hs.Mechanism = 1, "GSSAPI"
@@ -211,9 +212,6 @@ func TestSASLGate(t *testing.T) {
 	hr := r.(*kmsg.SASLHandshakeResponse)
 	if hr.ErrorCode != kerr.UnsupportedSaslMechanism.Code || strings.Join(hr.SupportedMechanisms, ",") != "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512" {
 		t.Errorf("GSSAPI: %+v", hr)
-	}
-	if _, err := c.Send(av); err != nil {
-		t.Fatal(err)
 	}
 	if err := c.ExpectClosed(5 * time.Second); err != nil {
 		t.Errorf("after unsupported mechanism: %v", err)
@@ -233,11 +231,12 @@ func TestSASLGate(t *testing.T) {
 	if ar := r.(*kmsg.SASLAuthenticateResponse); ar.ErrorCode != kerr.SaslAuthenticationFailed.Code || ar.ErrorMessage == nil {
 		t.Errorf("wrong password: %+v", ar)
 	}
-	if _, err := c.Send(md); err != nil {
-		t.Fatal(err)
-	}
+	// Closed once the answer is written, as Kafka does: no request needed.
 	if err := c.ExpectClosed(5 * time.Second); err != nil {
 		t.Errorf("after failed authentication: %v", err)
+	}
+	if st := gw.EngineStats(); st.Closed(engine.ReasonAuthentication) != 2 {
+		t.Errorf("closes counted as authentication_failed: %d, want 2", st.Closed(engine.ReasonAuthentication))
 	}
 	// The right password, then any request.
 	c = dial()

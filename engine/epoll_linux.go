@@ -958,6 +958,12 @@ func (l *loop) completed(c *econn, r *Request) {
 	switch r.kind {
 	case compRespond:
 		c.outBytes += len(r.out)
+		if r.closeAfter && !c.closing {
+			// RespondThenClose: read nothing more; close once written.
+			c.closing, c.closeWhy = true, r.reason
+			c.fr.reset()
+			l.dropStash(c)
+		}
 	case compClose:
 		if !c.closing {
 			c.closing, c.closeWhy = true, r.reason

@@ -464,6 +464,12 @@ func (c *nconn) complete(r *Request) {
 	switch r.kind {
 	case compRespond:
 		c.outBytes += len(r.out)
+		if r.closeAfter && !c.closing {
+			// RespondThenClose: read nothing more; close once written.
+			c.closing, c.closeWhy = true, r.reason
+			c.stopRead.Store(true)
+			c.cond.Broadcast()
+		}
 	case compClose:
 		if !c.closing {
 			c.closing, c.closeWhy = true, r.reason
@@ -472,12 +478,12 @@ func (c *nconn) complete(r *Request) {
 		}
 	}
 	headDone := c.slots.at(0).done
-	kind := r.kind
+	kind, closeAfter := r.kind, r.closeAfter
 	c.mu.Unlock() // r may be written and released from here on
 	if headDone {
 		c.signal()
 	}
-	if kind == compClose {
+	if kind == compClose || closeAfter {
 		c.nc.SetReadDeadline(time.Now()) // wake the reader out of Read
 	}
 }

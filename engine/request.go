@@ -116,13 +116,15 @@ type Request struct {
 
 	// Written by the completing call, read by the owner after the state
 	// transition that publishes them.
-	rbuf    *[]byte
-	out     []byte
-	kind    completion
-	reason  CloseReason
-	msg     string
-	claimed atomic.Bool
-	state   atomic.Uint32
+	rbuf   *[]byte
+	out    []byte
+	kind   completion
+	reason CloseReason
+	msg    string
+	// closeAfter: RespondThenClose, close with reason once out is written.
+	closeAfter bool
+	claimed    atomic.Bool
+	state      atomic.Uint32
 
 	// Owned by the connection's owner (loop or net connection).
 	done bool // completion processed; the slot may be written in order
@@ -144,7 +146,7 @@ func putRequest(r *Request) {
 	putBuf(r.rbuf)
 	r.frame, r.fbuf, r.rbuf, r.out = nil, nil, nil, nil
 	r.conn, r.owner, r.msg = nil, nil, ""
-	r.kind, r.reason, r.done = compRespond, 0, false
+	r.kind, r.reason, r.done, r.closeAfter = compRespond, 0, false, false
 	r.claimed.Store(false)
 	r.state.Store(stFree)
 	requestPool.Put(r)
@@ -226,6 +228,27 @@ func (r *Request) Respond(resp []byte) {
 	} else {
 		binary.BigEndian.PutUint32(resp, uint32(len(resp)-4))
 		r.kind, r.out = compRespond, resp
+	}
+	r.finish()
+}
+
+// RespondThenClose completes the request with resp, as Respond, and then
+// closes the connection once resp is written (after the responses of all
+// earlier requests): nothing more is read from it. The close is counted under
+// reason. A failed SASL authentication ends so in Kafka (its
+// SaslServerAuthenticator sends the error, then closes the channel).
+func (r *Request) RespondThenClose(resp []byte, reason CloseReason) {
+	if reason >= NumCloseReasons {
+		reason = ReasonProtocolError
+	}
+	if !r.claimed.CompareAndSwap(false, true) {
+		return
+	}
+	if len(resp) < 4 || len(resp)-4 > math.MaxInt32 {
+		r.kind, r.reason, r.msg = compClose, ReasonProtocolError, "engine: response without room for its size"
+	} else {
+		binary.BigEndian.PutUint32(resp, uint32(len(resp)-4))
+		r.kind, r.out, r.reason, r.closeAfter = compRespond, resp, reason, true
 	}
 	r.finish()
 }

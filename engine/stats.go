@@ -38,6 +38,9 @@ const (
 	// ReasonTLSHandshake: the TLS handshake of a TLS listener's connection
 	// failed or did not finish within the listener's HandshakeTimeout.
 	ReasonTLSHandshake
+	// ReasonAuthentication: closed after answering a failed SASL
+	// authentication (Request.RespondThenClose), as Kafka does.
+	ReasonAuthentication
 	// NumCloseReasons is the number of close reasons.
 	NumCloseReasons
 )
@@ -54,6 +57,7 @@ var reasonNames = [NumCloseReasons]string{
 	ReasonMaxConnections: "max_connections",
 	ReasonShutdown:       "shutdown",
 	ReasonTLSHandshake:   "tls_handshake",
+	ReasonAuthentication: "authentication_failed",
 }
 
 // String returns the reason's metric label, e.g. "frame_too_large".

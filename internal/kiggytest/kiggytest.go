@@ -169,6 +169,10 @@ func (g *Gateway) Metrics() string {
 	return b.String()
 }
 
+// EngineStats returns the network engine's counters (connections closed by
+// reason, ...).
+func (g *Gateway) EngineStats() engine.Stats { return g.srv.Stats() }
+
 // CreateTopic creates a topic directly in the backend.
 func (g *Gateway) CreateTopic(t testing.TB, name string, partitions int32) {
 	t.Helper()
