@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/internal/kafkawire"
@@ -530,5 +532,37 @@ func TestScramCredentialsSurviveRestartOnIggy(t *testing.T) {
 	}
 	if err := saslFails(t, second.Addr, "kept", kscram.Auth{User: "kept", Pass: "nope"}.AsSha512Mechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Errorf("wrong password after a restart: %v", err)
+	}
+}
+
+// TestSASLPlainAgainstIggy: with PLAIN checked against Iggy's users
+// (--sasl-plain-verifier iggy), a Kafka client that names an Iggy user and
+// its password produces and consumes; a wrong password or an unknown user
+// fails with SASL_AUTHENTICATION_FAILED.
+func TestSASLPlainAgainstIggy(t *testing.T) {
+	srv := iggytest.New(iggytest.Config{})
+	addr, err := srv.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ic, err := iggy.Open(ctx, iggy.Config{Addr: addr.String(), RequestTimeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ic.Close() })
+	gw := kiggytest.Start(t, kiggytest.Options{Log: ic, Bridge: bridge.Config{
+		Listeners: map[string]security.Protocol{"": security.SASLPlaintext},
+		SASL:      bridge.SASLConfig{Plain: sasl.NewCachedPlain(ic, time.Minute, 8)},
+	}})
+	if err := saslRoundTrip(t, gw.Addr, "iggy-users", plain.Auth{User: "iggy", Pass: "iggy"}.AsMechanism()); err != nil {
+		t.Errorf("the Iggy root user: %v", err)
+	}
+	for _, a := range []plain.Auth{{User: "iggy", Pass: "wrong"}, {User: "nobody", Pass: "iggy"}} {
+		if err := saslFails(t, gw.Addr, "bad-iggy-"+a.User, a.AsMechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Errorf("%s/%s: %v, want SASL_AUTHENTICATION_FAILED", a.User, a.Pass, err)
+		}
 	}
 }

@@ -149,6 +149,10 @@ func run(args, env []string) int {
 		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
 		return 2
 	}
+	if o.sasl.plainVerifier == "iggy" && o.iggyAddr == "" {
+		fmt.Fprintln(os.Stderr, "kiggy: --sasl-plain-verifier iggy needs the Iggy backend (--iggy-addr)")
+		return 2
+	}
 	if _, err := o.acl.authorization(); err != nil {
 		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
 		return 2
@@ -214,6 +218,9 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 
 	authz, _ := o.acl.authorization()   // checked by run
 	saslCfg, _ := o.sasl.bridgeConfig() // checked by run
+	if err := o.sasl.plainAgainstIggy(&saslCfg, store); err != nil {
+		return err
+	}
 	bcfg := bridge.Config{
 		NodeID:               int32(o.nodeID),
 		AdvertisedHost:       o.advertisedHost,

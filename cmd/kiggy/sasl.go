@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy"
 	"github.com/kiggy-io/kiggy/security/sasl"
 )
 
@@ -16,6 +19,8 @@ import (
 type saslOptions struct {
 	mechanisms         string
 	plainUsersFile     string
+	plainVerifier      string
+	plainCacheTTL      time.Duration
 	scramBootstrapFile string
 	handshakeTimeout   time.Duration
 	maxReauth          time.Duration
@@ -29,6 +34,8 @@ type saslOptions struct {
 func registerSASLOptions(s *settings, o *saslOptions) {
 	s.String("SASL", "sasl-enabled-mechanisms", &o.mechanisms, "", "comma-separated SASL mechanisms offered (Kafka sasl.enabled.mechanisms); empty = every configured one: PLAIN with --sasl-plain-users-file, SCRAM-SHA-256 and SCRAM-SHA-512, OAUTHBEARER with --sasl-oauthbearer-jwks-file")
 	s.String("SASL", "sasl-plain-users-file", &o.plainUsersFile, "", "PLAIN credentials: lines user:password or user:$pbkdf2-sha256$iterations$salt$hash (docs/design/security.md §7)")
+	s.String("SASL", "sasl-plain-verifier", &o.plainVerifier, "file", "what PLAIN passwords are checked against: file (--sasl-plain-users-file) or iggy (a login as that Iggy user on the Iggy backend; successes remembered for --sasl-plain-cache-ttl)")
+	s.Duration("SASL", "sasl-plain-cache-ttl", &o.plainCacheTTL, time.Minute, 0, 24*time.Hour, "with --sasl-plain-verifier iggy: how long a successful login is remembered (a password removed in Iggy still works here until then); 0 = log in every time")
 	s.String("SASL", "sasl-scram-bootstrap-users-file", &o.scramBootstrapFile, "", "lines user:password; at start each user without SCRAM credentials gets SCRAM-SHA-256 and SCRAM-SHA-512 ones (4096 iterations), like kafka-storage format --add-scram")
 	s.Duration("SASL", "sasl-handshake-timeout", &o.handshakeTimeout, bridge.DefaultSASLHandshakeTimeout, 100*time.Millisecond, time.Hour, "a connection of a SASL listener not authenticated this long after it connected is closed")
 	s.Duration("SASL", "connections-max-reauth", &o.maxReauth, 0, 0, 365*24*time.Hour, "SASL session lifetime; clients re-authenticate before it ends or are disconnected (Kafka connections.max.reauth.ms, KIP-368); 0 = off")
@@ -56,6 +63,21 @@ func (o *saslOptions) bridgeConfig() (bridge.SASLConfig, error) {
 		}
 	}
 	on := func(m string) bool { return !explicit || want[m] }
+	switch o.plainVerifier {
+	case "file":
+	case "iggy":
+		if o.plainUsersFile != "" {
+			return cfg, fmt.Errorf("--sasl-plain-verifier iggy checks Iggy's users: drop --sasl-plain-users-file")
+		}
+		if on(sasl.Plain) {
+			// The verifier needs the Iggy client: serve sets cfg.Plain
+			// (plainAgainstIggy) once the backend is open.
+			cfg.Plain = pendingIggyPlain{}
+		}
+		return o.restOfConfig(cfg, want, explicit, on)
+	default:
+		return cfg, fmt.Errorf("--sasl-plain-verifier %q: want file or iggy", o.plainVerifier)
+	}
 	if o.plainUsersFile != "" && on(sasl.Plain) {
 		pu, err := sasl.LoadPlainUsers(o.plainUsersFile)
 		if err != nil {
@@ -63,8 +85,13 @@ func (o *saslOptions) bridgeConfig() (bridge.SASLConfig, error) {
 		}
 		cfg.Plain = pu
 	} else if explicit && want[sasl.Plain] {
-		return cfg, fmt.Errorf("--sasl-enabled-mechanisms: PLAIN needs --sasl-plain-users-file")
+		return cfg, fmt.Errorf("--sasl-enabled-mechanisms: PLAIN needs --sasl-plain-users-file (or --sasl-plain-verifier iggy)")
 	}
+	return o.restOfConfig(cfg, want, explicit, on)
+}
+
+// restOfConfig is bridgeConfig past PLAIN: SCRAM and OAUTHBEARER.
+func (o *saslOptions) restOfConfig(cfg bridge.SASLConfig, want map[string]bool, explicit bool, on func(string) bool) (bridge.SASLConfig, error) {
 	if want[sasl.ScramSHA256] != want[sasl.ScramSHA512] {
 		return cfg, fmt.Errorf("--sasl-enabled-mechanisms: SCRAM-SHA-256 and SCRAM-SHA-512 go together (one credential store)")
 	}
@@ -123,4 +150,26 @@ func readUserPasswords(path string) (map[string]string, error) {
 		users[u] = p
 	}
 	return users, sc.Err()
+}
+
+// pendingIggyPlain stands for the Iggy PLAIN verifier until the backend is
+// open (plainAgainstIggy replaces it); it refuses everyone.
+type pendingIggyPlain struct{}
+
+func (pendingIggyPlain) VerifyPlain(context.Context, string, string) (bool, error) {
+	return false, errors.New("sasl: the Iggy PLAIN verifier is not connected")
+}
+
+// plainAgainstIggy replaces the pending Iggy PLAIN verifier of cfg with one
+// over store, behind a cache of successes and at most 8 logins at once.
+func (o *saslOptions) plainAgainstIggy(cfg *bridge.SASLConfig, store bridge.Log) error {
+	if _, pending := cfg.Plain.(pendingIggyPlain); !pending {
+		return nil
+	}
+	ic, ok := store.(*iggy.Client)
+	if !ok {
+		return errors.New("--sasl-plain-verifier iggy needs the Iggy backend (--iggy-addr)")
+	}
+	cfg.Plain = sasl.NewCachedPlain(ic, o.plainCacheTTL, 8)
+	return nil
 }

@@ -41,6 +41,8 @@ func TestSASLOptions(t *testing.T) {
 		{[]string{"--sasl-enabled-mechanisms", "SCRAM-SHA-256"}, "go together"},
 		{[]string{"--sasl-plain-users-file", filepath.Join(dir, "none")}, "--sasl-plain-users-file"},
 		{[]string{"--sasl-oauthbearer-jwks-file", users}, "--sasl-oauthbearer-jwks-file"},
+		{[]string{"--sasl-plain-verifier", "ldap"}, "want file or iggy"},
+		{[]string{"--sasl-plain-verifier", "iggy", "--sasl-plain-users-file", users}, "drop --sasl-plain-users-file"},
 	} {
 		o, err := parse(tc.args...)
 		if err == nil {
@@ -49,5 +51,29 @@ func TestSASLOptions(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error naming %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestSASLPlainVerifierIggy: --sasl-plain-verifier iggy offers PLAIN, waits
+// for the Iggy backend to be open, and refuses any other backend.
+func TestSASLPlainVerifierIggy(t *testing.T) {
+	var o options
+	s := newSettings("kiggy")
+	registerOptions(s, &o)
+	if err := s.parse([]string{"--sasl-plain-verifier", "iggy"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := o.sasl.bridgeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, pending := cfg.Plain.(pendingIggyPlain); !pending || !cfg.Scram {
+		t.Fatalf("PLAIN %T, SCRAM %v: want the pending Iggy verifier and SCRAM", cfg.Plain, cfg.Scram)
+	}
+	if err := o.sasl.plainAgainstIggy(&cfg, nil); err == nil || !strings.Contains(err.Error(), "needs the Iggy backend") {
+		t.Errorf("on the embedded log: %v", err)
+	}
+	if code := run([]string{"--sasl-plain-verifier", "iggy"}, nil); code != 2 {
+		t.Errorf("without --iggy-addr: exit %d, want 2", code)
 	}
 }
