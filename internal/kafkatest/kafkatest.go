@@ -72,7 +72,8 @@ type Config struct {
 	// PLAINTEXT one.
 	SSL *SSL
 	// SASL, when set, adds a SASL_PLAINTEXT listener (Broker.SASLAddr)
-	// offering PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512.
+	// offering PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; with SSL also set, a
+	// SASL_SSL listener offering the same (Broker.SASLSSLAddr).
 	SASL *SASLConfig
 }
 
@@ -175,6 +176,9 @@ type Broker struct {
 	Addr string
 	// SSLAddr is the host:port of the SSL listener (Config.SSL), else "".
 	SSLAddr string
+	// SASLSSLAddr is the host:port of the SASL_SSL listener (Config.SASL
+	// and Config.SSL both set), else "".
+	SASLSSLAddr string
 	// SASLAddr is the host:port of the SASL_PLAINTEXT listener
 	// (Config.SASL), else "".
 	SASLAddr string
@@ -256,7 +260,7 @@ func StartProcess(dir string, cfg Config) (*Broker, error) {
 var errPortTaken = errors.New("kafkatest: a chosen port was taken before the broker bound it")
 
 func startOnce(dir string, cfg Config) (*Broker, error) {
-	ports, err := freePorts(4)
+	ports, err := freePorts(5)
 	if err != nil {
 		return nil, err
 	}
@@ -273,6 +277,9 @@ func startOnce(dir string, cfg Config) (*Broker, error) {
 	}
 	if cfg.SSL != nil {
 		b.SSLAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2]))
+	}
+	if cfg.SSL != nil && cfg.SASL != nil {
+		b.SASLSSLAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[4]))
 	}
 	data := filepath.Join(dir, "data")
 	if err := os.RemoveAll(data); err != nil {
@@ -341,9 +348,18 @@ func (b *Broker) properties(data string) []byte {
 		for _, u := range slices.Sorted(maps.Keys(sc.PlainUsers)) {
 			jaas += fmt.Sprintf(" user_%s=%q", u, sc.PlainUsers[u])
 		}
-		props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = jaas + ";"
-		for _, m := range []string{"scram-sha-256", "scram-sha-512"} {
-			props["listener.name.sasl_plaintext."+m+".sasl.jaas.config"] = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+		lns := []string{"sasl_plaintext"}
+		if b.SASLSSLAddr != "" {
+			lns = append(lns, "sasl_ssl")
+			props["listeners"] += ",SASL_SSL://" + b.SASLSSLAddr
+			props["advertised.listeners"] += ",SASL_SSL://" + b.SASLSSLAddr
+			props["listener.security.protocol.map"] += ",SASL_SSL:SASL_SSL"
+		}
+		for _, ln := range lns {
+			props["listener.name."+ln+".plain.sasl.jaas.config"] = jaas + ";"
+			for _, m := range []string{"scram-sha-256", "scram-sha-512"} {
+				props["listener.name."+ln+"."+m+".sasl.jaas.config"] = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+			}
 		}
 	}
 	if ssl := b.cfg.SSL; ssl != nil {
