@@ -62,9 +62,15 @@ func (g *Gateway) initACL() {
 		return
 	}
 	g.acl.authz = acl.New(acl.Config{SuperUsers: cfg.SuperUsers, AllowIfNoACL: cfg.AllowEveryoneIfNoACL})
-	if g.loadACLs() {
-		return
+	if !g.loadACLs() {
+		g.retryInBackground(g.loadACLs)
 	}
+}
+
+// retryInBackground calls load again, backing off from 100 ms to 5 s, until
+// it reports success or the gateway closes: the start-up loads of state kept
+// in the system store (ACLs, topic configs) when the store did not answer.
+func (g *Gateway) retryInBackground(load func() bool) {
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
@@ -74,7 +80,7 @@ func (g *Gateway) initACL() {
 				return
 			case <-time.After(wait):
 			}
-			if g.loadACLs() {
+			if load() {
 				return
 			}
 		}

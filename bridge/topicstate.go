@@ -167,30 +167,17 @@ func (g *Gateway) topicSettingsOf(topic string) *topicSettings {
 // namespaces); when the store does not answer, it is retried in the
 // background, and each request that needs the state meanwhile tries once.
 func (g *Gateway) initTopicState() {
-	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
-	err := g.loadTopicState(ctx)
-	cancel()
-	if err == nil {
-		return
+	var err error
+	load := func() bool {
+		ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
+		defer cancel()
+		err = g.loadTopicState(ctx)
+		return err == nil
 	}
-	g.cfg.Logger.Warn("topic configs: loading the stored topic configs and log starts failed; retrying", "err", err)
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
-			select {
-			case <-g.ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-			ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
-			err := g.loadTopicState(ctx)
-			cancel()
-			if err == nil {
-				return
-			}
-		}
-	}()
+	if !load() {
+		g.cfg.Logger.Warn("topic configs: loading the stored topic configs and log starts failed; retrying", "err", err)
+		g.retryInBackground(load)
+	}
 }
 
 // topicCompression is the topic's compression.type ("producer" when unset):
