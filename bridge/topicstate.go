@@ -42,6 +42,9 @@ type topicSettings struct {
 type topicState struct {
 	mu     sync.Mutex // serializes loads and changes
 	loaded bool
+	// every is topicStateRefresh as the gateway started (read once, so a
+	// test that changes the variable races with no running gateway).
+	every time.Duration
 	// snap maps topic → settings; replaced whole on every change.
 	snap atomic.Pointer[map[string]*topicSettings]
 	// starts maps a partition to the log start DeleteRecords set.
@@ -95,7 +98,7 @@ var topicStateRefresh = 5 * time.Second
 // refreshTopicState re-reads the shared state until the gateway closes.
 func (g *Gateway) refreshTopicState() {
 	defer g.wg.Done()
-	t := time.NewTicker(topicStateRefresh)
+	t := time.NewTicker(g.topicState.every)
 	defer t.Stop()
 	for {
 		select {
@@ -103,7 +106,7 @@ func (g *Gateway) refreshTopicState() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(g.ctx, topicStateRefresh)
+		ctx, cancel := context.WithTimeout(g.ctx, g.topicState.every)
 		g.topicState.mu.Lock()
 		_ = g.readTopicState(ctx) // a failed read keeps the last view
 		g.topicState.mu.Unlock()
@@ -167,6 +170,7 @@ func (g *Gateway) topicSettingsOf(topic string) *topicSettings {
 // namespaces); when the store does not answer, it is retried in the
 // background, and each request that needs the state meanwhile tries once.
 func (g *Gateway) initTopicState() {
+	g.topicState.every = topicStateRefresh
 	var err error
 	load := func() bool {
 		ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
