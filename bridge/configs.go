@@ -233,36 +233,45 @@ func (g *Gateway) alterConfigs(c *call) bool {
 	}
 	var resp wire.AlterConfigsResponse
 	for _, r := range req.Resources {
-		out := wire.AlterConfigsResponseResource{ResourceType: r.ResourceType, ResourceName: r.ResourceName}
-		if code := g.configResourceCode(c, acl.OpAlterConfigs, r.ResourceType, r.ResourceName); code != wire.NoError {
-			// KafkaApis: ALTER_CONFIGS on the resource, before anything else.
-			out.ErrorCode, out.ErrorMessage = code, wire.NullStringOf(code.String())
-		} else if r.ResourceType != wire.ConfigResourceTopic {
-			out.ErrorCode, out.ErrorMessage = refuseResource(r.ResourceType)
-		} else {
-			out.ErrorCode, out.ErrorMessage = g.alterTopic(r.ResourceName, req.ValidateOnly, func(topicconfig.Values) (topicconfig.Values, wire.ErrorCode, string) {
-				next := topicconfig.Values{}
-				for _, e := range r.Configs {
-					if _, dup := next[e.Name]; dup {
-						return nil, wire.InvalidRequest, "Error due to duplicate config keys"
-					}
-					if !e.Value.Valid {
-						return nil, wire.InvalidConfig, "Null value not supported for topic configs: " + e.Name
-					}
-					v, err := topicconfig.Normalize(e.Name, e.Value.S)
-					if err != nil {
-						return nil, wire.InvalidConfig, err.Error()
-					}
-					next[strings.Clone(e.Name)] = v
+		resp.Resources = append(resp.Resources, g.alterResource(c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(topicconfig.Values) (topicconfig.Values, wire.ErrorCode, string) {
+			next := topicconfig.Values{}
+			for _, e := range r.Configs {
+				if _, dup := next[e.Name]; dup {
+					return nil, wire.InvalidRequest, "Error due to duplicate config keys"
 				}
-				return next, wire.NoError, ""
-			})
-		}
-		resp.Resources = append(resp.Resources, out)
+				if !e.Value.Valid {
+					return nil, wire.InvalidConfig, "Null value not supported for topic configs: " + e.Name
+				}
+				v, err := topicconfig.Normalize(e.Name, e.Value.S)
+				if err != nil {
+					return nil, wire.InvalidConfig, err.Error()
+				}
+				next[strings.Clone(e.Name)] = v
+			}
+			return next, wire.NoError, ""
+		}))
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
 	return false
+}
+
+// alterResource answers one resource of an AlterConfigs or
+// IncrementalAlterConfigs: ALTER_CONFIGS on it first (KafkaApis, before
+// anything else), then a topic's overrides changed by change, anything else
+// refused.
+func (g *Gateway) alterResource(c *call, t wire.ConfigResourceType, name string, validateOnly bool,
+	change func(topicconfig.Values) (topicconfig.Values, wire.ErrorCode, string)) wire.AlterConfigsResponseResource {
+	out := wire.AlterConfigsResponseResource{ResourceType: t, ResourceName: name}
+	switch code := g.configResourceCode(c, acl.OpAlterConfigs, t, name); {
+	case code != wire.NoError:
+		out.ErrorCode, out.ErrorMessage = code, wire.NullStringOf(code.String())
+	case t != wire.ConfigResourceTopic:
+		out.ErrorCode, out.ErrorMessage = refuseResource(t)
+	default:
+		out.ErrorCode, out.ErrorMessage = g.alterTopic(name, validateOnly, change)
+	}
+	return out
 }
 
 // incrementalAlterConfigs answers IncrementalAlterConfigs v0–1: SET and
@@ -276,28 +285,19 @@ func (g *Gateway) incrementalAlterConfigs(c *call) bool {
 	}
 	var resp wire.IncrementalAlterConfigsResponse
 	for _, r := range req.Resources {
-		out := wire.AlterConfigsResponseResource{ResourceType: r.ResourceType, ResourceName: r.ResourceName}
-		if code := g.configResourceCode(c, acl.OpAlterConfigs, r.ResourceType, r.ResourceName); code != wire.NoError {
-			// KafkaApis: ALTER_CONFIGS on the resource, before anything else.
-			out.ErrorCode, out.ErrorMessage = code, wire.NullStringOf(code.String())
-		} else if r.ResourceType != wire.ConfigResourceTopic {
-			out.ErrorCode, out.ErrorMessage = refuseResource(r.ResourceType)
-		} else {
-			out.ErrorCode, out.ErrorMessage = g.alterTopic(r.ResourceName, req.ValidateOnly, func(cur topicconfig.Values) (topicconfig.Values, wire.ErrorCode, string) {
-				seen := map[string]bool{}
-				for _, e := range r.Configs {
-					if seen[e.Name] {
-						return nil, wire.InvalidRequest, "Error due to duplicate config keys"
-					}
-					seen[e.Name] = true
-					if code, msg := applyIncremental(cur, e); code != wire.NoError {
-						return nil, code, msg
-					}
+		resp.Resources = append(resp.Resources, g.alterResource(c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(cur topicconfig.Values) (topicconfig.Values, wire.ErrorCode, string) {
+			seen := map[string]bool{}
+			for _, e := range r.Configs {
+				if seen[e.Name] {
+					return nil, wire.InvalidRequest, "Error due to duplicate config keys"
 				}
-				return cur, wire.NoError, ""
-			})
-		}
-		resp.Resources = append(resp.Resources, out)
+				seen[e.Name] = true
+				if code, msg := applyIncremental(cur, e); code != wire.NoError {
+					return nil, code, msg
+				}
+			}
+			return cur, wire.NoError, ""
+		}))
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)

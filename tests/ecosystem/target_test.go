@@ -49,7 +49,7 @@ func forEachTarget(t *testing.T, fn func(t *testing.T, tg target)) {
 			var tg target
 			if name == "kiggy" {
 				g := kiggytest.Start(t, kiggytest.Options{})
-				if err := probe(g.Addr, 10*time.Second); err != nil {
+				if err := testtools.ProbeKafka(g.Addr, 10*time.Second); err != nil {
 					t.Fatalf("kiggy gateway at %s is not answering: %v", g.Addr, err)
 				}
 				tg = target{name: "kiggy", addr: g.Addr}
@@ -59,24 +59,6 @@ func forEachTarget(t *testing.T, fn func(t *testing.T, tg target)) {
 			fn(t, tg)
 		})
 	}
-}
-
-// probe checks that addr answers ApiVersions and Metadata.
-func probe(addr string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DialTimeout(timeout))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl); err != nil {
-		return fmt.Errorf("ApiVersions: %w", err)
-	}
-	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
-		return fmt.Errorf("Metadata: %w", err)
-	}
-	return nil
 }
 
 var kafkaShared struct {

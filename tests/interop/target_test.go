@@ -10,7 +10,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/internal/kafkatest"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
@@ -52,7 +51,7 @@ func newTarget(t testing.TB) target {
 		if g.Iggy != nil {
 			backend = "Iggy (iggytest)"
 		}
-		if err := probe(g.Addr, 10*time.Second); err != nil {
+		if err := testtools.ProbeKafka(g.Addr, 10*time.Second); err != nil {
 			t.Fatalf("kiggy gateway at %s (engine %q, %s) is not answering: %v", g.Addr, os.Getenv("KIGGY_TEST_ENGINE"), backend, err)
 		}
 		t.Logf("kiggy gateway at %s on the %s", g.Addr, backend)
@@ -63,26 +62,6 @@ func newTarget(t testing.TB) target {
 		t.Fatalf("%s=%q: want kiggy (default) or kafka", TargetEnv, v)
 		return nil
 	}
-}
-
-// probe checks that addr answers ApiVersions and Metadata, so a gateway
-// that accepts connections but never answers fails its test at once and
-// says so, instead of every client timing out on its own.
-func probe(addr string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DialTimeout(timeout))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl); err != nil {
-		return fmt.Errorf("ApiVersions: %w", err)
-	}
-	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
-		return fmt.Errorf("Metadata: %w", err)
-	}
-	return nil
 }
 
 // kiggyTarget is the in-process gateway on the embedded log.
