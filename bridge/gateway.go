@@ -275,6 +275,10 @@ func New(cfg Config, store Log) *Gateway {
 	}
 	g.wg.Add(1)
 	go g.janitor()
+	if cfg.Placement != nil {
+		g.wg.Add(1)
+		go g.unloadLoop() // groups.go
+	}
 	return g
 }
 

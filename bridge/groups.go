@@ -533,6 +533,9 @@ func (g *Gateway) listGroups(c *call) bool {
 	// every group, else the groups the principal may DESCRIBE.
 	all := g.allowed(c, acl.OpDescribe, acl.ResourceCluster, acl.ClusterName)
 	for _, l := range g.groups.List() {
+		if g.lostGroup(l.GroupID) {
+			continue // docs/design/cluster.md §7: listed by its coordinator only
+		}
 		if !all && !g.allowed(c, acl.OpDescribe, acl.ResourceGroup, l.GroupID) {
 			continue
 		}
@@ -547,6 +550,44 @@ func (g *Gateway) listGroups(c *call) bool {
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
 	return false
+}
+
+// unloadInterval is how often an instance of a cluster looks for groups it
+// no longer coordinates (unloadLoop).
+const unloadInterval = 200 * time.Millisecond
+
+// lostGroup reports whether group id is coordinated by another instance
+// (or by none): this instance must neither list it nor keep its members
+// (docs/design/cluster.md §7). A lapsed lease alone is not a move: the group
+// stays loaded and its requests answer NOT_COORDINATOR until the lease is
+// fresh again.
+func (g *Gateway) lostGroup(id string) bool {
+	if g.cfg.Placement == nil {
+		return false
+	}
+	node, _ := g.cfg.Placement.Coordinator(id)
+	return node != g.cfg.NodeID
+}
+
+// unloadLoop unloads, every unloadInterval, the groups a view change gave
+// to another instance, as Kafka's old coordinator unloads the groups of an
+// offsets partition it lost (docs/design/cluster.md §7): members parked in
+// JoinGroup or SyncGroup here are answered NOT_COORDINATOR and find the new
+// coordinator; their committed offsets stay in the commit log.
+func (g *Gateway) unloadLoop() {
+	defer g.wg.Done()
+	t := time.NewTicker(unloadInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-t.C:
+			if ids := g.groups.Unload(g.lostGroup); len(ids) > 0 {
+				g.cfg.Logger.Info("groups moved to another coordinator: unloaded", "groups", ids)
+			}
+		}
+	}
 }
 
 // deleteGroups answers DeleteGroups v0–3 as Kafka's group coordinator

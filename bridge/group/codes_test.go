@@ -16,6 +16,7 @@ func TestErrorCodesMatchWire(t *testing.T) {
 	}{
 		{errNone, wire.NoError},
 		{errCoordinatorNotAvailable, wire.CoordinatorNotAvailable},
+		{errNotCoordinator, wire.NotCoordinator},
 		{errIllegalGeneration, wire.IllegalGeneration},
 		{errInconsistentGroupProtocol, wire.InconsistentGroupProtocol},
 		{errInvalidGroupID, wire.InvalidGroupID},

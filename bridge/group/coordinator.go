@@ -575,6 +575,54 @@ func (c *Coordinator) List() []GroupListing {
 	return list
 }
 
+// Unload drops every group for which lost reports true, as Kafka's
+// GroupMetadataManager.removeGroupsForPartition does when this broker stops
+// being the coordinator of a group's offsets partition: the group becomes
+// Dead and leaves the map, so List no longer shows it, and every member
+// parked in JoinGroup or SyncGroup is answered NOT_COORDINATOR (16) at once
+// (Kafka's onGroupUnloaded), so it finds the new coordinator. Committed
+// offsets live in storage and are not touched. lost is called without any
+// lock held; Unload returns the ids it dropped, sorted.
+//
+// A group that lost reports true for may be created again by a later Join
+// (the caller checks coordination before each call; a Join that passed the
+// check just before the move can still land here): the next Unload drops it
+// again.
+func (c *Coordinator) Unload(lost func(groupID string) bool) []string {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.mu.Unlock()
+
+	var dropped []string
+	for _, g := range groups {
+		if !lost(g.id) {
+			continue
+		}
+		var o outbox
+		g.mu.Lock()
+		if g.state != stateDead {
+			g.closeWith(errNotCoordinator, &o)
+			dropped = append(dropped, g.id)
+		}
+		c.mu.Lock()
+		if c.groups[g.id] == g {
+			delete(c.groups, g.id)
+		}
+		c.mu.Unlock()
+		g.mu.Unlock()
+		o.flush()
+	}
+	slices.Sort(dropped)
+	return dropped
+}
+
 // Delete deletes an Empty group for DeleteGroups: 0, GROUP_ID_NOT_FOUND (69)
 // for an unknown group, NON_EMPTY_GROUP (68) while it has members, or
 // COORDINATOR_NOT_AVAILABLE (15) after Close. Committed offsets live in

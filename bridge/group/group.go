@@ -34,6 +34,7 @@ import (
 const (
 	errNone                      int16 = 0
 	errCoordinatorNotAvailable   int16 = 15
+	errNotCoordinator            int16 = 16
 	errIllegalGeneration         int16 = 22
 	errInconsistentGroupProtocol int16 = 23
 	errInvalidGroupID            int16 = 24
@@ -828,14 +829,18 @@ func (g *group) expire(now time.Time, o *outbox) {
 
 // close answers every pending callback with COORDINATOR_NOT_AVAILABLE and
 // marks the group dead.
-func (g *group) close(o *outbox) {
+func (g *group) close(o *outbox) { g.closeWith(errCoordinatorNotAvailable, o) }
+
+// closeWith answers every pending Join and Sync callback with code and
+// marks the group dead.
+func (g *group) closeWith(code int16, o *outbox) {
 	for _, m := range g.members {
 		if m.joinDone != nil {
-			o.join(m.joinDone, joinError(m.id, errCoordinatorNotAvailable))
+			o.join(m.joinDone, joinError(m.id, code))
 			m.joinDone = nil
 		}
 		if m.syncDone != nil {
-			o.sync(m.syncDone, SyncResult{Error: errCoordinatorNotAvailable})
+			o.sync(m.syncDone, SyncResult{Error: code})
 			m.syncDone = nil
 		}
 	}
