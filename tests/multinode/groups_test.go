@@ -1,0 +1,249 @@
+package multinode
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+)
+
+// TestGroupsAfterMove: consumer groups formed on two instances; a third
+// joins and takes some of the groups over while their members are alive
+// (docs/design/cluster.md §7). The instances that lost a group unload it at
+// once: ListGroups through every instance together lists each group exactly
+// once, by its new coordinator, well within the members' 10 s session
+// timeout (without unloading, the old coordinator lists a moved group until
+// the member's session there expires); DescribeGroups at the old coordinator
+// answers NOT_COORDINATOR (16); kadm DescribeGroups finds the group Stable
+// at the new coordinator with its one member; and the committed offsets are
+// read the same after the move.
+func TestGroupsAfterMove(t *testing.T) {
+	isrv := iggytest.New(iggytest.Config{})
+	a, err := isrv.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(isrv.Close)
+	rec := &appends{}
+	const topic, parts = "moved", int32(3)
+	ins := []*instance{
+		startInstance(t, a.String(), 1, "127.0.0.1:0", rec),
+		startInstance(t, a.String(), 2, "127.0.0.1:0", rec),
+	}
+	defer func() {
+		for _, in := range ins {
+			in.stop()
+		}
+	}()
+	ctx := context.Background()
+	if _, err := ins[0].log.CreateTopic(ctx, topic, parts, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(t, ins, []int32{1, 2}, topic, parts)
+
+	// Nine groups of one member each, bootstrapped from every instance,
+	// each committing an offset once it is Stable.
+	var groups []string
+	for i := range 9 {
+		groups = append(groups, "mv-"+strconv.Itoa(i))
+	}
+	seeds := func() []string {
+		var s []string
+		for _, in := range ins {
+			s = append(s, in.addr)
+		}
+		return s
+	}
+	common := []kgo.Opt{kgo.MetadataMinAge(50 * time.Millisecond), kgo.MetadataMaxAge(500 * time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }), kgo.DialTimeout(time.Second)}
+	var members []*kgo.Client
+	defer func() {
+		for _, cl := range members {
+			cl.Close()
+		}
+	}()
+	for _, id := range groups {
+		cl, err := kgo.NewClient(append(slices.Clone(common), kgo.SeedBrokers(seeds()...), kgo.ConsumerGroup(id), kgo.ConsumeTopics(topic),
+			kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(200*time.Millisecond), kgo.RebalanceTimeout(5*time.Second),
+			kgo.FetchMaxWait(200*time.Millisecond), kgo.DisableAutoCommit())...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, cl)
+		go func() {
+			for {
+				fs := cl.PollFetches(ctx)
+				if fs.IsClientClosed() {
+					return
+				}
+			}
+		}()
+	}
+	admin, err := kgo.NewClient(append(slices.Clone(common), kgo.SeedBrokers(seeds()...))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	adm := kadm.NewClient(admin)
+	stable := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			err := func() error {
+				described, err := adm.DescribeGroups(ctx, groups...)
+				if err != nil {
+					return err
+				}
+				for _, id := range groups {
+					d := described[id]
+					if d.Err != nil || d.State != "Stable" || len(d.Members) != 1 {
+						return fmt.Errorf("group %s: %v %s, %d members", id, d.Err, d.State, len(d.Members))
+					}
+				}
+				return nil
+			}()
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %v", what, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	stable("before the move")
+	// Each member commits offsets 10, 11, 12 to partitions 0, 1, 2.
+	commits := map[string]map[int32]kgo.EpochOffset{topic: {}}
+	for i := range parts {
+		commits[topic][i] = kgo.EpochOffset{Epoch: -1, Offset: int64(10 + i)}
+	}
+	for i, cl := range members {
+		var cerr error
+		cl.CommitOffsetsSync(ctx, commits, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err == nil {
+				for _, rt := range resp.Topics {
+					for _, rp := range rt.Partitions {
+						if rp.ErrorCode != 0 && cerr == nil {
+							cerr = fmt.Errorf("partition %d: error %d", rp.Partition, rp.ErrorCode)
+						}
+					}
+				}
+			}
+			if cerr == nil {
+				cerr = err
+			}
+		})
+		if cerr != nil {
+			t.Fatalf("commit of %s: %v", groups[i], cerr)
+		}
+	}
+	before := map[string]int32{}
+	for _, id := range groups {
+		before[id], _ = ins[0].m.Coordinator(id)
+	}
+
+	// A third instance joins: the groups it now scores highest for move.
+	ins = append(ins, startInstance(t, a.String(), 3, "127.0.0.1:0", rec))
+	waitSettled(t, ins, []int32{1, 2, 3}, topic, parts)
+	moved := map[string]int32{} // group → its old coordinator
+	for _, id := range groups {
+		if now, _ := ins[0].m.Coordinator(id); now != before[id] {
+			if now != 3 {
+				t.Fatalf("group %s moved from %d to %d: only moves to the new node are expected", id, before[id], now)
+			}
+			moved[id] = before[id]
+		}
+	}
+	if len(moved) == 0 {
+		t.Fatal("no group moved to node 3: pick other group ids")
+	}
+	t.Logf("moved to node 3: %v", moved)
+	settled := time.Now()
+
+	// ListGroups through every instance: each group exactly once, by its
+	// coordinator, soon (well within the 10 s sessions).
+	listAll := func() (map[string][]int32, error) {
+		where := map[string][]int32{}
+		for _, in := range ins {
+			resp, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, admin.Broker(int(in.id)))
+			if err != nil {
+				return nil, err
+			}
+			if resp.ErrorCode != 0 {
+				return nil, fmt.Errorf("node %d: ListGroups error %d", in.id, resp.ErrorCode)
+			}
+			for _, g := range resp.Groups {
+				where[g.Group] = append(where[g.Group], in.id)
+			}
+		}
+		return where, nil
+	}
+	deadline := settled.Add(5 * time.Second)
+	for {
+		where, err := listAll()
+		if err == nil {
+			var bad []string
+			for _, id := range groups {
+				coord, _ := ins[0].m.Coordinator(id)
+				if l := where[id]; len(l) != 1 || l[0] != coord {
+					bad = append(bad, fmt.Sprintf("%s listed by %v, coordinator %d", id, l, coord))
+				}
+			}
+			if len(bad) == 0 {
+				break
+			}
+			err = fmt.Errorf("%s", strings.Join(bad, "; "))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ListGroups through every instance, %v after the move: %v", time.Since(settled).Round(time.Millisecond), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("ListGroups lists each group once %v after the view settled", time.Since(settled).Round(time.Millisecond))
+
+	// DescribeGroups at an old coordinator: NOT_COORDINATOR.
+	for id, old := range moved {
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Groups = []string{id}
+		resp, err := req.RequestWith(ctx, admin.Broker(int(old)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 16 {
+			t.Errorf("DescribeGroups %s at its old coordinator %d: %+v, want NOT_COORDINATOR", id, old, resp.Groups)
+		}
+	}
+	// kadm finds every group, the moved ones at node 3, Stable with their
+	// member; committed offsets read back through the new coordinator.
+	stable("after the move")
+	described, err := adm.DescribeGroups(ctx, groups...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range moved {
+		if d := described[id]; d.Coordinator.NodeID != 3 {
+			t.Errorf("kadm DescribeGroups %s answered by node %d, want 3", id, d.Coordinator.NodeID)
+		}
+	}
+	for _, id := range groups {
+		got, err := adm.FetchOffsets(ctx, id)
+		if err != nil {
+			t.Fatalf("FetchOffsets %s: %v", id, err)
+		}
+		for i := range parts {
+			if o, ok := got.Lookup(topic, i); !ok || o.Err != nil || o.At != int64(10+i) {
+				t.Errorf("group %s partition %d committed %+v after the move, want %d", id, i, o, 10+i)
+			}
+		}
+	}
+}
