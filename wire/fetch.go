@@ -261,6 +261,10 @@ type FetchResponseTopicPartition struct {
 	// (docs/design/kafka-protocol.md §7.2) and librdkafka rejects a negative
 	// MessageSetSize.
 	Records []byte
+	// CurrentLeader is the partition's leader hint (v12+, tagged field 1,
+	// KIP-951), sent with NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH
+	// (docs/design/cluster.md §6).
+	CurrentLeader LeaderHint
 }
 
 // FetchResponseTopicPartitionAbortedTransaction is one aborted transaction
@@ -328,9 +332,18 @@ func AppendFetchPartition(dst []byte, version int16, p *FetchResponseTopicPartit
 	} else {
 		dst = AppendBytes(dst, p.Records)
 	}
-	// Partition tags 0–2 (DivergingEpoch, CurrentLeader, SnapshotId) are
-	// replica and KIP-951 hints a gateway does not need to send.
-	return AppendEmptyTags(dst, flex)
+	return appendFetchPartitionTags(dst, version, p)
+}
+
+// appendFetchPartitionTags closes a partition: its TAGGED_FIELDS in flexible
+// versions. Of tags 0–2 (DivergingEpoch, CurrentLeader, SnapshotId) only
+// CurrentLeader, tag 1, is ever sent (FetchResponse.json: "taggedVersions":
+// "12+", "tag": 1); the other two are replica fields.
+func appendFetchPartitionTags(dst []byte, version int16, p *FetchResponseTopicPartition) []byte {
+	if version < fetchFlexible {
+		return dst
+	}
+	return appendLeaderHintTags(dst, 1, p.CurrentLeader)
 }
 
 // FetchPartitionMark remembers where AppendFetchPartitionBegin put a
@@ -385,7 +398,7 @@ const maxFetchRecords = 1<<31 - 2
 // partition's records. It backfills the records length and rewrites the
 // leading fixed-size fields (Partition, ErrorCode, HighWatermark,
 // LastStableOffset, LogStartOffset) from p, so they may be set after the
-// records were built. AbortedTransactions and PreferredReadReplica are
+// records were built, and writes p.CurrentLeader. AbortedTransactions and PreferredReadReplica are
 // written by Begin and must not change in between. Records larger than
 // 2 GiB − 2 bytes cannot be framed; the caller's byte budgets keep them far
 // smaller.
@@ -415,7 +428,7 @@ func AppendFetchPartitionEnd(dst []byte, m FetchPartitionMark, p *FetchResponseT
 	if m.version >= 5 {
 		binary.BigEndian.PutUint64(h[22:], uint64(p.LogStartOffset))
 	}
-	return AppendEmptyTags(dst, m.version >= fetchFlexible)
+	return appendFetchPartitionTags(dst, m.version, p)
 }
 
 // appendFetchPartitionHead appends a partition's fields before Records.

@@ -141,6 +141,11 @@ func csBuildFetchResponse(g *oracleGen) *FetchResponse {
 			if g.r.IntN(5) == 0 {
 				p.Records = nil // written as empty, not null
 			}
+			if g.bool() {
+				// A known leader (id ≥ 0), as kiggy sends: kmsg leaves a
+				// hint equal to the default (-1, -1) out.
+				p.CurrentLeader = LeaderHint{Valid: true, LeaderID: g.i32() & 0x7fffffff, LeaderEpoch: g.i32()}
+			}
 			t.Partitions = append(t.Partitions, p)
 		}
 		r.Topics = append(r.Topics, t)
@@ -172,6 +177,9 @@ func csFetchResponseToKmsg(r *FetchResponse) *kmsg.FetchResponse {
 				}
 			}
 			kp.PreferredReadReplica = p.PreferredReadReplica
+			if p.CurrentLeader.Valid {
+				kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch
+			}
 			kp.RecordBatches = p.Records
 			if kp.RecordBatches == nil {
 				kp.RecordBatches = []byte{}
@@ -245,6 +253,7 @@ func TestFetchResponseStreaming(t *testing.T) {
 					Partition: 3, ErrorCode: OffsetOutOfRange, HighWatermark: 1000, LastStableOffset: 999,
 					LogStartOffset: 5, PreferredReadReplica: -1, Records: rec,
 					AbortedTransactions: []FetchResponseTopicPartitionAbortedTransaction{{ProducerID: 1, FirstOffset: 2}},
+					CurrentLeader:       LeaderHint{Valid: hint > 0, LeaderID: 2, LeaderEpoch: 7},
 				}
 				whole := &FetchResponse{SessionID: 0, Topics: []FetchResponseTopic{{Topic: "t", Partitions: []FetchResponseTopicPartition{p, p}}}}
 				want := whole.AppendTo([]byte("x"), v)

@@ -13,11 +13,15 @@ package wire
 // v13 (topic ids instead of names, KIP-516) is not supported: it must not be
 // advertised until Metadata returns real topic ids and Produce resolves them.
 
+import "github.com/kiggy-io/kiggy/varint"
+
 const (
 	produceMinDecodeVersion = 3
 	produceMaxVersion       = 12
 	// produceFlexible is the first flexible version: "flexibleVersions": "9+".
 	produceFlexible int16 = 9
+	// produceHints is the first version with the KIP-951 leader hints.
+	produceHints int16 = 10
 )
 
 // ProduceRequestPartition is one partition's data in a Produce request.
@@ -154,6 +158,83 @@ type ProduceResponsePartition struct {
 	RecordErrors []ProduceRecordError
 	// ErrorMessage is v8+.
 	ErrorMessage NullString
+	// CurrentLeader is the partition's leader hint (v10+, tagged field 0,
+	// KIP-951), sent with NOT_LEADER_OR_FOLLOWER (docs/design/cluster.md §6).
+	CurrentLeader LeaderHint
+}
+
+// LeaderHint is a KIP-951 CurrentLeader (LeaderIdAndEpoch): where a
+// partition's leader is now, so the client need not ask Metadata. The zero
+// value is not sent (a tagged field left at its default, leader and epoch
+// -1).
+type LeaderHint struct {
+	// Valid: the hint is sent.
+	Valid bool
+	// LeaderID is the leader's node id.
+	LeaderID int32
+	// LeaderEpoch is the partition's leader epoch.
+	LeaderEpoch int32
+}
+
+// leaderHintSize is a LeaderHint's tagged payload: LeaderId and
+// LeaderEpoch (int32 each) and the struct's own empty tag section.
+const leaderHintSize = 9
+
+// appendLeaderHintTags appends a flexible struct's whole TAGGED_FIELDS
+// section holding h as tag (or the empty section when h is not Valid).
+func appendLeaderHintTags(dst []byte, tag uint32, h LeaderHint) []byte {
+	if !h.Valid {
+		return append(dst, 0)
+	}
+	dst = append(dst, 1) // one tagged field
+	dst = varint.AppendUvarint(dst, tag)
+	dst = varint.AppendUvarint(dst, leaderHintSize)
+	dst = AppendInt32(dst, h.LeaderID)
+	dst = AppendInt32(dst, h.LeaderEpoch)
+	return append(dst, 0)
+}
+
+// NodeEndpoint is one broker's address in a KIP-951 NodeEndpoints list
+// (Produce response v10+, tagged field 0 of the response): the leaders the
+// response's hints name.
+type NodeEndpoint struct {
+	NodeID int32
+	Host   string
+	Port   int32
+	// Rack is null when the broker has none (kiggy's never have one).
+	Rack NullString
+}
+
+// appendNodeEndpointsTags appends the response's TAGGED_FIELDS section:
+// NodeEndpoints as tag 0 when there are any, else the empty section.
+func appendNodeEndpointsTags(dst []byte, eps []NodeEndpoint) []byte {
+	if len(eps) == 0 {
+		return append(dst, 0)
+	}
+	// The payload's size first: a COMPACT_ARRAY of {NodeId int32, Host
+	// COMPACT_STRING, Port int32, Rack COMPACT_NULLABLE_STRING, tags}.
+	size := varint.UvarintLen(uint32(len(eps)) + 1)
+	for i := range eps {
+		e := &eps[i]
+		size += 4 + varint.UvarintLen(uint32(len(e.Host))+1) + len(e.Host) + 4 + 1
+		if e.Rack.Valid {
+			size += varint.UvarintLen(uint32(len(e.Rack.S))+1) + len(e.Rack.S)
+		} else {
+			size++
+		}
+	}
+	dst = append(dst, 1, 0) // one tagged field; tag 0
+	dst = varint.AppendUvarint(dst, uint32(size))
+	dst = varint.AppendUvarint(dst, uint32(len(eps))+1)
+	for i := range eps {
+		e := &eps[i]
+		dst = AppendInt32(dst, e.NodeID)
+		dst = AppendCompactString(dst, e.Host)
+		dst = AppendInt32(dst, e.Port)
+		dst = AppendCompactNullableString(dst, e.Rack.S, e.Rack.Valid)
+		dst = append(dst, 0)
+	}
+	return dst
 }
 
 // ProduceResponseTopic is one topic's results in a Produce response.
@@ -168,11 +249,14 @@ type ProduceResponse struct {
 	// ThrottleMillis is v1+ and is written after the topic array, unlike
 	// most responses.
 	ThrottleMillis int32
+	// NodeEndpoints are the addresses of the leaders the partitions'
+	// CurrentLeader hints name (v10+, tagged field 0, KIP-951).
+	NodeEndpoints []NodeEndpoint
 }
 
-// AppendTo appends r's body encoded at version (0–12). No tagged fields are
-// emitted (the v10+ CurrentLeader and NodeEndpoints hints are optional).
-// It does not allocate when dst has room.
+// AppendTo appends r's body encoded at version (0–12). The KIP-951 hints
+// (each partition's CurrentLeader, the response's NodeEndpoints) are
+// written from v10 when set. It does not allocate when dst has room.
 func (r *ProduceResponse) AppendTo(dst []byte, version int16) []byte {
 	flex := version >= produceFlexible
 	dst = AppendArrayLen(dst, flex, len(r.Topics))
@@ -201,12 +285,21 @@ func (r *ProduceResponse) AppendTo(dst []byte, version int16) []byte {
 				}
 				dst = AppendNullableStr(dst, flex, p.ErrorMessage.S, p.ErrorMessage.Valid)
 			}
-			dst = AppendEmptyTags(dst, flex)
+			if version >= produceHints {
+				// ProduceResponse.json: CurrentLeader, "taggedVersions": "10+", "tag": 0.
+				dst = appendLeaderHintTags(dst, 0, p.CurrentLeader)
+			} else {
+				dst = AppendEmptyTags(dst, flex)
+			}
 		}
 		dst = AppendEmptyTags(dst, flex)
 	}
 	if version >= 1 {
 		dst = AppendInt32(dst, r.ThrottleMillis)
+	}
+	if version >= produceHints {
+		// ProduceResponse.json: NodeEndpoints, "taggedVersions": "10+", "tag": 0.
+		return appendNodeEndpointsTags(dst, r.NodeEndpoints)
 	}
 	return AppendEmptyTags(dst, flex)
 }

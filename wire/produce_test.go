@@ -180,9 +180,17 @@ func (g *oracleGen) produceResponse() *ProduceResponse {
 			for range g.n(false) {
 				p.RecordErrors = append(p.RecordErrors, ProduceRecordError{BatchIndex: g.i32(), BatchIndexErrorMessage: g.ns()})
 			}
+			if g.bool() {
+				// kiggy hints only known leaders (id ≥ 0): a hint equal to
+				// the default (-1, -1) would be one kmsg does not write.
+				p.CurrentLeader = LeaderHint{Valid: true, LeaderID: g.i32() & 0x7fffffff, LeaderEpoch: g.i32()}
+			}
 			t.Partitions = append(t.Partitions, p)
 		}
 		r.Topics = append(r.Topics, t)
+	}
+	for range g.n(false) {
+		r.NodeEndpoints = append(r.NodeEndpoints, NodeEndpoint{NodeID: g.i32(), Host: g.str(), Port: g.i32(), Rack: g.ns()})
 	}
 	return r
 }
@@ -194,8 +202,20 @@ func prodCheckProduceResponse(t *testing.T, v int16, ours *ProduceResponse, k *k
 	if v < 1 {
 		wantThrottle = 0
 	}
-	if k.ThrottleMillis != wantThrottle || len(k.Brokers) != 0 {
+	if k.ThrottleMillis != wantThrottle {
 		fail("ThrottleMillis", k.ThrottleMillis, ours.ThrottleMillis)
+	}
+	wantEndpoints := ours.NodeEndpoints
+	if v < 10 {
+		wantEndpoints = nil // KIP-951 NodeEndpoints are v10+
+	}
+	if len(k.Brokers) != len(wantEndpoints) {
+		fail("NodeEndpoints", k.Brokers, wantEndpoints)
+	}
+	for i, b := range k.Brokers {
+		if e := wantEndpoints[i]; b.NodeID != e.NodeID || b.Host != e.Host || b.Port != e.Port || nsOf(b.Rack) != e.Rack {
+			fail("node endpoint", b, e)
+		}
 	}
 	if len(k.Topics) != len(ours.Topics) {
 		fail("topic count", len(k.Topics), len(ours.Topics))
@@ -217,10 +237,14 @@ func prodCheckProduceResponse(t *testing.T, v int16, ours *ProduceResponse, k *k
 			if v < 8 {
 				want.RecordErrors, want.ErrorMessage = nil, NullString{}
 			}
+			wantLeader := LeaderHint{LeaderID: -1, LeaderEpoch: -1} // kmsg's default when absent
+			if v >= 10 && want.CurrentLeader.Valid {
+				wantLeader = want.CurrentLeader
+			}
 			if kp.Partition != want.Index || ErrorCode(kp.ErrorCode) != want.ErrorCode || kp.BaseOffset != want.BaseOffset ||
 				kp.LogAppendTime != want.LogAppendTimeMillis || kp.LogStartOffset != want.LogStartOffset ||
 				nsOf(kp.ErrorMessage) != want.ErrorMessage || len(kp.ErrorRecords) != len(want.RecordErrors) ||
-				kp.CurrentLeader.LeaderID != -1 || kp.CurrentLeader.LeaderEpoch != -1 {
+				kp.CurrentLeader.LeaderID != wantLeader.LeaderID || kp.CurrentLeader.LeaderEpoch != wantLeader.LeaderEpoch {
 				fail("partition", kp, want)
 			}
 			for e := range kp.ErrorRecords {
