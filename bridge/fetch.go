@@ -315,6 +315,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 				g.metrics.errors[wire.KeyFetch].CountError(p.ErrorCode)
 				buf = buf[:mark.RecordsStart()]
 				n = 0
+				p.CurrentLeader = g.leaderHint(t.Topic, rp.Partition, p.ErrorCode) // KIP-951, docs/design/cluster.md §6
 			}
 			buf = wire.AppendFetchPartitionEnd(buf, mark, &p)
 			total += n

@@ -113,6 +113,38 @@ func (g *Gateway) leaderEpoch(topic string, partition int32) int32 {
 	return g.cfg.Placement.Leader(topic, partition).Epoch
 }
 
+// leaderHint is the KIP-951 CurrentLeader a Produce or Fetch answer
+// carries with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH
+// (docs/design/cluster.md §6): the partition's leader and its epoch from
+// the placement, so the client can go there without asking Metadata. None
+// for a single instance or when no instance is live.
+func (g *Gateway) leaderHint(topic string, partition int32, code wire.ErrorCode) wire.LeaderHint {
+	if g.cfg.Placement == nil || (code != wire.NotLeaderOrFollower && code != wire.FencedLeaderEpoch) {
+		return wire.LeaderHint{}
+	}
+	r := g.cfg.Placement.Leader(topic, partition)
+	if r.Leader < 0 {
+		return wire.LeaderHint{}
+	}
+	return wire.LeaderHint{Valid: true, LeaderID: r.Leader, LeaderEpoch: r.Epoch}
+}
+
+// appendNodeEndpoint adds node's address for the connection's listener to
+// eps, once: the NodeEndpoints of a Produce answer that hints node as a
+// leader (as Kafka, a leader without that listener is left out).
+func (g *Gateway) appendNodeEndpoint(c *call, eps []wire.NodeEndpoint, node int32) []wire.NodeEndpoint {
+	for _, e := range eps {
+		if e.NodeID == node {
+			return eps
+		}
+	}
+	host, port, ok := g.brokerAddr(c, node)
+	if !ok {
+		return eps
+	}
+	return append(eps, wire.NodeEndpoint{NodeID: node, Host: host, Port: port})
+}
+
 // notCoordinator reports whether this instance must answer a request for
 // group with NOT_COORDINATOR (16) (docs/design/cluster.md §7).
 func (g *Gateway) notCoordinator(group string) bool {

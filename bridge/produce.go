@@ -135,11 +135,20 @@ func (g *Gateway) produce(c *call) bool {
 		cancel()
 	}
 	failed := false
+	resp.NodeEndpoints = resp.NodeEndpoints[:0]
 	for i := range resp.Topics {
-		for _, p := range resp.Topics[i].Partitions {
+		t := &resp.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
 			if p.ErrorCode != wire.NoError {
 				failed = true
 				g.metrics.errors[wire.KeyProduce].CountError(p.ErrorCode)
+				if v >= 10 {
+					// KIP-951 (docs/design/cluster.md §6): where the leader is.
+					if p.CurrentLeader = g.leaderHint(t.Name, p.Index, p.ErrorCode); p.CurrentLeader.Valid {
+						resp.NodeEndpoints = g.appendNodeEndpoint(c, resp.NodeEndpoints, p.CurrentLeader.LeaderID)
+					}
+				}
 			}
 		}
 	}
