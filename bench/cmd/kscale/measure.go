@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -99,6 +100,8 @@ func measure(ctx context.Context, cfg config, n, rep int) (res *result, err erro
 		if serr := c.stop(); serr != nil && err == nil {
 			err = serr
 		}
+		// The logs stay (with -keep); the records go: a run writes GBs.
+		_ = os.RemoveAll(filepath.Join(cfg.work, "iggy-server-"+tag+"-data"))
 	}()
 	ig, iaddr, err := startIggyServer(ctx, cfg.iggyServer, cfg.work, "iggy-server-"+tag)
 	if err != nil {
