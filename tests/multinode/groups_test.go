@@ -247,3 +247,147 @@ func TestGroupsAfterMove(t *testing.T) {
 		}
 	}
 }
+
+// TestParkedMembersAfterMove: a member parked in SyncGroup at a group's
+// coordinator (a follower waiting for a leader that does not sync) is
+// answered NOT_COORDINATOR (16) soon after a view change moves the group to
+// another instance, as Kafka's old coordinator answers when it unloads the
+// group, instead of waiting out the rebalance timeout there; the members
+// of groups that did not move stay parked (docs/design/cluster.md §7).
+func TestParkedMembersAfterMove(t *testing.T) {
+	isrv := iggytest.New(iggytest.Config{})
+	a, err := isrv.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(isrv.Close)
+	rec := &appends{}
+	ins := []*instance{
+		startInstance(t, a.String(), 1, "127.0.0.1:0", rec),
+		startInstance(t, a.String(), 2, "127.0.0.1:0", rec),
+	}
+	// Stopped after the clients close (Cleanup runs last in, first out):
+	// a parked request left open would hold an instance's drain.
+	t.Cleanup(func() {
+		for _, in := range ins {
+			in.stop()
+		}
+	})
+	waitSettled(t, ins, []int32{1, 2}, "none", 0)
+	ctx := context.Background()
+	// client returns a client of its own (a parked request holds its
+	// connection) talking to node.
+	client := func(node int32) *kgo.Broker {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(ins[0].addr, ins[1].addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl.Broker(int(node))
+	}
+	join := func(b *kgo.Broker, groupID string) (memberID, leader string, gen int32) {
+		t.Helper()
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.ProtocolType = groupID, "consumer"
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 60000, 60000
+		p := kmsg.NewJoinGroupRequestProtocol()
+		p.Name, p.Metadata = "range", []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+		req.Protocols = append(req.Protocols, p)
+		for range 2 { // KIP-394: the first join returns the member id to rejoin with
+			resp, err := req.RequestWith(ctx, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch resp.ErrorCode {
+			case 79:
+				req.MemberID = resp.MemberID
+				continue
+			case 0:
+				return resp.MemberID, resp.LeaderID, resp.Generation
+			}
+			t.Fatalf("JoinGroup %s: error %d", groupID, resp.ErrorCode)
+		}
+		t.Fatalf("JoinGroup %s: no member id", groupID)
+		return "", "", 0
+	}
+	type parked struct {
+		group string
+		coord int32
+		done  chan int16
+	}
+	var all []*parked
+	for i := range 9 {
+		id := "park-" + strconv.Itoa(i)
+		coord, _ := ins[0].m.Coordinator(id)
+		// Two members join together; the follower's SyncGroup then waits for
+		// the leader's, which never comes.
+		type joined struct {
+			id, leader string
+			gen        int32
+		}
+		ch := make(chan joined, 2)
+		for range 2 {
+			b := client(coord)
+			go func() { m, l, g := join(b, id); ch <- joined{m, l, g} }()
+		}
+		j1, j2 := <-ch, <-ch
+		if j1.gen != j2.gen || j1.leader != j2.leader {
+			t.Fatalf("group %s: two generations or leaders: %+v, %+v", id, j1, j2)
+		}
+		follower := j1
+		if follower.id == follower.leader {
+			follower = j2
+		}
+		p := &parked{group: id, coord: coord, done: make(chan int16, 1)}
+		all = append(all, p)
+		go func() {
+			req := kmsg.NewPtrSyncGroupRequest()
+			req.Group, req.Generation, req.MemberID = id, follower.gen, follower.id
+			resp, err := req.RequestWith(ctx, client(coord))
+			if err != nil {
+				p.done <- -1
+				return
+			}
+			p.done <- resp.ErrorCode
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // the syncs reach the coordinators
+	for _, p := range all {
+		select {
+		case code := <-p.done:
+			t.Fatalf("group %s: the follower's SyncGroup was answered %d before the move", p.group, code)
+		default:
+		}
+	}
+
+	ins = append(ins, startInstance(t, a.String(), 3, "127.0.0.1:0", rec))
+	waitSettled(t, ins, []int32{1, 2, 3}, "none", 0)
+	settled := time.Now()
+	movedOne, keptOne := false, false
+	for _, p := range all {
+		now, _ := ins[0].m.Coordinator(p.group)
+		if now == p.coord {
+			select {
+			case code := <-p.done:
+				t.Errorf("group %s stayed at node %d, but its parked SyncGroup was answered %d", p.group, p.coord, code)
+			case <-time.After(50 * time.Millisecond):
+				keptOne = true
+			}
+			continue
+		}
+		select {
+		case code := <-p.done:
+			if code != 16 {
+				t.Errorf("group %s moved %d → %d: parked SyncGroup answered %d, want NOT_COORDINATOR (16)", p.group, p.coord, now, code)
+			}
+			movedOne = true
+		case <-time.After(15 * time.Second):
+			t.Errorf("group %s moved %d → %d: its parked SyncGroup is still parked %v after the view settled", p.group, p.coord, now, time.Since(settled).Round(time.Millisecond))
+		}
+	}
+	if !movedOne || !keptOne {
+		t.Fatalf("need a parked group that moved and one that stayed (moved %v, stayed %v): pick other group ids", movedOne, keptOne)
+	}
+	t.Logf("parked members of moved groups answered within %v of the view settling", time.Since(settled).Round(time.Millisecond))
+}
