@@ -80,7 +80,7 @@ func TestRendezvousMovesFew(t *testing.T) {
 	for p := range int32(300) {
 		k := partitionKey("t", p)
 		before, after := pick(views[3], k), pick(views[4], k)
-		e3, e4 := epochOf(views, 3, k), epochOf(views, 4, k)
+		e3, e4 := epochOf(views, 0, 3, k), epochOf(views, 0, 4, k)
 		if before == after {
 			kept++
 			if e3 != e4 {
