@@ -34,7 +34,9 @@ const (
 // three instances heartbeating every second, about an hour of log, which
 // an instance that starts reads in well under a second. A variable so that
 // tests can lower it.
-var compactRecords = 10_000
+var compactRecords atomic.Int64
+
+func init() { compactRecords.Store(10_000) }
 
 // Config configures a Membership.
 type Config struct {
@@ -95,6 +97,7 @@ func (c *Config) normalize() error {
 type snapshot struct {
 	view    uint64
 	base    uint64 // the oldest view the epochs are computed from
+	gen     uint32 // the membership log generation read
 	live    []int32
 	brokers []bridge.Broker
 	self    bool   // this instance is in the live set
@@ -154,6 +157,9 @@ type Membership struct {
 	genRecords int
 	switchAt   int64
 	switchSent bool
+	readTotal  int // records read since Start (the snapshot included)
+	// replayed is the records Start read before announcing this instance.
+	replayed int
 	// topic is the current generation's topic, which heartbeats go to.
 	topic atomic.Pointer[string]
 	// fenced: another process announced this node id (§3).
@@ -200,6 +206,7 @@ func Start(ctx context.Context, cfg Config) (*Membership, error) {
 	if err := m.tail(ctx); err != nil {
 		return nil, fmt.Errorf("cluster: reading the membership log: %w", err)
 	}
+	m.replayed = m.readTotal
 	if err := m.heartbeat(ctx); err != nil {
 		return nil, fmt.Errorf("cluster: announcing node %d: %w", cfg.NodeID, err)
 	}
@@ -207,7 +214,7 @@ func Start(ctx context.Context, cfg Config) (*Membership, error) {
 	m.wg.Add(2)
 	go m.tailLoop()
 	go m.heartbeatLoop()
-	cfg.Logger.Info("cluster: joined", "node", cfg.NodeID, "topic", cfg.Topic, "heartbeat", cfg.Heartbeat, "timeout", cfg.Timeout)
+	cfg.Logger.Info("cluster: joined", "node", cfg.NodeID, "topic", *m.topic.Load(), "records read", m.replayed, "heartbeat", cfg.Heartbeat, "timeout", cfg.Timeout)
 	return m, nil
 }
 
@@ -290,7 +297,7 @@ func (m *Membership) tail(ctx context.Context) error {
 	prevView := m.st.view()
 	dirty := m.snap.Load() == nil
 	for {
-		if m.switchAt >= 0 {
+			if m.switchAt >= 0 {
 			if err := m.moveOn(ctx); err != nil {
 				return err
 			}
@@ -299,6 +306,7 @@ func (m *Membership) tail(ctx context.Context) error {
 		n := 0
 		wm, err := m.cfg.Log.Read(ctx, *m.topic.Load(), 0, m.next, 1<<20, func(msg *message.Message) bool {
 			n++
+			m.readTotal++
 			m.next = msg.Offset + 1
 			r, err := decodeRecord(msg.Payload)
 			if err != nil {
@@ -358,7 +366,7 @@ func (m *Membership) tail(ctx context.Context) error {
 		default:
 		}
 	}
-	if m.genRecords >= compactRecords && !m.switchSent && !m.leave.Load() && m.snap.Load().self && len(m.st.views[len(m.st.views)-1]) > 0 && m.st.views[len(m.st.views)-1][0] == m.cfg.NodeID {
+	if int64(m.genRecords) >= compactRecords.Load() && !m.switchSent && !m.leave.Load() && m.snap.Load().self && len(m.st.views[len(m.st.views)-1]) > 0 && m.st.views[len(m.st.views)-1][0] == m.cfg.NodeID {
 		// §2 "Generations": the lowest live node compacts.
 		if err := m.compact(ctx); err != nil {
 			return fmt.Errorf("cluster: switching the membership log to a new generation: %w", err)
@@ -458,6 +466,7 @@ func (m *Membership) readSnapshot(ctx context.Context, g uint32) (*snapState, er
 
 // adopt makes snapshot ss of generation g the state and reads on after it.
 func (m *Membership) adopt(g uint32, ss *snapState) {
+	m.readTotal++
 	m.st = stateFrom(uint64(m.cfg.Timeout/time.Microsecond), ss)
 	m.gen, m.next, m.genRecords, m.switchAt, m.switchSent = g, 1, 1, -1, false
 	name := m.genTopic(g)
@@ -555,7 +564,7 @@ func (m *Membership) publish() {
 			s.self = true
 		}
 	}
-	s.base = st.base
+	s.base, s.gen = st.base, m.gen
 	if old := m.snap.Load(); old != nil && old.view == s.view && old.base == s.base {
 		s.epochs = old.epochs
 	} else {
