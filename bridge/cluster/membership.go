@@ -297,7 +297,7 @@ func (m *Membership) tail(ctx context.Context) error {
 	prevView := m.st.view()
 	dirty := m.snap.Load() == nil
 	for {
-			if m.switchAt >= 0 {
+		if m.switchAt >= 0 {
 			if err := m.moveOn(ctx); err != nil {
 				return err
 			}
