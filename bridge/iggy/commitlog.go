@@ -510,9 +510,9 @@ func (c *Client) logCommit(ctx context.Context, r commitRecord) error {
 		return nil
 	}
 	var b message.Batch
-	for attempt := 0; ; attempt++ {
-		if attempt == 4 {
-			return fmt.Errorf("iggy: commit log: the generation kept changing under the commit: %w", bridge.ErrUnavailable)
+	for lostCount := 0; ; {
+		if lostCount == 8 {
+			return fmt.Errorf("iggy: commit log: the generation kept switching under the commit: %w", bridge.ErrUnavailable)
 		}
 		cl.mu.RLock()
 		c.offMu.Lock()
@@ -537,6 +537,7 @@ func (c *Client) logCommit(ctx context.Context, r commitRecord) error {
 			if err := c.reopen(ctx); err != nil {
 				return err
 			}
+			lostCount++
 			continue
 		}
 		if err != nil {
@@ -548,6 +549,7 @@ func (c *Client) logCommit(ctx context.Context, r commitRecord) error {
 		c.offMu.Unlock()
 		if lost {
 			cl.mu.RUnlock()
+			lostCount++
 			continue
 		}
 		c.applyCommit(r, base)
