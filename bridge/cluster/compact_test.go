@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/message"
 )
 
 // TestSnapshotRoundTrip: a snapshot record decodes to what was encoded,
@@ -344,4 +347,51 @@ func TestStartAfterCutShortSwitch(t *testing.T) {
 	if v, _ := b.View(); v < 2 {
 		t.Fatalf("view %d: node 1's join was not carried over", v)
 	}
+}
+
+// TestMembershipReplayFigures measures what an instance that starts reads
+// from a membership log of 100,000 heartbeats (three nodes, a day of about
+// 9 hours at 1 s): all of it before a compaction, the newest generation
+// after. Figures for docs/design/cluster.md §11; run with KIGGY_MEASURE=1.
+func TestMembershipReplayFigures(t *testing.T) {
+	if os.Getenv("KIGGY_MEASURE") == "" {
+		t.Skip("set KIGGY_MEASURE=1 to measure")
+	}
+	_, cs := iggyLogs(t, 3)
+	log := cs[0].SystemLog()
+	cx := context.Background()
+	if _, err := log.CreateTopic(cx, "members", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	const total = 100_000
+	for i := 0; i < total; {
+		var b message.Batch
+		b.Reset(uint64(time.Now().UnixMicro()))
+		for j := 0; j < 1000 && i < total; j, i = j+1, i+1 {
+			n := int32(1 + i%3)
+			b.Begin(b.Origin)
+			b.Buf = appendRecord(b.Buf, record{kind: kindHeartbeat, node: n, incarnation: uint64(n), applied: 3,
+				endpoints: []bridge.Endpoint{{Host: "kiggy-" + strconv.Itoa(int(n)) + ".example", Port: 9092}}})
+			b.MarkHeaders()
+			b.End()
+		}
+		if _, err := log.Append(cx, "members", 0, &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	a := startNode(t, log, 1)
+	before := time.Since(start)
+	defer a.Abandon()
+	t.Logf("before: Start read %d records in %v", a.replayed, before)
+	if _, err := a.write(cx, *a.topic.Load(), record{kind: kindSwitch, node: 1, incarnation: a.inc}); err != nil {
+		t.Fatal(err)
+	}
+	waitGen(t, []*Membership{a}, 1)
+	time.Sleep(200 * time.Millisecond) // some heartbeats in the new generation
+	start = time.Now()
+	b := startNode(t, cs[1].SystemLog(), 2)
+	after := time.Since(start)
+	defer b.Abandon()
+	t.Logf("after: Start read %d records (the snapshot and what followed) in %v", b.replayed, after)
 }
