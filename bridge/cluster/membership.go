@@ -29,11 +29,10 @@ const (
 	DefaultTopic = "members"
 )
 
-// compactRecords is how many records a generation of the membership log
-// holds before its compactor switches to the next (§2 "Generations"): with
-// three instances heartbeating every second, about an hour of log, which
-// an instance that starts reads in well under a second. A variable so that
-// tests can lower it.
+// compactRecords is the default Config.CompactRecords (§2 "Generations"):
+// with three instances heartbeating every second, about an hour of log,
+// which an instance that starts reads in well under a second. A variable
+// so that tests can lower it under running instances.
 var compactRecords atomic.Int64
 
 func init() { compactRecords.Store(10_000) }
@@ -58,6 +57,10 @@ type Config struct {
 	// before every instance takes it for dead; 0 = 6 s. At least 4 ×
 	// Heartbeat.
 	Timeout time.Duration
+	// CompactRecords is how many records a generation of the membership
+	// log holds before the lowest live node switches to the next (§2
+	// "Generations"); 0 = 10,000.
+	CompactRecords int
 	// Logger receives membership changes; nil = discard.
 	Logger *slog.Logger
 }
@@ -366,13 +369,21 @@ func (m *Membership) tail(ctx context.Context) error {
 		default:
 		}
 	}
-	if int64(m.genRecords) >= compactRecords.Load() && !m.switchSent && !m.leave.Load() && m.snap.Load().self && len(m.st.views[len(m.st.views)-1]) > 0 && m.st.views[len(m.st.views)-1][0] == m.cfg.NodeID {
+	if m.genRecords >= m.compactAt() && !m.switchSent && !m.leave.Load() && m.snap.Load().self && len(m.st.views[len(m.st.views)-1]) > 0 && m.st.views[len(m.st.views)-1][0] == m.cfg.NodeID {
 		// §2 "Generations": the lowest live node compacts.
 		if err := m.compact(ctx); err != nil {
 			return fmt.Errorf("cluster: switching the membership log to a new generation: %w", err)
 		}
 	}
 	return nil
+}
+
+// compactAt is the generation size that makes the compactor switch.
+func (m *Membership) compactAt() int {
+	if m.cfg.CompactRecords > 0 {
+		return m.cfg.CompactRecords
+	}
+	return int(compactRecords.Load())
 }
 
 // genTopic names generation g of the membership log: the configured topic
@@ -691,6 +702,10 @@ func (m *Membership) Release(v uint64) {
 	m.holdMu.Unlock()
 }
 
+// Generation returns the membership log generation this instance reads (§2
+// "Generations"; tests, metrics).
+func (m *Membership) Generation() uint32 { return m.snap.Load().gen }
+
 // View returns the current view number and live node ids (tests, metrics).
 func (m *Membership) View() (uint64, []int32) {
 	s := m.snap.Load()
@@ -707,6 +722,7 @@ func (m *Membership) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_cluster_view", "gauge", "Number of the membership view this instance has applied; it rises with every change of the live set.", s.view)
 	metric.Single(w, "kiggy_cluster_members", "gauge", "Live instances in the applied view.", len(s.live))
 	metric.Single(w, "kiggy_cluster_lease", "gauge", "1 while this instance is live in the view and its lease is fresh (it may serve), else 0.", serving)
+	metric.Single(w, "kiggy_cluster_log_generation", "gauge", "Generation of the membership log this instance reads; it rises with every compaction of the log.", s.gen)
 	metric.Single(w, "kiggy_cluster_fenced", "gauge", "1 when another process announced this node id and this one stopped serving for good.", boolInt(m.fenced.Load()))
 }
 
