@@ -312,3 +312,56 @@ func TestCommitLogTailCompaction(t *testing.T) {
 	}
 	t.Logf("generation %d; the late client replayed %d records; generations kept %v", gen, records, gens)
 }
+
+// TestCommitLogSwitchCutShort: an instance died in the middle of a switch,
+// after its switch record and part of its copy (the next generation has
+// some snapshot records and no "complete"). A client opened then finishes
+// the copy, reads every commit as of the switch, and ignores a commit that
+// landed after the switch in the old generation (its writer would have
+// written it again into the next one before answering).
+func TestCommitLogSwitchCutShort(t *testing.T) {
+	_, addr := startServer(t, iggytest.Config{})
+	cx := ctx(t)
+	a := open(t, Config{Addr: addr, PoolSize: 2})
+	if _, err := a.CreateTopic(cx, "o", 3, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		if err := a.CommitOffset(cx, "g", "o", p, int64(10+p), "m"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Close()
+	sys := open(t, Config{Addr: addr, Stream: DefaultSystemStream, PoolSize: 1, system: true})
+	appendRec := func(topic string, r commitRecord) {
+		t.Helper()
+		var b message.Batch
+		b.Reset(uint64(time.Now().UnixMicro()))
+		addRecord(&b, r)
+		if _, err := sys.Append(cx, topic, 0, &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendRec("offsets.kafka.0", commitRecord{kind: kindSwitch})
+	appendRec("offsets.kafka.0", commitRecord{kind: kindCommit, flags: flagMemOnly, partition: 0, offset: 99, group: "g", topic: "o"})
+	if _, err := sys.CreateTopic(cx, "offsets.kafka.1", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	appendRec("offsets.kafka.1", commitRecord{kind: kindSnapshot, flags: flagMemOnly, partition: 1, offset: 11, metadata: "m", group: "g", topic: "o"})
+	for _, tail := range []time.Duration{10 * time.Millisecond, 0} {
+		c := open(t, Config{Addr: addr, PoolSize: 1, CommitTail: tail})
+		for p := range int32(3) {
+			off, md, ok, err := c.FetchOffset(cx, "g", "o", p)
+			if err != nil || !ok || off != int64(10+p) || md != "m" {
+				t.Errorf("tail %v: partition %d reads %d %q %v %v, want %d", tail, p, off, md, ok, err, 10+p)
+			}
+		}
+		c.commits.mu.RLock()
+		gen := c.commits.gen
+		c.commits.mu.RUnlock()
+		if gen != 1 {
+			t.Errorf("tail %v: generation %d, want 1", tail, gen)
+		}
+		c.Close()
+	}
+}
