@@ -395,3 +395,32 @@ func TestMembershipReplayFigures(t *testing.T) {
 	defer b.Abandon()
 	t.Logf("after: Start read %d records (the snapshot and what followed) in %v", b.replayed, after)
 }
+
+// TestCloseAcrossSwitch: a graceful leave written just after a switch (the
+// leaving instance had not read it yet) is written again into the next
+// generation, so the others see the leave at once, not after the timeout.
+func TestCloseAcrossSwitch(t *testing.T) {
+	_, cs := iggyLogs(t, 2)
+	start := func(c *iggy.Client, id int32) *Membership {
+		m, err := Start(context.Background(), Config{NodeID: id, Log: c.SystemLog(), Heartbeat: 250 * time.Millisecond, Timeout: 10 * time.Second,
+			Endpoints: []bridge.Endpoint{{Host: "127.0.0.1", Port: 9000 + id}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	a, b := start(cs[0], 1), start(cs[1], 2)
+	defer b.Abandon()
+	waitSettled(t, []*Membership{a, b}, []int32{1, 2})
+	if _, err := b.write(context.Background(), *b.topic.Load(), record{kind: kindSwitch, node: 2, incarnation: b.inc}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed := time.Now()
+	waitSettled(t, []*Membership{b}, []int32{2})
+	if d := time.Since(closed); d > 3*time.Second || genOf(b) != 1 {
+		t.Fatalf("the leave was seen after %v at generation %d (timeout 10 s)", d, genOf(b))
+	}
+}
