@@ -117,7 +117,8 @@ func openIggy(t *testing.T, addr string) *iggy.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := iggy.Open(ctx, iggy.Config{Addr: addr, RequestTimeout: 2 * time.Second, CommitTail: time.Second, Logger: slog.New(slog.DiscardHandler)})
+	c, err := iggy.Open(ctx, iggy.Config{Addr: addr, RequestTimeout: 2 * time.Second, CommitTail: time.Second, Logger: slog.New(slog.DiscardHandler),
+		Username: os.Getenv("KIGGY_IGGY_USERNAME"), Password: os.Getenv("KIGGY_IGGY_PASSWORD")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,12 +353,19 @@ func TestStartAfterCutShortSwitch(t *testing.T) {
 // TestMembershipReplayFigures measures what an instance that starts reads
 // from a membership log of 100,000 heartbeats (three nodes, a day of about
 // 9 hours at 1 s): all of it before a compaction, the newest generation
-// after. Figures for docs/design/cluster.md §11; run with KIGGY_MEASURE=1.
+// after. Figures for docs/design/cluster.md §11; run with KIGGY_MEASURE=1,
+// against a real iggy-server (a fresh one) with KIGGY_IGGY_ADDR,
+// KIGGY_IGGY_USERNAME and KIGGY_IGGY_PASSWORD.
 func TestMembershipReplayFigures(t *testing.T) {
 	if os.Getenv("KIGGY_MEASURE") == "" {
 		t.Skip("set KIGGY_MEASURE=1 to measure")
 	}
-	_, cs := iggyLogs(t, 3)
+	var cs []*iggy.Client
+	if addr := os.Getenv("KIGGY_IGGY_ADDR"); addr != "" {
+		cs = []*iggy.Client{openIggy(t, addr), openIggy(t, addr)}
+	} else {
+		_, cs = iggyLogs(t, 2)
+	}
 	log := cs[0].SystemLog()
 	cx := context.Background()
 	if _, err := log.CreateTopic(cx, "members", 1, bridge.TopicConfig{}); err != nil {

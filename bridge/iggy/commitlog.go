@@ -623,7 +623,7 @@ func (c *Client) startTail() {
 			err := c.tailCommits(ctx)
 			cancel()
 			if err != nil && !c.closed.Load() {
-				c.log.Warn("iggy: reading the commit log", "topic", c.commits.topic, "err", err)
+				c.log.Warn("iggy: reading the commit log", "err", err)
 			}
 		}
 	}()
