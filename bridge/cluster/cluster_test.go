@@ -35,6 +35,11 @@ func TestRecordRoundTrip(t *testing.T) {
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add(appendRecord(nil, record{kind: kindHeartbeat, node: 1, endpoints: []bridge.Endpoint{{Host: "h", Port: 1}}}))
 	f.Add(appendRecord(nil, record{kind: kindLeave, node: 2, incarnation: 5}))
+	f.Add(appendRecord(nil, record{kind: kindSwitch, node: 3, incarnation: 6, applied: 2}))
+	st := newState(1000)
+	st.apply(1, record{kind: kindHeartbeat, node: 1, incarnation: 1, endpoints: []bridge.Endpoint{{Host: "h", Port: 1}}})
+	st.apply(2, record{kind: kindHeartbeat, node: 4, incarnation: 2, endpoints: []bridge.Endpoint{{Listener: "L", Host: "h4", Port: 4}}})
+	f.Add(appendRecord(nil, record{kind: kindSnapshot, snap: st.snapshot(1, 7)}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := decodeRecord(b)
 		if err != nil {
@@ -80,7 +85,7 @@ func TestRendezvousMovesFew(t *testing.T) {
 	for p := range int32(300) {
 		k := partitionKey("t", p)
 		before, after := pick(views[3], k), pick(views[4], k)
-		e3, e4 := epochOf(views, 3, k), epochOf(views, 4, k)
+		e3, e4 := epochOf(views, 0, 3, k), epochOf(views, 0, 4, k)
 		if before == after {
 			kept++
 			if e3 != e4 {

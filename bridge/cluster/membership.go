@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +28,14 @@ const (
 	// DefaultTopic is the membership log's topic in the system stream.
 	DefaultTopic = "members"
 )
+
+// compactRecords is the default Config.CompactRecords (§2 "Generations"):
+// with three instances heartbeating every second, about an hour of log,
+// which an instance that starts reads in well under a second. A variable
+// so that tests can lower it under running instances.
+var compactRecords atomic.Int64
+
+func init() { compactRecords.Store(10_000) }
 
 // Config configures a Membership.
 type Config struct {
@@ -46,6 +57,10 @@ type Config struct {
 	// before every instance takes it for dead; 0 = 6 s. At least 4 ×
 	// Heartbeat.
 	Timeout time.Duration
+	// CompactRecords is how many records a generation of the membership
+	// log holds before the lowest live node switches to the next (§2
+	// "Generations"); 0 = 10,000.
+	CompactRecords int
 	// Logger receives membership changes; nil = discard.
 	Logger *slog.Logger
 }
@@ -84,6 +99,8 @@ func (c *Config) normalize() error {
 // snapshot is one published view of the cluster; immutable.
 type snapshot struct {
 	view    uint64
+	base    uint64 // the oldest view the epochs are computed from
+	gen     uint32 // the membership log generation read
 	live    []int32
 	brokers []bridge.Broker
 	self    bool   // this instance is in the live set
@@ -93,7 +110,8 @@ type snapshot struct {
 
 // epochCache memoizes epochOf for one view.
 type epochCache struct {
-	views [][]int32 // views[:view+1], shared, never modified
+	views [][]int32 // the views base..view, shared, never modified
+	base  uint64
 	mu    sync.RWMutex
 	m     map[partKey]int32
 }
@@ -111,7 +129,7 @@ func (e *epochCache) epoch(view uint64, topic string, partition int32, key uint6
 	if ok {
 		return ep
 	}
-	ep = epochOf(e.views, view, key)
+	ep = epochOf(e.views, e.base, view, key)
 	e.mu.Lock()
 	if len(e.m) < 1<<20 {
 		e.m[partKey{string([]byte(topic)), partition}] = ep
@@ -135,6 +153,18 @@ type Membership struct {
 	st        *state
 	next      int64
 	firstSelf int64 // log offset of this incarnation's first record, -1 before
+	// The generation read and written (§2 "Generations"): its number, the
+	// records read from it, the offset of its switch once read (-1 before)
+	// and whether this instance wrote a switch into it.
+	gen        uint32
+	genRecords int
+	switchAt   int64
+	switchSent bool
+	readTotal  int // records read since Start (the snapshot included)
+	// replayed is the records Start read before announcing this instance.
+	replayed int
+	// topic is the current generation's topic, which heartbeats go to.
+	topic atomic.Pointer[string]
 	// fenced: another process announced this node id (§3).
 	fenced atomic.Bool
 
@@ -169,15 +199,17 @@ func Start(ctx context.Context, cfg Config) (*Membership, error) {
 		start:     time.Now(),
 		st:        newState(uint64(cfg.Timeout / time.Microsecond)),
 		firstSelf: -1,
+		switchAt:  -1,
 		held:      map[uint64]int{},
 		beat:      make(chan struct{}, 1),
 	}
-	if _, err := cfg.Log.CreateTopic(ctx, cfg.Topic, 1, bridge.TopicConfig{}); err != nil && !errors.Is(err, bridge.ErrTopicExists) {
+	if err := m.discover(ctx); err != nil {
 		return nil, fmt.Errorf("cluster: membership log %q: %w", cfg.Topic, err)
 	}
 	if err := m.tail(ctx); err != nil {
 		return nil, fmt.Errorf("cluster: reading the membership log: %w", err)
 	}
+	m.replayed = m.readTotal
 	if err := m.heartbeat(ctx); err != nil {
 		return nil, fmt.Errorf("cluster: announcing node %d: %w", cfg.NodeID, err)
 	}
@@ -185,7 +217,7 @@ func Start(ctx context.Context, cfg Config) (*Membership, error) {
 	m.wg.Add(2)
 	go m.tailLoop()
 	go m.heartbeatLoop()
-	cfg.Logger.Info("cluster: joined", "node", cfg.NodeID, "topic", cfg.Topic, "heartbeat", cfg.Heartbeat, "timeout", cfg.Timeout)
+	cfg.Logger.Info("cluster: joined", "node", cfg.NodeID, "topic", *m.topic.Load(), "records read", m.replayed, "heartbeat", cfg.Heartbeat, "timeout", cfg.Timeout)
 	return m, nil
 }
 
@@ -209,7 +241,18 @@ func (m *Membership) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Heartbeat*2)
 	defer cancel()
-	return m.write(ctx, record{kind: kindLeave, node: m.cfg.NodeID, incarnation: m.inc})
+	gen := m.gen
+	leave := record{kind: kindLeave, node: m.cfg.NodeID, incarnation: m.inc}
+	if _, err := m.write(ctx, *m.topic.Load(), leave); err != nil {
+		return err
+	}
+	// A leave that landed after a switch is ignored (§2 "Generations"):
+	// read on, and write it again in the next generation if there is one.
+	if err := m.tail(ctx); err != nil || m.gen == gen {
+		return err
+	}
+	_, err := m.write(ctx, *m.topic.Load(), leave)
+	return err
 }
 
 // Abandon stops the loops without a word, as a crash would: the others
@@ -249,20 +292,39 @@ func (m *Membership) tailLoop() {
 	}
 }
 
-// tail applies every record after m.next and publishes the result.
+// tail applies every record after m.next and publishes the result. It
+// follows a switch into the next generation (§2 "Generations") and, on the
+// compactor, writes the switch when the generation grew large.
 func (m *Membership) tail(ctx context.Context) error {
 	startedAt := m.clock()
 	prevView := m.st.view()
 	dirty := m.snap.Load() == nil
 	for {
+		if m.switchAt >= 0 {
+			if err := m.moveOn(ctx); err != nil {
+				return err
+			}
+			dirty = true
+		}
 		n := 0
-		wm, err := m.cfg.Log.Read(ctx, m.cfg.Topic, 0, m.next, 1<<20, func(msg *message.Message) bool {
+		wm, err := m.cfg.Log.Read(ctx, *m.topic.Load(), 0, m.next, 1<<20, func(msg *message.Message) bool {
 			n++
+			m.readTotal++
 			m.next = msg.Offset + 1
 			r, err := decodeRecord(msg.Payload)
 			if err != nil {
 				m.cfg.Logger.Warn("cluster: skipping a malformed membership record", "offset", msg.Offset, "err", err)
 				return true
+			}
+			m.genRecords++
+			switch r.kind {
+			case kindSwitch:
+				// The first switch ends the generation: what follows it
+				// here is ignored.
+				m.switchAt = msg.Offset
+				return false
+			case kindSnapshot:
+				return true // a second copy of the generation's snapshot
 			}
 			if r.node == m.cfg.NodeID && r.kind == kindHeartbeat {
 				if r.incarnation == m.inc && m.firstSelf < 0 {
@@ -277,8 +339,20 @@ func (m *Membership) tail(ctx context.Context) error {
 			dirty = dirty || ch
 			return true
 		})
+		if errors.Is(err, bridge.ErrUnknownTopic) && m.snap.Load() != nil {
+			// This instance fell more than a generation behind and its
+			// generation was deleted: start again from the newest.
+			m.cfg.Logger.Warn("cluster: the membership log generation read was deleted; reading the newest", "generation", m.gen)
+			if err = m.discover(ctx); err == nil {
+				dirty = true
+				continue
+			}
+		}
 		if err != nil {
 			return err
+		}
+		if m.switchAt >= 0 {
+			continue
 		}
 		if n == 0 || m.next >= wm.High {
 			break
@@ -295,7 +369,199 @@ func (m *Membership) tail(ctx context.Context) error {
 		default:
 		}
 	}
+	if m.genRecords >= m.compactAt() && !m.switchSent && !m.leave.Load() && m.snap.Load().self && len(m.st.views[len(m.st.views)-1]) > 0 && m.st.views[len(m.st.views)-1][0] == m.cfg.NodeID {
+		// §2 "Generations": the lowest live node compacts.
+		if err := m.compact(ctx); err != nil {
+			return fmt.Errorf("cluster: switching the membership log to a new generation: %w", err)
+		}
+	}
 	return nil
+}
+
+// compactAt is the generation size that makes the compactor switch.
+func (m *Membership) compactAt() int {
+	if m.cfg.CompactRecords > 0 {
+		return m.cfg.CompactRecords
+	}
+	return int(compactRecords.Load())
+}
+
+// genTopic names generation g of the membership log: the configured topic
+// for generation 0 (the log before any compaction), topic~g after.
+func (m *Membership) genTopic(g uint32) string {
+	if g == 0 {
+		return m.cfg.Topic
+	}
+	return m.cfg.Topic + "~" + strconv.FormatUint(uint64(g), 10)
+}
+
+// generations lists the generations of the membership log that exist,
+// newest first.
+func (m *Membership) generations(ctx context.Context) ([]uint32, error) {
+	topics, err := m.cfg.Log.Topics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var gens []uint32
+	for _, t := range topics {
+		if t.Name == m.cfg.Topic {
+			gens = append(gens, 0)
+		} else if rest, ok := strings.CutPrefix(t.Name, m.cfg.Topic+"~"); ok {
+			if g, err := strconv.ParseUint(rest, 10, 32); err == nil && g > 0 && m.genTopic(uint32(g)) == t.Name {
+				gens = append(gens, uint32(g))
+			}
+		}
+	}
+	slices.Sort(gens)
+	slices.Reverse(gens)
+	return gens, nil
+}
+
+// discover starts reading at the newest generation that begins with its
+// snapshot (generation 0 begins empty), creating generation 0 when there
+// is none. A newer generation without its snapshot is a switch cut short:
+// reading the one before reaches the switch, and moveOn finishes it.
+func (m *Membership) discover(ctx context.Context) error {
+	gens, err := m.generations(ctx)
+	if err != nil {
+		return err
+	}
+	for _, g := range gens {
+		if g == 0 {
+			break
+		}
+		ss, err := m.readSnapshot(ctx, g)
+		if err != nil {
+			return err
+		}
+		if ss != nil {
+			m.adopt(g, ss)
+			return nil
+		}
+	}
+	if len(gens) == 0 || gens[len(gens)-1] != 0 {
+		if len(gens) > 0 {
+			return fmt.Errorf("no generation of the membership log starts with a snapshot (generations %v)", gens)
+		}
+		if _, err := m.cfg.Log.CreateTopic(ctx, m.cfg.Topic, 1, bridge.TopicConfig{}); err != nil && !errors.Is(err, bridge.ErrTopicExists) {
+			return err
+		}
+	}
+	m.st = newState(uint64(m.cfg.Timeout / time.Microsecond))
+	m.gen, m.next, m.genRecords, m.switchAt, m.switchSent = 0, 0, 0, -1, false
+	m.topic.Store(&m.cfg.Topic)
+	return nil
+}
+
+// readSnapshot returns the snapshot at offset 0 of generation g, nil when
+// the generation is empty, ErrUnknownTopic when it does not exist.
+func (m *Membership) readSnapshot(ctx context.Context, g uint32) (*snapState, error) {
+	var ss *snapState
+	var bad error
+	_, err := m.cfg.Log.Read(ctx, m.genTopic(g), 0, 0, 1<<20, func(msg *message.Message) bool {
+		r, err := decodeRecord(msg.Payload)
+		switch {
+		case msg.Offset != 0:
+		case err != nil || r.kind != kindSnapshot || r.snap.gen != g:
+			bad = fmt.Errorf("generation %d of the membership log does not start with its snapshot", g)
+		default:
+			ss = r.snap
+		}
+		return false
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ss, bad
+}
+
+// adopt makes snapshot ss of generation g the state and reads on after it.
+func (m *Membership) adopt(g uint32, ss *snapState) {
+	m.readTotal++
+	m.st = stateFrom(uint64(m.cfg.Timeout/time.Microsecond), ss)
+	m.gen, m.next, m.genRecords, m.switchAt, m.switchSent = g, 1, 1, -1, false
+	name := m.genTopic(g)
+	m.topic.Store(&name)
+}
+
+// moveOn follows the switch read at m.switchAt into the next generation:
+// it writes the snapshot of the state read so far as the next generation's
+// first record unless one is there (another instance wrote it first; the
+// two are the same), adopts the record at offset 0 — so that every
+// instance, whoever wrote it, goes on from the same state — and
+// heartbeats at once, since a heartbeat written after the switch is
+// ignored. The instance that wrote the snapshot deletes the generations
+// before the one just ended.
+func (m *Membership) moveOn(ctx context.Context) error {
+	next := m.gen + 1
+	name := m.genTopic(next)
+	ss, err := m.readSnapshot(ctx, next)
+	if errors.Is(err, bridge.ErrUnknownTopic) {
+		if _, err = m.cfg.Log.CreateTopic(ctx, name, 1, bridge.TopicConfig{}); errors.Is(err, bridge.ErrTopicExists) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	wrote := false
+	if ss == nil {
+		var b message.Batch
+		b.Reset(uint64(time.Now().UnixMicro()))
+		b.Begin(b.Origin)
+		b.Buf = appendRecord(b.Buf, record{kind: kindSnapshot, snap: m.st.snapshot(next, uint64(m.switchAt))})
+		b.MarkHeaders()
+		b.End()
+		if _, err := m.cfg.Log.Append(ctx, name, 0, &b); err != nil {
+			return err
+		}
+		wrote = true
+		if ss, err = m.readSnapshot(ctx, next); err != nil {
+			return err
+		}
+		if ss == nil {
+			return fmt.Errorf("generation %d of the membership log is empty after its snapshot was written", next)
+		}
+	}
+	ended := m.gen
+	m.adopt(next, ss)
+	m.cfg.Logger.Info("cluster: membership log switched to a new generation", "generation", next, "topic", name, "views kept", len(ss.views), "snapshot written", wrote)
+	select {
+	case m.beat <- struct{}{}:
+	default:
+	}
+	if wrote {
+		m.deleteBefore(ctx, ended)
+	}
+	return nil
+}
+
+// deleteBefore deletes the generations older than g. Generation g itself is
+// kept for the instances that have not read its switch yet.
+func (m *Membership) deleteBefore(ctx context.Context, g uint32) {
+	gens, err := m.generations(ctx)
+	if err != nil {
+		return
+	}
+	for _, old := range gens {
+		if old < g {
+			if err := m.cfg.Log.DeleteTopic(ctx, m.genTopic(old)); err != nil && !errors.Is(err, bridge.ErrUnknownTopic) {
+				m.cfg.Logger.Warn("cluster: could not delete an old membership log generation", "generation", old, "err", err)
+			}
+		}
+	}
+}
+
+// compact writes a switch into the current generation; the tail follows
+// it (moveOn). Two instances may switch at once: the first switch in the
+// log wins and the second, after it, is ignored.
+func (m *Membership) compact(ctx context.Context) error {
+	m.switchSent = true
+	_, err := m.write(ctx, *m.topic.Load(), record{kind: kindSwitch, node: m.cfg.NodeID, incarnation: m.inc, applied: uint64(m.gen)})
+	if err != nil {
+		m.switchSent = false
+	}
+	return err
 }
 
 // publish makes the state read so far the one Placement answers from.
@@ -309,10 +575,11 @@ func (m *Membership) publish() {
 			s.self = true
 		}
 	}
-	if old := m.snap.Load(); old != nil && old.view == s.view {
+	s.base, s.gen = st.base, m.gen
+	if old := m.snap.Load(); old != nil && old.view == s.view && old.base == s.base {
 		s.epochs = old.epochs
 	} else {
-		s.epochs = &epochCache{views: st.views[: s.view+1 : s.view+1], m: map[partKey]int32{}}
+		s.epochs = &epochCache{views: st.views[:len(st.views):len(st.views)], base: st.base, m: map[partKey]int32{}}
 	}
 	// The snapshot first, then the view Hold hands out (§5).
 	m.snap.Store(s)
@@ -359,22 +626,24 @@ func (m *Membership) heartbeat(ctx context.Context) error {
 		}
 	}
 	m.holdMu.Unlock()
-	err := m.write(ctx, record{kind: kindHeartbeat, node: m.cfg.NodeID, incarnation: m.inc, applied: applied, endpoints: m.cfg.Endpoints})
-	if err == nil && !m.leave.Load() {
+	topic := m.topic.Load()
+	_, err := m.write(ctx, *topic, record{kind: kindHeartbeat, node: m.cfg.NodeID, incarnation: m.inc, applied: applied, endpoints: m.cfg.Endpoints})
+	// A heartbeat that went to a generation already switched away from is
+	// ignored by everyone: it extends nothing (§2 "Generations").
+	if err == nil && !m.leave.Load() && m.topic.Load() == topic {
 		m.leaseUntil.Store(sent + int64(m.cfg.Timeout/2))
 	}
 	return err
 }
 
-func (m *Membership) write(ctx context.Context, r record) error {
+func (m *Membership) write(ctx context.Context, topic string, r record) (int64, error) {
 	var b message.Batch
 	b.Reset(uint64(time.Now().UnixMicro()))
 	b.Begin(b.Origin)
 	b.Buf = appendRecord(b.Buf, r)
 	b.MarkHeaders()
 	b.End()
-	_, err := m.cfg.Log.Append(ctx, m.cfg.Topic, 0, &b)
-	return err
+	return m.cfg.Log.Append(ctx, topic, 0, &b)
 }
 
 // leased reports whether this instance may serve: its lease is fresh, it
@@ -433,6 +702,10 @@ func (m *Membership) Release(v uint64) {
 	m.holdMu.Unlock()
 }
 
+// Generation returns the membership log generation this instance reads (§2
+// "Generations"; tests, metrics).
+func (m *Membership) Generation() uint32 { return m.snap.Load().gen }
+
 // View returns the current view number and live node ids (tests, metrics).
 func (m *Membership) View() (uint64, []int32) {
 	s := m.snap.Load()
@@ -449,6 +722,7 @@ func (m *Membership) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_cluster_view", "gauge", "Number of the membership view this instance has applied; it rises with every change of the live set.", s.view)
 	metric.Single(w, "kiggy_cluster_members", "gauge", "Live instances in the applied view.", len(s.live))
 	metric.Single(w, "kiggy_cluster_lease", "gauge", "1 while this instance is live in the view and its lease is fresh (it may serve), else 0.", serving)
+	metric.Single(w, "kiggy_cluster_log_generation", "gauge", "Generation of the membership log this instance reads; it rises with every compaction of the log.", s.gen)
 	metric.Single(w, "kiggy_cluster_fenced", "gauge", "1 when another process announced this node id and this one stopped serving for good.", boolInt(m.fenced.Load()))
 }
 

@@ -22,13 +22,44 @@ type state struct {
 	timeout uint64 // µs without a record after which a member is dead
 	now     uint64 // log time: the largest server timestamp read, µs
 	members map[int32]*member
-	// views[k] is the live set (sorted node ids) after the k-th change;
-	// views[0] is empty, before anyone joined.
+	// views[k] is the live set (sorted node ids) after the (base+k)-th
+	// change; view 0 is empty, before anyone joined. A snapshot keeps only
+	// the latest views (§2 "Generations"): base is the number of the
+	// oldest one kept.
 	views [][]int32
+	base  uint64
 }
 
 func newState(timeoutMicros uint64) *state {
 	return &state{timeout: timeoutMicros, members: map[int32]*member{}, views: [][]int32{nil}}
+}
+
+// snapshot returns the state as a snapshot record starting generation gen
+// after the switch at offset switchAt: the latest maxSnapshotViews views
+// and the live members, in a canonical order, so that two instances that
+// read the same log write the same bytes.
+func (s *state) snapshot(gen uint32, switchAt uint64) *snapState {
+	views := s.views
+	base := s.base
+	if len(views) > maxSnapshotViews {
+		base += uint64(len(views) - maxSnapshotViews)
+		views = views[len(views)-maxSnapshotViews:]
+	}
+	ss := &snapState{gen: gen, switchAt: switchAt, now: s.now, base: base, views: slices.Clone(views)}
+	for _, id := range s.live() {
+		m := s.members[id]
+		ss.members = append(ss.members, snapMember{node: id, incarnation: m.incarnation, last: m.last, applied: m.applied, endpoints: m.endpoints})
+	}
+	return ss
+}
+
+// stateFrom is the state a snapshot holds.
+func stateFrom(timeoutMicros uint64, ss *snapState) *state {
+	s := &state{timeout: timeoutMicros, now: ss.now, members: map[int32]*member{}, views: slices.Clone(ss.views), base: ss.base}
+	for _, m := range ss.members {
+		s.members[m.node] = &member{incarnation: m.incarnation, last: m.last, applied: m.applied, endpoints: m.endpoints}
+	}
+	return s
 }
 
 // apply applies one record with server timestamp ts (µs) and reports
@@ -81,7 +112,7 @@ func (s *state) live() []int32 {
 }
 
 // view is the number of the current view.
-func (s *state) view() uint64 { return uint64(len(s.views) - 1) }
+func (s *state) view() uint64 { return s.base + uint64(len(s.views)-1) }
 
 // minApplied is the lowest view every live member has acknowledged (§5).
 func (s *state) minApplied() uint64 {
@@ -137,16 +168,19 @@ func pick(live []int32, key uint64) int32 {
 	return best
 }
 
-// epochOf is a partition's leader epoch in view n of views (§4): the
-// number of the latest view at or before n in which its leader differs
-// from the view before; 0 when no view ever changed it.
-func epochOf(views [][]int32, n uint64, key uint64) int32 {
-	leader := pick(views[n], key)
-	for k := n; k > 0; k-- {
+// epochOf is a partition's leader epoch in view n (§4), views[i] being
+// view base+i: the number of the latest view at or before n in which its
+// leader differs from the view before; when no kept view changed it, the
+// oldest kept view's number, base (0 before any snapshot cut the list):
+// its true epoch is at most that, so the epoch never goes back.
+func epochOf(views [][]int32, base, n uint64, key uint64) int32 {
+	i := n - base
+	leader := pick(views[i], key)
+	for k := i; k > 0; k-- {
 		prev := pick(views[k-1], key)
 		if prev != leader {
-			return int32(k)
+			return int32(base + k)
 		}
 	}
-	return 0
+	return int32(base)
 }

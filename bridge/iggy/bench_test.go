@@ -3,6 +3,7 @@ package iggy
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/message"
@@ -64,5 +65,33 @@ func BenchmarkRead(b *testing.B) {
 	}
 	if n == 0 {
 		b.Fatal("nothing read")
+	}
+}
+
+// BenchmarkCommitOffset commits one offset per op (past the end of an
+// empty partition: the commit log alone holds it) to iggytest in a child
+// process, alone and in a cluster (CommitTail: the log is read up to the
+// commit before it is answered, docs/design/cluster.md §9).
+func BenchmarkCommitOffset(b *testing.B) {
+	for _, tail := range []struct {
+		name string
+		d    time.Duration
+	}{{"alone", 0}, {"cluster", 200 * time.Millisecond}} {
+		b.Run(tail.name, func(b *testing.B) {
+			addr := startServerProcess(b)
+			c := open(b, Config{Addr: addr, PoolSize: 1, PingInterval: -1, CommitTail: tail.d})
+			cx := context.Background()
+			if _, err := c.CreateTopic(cx, "bench", 1, bridge.TopicConfig{}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			i := int64(0)
+			for b.Loop() {
+				i++
+				if err := c.CommitOffset(cx, "g", "bench", 0, i, ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

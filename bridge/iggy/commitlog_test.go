@@ -1,13 +1,17 @@
 package iggy
 
 import (
+	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/message"
 )
 
 // TestCommitLogSurvivesRestart: what Iggy consumer offsets cannot hold — a
@@ -133,13 +137,15 @@ func (c *Client) snapshotOffsets() map[offsetKey]memOffset {
 func FuzzCommitRecord(f *testing.F) {
 	f.Add(appendCommitRecord(nil, commitRecord{kind: kindCommit, flags: flagMemOnly, partition: 3, offset: 7, group: "g", topic: "t", metadata: "m"}))
 	f.Add(appendCommitRecord(nil, commitRecord{kind: kindComplete}))
+	f.Add(appendCommitRecord(nil, commitRecord{kind: kindSnapshot, flags: flagMemOnly, partition: 1, offset: 9, group: "g", topic: "t"}))
+	f.Add(appendCommitRecord(nil, commitRecord{kind: kindSwitch}))
 	f.Add([]byte{1, 1, 0})
 	f.Fuzz(func(t *testing.T, p []byte) {
 		r, err := decodeCommitRecord(p)
 		if err != nil {
 			return
 		}
-		if r.kind == kindCommit {
+		if r.kind != kindComplete {
 			if got := appendCommitRecord(nil, r); string(got) != string(p) {
 				t.Fatalf("round trip: %x → %+v → %x", p, r, got)
 			}
@@ -195,4 +201,167 @@ func TestCommitLogTail(t *testing.T) {
 	c := open(t, Config{Addr: addr, PoolSize: 1, CommitTail: 10 * time.Millisecond})
 	waitFor(c, 1, 4, "four", true)
 	waitFor(c, 0, 0, "", false)
+}
+
+// TestCommitLogTailCompaction: two clients in tail mode (two kiggy
+// instances) commit concurrently, each its own keys with rising offsets,
+// while the commit log switches generation many times (thresholds
+// lowered), and one switch is written by an instance that dies at once
+// (the others copy for it). Nothing is lost or overridden by an older
+// commit: each writer reads back its own last commit at every step, both
+// read every key's last commit at the end, so does a client opened
+// afterwards, which replays only the newest generation; old generations
+// are deleted.
+func TestCommitLogTailCompaction(t *testing.T) {
+	m, r := compactMin, compactRatio
+	t.Cleanup(func() { compactMin, compactRatio = m, r }) // after the clients close
+	compactMin, compactRatio = 20, 2
+	_, addr := startServer(t, iggytest.Config{})
+	cx := ctx(t)
+	a := open(t, Config{Addr: addr, PoolSize: 2, CommitTail: 10 * time.Millisecond})
+	b := open(t, Config{Addr: addr, PoolSize: 2, CommitTail: 10 * time.Millisecond})
+	// An empty topic: every commit is past the end, held by the commit log
+	// alone, not by an Iggy consumer offset.
+	if _, err := a.CreateTopic(cx, "o", 4, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 150
+	var wg sync.WaitGroup
+	for _, w := range []struct {
+		c     *Client
+		group string
+	}{{a, "ga"}, {b, "gb"}} {
+		wg.Go(func() {
+			for i := 1; i <= rounds; i++ {
+				p := int32(i % 4)
+				if err := w.c.CommitOffset(cx, w.group, "o", p, int64(i), "m"+strconv.Itoa(i)); err != nil {
+					t.Errorf("%s commit %d: %v", w.group, i, err)
+					return
+				}
+				if off, md, ok, err := w.c.FetchOffset(cx, w.group, "o", p); err != nil || !ok || off != int64(i) || md != "m"+strconv.Itoa(i) {
+					t.Errorf("%s partition %d after commit %d reads %d %q %v %v", w.group, p, i, off, md, ok, err)
+					return
+				}
+			}
+		})
+	}
+	// Meanwhile a third instance writes a switch and dies before copying.
+	time.Sleep(20 * time.Millisecond)
+	sys := open(t, Config{Addr: addr, Stream: DefaultSystemStream, PoolSize: 1, system: true})
+	a.commits.mu.RLock()
+	cur := a.commits.topic
+	a.commits.mu.RUnlock()
+	var sw message.Batch
+	sw.Reset(uint64(time.Now().UnixMicro()))
+	addRecord(&sw, commitRecord{kind: kindSwitch})
+	if _, err := sys.Append(cx, cur, 0, &sw); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	want := map[offsetKey]int64{}
+	for _, g := range []string{"ga", "gb"} {
+		for i := rounds - 3; i <= rounds; i++ {
+			want[offsetKey{g, "o", int32(i % 4)}] = int64(i)
+		}
+	}
+	check := func(name string, c *Client) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			var bad []string
+			for k, off := range want {
+				got, md, ok, err := c.FetchOffset(cx, k.group, k.topic, k.partition)
+				if err != nil || !ok || got != off || md != "m"+strconv.Itoa(int(off)) {
+					bad = append(bad, fmt.Sprintf("%s/%d reads %d %q %v %v, want %d", k.group, k.partition, got, md, ok, err, off))
+				}
+			}
+			if len(bad) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %v", name, bad)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	check("a", a)
+	check("b", b)
+	c := open(t, Config{Addr: addr, PoolSize: 1, CommitTail: 10 * time.Millisecond})
+	check("a client opened afterwards", c)
+	c.commits.mu.RLock()
+	gen, records := c.commits.gen, c.commits.records
+	c.commits.mu.RUnlock()
+	if gen < 5 {
+		t.Fatalf("generation %d after %d commits with a switch every ~20 records", gen, 2*rounds)
+	}
+	list, err := sys.Topics(cx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gens []string
+	for _, tp := range list {
+		if strings.HasPrefix(tp.Name, "offsets.") {
+			gens = append(gens, tp.Name)
+		}
+	}
+	if len(gens) > 3 {
+		t.Fatalf("generations left: %v", gens)
+	}
+	t.Logf("generation %d; the late client replayed %d records; generations kept %v", gen, records, gens)
+}
+
+// TestCommitLogSwitchCutShort: an instance died in the middle of a switch,
+// after its switch record and part of its copy (the next generation has
+// some snapshot records and no "complete"). A client opened then finishes
+// the copy, reads every commit as of the switch, and ignores a commit that
+// landed after the switch in the old generation (its writer would have
+// written it again into the next one before answering).
+func TestCommitLogSwitchCutShort(t *testing.T) {
+	_, addr := startServer(t, iggytest.Config{})
+	cx := ctx(t)
+	a := open(t, Config{Addr: addr, PoolSize: 2})
+	if _, err := a.CreateTopic(cx, "o", 3, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		if err := a.CommitOffset(cx, "g", "o", p, int64(10+p), "m"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Close()
+	sys := open(t, Config{Addr: addr, Stream: DefaultSystemStream, PoolSize: 1, system: true})
+	appendRec := func(topic string, r commitRecord) {
+		t.Helper()
+		var b message.Batch
+		b.Reset(uint64(time.Now().UnixMicro()))
+		addRecord(&b, r)
+		if _, err := sys.Append(cx, topic, 0, &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendRec("offsets.kafka.0", commitRecord{kind: kindSwitch})
+	appendRec("offsets.kafka.0", commitRecord{kind: kindCommit, flags: flagMemOnly, partition: 0, offset: 99, group: "g", topic: "o"})
+	if _, err := sys.CreateTopic(cx, "offsets.kafka.1", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	appendRec("offsets.kafka.1", commitRecord{kind: kindSnapshot, flags: flagMemOnly, partition: 1, offset: 11, metadata: "m", group: "g", topic: "o"})
+	for _, tail := range []time.Duration{10 * time.Millisecond, 0} {
+		c := open(t, Config{Addr: addr, PoolSize: 1, CommitTail: tail})
+		for p := range int32(3) {
+			off, md, ok, err := c.FetchOffset(cx, "g", "o", p)
+			if err != nil || !ok || off != int64(10+p) || md != "m" {
+				t.Errorf("tail %v: partition %d reads %d %q %v %v, want %d", tail, p, off, md, ok, err, 10+p)
+			}
+		}
+		c.commits.mu.RLock()
+		gen := c.commits.gen
+		c.commits.mu.RUnlock()
+		if gen != 1 {
+			t.Errorf("tail %v: generation %d, want 1", tail, gen)
+		}
+		c.Close()
+	}
 }

@@ -122,8 +122,10 @@ func startInstance(t testing.TB, iggyAddr string, id int32, addr string, rec *ap
 	if err != nil {
 		t.Fatalf("node %d: iggy: %v", id, err)
 	}
+	// The membership log switches generation every few seconds, so that
+	// failover is proven across switches too (docs/design/cluster.md §2).
 	m, err := cluster.Start(ctx, cluster.Config{NodeID: id, Log: c.SystemLog(), Topic: "members.kafka",
-		Endpoints: []bridge.Endpoint{{Host: host, Port: int32(port)}}, Heartbeat: heartbeat, Timeout: timeout})
+		Endpoints: []bridge.Endpoint{{Host: host, Port: int32(port)}}, Heartbeat: heartbeat, Timeout: timeout, CompactRecords: 25})
 	if err != nil {
 		t.Fatalf("node %d: membership: %v", id, err)
 	}
@@ -388,7 +390,10 @@ func TestThreeInstancesFailover(t *testing.T) {
 	ackMu.Lock()
 	nAcked := len(acked)
 	ackMu.Unlock()
-	t.Logf("acknowledged %d, failed %d; survivors settled %v after the kill", nAcked, failed.Load(), settledAfter.Round(time.Millisecond))
+	t.Logf("acknowledged %d, failed %d; survivors settled %v after the kill; membership log generation %d", nAcked, failed.Load(), settledAfter.Round(time.Millisecond), ins[0].m.Generation())
+	if ins[0].m.Generation() == 0 {
+		t.Errorf("the membership log never switched generation (a switch every 25 records)")
+	}
 
 	// Every acknowledged record is stored, none twice.
 	stored := map[string]int{}
