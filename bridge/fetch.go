@@ -51,11 +51,29 @@ type partReader struct {
 	// first left, and a read that may not exceed its limit (not the first
 	// records of the response, KIP-74) must not take one message past it.
 	capBytes, capUsed int
-	readLimit         int  // the first read's limit
-	oversized         bool // its first message alone was over readLimit
-	capped            bool // capBytes stopped a read
-	emit              func(*message.Message) bool
-	metrics           *metrics
+	// capFirst: the cap does not refuse the partition read's first
+	// message (KIP-74), as Read would deliver it (a read for the fetch
+	// cache with minOne enforces Read's budget itself).
+	capFirst  bool
+	readLimit int  // the first read's limit
+	oversized bool // its first message alone was over readLimit
+	capped    bool // capBytes stopped a read
+	// sharing: the read is built for the fetch cache (readAndShare): the
+	// Log is asked for a little more than the limit so that the cap,
+	// enforcing Read's budget rule here, sees why the read ends; short is
+	// set when some read ended for a reason of the Log's own (the end of
+	// what it had at hand) rather than the budget or the high watermark,
+	// so another read of the same key could return more.
+	sharing, short bool
+	emit           func(*message.Message) bool
+	metrics        *metrics
+	// wm is the watermarks the last read returned, as the Log gave them.
+	wm Watermarks
+	// deferCopy: a read served from the fetch cache leaves its batches in
+	// shared (pinned) for fetchPass to copy into the response, instead of
+	// copying them into buf first (fetchcache.go).
+	deferCopy bool
+	shared    *fetchEntry
 
 	// A concurrent read's request and outcome (fetchFanout).
 	topic       string
@@ -290,10 +308,18 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 				case r.resp.ErrorCode != wire.NoError || r.recordBytes == 0:
 				case total == 0 || limit > 0 && r.limit <= limit && !r.oversized:
 					buf = fs.call.req.GrowResponse(buf, r.recordBytes)
-					buf = append(buf, r.buf...)
+					if r.shared != nil {
+						buf = append(buf, r.shared.data...)
+					} else {
+						buf = append(buf, r.buf...)
+					}
 					n = r.recordBytes
 				case limit > 0:
 					buf, n = g.readPartition(&fs.r, buf, t.Topic, codec, rp, &p, limit, false)
+				}
+				if r.shared != nil {
+					g.fetchCache.release(r.shared)
+					r.shared = nil
 				}
 			case limit > 0 || total == 0:
 				buf, n = g.readPartition(&fs.r, buf, t.Topic, codec, rp, &p, limit, total == 0)
@@ -363,6 +389,10 @@ func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 
 // readOnePart reads one partition of a Fetch into r under catch.
 func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
+	if r.shared != nil { // left pinned by a read that panicked
+		g.fetchCache.release(r.shared)
+		r.shared = nil
+	}
 	r.panicked = g.catch(fs.call, func() {
 		r.resp = wire.FetchResponseTopicPartition{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
 		if !g.allowed(fs.call, acl.OpRead, acl.ResourceTopic, r.topic) {
@@ -375,6 +405,7 @@ func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
 			// doubling copies; kept by the pooled state for the next.
 			r.buf = make([]byte, 0, want)
 		}
+		r.deferCopy = true
 		r.buf, r.recordBytes = g.readPartition(r, r.buf[:0], r.topic, r.codec, r.rp, &r.resp, r.limit, true)
 	})
 }
@@ -464,7 +495,6 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec b
 	r.unmappable, r.mapped, r.oversized, r.capped = false, 0, false, false
 	ts := g.topicSettingsOf(topic)
 	r.logAppend = ts != nil && ts.logAppendTime
-	start := len(buf)
 	if limit < 1 {
 		limit = 1
 	}
@@ -482,20 +512,99 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec b
 			return buf, 0
 		}
 	}
-	r.capBytes, r.capUsed, r.readLimit = -1, 0, limit
+	if fc := g.fetchCache; fc != nil {
+		// Batches another Fetch encoded for this very read (fetchcache.go).
+		key := fetchKey{topic: topic, partition: rp.Partition, limit: int32(min(limit, 1<<31-1)), offset: rp.FetchOffset,
+			codec: codec, logAppend: r.logAppend, minOne: minOne}
+		e, gen, high, build := fc.acquire(key)
+		if e != nil {
+			return g.serveShared(fc, r, buf, e, high, topic, rp, p)
+		}
+		if build {
+			return g.readAndShare(fc, key, gen, r, buf, topic, codec, rp, p, limit, minOne)
+		}
+	}
+	return g.readRecords(r, buf, topic, codec, rp, p, limit, minOne)
+}
+
+// readAndShare is readRecords for a read the fetch cache is waiting for: it
+// stores the batches for later Fetches, or abandons the build (an error, a
+// panic, nothing to share).
+func (g *Gateway) readAndShare(fc *fetchCache, key fetchKey, gen uint64, r *partReader, buf []byte, topic string, codec batch.Codec,
+	rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int, minOne bool) ([]byte, int) {
+	stored := false
+	defer func() {
+		r.sharing = false
+		if !stored {
+			fc.abandon(key)
+		}
+	}()
+	start := len(buf)
+	r.sharing = true
+	out, n := g.readRecords(r, buf, topic, codec, rp, p, limit, minOne)
+	if n > 0 && p.ErrorCode == wire.NoError && !r.unmappable && !r.short {
+		fc.store(key, gen, out[start:], r.wm, r)
+		stored = true
+	}
+	return out, n
+}
+
+// serveShared answers a partition read with e's batches (pinned by
+// acquire): into buf, or, for a concurrent read that copies its batches into
+// the response later (partReader.deferCopy), by handing e to fetchPass.
+func (g *Gateway) serveShared(fc *fetchCache, r *partReader, buf []byte, e *fetchEntry, high int64, topic string,
+	rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition) ([]byte, int) {
+	r.buf, r.unmappable, r.capped = nil, false, false
+	r.mapped, r.next, r.oversized = e.records, e.next, e.oversized
+	r.metrics.recordsOut.Add(uint64(e.records))
+	wm := Watermarks{High: high, LogStart: e.logStart}
+	g.applyLogStart(topic, rp.Partition, &wm)
+	setWatermarks(p, wm)
+	if rp.FetchOffset < wm.LogStart || rp.FetchOffset > wm.High {
+		// docs/design/kafka-protocol.md §7.1, as readRecords.
+		fc.release(e)
+		p.ErrorCode = wire.OffsetOutOfRange
+		return buf, 0
+	}
+	n := len(e.data)
+	if r.deferCopy {
+		r.shared = e
+		return buf, n
+	}
+	if r.builder.Grow != nil {
+		buf = r.builder.Grow(buf, n)
+	}
+	buf = append(buf, e.data...)
+	fc.release(e)
+	return buf, n
+}
+
+// readRecords reads the partition from the backend and maps its messages
+// (readPartition, past its checks).
+func (g *Gateway) readRecords(r *partReader, buf []byte, topic string, codec batch.Codec, rp *wire.FetchRequestTopicPartition,
+	p *wire.FetchResponseTopicPartition, limit int, minOne bool) ([]byte, int) {
+	start := len(buf)
+	r.capBytes, r.capUsed, r.readLimit, r.capFirst, r.short = -1, 0, limit, false, false
 	if !minOne {
 		r.capBytes = limit
+	} else if r.sharing {
+		r.capBytes, r.capFirst = limit, true
 	}
 	wm, err := g.readBatch(r, topic, rp.Partition, rp.FetchOffset, limit)
+	r.wm = wm
+	r.noteStop(wm)
 	for reads := 1; err == nil && codec != batch.NoCompression && reads < maxCompressedReads; reads++ {
 		left := limit - (len(r.buf) - start)
-		if r.unmappable || r.capped || r.mapped == 0 || r.next >= wm.High || left < minContinuation {
+		if r.unmappable || r.capped && !r.capFirst || r.mapped == 0 || r.next >= wm.High || left < minContinuation {
 			break
 		}
-		r.capBytes, r.capUsed = left, 0
-		if _, cerr := g.readBatch(r, topic, rp.Partition, r.next, left); cerr != nil {
+		r.capBytes, r.capUsed, r.capFirst, r.capped = left, 0, false, false
+		cwm, cerr := g.readBatch(r, topic, rp.Partition, r.next, left)
+		if cerr != nil {
+			r.short = true
 			break // serve what the first reads found
 		}
+		r.noteStop(cwm)
 	}
 	out := r.buf
 	r.buf = nil
@@ -520,9 +629,24 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec b
 	return out, len(out) - start
 }
 
+// noteStop records, for a read built for the fetch cache, whether the read
+// just done ended for a reason that any read of the same key would end for
+// too: a message refused by the cap (the budget), the budget spent, or the
+// high watermark reached.
+func (r *partReader) noteStop(wm Watermarks) {
+	if r.sharing && !r.capped && !(r.capBytes >= 0 && r.capUsed >= r.capBytes) && r.next < wm.High {
+		r.short = true
+	}
+}
+
 // readBatch reads from offset and appends the records as one batch to r.buf.
 func (g *Gateway) readBatch(r *partReader, topic string, partition int32, offset int64, limit int) (Watermarks, error) {
 	r.started = false
+	if r.sharing {
+		// One message past the limit reaches the cap (add), which refuses
+		// it: the read then ended at the budget, not at what the Log had.
+		limit += min(limit, 1<<20)
+	}
 	wm, err := g.store.Read(g.ctx, topic, partition, offset, limit, r.emit)
 	// The builder may have moved the buffer (Grow): from here on only its
 	// result is valid, never the buffer r had before.
@@ -549,13 +673,16 @@ func (r *partReader) add(m *message.Message) bool {
 	size := len(m.Payload) + len(m.Headers)
 	if r.capBytes >= 0 {
 		// Read delivers one message past its limit (KIP-74), which only
-		// the response's first records may be.
-		if r.capUsed+size > r.capBytes {
+		// the response's first records may be. Read's budget rule: a
+		// message joins while the bytes so far and its own stay within
+		// the limit, and none once the limit is spent.
+		if (r.capUsed+size > r.capBytes || r.capUsed >= r.capBytes && r.capUsed > 0) && !(r.capFirst && r.mapped == 0) {
 			r.capped = true
 			return false
 		}
 		r.capUsed += size
-	} else if r.mapped == 0 && size > r.readLimit {
+	}
+	if r.mapped == 0 && size > r.readLimit {
 		r.oversized = true
 	}
 	if r.started && r.logAppend && rec.TimestampMs != r.baseTS {
