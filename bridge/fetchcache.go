@@ -96,6 +96,7 @@ type fetchEntry struct {
 type fetchCache struct {
 	limit int64
 	log   SharedReads
+	ttl   time.Duration // fetchCacheTTL
 
 	mu         sync.Mutex
 	entries    map[fetchKey]*fetchEntry
@@ -124,7 +125,7 @@ func (g *Gateway) initFetchCache() {
 }
 
 func newFetchCache(limit int64, log SharedReads) *fetchCache {
-	fc := &fetchCache{limit: limit, log: log, entries: map[fetchKey]*fetchEntry{},
+	fc := &fetchCache{limit: limit, log: log, ttl: fetchCacheTTL, entries: map[fetchKey]*fetchEntry{},
 		building: map[fetchKey]struct{}{}, names: map[string]string{}}
 	fc.built.L = &fc.mu
 	return fc
@@ -145,7 +146,7 @@ func (fc *fetchCache) acquire(key fetchKey) (e *fetchEntry, gen uint64, high int
 				fc.invalidations.Add(1)
 				fc.dropLocked(e)
 				e = nil
-			case time.Since(e.built) > fetchCacheTTL || e.tail && e.high != high:
+			case time.Since(e.built) > fc.ttl || e.tail && e.high != high:
 				fc.stale.Add(1)
 				fc.dropLocked(e)
 				e = nil
