@@ -58,15 +58,16 @@ type partReader struct {
 	readLimit int  // the first read's limit
 	oversized bool // its first message alone was over readLimit
 	capped    bool // capBytes stopped a read
-	// sharing: the read is built for the fetch cache (readAndShare): the
-	// Log is asked for a little more than the limit so that the cap,
-	// enforcing Read's budget rule here, sees why the read ends; short is
-	// set when some read ended for a reason of the Log's own (the end of
-	// what it had at hand) rather than the budget or the high watermark,
-	// so another read of the same key could return more.
-	sharing, short bool
-	emit           func(*message.Message) bool
-	metrics        *metrics
+	// ownBudget (a networked backend): the Log is asked for a little more
+	// than the limit and the cap enforces Read's budget rule here, so the
+	// reader sees why a read ends (readBatch). sharing: the read is built
+	// for the fetch cache (readAndShare); short is set when some Read
+	// ended for a reason of the Log's own (the end of what it had at hand,
+	// an error) rather than the budget or the high watermark, so another
+	// read of the same key could return more.
+	ownBudget, sharing, short bool
+	emit                      func(*message.Message) bool
+	metrics                   *metrics
 	// wm is the watermarks the last read returned, as the Log gave them.
 	wm Watermarks
 	// deferCopy: a read served from the fetch cache leaves its batches in
@@ -597,11 +598,10 @@ func (g *Gateway) serveShared(fc *fetchCache, r *partReader, buf []byte, e *fetc
 func (g *Gateway) readRecords(r *partReader, buf []byte, topic string, codec batch.Codec, rp *wire.FetchRequestTopicPartition,
 	p *wire.FetchResponseTopicPartition, limit int, minOne bool) ([]byte, int) {
 	start := len(buf)
-	r.capBytes, r.capUsed, r.readLimit, r.capFirst, r.short = -1, 0, limit, false, false
-	if !minOne {
+	r.capBytes, r.capUsed, r.readLimit, r.capFirst, r.short = -1, 0, limit, minOne, false
+	r.ownBudget = !g.caps.LocalLatency
+	if !minOne || r.ownBudget {
 		r.capBytes = limit
-	} else if r.sharing {
-		r.capBytes, r.capFirst = limit, true
 	}
 	wm, err := g.readBatch(r, topic, rp.Partition, rp.FetchOffset, limit)
 	r.wm = wm
@@ -652,21 +652,48 @@ func (r *partReader) noteStop(wm Watermarks) {
 	}
 }
 
-// readBatch reads from offset and appends the records as one batch to r.buf.
+// maxFills bounds the further Reads one batch of a networked backend takes
+// to reach its budget (readBatch).
+const maxFills = 4
+
+// readBatch reads from offset and appends the records as one batch to r.buf
+// (r.capUsed counts their payload and header bytes from 0). On a networked
+// backend a Read may end before its budget and the high watermark, where
+// the Iggy read cache had nothing more at hand: the batch then reads on
+// from where it stopped (at most maxFills times), so a read returns what is
+// there up to its budget whatever was in memory, and every consumer group
+// reading the same offsets with the same limits gets the same answer and
+// steps to the same next offset (fetchcache.go).
 func (g *Gateway) readBatch(r *partReader, topic string, partition int32, offset int64, limit int) (Watermarks, error) {
 	r.started = false
-	if r.sharing {
-		// One message past the limit reaches the cap (add), which refuses
-		// it: the read then ended at the budget, not at what the Log had.
-		limit += min(limit, 1<<20)
+	r.capUsed = 0
+	wm, err := g.store.Read(g.ctx, topic, partition, offset, r.logLimit(limit), r.emit)
+	for fills := 0; err == nil && r.ownBudget && fills < maxFills && r.started &&
+		!r.unmappable && !r.capped && r.capUsed < limit && r.next < wm.High; fills++ {
+		next := r.next
+		fwm, ferr := g.store.Read(g.ctx, topic, partition, next, r.logLimit(limit-r.capUsed), r.emit)
+		if ferr != nil || r.next == next {
+			break // serve what the first Reads found
+		}
+		wm.High = max(wm.High, fwm.High)
 	}
-	wm, err := g.store.Read(g.ctx, topic, partition, offset, limit, r.emit)
 	// The builder may have moved the buffer (Grow): from here on only its
 	// result is valid, never the buffer r had before.
 	if r.started {
 		r.buf = r.builder.Finish()
 	}
 	return wm, err
+}
+
+// logLimit is the byte limit a Read for a budget of n is sent with: on a
+// networked backend one message past the limit reaches the cap (add), which
+// refuses it, so the read is seen to end at its budget and not where the
+// Log happened to stop, without a further Read to find out.
+func (r *partReader) logLimit(n int) int {
+	if r.ownBudget {
+		return n + min(n, 1<<20)
+	}
+	return n
 }
 
 // growResponse is the response reader's Grow: the response grows into a
@@ -693,8 +720,8 @@ func (r *partReader) add(m *message.Message) bool {
 			r.capped = true
 			return false
 		}
-		r.capUsed += size
 	}
+	r.capUsed += size
 	if r.mapped == 0 && size > r.readLimit {
 		r.oversized = true
 	}

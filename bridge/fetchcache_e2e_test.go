@@ -12,6 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
@@ -288,4 +291,78 @@ func TestFetchCacheInvalidation(t *testing.T) {
 	}
 	want("below the log start", "tail", 0, 1) // OFFSET_OUT_OF_RANGE
 	want("at the log start", "tail", 1, 0, "e1", "e2")
+}
+
+// shortReads is a networked backend whose Reads stop after a few messages,
+// as the Iggy read cache's stop where it has nothing more in memory.
+type shortReads struct {
+	bridge.Log
+	per int
+}
+
+func (s shortReads) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int, fn func(*message.Message) bool) (bridge.Watermarks, error) {
+	n := 0
+	return s.Log.Read(ctx, topic, partition, offset, maxBytes, func(m *message.Message) bool {
+		n++
+		return fn(m) && n < s.per
+	})
+}
+
+// TestFetchReadsOnToBudget: on a networked backend a partition read whose
+// Read stops early, short of its budget and the high watermark, reads on
+// into the same batch: the answer is the one a backend that delivers
+// everything at once gives (so consumer groups step through the same
+// offsets, whatever each found in memory), for every limit and codec.
+func TestFetchReadsOnToBudget(t *testing.T) {
+	store := memlog.New(memlog.Config{})
+	whole := kiggytest.Start(t, kiggytest.Options{Log: networked{store}})
+	short := kiggytest.Start(t, kiggytest.Options{Log: shortReads{store, 7}})
+	kw, ks := dialKafka(t, whole.Addr), dialKafka(t, short.Addr)
+	for _, codec := range []string{"", "lz4"} {
+		topic := "fill-" + codec
+		createCodecTopic(t, whole, topic, 2, codec)
+		if codec != "" {
+			// Each gateway keeps its own configs here (no shared system
+			// store over the wrappers): tell the other one too.
+			setCompression(t, short.Addr, topic, codec)
+		}
+		codecRecords(t, whole.Addr, topic, 2, 60)
+		for _, shape := range []struct{ partMax, maxBytes int32 }{{1 << 20, 4 << 20}, {3000, 1 << 20}, {1, 100}, {40 << 10, 50 << 10}} {
+			for _, off := range []int64{0, 3, 26} {
+				what := fmt.Sprintf("%s at %d, %d/%d", topic, off, shape.partMax, shape.maxBytes)
+				ref := rawFetch(t, kw, 12, topic, []int64{off, off}, shape.partMax, shape.maxBytes)
+				got := rawFetch(t, ks, 12, topic, []int64{off, off}, shape.partMax, shape.maxBytes)
+				samePartitions(t, what, got, ref)
+			}
+		}
+	}
+	// The reference does read more than one short Read's worth, and the
+	// lz4 topic is served lz4 by both.
+	resp := rawFetch(t, kw, 12, "fill-", []int64{0, 0}, 1<<20, 4<<20)
+	if n := len(kgoRecords(t, resp.Topics[0].Partitions[0].RecordBatches)); n <= 7 {
+		t.Fatalf("the whole read holds %d records", n)
+	}
+	resp = rawFetch(t, ks, 12, "fill-lz4", []int64{0, 0}, 1<<20, 4<<20)
+	batchesOf(t, resp.Topics[0].Partitions[0].RecordBatches, batch.LZ4)
+}
+
+// setCompression sets topic's compression.type through the gateway at addr.
+func setCompression(t *testing.T, addr, topic, codec string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rs, err := kadm.NewClient(cl).AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "compression.type", Value: &codec}}, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Err != nil {
+			t.Fatalf("alter %s: %v", topic, r.Err)
+		}
+	}
 }
