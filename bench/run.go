@@ -403,6 +403,12 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 	r.logf("%s: consumed %d records at %.0f records/s (%.1f MB/s)", s.target, run.Consumed, run.ConsumeRecordsPerSec, run.ConsumeMBPerSec)
 	if g := r.cfg.FanoutGroups; g > 1 && ctx.Err() == nil {
 		fhooks, fprof := s.profileHooks()
+		if fprof != "" {
+			// The read-back's stop signal must reach the gateway before
+			// this phase's start: two pending signals are not delivered
+			// in the order sent.
+			time.Sleep(500 * time.Millisecond)
+		}
 		rate, cpu, err := fanout(ctx, s.addr, topic, ends, g, r.cfg.Consumers, l.RecordSize, run.Consumed, meter, fhooks)
 		if err != nil {
 			return nil, err
