@@ -255,6 +255,10 @@ type Config struct {
 	// --cpuprofile --profile-on-signal, writing a CPU profile per measurement
 	// window into this directory.
 	ProfileDir string `json:"profile_dir,omitempty"`
+	// GatewayFlags are extra command-line flags for the kiggy targets
+	// (e.g. "--fetch-cache-bytes 0"), to compare a setting in runs of the
+	// same build.
+	GatewayFlags []string `json:"gateway_flags,omitempty"`
 	// WorkDir holds binaries, logs and broker data ("" = a new temporary
 	// directory, removed at the end unless KeepWork).
 	WorkDir  string `json:"-"`

@@ -569,10 +569,11 @@ func runConsume(ctx context.Context, addr, topic string, ends []int64, consumers
 // fanout runs groups independent read-backs of the whole topic at once and
 // returns their aggregate records/s; each must read want records.
 func fanout(ctx context.Context, addr, topic string, ends []int64, groups, consumers, recordSize int, want int64,
-	meter cpuMeter) (float64, cpuSample, error) {
+	meter cpuMeter, hooks windowHooks) (float64, cpuSample, error) {
 	results := make([]*consumeResult, groups)
 	errs := make([]error, groups)
 	var wg sync.WaitGroup
+	hooks.begin()
 	c0 := meter.read()
 	t0 := time.Now()
 	for i := range groups {
@@ -583,7 +584,8 @@ func fanout(ctx context.Context, addr, topic string, ends []int64, groups, consu
 	wg.Wait()
 	elapsed := time.Since(t0)
 	c1 := meter.read()
-	cpu := cpuSample{server: c1.server - c0.server, gateway: c1.gateway - c0.gateway, ok: c0.ok && c1.ok}
+	hooks.end()
+	cpu := cpuSample{server: c1.server - c0.server, gateway: c1.gateway - c0.gateway, client: c1.client - c0.client, ok: c0.ok && c1.ok}
 	if err := errors.Join(errs...); err != nil {
 		return 0, cpu, err
 	}

@@ -145,6 +145,9 @@ type Measurement struct {
 	// phase, FanoutGatewayCPUSeconds the first (kiggy) alone.
 	FanoutServerCPUSeconds  float64 `json:"fanout_server_cpu_s,omitempty"`
 	FanoutGatewayCPUSeconds float64 `json:"fanout_gateway_cpu_s,omitempty"`
+	// FanoutClientCPUSeconds is the load generator's (the readers') CPU
+	// over the fan-out phase.
+	FanoutClientCPUSeconds float64 `json:"fanout_client_cpu_s,omitempty"`
 
 	ServerCPUSeconds        float64 `json:"server_cpu_s"`
 	ConsumeServerCPUSeconds float64 `json:"consume_server_cpu_s,omitempty"`
@@ -165,6 +168,7 @@ type Measurement struct {
 	// the two windows, with -profile.
 	ProduceProfile string `json:"produce_cpu_profile,omitempty"`
 	ConsumeProfile string `json:"consume_cpu_profile,omitempty"`
+	FanoutProfile  string `json:"fanout_cpu_profile,omitempty"`
 
 	hist         *Histogram // franz-go latencies, merged into the Row's
 	consumeNA    bool       // nothing was read back (null broker, java-perf)

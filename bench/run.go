@@ -402,16 +402,27 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 	}
 	r.logf("%s: consumed %d records at %.0f records/s (%.1f MB/s)", s.target, run.Consumed, run.ConsumeRecordsPerSec, run.ConsumeMBPerSec)
 	if g := r.cfg.FanoutGroups; g > 1 && ctx.Err() == nil {
-		rate, cpu, err := fanout(ctx, s.addr, topic, ends, g, r.cfg.Consumers, l.RecordSize, run.Consumed, meter)
+		fhooks, fprof := s.profileHooks()
+		if fprof != "" {
+			// The read-back's stop signal must reach the gateway before
+			// this phase's start: two pending signals are not delivered
+			// in the order sent.
+			time.Sleep(500 * time.Millisecond)
+		}
+		rate, cpu, err := fanout(ctx, s.addr, topic, ends, g, r.cfg.Consumers, l.RecordSize, run.Consumed, meter, fhooks)
 		if err != nil {
 			return nil, err
 		}
 		run.FanoutGroups, run.FanoutRecordsPerSec = g, rate
 		run.FanoutServerCPUSeconds, run.FanoutGatewayCPUSeconds = cpu.server.Seconds(), cpu.gateway.Seconds()
-		r.logf("%s: %d groups at once consumed at %.0f records/s in all (%.2f× one group's %.0f); CPU s gateway %.2f, other server processes %.2f (one group: %.2f, %.2f)",
+		run.FanoutClientCPUSeconds, run.FanoutProfile = cpu.client.Seconds(), fprof
+		r.logf("%s: %d groups at once consumed at %.0f records/s in all (%.2f× one group's %.0f); CPU s gateway %.2f, other server processes %.2f, readers %.2f (one group: %.2f, %.2f, %.2f)",
 			s.target, g, rate, rate/run.ConsumeRecordsPerSec, run.ConsumeRecordsPerSec,
-			cpu.gateway.Seconds(), (cpu.server - cpu.gateway).Seconds(),
-			run.ConsumeGatewayCPUSeconds, run.ConsumeServerCPUSeconds-run.ConsumeGatewayCPUSeconds)
+			cpu.gateway.Seconds(), (cpu.server - cpu.gateway).Seconds(), cpu.client.Seconds(),
+			run.ConsumeGatewayCPUSeconds, run.ConsumeServerCPUSeconds-run.ConsumeGatewayCPUSeconds, cr.clientCPU.Seconds())
+		if fprof != "" {
+			r.logf("%s: gateway CPU profile of the fan-out phase: %s", s.target, fprof)
+		}
 	}
 	if run.ConsumeProfile != "" {
 		r.logf("%s: gateway CPU profile of this consume phase: %s", s.target, run.ConsumeProfile)

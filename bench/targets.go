@@ -177,6 +177,7 @@ func (r *runner) startKiggy(ctx context.Context, name, tag, iggyAddr, durability
 			args = append(args, "--iggy-addr", iggyAddr, "--iggy-username", r.cfg.IggyUsername, "--iggy-password", r.cfg.IggyPassword,
 				"--iggy-durability", durability)
 		}
+		args = append(args, r.cfg.GatewayFlags...)
 		prefix := ""
 		if r.cfg.ProfileDir != "" {
 			prefix = filepath.Join(r.cfg.ProfileDir, name+"-"+tag)

@@ -16,15 +16,19 @@ import (
 // read the same 16-partition topic at once, each sequentially from offset 0
 // with its own offsets (Fetch v12, 256 KiB per partition), on the Iggy
 // backend whose replies are delayed by 500 µs, with the Iggy client's read
-// cache off and on. The figure is the aggregate records/s of all groups;
-// 64 MiB of data against a 32 MiB cache, so a group that wraps round reads
+// cache off, on, and on with the gateway's shared Fetch batches
+// (fetchcache.go). The figure is the aggregate records/s of all groups;
+// 64 MiB of data against 32 MiB caches, so a group that wraps round reads
 // from Iggy again (docs/BENCHMARKS.md, "Fan-out on Iggy").
 func BenchmarkGatewayFanoutIggy(b *testing.B) {
-	for _, cache := range []int64{-1, 32 << 20} {
+	for _, c := range []struct {
+		name              string
+		cache, fetchCache int64
+	}{{"off", -1, -1}, {"on", 32 << 20, -1}, {"on+shared", 32 << 20, 32 << 20}} {
 		for _, groups := range []int{1, 3} {
-			name := fmt.Sprintf("cache=%s/groups=%d", map[bool]string{false: "off", true: "on"}[cache > 0], groups)
-			b.Run(name, func(b *testing.B) {
-				gw := kiggytest.Start(b, kiggytest.Options{IggyServer: latencyServer(b, 500*time.Microsecond), IggyReadCacheBytes: cache})
+			b.Run(fmt.Sprintf("cache=%s/groups=%d", c.name, groups), func(b *testing.B) {
+				gw := kiggytest.Start(b, kiggytest.Options{IggyServer: latencyServer(b, 500*time.Microsecond),
+					IggyReadCacheBytes: c.cache, IggyFetchCacheBytes: c.fetchCache})
 				benchFanout(b, gw, groups, 4)
 			})
 		}

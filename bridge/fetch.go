@@ -51,11 +51,30 @@ type partReader struct {
 	// first left, and a read that may not exceed its limit (not the first
 	// records of the response, KIP-74) must not take one message past it.
 	capBytes, capUsed int
-	readLimit         int  // the first read's limit
-	oversized         bool // its first message alone was over readLimit
-	capped            bool // capBytes stopped a read
-	emit              func(*message.Message) bool
-	metrics           *metrics
+	// capFirst: the cap does not refuse the partition read's first
+	// message (KIP-74), as Read would deliver it (a read for the fetch
+	// cache with minOne enforces Read's budget itself).
+	capFirst  bool
+	readLimit int  // the first read's limit
+	oversized bool // its first message alone was over readLimit
+	capped    bool // capBytes stopped a read
+	// ownBudget (a networked backend): the Log is asked for a little more
+	// than the limit and the cap enforces Read's budget rule here, so the
+	// reader sees why a read ends (readBatch). sharing: the read is built
+	// for the fetch cache (readAndShare); short is set when some Read
+	// ended for a reason of the Log's own (the end of what it had at hand,
+	// an error) rather than the budget or the high watermark, so another
+	// read of the same key could return more.
+	ownBudget, sharing, short bool
+	emit                      func(*message.Message) bool
+	metrics                   *metrics
+	// wm is the watermarks the last read returned, as the Log gave them.
+	wm Watermarks
+	// deferCopy: a read served from the fetch cache leaves its batches in
+	// shared (pinned) for fetchPass to copy into the response, instead of
+	// copying them into buf first (fetchcache.go).
+	deferCopy bool
+	shared    *fetchEntry
 
 	// A concurrent read's request and outcome (fetchFanout).
 	topic       string
@@ -244,6 +263,18 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 	fan := !g.caps.LocalLatency && fetchPartitions(req) > 1
 	if fan {
 		g.readAll(fs, v, maxBytes)
+		// The reads say how large the response is: one buffer of that
+		// size, not a first guess grown (copied) on the way.
+		records, framing, k := 0, 0, 0
+		for i := range req.Topics {
+			framing += len(req.Topics[i].Topic) + 16
+			for range req.Topics[i].Partitions {
+				records += fs.parts[k].recordBytes
+				framing += 64
+				k++
+			}
+		}
+		hint = max(hint, min(records, maxBytes)+framing)
 	}
 	buf := c.req.ResponseBufferSize(hint + 1024)
 	buf = wire.AppendResponseHeader(buf, c.hdr.APIKey, v, c.hdr.CorrelationID)
@@ -290,10 +321,18 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 				case r.resp.ErrorCode != wire.NoError || r.recordBytes == 0:
 				case total == 0 || limit > 0 && r.limit <= limit && !r.oversized:
 					buf = fs.call.req.GrowResponse(buf, r.recordBytes)
-					buf = append(buf, r.buf...)
+					if r.shared != nil {
+						buf = append(buf, r.shared.data...)
+					} else {
+						buf = append(buf, r.buf...)
+					}
 					n = r.recordBytes
 				case limit > 0:
 					buf, n = g.readPartition(&fs.r, buf, t.Topic, codec, rp, &p, limit, false)
+				}
+				if r.shared != nil {
+					g.fetchCache.release(r.shared)
+					r.shared = nil
 				}
 			case limit > 0 || total == 0:
 				buf, n = g.readPartition(&fs.r, buf, t.Topic, codec, rp, &p, limit, total == 0)
@@ -364,8 +403,13 @@ func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 
 // readOnePart reads one partition of a Fetch into r under catch.
 func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
+	if r.shared != nil { // left pinned by a read that panicked
+		g.fetchCache.release(r.shared)
+		r.shared = nil
+	}
 	r.panicked = g.catch(fs.call, func() {
 		r.resp = wire.FetchResponseTopicPartition{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+		r.recordBytes = 0
 		if !g.allowed(fs.call, acl.OpRead, acl.ResourceTopic, r.topic) {
 			return // fetchPass answers it TOPIC_AUTHORIZATION_FAILED
 		}
@@ -376,6 +420,7 @@ func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
 			// doubling copies; kept by the pooled state for the next.
 			r.buf = make([]byte, 0, want)
 		}
+		r.deferCopy = true
 		r.buf, r.recordBytes = g.readPartition(r, r.buf[:0], r.topic, r.codec, r.rp, &r.resp, r.limit, true)
 	})
 }
@@ -465,7 +510,6 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec b
 	r.unmappable, r.mapped, r.oversized, r.capped = false, 0, false, false
 	ts := g.topicSettingsOf(topic)
 	r.logAppend = ts != nil && ts.logAppendTime
-	start := len(buf)
 	if limit < 1 {
 		limit = 1
 	}
@@ -483,20 +527,98 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec b
 			return buf, 0
 		}
 	}
-	r.capBytes, r.capUsed, r.readLimit = -1, 0, limit
-	if !minOne {
+	if fc := g.fetchCache; fc != nil {
+		// Batches another Fetch encoded for this very read (fetchcache.go).
+		key := fetchKey{topic: topic, partition: rp.Partition, limit: int32(min(limit, 1<<31-1)), offset: rp.FetchOffset,
+			codec: codec, logAppend: r.logAppend, minOne: minOne}
+		e, gen, high, build := fc.acquire(key)
+		if e != nil {
+			return g.serveShared(fc, r, buf, e, high, topic, rp, p)
+		}
+		if build {
+			return g.readAndShare(fc, key, gen, r, buf, topic, codec, rp, p, limit, minOne)
+		}
+	}
+	return g.readRecords(r, buf, topic, codec, rp, p, limit, minOne)
+}
+
+// readAndShare is readRecords for a read the fetch cache is waiting for: it
+// stores the batches for later Fetches, or abandons the build (an error, a
+// panic, nothing to share).
+func (g *Gateway) readAndShare(fc *fetchCache, key fetchKey, gen uint64, r *partReader, buf []byte, topic string, codec batch.Codec,
+	rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int, minOne bool) ([]byte, int) {
+	stored := false
+	defer func() {
+		r.sharing = false
+		if !stored {
+			fc.abandon(key)
+		}
+	}()
+	start := len(buf)
+	r.sharing = true
+	out, n := g.readRecords(r, buf, topic, codec, rp, p, limit, minOne)
+	if n > 0 && p.ErrorCode == wire.NoError && !r.unmappable && !r.short {
+		fc.store(key, gen, out[start:], r.wm, r)
+		stored = true
+	}
+	return out, n
+}
+
+// serveShared answers a partition read with e's batches (pinned by
+// acquire): into buf, or, for a concurrent read that copies its batches into
+// the response later (partReader.deferCopy), by handing e to fetchPass.
+func (g *Gateway) serveShared(fc *fetchCache, r *partReader, buf []byte, e *fetchEntry, high int64, topic string,
+	rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition) ([]byte, int) {
+	r.buf, r.unmappable, r.capped = nil, false, false
+	r.mapped, r.next, r.oversized = e.records, e.next, e.oversized
+	r.metrics.recordsOut.Add(uint64(e.records))
+	wm := Watermarks{High: high, LogStart: e.logStart}
+	g.applyLogStart(topic, rp.Partition, &wm)
+	setWatermarks(p, wm)
+	if rp.FetchOffset < wm.LogStart || rp.FetchOffset > wm.High {
+		// docs/design/kafka-protocol.md §7.1, as readRecords.
+		fc.release(e)
+		p.ErrorCode = wire.OffsetOutOfRange
+		return buf, 0
+	}
+	n := len(e.data)
+	if r.deferCopy {
+		r.shared = e
+		return buf, n
+	}
+	if r.builder.Grow != nil {
+		buf = r.builder.Grow(buf, n)
+	}
+	buf = append(buf, e.data...)
+	fc.release(e)
+	return buf, n
+}
+
+// readRecords reads the partition from the backend and maps its messages
+// (readPartition, past its checks).
+func (g *Gateway) readRecords(r *partReader, buf []byte, topic string, codec batch.Codec, rp *wire.FetchRequestTopicPartition,
+	p *wire.FetchResponseTopicPartition, limit int, minOne bool) ([]byte, int) {
+	start := len(buf)
+	r.capBytes, r.capUsed, r.readLimit, r.capFirst, r.short = -1, 0, limit, minOne, false
+	r.ownBudget = !g.caps.LocalLatency
+	if !minOne || r.ownBudget {
 		r.capBytes = limit
 	}
 	wm, err := g.readBatch(r, topic, rp.Partition, rp.FetchOffset, limit)
+	r.wm = wm
+	r.noteStop(wm)
 	for reads := 1; err == nil && codec != batch.NoCompression && reads < maxCompressedReads; reads++ {
 		left := limit - (len(r.buf) - start)
-		if r.unmappable || r.capped || r.mapped == 0 || r.next >= wm.High || left < minContinuation {
+		if r.unmappable || r.capped && !r.capFirst || r.mapped == 0 || r.next >= wm.High || left < minContinuation {
 			break
 		}
-		r.capBytes, r.capUsed = left, 0
-		if _, cerr := g.readBatch(r, topic, rp.Partition, r.next, left); cerr != nil {
+		r.capBytes, r.capUsed, r.capFirst, r.capped = left, 0, false, false
+		cwm, cerr := g.readBatch(r, topic, rp.Partition, r.next, left)
+		if cerr != nil {
+			r.short = true
 			break // serve what the first reads found
 		}
+		r.noteStop(cwm)
 	}
 	out := r.buf
 	r.buf = nil
@@ -521,10 +643,41 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec b
 	return out, len(out) - start
 }
 
-// readBatch reads from offset and appends the records as one batch to r.buf.
+// noteStop records, for a read built for the fetch cache, whether the read
+// just done ended for a reason that any read of the same key would end for
+// too: a message refused by the cap (the budget), the budget spent, or the
+// high watermark reached.
+func (r *partReader) noteStop(wm Watermarks) {
+	if r.sharing && !r.capped && !(r.capBytes >= 0 && r.capUsed >= r.capBytes) && r.next < wm.High {
+		r.short = true
+	}
+}
+
+// maxFills bounds the further Reads one batch of a networked backend takes
+// to reach its budget (readBatch).
+const maxFills = 4
+
+// readBatch reads from offset and appends the records as one batch to r.buf
+// (r.capUsed counts their payload and header bytes from 0). On a networked
+// backend a Read may end before its budget and the high watermark, where
+// the Iggy read cache had nothing more at hand: the batch then reads on
+// from where it stopped (at most maxFills times), so a read returns what is
+// there up to its budget whatever was in memory, and every consumer group
+// reading the same offsets with the same limits gets the same answer and
+// steps to the same next offset (fetchcache.go).
 func (g *Gateway) readBatch(r *partReader, topic string, partition int32, offset int64, limit int) (Watermarks, error) {
 	r.started = false
-	wm, err := g.store.Read(g.ctx, topic, partition, offset, limit, r.emit)
+	r.capUsed = 0
+	wm, err := g.store.Read(g.ctx, topic, partition, offset, r.logLimit(limit), r.emit)
+	for fills := 0; err == nil && r.ownBudget && fills < maxFills && r.started &&
+		!r.unmappable && !r.capped && r.capUsed < limit && r.next < wm.High; fills++ {
+		next := r.next
+		fwm, ferr := g.store.Read(g.ctx, topic, partition, next, r.logLimit(limit-r.capUsed), r.emit)
+		if ferr != nil || r.next == next {
+			break // serve what the first Reads found
+		}
+		wm.High = max(wm.High, fwm.High)
+	}
 	// The builder may have moved the buffer (Grow): from here on only its
 	// result is valid, never the buffer r had before.
 	if r.started {
@@ -532,6 +685,23 @@ func (g *Gateway) readBatch(r *partReader, topic string, partition int32, offset
 	}
 	return wm, err
 }
+
+// logLimit is the byte limit a Read for a budget of n is sent with: on a
+// networked backend a message of up to readSlack bytes past the limit
+// reaches the cap (add), which refuses it, so the read is seen to end at
+// its budget and not where the Log happened to stop, without a further
+// Read to find out (a larger message takes that one more Read). The slack
+// is small: the Iggy read cache sizes its polls by the limit, and a Read
+// walks whole chunks (a 2× slack cost 40 % more CPU per record consumed).
+func (r *partReader) logLimit(n int) int {
+	if r.ownBudget {
+		return n + min(n, readSlack)
+	}
+	return n
+}
+
+// readSlack is how far past its budget a networked backend's Read may go.
+const readSlack = 64 << 10
 
 // growResponse is the response reader's Grow: the response grows into a
 // larger pooled buffer of the request being answered.
@@ -550,13 +720,16 @@ func (r *partReader) add(m *message.Message) bool {
 	size := len(m.Payload) + len(m.Headers)
 	if r.capBytes >= 0 {
 		// Read delivers one message past its limit (KIP-74), which only
-		// the response's first records may be.
-		if r.capUsed+size > r.capBytes {
+		// the response's first records may be. Read's budget rule: a
+		// message joins while the bytes so far and its own stay within
+		// the limit, and none once the limit is spent.
+		if (r.capUsed+size > r.capBytes || r.capUsed >= r.capBytes && r.capUsed > 0) && !(r.capFirst && r.mapped == 0) {
 			r.capped = true
 			return false
 		}
-		r.capUsed += size
-	} else if r.mapped == 0 && size > r.readLimit {
+	}
+	r.capUsed += size
+	if r.mapped == 0 && size > r.readLimit {
 		r.oversized = true
 	}
 	if r.started && r.logAppend && rec.TimestampMs != r.baseTS {

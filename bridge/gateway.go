@@ -220,6 +220,9 @@ type Gateway struct {
 	// (fetch.go, readAll); partWorkers counts them.
 	partJobs    chan partJob
 	partWorkers atomic.Int32
+	// fetchCache shares encoded partition reads between Fetches
+	// (fetchcache.go); nil when the store offers none.
+	fetchCache *fetchCache
 }
 
 // connState orders one connection's requests.
@@ -269,6 +272,7 @@ func New(cfg Config, store Log) *Gateway {
 	g.register()
 	g.initACL()
 	g.initTopicState()
+	g.initFetchCache()
 	for range cfg.Workers {
 		g.wg.Add(1)
 		go g.worker()

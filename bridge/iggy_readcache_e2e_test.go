@@ -19,7 +19,7 @@ import (
 // backend with the read cache on; each group gets every record exactly
 // once, in offset order per partition, and most of their partition reads
 // are served from the cache (docs/IGGY.md, "The read cache and
-// read-ahead").
+// read-ahead"), some with the batches another group's Fetch encoded.
 func TestIggyFanoutGroups(t *testing.T) {
 	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true})
 	gw.CreateTopic(t, "fanout", 4)
@@ -83,9 +83,18 @@ func TestIggyFanoutGroups(t *testing.T) {
 	var m strings.Builder
 	gw.Log.(bridge.MetricsWriter).WriteMetrics(&m)
 	hits, misses := metricValue(t, m.String(), "kiggy_iggy_read_cache_hits_total"), metricValue(t, m.String(), "kiggy_iggy_read_cache_misses_total")
-	t.Logf("read cache: %v hits, %v misses", hits, misses)
+	fm := gw.Metrics()
+	t.Logf("read cache: %v hits, %v misses; fetch cache: %v hits, %v misses, %v waits", hits, misses,
+		metricValue(t, fm, "kiggy_fetch_cache_hits_total"), metricValue(t, fm, "kiggy_fetch_cache_misses_total"),
+		metricValue(t, fm, "kiggy_fetch_cache_shared_waits_total"))
 	if hits <= misses {
 		t.Errorf("three groups of one topic: %v hits, %v misses; want most reads from the cache", hits, misses)
+	}
+	// The groups read the same offsets with the same limits: some of their
+	// partition reads are answered with batches another group's Fetch
+	// encoded (docs/IGGY.md, "Fetches share encoded batches").
+	if metricValue(t, fm, "kiggy_fetch_cache_hits_total") == 0 {
+		t.Error("three groups of one topic: no partition read answered from the fetch cache")
 	}
 }
 

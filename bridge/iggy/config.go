@@ -74,6 +74,12 @@ type Config struct {
 	// of sequential readers. 0 = DefaultReadCacheBytes; negative disables
 	// the cache and read-ahead.
 	ReadCacheBytes int64
+	// FetchCacheBytes bounds the encoded Kafka record batches the gateway
+	// keeps to answer later Fetches of the same reads (other consumer
+	// groups) without mapping the messages again (docs/IGGY.md, "Fetches
+	// share encoded batches"); it needs the read cache. 0 =
+	// DefaultFetchCacheBytes; negative disables it.
+	FetchCacheBytes int64
 	// Logger receives connection events (default: slog.Default()).
 	Logger *slog.Logger
 }
@@ -127,6 +133,9 @@ func (c *Config) normalize() {
 	}
 	if c.ReadCacheBytes == 0 {
 		c.ReadCacheBytes = DefaultReadCacheBytes
+	}
+	if c.FetchCacheBytes == 0 {
+		c.FetchCacheBytes = DefaultFetchCacheBytes
 	}
 	if c.Durability == bridge.DurabilityDefault {
 		c.Durability = bridge.DurabilityWritten

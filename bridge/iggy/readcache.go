@@ -38,6 +38,10 @@ import (
 // DefaultReadCacheBytes is the read cache's default memory bound.
 const DefaultReadCacheBytes = 64 << 20
 
+// DefaultFetchCacheBytes is the default bound of the encoded batches the
+// gateway shares between Fetches (Config.FetchCacheBytes).
+const DefaultFetchCacheBytes = 64 << 20
+
 // Read cache tuning.
 const (
 	maxChunksPerPartition = 32       // chunks one partition may hold
@@ -119,6 +123,11 @@ type readCache struct {
 
 	hits, misses, evictions, readAheads, invalidations, shared atomic.Uint64
 	gauge                                                      atomic.Int64
+	// gen changes whenever cached data is dropped as possibly no longer
+	// stored (invalidation, not eviction): the gateway's fetch cache serves
+	// what it encoded from earlier Reads only under the gen it read them
+	// under (ReadGeneration).
+	gen atomic.Uint64
 }
 
 func newReadCache(c *Client, limit int64) *readCache {
@@ -282,6 +291,7 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 func (rc *readCache) forgetEmpty(p *partCache) {
 	rc.mu.Lock()
 	if len(p.chunks) == 0 && !p.polling && !p.queued && !p.dead {
+		rc.gen.Add(1)
 		p.dead = true
 		p.cond.Broadcast()
 		if rc.parts[p.key] == p {
@@ -708,6 +718,7 @@ func (rc *readCache) invalidateLocked(p *partCache) {
 		return
 	}
 	rc.invalidations.Add(1)
+	rc.gen.Add(1)
 	for len(p.chunks) > 0 {
 		rc.dropLocked(p.chunks[len(p.chunks)-1])
 	}
@@ -725,6 +736,7 @@ func (rc *readCache) invalidateTopic(topic string) {
 		return
 	}
 	rc.mu.Lock()
+	rc.gen.Add(1)
 	for k, p := range rc.parts {
 		if k.topic == topic {
 			rc.invalidateLocked(p)
@@ -740,6 +752,7 @@ func (rc *readCache) invalidateAll() {
 		return
 	}
 	rc.mu.Lock()
+	rc.gen.Add(1)
 	for _, p := range rc.parts {
 		rc.invalidateLocked(p)
 	}
@@ -757,6 +770,34 @@ func (rc *readCache) appended(topic string, partition int32, high int64) {
 		p.high = max(p.high, high)
 	}
 	rc.mu.Unlock()
+}
+
+// FetchCacheBytes is the bound of the encoded batches the gateway may share
+// between Fetches of this client's partitions (bridge.SharedReads,
+// Config.FetchCacheBytes): 0 without the read cache, whose invalidations
+// the gateway's entries follow.
+func (c *Client) FetchCacheBytes() int64 {
+	if c.cache == nil || c.cfg.FetchCacheBytes < 0 {
+		return 0
+	}
+	return c.cfg.FetchCacheBytes
+}
+
+// ReadGeneration implements bridge.SharedReads: the read cache's
+// invalidation count, and the highest high watermark it knows for the
+// partition (−1 when it holds nothing of it).
+func (c *Client) ReadGeneration(topic string, partition int32) (uint64, int64) {
+	rc := c.cache
+	if rc == nil {
+		return 0, -1
+	}
+	rc.mu.Lock()
+	gen, high := rc.gen.Load(), int64(-1)
+	if p := rc.parts[partKey{topic, partition}]; p != nil {
+		high = p.high
+	}
+	rc.mu.Unlock()
+	return gen, high
 }
 
 // close stops the read-ahead workers (Client.Close waits for them).

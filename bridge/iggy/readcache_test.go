@@ -361,3 +361,79 @@ func TestReadCacheSharedTailPoll(t *testing.T) {
 		t.Fatalf("three readers at the tail polled %d times", got)
 	}
 }
+
+// TestReadGeneration: the generation the gateway's fetch cache checks its
+// entries against (bridge.SharedReads) changes when the read cache drops
+// data as possibly no longer stored: a topic created or deleted through the
+// client, a refill by another client seen by a poll, a reconnect; not on
+// reads, appends or evictions. The high watermark is the cache's; without
+// the read cache there is no fetch cache.
+func TestReadGeneration(t *testing.T) {
+	srv, addr := startServer(t, iggytest.Config{})
+	c := open(t, Config{Addr: addr, PoolSize: 2, ReadCacheBytes: 1 << 20})
+	other := open(t, Config{Addr: addr, PoolSize: 1, ReadCacheBytes: -1})
+	if n := c.FetchCacheBytes(); n != DefaultFetchCacheBytes {
+		t.Fatalf("FetchCacheBytes %d, want the default", n)
+	}
+	if n := other.FetchCacheBytes(); n != 0 {
+		t.Fatalf("without the read cache: FetchCacheBytes %d, want 0", n)
+	}
+	if n := open(t, Config{Addr: addr, PoolSize: 1, FetchCacheBytes: -1}).FetchCacheBytes(); n != 0 {
+		t.Fatalf("FetchCacheBytes -1: %d, want 0", n)
+	}
+	cx := ctx(t)
+	gen := func() uint64 { g, _ := c.ReadGeneration("g", 0); return g }
+	g0 := gen()
+	if _, err := c.CreateTopic(cx, "g", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	g1 := gen()
+	if g1 == g0 {
+		t.Fatal("CreateTopic kept the generation")
+	}
+	if _, h := c.ReadGeneration("g", 0); h != -1 {
+		t.Fatalf("high watermark %d of a partition never read, want -1", h)
+	}
+	c.Append(cx, "g", 0, seqBatch("a", 0, 20))
+	readSeq(t, c, "g", 0, "a", 20, 1<<20)
+	c.Append(cx, "g", 0, seqBatch("a", 20, 5))
+	readSeq(t, c, "g", 0, "a", 25, 300)
+	if g, h := c.ReadGeneration("g", 0); g != g1 || h != 25 {
+		t.Fatalf("after reads and appends: generation %d high %d, want %d and 25", g, h, g1)
+	}
+
+	// Refilled by another client: the poll at the cached end sees fewer.
+	other.DeleteTopic(cx, "g")
+	other.CreateTopic(cx, "g", 1, bridge.TopicConfig{})
+	other.Append(cx, "g", 0, seqBatch("b", 0, 3))
+	if g := gen(); g != g1 {
+		t.Fatal("the generation changed before the client saw anything")
+	}
+	c.Read(cx, "g", 0, 25, 1<<20, func(*message.Message) bool { return true })
+	g2 := gen()
+	if g2 == g1 {
+		t.Fatal("a refill seen by a poll kept the generation")
+	}
+
+	// A reconnect.
+	readSeq(t, c, "g", 0, "b", 3, 1<<20)
+	srv.Stop()
+	if _, err := srv.Start(addr); err != nil {
+		t.Skipf("iggytest restart on %s: %v", addr, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for gen() == g2 {
+		if time.Now().After(deadline) {
+			t.Fatal("a reconnect kept the generation")
+		}
+		c.Read(cx, "g", 0, 3, 1<<20, func(*message.Message) bool { return true })
+		time.Sleep(20 * time.Millisecond)
+	}
+	g3 := gen()
+	if err := c.DeleteTopic(cx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if gen() == g3 {
+		t.Fatal("DeleteTopic kept the generation")
+	}
+}

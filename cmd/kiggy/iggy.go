@@ -30,19 +30,24 @@ func openIggy(ctx context.Context, o options, logger *slog.Logger) (bridge.Log, 
 	if cacheBytes == 0 {
 		cacheBytes = -1 // --iggy-read-cache-bytes 0: off
 	}
+	fetchBytes := o.iggyFetchCacheBytes
+	if fetchBytes == 0 {
+		fetchBytes = -1 // --iggy-fetch-cache-bytes 0: off
+	}
 	c, err := iggy.Open(ctx, iggy.Config{
-		ReadCacheBytes: cacheBytes,
-		TLS:            tlsConfig,
-		Durability:     durability,
-		Addr:           o.iggyAddr,
-		Username:       o.iggyUsername,
-		Password:       o.iggyPassword,
-		Token:          o.iggyToken,
-		Stream:         o.iggyStream,
-		PoolSize:       int(o.iggyPoolSize),
-		RequestTimeout: o.iggyRequestTimeout,
-		Logger:         logger,
-		CommitTail:     clusterCommitTail(o),
+		ReadCacheBytes:  cacheBytes,
+		FetchCacheBytes: fetchBytes,
+		TLS:             tlsConfig,
+		Durability:      durability,
+		Addr:            o.iggyAddr,
+		Username:        o.iggyUsername,
+		Password:        o.iggyPassword,
+		Token:           o.iggyToken,
+		Stream:          o.iggyStream,
+		PoolSize:        int(o.iggyPoolSize),
+		RequestTimeout:  o.iggyRequestTimeout,
+		Logger:          logger,
+		CommitTail:      clusterCommitTail(o),
 	})
 	switch {
 	case err == nil:

@@ -41,7 +41,7 @@ type options struct {
 	iggyAddr, iggyUsername, iggyPassword, iggyToken, iggyStream       string
 	iggyPoolSize                                                      int64
 	iggyRequestTimeout                                                time.Duration
-	iggyReadCacheBytes                                                int64
+	iggyReadCacheBytes, iggyFetchCacheBytes                           int64
 	iggyDurability                                                    string
 	iggyTLS                                                           bool
 	iggyTLSCAFile, iggyTLSServerName, iggyTLSCertFile, iggyTLSKeyFile string
@@ -111,6 +111,7 @@ func registerOptions(s *settings, o *options) {
 	s.String("Iggy backend", "iggy-tls-key-file", &o.iggyTLSKeyFile, "", "PEM private key of --iggy-tls-cert-file")
 	s.Duration("Iggy backend", "iggy-request-timeout", &o.iggyRequestTimeout, 30*time.Second, 100*time.Millisecond, 10*time.Minute, "deadline of one Iggy request; the connection is dropped when it passes")
 	s.Int("Iggy backend", "iggy-read-cache-bytes", &o.iggyReadCacheBytes, 64<<20, 0, 1<<40, "memory for recent Iggy poll replies served to later Fetches and polled ahead of sequential consumers, shared by every consumer group near a partition's tail (docs/IGGY.md, \"Read (PollMessages)\"); 0 = off")
+	s.Int("Iggy backend", "iggy-fetch-cache-bytes", &o.iggyFetchCacheBytes, 64<<20, 0, 1<<40, "memory for the Kafka record batches one Fetch encoded, copied into later Fetches of the same partition, offset and limits (other consumer groups) instead of mapping the messages again (docs/IGGY.md, \"Fetches share encoded batches\"); needs the read cache; 0 = off")
 
 	registerACLOptions(s, &o.acl)
 

@@ -44,6 +44,7 @@ func dialIggy(t testing.TB, addr string, opts *Options) bridge.Log {
 	defer cancel()
 	c, err := iggy.Open(ctx, iggy.Config{Addr: addr, RequestTimeout: 5 * time.Second, Durability: opts.IggyDurability,
 		ReadCacheBytes:      opts.IggyReadCacheBytes,
+		FetchCacheBytes:     opts.IggyFetchCacheBytes,
 		ReconnectBackoffMax: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("kiggytest: iggy client: %v", err)

@@ -53,6 +53,10 @@ type Options struct {
 	// IggyReadCacheBytes is the Iggy client's read cache bound (Iggy mode;
 	// 0 = the client's default, negative = off).
 	IggyReadCacheBytes int64
+	// IggyFetchCacheBytes bounds the gateway's shared Fetch batches over
+	// the Iggy client (iggy.Config.FetchCacheBytes: 0 = default, negative
+	// = off).
+	IggyFetchCacheBytes int64
 	// Memlog configures the embedded log (when the backend is not Iggy).
 	Memlog memlog.Config
 	// Log, when set, is the backend (an embedded log kept from an earlier

@@ -66,6 +66,7 @@ func run() int {
 	iggyPass := fs.String("iggy-password", def.IggyPassword, "Iggy password for -iggy-addr")
 	gatewayPkg := fs.String("gateway-pkg", "./cmd/kiggy", "Go package built and run for the kiggy targets")
 	profile := fs.String("profile", "", "profile the kiggy targets (cmd/kiggy --cpuprofile --profile-on-signal), one CPU profile per measurement window into this directory")
+	gatewayFlags := fs.String("gateway-flags", "", "extra flags for the kiggy targets, separated by spaces (e.g. \"--fetch-cache-bytes 0\")")
 	jsonPath := fs.String("json", "kbench.json", "write the report as JSON here (empty = don't)")
 	work := fs.String("work", "", "work directory for binaries, logs and broker data (default: a temporary directory, removed)")
 	keep := fs.Bool("keep", false, "keep the temporary work directory (logs) after the run")
@@ -218,6 +219,7 @@ func run() int {
 	cfg.IggyServerBin, cfg.IggyPID, cfg.IggyBenchBin = *iggyServer, *iggyPID, *iggyBench
 	cfg.GatewayPackage = *gatewayPkg
 	cfg.ProfileDir = *profile
+	cfg.GatewayFlags = strings.Fields(*gatewayFlags)
 	cfg.WorkDir, cfg.KeepWork = *work, *keep
 	if len(errs) > 0 {
 		fmt.Fprintf(os.Stderr, "kbench: %s\n", strings.Join(errs, "; "))

@@ -1,0 +1,371 @@
+package bridge
+
+// Shared Fetch batches (docs/IGGY.md, "Fetches share encoded batches"):
+// several consumer groups reading the same partition send Fetches for the
+// same offsets with the same limits, and each of them used to map the same
+// messages into the same Kafka record batches again. The fetch cache keeps
+// the encoded record batches one Fetch built for a partition read, keyed by
+// everything that decides those bytes (topic, partition, fetch offset, byte
+// limit, codec, timestamp type, whether the read had to return at least one
+// record), and later Fetches with the same key copy those bytes into their
+// response instead of reading and mapping again.
+//
+// What a read returns at an offset can only change when the backend says
+// so: a Log that offers the cache (SharedReads) gives a generation that
+// changes whenever a Read may deliver other messages at an offset than an
+// earlier one (a topic deleted, created or purged, a reconnect), and every
+// entry is served only under the generation it was built under, for at most
+// fetchCacheTTL. An entry whose batches end at the high watermark of its
+// read (a reader at the tail) is served only while the Log knows no higher
+// one: once more records exist, an unshared read would return them too.
+// The per-Fetch checks (leader, log start, ACLs, zstd below v10) run before
+// the cache is asked, on every Fetch.
+//
+// Entries are immutable once stored. A reader pins the entry it copies
+// from; an evicted entry's buffer is recycled once the last reader unpins
+// it. While one Fetch builds an entry, others with the same key wait for it
+// rather than build the same bytes at the same time.
+
+import (
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/internal/metric"
+)
+
+// SharedReads is implemented by a Log whose reads Fetch may answer from the
+// record batches it encoded for an earlier Fetch (fetchcache.go).
+type SharedReads interface {
+	// FetchCacheBytes is the memory bound of the encoded batches the gateway
+	// keeps for this Log; ≤ 0 = none (the cache is off).
+	FetchCacheBytes() int64
+	// ReadGeneration returns a number that changes whenever a Read of
+	// topic/partition may deliver other messages at an offset than an
+	// earlier Read did (a topic deleted, created or purged, a reconnect),
+	// and the highest high watermark the Log knows for the partition (−1:
+	// none). It must be cheap: it is asked once per partition per Fetch.
+	ReadGeneration(topic string, partition int32) (gen uint64, high int64)
+}
+
+// Fetch cache tuning.
+const (
+	// fetchCacheTTL is how long an entry is served after it was built: it
+	// bounds how long a change the Log has not yet noticed (a purge by
+	// another writer) can be hidden, as the Iggy read cache's TTL does.
+	fetchCacheTTL = 5 * time.Second
+	// maxFreeFetchBufs bounds the recycled entry buffers kept.
+	maxFreeFetchBufs = 16
+)
+
+// fetchKey is everything that decides the bytes of one partition read.
+type fetchKey struct {
+	topic     string
+	partition int32
+	limit     int32
+	offset    int64
+	codec     batch.Codec
+	logAppend bool
+	minOne    bool
+}
+
+// fetchEntry is one partition read's encoded record batches.
+type fetchEntry struct {
+	key       fetchKey
+	data      []byte // the record batches; immutable while cached or pinned
+	buf       []byte // data's buffer (owned)
+	gen       uint64 // the Log's generation before the read
+	high      int64  // the read's high watermark
+	logStart  int64  // the read's log start (before applyLogStart)
+	tail      bool   // the batches end at high
+	oversized bool   // partReader.oversized of the read
+	records   int    // records in data
+	next      int64  // the offset after the last record
+	built     time.Time
+	refs      int32 // readers copying from it now (under fetchCache.mu)
+	cached    bool  // in the map and the LRU
+	// LRU list, oldest first.
+	prev, nxt *fetchEntry
+}
+
+// fetchCache is the gateway's cache of encoded partition reads; nil when
+// the Log offers none.
+type fetchCache struct {
+	limit int64
+	log   SharedReads
+	ttl   time.Duration // fetchCacheTTL
+
+	mu         sync.Mutex
+	entries    map[fetchKey]*fetchEntry
+	building   map[fetchKey]struct{} // reads in flight that will store
+	built      sync.Cond             // broadcast when a build ends
+	head, tail *fetchEntry
+	bytes      int64
+	free       [][]byte
+	freeBytes  int64
+	freeEnts   []*fetchEntry
+	names      map[string]string // interned topic names of the keys
+
+	hits, misses, waits, evictions, invalidations, stale atomic.Uint64
+	gauge, freeGauge                                     atomic.Int64
+}
+
+// initFetchCache turns the cache on when the store offers it.
+func (g *Gateway) initFetchCache() {
+	sr, ok := g.store.(SharedReads)
+	if !ok {
+		return
+	}
+	if n := sr.FetchCacheBytes(); n > 0 {
+		g.fetchCache = newFetchCache(n, sr)
+	}
+}
+
+func newFetchCache(limit int64, log SharedReads) *fetchCache {
+	fc := &fetchCache{limit: limit, log: log, ttl: fetchCacheTTL, entries: map[fetchKey]*fetchEntry{},
+		building: map[fetchKey]struct{}{}, names: map[string]string{}}
+	fc.built.L = &fc.mu
+	return fc
+}
+
+// acquire looks key up: it returns the entry pinned for the caller (who
+// calls release) and the high watermark to answer with, or nil and whether
+// the caller is to build the entry (then it must call store or abandon) and
+// the generation to build it under. A read of key in flight is waited for.
+func (fc *fetchCache) acquire(key fetchKey) (e *fetchEntry, gen uint64, high int64, build bool) {
+	gen, high = fc.log.ReadGeneration(key.topic, key.partition)
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	for waited := false; ; waited = true {
+		if e = fc.entries[key]; e != nil {
+			switch {
+			case e.gen != gen:
+				fc.invalidations.Add(1)
+				fc.dropLocked(e)
+				e = nil
+			case time.Since(e.built) > fc.ttl || e.tail && e.high != high:
+				fc.stale.Add(1)
+				fc.dropLocked(e)
+				e = nil
+			default:
+				e.refs++
+				fc.touch(e)
+				fc.hits.Add(1)
+				// A full read's records do not depend on the high
+				// watermark; the answer gets the latest one known.
+				return e, gen, max(high, e.high), false
+			}
+		}
+		if _, ok := fc.building[key]; !ok {
+			break
+		}
+		if !waited {
+			fc.waits.Add(1)
+		}
+		fc.built.Wait()
+		// The builder may have seen a newer generation: ask again.
+		gen, high = fc.log.ReadGeneration(key.topic, key.partition)
+	}
+	key.topic = fc.intern(key.topic)
+	fc.building[key] = struct{}{}
+	fc.misses.Add(1)
+	return nil, gen, high, true
+}
+
+// intern returns the cache's copy of topic (keys outlive the request frames
+// names alias); under mu.
+func (fc *fetchCache) intern(topic string) string {
+	if s, ok := fc.names[topic]; ok {
+		return s
+	}
+	s := strings.Clone(topic)
+	fc.names[s] = s
+	return s
+}
+
+// abandon ends a build that stores nothing (an error, nothing to share).
+func (fc *fetchCache) abandon(key fetchKey) {
+	fc.mu.Lock()
+	delete(fc.building, key)
+	fc.built.Broadcast()
+	fc.mu.Unlock()
+}
+
+// store ends a build: it keeps a copy of data (the read's record batches)
+// under key and gen, unless the copy would not fit the bound.
+func (fc *fetchCache) store(key fetchKey, gen uint64, data []byte, wm Watermarks, r *partReader) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	delete(fc.building, key)
+	fc.built.Broadcast()
+	size := int64(len(data))
+	if size == 0 || size > fc.limit/4 {
+		return
+	}
+	if old := fc.entries[key]; old != nil {
+		fc.dropLocked(old)
+	}
+	for fc.bytes+size > fc.limit && fc.head != nil {
+		fc.evictions.Add(1)
+		fc.dropLocked(fc.head)
+	}
+	e := fc.newEntry()
+	key.topic = fc.intern(key.topic)
+	e.key, e.gen, e.high, e.logStart = key, gen, wm.High, wm.LogStart
+	e.tail, e.oversized, e.records, e.next = r.next >= wm.High, r.oversized, r.mapped, r.next
+	e.built = time.Now()
+	e.buf = append(fc.takeBuf(len(data)), data...)
+	e.data = e.buf
+	e.cached = true
+	fc.entries[key] = e
+	fc.bytes += int64(cap(e.buf))
+	fc.gauge.Store(fc.bytes)
+	fc.pushBack(e)
+}
+
+// release unpins e.
+func (fc *fetchCache) release(e *fetchEntry) {
+	fc.mu.Lock()
+	e.refs--
+	if e.refs == 0 && !e.cached {
+		fc.recycle(e)
+	}
+	fc.mu.Unlock()
+}
+
+// dropTopic drops every entry of topic (deleted, created, its log start
+// moved).
+func (fc *fetchCache) dropTopic(topic string) {
+	if fc == nil {
+		return
+	}
+	fc.mu.Lock()
+	for k, e := range fc.entries {
+		if k.topic == topic {
+			fc.invalidations.Add(1)
+			fc.dropLocked(e)
+		}
+	}
+	delete(fc.names, topic)
+	fc.mu.Unlock()
+}
+
+// dropLocked removes e from the map and the LRU; its buffer is recycled
+// once no reader holds it; under mu.
+func (fc *fetchCache) dropLocked(e *fetchEntry) {
+	if !e.cached {
+		return
+	}
+	e.cached = false
+	if fc.entries[e.key] == e {
+		delete(fc.entries, e.key)
+	}
+	fc.unlink(e)
+	fc.bytes -= int64(cap(e.buf))
+	fc.gauge.Store(fc.bytes)
+	if e.refs == 0 {
+		fc.recycle(e)
+	}
+}
+
+// newEntry returns a recycled or new entry; under mu.
+func (fc *fetchCache) newEntry() *fetchEntry {
+	if n := len(fc.freeEnts); n > 0 {
+		e := fc.freeEnts[n-1]
+		fc.freeEnts[n-1] = nil
+		fc.freeEnts = fc.freeEnts[:n-1]
+		return e
+	}
+	return new(fetchEntry)
+}
+
+// takeBuf returns an empty buffer with room for n bytes, recycled when one
+// fits; under mu.
+func (fc *fetchCache) takeBuf(n int) []byte {
+	for i := len(fc.free) - 1; i >= 0; i-- {
+		if b := fc.free[i]; cap(b) >= n && cap(b) <= 2*n+4096 {
+			last := len(fc.free) - 1
+			fc.free[i], fc.free[last] = fc.free[last], nil
+			fc.free = fc.free[:last]
+			fc.freeBytes -= int64(cap(b))
+			fc.freeGauge.Store(fc.freeBytes)
+			return b[:0]
+		}
+	}
+	// Room for the next reads of a similar size, which vary by a record.
+	return make([]byte, 0, n+n/16)
+}
+
+// recycle keeps e's buffer for a later entry and e itself; under mu.
+func (fc *fetchCache) recycle(e *fetchEntry) {
+	if b := e.buf; b != nil && cap(b) <= maxRetainedPartBuf {
+		if len(fc.free) >= maxFreeFetchBufs {
+			fc.freeBytes -= int64(cap(fc.free[0]))
+			copy(fc.free, fc.free[1:])
+			fc.free[len(fc.free)-1] = nil
+			fc.free = fc.free[:len(fc.free)-1]
+		}
+		fc.free = append(fc.free, b[:0])
+		fc.freeBytes += int64(cap(b))
+		fc.freeGauge.Store(fc.freeBytes)
+	}
+	*e = fetchEntry{}
+	if len(fc.freeEnts) < 256 {
+		fc.freeEnts = append(fc.freeEnts, e)
+	}
+}
+
+// LRU list: touch moves e to the back (most recent); under mu.
+func (fc *fetchCache) touch(e *fetchEntry) {
+	if e.cached && fc.tail != e {
+		fc.unlink(e)
+		fc.pushBack(e)
+	}
+}
+
+func (fc *fetchCache) pushBack(e *fetchEntry) {
+	e.prev, e.nxt = fc.tail, nil
+	if fc.tail != nil {
+		fc.tail.nxt = e
+	} else {
+		fc.head = e
+	}
+	fc.tail = e
+}
+
+func (fc *fetchCache) unlink(e *fetchEntry) {
+	if e.prev != nil {
+		e.prev.nxt = e.nxt
+	} else if fc.head == e {
+		fc.head = e.nxt
+	}
+	if e.nxt != nil {
+		e.nxt.prev = e.prev
+	} else if fc.tail == e {
+		fc.tail = e.prev
+	}
+	e.prev, e.nxt = nil, nil
+}
+
+// writeMetrics writes the cache's metrics (zeros when it is off).
+func (fc *fetchCache) writeMetrics(w io.Writer) {
+	var limit, bytes, free int64
+	var hits, misses, waits, evictions, invalidations, stale uint64
+	if fc != nil {
+		limit, bytes, free = fc.limit, fc.gauge.Load(), fc.freeGauge.Load()
+		hits, misses, waits = fc.hits.Load(), fc.misses.Load(), fc.waits.Load()
+		evictions, invalidations, stale = fc.evictions.Load(), fc.invalidations.Load(), fc.stale.Load()
+	}
+	metric.Single(w, "kiggy_fetch_cache_limit_bytes", "gauge", "The bound of the encoded record batches Fetches share (--iggy-fetch-cache-bytes; 0 = off).", limit)
+	metric.Single(w, "kiggy_fetch_cache_bytes", "gauge", "Bytes of encoded record batches held for later Fetches.", bytes)
+	metric.Single(w, "kiggy_fetch_cache_free_bytes", "gauge", "Bytes of recycled entry buffers kept for the next entries (outside the bound, at most 16 buffers).", free)
+	metric.Single(w, "kiggy_fetch_cache_hits_total", "counter", "Partition reads of a Fetch answered with batches an earlier Fetch encoded.", hits)
+	metric.Single(w, "kiggy_fetch_cache_misses_total", "counter", "Partition reads of a Fetch that read and encoded the batches themselves.", misses)
+	metric.Single(w, "kiggy_fetch_cache_shared_waits_total", "counter", "Partition reads that waited for another Fetch encoding the same read.", waits)
+	metric.Single(w, "kiggy_fetch_cache_evictions_total", "counter", "Entries evicted to stay within the bound (least recently used first).", evictions)
+	metric.Single(w, "kiggy_fetch_cache_invalidations_total", "counter", "Entries dropped because the backend's data may have changed (a topic deleted, created or purged, DeleteRecords, a reconnect).", invalidations)
+	metric.Single(w, "kiggy_fetch_cache_stale_total", "counter", "Entries dropped when asked for after their 5 s, or at the tail once the high watermark moved.", stale)
+}

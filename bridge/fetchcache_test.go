@@ -1,0 +1,216 @@
+package bridge
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kiggy-io/kiggy/batch"
+)
+
+// fakeShared is a SharedReads whose generation and high watermark a test
+// sets.
+type fakeShared struct {
+	mu   sync.Mutex
+	gen  uint64
+	high int64
+}
+
+func (f *fakeShared) FetchCacheBytes() int64 { return 1 << 20 }
+
+func (f *fakeShared) ReadGeneration(string, int32) (uint64, int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gen, f.high
+}
+
+func (f *fakeShared) set(gen uint64, high int64) {
+	f.mu.Lock()
+	f.gen, f.high = gen, high
+	f.mu.Unlock()
+}
+
+// build acquires key in fc, expecting a miss, and stores data as a read
+// that ended at next with high watermark high.
+func build(t *testing.T, fc *fetchCache, key fetchKey, data []byte, next, high int64) {
+	t.Helper()
+	e, gen, _, ok := fc.acquire(key)
+	if e != nil || !ok {
+		t.Fatalf("%+v: a hit (%v) or no build", key, e != nil)
+	}
+	fc.store(key, gen, data, Watermarks{High: high}, &partReader{next: next, mapped: 1})
+}
+
+// hit acquires key, expecting an entry holding data, and releases it.
+func hit(t *testing.T, fc *fetchCache, key fetchKey, data []byte) int64 {
+	t.Helper()
+	e, _, high, ok := fc.acquire(key)
+	if e == nil {
+		if ok {
+			fc.abandon(key)
+		}
+		t.Fatalf("%+v: a miss", key)
+	}
+	if !bytes.Equal(e.data, data) {
+		t.Fatalf("%+v: %d bytes, not the %d stored", key, len(e.data), len(data))
+	}
+	fc.release(e)
+	return high
+}
+
+// miss acquires key, expecting a miss, and abandons the build.
+func miss(t *testing.T, fc *fetchCache, key fetchKey) {
+	t.Helper()
+	e, _, _, ok := fc.acquire(key)
+	if e != nil {
+		fc.release(e)
+		t.Fatalf("%+v: a hit", key)
+	}
+	if !ok {
+		t.Fatalf("%+v: no build", key)
+	}
+	fc.abandon(key)
+}
+
+// TestFetchCacheEntries: an entry is served under the generation it was
+// built under and its key only; a read that reached the high watermark
+// only while no higher one is known, one that ended at its budget with the
+// latest one; not after its TTL; topics drop.
+func TestFetchCacheEntries(t *testing.T) {
+	log := &fakeShared{gen: 1, high: 100}
+	fc := newFetchCache(1<<20, log)
+	data := bytes.Repeat([]byte("x"), 1000)
+	full := fetchKey{topic: "t", partition: 0, offset: 10, limit: 500, codec: batch.NoCompression, minOne: true}
+	build(t, fc, full, data, 20, 100)
+	hit(t, fc, full, data)
+	for _, k := range []fetchKey{
+		{topic: "u", partition: 0, offset: 10, limit: 500, minOne: true},
+		{topic: "t", partition: 1, offset: 10, limit: 500, minOne: true},
+		{topic: "t", partition: 0, offset: 11, limit: 500, minOne: true},
+		{topic: "t", partition: 0, offset: 10, limit: 501, minOne: true},
+		{topic: "t", partition: 0, offset: 10, limit: 500, codec: batch.LZ4, minOne: true},
+		{topic: "t", partition: 0, offset: 10, limit: 500, logAppend: true, minOne: true},
+		{topic: "t", partition: 0, offset: 10, limit: 500},
+	} {
+		miss(t, fc, k)
+	}
+	log.set(1, 150)
+	if h := hit(t, fc, full, data); h != 150 {
+		t.Fatalf("a full read answered with high watermark %d, want the latest 150", h)
+	}
+
+	tail := fetchKey{topic: "t", partition: 0, offset: 20, limit: 500, minOne: true}
+	build(t, fc, tail, data, 150, 150)
+	hit(t, fc, tail, data)
+	log.set(1, 151)
+	miss(t, fc, tail)
+	if fc.stale.Load() != 1 {
+		t.Fatalf("stale %d, want 1", fc.stale.Load())
+	}
+
+	log.set(2, 151)
+	miss(t, fc, full)
+	if fc.invalidations.Load() != 1 {
+		t.Fatalf("invalidations %d, want 1", fc.invalidations.Load())
+	}
+
+	build(t, fc, full, data, 20, 151)
+	fc.ttl = time.Millisecond
+	time.Sleep(5 * time.Millisecond)
+	miss(t, fc, full)
+	fc.ttl = fetchCacheTTL
+
+	build(t, fc, full, data, 20, 151)
+	fc.dropTopic("t")
+	miss(t, fc, full)
+	if fc.bytes != 0 || len(fc.entries) != 0 || fc.head != nil || fc.tail != nil {
+		t.Fatalf("after dropTopic: %d bytes, %d entries", fc.bytes, len(fc.entries))
+	}
+}
+
+// TestFetchCacheBound: the entries' bytes stay within the bound, least
+// recently used evicted first; an entry over a quarter of the bound is not
+// kept; an entry evicted while a reader copies from it keeps its bytes
+// until released, then its buffer is recycled.
+func TestFetchCacheBound(t *testing.T) {
+	log := &fakeShared{gen: 1, high: 1 << 40}
+	fc := newFetchCache(64<<10, log)
+	key := func(i int) fetchKey { return fetchKey{topic: "b", offset: int64(i), limit: 1 << 20, minOne: true} }
+	data := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 10<<10) }
+	build(t, fc, key(0), data(0), 1, 1<<40)
+	pinned, _, _, _ := fc.acquire(key(0))
+	for i := 1; i < 20; i++ {
+		build(t, fc, key(i), data(i), int64(i+1), 1<<40)
+		hit(t, fc, key(1), data(1)) // key 1 stays recently used
+		if fc.bytes > fc.limit {
+			t.Fatalf("after %d entries: %d bytes over the bound %d", i+1, fc.bytes, fc.limit)
+		}
+	}
+	hit(t, fc, key(1), data(1))
+	miss(t, fc, key(2))
+	if fc.evictions.Load() == 0 {
+		t.Fatal("nothing evicted")
+	}
+	if pinned.cached || !bytes.Equal(pinned.data, data(0)) {
+		t.Fatalf("the pinned entry: cached %v, its bytes changed %v", pinned.cached, !bytes.Equal(pinned.data, data(0)))
+	}
+	free := fc.freeGauge.Load()
+	fc.release(pinned)
+	if fc.freeGauge.Load() <= free {
+		t.Fatal("the released entry's buffer was not recycled")
+	}
+
+	big := fetchKey{topic: "b", offset: 1000, limit: 1 << 20, minOne: true}
+	build(t, fc, big, make([]byte, 17<<10), 1001, 1<<40)
+	miss(t, fc, big)
+}
+
+// TestFetchCacheBuildOnce: while one read builds an entry, another asking
+// for the same key waits and is answered from it; a build abandoned wakes
+// the waiter to build itself.
+func TestFetchCacheBuildOnce(t *testing.T) {
+	log := &fakeShared{gen: 1, high: 1 << 40}
+	fc := newFetchCache(1<<20, log)
+	key := fetchKey{topic: "w", limit: 100, minOne: true}
+	data := []byte("batches")
+	for _, abandon := range []bool{false, true} {
+		fc.dropTopic("w")
+		_, gen, _, ok := fc.acquire(key)
+		if !ok {
+			t.Fatal("no build")
+		}
+		got := make(chan *fetchEntry)
+		built := make(chan bool)
+		go func() {
+			e, _, _, b := fc.acquire(key)
+			if b {
+				fc.abandon(key)
+			}
+			built <- b
+			got <- e
+		}()
+		// The waiter counts its wait before it sleeps.
+		for deadline := time.Now().Add(5 * time.Second); fc.waits.Load() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the second reader did not wait")
+			}
+		}
+		if abandon {
+			fc.abandon(key)
+		} else {
+			fc.store(key, gen, data, Watermarks{High: 1 << 40}, &partReader{next: 1, mapped: 1})
+		}
+		b, e := <-built, <-got
+		switch {
+		case abandon && (e != nil || !b):
+			t.Fatalf("after an abandoned build: entry %v, build %v; want a build of its own", e != nil, b)
+		case !abandon && (e == nil || b || !bytes.Equal(e.data, data)):
+			t.Fatalf("after the build: entry %v, build %v; want the built entry", e != nil, b)
+		}
+		if e != nil {
+			fc.release(e)
+		}
+		fc.waits.Store(0)
+	}
+}
