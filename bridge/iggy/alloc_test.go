@@ -4,6 +4,8 @@ package iggy
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"testing"
 
 	"github.com/kiggy-io/kiggy/bridge"
@@ -165,5 +167,25 @@ func TestMissReadAllocs(t *testing.T) {
 	}
 	if allocs != 0 {
 		t.Fatalf("a Read that polls allocates %.1f times per call", allocs)
+	}
+}
+
+// TestAppendAuditAllocs proves the append audit costs nothing when the
+// logger is at info: the debug line is neither built nor written.
+func TestAppendAuditAllocs(t *testing.T) {
+	addr := startServerProcess(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	c := open(t, Config{Addr: addr, PoolSize: 1, PingInterval: -1, Logger: log})
+	cx := context.Background()
+	if _, err := c.CreateTopic(cx, "aalloc", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	b := batchOf(1_700_000_000_000_000, "payload-", 10)
+	if _, err := c.Append(cx, "aalloc", 0, b); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(200, func() { _, _ = c.Append(cx, "aalloc", 0, b) })
+	if allocs != 0 {
+		t.Fatalf("Append at info level allocates %.1f times per call", allocs)
 	}
 }

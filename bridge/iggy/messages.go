@@ -84,6 +84,8 @@ func (c *Client) Append(ctx context.Context, topic string, partition int32, b *m
 	if err == nil {
 		if base, err = decodeConfirmation(body); err != nil {
 			s.close()
+		} else if c.auditOn(ctx) {
+			c.auditAppend(ctx, s, topic, partition, base, b.Count)
 		}
 	}
 	c.release(s)

@@ -168,9 +168,14 @@ func (s *session) connectTo(ctx context.Context, addr string) error {
 		if errors.As(err, &ev) {
 			return err
 		}
-		switch codeOf(err) {
-		case proto.CodeInvalidCredentials, proto.CodeInvalidPAT, proto.CodeUnauthenticated, proto.CodeUnauthorized:
+		switch code := codeOf(err); {
+		case code == proto.CodeInvalidCredentials, code == proto.CodeInvalidPAT, code == proto.CodeUnauthenticated, code == proto.CodeUnauthorized:
 			return fmt.Errorf("%w: %w", ErrAuth, err)
+		case code.Transient():
+			// A cluster node with no primary to forward the login to (its
+			// first view change, or an election) answers 57 or 58: an Iggy
+			// server, not ready yet (docs/IGGY.md "Iggy clusters").
+			return fmt.Errorf("%w: the node cannot take a login yet (no primary): %w", ErrUnreachable, err)
 		}
 		if errors.Is(err, errTimeout) {
 			// No answer at all: a server still starting or overloaded (seen
