@@ -63,8 +63,12 @@ func TestStateDeterministic(t *testing.T) {
 	if got := s.live(); !slices.Equal(got, []int32{1, 2, 3}) {
 		t.Fatalf("live = %v", got)
 	}
-	s.apply(900, hb(1))
-	s.apply(900, hb(2))
+	// Nodes 1 and 2 heartbeat more often than half the timeout (a longer
+	// gap is a log outage, TestOutageCredit).
+	for _, ts := range []uint64{400, 800} {
+		s.apply(ts, hb(1))
+		s.apply(ts, hb(2))
+	}
 	if vc, _ := s.apply(1031, hb(1)); !vc {
 		t.Fatal("node 3 silent for 1001 µs is still live")
 	}
@@ -74,6 +78,59 @@ func TestStateDeterministic(t *testing.T) {
 	s.apply(1040, record{kind: kindLeave, node: 2, incarnation: 2})
 	if got := s.live(); !slices.Equal(got, []int32{1}) || s.view() != 5 {
 		t.Fatalf("after leave: live %v view %d", s.live(), s.view())
+	}
+}
+
+// TestOutageCredit: a gap in the log longer than half the timeout, ended
+// by a survivor's heartbeat, is an outage of the log (an Iggy election):
+// nobody dies of it (docs/design/cluster.md §3 "Outages"). A restart after
+// the gap, or a gap of a stopped cluster, gets no credit, and a member that
+// stays silent after the outage still dies.
+func TestOutageCredit(t *testing.T) {
+	hb := func(n int32, inc uint64) record { return record{kind: kindHeartbeat, node: n, incarnation: inc} }
+	three := func() *state {
+		s := newState(1000)
+		for _, n := range []int32{1, 2, 3} {
+			s.apply(10, hb(n, 1))
+		}
+		return s
+	}
+	// An outage of 3,000 µs (3 timeouts): the survivor's heartbeat keeps
+	// everyone; node 3, silent afterwards, dies half a timeout later.
+	s := three()
+	if vc, _ := s.apply(3010, hb(1, 1)); vc {
+		t.Fatalf("an outage of the log killed members: live %v", s.live())
+	}
+	s.apply(3200, hb(2, 1))
+	if got := s.live(); !slices.Equal(got, []int32{1, 2, 3}) {
+		t.Fatalf("after the outage: live %v", got)
+	}
+	if vc, _ := s.apply(3511, hb(1, 1)); !vc || !slices.Equal(s.live(), []int32{1, 2}) {
+		t.Fatalf("node 3 silent for half a timeout after the outage: live %v", s.live())
+	}
+	// The same gap ended by a restarted node 1 (a new incarnation): a cold
+	// start, the others are dead.
+	s = three()
+	if s.apply(3010, hb(1, 2)); !slices.Equal(s.live(), []int32{1}) {
+		t.Fatalf("a restart after the gap: live %v, want [1]", s.live())
+	}
+	// A stopped cluster: longer than maxOutageTimeouts timeouts.
+	s = three()
+	if s.apply(10+maxOutageTimeouts*1000+1, hb(1, 1)); !slices.Equal(s.live(), []int32{1}) {
+		t.Fatalf("a gap of a stopped cluster: live %v, want [1]", s.live())
+	}
+	// Every instance applies the rule alike: the same records give the same
+	// views.
+	a, b := three(), three()
+	for _, r := range []struct {
+		ts uint64
+		n  int32
+	}{{3010, 2}, {3100, 1}, {9000, 3}, {9400, 1}} {
+		a.apply(r.ts, hb(r.n, 1))
+		b.apply(r.ts, hb(r.n, 1))
+	}
+	if !slices.EqualFunc(a.views, b.views, slices.Equal) {
+		t.Fatalf("views differ: %v vs %v", a.views, b.views)
 	}
 }
 

@@ -65,7 +65,9 @@ func stateFrom(timeoutMicros uint64, ss *snapState) *state {
 // apply applies one record with server timestamp ts (µs) and reports
 // whether the live set changed and whether anything Brokers shows changed.
 func (s *state) apply(ts uint64, r record) (viewChanged, changed bool) {
+	prev := s.now
 	s.now = max(s.now, ts)
+	s.creditOutage(prev, r)
 	// §3: a member not heard from for longer than the timeout, in log time,
 	// is dead at the first record that shows it.
 	for id, m := range s.members {
@@ -100,6 +102,36 @@ func (s *state) apply(ts uint64, r record) (viewChanged, changed bool) {
 	}
 	return viewChanged, changed || viewChanged
 }
+
+// creditOutage keeps an outage of the log itself from killing every member
+// (§3 "Outages"). A gap of more than half the timeout between two records
+// in log time means no live instance could write (each heartbeats several
+// times per timeout): the backend was unavailable, for instance during an
+// Iggy cluster's election, which takes longer than the timeout. When the
+// record that ends such a gap comes from a member that was live before it,
+// with the same incarnation (a survivor of the outage, not a restart), the
+// gap minus half a timeout is credited to every member's last record: each
+// keeps half a timeout after the outage to be heard from again. Gaps longer
+// than maxOutageTimeouts timeouts are a stopped cluster, not an outage, and
+// get no credit. The rule reads only the log, so every instance applies it
+// alike.
+func (s *state) creditOutage(prev uint64, r record) {
+	gap := s.now - prev
+	if prev == 0 || gap <= s.timeout/2 || gap > maxOutageTimeouts*s.timeout || r.kind != kindHeartbeat {
+		return
+	}
+	if w := s.members[r.node]; w == nil || w.incarnation != r.incarnation {
+		return
+	}
+	credit := gap - s.timeout/2
+	for _, m := range s.members {
+		m.last = min(m.last+credit, s.now)
+	}
+}
+
+// maxOutageTimeouts bounds the log outage creditOutage forgives, in
+// timeouts: 10 × the 6 s default is a minute, several Iggy elections.
+const maxOutageTimeouts = 10
 
 // live returns the live node ids, sorted.
 func (s *state) live() []int32 {
