@@ -241,8 +241,13 @@ func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.Produc
 }
 
 // appendMapped appends one mapped partition entry: through duplicate
-// detection when its batch is idempotent.
+// detection when its batch is idempotent. A backend with network round trips
+// gets it through the partition's queue, coalesced with the appends of other
+// requests to the partition (coalesce.go).
 func (g *Gateway) appendMapped(ctx context.Context, topic string, index int32, b *message.Batch, pb *producerBatch) (wire.ErrorCode, int64) {
+	if !g.caps.LocalLatency {
+		return g.appendCoalesced(ctx, topic, index, b, pb)
+	}
 	if pb.id >= 0 {
 		return g.appendIdempotent(ctx, topic, index, b, pb)
 	}
