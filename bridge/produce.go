@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/kiggy-io/kiggy/batch"
@@ -298,6 +299,14 @@ func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h 
 	// Pass 2: map each record to one message. The first message of an
 	// idempotent batch carries the producer stamp (docs/MAPPING.md).
 	dst.Reset(w.Start())
+	if !compressed {
+		// The frames take about the records' bytes plus a frame header
+		// each: grow the batch once, not by doubling and copying as it
+		// fills (the count is bounded by what the bytes can hold, 7 bytes
+		// being the smallest record).
+		n := max(0, min(int(h.NumRecords), len(records)/7))
+		dst.Buf = slices.Grow(dst.Buf, len(records)+n*(message.FrameHeaderSize+16))
+	}
 	var mr mapping.Record
 	var stamp *mapping.Producer
 	if h.ProducerID >= 0 {
