@@ -1,7 +1,10 @@
 package bridge
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/message"
 )
@@ -67,4 +70,53 @@ func TestAppendFrames(t *testing.T) {
 	if len(fr) != 0 {
 		t.Fatalf("%d bytes after the frames", len(fr))
 	}
+}
+
+// TestDeadlineCtx: the reusable Produce deadline reports its deadline and
+// DeadlineExceeded after it, closes Done at the deadline or when its parent
+// ends, and starts afresh after release.
+func TestDeadlineCtx(t *testing.T) {
+	var c deadlineCtx
+	c.start(context.Background(), time.Now().Add(30*time.Millisecond))
+	if d, ok := c.Deadline(); !ok || time.Until(d) > 30*time.Millisecond {
+		t.Fatalf("deadline %v %v", d, ok)
+	}
+	if c.Err() != nil {
+		t.Fatal(c.Err())
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done not closed at the deadline")
+	}
+	if !errors.Is(c.Err(), context.DeadlineExceeded) {
+		t.Fatalf("Err = %v", c.Err())
+	}
+	c.release()
+
+	parent, cancel := context.WithCancel(context.Background())
+	c.start(parent, time.Now().Add(time.Hour))
+	if c.Err() != nil {
+		t.Fatal(c.Err())
+	}
+	done := c.Done()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done not closed when the parent ended")
+	}
+	if !errors.Is(c.Err(), context.Canceled) {
+		t.Fatalf("Err = %v", c.Err())
+	}
+	c.release()
+
+	// A shorter parent deadline wins.
+	pd, cancel2 := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel2()
+	c.start(pd, time.Now().Add(time.Hour))
+	if d, _ := c.Deadline(); time.Until(d) > time.Minute {
+		t.Fatalf("deadline %v past the parent's", d)
+	}
+	c.release()
 }

@@ -62,25 +62,71 @@ func (f *produceFanout) trim() {
 }
 
 // runAppends appends every job's batch of c concurrently and waits for all;
-// the first runs on the calling goroutine. Each append runs under catch; when
-// one panicked, runAppends re-raises errPartPanicked once all are done, so c
-// is abandoned by the guard its handler runs under.
+// the first runs on the calling goroutine, the others on pooled append
+// workers (no goroutine or closure per partition: steady state allocates
+// nothing). Each append runs under catch; when one panicked, runAppends
+// re-raises errPartPanicked once all are done, so c is abandoned by the
+// guard its handler runs under.
 func (g *Gateway) runAppends(ctx context.Context, c *call, f *produceFanout) {
-	run := func(j *appendJob) {
-		j.panicked = g.catch(c, func() { j.code, j.base = g.appendMapped(ctx, j.topic, j.index, j.batch, &j.producer) })
-	}
 	for i := 1; i < len(f.jobs); i++ {
 		f.wg.Add(1)
-		go func(j *appendJob) {
-			defer f.wg.Done()
-			run(j)
-		}(&f.jobs[i])
+		g.startAppend(appendTask{ctx: ctx, c: c, f: f, j: &f.jobs[i]})
 	}
-	run(&f.jobs[0])
+	g.runAppend(ctx, c, &f.jobs[0])
 	f.wg.Wait()
 	for i := range f.jobs {
 		if f.jobs[i].panicked {
 			panic(errPartPanicked)
+		}
+	}
+}
+
+// appendTask is one partition append of a Produce for a pooled worker.
+type appendTask struct {
+	ctx context.Context
+	c   *call
+	f   *produceFanout
+	j   *appendJob
+}
+
+// maxAppendWorkers bounds the pooled append workers; past it an append runs
+// on a goroutine of its own.
+const maxAppendWorkers = 256
+
+// runAppend runs one job's append under catch.
+func (g *Gateway) runAppend(ctx context.Context, c *call, j *appendJob) {
+	j.panicked = g.catch(c, func() { j.code, j.base = g.appendMapped(ctx, j.topic, j.index, j.batch, &j.producer) })
+}
+
+// startAppend hands t to an idle pooled worker, or starts one.
+func (g *Gateway) startAppend(t appendTask) {
+	select {
+	case g.appendTasks <- t:
+		return
+	default:
+	}
+	if g.appendWorkers.Add(1) > maxAppendWorkers {
+		g.appendWorkers.Add(-1)
+		go func() {
+			g.runAppend(t.ctx, t.c, t.j)
+			t.f.wg.Done()
+		}()
+		return
+	}
+	go g.appendWorker(t)
+}
+
+// appendWorker runs partition appends until the gateway closes.
+func (g *Gateway) appendWorker(t appendTask) {
+	defer g.appendWorkers.Add(-1)
+	for {
+		g.runAppend(t.ctx, t.c, t.j)
+		t.f.wg.Done()
+		t = appendTask{}
+		select {
+		case t = <-g.appendTasks:
+		case <-g.ctx.Done():
+			return
 		}
 	}
 }

@@ -220,6 +220,11 @@ type Gateway struct {
 	// (fetch.go, readAll); partWorkers counts them.
 	partJobs    chan partJob
 	partWorkers atomic.Int32
+
+	// appendTasks feeds the pooled append workers of concurrent Produce
+	// partitions (fanout.go, runAppends); appendWorkers counts them.
+	appendTasks   chan appendTask
+	appendWorkers atomic.Int32
 }
 
 // connState orders one connection's requests.
@@ -260,6 +265,7 @@ func New(cfg Config, store Log) *Gateway {
 		cancel: cancel,
 	}
 	g.partJobs = make(chan partJob)
+	g.appendTasks = make(chan appendTask)
 	g.states.New = func() any { return new(state) }
 	g.producerIDs.init(cfg.InstanceID)
 	g.producers.init()

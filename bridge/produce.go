@@ -50,13 +50,15 @@ func (g *Gateway) produce(c *call) bool {
 	}
 
 	ctx := g.ctx
-	var cancel context.CancelFunc
 	if !g.caps.NonBlocking {
 		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 		if timeout <= 0 || timeout > g.cfg.ProduceTimeoutCap {
 			timeout = g.cfg.ProduceTimeoutCap
 		}
-		ctx, cancel = context.WithTimeout(g.ctx, timeout)
+		// The state's reusable deadline: no allocation per request.
+		st.deadline.start(g.ctx, time.Now().Add(timeout))
+		defer st.deadline.release()
+		ctx = &st.deadline
 	}
 	budget := batch.Budget{MaxBytes: g.cfg.DecodeBudgetBytes, MaxRecords: g.cfg.DecodeBudgetRecords}
 	// A backend with network round trips (Iggy) gets the request's
@@ -131,9 +133,6 @@ func (g *Gateway) produce(c *call) bool {
 			p := &resp.Topics[j.topicAt].Partitions[j.partAt]
 			p.ErrorCode, p.BaseOffset = j.code, j.base
 		}
-	}
-	if cancel != nil {
-		cancel()
 	}
 	failed := false
 	for i := range resp.Topics {
