@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,15 +79,9 @@ var coalesceBatches = sync.Pool{New: func() any { return new(message.Batch) }}
 // appendCoalesced appends one mapped partition entry through the partition's
 // queue (see above) and returns its code and base offset.
 func (g *Gateway) appendCoalesced(ctx context.Context, topic string, index int32, b *message.Batch, pb *producerBatch) (wire.ErrorCode, int64) {
-	pp := g.producers.partition(topic, index)
 	w := queuedAppends.Get().(*queuedAppend)
 	w.ctx, w.batch, w.pb, w.code, w.base, w.lead = ctx, b, *pb, wire.NoError, -1, false
-	q := &pp.queue
-	q.mu.Lock()
-	q.waiting = append(q.waiting, w)
-	lead := !q.running
-	q.running = true
-	q.mu.Unlock()
+	pp, lead := g.producers.enqueue(topic, index, w)
 	if !lead {
 		<-w.done
 		lead = w.lead
@@ -98,6 +93,46 @@ func (g *Gateway) appendCoalesced(ctx context.Context, topic string, index int32
 	w.ctx, w.batch = nil, nil
 	queuedAppends.Put(w)
 	return code, base
+}
+
+// enqueue puts w into the queue of topic/partition, creating the
+// partition's window if needed, and reports whether w leads (no round was
+// running). It enqueues under s.mu, so forget, which drops only a window
+// whose queue is idle, never drops one an append is about to join.
+func (s *producerStates) enqueue(topic string, p int32, w *queuedAppend) (*partitionProducers, bool) {
+	k := partitionKey{topic, p}
+	s.mu.RLock()
+	if pp := s.parts[k]; pp != nil {
+		lead := pp.queue.push(w)
+		s.mu.RUnlock()
+		return pp, lead
+	}
+	s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pp := s.parts[k]
+	if pp == nil {
+		pp = &partitionProducers{producers: make(map[int64]*producerEntry)}
+		s.parts[partitionKey{strings.Clone(topic), p}] = pp
+	}
+	return pp, pp.queue.push(w)
+}
+
+// push appends w and reports whether it leads.
+func (q *appendQueue) push(w *queuedAppend) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.waiting = append(q.waiting, w)
+	lead := !q.running
+	q.running = true
+	return lead
+}
+
+// idle reports whether no append is queued or running.
+func (q *appendQueue) idle() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return !q.running && len(q.waiting) == 0
 }
 
 // leadRound takes the queue's appends (w's first, as w is the oldest), appends

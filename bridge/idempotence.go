@@ -223,7 +223,7 @@ func (s *producerStates) forget(topic string, p int32, pp *partitionProducers) {
 	pp.mu.Lock()
 	idle := !pp.loaded && len(pp.producers) == 0
 	pp.mu.Unlock()
-	if idle {
+	if idle && pp.queue.idle() {
 		delete(s.parts, partitionKey{topic, p})
 	}
 }
