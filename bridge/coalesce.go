@@ -250,7 +250,7 @@ func (g *Gateway) commitGroup(topic string, index int32, pp *partitionProducers,
 				continue
 			}
 		}
-		if !f.fits(m.batch) {
+		if !f.fits(m) {
 			g.flush(topic, index, pp, f)
 		}
 		f.add(m)
@@ -276,26 +276,24 @@ func (f *flushSet) has(id int64) bool {
 	return false
 }
 
-// fits reports whether b can join the set: the bounds, and the u32 µs
-// timestamp deltas of one batch (message.MaxTimestampSpan).
-func (f *flushSet) fits(b *message.Batch) bool {
+// fits reports whether m can join the set: the bounds, and the u32 µs
+// timestamp deltas of one batch (message.MaxTimestampSpan) over the set's
+// messages and m's.
+func (f *flushSet) fits(m *queuedAppend) bool {
 	if len(f.members) == 0 {
 		return true
 	}
+	b := m.batch
 	if f.bytes+b.Size() > maxCoalesceBytes || f.count+b.Count > maxCoalesceCount {
 		return false
 	}
-	last, ok := lastTimestamp(b)
-	if !ok {
-		return false
-	}
-	lo, hi := min(f.min, b.Origin), max(f.max, last)
+	lo, hi := min(f.min, b.Origin), max(f.max, m.pb.lastTS)
 	return hi-lo <= message.MaxTimestampSpan
 }
 
 // add puts m into the set (fits said it may join).
 func (f *flushSet) add(m *queuedAppend) {
-	last, _ := lastTimestamp(m.batch)
+	last := max(m.pb.lastTS, m.batch.Origin)
 	if len(f.members) == 0 {
 		f.min, f.max = m.batch.Origin, last
 	} else {
@@ -361,30 +359,12 @@ func (g *Gateway) flush(topic string, index int32, pp *partitionProducers, f *fl
 	f.bytes, f.count = 0, 0
 }
 
-// lastTimestamp returns the largest origin timestamp (µs) of b's frames;
-// ok=false when the frames do not tile (never for a batch the mapping built).
-func lastTimestamp(b *message.Batch) (uint64, bool) {
-	fr := b.Frames()
-	var hi uint32
-	for i := 0; i < b.Count; i++ {
-		if len(fr) < message.FrameHeaderSize {
-			return 0, false
-		}
-		hi = max(hi, binary.LittleEndian.Uint32(fr[28:]))
-		n := uint64(message.FrameHeaderSize) + uint64(binary.LittleEndian.Uint32(fr[32:])) + uint64(binary.LittleEndian.Uint32(fr[36:]))
-		if n > uint64(len(fr)) {
-			return 0, false
-		}
-		fr = fr[n:]
-	}
-	return b.Origin + uint64(hi), len(fr) == 0
-}
-
 // appendFrames appends src's frames to dst, whose origin must be ≤ src's
 // and within message.MaxTimestampSpan of src's last timestamp (flushSet.fits):
 // each frame's timestamp delta is rebased onto dst.Origin and its offset
 // delta renumbered (docs/design/iggy-protocol.md §3.7 frame layout, in
-// bridge/message's package comment). The frames must tile (lastTimestamp).
+// bridge/message's package comment). src is a batch the mapping built, so its
+// frames tile.
 func appendFrames(dst, src *message.Batch) {
 	at := len(dst.Buf)
 	dst.Buf = append(dst.Buf, src.Frames()...)

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/wire"
 )
 
 // frameBatch builds a batch of frames with the given origin timestamps (µs).
@@ -29,20 +31,18 @@ func frameBatch(origin uint64, payload string, ts ...uint64) *message.Batch {
 func TestAppendFrames(t *testing.T) {
 	a := frameBatch(1_000, "a", 1_000, 1_500)
 	b := frameBatch(5_000, "b", 5_000, 5_001, 9_000)
-	if last, ok := lastTimestamp(b); !ok || last != 9_000 {
-		t.Fatalf("lastTimestamp = %d, %v", last, ok)
-	}
 	var f flushSet
-	f.add(&queuedAppend{batch: a})
-	if !f.fits(b) {
+	f.add(&queuedAppend{batch: a, pb: producerBatch{lastTS: 1_500}})
+	mb := &queuedAppend{batch: b, pb: producerBatch{lastTS: 9_000}}
+	if !f.fits(mb) {
 		t.Fatal("b does not fit")
 	}
-	f.add(&queuedAppend{batch: b})
+	f.add(mb)
 	if f.min != 1_000 || f.max != 9_000 || f.count != 5 {
 		t.Fatalf("set spans %d..%d, %d messages", f.min, f.max, f.count)
 	}
 	far := frameBatch(1_000+message.MaxTimestampSpan, "c", 1_000+message.MaxTimestampSpan+1)
-	if f.fits(far) {
+	if f.fits(&queuedAppend{batch: far, pb: producerBatch{lastTS: 1_000 + message.MaxTimestampSpan + 1}}) {
 		t.Fatal("a batch past the timestamp span fits")
 	}
 	j := new(message.Batch)
@@ -119,4 +119,45 @@ func TestDeadlineCtx(t *testing.T) {
 		t.Fatalf("deadline %v past the parent's", d)
 	}
 	c.release()
+}
+
+// TestMappedLastTimestamp: the largest origin timestamp mapPartition reports
+// for a batch is the largest its frames hold (coalescing relies on it to keep
+// a round within one batch's timestamp span), with timestamps spread, out of
+// order and past the span (clamped).
+func TestMappedLastTimestamp(t *testing.T) {
+	g := &Gateway{}
+	st := new(state)
+	for _, deltas := range [][]int64{{0}, {5, 0, 3}, {0, 1 << 40}, {7, 2, 2}} {
+		var bld batch.Builder
+		base := int64(1_700_000_000_000)
+		bld.Reset(nil, 0, base, batch.NoCompression)
+		for i, d := range deltas {
+			bld.Append(int32(i), d, nil, []byte("v"))
+		}
+		records := bld.Finish()
+		h, err := batch.Validate(records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dst message.Batch
+		var last uint64
+		budget := batch.Budget{MaxBytes: 1 << 30, MaxRecords: 1 << 20}
+		if code := g.mapPartition(st, &dst, records, h, &budget, produceRules{appendTime: -1}, &last); code != wire.NoError {
+			t.Fatalf("%v: code %d", deltas, code)
+		}
+		var want uint64
+		fr := dst.Frames()
+		for len(fr) > 0 {
+			m, err := message.ParseFrame(fr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = max(want, dst.Origin+uint64(m.TimestampDelta))
+			fr = fr[m.Size:]
+		}
+		if last != want {
+			t.Fatalf("%v: last %d, frames' largest %d", deltas, last, want)
+		}
+	}
 }

@@ -45,6 +45,10 @@ type producerBatch struct {
 	epoch int16
 	first int32 // baseSequence
 	last  int32 // baseSequence + lastOffsetDelta, wrapping past MaxInt32
+	// lastTS is the mapped batch's largest message origin timestamp (µs),
+	// set for every batch, idempotent or not: coalescing keeps a round
+	// within one batch's timestamp span (coalesce.go).
+	lastTS uint64
 }
 
 // lastSequence is Kafka's DefaultRecordBatch.incrementSequence(base, delta).
