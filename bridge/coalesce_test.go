@@ -161,3 +161,27 @@ func TestMappedLastTimestamp(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadlineCtxDerived: a context derived from the reusable deadline hooks
+// its cancellation through AfterFunc (no goroutine left calling Done after
+// the deadline's use ended), ends when the deadline does, and cancelling it
+// first leaves the deadline reusable.
+func TestDeadlineCtxDerived(t *testing.T) {
+	var c deadlineCtx
+	c.start(context.Background(), time.Now().Add(20*time.Millisecond))
+	child, cancel := context.WithTimeout(&c, time.Hour)
+	select {
+	case <-child.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the derived context did not end with the deadline")
+	}
+	cancel()
+	c.release()
+	for range 3 {
+		c.start(context.Background(), time.Now().Add(time.Hour))
+		child, cancel := context.WithCancel(&c)
+		cancel()
+		<-child.Done()
+		c.release()
+	}
+}

@@ -69,6 +69,10 @@ func (c *deadlineCtx) Err() error {
 func (c *deadlineCtx) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.doneLocked()
+}
+
+func (c *deadlineCtx) doneLocked() chan struct{} {
 	if c.done == nil {
 		done, once := make(chan struct{}), new(sync.Once)
 		end := func() { once.Do(func() { close(done) }) }
@@ -77,4 +81,30 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 		c.stop = context.AfterFunc(c.parent, end)
 	}
 	return c.done
+}
+
+// AfterFunc arranges for f to run once c is done, as context.AfterFunc
+// does; stop cancels that. A context derived from c (context.WithTimeout
+// and the like) finds this method and hooks its cancellation here instead
+// of starting a goroutine that would call Done later, after c's use may have
+// ended: every derived context must be cancelled before release.
+func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return context.AfterFunc(doneContext{c.doneLocked()}, f)
+}
+
+// doneContext is a context that ends when done closes (for AfterFunc).
+type doneContext struct{ done chan struct{} }
+
+func (d doneContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (d doneContext) Done() <-chan struct{}       { return d.done }
+func (d doneContext) Value(any) any               { return nil }
+func (d doneContext) Err() error {
+	select {
+	case <-d.done:
+		return context.Canceled
+	default:
+		return nil
+	}
 }

@@ -74,9 +74,17 @@ func (g *Gateway) produce(c *call) bool {
 		// the lease.
 		defer pl.Release(pl.Hold())
 		if lh, ok := pl.(LeaseHolder); ok {
-			var cancelLease context.CancelFunc
-			ctx, cancelLease = context.WithDeadline(ctx, lh.LeaseDeadline())
-			defer cancelLease()
+			if ctx == &st.deadline {
+				// The request's own deadline takes the lease's when earlier
+				// (no derived context, no allocation).
+				if d := lh.LeaseDeadline(); d.Before(st.deadline.deadline) {
+					st.deadline.deadline = d
+				}
+			} else {
+				var cancelLease context.CancelFunc
+				ctx, cancelLease = context.WithDeadline(ctx, lh.LeaseDeadline())
+				defer cancelLease()
+			}
 		}
 	}
 	for i := range req.Topics {
