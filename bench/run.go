@@ -185,8 +185,14 @@ func (r *runner) runLoad(ctx context.Context, li int, lr *LoadReport, targets []
 // iggyBench runs iggy-bench for load l into the row "iggy-bench".
 func (r *runner) iggyBench(ctx context.Context, li int, l Load, row func(t, c, m string) *Row) {
 	main := row(TargetIggyBench, TargetIggyBench, ModeMax)
+	if d := r.cfg.IggyBenchDurability; d != "" {
+		main.Note = "topics created at " + d
+	} else {
+		main.Note = "Iggy's default topic options (buffered)"
+	}
 	name := fmt.Sprintf("iggy-bench-l%d", li+1)
 	addr := r.cfg.IggyAddr
+	pid := 0
 	if addr == "" {
 		if r.cfg.IggyServerBin == "" {
 			main.Status, main.Error = StatusUnavailable, "iggy-bench needs -iggy-server or -iggy-addr"
@@ -200,19 +206,30 @@ func (r *runner) iggyBench(ctx context.Context, li int, l Load, row func(t, c, m
 		}
 		defer p.stop(stopTimeout)
 		addr = a
+		pid = p.pid()
+	} else if r.cfg.IggyPID > 0 {
+		pid = r.cfg.IggyPID
 	}
 	r.logf("iggy-bench against %s", addr)
-	res, err := r.runIggyBench(ctx, addr, l, name)
+	res, err := r.runIggyBench(ctx, addr, l, name, pid)
 	if err != nil {
 		main.Status, main.Error = StatusFailed, err.Error()
 		r.failf("iggy-bench: %v", err)
 		return
 	}
 	m := &Measurement{Rep: 1}
-	if p, ok := res["Producers"]; ok {
+	if p, ok := res.kinds["Producers"]; ok {
 		m.ProduceRecordsPerSec, m.ProduceMBPerSec, m.P99Ms = p.msgsPerSec, p.mbPerSec, p.p99Ms
 	}
-	if c, ok := res["Consumers"]; ok {
+	if res.serverCPU > 0 {
+		// The server's CPU over the producer phase, per the bytes it
+		// produced (-T): srv CPU s/GB beside kiggy-iggy's.
+		m.ServerCPUSeconds, m.GatewayCPUSeconds = res.serverCPU.Seconds(), res.serverCPU.Seconds()
+		m.Bytes, m.CPUMeasured = res.producedBytes, true
+		r.logf("iggy-bench: iggy-server used %.2f CPU s and iggy-bench's producers %.2f over the producer phase (%d bytes)",
+			res.serverCPU.Seconds(), res.benchCPU.Seconds(), res.producedBytes)
+	}
+	if c, ok := res.kinds["Consumers"]; ok {
 		m.ConsumeRecordsPerSec, m.ConsumeMBPerSec = c.msgsPerSec, c.mbPerSec
 	} else {
 		m.consumeNA = true
