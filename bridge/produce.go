@@ -118,7 +118,9 @@ func (g *Gateway) produce(c *call) bool {
 			if code == wire.NoError {
 				dst := &st.batch
 				if parallel {
-					dst = fan.batch(len(fan.jobs))
+					// The frames take about the records' bytes, plus a
+					// frame header per record less Kafka's own framing.
+					dst = fan.batch(len(fan.jobs), message.Headroom+len(rp.Records)+len(rp.Records)/8)
 				}
 				var pb producerBatch
 				code = g.preparePartition(st, dst, rp, v, &budget, &pb, rules)
