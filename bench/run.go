@@ -1,14 +1,18 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -382,6 +386,13 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 	}
 	r.logf("%s: produced %.0f records/s (%.1f MB/s), p99 %.2f ms; %d acknowledged in all",
 		s.target, run.ProduceRecordsPerSec, run.ProduceMBPerSec, run.P99Ms, run.Acked)
+	if s.metricsURL != "" {
+		if gc, err := gatewayCounters(ctx, s.metricsURL); err == nil && gc.appends > 0 {
+			// Cumulative since the gateway started (warm-ups included).
+			r.logf("%s: so far %.0f Produce requests, %.0f records in %.0f backend appends (%.2f partition batches and %.0f records per append, %.2f appends per request), %.0f Iggy session waits",
+				s.target, gc.requests, gc.records, gc.appends, (gc.appends+gc.coalesced)/gc.appends, gc.records/gc.appends, gc.appends/max(gc.requests, 1), gc.sessionWaits)
+		}
+	}
 	if !s.consume {
 		run.consumeNA = true
 		return run, nil
@@ -528,4 +539,50 @@ func (r *runner) addRun(row *Row, run *Measurement) {
 	if run.hist != nil {
 		row.hist.Merge(run.hist)
 	}
+}
+
+// gatewayCounts are the gateway's produce counters (docs/METRICS.md).
+type gatewayCounts struct {
+	requests, records, appends, coalesced, sessionWaits float64
+}
+
+// gatewayCounters reads the produce counters from a gateway's /metrics.
+func gatewayCounters(ctx context.Context, url string) (gatewayCounts, error) {
+	var gc gatewayCounts
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return gc, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return gc, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(name, `kiggy_api_requests_total{api="Produce"`):
+			gc.requests += v
+		case name == "kiggy_records_produced_total":
+			gc.records = v
+		case name == "kiggy_produce_appends_total":
+			gc.appends = v
+		case name == "kiggy_produce_coalesced_total":
+			gc.coalesced = v
+		case name == "kiggy_iggy_session_waits_total":
+			gc.sessionWaits = v
+		}
+	}
+	return gc, sc.Err()
 }
