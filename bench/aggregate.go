@@ -161,6 +161,10 @@ func ratios(lr *LoadReport) []Ratio {
 			if kr := findRow(lr, k, ClientFranz, ModeMax); kr != nil {
 				add(k+"/iggy-bench produce records/s", kr.ProduceRecordsPerSec, ib.ProduceRecordsPerSec)
 				addp(k+"/iggy-bench consume records/s", kr.ConsumeRecordsPerSec, ib.ConsumeRecordsPerSec)
+				// kiggy + iggy-server against iggy-server alone under
+				// iggy-bench (its server's CPU is measured when kbench
+				// started it).
+				addp(k+"/iggy-bench server CPU s/GB produced", kr.ServerCPUPerGB, ib.ServerCPUPerGB)
 			}
 		}
 	}

@@ -243,6 +243,13 @@ type Config struct {
 	IggyServerBin string `json:"iggy_server_bin,omitempty"`
 	IggyPID       int    `json:"iggy_pid,omitempty"`
 	IggyBenchBin  string `json:"iggy_bench_bin,omitempty"`
+	// IggyBenchDurability is the level iggy-bench's producers append at:
+	// "" leaves iggy-bench to create its topics with Iggy's defaults (the
+	// buffered level); "written" or "fsync" has kbench create them first
+	// through kiggy's Iggy client at that level (the options kiggy-iggy's
+	// topics get) and iggy-bench append to them (--reuse-streams), so the
+	// ceiling is measured at kiggy-iggy's level (docs/BENCHMARKS.md).
+	IggyBenchDurability string `json:"iggy_bench_durability,omitempty"`
 	// IggyClusterAddr lists the nodes of an Iggy cluster (comma separated)
 	// for the kiggy-iggy-cluster target.
 	IggyClusterAddr string `json:"iggy_cluster_addr,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy"
 )
 
 // startIggyServer starts the iggy-server binary Config.IggyServerBin on a
@@ -95,42 +99,108 @@ var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 func stripANSI(s string) string { return ansi.ReplaceAllString(s, "") }
 
+// iggyBenchRun is what one iggy-bench run measured: the summaries by actor
+// kind ("Producers", "Consumers"), and when the server's pid is known its
+// CPU over the producer phase, iggy-bench's own CPU then, and the bytes
+// produced (-T).
+type iggyBenchRun struct {
+	kinds               map[string]iggyBenchResult
+	serverCPU, benchCPU time.Duration
+	producedBytes       int64
+}
+
+// iggyBenchBytes is what -T asks iggy-bench to produce ("1GB": 10^9 bytes,
+// or 50 MB in smoke mode).
+func iggyBenchBytes(smoke bool) (string, int64) {
+	if smoke {
+		return "50MB", 50e6
+	}
+	return "1GB", 1e9
+}
+
 // runIggyBench runs Iggy's own benchmark tool (Config.IggyBenchBin) against
 // addr with the load's message size and partitions, producers then
 // consumers on the same data (pinned-producer, then pinned-consumer with
 // --reuse-streams), and returns what it measured: the path's ceiling
-// without Kafka in front.
-func (r *runner) runIggyBench(ctx context.Context, addr string, l Load, name string) (map[string]iggyBenchResult, error) {
-	actors := strconv.Itoa(int(max(1, min(l.Partitions, 16))))
-	total := "1GB"
-	if r.cfg.Smoke {
-		total = "50MB"
-	}
+// without Kafka in front. With Config.IggyBenchDurability its topics are
+// created first at that level (prepareIggyBenchStreams) and the producers
+// reuse them. pid, when > 0, is the server's, whose CPU is measured.
+func (r *runner) runIggyBench(ctx context.Context, addr string, l Load, name string, pid int) (iggyBenchRun, error) {
+	n := int(max(1, min(l.Partitions, 16)))
+	actors := strconv.Itoa(n)
+	total, totalBytes := iggyBenchBytes(r.cfg.Smoke)
 	common := []string{"-m", strconv.Itoa(l.RecordSize), "-P", "100", "-T", total,
 		"-u", r.cfg.IggyUsername, "-p", r.cfg.IggyPassword}
-	out := map[string]iggyBenchResult{}
+	out := iggyBenchRun{kinds: map[string]iggyBenchResult{}}
+	if d := r.cfg.IggyBenchDurability; d != "" {
+		if err := r.prepareIggyBenchStreams(ctx, addr, n, d); err != nil {
+			return out, err
+		}
+	}
 	for _, phase := range []struct{ sub, flag string }{{"pinned-producer", "-p"}, {"pinned-consumer", "-c"}} {
 		args := append([]string(nil), common...)
-		if phase.sub == "pinned-consumer" {
+		if phase.sub == "pinned-consumer" || r.cfg.IggyBenchDurability != "" {
 			args = append(args, "--reuse-streams")
 		}
 		args = append(args, phase.sub, phase.flag, actors, "tcp", "--server-address", addr)
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 		cmd := exec.CommandContext(cctx, r.cfg.IggyBenchBin, args...)
 		cmd.Dir = r.work
+		var c0 time.Duration
+		cpuOK := pid > 0 && phase.sub == "pinned-producer"
+		if cpuOK {
+			var err error
+			c0, err = ProcCPU(pid)
+			cpuOK = err == nil
+		}
 		b, err := cmd.CombinedOutput()
 		cancel()
+		if cpuOK {
+			if c1, cerr := ProcCPU(pid); cerr == nil && err == nil {
+				out.serverCPU, out.producedBytes = c1-c0, totalBytes
+				if ps := cmd.ProcessState; ps != nil {
+					out.benchCPU = ps.UserTime() + ps.SystemTime()
+				}
+			}
+		}
 		logPath := filepath.Join(r.work, name+"-"+phase.sub+".log")
 		_ = os.WriteFile(logPath, b, 0o644)
 		if err != nil {
 			return out, fmt.Errorf("bench: iggy-bench %s: %w; see %s", strings.Join(args, " "), err, logPath)
 		}
 		for k, v := range parseIggyBench(string(b)) {
-			out[k] = v
+			out.kinds[k] = v
 		}
 	}
-	if len(out) == 0 {
+	if len(out.kinds) == 0 {
 		return out, errors.New("bench: iggy-bench printed no summary")
 	}
 	return out, nil
+}
+
+// prepareIggyBenchStreams creates iggy-bench's pinned-producer streams and
+// topics, as iggy-bench names them (bench-stream-1 … bench-stream-n, each
+// with topic "topic-1" of one partition: apache/iggy core/bench,
+// init_streams and the pinned producer's one partition per stream), through
+// kiggy's Iggy client at durability, so that iggy-bench --reuse-streams
+// appends with the topic options kiggy-iggy's topics get.
+func (r *runner) prepareIggyBenchStreams(ctx context.Context, addr string, n int, durability string) error {
+	d, err := bridge.ParseDurability(durability)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	for i := 1; i <= n; i++ {
+		c, err := iggy.Open(ctx, iggy.Config{Addr: addr, Username: r.cfg.IggyUsername, Password: r.cfg.IggyPassword,
+			Stream: fmt.Sprintf("bench-stream-%d", i), Durability: d, PoolSize: 1, PingInterval: -1, ReadCacheBytes: -1,
+			Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return fmt.Errorf("bench: iggy-bench streams: %w", err)
+		}
+		_, err = c.CreateTopic(ctx, "topic-1", 1, bridge.TopicConfig{})
+		c.Close()
+		if err != nil && !errors.Is(err, bridge.ErrTopicExists) {
+			return fmt.Errorf("bench: iggy-bench streams: %w", err)
+		}
+	}
+	return nil
 }

@@ -1,14 +1,18 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -185,8 +189,14 @@ func (r *runner) runLoad(ctx context.Context, li int, lr *LoadReport, targets []
 // iggyBench runs iggy-bench for load l into the row "iggy-bench".
 func (r *runner) iggyBench(ctx context.Context, li int, l Load, row func(t, c, m string) *Row) {
 	main := row(TargetIggyBench, TargetIggyBench, ModeMax)
+	if d := r.cfg.IggyBenchDurability; d != "" {
+		main.Note = "topics created at " + d
+	} else {
+		main.Note = "Iggy's default topic options (buffered)"
+	}
 	name := fmt.Sprintf("iggy-bench-l%d", li+1)
 	addr := r.cfg.IggyAddr
+	pid := 0
 	if addr == "" {
 		if r.cfg.IggyServerBin == "" {
 			main.Status, main.Error = StatusUnavailable, "iggy-bench needs -iggy-server or -iggy-addr"
@@ -200,19 +210,30 @@ func (r *runner) iggyBench(ctx context.Context, li int, l Load, row func(t, c, m
 		}
 		defer p.stop(stopTimeout)
 		addr = a
+		pid = p.pid()
+	} else if r.cfg.IggyPID > 0 {
+		pid = r.cfg.IggyPID
 	}
 	r.logf("iggy-bench against %s", addr)
-	res, err := r.runIggyBench(ctx, addr, l, name)
+	res, err := r.runIggyBench(ctx, addr, l, name, pid)
 	if err != nil {
 		main.Status, main.Error = StatusFailed, err.Error()
 		r.failf("iggy-bench: %v", err)
 		return
 	}
 	m := &Measurement{Rep: 1}
-	if p, ok := res["Producers"]; ok {
+	if p, ok := res.kinds["Producers"]; ok {
 		m.ProduceRecordsPerSec, m.ProduceMBPerSec, m.P99Ms = p.msgsPerSec, p.mbPerSec, p.p99Ms
 	}
-	if c, ok := res["Consumers"]; ok {
+	if res.serverCPU > 0 {
+		// The server's CPU over the producer phase, per the bytes it
+		// produced (-T): srv CPU s/GB beside kiggy-iggy's.
+		m.ServerCPUSeconds, m.GatewayCPUSeconds = res.serverCPU.Seconds(), res.serverCPU.Seconds()
+		m.Bytes, m.CPUMeasured = res.producedBytes, true
+		r.logf("iggy-bench: iggy-server used %.2f CPU s and iggy-bench's producers %.2f over the producer phase (%d bytes)",
+			res.serverCPU.Seconds(), res.benchCPU.Seconds(), res.producedBytes)
+	}
+	if c, ok := res.kinds["Consumers"]; ok {
 		m.ConsumeRecordsPerSec, m.ConsumeMBPerSec = c.msgsPerSec, c.mbPerSec
 	} else {
 		m.consumeNA = true
@@ -365,6 +386,13 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 	}
 	r.logf("%s: produced %.0f records/s (%.1f MB/s), p99 %.2f ms; %d acknowledged in all",
 		s.target, run.ProduceRecordsPerSec, run.ProduceMBPerSec, run.P99Ms, run.Acked)
+	if s.metricsURL != "" {
+		if gc, err := gatewayCounters(ctx, s.metricsURL); err == nil && gc.appends > 0 {
+			// Cumulative since the gateway started (warm-ups included).
+			r.logf("%s: so far %.0f Produce requests, %.0f records in %.0f backend appends (%.2f partition batches and %.0f records per append, %.2f appends per request), %.0f Iggy session waits",
+				s.target, gc.requests, gc.records, gc.appends, (gc.appends+gc.coalesced)/gc.appends, gc.records/gc.appends, gc.appends/max(gc.requests, 1), gc.sessionWaits)
+		}
+	}
 	if !s.consume {
 		run.consumeNA = true
 		return run, nil
@@ -522,4 +550,50 @@ func (r *runner) addRun(row *Row, run *Measurement) {
 	if run.hist != nil {
 		row.hist.Merge(run.hist)
 	}
+}
+
+// gatewayCounts are the gateway's produce counters (docs/METRICS.md).
+type gatewayCounts struct {
+	requests, records, appends, coalesced, sessionWaits float64
+}
+
+// gatewayCounters reads the produce counters from a gateway's /metrics.
+func gatewayCounters(ctx context.Context, url string) (gatewayCounts, error) {
+	var gc gatewayCounts
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return gc, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return gc, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(name, `kiggy_api_requests_total{api="Produce"`):
+			gc.requests += v
+		case name == "kiggy_records_produced_total":
+			gc.records = v
+		case name == "kiggy_produce_appends_total":
+			gc.appends = v
+		case name == "kiggy_produce_coalesced_total":
+			gc.coalesced = v
+		case name == "kiggy_iggy_session_waits_total":
+			gc.sessionWaits = v
+		}
+	}
+	return gc, sc.Err()
 }

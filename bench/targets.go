@@ -28,6 +28,9 @@ type session struct {
 	// CPU is not measured, a profiled gateway).
 	note string
 	stop func() error
+	// metricsURL is the gateway's /metrics (kiggy targets), read after
+	// each produce window for the append counters (gatewayCounters).
+	metricsURL string
 
 	// profiled is the gateway run with --cpuprofile --profile-on-signal
 	// (nil = no profiling); profPrefix names its profiles and profN
@@ -166,9 +169,14 @@ func (r *runner) startKiggy(ctx context.Context, name, tag, iggyAddr, durability
 			return nil, err
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(port)
+		adminPort, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		admin := "127.0.0.1:" + strconv.Itoa(adminPort)
 		args := []string{
 			"--listen", addr,
-			"--admin-addr", "",
+			"--admin-addr", admin,
 			"--log-level", "warn",
 			"--memlog-partition-bytes", byteSize(memlogPartitionBytes),
 			"--memlog-total-bytes", byteSize(memlogTotalBytes),
@@ -196,6 +204,7 @@ func (r *runner) startKiggy(ctx context.Context, name, tag, iggyAddr, durability
 				consume:      true,
 				createTopics: true,
 				note:         note,
+				metricsURL:   "http://" + admin + "/metrics",
 				stop:         func() error { return p.stop(stopTimeout) },
 			}
 			if prefix != "" {

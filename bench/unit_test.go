@@ -2,8 +2,12 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -280,5 +284,29 @@ func TestProducerWindow(t *testing.T) {
 	}
 	if p.err == nil || p.failed.Load() != 1 {
 		t.Fatalf("err %v failed %d", p.err, p.failed.Load())
+	}
+}
+
+// TestGatewayCounters reads the produce counters from a gateway's metrics
+// text: Produce requests summed over versions, the append counters.
+func TestGatewayCounters(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `# HELP kiggy_api_requests_total Requests served.
+kiggy_api_requests_total{api="Produce",version="9"} 10
+kiggy_api_requests_total{api="Produce",version="11"} 5
+kiggy_api_requests_total{api="Fetch",version="12"} 7
+kiggy_records_produced_total 1600
+kiggy_produce_appends_total 40
+kiggy_produce_coalesced_total 20
+kiggy_iggy_session_waits_total 3
+`)
+	}))
+	defer srv.Close()
+	gc, err := gatewayCounters(context.Background(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (gatewayCounts{requests: 15, records: 1600, appends: 40, coalesced: 20, sessionWaits: 3}); gc != want {
+		t.Fatalf("got %+v, want %+v", gc, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
@@ -136,5 +137,45 @@ func TestFetchRoundTripAllocsCompressed(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// networkedLog is the embedded log declaring the capabilities of a
+// networked backend (Iggy's: none), so the gateway takes the Iggy path over
+// it: Produce partitions appended concurrently through the partition
+// queues (coalesce.go), as against Iggy, without a server's allocations in
+// the measurement (the Iggy client's own Append is TestAppendAllocs in
+// bridge/iggy, its server in a child process).
+type networkedLog struct{ *memlog.Log }
+
+func (networkedLog) Capabilities() bridge.Capabilities { return bridge.Capabilities{} }
+
+// TestProduceRoundTripAllocsNetworked: the Produce of
+// TestProduceRoundTripAllocs on the path a networked backend takes
+// allocates less than once per request too (the log's own chunks), plain
+// and idempotent.
+func TestProduceRoundTripAllocsNetworked(t *testing.T) {
+	for _, idem := range []bool{false, true} {
+		t.Run(fmt.Sprintf("idempotent=%v", idem), func(t *testing.T) {
+			store := networkedLog{memlog.New(memlog.Config{PartitionBytes: 64 << 20})}
+			gw := kiggytest.Start(t, kiggytest.Options{Log: store})
+			gw.CreateTopic(t, "allocs", benchPartitions)
+			bc := dialBench(t, gw.Addr)
+			frame, next := produceFrame("allocs"), func() {}
+			if idem {
+				f := newIdemFrame("allocs")
+				frame, next = f.frame, f.next
+			}
+			for range 200 {
+				checkProduce(t, bc.roundTrip(t, frame))
+				next()
+			}
+			n := testing.AllocsPerRun(300, func() { bc.roundTrip(t, frame); next() })
+			t.Logf("%.3f allocations per Produce round trip", n)
+			if n > 0.5 {
+				t.Fatalf("%.2f allocations per Produce round trip", n)
+			}
+			wantCount(t, gw, "allocs", 0, 501*benchRecords)
+		})
 	}
 }

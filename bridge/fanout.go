@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -34,53 +35,144 @@ type appendJob struct {
 	panicked bool
 }
 
-// maxRetainedFanout bounds the batches a pooled state keeps.
+// maxRetainedFanout bounds the batch slots a pooled state keeps.
 const maxRetainedFanout = 64
 
-// batch returns the k-th scratch batch, creating it on first use.
-func (f *produceFanout) batch(k int) *message.Batch {
-	for len(f.batches) <= k {
-		f.batches = append(f.batches, new(message.Batch))
+// The batches of concurrent Produce partitions come from pools by capacity
+// class (powers of two, 16 KiB to maxRetainedBatch), shared by every state,
+// and go back when the request is done: a state keeps none, so a request of
+// 16 partitions × 1 MiB batches neither pins 16 MiB in each pooled state nor
+// allocates afresh (and zeroes) when its state was trimmed.
+const (
+	minBatchClass = 14 // 16 KiB
+	maxBatchClass = 22 // 4 MiB (maxRetainedBatch)
+)
+
+var batchPools [maxBatchClass - minBatchClass + 1]sync.Pool
+
+// getBatch returns a batch whose buffer holds at least n bytes, headroom
+// included.
+func getBatch(n int) *message.Batch {
+	c := max(bits.Len(uint(max(n, 1)-1)), minBatchClass)
+	if c > maxBatchClass {
+		return new(message.Batch) // grows as it is built; not pooled
 	}
-	return f.batches[k]
+	if b, _ := batchPools[c-minBatchClass].Get().(*message.Batch); b != nil {
+		return b
+	}
+	return &message.Batch{Buf: make([]byte, 0, 1<<c)}
 }
 
-// trim lets the garbage collector have large or surplus batches.
-func (f *produceFanout) trim() {
-	if len(f.batches) > maxRetainedFanout {
-		f.batches = f.batches[:maxRetainedFanout]
+// putBatch returns b to the pool of the largest class its capacity covers
+// (or lets the garbage collector have it).
+func putBatch(b *message.Batch) {
+	c := bits.Len(uint(cap(b.Buf))) - 1 // 1<<c ≤ cap
+	if c < minBatchClass || c > maxBatchClass {
+		return
 	}
-	kept := 0
-	for i, b := range f.batches {
-		if c := cap(b.Buf); c > maxRetainedBatch || kept+c > maxRetainedScratch {
-			f.batches[i] = new(message.Batch)
+	batchPools[c-minBatchClass].Put(b)
+}
+
+// batch returns the k-th partition's batch of this request, with room for
+// about hint bytes (headroom included), from the class pools.
+func (f *produceFanout) batch(k, hint int) *message.Batch {
+	for len(f.batches) <= k {
+		f.batches = append(f.batches, nil)
+	}
+	if b := f.batches[k]; b != nil {
+		// A partition that failed before its append left its batch here.
+		if cap(b.Buf) >= hint {
+			return b
 		}
-		kept += cap(f.batches[i].Buf)
+		putBatch(b)
+	}
+	b := getBatch(hint)
+	f.batches[k] = b
+	return b
+}
+
+// trim gives the request's batches back to the class pools.
+func (f *produceFanout) trim() {
+	for i, b := range f.batches {
+		if b != nil {
+			putBatch(b)
+			f.batches[i] = nil
+		}
+	}
+	f.batches = f.batches[:0]
+	if cap(f.batches) > maxRetainedFanout {
+		f.batches = nil
 	}
 	clear(f.jobs[:cap(f.jobs)]) // drop topic names aliasing request frames
 	f.jobs = f.jobs[:0]
 }
 
 // runAppends appends every job's batch of c concurrently and waits for all;
-// the first runs on the calling goroutine. Each append runs under catch; when
-// one panicked, runAppends re-raises errPartPanicked once all are done, so c
-// is abandoned by the guard its handler runs under.
+// the first runs on the calling goroutine, the others on pooled append
+// workers (no goroutine or closure per partition: steady state allocates
+// nothing). Each append runs under catch; when one panicked, runAppends
+// re-raises errPartPanicked once all are done, so c is abandoned by the
+// guard its handler runs under.
 func (g *Gateway) runAppends(ctx context.Context, c *call, f *produceFanout) {
-	run := func(j *appendJob) {
-		j.panicked = g.catch(c, func() { j.code, j.base = g.appendMapped(ctx, j.topic, j.index, j.batch, &j.producer) })
-	}
 	for i := 1; i < len(f.jobs); i++ {
 		f.wg.Add(1)
-		go func(j *appendJob) {
-			defer f.wg.Done()
-			run(j)
-		}(&f.jobs[i])
+		g.startAppend(appendTask{ctx: ctx, c: c, f: f, j: &f.jobs[i]})
 	}
-	run(&f.jobs[0])
+	g.runAppend(ctx, c, &f.jobs[0])
 	f.wg.Wait()
 	for i := range f.jobs {
 		if f.jobs[i].panicked {
 			panic(errPartPanicked)
+		}
+	}
+}
+
+// appendTask is one partition append of a Produce for a pooled worker.
+type appendTask struct {
+	ctx context.Context
+	c   *call
+	f   *produceFanout
+	j   *appendJob
+}
+
+// maxAppendWorkers bounds the pooled append workers; past it an append runs
+// on a goroutine of its own.
+const maxAppendWorkers = 256
+
+// runAppend runs one job's append under catch.
+func (g *Gateway) runAppend(ctx context.Context, c *call, j *appendJob) {
+	j.panicked = g.catch(c, func() { j.code, j.base = g.appendMapped(ctx, j.topic, j.index, j.batch, &j.producer) })
+}
+
+// startAppend hands t to an idle pooled worker, or starts one.
+func (g *Gateway) startAppend(t appendTask) {
+	select {
+	case g.appendTasks <- t:
+		return
+	default:
+	}
+	if g.appendWorkers.Add(1) > maxAppendWorkers {
+		g.appendWorkers.Add(-1)
+		go func() {
+			g.runAppend(t.ctx, t.c, t.j)
+			t.f.wg.Done()
+		}()
+		return
+	}
+	go g.appendWorker(t)
+}
+
+// appendWorker runs partition appends until the gateway closes.
+func (g *Gateway) appendWorker(t appendTask) {
+	defer g.appendWorkers.Add(-1)
+	for {
+		g.runAppend(t.ctx, t.c, t.j)
+		t.f.wg.Done()
+		t = appendTask{}
+		select {
+		case t = <-g.appendTasks:
+		case <-g.ctx.Done():
+			return
 		}
 	}
 }

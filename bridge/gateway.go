@@ -223,6 +223,11 @@ type Gateway struct {
 	// fetchCache shares encoded partition reads between Fetches
 	// (fetchcache.go); nil when the store offers none.
 	fetchCache *fetchCache
+
+	// appendTasks feeds the pooled append workers of concurrent Produce
+	// partitions (fanout.go, runAppends); appendWorkers counts them.
+	appendTasks   chan appendTask
+	appendWorkers atomic.Int32
 }
 
 // connState orders one connection's requests.
@@ -263,6 +268,7 @@ func New(cfg Config, store Log) *Gateway {
 		cancel: cancel,
 	}
 	g.partJobs = make(chan partJob)
+	g.appendTasks = make(chan appendTask)
 	g.states.New = func() any { return new(state) }
 	g.producerIDs.init(cfg.InstanceID)
 	g.producers.init()

@@ -22,7 +22,10 @@ import (
 // NUM_BATCHES_TO_RETAIN = 5). An idempotent batch is checked against that
 // window and appended under the partition's producer lock, so the
 // check-then-append is atomic per partition whatever connection the batch
-// arrives on; non-idempotent batches (producer id -1) never take the lock.
+// arrives on; on the embedded log non-idempotent batches (producer id -1)
+// never take the lock. On a backend with network round trips every append
+// of a partition goes through the partition's queue and is appended by a
+// round's leader under the lock, coalesced with the others (coalesce.go).
 //
 // The window is not persisted on its own: every idempotent batch carries a
 // mapping.Producer stamp on its first stored message, and the first
@@ -42,6 +45,10 @@ type producerBatch struct {
 	epoch int16
 	first int32 // baseSequence
 	last  int32 // baseSequence + lastOffsetDelta, wrapping past MaxInt32
+	// lastTS is the mapped batch's largest message origin timestamp (µs),
+	// set for every batch, idempotent or not: coalescing keeps a round
+	// within one batch's timestamp span (coalesce.go).
+	lastTS uint64
 }
 
 // lastSequence is Kafka's DefaultRecordBatch.incrementSequence(base, delta).
@@ -143,6 +150,9 @@ func check(e *producerEntry, pb *producerBatch) wire.ErrorCode {
 // partitionProducers is one partition's producer window. mu is held across
 // check, append and update, and while the window is rebuilt.
 type partitionProducers struct {
+	// queue coalesces the partition's appends (coalesce.go); a round's
+	// leader takes mu.
+	queue   appendQueue
 	mu      sync.Mutex
 	loaded  bool
 	dropped bool // its topic was deleted: nothing is recorded any more
@@ -217,7 +227,7 @@ func (s *producerStates) forget(topic string, p int32, pp *partitionProducers) {
 	pp.mu.Lock()
 	idle := !pp.loaded && len(pp.producers) == 0
 	pp.mu.Unlock()
-	if idle {
+	if idle && pp.queue.idle() {
 		delete(s.parts, partitionKey{topic, p})
 	}
 }

@@ -30,7 +30,9 @@ import (
 //     fan-out that is a goroutine of its own);
 //   - "wake": Read panics once the partition holds data (a parked Fetch
 //     panics when an append wakes it);
-//   - "block": Append waits for unblock (to keep every worker busy).
+//   - "block": Append waits for unblock (to keep every worker busy);
+//   - "blockboom": Append waits for unblock, then panics if the batch holds
+//     more than one message (a coalesced round of one-record batches).
 type faultLog struct {
 	bridge.Log
 	entered chan struct{} // a "block" Append started
@@ -52,6 +54,12 @@ func (l *faultLog) Append(ctx context.Context, topic string, p int32, b *message
 	case topic == "block":
 		l.entered <- struct{}{}
 		<-l.unblock
+	case topic == "blockboom":
+		l.entered <- struct{}{}
+		<-l.unblock
+		if b.Count > 1 {
+			panic("injected Append panic")
+		}
 	}
 	return l.Log.Append(ctx, topic, p, b)
 }
@@ -88,7 +96,7 @@ type panicHarness struct {
 func startPanicHarness(t *testing.T, caps bridge.Capabilities, cfg bridge.Config) *panicHarness {
 	h := &panicHarness{t: t, logs: new(testtools.SyncBuffer), stop: make(chan struct{}), done: make(chan struct{})}
 	h.store = &faultLog{Log: memlog.New(memlog.Config{}), entered: make(chan struct{}, 4), unblock: make(chan struct{}), caps: caps}
-	for name, n := range map[string]int32{"ok": 1, "after": 1, "boom": 1, "boom1": 2, "wake": 1, "block": 1} {
+	for name, n := range map[string]int32{"ok": 1, "after": 1, "boom": 1, "boom1": 2, "wake": 1, "block": 1, "blockboom": 1} {
 		if _, err := h.store.CreateTopic(context.Background(), name, n, bridge.TopicConfig{}); err != nil {
 			t.Fatal(err)
 		}
@@ -353,6 +361,54 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		rc := dialRaw(t, h.addr)
 		sendPipelined(rc, produceRequestTo("boom1", batchOf(batch.NoCompression, "p0"), batchOf(batch.NoCompression, "p1")))
 		h.finish(rc, "Produce")
+	})
+	t.Run("produce-round", func(t *testing.T) {
+		// Two appends queue behind a running one and share the next round;
+		// its append panics: the round's leader's connection closes and
+		// the other member is answered UNKNOWN_SERVER_ERROR, not left
+		// waiting.
+		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{})
+		first, leader, member := dialRaw(t, h.addr), dialRaw(t, h.addr), dialRaw(t, h.addr)
+		c1 := first.send(produceRequestTo("blockboom", batchOf(batch.NoCompression, "1")))
+		<-h.store.entered
+		leader.send(produceRequestTo("blockboom", batchOf(batch.NoCompression, "2")))
+		time.Sleep(100 * time.Millisecond) // "2" queues first, then "3"
+		c3 := member.send(produceRequestTo("blockboom", batchOf(batch.NoCompression, "3")))
+		time.Sleep(200 * time.Millisecond)
+		h.store.unblock <- struct{}{} // "1" is stored alone
+		resp := kmsg.NewPtrProduceResponse()
+		resp.Version = 9
+		first.recv(c1, resp)
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("the first append: code %d", code)
+		}
+		<-h.store.entered
+		h.store.unblock <- struct{}{} // "2" and "3" as one batch: it panics
+		got := make(chan int16, 1)
+		go func() {
+			resp := kmsg.NewPtrProduceResponse()
+			resp.Version = 9
+			if err := member.Recv(c3, resp); err != nil {
+				got <- 0
+				return
+			}
+			got <- resp.Topics[0].Partitions[0].ErrorCode
+		}()
+		select {
+		case code := <-got:
+			if code == 0 {
+				t.Skip("the appends did not queue behind the first in time: each went alone")
+			}
+			if code != -1 {
+				t.Fatalf("the member of the panicking round: code %d, want -1 (UNKNOWN_SERVER_ERROR)", code)
+			}
+		case <-h.store.entered:
+			h.store.unblock <- struct{}{}
+			t.Skip("the appends did not queue behind the first in time: each went alone")
+		case <-time.After(10 * time.Second):
+			t.Fatal("the member of the panicking round was never answered")
+		}
+		h.finish(leader, "Produce")
 	})
 	t.Run("fetch-fanout", func(t *testing.T) {
 		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{})

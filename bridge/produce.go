@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/kiggy-io/kiggy/batch"
@@ -49,13 +51,15 @@ func (g *Gateway) produce(c *call) bool {
 	}
 
 	ctx := g.ctx
-	var cancel context.CancelFunc
 	if !g.caps.NonBlocking {
 		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 		if timeout <= 0 || timeout > g.cfg.ProduceTimeoutCap {
 			timeout = g.cfg.ProduceTimeoutCap
 		}
-		ctx, cancel = context.WithTimeout(g.ctx, timeout)
+		// The state's reusable deadline: no allocation per request.
+		st.deadline.start(g.ctx, time.Now().Add(timeout))
+		defer st.deadline.release()
+		ctx = &st.deadline
 	}
 	budget := batch.Budget{MaxBytes: g.cfg.DecodeBudgetBytes, MaxRecords: g.cfg.DecodeBudgetRecords}
 	// A backend with network round trips (Iggy) gets the request's
@@ -70,9 +74,17 @@ func (g *Gateway) produce(c *call) bool {
 		// the lease.
 		defer pl.Release(pl.Hold())
 		if lh, ok := pl.(LeaseHolder); ok {
-			var cancelLease context.CancelFunc
-			ctx, cancelLease = context.WithDeadline(ctx, lh.LeaseDeadline())
-			defer cancelLease()
+			if ctx == &st.deadline {
+				// The request's own deadline takes the lease's when earlier
+				// (no derived context, no allocation).
+				if d := lh.LeaseDeadline(); d.Before(st.deadline.deadline) {
+					st.deadline.deadline = d
+				}
+			} else {
+				var cancelLease context.CancelFunc
+				ctx, cancelLease = context.WithDeadline(ctx, lh.LeaseDeadline())
+				defer cancelLease()
+			}
 		}
 	}
 	for i := range req.Topics {
@@ -106,7 +118,9 @@ func (g *Gateway) produce(c *call) bool {
 			if code == wire.NoError {
 				dst := &st.batch
 				if parallel {
-					dst = fan.batch(len(fan.jobs))
+					// The frames take about the records' bytes, plus a
+					// frame header per record less Kafka's own framing.
+					dst = fan.batch(len(fan.jobs), message.Headroom+len(rp.Records)+len(rp.Records)/8)
 				}
 				var pb producerBatch
 				code = g.preparePartition(st, dst, rp, v, &budget, &pb, rules)
@@ -130,9 +144,6 @@ func (g *Gateway) produce(c *call) bool {
 			p := &resp.Topics[j.topicAt].Partitions[j.partAt]
 			p.ErrorCode, p.BaseOffset = j.code, j.base
 		}
-	}
-	if cancel != nil {
-		cancel()
 	}
 	failed := false
 	resp.NodeEndpoints = resp.NodeEndpoints[:0]
@@ -232,13 +243,13 @@ func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.Produc
 			last: lastSequence(h.BaseSequence, h.LastOffsetDelta)}
 	}
 
-	code := g.mapPartition(st, dst, p.Records, h, budget, rules)
+	code := g.mapPartition(st, dst, p.Records, h, budget, rules, &pb.lastTS)
 	if code == wire.MessageTooLarge && (budget.MaxBytes < g.cfg.DecodeBudgetBytes || budget.MaxRecords < g.cfg.DecodeBudgetRecords) {
 		// Over what this request has left: does it fit a budget of its own?
 		// If so the client retries it (NOT_LEADER_OR_FOLLOWER is retriable);
 		// if not, it is simply too large.
 		alone := batch.Budget{MaxBytes: g.cfg.DecodeBudgetBytes, MaxRecords: g.cfg.DecodeBudgetRecords}
-		if g.mapPartition(st, dst, p.Records, h, &alone, rules) == wire.NoError {
+		if g.mapPartition(st, dst, p.Records, h, &alone, rules, &pb.lastTS) == wire.NoError {
 			code = wire.NotLeaderOrFollower
 		}
 	}
@@ -250,8 +261,13 @@ func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.Produc
 }
 
 // appendMapped appends one mapped partition entry: through duplicate
-// detection when its batch is idempotent.
+// detection when its batch is idempotent. A backend with network round trips
+// gets it through the partition's queue, coalesced with the appends of other
+// requests to the partition (coalesce.go).
 func (g *Gateway) appendMapped(ctx context.Context, topic string, index int32, b *message.Batch, pb *producerBatch) (wire.ErrorCode, int64) {
+	if !g.caps.LocalLatency {
+		return g.appendCoalesced(ctx, topic, index, b, pb)
+	}
 	if pb.id >= 0 {
 		return g.appendIdempotent(ctx, topic, index, b, pb)
 	}
@@ -269,8 +285,9 @@ func (g *Gateway) appendPartition(ctx context.Context, topic string, index int32
 	return wire.NoError, base
 }
 
-// mapPartition decodes one validated batch and maps its records into dst.
-func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h batch.Header, budget *batch.Budget, rules produceRules) wire.ErrorCode {
+// mapPartition decodes one validated batch and maps its records into dst,
+// and sets *last to the largest origin timestamp (µs) of its messages.
+func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h batch.Header, budget *batch.Budget, rules produceRules, last *uint64) wire.ErrorCode {
 	compressed := h.Codec() != batch.NoCompression
 	if compressed {
 		select {
@@ -291,17 +308,40 @@ func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h 
 	// Pass 1: the timestamp window (docs/design/record-mapping.md §2.5, rule 1).
 	var w mapping.Window
 	var r batch.Record
+	var maxMs int64
 	first := recs
 	for first.Next(&r) {
-		w.Observe(recordTime(h, &r, rules.appendTime))
+		ms := recordTime(h, &r, rules.appendTime)
+		w.Observe(ms)
+		maxMs = max(maxMs, ms)
 	}
 	if err := first.Err(); err != nil {
 		return batchCode(err)
 	}
+	// The mapping clamps each message's origin into [start, start +
+	// MaxTimestampSpan] (mapping.Encoder.Append), so the largest is the
+	// largest record time clamped alike. (A time too large for µs fails
+	// the mapping below.)
+	start := w.Start()
+	*last = start
+	if maxMs > 0 && maxMs <= math.MaxInt64/1000 {
+		*last = min(max(uint64(maxMs)*1000, start), start+message.MaxTimestampSpan)
+	}
 
 	// Pass 2: map each record to one message. The first message of an
 	// idempotent batch carries the producer stamp (docs/MAPPING.md).
-	dst.Reset(w.Start())
+	dst.Reset(start)
+	if !compressed {
+		// The frames take about the records' bytes plus a frame header
+		// each: grow the batch once, not by doubling and copying as it
+		// fills (the count is bounded by what the bytes can hold, 7 bytes
+		// being the smallest record), and with room to spare, so the
+		// pooled batch fits the next, slightly larger one too.
+		n := max(0, min(int(h.NumRecords), len(records)/7))
+		if need := len(records) + n*(message.FrameHeaderSize+16); cap(dst.Buf)-len(dst.Buf) < need {
+			dst.Buf = slices.Grow(dst.Buf, need+need/2)
+		}
+	}
 	var mr mapping.Record
 	var stamp *mapping.Producer
 	if h.ProducerID >= 0 {

@@ -8,7 +8,8 @@ import (
 
 // TestScratchRetentionBounded: a pooled state keeps at most
 // maxRetainedScratch of concurrent-request scratch, and no single buffer
-// over its own cap.
+// over its own cap; a Produce's partition batches all go back to the class
+// pools.
 func TestScratchRetentionBounded(t *testing.T) {
 	var fs fetchState
 	var f produceFanout
@@ -28,10 +29,40 @@ func TestScratchRetentionBounded(t *testing.T) {
 	for _, b := range f.batches {
 		sumBatches += cap(b.Buf)
 	}
-	if sumParts > maxRetainedScratch || sumBatches > maxRetainedScratch || sumParts == 0 || sumBatches == 0 {
-		t.Fatalf("kept %d and %d bytes; want 0 < kept ≤ %d", sumParts, sumBatches, maxRetainedScratch)
+	if sumParts > maxRetainedScratch || sumParts == 0 {
+		t.Fatalf("kept %d bytes; want 0 < kept ≤ %d", sumParts, maxRetainedScratch)
 	}
-	if len(fs.parts) > maxRetainedFanout || len(f.batches) > maxRetainedFanout {
+	if sumBatches != 0 || len(f.batches) != 0 {
+		t.Fatalf("a state kept %d batches, %d bytes", len(f.batches), sumBatches)
+	}
+	if len(fs.parts) > maxRetainedFanout {
 		t.Fatalf("kept %d readers, %d batches", len(fs.parts), len(f.batches))
+	}
+}
+
+// TestBatchClasses: a pooled batch holds what it was asked for, comes back
+// from its class's pool, and sizes outside the classes are not pooled.
+func TestBatchClasses(t *testing.T) {
+	for _, n := range []int{1, 1 << 14, 1<<14 + 1, 300 << 10, 4 << 20} {
+		b := getBatch(n)
+		if cap(b.Buf) < n {
+			t.Fatalf("getBatch(%d): capacity %d", n, cap(b.Buf))
+		}
+		putBatch(b)
+	}
+	if b := getBatch(4<<20 + 1); cap(b.Buf) != 0 {
+		t.Fatalf("a batch past the largest class came from a pool: %d", cap(b.Buf))
+	}
+	var f produceFanout
+	b := f.batch(0, 100<<10)
+	if cap(b.Buf) < 100<<10 {
+		t.Fatalf("fan-out batch of %d bytes", cap(b.Buf))
+	}
+	if again := f.batch(0, 50<<10); again != b {
+		t.Fatal("a slot left by a failed partition was not reused")
+	}
+	f.trim()
+	if len(f.batches) != 0 {
+		t.Fatal("trim kept batches")
 	}
 }

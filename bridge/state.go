@@ -35,6 +35,7 @@ type state struct {
 	deleteRecords   deleteRecordsState
 	group           groupState
 	fanout          produceFanout
+	deadline        deadlineCtx // a Produce's deadline (deadline.go)
 }
 
 // Retention bounds for pooled scratch space: a state that served an unusually

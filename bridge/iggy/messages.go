@@ -16,7 +16,7 @@ const maxPollCount = 10_000
 // Append sends b's frames to one partition with SendMessages (§3.7):
 // Partitioning kind 2 (explicit partition id = the Kafka partition), batch
 // origin_timestamp = b.Origin. It stamps every frame checksum and the batch
-// checksum, writes the metadata section, the 256-byte batch header and the
+// checksum (one walk over the frames), writes the metadata section, the 256-byte batch header and the
 // VSR header into b's headroom, and sends b.Buf[start:] as one frame: the
 // frames are never copied. It returns the confirmed base offset, or -1 when
 // the server confirms without offsets.
@@ -61,9 +61,6 @@ func (c *Client) Append(ctx context.Context, topic string, partition int32, b *m
 		return 0, fmt.Errorf("%w: %d bytes exceed the Iggy frame limit of %d", bridge.ErrTooLarge, len(b.Buf)-start, proto.MaxFrameSize)
 	}
 	frames := b.Frames()
-	if err := proto.StampFrames(frames, b.Count); err != nil {
-		return 0, fmt.Errorf("%w: %w", bridge.ErrInvalidConfig, err)
-	}
 	m := b.Buf[start+proto.HeaderSize : start+proto.HeaderSize : message.Headroom-proto.BatchHeaderSize]
 	m = proto.AppendU32(m, uint32(metaLen))
 	m = proto.AppendStringID(m, c.cfg.Stream)
@@ -78,7 +75,11 @@ func (c *Client) Append(ctx context.Context, topic string, partition int32, b *m
 	if err != nil {
 		return 0, unavailable(err)
 	}
-	proto.SealBatch(&s.hasher, b.Buf[message.Headroom-proto.BatchHeaderSize:message.Headroom], frames, b.Count, b.Origin)
+	// Frame checksums and the batch checksum in one walk over the frames.
+	if err := proto.StampAndSeal(&s.hasher, b.Buf[message.Headroom-proto.BatchHeaderSize:message.Headroom], frames, b.Count, b.Origin); err != nil {
+		c.release(s)
+		return 0, fmt.Errorf("%w: %w", bridge.ErrInvalidConfig, err)
+	}
 	body, sent, err := s.doFrame(ctx, frame, proto.CodeSendMessages)
 	var base int64 = -1
 	if err == nil {

@@ -11,6 +11,7 @@ package iggy
 // number is never reused for a different operation.
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -37,6 +38,12 @@ const (
 // retry about every 50 ms until the deadline").
 const transientRetry = 50 * time.Millisecond
 
+// replyReadBuf is the size of a session's read buffer: a small reply (a
+// SendMessages confirmation: 280 bytes) comes in with its header in one
+// read call instead of two; a large one is read past it, into the reply
+// buffer directly.
+const replyReadBuf = 16 << 10
+
 // keepReplyBuf is the largest reply buffer a session keeps between requests.
 const keepReplyBuf = 4 << 20
 
@@ -58,8 +65,9 @@ type session struct {
 	backoff  time.Duration
 	lastErr  error
 
-	buf    []byte // request scratch: VSR header + body
-	rbuf   []byte // reply frame
+	buf    []byte        // request scratch: VSR header + body
+	rbuf   []byte        // reply frame
+	br     *bufio.Reader // reads conn: a reply's header and body in one read
 	hasher xxh3.Hasher
 	msg    message.Message
 	it     proto.RecordIter
@@ -140,6 +148,11 @@ func (s *session) connectTo(ctx context.Context, addr string) error {
 		}
 	}
 	s.conn = conn
+	if s.br == nil {
+		s.br = bufio.NewReaderSize(conn, replyReadBuf)
+	} else {
+		s.br.Reset(conn)
+	}
 	var id [16]byte
 	for {
 		// §1.3: client must be random and non-zero.
@@ -405,7 +418,7 @@ func (s *session) ioError(err error) error {
 
 // readReply reads one reply frame into s.rbuf and returns its header and body.
 func (s *session) readReply() (proto.ReplyHeader, []byte, error) {
-	if _, err := io.ReadFull(s.conn, s.rbuf[:proto.HeaderSize]); err != nil {
+	if _, err := io.ReadFull(s.br, s.rbuf[:proto.HeaderSize]); err != nil {
 		return proto.ReplyHeader{}, nil, s.ioError(err)
 	}
 	h, err := checkReplyHeader(s.rbuf[:proto.HeaderSize])
@@ -418,7 +431,7 @@ func (s *session) readReply() (proto.ReplyHeader, []byte, error) {
 		s.rbuf = nb
 	}
 	s.rbuf = s.rbuf[:cap(s.rbuf)]
-	if _, err := io.ReadFull(s.conn, s.rbuf[proto.HeaderSize:h.Size]); err != nil {
+	if _, err := io.ReadFull(s.br, s.rbuf[proto.HeaderSize:h.Size]); err != nil {
 		return h, nil, s.ioError(err)
 	}
 	return h, s.rbuf[proto.HeaderSize:h.Size:h.Size], nil

@@ -61,6 +61,7 @@ func run() int {
 	iggyServer := fs.String("iggy-server", "", "iggy-server binary the Iggy targets start with a fresh data directory per session (instead of iggytest); its CPU and RSS are counted")
 	iggyPID := fs.Int("iggy-pid", 0, "with -iggy-addr: the external iggy-server's pid, to count its CPU and RSS")
 	iggyBench := fs.String("iggy-bench", "", "iggy-bench binary run against a fresh -iggy-server (or -iggy-addr) after each load, for Iggy's own ceiling")
+	iggyBenchDurability := fs.String("iggy-bench-durability", "", "level iggy-bench appends at: empty = Iggy's defaults (buffered, iggy-bench creates its topics), written or fsync = kbench creates iggy-bench's topics at that level first (as kiggy-iggy's) and iggy-bench reuses them")
 	iggyCluster := fs.String("iggy-cluster-addr", "", "nodes of an Iggy cluster (comma separated) for the kiggy-iggy-cluster target")
 	iggyUser := fs.String("iggy-username", def.IggyUsername, "Iggy user for -iggy-addr")
 	iggyPass := fs.String("iggy-password", def.IggyPassword, "Iggy password for -iggy-addr")
@@ -217,6 +218,11 @@ func run() int {
 	cfg.IggyAddr, cfg.IggyUsername, cfg.IggyPassword = *iggyAddr, *iggyUser, *iggyPass
 	cfg.IggyClusterAddr = *iggyCluster
 	cfg.IggyServerBin, cfg.IggyPID, cfg.IggyBenchBin = *iggyServer, *iggyPID, *iggyBench
+	switch cfg.IggyBenchDurability = *iggyBenchDurability; cfg.IggyBenchDurability {
+	case "", "written", "fsync":
+	default:
+		check(fmt.Errorf("-iggy-bench-durability %q: want written, fsync or empty", cfg.IggyBenchDurability))
+	}
 	cfg.GatewayPackage = *gatewayPkg
 	cfg.ProfileDir = *profile
 	cfg.GatewayFlags = strings.Fields(*gatewayFlags)

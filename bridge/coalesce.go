@@ -1,0 +1,380 @@
+package bridge
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+// Coalesced appends (backends with network round trips: Iggy).
+//
+// Every append to one partition goes through that partition's queue. The
+// first to arrive while no append of the partition is running leads: it
+// takes every append queued behind it (up to maxCoalesceBytes and
+// maxCoalesceCount), checks the idempotent ones against the producer window
+// in arrival order, and sends what passed as one batch, so one backend round
+// trip (one Iggy SendMessages, one segment-file write at the `written`
+// durability) carries the appends of every connection that wrote to the
+// partition meanwhile. Each append then gets its own base offset: the
+// batch's base plus the records of the appends before it. When it is done
+// the leader hands the queue to the oldest append still waiting, which leads
+// the next round with whatever queued meanwhile; so no request serves others
+// for longer than one round trip.
+//
+// The guarantees of the uncoalesced path hold: appends of one partition are
+// stored in the order they arrived, one at a time (the leader holds the
+// partition's producer lock across check, append and update); an idempotent
+// batch is checked against the window as it stands after every batch before
+// it (two batches of one producer never share a round trip: the second is
+// sent after the first is recorded); the appends of one round trip are
+// stored all or none, so one outcome (stored at these offsets, refused, or
+// unknown) is every member's.
+
+// Coalescing bounds: one round trip carries at most this many frame bytes
+// and messages. 1 MiB is Iggy's own default size_of_messages_required_to_save
+// (docs/IGGY.md "Durability"), ten times iggy-bench's batch of 100 × 1 KiB.
+// An append larger than the bound goes alone.
+const (
+	maxCoalesceBytes = 1 << 20
+	maxCoalesceCount = 16 << 10
+)
+
+// appendQueue is one partition's queue of appends waiting for a round trip.
+type appendQueue struct {
+	mu      sync.Mutex
+	waiting []*queuedAppend
+	running bool // a leader owns the partition's appends
+}
+
+// queuedAppend is one append waiting in (or led through) a partition queue.
+// Pooled: done is made once.
+type queuedAppend struct {
+	ctx   context.Context
+	batch *message.Batch
+	pb    producerBatch
+	code  wire.ErrorCode
+	base  int64
+	lead  bool          // handed the queue: the owner leads the next round
+	done  chan struct{} // one send per hand-over or result
+
+	// The leader's scratch for its round.
+	group []*queuedAppend
+	set   flushSet
+}
+
+// codePending marks a member of a round not yet answered.
+const codePending wire.ErrorCode = math.MinInt16
+
+var queuedAppends = sync.Pool{New: func() any { return &queuedAppend{done: make(chan struct{}, 1)} }}
+
+// coalesceBatches holds the batches several appends are copied into.
+var coalesceBatches = sync.Pool{New: func() any { return new(message.Batch) }}
+
+// appendCoalesced appends one mapped partition entry through the partition's
+// queue (see above) and returns its code and base offset.
+func (g *Gateway) appendCoalesced(ctx context.Context, topic string, index int32, b *message.Batch, pb *producerBatch) (wire.ErrorCode, int64) {
+	w := queuedAppends.Get().(*queuedAppend)
+	w.ctx, w.batch, w.pb, w.code, w.base, w.lead = ctx, b, *pb, wire.NoError, -1, false
+	pp, lead := g.producers.enqueue(topic, index, w)
+	if !lead {
+		<-w.done
+		lead = w.lead
+	}
+	if lead {
+		g.leadRound(topic, index, pp, w)
+	}
+	code, base := w.code, w.base
+	w.ctx, w.batch = nil, nil
+	queuedAppends.Put(w)
+	return code, base
+}
+
+// enqueue puts w into the queue of topic/partition, creating the
+// partition's window if needed, and reports whether w leads (no round was
+// running). It enqueues under s.mu, so forget, which drops only a window
+// whose queue is idle, never drops one an append is about to join.
+func (s *producerStates) enqueue(topic string, p int32, w *queuedAppend) (*partitionProducers, bool) {
+	k := partitionKey{topic, p}
+	s.mu.RLock()
+	if pp := s.parts[k]; pp != nil {
+		lead := pp.queue.push(w)
+		s.mu.RUnlock()
+		return pp, lead
+	}
+	s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pp := s.parts[k]
+	if pp == nil {
+		pp = &partitionProducers{producers: make(map[int64]*producerEntry)}
+		s.parts[partitionKey{strings.Clone(topic), p}] = pp
+	}
+	return pp, pp.queue.push(w)
+}
+
+// push appends w and reports whether it leads.
+func (q *appendQueue) push(w *queuedAppend) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.waiting = append(q.waiting, w)
+	lead := !q.running
+	q.running = true
+	return lead
+}
+
+// idle reports whether no append is queued or running.
+func (q *appendQueue) idle() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return !q.running && len(q.waiting) == 0
+}
+
+// leadRound takes the queue's appends (w's first, as w is the oldest), appends
+// them and hands the queue on. A panic while appending answers every member
+// not yet answered UNKNOWN_SERVER_ERROR before it propagates to w's caller.
+func (g *Gateway) leadRound(topic string, index int32, pp *partitionProducers, w *queuedAppend) {
+	q := &pp.queue
+	q.mu.Lock()
+	n := len(q.waiting)
+	bytes, count := 0, 0
+	for i, m := range q.waiting {
+		bytes += m.batch.Size()
+		count += m.batch.Count
+		if i > 0 && (bytes > maxCoalesceBytes || count > maxCoalesceCount) {
+			n = i
+			break
+		}
+	}
+	w.group = append(w.group[:0], q.waiting[:n]...)
+	rest := copy(q.waiting, q.waiting[n:])
+	clear(q.waiting[rest:])
+	q.waiting = q.waiting[:rest]
+	q.mu.Unlock()
+
+	for _, m := range w.group {
+		m.code = codePending
+	}
+	defer func() {
+		unknown := false
+		for _, m := range w.group {
+			if m.code == codePending {
+				// A panic: nobody may wait for ever.
+				m.code = wire.UnknownServerError
+			}
+			unknown = unknown || m.code == wire.UnknownTopicOrPartition
+		}
+		for _, m := range w.group[1:] {
+			m.done <- struct{}{}
+		}
+		clear(w.group)
+		w.group = w.group[:0]
+		q.mu.Lock()
+		idle := len(q.waiting) == 0
+		if idle {
+			q.running = false
+		} else {
+			next := q.waiting[0]
+			next.lead = true
+			next.done <- struct{}{}
+		}
+		q.mu.Unlock()
+		if unknown && idle {
+			// A target that turned out not to exist leaves nothing behind.
+			g.producers.forget(topic, index, pp)
+		}
+	}()
+	g.commitGroup(topic, index, pp, w.group, &w.set)
+}
+
+// commitGroup checks and appends a round's appends in order, under the
+// partition's producer lock, and answers each in its code and base.
+// f is the leader's scratch.
+func (g *Gateway) commitGroup(topic string, index int32, pp *partitionProducers, group []*queuedAppend, f *flushSet) {
+	ps := &g.producers
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	idempotent := false
+	for _, m := range group {
+		idempotent = idempotent || m.pb.id >= 0
+	}
+	loadCode := wire.NoError
+	if idempotent {
+		epoch := g.leaderEpoch(topic, index)
+		if !pp.loaded || pp.leaderEpoch != epoch {
+			pp.leaderEpoch = epoch
+			if err := g.rebuildProducers(topic, index, pp); err != nil {
+				loadCode = logCode(err)
+			}
+		}
+	}
+	for _, m := range group {
+		if err := m.ctx.Err(); err != nil {
+			// Its time ran out waiting: not sent, so a retry is safe.
+			m.code = wire.RequestTimedOut
+			continue
+		}
+		if m.pb.id >= 0 {
+			if loadCode != wire.NoError {
+				m.code = loadCode
+				continue
+			}
+			if f.has(m.pb.id) {
+				// The producer's previous batch must be recorded first.
+				g.flush(topic, index, pp, f)
+			}
+			if !pp.loaded {
+				// The previous flush's outcome was unknown: read the log again.
+				if err := g.rebuildProducers(topic, index, pp); err != nil {
+					m.code = logCode(err)
+					continue
+				}
+			}
+			e := pp.producers[m.pb.id]
+			if e != nil {
+				if d, ok := e.duplicate(&m.pb); ok {
+					// UnifiedLog.analyzeAndValidateProducerState: a duplicate
+					// of one of the last five batches is answered with its
+					// original offsets.
+					ps.duplicates.Add(1)
+					m.code, m.base = wire.NoError, d.offset
+					continue
+				}
+			}
+			if m.code = check(e, &m.pb); m.code != wire.NoError {
+				continue
+			}
+		}
+		if !f.fits(m) {
+			g.flush(topic, index, pp, f)
+		}
+		f.add(m)
+	}
+	g.flush(topic, index, pp, f)
+}
+
+// flushSet is the appends one round trip is about to carry.
+type flushSet struct {
+	members  []*queuedAppend
+	bytes    int
+	count    int
+	min, max uint64 // the origin timestamps spanned (µs)
+}
+
+// has reports whether producer id already has a batch in the set.
+func (f *flushSet) has(id int64) bool {
+	for _, m := range f.members {
+		if m.pb.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// fits reports whether m can join the set: the bounds, and the u32 µs
+// timestamp deltas of one batch (message.MaxTimestampSpan) over the set's
+// messages and m's.
+func (f *flushSet) fits(m *queuedAppend) bool {
+	if len(f.members) == 0 {
+		return true
+	}
+	b := m.batch
+	if f.bytes+b.Size() > maxCoalesceBytes || f.count+b.Count > maxCoalesceCount {
+		return false
+	}
+	lo, hi := min(f.min, b.Origin), max(f.max, m.pb.lastTS)
+	return hi-lo <= message.MaxTimestampSpan
+}
+
+// add puts m into the set (fits said it may join).
+func (f *flushSet) add(m *queuedAppend) {
+	last := max(m.pb.lastTS, m.batch.Origin)
+	if len(f.members) == 0 {
+		f.min, f.max = m.batch.Origin, last
+	} else {
+		f.min, f.max = min(f.min, m.batch.Origin), max(f.max, last)
+	}
+	f.members = append(f.members, m)
+	f.bytes += m.batch.Size()
+	f.count += m.batch.Count
+}
+
+// flush appends the set's batches as one, answers its members and empties
+// it. Caller holds pp.mu.
+func (g *Gateway) flush(topic string, index int32, pp *partitionProducers, f *flushSet) {
+	if len(f.members) == 0 {
+		return
+	}
+	ps := &g.producers
+	b := f.members[0].batch
+	var joined *message.Batch
+	if len(f.members) > 1 {
+		joined = coalesceBatches.Get().(*message.Batch)
+		joined.Reset(f.min)
+		for _, m := range f.members {
+			appendFrames(joined, m.batch)
+		}
+		b = joined
+		g.metrics.coalescedAppends.Add(uint64(len(f.members) - 1))
+	}
+	g.metrics.appendTrips.Add(1)
+	// Any member's context will do; they are all still waiting. The
+	// oldest's expires first.
+	code, base := g.appendPartition(f.members[0].ctx, topic, index, b)
+	if joined != nil {
+		if cap(joined.Buf) <= maxRetainedBatch {
+			coalesceBatches.Put(joined)
+		}
+	}
+	now := time.Now().UnixMilli()
+	off := base
+	for _, m := range f.members {
+		m.code, m.base = code, -1
+		if code == wire.NoError && base >= 0 {
+			m.base = off
+			off += int64(m.batch.Count)
+		}
+		if m.pb.id < 0 {
+			continue
+		}
+		switch {
+		case code == wire.RequestTimedOut:
+			// Stored or not: only the log knows. Read it back next time.
+			ps.reset(pp)
+		case code == wire.NoError:
+			ps.record(pp, m.pb.id, m.pb.epoch, batchMeta{first: m.pb.first, last: m.pb.last, offset: m.base}, now)
+			if base < 0 {
+				// Confirmed without an offset: the log has it for a duplicate.
+				ps.reset(pp)
+			}
+		}
+	}
+	clear(f.members)
+	f.members = f.members[:0]
+	f.bytes, f.count = 0, 0
+}
+
+// appendFrames appends src's frames to dst, whose origin must be ≤ src's
+// and within message.MaxTimestampSpan of src's last timestamp (flushSet.fits):
+// each frame's timestamp delta is rebased onto dst.Origin and its offset
+// delta renumbered (docs/design/iggy-protocol.md §3.7 frame layout, in
+// bridge/message's package comment). src is a batch the mapping built, so its
+// frames tile.
+func appendFrames(dst, src *message.Batch) {
+	at := len(dst.Buf)
+	dst.Buf = append(dst.Buf, src.Frames()...)
+	shift := uint32(src.Origin - dst.Origin)
+	fr := dst.Buf[at:]
+	for i := 0; i < src.Count; i++ {
+		binary.LittleEndian.PutUint32(fr[24:], uint32(dst.Count+i))
+		binary.LittleEndian.PutUint32(fr[28:], binary.LittleEndian.Uint32(fr[28:])+shift)
+		n := message.FrameHeaderSize + int(binary.LittleEndian.Uint32(fr[32:])) + int(binary.LittleEndian.Uint32(fr[36:]))
+		fr = fr[n:]
+	}
+	dst.Count += src.Count
+}

@@ -1,0 +1,128 @@
+package bridge_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/internal/kiggytest"
+)
+
+// TestCoalescedProduceKeepsOrderAndOffsets: several producers (idempotent and
+// not) write to the same partitions at once through an Iggy server whose
+// replies take 2 ms, so their appends queue behind each other and share round
+// trips (kiggy_produce_coalesced_total grows). Every acknowledged record is
+// stored once, at the offset its producer was told, each producer's records
+// in the order it sent them, and the offsets are dense.
+func TestCoalescedProduceKeepsOrderAndOffsets(t *testing.T) {
+	srv := iggytest.New(iggytest.Config{Latency: 2 * time.Millisecond})
+	if _, err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	gw := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	const partitions, producers, perProducer = 2, 6, 300
+	gw.CreateTopic(t, "co", partitions)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type acked struct {
+		producer, seq int
+		partition     int32
+		offset        int64
+	}
+	var mu sync.Mutex
+	var all []acked
+	var wg sync.WaitGroup
+	errs := make(chan error, producers)
+	for p := range producers {
+		opts := []kgo.Opt{kgo.SeedBrokers(gw.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.ProducerLinger(time.Millisecond)}
+		if p%2 == 1 {
+			opts = append(opts, kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.LeaderAck()))
+		}
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Rounds of a few records each: many appends per partition.
+			for round := range perProducer / 10 {
+				var recs []*kgo.Record
+				for i := round * 10; i < round*10+10; i++ {
+					recs = append(recs, &kgo.Record{Topic: "co", Partition: int32(i % partitions), Value: fmt.Appendf(nil, "p%d-%d", p, i)})
+				}
+				res := cl.ProduceSync(ctx, recs...)
+				if err := res.FirstErr(); err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				for _, r := range res {
+					var pr, seq int
+					fmt.Sscanf(string(r.Record.Value), "p%d-%d", &pr, &seq)
+					all = append(all, acked{pr, seq, r.Record.Partition, r.Record.Offset})
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("produce: %v", err)
+	}
+	if len(all) != producers*perProducer {
+		t.Fatalf("%d acknowledged, want %d", len(all), producers*perProducer)
+	}
+	for part := range int32(partitions) {
+		recs := gw.Records(t, "co", part)
+		if len(recs) != producers*perProducer/partitions {
+			t.Fatalf("partition %d holds %d records, want %d", part, len(recs), producers*perProducer/partitions)
+		}
+		at := map[int64]string{}
+		for i, r := range recs {
+			if r.Offset != int64(i) {
+				t.Fatalf("partition %d: record %d at offset %d", part, i, r.Offset)
+			}
+			at[r.Offset] = string(r.Value)
+		}
+		last := make([]int64, producers)
+		for i := range last {
+			last[i] = -1
+		}
+		for _, a := range all {
+			if a.partition != part {
+				continue
+			}
+			if want := fmt.Sprintf("p%d-%d", a.producer, a.seq); at[a.offset] != want {
+				t.Fatalf("partition %d offset %d holds %q, acknowledged as %q", part, a.offset, at[a.offset], want)
+			}
+		}
+		// Each producer's records are stored in the order it sent them.
+		for _, r := range recs {
+			var p, seq int
+			if _, err := fmt.Sscanf(string(r.Value), "p%d-%d", &p, &seq); err != nil {
+				t.Fatalf("record %q: %v", r.Value, err)
+			}
+			if int64(seq) <= last[p] {
+				t.Fatalf("partition %d: producer %d's record %d stored after its record %d", part, p, seq, last[p])
+			}
+			last[p] = int64(seq)
+		}
+	}
+	m := gw.Metrics()
+	coalesced, trips := metricValue(t, m, "kiggy_produce_coalesced_total"), metricValue(t, m, "kiggy_produce_appends_total")
+	t.Logf("%v appends in %v round trips (%v coalesced)", trips+coalesced, trips, coalesced)
+	if coalesced == 0 {
+		t.Fatal("no append shared a round trip")
+	}
+}
