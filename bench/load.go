@@ -135,6 +135,9 @@ type produceResult struct {
 	cpuOK                bool
 	// otherCPU is the share of the machine other processes used.
 	otherCPU float64
+	// sockets is the first server process's open sockets at the window's
+	// end (0 = unknown).
+	sockets int
 }
 
 // producer is the shared state of one produce phase's clients.
@@ -322,6 +325,10 @@ func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window 
 	elapsed := t1.Sub(t0)
 	c1 := meter.read()
 	hooks.end()
+	sockets := 0
+	if len(meter.pids) > 0 {
+		sockets, _ = ProcSockets(meter.pids[0])
+	}
 	stop.Store(true)
 
 	// Flush what is buffered so that every record is either acknowledged
@@ -365,6 +372,7 @@ func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window 
 		clientCPU:  c1.client - c0.client,
 		cpuOK:      c0.ok && c1.ok,
 		otherCPU:   otherShare(c0, c1),
+		sockets:    sockets,
 	}
 	res.bytes = res.records * int64(l.RecordSize)
 	for i := range p.acked {

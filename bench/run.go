@@ -355,6 +355,7 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 		CPUMeasured:          pr.cpuOK,
 		ProduceProfile:       prof,
 		OtherCPUShare:        ptr(pr.otherCPU),
+		ServerSockets:        pr.sockets,
 		hist:                 pr.hist,
 	}
 	for _, a := range pr.acked {
@@ -363,8 +364,8 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 	if prof != "" {
 		r.logf("%s: gateway CPU profile of this produce window: %s", s.target, prof)
 	}
-	r.logf("%s: produced %.0f records/s (%.1f MB/s), p99 %.2f ms; %d acknowledged in all",
-		s.target, run.ProduceRecordsPerSec, run.ProduceMBPerSec, run.P99Ms, run.Acked)
+	r.logf("%s: produced %.0f records/s (%.1f MB/s), p99 %.2f ms; %d acknowledged in all; %d producers, %d sockets open in the server",
+		s.target, run.ProduceRecordsPerSec, run.ProduceMBPerSec, run.P99Ms, run.Acked, l.Producers, run.ServerSockets)
 	if !s.consume {
 		run.consumeNA = true
 		return run, nil

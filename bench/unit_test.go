@@ -120,6 +120,8 @@ func TestConfigValidation(t *testing.T) {
 		"fraction no kafka": func(c *Config) { c.Targets = []string{"kiggy"}; c.Rate = 0 },
 		"java target":       func(c *Config) { c.JavaTargets = []string{"x"} },
 		"tiny buffer":       func(c *Config) { c.Loads[0].BufferBytes = 10 },
+		"no producers":      func(c *Config) { c.Loads[0].Producers = 0 },
+		"too many":          func(c *Config) { c.Loads[0].Producers = MaxProducers + 1 },
 	} {
 		c := DefaultConfig()
 		c.Loads = slices.Clone(c.Loads)
@@ -280,5 +282,32 @@ func TestProducerWindow(t *testing.T) {
 	}
 	if p.err == nil || p.failed.Load() != 1 {
 		t.Fatalf("err %v failed %d", p.err, p.failed.Load())
+	}
+}
+
+// TestManyProducers: 1,000 producer clients are a valid load, and the
+// default buffer keeps their total at the default load's.
+func TestManyProducers(t *testing.T) {
+	c := DefaultConfig()
+	c.Loads = []Load{DefaultLoad}
+	c.Loads[0].Producers = 1000
+	c.Loads[0].BufferBytes = BufferFor(1000, c.Loads[0].RecordSize)
+	if err := c.normalize(); err != nil && openFileLimit() >= 3*1000+512 {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ n, size, want int }{
+		{1, 1024, 32 << 20},
+		{4, 1024, 32 << 20},
+		{100, 1024, TotalBufferBytes / 100},
+		{1000, 1024, TotalBufferBytes / 1000},
+		{4096, 100, 64 << 10},
+		{1000, 64 << 10, 256 << 10},
+	} {
+		if got := BufferFor(tc.n, tc.size); got != tc.want {
+			t.Errorf("BufferFor(%d, %d) = %d, want %d", tc.n, tc.size, got, tc.want)
+		}
+	}
+	if BufferFor(DefaultLoad.Producers, DefaultLoad.RecordSize) != DefaultLoad.BufferBytes {
+		t.Error("BufferFor changes the default load's buffer")
 	}
 }
