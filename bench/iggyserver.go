@@ -63,6 +63,12 @@ func (r *runner) startIggyServer(ctx context.Context, name string) (*process, st
 	}
 }
 
+// maxIggyBenchActors bounds iggy-bench's producers and consumers. Its
+// pinned modes give every actor a stream with one partition, so the actors
+// are the partitions; more than 16 on this 2-vCPU machine would measure
+// their contention. Loads with more partitions get no iggy-bench row.
+const maxIggyBenchActors = 16
+
 // iggyBenchResult is what iggy-bench printed for one actor kind.
 type iggyBenchResult struct {
 	msgsPerSec, mbPerSec, p99Ms float64
@@ -101,7 +107,7 @@ func stripANSI(s string) string { return ansi.ReplaceAllString(s, "") }
 // --reuse-streams), and returns what it measured: the path's ceiling
 // without Kafka in front.
 func (r *runner) runIggyBench(ctx context.Context, addr string, l Load, name string) (map[string]iggyBenchResult, error) {
-	actors := strconv.Itoa(int(max(1, min(l.Partitions, 16))))
+	actors := strconv.Itoa(int(max(1, min(l.Partitions, maxIggyBenchActors))))
 	total := "1GB"
 	if r.cfg.Smoke {
 		total = "50MB"

@@ -185,6 +185,11 @@ func (r *runner) runLoad(ctx context.Context, li int, lr *LoadReport, targets []
 // iggyBench runs iggy-bench for load l into the row "iggy-bench".
 func (r *runner) iggyBench(ctx context.Context, li int, l Load, row func(t, c, m string) *Row) {
 	main := row(TargetIggyBench, TargetIggyBench, ModeMax)
+	if l.Partitions > maxIggyBenchActors {
+		main.Status = StatusUnavailable
+		main.Error = fmt.Sprintf("iggy-bench's pinned modes give each of at most %d actors one partition of its own; no row above %d partitions", maxIggyBenchActors, maxIggyBenchActors)
+		return
+	}
 	name := fmt.Sprintf("iggy-bench-l%d", li+1)
 	addr := r.cfg.IggyAddr
 	if addr == "" {
@@ -322,9 +327,11 @@ func (r *runner) session(ctx context.Context, target string, l Load, rep int, ta
 // read everything back and compare with what was acknowledged.
 func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, rate float64, rep int) (*Measurement, error) {
 	if s.createTopics {
+		t0 := time.Now()
 		if err := createTopic(ctx, s.addr, topic, l.Partitions, l.TopicCompression); err != nil {
 			return nil, err
 		}
+		r.logf("%s: topic %s with %d partitions ready in %.1fs", s.target, topic, l.Partitions, time.Since(t0).Seconds())
 		defer r.dropTopic(ctx, s, topic)
 	}
 	meter := cpuMeter{pids: s.pids()}
