@@ -78,10 +78,11 @@ type Load struct {
 	// codec consumers are served in (docs/design/record-mapping.md §3.5).
 	TopicCompression string `json:"topic_compression,omitempty"`
 	// Producers is the number of producer clients. Each is one franz-go
-	// client with connections of its own to the (one) broker: one to the
-	// seed address for Metadata, one for Produce, and for an idempotent
-	// producer one more for InitProducerId, so a target sees two to three
-	// sockets per producer (kbench logs the count it saw).
+	// client with connections of its own to the (one) broker: the seed
+	// connection it starts from, and the broker's own connections for
+	// Produce and for the rest (Metadata, InitProducerId), so a target sees
+	// three sockets per producer, with or without idempotence (measured;
+	// kbench logs the count at the end of each produce window).
 	Producers int `json:"producers"`
 	// InFlight is the number of Produce requests each producer keeps in
 	// flight per broker (1–5 when idempotent). Producers are idempotent
@@ -111,8 +112,8 @@ var DefaultLoad = Load{
 	BufferBytes: 32 << 20,
 }
 
-// MaxProducers bounds Load.Producers: each producer client holds two to
-// three connections of its own (below), so 4,096 clients are ~12,000 sockets
+// MaxProducers bounds Load.Producers: each producer client holds three
+// connections of its own (above), so 4,096 clients are ~12,000 sockets
 // on each side of loopback, within kiggy's default --max-connections
 // (10,000 per listener is the engine's; Kafka has no default bound).
 const MaxProducers = 4096

@@ -40,7 +40,7 @@ func run() int {
 	acks := fs.String("acks", "all", "acks settings (list): all, 1")
 	compression := fs.String("compression", "none", "compression codecs (list): none, gzip, snappy, lz4, zstd")
 	topicCompression := fs.String("topic-compression", "", "the topic's compression.type, the codec consumers are served in (list): producer, uncompressed, gzip, snappy, lz4, zstd (empty = not set)")
-	producers := fs.String("producers", strconv.Itoa(bench.DefaultLoad.Producers), "producer clients (list), e.g. 1,100,1000; each is one franz-go client with 2–3 connections of its own")
+	producers := fs.String("producers", strconv.Itoa(bench.DefaultLoad.Producers), "producer clients (list), e.g. 1,100,1000; each is one franz-go client with 3 connections of its own")
 	inflight := fs.Int("inflight", bench.DefaultLoad.InFlight, "Produce requests in flight per producer per broker (idempotent only with acks=all and 5)")
 	linger := fs.Duration("linger", bench.DefaultLoad.Linger, "producer linger (linger.ms)")
 	batchBytes := fs.String("batch-bytes", "0", "producer batch cap per partition (batch.size; 0 = each client's default)")
