@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -309,5 +310,39 @@ func TestManyProducers(t *testing.T) {
 	}
 	if BufferFor(DefaultLoad.Producers, DefaultLoad.RecordSize) != DefaultLoad.BufferBytes {
 		t.Error("BufferFor changes the default load's buffer")
+	}
+}
+
+// TestProcSockets counts this process's sockets: a listener and a
+// connection to it add three (listener, client end, accepted end).
+func TestProcSockets(t *testing.T) {
+	before, err := ProcSockets(selfPID)
+	if errors.Is(err, errNoProc) {
+		t.Skip("no /proc")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	after, err := ProcSockets(selfPID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after-before != 3 {
+		t.Errorf("sockets %d → %d, want 3 more", before, after)
 	}
 }
