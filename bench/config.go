@@ -77,8 +77,12 @@ type Load struct {
 	// CreateTopics ("" = not set, the broker's default producer): the
 	// codec consumers are served in (docs/design/record-mapping.md §3.5).
 	TopicCompression string `json:"topic_compression,omitempty"`
-	// Producers is the number of producer clients (each its own
-	// connections).
+	// Producers is the number of producer clients. Each is one franz-go
+	// client with connections of its own to the (one) broker: the seed
+	// connection it starts from, and the broker's own connections for
+	// Produce and for the rest (Metadata, InitProducerId), so a target sees
+	// three sockets per producer, with or without idempotence (measured;
+	// kbench logs the count at the end of each produce window).
 	Producers int `json:"producers"`
 	// InFlight is the number of Produce requests each producer keeps in
 	// flight per broker (1–5 when idempotent). Producers are idempotent
@@ -106,6 +110,26 @@ var DefaultLoad = Load{
 	InFlight:    5,
 	Linger:      5 * time.Millisecond,
 	BufferBytes: 32 << 20,
+}
+
+// MaxProducers bounds Load.Producers: each producer client holds three
+// connections of its own (above), so 4,096 clients are ~12,000 sockets
+// on each side of loopback, within kiggy's default --max-connections
+// (10,000 per listener is the engine's; Kafka has no default bound).
+const MaxProducers = 4096
+
+// TotalBufferBytes is the producer buffer of all clients together at the
+// default load (4 producers × 32 MiB). BufferFor keeps that total when a load
+// has more producers, so that 1,000 clients do not ask for 32 GB.
+const TotalBufferBytes = 4 * 32 << 20
+
+// BufferFor is the default per-client buffer.memory for n producer clients:
+// 32 MiB up to 4 clients, else TotalBufferBytes split between them, but at
+// least minBuffer and 4 records of recordSize.
+func BufferFor(n, recordSize int) int {
+	const perClient, minBuffer = 32 << 20, 64 << 10
+	b := min(perClient, TotalBufferBytes/max(n, 1))
+	return max(b, minBuffer, 4*recordSize)
 }
 
 func (l Load) idempotent() bool { return l.Acks == -1 && l.InFlight == 5 }
@@ -164,8 +188,8 @@ func (l Load) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("topic compression.type %q: want producer, uncompressed, gzip, snappy, lz4 or zstd", l.TopicCompression))
 	}
-	if l.Producers < 1 || l.Producers > 256 {
-		errs = append(errs, fmt.Errorf("producers %d out of [1, 256]", l.Producers))
+	if l.Producers < 1 || l.Producers > MaxProducers {
+		errs = append(errs, fmt.Errorf("producers %d out of [1, %d]", l.Producers, MaxProducers))
 	}
 	if l.InFlight < 1 || l.InFlight > 100 {
 		errs = append(errs, fmt.Errorf("in-flight %d out of [1, 100]", l.InFlight))
@@ -378,6 +402,18 @@ func (c *Config) normalize() error {
 	for i, l := range c.Loads {
 		if err := l.validate(); err != nil {
 			errs = append(errs, fmt.Errorf("load %d: %w", i+1, err))
+		}
+	}
+	// Each producer client holds up to socketsPerProducer connections in
+	// this process; a load that needs more descriptors than the limit
+	// would fail midway with "too many open files".
+	const socketsPerProducer, spareFDs = 3, 512
+	if lim := openFileLimit(); lim > 0 {
+		for i, l := range c.Loads {
+			if need := l.Producers*socketsPerProducer + spareFDs; need > lim {
+				errs = append(errs, fmt.Errorf("load %d: %d producers need about %d file descriptors, the limit is %d (raise ulimit -n)",
+					i+1, l.Producers, need, lim))
+			}
 		}
 	}
 	if c.Warmup < 0 || c.Duration <= 0 {

@@ -67,6 +67,12 @@ func (r *runner) startIggyServer(ctx context.Context, name string) (*process, st
 	}
 }
 
+// maxIggyBenchActors bounds iggy-bench's producers and consumers. Its
+// pinned modes give every actor a stream with one partition, so the actors
+// are the partitions; more than 16 on this 2-vCPU machine would measure
+// their contention. Loads with more partitions get no iggy-bench row.
+const maxIggyBenchActors = 16
+
 // iggyBenchResult is what iggy-bench printed for one actor kind.
 type iggyBenchResult struct {
 	msgsPerSec, mbPerSec, p99Ms float64
@@ -126,7 +132,7 @@ func iggyBenchBytes(smoke bool) (string, int64) {
 // created first at that level (prepareIggyBenchStreams) and the producers
 // reuse them. pid, when > 0, is the server's, whose CPU is measured.
 func (r *runner) runIggyBench(ctx context.Context, addr string, l Load, name string, pid int) (iggyBenchRun, error) {
-	n := int(max(1, min(l.Partitions, 16)))
+	n := int(max(1, min(l.Partitions, maxIggyBenchActors)))
 	actors := strconv.Itoa(n)
 	total, totalBytes := iggyBenchBytes(r.cfg.Smoke)
 	common := []string{"-m", strconv.Itoa(l.RecordSize), "-P", "100", "-T", total,

@@ -135,6 +135,9 @@ type produceResult struct {
 	cpuOK                bool
 	// otherCPU is the share of the machine other processes used.
 	otherCPU float64
+	// sockets is the first server process's open sockets at the window's
+	// end (0 = unknown).
+	sockets int
 }
 
 // producer is the shared state of one produce phase's clients.
@@ -322,6 +325,10 @@ func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window 
 	elapsed := t1.Sub(t0)
 	c1 := meter.read()
 	hooks.end()
+	sockets := 0
+	if len(meter.pids) > 0 {
+		sockets, _ = ProcSockets(meter.pids[0])
+	}
 	stop.Store(true)
 
 	// Flush what is buffered so that every record is either acknowledged
@@ -365,6 +372,7 @@ func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window 
 		clientCPU:  c1.client - c0.client,
 		cpuOK:      c0.ok && c1.ok,
 		otherCPU:   otherShare(c0, c1),
+		sockets:    sockets,
 	}
 	res.bytes = res.records * int64(l.RecordSize)
 	for i := range p.acked {
@@ -415,15 +423,24 @@ func createTopic(ctx context.Context, addr, topic string, partitions int32, comp
 	if compression != "" {
 		configs = map[string]*string{"compression.type": &compression}
 	}
-	resp, err := adm.CreateTopic(ctx, partitions, 1, configs, topic)
+	// Iggy creates at most maxCreatePartitions per request
+	// (docs/LIMITS.md), so a larger topic is created with that many and
+	// grown to its count by CreatePartitions, the same way on every target.
+	first := min(partitions, maxCreatePartitions)
+	resp, err := adm.CreateTopic(ctx, first, 1, configs, topic)
 	// Topic names are unique per run: "already exists" means the client
 	// resent a CreateTopics the broker was still processing (seen with
 	// Kafka on a loaded machine), and the topic is ours.
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("bench: creating topic %s: %w", topic, err)
+		return fmt.Errorf("bench: creating topic %s: %w (%s)", topic, err, resp.ErrMessage)
 	}
 	if err == nil && resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("bench: creating topic %s: %w (%s)", topic, resp.Err, resp.ErrMessage)
+	}
+	if partitions > first {
+		if err := growTopic(ctx, adm, topic, partitions); err != nil {
+			return err
+		}
 	}
 	for {
 		md, err := adm.Metadata(ctx, topic)
@@ -443,6 +460,35 @@ func createTopic(ctx context.Context, addr, topic string, partitions int32, comp
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("bench: topic %s has no leader for every partition: %w", topic, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// maxCreatePartitions is the most partitions one CreateTopics creates on
+// every target: Iggy's limit per request (docs/LIMITS.md).
+const maxCreatePartitions = 1000
+
+// growTopic adds partitions to topic until it has want, retrying while the
+// broker has not seen the topic yet.
+func growTopic(ctx context.Context, adm *kadm.Client, topic string, want int32) error {
+	for {
+		resps, err := adm.UpdatePartitions(ctx, int(want), topic)
+		if err == nil {
+			var r kadm.CreatePartitionsResponse
+			if r, err = resps.On(topic, nil); err == nil {
+				err = r.Err
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return fmt.Errorf("bench: growing topic %s to %d partitions: %w", topic, want, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench: growing topic %s to %d partitions: %w", topic, want, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

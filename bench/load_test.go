@@ -82,3 +82,23 @@ func TestLoadInProcess(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateLargeTopic: a topic above maxCreatePartitions is created with
+// that many and grown by CreatePartitions to its full count, every
+// partition with a leader, and the phase can produce to its last partition.
+func TestCreateLargeTopic(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const parts = maxCreatePartitions + 24
+	if err := createTopic(ctx, gw.Addr, "large", parts, ""); err != nil {
+		t.Fatal(err)
+	}
+	ends, err := endOffsets(ctx, gw.Addr, "large", parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ends) != parts {
+		t.Fatalf("%d end offsets, want %d", len(ends), parts)
+	}
+}

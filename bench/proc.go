@@ -105,3 +105,24 @@ func parseMachineCPU(b []byte) (busy, total time.Duration, err error) {
 	tick := time.Second / clockTicks
 	return time.Duration(all-idle) * tick, time.Duration(all) * tick, nil
 }
+
+// ProcSockets returns how many of process pid's file descriptors are
+// sockets (their /proc/<pid>/fd link reads "socket:[inode]").
+func ProcSockets(pid int) (int, error) {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if _, e := os.Stat("/proc/self/fd"); e != nil {
+			return 0, errNoProc
+		}
+		return 0, fmt.Errorf("bench: %w", err)
+	}
+	n := 0
+	for _, e := range ents {
+		// A descriptor closed since ReadDir is not counted.
+		if l, err := os.Readlink(dir + "/" + e.Name()); err == nil && strings.HasPrefix(l, "socket:") {
+			n++
+		}
+	}
+	return n, nil
+}

@@ -149,6 +149,12 @@ type Measurement struct {
 	// over the fan-out phase.
 	FanoutClientCPUSeconds float64 `json:"fanout_client_cpu_s,omitempty"`
 
+	// ServerSockets is the number of sockets the first server process
+	// (kiggy, the Kafka broker) had open at the end of the produce window:
+	// the producers' connections, plus its listeners and, for kiggy on
+	// Iggy, its Iggy sessions. 0 = not read.
+	ServerSockets int `json:"server_sockets,omitempty"`
+
 	ServerCPUSeconds        float64 `json:"server_cpu_s"`
 	ConsumeServerCPUSeconds float64 `json:"consume_server_cpu_s,omitempty"`
 	// GatewayCPUSeconds and ConsumeGatewayCPUSeconds are the first server

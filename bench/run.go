@@ -189,6 +189,11 @@ func (r *runner) runLoad(ctx context.Context, li int, lr *LoadReport, targets []
 // iggyBench runs iggy-bench for load l into the row "iggy-bench".
 func (r *runner) iggyBench(ctx context.Context, li int, l Load, row func(t, c, m string) *Row) {
 	main := row(TargetIggyBench, TargetIggyBench, ModeMax)
+	if l.Partitions > maxIggyBenchActors {
+		main.Status = StatusUnavailable
+		main.Error = fmt.Sprintf("iggy-bench's pinned modes give each of at most %d actors one partition of its own; no row above %d partitions", maxIggyBenchActors, maxIggyBenchActors)
+		return
+	}
 	if d := r.cfg.IggyBenchDurability; d != "" {
 		main.Note = "topics created at " + d
 	} else {
@@ -343,9 +348,11 @@ func (r *runner) session(ctx context.Context, target string, l Load, rep int, ta
 // read everything back and compare with what was acknowledged.
 func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, rate float64, rep int) (*Measurement, error) {
 	if s.createTopics {
+		t0 := time.Now()
 		if err := createTopic(ctx, s.addr, topic, l.Partitions, l.TopicCompression); err != nil {
 			return nil, err
 		}
+		r.logf("%s: topic %s with %d partitions ready in %.1fs", s.target, topic, l.Partitions, time.Since(t0).Seconds())
 		defer r.dropTopic(ctx, s, topic)
 	}
 	meter := cpuMeter{pids: s.pids()}
@@ -376,6 +383,7 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 		CPUMeasured:          pr.cpuOK,
 		ProduceProfile:       prof,
 		OtherCPUShare:        ptr(pr.otherCPU),
+		ServerSockets:        pr.sockets,
 		hist:                 pr.hist,
 	}
 	for _, a := range pr.acked {
@@ -384,8 +392,8 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 	if prof != "" {
 		r.logf("%s: gateway CPU profile of this produce window: %s", s.target, prof)
 	}
-	r.logf("%s: produced %.0f records/s (%.1f MB/s), p99 %.2f ms; %d acknowledged in all",
-		s.target, run.ProduceRecordsPerSec, run.ProduceMBPerSec, run.P99Ms, run.Acked)
+	r.logf("%s: produced %.0f records/s (%.1f MB/s), p99 %.2f ms; %d acknowledged in all; %d producers, %d sockets open in the server",
+		s.target, run.ProduceRecordsPerSec, run.ProduceMBPerSec, run.P99Ms, run.Acked, l.Producers, run.ServerSockets)
 	if s.metricsURL != "" {
 		if gc, err := gatewayCounters(ctx, s.metricsURL); err == nil && gc.appends > 0 {
 			// Cumulative since the gateway started (warm-ups included).

@@ -28,3 +28,13 @@ func isTmpfs(dir string) bool {
 	var st unix.Statfs_t
 	return unix.Statfs(dir, &st) == nil && st.Type == unix.TMPFS_MAGIC
 }
+
+// openFileLimit is this process's RLIMIT_NOFILE soft limit (the Go runtime
+// has already raised it to the hard limit), 0 if unknown.
+func openFileLimit() int {
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) != nil || rl.Cur > 1<<30 {
+		return 0
+	}
+	return int(rl.Cur)
+}

@@ -14,3 +14,5 @@ func sysProcAttr() *syscall.SysProcAttr { return nil }
 func signalProfile(p *os.Process, start bool) {}
 
 func isTmpfs(dir string) bool { return false }
+
+func openFileLimit() int { return 0 }

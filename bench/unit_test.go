@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -124,6 +125,8 @@ func TestConfigValidation(t *testing.T) {
 		"fraction no kafka": func(c *Config) { c.Targets = []string{"kiggy"}; c.Rate = 0 },
 		"java target":       func(c *Config) { c.JavaTargets = []string{"x"} },
 		"tiny buffer":       func(c *Config) { c.Loads[0].BufferBytes = 10 },
+		"no producers":      func(c *Config) { c.Loads[0].Producers = 0 },
+		"too many":          func(c *Config) { c.Loads[0].Producers = MaxProducers + 1 },
 	} {
 		c := DefaultConfig()
 		c.Loads = slices.Clone(c.Loads)
@@ -308,5 +311,66 @@ kiggy_iggy_session_waits_total 3
 	}
 	if want := (gatewayCounts{requests: 15, records: 1600, appends: 40, coalesced: 20, sessionWaits: 3}); gc != want {
 		t.Fatalf("got %+v, want %+v", gc, want)
+	}
+}
+
+// TestManyProducers: 1,000 producer clients are a valid load, and the
+// default buffer keeps their total at the default load's.
+func TestManyProducers(t *testing.T) {
+	c := DefaultConfig()
+	c.Loads = []Load{DefaultLoad}
+	c.Loads[0].Producers = 1000
+	c.Loads[0].BufferBytes = BufferFor(1000, c.Loads[0].RecordSize)
+	if err := c.normalize(); err != nil && openFileLimit() >= 3*1000+512 {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ n, size, want int }{
+		{1, 1024, 32 << 20},
+		{4, 1024, 32 << 20},
+		{100, 1024, TotalBufferBytes / 100},
+		{1000, 1024, TotalBufferBytes / 1000},
+		{4096, 100, 64 << 10},
+		{1000, 64 << 10, 256 << 10},
+	} {
+		if got := BufferFor(tc.n, tc.size); got != tc.want {
+			t.Errorf("BufferFor(%d, %d) = %d, want %d", tc.n, tc.size, got, tc.want)
+		}
+	}
+	if BufferFor(DefaultLoad.Producers, DefaultLoad.RecordSize) != DefaultLoad.BufferBytes {
+		t.Error("BufferFor changes the default load's buffer")
+	}
+}
+
+// TestProcSockets counts this process's sockets: a listener and a
+// connection to it add three (listener, client end, accepted end).
+func TestProcSockets(t *testing.T) {
+	before, err := ProcSockets(selfPID)
+	if errors.Is(err, errNoProc) {
+		t.Skip("no /proc")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	after, err := ProcSockets(selfPID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after-before != 3 {
+		t.Errorf("sockets %d → %d, want 3 more", before, after)
 	}
 }

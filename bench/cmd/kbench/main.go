@@ -40,11 +40,11 @@ func run() int {
 	acks := fs.String("acks", "all", "acks settings (list): all, 1")
 	compression := fs.String("compression", "none", "compression codecs (list): none, gzip, snappy, lz4, zstd")
 	topicCompression := fs.String("topic-compression", "", "the topic's compression.type, the codec consumers are served in (list): producer, uncompressed, gzip, snappy, lz4, zstd (empty = not set)")
-	producers := fs.Int("producers", bench.DefaultLoad.Producers, "producer clients")
+	producers := fs.String("producers", strconv.Itoa(bench.DefaultLoad.Producers), "producer clients (list), e.g. 1,100,1000; each is one franz-go client with 3 connections of its own")
 	inflight := fs.Int("inflight", bench.DefaultLoad.InFlight, "Produce requests in flight per producer per broker (idempotent only with acks=all and 5)")
 	linger := fs.Duration("linger", bench.DefaultLoad.Linger, "producer linger (linger.ms)")
 	batchBytes := fs.String("batch-bytes", "0", "producer batch cap per partition (batch.size; 0 = each client's default)")
-	bufferBytes := fs.String("buffer-bytes", "32MiB", "producer buffer per client (buffer.memory)")
+	bufferBytes := fs.String("buffer-bytes", "32MiB", "producer buffer per client (buffer.memory); when not given, loads with more than 4 producers share 128 MiB between them (at least 64 KiB and 4 records each)")
 	consumers := fs.Int("consumers", def.Consumers, "consumer clients reading everything back")
 	fanoutGroups := fs.Int("fanout-groups", 0, "after the read-back, this many independent readers (each -consumers clients) read the whole topic at once; their aggregate records/s is reported beside one reader's (0 or 1 = no fan-out phase)")
 	duration := fs.Duration("duration", def.Duration, "measurement window per target per repetition")
@@ -107,8 +107,14 @@ func run() int {
 	if use("record-size") || use("partitions") || use("acks") || use("compression") || use("topic-compression") || use("producers") ||
 		use("inflight") || use("linger") || use("batch-bytes") || use("buffer-bytes") {
 		base := cfg.Loads[0]
+		prodList := []int{base.Producers}
 		if use("producers") {
-			base.Producers = *producers
+			prodList = nil
+			for _, s := range splitList(*producers) {
+				n, err := strconv.Atoi(s)
+				check(err)
+				prodList = append(prodList, n)
+			}
 		}
 		if use("inflight") {
 			base.InFlight = *inflight
@@ -172,9 +178,15 @@ func run() int {
 				for _, a := range acksList {
 					for _, c := range compList {
 						for _, tc := range topicList {
-							l := base
-							l.RecordSize, l.Partitions, l.Acks, l.Compression, l.TopicCompression = sz, p, a, c, tc
-							cfg.Loads = append(cfg.Loads, l)
+							for _, np := range prodList {
+								l := base
+								l.RecordSize, l.Partitions, l.Acks, l.Compression, l.TopicCompression = sz, p, a, c, tc
+								l.Producers = np
+								if !set["buffer-bytes"] && !*smoke {
+									l.BufferBytes = bench.BufferFor(np, sz)
+								}
+								cfg.Loads = append(cfg.Loads, l)
+							}
 						}
 					}
 				}
