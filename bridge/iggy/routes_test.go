@@ -1,0 +1,160 @@
+package iggy
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+)
+
+// metricLine returns the value of one unlabelled series of c's metrics.
+func metricLine(t *testing.T, c *Client, name string) string {
+	t.Helper()
+	var m strings.Builder
+	c.WriteMetrics(&m)
+	for _, l := range strings.Split(m.String(), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("no series %s", name)
+	return ""
+}
+
+// TestPartitionPrimaryReroute: a partition whose own primary is not the
+// metadata primary (its backups, the metadata primary included, answer 58)
+// takes appends and commits through a reroute to the node that accepts;
+// every confirmed append is where it was confirmed; its reads come from its
+// route; a second move of the partition primary is followed, and giving it
+// back to the metadata primary drops the route. The other partition stays
+// on the metadata primary throughout.
+func TestPartitionPrimaryReroute(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, RequestTimeout: 2 * time.Second, ReadCacheBytes: -1})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "p", 2, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	type ack struct {
+		p    int32
+		base int64
+		tag  string
+	}
+	var acks []ack
+	appendTo := func(p int32, tag string) {
+		t.Helper()
+		base, err := c.Append(cx, "p", p, batchOf(1, tag, 2))
+		if err != nil {
+			t.Fatalf("append %s to partition %d: %v", tag, p, err)
+		}
+		acks = append(acks, ack{p, base, tag})
+	}
+	appendTo(0, "a")
+	appendTo(1, "b")
+	if got := metricLine(t, c, "kiggy_iggy_routed_partitions"); got != "0" {
+		t.Fatalf("routed partitions %s before any move", got)
+	}
+
+	cl.SetPartitionPrimary("p", 1, 2) // metadata primary stays node 0
+	for i := range 5 {
+		appendTo(1, fmt.Sprintf("c%d-", i))
+		appendTo(0, fmt.Sprintf("d%d-", i))
+	}
+	if got := metricLine(t, c, "kiggy_iggy_routed_partitions"); got != "1" {
+		t.Fatalf("routed partitions %s, want 1", got)
+	}
+	if got := metricLine(t, c, "kiggy_iggy_partition_reroutes_total"); got != "1" {
+		t.Fatalf("reroutes %s, want 1 (one per move, not per request)", got)
+	}
+	if err := c.CommitOffset(cx, "g", "p", 1, 3, "m"); err != nil {
+		t.Fatalf("commit on the rerouted partition: %v", err)
+	}
+	reads0, reads2 := cl.PartitionReads(0, "p", 1), cl.PartitionReads(2, "p", 1)
+	if off, _, ok, err := c.FetchOffset(cx, "g", "p", 1); err != nil || !ok || off != 3 {
+		t.Fatalf("fetch offset: %d %v %v", off, ok, err)
+	}
+	if got, _ := readAll(t, c, "p", 1, 0, 1<<20); len(got) != 12 {
+		t.Fatalf("rerouted partition reads %d messages, want 12", len(got))
+	}
+	if n0, n2 := cl.PartitionReads(0, "p", 1)-reads0, cl.PartitionReads(2, "p", 1)-reads2; n0 != 0 || n2 < 2 {
+		t.Fatalf("reads of the rerouted partition: %d on the metadata primary, %d on its route (want 0 and ≥ 2)", n0, n2)
+	}
+
+	cl.SetPartitionPrimary("p", 1, 1) // a second move
+	appendTo(1, "e")
+	if got := metricLine(t, c, "kiggy_iggy_partition_reroutes_total"); got != "2" {
+		t.Fatalf("reroutes %s after the second move, want 2", got)
+	}
+	reads1 := cl.PartitionReads(1, "p", 1)
+	readAll(t, c, "p", 1, 0, 1<<20)
+	if cl.PartitionReads(1, "p", 1) == reads1 {
+		t.Fatal("after the second move the partition is not read from its new primary")
+	}
+
+	cl.SetPartitionPrimary("p", 1, -1) // back on the metadata primary
+	appendTo(1, "f")
+	if got := metricLine(t, c, "kiggy_iggy_routed_partitions"); got != "0" {
+		t.Fatalf("routed partitions %s after the partition came back, want 0", got)
+	}
+	if addr, _ := c.target(); !sameAddr(addr, cl.Addr(0)) {
+		t.Fatalf("metadata primary moved to %s", addr)
+	}
+	for _, a := range acks {
+		got, _ := readAll(t, c, "p", a.p, a.base, 1<<20)
+		if len(got) < 2 || got[0].off != a.base || got[0].payload != a.tag+"0" || got[1].payload != a.tag+"1" {
+			t.Fatalf("append confirmed at %d/%d (%s) reads back %+v", a.p, a.base, a.tag, got[:min(2, len(got))])
+		}
+	}
+}
+
+// TestPartitionRouteAfterFailover: with a partition routed to its own
+// primary, the metadata primary is killed: the client follows the new
+// metadata primary, the route set under the old view is dropped, and the
+// partition, still led by its own node, is rerouted again.
+func TestPartitionRouteAfterFailover(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, RequestTimeout: 2 * time.Second,
+		ReconnectBackoffMax: 200 * time.Millisecond, ReadCacheBytes: -1})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "q", 2, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	cl.SetPartitionPrimary("q", 1, 2)
+	if _, err := c.Append(cx, "q", 1, batchOf(1, "a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	cl.Kill(0)
+	deadline := time.Now().Add(10 * time.Second)
+	n, ok0, ok1 := 0, false, false
+	var err0, err1 error
+	for !ok0 || !ok1 {
+		if !ok0 {
+			_, err0 = c.Append(cx, "q", 0, batchOf(1, "b", 1))
+			ok0 = err0 == nil
+		}
+		if !ok1 {
+			_, err1 = c.Append(cx, "q", 1, batchOf(1, "c", 1))
+			ok1 = err1 == nil
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("appends after the metadata failover: %v / %v", err0, err1)
+		}
+		n++
+		time.Sleep(20 * time.Millisecond)
+	}
+	if addr, _ := c.target(); !sameAddr(addr, cl.Addr(1)) {
+		t.Fatalf("sessions go to %s, want the new metadata primary %s", addr, cl.Addr(1))
+	}
+	if got := metricLine(t, c, "kiggy_iggy_routed_partitions"); got != "1" {
+		t.Fatalf("routed partitions %s, want 1", got)
+	}
+	if got := metricLine(t, c, "kiggy_iggy_partition_reroutes_total"); got != "2" {
+		t.Fatalf("reroutes %s, want 2 (once per view)", got)
+	}
+	if got, wm := readAll(t, c, "q", 1, 0, 1<<20); len(got) != 2 || wm.High != 2 {
+		t.Fatalf("partition 1 reads %d messages, high %d", len(got), wm.High)
+	}
+	t.Logf("%d failed rounds during the failover", n)
+}
