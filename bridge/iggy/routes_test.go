@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 )
 
 // metricLine returns the value of one unlabelled series of c's metrics.
@@ -157,4 +159,37 @@ func TestPartitionRouteAfterFailover(t *testing.T) {
 		t.Fatalf("partition 1 reads %d messages, high %d", len(got), wm.High)
 	}
 	t.Logf("%d failed rounds during the failover", n)
+}
+
+// TestSingleServerNoReroute: a single server's 58 on a partition write is
+// replayed on the same connection as before (§1.8); no route, no routed
+// pool, no extra connection.
+func TestSingleServerNoReroute(t *testing.T) {
+	srv, addr := startServer(t, iggytest.Config{})
+	c := open(t, Config{Addr: addr, PoolSize: 1})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "s", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	connects := metricLine(t, c, "kiggy_iggy_connects_total")
+	srv.InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Status: uint32(proto.CodeTransientNotAccepted), Count: 2})
+	if base, err := c.Append(cx, "s", 0, batchOf(1, "x", 2)); err != nil || base != 0 {
+		t.Fatalf("append through 58: %d %v", base, err)
+	}
+	srv.InjectFault(iggytest.Fault{Op: proto.OpStoreConsumerOffset, Status: uint32(proto.CodeTransientNotAccepted), Count: 2})
+	if err := c.CommitOffset(cx, "g", "s", 0, 1, ""); err != nil {
+		t.Fatalf("commit through 58: %v", err)
+	}
+	if got := metricLine(t, c, "kiggy_iggy_connects_total"); got != connects {
+		t.Fatalf("connects went from %s to %s", connects, got)
+	}
+	if got := metricLine(t, c, "kiggy_iggy_transient_retries_total"); got != "4" {
+		t.Fatalf("%s replays, want 4 (two per 58-answered write)", got)
+	}
+	c.routes.mu.Lock()
+	pools := len(c.routes.pools)
+	c.routes.mu.Unlock()
+	if pools != 0 || metricLine(t, c, "kiggy_iggy_routed_partitions") != "0" {
+		t.Fatalf("%d routed pools on a single server", pools)
+	}
 }
