@@ -83,6 +83,13 @@ func TestPartitionPrimaryReroute(t *testing.T) {
 	if n0, n2 := cl.PartitionReads(0, "p", 1)-reads0, cl.PartitionReads(2, "p", 1)-reads2; n0 != 0 || n2 < 2 {
 		t.Fatalf("reads of the rerouted partition: %d on the metadata primary, %d on its route (want 0 and ≥ 2)", n0, n2)
 	}
+	topics0, topics2 := cl.Reads(0, proto.CodeGetTopic), cl.Reads(2, proto.CodeGetTopic)
+	if wm, err := c.Watermarks(cx, "p", 1); err != nil || wm.High != 12 {
+		t.Fatalf("watermarks of the rerouted partition: %+v %v", wm, err)
+	}
+	if n0, n2 := cl.Reads(0, proto.CodeGetTopic)-topics0, cl.Reads(2, proto.CodeGetTopic)-topics2; n0 != 0 || n2 != 1 {
+		t.Fatalf("watermarks of the rerouted partition: %d GetTopic on the metadata primary, %d on its route (want 0 and 1)", n0, n2)
+	}
 
 	cl.SetPartitionPrimary("p", 1, 1) // a second move
 	appendTo(1, "e")

@@ -42,6 +42,12 @@ type Cluster struct {
 	// and the partition reads each node served. Guarded by data.mu.
 	partPrimary map[partRef]int
 	partReads   map[nodePart]int
+	reads       map[nodeCode]int
+}
+
+type nodeCode struct {
+	node int
+	code uint32
 }
 
 // partRef names a partition by topic name and Iggy partition id.
@@ -186,11 +192,27 @@ func (c *Cluster) PartitionReads(node int, topic string, partition int) int {
 	return c.partReads[nodePart{node, partRef{topic, uint32(partition)}}]
 }
 
-// countPartitionRead counts a partition read (PollMessages,
-// GetConsumerOffset) on a cluster node. Callers hold s.mu.
+// Reads returns how many reads (non-replicated requests) with command code
+// node has served.
+func (c *Cluster) Reads(node int, code uint32) int {
+	c.shared.mu.Lock()
+	defer c.shared.mu.Unlock()
+	return c.reads[nodeCode{node, code}]
+}
+
+// countPartitionRead counts every read a cluster node serves, and each
+// partition read (PollMessages, GetConsumerOffset) by partition. Callers
+// hold s.mu.
 func (s *Server) countPartitionRead(code uint32, body []byte) {
 	c := s.cluster
-	if c == nil || (code != proto.CodePollMessages && code != proto.CodeGetConsumerOffset) {
+	if c == nil {
+		return
+	}
+	if c.reads == nil {
+		c.reads = map[nodeCode]int{}
+	}
+	c.reads[nodeCode{s.id, code}]++
+	if code != proto.CodePollMessages && code != proto.CodeGetConsumerOffset {
 		return
 	}
 	k, ok := consumerPartition(body)
