@@ -91,6 +91,14 @@ func TestPartitionPrimaryReroute(t *testing.T) {
 		t.Fatalf("watermarks of the rerouted partition: %d GetTopic on the metadata primary, %d on its route (want 0 and 1)", n0, n2)
 	}
 
+	// 57 on the route is replayed there, as on the primary (§1.8); the
+	// route stays.
+	cl.Node(2).InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Status: uint32(proto.CodeTransientNotCommitted), Count: 2})
+	appendTo(1, "r")
+	if got := metricLine(t, c, "kiggy_iggy_partition_reroutes_total"); got != "1" {
+		t.Fatalf("reroutes %s after a 57 on the route, want 1", got)
+	}
+
 	cl.SetPartitionPrimary("p", 1, 1) // a second move
 	appendTo(1, "e")
 	if got := metricLine(t, c, "kiggy_iggy_partition_reroutes_total"); got != "2" {

@@ -320,12 +320,15 @@ func (s *session) exchange(ctx context.Context, frame []byte, code uint32) (body
 			// safe to retry. Both are replayed here until the deadline, or
 			// until the client has found that another node is the primary
 			// (docs/IGGY.md, "Iggy clusters": a backup answers 58).
-			if s.node != nil {
+			switch {
+			case s.node != nil && status == proto.CodeTransientNotAccepted:
 				// A routed node that no longer takes this partition: nothing
 				// was stored; the caller drops the route (routes.go).
 				return nil, true, &Error{Code: status, Command: commandName(code)}
-			}
-			if !s.probe {
+			case s.node != nil:
+				// 57 on a routed node: replayed below; the metadata primary
+				// is not suspected.
+			case !s.probe:
 				s.c.suspect(s.addr, &Error{Code: status, Command: commandName(code)})
 				if status == proto.CodeTransientNotAccepted && proto.IsPartition(op) && s.c.samePrimary(ctx, deadline, s.gen) {
 					// The metadata primary is confirmed and still refuses:
@@ -336,7 +339,7 @@ func (s *session) exchange(ctx context.Context, frame []byte, code uint32) (body
 			_, gen := s.c.target()
 			// A login a backup cannot forward is not replayed: the caller
 			// tries another node or backs off.
-			if time.Until(deadline) < transientRetry || (gen != s.gen && !s.probe) || op == proto.OpRegister {
+			if time.Until(deadline) < transientRetry || (gen != s.gen && !s.probe && s.node == nil) || op == proto.OpRegister {
 				s.close()
 				return nil, true, &Error{Code: status, Command: commandName(code)}
 			}
