@@ -1,6 +1,7 @@
 package iggy
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -206,5 +207,43 @@ func TestSingleServerNoReroute(t *testing.T) {
 	c.routes.mu.Unlock()
 	if pools != 0 || metricLine(t, c, "kiggy_iggy_routed_partitions") != "0" {
 		t.Fatalf("%d routed pools on a single server", pools)
+	}
+}
+
+// TestPartitionRouteNodeKilled: the node a partition is routed to dies (and
+// the partition's primaryship returns to the metadata primary, as its
+// consensus group elects the next replica): the route is dropped at the
+// first failure and the partition's writes go back to the metadata primary.
+func TestPartitionRouteNodeKilled(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, RequestTimeout: time.Second, ReadCacheBytes: -1})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "k", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	cl.SetPartitionPrimary("k", 0, 2)
+	if _, err := c.Append(cx, "k", 0, batchOf(1, "a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	cl.Kill(2)
+	cl.SetPartitionPrimary("k", 0, -1)
+	failed := 0
+	for {
+		_, err := c.Append(cx, "k", 0, batchOf(1, "b", 1))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, bridge.ErrUnknownOutcome) && !errors.Is(err, bridge.ErrUnavailable) {
+			t.Fatalf("append after the routed node died: %v", err)
+		}
+		if failed++; failed > 2 {
+			t.Fatalf("%d appends failed after the routed node died: %v", failed, err)
+		}
+	}
+	if got := metricLine(t, c, "kiggy_iggy_routed_partitions"); got != "0" {
+		t.Fatalf("routed partitions %s after the routed node died, want 0", got)
+	}
+	if addr, _ := c.target(); !sameAddr(addr, cl.Addr(0)) {
+		t.Fatalf("metadata primary moved to %s", addr)
 	}
 }
