@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -215,7 +216,14 @@ func (c *Client) suspect(addr string, why error) {
 	}
 	done := make(chan struct{})
 	l.resolving = done
-	c.log.Warn("iggy: primary unreachable, looking for the cluster's primary", "addr", addr, "err", why)
+	// A 58 is routine in a cluster (a partition led by another node, a
+	// partition mid view change): not worth a warning each time; a real
+	// move is logged by setPrimary, a partition's by setRoute.
+	level := slog.LevelWarn
+	if codeOf(why) == proto.CodeTransientNotAccepted {
+		level = slog.LevelDebug
+	}
+	c.log.Log(context.Background(), level, "iggy: primary unreachable, looking for the cluster's primary", "addr", addr, "err", why)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
