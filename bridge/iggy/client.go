@@ -51,6 +51,7 @@ type Client struct {
 	state   systemState // the system store (system.go)
 
 	leader  leader
+	routes  routes // partitions whose primary is not the metadata primary (routes.go)
 	metrics clientMetrics
 	cache   *readCache // nil when Config.ReadCacheBytes < 0
 }
@@ -317,7 +318,7 @@ func (c *Client) Close() error {
 			return errors.New("iggy: close: requests still in flight")
 		}
 	}
-	return nil
+	return c.closeRoutes(timeout.C)
 }
 
 // unavailable wraps a failure before anything reached the server.

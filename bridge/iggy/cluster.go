@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -215,7 +216,14 @@ func (c *Client) suspect(addr string, why error) {
 	}
 	done := make(chan struct{})
 	l.resolving = done
-	c.log.Warn("iggy: primary unreachable, looking for the cluster's primary", "addr", addr, "err", why)
+	// A 58 is routine in a cluster (a partition led by another node, a
+	// partition mid view change): not worth a warning each time; a real
+	// move is logged by setPrimary, a partition's by setRoute.
+	level := slog.LevelWarn
+	if codeOf(why) == proto.CodeTransientNotAccepted {
+		level = slog.LevelDebug
+	}
+	c.log.Log(context.Background(), level, "iggy: primary unreachable, looking for the cluster's primary", "addr", addr, "err", why)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -385,6 +393,22 @@ func (c *Client) checkPrimary(ctx context.Context, s *session) (bool, error) {
 	return false, fmt.Errorf("%w: %s names no primary", errNoPrimary, s.addr)
 }
 
+// samePrimary waits, until deadline, for a resolve under way to end and
+// reports whether it kept the primary of generation gen. Only a cluster
+// resolves: a single server answers false (its 58s are replayed as before).
+func (c *Client) samePrimary(ctx context.Context, deadline time.Time, gen uint64) bool {
+	if !c.clustered() {
+		return false
+	}
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if c.awaitPrimary(wctx) != nil {
+		return false
+	}
+	_, now := c.target()
+	return now == gen
+}
+
 // markStarted ends Open's search: from now on a move is a failover.
 func (c *Client) markStarted() {
 	l := &c.leader
@@ -426,4 +450,5 @@ func (c *Client) writeClusterMetrics(w io.Writer) {
 		b = 1
 	}
 	metric.Single(w, "kiggy_iggy_primary_unknown", "gauge", "1 while the client is looking for a primary (no writes are accepted).", b)
+	c.writeRouteMetrics(w)
 }

@@ -71,16 +71,18 @@ func (c *Client) Append(ctx context.Context, topic string, partition int32, b *m
 	_ = m
 	frame := b.Buf[start:]
 
-	s, err := c.acquire(ctx)
+	s, err := c.acquireFor(ctx, topic, partition)
 	if err != nil {
 		return 0, unavailable(err)
 	}
 	// Frame checksums and the batch checksum in one walk over the frames.
 	if err := proto.StampAndSeal(&s.hasher, b.Buf[message.Headroom-proto.BatchHeaderSize:message.Headroom], frames, b.Count, b.Origin); err != nil {
-		c.release(s)
+		c.releaseFor(s)
 		return 0, fmt.Errorf("%w: %w", bridge.ErrInvalidConfig, err)
 	}
-	body, sent, err := s.doFrame(ctx, frame, proto.CodeSendMessages)
+	// The partition's route or the metadata primary, following the
+	// partition's own primary on a 58 (routes.go).
+	s, body, sent, err := c.sendPartition(ctx, s, topic, partition, frame, proto.CodeSendMessages)
 	var base int64 = -1
 	if err == nil {
 		if base, err = decodeConfirmation(body); err != nil {
@@ -89,7 +91,7 @@ func (c *Client) Append(ctx context.Context, topic string, partition int32, b *m
 			c.auditAppend(ctx, s, topic, partition, base, b.Count)
 		}
 	}
-	c.release(s)
+	c.releaseFor(s)
 	if err == nil {
 		if e.durability == bridge.DurabilityBuffered {
 			c.metrics.bufferedAppends.Add(1)
@@ -155,7 +157,7 @@ func (c *Client) read(ctx context.Context, topic string, partition int32, offset
 	if c.cache != nil {
 		return c.cache.read(ctx, topic, partition, offset, maxBytes, fn)
 	}
-	s, err := c.acquire(ctx)
+	s, err := c.acquireFor(ctx, topic, partition) // a routed partition reads from its route
 	if err != nil {
 		return bridge.Watermarks{}, unavailable(err)
 	}
@@ -170,12 +172,12 @@ func (c *Client) read(ctx context.Context, topic string, partition int32, offset
 		req := c.pollRequest(s, topic, partition, proto.PollOffset, next, uint32(count))
 		body, _, err := s.do(ctx, proto.CodePollMessages, req)
 		if err != nil {
-			c.release(s)
+			c.releaseFor(s)
 			return bridge.Watermarks{}, c.pollError(ctx, topic, partition, err)
 		}
 		round, err := s.walkPoll(body, next, budget, res.delivered == 0, fn)
 		if err != nil {
-			c.release(s)
+			c.releaseFor(s)
 			return bridge.Watermarks{}, err
 		}
 		if round.polled > 0 {
@@ -192,7 +194,7 @@ func (c *Client) read(ctx context.Context, topic string, partition int32, offset
 		}
 		next = round.last + 1
 	}
-	c.release(s)
+	c.releaseFor(s)
 	if res.current > 0 || res.polled > 0 {
 		return bridge.Watermarks{High: int64(res.current) + 1}, nil
 	}
@@ -326,11 +328,11 @@ func (c *Client) offsetForTime(ctx context.Context, topic string, partition int3
 	if !validName(topic) {
 		return 0, false, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
 	}
-	s, err := c.acquire(ctx)
+	s, err := c.acquireFor(ctx, topic, partition)
 	if err != nil {
 		return 0, false, unavailable(err)
 	}
-	defer c.release(s)
+	defer c.releaseFor(s)
 	const perPoll, polls = 256, 16
 	strategy, value := uint8(proto.PollTimestamp), ts
 	for range polls {

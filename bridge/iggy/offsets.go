@@ -101,25 +101,25 @@ func (c *Client) CommitOffset(ctx context.Context, group, topic string, partitio
 }
 
 func (c *Client) storeOffset(ctx context.Context, group, topic string, partition int32, v uint64) error {
-	s, err := c.acquire(ctx)
+	s, err := c.acquireFor(ctx, topic, partition)
 	if err != nil {
 		return unavailable(err)
 	}
-	defer c.release(s)
 	req := proto.AppendU64(c.offsetRequest(s, group, topic, partition), v)
 	req = append(req, 1) // ack: Quorum (the default)
-	_, _, err = s.do(ctx, proto.CodeStoreConsumerOffset, req)
+	s, _, _, err = c.sendPartition(ctx, s, topic, partition, req, proto.CodeStoreConsumerOffset)
+	c.releaseFor(s)
 	return err
 }
 
 func (c *Client) deleteOffset(ctx context.Context, group, topic string, partition int32) error {
-	s, err := c.acquire(ctx)
+	s, err := c.acquireFor(ctx, topic, partition)
 	if err != nil {
 		return unavailable(err)
 	}
-	defer c.release(s)
 	req := append(c.offsetRequest(s, group, topic, partition), 1) // ack: Quorum
-	_, _, err = s.do(ctx, proto.CodeDeleteConsumerOffset, req)
+	s, _, _, err = c.sendPartition(ctx, s, topic, partition, req, proto.CodeDeleteConsumerOffset)
+	c.releaseFor(s)
 	return err
 }
 
@@ -133,7 +133,8 @@ func (c *Client) offsetError(ctx context.Context, topic string, partition int32,
 		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
 	case proto.CodePartitionNotFound:
 		return fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
-	case 0:
+	case 0, proto.CodeTransientNotAccepted:
+		// 58: nothing was stored; no node took it (docs/IGGY.md, "Iggy clusters").
 		return unavailable(err)
 	}
 	return err
@@ -152,7 +153,7 @@ func (c *Client) fetchOffset(ctx context.Context, group, topic string, partition
 	if !validName(topic) {
 		return 0, "", false, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
 	}
-	s, err := c.acquire(ctx)
+	s, err := c.acquireFor(ctx, topic, partition)
 	if err != nil {
 		return 0, "", false, unavailable(err)
 	}
@@ -170,7 +171,7 @@ func (c *Client) fetchOffset(ctx context.Context, group, topic string, partition
 		}
 		found = true
 	}
-	c.release(s)
+	c.releaseFor(s)
 	if err != nil {
 		return 0, "", false, c.offsetError(ctx, topic, partition, err)
 	}

@@ -242,13 +242,13 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 	rc.mu.Unlock()
 	rc.misses.Add(1)
 
-	s, err := rc.c.acquire(ctx)
+	s, err := rc.c.acquireFor(ctx, topic, partition) // a routed partition reads from its route
 	if err != nil {
 		rc.donePolling(p, shared)
 		return bridge.Watermarks{}, unavailable(err)
 	}
 	ch, current, polled, err := rc.poll(ctx, s, p, from, budget)
-	rc.c.release(s)
+	rc.c.releaseFor(s)
 	if err != nil {
 		rc.donePolling(p, shared)
 		rc.forgetEmpty(p)

@@ -50,10 +50,11 @@ const keepReplyBuf = 4 << 20
 type session struct {
 	c *Client
 
-	conn      net.Conn // nil when disconnected
-	addr      string   // the node conn is connected to
-	gen       uint64   // the primary generation addr was dialled under
-	probe     bool     // a resolve's own session, outside the pool
+	conn      net.Conn  // nil when disconnected
+	addr      string    // the node conn is connected to
+	gen       uint64    // the primary generation addr was dialled under
+	probe     bool      // a resolve's own session, outside the pool
+	node      *nodePool // a routed node's session (routes.go), nil for the pool's
 	clientID  proto.ClientID
 	sessionID uint64
 	next      uint64 // next request number
@@ -92,6 +93,9 @@ func (s *session) close() {
 // ensure connects and logs in if the session is disconnected, honouring the
 // reconnect backoff. Errors wrap ErrUnreachable, ErrAuth or ErrProtocol.
 func (s *session) ensure(ctx context.Context) error {
+	if s.node != nil {
+		return s.ensureNode(ctx)
+	}
 	if s.conn != nil {
 		if _, gen := s.c.target(); gen == s.gen {
 			return nil
@@ -334,13 +338,26 @@ func (s *session) exchange(ctx context.Context, frame []byte, code uint32) (body
 			// safe to retry. Both are replayed here until the deadline, or
 			// until the client has found that another node is the primary
 			// (docs/IGGY.md, "Iggy clusters": a backup answers 58).
-			if !s.probe {
+			switch {
+			case s.node != nil && status == proto.CodeTransientNotAccepted:
+				// A routed node that no longer takes this partition: nothing
+				// was stored; the caller drops the route (routes.go).
+				return nil, true, &Error{Code: status, Command: commandName(code)}
+			case s.node != nil:
+				// 57 on a routed node: replayed below; the metadata primary
+				// is not suspected.
+			case !s.probe:
 				s.c.suspect(s.addr, &Error{Code: status, Command: commandName(code)})
+				if status == proto.CodeTransientNotAccepted && proto.IsPartition(op) && s.c.samePrimary(ctx, deadline, s.gen) {
+					// The metadata primary is confirmed and still refuses:
+					// this partition's primary is another node (routes.go).
+					return nil, true, &Error{Code: status, Command: commandName(code)}
+				}
 			}
 			_, gen := s.c.target()
 			// A login a backup cannot forward is not replayed: the caller
 			// tries another node or backs off.
-			if time.Until(deadline) < transientRetry || (gen != s.gen && !s.probe) || op == proto.OpRegister {
+			if time.Until(deadline) < transientRetry || (gen != s.gen && !s.probe && s.node == nil) || op == proto.OpRegister {
 				s.close()
 				return nil, true, &Error{Code: status, Command: commandName(code)}
 			}
@@ -403,6 +420,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func (s *session) lost(err error) {
 	addr := s.addr
 	s.close()
+	if s.node != nil {
+		s.c.dropNode(addr)
+		return
+	}
 	if !s.probe {
 		s.c.suspect(addr, err)
 	}

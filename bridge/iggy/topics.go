@@ -186,14 +186,20 @@ func validName(name string) bool { return len(name) >= 1 && len(name) <= maxName
 // lookupTopic fetches a topic's details, updating the cache; ok=false when
 // the topic (or the stream) does not exist.
 func (c *Client) lookupTopic(ctx context.Context, name string) (topicDetails, bool, error) {
+	return c.lookupTopicVia(ctx, name, -1)
+}
+
+// lookupTopicVia is lookupTopic asked of partition's route when it has one
+// (routes.go): that node leads the partition, so its offsets are current.
+func (c *Client) lookupTopicVia(ctx context.Context, name string, partition int32) (topicDetails, bool, error) {
 	if !validName(name) {
 		return topicDetails{}, false, nil
 	}
-	s, err := c.acquire(ctx)
+	s, err := c.acquireFor(ctx, name, partition)
 	if err != nil {
 		return topicDetails{}, false, unavailable(err)
 	}
-	defer c.release(s)
+	defer c.releaseFor(s)
 	body, _, err := s.do(ctx, proto.CodeGetTopic, c.topicRequest(s, name))
 	if err != nil {
 		if code := codeOf(err); code == proto.CodeStreamIDNotFound || code == proto.CodeTopicIDNotFound {
@@ -496,7 +502,7 @@ func watermarksOf(p partitionInfo) bridge.Watermarks {
 // watermarks returns a partition's log start and high watermark from
 // GetTopic's partition list.
 func (c *Client) watermarks(ctx context.Context, topic string, partition int32) (bridge.Watermarks, error) {
-	d, ok, err := c.lookupTopic(ctx, topic)
+	d, ok, err := c.lookupTopicVia(ctx, topic, partition)
 	if err != nil {
 		return bridge.Watermarks{}, err
 	}

@@ -37,6 +37,28 @@ type Cluster struct {
 	view   uint64   // guarded by data.mu
 	alive  []bool   // guarded by data.mu
 	shared *data
+
+	// Partitions whose own primary is set apart from the metadata primary,
+	// and the partition reads each node served. Guarded by data.mu.
+	partPrimary map[partRef]int
+	partReads   map[nodePart]int
+	reads       map[nodeCode]int
+}
+
+type nodeCode struct {
+	node int
+	code uint32
+}
+
+// partRef names a partition by topic name and Iggy partition id.
+type partRef struct {
+	topic     string
+	partition uint32
+}
+
+type nodePart struct {
+	node int
+	partRef
 }
 
 // NewCluster returns a cluster of n ≥ 1 nodes sharing one store, not yet
@@ -139,6 +161,123 @@ func (c *Cluster) Close() {
 	for i := range c.nodes {
 		c.Kill(i)
 	}
+}
+
+// SetPartitionPrimary makes node the primary of topic's partition, apart
+// from the metadata primary, as an Iggy 0.9 cluster whose partition planes
+// are in another view than its metadata plane (docs/IGGY.md, "Iggy
+// clusters"): from now on only node takes that partition's writes
+// (SendMessages, Store/DeleteConsumerOffset, by topic name); every other
+// node, the metadata primary included, answers them 58 TransientNotAccepted.
+// A negative node gives the partition back to the metadata primary.
+func (c *Cluster) SetPartitionPrimary(topic string, partition, node int) {
+	c.shared.mu.Lock()
+	defer c.shared.mu.Unlock()
+	k := partRef{topic, uint32(partition)}
+	if node < 0 {
+		delete(c.partPrimary, k)
+		return
+	}
+	if c.partPrimary == nil {
+		c.partPrimary = map[partRef]int{}
+	}
+	c.partPrimary[k] = node
+}
+
+// PartitionReads returns how many PollMessages and GetConsumerOffset
+// requests for topic's partition node has served.
+func (c *Cluster) PartitionReads(node int, topic string, partition int) int {
+	c.shared.mu.Lock()
+	defer c.shared.mu.Unlock()
+	return c.partReads[nodePart{node, partRef{topic, uint32(partition)}}]
+}
+
+// Reads returns how many reads (non-replicated requests) with command code
+// node has served.
+func (c *Cluster) Reads(node int, code uint32) int {
+	c.shared.mu.Lock()
+	defer c.shared.mu.Unlock()
+	return c.reads[nodeCode{node, code}]
+}
+
+// countPartitionRead counts every read a cluster node serves, and each
+// partition read (PollMessages, GetConsumerOffset) by partition. Callers
+// hold s.mu.
+func (s *Server) countPartitionRead(code uint32, body []byte) {
+	c := s.cluster
+	if c == nil {
+		return
+	}
+	if c.reads == nil {
+		c.reads = map[nodeCode]int{}
+	}
+	c.reads[nodeCode{s.id, code}]++
+	if code != proto.CodePollMessages && code != proto.CodeGetConsumerOffset {
+		return
+	}
+	k, ok := consumerPartition(body)
+	if !ok {
+		return
+	}
+	if c.partReads == nil {
+		c.partReads = map[nodePart]int{}
+	}
+	c.partReads[nodePart{s.id, k}]++
+}
+
+// consumerPartition reads the [consumer kind][consumer id][stream id][topic
+// id][partition flag u8][partition u32] prefix of PollMessages and the
+// consumer-offset requests; only a topic named by string is returned.
+func consumerPartition(body []byte) (partRef, bool) {
+	r := proto.NewReader(body)
+	r.U8()
+	r.Identifier()
+	r.Identifier()
+	tid := r.Identifier()
+	flag, pid := r.U8(), r.U32()
+	if !r.Ok() || tid.Kind != proto.IDString || flag != 1 {
+		return partRef{}, false
+	}
+	return partRef{string(tid.Name), pid}, true
+}
+
+// sendPartition reads the [metadata_length u32][stream id][topic
+// id][partitioning kind u8, length u8, partition u32] prefix of SendMessages.
+func sendPartition(body []byte) (partRef, bool) {
+	r := proto.NewReader(body)
+	r.U32()
+	r.Identifier()
+	tid := r.Identifier()
+	kind, n, pid := r.U8(), r.U8(), r.U32()
+	if !r.Ok() || tid.Kind != proto.IDString || kind != proto.PartitionID || n != 4 {
+		return partRef{}, false
+	}
+	return partRef{string(tid.Name), pid}, true
+}
+
+// acceptsWrite reports whether s takes a write of operation op: a partition
+// write whose partition has a primary of its own only on that node (if it
+// is alive), any other write as acceptsWrites. Callers hold s.mu.
+func (s *Server) acceptsWrite(op uint8, body []byte) bool {
+	c := s.cluster
+	if c == nil || len(c.partPrimary) == 0 || !proto.IsPartition(op) {
+		return s.acceptsWrites()
+	}
+	var k partRef
+	var ok bool
+	if op == proto.OpSendMessages {
+		k, ok = sendPartition(body)
+	} else {
+		k, ok = consumerPartition(body)
+	}
+	if !ok {
+		return s.acceptsWrites()
+	}
+	node, set := c.partPrimary[k]
+	if !set {
+		return s.acceptsWrites()
+	}
+	return node == s.id && c.alive[s.id]
 }
 
 // acceptsWrites reports whether s takes writes: a single server always, a

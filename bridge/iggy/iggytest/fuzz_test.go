@@ -286,3 +286,31 @@ func checkFrames(t *testing.T, out []byte) {
 		out = out[n:]
 	}
 }
+
+// FuzzPartitionRef feeds arbitrary bodies to the prefix readers that find a
+// request's partition for Cluster.SetPartitionPrimary and PartitionReads:
+// they must never panic, and a partition they find is named by a non-empty
+// topic.
+func FuzzPartitionRef(f *testing.F) {
+	send := proto.AppendU32(nil, 14)
+	send = proto.AppendStringID(send, "s")
+	send = proto.AppendStringID(send, "topic")
+	send = append(send, proto.PartitionID, 4)
+	send = proto.AppendU32(send, 1)
+	f.Add(send)
+	off := []byte{proto.ConsumerSingle}
+	off = proto.AppendStringID(off, "kafka.cg.g")
+	off = proto.AppendStringID(off, "s")
+	off = proto.AppendStringID(off, "topic")
+	off = append(off, 1)
+	off = proto.AppendU32(off, 2)
+	f.Add(off)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, read := range []func([]byte) (partRef, bool){sendPartition, consumerPartition} {
+			if k, ok := read(body); ok && k.topic == "" {
+				t.Fatalf("partition %d of an empty topic name", k.partition)
+			}
+		}
+	})
+}

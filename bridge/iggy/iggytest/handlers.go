@@ -89,6 +89,7 @@ func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []b
 			return reply(out, req, 0, uint32(proto.CodeUnauthenticated), nil), false
 		}
 		s.mu.Lock()
+		s.countPartitionRead(req.Code, body)
 		body, status := s.read(st, req, body)
 		s.mu.Unlock()
 		return reply(out, req, st.session, status, body), false
@@ -112,7 +113,7 @@ func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []b
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.acceptsWrites() {
+	if !s.acceptsWrite(req.Operation, body) {
 		// A backup: "not accepted", safe to retry on the primary (server
 		// iggy_partition.rs "non-primary transient reply").
 		return reply(out, req, st.session, uint32(proto.CodeTransientNotAccepted), nil), false

@@ -1,0 +1,70 @@
+//go:build !race
+
+package iggy
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/message"
+)
+
+// TestRoutedAllocs: an Append and a Read on a routed partition (routes.go)
+// allocate nothing in steady state either. The route is set by hand to the
+// one server (in a process of its own, so only the client's allocations
+// count): the routed session pool is what is measured.
+func TestRoutedAllocs(t *testing.T) {
+	addr := startServerProcess(t)
+	c := open(t, Config{Addr: addr, PoolSize: 2, PingInterval: -1, ReadCacheBytes: -1})
+	cx := context.Background()
+	if _, err := c.CreateTopic(cx, "ralloc", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	_, gen := c.target()
+	c.setRoute("ralloc", 0, addr, gen, addr)
+	if c.routeOf("ralloc", 0) == nil {
+		t.Fatal("route not set")
+	}
+	b := batchOf(1_700_000_000_000_000, "payload-", 10)
+	if _, err := c.Append(cx, "ralloc", 0, b); err != nil {
+		t.Fatal(err)
+	}
+	var failed error
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := c.Append(cx, "ralloc", 0, b); err != nil {
+			failed = err
+		}
+	})
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	if allocs != 0 {
+		t.Fatalf("routed Append allocates %.1f times per call", allocs)
+	}
+	n := 0
+	fn := func(*message.Message) bool { n++; return true }
+	allocs = testing.AllocsPerRun(200, func() {
+		if _, err := c.Read(cx, "ralloc", 0, 0, 1<<20, fn); err != nil {
+			failed = err
+		}
+	})
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	if allocs != 0 || n == 0 {
+		t.Fatalf("routed Read allocates %.1f times per call (%d read)", allocs, n)
+	}
+	c.routes.mu.Lock()
+	p := c.routes.pools[addr]
+	c.routes.mu.Unlock()
+	connected := 0
+	for _, s := range p.sessions { // all idle now
+		if s.conn != nil {
+			connected++
+		}
+	}
+	if connected == 0 {
+		t.Fatal("the routed pool was never used")
+	}
+}

@@ -1,0 +1,249 @@
+package iggy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+)
+
+// metricLine returns the value of one unlabelled series of c's metrics.
+func metricLine(t *testing.T, c *Client, name string) string {
+	t.Helper()
+	var m strings.Builder
+	c.WriteMetrics(&m)
+	for _, l := range strings.Split(m.String(), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("no series %s", name)
+	return ""
+}
+
+// TestPartitionPrimaryReroute: a partition whose own primary is not the
+// metadata primary (its backups, the metadata primary included, answer 58)
+// takes appends and commits through a reroute to the node that accepts;
+// every confirmed append is where it was confirmed; its reads come from its
+// route; a second move of the partition primary is followed, and giving it
+// back to the metadata primary drops the route. The other partition stays
+// on the metadata primary throughout.
+func TestPartitionPrimaryReroute(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, RequestTimeout: 2 * time.Second, ReadCacheBytes: -1})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "p", 2, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	type ack struct {
+		p    int32
+		base int64
+		tag  string
+	}
+	var acks []ack
+	appendTo := func(p int32, tag string) {
+		t.Helper()
+		base, err := c.Append(cx, "p", p, batchOf(1, tag, 2))
+		if err != nil {
+			t.Fatalf("append %s to partition %d: %v", tag, p, err)
+		}
+		acks = append(acks, ack{p, base, tag})
+	}
+	appendTo(0, "a")
+	appendTo(1, "b")
+	if got := metricLine(t, c, "kiggy_iggy_routed_partitions"); got != "0" {
+		t.Fatalf("routed partitions %s before any move", got)
+	}
+
+	cl.SetPartitionPrimary("p", 1, 2) // metadata primary stays node 0
+	for i := range 5 {
+		appendTo(1, fmt.Sprintf("c%d-", i))
+		appendTo(0, fmt.Sprintf("d%d-", i))
+	}
+	if got := metricLine(t, c, "kiggy_iggy_routed_partitions"); got != "1" {
+		t.Fatalf("routed partitions %s, want 1", got)
+	}
+	if got := metricLine(t, c, "kiggy_iggy_partition_reroutes_total"); got != "1" {
+		t.Fatalf("reroutes %s, want 1 (one per move, not per request)", got)
+	}
+	if err := c.CommitOffset(cx, "g", "p", 1, 3, "m"); err != nil {
+		t.Fatalf("commit on the rerouted partition: %v", err)
+	}
+	reads0, reads2 := cl.PartitionReads(0, "p", 1), cl.PartitionReads(2, "p", 1)
+	if off, _, ok, err := c.FetchOffset(cx, "g", "p", 1); err != nil || !ok || off != 3 {
+		t.Fatalf("fetch offset: %d %v %v", off, ok, err)
+	}
+	if got, _ := readAll(t, c, "p", 1, 0, 1<<20); len(got) != 12 {
+		t.Fatalf("rerouted partition reads %d messages, want 12", len(got))
+	}
+	if n0, n2 := cl.PartitionReads(0, "p", 1)-reads0, cl.PartitionReads(2, "p", 1)-reads2; n0 != 0 || n2 < 2 {
+		t.Fatalf("reads of the rerouted partition: %d on the metadata primary, %d on its route (want 0 and ≥ 2)", n0, n2)
+	}
+	topics0, topics2 := cl.Reads(0, proto.CodeGetTopic), cl.Reads(2, proto.CodeGetTopic)
+	if wm, err := c.Watermarks(cx, "p", 1); err != nil || wm.High != 12 {
+		t.Fatalf("watermarks of the rerouted partition: %+v %v", wm, err)
+	}
+	if n0, n2 := cl.Reads(0, proto.CodeGetTopic)-topics0, cl.Reads(2, proto.CodeGetTopic)-topics2; n0 != 0 || n2 != 1 {
+		t.Fatalf("watermarks of the rerouted partition: %d GetTopic on the metadata primary, %d on its route (want 0 and 1)", n0, n2)
+	}
+
+	// 57 on the route is replayed there, as on the primary (§1.8); the
+	// route stays.
+	cl.Node(2).InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Status: uint32(proto.CodeTransientNotCommitted), Count: 2})
+	appendTo(1, "r")
+	if got := metricLine(t, c, "kiggy_iggy_partition_reroutes_total"); got != "1" {
+		t.Fatalf("reroutes %s after a 57 on the route, want 1", got)
+	}
+
+	cl.SetPartitionPrimary("p", 1, 1) // a second move
+	appendTo(1, "e")
+	if got := metricLine(t, c, "kiggy_iggy_partition_reroutes_total"); got != "2" {
+		t.Fatalf("reroutes %s after the second move, want 2", got)
+	}
+	reads1 := cl.PartitionReads(1, "p", 1)
+	readAll(t, c, "p", 1, 0, 1<<20)
+	if cl.PartitionReads(1, "p", 1) == reads1 {
+		t.Fatal("after the second move the partition is not read from its new primary")
+	}
+
+	cl.SetPartitionPrimary("p", 1, -1) // back on the metadata primary
+	appendTo(1, "f")
+	if got := metricLine(t, c, "kiggy_iggy_routed_partitions"); got != "0" {
+		t.Fatalf("routed partitions %s after the partition came back, want 0", got)
+	}
+	if addr, _ := c.target(); !sameAddr(addr, cl.Addr(0)) {
+		t.Fatalf("metadata primary moved to %s", addr)
+	}
+	for _, a := range acks {
+		got, _ := readAll(t, c, "p", a.p, a.base, 1<<20)
+		if len(got) < 2 || got[0].off != a.base || got[0].payload != a.tag+"0" || got[1].payload != a.tag+"1" {
+			t.Fatalf("append confirmed at %d/%d (%s) reads back %+v", a.p, a.base, a.tag, got[:min(2, len(got))])
+		}
+	}
+}
+
+// TestPartitionRouteAfterFailover: with a partition routed to its own
+// primary, the metadata primary is killed: the client follows the new
+// metadata primary, the route set under the old view is dropped, and the
+// partition, still led by its own node, is rerouted again.
+func TestPartitionRouteAfterFailover(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, RequestTimeout: 2 * time.Second,
+		ReconnectBackoffMax: 200 * time.Millisecond, ReadCacheBytes: -1})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "q", 2, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	cl.SetPartitionPrimary("q", 1, 2)
+	if _, err := c.Append(cx, "q", 1, batchOf(1, "a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	cl.Kill(0)
+	deadline := time.Now().Add(10 * time.Second)
+	n, ok0, ok1 := 0, false, false
+	var err0, err1 error
+	for !ok0 || !ok1 {
+		if !ok0 {
+			_, err0 = c.Append(cx, "q", 0, batchOf(1, "b", 1))
+			ok0 = err0 == nil
+		}
+		if !ok1 {
+			_, err1 = c.Append(cx, "q", 1, batchOf(1, "c", 1))
+			ok1 = err1 == nil
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("appends after the metadata failover: %v / %v", err0, err1)
+		}
+		n++
+		time.Sleep(20 * time.Millisecond)
+	}
+	if addr, _ := c.target(); !sameAddr(addr, cl.Addr(1)) {
+		t.Fatalf("sessions go to %s, want the new metadata primary %s", addr, cl.Addr(1))
+	}
+	if got := metricLine(t, c, "kiggy_iggy_routed_partitions"); got != "1" {
+		t.Fatalf("routed partitions %s, want 1", got)
+	}
+	if got := metricLine(t, c, "kiggy_iggy_partition_reroutes_total"); got != "2" {
+		t.Fatalf("reroutes %s, want 2 (once per view)", got)
+	}
+	if got, wm := readAll(t, c, "q", 1, 0, 1<<20); len(got) != 2 || wm.High != 2 {
+		t.Fatalf("partition 1 reads %d messages, high %d", len(got), wm.High)
+	}
+	t.Logf("%d failed rounds during the failover", n)
+}
+
+// TestSingleServerNoReroute: a single server's 58 on a partition write is
+// replayed on the same connection as before (§1.8); no route, no routed
+// pool, no extra connection.
+func TestSingleServerNoReroute(t *testing.T) {
+	srv, addr := startServer(t, iggytest.Config{})
+	c := open(t, Config{Addr: addr, PoolSize: 1})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "s", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	connects := metricLine(t, c, "kiggy_iggy_connects_total")
+	srv.InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Status: uint32(proto.CodeTransientNotAccepted), Count: 2})
+	if base, err := c.Append(cx, "s", 0, batchOf(1, "x", 2)); err != nil || base != 0 {
+		t.Fatalf("append through 58: %d %v", base, err)
+	}
+	srv.InjectFault(iggytest.Fault{Op: proto.OpStoreConsumerOffset, Status: uint32(proto.CodeTransientNotAccepted), Count: 2})
+	if err := c.CommitOffset(cx, "g", "s", 0, 1, ""); err != nil {
+		t.Fatalf("commit through 58: %v", err)
+	}
+	if got := metricLine(t, c, "kiggy_iggy_connects_total"); got != connects {
+		t.Fatalf("connects went from %s to %s", connects, got)
+	}
+	if got := metricLine(t, c, "kiggy_iggy_transient_retries_total"); got != "4" {
+		t.Fatalf("%s replays, want 4 (two per 58-answered write)", got)
+	}
+	c.routes.mu.Lock()
+	pools := len(c.routes.pools)
+	c.routes.mu.Unlock()
+	if pools != 0 || metricLine(t, c, "kiggy_iggy_routed_partitions") != "0" {
+		t.Fatalf("%d routed pools on a single server", pools)
+	}
+}
+
+// TestPartitionRouteNodeKilled: the node a partition is routed to dies (and
+// the partition's primaryship returns to the metadata primary, as its
+// consensus group elects the next replica): the route is dropped at the
+// first failure and the partition's writes go back to the metadata primary.
+func TestPartitionRouteNodeKilled(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, RequestTimeout: time.Second, ReadCacheBytes: -1})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "k", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	cl.SetPartitionPrimary("k", 0, 2)
+	if _, err := c.Append(cx, "k", 0, batchOf(1, "a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	cl.Kill(2)
+	cl.SetPartitionPrimary("k", 0, -1)
+	failed := 0
+	for {
+		_, err := c.Append(cx, "k", 0, batchOf(1, "b", 1))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, bridge.ErrUnknownOutcome) && !errors.Is(err, bridge.ErrUnavailable) {
+			t.Fatalf("append after the routed node died: %v", err)
+		}
+		if failed++; failed > 2 {
+			t.Fatalf("%d appends failed after the routed node died: %v", failed, err)
+		}
+	}
+	if got := metricLine(t, c, "kiggy_iggy_routed_partitions"); got != "0" {
+		t.Fatalf("routed partitions %s after the routed node died, want 0", got)
+	}
+	if addr, _ := c.target(); !sameAddr(addr, cl.Addr(0)) {
+		t.Fatalf("metadata primary moved to %s", addr)
+	}
+}
