@@ -237,6 +237,11 @@ func TestSASLGate(t *testing.T) {
 	if err := c.ExpectClosed(5 * time.Second); err != nil {
 		t.Errorf("after failed authentication: %v", err)
 	}
+	// The client sees the close before the engine's loop has counted it:
+	// wait for the count.
+	for deadline := time.Now().Add(5 * time.Second); gw.EngineStats().Closed(engine.ReasonAuthentication) < 2 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if st := gw.EngineStats(); st.Closed(engine.ReasonAuthentication) != 2 {
 		t.Errorf("closes counted as authentication_failed: %d, want 2", st.Closed(engine.ReasonAuthentication))
 	}
