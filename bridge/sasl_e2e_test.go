@@ -239,7 +239,8 @@ func TestSASLGate(t *testing.T) {
 	}
 	// The client sees the close before the engine's loop has counted it:
 	// wait for the count.
-	for deadline := time.Now().Add(5 * time.Second); gw.EngineStats().Closed(engine.ReasonAuthentication) < 2 && time.Now().Before(deadline); {
+	authCloses := func() uint64 { st := gw.EngineStats(); return uint64(st.Closed(engine.ReasonAuthentication)) }
+	for deadline := time.Now().Add(5 * time.Second); authCloses() < 2 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if st := gw.EngineStats(); st.Closed(engine.ReasonAuthentication) != 2 {
