@@ -40,6 +40,7 @@ type Client struct {
 	sessions []*session
 	closed   atomic.Bool
 	avgMsg   atomic.Int64 // EWMA of polled message size, bytes
+	maxReply uint32       // largest reply frame read (proto.MaxFrameSize; tests lower it)
 
 	mu       sync.RWMutex
 	topics   map[string]topicEntry
@@ -75,6 +76,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		offsets:  map[offsetKey]memOffset{},
 	}
 	c.avgMsg.Store(1024)
+	c.maxReply = proto.MaxFrameSize
 	c.leader.seeds = splitSeeds(cfg.Addr)
 	for range cfg.PoolSize {
 		s := newSession(c)
