@@ -3,7 +3,6 @@ package iggy
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/kiggy-io/kiggy/bridge"
@@ -184,8 +183,8 @@ func (c *Client) read(ctx context.Context, topic string, partition int32, offset
 		req := c.pollRequest(s, topic, partition, proto.PollOffset, next, uint32(count))
 		body, _, err := s.do(ctx, proto.CodePollMessages, req)
 		for shrinks := 0; ; shrinks++ {
-			var big *replyTooLargeError
-			if !errors.As(err, &big) || count <= 1 || shrinks >= maxShrinks {
+			big, ok := err.(*replyTooLargeError) // as s.do returns it (errors.As allocates)
+			if !ok || count <= 1 || shrinks >= maxShrinks {
 				break
 			}
 			// More bytes than a frame holds: ask for fewer.

@@ -23,7 +23,6 @@ package iggy
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"io"
 	"strings"
 	"sync"
@@ -494,8 +493,9 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 		req := c.pollRequest(s, p.key.topic, p.key.partition, proto.PollOffset, start, uint32(count))
 		var err error
 		body, _, err = s.do(ctx, proto.CodePollMessages, req)
-		var big *replyTooLargeError
-		if errors.As(err, &big) && count > floor && tries < maxShrinks {
+		// s.do returns the session's error as it is (no wrapping): a type
+		// assertion, where errors.As would allocate on every poll.
+		if big, ok := err.(*replyTooLargeError); ok && count > floor && tries < maxShrinks {
 			// More bytes than a frame holds: ask for fewer, sized from
 			// what that reply was.
 			rc.mu.Lock()
