@@ -40,7 +40,7 @@ type Client struct {
 	sessions []*session
 	closed   atomic.Bool
 	avgMsg   atomic.Int64 // EWMA of polled message size, bytes
-	maxReply uint32       // largest reply frame read (proto.MaxFrameSize; tests lower it)
+	maxReply uint32       // largest reply frame read; 0 = proto.MaxFrameSize (tests lower it)
 
 	mu       sync.RWMutex
 	topics   map[string]topicEntry
@@ -76,7 +76,6 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		offsets:  map[offsetKey]memOffset{},
 	}
 	c.avgMsg.Store(1024)
-	c.maxReply = proto.MaxFrameSize
 	c.leader.seeds = splitSeeds(cfg.Addr)
 	for range cfg.PoolSize {
 		s := newSession(c)
@@ -320,6 +319,14 @@ func (c *Client) Close() error {
 		}
 	}
 	return nil
+}
+
+// replyLimit is the largest reply frame the client reads.
+func (c *Client) replyLimit() uint32 {
+	if c.maxReply == 0 {
+		return proto.MaxFrameSize
+	}
+	return c.maxReply
 }
 
 // unavailable wraps a failure before anything reached the server.

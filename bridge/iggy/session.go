@@ -426,13 +426,13 @@ func (s *session) readReply() (proto.ReplyHeader, []byte, error) {
 	if _, err := io.ReadFull(s.br, s.rbuf[:proto.HeaderSize]); err != nil {
 		return proto.ReplyHeader{}, nil, s.ioError(err)
 	}
-	if h := proto.ParseReplyHeader(s.rbuf[:proto.HeaderSize]); h.Command == proto.CommandReply && h.Size > s.c.maxReply {
+	if h := proto.ParseReplyHeader(s.rbuf[:proto.HeaderSize]); h.Command == proto.CommandReply && h.Size > s.c.replyLimit() {
 		// A well-formed reply too large to keep (a poll of many large
 		// messages): skip its body so the stream stays in step.
 		if _, err := io.CopyN(io.Discard, s.br, int64(h.Size-proto.HeaderSize)); err != nil {
 			return h, nil, s.ioError(err)
 		}
-		return h, nil, &replyTooLargeError{Size: h.Size, Limit: s.c.maxReply}
+		return h, nil, &replyTooLargeError{Size: h.Size, Limit: s.c.replyLimit()}
 	}
 	h, err := checkReplyHeader(s.rbuf[:proto.HeaderSize])
 	if err != nil {
