@@ -87,6 +87,13 @@ func TestReadLargeMessagesOverFrameLimit(t *testing.T) {
 			if c.cache != nil && c.cache.shrinks.Load() == 0 {
 				t.Fatal("no poll was asked again with fewer messages: the test did not reach the frame limit")
 			}
+			// Each reply over the limit counts as a protocol error of
+			// PollMessages (docs/METRICS.md).
+			out := scrape(c)
+			if strings.Contains(out, `kiggy_iggy_request_errors_total{command="PollMessages",kind="protocol"} 0`+"\n") ||
+				!strings.Contains(out, `kiggy_iggy_request_errors_total{command="PollMessages",kind="protocol"}`) {
+				t.Fatalf("the replies over the limit were not counted as protocol errors:\n%s", out)
+			}
 		})
 	}
 }
