@@ -442,7 +442,7 @@ func (rc *readCache) worker() {
 // only, so a count from another partition's size can ask for far more bytes
 // than the budget (64 KiB messages after 1 KiB ones: 64×, a reply over the
 // frame limit): a partition not polled yet asks for at most firstPollCount
-// messages (docs/IGGY.md, "Read cache").
+// messages (docs/IGGY.md, "The read cache and read-ahead").
 func pollCount(c *Client, p *partCache, budget int) int64 {
 	if p.msgSize > 0 {
 		return min(max(int64(budget)/p.msgSize, 1), maxPollCount)
