@@ -99,6 +99,7 @@ func TestCachedReadAllocs(t *testing.T) {
 		c.cache.mu.Lock()
 		p := c.cache.part("calloc", 0)
 		p.chunkBytes = 1
+		p.msgSize = 1 // a count of the budget: 250 messages
 		c.cache.mu.Unlock()
 		s, err := c.acquire(cx)
 		if err != nil {

@@ -40,6 +40,7 @@ type Client struct {
 	sessions []*session
 	closed   atomic.Bool
 	avgMsg   atomic.Int64 // EWMA of polled message size, bytes
+	maxReply uint32       // largest reply frame read; 0 = proto.MaxFrameSize (tests lower it)
 
 	mu       sync.RWMutex
 	topics   map[string]topicEntry
@@ -319,6 +320,14 @@ func (c *Client) Close() error {
 		}
 	}
 	return c.closeRoutes(timeout.C)
+}
+
+// replyLimit is the largest reply frame the client reads.
+func (c *Client) replyLimit() uint32 {
+	if c.maxReply == 0 {
+		return proto.MaxFrameSize
+	}
+	return c.maxReply
 }
 
 // unavailable wraps a failure before anything reached the server.

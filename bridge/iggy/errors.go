@@ -97,3 +97,16 @@ var (
 	errBadPoll         = errors.New("iggy: malformed PollMessages reply")
 	errNoResult        = fmt.Errorf("%w: reply without a valid result section", errDesync)
 )
+
+// replyTooLargeError is a reply larger than the client reads (the frame
+// limit): its bytes were read past, so the session is still in step and the
+// caller can ask for less (a PollMessages of fewer messages). Iggy bounds a
+// poll by its message count only, so too many large messages make one.
+type replyTooLargeError struct {
+	Size  uint32 // the reply's frame size, header included
+	Limit uint32 // the largest frame the client reads
+}
+
+func (e *replyTooLargeError) Error() string {
+	return fmt.Sprintf("iggy: a reply of %d bytes exceeds the frame limit of %d", e.Size, e.Limit)
+}

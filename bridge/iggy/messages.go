@@ -13,6 +13,19 @@ import (
 // maxPollCount caps the message count of one PollMessages.
 const maxPollCount = 10_000
 
+// maxShrinks bounds the polls asked again with fewer messages after a reply
+// over the frame limit (replyTooLargeError).
+const maxShrinks = 4
+
+// shrunkCount is the count to ask again after a poll of count messages was
+// answered by a reply over the frame limit: a share of count that fits in
+// half the limit, and no more than sized (the count from the message size
+// the reply showed), never below floor.
+func shrunkCount(count, floor int64, big *replyTooLargeError, sized int64) int64 {
+	fit := count * int64(big.Limit) / int64(big.Size) / 2
+	return max(min(fit, sized, count-1), floor)
+}
+
 // Append sends b's frames to one partition with SendMessages (§3.7):
 // Partitioning kind 2 (explicit partition id = the Kafka partition), batch
 // origin_timestamp = b.Origin. It stamps every frame checksum and the batch
@@ -171,6 +184,21 @@ func (c *Client) read(ctx context.Context, topic string, partition int32, offset
 		count := min(max(int64(budget)/max(avg, 64), 1), maxPollCount)
 		req := c.pollRequest(s, topic, partition, proto.PollOffset, next, uint32(count))
 		body, _, err := s.do(ctx, proto.CodePollMessages, req)
+		for shrinks := 0; ; shrinks++ {
+			big, ok := err.(*replyTooLargeError) // as s.do returns it (errors.As allocates)
+			if !ok || count <= 1 || shrinks >= maxShrinks {
+				break
+			}
+			// More bytes than a frame holds: ask for fewer.
+			per := int64(big.Size)/count + 1
+			if per > avg {
+				avg = per
+				c.avgMsg.Store(avg)
+			}
+			count = shrunkCount(count, 1, big, max(int64(budget)/avg, 1))
+			req = c.pollRequest(s, topic, partition, proto.PollOffset, next, uint32(count))
+			body, _, err = s.do(ctx, proto.CodePollMessages, req)
+		}
 		if err != nil {
 			c.releaseFor(s)
 			return bridge.Watermarks{}, c.pollError(ctx, topic, partition, err)

@@ -76,6 +76,7 @@ var errKindNames = [numErrKinds]string{"server", "timeout", "connection", "proto
 func kindOf(err error) errKind {
 	var ev *EvictionError
 	var se *Error
+	var big *replyTooLargeError
 	switch {
 	case errors.As(err, &ev):
 		return kindEvicted
@@ -83,7 +84,7 @@ func kindOf(err error) errKind {
 		return kindServer
 	case errors.Is(err, errTimeout):
 		return kindTimeout
-	case errors.Is(err, ErrProtocol), errors.Is(err, errDesync):
+	case errors.Is(err, ErrProtocol), errors.Is(err, errDesync), errors.As(err, &big):
 		return kindProtocol
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return kindCanceled

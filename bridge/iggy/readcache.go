@@ -95,6 +95,7 @@ type partCache struct {
 	raFrom     uint64 // where the next read-ahead starts
 	chunkBytes int    // read-ahead poll size (the last reader's budget)
 	dead       bool   // dropped from the cache: in-flight results are discarded
+	msgSize    int64  // bytes per message of its polls (notePollSize); 0 = not polled yet
 }
 
 // cacheReader is the per-Read walking state (pooled: fn makes it escape).
@@ -122,6 +123,7 @@ type readCache struct {
 	ttl     time.Duration
 
 	hits, misses, evictions, readAheads, invalidations, shared atomic.Uint64
+	shrinks                                                    atomic.Uint64 // polls asked again with fewer messages (replyTooLargeError)
 	gauge                                                      atomic.Int64
 	// gen changes whenever cached data is dropped as possibly no longer
 	// stored (invalidation, not eviction): the gateway's fetch cache serves
@@ -237,7 +239,7 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 	budget := max(maxBytes, p.chunkBytes)
 	shared := !p.polling
 	if shared {
-		p.polling, p.pollFrom, p.pollTo = true, from, from+uint64(pollCount(rc.c, budget))
+		p.polling, p.pollFrom, p.pollTo = true, from, from+uint64(pollCount(rc.c, p, budget))
 	}
 	rc.mu.Unlock()
 	rc.misses.Add(1)
@@ -377,7 +379,7 @@ func (rc *readCache) wantReadAhead(p *partCache, at uint64) {
 		end = ch.end
 	}
 	if p.queued || p.high <= int64(end) || (p.polling && p.pollFrom <= end && end < p.pollTo) ||
-		end-at >= 2*uint64(pollCount(rc.c, p.chunkBytes)) {
+		end-at >= 2*uint64(pollCount(rc.c, p, p.chunkBytes)) {
 		return
 	}
 	select {
@@ -410,7 +412,7 @@ func (rc *readCache) worker() {
 		budget := p.chunkBytes
 		shared := !p.polling
 		if shared {
-			p.polling, p.pollFrom, p.pollTo = true, from, from+uint64(pollCount(rc.c, budget))
+			p.polling, p.pollFrom, p.pollTo = true, from, from+uint64(pollCount(rc.c, p, budget))
 		}
 		rc.mu.Unlock()
 		rc.readAheads.Add(1)
@@ -435,10 +437,33 @@ func (rc *readCache) worker() {
 	}
 }
 
-// pollCount is the PollMessages count for a byte budget, from the running
-// average message size.
-func pollCount(c *Client, budget int) int64 {
-	return min(max(int64(budget)/max(c.avgMsg.Load(), 64), 1), maxPollCount)
+// pollCount is the PollMessages count for a byte budget, from p's message
+// size as its last polls found it; under mu. Iggy bounds a poll by count
+// only, so a count from another partition's size can ask for far more bytes
+// than the budget (64 KiB messages after 1 KiB ones: 64×, a reply over the
+// frame limit): a partition not polled yet asks for at most firstPollCount
+// messages (docs/IGGY.md, "The read cache and read-ahead").
+func pollCount(c *Client, p *partCache, budget int) int64 {
+	if p.msgSize > 0 {
+		return min(max(int64(budget)/p.msgSize, 1), maxPollCount)
+	}
+	return min(max(int64(budget)/max(c.avgMsg.Load(), 64), 1), firstPollCount)
+}
+
+// firstPollCount caps the count of a partition's first poll, whose message
+// size is not known yet: 32 messages of Kafka's default 1 MiB
+// max.message.bytes are half the frame limit.
+const firstPollCount = 32
+
+// notePollSize folds a poll's bytes per message into p's size: up at once
+// (the next poll must not ask too much), down by 1/8; under mu.
+func notePollSize(p *partCache, per int64) {
+	per = max(per, 64)
+	if per >= p.msgSize {
+		p.msgSize = per
+	} else {
+		p.msgSize += (per - p.msgSize) / 8
+	}
 }
 
 // poll sends one PollMessages for p from offset from on s and publishes the
@@ -456,15 +481,34 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 	if prev != nil && from > 0 {
 		check, start = prev.lastSum, from-1
 	}
+	count := pollCount(c, p, budget)
 	rc.mu.Unlock()
-	count := pollCount(c, budget)
+	floor := int64(1)
 	if start < from {
 		count++
+		floor = 2 // the checked message and one new
 	}
-	req := c.pollRequest(s, p.key.topic, p.key.partition, proto.PollOffset, start, uint32(count))
-	body, _, err := s.do(ctx, proto.CodePollMessages, req)
-	if err != nil {
-		return nil, 0, 0, err
+	var body []byte
+	for tries := 0; ; tries++ {
+		req := c.pollRequest(s, p.key.topic, p.key.partition, proto.PollOffset, start, uint32(count))
+		var err error
+		body, _, err = s.do(ctx, proto.CodePollMessages, req)
+		// s.do returns the session's error as it is (no wrapping): a type
+		// assertion, where errors.As would allocate on every poll.
+		if big, ok := err.(*replyTooLargeError); ok && count > floor && tries < maxShrinks {
+			// More bytes than a frame holds: ask for fewer, sized from
+			// what that reply was.
+			rc.mu.Lock()
+			notePollSize(p, int64(big.Size)/count+1)
+			count = shrunkCount(count, floor, big, pollCount(c, p, budget))
+			rc.mu.Unlock()
+			rc.shrinks.Add(1)
+			continue
+		}
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		break
 	}
 	if len(body) < 16 {
 		return nil, 0, 0, errBadPoll
@@ -474,12 +518,14 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 	if !ok {
 		return nil, 0, 0, errBadPoll
 	}
-	if polled > 0 {
-		avg := c.avgMsg.Load()
-		c.avgMsg.Store(avg + (int64(len(body))/int64(polled)-avg)/8)
-	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	if polled > 0 {
+		per := int64(len(body)) / int64(polled)
+		avg := c.avgMsg.Load()
+		c.avgMsg.Store(avg + (per-avg)/8)
+		notePollSize(p, per)
+	}
 	if p.dead {
 		// Dropped while the poll was in flight (the topic was deleted or
 		// recreated): the reply answers its reader and is not cached.

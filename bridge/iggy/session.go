@@ -320,6 +320,11 @@ func (s *session) exchange(ctx context.Context, frame []byte, code uint32) (body
 		}
 		h, rb, rerr := s.readReply()
 		if rerr != nil {
+			var big *replyTooLargeError
+			if errors.As(rerr, &big) && h.Request == req && proto.ReplyMatches(op, h.Operation) {
+				// Read past, in step: the caller asks for less.
+				return nil, true, rerr
+			}
 			s.lost(rerr)
 			return nil, true, rerr
 		}
@@ -441,6 +446,14 @@ func (s *session) ioError(err error) error {
 func (s *session) readReply() (proto.ReplyHeader, []byte, error) {
 	if _, err := io.ReadFull(s.br, s.rbuf[:proto.HeaderSize]); err != nil {
 		return proto.ReplyHeader{}, nil, s.ioError(err)
+	}
+	if h := proto.ParseReplyHeader(s.rbuf[:proto.HeaderSize]); h.Command == proto.CommandReply && h.Size > s.c.replyLimit() {
+		// A well-formed reply too large to keep (a poll of many large
+		// messages): skip its body so the stream stays in step.
+		if _, err := io.CopyN(io.Discard, s.br, int64(h.Size-proto.HeaderSize)); err != nil {
+			return h, nil, s.ioError(err)
+		}
+		return h, nil, &replyTooLargeError{Size: h.Size, Limit: s.c.replyLimit()}
 	}
 	h, err := checkReplyHeader(s.rbuf[:proto.HeaderSize])
 	if err != nil {
