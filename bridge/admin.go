@@ -10,9 +10,10 @@ import (
 	"github.com/kiggy-io/kiggy/wire"
 )
 
-// maxPartitions is the most partitions one request may create: Iggy's
-// CreateTopic/CreatePartitions limit (docs/design/iggy-protocol.md §3.5).
-const maxPartitions = 1000
+// maxPartitions is the most partitions one CreateTopics or CreatePartitions
+// topic may create (docs/LIMITS.md). Iggy creates at most 1,000 per request
+// (docs/design/iggy-protocol.md §3.5); its backend creates more in steps.
+const maxPartitions = 100_000
 
 // adminState is the admin handlers' scratch space.
 type adminState struct {
@@ -83,6 +84,8 @@ func (g *Gateway) createTopics(c *call) bool {
 				code, msg = wire.TopicAlreadyExists, "Topic '"+t.Topic+"' already exists."
 			case errors.Is(err, ErrInvalidConfig):
 				code, msg = wire.InvalidConfig, err.Error()
+			case errors.Is(err, ErrInvalidPartitions):
+				code, msg = wire.InvalidPartitions, err.Error()
 			case err != nil:
 				code, msg = wire.UnknownServerError, err.Error()
 			}

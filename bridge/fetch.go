@@ -96,16 +96,20 @@ func (r *partReader) init(m *metrics) {
 // maxRetainedPartBuf bounds the scratch buffer a pooled partReader keeps,
 // and maxRetainedScratch all of a pooled state's concurrent-request scratch
 // (read buffers here, mapped batches in produceFanout): idle pooled states
-// must not pin hundreds of MiB.
+// must not pin hundreds of MiB. maxRetainedReaders bounds the partition
+// readers a pooled state keeps: a Fetch of up to 1,024 partitions reuses its readers (about 0.6 KiB each
+// without their buffers, which maxRetainedScratch bounds) rather than
+// allocating most of them again (issue #20).
 const (
 	maxRetainedPartBuf = 4 << 20
 	maxRetainedScratch = 16 << 20
+	maxRetainedReaders = 1024
 )
 
 // trim lets the garbage collector have large or surplus scratch space.
 func (fs *fetchState) trim() {
-	if len(fs.parts) > maxRetainedFanout {
-		fs.parts = fs.parts[:maxRetainedFanout]
+	if len(fs.parts) > maxRetainedReaders {
+		fs.parts = fs.parts[:maxRetainedReaders]
 	}
 	fs.r.builder.TrimScratch(maxRetainedPartBuf)
 	kept := 0
@@ -414,15 +418,37 @@ func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
 			return // fetchPass answers it TOPIC_AUTHORIZATION_FAILED
 		}
 		r.limit = min(int(r.rp.PartitionMaxBytes), maxBytes)
-		if want := min(r.limit+r.limit/8+4096, maxRetainedPartBuf); cap(r.buf) < want {
-			// Room for a full read (record framing adds a few percent to
-			// the payload bytes the limit counts) without append's
-			// doubling copies; kept by the pooled state for the next.
-			r.buf = make([]byte, 0, want)
+		// The buffer grows with what the read returns (growPart), not to
+		// the limit up front: most partitions of a Fetch of many return
+		// little or nothing, and partitions × limit buffers would be
+		// allocated afresh by every Fetch past what a pooled state keeps
+		// (issue #20). A grown buffer is kept for the next read.
+		if r.builder.Grow == nil {
+			r.builder.Grow = r.growPart
 		}
 		r.deferCopy = true
 		r.buf, r.recordBytes = g.readPartition(r, r.buf[:0], r.topic, r.codec, r.rp, &r.resp, r.limit, true)
 	})
+}
+
+// minPartBuf is the smallest buffer a concurrent partition read grows to.
+const minPartBuf = 16 << 10
+
+// growPart is a concurrent partition read's Grow (batch.Builder): buf
+// doubles (from minPartBuf) while that stays within a full read of the
+// limit (record framing adds a few percent to the payload bytes the limit
+// counts), and past it grows to just what is needed.
+func (r *partReader) growPart(buf []byte, n int) []byte {
+	need := len(buf) + n
+	full := r.limit + r.limit/8 + 4096
+	c := max(2*cap(buf), minPartBuf)
+	if c > full {
+		c = full
+	}
+	c = max(c, need)
+	nb := make([]byte, len(buf), c)
+	copy(nb, buf)
+	return nb
 }
 
 // partJob is one partition read of a Fetch for a pooled reader.

@@ -35,7 +35,7 @@ func TestScratchRetentionBounded(t *testing.T) {
 	if sumBatches != 0 || len(f.batches) != 0 {
 		t.Fatalf("a state kept %d batches, %d bytes", len(f.batches), sumBatches)
 	}
-	if len(fs.parts) > maxRetainedFanout {
+	if len(fs.parts) > maxRetainedReaders {
 		t.Fatalf("kept %d readers, %d batches", len(fs.parts), len(f.batches))
 	}
 }

@@ -310,14 +310,46 @@ func (c *Client) topic(ctx context.Context, name string) (bridge.TopicInfo, erro
 	return d.info, nil
 }
 
-// CreateTopic creates a topic with 1..1000 partitions. TopicConfig maps to
+// maxPartitionsPerRequest is how many partitions one CreateTopic or
+// CreatePartitions request may create (docs/design/iggy-protocol.md §3.5,
+// §3.6: more → 2015 TooManyPartitions); maxTopicPartitions is the most
+// kiggy creates in one topic in steps of that many (Iggy's partition id
+// space, docs/LIMITS.md).
+const (
+	maxPartitionsPerRequest = 1000
+	maxTopicPartitions      = 1_000_000
+)
+
+// CreateTopic creates a topic with 1..maxTopicPartitions partitions: past
+// maxPartitionsPerRequest, the topic is created with that many and grown
+// with CreatePartitions in steps before CreateTopic returns; if a step
+// fails the topic is deleted again and the error returned, so no half
+// topic is left reported created (docs/IGGY.md Topics). TopicConfig maps to
 // the message_expiry (µs) and max_topic_size options; zero values leave the
 // server defaults (no expiry, unlimited).
 func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32, cfg bridge.TopicConfig) (bridge.TopicInfo, error) {
-	// §3.5: 0..=1000 partitions per request; a Kafka topic needs ≥ 1.
-	if partitions < 1 || partitions > 1000 {
-		return bridge.TopicInfo{}, fmt.Errorf("%w: %d (Iggy allows 1..1000 per request)", bridge.ErrInvalidPartitions, partitions)
+	// A Kafka topic needs ≥ 1 partition.
+	if partitions < 1 || partitions > maxTopicPartitions {
+		return bridge.TopicInfo{}, fmt.Errorf("%w: %d (kiggy on Iggy allows 1..%d)", bridge.ErrInvalidPartitions, partitions, maxTopicPartitions)
 	}
+	if partitions <= maxPartitionsPerRequest {
+		return c.createTopic(ctx, name, partitions, cfg)
+	}
+	info, err := c.createTopic(ctx, name, maxPartitionsPerRequest, cfg)
+	if err != nil {
+		return info, err
+	}
+	if err := c.growTopic(ctx, name, maxPartitionsPerRequest, int64(partitions)-maxPartitionsPerRequest); err != nil {
+		if derr := c.DeleteTopic(ctx, name); derr != nil {
+			return bridge.TopicInfo{}, fmt.Errorf("%w (creating %d partitions; deleting the partial topic %q failed too: %v)", err, partitions, name, derr)
+		}
+		return bridge.TopicInfo{}, fmt.Errorf("%w (creating %d partitions; the partial topic %q was deleted)", err, partitions, name)
+	}
+	return c.topic(ctx, name)
+}
+
+// createTopic is one CreateTopic request (1..maxPartitionsPerRequest partitions).
+func (c *Client) createTopic(ctx context.Context, name string, partitions int32, cfg bridge.TopicConfig) (bridge.TopicInfo, error) {
 	if !validName(name) {
 		return bridge.TopicInfo{}, fmt.Errorf("%w: topic name must be 1..255 bytes", bridge.ErrInvalidConfig)
 	}
@@ -445,7 +477,10 @@ func (c *Client) UpdateTopic(ctx context.Context, name string, cfg bridge.TopicC
 
 // CreatePartitions grows a topic to total partitions. Iggy's
 // CreatePartitions takes the number to add (§3.6), so the current count is
-// read first; two concurrent growers may both add.
+// read first; two concurrent growers may both add. Past
+// maxPartitionsPerRequest the partitions are added in steps; if a step
+// fails, the error says how many partitions the topic has then (the ones
+// added stay: Kafka has no way to remove partitions).
 func (c *Client) CreatePartitions(ctx context.Context, name string, total int32) error {
 	d, ok, err := c.lookupTopic(ctx, name)
 	if err != nil {
@@ -455,16 +490,37 @@ func (c *Client) CreatePartitions(ctx context.Context, name string, total int32)
 		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
 	}
 	add := int64(total) - int64(d.info.Partitions)
-	if add <= 0 || add > 1000 {
-		return fmt.Errorf("%w: topic %q has %d partitions, asked for %d (Iggy adds 1..1000 at a time)",
-			bridge.ErrInvalidPartitions, name, d.info.Partitions, total)
+	if add <= 0 || total > maxTopicPartitions {
+		return fmt.Errorf("%w: topic %q has %d partitions, asked for %d (kiggy on Iggy allows up to %d)",
+			bridge.ErrInvalidPartitions, name, d.info.Partitions, total, maxTopicPartitions)
 	}
+	return c.growTopic(ctx, name, d.info.Partitions, add)
+}
+
+// growTopic adds add partitions to a topic of has partitions, in
+// CreatePartitions requests of at most maxPartitionsPerRequest.
+func (c *Client) growTopic(ctx context.Context, name string, has int32, add int64) error {
 	s, err := c.acquire(ctx)
 	if err != nil {
 		return unavailable(err)
 	}
 	defer c.release(s)
-	req := proto.AppendU32(c.topicRequest(s, name), uint32(add))
+	for done := int64(0); done < add; {
+		step := min(add-done, maxPartitionsPerRequest)
+		if err := c.addPartitions(ctx, s, name, uint32(step)); err != nil {
+			if done > 0 {
+				return fmt.Errorf("%w (topic %q has %d partitions: %d of the %d to add were added)", err, name, int64(has)+done, done, add)
+			}
+			return err
+		}
+		done += step
+	}
+	return nil
+}
+
+// addPartitions is one CreatePartitions request adding n (1..1000) partitions.
+func (c *Client) addPartitions(ctx context.Context, s *session, name string, n uint32) error {
+	req := proto.AppendU32(c.topicRequest(s, name), n)
 	_, sent, err := s.do(ctx, proto.CodeCreatePartitions, req)
 	c.forget(name)
 	switch code := codeOf(err); {

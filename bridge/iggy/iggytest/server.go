@@ -298,6 +298,7 @@ type connState struct {
 	client  proto.ClientID
 	session uint64
 	port    uint16
+	pollBuf []byte // poll's reply scratch
 }
 
 func (c *conn) serve() {
