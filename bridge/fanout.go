@@ -116,7 +116,7 @@ func (f *produceFanout) trim() {
 func (g *Gateway) runAppends(ctx context.Context, c *call, f *produceFanout) {
 	for i := 1; i < len(f.jobs); i++ {
 		f.wg.Add(1)
-		g.startAppend(appendTask{ctx: ctx, c: c, f: f, j: &f.jobs[i]})
+		g.appends.start(appendTask{ctx: ctx, c: c, f: f, j: &f.jobs[i]})
 	}
 	g.runAppend(ctx, c, &f.jobs[0])
 	f.wg.Wait()
@@ -144,37 +144,10 @@ func (g *Gateway) runAppend(ctx context.Context, c *call, j *appendJob) {
 	j.panicked = g.catch(c, func() { j.code, j.base = g.appendMapped(ctx, j.topic, j.index, j.batch, &j.producer) })
 }
 
-// startAppend hands t to an idle pooled worker, or starts one.
-func (g *Gateway) startAppend(t appendTask) {
-	select {
-	case g.appendTasks <- t:
-		return
-	default:
-	}
-	if g.appendWorkers.Add(1) > maxAppendWorkers {
-		g.appendWorkers.Add(-1)
-		go func() {
-			g.runAppend(t.ctx, t.c, t.j)
-			t.f.wg.Done()
-		}()
-		return
-	}
-	go g.appendWorker(t)
-}
-
-// appendWorker runs partition appends until the gateway closes.
-func (g *Gateway) appendWorker(t appendTask) {
-	defer g.appendWorkers.Add(-1)
-	for {
-		g.runAppend(t.ctx, t.c, t.j)
-		t.f.wg.Done()
-		t = appendTask{}
-		select {
-		case t = <-g.appendTasks:
-		case <-g.ctx.Done():
-			return
-		}
-	}
+// runAppendTask runs one pooled append task and marks it done.
+func (g *Gateway) runAppendTask(t appendTask) {
+	g.runAppend(t.ctx, t.c, t.j)
+	t.f.wg.Done()
 }
 
 // distinctPartitions counts the request's partition entries, or returns 0

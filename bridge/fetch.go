@@ -394,7 +394,7 @@ func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 	// reader goroutines (no allocation per partition once they run).
 	for _, r := range fs.parts[1:k] {
 		fs.wg.Add(1)
-		g.startPartRead(partJob{fs: fs, r: r, maxBytes: maxBytes})
+		g.partReads.start(partJob{fs: fs, r: r, maxBytes: maxBytes})
 	}
 	g.readOnePart(fs, fs.parts[0], maxBytes)
 	fs.wg.Wait()
@@ -462,36 +462,10 @@ type partJob struct {
 // on a goroutine of its own.
 const maxPartWorkers = 256
 
-// startPartRead hands j to an idle pooled reader, or starts one.
-func (g *Gateway) startPartRead(j partJob) {
-	select {
-	case g.partJobs <- j:
-		return
-	default:
-	}
-	if g.partWorkers.Add(1) > maxPartWorkers {
-		g.partWorkers.Add(-1)
-		go func() {
-			g.readOnePart(j.fs, j.r, j.maxBytes)
-			j.fs.wg.Done()
-		}()
-		return
-	}
-	go g.partWorker(j)
-}
-
-// partWorker runs partition reads until the gateway closes.
-func (g *Gateway) partWorker(j partJob) {
-	defer g.partWorkers.Add(-1)
-	for {
-		g.readOnePart(j.fs, j.r, j.maxBytes)
-		j.fs.wg.Done()
-		select {
-		case j = <-g.partJobs:
-		case <-g.ctx.Done():
-			return
-		}
-	}
+// runPartJob runs one pooled partition read and marks it done.
+func (g *Gateway) runPartJob(j partJob) {
+	g.readOnePart(j.fs, j.r, j.maxBytes)
+	j.fs.wg.Done()
 }
 
 func setWatermarks(p *wire.FetchResponseTopicPartition, wm Watermarks) {

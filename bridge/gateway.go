@@ -216,18 +216,16 @@ type Gateway struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// partJobs feeds the pooled partition readers of concurrent Fetches
-	// (fetch.go, readAll); partWorkers counts them.
-	partJobs    chan partJob
-	partWorkers atomic.Int32
+	// partReads runs the partition reads of concurrent Fetches (fetch.go,
+	// readAll) on pooled workers (workers.go).
+	partReads *workerPool[partJob]
 	// fetchCache shares encoded partition reads between Fetches
 	// (fetchcache.go); nil when the store offers none.
 	fetchCache *fetchCache
 
-	// appendTasks feeds the pooled append workers of concurrent Produce
-	// partitions (fanout.go, runAppends); appendWorkers counts them.
-	appendTasks   chan appendTask
-	appendWorkers atomic.Int32
+	// appends runs the partition appends of concurrent Produces
+	// (fanout.go, runAppends) on pooled workers (workers.go).
+	appends *workerPool[appendTask]
 }
 
 // connState orders one connection's requests.
@@ -267,8 +265,8 @@ func New(cfg Config, store Log) *Gateway {
 		ctx:    ctx,
 		cancel: cancel,
 	}
-	g.partJobs = make(chan partJob)
-	g.appendTasks = make(chan appendTask)
+	g.partReads = newWorkerPool(ctx, maxPartWorkers, g.runPartJob)
+	g.appends = newWorkerPool(ctx, maxAppendWorkers, g.runAppendTask)
 	g.states.New = func() any { return new(state) }
 	g.producerIDs.init(cfg.InstanceID)
 	g.producers.init()
