@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,6 +108,10 @@ func (c *Client) setRoute(topic string, partition int32, addr string, gen uint64
 	if r.m == nil {
 		r.m = map[partKey]route{}
 	}
+	// topic may alias a request frame that is reused later (wire's decoded
+	// strings do): a map key must own its bytes (an assignment to an
+	// existing string key stores the new key too).
+	k.topic = strings.Clone(topic)
 	r.m[k] = route{pool: c.poolLocked(addr), gen: gen}
 	r.n.Store(int32(len(r.m)))
 	r.reroutes++

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
@@ -245,5 +246,36 @@ func TestPartitionRouteNodeKilled(t *testing.T) {
 	}
 	if addr, _ := c.target(); !sameAddr(addr, cl.Addr(0)) {
 		t.Fatalf("metadata primary moved to %s", addr)
+	}
+}
+
+// TestPartitionRouteTopicAliasesBuffer: a topic name that aliases a
+// request buffer (wire's decoded strings do, until the frame is reused)
+// must not become the route's key. Seen on the real 3-node cluster
+// (docs/MANUAL_TESTING.md, 2026-12-01, late-node runs): the buffer reused
+// for the next request changed the stored key, the route was not found
+// again, every further append paid a 58 and a new reroute, and
+// kiggy_iggy_routed_partitions counted 10 routes for a 6-partition topic.
+func TestPartitionRouteTopicAliasesBuffer(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, RequestTimeout: 2 * time.Second, ReadCacheBytes: -1})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "p", 2, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	cl.SetPartitionPrimary("p", 1, 2)
+	for i := range 5 {
+		buf := []byte("p") // one request's frame
+		topic := unsafe.String(unsafe.SliceData(buf), len(buf))
+		if _, err := c.Append(cx, topic, 1, batchOf(1, fmt.Sprintf("a%d-", i), 2)); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		buf[0] = 'q' // the frame reused for another request
+	}
+	if got := metricLine(t, c, "kiggy_iggy_partition_reroutes_total"); got != "1" {
+		t.Fatalf("reroutes %s, want 1: the route was lost when the buffer changed", got)
+	}
+	if got := metricLine(t, c, "kiggy_iggy_routed_partitions"); got != "1" {
+		t.Fatalf("routed partitions %s, want 1", got)
 	}
 }
