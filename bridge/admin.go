@@ -86,6 +86,10 @@ func (g *Gateway) createTopics(c *call) bool {
 				code, msg = wire.InvalidConfig, err.Error()
 			case errors.Is(err, ErrInvalidPartitions):
 				code, msg = wire.InvalidPartitions, err.Error()
+			case errors.Is(err, ErrUnavailable) || errors.Is(err, ErrUnknownOutcome):
+				// As a Kafka controller that did not answer in time: the
+				// client may try again (docs/LIMITS.md, error codes).
+				code, msg = wire.RequestTimedOut, err.Error()
 			case err != nil:
 				code, msg = wire.UnknownServerError, err.Error()
 			}
@@ -168,6 +172,8 @@ func (g *Gateway) deleteTopics(c *call) bool {
 			return wire.NoError, ""
 		case errors.Is(err, ErrUnknownTopic):
 			return wire.UnknownTopicOrPartition, "This server does not host this topic-partition."
+		case errors.Is(err, ErrUnavailable) || errors.Is(err, ErrUnknownOutcome):
+			return wire.RequestTimedOut, err.Error()
 		default:
 			return wire.UnknownServerError, err.Error()
 		}

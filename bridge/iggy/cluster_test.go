@@ -1,6 +1,7 @@
 package iggy
 
 import (
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -203,5 +204,38 @@ func TestClusterNotReadyWithoutPrimary(t *testing.T) {
 			t.Fatal("never ready again after the election")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestMetadataWritesAfterViewChange: a view change the old primary
+// survives turns it into a backup that answers metadata writes with 58;
+// CreateTopic, CreatePartitions and DeleteTopic are sent again to the new
+// primary instead of failing (seen on a real cluster: a CreateTopics that
+// met a view change was answered UNKNOWN_SERVER_ERROR).
+func TestMetadataWritesAfterViewChange(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 1, RequestTimeout: 5 * time.Second,
+		ReconnectBackoffMax: 200 * time.Millisecond})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "before", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	cl.MoveView()
+	if _, err := c.CreateTopic(cx, "after", 2, bridge.TopicConfig{}); err != nil {
+		t.Fatalf("CreateTopic after a view change: %v", err)
+	}
+	cl.MoveView()
+	if err := c.CreatePartitions(cx, "after", 3); err != nil {
+		t.Fatalf("CreatePartitions after a view change: %v", err)
+	}
+	cl.MoveView()
+	if err := c.DeleteTopic(cx, "before"); err != nil {
+		t.Fatalf("DeleteTopic after a view change: %v", err)
+	}
+	if info, err := c.Topic(cx, "after"); err != nil || info.Partitions != 3 {
+		t.Fatalf("after: %+v %v, want 3 partitions", info, err)
+	}
+	if _, err := c.Topic(cx, "before"); !errors.Is(err, bridge.ErrUnknownTopic) {
+		t.Fatalf("before: %v, want deleted", err)
 	}
 }

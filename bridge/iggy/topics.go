@@ -363,6 +363,7 @@ func (c *Client) createTopic(ctx context.Context, name string, partitions int32,
 	}
 	defer c.release(s)
 	for attempt := 0; ; attempt++ {
+		_, gen := c.target()
 		b := proto.AppendStringID(s.begin(), c.cfg.Stream)
 		b = proto.AppendU32(b, uint32(partitions))
 		b = proto.AppendName(b, name)
@@ -385,6 +386,8 @@ func (c *Client) createTopic(ctx context.Context, name string, partitions int32,
 			return d.info, nil
 		case code == proto.CodeTopicNameAlreadyExists:
 			return bridge.TopicInfo{}, fmt.Errorf("%w: %q", bridge.ErrTopicExists, name)
+		case attempt < metadataAttempts && c.primaryMoved(ctx, s, err, gen):
+			continue // a backup stored nothing; the new primary is asked
 		case code == proto.CodeStreamIDNotFound && attempt == 0:
 			// Someone deleted the stream; recreate it and retry once.
 			if err := c.ensureStream(ctx, s); err != nil {
@@ -406,6 +409,31 @@ func (c *Client) createTopic(ctx context.Context, name string, partitions int32,
 	}
 }
 
+// metadataAttempts bounds how often a metadata write answered 58 is sent
+// again after the primary moved.
+const metadataAttempts = 3
+
+// primaryMoved reports whether a metadata write answered err while gen was
+// the client's primary generation is worth sending again: err is a 58
+// (TransientNotAccepted: a backup, nothing stored, docs/design/iggy-protocol.md
+// §1.8), the client is on a cluster, and it has found another primary since
+// (the session replays a 58 on the same node until the primary moves, then
+// gives it back). Without this a CreateTopics that met a view change was
+// answered UNKNOWN_SERVER_ERROR (docs/IGGY.md "Iggy clusters").
+// s, the caller's session, is connected to the new primary on the way.
+func (c *Client) primaryMoved(ctx context.Context, s *session, err error, gen uint64) bool {
+	if codeOf(err) != proto.CodeTransientNotAccepted || !c.clustered() || ctx.Err() != nil {
+		return false
+	}
+	if c.awaitPrimary(ctx) != nil {
+		return false
+	}
+	if _, now := c.target(); now == gen {
+		return false
+	}
+	return s.ensure(ctx) == nil
+}
+
 // DeleteTopic deletes a topic and its data.
 func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 	if !validName(name) {
@@ -416,7 +444,14 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 		return unavailable(err)
 	}
 	defer c.release(s)
-	_, sent, err := s.do(ctx, proto.CodeDeleteTopic, c.topicRequest(s, name))
+	var sent bool
+	for attempt := 0; ; attempt++ {
+		_, gen := c.target()
+		_, sent, err = s.do(ctx, proto.CodeDeleteTopic, c.topicRequest(s, name))
+		if attempt >= metadataAttempts || !c.primaryMoved(ctx, s, err, gen) {
+			break
+		}
+	}
 	c.forget(name)
 	c.cache.invalidateTopic(name)
 	switch code := codeOf(err); {
@@ -520,8 +555,16 @@ func (c *Client) growTopic(ctx context.Context, name string, has int32, add int6
 
 // addPartitions is one CreatePartitions request adding n (1..1000) partitions.
 func (c *Client) addPartitions(ctx context.Context, s *session, name string, n uint32) error {
-	req := proto.AppendU32(c.topicRequest(s, name), n)
-	_, sent, err := s.do(ctx, proto.CodeCreatePartitions, req)
+	var sent bool
+	var err error
+	for attempt := 0; ; attempt++ {
+		_, gen := c.target()
+		req := proto.AppendU32(c.topicRequest(s, name), n)
+		_, sent, err = s.do(ctx, proto.CodeCreatePartitions, req)
+		if attempt >= metadataAttempts || !c.primaryMoved(ctx, s, err, gen) {
+			break
+		}
+	}
 	c.forget(name)
 	switch code := codeOf(err); {
 	case err == nil:

@@ -138,6 +138,20 @@ func (c *Cluster) elect() {
 	}
 }
 
+// MoveView moves the view to the next live node at once while the old
+// primary stays up, as a view change the old primary survives: it answers
+// writes with 58 from then on, like any backup.
+func (c *Cluster) MoveView() {
+	c.shared.mu.Lock()
+	defer c.shared.mu.Unlock()
+	for range c.nodes {
+		c.view++
+		if c.alive[c.primaryLocked()] {
+			return
+		}
+	}
+}
+
 // Restart starts node i again on its address (a free port the first time);
 // it rejoins as a backup of the current view.
 func (c *Cluster) Restart(i int) error {
