@@ -1,3 +1,5 @@
+//go:build !race
+
 package bridge_test
 
 import (
