@@ -42,26 +42,6 @@ func startManyParts(tb testing.TB) (*benchConn, []byte) {
 	return bc, fetchFrameN("many", manyParts, 1<<20)
 }
 
-// TestFetchManyPartitionsAllocsIggy: a Fetch of 256 partitions with
-// 1 MiB partition limits, 240 of them empty, allocates nothing per request
-// in steady state on the Iggy path: an empty partition's read needs no
-// buffer, so the pooled state keeps the few that hold records (issue #20:
-// each read had a fresh ~1.13 MiB buffer past the pool's 16 MiB).
-func TestFetchManyPartitionsAllocsIggy(t *testing.T) {
-	bc, frame := startManyParts(t)
-	for range 20 {
-		bc.roundTrip(t, frame)
-	}
-	var ms0, ms1 testingMemStats
-	ms0.read()
-	n := testing.AllocsPerRun(50, func() { bc.roundTrip(t, frame) })
-	ms1.read()
-	t.Logf("%.3f allocations, %d bytes per Fetch of %d partitions", n, (ms1.bytes-ms0.bytes)/51, manyParts)
-	if n >= 1 {
-		t.Fatalf("%.2f allocations per Fetch of %d partitions", n, manyParts)
-	}
-}
-
 // BenchmarkFetchManyPartitionsIggy: the Fetch of TestFetchManyPartitionsAllocsIggy.
 func BenchmarkFetchManyPartitionsIggy(b *testing.B) {
 	bc, frame := startManyParts(b)
