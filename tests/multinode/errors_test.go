@@ -11,7 +11,6 @@ import (
 
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge"
-	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 )
 
 // TestClusterErrorCodes sends raw requests to each of two instances and
@@ -24,17 +23,12 @@ import (
 // coordinator through each and the other instance answers JoinGroup and
 // OffsetFetch with NOT_COORDINATOR (16).
 func TestClusterErrorCodes(t *testing.T) {
-	isrv := iggytest.New(iggytest.Config{})
-	a, err := isrv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(isrv.Close)
+	iggyAddr := startIggytest(t)
 	rec := &appends{}
 	const topic, parts = "codes", int32(8)
-	n1 := startInstance(t, a.String(), 1, "127.0.0.1:0", rec)
+	n1 := startInstance(t, iggyAddr, 1, "127.0.0.1:0", rec)
 	defer n1.stop()
-	n2 := startInstance(t, a.String(), 2, "127.0.0.1:0", rec)
+	n2 := startInstance(t, iggyAddr, 2, "127.0.0.1:0", rec)
 	defer n2.stop()
 	if _, err := n1.log.CreateTopic(context.Background(), topic, parts, bridge.TopicConfig{}); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/bridge"
-	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 )
 
 // TestGroupsAfterMove: consumer groups formed on two instances; a third
@@ -28,17 +27,12 @@ import (
 // at the new coordinator with its one member; and the committed offsets are
 // read the same after the move.
 func TestGroupsAfterMove(t *testing.T) {
-	isrv := iggytest.New(iggytest.Config{})
-	a, err := isrv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(isrv.Close)
+	iggyAddr := startIggytest(t)
 	rec := &appends{}
 	const topic, parts = "moved", int32(3)
 	ins := []*instance{
-		startInstance(t, a.String(), 1, "127.0.0.1:0", rec),
-		startInstance(t, a.String(), 2, "127.0.0.1:0", rec),
+		startInstance(t, iggyAddr, 1, "127.0.0.1:0", rec),
+		startInstance(t, iggyAddr, 2, "127.0.0.1:0", rec),
 	}
 	defer func() {
 		for _, in := range ins {
@@ -153,7 +147,7 @@ func TestGroupsAfterMove(t *testing.T) {
 	}
 
 	// A third instance joins: the groups it now scores highest for move.
-	ins = append(ins, startInstance(t, a.String(), 3, "127.0.0.1:0", rec))
+	ins = append(ins, startInstance(t, iggyAddr, 3, "127.0.0.1:0", rec))
 	waitSettled(t, ins, []int32{1, 2, 3}, topic, parts)
 	moved := map[string]int32{} // group → its old coordinator
 	for _, id := range groups {
@@ -255,16 +249,11 @@ func TestGroupsAfterMove(t *testing.T) {
 // group, instead of waiting out the rebalance timeout there; the members
 // of groups that did not move stay parked (docs/design/cluster.md §7).
 func TestParkedMembersAfterMove(t *testing.T) {
-	isrv := iggytest.New(iggytest.Config{})
-	a, err := isrv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(isrv.Close)
+	iggyAddr := startIggytest(t)
 	rec := &appends{}
 	ins := []*instance{
-		startInstance(t, a.String(), 1, "127.0.0.1:0", rec),
-		startInstance(t, a.String(), 2, "127.0.0.1:0", rec),
+		startInstance(t, iggyAddr, 1, "127.0.0.1:0", rec),
+		startInstance(t, iggyAddr, 2, "127.0.0.1:0", rec),
 	}
 	// Stopped after the clients close (Cleanup runs last in, first out):
 	// a parked request left open would hold an instance's drain.
@@ -361,7 +350,7 @@ func TestParkedMembersAfterMove(t *testing.T) {
 		}
 	}
 
-	ins = append(ins, startInstance(t, a.String(), 3, "127.0.0.1:0", rec))
+	ins = append(ins, startInstance(t, iggyAddr, 3, "127.0.0.1:0", rec))
 	waitSettled(t, ins, []int32{1, 2, 3}, "none", 0)
 	settled := time.Now()
 	movedOne, keptOne := false, false

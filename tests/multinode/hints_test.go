@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kiggy-io/kiggy/bridge"
-	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 )
 
 // TestLeaderHints: Produce v10+ and Fetch v12 sent to an instance that does
@@ -21,17 +20,12 @@ import (
 // Fetch with an older epoch (FENCED_LEADER_EPOCH) carries it too. Older
 // versions and answers without those errors carry none.
 func TestLeaderHints(t *testing.T) {
-	isrv := iggytest.New(iggytest.Config{})
-	a, err := isrv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(isrv.Close)
+	iggyAddr := startIggytest(t)
 	rec := &appends{}
 	const topic, parts = "hints", int32(8)
-	n1 := startInstance(t, a.String(), 1, "127.0.0.1:0", rec)
+	n1 := startInstance(t, iggyAddr, 1, "127.0.0.1:0", rec)
 	defer n1.stop()
-	n2 := startInstance(t, a.String(), 2, "127.0.0.1:0", rec)
+	n2 := startInstance(t, iggyAddr, 2, "127.0.0.1:0", rec)
 	defer n2.stop()
 	if _, err := n1.log.CreateTopic(context.Background(), topic, parts, bridge.TopicConfig{}); err != nil {
 		t.Fatal(err)

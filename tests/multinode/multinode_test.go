@@ -107,6 +107,18 @@ type instance struct {
 	done chan error
 }
 
+// startIggytest starts an iggytest server on a free loopback port for the
+// test's duration and returns its address.
+func startIggytest(t testing.TB) string {
+	isrv := iggytest.New(iggytest.Config{})
+	a, err := isrv.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(isrv.Close)
+	return a.String()
+}
+
 func startInstance(t testing.TB, iggyAddr string, id int32, addr string, rec *appends) *instance {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -248,13 +260,7 @@ func waitSettled(t testing.TB, ins []*instance, live []int32, topic string, part
 // offsets read the same through every instance; no partition is ever
 // served by two instances at once and no leader epoch goes backwards.
 func TestThreeInstancesFailover(t *testing.T) {
-	isrv := iggytest.New(iggytest.Config{})
-	a, err := isrv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(isrv.Close)
-	iggyAddr := a.String()
+	iggyAddr := startIggytest(t)
 	const topic, parts, groupID = "mn", int32(6), "mn-group"
 
 	rec := &appends{}
@@ -532,21 +538,16 @@ func TestThreeInstancesFailover(t *testing.T) {
 // changed): every batch is acknowledged, none stored twice, none refused
 // as out of order.
 func TestIdempotentProducerAcrossMoves(t *testing.T) {
-	isrv := iggytest.New(iggytest.Config{})
-	a, err := isrv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(isrv.Close)
+	iggyAddr := startIggytest(t)
 	rec := &appends{}
 	const topic, parts = "moves", int32(16)
-	n1 := startInstance(t, a.String(), 1, "127.0.0.1:0", rec)
+	n1 := startInstance(t, iggyAddr, 1, "127.0.0.1:0", rec)
 	defer n1.stop()
 	if _, err := n1.log.CreateTopic(context.Background(), topic, parts, bridge.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	waitSettled(t, []*instance{n1}, []int32{1}, topic, parts)
-	n2 := startInstance(t, a.String(), 2, "127.0.0.1:0", rec)
+	n2 := startInstance(t, iggyAddr, 2, "127.0.0.1:0", rec)
 	waitSettled(t, []*instance{n1, n2}, []int32{1, 2}, topic, parts)
 	p := int32(-1)
 	for i := range parts {
@@ -581,7 +582,7 @@ func TestIdempotentProducerAcrossMoves(t *testing.T) {
 		}
 	}
 	produce("on node 1")
-	n2 = startInstance(t, a.String(), 2, "127.0.0.1:0", rec)
+	n2 = startInstance(t, iggyAddr, 2, "127.0.0.1:0", rec)
 	waitSettled(t, []*instance{n1, n2}, []int32{1, 2}, topic, parts)
 	produce("moved to node 2")
 	n2.stop()
