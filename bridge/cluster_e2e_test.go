@@ -8,14 +8,9 @@ import (
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
 
-// TestIggyClusterFailover runs kiggy on a 3-node iggytest cluster, kills
-// the primary under a steady franz-go produce load and a committing
-// consumer group, and checks that produce resumes by itself (the client
-// follows the new primary, docs/IGGY.md "Iggy clusters"), that every
-// acknowledged record is stored exactly where it was acknowledged, that no
-// offset was acknowledged twice and that the group's commits survived.
-// The killed node then comes back and rejoins as a backup.
-func TestIggyClusterFailover(t *testing.T) {
+// startClusterGateway starts a 3-node iggytest cluster (elections after
+// 1 s) and a gateway on it with fastGroups.
+func startClusterGateway(t *testing.T) (*iggytest.Cluster, *kiggytest.Gateway) {
 	cl := iggytest.NewCluster(3, iggytest.Config{})
 	cl.ElectionDelay = time.Second
 	if err := cl.Start(); err != nil {
@@ -24,7 +19,18 @@ func TestIggyClusterFailover(t *testing.T) {
 	t.Cleanup(cl.Close)
 	opts := fastGroups
 	opts.IggyCluster = cl
-	gw := kiggytest.Start(t, opts)
+	return cl, kiggytest.Start(t, opts)
+}
+
+// TestIggyClusterFailover runs kiggy on a 3-node iggytest cluster, kills
+// the primary under a steady franz-go produce load and a committing
+// consumer group, and checks that produce resumes by itself (the client
+// follows the new primary, docs/IGGY.md "Iggy clusters"), that every
+// acknowledged record is stored exactly where it was acknowledged, that no
+// offset was acknowledged twice and that the group's commits survived.
+// The killed node then comes back and rejoins as a backup.
+func TestIggyClusterFailover(t *testing.T) {
+	cl, gw := startClusterGateway(t)
 	var res crashResult
 	old := -1
 	faultUnderLoad(t, gw, &res, func() {

@@ -3,9 +3,6 @@ package bridge_test
 import (
 	"testing"
 	"time"
-
-	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
 
 // TestIggyPartitionPrimaryElsewhere runs kiggy on a 3-node iggytest
@@ -17,15 +14,7 @@ import (
 // kiggy's reroute; every acknowledged record is stored where it was
 // acknowledged, no offset is acknowledged twice and no commit is lost.
 func TestIggyPartitionPrimaryElsewhere(t *testing.T) {
-	cl := iggytest.NewCluster(3, iggytest.Config{})
-	cl.ElectionDelay = time.Second
-	if err := cl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	opts := fastGroups
-	opts.IggyCluster = cl
-	gw := kiggytest.Start(t, opts)
+	cl, gw := startClusterGateway(t)
 	var res crashResult
 	faultUnderLoad(t, gw, &res, func() {
 		cl.SetPartitionPrimary("crash", 1, 2)
