@@ -61,7 +61,12 @@ func TestFetchRoundTripAllocs(t *testing.T) {
 // in this process, so the bound leaves room for a re-poll should a chunk
 // outlive the cache's TTL on a slow machine.
 func TestFetchRoundTripAllocsIggy(t *testing.T) {
-	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true})
+	checkFetchAllocsIggy(t, kiggytest.Start(t, kiggytest.Options{Iggy: true}))
+}
+
+// checkFetchAllocsIggy fills a topic through gw, warms a Fetch of it up and
+// fails when the repeated Fetch allocates.
+func checkFetchAllocsIggy(t *testing.T, gw *kiggytest.Gateway) {
 	gw.CreateTopic(t, "allocs", benchPartitions)
 	bc := dialBench(t, gw.Addr)
 	pf := produceFrame("allocs")

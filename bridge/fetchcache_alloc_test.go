@@ -17,21 +17,7 @@ import (
 // allocates nothing either.
 func TestFetchRoundTripAllocsIggyUnshared(t *testing.T) {
 	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyFetchCacheBytes: -1})
-	gw.CreateTopic(t, "allocs", benchPartitions)
-	bc := dialBench(t, gw.Addr)
-	pf := produceFrame("allocs")
-	for range 16 {
-		checkProduce(t, bc.roundTrip(t, pf))
-	}
-	frame := fetchFrame("allocs", 256<<10)
-	for range 50 {
-		bc.roundTrip(t, frame)
-	}
-	n := testing.AllocsPerRun(100, func() { bc.roundTrip(t, frame) })
-	t.Logf("%.3f allocations per Fetch round trip", n)
-	if n >= 1 {
-		t.Fatalf("%.2f allocations per Fetch round trip", n)
-	}
+	checkFetchAllocsIggy(t, gw)
 	if m := gw.Metrics(); !containsLine(m, "kiggy_fetch_cache_limit_bytes 0") {
 		t.Fatal("the fetch cache is on")
 	}
