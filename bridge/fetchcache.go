@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/internal/lru"
 	"github.com/kiggy-io/kiggy/internal/metric"
 )
 
@@ -74,22 +75,24 @@ type fetchKey struct {
 
 // fetchEntry is one partition read's encoded record batches.
 type fetchEntry struct {
-	key       fetchKey
-	data      []byte // the record batches; immutable while cached or pinned
-	buf       []byte // data's buffer (owned)
-	gen       uint64 // the Log's generation before the read
-	high      int64  // the read's high watermark
-	logStart  int64  // the read's log start (before applyLogStart)
-	tail      bool   // the batches end at high
-	oversized bool   // partReader.oversized of the read
-	records   int    // records in data
-	next      int64  // the offset after the last record
-	built     time.Time
-	refs      int32 // readers copying from it now (under fetchCache.mu)
-	cached    bool  // in the map and the LRU
-	// LRU list, oldest first.
-	prev, nxt *fetchEntry
+	key                   fetchKey
+	data                  []byte // the record batches; immutable while cached or pinned
+	buf                   []byte // data's buffer (owned)
+	gen                   uint64 // the Log's generation before the read
+	high                  int64  // the read's high watermark
+	logStart              int64  // the read's log start (before applyLogStart)
+	tail                  bool   // the batches end at high
+	oversized             bool   // partReader.oversized of the read
+	records               int    // records in data
+	next                  int64  // the offset after the last record
+	built                 time.Time
+	refs                  int32 // readers copying from it now (under fetchCache.mu)
+	cached                bool  // in the map and the LRU
+	lru.Links[fetchEntry]       // in fetchCache.lru
 }
+
+// LRULinks places an entry in the cache's LRU list (internal/lru).
+func (e *fetchEntry) LRULinks() *lru.Links[fetchEntry] { return &e.Links }
 
 // fetchCache is the gateway's cache of encoded partition reads; nil when
 // the Log offers none.
@@ -98,16 +101,16 @@ type fetchCache struct {
 	log   SharedReads
 	ttl   time.Duration // fetchCacheTTL
 
-	mu         sync.Mutex
-	entries    map[fetchKey]*fetchEntry
-	building   map[fetchKey]struct{} // reads in flight that will store
-	built      sync.Cond             // broadcast when a build ends
-	head, tail *fetchEntry
-	bytes      int64
-	free       [][]byte
-	freeBytes  int64
-	freeEnts   []*fetchEntry
-	names      map[string]string // interned topic names of the keys
+	mu        sync.Mutex
+	entries   map[fetchKey]*fetchEntry
+	building  map[fetchKey]struct{} // reads in flight that will store
+	built     sync.Cond             // broadcast when a build ends
+	lru       lru.List[fetchEntry, *fetchEntry]
+	bytes     int64
+	free      [][]byte
+	freeBytes int64
+	freeEnts  []*fetchEntry
+	names     map[string]string // interned topic names of the keys
 
 	hits, misses, waits, evictions, invalidations, stale atomic.Uint64
 	gauge, freeGauge                                     atomic.Int64
@@ -208,9 +211,9 @@ func (fc *fetchCache) store(key fetchKey, gen uint64, data []byte, wm Watermarks
 	if old := fc.entries[key]; old != nil {
 		fc.dropLocked(old)
 	}
-	for fc.bytes+size > fc.limit && fc.head != nil {
+	for fc.bytes+size > fc.limit && fc.lru.Oldest() != nil {
 		fc.evictions.Add(1)
-		fc.dropLocked(fc.head)
+		fc.dropLocked(fc.lru.Oldest())
 	}
 	e := fc.newEntry()
 	key.topic = fc.intern(key.topic)
@@ -223,7 +226,7 @@ func (fc *fetchCache) store(key fetchKey, gen uint64, data []byte, wm Watermarks
 	fc.entries[key] = e
 	fc.bytes += int64(cap(e.buf))
 	fc.gauge.Store(fc.bytes)
-	fc.pushBack(e)
+	fc.lru.PushBack(e)
 }
 
 // release unpins e.
@@ -263,7 +266,7 @@ func (fc *fetchCache) dropLocked(e *fetchEntry) {
 	if fc.entries[e.key] == e {
 		delete(fc.entries, e.key)
 	}
-	fc.unlink(e)
+	fc.lru.Remove(e)
 	fc.bytes -= int64(cap(e.buf))
 	fc.gauge.Store(fc.bytes)
 	if e.refs == 0 {
@@ -318,36 +321,11 @@ func (fc *fetchCache) recycle(e *fetchEntry) {
 	}
 }
 
-// LRU list: touch moves e to the back (most recent); under mu.
+// touch makes a cached entry the most recently used; under mu.
 func (fc *fetchCache) touch(e *fetchEntry) {
-	if e.cached && fc.tail != e {
-		fc.unlink(e)
-		fc.pushBack(e)
+	if e.cached {
+		fc.lru.Touch(e)
 	}
-}
-
-func (fc *fetchCache) pushBack(e *fetchEntry) {
-	e.prev, e.nxt = fc.tail, nil
-	if fc.tail != nil {
-		fc.tail.nxt = e
-	} else {
-		fc.head = e
-	}
-	fc.tail = e
-}
-
-func (fc *fetchCache) unlink(e *fetchEntry) {
-	if e.prev != nil {
-		e.prev.nxt = e.nxt
-	} else if fc.head == e {
-		fc.head = e.nxt
-	}
-	if e.nxt != nil {
-		e.nxt.prev = e.prev
-	} else if fc.tail == e {
-		fc.tail = e.prev
-	}
-	e.prev, e.nxt = nil, nil
 }
 
 // writeMetrics writes the cache's metrics (zeros when it is off).

@@ -124,7 +124,7 @@ func TestFetchCacheEntries(t *testing.T) {
 	build(t, fc, full, data, 20, 151)
 	fc.dropTopic("t")
 	miss(t, fc, full)
-	if fc.bytes != 0 || len(fc.entries) != 0 || fc.head != nil || fc.tail != nil {
+	if fc.bytes != 0 || len(fc.entries) != 0 || fc.lru.Oldest() != nil {
 		t.Fatalf("after dropTopic: %d bytes, %d entries", fc.bytes, len(fc.entries))
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/internal/lru"
 	"github.com/kiggy-io/kiggy/internal/metric"
 )
 
@@ -62,17 +63,20 @@ type partKey struct {
 
 // chunk is one cached PollMessages reply: messages [first, end).
 type chunk struct {
-	p          *partCache
-	first, end uint64    // offsets covered
-	lastSum    uint64    // checksum of the message at end-1
-	records    []byte    // the reply's batch records
-	buf        []byte    // the whole reply buffer (owned)
-	size       int64     // bytes counted against the bound (cap(buf))
-	polled     time.Time // when Iggy returned it
-	refs       int32     // readers serving from it now (under readCache.mu)
-	cached     bool      // in p.chunks and the LRU
-	prev, next *chunk    // LRU list, oldest first
+	p                *partCache
+	first, end       uint64    // offsets covered
+	lastSum          uint64    // checksum of the message at end-1
+	records          []byte    // the reply's batch records
+	buf              []byte    // the whole reply buffer (owned)
+	size             int64     // bytes counted against the bound (cap(buf))
+	polled           time.Time // when Iggy returned it
+	refs             int32     // readers serving from it now (under readCache.mu)
+	cached           bool      // in p.chunks and the LRU
+	lru.Links[chunk]           // in readCache.lru
 }
+
+// LRULinks places a chunk in the cache's LRU list (internal/lru).
+func (ch *chunk) LRULinks() *lru.Links[chunk] { return &ch.Links }
 
 // partCache is one partition's cached chunks, sorted by first, disjoint.
 type partCache struct {
@@ -114,7 +118,7 @@ type readCache struct {
 
 	mu         sync.Mutex
 	parts      map[partKey]*partCache
-	head, tail *chunk // LRU, oldest at head
+	lru        lru.List[chunk, *chunk]
 	bytes      int64
 	free       [][]byte
 	freeChunks []*chunk
@@ -648,8 +652,8 @@ func (rc *readCache) insert(p *partCache, ch *chunk) {
 	for len(p.chunks) >= maxChunksPerPartition {
 		rc.evict(p.chunks[0])
 	}
-	for rc.bytes+ch.size > rc.limit && rc.head != nil {
-		rc.evict(rc.head)
+	for rc.bytes+ch.size > rc.limit && rc.lru.Oldest() != nil {
+		rc.evict(rc.lru.Oldest())
 	}
 	i := len(p.chunks)
 	for i > 0 && p.chunks[i-1].first > ch.first {
@@ -661,7 +665,7 @@ func (rc *readCache) insert(p *partCache, ch *chunk) {
 	ch.cached = true
 	rc.bytes += ch.size
 	rc.gauge.Store(rc.bytes)
-	rc.pushBack(ch)
+	rc.lru.PushBack(ch)
 }
 
 // evict drops ch to make room; under mu.
@@ -686,7 +690,7 @@ func (rc *readCache) dropLocked(ch *chunk) {
 			break
 		}
 	}
-	rc.unlink(ch)
+	rc.lru.Remove(ch)
 	rc.bytes -= ch.size
 	rc.gauge.Store(rc.bytes)
 	if ch.refs == 0 {
@@ -725,36 +729,11 @@ func (rc *readCache) takeBuf() []byte {
 	return make([]byte, 64<<10)
 }
 
-// LRU list: touch moves ch to the back (most recent).
+// touch makes a cached chunk the most recently used; under mu.
 func (rc *readCache) touch(ch *chunk) {
-	if ch.cached && rc.tail != ch {
-		rc.unlink(ch)
-		rc.pushBack(ch)
+	if ch.cached {
+		rc.lru.Touch(ch)
 	}
-}
-
-func (rc *readCache) pushBack(ch *chunk) {
-	ch.prev, ch.next = rc.tail, nil
-	if rc.tail != nil {
-		rc.tail.next = ch
-	} else {
-		rc.head = ch
-	}
-	rc.tail = ch
-}
-
-func (rc *readCache) unlink(ch *chunk) {
-	if ch.prev != nil {
-		ch.prev.next = ch.next
-	} else if rc.head == ch {
-		rc.head = ch.next
-	}
-	if ch.next != nil {
-		ch.next.prev = ch.prev
-	} else if rc.tail == ch {
-		rc.tail = ch.prev
-	}
-	ch.prev, ch.next = nil, nil
 }
 
 // invalidateLocked drops p and its chunks; readers of p's chunks finish on

@@ -186,7 +186,7 @@ func TestReadCacheBound(t *testing.T) {
 	}
 	c.cache.mu.Lock()
 	var sum int64
-	for ch := c.cache.head; ch != nil; ch = ch.next {
+	for ch := c.cache.lru.Oldest(); ch != nil; ch = c.cache.lru.Newer(ch) {
 		sum += ch.size
 	}
 	bytes := c.cache.bytes
