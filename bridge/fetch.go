@@ -558,8 +558,17 @@ func (g *Gateway) readAndShare(fc *fetchCache, key fetchKey, gen uint64, r *part
 	r.sharing = true
 	out, n := g.readRecords(r, buf, topic, codec, rp, p, limit, minOne)
 	if n > 0 && p.ErrorCode == wire.NoError && !r.unmappable && !r.short {
-		fc.store(key, gen, out[start:], r.wm, r)
 		stored = true
+		if r.deferCopy && start == 0 {
+			// The entry takes the read's buffer (no copy) and fetchPass
+			// serves the read from it, as from a hit.
+			if e, spare := fc.storeOwned(key, gen, out, r.wm, r); e != nil {
+				r.shared = e
+				return spare, n
+			}
+			return out, n
+		}
+		fc.store(key, gen, out[start:], r.wm, r)
 	}
 	return out, n
 }

@@ -202,11 +202,52 @@ func (fc *fetchCache) abandon(key fetchKey) {
 func (fc *fetchCache) store(key fetchKey, gen uint64, data []byte, wm Watermarks, r *partReader) {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
+	if e := fc.storeLocked(key, gen, data, wm, r); e != nil {
+		e.buf = append(fc.takeBuf(len(data)), data...)
+		fc.publishLocked(e)
+	}
+}
+
+// storeOwned ends a build like store, without the copy: the entry takes
+// data's buffer over (data must start it), pinned for the caller (who
+// serves from it and calls release), and the caller gets a recycled buffer
+// with room for as much as data for its next read. When no recycled buffer
+// fits, when data's buffer has much more room than data (the copy is
+// smaller), or when the entry would not fit the bound, it stores as store
+// does and returns nil: the caller keeps data.
+func (fc *fetchCache) storeOwned(key fetchKey, gen uint64, data []byte, wm Watermarks, r *partReader) (*fetchEntry, []byte) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	e := fc.storeLocked(key, gen, data, wm, r)
+	if e == nil {
+		return nil, nil
+	}
+	var spare []byte
+	if n := len(data); cap(data) <= n+n/4+4096 {
+		// After storeLocked's evictions recycled some; room for a read
+		// of data's size (the next one of this reader, about as large).
+		spare = fc.takeSpare(n)
+	}
+	if spare == nil {
+		e.buf = append(fc.takeBuf(len(data)), data...)
+		fc.publishLocked(e)
+		return nil, nil
+	}
+	e.buf = data
+	fc.publishLocked(e)
+	e.refs = 1
+	return e, spare
+}
+
+// storeLocked ends a build and makes room for an entry of data's size; it
+// returns the entry to fill (its buf) and publish, or nil when data is
+// not to be kept; under mu.
+func (fc *fetchCache) storeLocked(key fetchKey, gen uint64, data []byte, wm Watermarks, r *partReader) *fetchEntry {
 	delete(fc.building, key)
 	fc.built.Broadcast()
 	size := int64(len(data))
 	if size == 0 || size > fc.limit/4 {
-		return
+		return nil
 	}
 	if old := fc.entries[key]; old != nil {
 		fc.dropLocked(old)
@@ -220,10 +261,20 @@ func (fc *fetchCache) store(key fetchKey, gen uint64, data []byte, wm Watermarks
 	e.key, e.gen, e.high, e.logStart = key, gen, wm.High, wm.LogStart
 	e.tail, e.oversized, e.records, e.next = r.next >= wm.High, r.oversized, r.mapped, r.next
 	e.built = time.Now()
-	e.buf = append(fc.takeBuf(len(data)), data...)
+	return e
+}
+
+// publishLocked puts a filled entry in the map and the LRU, evicting what
+// its buffer's room still needs (storeLocked made room for the data); under
+// mu.
+func (fc *fetchCache) publishLocked(e *fetchEntry) {
+	for fc.bytes+int64(cap(e.buf)) > fc.limit && fc.lru.Oldest() != nil {
+		fc.evictions.Add(1)
+		fc.dropLocked(fc.lru.Oldest())
+	}
 	e.data = e.buf
 	e.cached = true
-	fc.entries[key] = e
+	fc.entries[e.key] = e
 	fc.bytes += int64(cap(e.buf))
 	fc.gauge.Store(fc.bytes)
 	fc.lru.PushBack(e)
@@ -288,6 +339,16 @@ func (fc *fetchCache) newEntry() *fetchEntry {
 // takeBuf returns an empty buffer with room for n bytes, recycled when one
 // fits; under mu.
 func (fc *fetchCache) takeBuf(n int) []byte {
+	if b := fc.takeSpare(n); b != nil {
+		return b
+	}
+	// Room for the next reads of a similar size, which vary by a record.
+	return make([]byte, 0, n+n/16)
+}
+
+// takeSpare returns a recycled buffer (empty) of at least n bytes and at
+// most twice that, or nil; under mu.
+func (fc *fetchCache) takeSpare(n int) []byte {
 	for i := len(fc.free) - 1; i >= 0; i-- {
 		if b := fc.free[i]; cap(b) >= n && cap(b) <= 2*n+4096 {
 			last := len(fc.free) - 1
@@ -298,27 +359,33 @@ func (fc *fetchCache) takeBuf(n int) []byte {
 			return b[:0]
 		}
 	}
-	// Room for the next reads of a similar size, which vary by a record.
-	return make([]byte, 0, n+n/16)
+	return nil
 }
 
 // recycle keeps e's buffer for a later entry and e itself; under mu.
 func (fc *fetchCache) recycle(e *fetchEntry) {
-	if b := e.buf; b != nil && cap(b) <= maxRetainedPartBuf {
-		if len(fc.free) >= maxFreeFetchBufs {
-			fc.freeBytes -= int64(cap(fc.free[0]))
-			copy(fc.free, fc.free[1:])
-			fc.free[len(fc.free)-1] = nil
-			fc.free = fc.free[:len(fc.free)-1]
-		}
-		fc.free = append(fc.free, b[:0])
-		fc.freeBytes += int64(cap(b))
-		fc.freeGauge.Store(fc.freeBytes)
-	}
+	fc.putFree(e.buf)
 	*e = fetchEntry{}
 	if len(fc.freeEnts) < 256 {
 		fc.freeEnts = append(fc.freeEnts, e)
 	}
+}
+
+// putFree keeps b (nil: nothing) for a later entry, within
+// maxFreeFetchBufs buffers of at most maxRetainedPartBuf; under mu.
+func (fc *fetchCache) putFree(b []byte) {
+	if b == nil || cap(b) > maxRetainedPartBuf {
+		return
+	}
+	if len(fc.free) >= maxFreeFetchBufs {
+		fc.freeBytes -= int64(cap(fc.free[0]))
+		copy(fc.free, fc.free[1:])
+		fc.free[len(fc.free)-1] = nil
+		fc.free = fc.free[:len(fc.free)-1]
+	}
+	fc.free = append(fc.free, b[:0])
+	fc.freeBytes += int64(cap(b))
+	fc.freeGauge.Store(fc.freeBytes)
 }
 
 // touch makes a cached entry the most recently used; under mu.

@@ -214,3 +214,56 @@ func TestFetchCacheBuildOnce(t *testing.T) {
 		fc.waits.Store(0)
 	}
 }
+
+// TestFetchCacheStoreOwned: a build that hands its buffer over is stored
+// without a copy once a recycled buffer can replace it (the entry holds the
+// very bytes, pinned for the builder, and the builder gets a buffer of at
+// least the read's size); before any buffer is recycled, or when the buffer
+// has far more room than the read, it is copied as store does; the bound
+// holds either way.
+func TestFetchCacheStoreOwned(t *testing.T) {
+	log := &fakeShared{gen: 1, high: 1 << 40}
+	fc := newFetchCache(64<<10, log)
+	key := func(i int) fetchKey { return fetchKey{topic: "o", offset: int64(i), limit: 1 << 20, minOne: true} }
+	data := func(i int) []byte {
+		b := make([]byte, 10<<10, 11<<10)
+		for j := range b {
+			b[j] = byte(i)
+		}
+		return b
+	}
+	owned, copied := 0, 0
+	for i := range 20 {
+		_, gen, _, ok := fc.acquire(key(i))
+		if !ok {
+			t.Fatalf("entry %d: no build", i)
+		}
+		d := data(i)
+		e, spare := fc.storeOwned(key(i), gen, d, Watermarks{High: 1 << 40}, &partReader{next: int64(i + 1), mapped: 1})
+		if e == nil {
+			copied++
+		} else {
+			owned++
+			if &e.data[0] != &d[0] {
+				t.Fatalf("entry %d: an owned store copied", i)
+			}
+			if len(spare) != 0 || cap(spare) < len(d) || &spare[:1][0] == &d[0] {
+				t.Fatalf("entry %d: spare of len %d cap %d (read's cap %d)", i, len(spare), cap(spare), cap(d))
+			}
+			fc.release(e)
+		}
+		hit(t, fc, key(i), data(i))
+		if fc.bytes > fc.limit {
+			t.Fatalf("after %d entries: %d bytes over the bound %d", i+1, fc.bytes, fc.limit)
+		}
+	}
+	if owned == 0 || copied == 0 {
+		t.Fatalf("%d owned and %d copied stores: want both (copies until buffers are recycled)", owned, copied)
+	}
+	// A buffer with much more room than its read is copied, not kept.
+	_, gen, _, _ := fc.acquire(key(100))
+	if e, _ := fc.storeOwned(key(100), gen, make([]byte, 10<<10, 40<<10), Watermarks{High: 1 << 40}, &partReader{next: 101, mapped: 1}); e != nil {
+		t.Fatal("a read of 10 KiB in a 40 KiB buffer was kept whole")
+	}
+	hit(t, fc, key(100), make([]byte, 10<<10))
+}

@@ -2,6 +2,7 @@ package iggy
 
 import (
 	"encoding/hex"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -69,17 +70,46 @@ func FuzzReply(f *testing.F) {
 		// The read cache's scan of a reply it keeps: what it reports must
 		// agree with what a walk of the same records delivers.
 		if len(data) >= 16 {
-			first, end, _, _, polled, ok := scanRecords(data[16:], 3, 2)
+			first, end, _, _, polled, marks, ok := scanRecords(data[16:], 3, 2, nil)
 			var it proto.RecordIter
 			var msg message.Message
-			res, werr := walkRecords(&it, &msg, data[16:], 3, 1<<30, true, func(m *message.Message) bool {
+			var offs []int64
+			res, werr := walkRecords(&it, &msg, data[16:], walkMark{}, 3, 1<<30, true, true, func(m *message.Message) bool {
 				if ok && (uint64(m.Offset) < 3 || uint64(m.Offset) >= end || uint64(m.Offset) < first) {
 					t.Fatalf("offset %d outside the scanned [%d, %d)", m.Offset, first, end)
 				}
+				offs = append(offs, m.Offset)
 				return true
 			})
 			if ok && werr == nil && res.polled != polled {
 				t.Fatalf("scan counted %d messages, walk %d", polled, res.polled)
+			}
+			if !ok || werr != nil {
+				return
+			}
+			// A walk from any mark delivers what the walk from the start
+			// delivers from the mark's offset on.
+			for _, mk := range marks {
+				var got []int64
+				ch := &chunk{marks: marks}
+				if m := ch.mark(mk.off); m != mk {
+					t.Fatalf("mark(%d) = %+v, want %+v", mk.off, m, mk)
+				}
+				if _, err := walkRecords(&it, &msg, data[16:], mk, mk.off, 1<<30, true, false, func(m *message.Message) bool {
+					got = append(got, m.Offset)
+					return true
+				}); err != nil {
+					t.Fatalf("walk from mark %+v: %v", mk, err)
+				}
+				var want []int64
+				for _, o := range offs {
+					if uint64(o) >= mk.off {
+						want = append(want, o)
+					}
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("walk from mark %+v delivered %v, want %v", mk, got, want)
+				}
 			}
 		}
 	})

@@ -287,23 +287,55 @@ func (s *session) walkPoll(body []byte, from uint64, maxBytes int, first bool, f
 	if !r.Ok() {
 		return pollResult{current: current}, errBadPoll
 	}
-	res, err := walkRecords(&s.it, &s.msg, body[16:], from, maxBytes, first, fn)
+	res, err := walkRecords(&s.it, &s.msg, body[16:], walkMark{}, from, maxBytes, first, true, fn)
 	res.current = current
 	return res, err
+}
+
+// walkMark is a place in a poll reply's records where a walk may start:
+// the frame of the message at offset off begins at byte frame of the
+// records, inside the batch record that begins at byte rec. The zero mark
+// is the start of the records.
+type walkMark struct {
+	off        uint64
+	rec, frame int32
 }
 
 // walkRecords walks the batch records of a poll reply with it, passing each
 // message at or above from to fn in msg (the Message aliases records), until
 // fn returns false or maxBytes went out; with first set, the first message
-// goes out whatever its size. msg is cleared after the walk.
-func walkRecords(it *proto.RecordIter, msg *message.Message, records []byte, from uint64, maxBytes int, first bool,
+// goes out whatever its size. The walk starts at at (a mark of these
+// records at or below from, or the zero mark). With whole set it walks
+// every message past the stop too, to count them (res.polled) and to check
+// the reply's form to its end; without, it ends at the stop (the read
+// cache, whose scanRecords checked the whole reply). msg is cleared after
+// the walk.
+func walkRecords(it *proto.RecordIter, msg *message.Message, records []byte, at walkMark, from uint64, maxBytes int, first, whole bool,
 	fn func(*message.Message) bool) (pollResult, error) {
 	var res pollResult
-	it.Reset(records)
+	if at.frame != 0 && (at.rec < 0 || int(at.frame)-int(at.rec) < proto.BatchHeaderSize || int(at.frame) > len(records)) {
+		return res, errBadPoll
+	}
+	it.Reset(records[at.rec:])
+	skip := 0
+	if at.frame != 0 {
+		skip = int(at.frame-at.rec) - proto.BatchHeaderSize
+	}
 	for it.Next() {
 		h := it.Header()
 		fr := it.Frames()
+		if skip > 0 {
+			if skip > len(fr) {
+				*msg = message.Message{}
+				return res, errBadPoll
+			}
+			fr, skip = fr[skip:], 0
+		}
 		for len(fr) > 0 {
+			if res.stopped && !whole {
+				*msg = message.Message{}
+				return res, nil
+			}
 			f, err := message.ParseFrame(fr)
 			if err != nil {
 				*msg = message.Message{}

@@ -64,15 +64,16 @@ type partKey struct {
 // chunk is one cached PollMessages reply: messages [first, end).
 type chunk struct {
 	p                *partCache
-	first, end       uint64    // offsets covered
-	lastSum          uint64    // checksum of the message at end-1
-	records          []byte    // the reply's batch records
-	buf              []byte    // the whole reply buffer (owned)
-	size             int64     // bytes counted against the bound (cap(buf))
-	polled           time.Time // when Iggy returned it
-	refs             int32     // readers serving from it now (under readCache.mu)
-	cached           bool      // in p.chunks and the LRU
-	lru.Links[chunk]           // in readCache.lru
+	first, end       uint64     // offsets covered
+	lastSum          uint64     // checksum of the message at end-1
+	records          []byte     // the reply's batch records
+	marks            []walkMark // where walks may start (scanRecords); kept when recycled
+	buf              []byte     // the whole reply buffer (owned)
+	size             int64      // bytes counted against the bound (cap(buf))
+	polled           time.Time  // when Iggy returned it
+	refs             int32      // readers serving from it now (under readCache.mu)
+	cached           bool       // in p.chunks and the LRU
+	lru.Links[chunk]            // in readCache.lru
 }
 
 // LRULinks places a chunk in the cache's LRU list (internal/lru).
@@ -328,7 +329,7 @@ func (rc *readCache) serve(p *partCache, ch *chunk, from uint64, maxBytes int,
 	var err error
 	waited := false
 	for {
-		res, werr := walkRecords(&r.it, &r.msg, ch.records, from, budget, delivered == 0, fn)
+		res, werr := walkRecords(&r.it, &r.msg, ch.records, ch.mark(from), from, budget, delivered == 0, false, fn)
 		delivered += res.delivered
 		budget -= res.bytes
 		if res.delivered > 0 {
@@ -518,7 +519,8 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 		return nil, 0, 0, errBadPoll
 	}
 	current := binary.LittleEndian.Uint64(body[4:])
-	first, end, lastSum, seenSum, polled, ok := scanRecords(body[16:], from, start)
+	first, end, lastSum, seenSum, polled, marks, ok := scanRecords(body[16:], from, start, s.marks[:0])
+	s.marks = marks
 	if !ok {
 		return nil, 0, 0, errBadPoll
 	}
@@ -574,7 +576,7 @@ func (rc *readCache) newChunk(s *session, p *partCache, body []byte, from, first
 	} else {
 		ch = new(chunk)
 	}
-	*ch = chunk{p: p, first: first, end: end, lastSum: lastSum, polled: time.Now()}
+	*ch = chunk{p: p, first: first, end: end, lastSum: lastSum, polled: time.Now(), marks: append(ch.marks[:0], s.marks...)}
 	if first > from && p.find(from) == nil {
 		ch.first = from // the log starts past from: the chunk answers from too
 	}
@@ -592,18 +594,24 @@ func (rc *readCache) newChunk(s *session, p *partCache, body []byte, from, first
 // scanRecords walks a poll reply's records once: the first and one past the
 // last offset at or past from, the checksum of the last message, that of the
 // message at start when start < from, and how many messages it holds; ok
-// is false for a malformed reply or one whose offsets do not rise.
-func scanRecords(records []byte, from, start uint64) (first, end, lastSum, seenSum uint64, polled int, ok bool) {
+// is false for a malformed reply or one whose offsets do not rise. It
+// appends to marks a walkMark about every markStride bytes of the messages
+// at or past from (the first of them included), for serve to start its
+// walks near where a reader is rather than at the reply's start.
+func scanRecords(records []byte, from, start uint64, marks []walkMark) (first, end, lastSum, seenSum uint64, polled int, out []walkMark, ok bool) {
 	var it proto.RecordIter
 	it.Reset(records)
+	lastMark := -markStride
 	for it.Next() {
 		h := it.Header()
-		fr := it.Frames()
-		for len(fr) > 0 {
+		all := it.Frames()
+		rec := len(records) - len(it.Rest()) - len(all) - proto.BatchHeaderSize
+		for fr := all; len(fr) > 0; {
 			f, err := message.ParseFrame(fr)
 			if err != nil {
-				return 0, 0, 0, 0, 0, false
+				return 0, 0, 0, 0, 0, marks, false
 			}
+			at := rec + proto.BatchHeaderSize + len(all) - len(fr)
 			fr = fr[f.Size:]
 			polled++
 			off := h.BaseOffset + uint64(f.OffsetDelta)
@@ -618,12 +626,40 @@ func scanRecords(records []byte, from, start uint64) (first, end, lastSum, seenS
 			} else if off < end {
 				// Offsets at or past from must rise (§3.8 replies are in
 				// offset order): a chunk claims [first, end) whole.
-				return 0, 0, 0, 0, 0, false
+				return 0, 0, 0, 0, 0, marks, false
+			}
+			if at-lastMark >= markStride {
+				marks = append(marks, walkMark{off: off, rec: int32(rec), frame: int32(at)})
+				lastMark = at
 			}
 			end, lastSum = off+1, f.Checksum
 		}
 	}
-	return first, end, lastSum, seenSum, polled, it.Err() == nil
+	return first, end, lastSum, seenSum, polled, marks, it.Err() == nil
+}
+
+// markStride is about how many bytes of messages lie between two walkMarks
+// of a chunk: a read starting inside a chunk parses at most that many bytes
+// of frames before its first message, instead of every frame from the
+// chunk's start (issue #20: with a reader's stretches not aligned to the
+// polls, that walk was most of the read cache's CPU).
+const markStride = 8 << 10
+
+// mark returns the walkMark of ch to start a walk for offset from at: the
+// last at or below from, or the zero mark (the chunk's start).
+func (ch *chunk) mark(from uint64) walkMark {
+	lo, hi := 0, len(ch.marks) // the first mark past from is in [lo, hi]
+	for lo < hi {
+		if m := lo + (hi-lo)/2; ch.marks[m].off > from {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	if lo == 0 {
+		return walkMark{}
+	}
+	return ch.marks[lo-1]
 }
 
 // cachedEnd is one past the highest cached offset of p; under mu.

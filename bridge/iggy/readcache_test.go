@@ -3,6 +3,7 @@ package iggy
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -435,5 +436,64 @@ func TestReadGeneration(t *testing.T) {
 	}
 	if gen() == g3 {
 		t.Fatal("DeleteTopic kept the generation")
+	}
+}
+
+// TestReadCacheWalkMarks: a chunk of many batch records carries a walk
+// mark every markStride bytes, and reads starting anywhere inside it, at
+// every offset and with budgets that stop them mid-record, get exactly the
+// messages at and after their offset, in order.
+func TestReadCacheWalkMarks(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	cx := ctx(t)
+	c.CreateTopic(cx, "marks", 1, bridge.TopicConfig{})
+	const perBatch, batches = 37, 30
+	pad := strings.Repeat("x", 300)
+	for i := range batches {
+		if _, err := c.Append(cx, "marks", 0, seqBatch(pad, i*perBatch, perBatch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := int64(perBatch * batches)
+	// The first poll of a partition asks for firstPollCount messages; the
+	// next, sized from them, for the budget: one chunk of the rest.
+	n := int64(0)
+	for n < total {
+		if _, err := c.Read(cx, "marks", 0, n, 4<<20, func(*message.Message) bool { n++; return true }); err != nil {
+			t.Fatal(n, err)
+		}
+	}
+	rc := c.cache
+	rc.mu.Lock()
+	ch := rc.parts[partKey{"marks", 0}].find(uint64(total - 1))
+	marks := 0
+	if ch != nil {
+		marks = len(ch.marks)
+	}
+	rc.mu.Unlock()
+	if want := int(total-firstPollCount) * 300 / markStride / 2; marks < want {
+		t.Fatalf("the chunk has %d walk marks, want at least %d", marks, want)
+	}
+	for from := int64(0); from < total; from += 7 {
+		for _, budget := range []int{1, 1500, 9000} {
+			next := from
+			_, err := c.Read(cx, "marks", 0, from, budget, func(m *message.Message) bool {
+				if m.Offset != next {
+					t.Fatalf("read from %d (budget %d): offset %d, want %d", from, budget, m.Offset, next)
+				}
+				if got, want := string(m.Payload), pad+strconv.FormatInt(next, 10); got != want {
+					t.Fatalf("offset %d: wrong payload", m.Offset)
+				}
+				next++
+				return true
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if next == from {
+				t.Fatalf("read from %d (budget %d) delivered nothing", from, budget)
+			}
+		}
 	}
 }

@@ -72,6 +72,7 @@ type session struct {
 	hasher xxh3.Hasher
 	msg    message.Message
 	it     proto.RecordIter
+	marks  []walkMark // scratch of the read cache's scanRecords
 }
 
 func newSession(c *Client) *session {

@@ -263,6 +263,9 @@ func (it *RecordIter) Next() bool {
 // Header returns the current record's batch header.
 func (it *RecordIter) Header() *BatchHeader { return &it.hdr }
 
+// Rest returns the records after the current one.
+func (it *RecordIter) Rest() []byte { return it.rest }
+
 // Frames returns the current record's frames.
 func (it *RecordIter) Frames() []byte { return it.frames }
 
