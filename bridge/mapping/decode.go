@@ -23,10 +23,11 @@ func (d *Decoder) Decode(m *message.Message, r *Record) error {
 	d.kinds = d.kinds[:0]
 	*r = Record{}
 
-	// §3.2: the kafka.v switch. Find the gateway markers in one pass.
+	// §3.2: the kafka.v switch. Find the gateway markers, and the kafka.h.*
+	// headers a gateway message surfaces, in one pass over the block.
 	var version, key, value, ts, envelope []byte
 	var tsKind byte
-	var gateway bool
+	var gateway, dup bool
 	for block := m.Headers; len(block) > 0; {
 		h, rest, err := message.NextHeader(block)
 		if err != nil {
@@ -34,6 +35,19 @@ func (d *Decoder) Decode(m *message.Message, r *Record) error {
 			return ErrUnmappable
 		}
 		block = rest
+		if len(h.Key) >= len(prefixH) && string(h.Key[:len(prefixH)]) == prefixH {
+			// Only kafka.h.* keys surface, prefix stripped; stored sorted.
+			name := h.Key[len(prefixH):]
+			for i := range d.headers {
+				if bytes.Equal(d.headers[i].Key, name) {
+					// Two stored keys map to one name: this mapping writes
+					// only String keys, so the message is not ours (§3.4).
+					dup = true
+				}
+			}
+			d.headers = append(d.headers, Header{Key: name, Value: h.Value})
+			continue
+		}
 		if h.KeyKind == message.KindString {
 			switch string(h.Key) {
 			case keyVersion:
@@ -50,6 +64,7 @@ func (d *Decoder) Decode(m *message.Message, r *Record) error {
 		}
 	}
 	if !gateway {
+		d.headers = d.headers[:0]
 		return d.decodeForeign(m, r)
 	}
 	if !bytes.Equal(version, one) {
@@ -60,6 +75,7 @@ func (d *Decoder) Decode(m *message.Message, r *Record) error {
 		if !bytes.Equal(envelope, one) {
 			return ErrUnmappable
 		}
+		d.headers = d.headers[:0]
 		if err := d.decodeEnvelope(m.Payload, r); err != nil {
 			return err
 		}
@@ -75,22 +91,8 @@ func (d *Decoder) Decode(m *message.Message, r *Record) error {
 		default:
 			return ErrUnmappable
 		}
-		// Only kafka.h.* keys surface, prefix stripped; stored sorted.
-		for block := m.Headers; len(block) > 0; {
-			h, rest, _ := message.NextHeader(block)
-			block = rest
-			if len(h.Key) < len(prefixH) || string(h.Key[:len(prefixH)]) != prefixH {
-				continue
-			}
-			name := h.Key[len(prefixH):]
-			for i := range d.headers {
-				if bytes.Equal(d.headers[i].Key, name) {
-					// Two stored keys map to one name: this mapping writes
-					// only String keys, so the message is not ours (§3.4).
-					return ErrUnmappable
-				}
-			}
-			d.headers = append(d.headers, Header{Key: name, Value: h.Value})
+		if dup {
+			return ErrUnmappable
 		}
 		r.Headers = d.headers
 	}
