@@ -26,6 +26,19 @@ type fetchState struct {
 	// codecs[i] is the codec Fetch serves req.Topics[i] in, looked up once
 	// per request (fetchcodec.go).
 	codecs []batch.Codec
+	// splices are the shared batches (fetchcache.go) the response carries
+	// without copying them into buf: the engine writes them inside it
+	// (engine.Splice) and unpins their entries once written.
+	splices []engine.Splice
+}
+
+// dropSplices unpins the splices of a response that is not sent.
+func (fs *fetchState) dropSplices() {
+	for i := range fs.splices {
+		fs.splices[i].Pin.Unpin()
+	}
+	clear(fs.splices)
+	fs.splices = fs.splices[:0]
 }
 
 // partReader reads one partition's messages and maps them back into
@@ -108,6 +121,7 @@ const (
 
 // trim lets the garbage collector have large or surplus scratch space.
 func (fs *fetchState) trim() {
+	fs.dropSplices()
 	if len(fs.parts) > maxRetainedReaders {
 		fs.parts = fs.parts[:maxRetainedReaders]
 	}
@@ -172,11 +186,18 @@ func (g *Gateway) fetch(c *call) bool {
 	// docs/design/kafka-protocol.md §7.3: answer when MinBytes is reached, MaxWait has passed, a partition
 	// has an error, or nothing was asked for.
 	if bytes >= minBytes || bytes > 0 && minBytes <= 0 || hasErr || !now.Before(fs.deadline) || fetchPartitions(&fs.req) == 0 || c.req.Conn().Closed() {
-		c.req.Respond(fs.buf)
+		if len(fs.splices) > 0 {
+			c.req.RespondSpliced(fs.buf, fs.splices) // the pins go with it
+			clear(fs.splices)
+			fs.splices = fs.splices[:0]
+		} else {
+			c.req.Respond(fs.buf)
+		}
 		fs.buf = nil
 		return false
 	}
 	fs.buf = nil
+	fs.dropSplices()
 	g.park(c, now)
 	return true
 }
@@ -253,6 +274,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 		fs.r.builder.Grow = fs.growResponse
 	}
 	fs.call = c
+	fs.dropSplices() // left by a pass that panicked
 	maxBytes := int(req.MaxBytes)
 	if v < 3 || maxBytes <= 0 {
 		maxBytes = 1 << 30
@@ -273,7 +295,9 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 		for i := range req.Topics {
 			framing += len(req.Topics[i].Topic) + 16
 			for range req.Topics[i].Partitions {
-				records += fs.parts[k].recordBytes
+				if fs.parts[k].shared == nil {
+					records += fs.parts[k].recordBytes // copied into the buffer, not spliced
+				}
 				framing += 64
 				k++
 			}
@@ -305,6 +329,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 			var mark wire.FetchPartitionMark
 			buf, mark = wire.AppendFetchPartitionBegin(buf, v, &p, limit)
 			n := 0
+			var splice *fetchEntry // records written from a shared entry, not buf
 			switch {
 			case denied != wire.NoError:
 				p.ErrorCode = denied
@@ -324,10 +349,14 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 				switch {
 				case r.resp.ErrorCode != wire.NoError || r.recordBytes == 0:
 				case total == 0 || limit > 0 && r.limit <= limit && !r.oversized:
-					buf = fs.call.req.GrowResponse(buf, r.recordBytes)
-					if r.shared != nil {
+					switch {
+					case r.shared != nil && !refuse && len(fs.splices) < engine.MaxSplices:
+						splice, r.shared = r.shared, nil
+					case r.shared != nil:
+						buf = fs.call.req.GrowResponse(buf, r.recordBytes)
 						buf = append(buf, r.shared.data...)
-					} else {
+					default:
+						buf = fs.call.req.GrowResponse(buf, r.recordBytes)
 						buf = append(buf, r.buf...)
 					}
 					n = r.recordBytes
@@ -359,8 +388,18 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 				buf = buf[:mark.RecordsStart()]
 				n = 0
 				p.CurrentLeader = g.leaderHint(t.Topic, rp.Partition, p.ErrorCode) // KIP-951, docs/design/cluster.md §6
+				if splice != nil {
+					g.fetchCache.release(splice)
+					splice = nil
+				}
 			}
-			buf = wire.AppendFetchPartitionEnd(buf, mark, &p)
+			if splice != nil {
+				var at int
+				buf, at = wire.AppendFetchPartitionEndExternal(buf, mark, &p, n)
+				fs.splices = append(fs.splices, engine.Splice{At: at, Data: splice.data, Pin: splice})
+			} else {
+				buf = wire.AppendFetchPartitionEnd(buf, mark, &p)
+			}
 			total += n
 		}
 		buf = wire.AppendFetchTopicEnd(buf, v)

@@ -87,9 +87,14 @@ type fetchEntry struct {
 	next                  int64  // the offset after the last record
 	built                 time.Time
 	refs                  int32 // readers copying from it now (under fetchCache.mu)
-	cached                bool  // in the map and the LRU
-	lru.Links[fetchEntry]       // in fetchCache.lru
+	fc                    *fetchCache
+	cached                bool // in the map and the LRU
+	lru.Links[fetchEntry]      // in fetchCache.lru
 }
+
+// Unpin releases the pin of a Fetch response that carried e's batches
+// (engine.Splice) once the engine wrote them.
+func (e *fetchEntry) Unpin() { e.fc.release(e) }
 
 // LRULinks places an entry in the cache's LRU list (internal/lru).
 func (e *fetchEntry) LRULinks() *lru.Links[fetchEntry] { return &e.Links }
@@ -258,6 +263,7 @@ func (fc *fetchCache) storeLocked(key fetchKey, gen uint64, data []byte, wm Wate
 	}
 	e := fc.newEntry()
 	key.topic = fc.intern(key.topic)
+	e.fc = fc
 	e.key, e.gen, e.high, e.logStart = key, gen, wm.High, wm.LogStart
 	e.tail, e.oversized, e.records, e.next = r.next >= wm.High, r.oversized, r.mapped, r.next
 	e.built = time.Now()

@@ -487,6 +487,7 @@ type loop struct {
 	events    []unix.EpollEvent
 	rbuf      []byte
 	iov       []unix.Iovec
+	segs      [][]byte // scratch of flush: a response's pieces (Request.segments)
 	conns     map[int32]*econn
 	list      []*econn
 	dirty     []*econn
@@ -506,6 +507,7 @@ func newLoop(s *epollServer) (*loop, error) {
 		events: make([]unix.EpollEvent, maxEvents),
 		rbuf:   make([]byte, loopReadBuffer),
 		iov:    make([]unix.Iovec, 0, maxIovecs),
+		segs:   make([][]byte, 0, maxIovecs),
 		conns:  make(map[int32]*econn),
 		epfd:   -1,
 		evfd:   -1,
@@ -957,7 +959,7 @@ func (l *loop) completed(c *econn, r *Request) {
 	r.done = true
 	switch r.kind {
 	case compRespond:
-		c.outBytes += len(r.out)
+		c.outBytes += r.outLen
 		if r.closeAfter && !c.closing {
 			// RespondThenClose: read nothing more; close once written.
 			c.closing, c.closeWhy = true, r.reason
@@ -1001,14 +1003,18 @@ func (l *loop) flush(c *econn) {
 			if r.kind != compRespond {
 				continue
 			}
-			b := r.out
+			off := 0
 			if i == 0 {
-				b = b[c.woff:]
+				off = c.woff
 			}
-			v := unix.Iovec{Base: &b[0]}
-			v.SetLen(len(b))
-			iov = append(iov, v)
-			total += len(b)
+			segs := r.segments(l.segs[:0], off, maxIovecs-len(iov))
+			for _, b := range segs {
+				v := unix.Iovec{Base: &b[0]}
+				v.SetLen(len(b))
+				iov = append(iov, v)
+				total += len(b)
+			}
+			clear(segs)
 		}
 		n, errno := writev(c.fd, iov)
 		clear(iov)
@@ -1046,7 +1052,7 @@ func (l *loop) advance(c *econn, n int) {
 			break
 		}
 		if r.kind == compRespond {
-			left := len(r.out) - c.woff
+			left := r.outLen - c.woff
 			if n < left {
 				c.woff += n
 				c.outBytes -= n

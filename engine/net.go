@@ -29,6 +29,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"runtime/debug"
@@ -161,6 +162,7 @@ func (s *netServer) accept(nc net.Conn, l *Listener) {
 		slots: newSlots(s.cfg.MaxInFlight),
 		wake:  make(chan struct{}, 1),
 		tls:   tc != nil,
+		bufs:  make([][]byte, 0, maxNetBufs),
 	}
 	c.fr.max = s.cfg.MaxFrameSize
 	c.cond.L = &c.mu
@@ -292,7 +294,7 @@ type nconn struct {
 	released bool // the writer has released the slots; completions self-release
 
 	// Owned by the writer goroutine
-	bufs  [maxNetBufs][]byte
+	bufs  [][]byte    // the pieces of the responses being written (Request.segments)
 	wbufs net.Buffers // consumed by WriteTo; a field so it does not escape per write
 }
 
@@ -463,7 +465,7 @@ func (c *nconn) complete(r *Request) {
 	r.done = true
 	switch r.kind {
 	case compRespond:
-		c.outBytes += len(r.out)
+		c.outBytes += r.outLen
 		if r.closeAfter && !c.closing {
 			// RespondThenClose: read nothing more; close once written.
 			c.closing, c.closeWhy = true, r.reason
@@ -580,8 +582,11 @@ func (c *nconn) writeLoop() {
 				break
 			}
 			if r.kind == compRespond {
-				c.bufs[nb] = r.out
-				nb++
+				if nb > 0 && nb+2*len(r.splices)+1 > maxNetBufs {
+					break // the next write takes it whole
+				}
+				c.bufs = r.segments(c.bufs[:nb], 0, math.MaxInt)
+				nb = len(c.bufs)
 			}
 		}
 		c.mu.Unlock()
@@ -612,7 +617,7 @@ func (c *nconn) writeLoop() {
 		c.mu.Lock()
 		for range k {
 			r := c.slots.pop()
-			c.outBytes -= len(r.out)
+			c.outBytes -= r.outLen
 			putRequest(r)
 		}
 		c.cond.Broadcast()

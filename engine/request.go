@@ -116,11 +116,16 @@ type Request struct {
 
 	// Written by the completing call, read by the owner after the state
 	// transition that publishes them.
-	rbuf   *[]byte
-	out    []byte
-	kind   completion
-	reason CloseReason
-	msg    string
+	rbuf *[]byte
+	out  []byte
+	// splices are bytes written inside out without being copied into it
+	// (RespondSpliced), in At order; outLen is the whole response's
+	// length, out's and the splices' together.
+	splices []Splice
+	outLen  int
+	kind    completion
+	reason  CloseReason
+	msg     string
 	// closeAfter: RespondThenClose, close with reason once out is written.
 	closeAfter bool
 	claimed    atomic.Bool
@@ -144,7 +149,8 @@ func getRequest() *Request {
 func putRequest(r *Request) {
 	putBuf(r.fbuf)
 	putBuf(r.rbuf)
-	r.frame, r.fbuf, r.rbuf, r.out = nil, nil, nil, nil
+	r.unpinSplices()
+	r.frame, r.fbuf, r.rbuf, r.out, r.outLen = nil, nil, nil, nil, 0
 	r.conn, r.owner, r.msg = nil, nil, ""
 	r.kind, r.reason, r.done, r.closeAfter = compRespond, 0, false, false
 	r.claimed.Store(false)
@@ -227,9 +233,105 @@ func (r *Request) Respond(resp []byte) {
 		r.kind, r.reason, r.msg = compClose, ReasonProtocolError, "engine: response without room for its size"
 	} else {
 		binary.BigEndian.PutUint32(resp, uint32(len(resp)-4))
-		r.kind, r.out = compRespond, resp
+		r.kind, r.out, r.outLen = compRespond, resp, len(resp)
 	}
 	r.finish()
+}
+
+// Splice is bytes a response carries without their being copied into its
+// buffer (RespondSpliced): Data is written before the byte at offset At of
+// the response buffer (At = len(resp): after it), and Pin, when not nil,
+// is unpinned once the engine no longer needs Data: after the response is
+// written, or when it never will be (the connection closed).
+type Splice struct {
+	At   int
+	Data []byte
+	Pin  Unpinner
+}
+
+// Unpinner is a Splice's owner, told when its bytes are no longer read.
+type Unpinner interface {
+	Unpin()
+}
+
+// MaxSplices bounds the splices of one response; more close the connection
+// as a handler error (each is an iovec of a writev, and IOV_MAX is 1024).
+const MaxSplices = 4096
+
+// RespondSpliced completes the request as Respond does, with the bytes of
+// splices written inside resp at their offsets (in rising At order, each
+// within [4, len(resp)]): a large response of bytes the handler holds
+// elsewhere (a Fetch answered from shared batches) is written with one
+// writev instead of being copied into resp first. The size prefix counts
+// resp and the splices. splices is copied; the pins pass to the engine,
+// which unpins each exactly once, also when the response is never written.
+func (r *Request) RespondSpliced(resp []byte, splices []Splice) {
+	if !r.claimed.CompareAndSwap(false, true) {
+		for _, sp := range splices {
+			if sp.Pin != nil {
+				sp.Pin.Unpin()
+			}
+		}
+		return
+	}
+	r.splices = append(r.splices[:0], splices...)
+	total, at := len(resp), 4
+	ok := len(resp) >= 4 && len(splices) <= MaxSplices
+	for _, sp := range splices {
+		ok = ok && sp.At >= at && sp.At <= len(resp)
+		at = sp.At
+		total += len(sp.Data)
+	}
+	if !ok || total-4 > math.MaxInt32 {
+		r.kind, r.reason, r.msg = compClose, ReasonProtocolError, "engine: spliced response out of bounds"
+	} else {
+		binary.BigEndian.PutUint32(resp, uint32(total-4))
+		r.kind, r.out, r.outLen = compRespond, resp, total
+	}
+	r.finish()
+}
+
+// unpinSplices releases the splices' pins, once.
+func (r *Request) unpinSplices() {
+	for i := range r.splices {
+		if p := r.splices[i].Pin; p != nil {
+			p.Unpin()
+		}
+		r.splices[i] = Splice{}
+	}
+	r.splices = r.splices[:0]
+}
+
+// segments appends to dst the pieces of the response from byte off on, in
+// order (out's runs and the splices between them, none empty), at most max
+// of them; it returns dst.
+func (r *Request) segments(dst [][]byte, off, max int) [][]byte {
+	prev := 0
+	emit := func(b []byte) {
+		if len(dst) >= max {
+			return
+		}
+		if off >= len(b) {
+			off -= len(b)
+			return
+		}
+		dst = append(dst, b[off:])
+		off = 0
+	}
+	for i := range r.splices {
+		sp := &r.splices[i]
+		if prev < sp.At {
+			emit(r.out[prev:sp.At])
+		}
+		if len(sp.Data) > 0 {
+			emit(sp.Data)
+		}
+		prev = sp.At
+	}
+	if prev < len(r.out) {
+		emit(r.out[prev:])
+	}
+	return dst
 }
 
 // RespondThenClose completes the request with resp, as Respond, and then
@@ -248,7 +350,7 @@ func (r *Request) RespondThenClose(resp []byte, reason CloseReason) {
 		r.kind, r.reason, r.msg = compClose, ReasonProtocolError, "engine: response without room for its size"
 	} else {
 		binary.BigEndian.PutUint32(resp, uint32(len(resp)-4))
-		r.kind, r.out, r.reason, r.closeAfter = compRespond, resp, reason, true
+		r.kind, r.out, r.outLen, r.reason, r.closeAfter = compRespond, resp, len(resp), reason, true
 	}
 	r.finish()
 }

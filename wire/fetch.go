@@ -403,19 +403,40 @@ const maxFetchRecords = 1<<31 - 2
 // 2 GiB − 2 bytes cannot be framed; the caller's byte budgets keep them far
 // smaller.
 func AppendFetchPartitionEnd(dst []byte, m FetchPartitionMark, p *FetchResponseTopicPartition) []byte {
+	dst, _ = endFetchPartition(dst, m, p, len(dst)-m.RecordsStart(), false)
+	return dst
+}
+
+// AppendFetchPartitionEndExternal finishes a partition started with
+// AppendFetchPartitionBegin whose n bytes of records are not in dst: the
+// caller's transport writes them at the returned offset of dst
+// (engine.Splice), where AppendFetchPartitionEnd would have them. Anything
+// appended to dst since Begin is discarded.
+func AppendFetchPartitionEndExternal(dst []byte, m FetchPartitionMark, p *FetchResponseTopicPartition, n int) ([]byte, int) {
+	return endFetchPartition(dst[:m.RecordsStart()], m, p, n, true)
+}
+
+// endFetchPartition is AppendFetchPartitionEnd for n bytes of records, in
+// dst after the reserved length or (external) outside it; it returns dst
+// and where the records begin.
+func endFetchPartition(dst []byte, m FetchPartitionMark, p *FetchResponseTopicPartition, n int, external bool) ([]byte, int) {
 	recStart := m.lenAt + m.width
-	n := len(dst) - recStart
+	held := n // the records' bytes in dst
+	if external {
+		held = 0
+	}
 	if m.version >= fetchFlexible {
 		want := varint.UvarintLen(uint32(n) + 1)
 		if want > m.width {
 			dst = append(dst, zeroPrefix[:want-m.width]...)
-			copy(dst[m.lenAt+want:], dst[recStart:recStart+n])
+			copy(dst[m.lenAt+want:], dst[recStart:recStart+held])
 		} else if want < m.width {
 			copy(dst[m.lenAt+want:], dst[recStart:])
 			dst = dst[:len(dst)-(m.width-want)]
 		}
 		// Writes exactly want bytes in place: capacity is there.
 		varint.AppendUvarint(dst[m.lenAt:m.lenAt], uint32(n)+1)
+		recStart = m.lenAt + want
 	} else {
 		PutInt32(dst, m.lenAt, int32(n))
 	}
@@ -428,7 +449,7 @@ func AppendFetchPartitionEnd(dst []byte, m FetchPartitionMark, p *FetchResponseT
 	if m.version >= 5 {
 		binary.BigEndian.PutUint64(h[22:], uint64(p.LogStartOffset))
 	}
-	return appendFetchPartitionTags(dst, m.version, p)
+	return appendFetchPartitionTags(dst, m.version, p), recStart
 }
 
 // appendFetchPartitionHead appends a partition's fields before Records.

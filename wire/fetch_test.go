@@ -276,6 +276,32 @@ func TestFetchResponseStreaming(t *testing.T) {
 				if !bytes.Equal(dst, want) {
 					t.Fatalf("v%d records %d hint %d: streaming bytes differ from AppendTo", v, n, hint)
 				}
+
+				// The same with the records outside the buffer, put in at
+				// the offsets returned, as the engine writes splices.
+				dst = AppendFetchResponseStart([]byte("x"), v, 0, NoError, 0, 1)
+				dst = AppendFetchTopicStart(dst, v, "t", 2)
+				var at []int
+				for i := range 2 {
+					var m FetchPartitionMark
+					dst, m = AppendFetchPartitionBegin(dst, v, &p, hint)
+					if i == 1 {
+						dst = append(dst, "discarded"...)
+					}
+					var a int
+					dst, a = AppendFetchPartitionEndExternal(dst, m, &p, len(rec))
+					at = append(at, a)
+				}
+				dst = AppendFetchTopicEnd(dst, v)
+				dst = AppendFetchResponseEnd(dst, v)
+				joined := append([]byte(nil), dst[:at[0]]...)
+				joined = append(joined, rec...)
+				joined = append(joined, dst[at[0]:at[1]]...)
+				joined = append(joined, rec...)
+				joined = append(joined, dst[at[1]:]...)
+				if !bytes.Equal(joined, want) {
+					t.Fatalf("v%d records %d hint %d: external records differ from AppendTo", v, n, hint)
+				}
 			}
 		}
 	}
