@@ -378,16 +378,29 @@ func (fc *fetchCache) recycle(e *fetchEntry) {
 }
 
 // putFree keeps b (nil: nothing) for a later entry, within
-// maxFreeFetchBufs buffers of at most maxRetainedPartBuf; under mu.
+// maxFreeFetchBufs buffers of at most maxRetainedPartBuf, the largest
+// ones; under mu.
 func (fc *fetchCache) putFree(b []byte) {
 	if b == nil || cap(b) > maxRetainedPartBuf {
 		return
 	}
 	if len(fc.free) >= maxFreeFetchBufs {
-		fc.freeBytes -= int64(cap(fc.free[0]))
-		copy(fc.free, fc.free[1:])
-		fc.free[len(fc.free)-1] = nil
-		fc.free = fc.free[:len(fc.free)-1]
+		// Full: b replaces the smallest kept buffer, if it is larger. A
+		// run of small reads (at a partition's tail) must not push out
+		// the buffers full reads need, which no small one can replace.
+		small := 0
+		for i := range fc.free {
+			if cap(fc.free[i]) < cap(fc.free[small]) {
+				small = i
+			}
+		}
+		if cap(b) <= cap(fc.free[small]) {
+			return
+		}
+		fc.freeBytes -= int64(cap(fc.free[small]))
+		last := len(fc.free) - 1
+		fc.free[small], fc.free[last] = fc.free[last], nil
+		fc.free = fc.free[:last]
 	}
 	fc.free = append(fc.free, b[:0])
 	fc.freeBytes += int64(cap(b))

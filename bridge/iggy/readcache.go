@@ -744,8 +744,21 @@ func (rc *readCache) unpin(ch *chunk) {
 
 // recycle keeps ch's buffer for a later reply; under mu.
 func (rc *readCache) recycle(ch *chunk) {
-	if ch.buf != nil && len(rc.free) < maxFreeBufs && cap(ch.buf) <= keepReplyBuf {
-		rc.free = append(rc.free, ch.buf[:cap(ch.buf)])
+	if b := ch.buf; b != nil && cap(b) <= keepReplyBuf {
+		if len(rc.free) < maxFreeBufs {
+			rc.free = append(rc.free, b[:cap(b)])
+		} else {
+			// Full: keep the larger buffers (takeBuf hands out the largest).
+			small := 0
+			for i := range rc.free {
+				if cap(rc.free[i]) < cap(rc.free[small]) {
+					small = i
+				}
+			}
+			if cap(b) > cap(rc.free[small]) {
+				rc.free[small] = b[:cap(b)]
+			}
+		}
 	}
 	ch.buf, ch.records, ch.p = nil, nil, nil
 	if len(rc.freeChunks) < 4*maxChunksPerPartition {
@@ -757,8 +770,17 @@ func (rc *readCache) recycle(ch *chunk) {
 // to a chunk; under mu.
 func (rc *readCache) takeBuf() []byte {
 	if n := len(rc.free); n > 0 {
-		b := rc.free[n-1]
-		rc.free[n-1] = nil
+		// The largest: a session's next reply is about as large as the
+		// one its buffer just went to a chunk with, and a smaller buffer
+		// would be replaced by a fresh one for it.
+		big := 0
+		for i := range rc.free {
+			if cap(rc.free[i]) > cap(rc.free[big]) {
+				big = i
+			}
+		}
+		b := rc.free[big]
+		rc.free[big], rc.free[n-1] = rc.free[n-1], nil
 		rc.free = rc.free[:n-1]
 		return b
 	}

@@ -461,7 +461,9 @@ func (s *session) readReply() (proto.ReplyHeader, []byte, error) {
 		return h, nil, err
 	}
 	if int(h.Size) > cap(s.rbuf) {
-		nb := make([]byte, h.Size)
+		// Room for a little more: the next replies of a reader are about
+		// this size, each a few messages more or less.
+		nb := make([]byte, min(int(h.Size)+int(h.Size)/8, proto.MaxFrameSize))
 		copy(nb, s.rbuf[:proto.HeaderSize])
 		s.rbuf = nb
 	}
