@@ -227,14 +227,21 @@ func (fc *fetchCache) storeOwned(key fetchKey, gen uint64, data []byte, wm Water
 	if e == nil {
 		return nil, nil
 	}
-	var spare []byte
-	if n := len(data); cap(data) <= n+n/4+4096 {
-		// After storeLocked's evictions recycled some; room for a read
-		// of data's size (the next one of this reader, about as large).
-		spare = fc.takeSpare(n)
+	n := len(data)
+	if cap(data) > n+n/4+4096 {
+		// Far more room than data: a tight copy holds less.
+		e.buf = append(fc.takeBuf(n), data...)
+		fc.publishLocked(e)
+		return nil, nil
 	}
+	// After storeLocked's evictions recycled some: as much room as data's
+	// buffer, which the reader's reads of this size grow to
+	// (partReader.growPart), so its next read needs no other.
+	spare := fc.takeSpare(cap(data))
 	if spare == nil {
-		e.buf = append(fc.takeBuf(len(data)), data...)
+		// The copy gets a buffer of data's room too: recycled, it is a
+		// spare for a later owned store (not one a few bytes too small).
+		e.buf = append(make([]byte, 0, cap(data)), data...)
 		fc.publishLocked(e)
 		return nil, nil
 	}

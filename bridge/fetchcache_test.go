@@ -218,7 +218,7 @@ func TestFetchCacheBuildOnce(t *testing.T) {
 // TestFetchCacheStoreOwned: a build that hands its buffer over is stored
 // without a copy once a recycled buffer can replace it (the entry holds the
 // very bytes, pinned for the builder, and the builder gets a buffer of at
-// least the read's size); before any buffer is recycled, or when the buffer
+// least the read's room); before any buffer is recycled, or when the buffer
 // has far more room than the read, it is copied as store does; the bound
 // holds either way.
 func TestFetchCacheStoreOwned(t *testing.T) {
@@ -247,7 +247,7 @@ func TestFetchCacheStoreOwned(t *testing.T) {
 			if &e.data[0] != &d[0] {
 				t.Fatalf("entry %d: an owned store copied", i)
 			}
-			if len(spare) != 0 || cap(spare) < len(d) || &spare[:1][0] == &d[0] {
+			if len(spare) != 0 || cap(spare) < cap(d) || &spare[:1][0] == &d[0] {
 				t.Fatalf("entry %d: spare of len %d cap %d (read's cap %d)", i, len(spare), cap(spare), cap(d))
 			}
 			fc.release(e)
