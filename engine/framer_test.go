@@ -136,6 +136,48 @@ func TestFramerGrowsWithData(t *testing.T) {
 	f.reset()
 }
 
+// TestFramerSizedByLastFrame: after a complete frame of 600 KiB, a frame
+// declaring up to twice that gets its whole buffer at once; one declaring
+// more starts small again, as does a first frame; a partial frame does not
+// count.
+func TestFramerSizedByLastFrame(t *testing.T) {
+	f := framer{max: DefaultMaxFrameSize}
+	send := func(size int) {
+		t.Helper()
+		frame := append(binary.BigEndian.AppendUint32(nil, uint32(size)), make([]byte, size)...)
+		if n, done, bad := f.feed(frame); !done || n != len(frame) || bad != reasonNone {
+			t.Fatalf("frame of %d: n=%d done=%v bad=%v", size, n, done, bad)
+		}
+		b, _ := f.take()
+		putBuf(b)
+	}
+	begin := func(size int) int {
+		t.Helper()
+		if _, done, bad := f.feed(binary.BigEndian.AppendUint32(nil, uint32(size))); done || bad != reasonNone {
+			t.Fatalf("header of %d: done=%v bad=%v", size, done, bad)
+		}
+		got := cap(*f.body)
+		f.reset()
+		return got
+	}
+	if got := begin(1 << 20); got > initialFrameChunk {
+		t.Fatalf("a first frame of 1 MiB got a %d-byte buffer before its body", got)
+	}
+	send(600 << 10)
+	if got := begin(1 << 20); got < 1<<20 {
+		t.Fatalf("after a 600 KiB frame, a 1 MiB frame got %d bytes up front", got)
+	}
+	send(600 << 10)
+	if got := begin(50 << 20); got > 2<<20 { // twice the last, in its 2 MiB size class
+		t.Fatalf("after a 600 KiB frame, a 50 MiB declaration got %d bytes up front", got)
+	}
+	// reset (a connection closing mid-frame) does not make the partial
+	// frame the last one.
+	if got := begin(1 << 20); got < 1<<20 {
+		t.Fatalf("the last complete frame was forgotten: %d bytes", got)
+	}
+}
+
 // TestFramerGrowsToAvail: bytes known to be waiting size the next growth in
 // one step, bounded by the declared size; unknown (0) keeps doubling.
 func TestFramerGrowsToAvail(t *testing.T) {
