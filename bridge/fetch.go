@@ -95,6 +95,9 @@ type partReader struct {
 	limit       int // the byte limit it read with
 	resp        wire.FetchResponseTopicPartition
 	recordBytes int // the size of the records it appended to buf
+	// skipped: readAll had no budget left for it (skipPart): resp holds
+	// watermarks only.
+	skipped bool
 	// panicked: the read panicked (logged and counted by catch).
 	panicked bool
 }
@@ -347,6 +350,12 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 				// again with what is left (one more round trip, only when
 				// the response limit is reached).
 				switch {
+				case r.skipped && (limit > 0 || total == 0):
+					// readAll's budget ran out before this partition, but
+					// the response has room left after all (an earlier
+					// read failed or was served smaller).
+					p.ErrorCode = wire.NoError
+					buf, n = g.readPartition(&fs.r, buf, t.Topic, codec, rp, &p, limit, total == 0)
 				case r.resp.ErrorCode != wire.NoError || r.recordBytes == 0:
 				case total == 0 || limit > 0 && r.limit <= limit && !r.oversized:
 					switch {
@@ -360,7 +369,12 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 						buf = append(buf, r.buf...)
 					}
 					n = r.recordBytes
-				case limit > 0:
+				case limit > 0 && (r.mapped == 0 || limit >= r.recordBytes/r.mapped+batch.HeaderSize):
+					// Read again with what is left, unless that is less
+					// than one of this read's records takes: such a read
+					// would find nothing (records of one partition are of
+					// about one size) and, after a response filled up,
+					// each partition would cost a read in turn.
 					buf, n = g.readPartition(&fs.r, buf, t.Topic, codec, rp, &p, limit, false)
 				}
 				if r.shared != nil {
@@ -409,9 +423,29 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 	return total, hasErr
 }
 
-// readAll reads every requested partition concurrently into fs.parts, each
-// up to its own limit (PartitionMaxBytes, at most maxBytes); the first read
-// runs on the calling goroutine.
+// ReadEstimator is implemented by a Log that can tell, without a round
+// trip, about how many bytes a Read from an offset would find (fetch.go
+// readAll).
+type ReadEstimator interface {
+	// ReadEstimate returns about how many bytes of messages a Read of
+	// topic/partition from offset may find: 0 when the Log knows nothing
+	// is past offset, −1 when it cannot tell.
+	ReadEstimate(topic string, partition int32, offset int64) int64
+}
+
+// readAll reads the requested partitions concurrently into fs.parts, each
+// up to its own limit (PartitionMaxBytes, at most maxBytes), in waves
+// within the response's budget: a wave takes the next partitions in
+// request order while the bytes they are expected to return
+// (ReadEstimator; a partition's whole limit when unknown) fit what the
+// response has left, and the next wave starts once the reads of this one
+// say how much they found. Partitions past the budget are not read; they
+// are answered with the high watermark the Log knows (skipped), as Kafka
+// answers partitions a full response has no room for. Reading them all, as
+// readAll once did, read and encoded up to every partition's limit for a
+// response that can carry max_bytes: at 256 partitions of 1 MiB against
+// franz-go's 50 MiB, five times what was sent (issue #20). The first read
+// of a wave runs on the calling goroutine.
 func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 	k := 0
 	for i := range fs.req.Topics {
@@ -429,18 +463,85 @@ func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 	}
 	// Each read runs under catch; when one panicked, readAll re-raises
 	// errPartPanicked once all are done, so the call is abandoned by the
-	// guard its handler runs under. The reads after the first go to pooled
-	// reader goroutines (no allocation per partition once they run).
-	for _, r := range fs.parts[1:k] {
-		fs.wg.Add(1)
-		g.partReads.start(partJob{fs: fs, r: r, maxBytes: maxBytes})
-	}
-	g.readOnePart(fs, fs.parts[0], maxBytes)
-	fs.wg.Wait()
-	for _, r := range fs.parts[:k] {
-		if r.panicked {
-			panic(errPartPanicked)
+	// guard its handler runs under. The reads after the first of a wave go
+	// to pooled reader goroutines (no allocation per partition once they
+	// run).
+	est, _ := g.store.(ReadEstimator)
+	left := maxBytes
+	next := 0
+	// A wave's reads are capped by what is left, so the last partition the
+	// budget reaches is read once, with that, not read whole and again.
+	// Once less than minContinuation is left, one last wave reads all the
+	// rest with that little (the response is filled as a sequential read
+	// fills it, without a round trip per partition).
+	for next < k && left > 0 {
+		end, want := next, 0
+		if left < minContinuation {
+			end = k
 		}
+		for end < k {
+			r := fs.parts[end]
+			e := int64(min(int(r.rp.PartitionMaxBytes), maxBytes))
+			if est != nil {
+				if n := est.ReadEstimate(r.topic, r.rp.Partition, r.rp.FetchOffset); n >= 0 && n < e {
+					e = n
+				}
+			}
+			if end > next && want+int(e) > left {
+				break
+			}
+			want += int(e)
+			end++
+		}
+		for _, r := range fs.parts[next+1 : end] {
+			fs.wg.Add(1)
+			g.partReads.start(partJob{fs: fs, r: r, maxBytes: left})
+		}
+		g.readOnePart(fs, fs.parts[next], left)
+		fs.wg.Wait()
+		for _, r := range fs.parts[next:end] {
+			if r.panicked {
+				panic(errPartPanicked)
+			}
+			if r.resp.ErrorCode == wire.NoError {
+				left -= r.recordBytes
+			}
+		}
+		next = end
+	}
+	for _, r := range fs.parts[next:k] {
+		g.skipPart(fs, r)
+	}
+}
+
+// skipPart answers a partition readAll had no budget left to read: no
+// records, the high watermark the Log knows without a round trip, or its
+// watermarks when it knows none (a partition not read since the gateway
+// started).
+func (g *Gateway) skipPart(fs *fetchState, r *partReader) {
+	if r.shared != nil { // left pinned by a read that panicked
+		g.fetchCache.release(r.shared)
+		r.shared = nil
+	}
+	r.resp = wire.FetchResponseTopicPartition{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
+	r.recordBytes, r.limit, r.oversized = 0, 0, false
+	r.skipped = true
+	if code := g.leaderCode(r.topic, r.rp.Partition, r.rp.CurrentLeaderEpoch); code != wire.NoError {
+		r.resp.ErrorCode = code // docs/design/cluster.md §6, as readPartition
+		return
+	}
+	if sr, ok := g.store.(SharedReads); ok {
+		if _, high := sr.ReadGeneration(r.topic, r.rp.Partition); high >= 0 {
+			wm := Watermarks{High: high}
+			g.applyLogStart(r.topic, r.rp.Partition, &wm)
+			setWatermarks(&r.resp, wm)
+			return
+		}
+	}
+	if wm, err := g.watermarks(g.ctx, r.topic, r.rp.Partition); err == nil {
+		setWatermarks(&r.resp, wm)
+	} else {
+		r.resp.ErrorCode = fetchCode(err)
 	}
 }
 
@@ -452,7 +553,7 @@ func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
 	}
 	r.panicked = g.catch(fs.call, func() {
 		r.resp = wire.FetchResponseTopicPartition{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
-		r.recordBytes = 0
+		r.recordBytes, r.skipped = 0, false
 		if !g.allowed(fs.call, acl.OpRead, acl.ResourceTopic, r.topic) {
 			return // fetchPass answers it TOPIC_AUTHORIZATION_FAILED
 		}

@@ -883,6 +883,30 @@ func (c *Client) ReadGeneration(topic string, partition int32) (uint64, int64) {
 	return gen, high
 }
 
+// ReadEstimate returns about how many bytes of messages a Read of
+// topic/partition from offset may find (bridge.ReadEstimator): 0 when the
+// highest high watermark the client knows is at or below offset, the
+// messages past offset times the partition's message size as its polls
+// found it otherwise, and −1 when the client knows neither.
+func (c *Client) ReadEstimate(topic string, partition int32, offset int64) int64 {
+	rc := c.cache
+	if rc == nil {
+		return -1
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	p := rc.parts[partKey{topic, partition}]
+	switch {
+	case p == nil || p.high < 0:
+		return -1
+	case p.high <= offset:
+		return 0
+	case p.msgSize <= 0:
+		return -1
+	}
+	return (p.high - offset) * p.msgSize
+}
+
 // close stops the read-ahead workers (Client.Close waits for them).
 func (rc *readCache) close() {
 	if rc != nil {

@@ -497,3 +497,32 @@ func TestReadCacheWalkMarks(t *testing.T) {
 		}
 	}
 }
+
+// TestReadEstimate: the estimate of a partition nothing is known of is −1;
+// at or past the high watermark the client knows (here from its own
+// appends), 0; before it, once a poll has measured the partition's message
+// size, the messages left times that size.
+func TestReadEstimate(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	cx := ctx(t)
+	c.CreateTopic(cx, "est", 1, bridge.TopicConfig{})
+	if got := c.ReadEstimate("est", 0, 0); got != -1 {
+		t.Fatalf("before any append or read: %d, want -1", got)
+	}
+	for i := range 4 {
+		if _, err := c.Append(cx, "est", 0, seqBatch(strings.Repeat("v", 500), i*50, 50)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Read(cx, "est", 0, 0, 4096, func(*message.Message) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ReadEstimate("est", 0, 200); got != 0 {
+		t.Fatalf("at the high watermark: %d, want 0", got)
+	}
+	got := c.ReadEstimate("est", 0, 100)
+	if got < 100*500 || got > 100*1000 {
+		t.Fatalf("100 messages of about 570 bytes before the high watermark: estimate %d", got)
+	}
+}
