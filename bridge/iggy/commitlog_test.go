@@ -294,7 +294,12 @@ func TestCommitLogTailCompaction(t *testing.T) {
 	c.commits.mu.RLock()
 	gen, records := c.commits.gen, c.commits.records
 	c.commits.mu.RUnlock()
-	if gen < 5 {
+	// The dead instance's switch is one generation; compactions, which
+	// run when a writer finds the log past its threshold (about every 20
+	// records here, but not at a fixed count: they wait for the writers'
+	// appends in flight), at least one more. Expecting five made the test
+	// fail on a loaded machine (3 and 4 seen) with nothing wrong.
+	if gen < 3 {
 		t.Fatalf("generation %d after %d commits with a switch every ~20 records", gen, 2*rounds)
 	}
 	list, err := sys.Topics(cx)
