@@ -24,6 +24,7 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -838,6 +839,26 @@ func (rc *readCache) invalidateAll() {
 	rc.gen.Add(1)
 	for _, p := range rc.parts {
 		rc.invalidateLocked(p)
+	}
+	rc.mu.Unlock()
+}
+
+// learnHighs raises the high watermarks the cache knows for every
+// partition of topic from a GetTopic reply, so a Fetch that has no budget
+// left for a partition answers its high watermark without asking again
+// (bridge/fetch.go skipPart): one GetTopic teaches all of a topic's
+// partitions.
+func (rc *readCache) learnHighs(topic string, parts []partitionInfo) {
+	if rc == nil {
+		return
+	}
+	rc.mu.Lock()
+	for _, pi := range parts {
+		if pi.id > math.MaxInt32 {
+			continue
+		}
+		p := rc.part(topic, int32(pi.id))
+		p.high = max(p.high, watermarksOf(pi).High)
 	}
 	rc.mu.Unlock()
 }

@@ -526,3 +526,31 @@ func TestReadEstimate(t *testing.T) {
 		t.Fatalf("100 messages of about 570 bytes before the high watermark: estimate %d", got)
 	}
 }
+
+// TestWatermarksTeachHighs: a client that neither wrote nor read a topic
+// knows no high watermark of it; one Watermarks call (GetTopic) teaches it
+// every partition's, which the gateway answers partitions past a Fetch's
+// budget with.
+func TestWatermarksTeachHighs(t *testing.T) {
+	addr, stream := target(t)
+	w := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	cx := ctx(t)
+	w.CreateTopic(cx, "teach", 3, bridge.TopicConfig{})
+	for p := range int32(3) {
+		if _, err := w.Append(cx, "teach", p, seqBatch("m", 0, int(p+1)*10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	if _, high := c.ReadGeneration("teach", 2); high != -1 {
+		t.Fatalf("a fresh client knows high watermark %d", high)
+	}
+	if wm, err := c.Watermarks(cx, "teach", 0); err != nil || wm.High != 10 {
+		t.Fatalf("Watermarks: %+v %v", wm, err)
+	}
+	for p := range int32(3) {
+		if _, high := c.ReadGeneration("teach", p); high != int64(p+1)*10 {
+			t.Fatalf("partition %d: high watermark %d after one GetTopic, want %d", p, high, (p+1)*10)
+		}
+	}
+}

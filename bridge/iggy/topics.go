@@ -608,6 +608,7 @@ func (c *Client) watermarks(ctx context.Context, topic string, partition int32) 
 	if !ok {
 		return bridge.Watermarks{}, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
 	}
+	c.cache.learnHighs(topic, d.partitions)
 	for _, p := range d.partitions {
 		if int64(p.id) == int64(partition) {
 			return watermarksOf(p), nil
