@@ -180,20 +180,27 @@ func BenchmarkGatewayFetchIggy(b *testing.B) {
 	}
 }
 
-// fetchFrame is a Fetch v12 of every partition of topic from offset 0, up
-// to partMax bytes each.
-func fetchFrame(topic string, partMax int32) []byte {
+// fetchRequest is a Fetch at version v of partitions 0..len(offsets)-1 of
+// topic from offsets, up to partMax bytes each and maxBytes in all, MinBytes
+// 1 and no wait.
+func fetchRequest(v int16, topic string, offsets []int64, partMax, maxBytes int32) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
-	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 12, -1, 0, 1, 64<<20
+	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = v, -1, 0, 1, maxBytes
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = topic
-	for p := range int32(benchPartitions) {
+	for p, off := range offsets {
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, 0, partMax
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(p), off, partMax
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
-	return requestFrame(req, 2)
+	return req
+}
+
+// fetchFrame is a Fetch v12 of every partition of topic from offset 0, up
+// to partMax bytes each.
+func fetchFrame(topic string, partMax int32) []byte {
+	return requestFrame(fetchRequest(12, topic, make([]int64, benchPartitions), partMax, 64<<20), 2)
 }
 
 // benchFetch preloads mib MiB per partition and measures the Fetch of all.

@@ -37,23 +37,15 @@ func BenchmarkGatewayFanoutIggy(b *testing.B) {
 
 // fanoutFetch is a Fetch v12 of every partition of topic at offsets.
 func fanoutFetch(topic string, offsets []int64, partMax int32) []byte {
-	req := kmsg.NewPtrFetchRequest()
-	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 12, -1, 0, 1, 64<<20
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
-	for p, off := range offsets {
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(p), off, partMax
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
-	return requestFrame(req, 3)
+	return requestFrame(fetchRequest(12, topic, offsets, partMax, 64<<20), 3)
 }
 
-// advance moves offsets past the records of a Fetch v12 response and
-// returns how many records it held; a partition read to its high watermark
-// starts again at 0.
-func advance(b testing.TB, body []byte, offsets []int64) int {
+// advance moves offsets past the whole record batches of a Fetch v12
+// response, checking that each partition's batches start at its offset,
+// and returns how many records it held; with wrap, a partition read to its
+// high watermark starts again at 0.
+func advance(b testing.TB, body []byte, offsets []int64, wrap bool) int {
+	b.Helper()
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = 12
 	if err := resp.ReadFrom(body[5:]); err != nil {
@@ -73,12 +65,15 @@ func advance(b testing.TB, body []byte, offsets []int64) int {
 					break
 				}
 				base := int64(binary.BigEndian.Uint64(rb))
+				if base != offsets[p.Partition] {
+					b.Fatalf("partition %d: a batch at %d, the reader is at %d", p.Partition, base, offsets[p.Partition])
+				}
 				last := int64(int32(binary.BigEndian.Uint32(rb[23:])))
 				n += int(last + 1)
 				offsets[p.Partition] = base + last + 1
 				rb = rb[size:]
 			}
-			if offsets[p.Partition] >= p.HighWatermark {
+			if wrap && offsets[p.Partition] >= p.HighWatermark {
 				offsets[p.Partition] = 0
 			}
 		}
@@ -108,7 +103,7 @@ func benchFanout(b *testing.B, gw *kiggytest.Gateway, groups, mib int) {
 			offsets := make([]int64, benchPartitions)
 			n := 0
 			for range b.N {
-				n += advance(b, bc.roundTrip(b, fanoutFetch("fan", offsets, 256<<10)), offsets)
+				n += advance(b, bc.roundTrip(b, fanoutFetch("fan", offsets, 256<<10)), offsets, true)
 			}
 			mu.Lock()
 			records += n

@@ -447,7 +447,8 @@ type ReadEstimator interface {
 // answers partitions a full response has no room for. Reading them all, as
 // readAll once did, read and encoded up to every partition's limit for a
 // response that can carry max_bytes: at 256 partitions of 1 MiB against
-// franz-go's 50 MiB, five times what was sent (issue #20). The first read
+// franz-go's 50 MiB, five times what was sent (docs/IGGY.md, "A Fetch reads
+// within its budget"). The first read
 // of a wave runs on the calling goroutine.
 func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 	k := 0
@@ -469,7 +470,7 @@ func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 	// guard its handler runs under. The reads after the first of a wave go
 	// to pooled reader goroutines (no allocation per partition once they
 	// run).
-	est, _ := g.store.(ReadEstimator)
+	est := g.estimates
 	left := maxBytes
 	next := 0
 	// A wave's reads are capped by what is left, so the last partition the
@@ -538,7 +539,7 @@ func (g *Gateway) skipPart(fs *fetchState, r *partReader) {
 		r.resp.ErrorCode = code // docs/design/cluster.md §6, as readPartition
 		return
 	}
-	if sr, ok := g.store.(SharedReads); ok {
+	if sr := g.sharedReads; sr != nil {
 		if _, high := sr.ReadGeneration(r.topic, r.rp.Partition); high >= 0 {
 			wm := Watermarks{High: high}
 			g.applyLogStart(r.topic, r.rp.Partition, &wm)
@@ -593,7 +594,9 @@ func (r *partReader) growPart(buf []byte, n int) []byte {
 	if r.expect > 0 {
 		// The Log said about how much the read finds (readAll): grow to
 		// that at once, not through every power of two up to it (at 1,024
-		// partitions the doubling was 15 % of the gateway's consume CPU).
+		// partitions the doubling was 15 % of the gateway's consume CPU:
+		// docs/BENCHMARKS.md, "Many partitions and 64 KiB records after the
+		// Fetch waves").
 		c = max(c, r.expect+r.expect/8+4096)
 	}
 	if c > full {

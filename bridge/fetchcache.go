@@ -121,12 +121,15 @@ type fetchCache struct {
 	gauge, freeGauge                                     atomic.Int64
 }
 
-// initFetchCache turns the cache on when the store offers it.
+// initFetchCache turns the cache on when the store offers it, and notes
+// what the store tells about its reads without a round trip.
 func (g *Gateway) initFetchCache() {
+	g.estimates, _ = g.store.(ReadEstimator)
 	sr, ok := g.store.(SharedReads)
 	if !ok {
 		return
 	}
+	g.sharedReads = sr
 	if n := sr.FetchCacheBytes(); n > 0 {
 		g.fetchCache = newFetchCache(n, sr)
 	}

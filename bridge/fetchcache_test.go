@@ -267,3 +267,25 @@ func TestFetchCacheStoreOwned(t *testing.T) {
 	}
 	hit(t, fc, key(100), make([]byte, 10<<10))
 }
+
+// TestFetchCacheFreeKeepsLargest: with the recycled buffers full, a larger
+// buffer takes the smallest one's place and a buffer no larger than any is
+// dropped, so a run of small tail reads cannot push out the buffers that
+// full reads' hand-overs need (storeOwned's spares).
+func TestFetchCacheFreeKeepsLargest(t *testing.T) {
+	fc := newFetchCache(64<<20, &fakeShared{gen: 1, high: 1 << 40})
+	for range maxFreeFetchBufs {
+		fc.putFree(make([]byte, 0, 8<<10))
+	}
+	fc.putFree(make([]byte, 0, 1<<20))
+	fc.putFree(make([]byte, 0, 4<<10)) // smaller than every kept one: dropped
+	if len(fc.free) != maxFreeFetchBufs {
+		t.Fatalf("%d buffers kept, want %d", len(fc.free), maxFreeFetchBufs)
+	}
+	if fc.freeBytes != int64((maxFreeFetchBufs-1)*(8<<10)+(1<<20)) {
+		t.Fatalf("free bytes %d", fc.freeBytes)
+	}
+	if b := fc.takeSpare(1 << 20); cap(b) != 1<<20 {
+		t.Fatalf("a spare for a 1 MiB read: cap %d", cap(b))
+	}
+}

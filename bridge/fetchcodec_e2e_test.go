@@ -165,17 +165,7 @@ func consumeAll(t *testing.T, addr, topic string, sent []*kgo.Record, opts ...kg
 // offsets, with the given limits, and returns the response.
 func rawFetch(t *testing.T, kc *kafkawire.Conn, v int16, topic string, offsets []int64, partMax, maxBytes int32) *kmsg.FetchResponse {
 	t.Helper()
-	req := kmsg.NewPtrFetchRequest()
-	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = v, -1, 0, 1, maxBytes
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
-	for p, off := range offsets {
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(p), off, partMax
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := kc.RoundTrip(req)
+	resp, err := kc.RoundTrip(fetchRequest(v, topic, offsets, partMax, maxBytes))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -222,6 +222,10 @@ type Gateway struct {
 	// fetchCache shares encoded partition reads between Fetches
 	// (fetchcache.go); nil when the store offers none.
 	fetchCache *fetchCache
+	// estimates and sharedReads are the store as a ReadEstimator and as
+	// SharedReads (fetch.go, readAll and skipPart); nil when it is not.
+	estimates   ReadEstimator
+	sharedReads SharedReads
 
 	// appends runs the partition appends of concurrent Produces
 	// (fanout.go, runAppends) on pooled workers (workers.go).

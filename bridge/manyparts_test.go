@@ -4,8 +4,6 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
 
@@ -16,17 +14,7 @@ const manyParts = 256
 // fetchFrameN is a Fetch v12 of partitions 0..n-1 of topic from offset 0,
 // up to partMax bytes each.
 func fetchFrameN(topic string, n int32, partMax int32) []byte {
-	req := kmsg.NewPtrFetchRequest()
-	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 12, -1, 0, 1, 64<<20
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
-	for p := range n {
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, 0, partMax
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
-	return requestFrame(req, 2)
+	return requestFrame(fetchRequest(12, topic, make([]int64, n), partMax, 64<<20), 2)
 }
 
 // startManyParts starts an Iggy-backed gateway with a topic of manyParts

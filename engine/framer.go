@@ -68,9 +68,9 @@ func (f *framer) checkSize(s int32) CloseReason {
 // exact class at once; large ones start at initialFrameChunk and grow,
 // unless the connection's last frame was at least half as large: a
 // producer's requests are of about one size, and a buffer of the declared
-// size at once saves the copies of growing to it (issue #20: 3.6 % of the
-// gateway's produce CPU). A peer gets that only for a size it has already
-// sent in full.
+// size at once saves the copies of growing to it (docs/BENCHMARKS.md,
+// "Consume CPU, second round": 3.6 % of the gateway's produce CPU). A peer
+// gets that only for a size it has already sent in full.
 func (f *framer) start(s int) {
 	f.size, f.have = s, 0
 	f.body = getBuf(min(s, max(initialFrameChunk, 2*f.last)))

@@ -642,8 +642,8 @@ func scanRecords(records []byte, from, start uint64, marks []walkMark) (first, e
 // markStride is about how many bytes of messages lie between two walkMarks
 // of a chunk: a read starting inside a chunk parses at most that many bytes
 // of frames before its first message, instead of every frame from the
-// chunk's start (issue #20: with a reader's stretches not aligned to the
-// polls, that walk was most of the read cache's CPU).
+// chunk's start (docs/IGGY.md, "Walk marks": with a reader's stretches not
+// aligned to the polls, that walk was most of the read cache's CPU).
 const markStride = 8 << 10
 
 // mark returns the walkMark of ch to start a walk for offset from at: the

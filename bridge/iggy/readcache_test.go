@@ -27,37 +27,47 @@ func seqBatch(prefix string, from, n int) *message.Batch {
 	return &b
 }
 
-// readAll reads a partition from offset until want messages arrived,
+// readSeq reads a partition from offset 0 until want messages arrived,
 // checking that offsets are contiguous and payloads match them.
 func readSeq(t testing.TB, c *Client, topic string, partition int32, prefix string, want int, maxBytes int) {
 	t.Helper()
-	cx := ctx(t)
 	next := int64(0)
 	deadline := time.Now().Add(15 * time.Second)
 	for next < int64(want) {
-		var bad error
-		_, err := c.Read(cx, topic, partition, next, maxBytes, func(m *message.Message) bool {
-			if m.Offset != next {
-				bad = fmt.Errorf("offset %d, want %d", m.Offset, next)
-				return false
-			}
-			if got, exp := string(m.Payload), prefix+strconv.FormatInt(next, 10); got != exp {
-				bad = fmt.Errorf("offset %d: payload %q, want %q", m.Offset, got, exp)
-				return false
-			}
-			next++
-			return true
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bad != nil {
-			t.Fatal(bad)
-		}
+		next = readChecked(t, c, topic, partition, prefix, next, maxBytes)
 		if time.Now().After(deadline) {
 			t.Fatalf("stuck at offset %d of %d", next, want)
 		}
 	}
+}
+
+// readChecked makes one Read of a partition from offset from within
+// maxBytes, checking that offsets are contiguous from from and payloads
+// ("<prefix><offset>", seqBatch) match them, and returns the offset after
+// the last message delivered.
+func readChecked(t testing.TB, c *Client, topic string, partition int32, prefix string, from int64, maxBytes int) int64 {
+	t.Helper()
+	next := from
+	var bad error
+	_, err := c.Read(ctx(t), topic, partition, from, maxBytes, func(m *message.Message) bool {
+		if m.Offset != next {
+			bad = fmt.Errorf("offset %d, want %d", m.Offset, next)
+			return false
+		}
+		if got, exp := string(m.Payload), prefix+strconv.FormatInt(next, 10); got != exp {
+			bad = fmt.Errorf("offset %d: payload %q, want %q", m.Offset, got, exp)
+			return false
+		}
+		next++
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad != nil {
+		t.Fatalf("read from %d within %d bytes: %v", from, maxBytes, bad)
+	}
+	return next
 }
 
 // TestReadCacheHitsAndReadAhead: a sequential reader is served from memory
@@ -477,21 +487,7 @@ func TestReadCacheWalkMarks(t *testing.T) {
 	}
 	for from := int64(0); from < total; from += 7 {
 		for _, budget := range []int{1, 1500, 9000} {
-			next := from
-			_, err := c.Read(cx, "marks", 0, from, budget, func(m *message.Message) bool {
-				if m.Offset != next {
-					t.Fatalf("read from %d (budget %d): offset %d, want %d", from, budget, m.Offset, next)
-				}
-				if got, want := string(m.Payload), pad+strconv.FormatInt(next, 10); got != want {
-					t.Fatalf("offset %d: wrong payload", m.Offset)
-				}
-				next++
-				return true
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if next == from {
+			if next := readChecked(t, c, "marks", 0, pad, from, budget); next == from {
 				t.Fatalf("read from %d (budget %d) delivered nothing", from, budget)
 			}
 		}
@@ -551,6 +547,30 @@ func TestWatermarksTeachHighs(t *testing.T) {
 	for p := range int32(3) {
 		if _, high := c.ReadGeneration("teach", p); high != int64(p+1)*10 {
 			t.Fatalf("partition %d: high watermark %d after one GetTopic, want %d", p, high, (p+1)*10)
+		}
+	}
+}
+
+// TestReadCacheRecycledBuffers: recycled reply buffers keep the largest
+// once full, and a session taking one gets the largest, so its next reply,
+// about as large as the one whose buffer went to a chunk, needs no fresh
+// buffer.
+func TestReadCacheRecycledBuffers(t *testing.T) {
+	rc := &readCache{}
+	for i := range maxFreeBufs {
+		rc.recycle(&chunk{buf: make([]byte, (i+1)<<10)})
+	}
+	rc.recycle(&chunk{buf: make([]byte, 1<<20)})
+	rc.recycle(&chunk{buf: make([]byte, 512)}) // smaller than every kept one
+	if len(rc.free) != maxFreeBufs {
+		t.Fatalf("%d buffers kept, want %d", len(rc.free), maxFreeBufs)
+	}
+	if b := rc.takeBuf(); cap(b) != 1<<20 {
+		t.Fatalf("took a buffer of %d bytes, want the largest (1 MiB)", cap(b))
+	}
+	for _, b := range rc.free {
+		if cap(b) < 2<<10 {
+			t.Fatalf("a %d-byte buffer was kept over larger ones", cap(b))
 		}
 	}
 }
