@@ -15,3 +15,6 @@ func DecompressForTest(d *Decoder, codec Codec, src []byte, limit int) ([]byte, 
 	}
 	return src, nil
 }
+
+// Checksum exposes the batch CRC-32C to the external tests.
+var Checksum = checksum

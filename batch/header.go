@@ -210,7 +210,7 @@ func Validate(records []byte) (Header, error) {
 		// "only allowed to contain exactly one record batch per partition".
 		return h, ErrTrailing
 	}
-	if crc32.Checksum(records[offAttributes:], castagnoli) != h.CRC {
+	if checksum(records[offAttributes:]) != h.CRC {
 		return h, ErrCRC
 	}
 	if !h.Codec().Valid() {
