@@ -17,8 +17,9 @@ import "encoding/binary"
 // The frame buffer of a large frame does not take the declared size at once:
 // it starts at initialFrameChunk and doubles as bytes actually arrive, so a
 // peer that declares 100 MiB and sends nothing costs 64 KiB, not 100 MiB.
-// A connection whose last frame was at least half the declared size gets
-// the whole buffer at once (it has shown it sends frames of that size).
+// A connection whose largest complete frame so far was at least half the
+// declared size gets the whole buffer at once (it has shown it sends frames
+// of that size).
 // When the reader can tell how many bytes are already waiting in the socket
 // (SIOCINQ, set in avail), the buffer grows to hold them in one step: bytes
 // the kernel holds are not a promise, they have arrived, and a 1 MiB Produce
@@ -46,8 +47,8 @@ type framer struct {
 	// avail is how many body bytes beyond have are known to be waiting
 	// (0 = unknown), set by the reader before tail when wantsRoom.
 	avail int
-	// last is the size of the connection's last complete frame.
-	last int
+	// peak is the size of the connection's largest complete frame.
+	peak int
 }
 
 // inFrame reports whether part of a frame (even one size byte) has arrived.
@@ -66,14 +67,17 @@ func (f *framer) checkSize(s int32) CloseReason {
 
 // start begins a frame of size s (already checked). Small frames get their
 // exact class at once; large ones start at initialFrameChunk and grow,
-// unless the connection's last frame was at least half as large: a
-// producer's requests are of about one size, and a buffer of the declared
-// size at once saves the copies of growing to it (docs/BENCHMARKS.md,
-// "Consume CPU, second round": 3.6 % of the gateway's produce CPU). A peer
-// gets that only for a size it has already sent in full.
+// unless the connection's largest frame so far was at least half as large:
+// a buffer of the declared size at once saves the copies of growing to it
+// (docs/BENCHMARKS.md, "Consume CPU, second round": 3.6 % of the gateway's
+// produce CPU). The largest, not the last: a producer's requests carry
+// whatever batches are ready, one partition's or sixteen's, so a 16 MiB
+// request after a 1 MiB one would otherwise copy 14 MiB on its way up
+// (docs/BENCHMARKS.md, "Produce CPU, third round"). A peer gets that only
+// for a size it has already sent in full.
 func (f *framer) start(s int) {
 	f.size, f.have = s, 0
-	f.body = getBuf(min(s, max(initialFrameChunk, 2*f.last)))
+	f.body = getBuf(min(s, max(initialFrameChunk, 2*f.peak)))
 }
 
 // grow makes room for at least one more body byte, doubling up to size.
@@ -152,7 +156,8 @@ func (f *framer) filled(k int) bool {
 // the buffer from now on, and resets f for the next frame.
 func (f *framer) take() (*[]byte, int) {
 	b, s := f.body, f.size
-	f.body, f.size, f.have, f.avail, f.last = nil, 0, 0, 0, s
+	f.body, f.size, f.have, f.avail = nil, 0, 0, 0
+	f.peak = max(f.peak, s)
 	return b, s
 }
 

@@ -136,11 +136,11 @@ func TestFramerGrowsWithData(t *testing.T) {
 	f.reset()
 }
 
-// TestFramerSizedByLastFrame: after a complete frame of 600 KiB, a frame
-// declaring up to twice that gets its whole buffer at once; one declaring
-// more starts small again, as does a first frame; a partial frame does not
-// count.
-func TestFramerSizedByLastFrame(t *testing.T) {
+// TestFramerSizedByLargestFrame: after a complete frame of 600 KiB, a frame
+// declaring up to twice that gets its whole buffer at once, even after a
+// smaller frame; one declaring more starts small again, as does a first
+// frame; a partial frame does not count.
+func TestFramerSizedByLargestFrame(t *testing.T) {
 	f := framer{max: DefaultMaxFrameSize}
 	send := func(size int) {
 		t.Helper()
@@ -175,6 +175,11 @@ func TestFramerSizedByLastFrame(t *testing.T) {
 	// frame the last one.
 	if got := begin(1 << 20); got < 1<<20 {
 		t.Fatalf("the last complete frame was forgotten: %d bytes", got)
+	}
+	// A smaller frame after it does not shrink what the largest earned.
+	send(64 << 10)
+	if got := begin(1 << 20); got < 1<<20 {
+		t.Fatalf("after 600 KiB then 64 KiB frames, a 1 MiB frame got %d bytes up front", got)
 	}
 }
 
