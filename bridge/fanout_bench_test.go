@@ -19,7 +19,7 @@ import (
 // cache off, on, and on with the gateway's shared Fetch batches
 // (fetchcache.go). The figure is the aggregate records/s of all groups;
 // 64 MiB of data against 32 MiB caches, so a group that wraps round reads
-// from Iggy again (docs/BENCHMARKS.md, "Fan-out on Iggy").
+// from Iggy again (docs/BENCHMARKS.md, "Fan-out with shared Fetch batches").
 func BenchmarkGatewayFanoutIggy(b *testing.B) {
 	for _, c := range []struct {
 		name              string

@@ -15,6 +15,12 @@
 // numbers ... refer to docs/design/<page>.md", and without such a declaration
 // it is reported.
 //
+// A section named in quotes right after a path (docs/IGGY.md, "Walk marks")
+// must be a title of that document: a heading's text (its number left out;
+// the name may be the start of a longer heading), a bold label ("**Walk
+// marks.**"), or the word or words that open a paragraph before a colon.
+// Several names may follow, each after a comma.
+//
 // The package is a library for its own test, which walks every tracked file.
 package doccheck
 
@@ -48,6 +54,93 @@ var headingPattern = regexp.MustCompile(`^#{1,6}\s+([0-9]+(?:\.[0-9]+)*)\.?(?:\s
 // declPattern matches a package's declaration of the document its bare
 // section marks refer to.
 var declPattern = regexp.MustCompile(`(?i)bare section numbers?\b[\s\S]{0,80}?\brefers? to\s+(?://\s*)?([A-Za-z0-9_./-]*[A-Za-z0-9_-]\.md)`)
+
+// namedPattern matches a Markdown path followed by a quoted section name and
+// further quoted names after commas. A quote right after the path ends a
+// string literal, not a citation, so at least one space (or a Go comment's
+// line break) must come first.
+var namedPattern = regexp.MustCompile("([A-Za-z0-9_./-]*[A-Za-z0-9_-]\\.md)\\b[`)\\]]*,?(?:\\s|//)+" +
+	"[\"\u201c]([^\"\u201d]{1,300})[\"\u201d]((?:,(?:\\s|//)+[\"\u201c][^\"\u201d]{1,300}[\"\u201d])*)")
+
+// quotedPattern matches one quoted name in namedPattern's tail.
+var quotedPattern = regexp.MustCompile("[\"\u201c]([^\"\u201d]{1,300})[\"\u201d]")
+
+// commentBreak is a line break inside a Go comment or a Markdown paragraph,
+// read as one space inside a quoted name.
+var commentBreak = regexp.MustCompile(`\s*\n\s*(?://\s*)?`)
+
+// titlePatterns find the titles of a document that a quoted name may cite:
+// a heading, a bold label, a paragraph's opening words before a colon.
+var (
+	headingTitle = regexp.MustCompile(`^#{1,6}\s+(?:[0-9]+(?:\.[0-9]+)*\.?\s+)?(.*?)\s*#*\s*$`)
+	boldTitle    = regexp.MustCompile(`\*\*([^*]+?)[.:]?\*\*`)
+	colonTitle   = regexp.MustCompile(`^(?:[-*]\s+)?([A-Z][^:.]{0,80}):`)
+)
+
+// Named is a section of a Markdown document cited by name.
+type Named struct {
+	// Path is the document path as written.
+	Path string
+	// Name is the quoted name, line breaks read as spaces.
+	Name string
+	// Line is the 1-based line of the path.
+	Line int
+}
+
+// NamedRefs returns the sections cited by name in text, in order.
+func NamedRefs(text string) []Named {
+	var out []Named
+	for _, m := range namedPattern.FindAllStringSubmatchIndex(text, -1) {
+		start, end := m[2], m[3]
+		if inURL(text, start, end) {
+			continue
+		}
+		line := lineOf(text, start)
+		out = append(out, Named{Path: text[start:end], Name: commentBreak.ReplaceAllString(text[m[4]:m[5]], " "), Line: line})
+		for _, q := range quotedPattern.FindAllStringSubmatch(text[m[6]:m[7]], -1) {
+			out = append(out, Named{Path: text[start:end], Name: commentBreak.ReplaceAllString(q[1], " "), Line: line})
+		}
+	}
+	return out
+}
+
+// Titles returns what md's sections may be cited by: heading texts, bold
+// labels and paragraph-opening labels. Lines inside fenced code blocks are
+// ignored.
+func Titles(md string) []string {
+	var out []string
+	fenced := false
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		if m := headingTitle.FindStringSubmatch(line); m != nil {
+			out = append(out, m[1])
+			continue
+		}
+		for _, b := range boldTitle.FindAllStringSubmatch(line, -1) {
+			out = append(out, b[1])
+		}
+		if m := colonTitle.FindStringSubmatch(line); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+// hasTitle reports whether name is one of titles or the start of one.
+func hasTitle(titles []string, name string) bool {
+	for _, t := range titles {
+		if strings.HasPrefix(t, name) {
+			return true
+		}
+	}
+	return false
+}
 
 // Ref is one reference to a Markdown document found in a text.
 type Ref struct {
@@ -157,7 +250,7 @@ func (p Problem) String() string { return p.File + ":" + strconv.Itoa(p.Line) + 
 // document must be one of known (every file in the repository); a cited
 // section must be a numbered heading of that document.
 func Check(fsys fs.FS, files []string, known map[string]bool) ([]Problem, error) {
-	c := checker{fsys: fsys, known: known, headings: map[string]map[string]bool{}}
+	c := checker{fsys: fsys, known: known, headings: map[string]map[string]bool{}, titles: map[string][]string{}}
 	texts := make(map[string]string, len(files))
 	decl := map[string]string{} // Go package directory → declared document
 	for _, f := range files {
@@ -190,6 +283,15 @@ func Check(fsys fs.FS, files []string, known map[string]bool) ([]Problem, error)
 				return nil, err
 			}
 		}
+		for _, r := range NamedRefs(text) {
+			doc, ok := resolve(f, r.Path, known)
+			if !ok {
+				continue // reported as a missing document above
+			}
+			if err := c.named(f, r, doc); err != nil {
+				return nil, err
+			}
+		}
 		for _, r := range BareSections(text) {
 			doc := f
 			if strings.HasSuffix(f, ".go") {
@@ -211,7 +313,25 @@ type checker struct {
 	fsys     fs.FS
 	known    map[string]bool
 	headings map[string]map[string]bool
+	titles   map[string][]string
 	problems []Problem
+}
+
+// named checks a section cited by name against doc's titles.
+func (c *checker) named(file string, r Named, doc string) error {
+	t, ok := c.titles[doc]
+	if !ok {
+		b, err := fs.ReadFile(c.fsys, doc)
+		if err != nil {
+			return err
+		}
+		t = Titles(string(b))
+		c.titles[doc] = t
+	}
+	if !hasTitle(t, r.Name) {
+		c.problems = append(c.problems, Problem{file, r.Line, "cites " + r.Path + ", \"" + r.Name + "\", but " + doc + " has no heading or label of that name"})
+	}
+	return nil
 }
 
 // sections checks r's section numbers against doc's headings.

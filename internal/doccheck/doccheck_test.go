@@ -134,13 +134,17 @@ func TestHeadings(t *testing.T) {
 func TestCheck(t *testing.T) {
 	kp := md("docs/design/kafka-protocol")
 	fsys := fstest.MapFS{
-		"docs/design/kafka-protocol.md": {Data: []byte("# K\n## 1. Framing\n### 1.1 The frame\nSee " + sec("1") + " and " + sec("4") + ".\n")},
+		"docs/design/kafka-protocol.md": {Data: []byte("# K\n## 1. Framing\n### 1.1 The frame\nSee " + sec("1") + " and " + sec("4") + ".\n**Safety.** Bold.\nLimits: a paragraph.\n")},
 		"docs/IGGY.md":                  {Data: []byte("See [it](" + md("design/kafka-protocol") + ") " + sec("1.1") + " and " + md("design/nosuch") + ".\n")},
 		"wire/header.go": {Data: []byte("package wire\n\n// Good (" + kp + " " + sec("1.1") + ").\n" +
 			"// Bad section (" + kp + " " + sec("1.1") + ", " + sec("7.3") + ").\n" +
 			"// Bad path (" + md("docs/nosuch") + " " + sec("1") + ").\n" +
 			"// Outside (" + md("KAFKA_PROTOCOL") + " " + sec("1.1") + ").\n" +
-			"// Bare, no declaration (" + sec("1.1") + ").\n")},
+			"// Bare, no declaration (" + sec("1.1") + ").\n" +
+			"// Named (" + kp + ", \"The frame\", \"Safety\", \"Limits\").\n" +
+			"// Named, missing (" + kp + ", \"Framing\", \"No such part\").\n" +
+			"// A name across a comment break (" + kp + ", \"The\n// frame\").\n" +
+			"var _ = []string{\"" + kp + "\", \"not a citation\"}\n")},
 		"bridge/iggy/doc.go": {Data: []byte("// Package iggy. Bare section numbers (" + sec("1") + ") refer to\n// " + kp + ".\npackage iggy\n")},
 		"bridge/iggy/x.go":   {Data: []byte("package iggy\n\n// good " + sec("1.1") + "\n// bad " + sec("2.2") + "\n")},
 	}
@@ -165,6 +169,7 @@ func TestCheck(t *testing.T) {
 		"wire/header.go:5":                true, // missing document
 		"wire/header.go:6":                true, // outside document
 		"wire/header.go:7":                true, // bare mark without a declaration
+		"wire/header.go:9":                true, // missing named section
 		"bridge/iggy/x.go:4":              true, // bare mark missing in the declared page
 	}
 	if !reflect.DeepEqual(got, want) || len(problems) != len(want) {
@@ -174,5 +179,22 @@ func TestCheck(t *testing.T) {
 		if p.File == "wire/header.go" && p.Line == 6 && !strings.Contains(p.Msg, "docs/design/") {
 			t.Errorf("outside document not pointed at docs/design: %v", p)
 		}
+	}
+}
+
+func TestNamedRefs(t *testing.T) {
+	ig := md("docs/IGGY")
+	text := "(" + ig + ", \"Walk\n// marks\", \"Reads\")\n" + ig + " \"Durability\" and \"" + ig + "\", \"x\""
+	want := []Named{{Path: ig, Name: "Walk marks", Line: 1}, {Path: ig, Name: "Reads", Line: 1}, {Path: ig, Name: "Durability", Line: 3}}
+	if got := NamedRefs(text); !reflect.DeepEqual(got, want) {
+		t.Fatalf("NamedRefs = %+v, want %+v", got, want)
+	}
+}
+
+func TestTitles(t *testing.T) {
+	got := Titles("# Title\n## 2. Produce\n### 2.5 Timestamps ##\n```\n## in a fence\n```\n- **Walk marks.** Frames\nOutages: when\nnot: lower case\n")
+	want := []string{"Title", "Produce", "Timestamps", "Walk marks", "Outages"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Titles = %q, want %q", got, want)
 	}
 }

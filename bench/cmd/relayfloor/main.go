@@ -2,7 +2,7 @@
 // spends per GB it serves: a relay process that only reads bytes from one
 // loopback TCP connection and writes them to another, as a gateway reads
 // Iggy's poll replies and writes Fetch responses, with no parsing at all
-// (docs/BENCHMARKS.md, "What bounds the gateway's consume CPU").
+// (docs/BENCHMARKS.md, "Consume CPU, second round", "What bounds the misses").
 //
 //	go run ./bench/cmd/relayfloor
 //	go run ./bench/cmd/relayfloor -gb 4 -chunk 1048576 -copies 0,1,2 -reps 3
