@@ -2,7 +2,6 @@ package batch
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 
 	"github.com/kiggy-io/kiggy/varint"
 )
@@ -292,6 +291,6 @@ func (b *Builder) Finish() []byte {
 	binary.BigEndian.PutUint16(h[offProducerEpoch:], uint16(b.producerEpoch))
 	binary.BigEndian.PutUint32(h[offBaseSequence:], uint32(b.baseSequence))
 	binary.BigEndian.PutUint32(h[offNumRecords:], uint32(b.n))
-	binary.BigEndian.PutUint32(h[offCRC:], crc32.Checksum(h[offAttributes:], castagnoli))
+	binary.BigEndian.PutUint32(h[offCRC:], checksum(h[offAttributes:]))
 	return b.buf
 }
