@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"encoding/binary"
 	"math"
 	"strings"
 	"sync"
@@ -315,9 +314,12 @@ func (g *Gateway) flush(topic string, index int32, pp *partitionProducers, f *fl
 	var joined *message.Batch
 	if len(f.members) > 1 {
 		joined = coalesceBatches.Get().(*message.Batch)
+		joined.Checksums = !g.caps.NoFrameChecksums
 		joined.Reset(f.min)
 		for _, m := range f.members {
-			appendFrames(joined, m.batch)
+			// Within the span of the set (flushSet.fits), so every
+			// member's origin is ≥ f.min.
+			joined.Join(m.batch)
 		}
 		b = joined
 		g.metrics.coalescedAppends.Add(uint64(len(f.members) - 1))
@@ -357,24 +359,4 @@ func (g *Gateway) flush(topic string, index int32, pp *partitionProducers, f *fl
 	clear(f.members)
 	f.members = f.members[:0]
 	f.bytes, f.count = 0, 0
-}
-
-// appendFrames appends src's frames to dst, whose origin must be ≤ src's
-// and within message.MaxTimestampSpan of src's last timestamp (flushSet.fits):
-// each frame's timestamp delta is rebased onto dst.Origin and its offset
-// delta renumbered (docs/design/iggy-protocol.md §3.7 frame layout, in
-// bridge/message's package comment). src is a batch the mapping built, so its
-// frames tile.
-func appendFrames(dst, src *message.Batch) {
-	at := len(dst.Buf)
-	dst.Buf = append(dst.Buf, src.Frames()...)
-	shift := uint32(src.Origin - dst.Origin)
-	fr := dst.Buf[at:]
-	for i := 0; i < src.Count; i++ {
-		binary.LittleEndian.PutUint32(fr[24:], uint32(dst.Count+i))
-		binary.LittleEndian.PutUint32(fr[28:], binary.LittleEndian.Uint32(fr[28:])+shift)
-		n := message.FrameHeaderSize + int(binary.LittleEndian.Uint32(fr[32:])) + int(binary.LittleEndian.Uint32(fr[36:]))
-		fr = fr[n:]
-	}
-	dst.Count += src.Count
 }

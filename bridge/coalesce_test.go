@@ -47,8 +47,8 @@ func TestAppendFrames(t *testing.T) {
 	}
 	j := new(message.Batch)
 	j.Reset(f.min)
-	appendFrames(j, a)
-	appendFrames(j, b)
+	j.Join(a)
+	j.Join(b)
 	if j.Count != 5 || j.Size() != a.Size()+b.Size() {
 		t.Fatalf("joined %d frames, %d bytes", j.Count, j.Size())
 	}

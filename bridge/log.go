@@ -87,6 +87,12 @@ type Capabilities struct {
 	// one Produce or Fetch are appended or read one after another instead of
 	// concurrently.
 	LocalLatency bool
+	// NoFrameChecksums: the backend does not use the Iggy frame checksums
+	// (the embedded log stores frames as they are), so the gateway leaves
+	// them 0; otherwise the mapping stamps each frame as it writes it,
+	// while the frame is in cache, and the Iggy client sends the checksums
+	// as they are (message.Batch.Checksums).
+	NoFrameChecksums bool
 }
 
 // CapabilityDeclarer is implemented by a Log that has Capabilities other

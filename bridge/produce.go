@@ -330,6 +330,7 @@ func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h 
 
 	// Pass 2: map each record to one message. The first message of an
 	// idempotent batch carries the producer stamp (docs/MAPPING.md).
+	dst.Checksums = !g.caps.NoFrameChecksums
 	dst.Reset(start)
 	if !compressed {
 		// The frames take about the records' bytes plus a frame header

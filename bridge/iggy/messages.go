@@ -29,7 +29,8 @@ func shrunkCount(count, floor int64, big *replyTooLargeError, sized int64) int64
 // Append sends b's frames to one partition with SendMessages (§3.7):
 // Partitioning kind 2 (explicit partition id = the Kafka partition), batch
 // origin_timestamp = b.Origin. It stamps every frame checksum and the batch
-// checksum (one walk over the frames), writes the metadata section, the 256-byte batch header and the
+// checksum (one walk over the frames; only the batch checksum when b's
+// frames were stamped as they were built, message.Batch.Checksums), writes the metadata section, the 256-byte batch header and the
 // VSR header into b's headroom, and sends b.Buf[start:] as one frame: the
 // frames are never copied. It returns the confirmed base offset, or -1 when
 // the server confirms without offsets.
@@ -88,8 +89,13 @@ func (c *Client) Append(ctx context.Context, topic string, partition int32, b *m
 	if err != nil {
 		return 0, unavailable(err)
 	}
-	// Frame checksums and the batch checksum in one walk over the frames.
-	if err := proto.StampAndSeal(&s.hasher, b.Buf[message.Headroom-proto.BatchHeaderSize:message.Headroom], frames, b.Count, b.Origin); err != nil {
+	// Frame checksums and the batch checksum in one walk over the frames,
+	// or, when the frames were stamped as they were built, the batch
+	// checksum from their checksums alone (message.Batch.Checksums).
+	hdr := b.Buf[message.Headroom-proto.BatchHeaderSize : message.Headroom]
+	if sums := b.Sums(); sums != nil {
+		proto.SealStamped(&s.hasher, hdr, sums, len(frames), b.Count, b.Origin)
+	} else if err := proto.StampAndSeal(&s.hasher, hdr, frames, b.Count, b.Origin); err != nil {
 		c.releaseFor(s)
 		return 0, fmt.Errorf("%w: %w", bridge.ErrInvalidConfig, err)
 	}

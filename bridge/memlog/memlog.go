@@ -157,7 +157,7 @@ var (
 // Capabilities implements bridge.CapabilityDeclarer: the embedded log lives
 // in this process, never waits on I/O, and only this gateway appends to it.
 func (l *Log) Capabilities() bridge.Capabilities {
-	return bridge.Capabilities{NonBlocking: true, SoleWriter: true, LocalLatency: true}
+	return bridge.Capabilities{NonBlocking: true, SoleWriter: true, LocalLatency: true, NoFrameChecksums: true}
 }
 
 // Topics implements bridge.Log.

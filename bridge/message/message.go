@@ -6,7 +6,7 @@
 // A frame is a 48-byte header followed by the payload and then the user-header
 // block (all integers little-endian):
 //
-//	0  checksum u64          XXH3-64 over bytes [8:end]; 0 until the Iggy client stamps it
+//	0  checksum u64          XXH3-64 over bytes [8:end]; stamped by End when Batch.Checksums is set, else 0 until the Iggy client stamps it
 //	8  id u128               message id (kiggy leaves it 0, docs/design/record-mapping.md §2.8)
 //	24 offset_delta u32      index of the message within its batch
 //	28 timestamp_delta u32   origin timestamp − Batch.Origin, in µs
@@ -19,6 +19,8 @@ package message
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/zeebo/xxh3"
 )
 
 // FrameHeaderSize is the size of an Iggy message frame header.
@@ -59,8 +61,31 @@ type Batch struct {
 	// Origin is the batch origin timestamp in µs: every frame's timestamp
 	// delta is relative to it, and it must be ≤ every message's origin.
 	Origin uint64
+	// Checksums makes End stamp each frame's checksum (FrameChecksum) while
+	// the frame is still in cache, and keep the checksums in order for the
+	// batch checksum (Sums), so a backend that needs them (Iggy) does not
+	// walk the frames again (docs/BENCHMARKS.md, "Produce CPU, third
+	// round"). It takes effect at the next Reset and is kept across Resets.
+	Checksums bool
 
-	start int // offset of the frame being built, or -1
+	start   int    // offset of the frame being built, or -1
+	stamped bool   // every frame stamped, its checksum in sums
+	sums    []byte // the frames' checksums, 8 LE bytes each, while stamped
+}
+
+// FrameChecksum is an Iggy message frame's checksum: XXH3-64 (seed 0) over
+// the frame from byte 8 (the id) to its end (docs/design/iggy-protocol.md
+// §3.7). frame must be exactly one frame.
+func FrameChecksum(frame []byte) uint64 { return xxh3.Hash(frame[8:]) }
+
+// Sums returns the checksums of b's frames in order, 8 little-endian bytes
+// each, when every frame was stamped as it was built (Checksums); nil
+// otherwise. The slice is b's and valid until b changes.
+func (b *Batch) Sums() []byte {
+	if !b.stamped || len(b.sums) != 8*b.Count {
+		return nil
+	}
+	return b.sums
 }
 
 // Reset empties b and sets its origin timestamp, keeping Buf's capacity.
@@ -72,6 +97,8 @@ func (b *Batch) Reset(origin uint64) {
 	b.Count = 0
 	b.Origin = origin
 	b.start = -1
+	b.stamped = b.Checksums
+	b.sums = b.sums[:0]
 }
 
 // Frames returns the frame bytes (without the headroom).
@@ -118,8 +145,52 @@ func (b *Batch) End() {
 	payloadLen := binary.LittleEndian.Uint32(b.Buf[b.start+36:])
 	headersLen := len(b.Buf) - b.start - FrameHeaderSize - int(payloadLen)
 	binary.LittleEndian.PutUint32(b.Buf[b.start+32:], uint32(headersLen))
+	if b.stamped {
+		if b.Checksums {
+			b.stampFrame(b.start, len(b.Buf)-b.start)
+		} else {
+			b.stamped = false
+		}
+	}
 	b.Count++
 	b.start = -1
+}
+
+// Join appends src's frames to b, whose origin must be ≤ src's and within
+// MaxTimestampSpan of src's last timestamp: each frame's offset delta is
+// renumbered through b and its timestamp delta rebased onto b.Origin. When b
+// is stamped, the frames Join changed are stamped again here, right after
+// their copy, and src's checksums are taken as they are for frames it did
+// not change. src's frames must tile (a batch built with Begin and End).
+func (b *Batch) Join(src *Batch) {
+	at := len(b.Buf)
+	b.Buf = append(b.Buf, src.Frames()...)
+	shift := uint32(src.Origin - b.Origin)
+	if shift == 0 && b.Count == 0 && b.stamped && src.Sums() != nil {
+		b.sums = append(b.sums, src.sums...)
+		b.Count = src.Count
+		return
+	}
+	off := at
+	for i := 0; i < src.Count; i++ {
+		fr := b.Buf[off:]
+		binary.LittleEndian.PutUint32(fr[24:], uint32(b.Count+i))
+		binary.LittleEndian.PutUint32(fr[28:], binary.LittleEndian.Uint32(fr[28:])+shift)
+		n := FrameHeaderSize + int(binary.LittleEndian.Uint32(fr[32:])) + int(binary.LittleEndian.Uint32(fr[36:]))
+		if b.stamped {
+			b.stampFrame(off, n)
+		}
+		off += n
+	}
+	b.Count += src.Count
+}
+
+// stampFrame writes the checksum of the n-byte frame at off and records it.
+func (b *Batch) stampFrame(off, n int) {
+	f := b.Buf[off : off+n]
+	sum := FrameChecksum(f)
+	binary.LittleEndian.PutUint64(f, sum)
+	b.sums = binary.LittleEndian.AppendUint64(b.sums, sum)
 }
 
 // Abort drops the frame being built.

@@ -74,7 +74,7 @@ func (bh *BatchHeader) Put(h []byte) {
 // FrameChecksum computes a message frame's checksum: XXH3-64 (seed 0) over
 // the frame bytes [8 .. end of user headers] (§3.7). frame must be exactly
 // one frame.
-func FrameChecksum(frame []byte) uint64 { return xxh3.Hash(frame[8:]) }
+func FrameChecksum(frame []byte) uint64 { return message.FrameChecksum(frame) }
 
 // StampFrames walks count frames in frames, writes each frame's checksum into
 // its first 8 bytes and the frame's offset_delta as its index. It fails if the
@@ -181,6 +181,26 @@ func StampAndSeal(h *xxh3.Hasher, hdr []byte, frames []byte, count int, origin u
 	_, _ = h.Write(sums[:k])
 	binary.LittleEndian.PutUint64(hdr[BatchChecksum:], h.Sum64())
 	return nil
+}
+
+// SealStamped fills a producer batch header in hdr, as StampAndSeal does,
+// for frames already stamped as they were built: sums are their checksums
+// in order, 8 little-endian bytes each (message.Batch.Sums), and size the
+// frames' total length. The frames are not read at all, so hdr is
+// StampAndSeal's only if the frames' offset deltas count 0…count−1 and each
+// checksum is its frame's, as message.Batch keeps them.
+func SealStamped(h *xxh3.Hasher, hdr []byte, sums []byte, size, count int, origin uint64) {
+	bh := BatchHeader{
+		OriginTimestamp: origin,
+		Length:          uint64(BatchHeaderSize + size),
+		MessageCount:    uint32(count),
+	}
+	bh.Put(hdr)
+	h.Reset()
+	_, _ = h.Write(hdr[BatchPartitionID:BatchChecksum])
+	_, _ = h.Write(hdr[BatchMessageCount : BatchMessageCount+4])
+	_, _ = h.Write(sums)
+	binary.LittleEndian.PutUint64(hdr[BatchChecksum:], h.Sum64())
 }
 
 // ValidateBatch applies the server's admission checks to one producer batch

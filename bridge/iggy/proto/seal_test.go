@@ -50,3 +50,96 @@ func TestStampAndSeal(t *testing.T) {
 		}
 	}
 }
+
+// stampedBatch builds n frames from origin on, stamped as they are built
+// when checksums is set.
+func stampedBatch(checksums bool, origin uint64, n int, tag string) *message.Batch {
+	b := &message.Batch{Checksums: checksums}
+	b.Reset(origin)
+	for i := range n {
+		b.Begin(origin + uint64(i)*7)
+		b.AppendPayloadString(fmt.Sprintf("%s-payload-%d", tag, i))
+		b.MarkHeaders()
+		b.AppendHeader(message.KindString, "k", message.KindRaw, []byte{byte(i)})
+		b.End()
+	}
+	return b
+}
+
+// TestSealStamped: a batch whose frames were stamped as they were built
+// (message.Batch.Checksums), and batches joined from such batches
+// (message.Batch.Join, the coalesced appends), seal from their checksums
+// alone to exactly what StampAndSeal writes after walking the frames, and
+// pass ValidateBatch; an unstamped batch has no checksums to seal from.
+func TestSealStamped(t *testing.T) {
+	check := func(name string, b *message.Batch) {
+		t.Helper()
+		sums := b.Sums()
+		if sums == nil {
+			t.Fatalf("%s: no checksums", name)
+		}
+		hs := make([]byte, BatchHeaderSize)
+		SealStamped(xxh3.New(), hs, sums, b.Size(), b.Count, b.Origin)
+		walked := bytes.Clone(b.Frames())
+		hw := make([]byte, BatchHeaderSize)
+		if err := StampAndSeal(xxh3.New(), hw, walked, b.Count, b.Origin); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(walked, b.Frames()) || !bytes.Equal(hs, hw) {
+			t.Fatalf("%s: sealed from the checksums differs from StampAndSeal", name)
+		}
+		if err := ValidateBatch(xxh3.New(), append(hs, b.Frames()...), uint32(b.Count)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	for _, n := range []int{1, 64, 65, 300} {
+		check(fmt.Sprint(n, " frames"), stampedBatch(true, 9_000, n, "a"))
+	}
+	// Joins: the first at the set's origin (its checksums taken as they
+	// are), later ones shifted and renumbered, and a first member that is
+	// itself shifted; unstamped members too.
+	for _, c := range []struct {
+		name    string
+		origin  uint64
+		members []*message.Batch
+	}{
+		{"same origin first", 9_000, []*message.Batch{stampedBatch(true, 9_000, 3, "a"), stampedBatch(true, 9_500, 70, "b")}},
+		{"shifted first", 8_000, []*message.Batch{stampedBatch(true, 9_000, 5, "a"), stampedBatch(true, 9_001, 2, "b")}},
+		{"unstamped members", 9_000, []*message.Batch{stampedBatch(false, 9_000, 4, "a"), stampedBatch(false, 9_100, 4, "b"), stampedBatch(true, 9_200, 1, "c")}},
+	} {
+		j := &message.Batch{Checksums: true}
+		j.Reset(c.origin)
+		var want []uint64 // every message's origin timestamp, in order
+		for _, m := range c.members {
+			for i := range m.Count {
+				want = append(want, m.Origin+uint64(i)*7)
+			}
+			j.Join(m)
+		}
+		check(c.name, j)
+		fr := j.Frames()
+		for i, ts := range want {
+			f, err := message.ParseFrame(fr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.OffsetDelta != uint32(i) || j.Origin+uint64(f.TimestampDelta) != ts {
+				t.Fatalf("%s: frame %d has offset delta %d, timestamp %d; want %d", c.name, i, f.OffsetDelta, j.Origin+uint64(f.TimestampDelta), ts)
+			}
+			fr = fr[f.Size:]
+		}
+	}
+	if b := stampedBatch(false, 9_000, 3, "a"); b.Sums() != nil {
+		t.Fatal("an unstamped batch has checksums")
+	}
+	// Checksums turned off after Reset: the batch is no longer stamped.
+	b := &message.Batch{Checksums: true}
+	b.Reset(1)
+	b.Checksums = false
+	b.Begin(1)
+	b.MarkHeaders()
+	b.End()
+	if b.Sums() != nil {
+		t.Fatal("a frame ended with Checksums off left the batch stamped")
+	}
+}
