@@ -90,18 +90,25 @@ type Named struct {
 // NamedRefs returns the sections cited by name in text, in order.
 func NamedRefs(text string) []Named {
 	var out []Named
-	for _, m := range namedPattern.FindAllStringSubmatchIndex(text, -1) {
-		start, end := m[2], m[3]
-		if inURL(text, start, end) {
-			continue
-		}
-		line := lineOf(text, start)
-		out = append(out, Named{Path: text[start:end], Name: commentBreak.ReplaceAllString(text[m[4]:m[5]], " "), Line: line})
+	pathMatches(namedPattern, text, func(m []int, p string, line int) {
+		out = append(out, Named{Path: p, Name: commentBreak.ReplaceAllString(text[m[4]:m[5]], " "), Line: line})
 		for _, q := range quotedPattern.FindAllStringSubmatch(text[m[6]:m[7]], -1) {
-			out = append(out, Named{Path: text[start:end], Name: commentBreak.ReplaceAllString(q[1], " "), Line: line})
+			out = append(out, Named{Path: p, Name: commentBreak.ReplaceAllString(q[1], " "), Line: line})
+		}
+	})
+	return out
+}
+
+// pathMatches calls fn for each match of re in text (group 1 the path)
+// whose path is not part of a URL, with the match's indexes, the path and
+// its line.
+func pathMatches(re *regexp.Regexp, text string, fn func(m []int, path string, line int)) {
+	for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
+		start, end := m[2], m[3]
+		if !inURL(text, start, end) {
+			fn(m, text[start:end], lineOf(text, start))
 		}
 	}
-	return out
 }
 
 // Titles returns what md's sections may be cited by: heading texts, bold
@@ -109,15 +116,7 @@ func NamedRefs(text string) []Named {
 // ignored.
 func Titles(md string) []string {
 	var out []string
-	fenced := false
-	for _, line := range strings.Split(md, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			fenced = !fenced
-			continue
-		}
-		if fenced {
-			continue
-		}
+	for _, line := range proseLines(md) {
 		if m := headingTitle.FindStringSubmatch(line); m != nil {
 			out = append(out, m[1])
 			continue
@@ -159,20 +158,15 @@ type Ref struct {
 // path that is part of a URL (its word contains "://") is not a reference.
 func Refs(text string) []Ref {
 	var refs []Ref
-	for _, m := range refPattern.FindAllStringSubmatchIndex(text, -1) {
-		start, end := m[2], m[3]
-		if inURL(text, start, end) {
-			continue
-		}
-		r := Ref{Path: text[start:end], Line: lineOf(text, start)}
+	pathMatches(refPattern, text, func(m []int, p string, line int) {
+		r := Ref{Path: p, Line: line, Outside: outsidePattern.MatchString(p)}
 		if m[4] >= 0 {
 			for _, s := range sectionPattern.FindAllStringSubmatch(text[m[4]:m[5]], -1) {
 				r.Sections = append(r.Sections, s[1])
 			}
 		}
-		r.Outside = outsidePattern.MatchString(r.Path)
 		refs = append(refs, r)
-	}
+	})
 	return refs
 }
 
@@ -212,19 +206,27 @@ func inURL(text string, start, end int) bool {
 
 func lineOf(text string, i int) int { return strings.Count(text[:i], "\n") + 1 }
 
-// Headings returns the section numbers of md's numbered headings. Headings
-// inside fenced code blocks are ignored.
-func Headings(md string) map[string]bool {
-	out := map[string]bool{}
+// proseLines returns md's lines outside fenced code blocks.
+func proseLines(md string) []string {
+	var out []string
 	fenced := false
 	for _, line := range strings.Split(md, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(line), "```") {
 			fenced = !fenced
 			continue
 		}
-		if fenced {
-			continue
+		if !fenced {
+			out = append(out, line)
 		}
+	}
+	return out
+}
+
+// Headings returns the section numbers of md's numbered headings. Headings
+// inside fenced code blocks are ignored.
+func Headings(md string) map[string]bool {
+	out := map[string]bool{}
+	for _, line := range proseLines(md) {
 		if m := headingPattern.FindStringSubmatch(line); m != nil {
 			out[m[1]] = true
 		}

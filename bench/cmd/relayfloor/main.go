@@ -15,6 +15,12 @@
 // response from the bytes it read does once. The figure is per GB of bytes
 // on the wire; kbench's s/GB are per GB of record values, about 5–10 %
 // fewer bytes than the wire carries for 1 KiB records.
+//
+// -copies splice runs a relay that never reads the bytes into its memory:
+// it moves them from one socket to the other with splice(2) through a pipe
+// (Go's io.Copy between two TCP connections on Linux), the least a relay
+// can spend, and one a gateway can use only for bytes it forwards as they
+// are (docs/BENCHMARKS.md, "Produce CPU, third round").
 package main
 
 import (
@@ -40,11 +46,15 @@ func main() {
 	}
 	gb := flag.Float64("gb", 2, "GB (10^9 bytes) streamed through the relay per run")
 	chunk := flag.Int("chunk", 1<<20, "bytes the relay reads and writes per call")
-	copies := flag.String("copies", "0,1", "comma-separated user-space copies per chunk, a run each")
+	copies := flag.String("copies", "0,1", "comma-separated user-space copies per chunk, a run each; splice: no read into memory at all")
 	reps := flag.Int("reps", 2, "repetitions of each run")
 	flag.Parse()
 	var ks []int
 	for _, s := range strings.Split(*copies, ",") {
+		if strings.TrimSpace(s) == "splice" {
+			ks = append(ks, spliced)
+			continue
+		}
 		k, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || k < 0 {
 			fmt.Fprintf(os.Stderr, "bad -copies %q\n", *copies)
@@ -62,10 +72,17 @@ func main() {
 				os.Exit(1)
 			}
 			g := float64(bytes) / 1e9
-			fmt.Printf("%-7d %-4d %10.2f %10.2f %10.3f\n", k, rep, g/wall.Seconds(), cpu.Seconds(), cpu.Seconds()/g)
+			name := strconv.Itoa(k)
+			if k == spliced {
+				name = "splice"
+			}
+			fmt.Printf("%-7s %-4d %10.2f %10.2f %10.3f\n", name, rep, g/wall.Seconds(), cpu.Seconds(), cpu.Seconds()/g)
 		}
 	}
 }
+
+// spliced is the copies value of a relay that splices (no user-space read).
+const spliced = -1
 
 // run streams n bytes through a fresh relay process and returns its CPU
 // time and the wall time of the stream.
@@ -157,6 +174,13 @@ func relay(args []string) error {
 	out, err := net.Dial("tcp", args[1])
 	if err != nil {
 		return err
+	}
+	if copies == spliced {
+		// *net.TCPConn.ReadFrom a *net.TCPConn splices on Linux.
+		if _, err := io.Copy(out, in); err != nil {
+			return err
+		}
+		return out.Close()
 	}
 	buf := make([]byte, chunk)
 	scratch := make([]byte, chunk)
