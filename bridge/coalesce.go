@@ -257,9 +257,20 @@ func (g *Gateway) commitGroup(topic string, index int32, pp *partitionProducers,
 	g.flush(topic, index, pp, f)
 }
 
+// JoinedAppender is implemented by a Log that can append several batches
+// of one partition as one, each written from its own buffer (bridge/iggy:
+// one vectored SendMessages). The batches already form one: a common origin,
+// offset deltas counting through them (message.Batch.Rebase) and every
+// frame stamped (message.Batch.Sums). It returns the base offset of the
+// first batch's first message, as Log.Append does.
+type JoinedAppender interface {
+	AppendJoined(ctx context.Context, topic string, partition int32, bs []*message.Batch) (int64, error)
+}
+
 // flushSet is the appends one round trip is about to carry.
 type flushSet struct {
 	members  []*queuedAppend
+	batches  []*message.Batch // scratch of a joined append
 	bytes    int
 	count    int
 	min, max uint64 // the origin timestamps spanned (µs)
@@ -290,6 +301,17 @@ func (f *flushSet) fits(m *queuedAppend) bool {
 	return hi-lo <= message.MaxTimestampSpan
 }
 
+// stamped reports whether every member's frames carry their checksums
+// (message.Batch.Sums), as a joined append needs.
+func (f *flushSet) stamped() bool {
+	for _, m := range f.members {
+		if m.batch.Sums() == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // add puts m into the set (fits said it may join).
 func (f *flushSet) add(m *queuedAppend) {
 	last := max(m.pb.lastTS, m.batch.Origin)
@@ -312,7 +334,28 @@ func (g *Gateway) flush(topic string, index int32, pp *partitionProducers, f *fl
 	ps := &g.producers
 	b := f.members[0].batch
 	var joined *message.Batch
-	if len(f.members) > 1 {
+	var code wire.ErrorCode
+	var base int64
+	// Any member's context will do; they are all still waiting. The
+	// oldest's expires first.
+	ctx := f.members[0].ctx
+	switch ja, ok := g.store.(JoinedAppender); {
+	case len(f.members) > 1 && ok && f.stamped():
+		// Every member's frames rewritten in place onto the set's origin
+		// (within its span, flushSet.fits) and numbered through the set,
+		// then sent from their own buffers: no copy (docs/IGGY.md,
+		// "Append (SendMessages)").
+		first := 0
+		f.batches = f.batches[:0]
+		for _, m := range f.members {
+			m.batch.Rebase(f.min, first)
+			first += m.batch.Count
+			f.batches = append(f.batches, m.batch)
+		}
+		g.metrics.coalescedAppends.Add(uint64(len(f.members) - 1))
+		code, base = g.appendJoined(ctx, ja, topic, index, f.batches, f.count)
+		clear(f.batches)
+	case len(f.members) > 1:
 		joined = coalesceBatches.Get().(*message.Batch)
 		joined.Checksums = !g.caps.NoFrameChecksums
 		joined.Reset(f.min)
@@ -323,11 +366,11 @@ func (g *Gateway) flush(topic string, index int32, pp *partitionProducers, f *fl
 		}
 		b = joined
 		g.metrics.coalescedAppends.Add(uint64(len(f.members) - 1))
+		code, base = g.appendPartition(ctx, topic, index, b)
+	default:
+		code, base = g.appendPartition(ctx, topic, index, b)
 	}
 	g.metrics.appendTrips.Add(1)
-	// Any member's context will do; they are all still waiting. The
-	// oldest's expires first.
-	code, base := g.appendPartition(f.members[0].ctx, topic, index, b)
 	if joined != nil {
 		if cap(joined.Buf) <= maxRetainedBatch {
 			coalesceBatches.Put(joined)

@@ -285,6 +285,18 @@ func (g *Gateway) appendPartition(ctx context.Context, topic string, index int32
 	return wire.NoError, base
 }
 
+// appendJoined is appendPartition for the batches of a coalesced round sent
+// as one by a JoinedAppender; count is their messages in all.
+func (g *Gateway) appendJoined(ctx context.Context, ja JoinedAppender, topic string, index int32, bs []*message.Batch, count int) (wire.ErrorCode, int64) {
+	base, err := ja.AppendJoined(ctx, topic, index, bs)
+	if err != nil {
+		return logCode(err), -1
+	}
+	g.metrics.recordsIn.Add(uint64(count))
+	g.notify.signal(topic, index)
+	return wire.NoError, base
+}
+
 // mapPartition decodes one validated batch and maps its records into dst,
 // and sets *last to the largest origin timestamp (µs) of its messages.
 func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h batch.Header, budget *batch.Budget, rules produceRules, last *uint64) wire.ErrorCode {

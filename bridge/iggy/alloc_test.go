@@ -39,6 +39,34 @@ func TestAppendAllocs(t *testing.T) {
 	}
 }
 
+// TestAppendJoinedAllocs proves a joined append of stamped batches, written
+// from their own buffers in one vectored write, allocates nothing.
+func TestAppendJoinedAllocs(t *testing.T) {
+	addr := startServerProcess(t)
+	c := open(t, Config{Addr: addr, PoolSize: 1, PingInterval: -1})
+	cx := context.Background()
+	if _, err := c.CreateTopic(cx, "jalloc", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	bs := []*message.Batch{stampedBatchOf(1_700_000_000_000_000, "a-", 10), stampedBatchOf(1_700_000_000_000_000, "b-", 10)}
+	bs[1].Rebase(bs[1].Origin, bs[0].Count)
+	if _, err := c.AppendJoined(cx, "jalloc", 0, bs); err != nil {
+		t.Fatal(err)
+	}
+	var failed error
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := c.AppendJoined(cx, "jalloc", 0, bs); err != nil {
+			failed = err
+		}
+	})
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	if allocs != 0 {
+		t.Fatalf("AppendJoined allocates %.1f times per call", allocs)
+	}
+}
+
 // TestReadAllocs proves a Read that fits one poll allocates nothing.
 func TestReadAllocs(t *testing.T) {
 	addr := startServerProcess(t)

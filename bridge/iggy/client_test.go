@@ -81,7 +81,17 @@ func ctx(t testing.TB) context.Context {
 // batchOf builds a batch of messages "p<i>" with one header each, origin
 // timestamps origin, origin+1, ...
 func batchOf(origin uint64, prefix string, n int) *message.Batch {
-	var b message.Batch
+	return buildBatch(false, origin, prefix, n)
+}
+
+// stampedBatchOf is batchOf with every frame stamped as it is built
+// (message.Batch.Checksums), as the gateway's Produce batches are.
+func stampedBatchOf(origin uint64, prefix string, n int) *message.Batch {
+	return buildBatch(true, origin, prefix, n)
+}
+
+func buildBatch(checksums bool, origin uint64, prefix string, n int) *message.Batch {
+	b := message.Batch{Checksums: checksums}
 	b.Reset(origin)
 	for i := range n {
 		b.Begin(origin + uint64(i))
@@ -720,5 +730,71 @@ func TestTransientWaitHonoursCancel(t *testing.T) {
 	_, err := c.CreateTopic(cx, "never", 1, bridge.TopicConfig{})
 	if took := time.Since(start); took > 5*time.Second || !errors.Is(err, context.Canceled) {
 		t.Fatalf("CreateTopic returned %v after %v, want context.Canceled soon after 200ms", err, took)
+	}
+}
+
+// TestAppendJoined: stamped batches rebased onto one origin go out as one
+// SendMessages written from their own buffers; the server admits the batch
+// (a frame or batch checksum wrong is dropped), and the messages read back in
+// order, with their payloads and origin timestamps, at consecutive offsets
+// from the returned base. Batches that are not stamped, or not on one
+// origin, are refused before anything is sent.
+func TestAppendJoined(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "j", 1, bridge.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	const origin = 1_700_000_000_000_000
+	if _, err := c.Append(cx, "j", 0, batchOf(origin, "pre-", 2)); err != nil {
+		t.Fatal(err)
+	}
+	parts := []struct {
+		origin uint64
+		prefix string
+		n      int
+	}{{origin + 500, "a-", 3}, {origin + 100, "b-", 70}, {origin + 900, "c-", 1}}
+	var bs []*message.Batch
+	for _, p := range parts {
+		bs = append(bs, stampedBatchOf(p.origin, p.prefix, p.n))
+	}
+	if _, err := c.AppendJoined(cx, "j", 0, bs); !errors.Is(err, bridge.ErrInvalidConfig) {
+		t.Fatalf("batches on three origins: %v", err)
+	}
+	unstamped := []*message.Batch{batchOf(origin, "x-", 1), batchOf(origin, "y-", 1)}
+	if _, err := c.AppendJoined(cx, "j", 0, unstamped); !errors.Is(err, bridge.ErrInvalidConfig) {
+		t.Fatalf("unstamped batches: %v", err)
+	}
+	first := 0
+	for _, b := range bs {
+		b.Rebase(origin+100, first)
+		first += b.Count
+	}
+	base, err := c.AppendJoined(cx, "j", 0, bs)
+	if err != nil || base != 2 {
+		t.Fatalf("AppendJoined = %d, %v; want base 2", base, err)
+	}
+	var msgs []got
+	var wm bridge.Watermarks
+	for len(msgs) < 2+first {
+		more, w := readAll(t, c, "j", 0, int64(len(msgs)), 1<<20)
+		if len(more) == 0 {
+			break
+		}
+		msgs, wm = append(msgs, more...), w
+	}
+	if len(msgs) != 2+first || wm.High != int64(2+first) {
+		t.Fatalf("read %d messages, high %d; want %d", len(msgs), wm.High, 2+first)
+	}
+	i := 2
+	for _, p := range parts {
+		for k := range p.n {
+			m := msgs[i]
+			if m.off != int64(i) || m.payload != fmt.Sprintf("%s%d", p.prefix, k) || m.origin != p.origin+uint64(k) {
+				t.Fatalf("message %d: offset %d, %q, origin %d; want %s%d at origin %d", i, m.off, m.payload, m.origin, p.prefix, k, p.origin+uint64(k))
+			}
+			i++
+		}
 	}
 }

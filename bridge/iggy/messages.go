@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
@@ -39,8 +40,35 @@ func shrunkCount(count, floor int64, big *replyTooLargeError, sized int64) int64
 // connection or a timeout after sending returns bridge.ErrUnknownOutcome (the
 // records may be stored). Steady state allocates nothing.
 func (c *Client) Append(ctx context.Context, topic string, partition int32, b *message.Batch) (int64, error) {
+	return c.appendBatches(ctx, topic, partition, b, nil)
+}
+
+// AppendJoined appends the batches of bs, in order, to one partition as one
+// SendMessages, as Append does one batch (bridge.JoinedAppender): bs[0]'s
+// headroom carries the prologue and the others' frames are written from
+// their own buffers in the same vectored write, not copied. The batches must
+// already form one: a common origin and offset deltas counting through them
+// (message.Batch.Rebase), every frame stamped (message.Batch.Sums). It
+// returns the base offset of bs[0]'s first message.
+func (c *Client) AppendJoined(ctx context.Context, topic string, partition int32, bs []*message.Batch) (int64, error) {
+	if len(bs) == 0 {
+		return 0, fmt.Errorf("%w: empty batch", bridge.ErrInvalidConfig)
+	}
+	return c.appendBatches(ctx, topic, partition, bs[0], bs[1:])
+}
+
+// appendBatches is Append of b followed, in the same SendMessages, by the
+// frames of rest (AppendJoined).
+func (c *Client) appendBatches(ctx context.Context, topic string, partition int32, b *message.Batch, rest []*message.Batch) (int64, error) {
 	if b.Count < 1 || len(b.Buf) < message.Headroom {
 		return 0, fmt.Errorf("%w: empty batch", bridge.ErrInvalidConfig)
+	}
+	size, count := b.Size(), b.Count
+	for _, r := range rest {
+		if r.Count < 1 || r.Origin != b.Origin || b.Sums() == nil || r.Sums() == nil {
+			return 0, fmt.Errorf("%w: joined batches must share an origin and be stamped", bridge.ErrInvalidConfig)
+		}
+		size, count = size+r.Size(), count+r.Count
 	}
 	if partition < 0 {
 		return 0, fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
@@ -71,8 +99,8 @@ func (c *Client) Append(ctx context.Context, topic string, partition int32, b *m
 	if start < 0 {
 		return 0, fmt.Errorf("%w: topic name too long for the headroom", bridge.ErrInvalidConfig)
 	}
-	if len(b.Buf)-start > proto.MaxFrameSize {
-		return 0, fmt.Errorf("%w: %d bytes exceed the Iggy frame limit of %d", bridge.ErrTooLarge, len(b.Buf)-start, proto.MaxFrameSize)
+	if total := message.Headroom - start + size; total > proto.MaxFrameSize {
+		return 0, fmt.Errorf("%w: %d bytes exceed the Iggy frame limit of %d", bridge.ErrTooLarge, total, proto.MaxFrameSize)
 	}
 	frames := b.Frames()
 	m := b.Buf[start+proto.HeaderSize : start+proto.HeaderSize : message.Headroom-proto.BatchHeaderSize]
@@ -81,7 +109,7 @@ func (c *Client) Append(ctx context.Context, topic string, partition int32, b *m
 	m = proto.AppendStringID(m, topic)
 	m = append(m, proto.PartitionID, 4)
 	m = proto.AppendU32(m, uint32(partition))
-	m = proto.AppendU32(m, uint32(b.Count))
+	m = proto.AppendU32(m, uint32(count))
 	_ = m
 	frame := b.Buf[start:]
 
@@ -93,21 +121,34 @@ func (c *Client) Append(ctx context.Context, topic string, partition int32, b *m
 	// or, when the frames were stamped as they were built, the batch
 	// checksum from their checksums alone (message.Batch.Checksums).
 	hdr := b.Buf[message.Headroom-proto.BatchHeaderSize : message.Headroom]
-	if sums := b.Sums(); sums != nil {
-		proto.SealStamped(&s.hasher, hdr, sums, len(frames), b.Count, b.Origin)
-	} else if err := proto.StampAndSeal(&s.hasher, hdr, frames, b.Count, b.Origin); err != nil {
-		c.releaseFor(s)
-		return 0, fmt.Errorf("%w: %w", bridge.ErrInvalidConfig, err)
+	var tail [][]byte // rest's frames, written after frame
+	switch sums := b.Sums(); {
+	case len(rest) > 0:
+		jp := joinPool.Get().(*joinPieces)
+		defer jp.release()
+		jp.sums = append(jp.sums, sums)
+		for _, r := range rest {
+			jp.sums, jp.tail = append(jp.sums, r.Sums()), append(jp.tail, r.Frames())
+		}
+		proto.SealStamped(&s.hasher, hdr, size, count, b.Origin, jp.sums...)
+		tail = jp.tail
+	case sums != nil:
+		proto.SealStamped(&s.hasher, hdr, size, count, b.Origin, sums)
+	default:
+		if err := proto.StampAndSeal(&s.hasher, hdr, frames, b.Count, b.Origin); err != nil {
+			c.releaseFor(s)
+			return 0, fmt.Errorf("%w: %w", bridge.ErrInvalidConfig, err)
+		}
 	}
 	// The partition's route or the metadata primary, following the
 	// partition's own primary on a 58 (routes.go).
-	s, body, sent, err := c.sendPartition(ctx, s, topic, partition, frame, proto.CodeSendMessages)
+	s, body, sent, err := c.sendPartition(ctx, s, topic, partition, frame, tail, proto.CodeSendMessages)
 	var base int64 = -1
 	if err == nil {
 		if base, err = decodeConfirmation(body); err != nil {
 			s.close()
 		} else if c.auditOn(ctx) {
-			c.auditAppend(ctx, s, topic, partition, base, b.Count)
+			c.auditAppend(ctx, s, topic, partition, base, count)
 		}
 	}
 	c.releaseFor(s)
@@ -116,7 +157,7 @@ func (c *Client) Append(ctx context.Context, topic string, partition int32, b *m
 			c.metrics.bufferedAppends.Add(1)
 		}
 		if base >= 0 {
-			c.cache.appended(topic, partition, base+int64(b.Count))
+			c.cache.appended(topic, partition, base+int64(count))
 		}
 		return base, nil
 	}
@@ -134,6 +175,21 @@ func (c *Client) Append(ctx context.Context, topic string, partition int32, b *m
 		return 0, unavailable(err)
 	}
 	return 0, fmt.Errorf("%w: %w", bridge.ErrUnknownOutcome, err)
+}
+
+// joinPieces is the scratch of one joined append (AppendJoined): the later
+// batches' frames and every batch's checksums, a piece a batch. Pooled, not
+// a session's: a rerouted append hands its session back before it returns.
+type joinPieces struct{ tail, sums [][]byte }
+
+var joinPool = sync.Pool{New: func() any { return new(joinPieces) }}
+
+// release drops jp's references to the batches and pools it.
+func (jp *joinPieces) release() {
+	clear(jp.tail)
+	clear(jp.sums)
+	jp.tail, jp.sums = jp.tail[:0], jp.sums[:0]
+	joinPool.Put(jp)
 }
 
 // decodeConfirmation reads a SendMessages reply: [count u32] then 20-byte

@@ -107,7 +107,7 @@ func (c *Client) storeOffset(ctx context.Context, group, topic string, partition
 	}
 	req := proto.AppendU64(c.offsetRequest(s, group, topic, partition), v)
 	req = append(req, 1) // ack: Quorum (the default)
-	s, _, _, err = c.sendPartition(ctx, s, topic, partition, req, proto.CodeStoreConsumerOffset)
+	s, _, _, err = c.sendPartition(ctx, s, topic, partition, req, nil, proto.CodeStoreConsumerOffset)
 	c.releaseFor(s)
 	return err
 }
@@ -118,7 +118,7 @@ func (c *Client) deleteOffset(ctx context.Context, group, topic string, partitio
 		return unavailable(err)
 	}
 	req := append(c.offsetRequest(s, group, topic, partition), 1) // ack: Quorum
-	s, _, _, err = c.sendPartition(ctx, s, topic, partition, req, proto.CodeDeleteConsumerOffset)
+	s, _, _, err = c.sendPartition(ctx, s, topic, partition, req, nil, proto.CodeDeleteConsumerOffset)
 	c.releaseFor(s)
 	return err
 }

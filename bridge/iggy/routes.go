@@ -232,12 +232,12 @@ func (s *session) ensureNode(ctx context.Context) error {
 // of this file). It returns the session holding the reply, which the caller
 // releases with releaseFor (nil when none is held). Without a 58 it is
 // s.doFrame.
-func (c *Client) sendPartition(ctx context.Context, s *session, topic string, partition int32, frame []byte, code uint32) (*session, []byte, bool, error) {
-	body, sent, err := s.doFrame(ctx, frame, code)
+func (c *Client) sendPartition(ctx context.Context, s *session, topic string, partition int32, frame []byte, tail [][]byte, code uint32) (*session, []byte, bool, error) {
+	body, sent, err := s.doFrame(ctx, frame, tail, code)
 	if err == nil || codeOf(err) != proto.CodeTransientNotAccepted || !c.clustered() {
 		return s, body, sent, err
 	}
-	return c.reroute(ctx, s, topic, partition, frame, code, err)
+	return c.reroute(ctx, s, topic, partition, frame, tail, code, err)
 }
 
 // reroute tries a partition write answered 58 by s's node on the other
@@ -245,7 +245,7 @@ func (c *Client) sendPartition(ctx context.Context, s *session, topic string, pa
 // other node of the roster. Only 58 (nothing stored) or a failure before
 // any byte was sent moves on to the next node; any other outcome, an
 // unknown one included, is returned as it is.
-func (c *Client) reroute(ctx context.Context, s *session, topic string, partition int32, frame []byte, code uint32, err58 error) (*session, []byte, bool, error) {
+func (c *Client) reroute(ctx context.Context, s *session, topic string, partition int32, frame []byte, tail [][]byte, code uint32, err58 error) (*session, []byte, bool, error) {
 	from := s.addr
 	primary, gen := c.target()
 	if s.node == nil && s.gen != gen {
@@ -253,8 +253,12 @@ func (c *Client) reroute(ctx context.Context, s *session, topic string, partitio
 		// retriable error and the next try goes to the new primary.
 		return s, nil, true, err58
 	}
-	// frame may be s's scratch: keep a copy before s goes back to a pool.
+	// frame may be s's scratch, and tail lives in it: keep one contiguous
+	// copy of both before s goes back to a pool (a rare path).
 	frame = append([]byte(nil), frame...)
+	for _, t := range tail {
+		frame = append(frame, t...)
+	}
 	routed := s.node != nil
 	c.releaseFor(s)
 	if routed {
@@ -263,7 +267,7 @@ func (c *Client) reroute(ctx context.Context, s *session, topic string, partitio
 		if err != nil {
 			return nil, nil, false, unavailable(err)
 		}
-		body, sent, err := ps.doFrame(ctx, frame, code)
+		body, sent, err := ps.doFrame(ctx, frame, nil, code)
 		if err == nil || codeOf(err) != proto.CodeTransientNotAccepted {
 			return ps, body, sent, err
 		}
@@ -289,7 +293,7 @@ func (c *Client) reroute(ctx context.Context, s *session, topic string, partitio
 			}
 			continue
 		}
-		body, sent, err := ns.doFrame(ctx, frame, code)
+		body, sent, err := ns.doFrame(ctx, frame, nil, code)
 		switch {
 		case err == nil:
 			c.setRoute(topic, partition, addr, gen, from)

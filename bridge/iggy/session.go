@@ -72,7 +72,9 @@ type session struct {
 	hasher xxh3.Hasher
 	msg    message.Message
 	it     proto.RecordIter
-	marks  []walkMark // scratch of the read cache's scanRecords
+	marks  []walkMark  // scratch of the read cache's scanRecords
+	iovs   [][]byte    // scratch: the pieces of a vectored write
+	iov    net.Buffers // the pieces a vectored write has left to write
 }
 
 func newSession(c *Client) *session {
@@ -270,22 +272,25 @@ func (s *session) do(ctx context.Context, code uint32, req []byte) (body []byte,
 	if cap(req) > cap(s.buf) {
 		s.buf = req[:proto.HeaderSize]
 	}
-	return s.doFrame(ctx, req, code)
+	return s.doFrame(ctx, req, nil, code)
 }
 
 // doFrame is do for a caller-owned frame whose first HeaderSize bytes are
-// free for the VSR header (Append writes into the batch's headroom). It
-// records the request's latency and outcome in the client's metrics.
-func (s *session) doFrame(ctx context.Context, frame []byte, code uint32) (body []byte, sent bool, err error) {
+// free for the VSR header (Append writes into the batch's headroom),
+// followed on the wire by the bytes of tail (nil for most requests; the
+// later batches of a joined append), written with frame in one vectored
+// write. It records the request's latency and outcome in the client's
+// metrics.
+func (s *session) doFrame(ctx context.Context, frame []byte, tail [][]byte, code uint32) (body []byte, sent bool, err error) {
 	start := time.Now()
-	body, sent, err = s.exchange(ctx, frame, code)
+	body, sent, err = s.exchange(ctx, frame, tail, code)
 	s.c.metrics.observe(code, time.Since(start), err)
 	return body, sent, err
 }
 
-// exchange writes the request and reads its reply, replaying transient
-// statuses until the deadline.
-func (s *session) exchange(ctx context.Context, frame []byte, code uint32) (body []byte, sent bool, err error) {
+// exchange writes the request (frame, then tail) and reads its reply,
+// replaying transient statuses until the deadline.
+func (s *session) exchange(ctx context.Context, frame []byte, tail [][]byte, code uint32) (body []byte, sent bool, err error) {
 	if s.conn == nil {
 		return nil, false, ErrUnreachable
 	}
@@ -295,7 +300,15 @@ func (s *session) exchange(ctx context.Context, frame []byte, code uint32) (body
 		req, sess = s.next, s.sessionID
 		s.next++
 	}
-	proto.PutRequestHeader(frame, len(frame)-proto.HeaderSize, s.clientID, req, op, sess, code)
+	size := len(frame) - proto.HeaderSize
+	for _, t := range tail {
+		size += len(t)
+	}
+	if len(tail) > 0 && !proto.IsPartition(op) {
+		// The request checksum below covers frame only.
+		return nil, false, fmt.Errorf("iggy: a split request for a non-partition operation (%s)", commandName(code))
+	}
+	proto.PutRequestHeader(frame, size, s.clientID, req, op, sess, code)
 	if op != proto.OpNonReplicated && !proto.IsPartition(op) {
 		// As the SDKs: stamp the ops the server deduplicates (login, logout,
 		// metadata), so it can tell a replay from a reused request number.
@@ -311,7 +324,7 @@ func (s *session) exchange(ctx context.Context, frame []byte, code uint32) (body
 	}
 	_ = s.conn.SetDeadline(deadline)
 	for {
-		n, werr := s.conn.Write(frame)
+		n, werr := s.write(frame, tail)
 		if n > 0 {
 			sent = true
 		}
@@ -380,6 +393,21 @@ func (s *session) exchange(ctx context.Context, frame []byte, code uint32) (body
 		}
 		return rb, true, nil
 	}
+}
+
+// write writes frame and then tail to the connection: one write call, or
+// one vectored write (writev on TCP) when there is a tail.
+func (s *session) write(frame []byte, tail [][]byte) (int64, error) {
+	if len(tail) == 0 {
+		n, err := s.conn.Write(frame)
+		return int64(n), err
+	}
+	bufs := append(append(s.iovs[:0], frame), tail...)
+	s.iovs = bufs[:0]
+	s.iov = bufs // WriteTo consumes s.iov, not bufs
+	n, err := s.iov.WriteTo(s.conn)
+	clear(bufs) // the batches' buffers go back to their pools
+	return n, err
 }
 
 // resultSection strips the result section of a status-0 reply to a

@@ -165,24 +165,60 @@ func (b *Batch) End() {
 func (b *Batch) Join(src *Batch) {
 	at := len(b.Buf)
 	b.Buf = append(b.Buf, src.Frames()...)
+	if b.stamped {
+		b.sums = append(b.sums, make([]byte, 8*src.Count)...)
+	}
 	shift := uint32(src.Origin - b.Origin)
-	if shift == 0 && b.Count == 0 && b.stamped && src.Sums() != nil {
-		b.sums = append(b.sums, src.sums...)
-		b.Count = src.Count
+	switch {
+	case shift == 0 && b.Count == 0 && b.stamped && src.Sums() != nil:
+		copy(b.sums, src.sums)
+	case b.stamped:
+		renumber(b.Buf[at:], src.Count, b.Count, shift, b.sums[8*b.Count:])
+	default:
+		renumber(b.Buf[at:], src.Count, b.Count, shift, nil)
+	}
+	b.Count += src.Count
+}
+
+// Rebase makes b's frames the messages first, first+1, … of a batch whose
+// origin is origin (≤ b.Origin, within MaxTimestampSpan of b's last
+// timestamp): their offset deltas are renumbered from first and their
+// timestamp deltas rebased, in place, and a stamped b is stamped again where
+// a frame changed. It is Join without the copy, for a backend that sends
+// several batches as one from their own buffers; b is then for sending only
+// (its offset deltas no longer start at 0).
+func (b *Batch) Rebase(origin uint64, first int) {
+	shift := uint32(b.Origin - origin)
+	b.Origin = origin
+	if shift == 0 && first == 0 {
 		return
 	}
-	off := at
-	for i := 0; i < src.Count; i++ {
-		fr := b.Buf[off:]
-		binary.LittleEndian.PutUint32(fr[24:], uint32(b.Count+i))
+	var sums []byte
+	if b.Sums() != nil {
+		sums = b.sums
+	} else {
+		b.stamped = false
+	}
+	renumber(b.Frames(), b.Count, first, shift, sums)
+}
+
+// renumber gives the count frames of frames the offset deltas first… and
+// adds shift to their timestamp deltas; with sums (8 bytes a frame) it
+// stamps each frame again and writes its checksum there.
+func renumber(frames []byte, count, first int, shift uint32, sums []byte) {
+	off := 0
+	for i := range count {
+		fr := frames[off:]
+		binary.LittleEndian.PutUint32(fr[24:], uint32(first+i))
 		binary.LittleEndian.PutUint32(fr[28:], binary.LittleEndian.Uint32(fr[28:])+shift)
 		n := FrameHeaderSize + int(binary.LittleEndian.Uint32(fr[32:])) + int(binary.LittleEndian.Uint32(fr[36:]))
-		if b.stamped {
-			b.stampFrame(off, n)
+		if sums != nil {
+			sum := FrameChecksum(fr[:n])
+			binary.LittleEndian.PutUint64(fr, sum)
+			binary.LittleEndian.PutUint64(sums[8*i:], sum)
 		}
 		off += n
 	}
-	b.Count += src.Count
 }
 
 // stampFrame writes the checksum of the n-byte frame at off and records it.

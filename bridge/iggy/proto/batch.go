@@ -185,11 +185,12 @@ func StampAndSeal(h *xxh3.Hasher, hdr []byte, frames []byte, count int, origin u
 
 // SealStamped fills a producer batch header in hdr, as StampAndSeal does,
 // for frames already stamped as they were built: sums are their checksums
-// in order, 8 little-endian bytes each (message.Batch.Sums), and size the
-// frames' total length. The frames are not read at all, so hdr is
-// StampAndSeal's only if the frames' offset deltas count 0…count−1 and each
-// checksum is its frame's, as message.Batch keeps them.
-func SealStamped(h *xxh3.Hasher, hdr []byte, sums []byte, size, count int, origin uint64) {
+// in order, 8 little-endian bytes each, in one or more pieces (one per
+// message.Batch sent, Batch.Sums), and size the frames' total length. The
+// frames are not read at all, so hdr is StampAndSeal's only if the frames'
+// offset deltas count 0…count−1 and each checksum is its frame's, as
+// message.Batch keeps them.
+func SealStamped(h *xxh3.Hasher, hdr []byte, size, count int, origin uint64, sums ...[]byte) {
 	bh := BatchHeader{
 		OriginTimestamp: origin,
 		Length:          uint64(BatchHeaderSize + size),
@@ -199,7 +200,9 @@ func SealStamped(h *xxh3.Hasher, hdr []byte, sums []byte, size, count int, origi
 	h.Reset()
 	_, _ = h.Write(hdr[BatchPartitionID:BatchChecksum])
 	_, _ = h.Write(hdr[BatchMessageCount : BatchMessageCount+4])
-	_, _ = h.Write(sums)
+	for _, p := range sums {
+		_, _ = h.Write(p)
+	}
 	binary.LittleEndian.PutUint64(hdr[BatchChecksum:], h.Sum64())
 }
 

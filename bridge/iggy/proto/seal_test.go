@@ -79,7 +79,7 @@ func TestSealStamped(t *testing.T) {
 			t.Fatalf("%s: no checksums", name)
 		}
 		hs := make([]byte, BatchHeaderSize)
-		SealStamped(xxh3.New(), hs, sums, b.Size(), b.Count, b.Origin)
+		SealStamped(xxh3.New(), hs, b.Size(), b.Count, b.Origin, sums)
 		walked := bytes.Clone(b.Frames())
 		hw := make([]byte, BatchHeaderSize)
 		if err := StampAndSeal(xxh3.New(), hw, walked, b.Count, b.Origin); err != nil {
@@ -117,6 +117,27 @@ func TestSealStamped(t *testing.T) {
 			j.Join(m)
 		}
 		check(c.name, j)
+		// The same set rebased in place and sealed from its pieces (a
+		// joined append, written from each batch's own buffer) sends
+		// exactly the joined batch's bytes.
+		var pieces, sums [][]byte
+		first, stamped := 0, true
+		for _, m := range c.members {
+			r := stampedBatch(m.Sums() != nil, m.Origin, m.Count, string(m.Frames()[message.FrameHeaderSize]))
+			r.Rebase(c.origin, first)
+			first += r.Count
+			pieces, sums = append(pieces, r.Frames()), append(sums, r.Sums())
+			stamped = stamped && r.Sums() != nil
+		}
+		if stamped {
+			hr := make([]byte, BatchHeaderSize)
+			SealStamped(xxh3.New(), hr, j.Size(), j.Count, c.origin, sums...)
+			hj := make([]byte, BatchHeaderSize)
+			SealStamped(xxh3.New(), hj, j.Size(), j.Count, j.Origin, j.Sums())
+			if !bytes.Equal(bytes.Join(pieces, nil), j.Frames()) || !bytes.Equal(hr, hj) {
+				t.Fatalf("%s: rebased in place differs from joined", c.name)
+			}
+		}
 		fr := j.Frames()
 		for i, ts := range want {
 			f, err := message.ParseFrame(fr)
