@@ -22,12 +22,22 @@ func TestAppendAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := batchOf(1_700_000_000_000_000, "payload-", 10)
-	if _, err := c.Append(cx, "alloc", 0, b); err != nil {
+	noAllocs(t, "Append", func() error {
+		_, err := c.Append(cx, "alloc", 0, b)
+		return err
+	})
+}
+
+// noAllocs runs fn once to warm up, then fails t if fn fails or allocates
+// in steady state.
+func noAllocs(t *testing.T, what string, fn func() error) {
+	t.Helper()
+	if err := fn(); err != nil {
 		t.Fatal(err)
 	}
 	var failed error
 	allocs := testing.AllocsPerRun(200, func() {
-		if _, err := c.Append(cx, "alloc", 0, b); err != nil {
+		if err := fn(); err != nil {
 			failed = err
 		}
 	})
@@ -35,7 +45,7 @@ func TestAppendAllocs(t *testing.T) {
 		t.Fatal(failed)
 	}
 	if allocs != 0 {
-		t.Fatalf("Append allocates %.1f times per call", allocs)
+		t.Fatalf("%s allocates %.1f times per call", what, allocs)
 	}
 }
 
@@ -50,21 +60,10 @@ func TestAppendJoinedAllocs(t *testing.T) {
 	}
 	bs := []*message.Batch{stampedBatchOf(1_700_000_000_000_000, "a-", 10), stampedBatchOf(1_700_000_000_000_000, "b-", 10)}
 	bs[1].Rebase(bs[1].Origin, bs[0].Count)
-	if _, err := c.AppendJoined(cx, "jalloc", 0, bs); err != nil {
-		t.Fatal(err)
-	}
-	var failed error
-	allocs := testing.AllocsPerRun(200, func() {
-		if _, err := c.AppendJoined(cx, "jalloc", 0, bs); err != nil {
-			failed = err
-		}
+	noAllocs(t, "AppendJoined", func() error {
+		_, err := c.AppendJoined(cx, "jalloc", 0, bs)
+		return err
 	})
-	if failed != nil {
-		t.Fatal(failed)
-	}
-	if allocs != 0 {
-		t.Fatalf("AppendJoined allocates %.1f times per call", allocs)
-	}
 }
 
 // TestReadAllocs proves a Read that fits one poll allocates nothing.
