@@ -339,6 +339,9 @@ func (g *Gateway) flush(topic string, index int32, pp *partitionProducers, f *fl
 	// Any member's context will do; they are all still waiting. The
 	// oldest's expires first.
 	ctx := f.members[0].ctx
+	if len(f.members) > 1 {
+		g.metrics.coalescedAppends.Add(uint64(len(f.members) - 1))
+	}
 	switch ja, ok := g.store.(JoinedAppender); {
 	case len(f.members) > 1 && ok && f.stamped():
 		// Every member's frames rewritten in place onto the set's origin
@@ -352,8 +355,8 @@ func (g *Gateway) flush(topic string, index int32, pp *partitionProducers, f *fl
 			first += m.batch.Count
 			f.batches = append(f.batches, m.batch)
 		}
-		g.metrics.coalescedAppends.Add(uint64(len(f.members) - 1))
-		code, base = g.appendJoined(ctx, ja, topic, index, f.batches, f.count)
+		at, err := ja.AppendJoined(ctx, topic, index, f.batches)
+		code, base = g.appended(topic, index, f.count, at, err)
 		clear(f.batches)
 	case len(f.members) > 1:
 		joined = coalesceBatches.Get().(*message.Batch)
@@ -365,7 +368,6 @@ func (g *Gateway) flush(topic string, index int32, pp *partitionProducers, f *fl
 			joined.Join(m.batch)
 		}
 		b = joined
-		g.metrics.coalescedAppends.Add(uint64(len(f.members) - 1))
 		code, base = g.appendPartition(ctx, topic, index, b)
 	default:
 		code, base = g.appendPartition(ctx, topic, index, b)

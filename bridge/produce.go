@@ -277,18 +277,14 @@ func (g *Gateway) appendMapped(ctx context.Context, topic string, index int32, b
 // appendPartition appends one mapped partition entry to the log.
 func (g *Gateway) appendPartition(ctx context.Context, topic string, index int32, b *message.Batch) (wire.ErrorCode, int64) {
 	base, err := g.store.Append(ctx, topic, index, b)
-	if err != nil {
-		return logCode(err), -1
-	}
-	g.metrics.recordsIn.Add(uint64(b.Count))
-	g.notify.signal(topic, index)
-	return wire.NoError, base
+	return g.appended(topic, index, b.Count, base, err)
 }
 
-// appendJoined is appendPartition for the batches of a coalesced round sent
-// as one by a JoinedAppender; count is their messages in all.
-func (g *Gateway) appendJoined(ctx context.Context, ja JoinedAppender, topic string, index int32, bs []*message.Batch, count int) (wire.ErrorCode, int64) {
-	base, err := ja.AppendJoined(ctx, topic, index, bs)
+// appended is the outcome of an append of count messages to a partition
+// (appendPartition, and a coalesced round sent by a JoinedAppender): the
+// partition's error code and base offset, the records counted and parked
+// Fetches woken when it succeeded.
+func (g *Gateway) appended(topic string, index int32, count int, base int64, err error) (wire.ErrorCode, int64) {
 	if err != nil {
 		return logCode(err), -1
 	}

@@ -31,9 +31,10 @@ func shrunkCount(count, floor int64, big *replyTooLargeError, sized int64) int64
 // Partitioning kind 2 (explicit partition id = the Kafka partition), batch
 // origin_timestamp = b.Origin. It stamps every frame checksum and the batch
 // checksum (one walk over the frames; only the batch checksum when b's
-// frames were stamped as they were built, message.Batch.Checksums), writes the metadata section, the 256-byte batch header and the
-// VSR header into b's headroom, and sends b.Buf[start:] as one frame: the
-// frames are never copied. It returns the confirmed base offset, or -1 when
+// frames were stamped as they were built, message.Batch.Checksums), writes
+// the metadata section, the 256-byte batch header and the VSR header into
+// b's headroom, and sends b.Buf[start:] as one frame: the frames are never
+// copied. It returns the confirmed base offset, or -1 when
 // the server confirms without offsets.
 //
 // A failure before any byte was written returns bridge.ErrUnavailable; a lost
@@ -64,8 +65,11 @@ func (c *Client) appendBatches(ctx context.Context, topic string, partition int3
 		return 0, fmt.Errorf("%w: empty batch", bridge.ErrInvalidConfig)
 	}
 	size, count := b.Size(), b.Count
+	if len(rest) > 0 && b.Sums() == nil {
+		return 0, fmt.Errorf("%w: joined batches must be stamped", bridge.ErrInvalidConfig)
+	}
 	for _, r := range rest {
-		if r.Count < 1 || r.Origin != b.Origin || b.Sums() == nil || r.Sums() == nil {
+		if r.Count < 1 || r.Origin != b.Origin || r.Sums() == nil {
 			return 0, fmt.Errorf("%w: joined batches must share an origin and be stamped", bridge.ErrInvalidConfig)
 		}
 		size, count = size+r.Size(), count+r.Count

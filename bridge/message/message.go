@@ -147,7 +147,7 @@ func (b *Batch) End() {
 	binary.LittleEndian.PutUint32(b.Buf[b.start+32:], uint32(headersLen))
 	if b.stamped {
 		if b.Checksums {
-			b.stampFrame(b.start, len(b.Buf)-b.start)
+			b.sums = binary.LittleEndian.AppendUint64(b.sums, stamp(b.Buf[b.start:]))
 		} else {
 			b.stamped = false
 		}
@@ -213,20 +213,17 @@ func renumber(frames []byte, count, first int, shift uint32, sums []byte) {
 		binary.LittleEndian.PutUint32(fr[28:], binary.LittleEndian.Uint32(fr[28:])+shift)
 		n := FrameHeaderSize + int(binary.LittleEndian.Uint32(fr[32:])) + int(binary.LittleEndian.Uint32(fr[36:]))
 		if sums != nil {
-			sum := FrameChecksum(fr[:n])
-			binary.LittleEndian.PutUint64(fr, sum)
-			binary.LittleEndian.PutUint64(sums[8*i:], sum)
+			binary.LittleEndian.PutUint64(sums[8*i:], stamp(fr[:n]))
 		}
 		off += n
 	}
 }
 
-// stampFrame writes the checksum of the n-byte frame at off and records it.
-func (b *Batch) stampFrame(off, n int) {
-	f := b.Buf[off : off+n]
-	sum := FrameChecksum(f)
-	binary.LittleEndian.PutUint64(f, sum)
-	b.sums = binary.LittleEndian.AppendUint64(b.sums, sum)
+// stamp writes frame's checksum into its first 8 bytes and returns it.
+func stamp(frame []byte) uint64 {
+	sum := FrameChecksum(frame)
+	binary.LittleEndian.PutUint64(frame, sum)
+	return sum
 }
 
 // Abort drops the frame being built.

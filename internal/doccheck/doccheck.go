@@ -69,8 +69,9 @@ var quotedPattern = regexp.MustCompile("[\"\u201c]([^\"\u201d]{1,300})[\"\u201d]
 // read as one space inside a quoted name.
 var commentBreak = regexp.MustCompile(`\s*\n\s*(?://\s*)?`)
 
-// titlePatterns find the titles of a document that a quoted name may cite:
-// a heading, a bold label, a paragraph's opening words before a colon.
+// headingTitle, boldTitle and colonTitle find the titles of a document that
+// a quoted name may cite: a heading, a bold label, a paragraph's opening
+// words before a colon.
 var (
 	headingTitle = regexp.MustCompile(`^#{1,6}\s+(?:[0-9]+(?:\.[0-9]+)*\.?\s+)?(.*?)\s*#*\s*$`)
 	boldTitle    = regexp.MustCompile(`\*\*([^*]+?)[.:]?\*\*`)
