@@ -133,7 +133,7 @@ func TestCachedReadAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.avgMsg.Store(1)
-		ch, _, _, err := c.cache.poll(cx, s, p, uint64(off), 250)
+		ch, _, _, err := c.cache.poll(cx, s, p, uint64(off), 250, 0)
 		if err != nil || ch == nil {
 			t.Fatal(ch, err)
 		}

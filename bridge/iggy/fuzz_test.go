@@ -60,7 +60,7 @@ func FuzzReply(f *testing.F) {
 		decodeTopics(body)
 		decodeConfirmation(body)
 		n := 0
-		s.walkPoll(data, 0, 1<<30, true, func(m *message.Message) bool {
+		s.walkPoll(data, 0, 1<<30, true, 0, func(m *message.Message) bool {
 			n++
 			if len(m.Payload) > len(data) || len(m.Headers) > len(data) {
 				t.Fatalf("view larger than the reply")
@@ -70,11 +70,11 @@ func FuzzReply(f *testing.F) {
 		// The read cache's scan of a reply it keeps: what it reports must
 		// agree with what a walk of the same records delivers.
 		if len(data) >= 16 {
-			first, end, _, _, polled, marks, ok := scanRecords(data[16:], 3, 2, nil)
+			first, end, _, _, polled, marks, _, ok := scanRecords(data[16:], 3, 2, nil)
 			var it proto.RecordIter
 			var msg message.Message
 			var offs []int64
-			res, werr := walkRecords(&it, &msg, data[16:], walkMark{}, 3, 1<<30, true, true, func(m *message.Message) bool {
+			res, werr := walkRecords(&it, &msg, data[16:], walkMark{}, 3, 1<<30, true, true, 0, func(m *message.Message) bool {
 				if ok && (uint64(m.Offset) < 3 || uint64(m.Offset) >= end || uint64(m.Offset) < first) {
 					t.Fatalf("offset %d outside the scanned [%d, %d)", m.Offset, first, end)
 				}
@@ -95,7 +95,7 @@ func FuzzReply(f *testing.F) {
 				if m := ch.mark(mk.off); m != mk {
 					t.Fatalf("mark(%d) = %+v, want %+v", mk.off, m, mk)
 				}
-				if _, err := walkRecords(&it, &msg, data[16:], mk, mk.off, 1<<30, true, false, func(m *message.Message) bool {
+				if _, err := walkRecords(&it, &msg, data[16:], mk, mk.off, 1<<30, true, false, 0, func(m *message.Message) bool {
 					got = append(got, m.Offset)
 					return true
 				}); err != nil {

@@ -117,6 +117,7 @@ func (c *Client) appendBatches(ctx context.Context, topic string, partition int3
 	_ = m
 	frame := b.Buf[start:]
 
+	gen := c.cache.generation()
 	s, err := c.acquireFor(ctx, topic, partition)
 	if err != nil {
 		return 0, unavailable(err)
@@ -161,7 +162,7 @@ func (c *Client) appendBatches(ctx context.Context, topic string, partition int3
 			c.metrics.bufferedAppends.Add(1)
 		}
 		if base >= 0 {
-			c.cache.appended(topic, partition, base+int64(count))
+			c.cache.appended(topic, partition, base+int64(count), gen)
 		}
 		return base, nil
 	}
@@ -233,8 +234,9 @@ func (c *Client) read(ctx context.Context, topic string, partition int32, offset
 	if offset < 0 {
 		offset = 0
 	}
+	fence := c.fence(ctx, topic)
 	if c.cache != nil {
-		return c.cache.read(ctx, topic, partition, offset, maxBytes, fn)
+		return c.cache.read(ctx, topic, partition, offset, maxBytes, fence, fn)
 	}
 	s, err := c.acquireFor(ctx, topic, partition) // a routed partition reads from its route
 	if err != nil {
@@ -269,9 +271,13 @@ func (c *Client) read(ctx context.Context, topic string, partition int32, offset
 			c.releaseFor(s)
 			return bridge.Watermarks{}, c.pollError(ctx, topic, partition, err)
 		}
-		round, err := s.walkPoll(body, next, budget, res.delivered == 0, fn)
+		round, err := s.walkPoll(body, next, budget, res.delivered == 0, fence, fn)
 		if err != nil {
 			c.releaseFor(s)
+			if err == errStaleIncarnation {
+				c.metrics.staleIncarnations.Add(1)
+				return bridge.Watermarks{}, unavailable(err)
+			}
 			return bridge.Watermarks{}, err
 		}
 		if round.polled > 0 {
@@ -345,7 +351,7 @@ func (c *Client) pollError(ctx context.Context, topic string, partition int32, e
 // u64][count u32] then batch records. It calls fn for messages at or above
 // from until fn returns false or maxBytes of payload and headers went out;
 // with first set, the first message goes out whatever its size.
-func (s *session) walkPoll(body []byte, from uint64, maxBytes int, first bool, fn func(*message.Message) bool) (pollResult, error) {
+func (s *session) walkPoll(body []byte, from uint64, maxBytes int, first bool, fence uint64, fn func(*message.Message) bool) (pollResult, error) {
 	r := proto.NewReader(body)
 	r.U32()
 	current := r.U64()
@@ -353,7 +359,7 @@ func (s *session) walkPoll(body []byte, from uint64, maxBytes int, first bool, f
 	if !r.Ok() {
 		return pollResult{current: current}, errBadPoll
 	}
-	res, err := walkRecords(&s.it, &s.msg, body[16:], walkMark{}, from, maxBytes, first, true, fn)
+	res, err := walkRecords(&s.it, &s.msg, body[16:], walkMark{}, from, maxBytes, first, true, fence, fn)
 	res.current = current
 	return res, err
 }
@@ -377,7 +383,7 @@ type walkMark struct {
 // cache, whose scanRecords checked the whole reply). msg is cleared after
 // the walk.
 func walkRecords(it *proto.RecordIter, msg *message.Message, records []byte, at walkMark, from uint64, maxBytes int, first, whole bool,
-	fn func(*message.Message) bool) (pollResult, error) {
+	fence uint64, fn func(*message.Message) bool) (pollResult, error) {
 	var res pollResult
 	if at.frame != 0 && (at.rec < 0 || int(at.frame)-int(at.rec) < proto.BatchHeaderSize || int(at.frame) > len(records)) {
 		return res, errBadPoll
@@ -389,6 +395,12 @@ func walkRecords(it *proto.RecordIter, msg *message.Message, records []byte, at 
 	}
 	for it.Next() {
 		h := it.Header()
+		if h.BaseTimestamp < fence {
+			// Appended before the topic was created: an earlier
+			// incarnation's (incarnation.go).
+			*msg = message.Message{}
+			return res, errStaleIncarnation
+		}
 		fr := it.Frames()
 		if skip > 0 {
 			if skip > len(fr) {
@@ -454,6 +466,7 @@ func (c *Client) offsetForTime(ctx context.Context, topic string, partition int3
 	if !validName(topic) {
 		return 0, false, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
 	}
+	fence := c.fence(ctx, topic)
 	s, err := c.acquireFor(ctx, topic, partition)
 	if err != nil {
 		return 0, false, unavailable(err)
@@ -468,7 +481,7 @@ func (c *Client) offsetForTime(ctx context.Context, topic string, partition int3
 			return 0, false, c.pollError(ctx, topic, partition, err)
 		}
 		found, last := int64(-1), int64(-1)
-		res, err := s.walkPoll(body, 0, 1<<62, true, func(m *message.Message) bool {
+		res, err := s.walkPoll(body, 0, 1<<62, true, fence, func(m *message.Message) bool {
 			last = m.Offset
 			if m.OriginTimestamp >= ts {
 				found = m.Offset
@@ -476,6 +489,10 @@ func (c *Client) offsetForTime(ctx context.Context, topic string, partition int3
 			}
 			return true
 		})
+		if err == errStaleIncarnation {
+			c.metrics.staleIncarnations.Add(1)
+			return 0, false, unavailable(err)
+		}
 		if err != nil {
 			return 0, false, err
 		}

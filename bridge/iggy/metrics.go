@@ -107,6 +107,9 @@ type clientMetrics struct {
 	connected       atomic.Int64
 	bufferedTopics  atomic.Int64  // topics seen whose writes are confirmed before they are written
 	bufferedAppends atomic.Uint64 // appends confirmed by such topics
+	// staleIncarnations counts poll replies dropped as an earlier
+	// incarnation's (incarnation.go).
+	staleIncarnations atomic.Uint64
 }
 
 // observe records one request's outcome.
@@ -138,6 +141,7 @@ func (c *Client) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_iggy_reconnects_total", "counter", "Iggy sessions connected again after losing their connection.", m.reconnects.Load())
 	metric.Single(w, "kiggy_iggy_connect_failures_total", "counter", "Failed attempts to connect and log in to Iggy.", m.connectFailures.Load())
 	metric.Single(w, "kiggy_iggy_transient_retries_total", "counter", "Requests replayed after a transient Iggy status (57, 58).", m.retries.Load())
+	metric.Single(w, "kiggy_iggy_stale_incarnation_polls_total", "counter", "Poll replies dropped because the server answered them from a deleted topic's partitions with the same ids (docs/IGGY.md, \"Topic incarnations\").", m.staleIncarnations.Load())
 	metric.Single(w, "kiggy_iggy_session_waits_total", "counter", "Requests that waited for a free Iggy session (pool exhausted).", m.sessionWaits.Load())
 	metric.Single(w, "kiggy_iggy_sessions", "gauge", "Iggy sessions in the pool (--iggy-pool-size).", len(c.sessions))
 	metric.Single(w, "kiggy_iggy_sessions_connected", "gauge", "Iggy sessions with a live connection.", m.connected.Load())

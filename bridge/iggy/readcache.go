@@ -102,6 +102,10 @@ type partCache struct {
 	chunkBytes int    // read-ahead poll size (the last reader's budget)
 	dead       bool   // dropped from the cache: in-flight results are discarded
 	msgSize    int64  // bytes per message of its polls (notePollSize); 0 = not polled yet
+	// born is readCache.gen when p was made: a reply to a request sent
+	// under an older generation may speak of an incarnation of the topic
+	// that p is not, and does not update p (appended, learnHighs).
+	born uint64
 }
 
 // cacheReader is the per-Read walking state (pooled: fn makes it escape).
@@ -164,7 +168,7 @@ func (rc *readCache) part(topic string, partition int32) *partCache {
 	p := rc.parts[partKey{topic, partition}]
 	if p == nil {
 		// topic may alias a Kafka request frame: clone it for the map.
-		p = &partCache{key: partKey{strings.Clone(topic), partition}}
+		p = &partCache{key: partKey{strings.Clone(topic), partition}, born: rc.gen.Load()}
 		p.cond.L = &rc.mu
 		rc.parts[p.key] = p
 	}
@@ -204,7 +208,7 @@ func (p *partCache) endingAt(offset uint64) *chunk {
 
 // read serves a Read through the cache (see bridge.Log.Read).
 func (rc *readCache) read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
-	fn func(*message.Message) bool) (bridge.Watermarks, error) {
+	fence uint64, fn func(*message.Message) bool) (bridge.Watermarks, error) {
 	from := uint64(offset)
 	rc.mu.Lock()
 	p := rc.part(topic, partition)
@@ -255,7 +259,7 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 		rc.donePolling(p, shared)
 		return bridge.Watermarks{}, unavailable(err)
 	}
-	ch, current, polled, err := rc.poll(ctx, s, p, from, budget)
+	ch, current, polled, err := rc.poll(ctx, s, p, from, budget, fence)
 	rc.c.releaseFor(s)
 	if err != nil {
 		rc.donePolling(p, shared)
@@ -330,7 +334,8 @@ func (rc *readCache) serve(p *partCache, ch *chunk, from uint64, maxBytes int,
 	var err error
 	waited := false
 	for {
-		res, werr := walkRecords(&r.it, &r.msg, ch.records, ch.mark(from), from, budget, delivered == 0, false, fn)
+		// A cached chunk passed its topic's fence when it was polled.
+		res, werr := walkRecords(&r.it, &r.msg, ch.records, ch.mark(from), from, budget, delivered == 0, false, 0, fn)
 		delivered += res.delivered
 		budget -= res.bytes
 		if res.delivered > 0 {
@@ -423,9 +428,10 @@ func (rc *readCache) worker() {
 		rc.mu.Unlock()
 		rc.readAheads.Add(1)
 		var err error
+		fence := rc.c.fence(rc.ctx, p.key.topic)
 		if err = s.ensure(rc.ctx); err == nil {
 			var ch *chunk
-			if ch, _, _, err = rc.poll(rc.ctx, s, p, from, budget); ch != nil {
+			if ch, _, _, err = rc.poll(rc.ctx, s, p, from, budget, fence); ch != nil {
 				rc.mu.Lock()
 				rc.unpin(ch)
 				rc.mu.Unlock()
@@ -478,7 +484,11 @@ func notePollSize(p *partCache, per int64) {
 // message at or past from), and the reply's current_offset and message
 // count. When a cached chunk ends at from, the poll starts one message
 // earlier and checks that message against the cached one.
-func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from uint64, budget int) (*chunk, uint64, int, error) {
+//
+// A reply holding a batch appended before fence (the topic's created_at,
+// incarnation.go) is an earlier incarnation's: it is dropped and poll fails
+// with errStaleIncarnation.
+func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from uint64, budget int, fence uint64) (*chunk, uint64, int, error) {
 	c := rc.c
 	rc.mu.Lock()
 	var check uint64
@@ -520,10 +530,14 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 		return nil, 0, 0, errBadPoll
 	}
 	current := binary.LittleEndian.Uint64(body[4:])
-	first, end, lastSum, seenSum, polled, marks, ok := scanRecords(body[16:], from, start, s.marks[:0])
+	first, end, lastSum, seenSum, polled, marks, oldest, ok := scanRecords(body[16:], from, start, s.marks[:0])
 	s.marks = marks
 	if !ok {
 		return nil, 0, 0, errBadPoll
+	}
+	if polled > 0 && oldest < fence {
+		c.metrics.staleIncarnations.Add(1)
+		return nil, 0, 0, unavailable(errStaleIncarnation)
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -594,23 +608,26 @@ func (rc *readCache) newChunk(s *session, p *partCache, body []byte, from, first
 
 // scanRecords walks a poll reply's records once: the first and one past the
 // last offset at or past from, the checksum of the last message, that of the
-// message at start when start < from, and how many messages it holds; ok
-// is false for a malformed reply or one whose offsets do not rise. It
+// message at start when start < from, how many messages it holds and the
+// oldest batch append time (µs); ok is false for a malformed reply or one
+// whose offsets do not rise. It
 // appends to marks a walkMark about every markStride bytes of the messages
 // at or past from (the first of them included), for serve to start its
 // walks near where a reader is rather than at the reply's start.
-func scanRecords(records []byte, from, start uint64, marks []walkMark) (first, end, lastSum, seenSum uint64, polled int, out []walkMark, ok bool) {
+func scanRecords(records []byte, from, start uint64, marks []walkMark) (first, end, lastSum, seenSum uint64, polled int, out []walkMark, oldest uint64, ok bool) {
 	var it proto.RecordIter
 	it.Reset(records)
 	lastMark := -markStride
+	oldest = math.MaxUint64
 	for it.Next() {
 		h := it.Header()
+		oldest = min(oldest, h.BaseTimestamp)
 		all := it.Frames()
 		rec := len(records) - len(it.Rest()) - len(all) - proto.BatchHeaderSize
 		for fr := all; len(fr) > 0; {
 			f, err := message.ParseFrame(fr)
 			if err != nil {
-				return 0, 0, 0, 0, 0, marks, false
+				return 0, 0, 0, 0, 0, marks, 0, false
 			}
 			at := rec + proto.BatchHeaderSize + len(all) - len(fr)
 			fr = fr[f.Size:]
@@ -627,7 +644,7 @@ func scanRecords(records []byte, from, start uint64, marks []walkMark) (first, e
 			} else if off < end {
 				// Offsets at or past from must rise (§3.8 replies are in
 				// offset order): a chunk claims [first, end) whole.
-				return 0, 0, 0, 0, 0, marks, false
+				return 0, 0, 0, 0, 0, marks, 0, false
 			}
 			if at-lastMark >= markStride {
 				marks = append(marks, walkMark{off: off, rec: int32(rec), frame: int32(at)})
@@ -636,7 +653,7 @@ func scanRecords(records []byte, from, start uint64, marks []walkMark) (first, e
 			end, lastSum = off+1, f.Checksum
 		}
 	}
-	return first, end, lastSum, seenSum, polled, marks, it.Err() == nil
+	return first, end, lastSum, seenSum, polled, marks, oldest, it.Err() == nil
 }
 
 // markStride is about how many bytes of messages lie between two walkMarks
@@ -843,34 +860,53 @@ func (rc *readCache) invalidateAll() {
 	rc.mu.Unlock()
 }
 
+// generation returns the cache's invalidation count, to pass to
+// learnHighs and appended with the reply of a request sent after it.
+func (rc *readCache) generation() uint64 {
+	if rc == nil {
+		return 0
+	}
+	return rc.gen.Load()
+}
+
 // learnHighs raises the high watermarks the cache knows for every
 // partition of topic from a GetTopic reply, so a Fetch that has no budget
 // left for a partition answers its high watermark without asking again
 // (bridge/fetch.go skipPart): one GetTopic teaches all of a topic's
-// partitions.
-func (rc *readCache) learnHighs(topic string, parts []partitionInfo) {
+// partitions. sent is generation() before the request: a reply that
+// crossed an invalidation may describe a deleted incarnation and teaches
+// nothing it could not have taught before it.
+func (rc *readCache) learnHighs(topic string, parts []partitionInfo, sent uint64) {
 	if rc == nil {
 		return
 	}
 	rc.mu.Lock()
+	same := rc.gen.Load() == sent
 	for _, pi := range parts {
 		if pi.id > math.MaxInt32 {
 			continue
 		}
-		p := rc.part(topic, int32(pi.id))
+		p := rc.parts[partKey{topic, int32(pi.id)}]
+		switch {
+		case p == nil && same:
+			p = rc.part(topic, int32(pi.id))
+		case p == nil || p.born > sent:
+			continue
+		}
 		p.high = max(p.high, watermarksOf(pi).High)
 	}
 	rc.mu.Unlock()
 }
 
 // appended raises a cached partition's high watermark after an Append that
-// Iggy confirmed, so readers near the tail keep reading ahead.
-func (rc *readCache) appended(topic string, partition int32, high int64) {
+// Iggy confirmed, so readers near the tail keep reading ahead; sent is
+// generation() before the append was sent (learnHighs).
+func (rc *readCache) appended(topic string, partition int32, high int64, sent uint64) {
 	if rc == nil {
 		return
 	}
 	rc.mu.Lock()
-	if p := rc.parts[partKey{topic, partition}]; p != nil {
+	if p := rc.parts[partKey{topic, partition}]; p != nil && p.born <= sent {
 		p.high = max(p.high, high)
 	}
 	rc.mu.Unlock()

@@ -574,3 +574,46 @@ func TestReadCacheRecycledBuffers(t *testing.T) {
 		}
 	}
 }
+
+// TestReadCacheLateRepliesTeachNothing: a GetTopic or an append confirmed
+// for a topic's earlier incarnation, whose reply arrives after the topic was
+// deleted and created again, does not raise the new incarnation's high
+// watermarks (nor make cache entries for it); replies to requests sent
+// after the invalidation do.
+func TestReadCacheLateRepliesTeachNothing(t *testing.T) {
+	rc := newReadCache(&Client{}, 1<<20)
+	old := rc.generation()
+	rc.learnHighs("t", []partitionInfo{{id: 0, currentOffset: 99, messages: 100}}, old)
+	if _, high := readGen(rc, "t", 0); high != 100 {
+		t.Fatalf("a current GetTopic taught high %d, want 100", high)
+	}
+	rc.invalidateTopic("t") // deleted and created again
+	rc.learnHighs("t", []partitionInfo{{id: 0, currentOffset: 4999, messages: 5000}, {id: 1, currentOffset: 9, messages: 10}}, old)
+	rc.appended("t", 0, 7000, old)
+	rc.mu.Lock()
+	n := len(rc.parts)
+	rc.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("late replies made %d partition entries for the new incarnation", n)
+	}
+	now := rc.generation()
+	rc.learnHighs("t", []partitionInfo{{id: 0, currentOffset: 0, messages: 1}}, now)
+	rc.appended("t", 0, 7000, old) // the old incarnation's append, late
+	if _, high := readGen(rc, "t", 0); high != 1 {
+		t.Fatalf("high %d after a late append of the old incarnation, want 1", high)
+	}
+	rc.appended("t", 0, 3, now)
+	if _, high := readGen(rc, "t", 0); high != 3 {
+		t.Fatalf("high %d after a current append, want 3", high)
+	}
+}
+
+// readGen is Client.ReadGeneration on a bare cache.
+func readGen(rc *readCache, topic string, partition int32) (uint64, int64) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if p := rc.parts[partKey{topic, partition}]; p != nil {
+		return rc.gen.Load(), p.high
+	}
+	return rc.gen.Load(), -1
+}

@@ -16,6 +16,9 @@ type topicEntry struct {
 	id         uint32
 	partitions int32
 	durability bridge.Durability
+	// created is the incarnation's created_at (µs, the server's clock):
+	// the fence its reads are checked against (incarnation.go).
+	created uint64
 }
 
 // partitionInfo is one PartitionResponse (§3.5).
@@ -28,14 +31,15 @@ type partitionInfo struct {
 // topicDetails is a decoded TopicHeader plus its partitions.
 type topicDetails struct {
 	id         uint32
+	created    uint64 // created_at, µs
 	info       bridge.TopicInfo
 	partitions []partitionInfo
 }
 
 // decodeTopicHeader reads a TopicHeader (§3.5 layout table).
-func decodeTopicHeader(r *proto.Reader) (uint32, bridge.TopicInfo) {
+func decodeTopicHeader(r *proto.Reader) (uint32, uint64, bridge.TopicInfo) {
 	id := r.U32()
-	r.U64() // created_at
+	created := r.U64()
 	parts := r.U32()
 	expiry := r.U64()
 	r.U8() // compression
@@ -47,7 +51,7 @@ func decodeTopicHeader(r *proto.Reader) (uint32, bridge.TopicInfo) {
 	derived := r.LongString()
 	if !r.Ok() || parts > math.MaxInt32 {
 		r.Fail(proto.ErrMalformed)
-		return 0, bridge.TopicInfo{}
+		return 0, 0, bridge.TopicInfo{}
 	}
 	info := bridge.TopicInfo{Name: string(name), Partitions: int32(parts)}
 	info.Config.Durability = topicDurability(explicit, derived)
@@ -59,7 +63,7 @@ func decodeTopicHeader(r *proto.Reader) (uint32, bridge.TopicInfo) {
 	if maxSize != 0 && maxSize != math.MaxUint64 {
 		info.Config.MaxBytes = maxSize
 	}
-	return id, info
+	return id, created, info
 }
 
 // Iggy's defaults for a topic created without flush options (server
@@ -135,7 +139,7 @@ func appendDurabilityOptions(b []byte, d bridge.Durability) []byte {
 func decodeTopic(body []byte) (topicDetails, error) {
 	r := proto.NewReader(body)
 	var d topicDetails
-	d.id, d.info = decodeTopicHeader(&r)
+	d.id, d.created, d.info = decodeTopicHeader(&r)
 	if !r.Ok() {
 		return d, fmt.Errorf("%w: topic header", proto.ErrMalformed)
 	}
@@ -165,7 +169,7 @@ func decodeTopics(body []byte) ([]bridge.TopicInfo, error) {
 	}
 	out := make([]bridge.TopicInfo, 0, n)
 	for range n {
-		_, info := decodeTopicHeader(&r)
+		_, _, info := decodeTopicHeader(&r)
 		out = append(out, info)
 	}
 	if err := r.Complete(); err != nil {
@@ -222,7 +226,7 @@ func (c *Client) lookupTopicVia(ctx context.Context, name string, partition int3
 
 // entry is the cache entry of a decoded topic.
 func (d *topicDetails) entry() topicEntry {
-	return topicEntry{id: d.id, partitions: d.info.Partitions, durability: d.info.Config.Durability}
+	return topicEntry{id: d.id, partitions: d.info.Partitions, durability: d.info.Config.Durability, created: d.created}
 }
 
 // topicLevel is the durability a new topic is created with: the gateway's
@@ -601,6 +605,7 @@ func watermarksOf(p partitionInfo) bridge.Watermarks {
 // watermarks returns a partition's log start and high watermark from
 // GetTopic's partition list.
 func (c *Client) watermarks(ctx context.Context, topic string, partition int32) (bridge.Watermarks, error) {
+	sent := c.cache.generation()
 	d, ok, err := c.lookupTopicVia(ctx, topic, partition)
 	if err != nil {
 		return bridge.Watermarks{}, err
@@ -608,7 +613,7 @@ func (c *Client) watermarks(ctx context.Context, topic string, partition int32) 
 	if !ok {
 		return bridge.Watermarks{}, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
 	}
-	c.cache.learnHighs(topic, d.partitions)
+	c.cache.learnHighs(topic, d.partitions, sent)
 	for _, p := range d.partitions {
 		if int64(p.id) == int64(partition) {
 			return watermarksOf(p), nil
