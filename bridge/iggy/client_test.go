@@ -19,6 +19,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/internal/iggyserver"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -42,22 +43,43 @@ const (
 	envPassword = "KIGGY_IGGY_PASSWORD"
 )
 
-// target returns the server address and a stream for a test: a fresh
-// in-process iggytest, or the real server named by KIGGY_IGGY_ADDR with a
-// stream unique to this run.
+// target returns the server address and a stream for a test: the real
+// server named by KIGGY_IGGY_ADDR with a stream unique to this run; else a
+// fresh real iggy-server (internal/iggyserver) unless KIGGY_TEST_IGGY=model
+// or none is found; else a fresh in-process iggytest.
 func target(t testing.TB) (addr, stream string) {
 	t.Helper()
 	if a := os.Getenv(envAddr); a != "" {
 		return a, fmt.Sprintf("kiggy-%s-%d", t.Name(), time.Now().UnixNano())
 	}
+	if realServer(t) {
+		return iggyserver.StartT(t).Addr, "kafka"
+	}
 	_, addr = startServer(t, iggytest.Config{})
 	return addr, "kafka"
+}
+
+// realServer reports whether target starts a real iggy-server
+// (KIGGY_TEST_IGGY: "server" requires one, "model" never uses one, unset
+// uses one when found).
+func realServer(t testing.TB) bool {
+	switch os.Getenv("KIGGY_TEST_IGGY") {
+	case "model":
+		return false
+	case "server":
+		iggyserver.Require(t)
+		return true
+	}
+	return iggyserver.Available()
 }
 
 func open(t testing.TB, cfg Config) *Client {
 	t.Helper()
 	if os.Getenv(envAddr) != "" && cfg.Addr == os.Getenv(envAddr) && cfg.Token == "" {
 		cfg.Username, cfg.Password = os.Getenv(envUsername), os.Getenv(envPassword)
+	}
+	if cfg.Username == "" && cfg.Token == "" {
+		cfg.Username, cfg.Password = iggyserver.Username, iggyserver.Password
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = quiet
