@@ -1,0 +1,2 @@
+// Package kgosuite runs franz-go's own kgo integration tests against kiggy.
+package kgosuite

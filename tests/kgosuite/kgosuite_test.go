@@ -1,0 +1,609 @@
+package kgosuite
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kiggy-io/kiggy/internal/iggyserver"
+	"github.com/kiggy-io/kiggy/internal/testtools"
+)
+
+// kgoPkg is the package whose tests are the suite; its version is go.mod's.
+const kgoPkg = "github.com/twmb/franz-go/pkg/kgo"
+
+// The knobs of a run by hand (doc.go).
+const (
+	runEnv     = "KIGGY_KGOSUITE_RUN"     // -test.run of the suite: run only these tests
+	countEnv   = "KIGGY_KGOSUITE_COUNT"   // -test.count of the suite: run them this many times
+	recordsEnv = "KIGGY_KGOSUITE_RECORDS" // KGO_TEST_RECORDS (default franz-go's, 500,000)
+	outEnv     = "KIGGY_KGOSUITE_OUT"     // keep the suite's -test.v output in this file
+	logEnv     = "KIGGY_KGOSUITE_LOG"     // keep kiggy's log in this file
+)
+
+// suiteTimeout bounds the suite binary (-test.timeout); a hang is a
+// failure that names the tests still running.
+const suiteTimeout = 10 * time.Minute
+
+// minPassed is the fewest top-level tests a full run must pass: about 130
+// do against kiggy; far fewer means the binary ran nothing or the gateway
+// answered nothing.
+const minPassed = 100
+
+// mustPass are tests a full run must have run and passed, whatever
+// KnownGaps says: TestDirectPartitionPurge caught kiggy's Iggy read cache
+// serving a deleted topic's records (TestGroupETL's) to a new topic, and
+// TestGroupETL is the load that sets that up.
+var mustPass = []string{"TestDirectPartitionPurge", "TestGroupETL"}
+
+// TestKgoSuite runs franz-go's kgo integration tests against kiggy on a real
+// iggy-server and fails on any failure outside KnownGaps.
+func TestKgoSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping: franz-go's kgo suite against a real iggy-server takes minutes (-short)")
+	}
+	bin := iggyserver.Require(t)
+	t.Logf("iggy-server: %s (%s)", iggyserver.Version(bin), bin)
+	lockRun(t)
+
+	gobin, err := testtools.GoTool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := testtools.Root(t)
+	dir := t.TempDir()
+	start := time.Now()
+	// The suite runs in its package's directory, as go test runs it:
+	// TestOptValuesCoversEveryOption parses config.go there.
+	srcDir := goList(t, gobin, root, kgoPkg)
+	suiteBin := filepath.Join(dir, "kgo.test")
+	goBuild(t, gobin, root, "test", "-c", "-o", suiteBin, kgoPkg)
+	kiggyBin := filepath.Join(dir, "kiggy")
+	goBuild(t, gobin, root, "build", "-o", kiggyBin, "./cmd/kiggy")
+	t.Logf("built %s's tests and cmd/kiggy in %v", kgoPkg, time.Since(start).Round(time.Millisecond))
+
+	node := iggyserver.StartT(t)
+	k := startKiggy(t, kiggyBin, node.Addr)
+	if err := testtools.ProbeKafka(k.addr, 10*time.Second); err != nil {
+		t.Fatalf("kiggy at %s: %v\n%s", k.addr, err, k.tail(40))
+	}
+	t.Logf("kiggy at %s over iggy-server at %s", k.addr, node.Addr)
+
+	out := os.Getenv(outEnv)
+	if out == "" {
+		out = filepath.Join(dir, "kgo.out")
+	}
+	run := suiteRun{bin: suiteBin, seeds: k.addr, scramSeeds: k.scramAddr, out: out, dir: srcDir,
+		run: os.Getenv(runEnv), count: os.Getenv(countEnv), records: os.Getenv(recordsEnv)}
+	start = time.Now()
+	exitErr := run.exec(t)
+	took := time.Since(start).Round(time.Second)
+
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := parse(b)
+	top := res.count(true)
+	all := res.count(false)
+	records := run.records
+	if records == "" {
+		records = "500000 (franz-go's default)"
+	}
+	t.Logf("kgo suite (KGO_TEST_RECORDS=%s) took %v: top-level tests %d passed, %d failed, %d skipped; with subtests %d passed, %d failed, %d skipped",
+		records, took, top[pass], top[fail], top[skip], all[pass], all[fail], all[skip])
+
+	var problems []string
+	if f := res.failed(); len(f) > 0 {
+		problems = append(problems, "failed (not in KnownGaps): "+strings.Join(f, ", "))
+	}
+	if u := res.unfinished(); len(u) > 0 {
+		problems = append(problems, "did not finish (a panic, a hang or -test.timeout "+suiteTimeout.String()+"): "+strings.Join(u, ", "))
+	}
+	if s := res.unexpectedSkips(); len(s) > 0 {
+		problems = append(problems, "skipped themselves, not in ExpectedSkips: "+strings.Join(s, ", "))
+	}
+	if run.run == "" {
+		if top[pass] < minPassed {
+			problems = append(problems, fmt.Sprintf("only %d top-level tests passed (want at least %d)", top[pass], minPassed))
+		}
+		for _, name := range mustPass {
+			if res.status[name] != pass {
+				problems = append(problems, name+" did not pass (it must run in every full run)")
+			}
+		}
+	}
+	if exitErr != nil && len(problems) == 0 {
+		problems = append(problems, fmt.Sprintf("the suite binary failed (%v) with no failing test", exitErr))
+	}
+	if exitErr == nil && len(problems) > 0 {
+		problems = append(problems, "the suite binary exited 0")
+	}
+	if len(problems) == 0 {
+		return
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	for _, name := range res.failed() {
+		if log := res.logs[name]; len(log) > 0 {
+			t.Logf("output of %s (last %d lines):\n%s", name, len(log), strings.Join(log, "\n"))
+		}
+	}
+	if i := strings.Index(string(b), "\npanic: "); i >= 0 {
+		// A panic or -test.timeout: what it says and the first stacks.
+		t.Logf("the suite panicked (all of its output: %s):\n%s", out, head(b[i+1:], 60))
+	} else {
+		t.Logf("the suite's output ends (all of it: %s):\n%s", out, tail(b, 30))
+	}
+	t.Logf("kiggy's log ends:\n%s", k.tail(40))
+	t.Logf("iggy-server's log ends:\n%s", node.LogTail(20))
+}
+
+// lockRun keeps two runs of this test (two go test processes on one
+// machine) from overlapping: each starts a gateway, an iggy-server and a
+// suite that needs most of two cores to its timings.
+func lockRun(t *testing.T) {
+	t.Helper()
+	path := filepath.Join(os.TempDir(), "kiggy-kgosuite.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Logf("another kgo suite run holds %s; waiting for it", path)
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { f.Close() }) // closing drops the lock
+}
+
+// goList returns the source directory of pkg.
+func goList(t *testing.T, gobin, root, pkg string) string {
+	t.Helper()
+	cmd := exec.Command(gobin, "list", "-f", "{{.Dir}}", pkg)
+	cmd.Dir = root
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// goBuild runs the go command in the repository root.
+func goBuild(t *testing.T, gobin, root string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(gobin, args...)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+	}
+}
+
+// kiggyProc is the gateway process.
+type kiggyProc struct {
+	addr      string // PLAINTEXT listener
+	scramAddr string // SASL_PLAINTEXT listener
+	log       string // its log file
+}
+
+func (k *kiggyProc) tail(n int) string {
+	b, err := os.ReadFile(k.log)
+	if err != nil {
+		return err.Error()
+	}
+	return tail(b, n)
+}
+
+// SCRAM user of kiggy's SASL_PLAINTEXT listener, for TestSCRAMAuth
+// (KGO_TEST_SCRAM; no colon in either).
+const (
+	scramUser     = "kgo"
+	scramPassword = "kgo-suite-secret"
+)
+
+// startKiggy runs the gateway over the Iggy server at iggyAddr, with a
+// PLAINTEXT listener and a SASL_PLAINTEXT one (SCRAM-SHA-256 and -512, user
+// scramUser) on ephemeral loopback ports, and returns once it says where
+// they are. It is stopped with SIGTERM when t ends; an exit before then
+// fails t.
+func startKiggy(t *testing.T, bin, iggyAddr string) *kiggyProc {
+	t.Helper()
+	dir := t.TempDir()
+	logPath := os.Getenv(logEnv)
+	if logPath == "" {
+		logPath = filepath.Join(dir, "kiggy.log")
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := filepath.Join(dir, "scram-users")
+	if err := os.WriteFile(users, []byte(scramUser+":"+scramPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin,
+		"--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+		"--sasl-scram-bootstrap-users-file", users,
+		"--admin-addr", "",
+		"--iggy-addr", iggyAddr,
+		"--iggy-username", iggyserver.Username,
+		"--iggy-password", iggyserver.Password,
+		"--log-format", "json")
+	// Only what it needs: a stray KIGGY_* variable would configure it.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start kiggy: %v", err)
+	}
+	k := &kiggyProc{log: logPath}
+	listening := make(chan [2]string, 2)
+	done := make(chan struct{})
+	var waitErr error
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			_, _ = logFile.Write(append(line, '\n'))
+			var rec struct{ Msg, Listener, Addr string }
+			if json.Unmarshal(line, &rec) == nil && rec.Msg == "kiggy listening" {
+				select {
+				case listening <- [2]string{rec.Listener, rec.Addr}:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(logFile, stderr)
+		waitErr = cmd.Wait()
+		logFile.Close()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-done:
+			t.Errorf("kiggy exited before the end of the test: %v\n%s", waitErr, k.tail(40))
+			return
+		default:
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(45 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Errorf("kiggy did not stop within 45s of SIGTERM\n%s", k.tail(40))
+		}
+	})
+	deadline := time.After(30 * time.Second)
+	for k.addr == "" || k.scramAddr == "" {
+		select {
+		case l := <-listening:
+			switch l[0] {
+			case "PLAINTEXT":
+				k.addr = l[1]
+			case "SASL_PLAINTEXT":
+				k.scramAddr = l[1]
+			}
+		case <-done:
+			t.Fatalf("kiggy exited at start: %v\n%s", waitErr, k.tail(40))
+		case <-deadline:
+			t.Fatalf("kiggy did not say it was listening within 30s\n%s", k.tail(40))
+		}
+	}
+	return k
+}
+
+// suiteRun is one run of the suite binary.
+type suiteRun struct {
+	bin, out, dir       string
+	seeds, scramSeeds   string
+	run, count, records string
+}
+
+// args are the suite binary's flags: every known gap skipped.
+func (r suiteRun) args() []string {
+	args := []string{"-test.v", "-test.timeout", suiteTimeout.String(), "-test.skip", skipPattern()}
+	if r.run != "" {
+		args = append(args, "-test.run", r.run)
+	}
+	if r.count != "" {
+		args = append(args, "-test.count", r.count)
+	}
+	return args
+}
+
+// env is ours without KGO_* variables, then the suite's settings.
+func (r suiteRun) env() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KGO_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env,
+		"KGO_SEEDS="+r.seeds,
+		"KGO_LOG_LEVEL=none", // otherwise a million lines
+		"KGO_TEST_RF=1",      // kiggy is one broker
+		// TestSCRAMAuth: SCRAM-SHA-512 on the SASL listener (its
+		// bad-credentials sibling tries SCRAM-SHA-256).
+		"KGO_TEST_SCRAM="+scramUser+":"+scramPassword+":512",
+		"KGO_TEST_SCRAM_SEEDS="+r.scramSeeds)
+	if r.records != "" {
+		env = append(env, "KGO_TEST_RECORDS="+r.records)
+	}
+	return env
+}
+
+// exec runs the suite with its -test.v output in r.out and returns its exit
+// error.
+func (r suiteRun) exec(t *testing.T) error {
+	t.Helper()
+	f, err := os.Create(r.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// The binary's own -test.timeout ends a hang with the running tests'
+	// names; this is the backstop if even that does not end it.
+	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout+time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.bin, r.args()...)
+	cmd.Dir = r.dir
+	cmd.Env = r.env()
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	t.Logf("running %s %s", filepath.Base(r.bin), strings.Join(r.args(), " "))
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		return fmt.Errorf("killed after %v: %w", suiteTimeout+time.Minute, err)
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("run the suite: %v", err)
+	}
+	return err
+}
+
+// skipPattern is -test.skip: every known gap by exact top-level name.
+func skipPattern() string {
+	names := make([]string, len(KnownGaps))
+	for i, g := range KnownGaps {
+		names[i] = regexp.QuoteMeta(g.Test)
+	}
+	return "^(" + strings.Join(names, "|") + ")$"
+}
+
+// Test statuses.
+const (
+	pass = "PASS"
+	fail = "FAIL"
+	skip = "SKIP"
+)
+
+// results is what a -test.v output says.
+type results struct {
+	status map[string]string   // test (and subtest) → PASS, FAIL, SKIP ("" = not ended)
+	order  []string            // tests in the order they started
+	logs   map[string][]string // each test's last output lines
+	open   map[string]int      // runs started and not ended (-test.count runs each again)
+}
+
+var (
+	resultLine = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+) \(`)
+	headerLine = regexp.MustCompile(`^=== (RUN|CONT|NAME|PAUSE)\s+(\S+)`)
+)
+
+// logLines is how many output lines of each test are kept.
+const logLines = 40
+
+// parse reads -test.v output: "=== RUN" and "--- PASS/FAIL/SKIP" lines of
+// tests and subtests, and the lines each test logged (after its "=== RUN",
+// "=== CONT" or "=== NAME" header).
+func parse(out []byte) results {
+	r := results{status: map[string]string{}, logs: map[string][]string{}, open: map[string]int{}}
+	current := ""
+	for line := range strings.Lines(string(out)) {
+		line = strings.TrimRight(line, "\r\n")
+		if m := headerLine.FindStringSubmatch(line); m != nil {
+			if m[1] == "RUN" {
+				if _, seen := r.status[m[2]]; !seen {
+					r.order = append(r.order, m[2])
+					r.status[m[2]] = ""
+				}
+				r.open[m[2]]++
+			}
+			current = m[2]
+			continue
+		}
+		if m := resultLine.FindStringSubmatch(line); m != nil {
+			if _, seen := r.status[m[2]]; !seen {
+				r.order = append(r.order, m[2])
+			}
+			r.open[m[2]]--
+			// With -test.count > 1 a test that failed once stays failed.
+			if r.status[m[2]] != fail {
+				r.status[m[2]] = m[1]
+			}
+			current = m[2]
+			continue
+		}
+		if current != "" && line != "" {
+			l := append(r.logs[current], line)
+			if len(l) > logLines {
+				l = l[len(l)-logLines:]
+			}
+			r.logs[current] = l
+		}
+	}
+	return r
+}
+
+// count counts statuses, of top-level tests only or of every test.
+func (r results) count(topOnly bool) map[string]int {
+	n := map[string]int{}
+	for name, s := range r.status {
+		if topOnly && strings.Contains(name, "/") {
+			continue
+		}
+		n[s]++
+	}
+	return n
+}
+
+// failed are the tests that failed, in the order they started.
+func (r results) failed() []string { return r.with(fail) }
+
+// unfinished are the tests that started (once or more) and did not end as
+// often.
+func (r results) unfinished() []string {
+	var out []string
+	for _, name := range r.order {
+		if r.open[name] > 0 {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func (r results) with(status string) []string {
+	var out []string
+	for _, name := range r.order {
+		if r.status[name] == status {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// unexpectedSkips are tests that skipped themselves without an
+// ExpectedSkips entry for them or a test above them.
+func (r results) unexpectedSkips() []string {
+	var out []string
+	for _, name := range r.with(skip) {
+		if !slices.ContainsFunc(ExpectedSkips, func(g KnownGap) bool {
+			return name == g.Test || strings.HasPrefix(name, g.Test+"/")
+		}) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// head is the first n lines of b.
+func head(b []byte, n int) string {
+	lines := strings.SplitN(string(b), "\n", n+1)
+	return strings.Join(lines[:min(n, len(lines))], "\n")
+}
+
+// tail is the last n lines of b.
+func tail(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestGapLists checks the lists and the output parser: every entry names a
+// test once, with a reason; KnownGaps only top-level tests, which the
+// -test.skip pattern skips and nothing else; no test that must pass is a
+// gap.
+func TestGapLists(t *testing.T) {
+	topLevel := regexp.MustCompile(`^Test[A-Za-z0-9_]+$`)
+	subtest := regexp.MustCompile(`^Test[A-Za-z0-9_]+(/[A-Za-z0-9_-]+)*$`)
+	seen := map[string]bool{}
+	for i, list := range [][]KnownGap{KnownGaps, ExpectedSkips} {
+		for _, g := range list {
+			if i == 0 && !topLevel.MatchString(g.Test) || !subtest.MatchString(g.Test) {
+				t.Errorf("%q is not a test name KnownGaps or ExpectedSkips can hold", g.Test)
+			}
+			if seen[g.Test] {
+				t.Errorf("%s listed twice", g.Test)
+			}
+			seen[g.Test] = true
+			if len(strings.Fields(g.Reason)) < 8 {
+				t.Errorf("%s: no real reason given (%q)", g.Test, g.Reason)
+			}
+			top, _, _ := strings.Cut(g.Test, "/")
+			if i == 0 && slices.Contains(mustPass, top) || slices.Contains(mustPass, g.Test) {
+				t.Errorf("%s must pass in every run; it cannot be a gap", g.Test)
+			}
+		}
+	}
+	re := regexp.MustCompile(skipPattern())
+	for _, g := range KnownGaps {
+		if !re.MatchString(g.Test) {
+			t.Errorf("-test.skip %s misses %s", skipPattern(), g.Test)
+		}
+	}
+	for _, name := range append(slices.Clone(mustPass), "TestTxnEtlX", "XTestTxnEtl", "TestPoolingX") {
+		if re.MatchString(name) {
+			t.Errorf("-test.skip %s skips %s", skipPattern(), name)
+		}
+	}
+
+	out := parse([]byte(sampleOutput))
+	want := map[string]string{"TestA": pass, "TestB": fail, "TestB/sub": fail, "TestC": skip,
+		"TestGroupSimple/848": skip, "TestD": ""}
+	if len(out.status) != len(want) {
+		t.Errorf("parsed %v, want %v", out.status, want)
+	}
+	for name, s := range want {
+		if out.status[name] != s {
+			t.Errorf("%s: parsed %q, want %q", name, out.status[name], s)
+		}
+	}
+	if got := strings.Join(out.logs["TestB/sub"], "|"); got != "    x_test.go:1: boom" {
+		t.Errorf("TestB/sub's output %q", got)
+	}
+	if got := out.failed(); !slices.Equal(got, []string{"TestB", "TestB/sub"}) {
+		t.Errorf("failed %v", got)
+	}
+	if got := out.unfinished(); !slices.Equal(got, []string{"TestD"}) {
+		t.Errorf("unfinished %v", got)
+	}
+	if got := out.unexpectedSkips(); !slices.Equal(got, []string{"TestC"}) {
+		t.Errorf("unexpected skips %v", got)
+	}
+	if n := out.count(true); n[pass] != 1 || n[fail] != 1 || n[skip] != 1 || n[""] != 1 {
+		t.Errorf("top-level counts %v", n)
+	}
+}
+
+const sampleOutput = `=== RUN   TestA
+--- PASS: TestA (0.00s)
+=== RUN   TestB
+=== PAUSE TestB
+=== RUN   TestC
+    c_test.go:9: no broker
+--- SKIP: TestC (0.00s)
+=== RUN   TestGroupSimple/848
+    h_test.go:866: broker does not support KIP-848
+    --- SKIP: TestGroupSimple/848 (0.00s)
+=== RUN   TestD
+=== CONT  TestB
+=== RUN   TestB/sub
+    x_test.go:1: boom
+    --- FAIL: TestB/sub (0.01s)
+--- FAIL: TestB (0.01s)
+panic: test timed out after 1s
+`
