@@ -4,7 +4,7 @@ GO ?= go
 # staticcheck, pinned: 2026.2.2 (v0.8.2) supports Go 1.26; move it with go.mod's go line.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run build test tools lint unit iggy-mode net-engine race bench bench-micro
+.PHONY: run build test tools lint unit iggy-mode iggy-mode-server iggy-mode-model net-engine race bench bench-micro
 
 run:
 	$(GO) run ./cmd/kiggy
@@ -28,13 +28,22 @@ lint:
 unit:
 	$(GO) test -count=1 -timeout 40m ./...
 
-# The gateway's end-to-end, interop and ecosystem suites
-# again, with kiggy on the Iggy backend (our client → the in-process Iggy
-# server); the ecosystem suite against kiggy only (the unit run has checked
-# it against Kafka).
-iggy-mode:
-	KIGGY_TEST_BACKEND=iggy $(GO) test -count=1 -timeout 30m ./bridge/ ./tests/interop/
-	KIGGY_TEST_BACKEND=iggy KIGGY_ECOSYSTEM_TARGET=kiggy $(GO) test -count=1 -timeout 20m ./tests/ecosystem/
+# The gateway's end-to-end, interop and ecosystem suites again, with kiggy
+# on the Iggy backend: once against real iggy-server processes
+# (KIGGY_IGGY_SERVER, default ../shared/iggy/bin/iggy-server) and once
+# against the in-process iggytest model, so that where the two differ a
+# test shows it (docs/IGGY.md, "Testing against a real iggy-server"); the
+# ecosystem suite against kiggy only (the unit run has checked it against
+# Kafka).
+iggy-mode: iggy-mode-server iggy-mode-model
+
+iggy-mode-server:
+	KIGGY_TEST_BACKEND=iggy KIGGY_TEST_IGGY=server $(GO) test -count=1 -timeout 30m ./bridge/ ./tests/interop/
+	KIGGY_TEST_BACKEND=iggy KIGGY_TEST_IGGY=server KIGGY_ECOSYSTEM_TARGET=kiggy $(GO) test -count=1 -timeout 20m ./tests/ecosystem/
+
+iggy-mode-model:
+	KIGGY_TEST_BACKEND=iggy KIGGY_TEST_IGGY=model $(GO) test -count=1 -timeout 30m ./bridge/ ./tests/interop/
+	KIGGY_TEST_BACKEND=iggy KIGGY_TEST_IGGY=model KIGGY_ECOSYSTEM_TARGET=kiggy $(GO) test -count=1 -timeout 20m ./tests/ecosystem/
 
 # The hostile-input suite again on the portable net engine (--engine net);
 # the unit run covers the default engine (epoll on Linux).

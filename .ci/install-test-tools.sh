@@ -3,6 +3,9 @@
 # benchmarks drive, and prints what it installed:
 #
 #   kcat         Debian package (librdkafka-based producer/consumer CLI)
+#   libhwloc15, libudev1
+#                Debian packages the real iggy-server links (KIGGY_IGGY_SERVER,
+#                default ../shared/iggy/bin/iggy-server, is not installed here)
 #   tests/java/lib/
 #                Apache Kafka 4.x from Maven Central: kafka-clients, kafka-tools
 #                (ConsoleProducer, ProducerPerformance, ...), the broker
@@ -45,6 +48,23 @@ if ! command -v kcat >/dev/null 2>&1; then
 	apt-get install -y -q --no-install-recommends kcat >/dev/null 2>&1 || apt-get install -y --no-install-recommends kcat
 fi
 log "kcat: $(command -v kcat) ($(dpkg-query -W -f='${Version}' kcat 2>/dev/null || echo '?'); $(kcat -V 2>&1 | grep -o 'librdkafka [0-9][^ ]*' | head -n1 || true))"
+
+# --- iggy-server's run-time libraries (Debian) ---------------------------------
+# The real iggy-server the Iggy-backend tests start (KIGGY_IGGY_SERVER, default
+# ../shared/iggy/bin/iggy-server) links libhwloc and libudev.
+libs=$(ldconfig -p)
+if [[ $libs != *libhwloc.so.15* || $libs != *libudev.so.1* ]]; then
+	log "installing libhwloc15 and libudev1 for iggy-server (apt)"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q >/dev/null
+	apt-get install -y -q --no-install-recommends libhwloc15 libudev1 >/dev/null
+fi
+iggy_bin=${KIGGY_IGGY_SERVER:-$(dirname "$root")/shared/iggy/bin/iggy-server}
+if [[ -x "$iggy_bin" ]]; then
+	log "iggy-server: $iggy_bin ($("$iggy_bin" --version 2>&1 | head -n1))"
+else
+	log "iggy-server: none at $iggy_bin (set KIGGY_IGGY_SERVER); the real-server tests will skip, or fail under KIGGY_REQUIRE_TOOLS=1"
+fi
 
 # --- Java: Maven must be there; both come with the machine image ------------
 for tool in java javac mvn; do

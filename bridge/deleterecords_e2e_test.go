@@ -111,14 +111,14 @@ func TestDeleteRecordsWithKadm(t *testing.T) {
 		}
 	}
 
-	if gw.Iggy == nil {
+	if !gw.OnIggy() {
 		return
 	}
 	if _, durable := gw.Log.(bridge.SystemStore); !durable {
 		t.Skip("restart: the Iggy backend's system store is in memory (bridge.SystemStore not implemented by the Iggy client yet); the log start cannot survive a restart")
 	}
 	gw.Stop()
-	opts.IggyServer = gw.Iggy
+	opts = gw.SameIggy(opts)
 	gw2 := kiggytest.Start(t, opts)
 	cl2, _ := kgo.NewClient(kgo.SeedBrokers(gw2.Addr))
 	defer cl2.Close()

@@ -63,7 +63,9 @@ type partOffset struct {
 
 func crashUnderLoad(t *testing.T, d bridge.Durability) crashResult {
 	opts := fastGroups
-	opts.Iggy, opts.IggyDurability = true, d
+	// The model: Crash drops what it had not written and says how much
+	// (tests/realiggy kills a real iggy-server the same way).
+	opts.Iggy, opts.IggyModel, opts.IggyDurability = true, true, d
 	gw := kiggytest.Start(t, opts)
 	var res crashResult
 	faultUnderLoad(t, gw, &res, func() {
@@ -244,7 +246,8 @@ func TestDurabilityConfigs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// "foreign" is created as the Iggy CLI would: no flush options.
-	opts.Iggy, opts.IggyServer, opts.IggyDurability = false, gw.Iggy, bridge.DurabilityBuffered
+	opts = gw.SameIggy(opts)
+	opts.Iggy, opts.IggyDurability = false, bridge.DurabilityBuffered
 	other := kiggytest.Start(t, opts)
 	other.CreateTopic(t, "foreign", 1)
 

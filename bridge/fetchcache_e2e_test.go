@@ -78,7 +78,7 @@ func TestFetchCacheSameBytes(t *testing.T) {
 		codecRecords(t, on.Addr, topic, 3, 240)
 	}
 	// Started after the topics exist, so it loads their configs.
-	off := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyServer: on.Iggy, IggyFetchCacheBytes: -1})
+	off := kiggytest.Start(t, on.SameIggy(kiggytest.Options{Iggy: true, IggyFetchCacheBytes: -1}))
 	kon, koff := dialKafka(t, on.Addr), dialKafka(t, off.Addr)
 	for _, c := range codecs {
 		topic := "same-" + c.name
@@ -176,7 +176,7 @@ func produceValues(t *testing.T, cl *kgo.Client, topic string, values ...string)
 // entries are checked against: bridge/iggy TestReadGeneration.)
 func TestFetchCacheInvalidation(t *testing.T) {
 	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true})
-	other := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyServer: gw.Iggy, IggyFetchCacheBytes: -1, IggyReadCacheBytes: -1})
+	other := kiggytest.Start(t, gw.SameIggy(kiggytest.Options{Iggy: true, IggyFetchCacheBytes: -1, IggyReadCacheBytes: -1}))
 	kc := dialKafka(t, gw.Addr)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {

@@ -224,7 +224,7 @@ func TestIdempotentStateSurvivesRestart(t *testing.T) {
 		gw.Stop()
 
 		if iggy {
-			opts = kiggytest.Options{IggyServer: gw.Iggy}
+			opts = gw.SameIggy(kiggytest.Options{})
 		}
 		gw = kiggytest.Start(t, opts)
 		rc = dialRaw(t, gw.Addr)
@@ -380,7 +380,7 @@ func TestDescribeProducers(t *testing.T) {
 		}
 		gw.Stop()
 		if iggy {
-			opts = kiggytest.Options{IggyServer: gw.Iggy}
+			opts = gw.SameIggy(kiggytest.Options{})
 		}
 		gw = kiggytest.Start(t, opts)
 		rc = dialRaw(t, gw.Addr)

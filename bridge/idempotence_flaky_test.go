@@ -20,7 +20,7 @@ import (
 // answers the resends with their original offsets. Exactly the records sent
 // are stored, once each, in order.
 func TestIdempotentRetryAfterLostReply(t *testing.T) {
-	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true})
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyModel: true})
 	gw.CreateTopic(t, "flaky", 1)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.ProduceRequestTimeout(time.Second),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))

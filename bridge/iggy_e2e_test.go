@@ -69,13 +69,10 @@ func TestIggyOutageLosesNothingAcknowledged(t *testing.T) {
 		}
 	}
 	waitAcks(100, "before the outage")
-	addr := gw.Iggy.Addr().String()
-	gw.Iggy.Stop()
-	time.Sleep(2 * time.Second)
+	gw.StopIggy(t)
+	time.Sleep(2 * time.Second) // the outage: kiggy must ride it out
 	beforeRestart := ackedNow()
-	if _, err := gw.Iggy.Start(addr); err != nil {
-		t.Fatalf("restart iggytest: %v", err)
-	}
+	gw.StartIggy(t)
 	// kiggy reconnects by itself and the load goes on.
 	waitAcks(beforeRestart+100, "after the restart")
 	close(stop)
@@ -142,10 +139,10 @@ func TestRestartResumesFromCommittedOffsets(t *testing.T) {
 	if n := readGroup(gw.Addr, 100); n != 100 {
 		t.Fatalf("first run read %d", n)
 	}
-	srv := gw.Iggy
 	gw.Stop()
 
-	opts.Iggy, opts.IggyServer = false, srv
+	opts = gw.SameIggy(opts)
+	opts.Iggy = false
 	gw2 := kiggytest.Start(t, opts)
 	produceN(t, gw2.Addr, "restart", 2, 10) // keys k0..k9 again, new offsets
 	if n := readGroup(gw2.Addr, 10); n != 10 {

@@ -65,7 +65,7 @@ func TestCreateManyPartitionsIggy(t *testing.T) {
 // deleted, not left half made; a CreatePartitions whose first step fails
 // adds nothing.
 func TestCreateManyPartitionsStepFailsIggy(t *testing.T) {
-	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true})
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyModel: true})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr))
 	if err != nil {
 		t.Fatal(err)

@@ -240,7 +240,7 @@ func TestProduceErrorTable(t *testing.T) {
 // answers REQUEST_TIMED_OUT after timeout_ms, never NOT_LEADER (the records
 // may be stored), and the connection stays usable.
 func TestProduceTimeoutIsRequestTimedOut(t *testing.T) {
-	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true})
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyModel: true})
 	gw.CreateTopic(t, "errs", 1)
 	gw.Iggy.InjectFault(iggytest.Fault{Op: 160, Count: 1, Drop: true})
 	rc := dialRaw(t, gw.Addr)

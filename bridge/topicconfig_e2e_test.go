@@ -242,7 +242,7 @@ func TestTopicConfigEffects(t *testing.T) {
 func TestTopicConfigsSurviveRestart(t *testing.T) {
 	opts := kiggytest.Options{}
 	gw := kiggytest.Start(t, opts)
-	if gw.Iggy == nil {
+	if !gw.OnIggy() {
 		t.Skip("the embedded log keeps nothing across a restart; run with KIGGY_TEST_BACKEND=iggy")
 	}
 	if _, durable := gw.Log.(bridge.SystemStore); !durable {
@@ -256,7 +256,7 @@ func TestTopicConfigsSurviveRestart(t *testing.T) {
 	}
 	cl.Close()
 	gw.Stop()
-	opts.IggyServer = gw.Iggy
+	opts = gw.SameIggy(opts)
 	gw2 := kiggytest.Start(t, opts)
 	cl2, _ := kgo.NewClient(kgo.SeedBrokers(gw2.Addr))
 	defer cl2.Close()

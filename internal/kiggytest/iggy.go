@@ -2,14 +2,46 @@ package kiggytest
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/internal/iggyserver"
 )
+
+// IggyEnv chooses the Iggy server of Iggy-backend tests: "server" (a real
+// iggy-server; a missing binary skips the test, or fails it under
+// KIGGY_REQUIRE_TOOLS=1), "model" (the in-process iggytest), or unset (the
+// real server when internal/iggyserver finds one, the model otherwise).
+const IggyEnv = "KIGGY_TEST_IGGY"
+
+var noServerOnce sync.Once
+
+// RealIggy reports whether Iggy-backend gateways of this run use a real
+// iggy-server (IggyEnv).
+func RealIggy(t testing.TB) bool {
+	t.Helper()
+	switch os.Getenv(IggyEnv) {
+	case "model":
+		return false
+	case "server":
+		iggyserver.Require(t)
+		return true
+	}
+	if iggyserver.Available() {
+		return true
+	}
+	noServerOnce.Do(func() {
+		fmt.Fprintf(os.Stderr, "kiggytest: no iggy-server (%s): Iggy-backend tests run on the iggytest model\n", iggyserver.Env)
+	})
+	return false
+}
 
 // startIggy starts an in-process iggytest server and returns the Iggy
 // client connected to it, and the server (for fault tests).
@@ -43,6 +75,7 @@ func dialIggy(t testing.TB, addr string, opts *Options) bridge.Log {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := iggy.Open(ctx, iggy.Config{Addr: addr, RequestTimeout: 5 * time.Second, Durability: opts.IggyDurability,
+		Username: iggyserver.Username, Password: iggyserver.Password,
 		ReadCacheBytes:      opts.IggyReadCacheBytes,
 		FetchCacheBytes:     opts.IggyFetchCacheBytes,
 		ReconnectBackoffMax: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})

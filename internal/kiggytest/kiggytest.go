@@ -20,15 +20,23 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/internal/iggyserver"
 )
 
 // Options configures a test gateway. The zero value means an embedded-log
 // gateway with Kafka-like defaults.
 type Options struct {
-	// Iggy runs the gateway on the Iggy backend against an in-process
-	// iggytest server instead of the embedded log. KIGGY_TEST_BACKEND=iggy
-	// does the same for a whole suite.
+	// Iggy runs the gateway on the Iggy backend instead of the embedded
+	// log: against a real iggy-server process (a fresh one per gateway)
+	// when one is found (internal/iggyserver), against the in-process
+	// iggytest model otherwise or when KIGGY_TEST_IGGY=model.
+	// KIGGY_TEST_BACKEND=iggy does the same for a whole suite.
 	Iggy bool
+	// IggyModel keeps an Iggy-backend gateway on the iggytest model even
+	// where a real server is found: for tests of what a real server cannot
+	// be made to do on demand (lost replies, injected statuses), which use
+	// Gateway.Iggy.
+	IggyModel bool
 	// NoAutoCreate turns off Metadata auto-creation of topics.
 	NoAutoCreate bool
 	// DefaultPartitions is the partition count of auto-created topics (0 = 1).
@@ -44,6 +52,9 @@ type Options struct {
 	// IggyServer, when set, is the iggytest server to connect to (Iggy
 	// mode), so a test can restart the gateway over the same data.
 	IggyServer *iggytest.Server
+	// IggyNode, when set, is the real iggy-server to connect to (Iggy
+	// mode), so a test can restart the gateway over the same data.
+	IggyNode *iggyserver.Node
 	// IggyCluster, when set, is an iggytest cluster to connect to with
 	// every node as a seed (Iggy mode); Gateway.Iggy is then nil.
 	IggyCluster *iggytest.Cluster
@@ -91,13 +102,17 @@ type Gateway struct {
 	Addr string
 	// Log is the gateway's backend.
 	Log bridge.Log
-	// Iggy is the in-process Iggy server in Iggy mode (nil on the embedded
-	// log); tests stop and restart it to inject faults.
+	// Iggy is the in-process iggytest server when the gateway runs on the
+	// model (nil otherwise); tests stop and restart it to inject faults.
 	Iggy *iggytest.Server
+	// IggyNode is the real iggy-server when the gateway runs on one (nil
+	// otherwise).
+	IggyNode *iggyserver.Node
 
-	srv  engine.Server
-	gw   *bridge.Gateway
-	stop func()
+	srv      engine.Server
+	gw       *bridge.Gateway
+	stop     func()
+	iggyAddr string // the model's address while StopIggy has it stopped
 }
 
 // Start starts a gateway and stops it when t ends.
@@ -112,18 +127,27 @@ func Start(t testing.TB, opts Options) *Gateway {
 	}
 	var store bridge.Log
 	var iggySrv *iggytest.Server
-	if opts.Log != nil {
+	var node *iggyserver.Node
+	switch {
+	case opts.Log != nil:
 		store = opts.Log
-	} else if opts.IggyCluster != nil {
+	case opts.IggyCluster != nil:
 		store = dialIggy(t, strings.Join(opts.IggyCluster.Addrs(), ","), &opts)
-	} else if opts.IggyServer != nil {
+	case opts.IggyServer != nil:
 		store, iggySrv = connectIggy(t, opts.IggyServer, &opts), opts.IggyServer
-	} else if opts.Iggy || !opts.Embedded && os.Getenv("KIGGY_TEST_BACKEND") == "iggy" {
-		store, iggySrv = startIggy(t, &opts)
-	} else {
+	case opts.IggyNode != nil:
+		store, node = dialIggy(t, opts.IggyNode.Addr, &opts), opts.IggyNode
+	case opts.Iggy || !opts.Embedded && os.Getenv("KIGGY_TEST_BACKEND") == "iggy":
+		if opts.IggyModel || !RealIggy(t) {
+			store, iggySrv = startIggy(t, &opts)
+		} else {
+			node = iggyserver.StartT(t)
+			store = dialIggy(t, node.Addr, &opts)
+		}
+	default:
 		store = memlog.New(opts.Memlog)
 	}
-	g := &Gateway{Log: store, Iggy: iggySrv}
+	g := &Gateway{Log: store, Iggy: iggySrv, IggyNode: node}
 	kind := opts.Engine
 	if kind == "" {
 		// KIGGY_TEST_ENGINE runs a whole suite on one engine ("epoll", "net").
@@ -226,4 +250,58 @@ func clone(b []byte) []byte {
 		return nil
 	}
 	return append([]byte{}, b...)
+}
+
+// OnIggy reports whether the gateway runs on the Iggy backend (the model or
+// a real server) rather than the embedded log.
+func (g *Gateway) OnIggy() bool { return g.Iggy != nil || g.IggyNode != nil }
+
+// SameIggy returns opts set to connect to the Iggy server g runs on (model
+// or real), so a test can start another gateway over the same data.
+func (g *Gateway) SameIggy(opts Options) Options {
+	opts.IggyServer, opts.IggyNode = g.Iggy, g.IggyNode
+	return opts
+}
+
+// IggyAddr is the address of the Iggy server g runs on ("" on the embedded
+// log or a cluster).
+func (g *Gateway) IggyAddr() string {
+	switch {
+	case g.IggyNode != nil:
+		return g.IggyNode.Addr
+	case g.Iggy != nil && g.Iggy.Addr() != nil:
+		return g.Iggy.Addr().String()
+	}
+	return ""
+}
+
+// StopIggy stops the Iggy server the gateway runs on, as an outage: the
+// model closes its listener, a real server gets SIGTERM.
+func (g *Gateway) StopIggy(t testing.TB) {
+	t.Helper()
+	switch {
+	case g.IggyNode != nil:
+		g.IggyNode.Stop()
+	case g.Iggy != nil:
+		g.iggyAddr = g.Iggy.Addr().String()
+		g.Iggy.Stop()
+	default:
+		t.Fatal("kiggytest: StopIggy on a gateway that is not on Iggy")
+	}
+}
+
+// StartIggy starts the server StopIggy stopped again, on the same address
+// and over the same data.
+func (g *Gateway) StartIggy(t testing.TB) {
+	t.Helper()
+	var err error
+	switch {
+	case g.IggyNode != nil:
+		err = g.IggyNode.Restart()
+	case g.Iggy != nil:
+		_, err = g.Iggy.Start(g.iggyAddr)
+	}
+	if err != nil {
+		t.Fatalf("kiggytest: restart Iggy: %v", err)
+	}
 }

@@ -105,7 +105,7 @@ func TestStoredMappingThroughOfficialClient(t *testing.T) {
 		t.Fatalf("kcat: %v\n%s", err, out)
 	}
 
-	msgs := readBack(t, py, gw.Iggy.Addr().String(), "mapped", 0)
+	msgs := readBack(t, py, gw.IggyAddr(), "mapped", 0)
 	if len(msgs) != 4 {
 		t.Fatalf("official client read %d messages, want 4", len(msgs))
 	}

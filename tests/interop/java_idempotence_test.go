@@ -26,7 +26,7 @@ const transactionsCommand = "org.apache.kafka.tools.TransactionsCommand"
 // kiggy only: the faults are injected into iggytest.
 func TestConsoleProducerLostReplies(t *testing.T) {
 	testtools.JavaClasspath(t)
-	g := kiggytest.Start(t, kiggytest.Options{Iggy: true})
+	g := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyModel: true})
 	tg := &kiggyTarget{g: g}
 	topic := topicName(t)
 	tg.CreateTopic(t, topic, 1)

@@ -50,6 +50,8 @@ func newTarget(t testing.TB) target {
 		backend := "embedded log"
 		if g.Iggy != nil {
 			backend = "Iggy (iggytest)"
+		} else if g.IggyNode != nil {
+			backend = "Iggy (iggy-server)"
 		}
 		if err := testtools.ProbeKafka(g.Addr, 10*time.Second); err != nil {
 			t.Fatalf("kiggy gateway at %s (engine %q, %s) is not answering: %v", g.Addr, os.Getenv("KIGGY_TEST_ENGINE"), backend, err)
