@@ -42,8 +42,11 @@ func TestTopicChurnNoForeignRecords(t *testing.T) {
 	}
 }
 
+// churnPartitions is the partition count of every churned topic.
+const churnPartitions = 16
+
 // churn runs workers × rounds topic lives on the gateway at addr, each of
-// records records over two partitions; worker w re-creates the name
+// records records over churnPartitions partitions; worker w re-creates the name
 // "churn-w<w>" on even rounds and uses a fresh name on odd ones.
 func churn(t *testing.T, addr string, workers, rounds, records int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -81,21 +84,25 @@ func churn(t *testing.T, addr string, workers, rounds, records int) {
 // counts any record that is not the topic's own into foreign), then deletes
 // the topic.
 func topicLife(ctx context.Context, t *testing.T, adm *kadm.Client, addr, topic string, round, records int, foreign *atomic.Int64) error {
-	if err := createTopic(ctx, adm, topic, 2); err != nil {
-		return err
-	}
 	prefix := fmt.Sprintf("%s|%d|", topic, round)
 	pad := strings.Repeat("p", 300)
 	lctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	// A direct consumer of both partitions from offset 0, and two groups.
+	// A direct consumer of every partition from offset 0, and two groups,
+	// all polling before the topic exists: the first reads of a topic come
+	// right after its creation, while other topics are being deleted.
+	direct := map[int32]kgo.Offset{}
+	for p := range churnPartitions {
+		direct[int32(p)] = kgo.NewOffset().At(0)
+	}
 	readers := [][]kgo.Opt{
-		{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0), 1: kgo.NewOffset().At(0)}})},
+		{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: direct})},
 		{kgo.ConsumerGroup(fmt.Sprintf("%s-%d-a", topic, round)), kgo.ConsumeTopics(topic)},
 		{kgo.ConsumerGroup(fmt.Sprintf("%s-%d-b", topic, round)), kgo.ConsumeTopics(topic)},
 	}
 	errs := make(chan error, len(readers)+1)
 	var wg sync.WaitGroup
+	var clients []*kgo.Client
 	for _, how := range readers {
 		opts := append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.FetchMaxWait(100 * time.Millisecond),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, how...)
@@ -103,6 +110,7 @@ func topicLife(ctx context.Context, t *testing.T, adm *kadm.Client, addr, topic 
 		if err != nil {
 			return err
 		}
+		clients = append(clients, cl)
 		wg.Go(func() {
 			defer cl.Close()
 			seen := map[string]bool{}
@@ -112,7 +120,7 @@ func topicLife(ctx context.Context, t *testing.T, adm *kadm.Client, addr, topic 
 					v := string(r.Value)
 					if !strings.HasPrefix(v, prefix) || r.Topic != topic {
 						if foreign.Add(1) <= 5 {
-							t.Errorf("%s round %d partition %d offset %d: read %q", topic, round, r.Partition, r.Offset, v)
+							t.Errorf("%s round %d partition %d offset %d: read %.40q", topic, round, r.Partition, r.Offset, v)
 						}
 						return
 					}
@@ -123,6 +131,14 @@ func topicLife(ctx context.Context, t *testing.T, adm *kadm.Client, addr, topic 
 				errs <- fmt.Errorf("a reader saw %d of %d records", len(seen), records)
 			}
 		})
+	}
+	if err := createTopic(ctx, adm, topic, churnPartitions); err != nil {
+		cancel()
+		wg.Wait()
+		return err
+	}
+	for _, cl := range clients {
+		cl.ForceMetadataRefresh() // read at once, not at the next metadata interval
 	}
 	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.UnknownTopicRetries(-1))
