@@ -3,8 +3,10 @@ package iggy
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
@@ -234,6 +236,34 @@ func (c *Client) read(ctx context.Context, topic string, partition int32, offset
 	if offset < 0 {
 		offset = 0
 	}
+	// A reply from a deleted topic's partitions (incarnation.go) is asked
+	// again until the server has torn them down, within staleRetryFor.
+	var give time.Time
+	for {
+		wm, err := c.readOnce(ctx, topic, partition, offset, maxBytes, fn)
+		if !errors.Is(err, errStaleIncarnation) {
+			return wm, err
+		}
+		if give.IsZero() {
+			give = time.Now().Add(staleRetryFor)
+		}
+		if time.Now().After(give) || sleepCtx(ctx, staleRetryWait) != nil {
+			return wm, err
+		}
+	}
+}
+
+// Retrying a read answered from a deleted topic's partitions: iggy-server
+// 0.9 tears them down within a few hundred milliseconds on a loaded
+// machine.
+const (
+	staleRetryFor  = 2 * time.Second
+	staleRetryWait = 25 * time.Millisecond
+)
+
+// readOnce is one read (see read).
+func (c *Client) readOnce(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
+	fn func(*message.Message) bool) (bridge.Watermarks, error) {
 	fence := c.fence(ctx, topic)
 	if c.cache != nil {
 		return c.cache.read(ctx, topic, partition, offset, maxBytes, fence, fn)

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/zeebo/xxh3"
@@ -466,6 +467,11 @@ func (s *Server) poll(st *connState, r *proto.Reader) ([]byte, uint32) {
 	if t == nil {
 		return nil, uint32(proto.CodeTopicIDNotFound)
 	}
+	if gh, ok := str.ghosts[t.id]; ok && gh.t != t && time.Now().Before(gh.until) {
+		// iggy-server 0.9: the recycled id still reaches the deleted
+		// topic's partitions (docs/IGGY.md, "Topic incarnations").
+		t = gh.t
+	}
 	var g *group
 	if kind == proto.ConsumerGroup {
 		g = t.resolveGroup(cid)
@@ -614,6 +620,17 @@ func (s *Server) metadata(st *connState, req *proto.RequestHeader, body []byte) 
 		}
 		delete(str.topics, t.id)
 		delete(str.byName, t.name)
+		if ttl := s.cfg.StaleIncarnationPolls; ttl > 0 {
+			if str.ghosts == nil {
+				str.ghosts = map[uint32]ghost{}
+			}
+			for id, gh := range str.ghosts {
+				if time.Now().After(gh.until) {
+					delete(str.ghosts, id)
+				}
+			}
+			str.ghosts[t.id] = ghost{t: t, until: time.Now().Add(ttl)}
+		}
 		return proto.AppendResultOK(nil), 0
 	case proto.OpUpdateTopic:
 		// §3.5: [stream][topic][name][options]; the options block patches

@@ -45,7 +45,17 @@ type Config struct {
 	// TLS, when set, serves TLS instead of plain TCP (the server's
 	// [tcp.tls] listener).
 	TLS *tls.Config
+	// StaleIncarnationPolls is how long after a topic is deleted a poll of
+	// a topic that took its recycled id is answered from the deleted
+	// topic's partitions, as iggy-server 0.9 does until it has torn them
+	// down (docs/IGGY.md, "Topic incarnations"). 0 = DefaultStaleIncarnationPolls,
+	// negative = never.
+	StaleIncarnationPolls time.Duration
 }
+
+// DefaultStaleIncarnationPolls is Config.StaleIncarnationPolls's default:
+// about as long as iggy-server 0.9 served them on a loaded 2-core machine.
+const DefaultStaleIncarnationPolls = 300 * time.Millisecond
 
 // Fault is a test hook applied to the next Count requests that match Op
 // (and Code, for non-replicated requests when Code ≠ 0).
@@ -103,6 +113,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Password == "" {
 		cfg.Password = "iggy"
+	}
+	if cfg.StaleIncarnationPolls == 0 {
+		cfg.StaleIncarnationPolls = DefaultStaleIncarnationPolls
 	}
 	log := cfg.Logger
 	if log == nil {

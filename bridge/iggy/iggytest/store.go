@@ -3,6 +3,7 @@ package iggytest
 import (
 	"encoding/binary"
 	"sort"
+	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
@@ -17,6 +18,15 @@ type stream struct {
 	created uint64
 	topics  map[uint32]*topic
 	byName  map[string]*topic
+	// ghosts are deleted topics whose partitions still answer polls of a
+	// topic that recycled their id (Config.StaleIncarnationPolls).
+	ghosts map[uint32]ghost
+}
+
+// ghost is a deleted topic until the server would have torn it down.
+type ghost struct {
+	t     *topic
+	until time.Time
 }
 
 type topic struct {
