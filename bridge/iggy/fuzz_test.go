@@ -87,6 +87,22 @@ func FuzzReply(f *testing.F) {
 			if !ok || werr != nil {
 				return
 			}
+			// The incarnation fence (incarnation.go): a fence past every
+			// batch's append time delivers nothing and says why; a fence
+			// at the oldest batch's time refuses none of them.
+			_, _, _, _, _, _, oldest, _ := scanRecords(data[16:], 3, 2, nil)
+			fenced, ferr := walkRecords(&it, &msg, data[16:], walkMark{}, 3, 1<<30, true, true, unknownFence, func(*message.Message) bool {
+				t.Fatal("a message delivered past the fence")
+				return true
+			})
+			if polled > 0 && (ferr != errStaleIncarnation || fenced.delivered != 0) {
+				t.Fatalf("unknown fence: %v, %d delivered", ferr, fenced.delivered)
+			}
+			if polled > 0 {
+				if again, aerr := walkRecords(&it, &msg, data[16:], walkMark{}, 3, 1<<30, true, true, oldest, func(*message.Message) bool { return true }); aerr != nil || again.delivered != res.delivered {
+					t.Fatalf("fence at the oldest batch: %v, %d delivered, want %d", aerr, again.delivered, res.delivered)
+				}
+			}
 			// A walk from any mark delivers what the walk from the start
 			// delivers from the mark's offset on.
 			for _, mk := range marks {
