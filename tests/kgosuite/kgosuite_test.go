@@ -73,22 +73,13 @@ func TestKgoSuite(t *testing.T) {
 	t.Logf("iggy-server: %s (%s)", iggyserver.Version(bin), bin)
 	lockRun(t)
 
-	gobin, err := testtools.GoTool()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := testtools.Root(t)
 	dir := t.TempDir()
 	start := time.Now()
-	// The suite runs in its package's directory, as go test runs it:
-	// TestOptValuesCoversEveryOption parses config.go there.
-	srcDir := goList(t, gobin, root, kgoPkg)
-	suiteBin := filepath.Join(dir, "kgo.test")
-	goBuild(t, gobin, root, "test", "-c", "-o", suiteBin, kgoPkg)
+	suiteBin, srcDir := buildSuite(t, dir)
 	kiggyBin := os.Getenv(kiggyEnv)
 	if kiggyBin == "" {
 		kiggyBin = filepath.Join(dir, "kiggy")
-		goBuild(t, gobin, root, "build", "-o", kiggyBin, "./cmd/kiggy")
+		goBuild(t, testtools.Root(t), "build", "-o", kiggyBin, "./cmd/kiggy")
 	}
 	t.Logf("built %s's tests and cmd/kiggy in %v", kgoPkg, time.Since(start).Round(time.Millisecond))
 
@@ -99,13 +90,9 @@ func TestKgoSuite(t *testing.T) {
 	}
 	t.Logf("kiggy at %s over iggy-server at %s", k.addr, node.Addr)
 
-	outDir := os.Getenv(outEnv)
-	if outDir == "" {
-		outDir = dir
-	} else if err := os.MkdirAll(outDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	outDir := outputDir(t, dir)
 	records := os.Getenv(recordsEnv)
+	var err error
 	pairs := 1
 	if v := os.Getenv(pairsEnv); v != "" {
 		if pairs, err = strconv.Atoi(v); err != nil || pairs < 0 {
@@ -132,7 +119,7 @@ func TestKgoSuite(t *testing.T) {
 	start = time.Now()
 	for i, r := range runs {
 		r.out = filepath.Join(outDir, fmt.Sprintf("kgo-%d.out", i))
-		if !r.check(t) {
+		if _, ok := r.check(t); !ok {
 			failed = true
 		}
 	}
@@ -143,8 +130,9 @@ func TestKgoSuite(t *testing.T) {
 	}
 }
 
-// check runs r and reports what went wrong in it; false if anything did.
-func (r suiteRun) check(t *testing.T) bool {
+// check runs r, reports what went wrong in it (false if anything did) and
+// returns what it ran.
+func (r suiteRun) check(t *testing.T) (results, bool) {
 	t.Helper()
 	start := time.Now()
 	exitErr := r.exec(t)
@@ -190,14 +178,14 @@ func (r suiteRun) check(t *testing.T) bool {
 		problems = append(problems, "the suite binary exited 0")
 	}
 	if len(problems) == 0 {
-		return true
+		return res, true
 	}
 	for _, p := range problems {
 		t.Errorf("%s: %s", r.name, p)
 	}
 	for _, name := range res.failed() {
-		if log := res.logs[name]; len(log) > 0 {
-			t.Logf("%s: output of %s (last %d lines):\n%s", r.name, name, len(log), strings.Join(log, "\n"))
+		if log := res.output(name); log != "" {
+			t.Logf("%s: output of %s:\n%s", r.name, name, log)
 		}
 	}
 	if i := strings.Index(string(b), "\npanic: "); i >= 0 {
@@ -206,7 +194,7 @@ func (r suiteRun) check(t *testing.T) bool {
 	} else {
 		t.Logf("%s: the suite's output ends (all of it: %s):\n%s", r.name, r.out, tail(b, 30))
 	}
-	return false
+	return res, false
 }
 
 // lockRun keeps two runs of this test (two go test processes on one
@@ -229,26 +217,48 @@ func lockRun(t *testing.T) {
 	t.Cleanup(func() { f.Close() }) // closing drops the lock
 }
 
-// goList returns the source directory of pkg.
-func goList(t *testing.T, gobin, root, pkg string) string {
+// buildSuite builds the suite's test binary into dir and returns it and
+// the directory it must run in: its package's, as go test runs it
+// (TestOptValuesCoversEveryOption parses config.go there).
+func buildSuite(t *testing.T, dir string) (bin, srcDir string) {
 	t.Helper()
-	cmd := exec.Command(gobin, "list", "-f", "{{.Dir}}", pkg)
-	cmd.Dir = root
-	b, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list %s: %v", pkg, err)
-	}
-	return strings.TrimSpace(string(b))
+	root := testtools.Root(t)
+	srcDir = strings.TrimSpace(goBuild(t, root, "list", "-f", "{{.Dir}}", kgoPkg))
+	bin = filepath.Join(dir, "kgo.test")
+	goBuild(t, root, "test", "-c", "-o", bin, kgoPkg)
+	return bin, srcDir
 }
 
-// goBuild runs the go command in the repository root.
-func goBuild(t *testing.T, gobin, root string, args ...string) {
+// goBuild runs the go command in the repository root and returns its
+// output.
+func goBuild(t *testing.T, root string, args ...string) string {
 	t.Helper()
+	gobin, err := testtools.GoTool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(gobin, args...)
 	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s%s", strings.Join(args, " "), err, b, stderr.String())
 	}
+	return string(b)
+}
+
+// outputDir is where the suite's outputs go: KIGGY_KGOSUITE_OUT, else dir.
+func outputDir(t *testing.T, dir string) string {
+	t.Helper()
+	out := os.Getenv(outEnv)
+	if out == "" {
+		return dir
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // kiggyProc is the gateway process.
@@ -377,11 +387,16 @@ type suiteRun struct {
 	run, count        string // -test.run, -test.count
 	parallel, records string // -test.parallel, KGO_TEST_RECORDS
 	single            string // the one test a run of one test must run
+	keepGaps          bool   // run KnownGaps too (no -test.skip)
 }
 
-// args are the suite binary's flags: every known gap skipped.
+// args are the suite binary's flags: every known gap skipped unless
+// keepGaps.
 func (r suiteRun) args() []string {
-	args := []string{"-test.v", "-test.timeout", suiteTimeout.String(), "-test.skip", skipPattern()}
+	args := []string{"-test.v", "-test.timeout", suiteTimeout.String()}
+	if !r.keepGaps {
+		args = append(args, "-test.skip", skipPattern())
+	}
 	if r.run != "" {
 		args = append(args, "-test.run", r.run)
 	}
@@ -405,11 +420,13 @@ func (r suiteRun) env() []string {
 	env = append(env,
 		"KGO_SEEDS="+r.seeds,
 		"KGO_LOG_LEVEL=none", // otherwise a million lines
-		"KGO_TEST_RF=1",      // kiggy is one broker
+		"KGO_TEST_RF=1")      // kiggy is one broker
+	if r.scramSeeds != "" {
 		// TestSCRAMAuth: SCRAM-SHA-512 on the SASL listener (its
 		// bad-credentials sibling tries SCRAM-SHA-256).
-		"KGO_TEST_SCRAM="+scramUser+":"+scramPassword+":512",
-		"KGO_TEST_SCRAM_SEEDS="+r.scramSeeds)
+		env = append(env, "KGO_TEST_SCRAM="+scramUser+":"+scramPassword+":512",
+			"KGO_TEST_SCRAM_SEEDS="+r.scramSeeds)
+	}
 	if r.records != "" {
 		env = append(env, "KGO_TEST_RECORDS="+r.records)
 	}
@@ -464,10 +481,10 @@ const (
 
 // results is what a -test.v output says.
 type results struct {
-	status map[string]string   // test (and subtest) → PASS, FAIL, SKIP ("" = not ended)
-	order  []string            // tests in the order they started
-	logs   map[string][]string // each test's last output lines
-	open   map[string]int      // runs started and not ended (-test.count runs each again)
+	status map[string]string      // test (and subtest) → PASS, FAIL, SKIP ("" = not ended)
+	order  []string               // tests in the order they started
+	logs   map[string][]*logGroup // each test's output, alike lines grouped
+	open   map[string]int         // runs started and not ended (-test.count runs each again)
 }
 
 var (
@@ -475,14 +492,56 @@ var (
 	headerLine = regexp.MustCompile(`^=== (RUN|CONT|NAME|PAUSE)\s+(\S+)`)
 )
 
-// logLines is how many output lines of each test are kept.
-const logLines = 40
+// logGroup is a test's output lines from one source line ("x_test.go:12:"),
+// or one repeated line: a failing test may log the same complaint 10,000
+// times.
+type logGroup struct {
+	key, first string
+	n          int
+}
+
+// logGroups is how many groups of each test's output are kept.
+const logGroups = 40
+
+var logLocation = regexp.MustCompile(`^\s*([A-Za-z0-9_.-]+\.go:[0-9]+):`)
+
+// addLog files a line of a test's output.
+func (r results) addLog(test, line string) {
+	key := line
+	if m := logLocation.FindStringSubmatch(line); m != nil {
+		key = m[1]
+	}
+	gs := r.logs[test]
+	for _, g := range gs {
+		if g.key == key {
+			g.n++
+			return
+		}
+	}
+	if len(gs) < logGroups {
+		r.logs[test] = append(gs, &logGroup{key: key, first: line, n: 1})
+	}
+}
+
+// output is a test's output: the first line of each group, with how many
+// more lines the group had.
+func (r results) output(test string) string {
+	var b strings.Builder
+	for _, g := range r.logs[test] {
+		b.WriteString(g.first)
+		if g.n > 1 {
+			fmt.Fprintf(&b, "  [and %d more lines from %s]", g.n-1, g.key)
+		}
+		b.WriteByte('\n')
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
 
 // parse reads -test.v output: "=== RUN" and "--- PASS/FAIL/SKIP" lines of
 // tests and subtests, and the lines each test logged (after its "=== RUN",
 // "=== CONT" or "=== NAME" header).
 func parse(out []byte) results {
-	r := results{status: map[string]string{}, logs: map[string][]string{}, open: map[string]int{}}
+	r := results{status: map[string]string{}, logs: map[string][]*logGroup{}, open: map[string]int{}}
 	current := ""
 	for line := range strings.Lines(string(out)) {
 		line = strings.TrimRight(line, "\r\n")
@@ -510,11 +569,7 @@ func parse(out []byte) results {
 			continue
 		}
 		if current != "" && line != "" {
-			l := append(r.logs[current], line)
-			if len(l) > logLines {
-				l = l[len(l)-logLines:]
-			}
-			r.logs[current] = l
+			r.addLog(current, line)
 		}
 	}
 	return r
@@ -635,7 +690,7 @@ func TestGapLists(t *testing.T) {
 			t.Errorf("%s: parsed %q, want %q", name, out.status[name], s)
 		}
 	}
-	if got := strings.Join(out.logs["TestB/sub"], "|"); got != "    x_test.go:1: boom" {
+	if got := out.output("TestB/sub"); got != "    x_test.go:1: boom 1  [and 2 more lines from x_test.go:1]\n    y_test.go:2: bang" {
 		t.Errorf("TestB/sub's output %q", got)
 	}
 	if got := out.failed(); !slices.Equal(got, []string{"TestB", "TestB/sub"}) {
@@ -665,7 +720,10 @@ const sampleOutput = `=== RUN   TestA
 === RUN   TestD
 === CONT  TestB
 === RUN   TestB/sub
-    x_test.go:1: boom
+    x_test.go:1: boom 1
+    x_test.go:1: boom 2
+    y_test.go:2: bang
+    x_test.go:1: boom 3
     --- FAIL: TestB/sub (0.01s)
 --- FAIL: TestB (0.01s)
 panic: test timed out after 1s
