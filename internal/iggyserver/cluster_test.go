@@ -1,9 +1,11 @@
 package iggyserver
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestClusterConfig: the shared default configuration becomes a loopback
@@ -45,6 +47,9 @@ func TestStartKillRestart(t *testing.T) {
 	if !n.Running() {
 		t.Fatal("not running")
 	}
+	if !strings.Contains(n.LogTail(50), n.Addr) {
+		t.Errorf("the log does not name the address %s; it ends:\n%s", n.Addr, n.LogTail(50))
+	}
 	n.Kill()
 	if n.Running() {
 		t.Fatal("running after Kill")
@@ -56,4 +61,33 @@ func TestStartKillRestart(t *testing.T) {
 		t.Fatal("not running after Restart")
 	}
 	t.Logf("%s at %s", Version(n.bin), n.Addr)
+}
+
+// TestStartCluster: three nodes start, connect to each other, and one
+// killed comes back on its address with its log kept.
+func TestStartCluster(t *testing.T) {
+	c := StartClusterT(t, 3)
+	for i, n := range c.Nodes {
+		b, err := n.Log()
+		if !n.Running() || err != nil || !strings.Contains(string(b), meshComplete) {
+			t.Fatalf("node %d (%s): running %v, log %v, mesh complete %v", i, n.Addr, n.Running(), err, strings.Contains(string(b), meshComplete))
+		}
+	}
+	if got := strings.Count(c.Seeds(), ","); got != 2 {
+		t.Fatalf("seeds %q", c.Seeds())
+	}
+	n := c.Nodes[2]
+	n.Kill()
+	if err := n.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// The server's output reaches the file a moment after it listens.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := WaitFor(ctx, func() bool {
+		b, _ := n.Log()
+		return strings.Count(string(b), "Initializing system") == 2
+	}); err != nil {
+		t.Errorf("the restart's output is not appended to the first start's:\n%s", n.LogTail(20))
+	}
 }

@@ -2,7 +2,7 @@
 // for tests and benchmarks: a single node or a cluster on loopback, each
 // node with a fresh data directory and free ports, stopped with SIGTERM at
 // the end, or killed with SIGKILL and restarted over its data when a test is
-// about a crash (docs/design/testing.md, "The real iggy-server").
+// about a crash (docs/IGGY.md, "Testing against a real iggy-server").
 //
 // The binary is KIGGY_IGGY_SERVER, or ../shared/iggy/bin/iggy-server beside
 // the repository when that exists. Tests reach it through Require, which
@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,7 +97,10 @@ func Version(bin string) string {
 type Node struct {
 	// Addr is its client TCP listener, host:port.
 	Addr string
-	// Dir is its data directory (its log is Dir/server.log).
+	// Dir is its directory: the server's data in Dir/data (IGGY_SYSTEM_PATH),
+	// its output in Dir/server.log. The log is kept outside the data
+	// directory because --fresh wipes that directory at boot (a log inside
+	// it was unlinked while the server wrote to it, and LogTail read nothing).
 	Dir string
 
 	bin     string
@@ -132,7 +136,7 @@ func Start(bin string, opts Options) (*Node, error) {
 			return nil, err
 		}
 		n := &Node{Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir, bin: bin, args: []string{"--fresh"}}
-		n.env = append(baseEnv(dir, n.Addr), opts.Env...)
+		n.env = append(baseEnv(n.dataPath(), n.Addr), opts.Env...)
 		if lastErr = n.launch(time.Minute); lastErr == nil {
 			n.args = nil // a restart keeps the data
 			return n, nil
@@ -143,6 +147,9 @@ func Start(bin string, opts Options) (*Node, error) {
 	}
 	return nil, lastErr
 }
+
+// dataPath is the server's data directory (IGGY_SYSTEM_PATH).
+func (n *Node) dataPath() string { return filepath.Join(n.Dir, "data") }
 
 // baseEnv is the environment of a node with its data in dir, listening on
 // addr: TCP only, root iggy/iggy, one shard.
@@ -295,7 +302,7 @@ func (n *Node) Restart() error {
 
 // LogTail returns the last lines of the node's log.
 func (n *Node) LogTail(lines int) string {
-	b, err := os.ReadFile(filepath.Join(n.Dir, "server.log"))
+	b, err := n.Log()
 	if err != nil {
 		return err.Error()
 	}
@@ -304,6 +311,20 @@ func (n *Node) LogTail(lines int) string {
 		all = all[len(all)-lines:]
 	}
 	return string(bytes.Join(all, []byte("\n")))
+}
+
+// ansiEscape matches the colour codes the server writes even to a file
+// (it ignores NO_COLOR).
+var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+
+// Log returns the node's whole output (every start of it, appended), its
+// colour codes removed.
+func (n *Node) Log() ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(n.Dir, "server.log"))
+	if err != nil {
+		return nil, err
+	}
+	return ansiEscape.ReplaceAll(b, nil), nil
 }
 
 // freePort asks the kernel for a free loopback port.

@@ -1,0 +1,19 @@
+// Package realiggy proves kiggy's Iggy path against the real iggy-server
+// (Apache Iggy 0.9, internal/iggyserver) with real faults: a kiggy process
+// built from ./cmd/kiggy in front of a single node or a 3-node cluster on
+// loopback, franz-go producers with acks=all recording every acknowledged
+// record's partition, offset and unique value, iggy-server processes killed
+// with SIGKILL under that load and restarted over their data, and everything
+// read back through a fresh kiggy process at the end.
+//
+// TestIggyServerKill9 crashes a single node at each --iggy-durability level:
+// at written and fsync every acknowledged record is at its acknowledged
+// offset and no offset was acknowledged for two records; at buffered (Iggy's
+// defaults, docs/IGGY.md "Durability") the same checker must find the loss.
+// TestIggyClusterPrimaryKilledTwice kills the primary of a 3-node cluster,
+// waits for kiggy to follow the new one, restarts the killed node, and kills
+// the next primary, with the same checks (docs/IGGY.md "Iggy clusters").
+//
+// The tests skip with a line naming KIGGY_IGGY_SERVER when no iggy-server
+// binary is found, and fail instead under KIGGY_REQUIRE_TOOLS=1.
+package realiggy
