@@ -188,11 +188,14 @@ func (r suiteRun) check(t *testing.T) (results, bool) {
 			t.Logf("%s: output of %s:\n%s", r.name, name, log)
 		}
 	}
-	if i := strings.Index(string(b), "\npanic: "); i >= 0 {
+	switch i := strings.Index(string(b), "\npanic: "); {
+	case i >= 0:
 		// A panic or -test.timeout: what it says and the first stacks.
 		t.Logf("%s: the suite panicked (all of its output: %s):\n%s", r.name, r.out, head(b[i+1:], 60))
-	} else {
+	case len(res.failed()) == 0:
 		t.Logf("%s: the suite's output ends (all of it: %s):\n%s", r.name, r.out, tail(b, 30))
+	default:
+		t.Logf("%s: all of the suite's output: %s", r.name, r.out)
 	}
 	return res, false
 }
