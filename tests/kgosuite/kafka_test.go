@@ -34,7 +34,7 @@ func TestKnownGapsOnKafka(t *testing.T) {
 		run = skipPattern() // the gaps by name
 	}
 	r := suiteRun{name: "kafka", bin: suiteBin, dir: srcDir, seeds: b.Addr, run: run, keepGaps: true,
-		records: os.Getenv(recordsEnv), out: filepath.Join(outputDir(t, dir), "kgo-kafka.out")}
+		records: os.Getenv(recordsEnv), out: filepath.Join(outputDir(t, dir), "kgo-kafka.out"), timeout: suiteTimeout}
 	res, _ := r.check(t)
 	if os.Getenv(runEnv) != "" {
 		return

@@ -37,9 +37,13 @@ const (
 	logEnv     = "KIGGY_KGOSUITE_LOG"      // keep kiggy's log in this file
 )
 
-// suiteTimeout bounds each run of the suite binary (-test.timeout); a hang
-// is a failure that names the tests still running.
-const suiteTimeout = 10 * time.Minute
+// suiteTimeout and pairTimeout bound a run of the whole suite and of one
+// test of the pair (-test.timeout, less if the go test deadline is nearer);
+// a hang is a failure that names the tests still running.
+const (
+	suiteTimeout = 10 * time.Minute
+	pairTimeout  = 5 * time.Minute
+)
 
 // minPassed is the fewest top-level tests a full run must pass: 144 do
 // against kiggy; far fewer means the binary ran nothing or the gateway
@@ -102,11 +106,13 @@ func TestKgoSuite(t *testing.T) {
 	base := suiteRun{bin: suiteBin, dir: srcDir, seeds: k.addr, scramSeeds: k.scramAddr, records: records}
 	full := base
 	full.name, full.run, full.count, full.parallel = "suite", os.Getenv(runEnv), os.Getenv(countEnv), os.Getenv(parEnv)
+	full.timeout = suiteTimeout
 	runs := []suiteRun{full}
 	for i := 1; i <= pairs; i++ {
 		for _, name := range pair {
 			r := base
 			r.name, r.run, r.single = fmt.Sprintf("pair %d: %s", i, name), "^"+name+"$", name
+			r.timeout = pairTimeout
 			runs = append(runs, r)
 		}
 	}
@@ -134,6 +140,7 @@ func TestKgoSuite(t *testing.T) {
 // returns what it ran.
 func (r suiteRun) check(t *testing.T) (results, bool) {
 	t.Helper()
+	r.timeout = r.within(t)
 	start := time.Now()
 	exitErr := r.exec(t)
 	took := time.Since(start).Round(time.Second)
@@ -151,7 +158,7 @@ func (r suiteRun) check(t *testing.T) (results, bool) {
 		problems = append(problems, "failed (not in KnownGaps): "+strings.Join(f, ", "))
 	}
 	if u := res.unfinished(); len(u) > 0 {
-		problems = append(problems, "did not finish (a panic, a hang or -test.timeout "+suiteTimeout.String()+"): "+strings.Join(u, ", "))
+		problems = append(problems, "did not finish (a panic, a hang or -test.timeout "+r.timeout.String()+"): "+strings.Join(u, ", "))
 	}
 	if s := res.unexpectedSkips(); len(s) > 0 {
 		problems = append(problems, "skipped themselves, not in ExpectedSkips: "+strings.Join(s, ", "))
@@ -391,12 +398,32 @@ type suiteRun struct {
 	parallel, records string // -test.parallel, KGO_TEST_RECORDS
 	single            string // the one test a run of one test must run
 	keepGaps          bool   // run KnownGaps too (no -test.skip)
+	timeout           time.Duration
+}
+
+// reportTime is what TestKgoSuite keeps of go test's -timeout to report a
+// hung suite in.
+const reportTime = 30 * time.Second
+
+// within is r.timeout, or less so that a hung suite is reported before go
+// test's own -timeout ends the test.
+func (r suiteRun) within(t *testing.T) time.Duration {
+	t.Helper()
+	d, ok := t.Deadline()
+	if !ok {
+		return r.timeout
+	}
+	left := time.Until(d) - reportTime - time.Minute // the backstop in exec
+	if left < time.Minute {
+		t.Fatalf("%s: %v left before go test's -timeout; give it -timeout 20m", r.name, time.Until(d).Round(time.Second))
+	}
+	return min(r.timeout, left.Round(time.Second))
 }
 
 // args are the suite binary's flags: every known gap skipped unless
 // keepGaps.
 func (r suiteRun) args() []string {
-	args := []string{"-test.v", "-test.timeout", suiteTimeout.String()}
+	args := []string{"-test.v", "-test.timeout", r.timeout.String()}
 	if !r.keepGaps {
 		args = append(args, "-test.skip", skipPattern())
 	}
@@ -447,7 +474,7 @@ func (r suiteRun) exec(t *testing.T) error {
 	defer f.Close()
 	// The binary's own -test.timeout ends a hang with the running tests'
 	// names; this is the backstop if even that does not end it.
-	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout+time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout+time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.bin, r.args()...)
 	cmd.Dir = r.dir
@@ -457,7 +484,7 @@ func (r suiteRun) exec(t *testing.T) error {
 	t.Logf("%s: %s %s", r.name, filepath.Base(r.bin), strings.Join(r.args(), " "))
 	err = cmd.Run()
 	if ctx.Err() != nil {
-		return fmt.Errorf("killed after %v: %w", suiteTimeout+time.Minute, err)
+		return fmt.Errorf("killed after %v: %w", r.timeout+time.Minute, err)
 	}
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
