@@ -42,6 +42,7 @@ type load struct {
 	cancel  context.CancelFunc
 	stopped chan struct{}
 	paused  atomic.Bool
+	parked  atomic.Int32 // producers waiting out a pause, or done
 	wg      sync.WaitGroup
 	clients []*kgo.Client
 
@@ -89,20 +90,11 @@ func startLoad(t *testing.T, addr, topic string) *load {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
+			defer l.parked.Add(1) // a producer that is done is as good as paused
 			end := time.Now().Add(loadFor)
 			for n := range perProducer {
-				for first := true; first || l.paused.Load(); first = false {
-					if n%burst != 0 || n == 0 {
-						break
-					}
-					select {
-					case <-l.stopped:
-						return
-					case <-time.After(burstPause):
-					}
-					if time.Now().After(end) {
-						return
-					}
+				if n%burst == 0 && n > 0 && !l.wait(end) {
+					return
 				}
 				v := fmt.Sprintf("%s%d-%08d-%s", kind, i, n, pad)
 				cl.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}, func(r *kgo.Record, err error) {
@@ -121,10 +113,41 @@ func startLoad(t *testing.T, addr, topic string) *load {
 	return l
 }
 
-// pause stops producing new records and waits up to 30 s for the ones in
-// flight to be acknowledged or fail; resume goes on.
+// wait sleeps burstPause, and on for as long as the load is paused
+// (counted in parked meanwhile); false when the load is stopped or its
+// time is up.
+func (l *load) wait(end time.Time) bool {
+	parked := false
+	defer func() {
+		if parked {
+			l.parked.Add(-1)
+		}
+	}()
+	for {
+		select {
+		case <-l.stopped:
+			return false
+		case <-time.After(burstPause):
+		}
+		if time.Now().After(end) {
+			return false
+		}
+		if !l.paused.Load() {
+			return true
+		}
+		if !parked {
+			parked = true
+			l.parked.Add(1)
+		}
+	}
+}
+
+// pause stops producing new records: it returns once every producer waits
+// and the records they produced were acknowledged or failed (up to 30 s).
+// resume goes on.
 func (l *load) pause(t *testing.T) {
 	l.paused.Store(true)
+	waitUntil(t, 30*time.Second, "the producers to pause", func() bool { return int(l.parked.Load()) == len(l.clients) })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, cl := range l.clients {

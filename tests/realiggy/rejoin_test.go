@@ -1,7 +1,10 @@
 package realiggy
 
 import (
+	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/kiggy-io/kiggy/internal/iggyserver"
@@ -32,8 +35,9 @@ var namespace = regexp.MustCompile(`namespace_raw=(\d+)`)
 // probe has since reached status "normal", and every journal repair it
 // requested is complete. Iggy 0.9 writes no single "caught up" line, so
 // this reads the server's own lines (consensus::impls, shard; apache/iggy
-// cc269ef70). A second primary kill before this holds is the double fault
-// docs/IGGY.md describes as a known server problem.
+// cc269ef70). Otherwise it says what is pending. Killing another node
+// before this holds leaves the cluster with no second settled replica;
+// TestIggyClusterPrimaryKilledTwice's comment says what else it takes.
 func rejoined(log string) (bool, string) {
 	probing := map[string]bool{}
 	repairing := map[string]bool{}
@@ -61,13 +65,6 @@ func rejoined(log string) (bool, string) {
 	if len(probing) == 0 && len(repairing) == 0 && !metaRepair && strings.Contains(log, "beginning view probe") {
 		return true, ""
 	}
-	return false, strings.Join([]string{"probing", mapKeys(probing), "repairing", mapKeys(repairing), "metadata repair", map[bool]string{true: "pending", false: "none"}[metaRepair]}, " ")
-}
-
-func mapKeys(m map[string]bool) string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	return "[" + strings.Join(ks, ",") + "]"
+	return false, fmt.Sprintf("namespaces still probing for their view %v, repairing %v, metadata repair pending %v",
+		slices.Sorted(maps.Keys(probing)), slices.Sorted(maps.Keys(repairing)), metaRepair)
 }
