@@ -174,9 +174,9 @@ const meshComplete = "replica mesh complete"
 // waitMeshed waits until every node has logged that its replica mesh is
 // complete. A node whose peer was not listening yet when it dialled it
 // dials again only 5 s later (seen: the nodes' listeners up 1.4 s after
-// their start on a loaded machine, the mesh complete 5 s after that), and
-// until then the cluster runs with one backup short: a test that kills a
-// node meanwhile meets a cluster that cannot elect.
+// their start on a loaded machine, the mesh complete 5 s after that);
+// until then a backup may hear nothing from the primary and start a view
+// change, and a test that kills a node meets a partial mesh.
 func (c *Cluster) waitMeshed(timeout time.Duration) error {
 	if len(c.Nodes) < 2 {
 		return nil // no peers
