@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // startIggyServer starts the iggy-server binary Config.IggyServerBin on a
@@ -191,7 +191,7 @@ func (r *runner) runIggyBench(ctx context.Context, addr string, l Load, name str
 // kiggy's Iggy client at durability, so that iggy-bench --reuse-streams
 // appends with the topic options kiggy-iggy's topics get.
 func (r *runner) prepareIggyBenchStreams(ctx context.Context, addr string, n int, durability string) error {
-	d, err := bridge.ParseDurability(durability)
+	d, err := store.ParseDurability(durability)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
@@ -202,9 +202,9 @@ func (r *runner) prepareIggyBenchStreams(ctx context.Context, addr string, n int
 		if err != nil {
 			return fmt.Errorf("bench: iggy-bench streams: %w", err)
 		}
-		_, err = c.CreateTopic(ctx, "topic-1", 1, bridge.TopicConfig{})
+		_, err = c.CreateTopic(ctx, "topic-1", 1, store.TopicConfig{})
 		c.Close()
-		if err != nil && !errors.Is(err, bridge.ErrTopicExists) {
+		if err != nil && !errors.Is(err, store.ErrTopicExists) {
 			return fmt.Errorf("bench: iggy-bench streams: %w", err)
 		}
 	}

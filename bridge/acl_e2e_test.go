@@ -21,6 +21,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 	"github.com/kiggy-io/kiggy/security"
 )
@@ -91,8 +92,8 @@ func addACLs(ctx context.Context, t *testing.T, adm *kadm.Client, b *kadm.ACLBui
 // and the ACLs survive a gateway restart over the same store.
 func TestACLAdminAPIs(t *testing.T) {
 	aclPrincipals(t)
-	store := &systemLog{Log: memlog.New(memlog.Config{}), sys: map[string]map[string][]byte{}}
-	gw := kiggytest.Start(t, kiggytest.Options{Log: store, Bridge: bridge.Config{
+	backend := &systemLog{Log: memlog.New(memlog.Config{}), sys: map[string]map[string][]byte{}}
+	gw := kiggytest.Start(t, kiggytest.Options{Log: backend, Bridge: bridge.Config{
 		Authorization: bridge.AuthorizationConfig{Enabled: true, SuperUsers: []security.Principal{security.User("admin")}}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -169,7 +170,7 @@ func TestACLAdminAPIs(t *testing.T) {
 
 	// Restart over the same store: the ACLs are loaded again.
 	gw.Stop()
-	gw2 := kiggytest.Start(t, kiggytest.Options{Log: store, Bridge: bridge.Config{
+	gw2 := kiggytest.Start(t, kiggytest.Options{Log: backend, Bridge: bridge.Config{
 		Authorization: bridge.AuthorizationConfig{Enabled: true, SuperUsers: []security.Principal{security.User("admin")}}}})
 	after, err := kadm.NewClient(aclClient(t, gw2.Addr, "admin")).DescribeACLs(ctx, all)
 	if err != nil || len(after) != 1 || after[0].Err != nil || len(after[0].Described) != 6 {
@@ -229,8 +230,8 @@ func TestACLNotReadyDeniesAllButSuperUsers(t *testing.T) {
 	aclPrincipals(t)
 	b := kadm.NewACLs().Allow("User:alice").Topics("t").Operations(kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral)
 	sys := &systemLog{Log: memlog.New(memlog.Config{}), sys: map[string]map[string][]byte{}}
-	store := &failingLoads{systemLog: sys}
-	store.left.Store(3)
+	backend := &failingLoads{systemLog: sys}
+	backend.left.Store(3)
 	cfg := bridge.Config{Authorization: bridge.AuthorizationConfig{Enabled: true, SuperUsers: []security.Principal{security.User("admin")}}}
 	// A first gateway stores alice's ACL.
 	first := kiggytest.Start(t, kiggytest.Options{Log: sys, Bridge: cfg})
@@ -240,7 +241,7 @@ func TestACLNotReadyDeniesAllButSuperUsers(t *testing.T) {
 	addACLs(ctx, t, kadm.NewClient(aclClient(t, first.Addr, "admin")), b)
 	first.Stop()
 
-	gw := kiggytest.Start(t, kiggytest.Options{Log: store, Bridge: cfg})
+	gw := kiggytest.Start(t, kiggytest.Options{Log: backend, Bridge: cfg})
 	listOffsets := func(id string) int16 {
 		r := kmsg.NewPtrListOffsetsRequest()
 		lt := kmsg.NewListOffsetsRequestTopic()
@@ -669,7 +670,7 @@ func TestACLsSurviveRestartOnIggy(t *testing.T) {
 	t.Cleanup(srv.Close)
 	cfg := bridge.Config{Authorization: bridge.AuthorizationConfig{Enabled: true, SuperUsers: []security.Principal{security.User("admin")}}}
 	first := kiggytest.Start(t, kiggytest.Options{IggyServer: srv, Bridge: cfg})
-	if _, ok := first.Log.(bridge.SystemStore); !ok {
+	if _, ok := first.Log.(store.SystemStore); !ok {
 		t.Skip("the Iggy backend keeps no system store in this build")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

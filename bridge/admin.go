@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/bridge/topicconfig"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
@@ -80,13 +81,13 @@ func (g *Gateway) createTopics(c *call) bool {
 				}
 			}
 			switch {
-			case errors.Is(err, ErrTopicExists):
+			case errors.Is(err, store.ErrTopicExists):
 				code, msg = wire.TopicAlreadyExists, "Topic '"+t.Topic+"' already exists."
-			case errors.Is(err, ErrInvalidConfig):
+			case errors.Is(err, store.ErrInvalidConfig):
 				code, msg = wire.InvalidConfig, err.Error()
-			case errors.Is(err, ErrInvalidPartitions):
+			case errors.Is(err, store.ErrInvalidPartitions):
 				code, msg = wire.InvalidPartitions, err.Error()
-			case errors.Is(err, ErrUnavailable) || errors.Is(err, ErrUnknownOutcome):
+			case errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrUnknownOutcome):
 				// As a Kafka controller that did not answer in time: the
 				// client may try again (docs/LIMITS.md, error codes).
 				code, msg = wire.RequestTimedOut, err.Error()
@@ -170,9 +171,9 @@ func (g *Gateway) deleteTopics(c *call) bool {
 				return wire.UnknownServerError, "the topic is deleted, but not its configs: " + err.Error()
 			}
 			return wire.NoError, ""
-		case errors.Is(err, ErrUnknownTopic):
+		case errors.Is(err, store.ErrUnknownTopic):
 			return wire.UnknownTopicOrPartition, "This server does not host this topic-partition."
-		case errors.Is(err, ErrUnavailable) || errors.Is(err, ErrUnknownOutcome):
+		case errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrUnknownOutcome):
 			return wire.RequestTimedOut, err.Error()
 		default:
 			return wire.UnknownServerError, err.Error()
@@ -234,7 +235,7 @@ func (g *Gateway) createPartitions(c *call) bool {
 
 func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, validateOnly bool) (wire.ErrorCode, string) {
 	info, err := g.store.Topic(g.ctx, t.Topic)
-	if errors.Is(err, ErrUnknownTopic) {
+	if errors.Is(err, store.ErrUnknownTopic) {
 		return wire.UnknownTopicOrPartition, "The topic '" + t.Topic + "' does not exist."
 	} else if err != nil {
 		return wire.UnknownServerError, err.Error()
@@ -260,7 +261,7 @@ func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, validateOnly bo
 		return wire.NoError, ""
 	}
 	if err := g.store.CreatePartitions(g.ctx, t.Topic, t.Count); err != nil {
-		if errors.Is(err, ErrInvalidPartitions) {
+		if errors.Is(err, store.ErrInvalidPartitions) {
 			return wire.InvalidPartitions, err.Error()
 		}
 		return wire.UnknownServerError, err.Error()

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
 
@@ -153,7 +153,7 @@ func TestFetchRoundTripAllocsCompressed(t *testing.T) {
 // bridge/iggy, its server in a child process).
 type networkedLog struct{ *memlog.Log }
 
-func (networkedLog) Capabilities() bridge.Capabilities { return bridge.Capabilities{} }
+func (networkedLog) Capabilities() store.Capabilities { return store.Capabilities{} }
 
 // TestProduceRoundTripAllocsNetworked: the Produce of
 // TestProduceRoundTripAllocs on the path a networked backend takes
@@ -162,8 +162,8 @@ func (networkedLog) Capabilities() bridge.Capabilities { return bridge.Capabilit
 func TestProduceRoundTripAllocsNetworked(t *testing.T) {
 	for _, idem := range []bool{false, true} {
 		t.Run(fmt.Sprintf("idempotent=%v", idem), func(t *testing.T) {
-			store := networkedLog{memlog.New(memlog.Config{PartitionBytes: 64 << 20})}
-			gw := kiggytest.Start(t, kiggytest.Options{Log: store})
+			backend := networkedLog{memlog.New(memlog.Config{PartitionBytes: 64 << 20})}
+			gw := kiggytest.Start(t, kiggytest.Options{Log: backend})
 			gw.CreateTopic(t, "allocs", benchPartitions)
 			bc := dialBench(t, gw.Addr)
 			frame, next := produceFrame("allocs"), func() {}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -257,16 +258,6 @@ func (g *Gateway) commitGroup(topic string, index int32, pp *partitionProducers,
 	g.flush(topic, index, pp, f)
 }
 
-// JoinedAppender is implemented by a Log that can append several batches
-// of one partition as one, each written from its own buffer (bridge/iggy:
-// one vectored SendMessages). The batches already form one: a common origin,
-// offset deltas counting through them (message.Batch.Rebase) and every
-// frame stamped (message.Batch.Sums). It returns the base offset of the
-// first batch's first message, as Log.Append does.
-type JoinedAppender interface {
-	AppendJoined(ctx context.Context, topic string, partition int32, bs []*message.Batch) (int64, error)
-}
-
 // flushSet is the appends one round trip is about to carry.
 type flushSet struct {
 	members  []*queuedAppend
@@ -342,7 +333,7 @@ func (g *Gateway) flush(topic string, index int32, pp *partitionProducers, f *fl
 	if len(f.members) > 1 {
 		g.metrics.coalescedAppends.Add(uint64(len(f.members) - 1))
 	}
-	switch ja, ok := g.store.(JoinedAppender); {
+	switch ja, ok := g.store.(store.JoinedAppender); {
 	case len(f.members) > 1 && ok && f.stamped():
 		// Every member's frames rewritten in place onto the set's origin
 		// (within its span, flushSet.fits) and numbered through the set,

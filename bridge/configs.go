@@ -1,12 +1,12 @@
 package bridge
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/bridge/topicconfig"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
@@ -33,15 +33,15 @@ type configSynonym struct {
 
 // durabilityDoc says what an acknowledgement promises at level d
 // (docs/IGGY.md, "Durability").
-func durabilityDoc(d Durability) string {
+func durabilityDoc(d store.Durability) string {
 	switch d {
-	case DurabilityWritten:
+	case store.DurabilityWritten:
 		return "Acknowledged records are written to the backend's files: a crash of the backend process loses none; a machine crash can."
-	case DurabilityFsync:
+	case store.DurabilityFsync:
 		return "Acknowledged records are written and fsynced by the backend: a machine crash loses none."
-	case DurabilityBuffered:
+	case store.DurabilityBuffered:
 		return "WARNING: the backend acknowledges from memory (an Iggy topic with buffered flush options): a crash of iggy-server can lose acknowledged records."
-	case DurabilityMemory:
+	case store.DurabilityMemory:
 		return "The embedded in-memory log: records live as long as the kiggy process."
 	}
 	return "The backend does not say when it confirms a write."
@@ -70,7 +70,7 @@ const storedDoc = "Stored and reported; no effect in kiggy (it concerns Kafka's 
 // else kiggy's default (DEFAULT_CONFIG; max.message.bytes follows the
 // broker's message.max.bytes, STATIC_BROKER_CONFIG). Then the read-only
 // kiggy.durability.
-func topicConfigs(overrides topicconfig.Values, cfg TopicConfig, maxMessage int64) []configEntry {
+func topicConfigs(overrides topicconfig.Values, cfg store.TopicConfig, maxMessage int64) []configEntry {
 	backend := map[string]string{}
 	if cfg.MessageExpiry > 0 {
 		backend["retention.ms"] = strconv.FormatInt(cfg.MessageExpiry.Milliseconds(), 10)
@@ -80,7 +80,7 @@ func topicConfigs(overrides topicconfig.Values, cfg TopicConfig, maxMessage int6
 	}
 	// A topic whose backend fsyncs every write reports flush.messages 1 and
 	// flush.ms 0 (docs/IGGY.md, "Durability").
-	if cfg.Durability == DurabilityFsync {
+	if cfg.Durability == store.DurabilityFsync {
 		backend["flush.messages"], backend["flush.ms"] = "1", "0"
 	}
 	defs := topicconfig.All()
@@ -158,7 +158,7 @@ func (g *Gateway) describeConfigs(c *call) bool {
 		case wire.ConfigResourceTopic:
 			info, err := g.store.Topic(g.ctx, r.ResourceName)
 			switch {
-			case errors.Is(err, ErrUnknownTopic):
+			case errors.Is(err, store.ErrUnknownTopic):
 				out.ErrorCode, out.ErrorMessage = wire.UnknownTopicOrPartition, wire.NullStringOf("Topic "+r.ResourceName+" does not exist.")
 			case err != nil:
 				out.ErrorCode, out.ErrorMessage = wire.UnknownServerError, wire.NullStringOf(err.Error())
@@ -211,16 +211,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// TopicUpdater is implemented by a Log that can change a topic's retention
-// in place (Iggy UpdateTopic, the embedded log's caps); without it an
-// altered retention is stored and reported but the backend keeps what the
-// topic was created with (docs/LIMITS.md, "Topic configs").
-type TopicUpdater interface {
-	// UpdateTopic sets the topic's MessageExpiry and MaxBytes to cfg's
-	// (0 = none); the other fields are ignored.
-	UpdateTopic(ctx context.Context, name string, cfg TopicConfig) error
 }
 
 // alterConfigs answers AlterConfigs v0–2: each topic's override set is
@@ -360,7 +350,7 @@ func (g *Gateway) alterTopic(topic string, validateOnly bool, change func(topicc
 		return code, wire.NullStringOf(msg)
 	}
 	info, err := g.store.Topic(g.ctx, topic)
-	if errors.Is(err, ErrUnknownTopic) {
+	if errors.Is(err, store.ErrUnknownTopic) {
 		return fail(wire.UnknownTopicOrPartition, "Topic "+topic+" does not exist.")
 	} else if err != nil {
 		return fail(wire.UnknownServerError, err.Error())
@@ -381,10 +371,10 @@ func (g *Gateway) alterTopic(topic string, validateOnly bool, change func(topicc
 		return wire.NoError, wire.NullString{}
 	}
 	want := backendConfig(next)
-	if u, ok := g.store.(TopicUpdater); ok && (want.MessageExpiry != prev.MessageExpiry || want.MaxBytes != prev.MaxBytes ||
+	if u, ok := g.store.(store.TopicUpdater); ok && (want.MessageExpiry != prev.MessageExpiry || want.MaxBytes != prev.MaxBytes ||
 		want.MessageExpiry != info.Config.MessageExpiry || want.MaxBytes != info.Config.MaxBytes) {
 		if err := u.UpdateTopic(g.ctx, topic, want); err != nil {
-			if errors.Is(err, ErrInvalidConfig) {
+			if errors.Is(err, store.ErrInvalidConfig) {
 				return fail(wire.InvalidConfig, err.Error())
 			}
 			return fail(wire.UnknownServerError, err.Error())

@@ -2,21 +2,11 @@ package bridge
 
 import (
 	"context"
-	"github.com/kiggy-io/kiggy/security/acl"
 
+	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
-
-// LogStartAdvancer is implemented by a Log that can drop a partition's
-// records below an offset (the embedded log; Iggy whole segments where it
-// allows). Without it DeleteRecords moves only the logical log start kept
-// in the system store (docs/design/record-mapping.md §4).
-type LogStartAdvancer interface {
-	// AdvanceLogStart drops records below offset (≤ the high watermark)
-	// where the backend can; records it keeps below offset are hidden by
-	// the gateway.
-	AdvanceLogStart(ctx context.Context, topic string, partition int32, offset int64) error
-}
 
 // deleteRecordsState is the DeleteRecords handler's scratch space.
 type deleteRecordsState struct {
@@ -82,7 +72,7 @@ func (g *Gateway) deleteRecordsOne(topic string, partition int32, offset int64) 
 		return -1, wire.KafkaStorageError
 	}
 	g.fetchCache.dropTopic(topic) // Fetch checks the log start itself; this frees the memory
-	if a, ok := g.store.(LogStartAdvancer); ok {
+	if a, ok := g.store.(store.LogStartAdvancer); ok {
 		// A failure leaves the records in place below the logical start,
 		// which hides them: only the space is not reclaimed.
 		_ = a.AdvanceLogStart(g.ctx, topic, partition, offset)
@@ -92,7 +82,7 @@ func (g *Gateway) deleteRecordsOne(topic string, partition int32, offset int64) 
 
 // watermarks returns a partition's watermarks with the log start
 // DeleteRecords set applied.
-func (g *Gateway) watermarks(ctx context.Context, topic string, partition int32) (Watermarks, error) {
+func (g *Gateway) watermarks(ctx context.Context, topic string, partition int32) (store.Watermarks, error) {
 	wm, err := g.store.Watermarks(ctx, topic, partition)
 	if err == nil {
 		g.applyLogStart(topic, partition, &wm)
@@ -103,7 +93,7 @@ func (g *Gateway) watermarks(ctx context.Context, topic string, partition int32)
 // applyLogStart raises wm.LogStart to the stored log start (never above the
 // high watermark: a backend that restarted the partition, an Iggy purge,
 // keeps its own numbering).
-func (g *Gateway) applyLogStart(topic string, partition int32, wm *Watermarks) {
+func (g *Gateway) applyLogStart(topic string, partition int32, wm *store.Watermarks) {
 	if ls := g.logStartOf(topic, partition); ls > wm.LogStart {
 		wm.LogStart = min(ls, wm.High)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
 
@@ -114,8 +114,8 @@ func TestDeleteRecordsWithKadm(t *testing.T) {
 	if !gw.OnIggy() {
 		return
 	}
-	if _, durable := gw.Log.(bridge.SystemStore); !durable {
-		t.Skip("restart: the Iggy backend's system store is in memory (bridge.SystemStore not implemented by the Iggy client yet); the log start cannot survive a restart")
+	if _, durable := gw.Log.(store.SystemStore); !durable {
+		t.Skip("restart: the Iggy backend's system store is in memory (store.SystemStore not implemented by the Iggy client yet); the log start cannot survive a restart")
 	}
 	gw.Stop()
 	opts = gw.SameIggy(opts)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
@@ -32,7 +33,7 @@ func (g *Gateway) describeProducers(c *call) bool {
 				rp.ErrorCode = denied
 			case terr != nil || p < 0 || p >= info.Partitions:
 				code := wire.UnknownTopicOrPartition
-				if terr != nil && !errors.Is(terr, ErrUnknownTopic) {
+				if terr != nil && !errors.Is(terr, store.ErrUnknownTopic) {
 					code = logCode(terr)
 				}
 				rp.ErrorCode = code

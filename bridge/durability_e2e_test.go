@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
 
@@ -25,12 +25,12 @@ import (
 // With --iggy-durability buffered (Iggy's defaults, kiggy's options before
 // it had durability levels) the same checks must find the loss.
 func TestIggyCrashKeepsAcknowledged(t *testing.T) {
-	for _, d := range []bridge.Durability{bridge.DurabilityWritten, bridge.DurabilityFsync, bridge.DurabilityBuffered} {
+	for _, d := range []store.Durability{store.DurabilityWritten, store.DurabilityFsync, store.DurabilityBuffered} {
 		t.Run(d.String(), func(t *testing.T) {
 			r := crashUnderLoad(t, d)
 			t.Logf("%v: acknowledged %d, lost %d, offsets reused %d, commits acknowledged %d, commits lost %d, iggytest dropped %d",
 				d, r.acked, r.lost, r.reused, r.commits, r.commitsLost, r.dropped)
-			if d == bridge.DurabilityBuffered {
+			if d == store.DurabilityBuffered {
 				// The test can fail: with Iggy's defaults it sees the loss.
 				if r.lost == 0 || r.reused == 0 {
 					t.Fatalf("buffered: expected lost and reused offsets, got lost %d, reused %d", r.lost, r.reused)
@@ -61,7 +61,7 @@ type partOffset struct {
 	off int64
 }
 
-func crashUnderLoad(t *testing.T, d bridge.Durability) crashResult {
+func crashUnderLoad(t *testing.T, d store.Durability) crashResult {
 	opts := fastGroups
 	// The model: Crash drops what it had not written and says how much
 	// (tests/realiggy kills a real iggy-server the same way).
@@ -247,7 +247,7 @@ func TestDurabilityConfigs(t *testing.T) {
 	defer cancel()
 	// "foreign" is created as the Iggy CLI would: no flush options.
 	opts = gw.SameIggy(opts)
-	opts.Iggy, opts.IggyDurability = false, bridge.DurabilityBuffered
+	opts.Iggy, opts.IggyDurability = false, store.DurabilityBuffered
 	other := kiggytest.Start(t, opts)
 	other.CreateTopic(t, "foreign", 1)
 

@@ -8,6 +8,7 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/mapping"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
@@ -82,7 +83,7 @@ type partReader struct {
 	emit                      func(*message.Message) bool
 	metrics                   *metrics
 	// wm is the watermarks the last read returned, as the Log gave them.
-	wm Watermarks
+	wm store.Watermarks
 	// deferCopy: a read served from the fetch cache leaves its batches in
 	// shared (pinned) for fetchPass to copy into the response, instead of
 	// copying them into buf first (fetchcache.go).
@@ -426,16 +427,6 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 	return total, hasErr
 }
 
-// ReadEstimator is implemented by a Log that can tell, without a round
-// trip, about how many bytes a Read from an offset would find (fetch.go
-// readAll).
-type ReadEstimator interface {
-	// ReadEstimate returns about how many bytes of messages a Read of
-	// topic/partition from offset may find: 0 when the Log knows nothing
-	// is past offset, −1 when it cannot tell.
-	ReadEstimate(topic string, partition int32, offset int64) int64
-}
-
 // readAll reads the requested partitions concurrently into fs.parts, each
 // up to its own limit (PartitionMaxBytes, at most maxBytes), in waves
 // within the response's budget: a wave takes the next partitions in
@@ -541,7 +532,7 @@ func (g *Gateway) skipPart(fs *fetchState, r *partReader) {
 	}
 	if sr := g.sharedReads; sr != nil {
 		if _, high := sr.ReadGeneration(r.topic, r.rp.Partition); high >= 0 {
-			wm := Watermarks{High: high}
+			wm := store.Watermarks{High: high}
 			g.applyLogStart(r.topic, r.rp.Partition, &wm)
 			setWatermarks(&r.resp, wm)
 			return
@@ -625,7 +616,7 @@ func (g *Gateway) runPartJob(j partJob) {
 	j.fs.wg.Done()
 }
 
-func setWatermarks(p *wire.FetchResponseTopicPartition, wm Watermarks) {
+func setWatermarks(p *wire.FetchResponseTopicPartition, wm store.Watermarks) {
 	p.HighWatermark = wm.High
 	// Without transactions LSO = HW (docs/design/kafka-protocol.md §7.1); read_committed
 	// consumers read up to it too.
@@ -738,7 +729,7 @@ func (g *Gateway) serveShared(fc *fetchCache, r *partReader, buf []byte, e *fetc
 	r.buf, r.unmappable, r.capped = nil, false, false
 	r.mapped, r.next, r.oversized = e.records, e.next, e.oversized
 	r.metrics.recordsOut.Add(uint64(e.records))
-	wm := Watermarks{High: high, LogStart: e.logStart}
+	wm := store.Watermarks{High: high, LogStart: e.logStart}
 	g.applyLogStart(topic, rp.Partition, &wm)
 	setWatermarks(p, wm)
 	if rp.FetchOffset < wm.LogStart || rp.FetchOffset > wm.High {
@@ -813,7 +804,7 @@ func (g *Gateway) readRecords(r *partReader, buf []byte, topic string, codec bat
 // just done ended for a reason that any read of the same key would end for
 // too: a message refused by the cap (the budget), the budget spent, or the
 // high watermark reached.
-func (r *partReader) noteStop(wm Watermarks) {
+func (r *partReader) noteStop(wm store.Watermarks) {
 	if r.sharing && !r.capped && !(r.capBytes >= 0 && r.capUsed >= r.capBytes) && r.next < wm.High {
 		r.short = true
 	}
@@ -831,7 +822,7 @@ const maxFills = 4
 // there up to its budget whatever was in memory, and every consumer group
 // reading the same offsets with the same limits gets the same answer and
 // steps to the same next offset (fetchcache.go).
-func (g *Gateway) readBatch(r *partReader, topic string, partition int32, offset int64, limit int) (Watermarks, error) {
+func (g *Gateway) readBatch(r *partReader, topic string, partition int32, offset int64, limit int) (store.Watermarks, error) {
 	r.started = false
 	r.capUsed = 0
 	wm, err := g.store.Read(g.ctx, topic, partition, offset, r.logLimit(limit), r.emit)
@@ -930,9 +921,9 @@ const attrLogAppendTime int16 = 0x08
 // fetchCode maps a Log read error to a partition error code.
 func fetchCode(err error) wire.ErrorCode {
 	switch {
-	case errors.Is(err, ErrUnknownTopic), errors.Is(err, ErrUnknownPartition):
+	case errors.Is(err, store.ErrUnknownTopic), errors.Is(err, store.ErrUnknownPartition):
 		return wire.UnknownTopicOrPartition
-	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrUnknownOutcome):
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrUnknownOutcome):
 		return wire.NotLeaderOrFollower
 	default:
 		return wire.UnknownServerError

@@ -34,23 +34,10 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/lru"
 	"github.com/kiggy-io/kiggy/internal/metric"
 )
-
-// SharedReads is implemented by a Log whose reads Fetch may answer from the
-// record batches it encoded for an earlier Fetch (fetchcache.go).
-type SharedReads interface {
-	// FetchCacheBytes is the memory bound of the encoded batches the gateway
-	// keeps for this Log; ≤ 0 = none (the cache is off).
-	FetchCacheBytes() int64
-	// ReadGeneration returns a number that changes whenever a Read of
-	// topic/partition may deliver other messages at an offset than an
-	// earlier Read did (a topic deleted, created or purged, a reconnect),
-	// and the highest high watermark the Log knows for the partition (−1:
-	// none). It must be cheap: it is asked once per partition per Fetch.
-	ReadGeneration(topic string, partition int32) (gen uint64, high int64)
-}
 
 // Fetch cache tuning.
 const (
@@ -103,7 +90,7 @@ func (e *fetchEntry) LRULinks() *lru.Links[fetchEntry] { return &e.Links }
 // the Log offers none.
 type fetchCache struct {
 	limit int64
-	log   SharedReads
+	log   store.SharedReads
 	ttl   time.Duration // fetchCacheTTL
 
 	mu        sync.Mutex
@@ -124,8 +111,8 @@ type fetchCache struct {
 // initFetchCache turns the cache on when the store offers it, and notes
 // what the store tells about its reads without a round trip.
 func (g *Gateway) initFetchCache() {
-	g.estimates, _ = g.store.(ReadEstimator)
-	sr, ok := g.store.(SharedReads)
+	g.estimates, _ = g.store.(store.ReadEstimator)
+	sr, ok := g.store.(store.SharedReads)
 	if !ok {
 		return
 	}
@@ -135,7 +122,7 @@ func (g *Gateway) initFetchCache() {
 	}
 }
 
-func newFetchCache(limit int64, log SharedReads) *fetchCache {
+func newFetchCache(limit int64, log store.SharedReads) *fetchCache {
 	fc := &fetchCache{limit: limit, log: log, ttl: fetchCacheTTL, entries: map[fetchKey]*fetchEntry{},
 		building: map[fetchKey]struct{}{}, names: map[string]string{}}
 	fc.built.L = &fc.mu
@@ -207,7 +194,7 @@ func (fc *fetchCache) abandon(key fetchKey) {
 
 // store ends a build: it keeps a copy of data (the read's record batches)
 // under key and gen, unless the copy would not fit the bound.
-func (fc *fetchCache) store(key fetchKey, gen uint64, data []byte, wm Watermarks, r *partReader) {
+func (fc *fetchCache) store(key fetchKey, gen uint64, data []byte, wm store.Watermarks, r *partReader) {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	if e := fc.storeLocked(key, gen, data, wm, r); e != nil {
@@ -223,7 +210,7 @@ func (fc *fetchCache) store(key fetchKey, gen uint64, data []byte, wm Watermarks
 // fits, when data's buffer has much more room than data (the copy is
 // smaller), or when the entry would not fit the bound, it stores as store
 // does and returns nil: the caller keeps data.
-func (fc *fetchCache) storeOwned(key fetchKey, gen uint64, data []byte, wm Watermarks, r *partReader) (*fetchEntry, []byte) {
+func (fc *fetchCache) storeOwned(key fetchKey, gen uint64, data []byte, wm store.Watermarks, r *partReader) (*fetchEntry, []byte) {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	e := fc.storeLocked(key, gen, data, wm, r)
@@ -257,7 +244,7 @@ func (fc *fetchCache) storeOwned(key fetchKey, gen uint64, data []byte, wm Water
 // storeLocked ends a build and makes room for an entry of data's size; it
 // returns the entry to fill (its buf) and publish, or nil when data is
 // not to be kept; under mu.
-func (fc *fetchCache) storeLocked(key fetchKey, gen uint64, data []byte, wm Watermarks, r *partReader) *fetchEntry {
+func (fc *fetchCache) storeLocked(key fetchKey, gen uint64, data []byte, wm store.Watermarks, r *partReader) *fetchEntry {
 	delete(fc.building, key)
 	fc.built.Broadcast()
 	size := int64(len(data))

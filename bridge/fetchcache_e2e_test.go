@@ -12,9 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/batch"
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
@@ -307,11 +307,11 @@ func TestFetchCacheInvalidation(t *testing.T) {
 // shortReads is a networked backend whose Reads stop after a few messages,
 // as the Iggy read cache's stop where it has nothing more in memory.
 type shortReads struct {
-	bridge.Log
+	store.Log
 	per int
 }
 
-func (s shortReads) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int, fn func(*message.Message) bool) (bridge.Watermarks, error) {
+func (s shortReads) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int, fn func(*message.Message) bool) (store.Watermarks, error) {
 	n := 0
 	return s.Log.Read(ctx, topic, partition, offset, maxBytes, func(m *message.Message) bool {
 		n++
@@ -325,9 +325,9 @@ func (s shortReads) Read(ctx context.Context, topic string, partition int32, off
 // everything at once gives (so consumer groups step through the same
 // offsets, whatever each found in memory), for every limit and codec.
 func TestFetchReadsOnToBudget(t *testing.T) {
-	store := memlog.New(memlog.Config{})
-	whole := kiggytest.Start(t, kiggytest.Options{Log: networked{store}})
-	short := kiggytest.Start(t, kiggytest.Options{Log: shortReads{store, 7}})
+	backend := memlog.New(memlog.Config{})
+	whole := kiggytest.Start(t, kiggytest.Options{Log: networked{backend}})
+	short := kiggytest.Start(t, kiggytest.Options{Log: shortReads{backend, 7}})
 	kw, ks := dialKafka(t, whole.Addr), dialKafka(t, short.Addr)
 	for _, codec := range []string{"", "lz4"} {
 		topic := "fill-" + codec

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // fakeShared is a SharedReads whose generation and high watermark a test
@@ -39,7 +40,7 @@ func build(t *testing.T, fc *fetchCache, key fetchKey, data []byte, next, high i
 	if e != nil || !ok {
 		t.Fatalf("%+v: a hit (%v) or no build", key, e != nil)
 	}
-	fc.store(key, gen, data, Watermarks{High: high}, &partReader{next: next, mapped: 1})
+	fc.store(key, gen, data, store.Watermarks{High: high}, &partReader{next: next, mapped: 1})
 }
 
 // hit acquires key, expecting an entry holding data, and releases it.
@@ -199,7 +200,7 @@ func TestFetchCacheBuildOnce(t *testing.T) {
 		if abandon {
 			fc.abandon(key)
 		} else {
-			fc.store(key, gen, data, Watermarks{High: 1 << 40}, &partReader{next: 1, mapped: 1})
+			fc.store(key, gen, data, store.Watermarks{High: 1 << 40}, &partReader{next: 1, mapped: 1})
 		}
 		b, e := <-built, <-got
 		switch {
@@ -239,7 +240,7 @@ func TestFetchCacheStoreOwned(t *testing.T) {
 			t.Fatalf("entry %d: no build", i)
 		}
 		d := data(i)
-		e, spare := fc.storeOwned(key(i), gen, d, Watermarks{High: 1 << 40}, &partReader{next: int64(i + 1), mapped: 1})
+		e, spare := fc.storeOwned(key(i), gen, d, store.Watermarks{High: 1 << 40}, &partReader{next: int64(i + 1), mapped: 1})
 		if e == nil {
 			copied++
 		} else {
@@ -262,7 +263,7 @@ func TestFetchCacheStoreOwned(t *testing.T) {
 	}
 	// A buffer with much more room than its read is copied, not kept.
 	_, gen, _, _ := fc.acquire(key(100))
-	if e, _ := fc.storeOwned(key(100), gen, make([]byte, 10<<10, 40<<10), Watermarks{High: 1 << 40}, &partReader{next: 101, mapped: 1}); e != nil {
+	if e, _ := fc.storeOwned(key(100), gen, make([]byte, 10<<10, 40<<10), store.Watermarks{High: 1 << 40}, &partReader{next: 101, mapped: 1}); e != nil {
 		t.Fatal("a read of 10 KiB in a 40 KiB buffer was kept whole")
 	}
 	hit(t, fc, key(100), make([]byte, 10<<10))

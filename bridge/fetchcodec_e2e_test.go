@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/batch"
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
@@ -32,17 +32,17 @@ var fetchCodecs = []struct {
 // networked hides memlog's Capabilities, so the gateway drives it as it
 // drives Iggy: no inline requests, every partition of a Fetch read
 // concurrently into its own scratch batch (fetchFanout).
-type networked struct{ bridge.Log }
+type networked struct{ store.Log }
 
 // codecGateway starts a gateway on the embedded log, driven as the embedded
 // log (inline reads) or, with fan, as a networked backend.
 func codecGateway(t testing.TB, fan bool) *kiggytest.Gateway {
 	t.Helper()
-	var store bridge.Log = memlog.New(memlog.Config{})
+	var backend store.Log = memlog.New(memlog.Config{})
 	if fan {
-		store = networked{store}
+		backend = networked{backend}
 	}
-	return kiggytest.Start(t, kiggytest.Options{Log: store})
+	return kiggytest.Start(t, kiggytest.Options{Log: backend})
 }
 
 // createCodecTopic creates topic with compression.type compression: through
@@ -63,7 +63,7 @@ func createCodecTopic(t testing.TB, gw *kiggytest.Gateway, topic string, partiti
 			return
 		}
 	}
-	if _, err := gw.Log.CreateTopic(context.Background(), topic, partitions, bridge.TopicConfig{Compression: compression}); err != nil {
+	if _, err := gw.Log.CreateTopic(context.Background(), topic, partitions, store.TopicConfig{Compression: compression}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,7 +1,8 @@
 // Package bridge gives Kafka semantics to a log: one handler per Kafka API
 // (ApiVersions, Metadata, Produce, Fetch, groups, admin), the record ⇄
 // message mapping (bridge/mapping), producer-id allocation and the group
-// coordinator. It talks to storage only through the Log interface.
+// coordinator. It talks to storage only through the port in bridge/store
+// (store.Log and its optional interfaces).
 //
 // Execution model. The engine calls Gateway.Serve on an event loop, one call
 // at a time per connection. Requests of one connection are processed one
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/group"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/wire"
 )
@@ -123,7 +125,7 @@ type Config struct {
 	// Placement spreads partitions and groups over several instances
 	// (bridge/cluster, docs/design/cluster.md); nil = this instance alone
 	// serves everything.
-	Placement Placement
+	Placement store.Placement
 	// Group configures the group coordinator (session timeout bounds,
 	// initial rebalance delay).
 	Group group.Config
@@ -185,8 +187,8 @@ const inlineFrameLimit = 256 << 10
 // Gateway is the Kafka request handler: it implements engine.Handler.
 type Gateway struct {
 	cfg   Config
-	store Log
-	caps  Capabilities // what store declares (CapabilityDeclarer)
+	store store.Log
+	caps  store.Capabilities // what store declares (CapabilityDeclarer)
 
 	handlers [maxAPIKey]handlerFunc
 	// advertised is the ApiVersions table: wire's codecs that have a handler.
@@ -204,7 +206,7 @@ type Gateway struct {
 	bigDecode   atomic.Bool
 	groups      *group.Coordinator
 	// system keeps kiggy's own state (system.go).
-	system SystemStore
+	system store.SystemStore
 	acl    aclState  // the authorizer (acl.go)
 	sasl   saslState // bridge/sasl.go
 	// topicState holds topic configs and log starts (topicstate.go).
@@ -224,8 +226,8 @@ type Gateway struct {
 	fetchCache *fetchCache
 	// estimates and sharedReads are the store as a ReadEstimator and as
 	// SharedReads (fetch.go, readAll and skipPart); nil when it is not.
-	estimates   ReadEstimator
-	sharedReads SharedReads
+	estimates   store.ReadEstimator
+	sharedReads store.SharedReads
 
 	// appends runs the partition appends of concurrent Produces
 	// (fanout.go, runAppends) on pooled workers (workers.go).
@@ -255,15 +257,15 @@ type task struct {
 	c   *call
 }
 
-// New returns a Gateway over store.
-func New(cfg Config, store Log) *Gateway {
+// New returns a Gateway over backend.
+func New(cfg Config, backend store.Log) *Gateway {
 	cfg.normalize()
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{
 		cfg:    cfg,
-		store:  store,
-		caps:   capabilitiesOf(store),
-		system: systemOf(store),
+		store:  backend,
+		caps:   capabilitiesOf(backend),
+		system: systemOf(backend),
 		work:   make(chan task, workQueueLen),
 		decode: make(chan struct{}, cfg.MaxConcurrentDecodes),
 		ctx:    ctx,
@@ -292,6 +294,14 @@ func New(cfg Config, store Log) *Gateway {
 		go g.unloadLoop() // groups.go
 	}
 	return g
+}
+
+// capabilitiesOf returns what backend declares, or the zero value.
+func capabilitiesOf(backend store.Log) store.Capabilities {
+	if d, ok := backend.(store.CapabilityDeclarer); ok {
+		return d.Capabilities()
+	}
+	return store.Capabilities{}
 }
 
 // handlerTable is the one table of the Kafka APIs the gateway serves, by

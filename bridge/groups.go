@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/group"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
@@ -325,7 +326,7 @@ func (g *Gateway) offsetCommit(c *call) bool {
 		if topicCode == wire.NoError {
 			info, err := g.store.Topic(g.ctx, t.Topic)
 			switch {
-			case errors.Is(err, ErrUnknownTopic):
+			case errors.Is(err, store.ErrUnknownTopic):
 				topicCode = wire.UnknownTopicOrPartition
 			case err != nil:
 				topicCode = wire.CoordinatorLoadInProgress
@@ -342,7 +343,7 @@ func (g *Gateway) offsetCommit(c *call) bool {
 			case len(p.Metadata.S) > offsetMetadataMax:
 				code = wire.OffsetMetadataTooLarge
 			default:
-				if err := g.store.CommitOffset(g.ctx, req.Group, t.Topic, p.Partition, p.Offset, p.Metadata.S); errors.Is(err, ErrInvalidGroup) {
+				if err := g.store.CommitOffset(g.ctx, req.Group, t.Topic, p.Partition, p.Offset, p.Metadata.S); errors.Is(err, store.ErrInvalidGroup) {
 					// docs/design/record-mapping.md §5: a group id over 246 bytes does
 					// not fit an Iggy consumer name.
 					code = wire.InvalidGroupID
@@ -421,7 +422,7 @@ func (g *Gateway) committed(c *call, groupID string, topics []wire.OffsetFetchRe
 		r := wire.OffsetFetchResponseTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: wire.NullStringOf("")}
 		off, md, ok, err := g.store.FetchOffset(g.ctx, groupID, topic, p)
 		switch {
-		case errors.Is(err, ErrUnknownTopic) || errors.Is(err, ErrUnknownPartition):
+		case errors.Is(err, store.ErrUnknownTopic) || errors.Is(err, store.ErrUnknownPartition):
 		case err != nil:
 			failed = true
 		case ok:
@@ -661,7 +662,7 @@ func (g *Gateway) deleteCommitted(id string) (int, error) {
 		for p := range t.Partitions {
 			_, _, ok, err := g.store.FetchOffset(g.ctx, id, t.Name, p)
 			switch {
-			case errors.Is(err, ErrInvalidGroup):
+			case errors.Is(err, store.ErrInvalidGroup):
 				return n, nil // an id the backend cannot key offsets by has none
 			case err != nil:
 				return n, err
@@ -781,7 +782,7 @@ func (g *Gateway) partitionCount(topic string) (n int32, known bool, err error) 
 func (g *Gateway) deleteOffset(id, topic string, p int32) error {
 	_, _, ok, err := g.store.FetchOffset(g.ctx, id, topic, p)
 	switch {
-	case errors.Is(err, ErrInvalidGroup):
+	case errors.Is(err, store.ErrInvalidGroup):
 		return nil // an id the backend cannot key offsets by has none
 	case err != nil:
 		return err
@@ -802,7 +803,7 @@ func (g *Gateway) anyCommitted(id string) (bool, error) {
 		for p := range t.Partitions {
 			_, _, ok, err := g.store.FetchOffset(g.ctx, id, t.Name, p)
 			switch {
-			case errors.Is(err, ErrInvalidGroup):
+			case errors.Is(err, store.ErrInvalidGroup):
 				return false, nil
 			case err != nil:
 				return false, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge/mapping"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -320,7 +321,7 @@ func (g *Gateway) appendIdempotent(ctx context.Context, topic string, index int3
 		pp.leaderEpoch = epoch
 		if err := g.rebuildProducers(topic, index, pp); err != nil {
 			pp.mu.Unlock()
-			if errors.Is(err, ErrUnknownTopic) || errors.Is(err, ErrUnknownPartition) {
+			if errors.Is(err, store.ErrUnknownTopic) || errors.Is(err, store.ErrUnknownPartition) {
 				ps.forget(topic, index, pp)
 			}
 			return logCode(err), -1

@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
 
@@ -81,7 +81,7 @@ func TestIggyFanoutGroups(t *testing.T) {
 	wg.Wait()
 
 	var m strings.Builder
-	gw.Log.(bridge.MetricsWriter).WriteMetrics(&m)
+	gw.Log.(store.MetricsWriter).WriteMetrics(&m)
 	hits, misses := metricValue(t, m.String(), "kiggy_iggy_read_cache_hits_total"), metricValue(t, m.String(), "kiggy_iggy_read_cache_misses_total")
 	fm := gw.Metrics()
 	t.Logf("read cache: %v hits, %v misses; fetch cache: %v hits, %v misses, %v waits", hits, misses,

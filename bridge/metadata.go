@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
@@ -98,27 +99,27 @@ func (g *Gateway) metadata(c *call) bool {
 				continue
 			}
 			info, err := g.store.Topic(ctx, name)
-			if errors.Is(err, ErrUnknownTopic) && allowCreate && !g.canCreateTopic(c, name) {
+			if errors.Is(err, store.ErrUnknownTopic) && allowCreate && !g.canCreateTopic(c, name) {
 				// KafkaApis: auto-creation needs CREATE on the cluster or the topic.
 				resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.TopicAuthorizationFailed, node)
 				continue
 			}
-			if errors.Is(err, ErrUnknownTopic) && allowCreate {
-				info, err = g.store.CreateTopic(ctx, name, g.cfg.DefaultPartitions, TopicConfig{})
+			if errors.Is(err, store.ErrUnknownTopic) && allowCreate {
+				info, err = g.store.CreateTopic(ctx, name, g.cfg.DefaultPartitions, store.TopicConfig{})
 				if err == nil {
 					// A new topic has the defaults and log start 0, whatever an
 					// earlier one of the name left in the system store
 					// (topicstate.go).
 					_ = g.dropTopicState(ctx, name)
 				}
-				if errors.Is(err, ErrTopicExists) {
+				if errors.Is(err, store.ErrTopicExists) {
 					info, err = g.store.Topic(ctx, name)
 				}
 			}
 			switch {
 			case err == nil:
 				resp.Topics = g.appendTopic(resp.Topics, name, info.Partitions, wire.NoError, node)
-			case errors.Is(err, ErrUnknownTopic):
+			case errors.Is(err, store.ErrUnknownTopic):
 				resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.UnknownTopicOrPartition, node)
 			default:
 				g.cfg.Logger.Warn("metadata: topic lookup", "topic", name, "err", err)
@@ -172,7 +173,7 @@ func (g *Gateway) metadataBrokers(c *call, dst []wire.MetadataResponseBroker) ([
 	listener := c.req.Conn().Listener
 	controller := int32(-1)
 	for _, b := range g.cfg.Placement.Brokers() {
-		if e, ok := b.endpoint(listener); ok {
+		if e, ok := brokerEndpoint(&b, listener); ok {
 			dst = append(dst, wire.MetadataResponseBroker{NodeID: b.NodeID, Host: e.Host, Port: e.Port})
 			if controller < 0 {
 				controller = b.NodeID

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/metric"
 	"github.com/kiggy-io/kiggy/wire"
 )
@@ -167,10 +168,10 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_idempotent_window_rebuilds_total", "counter", "Partition producer windows rebuilt from the producer stamps in the log tail.", ps.rebuilds.Load())
 	g.writeSASLMetrics(w)
 	g.fetchCache.writeMetrics(w)
-	if mw, ok := g.store.(MetricsWriter); ok {
+	if mw, ok := g.store.(store.MetricsWriter); ok {
 		mw.WriteMetrics(w)
 	}
-	if mw, ok := g.cfg.Placement.(MetricsWriter); ok {
+	if mw, ok := g.cfg.Placement.(store.MetricsWriter); ok {
 		mw.WriteMetrics(w) // docs/design/cluster.md §7
 	}
 }

@@ -6,17 +6,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
 // unreachableOffsets is a log whose committed offsets cannot be read.
-type unreachableOffsets struct{ bridge.Log }
+type unreachableOffsets struct{ store.Log }
 
 func (unreachableOffsets) FetchOffset(context.Context, string, string, int32) (int64, string, bool, error) {
-	return 0, "", false, bridge.ErrUnavailable
+	return 0, "", false, store.ErrUnavailable
 }
 
 // TestOffsetFetchBackendDownIsRetriable: when the backend cannot read a

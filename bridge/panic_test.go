@@ -20,6 +20,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/internal/testtools"
 )
@@ -34,15 +35,15 @@ import (
 //   - "blockboom": Append waits for unblock, then panics if the batch holds
 //     more than one message (a coalesced round of one-record batches).
 type faultLog struct {
-	bridge.Log
+	store.Log
 	entered chan struct{} // a "block" Append started
 	unblock chan struct{}
-	caps    bridge.Capabilities
+	caps    store.Capabilities
 }
 
-// Capabilities implements bridge.CapabilityDeclarer: the embedded log's
+// Capabilities implements store.CapabilityDeclarer: the embedded log's
 // (inline serving) or none (the Iggy-style worker and fan-out paths).
-func (l *faultLog) Capabilities() bridge.Capabilities { return l.caps }
+func (l *faultLog) Capabilities() store.Capabilities { return l.caps }
 
 // embedded are the embedded log's capabilities.
 var embedded = memlog.New(memlog.Config{}).Capabilities()
@@ -64,7 +65,7 @@ func (l *faultLog) Append(ctx context.Context, topic string, p int32, b *message
 	return l.Log.Append(ctx, topic, p, b)
 }
 
-func (l *faultLog) Read(ctx context.Context, topic string, p int32, offset int64, maxBytes int, fn func(*message.Message) bool) (bridge.Watermarks, error) {
+func (l *faultLog) Read(ctx context.Context, topic string, p int32, offset int64, maxBytes int, fn func(*message.Message) bool) (store.Watermarks, error) {
 	switch topic {
 	case "boom1":
 		if p == 1 {
@@ -93,11 +94,11 @@ type panicHarness struct {
 	err      atomic.Value // error of the background producer
 }
 
-func startPanicHarness(t *testing.T, caps bridge.Capabilities, cfg bridge.Config) *panicHarness {
+func startPanicHarness(t *testing.T, caps store.Capabilities, cfg bridge.Config) *panicHarness {
 	h := &panicHarness{t: t, logs: new(testtools.SyncBuffer), stop: make(chan struct{}), done: make(chan struct{})}
 	h.store = &faultLog{Log: memlog.New(memlog.Config{}), entered: make(chan struct{}, 4), unblock: make(chan struct{}), caps: caps}
 	for name, n := range map[string]int32{"ok": 1, "after": 1, "boom": 1, "boom1": 2, "wake": 1, "block": 1, "blockboom": 1} {
-		if _, err := h.store.CreateTopic(context.Background(), name, n, bridge.TopicConfig{}); err != nil {
+		if _, err := h.store.CreateTopic(context.Background(), name, n, store.TopicConfig{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -314,14 +315,14 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		h.finish(rc, "Produce")
 	})
 	t.Run("worker", func(t *testing.T) {
-		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{})
+		h := startPanicHarness(t, store.Capabilities{}, bridge.Config{})
 		rc := dialRaw(t, h.addr)
 		sendPipelined(rc, produceRequestTo("boom", batchOf(batch.NoCompression, "x")))
 		h.finish(rc, "Produce")
 	})
 	t.Run("overflow", func(t *testing.T) {
 		defer bridge.SetWorkQueueLen(0)()
-		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{Workers: 1})
+		h := startPanicHarness(t, store.Capabilities{}, bridge.Config{Workers: 1})
 		// Keep the one worker busy: every other request overflows.
 		blocker := dialRaw(t, h.addr)
 		corr := blocker.send(produceRequestTo("block", batchOf(batch.NoCompression, "b")))
@@ -357,7 +358,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		h.finish(rc, "Fetch")
 	})
 	t.Run("produce-fanout", func(t *testing.T) {
-		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{})
+		h := startPanicHarness(t, store.Capabilities{}, bridge.Config{})
 		rc := dialRaw(t, h.addr)
 		sendPipelined(rc, produceRequestTo("boom1", batchOf(batch.NoCompression, "p0"), batchOf(batch.NoCompression, "p1")))
 		h.finish(rc, "Produce")
@@ -367,7 +368,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		// its append panics: the round's leader's connection closes and
 		// the other member is answered UNKNOWN_SERVER_ERROR, not left
 		// waiting.
-		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{})
+		h := startPanicHarness(t, store.Capabilities{}, bridge.Config{})
 		first, leader, member := dialRaw(t, h.addr), dialRaw(t, h.addr), dialRaw(t, h.addr)
 		c1 := first.send(produceRequestTo("blockboom", batchOf(batch.NoCompression, "1")))
 		<-h.store.entered
@@ -411,7 +412,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		h.finish(leader, "Produce")
 	})
 	t.Run("fetch-fanout", func(t *testing.T) {
-		h := startPanicHarness(t, bridge.Capabilities{}, bridge.Config{})
+		h := startPanicHarness(t, store.Capabilities{}, bridge.Config{})
 		rc := dialRaw(t, h.addr)
 		sendPipelined(rc, fetchOf("boom1", 0, 0, 1))
 		h.finish(rc, "Fetch")

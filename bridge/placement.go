@@ -1,84 +1,19 @@
 package bridge
 
 import (
-	"time"
-
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
-// Placement says which of several kiggy instances over one backend serves
-// what (docs/design/cluster.md): the live instances Metadata lists, the one
-// leader of each partition with its leader epoch, the coordinator of each
-// group. bridge/cluster implements it from a membership log in the backend.
-// Config.Placement nil is a single instance: this gateway is every
-// partition's leader and every group's coordinator.
-//
-// Every method is safe for concurrent use and cheap: the handlers call them
-// once per partition or group of a request.
-type Placement interface {
-	// Brokers returns the live instances, by node id. The slice is shared:
-	// callers must not modify it.
-	Brokers() []Broker
-	// Leader returns a partition's leader and leader epoch, and whether this
-	// instance serves the partition now.
-	Leader(topic string, partition int32) Route
-	// Coordinator returns the node id of a group's coordinator (-1 when no
-	// instance is live) and whether it is this instance.
-	Coordinator(group string) (node int32, local bool)
-	// Hold marks the start of appends: until Release(token) the instance
-	// does not tell the others it gave up a partition it served when Hold
-	// was called, so a partition is never appended to by two instances at
-	// once (docs/design/cluster.md §5).
-	Hold() (token uint64)
-	// Release ends what Hold began.
-	Release(token uint64)
-}
-
-// LeaseHolder is implemented by a Placement whose right to serve expires
-// (bridge/cluster's lease, docs/design/cluster.md §5): a Produce's appends
-// get no later deadline than LeaseDeadline, so an instance cut off from the
-// membership log does not go on appending after others may have taken over.
-type LeaseHolder interface {
-	LeaseDeadline() time.Time
-}
-
-// Route is a partition's place in the cluster.
-type Route struct {
-	// Leader is the leader's node id, -1 when no instance is live.
-	Leader int32
-	// Epoch is the partition's leader epoch: it increases every time the
-	// leader changes (docs/design/cluster.md §4).
-	Epoch int32
-	// Serving: this instance is the leader and may serve the partition now
-	// (the previous leader has let go of it, and this instance's lease on
-	// its membership is fresh).
-	Serving bool
-}
-
-// Broker is one live instance.
-type Broker struct {
-	NodeID int32
-	// Endpoints are its advertised addresses, one per listener name.
-	Endpoints []Endpoint
-}
-
-// Endpoint is one advertised address of a broker: where clients that came
-// in on listener Listener (engine.ConnInfo.Listener) reach it.
-type Endpoint struct {
-	Listener string
-	Host     string
-	Port     int32
-}
-
-// endpoint returns b's address for listener, ok=false when b advertises
-// none for it (Kafka leaves such a broker out of the answer).
-func (b *Broker) endpoint(listener string) (Endpoint, bool) {
+// brokerEndpoint returns b's address for listener, ok=false when b
+// advertises none for it (Kafka leaves such a broker out of the answer).
+func brokerEndpoint(b *store.Broker, listener string) (store.Endpoint, bool) {
 	for _, e := range b.Endpoints {
 		if e.Listener == listener {
 			return e, true
 		}
 	}
-	return Endpoint{}, false
+	return store.Endpoint{}, false
 }
 
 // leaderCode is the error a request for a partition gets from this
@@ -163,7 +98,7 @@ func (g *Gateway) brokerAddr(c *call, node int32) (string, int32, bool) {
 	}
 	for _, b := range g.cfg.Placement.Brokers() {
 		if b.NodeID == node {
-			if e, ok := b.endpoint(c.req.Conn().Listener); ok {
+			if e, ok := brokerEndpoint(&b, c.req.Conn().Listener); ok {
 				return e.Host, e.Port, true
 			}
 		}

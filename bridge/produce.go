@@ -11,6 +11,7 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/mapping"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
@@ -73,7 +74,7 @@ func (g *Gateway) produce(c *call) bool {
 		// instance's hand-over of the partitions it serves, and end by
 		// the lease.
 		defer pl.Release(pl.Hold())
-		if lh, ok := pl.(LeaseHolder); ok {
+		if lh, ok := pl.(store.LeaseHolder); ok {
 			if ctx == &st.deadline {
 				// The request's own deadline takes the lease's when earlier
 				// (no derived context, no allocation).
@@ -428,15 +429,15 @@ func batchCode(err error) wire.ErrorCode {
 // logCode maps a Log error to a Kafka code.
 func logCode(err error) wire.ErrorCode {
 	switch {
-	case errors.Is(err, ErrUnknownTopic), errors.Is(err, ErrUnknownPartition):
+	case errors.Is(err, store.ErrUnknownTopic), errors.Is(err, store.ErrUnknownPartition):
 		return wire.UnknownTopicOrPartition
-	case errors.Is(err, ErrUnknownOutcome), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, store.ErrUnknownOutcome), errors.Is(err, context.DeadlineExceeded):
 		// The records may be stored: never NOT_LEADER (which promises they
 		// were not).
 		return wire.RequestTimedOut
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, store.ErrUnavailable):
 		return wire.NotLeaderOrFollower
-	case errors.Is(err, ErrTooLarge):
+	case errors.Is(err, store.ErrTooLarge):
 		return wire.MessageTooLarge
 	default:
 		return wire.UnknownServerError

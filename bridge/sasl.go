@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/internal/metric"
 	"github.com/kiggy-io/kiggy/security"
@@ -435,7 +436,7 @@ const scramRefresh = 5 * time.Second
 
 // scramStore is the SCRAM credentials over the system store, cached.
 type scramStore struct {
-	sys    SystemStore
+	sys    store.SystemStore
 	mu     sync.Mutex
 	cache  map[string]scram.Credential
 	loaded time.Time

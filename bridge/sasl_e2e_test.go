@@ -20,6 +20,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
@@ -516,7 +517,7 @@ func TestScramCredentialsSurviveRestartOnIggy(t *testing.T) {
 		SASL:      bridge.SASLConfig{Scram: true, ScramBootstrap: map[string]string{"bob": "hunter2"}},
 	}
 	first := kiggytest.Start(t, kiggytest.Options{IggyServer: srv, Bridge: cfg})
-	if _, ok := first.Log.(bridge.SystemStore); !ok {
+	if _, ok := first.Log.(store.SystemStore); !ok {
 		t.Skip("the Iggy backend keeps no system store in this build")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

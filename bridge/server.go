@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 )
 
@@ -16,19 +17,19 @@ type Server struct {
 	Engine engine.Server
 }
 
-// NewServer builds a Gateway over store behind an engine of the given kind
+// NewServer builds a Gateway over backend behind an engine of the given kind
 // ("" = the platform default). Where cfg leaves them zero, the gateway takes
 // its frame limit (from which the decode budget is derived) and its logger
 // from ecfg, so the two layers cannot disagree. On error nothing is left
 // running.
-func NewServer(kind string, ecfg engine.Config, cfg Config, store Log) (*Server, error) {
+func NewServer(kind string, ecfg engine.Config, cfg Config, backend store.Log) (*Server, error) {
 	if cfg.MaxFrameSize == 0 {
 		cfg.MaxFrameSize = ecfg.MaxFrameSize
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = ecfg.Logger
 	}
-	gw := New(cfg, store)
+	gw := New(cfg, backend)
 	srv, err := engine.New(kind, ecfg, gw)
 	if err != nil {
 		gw.Close()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
 
@@ -52,10 +53,10 @@ func (s *sharedStore) AdvanceLogStart(context.Context, string, int32, int64) err
 // refresh interval.
 func TestSharedTopicState(t *testing.T) {
 	defer bridge.SetTopicStateRefresh(20 * time.Millisecond)()
-	store := &sharedStore{Log: memlog.New(memlog.Config{}), ns: map[string]map[string][]byte{}}
-	var _ bridge.SystemStore = store
-	gw1 := kiggytest.Start(t, kiggytest.Options{Log: store})
-	gw2 := kiggytest.Start(t, kiggytest.Options{Log: store})
+	shared := &sharedStore{Log: memlog.New(memlog.Config{}), ns: map[string]map[string][]byte{}}
+	var _ store.SystemStore = shared
+	gw1 := kiggytest.Start(t, kiggytest.Options{Log: shared})
+	gw2 := kiggytest.Start(t, kiggytest.Options{Log: shared})
 	cl1, _ := kgo.NewClient(kgo.SeedBrokers(gw1.Addr), kgo.DefaultProduceTopic("shared"))
 	defer cl1.Close()
 	cl2, _ := kgo.NewClient(kgo.SeedBrokers(gw2.Addr))

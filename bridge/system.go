@@ -3,26 +3,9 @@ package bridge
 import (
 	"context"
 	"sync"
-)
 
-// SystemStore keeps kiggy's own state, the records Kafka keeps in its
-// metadata log: SCRAM credentials, ACLs, topic configs Iggy has no field
-// for, log start offsets set by DeleteRecords. A Log implements it where that
-// state can outlive the process (the Iggy backend: in the reserved system
-// stream, docs/design/record-mapping.md §7); the gateway falls back to an
-// in-memory store otherwise (the embedded log, which forgets everything at
-// exit anyway).
-//
-// State is grouped in namespaces ("scram", "acl", "topic-config",
-// "log-start"), each a map from key to an opaque value its owner encodes.
-type SystemStore interface {
-	// LoadSystem returns every live entry of namespace ns.
-	LoadSystem(ctx context.Context, ns string) (map[string][]byte, error)
-	// PutSystem stores value under key in namespace ns; a nil value deletes
-	// the key. It returns once the change is stored as durably as an
-	// acknowledged record (docs/IGGY.md, "Durability").
-	PutSystem(ctx context.Context, ns, key string, value []byte) error
-}
+	"github.com/kiggy-io/kiggy/bridge/store"
+)
 
 // memSystem is the in-memory SystemStore.
 type memSystem struct {
@@ -58,9 +41,9 @@ func (m *memSystem) PutSystem(_ context.Context, ns, key string, value []byte) e
 	return nil
 }
 
-// systemOf returns store's SystemStore, or a fresh in-memory one.
-func systemOf(store Log) SystemStore {
-	if s, ok := store.(SystemStore); ok {
+// systemOf returns backend's SystemStore, or a fresh in-memory one.
+func systemOf(backend store.Log) store.SystemStore {
+	if s, ok := backend.(store.SystemStore); ok {
 		return s
 	}
 	return newMemSystem()

@@ -5,6 +5,8 @@ import (
 	"context"
 	"maps"
 	"testing"
+
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // TestMemSystem: the in-memory system store keeps puts, drops deletes,
@@ -36,7 +38,7 @@ func TestMemSystem(t *testing.T) {
 
 // systemLog is a Log that keeps its own system store.
 type systemLog struct {
-	Log
+	store.Log
 	*memSystem
 }
 
@@ -44,10 +46,10 @@ type systemLog struct {
 // one and an in-memory one otherwise.
 func TestSystemOf(t *testing.T) {
 	own := systemLog{memSystem: newMemSystem()}
-	if got := systemOf(own); got != SystemStore(own) {
+	if got := systemOf(own); got != store.SystemStore(own) {
 		t.Fatalf("systemOf(a SystemStore backend) = %T", got)
 	}
-	if _, ok := systemOf(struct{ Log }{}).(*memSystem); !ok {
+	if _, ok := systemOf(struct{ store.Log }{}).(*memSystem); !ok {
 		t.Fatal("systemOf(a plain Log) is not the in-memory store")
 	}
 }

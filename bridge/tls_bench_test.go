@@ -11,6 +11,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/internal/testcerts"
 	"github.com/kiggy-io/kiggy/security"
@@ -26,10 +27,10 @@ func BenchmarkGatewayProduceTLS(b *testing.B) {
 	dir := b.TempDir()
 	ca := testcerts.NewCA(b, dir, "ca")
 	srvCert := ca.Server(b, dir, "server")
-	store := memlog.New(memlog.Config{PartitionBytes: 64 << 20})
+	backend := memlog.New(memlog.Config{PartitionBytes: 64 << 20})
 	s, err := bridge.NewServer(os.Getenv("KIGGY_TEST_ENGINE"), engine.Config{}, bridge.Config{
 		Listeners: map[string]security.Protocol{"PLAINTEXT": security.Plaintext, "SSL": security.SSL},
-	}, store)
+	}, backend)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -37,9 +38,9 @@ func BenchmarkGatewayProduceTLS(b *testing.B) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = s.Shutdown(ctx)
-		_ = store.Close()
+		_ = backend.Close()
 	})
-	if _, err := store.CreateTopic(context.Background(), "bench", benchPartitions, bridge.TopicConfig{}); err != nil {
+	if _, err := backend.CreateTopic(context.Background(), "bench", benchPartitions, store.TopicConfig{}); err != nil {
 		b.Fatal(err)
 	}
 	listen := func(name string, cfg *tls.Config) string {

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
 
@@ -109,7 +109,7 @@ func TestTopicConfigsWithKadm(t *testing.T) {
 	}
 	// With delete in the policy retention applies, in place where the
 	// backend can change it.
-	if _, ok := gw.Log.(bridge.TopicUpdater); ok {
+	if _, ok := gw.Log.(store.TopicUpdater); ok {
 		if info, _ := gw.Log.Topic(ctx, "tc"); info.Config.MessageExpiry != 2*time.Minute {
 			t.Errorf("backend expiry %v after retention.ms=120000, want 2m", info.Config.MessageExpiry)
 		}
@@ -245,8 +245,8 @@ func TestTopicConfigsSurviveRestart(t *testing.T) {
 	if !gw.OnIggy() {
 		t.Skip("the embedded log keeps nothing across a restart; run with KIGGY_TEST_BACKEND=iggy")
 	}
-	if _, durable := gw.Log.(bridge.SystemStore); !durable {
-		t.Skip("the Iggy backend's system store is in memory (bridge.SystemStore not implemented by the Iggy client yet); configs cannot survive a restart")
+	if _, durable := gw.Log.(store.SystemStore); !durable {
+		t.Skip("the Iggy backend's system store is in memory (store.SystemStore not implemented by the Iggy client yet); configs cannot survive a restart")
 	}
 	cl, _ := kgo.NewClient(kgo.SeedBrokers(gw.Addr))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

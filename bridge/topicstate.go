@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/bridge/topicconfig"
 )
 
@@ -266,8 +267,8 @@ func (g *Gateway) dropTopicState(ctx context.Context, topic string) error {
 // backendConfig maps overrides onto what the backend holds: retention (none
 // when the policy has no delete: nothing of a compacted topic expires),
 // durability from flush.*, and the compression Fetch serves.
-func backendConfig(v topicconfig.Values) TopicConfig {
-	var cfg TopicConfig
+func backendConfig(v topicconfig.Values) store.TopicConfig {
+	var cfg store.TopicConfig
 	if !v.Compact() {
 		// Unset, retention.ms is kiggy's default, forever (not Kafka's
 		// 7 days: docs/LIMITS.md, "Topic configs").
@@ -286,7 +287,7 @@ func backendConfig(v topicconfig.Values) TopicConfig {
 	_, fm := v["flush.messages"]
 	_, fms := v["flush.ms"]
 	if (fm && v.Long("flush.messages") < math.MaxInt64) || (fms && v.Long("flush.ms") < math.MaxInt64) {
-		cfg.Durability = DurabilityFsync
+		cfg.Durability = store.DurabilityFsync
 	}
 	cfg.Compression = v.Get("compression.type")
 	return cfg

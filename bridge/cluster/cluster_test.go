@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 func TestRecordRoundTrip(t *testing.T) {
 	r := record{kind: kindHeartbeat, node: 7, incarnation: 99, applied: 3,
-		endpoints: []bridge.Endpoint{{Listener: "", Host: "127.0.0.1", Port: 9092}, {Listener: "SASL_SSL", Host: "kiggy-7.example", Port: 9093}}}
+		endpoints: []store.Endpoint{{Listener: "", Host: "127.0.0.1", Port: 9092}, {Listener: "SASL_SSL", Host: "kiggy-7.example", Port: 9093}}}
 	got, err := decodeRecord(appendRecord(nil, r))
 	if err != nil {
 		t.Fatal(err)
@@ -33,12 +33,12 @@ func TestRecordRoundTrip(t *testing.T) {
 }
 
 func FuzzDecodeRecord(f *testing.F) {
-	f.Add(appendRecord(nil, record{kind: kindHeartbeat, node: 1, endpoints: []bridge.Endpoint{{Host: "h", Port: 1}}}))
+	f.Add(appendRecord(nil, record{kind: kindHeartbeat, node: 1, endpoints: []store.Endpoint{{Host: "h", Port: 1}}}))
 	f.Add(appendRecord(nil, record{kind: kindLeave, node: 2, incarnation: 5}))
 	f.Add(appendRecord(nil, record{kind: kindSwitch, node: 3, incarnation: 6, applied: 2}))
 	st := newState(1000)
-	st.apply(1, record{kind: kindHeartbeat, node: 1, incarnation: 1, endpoints: []bridge.Endpoint{{Host: "h", Port: 1}}})
-	st.apply(2, record{kind: kindHeartbeat, node: 4, incarnation: 2, endpoints: []bridge.Endpoint{{Listener: "L", Host: "h4", Port: 4}}})
+	st.apply(1, record{kind: kindHeartbeat, node: 1, incarnation: 1, endpoints: []store.Endpoint{{Host: "h", Port: 1}}})
+	st.apply(2, record{kind: kindHeartbeat, node: 4, incarnation: 2, endpoints: []store.Endpoint{{Listener: "L", Host: "h4", Port: 4}}})
 	f.Add(appendRecord(nil, record{kind: kindSnapshot, snap: st.snapshot(1, 7)}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := decodeRecord(b)
@@ -164,10 +164,10 @@ func TestRendezvousMovesFew(t *testing.T) {
 	_ = kept
 }
 
-func startNode(t *testing.T, log bridge.Log, id int32) *Membership {
+func startNode(t *testing.T, log store.Log, id int32) *Membership {
 	t.Helper()
 	m, err := Start(context.Background(), Config{NodeID: id, Log: log, Heartbeat: 40 * time.Millisecond, Timeout: 400 * time.Millisecond,
-		Endpoints: []bridge.Endpoint{{Host: "127.0.0.1", Port: 9000 + id}}})
+		Endpoints: []store.Endpoint{{Host: "127.0.0.1", Port: 9000 + id}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func settled(ms []*Membership, live []int32) error {
 	}
 	for p := range int32(64) {
 		serving := 0
-		var first bridge.Route
+		var first store.Route
 		for i, m := range ms {
 			r := m.Leader("t", p)
 			if i == 0 {
@@ -231,7 +231,7 @@ func TestMembershipFailover(t *testing.T) {
 	log := memlog.New(memlog.Config{})
 	ms := []*Membership{startNode(t, log, 1), startNode(t, log, 2), startNode(t, log, 3)}
 	waitSettled(t, ms, []int32{1, 2, 3})
-	epochs := map[int32]bridge.Route{}
+	epochs := map[int32]store.Route{}
 	for p := range int32(64) {
 		epochs[p] = ms[0].Leader("t", p)
 	}
@@ -315,7 +315,7 @@ func TestCloseWaitsForAppends(t *testing.T) {
 // TestStatic: a fixed peer list spreads partitions and groups like the
 // membership does, with epoch 0, and refuses a bad list.
 func TestStatic(t *testing.T) {
-	peers := []bridge.Broker{{NodeID: 2, Endpoints: []bridge.Endpoint{{Host: "b", Port: 2}}}, {NodeID: 1, Endpoints: []bridge.Endpoint{{Host: "a", Port: 1}}}}
+	peers := []store.Broker{{NodeID: 2, Endpoints: []store.Endpoint{{Host: "b", Port: 2}}}, {NodeID: 1, Endpoints: []store.Endpoint{{Host: "a", Port: 1}}}}
 	s1, err := NewStatic(1, peers)
 	if err != nil {
 		t.Fatal(err)

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // TestSnapshotRoundTrip: a snapshot record decodes to what was encoded,
@@ -28,7 +28,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	s := newState(1000)
 	hb := func(ts uint64, n int32) {
 		s.apply(ts, record{kind: kindHeartbeat, node: n, incarnation: uint64(n), applied: 3,
-			endpoints: []bridge.Endpoint{{Host: fmt.Sprintf("h%d", n), Port: 9000 + n}}})
+			endpoints: []store.Endpoint{{Host: fmt.Sprintf("h%d", n), Port: 9000 + n}}})
 	}
 	hb(1, 1)
 	hb(2, 2)
@@ -307,7 +307,7 @@ func TestMembershipSwitchCrash(t *testing.T) {
 				t.Fatal(err)
 			}
 			if created {
-				if _, err := cs[0].SystemLog().CreateTopic(cx, a.genTopic(1), 1, bridge.TopicConfig{}); err != nil {
+				if _, err := cs[0].SystemLog().CreateTopic(cx, a.genTopic(1), 1, store.TopicConfig{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -336,7 +336,7 @@ func TestStartAfterCutShortSwitch(t *testing.T) {
 	if _, err := a.write(cx, *a.topic.Load(), record{kind: kindSwitch, node: 1, incarnation: a.inc}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs[0].SystemLog().CreateTopic(cx, a.genTopic(1), 1, bridge.TopicConfig{}); err != nil {
+	if _, err := cs[0].SystemLog().CreateTopic(cx, a.genTopic(1), 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	b := startNode(t, cs[1].SystemLog(), 2)
@@ -368,7 +368,7 @@ func TestMembershipReplayFigures(t *testing.T) {
 	}
 	log := cs[0].SystemLog()
 	cx := context.Background()
-	if _, err := log.CreateTopic(cx, "members", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := log.CreateTopic(cx, "members", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	const total = 100_000
@@ -379,7 +379,7 @@ func TestMembershipReplayFigures(t *testing.T) {
 			n := int32(1 + i%3)
 			b.Begin(b.Origin)
 			b.Buf = appendRecord(b.Buf, record{kind: kindHeartbeat, node: n, incarnation: uint64(n), applied: 3,
-				endpoints: []bridge.Endpoint{{Host: "kiggy-" + strconv.Itoa(int(n)) + ".example", Port: 9092}}})
+				endpoints: []store.Endpoint{{Host: "kiggy-" + strconv.Itoa(int(n)) + ".example", Port: 9092}}})
 			b.MarkHeaders()
 			b.End()
 		}
@@ -411,7 +411,7 @@ func TestCloseAcrossSwitch(t *testing.T) {
 	_, cs := iggyLogs(t, 2)
 	start := func(c *iggy.Client, id int32) *Membership {
 		m, err := Start(context.Background(), Config{NodeID: id, Log: c.SystemLog(), Heartbeat: 250 * time.Millisecond, Timeout: 10 * time.Second,
-			Endpoints: []bridge.Endpoint{{Host: "127.0.0.1", Port: 9000 + id}}})
+			Endpoints: []store.Endpoint{{Host: "127.0.0.1", Port: 9000 + id}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/metric"
 )
 
@@ -43,10 +43,10 @@ type Config struct {
 	NodeID int32
 	// Endpoints are this instance's advertised addresses, one per listener
 	// name ("" for the single default listener).
-	Endpoints []bridge.Endpoint
+	Endpoints []store.Endpoint
 	// Log holds the membership log: the backend's system stream (the Iggy
 	// client's SystemLog). Every instance of one cluster must use the same.
-	Log bridge.Log
+	Log store.Log
 	// Topic is the membership log's topic in Log; "" = "members". Instances
 	// of different Kafka clusters over one Iggy (different Kafka streams)
 	// use different topics.
@@ -102,7 +102,7 @@ type snapshot struct {
 	base    uint64 // the oldest view the epochs are computed from
 	gen     uint32 // the membership log generation read
 	live    []int32
-	brokers []bridge.Broker
+	brokers []store.Broker
 	self    bool   // this instance is in the live set
 	acked   uint64 // the lowest view every live member acknowledged
 	epochs  *epochCache
@@ -139,7 +139,7 @@ func (e *epochCache) epoch(view uint64, topic string, partition int32, key uint6
 }
 
 // Membership is this instance's membership in the cluster: it tails the
-// membership log, heartbeats into it, and answers bridge.Placement from
+// membership log, heartbeats into it, and answers store.Placement from
 // what it read. Start it with Start, stop it with Close (graceful: a leave
 // record) or Abandon (as if the process died).
 type Membership struct {
@@ -183,7 +183,7 @@ type Membership struct {
 	leave  atomic.Bool
 }
 
-var _ bridge.Placement = (*Membership)(nil)
+var _ store.Placement = (*Membership)(nil)
 
 // Start creates the membership log's topic if needed, reads it to the end,
 // announces this instance and starts the heartbeat and tail loops.
@@ -229,7 +229,7 @@ func (m *Membership) Close() error {
 	m.stop()
 	// The others take over as soon as they read the leave record: first
 	// let the appends in flight end (§5). They end by the lease at the
-	// latest (bridge.LeaseHolder).
+	// latest (store.LeaseHolder).
 	for m.clock() < lease {
 		m.holdMu.Lock()
 		n := len(m.held)
@@ -339,7 +339,7 @@ func (m *Membership) tail(ctx context.Context) error {
 			dirty = dirty || ch
 			return true
 		})
-		if errors.Is(err, bridge.ErrUnknownTopic) && m.snap.Load() != nil {
+		if errors.Is(err, store.ErrUnknownTopic) && m.snap.Load() != nil {
 			// This instance fell more than a generation behind and its
 			// generation was deleted: start again from the newest.
 			m.cfg.Logger.Warn("cluster: the membership log generation read was deleted; reading the newest", "generation", m.gen)
@@ -443,7 +443,7 @@ func (m *Membership) discover(ctx context.Context) error {
 		if len(gens) > 0 {
 			return fmt.Errorf("no generation of the membership log starts with a snapshot (generations %v)", gens)
 		}
-		if _, err := m.cfg.Log.CreateTopic(ctx, m.cfg.Topic, 1, bridge.TopicConfig{}); err != nil && !errors.Is(err, bridge.ErrTopicExists) {
+		if _, err := m.cfg.Log.CreateTopic(ctx, m.cfg.Topic, 1, store.TopicConfig{}); err != nil && !errors.Is(err, store.ErrTopicExists) {
 			return err
 		}
 	}
@@ -496,8 +496,8 @@ func (m *Membership) moveOn(ctx context.Context) error {
 	next := m.gen + 1
 	name := m.genTopic(next)
 	ss, err := m.readSnapshot(ctx, next)
-	if errors.Is(err, bridge.ErrUnknownTopic) {
-		if _, err = m.cfg.Log.CreateTopic(ctx, name, 1, bridge.TopicConfig{}); errors.Is(err, bridge.ErrTopicExists) {
+	if errors.Is(err, store.ErrUnknownTopic) {
+		if _, err = m.cfg.Log.CreateTopic(ctx, name, 1, store.TopicConfig{}); errors.Is(err, store.ErrTopicExists) {
 			err = nil
 		}
 	}
@@ -545,7 +545,7 @@ func (m *Membership) deleteBefore(ctx context.Context, g uint32) {
 	}
 	for _, old := range gens {
 		if old < g {
-			if err := m.cfg.Log.DeleteTopic(ctx, m.genTopic(old)); err != nil && !errors.Is(err, bridge.ErrUnknownTopic) {
+			if err := m.cfg.Log.DeleteTopic(ctx, m.genTopic(old)); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
 				m.cfg.Logger.Warn("cluster: could not delete an old membership log generation", "generation", old, "err", err)
 			}
 		}
@@ -570,7 +570,7 @@ func (m *Membership) publish() {
 	s := &snapshot{view: st.view(), live: st.views[len(st.views)-1], acked: st.minApplied()}
 	for _, id := range s.live {
 		mb := st.members[id]
-		s.brokers = append(s.brokers, bridge.Broker{NodeID: id, Endpoints: mb.endpoints})
+		s.brokers = append(s.brokers, store.Broker{NodeID: id, Endpoints: mb.endpoints})
 		if id == m.cfg.NodeID && mb.incarnation == m.inc {
 			s.self = true
 		}
@@ -653,38 +653,38 @@ func (m *Membership) leased(s *snapshot) bool {
 	return s.self && !m.fenced.Load() && now < m.leaseUntil.Load() && now-m.tailFresh.Load() < int64(m.cfg.Timeout/2)
 }
 
-// LeaseDeadline implements bridge.LeaseHolder: when this instance stops
+// LeaseDeadline implements store.LeaseHolder: when this instance stops
 // serving unless a heartbeat is stored first (§5).
 func (m *Membership) LeaseDeadline() time.Time {
 	return m.start.Add(time.Duration(m.leaseUntil.Load()))
 }
 
-var _ bridge.LeaseHolder = (*Membership)(nil)
+var _ store.LeaseHolder = (*Membership)(nil)
 
-// Brokers implements bridge.Placement.
-func (m *Membership) Brokers() []bridge.Broker { return m.snap.Load().brokers }
+// Brokers implements store.Placement.
+func (m *Membership) Brokers() []store.Broker { return m.snap.Load().brokers }
 
-// Leader implements bridge.Placement (§4, §5).
-func (m *Membership) Leader(topic string, partition int32) bridge.Route {
+// Leader implements store.Placement (§4, §5).
+func (m *Membership) Leader(topic string, partition int32) store.Route {
 	s := m.snap.Load()
 	key := partitionKey(topic, partition)
 	leader := pick(s.live, key)
 	if leader < 0 {
-		return bridge.Route{Leader: -1, Epoch: -1}
+		return store.Route{Leader: -1, Epoch: -1}
 	}
 	epoch := s.epochs.epoch(s.view, topic, partition, key)
-	return bridge.Route{Leader: leader, Epoch: epoch,
+	return store.Route{Leader: leader, Epoch: epoch,
 		Serving: leader == m.cfg.NodeID && uint64(epoch) <= s.acked && m.leased(s)}
 }
 
-// Coordinator implements bridge.Placement (§7).
+// Coordinator implements store.Placement (§7).
 func (m *Membership) Coordinator(group string) (int32, bool) {
 	s := m.snap.Load()
 	node := pick(s.live, groupKey(group))
 	return node, node >= 0 && node == m.cfg.NodeID && m.leased(s)
 }
 
-// Hold implements bridge.Placement (§5).
+// Hold implements store.Placement (§5).
 func (m *Membership) Hold() uint64 {
 	m.holdMu.Lock()
 	v := m.applied
@@ -693,7 +693,7 @@ func (m *Membership) Hold() uint64 {
 	return v
 }
 
-// Release implements bridge.Placement.
+// Release implements store.Placement.
 func (m *Membership) Release(v uint64) {
 	m.holdMu.Lock()
 	if m.held[v]--; m.held[v] <= 0 {
@@ -712,7 +712,7 @@ func (m *Membership) View() (uint64, []int32) {
 	return s.view, s.live
 }
 
-// WriteMetrics implements bridge.MetricsWriter (docs/METRICS.md "Cluster").
+// WriteMetrics implements store.MetricsWriter (docs/METRICS.md "Cluster").
 func (m *Membership) WriteMetrics(w io.Writer) {
 	s := m.snap.Load()
 	serving := 0

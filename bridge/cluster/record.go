@@ -4,7 +4,7 @@
 // reserved stream), every instance reads that log in the same order and so
 // derives the same live set, the same leader for every partition (rendezvous
 // hashing), the same leader epochs and the same group coordinators.
-// Membership implements bridge.Placement.
+// Membership implements store.Placement.
 //
 // A bare section number (§5) in this package's comments refers to
 // docs/design/cluster.md.
@@ -14,7 +14,7 @@ import (
 	"encoding/binary"
 	"errors"
 
-	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // Membership log record kinds (§2).
@@ -54,7 +54,7 @@ type record struct {
 	// applied is the view the writer has applied with no append started
 	// under an older view still in flight (§5).
 	applied   uint64
-	endpoints []bridge.Endpoint
+	endpoints []store.Endpoint
 	// snap is a snapshot record's state (kindSnapshot only).
 	snap *snapState
 }
@@ -76,7 +76,7 @@ type snapMember struct {
 	incarnation uint64
 	last        uint64
 	applied     uint64
-	endpoints   []bridge.Endpoint
+	endpoints   []store.Endpoint
 }
 
 // appendRecord encodes r (§2): [version u8][kind u8][node i32]
@@ -101,7 +101,7 @@ func appendRecord(b []byte, r record) []byte {
 	return appendEndpoints(b, r.endpoints)
 }
 
-func appendEndpoints(b []byte, eps []bridge.Endpoint) []byte {
+func appendEndpoints(b []byte, eps []store.Endpoint) []byte {
 	if len(eps) > maxEndpoints {
 		eps = eps[:maxEndpoints]
 	}
@@ -177,7 +177,7 @@ func decodeRecord(p []byte) (record, error) {
 
 // decodeEndpoints reads an endpoint count and the endpoints; it returns
 // the rest of p.
-func decodeEndpoints(p []byte) ([]bridge.Endpoint, []byte, bool) {
+func decodeEndpoints(p []byte) ([]store.Endpoint, []byte, bool) {
 	if len(p) < 1 || int(p[0]) > maxEndpoints {
 		return nil, p, false
 	}
@@ -195,9 +195,9 @@ func decodeEndpoints(p []byte) ([]bridge.Endpoint, []byte, bool) {
 		p = p[1+n:]
 		return s, true
 	}
-	var eps []bridge.Endpoint
+	var eps []store.Endpoint
 	for range n {
-		var e bridge.Endpoint
+		var e store.Endpoint
 		var ok bool
 		if e.Listener, ok = str(); !ok {
 			return nil, p, false

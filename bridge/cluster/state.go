@@ -3,7 +3,7 @@ package cluster
 import (
 	"slices"
 
-	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // member is what the log says of one live instance.
@@ -11,7 +11,7 @@ type member struct {
 	incarnation uint64
 	last        uint64 // log time of its last record, µs
 	applied     uint64
-	endpoints   []bridge.Endpoint
+	endpoints   []store.Endpoint
 }
 
 // state is the membership log applied in order (§3). It is a pure function

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // Static is a fixed cluster from a peer list (§8): every peer is taken for
@@ -14,13 +14,13 @@ import (
 type Static struct {
 	self    int32
 	live    []int32
-	brokers []bridge.Broker
+	brokers []store.Broker
 }
 
-var _ bridge.Placement = (*Static)(nil)
+var _ store.Placement = (*Static)(nil)
 
 // NewStatic returns the placement of a fixed peer list; self must be in it.
-func NewStatic(self int32, peers []bridge.Broker) (*Static, error) {
+func NewStatic(self int32, peers []store.Broker) (*Static, error) {
 	s := &Static{self: self}
 	found := false
 	for _, p := range peers {
@@ -34,28 +34,28 @@ func NewStatic(self int32, peers []bridge.Broker) (*Static, error) {
 		return nil, errors.New("cluster: this node's id is not in the peer list")
 	}
 	s.brokers = slices.Clone(peers)
-	slices.SortFunc(s.brokers, func(a, b bridge.Broker) int { return int(a.NodeID) - int(b.NodeID) })
+	slices.SortFunc(s.brokers, func(a, b store.Broker) int { return int(a.NodeID) - int(b.NodeID) })
 	slices.Sort(s.live)
 	return s, nil
 }
 
-// Brokers implements bridge.Placement.
-func (s *Static) Brokers() []bridge.Broker { return s.brokers }
+// Brokers implements store.Placement.
+func (s *Static) Brokers() []store.Broker { return s.brokers }
 
-// Leader implements bridge.Placement; the epoch is always 0.
-func (s *Static) Leader(topic string, partition int32) bridge.Route {
+// Leader implements store.Placement; the epoch is always 0.
+func (s *Static) Leader(topic string, partition int32) store.Route {
 	l := pick(s.live, partitionKey(topic, partition))
-	return bridge.Route{Leader: l, Epoch: 0, Serving: l == s.self}
+	return store.Route{Leader: l, Epoch: 0, Serving: l == s.self}
 }
 
-// Coordinator implements bridge.Placement.
+// Coordinator implements store.Placement.
 func (s *Static) Coordinator(group string) (int32, bool) {
 	n := pick(s.live, groupKey(group))
 	return n, n == s.self
 }
 
-// Hold implements bridge.Placement: nothing moves, nothing to hold.
+// Hold implements store.Placement: nothing moves, nothing to hold.
 func (s *Static) Hold() uint64 { return 0 }
 
-// Release implements bridge.Placement.
+// Release implements store.Placement.
 func (s *Static) Release(uint64) {}

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // aliasing returns a string that aliases b, as the bridge's zero-copy
@@ -22,8 +22,8 @@ func aliasing(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b
 func TestNamesOutliveTheRequest(t *testing.T) {
 	_, addr := startServer(t, iggytest.Config{})
 	cx := ctx(t)
-	other := open(t, Config{Addr: addr, Durability: bridge.DurabilityBuffered, PoolSize: 1})
-	if _, err := other.CreateTopic(cx, "foreign", 1, bridge.TopicConfig{}); err != nil {
+	other := open(t, Config{Addr: addr, Durability: store.DurabilityBuffered, PoolSize: 1})
+	if _, err := other.CreateTopic(cx, "foreign", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	c := open(t, Config{Addr: addr, PoolSize: 1})

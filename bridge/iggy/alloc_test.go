@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // TestAppendAllocs proves a full Append request/response cycle against
@@ -18,7 +18,7 @@ func TestAppendAllocs(t *testing.T) {
 	addr := startServerProcess(t)
 	c := open(t, Config{Addr: addr, PoolSize: 1, PingInterval: -1})
 	cx := context.Background()
-	if _, err := c.CreateTopic(cx, "alloc", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "alloc", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	b := batchOf(1_700_000_000_000_000, "payload-", 10)
@@ -55,7 +55,7 @@ func TestAppendJoinedAllocs(t *testing.T) {
 	addr := startServerProcess(t)
 	c := open(t, Config{Addr: addr, PoolSize: 1, PingInterval: -1})
 	cx := context.Background()
-	if _, err := c.CreateTopic(cx, "jalloc", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "jalloc", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	bs := []*message.Batch{stampedBatchOf(1_700_000_000_000_000, "a-", 10), stampedBatchOf(1_700_000_000_000_000, "b-", 10)}
@@ -71,7 +71,7 @@ func TestReadAllocs(t *testing.T) {
 	addr := startServerProcess(t)
 	c := open(t, Config{Addr: addr, PoolSize: 1, PingInterval: -1})
 	cx := context.Background()
-	c.CreateTopic(cx, "ralloc", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "ralloc", 1, store.TopicConfig{})
 	c.Append(cx, "ralloc", 0, batchOf(1, "payload-", 10))
 	n := 0
 	fn := func(m *message.Message) bool { n++; return true }
@@ -93,7 +93,7 @@ func TestReadAllocsUncached(t *testing.T) {
 	addr := startServerProcess(t)
 	c := open(t, Config{Addr: addr, PoolSize: 1, PingInterval: -1, ReadCacheBytes: -1})
 	cx := context.Background()
-	c.CreateTopic(cx, "ralloc", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "ralloc", 1, store.TopicConfig{})
 	c.Append(cx, "ralloc", 0, batchOf(1, "payload-", 10))
 	n := 0
 	fn := func(m *message.Message) bool { n++; return true }
@@ -117,7 +117,7 @@ func TestCachedReadAllocs(t *testing.T) {
 	addr := startServerProcess(t)
 	c := open(t, Config{Addr: addr, PoolSize: 2, PingInterval: -1})
 	cx := context.Background()
-	c.CreateTopic(cx, "calloc", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "calloc", 1, store.TopicConfig{})
 	for i := range 10 {
 		c.Append(cx, "calloc", 0, batchOf(uint64(1+i), "payload-", 100))
 	}
@@ -167,7 +167,7 @@ func TestMissReadAllocs(t *testing.T) {
 	addr := startServerProcess(t)
 	c := open(t, Config{Addr: addr, PoolSize: 1, PingInterval: -1, ReadCacheBytes: 1 << 20})
 	cx := context.Background()
-	c.CreateTopic(cx, "malloc", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "malloc", 1, store.TopicConfig{})
 	big := string(make([]byte, 1000))
 	for i := range 20 {
 		c.Append(cx, "malloc", 0, batchOf(uint64(1+i), big, 100))
@@ -205,7 +205,7 @@ func TestAppendAuditAllocs(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	c := open(t, Config{Addr: addr, PoolSize: 1, PingInterval: -1, Logger: log})
 	cx := context.Background()
-	if _, err := c.CreateTopic(cx, "aalloc", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "aalloc", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	b := batchOf(1_700_000_000_000_000, "payload-", 10)

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // syncBuffer is a bytes.Buffer safe for the client's background loggers.
@@ -40,7 +40,7 @@ func TestAppendAudit(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c := open(t, Config{Addr: addr, PoolSize: 1, PingInterval: -1, Logger: log})
 	cx := ctx(t)
-	if _, err := c.CreateTopic(cx, "audit", 2, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "audit", 2, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 {
@@ -103,7 +103,7 @@ func TestAppendAuditOff(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	c := open(t, Config{Addr: addr, PoolSize: 1, PingInterval: -1, Logger: log})
 	cx := context.Background()
-	if _, err := c.CreateTopic(cx, "audit", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "audit", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Append(cx, "audit", 0, batchOf(1, "v-", 10)); err != nil {

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // BenchmarkAppend sends a 100 × 1 KiB batch to iggytest over loopback per
@@ -15,7 +15,7 @@ func BenchmarkAppend(b *testing.B) {
 	addr := startServerProcess(b)
 	c := open(b, Config{Addr: addr, PoolSize: 1, PingInterval: -1})
 	cx := context.Background()
-	if _, err := c.CreateTopic(cx, "bench", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "bench", 1, store.TopicConfig{}); err != nil {
 		b.Fatal(err)
 	}
 	payload := make([]byte, 1024)
@@ -43,7 +43,7 @@ func BenchmarkRead(b *testing.B) {
 	addr := startServerProcess(b)
 	c := open(b, Config{Addr: addr, PoolSize: 1, PingInterval: -1})
 	cx := context.Background()
-	c.CreateTopic(cx, "rbench", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "rbench", 1, store.TopicConfig{})
 	payload := make([]byte, 1024)
 	var batch message.Batch
 	batch.Reset(1)
@@ -81,7 +81,7 @@ func BenchmarkCommitOffset(b *testing.B) {
 			addr := startServerProcess(b)
 			c := open(b, Config{Addr: addr, PoolSize: 1, PingInterval: -1, CommitTail: tail.d})
 			cx := context.Background()
-			if _, err := c.CreateTopic(cx, "bench", 1, bridge.TopicConfig{}); err != nil {
+			if _, err := c.CreateTopic(cx, "bench", 1, store.TopicConfig{}); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()

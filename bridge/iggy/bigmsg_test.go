@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // bigBatch builds n messages of size bytes whose payloads start with their
@@ -70,7 +70,7 @@ func TestReadLargeMessagesOverFrameLimit(t *testing.T) {
 			c.maxReply = 256 << 10
 			cx := ctx(t)
 			for _, tp := range []string{"small", "big"} {
-				if _, err := c.CreateTopic(cx, tp, 1, bridge.TopicConfig{}); err != nil {
+				if _, err := c.CreateTopic(cx, tp, 1, store.TopicConfig{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -108,7 +108,7 @@ func TestReadMessageLargerThanBudget(t *testing.T) {
 			addr, stream := target(t)
 			c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2, ReadCacheBytes: cacheBytes})
 			cx := ctx(t)
-			if _, err := c.CreateTopic(cx, "mib", 1, bridge.TopicConfig{}); err != nil {
+			if _, err := c.CreateTopic(cx, "mib", 1, store.TopicConfig{}); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 3 {

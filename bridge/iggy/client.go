@@ -1,6 +1,6 @@
 // Package iggy is kiggy's Apache Iggy 0.9 binary-protocol client: a pool of
 // logged-in sessions speaking the 256-byte VSR framing (docs/design/iggy-protocol.md),
-// implementing bridge.Log on one Iggy stream. Kafka topic T is Iggy topic T in
+// implementing store.Log on one Iggy stream. Kafka topic T is Iggy topic T in
 // Config.Stream, Kafka partition p is Iggy partition p, Kafka offsets are Iggy
 // offsets (docs/design/record-mapping.md §4). docs/IGGY.md describes the design.
 //
@@ -8,7 +8,7 @@
 // never by cached numeric id: Iggy reuses the numeric slots of deleted topics,
 // so a cached id could silently point at another topic after someone else
 // deletes and creates topics. The client caches each topic's partition count
-// to answer bridge.ErrUnknownPartition without a round trip.
+// to answer store.ErrUnknownPartition without a round trip.
 //
 // A bare section number (§1.8) in this package's comments refers to
 // docs/design/iggy-protocol.md.
@@ -23,11 +23,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
-// Client is an Iggy client implementing bridge.Log. It is safe for
+// Client is an Iggy client implementing store.Log. It is safe for
 // concurrent use.
 type Client struct {
 	// Immutable after Open.
@@ -57,7 +57,7 @@ type Client struct {
 	cache   *readCache // nil when Config.ReadCacheBytes < 0
 }
 
-var _ bridge.Log = (*Client)(nil)
+var _ store.Log = (*Client)(nil)
 
 // Open connects to Iggy, logs in and makes sure Config.Stream exists. Its
 // errors tell start-up failures apart: errors.Is(err, ErrUnreachable),
@@ -332,8 +332,8 @@ func (c *Client) replyLimit() uint32 {
 
 // unavailable wraps a failure before anything reached the server.
 func unavailable(err error) error {
-	if errors.Is(err, bridge.ErrUnavailable) {
+	if errors.Is(err, store.ErrUnavailable) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", bridge.ErrUnavailable, err)
+	return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 }

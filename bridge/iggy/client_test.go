@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/iggyserver"
 )
 
@@ -133,7 +133,7 @@ type got struct {
 	headers []byte
 }
 
-func readAll(t *testing.T, c *Client, topic string, p int32, from int64, maxBytes int) ([]got, bridge.Watermarks) {
+func readAll(t *testing.T, c *Client, topic string, p int32, from int64, maxBytes int) ([]got, store.Watermarks) {
 	t.Helper()
 	var out []got
 	wm, err := c.Read(ctx(t), topic, p, from, maxBytes, func(m *message.Message) bool {
@@ -242,31 +242,31 @@ func TestTopics(t *testing.T) {
 	addr, stream := target(t)
 	c := open(t, Config{Addr: addr, Stream: stream})
 	cx := ctx(t)
-	info, err := c.CreateTopic(cx, "orders", 3, bridge.TopicConfig{MessageExpiry: time.Hour, MaxBytes: 2 << 30})
+	info, err := c.CreateTopic(cx, "orders", 3, store.TopicConfig{MessageExpiry: time.Hour, MaxBytes: 2 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := bridge.TopicInfo{Name: "orders", Partitions: 3, Config: bridge.TopicConfig{MessageExpiry: time.Hour, MaxBytes: 2 << 30, Durability: bridge.DurabilityWritten}}
+	want := store.TopicInfo{Name: "orders", Partitions: 3, Config: store.TopicConfig{MessageExpiry: time.Hour, MaxBytes: 2 << 30, Durability: store.DurabilityWritten}}
 	if info != want {
 		t.Fatalf("CreateTopic = %+v", info)
 	}
 	if got, err := c.Topic(cx, "orders"); err != nil || got != want {
 		t.Fatalf("Topic = %+v, %v", got, err)
 	}
-	if _, err := c.CreateTopic(cx, "orders", 1, bridge.TopicConfig{}); !errors.Is(err, bridge.ErrTopicExists) {
+	if _, err := c.CreateTopic(cx, "orders", 1, store.TopicConfig{}); !errors.Is(err, store.ErrTopicExists) {
 		t.Fatalf("duplicate: %v", err)
 	}
-	if _, err := c.CreateTopic(cx, "x", 0, bridge.TopicConfig{}); !errors.Is(err, bridge.ErrInvalidPartitions) {
+	if _, err := c.CreateTopic(cx, "x", 0, store.TopicConfig{}); !errors.Is(err, store.ErrInvalidPartitions) {
 		t.Fatalf("0 partitions: %v", err)
 	}
-	if _, err := c.CreateTopic(cx, "small", 1, bridge.TopicConfig{MaxBytes: 1000}); !errors.Is(err, bridge.ErrInvalidConfig) {
+	if _, err := c.CreateTopic(cx, "small", 1, store.TopicConfig{MaxBytes: 1000}); !errors.Is(err, store.ErrInvalidConfig) {
 		t.Fatalf("max bytes below segment size: %v", err)
 	}
-	if _, err := c.CreateTopic(cx, "plain", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "plain", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	list, err := c.Topics(cx)
-	if err != nil || len(list) != 2 || list[0] != want || list[1] != (bridge.TopicInfo{Name: "plain", Partitions: 1, Config: bridge.TopicConfig{Durability: bridge.DurabilityWritten}}) {
+	if err != nil || len(list) != 2 || list[0] != want || list[1] != (store.TopicInfo{Name: "plain", Partitions: 1, Config: store.TopicConfig{Durability: store.DurabilityWritten}}) {
 		t.Fatalf("Topics = %+v, %v", list, err)
 	}
 	if err := c.CreatePartitions(cx, "orders", 5); err != nil {
@@ -275,22 +275,22 @@ func TestTopics(t *testing.T) {
 	if got, _ := c.Topic(cx, "orders"); got.Partitions != 5 {
 		t.Fatalf("after CreatePartitions: %+v", got)
 	}
-	if err := c.CreatePartitions(cx, "orders", 5); !errors.Is(err, bridge.ErrInvalidPartitions) {
+	if err := c.CreatePartitions(cx, "orders", 5); !errors.Is(err, store.ErrInvalidPartitions) {
 		t.Fatalf("no growth: %v", err)
 	}
-	if err := c.CreatePartitions(cx, "nope", 5); !errors.Is(err, bridge.ErrUnknownTopic) {
+	if err := c.CreatePartitions(cx, "nope", 5); !errors.Is(err, store.ErrUnknownTopic) {
 		t.Fatalf("unknown: %v", err)
 	}
 	if err := c.DeleteTopic(cx, "orders"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.DeleteTopic(cx, "orders"); !errors.Is(err, bridge.ErrUnknownTopic) {
+	if err := c.DeleteTopic(cx, "orders"); !errors.Is(err, store.ErrUnknownTopic) {
 		t.Fatalf("delete twice: %v", err)
 	}
-	if _, err := c.Topic(cx, "orders"); !errors.Is(err, bridge.ErrUnknownTopic) {
+	if _, err := c.Topic(cx, "orders"); !errors.Is(err, store.ErrUnknownTopic) {
 		t.Fatalf("Topic after delete: %v", err)
 	}
-	if _, err := c.Watermarks(cx, "orders", 0); !errors.Is(err, bridge.ErrUnknownTopic) {
+	if _, err := c.Watermarks(cx, "orders", 0); !errors.Is(err, store.ErrUnknownTopic) {
 		t.Fatalf("Watermarks after delete: %v", err)
 	}
 }
@@ -299,13 +299,13 @@ func TestAppendRead(t *testing.T) {
 	addr, stream := target(t)
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
 	cx := ctx(t)
-	if _, err := c.CreateTopic(cx, "t", 2, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "t", 2, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, wm := readAll(t, c, "t", 1, 0, 1<<20); wm != (bridge.Watermarks{}) {
+	if _, wm := readAll(t, c, "t", 1, 0, 1<<20); wm != (store.Watermarks{}) {
 		t.Fatalf("empty partition watermarks %+v", wm)
 	}
-	if msgs, wm := readAll(t, c, "t", 1, 5, 1<<20); len(msgs) != 0 || wm != (bridge.Watermarks{}) {
+	if msgs, wm := readAll(t, c, "t", 1, 5, 1<<20); len(msgs) != 0 || wm != (store.Watermarks{}) {
 		t.Fatalf("read past end of empty: %v %+v", msgs, wm)
 	}
 	const origin = 1_700_000_000_000_000
@@ -317,7 +317,7 @@ func TestAppendRead(t *testing.T) {
 		}
 	}
 	msgs, wm := readAll(t, c, "t", 1, 0, 1<<20)
-	if len(msgs) != 12 || wm != (bridge.Watermarks{High: 12}) {
+	if len(msgs) != 12 || wm != (store.Watermarks{High: 12}) {
 		t.Fatalf("read all: %d messages, %+v", len(msgs), wm)
 	}
 	for i, m := range msgs {
@@ -350,14 +350,14 @@ func TestAppendRead(t *testing.T) {
 	if msgs, wm := readAll(t, c, "t", 1, 12, 1<<20); len(msgs) != 0 || wm.High != 12 {
 		t.Fatalf("read at HW: %v %+v", msgs, wm)
 	}
-	if wm, err := c.Watermarks(cx, "t", 1); err != nil || wm != (bridge.Watermarks{High: 12}) {
+	if wm, err := c.Watermarks(cx, "t", 1); err != nil || wm != (store.Watermarks{High: 12}) {
 		t.Fatalf("Watermarks = %+v, %v", wm, err)
 	}
 	// One message at offset 0: current_offset is 0 there too.
 	if _, err := c.Append(cx, "t", 0, batchOf(origin, "x", 1)); err != nil {
 		t.Fatal(err)
 	}
-	if wm, err := c.Watermarks(cx, "t", 0); err != nil || wm != (bridge.Watermarks{High: 1}) {
+	if wm, err := c.Watermarks(cx, "t", 0); err != nil || wm != (store.Watermarks{High: 1}) {
 		t.Fatalf("single-message Watermarks = %+v, %v", wm, err)
 	}
 	if msgs, wm := readAll(t, c, "t", 0, 1, 1<<20); len(msgs) != 0 || wm.High != 1 {
@@ -365,19 +365,19 @@ func TestAppendRead(t *testing.T) {
 	}
 
 	// Error paths.
-	if _, err := c.Append(cx, "t", 2, batchOf(origin, "x", 1)); !errors.Is(err, bridge.ErrUnknownPartition) {
+	if _, err := c.Append(cx, "t", 2, batchOf(origin, "x", 1)); !errors.Is(err, store.ErrUnknownPartition) {
 		t.Fatalf("append unknown partition: %v", err)
 	}
-	if _, err := c.Append(cx, "missing", 0, batchOf(origin, "x", 1)); !errors.Is(err, bridge.ErrUnknownTopic) {
+	if _, err := c.Append(cx, "missing", 0, batchOf(origin, "x", 1)); !errors.Is(err, store.ErrUnknownTopic) {
 		t.Fatalf("append unknown topic: %v", err)
 	}
-	if _, err := c.Read(cx, "t", 7, 0, 100, func(*message.Message) bool { return true }); !errors.Is(err, bridge.ErrUnknownPartition) {
+	if _, err := c.Read(cx, "t", 7, 0, 100, func(*message.Message) bool { return true }); !errors.Is(err, store.ErrUnknownPartition) {
 		t.Fatalf("read unknown partition: %v", err)
 	}
-	if _, err := c.Read(cx, "missing", 0, 0, 100, func(*message.Message) bool { return true }); !errors.Is(err, bridge.ErrUnknownTopic) {
+	if _, err := c.Read(cx, "missing", 0, 0, 100, func(*message.Message) bool { return true }); !errors.Is(err, store.ErrUnknownTopic) {
 		t.Fatalf("read unknown topic: %v", err)
 	}
-	if _, err := c.Watermarks(cx, "t", 9); !errors.Is(err, bridge.ErrUnknownPartition) {
+	if _, err := c.Watermarks(cx, "t", 9); !errors.Is(err, store.ErrUnknownPartition) {
 		t.Fatalf("watermarks unknown partition: %v", err)
 	}
 	// A partition added by someone else is found after the cache misses.
@@ -397,7 +397,7 @@ func TestViewsAliasReplyBuffer(t *testing.T) {
 	addr, stream := target(t)
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1, ReadCacheBytes: -1})
 	cx := ctx(t)
-	c.CreateTopic(cx, "v", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "v", 1, store.TopicConfig{})
 	c.Append(cx, "v", 0, batchOf(1, "aaaa", 1))
 	c.Append(cx, "v", 0, batchOf(1, "bbbb", 1))
 	var kept []byte
@@ -415,7 +415,7 @@ func TestOffsetForTime(t *testing.T) {
 	addr, stream := target(t)
 	c := open(t, Config{Addr: addr, Stream: stream})
 	cx := ctx(t)
-	c.CreateTopic(cx, "ts", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "ts", 1, store.TopicConfig{})
 	now := uint64(time.Now().UnixMicro())
 	c.Append(cx, "ts", 0, batchOf(now-3_000_000, "a", 3)) // origins now-3s, +1µs, +2µs
 	c.Append(cx, "ts", 0, batchOf(now-1_000_000, "b", 2))
@@ -436,7 +436,7 @@ func TestOffsetForTime(t *testing.T) {
 			t.Errorf("OffsetForTime(%d) = %d %v %v, want %d %v", k.ts, off, ok, err, k.off, k.ok)
 		}
 	}
-	if _, _, err := c.OffsetForTime(cx, "nope", 0, 0); !errors.Is(err, bridge.ErrUnknownTopic) {
+	if _, _, err := c.OffsetForTime(cx, "nope", 0, 0); !errors.Is(err, store.ErrUnknownTopic) {
 		t.Fatalf("unknown topic: %v", err)
 	}
 }
@@ -445,7 +445,7 @@ func TestCommitFetch(t *testing.T) {
 	addr, stream := target(t)
 	c := open(t, Config{Addr: addr, Stream: stream})
 	cx := ctx(t)
-	c.CreateTopic(cx, "o", 2, bridge.TopicConfig{})
+	c.CreateTopic(cx, "o", 2, store.TopicConfig{})
 	fetch := func(c *Client, p int32) (int64, string, bool) {
 		t.Helper()
 		off, md, ok, err := c.FetchOffset(cx, "g1", "o", p)
@@ -508,10 +508,10 @@ func TestCommitFetch(t *testing.T) {
 	if err := c.CommitOffset(cx, "g1", "o", 0, -1, ""); err != nil {
 		t.Fatalf("delete twice: %v", err)
 	}
-	if err := c.CommitOffset(cx, "g1", "o", 5, 1, ""); !errors.Is(err, bridge.ErrUnknownPartition) {
+	if err := c.CommitOffset(cx, "g1", "o", 5, 1, ""); !errors.Is(err, store.ErrUnknownPartition) {
 		t.Fatalf("unknown partition: %v", err)
 	}
-	if err := c.CommitOffset(cx, "g1", "nope", 0, 1, ""); !errors.Is(err, bridge.ErrUnknownTopic) {
+	if err := c.CommitOffset(cx, "g1", "nope", 0, 1, ""); !errors.Is(err, store.ErrUnknownTopic) {
 		t.Fatalf("unknown topic: %v", err)
 	}
 	if err := c.CommitOffset(cx, strings.Repeat("g", 247), "o", 0, 1, ""); !errors.Is(err, ErrInvalidGroup) {
@@ -523,7 +523,7 @@ func TestReconnectAfterRestart(t *testing.T) {
 	srv, addr := startServer(t, iggytest.Config{})
 	c := open(t, Config{Addr: addr, PoolSize: 2, ReconnectBackoffMin: 10 * time.Millisecond, ReconnectBackoffMax: 50 * time.Millisecond})
 	cx := ctx(t)
-	c.CreateTopic(cx, "r", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "r", 1, store.TopicConfig{})
 	for range 3 {
 		if _, err := c.Append(cx, "r", 0, batchOf(1, "before", 2)); err != nil {
 			t.Fatal(err)
@@ -531,10 +531,10 @@ func TestReconnectAfterRestart(t *testing.T) {
 	}
 	srv.Stop()
 	_, err := c.Append(cx, "r", 0, batchOf(1, "down", 1))
-	if !errors.Is(err, bridge.ErrUnavailable) && !errors.Is(err, bridge.ErrUnknownOutcome) {
+	if !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrUnknownOutcome) {
 		t.Fatalf("append while down: %v", err)
 	}
-	if err := c.Ready(cx); !errors.Is(err, bridge.ErrUnavailable) {
+	if err := c.Ready(cx); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Ready while down: %v", err)
 	}
 	if _, err := srv.Start(addr); err != nil {
@@ -562,13 +562,13 @@ func TestRequestTimeout(t *testing.T) {
 	srv, addr := startServer(t, iggytest.Config{})
 	c := open(t, Config{Addr: addr, PoolSize: 1, RequestTimeout: 300 * time.Millisecond})
 	cx := ctx(t)
-	c.CreateTopic(cx, "to", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "to", 1, store.TopicConfig{})
 
 	// The server silently drops the frame (as it does a bad batch).
 	srv.InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Drop: true})
 	start := time.Now()
 	_, err := c.Append(cx, "to", 0, batchOf(1, "lost", 1))
-	if !errors.Is(err, bridge.ErrUnknownOutcome) || errors.Is(err, bridge.ErrUnavailable) {
+	if !errors.Is(err, store.ErrUnknownOutcome) || errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("dropped frame: %v", err)
 	}
 	// Not a speed check: the request must end by its 300 ms timeout, not run
@@ -578,7 +578,7 @@ func TestRequestTimeout(t *testing.T) {
 	}
 	// The reply is lost after the write: the record is stored.
 	srv.InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Drop: true, Apply: true})
-	if _, err := c.Append(cx, "to", 0, batchOf(1, "stored", 1)); !errors.Is(err, bridge.ErrUnknownOutcome) {
+	if _, err := c.Append(cx, "to", 0, batchOf(1, "stored", 1)); !errors.Is(err, store.ErrUnknownOutcome) {
 		t.Fatalf("lost reply: %v", err)
 	}
 	// The connection was dropped; the next request reconnects.
@@ -587,7 +587,7 @@ func TestRequestTimeout(t *testing.T) {
 	}
 	// Reads time out too, and are ErrUnavailable (safe to retry).
 	srv.InjectFault(iggytest.Fault{Op: proto.OpNonReplicated, Code: proto.CodePollMessages, Drop: true})
-	if _, err := c.Read(cx, "to", 0, 0, 100, func(*message.Message) bool { return true }); !errors.Is(err, bridge.ErrUnavailable) {
+	if _, err := c.Read(cx, "to", 0, 0, 100, func(*message.Message) bool { return true }); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("read timeout: %v", err)
 	}
 	// A context deadline shorter than RequestTimeout wins.
@@ -599,7 +599,7 @@ func TestRequestTimeout(t *testing.T) {
 	short, cancel := context.WithTimeout(cx, 100*time.Millisecond)
 	defer cancel()
 	start = time.Now()
-	if _, err := slow.Append(short, "to", 0, batchOf(1, "ctx", 1)); !errors.Is(err, bridge.ErrUnknownOutcome) || time.Since(start) > 8*time.Second {
+	if _, err := slow.Append(short, "to", 0, batchOf(1, "ctx", 1)); !errors.Is(err, store.ErrUnknownOutcome) || time.Since(start) > 8*time.Second {
 		t.Fatalf("ctx deadline: %v after %v", err, time.Since(start))
 	}
 }
@@ -608,13 +608,13 @@ func TestTransientReplay(t *testing.T) {
 	srv, addr := startServer(t, iggytest.Config{})
 	c := open(t, Config{Addr: addr, PoolSize: 1})
 	cx := ctx(t)
-	c.CreateTopic(cx, "tr", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "tr", 1, store.TopicConfig{})
 	srv.InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Status: uint32(proto.CodeTransientNotCommitted), Count: 2})
 	srv.InjectFault(iggytest.Fault{Op: proto.OpCreateTopic, Status: uint32(proto.CodeTransientNotAccepted), Count: 1})
 	if base, err := c.Append(cx, "tr", 0, batchOf(1, "x", 2)); err != nil || base != 0 {
 		t.Fatalf("append through 57: %d %v", base, err)
 	}
-	if _, err := c.CreateTopic(cx, "tr2", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "tr2", 1, store.TopicConfig{}); err != nil {
 		t.Fatalf("create through 58: %v", err)
 	}
 	// An unknown server code is wrapped with its number.
@@ -749,7 +749,7 @@ func TestTransientWaitHonoursCancel(t *testing.T) {
 	cx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
-	_, err := c.CreateTopic(cx, "never", 1, bridge.TopicConfig{})
+	_, err := c.CreateTopic(cx, "never", 1, store.TopicConfig{})
 	if took := time.Since(start); took > 5*time.Second || !errors.Is(err, context.Canceled) {
 		t.Fatalf("CreateTopic returned %v after %v, want context.Canceled soon after 200ms", err, took)
 	}
@@ -765,7 +765,7 @@ func TestAppendJoined(t *testing.T) {
 	addr, stream := target(t)
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
 	cx := ctx(t)
-	if _, err := c.CreateTopic(cx, "j", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "j", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	const origin = 1_700_000_000_000_000
@@ -781,11 +781,11 @@ func TestAppendJoined(t *testing.T) {
 	for _, p := range parts {
 		bs = append(bs, stampedBatchOf(p.origin, p.prefix, p.n))
 	}
-	if _, err := c.AppendJoined(cx, "j", 0, bs); !errors.Is(err, bridge.ErrInvalidConfig) {
+	if _, err := c.AppendJoined(cx, "j", 0, bs); !errors.Is(err, store.ErrInvalidConfig) {
 		t.Fatalf("batches on three origins: %v", err)
 	}
 	unstamped := []*message.Batch{batchOf(origin, "x-", 1), batchOf(origin, "y-", 1)}
-	if _, err := c.AppendJoined(cx, "j", 0, unstamped); !errors.Is(err, bridge.ErrInvalidConfig) {
+	if _, err := c.AppendJoined(cx, "j", 0, unstamped); !errors.Is(err, store.ErrInvalidConfig) {
 		t.Fatalf("unstamped batches: %v", err)
 	}
 	first := 0
@@ -798,7 +798,7 @@ func TestAppendJoined(t *testing.T) {
 		t.Fatalf("AppendJoined = %d, %v; want base 2", base, err)
 	}
 	var msgs []got
-	var wm bridge.Watermarks
+	var wm store.Watermarks
 	for len(msgs) < 2+first {
 		more, w := readAll(t, c, "j", 0, int64(len(msgs)), 1<<20)
 		if len(more) == 0 {

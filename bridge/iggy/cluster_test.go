@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 func startCluster(t *testing.T, n int) *iggytest.Cluster {
@@ -32,7 +32,7 @@ func TestClusterStartOnBackup(t *testing.T) {
 		t.Fatalf("sessions go to %s, want the primary %s", addr, cl.Addr(0))
 	}
 	cx := ctx(t)
-	if _, err := c.CreateTopic(cx, "t", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "t", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	if base, err := c.Append(cx, "t", 0, batchOf(1, "m", 3)); err != nil || base != 0 {
@@ -54,7 +54,7 @@ func TestClusterFailover(t *testing.T) {
 	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 4, RequestTimeout: 2 * time.Second,
 		ReconnectBackoffMax: 200 * time.Millisecond})
 	cx := ctx(t)
-	if _, err := c.CreateTopic(cx, "f", 2, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "f", 2, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	type confirmed struct {
@@ -155,7 +155,7 @@ func TestClusterReadRetried(t *testing.T) {
 	cl := startCluster(t, 3)
 	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 1, RequestTimeout: 2 * time.Second})
 	cx := ctx(t)
-	if _, err := c.CreateTopic(cx, "r", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "r", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Append(cx, "r", 0, batchOf(1, "m", 3)); err != nil {
@@ -217,11 +217,11 @@ func TestMetadataWritesAfterViewChange(t *testing.T) {
 	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 1, RequestTimeout: 5 * time.Second,
 		ReconnectBackoffMax: 200 * time.Millisecond})
 	cx := ctx(t)
-	if _, err := c.CreateTopic(cx, "before", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "before", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	cl.MoveView()
-	if _, err := c.CreateTopic(cx, "after", 2, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "after", 2, store.TopicConfig{}); err != nil {
 		t.Fatalf("CreateTopic after a view change: %v", err)
 	}
 	cl.MoveView()
@@ -235,7 +235,7 @@ func TestMetadataWritesAfterViewChange(t *testing.T) {
 	if info, err := c.Topic(cx, "after"); err != nil || info.Partitions != 3 {
 		t.Fatalf("after: %+v %v, want 3 partitions", info, err)
 	}
-	if _, err := c.Topic(cx, "before"); !errors.Is(err, bridge.ErrUnknownTopic) {
+	if _, err := c.Topic(cx, "before"); !errors.Is(err, store.ErrUnknownTopic) {
 		t.Fatalf("before: %v, want deleted", err)
 	}
 }

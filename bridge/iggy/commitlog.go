@@ -28,8 +28,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // DefaultSystemStream is the reserved Iggy stream of kiggy's own state.
@@ -253,7 +253,7 @@ func (c *Client) findGeneration(ctx context.Context) error {
 	var newer []int
 	for _, g := range gens {
 		gs, err := c.readGeneration(ctx, g)
-		if errors.Is(err, bridge.ErrUnknownTopic) {
+		if errors.Is(err, store.ErrUnknownTopic) {
 			continue // deleted meanwhile
 		}
 		if err != nil {
@@ -269,7 +269,7 @@ func (c *Client) findGeneration(ctx context.Context) error {
 		}
 		for _, n := range newer {
 			c.log.Warn("iggy: dropping an incomplete commit log generation", "topic", c.commitTopic(n))
-			if err := cl.sys.DeleteTopic(ctx, c.commitTopic(n)); err != nil && !errors.Is(err, bridge.ErrUnknownTopic) {
+			if err := cl.sys.DeleteTopic(ctx, c.commitTopic(n)); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
 				return err
 			}
 		}
@@ -358,7 +358,7 @@ func (c *Client) install(gen int, gs genState) {
 func (c *Client) writeGeneration(ctx context.Context, gen int, live map[offsetKey]memOffset) error {
 	sys := c.commits.sys
 	name := c.commitTopic(gen)
-	if _, err := sys.CreateTopic(ctx, name, 1, bridge.TopicConfig{}); err != nil && !errors.Is(err, bridge.ErrTopicExists) {
+	if _, err := sys.CreateTopic(ctx, name, 1, store.TopicConfig{}); err != nil && !errors.Is(err, store.ErrTopicExists) {
 		return err
 	}
 	if gs, err := c.readGeneration(ctx, gen); err != nil || gs.complete {
@@ -401,7 +401,7 @@ func (c *Client) moveOn(ctx context.Context, write bool) error {
 	cl := c.commits
 	from := cl.gen
 	next, err := c.readGeneration(ctx, from+1)
-	if err != nil && !errors.Is(err, bridge.ErrUnknownTopic) {
+	if err != nil && !errors.Is(err, store.ErrUnknownTopic) {
 		return err
 	}
 	wrote := false
@@ -437,7 +437,7 @@ func (c *Client) moveOn(ctx context.Context, write bool) error {
 	}
 	for _, g := range gens {
 		if g < from || (g == from && c.cfg.CommitTail <= 0) {
-			if err := cl.sys.DeleteTopic(ctx, c.commitTopic(g)); err != nil && !errors.Is(err, bridge.ErrUnknownTopic) {
+			if err := cl.sys.DeleteTopic(ctx, c.commitTopic(g)); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
 				c.log.Warn("iggy: could not delete an old commit log generation", "generation", g, "err", err)
 			}
 		}
@@ -512,7 +512,7 @@ func (c *Client) logCommit(ctx context.Context, r commitRecord) error {
 	var b message.Batch
 	for lostCount := 0; ; {
 		if lostCount == 8 {
-			return fmt.Errorf("iggy: commit log: the generation kept switching under the commit: %w", bridge.ErrUnavailable)
+			return fmt.Errorf("iggy: commit log: the generation kept switching under the commit: %w", store.ErrUnavailable)
 		}
 		cl.mu.RLock()
 		c.offMu.Lock()
@@ -531,7 +531,7 @@ func (c *Client) logCommit(ctx context.Context, r commitRecord) error {
 		if err == nil && c.cfg.CommitTail > 0 {
 			err = c.readTail(ctx, base)
 		}
-		if errors.Is(err, bridge.ErrUnknownTopic) {
+		if errors.Is(err, store.ErrUnknownTopic) {
 			// The generation was deleted: the commit may be gone with it.
 			cl.mu.RUnlock()
 			if err := c.reopen(ctx); err != nil {
@@ -643,7 +643,7 @@ func (c *Client) tailCommits(ctx context.Context) error {
 	c.offMu.Unlock()
 	cl.mu.RUnlock()
 	switch {
-	case errors.Is(err, bridge.ErrUnknownTopic):
+	case errors.Is(err, store.ErrUnknownTopic):
 		return c.reopen(ctx)
 	case err != nil:
 		return err
@@ -708,7 +708,7 @@ func (c *Client) readTail(ctx context.Context, upTo int64) error {
 // where kiggy keeps its own logs, bridge/cluster's membership log among
 // them (docs/design/cluster.md §2); nil when the client keeps no commit
 // log.
-func (c *Client) SystemLog() bridge.Log {
+func (c *Client) SystemLog() store.Log {
 	if c.commits == nil {
 		return nil
 	}

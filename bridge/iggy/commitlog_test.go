@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // TestCommitLogSurvivesRestart: what Iggy consumer offsets cannot hold — a
@@ -22,7 +22,7 @@ func TestCommitLogSurvivesRestart(t *testing.T) {
 	srv, addr := startServer(t, iggytest.Config{})
 	cx := ctx(t)
 	c := open(t, Config{Addr: addr, PoolSize: 2})
-	if _, err := c.CreateTopic(cx, "o", 3, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "o", 3, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Append(cx, "o", 1, batchOf(1, "m", 4)); err != nil {
@@ -77,7 +77,7 @@ func TestCommitLogCompaction(t *testing.T) {
 	_, addr := startServer(t, iggytest.Config{})
 	cx := ctx(t)
 	c := open(t, Config{Addr: addr, PoolSize: 2})
-	if _, err := c.CreateTopic(cx, "o", 2, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "o", 2, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 50 {
@@ -112,7 +112,7 @@ func TestCommitLogCompaction(t *testing.T) {
 	c2.Close()
 	// A compaction cut short: generation 2 exists without its complete
 	// record. It is dropped and generation 1 stays current.
-	if _, err := sys.CreateTopic(cx, "offsets.kafka.2", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := sys.CreateTopic(cx, "offsets.kafka.2", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	c3 := open(t, Config{Addr: addr, PoolSize: 1})
@@ -161,7 +161,7 @@ func TestCommitLogTail(t *testing.T) {
 	cx := ctx(t)
 	a := open(t, Config{Addr: addr, PoolSize: 2, CommitTail: 10 * time.Millisecond})
 	b := open(t, Config{Addr: addr, PoolSize: 2, CommitTail: 10 * time.Millisecond})
-	if _, err := a.CreateTopic(cx, "o", 2, bridge.TopicConfig{}); err != nil {
+	if _, err := a.CreateTopic(cx, "o", 2, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Append(cx, "o", 1, batchOf(1, "m", 4)); err != nil {
@@ -222,7 +222,7 @@ func TestCommitLogTailCompaction(t *testing.T) {
 	b := open(t, Config{Addr: addr, PoolSize: 2, CommitTail: 10 * time.Millisecond})
 	// An empty topic: every commit is past the end, held by the commit log
 	// alone, not by an Iggy consumer offset.
-	if _, err := a.CreateTopic(cx, "o", 4, bridge.TopicConfig{}); err != nil {
+	if _, err := a.CreateTopic(cx, "o", 4, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	const rounds = 150
@@ -328,7 +328,7 @@ func TestCommitLogSwitchCutShort(t *testing.T) {
 	_, addr := startServer(t, iggytest.Config{})
 	cx := ctx(t)
 	a := open(t, Config{Addr: addr, PoolSize: 2})
-	if _, err := a.CreateTopic(cx, "o", 3, bridge.TopicConfig{}); err != nil {
+	if _, err := a.CreateTopic(cx, "o", 3, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	for p := range int32(3) {
@@ -349,7 +349,7 @@ func TestCommitLogSwitchCutShort(t *testing.T) {
 	}
 	appendRec("offsets.kafka.0", commitRecord{kind: kindSwitch})
 	appendRec("offsets.kafka.0", commitRecord{kind: kindCommit, flags: flagMemOnly, partition: 0, offset: 99, group: "g", topic: "o"})
-	if _, err := sys.CreateTopic(cx, "offsets.kafka.1", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := sys.CreateTopic(cx, "offsets.kafka.1", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	appendRec("offsets.kafka.1", commitRecord{kind: kindSnapshot, flags: flagMemOnly, partition: 1, offset: 11, metadata: "m", group: "g", topic: "o"})

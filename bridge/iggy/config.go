@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // Config configures a Client. The zero value means "defaults" for every
@@ -63,12 +63,12 @@ type Config struct {
 	// (tests against fake servers) opens no commit log either.
 	system, noCommitLog bool
 	// Durability is when the server must confirm a write to a topic kiggy
-	// creates (docs/IGGY.md, "Durability"): bridge.DurabilityWritten (the
+	// creates (docs/IGGY.md, "Durability"): store.DurabilityWritten (the
 	// default: written to the segment file before the reply),
-	// bridge.DurabilityFsync (and fsynced), or bridge.DurabilityBuffered
+	// store.DurabilityFsync (and fsynced), or store.DurabilityBuffered
 	// (Iggy's own defaults: confirmed from its in-memory journal, lost if
 	// iggy-server crashes).
-	Durability bridge.Durability
+	Durability store.Durability
 	// ReadCacheBytes bounds the read cache (docs/IGGY.md, "Reads"): chunks
 	// of recent PollMessages replies served to later Reads, and polled ahead
 	// of sequential readers. 0 = DefaultReadCacheBytes; negative disables
@@ -137,8 +137,8 @@ func (c *Config) normalize() {
 	if c.FetchCacheBytes == 0 {
 		c.FetchCacheBytes = DefaultFetchCacheBytes
 	}
-	if c.Durability == bridge.DurabilityDefault {
-		c.Durability = bridge.DurabilityWritten
+	if c.Durability == store.DurabilityDefault {
+		c.Durability = store.DurabilityWritten
 	}
 }
 
@@ -159,7 +159,7 @@ func (c *Config) validate() error {
 		return errors.New("iggy: config: PoolSize must be 1..1024")
 	case c.RequestTimeout < 0 || c.DialTimeout < 0:
 		return errors.New("iggy: config: negative timeout")
-	case c.Durability != bridge.DurabilityWritten && c.Durability != bridge.DurabilityFsync && c.Durability != bridge.DurabilityBuffered:
+	case c.Durability != store.DurabilityWritten && c.Durability != store.DurabilityFsync && c.Durability != store.DurabilityBuffered:
 		return errors.New("iggy: config: Durability must be written, fsync or buffered")
 	case c.ReconnectBackoffMin < 0 || c.ReconnectBackoffMax < c.ReconnectBackoffMin:
 		return errors.New("iggy: config: ReconnectBackoffMax must be ≥ ReconnectBackoffMin ≥ 0")

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
@@ -18,18 +18,18 @@ func TestDurabilityOptions(t *testing.T) {
 	addr, stream := target(t)
 	cx := ctx(t)
 	for _, tc := range []struct {
-		level, asked, want bridge.Durability
+		level, asked, want store.Durability
 	}{
-		{bridge.DurabilityDefault, bridge.DurabilityDefault, bridge.DurabilityWritten},
-		{bridge.DurabilityWritten, bridge.DurabilityDefault, bridge.DurabilityWritten},
-		{bridge.DurabilityFsync, bridge.DurabilityDefault, bridge.DurabilityFsync},
-		{bridge.DurabilityBuffered, bridge.DurabilityDefault, bridge.DurabilityBuffered},
-		{bridge.DurabilityWritten, bridge.DurabilityFsync, bridge.DurabilityFsync},
-		{bridge.DurabilityBuffered, bridge.DurabilityFsync, bridge.DurabilityFsync},
+		{store.DurabilityDefault, store.DurabilityDefault, store.DurabilityWritten},
+		{store.DurabilityWritten, store.DurabilityDefault, store.DurabilityWritten},
+		{store.DurabilityFsync, store.DurabilityDefault, store.DurabilityFsync},
+		{store.DurabilityBuffered, store.DurabilityDefault, store.DurabilityBuffered},
+		{store.DurabilityWritten, store.DurabilityFsync, store.DurabilityFsync},
+		{store.DurabilityBuffered, store.DurabilityFsync, store.DurabilityFsync},
 	} {
 		c := open(t, Config{Addr: addr, Stream: stream, Durability: tc.level})
 		name := "d-" + tc.level.String() + "-" + tc.asked.String()
-		info, err := c.CreateTopic(cx, name, 1, bridge.TopicConfig{Durability: tc.asked})
+		info, err := c.CreateTopic(cx, name, 1, store.TopicConfig{Durability: tc.asked})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -52,13 +52,13 @@ func TestBufferedTopicReported(t *testing.T) {
 	cx := ctx(t)
 	// other keeps its own system store: the commit log topic a buffered
 	// client creates is buffered too, and would be reported as well.
-	other := open(t, Config{Addr: addr, Stream: stream, SystemStream: "__other", Durability: bridge.DurabilityBuffered})
-	if _, err := other.CreateTopic(cx, "foreign", 1, bridge.TopicConfig{}); err != nil {
+	other := open(t, Config{Addr: addr, Stream: stream, SystemStream: "__other", Durability: store.DurabilityBuffered})
+	if _, err := other.CreateTopic(cx, "foreign", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	var logs testtools.SyncBuffer
 	c := open(t, Config{Addr: addr, Stream: stream, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if _, err := c.CreateTopic(cx, "ours", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "ours", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -92,10 +92,10 @@ func TestBufferedTopicReported(t *testing.T) {
 func TestCrashKeepsWrittenTopics(t *testing.T) {
 	srv, addr := startServer(t, iggytest.Config{})
 	cx := ctx(t)
-	levels := []bridge.Durability{bridge.DurabilityWritten, bridge.DurabilityFsync, bridge.DurabilityBuffered}
+	levels := []store.Durability{store.DurabilityWritten, store.DurabilityFsync, store.DurabilityBuffered}
 	for _, d := range levels {
 		c := open(t, Config{Addr: addr, Durability: d})
-		if _, err := c.CreateTopic(cx, d.String(), 1, bridge.TopicConfig{}); err != nil {
+		if _, err := c.CreateTopic(cx, d.String(), 1, store.TopicConfig{}); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 10 {
@@ -115,7 +115,7 @@ func TestCrashKeepsWrittenTopics(t *testing.T) {
 	for _, d := range levels {
 		wm, err := c.Watermarks(cx, d.String(), 0)
 		want := int64(50)
-		if d == bridge.DurabilityBuffered {
+		if d == store.DurabilityBuffered {
 			want = 0
 		}
 		if err != nil || wm.High != want {

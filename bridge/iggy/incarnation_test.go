@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // TestIncarnationFence: topics are deleted and others created at once while
@@ -28,7 +28,7 @@ func TestIncarnationFence(t *testing.T) {
 			for round := range 4 {
 				old, next := fmt.Sprintf("old%d", round), fmt.Sprintf("new%d", round)
 				const parts = 32
-				if _, err := c.CreateTopic(ctx(t), old, parts, bridge.TopicConfig{}); err != nil {
+				if _, err := c.CreateTopic(ctx(t), old, parts, store.TopicConfig{}); err != nil {
 					t.Fatal(err)
 				}
 				var wg sync.WaitGroup
@@ -73,7 +73,7 @@ func TestIncarnationFence(t *testing.T) {
 				if err := c.DeleteTopic(ctx(t), old); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := c.CreateTopic(ctx(t), next, parts, bridge.TopicConfig{}); err != nil {
+				if _, err := c.CreateTopic(ctx(t), next, parts, store.TopicConfig{}); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := c.Append(ctx(t), next, 0, batchOf(0, "new-", 1)); err != nil {

@@ -3,7 +3,7 @@ package iggy
 import (
 	"testing"
 
-	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // TestCreateTopicPastRequestLimit: a topic of more partitions than Iggy
@@ -14,7 +14,7 @@ func TestCreateTopicPastRequestLimit(t *testing.T) {
 	addr, stream := target(t)
 	c := open(t, Config{Addr: addr, Stream: stream})
 	cx := ctx(t)
-	info, err := c.CreateTopic(cx, "wide", 1500, bridge.TopicConfig{})
+	info, err := c.CreateTopic(cx, "wide", 1500, store.TopicConfig{})
 	if err != nil || info.Partitions != 1500 {
 		t.Fatalf("create 1,500: %+v %v", info, err)
 	}
@@ -25,7 +25,7 @@ func TestCreateTopicPastRequestLimit(t *testing.T) {
 	if info, err := c.topic(cx, "wide"); err != nil || info.Partitions != 2600 {
 		t.Fatalf("after growing: %+v %v", info, err)
 	}
-	if _, err := c.CreateTopic(cx, "huge", maxTopicPartitions+1, bridge.TopicConfig{}); err == nil {
+	if _, err := c.CreateTopic(cx, "huge", maxTopicPartitions+1, store.TopicConfig{}); err == nil {
 		t.Fatal("a topic past maxTopicPartitions was created")
 	}
 	if err := c.DeleteTopic(cx, "wide"); err != nil {

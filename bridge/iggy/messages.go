@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // maxPollCount caps the message count of one PollMessages.
@@ -39,15 +39,15 @@ func shrunkCount(count, floor int64, big *replyTooLargeError, sized int64) int64
 // copied. It returns the confirmed base offset, or -1 when
 // the server confirms without offsets.
 //
-// A failure before any byte was written returns bridge.ErrUnavailable; a lost
-// connection or a timeout after sending returns bridge.ErrUnknownOutcome (the
+// A failure before any byte was written returns store.ErrUnavailable; a lost
+// connection or a timeout after sending returns store.ErrUnknownOutcome (the
 // records may be stored). Steady state allocates nothing.
 func (c *Client) Append(ctx context.Context, topic string, partition int32, b *message.Batch) (int64, error) {
 	return c.appendBatches(ctx, topic, partition, b, nil)
 }
 
 // AppendJoined appends the batches of bs, in order, to one partition as one
-// SendMessages, as Append does one batch (bridge.JoinedAppender): bs[0]'s
+// SendMessages, as Append does one batch (store.JoinedAppender): bs[0]'s
 // headroom carries the prologue and the others' frames are written from
 // their own buffers in the same vectored write, not copied. The batches must
 // already form one: a common origin and offset deltas counting through them
@@ -55,7 +55,7 @@ func (c *Client) Append(ctx context.Context, topic string, partition int32, b *m
 // returns the base offset of bs[0]'s first message.
 func (c *Client) AppendJoined(ctx context.Context, topic string, partition int32, bs []*message.Batch) (int64, error) {
 	if len(bs) == 0 {
-		return 0, fmt.Errorf("%w: empty batch", bridge.ErrInvalidConfig)
+		return 0, fmt.Errorf("%w: empty batch", store.ErrInvalidConfig)
 	}
 	return c.appendBatches(ctx, topic, partition, bs[0], bs[1:])
 }
@@ -64,23 +64,23 @@ func (c *Client) AppendJoined(ctx context.Context, topic string, partition int32
 // frames of rest (AppendJoined).
 func (c *Client) appendBatches(ctx context.Context, topic string, partition int32, b *message.Batch, rest []*message.Batch) (int64, error) {
 	if b.Count < 1 || len(b.Buf) < message.Headroom {
-		return 0, fmt.Errorf("%w: empty batch", bridge.ErrInvalidConfig)
+		return 0, fmt.Errorf("%w: empty batch", store.ErrInvalidConfig)
 	}
 	size, count := b.Size(), b.Count
 	if len(rest) > 0 && b.Sums() == nil {
-		return 0, fmt.Errorf("%w: joined batches must be stamped", bridge.ErrInvalidConfig)
+		return 0, fmt.Errorf("%w: joined batches must be stamped", store.ErrInvalidConfig)
 	}
 	for _, r := range rest {
 		if r.Count < 1 || r.Origin != b.Origin || r.Sums() == nil {
-			return 0, fmt.Errorf("%w: joined batches must share an origin and be stamped", bridge.ErrInvalidConfig)
+			return 0, fmt.Errorf("%w: joined batches must share an origin and be stamped", store.ErrInvalidConfig)
 		}
 		size, count = size+r.Size(), count+r.Count
 	}
 	if partition < 0 {
-		return 0, fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+		return 0, fmt.Errorf("%w: %q partition %d", store.ErrUnknownPartition, topic, partition)
 	}
 	if !validName(topic) {
-		return 0, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+		return 0, fmt.Errorf("%w: %q", store.ErrUnknownTopic, topic)
 	}
 	e, ok := c.cached(topic)
 	switch {
@@ -103,10 +103,10 @@ func (c *Client) appendBatches(ctx context.Context, topic string, partition int3
 	metaLen := 2 + len(c.cfg.Stream) + 2 + len(topic) + 6 + 4
 	start := message.Headroom - proto.BatchHeaderSize - 4 - metaLen - proto.HeaderSize
 	if start < 0 {
-		return 0, fmt.Errorf("%w: topic name too long for the headroom", bridge.ErrInvalidConfig)
+		return 0, fmt.Errorf("%w: topic name too long for the headroom", store.ErrInvalidConfig)
 	}
 	if total := message.Headroom - start + size; total > proto.MaxFrameSize {
-		return 0, fmt.Errorf("%w: %d bytes exceed the Iggy frame limit of %d", bridge.ErrTooLarge, total, proto.MaxFrameSize)
+		return 0, fmt.Errorf("%w: %d bytes exceed the Iggy frame limit of %d", store.ErrTooLarge, total, proto.MaxFrameSize)
 	}
 	frames := b.Frames()
 	m := b.Buf[start+proto.HeaderSize : start+proto.HeaderSize : message.Headroom-proto.BatchHeaderSize]
@@ -144,7 +144,7 @@ func (c *Client) appendBatches(ctx context.Context, topic string, partition int3
 	default:
 		if err := proto.StampAndSeal(&s.hasher, hdr, frames, b.Count, b.Origin); err != nil {
 			c.releaseFor(s)
-			return 0, fmt.Errorf("%w: %w", bridge.ErrInvalidConfig, err)
+			return 0, fmt.Errorf("%w: %w", store.ErrInvalidConfig, err)
 		}
 	}
 	// The partition's route or the metadata primary, following the
@@ -160,7 +160,7 @@ func (c *Client) appendBatches(ctx context.Context, topic string, partition int3
 	}
 	c.releaseFor(s)
 	if err == nil {
-		if e.durability == bridge.DurabilityBuffered {
+		if e.durability == store.DurabilityBuffered {
 			c.metrics.bufferedAppends.Add(1)
 		}
 		if base >= 0 {
@@ -173,15 +173,15 @@ func (c *Client) appendBatches(ctx context.Context, topic string, partition int3
 		// §3.7: "stream, topic or partition not resolvable → status 20".
 		return 0, c.classify(ctx, topic, partition, err)
 	case code == proto.CodeTransientNotAccepted:
-		return 0, fmt.Errorf("%w: %w", bridge.ErrUnavailable, err)
+		return 0, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	case code == proto.CodeTransientNotCommitted:
-		return 0, fmt.Errorf("%w: %w", bridge.ErrUnknownOutcome, err)
+		return 0, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
 	case code != 0:
 		return 0, err
 	case !sent:
 		return 0, unavailable(err)
 	}
-	return 0, fmt.Errorf("%w: %w", bridge.ErrUnknownOutcome, err)
+	return 0, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
 }
 
 // joinPieces is the scratch of one joined append (AppendJoined): the later
@@ -223,15 +223,15 @@ func decodeConfirmation(body []byte) (int64, error) {
 
 // read polls one partition by offset (PollMessages, strategy Offset, a fixed
 // single consumer kind 1 id 0, auto_commit 0) and calls fn for each message
-// from offset on. See bridge.Log.Read. Messages alias the session's reply
+// from offset on. See store.Log.Read. Messages alias the session's reply
 // buffer and are valid only during fn.
 func (c *Client) read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
-	fn func(*message.Message) bool) (bridge.Watermarks, error) {
+	fn func(*message.Message) bool) (store.Watermarks, error) {
 	if partition < 0 {
-		return bridge.Watermarks{}, fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+		return store.Watermarks{}, fmt.Errorf("%w: %q partition %d", store.ErrUnknownPartition, topic, partition)
 	}
 	if !validName(topic) {
-		return bridge.Watermarks{}, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+		return store.Watermarks{}, fmt.Errorf("%w: %q", store.ErrUnknownTopic, topic)
 	}
 	if offset < 0 {
 		offset = 0
@@ -263,14 +263,14 @@ const (
 
 // readOnce is one read (see read).
 func (c *Client) readOnce(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
-	fn func(*message.Message) bool) (bridge.Watermarks, error) {
+	fn func(*message.Message) bool) (store.Watermarks, error) {
 	fence := c.fence(ctx, topic)
 	if c.cache != nil {
 		return c.cache.read(ctx, topic, partition, offset, maxBytes, fence, fn)
 	}
 	s, err := c.acquireFor(ctx, topic, partition) // a routed partition reads from its route
 	if err != nil {
-		return bridge.Watermarks{}, unavailable(err)
+		return store.Watermarks{}, unavailable(err)
 	}
 	// Iggy polls by message count: derive it from maxBytes and the running
 	// average message size, and poll again while the reply came back full,
@@ -299,16 +299,16 @@ func (c *Client) readOnce(ctx context.Context, topic string, partition int32, of
 		}
 		if err != nil {
 			c.releaseFor(s)
-			return bridge.Watermarks{}, c.pollError(ctx, topic, partition, err)
+			return store.Watermarks{}, c.pollError(ctx, topic, partition, err)
 		}
 		round, err := s.walkPoll(body, next, budget, res.delivered == 0, fence, fn)
 		if err != nil {
 			c.releaseFor(s)
 			if err == errStaleIncarnation {
 				c.metrics.staleIncarnations.Add(1)
-				return bridge.Watermarks{}, unavailable(err)
+				return store.Watermarks{}, unavailable(err)
 			}
-			return bridge.Watermarks{}, err
+			return store.Watermarks{}, err
 		}
 		if round.polled > 0 {
 			// EWMA (1/8) of the polled message size, to size the next count.
@@ -326,11 +326,11 @@ func (c *Client) readOnce(ctx context.Context, topic string, partition int32, of
 	}
 	c.releaseFor(s)
 	if res.current > 0 || res.polled > 0 {
-		return bridge.Watermarks{High: int64(res.current) + 1}, nil
+		return store.Watermarks{High: int64(res.current) + 1}, nil
 	}
 	// current_offset 0 is both "empty" and "one message at offset 0": ask.
 	if offset == 0 {
-		return bridge.Watermarks{}, nil // nothing at offset 0: empty (or expired)
+		return store.Watermarks{}, nil // nothing at offset 0: empty (or expired)
 	}
 	return c.watermarks(ctx, topic, partition)
 }
@@ -368,9 +368,9 @@ func (c *Client) pollError(ctx context.Context, topic string, partition int32, e
 	case proto.CodeStreamIDNotFound, proto.CodeTopicIDNotFound, proto.CodeStreamNameNotFound, proto.CodeTopicNameNotFound:
 		c.forget(topic)
 		c.cache.invalidateTopic(topic)
-		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+		return fmt.Errorf("%w: %q", store.ErrUnknownTopic, topic)
 	case proto.CodePartitionNotFound:
-		return fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+		return fmt.Errorf("%w: %q partition %d", store.ErrUnknownPartition, topic, partition)
 	case proto.CodeResourceNotFound:
 		return c.classify(ctx, topic, partition, err)
 	}
@@ -491,10 +491,10 @@ func walkRecords(it *proto.RecordIter, msg *message.Message, records []byte, at 
 // then checked message by message, reading forward a bounded number of polls.
 func (c *Client) offsetForTime(ctx context.Context, topic string, partition int32, ts uint64) (int64, bool, error) {
 	if partition < 0 {
-		return 0, false, fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+		return 0, false, fmt.Errorf("%w: %q partition %d", store.ErrUnknownPartition, topic, partition)
 	}
 	if !validName(topic) {
-		return 0, false, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+		return 0, false, fmt.Errorf("%w: %q", store.ErrUnknownTopic, topic)
 	}
 	fence := c.fence(ctx, topic)
 	s, err := c.acquireFor(ctx, topic, partition)

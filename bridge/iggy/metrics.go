@@ -122,7 +122,7 @@ func (m *clientMetrics) observe(code uint32, d time.Duration, err error) {
 }
 
 // WriteMetrics writes the client's metrics in the Prometheus text format
-// (bridge.MetricsWriter: the gateway's /metrics includes them).
+// (store.MetricsWriter: the gateway's /metrics includes them).
 func (c *Client) WriteMetrics(w io.Writer) {
 	m := &c.metrics
 	metric.Header(w, "kiggy_iggy_request_duration_seconds", "histogram", "Iggy request latency (send to reply, transient replays included), by command.")

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 func scrape(c *Client) string {
@@ -35,7 +35,7 @@ func TestMetrics(t *testing.T) {
 	srv, addr := startServer(t, iggytest.Config{})
 	c := open(t, Config{Addr: addr, PoolSize: 2, ReconnectBackoffMin: 10 * time.Millisecond, ReconnectBackoffMax: 50 * time.Millisecond})
 	cx := ctx(t)
-	if _, err := c.CreateTopic(cx, "m", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "m", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {

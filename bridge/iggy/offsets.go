@@ -22,15 +22,15 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // groupPrefix names a Kafka group's Iggy consumer (docs/design/record-mapping.md §5).
 const groupPrefix = "kafka.cg."
 
 // ErrInvalidGroup means a group id does not fit an Iggy consumer name.
-var ErrInvalidGroup = fmt.Errorf("iggy: group id must be 1..246 bytes: %w", bridge.ErrInvalidGroup)
+var ErrInvalidGroup = fmt.Errorf("iggy: group id must be 1..246 bytes: %w", store.ErrInvalidGroup)
 
 type offsetKey struct {
 	group, topic string
@@ -69,10 +69,10 @@ func (c *Client) CommitOffset(ctx context.Context, group, topic string, partitio
 		return err
 	}
 	if partition < 0 {
-		return fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+		return fmt.Errorf("%w: %q partition %d", store.ErrUnknownPartition, topic, partition)
 	}
 	if !validName(topic) {
-		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+		return fmt.Errorf("%w: %q", store.ErrUnknownTopic, topic)
 	}
 	rec := commitRecord{kind: kindCommit, partition: partition, offset: offset, group: group, topic: topic, metadata: metadata}
 	if offset > 0 {
@@ -124,15 +124,15 @@ func (c *Client) deleteOffset(ctx context.Context, group, topic string, partitio
 }
 
 // offsetError maps consumer-offset failures; offset writes are idempotent, so
-// connection failures are bridge.ErrUnavailable.
+// connection failures are store.ErrUnavailable.
 func (c *Client) offsetError(ctx context.Context, topic string, partition int32, err error) error {
 	switch codeOf(err) {
 	case proto.CodeResourceNotFound:
 		return c.classify(ctx, topic, partition, err)
 	case proto.CodeStreamIDNotFound, proto.CodeTopicIDNotFound:
-		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+		return fmt.Errorf("%w: %q", store.ErrUnknownTopic, topic)
 	case proto.CodePartitionNotFound:
-		return fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+		return fmt.Errorf("%w: %q partition %d", store.ErrUnknownPartition, topic, partition)
 	case 0, proto.CodeTransientNotAccepted:
 		// 58: nothing was stored; no node took it (docs/IGGY.md, "Iggy clusters").
 		return unavailable(err)
@@ -148,10 +148,10 @@ func (c *Client) fetchOffset(ctx context.Context, group, topic string, partition
 		return 0, "", false, err
 	}
 	if partition < 0 {
-		return 0, "", false, fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+		return 0, "", false, fmt.Errorf("%w: %q partition %d", store.ErrUnknownPartition, topic, partition)
 	}
 	if !validName(topic) {
-		return 0, "", false, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+		return 0, "", false, fmt.Errorf("%w: %q", store.ErrUnknownTopic, topic)
 	}
 	s, err := c.acquireFor(ctx, topic, partition)
 	if err != nil {

@@ -30,9 +30,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/lru"
 	"github.com/kiggy-io/kiggy/internal/metric"
 )
@@ -206,9 +206,9 @@ func (p *partCache) endingAt(offset uint64) *chunk {
 	return nil
 }
 
-// read serves a Read through the cache (see bridge.Log.Read).
+// read serves a Read through the cache (see store.Log.Read).
 func (rc *readCache) read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
-	fence uint64, fn func(*message.Message) bool) (bridge.Watermarks, error) {
+	fence uint64, fn func(*message.Message) bool) (store.Watermarks, error) {
 	from := uint64(offset)
 	rc.mu.Lock()
 	p := rc.part(topic, partition)
@@ -234,7 +234,7 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 			high := p.emptyHigh
 			rc.mu.Unlock()
 			rc.hits.Add(1)
-			return bridge.Watermarks{High: high}, nil
+			return store.Watermarks{High: high}, nil
 		}
 	}
 	if ch != nil {
@@ -257,14 +257,14 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 	s, err := rc.c.acquireFor(ctx, topic, partition) // a routed partition reads from its route
 	if err != nil {
 		rc.donePolling(p, shared)
-		return bridge.Watermarks{}, unavailable(err)
+		return store.Watermarks{}, unavailable(err)
 	}
 	ch, current, polled, err := rc.poll(ctx, s, p, from, budget, fence)
 	rc.c.releaseFor(s)
 	if err != nil {
 		rc.donePolling(p, shared)
 		rc.forgetEmpty(p)
-		return bridge.Watermarks{}, rc.c.pollError(ctx, topic, partition, err)
+		return store.Watermarks{}, rc.c.pollError(ctx, topic, partition, err)
 	}
 	rc.mu.Lock()
 	if ch == nil {
@@ -283,7 +283,7 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 		}
 		rc.mu.Unlock()
 		if high >= 0 {
-			return bridge.Watermarks{High: high}, nil
+			return store.Watermarks{High: high}, nil
 		}
 		// current_offset 0 is both "empty" and "one message at offset 0": ask.
 		return rc.c.watermarks(ctx, topic, partition)
@@ -328,7 +328,7 @@ func (rc *readCache) donePolling(p *partCache, shared bool) {
 // on, and of the chunks contiguous with it, within maxBytes; then it asks
 // for a read-ahead when the reader got near the end of what is cached.
 func (rc *readCache) serve(p *partCache, ch *chunk, from uint64, maxBytes int,
-	fn func(*message.Message) bool) (bridge.Watermarks, error) {
+	fn func(*message.Message) bool) (store.Watermarks, error) {
 	r := rc.readers.Get().(*cacheReader)
 	budget, delivered := maxBytes, 0
 	var err error
@@ -375,9 +375,9 @@ func (rc *readCache) serve(p *partCache, ch *chunk, from uint64, maxBytes int,
 		r.msg = message.Message{}
 		rc.readers.Put(r)
 		if err != nil {
-			return bridge.Watermarks{}, err
+			return store.Watermarks{}, err
 		}
-		return bridge.Watermarks{High: high}, nil
+		return store.Watermarks{High: high}, nil
 	}
 }
 
@@ -913,7 +913,7 @@ func (rc *readCache) appended(topic string, partition int32, high int64, sent ui
 }
 
 // FetchCacheBytes is the bound of the encoded batches the gateway may share
-// between Fetches of this client's partitions (bridge.SharedReads,
+// between Fetches of this client's partitions (store.SharedReads,
 // Config.FetchCacheBytes): 0 without the read cache, whose invalidations
 // the gateway's entries follow.
 func (c *Client) FetchCacheBytes() int64 {
@@ -923,7 +923,7 @@ func (c *Client) FetchCacheBytes() int64 {
 	return c.cfg.FetchCacheBytes
 }
 
-// ReadGeneration implements bridge.SharedReads: the read cache's
+// ReadGeneration implements store.SharedReads: the read cache's
 // invalidation count, and the highest high watermark it knows for the
 // partition (−1 when it holds nothing of it).
 func (c *Client) ReadGeneration(topic string, partition int32) (uint64, int64) {
@@ -941,7 +941,7 @@ func (c *Client) ReadGeneration(topic string, partition int32) (uint64, int64) {
 }
 
 // ReadEstimate returns about how many bytes of messages a Read of
-// topic/partition from offset may find (bridge.ReadEstimator): 0 when the
+// topic/partition from offset may find (store.ReadEstimator): 0 when the
 // highest high watermark the client knows is at or below offset, the
 // messages past offset times the partition's message size as its polls
 // found it otherwise, and −1 when the client knows neither.

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // seqBatch builds n messages whose payloads are "<prefix><from+i>", so a
@@ -77,7 +77,7 @@ func TestReadCacheHitsAndReadAhead(t *testing.T) {
 	addr, stream := target(t)
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 4})
 	cx := ctx(t)
-	c.CreateTopic(cx, "ra", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "ra", 1, store.TopicConfig{})
 	for i := range 20 {
 		if _, err := c.Append(cx, "ra", 0, seqBatch("m", i*100, 100)); err != nil {
 			t.Fatal(err)
@@ -131,7 +131,7 @@ func TestReadCacheConcurrent(t *testing.T) {
 	const limit = 256 << 10
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 4, ReadCacheBytes: limit})
 	cx := ctx(t)
-	c.CreateTopic(cx, "cc", 2, bridge.TopicConfig{})
+	c.CreateTopic(cx, "cc", 2, store.TopicConfig{})
 	const total = 3000
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -178,7 +178,7 @@ func TestReadCacheBound(t *testing.T) {
 	const limit = 512 << 10
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2, ReadCacheBytes: limit})
 	cx := ctx(t)
-	c.CreateTopic(cx, "b", 8, bridge.TopicConfig{})
+	c.CreateTopic(cx, "b", 8, store.TopicConfig{})
 	for p := range int32(8) {
 		for i := range 4 {
 			if _, err := c.Append(cx, "b", p, seqBatch("v", i*200, 200)); err != nil {
@@ -213,13 +213,13 @@ func TestReadCacheDeleteInvalidates(t *testing.T) {
 	addr, stream := target(t)
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
 	cx := ctx(t)
-	c.CreateTopic(cx, "d", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "d", 1, store.TopicConfig{})
 	c.Append(cx, "d", 0, seqBatch("old", 0, 50))
 	readSeq(t, c, "d", 0, "old", 50, 1<<20)
 	if err := c.DeleteTopic(cx, "d"); err != nil {
 		t.Fatal(err)
 	}
-	c.CreateTopic(cx, "d", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "d", 1, store.TopicConfig{})
 	c.Append(cx, "d", 0, seqBatch("new", 0, 10))
 	readSeq(t, c, "d", 0, "new", 10, 1<<20)
 	wm, err := c.Read(cx, "d", 0, 10, 1<<20, func(*message.Message) bool { return true })
@@ -241,13 +241,13 @@ func TestReadCacheExternalRecreate(t *testing.T) {
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
 	other := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1, ReadCacheBytes: -1})
 	cx := ctx(t)
-	c.CreateTopic(cx, "e", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "e", 1, store.TopicConfig{})
 	c.Append(cx, "e", 0, seqBatch("old", 0, 50))
 	readSeq(t, c, "e", 0, "old", 50, 1<<20)
 
 	// Fewer messages: the poll at the cached end sees current_offset 9.
 	other.DeleteTopic(cx, "e")
-	other.CreateTopic(cx, "e", 1, bridge.TopicConfig{})
+	other.CreateTopic(cx, "e", 1, store.TopicConfig{})
 	other.Append(cx, "e", 0, seqBatch("new", 0, 10))
 	wm, err := c.Read(cx, "e", 0, 50, 1<<20, func(*message.Message) bool { return true })
 	if err != nil || wm.High != 10 {
@@ -257,7 +257,7 @@ func TestReadCacheExternalRecreate(t *testing.T) {
 
 	// More messages than were cached: the overlapping message differs.
 	other.DeleteTopic(cx, "e")
-	other.CreateTopic(cx, "e", 1, bridge.TopicConfig{})
+	other.CreateTopic(cx, "e", 1, store.TopicConfig{})
 	other.Append(cx, "e", 0, seqBatch("newer", 0, 30))
 	inv := c.cache.invalidations.Load()
 	c.Read(cx, "e", 0, 10, 1<<20, func(*message.Message) bool { return true })
@@ -273,7 +273,7 @@ func TestReadCacheTTL(t *testing.T) {
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
 	c.cache.ttl = 50 * time.Millisecond
 	cx := ctx(t)
-	c.CreateTopic(cx, "ttl", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "ttl", 1, store.TopicConfig{})
 	c.Append(cx, "ttl", 0, seqBatch("a", 0, 5))
 	readSeq(t, c, "ttl", 0, "a", 5, 1<<20)
 	time.Sleep(100 * time.Millisecond)
@@ -289,7 +289,7 @@ func TestReadCacheOff(t *testing.T) {
 	addr, stream := target(t)
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1, ReadCacheBytes: -1})
 	cx := ctx(t)
-	c.CreateTopic(cx, "off", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "off", 1, store.TopicConfig{})
 	c.Append(cx, "off", 0, seqBatch("o", 0, 300))
 	readSeq(t, c, "off", 0, "o", 300, 500)
 	if c.cache != nil {
@@ -306,7 +306,7 @@ func TestReadCacheWatermarks(t *testing.T) {
 	addr, stream := target(t)
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
 	cx := ctx(t)
-	c.CreateTopic(cx, "w", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "w", 1, store.TopicConfig{})
 	c.Append(cx, "w", 0, seqBatch("w", 0, 20))
 	readSeq(t, c, "w", 0, "w", 20, 1<<20)
 	c.Append(cx, "w", 0, seqBatch("w", 20, 5))
@@ -335,7 +335,7 @@ func TestReadCacheUnknownPartitions(t *testing.T) {
 	addr, stream := target(t)
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
 	cx := ctx(t)
-	c.CreateTopic(cx, "u", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "u", 1, store.TopicConfig{})
 	for p := int32(1); p < 50; p++ {
 		if _, err := c.Read(cx, "u", p, 0, 1000, func(*message.Message) bool { return true }); err == nil {
 			t.Fatalf("partition %d read", p)
@@ -359,7 +359,7 @@ func TestReadCacheSharedTailPoll(t *testing.T) {
 	_, addr := startServer(t, iggytest.Config{Latency: 100 * time.Millisecond})
 	c := open(t, Config{Addr: addr, PoolSize: 4})
 	cx := ctx(t)
-	c.CreateTopic(cx, "tail", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "tail", 1, store.TopicConfig{})
 	c.Append(cx, "tail", 0, seqBatch("t", 0, 3))
 	misses := c.cache.misses.Load()
 	var wg sync.WaitGroup
@@ -378,7 +378,7 @@ func TestReadCacheSharedTailPoll(t *testing.T) {
 }
 
 // TestReadGeneration: the generation the gateway's fetch cache checks its
-// entries against (bridge.SharedReads) changes when the read cache drops
+// entries against (store.SharedReads) changes when the read cache drops
 // data as possibly no longer stored: a topic created or deleted through the
 // client, a refill by another client seen by a poll, a reconnect; not on
 // reads, appends or evictions. The high watermark is the cache's; without
@@ -400,7 +400,7 @@ func TestReadGeneration(t *testing.T) {
 	cx := ctx(t)
 	gen := func() uint64 { g, _ := c.ReadGeneration("g", 0); return g }
 	g0 := gen()
-	if _, err := c.CreateTopic(cx, "g", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "g", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	g1 := gen()
@@ -420,7 +420,7 @@ func TestReadGeneration(t *testing.T) {
 
 	// Refilled by another client: the poll at the cached end sees fewer.
 	other.DeleteTopic(cx, "g")
-	other.CreateTopic(cx, "g", 1, bridge.TopicConfig{})
+	other.CreateTopic(cx, "g", 1, store.TopicConfig{})
 	other.Append(cx, "g", 0, seqBatch("b", 0, 3))
 	if g := gen(); g != g1 {
 		t.Fatal("the generation changed before the client saw anything")
@@ -462,7 +462,7 @@ func TestReadCacheWalkMarks(t *testing.T) {
 	addr, stream := target(t)
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
 	cx := ctx(t)
-	c.CreateTopic(cx, "marks", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "marks", 1, store.TopicConfig{})
 	const perBatch, batches = 37, 30
 	pad := strings.Repeat("x", 300)
 	for i := range batches {
@@ -507,7 +507,7 @@ func TestReadEstimate(t *testing.T) {
 	addr, stream := target(t)
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
 	cx := ctx(t)
-	c.CreateTopic(cx, "est", 1, bridge.TopicConfig{})
+	c.CreateTopic(cx, "est", 1, store.TopicConfig{})
 	if got := c.ReadEstimate("est", 0, 0); got != -1 {
 		t.Fatalf("before any append or read: %d, want -1", got)
 	}
@@ -536,7 +536,7 @@ func TestWatermarksTeachHighs(t *testing.T) {
 	addr, stream := target(t)
 	w := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
 	cx := ctx(t)
-	w.CreateTopic(cx, "teach", 3, bridge.TopicConfig{})
+	w.CreateTopic(cx, "teach", 3, store.TopicConfig{})
 	for p := range int32(3) {
 		if _, err := w.Append(cx, "teach", p, seqBatch("m", 0, int(p+1)*10)); err != nil {
 			t.Fatal(err)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
-// The read-only bridge.Log methods. In a cluster, a read that failed because
+// The read-only store.Log methods. In a cluster, a read that failed because
 // the connection to the primary broke is sent again to the new primary, within
 // the caller's deadline, once the client has found it (docs/IGGY.md, "Iggy
 // clusters"); a single server keeps the first answer.
@@ -22,7 +22,7 @@ func (c *Client) retryRead(ctx context.Context, read func() error) error {
 	for attempt := 1; ; attempt++ {
 		_, gen := c.target()
 		err := read()
-		if err == nil || attempt == readAttempts || !errors.Is(err, bridge.ErrUnavailable) || !c.clustered() || ctx.Err() != nil {
+		if err == nil || attempt == readAttempts || !errors.Is(err, store.ErrUnavailable) || !c.clustered() || ctx.Err() != nil {
 			return err
 		}
 		if c.awaitPrimary(ctx) != nil {
@@ -36,15 +36,15 @@ func (c *Client) retryRead(ctx context.Context, read func() error) error {
 
 // Read polls one partition by offset (PollMessages, strategy Offset, a fixed
 // single consumer kind 1 id 0, auto_commit 0) and calls fn for each message
-// from offset on. See bridge.Log.Read. Messages alias the session's reply
+// from offset on. See store.Log.Read. Messages alias the session's reply
 // buffer and are valid only during fn. A read that delivered messages before
 // it failed is not retried.
 func (c *Client) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
-	fn func(*message.Message) bool) (bridge.Watermarks, error) {
+	fn func(*message.Message) bool) (store.Watermarks, error) {
 	if !c.clustered() {
 		return c.read(ctx, topic, partition, offset, maxBytes, fn)
 	}
-	var wm bridge.Watermarks
+	var wm store.Watermarks
 	var readErr error
 	delivered := false
 	err := c.retryRead(ctx, func() error {
@@ -64,7 +64,7 @@ func (c *Client) Read(ctx context.Context, topic string, partition int32, offset
 }
 
 // Watermarks returns a partition's log start and high watermark (GetTopic).
-func (c *Client) Watermarks(ctx context.Context, topic string, partition int32) (wm bridge.Watermarks, err error) {
+func (c *Client) Watermarks(ctx context.Context, topic string, partition int32) (wm store.Watermarks, err error) {
 	err = c.retryRead(ctx, func() error {
 		wm, err = c.watermarks(ctx, topic, partition)
 		return err
@@ -81,7 +81,7 @@ func (c *Client) OffsetForTime(ctx context.Context, topic string, partition int3
 	return off, ok, err
 }
 
-// FetchOffset returns a group's committed offset (see bridge.Log).
+// FetchOffset returns a group's committed offset (see store.Log).
 func (c *Client) FetchOffset(ctx context.Context, group, topic string, partition int32) (off int64, meta string, ok bool, err error) {
 	err = c.retryRead(ctx, func() error {
 		off, meta, ok, err = c.fetchOffset(ctx, group, topic, partition)
@@ -91,7 +91,7 @@ func (c *Client) FetchOffset(ctx context.Context, group, topic string, partition
 }
 
 // Topics lists every topic of the stream.
-func (c *Client) Topics(ctx context.Context) (list []bridge.TopicInfo, err error) {
+func (c *Client) Topics(ctx context.Context) (list []store.TopicInfo, err error) {
 	err = c.retryRead(ctx, func() error {
 		list, err = c.listTopics(ctx)
 		return err
@@ -99,8 +99,8 @@ func (c *Client) Topics(ctx context.Context) (list []bridge.TopicInfo, err error
 	return list, err
 }
 
-// Topic describes one topic, or fails with bridge.ErrUnknownTopic.
-func (c *Client) Topic(ctx context.Context, name string) (info bridge.TopicInfo, err error) {
+// Topic describes one topic, or fails with store.ErrUnknownTopic.
+func (c *Client) Topic(ctx context.Context, name string) (info store.TopicInfo, err error) {
 	err = c.retryRead(ctx, func() error {
 		info, err = c.topic(ctx, name)
 		return err

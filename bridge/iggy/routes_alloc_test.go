@@ -6,8 +6,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // TestRoutedAllocs: an Append and a Read on a routed partition (routes.go)
@@ -18,7 +18,7 @@ func TestRoutedAllocs(t *testing.T) {
 	addr := startServerProcess(t)
 	c := open(t, Config{Addr: addr, PoolSize: 2, PingInterval: -1, ReadCacheBytes: -1})
 	cx := context.Background()
-	if _, err := c.CreateTopic(cx, "ralloc", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "ralloc", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	_, gen := c.target()

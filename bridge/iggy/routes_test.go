@@ -8,10 +8,10 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // metricLine returns the value of one unlabelled series of c's metrics.
@@ -39,7 +39,7 @@ func TestPartitionPrimaryReroute(t *testing.T) {
 	cl := startCluster(t, 3)
 	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, RequestTimeout: 2 * time.Second, ReadCacheBytes: -1})
 	cx := ctx(t)
-	if _, err := c.CreateTopic(cx, "p", 2, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "p", 2, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	type ack struct {
@@ -138,7 +138,7 @@ func TestPartitionRouteAfterFailover(t *testing.T) {
 	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, RequestTimeout: 2 * time.Second,
 		ReconnectBackoffMax: 200 * time.Millisecond, ReadCacheBytes: -1})
 	cx := ctx(t)
-	if _, err := c.CreateTopic(cx, "q", 2, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "q", 2, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	cl.SetPartitionPrimary("q", 1, 2)
@@ -186,7 +186,7 @@ func TestSingleServerNoReroute(t *testing.T) {
 	srv, addr := startServer(t, iggytest.Config{})
 	c := open(t, Config{Addr: addr, PoolSize: 1})
 	cx := ctx(t)
-	if _, err := c.CreateTopic(cx, "s", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "s", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	connects := metricLine(t, c, "kiggy_iggy_connects_total")
@@ -220,7 +220,7 @@ func TestPartitionRouteNodeKilled(t *testing.T) {
 	cl := startCluster(t, 3)
 	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, RequestTimeout: time.Second, ReadCacheBytes: -1})
 	cx := ctx(t)
-	if _, err := c.CreateTopic(cx, "k", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "k", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	cl.SetPartitionPrimary("k", 0, 2)
@@ -235,7 +235,7 @@ func TestPartitionRouteNodeKilled(t *testing.T) {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, bridge.ErrUnknownOutcome) && !errors.Is(err, bridge.ErrUnavailable) {
+		if !errors.Is(err, store.ErrUnknownOutcome) && !errors.Is(err, store.ErrUnavailable) {
 			t.Fatalf("append after the routed node died: %v", err)
 		}
 		if failed++; failed > 2 {
@@ -261,7 +261,7 @@ func TestPartitionRouteTopicAliasesBuffer(t *testing.T) {
 	cl := startCluster(t, 3)
 	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, RequestTimeout: 2 * time.Second, ReadCacheBytes: -1})
 	cx := ctx(t)
-	if _, err := c.CreateTopic(cx, "p", 2, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "p", 2, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	cl.SetPartitionPrimary("p", 1, 2)
@@ -290,7 +290,7 @@ func TestJoinedAppendReroute(t *testing.T) {
 	cl := startCluster(t, 3)
 	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, RequestTimeout: 2 * time.Second, ReadCacheBytes: -1})
 	cx := ctx(t)
-	if _, err := c.CreateTopic(cx, "jr", 2, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "jr", 2, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	cl.SetPartitionPrimary("jr", 1, 2)

@@ -24,11 +24,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
-var _ bridge.SystemStore = (*Client)(nil)
+var _ store.SystemStore = (*Client)(nil)
 
 // System store record kinds.
 const (
@@ -140,7 +140,7 @@ func validNamespace(ns string) bool {
 	return true
 }
 
-// LoadSystem implements bridge.SystemStore: the namespace's live entries, as
+// LoadSystem implements store.SystemStore: the namespace's live entries, as
 // of its tail now (changes made through other instances included).
 func (c *Client) LoadSystem(ctx context.Context, ns string) (map[string][]byte, error) {
 	st, err := c.stateNamespace(ctx, ns)
@@ -159,12 +159,12 @@ func (c *Client) LoadSystem(ctx context.Context, ns string) (map[string][]byte, 
 	return out, nil
 }
 
-// PutSystem implements bridge.SystemStore: the change is appended to the
+// PutSystem implements store.SystemStore: the change is appended to the
 // namespace's log (a written Iggy record, docs/IGGY.md "Durability") before
 // it returns.
 func (c *Client) PutSystem(ctx context.Context, ns, key string, value []byte) error {
 	if len(key) == 0 || len(key) > maxStateKey || len(value) > maxStateValue {
-		return fmt.Errorf("iggy: system store entry %q: key of 1..%d bytes and value of at most %d bytes: %w", key, maxStateKey, maxStateValue, bridge.ErrTooLarge)
+		return fmt.Errorf("iggy: system store entry %q: key of 1..%d bytes and value of at most %d bytes: %w", key, maxStateKey, maxStateValue, store.ErrTooLarge)
 	}
 	st, err := c.stateNamespace(ctx, ns)
 	if err != nil {
@@ -249,7 +249,7 @@ func (c *Client) openStateNamespace(ctx context.Context, ns string) (*stateNames
 		if !complete {
 			// A compaction cut short: its older generation is still there.
 			c.log.Warn("iggy: dropping an incomplete system store generation", "topic", st.topic)
-			if err := sys.DeleteTopic(ctx, st.topic); err != nil && !errors.Is(err, bridge.ErrUnknownTopic) {
+			if err := sys.DeleteTopic(ctx, st.topic); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
 				return nil, err
 			}
 			continue
@@ -268,7 +268,7 @@ func (c *Client) openStateNamespace(ctx context.Context, ns string) (*stateNames
 // The caller holds c.state.mu.
 func (c *Client) catchUpState(ctx context.Context, st *stateNamespace) error {
 	_, err := c.readState(ctx, st)
-	if !errors.Is(err, bridge.ErrUnknownTopic) {
+	if !errors.Is(err, store.ErrUnknownTopic) {
 		return err
 	}
 	fresh, err := c.openStateNamespace(ctx, st.name)
@@ -327,7 +327,7 @@ func (c *Client) compactState(ctx context.Context, st *stateNamespace, gen int, 
 	sys := c.commits.sys
 	prefix := stateTopicPrefix(c.cfg.Stream, st.name)
 	name := prefix + strconv.Itoa(gen)
-	if _, err := sys.CreateTopic(ctx, name, 1, bridge.TopicConfig{}); err != nil && !errors.Is(err, bridge.ErrTopicExists) {
+	if _, err := sys.CreateTopic(ctx, name, 1, store.TopicConfig{}); err != nil && !errors.Is(err, store.ErrTopicExists) {
 		return nil, err
 	}
 	var b message.Batch
@@ -354,7 +354,7 @@ func (c *Client) compactState(ctx context.Context, st *stateNamespace, gen int, 
 	}
 	for _, g := range old {
 		if g < gen {
-			if err := sys.DeleteTopic(ctx, prefix+strconv.Itoa(g)); err != nil && !errors.Is(err, bridge.ErrUnknownTopic) {
+			if err := sys.DeleteTopic(ctx, prefix+strconv.Itoa(g)); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
 				c.log.Warn("iggy: could not delete an old system store generation", "generation", g, "err", err)
 			}
 		}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 func equalState(a, b map[string][]byte) bool { return maps.EqualFunc(a, b, bytes.Equal) }
@@ -153,7 +153,7 @@ func TestSystemStoreWithoutSystemStream(t *testing.T) {
 	if err := c.PutSystem(ctx(t), "acl", "k", []byte("v")); err == nil {
 		t.Fatal("PutSystem without a system stream succeeded")
 	}
-	var _ bridge.SystemStore = c
+	var _ store.SystemStore = c
 }
 
 func FuzzStateRecord(f *testing.F) {

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // testCA is a throw-away certificate authority for TLS tests.
@@ -71,7 +71,7 @@ func TestTLS(t *testing.T) {
 	_, addr := startServer(t, iggytest.Config{TLS: &tls.Config{Certificates: []tls.Certificate{serverCert}}})
 	c := open(t, Config{Addr: addr, PoolSize: 1, TLS: &tls.Config{RootCAs: ca.pool}})
 	cx := ctx(t)
-	if _, err := c.CreateTopic(cx, "t", 1, bridge.TopicConfig{}); err != nil {
+	if _, err := c.CreateTopic(cx, "t", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	if base, err := c.Append(cx, "t", 0, batchOf(1, "m", 2)); err != nil || base != 0 {

@@ -7,15 +7,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // topicEntry is the cached view of one topic.
 type topicEntry struct {
 	id         uint32
 	partitions int32
-	durability bridge.Durability
+	durability store.Durability
 	// created is the incarnation's created_at (µs, the server's clock):
 	// the fence its reads are checked against (incarnation.go).
 	created uint64
@@ -32,12 +32,12 @@ type partitionInfo struct {
 type topicDetails struct {
 	id         uint32
 	created    uint64 // created_at, µs
-	info       bridge.TopicInfo
+	info       store.TopicInfo
 	partitions []partitionInfo
 }
 
 // decodeTopicHeader reads a TopicHeader (§3.5 layout table).
-func decodeTopicHeader(r *proto.Reader) (uint32, uint64, bridge.TopicInfo) {
+func decodeTopicHeader(r *proto.Reader) (uint32, uint64, store.TopicInfo) {
 	id := r.U32()
 	created := r.U64()
 	parts := r.U32()
@@ -51,9 +51,9 @@ func decodeTopicHeader(r *proto.Reader) (uint32, uint64, bridge.TopicInfo) {
 	derived := r.LongString()
 	if !r.Ok() || parts > math.MaxInt32 {
 		r.Fail(proto.ErrMalformed)
-		return 0, 0, bridge.TopicInfo{}
+		return 0, 0, store.TopicInfo{}
 	}
-	info := bridge.TopicInfo{Name: string(name), Partitions: int32(parts)}
+	info := store.TopicInfo{Name: string(name), Partitions: int32(parts)}
 	info.Config.Durability = topicDurability(explicit, derived)
 	// 0 = server default, u64::MAX = never / unlimited: both mean "none" to
 	// Kafka (retention.ms -1, retention.bytes -1).
@@ -81,7 +81,7 @@ const (
 // write: it flushes a partition's journal to the segment file before it
 // replies only when a threshold trips on every commit. Derived options are
 // the server's resolved defaults; explicit ones win over them.
-func topicDurability(explicit, derived []byte) bridge.Durability {
+func topicDurability(explicit, derived []byte) store.Durability {
 	msgs, size, fsync := uint64(defaultMessagesRequiredToSave), uint64(defaultSizeRequiredToSave), false
 	apply := func(o proto.Option) {
 		switch string(o.Key) {
@@ -105,11 +105,11 @@ func topicDurability(explicit, derived []byte) bridge.Durability {
 	_ = proto.EachOption(explicit, apply)
 	switch {
 	case msgs > 1 && size > minMessageSize:
-		return bridge.DurabilityBuffered
+		return store.DurabilityBuffered
 	case fsync:
-		return bridge.DurabilityFsync
+		return store.DurabilityFsync
 	}
-	return bridge.DurabilityWritten
+	return store.DurabilityWritten
 }
 
 // Topic option keys (server topic_option_keys).
@@ -125,11 +125,11 @@ const (
 // writes at level d (docs/IGGY.md, "Durability"): a flush of the journal on
 // every commit, before the reply, and an fsync of it for DurabilityFsync.
 // DurabilityBuffered sends nothing: Iggy's defaults.
-func appendDurabilityOptions(b []byte, d bridge.Durability) []byte {
+func appendDurabilityOptions(b []byte, d store.Durability) []byte {
 	switch d {
-	case bridge.DurabilityWritten, bridge.DurabilityFsync:
+	case store.DurabilityWritten, store.DurabilityFsync:
 		b = proto.AppendOptionU32(b, optMessagesRequiredToSave, 1)
-		return proto.AppendOptionBool(b, optEnforceFsync, d == bridge.DurabilityFsync)
+		return proto.AppendOptionBool(b, optEnforceFsync, d == store.DurabilityFsync)
 	}
 	return b
 }
@@ -160,14 +160,14 @@ func decodeTopic(body []byte) (topicDetails, error) {
 }
 
 // decodeTopics decodes a GetTopics reply: [count u32][TopicHeader × count].
-func decodeTopics(body []byte) ([]bridge.TopicInfo, error) {
+func decodeTopics(body []byte) ([]store.TopicInfo, error) {
 	r := proto.NewReader(body)
 	n := r.U32()
 	// A TopicHeader is at least 58 bytes; reject counts that cannot fit.
 	if !r.Ok() || uint64(n)*58 > uint64(r.Len()) {
 		return nil, fmt.Errorf("%w: topic list", proto.ErrMalformed)
 	}
-	out := make([]bridge.TopicInfo, 0, n)
+	out := make([]store.TopicInfo, 0, n)
 	for range n {
 		_, _, info := decodeTopicHeader(&r)
 		out = append(out, info)
@@ -232,8 +232,8 @@ func (d *topicDetails) entry() topicEntry {
 // topicLevel is the durability a new topic is created with: the gateway's
 // level, or a stronger one the topic asks for (Kafka flush.messages /
 // flush.ms map to fsync, docs/IGGY.md "Durability").
-func (c *Client) topicLevel(asked bridge.Durability) bridge.Durability {
-	if asked == bridge.DurabilityFsync {
+func (c *Client) topicLevel(asked store.Durability) store.Durability {
+	if asked == store.DurabilityFsync {
 		return asked
 	}
 	return c.cfg.Durability
@@ -250,7 +250,7 @@ func (c *Client) remember(name string, e topicEntry) {
 		c.topics[strings.Clone(name)] = e
 	}
 	warn := false
-	if e.durability == bridge.DurabilityBuffered && c.cfg.Durability != bridge.DurabilityBuffered {
+	if e.durability == store.DurabilityBuffered && c.cfg.Durability != store.DurabilityBuffered {
 		if _, seen := c.buffered[name]; !seen {
 			c.buffered[strings.Clone(name)] = struct{}{}
 			c.metrics.bufferedTopics.Store(int64(len(c.buffered)))
@@ -279,7 +279,7 @@ func (c *Client) cached(name string) (topicEntry, bool) {
 }
 
 // readError wraps a failed read-only request: server codes keep their Error;
-// connection failures become bridge.ErrUnavailable (a read is always safe to
+// connection failures become store.ErrUnavailable (a read is always safe to
 // retry).
 func readError(err error) error {
 	if codeOf(err) != 0 {
@@ -289,7 +289,7 @@ func readError(err error) error {
 }
 
 // listTopics lists every topic of the stream.
-func (c *Client) listTopics(ctx context.Context) ([]bridge.TopicInfo, error) {
+func (c *Client) listTopics(ctx context.Context) ([]store.TopicInfo, error) {
 	s, err := c.acquire(ctx)
 	if err != nil {
 		return nil, unavailable(err)
@@ -302,14 +302,14 @@ func (c *Client) listTopics(ctx context.Context) ([]bridge.TopicInfo, error) {
 	return decodeTopics(body)
 }
 
-// topic describes one topic, or fails with bridge.ErrUnknownTopic.
-func (c *Client) topic(ctx context.Context, name string) (bridge.TopicInfo, error) {
+// topic describes one topic, or fails with store.ErrUnknownTopic.
+func (c *Client) topic(ctx context.Context, name string) (store.TopicInfo, error) {
 	d, ok, err := c.lookupTopic(ctx, name)
 	if err != nil {
-		return bridge.TopicInfo{}, err
+		return store.TopicInfo{}, err
 	}
 	if !ok {
-		return bridge.TopicInfo{}, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+		return store.TopicInfo{}, fmt.Errorf("%w: %q", store.ErrUnknownTopic, name)
 	}
 	return d.info, nil
 }
@@ -331,10 +331,10 @@ const (
 // topic is left reported created (docs/IGGY.md Topics). TopicConfig maps to
 // the message_expiry (µs) and max_topic_size options; zero values leave the
 // server defaults (no expiry, unlimited).
-func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32, cfg bridge.TopicConfig) (bridge.TopicInfo, error) {
+func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32, cfg store.TopicConfig) (store.TopicInfo, error) {
 	// A Kafka topic needs ≥ 1 partition.
 	if partitions < 1 || partitions > maxTopicPartitions {
-		return bridge.TopicInfo{}, fmt.Errorf("%w: %d (kiggy on Iggy allows 1..%d)", bridge.ErrInvalidPartitions, partitions, maxTopicPartitions)
+		return store.TopicInfo{}, fmt.Errorf("%w: %d (kiggy on Iggy allows 1..%d)", store.ErrInvalidPartitions, partitions, maxTopicPartitions)
 	}
 	if partitions <= maxPartitionsPerRequest {
 		return c.createTopic(ctx, name, partitions, cfg)
@@ -345,25 +345,25 @@ func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32,
 	}
 	if err := c.growTopic(ctx, name, maxPartitionsPerRequest, int64(partitions)-maxPartitionsPerRequest); err != nil {
 		if derr := c.DeleteTopic(ctx, name); derr != nil {
-			return bridge.TopicInfo{}, fmt.Errorf("%w (creating %d partitions; deleting the partial topic %q failed too: %v)", err, partitions, name, derr)
+			return store.TopicInfo{}, fmt.Errorf("%w (creating %d partitions; deleting the partial topic %q failed too: %v)", err, partitions, name, derr)
 		}
-		return bridge.TopicInfo{}, fmt.Errorf("%w (creating %d partitions; the partial topic %q was deleted)", err, partitions, name)
+		return store.TopicInfo{}, fmt.Errorf("%w (creating %d partitions; the partial topic %q was deleted)", err, partitions, name)
 	}
 	return c.topic(ctx, name)
 }
 
 // createTopic is one CreateTopic request (1..maxPartitionsPerRequest partitions).
-func (c *Client) createTopic(ctx context.Context, name string, partitions int32, cfg bridge.TopicConfig) (bridge.TopicInfo, error) {
+func (c *Client) createTopic(ctx context.Context, name string, partitions int32, cfg store.TopicConfig) (store.TopicInfo, error) {
 	if !validName(name) {
-		return bridge.TopicInfo{}, fmt.Errorf("%w: topic name must be 1..255 bytes", bridge.ErrInvalidConfig)
+		return store.TopicInfo{}, fmt.Errorf("%w: topic name must be 1..255 bytes", store.ErrInvalidConfig)
 	}
 	if cfg.MessageExpiry < 0 {
-		return bridge.TopicInfo{}, fmt.Errorf("%w: negative message expiry", bridge.ErrInvalidConfig)
+		return store.TopicInfo{}, fmt.Errorf("%w: negative message expiry", store.ErrInvalidConfig)
 	}
 	durability := c.topicLevel(cfg.Durability)
 	s, err := c.acquire(ctx)
 	if err != nil {
-		return bridge.TopicInfo{}, unavailable(err)
+		return store.TopicInfo{}, unavailable(err)
 	}
 	defer c.release(s)
 	for attempt := 0; ; attempt++ {
@@ -383,32 +383,32 @@ func (c *Client) createTopic(ctx context.Context, name string, partitions int32,
 		case err == nil:
 			d, derr := decodeTopic(body)
 			if derr != nil {
-				return bridge.TopicInfo{}, derr
+				return store.TopicInfo{}, derr
 			}
 			c.remember(name, d.entry())
 			c.cache.invalidateTopic(name)
 			return d.info, nil
 		case code == proto.CodeTopicNameAlreadyExists:
-			return bridge.TopicInfo{}, fmt.Errorf("%w: %q", bridge.ErrTopicExists, name)
+			return store.TopicInfo{}, fmt.Errorf("%w: %q", store.ErrTopicExists, name)
 		case attempt < metadataAttempts && c.primaryMoved(ctx, s, err, gen):
 			continue // a backup stored nothing; the new primary is asked
 		case code == proto.CodeStreamIDNotFound && attempt == 0:
 			// Someone deleted the stream; recreate it and retry once.
 			if err := c.ensureStream(ctx, s); err != nil {
-				return bridge.TopicInfo{}, err
+				return store.TopicInfo{}, err
 			}
 			continue
 		case code == proto.CodeTooManyPartitions || code == proto.CodeInvalidPartitionsCount:
-			return bridge.TopicInfo{}, fmt.Errorf("%w: %w", bridge.ErrInvalidPartitions, err)
+			return store.TopicInfo{}, fmt.Errorf("%w: %w", store.ErrInvalidPartitions, err)
 		case code == proto.CodeInvalidTopicSize || code == proto.CodeUnsupportedOptionKey || code == proto.CodeInvalidOptionValue ||
 			code == proto.CodeInvalidTopicName || code == proto.CodeTooManyTopics:
-			return bridge.TopicInfo{}, fmt.Errorf("%w: %w", bridge.ErrInvalidConfig, err)
+			return store.TopicInfo{}, fmt.Errorf("%w: %w", store.ErrInvalidConfig, err)
 		case code != 0:
-			return bridge.TopicInfo{}, err
+			return store.TopicInfo{}, err
 		case sent:
-			return bridge.TopicInfo{}, fmt.Errorf("%w: %w", bridge.ErrUnknownOutcome, err)
+			return store.TopicInfo{}, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
 		default:
-			return bridge.TopicInfo{}, unavailable(err)
+			return store.TopicInfo{}, unavailable(err)
 		}
 	}
 }
@@ -441,7 +441,7 @@ func (c *Client) primaryMoved(ctx context.Context, s *session, err error, gen ui
 // DeleteTopic deletes a topic and its data.
 func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 	if !validName(name) {
-		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+		return fmt.Errorf("%w: %q", store.ErrUnknownTopic, name)
 	}
 	s, err := c.acquire(ctx)
 	if err != nil {
@@ -462,25 +462,25 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 	case err == nil:
 		return nil
 	case code == proto.CodeTopicIDNotFound || code == proto.CodeStreamIDNotFound || code == proto.CodeTopicNameNotFound:
-		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+		return fmt.Errorf("%w: %q", store.ErrUnknownTopic, name)
 	case code != 0:
 		return err
 	case sent:
-		return fmt.Errorf("%w: %w", bridge.ErrUnknownOutcome, err)
+		return fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
 	}
 	return unavailable(err)
 }
 
-// UpdateTopic implements bridge.TopicUpdater: UpdateTopic (304 → 133,
+// UpdateTopic implements store.TopicUpdater: UpdateTopic (304 → 133,
 // docs/design/iggy-protocol.md §3.5) with the topic's own name and the
 // message_expiry and max_topic_size options, which the server patches in
 // place (u64::MAX = never / unlimited); the other options keep their values.
-func (c *Client) UpdateTopic(ctx context.Context, name string, cfg bridge.TopicConfig) error {
+func (c *Client) UpdateTopic(ctx context.Context, name string, cfg store.TopicConfig) error {
 	if !validName(name) {
-		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+		return fmt.Errorf("%w: %q", store.ErrUnknownTopic, name)
 	}
 	if cfg.MessageExpiry < 0 {
-		return fmt.Errorf("%w: negative message expiry", bridge.ErrInvalidConfig)
+		return fmt.Errorf("%w: negative message expiry", store.ErrInvalidConfig)
 	}
 	expiry, size := uint64(math.MaxUint64), uint64(math.MaxUint64)
 	if cfg.MessageExpiry > 0 {
@@ -503,13 +503,13 @@ func (c *Client) UpdateTopic(ctx context.Context, name string, cfg bridge.TopicC
 	case err == nil:
 		return nil
 	case code == proto.CodeTopicIDNotFound || code == proto.CodeStreamIDNotFound || code == proto.CodeTopicNameNotFound:
-		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+		return fmt.Errorf("%w: %q", store.ErrUnknownTopic, name)
 	case code == proto.CodeInvalidTopicSize || code == proto.CodeUnsupportedOptionKey || code == proto.CodeInvalidOptionValue:
-		return fmt.Errorf("%w: %w", bridge.ErrInvalidConfig, err)
+		return fmt.Errorf("%w: %w", store.ErrInvalidConfig, err)
 	case code != 0:
 		return err
 	case sent:
-		return fmt.Errorf("%w: %w", bridge.ErrUnknownOutcome, err)
+		return fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
 	}
 	return unavailable(err)
 }
@@ -526,12 +526,12 @@ func (c *Client) CreatePartitions(ctx context.Context, name string, total int32)
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+		return fmt.Errorf("%w: %q", store.ErrUnknownTopic, name)
 	}
 	add := int64(total) - int64(d.info.Partitions)
 	if add <= 0 || total > maxTopicPartitions {
 		return fmt.Errorf("%w: topic %q has %d partitions, asked for %d (kiggy on Iggy allows up to %d)",
-			bridge.ErrInvalidPartitions, name, d.info.Partitions, total, maxTopicPartitions)
+			store.ErrInvalidPartitions, name, d.info.Partitions, total, maxTopicPartitions)
 	}
 	return c.growTopic(ctx, name, d.info.Partitions, add)
 }
@@ -574,13 +574,13 @@ func (c *Client) addPartitions(ctx context.Context, s *session, name string, n u
 	case err == nil:
 		return nil
 	case code == proto.CodeTopicIDNotFound || code == proto.CodeStreamIDNotFound:
-		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+		return fmt.Errorf("%w: %q", store.ErrUnknownTopic, name)
 	case code == proto.CodeTooManyPartitions || code == proto.CodeInvalidPartitionsCount || code == proto.CodePartitionIDSpaceExhausted:
-		return fmt.Errorf("%w: %w", bridge.ErrInvalidPartitions, err)
+		return fmt.Errorf("%w: %w", store.ErrInvalidPartitions, err)
 	case code != 0:
 		return err
 	case sent:
-		return fmt.Errorf("%w: %w", bridge.ErrUnknownOutcome, err)
+		return fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
 	}
 	return unavailable(err)
 }
@@ -590,28 +590,28 @@ func (c *Client) addPartitions(ctx context.Context, s *session, name string, n u
 // partition and for one holding only offset 0, so messages_count breaks the
 // tie: High = current_offset+1 when the partition has ever held a message.
 // LogStart = High − messages_count (messages_count counts what is kept).
-func watermarksOf(p partitionInfo) bridge.Watermarks {
+func watermarksOf(p partitionInfo) store.Watermarks {
 	if p.messages == 0 && p.currentOffset == 0 {
-		return bridge.Watermarks{}
+		return store.Watermarks{}
 	}
 	high := int64(p.currentOffset + 1)
 	start := high - int64(p.messages)
 	if start < 0 || p.messages > uint64(high) {
 		start = 0
 	}
-	return bridge.Watermarks{LogStart: start, High: high}
+	return store.Watermarks{LogStart: start, High: high}
 }
 
 // watermarks returns a partition's log start and high watermark from
 // GetTopic's partition list.
-func (c *Client) watermarks(ctx context.Context, topic string, partition int32) (bridge.Watermarks, error) {
+func (c *Client) watermarks(ctx context.Context, topic string, partition int32) (store.Watermarks, error) {
 	sent := c.cache.generation()
 	d, ok, err := c.lookupTopicVia(ctx, topic, partition)
 	if err != nil {
-		return bridge.Watermarks{}, err
+		return store.Watermarks{}, err
 	}
 	if !ok {
-		return bridge.Watermarks{}, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+		return store.Watermarks{}, fmt.Errorf("%w: %q", store.ErrUnknownTopic, topic)
 	}
 	c.cache.learnHighs(topic, d.partitions, sent)
 	for _, p := range d.partitions {
@@ -619,7 +619,7 @@ func (c *Client) watermarks(ctx context.Context, topic string, partition int32) 
 			return watermarksOf(p), nil
 		}
 	}
-	return bridge.Watermarks{}, fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+	return store.Watermarks{}, fmt.Errorf("%w: %q partition %d", store.ErrUnknownPartition, topic, partition)
 }
 
 // classify turns an unresolvable-target reply (status 20 on the partition
@@ -631,9 +631,9 @@ func (c *Client) classify(ctx context.Context, topic string, partition int32, ca
 	case err != nil:
 		return fmt.Errorf("%w: %w", cause, err)
 	case !ok:
-		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, topic)
+		return fmt.Errorf("%w: %q", store.ErrUnknownTopic, topic)
 	case partition < 0 || partition >= d.info.Partitions:
-		return fmt.Errorf("%w: %q partition %d", bridge.ErrUnknownPartition, topic, partition)
+		return fmt.Errorf("%w: %q partition %d", store.ErrUnknownPartition, topic, partition)
 	}
 	return cause
 }

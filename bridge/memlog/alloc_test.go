@@ -5,8 +5,8 @@ package memlog
 import (
 	"testing"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // TestTrimAmortised: once a partition is at its cap, an append costs far
@@ -14,7 +14,7 @@ import (
 // made every append allocate and copy all entries).
 func TestTrimAmortised(t *testing.T) {
 	l := New(Config{PartitionBytes: 1 << 20, ChunkSize: 64 << 10})
-	l.CreateTopic(ctx, "t", 1, bridge.TopicConfig{})
+	l.CreateTopic(ctx, "t", 1, store.TopicConfig{})
 	b := batchOf("a fixed-size message")
 	for range 20000 {
 		l.Append(ctx, "t", 0, b)
@@ -31,7 +31,7 @@ func TestTrimAmortised(t *testing.T) {
 // TestReadAllocs: reading stored messages allocates nothing.
 func TestReadAllocs(t *testing.T) {
 	l := New(Config{})
-	l.CreateTopic(ctx, "t", 1, bridge.TopicConfig{})
+	l.CreateTopic(ctx, "t", 1, store.TopicConfig{})
 	l.Append(ctx, "t", 0, batchOf("a", "b", "c"))
 	n := 0
 	fn := func(*message.Message) bool { n++; return true }

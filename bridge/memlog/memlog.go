@@ -1,5 +1,5 @@
 // Package memlog is kiggy's embedded in-memory log: the default backend, so
-// the gateway runs with nothing else installed. It implements bridge.Log.
+// the gateway runs with nothing else installed. It implements store.Log.
 //
 // Each partition is an append-only sequence of Iggy-shaped message frames
 // (bridge/message) with contiguous offsets from 0. Frames are copied once, on
@@ -24,8 +24,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/metric"
 )
 
@@ -90,7 +90,7 @@ const (
 var limitNames = [numLimits]string{limitPartition: "partition", limitTotal: "total"}
 
 type topic struct {
-	info       bridge.TopicInfo
+	info       store.TopicInfo
 	partitions []*partition
 }
 
@@ -150,54 +150,54 @@ func New(cfg Config) *Log {
 }
 
 var (
-	_ bridge.Log                = (*Log)(nil)
-	_ bridge.CapabilityDeclarer = (*Log)(nil)
+	_ store.Log                = (*Log)(nil)
+	_ store.CapabilityDeclarer = (*Log)(nil)
 )
 
-// Capabilities implements bridge.CapabilityDeclarer: the embedded log lives
+// Capabilities implements store.CapabilityDeclarer: the embedded log lives
 // in this process, never waits on I/O, and only this gateway appends to it.
-func (l *Log) Capabilities() bridge.Capabilities {
-	return bridge.Capabilities{NonBlocking: true, SoleWriter: true, LocalLatency: true, NoFrameChecksums: true}
+func (l *Log) Capabilities() store.Capabilities {
+	return store.Capabilities{NonBlocking: true, SoleWriter: true, LocalLatency: true, NoFrameChecksums: true}
 }
 
-// Topics implements bridge.Log.
-func (l *Log) Topics(context.Context) ([]bridge.TopicInfo, error) {
+// Topics implements store.Log.
+func (l *Log) Topics(context.Context) ([]store.TopicInfo, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	out := make([]bridge.TopicInfo, 0, len(l.topics))
+	out := make([]store.TopicInfo, 0, len(l.topics))
 	for _, t := range l.topics {
 		out = append(out, t.info)
 	}
-	slices.SortFunc(out, func(a, b bridge.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b store.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-// Topic implements bridge.Log.
-func (l *Log) Topic(_ context.Context, name string) (bridge.TopicInfo, error) {
+// Topic implements store.Log.
+func (l *Log) Topic(_ context.Context, name string) (store.TopicInfo, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	t, ok := l.topics[name]
 	if !ok {
-		return bridge.TopicInfo{}, fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+		return store.TopicInfo{}, fmt.Errorf("%w: %q", store.ErrUnknownTopic, name)
 	}
 	return t.info, nil
 }
 
-// CreateTopic implements bridge.Log.
-func (l *Log) CreateTopic(_ context.Context, name string, partitions int32, cfg bridge.TopicConfig) (bridge.TopicInfo, error) {
+// CreateTopic implements store.Log.
+func (l *Log) CreateTopic(_ context.Context, name string, partitions int32, cfg store.TopicConfig) (store.TopicInfo, error) {
 	if partitions < 1 {
-		return bridge.TopicInfo{}, fmt.Errorf("%w: %d", bridge.ErrInvalidPartitions, partitions)
+		return store.TopicInfo{}, fmt.Errorf("%w: %d", store.ErrInvalidPartitions, partitions)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.topics[name]; ok {
-		return bridge.TopicInfo{}, fmt.Errorf("%w: %q", bridge.ErrTopicExists, name)
+		return store.TopicInfo{}, fmt.Errorf("%w: %q", store.ErrTopicExists, name)
 	}
 	name = strings.Clone(name) // it may alias a request frame
 	// Records live in this process's memory whatever the topic asked for
 	// (docs/IGGY.md, "Durability").
-	cfg.Durability = bridge.DurabilityMemory
-	t := &topic{info: bridge.TopicInfo{Name: name, Partitions: partitions, Config: cfg}}
+	cfg.Durability = store.DurabilityMemory
+	t := &topic{info: store.TopicInfo{Name: name, Partitions: partitions, Config: cfg}}
 	for range partitions {
 		t.partitions = append(t.partitions, l.newPartition(cfg))
 	}
@@ -205,7 +205,7 @@ func (l *Log) CreateTopic(_ context.Context, name string, partitions int32, cfg 
 	return t.info, nil
 }
 
-func (l *Log) newPartition(cfg bridge.TopicConfig) *partition {
+func (l *Log) newPartition(cfg store.TopicConfig) *partition {
 	c := l.cfg.PartitionBytes
 	if cfg.MaxBytes > 0 && int64(cfg.MaxBytes) < c {
 		c = int64(cfg.MaxBytes)
@@ -213,13 +213,13 @@ func (l *Log) newPartition(cfg bridge.TopicConfig) *partition {
 	return &partition{capBytes: c}
 }
 
-// DeleteTopic implements bridge.Log.
+// DeleteTopic implements store.Log.
 func (l *Log) DeleteTopic(_ context.Context, name string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t, ok := l.topics[name]
 	if !ok {
-		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+		return fmt.Errorf("%w: %q", store.ErrUnknownTopic, name)
 	}
 	delete(l.topics, name)
 	for _, p := range t.partitions {
@@ -233,16 +233,16 @@ func (l *Log) DeleteTopic(_ context.Context, name string) error {
 	return nil
 }
 
-// CreatePartitions implements bridge.Log.
+// CreatePartitions implements store.Log.
 func (l *Log) CreatePartitions(_ context.Context, name string, total int32) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t, ok := l.topics[name]
 	if !ok {
-		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+		return fmt.Errorf("%w: %q", store.ErrUnknownTopic, name)
 	}
 	if total <= t.info.Partitions {
-		return fmt.Errorf("%w: topic %q has %d partitions, asked for %d", bridge.ErrInvalidPartitions, name, t.info.Partitions, total)
+		return fmt.Errorf("%w: topic %q has %d partitions, asked for %d", store.ErrInvalidPartitions, name, t.info.Partitions, total)
 	}
 	parts := slices.Clone(t.partitions)
 	for int32(len(parts)) < total {
@@ -258,18 +258,18 @@ func (l *Log) partition(topicName string, p int32) (*partition, error) {
 	t, ok := l.topics[topicName]
 	if !ok {
 		l.mu.RUnlock()
-		return nil, bridge.ErrUnknownTopic
+		return nil, store.ErrUnknownTopic
 	}
 	if p < 0 || int(p) >= len(t.partitions) {
 		l.mu.RUnlock()
-		return nil, bridge.ErrUnknownPartition
+		return nil, store.ErrUnknownPartition
 	}
 	part := t.partitions[p]
 	l.mu.RUnlock()
 	return part, nil
 }
 
-// Append implements bridge.Log.
+// Append implements store.Log.
 func (l *Log) Append(_ context.Context, topicName string, p int32, b *message.Batch) (int64, error) {
 	part, err := l.partition(topicName, p)
 	if err != nil {
@@ -288,7 +288,7 @@ func (p *partition) append(b *message.Batch, now uint64, chunkSize int, dropped 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.deleted {
-		return -1, 0, bridge.ErrUnknownTopic
+		return -1, 0, store.ErrUnknownTopic
 	}
 	// Iggy's base_timestamp is strictly monotonic per partition; so is ours.
 	if now <= p.lastTS {
@@ -476,7 +476,7 @@ type view struct {
 	entries   []entry
 	chunks    [][]byte
 	chunkBase uint64
-	wm        bridge.Watermarks
+	wm        store.Watermarks
 }
 
 func (p *partition) snapshot() view {
@@ -484,17 +484,17 @@ func (p *partition) snapshot() view {
 	defer p.mu.Unlock()
 	return view{
 		entries: p.entries, chunks: p.chunks, chunkBase: p.chunkBase,
-		wm: bridge.Watermarks{LogStart: p.logStart, High: p.logStart + int64(len(p.entries))},
+		wm: store.Watermarks{LogStart: p.logStart, High: p.logStart + int64(len(p.entries))},
 	}
 }
 
 var messagePool = sync.Pool{New: func() any { return new(message.Message) }}
 
-// Read implements bridge.Log.
-func (l *Log) Read(_ context.Context, topicName string, p int32, offset int64, maxBytes int, fn func(*message.Message) bool) (bridge.Watermarks, error) {
+// Read implements store.Log.
+func (l *Log) Read(_ context.Context, topicName string, p int32, offset int64, maxBytes int, fn func(*message.Message) bool) (store.Watermarks, error) {
 	part, err := l.partition(topicName, p)
 	if err != nil {
-		return bridge.Watermarks{}, err
+		return store.Watermarks{}, err
 	}
 	v := part.snapshot()
 	wm := v.wm
@@ -532,16 +532,16 @@ func (l *Log) Read(_ context.Context, topicName string, p int32, offset int64, m
 	return wm, nil
 }
 
-// Watermarks implements bridge.Log.
-func (l *Log) Watermarks(_ context.Context, topicName string, p int32) (bridge.Watermarks, error) {
+// Watermarks implements store.Log.
+func (l *Log) Watermarks(_ context.Context, topicName string, p int32) (store.Watermarks, error) {
 	part, err := l.partition(topicName, p)
 	if err != nil {
-		return bridge.Watermarks{}, err
+		return store.Watermarks{}, err
 	}
 	return part.snapshot().wm, nil
 }
 
-// OffsetForTime implements bridge.Log.
+// OffsetForTime implements store.Log.
 func (l *Log) OffsetForTime(_ context.Context, topicName string, p int32, ts uint64) (int64, bool, error) {
 	part, err := l.partition(topicName, p)
 	if err != nil {
@@ -556,7 +556,7 @@ func (l *Log) OffsetForTime(_ context.Context, topicName string, p int32, ts uin
 	return -1, false, nil
 }
 
-// CommitOffset implements bridge.Log.
+// CommitOffset implements store.Log.
 func (l *Log) CommitOffset(_ context.Context, group, topicName string, p int32, offset int64, metadata string) error {
 	k := offsetKey{group: group, topic: topicName, partition: p}
 	l.mu.Lock()
@@ -572,7 +572,7 @@ func (l *Log) CommitOffset(_ context.Context, group, topicName string, p int32, 
 	return nil
 }
 
-// FetchOffset implements bridge.Log.
+// FetchOffset implements store.Log.
 func (l *Log) FetchOffset(_ context.Context, group, topicName string, p int32) (int64, string, bool, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -583,7 +583,7 @@ func (l *Log) FetchOffset(_ context.Context, group, topicName string, p int32) (
 	return c.offset, c.metadata, true, nil
 }
 
-// WriteMetrics implements bridge.MetricsWriter: the memory held, the total
+// WriteMetrics implements store.MetricsWriter: the memory held, the total
 // cap, and the bytes each limit dropped.
 func (l *Log) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_memlog_bytes", "gauge", "Memory the embedded log's storage chunks hold now (the measure of --memlog-total-bytes).", l.held.Load())
@@ -595,21 +595,21 @@ func (l *Log) WriteMetrics(w io.Writer) {
 	}
 }
 
-// Ready implements bridge.Log; the embedded log is always ready.
+// Ready implements store.Log; the embedded log is always ready.
 func (l *Log) Ready(context.Context) error { return nil }
 
-// Close implements bridge.Log.
+// Close implements store.Log.
 func (l *Log) Close() error { return nil }
 
-// UpdateTopic implements bridge.TopicUpdater: the topic's size cap
+// UpdateTopic implements store.TopicUpdater: the topic's size cap
 // (retention.bytes, per partition here) changes at once; the embedded log
 // has no time expiry, so MessageExpiry is only recorded.
-func (l *Log) UpdateTopic(_ context.Context, name string, cfg bridge.TopicConfig) error {
+func (l *Log) UpdateTopic(_ context.Context, name string, cfg store.TopicConfig) error {
 	l.mu.Lock()
 	t, ok := l.topics[name]
 	if !ok {
 		l.mu.Unlock()
-		return fmt.Errorf("%w: %q", bridge.ErrUnknownTopic, name)
+		return fmt.Errorf("%w: %q", store.ErrUnknownTopic, name)
 	}
 	t.info.Config.MessageExpiry, t.info.Config.MaxBytes = cfg.MessageExpiry, cfg.MaxBytes
 	parts := t.partitions
@@ -629,7 +629,7 @@ func (l *Log) UpdateTopic(_ context.Context, name string, cfg bridge.TopicConfig
 	return nil
 }
 
-// AdvanceLogStart implements bridge.LogStartAdvancer: the partition's
+// AdvanceLogStart implements store.LogStartAdvancer: the partition's
 // messages below offset (at most its high watermark) are dropped, and the
 // chunks no message uses any more are released.
 func (l *Log) AdvanceLogStart(_ context.Context, topicName string, p int32, offset int64) error {

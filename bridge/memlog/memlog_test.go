@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 var ctx = context.Background()
@@ -46,10 +46,10 @@ func readAll(t *testing.T, l *Log, topic string, p int32, from int64) []string {
 
 func TestAppendRead(t *testing.T) {
 	l := New(Config{})
-	if _, err := l.CreateTopic(ctx, "t", 2, bridge.TopicConfig{}); err != nil {
+	if _, err := l.CreateTopic(ctx, "t", 2, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.CreateTopic(ctx, "t", 2, bridge.TopicConfig{}); !errors.Is(err, bridge.ErrTopicExists) {
+	if _, err := l.CreateTopic(ctx, "t", 2, store.TopicConfig{}); !errors.Is(err, store.ErrTopicExists) {
 		t.Fatalf("duplicate create: %v", err)
 	}
 	base, err := l.Append(ctx, "t", 1, batchOf("a", "b", "c"))
@@ -67,13 +67,13 @@ func TestAppendRead(t *testing.T) {
 		t.Fatalf("read from 2: %s", got)
 	}
 	wm, _ := l.Watermarks(ctx, "t", 1)
-	if wm != (bridge.Watermarks{LogStart: 0, High: 4}) {
+	if wm != (store.Watermarks{LogStart: 0, High: 4}) {
 		t.Fatalf("watermarks %+v", wm)
 	}
-	if _, err := l.Append(ctx, "t", 2, batchOf("x")); !errors.Is(err, bridge.ErrUnknownPartition) {
+	if _, err := l.Append(ctx, "t", 2, batchOf("x")); !errors.Is(err, store.ErrUnknownPartition) {
 		t.Fatalf("bad partition: %v", err)
 	}
-	if _, err := l.Append(ctx, "nope", 0, batchOf("x")); !errors.Is(err, bridge.ErrUnknownTopic) {
+	if _, err := l.Append(ctx, "nope", 0, batchOf("x")); !errors.Is(err, store.ErrUnknownTopic) {
 		t.Fatalf("bad topic: %v", err)
 	}
 	off, ok, _ := l.OffsetForTime(ctx, "t", 1, 1001)
@@ -90,7 +90,7 @@ func TestAppendRead(t *testing.T) {
 
 func TestByteCapAdvancesLogStart(t *testing.T) {
 	l := New(Config{PartitionBytes: 200})
-	l.CreateTopic(ctx, "t", 1, bridge.TopicConfig{})
+	l.CreateTopic(ctx, "t", 1, store.TopicConfig{})
 	for i := range 10 {
 		l.Append(ctx, "t", 0, batchOf(fmt.Sprintf("message-%02d", i)))
 	}
@@ -106,7 +106,7 @@ func TestByteCapAdvancesLogStart(t *testing.T) {
 
 func TestConcurrentAppendsKeepOrder(t *testing.T) {
 	l := New(Config{ChunkSize: 1024})
-	l.CreateTopic(ctx, "t", 1, bridge.TopicConfig{})
+	l.CreateTopic(ctx, "t", 1, store.TopicConfig{})
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(1)
@@ -133,8 +133,8 @@ func TestConcurrentAppendsKeepOrder(t *testing.T) {
 
 func TestOffsetsAndPartitions(t *testing.T) {
 	l := New(Config{})
-	l.CreateTopic(ctx, "t", 1, bridge.TopicConfig{})
-	if err := l.CreatePartitions(ctx, "t", 1); !errors.Is(err, bridge.ErrInvalidPartitions) {
+	l.CreateTopic(ctx, "t", 1, store.TopicConfig{})
+	if err := l.CreatePartitions(ctx, "t", 1); !errors.Is(err, store.ErrInvalidPartitions) {
 		t.Fatalf("shrink: %v", err)
 	}
 	if err := l.CreatePartitions(ctx, "t", 3); err != nil {
@@ -157,7 +157,7 @@ func TestOffsetsAndPartitions(t *testing.T) {
 	if err := l.DeleteTopic(ctx, "t"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Topic(ctx, "t"); !errors.Is(err, bridge.ErrUnknownTopic) {
+	if _, err := l.Topic(ctx, "t"); !errors.Is(err, store.ErrUnknownTopic) {
 		t.Fatalf("deleted topic: %v", err)
 	}
 }
@@ -166,7 +166,7 @@ func TestOffsetsAndPartitions(t *testing.T) {
 // log start advances, while a reader's snapshot taken before stays readable.
 func TestTrimDropsChunks(t *testing.T) {
 	l := New(Config{PartitionBytes: 4096, ChunkSize: 512})
-	l.CreateTopic(ctx, "t", 1, bridge.TopicConfig{})
+	l.CreateTopic(ctx, "t", 1, store.TopicConfig{})
 	part, _ := l.partition("t", 0)
 	var old view
 	for i := range 1000 {

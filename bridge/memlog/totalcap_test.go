@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // fakeClock advances a millisecond per reading, so append times order the
@@ -31,7 +31,7 @@ func TestTotalCapDropsOldestFirst(t *testing.T) {
 	l := New(Config{TotalBytes: total, ChunkSize: 16 << 10, Now: fakeClock()})
 	const parts = 64
 	for _, name := range []string{"old", "new"} {
-		if _, err := l.CreateTopic(ctx, name, parts, bridge.TopicConfig{}); err != nil {
+		if _, err := l.CreateTopic(ctx, name, parts, store.TopicConfig{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,8 +116,8 @@ func TestTotalCapDropsOldestFirst(t *testing.T) {
 // and topic deletion; chunks start small and grow.
 func TestHeldTracksChunks(t *testing.T) {
 	l := New(Config{PartitionBytes: 64 << 10, TotalBytes: -1, Now: fakeClock()})
-	l.CreateTopic(ctx, "a", 3, bridge.TopicConfig{})
-	l.CreateTopic(ctx, "b", 1, bridge.TopicConfig{})
+	l.CreateTopic(ctx, "a", 3, store.TopicConfig{})
+	l.CreateTopic(ctx, "b", 1, store.TopicConfig{})
 	value := strings.Repeat("x", 3000)
 	sum := func() int64 {
 		var n int64
@@ -163,7 +163,7 @@ func TestHeldTracksChunks(t *testing.T) {
 func TestTotalCapConcurrent(t *testing.T) {
 	const total = 512 << 10
 	l := New(Config{TotalBytes: total, ChunkSize: 8 << 10})
-	l.CreateTopic(ctx, "t", 16, bridge.TopicConfig{})
+	l.CreateTopic(ctx, "t", 16, store.TopicConfig{})
 	value := strings.Repeat("c", 700)
 	var wg sync.WaitGroup
 	for w := range 8 {

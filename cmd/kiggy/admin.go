@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 )
 
@@ -21,7 +22,7 @@ import (
 type admin struct {
 	pprof    bool // serve /debug/pprof/ too (--admin-pprof)
 	srv      engine.Server
-	store    bridge.Log
+	store    store.Log
 	gw       *bridge.Gateway
 	draining atomic.Bool
 	started  time.Time

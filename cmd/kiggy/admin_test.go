@@ -22,6 +22,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/iggy"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 )
 
@@ -100,7 +101,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	var embedded strings.Builder
 	memlog.New(memlog.Config{}).WriteMetrics(&embedded)
 	// And a cluster member's (--cluster-membership iggy).
-	m, err := cluster.Start(ctx, cluster.Config{NodeID: 1, Log: memlog.New(memlog.Config{}), Endpoints: []bridge.Endpoint{{Host: "h", Port: 1}}})
+	m, err := cluster.Start(ctx, cluster.Config{NodeID: 1, Log: memlog.New(memlog.Config{}), Endpoints: []store.Endpoint{{Host: "h", Port: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/cluster"
 	"github.com/kiggy-io/kiggy/bridge/iggy"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // clusterOptions are the knobs of several instances as one Kafka cluster
@@ -75,8 +75,8 @@ func checkCluster(o options) error {
 // connection carries, engine.ConnInfo.Listener): the listener's advertised
 // address (--advertised-listeners, or --advertised-host/--advertised-port
 // for the one-listener shorthand), else the address it binds.
-func announcedEndpoints(o options, ls *listenerSetup) ([]bridge.Endpoint, error) {
-	var out []bridge.Endpoint
+func announcedEndpoints(o options, ls *listenerSetup) ([]store.Endpoint, error) {
+	var out []store.Endpoint
 	for _, sp := range o.lst.specs {
 		host, portStr, err := net.SplitHostPort(sp.addr)
 		if err != nil {
@@ -105,14 +105,14 @@ func announcedEndpoints(o options, ls *listenerSetup) ([]bridge.Endpoint, error)
 		if port <= 0 || port > 65535 {
 			return nil, fmt.Errorf("--cluster-membership: listener %s: set a port to bind or advertise (the port is announced before the listener binds)", sp.name)
 		}
-		out = append(out, bridge.Endpoint{Listener: sp.name, Host: host, Port: int32(port)})
+		out = append(out, store.Endpoint{Listener: sp.name, Host: host, Port: int32(port)})
 	}
 	return out, nil
 }
 
 // parsePeers reads --peers: id=host:port,...
-func parsePeers(s string) ([]bridge.Broker, error) {
-	var out []bridge.Broker
+func parsePeers(s string) ([]store.Broker, error) {
+	var out []store.Broker
 	for _, p := range strings.Split(s, ",") {
 		p = strings.TrimSpace(p)
 		id, addr, ok := strings.Cut(p, "=")
@@ -122,14 +122,14 @@ func parsePeers(s string) ([]bridge.Broker, error) {
 		if !ok || err != nil || err2 != nil || err3 != nil || n < 0 || host == "" || port <= 0 || port > 65535 {
 			return nil, fmt.Errorf("--peers %q: want id=host:port", p)
 		}
-		out = append(out, bridge.Broker{NodeID: int32(n), Endpoints: []bridge.Endpoint{{Host: host, Port: int32(port)}}})
+		out = append(out, store.Broker{NodeID: int32(n), Endpoints: []store.Endpoint{{Host: host, Port: int32(port)}}})
 	}
 	return out, nil
 }
 
 // startCluster returns the placement of --cluster-membership (nil for
 // none) and what stops it: a graceful leave.
-func startCluster(ctx context.Context, o options, ls *listenerSetup, store bridge.Log, logger *slog.Logger) (bridge.Placement, func(), error) {
+func startCluster(ctx context.Context, o options, ls *listenerSetup, backend store.Log, logger *slog.Logger) (store.Placement, func(), error) {
 	switch o.cluster.membership {
 	case "static":
 		peers, err := parsePeers(o.cluster.peers)
@@ -146,7 +146,7 @@ func startCluster(ctx context.Context, o options, ls *listenerSetup, store bridg
 		}
 		return s, func() {}, nil
 	case "iggy":
-		ic, ok := store.(*iggy.Client)
+		ic, ok := backend.(*iggy.Client)
 		if !ok || ic.SystemLog() == nil {
 			return nil, nil, errors.New("--cluster-membership iggy: the backend has no system stream")
 		}

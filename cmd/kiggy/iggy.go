@@ -9,17 +9,17 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // openIggy connects to Iggy and says plainly which start-up failure it was.
-func openIggy(ctx context.Context, o options, logger *slog.Logger) (bridge.Log, error) {
-	durability, err := bridge.ParseDurability(o.iggyDurability)
+func openIggy(ctx context.Context, o options, logger *slog.Logger) (store.Log, error) {
+	durability, err := store.ParseDurability(o.iggyDurability)
 	if err != nil {
 		return nil, fmt.Errorf("--iggy-durability: %w", err)
 	}
-	if durability == bridge.DurabilityBuffered {
+	if durability == store.DurabilityBuffered {
 		logger.Warn("--iggy-durability buffered: Iggy confirms writes from its in-memory journal, so an iggy-server crash can lose acknowledged records")
 	}
 	tlsConfig, err := iggyTLSConfig(o)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 )
 
@@ -158,7 +159,7 @@ func run(args, env []string) int {
 		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
 		return 2
 	}
-	if _, err := bridge.ParseDurability(o.iggyDurability); err != nil {
+	if _, err := store.ParseDurability(o.iggyDurability); err != nil {
 		fmt.Fprintf(os.Stderr, "kiggy: --iggy-durability: %v\n", err)
 		return 2
 	}
@@ -206,12 +207,12 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 	}
 	defer stopProfile()
 	ctx := context.Background()
-	store, err := openBackend(ctx, o, logger)
+	backend, err := openBackend(ctx, o, logger)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	placement, leave, err := startCluster(ctx, o, lset, store, logger)
+	defer backend.Close()
+	placement, leave, err := startCluster(ctx, o, lset, backend, logger)
 	if err != nil {
 		return err
 	}
@@ -219,7 +220,7 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 
 	authz, _ := o.acl.authorization()   // checked by run
 	saslCfg, _ := o.sasl.bridgeConfig() // checked by run
-	if err := o.sasl.plainAgainstIggy(&saslCfg, store); err != nil {
+	if err := o.sasl.plainAgainstIggy(&saslCfg, backend); err != nil {
 		return err
 	}
 	bcfg := bridge.Config{
@@ -255,7 +256,7 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		ReadTimeout:      o.readTimeout,
 		WriteTimeout:     o.writeTimeout,
 		Logger:           logger,
-	}, bcfg, store)
+	}, bcfg, backend)
 	if err != nil {
 		return fmt.Errorf("--engine: %w", err)
 	}
@@ -265,7 +266,7 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	adm := &admin{pprof: o.adminPprof, srv: srv, store: store, gw: gw, started: time.Now()}
+	adm := &admin{pprof: o.adminPprof, srv: srv, store: backend, gw: gw, started: time.Now()}
 	stopAdmin, err := adm.start(o.adminAddr, logger)
 	if err != nil {
 		for _, ln := range lns {
@@ -319,8 +320,8 @@ func backendName(o options) string {
 
 // openBackend opens the storage: Iggy when --iggy-addr is set, else the
 // embedded log. The gateway reads what each backend can do from the backend
-// itself (bridge.Capabilities).
-func openBackend(ctx context.Context, o options, logger *slog.Logger) (bridge.Log, error) {
+// itself (store.Capabilities).
+func openBackend(ctx context.Context, o options, logger *slog.Logger) (store.Log, error) {
 	if o.iggyAddr != "" {
 		return openIggy(ctx, o, logger)
 	}

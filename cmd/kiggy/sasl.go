@@ -12,6 +12,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/security/sasl"
 )
 
@@ -161,12 +162,12 @@ func (pendingIggyPlain) VerifyPlain(context.Context, string, string) (bool, erro
 }
 
 // plainAgainstIggy replaces the pending Iggy PLAIN verifier of cfg with one
-// over store, behind a cache of successes and at most 8 logins at once.
-func (o *saslOptions) plainAgainstIggy(cfg *bridge.SASLConfig, store bridge.Log) error {
+// over backend, behind a cache of successes and at most 8 logins at once.
+func (o *saslOptions) plainAgainstIggy(cfg *bridge.SASLConfig, backend store.Log) error {
 	if _, pending := cfg.Plain.(pendingIggyPlain); !pending {
 		return nil
 	}
-	ic, ok := store.(*iggy.Client)
+	ic, ok := backend.(*iggy.Client)
 	if !ok {
 		return errors.New("--sasl-plain-verifier iggy needs the Iggy backend (--iggy-addr)")
 	}

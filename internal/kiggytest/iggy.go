@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/iggyserver"
 )
 
@@ -45,7 +45,7 @@ func RealIggy(t testing.TB) bool {
 
 // startIggy starts an in-process iggytest server and returns the Iggy
 // client connected to it, and the server (for fault tests).
-func startIggy(t testing.TB, opts *Options) (bridge.Log, *iggytest.Server) {
+func startIggy(t testing.TB, opts *Options) (store.Log, *iggytest.Server) {
 	t.Helper()
 	srv := iggytest.New(iggytest.Config{})
 	_, err := srv.Start("127.0.0.1:0")
@@ -59,7 +59,7 @@ func startIggy(t testing.TB, opts *Options) (bridge.Log, *iggytest.Server) {
 // connectIggy opens the Iggy client to a running iggytest server.
 // opts give the client's --iggy-durability (DurabilityDefault = written) and
 // read cache bound.
-func connectIggy(t testing.TB, srv *iggytest.Server, opts *Options) bridge.Log {
+func connectIggy(t testing.TB, srv *iggytest.Server, opts *Options) store.Log {
 	t.Helper()
 	addr := srv.Addr()
 	if addr == nil {
@@ -70,7 +70,7 @@ func connectIggy(t testing.TB, srv *iggytest.Server, opts *Options) bridge.Log {
 
 // dialIggy opens the Iggy client to addr (one or several seeds, comma
 // separated).
-func dialIggy(t testing.TB, addr string, opts *Options) bridge.Log {
+func dialIggy(t testing.TB, addr string, opts *Options) store.Log {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -19,6 +19,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/mapping"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/internal/iggyserver"
 )
@@ -60,7 +61,7 @@ type Options struct {
 	IggyCluster *iggytest.Cluster
 	// IggyDurability is the Iggy client's durability level (Iggy mode;
 	// DurabilityDefault = written, as kiggy's --iggy-durability default).
-	IggyDurability bridge.Durability
+	IggyDurability store.Durability
 	// IggyReadCacheBytes is the Iggy client's read cache bound (Iggy mode;
 	// 0 = the client's default, negative = off).
 	IggyReadCacheBytes int64
@@ -73,7 +74,7 @@ type Options struct {
 	// Log, when set, is the backend (an embedded log kept from an earlier
 	// gateway, so a test can restart the gateway over the same data). It
 	// wins over Iggy and IggyServer.
-	Log bridge.Log
+	Log store.Log
 	// Embedded keeps the gateway on the embedded log even when
 	// KIGGY_TEST_BACKEND=iggy (tests of memlog-specific behaviour, such as
 	// its allocation counts).
@@ -101,7 +102,7 @@ type Gateway struct {
 	// Addr is the host:port Kafka clients bootstrap from.
 	Addr string
 	// Log is the gateway's backend.
-	Log bridge.Log
+	Log store.Log
 	// Iggy is the in-process iggytest server when the gateway runs on the
 	// model (nil otherwise); tests stop and restart it to inject faults.
 	Iggy *iggytest.Server
@@ -125,36 +126,36 @@ func Start(t testing.TB, opts Options) *Gateway {
 	if opts.DefaultPartitions > 0 {
 		cfg.DefaultPartitions = opts.DefaultPartitions
 	}
-	var store bridge.Log
+	var backend store.Log
 	var iggySrv *iggytest.Server
 	var node *iggyserver.Node
 	switch {
 	case opts.Log != nil:
-		store = opts.Log
+		backend = opts.Log
 	case opts.IggyCluster != nil:
-		store = dialIggy(t, strings.Join(opts.IggyCluster.Addrs(), ","), &opts)
+		backend = dialIggy(t, strings.Join(opts.IggyCluster.Addrs(), ","), &opts)
 	case opts.IggyServer != nil:
-		store, iggySrv = connectIggy(t, opts.IggyServer, &opts), opts.IggyServer
+		backend, iggySrv = connectIggy(t, opts.IggyServer, &opts), opts.IggyServer
 	case opts.IggyNode != nil:
-		store, node = dialIggy(t, opts.IggyNode.Addr, &opts), opts.IggyNode
+		backend, node = dialIggy(t, opts.IggyNode.Addr, &opts), opts.IggyNode
 	case opts.Iggy || !opts.Embedded && os.Getenv("KIGGY_TEST_BACKEND") == "iggy":
 		if opts.IggyModel || !RealIggy(t) {
-			store, iggySrv = startIggy(t, &opts)
+			backend, iggySrv = startIggy(t, &opts)
 		} else {
 			node = iggyserver.StartT(t)
-			store = dialIggy(t, node.Addr, &opts)
+			backend = dialIggy(t, node.Addr, &opts)
 		}
 	default:
-		store = memlog.New(opts.Memlog)
+		backend = memlog.New(opts.Memlog)
 	}
-	g := &Gateway{Log: store, Iggy: iggySrv, IggyNode: node}
+	g := &Gateway{Log: backend, Iggy: iggySrv, IggyNode: node}
 	kind := opts.Engine
 	if kind == "" {
 		// KIGGY_TEST_ENGINE runs a whole suite on one engine ("epoll", "net").
 		kind = os.Getenv("KIGGY_TEST_ENGINE")
 	}
 	// The wiring cmd/kiggy uses.
-	s, err := bridge.NewServer(kind, opts.EngineConfig, cfg, store)
+	s, err := bridge.NewServer(kind, opts.EngineConfig, cfg, backend)
 	if err != nil {
 		t.Fatalf("kiggytest: engine: %v", err)
 	}
@@ -179,7 +180,7 @@ func Start(t testing.TB, opts Options) *Gateway {
 				t.Errorf("kiggytest: engine did not stop")
 			}
 			g.gw.Close()
-			_ = store.Close()
+			_ = backend.Close()
 		})
 	}
 	t.Cleanup(g.stop)
@@ -204,7 +205,7 @@ func (g *Gateway) EngineStats() engine.Stats { return g.srv.Stats() }
 // CreateTopic creates a topic directly in the backend.
 func (g *Gateway) CreateTopic(t testing.TB, name string, partitions int32) {
 	t.Helper()
-	if _, err := g.Log.CreateTopic(context.Background(), name, partitions, bridge.TopicConfig{}); err != nil && !errors.Is(err, bridge.ErrTopicExists) {
+	if _, err := g.Log.CreateTopic(context.Background(), name, partitions, store.TopicConfig{}); err != nil && !errors.Is(err, store.ErrTopicExists) {
 		t.Fatalf("kiggytest: create topic %q: %v", name, err)
 	}
 }

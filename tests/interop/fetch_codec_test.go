@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 	"github.com/kiggy-io/kiggy/internal/testtools"
@@ -45,7 +45,7 @@ func createCompressedTopic(t testing.TB, tg target, topic string, partitions int
 	}
 	if k, ok := tg.(*kiggyTarget); ok && err != nil {
 		t.Logf("kiggy: CreateTopics with compression.type=%s: %v; creating the topic in the backend", compression, err)
-		_, err = k.g.Log.CreateTopic(context.Background(), topic, partitions, bridge.TopicConfig{Compression: compression})
+		_, err = k.g.Log.CreateTopic(context.Background(), topic, partitions, store.TopicConfig{Compression: compression})
 	}
 	if err != nil {
 		t.Fatalf("%s: creating topic %s: %v", tg.Name(), topic, err)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // BenchmarkClusterAggregate measures aggregate produce and consume
@@ -39,7 +39,7 @@ func BenchmarkClusterAggregate(b *testing.B) {
 				ins, live, seeds = append(ins, in), append(live, in.id), append(seeds, in.addr)
 			}
 			const topic, parts = "bench", int32(12)
-			if _, err := ins[0].log.CreateTopic(context.Background(), topic, parts, bridge.TopicConfig{}); err != nil {
+			if _, err := ins[0].log.CreateTopic(context.Background(), topic, parts, store.TopicConfig{}); err != nil {
 				b.Fatal(err)
 			}
 			waitSettled(b, ins, live, topic, parts)

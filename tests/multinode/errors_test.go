@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/batch"
-	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // TestClusterErrorCodes sends raw requests to each of two instances and
@@ -30,7 +30,7 @@ func TestClusterErrorCodes(t *testing.T) {
 	defer n1.stop()
 	n2 := startInstance(t, iggyAddr, 2, "127.0.0.1:0", rec)
 	defer n2.stop()
-	if _, err := n1.log.CreateTopic(context.Background(), topic, parts, bridge.TopicConfig{}); err != nil {
+	if _, err := n1.log.CreateTopic(context.Background(), topic, parts, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	ins := []*instance{n1, n2}

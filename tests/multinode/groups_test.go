@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // TestGroupsAfterMove: consumer groups formed on two instances; a third
@@ -40,7 +40,7 @@ func TestGroupsAfterMove(t *testing.T) {
 		}
 	}()
 	ctx := context.Background()
-	if _, err := ins[0].log.CreateTopic(ctx, topic, parts, bridge.TopicConfig{}); err != nil {
+	if _, err := ins[0].log.CreateTopic(ctx, topic, parts, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	waitSettled(t, ins, []int32{1, 2}, topic, parts)

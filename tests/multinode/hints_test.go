@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // TestLeaderHints: Produce v10+ and Fetch v12 sent to an instance that does
@@ -27,7 +27,7 @@ func TestLeaderHints(t *testing.T) {
 	defer n1.stop()
 	n2 := startInstance(t, iggyAddr, 2, "127.0.0.1:0", rec)
 	defer n2.stop()
-	if _, err := n1.log.CreateTopic(context.Background(), topic, parts, bridge.TopicConfig{}); err != nil {
+	if _, err := n1.log.CreateTopic(context.Background(), topic, parts, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	ins := []*instance{n1, n2}

@@ -24,6 +24,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/mapping"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 )
 
@@ -137,7 +138,7 @@ func startInstance(t testing.TB, iggyAddr string, id int32, addr string, rec *ap
 	// The membership log switches generation every few seconds, so that
 	// failover is proven across switches too (docs/design/cluster.md §2).
 	m, err := cluster.Start(ctx, cluster.Config{NodeID: id, Log: c.SystemLog(), Topic: "members.kafka",
-		Endpoints: []bridge.Endpoint{{Host: host, Port: int32(port)}}, Heartbeat: heartbeat, Timeout: timeout, CompactRecords: 25})
+		Endpoints: []store.Endpoint{{Host: host, Port: int32(port)}}, Heartbeat: heartbeat, Timeout: timeout, CompactRecords: 25})
 	if err != nil {
 		t.Fatalf("node %d: membership: %v", id, err)
 	}
@@ -275,7 +276,7 @@ func TestThreeInstancesFailover(t *testing.T) {
 			}
 		}
 	}()
-	if _, err := ins[0].log.CreateTopic(context.Background(), topic, parts, bridge.TopicConfig{}); err != nil {
+	if _, err := ins[0].log.CreateTopic(context.Background(), topic, parts, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	waitSettled(t, ins, []int32{1, 2, 3}, topic, parts)
@@ -543,7 +544,7 @@ func TestIdempotentProducerAcrossMoves(t *testing.T) {
 	const topic, parts = "moves", int32(16)
 	n1 := startInstance(t, iggyAddr, 1, "127.0.0.1:0", rec)
 	defer n1.stop()
-	if _, err := n1.log.CreateTopic(context.Background(), topic, parts, bridge.TopicConfig{}); err != nil {
+	if _, err := n1.log.CreateTopic(context.Background(), topic, parts, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	waitSettled(t, []*instance{n1}, []int32{1}, topic, parts)

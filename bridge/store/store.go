@@ -1,11 +1,18 @@
-package bridge
+// Package store is kiggy's storage port: the interfaces a backend implements
+// for the gateway (package bridge) to serve Kafka requests over it, with the
+// types and errors they share. bridge/memlog (the embedded log, the default)
+// and bridge/iggy (Apache Iggy) implement Log and some of its optional
+// interfaces; bridge/cluster implements Placement.
+//
+// The gateway discovers an optional interface with a type assertion on the
+// Log it was given (CapabilityDeclarer, JoinedAppender, TopicUpdater,
+// LogStartAdvancer, ReadEstimator, SharedReads, SystemStore, MetricsWriter);
+// a backend without one gets the gateway's fallback.
+package store
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/message"
 )
@@ -96,117 +103,81 @@ type Capabilities struct {
 }
 
 // CapabilityDeclarer is implemented by a Log that has Capabilities other
-// than the zero value (bridge/memlog); New reads them once.
+// than the zero value (bridge/memlog); bridge.New reads them once.
 type CapabilityDeclarer interface {
 	Capabilities() Capabilities
 }
 
-// capabilitiesOf returns what store declares, or the zero value.
-func capabilitiesOf(store Log) Capabilities {
-	if d, ok := store.(CapabilityDeclarer); ok {
-		return d.Capabilities()
-	}
-	return Capabilities{}
+// JoinedAppender is implemented by a Log that can append several batches
+// of one partition as one, each written from its own buffer (bridge/iggy:
+// one vectored SendMessages). The batches already form one: a common origin,
+// offset deltas counting through them (message.Batch.Rebase) and every
+// frame stamped (message.Batch.Sums). It returns the base offset of the
+// first batch's first message, as Log.Append does.
+type JoinedAppender interface {
+	AppendJoined(ctx context.Context, topic string, partition int32, bs []*message.Batch) (int64, error)
 }
 
-// TopicInfo describes a topic.
-type TopicInfo struct {
-	Name       string
-	Partitions int32
-	Config     TopicConfig
+// TopicUpdater is implemented by a Log that can change a topic's retention
+// in place (Iggy UpdateTopic, the embedded log's caps); without it an
+// altered retention is stored and reported but the backend keeps what the
+// topic was created with (docs/LIMITS.md, "Topic configs").
+type TopicUpdater interface {
+	// UpdateTopic sets the topic's MessageExpiry and MaxBytes to cfg's
+	// (0 = none); the other fields are ignored.
+	UpdateTopic(ctx context.Context, name string, cfg TopicConfig) error
 }
 
-// TopicConfig holds the topic settings that have a backend equivalent.
-type TopicConfig struct {
-	// MessageExpiry is how long messages are kept; 0 means forever
-	// (Kafka retention.ms, Iggy message_expiry).
-	MessageExpiry time.Duration
-	// MaxBytes caps the topic size; 0 means unlimited (Kafka retention.bytes
-	// per partition × partitions, Iggy max_topic_size).
-	MaxBytes uint64
-	// Durability is when the backend confirms a write to the topic. Passed
-	// to CreateTopic it is the topic's own request (DurabilityDefault = the
-	// backend's configured level; Kafka flush.messages / flush.ms ask for
-	// DurabilityFsync); read back from Topic it is what the backend does for
-	// the topic (docs/IGGY.md, "Durability").
-	Durability Durability
-	// Compression is the topic's Kafka compression.type ("producer",
-	// "uncompressed", "gzip", "snappy", "lz4", "zstd"; "" = "producer"):
-	// the codec Fetch serves the topic's batches in.
-	Compression string
+// LogStartAdvancer is implemented by a Log that can drop a partition's
+// records below an offset (the embedded log; Iggy whole segments where it
+// allows). Without it DeleteRecords moves only the logical log start kept
+// in the system store (docs/design/record-mapping.md §4).
+type LogStartAdvancer interface {
+	// AdvanceLogStart drops records below offset (≤ the high watermark)
+	// where the backend can; records it keeps below offset are hidden by
+	// the gateway.
+	AdvanceLogStart(ctx context.Context, topic string, partition int32, offset int64) error
 }
 
-// Durability says when a backend confirms a write, and so what a Kafka
-// acknowledgement promises (docs/IGGY.md, "Durability").
-type Durability uint8
-
-// Durability levels, weakest promise last.
-const (
-	// DurabilityDefault asks for the backend's configured level (CreateTopic)
-	// or means the backend does not say (Topic).
-	DurabilityDefault Durability = iota
-	// DurabilityWritten: confirmed once the records are written to the
-	// storage files (the OS page cache), so a crash of the storage process
-	// cannot lose them; a crash of the machine can.
-	DurabilityWritten
-	// DurabilityFsync: confirmed once the records are written and fsynced,
-	// so a crash of the machine cannot lose them either.
-	DurabilityFsync
-	// DurabilityBuffered: confirmed while the records are still in the
-	// storage process's memory; a crash of that process loses them.
-	DurabilityBuffered
-	// DurabilityMemory: the embedded in-memory log; records live as long
-	// as the kiggy process.
-	DurabilityMemory
-)
-
-var durabilityNames = [...]string{"default", "written", "fsync", "buffered", "memory"}
-
-// String returns the level's configuration name.
-func (d Durability) String() string {
-	if int(d) < len(durabilityNames) {
-		return durabilityNames[d]
-	}
-	return "unknown"
+// ReadEstimator is implemented by a Log that can tell, without a round
+// trip, about how many bytes a Read from an offset would find (the
+// gateway's Fetch reads in waves within its budget: bridge/fetch.go, readAll).
+type ReadEstimator interface {
+	// ReadEstimate returns about how many bytes of messages a Read of
+	// topic/partition from offset may find: 0 when the Log knows nothing
+	// is past offset, −1 when it cannot tell.
+	ReadEstimate(topic string, partition int32, offset int64) int64
 }
 
-// ParseDurability reads a level by its configuration name ("written",
-// "fsync", "buffered").
-func ParseDurability(s string) (Durability, error) {
-	switch s {
-	case "written":
-		return DurabilityWritten, nil
-	case "fsync":
-		return DurabilityFsync, nil
-	case "buffered":
-		return DurabilityBuffered, nil
-	}
-	return 0, fmt.Errorf("durability %q: want written, fsync or buffered", s)
+// SharedReads is implemented by a Log whose reads Fetch may answer from the
+// record batches it encoded for an earlier Fetch (bridge/fetchcache.go).
+type SharedReads interface {
+	// FetchCacheBytes is the memory bound of the encoded batches the gateway
+	// keeps for this Log; ≤ 0 = none (the cache is off).
+	FetchCacheBytes() int64
+	// ReadGeneration returns a number that changes whenever a Read of
+	// topic/partition may deliver other messages at an offset than an
+	// earlier Read did (a topic deleted, created or purged, a reconnect),
+	// and the highest high watermark the Log knows for the partition (−1:
+	// none). It must be cheap: it is asked once per partition per Fetch.
+	ReadGeneration(topic string, partition int32) (gen uint64, high int64)
 }
 
-// Watermarks are a partition's offset bounds.
-type Watermarks struct {
-	// LogStart is the earliest offset still stored.
-	LogStart int64
-	// High is one past the last stored offset (the next offset to assign).
-	High int64
+// SystemStore keeps kiggy's own state, the records Kafka keeps in its
+// metadata log: SCRAM credentials, ACLs, topic configs Iggy has no field
+// for, log start offsets set by DeleteRecords. A Log implements it where that
+// state can outlive the process (the Iggy backend: in the reserved system
+// stream, docs/design/record-mapping.md §7); the gateway falls back to an
+// in-memory store otherwise (the embedded log, which forgets everything at
+// exit anyway).
+//
+// State is grouped in namespaces ("scram", "acl", "topic-config",
+// "log-start"), each a map from key to an opaque value its owner encodes.
+type SystemStore interface {
+	// LoadSystem returns every live entry of namespace ns.
+	LoadSystem(ctx context.Context, ns string) (map[string][]byte, error)
+	// PutSystem stores value under key in namespace ns; a nil value deletes
+	// the key. It returns once the change is stored as durably as an
+	// acknowledged record (docs/IGGY.md, "Durability").
+	PutSystem(ctx context.Context, ns, key string, value []byte) error
 }
-
-// Errors a Log reports. Backends wrap them (errors.Is) with detail.
-var (
-	ErrUnknownTopic      = errors.New("bridge: unknown topic")
-	ErrUnknownPartition  = errors.New("bridge: unknown partition")
-	ErrTopicExists       = errors.New("bridge: topic already exists")
-	ErrInvalidConfig     = errors.New("bridge: invalid topic config")
-	ErrInvalidPartitions = errors.New("bridge: invalid partition count")
-	// ErrUnknownOutcome means a write may or may not have been stored (a
-	// lost connection or a timeout after sending): Kafka REQUEST_TIMED_OUT.
-	ErrUnknownOutcome = errors.New("bridge: write outcome unknown")
-	// ErrUnavailable means the backend could not be reached and nothing was
-	// stored: a retry is safe.
-	ErrUnavailable = errors.New("bridge: backend unavailable")
-	// ErrInvalidGroup means a group id the backend cannot key offsets by.
-	ErrInvalidGroup = errors.New("bridge: group id not supported by the backend")
-	// ErrTooLarge means the write exceeds a backend limit.
-	ErrTooLarge = errors.New("bridge: write too large for backend")
-)
