@@ -119,7 +119,7 @@ func (r *partReader) init(m *metrics) {
 // must not pin hundreds of MiB. maxRetainedReaders bounds the partition
 // readers a pooled state keeps: a Fetch of up to 1,024 partitions reuses its readers (about 0.6 KiB each
 // without their buffers, which maxRetainedScratch bounds) rather than
-// allocating most of them again (issue #20).
+// allocating most of them again.
 const (
 	maxRetainedPartBuf = 4 << 20
 	maxRetainedScratch = 16 << 20
@@ -562,7 +562,7 @@ func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
 		// the limit up front: most partitions of a Fetch of many return
 		// little or nothing, and partitions × limit buffers would be
 		// allocated afresh by every Fetch past what a pooled state keeps
-		// (issue #20). A grown buffer is kept for the next read.
+		// A grown buffer is kept for the next read.
 		if r.builder.Grow == nil {
 			r.builder.Grow = r.growPart
 		}

@@ -33,7 +33,7 @@ func partitionsOf(t *testing.T, adm *kadm.Client, topic string) int {
 // 1,000 partitions per request (iggytest enforces it as the server does),
 // CreateTopics of 2,500 partitions and CreatePartitions growing by 1,600
 // succeed through kadm: the client creates the rest in steps before
-// answering (issue #20).
+// answering.
 func TestCreateManyPartitionsIggy(t *testing.T) {
 	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr))

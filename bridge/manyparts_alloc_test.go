@@ -7,7 +7,7 @@ import "testing"
 // TestFetchManyPartitionsAllocsIggy: a Fetch of 256 partitions with
 // 1 MiB partition limits, 240 of them empty, allocates nothing per request
 // in steady state on the Iggy path: an empty partition's read needs no
-// buffer, so the pooled state keeps the few that hold records (issue #20:
+// buffer, so the pooled state keeps the few that hold records (before,
 // each read had a fresh ~1.13 MiB buffer past the pool's 16 MiB).
 func TestFetchManyPartitionsAllocsIggy(t *testing.T) {
 	bc, frame := startManyParts(t)

@@ -8,7 +8,7 @@ import (
 )
 
 // manyParts is the partition count of the many-partition Fetch tests: most
-// of them empty, as in a large topic's Fetch (issue #20).
+// of them empty, as in a large topic's Fetch.
 const manyParts = 256
 
 // fetchFrameN is a Fetch v12 of partitions 0..n-1 of topic from offset 0,

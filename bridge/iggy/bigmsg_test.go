@@ -54,7 +54,7 @@ func readBig(t *testing.T, c *Client, topic string, want, maxBytes int) {
 	}
 }
 
-// TestReadLargeMessagesOverFrameLimit (issue #20): Iggy bounds a poll by
+// TestReadLargeMessagesOverFrameLimit: Iggy bounds a poll by
 // its message count only, so a count sized from small messages asks a
 // partition of large ones for a reply over the frame limit. The session
 // reads past that reply and the poll asks again for fewer messages, instead

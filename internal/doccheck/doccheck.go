@@ -1,5 +1,5 @@
 // Package doccheck checks that the documents the repository cites are in the
-// repository (issue #15; docs/design/style.md §4).
+// repository (docs/design/style.md §4).
 //
 // A reference is a path ending in .md, optionally followed by section marks
 // (a § and a number, several separated by commas). The path must name a
@@ -44,7 +44,7 @@ var refPattern = regexp.MustCompile("([A-Za-z0-9_./-]*[A-Za-z0-9_-]\\.md)\\b" +
 var sectionPattern = regexp.MustCompile(`§([0-9]+(?:\.[0-9]+)*)`)
 
 // outsidePattern matches the names of the design documents that lived
-// outside the repository before issue #15; the names are split so that this
+// outside the repository; the names are split so that this
 // file does not mention them.
 var outsidePattern = regexp.MustCompile(`\b(?:KAFKA_PROTOCOL|RECORD_MAPPING|IGGY_PROTOCOL|STYLE|DESIGN)` + `\.md`)
 

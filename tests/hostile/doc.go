@@ -1,4 +1,4 @@
-// Package hostile is kiggy's end-to-end hostile-input suite (issue 9): it
+// Package hostile is kiggy's end-to-end hostile-input suite: it
 // builds cmd/kiggy, runs it as a process on 127.0.0.1, and attacks it with
 // malformed, oversized, lying, compressed-bomb, slow, silent and never-reading
 // peers while a well-behaved franz-go producer keeps producing. Each case then
