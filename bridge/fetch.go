@@ -561,7 +561,7 @@ func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
 		// The buffer grows with what the read returns (growPart), not to
 		// the limit up front: most partitions of a Fetch of many return
 		// little or nothing, and partitions × limit buffers would be
-		// allocated afresh by every Fetch past what a pooled state keeps
+		// allocated afresh by every Fetch past what a pooled state keeps.
 		// A grown buffer is kept for the next read.
 		if r.builder.Grow == nil {
 			r.builder.Grow = r.growPart
