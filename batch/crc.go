@@ -13,12 +13,12 @@ const crcChunk = 4 << 10
 //
 // A Produce batch is checked once, right after the engine read it, and a
 // request of many partitions is larger than the core's cache; a Fetch batch
-// the Builder just wrote is about as large as the core's L2: on this
-// machine's EPYC the CRC instruction loop over bytes in DRAM ran at a third
-// of its speed over cached bytes (6.6 against 21.5 GB/s). A loop that only
-// loads one byte per cache line keeps many misses in flight at once, as a
-// copy does; running it over each 4 KiB chunk just before the CRC runs over
-// that chunk restored 17–19 GB/s (BenchmarkChecksumCold).
+// the Builder just wrote is about as large as the core's L2. The CRC
+// instruction loop over bytes that are not in cache runs at a fraction of
+// its speed over cached ones; a loop that only loads one byte per cache
+// line keeps many misses in flight at once, as a copy does, and running it
+// over each 4 KiB chunk just before the CRC runs over that chunk restores
+// most of it (BenchmarkChecksumCold measures both).
 func checksum(p []byte) uint32 {
 	if len(p) < 2*crcChunk {
 		return crc32.Checksum(p, castagnoli)
