@@ -10,27 +10,30 @@
 // a SCRAM SASL_PLAINTEXT listener on free loopback ports, then runs the
 // binary in the kgo package's directory with KGO_SEEDS pointing at kiggy,
 // KGO_LOG_LEVEL=none, KGO_TEST_RF=1, KGO_TEST_SCRAM and KGO_TEST_SCRAM_SEEDS
-// (so TestSCRAMAuth runs), -test.timeout 10m and -test.skip of KnownGaps
-// (gaps.go). It parses the -test.v output's "--- PASS/FAIL/SKIP" lines,
+// (so TestSCRAMAuth runs), -test.skip of KnownGaps (gaps.go) and
+// -test.timeout 10m (5m for a test of the pair below; less when go test's own
+// -timeout is nearer, so that a hang is reported with the tests it caught). It parses the -test.v output's "--- PASS/FAIL/SKIP" lines,
 // subtests included, and fails naming every test that failed, did not
 // finish, or skipped itself without an ExpectedSkips entry; a full run must
 // also pass at least 120 top-level tests (144 do) and have run
 // TestDirectPartitionPurge and TestGroupETL.
 //
-// After the whole suite comes the ordered pair: TestGroupETL alone, then at
-// once TestDirectPartitionPurge in a new process. TestGroupETL's cleanup
-// deletes its topic of 500,000 records; iggy-server 0.9 gives the next topic
-// created the deleted one's ids and, until it has torn the old partitions
-// down, answers polls of the new topic from the old messages. Before kiggy
-// fenced that (commit ca22e64), TestDirectPartitionPurge read thousands of
-// the deleted topic's records here (2 of 4 pairs against kiggy built at
-// e7661a9); inside the whole suite the two tests overlap and their order is
-// the testing package's, so the pair is what reproduces it.
+// After the whole suite comes the ordered pair, twice: TestGroupETL alone,
+// then at once TestDirectPartitionPurge in a new process. TestGroupETL's
+// cleanup deletes its topics of 500,000 records; iggy-server 0.9 gives the
+// next topic created a deleted one's ids and, until it has torn the old
+// partitions down, answers polls of the new topic from the old messages.
+// Before kiggy fenced that (commit ca22e64), TestDirectPartitionPurge read
+// about 10,500 of the deleted topic's records in 5 of 11 such pairs against
+// kiggy built at e7661a9; inside the whole suite the two tests overlap and
+// their order is the testing package's, so the pair is what reproduces it
+// (bridge/iggy's TestIncarnationFence is the deterministic test of the fix).
 //
 // KGO_TEST_RECORDS is franz-go's default, 500,000 (TestGroupETL produces
-// and consumes that many through groups of each balancer): the whole run
-// takes about 1.5 to 2 minutes on 2 cores, so there is no need to make it
-// smaller, and the reproduction above was seen at that size.
+// and consumes that many through groups of each balancer): the suite takes
+// about 65 seconds on 2 cores and each pair about 35, so the whole test takes
+// 2 to 3 minutes, well inside its budget of 8, and the reproduction above
+// was seen at that size; there is no need to make it smaller.
 //
 // One run at a time: a lock file in the temporary directory
 // (kiggy-kgosuite.lock) makes a second go test process wait, and the test
@@ -46,7 +49,7 @@
 //	KIGGY_KGOSUITE_RUN=regexp      -test.run: only these tests (the pair still runs)
 //	KIGGY_KGOSUITE_COUNT=n         -test.count of the whole-suite run
 //	KIGGY_KGOSUITE_PARALLEL=n      -test.parallel of the whole-suite run
-//	KIGGY_KGOSUITE_PAIRS=n         run the ordered pair n times (default 1, 0 = not at all)
+//	KIGGY_KGOSUITE_PAIRS=n         run the ordered pair n times (default 2, 0 = not at all)
 //	KIGGY_KGOSUITE_RECORDS=n       KGO_TEST_RECORDS
 //	KIGGY_KGOSUITE_KIGGY=path      test this kiggy binary instead of building ./cmd/kiggy
 //	KIGGY_KGOSUITE_OUT=dir         keep the suite's -test.v outputs (kgo-<i>.out) here
