@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakeTB records what Require did; Skipf and Fatalf stop the caller the way
@@ -147,5 +148,19 @@ func TestParseKB(t *testing.T) {
 	}
 	if p, err := GoTool(); err != nil || p == "" {
 		t.Errorf("GoTool() = %q, %v", p, err)
+	}
+}
+
+func TestEventually(t *testing.T) {
+	n := 0
+	if !Eventually(time.Second, func() bool { n++; return n >= 3 }) {
+		t.Fatal("a condition that holds on the third poll did not count")
+	}
+	start := time.Now()
+	if Eventually(50*time.Millisecond, func() bool { return false }) {
+		t.Fatal("a condition that never holds counted")
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Fatalf("gave up after %v, before the 50ms timeout", d)
 	}
 }
