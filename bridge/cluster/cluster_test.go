@@ -166,8 +166,15 @@ func TestRendezvousMovesFew(t *testing.T) {
 
 func startNode(t *testing.T, log store.Log, id int32) *Membership {
 	t.Helper()
+	return startNodeCompacting(t, log, id, 0)
+}
+
+// startNodeCompacting is startNode with Config.CompactRecords set to
+// records (0 = the default).
+func startNodeCompacting(t *testing.T, log store.Log, id int32, records int) *Membership {
+	t.Helper()
 	m, err := Start(context.Background(), Config{NodeID: id, Log: log, Heartbeat: 40 * time.Millisecond, Timeout: 400 * time.Millisecond,
-		Endpoints: []store.Endpoint{{Host: "127.0.0.1", Port: 9000 + id}}})
+		Endpoints: []store.Endpoint{{Host: "127.0.0.1", Port: 9000 + id}}, CompactRecords: records})
 	if err != nil {
 		t.Fatal(err)
 	}

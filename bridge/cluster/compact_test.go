@@ -187,12 +187,11 @@ func generationTopics(t *testing.T, c *iggy.Client) []string {
 // number, live set, leaders and epochs as the ones that lived through the
 // switches; no epoch goes back; old generations are deleted.
 func TestMembershipCompaction(t *testing.T) {
-	defer compactRecords.Store(compactRecords.Load())
-	compactRecords.Store(30)
+	const every = 30 // records per generation
 	_, cs := iggyLogs(t, 4)
 	var w epochWatch
 	w.last = map[[2]int32]int32{}
-	ms := []*Membership{startNode(t, cs[0].SystemLog(), 1), startNode(t, cs[1].SystemLog(), 2), startNode(t, cs[2].SystemLog(), 3)}
+	ms := []*Membership{startNodeCompacting(t, cs[0].SystemLog(), 1, every), startNodeCompacting(t, cs[1].SystemLog(), 2, every), startNodeCompacting(t, cs[2].SystemLog(), 3, every)}
 	defer func() {
 		for _, m := range ms {
 			m.Abandon()
@@ -223,7 +222,7 @@ func TestMembershipCompaction(t *testing.T) {
 	waitSettled(t, ms[:2], []int32{1, 2})
 	waitGen(t, ms[:2], genOf(ms[0])+1)
 	sampled.Lock()
-	ms[2] = startNode(t, cs[2].SystemLog(), 3)
+	ms[2] = startNodeCompacting(t, cs[2].SystemLog(), 3, every)
 	sampled.Unlock()
 	waitSettled(t, ms, []int32{1, 2, 3})
 	g := genOf(ms[0])
@@ -231,10 +230,10 @@ func TestMembershipCompaction(t *testing.T) {
 	close(stop)
 	<-done
 	// A fourth instance starts now: it reads the newest generation only.
-	late := startNode(t, cs[3].SystemLog(), 4)
+	late := startNodeCompacting(t, cs[3].SystemLog(), 4, every)
 	ms = append(ms, late)
-	if genOf(late) < g+2 || late.replayed > 30+20 {
-		t.Fatalf("the late instance read %d records from generation %d (switching every 30 records)", late.replayed, genOf(late))
+	if genOf(late) < g+2 || late.replayed > every+20 {
+		t.Fatalf("the late instance read %d records from generation %d (switching every %d records)", late.replayed, genOf(late), every)
 	}
 	waitSettled(t, ms, []int32{1, 2, 3, 4})
 	if len(w.errs) > 0 {

@@ -29,13 +29,10 @@ const (
 	DefaultTopic = "members"
 )
 
-// compactRecords is the default Config.CompactRecords (§2 "Generations"):
-// with three instances heartbeating every second, about an hour of log,
-// which an instance that starts reads in well under a second. A variable
-// so that tests can lower it under running instances.
-var compactRecords atomic.Int64
-
-func init() { compactRecords.Store(10_000) }
+// DefaultCompactRecords is the default Config.CompactRecords (§2
+// "Generations"): with three instances heartbeating every second, about an
+// hour of log, which an instance that starts reads in well under a second.
+const DefaultCompactRecords = 10_000
 
 // Config configures a Membership.
 type Config struct {
@@ -383,7 +380,7 @@ func (m *Membership) compactAt() int {
 	if m.cfg.CompactRecords > 0 {
 		return m.cfg.CompactRecords
 	}
-	return int(compactRecords.Load())
+	return DefaultCompactRecords
 }
 
 // genTopic names generation g of the membership log: the configured topic

@@ -52,13 +52,19 @@ const (
 	flagDelete  = 1 << 1 // the commit was deleted (negative offset)
 )
 
-// compaction thresholds: a generation is compacted at Open when it holds more
-// than compactMin records and compactRatio times its live commits (variables
-// so that tests can lower them).
-var (
-	compactMin   = 10_000
-	compactRatio = 4
+// Compaction thresholds: a generation is compacted at Open when it holds
+// more than Config.compactMin records (default defaultCompactMin) and
+// Config.compactRatio (default defaultCompactRatio) times its live commits.
+const (
+	defaultCompactMin   = 10_000
+	defaultCompactRatio = 4
 )
+
+// worthCompacting reports whether a generation of records records with live
+// live entries is over the compaction thresholds.
+func (c *Config) worthCompacting(records, live int) bool {
+	return records > c.compactMin && records > c.compactRatio*live
+}
 
 // commitRecord is one decoded commit log record.
 type commitRecord struct {
@@ -209,7 +215,7 @@ func (c *Client) openCommitLog(ctx context.Context) error {
 		return err
 	}
 	c.log.Info("iggy: commit log loaded", "topic", cl.topic, "records", cl.records, "commits", len(c.offsets))
-	if cl.records > compactMin && cl.records > compactRatio*len(c.offsets) {
+	if c.cfg.worthCompacting(cl.records, len(c.offsets)) {
 		if err := c.compactCommits(ctx); err != nil {
 			return err
 		}
@@ -639,7 +645,7 @@ func (c *Client) tailCommits(ctx context.Context) error {
 	err := c.readTail(ctx, -1)
 	c.offMu.Lock()
 	pending, seen, mine := cl.switchAt >= 0, cl.switchSeen, cl.switchSent
-	large := cl.records > compactMin && cl.records > compactRatio*len(c.offsets)
+	large := c.cfg.worthCompacting(cl.records, len(c.offsets))
 	c.offMu.Unlock()
 	cl.mu.RUnlock()
 	switch {

@@ -72,11 +72,9 @@ func TestCommitLogSurvivesRestart(t *testing.T) {
 // the commits read the same; an incomplete generation (a compaction cut
 // short) is dropped in favour of the last complete one.
 func TestCommitLogCompaction(t *testing.T) {
-	defer func(m, r int) { compactMin, compactRatio = m, r }(compactMin, compactRatio)
-	compactMin, compactRatio = 20, 2
 	_, addr := startServer(t, iggytest.Config{})
 	cx := ctx(t)
-	c := open(t, Config{Addr: addr, PoolSize: 2})
+	c := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, PoolSize: 2})
 	if _, err := c.CreateTopic(cx, "o", 2, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +85,7 @@ func TestCommitLogCompaction(t *testing.T) {
 	}
 	want := c.snapshotOffsets()
 	c.Close()
-	sys := open(t, Config{Addr: addr, Stream: DefaultSystemStream, PoolSize: 1, system: true})
+	sys := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: DefaultSystemStream, PoolSize: 1, system: true})
 	names := func() []string {
 		list, err := sys.Topics(cx)
 		if err != nil {
@@ -102,7 +100,7 @@ func TestCommitLogCompaction(t *testing.T) {
 	if got := strings.Join(names(), ","); got != "offsets.kafka.0" {
 		t.Fatalf("generations before: %s", got)
 	}
-	c2 := open(t, Config{Addr: addr, PoolSize: 1})
+	c2 := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, PoolSize: 1})
 	if got := c2.snapshotOffsets(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after compaction: %v, want %v", got, want)
 	}
@@ -115,7 +113,7 @@ func TestCommitLogCompaction(t *testing.T) {
 	if _, err := sys.CreateTopic(cx, "offsets.kafka.2", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	c3 := open(t, Config{Addr: addr, PoolSize: 1})
+	c3 := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, PoolSize: 1})
 	if got := c3.snapshotOffsets(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after an incomplete generation: %v, want %v", got, want)
 	}
@@ -213,13 +211,10 @@ func TestCommitLogTail(t *testing.T) {
 // afterwards, which replays only the newest generation; old generations
 // are deleted.
 func TestCommitLogTailCompaction(t *testing.T) {
-	m, r := compactMin, compactRatio
-	t.Cleanup(func() { compactMin, compactRatio = m, r }) // after the clients close
-	compactMin, compactRatio = 20, 2
 	_, addr := startServer(t, iggytest.Config{})
 	cx := ctx(t)
-	a := open(t, Config{Addr: addr, PoolSize: 2, CommitTail: 10 * time.Millisecond})
-	b := open(t, Config{Addr: addr, PoolSize: 2, CommitTail: 10 * time.Millisecond})
+	a := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, PoolSize: 2, CommitTail: 10 * time.Millisecond})
+	b := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, PoolSize: 2, CommitTail: 10 * time.Millisecond})
 	// An empty topic: every commit is past the end, held by the commit log
 	// alone, not by an Iggy consumer offset.
 	if _, err := a.CreateTopic(cx, "o", 4, store.TopicConfig{}); err != nil {
@@ -247,7 +242,7 @@ func TestCommitLogTailCompaction(t *testing.T) {
 	}
 	// Meanwhile a third instance writes a switch and dies before copying.
 	time.Sleep(20 * time.Millisecond)
-	sys := open(t, Config{Addr: addr, Stream: DefaultSystemStream, PoolSize: 1, system: true})
+	sys := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: DefaultSystemStream, PoolSize: 1, system: true})
 	a.commits.mu.RLock()
 	cur := a.commits.topic
 	a.commits.mu.RUnlock()
@@ -289,7 +284,7 @@ func TestCommitLogTailCompaction(t *testing.T) {
 	}
 	check("a", a)
 	check("b", b)
-	c := open(t, Config{Addr: addr, PoolSize: 1, CommitTail: 10 * time.Millisecond})
+	c := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, PoolSize: 1, CommitTail: 10 * time.Millisecond})
 	check("a client opened afterwards", c)
 	c.commits.mu.RLock()
 	gen, records := c.commits.gen, c.commits.records

@@ -62,6 +62,10 @@ type Config struct {
 	// system marks the client of the system stream itself; noCommitLog
 	// (tests against fake servers) opens no commit log either.
 	system, noCommitLog bool
+	// compactMin and compactRatio are the commit log's and the system
+	// store's compaction thresholds (worthCompacting); 0 = the defaults.
+	// Tests lower them; the system stream's client inherits them.
+	compactMin, compactRatio int
 	// Durability is when the server must confirm a write to a topic kiggy
 	// creates (docs/IGGY.md, "Durability"): store.DurabilityWritten (the
 	// default: written to the segment file before the reply),
@@ -118,6 +122,12 @@ func (c *Config) normalize() {
 	}
 	if c.DialTimeout == 0 {
 		c.DialTimeout = 5 * time.Second
+	}
+	if c.compactMin == 0 {
+		c.compactMin = defaultCompactMin
+	}
+	if c.compactRatio == 0 {
+		c.compactRatio = defaultCompactRatio
 	}
 	if c.PingInterval == 0 {
 		c.PingInterval = 5 * time.Second

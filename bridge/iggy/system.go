@@ -254,7 +254,7 @@ func (c *Client) openStateNamespace(ctx context.Context, ns string) (*stateNames
 			}
 			continue
 		}
-		if st.records > compactMin && st.records > compactRatio*len(st.entries) {
+		if c.cfg.worthCompacting(st.records, len(st.entries)) {
 			return c.compactState(ctx, st, g+1, gens)
 		}
 		return st, nil

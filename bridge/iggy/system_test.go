@@ -81,12 +81,10 @@ func TestSystemStoreSurvivesRestart(t *testing.T) {
 // up at the next load through another client of the same stream, including
 // after the other one compacted the namespace into a new generation.
 func TestSystemStoreSharedByInstances(t *testing.T) {
-	defer func(m, r int) { compactMin, compactRatio = m, r }(compactMin, compactRatio)
-	compactMin, compactRatio = 20, 2
 	addr, stream := target(t)
 	cx := ctx(t)
-	a := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
-	b := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	a := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: stream, PoolSize: 1})
+	b := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: stream, PoolSize: 1})
 	if err := a.PutSystem(cx, "log-start", "t/0", []byte{7}); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +102,7 @@ func TestSystemStoreSharedByInstances(t *testing.T) {
 	}
 	// A third client compacts the namespace (51 records, 2 live) into
 	// generation 1 and deletes generation 0, which a is still reading.
-	sys := open(t, Config{Addr: addr, Stream: DefaultSystemStream, PoolSize: 1, system: true})
+	sys := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: DefaultSystemStream, PoolSize: 1, system: true})
 	gens := func() string {
 		list, err := sys.Topics(cx)
 		if err != nil {
@@ -122,7 +120,7 @@ func TestSystemStoreSharedByInstances(t *testing.T) {
 	if got := gens(); got != stateTopicPrefix(stream, "log-start")+"0" {
 		t.Fatalf("generations before: %s", got)
 	}
-	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	c := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: stream, PoolSize: 1})
 	if got, _ := c.LoadSystem(cx, "log-start"); !equalState(got, want) {
 		t.Fatalf("after compaction: %q", got)
 	}
