@@ -71,7 +71,7 @@ func (g *Gateway) deleteRecordsOne(topic string, partition int32, offset int64) 
 	if err := g.putLogStart(g.ctx, topic, partition, offset); err != nil {
 		return -1, wire.KafkaStorageError
 	}
-	g.fetchCache.dropTopic(topic) // Fetch checks the log start itself; this frees the memory
+	g.fetchCache.DropTopic(topic) // Fetch checks the log start itself; this frees the memory
 	if a, ok := g.store.(store.LogStartAdvancer); ok {
 		// A failure leaves the records in place below the logical start,
 		// which hides them: only the space is not reclaimed.

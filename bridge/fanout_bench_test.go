@@ -17,7 +17,7 @@ import (
 // with its own offsets (Fetch v12, 256 KiB per partition), on the Iggy
 // backend whose replies are delayed by 500 µs, with the Iggy client's read
 // cache off, on, and on with the gateway's shared Fetch batches
-// (fetchcache.go). The figure is the aggregate records/s of all groups;
+// (bridge/fetchcache). The figure is the aggregate records/s of all groups;
 // 64 MiB of data against 32 MiB caches, so a group that wraps round reads
 // from Iggy again (docs/BENCHMARKS.md, "Fan-out with shared Fetch batches").
 func BenchmarkGatewayFanoutIggy(b *testing.B) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/bridge/fetchcache"
 	"github.com/kiggy-io/kiggy/bridge/mapping"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
@@ -27,7 +28,7 @@ type fetchState struct {
 	// codecs[i] is the codec Fetch serves req.Topics[i] in, looked up once
 	// per request (fetchcodec.go).
 	codecs []batch.Codec
-	// splices are the shared batches (fetchcache.go) the response carries
+	// splices are the shared batches (bridge/fetchcache) the response carries
 	// without copying them into buf: the engine writes them inside it
 	// (engine.Splice) and unpins their entries once written.
 	splices []engine.Splice
@@ -86,9 +87,9 @@ type partReader struct {
 	wm store.Watermarks
 	// deferCopy: a read served from the fetch cache leaves its batches in
 	// shared (pinned) for fetchPass to copy into the response, instead of
-	// copying them into buf first (fetchcache.go).
+	// copying them into buf first (bridge/fetchcache).
 	deferCopy bool
-	shared    *fetchEntry
+	shared    *fetchcache.Entry
 
 	// A concurrent read's request and outcome (fetchFanout).
 	topic       string
@@ -336,7 +337,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 			var mark wire.FetchPartitionMark
 			buf, mark = wire.AppendFetchPartitionBegin(buf, v, &p, limit)
 			n := 0
-			var splice *fetchEntry // records written from a shared entry, not buf
+			var splice *fetchcache.Entry // records written from a shared entry, not buf
 			switch {
 			case denied != wire.NoError:
 				p.ErrorCode = denied
@@ -367,7 +368,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 						splice, r.shared = r.shared, nil
 					case r.shared != nil:
 						buf = fs.call.req.GrowResponse(buf, r.recordBytes)
-						buf = append(buf, r.shared.data...)
+						buf = append(buf, r.shared.Data()...)
 					default:
 						buf = fs.call.req.GrowResponse(buf, r.recordBytes)
 						buf = append(buf, r.buf...)
@@ -382,7 +383,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 					buf, n = g.readPartition(&fs.r, buf, t.Topic, codec, rp, &p, limit, false)
 				}
 				if r.shared != nil {
-					g.fetchCache.release(r.shared)
+					g.fetchCache.Release(r.shared)
 					r.shared = nil
 				}
 			case limit > 0 || total == 0:
@@ -407,14 +408,14 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 				n = 0
 				p.CurrentLeader = g.leaderHint(t.Topic, rp.Partition, p.ErrorCode) // KIP-951, docs/design/cluster.md §6
 				if splice != nil {
-					g.fetchCache.release(splice)
+					g.fetchCache.Release(splice)
 					splice = nil
 				}
 			}
 			if splice != nil {
 				var at int
 				buf, at = wire.AppendFetchPartitionEndExternal(buf, mark, &p, n)
-				fs.splices = append(fs.splices, engine.Splice{At: at, Data: splice.data, Pin: splice})
+				fs.splices = append(fs.splices, engine.Splice{At: at, Data: splice.Data(), Pin: splice})
 			} else {
 				buf = wire.AppendFetchPartitionEnd(buf, mark, &p)
 			}
@@ -520,7 +521,7 @@ func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 // started).
 func (g *Gateway) skipPart(fs *fetchState, r *partReader) {
 	if r.shared != nil { // left pinned by a read that panicked
-		g.fetchCache.release(r.shared)
+		g.fetchCache.Release(r.shared)
 		r.shared = nil
 	}
 	r.resp = wire.FetchResponseTopicPartition{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}
@@ -548,7 +549,7 @@ func (g *Gateway) skipPart(fs *fetchState, r *partReader) {
 // readOnePart reads one partition of a Fetch into r under catch.
 func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
 	if r.shared != nil { // left pinned by a read that panicked
-		g.fetchCache.release(r.shared)
+		g.fetchCache.Release(r.shared)
 		r.shared = nil
 	}
 	r.panicked = g.catch(fs.call, func() {
@@ -675,11 +676,11 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec b
 			return buf, 0
 		}
 	}
-	if fc := g.fetchCache; fc != nil {
-		// Batches another Fetch encoded for this very read (fetchcache.go).
-		key := fetchKey{topic: topic, partition: rp.Partition, limit: int32(min(limit, 1<<31-1)), offset: rp.FetchOffset,
-			codec: codec, logAppend: r.logAppend, minOne: minOne}
-		e, gen, high, build := fc.acquire(key)
+	if fc := g.fetchCache.Cache; fc != nil {
+		// Batches another Fetch encoded for this very read (bridge/fetchcache).
+		key := fetchcache.Key{Topic: topic, Partition: rp.Partition, Limit: int32(min(limit, 1<<31-1)), Offset: rp.FetchOffset,
+			Codec: codec, LogAppend: r.logAppend, MinOne: minOne}
+		e, gen, high, build := fc.Acquire(key)
 		if e != nil {
 			return g.serveShared(fc, r, buf, e, high, topic, rp, p)
 		}
@@ -690,16 +691,43 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec b
 	return g.readRecords(r, buf, topic, codec, rp, p, limit, minOne)
 }
 
+// sharedBatches is the gateway's fetch cache (bridge/fetchcache); its
+// Cache is nil when the store offers none.
+type sharedBatches struct{ *fetchcache.Cache }
+
+// dropTopic drops topic's entries (a no-op when the cache is off).
+func (s sharedBatches) dropTopic(topic string) { s.DropTopic(topic) }
+
+// initFetchCache turns the fetch cache on when the store offers it, and
+// notes what the store tells about its reads without a round trip.
+func (g *Gateway) initFetchCache() {
+	g.estimates, _ = g.store.(store.ReadEstimator)
+	sr, ok := g.store.(store.SharedReads)
+	if !ok {
+		return
+	}
+	g.sharedReads = sr
+	if n := sr.FetchCacheBytes(); n > 0 {
+		g.fetchCache.Cache = fetchcache.New(n, sr, maxRetainedPartBuf)
+	}
+}
+
+// shareable is what the fetch cache keeps of r's last read beside its
+// batches.
+func (r *partReader) shareable() fetchcache.Read {
+	return fetchcache.Read{Watermarks: r.wm, Next: r.next, Records: r.mapped, Oversized: r.oversized}
+}
+
 // readAndShare is readRecords for a read the fetch cache is waiting for: it
 // stores the batches for later Fetches, or abandons the build (an error, a
 // panic, nothing to share).
-func (g *Gateway) readAndShare(fc *fetchCache, key fetchKey, gen uint64, r *partReader, buf []byte, topic string, codec batch.Codec,
+func (g *Gateway) readAndShare(fc *fetchcache.Cache, key fetchcache.Key, gen uint64, r *partReader, buf []byte, topic string, codec batch.Codec,
 	rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int, minOne bool) ([]byte, int) {
 	stored := false
 	defer func() {
 		r.sharing = false
 		if !stored {
-			fc.abandon(key)
+			fc.Abandon(key)
 		}
 	}()
 	start := len(buf)
@@ -710,35 +738,35 @@ func (g *Gateway) readAndShare(fc *fetchCache, key fetchKey, gen uint64, r *part
 		if r.deferCopy && start == 0 {
 			// The entry takes the read's buffer (no copy) and fetchPass
 			// serves the read from it, as from a hit.
-			if e, spare := fc.storeOwned(key, gen, out, r.wm, r); e != nil {
+			if e, spare := fc.StoreOwned(key, gen, out, r.shareable()); e != nil {
 				r.shared = e
 				return spare, n
 			}
 			return out, n
 		}
-		fc.store(key, gen, out[start:], r.wm, r)
+		fc.Store(key, gen, out[start:], r.shareable())
 	}
 	return out, n
 }
 
 // serveShared answers a partition read with e's batches (pinned by
-// acquire): into buf, or, for a concurrent read that copies its batches into
+// Acquire): into buf, or, for a concurrent read that copies its batches into
 // the response later (partReader.deferCopy), by handing e to fetchPass.
-func (g *Gateway) serveShared(fc *fetchCache, r *partReader, buf []byte, e *fetchEntry, high int64, topic string,
+func (g *Gateway) serveShared(fc *fetchcache.Cache, r *partReader, buf []byte, e *fetchcache.Entry, high int64, topic string,
 	rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition) ([]byte, int) {
 	r.buf, r.unmappable, r.capped = nil, false, false
-	r.mapped, r.next, r.oversized = e.records, e.next, e.oversized
-	r.metrics.recordsOut.Add(uint64(e.records))
-	wm := store.Watermarks{High: high, LogStart: e.logStart}
+	r.mapped, r.next, r.oversized = e.Records(), e.Next(), e.Oversized()
+	r.metrics.recordsOut.Add(uint64(e.Records()))
+	wm := store.Watermarks{High: high, LogStart: e.LogStart()}
 	g.applyLogStart(topic, rp.Partition, &wm)
 	setWatermarks(p, wm)
 	if rp.FetchOffset < wm.LogStart || rp.FetchOffset > wm.High {
 		// docs/design/kafka-protocol.md §7.1, as readRecords.
-		fc.release(e)
+		fc.Release(e)
 		p.ErrorCode = wire.OffsetOutOfRange
 		return buf, 0
 	}
-	n := len(e.data)
+	n := len(e.Data())
 	if r.deferCopy {
 		r.shared = e
 		return buf, n
@@ -746,8 +774,8 @@ func (g *Gateway) serveShared(fc *fetchCache, r *partReader, buf []byte, e *fetc
 	if r.builder.Grow != nil {
 		buf = r.builder.Grow(buf, n)
 	}
-	buf = append(buf, e.data...)
-	fc.release(e)
+	buf = append(buf, e.Data()...)
+	fc.Release(e)
 	return buf, n
 }
 
@@ -821,7 +849,7 @@ const maxFills = 4
 // from where it stopped (at most maxFills times), so a read returns what is
 // there up to its budget whatever was in memory, and every consumer group
 // reading the same offsets with the same limits gets the same answer and
-// steps to the same next offset (fetchcache.go).
+// steps to the same next offset (bridge/fetchcache).
 func (g *Gateway) readBatch(r *partReader, topic string, partition int32, offset int64, limit int) (store.Watermarks, error) {
 	r.started = false
 	r.capUsed = 0

@@ -19,7 +19,7 @@ import (
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
 
-// Shared Fetch batches (bridge/fetchcache.go; docs/IGGY.md, "Fetches share
+// Shared Fetch batches (bridge/fetchcache; docs/IGGY.md, "Fetches share
 // encoded batches").
 
 // dialKafka opens a raw Kafka connection to addr, closed with the test.

@@ -222,8 +222,8 @@ type Gateway struct {
 	// readAll) on pooled workers (workers.go).
 	partReads *workerPool[partJob]
 	// fetchCache shares encoded partition reads between Fetches
-	// (fetchcache.go); nil when the store offers none.
-	fetchCache *fetchCache
+	// (bridge/fetchcache); its Cache is nil when the store offers none.
+	fetchCache sharedBatches
 	// estimates and sharedReads are the store as a ReadEstimator and as
 	// SharedReads (fetch.go, readAll and skipPart); nil when it is not.
 	estimates   store.ReadEstimator

@@ -167,7 +167,7 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_idempotent_producers_expired_total", "counter", "Producer states dropped after the producer id expiration without appends.", ps.expired.Load())
 	metric.Single(w, "kiggy_idempotent_window_rebuilds_total", "counter", "Partition producer windows rebuilt from the producer stamps in the log tail.", ps.rebuilds.Load())
 	g.writeSASLMetrics(w)
-	g.fetchCache.writeMetrics(w)
+	g.fetchCache.WriteMetrics(w)
 	if mw, ok := g.store.(store.MetricsWriter); ok {
 		mw.WriteMetrics(w)
 	}

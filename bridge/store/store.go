@@ -150,7 +150,7 @@ type ReadEstimator interface {
 }
 
 // SharedReads is implemented by a Log whose reads Fetch may answer from the
-// record batches it encoded for an earlier Fetch (bridge/fetchcache.go).
+// record batches it encoded for an earlier Fetch (bridge/fetchcache).
 type SharedReads interface {
 	// FetchCacheBytes is the memory bound of the encoded batches the gateway
 	// keeps for this Log; ≤ 0 = none (the cache is off).

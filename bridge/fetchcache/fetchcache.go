@@ -1,30 +1,30 @@
-package bridge
-
-// Shared Fetch batches (docs/IGGY.md, "Fetches share encoded batches"):
-// several consumer groups reading the same partition send Fetches for the
-// same offsets with the same limits, and each of them used to map the same
-// messages into the same Kafka record batches again. The fetch cache keeps
-// the encoded record batches one Fetch built for a partition read, keyed by
-// everything that decides those bytes (topic, partition, fetch offset, byte
-// limit, codec, timestamp type, whether the read had to return at least one
-// record), and later Fetches with the same key copy those bytes into their
-// response instead of reading and mapping again.
+// Package fetchcache keeps the Fetch batches shared between consumer
+// groups (docs/IGGY.md, "Fetches share encoded batches"): several consumer
+// groups reading the same partition send Fetches for the same offsets with
+// the same limits, and each would map the same messages into the same Kafka
+// record batches again. The cache keeps the encoded record batches one
+// Fetch built for a partition read, keyed by everything that decides those
+// bytes (topic, partition, fetch offset, byte limit, codec, timestamp type,
+// whether the read had to return at least one record), and later Fetches
+// with the same key copy those bytes into their response instead of reading
+// and mapping again.
 //
 // What a read returns at an offset can only change when the backend says
-// so: a Log that offers the cache (SharedReads) gives a generation that
-// changes whenever a Read may deliver other messages at an offset than an
-// earlier one (a topic deleted, created or purged, a reconnect), and every
-// entry is served only under the generation it was built under, for at most
-// fetchCacheTTL. An entry whose batches end at the high watermark of its
-// read (a reader at the tail) is served only while the Log knows no higher
-// one: once more records exist, an unshared read would return them too.
-// The per-Fetch checks (leader, log start, ACLs, zstd below v10) run before
-// the cache is asked, on every Fetch.
+// so: a Log that offers the cache (store.SharedReads) gives a generation
+// that changes whenever a Read may deliver other messages at an offset than
+// an earlier one (a topic deleted, created or purged, a reconnect), and
+// every entry is served only under the generation it was built under, for
+// at most TTL. An entry whose batches end at the high watermark of its read
+// (a reader at the tail) is served only while the Log knows no higher one:
+// once more records exist, an unshared read would return them too. The
+// per-Fetch checks (leader, log start, ACLs, zstd below v10) are the
+// gateway's and run before the cache is asked, on every Fetch.
 //
 // Entries are immutable once stored. A reader pins the entry it copies
 // from; an evicted entry's buffer is recycled once the last reader unpins
 // it. While one Fetch builds an entry, others with the same key wait for it
 // rather than build the same bytes at the same time.
+package fetchcache
 
 import (
 	"io"
@@ -39,102 +39,118 @@ import (
 	"github.com/kiggy-io/kiggy/internal/metric"
 )
 
-// Fetch cache tuning.
-const (
-	// fetchCacheTTL is how long an entry is served after it was built: it
-	// bounds how long a change the Log has not yet noticed (a purge by
-	// another writer) can be hidden, as the Iggy read cache's TTL does.
-	fetchCacheTTL = 5 * time.Second
-	// maxFreeFetchBufs bounds the recycled entry buffers kept.
-	maxFreeFetchBufs = 16
-)
+// TTL is how long an entry is served after it was built: it bounds how
+// long a change the Log has not yet noticed (a purge by another writer) can
+// be hidden, as the Iggy read cache's TTL does.
+const TTL = 5 * time.Second
 
-// fetchKey is everything that decides the bytes of one partition read.
-type fetchKey struct {
-	topic     string
-	partition int32
-	limit     int32
-	offset    int64
-	codec     batch.Codec
-	logAppend bool
-	minOne    bool
+// maxFreeBufs bounds the recycled entry buffers kept.
+const maxFreeBufs = 16
+
+// Key is everything that decides the bytes of one partition read.
+type Key struct {
+	Topic     string
+	Partition int32
+	Limit     int32 // the read's byte limit
+	Offset    int64 // the fetch offset
+	Codec     batch.Codec
+	LogAppend bool // the topic's timestamps are LogAppendTime
+	MinOne    bool // the read had to return at least one record
 }
 
-// fetchEntry is one partition read's encoded record batches.
-type fetchEntry struct {
-	key                   fetchKey
-	data                  []byte // the record batches; immutable while cached or pinned
-	buf                   []byte // data's buffer (owned)
-	gen                   uint64 // the Log's generation before the read
-	high                  int64  // the read's high watermark
-	logStart              int64  // the read's log start (before applyLogStart)
-	tail                  bool   // the batches end at high
-	oversized             bool   // partReader.oversized of the read
-	records               int    // records in data
-	next                  int64  // the offset after the last record
-	built                 time.Time
-	refs                  int32 // readers copying from it now (under fetchCache.mu)
-	fc                    *fetchCache
-	cached                bool // in the map and the LRU
-	lru.Links[fetchEntry]      // in fetchCache.lru
+// Read is what the read that built an entry reports beside its batches.
+type Read struct {
+	Watermarks store.Watermarks // the read's high watermark and log start (before the gateway applies its own)
+	Next       int64            // the offset after the last record
+	Records    int              // records in the batches
+	Oversized  bool             // its first message alone was over the read's limit
 }
+
+// Entry is one partition read's encoded record batches. An entry a caller
+// got from Acquire or StoreOwned is pinned: its Data stays valid until the
+// caller calls Cache.Release, or Unpin when the engine wrote it as a
+// splice.
+type Entry struct {
+	key              Key
+	data             []byte // the record batches; immutable while cached or pinned
+	buf              []byte // data's buffer (owned)
+	gen              uint64 // the Log's generation before the read
+	high             int64  // the read's high watermark
+	logStart         int64  // the read's log start (before applyLogStart)
+	tail             bool   // the batches end at high
+	oversized        bool   // Read.Oversized
+	records          int    // records in data
+	next             int64  // the offset after the last record
+	built            time.Time
+	refs             int32 // readers copying from it now (under Cache.mu)
+	fc               *Cache
+	cached           bool // in the map and the LRU
+	lru.Links[Entry]      // in Cache.lru
+}
+
+// Data is the entry's record batches; read-only.
+func (e *Entry) Data() []byte { return e.data }
+
+// Records is the number of records in Data.
+func (e *Entry) Records() int { return e.records }
+
+// Next is the offset after Data's last record.
+func (e *Entry) Next() int64 { return e.next }
+
+// Oversized reports whether the read returned a batch larger than its
+// limit (Read.Oversized).
+func (e *Entry) Oversized() bool { return e.oversized }
+
+// LogStart is the log start the read reported.
+func (e *Entry) LogStart() int64 { return e.logStart }
 
 // Unpin releases the pin of a Fetch response that carried e's batches
 // (engine.Splice) once the engine wrote them.
-func (e *fetchEntry) Unpin() { e.fc.release(e) }
+func (e *Entry) Unpin() { e.fc.Release(e) }
 
 // LRULinks places an entry in the cache's LRU list (internal/lru).
-func (e *fetchEntry) LRULinks() *lru.Links[fetchEntry] { return &e.Links }
+func (e *Entry) LRULinks() *lru.Links[Entry] { return &e.Links }
 
-// fetchCache is the gateway's cache of encoded partition reads; nil when
-// the Log offers none.
-type fetchCache struct {
-	limit int64
-	log   store.SharedReads
-	ttl   time.Duration // fetchCacheTTL
+// Cache is the gateway's cache of encoded partition reads. A nil *Cache
+// (the Log offers none) may be asked to DropTopic and WriteMetrics.
+type Cache struct {
+	limit  int64
+	log    store.SharedReads
+	ttl    time.Duration // TTL
+	maxBuf int           // the largest buffer kept for recycling
 
 	mu        sync.Mutex
-	entries   map[fetchKey]*fetchEntry
-	building  map[fetchKey]struct{} // reads in flight that will store
-	built     sync.Cond             // broadcast when a build ends
-	lru       lru.List[fetchEntry, *fetchEntry]
+	entries   map[Key]*Entry
+	building  map[Key]struct{} // reads in flight that will store
+	built     sync.Cond        // broadcast when a build ends
+	lru       lru.List[Entry, *Entry]
 	bytes     int64
 	free      [][]byte
 	freeBytes int64
-	freeEnts  []*fetchEntry
+	freeEnts  []*Entry
 	names     map[string]string // interned topic names of the keys
 
 	hits, misses, waits, evictions, invalidations, stale atomic.Uint64
 	gauge, freeGauge                                     atomic.Int64
 }
 
-// initFetchCache turns the cache on when the store offers it, and notes
-// what the store tells about its reads without a round trip.
-func (g *Gateway) initFetchCache() {
-	g.estimates, _ = g.store.(store.ReadEstimator)
-	sr, ok := g.store.(store.SharedReads)
-	if !ok {
-		return
-	}
-	g.sharedReads = sr
-	if n := sr.FetchCacheBytes(); n > 0 {
-		g.fetchCache = newFetchCache(n, sr)
-	}
-}
-
-func newFetchCache(limit int64, log store.SharedReads) *fetchCache {
-	fc := &fetchCache{limit: limit, log: log, ttl: fetchCacheTTL, entries: map[fetchKey]*fetchEntry{},
-		building: map[fetchKey]struct{}{}, names: map[string]string{}}
+// New returns a cache of at most limit bytes of batches over log's reads;
+// it recycles entry buffers of at most maxBuf bytes (the largest read
+// buffer the gateway keeps).
+func New(limit int64, log store.SharedReads, maxBuf int) *Cache {
+	fc := &Cache{limit: limit, log: log, ttl: TTL, maxBuf: maxBuf, entries: map[Key]*Entry{},
+		building: map[Key]struct{}{}, names: map[string]string{}}
 	fc.built.L = &fc.mu
 	return fc
 }
 
-// acquire looks key up: it returns the entry pinned for the caller (who
-// calls release) and the high watermark to answer with, or nil and whether
-// the caller is to build the entry (then it must call store or abandon) and
+// Acquire looks key up: it returns the entry pinned for the caller (who
+// calls Release) and the high watermark to answer with, or nil and whether
+// the caller is to build the entry (then it must call Store, StoreOwned or
+// Abandon) and
 // the generation to build it under. A read of key in flight is waited for.
-func (fc *fetchCache) acquire(key fetchKey) (e *fetchEntry, gen uint64, high int64, build bool) {
-	gen, high = fc.log.ReadGeneration(key.topic, key.partition)
+func (fc *Cache) Acquire(key Key) (e *Entry, gen uint64, high int64, build bool) {
+	gen, high = fc.log.ReadGeneration(key.Topic, key.Partition)
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	for waited := false; ; waited = true {
@@ -165,9 +181,9 @@ func (fc *fetchCache) acquire(key fetchKey) (e *fetchEntry, gen uint64, high int
 		}
 		fc.built.Wait()
 		// The builder may have seen a newer generation: ask again.
-		gen, high = fc.log.ReadGeneration(key.topic, key.partition)
+		gen, high = fc.log.ReadGeneration(key.Topic, key.Partition)
 	}
-	key.topic = fc.intern(key.topic)
+	key.Topic = fc.intern(key.Topic)
 	fc.building[key] = struct{}{}
 	fc.misses.Add(1)
 	return nil, gen, high, true
@@ -175,7 +191,7 @@ func (fc *fetchCache) acquire(key fetchKey) (e *fetchEntry, gen uint64, high int
 
 // intern returns the cache's copy of topic (keys outlive the request frames
 // names alias); under mu.
-func (fc *fetchCache) intern(topic string) string {
+func (fc *Cache) intern(topic string) string {
 	if s, ok := fc.names[topic]; ok {
 		return s
 	}
@@ -184,36 +200,36 @@ func (fc *fetchCache) intern(topic string) string {
 	return s
 }
 
-// abandon ends a build that stores nothing (an error, nothing to share).
-func (fc *fetchCache) abandon(key fetchKey) {
+// Abandon ends a build that stores nothing (an error, nothing to share).
+func (fc *Cache) Abandon(key Key) {
 	fc.mu.Lock()
 	delete(fc.building, key)
 	fc.built.Broadcast()
 	fc.mu.Unlock()
 }
 
-// store ends a build: it keeps a copy of data (the read's record batches)
+// Store ends a build: it keeps a copy of data (the read's record batches)
 // under key and gen, unless the copy would not fit the bound.
-func (fc *fetchCache) store(key fetchKey, gen uint64, data []byte, wm store.Watermarks, r *partReader) {
+func (fc *Cache) Store(key Key, gen uint64, data []byte, r Read) {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
-	if e := fc.storeLocked(key, gen, data, wm, r); e != nil {
+	if e := fc.storeLocked(key, gen, data, r); e != nil {
 		e.buf = append(fc.takeBuf(len(data)), data...)
 		fc.publishLocked(e)
 	}
 }
 
-// storeOwned ends a build like store, without the copy: the entry takes
+// StoreOwned ends a build like Store, without the copy: the entry takes
 // data's buffer over (data must start it), pinned for the caller (who
-// serves from it and calls release), and the caller gets a recycled buffer
+// serves from it and calls Release), and the caller gets a recycled buffer
 // with room for as much as data for its next read. When no recycled buffer
 // fits, when data's buffer has much more room than data (the copy is
-// smaller), or when the entry would not fit the bound, it stores as store
+// smaller), or when the entry would not fit the bound, it stores as Store
 // does and returns nil: the caller keeps data.
-func (fc *fetchCache) storeOwned(key fetchKey, gen uint64, data []byte, wm store.Watermarks, r *partReader) (*fetchEntry, []byte) {
+func (fc *Cache) StoreOwned(key Key, gen uint64, data []byte, r Read) (*Entry, []byte) {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
-	e := fc.storeLocked(key, gen, data, wm, r)
+	e := fc.storeLocked(key, gen, data, r)
 	if e == nil {
 		return nil, nil
 	}
@@ -226,7 +242,7 @@ func (fc *fetchCache) storeOwned(key fetchKey, gen uint64, data []byte, wm store
 	}
 	// After storeLocked's evictions recycled some: as much room as data's
 	// buffer, which the reader's reads of this size grow to
-	// (partReader.growPart), so its next read needs no other.
+	// (the gateway's partReader.growPart), so its next read needs no other.
 	spare := fc.takeSpare(cap(data))
 	if spare == nil {
 		// The copy gets a buffer of data's room too: recycled, it is a
@@ -244,7 +260,7 @@ func (fc *fetchCache) storeOwned(key fetchKey, gen uint64, data []byte, wm store
 // storeLocked ends a build and makes room for an entry of data's size; it
 // returns the entry to fill (its buf) and publish, or nil when data is
 // not to be kept; under mu.
-func (fc *fetchCache) storeLocked(key fetchKey, gen uint64, data []byte, wm store.Watermarks, r *partReader) *fetchEntry {
+func (fc *Cache) storeLocked(key Key, gen uint64, data []byte, r Read) *Entry {
 	delete(fc.building, key)
 	fc.built.Broadcast()
 	size := int64(len(data))
@@ -259,10 +275,10 @@ func (fc *fetchCache) storeLocked(key fetchKey, gen uint64, data []byte, wm stor
 		fc.dropLocked(fc.lru.Oldest())
 	}
 	e := fc.newEntry()
-	key.topic = fc.intern(key.topic)
+	key.Topic = fc.intern(key.Topic)
 	e.fc = fc
-	e.key, e.gen, e.high, e.logStart = key, gen, wm.High, wm.LogStart
-	e.tail, e.oversized, e.records, e.next = r.next >= wm.High, r.oversized, r.mapped, r.next
+	e.key, e.gen, e.high, e.logStart = key, gen, r.Watermarks.High, r.Watermarks.LogStart
+	e.tail, e.oversized, e.records, e.next = r.Next >= r.Watermarks.High, r.Oversized, r.Records, r.Next
 	e.built = time.Now()
 	return e
 }
@@ -270,7 +286,7 @@ func (fc *fetchCache) storeLocked(key fetchKey, gen uint64, data []byte, wm stor
 // publishLocked puts a filled entry in the map and the LRU, evicting what
 // its buffer's room still needs (storeLocked made room for the data); under
 // mu.
-func (fc *fetchCache) publishLocked(e *fetchEntry) {
+func (fc *Cache) publishLocked(e *Entry) {
 	for fc.bytes+int64(cap(e.buf)) > fc.limit && fc.lru.Oldest() != nil {
 		fc.evictions.Add(1)
 		fc.dropLocked(fc.lru.Oldest())
@@ -283,8 +299,8 @@ func (fc *fetchCache) publishLocked(e *fetchEntry) {
 	fc.lru.PushBack(e)
 }
 
-// release unpins e.
-func (fc *fetchCache) release(e *fetchEntry) {
+// Release unpins e.
+func (fc *Cache) Release(e *Entry) {
 	fc.mu.Lock()
 	e.refs--
 	if e.refs == 0 && !e.cached {
@@ -293,15 +309,15 @@ func (fc *fetchCache) release(e *fetchEntry) {
 	fc.mu.Unlock()
 }
 
-// dropTopic drops every entry of topic (deleted, created, its log start
+// DropTopic drops every entry of topic (deleted, created, its log start
 // moved).
-func (fc *fetchCache) dropTopic(topic string) {
+func (fc *Cache) DropTopic(topic string) {
 	if fc == nil {
 		return
 	}
 	fc.mu.Lock()
 	for k, e := range fc.entries {
-		if k.topic == topic {
+		if k.Topic == topic {
 			fc.invalidations.Add(1)
 			fc.dropLocked(e)
 		}
@@ -312,7 +328,7 @@ func (fc *fetchCache) dropTopic(topic string) {
 
 // dropLocked removes e from the map and the LRU; its buffer is recycled
 // once no reader holds it; under mu.
-func (fc *fetchCache) dropLocked(e *fetchEntry) {
+func (fc *Cache) dropLocked(e *Entry) {
 	if !e.cached {
 		return
 	}
@@ -329,19 +345,19 @@ func (fc *fetchCache) dropLocked(e *fetchEntry) {
 }
 
 // newEntry returns a recycled or new entry; under mu.
-func (fc *fetchCache) newEntry() *fetchEntry {
+func (fc *Cache) newEntry() *Entry {
 	if n := len(fc.freeEnts); n > 0 {
 		e := fc.freeEnts[n-1]
 		fc.freeEnts[n-1] = nil
 		fc.freeEnts = fc.freeEnts[:n-1]
 		return e
 	}
-	return new(fetchEntry)
+	return new(Entry)
 }
 
 // takeBuf returns an empty buffer with room for n bytes, recycled when one
 // fits; under mu.
-func (fc *fetchCache) takeBuf(n int) []byte {
+func (fc *Cache) takeBuf(n int) []byte {
 	if b := fc.takeSpare(n); b != nil {
 		return b
 	}
@@ -351,7 +367,7 @@ func (fc *fetchCache) takeBuf(n int) []byte {
 
 // takeSpare returns a recycled buffer (empty) of at least n bytes and at
 // most twice that, or nil; under mu.
-func (fc *fetchCache) takeSpare(n int) []byte {
+func (fc *Cache) takeSpare(n int) []byte {
 	for i := len(fc.free) - 1; i >= 0; i-- {
 		if b := fc.free[i]; cap(b) >= n && cap(b) <= 2*n+4096 {
 			last := len(fc.free) - 1
@@ -366,22 +382,22 @@ func (fc *fetchCache) takeSpare(n int) []byte {
 }
 
 // recycle keeps e's buffer for a later entry and e itself; under mu.
-func (fc *fetchCache) recycle(e *fetchEntry) {
+func (fc *Cache) recycle(e *Entry) {
 	fc.putFree(e.buf)
-	*e = fetchEntry{}
+	*e = Entry{}
 	if len(fc.freeEnts) < 256 {
 		fc.freeEnts = append(fc.freeEnts, e)
 	}
 }
 
 // putFree keeps b (nil: nothing) for a later entry, within
-// maxFreeFetchBufs buffers of at most maxRetainedPartBuf, the largest
+// maxFreeBufs buffers of at most maxBuf bytes, the largest
 // ones; under mu.
-func (fc *fetchCache) putFree(b []byte) {
-	if b == nil || cap(b) > maxRetainedPartBuf {
+func (fc *Cache) putFree(b []byte) {
+	if b == nil || cap(b) > fc.maxBuf {
 		return
 	}
-	if len(fc.free) >= maxFreeFetchBufs {
+	if len(fc.free) >= maxFreeBufs {
 		// Full: b replaces the smallest kept buffer, if it is larger. A
 		// run of small reads (at a partition's tail) must not push out
 		// the buffers full reads need, which no small one can replace.
@@ -405,14 +421,14 @@ func (fc *fetchCache) putFree(b []byte) {
 }
 
 // touch makes a cached entry the most recently used; under mu.
-func (fc *fetchCache) touch(e *fetchEntry) {
+func (fc *Cache) touch(e *Entry) {
 	if e.cached {
 		fc.lru.Touch(e)
 	}
 }
 
-// writeMetrics writes the cache's metrics (zeros when it is off).
-func (fc *fetchCache) writeMetrics(w io.Writer) {
+// WriteMetrics writes the cache's metrics (zeros when it is off).
+func (fc *Cache) WriteMetrics(w io.Writer) {
 	var limit, bytes, free int64
 	var hits, misses, waits, evictions, invalidations, stale uint64
 	if fc != nil {

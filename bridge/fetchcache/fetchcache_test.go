@@ -1,4 +1,4 @@
-package bridge
+package fetchcache
 
 import (
 	"bytes"
@@ -9,6 +9,10 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/store"
 )
+
+// testMaxBuf is the largest buffer the tests' caches recycle (the
+// gateway's maxRetainedPartBuf).
+const testMaxBuf = 4 << 20
 
 // fakeShared is a SharedReads whose generation and high watermark a test
 // sets.
@@ -34,44 +38,44 @@ func (f *fakeShared) set(gen uint64, high int64) {
 
 // build acquires key in fc, expecting a miss, and stores data as a read
 // that ended at next with high watermark high.
-func build(t *testing.T, fc *fetchCache, key fetchKey, data []byte, next, high int64) {
+func build(t *testing.T, fc *Cache, key Key, data []byte, next, high int64) {
 	t.Helper()
-	e, gen, _, ok := fc.acquire(key)
+	e, gen, _, ok := fc.Acquire(key)
 	if e != nil || !ok {
 		t.Fatalf("%+v: a hit (%v) or no build", key, e != nil)
 	}
-	fc.store(key, gen, data, store.Watermarks{High: high}, &partReader{next: next, mapped: 1})
+	fc.Store(key, gen, data, Read{Watermarks: store.Watermarks{High: high}, Next: next, Records: 1})
 }
 
 // hit acquires key, expecting an entry holding data, and releases it.
-func hit(t *testing.T, fc *fetchCache, key fetchKey, data []byte) int64 {
+func hit(t *testing.T, fc *Cache, key Key, data []byte) int64 {
 	t.Helper()
-	e, _, high, ok := fc.acquire(key)
+	e, _, high, ok := fc.Acquire(key)
 	if e == nil {
 		if ok {
-			fc.abandon(key)
+			fc.Abandon(key)
 		}
 		t.Fatalf("%+v: a miss", key)
 	}
 	if !bytes.Equal(e.data, data) {
 		t.Fatalf("%+v: %d bytes, not the %d stored", key, len(e.data), len(data))
 	}
-	fc.release(e)
+	fc.Release(e)
 	return high
 }
 
 // miss acquires key, expecting a miss, and abandons the build.
-func miss(t *testing.T, fc *fetchCache, key fetchKey) {
+func miss(t *testing.T, fc *Cache, key Key) {
 	t.Helper()
-	e, _, _, ok := fc.acquire(key)
+	e, _, _, ok := fc.Acquire(key)
 	if e != nil {
-		fc.release(e)
+		fc.Release(e)
 		t.Fatalf("%+v: a hit", key)
 	}
 	if !ok {
 		t.Fatalf("%+v: no build", key)
 	}
-	fc.abandon(key)
+	fc.Abandon(key)
 }
 
 // TestFetchCacheEntries: an entry is served under the generation it was
@@ -80,19 +84,19 @@ func miss(t *testing.T, fc *fetchCache, key fetchKey) {
 // latest one; not after its TTL; topics drop.
 func TestFetchCacheEntries(t *testing.T) {
 	log := &fakeShared{gen: 1, high: 100}
-	fc := newFetchCache(1<<20, log)
+	fc := New(1<<20, log, testMaxBuf)
 	data := bytes.Repeat([]byte("x"), 1000)
-	full := fetchKey{topic: "t", partition: 0, offset: 10, limit: 500, codec: batch.NoCompression, minOne: true}
+	full := Key{Topic: "t", Partition: 0, Offset: 10, Limit: 500, Codec: batch.NoCompression, MinOne: true}
 	build(t, fc, full, data, 20, 100)
 	hit(t, fc, full, data)
-	for _, k := range []fetchKey{
-		{topic: "u", partition: 0, offset: 10, limit: 500, minOne: true},
-		{topic: "t", partition: 1, offset: 10, limit: 500, minOne: true},
-		{topic: "t", partition: 0, offset: 11, limit: 500, minOne: true},
-		{topic: "t", partition: 0, offset: 10, limit: 501, minOne: true},
-		{topic: "t", partition: 0, offset: 10, limit: 500, codec: batch.LZ4, minOne: true},
-		{topic: "t", partition: 0, offset: 10, limit: 500, logAppend: true, minOne: true},
-		{topic: "t", partition: 0, offset: 10, limit: 500},
+	for _, k := range []Key{
+		{Topic: "u", Partition: 0, Offset: 10, Limit: 500, MinOne: true},
+		{Topic: "t", Partition: 1, Offset: 10, Limit: 500, MinOne: true},
+		{Topic: "t", Partition: 0, Offset: 11, Limit: 500, MinOne: true},
+		{Topic: "t", Partition: 0, Offset: 10, Limit: 501, MinOne: true},
+		{Topic: "t", Partition: 0, Offset: 10, Limit: 500, Codec: batch.LZ4, MinOne: true},
+		{Topic: "t", Partition: 0, Offset: 10, Limit: 500, LogAppend: true, MinOne: true},
+		{Topic: "t", Partition: 0, Offset: 10, Limit: 500},
 	} {
 		miss(t, fc, k)
 	}
@@ -101,7 +105,7 @@ func TestFetchCacheEntries(t *testing.T) {
 		t.Fatalf("a full read answered with high watermark %d, want the latest 150", h)
 	}
 
-	tail := fetchKey{topic: "t", partition: 0, offset: 20, limit: 500, minOne: true}
+	tail := Key{Topic: "t", Partition: 0, Offset: 20, Limit: 500, MinOne: true}
 	build(t, fc, tail, data, 150, 150)
 	hit(t, fc, tail, data)
 	log.set(1, 151)
@@ -120,10 +124,10 @@ func TestFetchCacheEntries(t *testing.T) {
 	fc.ttl = time.Millisecond
 	time.Sleep(5 * time.Millisecond)
 	miss(t, fc, full)
-	fc.ttl = fetchCacheTTL
+	fc.ttl = TTL
 
 	build(t, fc, full, data, 20, 151)
-	fc.dropTopic("t")
+	fc.DropTopic("t")
 	miss(t, fc, full)
 	if fc.bytes != 0 || len(fc.entries) != 0 || fc.lru.Oldest() != nil {
 		t.Fatalf("after dropTopic: %d bytes, %d entries", fc.bytes, len(fc.entries))
@@ -136,11 +140,11 @@ func TestFetchCacheEntries(t *testing.T) {
 // until released, then its buffer is recycled.
 func TestFetchCacheBound(t *testing.T) {
 	log := &fakeShared{gen: 1, high: 1 << 40}
-	fc := newFetchCache(64<<10, log)
-	key := func(i int) fetchKey { return fetchKey{topic: "b", offset: int64(i), limit: 1 << 20, minOne: true} }
+	fc := New(64<<10, log, testMaxBuf)
+	key := func(i int) Key { return Key{Topic: "b", Offset: int64(i), Limit: 1 << 20, MinOne: true} }
 	data := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 10<<10) }
 	build(t, fc, key(0), data(0), 1, 1<<40)
-	pinned, _, _, _ := fc.acquire(key(0))
+	pinned, _, _, _ := fc.Acquire(key(0))
 	for i := 1; i < 20; i++ {
 		build(t, fc, key(i), data(i), int64(i+1), 1<<40)
 		hit(t, fc, key(1), data(1)) // key 1 stays recently used
@@ -157,12 +161,12 @@ func TestFetchCacheBound(t *testing.T) {
 		t.Fatalf("the pinned entry: cached %v, its bytes changed %v", pinned.cached, !bytes.Equal(pinned.data, data(0)))
 	}
 	free := fc.freeGauge.Load()
-	fc.release(pinned)
+	fc.Release(pinned)
 	if fc.freeGauge.Load() <= free {
 		t.Fatal("the released entry's buffer was not recycled")
 	}
 
-	big := fetchKey{topic: "b", offset: 1000, limit: 1 << 20, minOne: true}
+	big := Key{Topic: "b", Offset: 1000, Limit: 1 << 20, MinOne: true}
 	build(t, fc, big, make([]byte, 17<<10), 1001, 1<<40)
 	miss(t, fc, big)
 }
@@ -172,21 +176,21 @@ func TestFetchCacheBound(t *testing.T) {
 // the waiter to build itself.
 func TestFetchCacheBuildOnce(t *testing.T) {
 	log := &fakeShared{gen: 1, high: 1 << 40}
-	fc := newFetchCache(1<<20, log)
-	key := fetchKey{topic: "w", limit: 100, minOne: true}
+	fc := New(1<<20, log, testMaxBuf)
+	key := Key{Topic: "w", Limit: 100, MinOne: true}
 	data := []byte("batches")
 	for _, abandon := range []bool{false, true} {
-		fc.dropTopic("w")
-		_, gen, _, ok := fc.acquire(key)
+		fc.DropTopic("w")
+		_, gen, _, ok := fc.Acquire(key)
 		if !ok {
 			t.Fatal("no build")
 		}
-		got := make(chan *fetchEntry)
+		got := make(chan *Entry)
 		built := make(chan bool)
 		go func() {
-			e, _, _, b := fc.acquire(key)
+			e, _, _, b := fc.Acquire(key)
 			if b {
-				fc.abandon(key)
+				fc.Abandon(key)
 			}
 			built <- b
 			got <- e
@@ -198,9 +202,9 @@ func TestFetchCacheBuildOnce(t *testing.T) {
 			}
 		}
 		if abandon {
-			fc.abandon(key)
+			fc.Abandon(key)
 		} else {
-			fc.store(key, gen, data, store.Watermarks{High: 1 << 40}, &partReader{next: 1, mapped: 1})
+			fc.Store(key, gen, data, Read{Watermarks: store.Watermarks{High: 1 << 40}, Next: 1, Records: 1})
 		}
 		b, e := <-built, <-got
 		switch {
@@ -210,7 +214,7 @@ func TestFetchCacheBuildOnce(t *testing.T) {
 			t.Fatalf("after the build: entry %v, build %v; want the built entry", e != nil, b)
 		}
 		if e != nil {
-			fc.release(e)
+			fc.Release(e)
 		}
 		fc.waits.Store(0)
 	}
@@ -224,8 +228,8 @@ func TestFetchCacheBuildOnce(t *testing.T) {
 // holds either way.
 func TestFetchCacheStoreOwned(t *testing.T) {
 	log := &fakeShared{gen: 1, high: 1 << 40}
-	fc := newFetchCache(64<<10, log)
-	key := func(i int) fetchKey { return fetchKey{topic: "o", offset: int64(i), limit: 1 << 20, minOne: true} }
+	fc := New(64<<10, log, testMaxBuf)
+	key := func(i int) Key { return Key{Topic: "o", Offset: int64(i), Limit: 1 << 20, MinOne: true} }
 	data := func(i int) []byte {
 		b := make([]byte, 10<<10, 11<<10)
 		for j := range b {
@@ -235,12 +239,12 @@ func TestFetchCacheStoreOwned(t *testing.T) {
 	}
 	owned, copied := 0, 0
 	for i := range 20 {
-		_, gen, _, ok := fc.acquire(key(i))
+		_, gen, _, ok := fc.Acquire(key(i))
 		if !ok {
 			t.Fatalf("entry %d: no build", i)
 		}
 		d := data(i)
-		e, spare := fc.storeOwned(key(i), gen, d, store.Watermarks{High: 1 << 40}, &partReader{next: int64(i + 1), mapped: 1})
+		e, spare := fc.StoreOwned(key(i), gen, d, Read{Watermarks: store.Watermarks{High: 1 << 40}, Next: int64(i + 1), Records: 1})
 		if e == nil {
 			copied++
 		} else {
@@ -251,7 +255,7 @@ func TestFetchCacheStoreOwned(t *testing.T) {
 			if len(spare) != 0 || cap(spare) < cap(d) || &spare[:1][0] == &d[0] {
 				t.Fatalf("entry %d: spare of len %d cap %d (read's cap %d)", i, len(spare), cap(spare), cap(d))
 			}
-			fc.release(e)
+			fc.Release(e)
 		}
 		hit(t, fc, key(i), data(i))
 		if fc.bytes > fc.limit {
@@ -262,8 +266,8 @@ func TestFetchCacheStoreOwned(t *testing.T) {
 		t.Fatalf("%d owned and %d copied stores: want both (copies until buffers are recycled)", owned, copied)
 	}
 	// A buffer with much more room than its read is copied, not kept.
-	_, gen, _, _ := fc.acquire(key(100))
-	if e, _ := fc.storeOwned(key(100), gen, make([]byte, 10<<10, 40<<10), store.Watermarks{High: 1 << 40}, &partReader{next: 101, mapped: 1}); e != nil {
+	_, gen, _, _ := fc.Acquire(key(100))
+	if e, _ := fc.StoreOwned(key(100), gen, make([]byte, 10<<10, 40<<10), Read{Watermarks: store.Watermarks{High: 1 << 40}, Next: 101, Records: 1}); e != nil {
 		t.Fatal("a read of 10 KiB in a 40 KiB buffer was kept whole")
 	}
 	hit(t, fc, key(100), make([]byte, 10<<10))
@@ -274,16 +278,16 @@ func TestFetchCacheStoreOwned(t *testing.T) {
 // dropped, so a run of small tail reads cannot push out the buffers that
 // full reads' hand-overs need (storeOwned's spares).
 func TestFetchCacheFreeKeepsLargest(t *testing.T) {
-	fc := newFetchCache(64<<20, &fakeShared{gen: 1, high: 1 << 40})
-	for range maxFreeFetchBufs {
+	fc := New(64<<20, &fakeShared{gen: 1, high: 1 << 40}, testMaxBuf)
+	for range maxFreeBufs {
 		fc.putFree(make([]byte, 0, 8<<10))
 	}
 	fc.putFree(make([]byte, 0, 1<<20))
 	fc.putFree(make([]byte, 0, 4<<10)) // smaller than every kept one: dropped
-	if len(fc.free) != maxFreeFetchBufs {
-		t.Fatalf("%d buffers kept, want %d", len(fc.free), maxFreeFetchBufs)
+	if len(fc.free) != maxFreeBufs {
+		t.Fatalf("%d buffers kept, want %d", len(fc.free), maxFreeBufs)
 	}
-	if fc.freeBytes != int64((maxFreeFetchBufs-1)*(8<<10)+(1<<20)) {
+	if fc.freeBytes != int64((maxFreeBufs-1)*(8<<10)+(1<<20)) {
 		t.Fatalf("free bytes %d", fc.freeBytes)
 	}
 	if b := fc.takeSpare(1 << 20); cap(b) != 1<<20 {
