@@ -1,13 +1,10 @@
 package bridge_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"io"
-	"net"
 	"testing"
 	"time"
 
@@ -16,7 +13,6 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
-	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 )
 
@@ -31,89 +27,6 @@ const (
 	benchRecords    = 16   // records per partition batch
 	benchValue      = 1024 // bytes per record value
 )
-
-// benchConn is a raw Kafka connection that writes frames and reads whole
-// responses.
-type benchConn struct {
-	c   net.Conn
-	br  *bufio.Reader
-	rb  []byte
-	hdr [4]byte // a field: a local array would escape through io.ReadFull
-}
-
-func dialBench(b testing.TB, addr string) *benchConn {
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { c.Close() })
-	return &benchConn{c: c, br: bufio.NewReaderSize(c, 1<<20)}
-}
-
-// roundTrip writes frame and returns the response body (after the size).
-func (bc *benchConn) roundTrip(b testing.TB, frame []byte) []byte {
-	if _, err := bc.c.Write(frame); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := io.ReadFull(bc.br, bc.hdr[:]); err != nil {
-		b.Fatal(err)
-	}
-	n := int(binary.BigEndian.Uint32(bc.hdr[:]))
-	if cap(bc.rb) < n {
-		bc.rb = make([]byte, n)
-	}
-	bc.rb = bc.rb[:n]
-	if _, err := io.ReadFull(bc.br, bc.rb); err != nil {
-		b.Fatal(err)
-	}
-	return bc.rb
-}
-
-// requestFrame encodes req (kmsg, the codec oracle) as a frame
-// (internal/kafkawire).
-func requestFrame(req kmsg.Request, corr int32) []byte {
-	return kafkawire.AppendRequest(nil, req, corr, "bench")
-}
-
-// produceFrame is a Produce v9 (acks=all) of one uncompressed batch of
-// benchRecords × benchValue bytes to each of benchPartitions partitions.
-func produceFrame(topic string) []byte {
-	value := make([]byte, benchValue)
-	for i := range value {
-		value[i] = 'A' + byte(i%26)
-	}
-	req := kmsg.NewPtrProduceRequest()
-	req.Version, req.Acks, req.TimeoutMillis = 9, -1, 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	var bld batch.Builder
-	for p := range int32(benchPartitions) {
-		bld.Reset(nil, 0, time.Now().UnixMilli(), batch.NoCompression)
-		for i := range int32(benchRecords) {
-			bld.Append(i, 0, nil, value)
-		}
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition, rp.Records = p, bld.Finish()
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
-	return requestFrame(req, 1)
-}
-
-func checkProduce(b testing.TB, body []byte) {
-	resp := kmsg.NewPtrProduceResponse()
-	resp.Version = 9
-	if err := resp.ReadFrom(body[5:]); err != nil { // correlation id + header tags
-		b.Fatal(err)
-	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if p.ErrorCode != 0 {
-				b.Fatalf("partition %d: error %d", p.Partition, p.ErrorCode)
-			}
-		}
-	}
-}
 
 // BenchmarkGatewayProduce: Produce of 16 partitions × 16 × 1 KiB records
 // per request. Partitions are capped at 64 MiB so the benchmark measures a
@@ -178,29 +91,6 @@ func BenchmarkGatewayFetchIggy(b *testing.B) {
 			})
 		}
 	}
-}
-
-// fetchRequest is a Fetch at version v of partitions 0..len(offsets)-1 of
-// topic from offsets, up to partMax bytes each and maxBytes in all, MinBytes
-// 1 and no wait.
-func fetchRequest(v int16, topic string, offsets []int64, partMax, maxBytes int32) *kmsg.FetchRequest {
-	req := kmsg.NewPtrFetchRequest()
-	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = v, -1, 0, 1, maxBytes
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
-	for p, off := range offsets {
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(p), off, partMax
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
-	return req
-}
-
-// fetchFrame is a Fetch v12 of every partition of topic from offset 0, up
-// to partMax bytes each.
-func fetchFrame(topic string, partMax int32) []byte {
-	return requestFrame(fetchRequest(12, topic, make([]int64, benchPartitions), partMax, 64<<20), 2)
 }
 
 // benchFetch preloads mib MiB per partition and measures the Fetch of all.

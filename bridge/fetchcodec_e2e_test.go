@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -43,29 +42,6 @@ func codecGateway(t testing.TB, fan bool) *kiggytest.Gateway {
 		backend = networked{backend}
 	}
 	return kiggytest.Start(t, kiggytest.Options{Log: backend})
-}
-
-// createCodecTopic creates topic with compression.type compression: through
-// CreateTopics when the gateway accepts the config, else straight in the
-// backend (TopicConfig.Compression).
-func createCodecTopic(t testing.TB, gw *kiggytest.Gateway, topic string, partitions int32, compression string) {
-	t.Helper()
-	if compression != "" {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, map[string]*string{"compression.type": &compression}, topic)
-		if err == nil && resp.Err == nil {
-			return
-		}
-	}
-	if _, err := gw.Log.CreateTopic(context.Background(), topic, partitions, store.TopicConfig{Compression: compression}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // words is the vocabulary of letters' payloads.

@@ -3,7 +3,6 @@ package bridge_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -253,11 +252,6 @@ func TestIdempotentStateSurvivesRestart(t *testing.T) {
 			t.Errorf("rebuild not counted:\n%s", m)
 		}
 	})
-}
-
-// containsLine reports whether the metrics text has line exactly.
-func containsLine(metrics, line string) bool {
-	return strings.Contains("\n"+metrics, "\n"+line+"\n")
 }
 
 func initPID(t *testing.T, rc *rawConn, version int16, id int64, epoch int16) (int16, int64, int16) {

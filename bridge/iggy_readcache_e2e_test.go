@@ -97,19 +97,3 @@ func TestIggyFanoutGroups(t *testing.T) {
 		t.Error("three groups of one topic: no partition read answered from the fetch cache")
 	}
 }
-
-// metricValue reads one unlabelled sample from Prometheus text.
-func metricValue(t *testing.T, text, name string) float64 {
-	t.Helper()
-	for line := range strings.Lines(text) {
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
-			var v float64
-			if _, err := fmt.Sscan(rest, &v); err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
-	}
-	t.Fatalf("no %s in the metrics", name)
-	return 0
-}

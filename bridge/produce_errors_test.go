@@ -3,11 +3,8 @@ package bridge_test
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"hash/crc32"
-	"io"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,70 +13,9 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
-	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 	"github.com/kiggy-io/kiggy/wire"
 )
-
-// rawConn speaks Kafka framing with kmsg-encoded requests
-// (internal/kafkawire), so each error row is provoked by a hand-built request
-// over a real socket; any I/O or decoding failure fails the test.
-type rawConn struct {
-	t *testing.T
-	*kafkawire.Conn
-}
-
-func dialRaw(t *testing.T, addr string) *rawConn {
-	c, err := kafkawire.Dial(addr, "test", 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &rawConn{t: t, Conn: c}
-}
-
-// send writes req (at its Version) and returns the correlation id.
-func (rc *rawConn) send(req kmsg.Request) int32 {
-	corr, err := rc.Send(req)
-	if err != nil {
-		rc.t.Fatalf("write: %v", err)
-	}
-	return corr
-}
-
-// recv reads one response into resp, checking the correlation id.
-func (rc *rawConn) recv(corr int32, resp kmsg.Response) {
-	rc.t.Helper()
-	if err := rc.Recv(corr, resp); err != nil {
-		rc.t.Fatal(err)
-	}
-}
-
-// closed reports whether the server closed the connection.
-func (rc *rawConn) closed() bool {
-	rc.NetConn().SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, err := rc.Reader().ReadByte()
-	// A server that closes with request bytes still unread in its socket
-	// (a pipelined request behind the one that closed it) makes the kernel
-	// send RST instead of FIN: the read fails with ECONNRESET (a clean-clone
-	// CI run saw it).
-	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
-}
-
-// stillUsable checks the connection answers an ApiVersions afterwards.
-func (rc *rawConn) stillUsable() {
-	rc.t.Helper()
-	req := kmsg.NewPtrApiVersionsRequest()
-	req.Version = 3
-	req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
-	corr := rc.send(req)
-	resp := kmsg.NewPtrApiVersionsResponse()
-	resp.Version = 3
-	rc.recv(corr, resp)
-	if resp.ErrorCode != 0 {
-		rc.t.Fatalf("ApiVersions after the error: code %d", resp.ErrorCode)
-	}
-}
 
 func buildBatch(t *testing.T, codec batch.Codec, n, valueSize int) []byte {
 	var b batch.Builder
@@ -110,18 +46,6 @@ func produceReq(version int16, acks int16, parts ...[]byte) *kmsg.ProduceRequest
 	}
 	req.Topics = append(req.Topics, t)
 	return req
-}
-
-func produceCodes(rc *rawConn, req *kmsg.ProduceRequest) []int16 {
-	corr := rc.send(req)
-	resp := kmsg.NewPtrProduceResponse()
-	resp.Version = req.Version
-	rc.recv(corr, resp)
-	var codes []int16
-	for _, p := range resp.Topics[0].Partitions {
-		codes = append(codes, p.ErrorCode)
-	}
-	return codes
 }
 
 // Offsets of RecordBatch v2 header fields (docs/design/kafka-protocol.md §4.1).
