@@ -3,7 +3,6 @@ package bridge_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,29 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
-
-func produceN(t *testing.T, addr, topic string, partitions int32, n int) []*kgo.Record {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var recs []*kgo.Record
-	for i := range n {
-		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i) % partitions,
-			Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("value-%d", i)),
-			Headers:   []kgo.RecordHeader{{Key: "i", Value: []byte(fmt.Sprint(i))}},
-			Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i))})
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
-	return recs
-}
 
 func TestFetchRoundTrip(t *testing.T) {
 	gw := kiggytest.Start(t, kiggytest.Options{})
@@ -141,17 +119,16 @@ func TestLongPollWakesOnAppend(t *testing.T) {
 func waitParked(t *testing.T, gw *kiggytest.Gateway, n int) {
 	t.Helper()
 	var parked int
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	if !testtools.Eventually(10*time.Second, func() bool {
 		for _, line := range strings.Split(gw.Metrics(), "\n") {
 			if v, ok := strings.CutPrefix(line, "kiggy_fetches_parked "); ok {
 				parked, _ = strconv.Atoi(v)
 			}
 		}
-		if parked >= n {
-			return
-		}
+		return parked >= n
+	}) {
+		t.Fatalf("%d fetches parked after 10 s, want %d", parked, n)
 	}
-	t.Fatalf("%d fetches parked after 10 s, want %d", parked, n)
 }
 
 func TestOffsetOutOfRangeResets(t *testing.T) {
