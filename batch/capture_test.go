@@ -521,13 +521,7 @@ func TestCaptureServe(t *testing.T) {
 	}
 	b := startFakeBroker(t, addr)
 	t.Logf("fake broker on %s; waiting up to %v for %d records", b.Addr(), wait, want)
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		if b.offsetNow() >= int64(want) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testtools.Eventually(wait, func() bool { return b.offsetNow() >= int64(want) })
 	time.Sleep(200 * time.Millisecond) // let a final request land
 	frames := b.Frames()
 	if len(frames) == 0 {

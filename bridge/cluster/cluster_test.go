@@ -9,6 +9,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 func TestRecordRoundTrip(t *testing.T) {
@@ -181,20 +182,13 @@ func startNodeCompacting(t *testing.T, log store.Log, id int32, records int) *Me
 	return m
 }
 
-// waitView waits until every membership sees live as its live set and
+// waitSettled waits until every membership sees live as its live set and
 // every partition is served.
 func waitSettled(t *testing.T, ms []*Membership, live []int32) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := settled(ms, live)
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var err error
+	if !testtools.Eventually(10*time.Second, func() bool { err = settled(ms, live); return err == nil }) {
+		t.Fatal(err)
 	}
 }
 
@@ -284,6 +278,8 @@ func TestHoldDelaysHandover(t *testing.T) {
 			break
 		}
 	}
+	// A negative check: in 300 ms (7 heartbeats) node 2 must not serve
+	// the partition while node 1 holds an append.
 	time.Sleep(300 * time.Millisecond)
 	if r := b.Leader("t", moved); r.Leader != 2 || r.Serving {
 		t.Fatalf("partition %d while node 1 holds an append: %+v, want led by 2, not served yet", moved, r)
@@ -304,7 +300,7 @@ func TestCloseWaitsForAppends(t *testing.T) {
 	tok := a.Hold()
 	released := make(chan time.Time, 1)
 	go func() {
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // the append in flight lasts 100 ms
 		released <- time.Now()
 		a.Release(tok)
 	}()

@@ -17,6 +17,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // TestSnapshotRoundTrip: a snapshot record decodes to what was encoded,
@@ -134,11 +135,8 @@ func waitGen(t *testing.T, ms []*Membership, g uint32) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for _, m := range ms {
-		for genOf(m) < g {
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d still reads generation %d, want %d", m.cfg.NodeID, genOf(m), g)
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !testtools.Eventually(time.Until(deadline), func() bool { return genOf(m) >= g }) {
+			t.Fatalf("node %d still reads generation %d, want %d", m.cfg.NodeID, genOf(m), g)
 		}
 	}
 }
@@ -268,7 +266,7 @@ func TestMembershipConcurrentSwitch(t *testing.T) {
 	}
 	wg.Wait()
 	waitGen(t, ms, 1)
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // a negative check: no second generation follows in 200 ms
 	for _, m := range ms {
 		if g := genOf(m); g != 1 {
 			t.Fatalf("node %d reads generation %d after two switches into generation 0", m.cfg.NodeID, g)

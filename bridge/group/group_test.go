@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 const delay = DefaultInitialRebalanceDelay
@@ -979,12 +981,8 @@ func TestRealTimers(t *testing.T) {
 		}
 	}
 	// Nobody syncs or heartbeats: the sessions expire and the group empties.
-	deadline := time.Now().Add(5 * time.Second)
-	for c.Describe("g").State != "Empty" {
-		if time.Now().After(deadline) {
-			t.Fatalf("group never emptied: %+v", c.Describe("g"))
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testtools.Eventually(5*time.Second, func() bool { return c.Describe("g").State == "Empty" }) {
+		t.Fatalf("group never emptied: %+v", c.Describe("g"))
 	}
 	if code := c.Heartbeat("g", ids[0], "", false, 1); code != errUnknownMemberID {
 		t.Fatalf("heartbeat of expired member = %d", code)

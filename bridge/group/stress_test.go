@@ -211,7 +211,7 @@ func (s *stressMember) step() {
 	case n < 19:
 		s.c.Describe(s.groupID)
 	default:
-		time.Sleep(time.Duration(s.rng.IntN(40)) * time.Millisecond)
+		time.Sleep(time.Duration(s.rng.IntN(40)) * time.Millisecond) // a member that dawdles: a random pause is the step
 	}
 }
 
@@ -268,8 +268,10 @@ func TestStress(t *testing.T) {
 		}
 	})
 
+	// The stress runs for 1.5 s (its length is the load), then the
+	// coordinator closes while members are mid-join and mid-sync.
 	time.Sleep(1500 * time.Millisecond)
-	c.Close() // while members are mid-join and mid-sync
+	c.Close()
 	stop.Store(true)
 	wg.Wait()
 	close(checkDone)

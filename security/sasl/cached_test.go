@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // countingVerifier accepts alice/secret and counts its calls and the most
@@ -24,7 +26,7 @@ func (v *countingVerifier) VerifyPlain(_ context.Context, user, password string)
 			break
 		}
 	}
-	time.Sleep(v.delay)
+	time.Sleep(v.delay) // a slow check: its length is the point
 	v.running.Add(-1)
 	return user == "alice" && password == "secret", nil
 }
@@ -53,7 +55,7 @@ func TestCachedPlain(t *testing.T) {
 	if ok, _ := c.VerifyPlain(ctx, "alices", "ecret"); ok {
 		t.Fatal("user/password split confused")
 	}
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(60 * time.Millisecond) // the cached success expires
 	c.VerifyPlain(ctx, "alice", "secret")
 	if n := v.calls.Load(); n != 5 {
 		t.Errorf("an expired success was not checked again: %d calls, want 5", n)
@@ -71,9 +73,10 @@ func TestCachedPlain(t *testing.T) {
 		t.Errorf("%d checks ran at once, want ≤ 2", p)
 	}
 	// A caller that gives up while waiting for a slot.
-	c = NewCachedPlain(&countingVerifier{delay: time.Second}, 0, 1)
+	holder := &countingVerifier{delay: time.Second}
+	c = NewCachedPlain(holder, 0, 1)
 	go c.VerifyPlain(ctx, "a", "b")
-	time.Sleep(10 * time.Millisecond)
+	testtools.WaitFor(t, 5*time.Second, "the first check to hold the slot", func() bool { return holder.running.Load() == 1 })
 	cx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	if _, err := c.VerifyPlain(cx, "a", "b"); err == nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/internal/testcerts"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 	"github.com/kiggy-io/kiggy/security"
 )
 
@@ -276,18 +277,12 @@ func TestReload(t *testing.T) {
 	second := ca.Server(t, t.TempDir(), "server")
 	// A half-written pair (new certificate, old key) keeps the old one.
 	copyFile(t, second.CertFile, first.CertFile)
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond) // a negative check: the watcher gets a moment to (wrongly) reload
 	if serial() != first.Cert.SerialNumber.String() {
 		t.Fatal("a mismatched pair replaced the certificate")
 	}
 	copyFile(t, second.KeyFile, first.KeyFile)
-	deadline := time.Now().Add(5 * time.Second)
-	for serial() != second.Cert.SerialNumber.String() {
-		if time.Now().After(deadline) {
-			t.Fatal("the new certificate was not loaded")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testtools.WaitFor(t, 5*time.Second, "the new certificate to load", func() bool { return serial() == second.Cert.SerialNumber.String() })
 }
 
 func copyFile(t *testing.T, from, to string) {
