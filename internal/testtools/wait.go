@@ -9,18 +9,26 @@ import (
 const PollInterval = 10 * time.Millisecond
 
 // Eventually polls cond every PollInterval until it holds or timeout passes,
-// and reports whether it held. cond is checked once more at the deadline, so
-// a condition that becomes true at the last moment still counts.
+// and reports whether it held. The last check is at the deadline, so a
+// condition that becomes true at the last moment still counts.
 func Eventually(timeout time.Duration, cond func() bool) bool {
+	return EventuallyEvery(timeout, PollInterval, cond)
+}
+
+// EventuallyEvery is Eventually polling every interval: for a condition
+// that is expensive to check (it runs a tool or asks a server that should
+// not be hammered).
+func EventuallyEvery(timeout, interval time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for {
 		if cond() {
 			return true
 		}
-		if time.Now().After(deadline) {
-			return cond()
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
 		}
-		time.Sleep(PollInterval) // the poll interval: this is the one sleep tests wait with
+		time.Sleep(min(interval, left)) // the poll interval: this is the one sleep tests wait with
 	}
 }
 
