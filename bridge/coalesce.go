@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/producer"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/wire"
 )
@@ -57,7 +58,7 @@ type appendQueue struct {
 type queuedAppend struct {
 	ctx   context.Context
 	batch *message.Batch
-	pb    producerBatch
+	pb    producer.Batch
 	code  wire.ErrorCode
 	base  int64
 	lead  bool          // handed the queue: the owner leads the next round
@@ -78,7 +79,7 @@ var coalesceBatches = sync.Pool{New: func() any { return new(message.Batch) }}
 
 // appendCoalesced appends one mapped partition entry through the partition's
 // queue (see above) and returns its code and base offset.
-func (g *Gateway) appendCoalesced(ctx context.Context, topic string, index int32, b *message.Batch, pb *producerBatch) (wire.ErrorCode, int64) {
+func (g *Gateway) appendCoalesced(ctx context.Context, topic string, index int32, b *message.Batch, pb *producer.Batch) (wire.ErrorCode, int64) {
 	w := queuedAppends.Get().(*queuedAppend)
 	w.ctx, w.batch, w.pb, w.code, w.base, w.lead = ctx, b, *pb, wire.NoError, -1, false
 	pp, lead := g.producers.enqueue(topic, index, w)
@@ -112,7 +113,7 @@ func (s *producerStates) enqueue(topic string, p int32, w *queuedAppend) (*parti
 	defer s.mu.Unlock()
 	pp := s.parts[k]
 	if pp == nil {
-		pp = &partitionProducers{producers: make(map[int64]*producerEntry)}
+		pp = newPartitionProducers(&s.stats)
 		s.parts[partitionKey{strings.Clone(topic), p}] = pp
 	}
 	return pp, pp.queue.push(w)
@@ -196,18 +197,17 @@ func (g *Gateway) leadRound(topic string, index int32, pp *partitionProducers, w
 // partition's producer lock, and answers each in its code and base.
 // f is the leader's scratch.
 func (g *Gateway) commitGroup(topic string, index int32, pp *partitionProducers, group []*queuedAppend, f *flushSet) {
-	ps := &g.producers
-	pp.mu.Lock()
-	defer pp.mu.Unlock()
+	pp.Lock()
+	defer pp.Unlock()
 	idempotent := false
 	for _, m := range group {
-		idempotent = idempotent || m.pb.id >= 0
+		idempotent = idempotent || m.pb.ID >= 0
 	}
 	loadCode := wire.NoError
 	if idempotent {
 		epoch := g.leaderEpoch(topic, index)
-		if !pp.loaded || pp.leaderEpoch != epoch {
-			pp.leaderEpoch = epoch
+		if !pp.Loaded() || pp.LeaderEpoch != epoch {
+			pp.LeaderEpoch = epoch
 			if err := g.rebuildProducers(topic, index, pp); err != nil {
 				loadCode = logCode(err)
 			}
@@ -219,34 +219,28 @@ func (g *Gateway) commitGroup(topic string, index int32, pp *partitionProducers,
 			m.code = wire.RequestTimedOut
 			continue
 		}
-		if m.pb.id >= 0 {
+		if m.pb.ID >= 0 {
 			if loadCode != wire.NoError {
 				m.code = loadCode
 				continue
 			}
-			if f.has(m.pb.id) {
+			if f.has(m.pb.ID) {
 				// The producer's previous batch must be recorded first.
 				g.flush(topic, index, pp, f)
 			}
-			if !pp.loaded {
+			if !pp.Loaded() {
 				// The previous flush's outcome was unknown: read the log again.
 				if err := g.rebuildProducers(topic, index, pp); err != nil {
 					m.code = logCode(err)
 					continue
 				}
 			}
-			e := pp.producers[m.pb.id]
-			if e != nil {
-				if d, ok := e.duplicate(&m.pb); ok {
-					// UnifiedLog.analyzeAndValidateProducerState: a duplicate
-					// of one of the last five batches is answered with its
-					// original offsets.
-					ps.duplicates.Add(1)
-					m.code, m.base = wire.NoError, d.offset
-					continue
-				}
+			code, dup, offset := pp.Check(&m.pb)
+			if dup {
+				m.code, m.base = wire.NoError, offset
+				continue
 			}
-			if m.code = check(e, &m.pb); m.code != wire.NoError {
+			if m.code = code; m.code != wire.NoError {
 				continue
 			}
 		}
@@ -270,7 +264,7 @@ type flushSet struct {
 // has reports whether producer id already has a batch in the set.
 func (f *flushSet) has(id int64) bool {
 	for _, m := range f.members {
-		if m.pb.id == id {
+		if m.pb.ID == id {
 			return true
 		}
 	}
@@ -288,7 +282,7 @@ func (f *flushSet) fits(m *queuedAppend) bool {
 	if f.bytes+b.Size() > maxCoalesceBytes || f.count+b.Count > maxCoalesceCount {
 		return false
 	}
-	lo, hi := min(f.min, b.Origin), max(f.max, m.pb.lastTS)
+	lo, hi := min(f.min, b.Origin), max(f.max, m.pb.LastTS)
 	return hi-lo <= message.MaxTimestampSpan
 }
 
@@ -305,7 +299,7 @@ func (f *flushSet) stamped() bool {
 
 // add puts m into the set (fits said it may join).
 func (f *flushSet) add(m *queuedAppend) {
-	last := max(m.pb.lastTS, m.batch.Origin)
+	last := max(m.pb.LastTS, m.batch.Origin)
 	if len(f.members) == 0 {
 		f.min, f.max = m.batch.Origin, last
 	} else {
@@ -317,12 +311,11 @@ func (f *flushSet) add(m *queuedAppend) {
 }
 
 // flush appends the set's batches as one, answers its members and empties
-// it. Caller holds pp.mu.
+// it. Caller holds pp's lock.
 func (g *Gateway) flush(topic string, index int32, pp *partitionProducers, f *flushSet) {
 	if len(f.members) == 0 {
 		return
 	}
-	ps := &g.producers
 	b := f.members[0].batch
 	var joined *message.Batch
 	var code wire.ErrorCode
@@ -377,18 +370,18 @@ func (g *Gateway) flush(topic string, index int32, pp *partitionProducers, f *fl
 			m.base = off
 			off += int64(m.batch.Count)
 		}
-		if m.pb.id < 0 {
+		if m.pb.ID < 0 {
 			continue
 		}
 		switch {
 		case code == wire.RequestTimedOut:
 			// Stored or not: only the log knows. Read it back next time.
-			ps.reset(pp)
+			pp.Reset()
 		case code == wire.NoError:
-			ps.record(pp, m.pb.id, m.pb.epoch, batchMeta{first: m.pb.first, last: m.pb.last, offset: m.base}, now)
+			pp.Record(m.pb.ID, m.pb.Epoch, m.pb.First, m.pb.Last, m.base, now)
 			if base < 0 {
 				// Confirmed without an offset: the log has it for a duplicate.
-				ps.reset(pp)
+				pp.Reset()
 			}
 		}
 	}

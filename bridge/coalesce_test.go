@@ -8,6 +8,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/producer"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -32,8 +33,8 @@ func TestAppendFrames(t *testing.T) {
 	a := frameBatch(1_000, "a", 1_000, 1_500)
 	b := frameBatch(5_000, "b", 5_000, 5_001, 9_000)
 	var f flushSet
-	f.add(&queuedAppend{batch: a, pb: producerBatch{lastTS: 1_500}})
-	mb := &queuedAppend{batch: b, pb: producerBatch{lastTS: 9_000}}
+	f.add(&queuedAppend{batch: a, pb: producer.Batch{LastTS: 1_500}})
+	mb := &queuedAppend{batch: b, pb: producer.Batch{LastTS: 9_000}}
 	if !f.fits(mb) {
 		t.Fatal("b does not fit")
 	}
@@ -42,7 +43,7 @@ func TestAppendFrames(t *testing.T) {
 		t.Fatalf("set spans %d..%d, %d messages", f.min, f.max, f.count)
 	}
 	far := frameBatch(1_000+message.MaxTimestampSpan, "c", 1_000+message.MaxTimestampSpan+1)
-	if f.fits(&queuedAppend{batch: far, pb: producerBatch{lastTS: 1_000 + message.MaxTimestampSpan + 1}}) {
+	if f.fits(&queuedAppend{batch: far, pb: producer.Batch{LastTS: 1_000 + message.MaxTimestampSpan + 1}}) {
 		t.Fatal("a batch past the timestamp span fits")
 	}
 	j := new(message.Batch)

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"errors"
-	"slices"
 
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/security/acl"
@@ -59,32 +58,12 @@ func (g *Gateway) describeProducers(c *call) bool {
 // activeProducers lists one partition's producers, by producer id.
 func (g *Gateway) activeProducers(topic string, p int32) ([]wire.DescribeProducersActiveProducer, error) {
 	pp := g.producers.partition(topic, p)
-	pp.mu.Lock()
-	defer pp.mu.Unlock()
-	if !pp.loaded {
+	pp.Lock()
+	defer pp.Unlock()
+	if !pp.Loaded() {
 		if err := g.rebuildProducers(topic, p, pp); err != nil {
 			return nil, err
 		}
 	}
-	out := make([]wire.DescribeProducersActiveProducer, 0, len(pp.producers))
-	for id, e := range pp.producers {
-		last, ok := e.lastSeq()
-		if !ok {
-			last = -1
-		}
-		out = append(out, wire.DescribeProducersActiveProducer{
-			ProducerID: id, ProducerEpoch: int32(e.epoch), LastSequence: last, LastTimestamp: e.lastMs,
-			CoordinatorEpoch: -1, CurrentTxnStartOffset: -1,
-		})
-	}
-	slices.SortFunc(out, func(a, b wire.DescribeProducersActiveProducer) int {
-		switch {
-		case a.ProducerID < b.ProducerID:
-			return -1
-		case a.ProducerID > b.ProducerID:
-			return 1
-		}
-		return 0
-	})
-	return out, nil
+	return pp.Active(), nil
 }

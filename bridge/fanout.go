@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/producer"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -26,7 +27,7 @@ type appendJob struct {
 	topic    string
 	index    int32
 	batch    *message.Batch
-	producer producerBatch
+	producer producer.Batch
 	topicAt  int // position in the response
 	partAt   int
 	code     wire.ErrorCode

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/group"
+	"github.com/kiggy-io/kiggy/bridge/producer"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/wire"
@@ -201,7 +202,7 @@ type Gateway struct {
 	states sync.Pool
 	decode chan struct{} // semaphore for concurrent decodes
 
-	producerIDs producerIDs
+	producerIDs producer.IDs
 	producers   producerStates
 	bigDecode   atomic.Bool
 	groups      *group.Coordinator
@@ -274,7 +275,7 @@ func New(cfg Config, backend store.Log) *Gateway {
 	g.partReads = newWorkerPool(ctx, maxPartWorkers, g.runPartJob)
 	g.appends = newWorkerPool(ctx, maxAppendWorkers, g.runAppendTask)
 	g.states.New = func() any { return new(state) }
-	g.producerIDs.init(cfg.InstanceID)
+	g.producerIDs.Init(cfg.InstanceID)
 	g.producers.init()
 	g.groups = group.New(cfg.Group)
 	g.notify.init()
@@ -534,6 +535,7 @@ func (g *Gateway) janitor() {
 				// Once a minute (Kafka checks every
 				// producer.id.expiration.check.interval.ms, 10 min).
 				g.producers.expire(now.UnixMilli(), g.cfg.ProducerIDExpiration)
+				g.producerIDs.Expire(now.UnixMilli() - g.cfg.ProducerIDExpiration.Milliseconds())
 			}
 			g.conns.Range(func(k, v any) bool {
 				cs := v.(*connState)

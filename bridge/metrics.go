@@ -162,10 +162,10 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	}
 	fmt.Fprintf(w, "# HELP kiggy_fetches_parked Fetch requests parked in a long poll now.\n# TYPE kiggy_fetches_parked gauge\nkiggy_fetches_parked %d\n", m.parkedFetches.Load())
 	ps := &g.producers
-	metric.Single(w, "kiggy_idempotent_producers", "gauge", "Idempotent producer states held, one per producer id and partition.", ps.producers.Load())
-	metric.Single(w, "kiggy_idempotent_duplicate_batches_total", "counter", "Idempotent batches answered as duplicates of a stored batch (nothing stored again).", ps.duplicates.Load())
-	metric.Single(w, "kiggy_idempotent_producers_expired_total", "counter", "Producer states dropped after the producer id expiration without appends.", ps.expired.Load())
-	metric.Single(w, "kiggy_idempotent_window_rebuilds_total", "counter", "Partition producer windows rebuilt from the producer stamps in the log tail.", ps.rebuilds.Load())
+	metric.Single(w, "kiggy_idempotent_producers", "gauge", "Idempotent producer states held, one per producer id and partition.", ps.stats.Producers.Load())
+	metric.Single(w, "kiggy_idempotent_duplicate_batches_total", "counter", "Idempotent batches answered as duplicates of a stored batch (nothing stored again).", ps.stats.Duplicates.Load())
+	metric.Single(w, "kiggy_idempotent_producers_expired_total", "counter", "Producer states dropped after the producer id expiration without appends.", ps.stats.Expired.Load())
+	metric.Single(w, "kiggy_idempotent_window_rebuilds_total", "counter", "Partition producer windows rebuilt from the producer stamps in the log tail.", ps.stats.Rebuilds.Load())
 	g.writeSASLMetrics(w)
 	g.fetchCache.WriteMetrics(w)
 	if mw, ok := g.store.(store.MetricsWriter); ok {

@@ -11,6 +11,7 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/mapping"
 	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/producer"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/security/acl"
@@ -123,7 +124,7 @@ func (g *Gateway) produce(c *call) bool {
 					// frame header per record less Kafka's own framing.
 					dst = fan.batch(len(fan.jobs), message.Headroom+len(rp.Records)+len(rp.Records)/8)
 				}
-				var pb producerBatch
+				var pb producer.Batch
 				code = g.preparePartition(st, dst, rp, v, &budget, &pb, rules)
 				if code == wire.NoError {
 					if parallel {
@@ -205,10 +206,10 @@ func hasCompressed(req *wire.ProduceRequest) bool {
 }
 
 // preparePartition validates, decodes and maps one partition entry into dst,
-// and fills pb from an idempotent batch's header (pb.id -1 otherwise).
+// and fills pb from an idempotent batch's header (pb.ID -1 otherwise).
 // rules are the topic's configs that change how records are stored.
-func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.ProduceRequestPartition, v int16, budget *batch.Budget, pb *producerBatch, rules produceRules) wire.ErrorCode {
-	pb.id = -1
+func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.ProduceRequestPartition, v int16, budget *batch.Budget, pb *producer.Batch, rules produceRules) wire.ErrorCode {
+	pb.ID = -1
 	// docs/design/record-mapping.md §4: a negative index is answered 3.
 	if p.Index < 0 {
 		return wire.UnknownTopicOrPartition
@@ -240,17 +241,17 @@ func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.Produc
 	}
 
 	if h.ProducerID >= 0 {
-		*pb = producerBatch{id: h.ProducerID, epoch: h.ProducerEpoch, first: h.BaseSequence,
-			last: lastSequence(h.BaseSequence, h.LastOffsetDelta)}
+		*pb = producer.Batch{ID: h.ProducerID, Epoch: h.ProducerEpoch, First: h.BaseSequence,
+			Last: producer.LastSequence(h.BaseSequence, h.LastOffsetDelta)}
 	}
 
-	code := g.mapPartition(st, dst, p.Records, h, budget, rules, &pb.lastTS)
+	code := g.mapPartition(st, dst, p.Records, h, budget, rules, &pb.LastTS)
 	if code == wire.MessageTooLarge && (budget.MaxBytes < g.cfg.DecodeBudgetBytes || budget.MaxRecords < g.cfg.DecodeBudgetRecords) {
 		// Over what this request has left: does it fit a budget of its own?
 		// If so the client retries it (NOT_LEADER_OR_FOLLOWER is retriable);
 		// if not, it is simply too large.
 		alone := batch.Budget{MaxBytes: g.cfg.DecodeBudgetBytes, MaxRecords: g.cfg.DecodeBudgetRecords}
-		if g.mapPartition(st, dst, p.Records, h, &alone, rules, &pb.lastTS) == wire.NoError {
+		if g.mapPartition(st, dst, p.Records, h, &alone, rules, &pb.LastTS) == wire.NoError {
 			code = wire.NotLeaderOrFollower
 		}
 	}
@@ -265,11 +266,11 @@ func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.Produc
 // detection when its batch is idempotent. A backend with network round trips
 // gets it through the partition's queue, coalesced with the appends of other
 // requests to the partition (coalesce.go).
-func (g *Gateway) appendMapped(ctx context.Context, topic string, index int32, b *message.Batch, pb *producerBatch) (wire.ErrorCode, int64) {
+func (g *Gateway) appendMapped(ctx context.Context, topic string, index int32, b *message.Batch, pb *producer.Batch) (wire.ErrorCode, int64) {
 	if !g.caps.LocalLatency {
 		return g.appendCoalesced(ctx, topic, index, b, pb)
 	}
-	if pb.id >= 0 {
+	if pb.ID >= 0 {
 		return g.appendIdempotent(ctx, topic, index, b, pb)
 	}
 	return g.appendPartition(ctx, topic, index, b)
