@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // TestGroupsAfterMove: consumer groups formed on two instances; a third
@@ -91,9 +92,9 @@ func TestGroupsAfterMove(t *testing.T) {
 	adm := kadm.NewClient(admin)
 	stable := func(what string) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			err := func() error {
+		var err error
+		if !testtools.Eventually(20*time.Second, func() bool {
+			err = func() error {
 				described, err := adm.DescribeGroups(ctx, groups...)
 				if err != nil {
 					return err
@@ -106,13 +107,9 @@ func TestGroupsAfterMove(t *testing.T) {
 				}
 				return nil
 			}()
-			if err == nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %v", what, err)
-			}
-			time.Sleep(50 * time.Millisecond)
+			return err == nil
+		}) {
+			t.Fatalf("%s: %v", what, err)
 		}
 	}
 	stable("before the move")
@@ -182,9 +179,10 @@ func TestGroupsAfterMove(t *testing.T) {
 		}
 		return where, nil
 	}
-	deadline := settled.Add(15 * time.Second) // half the sessions: a loaded machine stalls for seconds
-	for {
-		where, err := listAll()
+	// 15 s: half the sessions, as a loaded machine stalls for seconds.
+	if !testtools.Eventually(time.Until(settled.Add(15*time.Second)), func() bool {
+		var where map[string][]int32
+		where, err = listAll()
 		if err == nil {
 			var bad []string
 			for _, id := range groups {
@@ -194,14 +192,13 @@ func TestGroupsAfterMove(t *testing.T) {
 				}
 			}
 			if len(bad) == 0 {
-				break
+				return true
 			}
 			err = fmt.Errorf("%s", strings.Join(bad, "; "))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ListGroups through every instance, %v after the move: %v", time.Since(settled).Round(time.Millisecond), err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("ListGroups through every instance, %v after the move: %v", time.Since(settled).Round(time.Millisecond), err)
 	}
 	t.Logf("ListGroups lists each group once %v after the view settled", time.Since(settled).Round(time.Millisecond))
 
@@ -341,7 +338,9 @@ func TestParkedMembersAfterMove(t *testing.T) {
 			p.done <- resp.ErrorCode
 		}()
 	}
-	time.Sleep(300 * time.Millisecond) // the syncs reach the coordinators
+	// A negative check: none of the syncs is answered in 300 ms (time for
+	// them to reach their coordinators and park).
+	time.Sleep(300 * time.Millisecond)
 	for _, p := range all {
 		select {
 		case code := <-p.done:

@@ -26,6 +26,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // Membership timing of the test instances: a timeout generous enough that
@@ -222,9 +223,9 @@ func (w *watcher) sample(topic string, parts int32) {
 // has exactly one server.
 func waitSettled(t testing.TB, ins []*instance, live []int32, topic string, parts int32) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		err := func() error {
+	var err error
+	settled := func() bool {
+		err = func() error {
 			for _, in := range ins {
 				if _, l := in.m.View(); !slices.Equal(l, live) {
 					return fmt.Errorf("node %d sees %v, want %v", in.id, l, live)
@@ -243,13 +244,10 @@ func waitSettled(t testing.TB, ins []*instance, live []int32, topic string, part
 			}
 			return nil
 		}()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil
+	}
+	if !testtools.Eventually(15*time.Second, settled) {
+		t.Fatal(err)
 	}
 }
 
@@ -358,11 +356,19 @@ func TestThreeInstancesFailover(t *testing.T) {
 				ackMu.Unlock()
 				lastAck.Store(time.Now().UnixNano())
 			})
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond) // paces the load: a record every 2 ms throughout
 		}
 	}()
+	ackedNow := func() int { ackMu.Lock(); defer ackMu.Unlock(); return len(acked) }
+	// waitLoad waits until n more records are acknowledged and the group
+	// consumed some: the load runs across the step before the next.
+	waitLoad := func(n int, what string) {
+		t.Helper()
+		from, read := ackedNow(), consumed.Load()
+		testtools.WaitFor(t, 30*time.Second, what, func() bool { return ackedNow() >= from+n && consumed.Load() > read })
+	}
 
-	time.Sleep(1500 * time.Millisecond)
+	waitLoad(300, "300 records acknowledged and consumed before the kill")
 	// Kill the group's coordinator: its partitions and the group move.
 	coord, _ := ins[0].m.Coordinator(groupID)
 	k := int(coord - 1)
@@ -381,12 +387,11 @@ func TestThreeInstancesFailover(t *testing.T) {
 	}
 	waitSettled(t, survivors, survivorIDs, topic, parts)
 	settledAfter := time.Since(killedAt)
-	time.Sleep(1500 * time.Millisecond)
-	// The first acknowledgement after the kill says when produce resumed.
+	waitLoad(300, "300 more records acknowledged and consumed after the survivors settled")
 	ins[k] = startInstance(t, iggyAddr, coord, killedAddr, rec)
 	w.set(k, ins[k])
 	waitSettled(t, ins, []int32{1, 2, 3}, topic, parts)
-	time.Sleep(1500 * time.Millisecond)
+	waitLoad(300, "300 more records acknowledged and consumed after the restart")
 	pcancel()
 	pwg.Wait()
 	if err := prod.Flush(context.Background()); err != nil {
@@ -449,31 +454,27 @@ func TestThreeInstancesFailover(t *testing.T) {
 	ackMu.Unlock()
 
 	// The group finishes every stored record.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	missing := 0
+	if !testtools.Eventually(30*time.Second, func() bool {
 		seenMu.Lock()
-		missing := 0
+		defer seenMu.Unlock()
+		missing = 0
 		for v := range stored {
 			if seen[v] == 0 {
 				missing++
 			}
 		}
-		seenMu.Unlock()
-		if missing == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the group has not consumed %d of %d stored records", missing, len(stored))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return missing == 0
+	}) {
+		t.Fatalf("the group has not consumed %d of %d stored records", missing, len(stored))
 	}
 
 	// Committed offsets reach the high watermarks and read the same through
 	// every instance: through each one's own commit log view, and through
 	// Kafka OffsetFetch bootstrapped from each instance alone.
-	deadline = time.Now().Add(15 * time.Second)
-	for {
-		err := func() error {
+	var committedErr error
+	if !testtools.Eventually(15*time.Second, func() bool {
+		committedErr = func() error {
 			for _, in := range ins {
 				for p := range parts {
 					off, _, ok, err := in.log.FetchOffset(context.Background(), groupID, topic, p)
@@ -499,13 +500,9 @@ func TestThreeInstancesFailover(t *testing.T) {
 			}
 			return nil
 		}()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return committedErr == nil
+	}) {
+		t.Fatal(committedErr)
 	}
 	ccancel()
 	cwg.Wait()
