@@ -164,3 +164,17 @@ func TestEventually(t *testing.T) {
 		t.Fatalf("gave up after %v, before the 50ms timeout", d)
 	}
 }
+
+func TestConsistently(t *testing.T) {
+	start := time.Now()
+	if !Consistently(50*time.Millisecond, func() bool { return true }) {
+		t.Fatal("a condition that always holds did not count")
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Fatalf("stopped looking after %v, before 50ms", d)
+	}
+	n := 0
+	if Consistently(time.Second, func() bool { n++; return n < 3 }) {
+		t.Fatal("a condition that failed on the third poll counted")
+	}
+}

@@ -40,3 +40,20 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		t.Fatalf("timed out after %v waiting for %s", timeout, what)
 	}
 }
+
+// Consistently polls cond every PollInterval for d and reports whether it
+// held every time: a negative check ("nothing more happens for d") that
+// looks throughout instead of only at the end of a sleep.
+func Consistently(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if !cond() {
+			return false
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return true
+		}
+		time.Sleep(min(PollInterval, left)) // the poll interval
+	}
+}
