@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // Test frames: int16 api, int16 version, int32 correlation id, payload; the
@@ -87,7 +89,7 @@ func (h *testHandler) Serve(r *Request) {
 		r.Close(ReasonIdleTimeout, "")
 	case apiDelay:
 		go func() {
-			time.Sleep(time.Duration(arg) * time.Millisecond)
+			time.Sleep(time.Duration(arg) * time.Millisecond) // a slow handler: the delay is the request's
 			echo(r)
 		}()
 	case apiBig:
@@ -197,13 +199,7 @@ func (ts *testServer) dial(t testing.TB) net.Conn {
 // waitFor polls cond until it holds or d passes.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testtools.WaitFor(t, d, what, cond)
 }
 
 func (ts *testServer) waitClosed(t testing.TB, r CloseReason, n uint64) {
@@ -272,7 +268,7 @@ func canary(t *testing.T, ts *testServer) (stop func() int) {
 				return
 			}
 			n++
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // paces the client: a request every millisecond
 		}
 	}()
 	return func() int {
@@ -371,7 +367,7 @@ func TestGoldenFramesSplit(t *testing.T) {
 		}
 		for i := range stream {
 			c.Write(stream[i : i+1])
-			time.Sleep(50 * time.Microsecond)
+			time.Sleep(50 * time.Microsecond) // one byte per read, as far as the server can tell
 		}
 		check("byte at a time")
 	})
@@ -408,7 +404,7 @@ func TestPipelineReverse(t *testing.T) {
 				} else {
 					echo(held[i]) // echoes the frame: it must still be intact
 				}
-				time.Sleep(100 * time.Microsecond)
+				time.Sleep(100 * time.Microsecond) // the answers come in reverse order, spread out
 			}
 			c.SetReadDeadline(time.Now().Add(5 * time.Second))
 			for _, i := range []int{0, 1, 3, 4} {
@@ -565,9 +561,8 @@ func TestMaxInFlight(t *testing.T) {
 		}
 		c.Write(req)
 		waitFor(t, 5*time.Second, "5 held", func() bool { return len(h.held) == 5 })
-		time.Sleep(50 * time.Millisecond)
-		if n := len(h.held); n != 5 {
-			t.Fatalf("%d requests in flight, MaxInFlight 5", n)
+		if !testtools.Consistently(50*time.Millisecond, func() bool { return len(h.held) == 5 }) {
+			t.Fatalf("%d requests in flight, MaxInFlight 5", len(h.held))
 		}
 		if p := ts.srv.Stats().Pauses; p[PauseInFlight] == 0 || p[PauseInFlightBytes] != 0 || p[PauseOutputBytes] != 0 {
 			t.Fatalf("pauses %v, want max_in_flight only", p)
@@ -627,9 +622,8 @@ func TestMaxInFlightBytes(t *testing.T) {
 		}
 		c.Write(req)
 		waitFor(t, 5*time.Second, "2 held", func() bool { return len(h.held) == 2 })
-		time.Sleep(50 * time.Millisecond)
-		if n := len(h.held); n != 2 {
-			t.Fatalf("%d requests of 600 bytes in flight, MaxInFlightBytes 1000", n)
+		if !testtools.Consistently(50*time.Millisecond, func() bool { return len(h.held) == 2 }) {
+			t.Fatalf("%d requests of 600 bytes in flight, MaxInFlightBytes 1000", len(h.held))
 		}
 		if p := ts.srv.Stats().Pauses; p[PauseInFlightBytes] == 0 || p[PauseInFlight] != 0 || p[PauseOutputBytes] != 0 {
 			t.Fatalf("pauses %v, want max_in_flight_bytes only", p)

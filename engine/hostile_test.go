@@ -46,7 +46,7 @@ func TestIdleTimeout(t *testing.T) {
 		}
 		c.Write(frame(apiHold, 2))
 		r := <-h.held
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond) // the request is in flight for over 3 idle timeouts
 		echo(r)
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		if corr, _, err := readResp(br); err != nil || corr != 2 {
@@ -82,7 +82,7 @@ func TestHugeDeclaredFrame(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		c = ts.dial(t)
 		c.Write([]byte{0x06, 0x40, 0x00, 0x00, 1, 2, 3})
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // the server reads the 7 bytes (nothing to poll for)
 		runtime.ReadMemStats(&after)
 		if d := after.TotalAlloc - before.TotalAlloc; d > 32<<20 {
 			t.Fatalf("allocated %d bytes for 7 bytes of a 100 MiB frame", d)

@@ -160,7 +160,7 @@ func TestRespondSplicedDropped(t *testing.T) {
 		// The engine stops reading behind unwritten responses: at least
 		// the first is served.
 		waitFor(t, 10*time.Second, "a response served", func() bool { return h.spliced.Load() >= 300 })
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the next responses queue unread before the client closes
 		c.Close()
 		waitFor(t, 10*time.Second, "the second connection closed", func() bool {
 			var n uint64

@@ -278,11 +278,11 @@ func TestHoldDelaysHandover(t *testing.T) {
 			break
 		}
 	}
-	// A negative check: in 300 ms (7 heartbeats) node 2 must not serve
-	// the partition while node 1 holds an append.
-	time.Sleep(300 * time.Millisecond)
-	if r := b.Leader("t", moved); r.Leader != 2 || r.Serving {
-		t.Fatalf("partition %d while node 1 holds an append: %+v, want led by 2, not served yet", moved, r)
+	// Once node 2 leads the partition, for 300 ms (7 heartbeats) it must
+	// not serve it while node 1 holds an append.
+	testtools.WaitFor(t, 10*time.Second, "node 2 to lead the moved partition", func() bool { return b.Leader("t", moved).Leader == 2 })
+	if !testtools.Consistently(300*time.Millisecond, func() bool { r := b.Leader("t", moved); return r.Leader == 2 && !r.Serving }) {
+		t.Fatalf("partition %d while node 1 holds an append: %+v, want led by 2, not served yet", moved, b.Leader("t", moved))
 	}
 	a.Release(tok)
 	waitSettled(t, []*Membership{a, b}, []int32{1, 2})

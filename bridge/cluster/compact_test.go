@@ -266,11 +266,18 @@ func TestMembershipConcurrentSwitch(t *testing.T) {
 	}
 	wg.Wait()
 	waitGen(t, ms, 1)
-	time.Sleep(200 * time.Millisecond) // a negative check: no second generation follows in 200 ms
-	for _, m := range ms {
-		if g := genOf(m); g != 1 {
-			t.Fatalf("node %d reads generation %d after two switches into generation 0", m.cfg.NodeID, g)
+	// No second generation follows in 200 ms.
+	var bad *Membership
+	if !testtools.Consistently(200*time.Millisecond, func() bool {
+		for _, m := range ms {
+			if genOf(m) != 1 {
+				bad = m
+				return false
+			}
 		}
+		return true
+	}) {
+		t.Fatalf("node %d reads generation %d after two switches into generation 0", bad.cfg.NodeID, genOf(bad))
 	}
 	ms = append(ms, startNode(t, cs[3].SystemLog(), 4))
 	waitSettled(t, ms, []int32{1, 2, 3, 4})

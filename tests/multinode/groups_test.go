@@ -338,9 +338,16 @@ func TestParkedMembersAfterMove(t *testing.T) {
 			p.done <- resp.ErrorCode
 		}()
 	}
-	// A negative check: none of the syncs is answered in 300 ms (time for
-	// them to reach their coordinators and park).
-	time.Sleep(300 * time.Millisecond)
+	// None of the syncs is answered in 300 ms (time for them to reach their
+	// coordinators and park).
+	testtools.Consistently(300*time.Millisecond, func() bool {
+		for _, p := range all {
+			if len(p.done) > 0 {
+				return false
+			}
+		}
+		return true
+	})
 	for _, p := range all {
 		select {
 		case code := <-p.done:
