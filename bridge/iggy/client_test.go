@@ -20,6 +20,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/iggyserver"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -540,15 +541,11 @@ func TestReconnectAfterRestart(t *testing.T) {
 	if _, err := srv.Start(addr); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
 	var base int64
-	for {
+	testtools.Eventually(5*time.Second, func() bool {
 		base, err = c.Append(cx, "r", 0, batchOf(1, "after", 1))
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil
+	})
 	if err != nil || base != 6 {
 		t.Fatalf("append after restart: %d %v", base, err)
 	}
@@ -628,8 +625,8 @@ func TestKeepAlivePing(t *testing.T) {
 	addr, stream := target(t)
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1, PingInterval: 20 * time.Millisecond})
 	t0 := time.Now()
-	time.Sleep(300 * time.Millisecond)
-	s, err := c.acquire(ctx(t)) // exclusive: the pinger cannot touch it now
+	time.Sleep(300 * time.Millisecond) // idle for 15 ping intervals: the pinger must act by itself
+	s, err := c.acquire(ctx(t))        // exclusive: the pinger cannot touch it now
 	if err != nil {
 		t.Fatal(err)
 	}

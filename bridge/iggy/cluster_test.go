@@ -9,6 +9,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 func startCluster(t *testing.T, n int) *iggytest.Cluster {
@@ -87,19 +88,17 @@ func TestClusterFailover(t *testing.T) {
 					failed++
 				}
 				mu.Unlock()
-				time.Sleep(2 * time.Millisecond)
+				time.Sleep(2 * time.Millisecond) // paces the load: an append every 2 ms per writer
 			}
 		}()
 	}
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(acks) }
 	waitAcks := func(n int) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for count() < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("only %d appends confirmed (%d failed)", count(), failed)
-			}
-			time.Sleep(5 * time.Millisecond)
+		if !testtools.Eventually(15*time.Second, func() bool { return count() >= n }) {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("only %d appends confirmed (%d failed)", len(acks), failed)
 		}
 	}
 	waitAcks(50)
@@ -198,13 +197,7 @@ func TestClusterNotReadyWithoutPrimary(t *testing.T) {
 	if !strings.Contains(m.String(), "kiggy_iggy_primary_unknown 1\n") {
 		t.Fatalf("primary_unknown not set:\n%s", grepLines(m.String(), "kiggy_iggy_primary"))
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Ready(cx) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("never ready again after the election")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testtools.WaitFor(t, 10*time.Second, "ready again after the election", func() bool { return c.Ready(cx) == nil })
 }
 
 // TestMetadataWritesAfterViewChange: a view change the old primary

@@ -6,12 +6,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // TestCommitLogSurvivesRestart: what Iggy consumer offsets cannot hold — a
@@ -167,16 +169,17 @@ func TestCommitLogTail(t *testing.T) {
 	}
 	waitFor := func(c *Client, p int32, want int64, wantMeta string, wantOK bool) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			off, md, ok, err := c.FetchOffset(cx, "g", "o", p)
-			if err == nil && ok == wantOK && (!ok || off == want && md == wantMeta) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("partition %d reads %d %q %v %v, want %d %q %v", p, off, md, ok, err, want, wantMeta, wantOK)
-			}
-			time.Sleep(10 * time.Millisecond)
+		var (
+			off int64
+			md  string
+			ok  bool
+			err error
+		)
+		if !testtools.Eventually(5*time.Second, func() bool {
+			off, md, ok, err = c.FetchOffset(cx, "g", "o", p)
+			return err == nil && ok == wantOK && (!ok || off == want && md == wantMeta)
+		}) {
+			t.Fatalf("partition %d reads %d %q %v %v, want %d %q %v", p, off, md, ok, err, want, wantMeta, wantOK)
 		}
 	}
 	if err := a.CommitOffset(cx, "g", "o", 0, 0, "zero"); err != nil {
@@ -221,6 +224,7 @@ func TestCommitLogTailCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	const rounds = 150
+	var committed atomic.Int64
 	var wg sync.WaitGroup
 	for _, w := range []struct {
 		c     *Client
@@ -237,11 +241,13 @@ func TestCommitLogTailCompaction(t *testing.T) {
 					t.Errorf("%s partition %d after commit %d reads %d %q %v %v", w.group, p, i, off, md, ok, err)
 					return
 				}
+				committed.Add(1)
 			}
 		})
 	}
-	// Meanwhile a third instance writes a switch and dies before copying.
-	time.Sleep(20 * time.Millisecond)
+	// Meanwhile (once the writers are under way) a third instance writes a
+	// switch and dies before copying.
+	testtools.WaitFor(t, 10*time.Second, "the writers' first commits", func() bool { return committed.Load() >= 4 || t.Failed() })
 	sys := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: DefaultSystemStream, PoolSize: 1, system: true})
 	a.commits.mu.RLock()
 	cur := a.commits.topic
@@ -264,22 +270,18 @@ func TestCommitLogTailCompaction(t *testing.T) {
 	}
 	check := func(name string, c *Client) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			var bad []string
+		var bad []string
+		if !testtools.Eventually(5*time.Second, func() bool {
+			bad = nil
 			for k, off := range want {
 				got, md, ok, err := c.FetchOffset(cx, k.group, k.topic, k.partition)
 				if err != nil || !ok || got != off || md != "m"+strconv.Itoa(int(off)) {
 					bad = append(bad, fmt.Sprintf("%s/%d reads %d %q %v %v, want %d", k.group, k.partition, got, md, ok, err, off))
 				}
 			}
-			if len(bad) == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %v", name, bad)
-			}
-			time.Sleep(10 * time.Millisecond)
+			return len(bad) == 0
+		}) {
+			t.Fatalf("%s: %v", name, bad)
 		}
 	}
 	check("a", a)

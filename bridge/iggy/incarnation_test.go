@@ -79,7 +79,7 @@ func TestIncarnationFence(t *testing.T) {
 				if _, err := c.Append(ctx(t), next, 0, batchOf(0, "new-", 1)); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(500 * time.Millisecond) // the window in which the server serves the old partitions
+				time.Sleep(500 * time.Millisecond) // the readers poll on through the window in which the server serves the old partitions
 				close(stop)
 				readers.Wait()
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 func scrape(c *Client) string {
@@ -78,13 +79,10 @@ func TestMetrics(t *testing.T) {
 	if _, err := srv.Start(addr); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := c.Append(cx, "m", 0, batchOf(1, "after", 1)); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testtools.Eventually(5*time.Second, func() bool {
+		_, err := c.Append(cx, "m", 0, batchOf(1, "after", 1))
+		return err == nil
+	})
 	out = scrape(c)
 	if strings.Contains(out, "kiggy_iggy_reconnects_total 0\n") || strings.Contains(out, "kiggy_iggy_connect_failures_total 0\n") {
 		t.Fatalf("restart not counted:\n%s", out)

@@ -11,6 +11,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // seqBatch builds n messages whose payloads are "<prefix><from+i>", so a
@@ -89,18 +90,12 @@ func TestReadCacheHitsAndReadAhead(t *testing.T) {
 	if _, err := c.Read(cx, "ra", 0, 0, 1<<20, func(*message.Message) bool { n++; return true }); err != nil || n == 0 {
 		t.Fatal(n, err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	if !testtools.Eventually(5*time.Second, func() bool {
 		rc.mu.Lock()
-		ahead := rc.parts[partKey{"ra", 0}].find(uint64(n)) != nil
-		rc.mu.Unlock()
-		if ahead {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no read-ahead past offset %d (read-aheads %d)", n, rc.readAheads.Load())
-		}
-		time.Sleep(time.Millisecond)
+		defer rc.mu.Unlock()
+		return rc.parts[partKey{"ra", 0}].find(uint64(n)) != nil
+	}) {
+		t.Fatalf("no read-ahead past offset %d (read-aheads %d)", n, rc.readAheads.Load())
 	}
 	hits := rc.hits.Load()
 	if _, err := c.Read(cx, "ra", 0, n, 1<<20, func(*message.Message) bool { return true }); err != nil {
@@ -160,7 +155,7 @@ func TestReadCacheConcurrent(t *testing.T) {
 			if b := c.cache.gauge.Load(); b > limit {
 				over = b
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // the gauge is sampled every millisecond
 		}
 	})
 	wg.Wait()
@@ -276,7 +271,7 @@ func TestReadCacheTTL(t *testing.T) {
 	c.CreateTopic(cx, "ttl", 1, store.TopicConfig{})
 	c.Append(cx, "ttl", 0, seqBatch("a", 0, 5))
 	readSeq(t, c, "ttl", 0, "a", 5, 1<<20)
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // twice the 50 ms TTL: the chunk must expire
 	misses := c.cache.misses.Load()
 	readSeq(t, c, "ttl", 0, "a", 5, 1<<20)
 	if c.cache.misses.Load() == misses {
@@ -437,13 +432,14 @@ func TestReadGeneration(t *testing.T) {
 	if _, err := srv.Start(addr); err != nil {
 		t.Skipf("iggytest restart on %s: %v", addr, err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for gen() == g2 {
-		if time.Now().After(deadline) {
-			t.Fatal("a reconnect kept the generation")
+	if !testtools.Eventually(10*time.Second, func() bool {
+		if gen() != g2 {
+			return true
 		}
 		c.Read(cx, "g", 0, 3, 1<<20, func(*message.Message) bool { return true })
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatal("a reconnect kept the generation")
 	}
 	g3 := gen()
 	if err := c.DeleteTopic(cx, "g"); err != nil {

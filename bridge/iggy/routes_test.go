@@ -12,6 +12,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // metricLine returns the value of one unlabelled series of c's metrics.
@@ -146,10 +147,10 @@ func TestPartitionRouteAfterFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl.Kill(0)
-	deadline := time.Now().Add(10 * time.Second)
 	n, ok0, ok1 := 0, false, false
 	var err0, err1 error
-	for !ok0 || !ok1 {
+	if !testtools.Eventually(10*time.Second, func() bool {
+		n++
 		if !ok0 {
 			_, err0 = c.Append(cx, "q", 0, batchOf(1, "b", 1))
 			ok0 = err0 == nil
@@ -158,11 +159,9 @@ func TestPartitionRouteAfterFailover(t *testing.T) {
 			_, err1 = c.Append(cx, "q", 1, batchOf(1, "c", 1))
 			ok1 = err1 == nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("appends after the metadata failover: %v / %v", err0, err1)
-		}
-		n++
-		time.Sleep(20 * time.Millisecond)
+		return ok0 && ok1
+	}) {
+		t.Fatalf("appends after the metadata failover: %v / %v", err0, err1)
 	}
 	if addr, _ := c.target(); !sameAddr(addr, cl.Addr(1)) {
 		t.Fatalf("sessions go to %s, want the new metadata primary %s", addr, cl.Addr(1))
