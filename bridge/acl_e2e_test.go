@@ -23,6 +23,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 	"github.com/kiggy-io/kiggy/security"
 )
 
@@ -258,11 +259,9 @@ func TestACLNotReadyDeniesAllButSuperUsers(t *testing.T) {
 	if code := listOffsets("admin"); code != 0 {
 		t.Fatalf("admin before the ACLs loaded: %d", code)
 	}
-	for code := int16(-1); code != 0; code = listOffsets("alice") {
-		if ctx.Err() != nil {
-			t.Fatalf("alice still denied after the retries: %d", code)
-		}
-		time.Sleep(50 * time.Millisecond)
+	code := int16(-1)
+	if !testtools.Eventually(30*time.Second, func() bool { code = listOffsets("alice"); return code == 0 || ctx.Err() != nil }) || code != 0 {
+		t.Fatalf("alice still denied after the retries: %d", code)
 	}
 }
 

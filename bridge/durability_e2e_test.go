@@ -13,6 +13,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // TestIggyCrashKeepsAcknowledged crashes the Iggy server (iggytest's model
@@ -71,7 +72,7 @@ func crashUnderLoad(t *testing.T, d store.Durability) crashResult {
 	faultUnderLoad(t, gw, &res, func() {
 		addr := gw.Iggy.Addr().String()
 		res.dropped = gw.Iggy.Crash()
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // the outage lasts 300 ms under the load
 		if _, err := gw.Iggy.Start(addr); err != nil {
 			t.Fatalf("restart iggytest: %v", err)
 		}
@@ -127,7 +128,7 @@ func faultUnderLoad(t *testing.T, gw *kiggytest.Gateway, res *crashResult, fault
 				acked[k] = v
 				acks = append(acks, ackedRecord{k, v})
 			})
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // paces the load: a record every millisecond
 		}
 	}()
 
@@ -174,12 +175,8 @@ func faultUnderLoad(t *testing.T, gw *kiggytest.Gateway, res *crashResult, fault
 
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: timed out (%d acknowledged)", what, ackCount())
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !testtools.Eventually(30*time.Second, ok) {
+			t.Fatalf("%s: timed out (%d acknowledged)", what, ackCount())
 		}
 	}
 	waitFor("acks before the crash", func() bool { return ackCount() >= 300 })

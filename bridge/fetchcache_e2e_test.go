@@ -17,6 +17,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // Shared Fetch batches (bridge/fetchcache; docs/IGGY.md, "Fetches share
@@ -218,16 +219,13 @@ func TestFetchCacheInvalidation(t *testing.T) {
 	// full answer must come well within the fetch cache's 5 s, then stay.
 	eventually := func(what, topic string, offset int64, values ...string) {
 		t.Helper()
-		deadline := time.Now().Add(2 * time.Second)
-		for {
-			code, _, got := fetchValues(t, kc, topic, offset)
-			if code == 0 && fmt.Sprint(got) == fmt.Sprint(values) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: fetch %s at %d: code %d values %q, want %q", what, topic, offset, code, got, values)
-			}
-			time.Sleep(20 * time.Millisecond)
+		var code int16
+		var got []string
+		if !testtools.Eventually(2*time.Second, func() bool {
+			code, _, got = fetchValues(t, kc, topic, offset)
+			return code == 0 && fmt.Sprint(got) == fmt.Sprint(values)
+		}) {
+			t.Fatalf("%s: fetch %s at %d: code %d values %q, want %q", what, topic, offset, code, got, values)
 		}
 		want(what, topic, offset, 0, values...)
 	}
@@ -269,15 +267,13 @@ func TestFetchCacheInvalidation(t *testing.T) {
 	// answer the recycled ids' polls from them, and this gateway, which did
 	// not see the delete, cannot tell them from its topic (docs/IGGY.md,
 	// "Topic incarnations"): the refill is seen once the server has.
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		code, hw, _ := fetchValues(t, kc, "ext", 6)
-		if code != 0 || hw == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("fetch at the old end: code %d high watermark %d", code, hw)
-		}
-		time.Sleep(50 * time.Millisecond) // the server's teardown, not ours to wait on otherwise
+	var code int16
+	var hw int64
+	if !testtools.Eventually(5*time.Second, func() bool {
+		code, hw, _ = fetchValues(t, kc, "ext", 6)
+		return code != 0 || hw == 2
+	}) {
+		t.Fatalf("fetch at the old end: code %d high watermark %d", code, hw)
 	}
 	if code, _, got := fetchValuesMax(t, kc, "ext", 0, 1); code != 0 || fmt.Sprint(got) != "[d0]" {
 		t.Fatalf("refilled by another client: fetch ext at 0 with limit 1: code %d values %q, want [d0]", code, got)

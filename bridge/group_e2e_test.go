@@ -15,6 +15,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // fastGroups keeps the tests quick: a short initial rebalance delay.
@@ -57,15 +58,11 @@ func TestFranzGroupOfThree(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); consumeGroup(ctx, t, gw.Addr, "g3", "g", &seen, &n, &mu) }()
 	}
-	for {
+	testtools.Eventually(60*time.Second, func() bool {
 		mu.Lock()
-		done := n == int64(len(sent))
-		mu.Unlock()
-		if done || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return n == int64(len(sent)) || ctx.Err() != nil
+	})
 	cancel()
 	wg.Wait()
 	if n != int64(len(sent)) {
@@ -103,16 +100,10 @@ func TestGroupResumesFromCommit(t *testing.T) {
 		var n int64
 		var mu sync.Mutex
 		go func() {
-			for {
-				mu.Lock()
-				done := n >= int64(want)
-				mu.Unlock()
-				if done {
-					time.Sleep(500 * time.Millisecond) // give extra records a chance to show up
-					cancel()
-					return
-				}
-				time.Sleep(20 * time.Millisecond)
+			defer cancel()
+			read := func() bool { mu.Lock(); defer mu.Unlock(); return n >= int64(want) }
+			if testtools.Eventually(30*time.Second, func() bool { return read() || ctx.Err() != nil }) && ctx.Err() == nil {
+				time.Sleep(500 * time.Millisecond) // give extra records a chance to show up
 			}
 		}()
 		consumeGroup(ctx, t, gw.Addr, "resume", "r", &seen, &n, &mu)

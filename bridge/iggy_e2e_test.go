@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // TestIggyOutageLosesNothingAcknowledged stops the Iggy server in the middle
@@ -54,18 +55,14 @@ func TestIggyOutageLosesNothingAcknowledged(t *testing.T) {
 					failed++
 				}
 			})
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond) // paces the load: a record every 2 ms through the outage
 		}
 	}()
 
 	ackedNow := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
 	waitAcks := func(n int, what string) {
-		deadline := time.Now().Add(30 * time.Second)
-		for ackedNow() < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: only %d records acknowledged", what, ackedNow())
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !testtools.Eventually(30*time.Second, func() bool { return ackedNow() >= n }) {
+			t.Fatalf("%s: only %d records acknowledged", what, ackedNow())
 		}
 	}
 	waitAcks(100, "before the outage")
@@ -121,16 +118,10 @@ func TestRestartResumesFromCommittedOffsets(t *testing.T) {
 		var n int64
 		var mu sync.Mutex
 		go func() {
-			for ctx.Err() == nil {
-				mu.Lock()
-				done := n >= int64(want)
-				mu.Unlock()
-				if done {
-					time.Sleep(time.Second)
-					cancel()
-					return
-				}
-				time.Sleep(20 * time.Millisecond)
+			defer cancel()
+			read := func() bool { mu.Lock(); defer mu.Unlock(); return n >= int64(want) }
+			if testtools.Eventually(30*time.Second, func() bool { return read() || ctx.Err() != nil }) && ctx.Err() == nil {
+				time.Sleep(time.Second) // a record read twice gets a second to show up
 			}
 		}()
 		consumeGroup(ctx, t, addr, "restart-g", "restart", &seen, &n, &mu)

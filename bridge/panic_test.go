@@ -179,15 +179,14 @@ func (h *panicHarness) keepProducing() {
 
 func (h *panicHarness) waitProduced(n int64) {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for h.produced.Load() < n {
-		if err, _ := h.err.Load().(error); err != nil {
-			h.t.Fatalf("the other client failed: %v", err)
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("the other client produced %d records, want %d", h.produced.Load(), n)
-		}
-		time.Sleep(time.Millisecond)
+	if !testtools.Eventually(10*time.Second, func() bool {
+		err, _ := h.err.Load().(error)
+		return err != nil || h.produced.Load() >= n
+	}) {
+		h.t.Fatalf("the other client produced %d records, want %d", h.produced.Load(), n)
+	}
+	if err, _ := h.err.Load().(error); err != nil {
+		h.t.Fatalf("the other client failed: %v", err)
 	}
 }
 
@@ -343,13 +342,12 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		rc := dialRaw(t, h.addr)
 		sendPipelined(rc, fetchOf("wake", 10_000, 0))
 		var m strings.Builder
-		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(m.String(), "kiggy_fetches_parked 1"); {
-			if time.Now().After(deadline) {
-				t.Fatalf("the Fetch did not park:\n%s", m.String())
-			}
-			time.Sleep(time.Millisecond)
+		if !testtools.Eventually(10*time.Second, func() bool {
 			m.Reset()
 			h.gw.WriteMetrics(&m)
+			return strings.Contains(m.String(), "kiggy_fetches_parked 1")
+		}) {
+			t.Fatalf("the Fetch did not park:\n%s", m.String())
 		}
 		waker := dialRaw(t, h.addr)
 		if codes := produceCodes(waker, produceRequestTo("wake", batchOf(batch.NoCompression, "w"))); codes[0] != 0 {
@@ -375,8 +373,8 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		leader.send(produceRequestTo("blockboom", batchOf(batch.NoCompression, "2")))
 		time.Sleep(100 * time.Millisecond) // "2" queues first, then "3"
 		c3 := member.send(produceRequestTo("blockboom", batchOf(batch.NoCompression, "3")))
-		time.Sleep(200 * time.Millisecond)
-		h.store.unblock <- struct{}{} // "1" is stored alone
+		time.Sleep(200 * time.Millisecond) // "3" reaches the queue behind "2"
+		h.store.unblock <- struct{}{}      // "1" is stored alone
 		resp := kmsg.NewPtrProduceResponse()
 		resp.Version = 9
 		first.recv(c1, resp)

@@ -24,6 +24,7 @@ import (
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/internal/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 	"github.com/kiggy-io/kiggy/security"
 	"github.com/kiggy-io/kiggy/security/sasl"
 )
@@ -241,9 +242,7 @@ func TestSASLGate(t *testing.T) {
 	// The client sees the close before the engine's loop has counted it:
 	// wait for the count.
 	authCloses := func() uint64 { st := gw.EngineStats(); return uint64(st.Closed(engine.ReasonAuthentication)) }
-	for deadline := time.Now().Add(5 * time.Second); authCloses() < 2 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testtools.Eventually(5*time.Second, func() bool { return authCloses() >= 2 })
 	if st := gw.EngineStats(); st.Closed(engine.ReasonAuthentication) != 2 {
 		t.Errorf("closes counted as authentication_failed: %d, want 2", st.Closed(engine.ReasonAuthentication))
 	}
@@ -299,7 +298,7 @@ func TestSASLHandshakeTimeout(t *testing.T) {
 	if _, err := c.RoundTrip(av); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the 200 ms handshake timeout passes: what this test is about
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version, hs.Mechanism = 1, "PLAIN"
 	if _, err := c.Send(hs); err != nil {
@@ -333,7 +332,7 @@ func TestSASLReauthentication(t *testing.T) {
 			t.Fatalf("produce %d: %v", n, err)
 		}
 		n++
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // paces the produces over several 1.5 s session lifetimes
 	}
 	if m := gw.Metrics(); strings.Contains(m, "kiggy_sasl_reauthentications_total 0") {
 		t.Error("franz-go did not re-authenticate")
@@ -358,7 +357,7 @@ func TestSASLReauthentication(t *testing.T) {
 	if ar := r.(*kmsg.SASLAuthenticateResponse); ar.ErrorCode != 0 || ar.SessionLifetimeMillis != 1500 {
 		t.Fatalf("authenticate: %+v", ar)
 	}
-	time.Sleep(1600 * time.Millisecond)
+	time.Sleep(1600 * time.Millisecond) // the 1.5 s session lifetime lapses: what this test is about
 	md := kmsg.NewPtrMetadataRequest()
 	md.Version = 12
 	if _, err := c.Send(md); err != nil {

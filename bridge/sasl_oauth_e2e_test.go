@@ -105,7 +105,7 @@ func TestSASLOAuthBearer(t *testing.T) {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
 			t.Fatalf("produce: %v", err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // paces the produces over several token lifetimes
 	}
 	if calls < 2 {
 		t.Errorf("%d token fetches: the session was not bounded by exp", calls)

@@ -14,6 +14,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // sharedStore is one embedded log with a system store two gateways share,
@@ -83,25 +84,17 @@ func TestSharedTopicState(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for describeTopic(t, adm2, "shared")["segment.ms"].MaybeValue() != "5000" {
-		if time.Now().After(deadline) {
-			t.Fatal("the other gateway never saw segment.ms=5000")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	for {
+	testtools.WaitFor(t, time.Until(deadline), "the other gateway to see segment.ms=5000", func() bool {
+		return describeTopic(t, adm2, "shared")["segment.ms"].MaybeValue() == "5000"
+	})
+	testtools.WaitFor(t, time.Until(deadline), "the other gateway to see log start 3", func() bool {
 		lo, err := adm2.ListStartOffsets(ctx, "shared")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if o, _ := lo.Lookup("shared", 0); o.Offset == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the other gateway never saw log start 3")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		o, _ := lo.Lookup("shared", 0)
+		return o.Offset == 3
+	})
 	if code, _, _ := fetchAt(t, cl2, "shared", 1); code != 1 {
 		t.Errorf("fetch below the shared log start at the other gateway: code %d, want OFFSET_OUT_OF_RANGE", code)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // TestTopicChurnNoForeignRecords: many topics are created, produced to,
@@ -170,17 +171,19 @@ func topicLife(ctx context.Context, t *testing.T, adm *kadm.Client, addr, topic 
 
 // createTopic creates topic, retrying while an earlier incarnation's delete
 // is still settling.
+// While the old incarnation's delete is in flight, it tries again until
+// ctx ends (or a minute passes).
 func createTopic(ctx context.Context, adm *kadm.Client, topic string, parts int32) error {
-	for {
-		res, err := adm.CreateTopic(ctx, parts, -1, nil, topic)
+	var err error
+	testtools.Eventually(time.Minute, func() bool {
+		var res kadm.CreateTopicResponse
+		res, err = adm.CreateTopic(ctx, parts, -1, nil, topic)
 		if err == nil {
 			err = res.Err
 		}
-		if err == nil || !errors.Is(err, kerr.TopicAlreadyExists) || ctx.Err() != nil {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond) // the old incarnation's delete is in flight: try again
-	}
+		return err == nil || !errors.Is(err, kerr.TopicAlreadyExists) || ctx.Err() != nil
+	})
+	return err
 }
 
 func deleteTopic(ctx context.Context, adm *kadm.Client, topic string) error {
