@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // TestConnectSourceToSink runs a Kafka Connect 4.4 distributed worker
@@ -72,8 +74,7 @@ func TestConnectSourceToSink(t *testing.T) {
 			"count":           "600",
 		})
 		waitSinkLines(t, tg, w, out, 600)
-		// A moment for anything extra (a duplicate) to arrive.
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // a negative check: a second for anything extra (a duplicate) to arrive
 		w.stop(t)
 
 		checkSeq(t, tg, "the topic", topicValues(t, tg, data), 600)
@@ -134,19 +135,19 @@ func startWorker(t *testing.T, tg target, app, dir string) *worker {
 	p := startJava(t, "org.apache.kafka.connect.cli.ConnectDistributed", path)
 	p.beforeFail = func() { skipIfConfigRefused(t, tg, p) }
 	w := &worker{proc: p, tg: tg, rest: fmt.Sprintf("http://127.0.0.1:%d", port)}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		// The root answers once the REST server is up; /connectors once
-		// the worker has joined its group and read the config topic.
-		if code, _ := w.get("/connectors"); code == http.StatusOK {
-			return w
-		}
-		if p.exited() || time.Now().After(deadline) {
-			p.fail()
-			t.Fatalf("%s: the Connect worker's REST API at %s did not answer (exited %v)\n%s", tg.name, w.rest, p.exited(), p.describe())
-		}
-		time.Sleep(200 * time.Millisecond)
+	// The root answers once the REST server is up; /connectors once the
+	// worker has joined its group and read the config topic.
+	up := false
+	testtools.EventuallyEvery(90*time.Second, 200*time.Millisecond, func() bool {
+		code, _ := w.get("/connectors")
+		up = code == http.StatusOK
+		return up || p.exited()
+	})
+	if !up {
+		p.fail()
+		t.Fatalf("%s: the Connect worker's REST API at %s did not answer (exited %v)\n%s", tg.name, w.rest, p.exited(), p.describe())
 	}
+	return w
 }
 
 func freePort(t testing.TB) int {
@@ -175,29 +176,26 @@ func (w *worker) send(t *testing.T, method, path string, body any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var code int
+	var msg string
+	testtools.EventuallyEvery(30*time.Second, 500*time.Millisecond, func() bool {
 		req, _ := http.NewRequest(method, w.rest+path, bytes.NewReader(js))
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
-		var code int
-		var msg string
+		code = 0
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			code, msg = resp.StatusCode, string(b)
-			if code/100 == 2 {
-				return
-			}
 		} else {
 			msg = err.Error()
 		}
 		// 409: a rebalance is in progress; try again.
-		if code != http.StatusConflict || time.Now().After(deadline) {
-			w.fail()
-			t.Fatalf("%s: %s %s: %d %s\n%s", w.tg.name, method, path, code, msg, w.describe())
-		}
-		time.Sleep(500 * time.Millisecond)
+		return code != http.StatusConflict
+	})
+	if code/100 != 2 {
+		w.fail()
+		t.Fatalf("%s: %s %s: %d %s\n%s", w.tg.name, method, path, code, msg, w.describe())
 	}
 }
 
@@ -219,19 +217,16 @@ func (w *worker) stop(t *testing.T) {
 // waitSinkLines waits until the sink's file has at least n lines.
 func waitSinkLines(t *testing.T, tg target, w *worker, path string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		got := len(sinkValues(t, path))
-		if got >= n {
-			return
-		}
-		if w.exited() || time.Now().After(deadline) {
-			_, seq := w.get("/connectors/seq/status")
-			_, file := w.get("/connectors/file/status")
-			w.fail()
-			t.Fatalf("%s: the sink's file has %d lines, want %d (worker exited %v)\nseq status: %s\nfile status: %s\n%s", tg.name, got, n, w.exited(), seq, file, w.describe())
-		}
-		time.Sleep(300 * time.Millisecond)
+	got := 0
+	testtools.EventuallyEvery(60*time.Second, 300*time.Millisecond, func() bool {
+		got = len(sinkValues(t, path))
+		return got >= n || w.exited()
+	})
+	if got < n {
+		_, seq := w.get("/connectors/seq/status")
+		_, file := w.get("/connectors/file/status")
+		w.fail()
+		t.Fatalf("%s: the sink's file has %d lines, want %d (worker exited %v)\nseq status: %s\nfile status: %s\n%s", tg.name, got, n, w.exited(), seq, file, w.describe())
 	}
 }
 

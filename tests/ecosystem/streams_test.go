@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiggy-io/kiggy/internal/testtools"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -128,20 +129,16 @@ func runWordCount(t *testing.T, tg target, in, out, app string, want map[string]
 	p := startJava(t, "kiggy.ecosystem.WordCount", tg.addr, in, out, app, t.TempDir())
 	p.beforeFail = func() { skipIfConfigRefused(t, tg, p) }
 	p.waitLine(regexp.MustCompile(`->RUNNING$`), 90*time.Second)
-	deadline := time.Now().Add(60 * time.Second)
 	var got map[string]int64
-	for {
+	testtools.EventuallyEvery(60*time.Second, 300*time.Millisecond, func() bool {
 		got = latestCounts(t, readAll(t, tg, out))
-		if maps.Equal(got, want) {
-			break
-		}
-		if p.exited() || time.Now().After(deadline) {
-			p.closeStdin()
-			_ = p.wait(40 * time.Second)
-			skipIfConfigRefused(t, tg, p)
-			t.Fatalf("%s: output counts %v, want %v (exited %v)\n%s", tg.name, got, want, p.exited(), p.describe())
-		}
-		time.Sleep(300 * time.Millisecond)
+		return maps.Equal(got, want) || p.exited()
+	})
+	if !maps.Equal(got, want) {
+		p.closeStdin()
+		_ = p.wait(40 * time.Second)
+		skipIfConfigRefused(t, tg, p)
+		t.Fatalf("%s: output counts %v, want %v (exited %v)\n%s", tg.name, got, want, p.exited(), p.describe())
 	}
 	p.closeStdin()
 	if err := p.wait(45 * time.Second); err != nil {

@@ -151,7 +151,7 @@ func harnessCatchesStall(t *testing.T, s *suite) {
 		if err := s.k.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(frozen)
+		time.Sleep(frozen) // kiggy stays frozen (SIGSTOP) this long: the outage under test
 		if err := s.k.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +295,7 @@ func declaredSizes(t *testing.T, s *suite, before metrics) {
 		kc.Write(append(binary.BigEndian.AppendUint32(nil, 90<<20), make([]byte, 1<<10)...))
 		cs = append(cs, kc)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // the stalled connections hold their partial frames for 500 ms
 	for _, kc := range cs {
 		kc.Close()
 	}

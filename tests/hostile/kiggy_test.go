@@ -433,16 +433,7 @@ func (l *tail) String() string {
 
 // poll calls cond every 50 ms until it holds or timeout passes.
 func poll(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return testtools.EventuallyEvery(timeout, 50*time.Millisecond, cond)
 }
 
 // waitFor is poll that fails the test on timeout.

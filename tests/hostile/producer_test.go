@@ -135,7 +135,7 @@ func (p *goodProducer) run(ctx context.Context) {
 		if stopped {
 			return
 		}
-		time.Sleep(produceEvery)
+		time.Sleep(produceEvery) // paces the good producer
 	}
 }
 

@@ -184,11 +184,8 @@ func TestTopicCommand(t *testing.T) {
 		t.Fatalf("kafka-topics --delete failed:\n%s", r)
 	}
 	// Kafka deletes asynchronously: the topic may be listed for a moment.
-	for deadline := time.Now().Add(30 * time.Second); listed(t, tg, topic); {
-		if time.Now().After(deadline) {
-			t.Fatalf("kafka-topics --list still shows %s 30 s after --delete", topic)
-		}
-		time.Sleep(time.Second)
+	if !testtools.EventuallyEvery(30*time.Second, time.Second, func() bool { return !listed(t, tg, topic) }) {
+		t.Fatalf("kafka-topics --list still shows %s 30 s after --delete", topic)
 	}
 	toolFails(t, tg, "kafka-topics --describe of a deleted topic", "does not exist",
 		topicCommand, "--describe", "--topic", topic)

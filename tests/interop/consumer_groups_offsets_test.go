@@ -167,11 +167,8 @@ func TestConsumerGroupsDeleteOffsets(t *testing.T) {
 		}
 	}()
 	defer func() { cl.Close(); <-polled }()
-	for !groupStable(ctx, cl, group) {
-		if ctx.Err() != nil {
-			t.Fatal("the member never got its assignment")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testtools.EventuallyEvery(time.Until(deadlineOf(ctx)), 100*time.Millisecond, func() bool { return groupStable(ctx, cl, group) }) {
+		t.Fatal("the member never got its assignment")
 	}
 	r = adminTool(t, tg, consumerGroupCommand, "--delete-offsets", "--group", group, "--topic", topic)
 	if !strings.Contains(r.stdout+r.stderr, "GroupSubscribedToTopicException") {

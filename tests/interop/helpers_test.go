@@ -219,3 +219,12 @@ func checkCommitted(t testing.TB, tg target, group, topic string, partitions int
 		}
 	}
 }
+
+// deadlineOf is ctx's deadline, or a minute from now if it has none: how
+// long a poll bounded by ctx may go on.
+func deadlineOf(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(time.Minute)
+}

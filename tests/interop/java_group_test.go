@@ -317,22 +317,25 @@ func TestJavaConsumerGroup(t *testing.T) {
 			}()
 
 			const step = 2 * time.Minute
+			// Each configuration consumes for 2 s under the steady producer:
+			// the load between the steps is the test.
+			consumeAWhile := func() { time.Sleep(2 * time.Second) }
 			for _, m := range []string{"m1", "m2", "m3"} {
 				g.send("join " + m)
 			}
 			g.waitUntil(step, "m1, m2, m3 sharing the partitions", settled(partitions, "m1", "m2", "m3"))
-			time.Sleep(2 * time.Second)
+			consumeAWhile()
 			g.send("leave m2")
 			g.waitUntil(step, "m1, m3 sharing the partitions", settled(partitions, "m1", "m3"))
-			time.Sleep(2 * time.Second)
+			consumeAWhile()
 			g.send("join m4")
 			g.waitUntil(step, "m1, m3, m4 sharing the partitions", settled(partitions, "m1", "m3", "m4"))
-			time.Sleep(2 * time.Second)
+			consumeAWhile()
 			g.send("leave m1")
 			g.waitUntil(step, "m3, m4 sharing the partitions", settled(partitions, "m3", "m4"))
 			g.send("join m5")
 			g.waitUntil(step, "m3, m4, m5 sharing the partitions", settled(partitions, "m3", "m4", "m5"))
-			time.Sleep(2 * time.Second)
+			consumeAWhile()
 			stopped = true
 			sent := sp.finish(t)
 			ends := map[int32]int64{}
@@ -368,7 +371,7 @@ func waitCommitted(t testing.TB, tg target, group, topic string, partitions int3
 	adm := kadm.NewClient(cl)
 	start := time.Now()
 	var last string
-	for time.Since(start) < timeout {
+	if testtools.EventuallyEvery(timeout, 500*time.Millisecond, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		offs, err := adm.FetchOffsets(ctx, group)
 		cancel()
@@ -381,14 +384,16 @@ func waitCommitted(t testing.TB, tg target, group, topic string, partitions int3
 				}
 			}
 			if len(behind) == 0 {
-				t.Logf("group %s committed every end after %v", group, time.Since(start).Round(time.Millisecond))
-				return
+				return true
 			}
 			last = strings.Join(behind, ", ")
 		} else {
 			last = err.Error()
 		}
-		time.Sleep(500 * time.Millisecond)
+		return false
+	}) {
+		t.Logf("group %s committed every end after %v", group, time.Since(start).Round(time.Millisecond))
+		return
 	}
 	t.Fatalf("group %s did not commit every partition's end within %v (last: %s)\n%s", group, timeout, last, g.tail())
 }

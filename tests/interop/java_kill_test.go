@@ -67,7 +67,7 @@ func TestVerifiableProducerSurvivesKill9(t *testing.T) {
 	_ = first.Process.Signal(syscall.SIGKILL)
 	_ = first.Wait()
 	killedAt := stored(t, reader, topic)
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // the gateway stays down for a second: the producer must retry through it
 	startKiggyProcess(t, bin, addr, srv.Addr().String())
 	r := <-done
 	if r.code != 0 {
@@ -149,18 +149,17 @@ func startKiggyProcess(t *testing.T, bin, addr, iggyAddr string) *exec.Cmd {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
+	var err error
+	if !testtools.Eventually(30*time.Second, func() bool {
+		var c net.Conn
+		if c, err = net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()
-			return cmd
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kiggy did not listen on %s within 30s: %v\n%s", addr, err, logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil
+	}) {
+		t.Fatalf("kiggy did not listen on %s within 30s: %v\n%s", addr, err, logs.String())
 	}
+	return cmd
 }
 
 // stored returns how many records topic's partition 0 holds.
@@ -176,11 +175,7 @@ func stored(t *testing.T, g *kiggytest.Gateway, topic string) int64 {
 // waitStored waits until topic's partition 0 holds at least n records.
 func waitStored(t *testing.T, g *kiggytest.Gateway, topic string, n int64, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for stored(t, g, topic) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d records stored within %v", stored(t, g, topic), n, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testtools.Eventually(timeout, func() bool { return stored(t, g, topic) >= n }) {
+		t.Fatalf("only %d of %d records stored within %v", stored(t, g, topic), n, timeout)
 	}
 }

@@ -292,12 +292,9 @@ func TestSASLConfigCommandScram(t *testing.T) {
 		return err
 	}
 	// Kafka applies SCRAM changes through its metadata log: give it a moment.
-	deadline := time.Now().Add(10 * time.Second)
-	for err := login("carol-pw"); err != nil; err = login("carol-pw") {
-		if time.Now().After(deadline) {
-			t.Fatalf("carol logs in: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var err error
+	if !testtools.EventuallyEvery(10*time.Second, 200*time.Millisecond, func() bool { err = login("carol-pw"); return err == nil }) {
+		t.Fatalf("carol logs in: %v", err)
 	}
 	if err := login("nope"); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Errorf("carol with a wrong password: %v", err)

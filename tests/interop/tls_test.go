@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -187,13 +188,9 @@ func (tt *tlsTarget) createTopic(t testing.TB, topic string) {
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 		t.Fatalf("creating %s: %v", topic, err)
 	}
-	for {
-		if err := topicReady(ctx, adm, topic, 1); err == nil {
-			return
-		} else if ctx.Err() != nil {
-			t.Fatalf("topic %s not ready: %v", topic, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var err error
+	if !testtools.Eventually(time.Until(deadlineOf(ctx)), func() bool { err = topicReady(ctx, adm, topic, 1); return err == nil }) {
+		t.Fatalf("topic %s not ready: %v", topic, err)
 	}
 }
 
@@ -426,21 +423,20 @@ func TestTLS(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		var got *big.Int
+		if !testtools.Eventually(20*time.Second, func() bool {
 			c, err := tls.Dial("tcp", tt.sslAddr, cc)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := c.ConnectionState().PeerCertificates[0].SerialNumber
+			got = c.ConnectionState().PeerCertificates[0].SerialNumber
 			c.Close()
-			if got.Cmp(next.Cert.SerialNumber) == 0 {
-				break
+			if got.Cmp(first) != 0 && got.Cmp(next.Cert.SerialNumber) != 0 {
+				t.Fatalf("new connections get certificate %v; want the first %v or the replaced one %v", got, first, next.Cert.SerialNumber)
 			}
-			if got.Cmp(first) != 0 || time.Now().After(deadline) {
-				t.Fatalf("new connections get certificate %v; want the replaced one %v", got, next.Cert.SerialNumber)
-			}
-			time.Sleep(20 * time.Millisecond)
+			return got.Cmp(next.Cert.SerialNumber) == 0
+		}) {
+			t.Fatalf("new connections get certificate %v; want the replaced one %v", got, next.Cert.SerialNumber)
 		}
 		if err := apiVersions(old, 2); err != nil {
 			t.Fatalf("a connection made before the reload: %v", err)

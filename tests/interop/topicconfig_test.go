@@ -120,10 +120,7 @@ func TestTopicConfigsKadm(t *testing.T) {
 		return valueOf(got["cleanup.policy"]) == "compact,delete" && valueOf(got["retention.ms"]) == "3600000" &&
 			got["segment.bytes"].Source == kmsg.ConfigSourceDefaultConfig
 	}
-	for deadline := time.Now().Add(30 * time.Second); !altered() && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if !altered() {
+	if !testtools.EventuallyEvery(30*time.Second, 100*time.Millisecond, altered) {
 		t.Errorf("after alter: cleanup.policy %s, retention.ms %s, segment.bytes %s (%v)", valueOf(got["cleanup.policy"]),
 			valueOf(got["retention.ms"]), valueOf(got["segment.bytes"]), got["segment.bytes"].Source)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/internal/iggyserver"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 const (
@@ -117,14 +118,13 @@ func TestIggyClusterPrimaryKilledTwice(t *testing.T) {
 		if err := victim.Restart(); err != nil {
 			t.Fatalf("kill %d: restart %s: %v", round, kl.victim, err)
 		}
-		for deadline := restartAt.Add(stepTimeout); ; time.Sleep(50 * time.Millisecond) {
-			ok, pending := rejoined(logSince(victim, mark))
-			if ok {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("kill %d: %s did not rejoin within %v of its restart (%s)", round, kl.victim, stepTimeout, pending)
-			}
+		var pending string
+		if !testtools.EventuallyEvery(time.Until(restartAt.Add(stepTimeout)), 50*time.Millisecond, func() bool {
+			var ok bool
+			ok, pending = rejoined(logSince(victim, mark))
+			return ok
+		}) {
+			t.Fatalf("kill %d: %s did not rejoin within %v of its restart (%s)", round, kl.victim, stepTimeout, pending)
 		}
 		kl.rejoinedIn = time.Since(restartAt)
 		kills = append(kills, kl)

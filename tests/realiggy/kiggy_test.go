@@ -239,13 +239,7 @@ func (k *kiggyProc) primary() string {
 // after timeout.
 func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testtools.WaitFor(t, timeout, what, cond)
 }
 
 // logsEnv names a directory that receives every kiggy and iggy-server log

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiggy-io/kiggy/internal/testtools"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -265,19 +266,19 @@ func createTopic(t *testing.T, addr, topic string, n int32) {
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for {
-		res, err := adm.CreateTopic(ctx, n, -1, nil, topic)
+	if !testtools.EventuallyEvery(60*time.Second, 500*time.Millisecond, func() bool {
+		var res kadm.CreateTopicResponse
+		res, err = adm.CreateTopic(ctx, n, -1, nil, topic)
 		if err == nil {
 			err = res.Err
 		}
 		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("create topic %s: %v", topic, err)
+			return true
 		}
 		t.Logf("create topic %s: %v; retrying", topic, err)
-		time.Sleep(500 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("create topic %s: %v", topic, err)
 	}
 	td, err := adm.ListTopics(ctx, topic)
 	if err != nil {
