@@ -676,7 +676,7 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec b
 			return buf, 0
 		}
 	}
-	if fc := g.fetchCache.Cache; fc != nil {
+	if fc := g.fetchCache; fc != nil {
 		// Batches another Fetch encoded for this very read (bridge/fetchcache).
 		key := fetchcache.Key{Topic: topic, Partition: rp.Partition, Limit: int32(min(limit, 1<<31-1)), Offset: rp.FetchOffset,
 			Codec: codec, LogAppend: r.logAppend, MinOne: minOne}
@@ -691,13 +691,6 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec b
 	return g.readRecords(r, buf, topic, codec, rp, p, limit, minOne)
 }
 
-// sharedBatches is the gateway's fetch cache (bridge/fetchcache); its
-// Cache is nil when the store offers none.
-type sharedBatches struct{ *fetchcache.Cache }
-
-// dropTopic drops topic's entries (a no-op when the cache is off).
-func (s sharedBatches) dropTopic(topic string) { s.DropTopic(topic) }
-
 // initFetchCache turns the fetch cache on when the store offers it, and
 // notes what the store tells about its reads without a round trip.
 func (g *Gateway) initFetchCache() {
@@ -708,7 +701,7 @@ func (g *Gateway) initFetchCache() {
 	}
 	g.sharedReads = sr
 	if n := sr.FetchCacheBytes(); n > 0 {
-		g.fetchCache.Cache = fetchcache.New(n, sr, maxRetainedPartBuf)
+		g.fetchCache = fetchcache.New(n, sr, maxRetainedPartBuf)
 	}
 }
 

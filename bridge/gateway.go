@@ -19,6 +19,7 @@ package bridge
 import (
 	"context"
 	"crypto/tls"
+	"github.com/kiggy-io/kiggy/bridge/fetchcache"
 	"github.com/kiggy-io/kiggy/security"
 	"log/slog"
 	"sync"
@@ -223,8 +224,8 @@ type Gateway struct {
 	// readAll) on pooled workers (workers.go).
 	partReads *workerPool[partJob]
 	// fetchCache shares encoded partition reads between Fetches
-	// (bridge/fetchcache); its Cache is nil when the store offers none.
-	fetchCache sharedBatches
+	// (bridge/fetchcache); nil when the store offers none.
+	fetchCache *fetchcache.Cache
 	// estimates and sharedReads are the store as a ReadEstimator and as
 	// SharedReads (fetch.go, readAll and skipPart); nil when it is not.
 	estimates   store.ReadEstimator

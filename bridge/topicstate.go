@@ -246,7 +246,7 @@ func (g *Gateway) putTopicOverrides(ctx context.Context, topic string, v topicco
 
 // dropTopicState forgets a deleted topic's overrides and log starts.
 func (g *Gateway) dropTopicState(ctx context.Context, topic string) error {
-	g.fetchCache.dropTopic(topic)
+	g.fetchCache.DropTopic(topic)
 	if err := g.putTopicOverrides(ctx, topic, nil); err != nil {
 		return err
 	}
