@@ -1,8 +1,6 @@
 package bridge
 
 import (
-	"time"
-
 	"github.com/kiggy-io/kiggy/security"
 )
 
@@ -16,15 +14,6 @@ func SetTestPanicHook(f func(site string)) {
 	testPanicHook.Store(&f)
 }
 
-// SetWorkQueueLen sets the worker queue capacity of gateways created from
-// now on (0: a request finding every worker busy takes the overflow path)
-// and returns a function that restores it.
-func SetWorkQueueLen(n int) (restore func()) {
-	old := workQueueLen
-	workQueueLen = n
-	return func() { workQueueLen = old }
-}
-
 // SetTestPrincipals makes the gateway see requests whose client id f
 // recognizes as coming from the principal it returns (standing in for SASL
 // and TLS, which set a connection's principal in production); nil removes
@@ -36,12 +25,4 @@ func SetTestPrincipals(f func(clientID string) (security.Principal, bool)) (rest
 		testPrincipalHook.Store(&f)
 	}
 	return func() { testPrincipalHook.Store(nil) }
-}
-
-// SetTopicStateRefresh sets how often gateways created from now on re-read
-// a shared system store, and returns a function that restores it.
-func SetTopicStateRefresh(d time.Duration) (restore func()) {
-	old := topicStateRefresh
-	topicStateRefresh = d
-	return func() { topicStateRefresh = old }
 }

@@ -102,6 +102,14 @@ type Config struct {
 	// Workers is the number of goroutines serving requests that may block
 	// on the backend; 0 = 256.
 	Workers int
+	// WorkQueueLen is the capacity of the workers' queue; a request that
+	// finds it full runs on a goroutine of its own. 0 = 4096; negative =
+	// no queue (every such request on a goroutine of its own).
+	WorkQueueLen int
+	// TopicStateRefresh is how often a gateway on a shared system store
+	// re-reads topic configs and log starts, so that another gateway's
+	// changes apply here within it; 0 = 5 s.
+	TopicStateRefresh time.Duration
 	// ProduceTimeoutCap caps a Produce request's timeout_ms; 0 = 20 s.
 	ProduceTimeoutCap time.Duration
 	// ProducerStateScan is how many messages of a partition's tail the
@@ -172,12 +180,13 @@ func (c *Config) normalize() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.WorkQueueLen == 0 {
+		c.WorkQueueLen = 4096
+	}
+	if c.TopicStateRefresh <= 0 {
+		c.TopicStateRefresh = 5 * time.Second
+	}
 }
-
-// workQueueLen is the capacity of the worker pool's queue; a request that
-// finds it full runs on a goroutine of its own (submit). A variable so that
-// tests can take the overflow path.
-var workQueueLen = 4096
 
 // maxAPIKey bounds the handler table and the per-key metrics.
 const maxAPIKey = wire.MaxAPIKey
@@ -268,7 +277,7 @@ func New(cfg Config, backend store.Log) *Gateway {
 		store:  backend,
 		caps:   capabilitiesOf(backend),
 		system: systemOf(backend),
-		work:   make(chan task, workQueueLen),
+		work:   make(chan task, max(cfg.WorkQueueLen, 0)),
 		decode: make(chan struct{}, cfg.MaxConcurrentDecodes),
 		ctx:    ctx,
 		cancel: cancel,

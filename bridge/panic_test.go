@@ -320,8 +320,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		h.finish(rc, "Produce")
 	})
 	t.Run("overflow", func(t *testing.T) {
-		defer bridge.SetWorkQueueLen(0)()
-		h := startPanicHarness(t, store.Capabilities{}, bridge.Config{Workers: 1})
+		h := startPanicHarness(t, store.Capabilities{}, bridge.Config{Workers: 1, WorkQueueLen: -1})
 		// Keep the one worker busy: every other request overflows.
 		blocker := dialRaw(t, h.addr)
 		corr := blocker.send(produceRequestTo("block", batchOf(batch.NoCompression, "b")))

@@ -53,11 +53,11 @@ func (s *sharedStore) AdvanceLogStart(context.Context, string, int32, int64) err
 // gateway apply at the other gateway on the same system store within its
 // refresh interval.
 func TestSharedTopicState(t *testing.T) {
-	defer bridge.SetTopicStateRefresh(20 * time.Millisecond)()
 	shared := &sharedStore{Log: memlog.New(memlog.Config{}), ns: map[string]map[string][]byte{}}
 	var _ store.SystemStore = shared
-	gw1 := kiggytest.Start(t, kiggytest.Options{Log: shared})
-	gw2 := kiggytest.Start(t, kiggytest.Options{Log: shared})
+	fast := bridge.Config{TopicStateRefresh: 20 * time.Millisecond}
+	gw1 := kiggytest.Start(t, kiggytest.Options{Log: shared, Bridge: fast})
+	gw2 := kiggytest.Start(t, kiggytest.Options{Log: shared, Bridge: fast})
 	cl1, _ := kgo.NewClient(kgo.SeedBrokers(gw1.Addr), kgo.DefaultProduceTopic("shared"))
 	defer cl1.Close()
 	cl2, _ := kgo.NewClient(kgo.SeedBrokers(gw2.Addr))

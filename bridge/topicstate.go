@@ -43,8 +43,7 @@ type topicSettings struct {
 type topicState struct {
 	mu     sync.Mutex // serializes loads and changes
 	loaded bool
-	// every is topicStateRefresh as the gateway started (read once, so a
-	// test that changes the variable races with no running gateway).
+	// every is Config.TopicStateRefresh.
 	every time.Duration
 	// snap maps topic → settings; replaced whole on every change.
 	snap atomic.Pointer[map[string]*topicSettings]
@@ -90,11 +89,6 @@ func (g *Gateway) loadTopicState(ctx context.Context) error {
 	}
 	return nil
 }
-
-// topicStateRefresh is how often a gateway on a shared system store re-reads
-// topic configs and log starts, so that another gateway's changes apply here
-// within it.
-var topicStateRefresh = 5 * time.Second
 
 // refreshTopicState re-reads the shared state until the gateway closes.
 func (g *Gateway) refreshTopicState() {
@@ -171,7 +165,7 @@ func (g *Gateway) topicSettingsOf(topic string) *topicSettings {
 // namespaces); when the store does not answer, it is retried in the
 // background, and each request that needs the state meanwhile tries once.
 func (g *Gateway) initTopicState() {
-	g.topicState.every = topicStateRefresh
+	g.topicState.every = g.cfg.TopicStateRefresh
 	var err error
 	load := func() bool {
 		ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
