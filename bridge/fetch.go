@@ -585,10 +585,9 @@ func (r *partReader) growPart(buf []byte, n int) []byte {
 	c := max(2*cap(buf), minPartBuf)
 	if r.expect > 0 {
 		// The Log said about how much the read finds (readAll): grow to
-		// that at once, not through every power of two up to it (at 1,024
-		// partitions the doubling was 15 % of the gateway's consume CPU:
-		// docs/BENCHMARKS.md, "Many partitions and 64 KiB records after the
-		// Fetch waves").
+		// that at once, not through every power of two up to it (at many
+		// partitions the doubling showed in the gateway's consume profile:
+		// docs/BENCHMARKS.md, "Many partitions and 64 KiB records").
 		c = max(c, r.expect+r.expect/8+4096)
 	}
 	if c > full {

@@ -69,10 +69,10 @@ func (f *framer) checkSize(s int32) CloseReason {
 // exact class at once; large ones start at initialFrameChunk and grow,
 // unless the connection's largest frame so far was at least half as large:
 // a buffer of the declared size at once saves the copies of growing to it
-// (docs/BENCHMARKS.md, "Consume CPU, second round"). The largest, not the last: a producer's requests carry
+// (docs/BENCHMARKS.md, "Where kiggy's CPU goes"). The largest, not the last: a producer's requests carry
 // whatever batches are ready, one partition's or sixteen's, so a 16 MiB
 // request after a 1 MiB one would otherwise copy 14 MiB on its way up
-// (docs/BENCHMARKS.md, "Produce CPU, third round"). A peer gets that only
+// (docs/BENCHMARKS.md, "Where kiggy's CPU goes"). A peer gets that only
 // for a size it has already sent in full.
 func (f *framer) start(s int) {
 	f.size, f.have = s, 0

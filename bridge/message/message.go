@@ -64,8 +64,8 @@ type Batch struct {
 	// Checksums makes End stamp each frame's checksum (FrameChecksum) while
 	// the frame is still in cache, and keep the checksums in order for the
 	// batch checksum (Sums), so a backend that needs them (Iggy) does not
-	// walk the frames again (docs/BENCHMARKS.md, "Produce CPU, third
-	// round"). It takes effect at the next Reset and is kept across Resets.
+	// walk the frames again (docs/BENCHMARKS.md, "Where kiggy's CPU
+	// goes"). It takes effect at the next Reset and is kept across Resets.
 	Checksums bool
 
 	start   int    // offset of the frame being built, or -1

@@ -2,7 +2,7 @@
 // spends per GB it serves: a relay process that only reads bytes from one
 // loopback TCP connection and writes them to another, as a gateway reads
 // Iggy's poll replies and writes Fetch responses, with no parsing at all
-// (docs/BENCHMARKS.md, "Consume CPU, second round", "What bounds the misses").
+// (docs/BENCHMARKS.md, "Goals", "What bounds the misses").
 //
 //	go run ./bench/cmd/relayfloor
 //	go run ./bench/cmd/relayfloor -gb 4 -chunk 1048576 -copies 0,1,2 -reps 3
@@ -20,7 +20,7 @@
 // it moves them from one socket to the other with splice(2) through a pipe
 // (Go's io.Copy between two TCP connections on Linux), the least a relay
 // can spend, and one a gateway can use only for bytes it forwards as they
-// are (docs/BENCHMARKS.md, "Produce CPU, third round").
+// are (docs/BENCHMARKS.md, "What bounds the misses").
 package main
 
 import (
