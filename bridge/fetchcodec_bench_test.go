@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // BenchmarkGatewayFetchCodec: BenchmarkGatewayFetch's Fetch (16 partitions,
@@ -60,11 +61,11 @@ func BenchmarkGatewayFetchCodec(b *testing.B) {
 			b.SetBytes(int64(records * benchValue))
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0, ok0 := processCPU()
+			cpu0, ok0 := testtools.SelfCPU()
 			for range b.N {
 				bc.roundTrip(b, frame)
 			}
-			cpu1, ok1 := processCPU()
+			cpu1, ok1 := testtools.SelfCPU()
 			b.ReportMetric(float64(wire), "wire-B/op")
 			b.ReportMetric(float64(records), "records/op")
 			if ok0 && ok1 {

@@ -1,15 +1,15 @@
 //go:build unix
 
-package bridge_test
+package testtools
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the CPU time (user and system) this process has used,
+// SelfCPU returns the CPU time (user and system) this process has used,
 // and whether it could be read.
-func processCPU() (time.Duration, bool) {
+func SelfCPU() (time.Duration, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, false
