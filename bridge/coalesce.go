@@ -16,20 +16,20 @@ import (
 // Coalesced appends (backends with network round trips: Iggy).
 //
 // Every append to one partition goes through that partition's queue. The
-// first to arrive while no append of the partition is running leads: it
-// takes every append queued behind it (up to maxCoalesceBytes and
+// first to arrive while no append of the partition is running is the
+// round's head: it takes every append queued behind it (up to maxCoalesceBytes and
 // maxCoalesceCount), checks the idempotent ones against the producer window
 // in arrival order, and sends what passed as one batch, so one backend round
 // trip (one Iggy SendMessages, one segment-file write at the `written`
 // durability) carries the appends of every connection that wrote to the
 // partition meanwhile. Each append then gets its own base offset: the
 // batch's base plus the records of the appends before it. When it is done
-// the leader hands the queue to the oldest append still waiting, which leads
+// the head hands the queue to the oldest append still waiting, which heads
 // the next round with whatever queued meanwhile; so no request serves others
 // for longer than one round trip.
 //
 // The guarantees of the uncoalesced path hold: appends of one partition are
-// stored in the order they arrived, one at a time (the leader holds the
+// stored in the order they arrived, one at a time (the head holds the
 // partition's producer lock across check, append and update); an idempotent
 // batch is checked against the window as it stands after every batch before
 // it (two batches of one producer never share a round trip: the second is
@@ -50,10 +50,10 @@ const (
 type appendQueue struct {
 	mu      sync.Mutex
 	waiting []*queuedAppend
-	running bool // a leader owns the partition's appends
+	running bool // the round's head owns the partition's appends
 }
 
-// queuedAppend is one append waiting in (or led through) a partition queue.
+// queuedAppend is one append waiting in (or taken through) a partition queue.
 // Pooled: done is made once.
 type queuedAppend struct {
 	ctx   context.Context
@@ -61,10 +61,10 @@ type queuedAppend struct {
 	pb    producer.Batch
 	code  wire.ErrorCode
 	base  int64
-	lead  bool          // handed the queue: the owner leads the next round
+	head  bool          // handed the queue: the owner heads the next round
 	done  chan struct{} // one send per hand-over or result
 
-	// The leader's scratch for its round.
+	// The head's scratch for its round.
 	group []*queuedAppend
 	set   flushSet
 }
@@ -81,14 +81,14 @@ var coalesceBatches = sync.Pool{New: func() any { return new(message.Batch) }}
 // queue (see above) and returns its code and base offset.
 func (g *Gateway) appendCoalesced(ctx context.Context, topic string, index int32, b *message.Batch, pb *producer.Batch) (wire.ErrorCode, int64) {
 	w := queuedAppends.Get().(*queuedAppend)
-	w.ctx, w.batch, w.pb, w.code, w.base, w.lead = ctx, b, *pb, wire.NoError, -1, false
-	pp, lead := g.producers.enqueue(topic, index, w)
-	if !lead {
+	w.ctx, w.batch, w.pb, w.code, w.base, w.head = ctx, b, *pb, wire.NoError, -1, false
+	pp, head := g.producers.enqueue(topic, index, w)
+	if !head {
 		<-w.done
-		lead = w.lead
+		head = w.head
 	}
-	if lead {
-		g.leadRound(topic, index, pp, w)
+	if head {
+		g.runRound(topic, index, pp, w)
 	}
 	code, base := w.code, w.base
 	w.ctx, w.batch = nil, nil
@@ -97,16 +97,16 @@ func (g *Gateway) appendCoalesced(ctx context.Context, topic string, index int32
 }
 
 // enqueue puts w into the queue of topic/partition, creating the
-// partition's window if needed, and reports whether w leads (no round was
+// partition's window if needed, and reports whether w heads (no round was
 // running). It enqueues under s.mu, so forget, which drops only a window
 // whose queue is idle, never drops one an append is about to join.
 func (s *producerStates) enqueue(topic string, p int32, w *queuedAppend) (*partitionProducers, bool) {
 	k := partitionKey{topic, p}
 	s.mu.RLock()
 	if pp := s.parts[k]; pp != nil {
-		lead := pp.queue.push(w)
+		head := pp.queue.push(w)
 		s.mu.RUnlock()
-		return pp, lead
+		return pp, head
 	}
 	s.mu.RUnlock()
 	s.mu.Lock()
@@ -119,14 +119,14 @@ func (s *producerStates) enqueue(topic string, p int32, w *queuedAppend) (*parti
 	return pp, pp.queue.push(w)
 }
 
-// push appends w and reports whether it leads.
+// push appends w and reports whether it heads.
 func (q *appendQueue) push(w *queuedAppend) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.waiting = append(q.waiting, w)
-	lead := !q.running
+	head := !q.running
 	q.running = true
-	return lead
+	return head
 }
 
 // idle reports whether no append is queued or running.
@@ -136,10 +136,10 @@ func (q *appendQueue) idle() bool {
 	return !q.running && len(q.waiting) == 0
 }
 
-// leadRound takes the queue's appends (w's first, as w is the oldest), appends
+// runRound takes the queue's appends (w's first, as w is the oldest), appends
 // them and hands the queue on. A panic while appending answers every member
 // not yet answered UNKNOWN_SERVER_ERROR before it propagates to w's caller.
-func (g *Gateway) leadRound(topic string, index int32, pp *partitionProducers, w *queuedAppend) {
+func (g *Gateway) runRound(topic string, index int32, pp *partitionProducers, w *queuedAppend) {
 	q := &pp.queue
 	q.mu.Lock()
 	n := len(q.waiting)
@@ -181,7 +181,7 @@ func (g *Gateway) leadRound(topic string, index int32, pp *partitionProducers, w
 			q.running = false
 		} else {
 			next := q.waiting[0]
-			next.lead = true
+			next.head = true
 			next.done <- struct{}{}
 		}
 		q.mu.Unlock()
@@ -195,7 +195,7 @@ func (g *Gateway) leadRound(topic string, index int32, pp *partitionProducers, w
 
 // commitGroup checks and appends a round's appends in order, under the
 // partition's producer lock, and answers each in its code and base.
-// f is the leader's scratch.
+// f is the head's scratch.
 func (g *Gateway) commitGroup(topic string, index int32, pp *partitionProducers, group []*queuedAppend, f *flushSet) {
 	pp.Lock()
 	defer pp.Unlock()
