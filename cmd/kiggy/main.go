@@ -218,8 +218,14 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 	}
 	defer leave() // also on the signal path, before the drain: see below
 
-	authz, _ := o.acl.authorization()   // checked by run
-	saslCfg, _ := o.sasl.bridgeConfig() // checked by run
+	authz, err := o.acl.authorization()
+	if err != nil {
+		return err
+	}
+	saslCfg, err := o.sasl.bridgeConfig()
+	if err != nil {
+		return err
+	}
 	if err := o.sasl.plainAgainstIggy(&saslCfg, backend); err != nil {
 		return err
 	}
