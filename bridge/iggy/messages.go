@@ -264,10 +264,10 @@ const (
 // readOnce is one read (see read).
 func (c *Client) readOnce(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
 	fn func(*message.Message) bool) (store.Watermarks, error) {
-	fence := c.fence(ctx, topic)
 	if c.cache != nil {
-		return c.cache.read(ctx, topic, partition, offset, maxBytes, fence, fn)
+		return c.cache.read(ctx, topic, partition, offset, maxBytes, fn)
 	}
+	fence := c.fence(ctx, topic)
 	s, err := c.acquireFor(ctx, topic, partition) // a routed partition reads from its route
 	if err != nil {
 		return store.Watermarks{}, unavailable(err)

@@ -208,7 +208,7 @@ func (p *partCache) endingAt(offset uint64) *chunk {
 
 // read serves a Read through the cache (see store.Log.Read).
 func (rc *readCache) read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
-	fence uint64, fn func(*message.Message) bool) (store.Watermarks, error) {
+	fn func(*message.Message) bool) (store.Watermarks, error) {
 	from := uint64(offset)
 	rc.mu.Lock()
 	p := rc.part(topic, partition)
@@ -254,6 +254,9 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 	rc.mu.Unlock()
 	rc.misses.Add(1)
 
+	// Only a poll needs the topic's incarnation (a hit is served from a
+	// chunk checked when it was polled); learned before taking a session.
+	fence := rc.c.fence(ctx, topic)
 	s, err := rc.c.acquireFor(ctx, topic, partition) // a routed partition reads from its route
 	if err != nil {
 		rc.donePolling(p, shared)
