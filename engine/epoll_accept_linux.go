@@ -1,0 +1,115 @@
+//go:build linux
+
+// The epoll engine's acceptor: one per Serve call, parked in the runtime
+// poller on a dup of the listener's socket, handing each accepted socket to
+// the loop with the fewest connections.
+
+package engine
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// acceptor accepts connections for one Serve call on a dup of the
+// listener's socket wrapped in an os.File: the runtime's poller parks the
+// goroutine until the socket is readable, so no thread is blocked waiting
+// for connections.
+type acceptor struct {
+	s        *epollServer
+	ln       net.Listener
+	lf       *os.File
+	raw      syscall.RawConn
+	acceptFn func(fd uintptr) bool
+	err      error
+	name     string // the listener's name (ConnInfo.Listener)
+	// authTimeout is the listener's AuthTimeout.
+	authTimeout time.Duration
+}
+
+// stop makes run return: closing the dup wakes the parked Read, and closing
+// both descriptors makes the kernel refuse new connections.
+func (a *acceptor) stop() {
+	a.ln.Close()
+	a.lf.Close()
+}
+
+// run accepts until the listener closes. It returns the error that stopped
+// it (nil after stop).
+func (a *acceptor) run() error {
+	for {
+		err := a.raw.Read(a.acceptFn)
+		if a.err != nil {
+			return a.err
+		}
+		if err != nil {
+			if errors.Is(err, os.ErrClosed) || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// acceptAll accepts every pending connection; false means "wait until the
+// listener is readable again", true ends the Read with a.err set.
+func (a *acceptor) acceptAll(lfd uintptr) bool {
+	s := a.s
+	for {
+		fd, sa, err := unix.Accept4(int(lfd), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		switch err {
+		case nil:
+		case unix.EAGAIN:
+			return false
+		case unix.EINTR, unix.ECONNABORTED, unix.EPERM, unix.EPROTO:
+			continue
+		case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
+			// Out of descriptors or memory: back off and retry; the
+			// backlog holds the peers meanwhile.
+			s.cfg.Logger.Warn("engine: accept failed; backing off", "err", err)
+			time.Sleep(10 * time.Millisecond)
+			return true
+		default:
+			a.err = err
+			return true
+		}
+		if int(s.open.Add(1)) > s.cfg.MaxConnections {
+			// Counted before the close, so that a peer that sees the
+			// connection end also sees it counted.
+			s.acc.refused.Add(1)
+			s.acc.closes[ReasonMaxConnections].Add(1)
+			s.open.Add(-1)
+			unix.Close(fd)
+			continue
+		}
+		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		info := &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: sockaddrString(sa), Listener: a.name}
+		info.startAuthClock(a.authTimeout)
+		if lsa, err := unix.Getsockname(fd); err == nil {
+			info.LocalAddr = sockaddrString(lsa)
+		}
+		l := s.pickLoop()
+		c := &econn{fd: fd, info: info, l: l, slots: newSlots(s.cfg.MaxInFlight)}
+		c.fr.max = s.cfg.MaxFrameSize
+		l.n.open.Add(1) // counted now so pickLoop spreads a burst
+		l.command(cmd{kind: cmdAdd, c: c})
+	}
+}
+
+func sockaddrString(sa unix.Sockaddr) string {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port)).String()
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port)).String()
+	case *unix.SockaddrUnix:
+		return a.Name
+	}
+	return ""
+}

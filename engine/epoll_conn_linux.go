@@ -1,0 +1,157 @@
+//go:build linux
+
+// An epoll connection: its loop-owned state, the epoll interest that is
+// its backpressure, its servicing after each round, and its close.
+
+package engine
+
+import (
+	"context"
+	"log/slog"
+
+	"golang.org/x/sys/unix"
+)
+
+// econn is one connection of the epoll engine.
+type econn struct {
+	// Immutable
+	fd   int
+	info *ConnInfo
+	l    *loop
+
+	// Owned by the loop
+	fr         framer
+	slots      slots   // requests from dispatch until written
+	stash      *[]byte // unconsumed read bytes while reads are paused
+	stashOff   int
+	stashEnd   int
+	woff       int    // bytes of the head response already written
+	outBytes   int    // bytes of completed responses not yet written
+	inBytes    int    // frame bytes of requests not yet completed
+	events     uint32 // registered epoll interest
+	blocked    bool   // a write hit EAGAIN; EPOLLOUT is wanted
+	lastActive int64
+	frameStart int64
+	writeStart int64 // 0, or when the head response started waiting
+	closing    bool  // no more reads; close once the slots drain
+	closeWhy   CloseReason
+	closed     bool
+	dirty      bool
+	idx        int // position in loop.list
+}
+
+// tag identifies c in epoll event data next to its fd, so an event fetched
+// before c's fd was closed and reused in the same round is not applied to
+// the new connection.
+func (c *econn) tag() int32 { return int32(c.info.ID) }
+
+// complete is called by Request.finish off the loop: queue and wake.
+func (c *econn) complete(r *Request) { c.l.post(r) }
+
+// startClosing stops reading c and closes it once its slots drain.
+func (l *loop) startClosing(c *econn, why CloseReason) {
+	if c.closing {
+		return
+	}
+	c.closing, c.closeWhy = true, why
+	c.fr.reset()
+	l.dropStash(c)
+	l.markDirty(c)
+}
+
+func (l *loop) service(c *econn) {
+	if !c.blocked {
+		l.flush(c)
+	}
+	if c.closed {
+		return
+	}
+	if c.closing && c.slots.empty() {
+		l.closeConn(c, c.closeWhy, "")
+		return
+	}
+	if c.stash != nil && !l.mustPause(c) {
+		c.frameStart = l.now
+		k := l.feedFrames(c, (*c.stash)[c.stashOff:c.stashEnd])
+		c.stashOff += k
+		if c.stashOff == c.stashEnd {
+			l.dropStash(c)
+		}
+		if c.closed {
+			return
+		}
+	}
+	l.setInterest(c)
+}
+
+// mustPause reports whether c may not start another frame now.
+func (l *loop) mustPause(c *econn) bool {
+	return c.closing || c.slots.full() || c.outBytes > l.s.cfg.MaxOutputBytes ||
+		(c.inBytes > l.s.cfg.MaxInFlightBytes && !c.slots.empty())
+}
+
+// setInterest registers the epoll events c needs now.
+func (l *loop) setInterest(c *econn) {
+	var want uint32
+	if c.stash == nil && !l.mustPause(c) {
+		want |= unix.EPOLLIN
+		if c.events&unix.EPOLLIN == 0 && c.fr.inFrame() {
+			c.frameStart = l.now // the peer was paused by us, not slow
+		}
+	}
+	if c.blocked {
+		want |= unix.EPOLLOUT
+	}
+	if want == c.events {
+		return
+	}
+	if c.events&unix.EPOLLIN != 0 && want&unix.EPOLLIN == 0 && !c.closing && l.mustPause(c) {
+		// Reads stop at a limit (with or without a stash of bytes read
+		// past it).
+		l.n.pauses[pauseCause(c.outBytes > l.s.cfg.MaxOutputBytes, c.slots.full())].Add(1)
+	}
+	c.events = want
+	ev := unix.EpollEvent{Events: want, Fd: int32(c.fd), Pad: c.tag()}
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
+		l.closeConn(c, ReasonIOError, "")
+	}
+}
+
+func (l *loop) dropStash(c *econn) {
+	if c.stash != nil {
+		putBuf(c.stash)
+		c.stash, c.stashOff, c.stashEnd = nil, 0, 0
+	}
+}
+
+// closeConn closes c now and releases what the loop owns. Requests still
+// owned by handlers are released when they complete.
+func (l *loop) closeConn(c *econn, why CloseReason, msg string) {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.info.closed.Store(true)
+	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
+	unix.Close(c.fd)
+	delete(l.conns, int32(c.fd))
+	last := l.list[len(l.list)-1]
+	l.list[c.idx] = last
+	last.idx = c.idx
+	l.list[len(l.list)-1] = nil
+	l.list = l.list[:len(l.list)-1]
+	for !c.slots.empty() {
+		if r := c.slots.pop(); r.done {
+			putRequest(r)
+		}
+	}
+	c.fr.reset()
+	l.dropStash(c)
+	l.s.open.Add(-1)
+	l.n.open.Add(-1)
+	l.n.closes[why].Add(1)
+	if lg := l.s.cfg.Logger; lg.Enabled(context.Background(), slog.LevelDebug) {
+		lg.Debug("engine: connection closed", "conn", c.info.ID, "remote", c.info.RemoteAddr,
+			"reason", why.String(), "detail", msg)
+	}
+}
