@@ -19,12 +19,14 @@ package bridge
 import (
 	"context"
 	"crypto/tls"
-	"github.com/kiggy-io/kiggy/bridge/fetchcache"
-	"github.com/kiggy-io/kiggy/security"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kiggy-io/kiggy/bridge/fetchcache"
+	"github.com/kiggy-io/kiggy/security"
 
 	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/producer"
@@ -316,23 +318,16 @@ func capabilitiesOf(backend store.Log) store.Capabilities {
 }
 
 // handlerTable is the one table of the Kafka APIs the gateway serves, by
-// key. An API is advertised in ApiVersions, and served, when it has both a
-// row in wire.APIs and an entry here; call.go says how to write a handler,
-// docs/design/adding-an-api.md §2 how to add an API.
+// key. Each API's file (00_produce.go, 01_fetch.go, …, named by key) fills
+// its entry from an init function with handle. An API is advertised in
+// ApiVersions, and served, when it has both a row in wire.APIs and an entry
+// here; call.go says how to write a handler, docs/design/adding-an-api.md §2
+// how to add an API.
 var handlerTable = [maxAPIKey]handlerFunc{
 	wire.KeyProduce:                      (*Gateway).produce,
 	wire.KeyFetch:                        (*Gateway).fetch,
 	wire.KeyListOffsets:                  (*Gateway).listOffsets,
 	wire.KeyMetadata:                     (*Gateway).metadata,
-	wire.KeyOffsetCommit:                 (*Gateway).offsetCommit,
-	wire.KeyOffsetFetch:                  (*Gateway).offsetFetch,
-	wire.KeyFindCoordinator:              (*Gateway).findCoordinator,
-	wire.KeyJoinGroup:                    (*Gateway).joinGroup,
-	wire.KeyHeartbeat:                    (*Gateway).heartbeat,
-	wire.KeyLeaveGroup:                   (*Gateway).leaveGroup,
-	wire.KeySyncGroup:                    (*Gateway).syncGroup,
-	wire.KeyDescribeGroups:               (*Gateway).describeGroups,
-	wire.KeyListGroups:                   (*Gateway).listGroups,
 	wire.KeyAPIVersions:                  (*Gateway).apiVersions,
 	wire.KeyCreateTopics:                 (*Gateway).createTopics,
 	wire.KeyDeleteTopics:                 (*Gateway).deleteTopics,
@@ -345,9 +340,7 @@ var handlerTable = [maxAPIKey]handlerFunc{
 	wire.KeyDescribeConfigs:              (*Gateway).describeConfigs,
 	wire.KeyAlterConfigs:                 (*Gateway).alterConfigs,
 	wire.KeyCreatePartitions:             (*Gateway).createPartitions,
-	wire.KeyDeleteGroups:                 (*Gateway).deleteGroups,
 	wire.KeyIncrementalAlterConfigs:      (*Gateway).incrementalAlterConfigs,
-	wire.KeyOffsetDelete:                 (*Gateway).offsetDelete,
 	wire.KeyDescribeCluster:              (*Gateway).describeCluster,
 	wire.KeySaslHandshake:                (*Gateway).saslHandshake,
 	wire.KeySaslAuthenticate:             (*Gateway).saslAuthenticate,
@@ -356,9 +349,18 @@ var handlerTable = [maxAPIKey]handlerFunc{
 	wire.KeyDescribeClientQuotas:         (*Gateway).describeClientQuotas,
 }
 
-// register installs handlerTable (a copy per gateway: the handlers reach
-// g.handlers through runOffloaded, and a package variable that refers to
-// itself is an initialization cycle) and builds the advertised ApiVersions
+// handle registers h as the handler of API key k. Each API's file calls it
+// once, from init; a key registered twice or out of range is a programming
+// error and panics at start.
+func handle(k wire.APIKey, h handlerFunc) {
+	if k < 0 || int(k) >= len(handlerTable) || handlerTable[k] != nil {
+		panic("bridge: handler for API key " + strconv.Itoa(int(k)) + " registered twice or out of range")
+	}
+	handlerTable[k] = h
+}
+
+// register installs handlerTable (a copy per gateway, fixed from New on)
+// and builds the advertised ApiVersions
 // table: exactly the APIs that have both a codec in wire and a handler.
 func (g *Gateway) register() {
 	g.handlers = handlerTable

@@ -1,0 +1,92 @@
+// OffsetCommit (API key 8): versions 2–9 (wire.APIs).
+//
+// Kafka's checks, made by the group coordinator (bridge/group). Differs from
+// Kafka: the offset is stored through store.Log, not in __consumer_offsets
+// (docs/design/record-mapping.md §5), and an empty group id is
+// INVALID_GROUP_ID (24).
+
+package bridge
+
+import (
+	"errors"
+
+	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/security/acl"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+func init() { handle(wire.KeyOffsetCommit, (*Gateway).offsetCommit) }
+
+// offsetMetadataMax is Kafka's offset.metadata.max.bytes default.
+const offsetMetadataMax = 4096
+
+// offsetCommit answers OffsetCommit v2–9: the generation and member are
+// checked by the coordinator, then each offset is stored through Log.
+func (g *Gateway) offsetCommit(c *call) bool {
+	gs := &c.state.group
+	req := &gs.commitReq
+	if !decodeOrClose(c, req) {
+		return false
+	}
+	groupCode := g.groupCode(c, acl.OpRead, req.Group) // KafkaApis: READ on the group, then READ on each topic
+	switch {
+	case groupCode != wire.NoError:
+	case req.Group == "":
+		groupCode = wire.InvalidGroupID
+	case g.notCoordinator(req.Group):
+		groupCode = wire.NotCoordinator // docs/design/cluster.md §7
+	default:
+		groupCode = wire.ErrorCode(g.groups.ValidateCommit(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation))
+	}
+	resp := &gs.commitResp
+	resp.Topics = resp.Topics[:0]
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		out := wire.OffsetCommitResponseTopic{Topic: t.Topic}
+		if len(resp.Topics) < cap(resp.Topics) {
+			out.Partitions = resp.Topics[:len(resp.Topics)+1][len(resp.Topics)].Partitions[:0]
+		}
+		topicCode := groupCode
+		if topicCode == wire.NoError {
+			topicCode = g.topicCode(c, acl.OpRead, t.Topic)
+		}
+		var parts int32 = -1
+		if topicCode == wire.NoError {
+			info, err := g.store.Topic(g.ctx, t.Topic)
+			switch {
+			case errors.Is(err, store.ErrUnknownTopic):
+				topicCode = wire.UnknownTopicOrPartition
+			case err != nil:
+				topicCode = wire.CoordinatorLoadInProgress
+			default:
+				parts = info.Partitions
+			}
+		}
+		for _, p := range t.Partitions {
+			code := topicCode
+			switch {
+			case code != wire.NoError:
+			case p.Partition < 0 || p.Partition >= parts:
+				code = wire.UnknownTopicOrPartition
+			case len(p.Metadata.S) > offsetMetadataMax:
+				code = wire.OffsetMetadataTooLarge
+			default:
+				if err := g.store.CommitOffset(g.ctx, req.Group, t.Topic, p.Partition, p.Offset, p.Metadata.S); errors.Is(err, store.ErrInvalidGroup) {
+					// docs/design/record-mapping.md §5: a group id over 246 bytes does
+					// not fit an Iggy consumer name.
+					code = wire.InvalidGroupID
+				} else if err != nil {
+					// docs/design/record-mapping.md §5: retriable failures go back as
+					// COORDINATOR_LOAD_IN_PROGRESS.
+					code = wire.CoordinatorLoadInProgress
+					g.cfg.Logger.Warn("offset commit", "group", req.Group, "topic", t.Topic, "partition", p.Partition, "err", err)
+				}
+			}
+			out.Partitions = append(out.Partitions, wire.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	resp.CountErrors(g.errorCounter(c))
+	respond(c, resp)
+	return false
+}

@@ -1,0 +1,140 @@
+// OffsetFetch (API key 9): versions 1–9 (wire.APIs).
+//
+// Differs from Kafka: committed offsets come from store.Log
+// (docs/design/record-mapping.md §5); RequireStable is ignored (there are no
+// transactions); a backend failure is COORDINATOR_LOAD_IN_PROGRESS (14) for
+// the whole group (docs/LIMITS.md).
+
+package bridge
+
+import (
+	"errors"
+
+	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/security/acl"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+func init() { handle(wire.KeyOffsetFetch, (*Gateway).offsetFetch) }
+
+// offsetFetch answers OffsetFetch v1–9 (v8+ several groups): committed
+// offsets through Log, -1 where none; null topics means every partition
+// with a committed offset.
+func (g *Gateway) offsetFetch(c *call) bool {
+	gs := &c.state.group
+	req := &gs.fetchReq
+	v := c.hdr.APIVersion
+	if !decodeOrClose(c, req) {
+		return false
+	}
+	resp := &gs.fetchResp
+	*resp = wire.OffsetFetchResponse{}
+	if v >= 8 {
+		for i := range req.Groups {
+			rg := &req.Groups[i]
+			topics, code := g.committed(c, rg.Group, rg.Topics)
+			resp.Groups = append(resp.Groups, wire.OffsetFetchResponseGroup{Group: rg.Group, Topics: topics, ErrorCode: code})
+		}
+	} else {
+		resp.Topics, resp.ErrorCode = g.committed(c, req.Group, req.Topics)
+		if v < 2 && resp.ErrorCode == wire.CoordinatorLoadInProgress {
+			// v1 has no top-level error code: say it per partition.
+			resp.Topics = loadingPartitions(req.Topics)
+		}
+	}
+	resp.CountErrors(g.errorCounter(c))
+	respond(c, resp)
+	return false
+}
+
+// committed reads a group's committed offsets for topics (nil = all).
+//
+// A backend that cannot answer makes the whole group's answer
+// COORDINATOR_LOAD_IN_PROGRESS, which clients retry: the Java consumer
+// retries that code at the group level only and fails on it as a
+// partition error ("Unexpected error in fetch offset response", seen by hand
+// with an iggy-server restarting; docs/LIMITS.md). A topic or partition the
+// backend does not know has no committed offset (-1), as in Kafka.
+//
+// Authorization (KafkaApis.handleOffsetFetchRequest): DESCRIBE on the group,
+// else GROUP_AUTHORIZATION_FAILED for the group; all topics means those the
+// principal may DESCRIBE; a named topic it may not is
+// TOPIC_AUTHORIZATION_FAILED on each of its partitions.
+func (g *Gateway) committed(c *call, groupID string, topics []wire.OffsetFetchRequestTopic) ([]wire.OffsetFetchResponseTopic, wire.ErrorCode) {
+	if code := g.groupCode(c, acl.OpDescribe, groupID); code != wire.NoError {
+		return nil, code
+	}
+	if groupID == "" {
+		return nil, wire.InvalidGroupID
+	}
+	if g.notCoordinator(groupID) {
+		return nil, wire.NotCoordinator
+	}
+	var out []wire.OffsetFetchResponseTopic
+	failed := false
+	one := func(topic string, p int32) wire.OffsetFetchResponseTopicPartition {
+		r := wire.OffsetFetchResponseTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: wire.NullStringOf("")}
+		off, md, ok, err := g.store.FetchOffset(g.ctx, groupID, topic, p)
+		switch {
+		case errors.Is(err, store.ErrUnknownTopic) || errors.Is(err, store.ErrUnknownPartition):
+		case err != nil:
+			failed = true
+		case ok:
+			r.Offset, r.Metadata = off, wire.NullStringOf(md)
+		}
+		return r
+	}
+	if topics == nil {
+		all, err := g.store.Topics(g.ctx)
+		if err != nil {
+			return nil, wire.CoordinatorLoadInProgress
+		}
+		for _, t := range all {
+			if !g.allowed(c, acl.OpDescribe, acl.ResourceTopic, t.Name) {
+				continue
+			}
+			var parts []wire.OffsetFetchResponseTopicPartition
+			for p := int32(0); p < t.Partitions; p++ {
+				if r := one(t.Name, p); r.Offset >= 0 {
+					parts = append(parts, r)
+				}
+			}
+			if len(parts) > 0 {
+				out = append(out, wire.OffsetFetchResponseTopic{Topic: t.Name, Partitions: parts})
+			}
+		}
+	} else {
+		for _, t := range topics {
+			ot := wire.OffsetFetchResponseTopic{Topic: t.Topic}
+			denied := g.topicCode(c, acl.OpDescribe, t.Topic)
+			for _, p := range t.Partitions {
+				if denied != wire.NoError {
+					ot.Partitions = append(ot.Partitions, wire.OffsetFetchResponseTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1,
+						Metadata: wire.NullStringOf(""), ErrorCode: denied})
+					continue
+				}
+				ot.Partitions = append(ot.Partitions, one(t.Topic, p))
+			}
+			out = append(out, ot)
+		}
+	}
+	if failed {
+		return nil, wire.CoordinatorLoadInProgress
+	}
+	return out, wire.NoError
+}
+
+// loadingPartitions answers every requested partition with
+// COORDINATOR_LOAD_IN_PROGRESS (OffsetFetch v1, which has no group error).
+func loadingPartitions(topics []wire.OffsetFetchRequestTopic) []wire.OffsetFetchResponseTopic {
+	var out []wire.OffsetFetchResponseTopic
+	for _, t := range topics {
+		ot := wire.OffsetFetchResponseTopic{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			ot.Partitions = append(ot.Partitions, wire.OffsetFetchResponseTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1,
+				Metadata: wire.NullStringOf(""), ErrorCode: wire.CoordinatorLoadInProgress})
+		}
+		out = append(out, ot)
+	}
+	return out
+}
