@@ -79,12 +79,7 @@ func (a *acceptor) acceptAll(lfd uintptr) bool {
 			a.err = err
 			return true
 		}
-		if int(s.open.Add(1)) > s.cfg.MaxConnections {
-			// Counted before the close, so that a peer that sees the
-			// connection end also sees it counted.
-			s.acc.refused.Add(1)
-			s.acc.closes[ReasonMaxConnections].Add(1)
-			s.open.Add(-1)
+		if !admitConn(&s.open, &s.acc, s.cfg.MaxConnections) {
 			unix.Close(fd)
 			continue
 		}
@@ -95,7 +90,7 @@ func (a *acceptor) acceptAll(lfd uintptr) bool {
 			info.LocalAddr = sockaddrString(lsa)
 		}
 		l := s.pickLoop()
-		c := &econn{fd: fd, info: info, l: l, slots: newSlots(s.cfg.MaxInFlight)}
+		c := &econn{fd: fd, info: info, l: l, inflight: inflight{slots: newSlots(s.cfg.MaxInFlight)}}
 		c.fr.max = s.cfg.MaxFrameSize
 		l.n.open.Add(1) // counted now so pickLoop spreads a burst
 		l.command(cmd{kind: cmdAdd, c: c})

@@ -6,9 +6,6 @@
 package engine
 
 import (
-	"context"
-	"log/slog"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -20,21 +17,16 @@ type econn struct {
 	l    *loop
 
 	// Owned by the loop
+	inflight   // requests from dispatch until written (conn.go)
 	fr         framer
-	slots      slots   // requests from dispatch until written
 	stash      *[]byte // unconsumed read bytes while reads are paused
 	stashOff   int
 	stashEnd   int
-	woff       int    // bytes of the head response already written
-	outBytes   int    // bytes of completed responses not yet written
-	inBytes    int    // frame bytes of requests not yet completed
 	events     uint32 // registered epoll interest
 	blocked    bool   // a write hit EAGAIN; EPOLLOUT is wanted
 	lastActive int64
 	frameStart int64
 	writeStart int64 // 0, or when the head response started waiting
-	closing    bool  // no more reads; close once the slots drain
-	closeWhy   CloseReason
 	closed     bool
 	dirty      bool
 	idx        int // position in loop.list
@@ -50,13 +42,11 @@ func (c *econn) complete(r *Request) { c.l.post(r) }
 
 // startClosing stops reading c and closes it once its slots drain.
 func (l *loop) startClosing(c *econn, why CloseReason) {
-	if c.closing {
-		return
+	if c.inflight.startClosing(why) {
+		c.fr.reset()
+		l.dropStash(c)
+		l.markDirty(c)
 	}
-	c.closing, c.closeWhy = true, why
-	c.fr.reset()
-	l.dropStash(c)
-	l.markDirty(c)
 }
 
 func (l *loop) service(c *econn) {
@@ -86,8 +76,7 @@ func (l *loop) service(c *econn) {
 
 // mustPause reports whether c may not start another frame now.
 func (l *loop) mustPause(c *econn) bool {
-	return c.closing || c.slots.full() || c.outBytes > l.s.cfg.MaxOutputBytes ||
-		(c.inBytes > l.s.cfg.MaxInFlightBytes && !c.slots.empty())
+	return c.closing || c.overLimit(&l.s.cfg)
 }
 
 // setInterest registers the epoll events c needs now.
@@ -108,7 +97,7 @@ func (l *loop) setInterest(c *econn) {
 	if c.events&unix.EPOLLIN != 0 && want&unix.EPOLLIN == 0 && !c.closing && l.mustPause(c) {
 		// Reads stop at a limit (with or without a stash of bytes read
 		// past it).
-		l.n.pauses[pauseCause(c.outBytes > l.s.cfg.MaxOutputBytes, c.slots.full())].Add(1)
+		l.n.pauses[c.pauseCause(&l.s.cfg)].Add(1)
 	}
 	c.events = want
 	ev := unix.EpollEvent{Events: want, Fd: int32(c.fd), Pad: c.tag()}
@@ -140,18 +129,8 @@ func (l *loop) closeConn(c *econn, why CloseReason, msg string) {
 	last.idx = c.idx
 	l.list[len(l.list)-1] = nil
 	l.list = l.list[:len(l.list)-1]
-	for !c.slots.empty() {
-		if r := c.slots.pop(); r.done {
-			putRequest(r)
-		}
-	}
+	c.release()
 	c.fr.reset()
 	l.dropStash(c)
-	l.s.open.Add(-1)
-	l.n.open.Add(-1)
-	l.n.closes[why].Add(1)
-	if lg := l.s.cfg.Logger; lg.Enabled(context.Background(), slog.LevelDebug) {
-		lg.Debug("engine: connection closed", "conn", c.info.ID, "remote", c.info.RemoteAddr,
-			"reason", why.String(), "detail", msg)
-	}
+	countClose(&l.s.open, &l.n, l.s.cfg.Logger, c.info, why, msg)
 }

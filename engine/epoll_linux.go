@@ -261,16 +261,7 @@ func (s *epollServer) Shutdown(ctx context.Context) error {
 	for _, l := range loops {
 		l.command(cmd{kind: cmdDrain})
 	}
-	var err error
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for s.open.Load() > 0 && err == nil {
-		select {
-		case <-ctx.Done():
-			err = ctx.Err()
-		case <-tick.C:
-		}
-	}
+	err := awaitClosed(ctx, &s.open)
 	for _, l := range loops {
 		l.command(cmd{kind: cmdQuit})
 	}

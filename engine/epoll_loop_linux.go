@@ -162,10 +162,7 @@ func (l *loop) command(c cmd) {
 	if l.exited {
 		l.mu.Unlock()
 		if c.kind == cmdAdd {
-			unix.Close(c.c.fd)
-			l.s.open.Add(-1)
-			l.n.open.Add(-1)
-			l.n.closes[ReasonShutdown].Add(1)
+			l.discard(c.c, ReasonShutdown)
 		}
 		return
 	}
@@ -181,41 +178,8 @@ func (l *loop) run() {
 	l.nextSweep = l.now + sweep
 	l.setSweepDeadline()
 	for !l.quit {
-		l.nready, l.pollErr = 0, nil
-		err := l.raw.Read(l.pollFn)
-		l.now = l.clock()
-		if err == nil {
-			err = l.pollErr
-		}
-		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			l.s.cfg.Logger.Error("engine: epoll_wait failed", "err", err)
-			time.Sleep(time.Millisecond)
-		}
-		for i := range l.nready {
-			ev := &l.events[i]
-			if ev.Fd == int32(l.evfd) {
-				l.drainQueues()
-				continue
-			}
-			c := l.conns[ev.Fd]
-			if c == nil || c.closed || ev.Pad != c.tag() {
-				continue // stale event of a closed connection whose fd was reused
-			}
-			switch {
-			case ev.Events&unix.EPOLLERR != 0:
-				l.closeConn(c, ReasonIOError, "")
-				continue
-			case ev.Events&(unix.EPOLLIN|unix.EPOLLHUP) != 0 && c.events&unix.EPOLLIN != 0:
-				l.read(c)
-			case ev.Events&unix.EPOLLHUP != 0:
-				l.closeConn(c, ReasonPeerClosed, "")
-				continue
-			}
-			if ev.Events&unix.EPOLLOUT != 0 && !c.closed {
-				c.blocked = false
-				l.markDirty(c)
-			}
-		}
+		l.wait()
+		l.handleEvents()
 		l.serviceDirty()
 		if l.now >= l.nextSweep {
 			l.sweep()
@@ -223,6 +187,57 @@ func (l *loop) run() {
 			l.setSweepDeadline()
 		}
 	}
+	l.exit()
+}
+
+// wait parks until events are ready (or the sweep deadline passes) and
+// reads the clock.
+func (l *loop) wait() {
+	l.nready, l.pollErr = 0, nil
+	err := l.raw.Read(l.pollFn)
+	l.now = l.clock()
+	if err == nil {
+		err = l.pollErr
+	}
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		l.s.cfg.Logger.Error("engine: epoll_wait failed", "err", err)
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// handleEvents applies the ready events: the eventfd drains the queues, a
+// readable connection is read, a writable one is marked for a flush.
+func (l *loop) handleEvents() {
+	for i := range l.nready {
+		ev := &l.events[i]
+		if ev.Fd == int32(l.evfd) {
+			l.drainQueues()
+			continue
+		}
+		c := l.conns[ev.Fd]
+		if c == nil || c.closed || ev.Pad != c.tag() {
+			continue // stale event of a closed connection whose fd was reused
+		}
+		switch {
+		case ev.Events&unix.EPOLLERR != 0:
+			l.closeConn(c, ReasonIOError, "")
+			continue
+		case ev.Events&(unix.EPOLLIN|unix.EPOLLHUP) != 0 && c.events&unix.EPOLLIN != 0:
+			l.read(c)
+		case ev.Events&unix.EPOLLHUP != 0:
+			l.closeConn(c, ReasonPeerClosed, "")
+			continue
+		}
+		if ev.Events&unix.EPOLLOUT != 0 && !c.closed {
+			c.blocked = false
+			l.markDirty(c)
+		}
+	}
+}
+
+// exit closes every connection and what was queued for the loop, then its
+// descriptors; later posts and commands find it exited.
+func (l *loop) exit() {
 	for len(l.list) > 0 {
 		l.closeConn(l.list[len(l.list)-1], ReasonShutdown, "")
 	}
@@ -238,10 +253,7 @@ func (l *loop) run() {
 	}
 	for _, c := range cmds {
 		if c.kind == cmdAdd {
-			unix.Close(c.c.fd)
-			l.s.open.Add(-1)
-			l.n.open.Add(-1)
-			l.n.closes[ReasonShutdown].Add(1)
+			l.discard(c.c, ReasonShutdown)
 		}
 	}
 	l.closeFDs()
@@ -286,27 +298,29 @@ func (l *loop) handleCmd(c cmd) {
 func (l *loop) add(c *econn) {
 	l.n.accepted.Add(1)
 	if l.draining || l.quit {
-		c.closed = true
-		unix.Close(c.fd)
-		l.s.open.Add(-1)
-		l.n.open.Add(-1)
-		l.n.closes[ReasonShutdown].Add(1)
+		l.discard(c, ReasonShutdown)
 		return
 	}
 	c.events = unix.EPOLLIN
 	ev := unix.EpollEvent{Events: c.events, Fd: int32(c.fd), Pad: c.tag()}
 	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
-		c.closed = true
-		unix.Close(c.fd)
-		l.s.open.Add(-1)
-		l.n.open.Add(-1)
-		l.n.closes[ReasonIOError].Add(1)
+		l.discard(c, ReasonIOError)
 		return
 	}
 	c.lastActive = l.now
 	c.idx = len(l.list)
 	l.list = append(l.list, c)
 	l.conns[int32(c.fd)] = c
+}
+
+// discard closes a connection the loop never registered (it was accepted
+// as the loop drained or exited, or epoll refused it), counted under why.
+func (l *loop) discard(c *econn, why CloseReason) {
+	c.closed = true
+	unix.Close(c.fd)
+	l.s.open.Add(-1)
+	l.n.open.Add(-1)
+	l.n.closes[why].Add(1)
 }
 
 func (l *loop) markDirty(c *econn) {

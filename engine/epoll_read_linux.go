@@ -7,8 +7,6 @@
 package engine
 
 import (
-	"runtime/debug"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -101,29 +99,13 @@ func (l *loop) feedFrames(c *econn, p []byte) int {
 
 // dispatch hands c's completed frame to the handler.
 func (l *loop) dispatch(c *econn) {
-	fb, size := c.fr.take()
-	r := getRequest()
-	r.fbuf, r.frame = fb, (*fb)[:size:size]
-	r.conn, r.owner = c.info, c
-	c.slots.push(r)
-	c.inBytes += size
+	r := takeRequest(&c.fr, c.info, c)
+	c.admit(r)
 	c.lastActive, c.frameStart = l.now, l.now
 	l.n.requests.Add(1)
-	l.serve(r)
+	serveRequest(l.s.h, l.s.cfg.Logger, r)
 	if r.served() {
 		l.completed(c, r)
 	}
 	l.markDirty(c)
-}
-
-// serve calls the handler, turning a panic into a protocol_error close of
-// this connection only (docs/design/style.md habit 12).
-func (l *loop) serve(r *Request) {
-	defer func() {
-		if p := recover(); p != nil {
-			l.s.cfg.Logger.Error("engine: handler panicked", "conn", r.conn.ID, "panic", p, "stack", string(debug.Stack()))
-			r.Close(ReasonProtocolError, "engine: handler panicked")
-		}
-	}()
-	l.s.h.Serve(r)
 }

@@ -14,68 +14,36 @@ func (l *loop) completed(c *econn, r *Request) {
 		putRequest(r)
 		return
 	}
-	c.inBytes -= len(r.frame)
-	r.releaseFrame()
-	r.done = true
-	switch r.kind {
-	case compRespond:
-		c.outBytes += r.outLen
-		if r.closeAfter && !c.closing {
-			// RespondThenClose: read nothing more; close once written.
-			c.closing, c.closeWhy = true, r.reason
-			c.fr.reset()
-			l.dropStash(c)
-		}
-	case compClose:
-		if !c.closing {
-			c.closing, c.closeWhy = true, r.reason
-			c.fr.reset()
-			l.dropStash(c)
-		}
+	if c.settle(r) {
+		c.fr.reset()
+		l.dropStash(c)
 	}
 	l.markDirty(c)
 }
 
 // flush writes c's consecutive completed responses from the head, in order.
 func (l *loop) flush(c *econn) {
-	for !c.slots.empty() {
-		head := c.slots.at(0)
-		if !head.done {
+	for {
+		if c.popNoResponses() > 0 {
+			c.lastActive = l.now
+		}
+		if head := c.closeAtHead(); head != nil {
+			l.closeConn(c, head.reason, head.msg)
 			return
 		}
-		switch head.kind {
-		case compNoResponse:
-			putRequest(c.slots.pop())
-			c.lastActive = l.now
-			continue
-		case compClose:
-			why, msg := head.reason, head.msg
-			l.closeConn(c, why, msg)
-			return
+		segs := c.gather(l.segs[:0], maxIovecs, false)
+		if len(segs) == 0 {
+			return // nothing in flight, or the head is not completed yet
 		}
 		iov := l.iov[:0]
 		total := 0
-		for i := 0; i < c.slots.len() && len(iov) < maxIovecs; i++ {
-			r := c.slots.at(i)
-			if !r.done || r.kind == compClose {
-				break
-			}
-			if r.kind != compRespond {
-				continue
-			}
-			off := 0
-			if i == 0 {
-				off = c.woff
-			}
-			segs := r.segments(l.segs[:0], off, maxIovecs-len(iov))
-			for _, b := range segs {
-				v := unix.Iovec{Base: &b[0]}
-				v.SetLen(len(b))
-				iov = append(iov, v)
-				total += len(b)
-			}
-			clear(segs)
+		for _, b := range segs {
+			v := unix.Iovec{Base: &b[0]}
+			v.SetLen(len(b))
+			iov = append(iov, v)
+			total += len(b)
 		}
+		clear(segs)
 		n, errno := writev(c.fd, iov)
 		clear(iov)
 		if errno != 0 {
@@ -103,29 +71,10 @@ func (l *loop) flush(c *econn) {
 	}
 }
 
-// advance pops the requests whose responses n written bytes completed.
+// advance pops the requests whose responses n written bytes completed and
+// restarts c's write clock.
 func (l *loop) advance(c *econn, n int) {
-	popped := false
-	for !c.slots.empty() {
-		r := c.slots.at(0)
-		if !r.done || r.kind == compClose {
-			break
-		}
-		if r.kind == compRespond {
-			left := r.outLen - c.woff
-			if n < left {
-				c.woff += n
-				c.outBytes -= n
-				break
-			}
-			n -= left
-			c.outBytes -= left
-			c.woff = 0
-		}
-		putRequest(c.slots.pop())
-		popped = true
-	}
-	if popped {
+	if c.inflight.advance(n) {
 		c.lastActive = l.now
 		c.writeStart = 0
 		if c.woff > 0 || (!c.slots.empty() && c.slots.at(0).done) {

@@ -28,11 +28,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
-	"log/slog"
-	"math"
 	"net"
 	"os"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,11 +134,7 @@ func isTemporaryAccept(err error) bool {
 }
 
 func (s *netServer) accept(nc net.Conn, l *Listener) {
-	if int(s.open.Add(1)) > s.cfg.MaxConnections {
-		// Counted before the close: a peer that sees the end sees it counted.
-		s.n.refused.Add(1)
-		s.n.closes[ReasonMaxConnections].Add(1)
-		s.open.Add(-1)
+	if !admitConn(s.open, &s.n, s.cfg.MaxConnections) {
 		nc.Close()
 		return
 	}
@@ -156,13 +149,13 @@ func (s *netServer) accept(nc net.Conn, l *Listener) {
 		nc = tc
 	}
 	c := &nconn{
-		s:     s,
-		nc:    nc,
-		info:  info,
-		slots: newSlots(s.cfg.MaxInFlight),
-		wake:  make(chan struct{}, 1),
-		tls:   tc != nil,
-		bufs:  make([][]byte, 0, maxNetBufs),
+		s:        s,
+		nc:       nc,
+		info:     info,
+		inflight: inflight{slots: newSlots(s.cfg.MaxInFlight)},
+		wake:     make(chan struct{}, 1),
+		tls:      tc != nil,
+		bufs:     make([][]byte, 0, maxNetBufs),
 	}
 	c.fr.max = s.cfg.MaxFrameSize
 	c.cond.L = &c.mu
@@ -234,16 +227,7 @@ func (s *netServer) Shutdown(ctx context.Context) error {
 	for _, c := range conns {
 		c.drain()
 	}
-	var err error
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for s.open.Load() > 0 && err == nil {
-		select {
-		case <-ctx.Done():
-			err = ctx.Err()
-		case <-tick.C:
-		}
-	}
+	err := awaitClosed(ctx, s.open)
 	if err != nil {
 		s.mu.Lock()
 		conns = conns[:0]
@@ -285,11 +269,7 @@ type nconn struct {
 	// Guarded by mu
 	mu       sync.Mutex
 	cond     sync.Cond // signalled when slots pop or the connection closes
-	slots    slots
-	outBytes int
-	inBytes  int
-	closing  bool // no more reads; close when the slots drain
-	closeWhy CloseReason
+	inflight           // requests from dispatch until written (conn.go)
 	closed   bool
 	released bool // the writer has released the slots; completions self-release
 
@@ -300,21 +280,14 @@ type nconn struct {
 
 const maxNetBufs = 64
 
-// mustPauseLocked reports whether the reader may not start another frame.
-func (c *nconn) mustPauseLocked() bool {
-	cfg := &c.s.cfg
-	return c.slots.full() || c.outBytes > cfg.MaxOutputBytes ||
-		(c.inBytes > cfg.MaxInFlightBytes && !c.slots.empty())
-}
-
 // waitRoom blocks while the connection must pause; ok false means stop
 // reading; waited reports that it blocked (the pause was ours, not the
 // peer's, so a frame in progress gets a fresh ReadTimeout).
 func (c *nconn) waitRoom() (ok, waited bool) {
 	c.mu.Lock()
-	for !c.closed && !c.closing && c.mustPauseLocked() {
+	for !c.closed && !c.closing && c.overLimit(&c.s.cfg) {
 		if !waited {
-			c.s.n.pauses[pauseCause(c.outBytes > c.s.cfg.MaxOutputBytes, c.slots.full())].Add(1)
+			c.s.n.pauses[c.pauseCause(&c.s.cfg)].Add(1)
 		}
 		waited = true
 		c.cond.Wait()
@@ -425,30 +398,16 @@ func (c *nconn) readLoop() {
 
 // dispatch hands the framer's completed frame to the handler.
 func (c *nconn) dispatch() {
-	fb, size := c.fr.take()
-	r := getRequest()
-	r.fbuf, r.frame = fb, (*fb)[:size:size]
-	r.conn, r.owner = c.info, c
+	r := takeRequest(&c.fr, c.info, c)
 	c.mu.Lock()
-	c.slots.push(r)
-	c.inBytes += size
+	c.admit(r)
 	c.mu.Unlock()
 	c.lastActive.Store(time.Now().UnixNano())
 	c.s.n.requests.Add(1)
-	c.serve(r)
+	serveRequest(c.s.h, c.s.cfg.Logger, r)
 	if r.served() {
 		c.complete(r)
 	}
-}
-
-func (c *nconn) serve(r *Request) {
-	defer func() {
-		if p := recover(); p != nil {
-			c.s.cfg.Logger.Error("engine: handler panicked", "conn", c.info.ID, "panic", p, "stack", string(debug.Stack()))
-			r.Close(ReasonProtocolError, "engine: handler panicked")
-		}
-	}()
-	c.s.h.Serve(r)
 }
 
 // complete records a completion (from any goroutine) and wakes the writer
@@ -460,24 +419,9 @@ func (c *nconn) complete(r *Request) {
 		putRequest(r)
 		return
 	}
-	c.inBytes -= len(r.frame)
-	r.releaseFrame()
-	r.done = true
-	switch r.kind {
-	case compRespond:
-		c.outBytes += r.outLen
-		if r.closeAfter && !c.closing {
-			// RespondThenClose: read nothing more; close once written.
-			c.closing, c.closeWhy = true, r.reason
-			c.stopRead.Store(true)
-			c.cond.Broadcast()
-		}
-	case compClose:
-		if !c.closing {
-			c.closing, c.closeWhy = true, r.reason
-			c.stopRead.Store(true)
-			c.cond.Broadcast()
-		}
+	if c.settle(r) {
+		c.stopRead.Store(true)
+		c.cond.Broadcast()
 	}
 	headDone := c.slots.at(0).done
 	kind, closeAfter := r.kind, r.closeAfter
@@ -500,9 +444,7 @@ func (c *nconn) signal() {
 // drain starts a graceful close for Shutdown.
 func (c *nconn) drain() {
 	c.mu.Lock()
-	if !c.closing {
-		c.closing, c.closeWhy = true, ReasonShutdown
-	}
+	c.startClosing(ReasonShutdown)
 	c.stopRead.Store(true)
 	c.cond.Broadcast()
 	c.mu.Unlock()
@@ -528,23 +470,13 @@ func (c *nconn) closeWith(why CloseReason, msg string) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
-	s.open.Add(-1)
-	s.n.open.Add(-1)
-	s.n.closes[why].Add(1)
-	if lg := s.cfg.Logger; lg.Enabled(context.Background(), slog.LevelDebug) {
-		lg.Debug("engine: connection closed", "conn", c.info.ID, "remote", c.info.RemoteAddr,
-			"reason", why.String(), "detail", msg)
-	}
+	countClose(s.open, &s.n, s.cfg.Logger, c.info, why, msg)
 }
 
 // releaseLocked frees the slots after close. Requests still owned by
 // handlers release themselves on completion.
 func (c *nconn) releaseLocked() {
-	for !c.slots.empty() {
-		if r := c.slots.pop(); r.done {
-			putRequest(r)
-		}
-	}
+	c.release()
 	c.released = true
 	c.cond.Broadcast()
 }
@@ -559,12 +491,11 @@ func (c *nconn) writeLoop() {
 			return
 		}
 		// Pop leading NoResponse slots; stop at a Close slot.
-		for !c.slots.empty() && c.slots.at(0).done && c.slots.at(0).kind == compNoResponse {
-			putRequest(c.slots.pop())
+		if c.popNoResponses() > 0 {
 			c.cond.Broadcast()
 		}
-		if !c.slots.empty() && c.slots.at(0).done && c.slots.at(0).kind == compClose {
-			why, msg := c.slots.at(0).reason, c.slots.at(0).msg
+		if head := c.closeAtHead(); head != nil {
+			why, msg := head.reason, head.msg
 			c.mu.Unlock()
 			c.closeWith(why, msg)
 			continue
@@ -575,20 +506,8 @@ func (c *nconn) writeLoop() {
 			c.closeWith(why, "")
 			continue
 		}
-		nb, k := 0, 0
-		for ; k < c.slots.len() && nb < maxNetBufs; k++ {
-			r := c.slots.at(k)
-			if !r.done || r.kind == compClose {
-				break
-			}
-			if r.kind == compRespond {
-				if nb > 0 && nb+2*len(r.splices)+1 > maxNetBufs {
-					break // the next write takes it whole
-				}
-				c.bufs = r.segments(c.bufs[:nb], 0, math.MaxInt)
-				nb = len(c.bufs)
-			}
-		}
+		c.bufs = c.gather(c.bufs[:0], maxNetBufs, true)
+		nb := len(c.bufs)
 		c.mu.Unlock()
 		if nb == 0 {
 			<-c.wake
@@ -615,11 +534,7 @@ func (c *nconn) writeLoop() {
 			continue
 		}
 		c.mu.Lock()
-		for range k {
-			r := c.slots.pop()
-			c.outBytes -= r.outLen
-			putRequest(r)
-		}
+		c.advance(int(n)) // every byte gathered was written
 		c.cond.Broadcast()
 		c.mu.Unlock()
 		c.lastActive.Store(time.Now().UnixNano())
@@ -669,15 +584,4 @@ func (c *nconn) writeCoalesced(bufs [][]byte) (int64, error) {
 		acc = append(acc, b...)
 	}
 	return total, flush()
-}
-
-// awaitDone waits for a shutdown already under way (done closed) or for ctx,
-// for a second Shutdown call on either engine.
-func awaitDone(ctx context.Context, done <-chan struct{}) error {
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
