@@ -2,6 +2,7 @@ package iggyserver
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -137,7 +138,7 @@ func StartCluster(bin, parent string, n int) (*Cluster, error) {
 		}
 		node := &Node{Addr: "127.0.0.1:" + strconv.Itoa(tcp[i]), Dir: dir, bin: bin,
 			args: []string{"--fresh", "--replica-id", strconv.Itoa(i)}}
-		node.env = append(baseEnv(node.dataPath(), node.Addr), "IGGY_CONFIG_PATH="+cfgFile)
+		node.env = append(baseEnv(node.DataDir(), node.Addr, Username, Password), "IGGY_CONFIG_PATH="+cfgFile)
 		c.Nodes = append(c.Nodes, node)
 	}
 	// Highest replica id first, each once it listens: a node dials the peers
@@ -152,7 +153,7 @@ func StartCluster(bin, parent string, n int) (*Cluster, error) {
 	// mesh forms at once (none in 11 starts since).
 	var first error
 	for i := n - 1; i >= 0 && first == nil; i-- {
-		first = c.Nodes[i].launch(time.Minute)
+		first = c.Nodes[i].launch(context.Background(), time.Minute)
 	}
 	for _, node := range c.Nodes {
 		node.args = []string{"--replica-id", node.args[2]} // a restart keeps the data

@@ -12,6 +12,7 @@ package iggyserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -109,7 +110,11 @@ type Node struct {
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	exited  chan struct{}
-	logFile *os.File
+	waitErr error // the process's exit status, set before exited is closed
+	// signalled: the running process was sent a signal by this package,
+	// so its exit is expected (StopWithin).
+	signalled bool
+	logFile   *os.File
 }
 
 // Options configures a node.
@@ -119,16 +124,30 @@ type Options struct {
 	Dir string
 	// Env adds IGGY_* settings (KEY=VALUE) to the defaults.
 	Env []string
+	// Name begins the name of the node's directory below Dir (Name-*);
+	// "iggy" when empty.
+	Name string
+	// Username and Password are the root user's credentials; Username and
+	// Password (iggy/iggy) when empty.
+	Username, Password string
 }
 
 // Start starts a single-node server on a free loopback port with a fresh
 // data directory, only its TCP listener and root iggy/iggy, one shard, and
 // returns once the port accepts connections. Stop it with Stop (or Kill).
 func Start(bin string, opts Options) (*Node, error) {
-	dir, err := dataDir(opts.Dir, "iggy")
+	return StartContext(context.Background(), bin, opts)
+}
+
+// StartContext is Start that gives up, killing the server, when ctx ends
+// before the server listens.
+func StartContext(ctx context.Context, bin string, opts Options) (*Node, error) {
+	name := cmp.Or(opts.Name, "iggy")
+	dir, err := dataDir(opts.Dir, name)
 	if err != nil {
 		return nil, err
 	}
+	user, pass := cmp.Or(opts.Username, Username), cmp.Or(opts.Password, Password)
 	var lastErr error
 	for range 3 { // a free port can be taken between the probe and the bind
 		port, err := freePort()
@@ -136,8 +155,8 @@ func Start(bin string, opts Options) (*Node, error) {
 			return nil, err
 		}
 		n := &Node{Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir, bin: bin, args: []string{"--fresh"}}
-		n.env = append(baseEnv(n.dataPath(), n.Addr), opts.Env...)
-		if lastErr = n.launch(time.Minute); lastErr == nil {
+		n.env = append(baseEnv(n.DataDir(), n.Addr, user, pass), opts.Env...)
+		if lastErr = n.launch(ctx, time.Minute); lastErr == nil {
 			n.args = nil // a restart keeps the data
 			return n, nil
 		}
@@ -148,17 +167,17 @@ func Start(bin string, opts Options) (*Node, error) {
 	return nil, lastErr
 }
 
-// dataPath is the server's data directory (IGGY_SYSTEM_PATH).
-func (n *Node) dataPath() string { return filepath.Join(n.Dir, "data") }
+// DataDir is the server's data directory (IGGY_SYSTEM_PATH), Dir/data.
+func (n *Node) DataDir() string { return filepath.Join(n.Dir, "data") }
 
 // baseEnv is the environment of a node with its data in dir, listening on
-// addr: TCP only, root iggy/iggy, one shard.
-func baseEnv(dir, addr string) []string {
+// addr: TCP only, root user user with password pass, one shard.
+func baseEnv(dir, addr, user, pass string) []string {
 	return []string{
 		"IGGY_SYSTEM_PATH=" + dir,
 		"IGGY_TCP_ADDRESS=" + addr,
 		"IGGY_HTTP_ENABLED=false", "IGGY_QUIC_ENABLED=false", "IGGY_WEBSOCKET_ENABLED=false",
-		"IGGY_ROOT_USERNAME=" + Username, "IGGY_ROOT_PASSWORD=" + Password,
+		"IGGY_ROOT_USERNAME=" + user, "IGGY_ROOT_PASSWORD=" + pass,
 		"IGGY_SYSTEM_SHARDING_CPU_ALLOCATION=1",
 	}
 }
@@ -187,8 +206,9 @@ func dataDir(parent, prefix string) (string, error) {
 	return d, nil
 }
 
-// launch starts the process and waits up to timeout for Addr to accept.
-func (n *Node) launch(timeout time.Duration) error {
+// launch starts the process and waits up to timeout, or until ctx ends, for
+// Addr to accept.
+func (n *Node) launch(ctx context.Context, timeout time.Duration) error {
 	f, err := os.OpenFile(filepath.Join(n.Dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("iggyserver: %w", err)
@@ -207,12 +227,15 @@ func (n *Node) launch(timeout time.Duration) error {
 	}
 	exited := make(chan struct{})
 	go func() {
-		_ = cmd.Wait()
+		err := cmd.Wait()
 		f.Close()
+		n.mu.Lock()
+		n.waitErr = err
+		n.mu.Unlock()
 		close(exited)
 	}()
 	n.mu.Lock()
-	n.cmd, n.exited, n.logFile = cmd, exited, f
+	n.cmd, n.exited, n.logFile, n.signalled = cmd, exited, f, false
 	n.mu.Unlock()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -224,6 +247,9 @@ func (n *Node) launch(timeout time.Duration) error {
 		select {
 		case <-exited:
 			return fmt.Errorf("iggyserver: iggy-server exited at start (%s); its log ends:\n%s", n.Addr, n.LogTail(20))
+		case <-ctx.Done():
+			n.Kill()
+			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -272,6 +298,9 @@ func (n *Node) Stop() {
 func (n *Node) signal(sig syscall.Signal, wait time.Duration) bool {
 	n.mu.Lock()
 	cmd, exited := n.cmd, n.exited
+	if cmd != nil {
+		n.signalled = true
+	}
 	n.mu.Unlock()
 	if cmd == nil {
 		return true
@@ -285,6 +314,34 @@ func (n *Node) signal(sig syscall.Signal, wait time.Duration) bool {
 	}
 }
 
+// StopWithin is Stop that waits up to wait for the exit after SIGTERM and
+// says what went wrong: a server that had exited on its own with an error
+// status before it was stopped, or one that ignored SIGTERM and was killed.
+func (n *Node) StopWithin(wait time.Duration) error {
+	n.mu.Lock()
+	cmd, exited, signalled := n.cmd, n.exited, n.signalled
+	n.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	select {
+	case <-exited:
+		n.mu.Lock()
+		err := n.waitErr
+		n.mu.Unlock()
+		if err != nil && !signalled {
+			return fmt.Errorf("iggyserver: iggy-server (%s) exited on its own: %v; its log ends:\n%s", n.Addr, err, n.LogTail(20))
+		}
+		return nil
+	default:
+	}
+	if n.signal(syscall.SIGTERM, wait) {
+		return nil
+	}
+	n.Kill()
+	return fmt.Errorf("iggyserver: iggy-server (%s) ignored SIGTERM for %v and was killed", n.Addr, wait)
+}
+
 // Restart starts the node again over its data directory, on the same port.
 func (n *Node) Restart() error {
 	if n.Running() {
@@ -292,7 +349,7 @@ func (n *Node) Restart() error {
 	}
 	var err error
 	for range 20 { // the old socket may linger for a moment
-		if err = n.launch(time.Minute); err == nil || !strings.Contains(err.Error(), "in use") {
+		if err = n.launch(context.Background(), time.Minute); err == nil || !strings.Contains(err.Error(), "in use") {
 			return err
 		}
 		time.Sleep(250 * time.Millisecond) // the port is the point: wait for it to be free
