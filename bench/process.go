@@ -33,6 +33,13 @@ type process struct {
 	stopErr  error
 }
 
+// server is a server process the harness started: a *process, or an
+// iggy-server (iggyNode).
+type server interface {
+	pid() int
+	stop(timeout time.Duration) error
+}
+
 // serverEnv is the environment of a benchmarked server: the harness's own,
 // less every KIGGY_* variable. The target is configured by flags alone, and
 // kiggy refuses unknown KIGGY_* variables, which the test suite sets

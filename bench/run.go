@@ -207,14 +207,14 @@ func (r *runner) iggyBench(ctx context.Context, li int, l Load, row func(t, c, m
 			main.Status, main.Error = StatusUnavailable, "iggy-bench needs -iggy-server or -iggy-addr"
 			return
 		}
-		p, a, err := r.startIggyServer(ctx, name+"-server")
+		p, err := r.startIggyServer(ctx, name+"-server")
 		if err != nil {
 			main.Status, main.Error = StatusFailed, err.Error()
 			r.failf("iggy-bench: %v", err)
 			return
 		}
 		defer p.stop(stopTimeout)
-		addr = a
+		addr = p.Addr
 		pid = p.pid()
 	} else if r.cfg.IggyPID > 0 {
 		pid = r.cfg.IggyPID

@@ -244,12 +244,15 @@ func (r *runner) startKiggyIggy(ctx context.Context, target, tag string) (*sessi
 		}
 		return s, nil
 	}
-	var ig *process
+	var ig server
 	var iaddr, procName string
 	var err error
 	if r.cfg.IggyServerBin != "" {
 		procName = "iggy-server"
-		ig, iaddr, err = r.startIggyServer(ctx, "iggy-server-"+target+"-"+tag)
+		var n iggyNode
+		if n, err = r.startIggyServer(ctx, "iggy-server-"+target+"-"+tag); err == nil {
+			ig, iaddr = n, n.Addr
+		}
 	} else {
 		bin := r.bins["iggytest"]
 		if bin == "" {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/bench"
+	"github.com/kiggy-io/kiggy/internal/iggyserver"
 )
 
 // result is one run: N instances, one repetition.
@@ -49,7 +49,7 @@ type result struct {
 
 // cluster is one run's processes.
 type cluster struct {
-	iggy  *proc
+	iggy  *iggyserver.Node
 	kiggy []*proc
 	addrs []string
 }
@@ -60,7 +60,7 @@ func (c *cluster) stop() error {
 		errs = append(errs, p.stop(30*time.Second))
 	}
 	if c.iggy != nil {
-		errs = append(errs, c.iggy.stop(30*time.Second))
+		errs = append(errs, c.iggy.StopWithin(30*time.Second))
 	}
 	return errors.Join(errs...)
 }
@@ -79,7 +79,7 @@ func (c *cluster) cpu() (map[string]time.Duration, time.Duration) {
 	for _, p := range c.kiggy {
 		add(p.name, p.pid())
 	}
-	add("iggy-server", c.iggy.pid())
+	add("iggy-server", c.iggy.Pid())
 	add("clients", os.Getpid())
 	return m, total
 }
@@ -101,13 +101,18 @@ func measure(ctx context.Context, cfg config, n, rep int) (res *result, err erro
 			err = serr
 		}
 		// The logs stay (with -keep); the records go: a run writes GBs.
-		_ = os.RemoveAll(filepath.Join(cfg.work, "iggy-server-"+tag+"-data"))
+		if c.iggy != nil {
+			_ = os.RemoveAll(c.iggy.DataDir())
+		}
 	}()
-	ig, iaddr, err := startIggyServer(ctx, cfg.iggyServer, cfg.work, "iggy-server-"+tag)
+	// A fresh iggy-server: a new data directory, TCP only on a free
+	// loopback port, root iggy/iggy, one shard.
+	ig, err := iggyserver.StartContext(ctx, cfg.iggyServer, iggyserver.Options{Dir: cfg.work, Name: "iggy-server-" + tag})
 	if err != nil {
 		return nil, err
 	}
 	c.iggy = ig
+	iaddr := ig.Addr
 	for i := 1; i <= n; i++ {
 		p, addr, err := startKiggy(ctx, cfg.kiggy, cfg.work, "kiggy-"+strconv.Itoa(i)+"-"+tag, i, iaddr)
 		if err != nil {

@@ -110,35 +110,6 @@ func waitListening(ctx context.Context, p *proc, addr string, timeout time.Durat
 	}
 }
 
-// startIggyServer starts a fresh iggy-server: a new data directory, TCP
-// only on a free loopback port, root iggy/iggy, one shard.
-func startIggyServer(ctx context.Context, bin, work, name string) (*proc, string, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, "", err
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	data := filepath.Join(work, name+"-data")
-	if err := os.RemoveAll(data); err != nil {
-		return nil, "", err
-	}
-	env := []string{
-		"IGGY_SYSTEM_PATH=" + data, "IGGY_TCP_ADDRESS=" + addr,
-		"IGGY_HTTP_ENABLED=false", "IGGY_QUIC_ENABLED=false", "IGGY_WEBSOCKET_ENABLED=false",
-		"IGGY_ROOT_USERNAME=iggy", "IGGY_ROOT_PASSWORD=iggy",
-		"IGGY_SYSTEM_SHARDING_CPU_ALLOCATION=1",
-	}
-	p, err := startProc(work, name, bin, []string{"--fresh"}, env)
-	if err != nil {
-		return nil, "", err
-	}
-	if err := waitListening(ctx, p, addr, time.Minute); err != nil {
-		_ = p.stop(10 * time.Second)
-		return nil, "", err
-	}
-	return p, addr, nil
-}
-
 // startKiggy starts instance id of a cluster over iggyAddr on a free port.
 func startKiggy(ctx context.Context, bin, work, name string, id int, iggyAddr string) (*proc, string, error) {
 	var lastErr error

@@ -1,12 +1,14 @@
 package bench
 
+// Iggy's own numbers: the iggy-server the harness starts for the Iggy
+// targets, and iggy-bench, Iggy's benchmark tool, run against one.
+
 import (
 	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,54 +19,30 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge/iggy"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/internal/iggyserver"
 )
+
+// iggyNode is an iggy-server the harness started (internal/iggyserver),
+// with the pid and stop of a process.
+type iggyNode struct{ *iggyserver.Node }
+
+func (n iggyNode) pid() int { return n.Pid() }
+
+func (n iggyNode) stop(timeout time.Duration) error { return n.StopWithin(timeout) }
 
 // startIggyServer starts the iggy-server binary Config.IggyServerBin on a
 // free loopback port with a fresh data directory under the work directory
 // (on disk unless the work directory is a tmpfs), only its TCP listener and
-// root iggy/iggy, one shard (docs/BENCHMARKS.md, "The Iggy path"). It
-// returns the process and its address once the port accepts connections.
-func (r *runner) startIggyServer(ctx context.Context, name string) (*process, string, error) {
-	port, err := freePort()
+// root Config.IggyUsername, one shard (docs/BENCHMARKS.md, "The Iggy path").
+// It returns the server once the port accepts connections; its output is
+// in its directory, <work>/<name>-*/server.log.
+func (r *runner) startIggyServer(ctx context.Context, name string) (iggyNode, error) {
+	n, err := iggyserver.StartContext(ctx, r.cfg.IggyServerBin, iggyserver.Options{
+		Dir: r.work, Name: name, Username: r.cfg.IggyUsername, Password: r.cfg.IggyPassword})
 	if err != nil {
-		return nil, "", err
+		return iggyNode{}, fmt.Errorf("bench: %w", err)
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	data := filepath.Join(r.work, name+"-data")
-	if err := os.RemoveAll(data); err != nil {
-		return nil, "", fmt.Errorf("bench: %w", err)
-	}
-	env := []string{
-		"IGGY_SYSTEM_PATH=" + data,
-		"IGGY_TCP_ADDRESS=" + addr,
-		"IGGY_HTTP_ENABLED=false", "IGGY_QUIC_ENABLED=false", "IGGY_WEBSOCKET_ENABLED=false",
-		"IGGY_ROOT_USERNAME=" + r.cfg.IggyUsername, "IGGY_ROOT_PASSWORD=" + r.cfg.IggyPassword,
-		"IGGY_SYSTEM_SHARDING_CPU_ALLOCATION=1",
-	}
-	p, _, err := startProcessEnv(r.work, name, r.cfg.IggyServerBin, []string{"--fresh"}, env, false)
-	if err != nil {
-		return nil, "", err
-	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return p, addr, nil
-		}
-		select {
-		case <-p.exited:
-			return nil, "", fmt.Errorf("bench: iggy-server exited at start; last lines of %s:\n%s", p.logPath, tail(p.logPath, 20))
-		case <-ctx.Done():
-			_ = p.stop(stopTimeout)
-			return nil, "", ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			_ = p.stop(stopTimeout)
-			return nil, "", fmt.Errorf("bench: iggy-server at %s not listening after a minute", addr)
-		}
-	}
+	return iggyNode{n}, nil
 }
 
 // maxIggyBenchActors bounds iggy-bench's producers and consumers. Its
