@@ -44,7 +44,8 @@ iggy-mode-server:
 # The model runs the gateway's own suite only: interop and ecosystem drive
 # stock clients, whose Iggy path the real server proves.
 iggy-mode-model:
-	KIGGY_TEST_BACKEND=iggy KIGGY_TEST_IGGY=model $(GO) test -count=1 -timeout 30m ./bridge/
+	KIGGY_TEST_BACKEND=iggy KIGGY_TEST_IGGY=model KIGGY_IGGY_PROTOCOL=0.12 $(GO) test -count=1 -timeout 30m ./bridge/ ./bridge/iggy/
+	KIGGY_TEST_BACKEND=iggy KIGGY_TEST_IGGY=model KIGGY_IGGY_PROTOCOL=0.11 $(GO) test -count=1 -timeout 30m ./bridge/ ./bridge/iggy/
 
 # The hostile-input suite again on the portable net engine (--engine net);
 # the unit run covers the default engine (epoll on Linux).

@@ -1,4 +1,5 @@
-// Package iggy is kiggy's Apache Iggy 0.9 binary-protocol client: a pool of
+// Package iggy is kiggy's Apache Iggy binary-protocol client (protocol 0.11,
+// Iggy 0.9, and 0.12, Iggy 0.10): a pool of
 // logged-in sessions speaking the 256-byte VSR framing (docs/design/iggy-protocol.md),
 // implementing store.Log on one Iggy stream. Kafka topic T is Iggy topic T in
 // Config.Stream, Kafka partition p is Iggy partition p, Kafka offsets are Iggy
@@ -50,6 +51,10 @@ type Client struct {
 	offsets map[offsetKey]memOffset
 	commits *commitLog  // nil for the system-stream client itself
 	state   systemState // the system store (system.go)
+
+	// dialect is the protocol dialect the server took at the last login
+	// (a proto.Dialect; 0 before the first): new sessions log in with it.
+	dialect atomic.Uint32
 
 	leader  leader
 	routes  routes // partitions whose primary is not the metadata primary (routes.go)
@@ -110,7 +115,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		go c.keepAlive()
 	}
 	primary, _ := c.target()
-	c.log.Info("iggy: connected", "addr", primary, "seeds", cfg.Addr, "stream", cfg.Stream, "server", s.server, "sessions", cfg.PoolSize, "durability", cfg.Durability.String())
+	c.log.Info("iggy: connected", "addr", primary, "seeds", cfg.Addr, "stream", cfg.Stream, "server", s.server, "protocol", s.dialect.String(), "sessions", cfg.PoolSize, "durability", cfg.Durability.String())
 	return c, nil
 }
 

@@ -688,7 +688,7 @@ func fakePeer(t *testing.T, answer func(req *proto.RequestHeader) []byte, write 
 			rb = proto.AppendResultOK(nil)
 			rb = proto.AppendU32(rb, 0)
 			rb = proto.AppendU64(rb, 3)
-			rb = proto.AppendU32(rb, proto.ProtocolVersion)
+			rb = proto.AppendU32(rb, proto.Dialect011.Version())
 			rb = proto.AppendName(rb, "fake")
 		case req.Code == proto.CodeGetStream:
 			rb = []byte{1} // "found": any non-empty body

@@ -53,7 +53,7 @@ type clusterNode struct {
 // LongString][count u32] then per node [name LongString][ip LongString][tcp
 // u16][quic u16][http u16][websocket u16][role u8][status u8].
 // An empty body (a server without cluster metadata) is no nodes.
-func decodeClusterMetadata(body []byte) ([]clusterNode, error) {
+func decodeClusterMetadata(body []byte, d proto.Dialect) ([]clusterNode, error) {
 	if len(body) == 0 {
 		return nil, nil
 	}
@@ -66,6 +66,9 @@ func decodeClusterMetadata(body []byte) ([]clusterNode, error) {
 	}
 	nodes := make([]clusterNode, 0, n)
 	for range n {
+		if d == proto.Dialect012 {
+			r.U8() // §9: replica id
+		}
 		name := r.LongString()
 		ip := r.LongString()
 		tcp := r.U16()
@@ -358,7 +361,7 @@ func (s *session) clusterMetadata(ctx context.Context) ([]clusterNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeClusterMetadata(body)
+	return decodeClusterMetadata(body, s.dialect)
 }
 
 // checkPrimary reads the cluster metadata on a connected session and

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
@@ -84,6 +85,11 @@ type Config struct {
 	// share encoded batches"); it needs the read cache. 0 =
 	// DefaultFetchCacheBytes; negative disables it.
 	FetchCacheBytes int64
+	// Protocol is the binary protocol dialect spoken (docs/IGGY.md,
+	// "Versions"): 0 = auto (the newest first; an IncompatibleProtocol
+	// eviction's window names the one the server takes), or
+	// proto.Dialect011 (Iggy 0.9) or proto.Dialect012 (Iggy 0.10) only.
+	Protocol proto.Dialect
 	// Logger receives connection events (default: slog.Default()).
 	Logger *slog.Logger
 }
@@ -171,6 +177,8 @@ func (c *Config) validate() error {
 		return errors.New("iggy: config: negative timeout")
 	case c.Durability != store.DurabilityWritten && c.Durability != store.DurabilityFsync && c.Durability != store.DurabilityBuffered:
 		return errors.New("iggy: config: Durability must be written, fsync or buffered")
+	case c.Protocol != 0 && c.Protocol != proto.Dialect011 && c.Protocol != proto.Dialect012:
+		return errors.New("iggy: config: Protocol must be 0 (auto), proto.Dialect011 or proto.Dialect012")
 	case c.ReconnectBackoffMin < 0 || c.ReconnectBackoffMax < c.ReconnectBackoffMin:
 		return errors.New("iggy: config: ReconnectBackoffMax must be ≥ ReconnectBackoffMin ≥ 0")
 	}

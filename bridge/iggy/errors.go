@@ -17,7 +17,7 @@ var (
 	ErrAuth = errors.New("iggy: login refused (wrong Iggy username/password or personal access token)")
 	// ErrProtocol means the server speaks an incompatible protocol version
 	// (Eviction reason 14) or something that is not the Iggy 0.9 protocol.
-	ErrProtocol = errors.New("iggy: incompatible protocol (kiggy speaks the Iggy 0.9 binary protocol, version 0.11.x)")
+	ErrProtocol = errors.New("iggy: incompatible protocol (kiggy speaks Iggy binary protocol 0.11, Iggy 0.9, and 0.12.0, Iggy 0.10)")
 	// ErrClosed means the Client was closed.
 	ErrClosed = errors.New("iggy: client closed")
 )
@@ -49,14 +49,17 @@ type EvictionError struct {
 	// ServerProtocol and ServerProtocolMin are the accepted protocol window,
 	// sent only with reason 14 IncompatibleProtocol.
 	ServerProtocol, ServerProtocolMin uint32
+	// Sent is the protocol version the evicted session logged in with.
+	Sent uint32
 }
 
 // Error implements error.
 func (e *EvictionError) Error() string {
 	s := "iggy: session evicted: " + proto.ReasonName(e.Reason) + " (reason " + strconv.Itoa(int(e.Reason)) + ")"
 	if e.Reason == proto.EvictIncompatibleProtocol {
-		s += "; server accepts protocol " + proto.FormatVersion(e.ServerProtocolMin) + " to " + proto.FormatVersion(e.ServerProtocol) +
-			", kiggy sends " + proto.FormatVersion(proto.ProtocolVersion)
+		s += "; the server accepts protocol " + proto.FormatVersion(e.ServerProtocolMin) + " to " + proto.FormatVersion(e.ServerProtocol) +
+			", kiggy sent " + proto.FormatVersion(e.Sent) + "; kiggy speaks " + proto.FormatVersion(proto.Dialect011.Version()) +
+			" (Iggy 0.9) and " + proto.FormatVersion(proto.Dialect012.Version()) + " (Iggy 0.10)"
 	}
 	return s
 }

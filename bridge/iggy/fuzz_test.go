@@ -56,9 +56,13 @@ func FuzzReply(f *testing.F) {
 		if err != nil {
 			body = data
 		}
-		decodeTopic(body)
-		decodeTopics(body)
+		for _, d := range proto.Dialects {
+			decodeTopic(body, d)
+			decodeTopics(body, d)
+			decodeClusterMetadata(body, d)
+		}
 		decodeConfirmation(body)
+		s.dialect = proto.Dialects[op%2]
 		n := 0
 		s.walkPoll(data, 0, 1<<30, true, 0, func(m *message.Message) bool {
 			n++

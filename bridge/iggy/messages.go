@@ -386,10 +386,10 @@ func (s *session) walkPoll(body []byte, from uint64, maxBytes int, first bool, f
 	r.U32()
 	current := r.U64()
 	r.U32()
-	if !r.Ok() {
+	if !r.Ok() || len(body) < s.dialect.PollReplyHeaderSize() {
 		return pollResult{current: current}, errBadPoll
 	}
-	res, err := walkRecords(&s.it, &s.msg, body[16:], walkMark{}, from, maxBytes, first, true, fence, fn)
+	res, err := walkRecords(&s.it, &s.msg, body[s.dialect.PollReplyHeaderSize():], walkMark{}, from, maxBytes, first, true, fence, fn)
 	res.current = current
 	return res, err
 }

@@ -34,6 +34,7 @@ var commands = [...]struct {
 	{proto.CodeCreateTopic, "CreateTopic"},
 	{proto.CodeDeleteTopic, "DeleteTopic"},
 	{proto.CodeUpdateTopic, "UpdateTopic"},
+	{proto.CodeUpdateResource, "UpdateResource"},
 	{proto.CodeCreatePartitions, "CreatePartitions"},
 	{proto.CodeGetClusterMetadata, "GetClusterMetadata"},
 }
@@ -147,6 +148,10 @@ func (c *Client) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_iggy_sessions_connected", "gauge", "Iggy sessions with a live connection.", m.connected.Load())
 	metric.Single(w, "kiggy_iggy_sessions_in_use", "gauge", "Iggy sessions serving a request now.", m.inUse.Load())
 	c.writeClusterMetrics(w)
+	if d := c.Dialect(); d != 0 {
+		metric.Header(w, "kiggy_iggy_protocol", "gauge", "The Iggy binary protocol the server took at the last login (docs/IGGY.md, \"Versions\"): always 1, the protocol is the label.")
+		fmt.Fprintf(w, "kiggy_iggy_protocol{protocol=%q} 1\n", d.String())
+	}
 	metric.Single(w, "kiggy_iggy_durability_level", "gauge", "The --iggy-durability level topics are created with: 1 written, 2 fsync, 3 buffered.", int64(c.cfg.Durability))
 	metric.Single(w, "kiggy_iggy_buffered_topics", "gauge", "Topics in use whose Iggy options confirm writes before they are written (created outside kiggy or with --iggy-durability buffered) while the gateway promises more.", m.bufferedTopics.Load())
 	metric.Single(w, "kiggy_iggy_buffered_appends_total", "counter", "Appends confirmed by such buffered topics: an iggy-server crash can lose them.", m.bufferedAppends.Load())

@@ -33,7 +33,8 @@ func wantLines(t *testing.T, out string, lines ...string) {
 // TestMetrics: requests are timed by command, failures counted by kind,
 // transient replays, session use and reconnects after a server restart.
 func TestMetrics(t *testing.T) {
-	srv, addr := startServer(t, iggytest.Config{})
+	// One dialect, the one auto tries first: one login per session.
+	srv, addr := startServer(t, iggytest.Config{Dialects: []proto.Dialect{proto.Dialect012}})
 	c := open(t, Config{Addr: addr, PoolSize: 2, ReconnectBackoffMin: 10 * time.Millisecond, ReconnectBackoffMax: 50 * time.Millisecond})
 	cx := ctx(t)
 	if _, err := c.CreateTopic(cx, "m", 1, store.TopicConfig{}); err != nil {
@@ -67,6 +68,7 @@ func TestMetrics(t *testing.T) {
 		`kiggy_iggy_sessions 2`,
 		`kiggy_iggy_sessions_in_use 0`,
 		`kiggy_iggy_reconnects_total 0`,
+		`kiggy_iggy_protocol{protocol="0.12"} 1`,
 	)
 	// The timeout dropped one session's connection: one of two is up.
 	wantLines(t, out, `kiggy_iggy_sessions_connected 1`)

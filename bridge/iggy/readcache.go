@@ -529,11 +529,12 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 		}
 		break
 	}
-	if len(body) < 16 {
+	head := s.dialect.PollReplyHeaderSize()
+	if len(body) < head {
 		return nil, 0, 0, errBadPoll
 	}
 	current := binary.LittleEndian.Uint64(body[4:])
-	first, end, lastSum, seenSum, polled, marks, oldest, ok := scanRecords(body[16:], from, start, s.marks[:0])
+	first, end, lastSum, seenSum, polled, marks, oldest, ok := scanRecords(body[head:], from, start, s.marks[:0])
 	s.marks = marks
 	if !ok {
 		return nil, 0, 0, errBadPoll
@@ -598,12 +599,13 @@ func (rc *readCache) newChunk(s *session, p *partCache, body []byte, from, first
 	if first > from && p.find(from) == nil {
 		ch.first = from // the log starts past from: the chunk answers from too
 	}
+	head := s.dialect.PollReplyHeaderSize()
 	if len(body) >= cap(s.rbuf)/4 {
-		ch.buf, ch.records = s.rbuf, body[16:]
+		ch.buf, ch.records = s.rbuf, body[head:]
 		s.rbuf = rc.takeBuf()
 	} else {
 		ch.buf = append([]byte(nil), body...)
-		ch.records = ch.buf[16:]
+		ch.records = ch.buf[head:]
 	}
 	ch.size = int64(cap(ch.buf))
 	return ch

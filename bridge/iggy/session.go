@@ -56,6 +56,8 @@ type session struct {
 	probe     bool      // a resolve's own session, outside the pool
 	node      *nodePool // a routed node's session (routes.go), nil for the pool's
 	clientID  proto.ClientID
+	dialect   proto.Dialect // the dialect of the current login
+	bind      [proto.BindSecretSize]byte
 	sessionID uint64
 	next      uint64 // next request number
 	server    string // server version from the login reply
@@ -137,11 +139,37 @@ func (s *session) ensure(ctx context.Context) error {
 }
 
 // connectTo dials addr, then logs in with a fresh random client id (§1.8:
-// "A reconnect must log in again; the SDKs use a fresh client id").
+// "A reconnect must log in again; the SDKs use a fresh client id"), in the
+// dialect the client last learned, or with Config.Protocol auto the newest.
+// A server that evicts the login as IncompatibleProtocol names the window it
+// accepts; auto then logs in again in the dialect inside it, once.
 func (s *session) connectTo(ctx context.Context, addr string) error {
+	d := s.c.loginDialect()
+	err := s.dialLogin(ctx, addr, d)
+	var ev *EvictionError
+	if err == nil || s.c.cfg.Protocol != 0 || !errors.As(err, &ev) || ev.Reason != proto.EvictIncompatibleProtocol {
+		return err
+	}
+	next, ok := proto.DialectIn(ev.ServerProtocolMin, ev.ServerProtocol)
+	if !ok || next == d {
+		return fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	s.c.log.Info("iggy: the server takes another protocol", "addr", addr, "tried", d.String(), "server_accepts",
+		proto.FormatVersion(ev.ServerProtocolMin)+".."+proto.FormatVersion(ev.ServerProtocol), "speaking", next.String())
+	if err := s.dialLogin(ctx, addr, next); err != nil {
+		if errors.As(err, &ev) && ev.Reason == proto.EvictIncompatibleProtocol {
+			return fmt.Errorf("%w: %w", ErrProtocol, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// dialLogin dials addr and logs in in dialect d.
+func (s *session) dialLogin(ctx context.Context, addr string, d proto.Dialect) error {
 	cfg := &s.c.cfg
-	d := net.Dialer{Timeout: cfg.DialTimeout}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	dl := net.Dialer{Timeout: cfg.DialTimeout}
+	conn, err := dl.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
@@ -169,43 +197,25 @@ func (s *session) connectTo(ctx context.Context, addr string) error {
 			break
 		}
 	}
-	s.sessionID, s.next = 0, 0
+	s.sessionID, s.next, s.dialect = 0, 0, d
+	if d == proto.Dialect012 {
+		_, _ = rand.Read(s.bind[:]) // §9: the session-binding secret
+	}
 
 	b := s.begin()
 	code := proto.CodeLoginRegister
 	if cfg.Token != "" {
 		code = proto.CodeLoginRegisterWithPAT
-		b = proto.AppendPATLoginBody(b, sdkName, sdkVersion, cfg.Token)
+		b = proto.AppendPATLoginBody(b, d, &s.bind, sdkName, sdkVersion, cfg.Token)
 	} else {
-		b = proto.AppendLoginBody(b, sdkName, sdkVersion, cfg.Username, cfg.Password)
+		b = proto.AppendLoginBody(b, d, &s.bind, sdkName, sdkVersion, cfg.Username, cfg.Password)
 	}
 	lctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
 	body, _, err := s.do(lctx, code, b)
 	if err != nil {
 		s.close()
-		var ev *EvictionError
-		if errors.As(err, &ev) {
-			return err
-		}
-		switch code := codeOf(err); {
-		case code == proto.CodeInvalidCredentials, code == proto.CodeInvalidPAT, code == proto.CodeUnauthenticated, code == proto.CodeUnauthorized:
-			return fmt.Errorf("%w: %w", ErrAuth, err)
-		case code.Transient():
-			// A cluster node with no primary to forward the login to (its
-			// first view change, or an election) answers 57 or 58: an Iggy
-			// server, not ready yet (docs/IGGY.md "Iggy clusters").
-			return fmt.Errorf("%w: the node cannot take a login yet (no primary): %w", ErrUnreachable, err)
-		}
-		if errors.Is(err, errTimeout) {
-			// No answer at all: a server still starting or overloaded (seen
-			// with a real iggy-server during boot), or a peer that is not
-			// an Iggy 0.9 server. Retrying is the right reaction.
-			// It wraps both ErrUnreachable and ErrProtocol: a timeout
-			// cannot tell them apart.
-			return fmt.Errorf("%w: no reply to the login within %v: the server is starting or overloaded, or it is not an Iggy 0.9 server (%w): %w", ErrUnreachable, cfg.DialTimeout, ErrProtocol, err)
-		}
-		return fmt.Errorf("%w: %w", ErrProtocol, err)
+		return loginError(err, d, cfg.DialTimeout)
 	}
 	// §3.3 success reply: user_id u32, session u64, protocol u32, version.
 	r := proto.NewReader(body)
@@ -218,6 +228,7 @@ func (s *session) connectTo(ctx context.Context, addr string) error {
 		return fmt.Errorf("%w: %s", ErrProtocol, "iggy: malformed login reply")
 	}
 	s.sessionID, s.next = sess, 1
+	s.c.learnDialect(d)
 	m := &s.c.metrics
 	m.connects.Add(1)
 	m.connected.Add(1)
@@ -230,8 +241,36 @@ func (s *session) connectTo(ctx context.Context, addr string) error {
 	s.wasUp = true
 	s.server = string(ver)
 	s.lastUsed = time.Now()
-	s.c.log.Debug("iggy: session connected", "addr", addr, "server", s.server, "session", sess)
+	s.c.log.Debug("iggy: session connected", "addr", addr, "server", s.server, "protocol", d.String(), "session", sess)
 	return nil
+}
+
+// loginError classifies a failed login in dialect d: ErrAuth for refused
+// credentials, ErrUnreachable for a node not ready or a silent peer,
+// ErrProtocol otherwise; an eviction is returned as it is.
+func loginError(err error, d proto.Dialect, dialTimeout time.Duration) error {
+	var ev *EvictionError
+	if errors.As(err, &ev) {
+		return err
+	}
+	switch code := codeOf(err); {
+	case code == proto.CodeInvalidCredentials, code == proto.CodeInvalidPAT, code == proto.CodeUnauthenticated, code == proto.CodeUnauthorized:
+		return fmt.Errorf("%w: %w", ErrAuth, err)
+	case code.Transient():
+		// A cluster node with no primary to forward the login to (its
+		// first view change, or an election) answers 57 or 58: an Iggy
+		// server, not ready yet (docs/IGGY.md "Iggy clusters").
+		return fmt.Errorf("%w: the node cannot take a login yet (no primary): %w", ErrUnreachable, err)
+	}
+	if errors.Is(err, errTimeout) {
+		// No answer at all: a server still starting or overloaded (seen
+		// with a real iggy-server during boot), or a peer that is not an
+		// Iggy server. Retrying is the right reaction. It wraps both
+		// ErrUnreachable and ErrProtocol: a timeout cannot tell them apart.
+		return fmt.Errorf("%w: no reply to the login (protocol %s) within %v: the server is starting or overloaded, or it is not an Iggy server (%w): %w",
+			ErrUnreachable, d, dialTimeout, ErrProtocol, err)
+	}
+	return fmt.Errorf("%w: %w", ErrProtocol, err)
 }
 
 // handshake runs the TLS client handshake on a new connection to addr
@@ -312,7 +351,18 @@ func (s *session) exchange(ctx context.Context, frame []byte, tail [][]byte, cod
 	if op != proto.OpNonReplicated && !proto.IsPartition(op) {
 		// As the SDKs: stamp the ops the server deduplicates (login, logout,
 		// metadata), so it can tell a replay from a reused request number.
-		proto.SetRequestChecksum(frame, xxh3.Hash(frame[proto.HeaderSize:]))
+		// 0.11: XXH3 of the body; 0.12 (§9): a random non-zero identifier.
+		// A 0.12 login is stamped with XXH3 of its body too: that is as
+		// random as the identifier needs (the body holds the random bind
+		// secret), and it gets the login of auto past an Iggy 0.9 server's
+		// checksum check to its version gate, whose eviction names the
+		// protocol it takes (a random stamp is answered InvalidFormat).
+		if s.dialect == proto.Dialect012 && op != proto.OpRegister {
+			lo, hi := requestIdentifier()
+			proto.SetRequestChecksum(frame, lo, hi)
+		} else {
+			proto.SetRequestChecksum(frame, xxh3.Hash(frame[proto.HeaderSize:]), 0)
+		}
 	}
 
 	deadline := time.Now().Add(s.c.cfg.RequestTimeout)
@@ -486,6 +536,10 @@ func (s *session) readReply() (proto.ReplyHeader, []byte, error) {
 	}
 	h, err := checkReplyHeader(s.rbuf[:proto.HeaderSize])
 	if err != nil {
+		var ev *EvictionError
+		if errors.As(err, &ev) {
+			ev.Sent = s.dialect.Version()
+		}
 		return h, nil, err
 	}
 	if int(h.Size) > cap(s.rbuf) {

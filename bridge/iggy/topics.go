@@ -26,6 +26,7 @@ type partitionInfo struct {
 	id            uint32
 	currentOffset uint64
 	messages      uint64
+	context       proto.PartitionContext // 0.12 only
 }
 
 // topicDetails is a decoded TopicHeader plus its partitions.
@@ -36,14 +37,19 @@ type topicDetails struct {
 	partitions []partitionInfo
 }
 
-// decodeTopicHeader reads a TopicHeader (§3.5 layout table).
-func decodeTopicHeader(r *proto.Reader) (uint32, uint64, store.TopicInfo) {
+// decodeTopicHeader reads a TopicHeader (§3.5 layout table) in dialect d.
+// 0.12 (§9) reports the message expiry and size cap in the option blocks
+// only.
+func decodeTopicHeader(r *proto.Reader, d proto.Dialect) (uint32, uint64, store.TopicInfo) {
 	id := r.U32()
 	created := r.U64()
 	parts := r.U32()
-	expiry := r.U64()
-	r.U8() // compression
-	maxSize := r.U64()
+	var expiry, maxSize uint64
+	if d != proto.Dialect012 {
+		expiry = r.U64()
+		r.U8() // compression
+		maxSize = r.U64()
+	}
 	r.U64() // size_bytes
 	r.U64() // messages_count
 	name := r.Name()
@@ -55,6 +61,9 @@ func decodeTopicHeader(r *proto.Reader) (uint32, uint64, store.TopicInfo) {
 	}
 	info := store.TopicInfo{Name: string(name), Partitions: int32(parts)}
 	info.Config.Durability = topicDurability(explicit, derived)
+	if d == proto.Dialect012 {
+		expiry, maxSize = topicLimits(explicit, derived)
+	}
 	// 0 = server default, u64::MAX = never / unlimited: both mean "none" to
 	// Kafka (retention.ms -1, retention.bytes -1).
 	if expiry != 0 && expiry != math.MaxUint64 && expiry/1000 < math.MaxInt64/uint64(time.Millisecond) {
@@ -97,6 +106,9 @@ func topicDurability(explicit, derived []byte) store.Durability {
 			if v, ok := o.Bool(); ok {
 				fsync = v
 			}
+		case optDurability:
+			// 0.12 (§9): "replicated" or "persisted", the fsync of 0.11.
+			fsync = string(o.Value) == durabilityPersisted
 		}
 	}
 	// A block that does not tile keeps what was read before the fault; the
@@ -117,33 +129,67 @@ const (
 	optMessageExpiry          = "message_expiry"
 	optMaxTopicSize           = "max_topic_size"
 	optEnforceFsync           = "enforce_fsync"
+	optDurability             = "durability" // 0.12
 	optMessagesRequiredToSave = "messages_required_to_save"
 	optSizeRequiredToSave     = "size_of_messages_required_to_save"
 )
 
+// durabilityPersisted is 0.12's durability value for writes backed by
+// stable storage (iggy_common options/durability.rs: "Quorum commit backed
+// by recoverable stable-storage copies"); the other is "replicated".
+const durabilityPersisted = "persisted"
+
 // appendDurabilityOptions appends the options that make the server confirm
-// writes at level d (docs/IGGY.md, "Durability"): a flush of the journal on
-// every commit, before the reply, and an fsync of it for DurabilityFsync.
+// writes at level d (docs/IGGY.md, "Durability") in dialect dl: a flush of
+// the journal on every commit, before the reply, and an fsync of it for
+// DurabilityFsync (0.11's enforce_fsync; 0.12's durability=persisted).
 // DurabilityBuffered sends nothing: Iggy's defaults.
-func appendDurabilityOptions(b []byte, d store.Durability) []byte {
+func appendDurabilityOptions(b []byte, dl proto.Dialect, d store.Durability) []byte {
 	switch d {
 	case store.DurabilityWritten, store.DurabilityFsync:
 		b = proto.AppendOptionU32(b, optMessagesRequiredToSave, 1)
+		if dl == proto.Dialect012 {
+			if d == store.DurabilityFsync {
+				b = proto.AppendOptionString(b, optDurability, durabilityPersisted)
+			}
+			return b
+		}
 		return proto.AppendOptionBool(b, optEnforceFsync, d == store.DurabilityFsync)
 	}
 	return b
 }
 
-// decodeTopic decodes a GetTopic / CreateTopic payload: TopicHeader then
-// partitions_count PartitionResponses of 40 bytes.
-func decodeTopic(body []byte) (topicDetails, error) {
+// topicLimits reads a 0.12 topic's message expiry and size cap from its
+// option blocks (explicit ones win over derived ones); 0 = none.
+func topicLimits(explicit, derived []byte) (expiry, maxSize uint64) {
+	apply := func(o proto.Option) {
+		switch string(o.Key) {
+		case optMessageExpiry:
+			if v, ok := o.Uint(); ok {
+				expiry = v
+			}
+		case optMaxTopicSize:
+			if v, ok := o.Uint(); ok {
+				maxSize = v
+			}
+		}
+	}
+	_ = proto.EachOption(derived, apply)
+	_ = proto.EachOption(explicit, apply)
+	return expiry, maxSize
+}
+
+// decodeTopic decodes a GetTopic / CreateTopic payload in dialect dl:
+// TopicHeader then partitions_count PartitionResponses of 40 bytes, 64 in
+// 0.12 (§9: each with its partition context).
+func decodeTopic(body []byte, dl proto.Dialect) (topicDetails, error) {
 	r := proto.NewReader(body)
 	var d topicDetails
-	d.id, d.created, d.info = decodeTopicHeader(&r)
+	d.id, d.created, d.info = decodeTopicHeader(&r, dl)
 	if !r.Ok() {
 		return d, fmt.Errorf("%w: topic header", proto.ErrMalformed)
 	}
-	if int64(d.info.Partitions)*40 != int64(r.Len()) {
+	if int64(d.info.Partitions)*int64(dl.PartitionRecordSize()) != int64(r.Len()) {
 		return d, fmt.Errorf("%w: partition list", proto.ErrMalformed)
 	}
 	d.partitions = make([]partitionInfo, d.info.Partitions)
@@ -155,21 +201,25 @@ func decodeTopic(body []byte) (topicDetails, error) {
 		p.currentOffset = r.U64()
 		r.U64() // size_bytes
 		p.messages = r.U64()
+		if dl == proto.Dialect012 {
+			p.context = r.ReadPartitionContext()
+		}
 	}
 	return d, r.Complete()
 }
 
-// decodeTopics decodes a GetTopics reply: [count u32][TopicHeader × count].
-func decodeTopics(body []byte) ([]store.TopicInfo, error) {
+// decodeTopics decodes a GetTopics reply in dialect d: [count
+// u32][TopicHeader × count].
+func decodeTopics(body []byte, d proto.Dialect) ([]store.TopicInfo, error) {
 	r := proto.NewReader(body)
 	n := r.U32()
-	// A TopicHeader is at least 58 bytes; reject counts that cannot fit.
-	if !r.Ok() || uint64(n)*58 > uint64(r.Len()) {
+	// Reject counts of TopicHeaders that cannot fit.
+	if !r.Ok() || uint64(n)*uint64(d.TopicHeaderMin()) > uint64(r.Len()) {
 		return nil, fmt.Errorf("%w: topic list", proto.ErrMalformed)
 	}
 	out := make([]store.TopicInfo, 0, n)
 	for range n {
-		_, _, info := decodeTopicHeader(&r)
+		_, _, info := decodeTopicHeader(&r, d)
 		out = append(out, info)
 	}
 	if err := r.Complete(); err != nil {
@@ -216,7 +266,7 @@ func (c *Client) lookupTopicVia(ctx context.Context, name string, partition int3
 		c.forget(name) // §3.5: "Not found → status 0, empty body."
 		return topicDetails{}, false, nil
 	}
-	d, err := decodeTopic(body)
+	d, err := decodeTopic(body, s.dialect)
 	if err != nil {
 		return d, false, err
 	}
@@ -299,7 +349,7 @@ func (c *Client) listTopics(ctx context.Context) ([]store.TopicInfo, error) {
 	if err != nil {
 		return nil, readError(err)
 	}
-	return decodeTopics(body)
+	return decodeTopics(body, s.dialect)
 }
 
 // topic describes one topic, or fails with store.ErrUnknownTopic.
@@ -377,11 +427,11 @@ func (c *Client) createTopic(ctx context.Context, name string, partitions int32,
 		if cfg.MaxBytes > 0 {
 			b = proto.AppendOptionU64(b, optMaxTopicSize, cfg.MaxBytes)
 		}
-		b = appendDurabilityOptions(b, durability)
+		b = appendDurabilityOptions(b, s.dialect, durability)
 		body, sent, err := s.do(ctx, proto.CodeCreateTopic, b)
 		switch code := codeOf(err); {
 		case err == nil:
-			d, derr := decodeTopic(body)
+			d, derr := decodeTopic(body, s.dialect)
 			if derr != nil {
 				return store.TopicInfo{}, derr
 			}
@@ -494,11 +544,17 @@ func (c *Client) UpdateTopic(ctx context.Context, name string, cfg store.TopicCo
 		return unavailable(err)
 	}
 	defer c.release(s)
-	b := c.topicRequest(s, name)
-	b = proto.AppendName(b, name)
-	b = proto.AppendOptionU64(b, optMessageExpiry, expiry)
-	b = proto.AppendOptionU64(b, optMaxTopicSize, size)
-	_, sent, err := s.do(ctx, proto.CodeUpdateTopic, b)
+	code := proto.CodeUpdateTopic
+	var b []byte
+	if s.dialect == proto.Dialect012 {
+		code, b = proto.CodeUpdateResource, c.updateResourceRequest(s, name, cfg)
+	} else {
+		b = c.topicRequest(s, name)
+		b = proto.AppendName(b, name)
+		b = proto.AppendOptionU64(b, optMessageExpiry, expiry)
+		b = proto.AppendOptionU64(b, optMaxTopicSize, size)
+	}
+	_, sent, err := s.do(ctx, code, b)
 	switch code := codeOf(err); {
 	case err == nil:
 		return nil
@@ -513,6 +569,37 @@ func (c *Client) UpdateTopic(ctx context.Context, name string, cfg store.TopicCo
 	}
 	return unavailable(err)
 }
+
+// updateResourceRequest builds a 0.12 UpdateResource of topic name (§9):
+// [scope 1 = topic][stream id][topic id][reset count u8][reset names]
+// [options]. A limit Kafka leaves unset is reset to the server's default
+// (never / unlimited) rather than set to u64::MAX.
+func (c *Client) updateResourceRequest(s *session, name string, cfg store.TopicConfig) []byte {
+	b := append(s.begin(), resourceScopeTopic)
+	b = proto.AppendStringID(b, c.cfg.Stream)
+	b = proto.AppendStringID(b, name)
+	at := len(b)
+	b = append(b, 0)
+	if cfg.MessageExpiry <= 0 {
+		b[at]++
+		b = proto.AppendName(b, optMessageExpiry)
+	}
+	if cfg.MaxBytes == 0 {
+		b[at]++
+		b = proto.AppendName(b, optMaxTopicSize)
+	}
+	if cfg.MessageExpiry > 0 {
+		b = proto.AppendOptionU64(b, optMessageExpiry, uint64(cfg.MessageExpiry/time.Microsecond))
+	}
+	if cfg.MaxBytes > 0 {
+		b = proto.AppendOptionU64(b, optMaxTopicSize, cfg.MaxBytes)
+	}
+	return b
+}
+
+// resourceScopeTopic is UpdateResource's scope byte for a topic
+// (describe_options.rs: "OPTIONS_SCOPE_TOPIC: u8 = 1").
+const resourceScopeTopic = 1
 
 // CreatePartitions grows a topic to total partitions. Iggy's
 // CreatePartitions takes the number to add (§3.6), so the current count is

@@ -311,25 +311,29 @@ func (s *Server) primaryAlive() bool {
 // appendClusterMetadata appends a GetClusterMetadata reply (server
 // binary_protocol responses/system/get_cluster_metadata.rs). Callers hold
 // s.mu.
-func (s *Server) appendClusterMetadata(b []byte, port uint16) []byte {
+func (s *Server) appendClusterMetadata(b []byte, d proto.Dialect, port uint16) []byte {
 	c := s.cluster
 	if c == nil {
 		// A single node that is its own leader (cluster_meta.rs self_metadata).
 		b = proto.AppendLongString(b, "single-node")
 		b = proto.AppendU32(b, 1)
-		return appendNode(b, "iggy-node", port, true)
+		return appendNode(b, d, 0, "iggy-node", port, true)
 	}
 	b = proto.AppendLongString(b, "iggytest-cluster")
 	b = proto.AppendU32(b, uint32(len(c.nodes)))
 	for i := range c.nodes {
 		_, ps, _ := net.SplitHostPort(c.addrs[i])
 		p, _ := strconv.Atoi(ps)
-		b = appendNode(b, "node-"+strconv.Itoa(i), uint16(p), i == c.primaryLocked())
+		b = appendNode(b, d, uint8(i), "node-"+strconv.Itoa(i), uint16(p), i == c.primaryLocked())
 	}
 	return b
 }
 
-func appendNode(b []byte, name string, tcp uint16, leader bool) []byte {
+// appendNode appends a ClusterNode; 0.12 (§9) opens it with the replica id.
+func appendNode(b []byte, d proto.Dialect, replica uint8, name string, tcp uint16, leader bool) []byte {
+	if d == proto.Dialect012 {
+		b = append(b, replica)
+	}
 	b = proto.AppendLongString(b, name)
 	b = proto.AppendLongString(b, "127.0.0.1")
 	b = binary.LittleEndian.AppendUint16(b, tcp)

@@ -100,11 +100,11 @@ func processSeeds() []processSeed {
 		f := make([]byte, proto.HeaderSize, proto.HeaderSize+len(body))
 		proto.PutRequestHeader(f, len(body), proto.ClientID{Lo: 2}, req, op, session, code)
 		if stamp {
-			proto.SetRequestChecksum(f, xxh3.Hash(body))
+			proto.SetRequestChecksum(f, xxh3.Hash(body), 0)
 		}
 		return append(f, body...)
 	}
-	login := proto.AppendLoginBody(nil, "f", "0", "iggy", "iggy")
+	login := proto.AppendLoginBody(nil, proto.Dialect011, nil, "f", "0", "iggy", "iggy")
 
 	return []processSeed{
 		// Reads (operation 2, the command code in the header).
@@ -161,7 +161,7 @@ func processSeeds() []processSeed {
 		// Whole frames for the raw path (the logged-in connection reads
 		// them as bodies of a ping).
 		{"raw login, checksummed", proto.OpNonReplicated, proto.CodePing, 1, frame(0, proto.OpRegister, 0, 0, login, true), ok, ok},
-		{"raw PAT login", proto.OpNonReplicated, proto.CodePing, 1, frame(0, proto.OpRegister, 0, 0, proto.AppendPATLoginBody(nil, "f", "0", "tok"), false), ok, none},
+		{"raw PAT login", proto.OpNonReplicated, proto.CodePing, 1, frame(0, proto.OpRegister, 0, 0, proto.AppendPATLoginBody(nil, proto.Dialect011, nil, "f", "0", "tok"), false), ok, none},
 		{"raw ping", proto.OpNonReplicated, proto.CodePing, 1, frame(1, proto.OpNonReplicated, 0, proto.CodePing, nil, false), ok, ok},
 		{"raw write before login", proto.OpNonReplicated, proto.CodePing, 1, frame(1, proto.OpCreateStream, 1, 0, proto.AppendName(nil, "x"), false), ok, none},
 
@@ -180,7 +180,7 @@ type fuzzHarness struct {
 
 func newFuzzHarness(tb testing.TB) *fuzzHarness {
 	h := &fuzzHarness{s: New(Config{}), st: &connState{connID: 1}}
-	h.setup(proto.OpRegister, proto.CodeLoginRegister, 0, proto.AppendLoginBody(nil, "f", "0", "iggy", "iggy"))
+	h.setup(proto.OpRegister, proto.CodeLoginRegister, 0, proto.AppendLoginBody(nil, proto.Dialect011, nil, "f", "0", "iggy", "iggy"))
 	h.setup(proto.OpCreateStream, 0, 1, proto.AppendName(nil, "s"))
 	h.setup(proto.OpCreateTopic, 0, 2, proto.AppendName(proto.AppendU32(proto.AppendNumericID(nil, 0), 2), "t"))
 	h.setup(proto.OpSendMessages, 0, 3, validSend(1))
@@ -210,7 +210,7 @@ func (h *fuzzHarness) run(op uint8, code uint32, req uint64, body []byte) (out, 
 	}
 	if !st.bound { // a Logout: log in again for the next input
 		st.client = proto.ClientID{Lo: 1}
-		h.setup(proto.OpRegister, proto.CodeLoginRegister, 0, proto.AppendLoginBody(nil, "f", "0", "iggy", "iggy"))
+		h.setup(proto.OpRegister, proto.CodeLoginRegister, 0, proto.AppendLoginBody(nil, proto.Dialect011, nil, "f", "0", "iggy", "iggy"))
 	}
 	return out, raw
 }

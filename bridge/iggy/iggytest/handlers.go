@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -27,14 +28,24 @@ func (s *Server) process(st *connState, frame []byte, out []byte) ([]byte, bool)
 	}
 	req := proto.ParseRequestHeader(frame)
 	body := frame[proto.HeaderSize:]
-	if !req.Validate() {
+	valid := req.Validate(proto.Dialect012) || req.Validate(proto.Dialect011)
+	if st.bound {
+		valid = req.Validate(st.dialect)
+	}
+	if !valid {
 		// §1.3: "A request that fails any of them is silently dropped."
 		s.log.Warn("iggytest: dropping client request with invalid header", "op", req.Operation, "client", req.Client)
 		return out, false
 	}
 	// §1.3 request_checksum: 0 is unstamped; otherwise XXH3-64(body)
-	// zero-extended, or status 4 InvalidFormat.
-	if req.RequestChecksum != 0 || req.RequestChecksumHi != 0 {
+	// zero-extended, or status 4 InvalidFormat. 0.12 (§9): a random
+	// identifier, which a metadata request must carry (the official SDK
+	// always stamps one).
+	if requestDialect(st, &req, body) == proto.Dialect012 {
+		if (proto.IsMetadata(req.Operation) || req.Operation == proto.OpRegister) && req.RequestChecksum == 0 && req.RequestChecksumHi == 0 {
+			return reply(out, &req, 0, uint32(proto.CodeInvalidFormat), nil), false
+		}
+	} else if req.RequestChecksum != 0 || req.RequestChecksumHi != 0 {
 		if req.RequestChecksumHi != 0 || req.RequestChecksum != xxh3.Hash(body) {
 			return reply(out, &req, 0, uint32(proto.CodeInvalidFormat), nil), false
 		}
@@ -60,6 +71,20 @@ func (s *Server) process(st *connState, frame []byte, out []byte) ([]byte, bool)
 	return s.dispatch(st, &req, body, out)
 }
 
+// requestDialect is the dialect a request is in: the login's once bound, the
+// version a login announces, else 0.11.
+func requestDialect(st *connState, req *proto.RequestHeader, body []byte) proto.Dialect {
+	if st.bound {
+		return st.dialect
+	}
+	if req.Operation == proto.OpRegister && len(body) >= 4 {
+		if d, ok := proto.DialectOfLogin(binary.LittleEndian.Uint32(body)); ok {
+			return d
+		}
+	}
+	return proto.Dialect011
+}
+
 // reply appends a Reply frame. A non-zero status always has an empty body
 // (§1.5).
 func reply(out []byte, req *proto.RequestHeader, op uint64, status uint32, body []byte) []byte {
@@ -73,11 +98,20 @@ func reply(out []byte, req *proto.RequestHeader, op uint64, status uint32, body 
 	return out
 }
 
-func evict(out []byte, client proto.ClientID, reason uint8) []byte {
+func (s *Server) evict(out []byte, client proto.ClientID, reason uint8) []byte {
 	at := len(out)
 	out = append(out, make([]byte, proto.HeaderSize)...)
-	proto.PutEvictionHeader(out[at:], client, reason, proto.ProtocolVersionMax, proto.ProtocolVersionMin)
+	lo, hi := s.dialects()[0].Window()
+	proto.PutEvictionHeader(out[at:], client, reason, hi, lo)
 	return out
+}
+
+// dialects returns Config.Dialects, or both.
+func (s *Server) dialects() []proto.Dialect {
+	if len(s.cfg.Dialects) > 0 {
+		return s.cfg.Dialects
+	}
+	return proto.Dialects[:]
 }
 
 func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []byte) ([]byte, bool) {
@@ -87,7 +121,7 @@ func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []b
 	case proto.OpNonReplicated:
 		if req.Code == proto.CodeLoginUser || req.Code == proto.CodeLoginWithPAT {
 			// §3.3: legacy login codes get Eviction reason 15 MalformedLogin.
-			return evict(out, req.Client, proto.EvictMalformedLogin), true
+			return s.evict(out, req.Client, proto.EvictMalformedLogin), true
 		}
 		if !st.bound && req.Code != proto.CodePing {
 			// §3.1: "Any other read before login → status 40 Unauthenticated."
@@ -100,7 +134,7 @@ func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []b
 		return reply(out, req, st.session, status, body), false
 	case proto.OpLogout:
 		if !st.bound {
-			return evict(out, req.Client, proto.EvictNoSession), true
+			return s.evict(out, req.Client, proto.EvictNoSession), true
 		}
 		s.mu.Lock()
 		s.dropMember(st.client)
@@ -111,10 +145,10 @@ func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []b
 	if !st.bound {
 		// §1.6 reason 1: "Sent for a replicated request on a connection that
 		// is not logged in."
-		return evict(out, req.Client, proto.EvictNoSession), true
+		return s.evict(out, req.Client, proto.EvictNoSession), true
 	}
 	if req.Session != st.session || req.Client != st.client {
-		return evict(out, req.Client, proto.EvictSessionTooLow), true
+		return s.evict(out, req.Client, proto.EvictSessionTooLow), true
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -152,6 +186,9 @@ func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []b
 			// CreateTopic / CreatePartitions is the internal *WithAssignments
 			// op (seen on a real server: CreateTopic 132 is answered with 64).
 			proto.SetReplyOperation(out[at:], proto.CommittedOperation(req.Operation))
+			if st.dialect == proto.Dialect012 {
+				proto.SetReplyCommitted(out[at:])
+			}
 		}
 		return out, false
 	}
@@ -169,11 +206,21 @@ func (s *Server) login(st *connState, req *proto.RequestHeader, body, out []byte
 	r.Name() // sdk name
 	r.Name() // sdk version
 	if !r.Ok() {
-		return evict(out, req.Client, proto.EvictMalformedLogin), true
+		return s.evict(out, req.Client, proto.EvictMalformedLogin), true
 	}
-	// §3.3: accept protocol_version ≥ min whose major.minor is ≤ the server's.
-	if version < proto.ProtocolVersionMin || version>>10 > proto.ProtocolVersionMax>>10 {
-		return evict(out, req.Client, proto.EvictIncompatibleProtocol), true
+	// §3.3: the gate takes the versions of the dialects served.
+	d, ok := proto.DialectOfLogin(version)
+	if ok && !slices.Contains(s.dialects(), d) {
+		ok = false
+	}
+	if !ok {
+		return s.evict(out, req.Client, proto.EvictIncompatibleProtocol), true
+	}
+	if d == proto.Dialect012 {
+		r.Bytes(proto.BindSecretSize) // §9: the session-binding secret
+		if !r.Ok() {
+			return s.evict(out, req.Client, proto.EvictMalformedLogin), true
+		}
 	}
 	rest := body[r.Offset():]
 	pwShape, tokShape, ok := false, false, false
@@ -203,11 +250,11 @@ func (s *Server) login(st *connState, req *proto.RequestHeader, body, out []byte
 	if !ok {
 		switch {
 		case pwShape:
-			return evict(out, req.Client, proto.EvictInvalidCredentials), true
+			return s.evict(out, req.Client, proto.EvictInvalidCredentials), true
 		case tokShape:
-			return evict(out, req.Client, proto.EvictInvalidToken), true
+			return s.evict(out, req.Client, proto.EvictInvalidToken), true
 		}
-		return evict(out, req.Client, proto.EvictMalformedLogin), true
+		return s.evict(out, req.Client, proto.EvictMalformedLogin), true
 	}
 	// §1.8: "Re-login on a connection that is still bound is treated as an
 	// idempotent replay that keeps the old identity."
@@ -223,11 +270,12 @@ func (s *Server) login(st *connState, req *proto.RequestHeader, body, out []byte
 		s.mu.Unlock()
 		st.bound = true
 		st.client = req.Client
+		st.dialect = d
 	}
 	b := proto.AppendResultOK(nil)
 	b = proto.AppendU32(b, 0) // root user id
 	b = proto.AppendU64(b, st.session)
-	b = proto.AppendU32(b, proto.ProtocolVersion)
+	b = proto.AppendU32(b, st.dialect.Version())
 	b = proto.AppendName(b, ServerVersion)
 	return reply(out, req, st.session, 0, b), false
 }
@@ -294,7 +342,7 @@ func (s *Server) read(st *connState, req *proto.RequestHeader, body []byte) ([]b
 	case proto.CodePing:
 		return nil, 0
 	case proto.CodeGetClusterMetadata:
-		return s.appendClusterMetadata(nil, st.port), 0
+		return s.appendClusterMetadata(nil, st.dialect, st.port), 0
 	case proto.CodeGetMe:
 		b := proto.AppendU32(nil, st.connID)
 		b = proto.AppendU32(b, 0)
@@ -310,15 +358,15 @@ func (s *Server) read(st *connState, req *proto.RequestHeader, body []byte) ([]b
 		if str == nil {
 			return nil, 0 // §3.4: "Not found → status 0 with an empty body."
 		}
-		b := appendStream(nil, str)
+		b := appendStream(nil, st.dialect, str)
 		for _, t := range sortedTopics(str) {
-			b = appendTopicHeader(b, t)
+			b = appendTopicHeader(b, st.dialect, t)
 		}
 		return b, 0
 	case proto.CodeGetStreams:
 		var b []byte
 		for _, str := range sortedStreams(s) {
-			b = appendStream(b, str)
+			b = appendStream(b, st.dialect, str)
 		}
 		return b, 0
 	case proto.CodeGetTopic:
@@ -329,7 +377,7 @@ func (s *Server) read(st *connState, req *proto.RequestHeader, body []byte) ([]b
 		if t == nil {
 			return nil, 0 // §3.5: "Not found → status 0, empty body."
 		}
-		return appendTopic(nil, t), 0
+		return appendTopic(nil, st.dialect, t), 0
 	case proto.CodeGetTopics:
 		id := r.Identifier()
 		if r.Complete() != nil {
@@ -342,7 +390,7 @@ func (s *Server) read(st *connState, req *proto.RequestHeader, body []byte) ([]b
 		ts := sortedTopics(str)
 		b := proto.AppendU32(nil, uint32(len(ts)))
 		for _, t := range ts {
-			b = appendTopicHeader(b, t)
+			b = appendTopicHeader(b, st.dialect, t)
 		}
 		return b, 0
 	case proto.CodePollMessages:
@@ -442,7 +490,11 @@ func (s *Server) poll(st *connState, r *proto.Reader) ([]byte, uint32) {
 	empty := func(pid uint32) ([]byte, uint32) {
 		b := proto.AppendU32(st.pollBuf[:0], pid)
 		b = proto.AppendU64(b, 0)
-		return proto.AppendU32(b, 0), 0
+		b = proto.AppendU32(b, 0)
+		if st.dialect == proto.Dialect012 {
+			b = proto.AppendPartitionContext(b, proto.PartitionContext{})
+		}
+		return b, 0
 	}
 	kind := r.U8()
 	cid := r.Identifier()
@@ -518,6 +570,9 @@ func (s *Server) poll(st *connState, r *proto.Reader) ([]byte, uint32) {
 	b := proto.AppendU32(st.pollBuf[:0], pid)
 	b = proto.AppendU64(b, p.currentOffset())
 	b = proto.AppendU32(b, 0)
+	if st.dialect == proto.Dialect012 {
+		b = proto.AppendPartitionContext(b, p.context())
+	}
 	var h xxh3.Hasher
 	b, n, last := p.read(&h, b, start, count, proto.MaxFrameSize-proto.HeaderSize)
 	binary.LittleEndian.PutUint32(b[12:], n)
@@ -557,7 +612,7 @@ func (s *Server) metadata(st *connState, req *proto.RequestHeader, body []byte) 
 		str := &stream{id: id, name: string(name), created: now, topics: map[uint32]*topic{}, byName: map[string]*topic{}}
 		s.streams[id] = str
 		s.byName[str.name] = str
-		return appendStream(proto.AppendResultOK(nil), str), 0
+		return appendStream(proto.AppendResultOK(nil), st.dialect, str), 0
 	case proto.OpDeleteStream:
 		id := r.Identifier()
 		if r.Complete() != nil {
@@ -585,7 +640,7 @@ func (s *Server) metadata(st *connState, req *proto.RequestHeader, body []byte) 
 		t := &topic{name: string(name), created: now, expiry: math.MaxUint64, maxSize: math.MaxUint64, compression: 1,
 			options: append([]byte(nil), opts...), groups: map[uint32]*group{}, groupByName: map[string]*group{},
 			msgsToSave: defaultMessagesRequiredToSave, sizeToSave: defaultSizeRequiredToSave, explicit: map[string]bool{}}
-		if status := parseTopicOptions(t, opts); status != 0 {
+		if status := parseTopicOptions(st.dialect, t, opts); status != 0 {
 			return nil, status
 		}
 		str := s.resolveStream(sid)
@@ -603,7 +658,7 @@ func (s *Server) metadata(st *connState, req *proto.RequestHeader, body []byte) 
 		}
 		str.topics[t.id] = t
 		str.byName[t.name] = t
-		return appendTopic(proto.AppendResultOK(nil), t), 0
+		return appendTopic(proto.AppendResultOK(nil), st.dialect, t), 0
 	case proto.OpDeleteTopic:
 		_, t, status := s.resolveTopic(&r)
 		if r.Complete() != nil {
@@ -646,7 +701,7 @@ func (s *Server) metadata(st *connState, req *proto.RequestHeader, body []byte) 
 		}
 		patched := *t
 		patched.explicit = maps.Clone(t.explicit)
-		if status := parseTopicOptions(&patched, opts); status != 0 {
+		if status := parseTopicOptions(st.dialect, &patched, opts); status != 0 {
 			return nil, status
 		}
 		for k := range patched.explicit {
@@ -661,6 +716,56 @@ func (s *Server) metadata(st *connState, req *proto.RequestHeader, body []byte) 
 			delete(str.byName, t.name)
 			t.name = string(name)
 			str.byName[t.name] = t
+		}
+		t.expiry, t.maxSize, t.compression = patched.expiry, patched.maxSize, patched.compression
+		return proto.AppendResultOK(nil), 0
+	case proto.OpUpdateResource:
+		// 0.12 (§9): [scope u8][identifiers][reset_count u8][reset names]
+		// [options to the end]; iggytest patches topics (scope 1), and of
+		// them the expiry, size cap and compression, as UpdateTopic did.
+		if r.U8() != 1 {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		_, t, status := s.resolveTopic(&r)
+		n := int(r.U8())
+		reset := make([]string, 0, n)
+		for range n {
+			reset = append(reset, string(r.Name()))
+		}
+		if !r.Ok() {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		opts := r.Rest()
+		if status != 0 {
+			return fail(proto.Code(status))
+		}
+		patched := *t
+		patched.explicit = map[string]bool{}
+		if status := parseTopicOptions(st.dialect, &patched, opts); status != 0 {
+			return nil, status
+		}
+		if len(reset) == 0 && len(patched.explicit) == 0 {
+			return nil, uint32(proto.CodeInvalidCommand) // "a patch with nothing to set or reset"
+		}
+		for _, k := range reset {
+			if patched.explicit[k] {
+				return nil, uint32(proto.CodeInvalidCommand) // "a key both set and reset"
+			}
+			switch k {
+			case "message_expiry":
+				patched.expiry = math.MaxUint64
+			case "max_topic_size":
+				patched.maxSize = math.MaxUint64
+			case "compression_algorithm":
+				patched.compression = 1
+			default:
+				return nil, uint32(proto.CodeUnsupportedOptionKey)
+			}
+		}
+		for k := range patched.explicit {
+			if k != "compression_algorithm" && k != "message_expiry" && k != "max_topic_size" {
+				return nil, uint32(proto.CodeUnsupportedOptionKey)
+			}
 		}
 		t.expiry, t.maxSize, t.compression = patched.expiry, patched.maxSize, patched.compression
 		return proto.AppendResultOK(nil), 0
@@ -761,8 +866,9 @@ func uint32Option(kind uint8, val []byte) (uint32, bool) {
 	return 0, false
 }
 
-// parseTopicOptions applies a CreateTopic options block (§2.6, §3.5).
-func parseTopicOptions(t *topic, opts []byte) uint32 {
+// parseTopicOptions applies a CreateTopic options block (§2.6, §3.5) in
+// dialect d.
+func parseTopicOptions(d proto.Dialect, t *topic, opts []byte) uint32 {
 	if len(opts) > 100_000 {
 		return uint32(proto.CodeOptionsBlockTooLarge)
 	}
@@ -831,7 +937,20 @@ func parseTopicOptions(t *topic, opts []byte) uint32 {
 			if v != 0 && vk == proto.KindUint64 {
 				t.sizeToSave = v
 			}
+		case "durability":
+			// 0.12 (§9): "Message completion policy: String, either
+			// replicated or persisted."
+			if d != proto.Dialect012 {
+				break // 0.11: accepted and reported back
+			}
+			if vk != proto.KindString || (string(val) != "replicated" && string(val) != "persisted") {
+				return uint32(proto.CodeInvalidOptionValue)
+			}
+			t.fsync = string(val) == "persisted"
 		case "enforce_fsync":
+			if d == proto.Dialect012 {
+				return uint32(proto.CodeUnsupportedOptionKey) // gone in 0.12
+			}
 			// Server parse_bool: one byte 0 or 1, or "true"/"false".
 			switch {
 			case vk == proto.KindBool && len(val) == 1 && val[0] <= 1:
@@ -841,7 +960,7 @@ func parseTopicOptions(t *topic, opts []byte) uint32 {
 			default:
 				return uint32(proto.CodeInvalidOptionValue)
 			}
-		case "segment_size", "preallocate_segments", "durability", "consumer_offset_durability":
+		case "segment_size", "preallocate_segments", "consumer_offset_durability":
 			// Accepted and reported back; iggytest has no segments.
 		default:
 			return uint32(proto.CodeUnsupportedOptionKey)

@@ -21,6 +21,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -51,7 +52,17 @@ type Config struct {
 	// down (docs/IGGY.md, "Topic incarnations"). 0 = DefaultStaleIncarnationPolls,
 	// negative = never.
 	StaleIncarnationPolls time.Duration
+	// Dialects are the protocol dialects the server takes at login (default
+	// both; a real server takes one). A login in another is evicted as
+	// IncompatibleProtocol with the window of the first.
+	Dialects []proto.Dialect
 }
+
+// DialectEnv names the environment variable that, set to "0.11" or "0.12",
+// makes every server whose Config.Dialects is empty take that dialect only,
+// as a real server of its release would (make iggy-mode-model runs the
+// suite once per dialect).
+const DialectEnv = "KIGGY_IGGY_PROTOCOL"
 
 // DefaultStaleIncarnationPolls is Config.StaleIncarnationPolls's default:
 // about as long as iggy-server 0.9 served them on a loaded 2-core machine.
@@ -116,6 +127,12 @@ func New(cfg Config) *Server {
 	}
 	if cfg.StaleIncarnationPolls == 0 {
 		cfg.StaleIncarnationPolls = DefaultStaleIncarnationPolls
+	}
+	if len(cfg.Dialects) == 0 {
+		// A test suite runs the model as one release's server.
+		if d, err := proto.ParseDialect(os.Getenv(DialectEnv)); err == nil {
+			cfg.Dialects = []proto.Dialect{d}
+		}
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -308,6 +325,7 @@ type conn struct {
 type connState struct {
 	connID  uint32
 	bound   bool
+	dialect proto.Dialect // the dialect of the login, once bound
 	client  proto.ClientID
 	session uint64
 	port    uint16

@@ -69,7 +69,7 @@ func (r *rawClient) recv(timeout time.Duration) (proto.ReplyHeader, []byte, bool
 }
 
 func (r *rawClient) login(user, pass string) {
-	r.send(proto.OpRegister, proto.CodeLoginRegister, 0, 0, proto.AppendLoginBody(nil, "test", "0", user, pass))
+	r.send(proto.OpRegister, proto.CodeLoginRegister, 0, 0, proto.AppendLoginBody(nil, proto.Dialect011, nil, "test", "0", user, pass))
 	h, body, ok := r.recv(5 * time.Second)
 	if !ok || h.Command != proto.CommandReply || h.Status != 0 {
 		r.t.Fatalf("login: %+v", h)
@@ -125,9 +125,9 @@ func TestLoginAndEvictions(t *testing.T) {
 		op     uint8
 		reason uint8
 	}{
-		{proto.AppendLoginBody(nil, "t", "0", "iggy", "bad"), proto.CodeLoginRegister, proto.OpRegister, proto.EvictInvalidCredentials},
-		{proto.AppendPATLoginBody(nil, "t", "0", "bad-token"), proto.CodeLoginRegisterWithPAT, proto.OpRegister, proto.EvictInvalidToken},
-		{append(proto.AppendU32(nil, 12<<10), 1, 'a', 1, 'b'), proto.CodeLoginRegister, proto.OpRegister, proto.EvictIncompatibleProtocol},
+		{proto.AppendLoginBody(nil, proto.Dialect011, nil, "t", "0", "iggy", "bad"), proto.CodeLoginRegister, proto.OpRegister, proto.EvictInvalidCredentials},
+		{proto.AppendPATLoginBody(nil, proto.Dialect011, nil, "t", "0", "bad-token"), proto.CodeLoginRegisterWithPAT, proto.OpRegister, proto.EvictInvalidToken},
+		{append(proto.AppendU32(nil, 13<<10), 1, 'a', 1, 'b'), proto.CodeLoginRegister, proto.OpRegister, proto.EvictIncompatibleProtocol},
 		{[]byte{1, 2}, proto.CodeLoginRegister, proto.OpRegister, proto.EvictMalformedLogin},
 		{nil, proto.CodeLoginUser, proto.OpNonReplicated, proto.EvictMalformedLogin},
 	} {
@@ -137,12 +137,12 @@ func TestLoginAndEvictions(t *testing.T) {
 		if !ok || h.Command != proto.CommandEviction || h.Reason != c.reason {
 			t.Errorf("reason %d: got %+v", c.reason, h)
 		}
-		if c.reason == proto.EvictIncompatibleProtocol && (h.ServerProtocol != proto.ProtocolVersionMax || h.ServerProtocolMin != proto.ProtocolVersionMin) {
+		if c.reason == proto.EvictIncompatibleProtocol && (h.ServerProtocol != proto.Dialect012.Version() || h.ServerProtocolMin != proto.Dialect012.Version()) {
 			t.Errorf("reason 14 window: %+v", h)
 		}
 	}
 	r = dial(t, s)
-	r.send(proto.OpRegister, proto.CodeLoginRegisterWithPAT, 0, 0, proto.AppendPATLoginBody(nil, "t", "0", "tok"))
+	r.send(proto.OpRegister, proto.CodeLoginRegisterWithPAT, 0, 0, proto.AppendPATLoginBody(nil, proto.Dialect011, nil, "t", "0", "tok"))
 	if h, _, _ := r.recv(5 * time.Second); h.Status != 0 || h.Command != proto.CommandReply {
 		t.Fatalf("PAT login: %+v", h)
 	}
@@ -196,7 +196,7 @@ func TestSilentDrops(t *testing.T) {
 	// A request checksum that does not match the body: status 4.
 	f := make([]byte, proto.HeaderSize)
 	proto.PutRequestHeader(f, 0, r.client, r.req, proto.OpNonReplicated, r.session, proto.CodePing)
-	proto.SetRequestChecksum(f, 12345)
+	proto.SetRequestChecksum(f, 12345, 0)
 	r.c.Write(f)
 	if h, _, ok := r.recv(5 * time.Second); !ok || h.Status != uint32(proto.CodeInvalidFormat) {
 		t.Fatalf("bad request checksum: %+v", h)

@@ -50,6 +50,12 @@ type topic struct {
 	balanced               uint32 // round-robin cursor for Balanced partitioning
 }
 
+// context is a partition's 0.12 context: its incarnation is its creation
+// time, which changes when a deleted topic's ids are reused.
+func (p *partition) context() proto.PartitionContext {
+	return proto.PartitionContext{Incarnation: p.created}
+}
+
 type partition struct {
 	id           uint32
 	created      uint64

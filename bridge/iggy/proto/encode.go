@@ -185,12 +185,11 @@ func AppendResultError(dst []byte, code Code) []byte {
 	return AppendU32(dst, uint32(code))
 }
 
-// AppendLoginBody appends a LoginRegister body (§3.3): the client-version
-// prefix, username, password and an empty context.
-func AppendLoginBody(dst []byte, sdkName, sdkVersion, username, password string) []byte {
-	dst = AppendU32(dst, ProtocolVersion)
-	dst = AppendName(dst, sdkName)
-	dst = AppendName(dst, sdkVersion)
+// AppendLoginBody appends a LoginRegister body (§3.3) in dialect d: the
+// client-version prefix, in 0.12 the session-binding secret (§9), then the
+// username, password and an empty context.
+func AppendLoginBody(dst []byte, d Dialect, secret *[BindSecretSize]byte, sdkName, sdkVersion, username, password string) []byte {
+	dst = appendLoginPrefix(dst, d, secret, sdkName, sdkVersion)
 	dst = append(dst, uint8(len(username)))
 	dst = append(dst, username...)
 	dst = append(dst, uint8(len(password)))
@@ -198,12 +197,29 @@ func AppendLoginBody(dst []byte, sdkName, sdkVersion, username, password string)
 	return AppendU32(dst, 0)
 }
 
-// AppendPATLoginBody appends a LoginRegisterWithPat body (§3.3).
-func AppendPATLoginBody(dst []byte, sdkName, sdkVersion, token string) []byte {
-	dst = AppendU32(dst, ProtocolVersion)
-	dst = AppendName(dst, sdkName)
-	dst = AppendName(dst, sdkVersion)
+// AppendPATLoginBody appends a LoginRegisterWithPat body (§3.3) in dialect d.
+func AppendPATLoginBody(dst []byte, d Dialect, secret *[BindSecretSize]byte, sdkName, sdkVersion, token string) []byte {
+	dst = appendLoginPrefix(dst, d, secret, sdkName, sdkVersion)
 	dst = append(dst, uint8(len(token)))
 	dst = append(dst, token...)
 	return AppendU32(dst, 0)
+}
+
+func appendLoginPrefix(dst []byte, d Dialect, secret *[BindSecretSize]byte, sdkName, sdkVersion string) []byte {
+	dst = AppendU32(dst, d.Version())
+	dst = AppendName(dst, sdkName)
+	dst = AppendName(dst, sdkVersion)
+	if d == Dialect012 {
+		dst = append(dst, secret[:]...)
+	}
+	return dst
+}
+
+// AppendOptionString appends one options-TLV entry with a String key and a
+// String value (§2.6; 0.12's durability takes "replicated" or "persisted").
+func AppendOptionString(dst []byte, key, v string) []byte {
+	dst = appendOptionKey(dst, key)
+	dst = append(dst, KindString)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(v)))
+	return append(dst, v...)
 }

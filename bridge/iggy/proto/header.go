@@ -42,6 +42,10 @@ const (
 	offSession         = 184
 	offUserID          = 192
 	offCode            = 196
+	// 0.12 only (§9): the partition context a partition request captured.
+	offPartitionIncarnation = 200
+	offOwnerGeneration      = 208
+	offMinimumMetadataOp    = 216
 )
 
 // Reply header field offsets (§1.5) and eviction fields (§1.6).
@@ -63,45 +67,62 @@ const (
 // Operation bytes (offset 176 in a request, 208 in a reply;
 // consensus/operation.rs).
 const (
-	OpReserved             uint8 = 0
-	OpRegister             uint8 = 1
-	OpNonReplicated        uint8 = 2
-	OpLogout               uint8 = 3
-	OpCreateStream         uint8 = 128
-	OpUpdateStream         uint8 = 129
-	OpDeleteStream         uint8 = 130
-	OpPurgeStream          uint8 = 131
-	OpCreateTopic          uint8 = 132
-	OpUpdateTopic          uint8 = 133
-	OpDeleteTopic          uint8 = 134
-	OpPurgeTopic           uint8 = 135
-	OpCreatePartitions     uint8 = 136
-	OpDeletePartitions     uint8 = 137
-	OpDeleteSegments       uint8 = 138
-	OpCreateConsumerGroup  uint8 = 139
-	OpDeleteConsumerGroup  uint8 = 140
-	OpCreateUser           uint8 = 141
-	OpUpdateUser           uint8 = 142
-	OpDeleteUser           uint8 = 143
-	OpChangePassword       uint8 = 144
-	OpUpdatePermissions    uint8 = 145
-	OpCreatePAT            uint8 = 146
-	OpDeletePAT            uint8 = 147
-	OpJoinConsumerGroup    uint8 = 148
-	OpLeaveConsumerGroup   uint8 = 149
+	OpReserved            uint8 = 0
+	OpRegister            uint8 = 1
+	OpNonReplicated       uint8 = 2
+	OpLogout              uint8 = 3
+	OpCreateStream        uint8 = 128
+	OpUpdateStream        uint8 = 129
+	OpDeleteStream        uint8 = 130
+	OpPurgeStream         uint8 = 131
+	OpCreateTopic         uint8 = 132
+	OpUpdateTopic         uint8 = 133
+	OpDeleteTopic         uint8 = 134
+	OpPurgeTopic          uint8 = 135
+	OpCreatePartitions    uint8 = 136
+	OpDeletePartitions    uint8 = 137
+	OpDeleteSegments      uint8 = 138
+	OpCreateConsumerGroup uint8 = 139
+	OpDeleteConsumerGroup uint8 = 140
+	OpCreateUser          uint8 = 141
+	OpUpdateUser          uint8 = 142
+	OpDeleteUser          uint8 = 143
+	OpChangePassword      uint8 = 144
+	OpUpdatePermissions   uint8 = 145
+	OpCreatePAT           uint8 = 146
+	OpDeletePAT           uint8 = 147
+	OpJoinConsumerGroup   uint8 = 148
+	OpLeaveConsumerGroup  uint8 = 149
+	// OpUpdateResource is 0.12's generic option patch (§9); 0.12 retires
+	// UpdateStream (129), PurgeStream (131), UpdateTopic (133), PurgeTopic
+	// (135) and UpdateUser (142).
+	OpUpdateResource       uint8 = 150
 	OpSendMessages         uint8 = 160
 	OpStoreConsumerOffset  uint8 = 161
 	OpDeleteConsumerOffset uint8 = 162
 )
 
+// ValidOperationIn reports whether op is a client-sendable operation of
+// dialect d: ValidOperation, less the operations d does not define.
+func ValidOperationIn(d Dialect, op uint8) bool {
+	if d == Dialect012 {
+		switch op {
+		case OpUpdateStream, OpPurgeStream, OpUpdateTopic, OpPurgeTopic, OpUpdateUser:
+			return false // retired in 0.12 (§9)
+		}
+		return ValidOperation(op)
+	}
+	return op != OpUpdateResource && ValidOperation(op)
+}
+
 // ValidOperation reports whether op is a defined client-sendable operation
-// other than Reserved (§1.3 header validation: "operation must be a defined
-// discriminant other than 0").
+// other than Reserved in either dialect (§1.3 header validation: "operation
+// must be a defined discriminant other than 0").
 func ValidOperation(op uint8) bool {
 	switch {
 	case op >= OpRegister && op <= OpLogout:
 		return true
-	case op >= OpCreateStream && op <= OpLeaveConsumerGroup:
+	case op >= OpCreateStream && op <= OpUpdateResource:
 		return true
 	case op >= OpSendMessages && op <= OpDeleteConsumerOffset:
 		return true
@@ -110,7 +131,7 @@ func ValidOperation(op uint8) bool {
 }
 
 // IsMetadata reports whether op is a metadata (replicated, 128–149) operation.
-func IsMetadata(op uint8) bool { return op >= OpCreateStream && op <= OpLeaveConsumerGroup }
+func IsMetadata(op uint8) bool { return op >= OpCreateStream && op <= OpUpdateResource }
 
 // IsPartition reports whether op is a partition-plane write (160–162).
 func IsPartition(op uint8) bool { return op >= OpSendMessages && op <= OpDeleteConsumerOffset }
@@ -129,6 +150,9 @@ func ResultFramed(op uint8) bool {
 const (
 	OpCreateTopicWithAssignments      uint8 = 64
 	OpCreatePartitionsWithAssignments uint8 = 65
+	// OpUpdateTopicResolved is what 0.12 commits an UpdateResource of a
+	// topic as (operation.rs: "Prepare-resolved UpdateResource on a topic").
+	OpUpdateTopicResolved uint8 = 73
 )
 
 // CommittedOperation returns the operation a committed (status 0) reply to
@@ -140,6 +164,8 @@ func CommittedOperation(op uint8) uint8 {
 		return OpCreateTopicWithAssignments
 	case OpCreatePartitions:
 		return OpCreatePartitionsWithAssignments
+	case OpUpdateResource:
+		return OpUpdateTopicResolved // kiggy patches topics only
 	}
 	return op
 }
@@ -156,6 +182,7 @@ const (
 	CodePing                 uint32 = 1
 	CodeGetStats             uint32 = 10
 	CodeGetClusterMetadata   uint32 = 12
+	CodeUpdateResource       uint32 = 16 // 0.12 only
 	CodeGetMe                uint32 = 20
 	CodeLoginUser            uint32 = 38 // legacy, rejected
 	CodeLogoutUser           uint32 = 39
@@ -205,6 +232,8 @@ func OperationFor(code uint32) uint8 {
 		return OpDeleteTopic
 	case CodeUpdateTopic:
 		return OpUpdateTopic
+	case CodeUpdateResource:
+		return OpUpdateResource
 	case CodeCreatePartitions:
 		return OpCreatePartitions
 	case CodeCreateConsumerGroup:
@@ -241,7 +270,8 @@ type RequestHeader struct {
 	Request           uint64
 	Operation         uint8
 	Session           uint64
-	Code              uint32 // legacy command code, for operation 2
+	Code              uint32           // legacy command code, for operation 2
+	Context           PartitionContext // 0.12 only; zero in 0.11
 }
 
 // PutRequestHeader writes a request header into h[:HeaderSize], zeroing every
@@ -263,11 +293,22 @@ func PutRequestHeader(h []byte, bodyLen int, client ClientID, request uint64, op
 	}
 }
 
-// SetRequestChecksum stamps a request header's request_checksum (§1.3: 0 is
-// "unstamped"; otherwise XXH3-64(body) zero-extended to u128).
-func SetRequestChecksum(h []byte, sum uint64) {
-	binary.LittleEndian.PutUint64(h[offRequestChecksum:], sum)
-	binary.LittleEndian.PutUint64(h[offRequestChecksum+8:], 0)
+// SetRequestChecksum stamps a request header's request_checksum, a u128 sent
+// low half first. 0.11 (§1.3): 0 is "unstamped", otherwise XXH3-64(body)
+// with hi 0. 0.12 (§9): a random non-zero identifier of the logical request,
+// kept across its retries.
+func SetRequestChecksum(h []byte, lo, hi uint64) {
+	binary.LittleEndian.PutUint64(h[offRequestChecksum:], lo)
+	binary.LittleEndian.PutUint64(h[offRequestChecksum+8:], hi)
+}
+
+// SetPartitionContext stamps a 0.12 request header's partition context
+// (§9: partition_incarnation at 200, owner_generation at 208,
+// minimum_metadata_op at 216). Zero in each means "not captured".
+func SetPartitionContext(h []byte, c PartitionContext) {
+	binary.LittleEndian.PutUint64(h[offPartitionIncarnation:], c.Incarnation)
+	binary.LittleEndian.PutUint64(h[offOwnerGeneration:], c.OwnerGeneration)
+	binary.LittleEndian.PutUint64(h[offMinimumMetadataOp:], c.MetadataOp)
 }
 
 // ParseRequestHeader decodes h[:HeaderSize]; h must hold at least HeaderSize bytes.
@@ -283,13 +324,18 @@ func ParseRequestHeader(h []byte) RequestHeader {
 		Operation:         h[offOperation],
 		Session:           binary.LittleEndian.Uint64(h[offSession:]),
 		Code:              binary.LittleEndian.Uint32(h[offCode:]),
+		Context: PartitionContext{
+			Incarnation:     binary.LittleEndian.Uint64(h[offPartitionIncarnation:]),
+			OwnerGeneration: binary.LittleEndian.Uint64(h[offOwnerGeneration:]),
+			MetadataOp:      binary.LittleEndian.Uint64(h[offMinimumMetadataOp:]),
+		},
 	}
 }
 
 // Validate applies the server's request-header checks (§1.3
 // validate_request_fields). A header that fails them is dropped silently.
-func (r *RequestHeader) Validate() bool {
-	if r.Command != CommandRequest || r.Client.IsZero() || !ValidOperation(r.Operation) {
+func (r *RequestHeader) Validate(d Dialect) bool {
+	if r.Command != CommandRequest || r.Client.IsZero() || !ValidOperationIn(d, r.Operation) {
 		return false
 	}
 	switch r.Operation {
@@ -361,6 +407,14 @@ func PutReplyHeader(h []byte, bodyLen int, req *RequestHeader, op, commit uint64
 	binary.LittleEndian.PutUint32(h[offReplyStatus:], status)
 }
 
+// offReplyCommitted is 0.12's committed-result marker in a reply header
+// (§9: "Byte 220 is COMMITTED_RESULT only for a final committed result").
+const offReplyCommitted = 220
+
+// SetReplyCommitted marks a 0.12 reply header as carrying a final committed
+// result.
+func SetReplyCommitted(h []byte) { h[offReplyCommitted] = 1 }
+
 // PutEvictionHeader writes an Eviction frame (§1.6) into h[:HeaderSize].
 // The protocol window is written only for IncompatibleProtocol.
 func PutEvictionHeader(h []byte, client ClientID, reason uint8, serverVersion, serverMin uint32) {
@@ -379,16 +433,6 @@ func PutEvictionHeader(h []byte, client ClientID, reason uint8, serverVersion, s
 
 // FrameSize returns the total frame size announced by a header (offset 48).
 func FrameSize(h []byte) uint32 { return binary.LittleEndian.Uint32(h[offSize:]) }
-
-// Protocol version packing (§3.3: major<<20 | minor<<10 | patch).
-const (
-	// ProtocolVersion is the version kiggy sends: 0.11.0 = 11264.
-	ProtocolVersion = 11 << 10
-	// ProtocolVersionMin is the lowest version iggytest accepts (0.11.0).
-	ProtocolVersionMin = ProtocolVersion
-	// ProtocolVersionMax is the highest version iggytest accepts (0.11.x).
-	ProtocolVersionMax = 11<<10 | 1023
-)
 
 // FormatVersion renders a packed protocol version as "major.minor.patch".
 func FormatVersion(v uint32) string {

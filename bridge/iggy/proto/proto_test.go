@@ -61,7 +61,7 @@ func TestTV1PingHeader(t *testing.T) {
 	checkNonZero(t, "TV1", h, map[int]byte{49: 1, 60: 5, 128: 1, 168: 1, 176: 2, 196: 1})
 
 	req := ParseRequestHeader(h)
-	if !req.Validate() {
+	if !req.Validate(Dialect011) {
 		t.Fatal("TV1 header does not validate")
 	}
 	r := make([]byte, HeaderSize)
@@ -88,7 +88,7 @@ func TestTV2GoldenHeader(t *testing.T) {
 
 // TV3: LoginRegister for iggy/iggy, sdk "go-sdk" / "0.1.0".
 func TestTV3Login(t *testing.T) {
-	body := AppendLoginBody(nil, "go-sdk", "0.1.0", "iggy", "iggy")
+	body := AppendLoginBody(nil, Dialect011, nil, "go-sdk", "0.1.0", "iggy", "iggy")
 	want := unhex(t, "00 2c 00 00 06 67 6f 2d 73 64 6b 05 30 2e 31 2e 30 04 69 67 67 79 04 69 67 67 79 00 00 00 00")
 	if !bytes.Equal(body, want) {
 		t.Fatalf("TV3 body\n got %x\nwant %x", body, want)
@@ -342,8 +342,8 @@ func TestIdentifierAndNames(t *testing.T) {
 			t.Errorf("%s accepted", bad)
 		}
 	}
-	if FormatVersion(ProtocolVersion) != "0.11.0" || ProtocolVersion != 11264 {
-		t.Fatal(FormatVersion(ProtocolVersion))
+	if v := Dialect011.Version(); FormatVersion(v) != "0.11.0" || v != 11264 || FormatVersion(Dialect012.Version()) != "0.12.0" || Dialect012.Version() != 12288 {
+		t.Fatal(FormatVersion(Dialect011.Version()), FormatVersion(Dialect012.Version()))
 	}
 	if Code(2013).String() != "TopicNameAlreadyExists" || Code(777).String() != "code 777" {
 		t.Fatal("code names")
@@ -372,7 +372,7 @@ func TestHeaderValidate(t *testing.T) {
 	for i, c := range cases {
 		PutRequestHeader(h, 0, c.client, c.req, c.op, c.session, 0)
 		rh := ParseRequestHeader(h)
-		if rh.Validate() != c.ok {
+		if rh.Validate(Dialect011) != c.ok {
 			t.Errorf("case %d: Validate = %v", i, !c.ok)
 		}
 	}
