@@ -522,7 +522,9 @@ func TestCaptureServe(t *testing.T) {
 	b := startFakeBroker(t, addr)
 	t.Logf("fake broker on %s; waiting up to %v for %d records", b.Addr(), wait, want)
 	testtools.Eventually(wait, func() bool { return b.offsetNow() >= int64(want) })
-	time.Sleep(200 * time.Millisecond) // let a final request land
+	// A final request may still land: wait until none has come for 200 ms.
+	for n := len(b.Frames()); !testtools.Consistently(200*time.Millisecond, func() bool { return len(b.Frames()) == n }); n = len(b.Frames()) {
+	}
 	frames := b.Frames()
 	if len(frames) == 0 {
 		t.Fatal("no Produce request arrived")

@@ -26,3 +26,17 @@ func SetTestPrincipals(f func(clientID string) (security.Principal, bool)) (rest
 	}
 	return func() { testPrincipalHook.Store(nil) }
 }
+
+// QueuedAppends returns how many appends wait in the queue of
+// topic/partition behind the round that runs (coalesce.go).
+func QueuedAppends(g *Gateway, topic string, partition int32) int {
+	g.producers.mu.RLock()
+	pp := g.producers.parts[partitionKey{topic, partition}]
+	g.producers.mu.RUnlock()
+	if pp == nil {
+		return 0
+	}
+	pp.queue.mu.Lock()
+	defer pp.queue.mu.Unlock()
+	return len(pp.queue.waiting)
+}

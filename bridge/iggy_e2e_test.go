@@ -121,7 +121,8 @@ func TestRestartResumesFromCommittedOffsets(t *testing.T) {
 			defer cancel()
 			read := func() bool { mu.Lock(); defer mu.Unlock(); return n >= int64(want) }
 			if testtools.Eventually(30*time.Second, func() bool { return read() || ctx.Err() != nil }) && ctx.Err() == nil {
-				time.Sleep(time.Second) // a record read twice gets a second to show up
+				// A negative check: a record read twice gets a second to show up; one that does ends the wait at once.
+				testtools.Consistently(time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return n <= int64(want) })
 			}
 		}()
 		consumeGroup(ctx, t, addr, "restart-g", "restart", &seen, &n, &mu)

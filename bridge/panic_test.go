@@ -369,11 +369,14 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		first, leader, member := dialRaw(t, h.addr), dialRaw(t, h.addr), dialRaw(t, h.addr)
 		c1 := first.send(produceRequestTo("blockboom", batchOf(batch.NoCompression, "1")))
 		<-h.store.entered
+		queued := func(n int) func() bool {
+			return func() bool { return bridge.QueuedAppends(h.gw, "blockboom", 0) == n }
+		}
 		leader.send(produceRequestTo("blockboom", batchOf(batch.NoCompression, "2")))
-		time.Sleep(100 * time.Millisecond) // "2" queues first, then "3"
+		testtools.WaitFor(t, 10*time.Second, `"2" queued behind "1"`, queued(1))
 		c3 := member.send(produceRequestTo("blockboom", batchOf(batch.NoCompression, "3")))
-		time.Sleep(200 * time.Millisecond) // "3" reaches the queue behind "2"
-		h.store.unblock <- struct{}{}      // "1" is stored alone
+		testtools.WaitFor(t, 10*time.Second, `"3" queued behind "2"`, queued(2))
+		h.store.unblock <- struct{}{} // "1" is stored alone
 		resp := kmsg.NewPtrProduceResponse()
 		resp.Version = 9
 		first.recv(c1, resp)

@@ -165,7 +165,7 @@ func TestSASLAuthTimeout(t *testing.T) {
 			}
 			// Past the 300 ms AuthTimeout: the authenticated client's
 			// connection must outlive it.
-			time.Sleep(500 * time.Millisecond)
+			time.Sleep(500 * time.Millisecond) // the 300 ms AuthTimeout passes: what this case is about
 			if _, err := cl.Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
 				t.Errorf("authenticated client after the timeout: %v", err)
 			}

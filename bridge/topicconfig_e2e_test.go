@@ -14,6 +14,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // describeTopic returns a topic's configs by name.
@@ -215,7 +216,9 @@ func TestTopicConfigEffects(t *testing.T) {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "lat", Value: []byte{byte(i)}, Timestamp: old}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(3 * time.Millisecond) // two append times
+		// Two append times: the next append comes in a later millisecond.
+		sent := time.Now().UnixMilli()
+		testtools.WaitFor(t, time.Second, "the millisecond clock to move on", func() bool { return time.Now().UnixMilli() > sent })
 	}
 	after := time.Now()
 	cons, _ := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"lat": {0: kgo.NewOffset().AtStart()}}))

@@ -359,15 +359,24 @@ func TestGoldenFramesSplit(t *testing.T) {
 			}
 			got = got[:0]
 		}
+		// write sends b and waits until the server has read it, so that
+		// the next write reaches it in a read of its own.
+		base, written := ts.srv.Stats().BytesIn, uint64(0)
+		write := func(b []byte) {
+			t.Helper()
+			c.Write(b)
+			written += uint64(len(b))
+			if !testtools.EventuallyEvery(5*time.Second, 20*time.Microsecond, func() bool { return ts.srv.Stats().BytesIn-base >= written }) {
+				t.Fatalf("the server read %d of the %d bytes written", ts.srv.Stats().BytesIn-base, written)
+			}
+		}
 		for i := 0; i <= len(stream); i++ {
-			c.Write(stream[:i])
-			time.Sleep(200 * time.Microsecond) // let the server read the first part alone
-			c.Write(stream[i:])
+			write(stream[:i]) // the server reads the first part alone
+			write(stream[i:])
 			check(fmt.Sprintf("split at %d", i))
 		}
 		for i := range stream {
-			c.Write(stream[i : i+1])
-			time.Sleep(50 * time.Microsecond) // one byte per read, as far as the server can tell
+			write(stream[i : i+1]) // one byte per read
 		}
 		check("byte at a time")
 	})

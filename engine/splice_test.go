@@ -153,14 +153,19 @@ func TestRespondSplicedDropped(t *testing.T) {
 
 		// Responses far larger than the socket buffers (about 10 MiB
 		// each), to a client that reads none of them and closes.
+		pausedBefore := ts.srv.Stats().Pauses[PauseOutputBytes]
 		c = ts.dial(t)
 		for i := range 4 {
 			c.Write(frameArg(apiSplice, int32(i), 300))
 		}
 		// The engine stops reading behind unwritten responses: at least
-		// the first is served.
+		// the first is served, and the next queue unread before the client
+		// closes (the reads pause at MaxOutputBytes, or all four are
+		// answered).
 		waitFor(t, 10*time.Second, "a response served", func() bool { return h.spliced.Load() >= 300 })
-		time.Sleep(50 * time.Millisecond) // the next responses queue unread before the client closes
+		waitFor(t, 10*time.Second, "the next responses queued unread", func() bool {
+			return h.spliced.Load() >= 4*300 || ts.srv.Stats().Pauses[PauseOutputBytes] > pausedBefore
+		})
 		c.Close()
 		waitFor(t, 10*time.Second, "the second connection closed", func() bool {
 			var n uint64

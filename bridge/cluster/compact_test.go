@@ -400,7 +400,17 @@ func TestMembershipReplayFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGen(t, []*Membership{a}, 1)
-	time.Sleep(200 * time.Millisecond) // some heartbeats in the new generation
+	// Some heartbeats in the new generation: five more records (40 ms apart).
+	gen := *a.topic.Load()
+	high := func() int64 {
+		wm, err := log.Watermarks(cx, gen, 0)
+		if err != nil {
+			return -1
+		}
+		return wm.High
+	}
+	switched := high()
+	testtools.WaitFor(t, 10*time.Second, "five heartbeats in the new generation", func() bool { return switched >= 0 && high() >= switched+5 })
 	start = time.Now()
 	b := startNode(t, cs[1].SystemLog(), 2)
 	after := time.Since(start)

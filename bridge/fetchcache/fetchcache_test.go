@@ -8,6 +8,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // testMaxBuf is the largest buffer the tests' caches recycle (the
@@ -122,7 +123,11 @@ func TestFetchCacheEntries(t *testing.T) {
 
 	build(t, fc, full, data, 20, 151)
 	fc.ttl = time.Millisecond
-	time.Sleep(5 * time.Millisecond)
+	testtools.WaitFor(t, 5*time.Second, "the entry to outlive its 1 ms TTL", func() bool {
+		fc.mu.Lock()
+		defer fc.mu.Unlock()
+		return time.Since(fc.entries[full].built) > fc.ttl
+	})
 	miss(t, fc, full)
 	fc.ttl = TTL
 
@@ -196,11 +201,7 @@ func TestFetchCacheBuildOnce(t *testing.T) {
 			got <- e
 		}()
 		// The waiter counts its wait before it sleeps.
-		for deadline := time.Now().Add(5 * time.Second); fc.waits.Load() == 0; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the second reader did not wait")
-			}
-		}
+		testtools.WaitFor(t, 5*time.Second, "the second reader to wait", func() bool { return fc.waits.Load() != 0 })
 		if abandon {
 			fc.Abandon(key)
 		} else {

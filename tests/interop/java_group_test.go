@@ -244,6 +244,17 @@ func startSteadyProducer(t testing.TB, addr, topic string) *steadyProducer {
 	return sp
 }
 
+// ackedCount returns how many records have been acknowledged so far.
+func (sp *steadyProducer) ackedCount() int {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	n := 0
+	for _, offs := range sp.sent {
+		n += len(offs)
+	}
+	return n
+}
+
 func (sp *steadyProducer) acked(r *kgo.Record, err error) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
@@ -317,9 +328,13 @@ func TestJavaConsumerGroup(t *testing.T) {
 			}()
 
 			const step = 2 * time.Minute
-			// Each configuration consumes for 2 s under the steady producer:
-			// the load between the steps is the test.
-			consumeAWhile := func() { time.Sleep(2 * time.Second) }
+			// Each configuration consumes under the steady producer until
+			// it has had another 1,000 records acknowledged (2 s at its 500
+			// a second): the load between the steps is the test.
+			consumeAWhile := func() {
+				from := sp.ackedCount()
+				testtools.WaitFor(t, step, "1,000 more records produced under this membership", func() bool { return sp.ackedCount() >= from+1000 })
+			}
 			for _, m := range []string{"m1", "m2", "m3"} {
 				g.send("join " + m)
 			}
