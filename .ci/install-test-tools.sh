@@ -20,6 +20,11 @@
 #                kafkajs and its codecs for tests/ecosystem, `npm ci` from
 #                tests/node/package-lock.json (lz4 and zstd-napi compile
 #                native code: a few minutes on a fresh machine)
+#   cargo, tests/iggycodec/target/release/iggycodec
+#                a Rust toolchain >= 1.95 if cargo is missing or older
+#                (rustup, minimal profile), then the iggycodec oracle,
+#                `cargo build --release --locked` (about a minute on a fresh
+#                machine)
 #
 # Idempotent and non-interactive; meant to run as root (CI runs it from .ci/run).
 # When everything is already there it does no network I/O and takes about a
@@ -156,5 +161,42 @@ if [[ ! -f "$nodestamp" || "$(cat "$nodestamp")" != "$nodewant" ]]; then
 fi
 (cd "$nodedir" && node -e 'require("kafkajs"); require("kafkajs-snappy"); require("kafkajs-lz4"); require("zstd-napi")')
 log "node: $(node --version); kafkajs $(cd "$nodedir" && node -p 'require("kafkajs/package.json").version')"
+
+# --- cargo and the iggycodec oracle (Rust; tests/iggycodec) --------------------
+# tests/iggycodec wraps Apache Iggy's codec crate iggy_binary_protocol
+# =0.11.1-edge.4 (edition 2024, rust-version 1.95), the differential oracle of
+# internal/iggycodec. Debian's cargo is older than that, so a missing or older
+# cargo is replaced by rustup's minimal stable toolchain in ~/.cargo. Its
+# crate `ring` compiles C, so a C compiler comes too. The build fetches crates
+# only when Cargo.lock's are not in cargo's cache; when the binary is current
+# cargo checks and returns in a fraction of a second.
+RUST_MIN=1.95
+iggycodec_manifest="$root/tests/iggycodec/Cargo.toml"
+if [[ -x "$HOME/.cargo/bin/cargo" && ":$PATH:" != *":$HOME/.cargo/bin:"* ]]; then
+	export PATH="$HOME/.cargo/bin:$PATH"
+fi
+cargo_version() { cargo --version 2>/dev/null | awk '{print $2}'; }
+have_cargo=$(cargo_version || true)
+if [[ -z "$have_cargo" || "$(printf '%s\n%s\n' "$RUST_MIN" "$have_cargo" | sort -V | head -n1)" != "$RUST_MIN" ]]; then
+	log "installing a Rust toolchain >= $RUST_MIN with rustup (had cargo ${have_cargo:-none})"
+	if ! command -v curl >/dev/null 2>&1; then
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -q >/dev/null
+		apt-get install -y -q --no-install-recommends curl ca-certificates >/dev/null
+	fi
+	curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs |
+		sh -s -- -y -q --profile minimal --default-toolchain stable --no-modify-path
+	export PATH="$HOME/.cargo/bin:$PATH"
+	have_cargo=$(cargo_version)
+fi
+if ! command -v cc >/dev/null 2>&1; then
+	log "installing gcc for ring's C code (apt)"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q >/dev/null
+	apt-get install -y -q --no-install-recommends gcc libc6-dev >/dev/null
+fi
+cargo build --release --locked --quiet --manifest-path "$iggycodec_manifest"
+iggycodec_bin="$root/tests/iggycodec/target/release/iggycodec"
+log "iggycodec: $iggycodec_bin (cargo $have_cargo; answers version $(echo version | "$iggycodec_bin"))"
 
 log "done in $((SECONDS - start))s"
