@@ -161,14 +161,7 @@ func (c *Client) fetchOffset(ctx context.Context, group, topic string, partition
 	var stored uint64
 	var found bool
 	if err == nil && len(body) > 0 {
-		// §3.9: [partition_id u32][current_offset u64][stored_offset u64].
-		r := proto.NewReader(body)
-		r.U32()
-		r.U64()
-		stored = r.U64()
-		if r.Complete() != nil || stored >= 1<<62 {
-			err = fmt.Errorf("%w: GetConsumerOffset reply", proto.ErrMalformed)
-		}
+		stored, err = decodeStoredOffset(body)
 		found = true
 	}
 	c.releaseFor(s)
@@ -187,4 +180,17 @@ func (c *Client) fetchOffset(ctx context.Context, group, topic string, partition
 		return mem.offset, mem.metadata, true, nil
 	}
 	return 0, "", false, nil
+}
+
+// decodeStoredOffset reads a non-empty GetConsumerOffset reply (§3.9):
+// [partition_id u32][current_offset u64][stored_offset u64].
+func decodeStoredOffset(body []byte) (uint64, error) {
+	r := proto.NewReader(body)
+	r.U32()
+	r.U64()
+	stored := r.U64()
+	if r.Complete() != nil || stored >= 1<<62 {
+		return 0, fmt.Errorf("%w: GetConsumerOffset reply", proto.ErrMalformed)
+	}
+	return stored, nil
 }

@@ -217,15 +217,10 @@ func (s *session) dialLogin(ctx context.Context, addr string, d proto.Dialect) e
 		s.close()
 		return loginError(err, d, cfg.DialTimeout)
 	}
-	// §3.3 success reply: user_id u32, session u64, protocol u32, version.
-	r := proto.NewReader(body)
-	r.U32()
-	sess := r.U64()
-	r.U32()
-	ver := r.Name()
-	if !r.Ok() || sess == 0 {
+	sess, ver, err := decodeLoginReply(body)
+	if err != nil {
 		s.close()
-		return fmt.Errorf("%w: %s", ErrProtocol, "iggy: malformed login reply")
+		return err
 	}
 	s.sessionID, s.next = sess, 1
 	s.c.learnDialect(d)
@@ -243,6 +238,20 @@ func (s *session) dialLogin(ctx context.Context, addr string, d proto.Dialect) e
 	s.lastUsed = time.Now()
 	s.c.log.Debug("iggy: session connected", "addr", addr, "server", s.server, "protocol", d.String(), "session", sess)
 	return nil
+}
+
+// decodeLoginReply reads a login's success reply (§3.3, after the result
+// section): user_id u32, session u64, protocol u32, server version.
+func decodeLoginReply(body []byte) (session uint64, server []byte, err error) {
+	r := proto.NewReader(body)
+	r.U32()
+	session = r.U64()
+	r.U32()
+	server = r.Name()
+	if !r.Ok() || session == 0 {
+		return 0, nil, fmt.Errorf("%w: %s", ErrProtocol, "iggy: malformed login reply")
+	}
+	return session, server, nil
 }
 
 // loginError classifies a failed login in dialect d: ErrAuth for refused

@@ -23,6 +23,17 @@ const resyncPartition = 0xFFFFFFFF
 // appends the bytes to send back to out. close asks the caller to drop the
 // connection after writing out. It never panics on any input.
 func (s *Server) process(st *connState, frame []byte, out []byte) ([]byte, bool) {
+	if s.cfg.Tap != nil {
+		at := len(out)
+		out, closing := s.serve(st, frame, out)
+		s.cfg.Tap(frame, out[at:])
+		return out, closing
+	}
+	return s.serve(st, frame, out)
+}
+
+// serve is process without the tap.
+func (s *Server) serve(st *connState, frame []byte, out []byte) ([]byte, bool) {
 	if len(frame) < proto.HeaderSize || int(proto.FrameSize(frame)) != len(frame) {
 		return out, true
 	}

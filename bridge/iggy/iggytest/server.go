@@ -56,6 +56,11 @@ type Config struct {
 	// both; a real server takes one). A login in another is evicted as
 	// IncompatibleProtocol with the window of the first.
 	Dialects []proto.Dialect
+	// Tap, when set, sees every complete request frame (header and body)
+	// before it is served, and every reply frame written for it; the slices
+	// are valid only during the call (differential tests hand them to Iggy's
+	// own codec).
+	Tap func(request, replies []byte)
 }
 
 // DialectEnv names the environment variable that, set to "0.11" or "0.12",
