@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,8 +40,56 @@ func main() {
 	os.Exit(run())
 }
 
+// run is kscale: parse the flags, prepare the work directory and the kiggy
+// binary, measure every instance count, print and write the results. It
+// returns the exit code.
 func run() int {
+	cfg, o, code := parseFlags(os.Args[1:])
+	if o == nil {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cleanup, err := prepare(ctx, &cfg, o.keep)
+	defer cleanup()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kscale:", err)
+		return 1
+	}
+	results, failed, interrupted := measureAll(ctx, cfg)
+	if interrupted {
+		return 1
+	}
+	printTable(os.Stdout, cfg, results)
+	if o.jsonOut != "" {
+		b, _ := json.MarshalIndent(map[string]any{"config": cfg.public(), "results": results}, "", "  ")
+		if err := os.WriteFile(o.jsonOut, b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "kscale:", err)
+			failed = true
+		}
+	}
+	if o.keep {
+		fmt.Fprintln(os.Stderr, "kscale: logs in", cfg.work)
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+// outputs is what the flags say about kscale's output rather than the
+// measurement.
+type outputs struct {
+	keep    bool
+	jsonOut string
+}
+
+// parseFlags parses args into a checked configuration; a nil outputs means
+// exit with the code.
+func parseFlags(args []string) (config, *outputs, int) {
 	var cfg config
+	o := &outputs{}
 	fs := flag.NewFlagSet("kscale", flag.ContinueOnError)
 	fs.StringVar(&cfg.iggyServer, "iggy-server", "", "iggy-server binary (required): one fresh server per run")
 	fs.StringVar(&cfg.kiggy, "kiggy", "", "kiggy binary (default: built from this checkout into the work directory)")
@@ -54,57 +103,61 @@ func run() int {
 	fs.DurationVar(&cfg.duration, "duration", 15*time.Second, "produce measurement window")
 	fs.IntVar(&cfg.reps, "reps", 1, "repetitions (instance order reversed every other one)")
 	fs.StringVar(&cfg.work, "work", "", "work directory for data and logs (default: a new one under $TMPDIR, removed unless -keep)")
-	keep := fs.Bool("keep", false, "keep the work directory (logs of every process)")
-	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		return 2
+	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (logs of every process)")
+	fs.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		return cfg, nil, 2
 	}
 	for _, s := range strings.Split(*instances, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 || n > 16 {
 			fmt.Fprintf(os.Stderr, "kscale: -instances %q: want counts in [1, 16]\n", *instances)
-			return 2
+			return cfg, nil, 2
 		}
 		cfg.instances = append(cfg.instances, n)
 	}
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "kscale:", err)
-		return 2
+		return cfg, nil, 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	return cfg, o, 0
+}
 
+// prepare makes the work directory (a temporary one unless cfg.work is
+// set) and builds kiggy into it unless cfg.kiggy names a binary. cleanup
+// removes a temporary work directory unless keep.
+func prepare(ctx context.Context, cfg *config, keep bool) (cleanup func(), err error) {
+	cleanup = func() {}
 	if cfg.work == "" {
 		d, err := os.MkdirTemp("", "kscale-")
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "kscale:", err)
-			return 1
+			return cleanup, err
 		}
 		cfg.work = d
-		if !*keep {
-			defer os.RemoveAll(d)
+		if !keep {
+			cleanup = func() { os.RemoveAll(d) }
 		}
 	} else if err := os.MkdirAll(cfg.work, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "kscale:", err)
-		return 1
+		return cleanup, err
 	}
 	if cfg.kiggy == "" {
 		bin, err := buildKiggy(ctx, cfg.work)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "kscale:", err)
-			return 1
+			return cleanup, err
 		}
 		cfg.kiggy = bin
 	}
+	return cleanup, nil
+}
 
-	var results []result
-	failed := false
+// measureAll measures every instance count, reps times (the order
+// reversed every other repetition). failed reports a run that failed;
+// interrupted, that ctx ended (the results are then not reported).
+func measureAll(ctx context.Context, cfg config) (results []result, failed, interrupted bool) {
 	for rep := range cfg.reps {
 		order := append([]int(nil), cfg.instances...)
 		if rep%2 == 1 {
-			for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
-				order[i], order[j] = order[j], order[i]
-			}
+			slices.Reverse(order)
 		}
 		for _, n := range order {
 			logf("run: %d instance(s), repetition %d", n, rep+1)
@@ -112,7 +165,7 @@ func run() int {
 			if err != nil {
 				if ctx.Err() != nil {
 					logf("interrupted")
-					return 1
+					return results, failed, true
 				}
 				logf("%d instance(s), repetition %d: %v", n, rep+1, err)
 				failed = true
@@ -122,21 +175,7 @@ func run() int {
 			logf("%d instance(s): produce %.0f records/s, consume %.0f records/s", n, res.ProduceRecordsPerSec, res.ConsumeRecordsPerSec)
 		}
 	}
-	printTable(os.Stdout, cfg, results)
-	if *jsonOut != "" {
-		b, _ := json.MarshalIndent(map[string]any{"config": cfg.public(), "results": results}, "", "  ")
-		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "kscale:", err)
-			failed = true
-		}
-	}
-	if *keep {
-		fmt.Fprintln(os.Stderr, "kscale: logs in", cfg.work)
-	}
-	if failed {
-		return 1
-	}
-	return 0
+	return results, failed, false
 }
 
 // config is one kscale invocation.

@@ -243,42 +243,21 @@ func produce(ctx context.Context, cfg config, c *cluster, topic string, res *res
 	for i := range value {
 		value[i] = byte('a' + i%26)
 	}
-	acked := make([]atomic.Int64, cfg.partitions)
-	var inWindow, failed atomic.Int64
-	var firstErr atomic.Value
-	var winStart, winEnd atomic.Int64
-	winStart.Store(1<<62 - 1)
-	winEnd.Store(1<<62 - 1)
-	done := func(r *kgo.Record, err error) {
-		if err != nil {
-			if failed.Add(1) == 1 {
-				firstErr.Store(err)
-			}
-			return
-		}
-		acked[r.Partition].Add(1)
-		if now := time.Now().UnixNano(); now >= winStart.Load() && now < winEnd.Load() {
-			inWindow.Add(1)
-		}
-	}
-	var clients []*kgo.Client
+	t := newTally(cfg.partitions)
+	clients, err := newProducers(cfg, c.addrs, topic)
 	defer func() {
 		for _, cl := range clients {
 			cl.Close()
 		}
 	}()
-	for range cfg.producers {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs...), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(cfg.linger),
-			kgo.MaxBufferedBytes(32<<20), kgo.MaxBufferedRecords(1<<30), kgo.RecordDeliveryTimeout(2*time.Minute))
-		if err != nil {
-			return nil, err
-		}
-		clients = append(clients, cl)
+	if err != nil {
+		return nil, err
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var stop atomic.Bool
 	var wg sync.WaitGroup
+	done := t.done
 	for _, cl := range clients {
 		wg.Add(1)
 		go func() {
@@ -288,28 +267,10 @@ func produce(ctx context.Context, cfg config, c *cluster, topic string, res *res
 			}
 		}()
 	}
-	sleep := func(d time.Duration) error {
-		select {
-		case <-time.After(d):
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	if err := sleep(cfg.warmup); err != nil {
+	w, err := measureWindow(ctx, cfg, c, t)
+	if err != nil {
 		return nil, err
 	}
-	cpu0, _ := c.cpu()
-	m0busy, m0total, _ := bench.MachineCPU()
-	t0 := time.Now()
-	winStart.Store(t0.UnixNano())
-	if err := sleep(cfg.duration); err != nil {
-		return nil, err
-	}
-	t1 := time.Now()
-	winEnd.Store(t1.UnixNano())
-	cpu1, _ := c.cpu()
-	m1busy, m1total, _ := bench.MachineCPU()
 	stop.Store(true)
 	fctx, fcancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer fcancel()
@@ -319,26 +280,114 @@ func produce(ctx context.Context, cfg config, c *cluster, topic string, res *res
 		}
 	}
 	wg.Wait()
-	res.ProduceWindowSec = t1.Sub(t0).Seconds()
-	res.ProduceRecordsPerSec = float64(inWindow.Load()) / res.ProduceWindowSec
-	res.ProduceCPU = cpuDelta(cpu0, cpu1)
-	res.ProduceErrors = failed.Load()
+	return t.record(w, res), nil
+}
+
+// newProducers creates cfg.producers producers of topic bootstrapped from
+// every instance; on an error it returns those it created.
+func newProducers(cfg config, addrs []string, topic string) ([]*kgo.Client, error) {
+	var clients []*kgo.Client
+	for range cfg.producers {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(cfg.linger),
+			kgo.MaxBufferedBytes(32<<20), kgo.MaxBufferedRecords(1<<30), kgo.RecordDeliveryTimeout(2*time.Minute))
+		if err != nil {
+			return clients, err
+		}
+		clients = append(clients, cl)
+	}
+	return clients, nil
+}
+
+// tally counts a produce run's acknowledgements: per partition over the
+// whole run, and those inside the measurement window.
+type tally struct {
+	acked            []atomic.Int64
+	inWindow, failed atomic.Int64
+	firstErr         atomic.Value
+	winStart, winEnd atomic.Int64 // unix nanos; far future until set
+}
+
+func newTally(partitions int) *tally {
+	t := &tally{acked: make([]atomic.Int64, partitions)}
+	t.winStart.Store(1<<62 - 1)
+	t.winEnd.Store(1<<62 - 1)
+	return t
+}
+
+// done is the producers' promise: it counts one record's outcome.
+func (t *tally) done(r *kgo.Record, err error) {
+	if err != nil {
+		if t.failed.Add(1) == 1 {
+			t.firstErr.Store(err)
+		}
+		return
+	}
+	t.acked[r.Partition].Add(1)
+	if now := time.Now().UnixNano(); now >= t.winStart.Load() && now < t.winEnd.Load() {
+		t.inWindow.Add(1)
+	}
+}
+
+// window is a produce measurement window: its bounds, and the processes'
+// and the machine's CPU time at each end.
+type window struct {
+	t0, t1                           time.Time
+	cpu0, cpu1                       map[string]time.Duration
+	m0busy, m0total, m1busy, m1total time.Duration
+}
+
+// measureWindow waits out the warm-up, then measures the window, marking
+// its bounds in t.
+func measureWindow(ctx context.Context, cfg config, c *cluster, t *tally) (window, error) {
+	var w window
+	sleep := func(d time.Duration) error {
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := sleep(cfg.warmup); err != nil {
+		return w, err
+	}
+	w.cpu0, _ = c.cpu()
+	w.m0busy, w.m0total, _ = bench.MachineCPU()
+	w.t0 = time.Now()
+	t.winStart.Store(w.t0.UnixNano())
+	if err := sleep(cfg.duration); err != nil {
+		return w, err
+	}
+	w.t1 = time.Now()
+	t.winEnd.Store(w.t1.UnixNano())
+	w.cpu1, _ = c.cpu()
+	w.m1busy, w.m1total, _ = bench.MachineCPU()
+	return w, nil
+}
+
+// record writes the run's figures into res and returns the records
+// acknowledged per partition.
+func (t *tally) record(w window, res *result) []int64 {
+	res.ProduceWindowSec = w.t1.Sub(w.t0).Seconds()
+	res.ProduceRecordsPerSec = float64(t.inWindow.Load()) / res.ProduceWindowSec
+	res.ProduceCPU = cpuDelta(w.cpu0, w.cpu1)
+	res.ProduceErrors = t.failed.Load()
 	measured := 0.0
 	for _, v := range res.ProduceCPU {
 		measured += v
 	}
-	if tot := (m1total - m0total).Seconds(); tot > 0 {
-		res.OtherShare = max(0, ((m1busy-m0busy).Seconds()-measured)/tot)
+	if tot := (w.m1total - w.m0total).Seconds(); tot > 0 {
+		res.OtherShare = max(0, ((w.m1busy-w.m0busy).Seconds()-measured)/tot)
 	}
-	out := make([]int64, cfg.partitions)
+	out := make([]int64, len(t.acked))
 	for p := range out {
-		out[p] = acked[p].Load()
+		out[p] = t.acked[p].Load()
 		res.Acked += out[p]
 	}
-	if e := firstErr.Load(); e != nil {
-		logf("%d produce errors, the first: %v", failed.Load(), e)
+	if e := t.firstErr.Load(); e != nil {
+		logf("%d produce errors, the first: %v", t.failed.Load(), e)
 	}
-	return out, nil
+	return out
 }
 
 // consume reads the whole topic back with cfg.consumers group-less
