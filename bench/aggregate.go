@@ -123,21 +123,47 @@ func findRow(lr *LoadReport, target, client, mode string) *Row {
 	return nil
 }
 
-// ratios compares each kiggy target with Kafka and with the null broker.
+// ratios compares each kiggy target with Kafka and with the null broker,
+// after the durability levels, Iggy's own ceiling and a cluster beside a
+// single server.
 func ratios(lr *LoadReport) []Ratio {
-	var out []Ratio
-	add := func(name string, a, b float64) {
-		if b > 0 && !math.IsNaN(a) && !math.IsNaN(b) {
-			out = append(out, Ratio{Name: name, Value: a / b})
+	var rl ratioList
+	rl.durability(lr)
+	rl.iggyBench(lr)
+	rl.cluster(lr)
+	for _, k := range []string{TargetKiggy, TargetKiggyIggy, TargetKiggyIggyFsync, TargetKiggyIggyBuffered, TargetKiggyIggyCluster} {
+		for _, cm := range []struct{ client, mode, label string }{
+			{ClientFranz, ModeMax, ""},
+			{ClientFranz, ModeRate, " (rate-limited)"},
+			{ClientJava, ModeMax, " (java-perf)"},
+		} {
+			if kr := findRow(lr, k, cm.client, cm.mode); kr != nil {
+				rl.versusKafkaAndNull(lr, k, kr, cm.client, cm.mode, cm.label)
+			}
 		}
 	}
-	addp := func(name string, a, b *float64) {
-		if a != nil && b != nil {
-			add(name, *a, *b)
-		}
+	return rl
+}
+
+// ratioList collects ratios, leaving out those without a denominator.
+type ratioList []Ratio
+
+func (rl *ratioList) add(name string, a, b float64) {
+	if b > 0 && !math.IsNaN(a) && !math.IsNaN(b) {
+		*rl = append(*rl, Ratio{Name: name, Value: a / b})
 	}
-	// The durability levels beside Iggy's buffered defaults (docs/IGGY.md,
-	// "Durability"): the cost of acknowledging only what a crash keeps.
+}
+
+func (rl *ratioList) addp(name string, a, b *float64) {
+	if a != nil && b != nil {
+		rl.add(name, *a, *b)
+	}
+}
+
+// durability compares the durability levels with Iggy's buffered defaults
+// (docs/IGGY.md, "Durability"): the cost of acknowledging only what a
+// crash keeps.
+func (rl *ratioList) durability(lr *LoadReport) {
 	for _, k := range []string{TargetKiggyIggy, TargetKiggyIggyFsync} {
 		for _, mode := range []string{ModeMax, ModeRate} {
 			kr, br := findRow(lr, k, ClientFranz, mode), findRow(lr, TargetKiggyIggyBuffered, ClientFranz, mode)
@@ -150,67 +176,70 @@ func ratios(lr *LoadReport) []Ratio {
 			}
 			p := k + "/" + TargetKiggyIggyBuffered + " "
 			if mode == ModeMax {
-				add(p+"produce records/s", kr.ProduceRecordsPerSec, br.ProduceRecordsPerSec)
+				rl.add(p+"produce records/s", kr.ProduceRecordsPerSec, br.ProduceRecordsPerSec)
 			}
-			add(p+"produce p99"+label, kr.P99Ms, br.P99Ms)
+			rl.add(p+"produce p99"+label, kr.P99Ms, br.P99Ms)
 		}
 	}
-	// Iggy's own ceiling on this machine: kiggy→Iggy against iggy-bench.
-	if ib := findRow(lr, TargetIggyBench, TargetIggyBench, ModeMax); ib != nil && len(ib.Runs) > 0 {
-		for _, k := range []string{TargetKiggyIggy, TargetKiggyIggyBuffered} {
-			if kr := findRow(lr, k, ClientFranz, ModeMax); kr != nil {
-				add(k+"/iggy-bench produce records/s", kr.ProduceRecordsPerSec, ib.ProduceRecordsPerSec)
-				addp(k+"/iggy-bench consume records/s", kr.ConsumeRecordsPerSec, ib.ConsumeRecordsPerSec)
-				// kiggy + iggy-server against iggy-server alone under
-				// iggy-bench (its server's CPU is measured when kbench
-				// started it).
-				addp(k+"/iggy-bench server CPU s/GB produced", kr.ServerCPUPerGB, ib.ServerCPUPerGB)
-			}
+}
+
+// iggyBench compares kiggy→Iggy with iggy-bench: Iggy's own ceiling on this
+// machine.
+func (rl *ratioList) iggyBench(lr *LoadReport) {
+	ib := findRow(lr, TargetIggyBench, TargetIggyBench, ModeMax)
+	if ib == nil || len(ib.Runs) == 0 {
+		return
+	}
+	for _, k := range []string{TargetKiggyIggy, TargetKiggyIggyBuffered} {
+		if kr := findRow(lr, k, ClientFranz, ModeMax); kr != nil {
+			rl.add(k+"/iggy-bench produce records/s", kr.ProduceRecordsPerSec, ib.ProduceRecordsPerSec)
+			rl.addp(k+"/iggy-bench consume records/s", kr.ConsumeRecordsPerSec, ib.ConsumeRecordsPerSec)
+			// kiggy + iggy-server against iggy-server alone under
+			// iggy-bench (its server's CPU is measured when kbench
+			// started it).
+			rl.addp(k+"/iggy-bench server CPU s/GB produced", kr.ServerCPUPerGB, ib.ServerCPUPerGB)
 		}
 	}
-	// A cluster beside a single server, same load (docs/IGGY.md, "Iggy
-	// clusters").
-	if cr, sr := findRow(lr, TargetKiggyIggyCluster, ClientFranz, ModeMax), findRow(lr, TargetKiggyIggy, ClientFranz, ModeMax); cr != nil && sr != nil {
-		p := TargetKiggyIggyCluster + "/" + TargetKiggyIggy + " "
-		add(p+"produce records/s", cr.ProduceRecordsPerSec, sr.ProduceRecordsPerSec)
-		addp(p+"consume records/s", cr.ConsumeRecordsPerSec, sr.ConsumeRecordsPerSec)
-		add(p+"produce p99", cr.P99Ms, sr.P99Ms)
+}
+
+// cluster compares a cluster with a single server, same load (docs/IGGY.md,
+// "Iggy clusters").
+func (rl *ratioList) cluster(lr *LoadReport) {
+	cr, sr := findRow(lr, TargetKiggyIggyCluster, ClientFranz, ModeMax), findRow(lr, TargetKiggyIggy, ClientFranz, ModeMax)
+	if cr == nil || sr == nil {
+		return
 	}
-	for _, k := range []string{TargetKiggy, TargetKiggyIggy, TargetKiggyIggyFsync, TargetKiggyIggyBuffered, TargetKiggyIggyCluster} {
-		for _, cm := range []struct{ client, mode, label string }{
-			{ClientFranz, ModeMax, ""},
-			{ClientFranz, ModeRate, " (rate-limited)"},
-			{ClientJava, ModeMax, " (java-perf)"},
-		} {
-			kr := findRow(lr, k, cm.client, cm.mode)
-			if kr == nil {
-				continue
-			}
-			if kf := findRow(lr, TargetKafka, cm.client, cm.mode); kf != nil {
-				p := k + "/kafka "
-				if cm.mode == ModeMax {
-					add(p+"produce records/s"+cm.label, kr.ProduceRecordsPerSec, kf.ProduceRecordsPerSec)
-					addp(p+"consume records/s"+cm.label, kr.ConsumeRecordsPerSec, kf.ConsumeRecordsPerSec)
-					addp(p+"server CPU s/GB produced"+cm.label, kr.ServerCPUPerGB, kf.ServerCPUPerGB)
-					addp(p+"server CPU s/GB consumed"+cm.label, kr.ConsumeCPUPerGB, kf.ConsumeCPUPerGB)
-					if len(kr.Runs) > 0 && kr.ServerCPUPerGB != nil && kr.GatewayCPUPerGB != nil && *kr.GatewayCPUPerGB != *kr.ServerCPUPerGB {
-						// kiggy alone, without the Iggy server behind it.
-						addp(p+"gateway-only CPU s/GB produced"+cm.label, kr.GatewayCPUPerGB, kf.ServerCPUPerGB)
-						addp(p+"gateway-only CPU s/GB consumed"+cm.label, kr.ConsumeGatewayCPUPerGB, kf.ConsumeCPUPerGB)
-					}
-				}
-				add(p+"produce p50"+cm.label, kr.P50Ms, kf.P50Ms)
-				add(p+"produce p99"+cm.label, kr.P99Ms, kf.P99Ms)
-				if cm.client == ClientFranz && cm.mode == ModeMax {
-					addp(p+"peak RSS", kr.PeakRSSMiB, kf.PeakRSSMiB)
-				}
-			}
-			if nb := findRow(lr, TargetNull, cm.client, cm.mode); nb != nil && cm.mode == ModeMax {
-				add(k+"/null produce records/s"+cm.label, kr.ProduceRecordsPerSec, nb.ProduceRecordsPerSec)
+	p := TargetKiggyIggyCluster + "/" + TargetKiggyIggy + " "
+	rl.add(p+"produce records/s", cr.ProduceRecordsPerSec, sr.ProduceRecordsPerSec)
+	rl.addp(p+"consume records/s", cr.ConsumeRecordsPerSec, sr.ConsumeRecordsPerSec)
+	rl.add(p+"produce p99", cr.P99Ms, sr.P99Ms)
+}
+
+// versusKafkaAndNull compares kiggy target k's row kr with Kafka's and the
+// null broker's rows of the same client and mode.
+func (rl *ratioList) versusKafkaAndNull(lr *LoadReport, k string, kr *Row, client, mode, label string) {
+	if kf := findRow(lr, TargetKafka, client, mode); kf != nil {
+		p := k + "/kafka "
+		if mode == ModeMax {
+			rl.add(p+"produce records/s"+label, kr.ProduceRecordsPerSec, kf.ProduceRecordsPerSec)
+			rl.addp(p+"consume records/s"+label, kr.ConsumeRecordsPerSec, kf.ConsumeRecordsPerSec)
+			rl.addp(p+"server CPU s/GB produced"+label, kr.ServerCPUPerGB, kf.ServerCPUPerGB)
+			rl.addp(p+"server CPU s/GB consumed"+label, kr.ConsumeCPUPerGB, kf.ConsumeCPUPerGB)
+			if len(kr.Runs) > 0 && kr.ServerCPUPerGB != nil && kr.GatewayCPUPerGB != nil && *kr.GatewayCPUPerGB != *kr.ServerCPUPerGB {
+				// kiggy alone, without the Iggy server behind it.
+				rl.addp(p+"gateway-only CPU s/GB produced"+label, kr.GatewayCPUPerGB, kf.ServerCPUPerGB)
+				rl.addp(p+"gateway-only CPU s/GB consumed"+label, kr.ConsumeGatewayCPUPerGB, kf.ConsumeCPUPerGB)
 			}
 		}
+		rl.add(p+"produce p50"+label, kr.P50Ms, kf.P50Ms)
+		rl.add(p+"produce p99"+label, kr.P99Ms, kf.P99Ms)
+		if client == ClientFranz && mode == ModeMax {
+			rl.addp(p+"peak RSS", kr.PeakRSSMiB, kf.PeakRSSMiB)
+		}
 	}
-	return out
+	if nb := findRow(lr, TargetNull, client, mode); nb != nil && mode == ModeMax {
+		rl.add(k+"/null produce records/s"+label, kr.ProduceRecordsPerSec, nb.ProduceRecordsPerSec)
+	}
 }
 
 // isGoalLoad reports whether l is the load the goals are stated for: 1 KiB

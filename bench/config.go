@@ -357,7 +357,20 @@ func SmokeConfig() Config {
 	return c
 }
 
+// normalize fills in the defaults and checks the configuration.
 func (c *Config) normalize() error {
+	c.setDefaults()
+	errs := c.targetErrs()
+	errs = append(errs, c.loadErrs()...)
+	errs = append(errs, c.runErrs()...)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("bench: invalid config: %w", err)
+	}
+	return nil
+}
+
+// setDefaults fills in what was left empty.
+func (c *Config) setDefaults() {
 	if c.Log == nil {
 		c.Log = os.Stderr
 	}
@@ -377,6 +390,10 @@ func (c *Config) normalize() error {
 	if c.Consumers < 1 {
 		c.Consumers = 1
 	}
+}
+
+// targetErrs checks Targets and JavaTargets.
+func (c *Config) targetErrs() []error {
 	var errs []error
 	if len(c.Targets) == 0 {
 		errs = append(errs, errors.New("no targets"))
@@ -396,6 +413,13 @@ func (c *Config) normalize() error {
 			errs = append(errs, fmt.Errorf("unknown java-perf target %q", t))
 		}
 	}
+	return errs
+}
+
+// loadErrs checks the loads, and that this process may open the sockets
+// their producers need.
+func (c *Config) loadErrs() []error {
+	var errs []error
 	if len(c.Loads) == 0 {
 		errs = append(errs, errors.New("no loads"))
 	}
@@ -416,6 +440,12 @@ func (c *Config) normalize() error {
 			}
 		}
 	}
+	return errs
+}
+
+// runErrs checks the run's shape: windows, fan-out, repetitions, rates.
+func (c *Config) runErrs() []error {
+	var errs []error
 	if c.Warmup < 0 || c.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("warm-up %v and duration %v: want ≥ 0 and > 0", c.Warmup, c.Duration))
 	}
@@ -434,8 +464,5 @@ func (c *Config) normalize() error {
 	if c.Rate < 0 {
 		errs = append(errs, fmt.Errorf("rate %v: want ≥ 0", c.Rate))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("bench: invalid config: %w", err)
-	}
-	return nil
+	return errs
 }

@@ -254,16 +254,7 @@ func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window 
 	if err != nil {
 		return nil, err
 	}
-	p := &producer{
-		load:    l,
-		payload: newPayload(l.RecordSize),
-		acked:   make([]atomic.Int64, l.Partitions),
-		errc:    make(chan struct{}),
-	}
-	p.pool.New = func() any { return new(kgo.Record) }
-	p.winStart.Store(math.MaxInt64)
-	p.winEnd.Store(math.MaxInt64)
-
+	p := newProducer(l)
 	clients := make([]*kgo.Client, 0, l.Producers)
 	defer func() {
 		for _, cl := range clients {
@@ -293,6 +284,51 @@ func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window 
 		}()
 	}
 
+	w, err := p.measure(ctx, warmup, window, meter, hooks)
+	stop.Store(true)
+	if err != nil {
+		cancel()
+		wg.Wait()
+		return nil, err
+	}
+	if err := flushProducers(ctx, pctx, cancel, clients, &wg); err != nil {
+		return nil, err
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	return p.result(w), nil
+}
+
+// newProducer is the shared state of l's producers, its window not yet
+// open.
+func newProducer(l Load) *producer {
+	p := &producer{
+		load:    l,
+		payload: newPayload(l.RecordSize),
+		acked:   make([]atomic.Int64, l.Partitions),
+		errc:    make(chan struct{}),
+	}
+	p.pool.New = func() any { return new(kgo.Record) }
+	p.winStart.Store(math.MaxInt64)
+	p.winEnd.Store(math.MaxInt64)
+	return p
+}
+
+// produceWindow is what was read over a produce measurement window: its
+// length, the CPU at each end, and the sockets open in the first server
+// process.
+type produceWindow struct {
+	elapsed time.Duration
+	c0, c1  cpuSample
+	sockets int
+}
+
+// measure waits out the warm-up, then the window, marking its bounds for
+// the producers and reading the CPU meter and the hooks at each end. It
+// stops early with the producers' first error or when ctx ends.
+func (p *producer) measure(ctx context.Context, warmup, window time.Duration, meter cpuMeter, hooks windowHooks) (produceWindow, error) {
+	var w produceWindow
 	wait := func(d time.Duration) error {
 		select {
 		case <-time.After(d):
@@ -303,36 +339,33 @@ func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window 
 			return ctx.Err()
 		}
 	}
-	abort := func(err error) (*produceResult, error) {
-		stop.Store(true)
-		cancel()
-		wg.Wait()
-		return nil, err
-	}
 	if err := wait(warmup); err != nil {
-		return abort(err)
+		return w, err
 	}
 	hooks.begin()
-	c0 := meter.read()
+	w.c0 = meter.read()
 	t0 := time.Now()
 	p.winStart.Store(t0.UnixNano())
 	if err := wait(window); err != nil {
 		hooks.end()
-		return abort(err)
+		return w, err
 	}
 	t1 := time.Now()
 	p.winEnd.Store(t1.UnixNano())
-	elapsed := t1.Sub(t0)
-	c1 := meter.read()
+	w.elapsed = t1.Sub(t0)
+	w.c1 = meter.read()
 	hooks.end()
-	sockets := 0
 	if len(meter.pids) > 0 {
-		sockets, _ = ProcSockets(meter.pids[0])
+		w.sockets, _ = ProcSockets(meter.pids[0])
 	}
-	stop.Store(true)
+	return w, nil
+}
 
-	// Flush what is buffered so that every record is either acknowledged
-	// or failed before the consumers count them.
+// flushProducers waits for the producers' loops (wg) to end, then flushes
+// what the clients buffer, so that every record is either acknowledged or
+// failed before the consumers count them. It gives up, cancelling pctx,
+// after 2 minutes (a stalled target) or when ctx ends.
+func flushProducers(ctx, pctx context.Context, cancel context.CancelFunc, clients []*kgo.Client, wg *sync.WaitGroup) error {
 	flushed := make(chan error, 1)
 	go func() {
 		wg.Wait()
@@ -347,38 +380,39 @@ func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window 
 	select {
 	case err := <-flushed:
 		if err != nil {
-			return nil, fmt.Errorf("bench: flushing producers: %w", err)
+			return fmt.Errorf("bench: flushing producers: %w", err)
 		}
+		return nil
 	case <-time.After(2 * time.Minute):
 		cancel()
 		<-flushed
-		return nil, errors.New("bench: producers could not flush within 2 minutes: the target stalled")
+		return errors.New("bench: producers could not flush within 2 minutes: the target stalled")
 	case <-ctx.Done():
 		cancel()
 		<-flushed
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
-	if p.err != nil {
-		return nil, p.err
-	}
+}
 
+// result is the run's figures over window w.
+func (p *producer) result(w produceWindow) *produceResult {
 	res := &produceResult{
-		window:     elapsed,
+		window:     w.elapsed,
 		records:    p.inWin.Load(),
 		hist:       &p.hist,
-		acked:      make([]int64, l.Partitions),
-		serverCPU:  c1.server - c0.server,
-		gatewayCPU: c1.gateway - c0.gateway,
-		clientCPU:  c1.client - c0.client,
-		cpuOK:      c0.ok && c1.ok,
-		otherCPU:   otherShare(c0, c1),
-		sockets:    sockets,
+		acked:      make([]int64, p.load.Partitions),
+		serverCPU:  w.c1.server - w.c0.server,
+		gatewayCPU: w.c1.gateway - w.c0.gateway,
+		clientCPU:  w.c1.client - w.c0.client,
+		cpuOK:      w.c0.ok && w.c1.ok,
+		otherCPU:   otherShare(w.c0, w.c1),
+		sockets:    w.sockets,
 	}
-	res.bytes = res.records * int64(l.RecordSize)
+	res.bytes = res.records * int64(p.load.RecordSize)
 	for i := range p.acked {
 		res.acked[i] = p.acked[i].Load()
 	}
-	return res, nil
+	return res
 }
 
 // loop is one producer's send loop. rate ≤ 0 sends as fast as the client

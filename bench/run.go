@@ -251,41 +251,12 @@ func (r *runner) iggyBench(ctx context.Context, li int, l Load, row func(t, c, m
 // peak RSS, stop it.
 func (r *runner) session(ctx context.Context, target string, l Load, rep int, tag string, lr *LoadReport, row func(t, c, m string) *Row) {
 	main := row(target, ClientFranz, ModeMax)
-	t0 := time.Now()
-	s, err := r.start(ctx, target, l, tag)
-	if err != nil {
-		var ue *unavailableError
-		if errors.As(err, &ue) {
-			main.Status, main.Error = StatusUnavailable, ue.reason
-			r.logf("%s: unavailable: %s", target, ue.reason)
-			return
-		}
-		if ctx.Err() != nil {
-			main.Status = StatusInterrupted
-			return
-		}
-		main.Status, main.Error = StatusFailed, err.Error()
-		r.failf("%s (%s): start: %v", target, tag, err)
+	s := r.startSession(ctx, target, l, tag, main)
+	if s == nil {
 		return
 	}
-	r.logf("%s: ready at %s in %.1fs", target, s.addr, time.Since(t0).Seconds())
 	var runs []*Measurement
-	defer func() {
-		rss := map[string]int64{}
-		for _, p := range s.procs {
-			if v, err := ProcPeakRSS(p.pid); err == nil {
-				rss[p.name] = v
-			}
-		}
-		for _, run := range runs {
-			run.PeakRSS = maps.Clone(rss)
-		}
-		if err := s.stop(); err != nil {
-			r.failf("%s (%s): stop: %v", target, tag, err)
-		} else {
-			r.logf("%s: stopped", target)
-		}
-	}()
+	defer func() { r.endSession(s, runs, target, tag) }()
 	if s.note != "" {
 		main.Note = s.note
 	}
@@ -309,39 +280,95 @@ func (r *runner) session(ctx context.Context, target string, l Load, rep int, ta
 		lr.RateSource = fmt.Sprintf("%.0f%% of Kafka's %.0f records/s in repetition 1", r.cfg.LatencyFraction*100, run.ProduceRecordsPerSec)
 	}
 	if lr.Rate > 0 {
-		rr := row(target, ClientFranz, ModeRate)
-		rr.Note = s.note
-		run, err := r.franz(ctx, s, l, topic+"-rate", lr.Rate, rep)
-		if err != nil {
-			if ctx.Err() == nil {
-				rr.Status, rr.Error = StatusFailed, err.Error()
-				r.failf("%s (%s) franz-go at %.0f records/s: %v", target, tag, lr.Rate, err)
-			}
-		} else {
+		if run := r.rateRun(ctx, s, l, topic, rep, target, tag, lr.Rate, row(target, ClientFranz, ModeRate)); run != nil {
 			runs = append(runs, run)
-			r.addRun(rr, run)
 		}
 	}
-
 	if r.cfg.JavaPerf && ctx.Err() == nil && (r.cfg.JavaTargets == nil || slices.Contains(r.cfg.JavaTargets, target)) {
-		jr := row(target, ClientJava, ModeMax)
-		jr.Note = s.note
-		run, err := r.javaPerf(ctx, s, l, topic+"-java", rep)
-		if err != nil {
-			if ctx.Err() == nil {
-				var ue *unavailableError
-				if errors.As(err, &ue) {
-					jr.Status, jr.Error = StatusUnavailable, ue.reason
-				} else {
-					jr.Status, jr.Error = StatusFailed, err.Error()
-					r.failf("%s (%s) kafka-producer-perf-test: %v", target, tag, err)
-				}
-			}
-		} else {
+		if run := r.javaRun(ctx, s, l, topic, rep, target, tag, row(target, ClientJava, ModeMax)); run != nil {
 			runs = append(runs, run)
-			r.addRun(jr, run)
 		}
 	}
+}
+
+// startSession starts target for a session; nil means it did not start,
+// and main (its franz-go max row) says why.
+func (r *runner) startSession(ctx context.Context, target string, l Load, tag string, main *Row) *session {
+	t0 := time.Now()
+	s, err := r.start(ctx, target, l, tag)
+	if err != nil {
+		var ue *unavailableError
+		if errors.As(err, &ue) {
+			main.Status, main.Error = StatusUnavailable, ue.reason
+			r.logf("%s: unavailable: %s", target, ue.reason)
+			return nil
+		}
+		if ctx.Err() != nil {
+			main.Status = StatusInterrupted
+			return nil
+		}
+		main.Status, main.Error = StatusFailed, err.Error()
+		r.failf("%s (%s): start: %v", target, tag, err)
+		return nil
+	}
+	r.logf("%s: ready at %s in %.1fs", target, s.addr, time.Since(t0).Seconds())
+	return s
+}
+
+// endSession records the peak RSS of s's processes in each of its runs,
+// then stops it.
+func (r *runner) endSession(s *session, runs []*Measurement, target, tag string) {
+	rss := map[string]int64{}
+	for _, p := range s.procs {
+		if v, err := ProcPeakRSS(p.pid); err == nil {
+			rss[p.name] = v
+		}
+	}
+	for _, run := range runs {
+		run.PeakRSS = maps.Clone(rss)
+	}
+	if err := s.stop(); err != nil {
+		r.failf("%s (%s): stop: %v", target, tag, err)
+	} else {
+		r.logf("%s: stopped", target)
+	}
+}
+
+// rateRun is the session's franz-go run at rate records/s, reported in rr;
+// nil if it failed.
+func (r *runner) rateRun(ctx context.Context, s *session, l Load, topic string, rep int, target, tag string, rate float64, rr *Row) *Measurement {
+	rr.Note = s.note
+	run, err := r.franz(ctx, s, l, topic+"-rate", rate, rep)
+	if err != nil {
+		if ctx.Err() == nil {
+			rr.Status, rr.Error = StatusFailed, err.Error()
+			r.failf("%s (%s) franz-go at %.0f records/s: %v", target, tag, rate, err)
+		}
+		return nil
+	}
+	r.addRun(rr, run)
+	return run
+}
+
+// javaRun is the session's kafka-producer-perf-test run, reported in jr;
+// nil if it failed or is unavailable.
+func (r *runner) javaRun(ctx context.Context, s *session, l Load, topic string, rep int, target, tag string, jr *Row) *Measurement {
+	jr.Note = s.note
+	run, err := r.javaPerf(ctx, s, l, topic+"-java", rep)
+	if err != nil {
+		if ctx.Err() == nil {
+			var ue *unavailableError
+			if errors.As(err, &ue) {
+				jr.Status, jr.Error = StatusUnavailable, ue.reason
+			} else {
+				jr.Status, jr.Error = StatusFailed, err.Error()
+				r.failf("%s (%s) kafka-producer-perf-test: %v", target, tag, err)
+			}
+		}
+		return nil
+	}
+	r.addRun(jr, run)
+	return run
 }
 
 // franz runs the franz-go load once against s: produce (rate 0 = max), then
@@ -356,6 +383,40 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 		defer r.dropTopic(ctx, s, topic)
 	}
 	meter := cpuMeter{pids: s.pids()}
+	run, acked, err := r.franzProduce(ctx, s, l, topic, rate, rep, meter)
+	if err != nil {
+		return nil, err
+	}
+	if !s.consume {
+		run.consumeNA = true
+		return run, nil
+	}
+	ends, cr, err := r.franzReadBack(ctx, s, l, topic, meter, run, acked)
+	if err != nil {
+		return nil, err
+	}
+	if g := r.cfg.FanoutGroups; g > 1 && ctx.Err() == nil {
+		if err := r.franzFanout(ctx, s, l, topic, ends, g, meter, run, cr); err != nil {
+			return nil, err
+		}
+	}
+	if run.ConsumeProfile != "" {
+		r.logf("%s: gateway CPU profile of this consume phase: %s", s.target, run.ConsumeProfile)
+	}
+	if rate > 0 {
+		// A rate-limited run reads back only to check it: its small
+		// volume says nothing about consume throughput.
+		run.consumeNA = true
+	}
+	if err := readBackErr(run, l.RecordSize); err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", topic, err)
+	}
+	return run, nil
+}
+
+// franzProduce is franz's produce phase: the measurement so far, and the
+// records acknowledged per partition.
+func (r *runner) franzProduce(ctx context.Context, s *session, l Load, topic string, rate float64, rep int, meter cpuMeter) (*Measurement, []int64, error) {
 	mode := "as fast as it goes"
 	if rate > 0 {
 		mode = fmt.Sprintf("at %.0f records/s", rate)
@@ -364,7 +425,7 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 	hooks, prof := s.profileHooks()
 	pr, err := runProduce(ctx, s.addr, topic, l, r.cfg.Warmup, r.cfg.Duration, rate, meter, hooks)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	run := &Measurement{
 		Rep:                  rep + 1,
@@ -401,19 +462,20 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 				s.target, gc.requests, gc.records, gc.appends, (gc.appends+gc.coalesced)/gc.appends, gc.records/gc.appends, gc.appends/max(gc.requests, 1), gc.sessionWaits)
 		}
 	}
-	if !s.consume {
-		run.consumeNA = true
-		return run, nil
-	}
+	return run, pr.acked, nil
+}
 
+// franzReadBack is franz's consume phase: everything up to the end offsets
+// read back by Config.Consumers consumers, counted into run against acked.
+func (r *runner) franzReadBack(ctx context.Context, s *session, l Load, topic string, meter cpuMeter, run *Measurement, acked []int64) ([]int64, *consumeResult, error) {
 	ends, err := endOffsets(ctx, s.addr, topic, l.Partitions)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, e := range ends {
 		run.EndOffsets += e
 	}
-	hooks, prof = s.profileHooks()
+	hooks, prof := s.profileHooks()
 	run.ConsumeProfile = prof
 	cr, cerr := runConsume(ctx, s.addr, topic, ends, r.cfg.Consumers, l.RecordSize, meter, hooks)
 	if cr != nil {
@@ -425,8 +487,8 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 		run.ConsumeServerCPUSeconds = cr.serverCPU.Seconds()
 		run.ConsumeGatewayCPUSeconds = cr.gatewayCPU.Seconds()
 		run.consumeBytes = cr.bytes
-		for p := range pr.acked {
-			if d := pr.acked[p] - cr.byPartition[p]; d > 0 {
+		for p := range acked {
+			if d := acked[p] - cr.byPartition[p]; d > 0 {
 				run.Lost += d
 			} else {
 				run.Duplicated -= d
@@ -434,52 +496,52 @@ func (r *runner) franz(ctx context.Context, s *session, l Load, topic string, ra
 		}
 	}
 	if cerr != nil {
-		return nil, cerr
+		return nil, nil, cerr
 	}
 	r.logf("%s: consumed %d records at %.0f records/s (%.1f MB/s)", s.target, run.Consumed, run.ConsumeRecordsPerSec, run.ConsumeMBPerSec)
-	if g := r.cfg.FanoutGroups; g > 1 && ctx.Err() == nil {
-		fhooks, fprof := s.profileHooks()
-		if fprof != "" {
-			// The read-back's stop signal must reach the gateway before
-			// this phase's start: two pending signals are not delivered
-			// in the order sent.
-			time.Sleep(500 * time.Millisecond)
-		}
-		rate, cpu, err := fanout(ctx, s.addr, topic, ends, g, r.cfg.Consumers, l.RecordSize, run.Consumed, meter, fhooks)
-		if err != nil {
-			return nil, err
-		}
-		run.FanoutGroups, run.FanoutRecordsPerSec = g, rate
-		run.FanoutServerCPUSeconds, run.FanoutGatewayCPUSeconds = cpu.server.Seconds(), cpu.gateway.Seconds()
-		run.FanoutClientCPUSeconds, run.FanoutProfile = cpu.client.Seconds(), fprof
-		r.logf("%s: %d groups at once consumed at %.0f records/s in all (%.2f× one group's %.0f); CPU s gateway %.2f, other server processes %.2f, readers %.2f (one group: %.2f, %.2f, %.2f)",
-			s.target, g, rate, rate/run.ConsumeRecordsPerSec, run.ConsumeRecordsPerSec,
-			cpu.gateway.Seconds(), (cpu.server - cpu.gateway).Seconds(), cpu.client.Seconds(),
-			run.ConsumeGatewayCPUSeconds, run.ConsumeServerCPUSeconds-run.ConsumeGatewayCPUSeconds, cr.clientCPU.Seconds())
-		if fprof != "" {
-			r.logf("%s: gateway CPU profile of the fan-out phase: %s", s.target, fprof)
-		}
+	return ends, cr, nil
+}
+
+// franzFanout is franz's fan-out phase: g independent readers of the whole
+// topic at once, their aggregate rate and CPU counted into run beside the
+// read-back's (cr).
+func (r *runner) franzFanout(ctx context.Context, s *session, l Load, topic string, ends []int64, g int, meter cpuMeter, run *Measurement, cr *consumeResult) error {
+	fhooks, fprof := s.profileHooks()
+	if fprof != "" {
+		// The read-back's stop signal must reach the gateway before
+		// this phase's start: two pending signals are not delivered
+		// in the order sent.
+		time.Sleep(500 * time.Millisecond)
 	}
-	if run.ConsumeProfile != "" {
-		r.logf("%s: gateway CPU profile of this consume phase: %s", s.target, run.ConsumeProfile)
+	rate, cpu, err := fanout(ctx, s.addr, topic, ends, g, r.cfg.Consumers, l.RecordSize, run.Consumed, meter, fhooks)
+	if err != nil {
+		return err
 	}
-	if rate > 0 {
-		// A rate-limited run reads back only to check it: its small
-		// volume says nothing about consume throughput.
-		run.consumeNA = true
+	run.FanoutGroups, run.FanoutRecordsPerSec = g, rate
+	run.FanoutServerCPUSeconds, run.FanoutGatewayCPUSeconds = cpu.server.Seconds(), cpu.gateway.Seconds()
+	run.FanoutClientCPUSeconds, run.FanoutProfile = cpu.client.Seconds(), fprof
+	r.logf("%s: %d groups at once consumed at %.0f records/s in all (%.2f× one group's %.0f); CPU s gateway %.2f, other server processes %.2f, readers %.2f (one group: %.2f, %.2f, %.2f)",
+		s.target, g, rate, rate/run.ConsumeRecordsPerSec, run.ConsumeRecordsPerSec,
+		cpu.gateway.Seconds(), (cpu.server - cpu.gateway).Seconds(), cpu.client.Seconds(),
+		run.ConsumeGatewayCPUSeconds, run.ConsumeServerCPUSeconds-run.ConsumeGatewayCPUSeconds, cr.clientCPU.Seconds())
+	if fprof != "" {
+		r.logf("%s: gateway CPU profile of the fan-out phase: %s", s.target, fprof)
 	}
+	return nil
+}
+
+// readBackErr is what the read-back found wrong: records lost or
+// duplicated against those acknowledged, or values of another size.
+func readBackErr(run *Measurement, recordSize int) error {
 	var errs []error
 	if run.Lost > 0 || run.Duplicated > 0 {
 		errs = append(errs, fmt.Errorf("consumed %d records but %d were acknowledged (%d lost, %d duplicated; end offsets sum to %d)",
 			run.Consumed, run.Acked, run.Lost, run.Duplicated, run.EndOffsets))
 	}
 	if run.BadValues > 0 {
-		errs = append(errs, fmt.Errorf("%d records read back with a value size other than %d", run.BadValues, l.RecordSize))
+		errs = append(errs, fmt.Errorf("%d records read back with a value size other than %d", run.BadValues, recordSize))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("bench: %s: %w", topic, err)
-	}
-	return run, nil
+	return errors.Join(errs...)
 }
 
 // javaPerf runs kafka-producer-perf-test once against s.
