@@ -1,7 +1,8 @@
 package bridge
 
-// Authorization: the ACL authorizer on every request, and the ACL admin APIs
-// (DescribeAcls 29, CreateAcls 30, DeleteAcls 31). docs/design/security.md §6
+// Authorization: the ACL authorizer on every request, and what the ACL admin
+// APIs share (DescribeAcls 29, CreateAcls 30, DeleteAcls 31: their handlers
+// are 29_describe_acls.go, 30_create_acls.go, 31_delete_acls.go). docs/design/security.md §6
 // has the model, the per-API table of operations and resources, and the
 // error codes; KafkaApis and AclApis in apache/kafka are the reference.
 //
@@ -223,45 +224,7 @@ const (
 	msgSecurityDisabled  = "No Authorizer is configured on the broker"
 )
 
-// describeAcls answers DescribeAcls v1–3 (AclApis.handleDescribeAcls):
-// DESCRIBE on the cluster, then every ACL the filter matches, grouped by
-// resource pattern.
-func (g *Gateway) describeAcls(c *call) bool {
-	var req wire.DescribeAclsRequest
-	if !decodeOrClose(c, &req) {
-		return false
-	}
-	var resp wire.DescribeAclsResponse
-	f := aclFilter(&req.Filter)
-	switch {
-	case g.acl.authz == nil:
-		resp.ErrorCode, resp.ErrorMessage = wire.SecurityDisabled, wire.NullStringOf(msgSecurityDisabled)
-	case g.clusterCode(c, acl.OpDescribe) != wire.NoError:
-		resp.ErrorCode, resp.ErrorMessage = wire.ClusterAuthorizationFailed, wire.NullStringOf(msgClusterAuthFailed)
-	case !f.Valid():
-		resp.ErrorCode, resp.ErrorMessage = wire.InvalidRequest, wire.NullStringOf("The filter contains UNKNOWN elements")
-	default:
-		for _, b := range g.acl.authz.Describe(f) {
-			n := len(resp.Resources)
-			if n == 0 || !samePattern(&resp.Resources[n-1], &b) {
-				resp.Resources = append(resp.Resources, wire.DescribeAclsResource{
-					ResourceType: int8(b.ResourceType), ResourceName: b.ResourceName, PatternType: int8(b.PatternType)})
-				n++
-			}
-			r := &resp.Resources[n-1]
-			r.ACLs = append(r.ACLs, wire.ACLDescription{Principal: b.Principal, Host: b.Host,
-				Operation: int8(b.Operation), Permission: int8(b.Permission)})
-		}
-	}
-	resp.CountErrors(g.errorCounter(c))
-	respond(c, &resp)
-	return false
-}
-
-func samePattern(r *wire.DescribeAclsResource, b *acl.Binding) bool {
-	return r.ResourceType == int8(b.ResourceType) && r.PatternType == int8(b.PatternType) && r.ResourceName == b.ResourceName
-}
-
+// aclFilter is a DescribeAcls or DeleteAcls filter as the authorizer takes it.
 func aclFilter(f *wire.ACLFilter) acl.Filter {
 	return acl.Filter{
 		ResourceType: acl.ResourceType(f.ResourceType),
@@ -274,109 +237,6 @@ func aclFilter(f *wire.ACLFilter) acl.Filter {
 	}
 }
 
-// createAcls answers CreateAcls v1–3 (AclApis.handleCreateAcls): ALTER on
-// the cluster, then each creation on its own: INVALID_REQUEST (42) for an
-// ACL that cannot be stored, else stored in the system store and indexed;
-// an ACL that exists already succeeds without change.
-func (g *Gateway) createAcls(c *call) bool {
-	var req wire.CreateAclsRequest
-	if !decodeOrClose(c, &req) {
-		return false
-	}
-	resp := wire.CreateAclsResponse{Results: make([]wire.ACLResult, len(req.Creations))}
-	fail := func(code wire.ErrorCode, msg string) {
-		for i := range resp.Results {
-			resp.Results[i] = wire.ACLResult{ErrorCode: code, ErrorMessage: wire.NullStringOf(msg)}
-		}
-	}
-	switch {
-	case g.acl.authz == nil:
-		fail(wire.SecurityDisabled, "No Authorizer is configured.")
-	case g.clusterCode(c, acl.OpAlter) != wire.NoError:
-		fail(wire.ClusterAuthorizationFailed, msgClusterAuthFailed)
-	default:
-		g.acl.mu.Lock()
-		for i, cr := range req.Creations {
-			// Copies: the request's strings alias the frame.
-			b := acl.Binding{
-				ResourceType: acl.ResourceType(cr.ResourceType), ResourceName: strings.Clone(cr.ResourceName),
-				PatternType: acl.PatternType(cr.PatternType), Principal: strings.Clone(cr.Principal),
-				Host: strings.Clone(cr.Host), Operation: acl.Operation(cr.Operation), Permission: acl.Permission(cr.Permission),
-			}
-			if err := b.Validate(); err != nil {
-				resp.Results[i] = wire.ACLResult{ErrorCode: wire.InvalidRequest, ErrorMessage: wire.NullStringOf(aclErrorMessage(err))}
-				continue
-			}
-			if err := g.system.PutSystem(g.ctx, aclNamespace, acl.Key(b), acl.Marshal(b)); err != nil {
-				g.cfg.Logger.Warn("acl: storing an ACL failed", "acl", b.String(), "err", err)
-				resp.Results[i] = wire.ACLResult{ErrorCode: wire.UnknownServerError, ErrorMessage: wire.NullStringOf("storing the ACL failed: " + err.Error())}
-				continue
-			}
-			g.acl.authz.Add(b)
-		}
-		g.acl.mu.Unlock()
-	}
-	resp.CountErrors(g.errorCounter(c))
-	respond(c, &resp)
-	return false
-}
-
-// aclErrorMessage is the text of a validation error without the package
-// prefix, as Kafka's InvalidRequestException messages read.
-func aclErrorMessage(err error) string {
-	return strings.TrimPrefix(err.Error(), "acl: ")
-}
-
-// deleteAcls answers DeleteAcls v1–3 (AclApis.handleDeleteAcls): ALTER on
-// the cluster, then per filter the ACLs it matched, each deleted from the
-// system store and the index.
-func (g *Gateway) deleteAcls(c *call) bool {
-	var req wire.DeleteAclsRequest
-	if !decodeOrClose(c, &req) {
-		return false
-	}
-	resp := wire.DeleteAclsResponse{FilterResults: make([]wire.DeleteAclsFilterResult, len(req.Filters))}
-	fail := func(code wire.ErrorCode, msg string) {
-		for i := range resp.FilterResults {
-			resp.FilterResults[i] = wire.DeleteAclsFilterResult{ErrorCode: code, ErrorMessage: wire.NullStringOf(msg)}
-		}
-	}
-	switch {
-	case g.acl.authz == nil:
-		fail(wire.SecurityDisabled, "No Authorizer is configured.")
-	case g.clusterCode(c, acl.OpAlter) != wire.NoError:
-		fail(wire.ClusterAuthorizationFailed, msgClusterAuthFailed)
-	default:
-		g.acl.mu.Lock()
-		for i := range req.Filters {
-			f := aclFilter(&req.Filters[i])
-			out := &resp.FilterResults[i]
-			if !f.Valid() {
-				out.ErrorCode, out.ErrorMessage = wire.InvalidRequest, wire.NullStringOf("The filter contains UNKNOWN elements")
-				continue
-			}
-			for _, b := range g.acl.authz.Describe(f) {
-				m := wire.DeleteAclsMatchingACL{ResourceType: int8(b.ResourceType), ResourceName: b.ResourceName,
-					PatternType: int8(b.PatternType), Principal: b.Principal, Host: b.Host,
-					Operation: int8(b.Operation), Permission: int8(b.Permission)}
-				if err := g.system.PutSystem(g.ctx, aclNamespace, acl.Key(b), nil); err != nil {
-					g.cfg.Logger.Warn("acl: deleting a stored ACL failed", "acl", b.String(), "err", err)
-					m.ErrorCode, m.ErrorMessage = wire.UnknownServerError, wire.NullStringOf("deleting the ACL failed: "+err.Error())
-				} else {
-					g.acl.authz.Remove(exactFilter(b))
-				}
-				out.MatchingACLs = append(out.MatchingACLs, m)
-			}
-		}
-		g.acl.mu.Unlock()
-	}
-	resp.CountErrors(g.errorCounter(c))
-	respond(c, &resp)
-	return false
-}
-
-// exactFilter matches b alone.
-func exactFilter(b acl.Binding) acl.Filter {
-	return acl.Filter{ResourceType: b.ResourceType, ResourceName: b.ResourceName, HasName: true, PatternType: b.PatternType,
-		Principal: b.Principal, HasPrincipal: true, Host: b.Host, HasHost: true, Operation: b.Operation, Permission: b.Permission}
-}
+// authorizedOperationsUnknown is Kafka's "not computed" value for
+// TopicAuthorizedOperations (-2147483648).
+const authorizedOperationsUnknown = -2147483648

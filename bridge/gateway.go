@@ -324,29 +324,8 @@ func capabilitiesOf(backend store.Log) store.Capabilities {
 // here; call.go says how to write a handler, docs/design/adding-an-api.md §2
 // how to add an API.
 var handlerTable = [maxAPIKey]handlerFunc{
-	wire.KeyProduce:                      (*Gateway).produce,
-	wire.KeyFetch:                        (*Gateway).fetch,
-	wire.KeyListOffsets:                  (*Gateway).listOffsets,
-	wire.KeyMetadata:                     (*Gateway).metadata,
-	wire.KeyAPIVersions:                  (*Gateway).apiVersions,
-	wire.KeyCreateTopics:                 (*Gateway).createTopics,
-	wire.KeyDeleteTopics:                 (*Gateway).deleteTopics,
-	wire.KeyDeleteRecords:                (*Gateway).deleteRecords,
-	wire.KeyInitProducerID:               (*Gateway).initProducerID,
-	wire.KeyDescribeProducers:            (*Gateway).describeProducers,
-	wire.KeyDescribeAcls:                 (*Gateway).describeAcls,
-	wire.KeyCreateAcls:                   (*Gateway).createAcls,
-	wire.KeyDeleteAcls:                   (*Gateway).deleteAcls,
-	wire.KeyDescribeConfigs:              (*Gateway).describeConfigs,
-	wire.KeyAlterConfigs:                 (*Gateway).alterConfigs,
-	wire.KeyCreatePartitions:             (*Gateway).createPartitions,
-	wire.KeyIncrementalAlterConfigs:      (*Gateway).incrementalAlterConfigs,
-	wire.KeyDescribeCluster:              (*Gateway).describeCluster,
-	wire.KeySaslHandshake:                (*Gateway).saslHandshake,
-	wire.KeySaslAuthenticate:             (*Gateway).saslAuthenticate,
-	wire.KeyDescribeUserScramCredentials: (*Gateway).describeUserScramCredentials,
-	wire.KeyAlterUserScramCredentials:    (*Gateway).alterUserScramCredentials,
-	wire.KeyDescribeClientQuotas:         (*Gateway).describeClientQuotas,
+	wire.KeyProduce: (*Gateway).produce,
+	wire.KeyFetch:   (*Gateway).fetch,
 }
 
 // handle registers h as the handler of API key k. Each API's file calls it

@@ -1,6 +1,9 @@
 package bridge
 
 import (
+	"net"
+	"strconv"
+
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/security"
 )
@@ -28,4 +31,28 @@ func (g *Gateway) newConnState(ci *engine.ConnInfo) *connState {
 		g.cfg.Logger.Debug("tls: connection principal", "conn", ci.ID, "listener", ci.Listener, "principal", cs.principal().String())
 	}
 	return cs
+}
+
+// advertisedAddr returns the host and port clients should dial: those of the
+// listener the connection came in on (AdvertisedListeners), else the
+// configured ones, else the address this connection reached.
+func (g *Gateway) advertisedAddr(c *call) (string, int32) {
+	host, port := g.cfg.AdvertisedHost, g.cfg.AdvertisedPort
+	if a, ok := g.cfg.AdvertisedListeners[c.req.Conn().Listener]; ok {
+		host, port = a.Host, a.Port
+	}
+	if host != "" && port != 0 {
+		return host, port
+	}
+	h, p, err := net.SplitHostPort(c.req.Conn().LocalAddr)
+	if err == nil {
+		if host == "" {
+			host = h
+		}
+		if port == 0 {
+			n, _ := strconv.Atoi(p)
+			port = int32(n)
+		}
+	}
+	return host, port
 }

@@ -105,3 +105,32 @@ func (g *Gateway) brokerAddr(c *call, node int32) (string, int32, bool) {
 	}
 	return "", -1, false
 }
+
+// metadataBrokers appends the brokers a Metadata answer lists and returns
+// the controller id: this gateway alone, or every live instance that
+// advertises the connection's listener, the lowest node id as the
+// controller (docs/design/cluster.md §3).
+func (g *Gateway) metadataBrokers(c *call, dst []wire.MetadataResponseBroker) ([]wire.MetadataResponseBroker, int32) {
+	if g.cfg.Placement == nil {
+		host, port := g.advertisedAddr(c)
+		return append(dst, wire.MetadataResponseBroker{NodeID: g.cfg.NodeID, Host: host, Port: port}), g.cfg.NodeID
+	}
+	listener := c.req.Conn().Listener
+	controller := int32(-1)
+	for _, b := range g.cfg.Placement.Brokers() {
+		if e, ok := brokerEndpoint(&b, listener); ok {
+			dst = append(dst, wire.MetadataResponseBroker{NodeID: b.NodeID, Host: e.Host, Port: e.Port})
+			if controller < 0 {
+				controller = b.NodeID
+			}
+		}
+	}
+	if len(dst) == 0 {
+		// No live instance yet (this one has not read its own
+		// announcement): list this gateway so the client keeps a broker to
+		// ask again.
+		host, port := g.advertisedAddr(c)
+		dst = append(dst, wire.MetadataResponseBroker{NodeID: g.cfg.NodeID, Host: host, Port: port})
+	}
+	return dst, controller
+}

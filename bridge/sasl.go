@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -14,8 +13,6 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/internal/metric"
-	"github.com/kiggy-io/kiggy/security"
-	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/security/sasl"
 	"github.com/kiggy-io/kiggy/security/scram"
 	"github.com/kiggy-io/kiggy/wire"
@@ -31,6 +28,12 @@ import (
 // Kafka request of type X during SASL handshake"). The state lives in the
 // connection's connState and is only touched by the connection's one
 // request in progress: nothing runs, waits or is held between its requests.
+//
+// This file holds the gate, the bare tokens after SaslHandshake v0 and the
+// SCRAM credential store; the SASL and SCRAM APIs are 17_sasl_handshake.go,
+// 36_sasl_authenticate.go, 48_describe_client_quotas.go,
+// 50_describe_user_scram_credentials.go and
+// 51_alter_user_scram_credentials.go.
 
 // DefaultSASLHandshakeTimeout bounds the time from a SASL connection's first
 // request to a successful authentication.
@@ -234,182 +237,6 @@ func (g *Gateway) saslRawPending(cs *connState) bool {
 	return cs.sasl.raw && cs.sasl.stage == saslAuthenticate
 }
 
-// saslHandshake answers SaslHandshake (key 17): the mechanism is chosen,
-// or UNSUPPORTED_SASL_MECHANISM with the enabled ones (and the connection
-// closes at its next request, as Kafka closes it after the response).
-func (g *Gateway) saslHandshake(c *call) bool {
-	var req wire.SaslHandshakeRequest
-	if !decodeOrClose(c, &req) {
-		return false
-	}
-	resp := &wire.SaslHandshakeResponse{Mechanisms: g.sasl.server.Mechanisms()}
-	s := &c.cs.sasl
-	switch {
-	case !g.protocolOf(c.cs.conn).SASL(), s.stage == saslAuthenticate,
-		s.authenticated && g.cfg.SASL.MaxReauth <= 0:
-		// KafkaApis.handleSaslHandshakeRequest: a SaslHandshake that reaches
-		// the request handler (a PLAINTEXT listener, or an authenticated
-		// connection that may not re-authenticate) is ILLEGAL_SASL_STATE.
-		resp.ErrorCode = wire.IllegalSaslState
-	case s.authenticated && req.Mechanism != s.mech:
-		// KIP-368: re-authentication must use the session's mechanism.
-		resp.ErrorCode = wire.UnsupportedSaslMechanism
-		s.stage = saslFailed
-	default:
-		sess, ok := g.sasl.server.Start(req.Mechanism)
-		if !ok {
-			resp.ErrorCode = wire.UnsupportedSaslMechanism
-			s.stage = saslFailed
-			break
-		}
-		// The mechanism is kept past the frame, which it aliases.
-		s.sess, s.mech, s.stage = sess, strings.Clone(req.Mechanism), saslAuthenticate
-		s.raw = c.hdr.APIVersion == 0
-	}
-	resp.CountErrors(g.errorCounter(c))
-	if s.stage == saslFailed {
-		// An unusable mechanism: Kafka answers, then closes the connection
-		// (SaslServerAuthenticator.handleHandshakeRequest).
-		c.req.RespondThenClose(resp.AppendTo(c.responseBuffer(), c.hdr.APIVersion), engine.ReasonAuthentication)
-		return false
-	}
-	respond(c, resp)
-	return false
-}
-
-// saslAuthenticate answers SaslAuthenticate (key 36), or a bare token after
-// SaslHandshake v0 (c.hdr.APIVersion == saslRawVersion).
-func (g *Gateway) saslAuthenticate(c *call) bool {
-	s := &c.cs.sasl
-	raw := c.hdr.APIVersion == saslRawVersion
-	var req wire.SaslAuthenticateRequest
-	if raw {
-		req.AuthBytes = c.body
-	} else if !decodeOrClose(c, &req) {
-		return false
-	}
-	if !g.protocolOf(c.cs.conn).SASL() || s.stage != saslAuthenticate || s.sess == nil {
-		// KafkaApis.handleSaslAuthenticateRequest: ILLEGAL_SASL_STATE.
-		resp := &wire.SaslAuthenticateResponse{ErrorCode: wire.IllegalSaslState,
-			ErrorMessage: wire.NullStringOf("SaslAuthenticate request received after successful authentication")}
-		resp.CountErrors(g.errorCounter(c))
-		respond(c, resp)
-		return false
-	}
-	if c.inline {
-		// Verifying may hash (PBKDF2) or read the system store.
-		return g.offload(c)
-	}
-	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
-	var reply []byte
-	var done bool
-	var err error
-	select {
-	case g.sasl.verify <- struct{}{}:
-		reply, done, err = s.sess.Step(ctx, req.AuthBytes)
-		<-g.sasl.verify
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	cancel()
-	resp := &wire.SaslAuthenticateResponse{AuthBytes: reply}
-	mi := saslMechIndex(s.mech)
-	switch {
-	case err != nil:
-		g.saslFail(c, s, err)
-		if raw {
-			// SaslHandshake v0: Kafka closes without a response.
-			c.req.Close(engine.ReasonProtocolError, "SASL authentication failed")
-			return false
-		}
-		resp.ErrorCode = wire.SaslAuthenticationFailed
-		resp.ErrorMessage = wire.NullStringOf(saslFailMessage(s.mech, err))
-		resp.AuthBytes = nil
-	case done:
-		user := s.sess.User()
-		if s.authenticated && security.User(user) != c.cs.principal() {
-			// KIP-368: "Cannot change principals during re-authentication".
-			g.saslFail(c, s, errors.New("principal changed during re-authentication"))
-			c.req.Close(engine.ReasonProtocolError, "principal changed during re-authentication")
-			return false
-		}
-		if s.authenticated {
-			g.sasl.metrics.reauth.Add(1)
-		}
-		if mi >= 0 {
-			g.sasl.metrics.success[mi].Add(1)
-		}
-		lifetime := g.saslLifetime(s.sess.Expiry())
-		s.authenticated, s.user, s.stage, s.sess, s.raw = true, user, saslInitial, nil, false
-		s.expires = time.Time{}
-		if lifetime > 0 {
-			s.expires = time.Now().Add(lifetime)
-			resp.SessionLifetimeMillis = lifetime.Milliseconds()
-		}
-		c.cs.setPrincipal(security.User(user))
-		c.cs.conn.Authenticated() // the listener's AuthTimeout is met
-	}
-	if raw {
-		c.req.Respond(append(c.req.ResponseBuffer(), reply...))
-		return false
-	}
-	resp.CountErrors(g.errorCounter(c))
-	if err != nil {
-		// Kafka's SaslServerAuthenticator answers the failure, then closes
-		// the connection (docs/design/security.md §7).
-		c.req.RespondThenClose(resp.AppendTo(c.responseBuffer(), c.hdr.APIVersion), engine.ReasonAuthentication)
-		return false
-	}
-	respond(c, resp)
-	return false
-}
-
-// saslLifetime is a new session's lifetime: connections.max.reauth.ms,
-// shortened to the credential's expiry (KIP-368: "the session lifetime is
-// the smaller of the two"); 0 when re-authentication is off.
-func (g *Gateway) saslLifetime(expiry time.Time) time.Duration {
-	limit := g.cfg.SASL.MaxReauth
-	if limit <= 0 {
-		return 0
-	}
-	if !expiry.IsZero() {
-		if d := time.Until(expiry); d < limit {
-			return max(d, time.Millisecond)
-		}
-	}
-	return limit
-}
-
-// saslFail records a failed authentication: counted, logged once per
-// connection (never the secret), and every later request closes.
-func (g *Gateway) saslFail(c *call, s *saslConn, err error) {
-	if mi := saslMechIndex(s.mech); mi >= 0 {
-		g.sasl.metrics.failure[mi].Add(1)
-	}
-	if !s.logged {
-		s.logged = true
-		user := ""
-		if s.sess != nil {
-			user = s.sess.User()
-		}
-		g.cfg.Logger.Warn("sasl: authentication failed", "conn", c.cs.conn.ID, "remote", c.cs.conn.RemoteAddr,
-			"mechanism", s.mech, "user", user, "err", err)
-	}
-	s.stage, s.sess = saslFailed, nil
-}
-
-// saslFailMessage is the ErrorMessage of a failed SaslAuthenticate, in
-// Kafka's words.
-func saslFailMessage(mech string, err error) string {
-	switch {
-	case mech == sasl.Plain:
-		return "Authentication failed: Invalid username or password"
-	case strings.HasPrefix(mech, "SCRAM-"):
-		return "Authentication failed during authentication due to invalid credentials with SASL mechanism " + mech
-	}
-	return "Authentication failed: " + err.Error()
-}
-
 // writeSASLMetrics writes the SASL counters (docs/METRICS.md).
 func (g *Gateway) writeSASLMetrics(w io.Writer) {
 	m := &g.sasl.metrics
@@ -541,182 +368,6 @@ func (g *Gateway) BootstrapScram(ctx context.Context, users map[string]string) e
 	return nil
 }
 
-// describeUserScramCredentials answers DescribeUserScramCredentials (key
-// 50) as Kafka's controller does: every user with credentials for a null or
-// empty list, else one result per name, RESOURCE_NOT_FOUND for a user with
-// none and DUPLICATE_RESOURCE for a name asked twice.
-func (g *Gateway) describeUserScramCredentials(c *call) bool {
-	var req wire.DescribeUserScramCredentialsRequest
-	if !decodeOrClose(c, &req) {
-		return false
-	}
-	if c.inline {
-		return g.offload(c)
-	}
-	resp := &wire.DescribeUserScramCredentialsResponse{}
-	if code := g.clusterCode(c, acl.OpDescribe); code != wire.NoError {
-		// KafkaApis: DESCRIBE on the cluster, else the request fails.
-		resp.ErrorCode = code
-		resp.CountErrors(g.errorCounter(c))
-		respond(c, resp)
-		return false
-	}
-	users, err := g.sasl.scram.users(g.ctx)
-	switch {
-	case err != nil:
-		resp.ErrorCode, resp.ErrorMessage = wire.UnknownServerError, wire.NullStringOf(err.Error())
-	case len(req.Users) == 0:
-		names := make([]string, 0, len(users))
-		for u := range users {
-			names = append(names, u)
-		}
-		slices.Sort(names)
-		for _, u := range names {
-			resp.Results = append(resp.Results, wire.DescribeUserScramCredentialsResult{User: u, Credentials: users[u]})
-		}
-	default:
-		seen := map[string]int{}
-		for _, u := range req.Users {
-			seen[u]++
-		}
-		done := map[string]bool{}
-		for _, u := range req.Users {
-			if done[u] {
-				continue
-			}
-			done[u] = true
-			r := wire.DescribeUserScramCredentialsResult{User: u}
-			switch infos, ok := users[u]; {
-			case seen[u] > 1:
-				r.ErrorCode = wire.DuplicateResource
-				r.ErrorMessage = wire.NullStringOf("Cannot describe SCRAM credentials for the same user twice in a single request: " + u)
-			case !ok:
-				r.ErrorCode = wire.ResourceNotFound
-				r.ErrorMessage = wire.NullStringOf("Attempt to describe a user credential that does not exist: " + u)
-			default:
-				r.Credentials = infos
-			}
-			resp.Results = append(resp.Results, r)
-		}
-	}
-	resp.CountErrors(g.errorCounter(c))
-	respond(c, resp)
-	return false
-}
-
-// alterUserScramCredentials answers AlterUserScramCredentials (key 51) with
-// the checks of Kafka's ScramControlManager: a known mechanism
-// (UNSUPPORTED_SASL_MECHANISM), a non-empty user name, 4096 to 16384
-// iterations, a salted password of the hash's size
-// (UNACCEPTABLE_CREDENTIAL), a user named once per request, over deletions
-// and upsertions together (DUPLICATE_RESOURCE: Kafka 4.4 refuses even two
-// mechanisms of one user in one request) and a deleted credential that exists
-// (RESOURCE_NOT_FOUND). A user's changes apply only when all of them pass.
-func (g *Gateway) alterUserScramCredentials(c *call) bool {
-	var req wire.AlterUserScramCredentialsRequest
-	if !decodeOrClose(c, &req) {
-		return false
-	}
-	if c.inline {
-		return g.offload(c)
-	}
-	type change struct {
-		m    scram.Mechanism
-		cred *scram.Credential
-	}
-	var order []string
-	errs := map[string]wire.AlterUserScramCredentialsResult{}
-	changes := map[string][]change{}
-	pairs := map[string]int{}
-	note := func(user string) {
-		if _, ok := changes[user]; !ok {
-			if _, failed := errs[user]; !failed {
-				order = append(order, user)
-			}
-			changes[user] = nil
-		}
-	}
-	fail := func(user string, code wire.ErrorCode, msg string) {
-		if _, ok := errs[user]; !ok {
-			errs[user] = wire.AlterUserScramCredentialsResult{User: user, ErrorCode: code, ErrorMessage: wire.NullStringOf(msg)}
-		}
-	}
-	for _, d := range req.Deletions {
-		pairs[d.Name]++
-	}
-	for _, u := range req.Upsertions {
-		pairs[u.Name]++
-	}
-	check := func(user string, m int8) bool {
-		note(user)
-		switch {
-		case user == "":
-			fail(user, wire.UnacceptableCredential, "Username must not be empty")
-		case !scram.Mechanism(m).Valid():
-			fail(user, wire.UnsupportedSaslMechanism, "Unknown SCRAM mechanism")
-		case pairs[user] > 1:
-			fail(user, wire.DuplicateResource, "A user credential cannot be altered twice in the same request")
-		default:
-			return true
-		}
-		return false
-	}
-	for _, d := range req.Deletions {
-		if !check(d.Name, d.Mechanism) {
-			continue
-		}
-		m := scram.Mechanism(d.Mechanism)
-		if _, ok, err := g.sasl.scram.ScramCredential(g.ctx, m, d.Name); err != nil {
-			fail(d.Name, wire.UnknownServerError, err.Error())
-		} else if !ok {
-			fail(d.Name, wire.ResourceNotFound, "Attempt to delete a user credential that does not exist")
-		} else {
-			changes[d.Name] = append(changes[d.Name], change{m: m})
-		}
-	}
-	for _, u := range req.Upsertions {
-		if !check(u.Name, u.Mechanism) {
-			continue
-		}
-		m := scram.Mechanism(u.Mechanism)
-		switch {
-		case u.Iterations < scram.MinIterations:
-			fail(u.Name, wire.UnacceptableCredential, "Too few iterations")
-		case u.Iterations > scram.MaxIterations:
-			fail(u.Name, wire.UnacceptableCredential, "Too many iterations")
-		case len(u.Salt) == 0 || len(u.SaltedPassword) != m.Size():
-			fail(u.Name, wire.UnacceptableCredential, "Invalid salt or salted password")
-		default:
-			cred := scram.FromSaltedPassword(m, u.SaltedPassword, u.Salt, int(u.Iterations))
-			changes[u.Name] = append(changes[u.Name], change{m: m, cred: &cred})
-		}
-	}
-	resp := &wire.AlterUserScramCredentialsResponse{}
-	// KafkaApis: ALTER on the cluster, else every user's result is
-	// CLUSTER_AUTHORIZATION_FAILED and nothing changes.
-	denied := g.clusterCode(c, acl.OpAlter)
-	for _, user := range order {
-		if denied != wire.NoError {
-			resp.Results = append(resp.Results, wire.AlterUserScramCredentialsResult{User: user, ErrorCode: denied})
-			continue
-		}
-		r, failed := errs[user]
-		if !failed {
-			r = wire.AlterUserScramCredentialsResult{User: user}
-			for _, ch := range changes[user] {
-				if err := g.sasl.scram.put(g.ctx, ch.m, user, ch.cred); err != nil {
-					r.ErrorCode, r.ErrorMessage = wire.UnknownServerError, wire.NullStringOf(err.Error())
-					break
-				}
-			}
-		}
-		resp.Results = append(resp.Results, r)
-	}
-	resp.CountErrors(g.errorCounter(c))
-	respond(c, resp)
-	return false
-}
-
 // serveSASLToken serves a bare SASL token frame (after SaslHandshake v0)
 // through the SaslAuthenticate handler.
 func (g *Gateway) serveSASLToken(cs *connState, req *engine.Request, inline bool) bool {
@@ -734,33 +385,4 @@ func (g *Gateway) serveSASLToken(cs *connState, req *engine.Request, inline bool
 		g.putState(st)
 	}
 	return parked
-}
-
-// describeClientQuotas answers DescribeClientQuotas (key 48): kiggy has no
-// client quotas, so no entity matches; a match type outside 0–2 is
-// INVALID_REQUEST as in Kafka's ClientQuotaManager. kafka-configs
-// --describe --entity-type users asks it beside the SCRAM credentials.
-func (g *Gateway) describeClientQuotas(c *call) bool {
-	var req wire.DescribeClientQuotasRequest
-	if !decodeOrClose(c, &req) {
-		return false
-	}
-	resp := &wire.DescribeClientQuotasResponse{Entries: []wire.QuotaEntry{}}
-	if code := g.clusterCode(c, acl.OpDescribeConfigs); code != wire.NoError {
-		// KafkaApis: DESCRIBE_CONFIGS on the cluster.
-		resp = &wire.DescribeClientQuotasResponse{ErrorCode: code}
-	}
-	for _, comp := range req.Components {
-		if resp.ErrorCode != wire.NoError {
-			break
-		}
-		if comp.MatchType < 0 || comp.MatchType > 2 {
-			resp = &wire.DescribeClientQuotasResponse{ErrorCode: wire.InvalidRequest,
-				ErrorMessage: wire.NullStringOf(fmt.Sprintf("Unknown match type %d", comp.MatchType))}
-			break
-		}
-	}
-	resp.CountErrors(g.errorCounter(c))
-	respond(c, resp)
-	return false
 }

@@ -22,7 +22,8 @@ import (
 // options. The gateway loads the namespace on first use and keeps a
 // copy-on-write snapshot that Produce and Fetch read without a lock.
 
-// Namespaces of the system store this file and deleterecords.go use.
+// Namespaces of the system store this file uses (log-start holds the log
+// starts DeleteRecords sets, 21_delete_records.go).
 const (
 	nsTopicConfig = "topic-config"
 	nsLogStart    = "log-start"
@@ -355,4 +356,23 @@ func (g *Gateway) putLogStart(ctx context.Context, topic string, partition int32
 	}
 	ts.starts.Store(&m)
 	return nil
+}
+
+// watermarks returns a partition's watermarks with the log start
+// DeleteRecords set applied.
+func (g *Gateway) watermarks(ctx context.Context, topic string, partition int32) (store.Watermarks, error) {
+	wm, err := g.store.Watermarks(ctx, topic, partition)
+	if err == nil {
+		g.applyLogStart(topic, partition, &wm)
+	}
+	return wm, err
+}
+
+// applyLogStart raises wm.LogStart to the stored log start (never above the
+// high watermark: a backend that restarted the partition, an Iggy purge,
+// keeps its own numbering).
+func (g *Gateway) applyLogStart(topic string, partition int32, wm *store.Watermarks) {
+	if ls := g.logStartOf(topic, partition); ls > wm.LogStart {
+		wm.LogStart = min(ls, wm.High)
+	}
 }

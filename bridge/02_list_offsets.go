@@ -1,3 +1,10 @@
+// ListOffsets (API key 2): versions 1–10 (wire.APIs); v0 was removed by
+// KIP-896.
+//
+// As Kafka (docs/design/kafka-protocol.md §2.4). Differs from Kafka: there are
+// no transactions, so the last stable offset read_committed asks for is the
+// high watermark.
+
 package bridge
 
 import (
@@ -7,6 +14,8 @@ import (
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
+
+func init() { handle(wire.KeyListOffsets, (*Gateway).listOffsets) }
 
 // ListOffsets special timestamps (docs/design/kafka-protocol.md §2.4).
 const (

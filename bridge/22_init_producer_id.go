@@ -1,6 +1,13 @@
+// InitProducerId (API key 22): versions 0–5 (wire.APIs).
+//
+// Differs from Kafka: idempotent producers only; a transactional id is
+// refused (docs/design/record-mapping.md §6).
+
 package bridge
 
 import "github.com/kiggy-io/kiggy/wire"
+
+func init() { handle(wire.KeyInitProducerID, (*Gateway).initProducerID) }
 
 // initProducerID answers InitProducerId for idempotent producers only
 // (transactions are refused): a fresh id at epoch 0, or, when a producer

@@ -1,6 +1,13 @@
+// ApiVersions (API key 18): versions 0–4 (wire.APIs).
+//
+// Advertises exactly the APIs that have both a wire.APIs row and a handler
+// (Produce from v0, as Kafka 4 does: docs/design/kafka-protocol.md §2.3, §3).
+
 package bridge
 
 import "github.com/kiggy-io/kiggy/wire"
+
+func init() { handle(wire.KeyAPIVersions, (*Gateway).apiVersions) }
 
 // apiVersions answers ApiVersions (docs/design/kafka-protocol.md §3).
 func (g *Gateway) apiVersions(c *call) bool {

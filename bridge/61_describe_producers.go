@@ -1,3 +1,8 @@
+// DescribeProducers (API key 61): version 0 (wire.APIs), KIP-664.
+//
+// Differs from Kafka: there are no transactions, so CoordinatorEpoch and
+// CurrentTxnStartOffset are -1.
+
 package bridge
 
 import (
@@ -7,6 +12,8 @@ import (
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
+
+func init() { handle(wire.KeyDescribeProducers, (*Gateway).describeProducers) }
 
 // describeProducers answers DescribeProducers v0 (KIP-664) from the
 // partitions' producer windows, rebuilt from the log tail first when this

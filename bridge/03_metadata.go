@@ -1,42 +1,21 @@
+// Metadata (API key 3): versions 0–13 (wire.APIs).
+//
+// Differs from Kafka (docs/design/kafka-protocol.md §2.4): topic ids are zero,
+// so clients stay on name-based versions; without Config.Placement this
+// gateway is the only broker, the controller and the leader, replica and ISR
+// of every partition; the authorized operations are not computed.
+
 package bridge
 
 import (
 	"errors"
-	"net"
-	"strconv"
 
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
-// authorizedOperationsUnknown is Kafka's "not computed" value for
-// TopicAuthorizedOperations (-2147483648).
-const authorizedOperationsUnknown = -2147483648
-
-// advertised returns the host and port clients should dial: those of the
-// listener the connection came in on (AdvertisedListeners), else the
-// configured ones, else the address this connection reached.
-func (g *Gateway) advertisedAddr(c *call) (string, int32) {
-	host, port := g.cfg.AdvertisedHost, g.cfg.AdvertisedPort
-	if a, ok := g.cfg.AdvertisedListeners[c.req.Conn().Listener]; ok {
-		host, port = a.Host, a.Port
-	}
-	if host != "" && port != 0 {
-		return host, port
-	}
-	h, p, err := net.SplitHostPort(c.req.Conn().LocalAddr)
-	if err == nil {
-		if host == "" {
-			host = h
-		}
-		if port == 0 {
-			n, _ := strconv.Atoi(p)
-			port = int32(n)
-		}
-	}
-	return host, port
-}
+func init() { handle(wire.KeyMetadata, (*Gateway).metadata) }
 
 // metadata answers Metadata v0–13 (docs/design/kafka-protocol.md §2.4): this gateway is
 // the only broker, the controller, and leader, replica and ISR of every
@@ -159,35 +138,6 @@ func (g *Gateway) appendTopic(dst []wire.MetadataResponseTopic, name string, n i
 		Partitions:                parts,
 		TopicAuthorizedOperations: authorizedOperationsUnknown,
 	})
-}
-
-// metadataBrokers appends the brokers a Metadata answer lists and returns
-// the controller id: this gateway alone, or every live instance that
-// advertises the connection's listener, the lowest node id as the
-// controller (docs/design/cluster.md §3).
-func (g *Gateway) metadataBrokers(c *call, dst []wire.MetadataResponseBroker) ([]wire.MetadataResponseBroker, int32) {
-	if g.cfg.Placement == nil {
-		host, port := g.advertisedAddr(c)
-		return append(dst, wire.MetadataResponseBroker{NodeID: g.cfg.NodeID, Host: host, Port: port}), g.cfg.NodeID
-	}
-	listener := c.req.Conn().Listener
-	controller := int32(-1)
-	for _, b := range g.cfg.Placement.Brokers() {
-		if e, ok := brokerEndpoint(&b, listener); ok {
-			dst = append(dst, wire.MetadataResponseBroker{NodeID: b.NodeID, Host: e.Host, Port: e.Port})
-			if controller < 0 {
-				controller = b.NodeID
-			}
-		}
-	}
-	if len(dst) == 0 {
-		// No live instance yet (this one has not read its own
-		// announcement): list this gateway so the client keeps a broker to
-		// ask again.
-		host, port := g.advertisedAddr(c)
-		dst = append(dst, wire.MetadataResponseBroker{NodeID: g.cfg.NodeID, Host: host, Port: port})
-	}
-	return dst, controller
 }
 
 // placePartition sets a partition's leader and epoch from the placement; a

@@ -1,12 +1,18 @@
+// DeleteRecords (API key 21): versions 0–2 (wire.APIs).
+//
+// As Kafka's UnifiedLog.deleteRecordsOnLeader. Differs from Kafka: the log
+// start is kept in the system store; on Iggy the records below it stay on
+// disk, hidden (docs/LIMITS.md "DeleteRecords").
+
 package bridge
 
 import (
-	"context"
-
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
+
+func init() { handle(wire.KeyDeleteRecords, (*Gateway).deleteRecords) }
 
 // deleteRecordsState is the DeleteRecords handler's scratch space.
 type deleteRecordsState struct {
@@ -78,23 +84,4 @@ func (g *Gateway) deleteRecordsOne(topic string, partition int32, offset int64) 
 		_ = a.AdvanceLogStart(g.ctx, topic, partition, offset)
 	}
 	return offset, wire.NoError
-}
-
-// watermarks returns a partition's watermarks with the log start
-// DeleteRecords set applied.
-func (g *Gateway) watermarks(ctx context.Context, topic string, partition int32) (store.Watermarks, error) {
-	wm, err := g.store.Watermarks(ctx, topic, partition)
-	if err == nil {
-		g.applyLogStart(topic, partition, &wm)
-	}
-	return wm, err
-}
-
-// applyLogStart raises wm.LogStart to the stored log start (never above the
-// high watermark: a backend that restarted the partition, an Iggy purge,
-// keeps its own numbering).
-func (g *Gateway) applyLogStart(topic string, partition int32, wm *store.Watermarks) {
-	if ls := g.logStartOf(topic, partition); ls > wm.LogStart {
-		wm.LogStart = min(ls, wm.High)
-	}
 }

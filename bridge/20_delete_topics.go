@@ -1,0 +1,78 @@
+// DeleteTopics (API key 20): versions 1–6 (wire.APIs).
+//
+// Differs from Kafka: by name only; kiggy serves zero topic ids, so a
+// deletion by id finds nothing.
+
+package bridge
+
+import (
+	"errors"
+
+	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/security/acl"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+func init() { handle(wire.KeyDeleteTopics, (*Gateway).deleteTopics) }
+
+// deleteTopics answers DeleteTopics v1–6 (by name; kiggy serves zero topic
+// ids, so a deletion by id finds nothing).
+func (g *Gateway) deleteTopics(c *call) bool {
+	as := &c.state.admin
+	req := &as.deleteReq
+	v := c.hdr.APIVersion
+	if !decodeOrClose(c, req) {
+		return false
+	}
+	var resp wire.DeleteTopicsResponse
+	del := func(name string) (wire.ErrorCode, string) {
+		if code := g.topicCode(c, acl.OpDelete, name); code != wire.NoError { // KafkaApis: DELETE on the topic
+			return code, "Authorization failed."
+		}
+		err := g.store.DeleteTopic(g.ctx, name)
+		switch {
+		case err == nil:
+			// A topic of the same name created later starts with no
+			// producer state.
+			g.producers.dropTopic(name)
+			// Its configs and log starts go with it.
+			if err := g.dropTopicState(g.ctx, name); err != nil {
+				return wire.UnknownServerError, "the topic is deleted, but not its configs: " + err.Error()
+			}
+			return wire.NoError, ""
+		case errors.Is(err, store.ErrUnknownTopic):
+			return wire.UnknownTopicOrPartition, "This server does not host this topic-partition."
+		case errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrUnknownOutcome):
+			return wire.RequestTimedOut, err.Error()
+		default:
+			return wire.UnknownServerError, err.Error()
+		}
+	}
+	if v >= 6 {
+		for _, t := range req.Topics {
+			out := wire.DeleteTopicsResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
+			if !t.Topic.Valid {
+				out.ErrorCode = wire.UnknownTopicID
+			} else {
+				var m string
+				out.ErrorCode, m = del(t.Topic.S)
+				if m != "" {
+					out.ErrorMessage = wire.NullStringOf(m)
+				}
+			}
+			resp.Topics = append(resp.Topics, out)
+		}
+	} else {
+		for _, name := range req.TopicNames {
+			code, m := del(name)
+			out := wire.DeleteTopicsResponseTopic{Topic: wire.NullStringOf(name), ErrorCode: code}
+			if m != "" {
+				out.ErrorMessage = wire.NullStringOf(m)
+			}
+			resp.Topics = append(resp.Topics, out)
+		}
+	}
+	resp.CountErrors(g.errorCounter(c))
+	respond(c, &resp)
+	return false
+}

@@ -1,0 +1,78 @@
+// CreatePartitions (API key 37): versions 0–3 (wire.APIs).
+//
+// Grow only, as Kafka. Differs from Kafka: an assignment must name this
+// broker alone for every new partition.
+
+package bridge
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/security/acl"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+func init() { handle(wire.KeyCreatePartitions, (*Gateway).createPartitions) }
+
+// createPartitions answers CreatePartitions v0–3: grow only.
+func (g *Gateway) createPartitions(c *call) bool {
+	as := &c.state.admin
+	req := &as.partsReq
+	if !decodeOrClose(c, req) {
+		return false
+	}
+	var resp wire.CreatePartitionsResponse
+	for _, t := range req.Topics {
+		out := wire.CreatePartitionsResponseTopic{Topic: t.Topic}
+		code, msg := g.topicCode(c, acl.OpAlter, t.Topic), "Authorization failed." // KafkaApis: ALTER on the topic
+		if code == wire.NoError {
+			code, msg = g.growTopic(t, req.ValidateOnly)
+		}
+		out.ErrorCode = code
+		if msg != "" {
+			out.ErrorMessage = wire.NullStringOf(msg)
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	resp.CountErrors(g.errorCounter(c))
+	respond(c, &resp)
+	return false
+}
+
+func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, validateOnly bool) (wire.ErrorCode, string) {
+	info, err := g.store.Topic(g.ctx, t.Topic)
+	if errors.Is(err, store.ErrUnknownTopic) {
+		return wire.UnknownTopicOrPartition, "The topic '" + t.Topic + "' does not exist."
+	} else if err != nil {
+		return wire.UnknownServerError, err.Error()
+	}
+	if t.Count <= info.Partitions {
+		// Kafka 4.4's wording (ReplicationControlManager).
+		return wire.InvalidPartitions, "The topic " + t.Topic + " currently has " + strconv.Itoa(int(info.Partitions)) + " partition(s); " + strconv.Itoa(int(t.Count)) + " would not be an increase."
+	}
+	if t.Count-info.Partitions > maxPartitions {
+		return wire.InvalidPartitions, "At most " + strconv.Itoa(maxPartitions) + " partitions can be added at once."
+	}
+	if t.Assignment != nil {
+		if int32(len(t.Assignment)) != t.Count-info.Partitions {
+			return wire.InvalidReplicaAssignment, "The assignment must list every new partition."
+		}
+		for _, a := range t.Assignment {
+			if len(a.Replicas) != 1 || a.Replicas[0] != g.cfg.NodeID {
+				return wire.InvalidReplicaAssignment, "Every partition must be assigned to broker " + strconv.Itoa(int(g.cfg.NodeID)) + " alone."
+			}
+		}
+	}
+	if validateOnly {
+		return wire.NoError, ""
+	}
+	if err := g.store.CreatePartitions(g.ctx, t.Topic, t.Count); err != nil {
+		if errors.Is(err, store.ErrInvalidPartitions) {
+			return wire.InvalidPartitions, err.Error()
+		}
+		return wire.UnknownServerError, err.Error()
+	}
+	return wire.NoError, ""
+}
