@@ -234,6 +234,51 @@ func StartConfig(t testing.TB, cfg Config) *Broker {
 	return b
 }
 
+var shared struct {
+	once sync.Once
+	b    *Broker
+	dir  string
+	err  error
+}
+
+// Shared returns the test process's one broker, started with cfg on first
+// use (later calls get that broker whatever their cfg) in a temporary
+// directory; StopShared, from TestMain, stops it. Like StartConfig it skips
+// t when Java or the Kafka jars are missing.
+func Shared(t testing.TB, cfg Config) *Broker {
+	t.Helper()
+	java, cp := testtools.JavaClasspath(t)
+	shared.once.Do(func() {
+		if cfg.Java == "" {
+			cfg.Java = java
+		}
+		if cfg.Classpath == "" {
+			cfg.Classpath = cp
+		}
+		if shared.dir, shared.err = os.MkdirTemp("", "kiggy-kafkatest-"); shared.err != nil {
+			return
+		}
+		shared.b, shared.err = StartProcess(shared.dir, cfg)
+	})
+	if shared.err != nil {
+		t.Fatalf("starting the Kafka broker: %v", shared.err)
+	}
+	return shared.b
+}
+
+// StopShared stops the broker Shared started, if any, and removes its
+// directory.
+func StopShared() error {
+	var err error
+	if shared.b != nil {
+		err = shared.b.Stop()
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	return err
+}
+
 // StartProcess formats a single-node KRaft storage under dir (which should be
 // empty) and starts a broker from it, returning once the broker accepts
 // connections on 127.0.0.1 and answers Metadata listing itself. The caller
@@ -586,14 +631,4 @@ func (b *Broker) exitError() error {
 }
 
 // LogTail returns the last n lines of the broker's log.
-func (b *Broker) LogTail(n int) string {
-	data, err := os.ReadFile(b.LogPath)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (b *Broker) LogTail(n int) string { return testtools.FileTail(b.LogPath, n) }

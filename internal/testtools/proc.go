@@ -56,3 +56,23 @@ func ParseKB(b []byte, field string) (int64, error) {
 	}
 	return 0, fmt.Errorf("testtools: no %s line in a kB format", key)
 }
+
+// LastLines returns the last n lines of b (a log), without the final
+// newline.
+func LastLines(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// FileTail returns the last n lines of the file at path, or the error
+// reading it as text.
+func FileTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return LastLines(b, n)
+}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -61,48 +60,22 @@ func forEachTarget(t *testing.T, fn func(t *testing.T, tg target)) {
 	}
 }
 
-var kafkaShared struct {
-	once sync.Once
-	b    *kafkatest.Broker
-	dir  string
-	err  error
-}
-
 // sharedKafka starts the run's Kafka broker on first use; TestMain stops it.
 func sharedKafka(t testing.TB) *kafkatest.Broker {
 	t.Helper()
-	java, cp := testtools.JavaClasspath(t)
-	kafkaShared.once.Do(func() {
-		dir, err := os.MkdirTemp("", "kiggy-ecosystem-kafka-")
-		if err != nil {
-			kafkaShared.err = err
-			return
-		}
-		kafkaShared.dir = dir
-		kafkaShared.b, kafkaShared.err = kafkatest.StartProcess(dir, kafkatest.Config{
-			Java: java, Classpath: cp,
-			Heap: "512m",
-			Props: map[string]string{
-				"offsets.topic.num.partitions":         "1",
-				"transaction.state.log.num.partitions": "1",
-			},
-		})
+	return kafkatest.Shared(t, kafkatest.Config{
+		Heap: "512m",
+		Props: map[string]string{
+			"offsets.topic.num.partitions":         "1",
+			"transaction.state.log.num.partitions": "1",
+		},
 	})
-	if kafkaShared.err != nil {
-		t.Fatalf("starting the Kafka broker: %v", kafkaShared.err)
-	}
-	return kafkaShared.b
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if kafkaShared.b != nil {
-		if err := kafkaShared.b.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "ecosystem:", err)
-		}
-	}
-	if kafkaShared.dir != "" {
-		os.RemoveAll(kafkaShared.dir)
+	if err := kafkatest.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "ecosystem:", err)
 	}
 	for _, f := range cleanups {
 		f()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/internal/kafkawire"
+	"github.com/kiggy-io/kiggy/internal/kiggyproc"
 	"github.com/kiggy-io/kiggy/varint"
 	"github.com/kiggy-io/kiggy/wire"
 )
@@ -75,20 +76,20 @@ func TestHostile(t *testing.T) {
 	}
 	began := time.Now()
 	raiseNoFile(t, 16384)
-	bin := buildKiggy(t)
+	kiggyproc.Binary(t)
 	t.Logf("built cmd/kiggy in %v", time.Since(began).Round(time.Millisecond))
-	s := &suite{k: startKiggy(t, bin)}
+	s := &suite{k: startKiggy(t)}
 	k := s.k
-	setupTopics(t, k.addr)
+	setupTopics(t, k.Addr)
 	s.bombs = makeBombs(t)
 
 	// Baselines: goroutines with no client connected, RSS with the good
 	// producer running.
 	k.waitOpen(t, 0, 10*time.Second)
 	m0 := k.metrics(t)
-	s.p = startProducer(t, k.addr, topicGood)
+	s.p = startProducer(t, k.Addr, topicGood)
 	waitFor(t, 15*time.Second, "the good producer's first 100 acks", func() bool { return s.p.acked() >= 100 })
-	s.sched = startSched(k.pid)
+	s.sched = startSched(k.Pid)
 	t.Cleanup(s.sched.stop)
 	t.Run("HarnessCatchesStall", func(t *testing.T) { harnessCatchesStall(t, s) })
 	s.rss0 = k.rss(t)
@@ -115,7 +116,7 @@ func TestHostile(t *testing.T) {
 			// Watch the good producer for at least minWindow, so that a
 			// case of a few milliseconds still covers dozens of produces
 			// and the gateway's after-effects.
-			time.Sleep(time.Until(from.Add(minWindow)))
+			time.Sleep(time.Until(from.Add(minWindow))) // the watch window is a length of time: what the producer sees in it is judged
 			to := time.Now()
 			k.alive(t)
 			s.p.check(t, s.sched, from, to)
@@ -145,14 +146,14 @@ func TestHostile(t *testing.T) {
 func harnessCatchesStall(t *testing.T, s *suite) {
 	const frozen = 2 * time.Second
 	var blinded []string
-	defer s.k.cmd.Process.Signal(syscall.SIGCONT) // whatever happens below
+	defer s.k.Cmd.Process.Signal(syscall.SIGCONT) // whatever happens below
 	for attempt := 1; attempt <= 3; attempt++ {
 		from := time.Now()
-		if err := s.k.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		if err := s.k.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(frozen) // kiggy stays frozen (SIGSTOP) this long: the outage under test
-		if err := s.k.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		if err := s.k.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
 		to := time.Now()
@@ -215,14 +216,14 @@ func truncatedFrames(t *testing.T, s *suite, before metrics) {
 	for _, v := range []int16{7, 9} {
 		req := produceReq(v, topicHostile, partData{0, plainBatch(3, batch.NoCompression)})
 		frame := frameOf(req, 1)
-		kc := dial(t, s.k.addr)
+		kc := dial(t, s.k.Addr)
 		if codes := kc.produceCodes(t, req); len(codes) != 1 || codes[0] != codeNone {
 			t.Fatalf("the untruncated Produce v%d is not accepted: codes %v", v, codes)
 		}
 		kc.Close()
 
 		for i := range len(frame) {
-			c, err := net.DialTimeout("tcp", s.k.addr, dialTimeout)
+			c, err := net.DialTimeout("tcp", s.k.Addr, dialTimeout)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,7 +233,7 @@ func truncatedFrames(t *testing.T, s *suite, before metrics) {
 		}
 		body := frame[4:]
 		for j := range len(body) {
-			kc := dial(t, s.k.addr)
+			kc := dial(t, s.k.Addr)
 			kc.Write(binary.BigEndian.AppendUint32(nil, uint32(j)))
 			kc.Write(body[:j])
 			if err := kc.ExpectClosed(5 * time.Second); err != nil {
@@ -268,7 +269,7 @@ func declaredSizes(t *testing.T, s *suite, before metrics) {
 	want := map[string]int{}
 	for i, c := range cases {
 		for _, withBody := range []bool{false, true} {
-			kc := dial(t, s.k.addr)
+			kc := dial(t, s.k.Addr)
 			b := binary.BigEndian.AppendUint32(nil, c.prefix)
 			if withBody {
 				b = append(b, hdr...)
@@ -291,7 +292,7 @@ func declaredSizes(t *testing.T, s *suite, before metrics) {
 	const stalled = 20
 	var cs []*kconn
 	for range stalled {
-		kc := dial(t, s.k.addr)
+		kc := dial(t, s.k.Addr)
 		kc.Write(append(binary.BigEndian.AppendUint32(nil, 90<<20), make([]byte, 1<<10)...))
 		cs = append(cs, kc)
 	}
@@ -353,7 +354,7 @@ func hugeArrayCounts(t *testing.T, s *suite, before metrics) {
 		if len(frame) != 100 {
 			t.Fatalf("%s: frame is %d bytes", c.name, len(frame))
 		}
-		kc := dial(t, s.k.addr)
+		kc := dial(t, s.k.Addr)
 		kc.Write(frame)
 		if err := kc.ExpectClosed(5 * time.Second); err != nil {
 			t.Errorf("%s: %v", c.name, err)
@@ -387,7 +388,7 @@ func unknownAPIs(t *testing.T, s *suite, before metrics) {
 		closes = append(closes, a)
 	}
 	for _, c := range closes {
-		kc := dial(t, s.k.addr)
+		kc := dial(t, s.k.Addr)
 		kc.Write(requestFrame(c.key, c.v, false, make([]byte, 16), 0))
 		if err := kc.ExpectClosed(5 * time.Second); err != nil {
 			t.Errorf("key %d v%d: %v", c.key, c.v, err)
@@ -400,7 +401,7 @@ func unknownAPIs(t *testing.T, s *suite, before metrics) {
 	// in a v0 body under response header v0; the connection stays usable.
 	r, _ := wire.LookupAPI(wire.KeyAPIVersions)
 	for _, v := range []int16{r.Max + 1, 99, 32767} {
-		kc := dial(t, s.k.addr)
+		kc := dial(t, s.k.Addr)
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = v
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "hostile", "1.0"
@@ -443,7 +444,7 @@ func crcMismatch(t *testing.T, s *suite, before metrics) {
 	badGzip := plainBatch(3, batch.Gzip)
 	badGzip[len(badGzip)-5] ^= 1
 	for _, v := range []int16{7, 9, 12} {
-		kc := dial(t, s.k.addr)
+		kc := dial(t, s.k.Addr)
 		codes := kc.produceCodes(t, produceReq(v, topicHostile,
 			partData{0, badCRC}, partData{1, good}, partData{2, badData}, partData{3, badGzip}))
 		if want := []int16{codeCorruptMessage, codeNone, codeCorruptMessage, codeCorruptMessage}; !equal(codes, want) {
@@ -473,7 +474,7 @@ func crcMismatch(t *testing.T, s *suite, before metrics) {
 // records, so anything it declares beyond that is a lie, and the answer
 // is 87.
 func recordCountLies(t *testing.T, s *suite, before metrics) {
-	kc := dial(t, s.k.addr)
+	kc := dial(t, s.k.Addr)
 	for _, codec := range []batch.Codec{batch.NoCompression, batch.Gzip, batch.Zstd} {
 		b := plainBatch(5, codec)
 		lies := []struct {
@@ -514,7 +515,7 @@ func recordCountLies(t *testing.T, s *suite, before metrics) {
 func compressionBombs(t *testing.T, s *suite, before metrics) {
 	peak := s.k.peak(t)
 	rss := s.k.rss(t)
-	kc := dial(t, s.k.addr)
+	kc := dial(t, s.k.Addr)
 	var all []partData
 	for i, b := range s.bombs {
 		p := partData{int32(i % hostileParts), b.batch()}
@@ -573,7 +574,7 @@ func idleConnections(t *testing.T, s *suite, before metrics) {
 				if i >= n {
 					return
 				}
-				c, err := net.DialTimeout("tcp", s.k.addr, dialTimeout)
+				c, err := net.DialTimeout("tcp", s.k.Addr, dialTimeout)
 				if err != nil {
 					errs <- err
 					return
@@ -622,7 +623,7 @@ func idleConnections(t *testing.T, s *suite, before metrics) {
 
 	// Hold until three seconds after the first dial; the idle timeout
 	// (five) must not have closed any of them yet.
-	time.Sleep(time.Until(start.Add(3 * time.Second)))
+	time.Sleep(time.Until(start.Add(3 * time.Second))) // the hold is the point: 3 s of idleness, under the 5 s idle timeout
 	m = s.k.metrics(t)
 	held := time.Since(start)
 	if held < idleTimeout-500*time.Millisecond {
@@ -680,7 +681,7 @@ func connectStorm(t *testing.T, s *suite, before metrics) {
 				if i >= n {
 					return
 				}
-				c, err := net.DialTimeout("tcp", s.k.addr, dialTimeout)
+				c, err := net.DialTimeout("tcp", s.k.Addr, dialTimeout)
 				if err != nil {
 					dialErrs.Add(1)
 					firstErr.CompareAndSwap(nil, err)
@@ -758,7 +759,7 @@ func neverReads(t *testing.T, s *suite, before metrics) {
 	fetch.Topics = append(fetch.Topics, ft)
 
 	// The Fetch is answered with about 1 MiB to a client that reads.
-	kc := dial(t, s.k.addr)
+	kc := dial(t, s.k.Addr)
 	r, err := kc.RoundTrip(fetch)
 	if err != nil {
 		t.Fatalf("Fetch: %v", err)
@@ -773,7 +774,7 @@ func neverReads(t *testing.T, s *suite, before metrics) {
 	var sent [clients]atomic.Int64
 	var wg sync.WaitGroup
 	for i := range clients {
-		c, err := net.DialTimeout("tcp", s.k.addr, dialTimeout)
+		c, err := net.DialTimeout("tcp", s.k.Addr, dialTimeout)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -841,7 +842,7 @@ func slowloris(t *testing.T, s *suite, before metrics) {
 	}
 	results := make(chan result, slow+silent)
 	for i := range slow + silent {
-		c, err := net.DialTimeout("tcp", s.k.addr, dialTimeout)
+		c, err := net.DialTimeout("tcp", s.k.Addr, dialTimeout)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -926,7 +927,7 @@ func aftermath(t *testing.T, s *suite, m0 metrics) {
 	}
 	s.p.mu.Unlock()
 	unsure := s.p.unsure()
-	end := endOffset(t, k.addr, topicGood)
+	end := endOffset(t, k.Addr, topicGood)
 	t.Logf("good producer: %d produces acknowledged, %d failed, %d cut short by its stop; %s end offset %d",
 		acked, errs, unsure, topicGood, end)
 	// Nothing acknowledged is lost; with no failure, nothing else is stored
@@ -965,7 +966,7 @@ func aftermath(t *testing.T, s *suite, m0 metrics) {
 			t.Errorf("%s did not move during the suite", series)
 		}
 	}
-	resp, err := k.http.Get("http://" + k.admin + "/healthz")
+	resp, err := k.HTTP.Get("http://" + k.Admin + "/healthz")
 	if err != nil {
 		t.Errorf("/healthz: %v", err)
 	} else {

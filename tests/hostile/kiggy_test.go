@@ -3,16 +3,10 @@
 package hostile
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiggy-io/kiggy/internal/kiggyproc"
 	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
@@ -48,20 +43,23 @@ const engineEnv = "KIGGY_TEST_ENGINE"
 // goroutines there (SIGQUIT) before failing.
 const logEnv = "KIGGY_HOSTILE_LOG"
 
+// TestMain removes the kiggy binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	kiggyproc.RemoveBinary()
+	os.Exit(code)
+}
+
 // kiggyProc is one kiggy process.
 type kiggyProc struct {
-	cmd   *exec.Cmd
-	pid   int
-	addr  string // Kafka listener
-	admin string // /metrics, /healthz, /readyz
-	http  *http.Client
-	log   *tail
-	done  chan struct{} // closed when the process has exited
-	err   error         // Wait's result, valid after done
-	// dumpable: the full log goes to a file, so dump may kill the process
-	// for its goroutine stacks.
+	*kiggyproc.Proc
+	// dumpable: the full log goes to a file the test keeps, so dump may
+	// kill the process for its goroutine stacks.
 	dumpable bool
 }
+
+// log is the end of the process's log, for failure messages.
+func (k *kiggyProc) log() string { return k.Tail(400) }
 
 // dump has the process write its goroutine stacks to the log file and exit
 // (SIGQUIT), when a log file was asked for; the test is failing anyway.
@@ -70,35 +68,20 @@ func (k *kiggyProc) dump(t testing.TB) {
 		t.Logf("set %s=/path/to/file to get the process's goroutine stacks here", logEnv)
 		return
 	}
-	_ = k.cmd.Process.Signal(syscall.SIGQUIT)
+	_ = k.Cmd.Process.Signal(syscall.SIGQUIT)
 	select {
-	case <-k.done:
+	case <-k.Done():
 	case <-time.After(10 * time.Second):
 	}
 	t.Logf("kiggy's goroutine stacks are in %s", os.Getenv(logEnv))
 }
 
-// buildKiggy builds cmd/kiggy into a temporary directory.
-func buildKiggy(t *testing.T) string {
-	t.Helper()
-	gobin, err := testtools.GoTool()
-	if err != nil {
-		t.Fatalf("no go command to build cmd/kiggy: %v", err)
-	}
-	out := filepath.Join(t.TempDir(), "kiggy")
-	cmd := exec.Command(gobin, "build", "-o", out, "./cmd/kiggy")
-	cmd.Dir = filepath.Join("..", "..")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/kiggy: %v\n%s", err, b)
-	}
-	return out
-}
-
-// startKiggy runs bin on 127.0.0.1 ephemeral ports and waits until both
+// startKiggy runs kiggy on 127.0.0.1 ephemeral ports and waits until both
 // listeners are up and /readyz answers; extra flags come after the suite's
 // (a flag given twice takes the later value). The process is stopped
-// (SIGTERM, then SIGKILL) when the test ends.
-func startKiggy(t *testing.T, bin string, extra ...string) *kiggyProc {
+// (SIGTERM, then SIGKILL) when the test ends; an exit with an error after
+// SIGTERM fails the test.
+func startKiggy(t *testing.T, extra ...string) *kiggyProc {
 	t.Helper()
 	args := []string{
 		"--listen", "127.0.0.1:0",
@@ -118,83 +101,19 @@ func startKiggy(t *testing.T, bin string, extra ...string) *kiggyProc {
 		// --listen is the one-listener shorthand and conflicts with it.
 		args = slices.Delete(args, 0, 2)
 	}
-	args = append(args, extra...)
-	cmd := exec.Command(bin, args...)
-	// Only what the process needs: a stray KIGGY_* variable in the test's
-	// environment would change its configuration (or stop it).
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cfg := kiggyproc.Config{
+		Args:         append(args, extra...),
+		LogFile:      os.Getenv(logEnv),
+		StartTimeout: 20 * time.Second,
+		StopTimeout:  15 * time.Second,
+		CleanExit:    true,
+	}
 	if g := os.Getenv("GODEBUG"); g != "" {
-		cmd.Env = append(cmd.Env, "GODEBUG="+g) // e.g. gctrace=1 with KIGGY_HOSTILE_LOG
+		cfg.Env = []string{"GODEBUG=" + g} // e.g. gctrace=1 with KIGGY_HOSTILE_LOG
 	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start kiggy: %v", err)
-	}
-	k := &kiggyProc{
-		cmd:  cmd,
-		pid:  cmd.Process.Pid,
-		log:  newTail(400),
-		done: make(chan struct{}),
-		http: &http.Client{
-			Timeout:   5 * time.Second,
-			Transport: &http.Transport{DisableKeepAlives: true},
-		},
-	}
-	var full io.Writer = io.Discard
-	if path := os.Getenv(logEnv); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatalf("%s: %v", logEnv, err)
-		}
-		t.Cleanup(func() { f.Close() })
-		full = f
-		k.dumpable = true
-	}
-	addrs := make(chan [2]string, 4)
-	logDone := make(chan struct{})
-	go func() {
-		defer close(logDone)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			fmt.Fprintln(full, line)
-			k.log.add(line)
-			var rec struct{ Msg, Addr string }
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Addr != "" {
-				addrs <- [2]string{rec.Msg, rec.Addr}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-	}()
-	go func() {
-		<-logDone
-		k.err = cmd.Wait()
-		close(k.done)
-	}()
-	t.Cleanup(func() { k.stop(t) })
-
-	deadline := time.After(20 * time.Second)
-	for k.addr == "" || k.admin == "" {
-		select {
-		case a := <-addrs:
-			switch a[0] {
-			case "kiggy listening":
-				k.addr = a[1]
-			case "admin listening":
-				k.admin = a[1]
-			}
-		case <-k.done:
-			t.Fatalf("kiggy exited at start: %v\n%s", k.err, k.log)
-		case <-deadline:
-			t.Fatalf("kiggy did not report its listeners within 20s\n%s", k.log)
-		}
-	}
+	k := &kiggyProc{Proc: kiggyproc.Start(t, cfg), dumpable: cfg.LogFile != ""}
 	waitFor(t, 10*time.Second, "kiggy /readyz", func() bool {
-		resp, err := k.http.Get("http://" + k.admin + "/readyz")
+		resp, err := k.HTTP.Get("http://" + k.Admin + "/readyz")
 		if err != nil {
 			return false
 		}
@@ -207,64 +126,21 @@ func startKiggy(t *testing.T, bin string, extra ...string) *kiggyProc {
 // alive fails the test if the process has exited.
 func (k *kiggyProc) alive(t testing.TB) {
 	t.Helper()
-	select {
-	case <-k.done:
-		t.Fatalf("kiggy process exited: %v\nlast log lines:\n%s", k.err, k.log)
-	default:
-	}
-}
-
-// stop drains the process with SIGTERM and reports a crash or a drain that
-// does not finish.
-func (k *kiggyProc) stop(t *testing.T) {
-	select {
-	case <-k.done:
-		return
-	default:
-	}
-	_ = k.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-k.done:
-		if k.err != nil && !t.Failed() {
-			t.Errorf("kiggy exited with %v after SIGTERM\n%s", k.err, k.log)
-		}
-	case <-time.After(15 * time.Second):
-		_ = k.cmd.Process.Kill()
-		<-k.done
-		t.Errorf("kiggy did not stop within 15s of SIGTERM (drain timeout 2s)\n%s", k.log)
+	if k.Exited() {
+		t.Fatalf("kiggy process exited: %v\nlast log lines:\n%s", k.Err(), k.log())
 	}
 }
 
 // metrics scrapes /metrics into "name{labels}" → value.
 func (k *kiggyProc) metrics(t testing.TB) metrics {
 	t.Helper()
-	resp, err := k.http.Get("http://" + k.admin + "/metrics")
+	m, err := k.Metrics()
 	if err != nil {
 		k.alive(t)
 		t.Fatalf("GET /metrics: %v", err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
-	}
-	m := metrics{}
-	for _, line := range strings.Split(string(body), "\n") {
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		m[line[:i]] = v
-	}
 	if _, ok := m["go_goroutines"]; !ok {
-		t.Fatalf("/metrics has no go_goroutines:\n%s", body)
+		t.Fatalf("/metrics has no go_goroutines: %v", m)
 	}
 	return m
 }
@@ -330,7 +206,7 @@ func closeCounts(m metrics) string {
 // rss returns the process's resident set size.
 func (k *kiggyProc) rss(t testing.TB) int64 {
 	t.Helper()
-	n, err := testtools.ProcStatusBytes(k.pid, "VmRSS")
+	n, err := testtools.ProcStatusBytes(k.Pid, "VmRSS")
 	if err != nil {
 		k.alive(t)
 		t.Fatal(err)
@@ -343,7 +219,7 @@ func (k *kiggyProc) rss(t testing.TB) int64 {
 // not permitted. Stop the returned func to get the peak.
 func (k *kiggyProc) peak(t testing.TB) (stop func() int64) {
 	t.Helper()
-	hwm := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", k.pid), []byte("5"), 0) == nil
+	hwm := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", k.Pid), []byte("5"), 0) == nil
 	var mu sync.Mutex
 	high := k.rss(t)
 	quit, done := make(chan struct{}), make(chan struct{})
@@ -356,7 +232,7 @@ func (k *kiggyProc) peak(t testing.TB) (stop func() int64) {
 			case <-quit:
 				return
 			case <-tk.C:
-				if n, err := testtools.ProcStatusBytes(k.pid, "VmRSS"); err == nil {
+				if n, err := testtools.ProcStatusBytes(k.Pid, "VmRSS"); err == nil {
 					mu.Lock()
 					high = max(high, n)
 					mu.Unlock()
@@ -368,7 +244,7 @@ func (k *kiggyProc) peak(t testing.TB) (stop func() int64) {
 		close(quit)
 		<-done
 		if hwm {
-			if n, err := testtools.ProcStatusBytes(k.pid, "VmHWM"); err == nil {
+			if n, err := testtools.ProcStatusBytes(k.Pid, "VmHWM"); err == nil {
 				high = max(high, n)
 			}
 		}
@@ -399,36 +275,6 @@ func raiseNoFile(t *testing.T, n uint64) {
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		t.Fatalf("RLIMIT_NOFILE to %d: %v (the suite needs root or a hard limit of at least %d)", n, err, n)
 	}
-}
-
-// tail keeps the last lines of the process's log.
-type tail struct {
-	mu    sync.Mutex
-	lines []string
-	max   int
-}
-
-func newTail(max int) *tail { return &tail{max: max} }
-
-func (l *tail) add(s string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.lines) == l.max {
-		copy(l.lines, l.lines[1:])
-		l.lines = l.lines[:l.max-1]
-	}
-	l.lines = append(l.lines, s)
-}
-
-func (l *tail) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var b bytes.Buffer
-	for _, s := range l.lines {
-		b.WriteString(s)
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 // poll calls cond every 50 ms until it holds or timeout passes.

@@ -32,16 +32,15 @@ func TestHostileSASL(t *testing.T) {
 		t.Skip("starts a kiggy process; skipped with -short")
 	}
 	raiseNoFile(t, 16384)
-	bin := buildKiggy(t)
 	users := filepath.Join(t.TempDir(), "users")
 	if err := os.WriteFile(users, []byte("good:pw\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	k := startKiggy(t, bin, "--listeners", "SASL_PLAINTEXT://127.0.0.1:0", "--sasl-plain-users-file", users,
+	k := startKiggy(t, "--listeners", "SASL_PLAINTEXT://127.0.0.1:0", "--sasl-plain-users-file", users,
 		"--sasl-scram-bootstrap-users-file", users, "--idle-timeout", "2m", "--sasl-handshake-timeout", "2m")
 	auth := kgo.SASL(plain.Auth{User: "good", Pass: "pw"}.AsMechanism())
 	ctx := ctxFor(t, 30*time.Second)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.addr), auth)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addr), auth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,9 +49,9 @@ func TestHostileSASL(t *testing.T) {
 	}
 	cl.Close()
 	m0 := k.metrics(t)
-	p := startProducer(t, k.addr, topicGood, auth)
+	p := startProducer(t, k.Addr, topicGood, auth)
 	waitFor(t, 15*time.Second, "the good producer's first 100 acks", func() bool { return p.acked() >= 100 })
-	sched := startSched(k.pid)
+	sched := startSched(k.Pid)
 	t.Cleanup(sched.stop)
 	from := time.Now()
 
@@ -73,7 +72,7 @@ func TestHostileSASL(t *testing.T) {
 	errs := make(chan error, idle+200)
 	for i := range idle {
 		wg.Go(func() {
-			c, err := kafkawire.Dial(k.addr, "dawdler", 10*time.Second)
+			c, err := kafkawire.Dial(k.Addr, "dawdler", 10*time.Second)
 			if err != nil {
 				errs <- err
 				return
@@ -104,7 +103,7 @@ func TestHostileSASL(t *testing.T) {
 	// Produce requests; each connection must be refused and closed.
 	for i := range 200 {
 		wg.Go(func() {
-			c, err := kafkawire.Dial(k.addr, "garbage", 10*time.Second)
+			c, err := kafkawire.Dial(k.Addr, "garbage", 10*time.Second)
 			if err != nil {
 				errs <- err
 				return
@@ -152,8 +151,10 @@ func TestHostileSASL(t *testing.T) {
 	for err := range errs {
 		t.Errorf("hostile client: %v", err)
 	}
-	// Hold the dawdlers a while with the producer running.
-	time.Sleep(2 * time.Second)
+	// Hold the dawdlers while the good producer makes 300 more produces
+	// (about 2 s at its pace); p.check below judges each of them.
+	acked := p.acked()
+	waitFor(t, 30*time.Second, "300 more good produces with the dawdlers held", func() bool { return p.acked() >= acked+300 })
 	m1 := k.metrics(t)
 	to := time.Now()
 	p.check(t, sched, from, to)

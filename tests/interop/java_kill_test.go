@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/internal/kiggyproc"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 	"github.com/kiggy-io/kiggy/internal/testtools"
 )
@@ -33,7 +32,6 @@ func TestVerifiableProducerSurvivesKill9(t *testing.T) {
 	if os.Getenv(TargetEnv) == "kafka" {
 		t.Skip("kiggy only: kills the gateway process")
 	}
-	bin := buildKiggyBinary(t)
 	// Replies come 200 ms after the write, so at the kill some batches are
 	// stored but not yet acknowledged: their resends must be recognised.
 	srv := iggytest.New(iggytest.Config{Latency: 200 * time.Millisecond})
@@ -46,7 +44,7 @@ func TestVerifiableProducerSurvivesKill9(t *testing.T) {
 	reader.CreateTopic(t, topic, 1)
 
 	addr := freeAddr(t)
-	first := startKiggyProcess(t, bin, addr, srv.Addr().String())
+	first := startKiggyProcess(t, addr, srv.Addr().String())
 
 	props := filepath.Join(t.TempDir(), "producer.properties")
 	if err := os.WriteFile(props, []byte("enable.idempotence=true\nretries=2147483647\nmax.in.flight.requests.per.connection=5\n"+
@@ -64,11 +62,10 @@ func TestVerifiableProducerSurvivesKill9(t *testing.T) {
 	// Kill once a good part of the run is stored, while the rest is in
 	// flight or not sent yet.
 	waitStored(t, reader, topic, n/4, 90*time.Second)
-	_ = first.Process.Signal(syscall.SIGKILL)
-	_ = first.Wait()
+	first.Kill()
 	killedAt := stored(t, reader, topic)
 	time.Sleep(time.Second) // the gateway stays down for a second: the producer must retry through it
-	startKiggyProcess(t, bin, addr, srv.Addr().String())
+	startKiggyProcess(t, addr, srv.Addr().String())
 	r := <-done
 	if r.code != 0 {
 		t.Fatalf("VerifiableProducer failed:\n%s", r)
@@ -111,18 +108,6 @@ func TestVerifiableProducerSurvivesKill9(t *testing.T) {
 	}
 }
 
-// buildKiggyBinary builds cmd/kiggy into a temporary directory.
-func buildKiggyBinary(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "kiggy")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/kiggy")
-	cmd.Dir = testtools.Root(t)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/kiggy: %v\n%s", err, b)
-	}
-	return out
-}
-
 // freeAddr returns a 127.0.0.1 address with a port free a moment ago.
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -135,31 +120,12 @@ func freeAddr(t *testing.T) string {
 }
 
 // startKiggyProcess runs kiggy on addr over the Iggy server at iggyAddr and
-// waits until it accepts connections; it is killed when the test ends.
-func startKiggyProcess(t *testing.T, bin, addr, iggyAddr string) *exec.Cmd {
+// waits until it listens; it is stopped when the test ends.
+func startKiggyProcess(t *testing.T, addr, iggyAddr string) *kiggyproc.Proc {
 	t.Helper()
-	cmd := exec.Command(bin, "--listen", addr, "--admin-addr", "", "--iggy-addr", iggyAddr, "--log-level", "warn")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	var logs strings.Builder
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start kiggy: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+	return kiggyproc.Start(t, kiggyproc.Config{
+		Args: []string{"--listen", addr, "--admin-addr", "", "--iggy-addr", iggyAddr, "--drain-timeout", "2s"},
 	})
-	var err error
-	if !testtools.Eventually(30*time.Second, func() bool {
-		var c net.Conn
-		if c, err = net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-		}
-		return err == nil
-	}) {
-		t.Fatalf("kiggy did not listen on %s within 30s: %v\n%s", addr, err, logs.String())
-	}
-	return cmd
 }
 
 // stored returns how many records topic's partition 0 holds.

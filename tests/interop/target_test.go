@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kiggy-io/kiggy/internal/kafkatest"
+	"github.com/kiggy-io/kiggy/internal/kiggyproc"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
 	"github.com/kiggy-io/kiggy/internal/testtools"
 )
@@ -111,53 +111,24 @@ type kafkaTarget struct {
 	b *kafkatest.Broker
 }
 
-var kafkaShared struct {
-	once sync.Once
-	b    *kafkatest.Broker
-	dir  string
-	err  error
-}
-
 // sharedKafka starts the run's broker on first use; TestMain stops it.
 func sharedKafka(t testing.TB) *kafkaTarget {
 	t.Helper()
-	java, cp := testtools.JavaClasspath(t)
-	kafkaShared.once.Do(func() {
-		dir, err := os.MkdirTemp("", "kiggy-interop-kafka-")
-		if err != nil {
-			kafkaShared.err = err
-			return
-		}
-		kafkaShared.dir = dir
-		kafkaShared.b, kafkaShared.err = kafkatest.StartProcess(dir, kafkatest.Config{
-			Java: java, Classpath: cp,
-			Props: map[string]string{
-				"message.max.bytes":                    fmt.Sprint(maxMessageBytes),
-				"offsets.topic.num.partitions":         "1",
-				"transaction.state.log.num.partitions": "1",
-			},
-		})
-	})
-	if kafkaShared.err != nil {
-		t.Fatalf("starting the Kafka broker: %v", kafkaShared.err)
-	}
-	return &kafkaTarget{b: kafkaShared.b}
-}
-
-func stopSharedKafka() {
-	if kafkaShared.b != nil {
-		if err := kafkaShared.b.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "interop:", err)
-		}
-	}
-	if kafkaShared.dir != "" {
-		os.RemoveAll(kafkaShared.dir)
-	}
+	return &kafkaTarget{b: kafkatest.Shared(t, kafkatest.Config{
+		Props: map[string]string{
+			"message.max.bytes":                    fmt.Sprint(maxMessageBytes),
+			"offsets.topic.num.partitions":         "1",
+			"transaction.state.log.num.partitions": "1",
+		},
+	})}
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	stopSharedKafka()
+	if err := kafkatest.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "interop:", err)
+	}
+	kiggyproc.RemoveBinary()
 	os.Exit(code)
 }
 

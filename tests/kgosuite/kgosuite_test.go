@@ -1,12 +1,9 @@
 package kgosuite
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/internal/iggyserver"
+	"github.com/kiggy-io/kiggy/internal/kiggyproc"
 	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
@@ -71,6 +69,13 @@ const pairRuns = 2
 
 var pair = []string{"TestGroupETL", "TestDirectPartitionPurge"}
 
+// TestMain removes the kiggy binary TestKgoSuite built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	kiggyproc.RemoveBinary()
+	os.Exit(code)
+}
+
 // TestKgoSuite runs franz-go's kgo integration tests against kiggy on a real
 // iggy-server and fails on any failure outside KnownGaps: the whole suite
 // once, then the ordered pair.
@@ -87,17 +92,16 @@ func TestKgoSuite(t *testing.T) {
 	suiteBin, srcDir := buildSuite(t, dir)
 	kiggyBin := os.Getenv(kiggyEnv)
 	if kiggyBin == "" {
-		kiggyBin = filepath.Join(dir, "kiggy")
-		goBuild(t, testtools.Root(t), "build", "-o", kiggyBin, "./cmd/kiggy")
+		kiggyBin = kiggyproc.Binary(t)
 	}
 	t.Logf("built %s's tests and cmd/kiggy in %v", kgoPkg, time.Since(start).Round(time.Millisecond))
 
 	node := iggyserver.StartT(t)
-	k := startKiggy(t, kiggyBin, node.Addr)
-	if err := testtools.ProbeKafka(k.addr, 10*time.Second); err != nil {
-		t.Fatalf("kiggy at %s: %v\n%s", k.addr, err, k.tail(40))
+	k, addr, scramAddr := startKiggy(t, kiggyBin, node.Addr)
+	if err := testtools.ProbeKafka(addr, 10*time.Second); err != nil {
+		t.Fatalf("kiggy at %s: %v\n%s", addr, err, k.Tail(40))
 	}
-	t.Logf("kiggy at %s over iggy-server at %s", k.addr, node.Addr)
+	t.Logf("kiggy at %s over iggy-server at %s", addr, node.Addr)
 
 	outDir := outputDir(t, dir)
 	records := os.Getenv(recordsEnv)
@@ -108,7 +112,7 @@ func TestKgoSuite(t *testing.T) {
 			t.Fatalf("%s=%q: want a count", pairsEnv, v)
 		}
 	}
-	base := suiteRun{bin: suiteBin, dir: srcDir, seeds: k.addr, scramSeeds: k.scramAddr, records: records}
+	base := suiteRun{bin: suiteBin, dir: srcDir, seeds: addr, scramSeeds: scramAddr, records: records}
 	full := base
 	full.name, full.run, full.count, full.parallel = "suite", os.Getenv(runEnv), os.Getenv(countEnv), os.Getenv(parEnv)
 	full.timeout = suiteTimeout
@@ -136,7 +140,7 @@ func TestKgoSuite(t *testing.T) {
 	}
 	t.Logf("the suite and %d ordered pairs took %v", pairs, time.Since(start).Round(time.Second))
 	if failed {
-		t.Logf("kiggy's log ends:\n%s", k.tail(40))
+		t.Logf("kiggy's log ends:\n%s", k.Tail(40))
 		t.Logf("iggy-server's log ends:\n%s", node.LogTail(20))
 	}
 }
@@ -205,7 +209,7 @@ func (r suiteRun) check(t *testing.T) (results, bool) {
 		// A panic or -test.timeout: what it says and the first stacks.
 		t.Logf("%s: the suite panicked (all of its output: %s):\n%s", r.name, r.out, head(b[i+1:], 60))
 	case len(res.failed()) == 0:
-		t.Logf("%s: the suite's output ends (all of it: %s):\n%s", r.name, r.out, tail(b, 30))
+		t.Logf("%s: the suite's output ends (all of it: %s):\n%s", r.name, r.out, testtools.LastLines(b, 30))
 	default:
 		t.Logf("%s: all of the suite's output: %s", r.name, r.out)
 	}
@@ -276,21 +280,6 @@ func outputDir(t *testing.T, dir string) string {
 	return out
 }
 
-// kiggyProc is the gateway process.
-type kiggyProc struct {
-	addr      string // PLAINTEXT listener
-	scramAddr string // SASL_PLAINTEXT listener
-	log       string // its log file
-}
-
-func (k *kiggyProc) tail(n int) string {
-	b, err := os.ReadFile(k.log)
-	if err != nil {
-		return err.Error()
-	}
-	return tail(b, n)
-}
-
 // SCRAM user of kiggy's SASL_PLAINTEXT listener, for TestSCRAMAuth
 // (KGO_TEST_SCRAM; no colon in either).
 const (
@@ -303,95 +292,27 @@ const (
 // scramUser) on ephemeral loopback ports, and returns once it says where
 // they are. It is stopped with SIGTERM when t ends; an exit before then
 // fails t.
-func startKiggy(t *testing.T, bin, iggyAddr string) *kiggyProc {
+func startKiggy(t *testing.T, bin, iggyAddr string) (k *kiggyproc.Proc, plain, scram string) {
 	t.Helper()
-	dir := t.TempDir()
-	logPath := os.Getenv(logEnv)
-	if logPath == "" {
-		logPath = filepath.Join(dir, "kiggy.log")
-	}
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	users := filepath.Join(dir, "scram-users")
+	users := filepath.Join(t.TempDir(), "scram-users")
 	if err := os.WriteFile(users, []byte(scramUser+":"+scramPassword+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin,
-		"--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-		"--sasl-scram-bootstrap-users-file", users,
-		"--admin-addr", "",
-		"--iggy-addr", iggyAddr,
-		"--iggy-username", iggyserver.Username,
-		"--iggy-password", iggyserver.Password,
-		"--log-format", "json")
-	// Only what it needs: a stray KIGGY_* variable would configure it.
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start kiggy: %v", err)
-	}
-	k := &kiggyProc{log: logPath}
-	listening := make(chan [2]string, 2)
-	done := make(chan struct{})
-	var waitErr error
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			_, _ = logFile.Write(append(line, '\n'))
-			var rec struct{ Msg, Listener, Addr string }
-			if json.Unmarshal(line, &rec) == nil && rec.Msg == "kiggy listening" {
-				select {
-				case listening <- [2]string{rec.Listener, rec.Addr}:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(logFile, stderr)
-		waitErr = cmd.Wait()
-		logFile.Close()
-		close(done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-done:
-			t.Errorf("kiggy exited before the end of the test: %v\n%s", waitErr, k.tail(40))
-			return
-		default:
-		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(45 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			t.Errorf("kiggy did not stop within 45s of SIGTERM\n%s", k.tail(40))
-		}
+	k = kiggyproc.Start(t, kiggyproc.Config{
+		Bin: bin,
+		Args: []string{
+			"--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+			"--sasl-scram-bootstrap-users-file", users,
+			"--admin-addr", "",
+			"--iggy-addr", iggyAddr,
+			"--iggy-username", iggyserver.Username,
+			"--iggy-password", iggyserver.Password,
+			"--log-format", "json"},
+		LogFile:     os.Getenv(logEnv),
+		StopTimeout: 45 * time.Second,
+		MustLive:    true,
 	})
-	deadline := time.After(30 * time.Second)
-	for k.addr == "" || k.scramAddr == "" {
-		select {
-		case l := <-listening:
-			switch l[0] {
-			case "PLAINTEXT":
-				k.addr = l[1]
-			case "SASL_PLAINTEXT":
-				k.scramAddr = l[1]
-			}
-		case <-done:
-			t.Fatalf("kiggy exited at start: %v\n%s", waitErr, k.tail(40))
-		case <-deadline:
-			t.Fatalf("kiggy did not say it was listening within 30s\n%s", k.tail(40))
-		}
-	}
-	return k
+	return k, k.Listeners["PLAINTEXT"], k.Listeners["SASL_PLAINTEXT"]
 }
 
 // suiteRun is one run of the suite binary.
@@ -665,15 +586,6 @@ func (r results) unexpectedSkips() []string {
 func head(b []byte, n int) string {
 	lines := strings.SplitN(string(b), "\n", n+1)
 	return strings.Join(lines[:min(n, len(lines))], "\n")
-}
-
-// tail is the last n lines of b.
-func tail(b []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // TestGapLists checks the lists and the output parser: every entry names a

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/internal/iggyserver"
+	"github.com/kiggy-io/kiggy/internal/kiggyproc"
 	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
@@ -64,7 +65,7 @@ const restartUnderLoadEnv = "KIGGY_REALIGGY_RESTART_UNDER_LOAD"
 // Set KIGGY_REALIGGY_RESTART_UNDER_LOAD=1 to reproduce it.
 func TestIggyClusterPrimaryKilledTwice(t *testing.T) {
 	iggyserver.Require(t)
-	kiggyBinary(t)
+	kiggyproc.Binary(t)
 	start := time.Now()
 	c := iggyserver.StartClusterT(t, 3)
 	byAddr := map[string]*iggyserver.Node{}
@@ -76,11 +77,11 @@ func TestIggyClusterPrimaryKilledTwice(t *testing.T) {
 	// is found, and the evidence a loss would be read against.
 	k := startKiggy(t, "kiggy", append(iggyFlags(c.Seeds(), "written"), "--admin-addr", "127.0.0.1:0", "--log-level", "debug")...)
 	keepLogs(t, []*kiggyProc{k}, c.Nodes)
-	waitUntil(t, stepTimeout, "kiggy to name a primary", func() bool { return k.primary() != "" })
+	testtools.WaitFor(t, stepTimeout, "kiggy to name a primary", func() bool { return k.primary() != "" })
 	kiggyUp := time.Since(start)
 	createTopic(t, k.Addr, clusterTopic, clusterPartitions)
 	l := startLoad(t, k.Addr, clusterTopic)
-	waitUntil(t, stepTimeout, "acknowledgements before the first kill", func() bool { return l.acked() >= ackedBetween })
+	testtools.WaitFor(t, stepTimeout, "acknowledgements before the first kill", func() bool { return l.acked() >= ackedBetween })
 	t.Logf("cluster %s: kiggy up after %v, %d acknowledged after %v", c.Seeds(),
 		kiggyUp.Round(time.Millisecond), ackedBetween, time.Since(start).Round(time.Millisecond))
 
@@ -98,13 +99,13 @@ func TestIggyClusterPrimaryKilledTwice(t *testing.T) {
 		}
 		kl.at = time.Now()
 		victim.Kill()
-		waitUntil(t, stepTimeout, fmt.Sprintf("kill %d: kiggy to hold a primary other than %s", round, kl.victim), func() bool {
+		testtools.WaitFor(t, stepTimeout, fmt.Sprintf("kill %d: kiggy to hold a primary other than %s", round, kl.victim), func() bool {
 			kl.after = k.primary()
 			return kl.after != "" && kl.after != kl.victim
 		})
 		kl.followed = time.Since(kl.at)
 		atFollow := l.acked()
-		waitUntil(t, stepTimeout, fmt.Sprintf("kill %d: acknowledgements after the failover", round), func() bool { return l.acked() >= atFollow+ackedBetween })
+		testtools.WaitFor(t, stepTimeout, fmt.Sprintf("kill %d: acknowledgements after the failover", round), func() bool { return l.acked() >= atFollow+ackedBetween })
 		if by := k.confirmer(clusterTopic); by == kl.victim || by == "" {
 			t.Fatalf("kill %d: the last append was confirmed by %q, the killed node", round, by)
 		}
@@ -130,15 +131,15 @@ func TestIggyClusterPrimaryKilledTwice(t *testing.T) {
 		kills = append(kills, kl)
 		l.resume()
 		atRestart := l.acked()
-		waitUntil(t, stepTimeout, fmt.Sprintf("kill %d: acknowledgements after the restart", round), func() bool { return l.acked() >= atRestart+ackedBetween })
+		testtools.WaitFor(t, stepTimeout, fmt.Sprintf("kill %d: acknowledgements after the restart", round), func() bool { return l.acked() >= atRestart+ackedBetween })
 		if b := logSince(victim, mark); strings.Contains(b, cannotAppend) {
 			t.Fatalf("kill %d: the restarted %s logged %d × %s: Iggy's replica is broken and the next kill would stall the cluster (see the test's comment)",
 				round, kl.victim, strings.Count(b, cannotAppend), cannotAppend)
 		}
 	}
 	acks := l.finish(t)
-	m, _ := k.metrics()
-	k.stop(t)
+	m, _ := k.Metrics()
+	k.Stop(t)
 	for i, kl := range kills {
 		t.Logf("kill %d at %v of %s, the partitions' primary (kiggy_iggy_primary %s): kiggy held %s after %v; longest pause in acknowledgements %v; restarted, it rejoined in %v",
 			i+1, kl.at.Sub(start).Round(time.Millisecond), kl.victim, kl.meta, kl.after, kl.followed.Round(time.Millisecond),

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/internal/iggyserver"
+	"github.com/kiggy-io/kiggy/internal/kiggyproc"
+	"github.com/kiggy-io/kiggy/internal/testtools"
 )
 
 // TestIggyServerKill9 crashes a real single-node iggy-server with SIGKILL
@@ -34,7 +36,7 @@ import (
 // (one shard), and two at once would slow each other's recovery.
 func TestIggyServerKill9(t *testing.T) {
 	iggyserver.Require(t)
-	kiggyBinary(t)
+	kiggyproc.Binary(t)
 	for _, level := range []string{"written", "fsync", "buffered"} {
 		t.Run(level, func(t *testing.T) {
 			start := time.Now()
@@ -79,7 +81,7 @@ func killUnderLoad(t *testing.T, level string) (verdict, string) {
 	}
 
 	l := startLoad(t, k.Addr, killTopic)
-	waitUntil(t, 60*time.Second, "acknowledgements before the kill", func() bool { return l.acked() >= ackedBefore })
+	testtools.WaitFor(t, 60*time.Second, "acknowledgements before the kill", func() bool { return l.acked() >= ackedBefore })
 	atKill := l.acked()
 	killedAt := time.Now()
 	node.Kill()
@@ -88,7 +90,7 @@ func killUnderLoad(t *testing.T, level string) (verdict, string) {
 	}
 	restartedAt := time.Now()
 	atRestart := l.acked()
-	waitUntil(t, 60*time.Second, "acknowledgements after the restart", func() bool { return l.acked() >= atRestart+ackedAfter })
+	testtools.WaitFor(t, 60*time.Second, "acknowledgements after the restart", func() bool { return l.acked() >= atRestart+ackedAfter })
 	acks := l.finish(t)
 	var resumed time.Duration // from the kill to the first acknowledgement after the restart
 	for _, a := range acks[atRestart:] {
@@ -97,7 +99,7 @@ func killUnderLoad(t *testing.T, level string) (verdict, string) {
 			break
 		}
 	}
-	k.stop(t)
+	k.Stop(t)
 
 	reader := startKiggy(t, "kiggy-read-"+level, iggyFlags(node.Addr, level)...)
 	v := check(acks, readBack(t, reader.Addr, killTopic, killPartitions))

@@ -148,7 +148,7 @@ func (l *load) wait(end time.Time) bool {
 // resume goes on.
 func (l *load) pause(t *testing.T) {
 	l.paused.Store(true)
-	waitUntil(t, 30*time.Second, "the producers to pause", func() bool { return int(l.parked.Load()) == len(l.clients) })
+	testtools.WaitFor(t, 30*time.Second, "the producers to pause", func() bool { return int(l.parked.Load()) == len(l.clients) })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, cl := range l.clients {
