@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/batch"
-	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // TestClusterErrorCodes sends raw requests to each of two instances and
@@ -23,18 +22,9 @@ import (
 // coordinator through each and the other instance answers JoinGroup and
 // OffsetFetch with NOT_COORDINATOR (16).
 func TestClusterErrorCodes(t *testing.T) {
-	iggyAddr := startIggytest(t)
-	rec := &appends{}
 	const topic, parts = "codes", int32(8)
-	n1 := startInstance(t, iggyAddr, 1, "127.0.0.1:0", rec)
-	defer n1.stop()
-	n2 := startInstance(t, iggyAddr, 2, "127.0.0.1:0", rec)
-	defer n2.stop()
-	if _, err := n1.log.CreateTopic(context.Background(), topic, parts, store.TopicConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	n1, n2 := startPair(t, topic, parts)
 	ins := []*instance{n1, n2}
-	waitSettled(t, ins, []int32{1, 2}, topic, parts)
 	ctx := context.Background()
 	var mb strings.Builder
 	n1.srv.Gateway.WriteMetrics(&mb)

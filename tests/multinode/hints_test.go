@@ -9,8 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
-
-	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // TestLeaderHints: Produce v10+ and Fetch v12 sent to an instance that does
@@ -20,18 +18,8 @@ import (
 // Fetch with an older epoch (FENCED_LEADER_EPOCH) carries it too. Older
 // versions and answers without those errors carry none.
 func TestLeaderHints(t *testing.T) {
-	iggyAddr := startIggytest(t)
-	rec := &appends{}
 	const topic, parts = "hints", int32(8)
-	n1 := startInstance(t, iggyAddr, 1, "127.0.0.1:0", rec)
-	defer n1.stop()
-	n2 := startInstance(t, iggyAddr, 2, "127.0.0.1:0", rec)
-	defer n2.stop()
-	if _, err := n1.log.CreateTopic(context.Background(), topic, parts, store.TopicConfig{}); err != nil {
-		t.Fatal(err)
-	}
-	ins := []*instance{n1, n2}
-	waitSettled(t, ins, []int32{1, 2}, topic, parts)
+	n1, n2 := startPair(t, topic, parts)
 	ctx := context.Background()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n1.addr, n2.addr))
 	if err != nil {

@@ -167,6 +167,24 @@ func (in *instance) kill() {
 	_ = in.log.Close()
 }
 
+// startPair starts two instances (nodes 1 and 2) over a fresh iggytest
+// server, creates topic with parts partitions and waits until both agree
+// on its placement; they stop when t ends.
+func startPair(t *testing.T, topic string, parts int32) (n1, n2 *instance) {
+	t.Helper()
+	iggyAddr := startIggytest(t)
+	rec := &appends{}
+	n1 = startInstance(t, iggyAddr, 1, "127.0.0.1:0", rec)
+	t.Cleanup(n1.stop)
+	n2 = startInstance(t, iggyAddr, 2, "127.0.0.1:0", rec)
+	t.Cleanup(n2.stop)
+	if _, err := n1.log.CreateTopic(context.Background(), topic, parts, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(t, []*instance{n1, n2}, []int32{1, 2}, topic, parts)
+	return n1, n2
+}
+
 func (in *instance) stop() {
 	_ = in.m.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
