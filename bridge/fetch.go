@@ -1,5 +1,10 @@
 package bridge
 
+// What Fetch (01_fetch.go) builds its response with: the partition readers
+// that map messages back into batches (docs/design/record-mapping.md §3),
+// the concurrent reads of readAll, the shared reads of bridge/fetchcache,
+// and the parking of a Fetch that waits for records.
+
 import (
 	"errors"
 	"sync"
@@ -153,72 +158,6 @@ func (fs *fetchState) trim() {
 // writers can append to (Iggy); appends through this gateway wake it at once.
 const externalPoll = 100 * time.Millisecond
 
-// fetch answers Fetch v4–12 (docs/design/kafka-protocol.md §7): sessionless (KIP-227:
-// SessionId 0, every requested partition answered), records mapped back
-// per docs/design/record-mapping.md §3 into v2 batches in the topic's
-// compression.type (docs/design/record-mapping.md §3.5), long polling that
-// parks without holding a loop or a worker.
-func (g *Gateway) fetch(c *call) bool {
-	st := c.state
-	fs := &st.fetch
-	v := c.hdr.APIVersion
-	if !c.resumed { // first pass, not a wake-up
-		if !decodeOrClose(c, &fs.req) {
-			return false
-		}
-		now := time.Now()
-		fs.deadline = now.Add(time.Duration(fs.req.MaxWaitMillis) * time.Millisecond)
-		compress := false
-		fs.codecs = fs.codecs[:0]
-		for i := range fs.req.Topics {
-			codec := g.topicCodec(fs.req.Topics[i].Topic)
-			fs.codecs = append(fs.codecs, codec)
-			compress = compress || codec != batch.NoCompression
-		}
-		// Compressing is too slow for the event loop (call.go, Offload).
-		if c.inline && compress {
-			return g.offload(c)
-		}
-	}
-	// docs/design/kafka-protocol.md §7.4: an incremental fetch for a session we never created.
-	if fs.req.SessionID != 0 {
-		buf := c.responseBuffer()
-		buf = wire.AppendFetchResponseStart(buf, v, 0, wire.FetchSessionIDNotFound, 0, 0)
-		c.req.Respond(wire.AppendFetchResponseEnd(buf, v))
-		return false
-	}
-
-	bytes, hasErr := g.fetchPass(c)
-	now := time.Now()
-	minBytes := int(fs.req.MinBytes)
-	// docs/design/kafka-protocol.md §7.3: answer when MinBytes is reached, MaxWait has passed, a partition
-	// has an error, or nothing was asked for.
-	if bytes >= minBytes || bytes > 0 && minBytes <= 0 || hasErr || !now.Before(fs.deadline) || fetchPartitions(&fs.req) == 0 || c.req.Conn().Closed() {
-		if len(fs.splices) > 0 {
-			c.req.RespondSpliced(fs.buf, fs.splices) // the pins go with it
-			clear(fs.splices)
-			fs.splices = fs.splices[:0]
-		} else {
-			c.req.Respond(fs.buf)
-		}
-		fs.buf = nil
-		return false
-	}
-	fs.buf = nil
-	fs.dropSplices()
-	g.park(c, now)
-	return true
-}
-
-// fetchPartitions counts the requested partitions.
-func fetchPartitions(r *wire.FetchRequest) int {
-	n := 0
-	for i := range r.Topics {
-		n += len(r.Topics[i].Partitions)
-	}
-	return n
-}
-
 // park registers the call for appends to its partitions and a timer for its
 // deadline (or the external poll interval), then returns without blocking.
 func (g *Gateway) park(c *call, now time.Time) {
@@ -268,164 +207,6 @@ func (g *Gateway) unpark(fs *fetchState, w *waiter, timer *time.Timer) {
 		}
 	}
 	fs.waiter = nil
-}
-
-// fetchPass builds the whole response into fs.buf and returns the record
-// bytes it holds and whether any partition has an error.
-func (g *Gateway) fetchPass(c *call) (int, bool) {
-	st := c.state
-	fs := &st.fetch
-	req := &fs.req
-	v := c.hdr.APIVersion
-	if fs.r.emit == nil {
-		fs.r.init(&g.metrics)
-		fs.r.builder.Grow = fs.growResponse
-	}
-	fs.call = c
-	fs.dropSplices() // left by a pass that panicked
-	maxBytes := int(req.MaxBytes)
-	if v < 3 || maxBytes <= 0 {
-		maxBytes = 1 << 30
-	}
-	hint := maxBytes
-	if hint > 1<<20 {
-		hint = 1 << 20
-	}
-	// A backend with network round trips (Iggy) reads every partition at
-	// once, each into its own scratch batch, then the response is assembled
-	// in request order; the embedded log reads straight into the response.
-	fan := !g.caps.LocalLatency && fetchPartitions(req) > 1
-	if fan {
-		g.readAll(fs, v, maxBytes)
-		// The reads say how large the response is: one buffer of that
-		// size, not a first guess grown (copied) on the way.
-		records, framing, k := 0, 0, 0
-		for i := range req.Topics {
-			framing += len(req.Topics[i].Topic) + 16
-			for range req.Topics[i].Partitions {
-				if fs.parts[k].shared == nil {
-					records += fs.parts[k].recordBytes // copied into the buffer, not spliced
-				}
-				framing += 64
-				k++
-			}
-		}
-		hint = max(hint, min(records, maxBytes)+framing)
-	}
-	buf := c.req.ResponseBufferSize(hint + 1024)
-	buf = wire.AppendResponseHeader(buf, c.hdr.APIKey, v, c.hdr.CorrelationID)
-	buf = wire.AppendFetchResponseStart(buf, v, 0, wire.NoError, 0, len(req.Topics))
-	total, hasErr, k := 0, false, 0
-	for i := range req.Topics {
-		t := &req.Topics[i]
-		codec, refuse := readCodec(fs.codecs[i], v)
-		buf = wire.AppendFetchTopicStart(buf, v, t.Topic, len(t.Partitions))
-		denied := g.topicCode(c, acl.OpRead, t.Topic) // KafkaApis: READ on the topic
-		for j := range t.Partitions {
-			rp := &t.Partitions[j]
-			p := wire.FetchResponseTopicPartition{
-				Partition: rp.Partition, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1,
-				PreferredReadReplica: -1,
-			}
-			limit := int(rp.PartitionMaxBytes)
-			if rest := maxBytes - total; rest < limit {
-				limit = rest
-			}
-			// KIP-74: while the response holds no records yet, a partition
-			// returns at least one record even past the limits, so a large
-			// record can make progress (a read returns at least one).
-			var mark wire.FetchPartitionMark
-			buf, mark = wire.AppendFetchPartitionBegin(buf, v, &p, limit)
-			n := 0
-			var splice *fetchcache.Entry // records written from a shared entry, not buf
-			switch {
-			case denied != wire.NoError:
-				p.ErrorCode = denied
-				if fan {
-					k++
-				}
-			case fan:
-				r := fs.parts[k]
-				k++
-				p.ErrorCode = r.resp.ErrorCode
-				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = r.resp.HighWatermark, r.resp.LastStableOffset, r.resp.LogStartOffset
-				// Read with the partition's own limit: the records join the
-				// response if a read in turn would have had that limit too;
-				// if the response has less left, the partition is read
-				// again with what is left (one more round trip, only when
-				// the response limit is reached).
-				switch {
-				case r.skipped && (limit > 0 || total == 0):
-					// readAll's budget ran out before this partition, but
-					// the response has room left after all (an earlier
-					// read failed or was served smaller).
-					p.ErrorCode = wire.NoError
-					buf, n = g.readPartition(&fs.r, buf, t.Topic, codec, rp, &p, limit, total == 0)
-				case r.resp.ErrorCode != wire.NoError || r.recordBytes == 0:
-				case total == 0 || limit > 0 && r.limit <= limit && !r.oversized:
-					switch {
-					case r.shared != nil && !refuse && len(fs.splices) < engine.MaxSplices:
-						splice, r.shared = r.shared, nil
-					case r.shared != nil:
-						buf = fs.call.req.GrowResponse(buf, r.recordBytes)
-						buf = append(buf, r.shared.Data()...)
-					default:
-						buf = fs.call.req.GrowResponse(buf, r.recordBytes)
-						buf = append(buf, r.buf...)
-					}
-					n = r.recordBytes
-				case limit > 0 && (r.mapped == 0 || limit >= r.recordBytes/r.mapped+batch.HeaderSize):
-					// Read again with what is left, unless that is less
-					// than one of this read's records takes: such a read
-					// would find nothing (records of one partition are of
-					// about one size) and, after a response filled up,
-					// each partition would cost a read in turn.
-					buf, n = g.readPartition(&fs.r, buf, t.Topic, codec, rp, &p, limit, false)
-				}
-				if r.shared != nil {
-					g.fetchCache.Release(r.shared)
-					r.shared = nil
-				}
-			case limit > 0 || total == 0:
-				buf, n = g.readPartition(&fs.r, buf, t.Topic, codec, rp, &p, limit, total == 0)
-			default:
-				// No room left: answer the partition with its watermarks only.
-				if wm, err := g.watermarks(g.ctx, t.Topic, rp.Partition); err == nil {
-					setWatermarks(&p, wm)
-				} else {
-					p.ErrorCode = fetchCode(err)
-				}
-			}
-			if refuse && n > 0 && p.ErrorCode == wire.NoError {
-				// docs/design/kafka-protocol.md §5: zstd batches only for Fetch ≥ v10
-				// (KIP-110); Kafka answers an older Fetch UNSUPPORTED_COMPRESSION_TYPE.
-				p.ErrorCode = wire.UnsupportedCompressionType
-			}
-			if p.ErrorCode != wire.NoError {
-				hasErr = true
-				g.metrics.errors[wire.KeyFetch].CountError(p.ErrorCode)
-				buf = buf[:mark.RecordsStart()]
-				n = 0
-				p.CurrentLeader = g.leaderHint(t.Topic, rp.Partition, p.ErrorCode) // KIP-951, docs/design/cluster.md §6
-				if splice != nil {
-					g.fetchCache.Release(splice)
-					splice = nil
-				}
-			}
-			if splice != nil {
-				var at int
-				buf, at = wire.AppendFetchPartitionEndExternal(buf, mark, &p, n)
-				fs.splices = append(fs.splices, engine.Splice{At: at, Data: splice.Data(), Pin: splice})
-			} else {
-				buf = wire.AppendFetchPartitionEnd(buf, mark, &p)
-			}
-			total += n
-		}
-		buf = wire.AppendFetchTopicEnd(buf, v)
-	}
-	fs.buf = wire.AppendFetchResponseEnd(buf, v)
-	fs.call = nil
-	return total, hasErr
 }
 
 // readAll reads the requested partitions concurrently into fs.parts, each

@@ -323,10 +323,7 @@ func capabilitiesOf(backend store.Log) store.Capabilities {
 // ApiVersions, and served, when it has both a row in wire.APIs and an entry
 // here; call.go says how to write a handler, docs/design/adding-an-api.md §2
 // how to add an API.
-var handlerTable = [maxAPIKey]handlerFunc{
-	wire.KeyProduce: (*Gateway).produce,
-	wire.KeyFetch:   (*Gateway).fetch,
-}
+var handlerTable [maxAPIKey]handlerFunc
 
 // handle registers h as the handler of API key k. Each API's file calls it
 // once, from init; a key registered twice or out of range is a programming

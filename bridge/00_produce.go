@@ -1,3 +1,15 @@
+// Produce (API key 0): versions 3–12 served, 0–12 advertised (wire.APIs); a
+// v0–2 request closes the connection, as in Kafka 4 (KAFKA-18659,
+// docs/design/kafka-protocol.md §2.1).
+//
+// Each partition entry is validated, decoded and mapped on its own, and
+// appended as one message per record (docs/design/record-mapping.md §2).
+// Differs from Kafka: a transactional Produce gets UNSUPPORTED_VERSION (35)
+// on every partition, and a transactional or control batch is refused with
+// it (docs/design/record-mapping.md §2.9, §6). The appends themselves
+// (plain, idempotent, coalesced, concurrent) are append.go, idempotence.go,
+// coalesce.go and fanout.go.
+
 package bridge
 
 import (
@@ -18,14 +30,20 @@ import (
 	"github.com/kiggy-io/kiggy/wire"
 )
 
+func init() { handle(wire.KeyProduce, (*Gateway).produce) }
+
 // produce answers Produce v3–12 with the reference gateway's behaviour
 // (docs/design/record-mapping.md §2, §2.9, §6): each partition entry is validated,
 // decoded and mapped on its own, and becomes one append of one message per
 // record; each partition gets its own error code and base offset.
+//
+// Its phases: the set-up here (decode or offload, the request's own
+// refusal, its deadline and the placement's lease), produceTopic for each
+// topic and producePartition for each of its partitions, then finishProduce
+// (the concurrent appends, error counts and leader hints, acks).
 func (g *Gateway) produce(c *call) bool {
 	st := c.state
 	req := &st.produceReq
-	v := c.hdr.APIVersion
 	if !c.resumed { // not yet decoded: the first run, inline or on a worker
 		// Produce v0–2 (advertised for old librdkafka, KAFKA-18659) and
 		// malformed requests close the connection, as Kafka does.
@@ -42,130 +60,175 @@ func (g *Gateway) produce(c *call) bool {
 	resp := &st.produceResp
 	resp.ThrottleMillis = 0
 	resp.Topics = resp.Topics[:0]
-	var fixed wire.ErrorCode
-	switch {
-	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
-		fixed = wire.InvalidRequiredAcks
-	case req.TransactionalID.Valid && req.TransactionalID.S != "":
-		// docs/design/record-mapping.md §6: a transactional Produce gets 35 on every
-		// partition; the connection stays open.
-		fixed = wire.UnsupportedVersion
-	}
-
-	ctx := g.ctx
+	ps := produceScope{ctx: g.ctx, v: c.hdr.APIVersion, fixed: produceRequestCode(req)}
 	if !g.caps.NonBlocking {
-		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
-		if timeout <= 0 || timeout > g.cfg.ProduceTimeoutCap {
-			timeout = g.cfg.ProduceTimeoutCap
-		}
-		// The state's reusable deadline: no allocation per request.
-		st.deadline.start(g.ctx, time.Now().Add(timeout))
+		ps.ctx = g.startProduceDeadline(st, req.TimeoutMillis)
 		defer st.deadline.release()
-		ctx = &st.deadline
 	}
-	budget := batch.Budget{MaxBytes: g.cfg.DecodeBudgetBytes, MaxRecords: g.cfg.DecodeBudgetRecords}
+	ps.budget = batch.Budget{MaxBytes: g.cfg.DecodeBudgetBytes, MaxRecords: g.cfg.DecodeBudgetRecords}
 	// A backend with network round trips (Iggy) gets the request's
 	// partitions appended concurrently, each on its own session, once all
 	// are mapped; the embedded log appends inline, one after another.
-	fan := &st.fanout
-	parallel := !g.caps.LocalLatency && fixed == wire.NoError && distinctPartitions(req, &st.int32s) > 1
-	fan.jobs = fan.jobs[:0]
+	ps.parallel = !g.caps.LocalLatency && ps.fixed == wire.NoError && distinctPartitions(req, &st.int32s) > 1
+	st.fanout.jobs = st.fanout.jobs[:0]
 	if pl := g.cfg.Placement; pl != nil {
 		// docs/design/cluster.md §5: appends started now delay this
 		// instance's hand-over of the partitions it serves, and end by
 		// the lease.
 		defer pl.Release(pl.Hold())
-		if lh, ok := pl.(store.LeaseHolder); ok {
-			if ctx == &st.deadline {
-				// The request's own deadline takes the lease's when earlier
-				// (no derived context, no allocation).
-				if d := lh.LeaseDeadline(); d.Before(st.deadline.deadline) {
-					st.deadline.deadline = d
-				}
-			} else {
-				var cancelLease context.CancelFunc
-				ctx, cancelLease = context.WithDeadline(ctx, lh.LeaseDeadline())
-				defer cancelLease()
-			}
+		if cancelLease := g.leaseDeadline(st, &ps, pl); cancelLease != nil {
+			defer cancelLease()
 		}
 	}
 	for i := range req.Topics {
-		rt := &req.Topics[i]
-		resp.Topics = appendProduceTopic(resp.Topics, rt.Name)
-		out := &resp.Topics[len(resp.Topics)-1]
-		denied := wire.NoError
-		if fixed == wire.NoError {
-			denied = g.topicCode(c, acl.OpWrite, rt.Name) // KafkaApis: WRITE on the topic
+		g.produceTopic(c, &ps, i)
+	}
+	return g.finishProduce(c, &ps)
+}
+
+// produceScope is what the phases of one Produce share. It lives on
+// produce's stack: the phases take it by pointer and keep nothing of it.
+type produceScope struct {
+	ctx    context.Context // the request's deadline and the lease's
+	budget batch.Budget    // what the request may still decode
+	v      int16
+	// fixed, when not NoError, is every partition's code: the request
+	// itself is refused (produceRequestCode).
+	fixed wire.ErrorCode
+	// parallel: the partitions are mapped first and appended concurrently
+	// by finishProduce (fanout.go); else each is appended once mapped.
+	parallel bool
+}
+
+// produceRequestCode is the code of every partition of a Produce the
+// request itself refuses: acks outside {-1, 0, 1}, or a transactional
+// Produce; NoError otherwise.
+func produceRequestCode(req *wire.ProduceRequest) wire.ErrorCode {
+	switch {
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		return wire.InvalidRequiredAcks
+	case req.TransactionalID.Valid && req.TransactionalID.S != "":
+		// docs/design/record-mapping.md §6: a transactional Produce gets 35 on every
+		// partition; the connection stays open.
+		return wire.UnsupportedVersion
+	}
+	return wire.NoError
+}
+
+// startProduceDeadline starts the state's reusable deadline (no allocation
+// per request) at timeoutMs, capped by Config.ProduceTimeoutCap, and returns
+// it as the request's context; the caller defers st.deadline.release.
+func (g *Gateway) startProduceDeadline(st *state, timeoutMs int32) context.Context {
+	timeout := time.Duration(timeoutMs) * time.Millisecond
+	if timeout <= 0 || timeout > g.cfg.ProduceTimeoutCap {
+		timeout = g.cfg.ProduceTimeoutCap
+	}
+	st.deadline.start(g.ctx, time.Now().Add(timeout))
+	return &st.deadline
+}
+
+// leaseDeadline bounds ps.ctx by the placement's lease when it has one
+// (store.LeaseHolder). The request's own deadline takes the lease's when
+// earlier (no derived context, no allocation); another context is derived,
+// and the cancel returned is the caller's to defer (nil when there is none).
+func (g *Gateway) leaseDeadline(st *state, ps *produceScope, pl store.Placement) context.CancelFunc {
+	lh, ok := pl.(store.LeaseHolder)
+	if !ok {
+		return nil
+	}
+	if ps.ctx == &st.deadline {
+		if d := lh.LeaseDeadline(); d.Before(st.deadline.deadline) {
+			st.deadline.deadline = d
 		}
-		// The topic's configs: max.message.bytes and message.timestamp.type
-		// (docs/design/record-mapping.md §2.5).
-		ts := g.topicSettingsOf(rt.Name)
-		rules := produceRules{appendTime: -1}
-		if ts != nil {
-			rules.needKey = ts.compact
-			if ts.logAppendTime {
-				rules.appendTime = time.Now().UnixMilli()
-			}
-		}
-		for j := range rt.Partitions {
-			rp := &rt.Partitions[j]
-			code, base := cmp.Or(fixed, denied), int64(-1)
-			if code == wire.NoError {
-				// Produce carries no leader epoch: only the leader check.
-				code = g.leaderCode(rt.Name, rp.Index, -1)
-			}
-			if code == wire.NoError && ts != nil && ts.maxMessageBytes >= 0 {
-				code = checkMessageSize(rp.Records, ts.maxMessageBytes)
-			}
-			if code == wire.NoError {
-				dst := &st.batch
-				if parallel {
-					// The frames take about the records' bytes, plus a
-					// frame header per record less Kafka's own framing.
-					dst = fan.batch(len(fan.jobs), message.Headroom+len(rp.Records)+len(rp.Records)/8)
-				}
-				var pb producer.Batch
-				code = g.preparePartition(st, dst, rp, v, &budget, &pb, rules)
-				if code == wire.NoError {
-					if parallel {
-						fan.jobs = append(fan.jobs, appendJob{topic: rt.Name, index: rp.Index, batch: dst, producer: pb, topicAt: i, partAt: j})
-					} else {
-						code, base = g.appendMapped(ctx, rt.Name, rp.Index, dst, &pb)
-					}
-				}
-			}
-			out.Partitions = append(out.Partitions, wire.ProduceResponsePartition{
-				Index: rp.Index, ErrorCode: code, BaseOffset: base,
-				LogAppendTimeMillis: rules.appendTime, LogStartOffset: -1,
-			})
+		return nil
+	}
+	var cancel context.CancelFunc
+	ps.ctx, cancel = context.WithDeadline(ps.ctx, lh.LeaseDeadline())
+	return cancel
+}
+
+// produceTopic answers the i-th topic of a Produce: WRITE on the topic and
+// the topic's configs, then each partition (producePartition).
+func (g *Gateway) produceTopic(c *call, ps *produceScope, i int) {
+	st := c.state
+	rt := &st.produceReq.Topics[i]
+	resp := &st.produceResp
+	resp.Topics = appendProduceTopic(resp.Topics, rt.Name)
+	out := &resp.Topics[len(resp.Topics)-1]
+	denied := wire.NoError
+	if ps.fixed == wire.NoError {
+		denied = g.topicCode(c, acl.OpWrite, rt.Name) // KafkaApis: WRITE on the topic
+	}
+	// The topic's configs: max.message.bytes and message.timestamp.type
+	// (docs/design/record-mapping.md §2.5).
+	ts := g.topicSettingsOf(rt.Name)
+	rules := produceRules{appendTime: -1}
+	if ts != nil {
+		rules.needKey = ts.compact
+		if ts.logAppendTime {
+			rules.appendTime = time.Now().UnixMilli()
 		}
 	}
+	for j := range rt.Partitions {
+		rp := &rt.Partitions[j]
+		code, base := g.producePartition(st, ps, rt.Name, rp, cmp.Or(ps.fixed, denied), ts, rules, i, j)
+		out.Partitions = append(out.Partitions, wire.ProduceResponsePartition{
+			Index: rp.Index, ErrorCode: code, BaseOffset: base,
+			LogAppendTimeMillis: rules.appendTime, LogStartOffset: -1,
+		})
+	}
+}
+
+// producePartition answers one partition entry, rp at (topicAt, partAt) of
+// the request, whose code so far is code: the leader check and the topic's
+// max.message.bytes, then the entry validated, decoded and mapped
+// (preparePartition) and appended; when ps.parallel, queued for
+// finishProduce instead, with base offset -1 until then.
+func (g *Gateway) producePartition(st *state, ps *produceScope, topic string, rp *wire.ProduceRequestPartition, code wire.ErrorCode,
+	ts *topicSettings, rules produceRules, topicAt, partAt int) (wire.ErrorCode, int64) {
+	if code == wire.NoError {
+		// Produce carries no leader epoch: only the leader check.
+		code = g.leaderCode(topic, rp.Index, -1)
+	}
+	if code == wire.NoError && ts != nil && ts.maxMessageBytes >= 0 {
+		code = checkMessageSize(rp.Records, ts.maxMessageBytes)
+	}
+	if code != wire.NoError {
+		return code, -1
+	}
+	fan := &st.fanout
+	dst := &st.batch
+	if ps.parallel {
+		// The frames take about the records' bytes, plus a frame header
+		// per record less Kafka's own framing.
+		dst = fan.batch(len(fan.jobs), message.Headroom+len(rp.Records)+len(rp.Records)/8)
+	}
+	var pb producer.Batch
+	if code = g.preparePartition(st, dst, rp, ps.v, &ps.budget, &pb, rules); code != wire.NoError {
+		return code, -1
+	}
+	if ps.parallel {
+		fan.jobs = append(fan.jobs, appendJob{topic: topic, index: rp.Index, batch: dst, producer: pb, topicAt: topicAt, partAt: partAt})
+		return wire.NoError, -1
+	}
+	return g.appendMapped(ps.ctx, topic, rp.Index, dst, &pb)
+}
+
+// finishProduce is Produce's tail: the concurrent appends and their
+// results, the error counts and leader hints (produceErrors), the
+// janitor's big-decode flag, then the answer acks asks for.
+func (g *Gateway) finishProduce(c *call, ps *produceScope) bool {
+	st := c.state
+	req, resp, fan := &st.produceReq, &st.produceResp, &st.fanout
 	if len(fan.jobs) > 0 {
-		g.runAppends(ctx, c, fan)
+		g.runAppends(ps.ctx, c, fan)
 		for _, j := range fan.jobs {
 			p := &resp.Topics[j.topicAt].Partitions[j.partAt]
 			p.ErrorCode, p.BaseOffset = j.code, j.base
 		}
 	}
-	failed := false
-	resp.NodeEndpoints = resp.NodeEndpoints[:0]
-	for i := range resp.Topics {
-		t := &resp.Topics[i]
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			if p.ErrorCode != wire.NoError {
-				failed = true
-				g.metrics.errors[wire.KeyProduce].CountError(p.ErrorCode)
-				if v >= 10 {
-					// KIP-951 (docs/design/cluster.md §6): where the leader is.
-					if p.CurrentLeader = g.leaderHint(t.Name, p.Index, p.ErrorCode); p.CurrentLeader.Valid {
-						resp.NodeEndpoints = g.appendNodeEndpoint(c, resp.NodeEndpoints, p.CurrentLeader.LeaderID)
-					}
-				}
-			}
-		}
-	}
-	if g.cfg.DecodeBudgetBytes-budget.MaxBytes > bigDecodeBytes {
+	failed := g.produceErrors(c, resp, ps.v)
+	if g.cfg.DecodeBudgetBytes-ps.budget.MaxBytes > bigDecodeBytes {
 		g.bigDecode.Store(true)
 	}
 	if req.Acks == 0 {
@@ -180,6 +243,30 @@ func (g *Gateway) produce(c *call) bool {
 	}
 	respond(c, resp)
 	return false
+}
+
+// produceErrors counts the error codes of a Produce response and, from v10
+// on, gives each failed partition its leader hint (KIP-951,
+// docs/design/cluster.md §6). It reports whether any partition failed.
+func (g *Gateway) produceErrors(c *call, resp *wire.ProduceResponse, v int16) bool {
+	failed := false
+	resp.NodeEndpoints = resp.NodeEndpoints[:0]
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			if p.ErrorCode != wire.NoError {
+				failed = true
+				g.metrics.errors[wire.KeyProduce].CountError(p.ErrorCode)
+				if v >= 10 {
+					if p.CurrentLeader = g.leaderHint(t.Name, p.Index, p.ErrorCode); p.CurrentLeader.Valid {
+						resp.NodeEndpoints = g.appendNodeEndpoint(c, resp.NodeEndpoints, p.CurrentLeader.LeaderID)
+					}
+				}
+			}
+		}
+	}
+	return failed
 }
 
 // appendProduceTopic appends a response topic, reusing the partition slice
@@ -260,39 +347,6 @@ func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.Produc
 		g.bigDecode.Store(true)
 	}
 	return code
-}
-
-// appendMapped appends one mapped partition entry: through duplicate
-// detection when its batch is idempotent. A backend with network round trips
-// gets it through the partition's queue, coalesced with the appends of other
-// requests to the partition (coalesce.go).
-func (g *Gateway) appendMapped(ctx context.Context, topic string, index int32, b *message.Batch, pb *producer.Batch) (wire.ErrorCode, int64) {
-	if !g.caps.LocalLatency {
-		return g.appendCoalesced(ctx, topic, index, b, pb)
-	}
-	if pb.ID >= 0 {
-		return g.appendIdempotent(ctx, topic, index, b, pb)
-	}
-	return g.appendPartition(ctx, topic, index, b)
-}
-
-// appendPartition appends one mapped partition entry to the log.
-func (g *Gateway) appendPartition(ctx context.Context, topic string, index int32, b *message.Batch) (wire.ErrorCode, int64) {
-	base, err := g.store.Append(ctx, topic, index, b)
-	return g.appended(topic, index, b.Count, base, err)
-}
-
-// appended is the outcome of an append of count messages to a partition
-// (appendPartition, and a coalesced round sent by a JoinedAppender): the
-// partition's error code and base offset, the records counted and parked
-// Fetches woken when it succeeded.
-func (g *Gateway) appended(topic string, index int32, count int, base int64, err error) (wire.ErrorCode, int64) {
-	if err != nil {
-		return logCode(err), -1
-	}
-	g.metrics.recordsIn.Add(uint64(count))
-	g.notify.signal(topic, index)
-	return wire.NoError, base
 }
 
 // mapPartition decodes one validated batch and maps its records into dst,
@@ -425,22 +479,4 @@ func batchCode(err error) wire.ErrorCode {
 		return wire.ErrorCode(be.Code)
 	}
 	return wire.InvalidRecord
-}
-
-// logCode maps a Log error to a Kafka code.
-func logCode(err error) wire.ErrorCode {
-	switch {
-	case errors.Is(err, store.ErrUnknownTopic), errors.Is(err, store.ErrUnknownPartition):
-		return wire.UnknownTopicOrPartition
-	case errors.Is(err, store.ErrUnknownOutcome), errors.Is(err, context.DeadlineExceeded):
-		// The records may be stored: never NOT_LEADER (which promises they
-		// were not).
-		return wire.RequestTimedOut
-	case errors.Is(err, store.ErrUnavailable):
-		return wire.NotLeaderOrFollower
-	case errors.Is(err, store.ErrTooLarge):
-		return wire.MessageTooLarge
-	default:
-		return wire.UnknownServerError
-	}
 }

@@ -1,0 +1,289 @@
+// Fetch (API key 1): versions 4–12 (wire.APIs); v13+ need topic ids.
+//
+// Records are mapped back from messages into v2 batches in the topic's
+// compression.type (docs/design/record-mapping.md §3). Differs from Kafka
+// (docs/design/kafka-protocol.md §7): sessionless (KIP-227: SessionId 0,
+// every requested partition answered; an incremental fetch is
+// FETCH_SESSION_ID_NOT_FOUND), and without transactions the last stable
+// offset is the high watermark. Reading partitions and parking a Fetch are
+// fetch.go.
+
+package bridge
+
+import (
+	"time"
+
+	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/bridge/fetchcache"
+	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/security/acl"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+func init() { handle(wire.KeyFetch, (*Gateway).fetch) }
+
+// fetch answers Fetch v4–12 (docs/design/kafka-protocol.md §7): sessionless (KIP-227:
+// SessionId 0, every requested partition answered), records mapped back
+// per docs/design/record-mapping.md §3 into v2 batches in the topic's
+// compression.type (docs/design/record-mapping.md §3.5), long polling that
+// parks without holding a loop or a worker.
+func (g *Gateway) fetch(c *call) bool {
+	st := c.state
+	fs := &st.fetch
+	v := c.hdr.APIVersion
+	if !c.resumed { // first pass, not a wake-up
+		if !decodeOrClose(c, &fs.req) {
+			return false
+		}
+		now := time.Now()
+		fs.deadline = now.Add(time.Duration(fs.req.MaxWaitMillis) * time.Millisecond)
+		compress := false
+		fs.codecs = fs.codecs[:0]
+		for i := range fs.req.Topics {
+			codec := g.topicCodec(fs.req.Topics[i].Topic)
+			fs.codecs = append(fs.codecs, codec)
+			compress = compress || codec != batch.NoCompression
+		}
+		// Compressing is too slow for the event loop (call.go, Offload).
+		if c.inline && compress {
+			return g.offload(c)
+		}
+	}
+	// docs/design/kafka-protocol.md §7.4: an incremental fetch for a session we never created.
+	if fs.req.SessionID != 0 {
+		buf := c.responseBuffer()
+		buf = wire.AppendFetchResponseStart(buf, v, 0, wire.FetchSessionIDNotFound, 0, 0)
+		c.req.Respond(wire.AppendFetchResponseEnd(buf, v))
+		return false
+	}
+
+	bytes, hasErr := g.fetchPass(c)
+	now := time.Now()
+	minBytes := int(fs.req.MinBytes)
+	// docs/design/kafka-protocol.md §7.3: answer when MinBytes is reached, MaxWait has passed, a partition
+	// has an error, or nothing was asked for.
+	if bytes >= minBytes || bytes > 0 && minBytes <= 0 || hasErr || !now.Before(fs.deadline) || fetchPartitions(&fs.req) == 0 || c.req.Conn().Closed() {
+		if len(fs.splices) > 0 {
+			c.req.RespondSpliced(fs.buf, fs.splices) // the pins go with it
+			clear(fs.splices)
+			fs.splices = fs.splices[:0]
+		} else {
+			c.req.Respond(fs.buf)
+		}
+		fs.buf = nil
+		return false
+	}
+	fs.buf = nil
+	fs.dropSplices()
+	g.park(c, now)
+	return true
+}
+
+// fetchPartitions counts the requested partitions.
+func fetchPartitions(r *wire.FetchRequest) int {
+	n := 0
+	for i := range r.Topics {
+		n += len(r.Topics[i].Partitions)
+	}
+	return n
+}
+
+// fetchPass builds the whole response into fs.buf and returns the record
+// bytes it holds and whether any partition has an error. A backend with
+// network round trips has every partition read at once first (readAll) and
+// the buffer sized from the reads (fetchResponseSize); fetchPartition then
+// answers each partition in request order.
+func (g *Gateway) fetchPass(c *call) (int, bool) {
+	st := c.state
+	fs := &st.fetch
+	req := &fs.req
+	v := c.hdr.APIVersion
+	if fs.r.emit == nil {
+		fs.r.init(&g.metrics)
+		fs.r.builder.Grow = fs.growResponse
+	}
+	fs.call = c
+	fs.dropSplices() // left by a pass that panicked
+	b := fetchBuild{v: v, maxBytes: int(req.MaxBytes)}
+	if v < 3 || b.maxBytes <= 0 {
+		b.maxBytes = 1 << 30
+	}
+	hint := b.maxBytes
+	if hint > 1<<20 {
+		hint = 1 << 20
+	}
+	// A backend with network round trips (Iggy) reads every partition at
+	// once, each into its own scratch batch, then the response is assembled
+	// in request order; the embedded log reads straight into the response.
+	b.fan = !g.caps.LocalLatency && fetchPartitions(req) > 1
+	if b.fan {
+		g.readAll(fs, v, b.maxBytes)
+		// The reads say how large the response is: one buffer of that
+		// size, not a first guess grown (copied) on the way.
+		hint = max(hint, fetchResponseSize(fs, b.maxBytes))
+	}
+	b.buf = c.req.ResponseBufferSize(hint + 1024)
+	b.buf = wire.AppendResponseHeader(b.buf, c.hdr.APIKey, v, c.hdr.CorrelationID)
+	b.buf = wire.AppendFetchResponseStart(b.buf, v, 0, wire.NoError, 0, len(req.Topics))
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		codec, refuse := readCodec(fs.codecs[i], v)
+		b.buf = wire.AppendFetchTopicStart(b.buf, v, t.Topic, len(t.Partitions))
+		denied := g.topicCode(c, acl.OpRead, t.Topic) // KafkaApis: READ on the topic
+		for j := range t.Partitions {
+			g.fetchPartition(fs, &b, t.Topic, &t.Partitions[j], codec, refuse, denied)
+		}
+		b.buf = wire.AppendFetchTopicEnd(b.buf, v)
+	}
+	fs.buf = wire.AppendFetchResponseEnd(b.buf, v)
+	fs.call = nil
+	return b.total, b.hasErr
+}
+
+// fetchBuild is one fetchPass's progress through its response. It lives on
+// fetchPass's stack: the phases take it by pointer and keep nothing of it.
+type fetchBuild struct {
+	buf      []byte // the response so far
+	v        int16
+	maxBytes int  // the response's record budget
+	fan      bool // readAll read the partitions (fs.parts)
+	k        int  // the next partition's index in fs.parts
+	total    int  // the record bytes in the response
+	hasErr   bool // a partition has an error
+}
+
+// fetchResponseSize is the size the response needs for what readAll read:
+// the records to be copied into it (not those spliced from shared
+// entries), at most maxBytes, and the framing of every topic and partition.
+func fetchResponseSize(fs *fetchState, maxBytes int) int {
+	records, framing, k := 0, 0, 0
+	for i := range fs.req.Topics {
+		framing += len(fs.req.Topics[i].Topic) + 16
+		for range fs.req.Topics[i].Partitions {
+			if fs.parts[k].shared == nil {
+				records += fs.parts[k].recordBytes // copied into the buffer, not spliced
+			}
+			framing += 64
+			k++
+		}
+	}
+	return min(records, maxBytes) + framing
+}
+
+// fetchPartition appends partition rp of topic to the response: refused
+// (denied, the topic's READ check), answered from readAll's read
+// (fetchFanned), read now within what the response has left, or, with no
+// room left, its watermarks alone. A partition with an error is answered
+// without records, with its leader hint.
+func (g *Gateway) fetchPartition(fs *fetchState, b *fetchBuild, topic string, rp *wire.FetchRequestTopicPartition,
+	codec batch.Codec, refuse bool, denied wire.ErrorCode) {
+	p := wire.FetchResponseTopicPartition{
+		Partition: rp.Partition, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1,
+		PreferredReadReplica: -1,
+	}
+	limit := int(rp.PartitionMaxBytes)
+	if rest := b.maxBytes - b.total; rest < limit {
+		limit = rest
+	}
+	// KIP-74: while the response holds no records yet, a partition
+	// returns at least one record even past the limits, so a large
+	// record can make progress (a read returns at least one).
+	var mark wire.FetchPartitionMark
+	b.buf, mark = wire.AppendFetchPartitionBegin(b.buf, b.v, &p, limit)
+	n := 0
+	var splice *fetchcache.Entry // records written from a shared entry, not buf
+	switch {
+	case denied != wire.NoError:
+		p.ErrorCode = denied
+		if b.fan {
+			b.k++
+		}
+	case b.fan:
+		r := fs.parts[b.k]
+		b.k++
+		n, splice = g.fetchFanned(fs, b, r, topic, codec, rp, &p, limit, refuse)
+	case limit > 0 || b.total == 0:
+		b.buf, n = g.readPartition(&fs.r, b.buf, topic, codec, rp, &p, limit, b.total == 0)
+	default:
+		// No room left: answer the partition with its watermarks only.
+		if wm, err := g.watermarks(g.ctx, topic, rp.Partition); err == nil {
+			setWatermarks(&p, wm)
+		} else {
+			p.ErrorCode = fetchCode(err)
+		}
+	}
+	if refuse && n > 0 && p.ErrorCode == wire.NoError {
+		// docs/design/kafka-protocol.md §5: zstd batches only for Fetch ≥ v10
+		// (KIP-110); Kafka answers an older Fetch UNSUPPORTED_COMPRESSION_TYPE.
+		p.ErrorCode = wire.UnsupportedCompressionType
+	}
+	if p.ErrorCode != wire.NoError {
+		b.hasErr = true
+		g.metrics.errors[wire.KeyFetch].CountError(p.ErrorCode)
+		b.buf = b.buf[:mark.RecordsStart()]
+		n = 0
+		p.CurrentLeader = g.leaderHint(topic, rp.Partition, p.ErrorCode) // KIP-951, docs/design/cluster.md §6
+		if splice != nil {
+			g.fetchCache.Release(splice)
+			splice = nil
+		}
+	}
+	if splice != nil {
+		var at int
+		b.buf, at = wire.AppendFetchPartitionEndExternal(b.buf, mark, &p, n)
+		fs.splices = append(fs.splices, engine.Splice{At: at, Data: splice.Data(), Pin: splice})
+	} else {
+		b.buf = wire.AppendFetchPartitionEnd(b.buf, mark, &p)
+	}
+	b.total += n
+}
+
+// fetchFanned answers partition rp from readAll's read r: r's watermarks
+// and error, then r's records when they fit what the response has left
+// (the shared entry to splice, when there is one and room for it; else
+// copied), or a read again with what is left; a partition readAll skipped
+// is read now when the response has room after all. It returns the record
+// bytes and the entry to splice, if any.
+func (g *Gateway) fetchFanned(fs *fetchState, b *fetchBuild, r *partReader, topic string, codec batch.Codec,
+	rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int, refuse bool) (n int, splice *fetchcache.Entry) {
+	p.ErrorCode = r.resp.ErrorCode
+	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = r.resp.HighWatermark, r.resp.LastStableOffset, r.resp.LogStartOffset
+	// Read with the partition's own limit: the records join the
+	// response if a read in turn would have had that limit too;
+	// if the response has less left, the partition is read
+	// again with what is left (one more round trip, only when
+	// the response limit is reached).
+	switch {
+	case r.skipped && (limit > 0 || b.total == 0):
+		// readAll's budget ran out before this partition, but
+		// the response has room left after all (an earlier
+		// read failed or was served smaller).
+		p.ErrorCode = wire.NoError
+		b.buf, n = g.readPartition(&fs.r, b.buf, topic, codec, rp, p, limit, b.total == 0)
+	case r.resp.ErrorCode != wire.NoError || r.recordBytes == 0:
+	case b.total == 0 || limit > 0 && r.limit <= limit && !r.oversized:
+		switch {
+		case r.shared != nil && !refuse && len(fs.splices) < engine.MaxSplices:
+			splice, r.shared = r.shared, nil
+		case r.shared != nil:
+			b.buf = fs.call.req.GrowResponse(b.buf, r.recordBytes)
+			b.buf = append(b.buf, r.shared.Data()...)
+		default:
+			b.buf = fs.call.req.GrowResponse(b.buf, r.recordBytes)
+			b.buf = append(b.buf, r.buf...)
+		}
+		n = r.recordBytes
+	case limit > 0 && (r.mapped == 0 || limit >= r.recordBytes/r.mapped+batch.HeaderSize):
+		// Read again with what is left, unless that is less
+		// than one of this read's records takes: such a read
+		// would find nothing (records of one partition are of
+		// about one size) and, after a response filled up,
+		// each partition would cost a read in turn.
+		b.buf, n = g.readPartition(&fs.r, b.buf, topic, codec, rp, p, limit, false)
+	}
+	if r.shared != nil {
+		g.fetchCache.Release(r.shared)
+		r.shared = nil
+	}
+	return n, splice
+}
