@@ -67,14 +67,7 @@ func groupToolSetup(t *testing.T, tg target) (topic, group string, base time.Tim
 // and 1 with kadm (OffsetFetch); -1 is no committed offset.
 func wantCommitted(t *testing.T, tg target, step, group, topic string, want0, want1 int64) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	offs, err := fetchOffsets(tg, group)
 	if err != nil {
 		t.Fatalf("%s: fetching the offsets of group %s: %v", step, group, err)
 	}

@@ -195,14 +195,7 @@ func run(t testing.TB, timeout time.Duration, stdin []byte, name string, args ..
 // It asks the target with franz-go's admin client (OffsetFetch).
 func checkCommitted(t testing.TB, tg target, group, topic string, partitions int32, bp byPartition) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	offs, err := fetchOffsets(tg, group)
 	if err != nil {
 		t.Fatalf("fetching the offsets of group %s: %v", group, err)
 	}
@@ -218,6 +211,19 @@ func checkCommitted(t testing.TB, tg target, group, topic string, partitions int
 			t.Errorf("group %s committed offset %d for %s/%d, want %d (the end)", group, o.At, topic, p, want)
 		}
 	}
+}
+
+// fetchOffsets asks tg for group's committed offsets with franz-go's admin
+// client (OffsetFetch).
+func fetchOffsets(tg target, group string) (kadm.OffsetResponses, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	return kadm.NewClient(cl).FetchOffsets(ctx, group)
 }
 
 // deadlineOf is ctx's deadline, or a minute from now if it has none: how

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/internal/kiggytest"
@@ -40,15 +39,7 @@ func TestConsoleProducerLostReplies(t *testing.T) {
 		in.WriteByte('\n')
 		want = append(want, kiggytest.Record{Value: v})
 	}
-	var r result
-	win := window(func() {
-		r = runJava(t, 2*time.Minute, in.Bytes(), "", "org.apache.kafka.tools.ConsoleProducer",
-			"--bootstrap-server", tg.Addr(), "--topic", topic)
-	})
-	if r.code != 0 || strings.Contains(r.stderr, "Error when sending message") {
-		t.Fatalf("ConsoleProducer failed:\n%s", r)
-	}
-	check(t, tg, topic, 0, want, &win)
+	consoleProduce(t, tg, topic, in.Bytes(), want)
 	m := g.Metrics()
 	dup := regexp.MustCompile(`(?m)^kiggy_idempotent_duplicate_batches_total ([1-9]\d*)$`).FindStringSubmatch(m)
 	if dup == nil {

@@ -130,7 +130,7 @@ func TestConsoleProducer(t *testing.T) {
 				in.WriteByte('\n')
 				want = append(want, kiggytest.Record{Value: v})
 			}
-			args := []string{"--bootstrap-server", tg.Addr(), "--topic", topic}
+			var args []string
 			if tc.codec != "" {
 				args = append(args, "--compression-codec", tc.codec)
 			}
@@ -140,14 +140,7 @@ func TestConsoleProducer(t *testing.T) {
 					"--reader-property", "parse.headers=true",
 					"--reader-property", "null.marker=NULL")
 			}
-			var r result
-			win := window(func() {
-				r = runJava(t, 2*time.Minute, in.Bytes(), "", "org.apache.kafka.tools.ConsoleProducer", args...)
-			})
-			if r.code != 0 || strings.Contains(r.stderr, "Error when sending message") {
-				t.Fatalf("ConsoleProducer failed:\n%s", r)
-			}
-			check(t, tg, topic, 0, want, &win)
+			consoleProduce(t, tg, topic, in.Bytes(), want, args...)
 		})
 	}
 }
@@ -168,10 +161,18 @@ func TestConsoleProducerAutoCreate(t *testing.T) {
 		in.WriteByte('\n')
 		want = append(want, kiggytest.Record{Value: v})
 	}
+	consoleProduce(t, tg, topic, in.Bytes(), want)
+}
+
+// consoleProduce runs kafka-console-producer on in against topic (with
+// extra arguments after --bootstrap-server and --topic) and checks that
+// partition 0 then holds exactly want.
+func consoleProduce(t *testing.T, tg target, topic string, in []byte, want []kiggytest.Record, extra ...string) {
+	t.Helper()
 	var r result
 	win := window(func() {
-		r = runJava(t, 2*time.Minute, in.Bytes(), "", "org.apache.kafka.tools.ConsoleProducer",
-			"--bootstrap-server", tg.Addr(), "--topic", topic)
+		r = runJava(t, 2*time.Minute, in, "", "org.apache.kafka.tools.ConsoleProducer",
+			append([]string{"--bootstrap-server", tg.Addr(), "--topic", topic}, extra...)...)
 	})
 	if r.code != 0 || strings.Contains(r.stderr, "Error when sending message") {
 		t.Fatalf("ConsoleProducer failed:\n%s", r)
