@@ -67,7 +67,9 @@ package engine
 // the acceptor. epoll_loop_linux.go: a loop, its poller and its queues.
 // epoll_conn_linux.go: a connection's state, interest and close.
 // epoll_read_linux.go and epoll_write_linux.go: the read and write paths.
-// epoll_sweep_linux.go: timeouts.
+// epoll_sweep_linux.go: timeouts. conn.go: what a connection's requests go
+// through in both engines (the in-flight ring, completions, the writes'
+// bookkeeping, close accounting).
 
 import (
 	"context"

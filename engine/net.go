@@ -21,6 +21,9 @@ package engine
 // the only goroutine that releases slots after a close, so a request is
 // never released while it is being written.
 //
+// The in-flight ring, completion bookkeeping, what a write takes and pops,
+// and close accounting are shared with the epoll engine (conn.go).
+//
 // Lock ordering: netServer.mu before nconn.mu; neither is held across I/O.
 
 import (
@@ -304,7 +307,6 @@ func (c *nconn) readLoop() {
 		putBuf(rb)
 	}()
 	buf := (*rb)[:netReadBuffer]
-	cfg := &c.s.cfg
 	var frameStart time.Time
 	for {
 		ok, waited := c.waitRoom()
@@ -315,84 +317,107 @@ func (c *nconn) readLoop() {
 		if !c.fr.inFrame() || waited {
 			frameStart = now
 		}
-		deadline := now.Add(cfg.IdleTimeout)
-		if c.fr.inFrame() {
-			deadline = frameStart.Add(cfg.ReadTimeout)
-		}
-		if d := c.info.authDeadline.Load(); d != 0 && d < deadline.UnixNano() {
-			deadline = time.Unix(0, d) // Listener.AuthTimeout
-		}
-		c.nc.SetReadDeadline(deadline)
+		c.nc.SetReadDeadline(c.readDeadline(now, frameStart))
 		if c.stopRead.Load() {
 			return
 		}
-		var n int
-		var err error
-		if t := c.fr.tail(); t != nil {
-			n, err = c.nc.Read(t)
-			if n > 0 {
-				c.s.n.bytesIn.Add(uint64(n))
-				if c.fr.filled(n) {
-					c.dispatch()
-					frameStart = time.Now()
-				}
-			}
-		} else {
-			n, err = c.nc.Read(buf)
-			if n > 0 {
-				c.s.n.bytesIn.Add(uint64(n))
-			}
-			for used := 0; used < n; {
-				if used > 0 {
-					if ok, _ := c.waitRoom(); !ok {
-						return
-					}
-				}
-				k, done, bad := c.fr.feed(buf[used:n])
-				used += k
-				if bad != reasonNone {
-					c.closeWith(bad, "")
-					return
-				}
-				if done {
-					c.dispatch()
-					frameStart = time.Now()
-				}
-			}
-		}
-		if err == nil {
-			continue
-		}
-		var ne net.Error
-		switch {
-		case c.stopRead.Load():
-			return
-		case errors.As(err, &ne) && ne.Timeout():
-			if c.info.authExpired(time.Now().UnixNano()) {
-				c.closeWith(ReasonIdleTimeout, "not authenticated within the listener's AuthTimeout")
-				return
-			}
-			if c.fr.inFrame() {
-				if time.Since(frameStart) >= cfg.ReadTimeout {
-					c.closeWith(ReasonReadTimeout, "")
-					return
-				}
-				continue
-			}
-			c.mu.Lock()
-			idle := c.slots.empty()
-			c.mu.Unlock()
-			if idle && time.Since(time.Unix(0, c.lastActive.Load())) >= cfg.IdleTimeout {
-				c.closeWith(ReasonIdleTimeout, "")
-				return
-			}
-		case errors.Is(err, io.EOF):
-			c.closeWith(ReasonPeerClosed, "")
-			return
-		default:
-			c.closeWith(ReasonIOError, "")
+		ok, err := c.readOnce(buf, &frameStart)
+		if !ok || err != nil && c.readFailed(err, frameStart) {
 			return
 		}
+	}
+}
+
+// readDeadline is the deadline of the next read: ReadTimeout from the start
+// of the frame in progress, else IdleTimeout, and never past the
+// listener's AuthTimeout.
+func (c *nconn) readDeadline(now, frameStart time.Time) time.Time {
+	cfg := &c.s.cfg
+	deadline := now.Add(cfg.IdleTimeout)
+	if c.fr.inFrame() {
+		deadline = frameStart.Add(cfg.ReadTimeout)
+	}
+	if d := c.info.authDeadline.Load(); d != 0 && d < deadline.UnixNano() {
+		deadline = time.Unix(0, d) // Listener.AuthTimeout
+	}
+	return deadline
+}
+
+// readOnce does one Read, straight into a large frame's buffer or through
+// buf, and dispatches the frames it completes (each restarting
+// *frameStart). ok false means stop reading: the connection closes.
+func (c *nconn) readOnce(buf []byte, frameStart *time.Time) (ok bool, err error) {
+	var n int
+	if t := c.fr.tail(); t != nil {
+		n, err = c.nc.Read(t)
+		if n > 0 {
+			c.s.n.bytesIn.Add(uint64(n))
+			if c.fr.filled(n) {
+				c.dispatch()
+				*frameStart = time.Now()
+			}
+		}
+		return true, err
+	}
+	n, err = c.nc.Read(buf)
+	if n > 0 {
+		c.s.n.bytesIn.Add(uint64(n))
+	}
+	for used := 0; used < n; {
+		if used > 0 {
+			if ok, _ := c.waitRoom(); !ok {
+				return false, err
+			}
+		}
+		k, done, bad := c.fr.feed(buf[used:n])
+		used += k
+		if bad != reasonNone {
+			c.closeWith(bad, "")
+			return false, err
+		}
+		if done {
+			c.dispatch()
+			*frameStart = time.Now()
+		}
+	}
+	return true, err
+}
+
+// readFailed handles a failed Read: a timeout closes the connection if
+// its AuthTimeout, ReadTimeout or IdleTimeout passed; EOF or another error
+// closes it. It reports whether to stop reading.
+func (c *nconn) readFailed(err error, frameStart time.Time) bool {
+	cfg := &c.s.cfg
+	var ne net.Error
+	switch {
+	case c.stopRead.Load():
+		return true
+	case errors.As(err, &ne) && ne.Timeout():
+		if c.info.authExpired(time.Now().UnixNano()) {
+			c.closeWith(ReasonIdleTimeout, "not authenticated within the listener's AuthTimeout")
+			return true
+		}
+		if c.fr.inFrame() {
+			if time.Since(frameStart) >= cfg.ReadTimeout {
+				c.closeWith(ReasonReadTimeout, "")
+				return true
+			}
+			return false
+		}
+		c.mu.Lock()
+		idle := c.slots.empty()
+		c.mu.Unlock()
+		if idle && time.Since(time.Unix(0, c.lastActive.Load())) >= cfg.IdleTimeout {
+			c.closeWith(ReasonIdleTimeout, "")
+			return true
+		}
+		return false
+	case errors.Is(err, io.EOF):
+		c.closeWith(ReasonPeerClosed, "")
+		return true
+	default:
+		c.closeWith(ReasonIOError, "")
+		return true
 	}
 }
 
