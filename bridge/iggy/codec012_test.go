@@ -85,7 +85,7 @@ var requestCodes = []uint32{
 func session012(t *testing.T) []tapped {
 	t.Helper()
 	tp := &tap{seen: map[string]bool{}}
-	_, addr := startServer(t, iggytest.Config{Dialects: []proto.Dialect{proto.Dialect012}, Tap: tp.record})
+	srv, addr := startServer(t, iggytest.Config{Dialects: []proto.Dialect{proto.Dialect012}, Tap: tp.record})
 	c := open(t, Config{Addr: addr, PoolSize: 2})
 	if c.Dialect() != proto.Dialect012 {
 		t.Fatalf("dialect %v", c.Dialect())
@@ -105,6 +105,11 @@ func session012(t *testing.T) []tapped {
 		if _, err := c.Append(cx, "codeca", 0, batchOf(uint64(n), "v", 8*n)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A write whose connection breaks: the session is bound again.
+	srv.InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Count: 1, Drop: true, Apply: true, Close: true})
+	if _, err := c.Append(cx, "codeca", 1, batchOf(1, "w", 1)); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := c.Read(cx, "codeca", 0, 0, 1<<20, func(*message.Message) bool { return true }); err != nil {
 		t.Fatal(err)
@@ -177,7 +182,7 @@ func TestCodec012Requests(t *testing.T) {
 	for _, c := range []uint32{proto.CodeLoginRegister, proto.CodeGetClusterMetadata, proto.CodeGetStream, proto.CodeCreateStream,
 		proto.CodeCreateTopic, proto.CodeGetTopic, proto.CodeGetTopics, proto.CodeDeleteTopic, proto.CodeUpdateResource,
 		proto.CodeCreatePartitions, proto.CodeSendMessages, proto.CodePollMessages, proto.CodeStoreConsumerOffset,
-		proto.CodeGetConsumerOffset, proto.CodeDeleteConsumerOffset, proto.CodePing} {
+		proto.CodeGetConsumerOffset, proto.CodeDeleteConsumerOffset, proto.CodePing, proto.CodeBindSession} {
 		if !codes[c] {
 			t.Errorf("the session sent no %s: the test no longer covers it", commandName(c))
 		}

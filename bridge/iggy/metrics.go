@@ -101,6 +101,7 @@ type clientMetrics struct {
 	errors          [numCommandSlots][numErrKinds]atomic.Uint64
 	connects        atomic.Uint64 // logins that succeeded
 	reconnects      atomic.Uint64 // of those, by a session that had been connected before
+	rebinds         atomic.Uint64 // sessions bound to a new connection to learn a lost write's outcome
 	connectFailures atomic.Uint64
 	retries         atomic.Uint64 // transient statuses replayed (§1.8)
 	sessionWaits    atomic.Uint64 // requests that waited for a free session
@@ -140,6 +141,7 @@ func (c *Client) WriteMetrics(w io.Writer) {
 	}
 	metric.Single(w, "kiggy_iggy_connects_total", "counter", "Iggy sessions connected and logged in.", m.connects.Load())
 	metric.Single(w, "kiggy_iggy_reconnects_total", "counter", "Iggy sessions connected again after losing their connection.", m.reconnects.Load())
+	metric.Single(w, "kiggy_iggy_session_rebinds_total", "counter", "Iggy 0.10 sessions bound to a new connection (BindSession) to learn the outcome of a write whose reply was lost.", m.rebinds.Load())
 	metric.Single(w, "kiggy_iggy_connect_failures_total", "counter", "Failed attempts to connect and log in to Iggy.", m.connectFailures.Load())
 	metric.Single(w, "kiggy_iggy_transient_retries_total", "counter", "Requests replayed after a transient Iggy status (57, 58).", m.retries.Load())
 	metric.Single(w, "kiggy_iggy_stale_incarnation_polls_total", "counter", "Poll replies dropped because the server answered them from a deleted topic's partitions with the same ids (docs/IGGY.md, \"Topic incarnations\").", m.staleIncarnations.Load())

@@ -382,14 +382,23 @@ func (s *session) exchange(ctx context.Context, frame []byte, tail [][]byte, cod
 		return nil, false, err
 	}
 	_ = s.conn.SetDeadline(deadline)
+	rebound := false
 	for {
 		n, werr := s.write(frame, tail)
 		if n > 0 {
 			sent = true
 		}
 		if werr != nil {
+			id, sid := s.clientID, s.sessionID
 			s.lost(werr)
-			return nil, sent, s.ioError(werr)
+			err := s.ioError(werr)
+			if sent && !rebound && s.mayRebind(op) {
+				if deadline, err = s.rebind(ctx, id, sid, err); err == nil {
+					rebound = true
+					continue
+				}
+			}
+			return nil, sent, err
 		}
 		h, rb, rerr := s.readReply()
 		if rerr != nil {
@@ -398,7 +407,14 @@ func (s *session) exchange(ctx context.Context, frame []byte, tail [][]byte, cod
 				// Read past, in step: the caller asks for less.
 				return nil, true, rerr
 			}
+			id, sid := s.clientID, s.sessionID
 			s.lost(rerr)
+			if !rebound && s.mayRebind(op) {
+				if deadline, rerr = s.rebind(ctx, id, sid, rerr); rerr == nil {
+					rebound = true
+					continue
+				}
+			}
 			return nil, true, rerr
 		}
 		if h.Request != req || !proto.ReplyMatches(op, h.Operation) {
@@ -452,6 +468,81 @@ func (s *session) exchange(ctx context.Context, frame []byte, tail [][]byte, cod
 		}
 		return rb, true, nil
 	}
+}
+
+// mayRebind reports whether a partition write whose connection was lost
+// after it was sent may be sent again on a rebound session: in 0.12, where
+// "retrying the unresolved request under the same live session returns the
+// original receipt" (send_messages.rs), so a write of unknown outcome
+// learns its outcome instead of failing as unknown.
+func (s *session) mayRebind(op uint8) bool {
+	return s.dialect == proto.Dialect012 && proto.IsPartition(op)
+}
+
+// rebind reconnects to the node a partition write was lost on and binds the
+// session the write was sent in (client id, session, bind secret) to the new
+// connection with BindSession (§9), keeping its request numbers, so that
+// the caller sends the write again with the same number. It returns the
+// write's new deadline, or cause when the session cannot be bound again
+// (the node is down, or no longer knows the session): the outcome stays
+// unknown.
+func (s *session) rebind(ctx context.Context, client proto.ClientID, sess uint64, cause error) (time.Time, error) {
+	if sess == 0 || ctx.Err() != nil {
+		return time.Time{}, cause
+	}
+	next := s.next
+	cfg := &s.c.cfg
+	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+	defer cancel()
+	dl := net.Dialer{Timeout: cfg.DialTimeout}
+	conn, err := dl.DialContext(dctx, "tcp", s.addr)
+	if err != nil {
+		return time.Time{}, cause
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	if cfg.TLS != nil {
+		if conn, err = handshake(dctx, conn, s.addr, cfg); err != nil {
+			return time.Time{}, cause
+		}
+	}
+	s.conn = conn
+	s.br.Reset(conn)
+	// BindSession is non-replicated and sent unbound: request and session
+	// 0 in the header, the identity in the body.
+	b := s.begin()
+	b = proto.AppendBindSessionBody(b, s.dialect, client, sess, 0, &s.bind, sdkName, sdkVersion)
+	proto.PutRequestHeader(b, len(b)-proto.HeaderSize, client, 0, proto.OpNonReplicated, 0, proto.CodeBindSession)
+	if d, ok := dctx.Deadline(); ok {
+		_ = conn.SetDeadline(d)
+	}
+	if _, err := s.conn.Write(b); err != nil {
+		s.close()
+		return time.Time{}, cause
+	}
+	h, body, err := s.readReply()
+	if err == nil && (h.Status != 0 || h.Operation != proto.OpNonReplicated) {
+		err = &Error{Code: proto.Code(h.Status), Command: "BindSession"}
+	}
+	var bound uint64
+	if err == nil {
+		bound, _, err = decodeLoginReply(body)
+	}
+	if err != nil || bound != sess {
+		s.c.log.Warn("iggy: could not bind the session again after losing a write's reply", "addr", s.addr, "err", err)
+		s.close()
+		return time.Time{}, cause
+	}
+	s.clientID, s.sessionID, s.next = client, sess, next
+	s.c.metrics.rebinds.Add(1)
+	s.c.metrics.connected.Add(1)
+	deadline := time.Now().Add(cfg.RequestTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = conn.SetDeadline(deadline)
+	return deadline, nil
 }
 
 // write writes frame and then tail to the connection: one write call, or

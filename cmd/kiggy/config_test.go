@@ -114,6 +114,9 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	if code := run(nil, []string{"KIGGY_NOPE=1"}); code != 2 {
 		t.Fatalf("exit %d, want 2", code)
 	}
+	if code := run([]string{"--iggy-protocol", "0.13"}, nil); code != 2 {
+		t.Fatalf("--iggy-protocol 0.13: exit %d, want 2", code)
+	}
 }
 
 // TestACLOptions: --super-users reads Kafka's super.users list, and a bad

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy"
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
@@ -21,6 +22,10 @@ func openIggy(ctx context.Context, o options, logger *slog.Logger) (store.Log, e
 	}
 	if durability == store.DurabilityBuffered {
 		logger.Warn("--iggy-durability buffered: Iggy confirms writes from its in-memory journal, so an iggy-server crash can lose acknowledged records")
+	}
+	protocol, err := iggyProtocol(o.iggyProtocol)
+	if err != nil {
+		return nil, fmt.Errorf("--iggy-protocol: %w", err)
 	}
 	tlsConfig, err := iggyTLSConfig(o)
 	if err != nil {
@@ -48,6 +53,7 @@ func openIggy(ctx context.Context, o options, logger *slog.Logger) (store.Log, e
 		RequestTimeout:  o.iggyRequestTimeout,
 		Logger:          logger,
 		CommitTail:      clusterCommitTail(o),
+		Protocol:        protocol,
 	})
 	switch {
 	case err == nil:
@@ -57,9 +63,17 @@ func openIggy(ctx context.Context, o options, logger *slog.Logger) (store.Log, e
 	case errors.Is(err, iggy.ErrAuth):
 		return nil, fmt.Errorf("--iggy-username/--iggy-password (or --iggy-token) rejected by the Iggy server at %s: %w", o.iggyAddr, err)
 	case errors.Is(err, iggy.ErrProtocol):
-		return nil, fmt.Errorf("the server at %s does not speak the Iggy 0.9 protocol kiggy needs: %w", o.iggyAddr, err)
+		return nil, fmt.Errorf("the server at %s does not speak an Iggy protocol kiggy speaks (--iggy-protocol %s): %w", o.iggyAddr, o.iggyProtocol, err)
 	}
 	return nil, fmt.Errorf("connecting to Iggy at %s: %w", o.iggyAddr, err)
+}
+
+// iggyProtocol reads --iggy-protocol: auto (0) or a dialect.
+func iggyProtocol(s string) (proto.Dialect, error) {
+	if s == "auto" {
+		return 0, nil
+	}
+	return proto.ParseDialect(s)
 }
 
 // iggyTLSConfig builds the TLS settings of --iggy-tls* (nil without

@@ -44,6 +44,7 @@ type options struct {
 	iggyRequestTimeout                                                time.Duration
 	iggyReadCacheBytes, iggyFetchCacheBytes                           int64
 	iggyDurability                                                    string
+	iggyProtocol                                                      string
 	iggyTLS                                                           bool
 	iggyTLSCAFile, iggyTLSServerName, iggyTLSCertFile, iggyTLSKeyFile string
 
@@ -105,6 +106,7 @@ func registerOptions(s *settings, o *options) {
 	s.String("Iggy backend", "iggy-stream", &o.iggyStream, "kafka", "Iggy stream that holds the Kafka topics")
 	s.Int("Iggy backend", "iggy-pool-size", &o.iggyPoolSize, 0, 0, 4096, "Iggy sessions (connections) in the pool (0 = default)")
 	s.String("Iggy backend", "iggy-durability", &o.iggyDurability, "written", "when Iggy confirms a write kiggy acknowledges, for topics kiggy creates: written (to the segment file before the reply: an iggy-server crash loses nothing), fsync (and fsynced: a machine crash loses nothing), buffered (Iggy's defaults: a crash of iggy-server can lose acknowledged records)")
+	s.String("Iggy backend", "iggy-protocol", &o.iggyProtocol, "auto", "Iggy binary protocol: auto (0.12 first, then what the server's refusal names), 0.11 (Iggy 0.9) or 0.12 (Iggy 0.10)")
 	s.Bool("Iggy backend", "iggy-tls", &o.iggyTLS, false, "connect to Iggy with TLS (the server's TCP TLS listener)")
 	s.String("Iggy backend", "iggy-tls-ca-file", &o.iggyTLSCAFile, "", "PEM file of the CA certificates that verify the Iggy server (empty = the system's roots)")
 	s.String("Iggy backend", "iggy-tls-server-name", &o.iggyTLSServerName, "", "name the Iggy server's certificate must carry (empty = the host of each address dialled)")
@@ -161,6 +163,10 @@ func run(args, env []string) int {
 	}
 	if _, err := store.ParseDurability(o.iggyDurability); err != nil {
 		fmt.Fprintf(os.Stderr, "kiggy: --iggy-durability: %v\n", err)
+		return 2
+	}
+	if _, err := iggyProtocol(o.iggyProtocol); err != nil {
+		fmt.Fprintf(os.Stderr, "kiggy: --iggy-protocol: %v\n", err)
 		return 2
 	}
 	logger, err := newLogger(o.logLevel, o.logFormat)

@@ -76,7 +76,7 @@ func (s *Server) serve(st *connState, frame []byte, out []byte) ([]byte, bool) {
 			return out, false
 		case f.Drop:
 			s.dispatch(st, &req, body, nil)
-			return out, false
+			return out, f.Close
 		}
 	}
 	return s.dispatch(st, &req, body, out)
@@ -134,6 +134,9 @@ func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []b
 			// §3.3: legacy login codes get Eviction reason 15 MalformedLogin.
 			return s.evict(out, req.Client, proto.EvictMalformedLogin), true
 		}
+		if req.Code == proto.CodeBindSession {
+			return s.bindSession(st, req, body, out)
+		}
 		if !st.bound && req.Code != proto.CodePing {
 			// §3.1: "Any other read before login → status 40 Unauthenticated."
 			return reply(out, req, 0, uint32(proto.CodeUnauthenticated), nil), false
@@ -169,11 +172,7 @@ func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []b
 		return reply(out, req, st.session, uint32(proto.CodeTransientNotAccepted), nil), false
 	}
 	if proto.IsMetadata(req.Operation) {
-		cs := s.clients[st.client]
-		if cs == nil {
-			cs = &clientState{}
-			s.clients[st.client] = cs
-		}
+		cs := s.clientState(st.client)
 		// §1.4: a request number at or below the watermark is answered from
 		// the reply cache if still cached, otherwise with 59.
 		if req.Request <= cs.watermark {
@@ -203,11 +202,64 @@ func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []b
 		}
 		return out, false
 	}
+	var cs *clientState
+	if st.dialect == proto.Dialect012 {
+		// A write sent again under its request number after the session
+		// was bound to a new connection gets the first one's receipt.
+		cs = s.clientState(st.client)
+		if req.Request == cs.partReq && cs.partReply != nil {
+			return reply(out, req, st.session, 0, cs.partReply), false
+		}
+	}
 	rb, status, drop := s.partitionOp(st, req, body)
 	if drop {
 		return out, false
 	}
+	if cs != nil && status == 0 {
+		cs.partReq, cs.partReply = req.Request, append(cs.partReply[:0], rb...)
+	}
 	return reply(out, req, st.session, status, rb), false
+}
+
+// clientState returns a client's deduplication state, creating it. Callers
+// hold s.mu.
+func (s *Server) clientState(client proto.ClientID) *clientState {
+	cs := s.clients[client]
+	if cs == nil {
+		cs = &clientState{}
+		s.clients[client] = cs
+	}
+	return cs
+}
+
+// bindSession serves 0.12's BindSession (§9): a new connection takes over a
+// registered session (its client id, session and bind secret), keeping its
+// request numbers. The reply is a login reply without a result section.
+func (s *Server) bindSession(st *connState, req *proto.RequestHeader, body, out []byte) ([]byte, bool) {
+	r := proto.NewReader(body)
+	version := r.U32()
+	r.Name()
+	r.Name()
+	client := proto.ClientID{Lo: r.U64(), Hi: r.U64()}
+	session := r.U64()
+	r.U64() // metadata watermark
+	secret := r.Bytes(proto.BindSecretSize)
+	if r.Complete() != nil || version != proto.Dialect012.Version() || !slices.Contains(s.dialects(), proto.Dialect012) {
+		return s.evict(out, req.Client, proto.EvictMalformedLogin), true
+	}
+	s.mu.Lock()
+	cs := s.clients[client]
+	ok := cs != nil && cs.session == session && session != 0 && bytes.Equal(cs.secret[:], secret)
+	s.mu.Unlock()
+	if !ok {
+		return s.evict(out, req.Client, proto.EvictNoSession), true
+	}
+	st.bound, st.client, st.session, st.dialect = true, client, session, proto.Dialect012
+	b := proto.AppendU32(nil, 0) // root user id
+	b = proto.AppendU64(b, session)
+	b = proto.AppendU32(b, proto.Dialect012.Version())
+	b = proto.AppendName(b, ServerVersion)
+	return reply(out, req, session, 0, b), false
 }
 
 // login serves Register (§3.3).
@@ -227,8 +279,9 @@ func (s *Server) login(st *connState, req *proto.RequestHeader, body, out []byte
 	if !ok {
 		return s.evict(out, req.Client, proto.EvictIncompatibleProtocol), true
 	}
+	var secret []byte
 	if d == proto.Dialect012 {
-		r.Bytes(proto.BindSecretSize) // §9: the session-binding secret
+		secret = r.Bytes(proto.BindSecretSize) // §9: the session-binding secret
 		if !r.Ok() {
 			return s.evict(out, req.Client, proto.EvictMalformedLogin), true
 		}
@@ -278,6 +331,11 @@ func (s *Server) login(st *connState, req *proto.RequestHeader, body, out []byte
 			return reply(out, req, 0, uint32(proto.CodeTransientNotAccepted), nil), false
 		}
 		st.session = s.nextCommit()
+		if d == proto.Dialect012 {
+			cs := s.clientState(req.Client)
+			cs.session = st.session
+			copy(cs.secret[:], secret)
+		}
 		s.mu.Unlock()
 		st.bound = true
 		st.client = req.Client

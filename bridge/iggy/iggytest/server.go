@@ -87,6 +87,10 @@ type Fault struct {
 	// write happens, the reply is lost); without it the request is ignored.
 	Drop  bool
 	Apply bool
+	// Close, with Drop and Apply, closes the connection after the request
+	// is handled: the write happened, the connection broke before the
+	// reply.
+	Close bool
 }
 
 // Server is an in-memory Iggy server, or one node of a Cluster. Its methods
@@ -120,6 +124,13 @@ type data struct {
 type clientState struct {
 	watermark uint64 // highest metadata request number applied
 	lastReply []byte // reply to the request at watermark
+	// 0.12 (§9): the session's bind secret, and its last partition write's
+	// request number and receipt ("retrying the unresolved request under
+	// the same live session returns the original receipt").
+	session   uint64
+	secret    [proto.BindSecretSize]byte
+	partReq   uint64
+	partReply []byte
 }
 
 // New returns a Server that is not yet listening.

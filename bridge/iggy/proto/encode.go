@@ -223,3 +223,17 @@ func AppendOptionString(dst []byte, key, v string) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(v)))
 	return append(dst, v...)
 }
+
+// AppendBindSessionBody appends a 0.12 BindSession body (§9,
+// bind_session.rs): the client-version prefix, the session identity
+// [client u128][session u64][metadata_watermark u64], the bind secret.
+func AppendBindSessionBody(dst []byte, d Dialect, client ClientID, session, watermark uint64, secret *[BindSecretSize]byte, sdkName, sdkVersion string) []byte {
+	dst = AppendU32(dst, d.Version())
+	dst = AppendName(dst, sdkName)
+	dst = AppendName(dst, sdkVersion)
+	dst = AppendU64(dst, client.Lo)
+	dst = AppendU64(dst, client.Hi)
+	dst = AppendU64(dst, session)
+	dst = AppendU64(dst, watermark)
+	return append(dst, secret[:]...)
+}

@@ -182,6 +182,7 @@ const (
 	CodePing                 uint32 = 1
 	CodeGetStats             uint32 = 10
 	CodeGetClusterMetadata   uint32 = 12
+	CodeBindSession          uint32 = 15 // 0.12 only
 	CodeUpdateResource       uint32 = 16 // 0.12 only
 	CodeGetMe                uint32 = 20
 	CodeLoginUser            uint32 = 38 // legacy, rejected
