@@ -41,74 +41,83 @@ func (g *Gateway) metadata(c *call) bool {
 
 	// v0: an empty array means all topics; v1+: null means all topics and
 	// empty means none (Admin and librdkafka use "none" to learn brokers).
-	all := req.Topics == nil || (v == 0 && len(req.Topics) == 0)
-	ctx := g.ctx
-	if all {
-		topics, err := g.store.Topics(ctx)
-		if err != nil {
-			g.cfg.Logger.Warn("metadata: listing topics", "err", err)
-		}
-		for _, t := range topics {
-			// KafkaApis.handleTopicMetadataRequest: all topics means the
-			// topics the principal may DESCRIBE.
-			if g.allowed(c, acl.OpDescribe, acl.ResourceTopic, t.Name) {
-				resp.Topics = g.appendTopic(resp.Topics, t.Name, t.Partitions, wire.NoError, node)
-			}
-		}
+	if req.Topics == nil || (v == 0 && len(req.Topics) == 0) {
+		g.metadataAllTopics(c, resp, node)
 	} else {
 		// AllowAutoTopicCreation exists from v4; earlier versions auto-create.
 		allowCreate := !g.cfg.NoAutoCreateTopics && (v < 4 || req.AllowAutoTopicCreation)
 		for i := range req.Topics {
-			rt := &req.Topics[i]
-			if !rt.Name.Valid {
-				// v12+: lookup by topic id. kiggy serves zero ids only.
-				resp.Topics = append(resp.Topics, wire.MetadataResponseTopic{
-					ErrorCode: wire.UnknownTopicID, TopicID: rt.TopicID,
-					TopicAuthorizedOperations: authorizedOperationsUnknown,
-				})
-				continue
-			}
-			name := rt.Name.S
-			if code := g.topicCode(c, acl.OpDescribe, name); code != wire.NoError {
-				resp.Topics = g.appendTopic(resp.Topics, name, 0, code, node)
-				continue
-			}
-			if !validTopicName(name) {
-				resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.InvalidTopicException, node)
-				continue
-			}
-			info, err := g.store.Topic(ctx, name)
-			if errors.Is(err, store.ErrUnknownTopic) && allowCreate && !g.canCreateTopic(c, name) {
-				// KafkaApis: auto-creation needs CREATE on the cluster or the topic.
-				resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.TopicAuthorizationFailed, node)
-				continue
-			}
-			if errors.Is(err, store.ErrUnknownTopic) && allowCreate {
-				info, err = g.store.CreateTopic(ctx, name, g.cfg.DefaultPartitions, store.TopicConfig{})
-				if err == nil {
-					// A new topic has the defaults and log start 0, whatever an
-					// earlier one of the name left in the system store
-					// (topicstate.go).
-					_ = g.dropTopicState(ctx, name)
-				}
-				if errors.Is(err, store.ErrTopicExists) {
-					info, err = g.store.Topic(ctx, name)
-				}
-			}
-			switch {
-			case err == nil:
-				resp.Topics = g.appendTopic(resp.Topics, name, info.Partitions, wire.NoError, node)
-			case errors.Is(err, store.ErrUnknownTopic):
-				resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.UnknownTopicOrPartition, node)
-			default:
-				g.cfg.Logger.Warn("metadata: topic lookup", "topic", name, "err", err)
-				resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.LeaderNotAvailable, node)
-			}
+			g.metadataTopic(c, resp, &req.Topics[i], allowCreate, node)
 		}
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, resp)
 	return false
+}
+
+// metadataAllTopics answers a Metadata for all topics: every topic of the
+// log the principal may DESCRIBE (KafkaApis.handleTopicMetadataRequest).
+func (g *Gateway) metadataAllTopics(c *call, resp *wire.MetadataResponse, node []int32) {
+	topics, err := g.store.Topics(g.ctx)
+	if err != nil {
+		g.cfg.Logger.Warn("metadata: listing topics", "err", err)
+	}
+	for _, t := range topics {
+		if g.allowed(c, acl.OpDescribe, acl.ResourceTopic, t.Name) {
+			resp.Topics = g.appendTopic(resp.Topics, t.Name, t.Partitions, wire.NoError, node)
+		}
+	}
+}
+
+// metadataTopic answers one topic a Metadata names: refused (a lookup by
+// topic id, DESCRIBE denied, an invalid name), found, or auto-created when
+// allowCreate and the principal may create it.
+func (g *Gateway) metadataTopic(c *call, resp *wire.MetadataResponse, rt *wire.MetadataRequestTopic, allowCreate bool, node []int32) {
+	ctx := g.ctx
+	if !rt.Name.Valid {
+		// v12+: lookup by topic id. kiggy serves zero ids only.
+		resp.Topics = append(resp.Topics, wire.MetadataResponseTopic{
+			ErrorCode: wire.UnknownTopicID, TopicID: rt.TopicID,
+			TopicAuthorizedOperations: authorizedOperationsUnknown,
+		})
+		return
+	}
+	name := rt.Name.S
+	if code := g.topicCode(c, acl.OpDescribe, name); code != wire.NoError {
+		resp.Topics = g.appendTopic(resp.Topics, name, 0, code, node)
+		return
+	}
+	if !validTopicName(name) {
+		resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.InvalidTopicException, node)
+		return
+	}
+	info, err := g.store.Topic(ctx, name)
+	if errors.Is(err, store.ErrUnknownTopic) && allowCreate && !g.canCreateTopic(c, name) {
+		// KafkaApis: auto-creation needs CREATE on the cluster or the topic.
+		resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.TopicAuthorizationFailed, node)
+		return
+	}
+	if errors.Is(err, store.ErrUnknownTopic) && allowCreate {
+		info, err = g.store.CreateTopic(ctx, name, g.cfg.DefaultPartitions, store.TopicConfig{})
+		if err == nil {
+			// A new topic has the defaults and log start 0, whatever an
+			// earlier one of the name left in the system store
+			// (topicstate.go).
+			_ = g.dropTopicState(ctx, name)
+		}
+		if errors.Is(err, store.ErrTopicExists) {
+			info, err = g.store.Topic(ctx, name)
+		}
+	}
+	switch {
+	case err == nil:
+		resp.Topics = g.appendTopic(resp.Topics, name, info.Partitions, wire.NoError, node)
+	case errors.Is(err, store.ErrUnknownTopic):
+		resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.UnknownTopicOrPartition, node)
+	default:
+		g.cfg.Logger.Warn("metadata: topic lookup", "topic", name, "err", err)
+		resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.LeaderNotAvailable, node)
+	}
 }
 
 // appendTopic appends one topic with n partitions led by this node, reusing

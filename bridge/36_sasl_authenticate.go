@@ -43,20 +43,8 @@ func (g *Gateway) saslAuthenticate(c *call) bool {
 		// Verifying may hash (PBKDF2) or read the system store.
 		return g.offload(c)
 	}
-	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
-	var reply []byte
-	var done bool
-	var err error
-	select {
-	case g.sasl.verify <- struct{}{}:
-		reply, done, err = s.sess.Step(ctx, req.AuthBytes)
-		<-g.sasl.verify
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	cancel()
+	reply, done, err := g.saslStep(s, req.AuthBytes)
 	resp := &wire.SaslAuthenticateResponse{AuthBytes: reply}
-	mi := saslMechIndex(s.mech)
 	switch {
 	case err != nil:
 		g.saslFail(c, s, err)
@@ -69,28 +57,9 @@ func (g *Gateway) saslAuthenticate(c *call) bool {
 		resp.ErrorMessage = wire.NullStringOf(saslFailMessage(s.mech, err))
 		resp.AuthBytes = nil
 	case done:
-		user := s.sess.User()
-		if s.authenticated && security.User(user) != c.cs.principal() {
-			// KIP-368: "Cannot change principals during re-authentication".
-			g.saslFail(c, s, errors.New("principal changed during re-authentication"))
-			c.req.Close(engine.ReasonProtocolError, "principal changed during re-authentication")
+		if !g.saslAuthenticated(c, s, resp) {
 			return false
 		}
-		if s.authenticated {
-			g.sasl.metrics.reauth.Add(1)
-		}
-		if mi >= 0 {
-			g.sasl.metrics.success[mi].Add(1)
-		}
-		lifetime := g.saslLifetime(s.sess.Expiry())
-		s.authenticated, s.user, s.stage, s.sess, s.raw = true, user, saslInitial, nil, false
-		s.expires = time.Time{}
-		if lifetime > 0 {
-			s.expires = time.Now().Add(lifetime)
-			resp.SessionLifetimeMillis = lifetime.Milliseconds()
-		}
-		c.cs.setPrincipal(security.User(user))
-		c.cs.conn.Authenticated() // the listener's AuthTimeout is met
 	}
 	if raw {
 		c.req.Respond(append(c.req.ResponseBuffer(), reply...))
@@ -105,6 +74,51 @@ func (g *Gateway) saslAuthenticate(c *call) bool {
 	}
 	respond(c, resp)
 	return false
+}
+
+// saslStep runs one step of the connection's mechanism on token, under the
+// gateway's verification semaphore, within 10 s.
+func (g *Gateway) saslStep(s *saslConn, token []byte) (reply []byte, done bool, err error) {
+	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
+	defer cancel()
+	select {
+	case g.sasl.verify <- struct{}{}:
+		reply, done, err = s.sess.Step(ctx, token)
+		<-g.sasl.verify
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	return reply, done, err
+}
+
+// saslAuthenticated completes a successful authentication: the
+// connection's principal (which a re-authentication may not change,
+// KIP-368), the metrics, and the session's lifetime in resp. It reports
+// false when it closed the connection instead.
+func (g *Gateway) saslAuthenticated(c *call, s *saslConn, resp *wire.SaslAuthenticateResponse) bool {
+	user := s.sess.User()
+	if s.authenticated && security.User(user) != c.cs.principal() {
+		// KIP-368: "Cannot change principals during re-authentication".
+		g.saslFail(c, s, errors.New("principal changed during re-authentication"))
+		c.req.Close(engine.ReasonProtocolError, "principal changed during re-authentication")
+		return false
+	}
+	if s.authenticated {
+		g.sasl.metrics.reauth.Add(1)
+	}
+	if mi := saslMechIndex(s.mech); mi >= 0 {
+		g.sasl.metrics.success[mi].Add(1)
+	}
+	lifetime := g.saslLifetime(s.sess.Expiry())
+	s.authenticated, s.user, s.stage, s.sess, s.raw = true, user, saslInitial, nil, false
+	s.expires = time.Time{}
+	if lifetime > 0 {
+		s.expires = time.Now().Add(lifetime)
+		resp.SessionLifetimeMillis = lifetime.Milliseconds()
+	}
+	c.cs.setPrincipal(security.User(user))
+	c.cs.conn.Authenticated() // the listener's AuthTimeout is met
+	return true
 }
 
 // saslLifetime is a new session's lifetime: connections.max.reauth.ms,

@@ -29,90 +29,20 @@ func (g *Gateway) alterUserScramCredentials(c *call) bool {
 	if c.inline {
 		return g.offload(c)
 	}
-	type change struct {
-		m    scram.Mechanism
-		cred *scram.Credential
-	}
-	var order []string
-	errs := map[string]wire.AlterUserScramCredentialsResult{}
-	changes := map[string][]change{}
-	pairs := map[string]int{}
-	note := func(user string) {
-		if _, ok := changes[user]; !ok {
-			if _, failed := errs[user]; !failed {
-				order = append(order, user)
-			}
-			changes[user] = nil
-		}
-	}
-	fail := func(user string, code wire.ErrorCode, msg string) {
-		if _, ok := errs[user]; !ok {
-			errs[user] = wire.AlterUserScramCredentialsResult{User: user, ErrorCode: code, ErrorMessage: wire.NullStringOf(msg)}
-		}
-	}
-	for _, d := range req.Deletions {
-		pairs[d.Name]++
-	}
-	for _, u := range req.Upsertions {
-		pairs[u.Name]++
-	}
-	check := func(user string, m int8) bool {
-		note(user)
-		switch {
-		case user == "":
-			fail(user, wire.UnacceptableCredential, "Username must not be empty")
-		case !scram.Mechanism(m).Valid():
-			fail(user, wire.UnsupportedSaslMechanism, "Unknown SCRAM mechanism")
-		case pairs[user] > 1:
-			fail(user, wire.DuplicateResource, "A user credential cannot be altered twice in the same request")
-		default:
-			return true
-		}
-		return false
-	}
-	for _, d := range req.Deletions {
-		if !check(d.Name, d.Mechanism) {
-			continue
-		}
-		m := scram.Mechanism(d.Mechanism)
-		if _, ok, err := g.sasl.scram.ScramCredential(g.ctx, m, d.Name); err != nil {
-			fail(d.Name, wire.UnknownServerError, err.Error())
-		} else if !ok {
-			fail(d.Name, wire.ResourceNotFound, "Attempt to delete a user credential that does not exist")
-		} else {
-			changes[d.Name] = append(changes[d.Name], change{m: m})
-		}
-	}
-	for _, u := range req.Upsertions {
-		if !check(u.Name, u.Mechanism) {
-			continue
-		}
-		m := scram.Mechanism(u.Mechanism)
-		switch {
-		case u.Iterations < scram.MinIterations:
-			fail(u.Name, wire.UnacceptableCredential, "Too few iterations")
-		case u.Iterations > scram.MaxIterations:
-			fail(u.Name, wire.UnacceptableCredential, "Too many iterations")
-		case len(u.Salt) == 0 || len(u.SaltedPassword) != m.Size():
-			fail(u.Name, wire.UnacceptableCredential, "Invalid salt or salted password")
-		default:
-			cred := scram.FromSaltedPassword(m, u.SaltedPassword, u.Salt, int(u.Iterations))
-			changes[u.Name] = append(changes[u.Name], change{m: m, cred: &cred})
-		}
-	}
+	a := g.checkScramAlteration(&req)
 	resp := &wire.AlterUserScramCredentialsResponse{}
 	// KafkaApis: ALTER on the cluster, else every user's result is
 	// CLUSTER_AUTHORIZATION_FAILED and nothing changes.
 	denied := g.clusterCode(c, acl.OpAlter)
-	for _, user := range order {
+	for _, user := range a.order {
 		if denied != wire.NoError {
 			resp.Results = append(resp.Results, wire.AlterUserScramCredentialsResult{User: user, ErrorCode: denied})
 			continue
 		}
-		r, failed := errs[user]
+		r, failed := a.errs[user]
 		if !failed {
 			r = wire.AlterUserScramCredentialsResult{User: user}
-			for _, ch := range changes[user] {
+			for _, ch := range a.changes[user] {
 				if err := g.sasl.scram.put(g.ctx, ch.m, user, ch.cred); err != nil {
 					r.ErrorCode, r.ErrorMessage = wire.UnknownServerError, wire.NullStringOf(err.Error())
 					break
@@ -123,5 +53,104 @@ func (g *Gateway) alterUserScramCredentials(c *call) bool {
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, resp)
+	return false
+}
+
+// scramAlteration is an AlterUserScramCredentials request checked: its
+// users in request order, the first error of each, and the changes of the
+// users without one.
+type scramAlteration struct {
+	order   []string
+	errs    map[string]wire.AlterUserScramCredentialsResult
+	changes map[string][]scramChange
+	pairs   map[string]int // how many deletions and upsertions name each user
+}
+
+// scramChange is one credential to store (cred) or delete (cred nil).
+type scramChange struct {
+	m    scram.Mechanism
+	cred *scram.Credential
+}
+
+// checkScramAlteration applies the checks of Kafka's ScramControlManager to
+// every deletion, then every upsertion, of req (see
+// alterUserScramCredentials); it changes nothing.
+func (g *Gateway) checkScramAlteration(req *wire.AlterUserScramCredentialsRequest) *scramAlteration {
+	a := &scramAlteration{
+		errs:    map[string]wire.AlterUserScramCredentialsResult{},
+		changes: map[string][]scramChange{},
+		pairs:   map[string]int{},
+	}
+	for _, d := range req.Deletions {
+		a.pairs[d.Name]++
+	}
+	for _, u := range req.Upsertions {
+		a.pairs[u.Name]++
+	}
+	for _, d := range req.Deletions {
+		if !a.check(d.Name, d.Mechanism) {
+			continue
+		}
+		m := scram.Mechanism(d.Mechanism)
+		if _, ok, err := g.sasl.scram.ScramCredential(g.ctx, m, d.Name); err != nil {
+			a.fail(d.Name, wire.UnknownServerError, err.Error())
+		} else if !ok {
+			a.fail(d.Name, wire.ResourceNotFound, "Attempt to delete a user credential that does not exist")
+		} else {
+			a.changes[d.Name] = append(a.changes[d.Name], scramChange{m: m})
+		}
+	}
+	for _, u := range req.Upsertions {
+		if !a.check(u.Name, u.Mechanism) {
+			continue
+		}
+		m := scram.Mechanism(u.Mechanism)
+		switch {
+		case u.Iterations < scram.MinIterations:
+			a.fail(u.Name, wire.UnacceptableCredential, "Too few iterations")
+		case u.Iterations > scram.MaxIterations:
+			a.fail(u.Name, wire.UnacceptableCredential, "Too many iterations")
+		case len(u.Salt) == 0 || len(u.SaltedPassword) != m.Size():
+			a.fail(u.Name, wire.UnacceptableCredential, "Invalid salt or salted password")
+		default:
+			cred := scram.FromSaltedPassword(m, u.SaltedPassword, u.Salt, int(u.Iterations))
+			a.changes[u.Name] = append(a.changes[u.Name], scramChange{m: m, cred: &cred})
+		}
+	}
+	return a
+}
+
+// note records user in request order, the first time it is named.
+func (a *scramAlteration) note(user string) {
+	if _, ok := a.changes[user]; !ok {
+		if _, failed := a.errs[user]; !failed {
+			a.order = append(a.order, user)
+		}
+		a.changes[user] = nil
+	}
+}
+
+// fail records user's error, unless it has one already.
+func (a *scramAlteration) fail(user string, code wire.ErrorCode, msg string) {
+	if _, ok := a.errs[user]; !ok {
+		a.errs[user] = wire.AlterUserScramCredentialsResult{User: user, ErrorCode: code, ErrorMessage: wire.NullStringOf(msg)}
+	}
+}
+
+// check notes user and reports whether a change of its mechanism m passes
+// the checks every change needs (a name, a known mechanism, the user named
+// once), failing the user when not.
+func (a *scramAlteration) check(user string, m int8) bool {
+	a.note(user)
+	switch {
+	case user == "":
+		a.fail(user, wire.UnacceptableCredential, "Username must not be empty")
+	case !scram.Mechanism(m).Valid():
+		a.fail(user, wire.UnsupportedSaslMechanism, "Unknown SCRAM mechanism")
+	case a.pairs[user] > 1:
+		a.fail(user, wire.DuplicateResource, "A user credential cannot be altered twice in the same request")
+	default:
+		return true
+	}
 	return false
 }
