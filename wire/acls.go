@@ -278,3 +278,24 @@ func (r *DeleteAclsResponse) AppendTo(dst []byte, version int16) []byte {
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *DescribeAclsResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }
+
+// CountErrors reports r's error codes to c.
+func (r *CreateAclsResponse) CountErrors(c ErrorCounter) {
+	for i := range r.Results {
+		countError(c, r.Results[i].ErrorCode)
+	}
+}
+
+// CountErrors reports r's error codes to c.
+func (r *DeleteAclsResponse) CountErrors(c ErrorCounter) {
+	for i := range r.FilterResults {
+		fr := &r.FilterResults[i]
+		countError(c, fr.ErrorCode)
+		for j := range fr.MatchingACLs {
+			countError(c, fr.MatchingACLs[j].ErrorCode)
+		}
+	}
+}

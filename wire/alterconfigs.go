@@ -223,3 +223,21 @@ func appendAlterConfigsResults(dst []byte, flex bool, throttle int32, res []Alte
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *AlterConfigsResponse) CountErrors(c ErrorCounter) {
+	countAlterResources(c, r.Resources)
+}
+
+// CountErrors reports r's error codes to c.
+func (r *IncrementalAlterConfigsResponse) CountErrors(c ErrorCounter) {
+	countAlterResources(c, r.Resources)
+}
+
+// countAlterResources reports the resource error codes of an AlterConfigs
+// or IncrementalAlterConfigs response to c.
+func countAlterResources(c ErrorCounter, rs []AlterConfigsResponseResource) {
+	for i := range rs {
+		countError(c, rs[i].ErrorCode)
+	}
+}

@@ -134,3 +134,6 @@ func AppendAPIVersionsUnsupported(dst []byte, minVersion, maxVersion int16) []by
 	dst = AppendInt16(dst, minVersion)
 	return AppendInt16(dst, maxVersion)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *APIVersionsResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }

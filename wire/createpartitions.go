@@ -109,3 +109,10 @@ func (r *CreatePartitionsResponse) AppendTo(dst []byte, version int16) []byte {
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *CreatePartitionsResponse) CountErrors(c ErrorCounter) {
+	for i := range r.Topics {
+		countError(c, r.Topics[i].ErrorCode)
+	}
+}

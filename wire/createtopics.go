@@ -216,3 +216,11 @@ func endStruct(rd *Reader, flex bool) {
 		rd.SkipTags()
 	}
 }
+
+// CountErrors reports r's error codes to c.
+func (r *CreateTopicsResponse) CountErrors(c ErrorCounter) {
+	for i := range r.Topics {
+		countError(c, r.Topics[i].ErrorCode)
+		countError(c, r.Topics[i].ConfigErrorCode)
+	}
+}

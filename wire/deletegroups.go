@@ -72,3 +72,10 @@ func (r *DeleteGroupsResponse) AppendTo(dst []byte, version int16) []byte {
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *DeleteGroupsResponse) CountErrors(c ErrorCounter) {
+	for i := range r.Results {
+		countError(c, r.Results[i].ErrorCode)
+	}
+}

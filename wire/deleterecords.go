@@ -126,3 +126,12 @@ func (r *DeleteRecordsResponse) AppendTo(dst []byte, version int16) []byte {
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *DeleteRecordsResponse) CountErrors(c ErrorCounter) {
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			countError(c, r.Topics[i].Partitions[j].ErrorCode)
+		}
+	}
+}

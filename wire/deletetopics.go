@@ -118,3 +118,10 @@ func (r *DeleteTopicsResponse) AppendTo(dst []byte, version int16) []byte {
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *DeleteTopicsResponse) CountErrors(c ErrorCounter) {
+	for i := range r.Topics {
+		countError(c, r.Topics[i].ErrorCode)
+	}
+}

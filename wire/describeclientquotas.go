@@ -127,3 +127,6 @@ func (r *DescribeClientQuotasResponse) AppendTo(dst []byte, version int16) []byt
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error code to c.
+func (r *DescribeClientQuotasResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }

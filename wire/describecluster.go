@@ -107,3 +107,6 @@ func (r *DescribeClusterResponse) AppendTo(dst []byte, version int16) []byte {
 	dst = AppendInt32(dst, r.ClusterAuthorizedOperations)
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *DescribeClusterResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }

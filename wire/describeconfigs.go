@@ -222,3 +222,10 @@ func (r *DescribeConfigsResponse) AppendTo(dst []byte, version int16) []byte {
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *DescribeConfigsResponse) CountErrors(c ErrorCounter) {
+	for i := range r.Resources {
+		countError(c, r.Resources[i].ErrorCode)
+	}
+}

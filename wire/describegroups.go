@@ -127,3 +127,10 @@ func (r *DescribeGroupsResponse) AppendTo(dst []byte, version int16) []byte {
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *DescribeGroupsResponse) CountErrors(c ErrorCounter) {
+	for i := range r.Groups {
+		countError(c, r.Groups[i].ErrorCode)
+	}
+}

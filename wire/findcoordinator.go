@@ -119,3 +119,11 @@ func (r *FindCoordinatorResponse) AppendTo(dst []byte, version int16) []byte {
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *FindCoordinatorResponse) CountErrors(c ErrorCounter) {
+	countError(c, r.ErrorCode)
+	for i := range r.Coordinators {
+		countError(c, r.Coordinators[i].ErrorCode)
+	}
+}

@@ -57,3 +57,6 @@ func (r *HeartbeatResponse) AppendTo(dst []byte, version int16) []byte {
 	dst = AppendInt16(dst, int16(r.ErrorCode))
 	return AppendEmptyTags(dst, version >= heartbeatFlexible)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *HeartbeatResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }

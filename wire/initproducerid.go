@@ -78,3 +78,6 @@ func (r *InitProducerIDResponse) AppendTo(dst []byte, version int16) []byte {
 	dst = AppendInt16(dst, r.ProducerEpoch)
 	return AppendEmptyTags(dst, version >= initProducerIDFlexible)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *InitProducerIDResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }

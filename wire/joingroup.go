@@ -149,3 +149,6 @@ func (r *JoinGroupResponse) AppendTo(dst []byte, version int16) []byte {
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *JoinGroupResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }

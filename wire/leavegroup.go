@@ -109,3 +109,11 @@ func (r *LeaveGroupResponse) AppendTo(dst []byte, version int16) []byte {
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *LeaveGroupResponse) CountErrors(c ErrorCounter) {
+	countError(c, r.ErrorCode)
+	for i := range r.Members {
+		countError(c, r.Members[i].ErrorCode)
+	}
+}

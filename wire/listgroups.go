@@ -82,3 +82,6 @@ func (r *ListGroupsResponse) AppendTo(dst []byte, version int16) []byte {
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *ListGroupsResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }

@@ -278,3 +278,15 @@ func appendMetadataInt32s(dst []byte, flex bool, a []int32) []byte {
 	}
 	return dst
 }
+
+// CountErrors reports r's error codes to c.
+func (r *MetadataResponse) CountErrors(c ErrorCounter) {
+	countError(c, r.ErrorCode)
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		countError(c, t.ErrorCode)
+		for j := range t.Partitions {
+			countError(c, t.Partitions[j].ErrorCode)
+		}
+	}
+}

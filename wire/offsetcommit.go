@@ -149,3 +149,12 @@ func (r *OffsetCommitResponse) AppendTo(dst []byte, version int16) []byte {
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *OffsetCommitResponse) CountErrors(c ErrorCounter) {
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			countError(c, r.Topics[i].Partitions[j].ErrorCode)
+		}
+	}
+}

@@ -107,3 +107,13 @@ func (r *OffsetDeleteResponse) AppendTo(dst []byte, version int16) []byte {
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *OffsetDeleteResponse) CountErrors(c ErrorCounter) {
+	countError(c, r.ErrorCode)
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			countError(c, r.Topics[i].Partitions[j].ErrorCode)
+		}
+	}
+}

@@ -220,3 +220,22 @@ func appendOffsetFetchTopics(dst []byte, version int16, flex bool, topics []Offs
 	}
 	return dst
 }
+
+// CountErrors reports r's error codes to c.
+func (r *OffsetFetchResponse) CountErrors(c ErrorCounter) {
+	countError(c, r.ErrorCode)
+	countOffsetFetchTopics(c, r.Topics)
+	for i := range r.Groups {
+		countError(c, r.Groups[i].ErrorCode)
+		countOffsetFetchTopics(c, r.Groups[i].Topics)
+	}
+}
+
+// countOffsetFetchTopics reports the partition error codes of topics to c.
+func countOffsetFetchTopics(c ErrorCounter, topics []OffsetFetchResponseTopic) {
+	for i := range topics {
+		for j := range topics[i].Partitions {
+			countError(c, topics[i].Partitions[j].ErrorCode)
+		}
+	}
+}

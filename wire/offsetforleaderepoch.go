@@ -123,3 +123,12 @@ func (r *OffsetForLeaderEpochResponse) AppendTo(dst []byte, version int16) []byt
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *OffsetForLeaderEpochResponse) CountErrors(c ErrorCounter) {
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			countError(c, r.Topics[i].Partitions[j].ErrorCode)
+		}
+	}
+}

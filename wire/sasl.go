@@ -109,3 +109,9 @@ func (r *SaslAuthenticateResponse) AppendTo(dst []byte, version int16) []byte {
 	}
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error code to c.
+func (r *SaslHandshakeResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }
+
+// CountErrors reports r's error code to c.
+func (r *SaslAuthenticateResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }

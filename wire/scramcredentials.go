@@ -195,3 +195,18 @@ func (r *AlterUserScramCredentialsResponse) AppendTo(dst []byte, _ int16) []byte
 	}
 	return AppendEmptyTags(dst, true)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *DescribeUserScramCredentialsResponse) CountErrors(c ErrorCounter) {
+	countError(c, r.ErrorCode)
+	for i := range r.Results {
+		countError(c, r.Results[i].ErrorCode)
+	}
+}
+
+// CountErrors reports r's error codes to c.
+func (r *AlterUserScramCredentialsResponse) CountErrors(c ErrorCounter) {
+	for i := range r.Results {
+		countError(c, r.Results[i].ErrorCode)
+	}
+}

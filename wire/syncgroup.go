@@ -103,3 +103,6 @@ func (r *SyncGroupResponse) AppendTo(dst []byte, version int16) []byte {
 	dst = AppendByteSlice(dst, flex, r.MemberAssignment)
 	return AppendEmptyTags(dst, flex)
 }
+
+// CountErrors reports r's error codes to c.
+func (r *SyncGroupResponse) CountErrors(c ErrorCounter) { countError(c, r.ErrorCode) }
