@@ -13,9 +13,14 @@ import (
 //
 //	func (g *Gateway) deleteGroups(c *call) (parked bool)
 //
-// with one entry in handlerTable (gateway.go). The gateway calls it once per
-// request, in the connection's arrival order, after the header is parsed and
-// the version checked against wire.APIs. It gets:
+// in a file of its own named by its key (42_delete_groups.go), which
+// registers it from init with handle (gateway.go):
+//
+//	func init() { handle(wire.KeyDeleteGroups, (*Gateway).deleteGroups) }
+//
+// The gateway calls it once per request, in the connection's arrival order,
+// after the header is parsed and the version checked against wire.APIs. It
+// gets:
 //
 //   - c.hdr: the request header (API key, version, correlation id);
 //   - c.body: the request body, a view into the frame, valid until the
