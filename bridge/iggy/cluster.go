@@ -43,9 +43,10 @@ var errNoPrimary = errors.New("iggy: no reachable node knows a reachable primary
 
 // clusterNode is one node of a GetClusterMetadata reply.
 type clusterNode struct {
-	name   string
-	addr   string // ip:tcp_port
-	leader bool   // role Leader and status Healthy
+	name    string
+	addr    string // ip:tcp_port
+	leader  bool   // role Leader and status Healthy
+	replica uint8  // 0.12 only: the node's replica id
 }
 
 // decodeClusterMetadata reads a GetClusterMetadata reply (server
@@ -66,8 +67,9 @@ func decodeClusterMetadata(body []byte, d proto.Dialect) ([]clusterNode, error) 
 	}
 	nodes := make([]clusterNode, 0, n)
 	for range n {
+		var replica uint8
 		if d == proto.Dialect012 {
-			r.U8() // §9: replica id
+			replica = r.U8() // §9: replica id
 		}
 		name := r.LongString()
 		ip := r.LongString()
@@ -80,9 +82,10 @@ func decodeClusterMetadata(body []byte, d proto.Dialect) ([]clusterNode, error) 
 			return nil, fmt.Errorf("%w: cluster node", proto.ErrMalformed)
 		}
 		nodes = append(nodes, clusterNode{
-			name:   string(name),
-			addr:   net.JoinHostPort(string(ip), strconv.Itoa(int(tcp))),
-			leader: role == roleLeader && status == statusHealthy,
+			name:    string(name),
+			addr:    net.JoinHostPort(string(ip), strconv.Itoa(int(tcp))),
+			leader:  role == roleLeader && status == statusHealthy,
+			replica: replica,
 		})
 	}
 	return nodes, r.Complete()
@@ -135,6 +138,7 @@ type leader struct {
 	gen       uint64   // bumps whenever addr changes
 	seeds     []string // Config.Addr, split
 	roster    []string // every node of the last cluster metadata
+	replicas  []uint8  // 0.12: roster[i]'s replica id
 	resolving chan struct{}
 	lastErr   error     // why the last resolve failed; nil when addr is current
 	downSince time.Time // when the current primary was first suspected
@@ -171,9 +175,10 @@ func (c *Client) setPrimary(addr string, nodes []clusterNode) {
 	l := &c.leader
 	l.mu.Lock()
 	if nodes != nil {
-		l.roster = l.roster[:0]
+		l.roster, l.replicas = l.roster[:0], l.replicas[:0]
 		for _, n := range nodes {
 			l.roster = append(l.roster, n.addr)
+			l.replicas = append(l.replicas, n.replica)
 		}
 	}
 	moved := !sameAddr(addr, l.addr)

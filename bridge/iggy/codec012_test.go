@@ -147,6 +147,9 @@ func session012(t *testing.T) []tapped {
 	if err := c.DeleteTopic(cx, "codecb"); err != nil {
 		t.Fatal(err)
 	}
+	if _, ok := c.partitionPrimary(cx, "codeca", 1); !ok {
+		t.Fatal("GetPartitionRoute named no node of the roster")
+	}
 	if err := c.VerifyLogin(cx, "iggy", "iggy"); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +185,7 @@ func TestCodec012Requests(t *testing.T) {
 	for _, c := range []uint32{proto.CodeLoginRegister, proto.CodeGetClusterMetadata, proto.CodeGetStream, proto.CodeCreateStream,
 		proto.CodeCreateTopic, proto.CodeGetTopic, proto.CodeGetTopics, proto.CodeDeleteTopic, proto.CodeUpdateResource,
 		proto.CodeCreatePartitions, proto.CodeSendMessages, proto.CodePollMessages, proto.CodeStoreConsumerOffset,
-		proto.CodeGetConsumerOffset, proto.CodeDeleteConsumerOffset, proto.CodePing, proto.CodeBindSession} {
+		proto.CodeGetConsumerOffset, proto.CodeDeleteConsumerOffset, proto.CodePing, proto.CodeBindSession, proto.CodeGetPartitionRoute} {
 		if !codes[c] {
 			t.Errorf("the session sent no %s: the test no longer covers it", commandName(c))
 		}

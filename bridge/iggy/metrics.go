@@ -35,6 +35,8 @@ var commands = [...]struct {
 	{proto.CodeDeleteTopic, "DeleteTopic"},
 	{proto.CodeUpdateTopic, "UpdateTopic"},
 	{proto.CodeUpdateResource, "UpdateResource"},
+	{proto.CodeBindSession, "BindSession"},
+	{proto.CodeGetPartitionRoute, "GetPartitionRoute"},
 	{proto.CodeCreatePartitions, "CreatePartitions"},
 	{proto.CodeGetClusterMetadata, "GetClusterMetadata"},
 }

@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -279,8 +280,12 @@ func (c *Client) reroute(ctx context.Context, s *session, topic string, partitio
 	c.leader.mu.Lock()
 	cands := append([]string(nil), c.leader.roster...)
 	c.leader.mu.Unlock()
-	for _, addr := range cands {
-		if sameAddr(addr, from) || sameAddr(addr, primary) {
+	if addr, ok := c.partitionPrimary(ctx, topic, partition); ok {
+		// 0.12 names the partition's primary: try it first.
+		cands = append([]string{addr}, cands...)
+	}
+	for i, addr := range cands {
+		if sameAddr(addr, from) || sameAddr(addr, primary) || slices.ContainsFunc(cands[:i], func(a string) bool { return sameAddr(a, addr) }) {
 			continue
 		}
 		c.routes.mu.Lock()
@@ -305,6 +310,48 @@ func (c *Client) reroute(ctx context.Context, s *session, topic string, partitio
 		return ns, body, sent, err
 	}
 	return nil, nil, true, err58
+}
+
+// partitionPrimary asks the metadata primary which node is the primary of
+// a partition (0.12 GetPartitionRoute, §9) and returns its address from the
+// roster. On 0.11, or when the answer names no node kiggy knows, ok is
+// false and reroute tries the roster in order.
+func (c *Client) partitionPrimary(ctx context.Context, topic string, partition int32) (string, bool) {
+	s, err := c.acquire(ctx)
+	if err != nil {
+		return "", false
+	}
+	defer c.release(s)
+	if s.dialect != proto.Dialect012 {
+		return "", false
+	}
+	b := proto.AppendStringID(s.begin(), c.cfg.Stream)
+	b = proto.AppendStringID(b, topic)
+	b = proto.AppendU32(b, uint32(partition))
+	body, _, err := s.do(ctx, proto.CodeGetPartitionRoute, b)
+	if err != nil {
+		return "", false
+	}
+	// [incarnation u64][metadata_op u64][view u32][partitions_count u32]
+	// [primary_replica u8] (partition_route.rs).
+	r := proto.NewReader(body)
+	r.U64()
+	r.U64()
+	r.U32()
+	r.U32()
+	replica := r.U8()
+	if r.Complete() != nil {
+		return "", false
+	}
+	l := &c.leader
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, id := range l.replicas {
+		if id == replica && i < len(l.roster) {
+			return l.roster[i], true
+		}
+	}
+	return "", false
 }
 
 // closeRoutes closes every routed session; Close calls it once requests in

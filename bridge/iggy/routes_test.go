@@ -322,3 +322,37 @@ func TestJoinedAppendReroute(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionRouteAsked: on 0.12 a partition write refused by the
+// metadata primary goes straight to the partition's primary that
+// GetPartitionRoute names; no other backup is tried. On 0.11 the roster is
+// tried in order, the other backup first (which shows the test can fail).
+func TestPartitionRouteAsked(t *testing.T) {
+	for _, d := range proto.Dialects {
+		t.Run(d.String(), func(t *testing.T) {
+			cl := iggytest.NewCluster(3, iggytest.Config{Dialects: []proto.Dialect{d}})
+			if err := cl.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(cl.Close)
+			c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, RequestTimeout: 2 * time.Second})
+			cx := ctx(t)
+			if _, err := c.CreateTopic(cx, "asked", 1, store.TopicConfig{}); err != nil {
+				t.Fatal(err)
+			}
+			primary := cl.Primary()
+			other, owner := (primary+1)%3, (primary+2)%3
+			cl.SetPartitionPrimary("asked", 0, owner)
+			if _, err := c.Append(cx, "asked", 0, batchOf(1, "r", 2)); err != nil {
+				t.Fatal(err)
+			}
+			tried := cl.Refusals(other)
+			switch {
+			case d == proto.Dialect012 && tried != 0:
+				t.Fatalf("0.12: node %d (not the partition's primary) was tried %d times", other, tried)
+			case d == proto.Dialect011 && tried == 0:
+				t.Fatalf("0.11: node %d was not tried: the roster order changed, so the 0.12 case proves nothing", other)
+			}
+		})
+	}
+}

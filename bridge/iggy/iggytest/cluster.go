@@ -43,6 +43,7 @@ type Cluster struct {
 	partPrimary map[partRef]int
 	partReads   map[nodePart]int
 	reads       map[nodeCode]int
+	refusals    []int // writes each node answered 58
 }
 
 type nodeCode struct {
@@ -78,6 +79,7 @@ func NewCluster(n int, cfg Config) *Cluster {
 		c.nodes = append(c.nodes, s)
 	}
 	c.addrs = make([]string, n)
+	c.refusals = make([]int, n)
 	c.alive = make([]bool, n)
 	return c
 }
@@ -204,6 +206,13 @@ func (c *Cluster) PartitionReads(node int, topic string, partition int) int {
 	c.shared.mu.Lock()
 	defer c.shared.mu.Unlock()
 	return c.partReads[nodePart{node, partRef{topic, uint32(partition)}}]
+}
+
+// Refusals returns how many writes node answered 58 TransientNotAccepted.
+func (c *Cluster) Refusals(node int) int {
+	c.shared.mu.Lock()
+	defer c.shared.mu.Unlock()
+	return c.refusals[node]
 }
 
 // Reads returns how many reads (non-replicated requests) with command code

@@ -169,6 +169,9 @@ func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []b
 	if !s.acceptsWrite(req.Operation, body) {
 		// A backup: "not accepted", safe to retry on the primary (server
 		// iggy_partition.rs "non-primary transient reply").
+		if c := s.cluster; c != nil {
+			c.refusals[s.id]++
+		}
 		return reply(out, req, st.session, uint32(proto.CodeTransientNotAccepted), nil), false
 	}
 	if proto.IsMetadata(req.Operation) {
@@ -438,6 +441,33 @@ func (s *Server) read(st *connState, req *proto.RequestHeader, body []byte) ([]b
 			b = appendStream(b, st.dialect, str)
 		}
 		return b, 0
+	case proto.CodeGetPartitionRoute:
+		// 0.12 (§9): [stream][topic][partition u32] → [incarnation u64]
+		// [metadata_op u64][view u32][partitions_count u32][primary u8].
+		_, t, status := s.resolveTopic(&r)
+		pid := r.U32()
+		if r.Complete() != nil || st.dialect != proto.Dialect012 {
+			return nil, uint32(proto.CodeInvalidCommand)
+		}
+		if status != 0 {
+			return nil, status
+		}
+		if int(pid) >= len(t.partitions) {
+			return nil, uint32(proto.CodePartitionNotFound)
+		}
+		b := proto.AppendU64(nil, t.partitions[pid].created)
+		b = proto.AppendU64(b, s.commit)
+		var view uint32
+		primary := uint8(0)
+		if c := s.cluster; c != nil {
+			view, primary = uint32(c.view), uint8(c.primaryLocked())
+			if n, ok := c.partPrimary[partRef{t.name, pid}]; ok {
+				primary = uint8(n)
+			}
+		}
+		b = proto.AppendU32(b, view)
+		b = proto.AppendU32(b, uint32(len(t.partitions)))
+		return append(b, primary), 0
 	case proto.CodeGetTopic:
 		_, t, status := s.resolveTopic(&r)
 		if status == uint32(proto.CodeInvalidCommand) || r.Complete() != nil {

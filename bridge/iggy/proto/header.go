@@ -192,6 +192,7 @@ const (
 	CodeLoginRegisterWithPAT uint32 = 45
 	CodePollMessages         uint32 = 100
 	CodeSendMessages         uint32 = 101
+	CodeGetPartitionRoute    uint32 = 105 // 0.12 only
 	CodeGetConsumerOffset    uint32 = 120
 	CodeStoreConsumerOffset  uint32 = 121
 	CodeDeleteConsumerOffset uint32 = 122
