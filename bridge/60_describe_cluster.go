@@ -12,7 +12,7 @@ import (
 
 func init() { handle(wire.KeyDescribeCluster, (*Gateway).describeCluster) }
 
-// describeCluster answers DescribeCluster v0–1 (consistent with Metadata).
+// describeCluster answers DescribeCluster v0–2 (consistent with Metadata).
 func (g *Gateway) describeCluster(c *call) bool {
 	as := &c.state.admin
 	req := &as.clusterReq
