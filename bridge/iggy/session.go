@@ -337,12 +337,92 @@ func (s *session) doFrame(ctx context.Context, frame []byte, tail [][]byte, code
 }
 
 // exchange writes the request (frame, then tail) and reads its reply,
-// replaying transient statuses until the deadline.
+// replaying transient statuses until the deadline. Its phases: header,
+// then rounds of write and read (after a lost connection, one rebind on
+// 0.12), then the reply's status.
 func (s *session) exchange(ctx context.Context, frame []byte, tail [][]byte, code uint32) (body []byte, sent bool, err error) {
 	if s.conn == nil {
 		return nil, false, ErrUnreachable
 	}
 	op := proto.OperationFor(code)
+	if len(tail) > 0 && !proto.IsPartition(op) {
+		// The request checksum covers frame only.
+		return nil, false, fmt.Errorf("iggy: a split request for a non-partition operation (%s)", commandName(code))
+	}
+	req := s.putHeader(frame, tail, op, code)
+	deadline := time.Now().Add(s.c.cfg.RequestTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	_ = s.conn.SetDeadline(deadline)
+	rebound := false
+	for {
+		n, werr := s.write(frame, tail)
+		if n > 0 {
+			sent = true
+		}
+		var h proto.ReplyHeader
+		var rb []byte
+		lost := werr
+		if lost == nil {
+			h, rb, lost = s.readReply()
+			if lost != nil && s.readPast(lost, h, req, op) {
+				// Read past, in step: the caller asks for less.
+				return nil, true, lost
+			}
+		}
+		if lost != nil {
+			id, sid := s.clientID, s.sessionID
+			s.lost(lost)
+			if werr != nil {
+				lost = s.ioError(werr)
+			}
+			if sent && !rebound && s.mayRebind(op) {
+				if deadline, err = s.rebind(ctx, id, sid, lost); err == nil {
+					rebound = true
+					continue
+				}
+			}
+			return nil, sent, lost
+		}
+		if h.Request != req || !proto.ReplyMatches(op, h.Operation) {
+			// §1.4: a reply for another request desynchronises the stream.
+			s.close()
+			return nil, true, fmt.Errorf("%w: the reply does not echo the request (request %d op %d, reply request %d op %d)", errDesync, req, op, h.Request, h.Operation)
+		}
+		rb, status, perr := resultSection(op, proto.Code(h.Status), rb)
+		if perr != nil {
+			s.close()
+			return nil, true, perr
+		}
+		if status.Transient() {
+			if err := s.transient(ctx, deadline, op, code, status); err != nil {
+				return nil, true, err
+			}
+			continue
+		}
+		s.lastUsed = time.Now()
+		if status != 0 {
+			return nil, true, &Error{Code: status, Command: commandName(code)}
+		}
+		return rb, true, nil
+	}
+}
+
+// readPast reports whether a read error is a reply too large to keep that
+// answers this request: the stream is still in step.
+func (s *session) readPast(err error, h proto.ReplyHeader, req uint64, op uint8) bool {
+	var big *replyTooLargeError
+	return errors.As(err, &big) && h.Request == req && proto.ReplyMatches(op, h.Operation)
+}
+
+// putHeader writes the request header into frame for a body of frame's
+// rest and tail, and returns its request number: every request but a login
+// takes the session's next one.
+func (s *session) putHeader(frame []byte, tail [][]byte, op uint8, code uint32) uint64 {
 	var req, sess uint64
 	if op != proto.OpRegister {
 		req, sess = s.next, s.sessionID
@@ -351,10 +431,6 @@ func (s *session) exchange(ctx context.Context, frame []byte, tail [][]byte, cod
 	size := len(frame) - proto.HeaderSize
 	for _, t := range tail {
 		size += len(t)
-	}
-	if len(tail) > 0 && !proto.IsPartition(op) {
-		// The request checksum below covers frame only.
-		return nil, false, fmt.Errorf("iggy: a split request for a non-partition operation (%s)", commandName(code))
 	}
 	proto.PutRequestHeader(frame, size, s.clientID, req, op, sess, code)
 	if op != proto.OpNonReplicated && !proto.IsPartition(op) {
@@ -373,101 +449,59 @@ func (s *session) exchange(ctx context.Context, frame []byte, tail [][]byte, cod
 			proto.SetRequestChecksum(frame, xxh3.Hash(frame[proto.HeaderSize:]), 0)
 		}
 	}
+	return req
+}
 
-	deadline := time.Now().Add(s.c.cfg.RequestTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+// transient decides what a 57 or 58 reply leads to: nil to replay the same
+// bytes on the same connection after a pause (§1.8: 57 → replay; 58 → safe
+// to retry), or the error to return. Replays go on until the deadline, or
+// until the client has found that another node is the primary (docs/IGGY.md,
+// "Iggy clusters": a backup answers 58).
+func (s *session) transient(ctx context.Context, deadline time.Time, op uint8, code uint32, status proto.Code) error {
+	switch {
+	case s.node != nil && status == proto.CodeTransientNotAccepted:
+		// A routed node that no longer takes this partition: nothing was
+		// stored; the caller drops the route (routes.go).
+		return &Error{Code: status, Command: commandName(code)}
+	case s.node != nil:
+		// 57 on a routed node: replayed below; the metadata primary is not
+		// suspected.
+	case !s.probe:
+		s.c.suspect(s.addr, &Error{Code: status, Command: commandName(code)})
+		if status == proto.CodeTransientNotAccepted && proto.IsPartition(op) && s.c.samePrimary(ctx, deadline, s.gen) {
+			// The metadata primary is confirmed and still refuses: this
+			// partition's primary is another node (routes.go).
+			return &Error{Code: status, Command: commandName(code)}
+		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, false, err
+	_, gen := s.c.target()
+	// A login a backup cannot forward is not replayed: the caller tries
+	// another node or backs off.
+	if time.Until(deadline) < transientRetry || (gen != s.gen && !s.probe && s.node == nil) || op == proto.OpRegister {
+		s.close()
+		return &Error{Code: status, Command: commandName(code)}
 	}
-	_ = s.conn.SetDeadline(deadline)
-	rebound := false
-	for {
-		n, werr := s.write(frame, tail)
-		if n > 0 {
-			sent = true
-		}
-		if werr != nil {
-			id, sid := s.clientID, s.sessionID
-			s.lost(werr)
-			err := s.ioError(werr)
-			if sent && !rebound && s.mayRebind(op) {
-				if deadline, err = s.rebind(ctx, id, sid, err); err == nil {
-					rebound = true
-					continue
-				}
-			}
-			return nil, sent, err
-		}
-		h, rb, rerr := s.readReply()
-		if rerr != nil {
-			var big *replyTooLargeError
-			if errors.As(rerr, &big) && h.Request == req && proto.ReplyMatches(op, h.Operation) {
-				// Read past, in step: the caller asks for less.
-				return nil, true, rerr
-			}
-			id, sid := s.clientID, s.sessionID
-			s.lost(rerr)
-			if !rebound && s.mayRebind(op) {
-				if deadline, rerr = s.rebind(ctx, id, sid, rerr); rerr == nil {
-					rebound = true
-					continue
-				}
-			}
-			return nil, true, rerr
-		}
-		if h.Request != req || !proto.ReplyMatches(op, h.Operation) {
-			// §1.4: a reply for another request desynchronises the stream.
-			s.close()
-			return nil, true, fmt.Errorf("%w: the reply does not echo the request (request %d op %d, reply request %d op %d)", errDesync, req, op, h.Request, h.Operation)
-		}
-		rb, status, perr := resultSection(op, proto.Code(h.Status), rb)
-		if perr != nil {
-			s.close()
-			return nil, true, perr
-		}
-		if status.Transient() {
-			// §1.8: 57 → replay the same bytes on the same connection; 58 →
-			// safe to retry. Both are replayed here until the deadline, or
-			// until the client has found that another node is the primary
-			// (docs/IGGY.md, "Iggy clusters": a backup answers 58).
-			switch {
-			case s.node != nil && status == proto.CodeTransientNotAccepted:
-				// A routed node that no longer takes this partition: nothing
-				// was stored; the caller drops the route (routes.go).
-				return nil, true, &Error{Code: status, Command: commandName(code)}
-			case s.node != nil:
-				// 57 on a routed node: replayed below; the metadata primary
-				// is not suspected.
-			case !s.probe:
-				s.c.suspect(s.addr, &Error{Code: status, Command: commandName(code)})
-				if status == proto.CodeTransientNotAccepted && proto.IsPartition(op) && s.c.samePrimary(ctx, deadline, s.gen) {
-					// The metadata primary is confirmed and still refuses:
-					// this partition's primary is another node (routes.go).
-					return nil, true, &Error{Code: status, Command: commandName(code)}
-				}
-			}
-			_, gen := s.c.target()
-			// A login a backup cannot forward is not replayed: the caller
-			// tries another node or backs off.
-			if time.Until(deadline) < transientRetry || (gen != s.gen && !s.probe && s.node == nil) || op == proto.OpRegister {
-				s.close()
-				return nil, true, &Error{Code: status, Command: commandName(code)}
-			}
-			s.c.metrics.retries.Add(1)
-			if err := sleepCtx(ctx, transientRetry); err != nil {
-				s.close() // the request may be replayed later: not on this stream
-				return nil, true, err
-			}
-			continue
-		}
-		s.lastUsed = time.Now()
-		if status != 0 {
-			return nil, true, &Error{Code: status, Command: commandName(code)}
-		}
-		return rb, true, nil
+	s.c.metrics.retries.Add(1)
+	if err := sleepCtx(ctx, transientRetry); err != nil {
+		s.close() // the request may be replayed later: not on this stream
+		return err
 	}
+	return nil
+}
+
+// write writes frame and then tail to the connection: one write call, or
+// one vectored write (writev on TCP) when there is a tail.
+func (s *session) write(frame []byte, tail [][]byte) (int64, error) {
+	if len(tail) == 0 {
+		n, err := s.conn.Write(frame)
+		return int64(n), err
+	}
+	bufs := append(append(s.iovs[:0], frame), tail...)
+	s.iovs = bufs[:0]
+	s.iov = bufs // WriteTo consumes s.iov, not bufs
+	n, err := s.iov.WriteTo(s.conn)
+	clear(bufs) // the batches' buffers go back to their pools
+	return n, err
 }
 
 // mayRebind reports whether a partition write whose connection was lost
@@ -543,21 +577,6 @@ func (s *session) rebind(ctx context.Context, client proto.ClientID, sess uint64
 	}
 	_ = conn.SetDeadline(deadline)
 	return deadline, nil
-}
-
-// write writes frame and then tail to the connection: one write call, or
-// one vectored write (writev on TCP) when there is a tail.
-func (s *session) write(frame []byte, tail [][]byte) (int64, error) {
-	if len(tail) == 0 {
-		n, err := s.conn.Write(frame)
-		return int64(n), err
-	}
-	bufs := append(append(s.iovs[:0], frame), tail...)
-	s.iovs = bufs[:0]
-	s.iov = bufs // WriteTo consumes s.iov, not bufs
-	n, err := s.iov.WriteTo(s.conn)
-	clear(bufs) // the batches' buffers go back to their pools
-	return n, err
 }
 
 // resultSection strips the result section of a status-0 reply to a
