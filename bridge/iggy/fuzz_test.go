@@ -11,7 +11,8 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/message"
 )
 
-func seedHex(f *testing.F, path string) {
+// readHex reads a test vector's hex file.
+func readHex(f *testing.F, path string) []byte {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		f.Fatal(err)
@@ -20,16 +21,32 @@ func seedHex(f *testing.F, path string) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(uint8(proto.OpNonReplicated), raw)
+	return raw
 }
 
 // FuzzReply feeds arbitrary server bytes to every client-side reply decoder:
 // the VSR reply/eviction header, the result section, topic details and
-// lists, the SendMessages confirmation, the PollMessages record walk and the
-// read cache's scan of a reply.
+// lists, the cluster metadata, the login and BindSession reply, the stored
+// consumer offset, the SendMessages confirmation, the PollMessages record
+// walk (in the dialect op%2 picks: even 0.12, odd 0.11) and the read
+// cache's scan of a reply.
 // None may panic, and a poll walk must only hand out in-bounds views.
 func FuzzReply(f *testing.F) {
-	seedHex(f, "proto/testdata/tv12_poll_body.hex")
+	// TV12, a 0.11 poll reply: walked as 0.11 (op 1) and as 0.12 (op 2),
+	// and as a 0.12 reply, the partition context after its 16-byte head.
+	poll := readHex(f, "proto/testdata/tv12_poll_body.hex")
+	f.Add(uint8(proto.OpNonReplicated), poll)
+	f.Add(uint8(proto.OpRegister), poll)
+	poll012 := proto.AppendPartitionContext(append([]byte(nil), poll[:16]...), proto.PartitionContext{Incarnation: 7, OwnerGeneration: 1, MetadataOp: 9})
+	f.Add(uint8(proto.OpNonReplicated), append(poll012, poll[16:]...))
+	// A login reply (after its result section; BindSession's has none) and
+	// a GetConsumerOffset reply.
+	login := proto.AppendResultOK(nil)
+	login = proto.AppendU32(login, 0)
+	login = proto.AppendU64(login, 5)
+	login = proto.AppendU32(login, proto.Dialect012.Version())
+	f.Add(uint8(proto.OpRegister), proto.AppendName(login, "0.10.0"))
+	f.Add(uint8(proto.OpNonReplicated), proto.AppendU64(proto.AppendU64(proto.AppendU32(nil, 1), 10), 4))
 	f.Add(uint8(proto.OpSendMessages), []byte{1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0})
 	f.Add(uint8(proto.OpCreateStream), []byte{1, 0, 0, 0, 0, 0, 0, 0, 0xf4, 3, 0, 0})
 	topic := proto.AppendResultOK(nil)
@@ -62,6 +79,12 @@ func FuzzReply(f *testing.F) {
 			decodeClusterMetadata(body, d)
 		}
 		decodeConfirmation(body)
+		if sess, server, err := decodeLoginReply(body); err == nil && (sess == 0 || len(server) > len(body)) {
+			t.Fatalf("login reply: session %d, server version of %d bytes in %d", sess, len(server), len(body))
+		}
+		if stored, err := decodeStoredOffset(body); err == nil && stored >= 1<<62 {
+			t.Fatalf("stored offset %d", stored)
+		}
 		s.dialect = proto.Dialects[op%2]
 		n := 0
 		s.walkPoll(data, 0, 1<<30, true, 0, func(m *message.Message) bool {
