@@ -98,12 +98,13 @@ func (g *Gateway) metadataTopic(c *call, resp *wire.MetadataResponse, rt *wire.M
 		return
 	}
 	if errors.Is(err, store.ErrUnknownTopic) && allowCreate {
-		info, err = g.store.CreateTopic(ctx, name, g.cfg.DefaultPartitions, store.TopicConfig{})
-		if err == nil {
-			// A new topic has the defaults and log start 0, whatever an
-			// earlier one of the name left in the system store
-			// (topicstate.go).
-			_ = g.dropTopicState(ctx, name)
+		// A new topic has the defaults and log start 0, whatever an earlier
+		// one of the name left in the system store (topicstate.go): that is
+		// cleared first. If it cannot be, nothing is created and the
+		// client asks again (LEADER_NOT_AVAILABLE, as while Kafka creates
+		// a topic), rather than a new topic inheriting stale state.
+		if err = g.dropTopicState(ctx, name); err == nil {
+			info, err = g.store.CreateTopic(ctx, name, g.cfg.DefaultPartitions, store.TopicConfig{})
 		}
 		if errors.Is(err, store.ErrTopicExists) {
 			info, err = g.store.Topic(ctx, name)
