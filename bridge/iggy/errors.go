@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // Start-up errors Open reports, so the operator sees which failure it was.
@@ -32,6 +33,24 @@ type Error struct {
 	Code proto.Code
 	// Command names the request.
 	Command string
+}
+
+// Unwrap gives the codes of Iggy 0.10 whose meaning is already a storage
+// outcome their store error: a write refused before it was applied
+// (LifecycleBusy: "retry as a new request"; HistoryUnavailable: the
+// partition was deleted or recreated, looked up again on the next try) is
+// store.ErrUnavailable, one whose outcome the server itself does not know
+// (RequestTooOld, OperationUncertain) store.ErrUnknownOutcome. Other codes
+// are returned as they are (a Kafka client sees them as an unknown server
+// error, never as a success).
+func (e *Error) Unwrap() error {
+	switch e.Code {
+	case proto.CodeLifecycleBusy, proto.CodeHistoryUnavailable:
+		return store.ErrUnavailable
+	case proto.CodeRequestTooOld, proto.CodeOperationUncertain:
+		return store.ErrUnknownOutcome
+	}
+	return nil
 }
 
 // Error implements error.

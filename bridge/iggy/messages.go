@@ -172,6 +172,12 @@ func (c *Client) appendBatches(ctx context.Context, topic string, partition int3
 	case code == proto.CodeResourceNotFound:
 		// §3.7: "stream, topic or partition not resolvable → status 20".
 		return 0, c.classify(ctx, topic, partition, err)
+	case code == proto.CodeHistoryUnavailable:
+		// 0.12: the partition was deleted or recreated under its id:
+		// nothing was appended; the next try looks the topic up again.
+		c.forget(topic)
+		c.cache.invalidateTopic(topic)
+		return 0, err
 	case code == proto.CodeTransientNotAccepted:
 		return 0, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	case code == proto.CodeTransientNotCommitted:
@@ -373,6 +379,11 @@ func (c *Client) pollError(ctx context.Context, topic string, partition int32, e
 		return fmt.Errorf("%w: %q partition %d", store.ErrUnknownPartition, topic, partition)
 	case proto.CodeResourceNotFound:
 		return c.classify(ctx, topic, partition, err)
+	case proto.CodeHistoryUnavailable:
+		// 0.12: the partition was deleted or recreated under its id; what
+		// is known of the topic is of another incarnation.
+		c.forget(topic)
+		c.cache.invalidateTopic(topic)
 	}
 	return readError(err)
 }

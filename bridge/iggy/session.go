@@ -398,6 +398,11 @@ func (s *session) exchange(ctx context.Context, frame []byte, tail [][]byte, cod
 			s.close()
 			return nil, true, perr
 		}
+		if status == proto.CodeNotPrimary {
+			// 0.12's "not accepted by a backup replica; retry on the
+			// primary of its group" is 0.11's 58: nothing was applied.
+			status = proto.CodeTransientNotAccepted
+		}
 		if status.Transient() {
 			if err := s.transient(ctx, deadline, op, code, status); err != nil {
 				return nil, true, err

@@ -7,23 +7,29 @@ type Code uint32
 
 // Error codes kiggy meets (§5).
 const (
-	CodeOK                             Code = 0
-	CodeError                          Code = 1
-	CodeInvalidCommand                 Code = 3
-	CodeInvalidFormat                  Code = 4
-	CodeFeatureUnavailable             Code = 5
-	CodeInvalidIdentifier              Code = 6
-	CodeResourceNotFound               Code = 20
-	CodeStaleClient                    Code = 30
-	CodeUnauthenticated                Code = 40
-	CodeUnauthorized                   Code = 41
-	CodeInvalidCredentials             Code = 42
-	CodeInvalidUsername                Code = 43
-	CodeInvalidPassword                Code = 44
-	CodeInvalidPAT                     Code = 53
-	CodeTransientNotCommitted          Code = 57
-	CodeTransientNotAccepted           Code = 58
-	CodeRequestAlreadyApplied          Code = 59
+	CodeOK                    Code = 0
+	CodeError                 Code = 1
+	CodeInvalidCommand        Code = 3
+	CodeInvalidFormat         Code = 4
+	CodeFeatureUnavailable    Code = 5
+	CodeInvalidIdentifier     Code = 6
+	CodeResourceNotFound      Code = 20
+	CodeStaleClient           Code = 30
+	CodeUnauthenticated       Code = 40
+	CodeUnauthorized          Code = 41
+	CodeInvalidCredentials    Code = 42
+	CodeInvalidUsername       Code = 43
+	CodeInvalidPassword       Code = 44
+	CodeInvalidPAT            Code = 53
+	CodeTransientNotCommitted Code = 57
+	CodeTransientNotAccepted  Code = 58
+	CodeRequestAlreadyApplied Code = 59
+	// 0.12 (iggy_common 0.11.1-edge.4 iggy_error.rs).
+	CodeRequestTooOld                  Code = 85    // "outcome unknown, resending may duplicate the write"
+	CodeHistoryUnavailable             Code = 87    // the partition was deleted, or recreated under the same id
+	CodeLifecycleBusy                  Code = 88    // "Retry as a new request."
+	CodeNotPrimary                     Code = 89    // "Request not accepted by a backup replica; retry on the primary of its group"
+	CodeOperationUncertain             Code = 14006 // the outcome of the operation is not known
 	CodeStreamIDNotFound               Code = 1009
 	CodeStreamNameNotFound             Code = 1010
 	CodeStreamNameAlreadyExists        Code = 1012
@@ -75,6 +81,11 @@ var codeNames = map[Code]string{
 	CodeTransientNotCommitted:          "TransientNotCommitted",
 	CodeTransientNotAccepted:           "TransientNotAccepted",
 	CodeRequestAlreadyApplied:          "RequestAlreadyApplied",
+	CodeRequestTooOld:                  "RequestTooOld",
+	CodeHistoryUnavailable:             "HistoryUnavailable",
+	CodeLifecycleBusy:                  "LifecycleBusy",
+	CodeNotPrimary:                     "NotPrimary",
+	CodeOperationUncertain:             "OperationUncertain",
 	CodeStreamIDNotFound:               "StreamIdNotFound",
 	CodeStreamNameNotFound:             "StreamNameNotFound",
 	CodeStreamNameAlreadyExists:        "StreamNameAlreadyExists",
