@@ -134,6 +134,10 @@ func main() {
 }
 
 func run(args, env []string) int {
+	if wantVersion(args) { // cmd/kiggy/version.go
+		printVersion(os.Stdout)
+		return 0
+	}
 	var o options
 	s := newSettings("kiggy")
 	registerOptions(s, &o)
