@@ -416,25 +416,9 @@ func (s *Server) read(st *connState, req *proto.RequestHeader, body []byte) ([]b
 	case proto.CodeGetClusterMetadata:
 		return s.appendClusterMetadata(nil, st.dialect, st.port), 0
 	case proto.CodeGetMe:
-		b := proto.AppendU32(nil, st.connID)
-		b = proto.AppendU32(b, 0)
-		b = append(b, 1) // TCP
-		b = proto.AppendLongString(b, "127.0.0.1")
-		return proto.AppendU32(b, 0), 0
+		return s.getMe(st, req, &r)
 	case proto.CodeGetStream:
-		id := r.Identifier()
-		if r.Complete() != nil {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		str := s.resolveStream(id)
-		if str == nil {
-			return nil, 0 // §3.4: "Not found → status 0 with an empty body."
-		}
-		b := appendStream(nil, st.dialect, str)
-		for _, t := range sortedTopics(str) {
-			b = appendTopicHeader(b, st.dialect, t)
-		}
-		return b, 0
+		return s.getStream(st, req, &r)
 	case proto.CodeGetStreams:
 		var b []byte
 		for _, str := range sortedStreams(s) {
@@ -442,135 +426,191 @@ func (s *Server) read(st *connState, req *proto.RequestHeader, body []byte) ([]b
 		}
 		return b, 0
 	case proto.CodeGetPartitionRoute:
-		// 0.12 (§9): [stream][topic][partition u32] → [incarnation u64]
-		// [metadata_op u64][view u32][partitions_count u32][primary u8].
-		_, t, status := s.resolveTopic(&r)
-		pid := r.U32()
-		if r.Complete() != nil || st.dialect != proto.Dialect012 {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		if status != 0 {
-			return nil, status
-		}
-		if int(pid) >= len(t.partitions) {
-			return nil, uint32(proto.CodePartitionNotFound)
-		}
-		b := proto.AppendU64(nil, t.partitions[pid].created)
-		b = proto.AppendU64(b, s.commit)
-		var view uint32
-		primary := uint8(0)
-		if c := s.cluster; c != nil {
-			view, primary = uint32(c.view), uint8(c.primaryLocked())
-			if n, ok := c.partPrimary[partRef{t.name, pid}]; ok {
-				primary = uint8(n)
-			}
-		}
-		b = proto.AppendU32(b, view)
-		b = proto.AppendU32(b, uint32(len(t.partitions)))
-		return append(b, primary), 0
+		return s.partitionRoute(st, req, &r)
 	case proto.CodeGetTopic:
-		_, t, status := s.resolveTopic(&r)
-		if status == uint32(proto.CodeInvalidCommand) || r.Complete() != nil {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		if t == nil {
-			return nil, 0 // §3.5: "Not found → status 0, empty body."
-		}
-		return appendTopic(nil, st.dialect, t), 0
+		return s.getTopic(st, req, &r)
 	case proto.CodeGetTopics:
-		id := r.Identifier()
-		if r.Complete() != nil {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		str := s.resolveStream(id)
-		if str == nil {
-			return proto.AppendU32(nil, 0), 0
-		}
-		ts := sortedTopics(str)
-		b := proto.AppendU32(nil, uint32(len(ts)))
-		for _, t := range ts {
-			b = appendTopicHeader(b, st.dialect, t)
-		}
-		return b, 0
+		return s.getTopics(st, req, &r)
 	case proto.CodePollMessages:
 		return s.poll(st, &r)
 	case proto.CodeGetConsumerOffset:
-		kind := r.U8()
-		cid := r.Identifier()
-		_, t, status := s.resolveTopic(&r)
-		flag, pid := r.U8(), r.U32()
-		if r.Complete() != nil || (kind != proto.ConsumerSingle && kind != proto.ConsumerGroup) || flag > 1 {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		if status != 0 {
-			return nil, status
-		}
-		if flag == 0 {
-			pid = 0 // §3.9: "An absent partition means partition 0."
-		}
-		if int(pid) >= len(t.partitions) {
-			return nil, uint32(proto.CodePartitionNotFound)
-		}
-		p := t.partitions[pid]
-		var v uint64
-		var ok bool
-		if kind == proto.ConsumerGroup {
-			g := t.resolveGroup(cid)
-			if g == nil {
-				return nil, uint32(proto.CodeInvalidIdentifier)
-			}
-			v, ok = p.groupOffsets[g.id]
-		} else {
-			v, ok = p.offsets[consumerKey(cid)]
-		}
-		if !ok {
-			return nil, 0 // §3.9: "No stored offset → status 0 with an empty body."
-		}
-		b := proto.AppendU32(nil, pid)
-		b = proto.AppendU64(b, p.currentOffset())
-		return proto.AppendU64(b, v), 0
+		return s.getConsumerOffset(st, req, &r)
 	case proto.CodeGetConsumerGroup, proto.CodeSyncConsumerGroup:
-		_, t, status := s.resolveTopic(&r)
-		gid := r.Identifier()
-		if r.Complete() != nil {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		if status != 0 {
-			return nil, status
-		}
-		g := t.resolveGroup(gid)
-		if g == nil {
-			return nil, 0 // group not found / not a member: empty body
-		}
-		if req.Code == proto.CodeGetConsumerGroup {
-			return appendGroup(nil, t, g), 0
-		}
-		parts := g.assignment(st.client, len(t.partitions))
-		if parts == nil {
-			return nil, 0 // §3.10: "Empty body = you are not a member."
-		}
-		b := proto.AppendU64(nil, g.generation)
-		b = proto.AppendU32(b, uint32(len(parts)))
-		for _, p := range parts {
-			b = proto.AppendU32(b, p)
-		}
-		return b, 0
+		return s.getGroup(st, req, &r)
 	case proto.CodeGetConsumerGroups:
-		_, t, status := s.resolveTopic(&r)
-		if r.Complete() != nil {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		if status != 0 {
-			return nil, status
-		}
-		var b []byte
-		for _, g := range sortedGroups(t) {
-			b = appendGroupHeader(b, t, g)
-		}
-		return b, 0
+		return s.getGroups(st, req, &r)
 	}
 	// §1.4: "An unknown code sent as operation 2 gets status 3."
 	return nil, uint32(proto.CodeInvalidCommand)
+}
+
+// getMe serves GetMe (a read). Callers hold s.mu.
+func (s *Server) getMe(st *connState, req *proto.RequestHeader, r *proto.Reader) ([]byte, uint32) {
+	b := proto.AppendU32(nil, st.connID)
+	b = proto.AppendU32(b, 0)
+	b = append(b, 1) // TCP
+	b = proto.AppendLongString(b, "127.0.0.1")
+	return proto.AppendU32(b, 0), 0
+}
+
+// getStream serves GetStream (a read). Callers hold s.mu.
+func (s *Server) getStream(st *connState, req *proto.RequestHeader, r *proto.Reader) ([]byte, uint32) {
+	id := r.Identifier()
+	if r.Complete() != nil {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	str := s.resolveStream(id)
+	if str == nil {
+		return nil, 0 // §3.4: "Not found → status 0 with an empty body."
+	}
+	b := appendStream(nil, st.dialect, str)
+	for _, t := range sortedTopics(str) {
+		b = appendTopicHeader(b, st.dialect, t)
+	}
+	return b, 0
+}
+
+// partitionRoute serves GetPartitionRoute (a read). Callers hold s.mu.
+func (s *Server) partitionRoute(st *connState, req *proto.RequestHeader, r *proto.Reader) ([]byte, uint32) {
+	// 0.12 (§9): [stream][topic][partition u32] → [incarnation u64]
+	// [metadata_op u64][view u32][partitions_count u32][primary u8].
+	_, t, status := s.resolveTopic(r)
+	pid := r.U32()
+	if r.Complete() != nil || st.dialect != proto.Dialect012 {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	if status != 0 {
+		return nil, status
+	}
+	if int(pid) >= len(t.partitions) {
+		return nil, uint32(proto.CodePartitionNotFound)
+	}
+	b := proto.AppendU64(nil, t.partitions[pid].created)
+	b = proto.AppendU64(b, s.commit)
+	var view uint32
+	primary := uint8(0)
+	if c := s.cluster; c != nil {
+		view, primary = uint32(c.view), uint8(c.primaryLocked())
+		if n, ok := c.partPrimary[partRef{t.name, pid}]; ok {
+			primary = uint8(n)
+		}
+	}
+	b = proto.AppendU32(b, view)
+	b = proto.AppendU32(b, uint32(len(t.partitions)))
+	return append(b, primary), 0
+}
+
+// getTopic serves GetTopic (a read). Callers hold s.mu.
+func (s *Server) getTopic(st *connState, req *proto.RequestHeader, r *proto.Reader) ([]byte, uint32) {
+	_, t, status := s.resolveTopic(r)
+	if status == uint32(proto.CodeInvalidCommand) || r.Complete() != nil {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	if t == nil {
+		return nil, 0 // §3.5: "Not found → status 0, empty body."
+	}
+	return appendTopic(nil, st.dialect, t), 0
+}
+
+// getTopics serves GetTopics (a read). Callers hold s.mu.
+func (s *Server) getTopics(st *connState, req *proto.RequestHeader, r *proto.Reader) ([]byte, uint32) {
+	id := r.Identifier()
+	if r.Complete() != nil {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	str := s.resolveStream(id)
+	if str == nil {
+		return proto.AppendU32(nil, 0), 0
+	}
+	ts := sortedTopics(str)
+	b := proto.AppendU32(nil, uint32(len(ts)))
+	for _, t := range ts {
+		b = appendTopicHeader(b, st.dialect, t)
+	}
+	return b, 0
+}
+
+// getConsumerOffset serves GetConsumerOffset (a read). Callers hold s.mu.
+func (s *Server) getConsumerOffset(st *connState, req *proto.RequestHeader, r *proto.Reader) ([]byte, uint32) {
+	kind := r.U8()
+	cid := r.Identifier()
+	_, t, status := s.resolveTopic(r)
+	flag, pid := r.U8(), r.U32()
+	if r.Complete() != nil || (kind != proto.ConsumerSingle && kind != proto.ConsumerGroup) || flag > 1 {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	if status != 0 {
+		return nil, status
+	}
+	if flag == 0 {
+		pid = 0 // §3.9: "An absent partition means partition 0."
+	}
+	if int(pid) >= len(t.partitions) {
+		return nil, uint32(proto.CodePartitionNotFound)
+	}
+	p := t.partitions[pid]
+	var v uint64
+	var ok bool
+	if kind == proto.ConsumerGroup {
+		g := t.resolveGroup(cid)
+		if g == nil {
+			return nil, uint32(proto.CodeInvalidIdentifier)
+		}
+		v, ok = p.groupOffsets[g.id]
+	} else {
+		v, ok = p.offsets[consumerKey(cid)]
+	}
+	if !ok {
+		return nil, 0 // §3.9: "No stored offset → status 0 with an empty body."
+	}
+	b := proto.AppendU32(nil, pid)
+	b = proto.AppendU64(b, p.currentOffset())
+	return proto.AppendU64(b, v), 0
+}
+
+// getGroup serves GetConsumerGroup, SyncConsumerGroup (a read). Callers hold s.mu.
+func (s *Server) getGroup(st *connState, req *proto.RequestHeader, r *proto.Reader) ([]byte, uint32) {
+	_, t, status := s.resolveTopic(r)
+	gid := r.Identifier()
+	if r.Complete() != nil {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	if status != 0 {
+		return nil, status
+	}
+	g := t.resolveGroup(gid)
+	if g == nil {
+		return nil, 0 // group not found / not a member: empty body
+	}
+	if req.Code == proto.CodeGetConsumerGroup {
+		return appendGroup(nil, t, g), 0
+	}
+	parts := g.assignment(st.client, len(t.partitions))
+	if parts == nil {
+		return nil, 0 // §3.10: "Empty body = you are not a member."
+	}
+	b := proto.AppendU64(nil, g.generation)
+	b = proto.AppendU32(b, uint32(len(parts)))
+	for _, p := range parts {
+		b = proto.AppendU32(b, p)
+	}
+	return b, 0
+}
+
+// getGroups serves GetConsumerGroups (a read). Callers hold s.mu.
+func (s *Server) getGroups(st *connState, req *proto.RequestHeader, r *proto.Reader) ([]byte, uint32) {
+	_, t, status := s.resolveTopic(r)
+	if r.Complete() != nil {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	if status != 0 {
+		return nil, status
+	}
+	var b []byte
+	for _, g := range sortedGroups(t) {
+		b = appendGroupHeader(b, t, g)
+	}
+	return b, 0
 }
 
 // consumerKey is the offset key of a single consumer: numeric ids as is,
@@ -690,292 +730,339 @@ func (s *Server) poll(st *connState, r *proto.Reader) ([]byte, uint32) {
 // returns the result-framed body. Callers hold s.mu.
 func (s *Server) metadata(st *connState, req *proto.RequestHeader, body []byte) ([]byte, uint32) {
 	r := proto.NewReader(body)
-	fail := func(c proto.Code) ([]byte, uint32) { return proto.AppendResultError(nil, c), 0 }
 	now := s.nowMicros()
 	switch req.Operation {
 	case proto.OpCreateStream:
-		name := r.Name()
-		if !r.Ok() {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		if r.Len() > 0 {
-			return nil, uint32(proto.CodeUnsupportedOptionKey) // streams take no options yet
-		}
-		if s.byName[string(name)] != nil {
-			return fail(proto.CodeStreamNameAlreadyExists)
-		}
-		id := uint32(0)
-		for s.streams[id] != nil {
-			id++
-		}
-		str := &stream{id: id, name: string(name), created: now, topics: map[uint32]*topic{}, byName: map[string]*topic{}}
-		s.streams[id] = str
-		s.byName[str.name] = str
-		return appendStream(proto.AppendResultOK(nil), st.dialect, str), 0
+		return s.createStream(st, req, &r, now)
 	case proto.OpDeleteStream:
-		id := r.Identifier()
-		if r.Complete() != nil {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		str := s.resolveStream(id)
-		if str == nil {
-			return fail(proto.CodeStreamIDNotFound)
-		}
-		delete(s.streams, str.id)
-		delete(s.byName, str.name)
-		return proto.AppendResultOK(nil), 0
+		return s.deleteStream(st, req, &r)
 	case proto.OpCreateTopic:
-		sid := r.Identifier()
-		count := r.U32()
-		name := r.Name()
-		if !r.Ok() {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		// §3.5: 0..=1000 per request; more → status 2015.
-		if count > 1000 {
-			return nil, uint32(proto.CodeTooManyPartitions)
-		}
-		opts := r.Rest()
-		t := &topic{name: string(name), created: now, expiry: math.MaxUint64, maxSize: math.MaxUint64, compression: 1,
-			options: append([]byte(nil), opts...), groups: map[uint32]*group{}, groupByName: map[string]*group{},
-			msgsToSave: defaultMessagesRequiredToSave, sizeToSave: defaultSizeRequiredToSave, explicit: map[string]bool{}}
-		if status := parseTopicOptions(st.dialect, t, opts); status != 0 {
-			return nil, status
-		}
-		str := s.resolveStream(sid)
-		if str == nil {
-			return fail(proto.CodeStreamIDNotFound)
-		}
-		if str.byName[t.name] != nil {
-			return fail(proto.CodeTopicNameAlreadyExists)
-		}
-		for str.topics[t.id] != nil {
-			t.id++
-		}
-		for i := uint32(0); i < count; i++ {
-			t.partitions = append(t.partitions, newPartition(i, now))
-		}
-		str.topics[t.id] = t
-		str.byName[t.name] = t
-		return appendTopic(proto.AppendResultOK(nil), st.dialect, t), 0
+		return s.createTopic(st, req, &r, now)
 	case proto.OpDeleteTopic:
-		_, t, status := s.resolveTopic(&r)
-		if r.Complete() != nil {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		if status != 0 {
-			return fail(proto.Code(status))
-		}
-		str := s.resolveStream(proto.Identifier{Kind: proto.IDNumeric, Numeric: 0})
-		for _, x := range s.streams {
-			if x.topics[t.id] == t {
-				str = x
-			}
-		}
-		delete(str.topics, t.id)
-		delete(str.byName, t.name)
-		if ttl := s.cfg.StaleIncarnationPolls; ttl > 0 {
-			if str.ghosts == nil {
-				str.ghosts = map[uint32]ghost{}
-			}
-			for id, gh := range str.ghosts {
-				if time.Now().After(gh.until) {
-					delete(str.ghosts, id)
-				}
-			}
-			str.ghosts[t.id] = ghost{t: t, until: time.Now().Add(ttl)}
-		}
-		return proto.AppendResultOK(nil), 0
+		return s.deleteTopic(st, req, &r)
 	case proto.OpUpdateTopic:
-		// §3.5: [stream][topic][name][options]; the options block patches
-		// compression_algorithm, message_expiry and max_topic_size only.
-		str, t, status := s.resolveTopic(&r)
-		name := r.Name()
-		if !r.Ok() {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		opts := r.Rest()
-		if status != 0 {
-			return fail(proto.Code(status))
-		}
-		patched := *t
-		patched.explicit = maps.Clone(t.explicit)
-		if status := parseTopicOptions(st.dialect, &patched, opts); status != 0 {
-			return nil, status
-		}
-		for k := range patched.explicit {
-			if !t.explicit[k] && k != "compression_algorithm" && k != "message_expiry" && k != "max_topic_size" {
-				return nil, uint32(proto.CodeUnsupportedOptionKey)
-			}
-		}
-		if string(name) != t.name {
-			if str.byName[string(name)] != nil {
-				return fail(proto.CodeTopicNameAlreadyExists)
-			}
-			delete(str.byName, t.name)
-			t.name = string(name)
-			str.byName[t.name] = t
-		}
-		t.expiry, t.maxSize, t.compression = patched.expiry, patched.maxSize, patched.compression
-		return proto.AppendResultOK(nil), 0
+		return s.updateTopic(st, req, &r)
 	case proto.OpUpdateResource:
-		// 0.12 (§9): [scope u8][identifiers][reset_count u8][reset names]
-		// [options to the end]; iggytest patches topics (scope 1), and of
-		// them the expiry, size cap and compression, as UpdateTopic did.
-		if r.U8() != 1 {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		_, t, status := s.resolveTopic(&r)
-		n := int(r.U8())
-		reset := make([]string, 0, n)
-		for range n {
-			reset = append(reset, string(r.Name()))
-		}
-		if !r.Ok() {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		opts := r.Rest()
-		if status != 0 {
-			return fail(proto.Code(status))
-		}
-		patched := *t
-		patched.explicit = map[string]bool{}
-		if status := parseTopicOptions(st.dialect, &patched, opts); status != 0 {
-			return nil, status
-		}
-		if len(reset) == 0 && len(patched.explicit) == 0 {
-			return nil, uint32(proto.CodeInvalidCommand) // "a patch with nothing to set or reset"
-		}
-		for _, k := range reset {
-			if patched.explicit[k] {
-				return nil, uint32(proto.CodeInvalidCommand) // "a key both set and reset"
-			}
-			switch k {
-			case "message_expiry":
-				patched.expiry = math.MaxUint64
-			case "max_topic_size":
-				patched.maxSize = math.MaxUint64
-			case "compression_algorithm":
-				patched.compression = 1
-			default:
-				return nil, uint32(proto.CodeUnsupportedOptionKey)
-			}
-		}
-		for k := range patched.explicit {
-			if k != "compression_algorithm" && k != "message_expiry" && k != "max_topic_size" {
-				return nil, uint32(proto.CodeUnsupportedOptionKey)
-			}
-		}
-		t.expiry, t.maxSize, t.compression = patched.expiry, patched.maxSize, patched.compression
-		// The explicit options block GetTopic echoes follows the patch: a
-		// key set here replaces its entry, a reset key leaves it (and is
-		// reported among the derived options again). In 0.12 the SDK reads
-		// expiry, size cap and compression from these blocks only (crate
-		// iggy_common 0.11.1-edge.4, src/types/topic/mod.rs
-		// TopicDetails::resolved_options), so keeping the create-time block
-		// reported a patched topic as unchanged.
-		patchedKeys := maps.Clone(patched.explicit)
-		for _, k := range reset {
-			patchedKeys[k] = true
-		}
-		var kept []byte
-		for rest := t.options; len(rest) > 0; {
-			er := proto.NewReader(rest)
-			er.U8()
-			key := er.LongString()
-			er.U8()
-			er.LongString()
-			if !er.Ok() {
-				break
-			}
-			if !patchedKeys[string(key)] {
-				kept = append(kept, rest[:er.Offset()]...)
-			}
-			rest = rest[er.Offset():]
-		}
-		t.options = append(kept, opts...)
-		for k := range patchedKeys {
-			if patched.explicit[k] {
-				t.explicit[k] = true
-			} else {
-				delete(t.explicit, k)
-			}
-		}
-		return proto.AppendResultOK(nil), 0
+		return s.updateResource(st, req, &r)
 	case proto.OpCreatePartitions:
-		_, t, status := s.resolveTopic(&r)
-		count := r.U32()
-		if r.Complete() != nil {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		// §3.6: "The count must be 1..=1000; 0 or more → 2015."
-		if count == 0 || count > 1000 {
-			return nil, uint32(proto.CodeTooManyPartitions)
-		}
-		if status != 0 {
-			return fail(proto.Code(status))
-		}
-		for i := uint32(0); i < count; i++ {
-			t.partitions = append(t.partitions, newPartition(uint32(len(t.partitions)), now))
-		}
-		for _, g := range t.groups {
-			g.generation++
-		}
-		return proto.AppendResultOK(nil), 0
+		return s.createPartitions(st, req, &r, now)
 	case proto.OpCreateConsumerGroup:
-		_, t, status := s.resolveTopic(&r)
-		name := r.Name()
-		if r.Complete() != nil {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		if status != 0 {
-			return fail(proto.Code(status))
-		}
-		if t.groupByName[string(name)] != nil {
-			return fail(proto.CodeConsumerGroupNameAlreadyExists)
-		}
-		g := &group{id: t.nextGroup, name: string(name)}
-		t.nextGroup++ // §3.10: "0-based, monotonic per topic, and never reused"
-		t.groups[g.id] = g
-		t.groupByName[g.name] = g
-		return appendGroup(proto.AppendResultOK(nil), t, g), 0
+		return s.createGroup(st, req, &r)
 	case proto.OpDeleteConsumerGroup, proto.OpJoinConsumerGroup, proto.OpLeaveConsumerGroup:
-		_, t, status := s.resolveTopic(&r)
-		gid := r.Identifier()
-		if r.Complete() != nil {
-			return nil, uint32(proto.CodeInvalidCommand)
-		}
-		if status != 0 {
-			return fail(proto.Code(status))
-		}
-		g := t.resolveGroup(gid)
-		if g == nil {
-			return fail(proto.CodeConsumerGroupIDNotFound)
-		}
-		switch req.Operation {
-		case proto.OpDeleteConsumerGroup:
-			delete(t.groups, g.id)
-			delete(t.groupByName, g.name)
-			for _, p := range t.partitions {
-				delete(p.groupOffsets, g.id)
-			}
-		case proto.OpJoinConsumerGroup:
-			for _, m := range g.members {
-				if m == st.client {
-					return proto.AppendResultOK(nil), 0
-				}
-			}
-			g.members = append(g.members, st.client)
-			g.generation++
-		case proto.OpLeaveConsumerGroup:
-			if !g.remove(st.client) {
-				return fail(proto.CodeConsumerGroupMemberNotFound)
-			}
-		}
-		return proto.AppendResultOK(nil), 0
+		return s.groupMembership(st, req, &r)
 	}
 	return nil, uint32(proto.CodeFeatureUnavailable)
 }
+
+// createStream serves CreateStream (a metadata write). Callers hold s.mu.
+func (s *Server) createStream(st *connState, req *proto.RequestHeader, r *proto.Reader, now uint64) ([]byte, uint32) {
+	name := r.Name()
+	if !r.Ok() {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	if r.Len() > 0 {
+		return nil, uint32(proto.CodeUnsupportedOptionKey) // streams take no options yet
+	}
+	if s.byName[string(name)] != nil {
+		return failResult(proto.CodeStreamNameAlreadyExists)
+	}
+	id := uint32(0)
+	for s.streams[id] != nil {
+		id++
+	}
+	str := &stream{id: id, name: string(name), created: now, topics: map[uint32]*topic{}, byName: map[string]*topic{}}
+	s.streams[id] = str
+	s.byName[str.name] = str
+	return appendStream(proto.AppendResultOK(nil), st.dialect, str), 0
+}
+
+// deleteStream serves DeleteStream (a metadata write). Callers hold s.mu.
+func (s *Server) deleteStream(st *connState, req *proto.RequestHeader, r *proto.Reader) ([]byte, uint32) {
+	id := r.Identifier()
+	if r.Complete() != nil {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	str := s.resolveStream(id)
+	if str == nil {
+		return failResult(proto.CodeStreamIDNotFound)
+	}
+	delete(s.streams, str.id)
+	delete(s.byName, str.name)
+	return proto.AppendResultOK(nil), 0
+}
+
+// createTopic serves CreateTopic (a metadata write). Callers hold s.mu.
+func (s *Server) createTopic(st *connState, req *proto.RequestHeader, r *proto.Reader, now uint64) ([]byte, uint32) {
+	sid := r.Identifier()
+	count := r.U32()
+	name := r.Name()
+	if !r.Ok() {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	// §3.5: 0..=1000 per request; more → status 2015.
+	if count > 1000 {
+		return nil, uint32(proto.CodeTooManyPartitions)
+	}
+	opts := r.Rest()
+	t := &topic{name: string(name), created: now, expiry: math.MaxUint64, maxSize: math.MaxUint64, compression: 1,
+		options: append([]byte(nil), opts...), groups: map[uint32]*group{}, groupByName: map[string]*group{},
+		msgsToSave: defaultMessagesRequiredToSave, sizeToSave: defaultSizeRequiredToSave, explicit: map[string]bool{}}
+	if status := parseTopicOptions(st.dialect, t, opts); status != 0 {
+		return nil, status
+	}
+	str := s.resolveStream(sid)
+	if str == nil {
+		return failResult(proto.CodeStreamIDNotFound)
+	}
+	if str.byName[t.name] != nil {
+		return failResult(proto.CodeTopicNameAlreadyExists)
+	}
+	for str.topics[t.id] != nil {
+		t.id++
+	}
+	for i := uint32(0); i < count; i++ {
+		t.partitions = append(t.partitions, newPartition(i, now))
+	}
+	str.topics[t.id] = t
+	str.byName[t.name] = t
+	return appendTopic(proto.AppendResultOK(nil), st.dialect, t), 0
+}
+
+// deleteTopic serves DeleteTopic (a metadata write). Callers hold s.mu.
+func (s *Server) deleteTopic(st *connState, req *proto.RequestHeader, r *proto.Reader) ([]byte, uint32) {
+	_, t, status := s.resolveTopic(r)
+	if r.Complete() != nil {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	if status != 0 {
+		return failResult(proto.Code(status))
+	}
+	str := s.resolveStream(proto.Identifier{Kind: proto.IDNumeric, Numeric: 0})
+	for _, x := range s.streams {
+		if x.topics[t.id] == t {
+			str = x
+		}
+	}
+	delete(str.topics, t.id)
+	delete(str.byName, t.name)
+	if ttl := s.cfg.StaleIncarnationPolls; ttl > 0 {
+		if str.ghosts == nil {
+			str.ghosts = map[uint32]ghost{}
+		}
+		for id, gh := range str.ghosts {
+			if time.Now().After(gh.until) {
+				delete(str.ghosts, id)
+			}
+		}
+		str.ghosts[t.id] = ghost{t: t, until: time.Now().Add(ttl)}
+	}
+	return proto.AppendResultOK(nil), 0
+}
+
+// updateTopic serves UpdateTopic (a metadata write). Callers hold s.mu.
+func (s *Server) updateTopic(st *connState, req *proto.RequestHeader, r *proto.Reader) ([]byte, uint32) {
+	// §3.5: [stream][topic][name][options]; the options block patches
+	// compression_algorithm, message_expiry and max_topic_size only.
+	str, t, status := s.resolveTopic(r)
+	name := r.Name()
+	if !r.Ok() {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	opts := r.Rest()
+	if status != 0 {
+		return failResult(proto.Code(status))
+	}
+	patched := *t
+	patched.explicit = maps.Clone(t.explicit)
+	if status := parseTopicOptions(st.dialect, &patched, opts); status != 0 {
+		return nil, status
+	}
+	for k := range patched.explicit {
+		if !t.explicit[k] && k != "compression_algorithm" && k != "message_expiry" && k != "max_topic_size" {
+			return nil, uint32(proto.CodeUnsupportedOptionKey)
+		}
+	}
+	if string(name) != t.name {
+		if str.byName[string(name)] != nil {
+			return failResult(proto.CodeTopicNameAlreadyExists)
+		}
+		delete(str.byName, t.name)
+		t.name = string(name)
+		str.byName[t.name] = t
+	}
+	t.expiry, t.maxSize, t.compression = patched.expiry, patched.maxSize, patched.compression
+	return proto.AppendResultOK(nil), 0
+}
+
+// updateResource serves UpdateResource (a metadata write). Callers hold s.mu.
+func (s *Server) updateResource(st *connState, req *proto.RequestHeader, r *proto.Reader) ([]byte, uint32) {
+	// 0.12 (§9): [scope u8][identifiers][reset_count u8][reset names]
+	// [options to the end]; iggytest patches topics (scope 1), and of
+	// them the expiry, size cap and compression, as UpdateTopic did.
+	if r.U8() != 1 {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	_, t, status := s.resolveTopic(r)
+	n := int(r.U8())
+	reset := make([]string, 0, n)
+	for range n {
+		reset = append(reset, string(r.Name()))
+	}
+	if !r.Ok() {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	opts := r.Rest()
+	if status != 0 {
+		return failResult(proto.Code(status))
+	}
+	patched := *t
+	patched.explicit = map[string]bool{}
+	if status := parseTopicOptions(st.dialect, &patched, opts); status != 0 {
+		return nil, status
+	}
+	if len(reset) == 0 && len(patched.explicit) == 0 {
+		return nil, uint32(proto.CodeInvalidCommand) // "a patch with nothing to set or reset"
+	}
+	for _, k := range reset {
+		if patched.explicit[k] {
+			return nil, uint32(proto.CodeInvalidCommand) // "a key both set and reset"
+		}
+		switch k {
+		case "message_expiry":
+			patched.expiry = math.MaxUint64
+		case "max_topic_size":
+			patched.maxSize = math.MaxUint64
+		case "compression_algorithm":
+			patched.compression = 1
+		default:
+			return nil, uint32(proto.CodeUnsupportedOptionKey)
+		}
+	}
+	for k := range patched.explicit {
+		if k != "compression_algorithm" && k != "message_expiry" && k != "max_topic_size" {
+			return nil, uint32(proto.CodeUnsupportedOptionKey)
+		}
+	}
+	t.expiry, t.maxSize, t.compression = patched.expiry, patched.maxSize, patched.compression
+	// The explicit options block GetTopic echoes follows the patch: a
+	// key set here replaces its entry, a reset key leaves it (and is
+	// reported among the derived options again). In 0.12 the SDK reads
+	// expiry, size cap and compression from these blocks only (crate
+	// iggy_common 0.11.1-edge.4, src/types/topic/mod.rs
+	// TopicDetails::resolved_options), so keeping the create-time block
+	// reported a patched topic as unchanged.
+	patchedKeys := maps.Clone(patched.explicit)
+	for _, k := range reset {
+		patchedKeys[k] = true
+	}
+	var kept []byte
+	for rest := t.options; len(rest) > 0; {
+		er := proto.NewReader(rest)
+		er.U8()
+		key := er.LongString()
+		er.U8()
+		er.LongString()
+		if !er.Ok() {
+			break
+		}
+		if !patchedKeys[string(key)] {
+			kept = append(kept, rest[:er.Offset()]...)
+		}
+		rest = rest[er.Offset():]
+	}
+	t.options = append(kept, opts...)
+	for k := range patchedKeys {
+		if patched.explicit[k] {
+			t.explicit[k] = true
+		} else {
+			delete(t.explicit, k)
+		}
+	}
+	return proto.AppendResultOK(nil), 0
+}
+
+// createPartitions serves CreatePartitions (a metadata write). Callers hold s.mu.
+func (s *Server) createPartitions(st *connState, req *proto.RequestHeader, r *proto.Reader, now uint64) ([]byte, uint32) {
+	_, t, status := s.resolveTopic(r)
+	count := r.U32()
+	if r.Complete() != nil {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	// §3.6: "The count must be 1..=1000; 0 or more → 2015."
+	if count == 0 || count > 1000 {
+		return nil, uint32(proto.CodeTooManyPartitions)
+	}
+	if status != 0 {
+		return failResult(proto.Code(status))
+	}
+	for i := uint32(0); i < count; i++ {
+		t.partitions = append(t.partitions, newPartition(uint32(len(t.partitions)), now))
+	}
+	for _, g := range t.groups {
+		g.generation++
+	}
+	return proto.AppendResultOK(nil), 0
+}
+
+// createGroup serves CreateConsumerGroup (a metadata write). Callers hold s.mu.
+func (s *Server) createGroup(st *connState, req *proto.RequestHeader, r *proto.Reader) ([]byte, uint32) {
+	_, t, status := s.resolveTopic(r)
+	name := r.Name()
+	if r.Complete() != nil {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	if status != 0 {
+		return failResult(proto.Code(status))
+	}
+	if t.groupByName[string(name)] != nil {
+		return failResult(proto.CodeConsumerGroupNameAlreadyExists)
+	}
+	g := &group{id: t.nextGroup, name: string(name)}
+	t.nextGroup++ // §3.10: "0-based, monotonic per topic, and never reused"
+	t.groups[g.id] = g
+	t.groupByName[g.name] = g
+	return appendGroup(proto.AppendResultOK(nil), t, g), 0
+}
+
+// groupMembership serves DeleteConsumerGroup, JoinConsumerGroup, LeaveConsumerGroup (a metadata write). Callers hold s.mu.
+func (s *Server) groupMembership(st *connState, req *proto.RequestHeader, r *proto.Reader) ([]byte, uint32) {
+	_, t, status := s.resolveTopic(r)
+	gid := r.Identifier()
+	if r.Complete() != nil {
+		return nil, uint32(proto.CodeInvalidCommand)
+	}
+	if status != 0 {
+		return failResult(proto.Code(status))
+	}
+	g := t.resolveGroup(gid)
+	if g == nil {
+		return failResult(proto.CodeConsumerGroupIDNotFound)
+	}
+	switch req.Operation {
+	case proto.OpDeleteConsumerGroup:
+		delete(t.groups, g.id)
+		delete(t.groupByName, g.name)
+		for _, p := range t.partitions {
+			delete(p.groupOffsets, g.id)
+		}
+	case proto.OpJoinConsumerGroup:
+		for _, m := range g.members {
+			if m == st.client {
+				return proto.AppendResultOK(nil), 0
+			}
+		}
+		g.members = append(g.members, st.client)
+		g.generation++
+	case proto.OpLeaveConsumerGroup:
+		if !g.remove(st.client) {
+			return failResult(proto.CodeConsumerGroupMemberNotFound)
+		}
+	}
+	return proto.AppendResultOK(nil), 0
+}
+
+// failResult is a committed reply whose result section carries code.
+func failResult(c proto.Code) ([]byte, uint32) { return proto.AppendResultError(nil, c), 0 }
 
 // The server's defaults for the flush options (core/common
 // types/options/mod.rs DEFAULT_MESSAGES_REQUIRED_TO_SAVE,
