@@ -23,9 +23,12 @@ package iggy
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"math"
 	"time"
+
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 )
 
 // incarnationFenceWindow is how long after its creation a topic's reads
@@ -63,4 +66,37 @@ func (c *Client) fence(ctx context.Context, topic string) uint64 {
 		return 0
 	}
 	return e.created
+}
+
+// servedIncarnation returns the partition incarnation a 0.12 poll reply was
+// served from (§9: the reply's 40-byte head ends with its PartitionContext,
+// incarnation first); 0 in 0.11 or when the reply is too short.
+func servedIncarnation(d proto.Dialect, body []byte) uint64 {
+	if d != proto.Dialect012 || len(body) < d.PollReplyHeaderSize() {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(body[16:])
+}
+
+// staleServed reports whether a 0.12 poll reply of topic's partition was
+// served from another incarnation of the partition than the one GetTopic
+// named (a deleted topic's partition answering for its recycled ids, or a
+// topic recreated since kiggy looked). Either way what kiggy knows of the
+// topic is dropped, and the read is retried: the next lookup learns the
+// current incarnation. The created_at fence above stays: it also holds on
+// 0.11, and before the first lookup.
+func (c *Client) staleServed(topic string, partition int32, served uint64) bool {
+	if served == 0 {
+		return false
+	}
+	e, ok := c.cached(topic)
+	if !ok || partition < 0 || int(partition) >= len(e.incarnations) {
+		return false
+	}
+	if known := e.incarnations[partition]; known == 0 || known == served {
+		return false
+	}
+	c.forget(topic)
+	c.cache.invalidateTopic(topic)
+	return true
 }

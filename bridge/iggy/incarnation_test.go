@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
 )
@@ -97,5 +98,35 @@ func TestIncarnationFence(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestServedIncarnation012: on 0.12 a poll reply served from another
+// incarnation of the partition than GetTopic named is dropped (and the
+// topic looked up again); one served from the named incarnation, or a 0.11
+// reply, is not.
+func TestServedIncarnation012(t *testing.T) {
+	c := &Client{topics: map[string]topicEntry{}}
+	c.remember("t", topicEntry{partitions: 2, incarnations: []uint64{7, 9}})
+	head := func(inc uint64) []byte {
+		b := proto.AppendU32(nil, 0)
+		b = proto.AppendU64(b, 0)
+		b = proto.AppendU32(b, 0)
+		return proto.AppendPartitionContext(b, proto.PartitionContext{Incarnation: inc})
+	}
+	if c.staleServed("t", 0, servedIncarnation(proto.Dialect012, head(7))) {
+		t.Fatal("the named incarnation refused")
+	}
+	if c.staleServed("t", 1, servedIncarnation(proto.Dialect011, head(3))) {
+		t.Fatal("a 0.11 reply has no incarnation to compare")
+	}
+	if c.staleServed("t", 1, 0) || c.staleServed("u", 0, 5) || c.staleServed("t", 5, 5) {
+		t.Fatal("nothing known to compare with, yet refused")
+	}
+	if !c.staleServed("t", 1, servedIncarnation(proto.Dialect012, head(3))) {
+		t.Fatal("a reply from incarnation 3 of a partition GetTopic named 9 served")
+	}
+	if _, ok := c.cached("t"); ok {
+		t.Fatal("the topic is still cached after a stale reply")
 	}
 }

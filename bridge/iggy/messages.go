@@ -308,6 +308,9 @@ func (c *Client) readOnce(ctx context.Context, topic string, partition int32, of
 			return store.Watermarks{}, c.pollError(ctx, topic, partition, err)
 		}
 		round, err := s.walkPoll(body, next, budget, res.delivered == 0, fence, fn)
+		if err == nil && c.staleServed(topic, partition, servedIncarnation(s.dialect, body)) {
+			err = errStaleIncarnation
+		}
 		if err != nil {
 			c.releaseFor(s)
 			if err == errStaleIncarnation {

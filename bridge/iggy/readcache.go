@@ -539,7 +539,7 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 	if !ok {
 		return nil, 0, 0, errBadPoll
 	}
-	if polled > 0 && oldest < fence {
+	if (polled > 0 && oldest < fence) || c.staleServed(p.key.topic, p.key.partition, servedIncarnation(s.dialect, body)) {
 		c.metrics.staleIncarnations.Add(1)
 		return nil, 0, 0, unavailable(errStaleIncarnation)
 	}

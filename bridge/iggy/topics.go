@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +20,15 @@ type topicEntry struct {
 	// created is the incarnation's created_at (µs, the server's clock):
 	// the fence its reads are checked against (incarnation.go).
 	created uint64
+	// incarnations are 0.12's partition incarnations (GetTopic's partition
+	// contexts), by partition: a poll reply names the one it was served
+	// from (incarnation.go). Nil in 0.11.
+	incarnations []uint64
+}
+
+func (e *topicEntry) equal(o *topicEntry) bool {
+	return e.id == o.id && e.partitions == o.partitions && e.durability == o.durability && e.created == o.created &&
+		slices.Equal(e.incarnations, o.incarnations)
 }
 
 // partitionInfo is one PartitionResponse (§3.5).
@@ -276,7 +286,16 @@ func (c *Client) lookupTopicVia(ctx context.Context, name string, partition int3
 
 // entry is the cache entry of a decoded topic.
 func (d *topicDetails) entry() topicEntry {
-	return topicEntry{id: d.id, partitions: d.info.Partitions, durability: d.info.Config.Durability, created: d.created}
+	e := topicEntry{id: d.id, partitions: d.info.Partitions, durability: d.info.Config.Durability, created: d.created}
+	for i, p := range d.partitions {
+		if p.context.Incarnation != 0 {
+			if e.incarnations == nil {
+				e.incarnations = make([]uint64, len(d.partitions))
+			}
+			e.incarnations[i] = p.context.Incarnation
+		}
+	}
+	return e
 }
 
 // topicLevel is the durability a new topic is created with: the gateway's
@@ -296,7 +315,7 @@ func (c *Client) topicLevel(asked store.Durability) store.Durability {
 // it is cloned before it becomes a map key that outlives the request.
 func (c *Client) remember(name string, e topicEntry) {
 	c.mu.Lock()
-	if old, ok := c.topics[name]; !ok || old != e {
+	if old, ok := c.topics[name]; !ok || !old.equal(&e) {
 		c.topics[strings.Clone(name)] = e
 	}
 	warn := false
