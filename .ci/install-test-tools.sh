@@ -199,4 +199,17 @@ cargo build --release --locked --quiet --manifest-path "$iggycodec_manifest"
 iggycodec_bin="$root/tests/iggycodec/target/release/iggycodec"
 log "iggycodec: $iggycodec_bin (cargo $have_cargo; answers version $(echo version | "$iggycodec_bin"))"
 
+# --- the official Rust SDK session (Rust; tests/iggysdk) -----------------------
+# tests/iggysdk drives iggytest with Apache Iggy's official Rust SDK, crate
+# iggy =0.11.1-edge.4 (protocol 0.12.0), for iggytest's TestOfficialSDK012.
+# The crate has no optional features: its HTTP, QUIC and WebSocket clients
+# and aws-lc (C, via reqwest's rustls) always build, so a clean build takes
+# several minutes on two shared cores (tests/iggysdk/README.md has the
+# numbers); a current binary costs a fraction of a second. It needs the cargo
+# and C compiler the iggycodec block above installed.
+iggysdk_manifest="$root/tests/iggysdk/Cargo.toml"
+iggysdk_start=$SECONDS
+cargo build --release --locked --quiet --manifest-path "$iggysdk_manifest"
+log "iggysdk: $root/tests/iggysdk/target/release/iggysdk (cargo $have_cargo; $((SECONDS - iggysdk_start))s)"
+
 log "done in $((SECONDS - start))s"
