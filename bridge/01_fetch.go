@@ -40,7 +40,7 @@ func (g *Gateway) fetch(c *call) bool {
 		compress := false
 		fs.codecs = fs.codecs[:0]
 		for i := range fs.req.Topics {
-			codec := g.topicCodec(fs.req.Topics[i].Topic)
+			codec := g.fetchCompressionOf(fs.req.Topics[i].Topic)
 			fs.codecs = append(fs.codecs, codec)
 			compress = compress || codec != batch.NoCompression
 		}

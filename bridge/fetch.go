@@ -31,7 +31,7 @@ type fetchState struct {
 	deadline time.Time
 	waiter   *waiter
 	// codecs[i] is the codec Fetch serves req.Topics[i] in, looked up once
-	// per request (fetchcodec.go).
+	// per request (fetchcompression.go).
 	codecs []batch.Codec
 	// splices are the shared batches (bridge/fetchcache) the response carries
 	// without copying them into buf: the engine writes them inside it

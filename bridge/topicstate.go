@@ -183,7 +183,7 @@ func (g *Gateway) initTopicState() {
 // topicCompression is the topic's compression.type ("producer" when unset):
 // the codec Fetch serves its batches in (TopicConfig.Compression). The
 // embedded log also returns it from Topic; on Iggy, which has no field for
-// it, this is where Fetch finds it (fetchcodec.go).
+// it, this is where Fetch finds it (fetchcompression.go).
 func (g *Gateway) topicCompression(topic string) string {
 	if s := g.topicSettingsOf(topic); s != nil {
 		return s.compression

@@ -8,9 +8,9 @@ import "github.com/kiggy-io/kiggy/batch"
 // "uncompressed" are served uncompressed, since the producer's codec is not
 // stored.
 
-// fetchCodec maps a topic's compression.type (TopicConfig.Compression) to
+// fetchCompression maps a topic's compression.type (TopicConfig.Compression) to
 // the codec Fetch builds its batches with.
-func fetchCodec(compression string) batch.Codec {
+func fetchCompression(compression string) batch.Codec {
 	switch compression {
 	case "gzip":
 		return batch.Gzip
@@ -24,9 +24,9 @@ func fetchCodec(compression string) batch.Codec {
 	return batch.NoCompression // "", "producer", "uncompressed"
 }
 
-// topicCodec returns topic's Fetch codec from its compression.type, held
+// fetchCompressionOf returns topic's Fetch compression from its compression.type, held
 // with its other configs in the gateway's topic state (topicstate.go), so a
 // change applies to the next Fetch.
-func (g *Gateway) topicCodec(topic string) batch.Codec {
-	return fetchCodec(g.topicCompression(topic))
+func (g *Gateway) fetchCompressionOf(topic string) batch.Codec {
+	return fetchCompression(g.topicCompression(topic))
 }
