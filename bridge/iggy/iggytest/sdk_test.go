@@ -42,7 +42,7 @@ var sdkKnownGaps = map[string]string{
 var sdkExpectedSteps = []string{
 	"connect", "login", "ping", "get-me", "cluster-metadata", "create-stream",
 	"create-topic", "send", "poll-offset", "poll-past-end", "consumer-offset",
-	"get-topic", "get-stream", "poll-next", "update-topic", "create-partitions",
+	"get-topic", "get-stream", "poll-next", "update-topic", "create-partitions", "consumer-group",
 	"wait-for-messages", "poll-deferred", "reconnect",
 	"after-reconnect", "delete-topic", "delete-stream", "logout",
 }
