@@ -212,4 +212,30 @@ iggysdk_start=$SECONDS
 cargo build --release --locked --quiet --manifest-path "$iggysdk_manifest"
 log "iggysdk: $root/tests/iggysdk/target/release/iggysdk (cargo $have_cargo; $((SECONDS - iggysdk_start))s)"
 
+# --- promtool and helm (deploy/: the Prometheus rules and the Helm chart) ------
+# deploy/'s tests run `promtool check rules` and `promtool test rules` on
+# deploy/prometheus/ (Debian package prometheus: promtool 2.42 on bookworm;
+# its server comes along and is not started), and lint and render
+# deploy/helm/kiggy with Helm built from its Go module at a pinned version
+# (HELM_VERSION, the same as helmVersion in deploy/tools_test.go) into the
+# user cache, where the tests look (KIGGY_HELM overrides). A clean build
+# compiles the Kubernetes client libraries: minutes on two shared cores; a
+# present binary costs nothing.
+HELM_VERSION=v4.3.2
+if ! command -v promtool >/dev/null 2>&1; then
+	log "installing promtool (apt: prometheus)"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q >/dev/null
+	apt-get install -y -q --no-install-recommends prometheus >/dev/null
+fi
+log "promtool: $(command -v promtool) ($(promtool --version 2>&1 | head -n1 | awk '{print $3}'))"
+helm_dir="${XDG_CACHE_HOME:-$HOME/.cache}/kiggy-tools/helm-$HELM_VERSION"
+if [[ ! -x "$helm_dir/helm" ]]; then
+	log "building helm $HELM_VERSION into $helm_dir (go install helm.sh/helm/v4/cmd/helm@$HELM_VERSION; minutes the first time)"
+	helm_start=$SECONDS
+	GOBIN="$helm_dir" go install "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
+	log "helm: built in $((SECONDS - helm_start))s"
+fi
+log "helm: $helm_dir/helm ($("$helm_dir/helm" version --template '{{.Version}}'))"
+
 log "done in $((SECONDS - start))s"
