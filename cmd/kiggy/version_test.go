@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -83,4 +84,22 @@ func TestVersionCommand(t *testing.T) {
 			t.Fatalf("kiggy %s:\n%s", arg, s)
 		}
 	}
+}
+
+// TestVersionMatchesChart: the Helm chart deploys this version
+// (deploy/helm/kiggy/Chart.yaml appVersion).
+func TestVersionMatchesChart(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/helm/kiggy/Chart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "appVersion:"); ok {
+			if v = strings.Trim(strings.TrimSpace(v), `"'`); v != version {
+				t.Fatalf("Chart.yaml appVersion %q, kiggy version %q: move them together", v, version)
+			}
+			return
+		}
+	}
+	t.Fatal("Chart.yaml has no appVersion")
 }
