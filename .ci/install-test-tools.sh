@@ -165,7 +165,7 @@ log "node: $(node --version); kafkajs $(cd "$nodedir" && node -p 'require("kafka
 # --- cargo and the iggycodec oracle (Rust; tests/iggycodec) --------------------
 # tests/iggycodec wraps Apache Iggy's codec crate iggy_binary_protocol
 # =0.11.1-edge.4 (edition 2024, rust-version 1.95), the differential oracle of
-# internal/iggycodec. Debian's cargo is older than that, so a missing or older
+# internal/testing/iggycodec. Debian's cargo is older than that, so a missing or older
 # cargo is replaced by rustup's minimal stable toolchain in ~/.cargo. Its
 # crate `ring` compiles C, so a C compiler comes too. The build fetches crates
 # only when Cargo.lock's are not in cargo's cache; when the binary is current

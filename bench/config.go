@@ -14,7 +14,7 @@ import (
 // Target names, in the order they run in the first repetition.
 const (
 	// TargetKafka is Apache Kafka 4.x, one KRaft node started from the
-	// jars in tests/java/lib (internal/kafkatest).
+	// jars in tests/java/lib (internal/testing/kafkatest).
 	TargetKafka = "kafka"
 	// TargetKiggy is the kiggy gateway on its embedded log (memlog).
 	TargetKiggy = "kiggy"

@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // Host describes the machine a run measured: the figures are this machine's.

@@ -19,10 +19,10 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge/iggy"
 	"github.com/kiggy-io/kiggy/bridge/store"
-	"github.com/kiggy-io/kiggy/internal/iggyserver"
+	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
 )
 
-// iggyNode is an iggy-server the harness started (internal/iggyserver),
+// iggyNode is an iggy-server the harness started (internal/testing/iggyserver),
 // with the pid and stop of a process.
 type iggyNode struct{ *iggyserver.Node }
 

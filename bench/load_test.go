@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 )
 
 // TestLoadInProcess drives the franz-go load against an in-process kiggy

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 var selfPID = os.Getpid()

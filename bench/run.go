@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // runner holds what a run shares across targets: built binaries, the Java

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // TestSmoke runs kbench's smoke mode: every target (a real Kafka broker,

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kiggy-io/kiggy/internal/kafkatest"
+	"github.com/kiggy-io/kiggy/internal/testing/kafkatest"
 )
 
 // session is one target, started fresh for one repetition of one load.

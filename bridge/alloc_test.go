@@ -9,7 +9,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/store"
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 )
 
 // TestProduceRoundTripAllocs: a Produce of 16 partitions × 16 × 1 KiB

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 )
 
 // startClusterGateway starts a 3-node iggytest cluster (elections after

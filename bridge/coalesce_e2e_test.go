@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 )
 
 // TestCoalescedProduceKeepsOrderAndOffsets: several producers (idempotent and

@@ -5,7 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 )
 
 // budgetFetch is a Fetch v12 of every partition of topic at offsets, 128

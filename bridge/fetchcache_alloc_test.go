@@ -5,7 +5,7 @@ package bridge_test
 import (
 	"testing"
 
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 )
 
 // The shared Fetch batches keep the Iggy Fetch path free of allocations:

@@ -15,8 +15,8 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/store"
-	"github.com/kiggy-io/kiggy/internal/kafkawire"
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 )
 
 // Compressed Fetch (docs/design/record-mapping.md §3.5): a topic's

@@ -15,8 +15,8 @@ import (
 
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/store"
-	"github.com/kiggy-io/kiggy/internal/kafkawire"
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -62,7 +62,7 @@ func (bc *benchConn) roundTrip(b testing.TB, frame []byte) []byte {
 }
 
 // requestFrame encodes req (kmsg, the codec oracle) as a frame
-// (internal/kafkawire).
+// (internal/testing/kafkawire).
 func requestFrame(req kmsg.Request, corr int32) []byte {
 	return kafkawire.AppendRequest(nil, req, corr, "bench")
 }
@@ -131,7 +131,7 @@ func fetchFrame(topic string, partMax int32) []byte {
 }
 
 // rawConn speaks Kafka framing with kmsg-encoded requests
-// (internal/kafkawire), so each error row is provoked by a hand-built request
+// (internal/testing/kafkawire), so each error row is provoked by a hand-built request
 // over a real socket; any I/O or decoding failure fails the test.
 type rawConn struct {
 	t *testing.T

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 )
 
 // partitionsOf is the partition count Metadata reports for topic, or -1

@@ -4,7 +4,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 )
 
 // manyParts is the partition count of the many-partition Fetch tests: most

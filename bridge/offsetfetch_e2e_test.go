@@ -8,7 +8,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/store"
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 	"github.com/kiggy-io/kiggy/wire"
 )
 

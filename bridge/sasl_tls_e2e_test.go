@@ -17,7 +17,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/engine"
-	"github.com/kiggy-io/kiggy/internal/testcerts"
+	"github.com/kiggy-io/kiggy/internal/testing/testcerts"
 	"github.com/kiggy-io/kiggy/security"
 )
 

@@ -9,7 +9,7 @@ import (
 )
 
 // Server is a Gateway behind a network engine: the one wiring of a running
-// gateway, which cmd/kiggy serves and internal/kiggytest starts for tests.
+// gateway, which cmd/kiggy serves and internal/testing/kiggytest starts for tests.
 type Server struct {
 	// Gateway is the Kafka request handler (metrics, Close).
 	Gateway *Gateway

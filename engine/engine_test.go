@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // Test frames: int16 api, int16 version, int32 correlation id, payload; the

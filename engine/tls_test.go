@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/internal/testcerts"
+	"github.com/kiggy-io/kiggy/internal/testing/testcerts"
 )
 
 // tlsFixture is a server certificate and the client configuration that

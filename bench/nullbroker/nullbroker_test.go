@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kiggy-io/kiggy/internal/kafkawire"
+	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -287,7 +287,7 @@ func frame(b []byte) []byte {
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
 }
 
-// dial connects the raw test client (internal/kafkawire); frames are
+// dial connects the raw test client (internal/testing/kafkawire); frames are
 // written by hand, to reach the null broker's own decoder.
 func dial(t *testing.T, addr string) *kafkawire.Conn {
 	t.Helper()

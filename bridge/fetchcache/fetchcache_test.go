@@ -8,7 +8,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/store"
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // testMaxBuf is the largest buffer the tests' caches recycle (the

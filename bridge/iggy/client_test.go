@@ -19,8 +19,8 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
-	"github.com/kiggy-io/kiggy/internal/iggyserver"
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -46,7 +46,7 @@ const (
 
 // target returns the server address and a stream for a test: the real
 // server named by KIGGY_IGGY_ADDR with a stream unique to this run; else a
-// fresh real iggy-server (internal/iggyserver) unless KIGGY_TEST_IGGY=model
+// fresh real iggy-server (internal/testing/iggyserver) unless KIGGY_TEST_IGGY=model
 // or none is found; else a fresh in-process iggytest.
 func target(t testing.TB) (addr, stream string) {
 	t.Helper()

@@ -18,12 +18,12 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
-	"github.com/kiggy-io/kiggy/internal/iggycodec"
+	"github.com/kiggy-io/kiggy/internal/testing/iggycodec"
 )
 
 // Differential tests of the 0.12 dialect against Iggy's own codec
 // (iggy_binary_protocol 0.11.1-edge.4, protocol 0.12.0, behind
-// internal/iggycodec): no 0.10 server can be run here, so the crate the
+// internal/testing/iggycodec): no 0.10 server can be run here, so the crate the
 // server and the official SDK share is the judge (docs/IGGY.md, "Versions").
 
 // tapped is a request frame the client sent and the replies it got.

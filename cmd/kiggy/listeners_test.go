@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/kiggy-io/kiggy/bridge"
-	"github.com/kiggy-io/kiggy/internal/testcerts"
+	"github.com/kiggy-io/kiggy/internal/testing/testcerts"
 	"github.com/kiggy-io/kiggy/security"
 	"github.com/kiggy-io/kiggy/security/tlsconf"
 )

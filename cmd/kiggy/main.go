@@ -260,7 +260,7 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		Placement:            placement,
 	}
 	lset.configure(&bcfg)
-	// bridge.NewServer is the one wiring (internal/kiggytest uses it too):
+	// bridge.NewServer is the one wiring (internal/testing/kiggytest uses it too):
 	// the gateway takes its frame limit and logger from the engine's config.
 	s, err := bridge.NewServer(o.engine, engine.Config{
 		MaxConnections:   int(o.maxConnections),

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // countingVerifier accepts alice/secret and counts its calls and the most

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // TestConnectSourceToSink runs a Kafka Connect 4.4 distributed worker

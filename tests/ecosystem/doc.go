@@ -7,8 +7,8 @@
 // create/describe/delete).
 //
 // Every test runs against two targets, as parallel subtests: the in-process
-// kiggy gateway (internal/kiggytest; KIGGY_TEST_BACKEND=iggy puts it on the
-// Iggy backend) and a real Apache Kafka 4.4 broker (internal/kafkatest),
+// kiggy gateway (internal/testing/kiggytest; KIGGY_TEST_BACKEND=iggy puts it on the
+// Iggy backend) and a real Apache Kafka 4.4 broker (internal/testing/kafkatest),
 // which proves that the test checks the right thing. The Java programs are
 // in tests/java/src/kiggy/ecosystem (compiled by the tests with javac), the
 // Python scripts in tests/python and the Node scripts in tests/node; all

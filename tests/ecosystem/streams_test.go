@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 

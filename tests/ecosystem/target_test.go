@@ -13,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kiggy-io/kiggy/internal/kafkatest"
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/kafkatest"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // TargetEnv narrows the targets: unset runs every test against both kiggy

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/batch"
-	"github.com/kiggy-io/kiggy/internal/kafkawire"
+	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
 	"github.com/kiggy-io/kiggy/varint"
 )
 
@@ -29,7 +29,7 @@ func frameOf(req kmsg.Request, corr int32) []byte {
 	return formatter.AppendRequest(nil, req, corr)
 }
 
-// kconn is a raw Kafka connection (internal/kafkawire): hand-built frames
+// kconn is a raw Kafka connection (internal/testing/kafkawire): hand-built frames
 // out, frames in.
 type kconn struct{ *kafkawire.Conn }
 

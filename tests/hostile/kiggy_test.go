@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/internal/kiggyproc"
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggyproc"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // Limits the kiggy process runs with: small enough that every timeout case

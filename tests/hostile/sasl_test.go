@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
-	"github.com/kiggy-io/kiggy/internal/kafkawire"
+	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
 )
 
 // TestHostileSASL runs kiggy with a SASL_PLAINTEXT listener and holds a

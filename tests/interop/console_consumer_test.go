@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // consoleConsumer is the Java 4.x console consumer (kafka-console-consumer).

@@ -12,8 +12,8 @@
 // matrix.
 //
 // The suite runs against a target: the in-process kiggy gateway
-// (internal/kiggytest; KIGGY_TEST_BACKEND=iggy puts it on the Iggy backend)
-// by default, or a real Apache Kafka 4.x broker (internal/kafkatest) with
+// (internal/testing/kiggytest; KIGGY_TEST_BACKEND=iggy puts it on the Iggy backend)
+// by default, or a real Apache Kafka 4.x broker (internal/testing/kafkatest) with
 // KIGGY_INTEROP_TARGET=kafka, which proves the suite itself against the real
 // thing. Tools come from .ci/install-test-tools.sh; a missing tool skips its
 // test, or fails it with KIGGY_REQUIRE_TOOLS=1. Java programs the tests run

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // transactionsCommand is kafka-transactions.

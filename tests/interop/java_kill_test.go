@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
-	"github.com/kiggy-io/kiggy/internal/kiggyproc"
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggyproc"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // TestVerifiableProducerSurvivesKill9: an idempotent Java VerifiableProducer

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // runJava runs a Kafka 4.x tool class with the tests/java/lib classpath

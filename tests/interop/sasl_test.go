@@ -18,9 +18,9 @@ import (
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kiggy-io/kiggy/bridge"
-	"github.com/kiggy-io/kiggy/internal/kafkatest"
-	"github.com/kiggy-io/kiggy/internal/kiggytest"
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/kafkatest"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 	"github.com/kiggy-io/kiggy/security"
 	"github.com/kiggy-io/kiggy/security/sasl"
 )

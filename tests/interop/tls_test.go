@@ -25,9 +25,9 @@ import (
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/engine"
-	"github.com/kiggy-io/kiggy/internal/kafkatest"
-	"github.com/kiggy-io/kiggy/internal/testcerts"
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/kafkatest"
+	"github.com/kiggy-io/kiggy/internal/testing/testcerts"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 	"github.com/kiggy-io/kiggy/security"
 	"github.com/kiggy-io/kiggy/security/tlsconf"
 )

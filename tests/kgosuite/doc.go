@@ -4,7 +4,7 @@
 // unexpected skip except the written list of known gaps.
 //
 // TestKgoSuite builds the suite's test binary (go test -c) and cmd/kiggy,
-// starts an iggy-server (internal/iggyserver: KIGGY_IGGY_SERVER, or
+// starts an iggy-server (internal/testing/iggyserver: KIGGY_IGGY_SERVER, or
 // ../shared/iggy/bin/iggy-server; without one the test skips, and fails under
 // KIGGY_REQUIRE_TOOLS=1) and kiggy over it as a process with a PLAINTEXT and
 // a SCRAM SASL_PLAINTEXT listener on free loopback ports, then runs the
@@ -62,7 +62,7 @@
 //	  go test ./tests/kgosuite/ -run TestKgoSuite -count=1 -v
 //
 // A gap must be kiggy's: TestKnownGapsOnKafka runs the KnownGaps tests
-// against a real Apache Kafka 4.x broker (internal/kafkatest, the jars
+// against a real Apache Kafka 4.x broker (internal/testing/kafkatest, the jars
 // .ci/install-test-tools.sh puts in tests/java/lib) and wants each to pass.
 // CI does not run it; by hand:
 //

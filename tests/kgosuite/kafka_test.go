@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kiggy-io/kiggy/internal/kafkatest"
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/kafkatest"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // kafkaEnv turns on TestKnownGapsOnKafka.
 const kafkaEnv = "KIGGY_KGOSUITE_KAFKA"
 
 // TestKnownGapsOnKafka runs the KnownGaps tests (or KIGGY_KGOSUITE_RUN's)
-// against a real Apache Kafka 4.x broker (internal/kafkatest, the jars of
+// against a real Apache Kafka 4.x broker (internal/testing/kafkatest, the jars of
 // tests/java/lib) and wants each to pass: a gap is kiggy's, not a test that
 // fails anywhere. It runs only with KIGGY_KGOSUITE_KAFKA=1; CI does not
 // depend on Kafka for this package.

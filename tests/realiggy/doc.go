@@ -1,5 +1,5 @@
 // Package realiggy proves kiggy's Iggy path against the real iggy-server
-// (Apache Iggy 0.9, internal/iggyserver) with real faults: a kiggy process
+// (Apache Iggy 0.9, internal/testing/iggyserver) with real faults: a kiggy process
 // built from ./cmd/kiggy in front of a single node or a 3-node cluster on
 // loopback, franz-go producers with acks=all recording every acknowledged
 // record's partition, offset and unique value, iggy-server processes killed

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/internal/iggyserver"
-	"github.com/kiggy-io/kiggy/internal/kiggyproc"
+	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggyproc"
 )
 
 // TestMain removes the kiggy binary built for the package's tests.

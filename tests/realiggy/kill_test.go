@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/internal/iggyserver"
-	"github.com/kiggy-io/kiggy/internal/kiggyproc"
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggyproc"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // TestIggyServerKill9 crashes a real single-node iggy-server with SIGKILL

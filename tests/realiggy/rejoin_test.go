@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kiggy-io/kiggy/internal/iggyserver"
+	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
 )
 
 // logSince is a node's output from byte offset from on (its colour codes

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
-	"github.com/kiggy-io/kiggy/internal/iggycodec"
+	"github.com/kiggy-io/kiggy/internal/testing/iggycodec"
 )
 
 // sdkDir is tests/iggysdk, relative to the repository root: a scripted

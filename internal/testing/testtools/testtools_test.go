@@ -70,7 +70,7 @@ func TestRepoRoot(t *testing.T) {
 	if err != nil || !isModule(b) {
 		t.Fatalf("%s/go.mod: %v, module line found: %v", root, err, isModule(b))
 	}
-	if _, err := os.Stat(filepath.Join(root, "internal", "testtools", "testtools.go")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, "internal", "testing", "testtools", "testtools.go")); err != nil {
 		t.Fatalf("root %s does not hold this package: %v", root, err)
 	}
 }

@@ -29,7 +29,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 var built struct {

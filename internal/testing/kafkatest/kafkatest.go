@@ -32,7 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kiggy-io/kiggy/internal/testtools"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // NodeID is the broker's (and controller's) node id.
@@ -427,7 +427,7 @@ func (b *Broker) properties(data string) []byte {
 	props["log.dirs"] = data
 
 	var buf bytes.Buffer
-	buf.WriteString("# written by kiggy internal/kafkatest\n")
+	buf.WriteString("# written by kiggy internal/testing/kafkatest\n")
 	for _, k := range slices.Sorted(maps.Keys(props)) {
 		fmt.Fprintf(&buf, "%s=%s\n", k, escapeProp(props[k]))
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
-	"github.com/kiggy-io/kiggy/internal/iggyserver"
+	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
 )
 
 // Options configures a test gateway. The zero value means an embedded-log
@@ -29,7 +29,7 @@ import (
 type Options struct {
 	// Iggy runs the gateway on the Iggy backend instead of the embedded
 	// log: against a real iggy-server process (a fresh one per gateway)
-	// when one is found (internal/iggyserver), against the in-process
+	// when one is found (internal/testing/iggyserver), against the in-process
 	// iggytest model otherwise or when KIGGY_TEST_IGGY=model.
 	// KIGGY_TEST_BACKEND=iggy does the same for a whole suite.
 	Iggy bool

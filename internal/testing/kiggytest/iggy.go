@@ -12,13 +12,13 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/iggy"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/store"
-	"github.com/kiggy-io/kiggy/internal/iggyserver"
+	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
 )
 
 // IggyEnv chooses the Iggy server of Iggy-backend tests: "server" (a real
 // iggy-server; a missing binary skips the test, or fails it under
 // KIGGY_REQUIRE_TOOLS=1), "model" (the in-process iggytest), or unset (the
-// real server when internal/iggyserver finds one, the model otherwise).
+// real server when internal/testing/iggyserver finds one, the model otherwise).
 const IggyEnv = "KIGGY_TEST_IGGY"
 
 var noServerOnce sync.Once
