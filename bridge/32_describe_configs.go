@@ -9,6 +9,7 @@ package bridge
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/kiggy-io/kiggy/bridge/store"
@@ -63,7 +64,7 @@ func (g *Gateway) describeConfigs(c *call) bool {
 			out.ErrorCode, out.ErrorMessage = wire.InvalidRequest, wire.NullStringOf("kiggy describes topic and broker configs only")
 		}
 		for _, e := range entries {
-			if r.ConfigNames != nil && !contains(r.ConfigNames, e.name) {
+			if r.ConfigNames != nil && !slices.Contains(r.ConfigNames, e.name) {
 				continue
 			}
 			ce := wire.DescribeConfigsResponseResourceConfig{Name: e.name, Value: wire.NullStringOf(e.value), ReadOnly: e.readOnly, Source: e.source, ConfigType: e.typ}
@@ -101,13 +102,4 @@ func (g *Gateway) brokerConfigs() []configEntry {
 		{"socket.request.max.bytes", strconv.FormatInt(g.maxMessageBytes(), 10), true, wire.ConfigSourceStaticBroker, wire.ConfigTypeInt, "", nil},
 		{"transaction.state.log.replication.factor", "1", true, wire.ConfigSourceDefault, wire.ConfigTypeShort, "", nil},
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -183,6 +183,10 @@ func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []b
 				at := len(out)
 				out = reply(out, req, st.session, 0, cs.lastReply)
 				proto.SetReplyOperation(out[at:], proto.CommittedOperation(req.Operation))
+				if st.dialect == proto.Dialect012 {
+					// The cached reply is the committed one, header included.
+					proto.SetReplyCommitted(out[at:])
+				}
 				return out, false
 			}
 			return reply(out, req, st.session, uint32(proto.CodeRequestAlreadyApplied), nil), false

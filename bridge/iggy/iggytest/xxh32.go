@@ -5,19 +5,19 @@ import (
 	"math/bits"
 )
 
-// XXH32 primes.
+// XXH32 primes (PRIME32_1 … PRIME32_5 of the XXH32 specification).
 const (
-	p32_1 uint32 = 2654435761
-	p32_2 uint32 = 2246822519
-	p32_3 uint32 = 3266489917
-	p32_4 uint32 = 668265263
-	p32_5 uint32 = 374761393
+	prime1 uint32 = 2654435761
+	prime2 uint32 = 2246822519
+	prime3 uint32 = 3266489917
+	prime4 uint32 = 668265263
+	prime5 uint32 = 374761393
 )
 
 func xxh32Round(acc, input uint32) uint32 {
-	acc += input * p32_2
+	acc += input * prime2
 	acc = bits.RotateLeft32(acc, 13)
-	return acc * p32_1
+	return acc * prime1
 }
 
 // xxh32 is XXH32 with seed 0, which Iggy uses to hash named single consumers
@@ -26,12 +26,12 @@ func xxh32(b []byte) uint32 {
 	n := len(b)
 	var h uint32
 	if n >= 16 {
-		v1 := p32_1
-		v1 += p32_2
-		v2 := p32_2
+		v1 := prime1
+		v1 += prime2
+		v2 := prime2
 		v3 := uint32(0)
 		v4 := uint32(0)
-		v4 -= p32_1
+		v4 -= prime1
 		for len(b) >= 16 {
 			v1 = xxh32Round(v1, binary.LittleEndian.Uint32(b[0:]))
 			v2 = xxh32Round(v2, binary.LittleEndian.Uint32(b[4:]))
@@ -41,22 +41,22 @@ func xxh32(b []byte) uint32 {
 		}
 		h = bits.RotateLeft32(v1, 1) + bits.RotateLeft32(v2, 7) + bits.RotateLeft32(v3, 12) + bits.RotateLeft32(v4, 18)
 	} else {
-		h = p32_5
+		h = prime5
 	}
 	h += uint32(n)
 	for len(b) >= 4 {
-		h += binary.LittleEndian.Uint32(b) * p32_3
-		h = bits.RotateLeft32(h, 17) * p32_4
+		h += binary.LittleEndian.Uint32(b) * prime3
+		h = bits.RotateLeft32(h, 17) * prime4
 		b = b[4:]
 	}
 	for _, c := range b {
-		h += uint32(c) * p32_5
-		h = bits.RotateLeft32(h, 11) * p32_1
+		h += uint32(c) * prime5
+		h = bits.RotateLeft32(h, 11) * prime1
 	}
 	h ^= h >> 15
-	h *= p32_2
+	h *= prime2
 	h ^= h >> 13
-	h *= p32_3
+	h *= prime3
 	h ^= h >> 16
 	return h
 }
