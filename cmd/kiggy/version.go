@@ -16,6 +16,12 @@ import (
 // -ldflags "-X main.version=...".
 var version = "0.1.0"
 
+// commit names the source revision when the build carries no VCS
+// information (a build outside a git checkout, such as the container
+// build of deploy/Containerfile, which gets it as a build argument):
+// -ldflags "-X main.commit=<revision>". The VCS stamp wins when present.
+var commit = ""
+
 // wantVersion reports whether the command line asks for the version:
 // `kiggy version`, `kiggy --version` or `kiggy -version`.
 func wantVersion(args []string) bool {
@@ -39,24 +45,27 @@ func printVersion(w io.Writer) {
 // versionText formats what `kiggy version` prints from the build
 // information (ok false: none embedded).
 func versionText(bi *debug.BuildInfo, ok bool) string {
-	commit, goVersion := "unknown", runtime.Version()
+	rev, goVersion := "unknown", runtime.Version()
+	if commit != "" {
+		rev = commit
+	}
 	if ok && bi != nil {
 		if bi.GoVersion != "" {
 			goVersion = bi.GoVersion
 		}
-		var rev, modified string
+		var vcsRev, modified string
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":
-				rev = s.Value
+				vcsRev = s.Value
 			case "vcs.modified":
 				modified = s.Value
 			}
 		}
-		if rev != "" {
-			commit = rev
+		if vcsRev != "" {
+			rev = vcsRev
 			if modified == "true" {
-				commit += " (modified)"
+				rev += " (modified)"
 			}
 		}
 	}
@@ -66,7 +75,7 @@ func versionText(bi *debug.BuildInfo, ok bool) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "kiggy %s\n", version)
-	fmt.Fprintf(&b, "commit: %s\n", commit)
+	fmt.Fprintf(&b, "commit: %s\n", rev)
 	fmt.Fprintf(&b, "go: %s %s/%s\n", goVersion, runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(&b, "iggy protocols: %s\n", strings.Join(protos, ", "))
 	return b.String()

@@ -52,6 +52,15 @@ func TestVersionText(t *testing.T) {
 	if got = versionText(&debug.BuildInfo{GoVersion: "go1.99.1"}, true); !strings.Contains(got, "\ncommit: unknown\n") {
 		t.Fatalf("no revision:\n%s", got)
 	}
+	// ... given its revision by -ldflags -X main.commit (the container build).
+	defer func(c string) { commit = c }(commit)
+	commit = "feedface"
+	if got = versionText(&debug.BuildInfo{GoVersion: "go1.99.1"}, true); !strings.Contains(got, "\ncommit: feedface\n") {
+		t.Fatalf("-X main.commit:\n%s", got)
+	}
+	if got = versionText(bi, true); !strings.Contains(got, "\ncommit: 0123456789abcdef0123456789abcdef01234567 (modified)\n") {
+		t.Fatalf("the VCS stamp should win over -X main.commit:\n%s", got)
+	}
 }
 
 // TestVersionCommand builds the binary from the git checkout and runs
