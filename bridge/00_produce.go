@@ -26,6 +26,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/producer"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/security"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
@@ -60,7 +61,7 @@ func (g *Gateway) produce(c *call) bool {
 	resp := &st.produceResp
 	resp.ThrottleMillis = 0
 	resp.Topics = resp.Topics[:0]
-	ps := produceScope{ctx: g.ctx, v: c.hdr.APIVersion, fixed: produceRequestCode(req)}
+	ps := produceScope{ctx: g.ctx, v: c.hdr.APIVersion, fixed: produceRequestCode(req), principal: g.principalOf(c)}
 	if !g.caps.NonBlocking {
 		ps.ctx = g.startProduceDeadline(st, req.TimeoutMillis)
 		defer st.deadline.release()
@@ -98,6 +99,9 @@ type produceScope struct {
 	// parallel: the partitions are mapped first and appended concurrently
 	// by finishProduce (fanout.go); else each is appended once mapped.
 	parallel bool
+	// principal is who sends the request, for the per-principal cap on
+	// idempotent producer states (producer.Limits).
+	principal security.Principal
 }
 
 // produceRequestCode is the code of every partition of a Produce the
@@ -207,6 +211,7 @@ func (g *Gateway) producePartition(st *state, ps *produceScope, topic string, rp
 	if code = g.preparePartition(st, dst, rp, ps.v, &ps.budget, &pb, rules); code != wire.NoError {
 		return code, -1
 	}
+	pb.PrincipalType, pb.PrincipalName = ps.principal.Type, ps.principal.Name
 	if ps.parallel {
 		fan.jobs = append(fan.jobs, appendJob{topic: topic, index: rp.Index, batch: dst, producer: pb, topicAt: topicAt, partAt: partAt})
 		return wire.NoError, -1
@@ -257,6 +262,14 @@ func (g *Gateway) produceErrors(c *call, resp *wire.ProduceResponse, v int16) bo
 			p := &t.Partitions[j]
 			if p.ErrorCode != wire.NoError {
 				failed = true
+				if p.ErrorCode == wire.UnknownProducerID {
+					// The Java client retries UNKNOWN_PRODUCER_ID as is,
+					// forever, while the log start offset is -1, and asks
+					// for a new epoch once it is known
+					// (TransactionManager.canRetry); 0 is at or below every
+					// partition's log start, which is all it compares.
+					p.LogStartOffset = 0
+				}
 				g.metrics.errors[wire.KeyProduce].CountError(p.ErrorCode)
 				if v >= 10 {
 					if p.CurrentLeader = g.leaderHint(t.Name, p.Index, p.ErrorCode); p.CurrentLeader.Valid {

@@ -113,7 +113,7 @@ func (s *producerStates) enqueue(topic string, p int32, w *queuedAppend) (*parti
 	defer s.mu.Unlock()
 	pp := s.parts[k]
 	if pp == nil {
-		pp = newPartitionProducers(&s.stats)
+		pp = newPartitionProducers(&s.stats, s.limits)
 		s.parts[partitionKey{strings.Clone(topic), p}] = pp
 	}
 	return pp, pp.queue.push(w)
@@ -378,7 +378,7 @@ func (g *Gateway) flush(topic string, index int32, pp *partitionProducers, f *fl
 			// Stored or not: only the log knows. Read it back next time.
 			pp.Reset()
 		case code == wire.NoError:
-			pp.Record(m.pb.ID, m.pb.Epoch, m.pb.First, m.pb.Last, m.base, now)
+			pp.RecordBatch(&m.pb, m.base, now)
 			if base < 0 {
 				// Confirmed without an offset: the log has it for a duplicate.
 				pp.Reset()

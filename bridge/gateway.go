@@ -123,6 +123,21 @@ type Config struct {
 	// ProducerIDExpiration is how long an idle producer's sequence state is
 	// kept (Kafka producer.id.expiration.ms); 0 = 24 h.
 	ProducerIDExpiration time.Duration
+	// RefuseUnissuedProducerIDs refuses, with UNKNOWN_PRODUCER_ID, an
+	// idempotent batch that would create a producer state for an id
+	// InitProducerId never handed out (producer.IDs.Issued;
+	// docs/LIMITS.md "Idempotent producers"). Off in the zero value, as
+	// tests send hand-made ids; cmd/kiggy turns it on by default.
+	RefuseUnissuedProducerIDs bool
+	// MaxProducerStates caps the idempotent producer states (one per
+	// producer id and partition) held in total; a new one past it is
+	// refused with THROTTLING_QUOTA_EXCEEDED (producer.Limits). 0 =
+	// 1,000,000; negative = no cap. No Kafka equivalent (KIP-936 is under
+	// discussion).
+	MaxProducerStates int64
+	// MaxProducerStatesPerPrincipal caps the states one principal's
+	// batches created; 0 = 100,000; negative = no cap.
+	MaxProducerStatesPerPrincipal int64
 	// ReclaimMemory, when set, is the process's memory policy: the
 	// janitor calls it every 2 s with how long no request has arrived (0
 	// while they do) and whether a Produce decoded unusually much (a
@@ -178,6 +193,12 @@ func (c *Config) normalize() {
 	}
 	if c.ProducerIDExpiration <= 0 {
 		c.ProducerIDExpiration = 24 * time.Hour
+	}
+	if c.MaxProducerStates == 0 {
+		c.MaxProducerStates = DefaultMaxProducerStates
+	}
+	if c.MaxProducerStatesPerPrincipal == 0 {
+		c.MaxProducerStatesPerPrincipal = DefaultMaxProducerStatesPerPrincipal
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -288,7 +309,7 @@ func New(cfg Config, backend store.Log) *Gateway {
 	g.appends = newWorkerPool(ctx, maxAppendWorkers, g.runAppendTask)
 	g.states.New = func() any { return new(state) }
 	g.producerIDs.Init(cfg.InstanceID)
-	g.producers.init()
+	g.producers.init(g.producerLimits())
 	g.groups = group.New(cfg.Group)
 	g.notify.init()
 	g.initSASL()

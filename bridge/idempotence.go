@@ -34,22 +34,46 @@ type partitionProducers struct {
 }
 
 // newPartitionProducers returns an empty window (not loaded) counted in stats.
-func newPartitionProducers(stats *producer.Stats) *partitionProducers {
+func newPartitionProducers(stats *producer.Stats, limits *producer.Limits) *partitionProducers {
 	pp := new(partitionProducers)
-	pp.Init(stats)
+	pp.Init(stats, limits)
 	return pp
 }
 
 // producerStates is the gateway's registry of partition windows. Lock
 // order: mu, then a partition's window lock.
 type producerStates struct {
-	mu    sync.RWMutex
-	parts map[partitionKey]*partitionProducers
-	stats producer.Stats
+	mu     sync.RWMutex
+	parts  map[partitionKey]*partitionProducers
+	stats  producer.Stats
+	limits *producer.Limits
 }
 
-func (s *producerStates) init() {
+func (s *producerStates) init(limits *producer.Limits) {
 	s.parts = make(map[partitionKey]*partitionProducers)
+	s.limits = limits
+}
+
+// DefaultMaxProducerStates and DefaultMaxProducerStatesPerPrincipal are
+// Config.MaxProducerStates and MaxProducerStatesPerPrincipal when 0: at
+// about 350 bytes a state, 350 MB and 35 MB.
+const (
+	DefaultMaxProducerStates             = 1_000_000
+	DefaultMaxProducerStatesPerPrincipal = 100_000
+)
+
+// producerLimits is what admits a new producer state (producer.Limits)
+// under g's configuration.
+func (g *Gateway) producerLimits() *producer.Limits {
+	l := &producer.Limits{
+		Max:          max(g.cfg.MaxProducerStates, 0),
+		PerPrincipal: max(g.cfg.MaxProducerStatesPerPrincipal, 0),
+		Now:          func() int64 { return time.Now().UnixMilli() },
+	}
+	if g.cfg.RefuseUnissuedProducerIDs {
+		l.IDs = &g.producerIDs
+	}
+	return l
 }
 
 // partition returns the window of topic/partition, creating it empty (not
@@ -66,7 +90,7 @@ func (s *producerStates) partition(topic string, p int32) *partitionProducers {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if pp = s.parts[k]; pp == nil {
-		pp = newPartitionProducers(&s.stats)
+		pp = newPartitionProducers(&s.stats, s.limits)
 		s.parts[partitionKey{strings.Clone(topic), p}] = pp
 	}
 	return pp
@@ -166,7 +190,7 @@ func (g *Gateway) appendIdempotent(ctx context.Context, topic string, index int3
 		// Stored or not: only the log knows. Read it back next time.
 		pp.Reset()
 	case code == wire.NoError:
-		pp.Record(pb.ID, pb.Epoch, pb.First, pb.Last, base, time.Now().UnixMilli())
+		pp.RecordBatch(pb, base, time.Now().UnixMilli())
 		if base < 0 {
 			// Confirmed without an offset: the log has it for a duplicate.
 			pp.Reset()

@@ -10,7 +10,7 @@ import (
 // (bridge/producer tests the windows themselves).
 func TestProducerExpiry(t *testing.T) {
 	var ps producerStates
-	ps.init()
+	ps.init(nil)
 	pp := ps.partition("t", 0)
 	pp.Record(1, 0, 0, 0, -1, 1_000)
 	pp.Record(2, 0, 0, 0, -1, 1_000)

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge/producer"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/metric"
 	"github.com/kiggy-io/kiggy/wire"
@@ -166,6 +167,10 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_idempotent_duplicate_batches_total", "counter", "Idempotent batches answered as duplicates of a stored batch (nothing stored again).", ps.stats.Duplicates.Load())
 	metric.Single(w, "kiggy_idempotent_producers_expired_total", "counter", "Producer states dropped after the producer id expiration without appends.", ps.stats.Expired.Load())
 	metric.Single(w, "kiggy_idempotent_window_rebuilds_total", "counter", "Partition producer windows rebuilt from the producer stamps in the log tail.", ps.stats.Rebuilds.Load())
+	metric.Header(w, "kiggy_producer_ids_refused_total", "counter", "Idempotent batches refused a new producer state, by reason: never_issued (an id InitProducerId never handed out; UNKNOWN_PRODUCER_ID), limit (--max-producer-states), principal_limit (--max-producer-states-per-principal; both THROTTLING_QUOTA_EXCEEDED).")
+	for _, r := range producer.Reasons() {
+		fmt.Fprintf(w, "kiggy_producer_ids_refused_total{reason=%q} %d\n", r.String(), ps.limits.Refused(r))
+	}
 	g.writeSASLMetrics(w)
 	g.fetchCache.WriteMetrics(w)
 	if mw, ok := g.store.(store.MetricsWriter); ok {

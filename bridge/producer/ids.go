@@ -43,6 +43,39 @@ func (p *IDs) Init(instance uint16) {
 	p.epochs = make(map[int64]epochGrant)
 }
 
+// firstCounter is the lowest counter any kiggy could have been seeded with:
+// the Unix ms of 2026-01-01, before kiggy's first commit.
+const firstCounter = 1767225600000
+
+// counterSlack is how far past the wall clock (or this instance's counter)
+// an issued id's counter may be: an instance that granted more than one id
+// per millisecond since its start, clocks apart. One hour of ids.
+const counterSlack = int64(time.Hour / time.Millisecond)
+
+// Issued reports whether id may have been handed out by InitProducerId of
+// any kiggy instance; nowMs is the wall clock in Unix ms. It needs no
+// state: every instance's counter starts at the wall clock of its start
+// and grows by one per grant, so an issued id's low 47 bits lie between
+// firstCounter and about the wall clock, whatever its instance bits and
+// across restarts and gateways. What it refuses (small ids such as 1, 2,
+// 3, ..., ids far in the future, negative ones) no kiggy ever issued;
+// what it cannot tell is an id forged inside the range, which the caps on
+// producer states (Limits) bound instead.
+//
+// It must never refuse an id a real producer holds: the stock clients do
+// not ask for a new id after UNKNOWN_PRODUCER_ID, they bump the epoch
+// locally and keep the id (KIP-360; franz-go Client.producerID "if we had
+// an ID, we can bump the epoch locally", the Java client's
+// TransactionManager.bumpIdempotentProducerEpoch), so a refused id stays
+// refused for that producer. Hence no check of the instance bits (an
+// instance restarted under another --instance-id, another instance of a
+// cluster) and the slack: only a clock that went back by more than the
+// slack after ids were granted could make it refuse an issued id.
+func (p *IDs) Issued(id int64, nowMs int64) bool {
+	n := id & (1<<counterBits - 1)
+	return id >= 0 && n >= firstCounter && n <= max(p.counter.Load(), nowMs)+counterSlack
+}
+
 // next returns a fresh producer id, or -1 when the counter space is spent.
 func (p *IDs) next() int64 {
 	n := p.counter.Add(1)

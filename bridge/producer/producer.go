@@ -43,6 +43,9 @@ type Batch struct {
 	// set for every batch, idempotent or not: the gateway's coalescing
 	// keeps a round within one batch's timestamp span.
 	LastTS uint64
+	// PrincipalType and PrincipalName are who sent the batch, for the
+	// per-principal cap (Limits); views that may alias a request frame.
+	PrincipalType, PrincipalName string
 }
 
 // LastSequence is Kafka's DefaultRecordBatch.incrementSequence(base, delta).
@@ -72,7 +75,8 @@ type entry struct {
 	n       uint8 // batches held
 	head    uint8 // index of the oldest
 	batches [retainedBatches]batchMeta
-	lastMs  int64 // gateway clock (Unix ms) of the last append, for expiry
+	lastMs  int64  // gateway clock (Unix ms) of the last append, for expiry
+	owner   *owner // the principal it is counted against; nil when none
 }
 
 // duplicate returns the remembered batch with exactly b's sequence range in
@@ -164,12 +168,15 @@ type Window struct {
 	LeaderEpoch int32
 	producers   map[int64]*entry
 	stats       *Stats
+	limits      *Limits
 }
 
-// Init makes w an empty window (not loaded) counted in stats.
-func (w *Window) Init(stats *Stats) {
+// Init makes w an empty window (not loaded) counted in stats, whose new
+// producer states limits admits (nil: any).
+func (w *Window) Init(stats *Stats, limits *Limits) {
 	w.producers = make(map[int64]*entry)
 	w.stats = stats
+	w.limits = limits
 }
 
 // Lock locks the window.
@@ -196,18 +203,20 @@ func (w *Window) Idle() bool { return !w.loaded && len(w.producers) == 0 }
 
 // Check looks b up in the window. A duplicate of one of the producer's
 // remembered batches is reported with that batch's offset (and counted);
-// otherwise the code says whether b may be appended: NoError, or an old
-// epoch or a sequence gap.
+// otherwise the code says whether b may be appended: NoError, an old epoch
+// or a sequence gap, or, for a producer without a state here, a refusal of
+// the window's Limits (an id never issued, a cap reached).
 func (w *Window) Check(b *Batch) (code wire.ErrorCode, duplicate bool, offset int64) {
 	e := w.producers[b.ID]
-	if e != nil {
-		if d, ok := e.duplicate(b); ok {
-			// UnifiedLog.analyzeAndValidateProducerState: a duplicate of
-			// one of the last five batches is answered with its original
-			// offsets.
-			w.stats.Duplicates.Add(1)
-			return wire.NoError, true, d.offset
-		}
+	if e == nil {
+		return w.limits.admit(b, w.stats.Producers.Load()), false, -1
+	}
+	if d, ok := e.duplicate(b); ok {
+		// UnifiedLog.analyzeAndValidateProducerState: a duplicate of
+		// one of the last five batches is answered with its original
+		// offsets.
+		w.stats.Duplicates.Add(1)
+		return wire.NoError, true, d.offset
 	}
 	return check(e, b), false, -1
 }
@@ -215,6 +224,9 @@ func (w *Window) Check(b *Batch) (code wire.ErrorCode, duplicate bool, offset in
 // Reset empties the window so the next append rebuilds it.
 func (w *Window) Reset() {
 	w.stats.Producers.Add(-int64(len(w.producers)))
+	for _, e := range w.producers {
+		e.release()
+	}
 	clear(w.producers)
 	w.loaded = false
 }
@@ -229,17 +241,47 @@ func (w *Window) Drop() {
 // Record adds an appended batch of producer id at epoch: its sequences
 // first..last and the offset of its first record (-1 when not known), at
 // nowMs (Unix ms, for expiry).
+// A state it creates is counted against no principal: Record rebuilds a
+// window from the log.
 func (w *Window) Record(id int64, epoch int16, first, last int32, offset, nowMs int64) {
+	w.record(id, epoch, first, last, offset, nowMs, nil)
+}
+
+// RecordBatch adds b, appended from a client at offset, at nowMs; a state
+// it creates is counted against b's principal (Limits.PerPrincipal).
+func (w *Window) RecordBatch(b *Batch, offset, nowMs int64) {
+	if w.dropped {
+		return
+	}
+	var o *owner
+	if w.producers[b.ID] == nil {
+		o = w.limits.owned(b)
+	}
+	w.record(b.ID, b.Epoch, b.First, b.Last, offset, nowMs, o)
+}
+
+func (w *Window) record(id int64, epoch int16, first, last int32, offset, nowMs int64, o *owner) {
 	if w.dropped {
 		return
 	}
 	e := w.producers[id]
 	if e == nil {
-		e = &entry{epoch: epoch}
+		e = &entry{epoch: epoch, owner: o}
+		if o != nil {
+			o.states.Add(1)
+		}
 		w.producers[id] = e
 		w.stats.Producers.Add(1)
 	}
 	e.add(epoch, batchMeta{first: first, last: last, offset: offset}, nowMs)
+}
+
+// release uncounts e from its principal.
+func (e *entry) release() {
+	if e.owner != nil {
+		e.owner.states.Add(-1)
+		e.owner = nil
+	}
 }
 
 // Expire drops the producers whose last append was before limitMs (Kafka
@@ -247,6 +289,7 @@ func (w *Window) Record(id int64, epoch int16, first, last int32, offset, nowMs 
 func (w *Window) Expire(limitMs int64) {
 	for id, e := range w.producers {
 		if e.lastMs < limitMs {
+			e.release()
 			delete(w.producers, id)
 			w.stats.Producers.Add(-1)
 			w.stats.Expired.Add(1)

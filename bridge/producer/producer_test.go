@@ -13,7 +13,7 @@ import (
 func TestProducerExpiry(t *testing.T) {
 	var stats Stats
 	var w Window
-	w.Init(&stats)
+	w.Init(&stats, nil)
 	w.Record(1, 0, 0, 0, -1, 1_000)
 	w.Record(2, 0, 0, 0, -1, 1_000)
 	w.Record(2, 0, 1, 1, -1, 50_000)
@@ -72,7 +72,7 @@ func TestProducerWindow(t *testing.T) {
 func TestWindowCheck(t *testing.T) {
 	var stats Stats
 	var w Window
-	w.Init(&stats)
+	w.Init(&stats, nil)
 	w.Record(5, 2, 0, 9, 100, 0)
 	if code, dup, off := w.Check(&Batch{ID: 5, Epoch: 2, First: 0, Last: 9}); code != wire.NoError || !dup || off != 100 || stats.Duplicates.Load() != 1 {
 		t.Fatalf("duplicate: %v %v %d (counted %d)", code, dup, off, stats.Duplicates.Load())

@@ -26,11 +26,13 @@ type options struct {
 	listen, advertisedHost, engine string
 	advertisedPort                 int64
 
-	nodeID, defaultPartitions, instanceID int64
-	clusterID                             string
-	autoCreateTopics                      bool
-	producerIDExpiration                  time.Duration
-	producerStateScan                     int64
+	nodeID, defaultPartitions, instanceID         int64
+	clusterID                                     string
+	autoCreateTopics                              bool
+	producerIDExpiration                          time.Duration
+	producerStateScan                             int64
+	refuseUnissuedProducerIDs                     bool
+	maxProducerStates, maxProducerStatesPrincipal int64
 
 	maxConnections, maxFrameSize, maxInFlight, maxInFlightBytes, maxOutputBytes int64
 	idleTimeout, readTimeout, writeTimeout, drainTimeout                        time.Duration
@@ -79,6 +81,9 @@ func registerOptions(s *settings, o *options) {
 	s.Int("Kafka", "default-partitions", &o.defaultPartitions, bridge.DefaultNumPartitions, 1, 1000, "partitions of auto-created topics (Kafka num.partitions)")
 	s.Int("Kafka", "instance-id", &o.instanceID, 0, 0, 65535, "gateway instance id in the high bits of producer ids (IGGY_KAFKA_INSTANCE_ID)")
 	s.Duration("Kafka", "producer-id-expiration", &o.producerIDExpiration, 24*time.Hour, time.Second, 365*24*time.Hour, "drop an idempotent producer's sequence state after this long without appends (Kafka producer.id.expiration.ms)")
+	s.Bool("Kafka", "refuse-unissued-producer-ids", &o.refuseUnissuedProducerIDs, true, "answer UNKNOWN_PRODUCER_ID to an idempotent batch whose producer id no InitProducerId handed out, instead of creating a state for it (docs/LIMITS.md)")
+	s.Int("Limits", "max-producer-states", &o.maxProducerStates, bridge.DefaultMaxProducerStates, 0, 1<<40, "idempotent producer states (producer id × partition) held in total; a new producer past it gets THROTTLING_QUOTA_EXCEEDED; 0 = no cap")
+	s.Int("Limits", "max-producer-states-per-principal", &o.maxProducerStatesPrincipal, bridge.DefaultMaxProducerStatesPerPrincipal, 0, 1<<40, "idempotent producer states one principal's batches created; as above; 0 = no cap")
 	s.Int("Kafka", "producer-state-scan", &o.producerStateScan, 16384, 1, 1<<24, "messages of a partition's tail read back to rebuild its idempotent producer state after a start")
 
 	s.Int("Limits", "max-connections", &o.maxConnections, engine.DefaultMaxConnections, 1, 1<<20, "open connections; more are closed at once (Kafka max.connections)")
@@ -240,24 +245,27 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		return err
 	}
 	bcfg := bridge.Config{
-		NodeID:               int32(o.nodeID),
-		AdvertisedHost:       o.advertisedHost,
-		AdvertisedPort:       int32(o.advertisedPort),
-		ClusterID:            o.clusterID,
-		NoAutoCreateTopics:   !o.autoCreateTopics,
-		DefaultPartitions:    int32(o.defaultPartitions),
-		InstanceID:           uint16(o.instanceID),
-		DecodeBudgetBytes:    o.decodeBudgetBytes,
-		DecodeBudgetRecords:  o.decodeBudgetRecords,
-		MaxConcurrentDecodes: int(o.maxConcurrentDecodes),
-		Workers:              int(o.workers),
-		ProduceTimeoutCap:    o.produceTimeoutCap,
-		ProducerIDExpiration: o.producerIDExpiration,
-		ProducerStateScan:    int(o.producerStateScan),
-		ReclaimMemory:        reclaimMemory,
-		Authorization:        authz,
-		SASL:                 saslCfg,
-		Placement:            placement,
+		NodeID:                        int32(o.nodeID),
+		AdvertisedHost:                o.advertisedHost,
+		AdvertisedPort:                int32(o.advertisedPort),
+		ClusterID:                     o.clusterID,
+		NoAutoCreateTopics:            !o.autoCreateTopics,
+		DefaultPartitions:             int32(o.defaultPartitions),
+		InstanceID:                    uint16(o.instanceID),
+		DecodeBudgetBytes:             o.decodeBudgetBytes,
+		DecodeBudgetRecords:           o.decodeBudgetRecords,
+		MaxConcurrentDecodes:          int(o.maxConcurrentDecodes),
+		Workers:                       int(o.workers),
+		ProduceTimeoutCap:             o.produceTimeoutCap,
+		ProducerIDExpiration:          o.producerIDExpiration,
+		ProducerStateScan:             int(o.producerStateScan),
+		RefuseUnissuedProducerIDs:     o.refuseUnissuedProducerIDs,
+		MaxProducerStates:             uncapped(o.maxProducerStates),
+		MaxProducerStatesPerPrincipal: uncapped(o.maxProducerStatesPrincipal),
+		ReclaimMemory:                 reclaimMemory,
+		Authorization:                 authz,
+		SASL:                          saslCfg,
+		Placement:                     placement,
 	}
 	lset.configure(&bcfg)
 	// bridge.NewServer is the one wiring (internal/testing/kiggytest uses it too):
@@ -342,4 +350,13 @@ func openBackend(ctx context.Context, o options, logger *slog.Logger) (store.Log
 		return openIggy(ctx, o, logger)
 	}
 	return memlog.New(memlog.Config{PartitionBytes: o.memlogPartitionBytes, TotalBytes: o.memlogTotalBytes}), nil
+}
+
+// uncapped maps a flag's 0 ("no cap") to the negative bridge.Config means
+// by it (its 0 is the default).
+func uncapped(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
