@@ -137,15 +137,18 @@ func floodCheckGood(t *testing.T, k *kiggyProc, good *goodProducer) {
 	good.stop()
 	good.mu.Lock()
 	var errs []string
+	var slowest time.Duration
 	for _, s := range good.sample {
 		if s.err != nil {
 			errs = append(errs, s.err.Error())
 		}
+		slowest = max(slowest, s.took)
 	}
 	good.mu.Unlock()
 	acked, unsure := good.acked(), good.unsure()
 	stored := endOffset(t, k.Addr, "pid-steady")
-	t.Logf("steady producer: %d records acknowledged, %d in doubt at stop, %d stored", acked, unsure, stored)
+	t.Logf("steady producer: %d records acknowledged (slowest %v), %d in doubt at stop, %d stored",
+		acked, slowest.Round(time.Millisecond), unsure, stored)
 	if len(errs) > 0 {
 		t.Errorf("steady producer saw %d errors: %v", len(errs), errs[:min(len(errs), 5)])
 	}
