@@ -60,3 +60,11 @@ bench-micro:
 
 bench:
 	$(GO) run ./bench/cmd/kbench
+
+# The container image (deploy/Containerfile) with buildah, tagged with the
+# chart's appVersion (= kiggy version); its build stage pulls golang from
+# Docker Hub. Not part of `make test` (deploy's tests check the recipe).
+IMAGE ?= kiggy:$(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' deploy/helm/kiggy/Chart.yaml)
+.PHONY: image
+image:
+	buildah bud --layers -f deploy/Containerfile --build-arg COMMIT=$$(git rev-parse HEAD) -t $(IMAGE) .
