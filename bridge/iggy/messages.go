@@ -63,62 +63,18 @@ func (c *Client) AppendJoined(ctx context.Context, topic string, partition int32
 // appendBatches is Append of b followed, in the same SendMessages, by the
 // frames of rest (AppendJoined).
 func (c *Client) appendBatches(ctx context.Context, topic string, partition int32, b *message.Batch, rest []*message.Batch) (int64, error) {
-	if b.Count < 1 || len(b.Buf) < message.Headroom {
-		return 0, fmt.Errorf("%w: empty batch", store.ErrInvalidConfig)
+	size, count, err := checkJoined(b, rest)
+	if err != nil {
+		return 0, err
 	}
-	size, count := b.Size(), b.Count
-	if len(rest) > 0 && b.Sums() == nil {
-		return 0, fmt.Errorf("%w: joined batches must be stamped", store.ErrInvalidConfig)
+	e, err := c.appendEntry(ctx, topic, partition)
+	if err != nil {
+		return 0, err
 	}
-	for _, r := range rest {
-		if r.Count < 1 || r.Origin != b.Origin || r.Sums() == nil {
-			return 0, fmt.Errorf("%w: joined batches must share an origin and be stamped", store.ErrInvalidConfig)
-		}
-		size, count = size+r.Size(), count+r.Count
+	frame, err := c.putPrologue(b, topic, partition, size, count)
+	if err != nil {
+		return 0, err
 	}
-	if partition < 0 {
-		return 0, fmt.Errorf("%w: %q partition %d", store.ErrUnknownPartition, topic, partition)
-	}
-	if !validName(topic) {
-		return 0, fmt.Errorf("%w: %q", store.ErrUnknownTopic, topic)
-	}
-	e, ok := c.cached(topic)
-	switch {
-	case !ok:
-		// First use in this process: learn the topic's partitions and its
-		// durability (a buffered topic is reported once, docs/IGGY.md
-		// "Durability"). A missing topic is left to the server's answer.
-		if d, found, err := c.lookupTopic(ctx, topic); err == nil && found {
-			e = d.entry()
-		}
-	case partition >= e.partitions:
-		// The cache may be stale after CreatePartitions elsewhere: look again.
-		if err := c.classify(ctx, topic, partition, nil); err != nil {
-			return 0, err
-		}
-	}
-	// The prologue fills the end of the headroom, so the frame is contiguous:
-	// VSR header | metadata_length u32 | stream id | topic id | partitioning |
-	// messages_count u32 | batch header | frames.
-	metaLen := 2 + len(c.cfg.Stream) + 2 + len(topic) + 6 + 4
-	start := message.Headroom - proto.BatchHeaderSize - 4 - metaLen - proto.HeaderSize
-	if start < 0 {
-		return 0, fmt.Errorf("%w: topic name too long for the headroom", store.ErrInvalidConfig)
-	}
-	if total := message.Headroom - start + size; total > proto.MaxFrameSize {
-		return 0, fmt.Errorf("%w: %d bytes exceed the Iggy frame limit of %d", store.ErrTooLarge, total, proto.MaxFrameSize)
-	}
-	frames := b.Frames()
-	m := b.Buf[start+proto.HeaderSize : start+proto.HeaderSize : message.Headroom-proto.BatchHeaderSize]
-	m = proto.AppendU32(m, uint32(metaLen))
-	m = proto.AppendStringID(m, c.cfg.Stream)
-	m = proto.AppendStringID(m, topic)
-	m = append(m, proto.PartitionID, 4)
-	m = proto.AppendU32(m, uint32(partition))
-	m = proto.AppendU32(m, uint32(count))
-	_ = m
-	frame := b.Buf[start:]
-
 	gen := c.cache.generation()
 	s, err := c.acquireFor(ctx, topic, partition)
 	if err != nil {
@@ -142,7 +98,7 @@ func (c *Client) appendBatches(ctx context.Context, topic string, partition int3
 	case sums != nil:
 		proto.SealStamped(&s.hasher, hdr, size, count, b.Origin, sums)
 	default:
-		if err := proto.StampAndSeal(&s.hasher, hdr, frames, b.Count, b.Origin); err != nil {
+		if err := proto.StampAndSeal(&s.hasher, hdr, b.Frames(), b.Count, b.Origin); err != nil {
 			c.releaseFor(s)
 			return 0, fmt.Errorf("%w: %w", store.ErrInvalidConfig, err)
 		}
@@ -159,35 +115,110 @@ func (c *Client) appendBatches(ctx context.Context, topic string, partition int3
 		}
 	}
 	c.releaseFor(s)
-	if err == nil {
-		if e.durability == store.DurabilityBuffered {
-			c.metrics.bufferedAppends.Add(1)
-		}
-		if base >= 0 {
-			c.cache.appended(topic, partition, base+int64(count), gen)
-		}
-		return base, nil
+	if err != nil {
+		return 0, c.appendError(ctx, topic, partition, err, sent)
 	}
+	if e.durability == store.DurabilityBuffered {
+		c.metrics.bufferedAppends.Add(1)
+	}
+	if base >= 0 {
+		c.cache.appended(topic, partition, base+int64(count), gen)
+	}
+	return base, nil
+}
+
+// checkJoined checks an append's batches (rest joined after b) and returns
+// their total frame bytes and messages.
+func checkJoined(b *message.Batch, rest []*message.Batch) (size, count int, err error) {
+	if b.Count < 1 || len(b.Buf) < message.Headroom {
+		return 0, 0, fmt.Errorf("%w: empty batch", store.ErrInvalidConfig)
+	}
+	size, count = b.Size(), b.Count
+	if len(rest) > 0 && b.Sums() == nil {
+		return 0, 0, fmt.Errorf("%w: joined batches must be stamped", store.ErrInvalidConfig)
+	}
+	for _, r := range rest {
+		if r.Count < 1 || r.Origin != b.Origin || r.Sums() == nil {
+			return 0, 0, fmt.Errorf("%w: joined batches must share an origin and be stamped", store.ErrInvalidConfig)
+		}
+		size, count = size+r.Size(), count+r.Count
+	}
+	return size, count, nil
+}
+
+// appendEntry returns what the client knows of the topic an append goes
+// to, learning it on first use.
+func (c *Client) appendEntry(ctx context.Context, topic string, partition int32) (topicEntry, error) {
+	if partition < 0 {
+		return topicEntry{}, fmt.Errorf("%w: %q partition %d", store.ErrUnknownPartition, topic, partition)
+	}
+	if !validName(topic) {
+		return topicEntry{}, fmt.Errorf("%w: %q", store.ErrUnknownTopic, topic)
+	}
+	e, ok := c.cached(topic)
+	switch {
+	case !ok:
+		// First use in this process: learn the topic's partitions and its
+		// durability (a buffered topic is reported once, docs/IGGY.md
+		// "Durability"). A missing topic is left to the server's answer.
+		if d, found, err := c.lookupTopic(ctx, topic); err == nil && found {
+			e = d.entry()
+		}
+	case partition >= e.partitions:
+		// The cache may be stale after CreatePartitions elsewhere: look again.
+		if err := c.classify(ctx, topic, partition, nil); err != nil {
+			return e, err
+		}
+	}
+	return e, nil
+}
+
+// putPrologue writes a SendMessages prologue into the end of b's headroom,
+// so that the frame is contiguous: VSR header | metadata_length u32 |
+// stream id | topic id | partitioning | messages_count u32 | batch header |
+// frames. It returns the frame from its header space on.
+func (c *Client) putPrologue(b *message.Batch, topic string, partition int32, size, count int) ([]byte, error) {
+	metaLen := 2 + len(c.cfg.Stream) + 2 + len(topic) + 6 + 4
+	start := message.Headroom - proto.BatchHeaderSize - 4 - metaLen - proto.HeaderSize
+	if start < 0 {
+		return nil, fmt.Errorf("%w: topic name too long for the headroom", store.ErrInvalidConfig)
+	}
+	if total := message.Headroom - start + size; total > proto.MaxFrameSize {
+		return nil, fmt.Errorf("%w: %d bytes exceed the Iggy frame limit of %d", store.ErrTooLarge, total, proto.MaxFrameSize)
+	}
+	m := b.Buf[start+proto.HeaderSize : start+proto.HeaderSize : message.Headroom-proto.BatchHeaderSize]
+	m = proto.AppendU32(m, uint32(metaLen))
+	m = proto.AppendStringID(m, c.cfg.Stream)
+	m = proto.AppendStringID(m, topic)
+	m = append(m, proto.PartitionID, 4)
+	m = proto.AppendU32(m, uint32(partition))
+	_ = proto.AppendU32(m, uint32(count))
+	return b.Buf[start:], nil
+}
+
+// appendError maps a failed SendMessages to the store's outcome: nothing
+// appended (unavailable, unknown topic or partition) or unknown.
+func (c *Client) appendError(ctx context.Context, topic string, partition int32, err error, sent bool) error {
 	switch code := codeOf(err); {
 	case code == proto.CodeResourceNotFound:
 		// §3.7: "stream, topic or partition not resolvable → status 20".
-		return 0, c.classify(ctx, topic, partition, err)
+		return c.classify(ctx, topic, partition, err)
 	case code == proto.CodeHistoryUnavailable:
 		// 0.12: the partition was deleted or recreated under its id:
 		// nothing was appended; the next try looks the topic up again.
 		c.forget(topic)
 		c.cache.invalidateTopic(topic)
-		return 0, err
+		return err
 	case code == proto.CodeTransientNotAccepted:
-		return 0, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	case code == proto.CodeTransientNotCommitted:
-		return 0, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
+		return fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
 	case code != 0:
-		return 0, err
+		return err
 	case !sent:
-		return 0, unavailable(err)
+		return unavailable(err)
 	}
-	return 0, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
+	return fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
 }
 
 // joinPieces is the scratch of one joined append (AppendJoined): the later
