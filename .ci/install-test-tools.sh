@@ -45,6 +45,61 @@ start=$SECONDS
 
 log() { printf 'install-test-tools: %s\n' "$*"; }
 
+# --- cargo and the iggycodec oracle (Rust; tests/iggycodec) --------------------
+# tests/iggycodec wraps Apache Iggy's codec crate iggy_binary_protocol
+# =0.11.1-edge.4 (edition 2024, rust-version 1.95), the differential oracle of
+# internal/testing/iggycodec. Debian's cargo is older than that, so a missing or older
+# cargo is replaced by rustup's minimal stable toolchain in ~/.cargo. Its
+# crate `ring` compiles C, so a C compiler comes too. The build fetches crates
+# only when Cargo.lock's are not in cargo's cache; when the binary is current
+# cargo checks and returns in a fraction of a second.
+RUST_MIN=1.95
+iggycodec_manifest="$root/tests/iggycodec/Cargo.toml"
+iggysdk_manifest="$root/tests/iggysdk/Cargo.toml"
+if [[ -x "$HOME/.cargo/bin/cargo" && ":$PATH:" != *":$HOME/.cargo/bin:"* ]]; then
+	export PATH="$HOME/.cargo/bin:$PATH"
+fi
+cargo_version() { cargo --version 2>/dev/null | awk '{print $2}'; }
+have_cargo=$(cargo_version || true)
+if [[ -z "$have_cargo" || "$(printf '%s\n%s\n' "$RUST_MIN" "$have_cargo" | sort -V | head -n1)" != "$RUST_MIN" ]]; then
+	log "installing a Rust toolchain >= $RUST_MIN with rustup (had cargo ${have_cargo:-none})"
+	if ! command -v curl >/dev/null 2>&1; then
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -q >/dev/null
+		apt-get install -y -q --no-install-recommends curl ca-certificates >/dev/null
+	fi
+	curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs |
+		sh -s -- -y -q --profile minimal --default-toolchain stable --no-modify-path
+	export PATH="$HOME/.cargo/bin:$PATH"
+	have_cargo=$(cargo_version)
+fi
+if ! command -v cc >/dev/null 2>&1; then
+	log "installing gcc for ring's C code (apt)"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q >/dev/null
+	apt-get install -y -q --no-install-recommends gcc libc6-dev >/dev/null
+fi
+# The two Rust builds are CPU-bound and the downloads below are not: they run
+# in the background meanwhile, and the script waits for them at its end.
+rust_log=$(mktemp)
+(
+	cargo build --release --locked --quiet --manifest-path "$iggycodec_manifest"
+	iggysdk_start=$SECONDS
+	cargo build --release --locked --quiet --manifest-path "$iggysdk_manifest"
+	echo "$((SECONDS - iggysdk_start))" >"$rust_log.sdk"
+) >"$rust_log" 2>&1 &
+rust_pid=$!
+
+# --- the official Rust SDK session (Rust; tests/iggysdk) -----------------------
+# tests/iggysdk drives iggytest with Apache Iggy's official Rust SDK, crate
+# iggy =0.11.1-edge.4 (protocol 0.12.0), for iggytest's TestOfficialSDK012.
+# The crate has no optional features: its HTTP, QUIC and WebSocket clients
+# and aws-lc (C, via reqwest's rustls) always build, so a clean build takes
+# several minutes on two shared cores (tests/iggysdk/README.md has the
+# numbers); a current binary costs a fraction of a second. It needs the cargo
+# and C compiler the iggycodec block above installed.
+# (built in the background with iggycodec above)
+
 # --- kcat (Debian) -----------------------------------------------------------
 if ! command -v kcat >/dev/null 2>&1; then
 	log "installing kcat (apt)"
@@ -162,56 +217,6 @@ fi
 (cd "$nodedir" && node -e 'require("kafkajs"); require("kafkajs-snappy"); require("kafkajs-lz4"); require("zstd-napi")')
 log "node: $(node --version); kafkajs $(cd "$nodedir" && node -p 'require("kafkajs/package.json").version')"
 
-# --- cargo and the iggycodec oracle (Rust; tests/iggycodec) --------------------
-# tests/iggycodec wraps Apache Iggy's codec crate iggy_binary_protocol
-# =0.11.1-edge.4 (edition 2024, rust-version 1.95), the differential oracle of
-# internal/testing/iggycodec. Debian's cargo is older than that, so a missing or older
-# cargo is replaced by rustup's minimal stable toolchain in ~/.cargo. Its
-# crate `ring` compiles C, so a C compiler comes too. The build fetches crates
-# only when Cargo.lock's are not in cargo's cache; when the binary is current
-# cargo checks and returns in a fraction of a second.
-RUST_MIN=1.95
-iggycodec_manifest="$root/tests/iggycodec/Cargo.toml"
-if [[ -x "$HOME/.cargo/bin/cargo" && ":$PATH:" != *":$HOME/.cargo/bin:"* ]]; then
-	export PATH="$HOME/.cargo/bin:$PATH"
-fi
-cargo_version() { cargo --version 2>/dev/null | awk '{print $2}'; }
-have_cargo=$(cargo_version || true)
-if [[ -z "$have_cargo" || "$(printf '%s\n%s\n' "$RUST_MIN" "$have_cargo" | sort -V | head -n1)" != "$RUST_MIN" ]]; then
-	log "installing a Rust toolchain >= $RUST_MIN with rustup (had cargo ${have_cargo:-none})"
-	if ! command -v curl >/dev/null 2>&1; then
-		export DEBIAN_FRONTEND=noninteractive
-		apt-get update -q >/dev/null
-		apt-get install -y -q --no-install-recommends curl ca-certificates >/dev/null
-	fi
-	curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs |
-		sh -s -- -y -q --profile minimal --default-toolchain stable --no-modify-path
-	export PATH="$HOME/.cargo/bin:$PATH"
-	have_cargo=$(cargo_version)
-fi
-if ! command -v cc >/dev/null 2>&1; then
-	log "installing gcc for ring's C code (apt)"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -q >/dev/null
-	apt-get install -y -q --no-install-recommends gcc libc6-dev >/dev/null
-fi
-cargo build --release --locked --quiet --manifest-path "$iggycodec_manifest"
-iggycodec_bin="$root/tests/iggycodec/target/release/iggycodec"
-log "iggycodec: $iggycodec_bin (cargo $have_cargo; answers version $(echo version | "$iggycodec_bin"))"
-
-# --- the official Rust SDK session (Rust; tests/iggysdk) -----------------------
-# tests/iggysdk drives iggytest with Apache Iggy's official Rust SDK, crate
-# iggy =0.11.1-edge.4 (protocol 0.12.0), for iggytest's TestOfficialSDK012.
-# The crate has no optional features: its HTTP, QUIC and WebSocket clients
-# and aws-lc (C, via reqwest's rustls) always build, so a clean build takes
-# several minutes on two shared cores (tests/iggysdk/README.md has the
-# numbers); a current binary costs a fraction of a second. It needs the cargo
-# and C compiler the iggycodec block above installed.
-iggysdk_manifest="$root/tests/iggysdk/Cargo.toml"
-iggysdk_start=$SECONDS
-cargo build --release --locked --quiet --manifest-path "$iggysdk_manifest"
-log "iggysdk: $root/tests/iggysdk/target/release/iggysdk (cargo $have_cargo; $((SECONDS - iggysdk_start))s)"
-
 # --- promtool and helm (deploy/: the Prometheus rules and the Helm chart) ------
 # deploy/'s tests run `promtool check rules` and `promtool test rules` on
 # deploy/prometheus/ (Debian package prometheus: promtool 2.42 on bookworm;
@@ -237,5 +242,16 @@ if [[ ! -x "$helm_dir/helm" ]]; then
 	log "helm: built in $((SECONDS - helm_start))s"
 fi
 log "helm: $helm_dir/helm ($("$helm_dir/helm" version --template '{{.Version}}'))"
+
+# --- wait for the Rust builds started at the top ---------------------------------
+if ! wait "$rust_pid"; then
+	cat "$rust_log" >&2
+	log "the Rust builds failed (tests/iggycodec, tests/iggysdk)"
+	exit 1
+fi
+iggycodec_bin="$root/tests/iggycodec/target/release/iggycodec"
+log "iggycodec: $iggycodec_bin (cargo $have_cargo; answers version $(echo version | "$iggycodec_bin"))"
+log "iggysdk: $root/tests/iggysdk/target/release/iggysdk (cargo $have_cargo; built in $(cat "$rust_log.sdk")s)"
+rm -f "$rust_log" "$rust_log.sdk"
 
 log "done in $((SECONDS - start))s"
