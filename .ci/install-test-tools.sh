@@ -94,10 +94,11 @@ rust_pid=$!
 # tests/iggysdk drives iggytest with Apache Iggy's official Rust SDK, crate
 # iggy =0.11.1-edge.4 (protocol 0.12.0), for iggytest's TestOfficialSDK012.
 # The crate has no optional features: its HTTP, QUIC and WebSocket clients
-# and aws-lc (C, via reqwest's rustls) always build, so a clean build takes
-# several minutes on two shared cores (tests/iggysdk/README.md has the
-# numbers); a current binary costs a fraction of a second. It needs the cargo
-# and C compiler the iggycodec block above installed.
+# and aws-lc (C, via reqwest's rustls) always build: a clean build costs
+# about 10 CPU-minutes, an estimated 5 to 6 minutes on two idle cores, more
+# on a loaded machine (tests/iggysdk/README.md has the numbers); a current
+# binary costs a fraction of a second. It needs the cargo and C compiler the
+# iggycodec block above installed.
 # (built in the background with iggycodec above)
 
 # --- kcat (Debian) -----------------------------------------------------------
