@@ -218,23 +218,29 @@ fi
 (cd "$nodedir" && node -e 'require("kafkajs"); require("kafkajs-snappy"); require("kafkajs-lz4"); require("zstd-napi")')
 log "node: $(node --version); kafkajs $(cd "$nodedir" && node -p 'require("kafkajs/package.json").version')"
 
-# --- promtool and helm (deploy/: the Prometheus rules and the Helm chart) ------
+# --- promtool, helm, buildah (deploy/: rules, chart, image) -------------------
 # deploy/'s tests run `promtool check rules` and `promtool test rules` on
 # deploy/prometheus/ (Debian package prometheus: promtool 2.42 on bookworm;
-# its server comes along and is not started), and lint and render
+# its server comes along and is not started); build deploy/Containerfile
+# with buildah (vfs storage, chroot isolation), unpack the image with umoci
+# and run it from its root (TestImage; its Go build stage runs on a local
+# image of this machine's Go and busybox-static, Docker Hub being out of
+# reach: about a minute and a half, 300 MB in the user cache); and lint and render
 # deploy/helm/kiggy with Helm built from its Go module at a pinned version
 # (HELM_VERSION, the same as helmVersion in deploy/tools_test.go) into the
 # user cache, where the tests look (KIGGY_HELM overrides). A clean build
 # compiles the Kubernetes client libraries: minutes on two shared cores; a
 # present binary costs nothing.
 HELM_VERSION=v4.3.2
-if ! command -v promtool >/dev/null 2>&1; then
-	log "installing promtool (apt: prometheus)"
+if ! command -v promtool >/dev/null 2>&1 || ! command -v buildah >/dev/null 2>&1 ||
+	! command -v umoci >/dev/null 2>&1 || [[ ! -x /bin/busybox ]]; then
+	log "installing promtool, buildah, umoci and busybox-static (apt)"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q >/dev/null
-	apt-get install -y -q --no-install-recommends prometheus >/dev/null
+	apt-get install -y -q --no-install-recommends prometheus buildah umoci busybox-static >/dev/null
 fi
 log "promtool: $(command -v promtool) ($(promtool --version 2>&1 | head -n1 | awk '{print $3}'))"
+log "buildah: $(buildah --version | awk '{print $3}'); umoci $(umoci --version | awk '{print $3}')"
 helm_dir="${XDG_CACHE_HOME:-$HOME/.cache}/kiggy-tools/helm-$HELM_VERSION"
 if [[ ! -x "$helm_dir/helm" ]]; then
 	log "building helm $HELM_VERSION into $helm_dir (go install helm.sh/helm/v4/cmd/helm@$HELM_VERSION; minutes the first time)"
@@ -242,7 +248,7 @@ if [[ ! -x "$helm_dir/helm" ]]; then
 	GOBIN="$helm_dir" go install "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
 	log "helm: built in $((SECONDS - helm_start))s"
 fi
-log "helm: $helm_dir/helm ($("$helm_dir/helm" version --template '{{.Version}}'))"
+log "helm: $helm_dir/helm ($(go version -m "$helm_dir/helm" | awk '$1 == "mod" {print $2, $3}'))"
 
 # --- wait for the Rust builds started at the top ---------------------------------
 if ! wait "$rust_pid"; then

@@ -44,8 +44,7 @@ func containerfile(t *testing.T) []instruction {
 // TestContainerfile checks the image recipe without a container runtime:
 // a static build from every package cmd/kiggy needs, a scratch runtime as a
 // non-root user, the ports and KIGGY_* defaults, and the version label the
-// chart's appVersion carries. (The image is not built in CI: its base image
-// comes from Docker Hub, which these machines cannot reach.)
+// chart's appVersion carries. TestImage builds and runs the image.
 func TestContainerfile(t *testing.T) {
 	ins := containerfile(t)
 	known := configVariables(t)
