@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -114,6 +115,13 @@ func TestHelmChart(t *testing.T) {
 	h := helm(t)
 	known := configVariables(t)
 	appVersion := chartAppVersion(t)
+	kiggyBin = ""
+	if !testing.Short() {
+		kiggyBin = filepath.Join(t.TempDir(), "kiggy")
+		if out, err := exec.Command("go", "build", "-o", kiggyBin, "../cmd/kiggy").CombinedOutput(); err != nil {
+			t.Fatalf("go build ../cmd/kiggy: %v\n%s", err, out)
+		}
+	}
 	for _, vs := range valueSets {
 		t.Run(vs.name, func(t *testing.T) {
 			args := []string{"lint", "--strict", chartDir}
@@ -592,6 +600,30 @@ func checkManifests(t *testing.T, vs valueSet, docs []map[string]any, known map[
 			t.Errorf("PodDisruptionBudget maxUnavailable %v, want 1", m(p, "spec")["maxUnavailable"])
 		}
 	}
+	// kiggy itself accepts pod 0's environment (value sets without mounted
+	// files; the Secrets filled with stand-ins).
+	if kiggyBin != "" && len(vs.mounts) == 0 {
+		var kenv []string
+		vars := map[string]string{}
+		for _, e := range env {
+			v := e.value
+			switch {
+			case m(e.from, "fieldRef") != nil:
+				v = map[string]string{"metadata.name": name + "-0", "metadata.namespace": namespace, podIndex: "0"}[str(m(e.from, "fieldRef")["fieldPath"])]
+			case m(e.from, "secretKeyRef") != nil:
+				v = "stand-in"
+				if e.name == "KIGGY_IGGY_ADDR" {
+					v = "127.0.0.1:1" // nothing listens: kiggy gets past its configuration, then fails to connect
+				}
+			default:
+				v = expand(v, vars)
+			}
+			vars[e.name] = v
+			kenv = append(kenv, e.name+"="+v)
+		}
+		acceptsEnv(t, kiggyBin, kenv)
+	}
+
 	t.Logf("%d manifests; %d pods with node ids 0..%d; advertised %d addresses, e.g. %s", len(docs), vs.replicas, vs.replicas-1, len(addrs), expand(adv.value, map[string]string{"POD_NAME": name + "-0", "POD_NAMESPACE": namespace}))
 }
 
@@ -635,4 +667,33 @@ func expand(s string, vars map[string]string) string {
 		}
 		return ref
 	})
+}
+
+// kiggyBin is kiggy built for TestHelmChart ("" under -short).
+var kiggyBin string
+
+// acceptsEnv runs kiggy with env: a configuration kiggy refuses makes it
+// exit with status 2 at once; an accepted one gets it to opening the
+// backend (here failing, status 1, or still retrying when stopped).
+func acceptsEnv(t *testing.T, bin string, env []string) {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 2 {
+			t.Errorf("kiggy refuses the chart's environment:\n%s", out.String())
+		}
+	case <-time.After(3 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
 }
