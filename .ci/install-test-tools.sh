@@ -89,6 +89,17 @@ rust_log=$(mktemp)
 	echo "$((SECONDS - iggysdk_start))" >"$rust_log.sdk"
 ) >"$rust_log" 2>&1 &
 rust_pid=$!
+# Helm (deploy/'s chart tests) is a Go build of the Kubernetes libraries:
+# minutes the first time, so it runs in the background too.
+HELM_VERSION=v4.3.2
+helm_dir="${XDG_CACHE_HOME:-$HOME/.cache}/kiggy-tools/helm-$HELM_VERSION"
+helm_pid=
+if [[ ! -x "$helm_dir/helm" ]]; then
+	log "building helm $HELM_VERSION into $helm_dir in the background (go install helm.sh/helm/v4/cmd/helm@$HELM_VERSION)"
+	helm_log=$(mktemp)
+	(GOBIN="$helm_dir" go install "helm.sh/helm/v4/cmd/helm@$HELM_VERSION") >"$helm_log" 2>&1 &
+	helm_pid=$!
+fi
 
 # --- the official Rust SDK session (Rust; tests/iggysdk) -----------------------
 # tests/iggysdk drives iggytest with Apache Iggy's official Rust SDK, crate
@@ -231,7 +242,6 @@ log "node: $(node --version); kafkajs $(cd "$nodedir" && node -p 'require("kafka
 # user cache, where the tests look (KIGGY_HELM overrides). A clean build
 # compiles the Kubernetes client libraries: minutes on two shared cores; a
 # present binary costs nothing.
-HELM_VERSION=v4.3.2
 if ! command -v promtool >/dev/null 2>&1 || ! command -v buildah >/dev/null 2>&1 ||
 	! command -v umoci >/dev/null 2>&1 || [[ ! -x /bin/busybox ]]; then
 	log "installing promtool, buildah, umoci and busybox-static (apt)"
@@ -241,14 +251,7 @@ if ! command -v promtool >/dev/null 2>&1 || ! command -v buildah >/dev/null 2>&1
 fi
 log "promtool: $(command -v promtool) ($(promtool --version 2>&1 | head -n1 | awk '{print $3}'))"
 log "buildah: $(buildah --version | awk '{print $3}'); umoci $(umoci --version | awk '{print $3}')"
-helm_dir="${XDG_CACHE_HOME:-$HOME/.cache}/kiggy-tools/helm-$HELM_VERSION"
-if [[ ! -x "$helm_dir/helm" ]]; then
-	log "building helm $HELM_VERSION into $helm_dir (go install helm.sh/helm/v4/cmd/helm@$HELM_VERSION; minutes the first time)"
-	helm_start=$SECONDS
-	GOBIN="$helm_dir" go install "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
-	log "helm: built in $((SECONDS - helm_start))s"
-fi
-log "helm: $helm_dir/helm ($(go version -m "$helm_dir/helm" | awk '$1 == "mod" {print $2, $3}'))"
+# (helm is built in the background from the top of the script; see the end)
 
 # --- wait for the Rust builds started at the top ---------------------------------
 if ! wait "$rust_pid"; then
@@ -260,5 +263,12 @@ iggycodec_bin="$root/tests/iggycodec/target/release/iggycodec"
 log "iggycodec: $iggycodec_bin (cargo $have_cargo; answers version $(echo version | "$iggycodec_bin"))"
 log "iggysdk: $root/tests/iggysdk/target/release/iggysdk (cargo $have_cargo; built in $(cat "$rust_log.sdk")s)"
 rm -f "$rust_log" "$rust_log.sdk"
+
+if [[ -n "$helm_pid" ]] && ! wait "$helm_pid"; then
+	cat "$helm_log" >&2
+	log "building helm $HELM_VERSION failed"
+	exit 1
+fi
+log "helm: $helm_dir/helm ($(go version -m "$helm_dir/helm" | awk '$1 == "mod" {print $2, $3}'))"
 
 log "done in $((SECONDS - start))s"
