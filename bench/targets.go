@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/internal/testing/kafkatest"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // session is one target, started fresh for one repetition of one load.
@@ -164,12 +165,12 @@ func (r *runner) startKiggy(ctx context.Context, name, tag, iggyAddr, durability
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
+		port, err := testtools.FreePort()
 		if err != nil {
 			return nil, err
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(port)
-		adminPort, err := freePort()
+		adminPort, err := testtools.FreePort()
 		if err != nil {
 			return nil, err
 		}

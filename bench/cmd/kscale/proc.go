@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // proc is one server process kscale started (and only those are ever
@@ -78,15 +80,6 @@ func (p *proc) stop(timeout time.Duration) error {
 	}
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // waitListening waits until addr accepts TCP connections or p exits.
 func waitListening(ctx context.Context, p *proc, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
@@ -114,7 +107,7 @@ func waitListening(ctx context.Context, p *proc, addr string, timeout time.Durat
 func startKiggy(ctx context.Context, bin, work, name string, id int, iggyAddr string) (*proc, string, error) {
 	var lastErr error
 	for range 3 { // a free port can be taken between the probe and the bind
-		port, err := freePort()
+		port, err := testtools.FreePort()
 		if err != nil {
 			return nil, "", err
 		}

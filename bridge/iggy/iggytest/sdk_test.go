@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
-	"github.com/kiggy-io/kiggy/internal/testing/iggycodec"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // sdkDir is tests/iggysdk, relative to the repository root: a scripted
@@ -214,7 +214,7 @@ func sdkFrameLog(frames []sdkFrame) string {
 // t, or fails it when CI or KIGGY_REQUIRE_TOOLS=1 is set.
 func sdkBinary(t *testing.T) string {
 	t.Helper()
-	root, err := iggycodec.RepoRoot()
+	root, err := testtools.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

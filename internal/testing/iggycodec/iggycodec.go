@@ -31,6 +31,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // ManifestDir is the crate's directory, relative to the repository root.
@@ -83,25 +85,6 @@ func Start(t testing.TB) *Oracle {
 	return shared
 }
 
-// RepoRoot returns the directory of the nearest go.mod at or above the
-// working directory.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod at or above the working directory")
-		}
-		dir = parent
-	}
-}
-
 // Binary returns the path of the built oracle under root.
 func Binary(root string) string {
 	name := "iggycodec"
@@ -114,7 +97,7 @@ func Binary(root string) string {
 // start builds the binary if needed and starts it. It returns a reason to
 // skip when cargo is missing, or an error when a build or start fails.
 func start() (*Oracle, string, error) {
-	root, err := RepoRoot()
+	root, err := testtools.RepoRoot()
 	if err != nil {
 		return nil, "", err
 	}

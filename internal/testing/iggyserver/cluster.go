@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // Cluster is an Iggy 0.9 VSR cluster of nodes on loopback, started from
@@ -115,10 +117,10 @@ func StartCluster(bin, parent string, n int) (*Cluster, error) {
 	}
 	tcp, replica := make([]int, n), make([]int, n)
 	for i := range n {
-		if tcp[i], err = freePort(); err != nil {
+		if tcp[i], err = testtools.FreePort(); err != nil {
 			return nil, err
 		}
-		if replica[i], err = freePort(); err != nil {
+		if replica[i], err = testtools.FreePort(); err != nil {
 			return nil, err
 		}
 	}

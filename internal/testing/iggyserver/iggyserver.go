@@ -150,7 +150,7 @@ func StartContext(ctx context.Context, bin string, opts Options) (*Node, error) 
 	user, pass := cmp.Or(opts.Username, Username), cmp.Or(opts.Password, Password)
 	var lastErr error
 	for range 3 { // a free port can be taken between the probe and the bind
-		port, err := freePort()
+		port, err := testtools.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -382,16 +382,6 @@ func (n *Node) Log() ([]byte, error) {
 		return nil, err
 	}
 	return ansiEscape.ReplaceAll(b, nil), nil
-}
-
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("iggyserver: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // WaitFor polls cond every 50 ms until it is true or ctx ends.

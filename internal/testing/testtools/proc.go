@@ -3,6 +3,7 @@ package testtools
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,4 +76,15 @@ func FileTail(path string, n int) string {
 		return err.Error()
 	}
 	return LastLines(b, n)
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago, for a
+// server process started next.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
