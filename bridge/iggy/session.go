@@ -165,8 +165,9 @@ func (s *session) connectTo(ctx context.Context, addr string) error {
 	return nil
 }
 
-// dialLogin dials addr and logs in in dialect d.
-func (s *session) dialLogin(ctx context.Context, addr string, d proto.Dialect) error {
+// dial connects s to addr (TCP, then TLS when configured); the session is
+// not logged in yet.
+func (s *session) dial(ctx context.Context, addr string) error {
 	cfg := &s.c.cfg
 	dl := net.Dialer{Timeout: cfg.DialTimeout}
 	conn, err := dl.DialContext(ctx, "tcp", addr)
@@ -187,6 +188,15 @@ func (s *session) dialLogin(ctx context.Context, addr string, d proto.Dialect) e
 		s.br = bufio.NewReaderSize(conn, replyReadBuf)
 	} else {
 		s.br.Reset(conn)
+	}
+	return nil
+}
+
+// dialLogin dials addr and logs in in dialect d.
+func (s *session) dialLogin(ctx context.Context, addr string, d proto.Dialect) error {
+	cfg := &s.c.cfg
+	if err := s.dial(ctx, addr); err != nil {
+		return err
 	}
 	var id [16]byte
 	for {
@@ -350,10 +360,7 @@ func (s *session) exchange(ctx context.Context, frame []byte, tail [][]byte, cod
 		return nil, false, fmt.Errorf("iggy: a split request for a non-partition operation (%s)", commandName(code))
 	}
 	req := s.putHeader(frame, tail, op, code)
-	deadline := time.Now().Add(s.c.cfg.RequestTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
+	deadline := s.requestDeadline(ctx)
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -533,28 +540,16 @@ func (s *session) rebind(ctx context.Context, client proto.ClientID, sess uint64
 	cfg := &s.c.cfg
 	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
-	dl := net.Dialer{Timeout: cfg.DialTimeout}
-	conn, err := dl.DialContext(dctx, "tcp", s.addr)
-	if err != nil {
+	if err := s.dial(dctx, s.addr); err != nil {
 		return time.Time{}, cause
 	}
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
-	}
-	if cfg.TLS != nil {
-		if conn, err = handshake(dctx, conn, s.addr, cfg); err != nil {
-			return time.Time{}, cause
-		}
-	}
-	s.conn = conn
-	s.br.Reset(conn)
 	// BindSession is non-replicated and sent unbound: request and session
 	// 0 in the header, the identity in the body.
 	b := s.begin()
 	b = proto.AppendBindSessionBody(b, s.dialect, client, sess, 0, &s.bind, sdkName, sdkVersion)
 	proto.PutRequestHeader(b, len(b)-proto.HeaderSize, client, 0, proto.OpNonReplicated, 0, proto.CodeBindSession)
 	if d, ok := dctx.Deadline(); ok {
-		_ = conn.SetDeadline(d)
+		_ = s.conn.SetDeadline(d)
 	}
 	if _, err := s.conn.Write(b); err != nil {
 		s.close()
@@ -576,12 +571,19 @@ func (s *session) rebind(ctx context.Context, client proto.ClientID, sess uint64
 	s.clientID, s.sessionID, s.next = client, sess, next
 	s.c.metrics.rebinds.Add(1)
 	s.c.metrics.connected.Add(1)
-	deadline := time.Now().Add(cfg.RequestTimeout)
+	deadline := s.requestDeadline(ctx)
+	_ = s.conn.SetDeadline(deadline)
+	return deadline, nil
+}
+
+// requestDeadline is when a request sent now must have its reply:
+// RequestTimeout from now, or ctx's deadline when sooner.
+func (s *session) requestDeadline(ctx context.Context) time.Time {
+	deadline := time.Now().Add(s.c.cfg.RequestTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	_ = conn.SetDeadline(deadline)
-	return deadline, nil
+	return deadline
 }
 
 // resultSection strips the result section of a status-0 reply to a
