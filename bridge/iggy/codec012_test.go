@@ -259,7 +259,9 @@ func TestCodec012MutationsRefused(t *testing.T) {
 }
 
 // TestCodec012Replies: replies Iggy's codec encodes from randomized values
-// decode in kiggy's 0.12 decoders to the same values. Values past what
+// decode in kiggy's 0.12 decoders to the same values (GetTopic, CreateTopic,
+// GetTopics, GetClusterMetadata, LoginRegister, SendMessages,
+// GetConsumerOffset, GetPartitionRoute, PollMessages). Values past what
 // kiggy can represent (more than 2^31-1 partitions, offsets past 2^62) are
 // refused as malformed, never misread.
 func TestCodec012Replies(t *testing.T) {
@@ -366,6 +368,11 @@ func TestCodec012Replies(t *testing.T) {
 			}
 		} else if err != nil || stored != want {
 			t.Errorf("GetConsumerOffset seed %d: kiggy read %d %v, the crate wrote %v", seed, stored, err, v)
+		}
+
+		body, v = oracleReply(t, o, proto.CodeGetPartitionRoute, seed)
+		if replica, err := decodePartitionRoute(body); err != nil || uint64(replica) != num(v["primary_replica"]) {
+			t.Errorf("GetPartitionRoute seed %d: kiggy read replica %d %v, the crate wrote %v", seed, replica, err, v)
 		}
 
 		checkPollReply(t, o, seed)

@@ -85,6 +85,9 @@ func FuzzReply(f *testing.F) {
 		if stored, err := decodeStoredOffset(body); err == nil && stored >= 1<<62 {
 			t.Fatalf("stored offset %d", stored)
 		}
+		if _, err := decodePartitionRoute(body); err == nil && len(body) != 25 {
+			t.Fatalf("a partition route of %d bytes decoded (it is 25)", len(body))
+		}
 		s.dialect = proto.Dialects[op%2]
 		n := 0
 		s.walkPoll(data, 0, 1<<30, true, 0, func(m *message.Message) bool {

@@ -332,15 +332,8 @@ func (c *Client) partitionPrimary(ctx context.Context, topic string, partition i
 	if err != nil {
 		return "", false
 	}
-	// [incarnation u64][metadata_op u64][view u32][partitions_count u32]
-	// [primary_replica u8] (partition_route.rs).
-	r := proto.NewReader(body)
-	r.U64()
-	r.U64()
-	r.U32()
-	r.U32()
-	replica := r.U8()
-	if r.Complete() != nil {
+	replica, err := decodePartitionRoute(body)
+	if err != nil {
 		return "", false
 	}
 	l := &c.leader
@@ -352,6 +345,19 @@ func (c *Client) partitionPrimary(ctx context.Context, topic string, partition i
 		}
 	}
 	return "", false
+}
+
+// decodePartitionRoute reads a GetPartitionRoute reply (§9): [incarnation
+// u64][metadata_op u64][view u32][partitions_count u32][primary_replica u8],
+// and returns the primary's replica id.
+func decodePartitionRoute(body []byte) (uint8, error) {
+	r := proto.NewReader(body)
+	r.U64()
+	r.U64()
+	r.U32()
+	r.U32()
+	replica := r.U8()
+	return replica, r.Complete()
 }
 
 // closeRoutes closes every routed session; Close calls it once requests in
