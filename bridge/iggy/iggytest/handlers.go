@@ -882,7 +882,7 @@ func (s *Server) updateTopic(st *connState, req *proto.RequestHeader, r *proto.R
 		return nil, status
 	}
 	for k := range patched.explicit {
-		if !t.explicit[k] && k != "compression_algorithm" && k != "message_expiry" && k != "max_topic_size" {
+		if !t.explicit[k] && !patchable(k) {
 			return nil, uint32(proto.CodeUnsupportedOptionKey)
 		}
 	}
@@ -943,7 +943,7 @@ func (s *Server) updateResource(st *connState, req *proto.RequestHeader, r *prot
 		}
 	}
 	for k := range patched.explicit {
-		if k != "compression_algorithm" && k != "message_expiry" && k != "max_topic_size" {
+		if !patchable(k) {
 			return nil, uint32(proto.CodeUnsupportedOptionKey)
 		}
 	}
@@ -1063,6 +1063,13 @@ func (s *Server) groupMembership(st *connState, req *proto.RequestHeader, r *pro
 		}
 	}
 	return proto.AppendResultOK(nil), 0
+}
+
+// patchable reports whether a topic option may be changed after creation
+// (UpdateTopic, UpdateResource): the expiry, the size cap and the
+// compression.
+func patchable(key string) bool {
+	return key == "compression_algorithm" || key == "message_expiry" || key == "max_topic_size"
 }
 
 // failResult is a committed reply whose result section carries code.
