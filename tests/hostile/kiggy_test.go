@@ -93,6 +93,7 @@ func startKiggy(t *testing.T, extra ...string) *kiggyProc {
 		"--decode-budget-bytes", strconv.Itoa(decodeBudget),
 		"--drain-timeout", "2s",
 		"--log-format", "json",
+		"--admin-pprof", // aftermath forces a GC through /debug/pprof/heap?gc=1
 	}
 	if e := os.Getenv(engineEnv); e != "" {
 		args = append(args, "--engine", e)
