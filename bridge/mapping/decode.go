@@ -25,7 +25,7 @@ func (d *Decoder) Decode(m *message.Message, r *Record) error {
 
 	// §3.2: the kafka.v switch. Find the gateway markers, and the kafka.h.*
 	// headers a gateway message surfaces, in one pass over the block.
-	var version, key, value, ts, envelope []byte
+	var version, key, value, ts, envelope, stamp, control []byte
 	var tsKind byte
 	var gateway, dup bool
 	for block := m.Headers; len(block) > 0; {
@@ -60,6 +60,12 @@ func (d *Decoder) Decode(m *message.Message, r *Record) error {
 				ts, tsKind = h.Value, h.ValueKind
 			case keyEnvelope:
 				envelope = h.Value
+			case keyProducer:
+				if h.ValueKind == message.KindRaw {
+					stamp = h.Value
+				}
+			case keyControl:
+				control = h.Value
 			}
 		}
 	}
@@ -69,6 +75,20 @@ func (d *Decoder) Decode(m *message.Message, r *Record) error {
 	}
 	if !bytes.Equal(version, one) {
 		return ErrUnmappable
+	}
+	if stamp != nil {
+		r.Stamp, _ = parseProducer(stamp) // an unreadable stamp is no stamp (FindProducer)
+	}
+	if control != nil {
+		// A transaction marker: nothing else of the message is a record.
+		d.headers = d.headers[:0]
+		c, ok := parseControl(control)
+		if !ok {
+			return ErrUnmappable
+		}
+		r.Control, r.IsControl = c, true
+		r.TimestampMs = nativeTimestamp(m)
+		return nil
 	}
 
 	if envelope != nil {

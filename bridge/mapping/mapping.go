@@ -31,6 +31,7 @@ const (
 	keyTS       = "kafka.ts"
 	keyEnvelope = "kafka.envelope"
 	keyProducer = "kafka.producer"
+	keyControl  = "kafka.control"
 	prefixH     = "kafka.h."
 )
 
@@ -81,8 +82,16 @@ type Record struct {
 	Headers []Header
 	// Producer, on the way in, is the idempotent producer stamp to write on
 	// this message (the first of an idempotent batch); nil writes none.
-	// Decode leaves it nil (read stamps with FindProducer).
+	// Decode leaves it nil; it reports a stamp in Stamp.
 	Producer *Producer
+	// Stamp, on the way out, is the producer stamp Decode found on the
+	// message (Stamp.Count > 0), the zero value when it has none.
+	Stamp Producer
+	// Control, on the way out, is the transaction marker the message is
+	// (docs/MAPPING.md, "Transaction markers"); IsControl says whether it
+	// is one. A control message has no key, value or headers.
+	Control   Control
+	IsControl bool
 }
 
 // Window computes a batch's timestamp window start: the minimum µs timestamp
@@ -158,7 +167,7 @@ func (e *Encoder) Append(b *message.Batch, r *Record) error {
 			block += headerSize(len(keyTS), 8)
 		}
 		if r.Producer != nil {
-			block += headerSize(len(keyProducer), ProducerSize)
+			block += headerSize(len(keyProducer), r.Producer.size())
 		}
 		if block > MaxHeaderBlock {
 			envelope = true

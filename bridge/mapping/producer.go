@@ -17,14 +17,36 @@ type Producer struct {
 	Epoch        int16
 	BaseSequence int32
 	Count        int32
+	// Transactional: the batch was written in a Kafka transaction (its
+	// records are visible to read_committed consumers only once the
+	// transaction's commit marker follows; Control). Stamped with layout 2.
+	Transactional bool
 }
 
-// ProducerSize is the stamp's value size: version u8 (1), producer id i64,
-// epoch i16, base sequence i32, record count i32, all little-endian.
-const ProducerSize = 1 + 8 + 2 + 4 + 4
+// ProducerSize is the layout-1 stamp's value size: version u8 (1), producer
+// id i64, epoch i16, base sequence i32, record count i32, all
+// little-endian. Layout 2 (a transactional batch) appends a flags u8
+// (ProducerSizeFlags).
+const (
+	ProducerSize      = 1 + 8 + 2 + 4 + 4
+	ProducerSizeFlags = ProducerSize + 1
+)
 
-// producerVersion is the stamp layout version (the value's first byte).
-const producerVersion = 1
+// Stamp layout versions (the value's first byte): 1 for an idempotent
+// batch, 2 with a flags byte (bit 0: transactional).
+const (
+	producerVersion      = 1
+	producerVersionFlags = 2
+	producerFlagTxn      = 0x01
+)
+
+// size is the stamp's value size.
+func (p *Producer) size() int {
+	if p.Transactional {
+		return ProducerSizeFlags
+	}
+	return ProducerSize
+}
 
 // appendHeader appends the stamp as a kafka.producer header (String key,
 // Raw value).
@@ -33,12 +55,20 @@ func (p *Producer) appendHeader(dst []byte) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(keyProducer)))
 	dst = append(dst, keyProducer...)
 	dst = append(dst, message.KindRaw)
-	dst = binary.LittleEndian.AppendUint32(dst, ProducerSize)
-	dst = append(dst, producerVersion)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(p.size()))
+	if p.Transactional {
+		dst = append(dst, producerVersionFlags)
+	} else {
+		dst = append(dst, producerVersion)
+	}
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(p.ID))
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(p.Epoch))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(p.BaseSequence))
-	return binary.LittleEndian.AppendUint32(dst, uint32(p.Count))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(p.Count))
+	if p.Transactional {
+		dst = append(dst, producerFlagTxn)
+	}
+	return dst
 }
 
 // FindProducer returns the producer stamp of a stored message, if it has
@@ -68,14 +98,29 @@ func FindProducer(headers []byte) (Producer, bool) {
 			}
 		}
 	}
-	if !gateway || len(stamp) != ProducerSize || stamp[0] != producerVersion {
+	if !gateway {
+		return Producer{}, false
+	}
+	return parseProducer(stamp)
+}
+
+// parseProducer reads a stamp's value: layout 1, or layout 2 with its
+// flags byte (unknown flag bits are refused, as a later layout would be).
+func parseProducer(stamp []byte) (Producer, bool) {
+	var txn bool
+	switch {
+	case len(stamp) == ProducerSize && stamp[0] == producerVersion:
+	case len(stamp) == ProducerSizeFlags && stamp[0] == producerVersionFlags && stamp[ProducerSize]&^producerFlagTxn == 0:
+		txn = stamp[ProducerSize]&producerFlagTxn != 0
+	default:
 		return Producer{}, false
 	}
 	p := Producer{
-		ID:           int64(binary.LittleEndian.Uint64(stamp[1:])),
-		Epoch:        int16(binary.LittleEndian.Uint16(stamp[9:])),
-		BaseSequence: int32(binary.LittleEndian.Uint32(stamp[11:])),
-		Count:        int32(binary.LittleEndian.Uint32(stamp[15:])),
+		ID:            int64(binary.LittleEndian.Uint64(stamp[1:])),
+		Epoch:         int16(binary.LittleEndian.Uint16(stamp[9:])),
+		BaseSequence:  int32(binary.LittleEndian.Uint32(stamp[11:])),
+		Count:         int32(binary.LittleEndian.Uint32(stamp[15:])),
+		Transactional: txn,
 	}
 	if p.ID < 0 || p.Epoch < 0 || p.BaseSequence < 0 || p.Count < 1 {
 		return Producer{}, false
