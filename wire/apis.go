@@ -27,6 +27,10 @@ const (
 	KeyDeleteRecords                APIKey = 21
 	KeyInitProducerID               APIKey = 22
 	KeyOffsetForLeaderEpoch         APIKey = 23
+	KeyAddPartitionsToTxn           APIKey = 24
+	KeyAddOffsetsToTxn              APIKey = 25
+	KeyEndTxn                       APIKey = 26
+	KeyTxnOffsetCommit              APIKey = 28
 	KeyDescribeAcls                 APIKey = 29
 	KeyCreateAcls                   APIKey = 30
 	KeyDeleteAcls                   APIKey = 31
@@ -42,6 +46,8 @@ const (
 	KeyAlterUserScramCredentials    APIKey = 51
 	KeyDescribeCluster              APIKey = 60
 	KeyDescribeProducers            APIKey = 61
+	KeyDescribeTransactions         APIKey = 65
+	KeyListTransactions             APIKey = 66
 )
 
 // APIRange is one row of the ApiVersions table: the versions of an API whose
@@ -150,6 +156,12 @@ var apiNames = map[APIKey]string{
 	KeyDeleteRecords:                "DeleteRecords",
 	KeyDescribeCluster:              "DescribeCluster",
 	KeyDescribeProducers:            "DescribeProducers",
+	KeyAddPartitionsToTxn:           "AddPartitionsToTxn",
+	KeyAddOffsetsToTxn:              "AddOffsetsToTxn",
+	KeyEndTxn:                       "EndTxn",
+	KeyTxnOffsetCommit:              "TxnOffsetCommit",
+	KeyDescribeTransactions:         "DescribeTransactions",
+	KeyListTransactions:             "ListTransactions",
 }
 
 // String returns Kafka's name for the API, e.g. "Produce", or "API_<n>".

@@ -1,0 +1,32 @@
+//go:build !race
+
+package wire
+
+import "testing"
+
+// TestTxnDecodeAllocs: every transaction request decoder, every version,
+// reuses its struct without allocating once it has seen a body of the same
+// shape (docs/design/style.md habit 7).
+func TestTxnDecodeAllocs(t *testing.T) {
+	admAllocDecoder(t, "AddOffsetsToTxn", AddOffsetsToTxnMinVersion, AddOffsetsToTxnMaxVersion, txnGenAddOffsetsToTxnRequest, (*AddOffsetsToTxnRequest).Decode)
+	admAllocDecoder(t, "EndTxn", EndTxnMinVersion, EndTxnMaxVersion, txnGenEndTxnRequest, (*EndTxnRequest).Decode)
+}
+
+// TestTxnResponseAppendAllocs: encoding each transaction response, at every
+// version, into a buffer with room allocates nothing.
+func TestTxnResponseAppendAllocs(t *testing.T) {
+	g := newOracleGen(3)
+	buf := make([]byte, 0, 1<<20)
+	check := func(name string, lo, hi int16, appendTo func([]byte, int16) []byte) {
+		t.Helper()
+		for v := lo; v <= hi; v++ {
+			if allocs := testing.AllocsPerRun(20, func() { buf = appendTo(buf[:0], v) }); allocs != 0 {
+				t.Errorf("%s.AppendTo v%d allocates %.1f times", name, v, allocs)
+			}
+		}
+	}
+	ao := txnGenAddOffsetsToTxnResponse(g, AddOffsetsToTxnMaxVersion)
+	check("AddOffsetsToTxnResponse", AddOffsetsToTxnMinVersion, AddOffsetsToTxnMaxVersion, ao.AppendTo)
+	et := txnGenEndTxnResponse(g, EndTxnMaxVersion)
+	check("EndTxnResponse", EndTxnMinVersion, EndTxnMaxVersion, et.AppendTo)
+}
