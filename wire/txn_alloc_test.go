@@ -8,8 +8,10 @@ import "testing"
 // reuses its struct without allocating once it has seen a body of the same
 // shape (docs/design/style.md habit 7).
 func TestTxnDecodeAllocs(t *testing.T) {
+	admAllocDecoder(t, "AddPartitionsToTxn", AddPartitionsToTxnMinVersion, AddPartitionsToTxnMaxVersion, txnGenAddPartitionsToTxnRequest, (*AddPartitionsToTxnRequest).Decode)
 	admAllocDecoder(t, "AddOffsetsToTxn", AddOffsetsToTxnMinVersion, AddOffsetsToTxnMaxVersion, txnGenAddOffsetsToTxnRequest, (*AddOffsetsToTxnRequest).Decode)
 	admAllocDecoder(t, "EndTxn", EndTxnMinVersion, EndTxnMaxVersion, txnGenEndTxnRequest, (*EndTxnRequest).Decode)
+	admAllocDecoder(t, "TxnOffsetCommit", TxnOffsetCommitMinVersion, TxnOffsetCommitMaxVersion, txnGenTxnOffsetCommitRequest, (*TxnOffsetCommitRequest).Decode)
 }
 
 // TestTxnResponseAppendAllocs: encoding each transaction response, at every
@@ -25,8 +27,12 @@ func TestTxnResponseAppendAllocs(t *testing.T) {
 			}
 		}
 	}
+	ap := txnGenAddPartitionsToTxnResponse(g, AddPartitionsToTxnMaxVersion)
+	check("AddPartitionsToTxnResponse", AddPartitionsToTxnMinVersion, AddPartitionsToTxnMaxVersion, ap.AppendTo)
 	ao := txnGenAddOffsetsToTxnResponse(g, AddOffsetsToTxnMaxVersion)
 	check("AddOffsetsToTxnResponse", AddOffsetsToTxnMinVersion, AddOffsetsToTxnMaxVersion, ao.AppendTo)
 	et := txnGenEndTxnResponse(g, EndTxnMaxVersion)
 	check("EndTxnResponse", EndTxnMinVersion, EndTxnMaxVersion, et.AppendTo)
+	tc := txnGenTxnOffsetCommitResponse(g, TxnOffsetCommitMaxVersion)
+	check("TxnOffsetCommitResponse", TxnOffsetCommitMinVersion, TxnOffsetCommitMaxVersion, tc.AppendTo)
 }

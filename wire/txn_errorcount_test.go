@@ -11,7 +11,8 @@ import (
 // level, is reported exactly once.
 func TestTxnCountErrorsReportsEveryField(t *testing.T) {
 	responses := []interface{ CountErrors(ErrorCounter) }{
-		&AddOffsetsToTxnResponse{}, &EndTxnResponse{},
+		&AddPartitionsToTxnResponse{}, &AddOffsetsToTxnResponse{}, &EndTxnResponse{},
+		&TxnOffsetCommitResponse{},
 	}
 	for _, r := range responses {
 		var next ErrorCode

@@ -7,12 +7,18 @@ import "testing"
 // accept and read the same, fresh and into a struct primed with a rich
 // request.
 var txnFuzzAPIs = []txnFuzzAPI{
+	{admFuzzAPI{"AddPartitionsToTxn", AddPartitionsToTxnMinVersion, AddPartitionsToTxnMaxVersion,
+		admFuzzCheck((*AddPartitionsToTxnRequest).Decode, txnAddPartitionsToTxnRequestToKmsg, txnGenAddPartitionsToTxnRequest),
+		admSeed(txnGenAddPartitionsToTxnRequest)}, txnFresh((*AddPartitionsToTxnRequest).Decode)},
 	{admFuzzAPI{"AddOffsetsToTxn", AddOffsetsToTxnMinVersion, AddOffsetsToTxnMaxVersion,
 		admFuzzCheck((*AddOffsetsToTxnRequest).Decode, txnAddOffsetsToTxnRequestToKmsg, txnGenAddOffsetsToTxnRequest),
 		admSeed(txnGenAddOffsetsToTxnRequest)}, txnFresh((*AddOffsetsToTxnRequest).Decode)},
 	{admFuzzAPI{"EndTxn", EndTxnMinVersion, EndTxnMaxVersion,
 		admFuzzCheck((*EndTxnRequest).Decode, txnEndTxnRequestToKmsg, txnGenEndTxnRequest),
 		admSeed(txnGenEndTxnRequest)}, txnFresh((*EndTxnRequest).Decode)},
+	{admFuzzAPI{"TxnOffsetCommit", TxnOffsetCommitMinVersion, TxnOffsetCommitMaxVersion,
+		admFuzzCheck((*TxnOffsetCommitRequest).Decode, txnTxnOffsetCommitRequestToKmsg, txnGenTxnOffsetCommitRequest),
+		admSeed(txnGenTxnOffsetCommitRequest)}, txnFresh((*TxnOffsetCommitRequest).Decode)},
 }
 
 // txnFuzzAPI is an admFuzzAPI with a decode into a fresh struct, to check
