@@ -12,6 +12,8 @@ func TestTxnDecodeAllocs(t *testing.T) {
 	admAllocDecoder(t, "AddOffsetsToTxn", AddOffsetsToTxnMinVersion, AddOffsetsToTxnMaxVersion, txnGenAddOffsetsToTxnRequest, (*AddOffsetsToTxnRequest).Decode)
 	admAllocDecoder(t, "EndTxn", EndTxnMinVersion, EndTxnMaxVersion, txnGenEndTxnRequest, (*EndTxnRequest).Decode)
 	admAllocDecoder(t, "TxnOffsetCommit", TxnOffsetCommitMinVersion, TxnOffsetCommitMaxVersion, txnGenTxnOffsetCommitRequest, (*TxnOffsetCommitRequest).Decode)
+	admAllocDecoder(t, "DescribeTransactions", DescribeTransactionsMinVersion, DescribeTransactionsMaxVersion, txnGenDescribeTransactionsRequest, (*DescribeTransactionsRequest).Decode)
+	admAllocDecoder(t, "ListTransactions", ListTransactionsMinVersion, ListTransactionsMaxVersion, txnGenListTransactionsRequest, (*ListTransactionsRequest).Decode)
 }
 
 // TestTxnResponseAppendAllocs: encoding each transaction response, at every
@@ -35,4 +37,8 @@ func TestTxnResponseAppendAllocs(t *testing.T) {
 	check("EndTxnResponse", EndTxnMinVersion, EndTxnMaxVersion, et.AppendTo)
 	tc := txnGenTxnOffsetCommitResponse(g, TxnOffsetCommitMaxVersion)
 	check("TxnOffsetCommitResponse", TxnOffsetCommitMinVersion, TxnOffsetCommitMaxVersion, tc.AppendTo)
+	dt := txnGenDescribeTransactionsResponse(g, DescribeTransactionsMaxVersion)
+	check("DescribeTransactionsResponse", DescribeTransactionsMinVersion, DescribeTransactionsMaxVersion, dt.AppendTo)
+	lt := txnGenListTransactionsResponse(g, ListTransactionsMaxVersion)
+	check("ListTransactionsResponse", ListTransactionsMinVersion, ListTransactionsMaxVersion, lt.AppendTo)
 }

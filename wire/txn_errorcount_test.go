@@ -12,7 +12,7 @@ import (
 func TestTxnCountErrorsReportsEveryField(t *testing.T) {
 	responses := []interface{ CountErrors(ErrorCounter) }{
 		&AddPartitionsToTxnResponse{}, &AddOffsetsToTxnResponse{}, &EndTxnResponse{},
-		&TxnOffsetCommitResponse{},
+		&TxnOffsetCommitResponse{}, &DescribeTransactionsResponse{}, &ListTransactionsResponse{},
 	}
 	for _, r := range responses {
 		var next ErrorCode

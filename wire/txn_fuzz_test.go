@@ -19,6 +19,12 @@ var txnFuzzAPIs = []txnFuzzAPI{
 	{admFuzzAPI{"TxnOffsetCommit", TxnOffsetCommitMinVersion, TxnOffsetCommitMaxVersion,
 		admFuzzCheck((*TxnOffsetCommitRequest).Decode, txnTxnOffsetCommitRequestToKmsg, txnGenTxnOffsetCommitRequest),
 		admSeed(txnGenTxnOffsetCommitRequest)}, txnFresh((*TxnOffsetCommitRequest).Decode)},
+	{admFuzzAPI{"DescribeTransactions", DescribeTransactionsMinVersion, DescribeTransactionsMaxVersion,
+		admFuzzCheck((*DescribeTransactionsRequest).Decode, txnDescribeTransactionsRequestToKmsg, txnGenDescribeTransactionsRequest),
+		admSeed(txnGenDescribeTransactionsRequest)}, txnFresh((*DescribeTransactionsRequest).Decode)},
+	{admFuzzAPI{"ListTransactions", ListTransactionsMinVersion, ListTransactionsMaxVersion,
+		admFuzzCheck((*ListTransactionsRequest).Decode, txnListTransactionsRequestToKmsg, txnGenListTransactionsRequest),
+		admSeed(txnGenListTransactionsRequest)}, txnFresh((*ListTransactionsRequest).Decode)},
 }
 
 // txnFuzzAPI is an admFuzzAPI with a decode into a fresh struct, to check
