@@ -9,7 +9,10 @@ package wire
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // txnRequestRoundTrip checks a request's client-side AppendTo for every
@@ -101,6 +104,44 @@ func txnVersionsRefused[R any](t *testing.T, lo, hi int16, decode func(*R, []byt
 		}
 		if err := decode(&r, []byte{0, 0, 0, 0, 0, 0, 0, 0}, v); err != ErrUnsupportedVersion {
 			t.Errorf("version %d outside [%d, %d]: %v, want ErrUnsupportedVersion", v, lo, hi, err)
+		}
+	}
+}
+
+// TestTxnAPIConstants checks the transaction APIs' keys, version bounds and
+// first flexible versions against kmsg (requests and responses). The rows
+// of APIs are added by the gateway with the handlers; once there, each must
+// match the codec's constants.
+func TestTxnAPIConstants(t *testing.T) {
+	rows := []struct {
+		key              APIKey
+		lo, hi, flexFrom int16
+		req              kmsg.Request
+	}{
+		{KeyAddPartitionsToTxn, AddPartitionsToTxnMinVersion, AddPartitionsToTxnMaxVersion, AddPartitionsToTxnFlexible, new(kmsg.AddPartitionsToTxnRequest)},
+		{KeyAddOffsetsToTxn, AddOffsetsToTxnMinVersion, AddOffsetsToTxnMaxVersion, AddOffsetsToTxnFlexible, new(kmsg.AddOffsetsToTxnRequest)},
+		{KeyEndTxn, EndTxnMinVersion, EndTxnMaxVersion, EndTxnFlexible, new(kmsg.EndTxnRequest)},
+		{KeyTxnOffsetCommit, TxnOffsetCommitMinVersion, TxnOffsetCommitMaxVersion, TxnOffsetCommitFlexible, new(kmsg.TxnOffsetCommitRequest)},
+		{KeyDescribeTransactions, DescribeTransactionsMinVersion, DescribeTransactionsMaxVersion, DescribeTransactionsFlexible, new(kmsg.DescribeTransactionsRequest)},
+		{KeyListTransactions, ListTransactionsMinVersion, ListTransactionsMaxVersion, ListTransactionsFlexible, new(kmsg.ListTransactionsRequest)},
+	}
+	for _, r := range rows {
+		if int16(r.key) != r.req.Key() || r.hi > r.req.MaxVersion() || r.lo < 0 || r.lo > r.hi {
+			t.Errorf("%v: key %d [%d, %d], kmsg key %d max %d", r.key, r.key, r.lo, r.hi, r.req.Key(), r.req.MaxVersion())
+		}
+		if got, ok := LookupAPI(r.key); ok && got != (APIRange{r.key, r.lo, r.hi, r.flexFrom}) {
+			t.Errorf("%v: APIs row %+v, codec [%d, %d] flexible from %d", r.key, got, r.lo, r.hi, r.flexFrom)
+		}
+		if r.key.String() == "API_"+strconv.Itoa(int(r.key)) {
+			t.Errorf("key %d has no name", r.key)
+		}
+		resp := r.req.ResponseKind()
+		for v := r.lo; v <= r.hi; v++ {
+			r.req.SetVersion(v)
+			resp.SetVersion(v)
+			if f := v >= r.flexFrom; f != r.req.IsFlexible() || f != resp.IsFlexible() {
+				t.Errorf("%v v%d: flexible %v, kmsg request %v response %v", r.key, v, f, r.req.IsFlexible(), resp.IsFlexible())
+			}
 		}
 	}
 }
