@@ -171,7 +171,12 @@ func endOffsets(t testing.TB, tg target, topic string) map[int32]ends {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	adm := admin(t, tg)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
 	hw, err := adm.ListEndOffsets(ctx, topic)
 	if err == nil {
 		err = hw.Error()

@@ -1,0 +1,274 @@
+package transactions
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
+	"github.com/kiggy-io/kiggy/internal/testing/kafkatest"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggyproc"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
+)
+
+const (
+	copierClass = "org.apache.kafka.tools.TransactionalMessageCopier"
+	// copierPartitions input partitions, one copier each, with
+	// copierRecords records in all.
+	copierPartitions = 2
+	copierRecords    = 20000
+)
+
+// TestTxnCopier proves exactly-once copying by Kafka's own
+// TransactionalMessageCopier (kafka-tools 4.4, the program of Kafka's
+// tests/kafkatest/tests/core/transactions_test.py): 20,000 records on a
+// 2-partition input topic, one copier per input partition (its own
+// transactional.id, one consumer group, read_committed, 200 records and
+// the consumer's offsets per transaction, sendOffsetsToTransaction with the
+// group metadata) copying to the same partition of the output topic. Both
+// copiers must exit 0, and a read_committed consumer must read every input
+// record exactly once, each output partition in its input partition's
+// order.
+func TestTxnCopier(t *testing.T) {
+	t.Parallel()
+	testtools.JavaClasspath(t)
+	forEachTarget(t, func(t *testing.T, tg target) {
+		heavy(t)
+		runCopy(t, tg, nil)
+	})
+}
+
+// TestTxnCopierKill is TestTxnCopier with a crash of the server in the
+// middle of the copy. On kiggy: kiggy runs as a process (./cmd/kiggy) on a
+// real iggy-server and is killed with SIGKILL once about a third of the
+// records are copied, then started again on the same address and the same
+// Iggy. On Kafka: the broker (a dedicated one, not the shared one) is
+// killed with SIGKILL and restarted over its data directory. The copiers
+// ride the outage with their retries; one that gives up (exits non-zero,
+// as Kafka's system test lets a copier die) is started again with the same
+// transactional.id and group, so it fences its predecessor and resumes from
+// the committed offsets. When all have finished, a read_committed consumer
+// must still read every input record exactly once, in order.
+func TestTxnCopierKill(t *testing.T) {
+	t.Parallel()
+	testtools.JavaClasspath(t)
+	for _, name := range targets(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			heavy(t)
+			var tg target
+			var restart func()
+			if name == "kiggy" {
+				tg, restart = killableKiggy(t)
+			} else {
+				tg, restart = killableKafka(t)
+			}
+			runCopy(t, tg, restart)
+		})
+	}
+}
+
+// runCopy runs the copiers over a fresh input; with crash set it calls
+// crash once about a third of the records are in the output (crash kills
+// the server and brings it back).
+func runCopy(t *testing.T, tg target, crash func()) {
+	start := time.Now()
+	in, out, group := uniqueName(t, "copy-in"), uniqueName(t, "copy-out"), uniqueName(t, "copy-group")
+	createTopic(t, tg, in, copierPartitions)
+	createTopic(t, tg, out, copierPartitions)
+	want := make([][]string, copierPartitions)
+	var all []string
+	{
+		pr, err := kgo.NewClient(kgo.SeedBrokers(tg.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []*kgo.Record
+		for i := range copierRecords {
+			p := int32(i % copierPartitions)
+			v := fmt.Sprintf("m%05d", i)
+			want[p] = append(want[p], v)
+			all = append(all, v)
+			recs = append(recs, &kgo.Record{Topic: in, Partition: p, Value: []byte(v)})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err = pr.ProduceSync(ctx, recs...).FirstErr()
+		cancel()
+		pr.Close()
+		if err != nil {
+			t.Fatalf("%s: writing the input: %v", tg.name, err)
+		}
+	}
+	t.Logf("%s: %d input records written in %v", tg.name, copierRecords, time.Since(start).Round(time.Millisecond))
+
+	copier := func(p int) *proc {
+		return startJava(t, false, copierClass,
+			"--broker-list", tg.addr, "--input-topic", in, "--input-partition", fmt.Sprint(p),
+			"--output-topic", out, "--consumer-group", group, "--use-group-metadata",
+			"--transactional-id", fmt.Sprintf("%s-%d", group, p), "--transaction-timeout", "10000",
+			"--max-messages", "-1")
+	}
+	copiers := make([]*proc, copierPartitions)
+	for p := range copiers {
+		copiers[p] = copier(p)
+	}
+	restarts := 0
+	crashed := crash == nil
+	done := make([]bool, copierPartitions)
+	deadline := time.Now().Add(100 * time.Second)
+	for slices.Contains(done, false) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the copiers have not finished within 100 s (%d restarts; output %v)\n%s\n%s",
+				tg.name, restarts, endOffsets(t, tg, out), copiers[0].describe(), copiers[1].describe())
+		}
+		if !crashed {
+			var copied int64
+			for _, e := range endOffsets(t, tg, out) {
+				copied += e.hw
+			}
+			if copied >= copierRecords/3 {
+				t.Logf("%s: crashing the server with %d output offsets written, at %v", tg.name, copied, time.Since(start).Round(time.Millisecond))
+				crash()
+				crashed = true
+				t.Logf("%s: the server is back, at %v", tg.name, time.Since(start).Round(time.Millisecond))
+			}
+		}
+		for p, c := range copiers {
+			if done[p] || !c.exited() {
+				continue
+			}
+			if err := c.exitErr(); err == nil {
+				done[p] = true
+				continue
+			} else if crash == nil || restarts >= 6 {
+				t.Fatalf("%s: copier %d exited with %v (%d restarts)\n%s", tg.name, p, err, restarts, c.describe())
+			} else {
+				t.Logf("%s: copier %d exited with %v; starting it again\n%s", tg.name, p, err, c.describe())
+			}
+			restarts++
+			copiers[p] = copier(p)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("%s: the copiers finished at %v (%d restarts)", tg.name, time.Since(start).Round(time.Millisecond), restarts)
+	if !crashed {
+		t.Errorf("%s: the copy finished before the crash", tg.name)
+	}
+
+	rc := readAll(t, tg, out, copierPartitions, kgo.ReadCommitted())
+	if d := exactlyOnce(all, values(rc)); d != "" {
+		t.Errorf("%s: output read with read_committed: %s", tg.name, d)
+	}
+	got := make([][]string, copierPartitions)
+	for _, r := range rc {
+		got[r.Partition] = append(got[r.Partition], string(r.Value))
+	}
+	for p := range got {
+		if !slices.Equal(got[p], want[p]) {
+			t.Errorf("%s: output partition %d (read_committed) holds %d records, not input partition %d's %d records in order", tg.name, p, len(got[p]), p, len(want[p]))
+		}
+	}
+	ru := readAll(t, tg, out, copierPartitions, kgo.ReadUncommitted())
+	t.Logf("%s: output: %d records read_committed, %d read_uncommitted; %v in all", tg.name, len(rc), len(ru), time.Since(start).Round(time.Millisecond))
+}
+
+// heavySem bounds the subtests that run JVM programs at once: the
+// machine's cores are few.
+var heavySem = make(chan struct{}, 2)
+
+// heavy holds one of heavySem's places until t ends.
+func heavy(t *testing.T) {
+	heavySem <- struct{}{}
+	t.Cleanup(func() { <-heavySem })
+}
+
+// killableKiggy runs kiggy as a process on a real iggy-server and returns
+// its target and a crash that kills it with SIGKILL, waits a second and
+// starts it again on the same address over the same Iggy.
+func killableKiggy(t *testing.T) (target, func()) {
+	node := iggyserver.StartT(t)
+	kiggyproc.Binary(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	start := func() *kiggyproc.Proc {
+		return kiggyproc.Start(t, kiggyproc.Config{Args: []string{
+			"--listen", addr, "--admin-addr", "", "--drain-timeout", "2s",
+			"--iggy-addr", node.Addr, "--iggy-username", iggyserver.Username, "--iggy-password", iggyserver.Password,
+		}})
+	}
+	p := start()
+	if err := testtools.ProbeKafka(addr, 10*time.Second); err != nil {
+		t.Fatalf("kiggy at %s is not answering: %v\n%s", addr, err, p.Tail(20))
+	}
+	return target{name: "kiggy", addr: addr}, func() {
+		p.Kill()
+		time.Sleep(time.Second)
+		p = start()
+	}
+}
+
+func freePort(t *testing.T) int {
+	port, err := testtools.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// killableKafka starts a Kafka broker of the test's own and returns its
+// target and a crash that kills the JVM with SIGKILL and starts a new one
+// over the same data directory and ports.
+func killableKafka(t *testing.T) (target, func()) {
+	java, cp := testtools.JavaClasspath(t)
+	dir := t.TempDir()
+	b, err := kafkatest.StartProcess(dir, kafkatest.Config{Java: java, Classpath: cp, Heap: "512m", Props: kafkaProps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again *exec.Cmd
+	againDone := make(chan struct{})
+	t.Cleanup(func() {
+		if again == nil {
+			_ = b.Stop()
+			return
+		}
+		_ = again.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-againDone:
+		case <-time.After(60 * time.Second):
+			_ = again.Process.Kill()
+			<-againDone
+		}
+	})
+	return target{name: "kafka", addr: b.Addr}, func() {
+		_ = syscall.Kill(b.Pid, syscall.SIGKILL)
+		<-b.Exited()
+		logf, err := os.Create(filepath.Join(dir, "broker-restarted.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		again = exec.Command(java, "-Xms512m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+			"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, "kafka.Kafka", filepath.Join(dir, "server.properties"))
+		again.Dir = dir
+		again.Stdout, again.Stderr = logf, logf
+		again.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := again.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = again.Wait(); logf.Close(); close(againDone) }()
+		var perr error
+		if !testtools.EventuallyEvery(90*time.Second, 250*time.Millisecond, func() bool {
+			perr = testtools.ProbeKafka(b.Addr, 5*time.Second)
+			return perr == nil
+		}) {
+			t.Fatalf("the restarted Kafka broker is not answering after 90 s: %v\n%s", perr, testtools.FileTail(logf.Name(), 30))
+		}
+	}
+}
