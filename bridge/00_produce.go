@@ -61,7 +61,7 @@ func (g *Gateway) produce(c *call) bool {
 	resp := &st.produceResp
 	resp.ThrottleMillis = 0
 	resp.Topics = resp.Topics[:0]
-	ps := produceScope{ctx: g.ctx, v: c.hdr.APIVersion, fixed: produceRequestCode(req), principal: g.principalOf(c)}
+	ps := produceScope{ctx: g.ctx, v: c.hdr.APIVersion, fixed: g.produceRequestCode(c, req), principal: g.principalOf(c)}
 	if !g.caps.NonBlocking {
 		ps.ctx = g.startProduceDeadline(st, req.TimeoutMillis)
 		defer st.deadline.release()
@@ -105,16 +105,21 @@ type produceScope struct {
 }
 
 // produceRequestCode is the code of every partition of a Produce the
-// request itself refuses: acks outside {-1, 0, 1}, or a transactional
-// Produce; NoError otherwise.
-func produceRequestCode(req *wire.ProduceRequest) wire.ErrorCode {
+// request itself refuses: acks outside {-1, 0, 1}; a transactional Produce
+// where transactions are not served (cluster mode), or without WRITE on
+// its transactional id; NoError otherwise.
+func (g *Gateway) produceRequestCode(c *call, req *wire.ProduceRequest) wire.ErrorCode {
 	switch {
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		return wire.InvalidRequiredAcks
-	case req.TransactionalID.Valid && req.TransactionalID.S != "":
-		// docs/design/record-mapping.md §6: a transactional Produce gets 35 on every
-		// partition; the connection stays open.
+	case !req.TransactionalID.Valid || req.TransactionalID.S == "":
+	case !g.transactionsServed():
+		// docs/design/transactions.md §6: a transactional Produce gets 35
+		// on every partition; the connection stays open.
 		return wire.UnsupportedVersion
+	case !g.allowed(c, acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID.S):
+		// KafkaApis.handleProduceRequest: WRITE on the transactional id.
+		return wire.TransactionalIDAuthFailed
 	}
 	return wire.NoError
 }
@@ -325,10 +330,22 @@ func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.Produc
 	if err != nil {
 		return batchCode(err)
 	}
-	// docs/design/record-mapping.md §2.9: a stored message cannot carry transactional or
-	// control flags → UNSUPPORTED_VERSION.
-	if h.Transactional() || h.Control() {
+	// docs/design/record-mapping.md §2.9: a client's control batch →
+	// UNSUPPORTED_VERSION. A transactional batch needs a transactional id
+	// (KafkaApis.handleProduceRequest authorizes WRITE on the request's id
+	// when it holds transactional records: without one it fails,
+	// TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and a producer id
+	// (INVALID_RECORD).
+	if h.Control() {
 		return wire.UnsupportedVersion
+	}
+	if h.Transactional() {
+		if tid := st.produceReq.TransactionalID; !tid.Valid || tid.S == "" {
+			return wire.TransactionalIDAuthFailed
+		}
+		if h.ProducerID < 0 {
+			return wire.InvalidRecord
+		}
 	}
 	// Kafka's client-only batch rules (UnifiedLog/LogValidator): baseOffset
 	// 0, a sequence when idempotent, CreateTime.
@@ -342,7 +359,7 @@ func (g *Gateway) preparePartition(st *state, dst *message.Batch, p *wire.Produc
 
 	if h.ProducerID >= 0 {
 		*pb = producer.Batch{ID: h.ProducerID, Epoch: h.ProducerEpoch, First: h.BaseSequence,
-			Last: producer.LastSequence(h.BaseSequence, h.LastOffsetDelta)}
+			Last: producer.LastSequence(h.BaseSequence, h.LastOffsetDelta), Transactional: h.Transactional()}
 	}
 
 	code := g.mapPartition(st, dst, p.Records, h, budget, rules, &pb.LastTS)
@@ -423,7 +440,8 @@ func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h 
 	var mr mapping.Record
 	var stamp *mapping.Producer
 	if h.ProducerID >= 0 {
-		st.stamp = mapping.Producer{ID: h.ProducerID, Epoch: h.ProducerEpoch, BaseSequence: h.BaseSequence, Count: h.NumRecords}
+		st.stamp = mapping.Producer{ID: h.ProducerID, Epoch: h.ProducerEpoch, BaseSequence: h.BaseSequence, Count: h.NumRecords,
+			Transactional: h.Transactional()}
 		stamp = &st.stamp
 	}
 	for recs.Next(&r) {

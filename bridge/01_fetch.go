@@ -103,6 +103,7 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 		fs.r.builder.Grow = fs.growResponse
 	}
 	fs.call = c
+	fs.r.isolation = req.IsolationLevel
 	fs.dropSplices() // left by a pass that panicked
 	b := fetchBuild{v: v, maxBytes: int(req.MaxBytes)}
 	if v < 3 || b.maxBytes <= 0 {
@@ -188,6 +189,11 @@ func (g *Gateway) fetchPartition(fs *fetchState, b *fetchBuild, topic string, rp
 	// KIP-74: while the response holds no records yet, a partition
 	// returns at least one record even past the limits, so a large
 	// record can make progress (a read returns at least one).
+	if fs.req.IsolationLevel == 1 && denied == wire.NoError && g.txn.Index.Active() {
+		// KIP-98: the aborted transactions the read can meet, written
+		// before the records (wire.AppendFetchPartitionBegin).
+		fs.aborted = g.abortedFor(&p, fs.aborted, topic, rp.Partition, rp.FetchOffset, max(limit, 0))
+	}
 	var mark wire.FetchPartitionMark
 	b.buf, mark = wire.AppendFetchPartitionBegin(b.buf, b.v, &p, limit)
 	n := 0
@@ -207,7 +213,7 @@ func (g *Gateway) fetchPartition(fs *fetchState, b *fetchBuild, topic string, rp
 	default:
 		// No room left: answer the partition with its watermarks only.
 		if wm, err := g.watermarks(g.ctx, topic, rp.Partition); err == nil {
-			setWatermarks(&p, wm)
+			g.setWatermarks(&p, topic, rp.Partition, wm)
 		} else {
 			p.ErrorCode = fetchCode(err)
 		}

@@ -49,7 +49,7 @@ func (g *Gateway) listOffsets(c *call) bool {
 				parts = append(parts, wire.ListOffsetsResponseTopicPartition{Partition: p.Partition, ErrorCode: denied, Timestamp: -1, Offset: -1, LeaderEpoch: -1})
 				continue
 			}
-			parts = append(parts, g.listOffset(t.Topic, p))
+			parts = append(parts, g.listOffset(t.Topic, p, req.IsolationLevel))
 		}
 		resp.Topics = append(resp.Topics, wire.ListOffsetsResponseTopic{Topic: t.Topic, Partitions: parts})
 	}
@@ -58,7 +58,11 @@ func (g *Gateway) listOffsets(c *call) bool {
 	return false
 }
 
-func (g *Gateway) listOffset(topic string, p wire.ListOffsetsRequestTopicPartition) wire.ListOffsetsResponseTopicPartition {
+// listOffset answers one partition. At isolation level 1 (read_committed)
+// the latest offset is the last stable offset, and a timestamp found at or
+// past it is not found (UnifiedLog.fetchOffsetByTimestamp's
+// lastFetchableOffset).
+func (g *Gateway) listOffset(topic string, p wire.ListOffsetsRequestTopicPartition, isolation int8) wire.ListOffsetsResponseTopicPartition {
 	out := wire.ListOffsetsResponseTopicPartition{Partition: p.Partition, Timestamp: -1, Offset: -1, LeaderEpoch: -1}
 	if out.ErrorCode = g.leaderCode(topic, p.Partition, p.CurrentLeaderEpoch); out.ErrorCode != wire.NoError {
 		return out // docs/design/cluster.md §6
@@ -68,9 +72,13 @@ func (g *Gateway) listOffset(topic string, p wire.ListOffsetsRequestTopicPartiti
 		out.ErrorCode = fetchCode(err)
 		return out
 	}
+	fetchable := wm.High
+	if isolation == 1 {
+		fetchable = g.lastStable(topic, p.Partition, wm.High)
+	}
 	switch ts := p.Timestamp; {
 	case ts == listLatest:
-		out.Offset = wm.High
+		out.Offset = fetchable
 	case ts == listEarliest || ts == listLocalStart:
 		out.Offset = wm.LogStart
 	case ts == listMaxTimestamp:
@@ -99,7 +107,7 @@ func (g *Gateway) listOffset(topic string, p wire.ListOffsetsRequestTopicPartiti
 		off, ok, err := g.store.OffsetForTime(g.ctx, topic, p.Partition, uint64(ts)*1000)
 		if err != nil {
 			out.ErrorCode = fetchCode(err)
-		} else if ok {
+		} else if ok && off < fetchable {
 			off = max(off, wm.LogStart) // nothing below the log start is served
 			out.Offset = off
 			out.Timestamp = ts

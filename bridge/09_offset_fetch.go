@@ -1,8 +1,7 @@
 // OffsetFetch (API key 9): versions 1–9 (wire.APIs).
 //
 // Differs from Kafka: committed offsets come from store.Log
-// (docs/design/record-mapping.md §5); RequireStable is ignored (there are no
-// transactions); a backend failure is COORDINATOR_LOAD_IN_PROGRESS (14) for
+// (docs/design/record-mapping.md §5); a backend failure is COORDINATOR_LOAD_IN_PROGRESS (14) for
 // the whole group (docs/LIMITS.md).
 
 package bridge
@@ -32,11 +31,11 @@ func (g *Gateway) offsetFetch(c *call) bool {
 	if v >= 8 {
 		for i := range req.Groups {
 			rg := &req.Groups[i]
-			topics, code := g.committed(c, rg.Group, rg.Topics)
+			topics, code := g.committed(c, rg.Group, rg.Topics, req.RequireStable)
 			resp.Groups = append(resp.Groups, wire.OffsetFetchResponseGroup{Group: rg.Group, Topics: topics, ErrorCode: code})
 		}
 	} else {
-		resp.Topics, resp.ErrorCode = g.committed(c, req.Group, req.Topics)
+		resp.Topics, resp.ErrorCode = g.committed(c, req.Group, req.Topics, req.RequireStable)
 		if v < 2 && resp.ErrorCode == wire.CoordinatorLoadInProgress {
 			// v1 has no top-level error code: say it per partition.
 			resp.Topics = loadingPartitions(req.Topics)
@@ -60,7 +59,11 @@ func (g *Gateway) offsetFetch(c *call) bool {
 // else GROUP_AUTHORIZATION_FAILED for the group; all topics means those the
 // principal may DESCRIBE; a named topic it may not is
 // TOPIC_AUTHORIZATION_FAILED on each of its partitions.
-func (g *Gateway) committed(c *call, groupID string, topics []wire.OffsetFetchRequestTopic) ([]wire.OffsetFetchResponseTopic, wire.ErrorCode) {
+//
+// With requireStable (v7+, KIP-447), a partition an open transaction holds
+// an offset for is UNSTABLE_OFFSET_COMMIT, which the client retries until
+// the transaction ends (GroupMetadataManager.getOffsets).
+func (g *Gateway) committed(c *call, groupID string, topics []wire.OffsetFetchRequestTopic, requireStable bool) ([]wire.OffsetFetchResponseTopic, wire.ErrorCode) {
 	if code := g.groupCode(c, acl.OpDescribe, groupID); code != wire.NoError {
 		return nil, code
 	}
@@ -74,6 +77,10 @@ func (g *Gateway) committed(c *call, groupID string, topics []wire.OffsetFetchRe
 	failed := false
 	one := func(topic string, p int32) wire.OffsetFetchResponseTopicPartition {
 		r := wire.OffsetFetchResponseTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: wire.NullStringOf("")}
+		if requireStable && g.txn.PendingOffset(groupID, topic, p) {
+			r.ErrorCode = wire.UnstableOffsetCommit
+			return r
+		}
 		off, md, ok, err := g.store.FetchOffset(g.ctx, groupID, topic, p)
 		switch {
 		case errors.Is(err, store.ErrUnknownTopic) || errors.Is(err, store.ErrUnknownPartition):

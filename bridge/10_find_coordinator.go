@@ -1,9 +1,10 @@
 // FindCoordinator (API key 10): versions 0–6 (wire.APIs).
 //
 // Differs from Kafka: the coordinator of every group is this gateway (with
-// Config.Placement, the instance the placement names), and key type 1
-// (transaction) is INVALID_REQUEST with a message: kiggy serves no
-// transactions.
+// Config.Placement, the instance the placement names), and so is the
+// coordinator of every transactional id; in cluster mode key type 1
+// (transaction) is INVALID_REQUEST with a message: transactions are served
+// on a single instance only (docs/design/transactions.md §6).
 
 package bridge
 
@@ -19,9 +20,6 @@ const (
 	coordinatorGroup       = 0
 	coordinatorTransaction = 1
 )
-
-// errNoTransactions is the message a transactional client sees.
-const errNoTransactions = "kiggy does not support Kafka transactions (transactional.id); use an idempotent producer"
 
 // findCoordinator answers FindCoordinator v0–6: this gateway coordinates
 // every group (single-instance coordination, docs/LIMITS.md). Transaction
@@ -40,12 +38,23 @@ func (g *Gateway) findCoordinator(c *call) bool {
 			return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1,
 				ErrorCode: wire.GroupAuthorizationFailed, ErrorMessage: wire.NullStringOf(wire.GroupAuthorizationFailed.String())}
 		}
-		if req.CoordinatorType != coordinatorGroup {
+		switch {
+		case req.CoordinatorType == coordinatorTransaction && !g.allowed(c, acl.OpDescribe, acl.ResourceTransactionalID, key):
+			// KafkaApis: DESCRIBE on the transactional id.
+			return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1,
+				ErrorCode: wire.TransactionalIDAuthFailed, ErrorMessage: wire.NullStringOf(wire.TransactionalIDAuthFailed.String())}
+		case req.CoordinatorType == coordinatorTransaction && g.transactionsServed():
+			return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: g.cfg.NodeID, Host: host, Port: port}
+		case req.CoordinatorType != coordinatorGroup:
 			// TransactionManager reports an unexpected FindCoordinator error
 			// as "Could not find a coordinator ... due to unexpected error:
 			// <message>"; INVALID_REQUEST is not retriable, so it stops.
+			msg := errTxnCluster
+			if req.CoordinatorType != coordinatorTransaction {
+				msg = "unknown coordinator key type"
+			}
 			return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1,
-				ErrorCode: wire.InvalidRequest, ErrorMessage: wire.NullStringOf(errNoTransactions)}
+				ErrorCode: wire.InvalidRequest, ErrorMessage: wire.NullStringOf(msg)}
 		}
 		if g.cfg.Placement != nil {
 			// docs/design/cluster.md §7: groups are spread like partitions.

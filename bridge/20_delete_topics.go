@@ -35,6 +35,9 @@ func (g *Gateway) deleteTopics(c *call) bool {
 			// A topic of the same name created later starts with no
 			// producer state.
 			g.producers.dropTopic(name)
+			if err := g.txn.DropTopic(g.ctx, name); err != nil {
+				g.cfg.Logger.Warn("delete topic: forgetting its aborted transactions failed", "topic", name, "err", err)
+			}
 			// Its configs and log starts go with it.
 			if err := g.dropTopicState(g.ctx, name); err != nil {
 				return wire.UnknownServerError, "the topic is deleted, but not its configs: " + err.Error()

@@ -78,6 +78,9 @@ func (g *Gateway) deleteRecordsOne(topic string, partition int32, offset int64) 
 		return -1, wire.KafkaStorageError
 	}
 	g.fetchCache.DropTopic(topic) // Fetch checks the log start itself; this frees the memory
+	if err := g.txn.PruneAborted(g.ctx, topic, partition, offset); err != nil {
+		g.cfg.Logger.Warn("delete records: pruning aborted transactions failed", "topic", topic, "partition", partition, "err", err)
+	}
 	if a, ok := g.store.(store.LogStartAdvancer); ok {
 		// A failure leaves the records in place below the logical start,
 		// which hides them: only the space is not reclaimed.

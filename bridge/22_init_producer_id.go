@@ -1,18 +1,23 @@
 // InitProducerId (API key 22): versions 0–5 (wire.APIs).
 //
-// Differs from Kafka: idempotent producers only; a transactional id is
-// refused (docs/design/record-mapping.md §6).
+// Idempotent producers get an id from producer.IDs; a transactional id is
+// the transaction coordinator's (bridge/txn, docs/design/transactions.md).
+// Differs from Kafka: in cluster mode a transactional id is refused.
 
 package bridge
 
-import "github.com/kiggy-io/kiggy/wire"
+import (
+	"github.com/kiggy-io/kiggy/security/acl"
+	"github.com/kiggy-io/kiggy/wire"
+)
 
 func init() { handle(wire.KeyInitProducerID, (*Gateway).initProducerID) }
 
-// initProducerID answers InitProducerId for idempotent producers only
-// (transactions are refused): a fresh id at epoch 0, or, when a producer
-// sends its current id and epoch (v3+, KIP-360), the same id at the next
-// epoch (docs/design/record-mapping.md §6; producer.IDs.Grant).
+// initProducerID answers InitProducerId: for a transactional id, the
+// coordinator's id and next epoch (fencing the id's previous producer);
+// for an idempotent producer, a fresh id at epoch 0, or, when it sends its
+// current id and epoch (v3+, KIP-360), the same id at the next epoch
+// (docs/design/record-mapping.md §6; producer.IDs.Grant).
 func (g *Gateway) initProducerID(c *call) bool {
 	st := c.state
 	req := &st.initPIDReq
@@ -22,8 +27,20 @@ func (g *Gateway) initProducerID(c *call) bool {
 	resp := wire.InitProducerIDResponse{ProducerID: -1, ProducerEpoch: -1}
 	switch {
 	case req.TransactionalID.Valid && req.TransactionalID.S != "":
-		// Transactions are not supported; an empty id counts as absent.
-		resp.ErrorCode = wire.TransactionalIDAuthFailed
+		// An empty id counts as absent (KafkaApis).
+		id := req.TransactionalID.S
+		switch {
+		case !g.transactionsServed():
+			resp.ErrorCode = wire.TransactionalIDAuthFailed // errTxnCluster, at FindCoordinator
+		case !g.allowed(c, acl.OpWrite, acl.ResourceTransactionalID, id):
+			// KafkaApis.handleInitProducerIdRequest: WRITE on the id.
+			resp.ErrorCode = wire.TransactionalIDAuthFailed
+		default:
+			if resp.ErrorCode = g.txnCode(); resp.ErrorCode == wire.NoError {
+				resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = g.txn.InitProducerID(g.ctx, id,
+					req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch, c.hdr.APIVersion)
+			}
+		}
 	case !g.canIdempotentWrite(c):
 		// KafkaApis.handleInitProducerIdRequest: IDEMPOTENT_WRITE on the
 		// cluster, or WRITE on any topic (KIP-679).

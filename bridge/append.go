@@ -19,6 +19,15 @@ import (
 // gets it through the partition's queue, coalesced with the appends of other
 // requests to the partition (coalesce.go).
 func (g *Gateway) appendMapped(ctx context.Context, topic string, index int32, b *message.Batch, pb *producer.Batch) (wire.ErrorCode, int64) {
+	if pb.Transactional {
+		// The coordinator admits the batch and holds its transaction's
+		// markers back until the append is done (docs/design/transactions.md §2).
+		admitted, code := g.txn.CheckProduce(pb.ID, pb.Epoch, topic, index)
+		if code != wire.NoError {
+			return code, -1
+		}
+		defer admitted.Done()
+	}
 	if !g.caps.LocalLatency {
 		return g.appendCoalesced(ctx, topic, index, b, pb)
 	}

@@ -6,6 +6,7 @@ package bridge
 // and the parking of a Fetch that waits for records.
 
 import (
+	"encoding/binary"
 	"errors"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/mapping"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/bridge/txn"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
@@ -37,6 +39,9 @@ type fetchState struct {
 	// without copying them into buf: the engine writes them inside it
 	// (engine.Splice) and unpins their entries once written.
 	splices []engine.Splice
+	// aborted is scratch for a partition's aborted transactions
+	// (abortedFor).
+	aborted []txn.Aborted
 }
 
 // dropSplices unpins the splices of a response that is not sent.
@@ -110,6 +115,28 @@ type partReader struct {
 	expect int
 	// panicked: the read panicked (logged and counted by catch).
 	panicked bool
+
+	// Transactions (docs/design/transactions.md §4). committed: a
+	// read_committed read of a partition with transactions: it stops at
+	// stopAt (the last stable offset) and never ends inside a
+	// transactional batch, whose producer id the consumer needs to skip it
+	// when aborted.
+	committed bool
+	stopAt    int64
+	// isolation is the Fetch's isolation level (1: read_committed).
+	isolation int8
+	// txnLeft is how many messages of the open transactional batch are
+	// still to come; txnBase its first offset, txnMark len(buf) before it,
+	// txnMapped its records so far.
+	txnLeft   int32
+	txnBase   int64
+	txnMark   int
+	txnMapped int
+	// inTxn: the open batch is a transactional batch.
+	inTxn bool
+	// sealTxn: the read only finishes the open transactional batch
+	// (wholeTxnBatch).
+	sealTxn bool
 }
 
 func (r *partReader) init(m *metrics) {
@@ -235,6 +262,7 @@ func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 			r := fs.parts[k]
 			r.init(&g.metrics)
 			r.topic, r.rp, r.codec, r.expect = t.Topic, &t.Partitions[j], codec, -1
+			r.isolation = fs.req.IsolationLevel
 			k++
 		}
 	}
@@ -316,12 +344,12 @@ func (g *Gateway) skipPart(fs *fetchState, r *partReader) {
 		if _, high := sr.ReadGeneration(r.topic, r.rp.Partition); high >= 0 {
 			wm := store.Watermarks{High: high}
 			g.applyLogStart(r.topic, r.rp.Partition, &wm)
-			setWatermarks(&r.resp, wm)
+			g.setWatermarks(&r.resp, r.topic, r.rp.Partition, wm)
 			return
 		}
 	}
 	if wm, err := g.watermarks(g.ctx, r.topic, r.rp.Partition); err == nil {
-		setWatermarks(&r.resp, wm)
+		g.setWatermarks(&r.resp, r.topic, r.rp.Partition, wm)
 	} else {
 		r.resp.ErrorCode = fetchCode(err)
 	}
@@ -397,11 +425,11 @@ func (g *Gateway) runPartJob(j partJob) {
 	j.fs.wg.Done()
 }
 
-func setWatermarks(p *wire.FetchResponseTopicPartition, wm store.Watermarks) {
+// setWatermarks answers p with topic/partition's watermarks and its last
+// stable offset, which Kafka reports at either isolation level.
+func (g *Gateway) setWatermarks(p *wire.FetchResponseTopicPartition, topic string, partition int32, wm store.Watermarks) {
 	p.HighWatermark = wm.High
-	// Without transactions LSO = HW (docs/design/kafka-protocol.md §7.1); read_committed
-	// consumers read up to it too.
-	p.LastStableOffset = wm.High
+	p.LastStableOffset = g.lastStable(topic, partition, wm.High)
 	p.LogStartOffset = wm.LogStart
 }
 
@@ -435,6 +463,13 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec b
 		p.ErrorCode = code // docs/design/cluster.md §6
 		return buf, 0
 	}
+	g.readCommitted(r, topic, rp.Partition, r.isolation)
+	if r.isolation == 1 && !g.txnReady.Load() && g.transactionsServed() {
+		// The last stable offsets are not known until the transactions
+		// are loaded: a retriable error, never records past them.
+		p.ErrorCode = wire.NotLeaderOrFollower
+		return buf, 0
+	}
 	r.buf, r.codec = buf, codec
 	r.unmappable, r.mapped, r.oversized, r.capped = false, 0, false, false
 	ts := g.topicSettingsOf(topic)
@@ -451,13 +486,15 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec b
 			return buf, 0
 		}
 		if rp.FetchOffset < wm.LogStart {
-			setWatermarks(p, wm)
+			g.setWatermarks(p, topic, rp.Partition, wm)
 			p.ErrorCode = wire.OffsetOutOfRange
 			return buf, 0
 		}
 	}
-	if fc := g.fetchCache; fc != nil {
-		// Batches another Fetch encoded for this very read (bridge/fetchcache).
+	if fc := g.fetchCache; fc != nil && !r.committed {
+		// Batches another Fetch encoded for this very read (bridge/fetchcache);
+		// a read_committed read of a partition with transactions ends at its
+		// own place (the last stable offset, a whole transactional batch).
 		key := fetchcache.Key{Topic: topic, Partition: rp.Partition, Limit: int32(min(limit, 1<<31-1)), Offset: rp.FetchOffset,
 			Codec: codec, LogAppend: r.logAppend, MinOne: minOne}
 		e, gen, high, build := fc.Acquire(key)
@@ -532,7 +569,7 @@ func (g *Gateway) serveShared(fc *fetchcache.Cache, r *partReader, buf []byte, e
 	r.metrics.recordsOut.Add(uint64(e.Records()))
 	wm := store.Watermarks{High: high, LogStart: e.LogStart()}
 	g.applyLogStart(topic, rp.Partition, &wm)
-	setWatermarks(p, wm)
+	g.setWatermarks(p, topic, rp.Partition, wm)
 	if rp.FetchOffset < wm.LogStart || rp.FetchOffset > wm.High {
 		// docs/design/kafka-protocol.md §7.1, as readRecords.
 		fc.Release(e)
@@ -585,7 +622,7 @@ func (g *Gateway) readRecords(r *partReader, buf []byte, topic string, codec bat
 		return out[:start], 0
 	}
 	g.applyLogStart(topic, rp.Partition, &wm)
-	setWatermarks(p, wm)
+	g.setWatermarks(p, topic, rp.Partition, wm)
 	// docs/design/kafka-protocol.md §7.1: FetchOffset outside [logStart, HW] → OFFSET_OUT_OF_RANGE so
 	// auto.offset.reset applies.
 	if rp.FetchOffset < wm.LogStart || rp.FetchOffset > wm.High {
@@ -624,7 +661,7 @@ const maxFills = 4
 // reading the same offsets with the same limits gets the same answer and
 // steps to the same next offset (bridge/fetchcache).
 func (g *Gateway) readBatch(r *partReader, topic string, partition int32, offset int64, limit int) (store.Watermarks, error) {
-	r.started = false
+	r.started, r.inTxn, r.txnLeft = false, false, 0
 	r.capUsed = 0
 	wm, err := g.store.Read(g.ctx, topic, partition, offset, r.logLimit(limit), r.emit)
 	for fills := 0; err == nil && r.ownBudget && fills < maxFills && r.started &&
@@ -636,12 +673,44 @@ func (g *Gateway) readBatch(r *partReader, topic string, partition int32, offset
 		}
 		wm.High = max(wm.High, fwm.High)
 	}
+	if err == nil && r.committed && r.txnLeft > 0 && !r.unmappable {
+		wm = g.wholeTxnBatch(r, topic, partition, wm)
+	}
 	// The builder may have moved the buffer (Grow): from here on only its
 	// result is valid, never the buffer r had before.
 	if r.started {
 		r.buf = r.builder.Finish()
 	}
 	return wm, err
+}
+
+// wholeTxnBatch ends a read_committed read that stopped inside a
+// transactional batch: before the batch when the read holds records before
+// it, else (the read's first batch, KIP-74) past the budget, with the rest
+// of the batch, so a consumer always gets the batch's producer id
+// (docs/design/transactions.md §4).
+func (g *Gateway) wholeTxnBatch(r *partReader, topic string, partition int32, wm store.Watermarks) store.Watermarks {
+	if r.mapped > r.txnMapped {
+		r.buf = r.builder.Finish()[:r.txnMark]
+		r.started, r.inTxn, r.txnLeft = false, false, 0
+		r.mapped -= r.txnMapped
+		r.metrics.recordsOut.Add(^uint64(r.txnMapped - 1)) // counted in add, not served
+		r.next = r.txnBase
+		r.capped = true
+		return wm
+	}
+	capBytes := r.capBytes
+	r.capBytes, r.sealTxn = -1, true
+	defer func() { r.capBytes, r.sealTxn = capBytes, false }()
+	for r.txnLeft > 0 && r.next < wm.High {
+		next := r.next
+		fwm, err := g.store.Read(g.ctx, topic, partition, next, readSlack, r.emit)
+		if err != nil || r.next == next {
+			break // serve what there is: the consumer reads on from r.next
+		}
+		wm.High = max(wm.High, fwm.High)
+	}
+	return wm
 }
 
 // logLimit is the byte limit a Read for a budget of n is sent with: on a
@@ -670,6 +739,9 @@ func (fs *fetchState) growResponse(buf []byte, n int) []byte {
 // add is the Log.Read callback: map one message back and append it to the
 // partition's batch.
 func (r *partReader) add(m *message.Message) bool {
+	if r.committed && m.Offset >= r.stopAt || r.sealTxn && r.txnLeft == 0 {
+		return false // read_committed reads up to the last stable offset
+	}
 	if err := r.decoder.Decode(m, &r.record); err != nil {
 		r.unmappable = true
 		return false
@@ -690,18 +762,48 @@ func (r *partReader) add(m *message.Message) bool {
 	if r.mapped == 0 && size > r.readLimit {
 		r.oversized = true
 	}
-	if r.started && r.logAppend && rec.TimestampMs != r.baseTS {
+	if rec.IsControl {
+		return r.addControl(m, rec)
+	}
+	txnStart := r.txnLeft == 0 && rec.Stamp.Transactional
+	switch {
+	case r.txnLeft > 0:
+		// Inside a transactional batch: its messages stay one batch.
+		r.txnLeft--
+	case r.started && (r.inTxn || txnStart):
+		// A transactional batch ended, or one begins: batches of one
+		// producer transaction are served as their own batch.
+		r.buf, r.started = r.builder.Finish(), false
+	case r.started && r.logAppend && rec.TimestampMs != r.baseTS:
 		// A new append time starts a new batch: a LogAppendTime batch
 		// gives every record its maxTimestamp (docs/design/record-mapping.md §3.5).
 		r.buf, r.started = r.builder.Finish(), false
 	}
 	if !r.started {
 		r.base, r.baseTS = m.Offset, rec.TimestampMs
-		r.builder.Reset(r.buf, r.base, r.baseTS, r.codec)
-		if r.logAppend {
-			r.builder.SetAttributes(attrLogAppendTime)
+		if txnStart {
+			r.txnMark = len(r.buf)
 		}
+		r.builder.Reset(r.buf, r.base, r.baseTS, r.codec)
+		attrs := int16(0)
+		if r.logAppend {
+			attrs |= attrLogAppendTime
+		}
+		r.inTxn = txnStart
+		if txnStart {
+			// The batch as the producer sent it: its id, epoch and first
+			// sequence, flagged transactional (KIP-98), so a
+			// read_committed consumer can skip it when it was aborted.
+			st := &rec.Stamp
+			r.builder.SetProducer(st.ID, st.Epoch, st.BaseSequence)
+			attrs |= attrTransactional
+			r.txnLeft, r.txnBase, r.txnMapped = st.Count-1, m.Offset, 0
+		}
+		r.builder.SetAttributes(attrs)
 		r.started = true
+	}
+	if r.inTxn {
+		r.txnMapped++
 	}
 	r.builder.BeginRecord(int32(m.Offset-r.base), rec.TimestampMs-r.baseTS, rec.Key, rec.Value)
 	for i := range rec.Headers {
@@ -714,10 +816,44 @@ func (r *partReader) add(m *message.Message) bool {
 	return true
 }
 
-// attrLogAppendTime is RecordBatch attribute bit 3, the timestamp type:
-// set, the batch's maxTimestamp is every record's log append time
-// (docs/design/kafka-protocol.md §4.1).
-const attrLogAppendTime int16 = 0x08
+// RecordBatch attribute bits (docs/design/kafka-protocol.md §4.1).
+// attrLogAppendTime is bit 3, the timestamp type: set, the batch's
+// maxTimestamp is every record's log append time. attrTransactional
+// (bit 4) and attrControl (bit 5) mark a transaction's batches and its
+// markers.
+const (
+	attrLogAppendTime int16 = 0x08
+	attrTransactional int16 = 0x10
+	attrControl       int16 = 0x20
+)
+
+// addControl appends a transaction marker as Kafka stores one: a control
+// batch of the producer's id and epoch holding one control record, key
+// (version 0, type: 0 abort, 1 commit), value (version 0, coordinator
+// epoch) (ControlRecordType, EndTransactionMarker). It is never compressed.
+func (r *partReader) addControl(m *message.Message, rec *mapping.Record) bool {
+	if r.started {
+		r.buf, r.started = r.builder.Finish(), false
+	}
+	r.inTxn, r.txnLeft = false, 0
+	c := &rec.Control
+	var key [4]byte
+	if c.Commit {
+		key[3] = 1
+	}
+	var value [6]byte
+	binary.BigEndian.PutUint32(value[2:], uint32(c.CoordinatorEpoch))
+	r.builder.Reset(r.buf, m.Offset, rec.TimestampMs, batch.NoCompression)
+	r.builder.SetProducer(c.ProducerID, c.ProducerEpoch, -1)
+	r.builder.SetAttributes(attrTransactional | attrControl)
+	r.builder.BeginRecord(0, 0, key[:], value[:])
+	r.builder.EndRecord()
+	r.buf = r.builder.Finish()
+	r.mapped++
+	r.next = m.Offset + 1
+	r.metrics.recordsOut.Add(1)
+	return true
+}
 
 // fetchCode maps a Log read error to a partition error code.
 func fetchCode(err error) wire.ErrorCode {

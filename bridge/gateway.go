@@ -31,6 +31,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/producer"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/bridge/txn"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/wire"
 )
@@ -123,6 +124,14 @@ type Config struct {
 	// ProducerIDExpiration is how long an idle producer's sequence state is
 	// kept (Kafka producer.id.expiration.ms); 0 = 24 h.
 	ProducerIDExpiration time.Duration
+	// TransactionMaxTimeout is the longest transaction.timeout.ms a
+	// transactional producer may ask for (Kafka
+	// transaction.max.timeout.ms); 0 = 15 min.
+	TransactionMaxTimeout time.Duration
+	// TransactionalIDExpiration is how long a transactional id with no
+	// transaction open is remembered (Kafka
+	// transactional.id.expiration.ms); 0 = 7 days.
+	TransactionalIDExpiration time.Duration
 	// RefuseUnissuedProducerIDs refuses, with UNKNOWN_PRODUCER_ID, an
 	// idempotent batch that would create a producer state for an id
 	// InitProducerId never handed out (producer.IDs.Issued;
@@ -237,8 +246,12 @@ type Gateway struct {
 
 	producerIDs producer.IDs
 	producers   producerStates
-	bigDecode   atomic.Bool
-	groups      *group.Coordinator
+	// txn is the transaction coordinator (transactions.go); txnReady is
+	// set once its stored state is loaded.
+	txn       *txn.Coordinator
+	txnReady  atomic.Bool
+	bigDecode atomic.Bool
+	groups    *group.Coordinator
 	// system keeps kiggy's own state (system.go).
 	system store.SystemStore
 	acl    aclState  // the authorizer (acl.go)
@@ -316,6 +329,7 @@ func New(cfg Config, backend store.Log) *Gateway {
 	g.register()
 	g.initACL()
 	g.initTopicState()
+	g.initTransactions()
 	g.initFetchCache()
 	for range cfg.Workers {
 		g.wg.Add(1)

@@ -28,9 +28,11 @@ type metrics struct {
 	appendTrips      atomic.Uint64
 	coalescedAppends atomic.Uint64
 	parkedFetches    atomic.Int64
-	latency          [maxAPIKey]metric.Histogram
-	panics           [maxAPIKey]atomic.Uint64 // handler panics recovered (panics.go)
-	denials          [maxAPIKey]atomic.Uint64 // authorization denials (acl.go)
+	// txnMarkers: transaction markers appended (transactions.go).
+	txnMarkers atomic.Uint64
+	latency    [maxAPIKey]metric.Histogram
+	panics     [maxAPIKey]atomic.Uint64 // handler panics recovered (panics.go)
+	denials    [maxAPIKey]atomic.Uint64 // authorization denials (acl.go)
 }
 
 // countDenied counts one authorization check an API's request failed.
@@ -147,6 +149,7 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	fmt.Fprintf(w, "# HELP kiggy_records_fetched_total Records served by Fetch.\n# TYPE kiggy_records_fetched_total counter\nkiggy_records_fetched_total %d\n", m.recordsOut.Load())
 	fmt.Fprintf(w, "# HELP kiggy_decode_budget_rejections_total Produce partitions refused by the decode budget.\n# TYPE kiggy_decode_budget_rejections_total counter\nkiggy_decode_budget_rejections_total %d\n", m.budgetRejects.Load())
 	metric.Single(w, "kiggy_decode_waits_total", "counter", "Compressed batches that waited for a decode slot (--max-concurrent-decodes).", m.decodeWaits.Load())
+	metric.Single(w, "kiggy_txn_markers_total", "counter", "Transaction commit and abort markers appended to partitions.", m.txnMarkers.Load())
 	metric.Single(w, "kiggy_produce_appends_total", "counter", "Appends Produce sent to the backend through the partition queues (one round trip each).", m.appendTrips.Load())
 	metric.Single(w, "kiggy_produce_coalesced_total", "counter", "Produce partition entries appended in the same round trip as an earlier one (coalesced).", m.coalescedAppends.Load())
 	metric.Header(w, "kiggy_handler_panics_total", "counter", "Handler panics recovered, by Kafka API; each closed its connection.")

@@ -85,7 +85,7 @@ func TestProduceErrorTable(t *testing.T) {
 	}{
 		{"two batches in one entry", produceReq(9, -1, twoBatches), []wire.ErrorCode{wire.InvalidRecord}},
 		{"more records than declared", produceReq(9, -1, moreThanDeclared), []wire.ErrorCode{wire.InvalidRecord}},
-		{"transactional batch", produceReq(9, -1, transactional), []wire.ErrorCode{wire.UnsupportedVersion}},
+		{"transactional batch without a transactional id", produceReq(9, -1, transactional), []wire.ErrorCode{wire.TransactionalIDAuthFailed}},
 		{"control batch", produceReq(9, -1, control), []wire.ErrorCode{wire.UnsupportedVersion}},
 		{"zstd below v7", produceReq(6, -1, zstd), []wire.ErrorCode{wire.UnsupportedCompressionType}},
 		{"zstd at v7", produceReq(7, -1, zstd), []wire.ErrorCode{wire.NoError}},
@@ -95,7 +95,7 @@ func TestProduceErrorTable(t *testing.T) {
 		{"partition out of range", produceReq(9, 1, good, good, good, good), []wire.ErrorCode{wire.NoError, wire.NoError, wire.NoError, wire.UnknownTopicOrPartition}},
 		{"over the decode budget alone", produceReq(9, 1, big), []wire.ErrorCode{wire.MessageTooLarge}},
 		{"fits alone but not in what remains", produceReq(9, 1, medium, medium), []wire.ErrorCode{wire.NoError, wire.NotLeaderOrFollower}},
-		{"independent partitions", produceReq(12, -1, good, badCRC, transactional), []wire.ErrorCode{wire.NoError, wire.CorruptMessage, wire.UnsupportedVersion}},
+		{"independent partitions", produceReq(12, -1, good, badCRC, transactional), []wire.ErrorCode{wire.NoError, wire.CorruptMessage, wire.TransactionalIDAuthFailed}},
 	}
 	rc := dialRaw(t, gw.Addr)
 	for _, row := range rows {
@@ -117,12 +117,13 @@ func TestProduceErrorTable(t *testing.T) {
 	if got := produceCodes(rc, req); wire.ErrorCode(got[0]) != wire.UnknownTopicOrPartition {
 		t.Errorf("missing topic: code %d, want 3", got[0])
 	}
-	// A transactional id refuses every partition; the connection stays open.
-	req = produceReq(9, 1, good, good)
+	// A transactional batch without a producer id is refused; the
+	// connection stays open.
+	req = produceReq(9, 1, transactional, transactional)
 	txn := "txn"
 	req.TransactionID = &txn
-	if got := produceCodes(rc, req); wire.ErrorCode(got[0]) != wire.UnsupportedVersion || wire.ErrorCode(got[1]) != wire.UnsupportedVersion {
-		t.Errorf("transactional id: codes %v, want 35s", got)
+	if got := produceCodes(rc, req); wire.ErrorCode(got[0]) != wire.InvalidRecord || wire.ErrorCode(got[1]) != wire.InvalidRecord {
+		t.Errorf("transactional batch without a producer id: codes %v, want 87s", got)
 	}
 	rc.stillUsable()
 
@@ -138,9 +139,10 @@ func TestProduceErrorTable(t *testing.T) {
 	metrics := gw.Metrics()
 	for _, want := range []string{
 		`kiggy_api_errors_total{api="Produce",code="CORRUPT_MESSAGE"} 2` + "\n",
-		`kiggy_api_errors_total{api="Produce",code="INVALID_RECORD"} 3` + "\n",
+		`kiggy_api_errors_total{api="Produce",code="INVALID_RECORD"} 5` + "\n",
+		`kiggy_api_errors_total{api="Produce",code="TRANSACTIONAL_ID_AUTHORIZATION_FAILED"} 2` + "\n",
 		`kiggy_api_errors_total{api="Produce",code="UNSUPPORTED_COMPRESSION_TYPE"} 1` + "\n",
-		`kiggy_api_errors_total{api="Produce",code="UNSUPPORTED_VERSION"} 5` + "\n",
+		`kiggy_api_errors_total{api="Produce",code="UNSUPPORTED_VERSION"} 1` + "\n",
 		`kiggy_api_errors_total{api="Produce",code="INVALID_REQUIRED_ACKS"} 1` + "\n",
 		`kiggy_api_errors_total{api="Produce",code="UNKNOWN_TOPIC_OR_PARTITION"} 2` + "\n",
 		`kiggy_api_errors_total{api="Produce",code="MESSAGE_TOO_LARGE"} 1` + "\n",

@@ -88,6 +88,10 @@ var APIs = []APIRange{
 	{KeyDeleteRecords, deleteRecordsMin, deleteRecordsMax, deleteRecordsFlexible},
 	{KeyInitProducerID, 0, 5, initProducerIDFlexible},
 	{KeyOffsetForLeaderEpoch, 2, 4, offsetForLeaderEpochFlexible},
+	{KeyAddPartitionsToTxn, AddPartitionsToTxnMinVersion, AddPartitionsToTxnMaxVersion, AddPartitionsToTxnFlexible},
+	{KeyAddOffsetsToTxn, AddOffsetsToTxnMinVersion, AddOffsetsToTxnMaxVersion, AddOffsetsToTxnFlexible},
+	{KeyEndTxn, EndTxnMinVersion, EndTxnMaxVersion, EndTxnFlexible},
+	{KeyTxnOffsetCommit, TxnOffsetCommitMinVersion, TxnOffsetCommitMaxVersion, TxnOffsetCommitFlexible},
 	{KeyDescribeAcls, aclsMin, aclsMax, aclsFlexible},
 	{KeyCreateAcls, aclsMin, aclsMax, aclsFlexible},
 	{KeyDeleteAcls, aclsMin, aclsMax, aclsFlexible},
@@ -103,6 +107,8 @@ var APIs = []APIRange{
 	{KeyAlterUserScramCredentials, 0, 0, scramCredentialsFlexible},
 	{KeyDescribeCluster, 0, 2, describeClusterFlexible},
 	{KeyDescribeProducers, 0, 0, describeProducersFlexible},
+	{KeyDescribeTransactions, DescribeTransactionsMinVersion, DescribeTransactionsMaxVersion, DescribeTransactionsFlexible},
+	{KeyListTransactions, ListTransactionsMinVersion, ListTransactionsMaxVersion, ListTransactionsFlexible},
 }
 
 // MaxAPIKey bounds the API keys wire's lookup array (and the gateway's

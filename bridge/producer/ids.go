@@ -76,6 +76,11 @@ func (p *IDs) Issued(id int64, nowMs int64) bool {
 	return id >= 0 && n >= firstCounter && n <= max(p.counter.Load(), nowMs)+counterSlack
 }
 
+// New returns a fresh producer id for a transactional id, whose epochs its
+// transaction coordinator keeps (bridge/txn), or -1 when the counter space
+// is spent.
+func (p *IDs) New() int64 { return p.next() }
+
 // next returns a fresh producer id, or -1 when the counter space is spent.
 func (p *IDs) next() int64 {
 	n := p.counter.Add(1)

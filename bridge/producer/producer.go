@@ -43,6 +43,9 @@ type Batch struct {
 	// set for every batch, idempotent or not: the gateway's coalescing
 	// keeps a round within one batch's timestamp span.
 	LastTS uint64
+	// Transactional: the batch is part of a Kafka transaction; its
+	// coordinator admits it (bridge/txn, Coordinator.CheckProduce).
+	Transactional bool
 	// PrincipalType and PrincipalName are who sent the batch, for the
 	// per-principal cap (Limits); views that may alias a request frame.
 	PrincipalType, PrincipalName string

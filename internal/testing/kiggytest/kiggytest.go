@@ -211,7 +211,7 @@ func (g *Gateway) CreateTopic(t testing.TB, name string, partitions int32) {
 }
 
 // Records reads every record of one partition back from the log, mapped back
-// to Kafka form.
+// to Kafka form (transaction markers, which are not records, skipped).
 func (g *Gateway) Records(t testing.TB, topic string, partition int32) []Record {
 	t.Helper()
 	var out []Record
@@ -225,13 +225,16 @@ func (g *Gateway) Records(t testing.TB, topic string, partition int32) []Record 
 			if derr = dec.Decode(m, &r); derr != nil {
 				return false
 			}
+			next = m.Offset + 1
+			n++
+			if r.IsControl {
+				return true // a transaction marker is not a record
+			}
 			rec := Record{Offset: m.Offset, Timestamp: r.TimestampMs, Key: clone(r.Key), Value: clone(r.Value)}
 			for _, h := range r.Headers {
 				rec.Headers = append(rec.Headers, Header{Key: string(h.Key), Value: clone(h.Value)})
 			}
 			out = append(out, rec)
-			next = m.Offset + 1
-			n++
 			return true
 		})
 		if err != nil {

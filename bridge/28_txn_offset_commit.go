@@ -1,0 +1,104 @@
+// TxnOffsetCommit (API key 28): versions 0–5 (wire.APIs).
+//
+// The offsets are kept with the transaction (bridge/txn) and committed
+// through store.Log when it commits; until then OffsetFetch with
+// require_stable answers UNSTABLE_OFFSET_COMMIT for them.
+
+package bridge
+
+import (
+	"errors"
+
+	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/bridge/txn"
+	"github.com/kiggy-io/kiggy/security/acl"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+func init() { handle(wire.KeyTxnOffsetCommit, (*Gateway).txnOffsetCommit) }
+
+// txnOffsetCommit answers TxnOffsetCommit (KafkaApis.handleTxnOffsetCommitRequest):
+// WRITE on the transactional id, READ on the group (else every partition
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED or GROUP_AUTHORIZATION_FAILED),
+// READ on each topic; the member and generation are checked as a
+// transactional commit is (v3+, KIP-447: with generation -1 and no member
+// the commit is not checked against the group, and a rebalance in progress
+// does not refuse it); then the coordinator keeps the offsets.
+func (g *Gateway) txnOffsetCommit(c *call) bool {
+	var req wire.TxnOffsetCommitRequest
+	if !decodeOrClose(c, &req) {
+		return false
+	}
+	all := g.txnCode()
+	switch {
+	case all != wire.NoError:
+	case !g.allowed(c, acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID):
+		all = wire.TransactionalIDAuthFailed
+	case g.groupCode(c, acl.OpRead, req.Group) != wire.NoError:
+		all = wire.GroupAuthorizationFailed
+	case req.Group == "":
+		all = wire.InvalidGroupID
+	case req.Generation >= 0 || req.MemberID != "" || req.InstanceID.Valid:
+		code := wire.ErrorCode(g.groups.ValidateCommit(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation))
+		if code != wire.RebalanceInProgress {
+			all = code
+		}
+	}
+	codes := make([][]wire.ErrorCode, len(req.Topics))
+	var offsets []txn.Offset
+	for i, t := range req.Topics {
+		codes[i] = make([]wire.ErrorCode, len(t.Partitions))
+		topicCode := all
+		if topicCode == wire.NoError {
+			topicCode = g.topicCode(c, acl.OpRead, t.Topic)
+		}
+		var count int32 = -1
+		if topicCode == wire.NoError {
+			info, err := g.store.Topic(g.ctx, t.Topic)
+			switch {
+			case errors.Is(err, store.ErrUnknownTopic):
+				topicCode = wire.UnknownTopicOrPartition
+			case err != nil:
+				topicCode = wire.CoordinatorLoadInProgress
+			default:
+				count = info.Partitions
+			}
+		}
+		for j, p := range t.Partitions {
+			code := topicCode
+			switch {
+			case code != wire.NoError:
+			case p.Partition < 0 || p.Partition >= count:
+				code = wire.UnknownTopicOrPartition
+			case len(p.Metadata.S) > offsetMetadataMax:
+				code = wire.OffsetMetadataTooLarge
+			default:
+				offsets = append(offsets, txn.Offset{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
+					LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata.S})
+			}
+			codes[i][j] = code
+		}
+	}
+	if len(offsets) > 0 {
+		if code := g.txn.CommitOffsets(g.ctx, req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, offsets); code != wire.NoError {
+			for i := range codes {
+				for j := range codes[i] {
+					if codes[i][j] == wire.NoError {
+						codes[i][j] = code
+					}
+				}
+			}
+		}
+	}
+	var resp wire.TxnOffsetCommitResponse
+	for i, t := range req.Topics {
+		out := wire.TxnOffsetCommitResponseTopic{Topic: t.Topic}
+		for j, p := range t.Partitions {
+			out.Partitions = append(out.Partitions, wire.TxnOffsetCommitResponsePartition{Partition: p.Partition, ErrorCode: codes[i][j]})
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	resp.CountErrors(g.errorCounter(c))
+	respond(c, &resp)
+	return false
+}

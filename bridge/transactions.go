@@ -1,0 +1,194 @@
+package bridge
+
+// Kafka transactions (docs/design/transactions.md): the coordinator is
+// bridge/txn; this file gives it the gateway's log (high watermarks,
+// marker appends, offset commits), loads its state at start and runs its
+// timer, and answers the questions Produce, Fetch and ListOffsets ask of
+// it. The handlers are 22_init_producer_id.go, 24_add_partitions_to_txn.go,
+// 25_add_offsets_to_txn.go, 26_end_txn.go, 28_txn_offset_commit.go,
+// 65_describe_transactions.go and 66_list_transactions.go.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge/mapping"
+	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/producer"
+	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/bridge/txn"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+// errTxnCluster is what a transactional client is told in cluster mode.
+const errTxnCluster = "kiggy serves Kafka transactions on a single instance; cluster mode (--cluster-membership) does not serve them yet"
+
+// transactionsServed reports whether this gateway coordinates
+// transactions: a single instance (the markers of a transaction are
+// appended by its coordinator, which in cluster mode may not lead the
+// partitions).
+func (g *Gateway) transactionsServed() bool { return g.cfg.Placement == nil }
+
+// txnTick is how often open transactions are checked against their
+// timeouts (Kafka: transaction.abort.timed.out.transaction.cleanup.interval.ms).
+const txnTick = time.Second
+
+// initTransactions creates the coordinator, loads its state (retrying in
+// the background until the system store answers) and starts its timer.
+func (g *Gateway) initTransactions() {
+	g.txn = txn.New(txn.Config{
+		MaxTimeout:   g.cfg.TransactionMaxTimeout,
+		IDExpiration: g.cfg.TransactionalIDExpiration,
+		Logger:       g.cfg.Logger,
+	}, txnBackend{g}, g.system)
+	if !g.transactionsServed() {
+		return
+	}
+	var err error
+	load := func() bool {
+		ctx, cancel := context.WithTimeout(g.ctx, 30*time.Second)
+		defer cancel()
+		if err = g.txn.Load(ctx); err != nil {
+			return false
+		}
+		g.txnReady.Store(true)
+		g.txn.Recover(ctx)
+		return true
+	}
+	if !load() {
+		g.cfg.Logger.Warn("transactions: loading the stored transactions failed; retrying", "err", err)
+		g.retryInBackground(load)
+	}
+	g.wg.Add(1)
+	go g.txnLoop()
+}
+
+// txnLoop aborts timed-out transactions and completes interrupted ones.
+func (g *Gateway) txnLoop() {
+	defer g.wg.Done()
+	t := time.NewTicker(txnTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if g.txnReady.Load() {
+				ctx, cancel := context.WithTimeout(g.ctx, g.cfg.ProduceTimeoutCap)
+				g.txn.Tick(ctx)
+				cancel()
+			}
+		case <-g.ctx.Done():
+			return
+		}
+	}
+}
+
+// txnCode is the code of a transaction request the coordinator cannot
+// take yet (its state still loading) or at all (cluster mode), NoError
+// when it can.
+func (g *Gateway) txnCode() wire.ErrorCode {
+	switch {
+	case !g.transactionsServed():
+		return wire.CoordinatorNotAvailable
+	case !g.txnReady.Load():
+		return wire.CoordinatorLoadInProgress
+	}
+	return wire.NoError
+}
+
+// lastStable is topic/partition's last stable offset given its high
+// watermark.
+func (g *Gateway) lastStable(topic string, partition int32, high int64) int64 {
+	return g.txn.Index.LastStable(topic, partition, high)
+}
+
+// readCommitted prepares r for a read of topic/partition at isolation
+// level isolation: a read_committed read of a partition with transactions
+// stops at the last stable offset and keeps transactional batches whole.
+func (g *Gateway) readCommitted(r *partReader, topic string, partition int32, isolation int8) {
+	r.committed = false
+	if isolation != 1 {
+		return
+	}
+	if lso := g.txn.Index.LastStable(topic, partition, math.MaxInt64); lso != math.MaxInt64 || g.hasAborted(topic, partition) {
+		r.committed, r.stopAt = true, lso
+	}
+}
+
+// hasAborted reports whether topic/partition has aborted transactions.
+func (g *Gateway) hasAborted(topic string, partition int32) bool {
+	return len(g.txn.Index.AbortedIn(nil, topic, partition, 0, math.MaxInt64)) > 0
+}
+
+// abortedFor fills p.AbortedTransactions for a read_committed read of
+// topic/partition from offset with a byte limit of limit: every aborted
+// transaction the read can meet. A stored message takes at least one byte
+// of the limit, so the read ends before offset+limit+1 (KIP-74's one
+// record past the limit included); listing one it does not reach is
+// harmless: the consumer skips a producer's batches only from the
+// transaction's first offset to its marker.
+func (g *Gateway) abortedFor(p *wire.FetchResponseTopicPartition, scratch []txn.Aborted, topic string, partition int32, offset int64, limit int) []txn.Aborted {
+	scratch = g.txn.Index.AbortedIn(scratch[:0], topic, partition, offset, offset+int64(limit)+1)
+	if len(scratch) == 0 {
+		p.AbortedTransactions = p.AbortedTransactions[:0]
+		return scratch
+	}
+	list := p.AbortedTransactions[:0]
+	for _, a := range scratch {
+		list = append(list, wire.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.First})
+	}
+	p.AbortedTransactions = list
+	return scratch
+}
+
+// txnBackend is the gateway as the coordinator's Backend.
+type txnBackend struct{ g *Gateway }
+
+// HighWatermark implements txn.Backend.
+func (b txnBackend) HighWatermark(ctx context.Context, topic string, partition int32) (int64, error) {
+	wm, err := b.g.watermarks(ctx, topic, partition)
+	return wm.High, err
+}
+
+// WriteMarker implements txn.Backend: the marker is appended as any record
+// is, through the partition's append queue, so it follows every append the
+// coordinator let in before it.
+func (b txnBackend) WriteMarker(ctx context.Context, topic string, partition int32, c mapping.Control) (int64, error) {
+	g := b.g
+	origin := uint64(time.Now().UnixMicro())
+	var m message.Batch
+	m.Checksums = !g.caps.NoFrameChecksums
+	m.Reset(origin)
+	mapping.AppendControl(&m, c, origin)
+	pb := producer.Batch{ID: -1, LastTS: origin}
+	code, base := g.appendMapped(ctx, topic, partition, &m, &pb)
+	switch code {
+	case wire.NoError:
+		if base < 0 {
+			return 0, fmt.Errorf("marker appended to %s/%d without an offset", topic, partition)
+		}
+		g.metrics.txnMarkers.Add(1)
+		return base, nil
+	case wire.UnknownTopicOrPartition:
+		return 0, store.ErrUnknownTopic
+	}
+	return 0, fmt.Errorf("appending a transaction marker to %s/%d: %s", topic, partition, code)
+}
+
+// CommitOffsets implements txn.Backend.
+func (b txnBackend) CommitOffsets(ctx context.Context, group string, offsets []txn.Offset) error {
+	for _, o := range offsets {
+		if err := b.g.store.CommitOffset(ctx, group, o.Topic, o.Partition, o.Offset, o.Metadata); err != nil {
+			if errors.Is(err, store.ErrUnknownTopic) || errors.Is(err, store.ErrUnknownPartition) {
+				continue // the topic is gone: nothing to commit
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// NewProducerID implements txn.Backend.
+func (b txnBackend) NewProducerID() int64 { return b.g.producerIDs.New() }

@@ -1,0 +1,706 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge/mapping"
+	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+// System-store namespaces: the transactions by transactional id, and the
+// aborted index by partition ("topic/partition").
+const (
+	NamespaceTxn     = "txn"
+	NamespaceAborted = "txn-aborted"
+)
+
+// Backend is what the coordinator needs of the gateway: the partitions'
+// high watermarks, the markers' appends and the group offsets' commits.
+type Backend interface {
+	// HighWatermark returns topic/partition's high watermark.
+	HighWatermark(ctx context.Context, topic string, partition int32) (int64, error)
+	// WriteMarker appends c to topic/partition (after every append of the
+	// transaction's producer to it) and returns the marker's offset.
+	WriteMarker(ctx context.Context, topic string, partition int32, c mapping.Control) (int64, error)
+	// CommitOffsets stores a committed transaction's offsets of group.
+	CommitOffsets(ctx context.Context, group string, offsets []Offset) error
+	// NewProducerID returns a fresh producer id, or -1 when none is left.
+	NewProducerID() int64
+}
+
+// Config configures a Coordinator; zero fields take Kafka's defaults.
+type Config struct {
+	// MaxTimeout is transaction.max.timeout.ms: a longer
+	// transaction.timeout.ms is INVALID_TRANSACTION_TIMEOUT (900 s).
+	MaxTimeout time.Duration
+	// IDExpiration is transactional.id.expiration.ms: an id with no
+	// transaction open that long is forgotten (7 days).
+	IDExpiration time.Duration
+	// Now is the clock (time.Now).
+	Now func() time.Time
+	// Logger reports transactions aborted by timeout and markers that
+	// failed (slog.Default).
+	Logger *slog.Logger
+}
+
+// Kafka's defaults.
+const (
+	DefaultMaxTimeout   = 900 * time.Second
+	DefaultIDExpiration = 7 * 24 * time.Hour
+)
+
+// Coordinator is the transaction coordinator of one gateway.
+type Coordinator struct {
+	cfg     Config
+	backend Backend
+	sys     store.SystemStore
+	// Index is the per-partition view read_committed reads.
+	Index *Index
+
+	mu    sync.Mutex
+	txns  map[string]*entry
+	byPID map[int64]*entry
+	// pending counts, per group and partition, the open transactions
+	// holding an offset for it (OffsetFetch's require_stable).
+	pending map[pendingKey]int
+}
+
+type pendingKey struct {
+	group, topic string
+	partition    int32
+}
+
+// entry is one transactional id. Its lock is held for writing across a
+// transition, I/O included, and for reading by a transactional append
+// across its check and its append (CheckProduce), so a marker always
+// follows every append of its transaction.
+type entry struct {
+	mu sync.RWMutex
+	t  Txn
+}
+
+// New returns a coordinator over backend, persisting to sys.
+func New(cfg Config, backend Backend, sys store.SystemStore) *Coordinator {
+	if cfg.MaxTimeout <= 0 {
+		cfg.MaxTimeout = DefaultMaxTimeout
+	}
+	if cfg.IDExpiration <= 0 {
+		cfg.IDExpiration = DefaultIDExpiration
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Coordinator{cfg: cfg, backend: backend, sys: sys, Index: NewIndex(),
+		txns: make(map[string]*entry), byPID: make(map[int64]*entry), pending: make(map[pendingKey]int)}
+}
+
+func (c *Coordinator) nowMs() int64 { return c.cfg.Now().UnixMilli() }
+
+// Load reads the persisted transactions and aborted indexes, and opens the
+// partitions of every unfinished transaction in the index. Call Recover
+// next to complete the prepared ones.
+func (c *Coordinator) Load(ctx context.Context) error {
+	abs, err := c.sys.LoadSystem(ctx, NamespaceAborted)
+	if err != nil {
+		return err
+	}
+	for k, v := range abs {
+		topic, p, ok := parseAbortedKey(k)
+		list, err := decodeAborted(v)
+		if !ok || err != nil {
+			c.cfg.Logger.Warn("txn: skipping an unreadable aborted index", "key", k)
+			continue
+		}
+		c.Index.SetAborted(topic, p, list)
+	}
+	txns, err := c.sys.LoadSystem(ctx, NamespaceTxn)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, v := range txns {
+		t, err := Decode(id, v)
+		if err != nil {
+			c.cfg.Logger.Warn("txn: skipping an unreadable transaction", "transactional_id", id)
+			continue
+		}
+		e := &entry{t: t}
+		c.txns[id] = e
+		c.byPID[t.ProducerID] = e
+		c.track(&e.t, +1)
+	}
+	return nil
+}
+
+// Recover completes every transaction a previous run prepared but did not
+// finish (its markers, its offsets), as Kafka's coordinator does when it
+// loads its partition of the transaction log.
+func (c *Coordinator) Recover(ctx context.Context) {
+	for _, e := range c.entries() {
+		e.mu.Lock()
+		if e.t.State == PrepareCommit || e.t.State == PrepareAbort {
+			if err := c.complete(ctx, e); err != nil {
+				c.cfg.Logger.Warn("txn: completing a prepared transaction failed; retried later",
+					"transactional_id", e.t.ID, "err", err)
+			}
+		}
+		e.mu.Unlock()
+	}
+}
+
+// entries returns every entry (a snapshot).
+func (c *Coordinator) entries() []*entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*entry, 0, len(c.txns))
+	for _, e := range c.txns {
+		out = append(out, e)
+	}
+	return out
+}
+
+// track adds (+1) or removes (-1) t's open partitions and pending offsets
+// from the index and the pending counts (caller holds c.mu or owns t's
+// entry before it is shared).
+func (c *Coordinator) track(t *Txn, sign int) {
+	if t.State != Ongoing && t.State != PrepareCommit && t.State != PrepareAbort {
+		return
+	}
+	if sign > 0 {
+		for _, p := range t.Partitions {
+			c.Index.Open(p.Topic, p.Partition, t.ProducerID, p.First)
+		}
+	}
+	for _, g := range t.Groups {
+		for _, o := range g.Offsets {
+			k := pendingKey{g.Group, o.Topic, o.Partition}
+			if c.pending[k] += sign; c.pending[k] <= 0 {
+				delete(c.pending, k)
+			}
+		}
+	}
+}
+
+// persist stores e's state; the caller answers only once it returns nil.
+func (c *Coordinator) persist(ctx context.Context, t *Txn) error {
+	return c.sys.PutSystem(ctx, NamespaceTxn, t.ID, t.Encode())
+}
+
+// fenced is the code for a stale epoch at request version v of an API
+// that answers PRODUCER_FENCED from version fencedFrom (KIP-588).
+func fenced(v, fencedFrom int16) wire.ErrorCode {
+	if v >= fencedFrom {
+		return wire.ProducerFenced
+	}
+	return wire.InvalidProducerEpoch
+}
+
+// The coordinator's methods copy what they keep of their string
+// arguments, which may alias a request frame.
+
+// InitProducerID answers InitProducerId for a transactional id
+// (TransactionCoordinator.handleInitProducerId): a new id at epoch 0, or
+// the id's next epoch, fencing the previous producer; an open transaction
+// is aborted first. expectedPID/expectedEpoch are the producer's own
+// (KIP-360, v3+; -1 otherwise); v is the request version.
+func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs int32, expectedPID int64, expectedEpoch int16, v int16) (int64, int16, wire.ErrorCode) {
+	if timeoutMs <= 0 || time.Duration(timeoutMs)*time.Millisecond > c.cfg.MaxTimeout {
+		return -1, -1, wire.InvalidTransactionTimeout
+	}
+	c.mu.Lock()
+	e := c.txns[id]
+	if e == nil {
+		pid := c.backend.NewProducerID()
+		if pid < 0 {
+			c.mu.Unlock()
+			return -1, -1, wire.UnknownServerError
+		}
+		now := c.nowMs()
+		id = strings.Clone(id) // the request's string may alias its frame
+		e = &entry{t: Txn{ID: id, ProducerID: pid, TimeoutMs: timeoutMs, State: Empty, UpdateMs: now}}
+		e.mu.Lock()
+		c.txns[id] = e
+		c.byPID[pid] = e
+		c.mu.Unlock()
+		defer e.mu.Unlock()
+		if err := c.persist(ctx, &e.t); err != nil {
+			c.mu.Lock()
+			delete(c.txns, id)
+			delete(c.byPID, pid)
+			c.mu.Unlock()
+			return -1, -1, storeCode(err)
+		}
+		return pid, 0, wire.NoError
+	}
+	c.mu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := &e.t
+	if expectedPID >= 0 && !(expectedPID == t.ProducerID && expectedEpoch == t.Epoch) {
+		// KIP-360: only the current producer may bump its own epoch.
+		return -1, -1, fenced(v, 4)
+	}
+	switch t.State {
+	case PrepareCommit, PrepareAbort:
+		// Completing after a crash; the client retries.
+		if err := c.complete(ctx, e); err != nil {
+			return -1, -1, wire.ConcurrentTransactions
+		}
+	case Ongoing:
+		// A new producer for the id: abort what the old one left open,
+		// with a bumped epoch so the old one is fenced.
+		if code := c.abortFenced(ctx, e); code != wire.NoError {
+			return -1, -1, code
+		}
+	}
+	next := *t
+	next.TimeoutMs = timeoutMs
+	next.State = Empty
+	next.UpdateMs = c.nowMs()
+	next.Partitions, next.Groups = nil, nil
+	if next.Epoch >= math.MaxInt16-1 {
+		// Epoch exhausted: a new producer id at epoch 0.
+		pid := c.backend.NewProducerID()
+		if pid < 0 {
+			return -1, -1, wire.UnknownServerError
+		}
+		next.ProducerID, next.Epoch = pid, 0
+	} else {
+		next.Epoch++
+	}
+	if err := c.persist(ctx, &next); err != nil {
+		return -1, -1, storeCode(err)
+	}
+	c.replace(e, next)
+	return next.ProducerID, next.Epoch, wire.NoError
+}
+
+// replace installs next as e's state (caller holds e's lock), keeping the
+// producer-id map and pending counts current.
+func (c *Coordinator) replace(e *entry, next Txn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.track(&e.t, -1)
+	if next.ProducerID != e.t.ProducerID {
+		delete(c.byPID, e.t.ProducerID)
+		c.byPID[next.ProducerID] = e
+	}
+	e.t = next
+	c.track(&e.t, +1)
+}
+
+// abortFenced aborts e's open transaction with the epoch bumped (a new
+// producer took the id, or the transaction timed out), fencing its
+// producer. Caller holds e's lock.
+func (c *Coordinator) abortFenced(ctx context.Context, e *entry) wire.ErrorCode {
+	next := e.t.clone()
+	if next.Epoch < math.MaxInt16-1 {
+		next.Epoch++
+	}
+	next.State = PrepareAbort
+	next.UpdateMs = c.nowMs()
+	if err := c.persist(ctx, &next); err != nil {
+		return storeCode(err)
+	}
+	c.replace(e, next)
+	if err := c.complete(ctx, e); err != nil {
+		return wire.ConcurrentTransactions
+	}
+	return wire.NoError
+}
+
+// check validates a request's producer id and epoch against e (caller
+// holds e's lock): INVALID_PRODUCER_ID_MAPPING for another id, a fencing
+// code for another epoch.
+func check(t *Txn, pid int64, epoch int16, v, fencedFrom int16) wire.ErrorCode {
+	switch {
+	case t.ProducerID != pid:
+		return wire.InvalidProducerIDMapping
+	case t.Epoch != epoch:
+		return fenced(v, fencedFrom)
+	}
+	return wire.NoError
+}
+
+// lookup returns the entry of id, or nil.
+func (c *Coordinator) lookup(id string) *entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.txns[id]
+}
+
+// begin moves t to Ongoing when it is not (a new transaction).
+func (c *Coordinator) begin(t *Txn) {
+	if t.State != Ongoing {
+		t.State = Ongoing
+		t.StartMs = c.nowMs()
+		t.Partitions, t.Groups = nil, nil
+	}
+	t.UpdateMs = c.nowMs()
+}
+
+// PartitionResult is one partition's outcome of AddPartitions.
+type PartitionResult struct {
+	Topic     string
+	Partition int32
+	Code      wire.ErrorCode
+}
+
+// AddPartitions adds partitions to id's transaction
+// (AddPartitionsToTxn): the whole request succeeds or fails alike, as
+// Kafka's coordinator answers it. unknown lists partitions the gateway
+// found missing: they answer UNKNOWN_TOPIC_OR_PARTITION and the others
+// OPERATION_NOT_ATTEMPTED. It returns one code for all the partitions.
+func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []Partition, v int16) wire.ErrorCode {
+	e := c.lookup(id)
+	if e == nil {
+		return wire.InvalidProducerIDMapping
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := &e.t
+	if code := check(t, pid, epoch, v, 2); code != wire.NoError {
+		return code
+	}
+	if t.State == PrepareCommit || t.State == PrepareAbort {
+		return wire.ConcurrentTransactions
+	}
+	next := t.clone()
+	c.begin(&next)
+	added := false
+	for _, p := range parts {
+		if next.hasPartition(p.Topic, p.Partition) {
+			continue
+		}
+		hw, err := c.backend.HighWatermark(ctx, p.Topic, p.Partition)
+		if err != nil {
+			return storeCode(err)
+		}
+		next.Partitions = append(next.Partitions, Partition{Topic: strings.Clone(p.Topic), Partition: p.Partition, First: hw})
+		added = true
+	}
+	if !added && t.State == Ongoing {
+		return wire.NoError // all there already (a retry)
+	}
+	if err := c.persist(ctx, &next); err != nil {
+		return storeCode(err)
+	}
+	c.replace(e, next)
+	return wire.NoError
+}
+
+// AddOffsets adds group's offsets to id's transaction (AddOffsetsToTxn).
+func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoch int16, group string, v int16) wire.ErrorCode {
+	e := c.lookup(id)
+	if e == nil {
+		return wire.InvalidProducerIDMapping
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := &e.t
+	if code := check(t, pid, epoch, v, 2); code != wire.NoError {
+		return code
+	}
+	if t.State == PrepareCommit || t.State == PrepareAbort {
+		return wire.ConcurrentTransactions
+	}
+	next := t.clone()
+	c.begin(&next)
+	next.group(strings.Clone(group))
+	if err := c.persist(ctx, &next); err != nil {
+		return storeCode(err)
+	}
+	c.replace(e, next)
+	return wire.NoError
+}
+
+// CommitOffsets records offsets of group in id's transaction
+// (TxnOffsetCommit): stored with the transaction, made visible when it
+// commits. It returns one code for all the offsets.
+func (c *Coordinator) CommitOffsets(ctx context.Context, id, group string, pid int64, epoch int16, offsets []Offset) wire.ErrorCode {
+	e := c.lookup(id)
+	if e == nil {
+		return wire.InvalidProducerIDMapping
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := &e.t
+	if t.ProducerID != pid {
+		return wire.InvalidProducerIDMapping
+	}
+	if t.Epoch != epoch {
+		// GroupMetadataManager.storeOffsets for a stale producer epoch.
+		return wire.InvalidProducerEpoch
+	}
+	if t.State != Ongoing {
+		return wire.InvalidTxnState
+	}
+	next := t.clone()
+	g := next.group(strings.Clone(group))
+	for _, o := range offsets {
+		o.Topic, o.Metadata = strings.Clone(o.Topic), strings.Clone(o.Metadata)
+		i := slices.IndexFunc(g.Offsets, func(x Offset) bool { return x.Topic == o.Topic && x.Partition == o.Partition })
+		if i >= 0 {
+			g.Offsets[i] = o
+		} else {
+			g.Offsets = append(g.Offsets, o)
+		}
+	}
+	next.UpdateMs = c.nowMs()
+	if err := c.persist(ctx, &next); err != nil {
+		return storeCode(err)
+	}
+	c.replace(e, next)
+	return wire.NoError
+}
+
+// End commits or aborts id's transaction (EndTxn): prepared, persisted,
+// markers written to every partition, offsets committed, completed and
+// persisted, before it returns.
+func (c *Coordinator) End(ctx context.Context, id string, pid int64, epoch int16, commit bool, v int16) wire.ErrorCode {
+	e := c.lookup(id)
+	if e == nil {
+		return wire.InvalidProducerIDMapping
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := &e.t
+	if code := check(t, pid, epoch, v, 2); code != wire.NoError {
+		return code
+	}
+	switch {
+	case t.State == Ongoing:
+	case t.State == PrepareCommit && commit, t.State == PrepareAbort && !commit:
+		// A retry after markers failed: finish them.
+		if err := c.complete(ctx, e); err != nil {
+			return wire.ConcurrentTransactions
+		}
+		return wire.NoError
+	case t.State == CompleteCommit && commit, t.State == CompleteAbort && !commit:
+		return wire.NoError // the retry of an answered EndTxn
+	case t.State == PrepareCommit, t.State == PrepareAbort:
+		return wire.ConcurrentTransactions
+	default:
+		return wire.InvalidTxnState
+	}
+	next := t.clone()
+	next.State = PrepareAbort
+	if commit {
+		next.State = PrepareCommit
+	}
+	next.UpdateMs = c.nowMs()
+	if err := c.persist(ctx, &next); err != nil {
+		return storeCode(err)
+	}
+	c.replace(e, next)
+	if err := c.complete(ctx, e); err != nil {
+		c.cfg.Logger.Warn("txn: writing markers failed; completed on the client's retry or by the janitor",
+			"transactional_id", id, "err", err)
+		// Prepared and persisted: the outcome is decided. Kafka answers
+		// here too and completes in the background.
+	}
+	return wire.NoError
+}
+
+// complete writes the markers of e's prepared transaction, commits its
+// offsets when it commits, and persists it complete (caller holds e's
+// lock). A failure leaves it prepared, to be completed again.
+func (c *Coordinator) complete(ctx context.Context, e *entry) error {
+	t := &e.t
+	commit := t.State == PrepareCommit
+	marker := mapping.Control{ProducerID: t.ProducerID, ProducerEpoch: t.Epoch, Commit: commit}
+	for _, p := range t.Partitions {
+		off, err := c.backend.WriteMarker(ctx, p.Topic, p.Partition, marker)
+		if err != nil {
+			if isGone(err) {
+				c.Index.Close(p.Topic, p.Partition, t.ProducerID, -1, true)
+				continue // a deleted partition has nothing to end
+			}
+			return fmt.Errorf("marker for %s/%d: %w", p.Topic, p.Partition, err)
+		}
+		if c.Index.Close(p.Topic, p.Partition, t.ProducerID, off, commit) {
+			list := c.Index.AbortedList(p.Topic, p.Partition)
+			if err := c.sys.PutSystem(ctx, NamespaceAborted, abortedKey(p.Topic, p.Partition), encodeAborted(list)); err != nil {
+				return fmt.Errorf("aborted index of %s/%d: %w", p.Topic, p.Partition, err)
+			}
+		}
+	}
+	if commit {
+		for _, g := range t.Groups {
+			if len(g.Offsets) == 0 {
+				continue
+			}
+			if err := c.backend.CommitOffsets(ctx, g.Group, g.Offsets); err != nil {
+				return fmt.Errorf("offsets of group %s: %w", g.Group, err)
+			}
+		}
+	}
+	next := t.clone()
+	next.State = CompleteAbort
+	if commit {
+		next.State = CompleteCommit
+	}
+	next.UpdateMs = c.nowMs()
+	if err := c.persist(ctx, &next); err != nil {
+		return err
+	}
+	c.replace(e, next)
+	return nil
+}
+
+// isGone reports whether err says the partition no longer exists.
+func isGone(err error) bool {
+	return errors.Is(err, store.ErrUnknownTopic) || errors.Is(err, store.ErrUnknownPartition)
+}
+
+// storeCode maps a system-store or log error to the code a client retries
+// on: the state is unchanged.
+func storeCode(err error) wire.ErrorCode {
+	if isGone(err) {
+		return wire.UnknownTopicOrPartition
+	}
+	return wire.CoordinatorNotAvailable
+}
+
+// Produce is what CheckProduce returns for an allowed transactional append:
+// call Done once the append has finished (the marker waits for it).
+type Produce struct{ e *entry }
+
+// Done releases the transaction for its markers.
+func (p Produce) Done() {
+	if p.e != nil {
+		p.e.mu.RUnlock()
+	}
+}
+
+// CheckProduce admits a transactional batch of producer pid at epoch to
+// topic/partition: its transaction must be open and hold the partition.
+// On NoError the caller appends and then calls Done.
+func (c *Coordinator) CheckProduce(pid int64, epoch int16, topic string, partition int32) (Produce, wire.ErrorCode) {
+	c.mu.Lock()
+	e := c.byPID[pid]
+	c.mu.Unlock()
+	if e == nil {
+		return Produce{}, wire.InvalidProducerIDMapping
+	}
+	e.mu.RLock()
+	t := &e.t
+	switch {
+	case t.ProducerID != pid:
+		e.mu.RUnlock()
+		return Produce{}, wire.InvalidProducerIDMapping
+	case epoch < t.Epoch:
+		e.mu.RUnlock()
+		return Produce{}, wire.InvalidProducerEpoch
+	case epoch > t.Epoch, t.State != Ongoing || !t.hasPartition(topic, partition):
+		// KIP-890 part 1: a transactional write the coordinator does not
+		// know of (never added, or its transaction already ended).
+		e.mu.RUnlock()
+		return Produce{}, wire.InvalidTxnState
+	}
+	return Produce{e: e}, wire.NoError
+}
+
+// PendingOffset reports whether an open transaction holds an offset of
+// group for topic/partition (OffsetFetch require_stable answers
+// UNSTABLE_OFFSET_COMMIT then).
+func (c *Coordinator) PendingOffset(group, topic string, partition int32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending[pendingKey{group, topic, partition}] > 0
+}
+
+// Describe returns a copy of id's state; ok=false when unknown.
+func (c *Coordinator) Describe(id string) (Txn, bool) {
+	e := c.lookup(id)
+	if e == nil {
+		return Txn{}, false
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.t.clone(), true
+}
+
+// List returns a copy of every transaction's state.
+func (c *Coordinator) List() []Txn {
+	es := c.entries()
+	out := make([]Txn, 0, len(es))
+	for _, e := range es {
+		e.mu.RLock()
+		out = append(out, e.t.clone())
+		e.mu.RUnlock()
+	}
+	return out
+}
+
+// Tick aborts open transactions past their timeout (fencing their
+// producers, as Kafka's abortTimedOutTransactions does), completes prepared
+// ones whose markers failed, and forgets ids idle past IDExpiration.
+func (c *Coordinator) Tick(ctx context.Context) {
+	now := c.nowMs()
+	for _, e := range c.entries() {
+		if !e.mu.TryLock() {
+			continue // busy: the next tick
+		}
+		t := &e.t
+		switch {
+		case t.State == Ongoing && now-t.StartMs > int64(t.TimeoutMs):
+			c.cfg.Logger.Info("txn: aborting a transaction past its timeout", "transactional_id", t.ID,
+				"producer_id", t.ProducerID, "timeout_ms", t.TimeoutMs)
+			c.abortFenced(ctx, e)
+		case t.State == PrepareCommit || t.State == PrepareAbort:
+			if err := c.complete(ctx, e); err != nil {
+				c.cfg.Logger.Warn("txn: completing a prepared transaction failed", "transactional_id", t.ID, "err", err)
+			}
+		case (t.State == Empty || t.State == CompleteCommit || t.State == CompleteAbort) &&
+			now-t.UpdateMs > c.cfg.IDExpiration.Milliseconds():
+			if err := c.sys.PutSystem(ctx, NamespaceTxn, t.ID, nil); err == nil {
+				c.mu.Lock()
+				delete(c.txns, t.ID)
+				if c.byPID[t.ProducerID] == e {
+					delete(c.byPID, t.ProducerID)
+				}
+				c.mu.Unlock()
+			}
+		}
+		e.mu.Unlock()
+	}
+}
+
+// PruneAborted drops topic/partition's aborted transactions below
+// logStart, persisting the shorter index.
+func (c *Coordinator) PruneAborted(ctx context.Context, topic string, partition int32, logStart int64) error {
+	if !c.Index.Prune(topic, partition, logStart) {
+		return nil
+	}
+	list := c.Index.AbortedList(topic, partition)
+	var v []byte
+	if len(list) > 0 {
+		v = encodeAborted(list)
+	}
+	return c.sys.PutSystem(ctx, NamespaceAborted, abortedKey(topic, partition), v)
+}
+
+// DropTopic forgets a deleted topic's partitions and their aborted
+// indexes (a topic created again under the name starts with none).
+func (c *Coordinator) DropTopic(ctx context.Context, topic string) error {
+	for _, p := range c.Index.DropTopic(topic) {
+		if err := c.sys.PutSystem(ctx, NamespaceAborted, abortedKey(topic, p), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
