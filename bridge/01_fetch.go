@@ -1,11 +1,13 @@
 // Fetch (API key 1): versions 4–12 (wire.APIs); v13+ need topic ids.
 //
 // Records are mapped back from messages into v2 batches in the topic's
-// compression.type (docs/design/record-mapping.md §3). Differs from Kafka
+// compression.type (docs/design/record-mapping.md §3); a transaction's
+// batches and markers as Kafka serves them, and read_committed up to the
+// last stable offset with the aborted transactions
+// (docs/design/transactions.md §4). Differs from Kafka
 // (docs/design/kafka-protocol.md §7): sessionless (KIP-227: SessionId 0,
 // every requested partition answered; an incremental fetch is
-// FETCH_SESSION_ID_NOT_FOUND), and without transactions the last stable
-// offset is the high watermark. Reading partitions and parking a Fetch are
+// FETCH_SESSION_ID_NOT_FOUND). Reading partitions and parking a Fetch are
 // fetch.go.
 
 package bridge

@@ -1,7 +1,8 @@
 // DescribeProducers (API key 61): version 0 (wire.APIs), KIP-664.
 //
-// Differs from Kafka: there are no transactions, so CoordinatorEpoch and
-// CurrentTxnStartOffset are -1.
+// Differs from Kafka: CurrentTxnStartOffset is the open transaction's first
+// offset as the coordinator knows it, the partition's high watermark when
+// it joined the transaction (docs/design/transactions.md §3).
 
 package bridge
 
@@ -20,8 +21,9 @@ func init() { handle(wire.KeyDescribeProducers, (*Gateway).describeProducers) }
 // gateway has not appended to the partition yet, so
 // `kafka-transactions --describe-producers` shows the same state after a
 // restart. Like ReplicaManager.activeProducerState: an unknown topic or
-// partition is UNKNOWN_TOPIC_OR_PARTITION; there are no transactions, so
-// CoordinatorEpoch and CurrentTxnStartOffset are -1.
+// partition is UNKNOWN_TOPIC_OR_PARTITION. A producer with a transaction
+// open in the partition has its coordinator epoch (0) and the
+// transaction's first offset; the others -1.
 func (g *Gateway) describeProducers(c *call) bool {
 	var req wire.DescribeProducersRequest
 	if !decodeOrClose(c, &req) {
@@ -72,5 +74,12 @@ func (g *Gateway) activeProducers(topic string, p int32) ([]wire.DescribeProduce
 			return nil, err
 		}
 	}
-	return pp.Active(), nil
+	active := pp.Active()
+	for i := range active {
+		a := &active[i]
+		if first, ok := g.txn.Index.OpenFirst(topic, p, a.ProducerID); ok {
+			a.CoordinatorEpoch, a.CurrentTxnStartOffset = 0, first
+		}
+	}
+	return active, nil
 }

@@ -604,7 +604,8 @@ func (g *Gateway) readRecords(r *partReader, buf []byte, topic string, codec bat
 	r.noteStop(wm)
 	for reads := 1; err == nil && codec != batch.NoCompression && reads < maxCompressedReads; reads++ {
 		left := limit - (len(r.buf) - start)
-		if r.unmappable || r.capped && !r.capFirst || r.mapped == 0 || r.next >= wm.High || left < minContinuation {
+		if r.unmappable || r.capped && !r.capFirst || r.mapped == 0 || r.next >= wm.High || left < minContinuation ||
+			r.committed && r.next >= r.stopAt {
 			break
 		}
 		r.capBytes, r.capUsed, r.capFirst, r.capped = left, 0, false, false

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/producer"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/bridge/txn"
+	"github.com/kiggy-io/kiggy/internal/metric"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -192,3 +194,14 @@ func (b txnBackend) CommitOffsets(ctx context.Context, group string, offsets []t
 
 // NewProducerID implements txn.Backend.
 func (b txnBackend) NewProducerID() int64 { return b.g.producerIDs.New() }
+
+// writeTxnMetrics writes the transaction coordinator's metrics.
+func (g *Gateway) writeTxnMetrics(w io.Writer) {
+	st := &g.txn.Stats
+	metric.Header(w, "kiggy_transactions_total", "counter", "Transactions completed, by outcome (committed, aborted); timed_out counts the aborts of transactions past their transaction.timeout.ms.")
+	fmt.Fprintf(w, "kiggy_transactions_total{outcome=\"committed\"} %d\n", st.Committed.Load())
+	fmt.Fprintf(w, "kiggy_transactions_total{outcome=\"aborted\"} %d\n", st.Aborted.Load())
+	fmt.Fprintf(w, "kiggy_transactions_total{outcome=\"timed_out\"} %d\n", st.TimedOut.Load())
+	metric.Single(w, "kiggy_transactions_open", "gauge", "Transactions open now (ongoing, or being committed or aborted).", uint64(g.txn.Open()))
+	metric.Single(w, "kiggy_txn_markers_total", "counter", "Transaction commit and abort markers appended to partitions.", g.metrics.txnMarkers.Load())
+}

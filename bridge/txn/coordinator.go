@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/mapping"
@@ -72,6 +73,29 @@ type Coordinator struct {
 	// pending counts, per group and partition, the open transactions
 	// holding an offset for it (OffsetFetch's require_stable).
 	pending map[pendingKey]int
+
+	// Stats counts completed transactions.
+	Stats Stats
+}
+
+// Stats are the coordinator's counters, for the gateway's metrics.
+type Stats struct {
+	// Committed and Aborted count transactions completed either way;
+	// TimedOut counts the aborts Tick made for a timeout.
+	Committed, Aborted, TimedOut atomic.Uint64
+}
+
+// Open counts the transactions open (Ongoing or being completed).
+func (c *Coordinator) Open() int {
+	n := 0
+	for _, e := range c.entries() {
+		e.mu.RLock()
+		if s := e.t.State; s == Ongoing || s == PrepareCommit || s == PrepareAbort {
+			n++
+		}
+		e.mu.RUnlock()
+	}
+	return n
 }
 
 type pendingKey struct {
@@ -558,6 +582,11 @@ func (c *Coordinator) complete(ctx context.Context, e *entry) error {
 		return err
 	}
 	c.replace(e, next)
+	if commit {
+		c.Stats.Committed.Add(1)
+	} else {
+		c.Stats.Aborted.Add(1)
+	}
 	return nil
 }
 
@@ -660,7 +689,9 @@ func (c *Coordinator) Tick(ctx context.Context) {
 		case t.State == Ongoing && now-t.StartMs > int64(t.TimeoutMs):
 			c.cfg.Logger.Info("txn: aborting a transaction past its timeout", "transactional_id", t.ID,
 				"producer_id", t.ProducerID, "timeout_ms", t.TimeoutMs)
-			c.abortFenced(ctx, e)
+			if c.abortFenced(ctx, e) == wire.NoError {
+				c.Stats.TimedOut.Add(1)
+			}
 		case t.State == PrepareCommit || t.State == PrepareAbort:
 			if err := c.complete(ctx, e); err != nil {
 				c.cfg.Logger.Warn("txn: completing a prepared transaction failed", "transactional_id", t.ID, "err", err)

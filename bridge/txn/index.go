@@ -33,8 +33,8 @@ type partState struct {
 	aborted []Aborted
 }
 
-// Index is, per partition, what read_committed needs (docs/design/
-// transactions.md §4): the last stable offset (the first offset of the
+// Index is, per partition, what read_committed needs
+// (docs/design/transactions.md §4): the last stable offset (the first offset of the
 // earliest open transaction, or the high watermark) and the aborted
 // transactions of an offset range. A partition no transaction ever touched
 // costs one atomic load.
@@ -96,6 +96,21 @@ func (x *Index) Close(topic string, partition int32, producerID, marker int64, c
 	}
 	p.aborted = append(p.aborted, Aborted{ProducerID: producerID, First: first, Last: marker})
 	return true
+}
+
+// OpenFirst returns the first offset of producerID's open transaction in
+// topic/partition; ok=false when it has none there.
+func (x *Index) OpenFirst(topic string, partition int32, producerID int64) (int64, bool) {
+	if !x.used.Load() {
+		return -1, false
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if p := x.parts[partKey{topic, partition}]; p != nil {
+		f, ok := p.open[producerID]
+		return f, ok
+	}
+	return -1, false
 }
 
 // LastStable returns topic/partition's last stable offset given its high

@@ -190,7 +190,7 @@ func Decode(id string, v []byte) (Txn, error) {
 	n = d.count(6)
 	for range n {
 		g := GroupOffsets{Group: d.str()}
-		m := d.count(22)
+		m := d.count(20) // topic and metadata lengths 2+2, partition 4, offset 8, leader epoch 4
 		for range m {
 			g.Offsets = append(g.Offsets, Offset{Topic: d.str(), Partition: int32(d.u32()), Offset: int64(d.u64()),
 				LeaderEpoch: int32(d.u32()), Metadata: d.str()})

@@ -30,6 +30,8 @@ type options struct {
 	clusterID                                     string
 	autoCreateTopics                              bool
 	producerIDExpiration                          time.Duration
+	transactionMaxTimeout                         time.Duration
+	transactionalIDExpiration                     time.Duration
 	producerStateScan                             int64
 	refuseUnissuedProducerIDs                     bool
 	maxProducerStates, maxProducerStatesPrincipal int64
@@ -81,6 +83,8 @@ func registerOptions(s *settings, o *options) {
 	s.Int("Kafka", "default-partitions", &o.defaultPartitions, bridge.DefaultNumPartitions, 1, 1000, "partitions of auto-created topics (Kafka num.partitions)")
 	s.Int("Kafka", "instance-id", &o.instanceID, 0, 0, 65535, "gateway instance id in the high bits of producer ids (IGGY_KAFKA_INSTANCE_ID)")
 	s.Duration("Kafka", "producer-id-expiration", &o.producerIDExpiration, 24*time.Hour, time.Second, 365*24*time.Hour, "drop an idempotent producer's sequence state after this long without appends (Kafka producer.id.expiration.ms)")
+	s.Duration("Kafka", "transaction-max-timeout", &o.transactionMaxTimeout, 15*time.Minute, time.Second, 24*time.Hour, "the longest transaction.timeout.ms a transactional producer may ask for; longer is INVALID_TRANSACTION_TIMEOUT (Kafka transaction.max.timeout.ms)")
+	s.Duration("Kafka", "transactional-id-expiration", &o.transactionalIDExpiration, 7*24*time.Hour, time.Minute, 365*24*time.Hour, "forget a transactional id after this long with no transaction (Kafka transactional.id.expiration.ms)")
 	s.Bool("Kafka", "refuse-unissued-producer-ids", &o.refuseUnissuedProducerIDs, true, "answer UNKNOWN_PRODUCER_ID to an idempotent batch whose producer id no InitProducerId handed out, instead of creating a state for it (docs/LIMITS.md)")
 	s.Int("Limits", "max-producer-states", &o.maxProducerStates, bridge.DefaultMaxProducerStates, 0, 1<<40, "idempotent producer states (producer id × partition) held in total; a new producer past it gets THROTTLING_QUOTA_EXCEEDED; 0 = no cap")
 	s.Int("Limits", "max-producer-states-per-principal", &o.maxProducerStatesPrincipal, bridge.DefaultMaxProducerStatesPerPrincipal, 0, 1<<40, "idempotent producer states one principal's batches created; as above; 0 = no cap")
@@ -258,6 +262,8 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		Workers:                       int(o.workers),
 		ProduceTimeoutCap:             o.produceTimeoutCap,
 		ProducerIDExpiration:          o.producerIDExpiration,
+		TransactionMaxTimeout:         o.transactionMaxTimeout,
+		TransactionalIDExpiration:     o.transactionalIDExpiration,
 		ProducerStateScan:             int(o.producerStateScan),
 		RefuseUnissuedProducerIDs:     o.refuseUnissuedProducerIDs,
 		MaxProducerStates:             uncapped(o.maxProducerStates),

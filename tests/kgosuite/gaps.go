@@ -17,17 +17,6 @@ type KnownGap struct {
 // checked). Nothing flaky belongs here: a test that fails now and then
 // against kiggy is a kiggy bug to fix, or to report upstream.
 var KnownGaps = []KnownGap{
-	// kiggy refuses transactions (docs/COMPATIBILITY.md, "Transactions:
-	// refused"): its producer has a TransactionalID, FindCoordinator for a
-	// transaction coordinator answers INVALID_REQUEST (docs/LIMITS.md),
-	// BeginTransaction fails, nothing is produced, and its consumers wait
-	// for KGO_TEST_RECORDS records until -test.timeout: it hangs rather than
-	// fails. (The suite's other Txn-named tests, TestOptValuesTxnIDAndShare,
-	// TestAuditTxnRecheckRewindUnmarksAddedToTxn and
-	// TestAuditWriteTxnMarkersPreservesCoordinatorEpoch, need no broker and
-	// pass.)
-	{"TestTxnEtl", "transactions: kiggy serves no transaction APIs, so the producer never begins a transaction and the consumers wait forever for its records"},
-
 	// Three 1 MiB records of zeros are produced gzip-compressed into one
 	// batch; the test wants the consumer's MaxDecompressBatchBytes(1 MiB)
 	// to refuse that batch (ErrDecompressTooLarge). kiggy stores records
