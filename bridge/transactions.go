@@ -73,18 +73,40 @@ func (g *Gateway) txnLoop() {
 	defer g.wg.Done()
 	t := time.NewTicker(txnTick)
 	defer t.Stop()
-	for {
+	for tick := 1; ; tick++ {
 		select {
 		case <-t.C:
 			if g.txnReady.Load() {
 				ctx, cancel := context.WithTimeout(g.ctx, g.cfg.ProduceTimeoutCap)
 				g.txn.Tick(ctx)
+				if tick%abortedPruneTicks == 0 {
+					g.pruneAborted(ctx)
+				}
 				cancel()
 			}
 		case <-g.ctx.Done():
 			return
 		}
 	}
+}
+
+// abortedPruneTicks is how many txnTicks apart the aborted indexes are
+// pruned of transactions whose records retention removed.
+const abortedPruneTicks = 60
+
+// pruneAborted drops the aborted transactions below each partition's log
+// start (retention, DeleteRecords, the embedded log's caps): no Fetch can
+// reach them.
+func (g *Gateway) pruneAborted(ctx context.Context) {
+	g.txn.Index.WithAborted(func(topic string, partition int32) {
+		wm, err := g.watermarks(ctx, topic, partition)
+		if err != nil {
+			return // a deleted topic is dropped by DeleteTopics; else the next round
+		}
+		if err := g.txn.PruneAborted(ctx, topic, partition, wm.LogStart); err != nil {
+			g.cfg.Logger.Warn("transactions: pruning aborted transactions failed", "topic", topic, "partition", partition, "err", err)
+		}
+	})
 }
 
 // txnCode is the code of a transaction request the coordinator cannot

@@ -9,6 +9,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 )
 
 // readValues reads topic from the start at isolation iso until it has
@@ -124,4 +127,100 @@ func TestTransactionsCommitAbort(t *testing.T) {
 			t.Fatalf("after the commit read_committed read %q, want %q", committed, want)
 		}
 	})
+}
+
+// TestTransactionSurvivesRestart: a transaction left open by a gateway
+// that stops (a committed one before it, and its aborted index) is known
+// to the next gateway over the same Iggy server: the last stable offset
+// still holds at the open transaction's start, DescribeTransactions shows
+// it Ongoing, and at its timeout the new gateway aborts it: the last
+// stable offset moves past its marker and read_committed never sees its
+// records.
+func TestTransactionSurvivesRestart(t *testing.T) {
+	srv := iggytest.New(iggytest.Config{})
+	if _, err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	first := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	const topic = "txn-restart"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	first.CreateTopic(t, topic, 1)
+	p, err := kgo.NewClient(kgo.SeedBrokers(first.Addr), kgo.TransactionalID("txn-restart"), kgo.DefaultProduceTopic(topic),
+		kgo.TransactionTimeout(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	txn := func(prefix string, commit bool, end bool) {
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if err := p.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("%s-%d", prefix, i))).FirstErr(); err != nil {
+				t.Fatalf("produce %s-%d: %v", prefix, i, err)
+			}
+		}
+		if end {
+			if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+				t.Fatalf("end %s: %v", prefix, err)
+			}
+		}
+	}
+	txn("committed", true, true) // 0–2, marker 3
+	txn("aborted", false, true)  // 4–6, marker 7
+	txn("open", false, false)    // 8–10, open
+	first.Stop()
+
+	second := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	admc, err := kgo.NewClient(kgo.SeedBrokers(second.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admc.Close()
+	adm := kadm.NewClient(admc)
+	lso, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first gateway's timeout checks are gone with it; the second's
+	// may already have aborted the open transaction (3 s): either the
+	// last stable offset still holds at 8, or it is past the abort marker.
+	if l, _ := lso.Lookup(topic, 0); l.Offset != 8 && l.Offset != 12 {
+		t.Fatalf("after the restart the last stable offset is %d, want 8 (the open transaction's start) or 12 (aborted)", l.Offset)
+	}
+	described, err := adm.DescribeTransactions(ctx, "txn-restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := described["txn-restart"]; !ok || (d.State != "Ongoing" && d.State != "CompleteAbort") {
+		t.Fatalf("after the restart DescribeTransactions = %+v", described)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		lso, err = adm.ListCommittedOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l, _ := lso.Lookup(topic, 0); l.Offset == 12 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the open transaction was not aborted at its timeout: last stable offset %d", l.Offset)
+		}
+		time.Sleep(100 * time.Millisecond) // polling for the new gateway's timeout check (once a second)
+	}
+	if got, want := readValues(t, second.Addr, topic, kgo.ReadCommitted(), 3), []string{"committed-0", "committed-1", "committed-2"}; !slices.Equal(got, want) {
+		t.Fatalf("read_committed after the restart read %q, want %q", got, want)
+	}
+	// The old producer was fenced by the abort.
+	if err := p.BeginTransaction(); err == nil {
+		err = p.ProduceSync(ctx, kgo.StringRecord("zombie")).FirstErr()
+		if err == nil {
+			err = p.EndTransaction(ctx, kgo.TryCommit)
+		}
+		if err == nil {
+			t.Fatal("the producer whose transaction timed out committed another one")
+		}
+	}
 }

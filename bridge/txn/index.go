@@ -189,6 +189,21 @@ func (x *Index) Prune(topic string, partition int32, logStart int64) bool {
 	return len(p.aborted) != n
 }
 
+// WithAborted calls fn for every partition that has aborted transactions.
+func (x *Index) WithAborted(fn func(topic string, partition int32)) {
+	x.mu.RLock()
+	var keys []partKey
+	for k, p := range x.parts {
+		if len(p.aborted) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	x.mu.RUnlock()
+	for _, k := range keys {
+		fn(k.topic, k.partition)
+	}
+}
+
 // DropTopic forgets every partition of a deleted topic and returns those
 // that had aborted transactions.
 func (x *Index) DropTopic(topic string) []int32 {

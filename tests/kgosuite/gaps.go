@@ -56,6 +56,8 @@ var ExpectedSkips = []KnownGap{
 	{"TestGroupETL/sticky/848", "KIP-848 consumer groups: kiggy does not serve ConsumerGroupHeartbeat (key 68)"},
 	{"TestGroupETL/range/848", "KIP-848 consumer groups: kiggy does not serve ConsumerGroupHeartbeat (key 68)"},
 	{"TestGroupSimple/848", "KIP-848 consumer groups: kiggy does not serve ConsumerGroupHeartbeat (key 68)"},
+	{"TestTxnEtl/sticky/848", "KIP-848 consumer groups: kiggy does not serve ConsumerGroupHeartbeat (key 68)"},
+	{"TestTxnEtl/range/848", "KIP-848 consumer groups: kiggy does not serve ConsumerGroupHeartbeat (key 68)"},
 
 	// KIP-932 share groups: franz-go runs these only when ApiVersions has
 	// ShareFetch (key 78) and ShareAcknowledge (key 79) v2.
