@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/mapping"
@@ -136,14 +135,7 @@ func (g *Gateway) readCommitted(r *partReader, topic string, partition int32, is
 	if isolation != 1 {
 		return
 	}
-	if lso := g.txn.Index.LastStable(topic, partition, math.MaxInt64); lso != math.MaxInt64 || g.hasAborted(topic, partition) {
-		r.committed, r.stopAt = true, lso
-	}
-}
-
-// hasAborted reports whether topic/partition has aborted transactions.
-func (g *Gateway) hasAborted(topic string, partition int32) bool {
-	return len(g.txn.Index.AbortedIn(nil, topic, partition, 0, math.MaxInt64)) > 0
+	r.stopAt, r.committed = g.txn.Index.Touched(topic, partition)
 }
 
 // abortedFor fills p.AbortedTransactions for a read_committed read of

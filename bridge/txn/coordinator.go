@@ -67,7 +67,7 @@ type Coordinator struct {
 	// Index is the per-partition view read_committed reads.
 	Index *Index
 
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	txns  map[string]*entry
 	byPID map[int64]*entry
 	// pending counts, per group and partition, the open transactions
@@ -110,6 +110,10 @@ type pendingKey struct {
 type entry struct {
 	mu sync.RWMutex
 	t  Txn
+	// gone is set, under mu, when the entry leaves the coordinator's maps
+	// (its id expired, or its creation was not stored): a request that
+	// waited for mu looks the id up again instead of acting on it.
+	gone bool
 }
 
 // New returns a coordinator over backend, persisting to sys.
@@ -175,7 +179,7 @@ func (c *Coordinator) Load(ctx context.Context) error {
 func (c *Coordinator) Recover(ctx context.Context) {
 	for _, e := range c.entries() {
 		e.mu.Lock()
-		if e.t.State == PrepareCommit || e.t.State == PrepareAbort {
+		if !e.gone && (e.t.State == PrepareCommit || e.t.State == PrepareAbort) {
 			if err := c.complete(ctx, e); err != nil {
 				c.cfg.Logger.Warn("txn: completing a prepared transaction failed; retried later",
 					"transactional_id", e.t.ID, "err", err)
@@ -246,6 +250,16 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 	}
 	c.mu.Lock()
 	e := c.txns[id]
+	for e != nil {
+		c.mu.Unlock()
+		e.mu.Lock()
+		if !e.gone {
+			break
+		}
+		e.mu.Unlock() // removed while we waited: look again
+		c.mu.Lock()
+		e = c.txns[id]
+	}
 	if e == nil {
 		pid := c.backend.NewProducerID()
 		if pid < 0 {
@@ -261,6 +275,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		c.mu.Unlock()
 		defer e.mu.Unlock()
 		if err := c.persist(ctx, &e.t); err != nil {
+			e.gone = true
 			c.mu.Lock()
 			delete(c.txns, id)
 			delete(c.byPID, pid)
@@ -269,8 +284,6 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		}
 		return pid, 0, wire.NoError
 	}
-	c.mu.Unlock()
-	e.mu.Lock()
 	defer e.mu.Unlock()
 	t := &e.t
 	if expectedPID >= 0 && !(expectedPID == t.ProducerID && expectedEpoch == t.Epoch) {
@@ -331,7 +344,10 @@ func (c *Coordinator) replace(e *entry, next Txn) {
 // producer. Caller holds e's lock.
 func (c *Coordinator) abortFenced(ctx context.Context, e *entry) wire.ErrorCode {
 	next := e.t.clone()
-	if next.Epoch < math.MaxInt16-1 {
+	if next.Epoch < math.MaxInt16 {
+		// Up to 32767 from the last usable epoch, as Kafka's
+		// prepareFenceProducerEpoch: the next InitProducerId then
+		// finds the epoch exhausted and rotates the producer id.
 		next.Epoch++
 	}
 	next.State = PrepareAbort
@@ -366,6 +382,22 @@ func (c *Coordinator) lookup(id string) *entry {
 	return c.txns[id]
 }
 
+// lockEntry returns the entry of id locked for writing, or nil; an entry
+// removed while this waited for its lock is looked up again.
+func (c *Coordinator) lockEntry(id string) *entry {
+	for {
+		e := c.lookup(id)
+		if e == nil {
+			return nil
+		}
+		e.mu.Lock()
+		if !e.gone {
+			return e
+		}
+		e.mu.Unlock()
+	}
+}
+
 // begin moves t to Ongoing when it is not (a new transaction).
 func (c *Coordinator) begin(t *Txn) {
 	if t.State != Ongoing {
@@ -389,11 +421,10 @@ type PartitionResult struct {
 // found missing: they answer UNKNOWN_TOPIC_OR_PARTITION and the others
 // OPERATION_NOT_ATTEMPTED. It returns one code for all the partitions.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []Partition, v int16) wire.ErrorCode {
-	e := c.lookup(id)
+	e := c.lockEntry(id)
 	if e == nil {
 		return wire.InvalidProducerIDMapping
 	}
-	e.mu.Lock()
 	defer e.mu.Unlock()
 	t := &e.t
 	if code := check(t, pid, epoch, v, 2); code != wire.NoError {
@@ -428,11 +459,10 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 
 // AddOffsets adds group's offsets to id's transaction (AddOffsetsToTxn).
 func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoch int16, group string, v int16) wire.ErrorCode {
-	e := c.lookup(id)
+	e := c.lockEntry(id)
 	if e == nil {
 		return wire.InvalidProducerIDMapping
 	}
-	e.mu.Lock()
 	defer e.mu.Unlock()
 	t := &e.t
 	if code := check(t, pid, epoch, v, 2); code != wire.NoError {
@@ -455,11 +485,10 @@ func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoc
 // (TxnOffsetCommit): stored with the transaction, made visible when it
 // commits. It returns one code for all the offsets.
 func (c *Coordinator) CommitOffsets(ctx context.Context, id, group string, pid int64, epoch int16, offsets []Offset) wire.ErrorCode {
-	e := c.lookup(id)
+	e := c.lockEntry(id)
 	if e == nil {
 		return wire.InvalidProducerIDMapping
 	}
-	e.mu.Lock()
 	defer e.mu.Unlock()
 	t := &e.t
 	if t.ProducerID != pid {
@@ -495,11 +524,10 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, id, group string, pid i
 // markers written to every partition, offsets committed, completed and
 // persisted, before it returns.
 func (c *Coordinator) End(ctx context.Context, id string, pid int64, epoch int16, commit bool, v int16) wire.ErrorCode {
-	e := c.lookup(id)
+	e := c.lockEntry(id)
 	if e == nil {
 		return wire.InvalidProducerIDMapping
 	}
-	e.mu.Lock()
 	defer e.mu.Unlock()
 	t := &e.t
 	if code := check(t, pid, epoch, v, 2); code != wire.NoError {
@@ -515,9 +543,9 @@ func (c *Coordinator) End(ctx context.Context, id string, pid int64, epoch int16
 		return wire.NoError
 	case t.State == CompleteCommit && commit, t.State == CompleteAbort && !commit:
 		return wire.NoError // the retry of an answered EndTxn
-	case t.State == PrepareCommit, t.State == PrepareAbort:
-		return wire.ConcurrentTransactions
 	default:
+		// Empty, or the other outcome than the one prepared or completed
+		// (Kafka's endTransaction: logInvalidStateTransitionAndReturnError).
 		return wire.InvalidTxnState
 	}
 	next := t.clone()
@@ -619,16 +647,16 @@ func (p Produce) Done() {
 // topic/partition: its transaction must be open and hold the partition.
 // On NoError the caller appends and then calls Done.
 func (c *Coordinator) CheckProduce(pid int64, epoch int16, topic string, partition int32) (Produce, wire.ErrorCode) {
-	c.mu.Lock()
+	c.mu.RLock()
 	e := c.byPID[pid]
-	c.mu.Unlock()
+	c.mu.RUnlock()
 	if e == nil {
 		return Produce{}, wire.InvalidProducerIDMapping
 	}
 	e.mu.RLock()
 	t := &e.t
 	switch {
-	case t.ProducerID != pid:
+	case t.ProducerID != pid || e.gone:
 		e.mu.RUnlock()
 		return Produce{}, wire.InvalidProducerIDMapping
 	case epoch < t.Epoch:
@@ -647,8 +675,8 @@ func (c *Coordinator) CheckProduce(pid int64, epoch int16, topic string, partiti
 // group for topic/partition (OffsetFetch require_stable answers
 // UNSTABLE_OFFSET_COMMIT then).
 func (c *Coordinator) PendingOffset(group, topic string, partition int32) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return c.pending[pendingKey{group, topic, partition}] > 0
 }
 
@@ -660,6 +688,9 @@ func (c *Coordinator) Describe(id string) (Txn, bool) {
 	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
+	if e.gone {
+		return Txn{}, false
+	}
 	return e.t.clone(), true
 }
 
@@ -669,7 +700,9 @@ func (c *Coordinator) List() []Txn {
 	out := make([]Txn, 0, len(es))
 	for _, e := range es {
 		e.mu.RLock()
-		out = append(out, e.t.clone())
+		if !e.gone {
+			out = append(out, e.t.clone())
+		}
 		e.mu.RUnlock()
 	}
 	return out
@@ -683,6 +716,10 @@ func (c *Coordinator) Tick(ctx context.Context) {
 	for _, e := range c.entries() {
 		if !e.mu.TryLock() {
 			continue // busy: the next tick
+		}
+		if e.gone {
+			e.mu.Unlock()
+			continue
 		}
 		t := &e.t
 		switch {
@@ -699,6 +736,7 @@ func (c *Coordinator) Tick(ctx context.Context) {
 		case (t.State == Empty || t.State == CompleteCommit || t.State == CompleteAbort) &&
 			now-t.UpdateMs > c.cfg.IDExpiration.Milliseconds():
 			if err := c.sys.PutSystem(ctx, NamespaceTxn, t.ID, nil); err == nil {
+				e.gone = true
 				c.mu.Lock()
 				delete(c.txns, t.ID)
 				if c.byPID[t.ProducerID] == e {

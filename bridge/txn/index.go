@@ -2,6 +2,7 @@ package txn
 
 import (
 	"encoding/binary"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,6 +97,27 @@ func (x *Index) Close(topic string, partition int32, producerID, marker int64, c
 	}
 	p.aborted = append(p.aborted, Aborted{ProducerID: producerID, First: first, Last: marker})
 	return true
+}
+
+// Touched reports whether topic/partition has transaction state (an open
+// transaction or an aborted one), and the lowest first offset of its open
+// transactions (math.MaxInt64 when none is open): what a read_committed
+// read needs to know before it starts.
+func (x *Index) Touched(topic string, partition int32) (firstOpen int64, touched bool) {
+	if !x.used.Load() {
+		return math.MaxInt64, false
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	p := x.parts[partKey{topic, partition}]
+	if p == nil || len(p.open) == 0 && len(p.aborted) == 0 {
+		return math.MaxInt64, false
+	}
+	firstOpen = math.MaxInt64
+	for _, f := range p.open {
+		firstOpen = min(firstOpen, f)
+	}
+	return firstOpen, true
 }
 
 // OpenFirst returns the first offset of producerID's open transaction in
