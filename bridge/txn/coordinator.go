@@ -375,6 +375,11 @@ func check(t *Txn, pid int64, epoch int16, v, fencedFrom int16) wire.ErrorCode {
 	return wire.NoError
 }
 
+// maxString is the longest string the persisted state can hold (a u16
+// length: Txn.Encode); a longer topic, group or metadata is refused
+// before it is kept, or the transaction would not load after a restart.
+const maxString = math.MaxUint16
+
 // lookup returns the entry of id, or nil.
 func (c *Coordinator) lookup(id string) *entry {
 	c.mu.Lock()
@@ -421,6 +426,11 @@ type PartitionResult struct {
 // found missing: they answer UNKNOWN_TOPIC_OR_PARTITION and the others
 // OPERATION_NOT_ATTEMPTED. It returns one code for all the partitions.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []Partition, v int16) wire.ErrorCode {
+	for _, p := range parts {
+		if len(p.Topic) > maxString {
+			return wire.InvalidTopicException
+		}
+	}
 	e := c.lockEntry(id)
 	if e == nil {
 		return wire.InvalidProducerIDMapping
@@ -459,6 +469,9 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 
 // AddOffsets adds group's offsets to id's transaction (AddOffsetsToTxn).
 func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoch int16, group string, v int16) wire.ErrorCode {
+	if len(group) > maxString {
+		return wire.InvalidGroupID
+	}
 	e := c.lockEntry(id)
 	if e == nil {
 		return wire.InvalidProducerIDMapping
@@ -485,6 +498,17 @@ func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoc
 // (TxnOffsetCommit): stored with the transaction, made visible when it
 // commits. It returns one code for all the offsets.
 func (c *Coordinator) CommitOffsets(ctx context.Context, id, group string, pid int64, epoch int16, offsets []Offset) wire.ErrorCode {
+	if len(group) > maxString {
+		return wire.InvalidGroupID
+	}
+	for _, o := range offsets {
+		switch {
+		case len(o.Topic) > maxString:
+			return wire.InvalidTopicException
+		case len(o.Metadata) > maxString:
+			return wire.OffsetMetadataTooLarge
+		}
+	}
 	e := c.lockEntry(id)
 	if e == nil {
 		return wire.InvalidProducerIDMapping

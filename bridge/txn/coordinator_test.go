@@ -1485,3 +1485,44 @@ func TestCoordinatorConcurrent(t *testing.T) {
 		t.Fatalf("%d aborted on t/0, want %d", n, ids*rounds/2)
 	}
 }
+
+// TestCoordinatorRefusesLongStrings: a string the persisted state cannot
+// hold (over 65535 bytes: Encode's u16 lengths) is refused, not kept in a
+// state that would not load after a restart.
+func TestCoordinatorRefusesLongStrings(t *testing.T) {
+	e := newEnv(t)
+	pid, epoch := e.init(t, "a")
+	long := strings.Repeat("x", math.MaxUint16+1)
+	if code := e.c.AddOffsets(ctx, "a", pid, epoch, long, vNew); code != wire.InvalidGroupID {
+		t.Errorf("AddOffsets with a long group: %v", code)
+	}
+	if code := e.c.AddPartitions(ctx, "a", pid, epoch, []Partition{{Topic: long}}, vNew); code != wire.InvalidTopicException {
+		t.Errorf("AddPartitions with a long topic: %v", code)
+	}
+	e.add(t, "a", pid, epoch, parts("t/0")...)
+	for _, c := range []struct {
+		group string
+		o     Offset
+		want  wire.ErrorCode
+	}{
+		{long, Offset{Topic: "t"}, wire.InvalidGroupID},
+		{"g", Offset{Topic: long}, wire.InvalidTopicException},
+		{"g", Offset{Topic: "t", Metadata: long}, wire.OffsetMetadataTooLarge},
+	} {
+		if code := e.c.CommitOffsets(ctx, "a", c.group, pid, epoch, []Offset{c.o}); code != c.want {
+			t.Errorf("CommitOffsets: %v, want %v", code, c.want)
+		}
+	}
+	// The longest that fits is kept and survives a restart.
+	fits := long[:math.MaxUint16]
+	if code := e.c.AddOffsets(ctx, "a", pid, epoch, fits, vNew); code != wire.NoError {
+		t.Fatal(code)
+	}
+	if code := e.c.CommitOffsets(ctx, "a", fits, pid, epoch, []Offset{{Topic: "t", Metadata: fits}}); code != wire.NoError {
+		t.Fatal(code)
+	}
+	n := e.reopen(t)
+	if tx := n.describe(t, "a"); !eqTxn(tx, e.describe(t, "a")) {
+		t.Fatal("reloaded state differs")
+	}
+}
