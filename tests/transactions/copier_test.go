@@ -34,9 +34,9 @@ const (
 // transactional.id, one consumer group, read_committed, 200 records and
 // the consumer's offsets per transaction, sendOffsetsToTransaction with the
 // group metadata) copying to the same partition of the output topic. Both
-// copiers must exit 0, and a read_committed consumer must read every input
-// record exactly once, each output partition in its input partition's
-// order.
+// copiers must exit 0, the group's committed offsets must be the input's
+// end, and a read_committed consumer must read every input record exactly
+// once, each output partition in its input partition's order.
 func TestTxnCopier(t *testing.T) {
 	t.Parallel()
 	testtools.JavaClasspath(t)
@@ -46,12 +46,13 @@ func TestTxnCopier(t *testing.T) {
 	})
 }
 
-// TestTxnCopierKill is TestTxnCopier with a crash of the server in the
-// middle of the copy. On kiggy: kiggy runs as a process (./cmd/kiggy) on a
-// real iggy-server and is killed with SIGKILL once about a third of the
-// records are copied, then started again on the same address and the same
-// Iggy. On Kafka: the broker (a dedicated one, not the shared one) is
-// killed with SIGKILL and restarted over its data directory. The copiers
+// TestTxnCopierKill is TestTxnCopier with two crashes of the server in
+// the middle of the copy. On kiggy: kiggy runs as a process (./cmd/kiggy)
+// on a real iggy-server and is killed with SIGKILL once about a third of
+// the records are copied, then started again on the same address and the
+// same Iggy, and again at two thirds. On Kafka: the broker (a dedicated
+// one, not the shared one) is killed with SIGKILL and restarted over its
+// data directory, at the same points. The copiers
 // ride the outage with their retries; one that gives up (exits non-zero,
 // as Kafka's system test lets a copier die) is started again with the same
 // transactional.id and group, so it fences its predecessor and resumes from
@@ -121,23 +122,30 @@ func runCopy(t *testing.T, tg target, crash func()) {
 		copiers[p] = copier(p)
 	}
 	restarts := 0
-	crashed := crash == nil
+	// With crash set, the server is crashed twice: at a third and at two
+	// thirds of the copy.
+	crashes, crashesWanted := 0, 0
+	if crash != nil {
+		crashesWanted = 2
+	}
 	done := make([]bool, copierPartitions)
-	deadline := time.Now().Add(100 * time.Second)
+	deadline := time.Now().Add(150 * time.Second)
 	for slices.Contains(done, false) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: the copiers have not finished within 100 s (%d restarts; output %v)\n%s\n%s",
+			t.Fatalf("%s: the copiers have not finished within 150 s (%d restarts; output %v)\n%s\n%s",
 				tg.name, restarts, endOffsets(t, tg, out), copiers[0].describe(), copiers[1].describe())
 		}
-		if !crashed {
+		if crashes < crashesWanted {
 			var copied int64
-			for _, e := range endOffsets(t, tg, out) {
-				copied += e.hw
+			e := endOffsets(t, tg, out)
+			for _, pe := range e {
+				copied += pe.hw
 			}
-			if copied >= copierRecords/3 {
-				t.Logf("%s: crashing the server with %d output offsets written, at %v", tg.name, copied, time.Since(start).Round(time.Millisecond))
+			if copied >= int64(crashes+1)*copierRecords/3 {
+				t.Logf("%s: crashing the server with %d output offsets written (%v: LSO < HW is an open transaction's data), at %v",
+					tg.name, copied, e, time.Since(start).Round(time.Millisecond))
 				crash()
-				crashed = true
+				crashes++
 				t.Logf("%s: the server is back, at %v", tg.name, time.Since(start).Round(time.Millisecond))
 			}
 		}
@@ -159,8 +167,22 @@ func runCopy(t *testing.T, tg target, crash func()) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("%s: the copiers finished at %v (%d restarts)", tg.name, time.Since(start).Round(time.Millisecond), restarts)
-	if !crashed {
-		t.Errorf("%s: the copy finished before the crash", tg.name)
+	if crashes < crashesWanted {
+		t.Errorf("%s: the copy finished after %d of its %d crashes", tg.name, crashes, crashesWanted)
+	}
+	// The copiers committed their consumer offsets in their transactions.
+	{
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		offs, err := admin(t, tg).FetchOffsets(ctx, group)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: fetching the copiers' group offsets: %v", tg.name, err)
+		}
+		for p := range int32(copierPartitions) {
+			if o, _ := offs.Lookup(in, p); o.At != int64(len(want[p])) || o.Err != nil {
+				t.Errorf("%s: the copiers' group committed offset %d (%v) for input partition %d, want its end %d", tg.name, o.At, o.Err, p, len(want[p]))
+			}
+		}
 	}
 
 	rc := readAll(t, tg, out, copierPartitions, kgo.ReadCommitted())
@@ -232,8 +254,9 @@ func killableKafka(t *testing.T) (target, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The running JVM: kafkatest's first, then ours.
+	pid, exited := b.Pid, b.Exited()
 	var again *exec.Cmd
-	againDone := make(chan struct{})
 	t.Cleanup(func() {
 		if again == nil {
 			_ = b.Stop()
@@ -241,16 +264,18 @@ func killableKafka(t *testing.T) (target, func()) {
 		}
 		_ = again.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-againDone:
+		case <-exited:
 		case <-time.After(60 * time.Second):
 			_ = again.Process.Kill()
-			<-againDone
+			<-exited
 		}
 	})
+	restarts := 0
 	return target{name: "kafka", addr: b.Addr}, func() {
-		_ = syscall.Kill(b.Pid, syscall.SIGKILL)
-		<-b.Exited()
-		logf, err := os.Create(filepath.Join(dir, "broker-restarted.log"))
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		<-exited
+		restarts++
+		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("broker-restart-%d.log", restarts)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,7 +287,9 @@ func killableKafka(t *testing.T) (target, func()) {
 		if err := again.Start(); err != nil {
 			t.Fatal(err)
 		}
-		go func() { _ = again.Wait(); logf.Close(); close(againDone) }()
+		done := make(chan struct{})
+		go func(cmd *exec.Cmd) { _ = cmd.Wait(); logf.Close(); close(done) }(again)
+		pid, exited = again.Process.Pid, done
 		var perr error
 		if !testtools.EventuallyEvery(90*time.Second, 250*time.Millisecond, func() bool {
 			perr = testtools.ProbeKafka(b.Addr, 5*time.Second)

@@ -20,7 +20,7 @@
 //	TestTxnFencing           a second producer with the same transactional.id fences the first
 //	TestTxnTimeout           a transaction left open past transaction.timeout.ms is aborted by the coordinator
 //	TestTxnCopier            Kafka's TransactionalMessageCopier copies 20,000 records exactly once
-//	TestTxnCopierKill        the same while kiggy (or the Kafka broker) is killed with SIGKILL and restarted
+//	TestTxnCopierKill        the same while kiggy (or the Kafka broker) is killed with SIGKILL and restarted, twice
 //	TestStreamsEOS           Kafka Streams exactly_once_v2 word count: exact counts under read_committed
 //	TestStreamsEOSKill       the same with the Streams JVM killed with SIGKILL mid-run and restarted
 //

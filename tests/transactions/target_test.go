@@ -215,10 +215,11 @@ const sentinelPrefix = "~sentinel~"
 // partition (a read_committed consumer sees it only once every transaction
 // before it has ended) and returns the records before the sentinels, in
 // offset order within a partition, sentinels of earlier calls excluded.
+// extra adds client options (kgo.KeepControlRecords).
 // A consumer cannot otherwise tell where a read_committed topic ends: the
 // last offsets below the LSO are control records and aborted data that
 // it never returns.
-func readAll(t testing.TB, tg target, topic string, partitions int32, level kgo.IsolationLevel) []*kgo.Record {
+func readAll(t testing.TB, tg target, topic string, partitions int32, level kgo.IsolationLevel, extra ...kgo.Opt) []*kgo.Record {
 	t.Helper()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -235,8 +236,8 @@ func readAll(t testing.TB, tg target, topic string, partitions int32, level kgo.
 	for p := range partitions {
 		offs[p] = kgo.NewOffset().AtStart()
 	}
-	cl := client(t, tg, kgo.FetchIsolationLevel(level),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
+	cl := client(t, tg, append([]kgo.Opt{kgo.FetchIsolationLevel(level),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs})}, extra...)...)
 	var out []*kgo.Record
 	seen := map[int32]bool{}
 	for len(seen) < int(partitions) {

@@ -23,11 +23,15 @@ import (
 //   - while each transaction is open, ListOffsets with read_committed (the
 //     LSO) stays at the transaction's first offset while ListOffsets with
 //     read_uncommitted (the high watermark) moves with every write;
+//   - a read_committed consumer fetching meanwhile gets none of the open
+//     transaction's records (nor of the aborted one), and B's once it is
+//     committed;
 //   - once it has ended the two agree, one past the transaction's end
 //     marker (which takes an offset of its own);
 //   - a read_committed consumer sees exactly B's records, a
 //     read_uncommitted consumer exactly A's and B's, in order, and neither
-//     ever returns a control record.
+//     ever returns a control record; a consumer that keeps control records
+//     finds exactly an ABORT marker after A and a COMMIT marker after B.
 func TestTxnVisibility(t *testing.T) {
 	t.Parallel()
 	forEachTarget(t, func(t *testing.T, tg target) {
@@ -38,6 +42,7 @@ func TestTxnVisibility(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
 
+		var committedSoFar []string
 		// txn writes vals in two ProduceSyncs within one transaction,
 		// checking the ends after each, and ends it with commit.
 		txn := func(name string, vals []string, commit bool) {
@@ -63,6 +68,11 @@ func TestTxnVisibility(t *testing.T) {
 						tg.name, name, first, last, e, first, last+1)
 				}
 			}
+			// A read_committed consumer fetching from the start now gets
+			// nothing of the open transaction (nor of an aborted one).
+			if got := pollFor(t, tg, topic, kgo.ReadCommitted(), time.Second); len(got) != len(committedSoFar) {
+				t.Errorf("%s: txn %s open: a read_committed consumer read %s, want only the committed %q", tg.name, name, offsetsOf(got), committedSoFar)
+			}
 			last := first + int64(len(vals)) - 1
 			if err := pr.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
 				t.Fatalf("%s: ending txn %s (commit %v): %v", tg.name, name, commit, err)
@@ -82,6 +92,10 @@ func TestTxnVisibility(t *testing.T) {
 		b := []string{"B1", "B2", "B3"}
 		txn("A", a, false)
 		txn("B", b, true)
+		committedSoFar = b
+		if got := pollFor(t, tg, topic, kgo.ReadCommitted(), time.Second); !slices.Equal(values(got), b) {
+			t.Errorf("%s: after the commit a read_committed consumer read %s, want %q", tg.name, offsetsOf(got), b)
+		}
 
 		rc := readAll(t, tg, topic, 1, kgo.ReadCommitted())
 		ru := readAll(t, tg, topic, 1, kgo.ReadUncommitted())
@@ -93,6 +107,22 @@ func TestTxnVisibility(t *testing.T) {
 		}
 		for _, r := range append(controls(rc), controls(ru)...) {
 			t.Errorf("%s: a consumer returned a control record at offset %d (key %x value %x)", tg.name, r.Offset, r.Key, r.Value)
+		}
+		// The markers themselves, kept: a control batch after each
+		// transaction, its key (version 0, type 0 ABORT or 1 COMMIT).
+		var marks []string
+		for _, r := range controls(readAll(t, tg, topic, 1, kgo.ReadUncommitted(), kgo.KeepControlRecords())) {
+			kind := fmt.Sprintf("key %x", r.Key)
+			switch string(r.Key) {
+			case "\x00\x00\x00\x00":
+				kind = "ABORT"
+			case "\x00\x00\x00\x01":
+				kind = "COMMIT"
+			}
+			marks = append(marks, fmt.Sprintf("%s@%d", kind, r.Offset))
+		}
+		if want := []string{"ABORT@5", "COMMIT@9"}; !slices.Equal(marks, want) {
+			t.Errorf("%s: control records (kept by the consumer) %q, want %q: an abort marker after txn A, a commit marker after B", tg.name, marks, want)
 		}
 		t.Logf("%s: read_committed %s, read_uncommitted %s", tg.name, offsetsOf(rc), offsetsOf(ru))
 	})
@@ -174,4 +204,26 @@ func TestTxnVisibilityPython(t *testing.T) {
 			t.Errorf("%s: librdkafka read_uncommitted consumer read %q, want %q (both transactions' records)", tg.name, got, want)
 		}
 	})
+}
+
+// pollFor consumes topic from the start with the given isolation level for
+// d and returns the records it got, without waiting for any end.
+func pollFor(t testing.TB, tg target, topic string, level kgo.IsolationLevel, d time.Duration) []*kgo.Record {
+	t.Helper()
+	cl := client(t, tg, kgo.FetchIsolationLevel(level), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var out []*kgo.Record
+	for ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachError(func(tp string, p int32, err error) {
+			if ctx.Err() == nil {
+				t.Errorf("%s: fetching %s/%d (%s): %v", tg.name, tp, p, isolationName(level), err)
+			}
+		})
+		out = append(out, fs.Records()...)
+	}
+	return out
 }
