@@ -76,6 +76,13 @@ type Coordinator struct {
 
 	// Stats counts completed transactions.
 	Stats Stats
+
+	// abortedMu serializes the stores of the aborted indexes, each
+	// reading its partition's list as it stores it, so the one stored
+	// last holds every abort closed before it (two transactions aborting
+	// in a partition at once, or an abort and a prune, would otherwise
+	// store their lists in either order and lose one).
+	abortedMu sync.Mutex
 }
 
 // Stats are the coordinator's counters, for the gateway's metrics.
@@ -608,8 +615,7 @@ func (c *Coordinator) complete(ctx context.Context, e *entry) error {
 			return fmt.Errorf("marker for %s/%d: %w", p.Topic, p.Partition, err)
 		}
 		if c.Index.Close(p.Topic, p.Partition, t.ProducerID, off, commit) {
-			list := c.Index.AbortedList(p.Topic, p.Partition)
-			if err := c.sys.PutSystem(ctx, NamespaceAborted, abortedKey(p.Topic, p.Partition), encodeAborted(list)); err != nil {
+			if err := c.storeAborted(ctx, p.Topic, p.Partition); err != nil {
 				return fmt.Errorf("aborted index of %s/%d: %w", p.Topic, p.Partition, err)
 			}
 		}
@@ -779,9 +785,16 @@ func (c *Coordinator) PruneAborted(ctx context.Context, topic string, partition 
 	if !c.Index.Prune(topic, partition, logStart) {
 		return nil
 	}
-	list := c.Index.AbortedList(topic, partition)
+	return c.storeAborted(ctx, topic, partition)
+}
+
+// storeAborted stores topic/partition's aborted index as it is now,
+// deleting the key when it is empty.
+func (c *Coordinator) storeAborted(ctx context.Context, topic string, partition int32) error {
+	c.abortedMu.Lock()
+	defer c.abortedMu.Unlock()
 	var v []byte
-	if len(list) > 0 {
+	if list := c.Index.AbortedList(topic, partition); len(list) > 0 {
 		v = encodeAborted(list)
 	}
 	return c.sys.PutSystem(ctx, NamespaceAborted, abortedKey(topic, partition), v)
@@ -791,7 +804,7 @@ func (c *Coordinator) PruneAborted(ctx context.Context, topic string, partition 
 // indexes (a topic created again under the name starts with none).
 func (c *Coordinator) DropTopic(ctx context.Context, topic string) error {
 	for _, p := range c.Index.DropTopic(topic) {
-		if err := c.sys.PutSystem(ctx, NamespaceAborted, abortedKey(topic, p), nil); err != nil {
+		if err := c.storeAborted(ctx, topic, p); err != nil {
 			return err
 		}
 	}

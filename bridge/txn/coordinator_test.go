@@ -1526,3 +1526,59 @@ func TestCoordinatorRefusesLongStrings(t *testing.T) {
 		t.Fatal("reloaded state differs")
 	}
 }
+
+// TestConcurrentAbortsKeepAbortedIndex: two transactions abort on the same
+// partition at once; the aborted index stored last must hold both, or a
+// restart forgets one and read_committed shows its records.
+func TestConcurrentAbortsKeepAbortedIndex(t *testing.T) {
+	e := newEnv(t)
+	p1, e1 := e.init(t, "a")
+	p2, e2 := e.init(t, "b")
+	e.add(t, "a", p1, e1, parts("t/0")...)
+	e.add(t, "b", p2, e2, parts("t/0")...)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	n := 0
+	e.st.setFail(func(ns, _ string, _ []byte) error {
+		if ns != NamespaceAborted {
+			return nil
+		}
+		mu.Lock()
+		n++
+		first := n == 1
+		mu.Unlock()
+		if first {
+			<-release // a's store, overtaken by b's
+		}
+		return nil
+	})
+	done := make(chan wire.ErrorCode)
+	go func() { done <- e.c.End(ctx, "a", p1, e1, false, vNew) }()
+	waitBlocked(t, "(*memStore).PutSystem", "(*Coordinator).End")
+	finished := make(chan wire.ErrorCode)
+	go func() { finished <- e.c.End(ctx, "b", p2, e2, false, vNew) }()
+	// b stores its list, or waits for a's store to finish first.
+	select {
+	case code := <-finished:
+		if code != wire.NoError {
+			t.Fatal(code)
+		}
+		close(release)
+	case <-waitChan("(*Coordinator).End", "(*Mutex).Lock"):
+		close(release)
+		if code := <-finished; code != wire.NoError {
+			t.Fatal(code)
+		}
+	}
+	if code := <-done; code != wire.NoError {
+		t.Fatal(code)
+	}
+	if got := e.c.Index.AbortedList("t", 0); len(got) != 2 {
+		t.Fatalf("in memory: %v", got)
+	}
+	v, _ := e.st.get(NamespaceAborted, "t/0")
+	stored, _ := decodeAborted(v)
+	if len(stored) != 2 {
+		t.Fatalf("stored aborted index %v, want both aborts", stored)
+	}
+}

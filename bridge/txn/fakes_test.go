@@ -303,21 +303,43 @@ func (e *env) describe(t testing.TB, id string) Txn {
 func waitBlocked(t testing.TB, frames ...string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	buf := make([]byte, 1<<20)
-	for time.Now().Before(deadline) {
-		n := runtime.Stack(buf, true)
-		for _, g := range strings.Split(string(buf[:n]), "\n\n") {
-			all := true
-			for _, f := range frames {
-				all = all && strings.Contains(g, f)
-			}
-			if all {
-				return
-			}
+	for !blockedIn(frames...) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no goroutine blocked in %v", frames)
 		}
 		runtime.Gosched()
 	}
-	t.Fatalf("no goroutine blocked in %v", frames)
+}
+
+// waitChan is waitBlocked in the background: its channel closes once a
+// goroutine is blocked in frames (never, after 10 s).
+func waitChan(frames ...string) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); runtime.Gosched() {
+			if blockedIn(frames...) {
+				close(ch)
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// blockedIn reports whether a goroutine's stack holds every one of frames.
+func blockedIn(frames ...string) bool {
+	buf := make([]byte, 1<<20)
+	n := runtime.Stack(buf, true)
+	for _, g := range strings.Split(string(buf[:n]), "\n\n") {
+		all := true
+		for _, f := range frames {
+			all = all && strings.Contains(g, f)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 // norm makes empty slices nil (Decode and clone differ there).
