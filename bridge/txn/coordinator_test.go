@@ -1138,12 +1138,9 @@ func TestLoadSkipsCorrupt(t *testing.T) {
 
 func TestPersistFailureLeavesStateUnchanged(t *testing.T) {
 	type setup struct {
-		e        *env
-		pid      int64
-		epoch    int16
-		ongoing  bool
-		offsets  bool
-		preState Txn
+		e     *env
+		pid   int64
+		epoch int16
 	}
 	ops := []struct {
 		name    string
@@ -1580,5 +1577,33 @@ func TestConcurrentAbortsKeepAbortedIndex(t *testing.T) {
 	stored, _ := decodeAborted(v)
 	if len(stored) != 2 {
 		t.Fatalf("stored aborted index %v, want both aborts", stored)
+	}
+}
+
+// TestStatsAndOpen: the counters the gateway's metrics read.
+func TestStatsAndOpen(t *testing.T) {
+	e := newEnv(t)
+	pa, ea := e.init(t, "a")
+	pb, eb := e.init(t, "b")
+	pc, ec := e.init(t, "c")
+	if e.c.Open() != 0 {
+		t.Fatal(e.c.Open())
+	}
+	e.add(t, "a", pa, ea, parts("t/0")...)
+	e.add(t, "b", pb, eb, parts("t/0")...)
+	e.add(t, "c", pc, ec, parts("t/0")...)
+	if e.c.Open() != 3 {
+		t.Fatal(e.c.Open())
+	}
+	e.end(t, "a", pa, ea, true)
+	e.end(t, "b", pb, eb, false)
+	e.end(t, "b", pb, eb, false) // a retry counts nothing
+	e.clk.add(11 * time.Second)
+	e.c.Tick(ctx) // c times out
+	if e.c.Open() != 0 {
+		t.Fatal(e.c.Open())
+	}
+	if c, a, to := e.c.Stats.Committed.Load(), e.c.Stats.Aborted.Load(), e.c.Stats.TimedOut.Load(); c != 1 || a != 2 || to != 1 {
+		t.Fatalf("committed %d aborted %d timed out %d", c, a, to)
 	}
 }

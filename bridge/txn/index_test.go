@@ -276,3 +276,48 @@ func TestIndexConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestIndexTouchedOpenFirstWithAborted(t *testing.T) {
+	x := NewIndex()
+	if f, ok := x.Touched("t", 0); ok || f != math.MaxInt64 {
+		t.Fatalf("unused index: %d %v", f, ok)
+	}
+	if _, ok := x.OpenFirst("t", 0, 1); ok {
+		t.Fatal("OpenFirst of an unused index")
+	}
+	x.Open("t", 0, 1, 30)
+	x.Open("t", 0, 2, 10)
+	if f, ok := x.Touched("t", 0); !ok || f != 10 {
+		t.Fatalf("two open: %d %v", f, ok)
+	}
+	if f, ok := x.OpenFirst("t", 0, 1); !ok || f != 30 {
+		t.Fatalf("OpenFirst 1: %d %v", f, ok)
+	}
+	if _, ok := x.OpenFirst("t", 0, 3); ok {
+		t.Fatal("OpenFirst of a producer with nothing open")
+	}
+	if _, ok := x.Touched("t", 1); ok {
+		t.Fatal("an untouched partition")
+	}
+	x.Close("t", 0, 1, 40, true)
+	x.Close("t", 0, 2, 41, false)
+	// Only an aborted transaction left: touched, nothing open.
+	if f, ok := x.Touched("t", 0); !ok || f != math.MaxInt64 {
+		t.Fatalf("aborted only: %d %v", f, ok)
+	}
+	// A partition whose transactions all committed has nothing.
+	x.Open("u", 0, 5, 1)
+	x.Close("u", 0, 5, 2, true)
+	if _, ok := x.Touched("u", 0); ok {
+		t.Fatal("a partition with only commits is touched")
+	}
+	x.SetAborted("v", 3, []Aborted{{1, 1, 2}})
+	got := map[partKey]bool{}
+	x.WithAborted(func(topic string, p int32) {
+		got[partKey{topic, p}] = true
+		x.Prune(topic, p, math.MaxInt64) // fn may use the index
+	})
+	if len(got) != 2 || !got[partKey{"t", 0}] || !got[partKey{"v", 3}] {
+		t.Fatalf("WithAborted %v", got)
+	}
+}
