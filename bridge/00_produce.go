@@ -255,7 +255,8 @@ func (g *Gateway) finishProduce(c *call, ps *produceScope) bool {
 	return false
 }
 
-// produceErrors counts the error codes of a Produce response and, from v10
+// produceErrors counts the error codes of a Produce response (a
+// transactional batch not admitted answered at v11+ as Kafka does) and, from v10
 // on, gives each failed partition its leader hint (KIP-951,
 // docs/design/cluster.md §6). It reports whether any partition failed.
 func (g *Gateway) produceErrors(c *call, resp *wire.ProduceResponse, v int16) bool {
@@ -267,6 +268,12 @@ func (g *Gateway) produceErrors(c *call, resp *wire.ProduceResponse, v int16) bo
 			p := &t.Partitions[j]
 			if p.ErrorCode != wire.NoError {
 				failed = true
+				if p.ErrorCode == wire.InvalidTxnState && v >= 11 {
+					// A transactional batch the coordinator did not admit:
+					// Produce v11+ (KIP-890) answers TRANSACTION_ABORTABLE,
+					// which the client handles by aborting, as Kafka 4.4 does.
+					p.ErrorCode = wire.TransactionAbortable
+				}
 				if p.ErrorCode == wire.UnknownProducerID {
 					// The Java client retries UNKNOWN_PRODUCER_ID as is,
 					// forever, while the log start offset is -1, and asks
