@@ -1607,3 +1607,47 @@ func TestStatsAndOpen(t *testing.T) {
 		t.Fatalf("committed %d aborted %d timed out %d", c, a, to)
 	}
 }
+
+// TestInitProducerIDRetryOfBump is Kafka's KIP-360 retry: a producer
+// bumps its epoch (InitProducerId with its current id and epoch), loses
+// the answer and sends the same request again; Kafka's
+// prepareIncrementProducerEpoch recognizes the previous epoch
+// (lastProducerEpoch) and answers the current one. The coordinator keeps
+// no previous epoch (nor, after a rotation, previous producer id), so it
+// fences the producer instead: a known gap, skipped until the persisted
+// state carries them.
+func TestInitProducerIDRetryOfBump(t *testing.T) {
+	t.Skip("known gap: no lastProducerEpoch/previous producer id, a retried KIP-360 bump is fenced")
+	e := newEnv(t)
+	pid, epoch := e.init(t, "a")
+	p1, e1, code := e.c.InitProducerID(ctx, "a", 1000, pid, epoch, 4)
+	if code != wire.NoError || p1 != pid || e1 != epoch+1 {
+		t.Fatalf("bump: %d %d %v", p1, e1, code)
+	}
+	// The answer was lost: the same request again.
+	p2, e2, code := e.c.InitProducerID(ctx, "a", 1000, pid, epoch, 4)
+	if code != wire.NoError || p2 != pid || e2 != e1 {
+		t.Fatalf("retry: %d %d %v, want %d %d NONE", p2, e2, code, pid, e1)
+	}
+}
+
+// TestTickTimeoutWhileProducing: a transaction past its timeout whose
+// producer keeps an append in flight is not aborted, as Tick only
+// TryLocks (Kafka aborts it whatever the producer does): a known gap,
+// skipped.
+func TestTickTimeoutWhileProducing(t *testing.T) {
+	t.Skip("known gap: Tick skips a transaction with an append in flight, so a producer that never stops appending never times out")
+	e := newEnv(t)
+	pid, epoch := e.init(t, "a")
+	e.add(t, "a", pid, epoch, parts("t/0")...)
+	adm, code := e.c.CheckProduce(pid, epoch, "t", 0)
+	if code != wire.NoError {
+		t.Fatal(code)
+	}
+	e.clk.add(time.Minute)
+	e.c.Tick(ctx) // with the append in flight
+	adm.Done()
+	if s := e.describe(t, "a").State; s != CompleteAbort {
+		t.Fatalf("state %v, want CompleteAbort", s)
+	}
+}
