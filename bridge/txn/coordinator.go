@@ -275,7 +275,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		}
 		now := c.nowMs()
 		id = strings.Clone(id) // the request's string may alias its frame
-		e = &entry{t: Txn{ID: id, ProducerID: pid, TimeoutMs: timeoutMs, State: Empty, UpdateMs: now}}
+		e = &entry{t: Txn{ID: id, ProducerID: pid, LastEpoch: -1, TimeoutMs: timeoutMs, State: Empty, UpdateMs: now}}
 		e.mu.Lock()
 		c.txns[id] = e
 		c.byPID[pid] = e
@@ -293,6 +293,11 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 	}
 	defer e.mu.Unlock()
 	t := &e.t
+	if expectedPID >= 0 && expectedPID == t.ProducerID && expectedEpoch == t.LastEpoch && t.State == Empty {
+		// KIP-360: the retry of the bump just made (its answer was lost),
+		// nothing begun since: the same answer again.
+		return t.ProducerID, t.Epoch, wire.NoError
+	}
 	if expectedPID >= 0 && !(expectedPID == t.ProducerID && expectedEpoch == t.Epoch) {
 		// KIP-360: only the current producer may bump its own epoch.
 		return -1, -1, fenced(v, 4)
@@ -321,8 +326,9 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		if pid < 0 {
 			return -1, -1, wire.UnknownServerError
 		}
-		next.ProducerID, next.Epoch = pid, 0
+		next.ProducerID, next.Epoch, next.LastEpoch = pid, 0, -1
 	} else {
+		next.LastEpoch = next.Epoch
 		next.Epoch++
 	}
 	if err := c.persist(ctx, &next); err != nil {

@@ -86,7 +86,11 @@ type Txn struct {
 	ID         string
 	ProducerID int64
 	Epoch      int16
-	TimeoutMs  int32
+	// LastEpoch is the epoch before InitProducerId's last bump, -1 when
+	// none: a KIP-360 retry of that bump (its answer lost) names it and
+	// gets the current epoch again (TransactionMetadata.lastProducerEpoch).
+	LastEpoch int16
+	TimeoutMs int32
 	State      State
 	// StartMs is when the transaction became Ongoing; UpdateMs when the
 	// state last changed (Unix ms, the gateway's clock).
@@ -134,7 +138,7 @@ const stateVersion = 1
 var ErrCorrupt = errors.New("txn: corrupt persisted state")
 
 // Encode returns t's persisted form: little-endian, version u8 (1),
-// producer id i64, epoch i16, timeout i32, state u8, start and update ms
+// producer id i64, epoch i16, last epoch i16, timeout i32, state u8, start and update ms
 // i64, the partitions (u32 count; topic u16-length string, partition i32,
 // first offset i64), then the groups (u32 count; group string, u32 offset
 // count; topic string, partition i32, offset i64, leader epoch i32,
@@ -144,6 +148,7 @@ func (t *Txn) Encode() []byte {
 	b = append(b, stateVersion)
 	b = binary.LittleEndian.AppendUint64(b, uint64(t.ProducerID))
 	b = binary.LittleEndian.AppendUint16(b, uint16(t.Epoch))
+	b = binary.LittleEndian.AppendUint16(b, uint16(t.LastEpoch))
 	b = binary.LittleEndian.AppendUint32(b, uint32(t.TimeoutMs))
 	b = append(b, byte(t.State))
 	b = binary.LittleEndian.AppendUint64(b, uint64(t.StartMs))
@@ -179,6 +184,7 @@ func Decode(id string, v []byte) (Txn, error) {
 	}
 	t.ProducerID = int64(d.u64())
 	t.Epoch = int16(d.u16())
+	t.LastEpoch = int16(d.u16())
 	t.TimeoutMs = int32(d.u32())
 	t.State = State(d.u8())
 	t.StartMs = int64(d.u64())
@@ -197,7 +203,7 @@ func Decode(id string, v []byte) (Txn, error) {
 		}
 		t.Groups = append(t.Groups, g)
 	}
-	if d.bad || len(d.b) != 0 || int(t.State) >= len(stateNames) || t.ProducerID < 0 || t.Epoch < 0 {
+	if d.bad || len(d.b) != 0 || int(t.State) >= len(stateNames) || t.ProducerID < 0 || t.Epoch < 0 || t.LastEpoch < -1 {
 		return Txn{}, ErrCorrupt
 	}
 	return t, nil
