@@ -19,10 +19,12 @@ func (r *runner) finishLoad(lr *LoadReport, rows map[rowKey]*Row) {
 		switch {
 		case row.Client == ClientFranz && row.Mode == ModeMax:
 			return 0
-		case row.Client == ClientFranz:
+		case row.Client == ClientFranz && row.Mode == ModeTxn:
 			return 1
+		case row.Client == ClientFranz:
+			return 2
 		}
-		return 2
+		return 3
 	}
 	slices.SortFunc(lr.Rows, func(a, b *Row) int {
 		if d := group(a) - group(b); d != 0 {
@@ -30,8 +32,8 @@ func (r *runner) finishLoad(lr *LoadReport, rows map[rowKey]*Row) {
 		}
 		return slices.Index(AllTargets, a.Target) - slices.Index(AllTargets, b.Target)
 	})
-	lr.Ratios = ratios(lr)
-	lr.Goals = goals(lr, r.cfg.LatencyFraction, r.cfg.Rate)
+	lr.Ratios = append(ratios(lr), txnRatios(lr)...)
+	lr.Goals = append(goals(lr, r.cfg.LatencyFraction, r.cfg.Rate), txnGoals(lr)...)
 }
 
 // aggregate fills a row's summary figures from its runs.
@@ -112,6 +114,7 @@ func aggregate(row *Row) {
 	if peak > 0 {
 		row.PeakRSSMiB = ptr(float64(peak) / (1 << 20))
 	}
+	aggregateTxn(row, cpuOK)
 }
 
 func findRow(lr *LoadReport, target, client, mode string) *Row {

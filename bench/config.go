@@ -226,6 +226,15 @@ type Config struct {
 	// aggregate records/s is reported beside the one-group read-back
 	// (docs/BENCHMARKS.md, "Consume through the read cache").
 	FanoutGroups int `json:"fanout_groups,omitempty"`
+	// Transactions adds a transactional run to every session beside the
+	// idempotent max run (txn.go; docs/BENCHMARKS.md, "Transactions"):
+	// each producer commits every TxnRecords records or every TxnInterval,
+	// whichever comes first (0 = no such bound; at least one is needed),
+	// and the topic is read back at read_uncommitted and read_committed.
+	// Every load must be idempotent (acks=all, 5 in flight).
+	Transactions bool          `json:"transactions,omitempty"`
+	TxnRecords   int           `json:"txn_records,omitempty"`
+	TxnInterval  time.Duration `json:"txn_interval_ns,omitempty"`
 	// LatencyFraction, if positive, adds a rate-limited run of each load
 	// at this fraction of Kafka's measured produce throughput (needs the
 	// kafka target), reporting latency at a load every target sustains.
@@ -320,6 +329,7 @@ func DefaultConfig() Config {
 		Repetitions:     2,
 		Consumers:       2,
 		LatencyFraction: 0.5,
+		TxnInterval:     DefaultTxnInterval,
 		JavaPerf:        true,
 		KafkaHeap:       "1g",
 		IggyUsername:    "iggy",
@@ -463,6 +473,23 @@ func (c *Config) runErrs() []error {
 	}
 	if c.Rate < 0 {
 		errs = append(errs, fmt.Errorf("rate %v: want ≥ 0", c.Rate))
+	}
+	return append(errs, c.txnErrs()...)
+}
+
+// txnErrs checks the transactional run's settings.
+func (c *Config) txnErrs() []error {
+	if !c.Transactions {
+		return nil
+	}
+	var errs []error
+	if c.TxnRecords < 0 || c.TxnInterval < 0 || (c.TxnRecords == 0 && c.TxnInterval == 0) {
+		errs = append(errs, fmt.Errorf("transactions committing every %d records or %v: want ≥ 0 and at least one > 0", c.TxnRecords, c.TxnInterval))
+	}
+	for i, l := range c.Loads {
+		if !l.idempotent() {
+			errs = append(errs, fmt.Errorf("load %d: transactions need idempotent producers (acks=all, 5 in flight), not acks=%s with %d in flight", i+1, l.AcksString(), l.InFlight))
+		}
 	}
 	return errs
 }

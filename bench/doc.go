@@ -6,7 +6,11 @@
 // runs kafka-producer-perf-test with the same arguments, and reports
 // throughput, produce latency percentiles, server CPU seconds per GB (from
 // /proc/<pid>/stat), peak RSS (VmHWM) and the ratios kiggy/Kafka and
-// kiggy/null. Command kbench (bench/cmd/kbench, `make bench`) is its front
+// kiggy/null. With Config.Transactions (kbench -txn) every session also
+// drives transactional producers (one transactional id each, committing
+// every 100 ms by default, like Kafka Streams under exactly_once_v2) and
+// reads their topic back at read_uncommitted and read_committed (txn.go).
+// Command kbench (bench/cmd/kbench, `make bench`) is its front
 // end; docs/BENCHMARKS.md explains every figure and records the latest run.
 //
 // Run is the entry point: it returns a Report, printed with Report.Print and

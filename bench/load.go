@@ -158,6 +158,9 @@ type producer struct {
 	errOnce          sync.Once
 	err              error
 	errc             chan struct{} // closed on the first failure
+	// txn is set for transactional producers, whose records count toward
+	// the window when their transaction commits, not when acknowledged.
+	txn *txnState
 }
 
 func (p *producer) fail(err error) {
@@ -175,7 +178,7 @@ func (p *producer) done(r *kgo.Record, err error) {
 		p.fail(fmt.Errorf("produce to %s/%d: %w", r.Topic, r.Partition, err))
 	} else {
 		now := time.Now()
-		if t := now.UnixNano(); t >= p.winStart.Load() && t < p.winEnd.Load() {
+		if t := now.UnixNano(); p.txn == nil && t >= p.winStart.Load() && t < p.winEnd.Load() {
 			p.inWin.Add(1)
 		}
 		if due := r.Timestamp.UnixNano(); due >= p.winStart.Load() && due < p.winEnd.Load() {
@@ -593,9 +596,11 @@ type consumeResult struct {
 const consumeStall = 30 * time.Second
 
 // runConsume reads every partition from its start up to ends with
-// `consumers` franz-go clients (partitions assigned round-robin, no group),
-// counting records and checking each value's size.
-func runConsume(ctx context.Context, addr, topic string, ends []int64, consumers, recordSize int, meter cpuMeter, hooks windowHooks) (*consumeResult, error) {
+// `consumers` franz-go clients (partitions assigned round-robin, no group)
+// at isolation level iso, counting records and checking each value's size.
+// Control records (transaction markers) are not counted, but their offsets
+// count toward reaching the end.
+func runConsume(ctx context.Context, addr, topic string, ends []int64, consumers, recordSize int, iso kgo.IsolationLevel, meter cpuMeter, hooks windowHooks) (*consumeResult, error) {
 	if consumers < 1 {
 		consumers = 1
 	}
@@ -626,7 +631,7 @@ func runConsume(ctx context.Context, addr, topic string, ends []int64, consumers
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = consumeOne(ctx, addr, topic, assign[i], ends, recordSize, &counts[i], byPart)
+			errs[i] = consumeOne(ctx, addr, topic, assign[i], ends, recordSize, iso, &counts[i], byPart)
 		}()
 	}
 	wg.Wait()
@@ -658,7 +663,7 @@ func fanout(ctx context.Context, addr, topic string, ends []int64, groups, consu
 	t0 := time.Now()
 	for i := range groups {
 		wg.Go(func() {
-			results[i], errs[i] = runConsume(ctx, addr, topic, ends, consumers, recordSize, cpuMeter{}, windowHooks{})
+			results[i], errs[i] = runConsume(ctx, addr, topic, ends, consumers, recordSize, kgo.ReadUncommitted(), cpuMeter{}, windowHooks{})
 		})
 	}
 	wg.Wait()
@@ -679,12 +684,16 @@ func fanout(ctx context.Context, addr, topic string, ends []int64, groups, consu
 	return float64(records) / elapsed.Seconds(), cpu, nil
 }
 
-func consumeOne(ctx context.Context, addr, topic string, parts map[int32]kgo.Offset, ends []int64, recordSize int,
+func consumeOne(ctx context.Context, addr, topic string, parts map[int32]kgo.Offset, ends []int64, recordSize int, iso kgo.IsolationLevel,
 	count *struct{ records, bytes, bad int64 }, byPart []atomic.Int64) error {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(addr),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}),
 		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.FetchIsolationLevel(iso),
+		// A partition's last offset may be a transaction marker: kept, so
+		// that the read-back sees it reach the end offset.
+		kgo.KeepControlRecords(),
 	)
 	if err != nil {
 		return err
@@ -712,12 +721,9 @@ func consumeOne(ctx context.Context, addr, topic string, parts map[int32]kgo.Off
 		n := 0
 		fs.EachRecord(func(r *kgo.Record) {
 			n++
-			count.records++
-			count.bytes += int64(len(r.Value))
-			if len(r.Value) != recordSize {
-				count.bad++
+			if !r.Attrs.IsControl() {
+				countRecord(r, recordSize, count, byPart)
 			}
-			byPart[r.Partition].Add(1)
 			before := next[r.Partition]
 			next[r.Partition] = r.Offset + 1
 			if before < ends[r.Partition] && r.Offset+1 >= ends[r.Partition] {
@@ -735,6 +741,16 @@ func consumeOne(ctx context.Context, addr, topic string, parts map[int32]kgo.Off
 		}
 	}
 	return nil
+}
+
+// countRecord counts one data record read back.
+func countRecord(r *kgo.Record, recordSize int, count *struct{ records, bytes, bad int64 }, byPart []atomic.Int64) {
+	count.records++
+	count.bytes += int64(len(r.Value))
+	if len(r.Value) != recordSize {
+		count.bad++
+	}
+	byPart[r.Partition].Add(1)
 }
 
 // ping returns nil once addr answers a Metadata request listing a broker.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestLoadInProcess drives the franz-go load against an in-process kiggy
@@ -57,7 +58,7 @@ func TestLoadInProcess(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cr, err := runConsume(ctx, gw.Addr, tc.topic, ends, 2, l.RecordSize, cpuMeter{}, windowHooks{})
+			cr, err := runConsume(ctx, gw.Addr, tc.topic, ends, 2, l.RecordSize, kgo.ReadUncommitted(), cpuMeter{}, windowHooks{})
 			if err != nil {
 				t.Fatal(err)
 			}

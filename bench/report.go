@@ -21,6 +21,7 @@ const (
 	ModeMax = "max"
 	// ModeRate drives it at a fixed records/s (Report.Loads[i].Rate).
 	ModeRate = "rate"
+	// ModeTxn (txn.go) drives it with transactional producers.
 )
 
 // Statuses of a Row.
@@ -104,9 +105,24 @@ type Row struct {
 	Acked    int64 `json:"acked"`
 	Consumed int64 `json:"consumed"`
 
+	// Transactional rows (ModeTxn): commits per second in the windows,
+	// the commit latency (Flush + EndTxn) from the runs' merged
+	// histograms, and the read_committed read-back of the same topics
+	// beside the read_uncommitted one in the Consume figures above.
+	CommitsPerSec                   *float64 `json:"commits_per_sec,omitempty"`
+	CommitP50Ms                     *float64 `json:"commit_p50_ms,omitempty"`
+	CommitP99Ms                     *float64 `json:"commit_p99_ms,omitempty"`
+	EndTxnP50Ms                     *float64 `json:"end_txn_p50_ms,omitempty"`
+	EndTxnP99Ms                     *float64 `json:"end_txn_p99_ms,omitempty"`
+	CommittedConsumeRecordsPerSec   *float64 `json:"read_committed_consume_records_per_sec,omitempty"`
+	CommittedConsumeCPUPerGB        *float64 `json:"read_committed_consume_server_cpu_s_per_gb,omitempty"`
+	CommittedConsumeGatewayCPUPerGB *float64 `json:"read_committed_consume_gateway_cpu_s_per_gb,omitempty"`
+
 	Runs []*Measurement `json:"runs"`
 
-	hist *Histogram
+	hist       *Histogram
+	commitHist *Histogram
+	endTxnHist *Histogram
 }
 
 // Measurement is one repetition of a Row.
@@ -176,10 +192,33 @@ type Measurement struct {
 	ConsumeProfile string `json:"consume_cpu_profile,omitempty"`
 	FanoutProfile  string `json:"fanout_cpu_profile,omitempty"`
 
-	hist         *Histogram // franz-go latencies, merged into the Row's
-	consumeNA    bool       // nothing was read back (null broker, java-perf)
-	consumeBytes int64      // bytes read back
-	cpuBytes     int64      // bytes ServerCPUSeconds is charged to, when not Bytes
+	// Transactional runs (ModeTxn): Commits counts the transactions
+	// committed inside the window (Records are their records), CommitP50Ms
+	// and CommitP99Ms their commit latency (Flush + EndTxn), EndTxnP50Ms
+	// and EndTxnP99Ms the EndTransaction call alone. Committed*
+	// is the read_committed read-back of the topic, the Consume figures
+	// above its read_uncommitted one; CommittedFirst says which ran first.
+	Commits                           int64   `json:"commits,omitempty"`
+	CommitP50Ms                       float64 `json:"commit_p50_ms,omitempty"`
+	CommitP99Ms                       float64 `json:"commit_p99_ms,omitempty"`
+	EndTxnP50Ms                       float64 `json:"end_txn_p50_ms,omitempty"`
+	EndTxnP99Ms                       float64 `json:"end_txn_p99_ms,omitempty"`
+	CommittedConsumed                 int64   `json:"read_committed_consumed,omitempty"`
+	CommittedConsumeSeconds           float64 `json:"read_committed_consume_s,omitempty"`
+	CommittedConsumeRecordsPerSec     float64 `json:"read_committed_consume_records_per_sec,omitempty"`
+	CommittedConsumeMBPerSec          float64 `json:"read_committed_consume_mb_per_sec,omitempty"`
+	CommittedConsumeServerCPUSeconds  float64 `json:"read_committed_consume_server_cpu_s,omitempty"`
+	CommittedConsumeGatewayCPUSeconds float64 `json:"read_committed_consume_gateway_cpu_s,omitempty"`
+	CommittedFirst                    bool    `json:"read_committed_first,omitempty"`
+	CommittedConsumeProfile           string  `json:"read_committed_consume_cpu_profile,omitempty"`
+
+	hist           *Histogram // franz-go latencies, merged into the Row's
+	commitHist     *Histogram // commit latencies (ModeTxn), merged into the Row's
+	endTxnHist     *Histogram // EndTxn latencies (ModeTxn), merged into the Row's
+	committedBytes int64      // bytes read back at read_committed
+	consumeNA      bool       // nothing was read back (null broker, java-perf)
+	consumeBytes   int64      // bytes read back
+	cpuBytes       int64      // bytes ServerCPUSeconds is charged to, when not Bytes
 }
 
 // Ratio compares two targets on one figure.
@@ -253,13 +292,14 @@ func (r *Report) Print(w io.Writer) {
 				opt(row.ServerCPUPerGB, 2), opt(row.ConsumeCPUPerGB, 2), opt(row.GatewayCPUPerGB, 2), opt(row.PeakRSSMiB, 0), opt(row.OtherCPUPercent, 0), status)
 		}
 		tw.Flush()
+		printTxn(w, &lr, r.Config)
 		for _, line := range statusLines(&lr) {
 			fmt.Fprintf(w, "  %s\n", line)
 		}
 		if len(lr.Ratios) > 0 {
 			fmt.Fprintln(w, "Ratios (this run, this machine):")
 			for _, ra := range lr.Ratios {
-				fmt.Fprintf(w, "  %-52s %6.2f×\n", ra.Name, ra.Value)
+				fmt.Fprintf(w, "  %-72s %6.2f×\n", ra.Name, ra.Value)
 			}
 		}
 		if len(lr.Goals) > 0 {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // runner holds what a run shares across targets: built binaries, the Java
@@ -262,6 +263,15 @@ func (r *runner) session(ctx context.Context, target string, l Load, rep int, ta
 	}
 
 	topic := "kbench-" + tag
+	// The transactional run goes after the idempotent one in odd
+	// repetitions and before it in even ones, so that neither always has
+	// the warmer server.
+	txnFirst := r.cfg.Transactions && rep%2 == 1
+	if txnFirst {
+		if run := r.txnRun(ctx, s, l, topic, rep, target, tag, row(target, ClientFranz, ModeTxn)); run != nil {
+			runs = append(runs, run)
+		}
+	}
 	run, err := r.franz(ctx, s, l, topic, 0, rep)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -274,6 +284,11 @@ func (r *runner) session(ctx context.Context, target string, l Load, rep int, ta
 	}
 	runs = append(runs, run)
 	r.addRun(main, run)
+	if r.cfg.Transactions && !txnFirst && ctx.Err() == nil {
+		if run := r.txnRun(ctx, s, l, topic, rep, target, tag, row(target, ClientFranz, ModeTxn)); run != nil {
+			runs = append(runs, run)
+		}
+	}
 
 	if target == TargetKafka && rep == 0 && r.cfg.Rate <= 0 && r.cfg.LatencyFraction > 0 && lr.Rate == 0 {
 		lr.Rate = math.Round(run.ProduceRecordsPerSec * r.cfg.LatencyFraction)
@@ -427,6 +442,25 @@ func (r *runner) franzProduce(ctx context.Context, s *session, l Load, topic str
 	if err != nil {
 		return nil, nil, err
 	}
+	run := produceMeasurement(rep, pr, prof)
+	if prof != "" {
+		r.logf("%s: gateway CPU profile of this produce window: %s", s.target, prof)
+	}
+	r.logf("%s: produced %.0f records/s (%.1f MB/s), p99 %.2f ms; %d acknowledged in all; %d producers, %d sockets open in the server",
+		s.target, run.ProduceRecordsPerSec, run.ProduceMBPerSec, run.P99Ms, run.Acked, l.Producers, run.ServerSockets)
+	if s.metricsURL != "" {
+		if gc, err := gatewayCounters(ctx, s.metricsURL); err == nil && gc.appends > 0 {
+			// Cumulative since the gateway started (warm-ups included).
+			r.logf("%s: so far %.0f Produce requests, %.0f records in %.0f backend appends (%.2f partition batches and %.0f records per append, %.2f appends per request), %.0f Iggy session waits",
+				s.target, gc.requests, gc.records, gc.appends, (gc.appends+gc.coalesced)/gc.appends, gc.records/gc.appends, gc.appends/max(gc.requests, 1), gc.sessionWaits)
+		}
+	}
+	return run, pr.acked, nil
+}
+
+// produceMeasurement is the Measurement of repetition rep's produce phase
+// pr, with the gateway's CPU profile of its window (prof).
+func produceMeasurement(rep int, pr *produceResult, prof string) *Measurement {
 	run := &Measurement{
 		Rep:                  rep + 1,
 		Window:               pr.window.Seconds(),
@@ -450,19 +484,7 @@ func (r *runner) franzProduce(ctx context.Context, s *session, l Load, topic str
 	for _, a := range pr.acked {
 		run.Acked += a
 	}
-	if prof != "" {
-		r.logf("%s: gateway CPU profile of this produce window: %s", s.target, prof)
-	}
-	r.logf("%s: produced %.0f records/s (%.1f MB/s), p99 %.2f ms; %d acknowledged in all; %d producers, %d sockets open in the server",
-		s.target, run.ProduceRecordsPerSec, run.ProduceMBPerSec, run.P99Ms, run.Acked, l.Producers, run.ServerSockets)
-	if s.metricsURL != "" {
-		if gc, err := gatewayCounters(ctx, s.metricsURL); err == nil && gc.appends > 0 {
-			// Cumulative since the gateway started (warm-ups included).
-			r.logf("%s: so far %.0f Produce requests, %.0f records in %.0f backend appends (%.2f partition batches and %.0f records per append, %.2f appends per request), %.0f Iggy session waits",
-				s.target, gc.requests, gc.records, gc.appends, (gc.appends+gc.coalesced)/gc.appends, gc.records/gc.appends, gc.appends/max(gc.requests, 1), gc.sessionWaits)
-		}
-	}
-	return run, pr.acked, nil
+	return run
 }
 
 // franzReadBack is franz's consume phase: everything up to the end offsets
@@ -477,7 +499,7 @@ func (r *runner) franzReadBack(ctx context.Context, s *session, l Load, topic st
 	}
 	hooks, prof := s.profileHooks()
 	run.ConsumeProfile = prof
-	cr, cerr := runConsume(ctx, s.addr, topic, ends, r.cfg.Consumers, l.RecordSize, meter, hooks)
+	cr, cerr := runConsume(ctx, s.addr, topic, ends, r.cfg.Consumers, l.RecordSize, kgo.ReadUncommitted(), meter, hooks)
 	if cr != nil {
 		run.Consumed = cr.records
 		run.BadValues = cr.badValues
@@ -619,6 +641,18 @@ func (r *runner) addRun(row *Row, run *Measurement) {
 	row.Runs = append(row.Runs, run)
 	if run.hist != nil {
 		row.hist.Merge(run.hist)
+	}
+	if run.commitHist != nil {
+		if row.commitHist == nil {
+			row.commitHist = new(Histogram)
+		}
+		row.commitHist.Merge(run.commitHist)
+	}
+	if run.endTxnHist != nil {
+		if row.endTxnHist == nil {
+			row.endTxnHist = new(Histogram)
+		}
+		row.endTxnHist.Merge(run.endTxnHist)
 	}
 }
 

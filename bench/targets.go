@@ -125,6 +125,7 @@ func (r *runner) startKafka(tag string) (*session, error) {
 		Java:        r.java,
 		Classpath:   r.classpath,
 		Heap:        r.cfg.KafkaHeap,
+		Props:       kafkaProps(r.cfg),
 		StopTimeout: stopTimeout,
 	})
 	if err != nil {

@@ -4,6 +4,7 @@
 //	go run ./bench/cmd/kbench                 # the full benchmark (make bench)
 //	go run ./bench/cmd/kbench -smoke          # a ~1 minute check that it all works
 //	go run ./bench/cmd/kbench -record-size 100,1024,16384 -compression none,zstd
+//	go run ./bench/cmd/kbench -txn -partitions 4 -producers 2   # beside transactional producers
 //
 // List flags take comma-separated values; every combination is one load. It
 // prints one table per load with the ratios kiggy/Kafka and kiggy/null, writes
@@ -61,6 +62,9 @@ type options struct {
 	consumers, fanoutGroups, reps                        int
 	duration, warmup                                     time.Duration
 	fraction, rate                                       float64
+	txn                                                  bool
+	txnRecords                                           int
+	txnInterval                                          time.Duration
 	javaPerf                                             bool
 	javaTargets                                          string
 	javaRecords                                          int64
@@ -118,6 +122,9 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.IntVar(&o.reps, "reps", def.Repetitions, "repetitions (target order reversed every other one)")
 	fs.Float64Var(&o.fraction, "latency-fraction", def.LatencyFraction, "rate-limited run at this fraction of Kafka's throughput (0 = none)")
 	fs.Float64Var(&o.rate, "rate", 0, "rate-limited run at this many records/s instead (0 = use -latency-fraction)")
+	fs.BoolVar(&o.txn, "txn", false, "also run transactional producers in every session, beside the idempotent run: each commits every -txn-records records or -txn-interval, whichever first; the topic is read back at read_uncommitted and read_committed (needs -acks all and -inflight 5)")
+	fs.IntVar(&o.txnRecords, "txn-records", def.TxnRecords, "with -txn: commit every this many records per producer (0 = no record bound)")
+	fs.DurationVar(&o.txnInterval, "txn-interval", def.TxnInterval, "with -txn: commit every this long per producer (0 = no time bound; default: Kafka Streams' exactly_once_v2 commit.interval.ms)")
 	fs.BoolVar(&o.javaPerf, "java-perf", def.JavaPerf, "also run kafka-producer-perf-test against every target")
 	fs.StringVar(&o.javaTargets, "java-targets", "", "targets kafka-producer-perf-test runs against (list; empty = every target)")
 	fs.Int64Var(&o.javaRecords, "java-records", 0, "records per kafka-producer-perf-test run, the same for every target (0 = about -warmup + -duration at 100 MB/s, the warm-up part as --warmup-records)")
@@ -291,6 +298,15 @@ func (o *options) applyRun(cfg *bench.Config) {
 	}
 	if o.use("rate") {
 		cfg.Rate = o.rate
+	}
+	if o.use("txn") {
+		cfg.Transactions = o.txn
+	}
+	if o.use("txn-records") {
+		cfg.TxnRecords = o.txnRecords
+	}
+	if o.use("txn-interval") {
+		cfg.TxnInterval = o.txnInterval
 	}
 	if o.use("java-perf") {
 		cfg.JavaPerf = o.javaPerf
