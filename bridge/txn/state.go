@@ -91,7 +91,7 @@ type Txn struct {
 	// gets the current epoch again (TransactionMetadata.lastProducerEpoch).
 	LastEpoch int16
 	TimeoutMs int32
-	State      State
+	State     State
 	// StartMs is when the transaction became Ongoing; UpdateMs when the
 	// state last changed (Unix ms, the gateway's clock).
 	StartMs, UpdateMs int64
@@ -131,18 +131,20 @@ func (t *Txn) clone() Txn {
 	return c
 }
 
-// stateVersion is the persisted layout's version byte.
-const stateVersion = 1
+// stateVersion is the persisted layout's version byte: 2 since the last
+// epoch; Decode still reads version 1 (no last epoch: -1).
+const stateVersion = 2
 
 // ErrCorrupt is a persisted value that does not decode.
 var ErrCorrupt = errors.New("txn: corrupt persisted state")
 
-// Encode returns t's persisted form: little-endian, version u8 (1),
-// producer id i64, epoch i16, last epoch i16, timeout i32, state u8, start and update ms
-// i64, the partitions (u32 count; topic u16-length string, partition i32,
-// first offset i64), then the groups (u32 count; group string, u32 offset
-// count; topic string, partition i32, offset i64, leader epoch i32,
-// metadata string). The id is the system-store key, not in the value.
+// Encode returns t's persisted form: little-endian, version u8 (2),
+// producer id i64, epoch i16, last epoch i16 (not in version 1), timeout
+// i32, state u8, start and update ms i64, the partitions (u32 count;
+// topic u16-length string, partition i32, first offset i64), then the
+// groups (u32 count; group string, u32 offset count; topic string,
+// partition i32, offset i64, leader epoch i32, metadata string). The id
+// is the system-store key, not in the value.
 func (t *Txn) Encode() []byte {
 	b := make([]byte, 0, 64+len(t.Partitions)*32)
 	b = append(b, stateVersion)
@@ -179,12 +181,16 @@ func (t *Txn) Encode() []byte {
 func Decode(id string, v []byte) (Txn, error) {
 	d := decoder{b: v}
 	t := Txn{ID: id}
-	if d.u8() != stateVersion {
+	version := d.u8()
+	if version != 1 && version != stateVersion {
 		return Txn{}, ErrCorrupt
 	}
 	t.ProducerID = int64(d.u64())
 	t.Epoch = int16(d.u16())
-	t.LastEpoch = int16(d.u16())
+	t.LastEpoch = -1
+	if version >= 2 {
+		t.LastEpoch = int16(d.u16())
+	}
 	t.TimeoutMs = int32(d.u32())
 	t.State = State(d.u8())
 	t.StartMs = int64(d.u64())

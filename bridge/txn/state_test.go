@@ -17,7 +17,7 @@ func richTxn(nparts, ngroups, noffs, strLen int) Txn {
 		v := prefix + strings.Repeat("x", max(0, strLen-len(prefix)-4)) + string(rune('a'+i%26))
 		return v
 	}
-	t := Txn{ID: "tid", ProducerID: math.MaxInt64 - 7, Epoch: math.MaxInt16 - 1, TimeoutMs: math.MaxInt32,
+	t := Txn{ID: "tid", ProducerID: math.MaxInt64 - 7, Epoch: math.MaxInt16 - 1, LastEpoch: math.MaxInt16 - 2, TimeoutMs: math.MaxInt32,
 		State: PrepareCommit, StartMs: -12345, UpdateMs: math.MaxInt64}
 	for i := range nparts {
 		t.Partitions = append(t.Partitions, Partition{Topic: s("topic-", i), Partition: int32(i) - 1, First: int64(i) * 1e12})
@@ -54,7 +54,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		t    Txn
 	}{
 		{"zero", Txn{ID: "z"}},
-		{"empty-state", Txn{ID: "e", ProducerID: 1, Epoch: 0, TimeoutMs: 60000, State: Empty, UpdateMs: 1700000000000}},
+		{"empty-state", Txn{ID: "e", ProducerID: 1, Epoch: 0, LastEpoch: -1, TimeoutMs: 60000, State: Empty, UpdateMs: 1700000000000}},
 		{"one-partition", richTxn(1, 0, 0, 8)},
 		{"many-partitions", richTxn(1000, 0, 0, 40)},
 		{"groups-no-offsets", richTxn(2, 5, 0, 10)},
@@ -153,19 +153,22 @@ func TestDecodeRefuses(t *testing.T) {
 	cases := map[string][]byte{
 		"nil":            nil,
 		"version-0":      mutate(func(b []byte) { b[0] = 0 }),
-		"version-2":      mutate(func(b []byte) { b[0] = 2 }),
-		"state-6":        mutate(func(b []byte) { b[15] = 6 }),
-		"state-255":      mutate(func(b []byte) { b[15] = 255 }),
+		"version-3":      mutate(func(b []byte) { b[0] = 3 }),
+		"version-1-as-2": mutate(func(b []byte) { b[0] = 1 }), // 2 bytes too many for version 1
+		"state-6":        mutate(func(b []byte) { b[17] = 6 }),
+		"state-255":      mutate(func(b []byte) { b[17] = 255 }),
 		"negative-pid":   mutate(func(b []byte) { binary.LittleEndian.PutUint64(b[1:], uint64(1)<<63) }),
 		"pid-minus-1":    mutate(func(b []byte) { binary.LittleEndian.PutUint64(b[1:], math.MaxUint64) }),
 		"negative-epoch": mutate(func(b []byte) { binary.LittleEndian.PutUint16(b[9:], 0xffff) }),
+		"last-epoch-2":   mutate(func(b []byte) { binary.LittleEndian.PutUint16(b[11:], 0xfffe) }),
+		"last-epoch-min": mutate(func(b []byte) { binary.LittleEndian.PutUint16(b[11:], 0x8000) }),
 		"huge-partition-count": mutate(func(b []byte) {
-			binary.LittleEndian.PutUint32(b[32:], math.MaxUint32)
+			binary.LittleEndian.PutUint32(b[34:], math.MaxUint32)
 		}),
-		"partition-count+1": mutate(func(b []byte) { b[32]++ }),
-		"partition-count-1": mutate(func(b []byte) { b[32]-- }),
+		"partition-count+1": mutate(func(b []byte) { b[34]++ }),
+		"partition-count-1": mutate(func(b []byte) { b[34]-- }),
 		"string-length-long": mutate(func(b []byte) {
-			binary.LittleEndian.PutUint16(b[36:], 0xffff)
+			binary.LittleEndian.PutUint16(b[38:], 0xffff)
 		}),
 	}
 	for name, b := range cases {
@@ -175,7 +178,7 @@ func TestDecodeRefuses(t *testing.T) {
 	}
 	// An empty Txn: the fixed fields and two zero counts.
 	hdr := (&Txn{}).Encode()
-	if len(hdr) != 40 || hdr[0] != 1 {
+	if len(hdr) != 42 || hdr[0] != 2 {
 		t.Fatalf("empty Txn encodes to %d bytes", len(hdr))
 	}
 }
@@ -183,15 +186,23 @@ func TestDecodeRefuses(t *testing.T) {
 // TestDecodeLayout pins the persisted layout's field offsets (the tests
 // above mutate by offset).
 func TestDecodeLayout(t *testing.T) {
-	tx := Txn{ProducerID: 0x0102030405060708, Epoch: 0x0a0b, TimeoutMs: 0x11121314, State: PrepareAbort,
+	tx := Txn{ProducerID: 0x0102030405060708, Epoch: 0x0a0b, LastEpoch: 0x0c0d, TimeoutMs: 0x11121314, State: PrepareAbort,
 		StartMs: 0x2122232425262728, UpdateMs: 0x3132333435363738,
 		Partitions: []Partition{{Topic: "ab", Partition: 7, First: 9}}}
 	b := tx.Encode()
-	want := []byte{1, 8, 7, 6, 5, 4, 3, 2, 1, 0x0b, 0x0a, 0x14, 0x13, 0x12, 0x11, 3,
+	want := []byte{2, 8, 7, 6, 5, 4, 3, 2, 1, 0x0b, 0x0a, 0x0d, 0x0c, 0x14, 0x13, 0x12, 0x11, 3,
 		0x28, 0x27, 0x26, 0x25, 0x24, 0x23, 0x22, 0x21, 0x38, 0x37, 0x36, 0x35, 0x34, 0x33, 0x32, 0x31,
 		1, 0, 0, 0, 2, 0, 'a', 'b', 7, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 	if !bytes.Equal(b, want) {
 		t.Fatalf("Encode = %v\nwant     %v", b, want)
+	}
+	// Version 1, as 7a5d905 wrote it: no last epoch (-1).
+	v1 := append([]byte{1}, want[1:11]...)
+	v1 = append(v1, want[13:]...)
+	got, err := Decode("x", v1)
+	tx.ID, tx.LastEpoch = "x", -1
+	if err != nil || !reflect.DeepEqual(got, tx) {
+		t.Fatalf("version 1: %+v %v", got, err)
 	}
 }
 
@@ -209,6 +220,8 @@ func TestCloneIsDeep(t *testing.T) {
 func FuzzDecodeTxn(f *testing.F) {
 	rich := richTxn(3, 2, 2, 6)
 	f.Add(rich.Encode())
+	v2 := rich.Encode()
+	f.Add(append(append([]byte{1}, v2[1:11]...), v2[13:]...)) // version 1
 	f.Add((&Txn{}).Encode())
 	short := Txn{ID: "s", ProducerID: 3, State: Ongoing, Groups: []GroupOffsets{
 		{Group: "g", Offsets: []Offset{{Topic: "a", Offset: 1}}}}}
@@ -225,7 +238,12 @@ func FuzzDecodeTxn(f *testing.F) {
 		if tx.ID != "id" || tx.ProducerID < 0 || tx.Epoch < 0 || tx.State > CompleteAbort {
 			t.Fatalf("accepted %+v", tx)
 		}
-		if again := tx.Encode(); !bytes.Equal(again, b) {
+		if tx.LastEpoch < -1 || b[0] == 1 && tx.LastEpoch != -1 {
+			t.Fatalf("last epoch %d", tx.LastEpoch)
+		}
+		// Version 2 re-encodes to the same bytes; version 1 to version 2
+		// (checked by the decode below).
+		if again := tx.Encode(); b[0] == stateVersion && !bytes.Equal(again, b) {
 			t.Fatalf("re-encoding differs:\n%x\n%x", b, again)
 		}
 		// And an encoding of a Txn decodes back to it.
