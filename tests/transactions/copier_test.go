@@ -110,11 +110,18 @@ func runCopy(t *testing.T, tg target, crash func()) {
 	}
 	t.Logf("%s: %d input records written in %v", tg.name, copierRecords, time.Since(start).Round(time.Millisecond))
 
+	// The transaction timeout outlasts an outage: a broker that comes back
+	// must not abort, on its timeout, the transaction of a copier that is
+	// still retrying its writes (a single Kafka broker that did so, with 10
+	// s, was seen to leave a transaction hanging: a late write of the
+	// aborted transaction, after its marker, held the LSO back for good).
+	// A copier that dies has its transaction aborted at once by its
+	// successor's InitProducerId.
 	copier := func(p int) *proc {
 		return startJava(t, false, copierClass,
 			"--broker-list", tg.addr, "--input-topic", in, "--input-partition", fmt.Sprint(p),
 			"--output-topic", out, "--consumer-group", group, "--use-group-metadata",
-			"--transactional-id", fmt.Sprintf("%s-%d", group, p), "--transaction-timeout", "10000",
+			"--transactional-id", fmt.Sprintf("%s-%d", group, p), "--transaction-timeout", "120000",
 			"--max-messages", "-1")
 	}
 	copiers := make([]*proc, copierPartitions)
@@ -187,7 +194,7 @@ func runCopy(t *testing.T, tg target, crash func()) {
 
 	rc := readAll(t, tg, out, copierPartitions, kgo.ReadCommitted())
 	if d := exactlyOnce(all, values(rc)); d != "" {
-		t.Errorf("%s: output read with read_committed: %s", tg.name, d)
+		t.Errorf("%s: output read with read_committed: %s; %s", tg.name, d, duplicates(rc))
 	}
 	got := make([][]string, copierPartitions)
 	for _, r := range rc {
@@ -298,4 +305,23 @@ func killableKafka(t *testing.T) (target, func()) {
 			t.Fatalf("the restarted Kafka broker is not answering after 90 s: %v\n%s", perr, testtools.FileTail(logf.Name(), 30))
 		}
 	}
+}
+
+// duplicates describes where the first values read more than once are
+// (partition/offset of each copy), for a failure message.
+func duplicates(recs []*kgo.Record) string {
+	at := map[string][]string{}
+	var order []string
+	for _, r := range recs {
+		v := string(r.Value)
+		if len(at[v]) == 1 {
+			order = append(order, v)
+		}
+		at[v] = append(at[v], fmt.Sprintf("%d/%d", r.Partition, r.Offset))
+	}
+	var out []string
+	for _, v := range order[:min(len(order), 6)] {
+		out = append(out, fmt.Sprintf("%s at %v", v, at[v]))
+	}
+	return fmt.Sprintf("duplicates at: %v", out)
 }
