@@ -121,6 +121,9 @@ type entry struct {
 	// (its id expired, or its creation was not stored): a request that
 	// waited for mu looks the id up again instead of acting on it.
 	gone bool
+	// timingOut is set while Tick's abort of the transaction, past its
+	// timeout, waits for the appends in flight: no new one is admitted.
+	timingOut atomic.Bool
 }
 
 // New returns a coordinator over backend, persisting to sys.
@@ -695,6 +698,10 @@ func (c *Coordinator) CheckProduce(pid int64, epoch int16, topic string, partiti
 	case t.ProducerID != pid || e.gone:
 		e.mu.RUnlock()
 		return Produce{}, wire.InvalidProducerIDMapping
+	case e.timingOut.Load():
+		// Being aborted at its timeout (timeOutBusy).
+		e.mu.RUnlock()
+		return Produce{}, wire.InvalidTxnState
 	case epoch < t.Epoch:
 		e.mu.RUnlock()
 		return Produce{}, wire.InvalidProducerEpoch
@@ -751,7 +758,8 @@ func (c *Coordinator) Tick(ctx context.Context) {
 	now := c.nowMs()
 	for _, e := range c.entries() {
 		if !e.mu.TryLock() {
-			continue // busy: the next tick
+			c.timeOutBusy(e, now)
+			continue
 		}
 		if e.gone {
 			e.mu.Unlock()
@@ -784,6 +792,41 @@ func (c *Coordinator) Tick(ctx context.Context) {
 		e.mu.Unlock()
 	}
 }
+
+// timeOutBusy aborts e's transaction past its timeout while appends hold
+// it (a producer that never pauses would otherwise never time out, where
+// Kafka aborts it whatever the producer does): no further append is
+// admitted, and a goroutine aborts it once those in flight are done.
+func (c *Coordinator) timeOutBusy(e *entry, now int64) {
+	if !e.mu.TryRLock() {
+		return // a transition holds it: the next tick
+	}
+	t := &e.t
+	overdue := !e.gone && t.State == Ongoing && now-t.StartMs > int64(t.TimeoutMs)
+	start := t.StartMs
+	e.mu.RUnlock()
+	if !overdue || !e.timingOut.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeoutAbortLimit)
+		defer cancel()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		defer e.timingOut.Store(false)
+		if e.gone || e.t.State != Ongoing || e.t.StartMs != start {
+			return // ended meanwhile
+		}
+		c.cfg.Logger.Info("txn: aborting a transaction past its timeout", "transactional_id", e.t.ID,
+			"producer_id", e.t.ProducerID, "timeout_ms", e.t.TimeoutMs)
+		if c.abortFenced(ctx, e) == wire.NoError {
+			c.Stats.TimedOut.Add(1)
+		}
+	}()
+}
+
+// timeoutAbortLimit bounds an abort timeOutBusy starts.
+const timeoutAbortLimit = 30 * time.Second
 
 // PruneAborted drops topic/partition's aborted transactions below
 // logStart, persisting the shorter index.

@@ -68,7 +68,7 @@ func TestInitProducerIDNewAndBump(t *testing.T) {
 	if code != wire.NoError || pid != 1000 || epoch != 0 {
 		t.Fatalf("new id: %d %d %v", pid, epoch, code)
 	}
-	want := Txn{ID: "a", ProducerID: 1000, Epoch: 0, TimeoutMs: 5000, State: Empty, UpdateMs: t0}
+	want := Txn{ID: "a", ProducerID: 1000, Epoch: 0, LastEpoch: -1, TimeoutMs: 5000, State: Empty, UpdateMs: t0}
 	if got := e.describe(t, "a"); !eqTxn(got, want) {
 		t.Fatalf("Describe = %+v, want %+v", got, want)
 	}
@@ -83,7 +83,7 @@ func TestInitProducerIDNewAndBump(t *testing.T) {
 		}
 	}
 	got := e.describe(t, "a")
-	if got.TimeoutMs != 7000 || got.Epoch != 3 || got.UpdateMs != t0+1000 {
+	if got.TimeoutMs != 7000 || got.Epoch != 3 || got.LastEpoch != 2 || got.UpdateMs != t0+1000 {
 		t.Fatalf("after bumps %+v", got)
 	}
 	// Another id gets another producer id.
@@ -127,21 +127,26 @@ func TestInitProducerIDTimeout(t *testing.T) {
 func TestInitProducerIDExpected(t *testing.T) {
 	e := newEnv(t)
 	pid, _ := e.init(t, "a")
-	_, epoch := e.init(t, "a") // epoch 1
+	e.init(t, "a")
+	_, epoch := e.init(t, "a") // epoch 2, last epoch 1
+	const fenced, same, bumped = 0, 1, 2
 	cases := []struct {
-		name   string
-		pid    int64
-		epoch  int16
-		v      int16
-		want   wire.ErrorCode
-		bumped bool
+		name    string
+		pid     int64
+		epoch   int16
+		v       int16
+		want    wire.ErrorCode
+		outcome int
 	}{
-		{"wrong-epoch-v4", pid, epoch - 1, 4, wire.ProducerFenced, false},
-		{"wrong-epoch-v3", pid, epoch - 1, vInitOld, wire.InvalidProducerEpoch, false},
-		{"future-epoch-v5", pid, epoch + 1, 5, wire.ProducerFenced, false},
-		{"wrong-pid-v4", pid + 1, epoch, 4, wire.ProducerFenced, false},
-		{"wrong-pid-v3", pid + 1, epoch, vInitOld, wire.InvalidProducerEpoch, false},
-		{"match", pid, epoch, 4, wire.NoError, true},
+		{"wrong-epoch-v4", pid, epoch - 2, 4, wire.ProducerFenced, fenced},
+		{"wrong-epoch-v3", pid, epoch - 2, vInitOld, wire.InvalidProducerEpoch, fenced},
+		{"future-epoch-v5", pid, epoch + 1, 5, wire.ProducerFenced, fenced},
+		{"wrong-pid-v4", pid + 1, epoch, 4, wire.ProducerFenced, fenced},
+		{"wrong-pid-v3", pid + 1, epoch, vInitOld, wire.InvalidProducerEpoch, fenced},
+		// Kafka's prepareIncrementProducerEpoch: the last epoch is the
+		// retry of the bump just made, answered the current epoch.
+		{"retry-of-bump", pid, epoch - 1, 4, wire.NoError, same},
+		{"match", pid, epoch, 4, wire.NoError, bumped},
 	}
 	for _, c := range cases {
 		before := e.describe(t, "a")
@@ -150,13 +155,25 @@ func TestInitProducerIDExpected(t *testing.T) {
 			t.Fatalf("%s: %v, want %v", c.name, code, c.want)
 		}
 		after := e.describe(t, "a")
-		if c.bumped {
-			if gotPID != pid || gotEpoch != before.Epoch+1 || after.Epoch != gotEpoch {
+		switch c.outcome {
+		case bumped:
+			if gotPID != pid || gotEpoch != before.Epoch+1 || after.Epoch != gotEpoch || after.LastEpoch != before.Epoch {
 				t.Fatalf("%s: %d %d, state %+v", c.name, gotPID, gotEpoch, after)
 			}
-		} else if gotPID != -1 || gotEpoch != -1 || !reflect.DeepEqual(before, after) {
-			t.Fatalf("%s: %d %d, state changed %+v", c.name, gotPID, gotEpoch, after)
+		case same:
+			if gotPID != pid || gotEpoch != before.Epoch || !reflect.DeepEqual(before, after) {
+				t.Fatalf("%s: %d %d, state %+v", c.name, gotPID, gotEpoch, after)
+			}
+		default:
+			if gotPID != -1 || gotEpoch != -1 || !reflect.DeepEqual(before, after) {
+				t.Fatalf("%s: %d %d, state changed %+v", c.name, gotPID, gotEpoch, after)
+			}
 		}
+	}
+	// Once a transaction began, the last epoch is no retry.
+	e.add(t, "a", pid, epoch+1, parts("t/0")...)
+	if _, _, code := e.c.InitProducerID(ctx, "a", 10_000, pid, epoch, 4); code != wire.ProducerFenced {
+		t.Fatalf("last epoch after a transaction began: %v", code)
 	}
 	// An unknown id with an expected producer: a new one (Kafka: the
 	// metadata was just created).
@@ -1617,7 +1634,6 @@ func TestStatsAndOpen(t *testing.T) {
 // fences the producer instead: a known gap, skipped until the persisted
 // state carries them.
 func TestInitProducerIDRetryOfBump(t *testing.T) {
-	t.Skip("known gap: no lastProducerEpoch/previous producer id, a retried KIP-360 bump is fenced")
 	e := newEnv(t)
 	pid, epoch := e.init(t, "a")
 	p1, e1, code := e.c.InitProducerID(ctx, "a", 1000, pid, epoch, 4)
@@ -1636,7 +1652,6 @@ func TestInitProducerIDRetryOfBump(t *testing.T) {
 // TryLocks (Kafka aborts it whatever the producer does): a known gap,
 // skipped.
 func TestTickTimeoutWhileProducing(t *testing.T) {
-	t.Skip("known gap: Tick skips a transaction with an append in flight, so a producer that never stops appending never times out")
 	e := newEnv(t)
 	pid, epoch := e.init(t, "a")
 	e.add(t, "a", pid, epoch, parts("t/0")...)
@@ -1646,8 +1661,15 @@ func TestTickTimeoutWhileProducing(t *testing.T) {
 	}
 	e.clk.add(time.Minute)
 	e.c.Tick(ctx) // with the append in flight
+	if _, code := e.c.CheckProduce(pid, epoch, "t", 0); code != wire.InvalidTxnState {
+		t.Fatalf("an append while the timeout abort waits: %v, want INVALID_TXN_STATE", code)
+	}
 	adm.Done()
-	if s := e.describe(t, "a").State; s != CompleteAbort {
-		t.Fatalf("state %v, want CompleteAbort", s)
+	deadline := time.Now().Add(10 * time.Second)
+	for e.describe(t, "a").State != CompleteAbort {
+		if time.Now().After(deadline) {
+			t.Fatalf("state %v 10 s after the append ended, want CompleteAbort", e.describe(t, "a").State)
+		}
+		time.Sleep(time.Millisecond) // the abort runs on its own goroutine once the append is done
 	}
 }
