@@ -692,6 +692,11 @@ func (c *Coordinator) CheckProduce(pid int64, epoch int16, topic string, partiti
 	if e == nil {
 		return Produce{}, wire.InvalidProducerIDMapping
 	}
+	if e.timingOut.Load() {
+		// Being aborted at its timeout: refused at once rather than
+		// waiting behind the abort's lock for the appends in flight.
+		return Produce{}, wire.InvalidTxnState
+	}
 	e.mu.RLock()
 	t := &e.t
 	switch {
