@@ -188,7 +188,8 @@ func TestStreamsEOS(t *testing.T) {
 
 // TestStreamsEOSKill is TestStreamsEOS with a crash: input keeps arriving
 // (10 lines every 100 ms), and once the application has written some
-// output the Streams JVM is killed with SIGKILL, mid-transaction, and
+// output and the output shows an open transaction's records (high
+// watermark above the LSO) the Streams JVM is killed with SIGKILL, and
 // started again over the same state directory. The restarted instance
 // fences its predecessor's transaction, restores its store from the
 // changelog and resumes from the committed offsets. Read with
@@ -208,25 +209,37 @@ func TestStreamsEOSKill(t *testing.T) {
 			t.Fatalf("%s: writing the input: %v", tg.name, err)
 		}
 		p := s.start(t)
+		// Input keeps arriving, 10 lines every 100 ms, until the kill
+		// and for a second after it.
 		writing := make(chan error, 1)
+		killed := make(chan struct{})
 		go func() {
-			for range 30 {
+			after := -1
+			for n := 0; n < 300 && after < 10; n++ {
 				if err := s.write(ctx, 10); err != nil {
 					writing <- err
 					return
+				}
+				select {
+				case <-killed:
+					after++
+				default:
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
 			writing <- nil
 		}()
-		// Kill once the output holds records (committed or not) for more
-		// than the first batch: the application is mid-stream.
-		testtools.WaitFor(t, 60*time.Second, tg.name+": output from WordCountEOS", func() bool {
-			return endOffsets(t, tg, s.out)[0].hw > 150 || p.exited()
+		// Kill once the output holds more than the first batch's counts
+		// and an open transaction's records (HW above the LSO): the
+		// application is mid-stream and mid-transaction.
+		var before ends
+		testtools.WaitFor(t, 60*time.Second, tg.name+": output of an open WordCountEOS transaction", func() bool {
+			before = endOffsets(t, tg, s.out)[0]
+			return before.hw > 150 && before.hw > before.lso || p.exited()
 		})
-		before := endOffsets(t, tg, s.out)[0]
 		p.kill()
-		t.Logf("%s: WordCountEOS killed at %v, output %v", tg.name, time.Since(s.startedAt).Round(time.Millisecond), before)
+		close(killed)
+		t.Logf("%s: WordCountEOS killed at %v, output %v just before", tg.name, time.Since(s.startedAt).Round(time.Millisecond), before)
 		p = s.start(t)
 		if err := <-writing; err != nil {
 			t.Fatalf("%s: writing the input: %v", tg.name, err)
