@@ -623,7 +623,10 @@ func (c *Coordinator) complete(ctx context.Context, e *entry) error {
 			}
 			return fmt.Errorf("marker for %s/%d: %w", p.Topic, p.Partition, err)
 		}
-		if c.Index.Close(p.Topic, p.Partition, t.ProducerID, off, commit) {
+		// An abort stores the partition's aborted index even when Close
+		// added nothing: a retried completion whose first store failed
+		// finds the transaction closed already.
+		if c.Index.Close(p.Topic, p.Partition, t.ProducerID, off, commit) || !commit {
 			if err := c.storeAborted(ctx, p.Topic, p.Partition); err != nil {
 				return fmt.Errorf("aborted index of %s/%d: %w", p.Topic, p.Partition, err)
 			}
@@ -814,10 +817,10 @@ func (c *Coordinator) timeOutBusy(e *entry, now int64) {
 		return
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeoutAbortLimit)
-		defer cancel()
 		e.mu.Lock()
 		defer e.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), timeoutAbortLimit)
+		defer cancel()
 		defer e.timingOut.Store(false)
 		if e.gone || e.t.State != Ongoing || e.t.StartMs != start {
 			return // ended meanwhile
@@ -830,7 +833,9 @@ func (c *Coordinator) timeOutBusy(e *entry, now int64) {
 	}()
 }
 
-// timeoutAbortLimit bounds an abort timeOutBusy starts.
+// timeoutAbortLimit bounds an abort timeOutBusy starts, from when it holds
+// the transaction (the gateway's shutdown does not wait for it: an abort
+// cut short is completed at the next start).
 const timeoutAbortLimit = 30 * time.Second
 
 // PruneAborted drops topic/partition's aborted transactions below

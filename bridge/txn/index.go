@@ -84,15 +84,14 @@ func (x *Index) Close(topic string, partition int32, producerID, marker int64, c
 	p := x.part(topic, partition)
 	first, open := p.open[producerID]
 	delete(p.open, producerID)
-	if commit {
+	if commit || !open {
+		// Not open: its marker was written already (a completion
+		// retried writes every marker again).
 		return false
 	}
-	if !open {
-		first = marker
-	}
 	for _, a := range p.aborted {
-		if a.ProducerID == producerID && a.Last == marker {
-			return false // a marker written again after a crash
+		if a.ProducerID == producerID && a.First == first {
+			return false // the same transaction, its marker written again after a restart
 		}
 	}
 	p.aborted = append(p.aborted, Aborted{ProducerID: producerID, First: first, Last: marker})

@@ -7,9 +7,11 @@
 //
 // The coordinator writes the commit and abort markers itself, through the
 // Backend the gateway gives it, and completes a transaction before
-// EndTxn is answered: there is no window in which a transaction is
-// prepared but its markers are still on their way, except after a crash,
-// which Recover completes.
+// EndTxn is answered. A transaction stays prepared with markers still to
+// write only when a marker's append failed (EndTxn is answered anyway:
+// the outcome is decided, as Kafka answers once it is prepared; the
+// client's retry, the next InitProducerId or Tick completes it) or the
+// gateway crashed (Recover completes it).
 package txn
 
 import (
