@@ -1,9 +1,11 @@
 // Metadata (API key 3): versions 0–13 (wire.APIs).
 //
-// Differs from Kafka (docs/design/kafka-protocol.md §2.4): topic ids are zero,
-// so clients stay on name-based versions; without Config.Placement this
-// gateway is the only broker, the controller and the leader, replica and ISR
-// of every partition; the authorized operations are not computed.
+// Differs from Kafka (docs/design/kafka-protocol.md §2.4): without
+// Config.Placement this gateway is the only broker, the controller and the
+// leader, replica and ISR of every partition; the authorized operations are
+// not computed. Topic ids (v10+) are the backend's (store.TopicInfo.ID,
+// docs/design/record-mapping.md §8); a topic named by id is looked up among
+// all topics.
 
 package bridge
 
@@ -19,7 +21,7 @@ func init() { handle(wire.KeyMetadata, (*Gateway).metadata) }
 
 // metadata answers Metadata v0–13 (docs/design/kafka-protocol.md §2.4): this gateway is
 // the only broker, the controller, and leader, replica and ISR of every
-// partition. Topic ids are zero, so clients use name-based versions.
+// partition.
 func (g *Gateway) metadata(c *call) bool {
 	st := c.state
 	req := &st.metadataReq
@@ -64,37 +66,33 @@ func (g *Gateway) metadataAllTopics(c *call, resp *wire.MetadataResponse, node [
 	}
 	for _, t := range topics {
 		if g.allowed(c, acl.OpDescribe, acl.ResourceTopic, t.Name) {
-			resp.Topics = g.appendTopic(resp.Topics, t.Name, t.Partitions, wire.NoError, node)
+			resp.Topics = g.appendTopic(resp.Topics, t.Name, t.ID, t.Partitions, wire.NoError, node)
 		}
 	}
 }
 
-// metadataTopic answers one topic a Metadata names: refused (a lookup by
-// topic id, DESCRIBE denied, an invalid name), found, or auto-created when
-// allowCreate and the principal may create it.
+// metadataTopic answers one topic a Metadata names: refused (DESCRIBE
+// denied, an invalid name), found, or auto-created when allowCreate and the
+// principal may create it. A topic named by id goes to metadataTopicByID.
 func (g *Gateway) metadataTopic(c *call, resp *wire.MetadataResponse, rt *wire.MetadataRequestTopic, allowCreate bool, node []int32) {
 	ctx := g.ctx
-	if !rt.Name.Valid {
-		// v12+: lookup by topic id. kiggy serves zero ids only.
-		resp.Topics = append(resp.Topics, wire.MetadataResponseTopic{
-			ErrorCode: wire.UnknownTopicID, TopicID: rt.TopicID,
-			TopicAuthorizedOperations: authorizedOperationsUnknown,
-		})
+	if !rt.Name.Valid || rt.TopicID != ([16]byte{}) {
+		g.metadataTopicByID(c, resp, rt.TopicID, node)
 		return
 	}
 	name := rt.Name.S
 	if code := g.topicCode(c, acl.OpDescribe, name); code != wire.NoError {
-		resp.Topics = g.appendTopic(resp.Topics, name, 0, code, node)
+		resp.Topics = g.appendTopic(resp.Topics, name, [16]byte{}, 0, code, node)
 		return
 	}
 	if !validTopicName(name) {
-		resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.InvalidTopicException, node)
+		resp.Topics = g.appendTopic(resp.Topics, name, [16]byte{}, 0, wire.InvalidTopicException, node)
 		return
 	}
 	info, err := g.store.Topic(ctx, name)
 	if errors.Is(err, store.ErrUnknownTopic) && allowCreate && !g.canCreateTopic(c, name) {
 		// KafkaApis: auto-creation needs CREATE on the cluster or the topic.
-		resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.TopicAuthorizationFailed, node)
+		resp.Topics = g.appendTopic(resp.Topics, name, [16]byte{}, 0, wire.TopicAuthorizationFailed, node)
 		return
 	}
 	if errors.Is(err, store.ErrUnknownTopic) && allowCreate {
@@ -112,18 +110,45 @@ func (g *Gateway) metadataTopic(c *call, resp *wire.MetadataResponse, rt *wire.M
 	}
 	switch {
 	case err == nil:
-		resp.Topics = g.appendTopic(resp.Topics, name, info.Partitions, wire.NoError, node)
+		resp.Topics = g.appendTopic(resp.Topics, name, info.ID, info.Partitions, wire.NoError, node)
 	case errors.Is(err, store.ErrUnknownTopic):
-		resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.UnknownTopicOrPartition, node)
+		resp.Topics = g.appendTopic(resp.Topics, name, [16]byte{}, 0, wire.UnknownTopicOrPartition, node)
 	default:
 		g.cfg.Logger.Warn("metadata: topic lookup", "topic", name, "err", err)
-		resp.Topics = g.appendTopic(resp.Topics, name, 0, wire.LeaderNotAvailable, node)
+		resp.Topics = g.appendTopic(resp.Topics, name, [16]byte{}, 0, wire.LeaderNotAvailable, node)
 	}
+}
+
+// metadataTopicByID answers a topic named by id (v12+; KafkaApis
+// handleTopicMetadataRequest): an unknown id is UNKNOWN_TOPIC_ID (100) with
+// the id echoed and a null name, a topic the principal may not DESCRIBE is
+// TOPIC_AUTHORIZATION_FAILED with a null name ("Topic IDs are not considered
+// sensitive information"), a known one is answered with its name. A lookup
+// by id never auto-creates.
+func (g *Gateway) metadataTopicByID(c *call, resp *wire.MetadataResponse, id [16]byte, node []int32) {
+	info, err := g.topicByID(id)
+	code := wire.NoError
+	switch {
+	case errors.Is(err, store.ErrUnknownTopic):
+		code = wire.UnknownTopicID
+	case err != nil:
+		g.cfg.Logger.Warn("metadata: topic lookup by id", "err", err)
+		code = wire.LeaderNotAvailable
+	case !g.allowed(c, acl.OpDescribe, acl.ResourceTopic, info.Name):
+		code = wire.TopicAuthorizationFailed
+	}
+	if code != wire.NoError {
+		resp.Topics = append(resp.Topics, wire.MetadataResponseTopic{
+			ErrorCode: code, TopicID: id, TopicAuthorizedOperations: authorizedOperationsUnknown,
+		})
+		return
+	}
+	resp.Topics = g.appendTopic(resp.Topics, info.Name, info.ID, info.Partitions, wire.NoError, node)
 }
 
 // appendTopic appends one topic with n partitions led by this node, reusing
 // the partition slice already in dst's spare capacity.
-func (g *Gateway) appendTopic(dst []wire.MetadataResponseTopic, name string, n int32, code wire.ErrorCode, node []int32) []wire.MetadataResponseTopic {
+func (g *Gateway) appendTopic(dst []wire.MetadataResponseTopic, name string, id [16]byte, n int32, code wire.ErrorCode, node []int32) []wire.MetadataResponseTopic {
 	var parts []wire.MetadataResponsePartition
 	if len(dst) < cap(dst) {
 		parts = dst[:len(dst)+1][len(dst)].Partitions[:0]
@@ -145,6 +170,7 @@ func (g *Gateway) appendTopic(dst []wire.MetadataResponseTopic, name string, n i
 	return append(dst, wire.MetadataResponseTopic{
 		ErrorCode:                 code,
 		Name:                      wire.NullStringOf(name),
+		TopicID:                   id,
 		Partitions:                parts,
 		TopicAuthorizedOperations: authorizedOperationsUnknown,
 	})

@@ -34,6 +34,7 @@ func (g *Gateway) createTopics(c *call) bool {
 			code, msg = wire.TopicAuthorizationFailed, "Authorization failed."
 		}
 		cfg := backendConfig(overrides)
+		var id [16]byte // the new topic's id, answered from v7 (KIP-516)
 		if code == wire.NoError && req.ValidateOnly {
 			if _, err := g.store.Topic(g.ctx, t.Topic); err == nil {
 				code, msg = wire.TopicAlreadyExists, "Topic '"+t.Topic+"' already exists."
@@ -41,6 +42,7 @@ func (g *Gateway) createTopics(c *call) bool {
 		} else if code == wire.NoError {
 			info, err := g.store.CreateTopic(g.ctx, t.Topic, parts, cfg)
 			if err == nil {
+				id = info.ID
 				// The backend says what it does (durability); the
 				// overrides go with the topic (what an earlier topic
 				// of the name left, configs and log starts, is cleared).
@@ -69,7 +71,7 @@ func (g *Gateway) createTopics(c *call) bool {
 			out.ErrorMessage = wire.NullStringOf(msg)
 		}
 		if code == wire.NoError {
-			out.NumPartitions, out.ReplicationFactor = parts, 1
+			out.NumPartitions, out.ReplicationFactor, out.TopicID = parts, 1, id
 			for _, e := range topicConfigs(overrides, cfg, g.maxMessageBytes()) {
 				out.Configs = append(out.Configs, wire.CreateTopicsResponseTopicConfig{Name: e.name, Value: wire.NullStringOf(e.value), ReadOnly: e.readOnly, Source: e.source})
 			}

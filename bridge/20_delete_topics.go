@@ -1,7 +1,9 @@
 // DeleteTopics (API key 20): versions 1–6 (wire.APIs).
 //
-// Differs from Kafka: by name only; kiggy serves zero topic ids, so a
-// deletion by id finds nothing.
+// v6 deletes by name or by topic id (KIP-516; the ids are the backend's,
+// docs/design/record-mapping.md §8). Differs from Kafka: an entry with both
+// a name and an id is answered INVALID_REQUEST alone, where Kafka refuses
+// the whole request.
 
 package bridge
 
@@ -15,8 +17,7 @@ import (
 
 func init() { handle(wire.KeyDeleteTopics, (*Gateway).deleteTopics) }
 
-// deleteTopics answers DeleteTopics v1–6 (by name; kiggy serves zero topic
-// ids, so a deletion by id finds nothing).
+// deleteTopics answers DeleteTopics v1–6, by name or (v6) by topic id.
 func (g *Gateway) deleteTopics(c *call) bool {
 	as := &c.state.admin
 	req := &as.deleteReq
@@ -54,14 +55,20 @@ func (g *Gateway) deleteTopics(c *call) bool {
 	if v >= 6 {
 		for _, t := range req.Topics {
 			out := wire.DeleteTopicsResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
-			if !t.Topic.Valid {
+			var m string
+			switch byID := t.TopicID != ([16]byte{}); {
+			case byID && t.Topic.Valid:
+				// ControllerApis: "Topic name and topic ID can not both be specified."
+				out.ErrorCode, m = wire.InvalidRequest, "Topic name and topic ID can not both be specified."
+			case byID:
+				out.ErrorCode, m = g.deleteTopicByID(c, &out, del)
+			case !t.Topic.Valid:
 				out.ErrorCode = wire.UnknownTopicID
-			} else {
-				var m string
+			default:
 				out.ErrorCode, m = del(t.Topic.S)
-				if m != "" {
-					out.ErrorMessage = wire.NullStringOf(m)
-				}
+			}
+			if m != "" {
+				out.ErrorMessage = wire.NullStringOf(m)
 			}
 			resp.Topics = append(resp.Topics, out)
 		}
@@ -78,4 +85,22 @@ func (g *Gateway) deleteTopics(c *call) bool {
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
 	return false
+}
+
+// deleteTopicByID deletes the topic out.TopicID names with del, and names it
+// in out when the principal may DESCRIBE it (ControllerApis.deleteTopics: an
+// unknown id is UNKNOWN_TOPIC_ID, a topic it may not describe
+// TOPIC_AUTHORIZATION_FAILED without its name).
+func (g *Gateway) deleteTopicByID(c *call, out *wire.DeleteTopicsResponseTopic, del func(string) (wire.ErrorCode, string)) (wire.ErrorCode, string) {
+	info, err := g.topicByID(out.TopicID)
+	switch {
+	case errors.Is(err, store.ErrUnknownTopic):
+		return wire.UnknownTopicID, "This server does not host this topic ID."
+	case err != nil:
+		return wire.RequestTimedOut, err.Error()
+	case !g.allowed(c, acl.OpDescribe, acl.ResourceTopic, info.Name):
+		return wire.TopicAuthorizationFailed, "Authorization failed."
+	}
+	out.Topic = wire.NullStringOf(info.Name)
+	return del(info.Name)
 }

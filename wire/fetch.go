@@ -1,9 +1,8 @@
 package wire
 
 // Fetch (key 1), versions 4–12, flexible from 12 (docs/design/kafka-protocol.md §2.1, §2.4,
-// §7). kiggy serves topic names only: v13+ replaces names with topic ids,
-// and with the all-zero ids kiggy reports in Metadata every client caps its
-// Fetch at v12.
+// §7). kiggy serves topic names only: v13+ replaces names with topic ids
+// and is not advertised, so every client caps its Fetch at v12.
 //
 // Design note — writing a response without copying records. A Fetch
 // response is mostly record batches. The bridge builds them straight into

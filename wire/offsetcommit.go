@@ -2,7 +2,7 @@ package wire
 
 // OffsetCommit (key 8), versions 2–9, flexible from 8 (docs/design/kafka-protocol.md
 // §2.1, §2.4). v0–1 were removed by KIP-896; v10 replaces topic names with ids
-// and is not served (kiggy reports zero topic ids, so clients cap at 9).
+// and is not advertised, so clients cap at 9.
 
 // offsetCommitFlexible is the first flexible version: "flexibleVersions": "8+".
 const offsetCommitFlexible int16 = 8

@@ -2,7 +2,7 @@ package wire
 
 // OffsetFetch (key 9), versions 1–9, flexible from 6 (docs/design/kafka-protocol.md
 // §2.1, §2.4). v0 was removed by KIP-896; v10 replaces topic names with ids and is
-// not served (kiggy reports zero topic ids, so clients cap at 9).
+// not advertised, so clients cap at 9.
 //
 // Two layouts share the API: v1–7 ask about one group (Group, Topics) and
 // answer with a top-level ErrorCode *after* the topics; v8+ (KIP-709) batch

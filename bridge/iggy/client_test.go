@@ -247,8 +247,8 @@ func TestTopics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := store.TopicInfo{Name: "orders", Partitions: 3, Config: store.TopicConfig{MessageExpiry: time.Hour, MaxBytes: 2 << 30, Durability: store.DurabilityWritten}}
-	if info != want {
+	want := store.TopicInfo{Name: "orders", ID: info.ID, Partitions: 3, Config: store.TopicConfig{MessageExpiry: time.Hour, MaxBytes: 2 << 30, Durability: store.DurabilityWritten}}
+	if info != want || info.ID == ([16]byte{}) {
 		t.Fatalf("CreateTopic = %+v", info)
 	}
 	if got, err := c.Topic(cx, "orders"); err != nil || got != want {
@@ -263,11 +263,12 @@ func TestTopics(t *testing.T) {
 	if _, err := c.CreateTopic(cx, "small", 1, store.TopicConfig{MaxBytes: 1000}); !errors.Is(err, store.ErrInvalidConfig) {
 		t.Fatalf("max bytes below segment size: %v", err)
 	}
-	if _, err := c.CreateTopic(cx, "plain", 1, store.TopicConfig{}); err != nil {
+	plain, err := c.CreateTopic(cx, "plain", 1, store.TopicConfig{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	list, err := c.Topics(cx)
-	if err != nil || len(list) != 2 || list[0] != want || list[1] != (store.TopicInfo{Name: "plain", Partitions: 1, Config: store.TopicConfig{Durability: store.DurabilityWritten}}) {
+	if err != nil || len(list) != 2 || list[0] != want || list[1] != (store.TopicInfo{Name: "plain", ID: plain.ID, Partitions: 1, Config: store.TopicConfig{Durability: store.DurabilityWritten}}) {
 		t.Fatalf("Topics = %+v, %v", list, err)
 	}
 	if err := c.CreatePartitions(cx, "orders", 5); err != nil {

@@ -270,7 +270,7 @@ func TestCodec012Replies(t *testing.T) {
 	for seed := uint64(1); seed <= 60; seed++ {
 		for _, code := range []uint32{proto.CodeGetTopic, proto.CodeCreateTopic} {
 			body, v := oracleReply(t, o, code, seed)
-			got, err := decodeTopic(body, d)
+			got, err := decodeTopic(body, d, "kafka")
 			topic := v["topic"].(map[string]any)
 			if num(topic["partitions_count"]) > math.MaxInt32 {
 				if err == nil {
@@ -297,7 +297,7 @@ func TestCodec012Replies(t *testing.T) {
 		}
 
 		body, v := oracleReply(t, o, proto.CodeGetTopics, seed)
-		topics, err := decodeTopics(body, d)
+		topics, err := decodeTopics(body, d, "kafka")
 		want := v["topics"].([]any)
 		tooMany := false
 		for _, x := range want {

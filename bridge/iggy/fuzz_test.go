@@ -74,8 +74,8 @@ func FuzzReply(f *testing.F) {
 			body = data
 		}
 		for _, d := range proto.Dialects {
-			decodeTopic(body, d)
-			decodeTopics(body, d)
+			decodeTopic(body, d, "kafka")
+			decodeTopics(body, d, "kafka")
 			decodeClusterMetadata(body, d)
 		}
 		decodeConfirmation(body)

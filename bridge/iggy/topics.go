@@ -2,6 +2,7 @@ package iggy
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/zeebo/xxh3"
 )
 
 // topicEntry is the cached view of one topic.
@@ -47,10 +49,10 @@ type topicDetails struct {
 	partitions []partitionInfo
 }
 
-// decodeTopicHeader reads a TopicHeader (§3.5 layout table) in dialect d.
-// 0.12 (§9) reports the message expiry and size cap in the option blocks
-// only.
-func decodeTopicHeader(r *proto.Reader, d proto.Dialect) (uint32, uint64, store.TopicInfo) {
+// decodeTopicHeader reads a TopicHeader (§3.5 layout table) of a topic of
+// stream in dialect d. 0.12 (§9) reports the message expiry and size cap in
+// the option blocks only.
+func decodeTopicHeader(r *proto.Reader, d proto.Dialect, stream string) (uint32, uint64, store.TopicInfo) {
 	id := r.U32()
 	created := r.U64()
 	parts := r.U32()
@@ -69,7 +71,7 @@ func decodeTopicHeader(r *proto.Reader, d proto.Dialect) (uint32, uint64, store.
 		r.Fail(proto.ErrMalformed)
 		return 0, 0, store.TopicInfo{}
 	}
-	info := store.TopicInfo{Name: string(name), Partitions: int32(parts)}
+	info := store.TopicInfo{Name: string(name), ID: topicID(stream, id, created, name), Partitions: int32(parts)}
 	info.Config.Durability = topicDurability(explicit, derived)
 	if d == proto.Dialect012 {
 		expiry, maxSize = topicLimits(explicit, derived)
@@ -83,6 +85,24 @@ func decodeTopicHeader(r *proto.Reader, d proto.Dialect) (uint32, uint64, store.
 		info.Config.MaxBytes = maxSize
 	}
 	return id, created, info
+}
+
+// topicID derives a topic's Kafka topic id from what Iggy keeps about it
+// (docs/design/record-mapping.md §8): the stream, the topic's numeric id, its
+// created_at and its name, hashed with XXH3-128 and shaped by store.TopicID.
+// Iggy reuses a deleted topic's numeric id but stamps every topic with a
+// strictly increasing created_at that a restart keeps, so the id is the same
+// for the topic's whole life and on every gateway, and another one after a
+// delete and re-create; nothing is written, so no two gateways can disagree.
+func topicID(stream string, id uint32, created uint64, name []byte) [16]byte {
+	var buf [2*(2+maxNameLen) + 12]byte
+	b := binary.BigEndian.AppendUint16(buf[:0], uint16(len(stream)))
+	b = append(b, stream...)
+	b = binary.BigEndian.AppendUint32(b, id)
+	b = binary.BigEndian.AppendUint64(b, created)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(name)))
+	b = append(b, name...)
+	return store.TopicID(xxh3.Hash128(b).Bytes())
 }
 
 // Iggy's defaults for a topic created without flush options (server
@@ -189,13 +209,14 @@ func topicLimits(explicit, derived []byte) (expiry, maxSize uint64) {
 	return expiry, maxSize
 }
 
-// decodeTopic decodes a GetTopic / CreateTopic payload in dialect dl:
+// decodeTopic decodes a GetTopic / CreateTopic payload of a topic of stream
+// in dialect dl:
 // TopicHeader then partitions_count PartitionResponses of 40 bytes, 64 in
 // 0.12 (§9: each with its partition context).
-func decodeTopic(body []byte, dl proto.Dialect) (topicDetails, error) {
+func decodeTopic(body []byte, dl proto.Dialect, stream string) (topicDetails, error) {
 	r := proto.NewReader(body)
 	var d topicDetails
-	d.id, d.created, d.info = decodeTopicHeader(&r, dl)
+	d.id, d.created, d.info = decodeTopicHeader(&r, dl, stream)
 	if !r.Ok() {
 		return d, fmt.Errorf("%w: topic header", proto.ErrMalformed)
 	}
@@ -218,9 +239,9 @@ func decodeTopic(body []byte, dl proto.Dialect) (topicDetails, error) {
 	return d, r.Complete()
 }
 
-// decodeTopics decodes a GetTopics reply in dialect d: [count
+// decodeTopics decodes a GetTopics reply of stream in dialect d: [count
 // u32][TopicHeader × count].
-func decodeTopics(body []byte, d proto.Dialect) ([]store.TopicInfo, error) {
+func decodeTopics(body []byte, d proto.Dialect, stream string) ([]store.TopicInfo, error) {
 	r := proto.NewReader(body)
 	n := r.U32()
 	// Reject counts of TopicHeaders that cannot fit.
@@ -229,7 +250,7 @@ func decodeTopics(body []byte, d proto.Dialect) ([]store.TopicInfo, error) {
 	}
 	out := make([]store.TopicInfo, 0, n)
 	for range n {
-		_, _, info := decodeTopicHeader(&r, d)
+		_, _, info := decodeTopicHeader(&r, d, stream)
 		out = append(out, info)
 	}
 	if err := r.Complete(); err != nil {
@@ -276,7 +297,7 @@ func (c *Client) lookupTopicVia(ctx context.Context, name string, partition int3
 		c.forget(name) // §3.5: "Not found → status 0, empty body."
 		return topicDetails{}, false, nil
 	}
-	d, err := decodeTopic(body, s.dialect)
+	d, err := decodeTopic(body, s.dialect, c.cfg.Stream)
 	if err != nil {
 		return d, false, err
 	}
@@ -368,7 +389,7 @@ func (c *Client) listTopics(ctx context.Context) ([]store.TopicInfo, error) {
 	if err != nil {
 		return nil, readError(err)
 	}
-	return decodeTopics(body, s.dialect)
+	return decodeTopics(body, s.dialect, c.cfg.Stream)
 }
 
 // topic describes one topic, or fails with store.ErrUnknownTopic.
@@ -450,7 +471,7 @@ func (c *Client) createTopic(ctx context.Context, name string, partitions int32,
 		body, sent, err := s.do(ctx, proto.CodeCreateTopic, b)
 		switch code := codeOf(err); {
 		case err == nil:
-			d, derr := decodeTopic(body, s.dialect)
+			d, derr := decodeTopic(body, s.dialect, c.cfg.Stream)
 			if derr != nil {
 				return store.TopicInfo{}, derr
 			}

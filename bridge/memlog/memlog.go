@@ -16,6 +16,7 @@ package memlog
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"slices"
@@ -197,7 +198,12 @@ func (l *Log) CreateTopic(_ context.Context, name string, partitions int32, cfg 
 	// Records live in this process's memory whatever the topic asked for
 	// (docs/IGGY.md, "Durability").
 	cfg.Durability = store.DurabilityMemory
-	t := &topic{info: store.TopicInfo{Name: name, Partitions: partitions, Config: cfg}}
+	// A topic id drawn at random, as Kafka's controller does: the log
+	// lives as long as the process, so nothing has to find the id again
+	// (docs/design/record-mapping.md §8).
+	var id [16]byte
+	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
+	t := &topic{info: store.TopicInfo{Name: name, ID: store.TopicID(id), Partitions: partitions, Config: cfg}}
 	for range partitions {
 		t.partitions = append(t.partitions, l.newPartition(cfg))
 	}

@@ -7,9 +7,29 @@ import (
 
 // TopicInfo describes a topic.
 type TopicInfo struct {
-	Name       string
+	Name string
+	// ID is the topic's Kafka topic id (KIP-516): the same for as long as
+	// the topic lives, on every gateway over the backend, and another one
+	// for a topic deleted and re-created under the same name; shaped by
+	// TopicID, so never all zero (docs/design/record-mapping.md §8).
+	ID         [16]byte
 	Partitions int32
 	Config     TopicConfig
+}
+
+// TopicID shapes 16 random or hashed bytes into a Kafka topic id as
+// Uuid.randomUuid draws them (apache/kafka clients Uuid.java): a version 4,
+// variant 2 UUID, so never Uuid.ZERO_UUID or Uuid.ONE_UUID
+// (METADATA_TOPIC_ID), whose most significant bits are 0, and never one whose
+// base64 form starts with "-" (a command-line tool would read it as an
+// option), which Uuid.randomUuid also refuses.
+func TopicID(b [16]byte) [16]byte {
+	b[6] = b[6]&0x0f | 0x40 // version 4
+	b[8] = b[8]&0x3f | 0x80 // variant 2 (IETF)
+	if b[0]>>2 == 62 {      // base64url digit 62 is '-'
+		b[0] ^= 0x80
+	}
+	return b
 }
 
 // TopicConfig holds the topic settings that have a backend equivalent.

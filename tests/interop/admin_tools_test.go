@@ -2,6 +2,7 @@ package interop
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"regexp"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
@@ -67,22 +69,50 @@ func waitTopicReady(t testing.TB, tg target, topic string, partitions int32) {
 	}
 }
 
-// describeHeader matches kafka-topics --describe's topic line (Kafka prints
-// a TopicId field; kiggy's topic ids are zero, which the tool leaves out).
+// describeHeader matches kafka-topics --describe's topic line; its group is
+// the TopicId the tool prints (Uuid.toString: base64url without padding),
+// which it leaves out when the id is all zero.
 func describeHeader(topic string, partitions int) *regexp.Regexp {
-	return regexp.MustCompile(`(?m)^Topic: ` + regexp.QuoteMeta(topic) + `\t(TopicId: \S+\t)?PartitionCount: ` +
+	return regexp.MustCompile(`(?m)^Topic: ` + regexp.QuoteMeta(topic) + `\tTopicId: (\S+)\tPartitionCount: ` +
 		fmt.Sprint(partitions) + `\tReplicationFactor: 1\tConfigs: .*$`)
 }
 
-// checkDescribe runs kafka-topics --describe and checks the topic line and
-// one line per partition, led by the single node.
-func checkDescribe(t testing.TB, tg target, topic string, partitions int) {
+// metadataTopicID returns the topic id a Metadata request (v10+) gives
+// topic, in Uuid.toString's form.
+func metadataTopicID(t testing.TB, tg target, topic string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("metadata %s: %v %+v", topic, err, resp)
+	}
+	return base64.RawURLEncoding.EncodeToString(resp.Topics[0].TopicID[:])
+}
+
+// checkDescribe runs kafka-topics --describe and checks the topic line, with
+// the topic id Metadata gives (KIP-516), and one line per partition, led by
+// the single node. It returns the id.
+func checkDescribe(t testing.TB, tg target, topic string, partitions int) string {
 	t.Helper()
 	r := adminTool(t, tg, topicCommand, "--describe", "--topic", topic)
-	if r.code != 0 || !describeHeader(topic, partitions).MatchString(r.stdout) {
-		t.Fatalf("kafka-topics --describe %s: want exit 0 and a %d-partition topic line:\n%s", topic, partitions, r)
+	m := describeHeader(topic, partitions).FindStringSubmatch(r.stdout)
+	if r.code != 0 || m == nil {
+		t.Fatalf("kafka-topics --describe %s: want exit 0 and a %d-partition topic line with a TopicId:\n%s", topic, partitions, r)
 	}
 	t.Logf("kafka-topics --describe on %s: %s", tg.Name(), lineWith(r.stdout, "PartitionCount"))
+	if id := metadataTopicID(t, tg, topic); m[1] != id || id == "AAAAAAAAAAAAAAAAAAAAAA" {
+		t.Errorf("kafka-topics --describe %s printed TopicId %s, Metadata gives %s", topic, m[1], id)
+	}
 	for p := range partitions {
 		line := regexp.MustCompile(fmt.Sprintf(`(?m)^\tTopic: %s\tPartition: %d\tLeader: %d\tReplicas: %d\tIsr: %d\b`,
 			regexp.QuoteMeta(topic), p, nodeID, nodeID, nodeID))
@@ -93,6 +123,7 @@ func checkDescribe(t testing.TB, tg target, topic string, partitions int) {
 	if n := strings.Count(r.stdout, "\tPartition: "); n != partitions {
 		t.Errorf("kafka-topics --describe %s printed %d partition lines, want %d", topic, n, partitions)
 	}
+	return m[1]
 }
 
 // listed reports whether kafka-topics --list prints topic.
@@ -135,8 +166,9 @@ func lineWith(s, sub string) string {
 
 // TestTopicCommand drives org.apache.kafka.tools.TopicCommand
 // (kafka-topics, Java Admin client 4.x): create with 6 partitions, list,
-// describe; kcat, franz-go and the console consumer produce and consume on
-// that topic; alter to 8 partitions and describe; the error cases (create
+// describe (its TopicId is the id Metadata gives, KIP-516); kcat, franz-go
+// and the console consumer produce and consume on that topic; alter to 8
+// partitions and describe (the same id); the error cases (create
 // an existing topic, replication factor 3 on one node, alter to fewer
 // partitions) exit non-zero with Kafka's exceptions; delete, and the topic
 // is gone from the list.
@@ -151,7 +183,7 @@ func TestTopicCommand(t *testing.T) {
 	if !listed(t, tg, topic) {
 		t.Fatalf("kafka-topics --list does not show %s after --create", topic)
 	}
-	checkDescribe(t, tg, topic, partitions)
+	id := checkDescribe(t, tg, topic, partitions)
 
 	t.Run("produce-and-consume", func(t *testing.T) {
 		bp, win := produceKcatAndFranz(t, tg, kcat, topic, "lz4", 100, 600)
@@ -167,7 +199,9 @@ func TestTopicCommand(t *testing.T) {
 		t.Fatalf("kafka-topics --alter --partitions 8 failed:\n%s", r)
 	}
 	waitTopicReady(t, tg, topic, 8)
-	checkDescribe(t, tg, topic, 8)
+	if again := checkDescribe(t, tg, topic, 8); again != id {
+		t.Errorf("adding partitions changed the topic id from %s to %s", id, again)
+	}
 
 	toolFails(t, tg, "kafka-topics --create of an existing topic", "TopicExistsException",
 		topicCommand, "--create", "--topic", topic, "--partitions", "6")
