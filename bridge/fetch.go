@@ -137,6 +137,11 @@ type partReader struct {
 	// sealTxn: the read only finishes the open transactional batch
 	// (wholeTxnBatch).
 	sealTxn bool
+	// seedAt is the offset a read_committed read starts at inside an
+	// aborted transaction's batch, seed that batch's stamp from there on
+	// (seekTxnBatch); -1 when not.
+	seedAt int64
+	seed   mapping.Producer
 }
 
 func (r *partReader) init(m *metrics) {
@@ -599,6 +604,10 @@ func (g *Gateway) readRecords(r *partReader, buf []byte, topic string, codec bat
 	if !minOne || r.ownBudget {
 		r.capBytes = limit
 	}
+	r.seedAt = -1
+	if r.committed {
+		g.seekTxnBatch(r, topic, rp.Partition, rp.FetchOffset)
+	}
 	wm, err := g.readBatch(r, topic, rp.Partition, rp.FetchOffset, limit)
 	r.wm = wm
 	r.noteStop(wm)
@@ -714,6 +723,52 @@ func (g *Gateway) wholeTxnBatch(r *partReader, topic string, partition int32, wm
 	return wm
 }
 
+// seekTxnBatch prepares a read_committed read from offset for a start
+// inside a transactional batch of an aborted transaction (a consumer that
+// seeked there; kiggy's own responses never end inside one): only the
+// batch's first message carries its stamp, so the read looks for it from
+// the transaction's first offset and, when offset lies inside the batch,
+// serves the rest of it with its producer id, which the consumer needs to
+// skip it (docs/design/transactions.md §4). Other starts cost one look at
+// the aborted index.
+func (g *Gateway) seekTxnBatch(r *partReader, topic string, partition int32, offset int64) {
+	aborted := g.txn.Index.AbortedIn(nil, topic, partition, offset, offset+1)
+	if len(aborted) == 0 {
+		return
+	}
+	from := offset
+	for _, a := range aborted {
+		from = min(from, a.First)
+	}
+	var stamp mapping.Producer
+	stampAt := int64(-1)
+	for next, read := from, 0; next < offset && read < maxTxnSeek; {
+		progressed := false
+		_, err := g.store.Read(g.ctx, topic, partition, next, 1<<20, func(m *message.Message) bool {
+			if m.Offset >= offset {
+				return false
+			}
+			if st, ok := mapping.FindProducer(m.Headers); ok {
+				stamp, stampAt = st, m.Offset
+			}
+			read += len(m.Payload) + len(m.Headers)
+			next, progressed = m.Offset+1, true
+			return true
+		})
+		if err != nil || !progressed {
+			break
+		}
+	}
+	if d := offset - stampAt; stampAt >= 0 && stamp.Transactional && d > 0 && d < int64(stamp.Count) {
+		stamp.BaseSequence = int32((int64(stamp.BaseSequence) + d) % (1 << 31))
+		stamp.Count -= int32(d)
+		r.seed, r.seedAt = stamp, offset
+	}
+}
+
+// maxTxnSeek bounds the bytes seekTxnBatch reads back.
+const maxTxnSeek = 64 << 20
+
 // logLimit is the byte limit a Read for a budget of n is sent with: on a
 // networked backend a message of up to readSlack bytes past the limit
 // reaches the cap (add), which refuses it, so the read is seen to end at
@@ -766,6 +821,12 @@ func (r *partReader) add(m *message.Message) bool {
 	if rec.IsControl {
 		return r.addControl(m, rec)
 	}
+	if m.Offset == r.seedAt && r.txnLeft == 0 && !rec.Stamp.Transactional {
+		// The read starts inside a transactional batch: the rest of it is
+		// served as that batch (seekTxnBatch).
+		rec.Stamp = r.seed
+	}
+	r.seedAt = -1
 	txnStart := r.txnLeft == 0 && rec.Stamp.Transactional
 	switch {
 	case r.txnLeft > 0:

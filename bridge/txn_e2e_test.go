@@ -224,3 +224,61 @@ func TestTransactionSurvivesRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestReadCommittedSeekIntoAbortedBatch: a read_committed consumer that
+// starts inside a batch of an aborted transaction (offset 2 of a 5-record
+// batch) skips the rest of that batch, as from Kafka, where the broker
+// serves the whole batch with its producer id; it reads only the
+// committed records after it. On both backends.
+func TestReadCommittedSeekIntoAbortedBatch(t *testing.T) {
+	backends(t, func(t *testing.T, iggy bool) {
+		gw := startBackend(t, iggy)
+		const topic = "txn-seek"
+		gw.CreateTopic(t, topic, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		p, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.TransactionalID("txn-seek"), kgo.DefaultProduceTopic(topic),
+			kgo.ProducerLinger(50*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		batchOf := func(prefix string, n int, commit bool) {
+			if err := p.BeginTransaction(); err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				p.Produce(ctx, kgo.StringRecord(fmt.Sprintf("%s-%d", prefix, i)), func(_ *kgo.Record, err error) {
+					if err != nil {
+						t.Errorf("produce: %v", err)
+					}
+				})
+			}
+			if err := p.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		batchOf("aborted", 5, false)  // one batch, offsets 0–4, marker 5
+		batchOf("committed", 2, true) // 6–7, marker 8
+		if recs := gw.Records(t, topic, 0); len(recs) != 7 {
+			t.Fatalf("stored %d records, want 7", len(recs))
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(2)}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		var got []string
+		for len(got) < 2 && ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+		}
+		if want := []string{"committed-0", "committed-1"}; !slices.Equal(got, want) {
+			t.Fatalf("read_committed from offset 2 read %q, want %q", got, want)
+		}
+	})
+}
