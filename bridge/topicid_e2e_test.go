@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -199,5 +200,89 @@ func TestTopicIDsStableOverIggy(t *testing.T) {
 	third := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
 	if got := idOn(third, "kept"); got != id {
 		t.Fatalf("after a restart: %v, before %v", got, id)
+	}
+}
+
+// describeTopicPartitions sends one DescribeTopicPartitions v0.
+func describeTopicPartitions(ctx context.Context, t *testing.T, cl *kgo.Client, limit int32, cursor *kmsg.DescribeTopicPartitionsRequestCursor, topics ...string) *kmsg.DescribeTopicPartitionsResponse {
+	t.Helper()
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	for _, name := range topics {
+		req.Topics = append(req.Topics, kmsg.DescribeTopicPartitionsRequestTopic{Topic: name})
+	}
+	req.ResponsePartitionLimit, req.Cursor = limit, cursor
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestDescribeTopicPartitions (KIP-966): every topic (none named) in name
+// order with its id, paged by ResponsePartitionLimit with the cursor
+// Kafka's KRaftMetadataCache.describeTopicResponse gives (mid-topic, then at
+// the start of the next topic); named topics with an unknown one; a cursor
+// not among the names is INVALID_REQUEST. On both backends.
+func TestDescribeTopicPartitions(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{NoAutoCreate: true})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	parts := map[string]int32{"dtp-a": 3, "dtp-b": 5, "dtp-c": 1}
+	ids := map[string][16]byte{}
+	for name, n := range parts {
+		gw.CreateTopic(t, name, n)
+		ids[name] = topicIDOf(ctx, t, cl, name)
+	}
+	type seen struct {
+		topic string
+		parts []int32
+	}
+	check := func(what string, resp *kmsg.DescribeTopicPartitionsResponse, want []seen, next *kmsg.DescribeTopicPartitionsResponseNextCursor) {
+		t.Helper()
+		var got []seen
+		for _, rt := range resp.Topics {
+			if rt.ErrorCode != 0 || rt.Topic == nil || rt.TopicID != ids[*rt.Topic] {
+				t.Fatalf("%s: topic %+v (id want %x)", what, rt, ids[*rt.Topic])
+			}
+			s := seen{topic: *rt.Topic}
+			for _, p := range rt.Partitions {
+				if p.ErrorCode != 0 || p.LeaderID != 1 || len(p.Replicas) != 1 || len(p.ISR) != 1 {
+					t.Fatalf("%s: %s partition %+v", what, *rt.Topic, p)
+				}
+				s.parts = append(s.parts, p.Partition)
+			}
+			got = append(got, s)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: described %v, want %v", what, got, want)
+		}
+		if (next == nil) != (resp.NextCursor == nil) || next != nil && (next.Topic != resp.NextCursor.Topic || next.Partition != resp.NextCursor.Partition) {
+			t.Fatalf("%s: next cursor %+v, want %+v", what, resp.NextCursor, next)
+		}
+	}
+
+	check("all", describeTopicPartitions(ctx, t, cl, 2000, nil),
+		[]seen{{"dtp-a", []int32{0, 1, 2}}, {"dtp-b", []int32{0, 1, 2, 3, 4}}, {"dtp-c", []int32{0}}}, nil)
+	// Pages of 4 partitions, as the Java Admin client follows them.
+	check("page 1", describeTopicPartitions(ctx, t, cl, 4, nil),
+		[]seen{{"dtp-a", []int32{0, 1, 2}}, {"dtp-b", []int32{0}}}, &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: "dtp-b", Partition: 1})
+	check("page 2", describeTopicPartitions(ctx, t, cl, 4, &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "dtp-b", Partition: 1}),
+		[]seen{{"dtp-b", []int32{1, 2, 3, 4}}}, &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: "dtp-c"})
+	check("page 3", describeTopicPartitions(ctx, t, cl, 4, &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "dtp-c"}),
+		[]seen{{"dtp-c", []int32{0}}}, nil)
+
+	named := describeTopicPartitions(ctx, t, cl, 2000, nil, "dtp-c", "dtp-missing", "dtp-a")
+	if len(named.Topics) != 3 || *named.Topics[0].Topic != "dtp-a" || *named.Topics[1].Topic != "dtp-c" ||
+		*named.Topics[2].Topic != "dtp-missing" || named.Topics[2].ErrorCode != 3 || named.Topics[0].TopicID != ids["dtp-a"] {
+		t.Fatalf("named topics: %+v", named.Topics)
+	}
+	bad := describeTopicPartitions(ctx, t, cl, 2000, &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "dtp-b"}, "dtp-a")
+	if len(bad.Topics) != 1 || bad.Topics[0].ErrorCode != 42 {
+		t.Fatalf("cursor not among the names: %+v", bad.Topics)
 	}
 }

@@ -102,6 +102,9 @@ var admFuzzAPIs = []admFuzzAPI{
 	{"DescribeProducers", describeProducersMin, describeProducersMax,
 		admFuzzCheck((*DescribeProducersRequest).Decode, admDescribeProducersRequestToKmsg, admGenDescribeProducersRequest),
 		admSeed(admGenDescribeProducersRequest)},
+	{"DescribeTopicPartitions", describeTopicPartitionsMin, describeTopicPartitionsMax,
+		admFuzzCheck((*DescribeTopicPartitionsRequest).Decode, admDescribeTopicPartitionsRequestToKmsg, admGenDescribeTopicPartitionsRequest),
+		admSeed(admGenDescribeTopicPartitionsRequest)},
 }
 
 // admFuzzVersion maps a fuzz byte to a version in [lo, hi+1]: hi+1 checks

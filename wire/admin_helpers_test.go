@@ -2,7 +2,7 @@ package wire
 
 // Shared helpers for the admin codec tests (CreateTopics, DeleteTopics,
 // CreatePartitions, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,
-// DescribeCluster, DescribeProducers). franz-go's kmsg is the independent oracle (docs/design/style.md
+// DescribeCluster, DescribeProducers, DescribeTopicPartitions). franz-go's kmsg is the independent oracle (docs/design/style.md
 // habit 8): requests are encoded by kmsg and decoded by us, our responses
 // are decoded by kmsg. Names carry an "adm" prefix so they cannot clash with
 // the helpers of the other codec files in this package.
@@ -265,6 +265,7 @@ func TestAdminAPIRows(t *testing.T) {
 		{KeyIncrementalAlterConfigs, incrementalAlterConfigsMin, incrementalAlterConfigsMax, incrementalAlterConfigsFlexible, new(kmsg.IncrementalAlterConfigsRequest)},
 		{KeyDescribeCluster, describeClusterMin, describeClusterMax, describeClusterFlexible, new(kmsg.DescribeClusterRequest)},
 		{KeyDescribeProducers, describeProducersMin, describeProducersMax, describeProducersFlexible, new(kmsg.DescribeProducersRequest)},
+		{KeyDescribeTopicPartitions, describeTopicPartitionsMin, describeTopicPartitionsMax, describeTopicPartitionsFlexible, new(kmsg.DescribeTopicPartitionsRequest)},
 	}
 	for _, r := range rows {
 		got, ok := LookupAPI(r.key)

@@ -48,6 +48,7 @@ const (
 	KeyDescribeProducers            APIKey = 61
 	KeyDescribeTransactions         APIKey = 65
 	KeyListTransactions             APIKey = 66
+	KeyDescribeTopicPartitions      APIKey = 75
 )
 
 // APIRange is one row of the ApiVersions table: the versions of an API whose
@@ -109,6 +110,7 @@ var APIs = []APIRange{
 	{KeyDescribeProducers, 0, 0, describeProducersFlexible},
 	{KeyDescribeTransactions, DescribeTransactionsMinVersion, DescribeTransactionsMaxVersion, DescribeTransactionsFlexible},
 	{KeyListTransactions, ListTransactionsMinVersion, ListTransactionsMaxVersion, ListTransactionsFlexible},
+	{KeyDescribeTopicPartitions, describeTopicPartitionsMin, describeTopicPartitionsMax, describeTopicPartitionsFlexible},
 }
 
 // MaxAPIKey bounds the API keys wire's lookup array (and the gateway's
@@ -168,6 +170,7 @@ var apiNames = map[APIKey]string{
 	KeyTxnOffsetCommit:              "TxnOffsetCommit",
 	KeyDescribeTransactions:         "DescribeTransactions",
 	KeyListTransactions:             "ListTransactions",
+	KeyDescribeTopicPartitions:      "DescribeTopicPartitions",
 }
 
 // String returns Kafka's name for the API, e.g. "Produce", or "API_<n>".

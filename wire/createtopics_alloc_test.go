@@ -84,6 +84,8 @@ func TestAdminResponseAppendAllocs(t *testing.T) {
 	check("DescribeClusterResponse", func(b []byte) []byte { return dcl.AppendTo(b, 2) })
 	dp := admGenDescribeProducersResponse(g, 0)
 	check("DescribeProducersResponse", func(b []byte) []byte { return dp.AppendTo(b, 0) })
+	dtp := admGenDescribeTopicPartitionsResponse(g, 0)
+	check("DescribeTopicPartitionsResponse", func(b []byte) []byte { return dtp.AppendTo(b, 0) })
 }
 
 func BenchmarkCreateTopicsDecode(b *testing.B) {
@@ -141,4 +143,5 @@ func TestAdminDecodeAllocs(t *testing.T) {
 	admAllocDecoder(t, "IncrementalAlterConfigs", incrementalAlterConfigsMin, incrementalAlterConfigsMax, admGenIncrementalAlterConfigsRequest, (*IncrementalAlterConfigsRequest).Decode)
 	admAllocDecoder(t, "DescribeCluster", describeClusterMin, describeClusterMax, admGenDescribeClusterRequest, (*DescribeClusterRequest).Decode)
 	admAllocDecoder(t, "DescribeProducers", describeProducersMin, describeProducersMax, admGenDescribeProducersRequest, (*DescribeProducersRequest).Decode)
+	admAllocDecoder(t, "DescribeTopicPartitions", describeTopicPartitionsMin, describeTopicPartitionsMax, admGenDescribeTopicPartitionsRequest, (*DescribeTopicPartitionsRequest).Decode)
 }

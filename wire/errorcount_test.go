@@ -51,7 +51,7 @@ func TestCountErrorsReportsEveryField(t *testing.T) {
 		&OffsetFetchResponse{}, &DescribeGroupsResponse{}, &ListGroupsResponse{}, &DeleteGroupsResponse{}, &OffsetDeleteResponse{}, &DeleteRecordsResponse{},
 		&CreateTopicsResponse{}, &DeleteTopicsResponse{}, &CreatePartitionsResponse{},
 		&DescribeConfigsResponse{}, &AlterConfigsResponse{}, &IncrementalAlterConfigsResponse{},
-		&DescribeClusterResponse{}, &DescribeProducersResponse{},
+		&DescribeClusterResponse{}, &DescribeProducersResponse{}, &DescribeTopicPartitionsResponse{},
 		&DescribeAclsResponse{}, &CreateAclsResponse{}, &DeleteAclsResponse{},
 		&SaslHandshakeResponse{}, &SaslAuthenticateResponse{},
 		&DescribeUserScramCredentialsResponse{}, &AlterUserScramCredentialsResponse{}, &DescribeClientQuotasResponse{},
