@@ -113,6 +113,11 @@ func checkDescribe(t testing.TB, tg target, topic string, partitions int) string
 	if id := metadataTopicID(t, tg, topic); m[1] != id || id == "AAAAAAAAAAAAAAAAAAAAAA" {
 		t.Errorf("kafka-topics --describe %s printed TopicId %s, Metadata gives %s", topic, m[1], id)
 	}
+	// Kafka 4.x's tool describes through DescribeTopicPartitions (KIP-966)
+	// when the broker advertises it, as kiggy does.
+	if k, ok := tg.(*kiggyTarget); ok && !strings.Contains(k.g.Metrics(), `kiggy_api_requests_total{api="DescribeTopicPartitions",version="0"}`) {
+		t.Errorf("kafka-topics --describe %s did not use DescribeTopicPartitions", topic)
+	}
 	for p := range partitions {
 		line := regexp.MustCompile(fmt.Sprintf(`(?m)^\tTopic: %s\tPartition: %d\tLeader: %d\tReplicas: %d\tIsr: %d\b`,
 			regexp.QuoteMeta(topic), p, nodeID, nodeID, nodeID))
