@@ -614,23 +614,30 @@ func (c *Coordinator) complete(ctx context.Context, e *entry) error {
 	t := &e.t
 	commit := t.State == PrepareCommit
 	marker := mapping.Control{ProducerID: t.ProducerID, ProducerEpoch: t.Epoch, Commit: commit}
-	for _, p := range t.Partitions {
-		off, err := c.backend.WriteMarker(ctx, p.Topic, p.Partition, marker)
-		if err != nil {
+	offsets, errs := c.writeMarkers(ctx, t.Partitions, marker)
+	var failed error
+	for i, p := range t.Partitions {
+		if err := errs[i]; err != nil {
 			if isGone(err) {
 				c.Index.Close(p.Topic, p.Partition, t.ProducerID, -1, true)
 				continue // a deleted partition has nothing to end
 			}
-			return fmt.Errorf("marker for %s/%d: %w", p.Topic, p.Partition, err)
+			if failed == nil {
+				failed = fmt.Errorf("marker for %s/%d: %w", p.Topic, p.Partition, err)
+			}
+			continue
 		}
 		// An abort stores the partition's aborted index even when Close
 		// added nothing: a retried completion whose first store failed
 		// finds the transaction closed already.
-		if c.Index.Close(p.Topic, p.Partition, t.ProducerID, off, commit) || !commit {
-			if err := c.storeAborted(ctx, p.Topic, p.Partition); err != nil {
-				return fmt.Errorf("aborted index of %s/%d: %w", p.Topic, p.Partition, err)
+		if c.Index.Close(p.Topic, p.Partition, t.ProducerID, offsets[i], commit) || !commit {
+			if err := c.storeAborted(ctx, p.Topic, p.Partition); err != nil && failed == nil {
+				failed = fmt.Errorf("aborted index of %s/%d: %w", p.Topic, p.Partition, err)
 			}
 		}
+	}
+	if failed != nil {
+		return failed
 	}
 	if commit {
 		for _, g := range t.Groups {
@@ -658,6 +665,34 @@ func (c *Coordinator) complete(ctx context.Context, e *entry) error {
 		c.Stats.Aborted.Add(1)
 	}
 	return nil
+}
+
+// maxMarkerWrites bounds the markers of one transaction appended at once.
+const maxMarkerWrites = 32
+
+// writeMarkers appends marker to every partition, at most maxMarkerWrites
+// at once (on Iggy each append is a round trip: a transaction over many
+// partitions ends in about one, not one per partition), and returns each
+// partition's marker offset or error.
+func (c *Coordinator) writeMarkers(ctx context.Context, parts []Partition, marker mapping.Control) ([]int64, []error) {
+	offsets := make([]int64, len(parts))
+	errs := make([]error, len(parts))
+	if len(parts) == 1 {
+		offsets[0], errs[0] = c.backend.WriteMarker(ctx, parts[0].Topic, parts[0].Partition, marker)
+		return offsets, errs
+	}
+	sem := make(chan struct{}, maxMarkerWrites)
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			offsets[i], errs[i] = c.backend.WriteMarker(ctx, p.Topic, p.Partition, marker)
+		}()
+	}
+	wg.Wait()
+	return offsets, errs
 }
 
 // isGone reports whether err says the partition no longer exists.

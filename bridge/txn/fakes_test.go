@@ -1,12 +1,14 @@
 package txn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"maps"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -212,10 +214,17 @@ func (b *fakeBackend) getHW(topic string, p int32) int64 {
 	return b.hw[partKey{topic, p}]
 }
 
+// markerList returns the markers written, by topic, partition and offset:
+// a transaction's markers are appended concurrently, so their order across
+// partitions is not defined.
 func (b *fakeBackend) markerList() []marker {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]marker(nil), b.markers...)
+	out := append([]marker(nil), b.markers...)
+	slices.SortStableFunc(out, func(x, y marker) int {
+		return cmp.Or(strings.Compare(x.Topic, y.Topic), cmp.Compare(x.Partition, y.Partition), cmp.Compare(x.Offset, y.Offset))
+	})
+	return out
 }
 
 func (b *fakeBackend) commitList() []offsetCommit {
