@@ -75,7 +75,10 @@ func (g *Gateway) txnLoop() {
 	for tick := 1; ; tick++ {
 		select {
 		case <-t.C:
-			if g.txnReady.Load() {
+			// Nothing to do (and nothing allocated, which the allocation
+			// tests of other paths would count) until a transactional id
+			// exists.
+			if g.txnReady.Load() && (g.txn.Known() || g.txn.Index.Active()) {
 				ctx, cancel := context.WithTimeout(g.ctx, g.cfg.ProduceTimeoutCap)
 				g.txn.Tick(ctx)
 				if tick%abortedPruneTicks == 0 {

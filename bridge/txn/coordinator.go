@@ -92,6 +92,14 @@ type Stats struct {
 	Committed, Aborted, TimedOut atomic.Uint64
 }
 
+// Known reports whether the coordinator knows any transactional id: a
+// gateway without one has nothing for Tick to do.
+func (c *Coordinator) Known() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.txns) > 0
+}
+
 // Open counts the transactions open (Ongoing or being completed).
 func (c *Coordinator) Open() int {
 	n := 0
