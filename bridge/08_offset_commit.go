@@ -52,15 +52,7 @@ func (g *Gateway) offsetCommit(c *call) bool {
 		}
 		var parts int32 = -1
 		if topicCode == wire.NoError {
-			info, err := g.store.Topic(g.ctx, t.Topic)
-			switch {
-			case errors.Is(err, store.ErrUnknownTopic):
-				topicCode = wire.UnknownTopicOrPartition
-			case err != nil:
-				topicCode = wire.CoordinatorLoadInProgress
-			default:
-				parts = info.Partitions
-			}
+			parts, topicCode = g.topicPartitions(t.Topic, wire.CoordinatorLoadInProgress)
 		}
 		for _, p := range t.Partitions {
 			code := topicCode
@@ -89,4 +81,18 @@ func (g *Gateway) offsetCommit(c *call) bool {
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, resp)
 	return false
+}
+
+// topicPartitions returns topic's partition count for a request that names
+// its partitions: UNKNOWN_TOPIC_OR_PARTITION when the topic does not exist,
+// unavailable (the code the API retries on) when the backend cannot say.
+func (g *Gateway) topicPartitions(topic string, unavailable wire.ErrorCode) (int32, wire.ErrorCode) {
+	info, err := g.store.Topic(g.ctx, topic)
+	switch {
+	case errors.Is(err, store.ErrUnknownTopic):
+		return -1, wire.UnknownTopicOrPartition
+	case err != nil:
+		return -1, unavailable
+	}
+	return info.Partitions, wire.NoError
 }

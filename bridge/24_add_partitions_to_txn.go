@@ -8,9 +8,6 @@
 package bridge
 
 import (
-	"errors"
-
-	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/bridge/txn"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
@@ -46,15 +43,7 @@ func (g *Gateway) addPartitionsToTxn(c *call) bool {
 		topicCode := g.topicCode(c, acl.OpWrite, t.Topic)
 		var count int32 = -1
 		if topicCode == wire.NoError {
-			info, err := g.store.Topic(g.ctx, t.Topic)
-			switch {
-			case errors.Is(err, store.ErrUnknownTopic):
-				topicCode = wire.UnknownTopicOrPartition
-			case err != nil:
-				topicCode = wire.CoordinatorNotAvailable
-			default:
-				count = info.Partitions
-			}
+			count, topicCode = g.topicPartitions(t.Topic, wire.CoordinatorNotAvailable)
 		}
 		for j, p := range t.Partitions {
 			code := topicCode

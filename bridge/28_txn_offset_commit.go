@@ -7,9 +7,6 @@
 package bridge
 
 import (
-	"errors"
-
-	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/bridge/txn"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
@@ -54,15 +51,7 @@ func (g *Gateway) txnOffsetCommit(c *call) bool {
 		}
 		var count int32 = -1
 		if topicCode == wire.NoError {
-			info, err := g.store.Topic(g.ctx, t.Topic)
-			switch {
-			case errors.Is(err, store.ErrUnknownTopic):
-				topicCode = wire.UnknownTopicOrPartition
-			case err != nil:
-				topicCode = wire.CoordinatorLoadInProgress
-			default:
-				count = info.Partitions
-			}
+			count, topicCode = g.topicPartitions(t.Topic, wire.CoordinatorLoadInProgress)
 		}
 		for j, p := range t.Partitions {
 			code := topicCode
