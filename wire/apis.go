@@ -48,6 +48,8 @@ const (
 	KeyDescribeProducers            APIKey = 61
 	KeyDescribeTransactions         APIKey = 65
 	KeyListTransactions             APIKey = 66
+	KeyConsumerGroupHeartbeat       APIKey = 68
+	KeyConsumerGroupDescribe        APIKey = 69
 	KeyDescribeTopicPartitions      APIKey = 75
 )
 
@@ -110,6 +112,8 @@ var APIs = []APIRange{
 	{KeyDescribeProducers, 0, 0, describeProducersFlexible},
 	{KeyDescribeTransactions, DescribeTransactionsMinVersion, DescribeTransactionsMaxVersion, DescribeTransactionsFlexible},
 	{KeyListTransactions, ListTransactionsMinVersion, ListTransactionsMaxVersion, ListTransactionsFlexible},
+	{KeyConsumerGroupHeartbeat, 0, 1, consumerGroupHeartbeatFlexible},
+	{KeyConsumerGroupDescribe, 0, 1, consumerGroupDescribeFlexible},
 	{KeyDescribeTopicPartitions, describeTopicPartitionsMin, describeTopicPartitionsMax, describeTopicPartitionsFlexible},
 }
 
@@ -170,6 +174,8 @@ var apiNames = map[APIKey]string{
 	KeyTxnOffsetCommit:              "TxnOffsetCommit",
 	KeyDescribeTransactions:         "DescribeTransactions",
 	KeyListTransactions:             "ListTransactions",
+	KeyConsumerGroupHeartbeat:       "ConsumerGroupHeartbeat",
+	KeyConsumerGroupDescribe:        "ConsumerGroupDescribe",
 	KeyDescribeTopicPartitions:      "DescribeTopicPartitions",
 }
 

@@ -31,6 +31,8 @@ func csDecoders() map[string]func([]byte, int16) error {
 		"DescribeClientQuotas":         (&DescribeClientQuotasRequest{}).Decode,
 		"DescribeUserScramCredentials": (&DescribeUserScramCredentialsRequest{}).Decode,
 		"AlterUserScramCredentials":    (&AlterUserScramCredentialsRequest{}).Decode,
+		"ConsumerGroupHeartbeat":       (&ConsumerGroupHeartbeatRequest{}).Decode,
+		"ConsumerGroupDescribe":        (&ConsumerGroupDescribeRequest{}).Decode,
 	}
 }
 

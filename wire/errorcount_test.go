@@ -55,6 +55,7 @@ func TestCountErrorsReportsEveryField(t *testing.T) {
 		&DescribeAclsResponse{}, &CreateAclsResponse{}, &DeleteAclsResponse{},
 		&SaslHandshakeResponse{}, &SaslAuthenticateResponse{},
 		&DescribeUserScramCredentialsResponse{}, &AlterUserScramCredentialsResponse{}, &DescribeClientQuotasResponse{},
+		&ConsumerGroupHeartbeatResponse{}, &ConsumerGroupDescribeResponse{},
 	}
 	for _, r := range responses {
 		var next ErrorCode
