@@ -1,7 +1,8 @@
 // ListGroups (API key 16): versions 0–5 (wire.APIs); v4+ filter by state,
 // v5+ by type.
 //
-// As Kafka, over the groups this instance coordinates; no known difference.
+// As Kafka, over the groups this instance coordinates, classic and
+// consumer (KIP-848); no known difference.
 
 package bridge
 
@@ -35,10 +36,10 @@ func (g *Gateway) listGroups(c *call) bool {
 		if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, l.State) {
 			continue
 		}
-		if len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, "classic") {
+		if len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, l.Type) {
 			continue
 		}
-		resp.Groups = append(resp.Groups, wire.ListGroupsResponseGroup{Group: l.GroupID, ProtocolType: l.ProtocolType, GroupState: l.State, GroupType: "classic"})
+		resp.Groups = append(resp.Groups, wire.ListGroupsResponseGroup{Group: l.GroupID, ProtocolType: l.ProtocolType, GroupState: l.State, GroupType: l.Type})
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)

@@ -239,10 +239,13 @@ type Gateway struct {
 	apiMin     int16
 	apiMax     int16
 
-	conns  sync.Map // uint64 → *connState
-	work   chan task
-	states sync.Pool
-	decode chan struct{} // semaphore for concurrent decodes
+	conns sync.Map // uint64 → *connState
+	// ctopics is the topic metadata consumer groups assign from
+	// (consumergroups.go).
+	ctopics atomic.Pointer[topicSnapshot]
+	work    chan task
+	states  sync.Pool
+	decode  chan struct{} // semaphore for concurrent decodes
 
 	producerIDs producer.IDs
 	producers   producerStates

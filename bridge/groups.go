@@ -31,6 +31,10 @@ type groupState struct {
 	deleteResp wire.DeleteGroupsResponse
 	offDelReq  wire.OffsetDeleteRequest
 	offDelResp wire.OffsetDeleteResponse
+	cghbReq    wire.ConsumerGroupHeartbeatRequest
+	cghbResp   wire.ConsumerGroupHeartbeatResponse
+	cghbOwned  []group.TopicPartitions
+	cgDescReq  wire.ConsumerGroupDescribeRequest
 	protocols  []group.Protocol
 	assigns    []group.Assignment
 	leaves     []group.LeaveMember

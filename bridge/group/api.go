@@ -136,4 +136,6 @@ type MemberDescription struct {
 // GroupListing is one group in ListGroups.
 type GroupListing struct {
 	GroupID, ProtocolType, State string
+	// Type is "classic" or "consumer" (ListGroups v5+, KIP-848).
+	Type string
 }

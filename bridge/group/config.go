@@ -43,6 +43,14 @@ type Config struct {
 	// Kafka: group.max.size (KIP-389).
 	MaxGroupSize int
 
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms: a
+	// consumer-protocol member that does not heartbeat for it is fenced
+	// (zero: Kafka's 45 s).
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms,
+	// told to consumer-protocol members (zero: Kafka's 5 s).
+	ConsumerHeartbeatInterval time.Duration
+
 	// Now reads the current time; nil means time.Now. It only reads the
 	// clock: timers still wait in real time, then compare deadlines with Now.
 	Now func() time.Time

@@ -31,7 +31,10 @@ type Coordinator struct {
 
 	mu     sync.Mutex
 	groups map[string]*group
-	closed bool
+	// cgroups are the consumer-protocol groups (KIP-848, consumer.go); a
+	// group id is in at most one of the two maps.
+	cgroups map[string]*cgroup
+	closed  bool
 }
 
 // New returns a Coordinator configured by cfg (zero fields mean Kafka's
@@ -42,9 +45,10 @@ func New(cfg Config) *Coordinator {
 
 func newCoordinator(cfg Config, clk clock) *Coordinator {
 	return &Coordinator{
-		cfg:    cfg.normalized(),
-		clock:  clk,
-		groups: make(map[string]*group),
+		cfg:     cfg.normalized(),
+		clock:   clk,
+		groups:  make(map[string]*group),
+		cgroups: make(map[string]*cgroup),
 	}
 }
 
@@ -62,8 +66,20 @@ func (c *Coordinator) Close() {
 	for _, g := range c.groups {
 		groups = append(groups, g)
 	}
+	cgroups := make([]*cgroup, 0, len(c.cgroups))
+	for _, g := range c.cgroups {
+		cgroups = append(cgroups, g)
+	}
 	c.mu.Unlock()
 
+	for _, cg := range cgroups {
+		cg.mu.Lock()
+		cg.dead = true
+		if cg.timer != nil {
+			cg.timer.Stop()
+		}
+		cg.mu.Unlock()
+	}
 	for _, g := range groups {
 		var o outbox
 		g.mu.Lock()
@@ -87,6 +103,15 @@ func (c *Coordinator) lockGroup(id string, create bool) (*group, int16) {
 		}
 		g := c.groups[id]
 		if g == nil {
+			if cg := c.cgroups[id]; cg != nil {
+				// A consumer-protocol group (consumer.go): classic
+				// requests do not find it, unless it is empty and a
+				// classic member joins, which converts it (Kafka 4.x).
+				if !create || !c.consumerGroupEmpty(cg) {
+					c.mu.Unlock()
+					return nil, errNone
+				}
+			}
 			if !create {
 				c.mu.Unlock()
 				return nil, errNone
@@ -474,6 +499,13 @@ func (c *Coordinator) ValidateCommit(groupID, memberID, instanceID string, hasIn
 	if groupID == "" {
 		return errInvalidGroupID
 	}
+	if c.isConsumerGroup(groupID) {
+		if cg, code, _ := c.lockConsumerGroup(groupID, false); code == errNone {
+			code = cg.validateCommit(memberID, generation, c.clock.now())
+			cg.mu.Unlock()
+			return code
+		}
+	}
 	g, code := c.lockGroup(groupID, generation < 0)
 	if code != errNone {
 		return code
@@ -518,6 +550,10 @@ func (g *group) validateCommit(memberID, instanceID string, hasInstance bool, ge
 // reported with State "Dead" and Error 0 (DescribeGroups v6+ handlers map
 // that to GROUP_ID_NOT_FOUND); after Close, Error is COORDINATOR_NOT_AVAILABLE.
 func (c *Coordinator) Describe(groupID string) GroupDescription {
+	if c.isConsumerGroup(groupID) {
+		// Kafka: "Group %s is not a classic group."
+		return GroupDescription{Error: errGroupIDNotFound, GroupID: strings.Clone(groupID), State: stateDead.String()}
+	}
 	g, code := c.lockGroup(groupID, false)
 	if code != errNone {
 		return GroupDescription{Error: code, GroupID: strings.Clone(groupID)}
@@ -567,10 +603,11 @@ func (c *Coordinator) List() []GroupListing {
 	for _, g := range groups {
 		g.mu.Lock()
 		if g.state != stateDead {
-			list = append(list, GroupListing{GroupID: g.id, ProtocolType: g.protocolType, State: g.state.String()})
+			list = append(list, GroupListing{GroupID: g.id, ProtocolType: g.protocolType, State: g.state.String(), Type: "classic"})
 		}
 		g.mu.Unlock()
 	}
+	list = c.listConsumerGroups(list)
 	slices.SortFunc(list, func(a, b GroupListing) int { return strings.Compare(a.GroupID, b.GroupID) })
 	return list
 }
@@ -619,6 +656,7 @@ func (c *Coordinator) Unload(lost func(groupID string) bool) []string {
 		g.mu.Unlock()
 		o.flush()
 	}
+	dropped = append(dropped, c.unloadConsumerGroups(lost)...)
 	slices.Sort(dropped)
 	return dropped
 }
@@ -628,6 +666,18 @@ func (c *Coordinator) Unload(lost func(groupID string) bool) []string {
 // COORDINATOR_NOT_AVAILABLE (15) after Close. Committed offsets live in
 // storage; deleting them is the caller's part.
 func (c *Coordinator) Delete(groupID string) int16 {
+	if c.isConsumerGroup(groupID) {
+		cg, code, _ := c.lockConsumerGroup(groupID, false)
+		if code != errNone {
+			return code
+		}
+		defer cg.mu.Unlock()
+		if len(cg.members) > 0 {
+			return errNonEmptyGroup
+		}
+		c.dropConsumerGroup(cg)
+		return errNone
+	}
 	g, code := c.lockGroup(groupID, false)
 	if code != errNone {
 		return code
@@ -672,6 +722,9 @@ type OffsetDeleteScope struct {
 // every topic when that is not known (no protocol chosen yet, or metadata
 // that does not parse).
 func (c *Coordinator) OffsetDeleteScope(groupID string) OffsetDeleteScope {
+	if c.isConsumerGroup(groupID) {
+		return c.consumerOffsetDeleteScope(groupID)
+	}
 	g, code := c.lockGroup(groupID, false)
 	if code != errNone {
 		return OffsetDeleteScope{Error: code}

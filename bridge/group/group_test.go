@@ -603,9 +603,9 @@ func TestDescribeAndList(t *testing.T) {
 	h.join(consumerJoin("a-preparing", "", "x"))
 	h.c.ValidateCommit("c-empty", "", "", false, -1)
 	want := []GroupListing{
-		{"a-preparing", "consumer", "PreparingRebalance"},
-		{"b-stable", "consumer", "Stable"},
-		{"c-empty", "", "Empty"},
+		{"a-preparing", "consumer", "PreparingRebalance", "classic"},
+		{"b-stable", "consumer", "Stable", "classic"},
+		{"c-empty", "", "Empty", "classic"},
 	}
 	got := h.c.List()
 	if len(got) != len(want) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
@@ -32,6 +33,7 @@ type options struct {
 	producerIDExpiration                          time.Duration
 	transactionMaxTimeout                         time.Duration
 	transactionalIDExpiration                     time.Duration
+	consumerSessionTimeout, consumerHeartbeat     time.Duration
 	producerStateScan                             int64
 	refuseUnissuedProducerIDs                     bool
 	maxProducerStates, maxProducerStatesPrincipal int64
@@ -85,6 +87,8 @@ func registerOptions(s *settings, o *options) {
 	s.Duration("Kafka", "producer-id-expiration", &o.producerIDExpiration, 24*time.Hour, time.Second, 365*24*time.Hour, "drop an idempotent producer's sequence state after this long without appends (Kafka producer.id.expiration.ms)")
 	s.Duration("Kafka", "transaction-max-timeout", &o.transactionMaxTimeout, 15*time.Minute, time.Second, 24*time.Hour, "the longest transaction.timeout.ms a transactional producer may ask for; longer is INVALID_TRANSACTION_TIMEOUT (Kafka transaction.max.timeout.ms)")
 	s.Duration("Kafka", "transactional-id-expiration", &o.transactionalIDExpiration, 7*24*time.Hour, time.Minute, 365*24*time.Hour, "forget a transactional id after this long with no transaction (Kafka transactional.id.expiration.ms)")
+	s.Duration("Kafka", "group-consumer-session-timeout", &o.consumerSessionTimeout, group.DefaultConsumerSessionTimeout, time.Second, time.Hour, "fence a consumer-protocol group member (KIP-848) that does not heartbeat for this long (Kafka group.consumer.session.timeout.ms)")
+	s.Duration("Kafka", "group-consumer-heartbeat-interval", &o.consumerHeartbeat, group.DefaultConsumerHeartbeatInterval, 100*time.Millisecond, time.Hour, "heartbeat interval told to consumer-protocol group members (Kafka group.consumer.heartbeat.interval.ms)")
 	s.Bool("Kafka", "refuse-unissued-producer-ids", &o.refuseUnissuedProducerIDs, true, "answer UNKNOWN_PRODUCER_ID to an idempotent batch whose producer id no InitProducerId handed out, instead of creating a state for it (docs/LIMITS.md)")
 	s.Int("Limits", "max-producer-states", &o.maxProducerStates, bridge.DefaultMaxProducerStates, 0, 1<<40, "idempotent producer states (producer id × partition) held in total; a new producer past it gets THROTTLING_QUOTA_EXCEEDED; 0 = no cap")
 	s.Int("Limits", "max-producer-states-per-principal", &o.maxProducerStatesPrincipal, bridge.DefaultMaxProducerStatesPerPrincipal, 0, 1<<40, "idempotent producer states one principal's batches created; as above; 0 = no cap")
@@ -256,6 +260,7 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		NoAutoCreateTopics:            !o.autoCreateTopics,
 		DefaultPartitions:             int32(o.defaultPartitions),
 		InstanceID:                    uint16(o.instanceID),
+		Group:                         group.Config{ConsumerSessionTimeout: o.consumerSessionTimeout, ConsumerHeartbeatInterval: o.consumerHeartbeat},
 		DecodeBudgetBytes:             o.decodeBudgetBytes,
 		DecodeBudgetRecords:           o.decodeBudgetRecords,
 		MaxConcurrentDecodes:          int(o.maxConcurrentDecodes),

@@ -1,0 +1,91 @@
+// ConsumerGroupHeartbeat (API key 68): versions 0–1 (wire.APIs).
+//
+// The consumer group protocol of KIP-848 (bridge/group/consumer.go follows
+// Kafka's GroupMetadataManager). Differs from Kafka: the group's members
+// and assignments live in the gateway's memory, not in __consumer_offsets,
+// so a gateway restart makes every member rejoin (docs/LIMITS.md); a classic
+// group with members is not upgraded in place (docs/design/consumer-groups.md §5).
+
+package bridge
+
+import (
+	"github.com/kiggy-io/kiggy/bridge/group"
+	"github.com/kiggy-io/kiggy/security/acl"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+func init() { handle(wire.KeyConsumerGroupHeartbeat, (*Gateway).consumerGroupHeartbeat) }
+
+// consumerGroupHeartbeat answers ConsumerGroupHeartbeat v0–1.
+func (g *Gateway) consumerGroupHeartbeat(c *call) bool {
+	gs := &c.state.group
+	req := &gs.cghbReq
+	if !decodeOrClose(c, req) {
+		return false
+	}
+	if c.inline && !g.caps.NonBlocking {
+		return g.offload(c) // the topic metadata may need a round trip
+	}
+	resp := &gs.cghbResp
+	*resp = wire.ConsumerGroupHeartbeatResponse{Assignment: resp.Assignment[:0]}
+	code := g.groupCode(c, acl.OpRead, req.Group) // KafkaApis: READ on the group
+	if code == wire.NoError && req.HasSubscribedTopicNames {
+		// KafkaApis.handleConsumerGroupHeartbeat: DESCRIBE on every
+		// subscribed topic, else TOPIC_AUTHORIZATION_FAILED.
+		for _, t := range req.SubscribedTopicNames {
+			if code = g.topicCode(c, acl.OpDescribe, t); code != wire.NoError {
+				break
+			}
+		}
+	}
+	if code == wire.NoError && g.notCoordinator(req.Group) {
+		code = wire.NotCoordinator // docs/design/cluster.md §7
+	}
+	if code == wire.NoError {
+		g.heartbeatConsumer(c, req, resp)
+	} else {
+		resp.ErrorCode = code
+	}
+	resp.CountErrors(g.errorCounter(c))
+	respond(c, resp)
+	return false
+}
+
+// heartbeatConsumer runs the coordinator's part of a heartbeat into resp.
+func (g *Gateway) heartbeatConsumer(c *call, req *wire.ConsumerGroupHeartbeatRequest, resp *wire.ConsumerGroupHeartbeatResponse) {
+	topics, err := g.consumerTopics(g.ctx)
+	if err != nil {
+		resp.ErrorCode, resp.ErrorMessage = wire.CoordinatorNotAvailable, wire.NullStringOf(err.Error())
+		return
+	}
+	gs := &c.state.group
+	gs.cghbOwned = gs.cghbOwned[:0]
+	for _, t := range req.Topics {
+		gs.cghbOwned = append(gs.cghbOwned, group.TopicPartitions{TopicID: t.TopicID, Partitions: t.Partitions})
+	}
+	r := g.groups.ConsumerGroupHeartbeat(&group.ConsumerHeartbeat{
+		Version: c.hdr.APIVersion, GroupID: req.Group, MemberID: req.MemberID, MemberEpoch: req.MemberEpoch,
+		InstanceID: req.InstanceID.S, HasInstanceID: req.InstanceID.Valid,
+		RackID: req.RackID.S, HasRackID: req.RackID.Valid,
+		RebalanceTimeoutMillis:  req.RebalanceTimeoutMillis,
+		SubscribedTopicNames:    req.SubscribedTopicNames,
+		HasSubscribedTopicNames: req.HasSubscribedTopicNames,
+		SubscribedTopicRegex:    req.SubscribedTopicRegex.S, HasSubscribedTopicRegex: req.SubscribedTopicRegex.Valid,
+		ServerAssignor: req.ServerAssignor.S, HasServerAssignor: req.ServerAssignor.Valid,
+		Owned: gs.cghbOwned, HasOwned: req.HasTopics,
+		ClientID: c.hdr.ClientID.S, ClientHost: clientHost(c),
+		Topics: topics,
+	})
+	resp.ErrorCode = wire.ErrorCode(r.Error)
+	if r.Error != 0 {
+		resp.ErrorMessage = nullIfEmpty(r.ErrorMessage)
+		return
+	}
+	resp.MemberID = wire.NullStringOf(r.MemberID)
+	resp.MemberEpoch = r.MemberEpoch
+	resp.HeartbeatIntervalMillis = int32(r.HeartbeatInterval.Milliseconds())
+	resp.HasAssignment = r.HasAssignment
+	for _, t := range r.Assignment {
+		resp.Assignment = append(resp.Assignment, wire.ConsumerGroupHeartbeatTopic{TopicID: t.TopicID, Partitions: t.Partitions})
+	}
+}

@@ -1,0 +1,71 @@
+// ConsumerGroupDescribe (API key 69): versions 0–1 (wire.APIs).
+//
+// As Kafka (KIP-848); a classic group answers GROUP_ID_NOT_FOUND, as
+// there. Differs from Kafka: the authorized operations are not computed
+// (docs/LIMITS.md).
+
+package bridge
+
+import (
+	"github.com/kiggy-io/kiggy/bridge/group"
+	"github.com/kiggy-io/kiggy/security/acl"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+func init() { handle(wire.KeyConsumerGroupDescribe, (*Gateway).consumerGroupDescribe) }
+
+// consumerGroupDescribe answers ConsumerGroupDescribe v0–1.
+func (g *Gateway) consumerGroupDescribe(c *call) bool {
+	gs := &c.state.group
+	req := &gs.cgDescReq
+	if !decodeOrClose(c, req) {
+		return false
+	}
+	if c.inline && !g.caps.NonBlocking {
+		return g.offload(c)
+	}
+	var resp wire.ConsumerGroupDescribeResponse
+	topics, terr := g.consumerTopics(g.ctx)
+	for _, id := range req.Groups {
+		out := wire.ConsumerGroupDescribeGroup{Group: id, AuthorizedOperations: authorizedOperationsUnknown}
+		switch {
+		case g.groupCode(c, acl.OpDescribe, id) != wire.NoError: // KafkaApis: DESCRIBE on each group
+			out.ErrorCode = wire.GroupAuthorizationFailed
+		case id == "":
+			out.ErrorCode = wire.InvalidGroupID
+		case g.notCoordinator(id):
+			out.ErrorCode = wire.NotCoordinator // docs/design/cluster.md §7
+		case terr != nil:
+			out.ErrorCode, out.ErrorMessage = wire.CoordinatorNotAvailable, wire.NullStringOf(terr.Error())
+		default:
+			d := g.groups.DescribeConsumerGroup(id)
+			out.ErrorCode, out.ErrorMessage = wire.ErrorCode(d.Error), nullIfEmpty(d.ErrorMessage)
+			out.State, out.Epoch, out.AssignmentEpoch, out.AssignorName = d.State, d.Epoch, d.AssignmentEpoch, d.AssignorName
+			for _, m := range d.Members {
+				out.Members = append(out.Members, wire.ConsumerGroupDescribeMember{
+					MemberID: m.MemberID, InstanceID: wire.NullString{S: m.InstanceID, Valid: m.HasInstanceID},
+					RackID: wire.NullString{S: m.RackID, Valid: m.HasRackID}, MemberEpoch: m.MemberEpoch,
+					ClientID: m.ClientID, ClientHost: m.ClientHost, SubscribedTopicNames: m.SubscribedTopicNames,
+					SubscribedTopicRegex: wire.NullString{S: m.SubscribedTopicRegex, Valid: m.HasRegex},
+					Assignment:           describeAssignment(topics, m.Assignment),
+					TargetAssignment:     describeAssignment(topics, m.TargetAssignment),
+					MemberType:           1, // a consumer-protocol member
+				})
+			}
+		}
+		resp.Groups = append(resp.Groups, out)
+	}
+	resp.CountErrors(g.errorCounter(c))
+	respond(c, &resp)
+	return false
+}
+
+// describeAssignment names the topics of an assignment.
+func describeAssignment(topics *topicSnapshot, tps []group.TopicPartitions) []wire.ConsumerGroupDescribeTopic {
+	out := make([]wire.ConsumerGroupDescribeTopic, 0, len(tps))
+	for _, t := range tps {
+		name, _ := topics.ByID(t.TopicID)
+		out = append(out, wire.ConsumerGroupDescribeTopic{TopicID: t.TopicID, Topic: name, Partitions: t.Partitions})
+	}
+	return out
+}

@@ -1,0 +1,203 @@
+package bridge_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/group"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
+)
+
+// fastConsumerGroups heartbeats consumer-protocol members often, so that
+// reassignments in these tests take a fraction of a second.
+var fastConsumerGroups = kiggytest.Options{Bridge: bridge.Config{Group: group.Config{
+	ConsumerHeartbeatInterval: 200 * time.Millisecond, ConsumerSessionTimeout: 3 * time.Second,
+}}}
+
+// kip848Member is a franz-go consumer on the consumer group protocol
+// (kgo.ServerSideBalancer): the coordinator assigns its partitions.
+type kip848Member struct {
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startKIP848Member(t *testing.T, addr, groupID, topic string, seen *sync.Map) *kip848Member {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup(groupID), kgo.ConsumeTopics(topic),
+		kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AutoCommitInterval(100*time.Millisecond),
+		kgo.HeartbeatInterval(200*time.Millisecond), kgo.MetadataMinAge(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &kip848Member{cl: cl, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for ctx.Err() == nil {
+			cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { seen.Store(fmt.Sprintf("%d/%d", r.Partition, r.Offset), true) })
+		}
+	}()
+	return m
+}
+
+func (m *kip848Member) stop() {
+	m.cancel()
+	<-m.done
+	m.cl.Close() // commits and leaves (epoch -1)
+}
+
+// describeConsumerGroup returns the group's members' assignments as
+// "topic/partition" sets, by member id.
+func describeConsumerGroup(t *testing.T, addr, groupID string) (state string, members map[string][]string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{groupID}
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := resp.Groups[0]
+	if g.ErrorCode != 0 {
+		t.Fatalf("ConsumerGroupDescribe: error %d", g.ErrorCode)
+	}
+	members = map[string][]string{}
+	for _, m := range g.Members {
+		var tps []string
+		for _, tp := range m.Assignment.TopicPartitions {
+			for _, p := range tp.Partitions {
+				tps = append(tps, fmt.Sprintf("%s/%d", tp.Topic, p))
+			}
+		}
+		members[m.MemberID] = tps
+	}
+	return g.State, members
+}
+
+// settled reports whether the group is Stable with n members whose
+// assignments are disjoint, cover want partitions and differ in size by at
+// most one.
+func settled(state string, members map[string][]string, n, want int) bool {
+	if state != "Stable" || len(members) != n {
+		return false
+	}
+	all := map[string]bool{}
+	lo, hi := want, 0
+	for _, tps := range members {
+		lo, hi = min(lo, len(tps)), max(hi, len(tps))
+		for _, tp := range tps {
+			if all[tp] {
+				return false
+			}
+			all[tp] = true
+		}
+	}
+	return len(all) == want && hi-lo <= 1
+}
+
+// TestConsumerProtocolGroup runs franz-go members on the KIP-848 protocol:
+// three members over six partitions read every record, a fourth joins and
+// one leaves with the partitions rebalanced each time, partitions added to
+// the topic are assigned, and the committed offsets reach the end.
+func TestConsumerProtocolGroup(t *testing.T) {
+	gw := kiggytest.Start(t, fastConsumerGroups)
+	const topic, groupID = "kip848", "kip848-group"
+	gw.CreateTopic(t, topic, 6)
+	sent := produceN(t, gw.Addr, topic, 6, 3000)
+	var seen sync.Map
+	count := func() int {
+		n := 0
+		seen.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	var members []*kip848Member
+	for range 3 {
+		members = append(members, startKIP848Member(t, gw.Addr, groupID, topic, &seen))
+	}
+	defer func() {
+		for _, m := range members {
+			if m != nil {
+				m.stop()
+			}
+		}
+	}()
+	if !testtools.Eventually(60*time.Second, func() bool { return count() == len(sent) }) {
+		t.Fatalf("three members read %d distinct records of %d", count(), len(sent))
+	}
+	waitSettled := func(what string, n, parts int) {
+		t.Helper()
+		var state string
+		var ms map[string][]string
+		if !testtools.Eventually(30*time.Second, func() bool {
+			state, ms = describeConsumerGroup(t, gw.Addr, groupID)
+			return settled(state, ms, n, parts)
+		}) {
+			t.Fatalf("%s: group %s, members %v; want %d members sharing %d partitions", what, state, ms, n, parts)
+		}
+	}
+	waitSettled("three members", 3, 6)
+
+	members = append(members, startKIP848Member(t, gw.Addr, groupID, topic, &seen))
+	waitSettled("a fourth member joined", 4, 6)
+	members[0].stop()
+	members[0] = nil
+	waitSettled("a member left", 3, 6)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreatePartitions(context.Background(), 2, topic); err != nil {
+		t.Fatal(err)
+	}
+	waitSettled("two partitions added", 3, 8)
+	more := produceN(t, gw.Addr, topic, 8, 800)
+	if !testtools.Eventually(60*time.Second, func() bool { return count() == len(sent)+len(more) }) {
+		t.Fatalf("read %d distinct records of %d after partitions were added", count(), len(sent)+len(more))
+	}
+	// ListGroups by type.
+	lg, err := adm.ListGroups(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := lg[groupID]; !ok || g.ProtocolType != "consumer" {
+		t.Fatalf("ListGroups: %+v", lg)
+	}
+	// The members commit what they read.
+	if !testtools.Eventually(30*time.Second, func() bool {
+		offs, err := adm.FetchOffsets(context.Background(), groupID)
+		if err != nil {
+			return false
+		}
+		total := int64(0)
+		offs.Each(func(o kadm.OffsetResponse) { total += o.At })
+		return total == int64(len(sent)+len(more))
+	}) {
+		t.Fatal("the committed offsets never reached the end of the topic")
+	}
+	ids := []string{}
+	_, ms := describeConsumerGroup(t, gw.Addr, groupID)
+	for id := range ms {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	t.Logf("members %v", ids)
+}

@@ -1,0 +1,1144 @@
+package group
+
+// The consumer group protocol of KIP-848 (ConsumerGroupHeartbeat,
+// ConsumerGroupDescribe): the coordinator computes a target assignment with
+// a server-side assignor whenever the group epoch moves, and reconciles
+// each member towards it heartbeat by heartbeat, revoking before it
+// reassigns (docs/design/consumer-groups.md). It follows Kafka's
+// GroupMetadataManager.consumerGroupHeartbeat and CurrentAssignmentBuilder.
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Error codes of the consumer group protocol (Kafka's Errors.java).
+const (
+	errInvalidRequest           int16 = 42
+	errFencedMemberEpoch        int16 = 110
+	errUnreleasedInstanceID     int16 = 111
+	errUnsupportedAssignor      int16 = 112
+	errStaleMemberEpoch         int16 = 113
+	errInvalidRegularExpression int16 = 128
+	errUnsupportedVersion       int16 = 35
+)
+
+// Member epochs with a meaning of their own (ConsumerGroupHeartbeatRequest.json).
+const (
+	joinEpoch        int32 = 0
+	leaveEpoch       int32 = -1
+	staticLeaveEpoch int32 = -2
+)
+
+// Server-side assignor names (group.consumer.assignors); the first is the
+// default, as in Kafka.
+const (
+	AssignorUniform = "uniform"
+	AssignorRange   = "range"
+)
+
+// Assignors are the server-side assignors served, default first.
+var Assignors = []string{AssignorUniform, AssignorRange}
+
+// Kafka's defaults for consumer groups (GroupCoordinatorConfig).
+const (
+	DefaultConsumerSessionTimeout    = 45 * time.Second
+	DefaultConsumerHeartbeatInterval = 5 * time.Second
+)
+
+// TopicLookup is the topic metadata a consumer group assigns from: the
+// gateway's view of every topic.
+type TopicLookup interface {
+	// ByName returns a topic's id and partition count.
+	ByName(name string) (id [16]byte, partitions int32, ok bool)
+	// ByID returns a topic's name.
+	ByID(id [16]byte) (name string, ok bool)
+	// Names returns every topic name, for regex subscriptions.
+	Names() []string
+}
+
+// TopicPartitions is a set of partitions of one topic, by topic id.
+type TopicPartitions struct {
+	TopicID    [16]byte
+	Partitions []int32
+}
+
+// ConsumerHeartbeat is a decoded ConsumerGroupHeartbeat request. Strings
+// and slices may alias a request buffer; the coordinator copies what it
+// keeps. A Has* flag false means the field was null: unchanged.
+type ConsumerHeartbeat struct {
+	// Version is the request version: from v1 the client chooses its
+	// member id (KIP-1082).
+	Version     int16
+	GroupID     string
+	MemberID    string
+	MemberEpoch int32
+
+	InstanceID    string
+	HasInstanceID bool
+	RackID        string
+	HasRackID     bool
+	// RebalanceTimeoutMillis is -1 when unchanged.
+	RebalanceTimeoutMillis int32
+
+	SubscribedTopicNames    []string
+	HasSubscribedTopicNames bool
+	SubscribedTopicRegex    string
+	HasSubscribedTopicRegex bool
+	ServerAssignor          string
+	HasServerAssignor       bool
+	// Owned are the partitions the member owns; HasOwned false: unchanged.
+	Owned    []TopicPartitions
+	HasOwned bool
+
+	ClientID, ClientHost string
+	// Topics is the topic metadata to assign from.
+	Topics TopicLookup
+}
+
+// ConsumerHeartbeatResult is the answer to a ConsumerHeartbeat.
+type ConsumerHeartbeatResult struct {
+	Error        int16
+	ErrorMessage string
+	MemberID     string
+	MemberEpoch  int32
+	// HeartbeatInterval is when the member should heartbeat next.
+	HeartbeatInterval time.Duration
+	// Assignment is the member's assignment, to send when HasAssignment.
+	Assignment    []TopicPartitions
+	HasAssignment bool
+}
+
+// memberState is a consumer member's reconciliation state
+// (Kafka's MemberState).
+type memberState uint8
+
+const (
+	msStable memberState = iota
+	msUnrevokedPartitions
+	msUnreleasedPartitions
+)
+
+// partitionSet is a member's partitions, by topic id.
+type partitionSet map[[16]byte][]int32
+
+// tp is one partition of a topic, by topic id.
+type tp struct {
+	topic     [16]byte
+	partition int32
+}
+
+// cmember is one consumer-protocol member.
+type cmember struct {
+	id            string
+	epoch         int32
+	previousEpoch int32
+	state         memberState
+	instanceID    string
+	hasInstance   bool
+	rackID        string
+	hasRack       bool
+	clientID      string
+	clientHost    string
+	rebalance     time.Duration
+	names         []string // subscribed topic names, sorted
+	regex         string
+	hasRegex      bool
+	re            *regexp.Regexp
+	assignor      string
+	assigned      partitionSet
+	revoking      partitionSet // pending revocation
+	sessionEnd    time.Time
+	revokeEnd     time.Time // zero unless state is msUnrevokedPartitions
+}
+
+// cgroup is one consumer-protocol group.
+type cgroup struct {
+	c  *Coordinator
+	id string
+
+	mu              sync.Mutex
+	dead            bool
+	epoch           int32 // group epoch
+	assignmentEpoch int32 // target assignment epoch
+	assignorName    string
+	members         map[string]*cmember
+	static          map[string]string // instance id → member id
+	target          map[string]partitionSet
+	owners          map[tp]string // partition → member that owns or revokes it
+	subsHash        uint64        // of the subscribed topics' metadata
+	timer           stopper
+	timerAt         time.Time
+}
+
+// newMemberID returns a member id as Kafka's Uuid.randomUuid().toString().
+func newConsumerMemberID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// lockConsumerGroup returns group id's consumer group, locked. create makes
+// one when there is none and no classic group with members holds the id;
+// it returns nil and an error code otherwise (GROUP_ID_NOT_FOUND for a
+// classic group, COORDINATOR_NOT_AVAILABLE once closed).
+func (c *Coordinator) lockConsumerGroup(id string, create bool) (*cgroup, int16, string) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, errCoordinatorNotAvailable, ""
+		}
+		cg := c.cgroups[id]
+		if cg == nil {
+			if cl := c.groups[id]; cl != nil {
+				// Kafka: "Group %s is not a consumer group" unless the
+				// classic group is empty, when it is converted.
+				if !create || !c.classicEmpty(cl) {
+					c.mu.Unlock()
+					return nil, errGroupIDNotFound, "Group " + id + " is not a consumer group."
+				}
+				delete(c.groups, id)
+			}
+			if !create {
+				c.mu.Unlock()
+				return nil, errGroupIDNotFound, "Group " + id + " not found."
+			}
+			cg = &cgroup{c: c, id: strings.Clone(id), members: map[string]*cmember{}, static: map[string]string{},
+				target: map[string]partitionSet{}, owners: map[tp]string{}}
+			c.cgroups[cg.id] = cg
+		}
+		c.mu.Unlock()
+		cg.mu.Lock()
+		if !cg.dead {
+			return cg, errNone, ""
+		}
+		cg.mu.Unlock()
+	}
+}
+
+// classicEmpty reports whether a classic group has no members; it locks
+// the group with c.mu held, against the usual order, so it only tries.
+func (c *Coordinator) classicEmpty(g *group) bool {
+	if !g.mu.TryLock() {
+		return false
+	}
+	defer g.mu.Unlock()
+	if g.state == stateEmpty || g.state == stateDead {
+		g.state = stateDead
+		return true
+	}
+	return false
+}
+
+// isConsumerGroup reports whether id is a consumer-protocol group.
+func (c *Coordinator) isConsumerGroup(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cgroups[id] != nil
+}
+
+// ConsumerGroupHeartbeat serves one ConsumerGroupHeartbeat request.
+func (c *Coordinator) ConsumerGroupHeartbeat(req *ConsumerHeartbeat) ConsumerHeartbeatResult {
+	if code, msg := validateHeartbeat(req); code != errNone {
+		return ConsumerHeartbeatResult{Error: code, ErrorMessage: msg, MemberID: req.MemberID, MemberEpoch: req.MemberEpoch}
+	}
+	cg, code, msg := c.lockConsumerGroup(req.GroupID, req.MemberEpoch == joinEpoch)
+	if code != errNone {
+		if code == errGroupIDNotFound && req.MemberEpoch != joinEpoch && msg != "" && !strings.HasSuffix(msg, "consumer group.") {
+			// An unknown group for a member that thinks it belongs.
+			code, msg = errUnknownMemberID, "Member "+req.MemberID+" is not a member of group "+req.GroupID+"."
+		}
+		return ConsumerHeartbeatResult{Error: code, ErrorMessage: msg, MemberID: req.MemberID, MemberEpoch: req.MemberEpoch}
+	}
+	now := c.clock.now()
+	res := cg.heartbeat(req, now)
+	cg.schedule(now)
+	cg.mu.Unlock()
+	return res
+}
+
+// validateHeartbeat checks a request as Kafka's
+// throwIfConsumerGroupHeartbeatRequestIsInvalid does.
+func validateHeartbeat(r *ConsumerHeartbeat) (int16, string) {
+	switch {
+	case r.GroupID == "":
+		return errInvalidRequest, "GroupId can't be empty."
+	case r.HasInstanceID && r.InstanceID == "":
+		return errInvalidRequest, "InstanceId can't be empty."
+	case r.HasRackID && r.RackID == "":
+		return errInvalidRequest, "RackId can't be empty."
+	case r.Version >= 1 && r.MemberID == "":
+		return errInvalidRequest, "MemberId can't be empty."
+	}
+	switch e := r.MemberEpoch; {
+	case e > 0 || e == leaveEpoch:
+		if r.MemberID == "" {
+			return errInvalidRequest, "MemberId can't be empty."
+		}
+	case e == joinEpoch:
+		if r.RebalanceTimeoutMillis == -1 {
+			return errInvalidRequest, "RebalanceTimeoutMs must be provided in first request."
+		}
+		if !r.HasOwned || len(r.Owned) != 0 {
+			return errInvalidRequest, "TopicPartitions must be empty when (re-)joining."
+		}
+		if !r.HasSubscribedTopicNames && !r.HasSubscribedTopicRegex {
+			return errInvalidRequest, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
+		}
+	case e == staticLeaveEpoch:
+		if r.MemberID == "" {
+			return errInvalidRequest, "MemberId can't be empty."
+		}
+		if !r.HasInstanceID {
+			return errInvalidRequest, "InstanceId can't be null."
+		}
+	default:
+		return errInvalidRequest, "MemberEpoch is invalid."
+	}
+	if r.HasServerAssignor && !slices.Contains(Assignors, r.ServerAssignor) {
+		return errUnsupportedAssignor, "ServerAssignor " + r.ServerAssignor + " is not supported. Supported assignors: " + strings.Join(Assignors, ", ") + "."
+	}
+	if r.HasSubscribedTopicRegex && r.SubscribedTopicRegex != "" {
+		if _, err := compileTopicRegex(r.SubscribedTopicRegex); err != nil {
+			return errInvalidRegularExpression, "SubscribedTopicRegex `" + r.SubscribedTopicRegex + "` is not a valid regular expression: " + err.Error() + "."
+		}
+	}
+	return errNone, ""
+}
+
+// compileTopicRegex compiles a subscription regex to match whole topic
+// names, as RE2/J's Matcher.matches does in Kafka. Go's regexp is RE2.
+func compileTopicRegex(s string) (*regexp.Regexp, error) {
+	return regexp.Compile("^(?:" + s + ")$")
+}
+
+// heartbeat is ConsumerGroupHeartbeat with cg locked.
+func (cg *cgroup) heartbeat(req *ConsumerHeartbeat, now time.Time) ConsumerHeartbeatResult {
+	fail := func(code int16, msg string) ConsumerHeartbeatResult {
+		return ConsumerHeartbeatResult{Error: code, ErrorMessage: msg, MemberID: req.MemberID, MemberEpoch: req.MemberEpoch}
+	}
+	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
+		return cg.leave(req, now)
+	}
+	memberID := req.MemberID
+	if memberID == "" {
+		memberID = newConsumerMemberID() // v0: the coordinator names the member
+	}
+	if max := cg.c.cfg.MaxGroupSize; max > 0 && len(cg.members) >= max && cg.members[memberID] == nil &&
+		!(req.HasInstanceID && cg.static[req.InstanceID] != "") {
+		return fail(errGroupMaxSizeReached, "The consumer group has reached its maximum capacity.")
+	}
+	m, code, msg := cg.memberFor(req, memberID)
+	if code != errNone {
+		return fail(code, msg)
+	}
+	before := m.snapshot()
+
+	// 1. The member's subscription; a change bumps the group epoch.
+	bump := m.update(req)
+	if bump || cg.metadataChanged(req.Topics) {
+		cg.epoch++
+	}
+	// 2. A new target assignment when the group epoch passed it.
+	if cg.epoch > cg.assignmentEpoch {
+		cg.computeTarget(req.Topics)
+	}
+	// 3. Reconcile the member towards its target.
+	cg.reconcile(m, req, now)
+	m.sessionEnd = now.Add(cg.c.consumerSessionTimeout())
+
+	res := ConsumerHeartbeatResult{MemberID: m.id, MemberEpoch: m.epoch, HeartbeatInterval: cg.c.consumerHeartbeatInterval()}
+	full := req.MemberEpoch == joinEpoch || (req.RebalanceTimeoutMillis != -1 && req.HasSubscribedTopicNames && req.HasOwned)
+	if full || !samePartitions(before, m.assigned) {
+		res.HasAssignment = true
+		res.Assignment = m.assigned.list()
+	}
+	return res
+}
+
+// memberFor finds or creates the member a heartbeat is for, with Kafka's
+// checks of its epoch and instance id.
+func (cg *cgroup) memberFor(req *ConsumerHeartbeat, memberID string) (*cmember, int16, string) {
+	join := req.MemberEpoch == joinEpoch
+	if req.HasInstanceID {
+		if oldID := cg.static[req.InstanceID]; oldID != "" {
+			old := cg.members[oldID]
+			if !join {
+				if oldID != memberID {
+					return nil, errFencedInstanceID, "Static member " + memberID + " with instance id " + req.InstanceID + " was fenced by member " + oldID + "."
+				}
+				return old, checkEpoch(old, req), epochMessage(old, req)
+			}
+			if oldID != memberID && old.epoch != staticLeaveEpoch {
+				return nil, errUnreleasedInstanceID, "Static member " + memberID + " with instance id " + req.InstanceID + " cannot join the group because the instance id is owned by " + oldID + " member."
+			}
+			// The static member rejoins: a copy of the old one, with its
+			// assignment, under the new member id (Kafka's replaceMember).
+			cg.replace(old, memberID)
+			return old, errNone, ""
+		}
+		if !join {
+			return nil, errUnknownMemberID, "Instance id " + req.InstanceID + " is unknown."
+		}
+	}
+	m := cg.members[memberID]
+	if m == nil {
+		if !join {
+			return nil, errUnknownMemberID, "Member " + memberID + " is not a member of group " + cg.id + "."
+		}
+		m = &cmember{id: strings.Clone(memberID), assigned: partitionSet{}, revoking: partitionSet{}}
+		cg.members[m.id] = m
+		if req.HasInstanceID {
+			m.instanceID, m.hasInstance = strings.Clone(req.InstanceID), true
+			cg.static[m.instanceID] = m.id
+		}
+		return m, errNone, ""
+	}
+	if join {
+		// The member rejoins under its id (a lost response, or after a
+		// fence it recovered from): it starts again from epoch 0 and is
+		// given its assignment anew.
+		m.epoch, m.previousEpoch, m.state = 0, 0, msStable
+		cg.releaseRevoking(m)
+		return m, errNone, ""
+	}
+	return m, checkEpoch(m, req), epochMessage(m, req)
+}
+
+// checkEpoch is Kafka's throwIfConsumerGroupMemberEpochIsInvalid: a member
+// ahead of the coordinator is fenced; one behind is accepted only from its
+// previous epoch with a subset of its assignment (the answer that moved it
+// on may have been lost).
+func checkEpoch(m *cmember, req *ConsumerHeartbeat) int16 {
+	switch {
+	case req.MemberEpoch > m.epoch:
+		return errFencedMemberEpoch
+	case req.MemberEpoch < m.epoch:
+		if req.MemberEpoch != m.previousEpoch || !req.HasOwned || !ownedSubset(req.Owned, m.assigned) {
+			return errFencedMemberEpoch
+		}
+	}
+	return errNone
+}
+
+func epochMessage(m *cmember, req *ConsumerHeartbeat) string {
+	if checkEpoch(m, req) == errNone {
+		return ""
+	}
+	return "The consumer group member has a member epoch (" + itoa(req.MemberEpoch) + ") other than the one known by the group coordinator (" +
+		itoa(m.epoch) + "). The member must abandon all its partitions and rejoin."
+}
+
+func ownedSubset(owned []TopicPartitions, set partitionSet) bool {
+	for _, t := range owned {
+		have := set[t.TopicID]
+		for _, p := range t.Partitions {
+			if !slices.Contains(have, p) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// replace renames static member m to newID, keeping its assignment.
+func (cg *cgroup) replace(m *cmember, newID string) {
+	oldID := m.id
+	delete(cg.members, oldID)
+	m.id = strings.Clone(newID)
+	m.epoch, m.previousEpoch, m.state = 0, 0, msStable
+	cg.members[m.id] = m
+	cg.static[m.instanceID] = m.id
+	if t, ok := cg.target[oldID]; ok {
+		delete(cg.target, oldID)
+		cg.target[m.id] = t
+	}
+	cg.releaseRevoking(m)
+	for k, owner := range cg.owners {
+		if owner == oldID {
+			cg.owners[k] = m.id
+		}
+	}
+}
+
+// releaseRevoking frees the partitions m was revoking.
+func (cg *cgroup) releaseRevoking(m *cmember) {
+	for t, ps := range m.revoking {
+		for _, p := range ps {
+			if cg.owners[tp{t, p}] == m.id {
+				delete(cg.owners, tp{t, p})
+			}
+		}
+	}
+	m.revoking = partitionSet{}
+	m.revokeEnd = time.Time{}
+}
+
+// update applies a heartbeat's changed fields to m and reports whether its
+// subscription changed.
+func (m *cmember) update(req *ConsumerHeartbeat) bool {
+	changed := false
+	if req.HasInstanceID && !m.hasInstance {
+		m.instanceID, m.hasInstance = strings.Clone(req.InstanceID), true
+	}
+	if req.HasRackID && (!m.hasRack || m.rackID != req.RackID) {
+		m.rackID, m.hasRack = strings.Clone(req.RackID), true
+	}
+	if req.RebalanceTimeoutMillis >= 0 {
+		m.rebalance = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	}
+	if req.HasServerAssignor && m.assignor != req.ServerAssignor {
+		m.assignor = strings.Clone(req.ServerAssignor)
+		changed = true
+	}
+	if req.HasSubscribedTopicNames {
+		names := slices.Clone(req.SubscribedTopicNames)
+		for i := range names {
+			names[i] = strings.Clone(names[i])
+		}
+		slices.Sort(names)
+		names = slices.Compact(names)
+		if !slices.Equal(names, m.names) {
+			m.names = names
+			changed = true
+		}
+	}
+	if req.HasSubscribedTopicRegex && (m.regex != req.SubscribedTopicRegex || !m.hasRegex) {
+		m.regex, m.hasRegex = strings.Clone(req.SubscribedTopicRegex), req.SubscribedTopicRegex != ""
+		m.re = nil
+		if m.hasRegex {
+			m.re, _ = compileTopicRegex(m.regex) // validated
+		}
+		changed = true
+	}
+	m.clientID, m.clientHost = req.ClientID, req.ClientHost
+	if m.clientID != "" {
+		m.clientID = strings.Clone(m.clientID)
+	}
+	if m.clientHost != "" {
+		m.clientHost = strings.Clone(m.clientHost)
+	}
+	return changed
+}
+
+// subscribes reports whether m subscribes to topic name.
+func (m *cmember) subscribes(name string) bool {
+	if _, ok := slices.BinarySearch(m.names, name); ok {
+		return true
+	}
+	return m.re != nil && m.re.MatchString(name)
+}
+
+// snapshot copies m's assignment, to tell afterwards whether it changed.
+func (m *cmember) snapshot() partitionSet {
+	out := make(partitionSet, len(m.assigned))
+	for t, ps := range m.assigned {
+		out[t] = slices.Clone(ps)
+	}
+	return out
+}
+
+func samePartitions(a, b partitionSet) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for t, ps := range a {
+		if !slices.Equal(ps, b[t]) {
+			return false
+		}
+	}
+	return true
+}
+
+// list returns the set sorted by topic id, partitions sorted.
+func (s partitionSet) list() []TopicPartitions {
+	out := make([]TopicPartitions, 0, len(s))
+	for t, ps := range s {
+		if len(ps) > 0 {
+			out = append(out, TopicPartitions{TopicID: t, Partitions: slices.Clone(ps)})
+		}
+	}
+	slices.SortFunc(out, func(a, b TopicPartitions) int { return compareIDs(a.TopicID, b.TopicID) })
+	return out
+}
+
+func compareIDs(a, b [16]byte) int { return strings.Compare(string(a[:]), string(b[:])) }
+
+// subscribedTopics returns the metadata of every topic some member
+// subscribes to, sorted by name.
+func (cg *cgroup) subscribedTopics(topics TopicLookup) []topicMeta {
+	var out []topicMeta
+	seen := map[string]bool{}
+	add := func(name string) {
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		if id, n, ok := topics.ByName(name); ok && n > 0 {
+			out = append(out, topicMeta{name: name, id: id, partitions: n})
+		}
+	}
+	var all []string
+	for _, m := range cg.members {
+		for _, n := range m.names {
+			add(n)
+		}
+		if m.re != nil {
+			if all == nil {
+				all = topics.Names()
+			}
+			for _, n := range all {
+				if m.re.MatchString(n) {
+					add(n)
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b topicMeta) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// topicMeta is one subscribed topic.
+type topicMeta struct {
+	name       string
+	id         [16]byte
+	partitions int32
+}
+
+// metadataChanged reports whether the subscribed topics' metadata changed
+// (a topic created, deleted or grown), remembering the new state.
+func (cg *cgroup) metadataChanged(topics TopicLookup) bool {
+	h := hashTopics(cg.subscribedTopics(topics))
+	if h == cg.subsHash {
+		return false
+	}
+	cg.subsHash = h
+	return true
+}
+
+// hashTopics is FNV-1a over the topics' names, ids and partition counts.
+func hashTopics(ts []topicMeta) uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(b byte) { h ^= uint64(b); h *= 1099511628211 }
+	for _, t := range ts {
+		for i := 0; i < len(t.name); i++ {
+			mix(t.name[i])
+		}
+		mix(0)
+		for _, b := range t.id {
+			mix(b)
+		}
+		for s := 0; s < 32; s += 8 {
+			mix(byte(t.partitions >> s))
+		}
+	}
+	return h | 1 // never 0, the hash of a new group
+}
+
+// preferredAssignor is the server assignor most members ask for, else the
+// default, as Kafka's ConsumerGroup.computePreferredServerAssignor.
+func (cg *cgroup) preferredAssignor() string {
+	counts := map[string]int{}
+	best, bestN := Assignors[0], 0
+	for _, m := range cg.members {
+		if m.assignor == "" {
+			continue
+		}
+		counts[m.assignor]++
+		if n := counts[m.assignor]; n > bestN || (n == bestN && m.assignor < best) {
+			best, bestN = m.assignor, n
+		}
+	}
+	return best
+}
+
+// computeTarget computes the target assignment at the group epoch.
+func (cg *cgroup) computeTarget(topics TopicLookup) {
+	cg.assignorName = cg.preferredAssignor()
+	in := assignInput{topics: cg.subscribedTopics(topics), previous: cg.target}
+	ids := make([]string, 0, len(cg.members))
+	for id := range cg.members {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		in.members = append(in.members, cg.members[id])
+	}
+	if cg.assignorName == AssignorRange {
+		cg.target = assignRange(in)
+	} else {
+		cg.target = assignUniform(in)
+	}
+	cg.assignmentEpoch = cg.epoch
+}
+
+// reconcile moves m towards its target assignment: Kafka's
+// CurrentAssignmentBuilder.
+func (cg *cgroup) reconcile(m *cmember, req *ConsumerHeartbeat, now time.Time) {
+	if m.epoch == staticLeaveEpoch {
+		return
+	}
+	target := cg.target[m.id]
+	switch m.state {
+	case msStable:
+		if m.epoch == cg.assignmentEpoch {
+			return
+		}
+		cg.nextAssignment(m, m.epoch, target, req, now)
+	case msUnrevokedPartitions:
+		if ownsAny(req, m.revoking) {
+			return
+		}
+		cg.releaseRevoking(m)
+		cg.nextAssignment(m, m.epoch+1, target, req, now)
+	case msUnreleasedPartitions:
+		cg.nextAssignment(m, m.epoch, target, req, now)
+	}
+}
+
+// ownsAny reports whether the member still reports owning any of set; a
+// heartbeat without owned partitions (unchanged) counts as owning.
+func ownsAny(req *ConsumerHeartbeat, set partitionSet) bool {
+	if !req.HasOwned {
+		return true
+	}
+	for _, t := range req.Owned {
+		for _, p := range t.Partitions {
+			if slices.Contains(set[t.TopicID], p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nextAssignment is CurrentAssignmentBuilder.computeNextAssignment.
+func (cg *cgroup) nextAssignment(m *cmember, epoch int32, target partitionSet, req *ConsumerHeartbeat, now time.Time) {
+	assigned, revoking, pending := partitionSet{}, partitionSet{}, partitionSet{}
+	unreleased := false
+	topicsSeen := map[[16]byte]bool{}
+	for t := range target {
+		topicsSeen[t] = true
+	}
+	for t := range m.assigned {
+		topicsSeen[t] = true
+	}
+	for t := range topicsSeen {
+		want, have := target[t], m.assigned[t]
+		for _, p := range have {
+			if slices.Contains(want, p) {
+				assigned[t] = append(assigned[t], p)
+			} else {
+				revoking[t] = append(revoking[t], p)
+			}
+		}
+		for _, p := range want {
+			if slices.Contains(have, p) {
+				continue
+			}
+			if owner, ok := cg.owners[tp{t, p}]; ok && owner != m.id {
+				unreleased = true
+				continue
+			}
+			pending[t] = append(pending[t], p)
+		}
+	}
+	if len(revoking) > 0 && ownsAny(req, revoking) {
+		// Revoke first: the member keeps its epoch until it confirms.
+		cg.setAssigned(m, assigned, revoking)
+		m.state = msUnrevokedPartitions
+		m.setEpoch(epoch)
+		if m.revokeEnd.IsZero() {
+			m.revokeEnd = now.Add(m.rebalanceTimeout())
+		}
+		return
+	}
+	for t, ps := range pending {
+		assigned[t] = append(assigned[t], ps...)
+	}
+	cg.setAssigned(m, assigned, partitionSet{})
+	m.revokeEnd = time.Time{}
+	if unreleased {
+		m.state = msUnreleasedPartitions
+	} else {
+		m.state = msStable
+	}
+	m.setEpoch(cg.assignmentEpoch)
+}
+
+func (m *cmember) setEpoch(e int32) {
+	if e != m.epoch {
+		m.previousEpoch, m.epoch = m.epoch, e
+	}
+}
+
+func (m *cmember) rebalanceTimeout() time.Duration {
+	if m.rebalance > 0 {
+		return m.rebalance
+	}
+	return 5 * time.Minute // the Java client's max.poll.interval.ms default
+}
+
+// setAssigned replaces m's partitions and the group's owner index.
+func (cg *cgroup) setAssigned(m *cmember, assigned, revoking partitionSet) {
+	cg.dropOwner(m)
+	for _, set := range []partitionSet{assigned, revoking} {
+		for t, ps := range set {
+			slices.Sort(ps)
+			for _, p := range ps {
+				cg.owners[tp{t, p}] = m.id
+			}
+		}
+	}
+	m.assigned, m.revoking = assigned, revoking
+}
+
+// dropOwner removes m from the owner index.
+func (cg *cgroup) dropOwner(m *cmember) {
+	for _, set := range []partitionSet{m.assigned, m.revoking} {
+		for t, ps := range set {
+			for _, p := range ps {
+				if cg.owners[tp{t, p}] == m.id {
+					delete(cg.owners, tp{t, p})
+				}
+			}
+		}
+	}
+}
+
+// leave handles epochs -1 (leave) and -2 (a static member's temporary
+// leave), as Kafka's consumerGroupLeave.
+func (cg *cgroup) leave(req *ConsumerHeartbeat, now time.Time) ConsumerHeartbeatResult {
+	res := ConsumerHeartbeatResult{MemberID: req.MemberID, MemberEpoch: req.MemberEpoch}
+	var m *cmember
+	if req.HasInstanceID {
+		id := cg.static[req.InstanceID]
+		if id == "" {
+			res.Error, res.ErrorMessage = errUnknownMemberID, "Instance id "+req.InstanceID+" is unknown."
+			return res
+		}
+		if id != req.MemberID {
+			res.Error, res.ErrorMessage = errFencedInstanceID, "Static member "+req.MemberID+" with instance id "+req.InstanceID+" was fenced by member "+id+"."
+			return res
+		}
+		m = cg.members[id]
+		if req.MemberEpoch == staticLeaveEpoch {
+			// Kept, with its partitions, for its session timeout.
+			cg.releaseRevoking(m)
+			m.epoch, m.state = staticLeaveEpoch, msStable
+			return res
+		}
+	} else {
+		m = cg.members[req.MemberID]
+		if m == nil {
+			res.Error, res.ErrorMessage = errUnknownMemberID, "Member "+req.MemberID+" is not a member of group "+cg.id+"."
+			return res
+		}
+	}
+	cg.remove(m, req.Topics)
+	return res
+}
+
+// remove fences m out of the group and bumps the group epoch.
+func (cg *cgroup) remove(m *cmember, topics TopicLookup) {
+	cg.dropOwner(m)
+	delete(cg.members, m.id)
+	delete(cg.target, m.id)
+	if m.hasInstance && cg.static[m.instanceID] == m.id {
+		delete(cg.static, m.instanceID)
+	}
+	cg.epoch++
+	if topics != nil {
+		cg.metadataChanged(topics)
+		cg.computeTarget(topics)
+	}
+	// Without topic metadata (a timer), the next heartbeat recomputes.
+}
+
+// consumerSessionTimeout and consumerHeartbeatInterval are the configured
+// group.consumer.session.timeout.ms and heartbeat.interval.ms.
+func (c *Coordinator) consumerSessionTimeout() time.Duration {
+	if c.cfg.ConsumerSessionTimeout > 0 {
+		return c.cfg.ConsumerSessionTimeout
+	}
+	return DefaultConsumerSessionTimeout
+}
+
+func (c *Coordinator) consumerHeartbeatInterval() time.Duration {
+	if c.cfg.ConsumerHeartbeatInterval > 0 {
+		return c.cfg.ConsumerHeartbeatInterval
+	}
+	return DefaultConsumerHeartbeatInterval
+}
+
+// schedule arms the group's timer for its earliest member deadline.
+func (cg *cgroup) schedule(now time.Time) {
+	var next time.Time
+	for _, m := range cg.members {
+		for _, d := range []time.Time{m.sessionEnd, m.revokeEnd} {
+			if !d.IsZero() && (next.IsZero() || d.Before(next)) {
+				next = d
+			}
+		}
+	}
+	if next.IsZero() || (cg.timer != nil && cg.timerAt.Equal(next)) {
+		return
+	}
+	if cg.timer != nil {
+		cg.timer.Stop()
+	}
+	cg.timerAt = next
+	cg.timer = cg.c.clock.afterFunc(next.Sub(now), cg.onTimer)
+}
+
+// onTimer fences every member whose session ended or that did not revoke
+// within its rebalance timeout.
+func (cg *cgroup) onTimer() {
+	cg.mu.Lock()
+	defer cg.mu.Unlock()
+	cg.timer = nil
+	if cg.dead {
+		return
+	}
+	now := cg.c.clock.now()
+	for _, m := range cg.members {
+		if (!m.sessionEnd.IsZero() && !now.Before(m.sessionEnd)) || (!m.revokeEnd.IsZero() && !now.Before(m.revokeEnd)) {
+			cg.remove(m, nil)
+		}
+	}
+	cg.schedule(now)
+}
+
+// state is the group's state as ConsumerGroupDescribe and ListGroups
+// report it (Kafka's ConsumerGroup.ConsumerGroupState).
+func (cg *cgroup) state() string {
+	switch {
+	case len(cg.members) == 0:
+		return "Empty"
+	case cg.epoch > cg.assignmentEpoch:
+		return "Assigning"
+	}
+	for _, m := range cg.members {
+		if m.epoch != cg.assignmentEpoch || m.state != msStable {
+			return "Reconciling"
+		}
+	}
+	return "Stable"
+}
+
+// ConsumerGroupDescription describes a consumer-protocol group.
+type ConsumerGroupDescription struct {
+	Error           int16
+	ErrorMessage    string
+	GroupID         string
+	State           string
+	Epoch           int32
+	AssignmentEpoch int32
+	AssignorName    string
+	Members         []ConsumerMemberDescription
+}
+
+// ConsumerMemberDescription describes one consumer-protocol member.
+type ConsumerMemberDescription struct {
+	MemberID             string
+	InstanceID           string
+	HasInstanceID        bool
+	RackID               string
+	HasRackID            bool
+	MemberEpoch          int32
+	ClientID, ClientHost string
+	SubscribedTopicNames []string
+	SubscribedTopicRegex string
+	HasRegex             bool
+	Assignment           []TopicPartitions
+	TargetAssignment     []TopicPartitions
+}
+
+// DescribeConsumerGroup describes group id for ConsumerGroupDescribe:
+// GROUP_ID_NOT_FOUND (69) for an unknown or classic group.
+func (c *Coordinator) DescribeConsumerGroup(id string) ConsumerGroupDescription {
+	cg, code, msg := c.lockConsumerGroup(id, false)
+	if code != errNone {
+		return ConsumerGroupDescription{Error: code, ErrorMessage: msg, GroupID: id, State: "Dead", Epoch: -1, AssignmentEpoch: -1}
+	}
+	defer cg.mu.Unlock()
+	d := ConsumerGroupDescription{GroupID: cg.id, State: cg.state(), Epoch: cg.epoch, AssignmentEpoch: cg.assignmentEpoch, AssignorName: cg.assignorName}
+	if d.AssignorName == "" {
+		d.AssignorName = cg.preferredAssignor()
+	}
+	ids := make([]string, 0, len(cg.members))
+	for id := range cg.members {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		m := cg.members[id]
+		d.Members = append(d.Members, ConsumerMemberDescription{
+			MemberID: m.id, InstanceID: m.instanceID, HasInstanceID: m.hasInstance, RackID: m.rackID, HasRackID: m.hasRack,
+			MemberEpoch: m.epoch, ClientID: m.clientID, ClientHost: m.clientHost,
+			SubscribedTopicNames: slices.Clone(m.names), SubscribedTopicRegex: m.regex, HasRegex: m.hasRegex,
+			Assignment: m.assigned.list(), TargetAssignment: cg.target[m.id].list(),
+		})
+	}
+	return d
+}
+
+// validateConsumerCommit checks an OffsetCommit (or TxnOffsetCommit) to a
+// consumer-protocol group, as Kafka's ConsumerGroup.validateOffsetCommit:
+// a commit without a member is allowed only while the group is empty; a
+// member's commit must carry its current epoch, or its previous one (the
+// heartbeat that moved it on may be in flight: Kafka 4.3+ accepts it).
+func (cg *cgroup) validateCommit(memberID string, epoch int32, now time.Time) int16 {
+	if epoch < 0 && memberID == "" {
+		if len(cg.members) == 0 {
+			return errNone
+		}
+		return errUnknownMemberID
+	}
+	m := cg.members[memberID]
+	if m == nil {
+		return errUnknownMemberID
+	}
+	if epoch != m.epoch && epoch != m.previousEpoch {
+		return errStaleMemberEpoch
+	}
+	return errNone
+}
+
+// listConsumerGroups appends the consumer-protocol groups to list.
+func (c *Coordinator) listConsumerGroups(list []GroupListing) []GroupListing {
+	c.mu.Lock()
+	groups := make([]*cgroup, 0, len(c.cgroups))
+	for _, g := range c.cgroups {
+		groups = append(groups, g)
+	}
+	c.mu.Unlock()
+	for _, g := range groups {
+		g.mu.Lock()
+		if !g.dead {
+			list = append(list, GroupListing{GroupID: g.id, ProtocolType: "consumer", State: g.state(), Type: "consumer"})
+		}
+		g.mu.Unlock()
+	}
+	return list
+}
+
+// dropConsumerGroup marks cg dead and removes it from the map; cg is locked.
+func (c *Coordinator) dropConsumerGroup(cg *cgroup) {
+	cg.dead = true
+	if cg.timer != nil {
+		cg.timer.Stop()
+		cg.timer = nil
+	}
+	c.mu.Lock()
+	if c.cgroups[cg.id] == cg {
+		delete(c.cgroups, cg.id)
+	}
+	c.mu.Unlock()
+}
+
+func itoa(n int32) string {
+	if n == 0 {
+		return "0"
+	}
+	neg := n < 0
+	u := int64(n)
+	if neg {
+		u = -u
+	}
+	var b [12]byte
+	i := len(b)
+	for u > 0 {
+		i--
+		b[i] = byte('0' + u%10)
+		u /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
+
+// consumerGroupEmpty reports, with c.mu held, whether consumer group cg
+// has no members, and if so drops it so a classic group can take its id.
+// It only tries cg's lock (the usual order is group, then map).
+func (c *Coordinator) consumerGroupEmpty(cg *cgroup) bool {
+	if !cg.mu.TryLock() {
+		return false
+	}
+	defer cg.mu.Unlock()
+	if len(cg.members) > 0 {
+		return false
+	}
+	cg.dead = true
+	if cg.timer != nil {
+		cg.timer.Stop()
+		cg.timer = nil
+	}
+	delete(c.cgroups, cg.id)
+	return true
+}
+
+// unloadConsumerGroups drops the consumer groups lost reports true for
+// (Unload); their members find the new coordinator on their next
+// heartbeat, which answers NOT_COORDINATOR.
+func (c *Coordinator) unloadConsumerGroups(lost func(string) bool) []string {
+	c.mu.Lock()
+	groups := make([]*cgroup, 0, len(c.cgroups))
+	for _, g := range c.cgroups {
+		groups = append(groups, g)
+	}
+	c.mu.Unlock()
+	var dropped []string
+	for _, cg := range groups {
+		if !lost(cg.id) {
+			continue
+		}
+		cg.mu.Lock()
+		if !cg.dead {
+			c.dropConsumerGroup(cg)
+			dropped = append(dropped, cg.id)
+		}
+		cg.mu.Unlock()
+	}
+	return dropped
+}
+
+// consumerOffsetDeleteScope is OffsetDeleteScope for a consumer-protocol
+// group: a member's subscribed topics (names and regex) keep their offsets.
+func (c *Coordinator) consumerOffsetDeleteScope(id string) OffsetDeleteScope {
+	cg, code, _ := c.lockConsumerGroup(id, false)
+	if code != errNone {
+		return OffsetDeleteScope{Error: code}
+	}
+	defer cg.mu.Unlock()
+	if len(cg.members) == 0 {
+		return OffsetDeleteScope{}
+	}
+	var names []string
+	var res []*regexp.Regexp
+	for _, m := range cg.members {
+		names = append(names, m.names...)
+		if m.re != nil {
+			res = append(res, m.re)
+		}
+	}
+	return OffsetDeleteScope{Subscribed: func(t string) bool {
+		if slices.Contains(names, t) {
+			return true
+		}
+		for _, re := range res {
+			if re.MatchString(t) {
+				return true
+			}
+		}
+		return false
+	}}
+}
