@@ -207,7 +207,7 @@ func (c *Coordinator) lockConsumerGroup(id string, create bool) (*cgroup, int16,
 			}
 			if !create {
 				c.mu.Unlock()
-				return nil, errGroupIDNotFound, "Group " + id + " not found."
+				return nil, errGroupIDNotFound, "Consumer group " + id + " not found."
 			}
 			cg = &cgroup{c: c, id: strings.Clone(id), members: map[string]*cmember{}, static: map[string]string{},
 				target: map[string]partitionSet{}, owners: map[tp]string{}}
@@ -250,10 +250,6 @@ func (c *Coordinator) ConsumerGroupHeartbeat(req *ConsumerHeartbeat) ConsumerHea
 	}
 	cg, code, msg := c.lockConsumerGroup(req.GroupID, req.MemberEpoch == joinEpoch)
 	if code != errNone {
-		if code == errGroupIDNotFound && req.MemberEpoch != joinEpoch && msg != "" && !strings.HasSuffix(msg, "consumer group.") {
-			// An unknown group for a member that thinks it belongs.
-			code, msg = errUnknownMemberID, "Member "+req.MemberID+" is not a member of group "+req.GroupID+"."
-		}
 		return ConsumerHeartbeatResult{Error: code, ErrorMessage: msg, MemberID: req.MemberID, MemberEpoch: req.MemberEpoch}
 	}
 	now := c.clock.now()
