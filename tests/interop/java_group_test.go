@@ -35,6 +35,7 @@ type groupProc struct {
 
 	mu    sync.Mutex
 	lines []string
+	at    []time.Time // when each line arrived
 }
 
 // wait waits for the process to exit (after its stdout closed) and returns
@@ -82,11 +83,13 @@ func startGroupProc(ctx context.Context, t testing.TB, classes, addr, topic, gro
 		for sc.Scan() {
 			g.mu.Lock()
 			g.lines = append(g.lines, sc.Text())
+			g.at = append(g.at, time.Now())
 			g.mu.Unlock()
 		}
 		if err := sc.Err(); err != nil {
 			g.mu.Lock()
 			g.lines = append(g.lines, "E\t-\treading GroupConsumers' output: "+err.Error())
+			g.at = append(g.at, time.Now())
 			g.mu.Unlock()
 			_, _ = io.Copy(io.Discard, stdout)
 		}

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/internal/testing/kafkatest"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggyproc"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
@@ -46,7 +48,7 @@ func newTarget(t testing.TB) target {
 	t.Helper()
 	switch v := os.Getenv(TargetEnv); v {
 	case "", "kiggy":
-		g := kiggytest.Start(t, kiggytest.Options{})
+		g := kiggytest.Start(t, kiggytest.Options{Bridge: bridge.Config{Group: consumerGroupTimeouts}})
 		backend := "embedded log"
 		if g.Iggy != nil {
 			backend = "Iggy (iggytest)"
@@ -112,6 +114,10 @@ type kafkaTarget struct {
 }
 
 // sharedKafka starts the run's broker on first use; TestMain stops it.
+// consumerGroupTimeouts are the consumer-protocol group timeouts both
+// targets run with: a member killed mid-test is fenced in 10 s, not 45.
+var consumerGroupTimeouts = group.Config{ConsumerSessionTimeout: 10 * time.Second, ConsumerHeartbeatInterval: time.Second}
+
 func sharedKafka(t testing.TB) *kafkaTarget {
 	t.Helper()
 	return &kafkaTarget{b: kafkatest.Shared(t, kafkatest.Config{
@@ -119,6 +125,12 @@ func sharedKafka(t testing.TB) *kafkaTarget {
 			"message.max.bytes":                    fmt.Sprint(maxMessageBytes),
 			"offsets.topic.num.partitions":         "1",
 			"transaction.state.log.num.partitions": "1",
+			// Consumer-protocol groups (KIP-848) as on kiggy
+			// (consumerGroupTimeouts); Kafka's minimums come down with them.
+			"group.consumer.session.timeout.ms":        "10000",
+			"group.consumer.min.session.timeout.ms":    "10000",
+			"group.consumer.heartbeat.interval.ms":     "1000",
+			"group.consumer.min.heartbeat.interval.ms": "1000",
 		},
 	})}
 }

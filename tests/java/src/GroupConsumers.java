@@ -26,7 +26,7 @@ import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
 /**
- * GroupConsumers runs the members of one consumer group (classic protocol)
+ * GroupConsumers runs the members of one consumer group
  * in one JVM, one thread and one KafkaConsumer per member, for kiggy's
  * interop suite (tests/interop), which compiles it with javac against
  * tests/java/lib and drives it through stdin.
@@ -34,7 +34,9 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * <pre>java -cp DIR:tests/java/lib/* GroupConsumers BOOTSTRAP TOPIC GROUP ASSIGNORS</pre>
  *
  * ASSIGNORS is partition.assignment.strategy ("default" keeps the Java
- * default, range then cooperative-sticky). Each member subscribes to TOPIC
+ * default, range then cooperative-sticky), or "consumer" for the consumer
+ * group protocol of KIP-848 (group.protocol=consumer), "consumer:NAME" with
+ * group.remote.assignor NAME. Each member subscribes to TOPIC
  * with auto.offset.reset=earliest and auto-commit off; after processing the
  * records of each poll it commits, with commitSync, the offset after the
  * last record of each partition in that poll.
@@ -121,7 +123,14 @@ public final class GroupConsumers {
             p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "200");
             p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
             p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-            if (!assignors.equals("default")) {
+            if (assignors.equals("consumer") || assignors.startsWith("consumer:")) {
+                // The consumer group protocol (KIP-848): the coordinator
+                // assigns, with the server assignor after the colon.
+                p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+                if (assignors.startsWith("consumer:")) {
+                    p.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, assignors.substring("consumer:".length()));
+                }
+            } else if (!assignors.equals("default")) {
                 p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignors);
             }
             consumer = new KafkaConsumer<>(p);
