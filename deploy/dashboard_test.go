@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggyproc"
@@ -614,181 +611,109 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// promServer is a Prometheus server on loopback.
-type promServer struct {
-	base string
-	http *http.Client
+// TestComposeGrafana checks the Grafana service of compose.yaml without a
+// container runtime: it mounts the dashboard where its provisioned provider
+// looks and makes it the home page, and its provisioned datasource is the
+// compose file's Prometheus, with that Prometheus's scrape interval (from
+// which Grafana derives $__rate_interval).
+func TestComposeGrafana(t *testing.T) {
+	var c struct {
+		Services map[string]struct {
+			Environment map[string]string `yaml:"environment"`
+			Volumes     []string          `yaml:"volumes"`
+			DependsOn   []string          `yaml:"depends_on"`
+			Ports       []string          `yaml:"ports"`
+		} `yaml:"services"`
+	}
+	readYAML(t, "compose.yaml", &c)
+	g, ok := c.Services["grafana"]
+	if !ok {
+		t.Fatal("compose.yaml has no grafana service")
+	}
+	if !contains(g.DependsOn, "prometheus") {
+		t.Errorf("grafana depends on %v, want prometheus", g.DependsOn)
+	}
+	mounts := map[string]string{} // source → target
+	for _, v := range g.Volumes {
+		parts := strings.Split(v, ":")
+		if len(parts) < 2 {
+			t.Fatalf("grafana volume %q", v)
+		}
+		if _, err := os.Stat(parts[0]); err != nil {
+			t.Errorf("grafana mounts %s: %v", parts[0], err)
+		}
+		mounts[filepath.Clean(parts[0])] = parts[1]
+	}
+	dash := mounts[filepath.Clean(dashboardFile)]
+	if dash == "" {
+		t.Fatalf("grafana does not mount %s (mounts %v)", dashboardFile, mounts)
+	}
+	if home := g.Environment["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]; home != dash {
+		t.Errorf("home dashboard %q, want the mounted %s", home, dash)
+	}
+	for _, kind := range []string{"datasources", "dashboards"} {
+		src := filepath.Join("grafana/provisioning", kind)
+		if want := "/etc/grafana/provisioning/" + kind; mounts[src] != want {
+			t.Errorf("grafana mounts %s at %q, want %s", src, mounts[src], want)
+		}
+	}
+
+	var providers struct {
+		APIVersion int `yaml:"apiVersion"`
+		Providers  []struct {
+			Type    string `yaml:"type"`
+			Options struct {
+				Path string `yaml:"path"`
+			} `yaml:"options"`
+		} `yaml:"providers"`
+	}
+	readYAML(t, "grafana/provisioning/dashboards/kiggy.yml", &providers)
+	if providers.APIVersion != 1 || len(providers.Providers) != 1 || providers.Providers[0].Type != "file" ||
+		providers.Providers[0].Options.Path != filepath.Dir(dash) {
+		t.Errorf("dashboard provider %+v: want apiVersion 1 and one file provider reading %s", providers, filepath.Dir(dash))
+	}
+
+	var sources struct {
+		APIVersion  int `yaml:"apiVersion"`
+		Datasources []struct {
+			Type      string `yaml:"type"`
+			URL       string `yaml:"url"`
+			IsDefault bool   `yaml:"isDefault"`
+			JSONData  struct {
+				TimeInterval string `yaml:"timeInterval"`
+			} `yaml:"jsonData"`
+		} `yaml:"datasources"`
+	}
+	readYAML(t, "grafana/provisioning/datasources/prometheus.yml", &sources)
+	var prom struct {
+		Global struct {
+			ScrapeInterval string `yaml:"scrape_interval"`
+		} `yaml:"global"`
+	}
+	readYAML(t, "prometheus/prometheus.yml", &prom)
+	promPort := ""
+	for _, p := range c.Services["prometheus"].Ports {
+		_, promPort, _ = strings.Cut(p, ":")
+	}
+	if len(sources.Datasources) != 1 {
+		t.Fatalf("%d datasources, want 1", len(sources.Datasources))
+	}
+	ds := sources.Datasources[0]
+	if sources.APIVersion != 1 || ds.Type != "prometheus" || !ds.IsDefault || ds.URL != "http://prometheus:"+promPort {
+		t.Errorf("datasource %+v: want the default, of type prometheus, at http://prometheus:%s", ds, promPort)
+	}
+	if ds.JSONData.TimeInterval == "" || ds.JSONData.TimeInterval != prom.Global.ScrapeInterval {
+		t.Errorf("datasource timeInterval %q, want Prometheus's scrape_interval %q", ds.JSONData.TimeInterval, prom.Global.ScrapeInterval)
+	}
 }
 
-// startPrometheus starts Prometheus scraping the admin listeners targets as
-// job kiggy every second, its data in dir, and returns once it is ready. It
-// is stopped with SIGTERM when t ends.
-func startPrometheus(t *testing.T, bin, dir string, targets ...string) *promServer {
+func readYAML(t *testing.T, path string, v any) {
 	t.Helper()
-	quoted := make([]string, len(targets))
-	for i, tg := range targets {
-		quoted[i] = strconv.Quote(tg)
-	}
-	cfg := filepath.Join(dir, "prometheus.yml")
-	conf := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: kiggy\n    static_configs:\n      - targets: [%s]\n",
-		strings.Join(quoted, ", "))
-	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+	b, err := os.ReadFile(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	logPath := filepath.Join(dir, "prometheus.log")
-	for attempt := 0; ; attempt++ {
-		port, err := testtools.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := &promServer{base: "http://127.0.0.1:" + strconv.Itoa(port), http: &http.Client{Timeout: 30 * time.Second}}
-		logFile, err := os.Create(logPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-			"--web.listen-address=127.0.0.1:"+strconv.Itoa(port), "--storage.tsdb.retention.time=1h")
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			logFile.Close()
-			t.Fatalf("start prometheus: %v", err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); logFile.Close(); close(exited) }()
-		stop := func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-		}
-		ready := testtools.EventuallyEvery(60*time.Second, 100*time.Millisecond, func() bool {
-			select {
-			case <-exited:
-				return true
-			default:
-			}
-			resp, err := p.http.Get(p.base + "/-/ready")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
-		})
-		select {
-		case <-exited:
-			if attempt < 2 && strings.Contains(testtools.FileTail(logPath, 20), "address already in use") {
-				continue // the free port was taken meanwhile
-			}
-			t.Fatalf("prometheus exited at start:\n%s", testtools.FileTail(logPath, 20))
-		default:
-		}
-		t.Cleanup(stop)
-		if !ready {
-			t.Fatalf("prometheus not ready within a minute:\n%s", testtools.FileTail(logPath, 20))
-		}
-		out, _ := exec.Command(bin, "--version").CombinedOutput()
-		t.Logf("prometheus %s on %s", strings.Fields(string(out) + " ? ? ?")[2], p.base)
-		return p
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
-}
-
-// promSeries is one series of a query's result: Values for a range query,
-// Value for an instant one.
-type promSeries struct {
-	Metric map[string]string `json:"metric"`
-	Values [][2]any          `json:"values"`
-	Value  [2]any            `json:"value"`
-}
-
-// last returns the series' last value.
-func (s promSeries) last() (float64, bool) {
-	if len(s.Values) > 0 {
-		return sampleValue(s.Values[len(s.Values)-1])
-	}
-	return sampleValue(s.Value)
-}
-
-// sampleValue returns the value of a [time, "value"] pair.
-func sampleValue(v [2]any) (float64, bool) {
-	s, ok := v[1].(string)
-	if !ok {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	return f, err == nil
-}
-
-// api calls the HTTP API at path and returns its data, or an error for a
-// status other than success.
-func (p *promServer) api(path string, params url.Values, data any) error {
-	resp, err := p.http.Get(p.base + path + "?" + params.Encode())
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	var r struct {
-		Status    string          `json:"status"`
-		Error     string          `json:"error"`
-		ErrorType string          `json:"errorType"`
-		Warnings  []string        `json:"warnings"`
-		Data      json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return fmt.Errorf("HTTP %d: %v: %.200s", resp.StatusCode, err, body)
-	}
-	if r.Status != "success" {
-		return fmt.Errorf("status %q (HTTP %d): %s: %s", r.Status, resp.StatusCode, r.ErrorType, r.Error)
-	}
-	if len(r.Warnings) > 0 {
-		return fmt.Errorf("warnings: %v", r.Warnings)
-	}
-	return json.Unmarshal(r.Data, data)
-}
-
-func (p *promServer) result(path string, params url.Values, want string) ([]promSeries, error) {
-	var data struct {
-		ResultType string       `json:"resultType"`
-		Result     []promSeries `json:"result"`
-	}
-	if err := p.api(path, params, &data); err != nil {
-		return nil, err
-	}
-	if data.ResultType != want {
-		return nil, fmt.Errorf("result type %q, want %q", data.ResultType, want)
-	}
-	return data.Result, nil
-}
-
-// query runs an instant query at ts.
-func (p *promServer) query(expr string, ts time.Time) ([]promSeries, error) {
-	return p.result("/api/v1/query", url.Values{"query": {expr}, "time": {unix(ts)}}, "vector")
-}
-
-// queryRange runs a range query.
-func (p *promServer) queryRange(expr string, start, end time.Time, step time.Duration) ([]promSeries, error) {
-	return p.result("/api/v1/query_range", url.Values{
-		"query": {expr}, "start": {unix(start)}, "end": {unix(end)}, "step": {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)},
-	}, "matrix")
-}
-
-// labelValues is Grafana's label_values(match, label).
-func (p *promServer) labelValues(t *testing.T, label, match string) []string {
-	t.Helper()
-	var values []string
-	if err := p.api("/api/v1/label/"+label+"/values", url.Values{"match[]": {match}}, &values); err != nil {
-		t.Fatalf("label_values(%s, %s): %v", match, label, err)
-	}
-	return values
-}
-
-func unix(ts time.Time) string {
-	return strconv.FormatFloat(float64(ts.UnixNano())/1e9, 'f', 3, 64)
 }
