@@ -269,7 +269,7 @@ func TestDashboardLive(t *testing.T) {
 		Name: "kiggy-embedded",
 		Args: []string{"--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
 			"--sasl-plain-users-file", users, "--admin-addr", "127.0.0.1:0", "--drain-timeout", "2s",
-			"--auto-create-topics=false", "--memlog-partition-bytes", "1048576",
+			"--auto-create-topics=false", "--memlog-partition-bytes", "262144",
 			"--acl-enabled", "--allow-everyone-if-no-acl-found"},
 		MustLive: true,
 	})
