@@ -231,15 +231,18 @@ var quietQueries = map[string]string{
 // every second while franz-go clients load them: one in front of a real
 // iggy-server as a one-instance cluster (--cluster-membership iggy), for
 // the Iggy and cluster series, and one on the embedded log with a
-// SASL_PLAINTEXT listener, for the embedded log's series and SASL failures.
-// The load is acks=all producers, a consumer group that a second member
-// makes rebalance, transactions committed and aborted, a producer of a
-// topic that does not exist (auto-creation off) and bad SASL logins.
-// After ten scrapes or more, the job and instance variables' queries must
-// name the job and both processes, and every panel query, with the
-// variables substituted as Grafana does, must succeed over the load
-// window and at its end and return a series, except quietQueries; the
-// queries marked live must also show a non-zero value.
+// SASL_PLAINTEXT listener, ACLs and 256 KiB partitions, for the embedded
+// log's series, SASL failures, authorization denials and transactions (a
+// cluster member refuses transactional ids). The load is acks=all
+// producers, a consumer group that members joining and leaving make
+// rebalance, transactions committed and aborted, Metadata and raw Produce
+// requests for a topic that does not exist (auto-creation off), a topic
+// an ACL denies, and bad SASL logins. After ten scrapes or more, the job
+// and instance variables' queries must name the job and both processes,
+// and every panel query, with the variables substituted as Grafana does,
+// must succeed over the load window and at its end and return a series,
+// except quietQueries; the queries marked live must also show a finite
+// non-zero value.
 func TestDashboardLive(t *testing.T) {
 	promBin, err := exec.LookPath("prometheus")
 	if err != nil {
