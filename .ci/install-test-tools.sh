@@ -231,8 +231,9 @@ log "node: $(node --version); kafkajs $(cd "$nodedir" && node -p 'require("kafka
 
 # --- promtool, helm, buildah (deploy/: rules, chart, image) -------------------
 # deploy/'s tests run `promtool check rules` and `promtool test rules` on
-# deploy/prometheus/ (Debian package prometheus: promtool 2.42 on bookworm;
-# its server comes along and is not started); build deploy/Containerfile
+# deploy/prometheus/ (Debian package prometheus: promtool 2.42 on bookworm),
+# and start its Prometheus server on loopback to run every query of the
+# Grafana dashboard against live kiggy processes (TestDashboardLive); build deploy/Containerfile
 # with buildah (vfs storage, chroot isolation), unpack the image with umoci
 # and run it from its root (TestImage; its Go build stage runs on a local
 # image of this machine's Go and busybox-static, Docker Hub being out of
@@ -242,14 +243,14 @@ log "node: $(node --version); kafkajs $(cd "$nodedir" && node -p 'require("kafka
 # user cache, where the tests look (KIGGY_HELM overrides). A clean build
 # compiles the Kubernetes client libraries: minutes on two shared cores; a
 # present binary costs nothing.
-if ! command -v promtool >/dev/null 2>&1 || ! command -v buildah >/dev/null 2>&1 ||
+if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1 || ! command -v buildah >/dev/null 2>&1 ||
 	! command -v umoci >/dev/null 2>&1 || [[ ! -x /bin/busybox ]]; then
 	log "installing promtool, buildah, umoci and busybox-static (apt)"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q >/dev/null
 	apt-get install -y -q --no-install-recommends prometheus buildah umoci busybox-static >/dev/null
 fi
-log "promtool: $(command -v promtool) ($(promtool --version 2>&1 | head -n1 | awk '{print $3}'))"
+log "promtool: $(command -v promtool) ($(promtool --version 2>&1 | head -n1 | awk '{print $3}')); prometheus: $(command -v prometheus)"
 log "buildah: $(buildah --version | awk '{print $3}'); umoci $(umoci --version | awk '{print $3}')"
 # (helm is built in the background from the top of the script; see the end)
 
