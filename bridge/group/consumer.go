@@ -338,7 +338,7 @@ func (cg *cgroup) heartbeat(req *ConsumerHeartbeat, now time.Time) ConsumerHeart
 
 	// 1. The member's subscription; a change bumps the group epoch.
 	bump := m.update(req)
-	if bump || cg.metadataChanged(req.Topics) {
+	if moved := cg.metadataChanged(req.Topics); bump || moved {
 		cg.epoch++
 	}
 	// 2. A new target assignment when the group epoch passed it.

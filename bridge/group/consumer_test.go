@@ -1,0 +1,412 @@
+package group
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// fakeTopics is a TopicLookup over a fixed map.
+type fakeTopics map[string]int32
+
+func topicID(name string) (id [16]byte) {
+	copy(id[:], name)
+	id[15] = 1
+	return id
+}
+
+func (f fakeTopics) ByName(name string) ([16]byte, int32, bool) {
+	n, ok := f[name]
+	return topicID(name), n, ok
+}
+
+func (f fakeTopics) ByID(id [16]byte) (string, bool) {
+	for n := range f {
+		if topicID(n) == id {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+func (f fakeTopics) Names() []string {
+	var out []string
+	for n := range f {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// cmemberClient is a consumer-protocol member as a client drives it: it
+// owns exactly what its last answer assigned, and revokes at once.
+type cmemberClient struct {
+	t        *testing.T
+	c        *Coordinator
+	topics   TopicLookup
+	group    string
+	id       string
+	instance string
+	names    []string
+	regex    string
+	assignor string
+	epoch    int32
+	owned    []TopicPartitions
+}
+
+func (m *cmemberClient) req(epoch int32, full bool) *ConsumerHeartbeat {
+	r := &ConsumerHeartbeat{Version: 1, GroupID: m.group, MemberID: m.id, MemberEpoch: epoch, RebalanceTimeoutMillis: -1, Topics: m.topics}
+	if m.instance != "" {
+		r.InstanceID, r.HasInstanceID = m.instance, true
+	}
+	if full {
+		r.RebalanceTimeoutMillis = 30000
+		r.SubscribedTopicNames, r.HasSubscribedTopicNames = m.names, m.names != nil
+		if m.regex != "" {
+			r.SubscribedTopicRegex, r.HasSubscribedTopicRegex = m.regex, true
+		}
+		if m.assignor != "" {
+			r.ServerAssignor, r.HasServerAssignor = m.assignor, true
+		}
+		r.Owned, r.HasOwned = m.owned, true
+	}
+	return r
+}
+
+// beat heartbeats (a full request) and applies the answer.
+func (m *cmemberClient) beat() ConsumerHeartbeatResult {
+	m.t.Helper()
+	res := m.c.ConsumerGroupHeartbeat(m.req(m.epoch, true))
+	if res.Error != 0 {
+		m.t.Fatalf("%s: heartbeat error %d: %s", m.id, res.Error, res.ErrorMessage)
+	}
+	m.epoch = res.MemberEpoch
+	if res.HasAssignment {
+		m.owned = res.Assignment
+	}
+	return res
+}
+
+func (m *cmemberClient) count() int {
+	n := 0
+	for _, t := range m.owned {
+		n += len(t.Partitions)
+	}
+	return n
+}
+
+func (m *cmemberClient) set() map[string]bool {
+	out := map[string]bool{}
+	for _, t := range m.owned {
+		for _, p := range t.Partitions {
+			out[fmt.Sprintf("%x/%d", t.TopicID[:2], p)] = true
+		}
+	}
+	return out
+}
+
+func newCGTest(t *testing.T, topics fakeTopics) (*Coordinator, *fakeClock) {
+	clk := newFakeClock()
+	c := newCoordinator(Config{}, clk)
+	t.Cleanup(c.Close)
+	return c, clk
+}
+
+// converge heartbeats every member until no answer changes anything.
+func converge(t *testing.T, ms ...*cmemberClient) {
+	t.Helper()
+	for range 20 {
+		changed := false
+		for _, m := range ms {
+			before := fmt.Sprint(m.epoch, m.owned)
+			m.beat()
+			if fmt.Sprint(m.epoch, m.owned) != before {
+				changed = true
+			}
+		}
+		if !changed {
+			return
+		}
+	}
+	t.Fatal("members did not converge in 20 rounds")
+}
+
+// checkDisjoint fails when two members own one partition at once.
+func checkDisjoint(t *testing.T, ms ...*cmemberClient) int {
+	t.Helper()
+	seen := map[string]string{}
+	for _, m := range ms {
+		for tp := range m.set() {
+			if other, ok := seen[tp]; ok {
+				t.Fatalf("partition %s owned by %s and %s at once", tp, other, m.id)
+			}
+			seen[tp] = m.id
+		}
+	}
+	return len(seen)
+}
+
+func TestConsumerGroupRevokesBeforeReassigning(t *testing.T) {
+	topics := fakeTopics{"t": 6}
+	c, _ := newCGTest(t, topics)
+	a := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "a", names: []string{"t"}}
+	a.beat()
+	if a.count() != 6 || a.epoch != 1 {
+		t.Fatalf("a alone: %d partitions at epoch %d", a.count(), a.epoch)
+	}
+	b := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "b", names: []string{"t"}}
+	b.beat()
+	// b's target is 3 partitions a still owns: b gets nothing yet.
+	if b.count() != 0 || b.epoch != 2 {
+		t.Fatalf("b before a revoked: %d partitions at epoch %d", b.count(), b.epoch)
+	}
+	// a is asked to revoke: its answer keeps 3 and stays at epoch 1.
+	a.beat()
+	if a.count() != 3 || a.epoch != 1 {
+		t.Fatalf("a revoking: %d partitions at epoch %d", a.count(), a.epoch)
+	}
+	checkDisjoint(t, a, b)
+	// a confirms the revocation (its owned partitions are the 3): epoch 2.
+	a.beat()
+	if a.epoch != 2 {
+		t.Fatalf("a after revoking: epoch %d", a.epoch)
+	}
+	b.beat()
+	if b.count() != 3 {
+		t.Fatalf("b after a revoked: %d partitions", b.count())
+	}
+	if n := checkDisjoint(t, a, b); n != 6 {
+		t.Fatalf("%d partitions owned, want 6", n)
+	}
+	d := c.DescribeConsumerGroup("g")
+	if d.State != "Stable" || d.Epoch != 2 || d.AssignmentEpoch != 2 || len(d.Members) != 2 {
+		t.Fatalf("describe: %+v", d)
+	}
+}
+
+func TestConsumerGroupBalancesAndSticks(t *testing.T) {
+	topics := fakeTopics{"t": 12, "u": 5}
+	c, _ := newCGTest(t, topics)
+	var ms []*cmemberClient
+	for i := range 4 {
+		m := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: fmt.Sprintf("m%d", i), names: []string{"t", "u"}}
+		ms = append(ms, m)
+		converge(t, ms...)
+	}
+	if n := checkDisjoint(t, ms...); n != 17 {
+		t.Fatalf("%d partitions owned, want 17", n)
+	}
+	for _, m := range ms {
+		if m.count() < 4 || m.count() > 5 {
+			t.Fatalf("%s owns %d partitions, want 4 or 5", m.id, m.count())
+		}
+	}
+	before := map[string]map[string]bool{}
+	for _, m := range ms {
+		before[m.id] = m.set()
+	}
+	// A fifth member: each old member keeps what it keeps (uniform is
+	// sticky): no partition moves between two old members.
+	e := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "m9", names: []string{"t", "u"}}
+	ms = append(ms, e)
+	converge(t, ms...)
+	for _, m := range ms[:4] {
+		for tp := range m.set() {
+			if !before[m.id][tp] {
+				t.Fatalf("%s gained %s from another old member", m.id, tp)
+			}
+		}
+	}
+	if e.count() < 3 || e.count() > 4 {
+		t.Fatalf("new member owns %d partitions, want 3 or 4", e.count())
+	}
+}
+
+func TestConsumerGroupRangeAssignor(t *testing.T) {
+	topics := fakeTopics{"a": 3, "b": 3}
+	c, _ := newCGTest(t, topics)
+	m0 := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "m0", names: []string{"a", "b"}, assignor: "range"}
+	m1 := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "m1", names: []string{"a", "b"}, assignor: "range"}
+	converge(t, m0, m1)
+	// Kafka's RangeAssignor javadoc: M0 [T1P0, T1P1, T2P0, T2P1], M1 [T1P2, T2P2].
+	for _, tc := range []struct {
+		m    *cmemberClient
+		want []int32
+	}{{m0, []int32{0, 1}}, {m1, []int32{2}}} {
+		for _, tp := range tc.m.owned {
+			if !slices.Equal(tp.Partitions, tc.want) {
+				t.Fatalf("%s owns %v of a topic, want %v", tc.m.id, tp.Partitions, tc.want)
+			}
+		}
+		if len(tc.m.owned) != 2 {
+			t.Fatalf("%s owns partitions of %d topics, want 2", tc.m.id, len(tc.m.owned))
+		}
+	}
+	if d := c.DescribeConsumerGroup("g"); d.AssignorName != "range" {
+		t.Fatalf("assignor %q, want range", d.AssignorName)
+	}
+}
+
+func TestConsumerGroupSessionAndRebalanceTimeouts(t *testing.T) {
+	topics := fakeTopics{"t": 4}
+	c, clk := newCGTest(t, topics)
+	a := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "a", names: []string{"t"}}
+	b := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "b", names: []string{"t"}}
+	converge(t, a, b)
+	// b stops heartbeating: fenced after the session timeout, and a gets
+	// everything.
+	for range 10 {
+		clk.Advance(5 * time.Second)
+		a.beat()
+	}
+	if a.count() != 4 {
+		t.Fatalf("a owns %d partitions after b's session ended, want 4", a.count())
+	}
+	res := c.ConsumerGroupHeartbeat(b.req(b.epoch, false))
+	if res.Error != errUnknownMemberID {
+		t.Fatalf("b after its session ended: error %d, want UNKNOWN_MEMBER_ID", res.Error)
+	}
+	// A member that never confirms a revocation is fenced after its
+	// rebalance timeout (30 s here), freeing the partitions.
+	b = &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "b2", names: []string{"t"}}
+	b.beat()
+	held := a.owned
+	r := a.req(a.epoch, true)
+	r.Owned = held // keeps reporting everything: never revokes
+	c.ConsumerGroupHeartbeat(r)
+	for range 7 {
+		clk.Advance(5 * time.Second)
+		r := a.req(a.epoch, true)
+		r.Owned = held
+		c.ConsumerGroupHeartbeat(r)
+		b.beat()
+	}
+	if b.count() != 4 {
+		t.Fatalf("b2 owns %d partitions after a failed to revoke, want 4", b.count())
+	}
+}
+
+func TestConsumerGroupStaticMembers(t *testing.T) {
+	topics := fakeTopics{"t": 4}
+	c, _ := newCGTest(t, topics)
+	a := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "a", instance: "i1", names: []string{"t"}}
+	o := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "o", names: []string{"t"}}
+	converge(t, a, o)
+	mine := a.set()
+	// Another member id for i1 while a holds it.
+	b := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "b", instance: "i1", names: []string{"t"}}
+	if res := c.ConsumerGroupHeartbeat(b.req(0, true)); res.Error != errUnreleasedInstanceID {
+		t.Fatalf("second member for i1: %d, want UNRELEASED_INSTANCE_ID", res.Error)
+	}
+	// a leaves for a while; b takes its place and its partitions, with no
+	// rebalance of o.
+	if res := c.ConsumerGroupHeartbeat(a.req(staticLeaveEpoch, false)); res.Error != 0 || res.MemberEpoch != staticLeaveEpoch {
+		t.Fatalf("static leave: %+v", res)
+	}
+	epochBefore := c.DescribeConsumerGroup("g").Epoch
+	b.beat()
+	if fmt.Sprint(b.set()) != fmt.Sprint(mine) {
+		t.Fatalf("b took %v, want a's %v", b.set(), mine)
+	}
+	if e := c.DescribeConsumerGroup("g").Epoch; e != epochBefore {
+		t.Fatalf("the replacement bumped the group epoch %d -> %d", epochBefore, e)
+	}
+	if res := c.ConsumerGroupHeartbeat(a.req(a.epoch, false)); res.Error != errFencedInstanceID {
+		t.Fatalf("a after b took i1: %d, want FENCED_INSTANCE_ID", res.Error)
+	}
+}
+
+func TestConsumerGroupEpochChecks(t *testing.T) {
+	topics := fakeTopics{"t": 2}
+	c, _ := newCGTest(t, topics)
+	a := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "a", names: []string{"t"}}
+	a.beat()
+	if res := c.ConsumerGroupHeartbeat(a.req(a.epoch+1, false)); res.Error != errFencedMemberEpoch {
+		t.Fatalf("epoch ahead: %d", res.Error)
+	}
+	b := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "b", names: []string{"t"}}
+	converge(t, a, b)
+	// The previous epoch with a subset of the assignment is accepted (the
+	// answer that moved the member on may have been lost)...
+	r := a.req(a.epoch-1, true)
+	r.Owned = a.owned
+	if res := c.ConsumerGroupHeartbeat(r); res.Error != 0 {
+		t.Fatalf("previous epoch, owned subset: %d", res.Error)
+	}
+	// ...but not an older one, nor with partitions it does not own.
+	if res := c.ConsumerGroupHeartbeat(a.req(0+a.epoch-2, false)); res.Error != errFencedMemberEpoch && a.epoch-2 > 0 {
+		t.Fatalf("older epoch: %d", res.Error)
+	}
+	r = a.req(a.epoch-1, true)
+	r.Owned = append(slices.Clone(a.owned), b.owned...)
+	if res := c.ConsumerGroupHeartbeat(r); res.Error != errFencedMemberEpoch {
+		t.Fatalf("previous epoch, partitions not its own: %d", res.Error)
+	}
+	// A commit from the member at its epoch or the previous one; a stale
+	// one is STALE_MEMBER_EPOCH; no member while the group has members is
+	// UNKNOWN_MEMBER_ID.
+	for _, tc := range []struct {
+		member string
+		epoch  int32
+		want   int16
+	}{{"a", a.epoch, 0}, {"a", a.epoch - 1, 0}, {"a", a.epoch + 5, errStaleMemberEpoch}, {"", -1, errUnknownMemberID}, {"zz", 1, errUnknownMemberID}} {
+		if got := c.ValidateCommit("g", tc.member, "", false, tc.epoch); got != tc.want {
+			t.Fatalf("commit by %q at %d: %d, want %d", tc.member, tc.epoch, got, tc.want)
+		}
+	}
+}
+
+func TestConsumerGroupRegexAndNewTopics(t *testing.T) {
+	topics := fakeTopics{"orders-eu": 2, "orders-us": 2, "payments": 3}
+	c, _ := newCGTest(t, topics)
+	a := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "a", regex: "orders-.*"}
+	a.beat()
+	if a.count() != 4 {
+		t.Fatalf("regex subscription owns %d partitions, want 4", a.count())
+	}
+	// A new matching topic and a grown one are assigned at the next
+	// heartbeat, without anyone rejoining.
+	topics["orders-ap"] = 1
+	topics["orders-eu"] = 3
+	a.beat()
+	if a.count() != 6 {
+		t.Fatalf("after a new topic and a new partition: %d partitions, want 6", a.count())
+	}
+	// A regex RE2 rejects, and one it accepts that must match whole names.
+	bad := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "bad", regex: "(oops"}
+	if res := c.ConsumerGroupHeartbeat(bad.req(0, true)); res.Error != errInvalidRegularExpression {
+		t.Fatalf("bad regex: %d", res.Error)
+	}
+	p := &cmemberClient{t: t, c: c, topics: topics, group: "g2", id: "p", regex: "pay"}
+	p.beat()
+	if p.count() != 0 {
+		t.Fatalf("regex %q matched part of a name: %d partitions", "pay", p.count())
+	}
+}
+
+func TestConsumerGroupAndClassicShareIDs(t *testing.T) {
+	topics := fakeTopics{"t": 2}
+	c, _ := newCGTest(t, topics)
+	a := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "a", names: []string{"t"}}
+	a.beat()
+	if d := c.Describe("g"); d.Error != errGroupIDNotFound {
+		t.Fatalf("DescribeGroups of a consumer group: %+v", d)
+	}
+	if code := c.Delete("g"); code != errNonEmptyGroup {
+		t.Fatalf("delete with members: %d", code)
+	}
+	ls := c.List()
+	if len(ls) != 1 || ls[0].Type != "consumer" || ls[0].State != "Stable" {
+		t.Fatalf("list: %+v", ls)
+	}
+	if res := c.ConsumerGroupHeartbeat(a.req(leaveEpoch, false)); res.Error != 0 {
+		t.Fatalf("leave: %d", res.Error)
+	}
+	if code := c.Delete("g"); code != 0 {
+		t.Fatalf("delete empty: %d", code)
+	}
+	if d := c.DescribeConsumerGroup("g"); d.Error != errGroupIDNotFound {
+		t.Fatalf("describe after delete: %+v", d)
+	}
+}
