@@ -23,9 +23,9 @@ import (
 // on Kafka 4.4: three members in one JVM share the partitions; a fourth
 // joins from a second JVM; that JVM is killed with SIGKILL and its
 // partitions come back after the session timeout; two partitions are added
-// to the topic and assigned. The members that stay never lose their whole
-// assignment (the protocol is incremental: no member stops for another's
-// rebalance); every record is consumed, none after the group committed
+// to the topic and assigned. With the uniform assignor the members that
+// stay never lose their whole assignment (the protocol is incremental: no
+// member stops for another's rebalance); every record is consumed, none after the group committed
 // past it; at the end the group has committed every partition's end. The
 // time each partition spent without an owner is logged per step.
 func TestJavaConsumerGroupKIP848(t *testing.T) {
@@ -123,8 +123,12 @@ func javaKIP848Group(t *testing.T, tg target, classes, assignor string) {
 	}
 	waitCommitted(t, tg, group, topic, grown, ends, step, a)
 	// The members' own closes below revoke everything: judge stops on the
-	// run before them.
-	checkNeverEmptied(t, a.snapshot(), "m1", "m2", "m3")
+	// run before them. Range is not sticky (Kafka's server-side
+	// RangeAssignor neither): a member may have to revoke all it has before
+	// its new range is free, on Kafka too; uniform never does that.
+	if assignor == "uniform" {
+		checkNeverEmptied(t, a.snapshot(), "m1", "m2", "m3")
+	}
 	a.send("quit")
 	a.stdin.Close()
 	if err := a.wait(); err != nil {
