@@ -50,6 +50,10 @@ type Config struct {
 	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms,
 	// told to consumer-protocol members (zero: Kafka's 5 s).
 	ConsumerHeartbeatInterval time.Duration
+	// ConsumerGroupChanged, when set, gets a value (without blocking)
+	// whenever a consumer-protocol group changes; the owner then calls
+	// DirtyConsumerGroups and stores what it returns.
+	ConsumerGroupChanged chan struct{}
 
 	// Now reads the current time; nil means time.Now. It only reads the
 	// clock: timers still wait in real time, then compare deadlines with Now.

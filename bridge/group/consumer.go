@@ -174,6 +174,10 @@ type cgroup struct {
 	subsHash        uint64        // of the subscribed topics' metadata
 	timer           stopper
 	timerAt         time.Time
+	// changed is set by every change to store (consumer_state.go);
+	// deleted marks a group removed by DeleteGroups, not just unloaded.
+	changed bool
+	deleted bool
 }
 
 // newMemberID returns a member id as Kafka's Uuid.randomUuid().toString().
@@ -255,6 +259,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(req *ConsumerHeartbeat) ConsumerHea
 	now := c.clock.now()
 	res := cg.heartbeat(req, now)
 	cg.schedule(now)
+	cg.flushChange()
 	cg.mu.Unlock()
 	return res
 }
@@ -390,6 +395,7 @@ func (cg *cgroup) memberFor(req *ConsumerHeartbeat, memberID string) (*cmember, 
 		}
 		m = &cmember{id: strings.Clone(memberID), assigned: partitionSet{}, revoking: partitionSet{}}
 		cg.members[m.id] = m
+		cg.changed = true
 		if req.HasInstanceID {
 			m.instanceID, m.hasInstance = strings.Clone(req.InstanceID), true
 			cg.static[m.instanceID] = m.id
@@ -474,6 +480,7 @@ func (cg *cgroup) releaseRevoking(m *cmember) {
 	}
 	m.revoking = partitionSet{}
 	m.revokeEnd = time.Time{}
+	cg.changed = true
 }
 
 // update applies a heartbeat's changed fields to m and reports whether its
@@ -672,6 +679,7 @@ func (cg *cgroup) computeTarget(topics TopicLookup) {
 		cg.target = assignUniform(in)
 	}
 	cg.assignmentEpoch = cg.epoch
+	cg.changed = true
 }
 
 // reconcile moves m towards its target assignment: Kafka's
@@ -774,6 +782,14 @@ func (m *cmember) setEpoch(e int32) {
 	}
 }
 
+// flushChange hands a change to the store's writer; cg is locked.
+func (cg *cgroup) flushChange() {
+	if cg.changed {
+		cg.changed = false
+		cg.markDirty()
+	}
+}
+
 func (m *cmember) rebalanceTimeout() time.Duration {
 	if m.rebalance > 0 {
 		return m.rebalance
@@ -793,6 +809,7 @@ func (cg *cgroup) setAssigned(m *cmember, assigned, revoking partitionSet) {
 		}
 	}
 	m.assigned, m.revoking = assigned, revoking
+	cg.changed = true
 }
 
 // dropOwner removes m from the owner index.
@@ -828,6 +845,7 @@ func (cg *cgroup) leave(req *ConsumerHeartbeat, now time.Time) ConsumerHeartbeat
 			// Kept, with its partitions, for its session timeout.
 			cg.releaseRevoking(m)
 			m.epoch, m.state = staticLeaveEpoch, msStable
+			cg.changed = true
 			return res
 		}
 	} else {
@@ -850,6 +868,7 @@ func (cg *cgroup) remove(m *cmember, topics TopicLookup) {
 		delete(cg.static, m.instanceID)
 	}
 	cg.epoch++
+	cg.changed = true
 	if topics != nil {
 		cg.metadataChanged(topics)
 		cg.computeTarget(topics)
@@ -909,6 +928,7 @@ func (cg *cgroup) onTimer() {
 		}
 	}
 	cg.schedule(now)
+	cg.flushChange()
 }
 
 // state is the group's state as ConsumerGroupDescribe and ListGroups

@@ -410,3 +410,182 @@ func TestConsumerGroupAndClassicShareIDs(t *testing.T) {
 		t.Fatalf("describe after delete: %+v", d)
 	}
 }
+
+func TestConsumerGroupStoredFormRestores(t *testing.T) {
+	topics := fakeTopics{"t": 6}
+	changed := make(chan struct{}, 1)
+	clk := newFakeClock()
+	c := newCoordinator(Config{ConsumerGroupChanged: changed}, clk)
+	defer c.Close()
+	a := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "a", instance: "i-a", names: []string{"t"}}
+	b := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "b", regex: "t|u", assignor: "uniform"}
+	converge(t, a, b)
+	select {
+	case <-changed:
+	default:
+		t.Fatal("no change signalled")
+	}
+	stored := c.DirtyConsumerGroups()
+	if len(stored["g"]) == 0 {
+		t.Fatalf("nothing stored for g: %v", stored)
+	}
+	if again := c.DirtyConsumerGroups(); len(again) != 0 {
+		t.Fatalf("stored twice: %v", again)
+	}
+	before := c.DescribeConsumerGroup("g")
+
+	// Another coordinator (a restart, or the group's new coordinator)
+	// restores it: the members heartbeat on at their epochs.
+	c2 := newCoordinator(Config{}, clk)
+	defer c2.Close()
+	if err := c2.RestoreConsumerGroup("g", stored["g"]); err != nil {
+		t.Fatal(err)
+	}
+	if after := c2.DescribeConsumerGroup("g"); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("restored group differs:\n got %+v\nwant %+v", after, before)
+	}
+	for _, m := range []*cmemberClient{a, b} {
+		m.c = c2
+		epoch, owned := m.epoch, fmt.Sprint(m.owned)
+		m.beat()
+		if m.epoch != epoch || fmt.Sprint(m.owned) != owned {
+			t.Fatalf("%s after the restore: epoch %d→%d, owned %s→%v", m.id, epoch, m.epoch, owned, m.owned)
+		}
+	}
+	// A member that never comes back is fenced a session timeout after the
+	// restore.
+	clk.Advance(50 * time.Second)
+	if d := c2.DescribeConsumerGroup("g"); len(d.Members) != 0 {
+		t.Fatalf("members not fenced after their sessions: %+v", d.Members)
+	}
+	// Deleting the group stores its removal.
+	c2.Delete("g")
+	if gone, ok := c2.DirtyConsumerGroups()["g"]; !ok || gone != nil {
+		t.Fatalf("delete not stored as a removal")
+	}
+	for _, bad := range []string{"{", `{"v":2}`, `{"v":1,"members":[{"id":""}]}`, `{"v":1,"members":[{"id":"x","assigned":{"zz":[1]}}]}`} {
+		if err := c2.RestoreConsumerGroup("h", []byte(bad)); err == nil {
+			t.Fatalf("restore of %q succeeded", bad)
+		}
+	}
+}
+
+// FuzzRestoreConsumerGroup feeds the stored-form decoder arbitrary bytes: it
+// fails or restores a group that then serves heartbeats, never panics.
+func FuzzRestoreConsumerGroup(f *testing.F) {
+	f.Add([]byte(`{"v":1,"epoch":3,"assignment_epoch":3,"members":[{"id":"a","epoch":3,"state":0,"assigned":{"74000000000000000000000000000001":[0,1]}}],"target":{"a":{"74000000000000000000000000000001":[0,1]}}}`))
+	f.Add([]byte(`{"v":1,"members":[{"id":"a","state":1,"regex":"t.*","instance_id":"i","revoking":{"74000000000000000000000000000001":[2]}}]}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c := newCoordinator(Config{}, newFakeClock())
+		defer c.Close()
+		if err := c.RestoreConsumerGroup("g", b); err != nil {
+			return
+		}
+		topics := fakeTopics{"t": 3}
+		c.DescribeConsumerGroup("g")
+		for _, id := range []string{"a", "b"} {
+			c.ConsumerGroupHeartbeat(&ConsumerHeartbeat{Version: 1, GroupID: "g", MemberID: id, MemberEpoch: 0, RebalanceTimeoutMillis: 1000,
+				SubscribedTopicNames: []string{"t"}, HasSubscribedTopicNames: true, HasOwned: true, Topics: topics})
+		}
+		c.ValidateCommit("g", "a", "", false, 1)
+		c.DirtyConsumerGroups()
+	})
+}
+
+// FuzzConsumerGroup drives one consumer-protocol group with an arbitrary
+// sequence of heartbeats, leaves, stalls and topic changes from four
+// clients, and checks after every step that no partition is owned by two
+// members the coordinator still has: it never hands out a partition before
+// its owner gave it up (or was fenced).
+func FuzzConsumerGroup(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 0, 1, 8, 9})
+	f.Add([]byte{0, 0x11, 0x22, 0x33, 0x44, 0x06, 0x17, 0x28, 0x0a, 0x1b, 0x00, 0x11})
+	f.Fuzz(consumerGroupOps)
+}
+
+// consumerGroupOps is FuzzConsumerGroup's body: ops drive four clients.
+func consumerGroupOps(t *testing.T, ops []byte) {
+	if len(ops) > 300 {
+		ops = ops[:300]
+	}
+	clk := newFakeClock()
+	c := newCoordinator(Config{}, clk)
+	defer c.Close()
+	topics := fakeTopics{"t": 4, "u": 2}
+	type client struct {
+		id, instance string
+		epoch        int32
+		owned        []TopicPartitions
+		regex        bool
+	}
+	cls := []*client{{id: "a"}, {id: "b", instance: "i-b"}, {id: "c", regex: true}, {id: "d"}}
+	for i, op := range ops {
+		cl := cls[op&3]
+		req := &ConsumerHeartbeat{Version: 1, GroupID: "g", MemberID: cl.id, MemberEpoch: cl.epoch, RebalanceTimeoutMillis: -1, Topics: topics}
+		if cl.instance != "" {
+			req.InstanceID, req.HasInstanceID = cl.instance, true
+		}
+		full := func() {
+			req.RebalanceTimeoutMillis = 20000
+			if cl.regex {
+				req.SubscribedTopicRegex, req.HasSubscribedTopicRegex = "t|u", true
+			} else {
+				req.SubscribedTopicNames, req.HasSubscribedTopicNames = []string{"t", "u"}, true
+			}
+			req.Owned, req.HasOwned = cl.owned, true
+		}
+		switch op >> 2 & 7 {
+		case 0, 1, 2: // a heartbeat as the client is
+			full()
+		case 3: // a keep-alive heartbeat
+		case 4: // a stalled client: time passes
+			clk.Advance(time.Duration(op>>5+1) * 4 * time.Second)
+			continue
+		case 5: // leave
+			req.MemberEpoch = leaveEpoch
+			if cl.instance != "" && op&0x80 != 0 {
+				req.MemberEpoch = staticLeaveEpoch
+			}
+		case 6: // a topic grows, up to 16 partitions
+			if topics["u"] < 16 {
+				topics["u"]++
+			}
+			continue
+		case 7: // a client that does not revoke: reports its old partitions
+			full()
+			req.Owned = append(slices.Clone(cl.owned), TopicPartitions{TopicID: topicID("t"), Partitions: []int32{0, 1, 2, 3}})
+		}
+		res := c.ConsumerGroupHeartbeat(req)
+		switch {
+		case req.MemberEpoch < 0 || res.Error != 0:
+			cl.epoch, cl.owned = 0, nil // left, or fenced: abandon all and rejoin
+		default:
+			cl.epoch = res.MemberEpoch
+			if res.HasAssignment {
+				cl.owned = res.Assignment
+			}
+		}
+		// The invariant, over the members the coordinator still has.
+		d := c.DescribeConsumerGroup("g")
+		live := map[string]bool{}
+		for _, m := range d.Members {
+			live[m.MemberID] = m.MemberEpoch >= 0
+		}
+		owner := map[string]string{}
+		for _, x := range cls {
+			if !live[x.id] {
+				continue
+			}
+			for _, tp := range x.owned {
+				for _, p := range tp.Partitions {
+					k := fmt.Sprintf("%x/%d", tp.TopicID[:1], p)
+					if o, ok := owner[k]; ok {
+						t.Fatalf("op %d: partition %s owned by %s and %s", i, k, o, x.id)
+					}
+					owner[k] = x.id
+				}
+			}
+		}
+	}
+}

@@ -34,7 +34,9 @@ type Coordinator struct {
 	// cgroups are the consumer-protocol groups (KIP-848, consumer.go); a
 	// group id is in at most one of the two maps.
 	cgroups map[string]*cgroup
-	closed  bool
+	// cdirty are the consumer groups changed since DirtyConsumerGroups.
+	cdirty map[string]*cgroup
+	closed bool
 }
 
 // New returns a Coordinator configured by cfg (zero fields mean Kafka's
@@ -676,6 +678,8 @@ func (c *Coordinator) Delete(groupID string) int16 {
 			return errNonEmptyGroup
 		}
 		c.dropConsumerGroup(cg)
+		cg.deleted = true
+		cg.markDirty()
 		return errNone
 	}
 	g, code := c.lockGroup(groupID, false)

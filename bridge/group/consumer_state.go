@@ -1,0 +1,218 @@
+package group
+
+// The stored form of a consumer-protocol group (docs/design/consumer-groups.md
+// §6): what a gateway writes to its system store after each change, and
+// reads back at start or when it takes the group over, so that members keep
+// their epochs and partitions across a restart or a coordinator move instead
+// of rejoining from scratch.
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+)
+
+// storedGroup is a consumer group as stored (JSON, version 1).
+type storedGroup struct {
+	V               int                     `json:"v"`
+	Epoch           int32                   `json:"epoch"`
+	AssignmentEpoch int32                   `json:"assignment_epoch"`
+	Assignor        string                  `json:"assignor,omitempty"`
+	SubsHash        uint64                  `json:"subs_hash"`
+	Members         []storedMember          `json:"members"`
+	Target          map[string]storedPartns `json:"target"`
+}
+
+type storedMember struct {
+	ID            string       `json:"id"`
+	Epoch         int32        `json:"epoch"`
+	PreviousEpoch int32        `json:"previous_epoch"`
+	State         uint8        `json:"state"`
+	InstanceID    *string      `json:"instance_id,omitempty"`
+	RackID        *string      `json:"rack_id,omitempty"`
+	ClientID      string       `json:"client_id,omitempty"`
+	ClientHost    string       `json:"client_host,omitempty"`
+	RebalanceMs   int64        `json:"rebalance_ms"`
+	Names         []string     `json:"names,omitempty"`
+	Regex         *string      `json:"regex,omitempty"`
+	Assignor      string       `json:"assignor,omitempty"`
+	Assigned      storedPartns `json:"assigned"`
+	Revoking      storedPartns `json:"revoking,omitempty"`
+}
+
+// storedPartns is a partitionSet with hex topic ids.
+type storedPartns map[string][]int32
+
+func storePartitions(s partitionSet) storedPartns {
+	out := make(storedPartns, len(s))
+	for t, ps := range s {
+		if len(ps) > 0 {
+			out[hex.EncodeToString(t[:])] = slices.Clone(ps)
+		}
+	}
+	return out
+}
+
+func (s storedPartns) load() (partitionSet, error) {
+	out := make(partitionSet, len(s))
+	for k, ps := range s {
+		b, err := hex.DecodeString(k)
+		if err != nil || len(b) != 16 {
+			return nil, errors.New("bad topic id " + k)
+		}
+		var id [16]byte
+		copy(id[:], b)
+		out[id] = slices.Clone(ps)
+	}
+	return out, nil
+}
+
+// DirtyConsumerGroups returns the consumer groups changed since the last
+// call: each id with its stored form, nil for a group deleted. A group
+// unloaded here (it moved to another coordinator) is left out: its stored
+// form is the new coordinator's to change.
+func (c *Coordinator) DirtyConsumerGroups() map[string][]byte {
+	c.mu.Lock()
+	dirty := c.cdirty
+	c.cdirty = nil
+	c.mu.Unlock()
+	if len(dirty) == 0 {
+		return nil
+	}
+	out := make(map[string][]byte, len(dirty))
+	for id, cg := range dirty {
+		cg.mu.Lock()
+		switch {
+		case cg.deleted:
+			out[id] = nil
+		case !cg.dead:
+			out[id] = cg.encode()
+		}
+		cg.mu.Unlock()
+	}
+	return out
+}
+
+// markDirty records that cg changed, for DirtyConsumerGroups, and wakes the
+// writer (Config.ConsumerGroupChanged). Called with cg locked.
+func (cg *cgroup) markDirty() {
+	c := cg.c
+	c.mu.Lock()
+	if c.cdirty == nil {
+		c.cdirty = map[string]*cgroup{}
+	}
+	c.cdirty[cg.id] = cg
+	c.mu.Unlock()
+	if ch := c.cfg.ConsumerGroupChanged; ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// encode returns cg's stored form; cg is locked.
+func (cg *cgroup) encode() []byte {
+	sg := storedGroup{V: 1, Epoch: cg.epoch, AssignmentEpoch: cg.assignmentEpoch, Assignor: cg.assignorName,
+		SubsHash: cg.subsHash, Target: make(map[string]storedPartns, len(cg.target))}
+	ids := make([]string, 0, len(cg.members))
+	for id := range cg.members {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		m := cg.members[id]
+		sm := storedMember{ID: m.id, Epoch: m.epoch, PreviousEpoch: m.previousEpoch, State: uint8(m.state),
+			ClientID: m.clientID, ClientHost: m.clientHost, RebalanceMs: m.rebalance.Milliseconds(),
+			Names: m.names, Assignor: m.assignor, Assigned: storePartitions(m.assigned), Revoking: storePartitions(m.revoking)}
+		if m.hasInstance {
+			sm.InstanceID = &m.instanceID
+		}
+		if m.hasRack {
+			sm.RackID = &m.rackID
+		}
+		if m.hasRegex {
+			sm.Regex = &m.regex
+		}
+		sg.Members = append(sg.Members, sm)
+	}
+	for id, set := range cg.target {
+		sg.Target[id] = storePartitions(set)
+	}
+	b, _ := json.Marshal(sg) // only maps, slices and strings: cannot fail
+	return b
+}
+
+// RestoreConsumerGroup loads a consumer group from its stored form, unless
+// the group is already loaded here (which then wins). Every member gets a
+// fresh session: it has a session timeout to heartbeat to this coordinator.
+func (c *Coordinator) RestoreConsumerGroup(id string, b []byte) error {
+	var sg storedGroup
+	if err := json.Unmarshal(b, &sg); err != nil {
+		return err
+	}
+	if sg.V != 1 {
+		return errors.New("consumer group " + id + ": stored form version not understood")
+	}
+	cg := &cgroup{c: c, id: strings.Clone(id), epoch: sg.Epoch, assignmentEpoch: sg.AssignmentEpoch,
+		assignorName: sg.Assignor, subsHash: sg.SubsHash, members: map[string]*cmember{}, static: map[string]string{},
+		target: map[string]partitionSet{}, owners: map[tp]string{}}
+	now := c.clock.now()
+	for _, sm := range sg.Members {
+		if sm.ID == "" || cg.members[sm.ID] != nil {
+			return errors.New("consumer group " + id + ": bad member id")
+		}
+		assigned, err := sm.Assigned.load()
+		if err != nil {
+			return err
+		}
+		revoking, err := sm.Revoking.load()
+		if err != nil {
+			return err
+		}
+		m := &cmember{id: sm.ID, epoch: sm.Epoch, previousEpoch: sm.PreviousEpoch, state: memberState(sm.State),
+			clientID: sm.ClientID, clientHost: sm.ClientHost, rebalance: time.Duration(sm.RebalanceMs) * time.Millisecond,
+			names: sm.Names, assignor: sm.Assignor, sessionEnd: now.Add(c.consumerSessionTimeout())}
+		if m.state > msUnreleasedPartitions {
+			return errors.New("consumer group " + id + ": bad member state")
+		}
+		if sm.InstanceID != nil {
+			m.instanceID, m.hasInstance = *sm.InstanceID, true
+			cg.static[m.instanceID] = m.id
+		}
+		if sm.RackID != nil {
+			m.rackID, m.hasRack = *sm.RackID, true
+		}
+		if sm.Regex != nil {
+			m.regex, m.hasRegex = *sm.Regex, true
+			if m.re, err = compileTopicRegex(m.regex); err != nil {
+				return err
+			}
+		}
+		cg.members[m.id] = m
+		cg.setAssigned(m, assigned, revoking)
+		if m.state == msUnrevokedPartitions {
+			m.revokeEnd = now.Add(m.rebalanceTimeout())
+		}
+	}
+	for mid, sp := range sg.Target {
+		set, err := sp.load()
+		if err != nil {
+			return err
+		}
+		cg.target[mid] = set
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.cgroups[id] != nil || c.groups[id] != nil {
+		return nil
+	}
+	c.cgroups[cg.id] = cg
+	cg.mu.Lock()
+	cg.schedule(now)
+	cg.mu.Unlock()
+	return nil
+}
