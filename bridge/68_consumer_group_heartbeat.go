@@ -1,10 +1,10 @@
 // ConsumerGroupHeartbeat (API key 68): versions 0–1 (wire.APIs).
 //
 // The consumer group protocol of KIP-848 (bridge/group/consumer.go follows
-// Kafka's GroupMetadataManager). Differs from Kafka: the group's members
-// and assignments live in the gateway's memory, not in __consumer_offsets,
-// so a gateway restart makes every member rejoin (docs/LIMITS.md); a classic
-// group with members is not upgraded in place (docs/design/consumer-groups.md §5).
+// Kafka's GroupMetadataManager); the groups are stored in the system store
+// a moment after each change (docs/design/consumer-groups.md §6). Differs
+// from Kafka: a classic group with members is not upgraded in place
+// (docs/design/consumer-groups.md §5).
 
 package bridge
 
@@ -41,6 +41,9 @@ func (g *Gateway) consumerGroupHeartbeat(c *call) bool {
 	if code == wire.NoError && g.notCoordinator(req.Group) {
 		code = wire.NotCoordinator // docs/design/cluster.md §7
 	}
+	if code == wire.NoError && !g.cgLoaded.Load() {
+		code = wire.CoordinatorLoadInProgress // the stored groups are not loaded yet
+	}
 	if code == wire.NoError {
 		g.heartbeatConsumer(c, req, resp)
 	} else {
@@ -63,7 +66,7 @@ func (g *Gateway) heartbeatConsumer(c *call, req *wire.ConsumerGroupHeartbeatReq
 	for _, t := range req.Topics {
 		gs.cghbOwned = append(gs.cghbOwned, group.TopicPartitions{TopicID: t.TopicID, Partitions: t.Partitions})
 	}
-	r := g.groups.ConsumerGroupHeartbeat(&group.ConsumerHeartbeat{
+	hb := &group.ConsumerHeartbeat{
 		Version: c.hdr.APIVersion, GroupID: req.Group, MemberID: req.MemberID, MemberEpoch: req.MemberEpoch,
 		InstanceID: req.InstanceID.S, HasInstanceID: req.InstanceID.Valid,
 		RackID: req.RackID.S, HasRackID: req.RackID.Valid,
@@ -75,7 +78,14 @@ func (g *Gateway) heartbeatConsumer(c *call, req *wire.ConsumerGroupHeartbeatReq
 		Owned: gs.cghbOwned, HasOwned: req.HasTopics,
 		ClientID: c.hdr.ClientID.S, ClientHost: clientHost(c),
 		Topics: topics,
-	})
+	}
+	r := g.groups.ConsumerGroupHeartbeat(hb)
+	if (r.Error == int16(wire.GroupIDNotFound) || r.Error == int16(wire.UnknownMemberID)) && req.MemberEpoch > 0 &&
+		g.cfg.Placement != nil && g.loadConsumerGroup(g.ctx, req.Group) {
+		// A member of a group this instance just took over: the group as
+		// its last coordinator stored it (docs/design/consumer-groups.md §6).
+		r = g.groups.ConsumerGroupHeartbeat(hb)
+	}
 	resp.ErrorCode = wire.ErrorCode(r.Error)
 	if r.Error != 0 {
 		resp.ErrorMessage = nullIfEmpty(r.ErrorMessage)

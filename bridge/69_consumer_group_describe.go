@@ -35,6 +35,8 @@ func (g *Gateway) consumerGroupDescribe(c *call) bool {
 			out.ErrorCode = wire.InvalidGroupID
 		case g.notCoordinator(id):
 			out.ErrorCode = wire.NotCoordinator // docs/design/cluster.md §7
+		case !g.cgLoaded.Load():
+			out.ErrorCode = wire.CoordinatorLoadInProgress
 		case terr != nil:
 			out.ErrorCode, out.ErrorMessage = wire.CoordinatorNotAvailable, wire.NullStringOf(terr.Error())
 		default:

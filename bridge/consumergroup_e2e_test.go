@@ -14,6 +14,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/group"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
@@ -200,4 +201,93 @@ func TestConsumerProtocolGroup(t *testing.T) {
 	}
 	slices.Sort(ids)
 	t.Logf("members %v", ids)
+}
+
+// TestConsumerGroupSurvivesRestart: on Iggy the consumer groups are stored
+// (docs/design/consumer-groups.md §6), so after a gateway restart two
+// members heartbeat on at their epochs, with their partitions, instead of
+// being told UNKNOWN_MEMBER_ID and rejoining.
+func TestConsumerGroupSurvivesRestart(t *testing.T) {
+	srv := iggytest.New(iggytest.Config{})
+	if _, err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	first := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	first.CreateTopic(t, "cg-restart", 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type member struct {
+		id    string
+		epoch int32
+		owned []kmsg.ConsumerGroupHeartbeatRequestTopic
+	}
+	beat := func(cl *kgo.Client, m *member, full bool) *kmsg.ConsumerGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "cg-restart", m.id, m.epoch, -1
+		if full {
+			req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 30000, []string{"cg-restart"}
+			req.Topics = append([]kmsg.ConsumerGroupHeartbeatRequestTopic{}, m.owned...)
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode == 0 {
+			m.epoch = resp.MemberEpoch
+			if resp.Assignment != nil {
+				m.owned = nil
+				for _, tp := range resp.Assignment.Topics {
+					o := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+					o.TopicID, o.Partitions = tp.TopicID, tp.Partitions
+					m.owned = append(m.owned, o)
+				}
+			}
+		}
+		return resp
+	}
+	cl1, err := kgo.NewClient(kgo.SeedBrokers(first.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := &member{id: "member-a"}, &member{id: "member-b"}
+	for range 10 {
+		beat(cl1, a, true)
+		beat(cl1, b, true)
+	}
+	count := func(m *member) (n int) {
+		for _, tp := range m.owned {
+			n += len(tp.Partitions)
+		}
+		return n
+	}
+	if count(a) != 2 || count(b) != 2 {
+		t.Fatalf("before the restart: a owns %d, b %d partitions; want 2 each", count(a), count(b))
+	}
+	time.Sleep(500 * time.Millisecond) // the writer stores the last change
+	cl1.Close()
+	first.Stop()
+
+	second := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	cl2, err := kgo.NewClient(kgo.SeedBrokers(second.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close()
+	for _, m := range []*member{a, b} {
+		epoch, owned := m.epoch, fmt.Sprint(m.owned)
+		var resp *kmsg.ConsumerGroupHeartbeatResponse
+		testtools.Eventually(20*time.Second, func() bool {
+			resp = beat(cl2, m, false)
+			return resp.ErrorCode != 14 // the stored groups are loading
+		})
+		if resp.ErrorCode != 0 || m.epoch != epoch || fmt.Sprint(m.owned) != owned {
+			t.Fatalf("%s after the restart: error %d, epoch %d→%d, owned %s→%v", m.id, resp.ErrorCode, epoch, m.epoch, owned, m.owned)
+		}
+	}
+	state, ms := describeConsumerGroup(t, second.Addr, "cg-restart")
+	if !settled(state, ms, 2, 4) {
+		t.Fatalf("after the restart: %s %v", state, ms)
+	}
 }

@@ -62,3 +62,101 @@ func (g *Gateway) consumerTopics(ctx context.Context) (*topicSnapshot, error) {
 	g.ctopics.Store(s)
 	return s, nil
 }
+
+// consumerGroupNS is the system store namespace of consumer-protocol groups
+// (docs/design/consumer-groups.md §6): group id → the group's stored form.
+const consumerGroupNS = "consumer-groups"
+
+// consumerGroupWriteDelay batches the changes of a burst of heartbeats into
+// one write per group.
+const consumerGroupWriteDelay = 100 * time.Millisecond
+
+// initConsumerGroups loads the stored consumer groups this instance
+// coordinates (retrying in the background until the store answers) and
+// starts their writer.
+func (g *Gateway) initConsumerGroups() {
+	load := func() bool {
+		ctx, cancel := context.WithTimeout(g.ctx, 30*time.Second)
+		defer cancel()
+		stored, err := g.system.LoadSystem(ctx, consumerGroupNS)
+		if err != nil {
+			g.cfg.Logger.Warn("consumer groups: loading the stored groups failed; retrying", "err", err)
+			return false
+		}
+		for id, b := range stored {
+			if g.lostGroup(id) {
+				continue // another instance's (docs/design/cluster.md §7)
+			}
+			if err := g.groups.RestoreConsumerGroup(id, b); err != nil {
+				g.cfg.Logger.Warn("consumer groups: a stored group does not load; its members rejoin", "group", id, "err", err)
+			}
+		}
+		g.cgLoaded.Store(true)
+		return true
+	}
+	if !load() {
+		g.retryInBackground(load)
+	}
+	g.wg.Add(1)
+	go g.consumerGroupWriter()
+}
+
+// consumerGroupWriter stores the consumer groups that changed. It waits on
+// cgChanged and allocates nothing while no consumer group changes.
+func (g *Gateway) consumerGroupWriter() {
+	defer g.wg.Done()
+	for {
+		select {
+		case <-g.ctx.Done():
+			g.storeConsumerGroups() // the last changes, best effort
+			return
+		case <-g.cgChanged:
+		}
+		select {
+		case <-g.ctx.Done():
+		case <-time.After(consumerGroupWriteDelay):
+		}
+		g.storeConsumerGroups()
+	}
+}
+
+// storeConsumerGroups writes every changed consumer group. A failed write
+// is logged; the group's next change writes it again.
+func (g *Gateway) storeConsumerGroups() {
+	for id, b := range g.groups.DirtyConsumerGroups() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := g.system.PutSystem(ctx, consumerGroupNS, id, b); err != nil {
+			g.cfg.Logger.Warn("consumer groups: storing a group failed", "group", id, "err", err)
+		}
+		cancel()
+	}
+}
+
+// consumerGroupLoadInterval bounds how often one instance looks in the
+// store for a group its members say exists but it does not have.
+const consumerGroupLoadInterval = 10 * time.Second
+
+// loadConsumerGroup looks group id up in the store, for a member that
+// heartbeats with an epoch to a coordinator that does not know the group:
+// after a coordinator move in a cluster, the new coordinator takes the
+// group over as the old one stored it. It reports whether it loaded it.
+func (g *Gateway) loadConsumerGroup(ctx context.Context, id string) bool {
+	g.cgLoadMu.Lock()
+	if g.cgLoadedAt == nil {
+		g.cgLoadedAt = map[string]time.Time{}
+	}
+	if at, ok := g.cgLoadedAt[id]; ok && time.Since(at) < consumerGroupLoadInterval {
+		g.cgLoadMu.Unlock()
+		return false
+	}
+	g.cgLoadedAt[id] = time.Now()
+	if len(g.cgLoadedAt) > 10000 {
+		clear(g.cgLoadedAt) // bounded: a flood of unknown ids only costs loads
+	}
+	g.cgLoadMu.Unlock()
+	stored, err := g.system.LoadSystem(ctx, consumerGroupNS)
+	if err != nil || stored[id] == nil {
+		return false
+	}
+	return g.groups.RestoreConsumerGroup(id, stored[id]) == nil
+}

@@ -243,9 +243,16 @@ type Gateway struct {
 	// ctopics is the topic metadata consumer groups assign from
 	// (consumergroups.go).
 	ctopics atomic.Pointer[topicSnapshot]
-	work    chan task
-	states  sync.Pool
-	decode  chan struct{} // semaphore for concurrent decodes
+	// cgChanged wakes consumerGroupWriter; cgLoaded is set once the stored
+	// consumer groups are loaded; cgLoadedAt remembers, per group id, when
+	// this instance last looked for it in the store (consumergroups.go).
+	cgChanged  chan struct{}
+	cgLoaded   atomic.Bool
+	cgLoadMu   sync.Mutex
+	cgLoadedAt map[string]time.Time
+	work       chan task
+	states     sync.Pool
+	decode     chan struct{} // semaphore for concurrent decodes
 
 	producerIDs producer.IDs
 	producers   producerStates
@@ -326,13 +333,17 @@ func New(cfg Config, backend store.Log) *Gateway {
 	g.states.New = func() any { return new(state) }
 	g.producerIDs.Init(cfg.InstanceID)
 	g.producers.init(g.producerLimits())
-	g.groups = group.New(cfg.Group)
+	g.cgChanged = make(chan struct{}, 1)
+	gcfg := cfg.Group
+	gcfg.ConsumerGroupChanged = g.cgChanged
+	g.groups = group.New(gcfg)
 	g.notify.init()
 	g.initSASL()
 	g.register()
 	g.initACL()
 	g.initTopicState()
 	g.initTransactions()
+	g.initConsumerGroups()
 	g.initFetchCache()
 	for range cfg.Workers {
 		g.wg.Add(1)
