@@ -51,7 +51,7 @@ func (g *Gateway) consumerGroupDescribe(c *call) bool {
 					SubscribedTopicRegex: wire.NullString{S: m.SubscribedTopicRegex, Valid: m.HasRegex},
 					Assignment:           describeAssignment(topics, m.Assignment),
 					TargetAssignment:     describeAssignment(topics, m.TargetAssignment),
-					MemberType:           1, // a consumer-protocol member
+					MemberType:           memberType(m.Classic),
 				})
 			}
 		}
@@ -70,4 +70,13 @@ func describeAssignment(topics *topicSnapshot, tps []group.TopicPartitions) []wi
 		out = append(out, wire.ConsumerGroupDescribeTopic{TopicID: t.TopicID, Topic: name, Partitions: t.Partitions})
 	}
 	return out
+}
+
+// memberType is ConsumerGroupDescribe v1's MemberType: 0 for a classic
+// member (online migration), 1 for a consumer-protocol one.
+func memberType(classic bool) int8 {
+	if classic {
+		return 0
+	}
+	return 1
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
@@ -40,6 +41,19 @@ func (s *topicSnapshot) ByID(id [16]byte) (string, bool) {
 
 // Names returns every topic name, sorted.
 func (s *topicSnapshot) Names() []string { return s.names }
+
+// classicMemberTopics is group.Config.Topics: the topic metadata classic
+// members of a consumer group are assigned from (the last snapshot when
+// the store does not answer; nil before any).
+func (g *Gateway) classicMemberTopics() group.TopicLookup {
+	s, err := g.consumerTopics(g.ctx)
+	if err != nil {
+		if s = g.ctopics.Load(); s == nil {
+			return nil
+		}
+	}
+	return s
+}
 
 // consumerTopics returns topic metadata at most topicSnapshotMaxAge old,
 // listing the topics again when it is older. On a backend with network

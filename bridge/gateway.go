@@ -336,6 +336,7 @@ func New(cfg Config, backend store.Log) *Gateway {
 	g.cgChanged = make(chan struct{}, 1)
 	gcfg := cfg.Group
 	gcfg.ConsumerGroupChanged = g.cgChanged
+	gcfg.Topics = g.classicMemberTopics
 	g.groups = group.New(gcfg)
 	g.notify.init()
 	g.initSASL()

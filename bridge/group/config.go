@@ -54,6 +54,10 @@ type Config struct {
 	// whenever a consumer-protocol group changes; the owner then calls
 	// DirtyConsumerGroups and stores what it returns.
 	ConsumerGroupChanged chan struct{}
+	// Topics, when set, returns the topic metadata classic members of a
+	// consumer group are assigned from (migration.go); consumer-protocol
+	// heartbeats bring their own.
+	Topics func() TopicLookup
 
 	// Now reads the current time; nil means time.Now. It only reads the
 	// clock: timers still wait in real time, then compare deadlines with Now.

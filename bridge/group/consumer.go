@@ -153,8 +153,11 @@ type cmember struct {
 	assignor      string
 	assigned      partitionSet
 	revoking      partitionSet // pending revocation
-	sessionEnd    time.Time
-	revokeEnd     time.Time // zero unless state is msUnrevokedPartitions
+	// classic is set for a member that uses the classic protocol inside
+	// this consumer group (migration.go).
+	classic    *classicInfo
+	sessionEnd time.Time
+	revokeEnd  time.Time // zero unless state is msUnrevokedPartitions
 }
 
 // cgroup is one consumer-protocol group.
@@ -202,10 +205,23 @@ func (c *Coordinator) lockConsumerGroup(id string, create bool) (*cgroup, int16,
 		if cg == nil {
 			if cl := c.groups[id]; cl != nil {
 				// Kafka: "Group %s is not a consumer group" unless the
-				// classic group is empty, when it is converted.
-				if !create || !c.classicEmpty(cl) {
+				// classic group is empty, when it is converted, or its
+				// members are consumers, when it is upgraded online.
+				if !create {
 					c.mu.Unlock()
 					return nil, errGroupIDNotFound, "Group " + id + " is not a consumer group."
+				}
+				if !c.classicEmpty(cl) {
+					cg, ok := c.tryUpgrade(cl)
+					if !ok {
+						c.mu.Unlock()
+						return nil, errGroupIDNotFound, "Group " + id + " is not a consumer group."
+					}
+					delete(c.groups, id)
+					c.cgroups[id] = cg
+					c.mu.Unlock()
+					cg.mu.Lock()
+					return cg, errNone, ""
 				}
 				delete(c.groups, id)
 			}
@@ -867,13 +883,21 @@ func (cg *cgroup) remove(m *cmember, topics TopicLookup) {
 	if m.hasInstance && cg.static[m.instanceID] == m.id {
 		delete(cg.static, m.instanceID)
 	}
+	if topics == nil {
+		topics = cg.c.topics()
+	}
+	// Before the epoch moves: the classic group's generation is the epoch
+	// the members are at (Kafka's consumerGroupFenceMember).
+	if m.classic == nil && cg.c.maybeDowngrade(cg, topics) {
+		return // now a classic group, whose members rejoin
+	}
 	cg.epoch++
 	cg.changed = true
 	if topics != nil {
 		cg.metadataChanged(topics)
 		cg.computeTarget(topics)
 	}
-	// Without topic metadata (a timer), the next heartbeat recomputes.
+	// Without topic metadata, the next heartbeat recomputes.
 }
 
 // consumerSessionTimeout and consumerHeartbeatInterval are the configured
@@ -923,6 +947,10 @@ func (cg *cgroup) onTimer() {
 	}
 	now := cg.c.clock.now()
 	for _, m := range cg.members {
+		if cg.dead {
+			cg.flushChange()
+			return // downgraded to a classic group
+		}
 		if (!m.sessionEnd.IsZero() && !now.Before(m.sessionEnd)) || (!m.revokeEnd.IsZero() && !now.Before(m.revokeEnd)) {
 			cg.remove(m, nil)
 		}
@@ -974,6 +1002,8 @@ type ConsumerMemberDescription struct {
 	HasRegex             bool
 	Assignment           []TopicPartitions
 	TargetAssignment     []TopicPartitions
+	// Classic is set for a member that uses the classic protocol.
+	Classic bool
 }
 
 // DescribeConsumerGroup describes group id for ConsumerGroupDescribe:
@@ -999,7 +1029,7 @@ func (c *Coordinator) DescribeConsumerGroup(id string) ConsumerGroupDescription 
 			MemberID: m.id, InstanceID: m.instanceID, HasInstanceID: m.hasInstance, RackID: m.rackID, HasRackID: m.hasRack,
 			MemberEpoch: m.epoch, ClientID: m.clientID, ClientHost: m.clientHost,
 			SubscribedTopicNames: slices.Clone(m.names), SubscribedTopicRegex: m.regex, HasRegex: m.hasRegex,
-			Assignment: m.assigned.list(), TargetAssignment: cg.target[m.id].list(),
+			Assignment: m.assigned.list(), TargetAssignment: cg.target[m.id].list(), Classic: m.classic != nil,
 		})
 	}
 	return d

@@ -41,6 +41,19 @@ type storedMember struct {
 	Assignor      string       `json:"assignor,omitempty"`
 	Assigned      storedPartns `json:"assigned"`
 	Revoking      storedPartns `json:"revoking,omitempty"`
+	// Classic is set for a classic member (migration.go).
+	Classic *storedClassic `json:"classic,omitempty"`
+}
+
+// storedClassic is a classic member's protocols and session timeout.
+type storedClassic struct {
+	Protocols []storedProtocol `json:"protocols"`
+	SessionMs int64            `json:"session_ms"`
+}
+
+type storedProtocol struct {
+	Name     string `json:"name"`
+	Metadata []byte `json:"metadata"`
 }
 
 // storedPartns is a partitionSet with hex topic ids.
@@ -137,6 +150,12 @@ func (cg *cgroup) encode() []byte {
 		if m.hasRegex {
 			sm.Regex = &m.regex
 		}
+		if m.classic != nil {
+			sm.Classic = &storedClassic{SessionMs: m.classic.session.Milliseconds()}
+			for _, p := range m.classic.protocols {
+				sm.Classic.Protocols = append(sm.Classic.Protocols, storedProtocol{Name: p.Name, Metadata: p.Metadata})
+			}
+		}
 		sg.Members = append(sg.Members, sm)
 	}
 	for id, set := range cg.target {
@@ -190,6 +209,15 @@ func (c *Coordinator) RestoreConsumerGroup(id string, b []byte) error {
 			m.regex, m.hasRegex = *sm.Regex, true
 			if m.re, err = compileTopicRegex(m.regex); err != nil {
 				return err
+			}
+		}
+		if sm.Classic != nil {
+			if len(sm.Classic.Protocols) == 0 {
+				return errors.New("consumer group " + id + ": a classic member without protocols")
+			}
+			m.classic = &classicInfo{session: time.Duration(sm.Classic.SessionMs) * time.Millisecond}
+			for _, p := range sm.Classic.Protocols {
+				m.classic.protocols = append(m.classic.protocols, Protocol{Name: p.Name, Metadata: p.Metadata})
 			}
 		}
 		cg.members[m.id] = m

@@ -147,6 +147,9 @@ func (c *Coordinator) Join(req JoinRequest, done func(JoinResult)) {
 		done(joinError(strings.Clone(req.MemberID), errInvalidSessionTimeout))
 		return
 	}
+	if c.isConsumerGroup(req.GroupID) && c.classicConsumerJoin(req, done) {
+		return // a classic member of a consumer group (migration.go)
+	}
 	newMember := req.MemberID == ""
 	// Only a first join creates the group ("if member is specified but group
 	// does not exist, request is rejected with UNKNOWN_MEMBER_ID"), and only
@@ -323,6 +326,9 @@ func (c *Coordinator) Sync(req SyncRequest, done func(SyncResult)) {
 		done(SyncResult{Error: errInvalidGroupID})
 		return
 	}
+	if c.isConsumerGroup(req.GroupID) && c.classicConsumerSync(req, done) {
+		return
+	}
 	g, code := c.lockGroup(req.GroupID, false)
 	if code != errNone {
 		done(SyncResult{Error: code})
@@ -391,6 +397,11 @@ func (c *Coordinator) Heartbeat(groupID, memberID, instanceID string, hasInstanc
 	if groupID == "" {
 		return errInvalidGroupID
 	}
+	if c.isConsumerGroup(groupID) {
+		if code, ok := c.classicConsumerHeartbeat(groupID, memberID, instanceID, hasInstance, generation); ok {
+			return code
+		}
+	}
 	g, code := c.lockGroup(groupID, false)
 	if code != errNone {
 		return code
@@ -433,6 +444,11 @@ func (g *group) heartbeat(memberID, instanceID string, hasInstance bool, generat
 func (c *Coordinator) Leave(groupID string, members []LeaveMember) (groupErr int16, memberErrs []int16) {
 	if groupID == "" {
 		return errInvalidGroupID, nil
+	}
+	if c.isConsumerGroup(groupID) {
+		if errs, ok := c.classicConsumerLeave(groupID, members); ok {
+			return errNone, errs
+		}
 	}
 	g, code := c.lockGroup(groupID, false)
 	if code != errNone {
