@@ -6,11 +6,15 @@ package bridge
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/internal/metric"
 )
 
 // topicSnapshotMaxAge is how stale the topic metadata consumer groups
@@ -173,4 +177,26 @@ func (g *Gateway) loadConsumerGroup(ctx context.Context, id string) bool {
 		return false
 	}
 	return g.groups.RestoreConsumerGroup(id, stored[id]) == nil
+}
+
+// writeGroupMetrics writes the groups this instance coordinates, by
+// protocol type and state, and the consumer-protocol rebalances.
+func (g *Gateway) writeGroupMetrics(w io.Writer) {
+	type key struct{ typ, state string }
+	counts := map[key]uint64{}
+	for _, l := range g.groups.List() {
+		if !g.lostGroup(l.GroupID) {
+			counts[key{l.Type, l.State}]++
+		}
+	}
+	keys := make([]key, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b key) int { return strings.Compare(a.typ+"/"+a.state, b.typ+"/"+b.state) })
+	metric.Header(w, "kiggy_groups_by_state", "gauge", "Groups this instance coordinates, by type (classic, consumer) and state.")
+	for _, k := range keys {
+		fmt.Fprintf(w, "kiggy_groups_by_state{type=%q,state=%q} %d\n", k.typ, k.state, counts[k])
+	}
+	metric.Single(w, "kiggy_consumer_group_rebalances_total", "counter", "Group epoch bumps of consumer-protocol groups (KIP-848): a member joined, left, was fenced or changed its subscription, or a subscribed topic changed.", g.groups.ConsumerRebalances())
 }

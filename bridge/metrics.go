@@ -149,6 +149,7 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	fmt.Fprintf(w, "# HELP kiggy_records_fetched_total Records served by Fetch.\n# TYPE kiggy_records_fetched_total counter\nkiggy_records_fetched_total %d\n", m.recordsOut.Load())
 	fmt.Fprintf(w, "# HELP kiggy_decode_budget_rejections_total Produce partitions refused by the decode budget.\n# TYPE kiggy_decode_budget_rejections_total counter\nkiggy_decode_budget_rejections_total %d\n", m.budgetRejects.Load())
 	g.writeTxnMetrics(w)
+	g.writeGroupMetrics(w)
 	metric.Single(w, "kiggy_decode_waits_total", "counter", "Compressed batches that waited for a decode slot (--max-concurrent-decodes).", m.decodeWaits.Load())
 	metric.Single(w, "kiggy_produce_appends_total", "counter", "Appends Produce sent to the backend through the partition queues (one round trip each).", m.appendTrips.Load())
 	metric.Single(w, "kiggy_produce_coalesced_total", "counter", "Produce partition entries appended in the same round trip as an earlier one (coalesced).", m.coalescedAppends.Load())

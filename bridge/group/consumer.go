@@ -360,7 +360,7 @@ func (cg *cgroup) heartbeat(req *ConsumerHeartbeat, now time.Time) ConsumerHeart
 	// 1. The member's subscription; a change bumps the group epoch.
 	bump := m.update(req)
 	if moved := cg.metadataChanged(req.Topics); bump || moved {
-		cg.epoch++
+		cg.bumpEpoch()
 	}
 	// 2. A new target assignment when the group epoch passed it.
 	if cg.epoch > cg.assignmentEpoch {
@@ -798,6 +798,16 @@ func (m *cmember) setEpoch(e int32) {
 	}
 }
 
+// bumpEpoch moves the group epoch on: a rebalance of the group.
+func (cg *cgroup) bumpEpoch() {
+	cg.epoch++
+	cg.c.consumerRebalances.Add(1)
+}
+
+// ConsumerRebalances counts the group epoch bumps of consumer-protocol
+// groups: Kafka's consumer-group-rebalance-count.
+func (c *Coordinator) ConsumerRebalances() uint64 { return c.consumerRebalances.Load() }
+
 // flushChange hands a change to the store's writer; cg is locked.
 func (cg *cgroup) flushChange() {
 	if cg.changed {
@@ -891,7 +901,7 @@ func (cg *cgroup) remove(m *cmember, topics TopicLookup) {
 	if m.classic == nil && cg.c.maybeDowngrade(cg, topics) {
 		return // now a classic group, whose members rejoin
 	}
-	cg.epoch++
+	cg.bumpEpoch()
 	cg.changed = true
 	if topics != nil {
 		cg.metadataChanged(topics)

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,6 +35,8 @@ type Coordinator struct {
 	// cgroups are the consumer-protocol groups (KIP-848, consumer.go); a
 	// group id is in at most one of the two maps.
 	cgroups map[string]*cgroup
+	// consumerRebalances counts consumer-group epoch bumps.
+	consumerRebalances atomic.Uint64
 	// cdirty are the consumer groups changed since DirtyConsumerGroups.
 	cdirty map[string]*cgroup
 	closed bool

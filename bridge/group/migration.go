@@ -383,7 +383,7 @@ func (cg *cgroup) classicJoin(req *JoinRequest, now time.Time) JoinResult {
 		}
 	}
 	if bump {
-		cg.epoch++
+		cg.bumpEpoch()
 	}
 	if cg.epoch > cg.assignmentEpoch && topics != nil {
 		cg.computeTarget(topics)
