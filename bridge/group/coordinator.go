@@ -32,6 +32,8 @@ type Coordinator struct {
 	mu     sync.Mutex
 	groups map[string]*group
 	closed bool
+
+	lim limits // atomics (limits.go)
 }
 
 // New returns a Coordinator configured by cfg (zero fields mean Kafka's
@@ -91,6 +93,10 @@ func (c *Coordinator) lockGroup(id string, create bool) (*group, int16) {
 				c.mu.Unlock()
 				return nil, errNone
 			}
+			if !c.roomForGroup() {
+				c.mu.Unlock()
+				return nil, errCoordinatorNotAvailable
+			}
 			g = newGroup(c, strings.Clone(id))
 			c.groups[g.id] = g
 		}
@@ -148,7 +154,9 @@ func (c *Coordinator) Join(req JoinRequest, done func(JoinResult)) {
 			g.removeMember(m, &o)
 		}
 		delete(g.pending, req.MemberID)
+		c.refuse(RefusedGroupMaxSize)
 		o.join(done, joinError("", errGroupMaxSizeReached))
+	case newMember && !g.roomForNewOr(&req, done, &o):
 	case newMember:
 		g.joinNew(&req, done, now, &o)
 	default:
@@ -511,6 +519,7 @@ func (g *group) validateCommit(memberID, instanceID string, hasInstance bool, ge
 	case stateStable, statePreparingRebalance:
 		g.touch(g.byID[memberID], now)
 	}
+	g.keep = true // it holds offsets now: never evicted (limits.go)
 	return errNone
 }
 

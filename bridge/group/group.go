@@ -153,6 +153,9 @@ type group struct {
 	pending      map[string]time.Time
 	// keep is set once the group must outlive emptiness (a simple commit).
 	keep bool
+	// counted is what the coordinator's member count holds for this group
+	// (limits.go).
+	counted int
 
 	// Rebalance (PreparingRebalance) timing.
 	joinDeadline time.Time
@@ -224,6 +227,7 @@ func joinError(memberID string, code int16) JoinResult {
 // a group that holds nothing, unlocks, and calls the collected callbacks.
 func (g *group) finish(o *outbox) {
 	g.schedule()
+	g.account()
 	g.maybeForget()
 	g.mu.Unlock()
 	o.flush()
@@ -247,6 +251,7 @@ func (g *group) maybeForget() {
 // kill marks the group Dead and stops its timer; callers answer callbacks.
 func (g *group) kill() {
 	g.state = stateDead
+	g.account()
 	if g.timer != nil {
 		g.timer.Stop()
 		g.timer = nil

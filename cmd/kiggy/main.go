@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
@@ -35,7 +36,9 @@ type options struct {
 	producerStateScan                             int64
 	refuseUnissuedProducerIDs                     bool
 	maxProducerStates, maxProducerStatesPrincipal int64
+	groupMaxSize, maxGroupMembers, maxGroups      int64
 
+	maxConnectionsPerIP                                                         int64
 	maxConnections, maxFrameSize, maxInFlight, maxInFlightBytes, maxOutputBytes int64
 	idleTimeout, readTimeout, writeTimeout, drainTimeout                        time.Duration
 	decodeBudgetBytes, decodeBudgetRecords, maxConcurrentDecodes, workers       int64
@@ -88,9 +91,13 @@ func registerOptions(s *settings, o *options) {
 	s.Bool("Kafka", "refuse-unissued-producer-ids", &o.refuseUnissuedProducerIDs, true, "answer UNKNOWN_PRODUCER_ID to an idempotent batch whose producer id no InitProducerId handed out, instead of creating a state for it (docs/LIMITS.md)")
 	s.Int("Limits", "max-producer-states", &o.maxProducerStates, bridge.DefaultMaxProducerStates, 0, 1<<40, "idempotent producer states (producer id × partition) held in total; a new producer past it gets THROTTLING_QUOTA_EXCEEDED; 0 = no cap")
 	s.Int("Limits", "max-producer-states-per-principal", &o.maxProducerStatesPrincipal, bridge.DefaultMaxProducerStatesPerPrincipal, 0, 1<<40, "idempotent producer states one principal's batches created; as above; 0 = no cap")
+	s.Int("Limits", "group-max-size", &o.groupMaxSize, group.DefaultMaxGroupSize, 0, math.MaxInt32, "members (with member ids handed out by MEMBER_ID_REQUIRED and not yet used) one consumer group may hold; a join past it gets GROUP_MAX_SIZE_REACHED (Kafka group.max.size); 0 = no cap")
+	s.Int("Limits", "max-group-members", &o.maxGroupMembers, group.DefaultMaxMembers, 0, math.MaxInt32, "members (as above) of all consumer groups together; a new member past it gets COORDINATOR_NOT_AVAILABLE, which clients retry; 0 = no cap")
+	s.Int("Limits", "max-groups", &o.maxGroups, group.DefaultMaxGroups, 0, math.MaxInt32, "consumer groups held (joined, or holding offsets of simple commits); a new group past it evicts an empty group holding no offsets, or gets COORDINATOR_NOT_AVAILABLE; 0 = no cap")
 	s.Int("Kafka", "producer-state-scan", &o.producerStateScan, 16384, 1, 1<<24, "messages of a partition's tail read back to rebuild its idempotent producer state after a start")
 
 	s.Int("Limits", "max-connections", &o.maxConnections, engine.DefaultMaxConnections, 1, 1<<20, "open connections; more are closed at once (Kafka max.connections)")
+	s.Int("Limits", "max-connections-per-ip", &o.maxConnectionsPerIP, 0, 0, 1<<20, "open connections of one client IP address; more are closed at once (Kafka max.connections.per.ip); 0 = no cap")
 	s.Int("Limits", "max-frame-size", &o.maxFrameSize, engine.DefaultMaxFrameSize, 1<<10, 1<<30, "largest request frame in bytes (Kafka socket.request.max.bytes)")
 	s.Int("Limits", "max-in-flight", &o.maxInFlight, engine.DefaultMaxInFlight, 1, 1<<16, "requests in flight per connection before reads pause")
 	s.Int("Limits", "max-in-flight-bytes", &o.maxInFlightBytes, engine.DefaultMaxInFlightBytes, 1<<10, 1<<34, "request bytes in flight per connection before reads pause (Kafka queued.max.request.bytes)")
@@ -269,23 +276,29 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		MaxProducerStates:             uncapped(o.maxProducerStates),
 		MaxProducerStatesPerPrincipal: uncapped(o.maxProducerStatesPrincipal),
 		ReclaimMemory:                 reclaimMemory,
-		Authorization:                 authz,
-		SASL:                          saslCfg,
-		Placement:                     placement,
+		Group: group.Config{
+			MaxGroupSize: int(o.groupMaxSize),
+			MaxMembers:   int(o.maxGroupMembers),
+			MaxGroups:    int(o.maxGroups),
+		},
+		Authorization: authz,
+		SASL:          saslCfg,
+		Placement:     placement,
 	}
 	lset.configure(&bcfg)
 	// bridge.NewServer is the one wiring (internal/testing/kiggytest uses it too):
 	// the gateway takes its frame limit and logger from the engine's config.
 	s, err := bridge.NewServer(o.engine, engine.Config{
-		MaxConnections:   int(o.maxConnections),
-		MaxFrameSize:     int32(o.maxFrameSize),
-		MaxInFlight:      int(o.maxInFlight),
-		MaxInFlightBytes: int(o.maxInFlightBytes),
-		MaxOutputBytes:   int(o.maxOutputBytes),
-		IdleTimeout:      o.idleTimeout,
-		ReadTimeout:      o.readTimeout,
-		WriteTimeout:     o.writeTimeout,
-		Logger:           logger,
+		MaxConnections:      int(o.maxConnections),
+		MaxConnectionsPerIP: int(o.maxConnectionsPerIP),
+		MaxFrameSize:        int32(o.maxFrameSize),
+		MaxInFlight:         int(o.maxInFlight),
+		MaxInFlightBytes:    int(o.maxInFlightBytes),
+		MaxOutputBytes:      int(o.maxOutputBytes),
+		IdleTimeout:         o.idleTimeout,
+		ReadTimeout:         o.readTimeout,
+		WriteTimeout:        o.writeTimeout,
+		Logger:              logger,
 	}, bcfg, backend)
 	if err != nil {
 		return fmt.Errorf("--engine: %w", err)
