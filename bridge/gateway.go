@@ -84,6 +84,10 @@ type Config struct {
 	// NoAutoCreateTopics turns off Metadata auto-creation (Kafka
 	// auto.create.topics.enable=false). Produce never creates topics.
 	NoAutoCreateTopics bool
+	// AutoCreateTopicsLimit stops Metadata auto-creation while the log
+	// holds this many topics (autocreate.go); 0 = 10,000, negative = no
+	// cap. No Kafka equivalent.
+	AutoCreateTopicsLimit int
 	// DefaultPartitions is the partition count of auto-created topics and of
 	// CreateTopics with -1; 0 = 1 (Kafka num.partitions).
 	DefaultPartitions int32
@@ -197,6 +201,9 @@ func (c *Config) normalize() {
 	if c.ProduceTimeoutCap <= 0 {
 		c.ProduceTimeoutCap = DefaultProduceTimeoutCap
 	}
+	if c.AutoCreateTopicsLimit == 0 {
+		c.AutoCreateTopicsLimit = DefaultAutoCreateTopicsLimit
+	}
 	if c.ProducerStateScan <= 0 {
 		c.ProducerStateScan = 16384
 	}
@@ -246,6 +253,7 @@ type Gateway struct {
 
 	producerIDs producer.IDs
 	producers   producerStates
+	autoCreate  autoCreateLimit // autocreate.go
 	// txn is the transaction coordinator (transactions.go); txnReady is
 	// set once its stored state is loaded.
 	txn       *txn.Coordinator
@@ -324,6 +332,7 @@ func New(cfg Config, backend store.Log) *Gateway {
 	g.producerIDs.Init(cfg.InstanceID)
 	g.producers.init(g.producerLimits())
 	g.groups = group.New(cfg.Group)
+	g.autoCreate.limit = cfg.AutoCreateTopicsLimit
 	g.notify.init()
 	g.initSASL()
 	g.register()

@@ -175,6 +175,8 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	for _, r := range producer.Reasons() {
 		fmt.Fprintf(w, "kiggy_producer_ids_refused_total{reason=%q} %d\n", r.String(), ps.limits.Refused(r))
 	}
+	metric.Header(w, "kiggy_topics_auto_create_refused_total", "counter", "Metadata auto-creations refused, by reason: limit (--auto-create-topics-limit topics in the log; UNKNOWN_TOPIC_OR_PARTITION).")
+	fmt.Fprintf(w, "kiggy_topics_auto_create_refused_total{reason=\"limit\"} %d\n", g.autoCreate.refused.Load())
 	gst := g.groups.Stats()
 	metric.Single(w, "kiggy_groups", "gauge", "Consumer groups the coordinator holds (--max-groups).", gst.Groups)
 	metric.Single(w, "kiggy_group_members", "gauge", "Members of all consumer groups, with member ids handed out by MEMBER_ID_REQUIRED and not yet used (--max-group-members).", gst.Members)
