@@ -136,6 +136,11 @@ type Config struct {
 	// transaction open is remembered (Kafka
 	// transactional.id.expiration.ms); 0 = 7 days.
 	TransactionalIDExpiration time.Duration
+	// MaxTransactionalIDs caps the transactional ids the coordinator
+	// holds; InitProducerId for a new one past it gets
+	// COORDINATOR_NOT_AVAILABLE (txn.Config.MaxIDs). 0 = 100,000;
+	// negative = no cap. No Kafka equivalent.
+	MaxTransactionalIDs int
 	// RefuseUnissuedProducerIDs refuses, with UNKNOWN_PRODUCER_ID, an
 	// idempotent batch that would create a producer state for an id
 	// InitProducerId never handed out (producer.IDs.Issued;
@@ -200,6 +205,9 @@ func (c *Config) normalize() {
 	}
 	if c.ProduceTimeoutCap <= 0 {
 		c.ProduceTimeoutCap = DefaultProduceTimeoutCap
+	}
+	if c.MaxTransactionalIDs == 0 {
+		c.MaxTransactionalIDs = DefaultMaxTransactionalIDs
 	}
 	if c.AutoCreateTopicsLimit == 0 {
 		c.AutoCreateTopicsLimit = DefaultAutoCreateTopicsLimit

@@ -34,6 +34,7 @@ type options struct {
 	producerIDExpiration                          time.Duration
 	transactionMaxTimeout                         time.Duration
 	transactionalIDExpiration                     time.Duration
+	maxTransactionalIDs                           int64
 	producerStateScan                             int64
 	refuseUnissuedProducerIDs                     bool
 	maxProducerStates, maxProducerStatesPrincipal int64
@@ -90,6 +91,7 @@ func registerOptions(s *settings, o *options) {
 	s.Duration("Kafka", "producer-id-expiration", &o.producerIDExpiration, 24*time.Hour, time.Second, 365*24*time.Hour, "drop an idempotent producer's sequence state after this long without appends (Kafka producer.id.expiration.ms)")
 	s.Duration("Kafka", "transaction-max-timeout", &o.transactionMaxTimeout, 15*time.Minute, time.Second, 24*time.Hour, "the longest transaction.timeout.ms a transactional producer may ask for; longer is INVALID_TRANSACTION_TIMEOUT (Kafka transaction.max.timeout.ms)")
 	s.Duration("Kafka", "transactional-id-expiration", &o.transactionalIDExpiration, 7*24*time.Hour, time.Minute, 365*24*time.Hour, "forget a transactional id after this long with no transaction (Kafka transactional.id.expiration.ms)")
+	s.Int("Limits", "max-transactional-ids", &o.maxTransactionalIDs, bridge.DefaultMaxTransactionalIDs, 0, 1<<30, "transactional ids held; InitProducerId for a new one past it gets COORDINATOR_NOT_AVAILABLE, which clients retry (ids are forgotten after --transactional-id-expiration); 0 = no cap")
 	s.Bool("Kafka", "refuse-unissued-producer-ids", &o.refuseUnissuedProducerIDs, true, "answer UNKNOWN_PRODUCER_ID to an idempotent batch whose producer id no InitProducerId handed out, instead of creating a state for it (docs/LIMITS.md)")
 	s.Int("Limits", "max-producer-states", &o.maxProducerStates, bridge.DefaultMaxProducerStates, 0, 1<<40, "idempotent producer states (producer id × partition) held in total; a new producer past it gets THROTTLING_QUOTA_EXCEEDED; 0 = no cap")
 	s.Int("Limits", "max-producer-states-per-principal", &o.maxProducerStatesPrincipal, bridge.DefaultMaxProducerStatesPerPrincipal, 0, 1<<40, "idempotent producer states one principal's batches created; as above; 0 = no cap")
@@ -274,6 +276,7 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		ProducerIDExpiration:          o.producerIDExpiration,
 		TransactionMaxTimeout:         o.transactionMaxTimeout,
 		TransactionalIDExpiration:     o.transactionalIDExpiration,
+		MaxTransactionalIDs:           int(uncapped(o.maxTransactionalIDs)),
 		ProducerStateScan:             int(o.producerStateScan),
 		RefuseUnissuedProducerIDs:     o.refuseUnissuedProducerIDs,
 		MaxProducerStates:             uncapped(o.maxProducerStates),
