@@ -141,6 +141,13 @@ type Config struct {
 	// COORDINATOR_NOT_AVAILABLE (txn.Config.MaxIDs). 0 = 100,000;
 	// negative = no cap. No Kafka equivalent.
 	MaxTransactionalIDs int
+	// MaxACLs caps the ACLs CreateAcls may store; a new one past it gets
+	// POLICY_VIOLATION (adminlimits.go). 0 = 100,000; negative = no cap.
+	MaxACLs int
+	// MaxScramCredentials caps the SCRAM credentials (user × mechanism)
+	// AlterUserScramCredentials may store; a new one past it gets
+	// POLICY_VIOLATION. 0 = 100,000; negative = no cap.
+	MaxScramCredentials int
 	// RefuseUnissuedProducerIDs refuses, with UNKNOWN_PRODUCER_ID, an
 	// idempotent batch that would create a producer state for an id
 	// InitProducerId never handed out (producer.IDs.Issued;
@@ -206,6 +213,12 @@ func (c *Config) normalize() {
 	if c.ProduceTimeoutCap <= 0 {
 		c.ProduceTimeoutCap = DefaultProduceTimeoutCap
 	}
+	if c.MaxACLs == 0 {
+		c.MaxACLs = DefaultMaxACLs
+	}
+	if c.MaxScramCredentials == 0 {
+		c.MaxScramCredentials = DefaultMaxScramCredentials
+	}
 	if c.MaxTransactionalIDs == 0 {
 		c.MaxTransactionalIDs = DefaultMaxTransactionalIDs
 	}
@@ -262,6 +275,9 @@ type Gateway struct {
 	producerIDs producer.IDs
 	producers   producerStates
 	autoCreate  autoCreateLimit // autocreate.go
+	// adminRefused counts ACLs and credentials the caps refused
+	// (adminlimits.go).
+	adminRefused adminRefusals
 	// txn is the transaction coordinator (transactions.go); txnReady is
 	// set once its stored state is loaded.
 	txn       *txn.Coordinator

@@ -177,6 +177,9 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	}
 	metric.Header(w, "kiggy_topics_auto_create_refused_total", "counter", "Metadata auto-creations refused, by reason: limit (--auto-create-topics-limit topics in the log; UNKNOWN_TOPIC_OR_PARTITION).")
 	fmt.Fprintf(w, "kiggy_topics_auto_create_refused_total{reason=\"limit\"} %d\n", g.autoCreate.refused.Load())
+	metric.Header(w, "kiggy_admin_refused_total", "counter", "Creations by authorized admin requests refused by a cap, by reason: max_acls (CreateAcls past --max-acls), max_scram_credentials (AlterUserScramCredentials past --max-scram-credentials); both POLICY_VIOLATION.")
+	fmt.Fprintf(w, "kiggy_admin_refused_total{reason=\"max_acls\"} %d\n", g.adminRefused.acls.Load())
+	fmt.Fprintf(w, "kiggy_admin_refused_total{reason=\"max_scram_credentials\"} %d\n", g.adminRefused.scram.Load())
 	gst := g.groups.Stats()
 	metric.Single(w, "kiggy_groups", "gauge", "Consumer groups the coordinator holds (--max-groups).", gst.Groups)
 	metric.Single(w, "kiggy_group_members", "gauge", "Members of all consumer groups, with member ids handed out by MEMBER_ID_REQUIRED and not yet used (--max-group-members).", gst.Members)

@@ -35,6 +35,7 @@ type options struct {
 	transactionMaxTimeout                         time.Duration
 	transactionalIDExpiration                     time.Duration
 	maxTransactionalIDs                           int64
+	maxACLs, maxScramCredentials                  int64
 	producerStateScan                             int64
 	refuseUnissuedProducerIDs                     bool
 	maxProducerStates, maxProducerStatesPrincipal int64
@@ -95,6 +96,8 @@ func registerOptions(s *settings, o *options) {
 	s.Bool("Kafka", "refuse-unissued-producer-ids", &o.refuseUnissuedProducerIDs, true, "answer UNKNOWN_PRODUCER_ID to an idempotent batch whose producer id no InitProducerId handed out, instead of creating a state for it (docs/LIMITS.md)")
 	s.Int("Limits", "max-producer-states", &o.maxProducerStates, bridge.DefaultMaxProducerStates, 0, 1<<40, "idempotent producer states (producer id × partition) held in total; a new producer past it gets THROTTLING_QUOTA_EXCEEDED; 0 = no cap")
 	s.Int("Limits", "max-producer-states-per-principal", &o.maxProducerStatesPrincipal, bridge.DefaultMaxProducerStatesPerPrincipal, 0, 1<<40, "idempotent producer states one principal's batches created; as above; 0 = no cap")
+	s.Int("Limits", "max-acls", &o.maxACLs, bridge.DefaultMaxACLs, 0, 1<<30, "ACLs CreateAcls may store; a new one past it gets POLICY_VIOLATION; 0 = no cap")
+	s.Int("Limits", "max-scram-credentials", &o.maxScramCredentials, bridge.DefaultMaxScramCredentials, 0, 1<<30, "SCRAM credentials (user × mechanism) AlterUserScramCredentials may store; a new one past it gets POLICY_VIOLATION; 0 = no cap")
 	s.Int("Limits", "group-max-size", &o.groupMaxSize, group.DefaultMaxGroupSize, 0, math.MaxInt32, "members (with member ids handed out by MEMBER_ID_REQUIRED and not yet used) one consumer group may hold; a join past it gets GROUP_MAX_SIZE_REACHED (Kafka group.max.size); 0 = no cap")
 	s.Int("Limits", "max-group-members", &o.maxGroupMembers, group.DefaultMaxMembers, 0, math.MaxInt32, "members (as above) of all consumer groups together; a new member past it gets COORDINATOR_NOT_AVAILABLE, which clients retry; 0 = no cap")
 	s.Int("Limits", "max-groups", &o.maxGroups, group.DefaultMaxGroups, 0, math.MaxInt32, "consumer groups held (joined, or holding offsets of simple commits); a new group past it evicts an empty group holding no offsets, or gets COORDINATOR_NOT_AVAILABLE; 0 = no cap")
@@ -277,6 +280,8 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		TransactionMaxTimeout:         o.transactionMaxTimeout,
 		TransactionalIDExpiration:     o.transactionalIDExpiration,
 		MaxTransactionalIDs:           int(uncapped(o.maxTransactionalIDs)),
+		MaxACLs:                       int(uncapped(o.maxACLs)),
+		MaxScramCredentials:           int(uncapped(o.maxScramCredentials)),
 		ProducerStateScan:             int(o.producerStateScan),
 		RefuseUnissuedProducerIDs:     o.refuseUnissuedProducerIDs,
 		MaxProducerStates:             uncapped(o.maxProducerStates),
