@@ -1,7 +1,7 @@
 package bridge
 
 // Caps on what an authorized admin can make the gateway hold (docs/LIMITS.md,
-// "Admin state"): ACLs (CreateAcls) and SCRAM credentials
+// "State clients can create"): ACLs (CreateAcls) and SCRAM credentials
 // (AlterUserScramCredentials). Both live in the system store and in memory
 // (the authorizer's index, the credential cache), and Kafka caps neither.
 // A creation past a cap is refused with POLICY_VIOLATION (44), which the
