@@ -36,6 +36,8 @@ func (g *Gateway) alterUserScramCredentials(c *call) bool {
 	// KafkaApis: ALTER on the cluster, else every user's result is
 	// CLUSTER_AUTHORIZATION_FAILED and nothing changes.
 	denied := g.clusterCode(c, acl.OpAlter)
+	g.adminRefused.scramMu.Lock() // adminlimits.go
+	defer g.adminRefused.scramMu.Unlock()
 	for _, user := range a.order {
 		if denied != wire.NoError {
 			resp.Results = append(resp.Results, wire.AlterUserScramCredentialsResult{User: user, ErrorCode: denied})

@@ -11,6 +11,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/kiggy-io/kiggy/security/scram"
@@ -27,6 +28,9 @@ const (
 // adminRefusals counts the creations the caps refused.
 type adminRefusals struct {
 	acls, scram atomic.Uint64
+	// scramMu serializes AlterUserScramCredentials' changes, so that the
+	// cap's check and the store of what it admitted are one step.
+	scramMu sync.Mutex
 }
 
 // aclRoom reports whether one more ACL may be stored beside pending ones
@@ -43,8 +47,8 @@ func (g *Gateway) aclRoom(r *wire.ACLResult, pending int) bool {
 }
 
 // scramRoom reports whether user's credential for m may be stored: one that
-// exists may always be replaced; a new one only under the cap. Concurrent
-// requests may pass the cap by one credential each.
+// exists may always be replaced; a new one only under the cap. The caller
+// holds g.adminRefused.scramMu until it has stored it.
 func (g *Gateway) scramRoom(ctx context.Context, m scram.Mechanism, user string) (bool, error) {
 	if g.cfg.MaxScramCredentials <= 0 {
 		return true, nil
