@@ -151,7 +151,8 @@ type group struct {
 	byID         map[string]*member // member id → member
 	static       map[string]string  // group.instance.id → member id
 	pending      map[string]time.Time
-	// keep is set once the group must outlive emptiness (a simple commit).
+	// keep is set once the group must outlive emptiness: it holds
+	// committed offsets (a simple commit, or a member's).
 	keep bool
 	// counted is what the coordinator's member count holds for this group
 	// (limits.go).

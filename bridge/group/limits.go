@@ -1,7 +1,7 @@
 package group
 
 // Caps on what clients can make the coordinator hold (docs/LIMITS.md,
-// "Consumer groups"): members in one group (Kafka's group.max.size, which
+// "Consumer group state"): members in one group (Kafka's group.max.size, which
 // here also counts the member ids handed out with MEMBER_ID_REQUIRED and
 // not yet used), members in all groups, and groups. A group is counted from
 // the moment a join or a simple commit creates it until it is forgotten,
