@@ -26,7 +26,7 @@ func TestAdminStateFlood(t *testing.T) {
 		)
 		// Without SASL every connection is User:ANONYMOUS: a super user
 		// here, so the steady clients and the flood are authorized.
-		k := startKiggy(t, "--acl-enabled", "--super-users", "User:ANONYMOUS", "--max-acls", strconv.Itoa(limit))
+		k := startFloodKiggy(t, "--acl-enabled", "--super-users", "User:ANONYMOUS", "--max-acls", strconv.Itoa(limit))
 		s := startSteady(t, k)
 		before := k.rss(t)
 		peak := k.peak(t)
@@ -72,7 +72,7 @@ func TestAdminStateFlood(t *testing.T) {
 			limit = 2000
 			n     = 20_000
 		)
-		k := startKiggy(t, "--max-scram-credentials", strconv.Itoa(limit))
+		k := startFloodKiggy(t, "--max-scram-credentials", strconv.Itoa(limit))
 		s := startSteady(t, k)
 		before := k.rss(t)
 		peak := k.peak(t)

@@ -24,7 +24,7 @@ func TestConnectionsPerIPFlood(t *testing.T) {
 		n     = 2000
 	)
 	raiseNoFile(t, 4*n)
-	k := startKiggy(t, "--max-connections-per-ip", strconv.Itoa(perIP))
+	k := startFloodKiggy(t, "--max-connections-per-ip", strconv.Itoa(perIP))
 	s := startSteady(t, k)
 	m0 := k.metrics(t)
 	before := k.rss(t)

@@ -68,7 +68,7 @@ func joinCodes(codes map[int16]int) func(kmsg.Response) {
 func TestGroupMemberFlood(t *testing.T) {
 	const staticFlood = 1200
 	raiseNoFile(t, 4*staticFlood)
-	k := startKiggy(t, "--group-max-size", strconv.Itoa(floodGroupMaxSize), "--max-group-members", strconv.Itoa(floodMaxMembers))
+	k := startFloodKiggy(t, "--group-max-size", strconv.Itoa(floodGroupMaxSize), "--max-group-members", strconv.Itoa(floodMaxMembers))
 	s := startSteady(t, k)
 	before := k.rss(t)
 	peak := k.peak(t)
@@ -140,7 +140,7 @@ func TestGroupMemberFlood(t *testing.T) {
 // evicted. Groups already held still commit.
 func TestOffsetCommitGroupFlood(t *testing.T) {
 	const n = 50_000
-	k := startKiggy(t, "--max-groups", strconv.Itoa(floodMaxGroups))
+	k := startFloodKiggy(t, "--max-groups", strconv.Itoa(floodMaxGroups))
 	s := startSteady(t, k)
 	groupsBefore := k.metrics(t)["kiggy_groups"]
 	before := k.rss(t)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
 	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
 )
 
@@ -27,6 +29,22 @@ const (
 	steadyTopic = "steady"
 	steadyGroup = "steady-group"
 )
+
+// backendEnv, set to "iggy", runs the state floods against a real
+// iggy-server (internal/testing/iggyserver; KIGGY_IGGY_SERVER) instead of
+// the embedded log. The suite's default is the embedded log, to stay fast.
+const backendEnv = "KIGGY_TEST_BACKEND"
+
+// startFloodKiggy is startKiggy on the backend backendEnv names.
+func startFloodKiggy(t *testing.T, extra ...string) *kiggyProc {
+	t.Helper()
+	if os.Getenv(backendEnv) == "iggy" {
+		n := iggyserver.StartT(t)
+		extra = append([]string{"--iggy-addr", n.Addr, "--iggy-username", iggyserver.Username, "--iggy-password", iggyserver.Password}, extra...)
+		t.Logf("on iggy-server %s", n.Addr)
+	}
+	return startKiggy(t, extra...)
+}
 
 // steady is the well-behaved clients beside one flood.
 type steady struct {

@@ -23,7 +23,7 @@ func TestAutoCreateTopicFlood(t *testing.T) {
 		perReq   = 10
 		requests = 10_000
 	)
-	k := startKiggy(t, "--auto-create-topics-limit", strconv.Itoa(limit))
+	k := startFloodKiggy(t, "--auto-create-topics-limit", strconv.Itoa(limit))
 	s := startSteady(t, k)
 	before := k.rss(t)
 	peak := k.peak(t)

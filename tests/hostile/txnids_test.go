@@ -20,7 +20,7 @@ func TestTransactionalIDFlood(t *testing.T) {
 		limit = 2000
 		n     = 20_000
 	)
-	k := startKiggy(t, "--max-transactional-ids", strconv.Itoa(limit))
+	k := startFloodKiggy(t, "--max-transactional-ids", strconv.Itoa(limit))
 	s := startSteady(t, k)
 	before := k.rss(t)
 	peak := k.peak(t)
