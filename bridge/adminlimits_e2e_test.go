@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 	"github.com/kiggy-io/kiggy/security"
 )
@@ -97,5 +98,37 @@ func TestMaxScramCredentials(t *testing.T) {
 	}
 	if _, ok := desc["u3"]; ok || len(desc) != 2 {
 		t.Errorf("described users %v, want u1 and u2", desc)
+	}
+}
+
+// TestGroupMaxSizeDescribed: DescribeConfigs of the broker reports
+// group.max.size under Kafka's name: the configured cap, or Kafka's
+// Integer.MAX_VALUE when there is none.
+func TestGroupMaxSizeDescribed(t *testing.T) {
+	for _, tc := range []struct {
+		size int
+		want string
+	}{{7, "7"}, {0, "2147483647"}} {
+		gw := kiggytest.Start(t, kiggytest.Options{Bridge: bridge.Config{Group: group.Config{MaxGroupSize: tc.size}}})
+		cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		rcs, err := kadm.NewClient(cl).DescribeBrokerConfigs(ctx, 1)
+		cancel()
+		cl.Close()
+		if err != nil || len(rcs) != 1 || rcs[0].Err != nil {
+			t.Fatalf("broker configs: %v %+v", err, rcs)
+		}
+		got := ""
+		for _, c := range rcs[0].Configs {
+			if c.Key == "group.max.size" {
+				got = c.MaybeValue()
+			}
+		}
+		if got != tc.want {
+			t.Errorf("MaxGroupSize %d: group.max.size = %q, want %q", tc.size, got, tc.want)
+		}
 	}
 }
