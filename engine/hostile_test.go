@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // TestReadTimeout: a partial header, or a partial body, then silence is
@@ -349,7 +352,7 @@ func TestMaxConnectionsPerIP(t *testing.T) {
 			d := net.Dialer{Timeout: 30 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
 			c, err := d.Dial("tcp", ts.addr)
 			if err != nil {
-				t.Skipf("dial from %s: %v (the test needs the loopback network's 127.0.0.2)", ip, err)
+				testtools.Require(t, "source address "+ip, false, fmt.Sprintf("dialling from it failed (%v)", err))
 			}
 			t.Cleanup(func() { c.Close() })
 			return c

@@ -4,6 +4,7 @@ package hostile
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // TestConnectionsPerIPFlood (issue #35): one client address (127.0.0.2)
@@ -24,6 +27,7 @@ func TestConnectionsPerIPFlood(t *testing.T) {
 		n     = 2000
 	)
 	raiseNoFile(t, 4*n)
+	requireLoopbackAddr(t)
 	k := startFloodKiggy(t, "--max-connections-per-ip", strconv.Itoa(perIP))
 	s := startSteady(t, k)
 	m0 := k.metrics(t)
@@ -90,3 +94,20 @@ func TestConnectionsPerIPFlood(t *testing.T) {
 
 // isReset reports a connection reset by the peer.
 func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
+
+// requireLoopbackAddr skips t (fails it under KIGGY_REQUIRE_TOOLS=1) when
+// this machine cannot use 127.0.0.2 as a source address: Linux routes all
+// of 127.0.0.0/8 to the loopback interface, some sandboxes do not.
+func requireLoopbackAddr(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err == nil {
+		defer ln.Close()
+		d := net.Dialer{Timeout: dialTimeout, LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+		var c net.Conn
+		if c, err = d.Dial("tcp", ln.Addr().String()); err == nil {
+			c.Close()
+		}
+	}
+	testtools.Require(t, "source address 127.0.0.2", err == nil, fmt.Sprintf("dialling from it failed (%v)", err))
+}
