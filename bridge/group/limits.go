@@ -6,8 +6,8 @@ package group
 // not yet used), members in all groups, and groups. A group is counted from
 // the moment a join or a simple commit creates it until it is forgotten,
 // deleted, unloaded or evicted; members (with pending member ids) are
-// counted when an operation on their group finishes, so joins racing on
-// different groups may pass MaxMembers by one each.
+// counted when an operation on their group finishes, a new one reserved
+// when its join is admitted, so MaxMembers holds exactly.
 
 import "sync/atomic"
 
@@ -148,9 +148,22 @@ func (g *group) roomForNew(req *JoinRequest) (ok bool, code int16) {
 		g.c.refuse(RefusedGroupMaxSize)
 		return false, errGroupMaxSizeReached
 	}
-	if cfg.MaxMembers > 0 && g.c.lim.members.Load() >= int64(cfg.MaxMembers) {
-		g.c.refuse(RefusedMaxMembers)
-		return false, errCoordinatorNotAvailable
+	if cfg.MaxMembers > 0 {
+		// Reserve the member's place now, so that joins to different
+		// groups cannot pass the cap together; account corrects the count
+		// when the operation finishes (by one less if the join added
+		// nothing).
+		for {
+			n := g.c.lim.members.Load()
+			if n >= int64(cfg.MaxMembers) {
+				g.c.refuse(RefusedMaxMembers)
+				return false, errCoordinatorNotAvailable
+			}
+			if g.c.lim.members.CompareAndSwap(n, n+1) {
+				g.counted++
+				break
+			}
+		}
 	}
 	return true, errNone
 }

@@ -2,6 +2,7 @@ package group
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -137,5 +138,34 @@ func TestMemberCountFollowsGroups(t *testing.T) {
 	h.c.Close()
 	if m := h.c.Stats().Members; m != 0 {
 		t.Fatalf("after close: %d", m)
+	}
+}
+
+// TestMaxMembersConcurrent: first joins racing on different groups never
+// pass MaxMembers together.
+func TestMaxMembersConcurrent(t *testing.T) {
+	h := newHarness(t, Config{MaxMembers: 10})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int16]int{}
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := consumerJoin(fmt.Sprintf("g%d", i), "", "c")
+			req.RequireKnownMemberID = true
+			h.c.Join(req, func(r JoinResult) {
+				mu.Lock()
+				codes[r.Error]++
+				mu.Unlock()
+			})
+		}()
+	}
+	wg.Wait()
+	if codes[errMemberIDRequired] != 10 || codes[errCoordinatorNotAvailable] != 54 {
+		t.Fatalf("answers %v, want 10 member ids and 54 COORDINATOR_NOT_AVAILABLE", codes)
+	}
+	if s := h.c.Stats(); s.Members != 10 {
+		t.Fatalf("members %d, want 10", s.Members)
 	}
 }
