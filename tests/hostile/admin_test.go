@@ -11,7 +11,7 @@ import (
 )
 
 // TestAdminStateFlood (issue #35): an authorized admin floods the gateway
-// with ACLs (CreateAcls, 50,000 against --max-acls 5000) and SCRAM
+// with ACLs (CreateAcls, 20,000 against --max-acls 5000) and SCRAM
 // credentials (AlterUserScramCredentials, 20,000 users against
 // --max-scram-credentials 2000), beside the steady producer and consumer
 // group: each is stored up to its cap and refused with POLICY_VIOLATION
@@ -22,7 +22,7 @@ func TestAdminStateFlood(t *testing.T) {
 	t.Run("ACLs", func(t *testing.T) {
 		const (
 			limit = 5000
-			n     = 50_000
+			n     = 20_000
 		)
 		// Without SASL every connection is User:ANONYMOUS: a super user
 		// here, so the steady clients and the flood are authorized.
