@@ -26,5 +26,6 @@
 // still fails.
 //
 // The suite needs Linux (/proc, RLIMIT_NOFILE, root or a hard limit of
-// 16384 open files) and takes about a minute; -short skips it.
+// 16384 open files) and takes about a minute and a half on two cores, the
+// floods included; -short skips TestHostile.
 package hostile
