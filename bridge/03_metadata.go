@@ -95,6 +95,11 @@ func (g *Gateway) metadataTopic(c *call, resp *wire.MetadataResponse, rt *wire.M
 		resp.Topics = g.appendTopic(resp.Topics, name, [16]byte{}, 0, wire.TopicAuthorizationFailed, node)
 		return
 	}
+	if errors.Is(err, store.ErrUnknownTopic) && allowCreate && !g.autoCreate.admit(ctx, g.store) {
+		// Past --auto-create-topics-limit: as with auto-creation off
+		// (autocreate.go).
+		allowCreate = false
+	}
 	if errors.Is(err, store.ErrUnknownTopic) && allowCreate {
 		// A new topic has the defaults and log start 0, whatever an earlier
 		// one of the name left in the system store (topicstate.go): that is

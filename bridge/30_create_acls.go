@@ -23,6 +23,11 @@ func (g *Gateway) createAcls(c *call) bool {
 	if !decodeOrClose(c, &req) {
 		return false
 	}
+	if c.inline {
+		// Storing an ACL re-indexes them all: a worker's job, not the
+		// event loop's, whose other connections would wait.
+		return g.offload(c)
+	}
 	resp := wire.CreateAclsResponse{Results: make([]wire.ACLResult, len(req.Creations))}
 	fail := func(code wire.ErrorCode, msg string) {
 		for i := range resp.Results {
@@ -36,6 +41,7 @@ func (g *Gateway) createAcls(c *call) bool {
 		fail(wire.ClusterAuthorizationFailed, msgClusterAuthFailed)
 	default:
 		g.acl.mu.Lock()
+		var added []acl.Binding // indexed together: one re-index a request
 		for i, cr := range req.Creations {
 			// Copies: the request's strings alias the frame.
 			b := acl.Binding{
@@ -47,13 +53,17 @@ func (g *Gateway) createAcls(c *call) bool {
 				resp.Results[i] = wire.ACLResult{ErrorCode: wire.InvalidRequest, ErrorMessage: wire.NullStringOf(aclErrorMessage(err))}
 				continue
 			}
+			if !g.acl.authz.Has(b) && !g.aclRoom(&resp.Results[i], len(added)) {
+				continue // adminlimits.go
+			}
 			if err := g.system.PutSystem(g.ctx, aclNamespace, acl.Key(b), acl.Marshal(b)); err != nil {
 				g.cfg.Logger.Warn("acl: storing an ACL failed", "acl", b.String(), "err", err)
 				resp.Results[i] = wire.ACLResult{ErrorCode: wire.UnknownServerError, ErrorMessage: wire.NullStringOf("storing the ACL failed: " + err.Error())}
 				continue
 			}
-			g.acl.authz.Add(b)
+			added = append(added, b)
 		}
+		g.acl.authz.Add(added...)
 		g.acl.mu.Unlock()
 	}
 	resp.CountErrors(g.errorCounter(c))

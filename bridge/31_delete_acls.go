@@ -19,6 +19,11 @@ func (g *Gateway) deleteAcls(c *call) bool {
 	if !decodeOrClose(c, &req) {
 		return false
 	}
+	if c.inline {
+		// Storing an ACL re-indexes them all: a worker's job, not the
+		// event loop's, whose other connections would wait.
+		return g.offload(c)
+	}
 	resp := wire.DeleteAclsResponse{FilterResults: make([]wire.DeleteAclsFilterResult, len(req.Filters))}
 	fail := func(code wire.ErrorCode, msg string) {
 		for i := range resp.FilterResults {

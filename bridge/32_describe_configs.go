@@ -9,6 +9,7 @@ package bridge
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 
@@ -94,6 +95,7 @@ func (g *Gateway) brokerConfigs() []configEntry {
 		{"auto.create.topics.enable", strconv.FormatBool(!g.cfg.NoAutoCreateTopics), true, wire.ConfigSourceStaticBroker, wire.ConfigTypeBoolean, "", nil},
 		{"broker.id", strconv.Itoa(int(g.cfg.NodeID)), true, wire.ConfigSourceStaticBroker, wire.ConfigTypeInt, "", nil},
 		{"default.replication.factor", "1", true, wire.ConfigSourceDefault, wire.ConfigTypeInt, "", nil},
+		{"group.max.size", strconv.Itoa(groupMaxSize(g.cfg.Group.MaxGroupSize)), true, wire.ConfigSourceStaticBroker, wire.ConfigTypeInt, "", nil},
 		{"message.max.bytes", strconv.FormatInt(g.maxMessageBytes(), 10), true, wire.ConfigSourceStaticBroker, wire.ConfigTypeInt, "", nil},
 		{"min.insync.replicas", "1", true, wire.ConfigSourceDefault, wire.ConfigTypeInt, "", nil},
 		{"node.id", strconv.Itoa(int(g.cfg.NodeID)), true, wire.ConfigSourceStaticBroker, wire.ConfigTypeInt, "", nil},
@@ -102,4 +104,13 @@ func (g *Gateway) brokerConfigs() []configEntry {
 		{"socket.request.max.bytes", strconv.FormatInt(g.maxMessageBytes(), 10), true, wire.ConfigSourceStaticBroker, wire.ConfigTypeInt, "", nil},
 		{"transaction.state.log.replication.factor", "1", true, wire.ConfigSourceDefault, wire.ConfigTypeShort, "", nil},
 	}
+}
+
+// groupMaxSize is group.max.size as Kafka writes it: no cap is
+// Integer.MAX_VALUE, its default.
+func groupMaxSize(n int) int {
+	if n <= 0 {
+		return math.MaxInt32
+	}
+	return n
 }

@@ -6,6 +6,8 @@
 package bridge
 
 import (
+	"fmt"
+
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/security/scram"
 	"github.com/kiggy-io/kiggy/wire"
@@ -34,6 +36,8 @@ func (g *Gateway) alterUserScramCredentials(c *call) bool {
 	// KafkaApis: ALTER on the cluster, else every user's result is
 	// CLUSTER_AUTHORIZATION_FAILED and nothing changes.
 	denied := g.clusterCode(c, acl.OpAlter)
+	g.adminRefused.scramMu.Lock() // adminlimits.go
+	defer g.adminRefused.scramMu.Unlock()
 	for _, user := range a.order {
 		if denied != wire.NoError {
 			resp.Results = append(resp.Results, wire.AlterUserScramCredentialsResult{User: user, ErrorCode: denied})
@@ -43,6 +47,17 @@ func (g *Gateway) alterUserScramCredentials(c *call) bool {
 		if !failed {
 			r = wire.AlterUserScramCredentialsResult{User: user}
 			for _, ch := range a.changes[user] {
+				if ch.cred != nil {
+					if ok, err := g.scramRoom(g.ctx, ch.m, user); err != nil || !ok {
+						// adminlimits.go
+						r.ErrorCode, r.ErrorMessage = wire.PolicyViolation, wire.NullStringOf(fmt.Sprintf(
+							"the gateway holds its maximum of %d SCRAM credentials (--max-scram-credentials)", g.cfg.MaxScramCredentials))
+						if err != nil {
+							r.ErrorCode, r.ErrorMessage = wire.UnknownServerError, wire.NullStringOf(err.Error())
+						}
+						break
+					}
+				}
 				if err := g.sasl.scram.put(g.ctx, ch.m, user, ch.cred); err != nil {
 					r.ErrorCode, r.ErrorMessage = wire.UnknownServerError, wire.NullStringOf(err.Error())
 					break

@@ -84,6 +84,10 @@ type Config struct {
 	// NoAutoCreateTopics turns off Metadata auto-creation (Kafka
 	// auto.create.topics.enable=false). Produce never creates topics.
 	NoAutoCreateTopics bool
+	// AutoCreateTopicsLimit stops Metadata auto-creation while the log
+	// holds this many topics (autocreate.go); 0 = 10,000, negative = no
+	// cap. No Kafka equivalent.
+	AutoCreateTopicsLimit int
 	// DefaultPartitions is the partition count of auto-created topics and of
 	// CreateTopics with -1; 0 = 1 (Kafka num.partitions).
 	DefaultPartitions int32
@@ -132,6 +136,18 @@ type Config struct {
 	// transaction open is remembered (Kafka
 	// transactional.id.expiration.ms); 0 = 7 days.
 	TransactionalIDExpiration time.Duration
+	// MaxTransactionalIDs caps the transactional ids the coordinator
+	// holds; InitProducerId for a new one past it gets
+	// COORDINATOR_NOT_AVAILABLE (txn.Config.MaxIDs). 0 = 100,000;
+	// negative = no cap. No Kafka equivalent.
+	MaxTransactionalIDs int
+	// MaxACLs caps the ACLs CreateAcls may store; a new one past it gets
+	// POLICY_VIOLATION (adminlimits.go). 0 = 100,000; negative = no cap.
+	MaxACLs int
+	// MaxScramCredentials caps the SCRAM credentials (user × mechanism)
+	// AlterUserScramCredentials may store; a new one past it gets
+	// POLICY_VIOLATION. 0 = 100,000; negative = no cap.
+	MaxScramCredentials int
 	// RefuseUnissuedProducerIDs refuses, with UNKNOWN_PRODUCER_ID, an
 	// idempotent batch that would create a producer state for an id
 	// InitProducerId never handed out (producer.IDs.Issued;
@@ -197,6 +213,18 @@ func (c *Config) normalize() {
 	if c.ProduceTimeoutCap <= 0 {
 		c.ProduceTimeoutCap = DefaultProduceTimeoutCap
 	}
+	if c.MaxACLs == 0 {
+		c.MaxACLs = DefaultMaxACLs
+	}
+	if c.MaxScramCredentials == 0 {
+		c.MaxScramCredentials = DefaultMaxScramCredentials
+	}
+	if c.MaxTransactionalIDs == 0 {
+		c.MaxTransactionalIDs = DefaultMaxTransactionalIDs
+	}
+	if c.AutoCreateTopicsLimit == 0 {
+		c.AutoCreateTopicsLimit = DefaultAutoCreateTopicsLimit
+	}
 	if c.ProducerStateScan <= 0 {
 		c.ProducerStateScan = 16384
 	}
@@ -256,6 +284,10 @@ type Gateway struct {
 
 	producerIDs producer.IDs
 	producers   producerStates
+	autoCreate  autoCreateLimit // autocreate.go
+	// adminRefused counts ACLs and credentials the caps refused
+	// (adminlimits.go).
+	adminRefused adminRefusals
 	// txn is the transaction coordinator (transactions.go); txnReady is
 	// set once its stored state is loaded.
 	txn       *txn.Coordinator
@@ -338,6 +370,7 @@ func New(cfg Config, backend store.Log) *Gateway {
 	gcfg.ConsumerGroupChanged = g.cgChanged
 	gcfg.Topics = g.classicMemberTopics
 	g.groups = group.New(gcfg)
+	g.autoCreate.limit = cfg.AutoCreateTopicsLimit
 	g.notify.init()
 	g.initSASL()
 	g.register()

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/producer"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/metric"
@@ -174,6 +175,19 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	metric.Header(w, "kiggy_producer_ids_refused_total", "counter", "Idempotent batches refused a new producer state, by reason: never_issued (an id InitProducerId never handed out; UNKNOWN_PRODUCER_ID), limit (--max-producer-states), principal_limit (--max-producer-states-per-principal; both THROTTLING_QUOTA_EXCEEDED).")
 	for _, r := range producer.Reasons() {
 		fmt.Fprintf(w, "kiggy_producer_ids_refused_total{reason=%q} %d\n", r.String(), ps.limits.Refused(r))
+	}
+	metric.Header(w, "kiggy_topics_auto_create_refused_total", "counter", "Metadata auto-creations refused, by reason: limit (--auto-create-topics-limit topics in the log; UNKNOWN_TOPIC_OR_PARTITION).")
+	fmt.Fprintf(w, "kiggy_topics_auto_create_refused_total{reason=\"limit\"} %d\n", g.autoCreate.refused.Load())
+	metric.Header(w, "kiggy_admin_refused_total", "counter", "Creations by authorized admin requests refused by a cap, by reason: max_acls (CreateAcls past --max-acls), max_scram_credentials (AlterUserScramCredentials past --max-scram-credentials); both POLICY_VIOLATION.")
+	fmt.Fprintf(w, "kiggy_admin_refused_total{reason=\"max_acls\"} %d\n", g.adminRefused.acls.Load())
+	fmt.Fprintf(w, "kiggy_admin_refused_total{reason=\"max_scram_credentials\"} %d\n", g.adminRefused.scram.Load())
+	gst := g.groups.Stats()
+	metric.Single(w, "kiggy_groups", "gauge", "Consumer groups the coordinator holds (--max-groups).", gst.Groups)
+	metric.Single(w, "kiggy_group_members", "gauge", "Members of all consumer groups, with member ids handed out by MEMBER_ID_REQUIRED and not yet used (--max-group-members).", gst.Members)
+	metric.Single(w, "kiggy_groups_evicted_total", "counter", "Empty groups holding no offsets dropped to make room for a new group at --max-groups.", gst.Evicted)
+	metric.Header(w, "kiggy_groups_refused_total", "counter", "JoinGroup and OffsetCommit requests refused by a group cap, by reason: group_max_size (--group-max-size; GROUP_MAX_SIZE_REACHED), max_members (--max-group-members), max_groups (--max-groups; both COORDINATOR_NOT_AVAILABLE).")
+	for _, r := range group.RefuseReasons() {
+		fmt.Fprintf(w, "kiggy_groups_refused_total{reason=%q} %d\n", r.String(), gst.Refused[r])
 	}
 	g.writeSASLMetrics(w)
 	g.fetchCache.WriteMetrics(w)

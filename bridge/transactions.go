@@ -31,6 +31,9 @@ const errTxnCluster = "kiggy serves Kafka transactions on a single instance; clu
 // transactions: a single instance (the markers of a transaction are
 // appended by its coordinator, which in cluster mode may not lead the
 // partitions).
+// DefaultMaxTransactionalIDs is Config.MaxTransactionalIDs when 0.
+const DefaultMaxTransactionalIDs = 100_000
+
 func (g *Gateway) transactionsServed() bool { return g.cfg.Placement == nil }
 
 // txnTick is how often open transactions are checked against their
@@ -43,6 +46,7 @@ func (g *Gateway) initTransactions() {
 	g.txn = txn.New(txn.Config{
 		MaxTimeout:   g.cfg.TransactionMaxTimeout,
 		IDExpiration: g.cfg.TransactionalIDExpiration,
+		MaxIDs:       max(g.cfg.MaxTransactionalIDs, 0),
 		Logger:       g.cfg.Logger,
 	}, txnBackend{g}, g.system)
 	if !g.transactionsServed() {
@@ -220,5 +224,8 @@ func (g *Gateway) writeTxnMetrics(w io.Writer) {
 	fmt.Fprintf(w, "kiggy_transactions_total{outcome=\"aborted\"} %d\n", st.Aborted.Load())
 	fmt.Fprintf(w, "kiggy_transactions_total{outcome=\"timed_out\"} %d\n", st.TimedOut.Load())
 	metric.Single(w, "kiggy_transactions_open", "gauge", "Transactions open now (ongoing, or being committed or aborted).", uint64(g.txn.Open()))
+	metric.Single(w, "kiggy_transactional_ids", "gauge", "Transactional ids the coordinator holds (--max-transactional-ids).", g.txn.IDs())
+	metric.Header(w, "kiggy_transactional_ids_refused_total", "counter", "InitProducerId requests for a new transactional id refused, by reason: limit (--max-transactional-ids; COORDINATOR_NOT_AVAILABLE).")
+	fmt.Fprintf(w, "kiggy_transactional_ids_refused_total{reason=\"limit\"} %d\n", st.Refused.Load())
 	metric.Single(w, "kiggy_txn_markers_total", "counter", "Transaction commit and abort markers appended to partitions.", g.metrics.txnMarkers.Load())
 }

@@ -53,6 +53,12 @@ type Config struct {
 	// it are accepted and closed at once, counted as refused and under
 	// ReasonMaxConnections. Kafka equivalent: max.connections.
 	MaxConnections int
+	// MaxConnectionsPerIP bounds the open connections of one client IP
+	// address (IPv4-mapped IPv6 addresses count as IPv4); 0 = no cap.
+	// Connections beyond it are accepted and closed at once, counted as
+	// refused and under ReasonMaxConnectionsPerIP. Kafka equivalent:
+	// max.connections.per.ip (whose default is no cap too).
+	MaxConnectionsPerIP int
 	// MaxFrameSize bounds the declared size of a request frame in bytes,
 	// excluding the 4-byte prefix; 0 = 100 MiB. A bigger or negative size
 	// closes the connection before any buffer grows. Bounds: 0..1 GiB.
@@ -132,7 +138,7 @@ func (c Config) normalize() (Config, error) {
 func (c Config) validate() error {
 	switch {
 	case c.Loops < 0 || c.Loops > MaxLoops,
-		c.MaxConnections < 0,
+		c.MaxConnections < 0, c.MaxConnectionsPerIP < 0,
 		c.MaxFrameSize < 0 || c.MaxFrameSize > maxFrameLimit,
 		c.MaxInFlight < 0 || c.MaxInFlight > maxInFlightLimit,
 		c.MaxInFlightBytes < 0,

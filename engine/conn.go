@@ -209,6 +209,7 @@ func (q *inflight) release() {
 // of open connections, n the counters it was served under) and logs it at
 // debug level.
 func countClose(open *atomic.Int64, n *counters, lg *slog.Logger, info *ConnInfo, why CloseReason, msg string) {
+	info.releaseIP()
 	open.Add(-1)
 	n.open.Add(-1)
 	n.closes[why].Add(1)

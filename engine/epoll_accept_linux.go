@@ -79,12 +79,14 @@ func (a *acceptor) acceptAll(lfd uintptr) bool {
 			a.err = err
 			return true
 		}
-		if !admitConn(&s.open, &s.acc, s.cfg.MaxConnections) {
+		ip := sockaddrIP(sa)
+		if !admitConn(&s.open, &s.acc, s.cfg.MaxConnections) || !admitIP(&s.ips, ip, &s.open, &s.acc) {
 			unix.Close(fd)
 			continue
 		}
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 		info := &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: sockaddrString(sa), Listener: a.name}
+		info.setIP(&s.ips, ip)
 		info.startAuthClock(a.authTimeout)
 		if lsa, err := unix.Getsockname(fd); err == nil {
 			info.LocalAddr = sockaddrString(lsa)
@@ -95,6 +97,18 @@ func (a *acceptor) acceptAll(lfd uintptr) bool {
 		l.n.open.Add(1) // counted now so pickLoop spreads a burst
 		l.command(cmd{kind: cmdAdd, c: c})
 	}
+}
+
+// sockaddrIP returns the IP address of sa (unmapped), invalid for a Unix
+// socket.
+func sockaddrIP(sa unix.Sockaddr) netip.Addr {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrFrom4(a.Addr)
+	case *unix.SockaddrInet6:
+		return netip.AddrFrom16(a.Addr).Unmap()
+	}
+	return netip.Addr{}
 }
 
 func sockaddrString(sa unix.Sockaddr) string {

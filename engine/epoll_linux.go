@@ -105,6 +105,7 @@ type epollServer struct {
 	nextID atomic.Uint64
 	open   atomic.Int64 // connections accepted and not yet closed
 	acc    counters     // acceptor-side counters (refused)
+	ips    ipCounts     // MaxConnectionsPerIP; shared with tlsSrv
 
 	mu        sync.Mutex
 	loops     []*loop // started by the first Serve
@@ -125,6 +126,7 @@ func NewEpoll(cfg Config, h Handler) (Server, error) {
 		cfg:       cfg,
 		h:         h,
 		epoch:     time.Now(),
+		ips:       ipCounts{max: cfg.MaxConnectionsPerIP},
 		acceptors: make(map[*acceptor]struct{}),
 		done:      make(chan struct{}),
 	}, nil
@@ -235,7 +237,7 @@ func (s *epollServer) tlsServer() (*netServer, error) {
 	}
 	if s.tlsSrv == nil {
 		s.tlsSrv = newNet(s.cfg, s.h)
-		s.tlsSrv.nextID, s.tlsSrv.open = &s.nextID, &s.open
+		s.tlsSrv.nextID, s.tlsSrv.open, s.tlsSrv.ips = &s.nextID, &s.open, &s.ips
 	}
 	return s.tlsSrv, nil
 }

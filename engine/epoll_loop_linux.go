@@ -318,6 +318,7 @@ func (l *loop) add(c *econn) {
 func (l *loop) discard(c *econn, why CloseReason) {
 	c.closed = true
 	unix.Close(c.fd)
+	c.info.releaseIP()
 	l.s.open.Add(-1)
 	l.n.open.Add(-1)
 	l.n.closes[why].Add(1)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // TestReadTimeout: a partial header, or a partial body, then silence is
@@ -336,5 +339,46 @@ func TestNeverReadsOneResponse(t *testing.T) {
 			t.Errorf("pauses %v, want max_output_bytes", p)
 		}
 		stop()
+	})
+}
+
+// TestMaxConnectionsPerIP: beyond MaxConnectionsPerIP a client address's
+// connections are accepted and closed, while another address is still
+// served; a close makes room again.
+func TestMaxConnectionsPerIP(t *testing.T) {
+	forEach(t, func(t *testing.T, kind string) {
+		ts := startServer(t, kind, Config{MaxConnectionsPerIP: 2}, newTestHandler())
+		from := func(ip string) net.Conn {
+			d := net.Dialer{Timeout: 30 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+			c, err := d.Dial("tcp", ts.addr)
+			if err != nil {
+				testtools.Require(t, "source address "+ip, false, fmt.Sprintf("dialling from it failed (%v)", err))
+			}
+			t.Cleanup(func() { c.Close() })
+			return c
+		}
+		served := func(c net.Conn, corr int32) {
+			t.Helper()
+			if err := roundTrip(c, bufio.NewReader(c), corr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a1, a2 := from("127.0.0.1"), from("127.0.0.1")
+		served(a1, 1)
+		served(a2, 2)
+		a3 := from("127.0.0.1")
+		a3.Write(frame(apiEcho, 3))
+		expectEOF(t, a3, 5*time.Second)
+		served(from("127.0.0.2"), 4)
+		st := ts.srv.Stats()
+		if st.Refused != 1 || st.Closes[ReasonMaxConnectionsPerIP] != 1 || st.Open != 3 {
+			t.Fatalf("stats %+v", st)
+		}
+		a1.Close()
+		waitFor(t, 5*time.Second, "the closed connection counted", func() bool { return ts.srv.Stats().Open == 2 })
+		served(from("127.0.0.1"), 5)
+		if st := ts.srv.Stats(); st.Refused != 1 {
+			t.Fatalf("refused %d after a close made room", st.Refused)
+		}
 	})
 }

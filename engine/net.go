@@ -51,8 +51,10 @@ type netServer struct {
 	// connection ids stay unique and MaxConnections counts both.
 	nextID  *atomic.Uint64
 	open    *atomic.Int64
+	ips     *ipCounts // MaxConnectionsPerIP (perip.go), the epoll engine's too
 	ownIDs  atomic.Uint64
 	ownOpen atomic.Int64
+	ownIPs  ipCounts
 	n       counters
 
 	mu       sync.Mutex
@@ -80,7 +82,8 @@ func newNet(cfg Config, h Handler) *netServer {
 		conns: make(map[*nconn]struct{}),
 		done:  make(chan struct{}),
 	}
-	s.nextID, s.open = &s.ownIDs, &s.ownOpen
+	s.ownIPs.max = cfg.MaxConnectionsPerIP
+	s.nextID, s.open, s.ips = &s.ownIDs, &s.ownOpen, &s.ownIPs
 	return s
 }
 
@@ -137,7 +140,8 @@ func isTemporaryAccept(err error) bool {
 }
 
 func (s *netServer) accept(nc net.Conn, l *Listener) {
-	if !admitConn(s.open, &s.n, s.cfg.MaxConnections) {
+	ip := addrIP(nc.RemoteAddr())
+	if !admitConn(s.open, &s.n, s.cfg.MaxConnections) || !admitIP(s.ips, ip, s.open, &s.n) {
 		nc.Close()
 		return
 	}
@@ -145,6 +149,7 @@ func (s *netServer) accept(nc net.Conn, l *Listener) {
 		_ = tc.SetNoDelay(true)
 	}
 	info := &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), Listener: l.Name}
+	info.setIP(s.ips, ip)
 	info.startAuthClock(l.AuthTimeout)
 	var tc *tls.Conn
 	if l.TLS != nil {
@@ -166,6 +171,7 @@ func (s *netServer) accept(nc net.Conn, l *Listener) {
 	s.mu.Lock()
 	if s.shutdown {
 		s.mu.Unlock()
+		info.releaseIP()
 		s.open.Add(-1)
 		nc.Close()
 		s.n.closes[ReasonShutdown].Add(1)

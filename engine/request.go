@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"math"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,10 @@ type ConnInfo struct {
 	TLS *tls.ConnectionState
 
 	closed atomic.Bool
+	// ips and ip: the per-IP count the connection holds (perip.go); nil
+	// when not counted. Released once, by the connection's close.
+	ips *ipCounts
+	ip  netip.Addr
 	// authDeadline is when the connection is closed unless Authenticated
 	// is called (Listener.AuthTimeout), in Unix nanoseconds; 0 = never.
 	authDeadline atomic.Int64

@@ -41,23 +41,27 @@ const (
 	// ReasonAuthentication: closed after answering a failed SASL
 	// authentication (Request.RespondThenClose), as Kafka does.
 	ReasonAuthentication
+	// ReasonMaxConnectionsPerIP: refused because MaxConnectionsPerIP
+	// connections of the client's IP address were open.
+	ReasonMaxConnectionsPerIP
 	// NumCloseReasons is the number of close reasons.
 	NumCloseReasons
 )
 
 var reasonNames = [NumCloseReasons]string{
-	ReasonPeerClosed:     "peer_closed",
-	ReasonIOError:        "io_error",
-	ReasonFrameTooLarge:  "frame_too_large",
-	ReasonNegativeSize:   "negative_size",
-	ReasonIdleTimeout:    "idle_timeout",
-	ReasonReadTimeout:    "read_timeout",
-	ReasonWriteTimeout:   "write_timeout",
-	ReasonProtocolError:  "protocol_error",
-	ReasonMaxConnections: "max_connections",
-	ReasonShutdown:       "shutdown",
-	ReasonTLSHandshake:   "tls_handshake",
-	ReasonAuthentication: "authentication_failed",
+	ReasonPeerClosed:          "peer_closed",
+	ReasonIOError:             "io_error",
+	ReasonFrameTooLarge:       "frame_too_large",
+	ReasonNegativeSize:        "negative_size",
+	ReasonIdleTimeout:         "idle_timeout",
+	ReasonReadTimeout:         "read_timeout",
+	ReasonWriteTimeout:        "write_timeout",
+	ReasonProtocolError:       "protocol_error",
+	ReasonMaxConnections:      "max_connections",
+	ReasonShutdown:            "shutdown",
+	ReasonTLSHandshake:        "tls_handshake",
+	ReasonAuthentication:      "authentication_failed",
+	ReasonMaxConnectionsPerIP: "max_connections_per_ip",
 }
 
 // String returns the reason's metric label, e.g. "frame_too_large".
@@ -130,7 +134,8 @@ type Stats struct {
 	// Accepted counts connections accepted and served.
 	Accepted uint64
 	// Refused counts connections accepted and closed at once because
-	// MaxConnections were open (also counted in Closes).
+	// MaxConnections were open, or MaxConnectionsPerIP of the client's
+	// address (also counted in Closes).
 	Refused uint64
 	// Requests counts complete request frames handed to the handler.
 	Requests uint64

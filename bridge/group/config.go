@@ -59,6 +59,18 @@ type Config struct {
 	// heartbeats bring their own.
 	Topics func() TopicLookup
 
+	// MaxMembers caps the members and pending member ids (MEMBER_ID_REQUIRED)
+	// of all groups together; a new member past it gets
+	// COORDINATOR_NOT_AVAILABLE (15). 0 or negative means unlimited. No
+	// Kafka equivalent (limits.go).
+	MaxMembers int
+
+	// MaxGroups caps the groups held; a join or simple commit that would
+	// create one past it evicts an empty group without committed offsets,
+	// or gets COORDINATOR_NOT_AVAILABLE (15) when it finds none. 0 or
+	// negative means unlimited. No Kafka equivalent (limits.go).
+	MaxGroups int
+
 	// Now reads the current time; nil means time.Now. It only reads the
 	// clock: timers still wait in real time, then compare deadlines with Now.
 	Now func() time.Time
@@ -81,8 +93,8 @@ func (cfg Config) normalized() Config {
 	case cfg.InitialRebalanceDelay < 0:
 		cfg.InitialRebalanceDelay = 0
 	}
-	if cfg.MaxGroupSize < 0 {
-		cfg.MaxGroupSize = 0
-	}
+	cfg.MaxGroupSize = max(cfg.MaxGroupSize, 0)
+	cfg.MaxMembers = max(cfg.MaxMembers, 0)
+	cfg.MaxGroups = max(cfg.MaxGroups, 0)
 	return cfg
 }

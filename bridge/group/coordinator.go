@@ -40,6 +40,8 @@ type Coordinator struct {
 	// cdirty are the consumer groups changed since DirtyConsumerGroups.
 	cdirty map[string]*cgroup
 	closed bool
+
+	lim limits // atomics (limits.go)
 }
 
 // New returns a Coordinator configured by cfg (zero fields mean Kafka's
@@ -121,6 +123,10 @@ func (c *Coordinator) lockGroup(id string, create bool) (*group, int16) {
 				c.mu.Unlock()
 				return nil, errNone
 			}
+			if !c.roomForGroup() {
+				c.mu.Unlock()
+				return nil, errCoordinatorNotAvailable
+			}
 			g = newGroup(c, strings.Clone(id))
 			c.groups[g.id] = g
 		}
@@ -181,7 +187,9 @@ func (c *Coordinator) Join(req JoinRequest, done func(JoinResult)) {
 			g.removeMember(m, &o)
 		}
 		delete(g.pending, req.MemberID)
+		c.refuse(RefusedGroupMaxSize)
 		o.join(done, joinError("", errGroupMaxSizeReached))
+	case newMember && !g.roomForNewOr(&req, done, &o):
 	case newMember:
 		g.joinNew(&req, done, now, &o)
 	default:
@@ -564,6 +572,7 @@ func (g *group) validateCommit(memberID, instanceID string, hasInstance bool, ge
 	case stateStable, statePreparingRebalance:
 		g.touch(g.byID[memberID], now)
 	}
+	g.keep = true // it holds offsets now: never evicted (limits.go)
 	return errNone
 }
 

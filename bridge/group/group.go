@@ -151,8 +151,12 @@ type group struct {
 	byID         map[string]*member // member id → member
 	static       map[string]string  // group.instance.id → member id
 	pending      map[string]time.Time
-	// keep is set once the group must outlive emptiness (a simple commit).
+	// keep is set once the group must outlive emptiness: it holds
+	// committed offsets (a simple commit, or a member's).
 	keep bool
+	// counted is what the coordinator's member count holds for this group
+	// (limits.go).
+	counted int
 
 	// Rebalance (PreparingRebalance) timing.
 	joinDeadline time.Time
@@ -224,6 +228,7 @@ func joinError(memberID string, code int16) JoinResult {
 // a group that holds nothing, unlocks, and calls the collected callbacks.
 func (g *group) finish(o *outbox) {
 	g.schedule()
+	g.account()
 	g.maybeForget()
 	g.mu.Unlock()
 	o.flush()
@@ -247,6 +252,7 @@ func (g *group) maybeForget() {
 // kill marks the group Dead and stops its timer; callers answer callbacks.
 func (g *group) kill() {
 	g.state = stateDead
+	g.account()
 	if g.timer != nil {
 		g.timer.Stop()
 		g.timer = nil

@@ -46,6 +46,12 @@ type Config struct {
 	// IDExpiration is transactional.id.expiration.ms: an id with no
 	// transaction open that long is forgotten (7 days).
 	IDExpiration time.Duration
+	// MaxIDs caps the transactional ids held: InitProducerId for a new id
+	// past it is refused with COORDINATOR_NOT_AVAILABLE (15, which clients
+	// retry), counted in Stats.Refused; no id is evicted for it, since an
+	// id's producer may still be running. 0 means no cap. No Kafka
+	// equivalent (ids only expire, after IDExpiration).
+	MaxIDs int
 	// Now is the clock (time.Now).
 	Now func() time.Time
 	// Logger reports transactions aborted by timeout and markers that
@@ -90,6 +96,16 @@ type Stats struct {
 	// Committed and Aborted count transactions completed either way;
 	// TimedOut counts the aborts Tick made for a timeout.
 	Committed, Aborted, TimedOut atomic.Uint64
+	// Refused counts InitProducerId requests for a new id refused at
+	// Config.MaxIDs.
+	Refused atomic.Uint64
+}
+
+// IDs counts the transactional ids held.
+func (c *Coordinator) IDs() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.txns)
 }
 
 // Known reports whether the coordinator knows any transactional id: a
@@ -279,6 +295,11 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		e = c.txns[id]
 	}
 	if e == nil {
+		if c.cfg.MaxIDs > 0 && len(c.txns) >= c.cfg.MaxIDs {
+			c.mu.Unlock()
+			c.Stats.Refused.Add(1)
+			return -1, -1, wire.CoordinatorNotAvailable
+		}
 		pid := c.backend.NewProducerID()
 		if pid < 0 {
 			c.mu.Unlock()

@@ -82,7 +82,7 @@ func (a *admin) metrics(w http.ResponseWriter, _ *http.Request) {
 	s := a.srv.Stats()
 	fmt.Fprintf(w, "# HELP kiggy_connections_open Open client connections.\n# TYPE kiggy_connections_open gauge\nkiggy_connections_open %d\n", s.Open)
 	fmt.Fprintf(w, "# HELP kiggy_connections_accepted_total Connections accepted.\n# TYPE kiggy_connections_accepted_total counter\nkiggy_connections_accepted_total %d\n", s.Accepted)
-	fmt.Fprintf(w, "# HELP kiggy_connections_refused_total Connections refused at max-connections.\n# TYPE kiggy_connections_refused_total counter\nkiggy_connections_refused_total %d\n", s.Refused)
+	fmt.Fprintf(w, "# HELP kiggy_connections_refused_total Connections refused at --max-connections or --max-connections-per-ip.\n# TYPE kiggy_connections_refused_total counter\nkiggy_connections_refused_total %d\n", s.Refused)
 	fmt.Fprintf(w, "# HELP kiggy_connections_closed_total Connections closed, by reason.\n# TYPE kiggy_connections_closed_total counter\n")
 	for r := engine.CloseReason(0); r < engine.NumCloseReasons; r++ {
 		fmt.Fprintf(w, "kiggy_connections_closed_total{reason=%q} %d\n", r.String(), s.Closed(r))

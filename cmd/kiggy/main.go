@@ -30,14 +30,19 @@ type options struct {
 	nodeID, defaultPartitions, instanceID         int64
 	clusterID                                     string
 	autoCreateTopics                              bool
+	autoCreateTopicsLimit                         int64
 	producerIDExpiration                          time.Duration
 	transactionMaxTimeout                         time.Duration
 	transactionalIDExpiration                     time.Duration
 	consumerSessionTimeout, consumerHeartbeat     time.Duration
+	maxTransactionalIDs                           int64
+	maxACLs, maxScramCredentials                  int64
 	producerStateScan                             int64
 	refuseUnissuedProducerIDs                     bool
 	maxProducerStates, maxProducerStatesPrincipal int64
+	groupMaxSize, maxGroupMembers, maxGroups      int64
 
+	maxConnectionsPerIP                                                         int64
 	maxConnections, maxFrameSize, maxInFlight, maxInFlightBytes, maxOutputBytes int64
 	idleTimeout, readTimeout, writeTimeout, drainTimeout                        time.Duration
 	decodeBudgetBytes, decodeBudgetRecords, maxConcurrentDecodes, workers       int64
@@ -82,6 +87,7 @@ func registerOptions(s *settings, o *options) {
 	s.Int("Kafka", "node-id", &o.nodeID, bridge.DefaultNodeID, 0, math.MaxInt32, "broker id in Metadata (Kafka node.id)")
 	s.String("Kafka", "cluster-id", &o.clusterID, bridge.DefaultClusterID, "cluster id in Metadata")
 	s.Bool("Kafka", "auto-create-topics", &o.autoCreateTopics, true, "create topics on Metadata requests that allow it (Kafka auto.create.topics.enable)")
+	s.Int("Limits", "auto-create-topics-limit", &o.autoCreateTopicsLimit, bridge.DefaultAutoCreateTopicsLimit, 0, 1<<30, "Metadata auto-creation answers UNKNOWN_TOPIC_OR_PARTITION, as with --auto-create-topics=false, while the log holds this many topics (however created; CreateTopics is not capped); 0 = no cap")
 	s.Int("Kafka", "default-partitions", &o.defaultPartitions, bridge.DefaultNumPartitions, 1, 1000, "partitions of auto-created topics (Kafka num.partitions)")
 	s.Int("Kafka", "instance-id", &o.instanceID, 0, 0, 65535, "gateway instance id in the high bits of producer ids (IGGY_KAFKA_INSTANCE_ID)")
 	s.Duration("Kafka", "producer-id-expiration", &o.producerIDExpiration, 24*time.Hour, time.Second, 365*24*time.Hour, "drop an idempotent producer's sequence state after this long without appends (Kafka producer.id.expiration.ms)")
@@ -89,12 +95,19 @@ func registerOptions(s *settings, o *options) {
 	s.Duration("Kafka", "transactional-id-expiration", &o.transactionalIDExpiration, 7*24*time.Hour, time.Minute, 365*24*time.Hour, "forget a transactional id after this long with no transaction (Kafka transactional.id.expiration.ms)")
 	s.Duration("Kafka", "group-consumer-session-timeout", &o.consumerSessionTimeout, group.DefaultConsumerSessionTimeout, time.Second, time.Hour, "fence a consumer-protocol group member (KIP-848) that does not heartbeat for this long (Kafka group.consumer.session.timeout.ms)")
 	s.Duration("Kafka", "group-consumer-heartbeat-interval", &o.consumerHeartbeat, group.DefaultConsumerHeartbeatInterval, 100*time.Millisecond, time.Hour, "heartbeat interval told to consumer-protocol group members (Kafka group.consumer.heartbeat.interval.ms)")
+	s.Int("Limits", "max-transactional-ids", &o.maxTransactionalIDs, bridge.DefaultMaxTransactionalIDs, 0, 1<<30, "transactional ids held; InitProducerId for a new one past it gets COORDINATOR_NOT_AVAILABLE, which clients retry (ids are forgotten after --transactional-id-expiration); 0 = no cap")
 	s.Bool("Kafka", "refuse-unissued-producer-ids", &o.refuseUnissuedProducerIDs, true, "answer UNKNOWN_PRODUCER_ID to an idempotent batch whose producer id no InitProducerId handed out, instead of creating a state for it (docs/LIMITS.md)")
 	s.Int("Limits", "max-producer-states", &o.maxProducerStates, bridge.DefaultMaxProducerStates, 0, 1<<40, "idempotent producer states (producer id × partition) held in total; a new producer past it gets THROTTLING_QUOTA_EXCEEDED; 0 = no cap")
 	s.Int("Limits", "max-producer-states-per-principal", &o.maxProducerStatesPrincipal, bridge.DefaultMaxProducerStatesPerPrincipal, 0, 1<<40, "idempotent producer states one principal's batches created; as above; 0 = no cap")
+	s.Int("Limits", "max-acls", &o.maxACLs, bridge.DefaultMaxACLs, 0, 1<<30, "ACLs CreateAcls may store; a new one past it gets POLICY_VIOLATION; 0 = no cap")
+	s.Int("Limits", "max-scram-credentials", &o.maxScramCredentials, bridge.DefaultMaxScramCredentials, 0, 1<<30, "SCRAM credentials (user × mechanism) AlterUserScramCredentials may store; a new one past it gets POLICY_VIOLATION; 0 = no cap")
+	s.Int("Limits", "group-max-size", &o.groupMaxSize, group.DefaultMaxGroupSize, 0, math.MaxInt32, "members (with member ids handed out by MEMBER_ID_REQUIRED and not yet used) one consumer group may hold; a join past it gets GROUP_MAX_SIZE_REACHED (Kafka group.max.size); 0 = no cap")
+	s.Int("Limits", "max-group-members", &o.maxGroupMembers, group.DefaultMaxMembers, 0, math.MaxInt32, "members (as above) of all consumer groups together; a new member past it gets COORDINATOR_NOT_AVAILABLE, which clients retry; 0 = no cap")
+	s.Int("Limits", "max-groups", &o.maxGroups, group.DefaultMaxGroups, 0, math.MaxInt32, "consumer groups held (joined, or holding offsets of simple commits); a new group past it evicts an empty group holding no offsets, or gets COORDINATOR_NOT_AVAILABLE; 0 = no cap")
 	s.Int("Kafka", "producer-state-scan", &o.producerStateScan, 16384, 1, 1<<24, "messages of a partition's tail read back to rebuild its idempotent producer state after a start")
 
 	s.Int("Limits", "max-connections", &o.maxConnections, engine.DefaultMaxConnections, 1, 1<<20, "open connections; more are closed at once (Kafka max.connections)")
+	s.Int("Limits", "max-connections-per-ip", &o.maxConnectionsPerIP, 0, 0, 1<<20, "open connections of one client IP address; more are closed at once (Kafka max.connections.per.ip); 0 = no cap")
 	s.Int("Limits", "max-frame-size", &o.maxFrameSize, engine.DefaultMaxFrameSize, 1<<10, 1<<30, "largest request frame in bytes (Kafka socket.request.max.bytes)")
 	s.Int("Limits", "max-in-flight", &o.maxInFlight, engine.DefaultMaxInFlight, 1, 1<<16, "requests in flight per connection before reads pause")
 	s.Int("Limits", "max-in-flight-bytes", &o.maxInFlightBytes, engine.DefaultMaxInFlightBytes, 1<<10, 1<<34, "request bytes in flight per connection before reads pause (Kafka queued.max.request.bytes)")
@@ -258,9 +271,9 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		AdvertisedPort:                int32(o.advertisedPort),
 		ClusterID:                     o.clusterID,
 		NoAutoCreateTopics:            !o.autoCreateTopics,
+		AutoCreateTopicsLimit:         int(uncapped(o.autoCreateTopicsLimit)),
 		DefaultPartitions:             int32(o.defaultPartitions),
 		InstanceID:                    uint16(o.instanceID),
-		Group:                         group.Config{ConsumerSessionTimeout: o.consumerSessionTimeout, ConsumerHeartbeatInterval: o.consumerHeartbeat},
 		DecodeBudgetBytes:             o.decodeBudgetBytes,
 		DecodeBudgetRecords:           o.decodeBudgetRecords,
 		MaxConcurrentDecodes:          int(o.maxConcurrentDecodes),
@@ -269,28 +282,40 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		ProducerIDExpiration:          o.producerIDExpiration,
 		TransactionMaxTimeout:         o.transactionMaxTimeout,
 		TransactionalIDExpiration:     o.transactionalIDExpiration,
+		MaxTransactionalIDs:           int(uncapped(o.maxTransactionalIDs)),
+		MaxACLs:                       int(uncapped(o.maxACLs)),
+		MaxScramCredentials:           int(uncapped(o.maxScramCredentials)),
 		ProducerStateScan:             int(o.producerStateScan),
 		RefuseUnissuedProducerIDs:     o.refuseUnissuedProducerIDs,
 		MaxProducerStates:             uncapped(o.maxProducerStates),
 		MaxProducerStatesPerPrincipal: uncapped(o.maxProducerStatesPrincipal),
 		ReclaimMemory:                 reclaimMemory,
-		Authorization:                 authz,
-		SASL:                          saslCfg,
-		Placement:                     placement,
+		Group: group.Config{
+			MaxGroupSize: int(o.groupMaxSize),
+			MaxMembers:   int(o.maxGroupMembers),
+			MaxGroups:    int(o.maxGroups),
+
+			ConsumerSessionTimeout:    o.consumerSessionTimeout,
+			ConsumerHeartbeatInterval: o.consumerHeartbeat,
+		},
+		Authorization: authz,
+		SASL:          saslCfg,
+		Placement:     placement,
 	}
 	lset.configure(&bcfg)
 	// bridge.NewServer is the one wiring (internal/testing/kiggytest uses it too):
 	// the gateway takes its frame limit and logger from the engine's config.
 	s, err := bridge.NewServer(o.engine, engine.Config{
-		MaxConnections:   int(o.maxConnections),
-		MaxFrameSize:     int32(o.maxFrameSize),
-		MaxInFlight:      int(o.maxInFlight),
-		MaxInFlightBytes: int(o.maxInFlightBytes),
-		MaxOutputBytes:   int(o.maxOutputBytes),
-		IdleTimeout:      o.idleTimeout,
-		ReadTimeout:      o.readTimeout,
-		WriteTimeout:     o.writeTimeout,
-		Logger:           logger,
+		MaxConnections:      int(o.maxConnections),
+		MaxConnectionsPerIP: int(o.maxConnectionsPerIP),
+		MaxFrameSize:        int32(o.maxFrameSize),
+		MaxInFlight:         int(o.maxInFlight),
+		MaxInFlightBytes:    int(o.maxInFlightBytes),
+		MaxOutputBytes:      int(o.maxOutputBytes),
+		IdleTimeout:         o.idleTimeout,
+		ReadTimeout:         o.readTimeout,
+		WriteTimeout:        o.writeTimeout,
+		Logger:              logger,
 	}, bcfg, backend)
 	if err != nil {
 		return fmt.Errorf("--engine: %w", err)

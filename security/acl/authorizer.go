@@ -301,6 +301,12 @@ func (a *Authorizer) Describe(f Filter) []Binding {
 	return out
 }
 
+// Has reports whether b is stored.
+func (a *Authorizer) Has(b Binding) bool {
+	_, ok := slices.BinarySearchFunc(a.snap.Load().bindings, b, compareBindings)
+	return ok
+}
+
 // Len returns the number of ACLs.
 func (a *Authorizer) Len() int { return len(a.snap.Load().bindings) }
 

@@ -13,8 +13,12 @@
 //	go test ./tests/hostile/ -count=1 -v
 //	KIGGY_TEST_ENGINE=net go test ./tests/hostile/ -count=1
 //	KIGGY_HOSTILE_LOG=/tmp/kiggy.log GODEBUG=gctrace=1 go test ./tests/hostile/ -count=1 -v
+//	KIGGY_TEST_BACKEND=iggy go test ./tests/hostile/ -count=1 -run Flood
 //
-// KIGGY_TEST_ENGINE picks --engine; KIGGY_HOSTILE_LOG keeps the process's
+// The state floods of issue #35 (producer ids aside) each run a kiggy of
+// their own beside a steady acks=all producer and a consumer group
+// (steady_test.go); KIGGY_TEST_BACKEND=iggy runs them on a real iggy-server
+// instead of the embedded log. KIGGY_TEST_ENGINE picks --engine; KIGGY_HOSTILE_LOG keeps the process's
 // whole log (and a goroutine dump when a case finds it stuck); GODEBUG is
 // passed through to the process. A produce slower than one second counts
 // against the gateway unless kiggy's threads demonstrably waited for a CPU
@@ -22,5 +26,6 @@
 // still fails.
 //
 // The suite needs Linux (/proc, RLIMIT_NOFILE, root or a hard limit of
-// 16384 open files) and takes about a minute; -short skips it.
+// 16384 open files) and takes about a minute and a half on two cores, the
+// floods included; -short skips TestHostile.
 package hostile

@@ -1,0 +1,68 @@
+package bridge
+
+// Caps on what an authorized admin can make the gateway hold (docs/LIMITS.md,
+// "State clients can create"): ACLs (CreateAcls) and SCRAM credentials
+// (AlterUserScramCredentials). Both live in the system store and in memory
+// (the authorizer's index, the credential cache), and Kafka caps neither.
+// A creation past a cap is refused with POLICY_VIOLATION (44), which the
+// admin client reports as a PolicyViolationException; changes to what is
+// held (a credential's new password, an ACL that exists) are not refused.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kiggy-io/kiggy/security/scram"
+	"github.com/kiggy-io/kiggy/wire"
+)
+
+// DefaultMaxACLs and DefaultMaxScramCredentials are Config.MaxACLs and
+// Config.MaxScramCredentials when 0.
+const (
+	DefaultMaxACLs             = 100_000
+	DefaultMaxScramCredentials = 100_000
+)
+
+// adminRefusals counts the creations the caps refused.
+type adminRefusals struct {
+	acls, scram atomic.Uint64
+	// scramMu serializes AlterUserScramCredentials' changes, so that the
+	// cap's check and the store of what it admitted are one step.
+	scramMu sync.Mutex
+}
+
+// aclRoom reports whether one more ACL may be stored beside pending ones
+// stored but not yet indexed (the caller holds g.acl.mu); false answers the
+// creation's result.
+func (g *Gateway) aclRoom(r *wire.ACLResult, pending int) bool {
+	if g.cfg.MaxACLs <= 0 || g.acl.authz.Len()+pending < g.cfg.MaxACLs {
+		return true
+	}
+	g.adminRefused.acls.Add(1)
+	*r = wire.ACLResult{ErrorCode: wire.PolicyViolation, ErrorMessage: wire.NullStringOf(fmt.Sprintf(
+		"the gateway holds its maximum of %d ACLs (--max-acls)", g.cfg.MaxACLs))}
+	return false
+}
+
+// scramRoom reports whether user's credential for m may be stored: one that
+// exists may always be replaced; a new one only under the cap. The caller
+// holds g.adminRefused.scramMu until it has stored it.
+func (g *Gateway) scramRoom(ctx context.Context, m scram.Mechanism, user string) (bool, error) {
+	if g.cfg.MaxScramCredentials <= 0 {
+		return true, nil
+	}
+	s := g.sasl.scram
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	creds, err := s.load(ctx)
+	if err != nil {
+		return false, err
+	}
+	if _, ok := creds[scramKey(m, user)]; ok || len(creds) < g.cfg.MaxScramCredentials {
+		return true, nil
+	}
+	g.adminRefused.scram.Add(1)
+	return false, nil
+}
