@@ -89,6 +89,11 @@ type RebalanceConfig struct {
 	Quiet         time.Duration `json:"quiet_ns"`
 	Baseline      time.Duration `json:"baseline_ns"`
 	SettleTimeout time.Duration `json:"settle_timeout_ns"`
+	// KafkaAssignmentInterval, if not negative, is Kafka's
+	// group.consumer.assignment.interval.ms (4.4's default: 1 s between
+	// a group's target assignment updates; kiggy updates it on every
+	// change, as with 0). Negative = Kafka's default.
+	KafkaAssignmentInterval time.Duration `json:"kafka_assignment_interval_ns"`
 
 	// The servers, as in Config.
 	KafkaHeap     string   `json:"kafka_heap"`
@@ -129,9 +134,11 @@ func DefaultRebalanceConfig() RebalanceConfig {
 		RecordSize:        100,
 		Baseline:          2 * time.Second,
 		SettleTimeout:     time.Minute,
-		KafkaHeap:         "1g",
-		IggyUsername:      "iggy",
-		IggyPassword:      "iggy",
+
+		KafkaAssignmentInterval: -1,
+		KafkaHeap:               "1g",
+		IggyUsername:            "iggy",
+		IggyPassword:            "iggy",
 	}
 }
 
@@ -214,7 +221,7 @@ func (rc RebalanceConfig) kiggyFlags() []string {
 // maximums (Kafka's defaults, 15 s and 60 s) up to them if needed.
 func (rc RebalanceConfig) kafkaGroupProps() map[string]string {
 	hb, st := rc.HeartbeatInterval.Milliseconds(), rc.SessionTimeout.Milliseconds()
-	return map[string]string{
+	props := map[string]string{
 		"group.consumer.heartbeat.interval.ms":     strconv.FormatInt(hb, 10),
 		"group.consumer.min.heartbeat.interval.ms": strconv.FormatInt(hb, 10),
 		"group.consumer.max.heartbeat.interval.ms": strconv.FormatInt(max(hb, 15000), 10),
@@ -222,6 +229,11 @@ func (rc RebalanceConfig) kafkaGroupProps() map[string]string {
 		"group.consumer.min.session.timeout.ms":    strconv.FormatInt(st, 10),
 		"group.consumer.max.session.timeout.ms":    strconv.FormatInt(max(st, 60000), 10),
 	}
+	if rc.KafkaAssignmentInterval >= 0 {
+		// Its minimum defaults to 0 and its maximum to 15 s.
+		props["group.consumer.assignment.interval.ms"] = strconv.FormatInt(min(rc.KafkaAssignmentInterval.Milliseconds(), 15000), 10)
+	}
+	return props
 }
 
 // benchConfig is the Config the targets are started with.
@@ -1128,6 +1140,9 @@ func (r *RebalanceReport) Print(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "KIP-848 rebalances: %d partitions, %d members (+1 joins, then 1 leaves), %s assignor, heartbeat %v, session %v, %.0f records/s of %d B; %d repetitions\n",
 		c.Partitions, c.Members, c.Assignor, c.HeartbeatInterval, c.SessionTimeout, c.Rate, c.RecordSize, c.Repetitions)
+	if c.KafkaAssignmentInterval >= 0 {
+		fmt.Fprintf(w, "Kafka's group.consumer.assignment.interval.ms: %d\n", c.KafkaAssignmentInterval.Milliseconds())
+	}
 	fmt.Fprintf(w, "%s\n", r.Host)
 	if c.Smoke {
 		fmt.Fprintln(w, "smoke run: figures not meaningful")

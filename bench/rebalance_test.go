@@ -110,6 +110,13 @@ func TestRebalanceConfig(t *testing.T) {
 			t.Errorf("Kafka %s = %q, want %q", k, p[k], v)
 		}
 	}
+	if v, ok := p["group.consumer.assignment.interval.ms"]; ok {
+		t.Errorf("Kafka's assignment interval set to %q by default", v)
+	}
+	c.KafkaAssignmentInterval = 0
+	if v := kafkaProps(c.benchConfig())["group.consumer.assignment.interval.ms"]; v != "0" {
+		t.Errorf("Kafka's assignment interval %q, want 0", v)
+	}
 	if f := strings.Join(c.benchConfig().GatewayFlags, " "); f != "--group-consumer-heartbeat-interval 500ms --group-consumer-session-timeout 10s" {
 		t.Errorf("kiggy flags %q", f)
 	}

@@ -49,6 +49,7 @@ func run() int {
 	fs.IntVar(&cfg.RecordSize, "record-size", def.RecordSize, "the steady producer's record size in bytes")
 	fs.DurationVar(&cfg.Quiet, "quiet", 0, "a balanced assignment unchanged this long is settled (0 = 4 heartbeats, at least 2s)")
 	fs.DurationVar(&cfg.Baseline, "baseline", def.Baseline, "steady window measured before each join and leave")
+	fs.DurationVar(&cfg.KafkaAssignmentInterval, "kafka-assignment-interval", def.KafkaAssignmentInterval, "Kafka's group.consumer.assignment.interval.ms (negative = Kafka's default, 1s; kiggy updates assignments at once, as with 0)")
 	fs.StringVar(&cfg.KafkaHeap, "kafka-heap", def.KafkaHeap, "Kafka broker JVM heap")
 	fs.StringVar(&cfg.KafkaDir, "kafka-dir", "", "directory for the Kafka broker's data (default: /dev/shm if it is a tmpfs)")
 	fs.StringVar(&cfg.IggyAddr, "iggy-addr", "", "run kiggy-iggy against this Iggy server instead of a fresh iggytest")
