@@ -53,6 +53,7 @@ import (
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -1170,8 +1171,14 @@ func (r *RebalanceReport) Print(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(tw)
+	width := 0
+	for _, def := range rebalanceMeasures {
+		width = max(width, utf8.RuneCountInString(def.name))
+	}
 	for i, def := range rebalanceMeasures {
-		fmt.Fprintf(tw, "%s\t", def.name)
+		// Names to the left: padded to one width, so that the
+		// right-aligning tabwriter leaves them as they are.
+		fmt.Fprintf(tw, "%s%s\t", def.name, strings.Repeat(" ", width-utf8.RuneCountInString(def.name)))
 		for _, t := range shown {
 			fmt.Fprintf(tw, "%s\t", t.Measures[i].String())
 		}
