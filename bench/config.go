@@ -307,6 +307,10 @@ type Config struct {
 	Smoke bool `json:"smoke"`
 	// Log receives progress lines (nil = os.Stderr).
 	Log io.Writer `json:"-"`
+
+	// brokerProps are extra Kafka broker properties a mode of the harness
+	// sets (rebalance.go: the consumer-group timeouts kiggy gets as flags).
+	brokerProps map[string]string
 }
 
 // DefaultTargets are the targets of the full benchmark: Kafka, kiggy on

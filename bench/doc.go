@@ -12,6 +12,10 @@
 // reads their topic back at read_uncommitted and read_committed (txn.go).
 // Command kbench (bench/cmd/kbench, `make bench`) is its front
 // end; docs/BENCHMARKS.md explains every figure and records the latest run.
+// RunRebalance (rebalance.go, command krebalance) uses the same targets for
+// another question: how long a KIP-848 consumer group takes to settle when
+// it starts, when a member joins and when one leaves, and what its other
+// members see meanwhile.
 //
 // Run is the entry point: it returns a Report, printed with Report.Print and
 // written with Report.WriteJSON. Report.Failed reports a target that failed

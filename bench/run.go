@@ -65,37 +65,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		r.report.Host.LoadAvgEnd = loadAvg()
 	}()
 
-	root, err := testtools.RepoRoot()
+	needJava := cfg.JavaPerf || slices.Contains(cfg.Targets, TargetKafka)
+	cleanup, err := r.prepare(needJava)
+	defer cleanup()
 	if err != nil {
 		return nil, err
-	}
-	r.root = root
-	if cfg.WorkDir != "" {
-		r.work = cfg.WorkDir
-		if err := os.MkdirAll(r.work, 0o755); err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-	} else {
-		if r.work, err = os.MkdirTemp("", "kbench-"); err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-		if !cfg.KeepWork {
-			defer os.RemoveAll(r.work)
-		}
-	}
-	if cfg.ProfileDir != "" {
-		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-	}
-	r.logf("work directory %s", r.work)
-
-	needJava := cfg.JavaPerf || slices.Contains(cfg.Targets, TargetKafka)
-	if needJava {
-		r.java, r.classpath, r.javaErr = testtools.FindJava()
-		if r.javaErr != nil {
-			r.javaErr = fmt.Errorf("%w (%s)", r.javaErr, testtools.Install)
-		}
 	}
 	r.report.Host = hostInfo(r.java)
 	if err := r.build(ctx); err != nil {
@@ -115,6 +89,45 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		r.report.Loads[li] = *lr
 	}
 	return r.report, nil
+}
+
+// prepare finds the repository, makes the work directory (a temporary one
+// unless Config.WorkDir; cleanup removes it unless Config.KeepWork) and the
+// profile directory, and finds Java when needJava (r.javaErr says why not).
+func (r *runner) prepare(needJava bool) (cleanup func(), err error) {
+	cleanup = func() {}
+	root, err := testtools.RepoRoot()
+	if err != nil {
+		return cleanup, err
+	}
+	r.root = root
+	if r.cfg.WorkDir != "" {
+		r.work = r.cfg.WorkDir
+		if err := os.MkdirAll(r.work, 0o755); err != nil {
+			return cleanup, fmt.Errorf("bench: %w", err)
+		}
+	} else {
+		if r.work, err = os.MkdirTemp("", "kbench-"); err != nil {
+			return cleanup, fmt.Errorf("bench: %w", err)
+		}
+		if !r.cfg.KeepWork {
+			work := r.work
+			cleanup = func() { os.RemoveAll(work) }
+		}
+	}
+	if r.cfg.ProfileDir != "" {
+		if err := os.MkdirAll(r.cfg.ProfileDir, 0o755); err != nil {
+			return cleanup, fmt.Errorf("bench: %w", err)
+		}
+	}
+	r.logf("work directory %s", r.work)
+	if needJava {
+		r.java, r.classpath, r.javaErr = testtools.FindJava()
+		if r.javaErr != nil {
+			r.javaErr = fmt.Errorf("%w (%s)", r.javaErr, testtools.Install)
+		}
+	}
+	return cleanup, nil
 }
 
 // build compiles the binaries the targets need. A binary only kiggy-iggy

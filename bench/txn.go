@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -284,15 +285,22 @@ func findCoordinatorErr(resp *kmsg.FindCoordinatorResponse) error {
 
 // kafkaProps are the broker properties kbench sets: with transactions, the
 // transaction state log's replication for one node (kafkatest's defaults
-// already, set here so that the run does not depend on them).
+// already, set here so that the run does not depend on them); and those a
+// mode of the harness adds (Config.brokerProps: the rebalance benchmark's
+// consumer-group timeouts).
 func kafkaProps(cfg Config) map[string]string {
-	if !cfg.Transactions {
+	if !cfg.Transactions && len(cfg.brokerProps) == 0 {
 		return nil
 	}
-	return map[string]string{
-		"transaction.state.log.replication.factor": "1",
-		"transaction.state.log.min.isr":            "1",
+	props := maps.Clone(cfg.brokerProps)
+	if props == nil {
+		props = map[string]string{}
 	}
+	if cfg.Transactions {
+		props["transaction.state.log.replication.factor"] = "1"
+		props["transaction.state.log.min.isr"] = "1"
+	}
+	return props
 }
 
 // txnSettings are the configuration's commit bounds.
