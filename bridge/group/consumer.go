@@ -181,6 +181,9 @@ type cgroup struct {
 	// deleted marks a group removed by DeleteGroups, not just unloaded.
 	changed bool
 	deleted bool
+	// counted is how many members the coordinator's member count holds
+	// for this group (limits.go).
+	counted int
 }
 
 // newMemberID returns a member id as Kafka's Uuid.randomUuid().toString().
@@ -228,6 +231,10 @@ func (c *Coordinator) lockConsumerGroup(id string, create bool) (*cgroup, int16,
 			if !create {
 				c.mu.Unlock()
 				return nil, errGroupIDNotFound, "Consumer group " + id + " not found."
+			}
+			if !c.roomForGroup() {
+				c.mu.Unlock()
+				return nil, errCoordinatorNotAvailable, "The coordinator holds its maximum of groups."
 			}
 			cg = &cgroup{c: c, id: strings.Clone(id), members: map[string]*cmember{}, static: map[string]string{},
 				target: map[string]partitionSet{}, owners: map[tp]string{}}
@@ -350,6 +357,9 @@ func (cg *cgroup) heartbeat(req *ConsumerHeartbeat, now time.Time) ConsumerHeart
 	if max := cg.c.cfg.MaxGroupSize; max > 0 && len(cg.members) >= max && cg.members[memberID] == nil &&
 		!(req.HasInstanceID && cg.static[req.InstanceID] != "") {
 		return fail(errGroupMaxSizeReached, "The consumer group has reached its maximum capacity.")
+	}
+	if req.MemberEpoch == joinEpoch && cg.members[memberID] == nil && !(req.HasInstanceID && cg.static[req.InstanceID] != "") && !cg.reserveMember() {
+		return fail(errCoordinatorNotAvailable, "The coordinator holds its maximum of group members.")
 	}
 	m, code, msg := cg.memberFor(req, memberID)
 	if code != errNone {
@@ -808,8 +818,10 @@ func (cg *cgroup) bumpEpoch() {
 // groups: Kafka's consumer-group-rebalance-count.
 func (c *Coordinator) ConsumerRebalances() uint64 { return c.consumerRebalances.Load() }
 
-// flushChange hands a change to the store's writer; cg is locked.
+// flushChange hands a change to the store's writer, and brings the member
+// count up to date; cg is locked.
 func (cg *cgroup) flushChange() {
+	cg.account()
 	if cg.changed {
 		cg.changed = false
 		cg.markDirty()
@@ -1088,6 +1100,7 @@ func (c *Coordinator) listConsumerGroups(list []GroupListing) []GroupListing {
 // dropConsumerGroup marks cg dead and removes it from the map; cg is locked.
 func (c *Coordinator) dropConsumerGroup(cg *cgroup) {
 	cg.dead = true
+	cg.account()
 	if cg.timer != nil {
 		cg.timer.Stop()
 		cg.timer = nil
@@ -1134,6 +1147,7 @@ func (c *Coordinator) consumerGroupEmpty(cg *cgroup) bool {
 		return false
 	}
 	cg.dead = true
+	cg.account()
 	if cg.timer != nil {
 		cg.timer.Stop()
 		cg.timer = nil

@@ -241,6 +241,7 @@ func (c *Coordinator) RestoreConsumerGroup(id string, b []byte) error {
 	c.cgroups[cg.id] = cg
 	cg.mu.Lock()
 	cg.schedule(now)
+	cg.account()
 	cg.mu.Unlock()
 	return nil
 }

@@ -589,3 +589,43 @@ func consumerGroupOps(t *testing.T, ops []byte) {
 		}
 	}
 }
+
+func TestConsumerGroupCaps(t *testing.T) {
+	topics := fakeTopics{"t": 2}
+	c := newCoordinator(Config{MaxGroups: 2, MaxMembers: 3}, newFakeClock())
+	defer c.Close()
+	join := func(group, id string) int16 {
+		m := &cmemberClient{t: t, c: c, topics: topics, group: group, id: id, names: []string{"t"}}
+		return c.ConsumerGroupHeartbeat(m.req(0, true)).Error
+	}
+	for _, tc := range []struct {
+		group, id string
+		want      int16
+	}{
+		{"g1", "a", 0}, {"g1", "b", 0}, {"g2", "c", 0},
+		{"g2", "d", errCoordinatorNotAvailable}, // a fourth member
+		{"g3", "e", errCoordinatorNotAvailable}, // a third group
+		{"g1", "a", 0},                          // a rejoin adds nothing
+	} {
+		if got := join(tc.group, tc.id); got != tc.want {
+			t.Fatalf("%s/%s: %d, want %d", tc.group, tc.id, got, tc.want)
+		}
+	}
+	st := c.Stats()
+	if st.Groups != 2 || st.Members != 3 || st.Refused[RefusedMaxMembers] != 1 || st.Refused[RefusedMaxGroups] != 1 {
+		t.Fatalf("stats: %+v", st)
+	}
+	m := &cmemberClient{t: t, c: c, topics: topics, group: "g2", id: "c"}
+	c.ConsumerGroupHeartbeat(m.req(leaveEpoch, false))
+	if got := join("g2", "d"); got != 0 {
+		t.Fatalf("a member after one left: %d", got)
+	}
+	c.ConsumerGroupHeartbeat((&cmemberClient{t: t, c: c, topics: topics, group: "g2", id: "d"}).req(leaveEpoch, false))
+	c.Delete("g2")
+	if got := join("g3", "e"); got != 0 {
+		t.Fatalf("a group after one was deleted: %d", got)
+	}
+	if st := c.Stats(); st.Members != 3 || st.Groups != 2 {
+		t.Fatalf("stats at the end: %+v", st)
+	}
+}

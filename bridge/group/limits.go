@@ -81,7 +81,7 @@ type limits struct {
 // Stats returns a snapshot of the coordinator's counts.
 func (c *Coordinator) Stats() Stats {
 	c.mu.Lock()
-	s := Stats{Groups: len(c.groups)}
+	s := Stats{Groups: len(c.groups) + len(c.cgroups)}
 	c.mu.Unlock()
 	s.Members = c.lim.members.Load()
 	s.Evicted = c.lim.evicted.Load()
@@ -98,7 +98,7 @@ func (c *Coordinator) refuse(r RefuseReason) { c.lim.refused[r].Add(1) }
 // MaxGroups are held. c.mu is held; groups are only tried (TryLock), since
 // the lock order is group, then map.
 func (c *Coordinator) roomForGroup() bool {
-	if c.cfg.MaxGroups <= 0 || len(c.groups) < c.cfg.MaxGroups {
+	if c.cfg.MaxGroups <= 0 || len(c.groups)+len(c.cgroups) < c.cfg.MaxGroups {
 		return true
 	}
 	seen := 0
@@ -188,4 +188,37 @@ func (g *group) roomForNewOr(req *JoinRequest, done func(JoinResult), o *outbox)
 		o.join(done, joinError("", code))
 	}
 	return ok
+}
+
+// reserveMember takes a place for a new consumer-protocol member under
+// MaxMembers (cg.account gives it back if the member is not kept).
+func (cg *cgroup) reserveMember() bool {
+	max := int64(cg.c.cfg.MaxMembers)
+	if max <= 0 {
+		return true
+	}
+	for {
+		n := cg.c.lim.members.Load()
+		if n >= max {
+			cg.c.refuse(RefusedMaxMembers)
+			return false
+		}
+		if cg.c.lim.members.CompareAndSwap(n, n+1) {
+			cg.counted++
+			return true
+		}
+	}
+}
+
+// account brings the coordinator's member count up to date with the
+// consumer group's members (none once dead); cg is locked.
+func (cg *cgroup) account() {
+	n := len(cg.members)
+	if cg.dead {
+		n = 0
+	}
+	if d := n - cg.counted; d != 0 {
+		cg.c.lim.members.Add(int64(d))
+		cg.counted = n
+	}
 }

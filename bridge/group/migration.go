@@ -247,6 +247,7 @@ func (c *Coordinator) upgrade(g *group, topics TopicLookup, o *outbox) (*cgroup,
 		cg.subsHash = hashTopics(cg.subscribedTopics(topics))
 	}
 	g.state = stateDead
+	g.account() // cg counts the members from here (flushChange)
 	if g.timer != nil {
 		g.timer.Stop()
 	}
