@@ -1,11 +1,11 @@
 // ConsumerGroupHeartbeat (API key 68): versions 0–1 (wire.APIs).
 //
 // The consumer group protocol of KIP-848 (bridge/group/consumer.go follows
-// Kafka's GroupMetadataManager); the groups are stored in the system store
-// a moment after each change (docs/design/consumer-groups.md §6), and a
+// Kafka's GroupMetadataManager). Groups are stored in the system store a
+// moment after each change (docs/design/consumer-groups.md §6), and a
 // running classic group is upgraded online (docs/design/consumer-groups.md
-// §5). Differs from Kafka: the
-// group is stored after the answer, not before (docs/LIMITS.md).
+// §5). Differs from Kafka: a group is stored after the answer, not before
+// (docs/LIMITS.md).
 
 package bridge
 
