@@ -17,8 +17,8 @@ import (
 // checks, an unsupported assignor, a regex RE2 rejects, an unknown member,
 // a member ahead of the coordinator, static members (an instance id held
 // by another member, then released by a temporary leave and taken over
-// with its partitions), and the group then described by both APIs and
-// listed by type.
+// with its partitions), the group then described by both APIs and listed
+// by type, and a classic member that joins it (online migration).
 func TestConsumerGroupHeartbeatErrors(t *testing.T) {
 	tg := newTarget(t)
 	topic := topicName(t)
@@ -179,6 +179,42 @@ func TestConsumerGroupHeartbeatErrors(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("ListGroups(consumer) does not list %s as a consumer group: %+v", group, lresp.Groups)
+	}
+
+	// A classic member joins the consumer group (online migration, Kafka's
+	// default policy): answered at once, as a follower, at its epoch.
+	jreq := kmsg.NewPtrJoinGroupRequest()
+	jreq.Group, jreq.ProtocolType, jreq.SessionTimeoutMillis, jreq.RebalanceTimeoutMillis = group, "consumer", 10000, 10000
+	jreq.MemberID = "m-classic"
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0} // ConsumerProtocolSubscription v0, no topics
+	jreq.Protocols = append(jreq.Protocols, p)
+	jresp, err := jreq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jresp.ErrorCode != 0 || jresp.MemberID != "m-classic" || jresp.Protocol == nil || *jresp.Protocol != "range" || jresp.LeaderID == "m-classic" {
+		t.Fatalf("classic JoinGroup into a consumer group: %+v", jresp)
+	}
+	dresp, err = dreq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(dresp.Groups[0].Members); n != 2 {
+		t.Fatalf("ConsumerGroupDescribe after a classic member joined: %d members, want 2", n)
+	}
+	for _, m := range dresp.Groups[0].Members {
+		if want := map[string]int8{"m-b": 1, "m-classic": 0}[m.MemberID]; m.MemberType != want {
+			t.Fatalf("member %s: type %d, want %d", m.MemberID, m.MemberType, want)
+		}
+	}
+	lv := kmsg.NewPtrLeaveGroupRequest()
+	lv.Group = group
+	lm := kmsg.NewLeaveGroupRequestMember()
+	lm.MemberID = "m-classic"
+	lv.Members = append(lv.Members, lm)
+	if lresp, err := lv.RequestWith(ctx, cl); err != nil || lresp.ErrorCode != 0 || lresp.Members[0].ErrorCode != 0 {
+		t.Fatalf("LeaveGroup of the classic member: %v %+v", err, lresp)
 	}
 
 	// The last member leaves; ConsumerGroupDescribe of an unknown group.
