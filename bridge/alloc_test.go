@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
@@ -51,6 +53,44 @@ func TestFetchRoundTripAllocs(t *testing.T) {
 	t.Logf("%.3f allocations per Fetch round trip", n)
 	if n > 0.1 {
 		t.Fatalf("%.2f allocations per Fetch round trip", n)
+	}
+}
+
+// TestFetchByIDRoundTripAllocs: the same Fetch at v18, the topic named by
+// its id (KIP-516), allocates nothing per request either: the id is looked
+// up in the gateway's id map (topicids.go), the response carries the id.
+func TestFetchByIDRoundTripAllocs(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Embedded: true})
+	gw.CreateTopic(t, "allocs", benchPartitions)
+	info, err := gw.Log.Topic(t.Context(), "allocs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := dialBench(t, gw.Addr)
+	pf := produceFrame("allocs")
+	for range 16 {
+		checkProduce(t, bc.roundTrip(t, pf))
+	}
+	req := fetchRequest(18, "", make([]int64, benchPartitions), 256<<10, 64<<20)
+	req.Topics[0].TopicID = info.ID
+	frame := requestFrame(req, 2)
+	for range 50 {
+		bc.roundTrip(t, frame)
+	}
+	// The warm-up must have read records by id, not errors.
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 18
+	if err := resp.ReadFrom(bc.roundTrip(t, frame)[5:]); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].TopicID != info.ID || resp.Topics[0].Partitions[0].ErrorCode != 0 ||
+		len(resp.Topics[0].Partitions[0].RecordBatches) == 0 {
+		t.Fatalf("Fetch v18 by id: %+v", resp.Topics)
+	}
+	n := testing.AllocsPerRun(100, func() { bc.roundTrip(t, frame) })
+	t.Logf("%.3f allocations per Fetch v18 round trip", n)
+	if n > 0.1 {
+		t.Fatalf("%.2f allocations per Fetch v18 round trip", n)
 	}
 }
 

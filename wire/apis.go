@@ -73,8 +73,8 @@ var APIs = []APIRange{
 	{KeyFetch, 4, fetchMax, fetchFlexible}, // v13+ names topics by id
 	{KeyListOffsets, 1, 10, listOffsetsFlexible},
 	{KeyMetadata, 0, 13, metadataFlexible},
-	{KeyOffsetCommit, 2, 9, offsetCommitFlexible},
-	{KeyOffsetFetch, 1, 9, offsetFetchFlexible},
+	{KeyOffsetCommit, 2, offsetCommitTopicIDs, offsetCommitFlexible},
+	{KeyOffsetFetch, 1, offsetFetchTopicIDs, offsetFetchFlexible},
 	{KeyFindCoordinator, 0, 6, findCoordinatorFlexible},
 	{KeyJoinGroup, 0, 9, joinGroupFlexible},
 	{KeyHeartbeat, 0, 4, heartbeatFlexible},

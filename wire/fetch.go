@@ -245,15 +245,16 @@ func (r *FetchRequest) Decode(body []byte, version int16) error {
 }
 
 // fetchTopicMin is the smallest encoding of a request topic: its name or
-// id, an empty array and, if flexible, the tag count.
+// id, an empty array and, if flexible, the tag count (Fetch, OffsetCommit,
+// OffsetFetch and Produce topics all start so).
 func fetchTopicMin(ids, flex bool) int {
 	if ids {
-		return 16 + 1 + 1 // v13+ is flexible
+		return 16 + 1 + 1 // every version with ids is flexible
 	}
 	return minStringArraySize(flex)
 }
 
-// fetchTopicKey reads a request topic's name (v4–12) or id (v13+).
+// fetchTopicKey reads a request topic's name or, when ids, its id.
 func fetchTopicKey(rd *Reader, ids, flex bool) (string, [16]byte) {
 	if ids {
 		return "", rd.UUID()
