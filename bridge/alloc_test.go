@@ -34,6 +34,35 @@ func TestProduceRoundTripAllocs(t *testing.T) {
 	}
 }
 
+// TestProduceByIDRoundTripAllocs: the same Produce at v13, the topic named
+// by its id (KIP-516), allocates no more: the id is looked up in the
+// gateway's id map (topicids.go).
+func TestProduceByIDRoundTripAllocs(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Embedded: true, Memlog: memlog.Config{PartitionBytes: 64 << 20}})
+	gw.CreateTopic(t, "allocs", benchPartitions)
+	info, err := gw.Log.Topic(t.Context(), "allocs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := dialBench(t, gw.Addr)
+	frame := produceFrameAt(13, "", info.ID)
+	for range 200 {
+		resp := kmsg.NewPtrProduceResponse()
+		resp.Version = 13
+		if err := resp.ReadFrom(bc.roundTrip(t, frame)[5:]); err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Topics) != 1 || resp.Topics[0].TopicID != info.ID || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("Produce v13 by id: %+v", resp.Topics)
+		}
+	}
+	n := testing.AllocsPerRun(300, func() { bc.roundTrip(t, frame) })
+	t.Logf("%.3f allocations per Produce v13 round trip", n)
+	if n > 0.5 {
+		t.Fatalf("%.2f allocations per Produce v13 round trip", n)
+	}
+}
+
 // TestFetchRoundTripAllocs: a Fetch of 16 partitions × 256 KiB mapped back
 // from the embedded log allocates nothing per request once warm (pooled
 // response buffers, per-state scratch, a pooled message in the log).

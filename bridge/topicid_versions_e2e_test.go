@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 )
 
@@ -49,7 +50,8 @@ func (l *versionLog) version(name string) int {
 }
 
 // TestTopicIDVersionsWithKgo: franz-go negotiates the versions that name
-// topics by id (Fetch v18, OffsetCommit v10, OffsetFetch v10) and a group
+// topics by id (Produce v13, Fetch v18, OffsetCommit v10, OffsetFetch v10)
+// and a group
 // produces, consumes and commits through them; the committed offsets read
 // back by id. On both backends (KIGGY_TEST_BACKEND=iggy).
 func TestTopicIDVersionsWithKgo(t *testing.T) {
@@ -67,7 +69,17 @@ func TestTopicIDVersionsWithKgo(t *testing.T) {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}
 	const n = 30
-	produceN(t, gw.Addr, "byid", 3, n)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.WithLogger(logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for i := range n {
+		r := &kgo.Record{Topic: "byid", Key: []byte(fmt.Sprint("k", i)), Value: []byte(fmt.Sprint("v", i))}
+		if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	}
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.ConsumerGroup("byid-group"), kgo.ConsumeTopics("byid"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.WithLogger(logs))
@@ -89,7 +101,7 @@ func TestTopicIDVersionsWithKgo(t *testing.T) {
 	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
-	for name, want := range map[string]int{"Fetch": 18, "OffsetCommit": 10} {
+	for name, want := range map[string]int{"Produce": 13, "Fetch": 18, "OffsetCommit": 10} {
 		if got := logs.version(name); got != want {
 			t.Errorf("kgo sent %s v%d, want v%d", name, got, want)
 		}
@@ -126,8 +138,8 @@ func TestTopicIDVersionsWithKgo(t *testing.T) {
 // answers a known id, UNKNOWN_TOPIC_ID (100) for an id no topic ever had
 // and for the id of a deleted topic, and finds a topic created straight in
 // the backend (as by an Iggy-native client) that this gateway never saw;
-// the connection keeps working. Fetch v13 and v18, OffsetCommit v10,
-// OffsetFetch v10.
+// the connection keeps working. Produce v13, Fetch v13 and v18,
+// OffsetCommit v10, OffsetFetch v10.
 func TestTopicIDErrorRows(t *testing.T) {
 	gw := kiggytest.Start(t, kiggytest.Options{NoAutoCreate: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -159,6 +171,32 @@ func TestTopicIDErrorRows(t *testing.T) {
 	want := []int16{0, 100, 100, 0}
 
 	rc := dialRaw(t, gw.Addr)
+	prod := kmsg.NewPtrProduceRequest()
+	prod.Version, prod.Acks, prod.TimeoutMillis = 13, -1, 5000
+	for _, id := range ids {
+		rt := kmsg.NewProduceRequestTopic()
+		rt.TopicID = id
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = oneBatch()
+		rt.Partitions = append(rt.Partitions, rp)
+		prod.Topics = append(prod.Topics, rt)
+	}
+	corr := rc.send(prod)
+	presp := kmsg.NewPtrProduceResponse()
+	presp.Version = 13
+	rc.recv(corr, presp)
+	if len(presp.Topics) != len(ids) {
+		t.Fatalf("Produce v13: %d topics, want %d", len(presp.Topics), len(ids))
+	}
+	for i, rt := range presp.Topics {
+		if rt.TopicID != ids[i] || rt.Topic != "" || len(rt.Partitions) != 1 || rt.Partitions[0].ErrorCode != want[i] {
+			t.Errorf("Produce v13 topic %d: %+v, want id %x code %d", i, rt, ids[i], want[i])
+		}
+	}
+	if hw, err := gw.Log.Watermarks(ctx, "native", 0); err != nil || hw.High != 1 {
+		t.Errorf("native after a Produce v13 by id: %+v %v, want high watermark 1", hw, err)
+	}
+
 	for _, v := range []int16{13, 18} {
 		req := kmsg.NewPtrFetchRequest()
 		req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = v, -1, 0, 1, 1<<20
@@ -209,7 +247,7 @@ func TestTopicIDErrorRows(t *testing.T) {
 		rt.Partitions = append(rt.Partitions, rp)
 		commit.Topics = append(commit.Topics, rt)
 	}
-	corr := rc.send(commit)
+	corr = rc.send(commit)
 	cresp := kmsg.NewPtrOffsetCommitResponse()
 	cresp.Version = 10
 	rc.recv(corr, cresp)
@@ -256,4 +294,12 @@ func TestTopicIDErrorRows(t *testing.T) {
 		t.Errorf("OffsetFetch v10 of all topics: %v, want %x and %x at 1", byID, known, native)
 	}
 	rc.stillUsable()
+}
+
+// oneBatch is one uncompressed record batch of one record.
+func oneBatch() []byte {
+	var bld batch.Builder
+	bld.Reset(nil, 0, time.Now().UnixMilli(), batch.NoCompression)
+	bld.Append(0, 0, []byte("k"), []byte("v"))
+	return bld.Finish()
 }

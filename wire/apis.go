@@ -69,8 +69,8 @@ type APIRange struct {
 // it has handlers for. A row must only be added once its codec is complete
 // and oracle-tested for every version in [Min, Max].
 var APIs = []APIRange{
-	{KeyProduce, 0, 12, produceFlexible},   // v0–2 advertised but not decodable (KAFKA-18659), see produce.go
-	{KeyFetch, 4, fetchMax, fetchFlexible}, // v13+ names topics by id
+	{KeyProduce, 0, produceMaxVersion, produceFlexible}, // v0–2 advertised but not decodable (KAFKA-18659), see produce.go
+	{KeyFetch, 4, fetchMax, fetchFlexible},              // v13+ names topics by id
 	{KeyListOffsets, 1, 10, listOffsetsFlexible},
 	{KeyMetadata, 0, 13, metadataFlexible},
 	{KeyOffsetCommit, 2, offsetCommitTopicIDs, offsetCommitFlexible},
