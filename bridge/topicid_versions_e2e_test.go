@@ -13,7 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // versionLog is a kgo.Logger that keeps the highest version kgo wrote of
@@ -302,4 +304,71 @@ func oneBatch() []byte {
 	bld.Reset(nil, 0, time.Now().UnixMilli(), batch.NoCompression)
 	bld.Append(0, 0, []byte("k"), []byte("v"))
 	return bld.Finish()
+}
+
+// fetchCodeByID sends a Fetch v18 of partition 0 of the topic id names and
+// returns its error code.
+func fetchCodeByID(t *testing.T, rc *rawConn, id [16]byte) int16 {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 18, -1, 0, 1, 1<<20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.TopicID = id
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	corr := rc.send(req)
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 18
+	rc.recv(corr, resp)
+	if len(resp.Topics) != 1 || resp.Topics[0].TopicID != id || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("Fetch v18 by id %x: %+v", id, resp.Topics)
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+// TestTopicIDsAcrossGateways: two gateways over one Iggy server. A topic
+// one creates is found by id through the other on first use (its id map
+// misses and lists the topics); once the first deletes and re-creates it,
+// the other answers the old id UNKNOWN_TOPIC_ID within its refresh
+// interval and the new id at once. Iggy backend only
+// (KIGGY_TEST_BACKEND=iggy, or the iggytest model otherwise).
+func TestTopicIDsAcrossGateways(t *testing.T) {
+	opts := kiggytest.Options{Iggy: true, NoAutoCreate: true, Bridge: bridge.Config{TopicStateRefresh: time.Second}}
+	a := kiggytest.Start(t, opts)
+	b := kiggytest.Start(t, a.SameIggy(opts))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(a.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if r, err := adm.CreateTopic(ctx, 1, -1, nil, "shared"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	old := topicIDOf(ctx, t, cl, "shared")
+	rc := dialRaw(t, b.Addr)
+	if code := fetchCodeByID(t, rc, old); code != 0 {
+		t.Fatalf("Fetch through the other gateway of a topic it never saw: code %d", code)
+	}
+	if r, err := adm.DeleteTopic(ctx, "shared"); err != nil || r.Err != nil {
+		t.Fatalf("delete: %v %v %s", err, r.Err, r.ErrMessage)
+	}
+	if r, err := adm.CreateTopic(ctx, 1, -1, nil, "shared"); err != nil || r.Err != nil {
+		t.Fatalf("re-create: %v %v", err, r.Err)
+	}
+	var code int16
+	if !testtools.Eventually(10*time.Second, func() bool {
+		code = fetchCodeByID(t, rc, old)
+		return code == 100
+	}) {
+		t.Fatalf("the other gateway still answers the re-created topic's old id with code %d", code)
+	}
+	if code := fetchCodeByID(t, rc, topicIDOf(ctx, t, cl, "shared")); code != 0 {
+		t.Fatalf("Fetch by the re-created topic's id through the other gateway: code %d", code)
+	}
+	rc.stillUsable()
 }

@@ -17,9 +17,13 @@ package bridge
 //     UNKNOWN_TOPIC_ID, so a topic another gateway or an Iggy-native client
 //     created is found on first use.
 //
-// What it can miss: a topic deleted elsewhere keeps its entry until one of
-// the above happens, so a request by its id is served by name and answered
-// as for a deleted name (UNKNOWN_TOPIC_OR_PARTITION) until then. A Kafka
+//   - on a shared store, the gateway lists the topics again every
+//     Config.TopicStateRefresh (topicstate.go, refreshTopicState).
+//
+// What it can miss: a topic deleted or re-created elsewhere keeps its entry
+// until one of the above happens, so a request by its old id is served by
+// name until then: answered as for a deleted name
+// (UNKNOWN_TOPIC_OR_PARTITION), or from the re-created topic. A Kafka
 // client refreshes its metadata on that error, which forgets the name.
 //
 // A listing begun before a forget must not bring the forgotten id back:
