@@ -73,6 +73,9 @@ func (m *topicIDs) generation() uint64 {
 // replace makes the map hold exactly list, unless a forget happened since
 // gen was read (the listing may predate it: the map is left as it is).
 func (m *topicIDs) replace(list []store.TopicInfo, gen uint64) {
+	if m.holds(list) {
+		return // the usual case: nothing changed, nothing to allocate
+	}
 	byID := make(map[[16]byte]string, len(list))
 	byName := make(map[string][16]byte, len(list))
 	for _, t := range list {
@@ -85,6 +88,23 @@ func (m *topicIDs) replace(list []store.TopicInfo, gen uint64) {
 		m.byID, m.byName = byID, byName
 	}
 	m.mu.Unlock()
+}
+
+// holds reports whether the map is exactly list (topics with an id).
+func (m *topicIDs) holds(list []store.TopicInfo) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n := 0
+	for _, t := range list {
+		if t.ID == ([16]byte{}) {
+			continue
+		}
+		if name, ok := m.byID[t.ID]; !ok || name != t.Name {
+			return false
+		}
+		n++
+	}
+	return n == len(m.byID) && n == len(m.byName)
 }
 
 // note records that topic name has id now, dropping an older id of the name;
