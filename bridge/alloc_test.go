@@ -133,21 +133,47 @@ func TestFetchRoundTripAllocsIggy(t *testing.T) {
 	checkFetchAllocsIggy(t, kiggytest.Start(t, kiggytest.Options{Iggy: true}))
 }
 
+// TestFetchByIDRoundTripAllocsIggy: the same at Fetch v18, the topic named
+// by its id, looked up in the id map (topicids.go).
+func TestFetchByIDRoundTripAllocsIggy(t *testing.T) {
+	checkFetchAllocsIggyAt(t, kiggytest.Start(t, kiggytest.Options{Iggy: true}), 18)
+}
+
 // checkFetchAllocsIggy fills a topic through gw, warms a Fetch of it up and
 // fails when the repeated Fetch allocates.
-func checkFetchAllocsIggy(t *testing.T, gw *kiggytest.Gateway) {
+func checkFetchAllocsIggy(t *testing.T, gw *kiggytest.Gateway) { checkFetchAllocsIggyAt(t, gw, 12) }
+
+// checkFetchAllocsIggyAt is checkFetchAllocsIggy with a Fetch at version v,
+// by the topic's id from v13 on.
+func checkFetchAllocsIggyAt(t *testing.T, gw *kiggytest.Gateway, v int16) {
 	gw.CreateTopic(t, "allocs", benchPartitions)
 	bc := dialBench(t, gw.Addr)
 	pf := produceFrame("allocs")
 	for range 16 {
 		checkProduce(t, bc.roundTrip(t, pf))
 	}
-	frame := fetchFrame("allocs", 256<<10)
+	req := fetchRequest(v, "allocs", make([]int64, benchPartitions), 256<<10, 64<<20)
+	if v >= 13 {
+		info, err := gw.Log.Topic(t.Context(), "allocs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Topics[0].Topic, req.Topics[0].TopicID = "", info.ID
+	}
+	frame := requestFrame(req, 2)
 	for range 50 {
 		bc.roundTrip(t, frame)
 	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = v
+	if err := resp.ReadFrom(bc.roundTrip(t, frame)[5:]); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 || len(resp.Topics[0].Partitions[0].RecordBatches) == 0 {
+		t.Fatalf("Fetch v%d: %+v", v, resp.Topics)
+	}
 	n := testing.AllocsPerRun(100, func() { bc.roundTrip(t, frame) })
-	t.Logf("%.3f allocations per Fetch round trip", n)
+	t.Logf("%.3f allocations per Fetch v%d round trip", n, v)
 	if n >= 1 {
 		t.Fatalf("%.2f allocations per Fetch round trip", n)
 	}
