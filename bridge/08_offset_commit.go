@@ -31,7 +31,8 @@ func (g *Gateway) offsetCommit(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
-	groupCode := g.groupCode(c, acl.OpRead, req.Group) // KafkaApis: READ on the group, then READ on each topic
+	denied := g.groupCode(c, acl.OpRead, req.Group) // KafkaApis: READ on the group, then READ on each topic
+	groupCode := denied
 	switch {
 	case groupCode != wire.NoError:
 	case req.Group == "":
@@ -49,9 +50,17 @@ func (g *Gateway) offsetCommit(c *call) bool {
 		if len(resp.Topics) < cap(resp.Topics) {
 			out.Partitions = resp.Topics[:len(resp.Topics)+1][len(resp.Topics)].Partitions[:0]
 		}
-		topicCode := groupCode
+		// KafkaApis.handleOffsetCommitRequest resolves ids before the
+		// coordinator sees the commit: an unknown id is UNKNOWN_TOPIC_ID
+		// whatever the group's state (seen on Kafka 4.4: a commit from an
+		// unknown member got UNKNOWN_MEMBER_ID on a known topic, 100 on an
+		// unknown id).
+		topicCode := denied
 		if topicCode == wire.NoError && c.hdr.APIVersion >= 10 {
 			topicCode = g.nameTopicByID(&t.Topic, t.TopicID, wire.CoordinatorLoadInProgress)
+		}
+		if topicCode == wire.NoError {
+			topicCode = groupCode
 		}
 		if topicCode == wire.NoError {
 			topicCode = g.topicCode(c, acl.OpRead, t.Topic)

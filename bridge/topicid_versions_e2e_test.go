@@ -259,6 +259,24 @@ func TestTopicIDErrorRows(t *testing.T) {
 		}
 	}
 
+	// From an unknown member: the group's error on the known topics, and
+	// still UNKNOWN_TOPIC_ID on the unknown ids, as Kafka 4.4 answers
+	// (KafkaApis resolves ids before the coordinator sees the commit).
+	commit.Generation, commit.MemberID = 5, "nobody"
+	corr = rc.send(commit)
+	cresp = kmsg.NewPtrOffsetCommitResponse()
+	cresp.Version = 10
+	rc.recv(corr, cresp)
+	for i, rt := range cresp.Topics {
+		code := rt.Partitions[0].ErrorCode
+		if (want[i] == 0) == (code == 0 || code == 100) {
+			t.Errorf("OffsetCommit v10 from an unknown member, topic %d: code %d", i, code)
+		}
+		if want[i] == 100 && code != 100 {
+			t.Errorf("OffsetCommit v10 from an unknown member, unknown id %d: code %d, want 100", i, code)
+		}
+	}
+
 	fetch := kmsg.NewPtrOffsetFetchRequest()
 	fetch.Version = 10
 	g := kmsg.NewOffsetFetchRequestGroup()
