@@ -317,11 +317,12 @@ func appendProduceTopic(dst []wire.ProduceResponseTopic, name string, id [16]byt
 // listed, NOT_LEADER_OR_FOLLOWER, which producers retry.
 func (g *Gateway) produceTopicNames(st *state, v int16) {
 	st.produceIDCodes = st.produceIDCodes[:0]
+	listed := false // topicNameByID
 	for i := range st.produceReq.Topics {
 		t := &st.produceReq.Topics[i]
 		code := wire.NoError
 		if v >= 13 {
-			code = g.nameTopicByID(&t.Name, t.TopicID, wire.NotLeaderOrFollower)
+			code = g.nameTopicByID(&t.Name, t.TopicID, &listed, wire.NotLeaderOrFollower)
 		}
 		st.produceIDCodes = append(st.produceIDCodes, code)
 	}

@@ -93,11 +93,12 @@ func (g *Gateway) fetch(c *call) bool {
 // topics could not be listed, the error a failed read gets.
 func (g *Gateway) fetchTopicNames(fs *fetchState, v int16) {
 	fs.topicCodes = fs.topicCodes[:0]
+	listed := false // topicNameByID
 	for i := range fs.req.Topics {
 		t := &fs.req.Topics[i]
 		code := wire.NoError
 		if v >= 13 {
-			name, err := g.topicNameByID(t.TopicID)
+			name, err := g.topicNameByID(t.TopicID, &listed)
 			switch {
 			case err == nil:
 				t.Topic = name

@@ -44,6 +44,7 @@ func (g *Gateway) offsetCommit(c *call) bool {
 	}
 	resp := &gs.commitResp
 	resp.Topics = resp.Topics[:0]
+	listed := false // topicNameByID
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		out := wire.OffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
@@ -57,7 +58,7 @@ func (g *Gateway) offsetCommit(c *call) bool {
 		// unknown id).
 		topicCode := denied
 		if topicCode == wire.NoError && c.hdr.APIVersion >= 10 {
-			topicCode = g.nameTopicByID(&t.Topic, t.TopicID, wire.CoordinatorLoadInProgress)
+			topicCode = g.nameTopicByID(&t.Topic, t.TopicID, &listed, wire.CoordinatorLoadInProgress)
 		}
 		if topicCode == wire.NoError {
 			topicCode = groupCode
@@ -101,9 +102,9 @@ func (g *Gateway) offsetCommit(c *call) bool {
 // nameTopicByID sets *name to the name of the topic id names, for a request
 // that names topics by id: UNKNOWN_TOPIC_ID when the id names none,
 // unavailable (the code the API retries on) when the topics could not be
-// listed (topicNameByID).
-func (g *Gateway) nameTopicByID(name *string, id [16]byte, unavailable wire.ErrorCode) wire.ErrorCode {
-	n, err := g.topicNameByID(id)
+// listed (topicNameByID, which listed is for).
+func (g *Gateway) nameTopicByID(name *string, id [16]byte, listed *bool, unavailable wire.ErrorCode) wire.ErrorCode {
+	n, err := g.topicNameByID(id, listed)
 	switch {
 	case errors.Is(err, store.ErrUnknownTopic):
 		return wire.UnknownTopicID

@@ -114,11 +114,12 @@ func (g *Gateway) committed(c *call, groupID string, topics []wire.OffsetFetchRe
 			}
 		}
 	} else {
+		listed := false // topicNameByID
 		for _, t := range topics {
 			ot := wire.OffsetFetchResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
 			denied := wire.NoError
 			if byID {
-				denied = g.nameTopicByID(&t.Topic, t.TopicID, wire.CoordinatorLoadInProgress)
+				denied = g.nameTopicByID(&t.Topic, t.TopicID, &listed, wire.CoordinatorLoadInProgress)
 				if denied == wire.CoordinatorLoadInProgress {
 					return nil, denied // as a failed read: the whole group
 				}

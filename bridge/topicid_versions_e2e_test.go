@@ -390,3 +390,43 @@ func TestTopicIDsAcrossGateways(t *testing.T) {
 	}
 	rc.stillUsable()
 }
+
+// TestUnknownTopicIDsListOnce: a Fetch v18 naming 50 ids no topic has makes
+// the gateway list the topics once, not once per id (topicids.go): such a
+// request costs no more than a Metadata for all topics. Counted by the
+// Iggy GetTopics requests (Iggy backend, the model by default).
+func TestUnknownTopicIDsListOnce(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, Bridge: bridge.Config{TopicStateRefresh: time.Hour}})
+	gw.CreateTopic(t, "some", 1)
+	listings := func() float64 { // absent until the first listing
+		const name = `kiggy_iggy_request_duration_seconds_count{command="GetTopics"}`
+		if !strings.Contains(gw.Metrics(), name+" ") {
+			return 0
+		}
+		return metricValue(t, gw.Metrics(), name)
+	}
+	rc := dialRaw(t, gw.Addr)
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 18, -1, 0, 1, 1<<20
+	for i := range 50 {
+		rt := kmsg.NewFetchRequestTopic()
+		rt.TopicID = [16]byte{0x77, byte(i), 6: 0x40, 8: 0x80}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.PartitionMaxBytes = 1 << 20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	before := listings()
+	corr := rc.send(req)
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 18
+	rc.recv(corr, resp)
+	for i, rt := range resp.Topics {
+		if rt.Partitions[0].ErrorCode != 100 {
+			t.Fatalf("topic %d: code %d, want 100", i, rt.Partitions[0].ErrorCode)
+		}
+	}
+	if n := listings() - before; n != 1 {
+		t.Fatalf("a Fetch of 50 unknown ids listed the topics %v times, want once", n)
+	}
+}

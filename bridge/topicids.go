@@ -15,8 +15,9 @@ package bridge
 //   - a topic this gateway deletes, or finds gone by name, is forgotten;
 //   - a lookup that misses lists the topics before the caller answers
 //     UNKNOWN_TOPIC_ID, so a topic another gateway or an Iggy-native client
-//     created is found on first use.
-//
+//     created is found on first use. One request lists at most once,
+//     however many unknown ids it names (listed), so it costs no more than
+//     a Metadata request for all topics;
 //   - on a shared store, the gateway lists the topics again every
 //     Config.TopicStateRefresh (topicstate.go, refreshTopicState).
 //
@@ -158,15 +159,20 @@ func (g *Gateway) listTopics(ctx context.Context) ([]store.TopicInfo, error) {
 
 // topicNameByID returns the name of the topic id names. A miss lists the
 // topics once (sharing a listing another miss began after this one) before
-// it fails with store.ErrUnknownTopic; the all-zero id names no topic. A
-// hit allocates nothing.
-func (g *Gateway) topicNameByID(id [16]byte) (string, error) {
+// it fails with store.ErrUnknownTopic, unless *listed says the request has
+// listed them already; it sets *listed when it lists. The all-zero id names
+// no topic. A hit allocates nothing.
+func (g *Gateway) topicNameByID(id [16]byte, listed *bool) (string, error) {
 	if id == ([16]byte{}) {
 		return "", store.ErrUnknownTopic
 	}
 	if n, ok := g.topicIDs.name(id); ok {
 		return n, nil
 	}
+	if *listed {
+		return "", fmt.Errorf("%w: id %x", store.ErrUnknownTopic, id)
+	}
+	*listed = true
 	m := &g.topicIDs
 	before := m.started.Load()
 	m.refresh.Lock()
@@ -191,7 +197,8 @@ func (g *Gateway) topicNameByID(id [16]byte) (string, error) {
 // need the whole TopicInfo.
 func (g *Gateway) topicByID(id [16]byte) (store.TopicInfo, error) {
 	for try := 0; ; try++ {
-		name, err := g.topicNameByID(id)
+		listed := false
+		name, err := g.topicNameByID(id, &listed)
 		if err != nil {
 			return store.TopicInfo{}, err
 		}
