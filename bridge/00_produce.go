@@ -1,6 +1,9 @@
-// Produce (API key 0): versions 3–12 served, 0–12 advertised (wire.APIs); a
+// Produce (API key 0): versions 3–13 served, 0–13 advertised (wire.APIs); a
 // v0–2 request closes the connection, as in Kafka 4 (KAFKA-18659,
-// docs/design/kafka-protocol.md §2.1).
+// docs/design/kafka-protocol.md §2.1). v13 names topics by id, looked up in
+// the gateway's id map (topicids.go): an id it does not know after listing
+// the topics is UNKNOWN_TOPIC_ID (100) on each of the topic's partitions, as
+// KafkaApis.handleProduceRequest answers.
 //
 // Each partition entry is validated, decoded and mapped on its own, and
 // appended as one message per record (docs/design/record-mapping.md §2).
@@ -33,7 +36,7 @@ import (
 
 func init() { handle(wire.KeyProduce, (*Gateway).produce) }
 
-// produce answers Produce v3–12 with the reference gateway's behaviour
+// produce answers Produce v3–13 with the reference gateway's behaviour
 // (docs/design/record-mapping.md §2, §2.9, §6): each partition entry is validated,
 // decoded and mapped on its own, and becomes one append of one message per
 // record; each partition gets its own error code and base offset.
@@ -51,6 +54,7 @@ func (g *Gateway) produce(c *call) bool {
 		if !decodeOrClose(c, req) {
 			return false
 		}
+		g.produceTopicNames(st, c.hdr.APIVersion)
 		if c.inline && hasCompressed(req) {
 			// Decompression happens off the loop, under the decode
 			// semaphore; the worker runs produce again, without decoding.
@@ -162,10 +166,13 @@ func (g *Gateway) produceTopic(c *call, ps *produceScope, i int) {
 	st := c.state
 	rt := &st.produceReq.Topics[i]
 	resp := &st.produceResp
-	resp.Topics = appendProduceTopic(resp.Topics, rt.Name)
+	resp.Topics = appendProduceTopic(resp.Topics, rt.Name, rt.TopicID)
 	out := &resp.Topics[len(resp.Topics)-1]
 	denied := wire.NoError
 	if ps.fixed == wire.NoError {
+		denied = st.produceIDCodes[i] // an id that names no topic
+	}
+	if denied == wire.NoError && ps.fixed == wire.NoError {
 		denied = g.topicCode(c, acl.OpWrite, rt.Name) // KafkaApis: WRITE on the topic
 	}
 	// The topic's configs: max.message.bytes and message.timestamp.type
@@ -296,12 +303,29 @@ func (g *Gateway) produceErrors(c *call, resp *wire.ProduceResponse, v int16) bo
 
 // appendProduceTopic appends a response topic, reusing the partition slice
 // left in dst's spare capacity by an earlier request.
-func appendProduceTopic(dst []wire.ProduceResponseTopic, name string) []wire.ProduceResponseTopic {
+func appendProduceTopic(dst []wire.ProduceResponseTopic, name string, id [16]byte) []wire.ProduceResponseTopic {
 	var parts []wire.ProduceResponsePartition
 	if len(dst) < cap(dst) {
 		parts = dst[:len(dst)+1][len(dst)].Partitions[:0]
 	}
-	return append(dst, wire.ProduceResponseTopic{Name: name, Partitions: parts})
+	return append(dst, wire.ProduceResponseTopic{Name: name, TopicID: id, Partitions: parts})
+}
+
+// produceTopicNames fills st.produceIDCodes, one per requested topic, and
+// from v13 on each topic's name from its id: a topic whose id names none
+// keeps the name "" and UNKNOWN_TOPIC_ID, or, when the topics could not be
+// listed, NOT_LEADER_OR_FOLLOWER, which producers retry.
+func (g *Gateway) produceTopicNames(st *state, v int16) {
+	st.produceIDCodes = st.produceIDCodes[:0]
+	listed := false // topicNameByID
+	for i := range st.produceReq.Topics {
+		t := &st.produceReq.Topics[i]
+		code := wire.NoError
+		if v >= 13 {
+			code = g.nameTopicByID(&t.Name, t.TopicID, &listed, wire.NotLeaderOrFollower)
+		}
+		st.produceIDCodes = append(st.produceIDCodes, code)
+	}
 }
 
 // hasCompressed reports whether any partition carries a compressed batch

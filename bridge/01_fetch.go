@@ -1,4 +1,7 @@
-// Fetch (API key 1): versions 4–12 (wire.APIs); v13+ need topic ids.
+// Fetch (API key 1): versions 4–18 (wire.APIs); v13+ names topics by id,
+// looked up in the gateway's id map (topicids.go): an id it does not know
+// after listing the topics is UNKNOWN_TOPIC_ID (100) on each of the
+// topic's partitions, as KafkaApis.handleFetchRequest answers.
 //
 // Records are mapped back from messages into v2 batches in the topic's
 // compression.type (docs/design/record-mapping.md §3); a transaction's
@@ -13,10 +16,12 @@
 package bridge
 
 import (
+	"errors"
 	"time"
 
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/fetchcache"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
@@ -24,7 +29,7 @@ import (
 
 func init() { handle(wire.KeyFetch, (*Gateway).fetch) }
 
-// fetch answers Fetch v4–12 (docs/design/kafka-protocol.md §7): sessionless (KIP-227:
+// fetch answers Fetch v4–18 (docs/design/kafka-protocol.md §7): sessionless (KIP-227:
 // SessionId 0, every requested partition answered), records mapped back
 // per docs/design/record-mapping.md §3 into v2 batches in the topic's
 // compression.type (docs/design/record-mapping.md §3.5), long polling that
@@ -39,6 +44,7 @@ func (g *Gateway) fetch(c *call) bool {
 		}
 		now := time.Now()
 		fs.deadline = now.Add(time.Duration(fs.req.MaxWaitMillis) * time.Millisecond)
+		g.fetchTopicNames(fs, v)
 		compress := false
 		fs.codecs = fs.codecs[:0]
 		for i := range fs.req.Topics {
@@ -79,6 +85,31 @@ func (g *Gateway) fetch(c *call) bool {
 	fs.dropSplices()
 	g.park(c, now)
 	return true
+}
+
+// fetchTopicNames fills fs.topicCodes, one per requested topic, and from v13
+// on each topic's name from its id: a topic whose id names none keeps the
+// name "" (which names no topic either) and UNKNOWN_TOPIC_ID, or, when the
+// topics could not be listed, the error a failed read gets.
+func (g *Gateway) fetchTopicNames(fs *fetchState, v int16) {
+	fs.topicCodes = fs.topicCodes[:0]
+	listed := false // topicNameByID
+	for i := range fs.req.Topics {
+		t := &fs.req.Topics[i]
+		code := wire.NoError
+		if v >= 13 {
+			name, err := g.topicNameByID(t.TopicID, &listed)
+			switch {
+			case err == nil:
+				t.Topic = name
+			case errors.Is(err, store.ErrUnknownTopic):
+				code = wire.UnknownTopicID
+			default:
+				code = fetchCode(err)
+			}
+		}
+		fs.topicCodes = append(fs.topicCodes, code)
+	}
 }
 
 // fetchPartitions counts the requested partitions.
@@ -131,8 +162,11 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		codec, refuse := readCodec(fs.codecs[i], v)
-		b.buf = wire.AppendFetchTopicStart(b.buf, v, t.Topic, len(t.Partitions))
-		denied := g.topicCode(c, acl.OpRead, t.Topic) // KafkaApis: READ on the topic
+		b.buf = wire.AppendFetchTopicStart(b.buf, v, t.Topic, t.TopicID, len(t.Partitions))
+		denied := fs.topicCodes[i] // an id that names no topic
+		if denied == wire.NoError {
+			denied = g.topicCode(c, acl.OpRead, t.Topic) // KafkaApis: READ on the topic
+		}
 		for j := range t.Partitions {
 			g.fetchPartition(fs, &b, t.Topic, &t.Partitions[j], codec, refuse, denied)
 		}

@@ -60,7 +60,7 @@ func (g *Gateway) metadata(c *call) bool {
 // metadataAllTopics answers a Metadata for all topics: every topic of the
 // log the principal may DESCRIBE (KafkaApis.handleTopicMetadataRequest).
 func (g *Gateway) metadataAllTopics(c *call, resp *wire.MetadataResponse, node []int32) {
-	topics, err := g.store.Topics(g.ctx)
+	topics, err := g.listTopics(g.ctx)
 	if err != nil {
 		g.cfg.Logger.Warn("metadata: listing topics", "err", err)
 	}
@@ -115,8 +115,10 @@ func (g *Gateway) metadataTopic(c *call, resp *wire.MetadataResponse, rt *wire.M
 	}
 	switch {
 	case err == nil:
+		g.topicIDs.note(name, info.ID) // topicids.go: a client may name it by id next
 		resp.Topics = g.appendTopic(resp.Topics, name, info.ID, info.Partitions, wire.NoError, node)
 	case errors.Is(err, store.ErrUnknownTopic):
+		g.topicIDs.forget(name)
 		resp.Topics = g.appendTopic(resp.Topics, name, [16]byte{}, 0, wire.UnknownTopicOrPartition, node)
 	default:
 		g.cfg.Logger.Warn("metadata: topic lookup", "topic", name, "err", err)

@@ -1,4 +1,7 @@
-// OffsetCommit (API key 8): versions 2–9 (wire.APIs).
+// OffsetCommit (API key 8): versions 2–10 (wire.APIs); v10 names topics by
+// id, looked up in the gateway's id map (topicids.go): an id it does not
+// know after listing the topics is UNKNOWN_TOPIC_ID (100) on each of the
+// topic's partitions, as KafkaApis.handleOffsetCommitRequest answers.
 //
 // Kafka's checks, made by the group coordinator (bridge/group). Differs from
 // Kafka: the offset is stored through store.Log, not in __consumer_offsets
@@ -20,7 +23,7 @@ func init() { handle(wire.KeyOffsetCommit, (*Gateway).offsetCommit) }
 // offsetMetadataMax is Kafka's offset.metadata.max.bytes default.
 const offsetMetadataMax = 4096
 
-// offsetCommit answers OffsetCommit v2–9: the generation and member are
+// offsetCommit answers OffsetCommit v2–10: the generation and member are
 // checked by the coordinator, then each offset is stored through Log.
 func (g *Gateway) offsetCommit(c *call) bool {
 	gs := &c.state.group
@@ -28,7 +31,8 @@ func (g *Gateway) offsetCommit(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
-	groupCode := g.groupCode(c, acl.OpRead, req.Group) // KafkaApis: READ on the group, then READ on each topic
+	denied := g.groupCode(c, acl.OpRead, req.Group) // KafkaApis: READ on the group, then READ on each topic
+	groupCode := denied
 	switch {
 	case groupCode != wire.NoError:
 	case req.Group == "":
@@ -40,13 +44,25 @@ func (g *Gateway) offsetCommit(c *call) bool {
 	}
 	resp := &gs.commitResp
 	resp.Topics = resp.Topics[:0]
+	listed := false // topicNameByID
 	for i := range req.Topics {
 		t := &req.Topics[i]
-		out := wire.OffsetCommitResponseTopic{Topic: t.Topic}
+		out := wire.OffsetCommitResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
 		if len(resp.Topics) < cap(resp.Topics) {
 			out.Partitions = resp.Topics[:len(resp.Topics)+1][len(resp.Topics)].Partitions[:0]
 		}
-		topicCode := groupCode
+		// KafkaApis.handleOffsetCommitRequest resolves ids before the
+		// coordinator sees the commit: an unknown id is UNKNOWN_TOPIC_ID
+		// whatever the group's state (seen on Kafka 4.4: a commit from an
+		// unknown member got UNKNOWN_MEMBER_ID on a known topic, 100 on an
+		// unknown id).
+		topicCode := denied
+		if topicCode == wire.NoError && c.hdr.APIVersion >= 10 {
+			topicCode = g.nameTopicByID(&t.Topic, t.TopicID, &listed, wire.CoordinatorLoadInProgress)
+		}
+		if topicCode == wire.NoError {
+			topicCode = groupCode
+		}
 		if topicCode == wire.NoError {
 			topicCode = g.topicCode(c, acl.OpRead, t.Topic)
 		}
@@ -81,6 +97,22 @@ func (g *Gateway) offsetCommit(c *call) bool {
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, resp)
 	return false
+}
+
+// nameTopicByID sets *name to the name of the topic id names, for a request
+// that names topics by id: UNKNOWN_TOPIC_ID when the id names none,
+// unavailable (the code the API retries on) when the topics could not be
+// listed (topicNameByID, which listed is for).
+func (g *Gateway) nameTopicByID(name *string, id [16]byte, listed *bool, unavailable wire.ErrorCode) wire.ErrorCode {
+	n, err := g.topicNameByID(id, listed)
+	switch {
+	case errors.Is(err, store.ErrUnknownTopic):
+		return wire.UnknownTopicID
+	case err != nil:
+		return unavailable
+	}
+	*name = n
+	return wire.NoError
 }
 
 // topicPartitions returns topic's partition count for a request that names

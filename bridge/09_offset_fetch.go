@@ -1,4 +1,6 @@
-// OffsetFetch (API key 9): versions 1–9 (wire.APIs).
+// OffsetFetch (API key 9): versions 1–10 (wire.APIs); v10 names topics by
+// id (topicids.go): an id that names no topic is UNKNOWN_TOPIC_ID (100) on
+// each requested partition, and all topics (null) lists those with an id.
 //
 // Differs from Kafka: committed offsets come from store.Log
 // (docs/design/record-mapping.md §5); a backend failure is COORDINATOR_LOAD_IN_PROGRESS (14) for
@@ -16,7 +18,7 @@ import (
 
 func init() { handle(wire.KeyOffsetFetch, (*Gateway).offsetFetch) }
 
-// offsetFetch answers OffsetFetch v1–9 (v8+ several groups): committed
+// offsetFetch answers OffsetFetch v1–10 (v8+ several groups): committed
 // offsets through Log, -1 where none; null topics means every partition
 // with a committed offset.
 func (g *Gateway) offsetFetch(c *call) bool {
@@ -31,11 +33,11 @@ func (g *Gateway) offsetFetch(c *call) bool {
 	if v >= 8 {
 		for i := range req.Groups {
 			rg := &req.Groups[i]
-			topics, code := g.committed(c, rg.Group, rg.Topics, req.RequireStable)
+			topics, code := g.committed(c, rg.Group, rg.Topics, req.RequireStable, v >= 10)
 			resp.Groups = append(resp.Groups, wire.OffsetFetchResponseGroup{Group: rg.Group, Topics: topics, ErrorCode: code})
 		}
 	} else {
-		resp.Topics, resp.ErrorCode = g.committed(c, req.Group, req.Topics, req.RequireStable)
+		resp.Topics, resp.ErrorCode = g.committed(c, req.Group, req.Topics, req.RequireStable, false)
 		if v < 2 && resp.ErrorCode == wire.CoordinatorLoadInProgress {
 			// v1 has no top-level error code: say it per partition.
 			resp.Topics = loadingPartitions(req.Topics)
@@ -46,7 +48,8 @@ func (g *Gateway) offsetFetch(c *call) bool {
 	return false
 }
 
-// committed reads a group's committed offsets for topics (nil = all).
+// committed reads a group's committed offsets for topics (nil = all), named
+// by id when byID (v10).
 //
 // A backend that cannot answer makes the whole group's answer
 // COORDINATOR_LOAD_IN_PROGRESS, which clients retry: the Java consumer
@@ -63,7 +66,7 @@ func (g *Gateway) offsetFetch(c *call) bool {
 // With requireStable (v7+, KIP-447), a partition an open transaction holds
 // an offset for is UNSTABLE_OFFSET_COMMIT, which the client retries until
 // the transaction ends (GroupMetadataManager.getOffsets).
-func (g *Gateway) committed(c *call, groupID string, topics []wire.OffsetFetchRequestTopic, requireStable bool) ([]wire.OffsetFetchResponseTopic, wire.ErrorCode) {
+func (g *Gateway) committed(c *call, groupID string, topics []wire.OffsetFetchRequestTopic, requireStable, byID bool) ([]wire.OffsetFetchResponseTopic, wire.ErrorCode) {
 	if code := g.groupCode(c, acl.OpDescribe, groupID); code != wire.NoError {
 		return nil, code
 	}
@@ -92,7 +95,7 @@ func (g *Gateway) committed(c *call, groupID string, topics []wire.OffsetFetchRe
 		return r
 	}
 	if topics == nil {
-		all, err := g.store.Topics(g.ctx)
+		all, err := g.listTopics(g.ctx)
 		if err != nil {
 			return nil, wire.CoordinatorLoadInProgress
 		}
@@ -107,13 +110,23 @@ func (g *Gateway) committed(c *call, groupID string, topics []wire.OffsetFetchRe
 				}
 			}
 			if len(parts) > 0 {
-				out = append(out, wire.OffsetFetchResponseTopic{Topic: t.Name, Partitions: parts})
+				out = append(out, wire.OffsetFetchResponseTopic{Topic: t.Name, TopicID: t.ID, Partitions: parts})
 			}
 		}
 	} else {
+		listed := false // topicNameByID
 		for _, t := range topics {
-			ot := wire.OffsetFetchResponseTopic{Topic: t.Topic}
-			denied := g.topicCode(c, acl.OpDescribe, t.Topic)
+			ot := wire.OffsetFetchResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
+			denied := wire.NoError
+			if byID {
+				denied = g.nameTopicByID(&t.Topic, t.TopicID, &listed, wire.CoordinatorLoadInProgress)
+				if denied == wire.CoordinatorLoadInProgress {
+					return nil, denied // as a failed read: the whole group
+				}
+			}
+			if denied == wire.NoError {
+				denied = g.topicCode(c, acl.OpDescribe, t.Topic)
+			}
 			for _, p := range t.Partitions {
 				if denied != wire.NoError {
 					ot.Partitions = append(ot.Partitions, wire.OffsetFetchResponseTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1,

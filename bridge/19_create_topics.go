@@ -71,6 +71,7 @@ func (g *Gateway) createTopics(c *call) bool {
 			out.ErrorMessage = wire.NullStringOf(msg)
 		}
 		if code == wire.NoError {
+			g.topicIDs.note(t.Topic, id)
 			out.NumPartitions, out.ReplicationFactor, out.TopicID = parts, 1, id
 			for _, e := range topicConfigs(overrides, cfg, g.maxMessageBytes()) {
 				out.Configs = append(out.Configs, wire.CreateTopicsResponseTopicConfig{Name: e.name, Value: wire.NullStringOf(e.value), ReadOnly: e.readOnly, Source: e.source})

@@ -31,6 +31,9 @@ func (g *Gateway) deleteTopics(c *call) bool {
 			return code, "Authorization failed."
 		}
 		err := g.store.DeleteTopic(g.ctx, name)
+		if err == nil || errors.Is(err, store.ErrUnknownTopic) {
+			g.topicIDs.forget(name) // its id names no topic now (topicids.go)
+		}
 		switch {
 		case err == nil:
 			// A topic of the same name created later starts with no

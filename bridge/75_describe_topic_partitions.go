@@ -129,7 +129,7 @@ func (g *Gateway) describeTopicsFrom(req *wire.DescribeTopicPartitionsRequest, a
 	var names []string
 	var infos []store.TopicInfo
 	if all {
-		topics, err := g.store.Topics(g.ctx)
+		topics, err := g.listTopics(g.ctx)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -155,6 +155,7 @@ func (g *Gateway) describeTopicsFrom(req *wire.DescribeTopicPartitionsRequest, a
 			info, err := g.store.Topic(g.ctx, name)
 			switch {
 			case err == nil:
+				g.topicIDs.note(name, info.ID)
 				infos[i] = info
 			case !errors.Is(err, store.ErrUnknownTopic):
 				return nil, nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge"
@@ -54,7 +55,15 @@ func aclGateway(t *testing.T, allowIfNoACL bool) *kiggytest.Gateway {
 
 func aclClient(t *testing.T, addr, id string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID(id)}, opts...)...)
+	// The ACL tests name topics, as a principal's rights do: the client
+	// stays on the versions that name topics (Produce 12, Fetch 12,
+	// OffsetCommit 9, OffsetFetch 9; by id, a topic that does not exist
+	// is UNKNOWN_TOPIC_ID before any ACL check).
+	vs := kversion.Stable()
+	for key, v := range map[int16]int16{0: 12, 1: 12, 8: 9, 9: 9} {
+		vs.SetMaxKeyVersion(key, v)
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID(id), kgo.MaxVersions(vs)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,6 @@ package bridge
 // 44_incremental_alter_configs.go, 60_describe_cluster.go).
 
 import (
-	"fmt"
-
-	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -25,25 +22,4 @@ type adminState struct {
 	alterReq   wire.AlterConfigsRequest
 	incrReq    wire.IncrementalAlterConfigsRequest
 	clusterReq wire.DescribeClusterRequest
-}
-
-// topicByID finds the topic whose Kafka topic id is id, or fails with
-// store.ErrUnknownTopic (the all-zero id names no topic). Kafka's metadata
-// cache keeps topics by id; kiggy lists the backend's topics and compares
-// their ids (docs/design/record-mapping.md §8), which costs one listing per
-// lookup: only Metadata and DeleteTopics name topics by id in the versions
-// served.
-func (g *Gateway) topicByID(id [16]byte) (store.TopicInfo, error) {
-	if id != ([16]byte{}) {
-		topics, err := g.store.Topics(g.ctx)
-		if err != nil {
-			return store.TopicInfo{}, err
-		}
-		for _, t := range topics {
-			if t.ID == id {
-				return t, nil
-			}
-		}
-	}
-	return store.TopicInfo{}, fmt.Errorf("%w: id %x", store.ErrUnknownTopic, id)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
@@ -32,6 +34,35 @@ func TestProduceRoundTripAllocs(t *testing.T) {
 	}
 }
 
+// TestProduceByIDRoundTripAllocs: the same Produce at v13, the topic named
+// by its id (KIP-516), allocates no more: the id is looked up in the
+// gateway's id map (topicids.go).
+func TestProduceByIDRoundTripAllocs(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Embedded: true, Memlog: memlog.Config{PartitionBytes: 64 << 20}})
+	gw.CreateTopic(t, "allocs", benchPartitions)
+	info, err := gw.Log.Topic(t.Context(), "allocs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := dialBench(t, gw.Addr)
+	frame := produceFrameAt(13, "", info.ID)
+	for range 200 {
+		resp := kmsg.NewPtrProduceResponse()
+		resp.Version = 13
+		if err := resp.ReadFrom(bc.roundTrip(t, frame)[5:]); err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Topics) != 1 || resp.Topics[0].TopicID != info.ID || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("Produce v13 by id: %+v", resp.Topics)
+		}
+	}
+	n := testing.AllocsPerRun(300, func() { bc.roundTrip(t, frame) })
+	t.Logf("%.3f allocations per Produce v13 round trip", n)
+	if n > 0.5 {
+		t.Fatalf("%.2f allocations per Produce v13 round trip", n)
+	}
+}
+
 // TestFetchRoundTripAllocs: a Fetch of 16 partitions × 256 KiB mapped back
 // from the embedded log allocates nothing per request once warm (pooled
 // response buffers, per-state scratch, a pooled message in the log).
@@ -54,6 +85,44 @@ func TestFetchRoundTripAllocs(t *testing.T) {
 	}
 }
 
+// TestFetchByIDRoundTripAllocs: the same Fetch at v18, the topic named by
+// its id (KIP-516), allocates nothing per request either: the id is looked
+// up in the gateway's id map (topicids.go), the response carries the id.
+func TestFetchByIDRoundTripAllocs(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Embedded: true})
+	gw.CreateTopic(t, "allocs", benchPartitions)
+	info, err := gw.Log.Topic(t.Context(), "allocs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := dialBench(t, gw.Addr)
+	pf := produceFrame("allocs")
+	for range 16 {
+		checkProduce(t, bc.roundTrip(t, pf))
+	}
+	req := fetchRequest(18, "", make([]int64, benchPartitions), 256<<10, 64<<20)
+	req.Topics[0].TopicID = info.ID
+	frame := requestFrame(req, 2)
+	for range 50 {
+		bc.roundTrip(t, frame)
+	}
+	// The warm-up must have read records by id, not errors.
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 18
+	if err := resp.ReadFrom(bc.roundTrip(t, frame)[5:]); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].TopicID != info.ID || resp.Topics[0].Partitions[0].ErrorCode != 0 ||
+		len(resp.Topics[0].Partitions[0].RecordBatches) == 0 {
+		t.Fatalf("Fetch v18 by id: %+v", resp.Topics)
+	}
+	n := testing.AllocsPerRun(100, func() { bc.roundTrip(t, frame) })
+	t.Logf("%.3f allocations per Fetch v18 round trip", n)
+	if n > 0.1 {
+		t.Fatalf("%.2f allocations per Fetch v18 round trip", n)
+	}
+}
+
 // TestFetchRoundTripAllocsIggy: the same Fetch on the Iggy backend, served
 // from the Iggy client's read cache, allocates nothing per request either:
 // the partitions are read concurrently by pooled readers (no goroutine and
@@ -64,21 +133,47 @@ func TestFetchRoundTripAllocsIggy(t *testing.T) {
 	checkFetchAllocsIggy(t, kiggytest.Start(t, kiggytest.Options{Iggy: true}))
 }
 
+// TestFetchByIDRoundTripAllocsIggy: the same at Fetch v18, the topic named
+// by its id, looked up in the id map (topicids.go).
+func TestFetchByIDRoundTripAllocsIggy(t *testing.T) {
+	checkFetchAllocsIggyAt(t, kiggytest.Start(t, kiggytest.Options{Iggy: true}), 18)
+}
+
 // checkFetchAllocsIggy fills a topic through gw, warms a Fetch of it up and
 // fails when the repeated Fetch allocates.
-func checkFetchAllocsIggy(t *testing.T, gw *kiggytest.Gateway) {
+func checkFetchAllocsIggy(t *testing.T, gw *kiggytest.Gateway) { checkFetchAllocsIggyAt(t, gw, 12) }
+
+// checkFetchAllocsIggyAt is checkFetchAllocsIggy with a Fetch at version v,
+// by the topic's id from v13 on.
+func checkFetchAllocsIggyAt(t *testing.T, gw *kiggytest.Gateway, v int16) {
 	gw.CreateTopic(t, "allocs", benchPartitions)
 	bc := dialBench(t, gw.Addr)
 	pf := produceFrame("allocs")
 	for range 16 {
 		checkProduce(t, bc.roundTrip(t, pf))
 	}
-	frame := fetchFrame("allocs", 256<<10)
+	req := fetchRequest(v, "allocs", make([]int64, benchPartitions), 256<<10, 64<<20)
+	if v >= 13 {
+		info, err := gw.Log.Topic(t.Context(), "allocs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Topics[0].Topic, req.Topics[0].TopicID = "", info.ID
+	}
+	frame := requestFrame(req, 2)
 	for range 50 {
 		bc.roundTrip(t, frame)
 	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = v
+	if err := resp.ReadFrom(bc.roundTrip(t, frame)[5:]); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 || len(resp.Topics[0].Partitions[0].RecordBatches) == 0 {
+		t.Fatalf("Fetch v%d: %+v", v, resp.Topics)
+	}
 	n := testing.AllocsPerRun(100, func() { bc.roundTrip(t, frame) })
-	t.Logf("%.3f allocations per Fetch round trip", n)
+	t.Logf("%.3f allocations per Fetch v%d round trip", n, v)
 	if n >= 1 {
 		t.Fatalf("%.2f allocations per Fetch round trip", n)
 	}

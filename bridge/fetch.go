@@ -35,6 +35,9 @@ type fetchState struct {
 	// codecs[i] is the codec Fetch serves req.Topics[i] in, looked up once
 	// per request (fetchcompression.go).
 	codecs []batch.Codec
+	// topicCodes[i] is req.Topics[i]'s error before any read: a v13+ id
+	// that names no topic (fetchTopicNames), else NoError.
+	topicCodes []wire.ErrorCode
 	// splices are the shared batches (bridge/fetchcache) the response carries
 	// without copying them into buf: the engine writes them inside it
 	// (engine.Splice) and unpins their entries once written.
@@ -182,7 +185,7 @@ func (fs *fetchState) trim() {
 	}
 	if cap(fs.req.Topics) > maxRetainedEntries {
 		fs.req = wire.FetchRequest{}
-		fs.codecs = nil
+		fs.codecs, fs.topicCodes = nil, nil
 	}
 }
 

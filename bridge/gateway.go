@@ -300,8 +300,10 @@ type Gateway struct {
 	sasl   saslState // bridge/sasl.go
 	// topicState holds topic configs and log starts (topicstate.go).
 	topicState topicState
-	metrics    metrics
-	notify     notifier
+	// topicIDs maps topic ids to names (topicids.go).
+	topicIDs topicIDs
+	metrics  metrics
+	notify   notifier
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -69,15 +69,19 @@ func requestFrame(req kmsg.Request, corr int32) []byte {
 
 // produceFrame is a Produce v9 (acks=all) of one uncompressed batch of
 // benchRecords × benchValue bytes to each of benchPartitions partitions.
-func produceFrame(topic string) []byte {
+func produceFrame(topic string) []byte { return produceFrameAt(9, topic, [16]byte{}) }
+
+// produceFrameAt is produceFrame at version v, the topic named by id from
+// v13 on.
+func produceFrameAt(v int16, topic string, id [16]byte) []byte {
 	value := make([]byte, benchValue)
 	for i := range value {
 		value[i] = 'A' + byte(i%26)
 	}
 	req := kmsg.NewPtrProduceRequest()
-	req.Version, req.Acks, req.TimeoutMillis = 9, -1, 5000
+	req.Version, req.Acks, req.TimeoutMillis = v, -1, 5000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, id
 	var bld batch.Builder
 	for p := range int32(benchPartitions) {
 		bld.Reset(nil, 0, time.Now().UnixMilli(), batch.NoCompression)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
@@ -95,8 +96,13 @@ func TestProducerIDsAcrossGateways(t *testing.T) {
 	a.CreateTopic(t, "issued", 1)
 	b.CreateTopic(t, "issued", 1)
 	proxy.switchTo(a.Addr)
+	// Two embedded logs, so "issued" has another topic id on each: the
+	// client stays on Produce v12, which names it (gateways over one Iggy
+	// stream agree on ids, docs/design/record-mapping.md §8).
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(0, 12)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(proxy.ln.Addr().String()), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DefaultProduceTopic("issued"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		kgo.DefaultProduceTopic("issued"), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxVersions(vs))
 	if err != nil {
 		t.Fatal(err)
 	}

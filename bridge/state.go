@@ -21,6 +21,9 @@ type state struct {
 	initPIDReq      wire.InitProducerIDRequest
 	produceReq      wire.ProduceRequest
 	produceResp     wire.ProduceResponse
+	// produceIDCodes[i] is produceReq.Topics[i]'s error from its v13 id
+	// (produceTopicNames).
+	produceIDCodes []wire.ErrorCode
 
 	batch   message.Batch
 	encoder mapping.Encoder
@@ -53,6 +56,7 @@ func (st *state) trim() {
 	}
 	if cap(st.produceReq.Topics) > maxRetainedEntries {
 		st.produceReq = wire.ProduceRequest{}
+		st.produceIDCodes = nil
 	}
 	for i := range st.produceReq.Topics {
 		if cap(st.produceReq.Topics[i].Partitions) > maxRetainedEntries {

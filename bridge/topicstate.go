@@ -106,6 +106,9 @@ func (g *Gateway) refreshTopicState() {
 		g.topicState.mu.Lock()
 		_ = g.readTopicState(ctx) // a failed read keeps the last view
 		g.topicState.mu.Unlock()
+		// The topic id map too (topicids.go): another gateway or an Iggy
+		// client may have deleted or re-created a topic.
+		_, _ = g.listTopics(ctx)
 		cancel()
 	}
 }

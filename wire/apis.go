@@ -71,12 +71,12 @@ type APIRange struct {
 // it has handlers for. A row must only be added once its codec is complete
 // and oracle-tested for every version in [Min, Max].
 var APIs = []APIRange{
-	{KeyProduce, 0, 12, produceFlexible}, // v0–2 advertised but not decodable (KAFKA-18659), see produce.go
-	{KeyFetch, 4, 12, fetchFlexible},     // names only: v13+ needs topic ids
+	{KeyProduce, 0, produceMaxVersion, produceFlexible}, // v0–2 advertised but not decodable (KAFKA-18659), see produce.go
+	{KeyFetch, 4, fetchMax, fetchFlexible},              // v13+ names topics by id
 	{KeyListOffsets, 1, 10, listOffsetsFlexible},
 	{KeyMetadata, 0, 13, metadataFlexible},
-	{KeyOffsetCommit, 2, 9, offsetCommitFlexible},
-	{KeyOffsetFetch, 1, 9, offsetFetchFlexible},
+	{KeyOffsetCommit, 2, offsetCommitTopicIDs, offsetCommitFlexible},
+	{KeyOffsetFetch, 1, offsetFetchTopicIDs, offsetFetchFlexible},
 	{KeyFindCoordinator, 0, 6, findCoordinatorFlexible},
 	{KeyJoinGroup, 0, 9, joinGroupFlexible},
 	{KeyHeartbeat, 0, 4, heartbeatFlexible},

@@ -94,11 +94,11 @@ func TestFetchStreamingAllocs(t *testing.T) {
 		parts[i] = FetchResponseTopicPartition{Partition: int32(i), HighWatermark: 100, LastStableOffset: 100, PreferredReadReplica: -1}
 	}
 	buf := make([]byte, 0, 1<<20)
-	for v := int16(4); v <= 12; v++ {
+	for v := int16(4); v <= fetchMax; v++ {
 		allocs := testing.AllocsPerRun(50, func() {
 			dst := AppendFetchResponseStart(buf[:0], v, 0, NoError, 0, 2)
 			for _, topic := range []string{"orders", "payments"} {
-				dst = AppendFetchTopicStart(dst, v, topic, len(parts))
+				dst = AppendFetchTopicStart(dst, v, topic, [16]byte{1}, len(parts))
 				for i := range parts {
 					var m FetchPartitionMark
 					dst, m = AppendFetchPartitionBegin(dst, v, &parts[i], i*4000)

@@ -1,8 +1,22 @@
 package wire
 
-// Fetch (key 1), versions 4–12, flexible from 12 (docs/design/kafka-protocol.md §2.1, §2.4,
-// §7). kiggy serves topic names only: v13+ replaces names with topic ids
-// and is not advertised, so every client caps its Fetch at v12.
+// Fetch (key 1), versions 4–18, flexible from 12 (docs/design/kafka-protocol.md §2.1, §2.4,
+// §7). FetchRequest.json and FetchResponse.json (Kafka 4.4, "validVersions":
+// "4-18"):
+//
+//   - v13 replaces the topic name with its id in the request's Topics and
+//     ForgottenTopics and in the response's Topics ("Topic": "versions":
+//     "0-12"; "TopicId": "uuid", "versions": "13+", KIP-516); a topic id
+//     the broker does not know is UNKNOWN_TOPIC_ID per partition.
+//   - v14 adds the error OFFSET_MOVED_TO_TIERED_STORAGE (KIP-405), v16 the
+//     response's NodeEndpoints (tag 0, KIP-951; never written: kiggy's
+//     leader hints need no endpoints a client lacks), v17 and v18 replica
+//     fields (the partition tags ReplicaDirectoryId and HighWatermark).
+//   - v15 drops ReplicaId ("versions": "0-14") for the ReplicaState tag
+//     (KIP-903), a replica field too: a v15+ request is a consumer's.
+//
+// The replica-only tags are skipped once their shape is checked
+// (fetchPartitionTags).
 //
 // Design note — writing a response without copying records. A Fetch
 // response is mostly record batches. The bridge builds them straight into
@@ -10,7 +24,7 @@ package wire
 //
 //	dst = AppendFetchResponseStart(dst, v, throttle, NoError, 0, len(topics))
 //	for each topic:
-//		dst = AppendFetchTopicStart(dst, v, name, len(partitions))
+//		dst = AppendFetchTopicStart(dst, v, name, id, len(partitions))
 //		for each partition:
 //			dst, m := AppendFetchPartitionBegin(dst, v, &p, budget)
 //			dst = <append record batches to dst>   // e.g. a batch builder
@@ -40,13 +54,20 @@ import (
 // (FetchRequest.json, FetchResponse.json).
 const fetchFlexible int16 = 12
 
-// FetchRequest is a Fetch request, v4–12. Strings alias the frame: valid
+// fetchTopicIDs is the first version that names topics by id ("TopicId":
+// "versions": "13+"); fetchMax the last version served.
+const (
+	fetchTopicIDs int16 = 13
+	fetchMax      int16 = 18
+)
+
+// FetchRequest is a Fetch request, v4–18. Strings alias the frame: valid
 // until the frame is released.
 type FetchRequest struct {
 	// ClusterID is the tagged field 0 (v12+): the cluster id the client
 	// believes it talks to, or null.
 	ClusterID NullString
-	// ReplicaID is -1 for consumers (v0–14).
+	// ReplicaID is -1 for consumers (v0–14; -1 from v15 on).
 	ReplicaID int32
 	// MaxWaitMillis bounds how long the broker may park the request.
 	MaxWaitMillis int32
@@ -70,8 +91,11 @@ type FetchRequest struct {
 
 // FetchRequestTopic is one topic of a FetchRequest.
 type FetchRequestTopic struct {
-	// Topic is the topic name (v0–12).
+	// Topic is the topic name (v0–12; "" from v13 on, until the caller
+	// sets it from TopicID).
 	Topic string
+	// TopicID is the topic id (v13+, KIP-516; zero below).
+	TopicID [16]byte
 	// Partitions are the partitions to fetch, in request order.
 	Partitions []FetchRequestTopicPartition
 }
@@ -96,6 +120,8 @@ type FetchRequestTopicPartition struct {
 type FetchRequestForgottenTopic struct {
 	// Topic is the topic name (v7–12).
 	Topic string
+	// TopicID is the topic id (v13+; zero below).
+	TopicID [16]byte
 	// Partitions are the partition indexes to forget.
 	Partitions []int32
 }
@@ -104,13 +130,17 @@ type FetchRequestForgottenTopic struct {
 // r's slices. Strings alias body: valid until the frame is released. On error
 // r's contents are unspecified.
 func (r *FetchRequest) Decode(body []byte, version int16) error {
-	if version < 4 || version > 12 {
+	if version < 4 || version > fetchMax {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= fetchFlexible
+	ids := version >= fetchTopicIDs
 	rd := NewReader(body)
 	r.ClusterID = NullString{}
-	r.ReplicaID = rd.Int32() // "versions": "0-14"
+	r.ReplicaID = -1
+	if version < 15 {
+		r.ReplicaID = rd.Int32() // "versions": "0-14"
+	}
 	r.MaxWaitMillis = rd.Int32()
 	r.MinBytes = rd.Int32()
 	r.MaxBytes = rd.Int32()      // v3+
@@ -134,10 +164,10 @@ func (r *FetchRequest) Decode(body []byte, version int16) error {
 	if flex {
 		pmin += 4 + 1
 	}
-	r.Topics = resize(r.Topics, arrayLen(&rd, flex, minStringArraySize(flex)))
+	r.Topics = resize(r.Topics, arrayLen(&rd, flex, fetchTopicMin(ids, flex)))
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		t.Topic = rd.Str(flex)
+		t.Topic, t.TopicID = fetchTopicKey(&rd, ids, flex)
 		t.Partitions = resize(t.Partitions, arrayLen(&rd, flex, pmin))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
@@ -170,10 +200,10 @@ func (r *FetchRequest) Decode(body []byte, version int16) error {
 
 	r.ForgottenTopics = r.ForgottenTopics[:0]
 	if version >= 7 {
-		r.ForgottenTopics = resize(r.ForgottenTopics, arrayLen(&rd, flex, minStringArraySize(flex)))
+		r.ForgottenTopics = resize(r.ForgottenTopics, arrayLen(&rd, flex, fetchTopicMin(ids, flex)))
 		for i := range r.ForgottenTopics {
 			t := &r.ForgottenTopics[i]
-			t.Topic = rd.Str(flex)
+			t.Topic, t.TopicID = fetchTopicKey(&rd, ids, flex)
 			t.Partitions = int32s(&rd, flex, t.Partitions)
 			if flex {
 				rd.SkipTags()
@@ -214,7 +244,25 @@ func (r *FetchRequest) Decode(body []byte, version int16) error {
 	return rd.Complete()
 }
 
-// FetchResponse is a Fetch response, v4–12. AppendTo encodes it; the
+// fetchTopicMin is the smallest encoding of a request topic: its name or
+// id, an empty array and, if flexible, the tag count (Fetch, OffsetCommit,
+// OffsetFetch and Produce topics all start so).
+func fetchTopicMin(ids, flex bool) int {
+	if ids {
+		return 16 + 1 + 1 // every version with ids is flexible
+	}
+	return minStringArraySize(flex)
+}
+
+// fetchTopicKey reads a request topic's name or, when ids, its id.
+func fetchTopicKey(rd *Reader, ids, flex bool) (string, [16]byte) {
+	if ids {
+		return "", rd.UUID()
+	}
+	return rd.Str(flex), [16]byte{}
+}
+
+// FetchResponse is a Fetch response, v4–18. AppendTo encodes it; the
 // streaming encoders (AppendFetchResponseStart and friends) produce the same
 // bytes without building the struct.
 type FetchResponse struct {
@@ -232,6 +280,8 @@ type FetchResponse struct {
 type FetchResponseTopic struct {
 	// Topic is the topic name (v0–12).
 	Topic string
+	// TopicID is the topic id (v13+).
+	TopicID [16]byte
 	// Partitions answer every requested partition of the topic.
 	Partitions []FetchResponseTopicPartition
 }
@@ -280,7 +330,7 @@ func (r *FetchResponse) AppendTo(dst []byte, version int16) []byte {
 	dst = AppendFetchResponseStart(dst, version, r.ThrottleMillis, r.ErrorCode, r.SessionID, len(r.Topics))
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		dst = AppendFetchTopicStart(dst, version, t.Topic, len(t.Partitions))
+		dst = AppendFetchTopicStart(dst, version, t.Topic, t.TopicID, len(t.Partitions))
 		for j := range t.Partitions {
 			dst = AppendFetchPartition(dst, version, &t.Partitions[j])
 		}
@@ -302,12 +352,16 @@ func AppendFetchResponseStart(dst []byte, version int16, throttleMillis int32, e
 	return AppendArrayLen(dst, version >= fetchFlexible, numTopics)
 }
 
-// AppendFetchTopicStart appends a topic's name and partition count. Exactly
-// numPartitions partitions must follow (AppendFetchPartition or a
-// Begin/End pair), then AppendFetchTopicEnd.
-func AppendFetchTopicStart(dst []byte, version int16, topic string, numPartitions int) []byte {
+// AppendFetchTopicStart appends a topic's name (v4–12) or id (v13+) and
+// partition count. Exactly numPartitions partitions must follow
+// (AppendFetchPartition or a Begin/End pair), then AppendFetchTopicEnd.
+func AppendFetchTopicStart(dst []byte, version int16, topic string, id [16]byte, numPartitions int) []byte {
 	flex := version >= fetchFlexible
-	dst = AppendStr(dst, flex, topic)
+	if version >= fetchTopicIDs {
+		dst = append(dst, id[:]...)
+	} else {
+		dst = AppendStr(dst, flex, topic)
+	}
 	return AppendArrayLen(dst, flex, numPartitions)
 }
 

@@ -10,7 +10,7 @@ import (
 
 func init() {
 	csRegisterRequest(csReqAPI{
-		name: "Fetch", key: KeyFetch, min: 4, max: 12, flexFrom: 12,
+		name: "Fetch", key: KeyFetch, min: 4, max: fetchMax, flexFrom: 12,
 		build: csBuildFetchRequest,
 		newDecode: func() func([]byte, int16) (csKmsg, error) {
 			var r FetchRequest
@@ -23,7 +23,7 @@ func init() {
 		},
 	})
 	csRegisterResponse(csRespAPI{
-		name: "Fetch", key: KeyFetch, min: 4, max: 12, flexFrom: 12,
+		name: "Fetch", key: KeyFetch, min: 4, max: fetchMax, flexFrom: 12,
 		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
 			r := csBuildFetchResponse(g)
 			return func(dst []byte) []byte { return r.AppendTo(dst, v) }, csFetchResponseToKmsg(r)
@@ -45,6 +45,7 @@ func csBuildFetchRequest(g *oracleGen, _ int16, tags bool) csKmsg {
 	for range g.nOuter() {
 		t := kmsg.NewFetchRequestTopic()
 		t.Topic = g.str()
+		t.TopicID = g.uuid()
 		for range g.nInner() {
 			p := kmsg.NewFetchRequestTopicPartition()
 			p.Partition = g.i32()
@@ -69,6 +70,7 @@ func csBuildFetchRequest(g *oracleGen, _ int16, tags bool) csKmsg {
 	for range g.nOuter() {
 		f := kmsg.NewFetchRequestForgottenTopic()
 		f.Topic = g.str()
+		f.TopicID = g.uuid()
 		f.Partitions = g.int32s()
 		f.UnknownTags = g.tagsIf(tags)
 		k.ForgottenTopics = append(k.ForgottenTopics, f)
@@ -95,7 +97,7 @@ func csFetchRequestToKmsg(r *FetchRequest) *kmsg.FetchRequest {
 	k.SessionEpoch = r.SessionEpoch
 	for _, t := range r.Topics {
 		kt := kmsg.NewFetchRequestTopic()
-		kt.Topic = t.Topic
+		kt.Topic, kt.TopicID = t.Topic, t.TopicID
 		for _, p := range t.Partitions {
 			kp := kmsg.NewFetchRequestTopicPartition()
 			kp.Partition = p.Partition
@@ -110,7 +112,7 @@ func csFetchRequestToKmsg(r *FetchRequest) *kmsg.FetchRequest {
 	}
 	for _, f := range r.ForgottenTopics {
 		kf := kmsg.NewFetchRequestForgottenTopic()
-		kf.Topic = f.Topic
+		kf.Topic, kf.TopicID = f.Topic, f.TopicID
 		kf.Partitions = append([]int32(nil), f.Partitions...)
 		k.ForgottenTopics = append(k.ForgottenTopics, kf)
 	}
@@ -121,7 +123,7 @@ func csFetchRequestToKmsg(r *FetchRequest) *kmsg.FetchRequest {
 func csBuildFetchResponse(g *oracleGen) *FetchResponse {
 	r := &FetchResponse{ThrottleMillis: g.i32(), ErrorCode: g.code(), SessionID: g.i32()}
 	for range g.nOuter() {
-		t := FetchResponseTopic{Topic: g.str()}
+		t := FetchResponseTopic{Topic: g.str(), TopicID: g.uuid()}
 		for range g.nInner() {
 			p := FetchResponseTopicPartition{
 				Partition:            g.i32(),
@@ -160,7 +162,7 @@ func csFetchResponseToKmsg(r *FetchResponse) *kmsg.FetchResponse {
 	k.SessionID = r.SessionID
 	for _, t := range r.Topics {
 		kt := kmsg.NewFetchResponseTopic()
-		kt.Topic = t.Topic
+		kt.Topic, kt.TopicID = t.Topic, t.TopicID
 		for _, p := range t.Partitions {
 			kp := kmsg.NewFetchResponseTopicPartition()
 			kp.Partition = p.Partition
@@ -213,6 +215,31 @@ func TestFetchRequestDefaults(t *testing.T) {
 	}
 }
 
+// TestFetchRequestTopicIDs checks what v13+ changes: topics and forgotten
+// topics by id, no name, and no ReplicaId from v15 on (read as -1, a
+// consumer).
+func TestFetchRequestTopicIDs(t *testing.T) {
+	id := [16]byte{0x5a, 1, 2, 3, 4, 5, 6, 0x47, 0x88, 9, 10, 11, 12, 13, 14, 15}
+	for v := int16(13); v <= fetchMax; v++ {
+		k := kmsg.NewPtrFetchRequest()
+		k.Version = v
+		k.ReplicaID = 7 // written up to v14 only
+		k.Topics = []kmsg.FetchRequestTopic{{Topic: "ignored", TopicID: id, Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 3}}}}
+		k.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{{Topic: "ignored", TopicID: id, Partitions: []int32{1}}}
+		var r FetchRequest
+		if err := r.Decode(k.AppendTo(nil), v); err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		tp := r.Topics[0]
+		if tp.Topic != "" || tp.TopicID != id || r.ForgottenTopics[0].Topic != "" || r.ForgottenTopics[0].TopicID != id {
+			t.Fatalf("v%d: topic %q id %x, forgotten %+v", v, tp.Topic, tp.TopicID, r.ForgottenTopics[0])
+		}
+		if want := map[bool]int32{true: 7, false: -1}[v < 15]; r.ReplicaID != want {
+			t.Fatalf("v%d: ReplicaID %d, want %d", v, r.ReplicaID, want)
+		}
+	}
+}
+
 // TestFetchRequestViews checks that strings alias the frame (no copies) and
 // so change when the frame is overwritten.
 func TestFetchRequestViews(t *testing.T) {
@@ -242,7 +269,7 @@ func TestFetchRequestViews(t *testing.T) {
 func TestFetchResponseStreaming(t *testing.T) {
 	sizes := []int{0, 1, 126, 127, 128, 16382, 16383, 16384, 70000, 2097151, 2097152}
 	hints := []int{-1, 0, 127, 16384, 1 << 20, 1 << 30, 1<<31 + 5}
-	for v := int16(4); v <= 12; v++ {
+	for v := int16(4); v <= fetchMax; v++ {
 		for _, n := range sizes {
 			rec := make([]byte, n)
 			for i := range rec {
@@ -255,11 +282,11 @@ func TestFetchResponseStreaming(t *testing.T) {
 					AbortedTransactions: []FetchResponseTopicPartitionAbortedTransaction{{ProducerID: 1, FirstOffset: 2}},
 					CurrentLeader:       LeaderHint{Valid: hint > 0, LeaderID: 2, LeaderEpoch: 7},
 				}
-				whole := &FetchResponse{SessionID: 0, Topics: []FetchResponseTopic{{Topic: "t", Partitions: []FetchResponseTopicPartition{p, p}}}}
+				whole := &FetchResponse{SessionID: 0, Topics: []FetchResponseTopic{{Topic: "t", TopicID: [16]byte{7}, Partitions: []FetchResponseTopicPartition{p, p}}}}
 				want := whole.AppendTo([]byte("x"), v)
 
 				dst := AppendFetchResponseStart([]byte("x"), v, 0, NoError, 0, 1)
-				dst = AppendFetchTopicStart(dst, v, "t", 2)
+				dst = AppendFetchTopicStart(dst, v, "t", [16]byte{7}, 2)
 				for range 2 {
 					early := p
 					early.ErrorCode, early.HighWatermark, early.LastStableOffset, early.LogStartOffset = 0, -7, -7, -7
@@ -280,7 +307,7 @@ func TestFetchResponseStreaming(t *testing.T) {
 				// The same with the records outside the buffer, put in at
 				// the offsets returned, as the engine writes splices.
 				dst = AppendFetchResponseStart([]byte("x"), v, 0, NoError, 0, 1)
-				dst = AppendFetchTopicStart(dst, v, "t", 2)
+				dst = AppendFetchTopicStart(dst, v, "t", [16]byte{7}, 2)
 				var at []int
 				for i := range 2 {
 					var m FetchPartitionMark
@@ -310,7 +337,7 @@ func TestFetchResponseStreaming(t *testing.T) {
 // TestFetchPartitionDiscard checks that truncating to RecordsStart drops
 // records appended after Begin.
 func TestFetchPartitionDiscard(t *testing.T) {
-	for v := int16(4); v <= 12; v++ {
+	for v := int16(4); v <= fetchMax; v++ {
 		p := FetchResponseTopicPartition{Partition: 1, PreferredReadReplica: -1}
 		dst, m := AppendFetchPartitionBegin(nil, v, &p, 1<<20)
 		dst = append(dst, make([]byte, 300)...)
@@ -352,7 +379,7 @@ func BenchmarkFetchResponseEncode(b *testing.B) {
 		dst := AppendFetchResponseStart(buf[:0], 12, 0, NoError, 0, len(resp.Topics))
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
-			dst = AppendFetchTopicStart(dst, 12, t.Topic, len(t.Partitions))
+			dst = AppendFetchTopicStart(dst, 12, t.Topic, t.TopicID, len(t.Partitions))
 			for j := range t.Partitions {
 				var m FetchPartitionMark
 				dst, m = AppendFetchPartitionBegin(dst, 12, &t.Partitions[j], len(rec))

@@ -118,7 +118,7 @@ func TestParseRequestHeaderUnsupported(t *testing.T) {
 		key, version int16
 		err          error
 	}{
-		{int16(KeyProduce), 13, ErrUnsupportedVersion},
+		{int16(KeyProduce), 14, ErrUnsupportedVersion},
 		{int16(KeyProduce), -1, ErrUnsupportedVersion},
 		{int16(KeyMetadata), 14, ErrUnsupportedVersion},
 		{int16(KeyInitProducerID), 6, ErrUnsupportedVersion},

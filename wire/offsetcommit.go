@@ -1,13 +1,19 @@
 package wire
 
-// OffsetCommit (key 8), versions 2–9, flexible from 8 (docs/design/kafka-protocol.md
-// §2.1, §2.4). v0–1 were removed by KIP-896; v10 replaces topic names with ids
-// and is not advertised, so clients cap at 9.
+// OffsetCommit (key 8), versions 2–10, flexible from 8 (docs/design/kafka-protocol.md
+// §2.1, §2.4). v0–1 were removed by KIP-896. OffsetCommitRequest.json and
+// OffsetCommitResponse.json (Kafka 4.4, "validVersions": "2-10"): "Version 10
+// adds support for topic ids and removes support for topic names" — "Name":
+// "versions": "0-9", "TopicId": "uuid", "versions": "10+", in the request's
+// and the response's topics; an unknown id is UNKNOWN_TOPIC_ID.
 
 // offsetCommitFlexible is the first flexible version: "flexibleVersions": "8+".
 const offsetCommitFlexible int16 = 8
 
-// OffsetCommitRequest is an OffsetCommit request, v2–9. Strings alias the
+// offsetCommitTopicIDs is the first version naming topics by id.
+const offsetCommitTopicIDs int16 = 10
+
+// OffsetCommitRequest is an OffsetCommit request, v2–10. Strings alias the
 // frame: valid until the frame is released.
 type OffsetCommitRequest struct {
 	// Group is the group id.
@@ -28,8 +34,11 @@ type OffsetCommitRequest struct {
 
 // OffsetCommitRequestTopic is one topic of an OffsetCommitRequest.
 type OffsetCommitRequestTopic struct {
-	// Topic is the topic name (v0–9).
+	// Topic is the topic name (v0–9; "" from v10 on, until the caller sets
+	// it from TopicID).
 	Topic string
+	// TopicID is the topic id (v10+; zero below).
+	TopicID [16]byte
 	// Partitions are the partition offsets to commit.
 	Partitions []OffsetCommitRequestTopicPartition
 }
@@ -50,10 +59,11 @@ type OffsetCommitRequestTopicPartition struct {
 // reusing r's slices. Strings alias body: valid until the frame is
 // released. On error r's contents are unspecified.
 func (r *OffsetCommitRequest) Decode(body []byte, version int16) error {
-	if version < 2 || version > 9 {
+	if version < 2 || version > 10 {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= offsetCommitFlexible
+	ids := version >= offsetCommitTopicIDs
 	rd := NewReader(body)
 	r.Group = rd.Str(flex)
 	r.Generation = rd.Int32() // v1+
@@ -75,10 +85,10 @@ func (r *OffsetCommitRequest) Decode(body []byte, version int16) error {
 	if flex {
 		pmin = 4 + 8 + 4 + 1 + 1
 	}
-	r.Topics = resize(r.Topics, arrayLen(&rd, flex, minStringArraySize(flex)))
+	r.Topics = resize(r.Topics, arrayLen(&rd, flex, fetchTopicMin(ids, flex)))
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		t.Topic = rd.Str(flex)
+		t.Topic, t.TopicID = fetchTopicKey(&rd, ids, flex)
 		t.Partitions = resize(t.Partitions, arrayLen(&rd, flex, pmin))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
@@ -104,7 +114,7 @@ func (r *OffsetCommitRequest) Decode(body []byte, version int16) error {
 	return rd.Complete()
 }
 
-// OffsetCommitResponse is an OffsetCommit response, v2–9.
+// OffsetCommitResponse is an OffsetCommit response, v2–10.
 type OffsetCommitResponse struct {
 	// ThrottleMillis is the client throttle in milliseconds (v3+).
 	ThrottleMillis int32
@@ -116,6 +126,8 @@ type OffsetCommitResponse struct {
 type OffsetCommitResponseTopic struct {
 	// Topic is the topic name (v0–9).
 	Topic string
+	// TopicID is the topic id (v10+).
+	TopicID [16]byte
 	// Partitions answer the committed partitions.
 	Partitions []OffsetCommitResponseTopicPartition
 }
@@ -137,7 +149,11 @@ func (r *OffsetCommitResponse) AppendTo(dst []byte, version int16) []byte {
 	dst = AppendArrayLen(dst, flex, len(r.Topics))
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		dst = AppendStr(dst, flex, t.Topic)
+		if version >= offsetCommitTopicIDs {
+			dst = append(dst, t.TopicID[:]...)
+		} else {
+			dst = AppendStr(dst, flex, t.Topic)
+		}
 		dst = AppendArrayLen(dst, flex, len(t.Partitions))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]

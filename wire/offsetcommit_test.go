@@ -8,14 +8,14 @@ import (
 
 func init() {
 	csRegisterRequest(csReqAPI{
-		name: "OffsetCommit", key: KeyOffsetCommit, min: 2, max: 9, flexFrom: 8,
+		name: "OffsetCommit", key: KeyOffsetCommit, min: 2, max: 10, flexFrom: 8,
 		build: func(g *oracleGen, _ int16, tags bool) csKmsg {
 			k := kmsg.NewPtrOffsetCommitRequest()
 			k.Group, k.Generation, k.MemberID, k.InstanceID = g.str(), g.i32(), g.str(), g.ptr()
 			k.RetentionTimeMillis = g.i64()
 			for range g.nOuter() {
 				t := kmsg.NewOffsetCommitRequestTopic()
-				t.Topic = g.str()
+				t.Topic, t.TopicID = g.str(), g.uuid()
 				for range g.nInner() {
 					p := kmsg.NewOffsetCommitRequestTopicPartition()
 					p.Partition, p.Offset, p.Timestamp, p.LeaderEpoch, p.Metadata = g.i32(), g.i64(), g.i64(), g.i32(), g.ptr()
@@ -39,7 +39,7 @@ func init() {
 				k.RetentionTimeMillis = r.RetentionTimeMillis
 				for _, t := range r.Topics {
 					kt := kmsg.NewOffsetCommitRequestTopic()
-					kt.Topic = t.Topic
+					kt.Topic, kt.TopicID = t.Topic, t.TopicID
 					for _, p := range t.Partitions {
 						kp := kmsg.NewOffsetCommitRequestTopicPartition()
 						kp.Partition, kp.Offset, kp.LeaderEpoch, kp.Metadata = p.Partition, p.Offset, p.LeaderEpoch, ptrOf(p.Metadata)
@@ -52,15 +52,15 @@ func init() {
 		},
 	})
 	csRegisterResponse(csRespAPI{
-		name: "OffsetCommit", key: KeyOffsetCommit, min: 2, max: 9, flexFrom: 8,
+		name: "OffsetCommit", key: KeyOffsetCommit, min: 2, max: 10, flexFrom: 8,
 		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
 			r := &OffsetCommitResponse{ThrottleMillis: g.i32()}
 			k := kmsg.NewPtrOffsetCommitResponse()
 			k.ThrottleMillis = r.ThrottleMillis
 			for range g.nOuter() {
-				t := OffsetCommitResponseTopic{Topic: g.str()}
+				t := OffsetCommitResponseTopic{Topic: g.str(), TopicID: g.uuid()}
 				kt := kmsg.NewOffsetCommitResponseTopic()
-				kt.Topic = t.Topic
+				kt.Topic, kt.TopicID = t.Topic, t.TopicID
 				for range g.nInner() {
 					p := OffsetCommitResponseTopicPartition{Partition: g.i32(), ErrorCode: g.code()}
 					t.Partitions = append(t.Partitions, p)

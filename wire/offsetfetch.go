@@ -1,8 +1,11 @@
 package wire
 
-// OffsetFetch (key 9), versions 1–9, flexible from 6 (docs/design/kafka-protocol.md
-// §2.1, §2.4). v0 was removed by KIP-896; v10 replaces topic names with ids and is
-// not advertised, so clients cap at 9.
+// OffsetFetch (key 9), versions 1–10, flexible from 6 (docs/design/kafka-protocol.md
+// §2.1, §2.4). v0 was removed by KIP-896. OffsetFetchRequest.json and
+// OffsetFetchResponse.json (Kafka 4.4, "validVersions": "1-10"): v10 names
+// the topics of Groups[] by id, in the request and the response ("Name":
+// "versions": "8-9", "TopicId": "uuid", "versions": "10+"); an unknown id
+// is UNKNOWN_TOPIC_ID.
 //
 // Two layouts share the API: v1–7 ask about one group (Group, Topics) and
 // answer with a top-level ErrorCode *after* the topics; v8+ (KIP-709) batch
@@ -12,7 +15,10 @@ package wire
 // offsetFetchFlexible is the first flexible version: "flexibleVersions": "6+".
 const offsetFetchFlexible int16 = 6
 
-// OffsetFetchRequest is an OffsetFetch request, v1–9. Strings alias the
+// offsetFetchTopicIDs is the first version naming topics by id.
+const offsetFetchTopicIDs int16 = 10
+
+// OffsetFetchRequest is an OffsetFetch request, v1–10. Strings alias the
 // frame: valid until the frame is released.
 type OffsetFetchRequest struct {
 	// Group is the group id (v0–7).
@@ -46,8 +52,11 @@ type OffsetFetchRequestGroup struct {
 // OffsetFetchRequestTopic is one topic of an OffsetFetch request, in either
 // layout.
 type OffsetFetchRequestTopic struct {
-	// Topic is the topic name (v0–9).
+	// Topic is the topic name (v0–9; "" from v10 on, until the caller sets
+	// it from TopicID).
 	Topic string
+	// TopicID is the topic id (v10+; zero below).
+	TopicID [16]byte
 	// Partitions are the partition indexes to fetch.
 	Partitions []int32
 }
@@ -56,7 +65,7 @@ type OffsetFetchRequestTopic struct {
 // reusing r's slices. Strings alias body: valid until the frame is
 // released. On error r's contents are unspecified.
 func (r *OffsetFetchRequest) Decode(body []byte, version int16) error {
-	if version < 1 || version > 9 {
+	if version < 1 || version > offsetFetchTopicIDs {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= offsetFetchFlexible
@@ -70,7 +79,7 @@ func (r *OffsetFetchRequest) Decode(body []byte, version int16) error {
 	if version <= 7 {
 		r.Group = rd.Str(flex)
 		// Topics: "nullableVersions": "2-7".
-		r.Topics, r.topicsBuf = offsetFetchTopics(&rd, flex, version >= 2, r.topicsBuf)
+		r.Topics, r.topicsBuf = offsetFetchTopics(&rd, flex, version >= 2, false, r.topicsBuf)
 	} else {
 		gmin := 1 + 1 + 1 // empty group id, null topics, tags
 		if version >= 9 {
@@ -89,7 +98,7 @@ func (r *OffsetFetchRequest) Decode(body []byte, version int16) error {
 				g.topicsBuf = g.Topics
 			}
 			// Topics: "nullableVersions": "8+".
-			g.Topics, g.topicsBuf = offsetFetchTopics(&rd, flex, true, g.topicsBuf)
+			g.Topics, g.topicsBuf = offsetFetchTopics(&rd, flex, true, version >= offsetFetchTopicIDs, g.topicsBuf)
 			rd.SkipTags() // v8+ is flexible
 		}
 	}
@@ -103,11 +112,11 @@ func (r *OffsetFetchRequest) Decode(body []byte, version int16) error {
 	return rd.Complete()
 }
 
-// offsetFetchTopics reads a topics array into buf's storage. A null array
-// (allowed when nullable) returns nil topics and keeps buf as the spare
-// storage; otherwise the spare is consumed.
-func offsetFetchTopics(rd *Reader, flex, nullable bool, buf []OffsetFetchRequestTopic) (topics, spare []OffsetFetchRequestTopic) {
-	n := rd.ArrayLen(flex, minStringArraySize(flex))
+// offsetFetchTopics reads a topics array, by name or (ids) by id, into
+// buf's storage. A null array (allowed when nullable) returns nil topics and
+// keeps buf as the spare storage; otherwise the spare is consumed.
+func offsetFetchTopics(rd *Reader, flex, nullable, ids bool, buf []OffsetFetchRequestTopic) (topics, spare []OffsetFetchRequestTopic) {
+	n := rd.ArrayLen(flex, fetchTopicMin(ids, flex))
 	if n < 0 {
 		if !nullable {
 			rd.Fail(ErrNegativeLength)
@@ -120,7 +129,7 @@ func offsetFetchTopics(rd *Reader, flex, nullable bool, buf []OffsetFetchRequest
 	}
 	for i := range topics {
 		t := &topics[i]
-		t.Topic = rd.Str(flex)
+		t.Topic, t.TopicID = fetchTopicKey(rd, ids, flex)
 		t.Partitions = int32s(rd, flex, t.Partitions)
 		if flex {
 			rd.SkipTags()
@@ -129,7 +138,7 @@ func offsetFetchTopics(rd *Reader, flex, nullable bool, buf []OffsetFetchRequest
 	return topics, nil
 }
 
-// OffsetFetchResponse is an OffsetFetch response, v1–9.
+// OffsetFetchResponse is an OffsetFetch response, v1–10.
 type OffsetFetchResponse struct {
 	// ThrottleMillis is the client throttle in milliseconds (v3+).
 	ThrottleMillis int32
@@ -156,6 +165,8 @@ type OffsetFetchResponseGroup struct {
 type OffsetFetchResponseTopic struct {
 	// Topic is the topic name (v0–9).
 	Topic string
+	// TopicID is the topic id (v10+, in Groups only).
+	TopicID [16]byte
 	// Partitions are the committed offsets.
 	Partitions []OffsetFetchResponseTopicPartition
 }
@@ -203,7 +214,11 @@ func appendOffsetFetchTopics(dst []byte, version int16, flex bool, topics []Offs
 	dst = AppendArrayLen(dst, flex, len(topics))
 	for i := range topics {
 		t := &topics[i]
-		dst = AppendStr(dst, flex, t.Topic)
+		if version >= offsetFetchTopicIDs {
+			dst = append(dst, t.TopicID[:]...)
+		} else {
+			dst = AppendStr(dst, flex, t.Topic)
+		}
 		dst = AppendArrayLen(dst, flex, len(t.Partitions))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]

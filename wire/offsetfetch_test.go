@@ -8,7 +8,7 @@ import (
 
 func init() {
 	csRegisterRequest(csReqAPI{
-		name: "OffsetFetch", key: KeyOffsetFetch, min: 1, max: 9, flexFrom: 6,
+		name: "OffsetFetch", key: KeyOffsetFetch, min: 1, max: 10, flexFrom: 6,
 		build: func(g *oracleGen, v int16, tags bool) csKmsg {
 			k := kmsg.NewPtrOffsetFetchRequest()
 			if v <= 7 {
@@ -33,7 +33,7 @@ func init() {
 						gr.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
 						for range g.nOuter() {
 							t := kmsg.NewOffsetFetchRequestGroupTopic()
-							t.Topic, t.Partitions = g.str(), g.int32s()
+							t.Topic, t.TopicID, t.Partitions = g.str(), g.uuid(), g.int32s()
 							t.UnknownTags = g.tagsIf(tags)
 							gr.Topics = append(gr.Topics, t)
 						}
@@ -70,7 +70,7 @@ func init() {
 					}
 					for _, t := range gr.Topics {
 						kt := kmsg.NewOffsetFetchRequestGroupTopic()
-						kt.Topic, kt.Partitions = t.Topic, append([]int32(nil), t.Partitions...)
+						kt.Topic, kt.TopicID, kt.Partitions = t.Topic, t.TopicID, append([]int32(nil), t.Partitions...)
 						kg.Topics = append(kg.Topics, kt)
 					}
 					k.Groups = append(k.Groups, kg)
@@ -81,7 +81,7 @@ func init() {
 		},
 	})
 	csRegisterResponse(csRespAPI{
-		name: "OffsetFetch", key: KeyOffsetFetch, min: 1, max: 9, flexFrom: 6,
+		name: "OffsetFetch", key: KeyOffsetFetch, min: 1, max: 10, flexFrom: 6,
 		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
 			r := &OffsetFetchResponse{ThrottleMillis: g.i32()}
 			k := kmsg.NewPtrOffsetFetchResponse()
@@ -95,6 +95,10 @@ func init() {
 					kt := kmsg.NewOffsetFetchResponseTopic()
 					gt := kmsg.NewOffsetFetchResponseGroupTopic()
 					kt.Topic, gt.Topic = t.Topic, t.Topic
+					if v >= 10 { // by id in Groups only
+						t.TopicID = g.uuid()
+						gt.TopicID = t.TopicID
+					}
 					for range g.nInner() {
 						p := OffsetFetchResponseTopicPartition{Partition: g.i32(), Offset: g.i64(), LeaderEpoch: g.i32(), Metadata: g.ns(), ErrorCode: g.code()}
 						t.Partitions = append(t.Partitions, p)

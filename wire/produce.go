@@ -3,21 +3,25 @@ package wire
 // Produce (key 0), flexible from v9 (docs/design/kafka-protocol.md §2.1, §2.4; ProduceRequest.json,
 // ProduceResponse.json).
 //
-// Advertised vs decodable: the APIs table row is {0, 0, 12, 9} because Kafka
+// Advertised vs decodable: the APIs table row is {0, 0, 13, 9} because Kafka
 // 4.x still advertises Produce min version 0 (KAFKA-18659: librdkafka < 2.11.1
 // turns compression off unless the range contains 0), yet rejects v0–2
-// (KIP-896). ProduceRequest.Decode therefore accepts only v3–12 and returns
+// (KIP-896). ProduceRequest.Decode therefore accepts only v3–13 and returns
 // ErrUnsupportedVersion for v0–2; the connection is then closed without a
-// response, as Kafka does. The response encoder handles v0–12.
+// response, as Kafka does. The response encoder handles v0–13.
 //
-// v13 (topic ids instead of names, KIP-516) is not supported: it must not be
-// advertised until Metadata returns real topic ids and Produce resolves them.
+// v13 names topics by id (KIP-516; ProduceRequest.json and
+// ProduceResponse.json, Kafka 4.4: "Name": "versions": "0-12", "TopicId":
+// "uuid", "versions": "13+", in the request's and the response's topics);
+// an id the broker does not know is UNKNOWN_TOPIC_ID on each partition.
 
 import "github.com/kiggy-io/kiggy/varint"
 
 const (
 	produceMinDecodeVersion = 3
-	produceMaxVersion       = 12
+	produceMaxVersion       = 13
+	// produceTopicIDs is the first version naming topics by id.
+	produceTopicIDs int16 = 13
 	// produceFlexible is the first flexible version: "flexibleVersions": "9+".
 	produceFlexible int16 = 9
 	// produceHints is the first version with the KIP-951 leader hints.
@@ -34,12 +38,15 @@ type ProduceRequestPartition struct {
 
 // ProduceRequestTopic is one topic's data in a Produce request.
 type ProduceRequestTopic struct {
-	// Name is a view into the frame, valid until the frame is released.
-	Name       string
+	// Name is a view into the frame, valid until the frame is released
+	// (v0–12; "" from v13 on, until the caller sets it from TopicID).
+	Name string
+	// TopicID is the topic id (v13+; zero below).
+	TopicID    [16]byte
 	Partitions []ProduceRequestPartition
 }
 
-// ProduceRequest is a Produce request body (v3–12).
+// ProduceRequest is a Produce request body (v3–13).
 type ProduceRequest struct {
 	// TransactionalID is null for non-transactional producers. It is a view
 	// into the frame, valid until the frame is released.
@@ -55,12 +62,13 @@ type ProduceRequest struct {
 // r's slices (including each topic's Partitions), so decoding requests of a
 // steady shape allocates nothing. Names and records alias body: they are
 // valid until the frame is released. Versions 0–2 (removed in Kafka 4.0,
-// KIP-896) and 13+ return ErrUnsupportedVersion.
+// KIP-896) and 14+ return ErrUnsupportedVersion.
 func (r *ProduceRequest) Decode(body []byte, version int16) error {
 	if version < produceMinDecodeVersion || version > produceMaxVersion {
 		return ErrUnsupportedVersion
 	}
 	flex := version >= produceFlexible
+	ids := version >= produceTopicIDs
 	rd := NewReader(body)
 
 	s, ok := rd.NullableStr(flex)
@@ -68,10 +76,11 @@ func (r *ProduceRequest) Decode(body []byte, version int16) error {
 	r.Acks = rd.Int16()
 	r.TimeoutMillis = rd.Int32()
 
-	// Smallest topic: empty name, empty partition array (and a tag count).
-	minTopic, minPart := 6, 8
+	// Smallest topic: empty name or an id, empty partition array (and a
+	// tag count).
+	minTopic, minPart := fetchTopicMin(ids, flex), 8
 	if flex {
-		minTopic, minPart = 3, 6
+		minPart = 6
 	}
 	n := rd.ArrayLen(flex, minTopic)
 	if n < 0 {
@@ -81,7 +90,7 @@ func (r *ProduceRequest) Decode(body []byte, version int16) error {
 	r.Topics = resize(r.Topics, n)
 	for i := 0; i < n && rd.Ok(); i++ {
 		t := &r.Topics[i]
-		t.Name = rd.Str(flex)
+		t.Name, t.TopicID = fetchTopicKey(&rd, ids, flex)
 		np := rd.ArrayLen(flex, minPart)
 		if np < 0 {
 			rd.Fail(ErrNegativeLength) // PartitionData is not nullable
@@ -124,7 +133,7 @@ func (r *ProduceRequest) AppendTo(dst []byte, version int16) []byte {
 	dst = AppendArrayLen(dst, flex, len(r.Topics))
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		dst = AppendStr(dst, flex, t.Name)
+		dst = appendTopicKey(dst, version >= produceTopicIDs, flex, t.Name, t.TopicID)
 		dst = AppendArrayLen(dst, flex, len(t.Partitions))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
@@ -239,7 +248,10 @@ func appendNodeEndpointsTags(dst []byte, eps []NodeEndpoint) []byte {
 
 // ProduceResponseTopic is one topic's results in a Produce response.
 type ProduceResponseTopic struct {
-	Name       string
+	// Name is the topic name (v0–12).
+	Name string
+	// TopicID is the topic id (v13+).
+	TopicID    [16]byte
 	Partitions []ProduceResponsePartition
 }
 
@@ -254,7 +266,7 @@ type ProduceResponse struct {
 	NodeEndpoints []NodeEndpoint
 }
 
-// AppendTo appends r's body encoded at version (0–12). The KIP-951 hints
+// AppendTo appends r's body encoded at version (0–13). The KIP-951 hints
 // (each partition's CurrentLeader, the response's NodeEndpoints) are
 // written from v10 when set. It does not allocate when dst has room.
 func (r *ProduceResponse) AppendTo(dst []byte, version int16) []byte {
@@ -262,7 +274,7 @@ func (r *ProduceResponse) AppendTo(dst []byte, version int16) []byte {
 	dst = AppendArrayLen(dst, flex, len(r.Topics))
 	for i := range r.Topics {
 		t := &r.Topics[i]
-		dst = AppendStr(dst, flex, t.Name)
+		dst = appendTopicKey(dst, version >= produceTopicIDs, flex, t.Name, t.TopicID)
 		dst = AppendArrayLen(dst, flex, len(t.Partitions))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
@@ -302,4 +314,12 @@ func (r *ProduceResponse) AppendTo(dst []byte, version int16) []byte {
 		return appendNodeEndpointsTags(dst, r.NodeEndpoints)
 	}
 	return AppendEmptyTags(dst, flex)
+}
+
+// appendTopicKey appends a topic's name or, when ids, its id.
+func appendTopicKey(dst []byte, ids, flex bool, name string, id [16]byte) []byte {
+	if ids {
+		return append(dst, id[:]...)
+	}
+	return AppendStr(dst, flex, name)
 }

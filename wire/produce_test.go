@@ -18,7 +18,12 @@ func (g *oracleGen) kmsgProduceRequest(v int16) *kmsg.ProduceRequest {
 	nt := g.n(true)
 	for range nt {
 		t := kmsg.NewProduceRequestTopic()
-		t.Topic = g.str()
+		t.Topic, t.TopicID = g.str(), g.uuid()
+		if v >= produceTopicIDs { // by id only
+			t.Topic = ""
+		} else {
+			t.TopicID = [16]byte{}
+		}
 		for range g.n(nt < 10) {
 			p := kmsg.NewProduceRequestTopicPartition()
 			p.Partition = g.i32()
@@ -54,7 +59,7 @@ func prodProduceRequestMatches(ours *ProduceRequest, k *kmsg.ProduceRequest) str
 	}
 	for i := range ours.Topics {
 		ot, kt := &ours.Topics[i], &k.Topics[i]
-		if ot.Name != kt.Topic || len(ot.Partitions) != len(kt.Partitions) {
+		if ot.Name != kt.Topic || ot.TopicID != kt.TopicID || len(ot.Partitions) != len(kt.Partitions) {
 			return "topic differs"
 		}
 		for j := range ot.Partitions {
@@ -93,10 +98,10 @@ func TestProduceRequestOracle(t *testing.T) {
 }
 
 // TestProduceRequestRemovedVersions: v0–2 are advertised (KAFKA-18659) but
-// not decodable, v13 is neither.
+// not decodable, v14 is neither.
 func TestProduceRequestRemovedVersions(t *testing.T) {
 	g := newOracleGen(1)
-	for _, v := range []int16{-1, 0, 1, 2, 13} {
+	for _, v := range []int16{-1, 0, 1, 2, produceMaxVersion + 1} {
 		k := g.kmsgProduceRequest(v)
 		var r ProduceRequest
 		if err := r.Decode(k.AppendTo(nil), v); !errors.Is(err, ErrUnsupportedVersion) {
@@ -171,7 +176,7 @@ func (g *oracleGen) produceResponse() *ProduceResponse {
 	r := &ProduceResponse{ThrottleMillis: g.i32()}
 	nt := g.n(true)
 	for range nt {
-		t := ProduceResponseTopic{Name: g.str()}
+		t := ProduceResponseTopic{Name: g.str(), TopicID: g.uuid()}
 		for range g.n(nt < 10) {
 			p := ProduceResponsePartition{
 				Index: g.i32(), ErrorCode: ErrorCode(g.i16()), BaseOffset: g.i64(),
@@ -222,7 +227,13 @@ func prodCheckProduceResponse(t *testing.T, v int16, ours *ProduceResponse, k *k
 	}
 	for i := range k.Topics {
 		kt, ot := &k.Topics[i], &ours.Topics[i]
-		if kt.Topic != ot.Name || len(kt.Partitions) != len(ot.Partitions) {
+		wantName, wantID := ot.Name, ot.TopicID
+		if v >= produceTopicIDs {
+			wantName = "" // by id only from v13
+		} else {
+			wantID = [16]byte{}
+		}
+		if kt.Topic != wantName || kt.TopicID != wantID || len(kt.Partitions) != len(ot.Partitions) {
 			fail("topic", kt, ot)
 		}
 		for j := range kt.Partitions {

@@ -148,6 +148,12 @@ func New(cfg Config) *Server {
 		if !ok {
 			continue
 		}
+		if k == wire.KeyProduce {
+			// Produce v13 names topics by id (KIP-516), and the null
+			// broker has no topic ids: v12 at most, as a Kafka broker
+			// before 4.1.
+			a.Max = min(a.Max, 12)
+		}
 		s.advertised = append(s.advertised, wire.APIVersionsKey{APIKey: a.Key, MinVersion: a.Min, MaxVersion: a.Max})
 		if k == wire.KeyAPIVersions {
 			s.apiMax = a.Max

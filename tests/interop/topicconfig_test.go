@@ -195,14 +195,13 @@ func TestConfigCommandTopicConfigs(t *testing.T) {
 // returns its error code and log start offset.
 func fetchFrom(t *testing.T, cl *kgo.Client, topic string, offset int64) (int16, int64) {
 	t.Helper()
-	// The client sends its newest Fetch, which names topics by id (zero
-	// on kiggy, which then goes by name).
+	// The client sends its newest Fetch, which names topics by id.
 	td, err := kadm.NewClient(cl).ListTopics(context.Background(), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := kmsg.NewPtrFetchRequest()
-	req.Version, req.MaxWaitMillis, req.MaxBytes, req.ReplicaID = 12, 10, 1<<20, -1
+	req.MaxWaitMillis, req.MaxBytes, req.ReplicaID = 10, 1<<20, -1
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic, rt.TopicID = topic, td[topic].ID
 	rp := kmsg.NewFetchRequestTopicPartition()

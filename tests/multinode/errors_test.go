@@ -45,6 +45,7 @@ func TestClusterErrorCodes(t *testing.T) {
 	// Metadata through each: both brokers, identical leaders and epochs.
 	type place struct{ leader, epoch int32 }
 	var first map[int32]place
+	var topicID [16]byte // Produce v13 and Fetch v13+ name topics by id
 	for id, cl := range clients {
 		req := kmsg.NewPtrMetadataRequest()
 		rt := kmsg.NewMetadataRequestTopic()
@@ -57,6 +58,7 @@ func TestClusterErrorCodes(t *testing.T) {
 		if len(resp.Brokers) != 2 {
 			t.Fatalf("node %d lists %d brokers", id, len(resp.Brokers))
 		}
+		topicID = resp.Topics[0].TopicID
 		got := map[int32]place{}
 		for _, p := range resp.Topics[0].Partitions {
 			got[p.Partition] = place{p.Leader, p.LeaderEpoch}
@@ -92,7 +94,7 @@ func TestClusterErrorCodes(t *testing.T) {
 		req := kmsg.NewPtrProduceRequest()
 		req.Acks, req.TimeoutMillis = -1, 5000
 		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = topic
+		rt.Topic, rt.TopicID = topic, topicID
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition = p
 		rp.Records = oneBatch()
@@ -108,7 +110,7 @@ func TestClusterErrorCodes(t *testing.T) {
 		req := kmsg.NewPtrFetchRequest()
 		req.MaxWaitMillis, req.MaxBytes = 0, 1<<20
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
+		rt.Topic, rt.TopicID = topic, topicID
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch, rp.PartitionMaxBytes = p, ep, 1<<20
 		rt.Partitions = append(rt.Partitions, rp)

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
-// TestLeaderHints: Produce v10+ and Fetch v12 sent to an instance that does
+// TestLeaderHints: Produce v10+ and Fetch v12+ sent to an instance that does
 // not lead the partition carry the KIP-951 hint (docs/design/cluster.md §6):
 // the partition's CurrentLeader (its leader and leader epoch, as Metadata
 // gives them) and, in Produce, the leader's endpoint in NodeEndpoints; a
@@ -26,6 +26,16 @@ func TestLeaderHints(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	// The topic's id: Produce v13 and Fetch v13+ name topics by it.
+	mreq := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	mreq.Topics = append(mreq.Topics, mt)
+	mresp, err := mreq.RequestWith(ctx, cl)
+	if err != nil || len(mresp.Topics) != 1 || mresp.Topics[0].TopicID == ([16]byte{}) {
+		t.Fatalf("metadata: %v %+v", err, mresp)
+	}
+	topicID := mresp.Topics[0].TopicID
 	p := int32(-1)
 	for i := range parts {
 		if n1.m.Leader(topic, i).Leader == 1 {
@@ -62,7 +72,7 @@ func TestLeaderHints(t *testing.T) {
 		req := kmsg.NewPtrProduceRequest()
 		req.Acks, req.TimeoutMillis = -1, 5000
 		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = topic
+		rt.Topic, rt.TopicID = topic, topicID
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition = p
 		rp.Records = oneBatch()
@@ -74,7 +84,7 @@ func TestLeaderHints(t *testing.T) {
 		}
 		return resp
 	}
-	for _, v := range []int16{10, 11, 12} {
+	for _, v := range []int16{10, 11, 12, 13} {
 		resp := produce(other, v)
 		rp := resp.Topics[0].Partitions[0]
 		if rp.ErrorCode != 6 || rp.CurrentLeader.LeaderID != 1 || rp.CurrentLeader.LeaderEpoch != epoch {
@@ -90,19 +100,22 @@ func TestLeaderHints(t *testing.T) {
 	if resp := produce(other, 9); resp.Topics[0].Partitions[0].CurrentLeader.LeaderID != -1 || len(resp.Brokers) != 0 {
 		t.Errorf("Produce v9 carries a hint: %+v", resp)
 	}
-	if resp := produce(leader, 12); resp.Topics[0].Partitions[0].ErrorCode != 0 || resp.Topics[0].Partitions[0].CurrentLeader.LeaderID != -1 || len(resp.Brokers) != 0 {
+	if resp := produce(leader, 13); resp.Topics[0].Partitions[0].ErrorCode != 0 || resp.Topics[0].Partitions[0].CurrentLeader.LeaderID != -1 || len(resp.Brokers) != 0 {
 		t.Errorf("Produce to the leader: %+v", resp)
 	}
 
 	fetch := func(b *kgo.Broker, v int16, ep int32) kmsg.FetchResponseTopicPartition {
 		t.Helper()
-		if v < 12 {
+		if v < 18 {
+			if b != other {
+				t.Fatalf("Fetch v%d: only node 2 is asked below v18", v)
+			}
 			b = capped(1, v) // node 2
 		}
 		req := kmsg.NewPtrFetchRequest()
 		req.MaxWaitMillis, req.MaxBytes = 0, 1<<20
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
+		rt.Topic, rt.TopicID = topic, topicID
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch, rp.PartitionMaxBytes = p, ep, 1<<20
 		rt.Partitions = append(rt.Partitions, rp)
@@ -119,10 +132,12 @@ func TestLeaderHints(t *testing.T) {
 		code   int16
 		hinted bool
 	}{
+		{"Fetch v18 from the other", fetch(other, 18, epoch), 6, true},
+		{"Fetch v18 with an older epoch", fetch(leader, 18, epoch-1), 74, true},
+		{"Fetch v18 from the leader", fetch(leader, 18, epoch), 0, false},
+		{"Fetch v18 with a newer epoch", fetch(leader, 18, epoch+1), 75, false},
+		{"Fetch v13 from the other", fetch(other, 13, epoch), 6, true},
 		{"Fetch v12 from the other", fetch(other, 12, epoch), 6, true},
-		{"Fetch v12 with an older epoch", fetch(leader, 12, epoch-1), 74, true},
-		{"Fetch v12 from the leader", fetch(leader, 12, epoch), 0, false},
-		{"Fetch v12 with a newer epoch", fetch(leader, 12, epoch+1), 75, false},
 		{"Fetch v11 from the other", fetch(other, 11, epoch), 6, false},
 	}
 	for _, c := range checks {
