@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// The KIP-848 group APIs against kmsg, every version (adding-an-api.md §1).
+// The KIP-848 group APIs against kmsg, every version (docs/design/adding-an-api.md §1).
 func init() {
 	csRegisterRequest(csReqAPI{
 		name: "ConsumerGroupHeartbeat", key: KeyConsumerGroupHeartbeat, min: 0, max: 1, flexFrom: 0,
