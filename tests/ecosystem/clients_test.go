@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -162,13 +163,19 @@ func TestConfluentKafkaPython(t *testing.T) {
 	c := extClient{name: "confluent-kafka-python", groupCodec: "zstd", cmd: []string{py, scriptPath(t, "tests/python/confluent_client.py")}}
 	testExtClient(t, c, func(t *testing.T, tg target) {
 		t.Run("group-protocol-consumer", func(t *testing.T) { testConsumerProtocol(t, c, tg) })
+		for _, assignor := range []string{"", "range"} {
+			name := "group-protocol-consumer-members"
+			if assignor != "" {
+				name += "-" + assignor
+			}
+			t.Run(name, func(t *testing.T) { testConsumerProtocolMembers(t, c, tg, assignor) })
+		}
 	})
 }
 
 // testConsumerProtocol consumes in a group with group.protocol=consumer
-// (KIP-848, ConsumerGroupHeartbeat), which librdkafka 2.16 supports. Kafka
-// 4.4 must serve it; kiggy does not yet (a later issue), and the test says
-// what librdkafka does then and skips.
+// (KIP-848, ConsumerGroupHeartbeat): one member reads all 12 records of a
+// 2-partition topic, commits and closes.
 func testConsumerProtocol(t *testing.T, c extClient, tg target) {
 	const n = 12
 	topic, group := uniqueName(t, "kip848"), uniqueName(t, "g")
@@ -178,22 +185,184 @@ func testConsumerProtocol(t *testing.T, c extClient, tg target) {
 		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % 2), Key: fmt.Appendf(nil, "k-%d", i), Value: []byte("v")})
 	}
 	produceManual(t, tg, recs)
-	res, err := c.run(t, tg, time.Minute, []string{"KIGGY_CONSUME_SECONDS=8"}, "consume", topic, group, strconv.Itoa(n), "consumer")
-	var got []string
-	if err == nil {
-		got = field[[]string](t, res, "records")
-	}
-	if tg.name == "kiggy" && (err != nil || len(got) != n) {
-		// Seen with debug=cgrp: librdkafka marks the coordinator dead
-		// ("ConsumerGroupHeartbeatRequest not supported by broker"), retries
-		// for ever and hands the application neither records nor an error.
-		t.Skipf("KNOWN GAP: kiggy does not serve the KIP-848 consumer group protocol (ConsumerGroupHeartbeat) yet; librdkafka 2.16 with group.protocol=consumer got %d of %d records in 8 s (error: %v)", len(got), n, err)
-	}
-	if err != nil {
-		t.Fatalf("%s: %v", tg.name, err)
-	}
-	if len(got) != n {
+	res := c.mustRun(t, tg, time.Minute, "consume", topic, group, strconv.Itoa(n), "consumer")
+	if got := field[[]string](t, res, "records"); len(got) != n {
 		t.Errorf("%s: group.protocol=consumer: got %d records, want %d", tg.name, len(got), n)
+	}
+}
+
+// groupMember is a running "member" command of a client script: a group
+// member on the consumer protocol, whose event lines (assign, revoke and
+// lost with partitions, one line per committed record) it reads.
+type groupMember struct {
+	name string
+	p    *proc
+}
+
+// memberEvent is one line a member prints.
+type memberEvent struct {
+	Event      string  `json:"event"`
+	Partitions []int32 `json:"partitions"`
+	Record     string  `json:"record"`
+}
+
+// state returns the partitions m holds now (its assign events minus its
+// revoke and lost events, in order) and the records it committed.
+func (m *groupMember) state(t *testing.T) (owned map[int32]bool, records []string) {
+	t.Helper()
+	owned = map[int32]bool{}
+	for _, line := range m.p.output() {
+		var e memberEvent
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("member %s printed %q: %v\n%s", m.name, line, err, m.p.describe())
+		}
+		switch e.Event {
+		case "assign":
+			for _, p := range e.Partitions {
+				owned[p] = true
+			}
+		case "revoke", "lost":
+			for _, p := range e.Partitions {
+				delete(owned, p)
+			}
+		case "record":
+			records = append(records, e.Record)
+		}
+	}
+	return owned, records
+}
+
+// stop tells m to close (it leaves the group) and waits for it to exit.
+func (m *groupMember) stop(t *testing.T) {
+	t.Helper()
+	m.p.closeStdin()
+	if err := m.p.wait(time.Minute); err != nil {
+		t.Fatalf("member %s: %v\n%s", m.name, err, m.p.describe())
+	}
+}
+
+// testConsumerProtocolMembers runs several client processes as members of
+// one group with group.protocol=consumer over a 6-partition topic, each
+// committing every record before its next poll: members A and B share the
+// partitions and read the first 60 records; C joins and takes 2 partitions
+// from them (all three hold 2), and the next 60 are read; B leaves and A and
+// C take its partitions (3 each), and the last 60 are read. Every record
+// must be read exactly once by the group, and the committed offsets must be
+// the partitions' ends. With the range assignor each member's partitions
+// must be contiguous. The coordinator assigns with assignor
+// (group.remote.assignor), or its default (uniform) when assignor is empty:
+// librdkafka then asks for none.
+func testConsumerProtocolMembers(t *testing.T, c extClient, tg target, assignor string) {
+	const partitions, perPhase = 6, 60
+	topic, group := uniqueName(t, "kip848m"), uniqueName(t, "g")
+	createTopic(t, tg, topic, partitions, nil)
+	sent := 0
+	produce := func() {
+		t.Helper()
+		var recs []*kgo.Record
+		for i := sent; i < sent+perPhase; i++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Key: fmt.Appendf(nil, "k-%d", i), Value: []byte("v")})
+		}
+		produceManual(t, tg, recs)
+		sent += perPhase
+	}
+	members := map[string]*groupMember{}
+	start := func(name string) {
+		argv := append(slices.Clone(c.cmd[1:]), tg.addr, "member", topic, group, assignor)
+		members[name] = &groupMember{name: name, p: startProc(t, nil, c.cmd[0], argv...)}
+	}
+	describe := func() string {
+		var b strings.Builder
+		for _, name := range slices.Sorted(maps.Keys(members)) {
+			fmt.Fprintf(&b, "--- member %s:\n%s\n", name, members[name].p.describe())
+		}
+		return b.String()
+	}
+	// settled waits until the live members hold disjoint sets of want[i]
+	// partitions covering the topic, and have committed every record sent.
+	settled := func(step string, want map[string]int) {
+		t.Helper()
+		var last string
+		ok := testtools.Eventually(2*time.Minute, func() bool {
+			all := map[int32]bool{}
+			read := 0
+			var parts []string
+			for name, m := range members {
+				owned, records := m.state(t)
+				read += len(records)
+				if n, live := want[name]; live {
+					parts = append(parts, fmt.Sprintf("%s %v", name, slices.Sorted(maps.Keys(owned))))
+					if len(owned) != n {
+						last = fmt.Sprintf("%s; read %d of %d", strings.Join(parts, ", "), read, sent)
+						return false
+					}
+					if ps := slices.Sorted(maps.Keys(owned)); assignor == "range" && ps[n-1]-ps[0] != int32(n-1) {
+						last = fmt.Sprintf("%s holds %v, not a range", name, ps)
+						return false
+					}
+					for p := range owned {
+						if all[p] {
+							return false
+						}
+						all[p] = true
+					}
+				}
+			}
+			slices.Sort(parts)
+			last = fmt.Sprintf("%s; read %d of %d", strings.Join(parts, ", "), read, sent)
+			return len(all) == partitions && read >= sent
+		})
+		if !ok {
+			t.Fatalf("%s: %s: %s: not settled after 2 minutes: %s\n%s", tg.name, c.name, step, last, describe())
+		}
+		t.Logf("%s: %s: %s: %s", tg.name, c.name, step, last)
+	}
+
+	produce()
+	start("A")
+	start("B")
+	settled("A and B", map[string]int{"A": 3, "B": 3})
+	start("C")
+	settled("C joined", map[string]int{"A": 2, "B": 2, "C": 2})
+	produce()
+	settled("C joined, more records", map[string]int{"A": 2, "B": 2, "C": 2})
+	members["B"].stop(t)
+	settled("B left", map[string]int{"A": 3, "C": 3})
+	produce()
+	settled("B left, more records", map[string]int{"A": 3, "C": 3})
+	for _, name := range []string{"A", "C"} {
+		members[name].stop(t)
+	}
+
+	seen := map[string][]string{}
+	for name, m := range members {
+		_, records := m.state(t)
+		for _, r := range records {
+			seen[r] = append(seen[r], name)
+		}
+	}
+	for i := range sent {
+		p, o := i%partitions, i/partitions
+		want := fmt.Sprintf("%d/%d/k-%d", p, o, i)
+		if by := seen[want]; len(by) != 1 {
+			t.Errorf("%s: %s: record %s read by %v, want exactly one member", tg.name, c.name, want, by)
+		}
+		delete(seen, want)
+	}
+	for r, by := range seen {
+		t.Errorf("%s: %s: %s read by %v was never sent", tg.name, c.name, r, by)
+	}
+	ctx, cancel := contextTimeout(30 * time.Second)
+	defer cancel()
+	_, adm := admin(t, tg)
+	offs, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(partitions) {
+		if o, ok := offs.Lookup(topic, p); !ok || o.At != int64(sent/partitions) {
+			t.Errorf("%s: %s: group %s committed %v (found %v) for partition %d, want %d", tg.name, c.name, group, o.At, ok, p, sent/partitions)
+		}
 	}
 }
 

@@ -628,7 +628,7 @@ func TestGapLists(t *testing.T) {
 
 	out := parse([]byte(sampleOutput))
 	want := map[string]string{"TestA": pass, "TestB": fail, "TestB/sub": fail, "TestC": skip,
-		"TestGroupSimple/848": skip, "TestD": ""}
+		"TestShareGroup/ack": skip, "TestD": ""}
 	if len(out.status) != len(want) {
 		t.Errorf("parsed %v, want %v", out.status, want)
 	}
@@ -661,9 +661,9 @@ const sampleOutput = `=== RUN   TestA
 === RUN   TestC
     c_test.go:9: no broker
 --- SKIP: TestC (0.00s)
-=== RUN   TestGroupSimple/848
-    h_test.go:866: broker does not support KIP-848
-    --- SKIP: TestGroupSimple/848 (0.00s)
+=== RUN   TestShareGroup/ack
+    h_test.go:866: broker does not support KIP-932
+    --- SKIP: TestShareGroup/ack (0.00s)
 === RUN   TestD
 === CONT  TestB
 === RUN   TestB/sub

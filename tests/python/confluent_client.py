@@ -10,6 +10,7 @@ tests/node/kafkajs_client.js.
 import json
 import os
 import sys
+import threading
 import time
 
 import confluent_kafka
@@ -121,9 +122,57 @@ def cmd_consume(bootstrap, topic, group, n, protocol="classic"):
     out({"records": got})
 
 
+def cmd_member(bootstrap, topic, group, assignor=""):
+    """Stays a member of group, consuming topic, until a line "stop" (or EOF)
+    on stdin; then closes, leaving the group. Prints one JSON object a line:
+    {"event": "assign"|"revoke"|"lost", "partitions": [...]} from the
+    rebalance callbacks (incremental on the consumer protocol), {"event":
+    "record", "record": "P/O/KEY"} once a record is committed, and
+    {"event": "closed"} last. The group protocol is consumer (KIP-848):
+    librdkafka then refuses the classic settings (session.timeout.ms,
+    heartbeat.interval.ms, partition.assignment.strategy), which the
+    coordinator owns. ASSIGNOR, when given, is group.remote.assignor (the
+    server-side assignor asked for); unset, the coordinator chooses."""
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+            "enable.auto.commit": False, "group.protocol": "consumer"}
+    if assignor:
+        conf["group.remote.assignor"] = assignor
+    stop = threading.Event()
+
+    def read_stdin():
+        for line in sys.stdin:
+            if line.strip() == "stop":
+                break
+        stop.set()
+
+    threading.Thread(target=read_stdin, daemon=True).start()
+    c = Consumer(conf)
+
+    def event(name):
+        def cb(_consumer, parts):
+            out({"event": name, "partitions": sorted(p.partition for p in parts if p.topic == topic)})
+        return cb
+
+    c.subscribe([topic], on_assign=event("assign"), on_revoke=event("revoke"), on_lost=event("lost"))
+    while not stop.is_set():
+        # One record a poll, committed before the next poll: the rebalance
+        # callbacks run inside a poll, so a partition is never revoked with
+        # a record read from it but not committed.
+        for m in c.consume(num_messages=1, timeout=0.2):
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise KafkaException(m.error())
+            c.commit(message=m, asynchronous=False)
+            out({"event": "record", "record": f"{m.partition()}/{m.offset()}/{m.key().decode()}"})
+    c.close()
+    out({"event": "closed"})
+
+
 def main():
     bootstrap, cmd, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-    {"version": cmd_version, "admin": cmd_admin, "produce": cmd_produce, "consume": cmd_consume}[cmd](bootstrap, *args)
+    {"version": cmd_version, "admin": cmd_admin, "produce": cmd_produce, "consume": cmd_consume,
+     "member": cmd_member}[cmd](bootstrap, *args)
 
 
 if __name__ == "__main__":
