@@ -11,7 +11,7 @@
 // binary in the kgo package's directory with KGO_SEEDS pointing at kiggy,
 // KGO_LOG_LEVEL=none, KGO_TEST_RF=1, KGO_TEST_SCRAM and KGO_TEST_SCRAM_SEEDS
 // (so TestSCRAMAuth runs), -test.skip of KnownGaps (gaps.go) and
-// -test.timeout 10m (5m for a test of the pair below; less when go test's own
+// -test.timeout 12m (8m for a test of the pair below; less when go test's own
 // -timeout is nearer, so that a hang is reported with the tests it caught). It parses the -test.v output's "--- PASS/FAIL/SKIP" lines,
 // subtests included, and fails naming every test that failed, did not
 // finish, or skipped itself without an ExpectedSkips entry; a full run must

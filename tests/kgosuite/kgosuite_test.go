@@ -39,8 +39,8 @@ const (
 // test of the pair (-test.timeout, less if the go test deadline is nearer);
 // a hang is a failure that names the tests still running.
 const (
-	suiteTimeout = 10 * time.Minute
-	pairTimeout  = 5 * time.Minute
+	suiteTimeout = 12 * time.Minute
+	pairTimeout  = 8 * time.Minute
 )
 
 // minPassed is the fewest top-level tests a full run must pass: 144 do
