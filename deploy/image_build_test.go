@@ -181,6 +181,10 @@ func TestImage(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// The image's health check, as the runtime runs it: kiggy probe.
+	if out, err := run([]string{"KIGGY_ADMIN_ADDR=" + admin}, "probe").CombinedOutput(); err != nil {
+		t.Fatalf("kiggy probe in the image: %v\n%s", err, out)
+	}
 	produce := exec.Command(kcat, "-P", "-b", kafka, "-t", "image-test", "-K:")
 	produce.Stdin = strings.NewReader("k1:hello\nk2:world\n")
 	if out, err := produce.CombinedOutput(); err != nil {

@@ -49,7 +49,7 @@ func TestContainerfile(t *testing.T) {
 	ins := containerfile(t)
 	known := configVariables(t)
 	var froms, copies []string
-	var user, expose, entrypoint, run, label string
+	var user, expose, entrypoint, run, label, health string
 	env := map[string]string{}
 	for _, in := range ins {
 		switch in.cmd {
@@ -63,6 +63,8 @@ func TestContainerfile(t *testing.T) {
 			expose += " " + in.args
 		case "ENTRYPOINT":
 			entrypoint = in.args
+		case "HEALTHCHECK":
+			health = in.args
 		case "RUN":
 			run += " " + in.args
 		case "LABEL":
@@ -93,6 +95,9 @@ func TestContainerfile(t *testing.T) {
 		if strings.HasPrefix(k, "KIGGY_") && !known[k] {
 			t.Errorf("ENV %s: kiggy reads no such variable", k)
 		}
+	}
+	if !strings.HasSuffix(health, `CMD ["/usr/local/bin/kiggy", "probe"]`) {
+		t.Errorf("HEALTHCHECK%s: want kiggy probe (/readyz)", health)
 	}
 	if entrypoint != `["/usr/local/bin/kiggy"]` {
 		t.Errorf("ENTRYPOINT %s", entrypoint)

@@ -164,6 +164,9 @@ func run(args, env []string) int {
 		printVersion(os.Stdout)
 		return 0
 	}
+	if wantProbe(args) { // cmd/kiggy/probe.go
+		return probe(args, env, os.Stderr)
+	}
 	var o options
 	s := newSettings("kiggy")
 	registerOptions(s, &o)
