@@ -153,7 +153,7 @@ func (cg *cgroup) encode() []byte {
 		if m.classic != nil {
 			sm.Classic = &storedClassic{SessionMs: m.classic.session.Milliseconds()}
 			for _, p := range m.classic.protocols {
-				sm.Classic.Protocols = append(sm.Classic.Protocols, storedProtocol{Name: p.Name, Metadata: p.Metadata})
+				sm.Classic.Protocols = append(sm.Classic.Protocols, storedProtocol(p))
 			}
 		}
 		sg.Members = append(sg.Members, sm)
@@ -217,7 +217,7 @@ func (c *Coordinator) RestoreConsumerGroup(id string, b []byte) error {
 			}
 			m.classic = &classicInfo{session: time.Duration(sm.Classic.SessionMs) * time.Millisecond}
 			for _, p := range sm.Classic.Protocols {
-				m.classic.protocols = append(m.classic.protocols, Protocol{Name: p.Name, Metadata: p.Metadata})
+				m.classic.protocols = append(m.classic.protocols, Protocol(p))
 			}
 		}
 		cg.members[m.id] = m
