@@ -50,6 +50,10 @@ type Config struct {
 	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms,
 	// told to consumer-protocol members (zero: Kafka's 5 s).
 	ConsumerHeartbeatInterval time.Duration
+	// DefaultAssignor is the server assignor ("uniform" or "range") of a
+	// consumer-protocol group whose members do not name one: Kafka's first
+	// of group.consumer.assignors (empty: uniform).
+	DefaultAssignor string
 	// ConsumerGroupChanged, when set, gets a value (without blocking)
 	// whenever a consumer-protocol group changes; the owner then calls
 	// DirtyConsumerGroups and stores what it returns.

@@ -674,7 +674,7 @@ func hashTopics(ts []topicMeta) uint64 {
 // default, as Kafka's ConsumerGroup.computePreferredServerAssignor.
 func (cg *cgroup) preferredAssignor() string {
 	counts := map[string]int{}
-	best, bestN := Assignors[0], 0
+	best, bestN := cg.c.defaultAssignor(), 0
 	for _, m := range cg.members {
 		if m.assignor == "" {
 			continue
@@ -920,6 +920,16 @@ func (cg *cgroup) remove(m *cmember, topics TopicLookup) {
 		cg.computeTarget(topics)
 	}
 	// Without topic metadata, the next heartbeat recomputes.
+}
+
+// defaultAssignor is the server assignor of a group whose members name
+// none: Config.DefaultAssignor, else uniform (Kafka's first of
+// group.consumer.assignors).
+func (c *Coordinator) defaultAssignor() string {
+	if slices.Contains(Assignors, c.cfg.DefaultAssignor) {
+		return c.cfg.DefaultAssignor
+	}
+	return Assignors[0]
 }
 
 // consumerSessionTimeout and consumerHeartbeatInterval are the configured

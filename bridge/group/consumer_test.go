@@ -629,3 +629,21 @@ func TestConsumerGroupCaps(t *testing.T) {
 		t.Fatalf("stats at the end: %+v", st)
 	}
 }
+
+func TestConsumerGroupDefaultAssignor(t *testing.T) {
+	topics := fakeTopics{"a": 3, "b": 3}
+	c := newCoordinator(Config{DefaultAssignor: AssignorRange}, newFakeClock())
+	defer c.Close()
+	m0 := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "m0", names: []string{"a", "b"}}
+	m1 := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "m1", names: []string{"a", "b"}}
+	converge(t, m0, m1)
+	if d := c.DescribeConsumerGroup("g"); d.AssignorName != AssignorRange {
+		t.Fatalf("assignor %q, want the configured default range", d.AssignorName)
+	}
+	// A member that names one outvotes the default.
+	m1.assignor = AssignorUniform
+	converge(t, m0, m1)
+	if d := c.DescribeConsumerGroup("g"); d.AssignorName != AssignorUniform {
+		t.Fatalf("assignor %q, want uniform, which a member asked for", d.AssignorName)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -35,6 +36,7 @@ type options struct {
 	transactionMaxTimeout                         time.Duration
 	transactionalIDExpiration                     time.Duration
 	consumerSessionTimeout, consumerHeartbeat     time.Duration
+	consumerAssignor                              string
 	maxTransactionalIDs                           int64
 	maxACLs, maxScramCredentials                  int64
 	producerStateScan                             int64
@@ -94,6 +96,7 @@ func registerOptions(s *settings, o *options) {
 	s.Duration("Kafka", "transaction-max-timeout", &o.transactionMaxTimeout, 15*time.Minute, time.Second, 24*time.Hour, "the longest transaction.timeout.ms a transactional producer may ask for; longer is INVALID_TRANSACTION_TIMEOUT (Kafka transaction.max.timeout.ms)")
 	s.Duration("Kafka", "transactional-id-expiration", &o.transactionalIDExpiration, 7*24*time.Hour, time.Minute, 365*24*time.Hour, "forget a transactional id after this long with no transaction (Kafka transactional.id.expiration.ms)")
 	s.Duration("Kafka", "group-consumer-session-timeout", &o.consumerSessionTimeout, group.DefaultConsumerSessionTimeout, time.Second, time.Hour, "fence a consumer-protocol group member (KIP-848) that does not heartbeat for this long (Kafka group.consumer.session.timeout.ms)")
+	s.String("Kafka", "group-consumer-assignor", &o.consumerAssignor, group.AssignorUniform, "server assignor of consumer-protocol groups whose members set no group.remote.assignor: uniform or range (Kafka: the first of group.consumer.assignors)")
 	s.Duration("Kafka", "group-consumer-heartbeat-interval", &o.consumerHeartbeat, group.DefaultConsumerHeartbeatInterval, 100*time.Millisecond, time.Hour, "heartbeat interval told to consumer-protocol group members (Kafka group.consumer.heartbeat.interval.ms)")
 	s.Int("Limits", "max-transactional-ids", &o.maxTransactionalIDs, bridge.DefaultMaxTransactionalIDs, 0, 1<<30, "transactional ids held; InitProducerId for a new one past it gets COORDINATOR_NOT_AVAILABLE, which clients retry (ids are forgotten after --transactional-id-expiration); 0 = no cap")
 	s.Bool("Kafka", "refuse-unissued-producer-ids", &o.refuseUnissuedProducerIDs, true, "answer UNKNOWN_PRODUCER_ID to an idempotent batch whose producer id no InitProducerId handed out, instead of creating a state for it (docs/LIMITS.md)")
@@ -176,6 +179,10 @@ func run(args, env []string) int {
 			return 0
 		}
 		fmt.Fprintf(os.Stderr, "kiggy: %v\n", err)
+		return 2
+	}
+	if !slices.Contains(group.Assignors, o.consumerAssignor) {
+		fmt.Fprintf(os.Stderr, "kiggy: --group-consumer-assignor %q: want one of %v\n", o.consumerAssignor, group.Assignors)
 		return 2
 	}
 	if err := resolveListeners(s, &o); err != nil {
@@ -300,6 +307,7 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 
 			ConsumerSessionTimeout:    o.consumerSessionTimeout,
 			ConsumerHeartbeatInterval: o.consumerHeartbeat,
+			DefaultAssignor:           o.consumerAssignor,
 		},
 		Authorization: authz,
 		SASL:          saslCfg,
