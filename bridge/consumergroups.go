@@ -167,7 +167,7 @@ func (g *Gateway) loadConsumerGroup(ctx context.Context, id string) bool {
 		g.cgLoadMu.Unlock()
 		return false
 	}
-	g.cgLoadedAt[id] = time.Now()
+	g.cgLoadedAt[strings.Clone(id)] = time.Now() // id aliases the request
 	if len(g.cgLoadedAt) > 10000 {
 		clear(g.cgLoadedAt) // bounded: a flood of unknown ids only costs loads
 	}

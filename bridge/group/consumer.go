@@ -221,7 +221,7 @@ func (c *Coordinator) lockConsumerGroup(id string, create bool) (*cgroup, int16,
 						return nil, errGroupIDNotFound, "Group " + id + " is not a consumer group."
 					}
 					delete(c.groups, id)
-					c.cgroups[id] = cg
+					c.cgroups[cg.id] = cg // cg.id is a copy: id may alias a request
 					c.mu.Unlock()
 					cg.mu.Lock()
 					return cg, errNone, ""

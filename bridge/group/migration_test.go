@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // subscriptionBytes encodes a ConsumerProtocolSubscription v1 (topics, null
@@ -213,4 +214,26 @@ func FuzzEmbeddedProtocol(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestUpgradeKeepsNoAliasedKey: the request's group id aliases a buffer the
+// gateway reuses; the upgraded group must be found under its own copy.
+func TestUpgradeKeepsNoAliasedKey(t *testing.T) {
+	topics := fakeTopics{"t": 2}
+	h := newHarness(t, Config{Topics: func() TopicLookup { return topics }})
+	a := &classicClient{t: t, h: h}
+	ja := h.join(a.joinReq())
+	h.clock.Advance(2 * DefaultInitialRebalanceDelay)
+	a.id, a.gen = ja.result().MemberID, ja.result().GenerationID
+	h.sync(SyncRequest{GroupID: "g", GenerationID: a.gen, MemberID: a.id, Assignments: []Assignment{
+		{MemberID: a.id, Assignment: encodeAssignment(1, map[string][]int32{"t": {0, 1}})}}}).result()
+	buf := []byte("g")
+	c := &cmemberClient{t: t, c: h.c, topics: topics, group: unsafe.String(&buf[0], len(buf)), id: "c", names: []string{"t"}}
+	c.beat()
+	buf[0] = 'x' // the request buffer is reused
+	c.group = "g"
+	c.beat()
+	if d := h.c.DescribeConsumerGroup("g"); d.Error != 0 || len(d.Members) != 2 {
+		t.Fatalf("after the upgrade: %+v", d)
+	}
 }

@@ -291,6 +291,65 @@ func (sp *steadyProducer) finish(t testing.TB) map[int32]map[int64]string {
 	return sp.sent
 }
 
+// groupLoad is the load the Java group tests change memberships under: a
+// steady franz-go producer on the topic.
+type groupLoad struct {
+	t       *testing.T
+	sp      *steadyProducer
+	stopped bool
+}
+
+// startGroupLoad starts the steady producer; the test's end stops it if
+// finish did not.
+func startGroupLoad(t *testing.T, addr, topic string) *groupLoad {
+	l := &groupLoad{t: t, sp: startSteadyProducer(t, addr, topic)}
+	t.Cleanup(func() {
+		if !l.stopped {
+			close(l.sp.stop)
+			l.sp.cl.Close()
+		}
+	})
+	return l
+}
+
+// consumeAWhile waits until n more records are acknowledged: the load
+// between two steps of a test.
+func (l *groupLoad) consumeAWhile(n int) {
+	l.t.Helper()
+	from := l.sp.ackedCount()
+	testtools.WaitFor(l.t, 2*time.Minute, fmt.Sprintf("%d more records produced under this membership", n), func() bool { return l.sp.ackedCount() >= from+n })
+}
+
+// finish stops the producer, waits until the group has committed every
+// partition's end, and returns what was sent.
+func (l *groupLoad) finish(tg target, group, topic string, partitions int32, g *groupProc) map[int32]map[int64]string {
+	l.t.Helper()
+	l.stopped = true
+	sent := l.sp.finish(l.t)
+	ends := map[int32]int64{}
+	total := 0
+	for p, offs := range sent {
+		ends[p] = int64(len(offs))
+		total += len(offs)
+	}
+	l.t.Logf("%s: franz-go produced %d records over %d partitions", tg.Name(), total, len(sent))
+	waitCommitted(l.t, tg, group, topic, partitions, ends, 2*time.Minute, g)
+	return sent
+}
+
+// quit ends a GroupConsumers process, which must close every member and
+// say "bye" (its ctx kills the JVM if it hangs).
+func (g *groupProc) quit() {
+	g.t.Helper()
+	g.send("quit")
+	g.stdin.Close()
+	err := g.wait()
+	lines := g.snapshot()
+	if err != nil || len(lines) == 0 || lines[len(lines)-1] != "bye" {
+		g.t.Fatalf("GroupConsumers did not end with \"bye\": %v\n%s", err, g.tail())
+	}
+}
+
 // TestJavaConsumerGroup runs a group of Java KafkaConsumers (classic
 // protocol, tests/java/src/GroupConsumers.java: commitSync after each poll)
 // on a 6-partition topic created by kafka-topics, while franz-go produces
@@ -321,23 +380,12 @@ func TestJavaConsumerGroup(t *testing.T) {
 					t.Logf("GroupConsumers output:\n%s", g.tail())
 				}
 			}()
-			sp := startSteadyProducer(t, tg.Addr(), topic)
-			stopped := false
-			defer func() {
-				if !stopped {
-					close(sp.stop)
-					sp.cl.Close()
-				}
-			}()
-
+			load := startGroupLoad(t, tg.Addr(), topic)
 			const step = 2 * time.Minute
 			// Each configuration consumes under the steady producer until
 			// it has had another 1,000 records acknowledged (2 s at its 500
 			// a second): the load between the steps is the test.
-			consumeAWhile := func() {
-				from := sp.ackedCount()
-				testtools.WaitFor(t, step, "1,000 more records produced under this membership", func() bool { return sp.ackedCount() >= from+1000 })
-			}
+			consumeAWhile := func() { load.consumeAWhile(1000) }
 			for _, m := range []string{"m1", "m2", "m3"} {
 				g.send("join " + m)
 			}
@@ -354,25 +402,9 @@ func TestJavaConsumerGroup(t *testing.T) {
 			g.send("join m5")
 			g.waitUntil(step, "m3, m4, m5 sharing the partitions", settled(partitions, "m3", "m4", "m5"))
 			consumeAWhile()
-			stopped = true
-			sent := sp.finish(t)
-			ends := map[int32]int64{}
-			total := 0
-			for p, offs := range sent {
-				ends[p] = int64(len(offs))
-				total += len(offs)
-			}
-			t.Logf("%s: franz-go produced %d records over %d partitions", tg.Name(), total, len(sent))
-			waitCommitted(t, tg, group, topic, partitions, ends, step, g)
-
-			g.send("quit")
-			g.stdin.Close()
-			err := g.wait() // ctx kills the JVM if it hangs
-			lines := g.snapshot()
-			if err != nil || len(lines) == 0 || lines[len(lines)-1] != "bye" {
-				t.Fatalf("GroupConsumers did not end with \"bye\": %v\n%s", err, g.tail())
-			}
-			checkGroupEvents(t, lines, partitions, sent)
+			sent := load.finish(tg, group, topic, partitions, g)
+			g.quit()
+			checkGroupEvents(t, g.snapshot(), partitions, sent)
 		})
 	}
 }

@@ -54,19 +54,9 @@ func javaKIP848Group(t *testing.T, tg target, classes, assignor string) {
 			}
 		}
 	}()
-	sp := startSteadyProducer(t, tg.Addr(), topic)
-	stopped := false
-	defer func() {
-		if !stopped {
-			close(sp.stop)
-			sp.cl.Close()
-		}
-	}()
+	load := startGroupLoad(t, tg.Addr(), topic)
 	const step = 2 * time.Minute
-	consumeAWhile := func() {
-		from := sp.ackedCount()
-		testtools.WaitFor(t, step, "1,000 more records produced under this membership", func() bool { return sp.ackedCount() >= from+1000 })
-	}
+	consumeAWhile := func() { load.consumeAWhile(1000) }
 	steps := map[string]time.Time{}
 	mark := func(name string) { steps[name] = time.Now() }
 
@@ -110,18 +100,12 @@ func javaKIP848Group(t *testing.T, tg target, classes, assignor string) {
 		for i := range 50 {
 			r := &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "new-%d-%d", p, i)}
 			res := cl.ProduceSync(ctx, r)
-			sp.acked(r, res.FirstErr())
+			load.sp.acked(r, res.FirstErr())
 		}
 	}
 	consumeAWhile()
 
-	stopped = true
-	sent := sp.finish(t)
-	ends := map[int32]int64{}
-	for p, offs := range sent {
-		ends[p] = int64(len(offs))
-	}
-	waitCommitted(t, tg, group, topic, grown, ends, step, a)
+	sent := load.finish(tg, group, topic, grown, a)
 	// The members' own closes below revoke everything: judge stops on the
 	// run before them. Range is not sticky (Kafka's server-side
 	// RangeAssignor neither): a member may have to revoke all it has before
@@ -129,13 +113,8 @@ func javaKIP848Group(t *testing.T, tg target, classes, assignor string) {
 	if assignor == "uniform" {
 		checkNeverEmptied(t, a.snapshot(), "m1", "m2", "m3")
 	}
-	a.send("quit")
-	a.stdin.Close()
-	if err := a.wait(); err != nil {
-		t.Fatalf("GroupConsumers A: %v\n%s", err, a.tail())
-	}
-	lines := mergeLines(a, b)
-	checkGroupEvents(t, lines, grown, sent)
+	a.quit()
+	checkGroupEvents(t, mergeLines(a, b), grown, sent)
 	logUnowned(t, tg.Name(), a, b, killedAt, steps)
 }
 

@@ -34,19 +34,8 @@ func TestJavaConsumerGroupMigration(t *testing.T) {
 			t.Logf("consumer JVM:\n%s", consumer.tail())
 		}
 	}()
-	sp := startSteadyProducer(t, tg.Addr(), topic)
-	stopped := false
-	defer func() {
-		if !stopped {
-			close(sp.stop)
-			sp.cl.Close()
-		}
-	}()
+	load := startGroupLoad(t, tg.Addr(), topic)
 	const step = 2 * time.Minute
-	consumeAWhile := func() {
-		from := sp.ackedCount()
-		testtools.WaitFor(t, step, "500 more records produced under this membership", func() bool { return sp.ackedCount() >= from+500 })
-	}
 	wait := func(what string, members ...string) {
 		t.Helper()
 		start := time.Now()
@@ -54,7 +43,7 @@ func TestJavaConsumerGroupMigration(t *testing.T) {
 			return settled(partitions, members...)(mergeLines(classic, consumer))
 		})
 		t.Logf("%s: %s after %v", tg.Name(), what, time.Since(start).Round(10*time.Millisecond))
-		consumeAWhile()
+		load.consumeAWhile(500)
 	}
 	for _, m := range []string{"m1", "m2", "m3"} {
 		classic.send("join " + m)
@@ -80,19 +69,8 @@ func TestJavaConsumerGroupMigration(t *testing.T) {
 	consumer.send("leave c3")
 	wait("the group downgraded to m4, m5", "m4", "m5")
 
-	stopped = true
-	sent := sp.finish(t)
-	ends := map[int32]int64{}
-	for p, offs := range sent {
-		ends[p] = int64(len(offs))
-	}
-	waitCommitted(t, tg, group, topic, partitions, ends, step, classic)
-	for _, g := range []*groupProc{classic, consumer} {
-		g.send("quit")
-		g.stdin.Close()
-		if err := g.wait(); err != nil {
-			t.Fatalf("GroupConsumers: %v\n%s", err, g.tail())
-		}
-	}
+	sent := load.finish(tg, group, topic, partitions, classic)
+	classic.quit()
+	consumer.quit()
 	checkGroupEvents(t, mergeLines(classic, consumer), partitions, sent)
 }
