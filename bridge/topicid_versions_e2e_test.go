@@ -158,12 +158,16 @@ func TestTopicIDErrorRows(t *testing.T) {
 		}
 	}
 	known, gone := topicIDOf(ctx, t, cl, "known"), topicIDOf(ctx, t, cl, "gone")
+	// Created before "gone" is deleted: on Iggy 0.9 a topic created just
+	// after a delete may take the deleted topic's Iggy id, whose old
+	// partitions polls still reach for a while (docs/IGGY.md, "Topic
+	// incarnations"), which is not what this test is about.
+	gw.CreateTopic(t, "native", 1) // straight in the backend
 	if r, err := adm.DeleteTopic(ctx, "gone"); err != nil || r.Err != nil {
 		t.Fatalf("delete: %v %v", err, r.Err)
 	}
 	produceN(t, gw.Addr, "known", 2, 4)
 	unknown := [16]byte{0x12, 6: 0x40, 8: 0x80, 15: 0x34}
-	gw.CreateTopic(t, "native", 1) // straight in the backend
 	info, err := gw.Log.Topic(ctx, "native")
 	if err != nil {
 		t.Fatal(err)
