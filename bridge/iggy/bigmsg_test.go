@@ -66,7 +66,7 @@ func TestReadLargeMessagesOverFrameLimit(t *testing.T) {
 	for _, cacheBytes := range []int64{0, -1} {
 		t.Run(fmt.Sprintf("cache=%d", cacheBytes), func(t *testing.T) {
 			addr, stream := target(t)
-			c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2, ReadCacheBytes: cacheBytes})
+			c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2, ReadCacheBytes: cacheBytes, TailWindowBytes: -1}) // the poll path
 			c.maxReply = 256 << 10
 			cx := ctx(t)
 			for _, tp := range []string{"small", "big"} {
@@ -106,7 +106,7 @@ func TestReadMessageLargerThanBudget(t *testing.T) {
 	for _, cacheBytes := range []int64{0, -1} {
 		t.Run(fmt.Sprintf("cache=%d", cacheBytes), func(t *testing.T) {
 			addr, stream := target(t)
-			c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2, ReadCacheBytes: cacheBytes})
+			c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2, ReadCacheBytes: cacheBytes, TailWindowBytes: -1}) // the poll path
 			cx := ctx(t)
 			if _, err := c.CreateTopic(cx, "mib", 1, store.TopicConfig{}); err != nil {
 				t.Fatal(err)

@@ -101,7 +101,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	c.markStarted()
 	if cfg.ReadCacheBytes > 0 && !cfg.system {
-		c.cache = newReadCache(c, cfg.ReadCacheBytes)
+		c.cache = newReadCache(c, cfg.ReadCacheBytes, cfg.TailWindowBytes, cfg.SoleWriter)
 		c.cache.start(readAheadWorkers(cfg.PoolSize))
 	}
 	if !cfg.system && !cfg.noCommitLog {

@@ -194,7 +194,7 @@ type genState struct {
 // it and compacts it if it grew large.
 func (c *Client) openCommitLog(ctx context.Context) error {
 	scfg := c.cfg
-	scfg.Stream, scfg.PoolSize, scfg.system = c.cfg.SystemStream, 2, true
+	scfg.Stream, scfg.PoolSize, scfg.system, scfg.SoleWriter = c.cfg.SystemStream, 2, true, false
 	if c.cfg.CommitTail > 0 {
 		// A cluster member: the membership log's heartbeats and reads share
 		// this client with the commits and their tail

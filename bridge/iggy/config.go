@@ -85,6 +85,20 @@ type Config struct {
 	// share encoded batches"); it needs the read cache. 0 =
 	// DefaultFetchCacheBytes; negative disables it.
 	FetchCacheBytes int64
+	// TailWindowBytes bounds the tail window (docs/IGGY.md, "The tail
+	// window"): the frames of this client's confirmed appends, kept so
+	// that readers at the tail are served without a poll; it needs the
+	// read cache. 0 = DefaultTailWindowBytes; negative disables it.
+	TailWindowBytes int64
+	// SoleWriter declares that nothing but this client appends to the
+	// stream's topics (no Iggy-native producer, no other kiggy instance):
+	// a Read at a high watermark the client knows exactly is then answered
+	// without a poll, and the gateway parks a Fetch at the tail until an
+	// append through it (store.Capabilities.SoleWriter) instead of
+	// polling every 100 ms. Records another writer appends anyway are
+	// seen only after this client's next append to the partition, a poll
+	// of it, or a reconnect.
+	SoleWriter bool
 	// Protocol is the binary protocol dialect spoken (docs/IGGY.md,
 	// "Versions"): 0 = auto (the newest first; an IncompatibleProtocol
 	// eviction's window names the one the server takes), or
@@ -152,6 +166,9 @@ func (c *Config) normalize() {
 	}
 	if c.FetchCacheBytes == 0 {
 		c.FetchCacheBytes = DefaultFetchCacheBytes
+	}
+	if c.TailWindowBytes == 0 {
+		c.TailWindowBytes = DefaultTailWindowBytes
 	}
 	if c.Durability == store.DurabilityDefault {
 		c.Durability = store.DurabilityWritten

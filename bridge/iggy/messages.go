@@ -116,13 +116,16 @@ func (c *Client) appendBatches(ctx context.Context, topic string, partition int3
 	}
 	c.releaseFor(s)
 	if err != nil {
+		if sent {
+			c.cache.unsure(topic, partition)
+		}
 		return 0, c.appendError(ctx, topic, partition, err, sent)
 	}
 	if e.durability == store.DurabilityBuffered {
 		c.metrics.bufferedAppends.Add(1)
 	}
 	if base >= 0 {
-		c.cache.appended(topic, partition, base+int64(count), gen)
+		c.cache.appended(topic, partition, base, count, gen, hdr, b, rest)
 	}
 	return base, nil
 }

@@ -74,6 +74,7 @@ type chunk struct {
 	polled           time.Time  // when Iggy returned it
 	refs             int32      // readers serving from it now (under readCache.mu)
 	cached           bool       // in p.chunks and the LRU
+	tail             bool       // a tail window chunk (tailwindow.go), in readCache.tailLRU
 	lru.Links[chunk]            // in readCache.lru
 }
 
@@ -106,6 +107,16 @@ type partCache struct {
 	// under an older generation may speak of an incarnation of the topic
 	// that p is not, and does not update p (appended, learnHighs).
 	born uint64
+
+	// The tail window (tailwindow.go): tailN chunks of tailBytes. exact:
+	// high is Iggy's high watermark, known from a poll and continued by
+	// every append since (Config.SoleWriter only); unsure counts appends
+	// of unknown outcome, so a poll sent before one does not make high
+	// exact again.
+	tailN     int
+	tailBytes int64
+	exact     bool
+	unsure    uint64
 }
 
 // cacheReader is the per-Read walking state (pooled: fn makes it escape).
@@ -140,12 +151,25 @@ type readCache struct {
 	// what it encoded from earlier Reads only under the gen it read them
 	// under (ReadGeneration).
 	gen atomic.Uint64
+
+	// The tail window (tailwindow.go), bounded by tailLimit apart from
+	// the polled chunks' limit; tailParts partitions hold window chunks.
+	// soleWriter: Config.SoleWriter.
+	tailLimit            int64
+	tailBytes            int64
+	tailParts            int
+	tailLRU              lru.List[chunk, *chunk]
+	tailFree             [tailClasses][][]byte
+	tailGauge            atomic.Int64
+	tailFills, tailSkips atomic.Uint64
+	idleAnswers          atomic.Uint64 // Reads at an exact high watermark answered without a poll
+	soleWriter           bool
 }
 
-func newReadCache(c *Client, limit int64) *readCache {
+func newReadCache(c *Client, limit, tailLimit int64, soleWriter bool) *readCache {
 	ctx, stop := context.WithCancel(context.Background())
 	rc := &readCache{c: c, limit: limit, ctx: ctx, stop: stop, parts: map[partKey]*partCache{},
-		queue: make(chan *partCache, 4096), ttl: readCacheTTL}
+		queue: make(chan *partCache, 4096), ttl: readCacheTTL, tailLimit: max(tailLimit, 0), soleWriter: soleWriter}
 	rc.readers.New = func() any { return new(cacheReader) }
 	return rc
 }
@@ -243,6 +267,14 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 		rc.mu.Unlock()
 		rc.hits.Add(1)
 		return rc.serve(p, ch, from, maxBytes, fn)
+	}
+	if p.exact && from == uint64(p.high) {
+		// Nothing past the exact high watermark (Config.SoleWriter): the
+		// answer needs no poll.
+		high := p.high
+		rc.mu.Unlock()
+		rc.idleAnswers.Add(1)
+		return store.Watermarks{High: high}, nil
 	}
 	// A miss polls at least a read-ahead chunk: a sequential reader's next
 	// Reads are then served from it.
@@ -495,6 +527,7 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 	c := rc.c
 	rc.mu.Lock()
 	var check uint64
+	unsure := p.unsure
 	prev := p.endingAt(from)
 	start := from
 	if prev != nil && from > 0 {
@@ -570,8 +603,16 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 		rc.invalidateLocked(p)
 		p = rc.part(p.key.topic, p.key.partition)
 	}
-	if polled > 0 || current > 0 {
+	switch {
+	case polled > 0 || current > 0:
 		p.high = max(p.high, int64(current)+1)
+		// With no other writer, what Iggy holds now is what it said
+		// plus this client's appends confirmed since (appended), unless
+		// one of unknown outcome came in between.
+		p.exact = rc.soleWriter && p.unsure == unsure
+	case from == 0 && p.high == 0:
+		// Nothing at offset 0: an empty partition.
+		p.exact = rc.soleWriter && p.unsure == unsure
 	}
 	if end == 0 {
 		return nil, current, polled, nil
@@ -741,6 +782,9 @@ func (rc *readCache) dropLocked(ch *chunk) {
 	}
 	ch.cached = false
 	p := ch.p
+	if ch.tail {
+		rc.forgetTail(ch)
+	}
 	for i, o := range p.chunks {
 		if o == ch {
 			copy(p.chunks[i:], p.chunks[i+1:])
@@ -749,9 +793,11 @@ func (rc *readCache) dropLocked(ch *chunk) {
 			break
 		}
 	}
-	rc.lru.Remove(ch)
-	rc.bytes -= ch.size
-	rc.gauge.Store(rc.bytes)
+	if !ch.tail {
+		rc.lru.Remove(ch)
+		rc.bytes -= ch.size
+		rc.gauge.Store(rc.bytes)
+	}
 	if ch.refs == 0 {
 		rc.recycle(ch)
 	}
@@ -767,6 +813,10 @@ func (rc *readCache) unpin(ch *chunk) {
 
 // recycle keeps ch's buffer for a later reply; under mu.
 func (rc *readCache) recycle(ch *chunk) {
+	if ch.tail {
+		rc.dropUnused(ch)
+		return
+	}
 	if b := ch.buf; b != nil && cap(b) <= keepReplyBuf {
 		if len(rc.free) < maxFreeBufs {
 			rc.free = append(rc.free, b[:cap(b)])
@@ -812,7 +862,11 @@ func (rc *readCache) takeBuf() []byte {
 
 // touch makes a cached chunk the most recently used; under mu.
 func (rc *readCache) touch(ch *chunk) {
-	if ch.cached {
+	switch {
+	case !ch.cached:
+	case ch.tail:
+		rc.tailLRU.Touch(ch)
+	default:
 		rc.lru.Touch(ch)
 	}
 }
@@ -903,18 +957,11 @@ func (rc *readCache) learnHighs(topic string, parts []partitionInfo, sent uint64
 	rc.mu.Unlock()
 }
 
-// appended raises a cached partition's high watermark after an Append that
-// Iggy confirmed, so readers near the tail keep reading ahead; sent is
-// generation() before the append was sent (learnHighs).
-func (rc *readCache) appended(topic string, partition int32, high int64, sent uint64) {
-	if rc == nil {
-		return
-	}
-	rc.mu.Lock()
-	if p := rc.parts[partKey{topic, partition}]; p != nil && p.born <= sent {
-		p.high = max(p.high, high)
-	}
-	rc.mu.Unlock()
+// Capabilities implements store.CapabilityDeclarer: with
+// Config.SoleWriter every append to the stream goes through this client, so
+// the gateway's own append notifications wake its parked Fetches.
+func (c *Client) Capabilities() store.Capabilities {
+	return store.Capabilities{SoleWriter: c.cfg.SoleWriter && !c.cfg.system}
 }
 
 // FetchCacheBytes is the bound of the encoded batches the gateway may share
@@ -993,4 +1040,15 @@ func (rc *readCache) writeMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_iggy_read_cache_evictions_total", "counter", "Cached chunks evicted to stay within the bound (least recently used first).", evictions)
 	metric.Single(w, "kiggy_iggy_read_cache_readaheads_total", "counter", "Background polls of the next chunk ahead of a sequential reader.", readAheads)
 	metric.Single(w, "kiggy_iggy_read_cache_invalidations_total", "counter", "Partitions dropped from the read cache (topic deleted or created, a purge seen, a reconnect).", invalidations)
+	var tailLimit, tailBytes int64
+	var fills, skips, idle uint64
+	if rc != nil {
+		tailLimit, tailBytes = rc.tailLimit, rc.tailGauge.Load()
+		fills, skips, idle = rc.tailFills.Load(), rc.tailSkips.Load(), rc.idleAnswers.Load()
+	}
+	metric.Single(w, "kiggy_iggy_tail_window_limit_bytes", "gauge", "The tail window's memory bound (--iggy-tail-window-bytes; 0 = off).", tailLimit)
+	metric.Single(w, "kiggy_iggy_tail_window_bytes", "gauge", "Bytes of confirmed appends held by the tail window.", tailBytes)
+	metric.Single(w, "kiggy_iggy_tail_window_fills_total", "counter", "Appends kept in the tail window for readers at the tail.", fills)
+	metric.Single(w, "kiggy_iggy_tail_window_skips_total", "counter", "Appends not kept because the cache knew of other messages at or past their offsets (another writer, a purge or recreate).", skips)
+	metric.Single(w, "kiggy_iggy_tail_idle_answers_total", "counter", "Reads at a high watermark known exactly (--iggy-sole-writer) answered without polling Iggy.", idle)
 }

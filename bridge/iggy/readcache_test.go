@@ -171,7 +171,9 @@ func TestReadCacheConcurrent(t *testing.T) {
 func TestReadCacheBound(t *testing.T) {
 	addr, stream := target(t)
 	const limit = 512 << 10
-	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2, ReadCacheBytes: limit})
+	// The bound of polled chunks: reads are not served from the tail
+	// window (tailwindow_test.go bounds that).
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2, ReadCacheBytes: limit, TailWindowBytes: -1})
 	cx := ctx(t)
 	c.CreateTopic(cx, "b", 8, store.TopicConfig{})
 	for p := range int32(8) {
@@ -582,7 +584,7 @@ func TestReadCacheRecycledBuffers(t *testing.T) {
 // watermarks (nor make cache entries for it); replies to requests sent
 // after the invalidation do.
 func TestReadCacheLateRepliesTeachNothing(t *testing.T) {
-	rc := newReadCache(&Client{}, 1<<20)
+	rc := newReadCache(&Client{}, 1<<20, 0, false)
 	old := rc.generation()
 	rc.learnHighs("t", []partitionInfo{{id: 0, currentOffset: 99, messages: 100}}, old)
 	if _, high := readGen(rc, "t", 0); high != 100 {
@@ -590,7 +592,7 @@ func TestReadCacheLateRepliesTeachNothing(t *testing.T) {
 	}
 	rc.invalidateTopic("t") // deleted and created again
 	rc.learnHighs("t", []partitionInfo{{id: 0, currentOffset: 4999, messages: 5000}, {id: 1, currentOffset: 9, messages: 10}}, old)
-	rc.appended("t", 0, 7000, old)
+	appendedHigh(rc, "t", 0, 7000, old)
 	rc.mu.Lock()
 	n := len(rc.parts)
 	rc.mu.Unlock()
@@ -599,14 +601,22 @@ func TestReadCacheLateRepliesTeachNothing(t *testing.T) {
 	}
 	now := rc.generation()
 	rc.learnHighs("t", []partitionInfo{{id: 0, currentOffset: 0, messages: 1}}, now)
-	rc.appended("t", 0, 7000, old) // the old incarnation's append, late
+	appendedHigh(rc, "t", 0, 7000, old) // the old incarnation's append, late
 	if _, high := readGen(rc, "t", 0); high != 1 {
 		t.Fatalf("high %d after a late append of the old incarnation, want 1", high)
 	}
-	rc.appended("t", 0, 3, now)
+	appendedHigh(rc, "t", 0, 3, now)
 	if _, high := readGen(rc, "t", 0); high != 3 {
 		t.Fatalf("high %d after a current append, want 3", high)
 	}
+}
+
+// appendedHigh tells rc of a one-message append confirmed at high-1 whose
+// frames are not kept.
+func appendedHigh(rc *readCache, topic string, partition int32, high int64, sent uint64) {
+	var b message.Batch
+	b.Reset(0)
+	rc.appended(topic, partition, high-1, 1, sent, nil, &b, nil)
 }
 
 // readGen is Client.ReadGeneration on a bare cache.

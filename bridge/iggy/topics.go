@@ -477,6 +477,7 @@ func (c *Client) createTopic(ctx context.Context, name string, partitions int32,
 			}
 			c.remember(name, d.entry())
 			c.cache.invalidateTopic(name)
+			c.cache.created(name, partitions)
 			return d.info, nil
 		case code == proto.CodeTopicNameAlreadyExists:
 			return store.TopicInfo{}, fmt.Errorf("%w: %q", store.ErrTopicExists, name)

@@ -135,6 +135,10 @@ func (e *Encoder) Append(b *message.Batch, r *Record) error {
 	if err != nil {
 		return err
 	}
+	if r.TimestampMs == -1 {
+		// Read back as the store's append time (§2.5).
+		b.ServerTime = true
+	}
 
 	// Sort a copy of the headers by name: the native block is sorted, and
 	// adjacent equal names reveal a repeated header (refused, §2.4).

@@ -67,6 +67,12 @@ type Batch struct {
 	// walk the frames again (docs/BENCHMARKS.md, "Where kiggy's CPU
 	// goes"). It takes effect at the next Reset and is kept across Resets.
 	Checksums bool
+	// ServerTime: some frame's timestamp is the store's append time, which
+	// only the store knows (a Kafka record timestamp of -1,
+	// docs/design/record-mapping.md §2.5), so a copy of the frames is not
+	// what a read of them returns: the Iggy tail window does not keep such
+	// a batch (docs/IGGY.md, "The tail window"). Reset clears it.
+	ServerTime bool
 
 	start   int    // offset of the frame being built, or -1
 	stamped bool   // every frame stamped, its checksum in sums
@@ -96,6 +102,7 @@ func (b *Batch) Reset(origin uint64) {
 	b.Buf = b.Buf[:Headroom]
 	b.Count = 0
 	b.Origin = origin
+	b.ServerTime = false
 	b.start = -1
 	b.stamped = b.Checksums
 	b.sums = b.sums[:0]
@@ -178,6 +185,7 @@ func (b *Batch) Join(src *Batch) {
 		renumber(b.Buf[at:], src.Count, b.Count, shift, nil)
 	}
 	b.Count += src.Count
+	b.ServerTime = b.ServerTime || src.ServerTime
 }
 
 // Rebase makes b's frames the messages first, first+1, … of a batch whose

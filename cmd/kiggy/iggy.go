@@ -39,9 +39,20 @@ func openIggy(ctx context.Context, o options, logger *slog.Logger) (store.Log, e
 	if fetchBytes == 0 {
 		fetchBytes = -1 // --iggy-fetch-cache-bytes 0: off
 	}
+	tailBytes := o.iggyTailWindowBytes
+	if tailBytes == 0 {
+		tailBytes = -1 // --iggy-tail-window-bytes 0: off
+	}
+	if o.iggySoleWriter && o.cluster.clustered() {
+		// Each instance appends to the partitions it leads, and a
+		// partition's leader changes: no instance is the sole writer.
+		return nil, errors.New("--iggy-sole-writer: not with --cluster-membership (other instances append to the same topics)")
+	}
 	c, err := iggy.Open(ctx, iggy.Config{
 		ReadCacheBytes:  cacheBytes,
 		FetchCacheBytes: fetchBytes,
+		TailWindowBytes: tailBytes,
+		SoleWriter:      o.iggySoleWriter,
 		TLS:             tlsConfig,
 		Durability:      durability,
 		Addr:            o.iggyAddr,

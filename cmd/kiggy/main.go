@@ -55,7 +55,8 @@ type options struct {
 	iggyAddr, iggyUsername, iggyPassword, iggyToken, iggyStream       string
 	iggyPoolSize                                                      int64
 	iggyRequestTimeout                                                time.Duration
-	iggyReadCacheBytes, iggyFetchCacheBytes                           int64
+	iggyReadCacheBytes, iggyFetchCacheBytes, iggyTailWindowBytes      int64
+	iggySoleWriter                                                    bool
 	iggyDurability                                                    string
 	iggyProtocol                                                      string
 	iggyTLS                                                           bool
@@ -144,6 +145,8 @@ func registerOptions(s *settings, o *options) {
 	s.Duration("Iggy backend", "iggy-request-timeout", &o.iggyRequestTimeout, 30*time.Second, 100*time.Millisecond, 10*time.Minute, "deadline of one Iggy request; the connection is dropped when it passes")
 	s.Int("Iggy backend", "iggy-read-cache-bytes", &o.iggyReadCacheBytes, 64<<20, 0, 1<<40, "memory for recent Iggy poll replies served to later Fetches and polled ahead of sequential consumers, shared by every consumer group near a partition's tail (docs/IGGY.md, \"Read (PollMessages)\"); 0 = off")
 	s.Int("Iggy backend", "iggy-fetch-cache-bytes", &o.iggyFetchCacheBytes, 64<<20, 0, 1<<40, "memory for the Kafka record batches one Fetch encoded, copied into later Fetches of the same partition, offset and limits (other consumer groups) instead of mapping the messages again (docs/IGGY.md, \"Fetches share encoded batches\"); needs the read cache; 0 = off")
+	s.Int("Iggy backend", "iggy-tail-window-bytes", &o.iggyTailWindowBytes, 32<<20, 0, 1<<40, "memory for the records this gateway appended last, kept as Iggy confirmed them so that consumers at the tail are served without polling Iggy, shared fairly by the partitions (docs/IGGY.md, \"The tail window\"); needs the read cache; 0 = off")
+	s.Bool("Iggy backend", "iggy-sole-writer", &o.iggySoleWriter, false, "declare that nothing but this gateway appends to the stream's topics (no Iggy-native producer, a single instance): a consumer at the tail then waits for this gateway's own appends instead of polling Iggy every 100 ms, and costs Iggy nothing while idle; records another writer appends anyway are seen only after this gateway's next append to the partition (docs/IGGY.md, \"The tail window\"); not with --cluster-membership")
 
 	registerACLOptions(s, &o.acl)
 

@@ -78,6 +78,8 @@ func dialIggy(t testing.TB, addr string, opts *Options) store.Log {
 		Username: iggyserver.Username, Password: iggyserver.Password,
 		ReadCacheBytes:      opts.IggyReadCacheBytes,
 		FetchCacheBytes:     opts.IggyFetchCacheBytes,
+		TailWindowBytes:     opts.IggyTailWindowBytes,
+		SoleWriter:          opts.IggySoleWriter,
 		ReconnectBackoffMax: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("kiggytest: iggy client: %v", err)

@@ -69,6 +69,12 @@ type Options struct {
 	// the Iggy client (iggy.Config.FetchCacheBytes: 0 = default, negative
 	// = off).
 	IggyFetchCacheBytes int64
+	// IggyTailWindowBytes bounds the Iggy client's tail window
+	// (iggy.Config.TailWindowBytes: 0 = default, negative = off).
+	IggyTailWindowBytes int64
+	// IggySoleWriter is iggy.Config.SoleWriter: nothing but this gateway
+	// appends to its topics.
+	IggySoleWriter bool
 	// Memlog configures the embedded log (when the backend is not Iggy).
 	Memlog memlog.Config
 	// Log, when set, is the backend (an embedded log kept from an earlier

@@ -1,0 +1,282 @@
+package iggy
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
+)
+
+// tailMsg is what a Read presents of a message, but Iggy's append time
+// (which the window does not keep, message.Batch.ServerTime).
+type tailMsg struct {
+	off     int64
+	origin  uint64
+	id      [16]byte
+	payload string
+	headers string
+}
+
+// readTail reads [from, to) of a partition with c.
+func readTail(t testing.TB, c *Client, topic string, partition int32, from, to int64) []tailMsg {
+	t.Helper()
+	var out []tailMsg
+	for next := from; next < to; {
+		n := len(out)
+		_, err := c.Read(ctx(t), topic, partition, next, 1<<20, func(m *message.Message) bool {
+			if m.Offset >= to {
+				return false
+			}
+			out = append(out, tailMsg{m.Offset, m.OriginTimestamp, m.ID, string(m.Payload), string(m.Headers)})
+			next = m.Offset + 1
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) == n {
+			t.Fatalf("read at %d of %s/%d found nothing, want up to %d", next, topic, partition, to)
+		}
+	}
+	return out
+}
+
+// sameMessages fails unless a and b are the same messages.
+func sameMessages(t testing.TB, what string, a, b []tailMsg) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%s: %d messages, the poll path %d", what, len(a), len(b))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("%s: message %d is %+v, the poll path's %+v", what, i, a[i], b[i])
+		}
+	}
+}
+
+// TestTailWindowServesAppends: a Read of what this client appended is
+// served from the tail window without a poll, and presents the messages as
+// a client without a cache reads them from Iggy (single and joined appends,
+// headers, several batches per partition).
+func TestTailWindowServesAppends(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	plain := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2, ReadCacheBytes: -1})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "tw", 2, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	var end [2]int64
+	for i := range 6 {
+		p := int32(i % 2)
+		var base int64
+		var err error
+		if i%3 == 2 {
+			a, b := stampedBatchOf(1_700_000_000_000_000, fmt.Sprintf("j%d-", i), 3), stampedBatchOf(1_700_000_000_000_000, fmt.Sprintf("k%d-", i), 2)
+			b.Rebase(a.Origin, a.Count)
+			base, err = c.AppendJoined(cx, "tw", p, []*message.Batch{a, b})
+			end[p] = base + 5
+		} else {
+			base, err = c.Append(cx, "tw", p, stampedBatchOf(uint64(1_700_000_000_000_000+i), fmt.Sprintf("m%d-", i), 4))
+			end[p] = base + 4
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	misses := c.cache.misses.Load()
+	for p := range int32(2) {
+		got := readTail(t, c, "tw", p, 0, end[p])
+		want := readTail(t, plain, "tw", p, 0, end[p])
+		sameMessages(t, fmt.Sprintf("partition %d", p), got, want)
+	}
+	if n := c.cache.misses.Load() - misses; n != 0 {
+		t.Fatalf("%d reads polled Iggy; every message was appended through this client", n)
+	}
+	if c.cache.tailFills.Load() != 6 {
+		t.Fatalf("%d appends kept, want 6", c.cache.tailFills.Load())
+	}
+}
+
+// TestTailWindowSkipsServerTime: a batch whose messages are read with
+// Iggy's append time is not kept (the window cannot know that time).
+func TestTailWindowSkipsServerTime(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "ts", 1, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	b := seqBatch("v", 0, 3)
+	b.ServerTime = true
+	if _, err := c.Append(cx, "ts", 0, b); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.cache.tailFills.Load(); n != 0 {
+		t.Fatalf("%d appends kept, want 0", n)
+	}
+	readSeq(t, c, "ts", 0, "v", 3, 4096)
+	if c.cache.misses.Load() == 0 {
+		t.Fatal("the read was not a poll")
+	}
+}
+
+// TestTailWindowCoherence: what another writer appends, or a purge and
+// refill, is never hidden or contradicted by the window: after each step
+// the client reads exactly what a client without a cache reads.
+func TestTailWindowCoherence(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	other := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2, ReadCacheBytes: -1})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "co", 1, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	high := int64(0)
+	check := func(step string) {
+		t.Helper()
+		sameMessages(t, step, readTail(t, c, "co", 0, 0, high), readTail(t, other, "co", 0, 0, high))
+	}
+	mine := func(prefix string, n int) {
+		t.Helper()
+		base, err := c.Append(cx, "co", 0, seqBatch(prefix, int(high), n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		high = base + int64(n)
+	}
+	theirs := func(prefix string, n int) {
+		t.Helper()
+		base, err := other.Append(cx, "co", 0, seqBatch(prefix, int(high), n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		high = base + int64(n)
+	}
+	mine("a", 5)
+	check("own appends")
+	theirs("b", 3) // another writer between two of ours
+	mine("c", 4)
+	check("another writer's appends between")
+	theirs("d", 2) // past the window's end
+	check("another writer's appends at the end")
+
+	// Delete and recreate elsewhere, refill with other messages, then
+	// append here: Iggy confirms offsets the cache holds other messages at.
+	if err := other.DeleteTopic(cx, "co"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.CreateTopic(cx, "co", 1, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	high = 0
+	theirs("e", 7)
+	mine("f", 2)
+	check("after a purge and refill by another writer")
+}
+
+// TestTailWindowBound: the window stays within its bound, each partition
+// within its share, and its buffers are reused.
+func TestTailWindowBound(t *testing.T) {
+	addr, stream := target(t)
+	const limit = 2 << 20
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2, TailWindowBytes: limit})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "bd", 8, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	payload := bytes.Repeat([]byte("x"), 2000)
+	for range 400 {
+		p := int32(rng.IntN(8))
+		var b message.Batch
+		b.Reset(1)
+		for j := range 1 + rng.IntN(40) {
+			b.Begin(uint64(1 + j))
+			b.AppendPayload(payload...)
+			b.MarkHeaders()
+			b.End()
+		}
+		if _, err := c.Append(cx, "bd", p, &b); err != nil {
+			t.Fatal(err)
+		}
+		rc := c.cache
+		rc.mu.Lock()
+		var sum int64
+		for ch := rc.tailLRU.Oldest(); ch != nil; ch = rc.tailLRU.Newer(ch) {
+			sum += ch.size
+		}
+		over := rc.tailBytes > limit || sum != rc.tailBytes
+		for _, pc := range rc.parts {
+			if pc.tailN > maxTailChunks {
+				over = true
+			}
+		}
+		bytesNow := rc.tailBytes
+		rc.mu.Unlock()
+		if over {
+			t.Fatalf("window holds %d bytes (LRU sum %d), bound %d, or a partition holds more than %d chunks", bytesNow, sum, limit, maxTailChunks)
+		}
+	}
+	if c.cache.tailGauge.Load() == 0 {
+		t.Fatal("nothing kept")
+	}
+}
+
+// TestTailWindowSoleWriter: with Config.SoleWriter a Read at the high
+// watermark polls once to learn it, then is answered without a poll, also
+// after this client's next appends; an append of unknown outcome or
+// another writer's append (seen as a gap) makes the next Read poll again.
+func TestTailWindowSoleWriter(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2, SoleWriter: true})
+	other := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2, ReadCacheBytes: -1})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "sw", 1, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Capabilities().SoleWriter {
+		t.Fatal("the client does not declare itself the sole writer")
+	}
+	polls := func() uint64 { return c.cache.misses.Load() }
+	atTail := func(want int64, wantPolls uint64, step string) {
+		t.Helper()
+		before := polls()
+		wm, err := c.Read(cx, "sw", 0, want, 1<<20, func(*message.Message) bool {
+			t.Fatalf("%s: a message past the high watermark", step)
+			return false
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wm.High != want {
+			t.Fatalf("%s: high watermark %d, want %d", step, wm.High, want)
+		}
+		if n := polls() - before; n != wantPolls {
+			t.Fatalf("%s: %d polls, want %d", step, n, wantPolls)
+		}
+	}
+	if _, err := c.Append(cx, "sw", 0, seqBatch("a", 0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	atTail(2, 1, "first read at the tail")
+	atTail(2, 0, "second read at the tail")
+	if _, err := c.Append(cx, "sw", 0, seqBatch("b", 2, 3)); err != nil {
+		t.Fatal(err)
+	}
+	readTail(t, c, "sw", 0, 0, 5)
+	atTail(5, 0, "after an own append")
+	if _, err := other.Append(cx, "sw", 0, seqBatch("x", 5, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(cx, "sw", 0, seqBatch("c", 6, 1)); err != nil {
+		t.Fatal(err)
+	}
+	atTail(7, 1, "after a gap")
+	atTail(7, 0, "after the gap was polled")
+	c.cache.unsure("sw", 0)
+	atTail(7, 1, "after an append of unknown outcome")
+}

@@ -1,0 +1,207 @@
+package bridge_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// pollCount is how many PollMessages the gateway's Iggy client sent.
+func pollCount(t *testing.T, gw *kiggytest.Gateway) float64 {
+	t.Helper()
+	m := gw.Metrics()
+	const name = `kiggy_iggy_request_duration_seconds_count{command="PollMessages"}`
+	if !strings.Contains(m, name+" ") {
+		return 0 // none yet
+	}
+	return metricValue(t, m, name)
+}
+
+// isoFetch is rawFetch at an isolation level.
+func isoFetch(t *testing.T, kc interface {
+	RoundTrip(kmsg.Request) (kmsg.Response, error)
+}, v int16, iso int8, topic string, offsets []int64, partMax, maxBytes int32) *kmsg.FetchResponse {
+	t.Helper()
+	req := fetchRequest(v, topic, offsets, partMax, maxBytes)
+	req.IsolationLevel = iso
+	resp, err := kc.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.(*kmsg.FetchResponse)
+}
+
+// TestTailWindowSameBytes: Fetches of what a gateway appended, answered
+// from its tail window without polling Iggy, are byte for byte the
+// answers of a gateway over the same Iggy server that polls for them (no
+// tail window, no fetch cache): every codec, Fetch v12, v9 and v4, both
+// isolation levels, over committed and aborted transactions.
+func TestTailWindowSameBytes(t *testing.T) {
+	on := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyFetchCacheBytes: -1})
+	codecs := append([]struct {
+		name  string
+		codec batch.Codec
+	}{{"", batch.NoCompression}}, fetchCodecs...)
+	var topics []string
+	for _, c := range codecs {
+		topic := "tail-" + c.name
+		createCodecTopic(t, on, topic, 3, c.name)
+		codecRecords(t, on.Addr, topic, 3, 120)
+		topics = append(topics, topic)
+	}
+	const txnTopic = "tail-txn"
+	createCodecTopic(t, on, txnTopic, 2, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := kgo.NewClient(kgo.SeedBrokers(on.Addr), kgo.TransactionalID("tail-txn"), kgo.DefaultProduceTopic(txnTopic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.TransactionTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i, commit := range []bool{true, false, true, false, false, true} {
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for j := range 5 {
+			if err := p.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("t%d-%d", i, j))).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	topics = append(topics, txnTopic)
+	fills := metricValue(t, on.Metrics(), "kiggy_iggy_tail_window_fills_total")
+	if fills == 0 {
+		t.Fatal("no append was kept in the tail window")
+	}
+
+	polls := pollCount(t, on)
+	off := kiggytest.Start(t, on.SameIggy(kiggytest.Options{Iggy: true, IggyFetchCacheBytes: -1, IggyTailWindowBytes: -1}))
+	kon, koff := dialKafka(t, on.Addr), dialKafka(t, off.Addr)
+	for i, topic := range topics {
+		if topic == txnTopic {
+			// Every Fetch of the codec topics, each appended in one
+			// Produce a partition, was answered from the window. The
+			// transactional topic's partitions took more appends (one
+			// a record, and the markers) than a partition's window
+			// keeps: its first reads poll.
+			if n := pollCount(t, on) - polls; n != 0 {
+				t.Errorf("the gateway with the tail window polled Iggy %v times for the %d codec topics it appended", n, i)
+			}
+		}
+		for _, v := range []int16{12, 9, 4} {
+			for _, iso := range []int8{0, 1} {
+				for _, shape := range []struct {
+					offsets          []int64
+					partMax, maxSize int32
+				}{{[]int64{0, 0, 0}, 1 << 20, 4 << 20}, {[]int64{5, 17, 0}, 64 << 10, 1 << 20}, {[]int64{0, 3, 1}, 1, 100}} {
+					offsets := shape.offsets
+					if topic == txnTopic {
+						offsets = offsets[:2]
+					}
+					what := fmt.Sprintf("%s v%d isolation %d %v/%d/%d", topic, v, iso, offsets, shape.partMax, shape.maxSize)
+					got := isoFetch(t, kon, v, iso, topic, offsets, shape.partMax, shape.maxSize)
+					ref := isoFetch(t, koff, v, iso, topic, offsets, shape.partMax, shape.maxSize)
+					samePartitions(t, what, got, ref)
+					for i := range got.Topics[0].Partitions {
+						a, b := got.Topics[0].Partitions[i].AbortedTransactions, ref.Topics[0].Partitions[i].AbortedTransactions
+						if !slices.EqualFunc(a, b, func(x, y kmsg.FetchResponseTopicPartitionAbortedTransaction) bool {
+							return x.ProducerID == y.ProducerID && x.FirstOffset == y.FirstOffset
+						}) {
+							t.Errorf("%s: partition %d: aborted transactions %v, the polling gateway's %v", what, i, a, b)
+						}
+					}
+				}
+			}
+		}
+	}
+	if pollCount(t, off) == 0 {
+		t.Error("the reference gateway never polled: the comparison compared nothing")
+	}
+}
+
+// TestTailWindowIdleConsumer: with --iggy-sole-writer a consumer waiting at
+// the tail costs Iggy no poll, and gets a new record from the window as
+// soon as it is appended; without it the parked Fetch polls Iggy every
+// 100 ms (the case that shows the count can move).
+func TestTailWindowIdleConsumer(t *testing.T) {
+	for _, sole := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sole=%v", sole), func(t *testing.T) {
+			gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggySoleWriter: sole})
+			const topic = "idle"
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			adm, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer adm.Close()
+			if _, err := kadm.NewClient(adm).CreateTopic(ctx, 4, 1, nil, topic); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 8 { // partition 3 stays empty
+				if err := adm.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cons, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.ConsumeTopics(topic),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cons.Close()
+			got := 0
+			for got < 8 {
+				fs := cons.PollFetches(ctx)
+				if err := fs.Err(); err != nil {
+					t.Fatal(err)
+				}
+				got += fs.NumRecords()
+			}
+			// The consumer now waits at the tail of every partition.
+			before := pollCount(t, gw)
+			idle, stop := context.WithTimeout(ctx, 2*time.Second)
+			fs := cons.PollFetches(idle)
+			stop()
+			if n := fs.NumRecords(); n != 0 {
+				t.Fatalf("%d records while nothing was produced", n)
+			}
+			polls := pollCount(t, gw) - before
+			if err := adm.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 2, Value: []byte("late")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				fs := cons.PollFetches(ctx)
+				if err := fs.Err(); err != nil {
+					t.Fatal(err)
+				}
+				if fs.NumRecords() > 0 {
+					if v := string(fs.Records()[0].Value); v != "late" {
+						t.Fatalf("read %q, want late", v)
+					}
+					break
+				}
+			}
+			after := pollCount(t, gw) - before
+			t.Logf("sole writer %v: %v polls in 2 s idle, %v until the new record was read", sole, polls, after)
+			switch {
+			case sole && after != 0:
+				t.Fatalf("an idle consumer and a record read from the window cost %v polls of Iggy, want 0", after)
+			case !sole && polls == 0:
+				t.Fatal("the parked Fetch never polled Iggy without --iggy-sole-writer")
+			}
+		})
+	}
+}
