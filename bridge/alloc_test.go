@@ -279,3 +279,31 @@ func TestProduceRoundTripAllocsNetworked(t *testing.T) {
 		})
 	}
 }
+
+// TestFetchFromTailWindowAllocs: a Fetch of 16 partitions answered from
+// the Iggy client's tail window (docs/IGGY.md, "The tail window": what
+// this gateway appended, never polled; the shared fetch cache off, so
+// every Fetch walks the window's frames and maps them again) allocates
+// nothing per request.
+func TestFetchFromTailWindowAllocs(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyFetchCacheBytes: -1})
+	gw.CreateTopic(t, "allocs", benchPartitions)
+	bc := dialBench(t, gw.Addr)
+	pf := produceFrame("allocs")
+	for range 4 {
+		checkProduce(t, bc.roundTrip(t, pf))
+	}
+	frame := fetchFrame("allocs", 256<<10)
+	for range 50 {
+		bc.roundTrip(t, frame)
+	}
+	polls := pollCount(t, gw)
+	n := testing.AllocsPerRun(100, func() { bc.roundTrip(t, frame) })
+	t.Logf("%.3f allocations per Fetch round trip", n)
+	if p := pollCount(t, gw); p != 0 || polls != 0 {
+		t.Fatalf("%v polls of Iggy: the Fetches were not answered from the tail window", p)
+	}
+	if n >= 0.1 {
+		t.Fatalf("%.2f allocations per Fetch round trip", n)
+	}
+}

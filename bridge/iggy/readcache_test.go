@@ -76,7 +76,9 @@ func readChecked(t testing.TB, c *Client, topic string, partition int32, prefix 
 // a second reader of the same data polls nothing itself.
 func TestReadCacheHitsAndReadAhead(t *testing.T) {
 	addr, stream := target(t)
-	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 4})
+	// The poll path: the tail window (which would answer these reads
+	// from the appends) is off.
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 4, TailWindowBytes: -1})
 	cx := ctx(t)
 	c.CreateTopic(cx, "ra", 1, store.TopicConfig{})
 	for i := range 20 {
