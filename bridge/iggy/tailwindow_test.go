@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -297,4 +298,46 @@ func TestTailWindowSoleWriter(t *testing.T) {
 	c.cache.unsure("sw", 0)
 	atTail(7, 1, "after an append of unknown outcome")
 	atTail(7, 0, "after that poll")
+}
+
+// TestTailWindowFailover: the window of a client on an Iggy cluster is
+// dropped when the primary dies (the client reconnects elsewhere: the new
+// primary may hold another tail), and what the client reads afterwards,
+// appends before and after the failover, is what a client without a cache
+// reads from the new primary.
+func TestTailWindowFailover(t *testing.T) {
+	cl := startCluster(t, 3)
+	seeds := strings.Join(cl.Addrs(), ",")
+	c := open(t, Config{Addr: seeds, PoolSize: 2, RequestTimeout: 2 * time.Second, ReconnectBackoffMax: 200 * time.Millisecond})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "fo", 1, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	high := int64(0)
+	appendSome := func(prefix string) {
+		t.Helper()
+		if !testtools.Eventually(15*time.Second, func() bool {
+			base, err := c.Append(cx, "fo", 0, seqBatch(prefix, int(high), 5))
+			if err == nil {
+				high = base + 5
+			}
+			return err == nil
+		}) {
+			t.Fatal("no append confirmed")
+		}
+	}
+	appendSome("a")
+	misses := c.cache.misses.Load()
+	readTail(t, c, "fo", 0, 0, high)
+	if c.cache.misses.Load() != misses {
+		t.Fatal("the read before the failover was not served from the window")
+	}
+	drops := c.cache.invalidations.Load()
+	cl.Kill(cl.Primary())
+	appendSome("b")
+	if c.cache.invalidations.Load() == drops {
+		t.Fatal("the failover did not drop the window")
+	}
+	plain := open(t, Config{Addr: seeds, PoolSize: 2, ReadCacheBytes: -1})
+	sameMessages(t, "after the failover", readTail(t, c, "fo", 0, 0, high), readTail(t, plain, "fo", 0, 0, high))
 }
