@@ -2,6 +2,7 @@ package iggy
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,14 +13,26 @@ import (
 // BenchmarkAppend sends a 100 × 1 KiB batch to iggytest over loopback per
 // op. The server runs in a child process, so allocs/op is the client's.
 func BenchmarkAppend(b *testing.B) {
-	addr := startServerProcess(b)
-	c := open(b, Config{Addr: addr, PoolSize: 1, PingInterval: -1})
+	// window=true keeps a copy of every append for readers at the tail
+	// (tailwindow.go): its cost on the produce path, side by side, each
+	// against a server of its own (the model holds what it was sent, and
+	// a fuller one is a slower one).
+	for _, window := range []int64{-1, DefaultTailWindowBytes} {
+		b.Run(fmt.Sprintf("window=%v", window > 0), func(b *testing.B) {
+			addr := startServerProcess(b)
+			c := open(b, Config{Addr: addr, Stream: fmt.Sprintf("bench%d", time.Now().UnixNano()), PoolSize: 1, PingInterval: -1, TailWindowBytes: window})
+			benchAppend(b, c)
+		})
+	}
+}
+
+func benchAppend(b *testing.B, c *Client) {
 	cx := context.Background()
 	if _, err := c.CreateTopic(cx, "bench", 1, store.TopicConfig{}); err != nil {
 		b.Fatal(err)
 	}
 	payload := make([]byte, 1024)
-	var batch message.Batch
+	batch := message.Batch{Checksums: true} // stamped as the gateway's are
 	batch.Reset(1_700_000_000_000_000)
 	for i := range 100 {
 		batch.Begin(batch.Origin + uint64(i))

@@ -132,7 +132,7 @@ func (rc *readCache) appended(topic string, partition int32, base int64, count i
 		marks := ch.marks[:0]
 		rc.mu.Unlock()
 		ch.buf, ch.marks = buf, marks
-		if !ch.build(base, partition, hdr, b, rest) {
+		if !ch.build(base, count, partition, hdr, b, rest) {
 			rc.mu.Lock()
 			rc.dropUnused(ch)
 			rc.mu.Unlock()
@@ -190,7 +190,7 @@ func (rc *readCache) appended(topic string, partition int32, base int64, count i
 // build lays out ch as a poll reply holding the append: hdr with the
 // confirmed base offset, then the frames of b and rest. It reports whether
 // the frames walked as a poll reply's do.
-func (ch *chunk) build(base int64, partition int32, hdr []byte, b *message.Batch, rest []*message.Batch) bool {
+func (ch *chunk) build(base int64, count int, partition int32, hdr []byte, b *message.Batch, rest []*message.Batch) bool {
 	buf := append(ch.buf, hdr[:proto.BatchHeaderSize]...)
 	binary.LittleEndian.PutUint64(buf[proto.BatchPartitionID:], uint64(partition))
 	binary.LittleEndian.PutUint64(buf[proto.BatchBaseOffset:], uint64(base))
@@ -202,16 +202,43 @@ func (ch *chunk) build(base int64, partition int32, hdr []byte, b *message.Batch
 		buf = append(buf, r.Frames()...)
 	}
 	ch.buf, ch.records = buf, buf
-	first, end, lastSum, _, _, marks, _, ok := scanRecords(buf, uint64(base), uint64(base), ch.marks)
-	ch.marks = marks
-	if !ok || first != uint64(base) || end <= first {
-		return false
+	if lastSum, ok := stampedLast(b, rest); ok {
+		// Frames stamped as they were built (the gateway's): their
+		// checksums are at hand, the frames need no walk here, and the
+		// chunk has no marks (a reader starting inside it walks from its
+		// start: a window chunk holds one append, at most a round).
+		ch.first, ch.end, ch.lastSum = uint64(base), uint64(base)+uint64(count), lastSum
+	} else {
+		first, end, lastSum, _, _, marks, _, ok := scanRecords(buf, uint64(base), uint64(base), ch.marks)
+		ch.marks = marks
+		if !ok || first != uint64(base) || end != uint64(base)+uint64(count) {
+			return false
+		}
+		ch.first, ch.end, ch.lastSum = first, end, lastSum
 	}
-	ch.first, ch.end, ch.lastSum = first, end, lastSum
 	ch.size = int64(cap(buf))
 	ch.polled = time.Now()
 	ch.tail = true
 	return true
+}
+
+// stampedLast returns the checksum of the last frame of an append whose
+// batches were all stamped as they were built (message.Batch.Sums).
+func stampedLast(b *message.Batch, rest []*message.Batch) (uint64, bool) {
+	last := b
+	if len(rest) > 0 {
+		last = rest[len(rest)-1]
+	}
+	if b.Sums() == nil || last.Sums() == nil {
+		return 0, false
+	}
+	for _, r := range rest {
+		if r.Sums() == nil {
+			return 0, false
+		}
+	}
+	sums := last.Sums()
+	return binary.LittleEndian.Uint64(sums[len(sums)-8:]), true
 }
 
 // dropUnused returns a window chunk that was never published; under mu.
