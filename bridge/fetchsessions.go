@@ -40,10 +40,15 @@ type fetchSessionState struct {
 	bodyAt int
 }
 
+// maxRetainedSessionParts bounds the per-partition session scratch a pooled
+// state keeps (56 bytes a partition): a consumer of a few thousand
+// partitions reuses it, a larger one allocates it per Fetch.
+const maxRetainedSessionParts = 4096
+
 // trim lets large scratch go with its state.
 func (s *fetchSessionState) trim() {
 	s.ticket = fetchsession.Ticket{}
-	if cap(s.prev) > maxRetainedEntries {
+	if cap(s.prev) > maxRetainedSessionParts || cap(s.out) > maxRetainedSessionParts {
 		s.prev, s.out = nil, nil
 	}
 }

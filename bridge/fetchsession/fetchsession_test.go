@@ -202,37 +202,6 @@ func TestNoAliasing(t *testing.T) {
 	}
 }
 
-func TestIncrementalAllocs(t *testing.T) {
-	c := New(10, DefaultMinEviction)
-	now := time.Unix(1000, 0)
-	names := make([]any, 0, 200)
-	for i := range 100 {
-		names = append(names, "t", i)
-	}
-	id := c.Create(now, fullReq(names...), false, false, outcomes(100, 0))
-	req := fullReq("t", 3)
-	req.SessionID = id
-	var prev []Sent
-	out := outcomes(100, 0)
-	epoch := int32(1)
-	step := func() {
-		req.SessionEpoch = epoch
-		req.Topics = req.Topics[:1]
-		req.Topics[0].Topic = "t"
-		req.Topics[0].Partitions = req.Topics[0].Partitions[:1]
-		tk, p, code := c.Incremental(now, req, false, prev)
-		prev = p
-		if code != wire.NoError || !tk.Commit(out) {
-			t.Fatal("incremental failed")
-		}
-		epoch = tk.Epoch
-	}
-	step()
-	if n := testing.AllocsPerRun(100, step); n != 0 {
-		t.Fatalf("%v allocations per incremental Fetch", n)
-	}
-}
-
 func TestNextEpoch(t *testing.T) {
 	for _, tc := range [][2]int32{{-1, -1}, {0, 1}, {5, 6}, {1<<31 - 1, 1}} {
 		if got := NextEpoch(tc[0]); got != tc[1] {
