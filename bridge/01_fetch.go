@@ -7,11 +7,10 @@
 // compression.type (docs/design/record-mapping.md §3); a transaction's
 // batches and markers as Kafka serves them, and read_committed up to the
 // last stable offset with the aborted transactions
-// (docs/design/transactions.md §4). Differs from Kafka
-// (docs/design/kafka-protocol.md §7): sessionless (KIP-227: SessionId 0,
-// every requested partition answered; an incremental fetch is
-// FETCH_SESSION_ID_NOT_FOUND). Reading partitions and parking a Fetch are
-// fetch.go.
+// (docs/design/transactions.md §4). Incremental fetch sessions (KIP-227)
+// as Kafka 4.4 keeps them (docs/design/kafka-protocol.md §7.4): the cache
+// is bridge/fetchsession, its use here fetchsessions.go. Reading
+// partitions and parking a Fetch are fetch.go.
 
 package bridge
 
@@ -29,8 +28,9 @@ import (
 
 func init() { handle(wire.KeyFetch, (*Gateway).fetch) }
 
-// fetch answers Fetch v4–18 (docs/design/kafka-protocol.md §7): sessionless (KIP-227:
-// SessionId 0, every requested partition answered), records mapped back
+// fetch answers Fetch v4–18 (docs/design/kafka-protocol.md §7): in a fetch
+// session when the client asks (KIP-227, docs/design/kafka-protocol.md
+// §7.4), records mapped back
 // per docs/design/record-mapping.md §3 into v2 batches in the topic's
 // compression.type (docs/design/record-mapping.md §3.5), long polling that
 // parks without holding a loop or a worker.
