@@ -147,6 +147,7 @@ type Cache struct {
 	count      atomic.Int64
 	evictions  atomic.Uint64
 	created    atomic.Uint64
+	served     atomic.Uint64
 }
 
 // New returns a cache of at most slots sessions (Kafka
@@ -163,12 +164,13 @@ type Stats struct {
 	Partitions int64  // partitions of all sessions
 	Created    uint64 // sessions created
 	Evictions  uint64 // sessions evicted to make room
+	Served     uint64 // incremental Fetches served in a session
 }
 
 // Stats returns the cache's gauges and counters.
 func (c *Cache) Stats() Stats {
 	return Stats{Sessions: c.count.Load(), Partitions: c.partitions.Load(),
-		Created: c.created.Load(), Evictions: c.evictions.Load()}
+		Created: c.created.Load(), Evictions: c.evictions.Load(), Served: c.served.Load()}
 }
 
 // WriteMetrics writes the cache's metrics in Prometheus text format
@@ -181,6 +183,7 @@ func (c *Cache) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_fetch_sessions", "gauge", "Incremental Fetch sessions held (KIP-227; --fetch-session-cache-slots).", st.Sessions)
 	metric.Single(w, "kiggy_fetch_session_partitions", "gauge", "Partitions held by all incremental Fetch sessions.", st.Partitions)
 	metric.Single(w, "kiggy_fetch_sessions_created_total", "counter", "Incremental Fetch sessions created.", st.Created)
+	metric.Single(w, "kiggy_fetch_session_incremental_total", "counter", "Incremental Fetches served in a session (those refused a session error are counted as Fetch errors).", st.Served)
 	metric.Single(w, "kiggy_fetch_session_evictions_total", "counter", "Incremental Fetch sessions evicted to make room for a new one (stale, or smaller than it).", st.Evictions)
 }
 
@@ -396,6 +399,7 @@ func (c *Cache) Incremental(now time.Time, req *wire.FetchRequest, usesIDs bool,
 		return Ticket{}, prev, ErrEmptied
 	}
 	c.touch(s, now.UnixNano())
+	c.served.Add(1)
 	s.epoch = NextEpoch(s.epoch)
 	return Ticket{S: s, Epoch: s.epoch}, s.fill(req, prev[:0]), wire.NoError
 }
