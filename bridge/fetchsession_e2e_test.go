@@ -154,7 +154,7 @@ func TestFetchSessions(t *testing.T) {
 		{sessFetch{v: 12, id: id ^ 0x5a5a, epoch: 1}, 70},
 		{sessFetch{v: 13, id: id, epoch: 6}, 106},
 	} {
-		resp, got = tc.f.do(t, rc, nil)
+		resp, _ = tc.f.do(t, rc, nil)
 		if resp.ErrorCode != tc.code || len(resp.Topics) != 0 {
 			t.Fatalf("%+v: code %d with %d topics, want %d and none", tc.f, resp.ErrorCode, len(resp.Topics), tc.code)
 		}
