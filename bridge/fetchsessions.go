@@ -88,9 +88,9 @@ func (g *Gateway) fetchSessionBegin(c *call, fs *fetchState, v int16) bool {
 		case wire.NoError:
 			s.mode, s.ticket = sessIncremental, tk
 			return false
-		case fetchsession.ErrEmptied:
-			// "there are no more partitions left": a sessionless answer
-			// to the request as sent.
+		case fetchsession.ErrSessionless:
+			// "there are no more partitions left", or the partition cap:
+			// a sessionless answer to the request as sent.
 			return false
 		}
 	}

@@ -185,6 +185,11 @@ type Config struct {
 	// none, every Fetch answered sessionless
 	// (docs/design/kafka-protocol.md §7.4).
 	FetchSessionCacheSlots int
+	// FetchSessionMaxPartitions caps the partitions all fetch sessions
+	// hold (about 200 bytes each); a full Fetch that would pass it gets no
+	// session, an incremental one that would closes its session. 0 =
+	// 1,000,000. No Kafka equivalent.
+	FetchSessionMaxPartitions int
 	// FetchSessionMinEviction is how long a session must go unused before
 	// any new session may evict it, and how old it must be before a
 	// larger one may (Kafka min.incremental.fetch.session.eviction.ms);
@@ -260,6 +265,9 @@ func (c *Config) normalize() {
 	}
 	if c.FetchSessionCacheSlots == 0 {
 		c.FetchSessionCacheSlots = fetchsession.DefaultSlots
+	}
+	if c.FetchSessionMaxPartitions <= 0 {
+		c.FetchSessionMaxPartitions = fetchsession.DefaultMaxPartitions
 	}
 	if c.FetchSessionMinEviction <= 0 {
 		c.FetchSessionMinEviction = fetchsession.DefaultMinEviction
@@ -403,7 +411,7 @@ func New(cfg Config, backend store.Log) *Gateway {
 	g.initConsumerGroups()
 	g.initFetchCache()
 	if cfg.FetchSessionCacheSlots > 0 {
-		g.fetchSessions = fetchsession.New(cfg.FetchSessionCacheSlots, cfg.FetchSessionMinEviction)
+		g.fetchSessions = fetchsession.New(cfg.FetchSessionCacheSlots, cfg.FetchSessionMaxPartitions, cfg.FetchSessionMinEviction)
 	}
 	for range cfg.Workers {
 		g.wg.Add(1)

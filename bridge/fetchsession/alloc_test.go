@@ -12,7 +12,7 @@ import (
 // TestIncrementalAllocs: an incremental Fetch of a session's cached
 // partitions, checked, rewritten and committed, allocates nothing.
 func TestIncrementalAllocs(t *testing.T) {
-	c := New(10, DefaultMinEviction)
+	c := New(10, DefaultMaxPartitions, DefaultMinEviction)
 	now := time.Unix(1000, 0)
 	names := make([]any, 0, 200)
 	for i := range 100 {

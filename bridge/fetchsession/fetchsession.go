@@ -48,6 +48,12 @@ const DefaultSlots = 1000
 // default.
 const DefaultMinEviction = 120 * time.Second
 
+// DefaultMaxPartitions caps the partitions all sessions hold (about 200
+// bytes each with their index entry): 1,000 sessions of 1,000 partitions.
+// Kafka has no such cap; kiggy bounds every state a client can make it
+// hold (docs/LIMITS.md).
+const DefaultMaxPartitions = 1_000_000
+
 // NextEpoch is Kafka's FetchMetadata.nextEpoch: after the final epoch (-1)
 // comes the final epoch, after MaxInt32 comes 1.
 func NextEpoch(prev int32) int32 {
@@ -140,6 +146,7 @@ func (s *Session) ID() int32 { return s.id }
 // concurrent use.
 type Cache struct {
 	slots      int
+	maxParts   int64
 	minEvict   int64 // nanoseconds
 	mu         sync.Mutex
 	sessions   map[int32]*Session
@@ -148,14 +155,16 @@ type Cache struct {
 	evictions  atomic.Uint64
 	created    atomic.Uint64
 	served     atomic.Uint64
+	refused    atomic.Uint64
 }
 
 // New returns a cache of at most slots sessions (Kafka
-// max.incremental.fetch.session.cache.slots) that evicts a session unused
-// for minEviction (min.incremental.fetch.session.eviction.ms). slots ≤ 0
-// creates no session.
-func New(slots int, minEviction time.Duration) *Cache {
-	return &Cache{slots: slots, minEvict: int64(minEviction), sessions: make(map[int32]*Session)}
+// max.incremental.fetch.session.cache.slots) holding at most maxPartitions
+// partitions in all, that evicts a session unused for minEviction
+// (min.incremental.fetch.session.eviction.ms). slots ≤ 0 creates no
+// session.
+func New(slots, maxPartitions int, minEviction time.Duration) *Cache {
+	return &Cache{slots: slots, maxParts: int64(maxPartitions), minEvict: int64(minEviction), sessions: make(map[int32]*Session)}
 }
 
 // Stats are a cache's gauges and counters.
@@ -165,12 +174,13 @@ type Stats struct {
 	Created    uint64 // sessions created
 	Evictions  uint64 // sessions evicted to make room
 	Served     uint64 // incremental Fetches served in a session
+	Refused    uint64 // sessions not created or closed for want of room
 }
 
 // Stats returns the cache's gauges and counters.
 func (c *Cache) Stats() Stats {
 	return Stats{Sessions: c.count.Load(), Partitions: c.partitions.Load(),
-		Created: c.created.Load(), Evictions: c.evictions.Load(), Served: c.served.Load()}
+		Created: c.created.Load(), Evictions: c.evictions.Load(), Served: c.served.Load(), Refused: c.refused.Load()}
 }
 
 // WriteMetrics writes the cache's metrics in Prometheus text format
@@ -184,6 +194,7 @@ func (c *Cache) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_fetch_session_partitions", "gauge", "Partitions held by all incremental Fetch sessions.", st.Partitions)
 	metric.Single(w, "kiggy_fetch_sessions_created_total", "counter", "Incremental Fetch sessions created.", st.Created)
 	metric.Single(w, "kiggy_fetch_session_incremental_total", "counter", "Incremental Fetches served in a session (those refused a session error are counted as Fetch errors).", st.Served)
+	metric.Single(w, "kiggy_fetch_sessions_refused_total", "counter", "Fetch sessions not created (every slot taken by sessions it may not evict, or the partition cap reached) or closed (an incremental Fetch would pass the partition cap); those Fetches are answered sessionless.", st.Refused)
 	metric.Single(w, "kiggy_fetch_session_evictions_total", "counter", "Incremental Fetch sessions evicted to make room for a new one (stale, or smaller than it).", st.Evictions)
 }
 
@@ -241,7 +252,8 @@ func (c *Cache) Create(now time.Time, req *wire.FetchRequest, usesIDs, privilege
 	ns := now.UnixNano()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.sessions) >= c.slots && !c.tryEvict(privileged, n, ns) {
+	if c.partitions.Load()+int64(n) > c.maxParts || len(c.sessions) >= c.slots && !c.tryEvict(privileged, n, ns) {
+		c.refused.Add(1)
 		return 0
 	}
 	s := &Session{usesIDs: usesIDs, privileged: privileged, created: ns, cachedSize: 0,
@@ -357,11 +369,14 @@ type Ticket struct {
 	Epoch int32
 }
 
-// ErrEmptied is not an error code: Incremental returns it in place of a
-// Ticket when the request forgot the session's last partition, which
-// closes the session (FetchManager.newContext: "there are no more
-// partitions left"); the Fetch is then answered sessionless.
-const ErrEmptied wire.ErrorCode = -2
+// ErrSessionless is not an error code: Incremental returns it in place of a
+// Ticket when it closed the session, and the Fetch is to be answered
+// sessionless (SessionId 0, the partitions it names), which sends the
+// client back to a full Fetch: when the request forgot the session's last
+// partition (FetchManager.newContext: "there are no more partitions
+// left"), or when the partitions it adds would take all sessions past
+// their partition cap (kiggy's; Kafka has none).
+const ErrSessionless wire.ErrorCode = -2
 
 // Incremental serves the session part of an incremental Fetch (SessionID ≠
 // 0, SessionEpoch > 0), as FetchManager.newContext does:
@@ -393,15 +408,41 @@ func (c *Cache) Incremental(now time.Time, req *wire.FetchRequest, usesIDs bool,
 	case s.usesIDs != usesIDs:
 		return Ticket{}, prev, wire.FetchSessionTopicIDError
 	}
+	if c.partitions.Load()+int64(s.added(req)) > c.maxParts {
+		c.remove(s)
+		c.refused.Add(1)
+		return Ticket{}, prev, ErrSessionless
+	}
 	s.update(req)
 	if len(s.parts) == 0 {
 		c.remove(s)
-		return Ticket{}, prev, ErrEmptied
+		return Ticket{}, prev, ErrSessionless
 	}
 	c.touch(s, now.UnixNano())
 	c.served.Add(1)
 	s.epoch = NextEpoch(s.epoch)
 	return Ticket{S: s, Epoch: s.epoch}, s.fill(req, prev[:0]), wire.NoError
+}
+
+// added counts the partitions req names that s does not hold (a partition
+// named twice counts twice). s.mu is held.
+func (s *Session) added(req *wire.FetchRequest) int {
+	n := 0
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		for j := range t.Partitions {
+			k := Key{Partition: t.Partitions[j].Partition}
+			if s.usesIDs {
+				k.TopicID = t.TopicID
+			} else {
+				k.Topic = t.Topic
+			}
+			if _, ok := s.index[k]; !ok {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // update is FetchSession.update: add or update the request's partitions,

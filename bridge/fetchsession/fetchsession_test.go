@@ -42,7 +42,7 @@ func listed(r *wire.FetchRequest) []Key {
 }
 
 func TestCreateIncrementalCommit(t *testing.T) {
-	c := New(10, DefaultMinEviction)
+	c := New(10, DefaultMaxPartitions, DefaultMinEviction)
 	now := time.Unix(1000, 0)
 	id := c.Create(now, fullReq("a", 0, "a", 1, "b", 0), false, false, outcomes(3, 5))
 	if id <= 0 {
@@ -108,7 +108,7 @@ func TestCreateIncrementalCommit(t *testing.T) {
 }
 
 func TestIncrementalErrors(t *testing.T) {
-	c := New(10, DefaultMinEviction)
+	c := New(10, DefaultMaxPartitions, DefaultMinEviction)
 	now := time.Unix(1000, 0)
 	id := c.Create(now, fullReq("a", 0), false, false, outcomes(1, 0))
 	for _, tc := range []struct {
@@ -128,7 +128,7 @@ func TestIncrementalErrors(t *testing.T) {
 	// Forgetting the last partition closes the session.
 	req := &wire.FetchRequest{SessionID: id, SessionEpoch: 1,
 		ForgottenTopics: []wire.FetchRequestForgottenTopic{{Topic: "a", Partitions: []int32{0}}}}
-	if _, _, code := c.Incremental(now, req, false, nil); code != ErrEmptied {
+	if _, _, code := c.Incremental(now, req, false, nil); code != ErrSessionless {
 		t.Fatalf("emptied: %v", code)
 	}
 	if c.Get(id) != nil || c.Stats().Sessions != 0 || c.Stats().Partitions != 0 {
@@ -141,7 +141,7 @@ func TestIncrementalErrors(t *testing.T) {
 }
 
 func TestEviction(t *testing.T) {
-	c := New(2, DefaultMinEviction)
+	c := New(2, DefaultMaxPartitions, DefaultMinEviction)
 	t0 := time.Unix(1000, 0)
 	a := c.Create(t0, fullReq("a", 0, "a", 1, "a", 2), false, false, outcomes(3, 0))
 	b := c.Create(t0, fullReq("b", 0, "b", 1, "b", 2, "b", 3, "b", 4), false, false, outcomes(5, 0))
@@ -179,11 +179,38 @@ func TestEviction(t *testing.T) {
 	}
 }
 
+// TestPartitionCap: no session is created past the partition cap, and an
+// incremental Fetch that would pass it closes its session (sessionless).
+func TestPartitionCap(t *testing.T) {
+	c := New(10, 4, DefaultMinEviction)
+	now := time.Unix(1000, 0)
+	a := c.Create(now, fullReq("a", 0, "a", 1, "a", 2), false, false, outcomes(3, 0))
+	if a == 0 {
+		t.Fatal("no session under the cap")
+	}
+	if id := c.Create(now, fullReq("b", 0, "b", 1), false, false, outcomes(2, 0)); id != 0 {
+		t.Fatal("a session past the cap")
+	}
+	req := fullReq("a", 1, "a", 3) // one new
+	req.SessionID, req.SessionEpoch = a, 1
+	if _, _, code := c.Incremental(now, req, false, nil); code != wire.NoError {
+		t.Fatalf("up to the cap: %v", code)
+	}
+	req = fullReq("a", 4)
+	req.SessionID, req.SessionEpoch = a, 2
+	if _, _, code := c.Incremental(now, req, false, nil); code != ErrSessionless {
+		t.Fatalf("past the cap: %v", code)
+	}
+	if st := c.Stats(); st.Sessions != 0 || st.Partitions != 0 || st.Refused != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
 // TestNoAliasing: names a session keeps survive the frame they came from.
 func TestNoAliasing(t *testing.T) {
 	frame := []byte("topicAtopicB")
 	view := func(i, j int) string { return unsafe.String(&frame[i], j-i) }
-	c := New(10, DefaultMinEviction)
+	c := New(10, DefaultMaxPartitions, DefaultMinEviction)
 	now := time.Unix(1000, 0)
 	full := &wire.FetchRequest{Topics: []wire.FetchRequestTopic{{Topic: view(0, 6), Partitions: []wire.FetchRequestTopicPartition{{Partition: 0}}}}}
 	id := c.Create(now, full, false, false, outcomes(1, 0))

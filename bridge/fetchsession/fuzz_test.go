@@ -17,7 +17,7 @@ func FuzzSessions(f *testing.F) {
 	f.Add([]byte{0, 9, 0, 9, 0, 9, 0, 9, 4, 200, 0, 9})
 	f.Add([]byte{0, 2, 1, 1, 0, 5, 1, 1, 1, 3, 2, 0, 1, 1, 1, 1})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		c := New(3, time.Minute)
+		c := New(3, 20, time.Minute)
 		now := time.Unix(1000, 0)
 		next := func() int {
 			if len(in) == 0 {
@@ -138,7 +138,7 @@ func check(t *testing.T, c *Cache) {
 		total += int64(s.cachedSize)
 		s.mu.Unlock()
 	}
-	if int64(len(c.sessions)) != c.count.Load() || total != c.partitions.Load() || len(c.sessions) > c.slots {
+	if int64(len(c.sessions)) != c.count.Load() || total != c.partitions.Load() || len(c.sessions) > c.slots || total > c.maxParts {
 		t.Fatalf("%d sessions (gauge %d, slots %d), %d partitions (gauge %d)", len(c.sessions), c.count.Load(), c.slots, total, c.partitions.Load())
 	}
 }
