@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 )
 
@@ -328,5 +330,51 @@ func TestFetchSessionsFranzGo(t *testing.T) {
 	}
 	if m := gw.Metrics(); metricValue(t, m, "kiggy_fetch_sessions_created_total") == 0 {
 		t.Fatalf("franz-go used no session:\n%s", m)
+	}
+}
+
+// TestFetchSessionsACL: authorization applies to every Fetch of a session,
+// as to a sessionless one: a partition the principal may not READ is
+// answered TOPIC_AUTHORIZATION_FAILED in every incremental response (an
+// error is always sent), and another principal that names the session
+// (sessions are not bound to a connection, as in Kafka) reads nothing it
+// may not.
+func TestFetchSessionsACL(t *testing.T) {
+	gw := aclGateway(t, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(aclClient(t, gw.Addr, "admin"))
+	if _, err := adm.CreateTopics(ctx, 1, 1, nil, "acl-ok", "acl-no"); err != nil {
+		t.Fatal(err)
+	}
+	addACLs(ctx, t, adm, kadm.NewACLs().Allow("User:alice").Topics("acl-ok").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral))
+	produceAs := aclClient(t, gw.Addr, "admin", kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := produceAs.ProduceSync(ctx, &kgo.Record{Topic: "acl-ok", Value: []byte("a")}, &kgo.Record{Topic: "acl-no", Value: []byte("b")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	dial := func(id string) *rawConn {
+		c, err := kafkawire.Dial(gw.Addr, id, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return &rawConn{t: t, Conn: c}
+	}
+	alice, bob := dial("alice"), dial("bob")
+	both := []sessPart{{topic: "acl-ok", p: 0}, {topic: "acl-no", p: 0}}
+	resp, got := sessFetch{v: 12, parts: both}.do(t, alice, nil)
+	id := resp.SessionID
+	if id == 0 || len(got["acl-ok-0"].RecordBatches) == 0 || got["acl-no-0"].ErrorCode != 29 || len(got["acl-no-0"].RecordBatches) != 0 {
+		t.Fatalf("alice's full Fetch: session %d, %s, acl-no code %d", id, keys(got), got["acl-no-0"].ErrorCode)
+	}
+	resp, got = sessFetch{v: 12, id: id, epoch: 1, parts: []sessPart{{topic: "acl-ok", p: 0, off: 1}}}.do(t, alice, nil)
+	if resp.ErrorCode != 0 || keys(got) != "acl-no-0" || got["acl-no-0"].ErrorCode != 29 {
+		t.Fatalf("alice's incremental Fetch: %s, acl-no code %d", keys(got), got["acl-no-0"].ErrorCode)
+	}
+	// Bob names alice's session from offset 0: both partitions refused.
+	resp, got = sessFetch{v: 12, id: id, epoch: 2, parts: []sessPart{{topic: "acl-ok", p: 0}}}.do(t, bob, nil)
+	if resp.ErrorCode != 0 || got["acl-ok-0"].ErrorCode != 29 || got["acl-no-0"].ErrorCode != 29 ||
+		len(got["acl-ok-0"].RecordBatches) != 0 || len(got["acl-no-0"].RecordBatches) != 0 {
+		t.Fatalf("bob in alice's session: %s, codes %d %d", keys(got), got["acl-ok-0"].ErrorCode, got["acl-no-0"].ErrorCode)
 	}
 }
