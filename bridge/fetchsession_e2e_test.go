@@ -94,6 +94,14 @@ func keys(m map[string]kmsg.FetchResponseTopicPartition) string {
 // partitions; the session errors (70, 71, 106) carry no topics; epoch −1
 // closes.
 func TestFetchSessions(t *testing.T) {
+	// v7 is the first with sessions, v11 the last with INT32 counts (the
+	// rewritten counts keep their width), v12 the first flexible one.
+	for _, v := range []int16{7, 11, 12} {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) { testFetchSessionsAt(t, v) })
+	}
+}
+
+func testFetchSessionsAt(t *testing.T, v int16) {
 	gw := kiggytest.Start(t, kiggytest.Options{})
 	gw.CreateTopic(t, "sa", 3)
 	gw.CreateTopic(t, "sb", 2)
@@ -101,7 +109,7 @@ func TestFetchSessions(t *testing.T) {
 	rc := dialRaw(t, gw.Addr)
 	all := []sessPart{{topic: "sa", p: 0}, {topic: "sa", p: 1}, {topic: "sa", p: 2}, {topic: "sb", p: 0}, {topic: "sb", p: 1}}
 
-	resp, got := sessFetch{v: 12, epoch: 0, parts: all}.do(t, rc, nil)
+	resp, got := sessFetch{v: v, epoch: 0, parts: all}.do(t, rc, nil)
 	id := resp.SessionID
 	if resp.ErrorCode != 0 || id == 0 || len(got) != 5 || len(got["sa-0"].RecordBatches) == 0 || got["sa-0"].HighWatermark != 2 {
 		t.Fatalf("full Fetch: code %d session %d partitions %s", resp.ErrorCode, id, keys(got))
@@ -111,21 +119,21 @@ func TestFetchSessions(t *testing.T) {
 	}
 
 	// Epoch 1: sa-0 moves to its high watermark; nothing changed since.
-	resp, got = sessFetch{v: 12, id: id, epoch: 1, wait: 100, parts: []sessPart{{topic: "sa", p: 0, off: 2}}}.do(t, rc, nil)
+	resp, got = sessFetch{v: v, id: id, epoch: 1, wait: 100, parts: []sessPart{{topic: "sa", p: 0, off: 2}}}.do(t, rc, nil)
 	if resp.ErrorCode != 0 || resp.SessionID != id || len(got) != 0 {
 		t.Fatalf("idle incremental Fetch: code %d session %d partitions %s", resp.ErrorCode, resp.SessionID, keys(got))
 	}
 
 	// Epoch 2: a record on sb-1 (still at offset 0 in the session).
 	produceN(t, gw.Addr, "sb", 2, 2) // sb-0 and sb-1 one each
-	resp, got = sessFetch{v: 12, id: id, epoch: 2}.do(t, rc, nil)
+	resp, got = sessFetch{v: v, id: id, epoch: 2}.do(t, rc, nil)
 	if resp.ErrorCode != 0 || keys(got) != "sb-0,sb-1" || len(got["sb-1"].RecordBatches) == 0 {
 		t.Fatalf("incremental Fetch after produce: code %d partitions %s", resp.ErrorCode, keys(got))
 	}
 
 	// Epoch 3: sb's offsets move on; sb-0 is forgotten: a record there
 	// wakes no one.
-	resp, got = sessFetch{v: 12, id: id, epoch: 3, wait: 100,
+	resp, got = sessFetch{v: v, id: id, epoch: 3, wait: 100,
 		parts:  []sessPart{{topic: "sb", p: 1, off: 1}},
 		forget: []sessPart{{topic: "sb", p: 0}}}.do(t, rc, nil)
 	if resp.ErrorCode != 0 || len(got) != 0 {
@@ -133,7 +141,7 @@ func TestFetchSessions(t *testing.T) {
 	}
 	produceN(t, gw.Addr, "sb", 1, 1) // sb-0
 	start := time.Now()
-	resp, got = sessFetch{v: 12, id: id, epoch: 4, wait: 300}.do(t, rc, nil)
+	resp, got = sessFetch{v: v, id: id, epoch: 4, wait: 300}.do(t, rc, nil)
 	if resp.ErrorCode != 0 || len(got) != 0 || time.Since(start) < 250*time.Millisecond {
 		t.Fatalf("a forgotten partition answered: code %d partitions %s after %v", resp.ErrorCode, keys(got), time.Since(start))
 	}
@@ -142,7 +150,7 @@ func TestFetchSessions(t *testing.T) {
 	}
 
 	// Epoch 5: sb-0 added back from offset 0.
-	resp, got = sessFetch{v: 12, id: id, epoch: 5, parts: []sessPart{{topic: "sb", p: 0}}}.do(t, rc, nil)
+	resp, got = sessFetch{v: v, id: id, epoch: 5, parts: []sessPart{{topic: "sb", p: 0}}}.do(t, rc, nil)
 	if resp.ErrorCode != 0 || keys(got) != "sb-0" || len(got["sb-0"].RecordBatches) == 0 || got["sb-0"].HighWatermark != 2 {
 		t.Fatalf("re-added partition: code %d partitions %s", resp.ErrorCode, keys(got))
 	}
@@ -152,8 +160,8 @@ func TestFetchSessions(t *testing.T) {
 		f    sessFetch
 		code int16
 	}{
-		{sessFetch{v: 12, id: id, epoch: 5}, 71},
-		{sessFetch{v: 12, id: id ^ 0x5a5a, epoch: 1}, 70},
+		{sessFetch{v: v, id: id, epoch: 5}, 71},
+		{sessFetch{v: v, id: id ^ 0x5a5a, epoch: 1}, 70},
 		{sessFetch{v: 13, id: id, epoch: 6}, 106},
 	} {
 		resp, _ = tc.f.do(t, rc, nil)
@@ -165,23 +173,23 @@ func TestFetchSessions(t *testing.T) {
 	// Epoch 6 (the errors did not advance it) parks on every session
 	// partition, none named in the request.
 	sb0 := sessPart{topic: "sb", p: 0, off: 2}
-	corr := rc.send(sessFetch{v: 12, id: id, epoch: 6, wait: 10_000, parts: []sessPart{sb0}}.request())
+	corr := rc.send(sessFetch{v: v, id: id, epoch: 6, wait: 10_000, parts: []sessPart{sb0}}.request())
 	waitParked(t, gw, 1)
 	start = time.Now()
 	produceN(t, gw.Addr, "sa", 3, 3) // one record on each of sa-0..2
 	resp = kmsg.NewPtrFetchResponse()
-	resp.Version = 12
+	resp.Version = v
 	rc.recv(corr, resp)
 	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || resp.Topics[0].Topic != "sa" || time.Since(start) > 5*time.Second {
 		t.Fatalf("parked incremental Fetch: code %d topics %+v after %v", resp.ErrorCode, resp.Topics, time.Since(start))
 	}
 
 	// Epoch −1 closes it: an incremental Fetch then finds no session.
-	resp, got = sessFetch{v: 12, id: id, epoch: -1, parts: all}.do(t, rc, nil)
+	resp, got = sessFetch{v: v, id: id, epoch: -1, parts: all}.do(t, rc, nil)
 	if resp.ErrorCode != 0 || resp.SessionID != 0 || len(got) != 5 {
 		t.Fatalf("closing Fetch: code %d session %d partitions %s", resp.ErrorCode, resp.SessionID, keys(got))
 	}
-	if resp, _ = (sessFetch{v: 12, id: id, epoch: 7}).do(t, rc, nil); resp.ErrorCode != 70 {
+	if resp, _ = (sessFetch{v: v, id: id, epoch: 7}).do(t, rc, nil); resp.ErrorCode != 70 {
 		t.Fatalf("closed session: code %d", resp.ErrorCode)
 	}
 	if m := gw.Metrics(); metricValue(t, m, "kiggy_fetch_sessions") != 0 {
