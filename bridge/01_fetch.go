@@ -7,11 +7,10 @@
 // compression.type (docs/design/record-mapping.md §3); a transaction's
 // batches and markers as Kafka serves them, and read_committed up to the
 // last stable offset with the aborted transactions
-// (docs/design/transactions.md §4). Differs from Kafka
-// (docs/design/kafka-protocol.md §7): sessionless (KIP-227: SessionId 0,
-// every requested partition answered; an incremental fetch is
-// FETCH_SESSION_ID_NOT_FOUND). Reading partitions and parking a Fetch are
-// fetch.go.
+// (docs/design/transactions.md §4). Incremental fetch sessions (KIP-227)
+// as Kafka 4.4 keeps them (docs/design/kafka-protocol.md §7.4): the cache
+// is bridge/fetchsession, its use here fetchsessions.go. Reading
+// partitions and parking a Fetch are fetch.go.
 
 package bridge
 
@@ -29,8 +28,9 @@ import (
 
 func init() { handle(wire.KeyFetch, (*Gateway).fetch) }
 
-// fetch answers Fetch v4–18 (docs/design/kafka-protocol.md §7): sessionless (KIP-227:
-// SessionId 0, every requested partition answered), records mapped back
+// fetch answers Fetch v4–18 (docs/design/kafka-protocol.md §7): in a fetch
+// session when the client asks (KIP-227, docs/design/kafka-protocol.md
+// §7.4), records mapped back
 // per docs/design/record-mapping.md §3 into v2 batches in the topic's
 // compression.type (docs/design/record-mapping.md §3.5), long polling that
 // parks without holding a loop or a worker.
@@ -44,6 +44,11 @@ func (g *Gateway) fetch(c *call) bool {
 		}
 		now := time.Now()
 		fs.deadline = now.Add(time.Duration(fs.req.MaxWaitMillis) * time.Millisecond)
+		// KIP-227 (fetchsessions.go): an incremental Fetch becomes a
+		// request for its session's partitions, or a session error.
+		if g.fetchSessionBegin(c, fs, v) {
+			return false
+		}
 		g.fetchTopicNames(fs, v)
 		compress := false
 		fs.codecs = fs.codecs[:0]
@@ -57,20 +62,15 @@ func (g *Gateway) fetch(c *call) bool {
 			return g.offload(c)
 		}
 	}
-	// docs/design/kafka-protocol.md §7.4: an incremental fetch for a session we never created.
-	if fs.req.SessionID != 0 {
-		buf := c.responseBuffer()
-		buf = wire.AppendFetchResponseStart(buf, v, 0, wire.FetchSessionIDNotFound, 0, 0)
-		c.req.Respond(wire.AppendFetchResponseEnd(buf, v))
-		return false
-	}
-
 	bytes, hasErr := g.fetchPass(c)
 	now := time.Now()
 	minBytes := int(fs.req.MinBytes)
 	// docs/design/kafka-protocol.md §7.3: answer when MinBytes is reached, MaxWait has passed, a partition
 	// has an error, or nothing was asked for.
 	if bytes >= minBytes || bytes > 0 && minBytes <= 0 || hasErr || !now.Before(fs.deadline) || fetchPartitions(&fs.req) == 0 || c.req.Conn().Closed() {
+		if !g.fetchSessionEnd(c, fs, v) {
+			return false // answered INVALID_FETCH_SESSION_EPOCH
+		}
 		if len(fs.splices) > 0 {
 			c.req.RespondSpliced(fs.buf, fs.splices) // the pins go with it
 			clear(fs.splices)
@@ -158,20 +158,34 @@ func (g *Gateway) fetchPass(c *call) (int, bool) {
 	}
 	b.buf = c.req.ResponseBufferSize(hint + 1024)
 	b.buf = wire.AppendResponseHeader(b.buf, c.hdr.APIKey, v, c.hdr.CorrelationID)
+	fs.sess.bodyAt = len(b.buf)
+	fs.sess.out = fs.sess.out[:0]
 	b.buf = wire.AppendFetchResponseStart(b.buf, v, 0, wire.NoError, 0, len(req.Topics))
+	topicsEnd, topics := len(b.buf), 0
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		codec, refuse := readCodec(fs.codecs[i], v)
+		topicAt := len(b.buf)
 		b.buf = wire.AppendFetchTopicStart(b.buf, v, t.Topic, t.TopicID, len(t.Partitions))
+		partsEnd, kept := len(b.buf), 0
 		denied := fs.topicCodes[i] // an id that names no topic
 		if denied == wire.NoError {
 			denied = g.topicCode(c, acl.OpRead, t.Topic) // KafkaApis: READ on the topic
 		}
 		for j := range t.Partitions {
-			g.fetchPartition(fs, &b, t.Topic, &t.Partitions[j], codec, refuse, denied)
+			if g.fetchPartition(fs, &b, t.Topic, &t.Partitions[j], codec, refuse, denied) {
+				kept++
+			}
 		}
+		if kept == 0 && len(t.Partitions) > 0 {
+			b.buf = b.buf[:topicAt] // an incremental Fetch's topic with nothing to send
+			continue
+		}
+		b.buf = fs.fetchSessionCount(b.buf, v, partsEnd, len(t.Partitions), kept)
 		b.buf = wire.AppendFetchTopicEnd(b.buf, v)
+		topics++
 	}
+	b.buf = fs.fetchSessionCount(b.buf, v, topicsEnd, len(req.Topics), topics)
 	fs.buf = wire.AppendFetchResponseEnd(b.buf, v)
 	fs.call = nil
 	return b.total, b.hasErr
@@ -185,6 +199,7 @@ type fetchBuild struct {
 	maxBytes int  // the response's record budget
 	fan      bool // readAll read the partitions (fs.parts)
 	k        int  // the next partition's index in fs.parts
+	n        int  // the next partition's index in the request
 	total    int  // the record bytes in the response
 	hasErr   bool // a partition has an error
 }
@@ -211,9 +226,11 @@ func fetchResponseSize(fs *fetchState, maxBytes int) int {
 // (denied, the topic's READ check), answered from readAll's read
 // (fetchFanned), read now within what the response has left, or, with no
 // room left, its watermarks alone. A partition with an error is answered
-// without records, with its leader hint.
+// without records, with its leader hint. It reports whether the response
+// keeps the partition: an incremental Fetch leaves out those unchanged
+// since last sent (fetchSessionNote).
 func (g *Gateway) fetchPartition(fs *fetchState, b *fetchBuild, topic string, rp *wire.FetchRequestTopicPartition,
-	codec batch.Codec, refuse bool, denied wire.ErrorCode) {
+	codec batch.Codec, refuse bool, denied wire.ErrorCode) bool {
 	p := wire.FetchResponseTopicPartition{
 		Partition: rp.Partition, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1,
 		PreferredReadReplica: -1,
@@ -278,6 +295,12 @@ func (g *Gateway) fetchPartition(fs *fetchState, b *fetchBuild, topic string, rp
 		b.buf = wire.AppendFetchPartitionEnd(b.buf, mark, &p)
 	}
 	b.total += n
+	b.n++
+	if !fs.fetchSessionNote(b.n-1, &p, n) {
+		b.buf = b.buf[:mark.Start()] // carries no records, so no splice
+		return false
+	}
+	return true
 }
 
 // fetchFanned answers partition rp from readAll's read r: r's watermarks

@@ -45,6 +45,8 @@ type fetchState struct {
 	// aborted is scratch for a partition's aborted transactions
 	// (abortedFor).
 	aborted []txn.Aborted
+	// sess is the Fetch's session part (fetchsessions.go).
+	sess fetchSessionState
 }
 
 // dropSplices unpins the splices of a response that is not sent.
@@ -183,6 +185,7 @@ func (fs *fetchState) trim() {
 		kept += cap(r.buf)
 		r.topic, r.rp = "", nil
 	}
+	fs.sess.trim()
 	if cap(fs.req.Topics) > maxRetainedEntries {
 		fs.req = wire.FetchRequest{}
 		fs.codecs, fs.topicCodes = nil, nil

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/fetchcache"
+	"github.com/kiggy-io/kiggy/bridge/fetchsession"
 	"github.com/kiggy-io/kiggy/security"
 
 	"github.com/kiggy-io/kiggy/bridge/group"
@@ -178,6 +179,22 @@ type Config struct {
 	// (bridge/cluster, docs/design/cluster.md); nil = this instance alone
 	// serves everything.
 	Placement store.Placement
+	// FetchSessionCacheSlots is how many incremental Fetch sessions
+	// (KIP-227, bridge/fetchsession) the gateway holds (Kafka
+	// max.incremental.fetch.session.cache.slots); 0 = 1,000; negative =
+	// none, every Fetch answered sessionless
+	// (docs/design/kafka-protocol.md §7.4).
+	FetchSessionCacheSlots int
+	// FetchSessionMaxPartitions caps the partitions all fetch sessions
+	// hold (about 200 bytes each); a full Fetch that would pass it gets no
+	// session, an incremental one that would closes its session. 0 =
+	// 1,000,000. No Kafka equivalent.
+	FetchSessionMaxPartitions int
+	// FetchSessionMinEviction is how long a session must go unused before
+	// any new session may evict it, and how old it must be before a
+	// larger one may (Kafka min.incremental.fetch.session.eviction.ms);
+	// 0 = 120 s.
+	FetchSessionMinEviction time.Duration
 	// Group configures the group coordinator (session timeout bounds,
 	// initial rebalance delay).
 	Group group.Config
@@ -245,6 +262,15 @@ func (c *Config) normalize() {
 	}
 	if c.TopicStateRefresh <= 0 {
 		c.TopicStateRefresh = 5 * time.Second
+	}
+	if c.FetchSessionCacheSlots == 0 {
+		c.FetchSessionCacheSlots = fetchsession.DefaultSlots
+	}
+	if c.FetchSessionMaxPartitions <= 0 {
+		c.FetchSessionMaxPartitions = fetchsession.DefaultMaxPartitions
+	}
+	if c.FetchSessionMinEviction <= 0 {
+		c.FetchSessionMinEviction = fetchsession.DefaultMinEviction
 	}
 }
 
@@ -315,6 +341,9 @@ type Gateway struct {
 	// fetchCache shares encoded partition reads between Fetches
 	// (bridge/fetchcache); nil when the store offers none.
 	fetchCache *fetchcache.Cache
+	// fetchSessions holds the incremental Fetch sessions
+	// (fetchsessions.go); nil when they are off.
+	fetchSessions *fetchsession.Cache
 	// estimates and sharedReads are the store as a ReadEstimator and as
 	// SharedReads (fetch.go, readAll and skipPart); nil when it is not.
 	estimates   store.ReadEstimator
@@ -381,6 +410,9 @@ func New(cfg Config, backend store.Log) *Gateway {
 	g.initTransactions()
 	g.initConsumerGroups()
 	g.initFetchCache()
+	if cfg.FetchSessionCacheSlots > 0 {
+		g.fetchSessions = fetchsession.New(cfg.FetchSessionCacheSlots, cfg.FetchSessionMaxPartitions, cfg.FetchSessionMinEviction)
+	}
 	for range cfg.Workers {
 		g.wg.Add(1)
 		go g.worker()

@@ -191,6 +191,7 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	}
 	g.writeSASLMetrics(w)
 	g.fetchCache.WriteMetrics(w)
+	g.fetchSessions.WriteMetrics(w)
 	if mw, ok := g.store.(store.MetricsWriter); ok {
 		mw.WriteMetrics(w)
 	}

@@ -270,7 +270,7 @@ type FetchResponse struct {
 	ThrottleMillis int32
 	// ErrorCode is the session-level error (v7+).
 	ErrorCode ErrorCode
-	// SessionID is the fetch session id (v7+); kiggy answers 0 (no session).
+	// SessionID is the fetch session id (v7+; 0 = none).
 	SessionID int32
 	// Topics answer every requested topic.
 	Topics []FetchResponseTopic
@@ -414,6 +414,51 @@ type FetchPartitionMark struct {
 // so far (for example when the log read failed and the partition gets an
 // error code instead).
 func (m FetchPartitionMark) RecordsStart() int { return m.lenAt + m.width }
+
+// Start returns the offset in the buffer of the partition's first byte.
+// Truncating the buffer to it, after AppendFetchPartitionEnd, leaves the
+// partition out: an incremental Fetch leaves out the partitions of its
+// session that have not changed (docs/design/kafka-protocol.md §7.4); the
+// count AppendFetchTopicStart wrote is then corrected with
+// RewriteFetchArrayLen.
+func (m FetchPartitionMark) Start() int { return m.start }
+
+// RewriteFetchArrayLen corrects a topic or partition count that
+// AppendFetchResponseStart or AppendFetchTopicStart wrote for written
+// elements, ending at offset end of dst, to n (0 ≤ n ≤ written) once
+// fewer followed. INT32 counts (v4–11) are rewritten in place; a
+// COMPACT_ARRAY count (v12+, "flexibleVersions": "12+") of N+1 may take
+// fewer bytes than the one written, and everything after it then moves
+// back: shift is by how many bytes (offsets past end are shift smaller).
+func RewriteFetchArrayLen(dst []byte, version int16, end, written, n int) (_ []byte, shift int) {
+	if n < 0 || n > written {
+		n = written
+	}
+	if version < fetchFlexible {
+		PutInt32(dst, end-4, int32(n))
+		return dst, 0
+	}
+	w := varint.UvarintLen(uint32(written) + 1)
+	nw := varint.UvarintLen(uint32(n) + 1)
+	at := end - w
+	varint.AppendUvarint(dst[at:at], uint32(n)+1) // nw ≤ w bytes, in place
+	if shift = w - nw; shift > 0 {
+		copy(dst[at+nw:], dst[end:])
+		dst = dst[:len(dst)-shift]
+	}
+	return dst, shift
+}
+
+// SetFetchResponseSession rewrites the top-level ErrorCode and SessionId
+// (v7+) of a Fetch response body that starts at offset start of dst, for a
+// session created or checked once the response was built.
+func SetFetchResponseSession(dst []byte, start int, version int16, code ErrorCode, sessionID int32) {
+	if version < 7 {
+		return
+	}
+	binary.BigEndian.PutUint16(dst[start+4:], uint16(code))
+	binary.BigEndian.PutUint32(dst[start+6:], uint32(sessionID))
+}
 
 // AppendFetchPartitionBegin appends a partition's fields up to its records
 // and reserves the records length. The caller then appends the record

@@ -391,3 +391,40 @@ func BenchmarkFetchResponseEncode(b *testing.B) {
 		buf = AppendFetchResponseEnd(dst, 12)
 	}
 }
+
+// TestRewriteFetchArrayLen: a response whose counts were written for more
+// topics and partitions than followed (an incremental Fetch leaving
+// unchanged partitions out) decodes, after the rewrite, as kmsg reads the
+// same response written with the right counts, at every version; the
+// COMPACT counts of 200 shrink by a byte.
+func TestRewriteFetchArrayLen(t *testing.T) {
+	for v := int16(7); v <= fetchMax; v++ {
+		p := FetchResponseTopicPartition{Partition: 7, HighWatermark: 9, LastStableOffset: 9, LogStartOffset: 0, PreferredReadReplica: -1, Records: []byte("rec")}
+		dst := AppendFetchResponseStart(nil, v, 0, NoError, 42, 200)
+		topicsEnd := len(dst)
+		dst = AppendFetchTopicStart(dst, v, "t", [16]byte{1}, 200)
+		partsEnd := len(dst)
+		dst = AppendFetchPartition(dst, v, &p)
+		dst, shift := RewriteFetchArrayLen(dst, v, partsEnd, 200, 1)
+		if want := 0; v >= fetchFlexible {
+			if shift != 1 {
+				t.Fatalf("v%d: shift %d, want 1", v, shift)
+			}
+		} else if shift != want {
+			t.Fatalf("v%d: shift %d", v, shift)
+		}
+		dst = AppendFetchTopicEnd(dst, v)
+		dst, _ = RewriteFetchArrayLen(dst, v, topicsEnd, 200, 1)
+		dst = AppendFetchResponseEnd(dst, v)
+		SetFetchResponseSession(dst, 0, v, InvalidFetchSessionEpoch, 77)
+		want := (&FetchResponse{ErrorCode: InvalidFetchSessionEpoch, SessionID: 77, Topics: []FetchResponseTopic{{Topic: "t", TopicID: [16]byte{1}, Partitions: []FetchResponseTopicPartition{p}}}}).AppendTo(nil, v)
+		if !bytes.Equal(dst, want) {
+			t.Fatalf("v%d: rewritten\n%x\nwant\n%x", v, dst, want)
+		}
+		k := kmsg.NewPtrFetchResponse()
+		k.Version = v
+		if err := k.ReadFrom(dst); err != nil || len(k.Topics) != 1 || len(k.Topics[0].Partitions) != 1 || k.SessionID != 77 {
+			t.Fatalf("v%d: kmsg: %v %+v", v, err, k)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/fetchsession"
 	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/store"
@@ -43,6 +44,8 @@ type options struct {
 	refuseUnissuedProducerIDs                     bool
 	maxProducerStates, maxProducerStatesPrincipal int64
 	groupMaxSize, maxGroupMembers, maxGroups      int64
+	fetchSessionSlots, fetchSessionMaxPartitions  int64
+	fetchSessionEviction                          time.Duration
 
 	maxConnectionsPerIP                                                         int64
 	maxConnections, maxFrameSize, maxInFlight, maxInFlightBytes, maxOutputBytes int64
@@ -94,6 +97,9 @@ func registerOptions(s *settings, o *options) {
 	s.Int("Kafka", "default-partitions", &o.defaultPartitions, bridge.DefaultNumPartitions, 1, 1000, "partitions of auto-created topics (Kafka num.partitions)")
 	s.Int("Kafka", "instance-id", &o.instanceID, 0, 0, 65535, "gateway instance id in the high bits of producer ids (IGGY_KAFKA_INSTANCE_ID)")
 	s.Duration("Kafka", "producer-id-expiration", &o.producerIDExpiration, 24*time.Hour, time.Second, 365*24*time.Hour, "drop an idempotent producer's sequence state after this long without appends (Kafka producer.id.expiration.ms)")
+	s.Int("Kafka", "fetch-session-cache-slots", &o.fetchSessionSlots, fetchsession.DefaultSlots, 0, 1<<20, "incremental Fetch sessions held (KIP-227): a consumer's Fetch then names only the partitions that changed and is answered only those with news (Kafka max.incremental.fetch.session.cache.slots); 0 = sessions off, every Fetch answered whole")
+	s.Int("Limits", "fetch-session-max-partitions", &o.fetchSessionMaxPartitions, fetchsession.DefaultMaxPartitions, 1, 1<<30, "partitions all fetch sessions may hold (about 200 bytes each); a full Fetch past it gets no session, an incremental one that would pass it closes its session (answered whole, the client starts again with a full Fetch)")
+	s.Duration("Kafka", "fetch-session-min-eviction", &o.fetchSessionEviction, fetchsession.DefaultMinEviction, time.Millisecond, 24*time.Hour, "a fetch session unused this long may be evicted by any new one, and one older than this by a new one of more partitions (Kafka min.incremental.fetch.session.eviction.ms)")
 	s.Duration("Kafka", "transaction-max-timeout", &o.transactionMaxTimeout, 15*time.Minute, time.Second, 24*time.Hour, "the longest transaction.timeout.ms a transactional producer may ask for; longer is INVALID_TRANSACTION_TIMEOUT (Kafka transaction.max.timeout.ms)")
 	s.Duration("Kafka", "transactional-id-expiration", &o.transactionalIDExpiration, 7*24*time.Hour, time.Minute, 365*24*time.Hour, "forget a transactional id after this long with no transaction (Kafka transactional.id.expiration.ms)")
 	s.Duration("Kafka", "group-consumer-session-timeout", &o.consumerSessionTimeout, group.DefaultConsumerSessionTimeout, time.Second, time.Hour, "fence a consumer-protocol group member (KIP-848) that does not heartbeat for this long (Kafka group.consumer.session.timeout.ms)")
@@ -297,6 +303,9 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		TransactionalIDExpiration:     o.transactionalIDExpiration,
 		MaxTransactionalIDs:           int(uncapped(o.maxTransactionalIDs)),
 		MaxACLs:                       int(uncapped(o.maxACLs)),
+		FetchSessionCacheSlots:        int(uncapped(o.fetchSessionSlots)),
+		FetchSessionMaxPartitions:     int(o.fetchSessionMaxPartitions),
+		FetchSessionMinEviction:       o.fetchSessionEviction,
 		MaxScramCredentials:           int(uncapped(o.maxScramCredentials)),
 		ProducerStateScan:             int(o.producerStateScan),
 		RefuseUnissuedProducerIDs:     o.refuseUnissuedProducerIDs,
