@@ -32,6 +32,9 @@ type session struct {
 	// metricsURL is the gateway's /metrics (kiggy targets), read after
 	// each produce window for the append counters (gatewayCounters).
 	metricsURL string
+	// iggyAddr is the Iggy server behind a kiggy-iggy target ("" for the
+	// others), where iggy-bench runs beside it (e2e.go).
+	iggyAddr string
 
 	// profiled is the gateway run with --cpuprofile --profile-on-signal
 	// (nil = no profiling); profPrefix names its profiles and profN
@@ -238,6 +241,7 @@ func (r *runner) startKiggyIggy(ctx context.Context, target, tag string) (*sessi
 		if err != nil {
 			return nil, err
 		}
+		s.iggyAddr = r.cfg.IggyAddr
 		if r.cfg.IggyPID > 0 {
 			s.procs = append(s.procs, measuredProc{"iggy-server", r.cfg.IggyPID})
 			s.note = strings.TrimPrefix(s.note+"; external Iggy at "+r.cfg.IggyAddr+" (pid "+strconv.Itoa(r.cfg.IggyPID)+" measured)", "; ")
@@ -272,6 +276,7 @@ func (r *runner) startKiggyIggy(ctx context.Context, target, tag string) (*sessi
 		return nil, err
 	}
 	s.procs = append(s.procs, measuredProc{procName, ig.pid()})
+	s.iggyAddr = iaddr
 	gwStop := s.stop
 	s.stop = func() error {
 		return errors.Join(gwStop(), ig.stop(stopTimeout))
