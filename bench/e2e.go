@@ -6,9 +6,11 @@ package bench
 // the latency of every record from its create timestamp to its delivery to
 // a consumer (docs/BENCHMARKS.md, "End-to-end latency at the tail").
 //
-// Every target is started once. Its maximum produce rate is measured first
-// (the franz-go load unthrottled on a topic of its own, as kbench's max
-// run) or taken from E2EConfig.MaxRate; then for every fraction of a base
+// Every target is started once. Its maximum rate is measured first (the
+// franz-go load unthrottled with one group at the tail, as OMB finds it:
+// the lower of the produced and the consumed rate; or without consumers,
+// as kbench's max run, with E2EConfig.MaxProduceOnly) or taken from
+// E2EConfig.MaxRate; then for every fraction of a base
 // rate (that maximum, or Kafka's: E2EConfig.RateOf) and every number of
 // groups, on a fresh topic:
 //
@@ -73,8 +75,10 @@ type E2EConfig struct {
 	// records/s, instead of measuring it.
 	MaxRate float64 `json:"max_rate,omitempty"`
 	// MaxWindow is the measuring window of the maximum rate (after
-	// Warmup).
-	MaxWindow time.Duration `json:"max_window_ns"`
+	// Warmup). MaxProduceOnly measures it without consumers (else with one
+	// group at the tail: RunE2E).
+	MaxWindow      time.Duration `json:"max_window_ns"`
+	MaxProduceOnly bool          `json:"max_produce_only,omitempty"`
 	// Warmup is discarded before every measured Window; Drain bounds the
 	// groups' catching up after the producers stop.
 	Warmup time.Duration `json:"warmup_ns"`
@@ -403,7 +407,7 @@ func (er *e2eRunner) target(ctx context.Context, tr *E2ETarget) error {
 			row := &E2ERow{Target: tr.Target, Fraction: f, Groups: g, Rate: f * base, Status: StatusOK}
 			tr.Rows = append(tr.Rows, row)
 			er.logf("%s: %.0f %% (%.0f records/s), %d group%s", tr.Target, 100*f, row.Rate, g, plural(g))
-			if err := er.run(ctx, s, row); err != nil {
+			if err := er.run(ctx, s, row, ec.Window); err != nil {
 				if ctx.Err() != nil {
 					row.Status = StatusInterrupted
 					return ctx.Err()
@@ -428,29 +432,31 @@ func (er *e2eRunner) target(ctx context.Context, tr *E2ETarget) error {
 	return nil
 }
 
-// maxRate measures s's maximum produce rate: the load unthrottled for
-// E2EConfig.MaxWindow after the warm-up, on a topic of its own.
+// maxRate measures s's maximum rate: the load unthrottled for
+// E2EConfig.MaxWindow after the warm-up, with one consumer group at the
+// tail (OMB's maximum: what the target sustains end to end, the lower of
+// the produced and the consumed rate), or with no consumer when
+// E2EConfig.MaxProduceOnly (kbench's max run).
 func (er *e2eRunner) maxRate(ctx context.Context, s *session) (float64, error) {
-	topic := "ke2e-max"
-	if err := er.createTopic(ctx, s, topic); err != nil {
-		return 0, err
-	}
 	// A server just started may acknowledge nothing in its first window
 	// (seen with Kafka on the shared machine): one more try.
-	var res *produceResult
-	for try := 0; try < 2 && (res == nil || res.records == 0); try++ {
-		var err error
-		if res, err = runProduce(ctx, s.addr, topic, er.ec.Load, er.ec.Warmup, er.ec.MaxWindow, 0, cpuMeter{}, windowHooks{}); err != nil {
+	for try := 0; try < 2; try++ {
+		row := &E2ERow{Target: s.target, Groups: 1}
+		if er.ec.MaxProduceOnly {
+			row.Groups = 0
+		}
+		if err := er.run(ctx, s, row, er.ec.MaxWindow); err != nil {
 			return 0, err
 		}
+		rate := row.Produced
+		if row.Groups > 0 {
+			rate = min(rate, row.Consumed)
+		}
+		if rate > 0 {
+			return rate, nil
+		}
 	}
-	if err := deleteTopic(ctx, s.addr, topic); err != nil {
-		er.logf("%s: %v", s.target, err)
-	}
-	if res.records == 0 || res.window <= 0 {
-		return 0, errors.New("no record acknowledged")
-	}
-	return float64(res.records) / res.window.Seconds(), nil
+	return 0, errors.New("no record acknowledged and read")
 }
 
 func (er *e2eRunner) createTopic(ctx context.Context, s *session, topic string) error {
@@ -470,8 +476,9 @@ type e2eGroup struct {
 	read, winRecords, winBytes atomic.Int64
 }
 
-// run is one end-to-end run on s, filling row.
-func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow) error {
+// run is one end-to-end run on s with a measured window of window,
+// filling row; row.Rate 0 is unthrottled, row.Groups 0 no consumer.
+func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window time.Duration) error {
 	ec, l := er.ec, er.ec.Load
 	topic := fmt.Sprintf("ke2e-%03.0f-g%d", 100*row.Fraction, row.Groups)
 	if err := er.createTopic(ctx, s, topic); err != nil {
@@ -556,7 +563,7 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow) error {
 			lagEnd = maxLag(ackedTotal(p), groups)
 		},
 	}
-	w, err := p.measure(ctx, ec.Warmup, ec.Window, cpuMeter{}, hooks)
+	w, err := p.measure(ctx, ec.Warmup, window, cpuMeter{}, hooks)
 	stop.Store(true)
 	if err != nil {
 		cancel()

@@ -5,13 +5,14 @@
 //	go run ./bench/cmd/ke2e -smoke                     # kiggy alone, a few seconds
 //	go run ./bench/cmd/ke2e -iggy-server ../shared/iggy/bin/iggy-server -iggy-bench ../shared/iggy/bin/iggy-bench
 //
-// For every target it measures the maximum produce rate (or takes -max-rate),
-// then for every -fractions of the base rate (-rate-of: Kafka's maximum or
-// each target's own) and every -groups count it runs producers at that fixed
-// rate and that many consumer groups reading at the tail, and reports the
-// latency from each record's create time to its delivery, the rates, the
-// groups' lag and the server processes' CPU seconds per GB consumed. It
-// writes the same as JSON (-json) and exits 1 if a target or a run failed.
+// For every target it measures the maximum rate with one consumer group at
+// the tail (-max-produce-only: without; -max-rate: given), then for every
+// -fractions of the base rate (-rate-of: Kafka's maximum or each target's
+// own) and every -groups count it runs producers at that fixed rate and that
+// many consumer groups reading at the tail, and reports the latency from
+// each record's create time to its delivery, the rates, the groups' lag and
+// the server processes' CPU seconds per GB consumed. It writes the same
+// as JSON (-json) and exits 1 if a target or a run failed.
 package main
 
 import (
@@ -42,7 +43,8 @@ func run() int {
 	fs.IntVar(&cfg.Consumers, "consumers", def.Consumers, "consumers per group")
 	fs.StringVar(&cfg.RateOf, "rate-of", def.RateOf, "base rate of the fractions: kafka (Kafka's maximum, every target at the same rates) or own (each target's maximum)")
 	fs.Float64Var(&cfg.MaxRate, "max-rate", 0, "every target's maximum produce rate in records/s (0 = measure it)")
-	fs.DurationVar(&cfg.MaxWindow, "max-window", def.MaxWindow, "window measuring the maximum produce rate")
+	fs.DurationVar(&cfg.MaxWindow, "max-window", def.MaxWindow, "window measuring the maximum rate")
+	fs.BoolVar(&cfg.MaxProduceOnly, "max-produce-only", false, "measure the maximum rate without consumers (default: with one group at the tail, the lower of produced and consumed)")
 	fs.IntVar(&cfg.Load.RecordSize, "record-size", def.Load.RecordSize, "record size in bytes (at least 8: the create timestamp)")
 	partitions := fs.Int("partitions", int(def.Load.Partitions), "the topic's partitions")
 	fs.IntVar(&cfg.Load.Producers, "producers", def.Load.Producers, "producer clients")
