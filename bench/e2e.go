@@ -98,6 +98,7 @@ type E2EConfig struct {
 	IggyServerBin   string   `json:"iggy_server_bin,omitempty"`
 	IggyBenchBin    string   `json:"iggy_bench_bin,omitempty"`
 	IggyClusterAddr string   `json:"iggy_cluster_addr,omitempty"`
+	IggyClusterPIDs []int    `json:"iggy_cluster_pids,omitempty"`
 	IggyUsername    string   `json:"-"`
 	IggyPassword    string   `json:"-"`
 	GatewayFlags    []string `json:"gateway_flags,omitempty"`
@@ -232,7 +233,7 @@ func (ec E2EConfig) benchConfig() Config {
 	c.JavaPerf, c.LatencyFraction = false, 0
 	c.KafkaHeap, c.KafkaDir = ec.KafkaHeap, ec.KafkaDir
 	c.IggyAddr, c.IggyPID, c.IggyServerBin = ec.IggyAddr, ec.IggyPID, ec.IggyServerBin
-	c.IggyClusterAddr = ec.IggyClusterAddr
+	c.IggyClusterAddr, c.IggyClusterPIDs = ec.IggyClusterAddr, slices.Clone(ec.IggyClusterPIDs)
 	c.IggyUsername, c.IggyPassword = ec.IggyUsername, ec.IggyPassword
 	c.GatewayFlags = slices.Clone(ec.GatewayFlags)
 	c.WorkDir, c.KeepWork, c.Log, c.Smoke = ec.WorkDir, ec.KeepWork, ec.Log, ec.Smoke

@@ -294,6 +294,12 @@ func (r *runner) startKiggyIggyCluster(ctx context.Context, tag string) (*sessio
 			return nil, err
 		}
 		s.note = strings.TrimPrefix(s.note+"; external Iggy cluster at "+r.cfg.IggyClusterAddr+" (its CPU and RSS not measured)", "; ")
+		if len(r.cfg.IggyClusterPIDs) > 0 {
+			s.note = strings.Replace(s.note, "its CPU and RSS not measured", fmt.Sprintf("its %d nodes' CPU measured", len(r.cfg.IggyClusterPIDs)), 1)
+			for _, pid := range r.cfg.IggyClusterPIDs {
+				s.procs = append(s.procs, measuredProc{"iggy-server", pid})
+			}
+		}
 		return s, nil
 	}
 	bin := r.bins["iggytest"]

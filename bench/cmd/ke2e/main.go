@@ -61,6 +61,11 @@ func run() int {
 	fs.StringVar(&cfg.IggyServerBin, "iggy-server", "", "iggy-server binary kiggy-iggy starts with a fresh data directory (instead of iggytest)")
 	fs.StringVar(&cfg.IggyBenchBin, "iggy-bench", "", "iggy-bench binary run (end-to-end-producing-consumer) on kiggy-iggy's server at the same rates")
 	fs.StringVar(&cfg.IggyClusterAddr, "iggy-cluster-addr", "", "the nodes of an Iggy cluster (comma separated) for kiggy-iggy-cluster (default: a 3-node iggytest cluster)")
+	fs.Func("iggy-cluster-pids", "with -iggy-cluster-addr, its nodes' pids (comma separated), whose CPU is measured", func(v string) error {
+		pids, err := parseList(v, strconv.Atoi)
+		cfg.IggyClusterPIDs = pids
+		return err
+	})
 	gatewayFlags := fs.String("gateway-flags", "", "extra flags for the kiggy targets, separated by spaces")
 	jsonPath := fs.String("json", "ke2e.json", "write the report as JSON here (empty = don't)")
 	fs.StringVar(&cfg.WorkDir, "work", "", "work directory for binaries, logs and broker data (default: a temporary directory, removed)")
