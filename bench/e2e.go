@@ -312,23 +312,17 @@ func RunE2E(ctx context.Context, ec E2EConfig) (*E2EReport, error) {
 	if err := ec.normalize(); err != nil {
 		return nil, err
 	}
-	cfg := ec.benchConfig()
-	if err := cfg.normalize(); err != nil {
+	r, cleanup, err := newModeRunner(ec.benchConfig())
+	defer cleanup()
+	if err != nil {
 		return nil, err
 	}
-	r := &runner{cfg: cfg, bins: map[string]string{}, buildErrs: map[string]error{}, report: &Report{}}
-	rep := &E2EReport{Started: time.Now(), Config: ec}
+	rep := &E2EReport{Started: time.Now(), Config: ec, Host: hostInfo(r.java)}
 	defer func() {
 		rep.Finished = time.Now()
 		rep.Host.LoadAvgEnd = loadAvg()
 		rep.Failures = append(rep.Failures, r.report.Failures...)
 	}()
-	cleanup, err := r.prepare(slices.Contains(ec.Targets, TargetKafka))
-	defer cleanup()
-	if err != nil {
-		return nil, err
-	}
-	rep.Host = hostInfo(r.java)
 	if err := r.build(ctx); err != nil {
 		return rep, err
 	}
@@ -528,33 +522,8 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 		return err
 	}
 
-	// 2. The producers, paced to the rate.
-	opts, err := producerOpts(s.addr, topic, l)
-	if err != nil {
-		return err
-	}
-	clients := make([]*kgo.Client, 0, l.Producers)
-	defer func() {
-		for _, cl := range clients {
-			cl.Close()
-		}
-	}()
-	for range l.Producers {
-		cl, err := kgo.NewClient(opts...)
-		if err != nil {
-			return fmt.Errorf("bench: producer: %w", err)
-		}
-		clients = append(clients, cl)
-	}
-	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for i, cl := range clients {
-		wg.Go(func() { p.loop(pctx, cl, uint64(i), row.Rate/float64(l.Producers), &stop) })
-	}
-
-	// 3. The window: CPU and lag read at its ends.
+	// 2. The producers, paced to the rate, and 3. the window: CPU and lag
+	// read at its ends.
 	var cpu0, cpu1 []time.Duration
 	var lagEnd int64
 	hooks := windowHooks{
@@ -564,18 +533,9 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 			lagEnd = maxLag(ackedTotal(p), groups)
 		},
 	}
-	w, err := p.measure(ctx, ec.Warmup, window, cpuMeter{}, hooks)
-	stop.Store(true)
+	res, err := p.run(ctx, s.addr, topic, ec.Warmup, window, row.Rate, cpuMeter{}, hooks)
 	if err != nil {
-		cancel()
-		wg.Wait()
 		return err
-	}
-	if err := flushProducers(ctx, pctx, cancel, clients, &wg); err != nil {
-		return err
-	}
-	if p.err != nil {
-		return p.err
 	}
 
 	// 4. The drain.
@@ -596,8 +556,7 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 	default:
 	}
 	row.LagEnd, row.LagLeft = lagEnd, maxLag(acked, groups)
-	res := p.result(w)
-	fillE2ERow(row, res.records, w.elapsed, groups, &hist, s.procs, cpu0, cpu1)
+	fillE2ERow(row, res.records, res.window, groups, &hist, s.procs, cpu0, cpu1)
 	return nil
 }
 

@@ -260,11 +260,17 @@ func compressionCodec(name string) (kgo.CompressionCodec, error) {
 // then a flush of everything still buffered. rate, if positive, is the
 // records/s target of all producers together.
 func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window time.Duration, rate float64, meter cpuMeter, hooks windowHooks) (*produceResult, error) {
+	return newProducer(l).run(ctx, addr, topic, warmup, window, rate, meter, hooks)
+}
+
+// run is runProduce with p's producers (e2e.go's stamp their records, and
+// its consumers read p's window).
+func (p *producer) run(ctx context.Context, addr, topic string, warmup, window time.Duration, rate float64, meter cpuMeter, hooks windowHooks) (*produceResult, error) {
+	l := p.load
 	opts, err := producerOpts(addr, topic, l)
 	if err != nil {
 		return nil, err
 	}
-	p := newProducer(l)
 	clients := make([]*kgo.Client, 0, l.Producers)
 	defer func() {
 		for _, cl := range clients {
