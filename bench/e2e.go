@@ -336,17 +336,12 @@ func RunE2E(ctx context.Context, ec E2EConfig) (*E2EReport, error) {
 		tr := &E2ETarget{Target: t, Status: StatusOK}
 		rep.Targets = append(rep.Targets, tr)
 		if err := er.target(ctx, tr); err != nil {
-			if ctx.Err() != nil {
-				tr.Status = StatusInterrupted
+			switch tr.Status, tr.Error = errStatus(ctx, err); tr.Status {
+			case StatusInterrupted:
 				return rep, ctx.Err()
+			case StatusFailed:
+				r.failf("%s: %v", t, err)
 			}
-			var ue *unavailableError
-			if errors.As(err, &ue) {
-				tr.Status, tr.Error = StatusUnavailable, ue.reason
-				continue
-			}
-			tr.Status, tr.Error = StatusFailed, err.Error()
-			r.failf("%s: %v", t, err)
 		}
 	}
 	return rep, nil

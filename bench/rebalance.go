@@ -368,17 +368,12 @@ func RunRebalance(ctx context.Context, rc RebalanceConfig) (*RebalanceReport, er
 		rep.Targets = append(rep.Targets, tr)
 		s, err := rr.startTarget(ctx, t)
 		if err != nil {
-			if ctx.Err() != nil {
-				tr.Status = StatusInterrupted
+			switch tr.Status, tr.Error = errStatus(ctx, err); tr.Status {
+			case StatusInterrupted:
 				return rep, ctx.Err()
+			case StatusFailed:
+				r.failf("%s: %v", t, err)
 			}
-			var ue *unavailableError
-			if errors.As(err, &ue) {
-				tr.Status, tr.Error = StatusUnavailable, ue.reason
-				continue
-			}
-			tr.Status, tr.Error = StatusFailed, err.Error()
-			r.failf("%s: %v", t, err)
 			continue
 		}
 		sessions[t], tr.Note = s, s.note

@@ -80,6 +80,20 @@ type unavailableError struct{ reason string }
 
 func (e *unavailableError) Error() string { return "unavailable: " + e.reason }
 
+// errStatus is the status of a target that returned err, and the error
+// its report shows: interrupted (ctx ended), unavailable (unavailableError,
+// its reason) or failed (the caller records the failure).
+func errStatus(ctx context.Context, err error) (status, msg string) {
+	if ctx.Err() != nil {
+		return StatusInterrupted, ""
+	}
+	var ue *unavailableError
+	if errors.As(err, &ue) {
+		return StatusUnavailable, ue.reason
+	}
+	return StatusFailed, err.Error()
+}
+
 // stopTimeout bounds each server process's graceful stop.
 const stopTimeout = time.Minute
 
