@@ -353,6 +353,8 @@ type e2eRunner struct {
 	ec E2EConfig
 	// kafkaMax is Kafka's measured maximum (0 = not known).
 	kafkaMax float64
+	// runs counts the runs so far.
+	runs int
 }
 
 // target starts tr's target, finds its maximum rate and runs every
@@ -470,7 +472,8 @@ type e2eGroup struct {
 // filling row; row.Rate 0 is unthrottled, row.Groups 0 no consumer.
 func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window time.Duration) error {
 	ec, l := er.ec, er.ec.Load
-	topic := fmt.Sprintf("ke2e-%03.0f-g%d", 100*row.Fraction, row.Groups)
+	er.runs++ // a fresh topic name every run (a deleted topic may linger)
+	topic := fmt.Sprintf("ke2e-%d-%03.0f-g%d", er.runs, 100*row.Fraction, row.Groups)
 	if err := er.createTopic(ctx, s, topic); err != nil {
 		return err
 	}
