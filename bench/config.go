@@ -286,6 +286,9 @@ type Config struct {
 	// IggyClusterAddr lists the nodes of an Iggy cluster (comma separated)
 	// for the kiggy-iggy-cluster target.
 	IggyClusterAddr string `json:"iggy_cluster_addr,omitempty"`
+	// IggyClusterPIDs, with IggyClusterAddr, are its nodes' pids, whose
+	// CPU and RSS are measured as the server's beside kiggy's.
+	IggyClusterPIDs []int  `json:"iggy_cluster_pids,omitempty"`
 	IggyUsername    string `json:"-"`
 	IggyPassword    string `json:"-"`
 	// GatewayPackage is the Go package built and run for the kiggy

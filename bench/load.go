@@ -161,6 +161,10 @@ type producer struct {
 	// txn is set for transactional producers, whose records count toward
 	// the window when their transaction commits, not when acknowledged.
 	txn *txnState
+	// stamp writes each record's due time, in Unix nanoseconds, into the
+	// first bytes of a copy of its value (stampValue), for the end-to-end
+	// latency a consumer reads back (e2e.go).
+	stamp bool
 }
 
 func (p *producer) fail(err error) {
@@ -194,6 +198,9 @@ func (p *producer) done(r *kgo.Record, err error) {
 
 func (p *producer) record(value []byte, due time.Time) *kgo.Record {
 	r := p.pool.Get().(*kgo.Record)
+	if p.stamp {
+		value = stampValue(value, due)
+	}
 	r.Value = value
 	r.Timestamp = due
 	return r
@@ -253,11 +260,17 @@ func compressionCodec(name string) (kgo.CompressionCodec, error) {
 // then a flush of everything still buffered. rate, if positive, is the
 // records/s target of all producers together.
 func runProduce(ctx context.Context, addr, topic string, l Load, warmup, window time.Duration, rate float64, meter cpuMeter, hooks windowHooks) (*produceResult, error) {
+	return newProducer(l).run(ctx, addr, topic, warmup, window, rate, meter, hooks)
+}
+
+// run is runProduce with p's producers (e2e.go's stamp their records, and
+// its consumers read p's window).
+func (p *producer) run(ctx context.Context, addr, topic string, warmup, window time.Duration, rate float64, meter cpuMeter, hooks windowHooks) (*produceResult, error) {
+	l := p.load
 	opts, err := producerOpts(addr, topic, l)
 	if err != nil {
 		return nil, err
 	}
-	p := newProducer(l)
 	clients := make([]*kgo.Client, 0, l.Producers)
 	defer func() {
 		for _, cl := range clients {
@@ -433,21 +446,48 @@ func (p *producer) loop(ctx context.Context, cl *kgo.Client, seed uint64, rate f
 	for i := int64(0); !stop.Load() && ctx.Err() == nil; {
 		// Send every record whose slot has come, each stamped with its
 		// slot, then sleep until the next one.
-		due := int64(float64(time.Since(start))/interval) + 1
+		due := slotsDue(time.Since(start), interval)
 		for ; i < due && !stop.Load(); i++ {
-			slot := start.Add(time.Duration(float64(i) * interval))
+			slot := slotAt(start, i, interval)
 			cl.Produce(ctx, p.record(p.payload.at(rnd.Uint64()), slot), p.done)
 		}
-		if d := time.Until(start.Add(time.Duration(float64(i) * interval))); d > 0 {
+		if d := time.Until(slotAt(start, i, interval)); d > 0 {
 			time.Sleep(d)
 		}
 	}
+}
+
+// slotsDue is how many records a producer sending one every interval ns,
+// the first at its start, owes elapsed after it started: the pacing of a
+// rate-limited producer (a token bucket of depth one, refilled every
+// interval, whose missed slots are still owed so that a producer falling
+// behind catches up rather than lowering the rate).
+func slotsDue(elapsed time.Duration, interval float64) int64 {
+	if elapsed < 0 {
+		return 0
+	}
+	return int64(float64(elapsed)/interval) + 1
+}
+
+// slotAt is record i's slot, its due time, for a producer started at start
+// sending one record every interval ns.
+func slotAt(start time.Time, i int64, interval float64) time.Time {
+	return start.Add(time.Duration(float64(i) * interval))
 }
 
 // createTopic creates topic with the given partitions (replication factor
 // 1) and compression.type (when not ""), and waits until Metadata shows a
 // leader for every partition.
 func createTopic(ctx context.Context, addr, topic string, partitions int32, compression string) error {
+	var configs map[string]*string
+	if compression != "" {
+		configs = map[string]*string{"compression.type": &compression}
+	}
+	return createTopicWith(ctx, addr, topic, partitions, configs)
+}
+
+// createTopicWith is createTopic with any topic configs (nil = none).
+func createTopicWith(ctx context.Context, addr, topic string, partitions int32, configs map[string]*string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		return err
@@ -456,10 +496,6 @@ func createTopic(ctx context.Context, addr, topic string, partitions int32, comp
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	var configs map[string]*string
-	if compression != "" {
-		configs = map[string]*string{"compression.type": &compression}
-	}
 	// Iggy creates at most maxCreatePartitions per request
 	// (docs/LIMITS.md), so a larger topic is created with that many and
 	// grown to its count by CreatePartitions, the same way on every target.

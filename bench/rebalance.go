@@ -335,23 +335,17 @@ func RunRebalance(ctx context.Context, rc RebalanceConfig) (*RebalanceReport, er
 	if err := rc.normalize(); err != nil {
 		return nil, err
 	}
-	cfg := rc.benchConfig()
-	if err := cfg.normalize(); err != nil {
+	r, cleanup, err := newModeRunner(rc.benchConfig())
+	defer cleanup()
+	if err != nil {
 		return nil, err
 	}
-	r := &runner{cfg: cfg, bins: map[string]string{}, buildErrs: map[string]error{}, report: &Report{}}
-	rep := &RebalanceReport{Started: time.Now(), Config: rc}
+	rep := &RebalanceReport{Started: time.Now(), Config: rc, Host: hostInfo(r.java)}
 	defer func() {
 		rep.Finished = time.Now()
 		rep.Host.LoadAvgEnd = loadAvg()
 		rep.Failures = append(rep.Failures, r.report.Failures...)
 	}()
-	cleanup, err := r.prepare(slices.Contains(rc.Targets, TargetKafka))
-	defer cleanup()
-	if err != nil {
-		return nil, err
-	}
-	rep.Host = hostInfo(r.java)
 	if err := r.build(ctx); err != nil {
 		return rep, err
 	}
@@ -374,17 +368,12 @@ func RunRebalance(ctx context.Context, rc RebalanceConfig) (*RebalanceReport, er
 		rep.Targets = append(rep.Targets, tr)
 		s, err := rr.startTarget(ctx, t)
 		if err != nil {
-			if ctx.Err() != nil {
-				tr.Status = StatusInterrupted
+			switch tr.Status, tr.Error = errStatus(ctx, err); tr.Status {
+			case StatusInterrupted:
 				return rep, ctx.Err()
+			case StatusFailed:
+				r.failf("%s: %v", t, err)
 			}
-			var ue *unavailableError
-			if errors.As(err, &ue) {
-				tr.Status, tr.Error = StatusUnavailable, ue.reason
-				continue
-			}
-			tr.Status, tr.Error = StatusFailed, err.Error()
-			r.failf("%s: %v", t, err)
 			continue
 		}
 		sessions[t], tr.Note = s, s.note

@@ -91,6 +91,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return r.report, nil
 }
 
+// newModeRunner is the runner of a benchmark mode with a report of its own
+// (RunRebalance, RunE2E): cfg checked and the work directory prepared, with
+// Java when the kafka target runs. Call cleanup (it removes the work
+// directory unless Config.KeepWork) even when err is not nil.
+func newModeRunner(cfg Config) (r *runner, cleanup func(), err error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, func() {}, err
+	}
+	r = &runner{cfg: cfg, bins: map[string]string{}, buildErrs: map[string]error{}, report: &Report{}}
+	cleanup, err = r.prepare(slices.Contains(cfg.Targets, TargetKafka))
+	return r, cleanup, err
+}
+
 // prepare finds the repository, makes the work directory (a temporary one
 // unless Config.WorkDir; cleanup removes it unless Config.KeepWork) and the
 // profile directory, and finds Java when needJava (r.javaErr says why not).

@@ -32,6 +32,9 @@ type session struct {
 	// metricsURL is the gateway's /metrics (kiggy targets), read after
 	// each produce window for the append counters (gatewayCounters).
 	metricsURL string
+	// iggyAddr is the Iggy server behind a kiggy-iggy target ("" for the
+	// others), where iggy-bench runs beside it (e2e.go).
+	iggyAddr string
 
 	// profiled is the gateway run with --cpuprofile --profile-on-signal
 	// (nil = no profiling); profPrefix names its profiles and profN
@@ -76,6 +79,20 @@ func (s *session) pids() []int {
 type unavailableError struct{ reason string }
 
 func (e *unavailableError) Error() string { return "unavailable: " + e.reason }
+
+// errStatus is the status of a target that returned err, and the error
+// its report shows: interrupted (ctx ended), unavailable (unavailableError,
+// its reason) or failed (the caller records the failure).
+func errStatus(ctx context.Context, err error) (status, msg string) {
+	if ctx.Err() != nil {
+		return StatusInterrupted, ""
+	}
+	var ue *unavailableError
+	if errors.As(err, &ue) {
+		return StatusUnavailable, ue.reason
+	}
+	return StatusFailed, err.Error()
+}
 
 // stopTimeout bounds each server process's graceful stop.
 const stopTimeout = time.Minute
@@ -238,6 +255,7 @@ func (r *runner) startKiggyIggy(ctx context.Context, target, tag string) (*sessi
 		if err != nil {
 			return nil, err
 		}
+		s.iggyAddr = r.cfg.IggyAddr
 		if r.cfg.IggyPID > 0 {
 			s.procs = append(s.procs, measuredProc{"iggy-server", r.cfg.IggyPID})
 			s.note = strings.TrimPrefix(s.note+"; external Iggy at "+r.cfg.IggyAddr+" (pid "+strconv.Itoa(r.cfg.IggyPID)+" measured)", "; ")
@@ -272,6 +290,7 @@ func (r *runner) startKiggyIggy(ctx context.Context, target, tag string) (*sessi
 		return nil, err
 	}
 	s.procs = append(s.procs, measuredProc{procName, ig.pid()})
+	s.iggyAddr = iaddr
 	gwStop := s.stop
 	s.stop = func() error {
 		return errors.Join(gwStop(), ig.stop(stopTimeout))
@@ -289,6 +308,12 @@ func (r *runner) startKiggyIggyCluster(ctx context.Context, tag string) (*sessio
 			return nil, err
 		}
 		s.note = strings.TrimPrefix(s.note+"; external Iggy cluster at "+r.cfg.IggyClusterAddr+" (its CPU and RSS not measured)", "; ")
+		if len(r.cfg.IggyClusterPIDs) > 0 {
+			s.note = strings.Replace(s.note, "its CPU and RSS not measured", fmt.Sprintf("its %d nodes' CPU measured", len(r.cfg.IggyClusterPIDs)), 1)
+			for _, pid := range r.cfg.IggyClusterPIDs {
+				s.procs = append(s.procs, measuredProc{"iggy-server", pid})
+			}
+		}
 		return s, nil
 	}
 	bin := r.bins["iggytest"]
