@@ -62,6 +62,7 @@ func (g *Gateway) fetch(c *call) bool {
 			return g.offload(c)
 		}
 	}
+	fs.since = g.notify.mark() // before reading (notify.go)
 	bytes, hasErr := g.fetchPass(c)
 	now := time.Now()
 	minBytes := int(fs.req.MinBytes)

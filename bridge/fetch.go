@@ -32,6 +32,9 @@ type fetchState struct {
 	call     *call // the call being answered, for growResponse
 	deadline time.Time
 	waiter   *waiter
+	// since is the notifier's mark taken before the pass that found too
+	// little: park wakes at once for an append signalled after it.
+	since uint64
 	// codecs[i] is the codec Fetch serves req.Topics[i] in, looked up once
 	// per request (fetchcompression.go).
 	codecs []batch.Codec
@@ -205,7 +208,7 @@ func (g *Gateway) park(c *call, now time.Time) {
 	for i := range fs.req.Topics {
 		t := &fs.req.Topics[i]
 		for _, p := range t.Partitions {
-			g.notify.watch(t.Topic, p.Partition, w)
+			g.notify.watch(t.Topic, p.Partition, w, fs.since)
 		}
 	}
 	wait := fs.deadline.Sub(now)

@@ -640,6 +640,7 @@ func (g *Gateway) janitor() {
 				// Once a minute (Kafka checks every
 				// producer.id.expiration.check.interval.ms, 10 min).
 				g.producers.expire(now.UnixMilli(), g.cfg.ProducerIDExpiration)
+				g.notify.prune()
 				g.producerIDs.Expire(now.UnixMilli() - g.cfg.ProducerIDExpiration.Milliseconds())
 			}
 			g.conns.Range(func(k, v any) bool {
