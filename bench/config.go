@@ -27,6 +27,10 @@ const (
 	// buffered: Iggy's own defaults, the reference the durable levels are
 	// measured against (docs/IGGY.md, "Durability").
 	TargetKiggyIggyBuffered = "kiggy-iggy-buffered"
+	// TargetKiggyIggySole is kiggy-iggy with --iggy-sole-writer: a
+	// consumer at the tail waits for the gateway's own appends instead of
+	// polling Iggy (docs/IGGY.md, "The tail window").
+	TargetKiggyIggySole = "kiggy-iggy-sole"
 	// TargetKiggyIggyCluster is kiggy-iggy against the Iggy cluster named by
 	// Config.IggyClusterAddr (its nodes as seeds): beside kiggy-iggy on a
 	// single server it gives the cost of replication (docs/IGGY.md, "Iggy
@@ -42,13 +46,14 @@ const (
 const TargetIggyBench = "iggy-bench"
 
 // AllTargets lists every target kbench knows.
-var AllTargets = []string{TargetKafka, TargetKiggy, TargetKiggyIggy, TargetKiggyIggyFsync, TargetKiggyIggyBuffered, TargetKiggyIggyCluster, TargetNull}
+var AllTargets = []string{TargetKafka, TargetKiggy, TargetKiggyIggy, TargetKiggyIggyFsync, TargetKiggyIggyBuffered, TargetKiggyIggySole, TargetKiggyIggyCluster, TargetNull}
 
 // iggyTargets maps each Iggy-backed target to its --iggy-durability.
 var iggyTargets = map[string]string{
 	TargetKiggyIggy:         "written",
 	TargetKiggyIggyFsync:    "fsync",
 	TargetKiggyIggyBuffered: "buffered",
+	TargetKiggyIggySole:     "written",
 	TargetKiggyIggyCluster:  "written",
 }
 

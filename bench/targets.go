@@ -116,7 +116,7 @@ func (r *runner) start(ctx context.Context, target string, l Load, tag string) (
 		return r.startKafka(tag)
 	case TargetKiggy:
 		return r.startKiggy(ctx, TargetKiggy, tag, "", "")
-	case TargetKiggyIggy, TargetKiggyIggyFsync, TargetKiggyIggyBuffered:
+	case TargetKiggyIggy, TargetKiggyIggyFsync, TargetKiggyIggyBuffered, TargetKiggyIggySole:
 		return r.startKiggyIggy(ctx, target, tag)
 	case TargetKiggyIggyCluster:
 		return r.startKiggyIggyCluster(ctx, tag)
@@ -203,6 +203,9 @@ func (r *runner) startKiggy(ctx context.Context, name, tag, iggyAddr, durability
 		if iggyAddr != "" {
 			args = append(args, "--iggy-addr", iggyAddr, "--iggy-username", r.cfg.IggyUsername, "--iggy-password", r.cfg.IggyPassword,
 				"--iggy-durability", durability)
+			if name == TargetKiggyIggySole {
+				args = append(args, "--iggy-sole-writer")
+			}
 		}
 		args = append(args, r.cfg.GatewayFlags...)
 		prefix := ""
