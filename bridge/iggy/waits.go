@@ -68,6 +68,7 @@ type waiter struct {
 	pool    *nodePool // where the partitions' reads go; nil = the metadata primary
 	frame   []byte    // header space, then the WaitForMessages body
 	parts   []uint32  // the job's partitions, ascending (the reply is checked against them)
+	offs    []uint64  // and their offsets
 	timeout time.Duration
 
 	mu        sync.Mutex
@@ -255,11 +256,20 @@ func (c *Client) dispatchWait(call *waitCall, topic string, partitions []int32, 
 				return ErrWaitBusy
 			}
 			w.pool = np
-			w.parts = w.parts[:0]
-			w.frame = w.frame[:proto.HeaderSize]
+			w.parts, w.offs = w.parts[:0], w.offs[:0]
+			for _, t := range chunk {
+				w.parts = append(w.parts, t.partition)
+				w.offs = append(w.offs, t.offset)
+			}
 			// The body is built here, while the caller's topic is valid
 			// (it may alias a request frame the gateway reuses).
-			w.frame = appendWaitBody(w.frame, c.cfg.Stream, topic, waitUS, timeoutUS, chunk, &w.parts)
+			w.frame = proto.AppendWaitForMessages(w.frame[:proto.HeaderSize], c.cfg.Stream, topic, waitUS, timeoutUS, w.parts, w.offs)
+			if err := proto.ValidateWait(waitUS, timeoutUS, w.parts); err != nil {
+				// Not reached: the limits above keep every wait valid.
+				c.waits.idle <- w
+				c.abandonWait(call, 0)
+				return err
+			}
 			w.timeout = time.Duration(timeoutUS) * time.Microsecond
 			w.mu.Lock()
 			w.call, w.abandoned, w.sent = call, false, 0
@@ -269,25 +279,6 @@ func (c *Client) dispatchWait(call *waitCall, topic string, partitions []int32, 
 		}
 	}
 	return nil
-}
-
-// appendWaitBody appends the WaitForMessages body for chunk and records its
-// partitions in parts.
-func appendWaitBody(dst []byte, stream, topic string, waitUS, timeoutUS uint64, chunk []waitPair, parts *[]uint32) []byte {
-	dst = append(dst, proto.ConsumerSingle)
-	dst = proto.AppendNumericID(dst, 0)
-	dst = proto.AppendStringID(dst, stream)
-	dst = proto.AppendStringID(dst, topic)
-	dst = proto.AppendU64(dst, waitUS)
-	dst = proto.AppendU64(dst, timeoutUS)
-	dst = proto.AppendU32(dst, uint32(len(chunk)))
-	for _, t := range chunk {
-		*parts = append(*parts, t.partition)
-		dst = proto.AppendU32(dst, t.partition)
-		dst = append(dst, proto.PollOffset)
-		dst = proto.AppendU64(dst, t.offset)
-	}
-	return dst
 }
 
 // abandonWait leaves the call's jobs that have not answered (received
