@@ -78,7 +78,7 @@ func (s *Server) parseWait(st *connState, body []byte) (*pendingWait, uint32) {
 	// wait_for_messages.rs decode: "Bound the allocation before `validate`
 	// sees the partitions": count > MAX_PARTITIONS_PER_REQUEST or
 	// "buf.len() - pos != count as usize * TARGET_SIZE" is refused.
-	if !r.Ok() || count > proto.MaxPartitionsPerRequest || r.Len() != int(count)*13 {
+	if !r.Ok() || count > proto.MaxPartitionsPerRequest || r.Len() != int(count)*proto.WaitTargetSize {
 		return nil, bad
 	}
 	if kind != proto.ConsumerSingle && kind != proto.ConsumerGroup {

@@ -39,10 +39,10 @@ const (
 	MinDeferredReplyMarginMicros uint64 = 1_000_000
 )
 
-// waitTargetSize is one target of a wait: [partition_id u32][strategy u8]
+// WaitTargetSize is the size of one target of a wait: [partition_id u32][strategy u8]
 // [value u64] (wait_for_messages.rs: "TARGET_SIZE: usize =
 // size_of::<u32>() + STRATEGY_SIZE", STRATEGY_SIZE = 9).
-const waitTargetSize = 4 + 9
+const WaitTargetSize = 4 + 9
 
 // DeferredTimeoutCoversWait reports whether a request timeout covers a wait
 // and its reply margin (poll_messages.rs deferred_timeout_covers_wait:
