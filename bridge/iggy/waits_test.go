@@ -307,6 +307,9 @@ func TestWaitForAppendAllocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
+	if os.Getenv(iggytest.DialectEnv) == "0.11" {
+		t.Skip("the server process inherits KIGGY_IGGY_PROTOCOL=0.11: no waits")
+	}
 	addr := startServerProcess(t)
 	c := open(t, Config{Addr: addr, Protocol: proto.Dialect012, WaitSessions: 2})
 	cx := ctx(t)
