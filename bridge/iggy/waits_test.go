@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -330,5 +331,62 @@ func TestWaitForAppendAllocs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(200, wait); n > 0 {
 		t.Errorf("%.1f allocations per wait, want 0", n)
+	}
+}
+
+// TestWaitForAppendRouted: on a cluster, a partition whose reads go to its
+// own primary is waited on there, the others on the metadata primary, in
+// one call; an append to either wakes it.
+func TestWaitForAppendRouted(t *testing.T) {
+	cl := iggytest.NewCluster(3, iggytest.Config{Dialects: []proto.Dialect{proto.Dialect012}})
+	cl.ElectionDelay = 300 * time.Millisecond
+	if err := cl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, ReadCacheBytes: -1})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "r", 2, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	cl.SetPartitionPrimary("r", 1, 2) // the metadata primary stays node 0
+	base1, err := c.Append(cx, "r", 1, batchOf(1, "x", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.routeOf("r", 1) == nil {
+		t.Fatal("partition 1 has no route after its append")
+	}
+	waits0, waits2 := cl.Reads(0, proto.CodeWaitForMessages), cl.Reads(2, proto.CodeWaitForMessages)
+	ready, err := c.WaitForAppend(cx, "r", []int32{0, 1}, []int64{0, base1 + 1}, 200*time.Millisecond)
+	if err != nil || ready {
+		t.Fatalf("nothing new: ready %v err %v", ready, err)
+	}
+	if n0, n2 := cl.Reads(0, proto.CodeWaitForMessages)-waits0, cl.Reads(2, proto.CodeWaitForMessages)-waits2; n0 != 1 || n2 != 1 {
+		t.Fatalf("waits: %d on the metadata primary, %d on partition 1's route; want 1 and 1", n0, n2)
+	}
+	for _, p := range []int32{1, 0} {
+		done := make(chan error, 1)
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			_, err := c.Append(context.Background(), "r", p, batchOf(1, "y", 1))
+			done <- err
+		}()
+		wm0, err := c.Watermarks(cx, "r", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wm1, err := c.Watermarks(cx, "r", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		ready, err := c.WaitForAppend(cx, "r", []int32{0, 1}, []int64{wm0.High, wm1.High}, 10*time.Second)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err != nil || !ready || time.Since(began) > 5*time.Second {
+			t.Fatalf("append to partition %d: ready %v err %v after %v", p, ready, err, time.Since(began))
+		}
 	}
 }

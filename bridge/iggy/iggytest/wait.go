@@ -49,6 +49,7 @@ type waitTarget struct {
 func (s *Server) waitForMessages(st *connState, req *proto.RequestHeader, body, out []byte) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.countPartitionRead(req.Code, body) // a cluster node counts the reads it serves
 	w, status := s.parseWait(st, body)
 	if status != 0 {
 		return reply(out, req, st.session, status, nil)
