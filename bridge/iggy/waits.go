@@ -370,6 +370,11 @@ func (w *waiter) serve() waitResult {
 	if werr == nil {
 		w.sent, w.conn = req, s.conn
 		proto.PutRequestHeader(w.cancel[:], 0, s.clientID, req, proto.OpNonReplicated, s.sessionID, proto.CodeCancelDeferredRequest)
+		if c.closed.Load() {
+			// Close set the deadlines of the waits on the wire before this
+			// one was: stop it too.
+			_ = s.conn.SetReadDeadline(time.Now())
+		}
 	}
 	w.mu.Unlock()
 	if werr != nil {

@@ -358,3 +358,33 @@ func TestWaitForAppendRouted(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitForAppendClose: Close ends parked waits at once; their callers
+// get an error, not a hang.
+func TestWaitForAppendClose(t *testing.T) {
+	_, _, c := wait012(t, iggytest.Config{}, Config{WaitSessions: 2})
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := c.WaitForAppend(context.Background(), "w", []int32{0}, []int64{0}, time.Minute)
+			errs <- err
+		}()
+	}
+	waitFor(t, func() bool { return len(c.waits.idle) == 0 })
+	time.Sleep(50 * time.Millisecond) // the waits are on the wire
+	began := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-errs; err == nil {
+			t.Error("a wait parked at Close returned no error")
+		}
+	}
+	if took := time.Since(began); took > 3*time.Second {
+		t.Errorf("Close took %v with waits parked", took)
+	}
+	if _, err := c.WaitForAppend(context.Background(), "w", []int32{0}, []int64{0}, time.Second); !errors.Is(err, ErrClosed) {
+		t.Errorf("after Close: %v", err)
+	}
+}
