@@ -388,3 +388,58 @@ func TestWaitForAppendClose(t *testing.T) {
 		t.Errorf("after Close: %v", err)
 	}
 }
+
+// TestWaitForAppendChurn: concurrent waits, some ready at once, some
+// cancelled at random moments, some left to expire, over few wait
+// sessions: a wait on an empty partition is never answered ready (no
+// result of one call reaches another), every error is a context's or
+// ErrWaitBusy, and every wait session comes back.
+func TestWaitForAppendChurn(t *testing.T) {
+	_, _, c := wait012(t, iggytest.Config{}, Config{WaitSessions: 3})
+	cx := ctx(t)
+	if _, err := c.Append(cx, "w", 2, batchOf(1, "r", 1)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for i := range 40 {
+				var ready bool
+				var err error
+				switch (g + i) % 3 {
+				case 0: // ready at once
+					ready, err = c.WaitForAppend(cx, "w", []int32{2, 0}, []int64{0, 0}, time.Second)
+					if err == nil && !ready {
+						done <- errors.New("partition 2 holds a message but the wait expired")
+						return
+					}
+				case 1: // cancelled
+					wctx, cancel := context.WithTimeout(cx, time.Duration(i%7)*3*time.Millisecond)
+					ready, err = c.WaitForAppend(wctx, "w", []int32{0}, []int64{0}, 5*time.Second)
+					cancel()
+					if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+						break
+					}
+					err = nil
+				default: // expires
+					ready, err = c.WaitForAppend(cx, "w", []int32{0, 1}, []int64{0, 0}, 20*time.Millisecond)
+				}
+				if (g+i)%3 != 0 && ready {
+					done <- errors.New("a wait on empty partitions answered ready")
+					return
+				}
+				if err != nil && !errors.Is(err, ErrWaitBusy) {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { return len(c.waits.idle) == 3 })
+}
