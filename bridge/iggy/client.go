@@ -60,6 +60,7 @@ type Client struct {
 	routes  routes // partitions whose primary is not the metadata primary (routes.go)
 	metrics clientMetrics
 	cache   *readCache // nil when Config.ReadCacheBytes < 0
+	waits   waits      // readiness-wait sessions (waits.go)
 }
 
 var _ store.Log = (*Client)(nil)
@@ -109,6 +110,9 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 			c.Close()
 			return nil, err
 		}
+	}
+	if !cfg.system {
+		c.startWaits()
 	}
 	if cfg.PingInterval > 0 {
 		c.wg.Add(1)

@@ -104,6 +104,13 @@ type Config struct {
 	// eviction's window names the one the server takes), or
 	// proto.Dialect011 (Iggy 0.9) or proto.Dialect012 (Iggy 0.10) only.
 	Protocol proto.Dialect
+	// WaitSessions is how many readiness waits (WaitForAppend, protocol
+	// 0.12 only) may be parked at once, each on a session of its own
+	// outside the pool, so that parked Fetches never hold a session a
+	// Produce waits for (docs/IGGY.md, "Waiting for appends"). They connect
+	// on first use. 0 = PoolSize; negative = none (WaitForAppend then
+	// answers store.ErrUnsupported); at most 1024.
+	WaitSessions int
 	// Logger receives connection events (default: slog.Default()).
 	Logger *slog.Logger
 }
@@ -173,6 +180,9 @@ func (c *Config) normalize() {
 	if c.Durability == store.DurabilityDefault {
 		c.Durability = store.DurabilityWritten
 	}
+	if c.WaitSessions == 0 {
+		c.WaitSessions = c.PoolSize
+	}
 }
 
 // validate checks the normalized config.
@@ -190,6 +200,8 @@ func (c *Config) validate() error {
 		return errors.New("iggy: config: Token longer than 255 bytes")
 	case c.PoolSize < 1 || c.PoolSize > maxPoolSize:
 		return errors.New("iggy: config: PoolSize must be 1..1024")
+	case c.WaitSessions > maxPoolSize:
+		return errors.New("iggy: config: WaitSessions must be at most 1024")
 	case c.RequestTimeout < 0 || c.DialTimeout < 0:
 		return errors.New("iggy: config: negative timeout")
 	case c.Durability != store.DurabilityWritten && c.Durability != store.DurabilityFsync && c.Durability != store.DurabilityBuffered:

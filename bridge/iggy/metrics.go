@@ -39,6 +39,7 @@ var commands = [...]struct {
 	{proto.CodeGetPartitionRoute, "GetPartitionRoute"},
 	{proto.CodeCreatePartitions, "CreatePartitions"},
 	{proto.CodeGetClusterMetadata, "GetClusterMetadata"},
+	{proto.CodeWaitForMessages, "WaitForMessages"},
 }
 
 // numCommandSlots is len(commands) plus the "other" slot.
@@ -114,6 +115,10 @@ type clientMetrics struct {
 	// staleIncarnations counts poll replies dropped as an earlier
 	// incarnation's (incarnation.go).
 	staleIncarnations atomic.Uint64
+	// waitCancels counts readiness waits cancelled on the server after
+	// their caller left; waitsBusy calls that found every wait session
+	// parked (waits.go).
+	waitCancels, waitsBusy atomic.Uint64
 }
 
 // observe records one request's outcome.
@@ -151,6 +156,9 @@ func (c *Client) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_iggy_sessions", "gauge", "Iggy sessions in the pool (--iggy-pool-size).", len(c.sessions))
 	metric.Single(w, "kiggy_iggy_sessions_connected", "gauge", "Iggy sessions with a live connection.", m.connected.Load())
 	metric.Single(w, "kiggy_iggy_sessions_in_use", "gauge", "Iggy sessions serving a request now.", m.inUse.Load())
+	metric.Single(w, "kiggy_iggy_wait_sessions", "gauge", "Iggy sessions for readiness waits (WaitForMessages, protocol 0.12), outside the pool.", len(c.waits.all))
+	metric.Single(w, "kiggy_iggy_wait_cancels_total", "counter", "Readiness waits cancelled on the server (CancelDeferredRequest) after their caller left.", m.waitCancels.Load())
+	metric.Single(w, "kiggy_iggy_waits_busy_total", "counter", "Readiness waits not started because every wait session was parked.", m.waitsBusy.Load())
 	c.writeClusterMetrics(w)
 	if d := c.Dialect(); d != 0 {
 		metric.Header(w, "kiggy_iggy_protocol", "gauge", "The Iggy binary protocol the server took at the last login (docs/IGGY.md, \"Versions\"): always 1, the protocol is the label.")

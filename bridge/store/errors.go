@@ -27,4 +27,8 @@ var (
 	ErrInvalidGroup = errors.New("bridge: group id not supported by the backend")
 	// ErrTooLarge means the write exceeds a backend limit.
 	ErrTooLarge = errors.New("bridge: write too large for backend")
+	// ErrUnsupported means the backend cannot do this now, although it
+	// implements the optional interface that asks (an AppendWaiter on an
+	// Iggy 0.9 server): the gateway takes its fallback.
+	ErrUnsupported = errors.New("bridge: not supported by the backend")
 )

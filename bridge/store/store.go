@@ -6,13 +6,15 @@
 //
 // The gateway discovers an optional interface with a type assertion on the
 // Log it was given (CapabilityDeclarer, JoinedAppender, TopicUpdater,
-// LogStartAdvancer, ReadEstimator, SharedReads, SystemStore, MetricsWriter);
+// LogStartAdvancer, ReadEstimator, SharedReads, SystemStore, MetricsWriter,
+// AppendWaiter);
 // a backend without one gets the gateway's fallback.
 package store
 
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/message"
 )
@@ -180,4 +182,27 @@ type SystemStore interface {
 	// the key. It returns once the change is stored as durably as an
 	// acknowledged record (docs/IGGY.md, "Durability").
 	PutSystem(ctx context.Context, ns, key string, value []byte) error
+}
+
+// AppendWaiter is implemented by a Log that can wait, without polling, until
+// one of several partitions of a topic holds a record at or past an offset,
+// whoever appended it (bridge/iggy on Iggy 0.10, protocol 0.12: the
+// server-side readiness wait WaitForMessages, docs/IGGY.md "Versions"). A
+// parked Fetch (bridge/fetch.go) can wait on it instead of re-reading its
+// partitions on a timer for appends by other writers.
+type AppendWaiter interface {
+	// WaitForAppend returns ready = true as soon as some partitions[i]
+	// holds a record at offsets[i] (the next offset the Fetch reads) or
+	// past it: at once when one already does. It returns ready = false when
+	// wait has passed first (wait is also cut to ctx's deadline), and ctx's
+	// error as soon as ctx ends, without waiting for the backend (which
+	// cancels its wait in the background). partitions and offsets have the
+	// same length; a partition named twice waits for the lower offset.
+	//
+	// Errors: ErrUnsupported when the backend cannot wait at the moment (an
+	// Iggy 0.9 server), ErrUnavailable when no wait could be started (every
+	// wait session busy, the backend unreachable), ErrUnknownTopic,
+	// ErrUnknownPartition. On any error the caller falls back to polling;
+	// an error never means a record arrived.
+	WaitForAppend(ctx context.Context, topic string, partitions []int32, offsets []int64, wait time.Duration) (ready bool, err error)
 }

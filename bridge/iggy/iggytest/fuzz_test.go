@@ -131,6 +131,16 @@ func processSeeds(d proto.Dialect) []processSeed {
 		return append(b, opts...)
 	}
 	route := func(p uint32) []byte { return u32(topicID(nil), p) }
+	// 0.12 WaitForMessages on partition 1 of stream "s", topic "t" (wait.go).
+	waitTimeout := func(waitUS, timeoutUS uint64) []byte {
+		return proto.AppendWaitForMessages(nil, "s", "t", waitUS, timeoutUS, []uint32{1}, []uint64{0})
+	}
+	wait := func(waitUS, offset uint64) []byte {
+		return proto.AppendWaitForMessages(nil, "s", "t", waitUS, waitUS+2_000_000, []uint32{1}, []uint64{offset})
+	}
+	waitPart := func(p uint32) []byte {
+		return proto.AppendWaitForMessages(nil, "s", "t", 0, 1, []uint32{p}, []uint64{0})
+	}
 	wrong := fuzzSecret
 	wrong[0] ^= 0xff
 	// The harness's session is the server's first commit op: 1.
@@ -163,6 +173,12 @@ func processSeeds(d proto.Dialect) []processSeed {
 			// GetPartitionRoute (§9): [stream][topic][partition u32].
 			processSeed{"partition route", proto.OpNonReplicated, proto.CodeGetPartitionRoute, 1, 0, route(1), ok, none},
 			processSeed{"partition route, no such partition", proto.OpNonReplicated, proto.CodeGetPartitionRoute, 1, 0, route(9), int64(proto.CodePartitionNotFound), none},
+			processSeed{"wait, ready", proto.OpNonReplicated, proto.CodeWaitForMessages, 1, 0, wait(0, 0), ok, none},
+			processSeed{"wait, none at once", proto.OpNonReplicated, proto.CodeWaitForMessages, 1, 0, wait(0, 1<<40), ok, none},
+			processSeed{"wait, parked", proto.OpNonReplicated, proto.CodeWaitForMessages, 1, 0, wait(1_000_000, 1<<40), none, none},
+			processSeed{"cancel the parked wait", proto.OpNonReplicated, proto.CodeCancelDeferredRequest, 1, 0, nil, none, none},
+			processSeed{"wait, timeout under the margin", proto.OpNonReplicated, proto.CodeWaitForMessages, 1, 0, waitTimeout(1, 1), int64(proto.CodeInvalidCommand), none},
+			processSeed{"wait, no such partition", proto.OpNonReplicated, proto.CodeWaitForMessages, 1, 0, waitPart(9), int64(proto.CodePartitionNotFound), none},
 			processSeed{"partition route, short", proto.OpNonReplicated, proto.CodeGetPartitionRoute, 1, 0, topicID(nil), int64(proto.CodeInvalidCommand), none},
 			// BindSession (§9) of the harness's own session, then with a
 			// wrong secret: evicted.
@@ -173,6 +189,8 @@ func processSeeds(d proto.Dialect) []processSeed {
 	} else {
 		seeds = append(seeds,
 			processSeed{"partition route (0.12 only)", proto.OpNonReplicated, proto.CodeGetPartitionRoute, 1, 0, route(1), int64(proto.CodeInvalidCommand), none},
+			processSeed{"wait (0.12 only)", proto.OpNonReplicated, proto.CodeWaitForMessages, 1, 0, wait(0, 0), int64(proto.CodeInvalidCommand), none},
+			processSeed{"cancel (0.12 only)", proto.OpNonReplicated, proto.CodeCancelDeferredRequest, 1, 0, nil, int64(proto.CodeInvalidCommand), none},
 			processSeed{"bind session (0.12 only)", proto.OpNonReplicated, proto.CodeBindSession, 1, 0, bind, none, none},
 		)
 	}

@@ -26,6 +26,11 @@ func (s *Server) process(st *connState, frame []byte, out []byte) ([]byte, bool)
 	if s.cfg.Tap != nil {
 		at := len(out)
 		out, closing := s.serve(st, frame, out)
+		if st.newWait != nil {
+			// Tapped with its reply, when it is answered (wait.go).
+			st.newWait.frame = cloneFrame(frame)
+			return out, closing
+		}
 		s.cfg.Tap(frame, out[at:])
 		return out, closing
 	}
@@ -140,6 +145,20 @@ func (s *Server) dispatch(st *connState, req *proto.RequestHeader, body, out []b
 		if !st.bound && req.Code != proto.CodePing {
 			// §3.1: "Any other read before login → status 40 Unauthenticated."
 			return reply(out, req, 0, uint32(proto.CodeUnauthenticated), nil), false
+		}
+		if st.dialect == proto.Dialect012 {
+			// §9: the readiness wait (wait.go); a 0.11 session gets the
+			// unknown code's status 3 below.
+			switch req.Code {
+			case proto.CodeWaitForMessages:
+				return s.waitForMessages(st, req, body, out), false
+			case proto.CodeCancelDeferredRequest:
+				// codes.rs: "The body is empty [...] and no reply is sent."
+				if len(body) == 0 {
+					st.cancelWait(req.Request)
+				}
+				return out, false
+			}
 		}
 		s.mu.Lock()
 		s.countPartitionRead(req.Code, body)
@@ -1248,6 +1267,7 @@ func (s *Server) partitionOp(st *connState, req *proto.RequestHeader, body []byt
 			return nil, uint32(proto.CodeResourceNotFound), false
 		}
 		base := t.partitions[pid].append(&h, t, batch, s.nowMicros())
+		s.notifyAppend()
 		b = proto.AppendU32(nil, 1)
 		b = proto.AppendU32(b, str.id)
 		b = proto.AppendU32(b, t.id)

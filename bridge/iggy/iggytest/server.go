@@ -61,6 +61,10 @@ type Config struct {
 	// are valid only during the call (differential tests hand them to Iggy's
 	// own codec).
 	Tap func(request, replies []byte)
+	// SilentCancel leaves a WaitForMessages that the client cancelled
+	// (CancelDeferredRequest) unanswered; by default the model answers it
+	// once, at the cancel (wait.go).
+	SilentCancel bool
 }
 
 // DialectEnv names the environment variable that, set to "0.11" or "0.12",
@@ -118,7 +122,8 @@ type data struct {
 	clients  map[proto.ClientID]*clientState
 	faults   []Fault
 	nextConn uint32
-	cluster  *Cluster // nil for a single node
+	cluster  *Cluster      // nil for a single node
+	appended chan struct{} // closed at the next append (wait.go)
 }
 
 type clientState struct {
@@ -300,7 +305,7 @@ func (s *Server) accept(ln net.Listener) {
 			return
 		}
 		s.nextConn++
-		c := &conn{s: s, nc: nc, id: s.nextConn}
+		c := &conn{s: s, nc: nc, id: s.nextConn, done: make(chan struct{})}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
@@ -335,6 +340,9 @@ type conn struct {
 	st   connState
 	rbuf []byte
 	wbuf []byte
+
+	wmu  sync.Mutex    // serializes writes: serve's replies and a deferred wait's (wait.go)
+	done chan struct{} // closed when serve returns
 }
 
 // connState is the session state of one connection.
@@ -346,6 +354,10 @@ type connState struct {
 	session uint64
 	port    uint16
 	pollBuf []byte // poll's reply scratch
+	// wait is the connection's latest deferred WaitForMessages (0.12),
+	// which a CancelDeferredRequest names; newWait is one serve has not
+	// started yet.
+	wait, newWait *pendingWait
 }
 
 func (c *conn) serve() {
@@ -354,6 +366,7 @@ func (c *conn) serve() {
 		c.st.port = uint16(a.Port)
 	}
 	defer func() {
+		close(c.done)
 		c.nc.Close()
 		c.s.mu.Lock()
 		delete(c.s.conns, c)
@@ -385,11 +398,21 @@ func (c *conn) serve() {
 			return
 		}
 		out, closeConn := c.s.process(&c.st, c.rbuf[:size], c.wbuf[:0])
+		if w := c.st.newWait; w != nil {
+			// A deferred wait: answered later, while this connection
+			// serves its next requests (a CancelDeferredRequest among them).
+			c.st.newWait = nil
+			c.s.wg.Add(1)
+			go c.runWait(w)
+		}
 		if len(out) > 0 && c.s.cfg.Latency > 0 {
 			time.Sleep(c.s.cfg.Latency)
 		}
 		if len(out) > 0 {
-			if _, err := c.nc.Write(out); err != nil {
+			c.wmu.Lock()
+			_, err := c.nc.Write(out)
+			c.wmu.Unlock()
+			if err != nil {
 				return
 			}
 		}
