@@ -6,8 +6,10 @@ package bridge
 // and the parking of a Fetch that waits for records.
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -212,14 +214,24 @@ func (g *Gateway) park(c *call, now time.Time) {
 		}
 	}
 	wait := fs.deadline.Sub(now)
+	var stopWaits context.CancelFunc
 	if !g.caps.SoleWriter && wait > externalPoll {
-		wait = externalPoll
+		// Other writers' appends: the backend's own wait when it has one
+		// (Iggy 0.10), else a re-read every externalPoll.
+		if stopWaits = g.waitForAppends(fs, w, wait); stopWaits == nil {
+			wait = externalPoll
+		}
 	}
 	timer := time.AfterFunc(wait, w.wake)
 	g.metrics.parkedFetches.Add(1)
 	go func() {
 		defer g.metrics.parkedFetches.Add(-1)
-		if g.catch(c, func() { g.unpark(fs, w, timer) }) {
+		if g.catch(c, func() {
+			g.unpark(fs, w, timer)
+			if stopWaits != nil {
+				stopWaits()
+			}
+		}) {
 			g.abandonParked(c)
 			return
 		}
@@ -231,6 +243,49 @@ func (g *Gateway) park(c *call, now time.Time) {
 		// Re-run the fetch on a worker; it parks again if still short.
 		g.requeue(c)
 	}()
+}
+
+// waitForAppends asks the backend (store.AppendWaiter) to wake w when one
+// of the Fetch's partitions holds a record at its fetch offset, whoever
+// appended it, within wait: one wait per topic. It returns the function
+// that ends the waits, or nil when there is no such backend (the caller
+// polls). A wait that fails falls back to waking w after externalPoll, as
+// without one; ErrUnsupported (an Iggy 0.9 server) stops the gateway asking.
+func (g *Gateway) waitForAppends(fs *fetchState, w *waiter, wait time.Duration) context.CancelFunc {
+	if g.waiter == nil || g.noWaits.Load() || fs.req.MinBytes > 1 {
+		// A Fetch that wants more bytes than it found parks with records
+		// at its fetch offsets: a wait from there would answer at once,
+		// again and again.
+		return nil
+	}
+	ctx, cancel := context.WithCancel(g.ctx)
+	for i := range fs.req.Topics {
+		t := &fs.req.Topics[i]
+		if len(t.Partitions) == 0 || t.Topic == "" {
+			continue
+		}
+		// Copies: the request's views end with it, the wait may not.
+		topic := strings.Clone(t.Topic)
+		parts, offsets := make([]int32, len(t.Partitions)), make([]int64, len(t.Partitions))
+		for j, p := range t.Partitions {
+			parts[j], offsets[j] = p.Partition, p.FetchOffset
+		}
+		go func() {
+			ready, err := g.waiter.WaitForAppend(ctx, topic, parts, offsets, wait)
+			switch {
+			case ready:
+				w.wake()
+			case err != nil && ctx.Err() == nil:
+				if errors.Is(err, store.ErrUnsupported) {
+					g.noWaits.Store(true)
+				}
+				t := time.AfterFunc(externalPoll, w.wake)
+				<-ctx.Done()
+				t.Stop()
+			}
+		}()
+	}
+	return cancel
 }
 
 // unpark waits until a parked Fetch is woken (an append, its timer) or the

@@ -286,6 +286,11 @@ type Gateway struct {
 	cfg   Config
 	store store.Log
 	caps  store.Capabilities // what store declares (CapabilityDeclarer)
+	// waiter waits for other writers' appends without polling
+	// (store.AppendWaiter; nil without one, or with caps.SoleWriter);
+	// noWaits is set once it answered ErrUnsupported (an Iggy 0.9 server).
+	waiter  store.AppendWaiter
+	noWaits atomic.Bool
 
 	handlers [maxAPIKey]handlerFunc
 	// advertised is the ApiVersions table: wire's codecs that have a handler.
@@ -403,6 +408,9 @@ func New(cfg Config, backend store.Log) *Gateway {
 	g.groups = group.New(gcfg)
 	g.autoCreate.limit = cfg.AutoCreateTopicsLimit
 	g.notify.init()
+	if aw, ok := backend.(store.AppendWaiter); ok && !g.caps.SoleWriter {
+		g.waiter = aw
+	}
 	g.initSASL()
 	g.register()
 	g.initACL()
