@@ -109,15 +109,24 @@ type partCache struct {
 	born uint64
 
 	// The tail window (tailwindow.go): tailN chunks of tailBytes. exact:
-	// high is Iggy's high watermark, known from a poll and continued by
-	// every append since (Config.SoleWriter only); unsure counts appends
-	// of unknown outcome, so a poll sent before one does not make high
-	// exact again.
+	// high is Iggy's high watermark as a poll sent at verified told it,
+	// continued by every append of this client since; unsure counts
+	// appends of unknown outcome, so a poll sent before one does not make
+	// high exact again. Without Config.SoleWriter other writers may have
+	// appended since verified: exact is trusted for externalRecheck.
 	tailN     int
 	tailBytes int64
 	exact     bool
 	unsure    uint64
+	verified  time.Time
 }
+
+// externalRecheck is how long, without Config.SoleWriter, a Read at a high
+// watermark a poll told exactly is answered without polling again: what
+// other writers append is seen within it, as a parked Fetch's re-reads
+// (every 100 ms) see it, while a consumer at the tail fetching many times
+// a second polls a partition at most this often rather than every time.
+const externalRecheck = 100 * time.Millisecond
 
 // cacheReader is the per-Read walking state (pooled: fn makes it escape).
 type cacheReader struct {
@@ -163,13 +172,14 @@ type readCache struct {
 	tailGauge            atomic.Int64
 	tailFills, tailSkips atomic.Uint64
 	idleAnswers          atomic.Uint64 // Reads at an exact high watermark answered without a poll
+	recheck              time.Duration // externalRecheck (tests change it)
 	soleWriter           bool
 }
 
 func newReadCache(c *Client, limit, tailLimit int64, soleWriter bool) *readCache {
 	ctx, stop := context.WithCancel(context.Background())
 	rc := &readCache{c: c, limit: limit, ctx: ctx, stop: stop, parts: map[partKey]*partCache{},
-		queue: make(chan *partCache, 4096), ttl: readCacheTTL, tailLimit: max(tailLimit, 0), soleWriter: soleWriter}
+		queue: make(chan *partCache, 4096), ttl: readCacheTTL, tailLimit: max(tailLimit, 0), soleWriter: soleWriter, recheck: externalRecheck}
 	rc.readers.New = func() any { return new(cacheReader) }
 	return rc
 }
@@ -268,9 +278,9 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 		rc.hits.Add(1)
 		return rc.serve(p, ch, from, maxBytes, fn)
 	}
-	if p.exact && from == uint64(p.high) {
-		// Nothing past the exact high watermark (Config.SoleWriter): the
-		// answer needs no poll.
+	if p.exact && from == uint64(p.high) && (rc.soleWriter || now.Sub(p.verified) < rc.recheck) {
+		// Nothing past the exact high watermark: the answer needs no
+		// poll (with other writers, for externalRecheck after one).
 		high := p.high
 		rc.mu.Unlock()
 		rc.idleAnswers.Add(1)
@@ -527,7 +537,7 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 	c := rc.c
 	rc.mu.Lock()
 	var check uint64
-	unsure := p.unsure
+	unsure, sentAt := p.unsure, time.Now()
 	prev := p.endingAt(from)
 	start := from
 	if prev != nil && from > 0 {
@@ -606,13 +616,13 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 	switch {
 	case polled > 0 || current > 0:
 		p.high = max(p.high, int64(current)+1)
-		// With no other writer, what Iggy holds now is what it said
-		// plus this client's appends confirmed since (appended), unless
-		// one of unknown outcome came in between.
-		p.exact = rc.soleWriter && p.unsure == unsure
+		// What Iggy holds is what it said plus this client's appends
+		// confirmed since (appended), unless one of unknown outcome came
+		// in between; and, with other writers, theirs since sentAt.
+		p.exact, p.verified = p.unsure == unsure, sentAt
 	case from == 0 && p.high == 0:
 		// Nothing at offset 0: an empty partition.
-		p.exact = rc.soleWriter && p.unsure == unsure
+		p.exact, p.verified = p.unsure == unsure, sentAt
 	}
 	if end == 0 {
 		return nil, current, polled, nil

@@ -28,6 +28,9 @@ func FuzzTailWindow(f *testing.F) {
 	f.Add(false, []byte{1, 5, 0, 2, 2, 0, 0, 1, 1, 2, 3, 1, 2, 7, 8})
 	_, addr := startServer(f, iggytest.Config{})
 	win := open(f, Config{Addr: addr, Stream: "kafka", PoolSize: 2, TailWindowBytes: 1 << 20})
+	// Another writer's appends are seen at once (no recheck interval,
+	// TestTailWindowRecheck covers it), so every Read has one answer.
+	win.cache.recheck = 0
 	sole := open(f, Config{Addr: addr, Stream: "kafka", PoolSize: 2, TailWindowBytes: 1 << 20, SoleWriter: true})
 	other := open(f, Config{Addr: addr, Stream: "kafka", PoolSize: 2, ReadCacheBytes: -1})
 	f.Fuzz(func(t *testing.T, soleWriter bool, ops []byte) {

@@ -159,6 +159,9 @@ func TestTailWindowCoherence(t *testing.T) {
 			t.Fatal(err)
 		}
 		high = base + int64(n)
+		// Another writer's appends are seen within externalRecheck of
+		// the last poll (readcache.go).
+		time.Sleep(externalRecheck)
 	}
 	mine("a", 5)
 	check("own appends")
@@ -298,6 +301,50 @@ func TestTailWindowSoleWriter(t *testing.T) {
 	c.cache.unsure("sw", 0)
 	atTail(7, 1, "after an append of unknown outcome")
 	atTail(7, 0, "after that poll")
+}
+
+// TestTailWindowRecheck: without Config.SoleWriter, a Read at the high
+// watermark a poll just told is answered without another poll for
+// externalRecheck, then polls again and sees another writer's append.
+func TestTailWindowRecheck(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	other := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2, ReadCacheBytes: -1})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "rc", 1, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(cx, "rc", 0, seqBatch("a", 0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	read := func() (int, store.Watermarks) {
+		n := 0
+		wm, err := c.Read(cx, "rc", 0, 3, 1<<20, func(*message.Message) bool { n++; return true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, wm
+	}
+	misses := c.cache.misses.Load()
+	read() // polls: nothing past 3, as Iggy says now
+	if c.cache.misses.Load() != misses+1 {
+		t.Fatal("the first read at the tail did not poll")
+	}
+	if _, err := other.Append(cx, "rc", 0, seqBatch("x", 3, 1)); err != nil {
+		t.Fatal(err)
+	}
+	c.cache.mu.Lock()
+	c.cache.recheck = time.Hour // as if the next read came at once
+	c.cache.mu.Unlock()
+	if n, wm := read(); n != 0 || wm.High != 3 || c.cache.misses.Load() != misses+1 {
+		t.Fatalf("within the recheck interval: %d messages, high %d, %d polls; want the known answer without a poll", n, wm.High, c.cache.misses.Load()-misses)
+	}
+	c.cache.mu.Lock()
+	c.cache.recheck = 0 // as if it had passed
+	c.cache.mu.Unlock()
+	if n, wm := read(); n != 1 || wm.High != 4 {
+		t.Fatalf("after the recheck interval: %d messages, high %d; want another writer's message", n, wm.High)
+	}
 }
 
 // TestTailWindowFailover: the window of a client on an Iggy cluster is
