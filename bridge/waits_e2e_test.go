@@ -16,7 +16,8 @@ import (
 // TestParkedFetchWaitsOnIggy: on Iggy 0.10 (protocol 0.12, the model) a
 // Fetch parked at the tail waits on the server's readiness wait
 // (WaitForMessages) instead of re-reading its partitions every 100 ms: a
-// consumer idle for 2 s costs no PollMessages, and a record another writer
+// consumer idle for 2 s costs at most one PollMessages a partition (when
+// its Fetch starts again), and a record another writer
 // appends straight to Iggy (not through this gateway, so no local wake-up)
 // reaches it. On 0.9 (protocol 0.11) the gateway falls back to polling and
 // the record arrives too (the case that shows the poll count can move).
@@ -84,7 +85,10 @@ func TestParkedFetchWaitsOnIggy(t *testing.T) {
 				}
 			}
 			t.Logf("%s: %v polls in 2 s idle; the native record read %v after its append", d, polls, time.Since(sent).Round(time.Millisecond))
-			if d == proto.Dialect012 && polls != 0 {
+			// On 0.12 the parked Fetch polls nothing while it waits; a
+			// Fetch whose 3 s max wait ends inside the 2 s reads each of
+			// the 4 partitions once as it starts again.
+			if d == proto.Dialect012 && polls > 4 {
 				t.Fatalf("a consumer parked on Iggy 0.10 polled %v times in 2 s", polls)
 			}
 			if d == proto.Dialect011 && polls == 0 {

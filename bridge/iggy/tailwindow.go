@@ -354,6 +354,25 @@ func (rc *readCache) created(topic string, partitions int32) {
 	rc.mu.Unlock()
 }
 
+// moved notes that Iggy holds records at or past what the cache knows of
+// the partitions (a readiness wait answered, waits.go): their high
+// watermarks are no longer exact, and the next Read at them polls.
+func (rc *readCache) moved(topic string, partitions []int32) {
+	if rc == nil {
+		return
+	}
+	rc.mu.Lock()
+	for _, i := range partitions {
+		if p := rc.parts[partKey{topic, i}]; p != nil {
+			// As an append of unknown outcome: a poll sent before the
+			// wait answered does not make high exact again.
+			p.exact = false
+			p.unsure++
+		}
+	}
+	rc.mu.Unlock()
+}
+
 // unsure notes an append to the partition whose outcome is unknown (it may
 // be stored): its high watermark is no longer known exactly.
 func (rc *readCache) unsure(topic string, partition int32) {

@@ -192,6 +192,9 @@ func (c *Client) WaitForAppend(ctx context.Context, topic string, partitions []i
 			}
 			if r.ready {
 				c.abandonWait(call, received)
+				// Iggy holds more than what the read cache may take
+				// for the exact high watermark: the next Reads poll.
+				c.cache.moved(topic, partitions)
 				return true, nil
 			}
 		case <-ctx.Done():
