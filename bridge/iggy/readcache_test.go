@@ -238,6 +238,9 @@ func TestReadCacheExternalRecreate(t *testing.T) {
 	_, addr := startServer(t, iggytest.Config{StaleIncarnationPolls: -1})
 	stream := "kafka"
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	// What a poll sees, at every Read: no 100 ms trust in a high
+	// watermark a poll told (TestTailWindowRecheck).
+	c.cache.recheck = 0
 	other := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1, ReadCacheBytes: -1})
 	cx := ctx(t)
 	c.CreateTopic(cx, "e", 1, store.TopicConfig{})
