@@ -765,6 +765,15 @@ func (rc *readCache) insert(p *partCache, ch *chunk) {
 	for rc.bytes+ch.size > rc.limit && rc.lru.Oldest() != nil {
 		rc.evict(rc.lru.Oldest())
 	}
+	p.place(ch)
+	rc.bytes += ch.size
+	rc.gauge.Store(rc.bytes)
+	rc.lru.PushBack(ch)
+}
+
+// place puts ch among p's chunks in offset order and marks it cached;
+// under mu.
+func (p *partCache) place(ch *chunk) {
 	i := len(p.chunks)
 	for i > 0 && p.chunks[i-1].first > ch.first {
 		i--
@@ -773,9 +782,6 @@ func (rc *readCache) insert(p *partCache, ch *chunk) {
 	copy(p.chunks[i+1:], p.chunks[i:])
 	p.chunks[i] = ch
 	ch.cached = true
-	rc.bytes += ch.size
-	rc.gauge.Store(rc.bytes)
-	rc.lru.PushBack(ch)
 }
 
 // evict drops ch to make room; under mu.

@@ -271,14 +271,7 @@ func (rc *readCache) insertTail(p *partCache, ch *chunk) {
 	for len(p.chunks) >= maxChunksPerPartition {
 		rc.evict(p.chunks[0])
 	}
-	i := len(p.chunks)
-	for i > 0 && p.chunks[i-1].first > ch.first {
-		i--
-	}
-	p.chunks = append(p.chunks, nil)
-	copy(p.chunks[i+1:], p.chunks[i:])
-	p.chunks[i] = ch
-	ch.cached = true
+	p.place(ch)
 	if p.tailN == 0 {
 		rc.tailParts++
 	}
