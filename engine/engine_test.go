@@ -251,12 +251,22 @@ func canary(t *testing.T, ts *testServer) (stop func() int) {
 	c := ts.dial(t)
 	br := bufio.NewReader(c)
 	done := make(chan struct{})
+	// first is closed after the first round trip (or a failure): stop
+	// waits for it, so a test whose disturbance is over in less than the
+	// canary's first turn still checks that the canary got through
+	// (on a loaded machine its goroutine may not have run yet).
+	first := make(chan struct{})
 	var n int
 	var err error
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer func() {
+			if n == 0 {
+				close(first)
+			}
+		}()
 		for corr := int32(0); ; corr++ {
 			select {
 			case <-done:
@@ -267,11 +277,17 @@ func canary(t *testing.T, ts *testServer) (stop func() int) {
 			if err = roundTrip(c, br, corr); err != nil {
 				return
 			}
-			n++
+			if n++; n == 1 {
+				close(first)
+			}
 			time.Sleep(time.Millisecond) // paces the client: a request every millisecond
 		}
 	}()
 	return func() int {
+		select {
+		case <-first:
+		case <-time.After(30 * time.Second):
+		}
 		close(done)
 		wg.Wait()
 		if err != nil {
