@@ -57,6 +57,31 @@ type Config struct {
 	// Logger reports transactions aborted by timeout and markers that
 	// failed (slog.Default).
 	Logger *slog.Logger
+	// Cluster connects the coordinator to the other instances of a kiggy
+	// cluster (docs/design/transactions.md §7); nil for a single instance,
+	// which leads every partition and coordinates every group itself.
+	Cluster *Cluster
+}
+
+// Cluster is what a coordinator in a kiggy cluster needs of the gateway:
+// the partitions of a transaction and the groups of its offsets are led and
+// coordinated by instances of their own (docs/design/transactions.md §7).
+type Cluster struct {
+	// SendMarker has topic/partition's leader apply marker
+	// (WriteTxnMarkers) when it is another instance; sent=false when this
+	// instance leads it, and the coordinator applies the marker itself.
+	SendMarker func(ctx context.Context, topic string, partition int32, marker mapping.Control) (sent bool, err error)
+	// ResolveGroup tells group's coordinator that the transaction of
+	// marker is complete (its offsets committed, or dropped on abort), once
+	// they are: it stops answering UNSTABLE_OFFSET_COMMIT for them and reads
+	// the committed offsets. local=true when this instance coordinates the
+	// group (nothing to send).
+	ResolveGroup func(ctx context.Context, group string, marker mapping.Control) (local bool, err error)
+	// Own reports whether this instance coordinates transactional id now;
+	// on ok the caller acts on the id and calls release when done, which
+	// holds back this instance's hand-over of the id to another one until
+	// then (docs/design/cluster.md §5).
+	Own func(id string) (release func(), ok bool)
 }
 
 // Kafka's defaults.
@@ -79,6 +104,12 @@ type Coordinator struct {
 	// pending counts, per group and partition, the open transactions
 	// holding an offset for it (OffsetFetch's require_stable).
 	pending map[pendingKey]int
+	// remote holds, at a group's coordinator, the offsets that transactions
+	// coordinated by other instances keep for its groups (NotePending).
+	remote map[pidGroup]*remotePending
+	// leaders are the transactional producers whose batches this instance
+	// appends as a partition leader in a cluster (AdmitAppend).
+	leaders map[int64]*leaderProducer
 
 	// Stats counts completed transactions.
 	Stats Stats
@@ -165,7 +196,7 @@ func New(cfg Config, backend Backend, sys store.SystemStore) *Coordinator {
 		cfg.Logger = slog.Default()
 	}
 	return &Coordinator{cfg: cfg, backend: backend, sys: sys, Index: NewIndex(),
-		txns: make(map[string]*entry), byPID: make(map[int64]*entry), pending: make(map[pendingKey]int)}
+		txns: make(map[string]*entry), byPID: make(map[int64]*entry), pending: make(map[pendingKey]int), remote: make(map[pidGroup]*remotePending), leaders: make(map[int64]*leaderProducer)}
 }
 
 func (c *Coordinator) nowMs() int64 { return c.cfg.Now().UnixMilli() }
@@ -212,14 +243,24 @@ func (c *Coordinator) Load(ctx context.Context) error {
 // loads its partition of the transaction log.
 func (c *Coordinator) Recover(ctx context.Context) {
 	for _, e := range c.entries() {
-		e.mu.Lock()
-		if !e.gone && (e.t.State == PrepareCommit || e.t.State == PrepareAbort) {
-			if err := c.complete(ctx, e); err != nil {
-				c.cfg.Logger.Warn("txn: completing a prepared transaction failed; retried later",
-					"transactional_id", e.t.ID, "err", err)
-			}
+		release, ok := c.own(e)
+		if !ok {
+			continue
 		}
-		e.mu.Unlock()
+		c.recoverOne(ctx, e)
+		release()
+	}
+}
+
+// recoverOne completes e's transaction when it is prepared.
+func (c *Coordinator) recoverOne(ctx context.Context, e *entry) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.gone && (e.t.State == PrepareCommit || e.t.State == PrepareAbort) {
+		if err := c.complete(ctx, e); err != nil {
+			c.cfg.Logger.Warn("txn: completing a prepared transaction failed; retried later",
+				"transactional_id", e.t.ID, "err", err)
+		}
 	}
 }
 
@@ -241,7 +282,9 @@ func (c *Coordinator) track(t *Txn, sign int) {
 	if t.State != Ongoing && t.State != PrepareCommit && t.State != PrepareAbort {
 		return
 	}
-	if sign > 0 {
+	if sign > 0 && c.cfg.Cluster == nil {
+		// In a cluster the partition's leader opens it, at the first
+		// append of the transaction there (docs/design/transactions.md §7).
 		for _, p := range t.Partitions {
 			c.Index.Open(p.Topic, p.Partition, t.ProducerID, p.First)
 		}
@@ -643,26 +686,11 @@ func (c *Coordinator) complete(ctx context.Context, e *entry) error {
 	t := &e.t
 	commit := t.State == PrepareCommit
 	marker := mapping.Control{ProducerID: t.ProducerID, ProducerEpoch: t.Epoch, Commit: commit}
-	offsets, errs := c.writeMarkers(ctx, t.Partitions, marker)
+	errs := c.writeMarkers(ctx, t.Partitions, marker)
 	var failed error
 	for i, p := range t.Partitions {
-		if err := errs[i]; err != nil {
-			if isGone(err) {
-				c.Index.Close(p.Topic, p.Partition, t.ProducerID, -1, true)
-				continue // a deleted partition has nothing to end
-			}
-			if failed == nil {
-				failed = fmt.Errorf("marker for %s/%d: %w", p.Topic, p.Partition, err)
-			}
-			continue
-		}
-		// An abort stores the partition's aborted index even when Close
-		// added nothing: a retried completion whose first store failed
-		// finds the transaction closed already.
-		if c.Index.Close(p.Topic, p.Partition, t.ProducerID, offsets[i], commit) || !commit {
-			if err := c.storeAborted(ctx, p.Topic, p.Partition); err != nil && failed == nil {
-				failed = fmt.Errorf("aborted index of %s/%d: %w", p.Topic, p.Partition, err)
-			}
+		if err := errs[i]; err != nil && failed == nil {
+			failed = fmt.Errorf("marker for %s/%d: %w", p.Topic, p.Partition, err)
 		}
 	}
 	if failed != nil {
@@ -675,6 +703,13 @@ func (c *Coordinator) complete(ctx context.Context, e *entry) error {
 			}
 			if err := c.backend.CommitOffsets(ctx, g.Group, g.Offsets); err != nil {
 				return fmt.Errorf("offsets of group %s: %w", g.Group, err)
+			}
+		}
+	}
+	if cl := c.cfg.Cluster; cl != nil {
+		for _, g := range t.Groups {
+			if _, err := cl.ResolveGroup(ctx, g.Group, marker); err != nil {
+				return fmt.Errorf("resolving the offsets of group %s at its coordinator: %w", g.Group, err)
 			}
 		}
 	}
@@ -696,32 +731,69 @@ func (c *Coordinator) complete(ctx context.Context, e *entry) error {
 	return nil
 }
 
+// ApplyMarker is a partition leader's part of ending a transaction: it
+// appends marker to topic/partition (after every append of the transaction
+// admitted before it), closes the transaction in the index and, on abort,
+// stores the partition's aborted index. A deleted partition has nothing to
+// end. A marker applied twice (a completion retried, or redone by the
+// coordinator that took over) is harmless: the second closes nothing.
+func (c *Coordinator) ApplyMarker(ctx context.Context, topic string, partition int32, marker mapping.Control) error {
+	defer c.fence(marker)()
+	off, err := c.backend.WriteMarker(ctx, topic, partition, marker)
+	if isGone(err) {
+		c.Index.Close(topic, partition, marker.ProducerID, -1, true)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// An abort stores the partition's aborted index even when Close added
+	// nothing: a retried completion whose first store failed finds the
+	// transaction closed already.
+	if c.Index.Close(topic, partition, marker.ProducerID, off, marker.Commit) || !marker.Commit {
+		if err := c.storeAborted(ctx, topic, partition); err != nil {
+			return fmt.Errorf("aborted index: %w", err)
+		}
+	}
+	return nil
+}
+
 // maxMarkerWrites bounds the markers of one transaction appended at once.
 const maxMarkerWrites = 32
 
-// writeMarkers appends marker to every partition, at most maxMarkerWrites
-// at once (on Iggy each append is a round trip: a transaction over many
-// partitions ends in about one, not one per partition), and returns each
-// partition's marker offset or error.
-func (c *Coordinator) writeMarkers(ctx context.Context, parts []Partition, marker mapping.Control) ([]int64, []error) {
-	offsets := make([]int64, len(parts))
+// writeMarkers has marker applied to every partition, at most
+// maxMarkerWrites at once (on Iggy each append is a round trip: a
+// transaction over many partitions ends in about one, not one per
+// partition), and returns each partition's error: applied here
+// (ApplyMarker), or sent to the partition's leader in a cluster.
+func (c *Coordinator) writeMarkers(ctx context.Context, parts []Partition, marker mapping.Control) []error {
 	errs := make([]error, len(parts))
+	one := func(i int) {
+		p := parts[i]
+		if cl := c.cfg.Cluster; cl != nil {
+			if sent, err := cl.SendMarker(ctx, p.Topic, p.Partition, marker); sent {
+				errs[i] = err
+				return
+			}
+		}
+		errs[i] = c.ApplyMarker(ctx, p.Topic, p.Partition, marker)
+	}
 	if len(parts) == 1 {
-		offsets[0], errs[0] = c.backend.WriteMarker(ctx, parts[0].Topic, parts[0].Partition, marker)
-		return offsets, errs
+		one(0)
+		return errs
 	}
 	sem := make(chan struct{}, maxMarkerWrites)
 	var wg sync.WaitGroup
-	for i, p := range parts {
+	for i := range parts {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			offsets[i], errs[i] = c.backend.WriteMarker(ctx, p.Topic, p.Partition, marker)
+			one(i)
 		}()
 	}
 	wg.Wait()
-	return offsets, errs
+	return errs
 }
 
 // isGone reports whether err says the partition no longer exists.
@@ -738,14 +810,15 @@ func storeCode(err error) wire.ErrorCode {
 	return wire.CoordinatorNotAvailable
 }
 
-// Produce is what CheckProduce returns for an allowed transactional append:
-// call Done once the append has finished (the marker waits for it).
-type Produce struct{ e *entry }
+// Produce is what CheckProduce and AdmitAppend return for an allowed
+// transactional append: call Done once the append has finished (the marker
+// waits for it).
+type Produce struct{ mu *sync.RWMutex }
 
 // Done releases the transaction for its markers.
 func (p Produce) Done() {
-	if p.e != nil {
-		p.e.mu.RUnlock()
+	if p.mu != nil {
+		p.mu.RUnlock()
 	}
 }
 
@@ -783,7 +856,7 @@ func (c *Coordinator) CheckProduce(pid int64, epoch int16, topic string, partiti
 		e.mu.RUnlock()
 		return Produce{}, wire.InvalidTxnState
 	}
-	return Produce{e: e}, wire.NoError
+	return Produce{mu: &e.mu}, wire.NoError
 }
 
 // PendingOffset reports whether an open transaction holds an offset of
@@ -828,41 +901,65 @@ func (c *Coordinator) List() []Txn {
 // ones whose markers failed, and forgets ids idle past IDExpiration.
 func (c *Coordinator) Tick(ctx context.Context) {
 	now := c.nowMs()
-	for _, e := range c.entries() {
-		if !e.mu.TryLock() {
-			c.timeOutBusy(e, now)
-			continue
-		}
-		if e.gone {
-			e.mu.Unlock()
-			continue
-		}
-		t := &e.t
-		switch {
-		case t.State == Ongoing && now-t.StartMs > int64(t.TimeoutMs):
-			c.cfg.Logger.Info("txn: aborting a transaction past its timeout", "transactional_id", t.ID,
-				"producer_id", t.ProducerID, "timeout_ms", t.TimeoutMs)
-			if c.abortFenced(ctx, e) == wire.NoError {
-				c.Stats.TimedOut.Add(1)
-			}
-		case t.State == PrepareCommit || t.State == PrepareAbort:
-			if err := c.complete(ctx, e); err != nil {
-				c.cfg.Logger.Warn("txn: completing a prepared transaction failed", "transactional_id", t.ID, "err", err)
-			}
-		case (t.State == Empty || t.State == CompleteCommit || t.State == CompleteAbort) &&
-			now-t.UpdateMs > c.cfg.IDExpiration.Milliseconds():
-			if err := c.sys.PutSystem(ctx, NamespaceTxn, t.ID, nil); err == nil {
-				e.gone = true
-				c.mu.Lock()
-				delete(c.txns, t.ID)
-				if c.byPID[t.ProducerID] == e {
-					delete(c.byPID, t.ProducerID)
-				}
-				c.mu.Unlock()
-			}
-		}
-		e.mu.Unlock()
+	if c.cfg.Cluster != nil {
+		c.pruneLeaders(now)
 	}
+	for _, e := range c.entries() {
+		release, ok := c.own(e)
+		if !ok {
+			continue // coordinated by another instance now (Sync drops it)
+		}
+		c.tickOne(ctx, e, now)
+		release()
+	}
+}
+
+// own is Cluster.Own for e's id: whether this instance coordinates it.
+func (c *Coordinator) own(e *entry) (release func(), ok bool) {
+	if c.cfg.Cluster == nil {
+		return func() {}, true
+	}
+	e.mu.RLock()
+	id := e.t.ID
+	e.mu.RUnlock()
+	return c.cfg.Cluster.Own(id)
+}
+
+// tickOne is Tick's work on one entry.
+func (c *Coordinator) tickOne(ctx context.Context, e *entry, now int64) {
+	if !e.mu.TryLock() {
+		c.timeOutBusy(e, now)
+		return
+	}
+	if e.gone {
+		e.mu.Unlock()
+		return
+	}
+	t := &e.t
+	switch {
+	case t.State == Ongoing && now-t.StartMs > int64(t.TimeoutMs):
+		c.cfg.Logger.Info("txn: aborting a transaction past its timeout", "transactional_id", t.ID,
+			"producer_id", t.ProducerID, "timeout_ms", t.TimeoutMs)
+		if c.abortFenced(ctx, e) == wire.NoError {
+			c.Stats.TimedOut.Add(1)
+		}
+	case t.State == PrepareCommit || t.State == PrepareAbort:
+		if err := c.complete(ctx, e); err != nil {
+			c.cfg.Logger.Warn("txn: completing a prepared transaction failed", "transactional_id", t.ID, "err", err)
+		}
+	case (t.State == Empty || t.State == CompleteCommit || t.State == CompleteAbort) &&
+		now-t.UpdateMs > c.cfg.IDExpiration.Milliseconds():
+		if err := c.sys.PutSystem(ctx, NamespaceTxn, t.ID, nil); err == nil {
+			e.gone = true
+			c.mu.Lock()
+			delete(c.txns, t.ID)
+			if c.byPID[t.ProducerID] == e {
+				delete(c.byPID, t.ProducerID)
+			}
+			c.mu.Unlock()
+		}
+	}
+	e.mu.Unlock()
 }
 
 // timeOutBusy aborts e's transaction past its timeout while appends hold

@@ -291,3 +291,31 @@ func decodeAborted(v []byte) ([]Aborted, error) {
 	}
 	return list, nil
 }
+
+// partitions returns every partition the index has state for.
+func (x *Index) partitions() []PartitionID {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]PartitionID, 0, len(x.parts))
+	for k := range x.parts {
+		out = append(out, PartitionID{k.topic, k.partition})
+	}
+	return out
+}
+
+// drop forgets topic/partition (another instance leads it now).
+func (x *Index) drop(topic string, partition int32) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.parts, partKey{topic, partition})
+}
+
+// replace sets topic/partition's open transactions and aborted list
+// (taking the partition over from another instance).
+func (x *Index) replace(topic string, partition int32, open map[int64]int64, aborted []Aborted) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	p := x.part(topic, partition)
+	p.open = open
+	p.aborted = slices.Clone(aborted)
+}
