@@ -30,6 +30,7 @@ const (
 	KeyAddPartitionsToTxn           APIKey = 24
 	KeyAddOffsetsToTxn              APIKey = 25
 	KeyEndTxn                       APIKey = 26
+	KeyWriteTxnMarkers              APIKey = 27
 	KeyTxnOffsetCommit              APIKey = 28
 	KeyDescribeAcls                 APIKey = 29
 	KeyCreateAcls                   APIKey = 30
@@ -94,6 +95,7 @@ var APIs = []APIRange{
 	{KeyAddPartitionsToTxn, AddPartitionsToTxnMinVersion, AddPartitionsToTxnMaxVersion, AddPartitionsToTxnFlexible},
 	{KeyAddOffsetsToTxn, AddOffsetsToTxnMinVersion, AddOffsetsToTxnMaxVersion, AddOffsetsToTxnFlexible},
 	{KeyEndTxn, EndTxnMinVersion, EndTxnMaxVersion, EndTxnFlexible},
+	{KeyWriteTxnMarkers, WriteTxnMarkersMinVersion, WriteTxnMarkersMaxVersion, WriteTxnMarkersFlexible}, // instance to instance; advertised once bridge has a handler
 	{KeyTxnOffsetCommit, TxnOffsetCommitMinVersion, TxnOffsetCommitMaxVersion, TxnOffsetCommitFlexible},
 	{KeyDescribeAcls, aclsMin, aclsMax, aclsFlexible},
 	{KeyCreateAcls, aclsMin, aclsMax, aclsFlexible},
@@ -171,6 +173,7 @@ var apiNames = map[APIKey]string{
 	KeyAddPartitionsToTxn:           "AddPartitionsToTxn",
 	KeyAddOffsetsToTxn:              "AddOffsetsToTxn",
 	KeyEndTxn:                       "EndTxn",
+	KeyWriteTxnMarkers:              "WriteTxnMarkers",
 	KeyTxnOffsetCommit:              "TxnOffsetCommit",
 	KeyDescribeTransactions:         "DescribeTransactions",
 	KeyListTransactions:             "ListTransactions",

@@ -15,7 +15,10 @@ package wire
 //	            AuthBytes bytes (0+), SessionLifetimeMs int64 (1+)
 //	  "Version 1 adds the session lifetime."
 //
-// docs/design/security.md §7 says how the gateway uses them.
+// docs/design/security.md §7 says how the gateway uses them. The gateway
+// decodes the requests and encodes the responses; internal/kclient, which
+// authenticates one kiggy instance to another, encodes the requests and
+// decodes the responses.
 
 // saslAuthenticateFlexible is the first flexible SaslAuthenticate version:
 // "flexibleVersions": "2+".
@@ -42,6 +45,11 @@ func (r *SaslHandshakeRequest) Decode(body []byte, version int16) error {
 	return rd.Complete()
 }
 
+// AppendTo appends r encoded at version (a client's view: internal/kclient).
+func (r *SaslHandshakeRequest) AppendTo(dst []byte, _ int16) []byte {
+	return AppendString(dst, r.Mechanism)
+}
+
 // SaslHandshakeResponse is a SaslHandshake response, v0–1.
 type SaslHandshakeResponse struct {
 	// ErrorCode is NoError, UNSUPPORTED_SASL_MECHANISM or ILLEGAL_SASL_STATE.
@@ -58,6 +66,19 @@ func (r *SaslHandshakeResponse) AppendTo(dst []byte, _ int16) []byte {
 		dst = AppendString(dst, m)
 	}
 	return dst
+}
+
+// Decode parses a SaslHandshake response body of the given version into r
+// (a client's view: internal/kclient), reusing r.Mechanisms' capacity. The
+// mechanisms alias body.
+func (r *SaslHandshakeResponse) Decode(body []byte, version int16) error {
+	if version < 0 || version > 1 {
+		return ErrUnsupportedVersion
+	}
+	rd := NewReader(body)
+	r.ErrorCode = ErrorCode(rd.Int16())
+	r.Mechanisms = strs(&rd, false, false, r.Mechanisms)
+	return rd.Complete()
 }
 
 // SaslAuthenticateRequest is a SaslAuthenticate request, v0–2. AuthBytes
@@ -79,6 +100,17 @@ func (r *SaslAuthenticateRequest) Decode(body []byte, version int16) error {
 		rd.SkipTags()
 	}
 	return rd.Complete()
+}
+
+// AppendTo appends r encoded at version (a client's view: internal/kclient).
+func (r *SaslAuthenticateRequest) AppendTo(dst []byte, version int16) []byte {
+	flex := version >= saslAuthenticateFlexible
+	auth := r.AuthBytes
+	if auth == nil {
+		auth = []byte{}
+	}
+	dst = AppendByteSlice(dst, flex, auth)
+	return AppendEmptyTags(dst, flex)
 }
 
 // SaslAuthenticateResponse is a SaslAuthenticate response, v0–2.
@@ -108,6 +140,26 @@ func (r *SaslAuthenticateResponse) AppendTo(dst []byte, version int16) []byte {
 		dst = AppendInt64(dst, r.SessionLifetimeMillis)
 	}
 	return AppendEmptyTags(dst, flex)
+}
+
+// Decode parses a SaslAuthenticate response body of the given version into
+// r (a client's view: internal/kclient). ErrorMessage and AuthBytes alias
+// body.
+func (r *SaslAuthenticateResponse) Decode(body []byte, version int16) error {
+	if version < 0 || version > 2 {
+		return ErrUnsupportedVersion
+	}
+	flex := version >= saslAuthenticateFlexible
+	rd := NewReader(body)
+	r.ErrorCode = ErrorCode(rd.Int16())
+	r.ErrorMessage = nullStr(&rd, flex)
+	r.AuthBytes = rd.ByteSlice(flex)
+	r.SessionLifetimeMillis = 0
+	if version >= 1 {
+		r.SessionLifetimeMillis = rd.Int64()
+	}
+	endStruct(&rd, flex)
+	return rd.Complete()
 }
 
 // CountErrors reports r's error code to c.

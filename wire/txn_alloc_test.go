@@ -14,6 +14,8 @@ func TestTxnDecodeAllocs(t *testing.T) {
 	admAllocDecoder(t, "TxnOffsetCommit", TxnOffsetCommitMinVersion, TxnOffsetCommitMaxVersion, txnGenTxnOffsetCommitRequest, (*TxnOffsetCommitRequest).Decode)
 	admAllocDecoder(t, "DescribeTransactions", DescribeTransactionsMinVersion, DescribeTransactionsMaxVersion, txnGenDescribeTransactionsRequest, (*DescribeTransactionsRequest).Decode)
 	admAllocDecoder(t, "ListTransactions", ListTransactionsMinVersion, ListTransactionsMaxVersion, txnGenListTransactionsRequest, (*ListTransactionsRequest).Decode)
+	admAllocDecoder(t, "WriteTxnMarkers", WriteTxnMarkersMinVersion, WriteTxnMarkersMaxVersion, txnGenWriteTxnMarkersRequest, (*WriteTxnMarkersRequest).Decode)
+	admAllocDecoder(t, "WriteTxnMarkersResponse", WriteTxnMarkersMinVersion, WriteTxnMarkersMaxVersion, txnGenWriteTxnMarkersResponse, (*WriteTxnMarkersResponse).Decode)
 }
 
 // TestTxnResponseAppendAllocs: encoding each transaction response, at every
@@ -41,4 +43,14 @@ func TestTxnResponseAppendAllocs(t *testing.T) {
 	check("DescribeTransactionsResponse", DescribeTransactionsMinVersion, DescribeTransactionsMaxVersion, dt.AppendTo)
 	lt := txnGenListTransactionsResponse(g, ListTransactionsMaxVersion)
 	check("ListTransactionsResponse", ListTransactionsMinVersion, ListTransactionsMaxVersion, lt.AppendTo)
+	var wreq WriteTxnMarkersRequest
+	if err := wreq.Decode(txnGenWriteTxnMarkersRequest(g, 0).AppendTo(nil), 0); err != nil {
+		t.Fatal(err)
+	}
+	check("WriteTxnMarkersRequest", WriteTxnMarkersMinVersion, WriteTxnMarkersMaxVersion, wreq.AppendTo)
+	var wresp WriteTxnMarkersResponse
+	if err := wresp.Decode(txnGenWriteTxnMarkersResponse(g, 0).AppendTo(nil), 0); err != nil {
+		t.Fatal(err)
+	}
+	check("WriteTxnMarkersResponse", WriteTxnMarkersMinVersion, WriteTxnMarkersMaxVersion, wresp.AppendTo)
 }

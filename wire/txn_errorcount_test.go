@@ -13,6 +13,7 @@ func TestTxnCountErrorsReportsEveryField(t *testing.T) {
 	responses := []interface{ CountErrors(ErrorCounter) }{
 		&AddPartitionsToTxnResponse{}, &AddOffsetsToTxnResponse{}, &EndTxnResponse{},
 		&TxnOffsetCommitResponse{}, &DescribeTransactionsResponse{}, &ListTransactionsResponse{},
+		&WriteTxnMarkersResponse{},
 	}
 	for _, r := range responses {
 		var next ErrorCode

@@ -2,7 +2,8 @@ package wire
 
 import "testing"
 
-// txnFuzzAPIs are the transaction request decoders under FuzzTxnRequests,
+// txnFuzzAPIs are the transaction request decoders under FuzzTxnRequests
+// (and the WriteTxnMarkers response decoder),
 // in the admFuzzAPI form of FuzzAdminRequests: whatever we accept, kmsg must
 // accept and read the same, fresh and into a struct primed with a rich
 // request.
@@ -25,6 +26,14 @@ var txnFuzzAPIs = []txnFuzzAPI{
 	{admFuzzAPI{"ListTransactions", ListTransactionsMinVersion, ListTransactionsMaxVersion,
 		admFuzzCheck((*ListTransactionsRequest).Decode, txnListTransactionsRequestToKmsg, txnGenListTransactionsRequest),
 		admSeed(txnGenListTransactionsRequest)}, txnFresh((*ListTransactionsRequest).Decode)},
+	{admFuzzAPI{"WriteTxnMarkers", WriteTxnMarkersMinVersion, WriteTxnMarkersMaxVersion,
+		admFuzzCheck((*WriteTxnMarkersRequest).Decode, txnWriteTxnMarkersRequestToKmsg, txnGenWriteTxnMarkersRequest),
+		admSeed(txnGenWriteTxnMarkersRequest)}, txnFresh((*WriteTxnMarkersRequest).Decode)},
+	// The coordinator's client side decodes WriteTxnMarkers responses from
+	// another instance: fuzzed the same way.
+	{admFuzzAPI{"WriteTxnMarkersResponse", WriteTxnMarkersMinVersion, WriteTxnMarkersMaxVersion,
+		admFuzzCheck((*WriteTxnMarkersResponse).Decode, txnWriteTxnMarkersResponseToKmsg, txnGenWriteTxnMarkersResponse),
+		admSeed(txnGenWriteTxnMarkersResponse)}, txnFresh((*WriteTxnMarkersResponse).Decode)},
 }
 
 // txnFuzzAPI is an admFuzzAPI with a decode into a fresh struct, to check

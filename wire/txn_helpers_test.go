@@ -124,6 +124,7 @@ func TestTxnAPIConstants(t *testing.T) {
 		{KeyTxnOffsetCommit, TxnOffsetCommitMinVersion, TxnOffsetCommitMaxVersion, TxnOffsetCommitFlexible, new(kmsg.TxnOffsetCommitRequest)},
 		{KeyDescribeTransactions, DescribeTransactionsMinVersion, DescribeTransactionsMaxVersion, DescribeTransactionsFlexible, new(kmsg.DescribeTransactionsRequest)},
 		{KeyListTransactions, ListTransactionsMinVersion, ListTransactionsMaxVersion, ListTransactionsFlexible, new(kmsg.ListTransactionsRequest)},
+		{KeyWriteTxnMarkers, WriteTxnMarkersMinVersion, WriteTxnMarkersMaxVersion, WriteTxnMarkersFlexible, new(kmsg.WriteTxnMarkersRequest)},
 	}
 	for _, r := range rows {
 		if int16(r.key) != r.req.Key() || r.hi > r.req.MaxVersion() || r.lo < 0 || r.lo > r.hi {
