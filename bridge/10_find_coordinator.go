@@ -43,8 +43,18 @@ func (g *Gateway) findCoordinator(c *call) bool {
 			// KafkaApis: DESCRIBE on the transactional id.
 			return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1,
 				ErrorCode: wire.TransactionalIDAuthFailed, ErrorMessage: wire.NullStringOf(wire.TransactionalIDAuthFailed.String())}
-		case req.CoordinatorType == coordinatorTransaction && g.transactionsServed():
+		case req.CoordinatorType == coordinatorTransaction && g.transactionsServed() && g.cfg.Placement == nil:
 			return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: g.cfg.NodeID, Host: host, Port: port}
+		case req.CoordinatorType == coordinatorTransaction && g.transactionsServed():
+			// docs/design/transactions.md §7: the leader of the id's
+			// partition of __transaction_state.
+			node := g.txnCoordinatorNode(key)
+			h, p, ok := g.brokerAddr(c, node)
+			if !ok {
+				return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: -1, Port: -1,
+					ErrorCode: wire.CoordinatorNotAvailable}
+			}
+			return wire.FindCoordinatorResponseCoordinator{Key: key, NodeID: node, Host: h, Port: p}
 		case req.CoordinatorType != coordinatorGroup:
 			// TransactionManager reports an unexpected FindCoordinator error
 			// as "Could not find a coordinator ... due to unexpected error:

@@ -36,9 +36,11 @@ func (g *Gateway) initProducerID(c *call) bool {
 			// KafkaApis.handleInitProducerIdRequest: WRITE on the id.
 			resp.ErrorCode = wire.TransactionalIDAuthFailed
 		default:
-			if resp.ErrorCode = g.txnCode(); resp.ErrorCode == wire.NoError {
+			release, code := g.txnRoute(id)
+			if resp.ErrorCode = code; code == wire.NoError {
 				resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = g.txn.InitProducerID(g.ctx, id,
 					req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch, c.hdr.APIVersion)
+				release()
 			}
 		}
 	case !g.canIdempotentWrite(c):

@@ -67,7 +67,11 @@ func (g *Gateway) addPartitionsToTxn(c *call) bool {
 			}
 		}
 	default:
-		all = g.txn.AddPartitions(g.ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts, c.hdr.APIVersion)
+		release, code := g.txnRoute(req.TransactionalID)
+		if all = code; code == wire.NoError {
+			all = g.txn.AddPartitions(g.ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts, c.hdr.APIVersion)
+			release()
+		}
 	}
 	for i, t := range req.Topics {
 		out := wire.AddPartitionsToTxnResponseTopic{Topic: t.Topic}

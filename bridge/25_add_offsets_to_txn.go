@@ -28,7 +28,11 @@ func (g *Gateway) addOffsetsToTxn(c *call) bool {
 	case req.Group == "":
 		resp.ErrorCode = wire.InvalidGroupID
 	default:
-		resp.ErrorCode = g.txn.AddOffsets(g.ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, c.hdr.APIVersion)
+		release, code := g.txnRoute(req.TransactionalID)
+		if resp.ErrorCode = code; code == wire.NoError {
+			resp.ErrorCode = g.txn.AddOffsets(g.ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, c.hdr.APIVersion)
+			release()
+		}
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)

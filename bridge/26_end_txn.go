@@ -27,7 +27,12 @@ func (g *Gateway) endTxn(c *call) bool {
 	case !g.allowed(c, acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID):
 		resp.ErrorCode = wire.TransactionalIDAuthFailed
 	default:
+		release, code := g.txnRoute(req.TransactionalID)
+		if resp.ErrorCode = code; code != wire.NoError {
+			break
+		}
 		resp.ErrorCode = g.txn.End(g.ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Committed, c.hdr.APIVersion)
+		release()
 		if resp.ErrorCode == wire.NoError {
 			resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch
 		}

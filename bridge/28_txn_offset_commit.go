@@ -7,6 +7,8 @@
 package bridge
 
 import (
+	"context"
+
 	"github.com/kiggy-io/kiggy/bridge/txn"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
@@ -27,6 +29,21 @@ func (g *Gateway) txnOffsetCommit(c *call) bool {
 		return false
 	}
 	all := g.txnCode()
+	// In a cluster (docs/design/transactions.md §7) the group's coordinator
+	// checks the member and forwards the offsets to the transaction's
+	// coordinator, which takes them from it without the group check.
+	forward, forwarded := false, false
+	if all == wire.NoError && g.cfg.Placement != nil {
+		txnLocal := g.txnCoordinatorNode(req.TransactionalID) == g.cfg.NodeID
+		switch {
+		case !g.notCoordinator(req.Group):
+			forward = !txnLocal
+		case txnLocal && g.allowed(c, acl.OpClusterAction, acl.ResourceCluster, acl.ClusterName):
+			forwarded = true
+		default:
+			all = wire.NotCoordinator
+		}
+	}
 	switch {
 	case all != wire.NoError:
 	case !g.allowed(c, acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID):
@@ -35,6 +52,7 @@ func (g *Gateway) txnOffsetCommit(c *call) bool {
 		all = wire.GroupAuthorizationFailed
 	case req.Group == "":
 		all = wire.InvalidGroupID
+	case forwarded:
 	case req.Generation >= 0 || req.MemberID != "" || req.InstanceID.Valid:
 		code := wire.ErrorCode(g.groups.ValidateCommit(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation))
 		if code != wire.RebalanceInProgress {
@@ -68,8 +86,17 @@ func (g *Gateway) txnOffsetCommit(c *call) bool {
 			codes[i][j] = code
 		}
 	}
-	if len(offsets) > 0 {
-		if code := g.txn.CommitOffsets(g.ctx, req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, offsets); code != wire.NoError {
+	if len(offsets) > 0 && forward {
+		g.forwardTxnOffsets(&req, codes)
+	} else if len(offsets) > 0 {
+		code := wire.NoError
+		if release, rc := g.txnRoute(req.TransactionalID); rc != wire.NoError {
+			code = rc
+		} else {
+			code = g.txn.CommitOffsets(g.ctx, req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, offsets)
+			release()
+		}
+		if code != wire.NoError {
 			for i := range codes {
 				for j := range codes[i] {
 					if codes[i][j] == wire.NoError {
@@ -90,4 +117,80 @@ func (g *Gateway) txnOffsetCommit(c *call) bool {
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
 	return false
+}
+
+// txnOffsetCommitForwardVersion is the TxnOffsetCommit version a group
+// coordinator forwards in.
+const txnOffsetCommitForwardVersion = 3
+
+// forwardTxnOffsets sends the offsets req's checks let through to the
+// transaction's coordinator on another instance, sets each one's code from
+// its answer, and holds those it took as pending for the group
+// (docs/design/transactions.md §7).
+func (g *Gateway) forwardTxnOffsets(req *wire.TxnOffsetCommitRequest, codes [][]wire.ErrorCode) {
+	fwd := wire.TxnOffsetCommitRequest{TransactionalID: req.TransactionalID, Group: req.Group,
+		ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Generation: -1}
+	for i, t := range req.Topics {
+		ft := wire.TxnOffsetCommitRequestTopic{Topic: t.Topic}
+		for j, p := range t.Partitions {
+			if codes[i][j] == wire.NoError {
+				ft.Partitions = append(ft.Partitions, p)
+			}
+		}
+		if len(ft.Partitions) > 0 {
+			fwd.Topics = append(fwd.Topics, ft)
+		}
+	}
+	setAll := func(code wire.ErrorCode) {
+		for i := range codes {
+			for j := range codes[i] {
+				if codes[i][j] == wire.NoError {
+					codes[i][j] = code
+				}
+			}
+		}
+	}
+	node := g.txnCoordinatorNode(req.TransactionalID)
+	if node < 0 || g.cfg.Peers == nil {
+		setAll(wire.CoordinatorNotAvailable)
+		return
+	}
+	ctx, cancel := context.WithTimeout(g.ctx, peerTimeout)
+	defer cancel()
+	body := fwd.AppendTo(nil, txnOffsetCommitForwardVersion)
+	out, err := g.cfg.Peers.Call(ctx, node, int16(wire.KeyTxnOffsetCommit), txnOffsetCommitForwardVersion, true, body)
+	var resp wire.TxnOffsetCommitResponse
+	if err == nil {
+		err = resp.Decode(out, txnOffsetCommitForwardVersion)
+	}
+	if err != nil {
+		g.cfg.Logger.Warn("transactions: forwarding TxnOffsetCommit to the transaction's coordinator failed", "node", node, "err", err)
+		setAll(wire.CoordinatorNotAvailable)
+		return
+	}
+	var taken []txn.Offset
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			if codes[i][j] != wire.NoError {
+				continue
+			}
+			code := wire.UnknownServerError // not answered
+			for _, rt := range resp.Topics {
+				if rt.Topic != t.Topic {
+					continue
+				}
+				for _, rp := range rt.Partitions {
+					if rp.Partition == p.Partition {
+						code = rp.ErrorCode
+					}
+				}
+			}
+			if codes[i][j] = code; code == wire.NoError {
+				taken = append(taken, txn.Offset{Topic: t.Topic, Partition: p.Partition})
+			}
+		}
+	}
+	if len(taken) > 0 {
+		g.txn.NotePending(req.TransactionalID, req.ProducerID, req.Group, taken)
+	}
 }

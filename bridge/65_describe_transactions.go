@@ -34,9 +34,14 @@ func (g *Gateway) describeTransactions(c *call) bool {
 		case !g.allowed(c, acl.OpDescribe, acl.ResourceTransactionalID, id):
 			out.ErrorCode = wire.TransactionalIDAuthFailed
 		default:
+			release, code := g.txnRoute(id)
+			if out.ErrorCode = code; code != wire.NoError {
+				break
+			}
 			if t, ok = g.txn.Describe(id); !ok {
 				out.ErrorCode = wire.TransactionalIDNotFound
 			}
+			release()
 		}
 		if ok {
 			out.State = t.State.String()

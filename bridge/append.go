@@ -11,6 +11,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/producer"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/bridge/txn"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -22,7 +23,7 @@ func (g *Gateway) appendMapped(ctx context.Context, topic string, index int32, b
 	if pb.Transactional {
 		// The coordinator admits the batch and holds its transaction's
 		// markers back until the append is done (docs/design/transactions.md §2).
-		admitted, code := g.txn.CheckProduce(pb.ID, pb.Epoch, topic, index)
+		admitted, code := g.admitTransactional(ctx, topic, index, pb)
 		if code != wire.NoError {
 			return code, -1
 		}
@@ -35,6 +36,24 @@ func (g *Gateway) appendMapped(ctx context.Context, topic string, index int32, b
 		return g.appendIdempotent(ctx, topic, index, b, pb)
 	}
 	return g.appendPartition(ctx, topic, index, b)
+}
+
+// admitTransactional admits a transactional batch: by the coordinator on a
+// single instance; in a cluster by the partition's leader, which learns
+// of the transaction here (docs/design/transactions.md §7), and by the
+// coordinator too when it is this instance.
+func (g *Gateway) admitTransactional(ctx context.Context, topic string, index int32, pb *producer.Batch) (txn.Produce, wire.ErrorCode) {
+	if g.cfg.Placement == nil {
+		return g.txn.CheckProduce(pb.ID, pb.Epoch, topic, index)
+	}
+	if code := g.txnPartitionCode(topic, index); code != wire.NoError {
+		return txn.Produce{}, code
+	}
+	var check func() (txn.Produce, wire.ErrorCode)
+	if g.txn.Coordinates(pb.ID) {
+		check = func() (txn.Produce, wire.ErrorCode) { return g.txn.CheckProduce(pb.ID, pb.Epoch, topic, index) }
+	}
+	return g.txn.AdmitAppend(ctx, pb.ID, pb.Epoch, topic, index, check)
 }
 
 // appendPartition appends one mapped partition entry to the log.

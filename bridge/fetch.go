@@ -533,9 +533,10 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec b
 		return buf, 0
 	}
 	g.readCommitted(r, topic, rp.Partition, r.isolation)
-	if r.isolation == 1 && !g.txnReady.Load() && g.transactionsServed() {
+	if r.isolation == 1 && g.transactionsServed() && (!g.txnReady.Load() || g.txnPartitionCode(topic, rp.Partition) != wire.NoError) {
 		// The last stable offsets are not known until the transactions
-		// are loaded: a retriable error, never records past them.
+		// are loaded (in a cluster, those of a partition that moved here):
+		// a retriable error, never records past them.
 		p.ErrorCode = wire.NotLeaderOrFollower
 		return buf, 0
 	}

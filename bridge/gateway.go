@@ -179,6 +179,10 @@ type Config struct {
 	// (bridge/cluster, docs/design/cluster.md); nil = this instance alone
 	// serves everything.
 	Placement store.Placement
+	// Peers sends requests to the other instances of a cluster
+	// (txncluster.go): needed for transactions in a cluster, which are
+	// refused without it.
+	Peers Peers
 	// FetchSessionCacheSlots is how many incremental Fetch sessions
 	// (KIP-227, bridge/fetchsession) the gateway holds (Kafka
 	// max.incremental.fetch.session.cache.slots); 0 = 1,000; negative =
@@ -323,6 +327,10 @@ type Gateway struct {
 	// set once its stored state is loaded.
 	txn       *txn.Coordinator
 	txnReady  atomic.Bool
+	// txnSynced is the view whose moves txnSync adopted (-1 before the
+	// first); txnc the rest of transactions in a cluster (txncluster.go).
+	txnSynced atomic.Int64
+	txnc      txnClusterState
 	bigDecode atomic.Bool
 	groups    *group.Coordinator
 	// system keeps kiggy's own state (system.go).

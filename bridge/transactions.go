@@ -27,14 +27,14 @@ import (
 // errTxnCluster is what a transactional client is told in cluster mode.
 const errTxnCluster = "kiggy serves Kafka transactions on a single instance; cluster mode (--cluster-membership) does not serve them yet"
 
-// transactionsServed reports whether this gateway coordinates
-// transactions: a single instance (the markers of a transaction are
-// appended by its coordinator, which in cluster mode may not lead the
-// partitions).
+// transactionsServed reports whether this gateway serves transactions: a
+// single instance, or an instance of a cluster that can reach the others
+// (Config.Peers: the markers of a transaction are appended by the leaders
+// of its partitions, docs/design/transactions.md §7).
 // DefaultMaxTransactionalIDs is Config.MaxTransactionalIDs when 0.
 const DefaultMaxTransactionalIDs = 100_000
 
-func (g *Gateway) transactionsServed() bool { return g.cfg.Placement == nil }
+func (g *Gateway) transactionsServed() bool { return g.cfg.Placement == nil || g.cfg.Peers != nil }
 
 // txnTick is how often open transactions are checked against their
 // timeouts (Kafka: transaction.abort.timed.out.transaction.cleanup.interval.ms).
@@ -43,13 +43,28 @@ const txnTick = time.Second
 // initTransactions creates the coordinator, loads its state (retrying in
 // the background until the system store answers) and starts its timer.
 func (g *Gateway) initTransactions() {
-	g.txn = txn.New(txn.Config{
+	cfg := txn.Config{
 		MaxTimeout:   g.cfg.TransactionMaxTimeout,
 		IDExpiration: g.cfg.TransactionalIDExpiration,
 		MaxIDs:       max(g.cfg.MaxTransactionalIDs, 0),
 		Logger:       g.cfg.Logger,
-	}, txnBackend{g}, g.system)
+	}
+	g.txnSynced.Store(-1)
+	g.txnc.kick = make(chan struct{}, 1)
+	if g.cfg.Placement != nil && g.cfg.Peers != nil {
+		cfg.Cluster = g.clusterHooks()
+	}
+	g.txn = txn.New(cfg, txnBackend{g}, g.system)
 	if !g.transactionsServed() {
+		return
+	}
+	if cfg.Cluster != nil {
+		// What this instance coordinates and leads is loaded as it moves
+		// here, the first time at start (txncluster.go).
+		g.wg.Add(2)
+		go g.txnSyncLoop()
+		go g.txnLoop()
+		g.kickTxnSync()
 		return
 	}
 	var err error

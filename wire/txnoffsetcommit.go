@@ -203,3 +203,32 @@ func (r *TxnOffsetCommitResponse) CountErrors(c ErrorCounter) {
 		}
 	}
 }
+
+// Decode parses a TxnOffsetCommit response body of the given version into
+// r (the client's side: a group coordinator that forwarded the request to
+// the transaction's coordinator on another instance), reusing r's slices.
+// Strings alias body.
+func (r *TxnOffsetCommitResponse) Decode(body []byte, version int16) error {
+	if version < TxnOffsetCommitMinVersion || version > TxnOffsetCommitMaxVersion {
+		return ErrUnsupportedVersion
+	}
+	flex := version >= TxnOffsetCommitFlexible
+	rd := NewReader(body)
+	r.ThrottleMillis = rd.Int32()
+	// A topic is at least a string and an array; a partition 6 bytes.
+	r.Topics = resize(r.Topics, arrayLen(&rd, flex, minStringArraySize(flex)))
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		t.Topic = rd.Str(flex)
+		t.Partitions = resize(t.Partitions, arrayLen(&rd, flex, 6))
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			p.Partition = rd.Int32()
+			p.ErrorCode = ErrorCode(rd.Int16())
+			endStruct(&rd, flex)
+		}
+		endStruct(&rd, flex)
+	}
+	endStruct(&rd, flex)
+	return rd.Complete()
+}

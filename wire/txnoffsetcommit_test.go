@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -124,4 +125,52 @@ func TestTxnOffsetCommitResponseOracle(t *testing.T) {
 		txnGenTxnOffsetCommitResponse, (*TxnOffsetCommitResponse).AppendTo, txnTxnOffsetCommitResponseToKmsg)
 	txnResponseRead(t, 2028, TxnOffsetCommitMinVersion, TxnOffsetCommitMaxVersion,
 		txnGenTxnOffsetCommitResponse, (*TxnOffsetCommitResponse).AppendTo, txnTxnOffsetCommitResponseToKmsg, nil)
+}
+
+// TestTxnOffsetCommitResponseDecode: Decode reads back every version of
+// what AppendTo wrote (a forwarding group coordinator reads the
+// transaction coordinator's answer), and refuses every truncation.
+func TestTxnOffsetCommitResponseDecode(t *testing.T) {
+	g := newOracleGen(0x7428)
+	for v := TxnOffsetCommitMinVersion; v <= TxnOffsetCommitMaxVersion; v++ {
+		for range 50 {
+			want := txnGenTxnOffsetCommitResponse(g, v)
+			body := want.AppendTo(nil, v)
+			var got TxnOffsetCommitResponse
+			if err := got.Decode(body, v); err != nil {
+				t.Fatalf("v%d: %v", v, err)
+			}
+			if !bytes.Equal(got.AppendTo(nil, v), body) {
+				t.Fatalf("v%d: decoded %+v, want %+v", v, got, *want)
+			}
+			for n := range len(body) {
+				if err := got.Decode(body[:n], v); err == nil {
+					t.Fatalf("v%d: a body cut to %d of %d bytes decoded", v, n, len(body))
+				}
+			}
+		}
+	}
+	var r TxnOffsetCommitResponse
+	if err := r.Decode(nil, TxnOffsetCommitMaxVersion+1); err != ErrUnsupportedVersion {
+		t.Fatalf("v%d: %v, want ErrUnsupportedVersion", TxnOffsetCommitMaxVersion+1, err)
+	}
+}
+
+// FuzzTxnOffsetCommitResponse: Decode never panics, and what it accepts
+// encodes back to the same bytes.
+func FuzzTxnOffsetCommitResponse(f *testing.F) {
+	g := newOracleGen(0x7429)
+	for v := TxnOffsetCommitMinVersion; v <= TxnOffsetCommitMaxVersion; v++ {
+		f.Add(byte(v), txnGenTxnOffsetCommitResponse(g, v).AppendTo(nil, v))
+	}
+	f.Fuzz(func(t *testing.T, vb byte, body []byte) {
+		v := int16(vb % byte(TxnOffsetCommitMaxVersion+1))
+		var r TxnOffsetCommitResponse
+		if err := r.Decode(body, v); err != nil {
+			return
+		}
+		if out := r.AppendTo(nil, v); len(out) > len(body) {
+			t.Fatalf("v%d: %d bytes re-encoded from %d", v, len(out), len(body))
+		}
+	})
 }

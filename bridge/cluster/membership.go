@@ -681,6 +681,11 @@ func (m *Membership) Coordinator(group string) (int32, bool) {
 	return node, node >= 0 && node == m.cfg.NodeID && m.leased(s)
 }
 
+// AckedView implements store.ViewAcker (§5).
+func (m *Membership) AckedView() uint64 { return m.snap.Load().acked }
+
+var _ store.ViewAcker = (*Membership)(nil)
+
 // Hold implements store.Placement (§5).
 func (m *Membership) Hold() uint64 {
 	m.holdMu.Lock()

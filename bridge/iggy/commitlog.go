@@ -720,3 +720,16 @@ func (c *Client) SystemLog() store.Log {
 	}
 	return c.commits.sys
 }
+
+// SyncCommits implements store.CommitSyncer: it reads the commit log up to
+// its end now (with no CommitTail no other instance writes to it: nothing
+// to read).
+func (c *Client) SyncCommits(ctx context.Context) error {
+	cl := c.commits
+	if cl == nil || c.cfg.CommitTail <= 0 {
+		return nil
+	}
+	cl.mu.RLock()
+	defer cl.mu.RUnlock()
+	return c.readTail(ctx, -1)
+}

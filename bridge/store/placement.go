@@ -38,6 +38,16 @@ type LeaseHolder interface {
 	LeaseDeadline() time.Time
 }
 
+// ViewAcker is implemented by a Placement whose partitions move between
+// instances (bridge/cluster's Membership): AckedView is the newest view
+// every live instance has acknowledged, so every partition whose leader
+// epoch is at most it has been let go of by its previous leader
+// (docs/design/cluster.md §5). A Placement without it never moves
+// anything (Static): view 0.
+type ViewAcker interface {
+	AckedView() uint64
+}
+
 // Route is a partition's place in the cluster.
 type Route struct {
 	// Leader is the leader's node id, -1 when no instance is live.

@@ -184,6 +184,14 @@ type SystemStore interface {
 	PutSystem(ctx context.Context, ns, key string, value []byte) error
 }
 
+// CommitSyncer is implemented by a Log whose committed offsets other
+// instances also write (bridge/iggy's commit log in a cluster,
+// docs/design/cluster.md §9): SyncCommits reads what they committed up to
+// now, so the offsets this instance answers include it.
+type CommitSyncer interface {
+	SyncCommits(ctx context.Context) error
+}
+
 // AppendWaiter is implemented by a Log that can wait, without polling, until
 // one of several partitions of a topic holds a record at or past an offset,
 // whoever appended it (bridge/iggy on Iggy 0.10, protocol 0.12: the

@@ -358,3 +358,24 @@ func (c *Coordinator) pruneLeaders(now int64) {
 		}
 	}
 }
+
+// ResolvePendingWhere is ResolvePending for every group of producer pid
+// that in reports (a marker for a partition of __consumer_offsets names
+// the groups of that partition).
+func (c *Coordinator) ResolvePendingWhere(pid int64, in func(group string) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.remote {
+		if k.producerID == pid && in(k.group) {
+			c.resolveLocked(k)
+		}
+	}
+}
+
+// Coordinates reports whether this coordinator holds producer pid's
+// transactional id.
+func (c *Coordinator) Coordinates(pid int64) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.byPID[pid] != nil
+}

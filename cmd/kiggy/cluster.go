@@ -11,9 +11,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/cluster"
 	"github.com/kiggy-io/kiggy/bridge/iggy"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/internal/kclient"
+	"github.com/kiggy-io/kiggy/security"
 )
 
 // clusterOptions are the knobs of several instances as one Kafka cluster
@@ -22,6 +25,10 @@ type clusterOptions struct {
 	membership         string
 	peers              string
 	heartbeat, timeout time.Duration
+	// The instances' requests to each other (transactions,
+	// docs/design/transactions.md §7).
+	interBrokerListener            string
+	interBrokerUser, interBrokerPw string
 }
 
 // commitTail is how often a cluster member reads the commit log for the
@@ -32,6 +39,9 @@ func registerClusterOptions(s *settings, o *clusterOptions) {
 	s.String("Cluster", "cluster-membership", &o.membership, "none", `how instances over one Iggy stream find each other: "none" (this instance alone), "iggy" (heartbeats in the system stream; dead ones fail over) or "static" (--peers; no failover); not on the embedded log`)
 	s.String("Cluster", "peers", &o.peers, "", `with --cluster-membership static: every instance as id=host:port, comma separated, this one included`)
 	s.Duration("Cluster", "membership-heartbeat", &o.heartbeat, cluster.DefaultHeartbeat, 10*time.Millisecond, time.Minute, "how often an instance heartbeats in the membership log")
+	s.String("Cluster", "inter-broker-listener-name", &o.interBrokerListener, "", "listener the instances send each other requests on (transaction markers; Kafka inter.broker.listener.name): PLAINTEXT or SASL_PLAINTEXT with PLAIN; empty = the first listener")
+	s.String("Cluster", "inter-broker-sasl-username", &o.interBrokerUser, "", "SASL PLAIN user an instance authenticates as to the others when the inter-broker listener is SASL_PLAINTEXT (with ACLs it needs ClusterAction on the cluster)")
+	s.String("Cluster", "inter-broker-sasl-password", &o.interBrokerPw, "", "password of --inter-broker-sasl-username")
 	s.Duration("Cluster", "membership-timeout", &o.timeout, cluster.DefaultTimeout, 40*time.Millisecond, 10*time.Minute, "an instance without a heartbeat for this long is dead for all; its partitions and groups move (at least 4 × the heartbeat)")
 }
 
@@ -191,4 +201,51 @@ func clusterDefaults(o *options) {
 	if o.cluster.clustered() && o.instanceID == 0 {
 		o.instanceID = o.nodeID & 0xffff
 	}
+}
+
+// startPeers returns the client the instances of a cluster send each other
+// requests with (bridge.Config.Peers; nil without a cluster, and, with a
+// warning, when the inter-broker listener cannot be used: transactions are
+// then refused) and what closes it.
+func startPeers(o options, ls *listenerSetup, placement store.Placement, logger *slog.Logger) (bridge.Peers, func(), error) {
+	if placement == nil {
+		return nil, func() {}, nil
+	}
+	name := o.cluster.interBrokerListener
+	if name == "" {
+		name = o.lst.specs[0].name
+	}
+	proto, ok := ls.protocols[name]
+	if !ok {
+		return nil, nil, fmt.Errorf("--inter-broker-listener-name %q: no such listener", name)
+	}
+	var auth *kclient.SASL
+	switch {
+	case proto == security.Plaintext:
+	case proto == security.SASLPlaintext && o.cluster.interBrokerUser != "":
+		auth = &kclient.SASL{Mechanism: "PLAIN", Username: o.cluster.interBrokerUser, Password: o.cluster.interBrokerPw}
+	default:
+		logger.Warn("cluster: transactions are refused: the instances send each other transaction markers over a PLAINTEXT listener, or a SASL_PLAINTEXT one with --inter-broker-sasl-username",
+			"listener", name, "protocol", proto.String())
+		return nil, func() {}, nil
+	}
+	p := kclient.New(kclient.Config{
+		ClientID: "kiggy-" + strconv.FormatInt(o.nodeID, 10),
+		SASL:     auth,
+		Logger:   logger,
+		Resolve: func(node int32) (string, bool) {
+			for _, b := range placement.Brokers() {
+				if b.NodeID != node {
+					continue
+				}
+				for _, e := range b.Endpoints {
+					if e.Listener == name {
+						return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), true
+					}
+				}
+			}
+			return "", false
+		},
+	})
+	return p, func() { p.Close() }, nil
 }

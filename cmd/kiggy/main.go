@@ -272,6 +272,11 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		return err
 	}
 	defer leave() // also on the signal path, before the drain: see below
+	peers, closePeers, err := startPeers(o, lset, placement, logger)
+	if err != nil {
+		return err
+	}
+	defer closePeers()
 
 	authz, err := o.acl.authorization()
 	if err != nil {
@@ -324,6 +329,7 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		Authorization: authz,
 		SASL:          saslCfg,
 		Placement:     placement,
+		Peers:         peers,
 	}
 	lset.configure(&bcfg)
 	// bridge.NewServer is the one wiring (internal/testing/kiggytest uses it too):

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/internal/kclient"
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
@@ -106,7 +108,9 @@ type instance struct {
 	log  *iggy.Client
 	m    *cluster.Membership
 	srv  *bridge.Server
-	done chan error
+	// peers is the instance's client to the others.
+	peers *kclient.Pool
+	done  chan error
 }
 
 // startIggytest starts an iggytest server on a free loopback port for the
@@ -143,12 +147,24 @@ func startInstance(t testing.TB, iggyAddr string, id int32, addr string, rec *ap
 	if err != nil {
 		t.Fatalf("node %d: membership: %v", id, err)
 	}
+	// The instances' requests to each other (transaction markers), as
+	// cmd/kiggy's startPeers makes them.
+	peers := kclient.New(kclient.Config{ClientID: "kiggy-" + strconv.Itoa(int(id)), DialTimeout: time.Second,
+		Resolve: func(node int32) (string, bool) {
+			for _, b := range m.Brokers() {
+				if b.NodeID == node && len(b.Endpoints) > 0 {
+					return net.JoinHostPort(b.Endpoints[0].Host, strconv.Itoa(int(b.Endpoints[0].Port))), true
+				}
+			}
+			return "", false
+		}})
 	srv, err := bridge.NewServer("", engine.Config{Logger: slog.New(slog.DiscardHandler)}, bridge.Config{NodeID: id, InstanceID: uint16(id), Placement: m,
+		Peers: peers, Logger: instanceLogger(id),
 		Group: group.Config{MinSessionTimeout: time.Second, InitialRebalanceDelay: 100 * time.Millisecond}}, &recordingLog{Client: c, node: id, rec: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &instance{id: id, addr: ln.Addr().String(), log: c, m: m, srv: srv, done: make(chan error, 1)}
+	in := &instance{id: id, addr: ln.Addr().String(), log: c, m: m, srv: srv, peers: peers, done: make(chan error, 1)}
 	go func() { in.done <- srv.Serve(ln) }()
 	return in
 }
@@ -164,6 +180,7 @@ func (in *instance) kill() {
 	cancel() // no drain
 	_ = in.srv.Shutdown(ctx)
 	<-in.done
+	_ = in.peers.Close()
 	_ = in.log.Close()
 }
 
@@ -191,7 +208,17 @@ func (in *instance) stop() {
 	defer cancel()
 	_ = in.srv.Shutdown(ctx)
 	<-in.done
+	_ = in.peers.Close()
 	_ = in.log.Close()
+}
+
+// instanceLogger is an instance's logger: discarded, or on stderr with
+// KIGGY_TEST_LOG set.
+func instanceLogger(id int32) *slog.Logger {
+	if os.Getenv("KIGGY_TEST_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, nil)).With("node", id)
 }
 
 // watcher samples every live instance's placement and fails the test when
