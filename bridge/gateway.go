@@ -325,8 +325,8 @@ type Gateway struct {
 	adminRefused adminRefusals
 	// txn is the transaction coordinator (transactions.go); txnReady is
 	// set once its stored state is loaded.
-	txn       *txn.Coordinator
-	txnReady  atomic.Bool
+	txn      *txn.Coordinator
+	txnReady atomic.Bool
 	// txnSynced is the view whose moves txnSync adopted (-1 before the
 	// first); txnc the rest of transactions in a cluster (txncluster.go).
 	txnSynced atomic.Int64
