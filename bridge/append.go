@@ -50,8 +50,18 @@ func (g *Gateway) admitTransactional(ctx context.Context, topic string, index in
 		return txn.Produce{}, code
 	}
 	var check func() (txn.Produce, wire.ErrorCode)
-	if g.txn.Coordinates(pb.ID) {
-		check = func() (txn.Produce, wire.ErrorCode) { return g.txn.CheckProduce(pb.ID, pb.Epoch, topic, index) }
+	if id, ok := g.txn.Coordinates(pb.ID); ok {
+		// The coordinator's own check too, when it is this instance; an
+		// id that moved here and is not loaded yet, or that moved away and
+		// is not dropped yet, is not checked against a stale state.
+		switch r := g.cfg.Placement.Leader(txnStateTopic, kafkaPartition(id, txnStatePartitions)); {
+		case r.Leader != g.cfg.NodeID:
+		case int64(r.Epoch) > g.txnSyncedView():
+			g.kickTxnSync()
+			return txn.Produce{}, wire.NotLeaderOrFollower
+		default:
+			check = func() (txn.Produce, wire.ErrorCode) { return g.txn.CheckProduce(pb.ID, pb.Epoch, topic, index) }
+		}
 	}
 	return g.txn.AdmitAppend(ctx, pb.ID, pb.Epoch, topic, index, check)
 }

@@ -372,10 +372,16 @@ func (c *Coordinator) ResolvePendingWhere(pid int64, in func(group string) bool)
 	}
 }
 
-// Coordinates reports whether this coordinator holds producer pid's
-// transactional id.
-func (c *Coordinator) Coordinates(pid int64) bool {
+// Coordinates returns the transactional id of producer pid when this
+// coordinator holds it.
+func (c *Coordinator) Coordinates(pid int64) (id string, ok bool) {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.byPID[pid] != nil
+	e := c.byPID[pid]
+	c.mu.RUnlock()
+	if e == nil {
+		return "", false
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.t.ID, !e.gone
 }

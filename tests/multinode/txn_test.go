@@ -25,7 +25,9 @@ func txnClient(t *testing.T, ins []*instance, id string, extra ...kgo.Opt) *kgo.
 	t.Helper()
 	var seeds []string
 	for _, in := range ins {
-		seeds = append(seeds, in.addr)
+		if in != nil {
+			seeds = append(seeds, in.addr)
+		}
 	}
 	opts := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.TransactionTimeout(10 * time.Second), kgo.MetadataMinAge(50 * time.Millisecond), kgo.MetadataMaxAge(time.Second),
@@ -297,4 +299,163 @@ func pickTxnID(t *testing.T, in *instance, prefix string, want func(node int32) 
 	}
 	t.Fatal("no transactional id with the coordinator wanted")
 	return ""
+}
+
+// TestTransactionCoordinatorKilled: a producer runs transactions over every
+// partition without pause while the instance coordinating its id is killed
+// abruptly (no leave, no drain) and later restarted. The transaction open
+// at the kill completes or aborts on the instance that takes the id over;
+// under read_committed every transaction is all or nothing, every one whose
+// commit was answered is there, none twice, and the last stable offsets
+// move on.
+func TestTransactionCoordinatorKilled(t *testing.T) {
+	iggyAddr := startIggytest(t)
+	rec := &appends{}
+	const topic, parts = "txn-kill", int32(6)
+	ins := make([]*instance, 3)
+	for i := range ins {
+		ins[i] = startInstance(t, iggyAddr, int32(i+1), "127.0.0.1:0", rec)
+	}
+	t.Cleanup(func() {
+		for _, in := range ins {
+			if in != nil {
+				in.stop()
+			}
+		}
+	})
+	if _, err := ins[0].log.CreateTopic(context.Background(), topic, parts, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(t, ins, []int32{1, 2, 3}, topic, parts)
+	// The victim coordinates the id and leads some of the partitions.
+	id := pickTxnID(t, ins[0], "killed", func(node int32) bool {
+		for p := range parts {
+			if ins[0].m.Leader(topic, p).Leader == node {
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("transactional id %s: coordinator node %d", id, txnCoordinator(ins[0], id))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var (
+		committed = map[int]bool{} // answered committed
+		attempted = 0
+	)
+	newClient := func() *kgo.Client { return txnClient(t, ins, id) }
+	cl := newClient()
+	// run runs n transactions; a failure aborts (or replaces the
+	// producer, as an application does when franz-go calls it fatal).
+	run := func(n int) {
+		for range n {
+			no := attempted
+			attempted++
+			if err := cl.BeginTransaction(); err != nil {
+				t.Fatalf("transaction %d: begin: %v", no, err)
+			}
+			var perr error
+			for p := range parts {
+				r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("t%d-p%d", no, p))}
+				if perr = cl.ProduceSync(ctx, r).FirstErr(); perr != nil {
+					break
+				}
+			}
+			end := kgo.TryCommit
+			if perr != nil {
+				end = kgo.TryAbort
+			}
+			err := cl.EndTransaction(ctx, end)
+			switch {
+			case err == nil && perr == nil:
+				committed[no] = true
+			case err != nil:
+				t.Logf("transaction %d: produce %v, end %v: a new producer", no, perr, err)
+				cl.Close()
+				cl = newClient()
+			default:
+				t.Logf("transaction %d: produce %v: aborted", no, perr)
+			}
+		}
+	}
+	// killDuring kills the coordinator with a transaction open (its
+	// records written, its end not), waits for the others to take over and
+	// ends it there, then restarts the victim.
+	aborted := map[int]bool{}
+	killDuring := func(end kgo.TransactionEndTry) {
+		victim := txnCoordinator(ins[0], id) - 1
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		open := attempted
+		attempted++
+		for p := range parts {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("t%d-p%d", open, p))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ins[victim].kill()
+		ins[victim] = nil
+		var live []*instance
+		var liveIDs []int32
+		for _, in := range ins {
+			if in != nil {
+				live = append(live, in)
+				liveIDs = append(liveIDs, in.id)
+			}
+		}
+		// The end goes to the instance that took the id over; its state
+		// was stored before each answer, so it has it.
+		waitSettled(t, live, liveIDs, topic, parts)
+		if err := cl.EndTransaction(ctx, end); err != nil {
+			t.Errorf("the transaction open at the kill of node %d: %v", victim+1, err)
+			cl.Close()
+			cl = newClient()
+		} else if end == kgo.TryCommit {
+			committed[open] = true
+		} else {
+			aborted[open] = true
+		}
+		t.Logf("transaction %d, open at the kill of node %d, ended (commit %v) on node %d", open, victim+1, end == kgo.TryCommit, txnCoordinator(live[0], id))
+		run(15)
+		ins[victim] = startInstance(t, iggyAddr, int32(victim+1), "127.0.0.1:0", rec)
+		waitSettled(t, ins, []int32{1, 2, 3}, topic, parts)
+		run(15)
+	}
+	run(15)
+	killDuring(kgo.TryCommit)
+	killDuring(kgo.TryAbort)
+
+	got := readAll(t, ins, topic, true, len(committed)*int(parts))
+	byTxn := map[int]int{}
+	for v, n := range got {
+		if n != 1 {
+			t.Errorf("%s read %d times", v, n)
+		}
+		var no, p int
+		if _, err := fmt.Sscanf(v, "t%d-p%d", &no, &p); err != nil {
+			t.Fatalf("value %q", v)
+		}
+		byTxn[no]++
+	}
+	for no, n := range byTxn {
+		if n != int(parts) {
+			t.Errorf("transaction %d: %d of its %d records visible under read_committed", no, n, parts)
+		}
+	}
+	for no := range aborted {
+		if byTxn[no] != 0 {
+			t.Errorf("transaction %d was aborted but %d of its records are visible under read_committed", no, byTxn[no])
+		}
+	}
+	for no := range committed {
+		if byTxn[no] != int(parts) {
+			t.Errorf("transaction %d was answered committed but %d of its records are visible", no, byTxn[no])
+		}
+	}
+	if overlaps := rec.overlaps(); len(overlaps) > 0 {
+		t.Errorf("appends of two instances overlapped: %v", overlaps)
+	}
+	t.Logf("%d transactions, %d committed, %d visible", attempted, len(committed), len(byTxn))
 }
