@@ -67,6 +67,12 @@ func (g *Gateway) listOffset(topic string, p wire.ListOffsetsRequestTopicPartiti
 	if out.ErrorCode = g.leaderCode(topic, p.Partition, p.CurrentLeaderEpoch); out.ErrorCode != wire.NoError {
 		return out // docs/design/cluster.md §6
 	}
+	if isolation == 1 && g.transactionsServed() && (!g.txnReady.Load() || g.txnPartitionCode(topic, p.Partition) != wire.NoError) {
+		// The last stable offset is not known until the partition's
+		// transactions are loaded (as in Fetch).
+		out.ErrorCode = wire.NotLeaderOrFollower
+		return out
+	}
 	wm, err := g.watermarks(g.ctx, topic, p.Partition) // DeleteRecords' log start applied
 	if err != nil {
 		out.ErrorCode = fetchCode(err)

@@ -120,6 +120,15 @@ const abortedPruneTicks = 60
 // reach them.
 func (g *Gateway) pruneAborted(ctx context.Context) {
 	g.txn.Index.WithAborted(func(topic string, partition int32) {
+		if pl := g.cfg.Placement; pl != nil {
+			// In a cluster only the partition's leader stores its index
+			// (docs/design/transactions.md §7).
+			tok := pl.Hold()
+			defer pl.Release(tok)
+			if g.leaderCode(topic, partition, -1) != wire.NoError || g.txnPartitionCode(topic, partition) != wire.NoError {
+				return
+			}
+		}
 		wm, err := g.watermarks(ctx, topic, partition)
 		if err != nil {
 			return // a deleted topic is dropped by DeleteTopics; else the next round
