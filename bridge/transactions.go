@@ -25,7 +25,7 @@ import (
 )
 
 // errTxnCluster is what a transactional client is told in cluster mode.
-const errTxnCluster = "kiggy serves Kafka transactions on a single instance; cluster mode (--cluster-membership) does not serve them yet"
+const errTxnCluster = "this kiggy cluster does not serve Kafka transactions: its instances send each other transaction markers over a PLAINTEXT or SASL_PLAINTEXT inter-broker listener with PLAIN (--inter-broker-listener-name, --inter-broker-sasl-username), and it has none"
 
 // transactionsServed reports whether this gateway serves transactions: a
 // single instance, or an instance of a cluster that can reach the others
