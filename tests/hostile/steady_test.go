@@ -57,6 +57,8 @@ type steady struct {
 	seen     map[int64]bool
 	errs     []string
 	from, to time.Time // the flood
+	// cpu is what kiggy and the test process used over the flood.
+	cpu floodCPU
 }
 
 // startSteady creates the steady topic, starts the producer and the
@@ -116,11 +118,14 @@ func (s *steady) stop() {
 	s.cl.Close()
 }
 
-// flood runs f as the flood, timing it.
+// flood runs f as the flood, timing it and measuring what kiggy and the
+// test process used of the CPUs meanwhile.
 func (s *steady) flood(f func()) {
+	at := cpuNow(s.k.Pid)
 	s.from = time.Now()
 	f()
 	s.to = time.Now()
+	s.cpu = cpuNow(s.k.Pid).since(at)
 }
 
 // check stops the producer and checks that it saw no error, that its topic
@@ -134,6 +139,7 @@ func (s *steady) check(t *testing.T) {
 	before, during := s.p99(time.Time{}, s.from), s.p99(s.from, s.to)
 	t.Logf("steady producer p99: %v before the flood, %v during it (%.1fx)", before.Round(10*time.Microsecond),
 		during.Round(10*time.Microsecond), float64(during)/float64(max(before, time.Microsecond)))
+	t.Logf("over the flood's %v: %s", s.to.Sub(s.from).Round(time.Millisecond), s.cpu.String(s.to.Sub(s.from)))
 	floodCheckGoodTopic(t, s.k, s.p, steadyTopic)
 	end := endOffset(t, s.k.Addr, steadyTopic)
 	var missing int64

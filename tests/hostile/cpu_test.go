@@ -1,0 +1,111 @@
+//go:build linux
+
+package hostile
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// What a flood costs the machine. The steady producer's p99 during a flood
+// mixes two waits: kiggy's own (a request queued behind the flood's on the
+// event loop, a lock, the group coordinator's work) and the CPU's (the flood
+// client runs in the test process, beside the producer, and with kiggy the
+// two can keep both cores of the test machine busy, so every thread of
+// either waits in the kernel's run queue). floodCPU measures the second:
+// each process's CPU time and the run-queue wait summed over its threads
+// (/proc/PID/task/TID/schedstat, as schedSampler reads it). A wait near the
+// flood's length means a thread of that process was runnable and not
+// running for most of the flood; TestCheapRequestFlood is the reference for
+// what the CPUs alone cost the producer.
+
+// cpuSample is one reading of both processes.
+type cpuSample struct {
+	kiggyCPU, selfCPU   time.Duration
+	kiggyWait, selfWait time.Duration
+}
+
+// floodCPU is the difference of two cpuSamples.
+type floodCPU cpuSample
+
+// cpuNow reads kiggy's (pid) and the test process's CPU time and summed
+// run-queue wait.
+func cpuNow(pid int) cpuSample {
+	return cpuSample{
+		kiggyCPU: cpuTime(pid), selfCPU: cpuTime(os.Getpid()),
+		kiggyWait: sumDelays(runDelays(pid)), selfWait: sumDelays(runDelays(os.Getpid())),
+	}
+}
+
+// since returns what was used from a to s.
+func (s cpuSample) since(a cpuSample) floodCPU {
+	return floodCPU{s.kiggyCPU - a.kiggyCPU, s.selfCPU - a.selfCPU, s.kiggyWait - a.kiggyWait, s.selfWait - a.selfWait}
+}
+
+// String formats f for a flood of length d.
+func (f floodCPU) String(d time.Duration) string {
+	pct := func(x time.Duration) float64 { return 100 * float64(x) / float64(max(d, time.Millisecond)) }
+	return fmt.Sprintf("kiggy used %v of CPU (%.0f%% of a core) and its threads waited %v for one; the test process (flood client and steady clients) %v (%.0f%%), waited %v",
+		f.kiggyCPU, pct(f.kiggyCPU), f.kiggyWait.Round(time.Millisecond), f.selfCPU, pct(f.selfCPU), f.selfWait.Round(time.Millisecond))
+}
+
+// cpuTime returns the user and system time of pid (/proc/PID/stat, in
+// clock ticks of 10 ms), or 0.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command may hold spaces
+	if i < 0 || i+2 > len(s) {
+		return 0
+	}
+	f := strings.Fields(s[i+2:]) // from field 3, state
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// sumDelays sums the waits of all threads.
+func sumDelays(m map[int]time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range m {
+		sum += d
+	}
+	return sum
+}
+
+// TestCheapRequestFlood is the reference the state floods are judged
+// against: 50,000 ApiVersions requests, which create no state and take no
+// lock (the answer is the advertised table), sent as the group floods send theirs
+// (two connections, 50 in flight each), beside the steady clients. What the
+// steady producer's p99 loses here is the flood's rate on the shared CPUs,
+// not any work of kiggy's per request.
+func TestCheapRequestFlood(t *testing.T) {
+	k := startFloodKiggy(t)
+	s := startSteady(t, k)
+	s.flood(func() {
+		pipelined(t, k.Addr, "", 50_000, 2, 50, func(int) kmsg.Request {
+			req := kmsg.NewPtrApiVersionsRequest()
+			req.Version = 3
+			req.ClientSoftwareName = "hostile"
+			req.ClientSoftwareVersion = "1"
+			return req
+		}, func(r kmsg.Response) {
+			if code := r.(*kmsg.ApiVersionsResponse).ErrorCode; code != 0 {
+				t.Errorf("ApiVersions answered %d", code)
+			}
+		})
+	})
+	s.check(t)
+}
