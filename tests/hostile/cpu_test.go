@@ -3,14 +3,17 @@
 package hostile
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
 )
 
 // What a flood costs the machine. The steady producer's p99 during a flood
@@ -108,4 +111,59 @@ func TestCheapRequestFlood(t *testing.T) {
 		})
 	})
 	s.check(t)
+}
+
+// pinEnv, set to 0, leaves the processes of a flood unpinned (pinFlood).
+const pinEnv = "KIGGY_HOSTILE_PIN"
+
+// pinFlood gives kiggy a CPU of its own for a flood, as a server has: its
+// process (pid) runs on CPU 0, the test process (the flood client) and the
+// producer process (producer) on the others, until t ends. On one CPU, or
+// with KIGGY_HOSTILE_PIN=0, it does nothing. The steady producer's p99 then
+// measures what kiggy's handling of the flood costs it, not what the flood
+// client's own CPU use costs the machine (floodCPU).
+func pinFlood(t *testing.T, pid, producer int) {
+	t.Helper()
+	n := runtime.NumCPU()
+	if n < 2 || os.Getenv(pinEnv) == "0" {
+		t.Logf("processes not pinned (%d CPUs, %s=%q)", n, pinEnv, os.Getenv(pinEnv))
+		return
+	}
+	var server, clients, all unix.CPUSet
+	server.Set(0)
+	for c := range n {
+		all.Set(c)
+		if c > 0 {
+			clients.Set(c)
+		}
+	}
+	for _, p := range []struct {
+		pid int
+		set *unix.CPUSet
+	}{{pid, &server}, {os.Getpid(), &clients}, {producer, &clients}} {
+		if err := setAffinity(p.pid, p.set); err != nil {
+			t.Logf("pinning process %d: %v (not pinned)", p.pid, err)
+		}
+	}
+	t.Cleanup(func() { _ = setAffinity(os.Getpid(), &all) })
+	t.Logf("kiggy pinned to CPU 0, the flood client and the steady producer to CPUs 1–%d", n-1)
+}
+
+// setAffinity sets the CPU affinity of every thread of pid (threads it
+// starts later inherit it).
+func setAffinity(pid int, set *unix.CPUSet) error {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return err
+	}
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
+			return err
+		}
+	}
+	return nil
 }

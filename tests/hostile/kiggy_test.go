@@ -45,6 +45,9 @@ const logEnv = "KIGGY_HOSTILE_LOG"
 
 // TestMain removes the kiggy binary the tests built.
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(producerProcEnv); spec != "" {
+		os.Exit(runProducerProcess(spec))
+	}
 	code := m.Run()
 	kiggyproc.RemoveBinary()
 	os.Exit(code)

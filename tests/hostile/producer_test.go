@@ -35,6 +35,8 @@ type goodProducer struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	once    sync.Once
+	// pid is the producer's process (startProducerProcess), 0 in the test's.
+	pid int
 	// events are the client's connects, disconnects and slow or failed
 	// requests (kgo hooks), printed when a case fails, to tell a slow
 	// gateway from a slow dial or a starved test process.
@@ -91,23 +93,26 @@ type sample struct {
 // client options (SASL).
 func startProducer(t *testing.T, addr, topic string, extra ...kgo.Opt) *goodProducer {
 	t.Helper()
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(addr),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(0),
-		kgo.DefaultProduceTopic(topic),
-		kgo.ClientID("good-producer"),
-	}
 	var err error
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &goodProducer{topic: topic, cancel: cancel, done: make(chan struct{})}
-	opts = append(opts, extra...)
-	if p.cl, err = kgo.NewClient(append(opts, kgo.WithHooks(p))...); err != nil {
+	if p.cl, err = kgo.NewClient(producerOpts(addr, topic, append(extra, kgo.WithHooks(p))...)...); err != nil {
 		t.Fatal(err)
 	}
 	go p.run(ctx)
 	t.Cleanup(p.stop)
 	return p
+}
+
+// producerOpts are the good producer's client options.
+func producerOpts(addr, topic string, extra ...kgo.Opt) []kgo.Opt {
+	return append([]kgo.Opt{
+		kgo.SeedBrokers(addr),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+		kgo.DefaultProduceTopic(topic),
+		kgo.ClientID("good-producer"),
+	}, extra...)
 }
 
 func (p *goodProducer) run(ctx context.Context) {
@@ -144,7 +149,9 @@ func (p *goodProducer) stop() {
 	p.once.Do(func() {
 		p.cancel()
 		<-p.done
-		p.cl.Close()
+		if p.cl != nil { // nil: a producer process (startProducerProcess)
+			p.cl.Close()
+		}
 	})
 }
 

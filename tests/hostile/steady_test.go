@@ -78,7 +78,8 @@ func startSteady(t *testing.T, k *kiggyProc) *steady {
 		t.Fatalf("create topic %s: %v", steadyTopic, err)
 	}
 	s := &steady{k: k, seen: map[int64]bool{}, done: make(chan struct{})}
-	s.p = startProducer(t, k.Addr, steadyTopic)
+	s.p = startProducerProcess(t, k.Addr, steadyTopic)
+	pinFlood(t, k.Pid, s.p.pid)
 	s.cl, err = kgo.NewClient(kgo.SeedBrokers(k.Addr), kgo.ConsumerGroup(steadyGroup), kgo.ConsumeTopics(steadyTopic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond), kgo.ClientID("steady-consumer"))
 	if err != nil {
