@@ -40,7 +40,7 @@ func registerClusterOptions(s *settings, o *clusterOptions) {
 	s.String("Cluster", "peers", &o.peers, "", `with --cluster-membership static: every instance as id=host:port, comma separated, this one included`)
 	s.Duration("Cluster", "membership-heartbeat", &o.heartbeat, cluster.DefaultHeartbeat, 10*time.Millisecond, time.Minute, "how often an instance heartbeats in the membership log")
 	s.String("Cluster", "inter-broker-listener-name", &o.interBrokerListener, "", "listener the instances send each other requests on (transaction markers; Kafka inter.broker.listener.name): PLAINTEXT or SASL_PLAINTEXT with PLAIN; empty = the first listener")
-	s.String("Cluster", "inter-broker-sasl-username", &o.interBrokerUser, "", "SASL PLAIN user an instance authenticates as to the others when the inter-broker listener is SASL_PLAINTEXT (with ACLs it needs ClusterAction on the cluster)")
+	s.String("Cluster", "inter-broker-sasl-username", &o.interBrokerUser, "", "SASL PLAIN user an instance authenticates as to the others when the inter-broker listener is SASL_PLAINTEXT (with ACLs, make it a super user, as Kafka's inter-broker principal)")
 	s.String("Cluster", "inter-broker-sasl-password", &o.interBrokerPw, "", "password of --inter-broker-sasl-username")
 	s.Duration("Cluster", "membership-timeout", &o.timeout, cluster.DefaultTimeout, 40*time.Millisecond, 10*time.Minute, "an instance without a heartbeat for this long is dead for all; its partitions and groups move (at least 4 × the heartbeat)")
 }

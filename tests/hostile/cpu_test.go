@@ -125,7 +125,7 @@ const pinEnv = "KIGGY_HOSTILE_PIN"
 func pinFlood(t *testing.T, pid, producer int) {
 	t.Helper()
 	n := runtime.NumCPU()
-	if n < 2 || os.Getenv(pinEnv) == "0" {
+	if !pinning() {
 		t.Logf("processes not pinned (%d CPUs, %s=%q)", n, pinEnv, os.Getenv(pinEnv))
 		return
 	}
@@ -148,6 +148,9 @@ func pinFlood(t *testing.T, pid, producer int) {
 	t.Cleanup(func() { _ = setAffinity(os.Getpid(), &all) })
 	t.Logf("kiggy pinned to CPU 0, the flood client and the steady producer to CPUs 1–%d", n-1)
 }
+
+// pinning reports whether pinFlood pins.
+func pinning() bool { return runtime.NumCPU() >= 2 && os.Getenv(pinEnv) != "0" }
 
 // setAffinity sets the CPU affinity of every thread of pid (threads it
 // starts later inherit it).

@@ -86,6 +86,12 @@ func (k *kiggyProc) dump(t testing.TB) {
 // SIGTERM fails the test.
 func startKiggy(t *testing.T, extra ...string) *kiggyProc {
 	t.Helper()
+	return startKiggyEnv(t, nil, extra...)
+}
+
+// startKiggyEnv is startKiggy with env added to the process's environment.
+func startKiggyEnv(t *testing.T, env []string, extra ...string) *kiggyProc {
+	t.Helper()
 	args := []string{
 		"--listen", "127.0.0.1:0",
 		"--admin-addr", "127.0.0.1:0",
@@ -115,6 +121,7 @@ func startKiggy(t *testing.T, extra ...string) *kiggyProc {
 	if g := os.Getenv("GODEBUG"); g != "" {
 		cfg.Env = []string{"GODEBUG=" + g} // e.g. gctrace=1 with KIGGY_HOSTILE_LOG
 	}
+	cfg.Env = append(cfg.Env, env...)
 	k := &kiggyProc{Proc: kiggyproc.Start(t, cfg), dumpable: cfg.LogFile != ""}
 	waitFor(t, 10*time.Second, "kiggy /readyz", func() bool {
 		resp, err := k.HTTP.Get("http://" + k.Admin + "/readyz")

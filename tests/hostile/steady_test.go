@@ -43,7 +43,12 @@ func startFloodKiggy(t *testing.T, extra ...string) *kiggyProc {
 		extra = append([]string{"--iggy-addr", n.Addr, "--iggy-username", iggyserver.Username, "--iggy-password", iggyserver.Password}, extra...)
 		t.Logf("on iggy-server %s", n.Addr)
 	}
-	return startKiggy(t, extra...)
+	var env []string
+	if pinning() {
+		// One CPU of its own (pinFlood): one P, as on a 1-CPU server.
+		env = []string{"GOMAXPROCS=1"}
+	}
+	return startKiggyEnv(t, env, extra...)
 }
 
 // steady is the well-behaved clients beside one flood.
