@@ -1,8 +1,13 @@
 package main
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/kiggy-io/kiggy/bridge/cluster"
+	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/security"
 )
 
 // TestClusterRefusals: a multi-instance configuration on the embedded log,
@@ -50,5 +55,51 @@ func TestClusterRefusals(t *testing.T) {
 	}
 	if _, err := parsePeers("1=h1"); err == nil {
 		t.Error("parsePeers accepted a peer without a port")
+	}
+}
+
+// TestStartPeers: the instances of a cluster reach each other over the
+// inter-broker listener when it is PLAINTEXT, or SASL_PLAINTEXT with a
+// user; otherwise transactions are refused (no Peers) with a warning; a
+// listener name that does not exist stops kiggy.
+func TestStartPeers(t *testing.T) {
+	pl, err := cluster.NewStatic(1, []store.Broker{{NodeID: 1, Endpoints: []store.Endpoint{{Listener: "INTERNAL", Host: "127.0.0.1", Port: 9092}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := &listenerSetup{protocols: map[string]security.Protocol{
+		"PLAIN": security.Plaintext, "INTERNAL": security.SASLPlaintext, "TLS": security.SSL}}
+	logger := slog.New(slog.DiscardHandler)
+	cases := []struct {
+		listener, user string
+		want           bool
+		err            bool
+	}{
+		{"", "", true, false}, // the first listener: PLAIN
+		{"PLAIN", "", true, false},
+		{"INTERNAL", "kiggy", true, false},
+		{"INTERNAL", "", false, false},
+		{"TLS", "", false, false},
+		{"NONE", "", false, true},
+	}
+	for _, c := range cases {
+		var o options
+		o.nodeID = 1
+		o.lst.specs = []listenerSpec{{name: "PLAIN"}}
+		o.cluster.interBrokerListener, o.cluster.interBrokerUser = c.listener, c.user
+		peers, closePeers, err := startPeers(o, ls, pl, logger)
+		if (err != nil) != c.err {
+			t.Fatalf("%q/%q: error %v, want one: %v", c.listener, c.user, err, c.err)
+		}
+		if err != nil {
+			continue
+		}
+		if (peers != nil) != c.want {
+			t.Errorf("%q/%q: peers %v, want some: %v", c.listener, c.user, peers, c.want)
+		}
+		closePeers()
+	}
+	if peers, _, err := startPeers(options{}, ls, nil, logger); peers != nil || err != nil {
+		t.Errorf("a single instance: peers %v, err %v; want neither", peers, err)
 	}
 }
