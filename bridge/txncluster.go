@@ -188,15 +188,34 @@ func (g *Gateway) clusterHooks() *txn.Cluster {
 
 // sendMarker is txn.Cluster.SendMarker: WriteTxnMarkers to the partition's
 // leader, when it is another instance.
+// When this instance leads the partition the marker is applied here, through
+// the same checks as one another instance sends (applyMarker): a partition
+// that just moved here is not marked before its transactions are loaded,
+// or the abort would find the transaction not open and record nothing.
 func (g *Gateway) sendMarker(ctx context.Context, topic string, partition int32, marker mapping.Control) (bool, error) {
 	node := g.cfg.Placement.Leader(topic, partition).Leader
-	if node == g.cfg.NodeID {
-		return false, nil
-	}
 	if node < 0 {
 		return true, errors.New("no instance leads the partition")
 	}
-	return true, g.callMarker(ctx, node, topic, partition, marker)
+	if node != g.cfg.NodeID {
+		return true, g.callMarker(ctx, node, topic, partition, marker)
+	}
+	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
+	defer cancel()
+	for {
+		code := g.applyMarker(topic, partition, marker)
+		switch {
+		case code == wire.NoError:
+			return true, nil
+		case !code.Retriable():
+			return true, fmt.Errorf("marker at this instance: %s", code)
+		}
+		select {
+		case <-ctx.Done():
+			return true, fmt.Errorf("marker at this instance: %s", code)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // writeTxnMarkersVersion is the WriteTxnMarkers version instances send
