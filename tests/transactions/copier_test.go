@@ -72,23 +72,31 @@ func TestTxnCopierKill(t *testing.T) {
 			} else {
 				tg, restart = killableKafka(t)
 			}
-			runCopy(t, tg, restart)
+			runCopy(t, tg, func(int, copyRun) { restart() })
 		})
 	}
 }
 
+// copyRun names one runCopy's topics and consumer group.
+type copyRun struct{ in, out, group string }
+
+// txnID is the transactional id of the copier of input partition p.
+func (r copyRun) txnID(p int) string { return fmt.Sprintf("%s-%d", r.group, p) }
+
 // runCopy runs the copiers over a fresh input; with crash set it calls
-// crash once about a third of the records are in the output (crash kills
-// the server and brings it back).
-func runCopy(t *testing.T, tg target, crash func()) {
+// crash(0, run) once about a third of the records are in the output and
+// crash(1, run) at two thirds (crash kills the server, or one of them, and
+// brings it back).
+func runCopy(t *testing.T, tg target, crash func(i int, run copyRun)) {
 	start := time.Now()
 	in, out, group := uniqueName(t, "copy-in"), uniqueName(t, "copy-out"), uniqueName(t, "copy-group")
+	run := copyRun{in: in, out: out, group: group}
 	createTopic(t, tg, in, copierPartitions)
 	createTopic(t, tg, out, copierPartitions)
 	want := make([][]string, copierPartitions)
 	var all []string
 	{
-		pr, err := kgo.NewClient(kgo.SeedBrokers(tg.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		pr, err := kgo.NewClient(kgo.SeedBrokers(tg.seeds()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +129,7 @@ func runCopy(t *testing.T, tg target, crash func()) {
 		return startJava(t, false, copierClass,
 			"--broker-list", tg.addr, "--input-topic", in, "--input-partition", fmt.Sprint(p),
 			"--output-topic", out, "--consumer-group", group, "--use-group-metadata",
-			"--transactional-id", fmt.Sprintf("%s-%d", group, p), "--transaction-timeout", "120000",
+			"--transactional-id", run.txnID(p), "--transaction-timeout", "120000",
 			"--max-messages", "-1")
 	}
 	copiers := make([]*proc, copierPartitions)
@@ -151,7 +159,7 @@ func runCopy(t *testing.T, tg target, crash func()) {
 			if copied >= int64(crashes+1)*copierRecords/3 {
 				t.Logf("%s: crashing the server with %d output offsets written (%v: LSO < HW is an open transaction's data), at %v",
 					tg.name, copied, e, time.Since(start).Round(time.Millisecond))
-				crash()
+				crash(crashes, run)
 				crashes++
 				t.Logf("%s: the server is back, at %v", tg.name, time.Since(start).Round(time.Millisecond))
 			}

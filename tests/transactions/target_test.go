@@ -26,11 +26,15 @@ import (
 const TargetEnv = "KIGGY_TXN_TARGET"
 
 // target is a system under test: its name ("kiggy" or "kafka") and the
-// bootstrap address its clients connect to.
+// bootstrap its clients connect to: one address, or several separated by
+// commas (a kiggy cluster), as Java's bootstrap.servers takes them.
 type target struct {
 	name string
 	addr string
 }
+
+// seeds returns the bootstrap's addresses, for kgo.SeedBrokers.
+func (tg target) seeds() []string { return strings.Split(tg.addr, ",") }
 
 // targets returns the target names TargetEnv selects, or fails t.
 func targets(t *testing.T) []string {
@@ -116,7 +120,7 @@ func uniqueName(t testing.TB, prefix string) string {
 // client returns a franz-go client of tg with opts, closed when t ends.
 func client(t testing.TB, tg target, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(tg.addr)}, opts...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(tg.seeds()...)}, opts...)...)
 	if err != nil {
 		t.Fatalf("%s: %v", tg.name, err)
 	}
@@ -171,7 +175,7 @@ func endOffsets(t testing.TB, tg target, topic string) map[int32]ends {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.addr))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.seeds()...))
 	if err != nil {
 		t.Fatal(err)
 	}

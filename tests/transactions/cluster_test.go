@@ -1,0 +1,330 @@
+package transactions
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggyproc"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
+)
+
+// ClusterLogEnv sets the --log-level of the kiggy cluster's instances
+// ("info" when unset; "debug" for a failure's evidence).
+const ClusterLogEnv = "KIGGY_TXN_CLUSTER_LOG"
+
+// kiggyCluster is a kiggy cluster of processes: n instances of ./cmd/kiggy
+// (node ids 1..n, --cluster-membership iggy) over one real iggy-server,
+// each on its own address, which kill ends with SIGKILL and starts again
+// on the same address over the same Iggy.
+type kiggyCluster struct {
+	t     *testing.T
+	tg    target   // bootstrap: every instance's address
+	addrs []string // node id i+1's address
+	args  func(node int32) []string
+
+	mu    sync.Mutex
+	procs []*kiggyproc.Proc // the running process of node id i+1
+	all   []*kiggyproc.Proc // every process started, for the logs
+	kills int
+}
+
+// kiggyOnly skips t when TargetEnv leaves kiggy out: the cluster tests
+// have no Kafka side (the single-broker tests run the same assertions on
+// Kafka).
+func kiggyOnly(t *testing.T) {
+	t.Helper()
+	if !slices.Contains(targets(t), "kiggy") {
+		t.Skipf("skipping: a kiggy-only test and %s=%s", TargetEnv, os.Getenv(TargetEnv))
+	}
+}
+
+// killableKiggyCluster starts n kiggy processes as one cluster over a
+// fresh iggy-server (fast membership: a heartbeat every 200 ms, dead after
+// 2 s) and returns once every instance answers and Metadata through the
+// first lists all n brokers. When t fails, the end of every process's log
+// is printed; the whole logs are copied to $KIGGY_TXN_CLUSTER_LOGS, a
+// directory, when that is set.
+func killableKiggyCluster(t *testing.T, n int) *kiggyCluster {
+	t.Helper()
+	node := iggyserver.StartT(t)
+	kiggyproc.Binary(t)
+	level := os.Getenv(ClusterLogEnv)
+	if level == "" {
+		level = "info"
+	}
+	c := &kiggyCluster{t: t}
+	for range n {
+		c.addrs = append(c.addrs, fmt.Sprintf("127.0.0.1:%d", freePort(t)))
+	}
+	c.tg = target{name: "kiggy", addr: strings.Join(c.addrs, ",")}
+	c.args = func(id int32) []string {
+		return []string{
+			"--listen", c.addrs[id-1], "--admin-addr", "", "--drain-timeout", "2s",
+			"--iggy-addr", node.Addr, "--iggy-username", iggyserver.Username, "--iggy-password", iggyserver.Password,
+			"--cluster-membership", "iggy", "--node-id", fmt.Sprint(id),
+			"--membership-heartbeat", "200ms", "--membership-timeout", "2s",
+			"--log-level", level,
+		}
+	}
+	t.Cleanup(c.dumpLogs)
+	c.procs = make([]*kiggyproc.Proc, n)
+	for i := range n {
+		c.procs[i] = c.start(int32(i + 1))
+	}
+	for id := range int32(n) {
+		c.waitServing(id + 1)
+	}
+	return c
+}
+
+// start starts node id's process (a new incarnation on the node's address).
+func (c *kiggyCluster) start(id int32) *kiggyproc.Proc {
+	c.mu.Lock()
+	name := fmt.Sprintf("kiggy%d-%d", id, len(c.all))
+	c.mu.Unlock()
+	p := kiggyproc.Start(c.t, kiggyproc.Config{Name: name, Args: c.args(id)})
+	c.mu.Lock()
+	c.all = append(c.all, p)
+	c.mu.Unlock()
+	return p
+}
+
+// waitServing waits until node id answers and its Metadata lists every
+// instance of the cluster.
+func (c *kiggyCluster) waitServing(id int32) {
+	c.t.Helper()
+	addr := c.addrs[id-1]
+	if err := testtools.ProbeKafka(addr, 30*time.Second); err != nil {
+		c.t.Fatalf("kiggy node %d at %s is not answering: %v\n%s", id, addr, err, c.proc(id).Tail(20))
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer cl.Close()
+	var brokers []int32
+	if !testtools.EventuallyEvery(30*time.Second, 100*time.Millisecond, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		// Through this node: its seed broker, not whichever broker the
+		// client learnt of.
+		resp, err := cl.SeedBrokers()[0].Request(ctx, kmsg.NewPtrMetadataRequest())
+		if err != nil {
+			return false
+		}
+		brokers = brokers[:0]
+		for _, b := range resp.(*kmsg.MetadataResponse).Brokers {
+			brokers = append(brokers, b.NodeID)
+		}
+		return len(brokers) == len(c.addrs)
+	}) {
+		c.t.Fatalf("Metadata through kiggy node %d lists brokers %v after 30 s, want %d\n%s", id, brokers, len(c.addrs), c.proc(id).Tail(20))
+	}
+}
+
+func (c *kiggyCluster) proc(id int32) *kiggyproc.Proc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.procs[id-1]
+}
+
+// kill ends node id's process with SIGKILL, waits down (1 s: the instance
+// is back before the others' timeout and takes its own ids, partitions
+// and groups back from the store; 3 s: the others take them over first)
+// and starts it again on the same address, then waits until it serves
+// and lists every instance again.
+func (c *kiggyCluster) kill(id int32, down time.Duration) {
+	c.t.Helper()
+	c.proc(id).Kill()
+	time.Sleep(down)
+	p := c.start(id)
+	c.mu.Lock()
+	c.procs[id-1] = p
+	c.kills++
+	c.mu.Unlock()
+	c.waitServing(id)
+}
+
+// admin is an admin client of the whole cluster, for one call.
+func (c *kiggyCluster) admin() (*kadm.Client, func()) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs...))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return kadm.NewClient(cl), cl.Close
+}
+
+// coordinator returns the node that coordinates a transactional id (txn)
+// or a group (FindCoordinator key type 1 or 0).
+func (c *kiggyCluster) coordinator(key string, txn bool) int32 {
+	c.t.Helper()
+	adm, done := c.admin()
+	defer done()
+	var last error
+	for range 100 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var rs kadm.FindCoordinatorResponses
+		if txn {
+			rs = adm.FindTxnCoordinators(ctx, key)
+		} else {
+			rs = adm.FindGroupCoordinators(ctx, key)
+		}
+		cancel()
+		r, ok := rs[key]
+		if ok && r.Err == nil {
+			return r.NodeID
+		}
+		last = r.Err
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.t.Fatalf("FindCoordinator of %q (transactional %v): %v", key, txn, last)
+	return 0
+}
+
+// leaders returns how many partitions of topics each node leads.
+func (c *kiggyCluster) leaders(topics ...string) map[int32]int {
+	c.t.Helper()
+	adm, done := c.admin()
+	defer done()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := adm.Metadata(ctx, topics...)
+	if err != nil {
+		c.t.Fatalf("Metadata of %v: %v", topics, err)
+	}
+	out := map[int32]int{}
+	for _, td := range m.Topics {
+		for _, pd := range td.Partitions {
+			out[pd.Leader]++
+		}
+	}
+	return out
+}
+
+// busiest returns the node leading the most partitions of topics, other
+// than the nodes of not (the lowest id on a tie).
+func (c *kiggyCluster) busiest(not []int32, topics ...string) (int32, map[int32]int) {
+	ls := c.leaders(topics...)
+	best := int32(-1)
+	for id := range int32(len(c.addrs)) {
+		id++
+		if slices.Contains(not, id) {
+			continue
+		}
+		if best < 0 || ls[id] > ls[best] {
+			best = id
+		}
+	}
+	return best, ls
+}
+
+// dumpLogs prints the end of every process's log when the test failed,
+// and copies the whole logs to $KIGGY_TXN_CLUSTER_LOGS when that is set.
+func (c *kiggyCluster) dumpLogs() {
+	c.mu.Lock()
+	all := slices.Clone(c.all)
+	c.mu.Unlock()
+	dir := os.Getenv("KIGGY_TXN_CLUSTER_LOGS")
+	for _, p := range all {
+		if c.t.Failed() {
+			c.t.Logf("--- %s (pid %d) log tail:\n%s", p.Name, p.Pid, p.Tail(25))
+		}
+		if dir != "" {
+			b, err := os.ReadFile(p.Log)
+			if err == nil {
+				err = os.MkdirAll(dir, 0o755)
+			}
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, p.Name+".log"), b, 0o644)
+			}
+			if err != nil {
+				c.t.Logf("keeping %s's log: %v", p.Name, err)
+			}
+		}
+	}
+	if dir != "" {
+		c.t.Logf("the kiggy processes' logs are in %s", dir)
+	}
+}
+
+// TestTxnCopierClusterKill is TestTxnCopierKill on a kiggy cluster of
+// three processes (--cluster-membership iggy) over one real iggy-server,
+// bootstrapped from all three: the copiers' transactional ids, the
+// partitions and the group are placed over the instances, so the
+// transaction coordinator sends its markers to other instances and the
+// group coordinator forwards the copiers' TxnOffsetCommit. At a third of
+// the copy the instance coordinating copier 0's transactional id is
+// killed with SIGKILL and started again a second later (before the
+// others' membership timeout: it takes its ids back from the store); at
+// two thirds the group's coordinator (or, when that is the instance
+// killed first, the instance leading the most input and output
+// partitions) is killed and started again 3 s later (after the timeout:
+// the others take over its ids, partitions and group, and it takes them
+// back). runCopy's assertions: every copier exits 0, the group's offsets
+// reach the input's end, and read_committed reads every input record
+// exactly once, in order per partition. kiggy only: Kafka runs the same
+// assertions in TestTxnCopierKill.
+func TestTxnCopierClusterKill(t *testing.T) {
+	t.Parallel()
+	kiggyOnly(t)
+	testtools.JavaClasspath(t)
+	iggyserver.Require(t)
+	heavy(t)
+	c := killableKiggyCluster(t, 3)
+	var first int32
+	runCopy(t, c.tg, func(i int, r copyRun) {
+		switch i {
+		case 0:
+			first = c.coordinator(r.txnID(0), true)
+			t.Logf("killing node %d, the coordinator of transactional id %s (partition leaders %v)", first, r.txnID(0), c.leaders(r.in, r.out))
+			c.kill(first, time.Second)
+		default:
+			node := c.coordinator(r.group, false)
+			why := "the coordinator of group " + r.group
+			if node == first {
+				var ls map[int32]int
+				node, ls = c.busiest([]int32{first}, r.in, r.out)
+				why = fmt.Sprintf("the leader of the most partitions (%v; the group's coordinator is node %d, killed first)", ls, first)
+			}
+			t.Logf("killing node %d, %s", node, why)
+			c.kill(node, 3*time.Second)
+		}
+	})
+}
+
+// TestTxnETLCluster is TestTxnETL on a kiggy cluster of three processes
+// over one real iggy-server: the franz-go GroupTransactSession members
+// bootstrap from all three, member B joins, and once both transform, the
+// instance coordinating A's transactional id is killed with SIGKILL
+// mid-run and started again 3 s later (after the others' membership
+// timeout: they take over its ids, partitions and groups, and it takes
+// them back when it returns); then A crashes mid-transaction as in
+// TestTxnETL, its open transaction aborted on its timeout by whichever
+// instance coordinates it then. runETL's assertions: the group's offsets
+// reach the input's end and read_committed reads every input record's
+// transformation exactly once. kiggy only: Kafka runs the same assertions
+// in TestTxnETL.
+func TestTxnETLCluster(t *testing.T) {
+	t.Parallel()
+	kiggyOnly(t)
+	iggyserver.Require(t)
+	c := killableKiggyCluster(t, 3)
+	runETL(t, c.tg, func(group string, a, b *member) {
+		node := c.coordinator(a.txnID, true)
+		t.Logf("killing node %d, the coordinator of A's transactional id (B's: node %d; the group's: node %d)",
+			node, c.coordinator(b.txnID, true), c.coordinator(group, false))
+		c.kill(node, 3*time.Second)
+	})
+}
