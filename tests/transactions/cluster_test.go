@@ -328,3 +328,96 @@ func TestTxnETLCluster(t *testing.T) {
 		c.kill(node, 3*time.Second)
 	})
 }
+
+// txnIDsWithPrefix returns the transactional ids the cluster's
+// coordinators list (ListTransactions through every instance) that begin
+// with prefix, sorted.
+func (c *kiggyCluster) txnIDsWithPrefix(prefix string) []string {
+	c.t.Helper()
+	adm, done := c.admin()
+	defer done()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ls, err := adm.ListTransactions(ctx, nil, nil)
+	if err != nil {
+		c.t.Logf("ListTransactions: %v", err)
+	}
+	var ids []string
+	for id := range ls {
+		if strings.HasPrefix(id, prefix) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TestStreamsEOSCluster is TestStreamsEOSKill on a kiggy cluster of three
+// processes over one real iggy-server, with the kill on the server side:
+// input keeps arriving (10 lines every 100 ms); once the output shows an
+// open transaction's records, the instance coordinating the Streams
+// producer's transactional id (found with ListTransactions; the group's
+// coordinator when there is none) is killed with SIGKILL and started
+// again a second later, while WordCountEOS (Kafka Streams 4.4,
+// exactly_once_v2, bootstrapped from all three) keeps running. Read with
+// read_committed, the output must hold every word's counts exactly once,
+// 1, 2, ... with none repeated or missing, and the application must close
+// cleanly without going to ERROR. kiggy only: Kafka runs the same
+// assertions in TestStreamsEOS and TestStreamsEOSKill.
+func TestStreamsEOSCluster(t *testing.T) {
+	t.Parallel()
+	kiggyOnly(t)
+	javaClasses(t)
+	iggyserver.Require(t)
+	heavy(t)
+	c := killableKiggyCluster(t, 3)
+	tg := c.tg
+	s := newStreamsApp(t, tg)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := s.write(ctx, 40); err != nil {
+		t.Fatalf("%s: writing the input: %v", tg.name, err)
+	}
+	p := s.start(t)
+	writing := make(chan error, 1)
+	killed := make(chan struct{})
+	go func() {
+		after := -1
+		for n := 0; n < 300 && after < 10; n++ {
+			if err := s.write(ctx, 10); err != nil {
+				writing <- err
+				return
+			}
+			select {
+			case <-killed:
+				after++
+			default:
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		writing <- nil
+	}()
+	var before ends
+	testtools.WaitFor(t, 60*time.Second, tg.name+": output of an open WordCountEOS transaction", func() bool {
+		before = endOffsets(t, tg, s.out)[0]
+		return before.hw > 150 && before.hw > before.lso || p.exited()
+	})
+	node, why := int32(0), ""
+	if ids := c.txnIDsWithPrefix(s.app); len(ids) > 0 {
+		node, why = c.coordinator(ids[0], true), fmt.Sprintf("the coordinator of transactional id %s (of %v)", ids[0], ids)
+	} else {
+		node, why = c.coordinator(s.app, false), "the coordinator of group "+s.app+" (ListTransactions lists no id of the app)"
+	}
+	t.Logf("%s: killing node %d, %s, output %v", tg.name, node, why, before)
+	c.kill(node, time.Second)
+	close(killed)
+	t.Logf("%s: node %d back at %v", tg.name, node, time.Since(s.startedAt).Round(time.Millisecond))
+	if err := <-writing; err != nil {
+		t.Fatalf("%s: writing the input: %v", tg.name, err)
+	}
+	recs := s.awaitCounts(t, p, 80*time.Second)
+	s.stop(t, p)
+	ru := readAll(t, tg, s.out, 1, kgo.ReadUncommitted())
+	t.Logf("%s: %d committed counts for %d lines (%d records read_uncommitted: aborted work included); %v in all",
+		tg.name, len(recs), s.lines, len(ru), time.Since(s.startedAt).Round(time.Millisecond))
+}
