@@ -375,57 +375,20 @@ func (c *kiggyCluster) txnIDsWithPrefix(prefix string) []string {
 func TestStreamsEOSCluster(t *testing.T) {
 	t.Parallel()
 	kiggyOnly(t)
-	javaClasses(t)
 	iggyserver.Require(t)
+	javaClasses(t)
 	heavy(t)
 	c := killableKiggyCluster(t, 3)
-	tg := c.tg
-	s := newStreamsApp(t, tg)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := s.write(ctx, 40); err != nil {
-		t.Fatalf("%s: writing the input: %v", tg.name, err)
-	}
-	p := s.start(t)
-	writing := make(chan error, 1)
-	killed := make(chan struct{})
-	go func() {
-		after := -1
-		for n := 0; n < 300 && after < 10; n++ {
-			if err := s.write(ctx, 10); err != nil {
-				writing <- err
-				return
-			}
-			select {
-			case <-killed:
-				after++
-			default:
-			}
-			time.Sleep(100 * time.Millisecond)
+	runStreamsCrash(t, c.tg, func(s *streamsApp, p *proc, before ends) *proc {
+		node, why := int32(0), ""
+		if ids := c.txnIDsWithPrefix(s.app); len(ids) > 0 {
+			node, why = c.coordinator(ids[0], true), fmt.Sprintf("the coordinator of transactional id %s (of %v)", ids[0], ids)
+		} else {
+			node, why = c.coordinator(s.app, false), "the coordinator of group "+s.app+" (ListTransactions lists no id of the app)"
 		}
-		writing <- nil
-	}()
-	var before ends
-	testtools.WaitFor(t, 60*time.Second, tg.name+": output of an open WordCountEOS transaction", func() bool {
-		before = endOffsets(t, tg, s.out)[0]
-		return before.hw > 150 && before.hw > before.lso || p.exited()
+		t.Logf("killing node %d, %s, output %v", node, why, before)
+		c.kill(node, time.Second)
+		t.Logf("node %d back at %v", node, time.Since(s.startedAt).Round(time.Millisecond))
+		return p
 	})
-	node, why := int32(0), ""
-	if ids := c.txnIDsWithPrefix(s.app); len(ids) > 0 {
-		node, why = c.coordinator(ids[0], true), fmt.Sprintf("the coordinator of transactional id %s (of %v)", ids[0], ids)
-	} else {
-		node, why = c.coordinator(s.app, false), "the coordinator of group "+s.app+" (ListTransactions lists no id of the app)"
-	}
-	t.Logf("%s: killing node %d, %s, output %v", tg.name, node, why, before)
-	c.kill(node, time.Second)
-	close(killed)
-	t.Logf("%s: node %d back at %v", tg.name, node, time.Since(s.startedAt).Round(time.Millisecond))
-	if err := <-writing; err != nil {
-		t.Fatalf("%s: writing the input: %v", tg.name, err)
-	}
-	recs := s.awaitCounts(t, p, 80*time.Second)
-	s.stop(t, p)
-	ru := readAll(t, tg, s.out, 1, kgo.ReadUncommitted())
-	t.Logf("%s: %d committed counts for %d lines (%d records read_uncommitted: aborted work included); %v in all",
-		tg.name, len(recs), s.lines, len(ru), time.Since(s.startedAt).Round(time.Millisecond))
 }

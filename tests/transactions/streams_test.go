@@ -202,52 +202,65 @@ func TestStreamsEOSKill(t *testing.T) {
 	javaClasses(t)
 	forEachTarget(t, func(t *testing.T, tg target) {
 		heavy(t)
-		s := newStreamsApp(t, tg)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := s.write(ctx, 40); err != nil {
-			t.Fatalf("%s: writing the input: %v", tg.name, err)
-		}
-		p := s.start(t)
-		// Input keeps arriving, 10 lines every 100 ms, until the kill
-		// and for a second after it.
-		writing := make(chan error, 1)
-		killed := make(chan struct{})
-		go func() {
-			after := -1
-			for n := 0; n < 300 && after < 10; n++ {
-				if err := s.write(ctx, 10); err != nil {
-					writing <- err
-					return
-				}
-				select {
-				case <-killed:
-					after++
-				default:
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			writing <- nil
-		}()
-		// Kill once the output holds more than the first batch's counts
-		// and an open transaction's records (HW above the LSO): the
-		// application is mid-stream and mid-transaction.
-		var before ends
-		testtools.WaitFor(t, 60*time.Second, tg.name+": output of an open WordCountEOS transaction", func() bool {
-			before = endOffsets(t, tg, s.out)[0]
-			return before.hw > 150 && before.hw > before.lso || p.exited()
+		runStreamsCrash(t, tg, func(s *streamsApp, p *proc, before ends) *proc {
+			p.kill()
+			t.Logf("%s: WordCountEOS killed at %v, output %v just before", tg.name, time.Since(s.startedAt).Round(time.Millisecond), before)
+			return s.start(t)
 		})
-		p.kill()
-		close(killed)
-		t.Logf("%s: WordCountEOS killed at %v, output %v just before", tg.name, time.Since(s.startedAt).Round(time.Millisecond), before)
-		p = s.start(t)
-		if err := <-writing; err != nil {
-			t.Fatalf("%s: writing the input: %v", tg.name, err)
-		}
-		recs := s.awaitCounts(t, p, 80*time.Second)
-		s.stop(t, p)
-		ru := readAll(t, tg, s.out, 1, kgo.ReadUncommitted())
-		t.Logf("%s: %d committed counts for %d lines (%d records read_uncommitted: aborted work included); %v in all",
-			tg.name, len(recs), s.lines, len(ru), time.Since(s.startedAt).Round(time.Millisecond))
 	})
+}
+
+// runStreamsCrash runs WordCountEOS on tg with input arriving (10 lines
+// every 100 ms) and, once the application has written some output and
+// the output shows an open transaction's records (high watermark above
+// the LSO), calls crash (which kills the application or a server and
+// returns the application running); input keeps arriving for a second
+// after it. Then the committed output must hold the exact counts, each
+// once, and the application must close cleanly.
+func runStreamsCrash(t *testing.T, tg target, crash func(s *streamsApp, p *proc, before ends) *proc) {
+	s := newStreamsApp(t, tg)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := s.write(ctx, 40); err != nil {
+		t.Fatalf("%s: writing the input: %v", tg.name, err)
+	}
+	p := s.start(t)
+	// Input keeps arriving, 10 lines every 100 ms, until the crash and
+	// for a second after it.
+	writing := make(chan error, 1)
+	crashed := make(chan struct{})
+	go func() {
+		after := -1
+		for n := 0; n < 300 && after < 10; n++ {
+			if err := s.write(ctx, 10); err != nil {
+				writing <- err
+				return
+			}
+			select {
+			case <-crashed:
+				after++
+			default:
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		writing <- nil
+	}()
+	// Crash once the output holds more than the first batch's counts and
+	// an open transaction's records (HW above the LSO): the application
+	// is mid-stream and mid-transaction.
+	var before ends
+	testtools.WaitFor(t, 60*time.Second, tg.name+": output of an open WordCountEOS transaction", func() bool {
+		before = endOffsets(t, tg, s.out)[0]
+		return before.hw > 150 && before.hw > before.lso || p.exited()
+	})
+	p = crash(s, p, before)
+	close(crashed)
+	if err := <-writing; err != nil {
+		t.Fatalf("%s: writing the input: %v", tg.name, err)
+	}
+	recs := s.awaitCounts(t, p, 80*time.Second)
+	s.stop(t, p)
+	ru := readAll(t, tg, s.out, 1, kgo.ReadUncommitted())
+	t.Logf("%s: %d committed counts for %d lines (%d records read_uncommitted: aborted work included); %v in all",
+		tg.name, len(recs), s.lines, len(ru), time.Since(s.startedAt).Round(time.Millisecond))
 }
