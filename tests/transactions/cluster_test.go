@@ -316,9 +316,11 @@ func TestTxnCopierClusterKill(t *testing.T) {
 // them back when it returns); then A crashes mid-transaction as in
 // TestTxnETL, its open transaction aborted on its timeout by whichever
 // instance coordinates it then. When the instance killed also coordinates
-// the group, the members' UNKNOWN_MEMBER_ID on rejoining the group's new
-// coordinator is expected (group membership does not move,
-// docs/design/cluster.md §7); any other client error fails the test.
+// the group, the group session errors of its move are expected (the
+// coordinator unreachable, UNKNOWN_MEMBER_ID from the new one, since group
+// membership does not move, docs/design/cluster.md §7, NOT_COORDINATOR
+// from the old one: groupMoveErr), after which the members rejoin; any
+// other client error fails the test.
 // runETL's assertions: the group's offsets
 // reach the input's end and read_committed reads every input record's
 // transformation exactly once. kiggy only: Kafka runs the same assertions

@@ -30,7 +30,8 @@
 // bootstrapped from all three, one instance killed with SIGKILL mid-run and
 // restarted on its address (Kafka's side of the same assertions is the
 // single-broker tests above). KIGGY_TXN_CLUSTER_LOG=debug sets the
-// instances' log level, KIGGY_TXN_CLUSTER_LOGS=DIR keeps their logs.
+// instances' log level (and has the ETL members log franz-go's account to
+// stderr), KIGGY_TXN_CLUSTER_LOGS=DIR keeps the instances' logs.
 //
 //	TestTxnCopierClusterKill the copier, its transaction coordinator killed at a third, its group coordinator at two thirds
 //	TestTxnETLCluster        TestTxnETL with member A's transaction coordinator killed mid-run
