@@ -33,8 +33,8 @@
 // instances' log level (and has the ETL members log franz-go's account to
 // stderr), KIGGY_TXN_CLUSTER_LOGS=DIR keeps the instances' logs.
 //
-//	TestTxnCopierClusterKill the copier, its transaction coordinator killed at a third, its group coordinator at two thirds
-//	TestTxnETLCluster        TestTxnETL with member A's transaction coordinator killed mid-run
+//	TestTxnCopierClusterKill the copier, its transaction coordinator killed at a third (down 3 s), its group coordinator at two thirds
+//	TestTxnETLCluster        TestTxnETL with the group coordinator killed mid-run (down 3 s)
 //	TestStreamsEOSCluster    the word count with its producer's transaction coordinator killed mid-transaction
 //
 // The Java program is in tests/java/src/kiggy/transactions (compiled by the
