@@ -27,15 +27,15 @@
 //
 // The cluster tests run against kiggy only: three kiggy processes as one
 // cluster (--cluster-membership iggy) over one real iggy-server, clients
-// bootstrapped from all three, one instance killed with SIGKILL mid-run and
-// restarted on its address (Kafka's side of the same assertions is the
-// single-broker tests above). KIGGY_TXN_CLUSTER_LOG=debug sets the
+// bootstrapped from all three, instances killed with SIGKILL mid-run, one
+// at a time, and restarted on their addresses (Kafka's side of the same
+// assertions is the single-broker tests above). KIGGY_TXN_CLUSTER_LOG=debug sets the
 // instances' log level (and has the ETL members log franz-go's account to
 // stderr), KIGGY_TXN_CLUSTER_LOGS=DIR keeps the instances' logs.
 //
 //	TestTxnCopierClusterKill the copier, its transaction coordinator killed at a third (down 3 s), its group coordinator at two thirds
 //	TestTxnETLCluster        TestTxnETL with the group coordinator killed mid-run (down 3 s)
-//	TestStreamsEOSCluster    the word count with its producer's transaction coordinator killed mid-transaction
+//	TestStreamsEOSCluster    the word count, its producer's transaction coordinator killed mid-transaction, then its group coordinator
 //
 // The Java program is in tests/java/src/kiggy/transactions (compiled by the
 // tests with javac), the Python script is tests/python/txn_visibility.py;
