@@ -214,8 +214,8 @@ func endOffsets(t testing.TB, tg target, topic string) map[int32]ends {
 const sentinelPrefix = "~sentinel~"
 
 // readAll reads every record of topic with the given isolation level, from
-// the start: it first writes a non-transactional sentinel record to each
-// partition, then consumes until it has seen that sentinel in every
+// the start: it first writes a non-transactional sentinel record (keyed,
+// for a compacted topic) to each partition, then consumes until it has seen that sentinel in every
 // partition (a read_committed consumer sees it only once every transaction
 // before it has ended) and returns the records before the sentinels, in
 // offset order within a partition, sentinels of earlier calls excluded.
@@ -232,7 +232,7 @@ func readAll(t testing.TB, tg target, topic string, partitions int32, level kgo.
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	for p := range partitions {
-		if err := pr.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte(sentinel)}).FirstErr(); err != nil {
+		if err := pr.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Key: []byte(sentinelPrefix), Value: []byte(sentinel)}).FirstErr(); err != nil {
 			t.Fatalf("%s: writing the end sentinel to %s/%d: %v", tg.name, topic, p, err)
 		}
 	}
