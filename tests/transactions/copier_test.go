@@ -22,7 +22,7 @@ import (
 const (
 	copierClass = "org.apache.kafka.tools.TransactionalMessageCopier"
 	// copierPartitions input partitions, one copier each, with
-	// copierRecords records in all.
+	// copierRecords records in all (unless a test asks for more).
 	copierPartitions = 2
 	copierRecords    = 20000
 )
@@ -42,7 +42,7 @@ func TestTxnCopier(t *testing.T) {
 	testtools.JavaClasspath(t)
 	forEachTarget(t, func(t *testing.T, tg target) {
 		heavy(t)
-		runCopy(t, tg, nil)
+		runCopy(t, tg, copierRecords, nil)
 	})
 }
 
@@ -72,28 +72,36 @@ func TestTxnCopierKill(t *testing.T) {
 			} else {
 				tg, restart = killableKafka(t)
 			}
-			runCopy(t, tg, restart)
+			runCopy(t, tg, copierRecords, func(int, copyRun) { restart() })
 		})
 	}
 }
 
-// runCopy runs the copiers over a fresh input; with crash set it calls
-// crash once about a third of the records are in the output (crash kills
-// the server and brings it back).
-func runCopy(t *testing.T, tg target, crash func()) {
+// copyRun names one runCopy's topics and consumer group.
+type copyRun struct{ in, out, group string }
+
+// txnID is the transactional id of the copier of input partition p.
+func (r copyRun) txnID(p int) string { return fmt.Sprintf("%s-%d", r.group, p) }
+
+// runCopy runs the copiers over a fresh input of records records; with
+// crash set it calls crash(0, run) once about a third of the records are
+// in the output and crash(1, run) at two thirds (crash kills the server,
+// or one of them, and brings it back).
+func runCopy(t *testing.T, tg target, records int, crash func(i int, run copyRun)) {
 	start := time.Now()
 	in, out, group := uniqueName(t, "copy-in"), uniqueName(t, "copy-out"), uniqueName(t, "copy-group")
+	run := copyRun{in: in, out: out, group: group}
 	createTopic(t, tg, in, copierPartitions)
 	createTopic(t, tg, out, copierPartitions)
 	want := make([][]string, copierPartitions)
 	var all []string
 	{
-		pr, err := kgo.NewClient(kgo.SeedBrokers(tg.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		pr, err := kgo.NewClient(kgo.SeedBrokers(tg.seeds()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var recs []*kgo.Record
-		for i := range copierRecords {
+		for i := range records {
 			p := int32(i % copierPartitions)
 			v := fmt.Sprintf("m%05d", i)
 			want[p] = append(want[p], v)
@@ -108,7 +116,7 @@ func runCopy(t *testing.T, tg target, crash func()) {
 			t.Fatalf("%s: writing the input: %v", tg.name, err)
 		}
 	}
-	t.Logf("%s: %d input records written in %v", tg.name, copierRecords, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s: %d input records written in %v", tg.name, records, time.Since(start).Round(time.Millisecond))
 
 	// The transaction timeout outlasts an outage: a broker that comes back
 	// must not abort, on its timeout, the transaction of a copier that is
@@ -121,7 +129,7 @@ func runCopy(t *testing.T, tg target, crash func()) {
 		return startJava(t, false, copierClass,
 			"--broker-list", tg.addr, "--input-topic", in, "--input-partition", fmt.Sprint(p),
 			"--output-topic", out, "--consumer-group", group, "--use-group-metadata",
-			"--transactional-id", fmt.Sprintf("%s-%d", group, p), "--transaction-timeout", "120000",
+			"--transactional-id", run.txnID(p), "--transaction-timeout", "120000",
 			"--max-messages", "-1")
 	}
 	copiers := make([]*proc, copierPartitions)
@@ -148,10 +156,10 @@ func runCopy(t *testing.T, tg target, crash func()) {
 			for _, pe := range e {
 				copied += pe.hw
 			}
-			if copied >= int64(crashes+1)*copierRecords/3 {
+			if copied >= int64((crashes+1)*records/3) {
 				t.Logf("%s: crashing the server with %d output offsets written (%v: LSO < HW is an open transaction's data), at %v",
 					tg.name, copied, e, time.Since(start).Round(time.Millisecond))
-				crash()
+				crash(crashes, run)
 				crashes++
 				t.Logf("%s: the server is back, at %v", tg.name, time.Since(start).Round(time.Millisecond))
 			}

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
@@ -34,148 +38,194 @@ import (
 // transformation exactly once, and nothing else.
 func TestTxnETL(t *testing.T) {
 	t.Parallel()
-	forEachTarget(t, func(t *testing.T, tg target) {
-		start := time.Now()
-		in, out, group := uniqueName(t, "etl-in"), uniqueName(t, "etl-out"), uniqueName(t, "etl-group")
-		const partitions = 4
-		createTopic(t, tg, in, partitions)
-		createTopic(t, tg, out, partitions)
-		ctx, cancel := context.WithTimeout(context.Background(), 110*time.Second)
-		defer cancel()
+	forEachTarget(t, func(t *testing.T, tg target) { runETL(t, tg, nil) })
+}
 
-		// The input: 1,000 records, then 50 every 200 ms until A has
-		// crashed, then 500 more.
-		crashed := make(chan struct{})
-		var wantMu sync.Mutex
-		var want []string
-		inputDone := make(chan error, 1)
-		pr := client(t, tg, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-		go func() {
-			n, after := 0, -1
-			write := func(k int) error {
-				var recs []*kgo.Record
-				for range k {
-					recs = append(recs, &kgo.Record{Topic: in, Partition: int32(n % partitions),
-						Key: fmt.Appendf(nil, "k%05d", n), Value: fmt.Appendf(nil, "v%05d", n)})
-					n++
-				}
-				if err := pr.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-					return err
-				}
-				wantMu.Lock()
-				for _, r := range recs {
-					want = append(want, "etl:"+string(r.Value))
-				}
-				wantMu.Unlock()
-				return nil
+// runETL is TestTxnETL against tg; with killCoordinator set it calls it
+// once B has committed its first transaction, both members transforming,
+// before A crashes (killCoordinator kills the group's coordinator and
+// brings it back).
+func runETL(t *testing.T, tg target, killCoordinator func(group string, a, b *member)) {
+	start := time.Now()
+	in, out, group := uniqueName(t, "etl-in"), uniqueName(t, "etl-out"), uniqueName(t, "etl-group")
+	const partitions = 4
+	createTopic(t, tg, in, partitions)
+	createTopic(t, tg, out, partitions)
+	ctx, cancel := context.WithTimeout(context.Background(), 110*time.Second)
+	defer cancel()
+
+	// The input: 1,000 records, then 50 every 200 ms until A has
+	// crashed, then 500 more.
+	crashed := make(chan struct{})
+	var wantMu sync.Mutex
+	var want []string
+	inputDone := make(chan error, 1)
+	pr := client(t, tg, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	go func() {
+		n, after := 0, -1
+		write := func(k int) error {
+			var recs []*kgo.Record
+			for range k {
+				recs = append(recs, &kgo.Record{Topic: in, Partition: int32(n % partitions),
+					Key: fmt.Appendf(nil, "k%05d", n), Value: fmt.Appendf(nil, "v%05d", n)})
+				n++
 			}
-			if err := write(1000); err != nil {
+			if err := pr.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+				return err
+			}
+			wantMu.Lock()
+			for _, r := range recs {
+				want = append(want, "etl:"+string(r.Value))
+			}
+			wantMu.Unlock()
+			return nil
+		}
+		if err := write(1000); err != nil {
+			inputDone <- err
+			return
+		}
+		for after < 500 {
+			select {
+			case <-crashed:
+				if after < 0 {
+					after = 0
+				}
+			default:
+			}
+			if after >= 0 {
+				after += 50
+			}
+			if n > 20000 {
+				inputDone <- errors.New("member A never crashed (20,000 records written)")
+				return
+			}
+			if err := write(50); err != nil {
 				inputDone <- err
 				return
 			}
-			for after < 500 {
-				select {
-				case <-crashed:
-					if after < 0 {
-						after = 0
-					}
-				default:
-				}
-				if after >= 0 {
-					after += 50
-				}
-				if n > 20000 {
-					inputDone <- errors.New("member A never crashed (20,000 records written)")
-					return
-				}
-				if err := write(50); err != nil {
-					inputDone <- err
-					return
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
-			inputDone <- nil
-		}()
+			time.Sleep(200 * time.Millisecond)
+		}
+		inputDone <- nil
+	}()
 
-		var errMu sync.Mutex
-		var errs []error
-		report := func(err error) {
-			errMu.Lock()
-			errs = append(errs, err)
-			errMu.Unlock()
+	var errMu sync.Mutex
+	var errs []error
+	// groupMoved: the group's coordinator is being killed. The group
+	// moves to another instance and back when the killed one returns, and
+	// its membership, kept in the coordinator's memory, does not move
+	// with it (docs/design/cluster.md §7). A member's heartbeat meanwhile
+	// fails to connect, then gets UNKNOWN_MEMBER_ID from the new
+	// coordinator, or NOT_COORDINATOR from the old one just after the move
+	// back; once franz-go's retries of it are spent, it injects the last
+	// error into a poll as an ErrGroupSession (informational) and rejoins.
+	// Those are expected then; the group must still finish.
+	var groupMoved atomic.Bool
+	report := func(err error) {
+		if groupMoved.Load() && groupMoveErr(err) {
+			t.Logf("%s: %v (the group's coordinator was killed: the member rejoins)", tg.name, err)
+			return
 		}
-		a := startMember(t, tg, "A", in, out, group, report)
-		testtools.WaitFor(t, 60*time.Second, tg.name+": member A committing 300 records", func() bool { return a.committed.Load() >= 300 })
-		b := startMember(t, tg, "B", in, out, group, report)
-		testtools.WaitFor(t, 60*time.Second, tg.name+": member B committing a transaction", func() bool { return b.committed.Load() > 0 })
-		t.Logf("%s: B joined at %v (A had committed %d records); B committed its first transaction", tg.name, time.Since(start).Round(time.Millisecond), a.committed.Load())
-		a.crashAt.Store(true)
-		select {
-		case <-a.done:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s: member A did not crash mid-transaction within 30 s (it had no records to transform?)", tg.name)
-		}
-		close(crashed)
-		t.Logf("%s: A crashed at %v with %d records of an open transaction flushed to the output", tg.name, time.Since(start).Round(time.Millisecond), a.flushedAtCrash.Load())
-		if err := <-inputDone; err != nil {
-			t.Fatalf("%s: writing the input: %v", tg.name, err)
-		}
-		wantMu.Lock()
-		total := len(want)
-		wantMu.Unlock()
+		errMu.Lock()
+		errs = append(errs, err)
+		errMu.Unlock()
+	}
+	a := startMember(t, tg, "A", in, out, group, report)
+	testtools.WaitFor(t, 60*time.Second, tg.name+": member A committing 300 records", func() bool { return a.committed.Load() >= 300 })
+	b := startMember(t, tg, "B", in, out, group, report)
+	testtools.WaitFor(t, 60*time.Second, tg.name+": member B committing a transaction", func() bool { return b.committed.Load() > 0 })
+	t.Logf("%s: B joined at %v (A had committed %d records); B committed its first transaction", tg.name, time.Since(start).Round(time.Millisecond), a.committed.Load())
+	if killCoordinator != nil {
+		groupMoved.Store(true)
+		killCoordinator(group, a, b)
+		t.Logf("%s: the server is back at %v; A has committed %d records, B %d", tg.name, time.Since(start).Round(time.Millisecond), a.committed.Load(), b.committed.Load())
+		at := a.committed.Load() + b.committed.Load()
+		testtools.WaitFor(t, 60*time.Second, tg.name+": the members committing after the crash", func() bool { return a.committed.Load()+b.committed.Load() > at })
+	}
+	a.crashAt.Store(true)
+	select {
+	case <-a.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: member A did not crash mid-transaction within 30 s (it had no records to transform?)", tg.name)
+	}
+	close(crashed)
+	t.Logf("%s: A crashed at %v with %d records of an open transaction flushed to the output", tg.name, time.Since(start).Round(time.Millisecond), a.flushedAtCrash.Load())
+	if err := <-inputDone; err != nil {
+		t.Fatalf("%s: writing the input: %v", tg.name, err)
+	}
+	wantMu.Lock()
+	total := len(want)
+	wantMu.Unlock()
 
-		// B alone finishes: the group's offsets reach the input's end.
-		adm := admin(t, tg)
-		var lag int64
-		if !testtools.EventuallyEvery(80*time.Second, 200*time.Millisecond, func() bool {
-			ends, err := adm.ListEndOffsets(ctx, in)
-			if err != nil {
-				return false
-			}
-			offs, err := adm.FetchOffsets(ctx, group)
-			if err != nil {
-				return false
-			}
-			lag = 0
-			ends.Each(func(o kadm.ListedOffset) {
-				c, _ := offs.Lookup(in, o.Partition)
-				lag += o.Offset - max(c.At, 0)
-			})
-			return lag == 0
-		}) {
-			t.Fatalf("%s: the group's committed offsets are %d records short of the input's end (%d records) 80 s after A crashed; B committed %d records; errors %v",
-				tg.name, lag, total, b.committed.Load(), errs)
+	// B alone finishes: the group's offsets reach the input's end.
+	adm := admin(t, tg)
+	var lag int64
+	if !testtools.EventuallyEvery(80*time.Second, 200*time.Millisecond, func() bool {
+		ends, err := adm.ListEndOffsets(ctx, in)
+		if err != nil {
+			return false
 		}
-		b.stop.Store(true)
-		<-b.done
-		t.Logf("%s: the group consumed all %d input records at %v (A committed %d, B %d)", tg.name, total, time.Since(start).Round(time.Millisecond), a.committed.Load(), b.committed.Load())
-		for _, err := range errs {
-			t.Errorf("%s: %v", tg.name, err)
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return false
 		}
+		lag = 0
+		ends.Each(func(o kadm.ListedOffset) {
+			c, _ := offs.Lookup(in, o.Partition)
+			lag += o.Offset - max(c.At, 0)
+		})
+		return lag == 0
+	}) {
+		t.Fatalf("%s: the group's committed offsets are %d records short of the input's end (%d records) 80 s after A crashed; B committed %d records; errors %v",
+			tg.name, lag, total, b.committed.Load(), errs)
+	}
+	b.stop.Store(true)
+	<-b.done
+	t.Logf("%s: the group consumed all %d input records at %v (A committed %d, B %d)", tg.name, total, time.Since(start).Round(time.Millisecond), a.committed.Load(), b.committed.Load())
+	for _, err := range errs {
+		t.Errorf("%s: %v", tg.name, err)
+	}
 
-		rc := readAll(t, tg, out, partitions, kgo.ReadCommitted())
-		if d := exactlyOnce(want, values(rc)); d != "" {
-			t.Errorf("%s: output read with read_committed: %s", tg.name, d)
+	rc := readAll(t, tg, out, partitions, kgo.ReadCommitted())
+	if d := exactlyOnce(want, values(rc)); d != "" {
+		t.Errorf("%s: output read with read_committed: %s", tg.name, d)
+	}
+	for _, r := range rc {
+		if string(r.Value) != "etl:v"+string(r.Key)[1:] {
+			t.Errorf("%s: output record key %s value %s: not the transformation of one input record", tg.name, r.Key, r.Value)
+			break
 		}
-		for _, r := range rc {
-			if string(r.Value) != "etl:v"+string(r.Key)[1:] {
-				t.Errorf("%s: output record key %s value %s: not the transformation of one input record", tg.name, r.Key, r.Value)
-				break
-			}
+	}
+	ru := readAll(t, tg, out, partitions, kgo.ReadUncommitted())
+	t.Logf("%s: output: %d records read_committed, %d read_uncommitted (aborted transactions' records included); %v in all",
+		tg.name, len(rc), len(ru), time.Since(start).Round(time.Millisecond))
+	if len(ru) <= len(rc) {
+		t.Errorf("%s: read_uncommitted reads no more records (%d) than read_committed (%d): the crashed member's flushed transaction left nothing to abort, the test did not test it",
+			tg.name, len(ru), len(rc))
+	}
+}
+
+// groupMoveErr reports whether err is a group session error that a
+// member sees while its group's coordinator dies and the group moves: the
+// coordinator unreachable, or one that does not know the member or is not
+// the coordinator any more.
+func groupMoveErr(err error) bool {
+	var gs *kgo.ErrGroupSession
+	if !errors.As(err, &gs) {
+		return false
+	}
+	for _, e := range []error{kerr.UnknownMemberID, kerr.NotCoordinator, kerr.CoordinatorNotAvailable,
+		kerr.CoordinatorLoadInProgress, syscall.ECONNREFUSED, syscall.ECONNRESET, io.EOF} {
+		if errors.Is(err, e) {
+			return true
 		}
-		ru := readAll(t, tg, out, partitions, kgo.ReadUncommitted())
-		t.Logf("%s: output: %d records read_committed, %d read_uncommitted (aborted transactions' records included); %v in all",
-			tg.name, len(rc), len(ru), time.Since(start).Round(time.Millisecond))
-		if len(ru) <= len(rc) {
-			t.Errorf("%s: read_uncommitted reads no more records (%d) than read_committed (%d): the crashed member's flushed transaction left nothing to abort, the test did not test it",
-				tg.name, len(ru), len(rc))
-		}
-	})
+	}
+	return false
 }
 
 // member is one GroupTransactSession of TestTxnETL, run by a goroutine.
 type member struct {
 	name      string
+	txnID     string       // its transactional id
 	committed atomic.Int64 // input records transformed in committed transactions
 	// crashAt asks the member to crash in its next transaction, after
 	// flushing its records; flushedAtCrash is how many it had flushed.
@@ -190,23 +240,30 @@ type member struct {
 // unexpected errors to report.
 func startMember(t *testing.T, tg target, name, in, out, group string, report func(error)) *member {
 	t.Helper()
-	m := &member{name: name, done: make(chan struct{})}
+	m := &member{name: name, txnID: uniqueName(t, "etl-"+name), done: make(chan struct{})}
 	ks := &killSwitch{}
 	cctx, ccancel := context.WithCancel(context.Background())
-	sess, err := kgo.NewGroupTransactSession(
-		kgo.SeedBrokers(tg.addr),
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(tg.seeds()...),
 		kgo.WithContext(cctx),
 		kgo.Dialer(ks.dial),
-		kgo.TransactionalID(uniqueName(t, "etl-"+name)),
-		kgo.TransactionTimeout(10*time.Second),
+		kgo.TransactionalID(m.txnID),
+		kgo.TransactionTimeout(10 * time.Second),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(in),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.SessionTimeout(6*time.Second),
-		kgo.HeartbeatInterval(500*time.Millisecond),
-		kgo.RebalanceTimeout(20*time.Second),
-	)
+		kgo.SessionTimeout(6 * time.Second),
+		kgo.HeartbeatInterval(500 * time.Millisecond),
+		kgo.RebalanceTimeout(20 * time.Second),
+	}
+	if os.Getenv(ClusterLogEnv) == "debug" {
+		// The member's own account, for a failure's evidence.
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string {
+			return time.Now().UTC().Format("15:04:05.000 ") + "member " + name + " "
+		})))
+	}
+	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
 		t.Fatalf("%s: member %s: %v", tg.name, name, err)
 	}
@@ -230,7 +287,7 @@ func startMember(t *testing.T, tg target, name, in, out, group string, report fu
 			pcancel()
 			fs.EachError(func(topic string, p int32, err error) {
 				if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-					report(fmt.Errorf("member %s: fetching %s/%d: %v", name, topic, p, err))
+					report(fmt.Errorf("member %s: fetching %s/%d: %w", name, topic, p, err))
 				}
 			})
 			if fs.NumRecords() == 0 {

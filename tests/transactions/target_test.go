@@ -26,11 +26,15 @@ import (
 const TargetEnv = "KIGGY_TXN_TARGET"
 
 // target is a system under test: its name ("kiggy" or "kafka") and the
-// bootstrap address its clients connect to.
+// bootstrap its clients connect to: one address, or several separated by
+// commas (a kiggy cluster), as Java's bootstrap.servers takes them.
 type target struct {
 	name string
 	addr string
 }
+
+// seeds returns the bootstrap's addresses, for kgo.SeedBrokers.
+func (tg target) seeds() []string { return strings.Split(tg.addr, ",") }
 
 // targets returns the target names TargetEnv selects, or fails t.
 func targets(t *testing.T) []string {
@@ -116,7 +120,7 @@ func uniqueName(t testing.TB, prefix string) string {
 // client returns a franz-go client of tg with opts, closed when t ends.
 func client(t testing.TB, tg target, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(tg.addr)}, opts...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(tg.seeds()...)}, opts...)...)
 	if err != nil {
 		t.Fatalf("%s: %v", tg.name, err)
 	}
@@ -171,7 +175,7 @@ func endOffsets(t testing.TB, tg target, topic string) map[int32]ends {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.addr))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.seeds()...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,8 +214,8 @@ func endOffsets(t testing.TB, tg target, topic string) map[int32]ends {
 const sentinelPrefix = "~sentinel~"
 
 // readAll reads every record of topic with the given isolation level, from
-// the start: it first writes a non-transactional sentinel record to each
-// partition, then consumes until it has seen that sentinel in every
+// the start: it first writes a non-transactional sentinel record (keyed,
+// for a compacted topic) to each partition, then consumes until it has seen that sentinel in every
 // partition (a read_committed consumer sees it only once every transaction
 // before it has ended) and returns the records before the sentinels, in
 // offset order within a partition, sentinels of earlier calls excluded.
@@ -228,7 +232,7 @@ func readAll(t testing.TB, tg target, topic string, partitions int32, level kgo.
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	for p := range partitions {
-		if err := pr.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte(sentinel)}).FirstErr(); err != nil {
+		if err := pr.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Key: []byte(sentinelPrefix), Value: []byte(sentinel)}).FirstErr(); err != nil {
 			t.Fatalf("%s: writing the end sentinel to %s/%d: %v", tg.name, topic, p, err)
 		}
 	}
