@@ -187,11 +187,11 @@ func (g *Gateway) clusterHooks() *txn.Cluster {
 }
 
 // sendMarker is txn.Cluster.SendMarker: WriteTxnMarkers to the partition's
-// leader, when it is another instance.
-// When this instance leads the partition the marker is applied here, through
-// the same checks as one another instance sends (applyMarker): a partition
-// that just moved here is not marked before its transactions are loaded,
-// or the abort would find the transaction not open and record nothing.
+// leader, when it is another instance. When this instance leads the
+// partition the marker is applied here, through the same checks as one
+// another instance sends (applyMarker): a partition that just moved here
+// is not marked before its transactions are loaded, or the abort would
+// find the transaction not open and record nothing.
 func (g *Gateway) sendMarker(ctx context.Context, topic string, partition int32, marker mapping.Control) (bool, error) {
 	node := g.cfg.Placement.Leader(topic, partition).Leader
 	if node < 0 {
