@@ -205,31 +205,16 @@ func (c *Coordinator) nowMs() int64 { return c.cfg.Now().UnixMilli() }
 // partitions of every unfinished transaction in the index. Call Recover
 // next to complete the prepared ones.
 func (c *Coordinator) Load(ctx context.Context) error {
-	abs, err := c.sys.LoadSystem(ctx, NamespaceAborted)
+	snap, err := c.LoadSnapshot(ctx)
 	if err != nil {
 		return err
 	}
-	for k, v := range abs {
-		topic, p, ok := parseAbortedKey(k)
-		list, err := decodeAborted(v)
-		if !ok || err != nil {
-			c.cfg.Logger.Warn("txn: skipping an unreadable aborted index", "key", k)
-			continue
-		}
-		c.Index.SetAborted(topic, p, list)
-	}
-	txns, err := c.sys.LoadSystem(ctx, NamespaceTxn)
-	if err != nil {
-		return err
+	for p, list := range snap.Aborted {
+		c.Index.SetAborted(p.Topic, p.Partition, list)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for id, v := range txns {
-		t, err := Decode(id, v)
-		if err != nil {
-			c.cfg.Logger.Warn("txn: skipping an unreadable transaction", "transactional_id", id)
-			continue
-		}
+	for id, t := range snap.Txns {
 		e := &entry{t: t}
 		c.txns[id] = e
 		c.byPID[t.ProducerID] = e
