@@ -187,7 +187,8 @@ func dumpTopics(t *testing.T, tg target, prefix string) {
 					r.ProducerID, r.ProducerEpoch, r.Attrs.IsTransactional(), r.Attrs.IsControl(), r.Key, r.Value)
 			}
 		}
-		if err := os.MkdirAll(dir, 0o755); err == nil {
+		err := os.MkdirAll(dir, 0o755)
+		if err == nil {
 			err = os.WriteFile(filepath.Join(dir, td.Topic+".txt"), []byte(b.String()), 0o644)
 		}
 		if err != nil {
