@@ -312,7 +312,10 @@ func TestWaitForAppendRouted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, ReadCacheBytes: -1})
+	// Two wait sessions per call, and room for a call's before its
+	// sessions are back from their last reply (on a loaded machine the
+	// next call can come first, and would find them busy).
+	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, WaitSessions: 4, ReadCacheBytes: -1})
 	cx := ctx(t)
 	if _, err := c.CreateTopic(cx, "r", 2, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
