@@ -160,7 +160,8 @@ func StartContext(ctx context.Context, bin string, opts Options) (*Node, error) 
 			n.args = nil // a restart keeps the data
 			return n, nil
 		}
-		if !strings.Contains(lastErr.Error(), "in use") {
+		// "Address in use", or iggy-server 0.9's own words for it.
+		if msg := lastErr.Error(); !strings.Contains(msg, "in use") && !strings.Contains(msg, "Cannot bind to socket") {
 			break
 		}
 	}
