@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/mapping"
@@ -85,16 +84,20 @@ const txnSyncInterval = 200 * time.Millisecond
 // peerTimeout bounds one request to another instance.
 const peerTimeout = 10 * time.Second
 
-// txnClusterState is the gateway's part of transactions in a cluster.
+// txnClusterState is the gateway's part of transactions in a cluster,
+// owned by txnSyncLoop but for kick.
 type txnClusterState struct {
-	// syncMu makes one sync at a time.
-	syncMu sync.Mutex
 	// kick asks txnSyncLoop for a sync now.
 	kick chan struct{}
-	// pendingSince is when NotePending first held something unresolved
-	// (zero when nothing): a sync reconciles what a lost notice left.
-	pendingSince time.Time
+	// lastSync is when the last sync ended: offsets noted pending that
+	// stay unresolved are reconciled by a sync at most every
+	// pendingRecheck.
+	lastSync time.Time
 }
+
+// pendingRecheck is how long offsets noted pending may stay unresolved
+// before a sync reconciles what a lost notice left.
+const pendingRecheck = 10 * time.Second
 
 // txnSynced is the view the last sync adopted: ids, partitions and groups
 // whose leader epoch is above it moved here since and are not served until
@@ -197,22 +200,33 @@ func (g *Gateway) sendMarker(ctx context.Context, topic string, partition int32,
 	if node < 0 {
 		return true, errors.New("no instance leads the partition")
 	}
-	if node != g.cfg.NodeID {
-		return true, g.callMarker(ctx, node, topic, partition, marker)
+	if node == g.cfg.NodeID {
+		return true, retryMarker(ctx, "marker at this instance", func(context.Context) (wire.ErrorCode, error) {
+			return g.applyMarker(topic, partition, marker), nil
+		})
 	}
+	return true, g.callMarker(ctx, node, topic, partition, marker)
+}
+
+// retryMarker runs once until it answers NoError, an error or a code that
+// is not retriable; a retriable code (the partition moving, its
+// transactions loading) is retried for up to peerTimeout.
+func retryMarker(ctx context.Context, where string, once func(context.Context) (wire.ErrorCode, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
 	defer cancel()
 	for {
-		code := g.applyMarker(topic, partition, marker)
+		code, err := once(ctx)
 		switch {
+		case err != nil:
+			return err
 		case code == wire.NoError:
-			return true, nil
+			return nil
 		case !code.Retriable():
-			return true, fmt.Errorf("marker at this instance: %s", code)
+			return fmt.Errorf("%s: %s", where, code)
 		}
 		select {
 		case <-ctx.Done():
-			return true, fmt.Errorf("marker at this instance: %s", code)
+			return fmt.Errorf("%s: %s", where, code)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -222,33 +236,17 @@ func (g *Gateway) sendMarker(ctx context.Context, topic string, partition int32,
 // each other.
 const writeTxnMarkersVersion = 1
 
-// callMarker sends one marker for topic/partition to node and returns the
-// partition's error. A retriable error (the partition moving, its
-// transactions loading) is retried for up to peerTimeout.
+// callMarker sends one marker for topic/partition to node (retryMarker)
+// and returns the partition's error.
 func (g *Gateway) callMarker(ctx context.Context, node int32, topic string, partition int32, marker mapping.Control) error {
-	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
-	defer cancel()
 	req := wire.WriteTxnMarkersRequest{Markers: []wire.WriteTxnMarker{{
 		ProducerID: marker.ProducerID, ProducerEpoch: marker.ProducerEpoch, TransactionResult: marker.Commit,
 		Topics: []wire.WriteTxnMarkerTopic{{Name: topic, PartitionIndexes: []int32{partition}}},
 	}}}
 	body := req.AppendTo(nil, writeTxnMarkersVersion)
-	for {
-		code, err := g.markerOnce(ctx, node, body, topic, partition)
-		switch {
-		case err != nil:
-			return err
-		case code == wire.NoError:
-			return nil
-		case !code.Retriable():
-			return fmt.Errorf("WriteTxnMarkers to node %d: %s", node, code)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("WriteTxnMarkers to node %d: %s", node, code)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return retryMarker(ctx, fmt.Sprintf("WriteTxnMarkers to node %d", node), func(ctx context.Context) (wire.ErrorCode, error) {
+		return g.markerOnce(ctx, node, body, topic, partition)
+	})
 }
 
 // markerOnce sends body (a WriteTxnMarkers request of one partition) to
@@ -285,7 +283,7 @@ func (g *Gateway) txnSyncLoop() {
 		case <-g.ctx.Done():
 			return
 		case <-t.C:
-			stale := g.txn.RemotePending() && time.Since(g.txnc.pendingSinceGet(g)) > 10*time.Second
+			stale := g.txn.RemotePending() && time.Since(g.txnc.lastSync) > pendingRecheck
 			if g.txnReady.Load() && g.ackedView() <= g.txnSyncedView() && !stale {
 				continue
 			}
@@ -299,26 +297,12 @@ func (g *Gateway) txnSyncLoop() {
 	}
 }
 
-// pendingSinceGet returns when NotePending began holding something
-// unresolved, starting the clock now when it was not running.
-func (s *txnClusterState) pendingSinceGet(g *Gateway) time.Time {
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
-	if s.pendingSince.IsZero() {
-		s.pendingSince = time.Now()
-	}
-	return s.pendingSince
-}
-
 // txnSync adopts from the shared system store what moved here since the
 // last sync: the transactional ids this instance now coordinates (their
 // prepared transactions completed), the open and aborted transactions of
 // the partitions it now leads, and the pending offsets of the groups it now
 // coordinates; and drops what moved away.
 func (g *Gateway) txnSync(ctx context.Context) error {
-	s := &g.txnc
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
 	pl := g.cfg.Placement
 	// The view first, then the store: every instance has let go of what a
 	// view up to acked took from it, and stored what it did before that.
@@ -342,7 +326,7 @@ func (g *Gateway) txnSync(ctx context.Context) error {
 		node, _ := pl.Coordinator(group)
 		return node == self
 	})
-	s.pendingSince = time.Time{}
+	g.txnc.lastSync = time.Now()
 	if acked > prev {
 		g.txnSynced.Store(acked)
 	}
