@@ -347,6 +347,18 @@ func startMember(t *testing.T, tg target, name, in, out, group string, report fu
 			ecancel()
 			if err != nil {
 				report(fmt.Errorf("member %s: ending a transaction: %w", name, err))
+				// An EndTxn whose outcome is unconfirmed (its coordinator
+				// died under it) leaves franz-go's client in the
+				// transaction; its documented heal is End(TryAbort), which
+				// re-runs InitProducerId at the current epoch and so
+				// fences whatever the broker still has open.
+				actx, acancel := context.WithTimeout(cctx, 30*time.Second)
+				_, err := sess.End(actx, kgo.TryAbort)
+				acancel()
+				if err != nil {
+					report(fmt.Errorf("member %s: aborting after a failed end: %w", name, err))
+					return
+				}
 				continue
 			}
 			if committed {
