@@ -97,7 +97,7 @@ func (l *loop) setInterest(c *econn) {
 	if c.events&unix.EPOLLIN != 0 && want&unix.EPOLLIN == 0 && !c.closing && l.mustPause(c) {
 		// Reads stop at a limit (with or without a stash of bytes read
 		// past it).
-		l.n.pauses[c.pauseCause(&l.s.cfg)].Add(1)
+		l.n.pauses[c.pauseCause(&l.s.cfg, false)].Add(1)
 	}
 	c.events = want
 	ev := unix.EpollEvent{Events: want, Fd: int32(c.fd), Pad: c.tag()}
