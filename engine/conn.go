@@ -81,9 +81,10 @@ func (q *inflight) overLimit(cfg *Config) bool {
 		(q.inBytes > cfg.MaxInFlightBytes && !q.slots.empty())
 }
 
-// pauseCause names the limit that paused reads (Stats.Pauses).
-func (q *inflight) pauseCause(cfg *Config) PauseCause {
-	return pauseCause(q.outBytes > cfg.MaxOutputBytes, q.slots.full())
+// pauseCause names what paused reads (Stats.Pauses); throttled: a
+// ConnInfo.Throttle is in force.
+func (q *inflight) pauseCause(cfg *Config, throttled bool) PauseCause {
+	return pauseCause(q.outBytes > cfg.MaxOutputBytes, throttled, q.slots.full())
 }
 
 // startClosing marks the connection closing for why; false if it already

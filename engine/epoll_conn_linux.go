@@ -29,7 +29,8 @@ type econn struct {
 	writeStart int64 // 0, or when the head response started waiting
 	closed     bool
 	dirty      bool
-	idx        int // position in loop.list
+	muted      bool // on loop.muted: paused by a Throttle, resumed at its end
+	idx        int  // position in loop.list
 }
 
 // tag identifies c in epoll event data next to its fd, so an event fetched
@@ -74,9 +75,11 @@ func (l *loop) service(c *econn) {
 	l.setInterest(c)
 }
 
-// mustPause reports whether c may not start another frame now.
+// mustPause reports whether c may not start another frame now: it closes,
+// it is at a limit, or a quota's Throttle is in force (tested last: one
+// atomic load when none was set).
 func (l *loop) mustPause(c *econn) bool {
-	return c.closing || c.overLimit(&l.s.cfg)
+	return c.closing || c.overLimit(&l.s.cfg) || c.info.mutedUntil() != 0
 }
 
 // setInterest registers the epoll events c needs now.
@@ -91,13 +94,18 @@ func (l *loop) setInterest(c *econn) {
 	if c.blocked {
 		want |= unix.EPOLLOUT
 	}
+	if want&unix.EPOLLIN == 0 && !c.closing {
+		// No completion is bound to come for a throttled connection: the
+		// loop must wake by itself when the throttle ends.
+		l.watchThrottle(c)
+	}
 	if want == c.events {
 		return
 	}
 	if c.events&unix.EPOLLIN != 0 && want&unix.EPOLLIN == 0 && !c.closing && l.mustPause(c) {
-		// Reads stop at a limit (with or without a stash of bytes read
-		// past it).
-		l.n.pauses[c.pauseCause(&l.s.cfg)].Add(1)
+		// Reads stop at a limit or a throttle (with or without a stash of
+		// bytes read past it).
+		l.n.pauses[c.pauseCause(&l.s.cfg, c.info.mutedUntil() != 0)].Add(1)
 	}
 	c.events = want
 	ev := unix.EpollEvent{Events: want, Fd: int32(c.fd), Pad: c.tag()}
@@ -129,6 +137,7 @@ func (l *loop) closeConn(c *econn, why CloseReason, msg string) {
 	last.idx = c.idx
 	l.list[len(l.list)-1] = nil
 	l.list = l.list[:len(l.list)-1]
+	l.unwatchThrottle(c)
 	c.release()
 	c.fr.reset()
 	l.dropStash(c)

@@ -60,6 +60,15 @@ package engine
 // Timeouts. No timer per request: each loop sweeps its connections every
 // Config.sweepInterval, comparing three timestamps per connection.
 //
+// Throttles. A handler may mute a connection for a client quota
+// (ConnInfo.Throttle, Kafka's KIP-219): mustPause then holds, so reads stop
+// like at any limit (EPOLLIN off, bytes read past it stashed). Unlike a
+// limit, no completion ends it, so the loop keeps its muted connections in
+// a list and its wait deadline is the earlier of the next sweep and the
+// earliest throttle end; at that end they are marked dirty and service
+// resumes them. A throttle set off the loop is seen on the connection's
+// next read or servicing, whichever comes first.
+//
 // Lock ordering: loop.mu (queues) is a leaf; epollServer.mu is never held
 // while taking loop.mu.
 //
@@ -67,7 +76,7 @@ package engine
 // the acceptor. epoll_loop_linux.go: a loop, its poller and its queues.
 // epoll_conn_linux.go: a connection's state, interest and close.
 // epoll_read_linux.go and epoll_write_linux.go: the read and write paths.
-// epoll_sweep_linux.go: timeouts. conn.go: what a connection's requests go
+// epoll_sweep_linux.go: timeouts and throttles. conn.go: what a connection's requests go
 // through in both engines (the in-flight ring, completions, the writes'
 // bookkeeping, close accounting).
 

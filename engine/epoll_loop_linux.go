@@ -73,6 +73,11 @@ type loop struct {
 	nextSweep int64
 	draining  bool
 	quit      bool
+
+	// muted are the connections paused by a Throttle (econn.muted), and
+	// muteNext the loop clock when the earliest of them may end; 0 = none.
+	muted    []*econn
+	muteNext int64
 }
 
 func newLoop(s *epollServer) (*loop, error) {
@@ -176,22 +181,25 @@ func (l *loop) run() {
 	sweep := int64(l.s.cfg.sweepInterval())
 	l.now = l.clock()
 	l.nextSweep = l.now + sweep
-	l.setSweepDeadline()
+	l.setWaitDeadline()
 	for !l.quit {
 		l.wait()
 		l.handleEvents()
+		if l.muteNext != 0 && l.now >= l.muteNext {
+			l.unmuteEnded()
+		}
 		l.serviceDirty()
 		if l.now >= l.nextSweep {
 			l.sweep()
 			l.nextSweep = l.now + sweep
-			l.setSweepDeadline()
+			l.setWaitDeadline()
 		}
 	}
 	l.exit()
 }
 
-// wait parks until events are ready (or the sweep deadline passes) and
-// reads the clock.
+// wait parks until events are ready (or the wait deadline passes: the next
+// sweep or throttle end) and reads the clock.
 func (l *loop) wait() {
 	l.nready, l.pollErr = 0, nil
 	err := l.raw.Read(l.pollFn)

@@ -10,8 +10,9 @@ package engine
 // The reader owns the framer and a pooled 16 KiB read buffer. It calls the
 // handler's Serve itself. Before feeding each frame it waits (sync.Cond)
 // while the connection must pause (MaxInFlight, MaxInFlightBytes,
-// MaxOutputBytes); since the read buffer is its own, pausing mid-buffer
-// needs no stash. Timeouts are read deadlines: ReadTimeout from the start of
+// MaxOutputBytes, or a quota's ConnInfo.Throttle, whose end a timer
+// signals); since the read buffer is its own, pausing mid-buffer needs no
+// stash. Timeouts are read deadlines: ReadTimeout from the start of
 // the frame in progress, else IdleTimeout (re-armed while requests are in
 // flight, since the connection is then not idle).
 //
@@ -289,21 +290,50 @@ type nconn struct {
 
 const maxNetBufs = 64
 
-// waitRoom blocks while the connection must pause; ok false means stop
-// reading; waited reports that it blocked (the pause was ours, not the
-// peer's, so a frame in progress gets a fresh ReadTimeout).
+// waitRoom blocks while the connection must pause: at a limit, or while a
+// quota's Throttle is in force; ok false means stop reading; waited reports
+// that it blocked (the pause was ours, not the peer's, so a frame in
+// progress gets a fresh ReadTimeout). A pause is counted once, under what
+// first caused it.
 func (c *nconn) waitRoom() (ok, waited bool) {
+	cfg := &c.s.cfg
+	var timer *time.Timer
 	c.mu.Lock()
-	for !c.closed && !c.closing && c.overLimit(&c.s.cfg) {
-		if !waited {
-			c.s.n.pauses[c.pauseCause(&c.s.cfg)].Add(1)
+	for !c.closed && !c.closing {
+		until := c.info.mutedUntil()
+		if until == 0 && !c.overLimit(cfg) {
+			break
 		}
-		waited = true
+		if !waited {
+			c.s.n.pauses[c.pauseCause(cfg, until != 0)].Add(1)
+			waited = true
+		}
+		if until != 0 {
+			// No completion ends a throttle: a timer wakes the wait at
+			// its end (re-armed if a handler extended it); a close wakes
+			// it through the cond as for any pause.
+			d := time.Until(time.Unix(0, until))
+			if timer == nil {
+				timer = time.AfterFunc(d, c.broadcast)
+			} else {
+				timer.Reset(d)
+			}
+		}
 		c.cond.Wait()
 	}
 	ok = !c.closed && !c.closing
 	c.mu.Unlock()
+	if timer != nil {
+		timer.Stop()
+	}
 	return ok, waited
+}
+
+// broadcast wakes the reader out of waitRoom (a throttle's end).
+func (c *nconn) broadcast() {
+	c.mu.Lock()
+	c.cond.Broadcast()
+	c.mu.Unlock()
 }
 
 func (c *nconn) readLoop() {
@@ -370,9 +400,16 @@ func (c *nconn) readOnce(buf []byte, frameStart *time.Time) (ok bool, err error)
 		c.s.n.bytesIn.Add(uint64(n))
 	}
 	for used := 0; used < n; {
-		if used > 0 {
-			if ok, _ := c.waitRoom(); !ok {
+		// Before a read's first frame readLoop's waitRoom has just run,
+		// but a throttle set by a worker while we were in Read must hold
+		// from this frame on (one atomic load when none is set).
+		if used > 0 || c.info.mutedUntil() != 0 {
+			ok, waited := c.waitRoom()
+			if !ok {
 				return false, err
+			}
+			if waited {
+				*frameStart = time.Now() // our pause, not a slow peer
 			}
 		}
 		k, done, bad := c.fr.feed(buf[used:n])

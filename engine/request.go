@@ -47,6 +47,10 @@ type ConnInfo struct {
 	// authDeadline is when the connection is closed unless Authenticated
 	// is called (Listener.AuthTimeout), in Unix nanoseconds; 0 = never.
 	authDeadline atomic.Int64
+	// throttleEnd is when a quota throttle (Throttle) ends, in Unix
+	// nanoseconds; 0 = none in force. Whoever sees it passed resets it to
+	// 0, so an unthrottled connection's check stays one atomic load.
+	throttleEnd atomic.Int64
 }
 
 // Authenticated tells the engine that the connection authenticated: the
@@ -65,6 +69,60 @@ func (c *ConnInfo) startAuthClock(d time.Duration) {
 	if d > 0 {
 		c.authDeadline.Store(time.Now().Add(d).UnixNano())
 	}
+}
+
+// maxThrottle bounds one Throttle: Kafka's throttle_time_ms is an int32 of
+// milliseconds, and the bound keeps the end's Unix nanoseconds in range.
+const maxThrottle = math.MaxInt32 * time.Millisecond
+
+// Throttle stops reading the connection's requests until d from now
+// (Kafka's channel muting for a quota violation, KIP-219): requests already
+// read are still served and their responses written, but no further frame
+// is started until then. It may be called from any goroutine, at any time
+// (also after the request's Serve returned, or after the connection
+// closed), any number of times: the later of the current and the new end
+// wins. d <= 0 does nothing; d is capped at math.MaxInt32 milliseconds.
+//
+// An engine notices a throttle set off its own goroutine at the latest
+// when it next reads the connection; one set inside Serve holds from the
+// next frame on.
+func (c *ConnInfo) Throttle(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	end := time.Now().Add(min(d, maxThrottle)).UnixNano()
+	for {
+		cur := c.throttleEnd.Load()
+		if cur >= end || c.throttleEnd.CompareAndSwap(cur, end) {
+			return
+		}
+	}
+}
+
+// ThrottledUntil returns when the connection's Throttle ends; the zero
+// time when none is in force.
+func (c *ConnInfo) ThrottledUntil() time.Time {
+	if end := c.mutedUntil(); end != 0 {
+		return time.Unix(0, end)
+	}
+	return time.Time{}
+}
+
+// mutedUntil returns the end of the Throttle in force, in Unix
+// nanoseconds, or 0. It is on the engines' read paths: one atomic load when
+// no throttle was set (or the last one was seen passed), the clock only
+// while one is.
+func (c *ConnInfo) mutedUntil() int64 {
+	end := c.throttleEnd.Load()
+	if end == 0 {
+		return 0
+	}
+	if end > time.Now().UnixNano() {
+		return end
+	}
+	// Passed: back to one load. A CAS, so a later Throttle is not lost.
+	c.throttleEnd.CompareAndSwap(end, 0)
+	return 0
 }
 
 // Closed reports whether the engine has closed the connection. A handler

@@ -83,7 +83,8 @@ func ParseCloseReason(s string) CloseReason {
 	return ReasonProtocolError
 }
 
-// PauseCause says which per-connection limit stopped reading a connection.
+// PauseCause says which per-connection limit, or a quota's throttle, stopped
+// reading a connection.
 type PauseCause uint8
 
 // Pause causes.
@@ -95,6 +96,9 @@ const (
 	PauseInFlightBytes
 	// PauseOutputBytes: MaxOutputBytes of responses queued, unwritten.
 	PauseOutputBytes
+	// PauseThrottle: the handler throttled the connection for a client
+	// quota (ConnInfo.Throttle; Kafka's channel muting, KIP-219).
+	PauseThrottle
 	// NumPauseCauses is the number of pause causes.
 	NumPauseCauses
 )
@@ -103,10 +107,11 @@ var pauseNames = [NumPauseCauses]string{
 	PauseInFlight:      "max_in_flight",
 	PauseInFlightBytes: "max_in_flight_bytes",
 	PauseOutputBytes:   "max_output_bytes",
+	PauseThrottle:      "quota_throttle",
 }
 
-// String returns the cause's metric label, the limit's flag name with
-// underscores, e.g. "max_in_flight".
+// String returns the cause's metric label: the limit's flag name with
+// underscores, e.g. "max_in_flight", or "quota_throttle".
 func (p PauseCause) String() string {
 	if p < NumPauseCauses {
 		return pauseNames[p]
@@ -114,13 +119,16 @@ func (p PauseCause) String() string {
 	return "unknown"
 }
 
-// pauseCause names the limit that pauses a connection, given that one
-// does: queued output first (a client that does not read is what matters
-// most to an operator), then the request count, else the request bytes.
-func pauseCause(outOver, slotsFull bool) PauseCause {
+// pauseCause names what pauses a connection, given that something does:
+// queued output first (a client that does not read is what matters most to
+// an operator), then a quota's throttle (it holds the connection whatever
+// completes), then the request count, else the request bytes.
+func pauseCause(outOver, throttled, slotsFull bool) PauseCause {
 	switch {
 	case outOver:
 		return PauseOutputBytes
+	case throttled:
+		return PauseThrottle
 	case slotsFull:
 		return PauseInFlight
 	}
@@ -143,8 +151,8 @@ type Stats struct {
 	BytesIn, BytesOut uint64
 	// Closes counts closed connections by reason.
 	Closes [NumCloseReasons]uint64
-	// Pauses counts the times a connection's reads stopped at a limit, by
-	// the limit.
+	// Pauses counts the times a connection's reads stopped at a limit or
+	// for a quota's throttle, by cause.
 	Pauses [NumPauseCauses]uint64
 }
 

@@ -87,7 +87,7 @@ func (a *admin) metrics(w http.ResponseWriter, _ *http.Request) {
 	for r := engine.CloseReason(0); r < engine.NumCloseReasons; r++ {
 		fmt.Fprintf(w, "kiggy_connections_closed_total{reason=%q} %d\n", r.String(), s.Closed(r))
 	}
-	fmt.Fprintf(w, "# HELP kiggy_connection_read_pauses_total Times a connection's reads stopped at a per-connection limit, by limit.\n# TYPE kiggy_connection_read_pauses_total counter\n")
+	fmt.Fprintf(w, "# HELP kiggy_connection_read_pauses_total Times a connection's reads stopped at a per-connection limit or for a quota's throttle, by limit.\n# TYPE kiggy_connection_read_pauses_total counter\n")
 	for p := engine.PauseCause(0); p < engine.NumPauseCauses; p++ {
 		fmt.Fprintf(w, "kiggy_connection_read_pauses_total{limit=%q} %d\n", p.String(), s.Pauses[p])
 	}
