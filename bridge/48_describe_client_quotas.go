@@ -1,7 +1,8 @@
 // DescribeClientQuotas (API key 48): versions 0–1 (wire.APIs).
 //
-// Differs from Kafka: kiggy has no client quotas, so no entity ever matches
-// (docs/design/security.md §8).
+// kiggy's one quota is --quota-request-percentage, set for the default user
+// and default client id (docs/design/quotas.md): that entity is the only
+// one described; quotas are set by flags, not AlterClientQuotas.
 
 package bridge
 
@@ -14,9 +15,10 @@ import (
 
 func init() { handle(wire.KeyDescribeClientQuotas, (*Gateway).describeClientQuotas) }
 
-// describeClientQuotas answers DescribeClientQuotas (key 48): kiggy has no
-// client quotas, so no entity matches; a match type outside 0–2 is
-// INVALID_REQUEST as in Kafka's ClientQuotaManager. kafka-configs
+// describeClientQuotas answers DescribeClientQuotas (key 48) with the
+// request quota's entity (default user, default client id) when it
+// matches the filter, and nothing without a quota; a match type outside
+// 0–2 is INVALID_REQUEST as in Kafka's ClientQuotaManager. kafka-configs
 // --describe --entity-type users asks it beside the SCRAM credentials.
 func (g *Gateway) describeClientQuotas(c *call) bool {
 	var req wire.DescribeClientQuotasRequest
@@ -38,7 +40,33 @@ func (g *Gateway) describeClientQuotas(c *call) bool {
 			break
 		}
 	}
+	if resp.ErrorCode == wire.NoError && g.cfg.Quota.RequestPercentage > 0 && defaultQuotaEntityMatches(&req) {
+		resp.Entries = append(resp.Entries, wire.QuotaEntry{
+			Entity: []wire.QuotaEntity{{Type: "user"}, {Type: "client-id"}},
+			Values: []wire.QuotaValue{{Key: "request_percentage", Value: g.cfg.Quota.RequestPercentage}},
+		})
+	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, resp)
 	return false
+}
+
+// defaultQuotaEntityMatches reports whether the entity (user=<default>,
+// client-id=<default>) passes req's filter, as Kafka's
+// ClientQuotaManager.describeClientQuotas filters: every component must
+// match one of the entity's parts (a default-name or any-name match of
+// type user or client-id; an exact name never names a default), and a
+// strict filter must name both of its types.
+func defaultQuotaEntityMatches(req *wire.DescribeClientQuotasRequest) bool {
+	named := map[string]bool{}
+	for _, comp := range req.Components {
+		if comp.EntityType != "user" && comp.EntityType != "client-id" {
+			return false
+		}
+		if comp.MatchType == 0 {
+			return false
+		}
+		named[comp.EntityType] = true
+	}
+	return !req.Strict || len(named) == 2
 }

@@ -3,6 +3,7 @@ package bridge
 import (
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge/quota"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/wire"
 )
@@ -70,6 +71,8 @@ type call struct {
 	resumed bool
 	// start is when the gateway first saw the request (latency metric).
 	start time.Time
+	// throttleMs is the quota throttle its response reports (quotas.go).
+	throttleMs int32
 }
 
 // decoder is a wire request: Decode parses a body of a given version.
@@ -97,7 +100,11 @@ type appender interface {
 // respond is a handler's epilogue: it completes c with resp, encoded at the
 // request's version behind the response header.
 func respond[R appender](c *call, resp R) {
-	c.req.Respond(resp.AppendTo(c.responseBuffer(), c.hdr.APIVersion))
+	buf := c.responseBuffer()
+	n := len(buf)
+	buf = resp.AppendTo(buf, c.hdr.APIVersion)
+	c.putThrottle(buf, n)
+	c.req.Respond(buf)
 }
 
 // responseBuffer returns the engine's response buffer with c's response
@@ -132,7 +139,14 @@ func (g *Gateway) runOffloaded(c *call) {
 	st := c.state
 	cs := c.cs
 	h := g.handler(c.hdr.APIKey)
-	if parked, ok := g.invoke(h, c); !parked {
+	var meter *quota.Meter
+	if g.quotas != nil && !quotaExempt(c.hdr.APIKey) {
+		meter = cs.quota.meter // charged in serveOne; this is the rest of its time
+	}
+	start := time.Now()
+	parked, ok := g.invoke(h, c)
+	g.chargeCall(cs, meter, start, 0)
+	if !parked {
 		if ok {
 			g.observe(c)
 			g.putState(st)
@@ -145,6 +159,9 @@ func (g *Gateway) runOffloaded(c *call) {
 // continues its connection.
 func (g *Gateway) finishParked(c *call, resp []byte) {
 	cs := c.cs
+	if c.throttleMs > 0 {
+		c.putThrottle(resp, len(wire.AppendResponseHeader(nil, c.hdr.APIKey, c.hdr.APIVersion, c.hdr.CorrelationID)))
+	}
 	c.req.Respond(resp)
 	g.observe(c)
 	g.putState(c.state)

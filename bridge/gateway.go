@@ -27,6 +27,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge/fetchcache"
 	"github.com/kiggy-io/kiggy/bridge/fetchsession"
+	"github.com/kiggy-io/kiggy/bridge/quota"
 	"github.com/kiggy-io/kiggy/security"
 
 	"github.com/kiggy-io/kiggy/bridge/group"
@@ -199,6 +200,11 @@ type Config struct {
 	// larger one may (Kafka min.incremental.fetch.session.eviction.ms);
 	// 0 = 120 s.
 	FetchSessionMinEviction time.Duration
+	// Quota sets the client request quota (Kafka's request_percentage,
+	// KIP-124; quotas.go): the gateway time each (user, client id) may use,
+	// as a percentage of one thread; a client over it is throttled. The
+	// zero value sets none (Kafka's default too).
+	Quota quota.Config
 	// Group configures the group coordinator (session timeout bounds,
 	// initial rebalance delay).
 	Group group.Config
@@ -357,6 +363,9 @@ type Gateway struct {
 	// fetchSessions holds the incremental Fetch sessions
 	// (fetchsessions.go); nil when they are off.
 	fetchSessions *fetchsession.Cache
+	// quotas meters each client's gateway time (quotas.go); nil without a
+	// quota.
+	quotas *quota.Tracker
 	// estimates and sharedReads are the store as a ReadEstimator and as
 	// SharedReads (fetch.go, readAll and skipPart); nil when it is not.
 	estimates   store.ReadEstimator
@@ -380,6 +389,8 @@ type connState struct {
 	auth connAuth
 	// sasl is the connection's SASL authentication state (sasl.go).
 	sasl saslConn
+	// quota is the connection's client's quota meter (quotas.go).
+	quota connQuota
 }
 
 // task is a unit of work for the pool: a new request of a connection, or a
@@ -429,6 +440,7 @@ func New(cfg Config, backend store.Log) *Gateway {
 	if cfg.FetchSessionCacheSlots > 0 {
 		g.fetchSessions = fetchsession.New(cfg.FetchSessionCacheSlots, cfg.FetchSessionMaxPartitions, cfg.FetchSessionMinEviction)
 	}
+	g.quotas = quota.New(cfg.Quota)
 	for range cfg.Workers {
 		g.wg.Add(1)
 		go g.worker()
@@ -550,6 +562,9 @@ func (g *Gateway) run(cs *connState, req *engine.Request, inline bool) {
 			return // parked: resume runs the rest
 		}
 		req = g.next(cs)
+		if req != nil && g.deferThrottled(cs, req) {
+			return
+		}
 	}
 }
 
@@ -570,7 +585,7 @@ func (g *Gateway) next(cs *connState) *engine.Request {
 
 // resume continues a connection after a parked request completed.
 func (g *Gateway) resume(cs *connState) {
-	if req := g.next(cs); req != nil {
+	if req := g.next(cs); req != nil && !g.deferThrottled(cs, req) {
 		g.submit(cs, req)
 	}
 }
@@ -608,7 +623,9 @@ func (g *Gateway) serveOne(cs *connState, req *engine.Request, inline bool) bool
 	st := g.states.Get().(*state)
 	c := &st.call
 	*c = call{cs: cs, req: req, hdr: hdr, body: body, state: st, inline: inline, start: time.Now()}
+	meter, throttle := g.meterCall(c)
 	parked, ok := g.invoke(h, c)
+	g.chargeCall(cs, meter, c.start, throttle)
 	if ok && !parked {
 		g.observe(c)
 		g.putState(st)
@@ -652,6 +669,7 @@ func (g *Gateway) janitor() {
 			if sweep++; sweep%5 != 0 {
 				continue
 			}
+			g.quotas.Expire(now)
 			if sweep%30 == 0 {
 				// Once a minute (Kafka checks every
 				// producer.id.expiration.check.interval.ms, 10 min).

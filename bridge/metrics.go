@@ -189,6 +189,10 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	for _, r := range group.RefuseReasons() {
 		fmt.Fprintf(w, "kiggy_groups_refused_total{reason=%q} %d\n", r.String(), gst.Refused[r])
 	}
+	qs := g.quotas.Stats()
+	metric.Single(w, "kiggy_quota_clients", "gauge", "Clients (user, client id) metered one by one for the request quota (--quota-request-percentage); 0 without a quota.", qs.Clients)
+	metric.Single(w, "kiggy_quota_throttles_total", "counter", "Requests of a client over its request quota: each is answered with throttle_time_ms and mutes its connection for that long.", qs.Throttles)
+	metric.Single(w, "kiggy_quota_throttle_seconds_total", "counter", "The throttle time of kiggy_quota_throttles_total, summed.", qs.ThrottleTime.Seconds())
 	g.writeSASLMetrics(w)
 	g.fetchCache.WriteMetrics(w)
 	g.fetchSessions.WriteMetrics(w)

@@ -19,6 +19,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/fetchsession"
 	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/bridge/quota"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 )
@@ -45,6 +46,8 @@ type options struct {
 	maxProducerStates, maxProducerStatesPrincipal int64
 	groupMaxSize, maxGroupMembers, maxGroups      int64
 	fetchSessionSlots, fetchSessionMaxPartitions  int64
+	quotaRequestPercentage, quotaWindowNum        int64
+	quotaWindowSize                               time.Duration
 	fetchSessionEviction                          time.Duration
 
 	maxConnectionsPerIP                                                         int64
@@ -114,6 +117,9 @@ func registerOptions(s *settings, o *options) {
 	s.Int("Limits", "group-max-size", &o.groupMaxSize, group.DefaultMaxGroupSize, 0, math.MaxInt32, "members (with member ids handed out by MEMBER_ID_REQUIRED and not yet used) one consumer group may hold; a join past it gets GROUP_MAX_SIZE_REACHED (Kafka group.max.size); 0 = no cap")
 	s.Int("Limits", "max-group-members", &o.maxGroupMembers, group.DefaultMaxMembers, 0, math.MaxInt32, "members (as above) of all consumer groups together; a new member past it gets COORDINATOR_NOT_AVAILABLE, which clients retry; 0 = no cap")
 	s.Int("Limits", "max-groups", &o.maxGroups, group.DefaultMaxGroups, 0, math.MaxInt32, "consumer groups held (joined, or holding offsets of simple commits); a new group past it evicts an empty group holding no offsets, or gets COORDINATOR_NOT_AVAILABLE; 0 = no cap")
+	s.Int("Limits", "quota-request-percentage", &o.quotaRequestPercentage, 0, 0, 1<<20, "request quota of every client (user, client id): the gateway time its requests may use, in percent of one thread; a client over it gets throttle_time_ms and its connection is not read for that long (Kafka request_percentage of the default user and client id, KIP-124); 0 = no quota")
+	s.Int("Limits", "quota-window-num", &o.quotaWindowNum, quota.DefaultSamples, 2, 1000, "samples the request quota measures usage over (Kafka quota.window.num)")
+	s.Duration("Limits", "quota-window-size", &o.quotaWindowSize, quota.DefaultWindow, time.Millisecond, time.Hour, "the span of each sample (Kafka quota.window.size.seconds; shorter windows let the quota act sooner); the longest throttle is one window")
 	s.Int("Kafka", "producer-state-scan", &o.producerStateScan, 16384, 1, 1<<24, "messages of a partition's tail read back to rebuild its idempotent producer state after a start")
 
 	s.Int("Limits", "max-connections", &o.maxConnections, engine.DefaultMaxConnections, 1, 1<<20, "open connections; more are closed at once (Kafka max.connections)")
@@ -290,25 +296,27 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		return err
 	}
 	bcfg := bridge.Config{
-		NodeID:                        int32(o.nodeID),
-		AdvertisedHost:                o.advertisedHost,
-		AdvertisedPort:                int32(o.advertisedPort),
-		ClusterID:                     o.clusterID,
-		NoAutoCreateTopics:            !o.autoCreateTopics,
-		AutoCreateTopicsLimit:         int(uncapped(o.autoCreateTopicsLimit)),
-		DefaultPartitions:             int32(o.defaultPartitions),
-		InstanceID:                    uint16(o.instanceID),
-		DecodeBudgetBytes:             o.decodeBudgetBytes,
-		DecodeBudgetRecords:           o.decodeBudgetRecords,
-		MaxConcurrentDecodes:          int(o.maxConcurrentDecodes),
-		Workers:                       int(o.workers),
-		ProduceTimeoutCap:             o.produceTimeoutCap,
-		ProducerIDExpiration:          o.producerIDExpiration,
-		TransactionMaxTimeout:         o.transactionMaxTimeout,
-		TransactionalIDExpiration:     o.transactionalIDExpiration,
-		MaxTransactionalIDs:           int(uncapped(o.maxTransactionalIDs)),
-		MaxACLs:                       int(uncapped(o.maxACLs)),
-		FetchSessionCacheSlots:        int(uncapped(o.fetchSessionSlots)),
+		NodeID:                    int32(o.nodeID),
+		AdvertisedHost:            o.advertisedHost,
+		AdvertisedPort:            int32(o.advertisedPort),
+		ClusterID:                 o.clusterID,
+		NoAutoCreateTopics:        !o.autoCreateTopics,
+		AutoCreateTopicsLimit:     int(uncapped(o.autoCreateTopicsLimit)),
+		DefaultPartitions:         int32(o.defaultPartitions),
+		InstanceID:                uint16(o.instanceID),
+		DecodeBudgetBytes:         o.decodeBudgetBytes,
+		DecodeBudgetRecords:       o.decodeBudgetRecords,
+		MaxConcurrentDecodes:      int(o.maxConcurrentDecodes),
+		Workers:                   int(o.workers),
+		ProduceTimeoutCap:         o.produceTimeoutCap,
+		ProducerIDExpiration:      o.producerIDExpiration,
+		TransactionMaxTimeout:     o.transactionMaxTimeout,
+		TransactionalIDExpiration: o.transactionalIDExpiration,
+		MaxTransactionalIDs:       int(uncapped(o.maxTransactionalIDs)),
+		MaxACLs:                   int(uncapped(o.maxACLs)),
+		FetchSessionCacheSlots:    int(uncapped(o.fetchSessionSlots)),
+		Quota: quota.Config{RequestPercentage: float64(o.quotaRequestPercentage),
+			Samples: int(o.quotaWindowNum), Window: o.quotaWindowSize},
 		FetchSessionMaxPartitions:     int(o.fetchSessionMaxPartitions),
 		FetchSessionMinEviction:       o.fetchSessionEviction,
 		MaxScramCredentials:           int(uncapped(o.maxScramCredentials)),

@@ -95,7 +95,7 @@ func sumDelays(m map[int]time.Duration) time.Duration {
 // steady producer's p99 loses here is the flood's rate on the shared CPUs,
 // not any work of kiggy's per request.
 func TestCheapRequestFlood(t *testing.T) {
-	k := startFloodKiggy(t)
+	k := startFloodKiggy(t, floodQuota(t)...)
 	s := startSteady(t, k)
 	s.flood(func() {
 		pipelined(t, k.Addr, "", 50_000, 2, 50, func(int) kmsg.Request {
@@ -110,6 +110,7 @@ func TestCheapRequestFlood(t *testing.T) {
 			}
 		})
 	})
+	checkThrottled(t, k)
 	s.check(t)
 }
 

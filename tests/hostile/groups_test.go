@@ -68,7 +68,7 @@ func joinCodes(codes map[int16]int) func(kmsg.Response) {
 func TestGroupMemberFlood(t *testing.T) {
 	const staticFlood = 1200
 	raiseNoFile(t, 4*staticFlood)
-	k := startFloodKiggy(t, "--group-max-size", strconv.Itoa(floodGroupMaxSize), "--max-group-members", strconv.Itoa(floodMaxMembers))
+	k := startFloodKiggy(t, append(floodQuota(t), "--group-max-size", strconv.Itoa(floodGroupMaxSize), "--max-group-members", strconv.Itoa(floodMaxMembers))...)
 	s := startSteady(t, k)
 	before := k.rss(t)
 	peak := k.peak(t)
@@ -128,6 +128,7 @@ func TestGroupMemberFlood(t *testing.T) {
 	if grew := high - before; grew >= memberFloodBound {
 		t.Errorf("RSS grew by %.1f MiB over the flood, want < %d", mib(grew), memberFloodBound>>20)
 	}
+	checkThrottled(t, k)
 	s.check(t)
 }
 
@@ -140,7 +141,7 @@ func TestGroupMemberFlood(t *testing.T) {
 // evicted. Groups already held still commit.
 func TestOffsetCommitGroupFlood(t *testing.T) {
 	const n = 50_000
-	k := startFloodKiggy(t, "--max-groups", strconv.Itoa(floodMaxGroups))
+	k := startFloodKiggy(t, append(floodQuota(t), "--max-groups", strconv.Itoa(floodMaxGroups))...)
 	s := startSteady(t, k)
 	groupsBefore := k.metrics(t)["kiggy_groups"]
 	before := k.rss(t)
@@ -198,5 +199,6 @@ func TestOffsetCommitGroupFlood(t *testing.T) {
 	if grew := high - before; grew >= groupStateBound {
 		t.Errorf("RSS grew by %.1f MiB over the flood, want < %d", mib(grew), groupStateBound>>20)
 	}
+	checkThrottled(t, k)
 	s.check(t)
 }

@@ -51,6 +51,38 @@ func startFloodKiggy(t *testing.T, extra ...string) *kiggyProc {
 	return startKiggyEnv(t, env, extra...)
 }
 
+// noQuotaEnv, set to 1, runs the floods that use floodQuota without it:
+// the figure the quota is judged against (docs/BENCHMARKS.md "Steady
+// clients beside a flood").
+const noQuotaEnv = "KIGGY_HOSTILE_NO_QUOTA"
+
+// floodQuota is the request quota the CPU-bound floods run against
+// (docs/design/quotas.md): each client (user, client id) may use a fifth
+// of one thread, measured over 11 windows of 100 ms. The flood's client
+// id is "hostile"; the steady clients' are others, so only the flood is
+// throttled.
+func floodQuota(t *testing.T) []string {
+	if os.Getenv(noQuotaEnv) == "1" {
+		t.Logf("no request quota (%s=1)", noQuotaEnv)
+		return nil
+	}
+	return []string{"--quota-request-percentage", "20", "--quota-window-size", "100ms"}
+}
+
+// checkThrottled checks that the quota acted on the flood, when it ran
+// with one.
+func checkThrottled(t *testing.T, k *kiggyProc) {
+	t.Helper()
+	if os.Getenv(noQuotaEnv) == "1" {
+		return
+	}
+	m := k.metrics(t)
+	t.Logf("the flood was throttled %v times, %.1f s in all", m["kiggy_quota_throttles_total"], m["kiggy_quota_throttle_seconds_total"])
+	if m["kiggy_quota_throttles_total"] == 0 {
+		t.Errorf("kiggy_quota_throttles_total = 0: the request quota never throttled the flood")
+	}
+}
+
 // steady is the well-behaved clients beside one flood.
 type steady struct {
 	k        *kiggyProc

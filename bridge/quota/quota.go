@@ -1,0 +1,233 @@
+// Package quota meters the gateway time each client uses and computes the
+// throttle of a client over its quota, as Kafka's request quotas do
+// (KIP-124, `request_percentage`): a client is a (user principal,
+// client id) pair; its usage is the time its requests held the gateway,
+// as a percentage of one thread, over a sliding window of samples
+// (Kafka's quota.window.num × quota.window.size.seconds); a client over
+// its quota is throttled, and the gateway then mutes its connection for
+// the throttle time (docs/design/quotas.md).
+package quota
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults, Kafka's (QuotaConfig).
+const (
+	// DefaultSamples is quota.window.num.
+	DefaultSamples = 11
+	// DefaultWindow is quota.window.size.seconds.
+	DefaultWindow = time.Second
+	// DefaultMaxClients bounds the clients metered one by one; beyond it new
+	// clients share one meter (Tracker.Meter).
+	DefaultMaxClients = 100_000
+)
+
+// Config configures a Tracker.
+type Config struct {
+	// RequestPercentage is every client's quota, in percent of one thread
+	// (Kafka's request_percentage for the default user and client id: 100
+	// is one thread's time); 0 means no quota.
+	RequestPercentage float64
+	// Samples and Window are the sliding window: usage is measured over
+	// Samples windows of Window each (0 = 11 and 1 s, Kafka's defaults).
+	Samples int
+	Window  time.Duration
+	// MaxClients bounds the clients metered one by one (0 = 100,000).
+	MaxClients int
+}
+
+// Tracker holds one Meter per client. It is safe for concurrent use.
+type Tracker struct {
+	bound   float64 // the quota as a fraction of one thread
+	samples int
+	window  int64 // ns
+
+	mu       sync.Mutex
+	meters   map[string]map[string]*Meter // user → client id → meter
+	n        int
+	max      int
+	overflow *Meter
+
+	throttles     atomic.Uint64
+	throttleNanos atomic.Uint64
+}
+
+// New returns a Tracker for cfg, or nil when cfg sets no quota: a nil
+// Tracker meters nothing.
+func New(cfg Config) *Tracker {
+	if cfg.RequestPercentage <= 0 {
+		return nil
+	}
+	if cfg.Samples < 2 {
+		cfg.Samples = DefaultSamples
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = DefaultWindow
+	}
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = DefaultMaxClients
+	}
+	t := &Tracker{
+		bound:   cfg.RequestPercentage / 100,
+		samples: cfg.Samples,
+		window:  int64(cfg.Window),
+		meters:  map[string]map[string]*Meter{},
+		max:     cfg.MaxClients,
+	}
+	t.overflow = t.newMeter(time.Now().UnixNano())
+	return t
+}
+
+// Meter returns the meter of the client (user, clientID), creating it on
+// first use. clientID may alias a request frame: it is copied when kept.
+// Past MaxClients a new client gets the shared overflow meter, so clients
+// that invent ids share one quota instead of growing the tracker.
+func (t *Tracker) Meter(user, clientID string, now time.Time) *Meter {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	byClient := t.meters[user]
+	if m := byClient[clientID]; m != nil {
+		return m
+	}
+	if t.n >= t.max {
+		return t.overflow
+	}
+	if byClient == nil {
+		byClient = map[string]*Meter{}
+		t.meters[strings.Clone(user)] = byClient
+	}
+	m := t.newMeter(now.UnixNano())
+	byClient[strings.Clone(clientID)] = m
+	t.n++
+	return m
+}
+
+func (t *Tracker) newMeter(now int64) *Meter {
+	m := &Meter{t: t, starts: make([]int64, t.samples), used: make([]int64, t.samples)}
+	for i := range m.starts {
+		m.starts[i] = now
+	}
+	m.last.Store(now)
+	return m
+}
+
+// Expire forgets the meters not used for a whole window span (Samples ×
+// Window): their usage has aged out, so a new meter measures the same.
+// A holder of an expired meter sees Meter.Expired and asks again.
+func (t *Tracker) Expire(now time.Time) {
+	if t == nil {
+		return
+	}
+	cutoff := now.UnixNano() - int64(t.samples)*t.window
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for user, byClient := range t.meters {
+		for id, m := range byClient {
+			if m.last.Load() < cutoff {
+				m.expired.Store(true)
+				delete(byClient, id)
+				t.n--
+			}
+		}
+		if len(byClient) == 0 {
+			delete(t.meters, user)
+		}
+	}
+}
+
+// Stats is a snapshot of a Tracker's counters.
+type Stats struct {
+	// Clients is the number of clients metered one by one.
+	Clients int
+	// Throttles counts the throttles handed out, and ThrottleTime their sum.
+	Throttles    uint64
+	ThrottleTime time.Duration
+}
+
+// Stats returns the tracker's counters; zero for a nil Tracker.
+func (t *Tracker) Stats() Stats {
+	if t == nil {
+		return Stats{}
+	}
+	t.mu.Lock()
+	n := t.n
+	t.mu.Unlock()
+	return Stats{Clients: n, Throttles: t.throttles.Load(), ThrottleTime: time.Duration(t.throttleNanos.Load())}
+}
+
+// Meter is one client's usage: the gateway time of its requests in a ring
+// of Samples windows (Kafka's SampledStat).
+type Meter struct {
+	t       *Tracker
+	mu      sync.Mutex
+	starts  []int64 // each sample's start, Unix ns
+	used    []int64 // each sample's usage, ns
+	cur     int
+	last    atomic.Int64 // the last Record, Unix ns (Tracker.Expire)
+	expired atomic.Bool
+}
+
+// Expired reports whether the tracker forgot m (Tracker.Expire).
+func (m *Meter) Expired() bool { return m.expired.Load() }
+
+// Record adds d of gateway time used at now.
+func (m *Meter) Record(d time.Duration, now time.Time) {
+	ns := now.UnixNano()
+	m.last.Store(ns)
+	m.mu.Lock()
+	if ns-m.starts[m.cur] >= m.t.window {
+		// The current sample is full: the next one (the oldest) starts now.
+		m.cur = (m.cur + 1) % len(m.starts)
+		m.starts[m.cur], m.used[m.cur] = ns, 0
+	}
+	m.used[m.cur] += int64(d)
+	m.mu.Unlock()
+}
+
+// Throttle returns how long the client must wait at now to be back within
+// its quota: 0 when within it. Kafka's rule (QuotaUtils.throttleTime):
+// with usage rate r over the measured span s and quota q, the client waits
+// (r − q) / q × s, the time after which r over the longer span is q; and,
+// as Kafka's request quota bounds it, at most one window.
+func (m *Meter) Throttle(now time.Time) time.Duration {
+	rate, span := m.rate(now.UnixNano())
+	q := m.t.bound
+	if rate <= q {
+		return 0
+	}
+	d := min(time.Duration((rate-q)/q*float64(span)), time.Duration(m.t.window))
+	m.t.throttles.Add(1)
+	m.t.throttleNanos.Add(uint64(d))
+	return d
+}
+
+// rate is the usage over the samples (a fraction of one thread) and the
+// span it was measured over. As in Kafka's Rate, samples older than the
+// whole span are dropped, and the span is at least Samples−1 windows, so a
+// client's first burst is averaged over that much time rather than judged
+// at once.
+func (m *Meter) rate(now int64) (float64, int64) {
+	w := m.t.window
+	full := int64(len(m.starts)) * w
+	m.mu.Lock()
+	var total int64
+	oldest := now
+	for i, start := range m.starts {
+		if now-start >= full {
+			m.starts[i], m.used[i] = now, 0 // obsolete
+			continue
+		}
+		total += m.used[i]
+		oldest = min(oldest, start)
+	}
+	m.mu.Unlock()
+	span := now - oldest
+	if minSpan := int64(len(m.starts)-1) * w; span < minSpan {
+		span = minSpan
+	}
+	return float64(total) / float64(span), span
+}
