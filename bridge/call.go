@@ -145,7 +145,7 @@ func (g *Gateway) runOffloaded(c *call) {
 	}
 	start := time.Now()
 	parked, ok := g.invoke(h, c)
-	g.chargeCall(cs, meter, start, 0)
+	g.chargeCall(cs, meter, start, 0, false)
 	if !parked {
 		if ok {
 			g.observe(c)

@@ -625,7 +625,7 @@ func (g *Gateway) serveOne(cs *connState, req *engine.Request, inline bool) bool
 	*c = call{cs: cs, req: req, hdr: hdr, body: body, state: st, inline: inline, start: time.Now()}
 	meter, throttle := g.meterCall(c)
 	parked, ok := g.invoke(h, c)
-	g.chargeCall(cs, meter, c.start, throttle)
+	g.chargeCall(cs, meter, c.start, throttle, inline)
 	if ok && !parked {
 		g.observe(c)
 		g.putState(st)

@@ -22,7 +22,8 @@ import (
 // are served one at a time).
 type connQuota struct {
 	meter          *quota.Meter
-	user, clientID string // the client meter belongs to
+	user, clientID string        // the client meter belongs to
+	engineSeen     time.Duration // the connection's EngineTime charged so far
 }
 
 // quotaExempt reports whether requests of key are exempt from quotas:
@@ -49,15 +50,29 @@ func (g *Gateway) meterCall(c *call) (*quota.Meter, time.Duration) {
 	return cq.meter, d
 }
 
-// chargeCall charges m with the gateway time since start and, when the
+// chargeCall charges m with the gateway time a request used and, when the
 // client owed a throttle, mutes the connection for it: the request just
-// served is answered, the next is read after the throttle.
-func (g *Gateway) chargeCall(cs *connState, m *quota.Meter, start time.Time, throttle time.Duration) {
+// served is answered, the next is read after the throttle. The time is the
+// handler's since start, run on a worker, and the engine's time on the
+// connection since the last charge (reading, framing, writing, and the
+// handlers it ran inline: an inline handler's time is charged with the
+// engine's, at the connection's next request); on an engine that does not
+// measure its own (EngineTime 0), the handler's time alone.
+func (g *Gateway) chargeCall(cs *connState, m *quota.Meter, start time.Time, throttle time.Duration, inline bool) {
 	if m == nil {
 		return
 	}
 	now := time.Now()
-	m.Record(now.Sub(start), now)
+	var used time.Duration
+	if et := cs.conn.EngineTime(); et > 0 {
+		used, cs.quota.engineSeen = et-cs.quota.engineSeen, et
+		if !inline {
+			used += now.Sub(start)
+		}
+	} else {
+		used = now.Sub(start)
+	}
+	m.Record(used, now)
 	if throttle > 0 {
 		cs.conn.Throttle(throttle)
 	}

@@ -231,7 +231,9 @@ func (l *loop) handleEvents() {
 			l.closeConn(c, ReasonIOError, "")
 			continue
 		case ev.Events&(unix.EPOLLIN|unix.EPOLLHUP) != 0 && c.events&unix.EPOLLIN != 0:
+			t0 := l.clock()
 			l.read(c)
+			c.info.engineNanos.Add(l.clock() - t0)
 		case ev.Events&unix.EPOLLHUP != 0:
 			l.closeConn(c, ReasonPeerClosed, "")
 			continue
@@ -348,7 +350,9 @@ func (l *loop) serviceDirty() {
 		l.dirty = l.dirty[:len(l.dirty)-1]
 		c.dirty = false
 		if !c.closed {
+			t0 := l.clock()
 			l.service(c)
+			c.info.engineNanos.Add(l.clock() - t0)
 		}
 	}
 }

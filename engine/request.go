@@ -51,6 +51,8 @@ type ConnInfo struct {
 	// nanoseconds; 0 = none in force. Whoever sees it passed resets it to
 	// 0, so an unthrottled connection's check stays one atomic load.
 	throttleEnd atomic.Int64
+	// engineNanos is the loop time spent on the connection (EngineTime).
+	engineNanos atomic.Int64
 }
 
 // Authenticated tells the engine that the connection authenticated: the
@@ -98,6 +100,13 @@ func (c *ConnInfo) Throttle(d time.Duration) {
 		}
 	}
 }
+
+// EngineTime returns the time the engine has spent on the connection so
+// far: reading and framing its requests, calling Serve for them, and
+// writing its responses (Kafka counts its network threads' time in a
+// client's request quota, KIP-257). The epoll engine measures it; the net
+// engine, whose reads and writes block in the runtime, reports 0.
+func (c *ConnInfo) EngineTime() time.Duration { return time.Duration(c.engineNanos.Load()) }
 
 // ThrottledUntil returns when the connection's Throttle ends; the zero
 // time when none is in force.

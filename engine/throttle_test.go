@@ -303,3 +303,47 @@ func TestThrottleNotIdle(t *testing.T) {
 		}
 	})
 }
+
+// TestEngineTime: the epoll engine charges a connection the time it spends
+// on it, its inline Serve calls included (a request whose Serve sleeps
+// 20 ms adds at least that); the net engine reports none.
+func TestEngineTime(t *testing.T) {
+	forEach(t, func(t *testing.T, kind string) {
+		var mu sync.Mutex
+		var ci *ConnInfo
+		ts := startServer(t, kind, Config{}, HandlerFunc(func(r *Request) {
+			mu.Lock()
+			ci = r.Conn()
+			mu.Unlock()
+			if corrOf(r.Frame()) == 2 {
+				time.Sleep(20 * time.Millisecond)
+			}
+			echo(r)
+		}))
+		c := ts.dial(t)
+		br := bufio.NewReader(c)
+		if err := roundTrip(c, br, 1); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		conn := ci
+		mu.Unlock()
+		first := conn.EngineTime()
+		if err := roundTrip(c, br, 2); err != nil {
+			t.Fatal(err)
+		}
+		grew := conn.EngineTime() - first
+		if kind != "epoll" {
+			if first != 0 || grew != 0 {
+				t.Fatalf("the %s engine reports engine time (%v, then %v more)", kind, first, grew)
+			}
+			return
+		}
+		if first <= 0 {
+			t.Fatal("no engine time charged after a round trip")
+		}
+		if grew < 20*time.Millisecond {
+			t.Fatalf("a request whose Serve slept 20 ms added %v of engine time", grew)
+		}
+	})
+}
