@@ -56,8 +56,8 @@ func (g *Gateway) meterCall(c *call) (*quota.Meter, time.Duration) {
 // handler's since start, run on a worker, and the engine's time on the
 // connection since the last charge (reading, framing, writing, and the
 // handlers it ran inline: an inline handler's time is charged with the
-// engine's, at the connection's next request); on an engine that does not
-// measure its own (EngineTime 0), the handler's time alone.
+// engine's, at the connection's next request); while the engine has
+// measured nothing (EngineTime 0), the handler's time alone.
 func (g *Gateway) chargeCall(cs *connState, m *quota.Meter, start time.Time, throttle time.Duration, inline bool) {
 	if m == nil {
 		return

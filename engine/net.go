@@ -389,8 +389,7 @@ func (c *nconn) readOnce(buf []byte, frameStart *time.Time) (ok bool, err error)
 		if n > 0 {
 			c.s.n.bytesIn.Add(uint64(n))
 			if c.fr.filled(n) {
-				c.dispatch()
-				*frameStart = time.Now()
+				*frameStart = c.timedDispatch()
 			}
 		}
 		return true, err
@@ -419,11 +418,20 @@ func (c *nconn) readOnce(buf []byte, frameStart *time.Time) (ok bool, err error)
 			return false, err
 		}
 		if done {
-			c.dispatch()
-			*frameStart = time.Now()
+			*frameStart = c.timedDispatch()
 		}
 	}
 	return true, err
+}
+
+// timedDispatch dispatches the frame read and charges its time, inline
+// Serve included, to the connection's EngineTime; it returns the time after.
+func (c *nconn) timedDispatch() time.Time {
+	t0 := time.Now()
+	c.dispatch()
+	now := time.Now()
+	c.info.engineNanos.Add(int64(now.Sub(t0)))
+	return now
 }
 
 // readFailed handles a failed Read: a timeout closes the connection if

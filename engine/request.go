@@ -102,10 +102,11 @@ func (c *ConnInfo) Throttle(d time.Duration) {
 }
 
 // EngineTime returns the time the engine has spent on the connection so
-// far: reading and framing its requests, calling Serve for them, and
-// writing its responses (Kafka counts its network threads' time in a
-// client's request quota, KIP-257). The epoll engine measures it; the net
-// engine, whose reads and writes block in the runtime, reports 0.
+// far (Kafka counts its network threads' time in a client's request quota,
+// KIP-257): on the epoll engine, reading and framing its requests, calling
+// Serve for them, and writing its responses; on the net engine, whose
+// reads and writes block in the runtime, the dispatch of each frame, its
+// Serve call included.
 func (c *ConnInfo) EngineTime() time.Duration { return time.Duration(c.engineNanos.Load()) }
 
 // ThrottledUntil returns when the connection's Throttle ends; the zero

@@ -26,7 +26,7 @@ func TestAdminStateFlood(t *testing.T) {
 		)
 		// Without SASL every connection is User:ANONYMOUS: a super user
 		// here, so the steady clients and the flood are authorized.
-		k := startFloodKiggy(t, "--acl-enabled", "--super-users", "User:ANONYMOUS", "--max-acls", strconv.Itoa(limit))
+		k := startFloodKiggy(t, append(floodQuota(t), "--acl-enabled", "--super-users", "User:ANONYMOUS", "--max-acls", strconv.Itoa(limit))...)
 		s := startSteady(t, k)
 		before := k.rss(t)
 		peak := k.peak(t)
@@ -65,6 +65,7 @@ func TestAdminStateFlood(t *testing.T) {
 		if grew := high - before; grew >= groupStateBound {
 			t.Errorf("RSS grew by %.1f MiB over the flood, want < %d", mib(grew), groupStateBound>>20)
 		}
+		checkThrottled(t, k, false)
 		s.check(t)
 	})
 	t.Run("SCRAM", func(t *testing.T) {
@@ -72,7 +73,7 @@ func TestAdminStateFlood(t *testing.T) {
 			limit = 2000
 			n     = 20_000
 		)
-		k := startFloodKiggy(t, "--max-scram-credentials", strconv.Itoa(limit))
+		k := startFloodKiggy(t, append(floodQuota(t), "--max-scram-credentials", strconv.Itoa(limit))...)
 		s := startSteady(t, k)
 		before := k.rss(t)
 		peak := k.peak(t)
@@ -108,6 +109,7 @@ func TestAdminStateFlood(t *testing.T) {
 		if grew := high - before; grew >= groupStateBound {
 			t.Errorf("RSS grew by %.1f MiB over the flood, want < %d", mib(grew), groupStateBound>>20)
 		}
+		checkThrottled(t, k, false)
 		s.check(t)
 	})
 }

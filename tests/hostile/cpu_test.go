@@ -110,7 +110,7 @@ func TestCheapRequestFlood(t *testing.T) {
 			}
 		})
 	})
-	checkThrottled(t, k)
+	checkThrottled(t, k, true)
 	s.check(t)
 }
 

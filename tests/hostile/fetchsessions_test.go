@@ -25,7 +25,7 @@ func TestFetchSessionFlood(t *testing.T) {
 		maxParts = 40_000
 		n        = 2000
 	)
-	k := startFloodKiggy(t, "--fetch-session-cache-slots", "100", "--fetch-session-max-partitions", strconv.Itoa(maxParts))
+	k := startFloodKiggy(t, append(floodQuota(t), "--fetch-session-cache-slots", "100", "--fetch-session-max-partitions", strconv.Itoa(maxParts))...)
 	admin, err := kgo.NewClient(kgo.SeedBrokers(k.Addr))
 	if err != nil {
 		t.Fatal(err)
@@ -86,5 +86,6 @@ func TestFetchSessionFlood(t *testing.T) {
 	if grew := high - before; grew >= groupStateBound {
 		t.Errorf("RSS grew by %.1f MiB over the flood, want < %d", mib(grew), groupStateBound>>20)
 	}
+	checkThrottled(t, k, false)
 	s.check(t)
 }

@@ -128,7 +128,7 @@ func TestGroupMemberFlood(t *testing.T) {
 	if grew := high - before; grew >= memberFloodBound {
 		t.Errorf("RSS grew by %.1f MiB over the flood, want < %d", mib(grew), memberFloodBound>>20)
 	}
-	checkThrottled(t, k)
+	checkThrottled(t, k, true)
 	s.check(t)
 }
 
@@ -199,6 +199,6 @@ func TestOffsetCommitGroupFlood(t *testing.T) {
 	if grew := high - before; grew >= groupStateBound {
 		t.Errorf("RSS grew by %.1f MiB over the flood, want < %d", mib(grew), groupStateBound>>20)
 	}
-	checkThrottled(t, k)
+	checkThrottled(t, k, true)
 	s.check(t)
 }

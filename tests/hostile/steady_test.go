@@ -69,16 +69,16 @@ func floodQuota(t *testing.T) []string {
 	return []string{"--quota-request-percentage", "20", "--quota-window-size", "100ms"}
 }
 
-// checkThrottled checks that the quota acted on the flood, when it ran
-// with one.
-func checkThrottled(t *testing.T, k *kiggyProc) {
+// checkThrottled logs how often the quota throttled the flood, when it ran
+// with one, and with require checks that it did.
+func checkThrottled(t *testing.T, k *kiggyProc, require bool) {
 	t.Helper()
 	if os.Getenv(noQuotaEnv) == "1" {
 		return
 	}
 	m := k.metrics(t)
 	t.Logf("the flood was throttled %v times, %.1f s in all", m["kiggy_quota_throttles_total"], m["kiggy_quota_throttle_seconds_total"])
-	if m["kiggy_quota_throttles_total"] == 0 {
+	if require && m["kiggy_quota_throttles_total"] == 0 {
 		t.Errorf("kiggy_quota_throttles_total = 0: the request quota never throttled the flood")
 	}
 }

@@ -23,7 +23,7 @@ func TestAutoCreateTopicFlood(t *testing.T) {
 		perReq   = 10
 		requests = 10_000
 	)
-	k := startFloodKiggy(t, "--auto-create-topics-limit", strconv.Itoa(limit))
+	k := startFloodKiggy(t, append(floodQuota(t), "--auto-create-topics-limit", strconv.Itoa(limit))...)
 	s := startSteady(t, k)
 	before := k.rss(t)
 	peak := k.peak(t)
@@ -60,5 +60,6 @@ func TestAutoCreateTopicFlood(t *testing.T) {
 	if grew := high - before; grew >= groupStateBound {
 		t.Errorf("RSS grew by %.1f MiB over the flood, want < %d", mib(grew), groupStateBound>>20)
 	}
+	checkThrottled(t, k, false)
 	s.check(t)
 }

@@ -20,7 +20,7 @@ func TestTransactionalIDFlood(t *testing.T) {
 		limit = 2000
 		n     = 20_000
 	)
-	k := startFloodKiggy(t, "--max-transactional-ids", strconv.Itoa(limit))
+	k := startFloodKiggy(t, append(floodQuota(t), "--max-transactional-ids", strconv.Itoa(limit))...)
 	s := startSteady(t, k)
 	before := k.rss(t)
 	peak := k.peak(t)
@@ -50,5 +50,6 @@ func TestTransactionalIDFlood(t *testing.T) {
 	if grew := high - before; grew >= groupStateBound {
 		t.Errorf("RSS grew by %.1f MiB over the flood, want < %d", mib(grew), groupStateBound>>20)
 	}
+	checkThrottled(t, k, false)
 	s.check(t)
 }
