@@ -107,6 +107,14 @@ func respond[R appender](c *call, resp R) {
 	c.req.Respond(buf)
 }
 
+// responseHeaderLen is the length of what responseBuffer returns: the
+// bytes the engine reserves in front of a response (its size) and c's
+// response header.
+func (c *call) responseHeaderLen() int {
+	var hdr [16]byte
+	return len(c.req.ResponseBuffer()) + len(wire.AppendResponseHeader(hdr[:0], c.hdr.APIKey, c.hdr.APIVersion, c.hdr.CorrelationID))
+}
+
 // responseBuffer returns the engine's response buffer with c's response
 // header already appended.
 func (c *call) responseBuffer() []byte {
@@ -160,7 +168,7 @@ func (g *Gateway) runOffloaded(c *call) {
 func (g *Gateway) finishParked(c *call, resp []byte) {
 	cs := c.cs
 	if c.throttleMs > 0 {
-		c.putThrottle(resp, len(wire.AppendResponseHeader(nil, c.hdr.APIKey, c.hdr.APIVersion, c.hdr.CorrelationID)))
+		c.putThrottle(resp, c.responseHeaderLen())
 	}
 	c.req.Respond(resp)
 	g.observe(c)

@@ -1,12 +1,14 @@
 package bridge_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/quota"
 	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
@@ -146,4 +148,83 @@ func TestDescribeClientQuotas(t *testing.T) {
 			t.Errorf("%s: %d entries without a quota", tc.name, n)
 		}
 	}
+}
+
+// TestRequestQuotaParkedResponse: a JoinGroup that parks for its group's
+// rebalance, sent by a client over its quota, is answered with the
+// throttle in its throttle_time_ms and its own correlation id (a parked
+// response is patched after the fact, behind the engine's reserved bytes
+// and the header). Another connection of the same client keeps it over
+// its quota meanwhile.
+func TestRequestQuotaParkedResponse(t *testing.T) {
+	t.Parallel()
+	gw := kiggytest.Start(t, kiggytest.Options{Bridge: bridge.Config{
+		Quota: quota.Config{RequestPercentage: 0.1, Samples: 11, Window: 10 * time.Millisecond},
+		Group: group.Config{InitialRebalanceDelay: 20 * time.Millisecond}}})
+	stop := make(chan struct{})
+	flooded := make(chan struct{})
+	go func() {
+		defer close(flooded)
+		c, err := kafkawire.Dial(gw.Addr, "joiner", 30*time.Second)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			req := kmsg.NewPtrMetadataRequest()
+			req.Version = 12
+			corr, err := c.Send(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp := kmsg.NewPtrMetadataResponse()
+			resp.Version = 12
+			if err := c.Recv(corr, resp); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-flooded }()
+	b := dialClient(t, gw.Addr, "joiner")
+	for attempt := range 100 {
+		group := fmt.Sprintf("quota-group-%d", attempt)
+		first := joinGroup(b, group, "")
+		if first.ErrorCode != 79 { // MEMBER_ID_REQUIRED
+			t.Fatalf("first join: error %d, want MEMBER_ID_REQUIRED", first.ErrorCode)
+		}
+		parked := joinGroup(b, group, first.MemberID) // recv checks its correlation id
+		if parked.ErrorCode != 0 {
+			t.Fatalf("join with member id: error %d", parked.ErrorCode)
+		}
+		if parked.ThrottleMillis > 0 {
+			t.Logf("attempt %d: the parked JoinGroup answered with its correlation id and throttle %d ms", attempt, parked.ThrottleMillis)
+			return
+		}
+	}
+	t.Fatal("100 parked JoinGroups of a client over its quota: none answered with a throttle")
+}
+
+// joinGroup sends a JoinGroup v5 of a consumer to group and reads its
+// answer.
+func joinGroup(rc *rawConn, group, memberID string) *kmsg.JoinGroupResponse {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Version = 5
+	req.Group, req.MemberID = group, memberID
+	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10_000, 10_000
+	req.ProtocolType = "consumer"
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", []byte{0, 0, 0, 0, 0, 0}
+	req.Protocols = append(req.Protocols, p)
+	resp := kmsg.NewPtrJoinGroupResponse()
+	resp.Version = 5
+	rc.recv(rc.send(req), resp)
+	return resp
 }

@@ -91,9 +91,11 @@ func sumDelays(m map[int]time.Duration) time.Duration {
 // TestCheapRequestFlood is the reference the state floods are judged
 // against: 50,000 ApiVersions requests, which create no state and take no
 // lock (the answer is the advertised table), sent as the group floods send theirs
-// (two connections, 50 in flight each), beside the steady clients. What the
-// steady producer's p99 loses here is the flood's rate on the shared CPUs,
-// not any work of kiggy's per request.
+// (two connections, 50 in flight each), beside the steady clients, against
+// the request quota the floods run with (floodQuota). What the steady
+// producer's p99 loses here is the flood's rate on the shared CPUs, not
+// any work of kiggy's per request; the quota charges the flood what its
+// requests cost the engine and throttles it.
 func TestCheapRequestFlood(t *testing.T) {
 	k := startFloodKiggy(t, floodQuota(t)...)
 	s := startSteady(t, k)
@@ -110,7 +112,10 @@ func TestCheapRequestFlood(t *testing.T) {
 			}
 		})
 	})
-	checkThrottled(t, k, true)
+	// The net engine charges a frame's dispatch only, not the reads and
+	// writes that are most of an ApiVersions' cost (docs/design/quotas.md
+	// §5): the quota may not reach this flood there.
+	checkThrottled(t, k, os.Getenv(engineEnv) != "net")
 	s.check(t)
 }
 
