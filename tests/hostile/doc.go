@@ -20,7 +20,10 @@
 // (steady_test.go); KIGGY_TEST_BACKEND=iggy runs them on a real iggy-server
 // instead of the embedded log. KIGGY_TEST_ENGINE picks --engine; KIGGY_HOSTILE_LOG keeps the process's
 // whole log (and a goroutine dump when a case finds it stuck); GODEBUG is
-// passed through to the process. A produce slower than one second counts
+// passed through to the process. The request floods run against a
+// request quota that throttles the flood's client id (floodQuota,
+// docs/design/quotas.md); KIGGY_HOSTILE_NO_QUOTA=1 runs them without it,
+// for the steady producer's p99 both ways. A produce slower than one second counts
 // against the gateway unless kiggy's threads demonstrably waited for a CPU
 // that long (sched_test.go); HarnessCatchesStall proves a frozen gateway
 // still fails.
