@@ -264,7 +264,8 @@ func (g *Gateway) dropTopicState(ctx context.Context, topic string) error {
 
 // backendConfig maps overrides onto what the backend holds: retention (none
 // when the policy has no delete: nothing of a compacted topic expires),
-// durability from flush.*, and the compression Fetch serves.
+// durability from flush.*, the segment size, and the compression Fetch
+// serves.
 func backendConfig(v topicconfig.Values) store.TopicConfig {
 	var cfg store.TopicConfig
 	if !v.Compact() {
@@ -286,6 +287,9 @@ func backendConfig(v topicconfig.Values) store.TopicConfig {
 	_, fms := v["flush.ms"]
 	if (fm && v.Long("flush.messages") < math.MaxInt64) || (fms && v.Long("flush.ms") < math.MaxInt64) {
 		cfg.Durability = store.DurabilityFsync
+	}
+	if _, set := v["segment.bytes"]; set {
+		cfg.SegmentBytes = v.Long("segment.bytes")
 	}
 	cfg.Compression = v.Get("compression.type")
 	return cfg

@@ -160,6 +160,7 @@ const (
 	optMaxTopicSize           = "max_topic_size"
 	optEnforceFsync           = "enforce_fsync"
 	optDurability             = "durability" // 0.12
+	optSegmentSize            = "segment_size"
 	optMessagesRequiredToSave = "messages_required_to_save"
 	optSizeRequiredToSave     = "size_of_messages_required_to_save"
 )
@@ -419,8 +420,9 @@ const (
 // with CreatePartitions in steps before CreateTopic returns; if a step
 // fails the topic is deleted again and the error returned, so no half
 // topic is left reported created (docs/IGGY.md Topics). TopicConfig maps to
-// the message_expiry (µs) and max_topic_size options; zero values leave the
-// server defaults (no expiry, unlimited).
+// the message_expiry (µs), max_topic_size (which Iggy refuses below the
+// segment size: store.ErrInvalidConfig) and segment_size options; zero
+// values leave the server defaults (no expiry, unlimited, 1 GiB segments).
 func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32, cfg store.TopicConfig) (store.TopicInfo, error) {
 	// A Kafka topic needs ≥ 1 partition.
 	if partitions < 1 || partitions > maxTopicPartitions {
@@ -440,6 +442,25 @@ func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32,
 		return store.TopicInfo{}, fmt.Errorf("%w (creating %d partitions; the partial topic %q was deleted)", err, partitions, name)
 	}
 	return c.topic(ctx, name)
+}
+
+// Iggy's bounds on a topic's segment_size (iggy_common options:
+// MIN_TOPIC_SEGMENT_SIZE, MAX_TOPIC_SEGMENT_SIZE; "a 512-byte multiple").
+const (
+	minSegmentSize   = 1 << 20
+	maxSegmentSize   = 1 << 30
+	segmentSizeAlign = 512
+)
+
+// segmentSize maps Kafka's segment.bytes (at least 1 MiB, at most 2 GiB − 1)
+// to an Iggy segment_size: rounded up to a multiple of 512, within Iggy's
+// 1 MiB..1 GiB (a larger Kafka segment gets Iggy's largest); 0 for 0.
+func segmentSize(kafka int64) uint64 {
+	if kafka <= 0 {
+		return 0
+	}
+	n := (uint64(kafka) + segmentSizeAlign - 1) / segmentSizeAlign * segmentSizeAlign
+	return min(max(n, minSegmentSize), maxSegmentSize)
 }
 
 // createTopic is one CreateTopic request (1..maxPartitionsPerRequest partitions).
@@ -466,6 +487,9 @@ func (c *Client) createTopic(ctx context.Context, name string, partitions int32,
 		}
 		if cfg.MaxBytes > 0 {
 			b = proto.AppendOptionU64(b, optMaxTopicSize, cfg.MaxBytes)
+		}
+		if cfg.SegmentBytes > 0 {
+			b = proto.AppendOptionU64(b, optSegmentSize, segmentSize(cfg.SegmentBytes))
 		}
 		b = appendDurabilityOptions(b, s.dialect, durability)
 		body, sent, err := s.do(ctx, proto.CodeCreateTopic, b)

@@ -46,6 +46,10 @@ type TopicConfig struct {
 	// DurabilityFsync); read back from Topic it is what the backend does for
 	// the topic (docs/IGGY.md, "Durability").
 	Durability Durability
+	// SegmentBytes is the size of the backend's segment files; 0 = the
+	// backend's default (Kafka segment.bytes, Iggy segment_size). Applied
+	// at creation only.
+	SegmentBytes int64
 	// Compression is the topic's Kafka compression.type ("producer",
 	// "uncompressed", "gzip", "snappy", "lz4", "zstd"; "" = "producer"):
 	// the codec Fetch serves the topic's batches in.

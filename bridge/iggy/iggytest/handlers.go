@@ -1156,10 +1156,7 @@ func parseTopicOptions(d proto.Dialect, t *topic, opts []byte) uint32 {
 				return uint32(proto.CodeInvalidOptionValue)
 			}
 			if v != 0 && vk == proto.KindUint64 {
-				if v < 1<<30 { // §3.5: "Must be ≥ segment size, else 1019."
-					return uint32(proto.CodeInvalidTopicSize)
-				}
-				t.maxSize = v
+				t.maxSize = v // checked against the segment size below
 			}
 		case "compression_algorithm":
 			switch {
@@ -1210,11 +1207,32 @@ func parseTopicOptions(d proto.Dialect, t *topic, opts []byte) uint32 {
 			default:
 				return uint32(proto.CodeInvalidOptionValue)
 			}
-		case "segment_size", "preallocate_segments", "consumer_offset_durability":
+		case "segment_size":
+			// iggy_common options: "a 512-byte multiple within
+			// MIN_TOPIC_SEGMENT_SIZE (1 MiB)..=MAX_TOPIC_SEGMENT_SIZE (1 GiB)".
+			// Accepted and reported back; iggytest has no segments.
+			v, ok := u64()
+			if !ok {
+				return uint32(proto.CodeInvalidOptionValue)
+			}
+			if vk == proto.KindUint64 { // a size string ("128 MiB") is not parsed here
+				if v%512 != 0 || v < 1<<20 || v > 1<<30 {
+					return uint32(proto.CodeInvalidOptionValue)
+				}
+				t.segmentSize = v
+			}
+		case "preallocate_segments", "consumer_offset_durability":
 			// Accepted and reported back; iggytest has no segments.
 		default:
 			return uint32(proto.CodeUnsupportedOptionKey)
 		}
+	}
+	seg := t.segmentSize
+	if seg == 0 {
+		seg = 1 << 30
+	}
+	if t.maxSize != 0 && t.maxSize != math.MaxUint64 && t.maxSize < seg {
+		return uint32(proto.CodeInvalidTopicSize) // §3.5: "Must be ≥ segment size, else 1019."
 	}
 	return 0
 }

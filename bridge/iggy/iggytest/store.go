@@ -36,6 +36,7 @@ type topic struct {
 	partitions  []*partition
 	expiry      uint64 // message_expiry µs (u64 max = never)
 	maxSize     uint64 // max_topic_size bytes (u64 max = unlimited)
+	segmentSize uint64 // segment_size bytes (0 = the default, 1 GiB)
 	compression uint8
 	options     []byte // the explicit options TLV as the client sent it
 	// The journal flush thresholds and fsync option (server defaults 1024
