@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,6 +86,9 @@ func startProducerProcess(t *testing.T, addr, topic string) *goodProducer {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), producerProcEnv+"="+addr+" "+topic)
+	// It stops when its stdin closes; should the test process die
+	// without closing it (a killed CI run), the kernel stops it too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
