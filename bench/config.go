@@ -31,10 +31,11 @@ const (
 	// consumer at the tail waits for the gateway's own appends instead of
 	// polling Iggy (docs/IGGY.md, "The tail window").
 	TargetKiggyIggySole = "kiggy-iggy-sole"
-	// TargetKiggyIggyCluster is kiggy-iggy against the Iggy cluster named by
-	// Config.IggyClusterAddr (its nodes as seeds): beside kiggy-iggy on a
-	// single server it gives the cost of replication (docs/IGGY.md, "Iggy
-	// clusters"). Unavailable without IggyClusterAddr.
+	// TargetKiggyIggyCluster is kiggy-iggy against a 3-node Iggy cluster
+	// (its nodes as seeds): the one Config.IggyClusterAddr names, else a
+	// fresh one of IggyServerBin's processes, else an iggytest cluster.
+	// Beside kiggy-iggy on a single server it gives the cost of
+	// replication (docs/IGGY.md, "Iggy clusters").
 	TargetKiggyIggyCluster = "kiggy-iggy-cluster"
 	// TargetNull is the null broker (bench/nullbroker): it acknowledges
 	// Produce without storing anything, the client's ceiling.
@@ -289,7 +290,8 @@ type Config struct {
 	// ceiling is measured at kiggy-iggy's level (docs/BENCHMARKS.md).
 	IggyBenchDurability string `json:"iggy_bench_durability,omitempty"`
 	// IggyClusterAddr lists the nodes of an Iggy cluster (comma separated)
-	// for the kiggy-iggy-cluster target.
+	// for the kiggy-iggy-cluster target (default: a fresh 3-node cluster of
+	// IggyServerBin when set).
 	IggyClusterAddr string `json:"iggy_cluster_addr,omitempty"`
 	// IggyClusterPIDs, with IggyClusterAddr, are its nodes' pids, whose
 	// CPU and RSS are measured as the server's beside kiggy's.

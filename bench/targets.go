@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
 	"github.com/kiggy-io/kiggy/internal/testing/kafkatest"
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
@@ -301,10 +302,30 @@ func (r *runner) startKiggyIggy(ctx context.Context, target, tag string) (*sessi
 	return s, nil
 }
 
-// startKiggyIggyCluster runs kiggy against Config.IggyClusterAddr, or
-// against a fresh 3-node iggytest cluster (one process) when none is given.
+// startKiggyIggyCluster runs kiggy against Config.IggyClusterAddr; else
+// against a fresh 3-node cluster of Config.IggyServerBin (real iggy-server
+// processes, their CPU measured) when that is set; else against a fresh
+// 3-node iggytest cluster (one process).
 func (r *runner) startKiggyIggyCluster(ctx context.Context, tag string) (*session, error) {
 	const target = TargetKiggyIggyCluster
+	if r.cfg.IggyClusterAddr == "" && r.cfg.IggyServerBin != "" {
+		c, err := iggyserver.StartCluster(r.cfg.IggyServerBin, r.work, 3)
+		if err != nil {
+			return nil, err
+		}
+		s, err := r.startKiggy(ctx, target, tag, c.Seeds(), iggyTargets[target])
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		s.note = strings.TrimPrefix(s.note+"; a fresh 3-node iggy-server cluster, its nodes' CPU measured", "; ")
+		for _, n := range c.Nodes {
+			s.procs = append(s.procs, measuredProc{"iggy-server", n.Pid()})
+		}
+		gwStop := s.stop
+		s.stop = func() error { err := gwStop(); c.Stop(); return err }
+		return s, nil
+	}
 	if r.cfg.IggyClusterAddr != "" {
 		s, err := r.startKiggy(ctx, target, tag, r.cfg.IggyClusterAddr, iggyTargets[target])
 		if err != nil {

@@ -131,7 +131,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.kafkaHeap, "kafka-heap", def.KafkaHeap, "Kafka broker JVM heap (-Xms/-Xmx)")
 	fs.StringVar(&o.kafkaDir, "kafka-dir", "", "directory for the Kafka broker's data (default: /dev/shm if it is a tmpfs, like the in-memory targets; give a disk directory to measure Kafka on disk)")
 	fs.StringVar(&o.iggyAddr, "iggy-addr", "", "run kiggy-iggy against this Iggy server instead of a fresh iggytest")
-	fs.StringVar(&o.iggyServer, "iggy-server", "", "iggy-server binary the Iggy targets start with a fresh data directory per session (instead of iggytest); its CPU and RSS are counted")
+	fs.StringVar(&o.iggyServer, "iggy-server", "", "iggy-server binary the Iggy targets start with a fresh data directory per session (instead of iggytest; kiggy-iggy-cluster: a fresh 3-node cluster); its CPU and RSS are counted")
 	fs.IntVar(&o.iggyPID, "iggy-pid", 0, "with -iggy-addr: the external iggy-server's pid, to count its CPU and RSS")
 	fs.StringVar(&o.iggyBench, "iggy-bench", "", "iggy-bench binary run against a fresh -iggy-server (or -iggy-addr) after each load, for Iggy's own ceiling")
 	fs.StringVar(&o.iggyBenchDurability, "iggy-bench-durability", "", "level iggy-bench appends at: empty = Iggy's defaults (buffered, iggy-bench creates its topics), written or fsync = kbench creates iggy-bench's topics at that level first (as kiggy-iggy's) and iggy-bench reuses them")

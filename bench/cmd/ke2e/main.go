@@ -58,7 +58,7 @@ func run() int {
 	fs.StringVar(&cfg.KafkaDir, "kafka-dir", "", "directory for the Kafka broker's data (default: /dev/shm if it is a tmpfs)")
 	fs.StringVar(&cfg.IggyAddr, "iggy-addr", "", "run kiggy-iggy against this Iggy server instead of a fresh one")
 	fs.IntVar(&cfg.IggyPID, "iggy-pid", 0, "with -iggy-addr, that server's pid, whose CPU is measured")
-	fs.StringVar(&cfg.IggyServerBin, "iggy-server", "", "iggy-server binary kiggy-iggy starts with a fresh data directory (instead of iggytest)")
+	fs.StringVar(&cfg.IggyServerBin, "iggy-server", "", "iggy-server binary kiggy-iggy starts with a fresh data directory (instead of iggytest), and kiggy-iggy-cluster as a fresh 3-node cluster")
 	fs.StringVar(&cfg.IggyBenchBin, "iggy-bench", "", "iggy-bench binary run (end-to-end-producing-consumer) on kiggy-iggy's server at the same rates")
 	fs.StringVar(&cfg.IggyClusterAddr, "iggy-cluster-addr", "", "the nodes of an Iggy cluster (comma separated) for kiggy-iggy-cluster (default: a 3-node iggytest cluster)")
 	fs.Func("iggy-cluster-pids", "with -iggy-cluster-addr, its nodes' pids (comma separated), whose CPU is measured", func(v string) error {
