@@ -13,6 +13,7 @@ package acl
 // lookup per length in use, not a scan.
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -261,7 +262,7 @@ func (a *Authorizer) Add(bs ...Binding) []Binding {
 		added = append(added, b)
 	}
 	if len(added) > 0 {
-		a.snap.Store(build(next))
+		a.snap.Store(a.snap.Load().with(next, added))
 	}
 	return added
 }
@@ -335,6 +336,41 @@ func cmpString(a, b string) int {
 		return -1
 	}
 	return 1
+}
+
+// with returns a snapshot of bindings, which are s's and added, indexing
+// only added: the maps of the resource types they touch are copied (a
+// stored snapshot is never changed), and every other map and entry list
+// is shared. An ACL flood thus costs a map copy per change, not a rebuild
+// of every entry (decide does not depend on the entries' order).
+func (s *snapshot) with(bindings, added []Binding) *snapshot {
+	n := &snapshot{bindings: bindings, types: s.types}
+	var copied [numResourceTypes]bool
+	for _, b := range added {
+		if b.ResourceType < 0 || int(b.ResourceType) >= numResourceTypes {
+			continue
+		}
+		p, err := security.ParsePrincipal(b.Principal)
+		if err != nil {
+			continue // Validate refuses it; never stored
+		}
+		ti := &n.types[b.ResourceType]
+		if !copied[b.ResourceType] {
+			copied[b.ResourceType] = true
+			ti.literal, ti.prefixed, ti.prefixLens = maps.Clone(ti.literal), maps.Clone(ti.prefixed), slices.Clone(ti.prefixLens)
+		}
+		m := ti.literal
+		if b.PatternType == PatternPrefixed {
+			m = ti.prefixed
+			if !slices.Contains(ti.prefixLens, len(b.ResourceName)) {
+				ti.prefixLens = append(ti.prefixLens, len(b.ResourceName))
+				sort.Ints(ti.prefixLens)
+			}
+		}
+		// Clip: a shared list is appended to as a copy.
+		m[b.ResourceName] = append(slices.Clip(m[b.ResourceName]), entry{principal: p, host: b.Host, op: b.Operation, perm: b.Permission})
+	}
+	return n
 }
 
 // build indexes sorted, distinct bindings.
