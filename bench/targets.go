@@ -309,7 +309,11 @@ func (r *runner) startKiggyIggy(ctx context.Context, target, tag string) (*sessi
 func (r *runner) startKiggyIggyCluster(ctx context.Context, tag string) (*session, error) {
 	const target = TargetKiggyIggyCluster
 	if r.cfg.IggyClusterAddr == "" && r.cfg.IggyServerBin != "" {
-		c, err := iggyserver.StartCluster(r.cfg.IggyServerBin, r.work, 3)
+		bin, err := filepath.Abs(r.cfg.IggyServerBin) // the nodes run in their own directories
+		if err != nil {
+			return nil, err
+		}
+		c, err := iggyserver.StartCluster(bin, r.work, 3)
 		if err != nil {
 			return nil, err
 		}
