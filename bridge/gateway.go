@@ -622,10 +622,13 @@ func (g *Gateway) serveOne(cs *connState, req *engine.Request, inline bool) bool
 	g.metrics.countRequest(hdr.APIKey, hdr.APIVersion)
 	st := g.states.Get().(*state)
 	c := &st.call
-	*c = call{cs: cs, req: req, hdr: hdr, body: body, state: st, inline: inline, start: time.Now()}
+	start := time.Now()
+	*c = call{cs: cs, req: req, hdr: hdr, body: body, state: st, inline: inline, start: start}
 	meter, throttle := g.meterCall(c)
 	parked, ok := g.invoke(h, c)
-	g.chargeCall(cs, meter, c.start, throttle, inline)
+	// c belongs to its completer once invoked (a parked call may be done
+	// and reused already): only locals from here on.
+	g.chargeCall(cs, meter, start, throttle, inline)
 	if ok && !parked {
 		g.observe(c)
 		g.putState(st)

@@ -9,6 +9,7 @@ package bridge
 
 import (
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/quota"
@@ -18,12 +19,15 @@ import (
 
 // connQuota caches a connection's quota meter: a connection's client id
 // rarely changes, so the tracker is asked once. Only the goroutine serving
-// the connection's current request touches it (requests of a connection
-// are served one at a time).
+// the connection's current request touches meter and the client (requests
+// of a connection are served one at a time).
 type connQuota struct {
 	meter          *quota.Meter
-	user, clientID string        // the client meter belongs to
-	engineSeen     time.Duration // the connection's EngineTime charged so far
+	user, clientID string // the client meter belongs to
+	// engineSeen is the connection's EngineTime charged so far. Atomic: a
+	// parked call's completion may charge it on another goroutine while
+	// the call that parked is still being charged.
+	engineSeen atomic.Int64
 }
 
 // quotaExempt reports whether requests of key are exempt from quotas:
@@ -65,7 +69,7 @@ func (g *Gateway) chargeCall(cs *connState, m *quota.Meter, start time.Time, thr
 	now := time.Now()
 	var used time.Duration
 	if et := cs.conn.EngineTime(); et > 0 {
-		used, cs.quota.engineSeen = et-cs.quota.engineSeen, et
+		used = cs.quota.engineSince(et)
 		if !inline {
 			used += now.Sub(start)
 		}
@@ -103,4 +107,19 @@ func (g *Gateway) deferThrottled(cs *connState, req *engine.Request) bool {
 	}
 	time.AfterFunc(d, func() { g.submit(cs, req) })
 	return true
+}
+
+// engineSince returns the engine time up to et not charged yet, and marks
+// it charged (only forward: a charger that read an older EngineTime gets
+// nothing).
+func (cq *connQuota) engineSince(et time.Duration) time.Duration {
+	for {
+		prev := cq.engineSeen.Load()
+		if int64(et) <= prev {
+			return 0
+		}
+		if cq.engineSeen.CompareAndSwap(prev, int64(et)) {
+			return et - time.Duration(prev)
+		}
+	}
 }
