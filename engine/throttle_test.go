@@ -328,15 +328,26 @@ func TestEngineTime(t *testing.T) {
 		mu.Lock()
 		conn := ci
 		mu.Unlock()
-		first := conn.EngineTime()
-		if err := roundTrip(c, br, 2); err != nil {
-			t.Fatal(err)
+		// The response can reach the client before the engine adds the
+		// time of the dispatch that sent it (the net engine's writer
+		// writes while its reader is still in Serve): wait for it.
+		charged := func(atLeast time.Duration) time.Duration {
+			var got time.Duration
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				if got = conn.EngineTime(); got >= atLeast {
+					break
+				}
+			}
+			return got
 		}
-		grew := conn.EngineTime() - first
+		first := charged(1)
 		if first <= 0 {
 			t.Fatal("no engine time charged after a round trip")
 		}
-		if grew < 20*time.Millisecond {
+		if err := roundTrip(c, br, 2); err != nil {
+			t.Fatal(err)
+		}
+		if grew := charged(first+20*time.Millisecond) - first; grew < 20*time.Millisecond {
 			t.Fatalf("a request whose Serve slept 20 ms added %v of engine time", grew)
 		}
 	})
