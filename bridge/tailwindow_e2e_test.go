@@ -47,17 +47,53 @@ func isoFetch(t *testing.T, kc interface {
 // isolation levels, over committed and aborted transactions.
 func TestTailWindowSameBytes(t *testing.T) {
 	on := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyFetchCacheBytes: -1})
+	kon := dialKafka(t, on.Addr)
+	var koff interface {
+		RoundTrip(kmsg.Request) (kmsg.Response, error)
+	}
+	compare := func(topic string, partitions int) {
+		t.Helper()
+		for _, v := range []int16{12, 9, 4} {
+			for _, iso := range []int8{0, 1} {
+				for _, shape := range []struct {
+					offsets          []int64
+					partMax, maxSize int32
+				}{{[]int64{0, 0, 0}, 1 << 20, 4 << 20}, {[]int64{5, 17, 0}, 64 << 10, 1 << 20}, {[]int64{0, 3, 1}, 1, 100}} {
+					offsets := shape.offsets[:partitions]
+					what := fmt.Sprintf("%s v%d isolation %d %v/%d/%d", topic, v, iso, offsets, shape.partMax, shape.maxSize)
+					got := isoFetch(t, kon, v, iso, topic, offsets, shape.partMax, shape.maxSize)
+					ref := isoFetch(t, koff, v, iso, topic, offsets, shape.partMax, shape.maxSize)
+					samePartitions(t, what, got, ref)
+					for i := range got.Topics[0].Partitions {
+						a, b := got.Topics[0].Partitions[i].AbortedTransactions, ref.Topics[0].Partitions[i].AbortedTransactions
+						if !slices.EqualFunc(a, b, func(x, y kmsg.FetchResponseTopicPartitionAbortedTransaction) bool {
+							return x.ProducerID == y.ProducerID && x.FirstOffset == y.FirstOffset
+						}) {
+							t.Errorf("%s: partition %d: aborted transactions %v, the polling gateway's %v", what, i, a, b)
+						}
+					}
+				}
+			}
+		}
+	}
+
+	// The codec topics are created first, the transactional topic written
+	// next: the reference gateway learns their configs and the aborted
+	// transactions when it starts.
 	codecs := append([]struct {
 		name  string
 		codec batch.Codec
 	}{{"", batch.NoCompression}}, fetchCodecs...)
-	var topics []string
+	var codecTopics []string
 	for _, c := range codecs {
 		topic := "tail-" + c.name
 		createCodecTopic(t, on, topic, 3, c.name)
-		codecRecords(t, on.Addr, topic, 3, 120)
-		topics = append(topics, topic)
+		codecTopics = append(codecTopics, topic)
 	}
+	// The transactional topic: the reference gateway learns
+	// the aborted transactions when it starts. Its partitions take more
+	// appends (one a record, and the markers) than a partition's window
+	// keeps: its first reads poll, and the rest must still match.
 	const txnTopic = "tail-txn"
 	createCodecTopic(t, on, txnTopic, 2, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -81,52 +117,28 @@ func TestTailWindowSameBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	topics = append(topics, txnTopic)
+	off := kiggytest.Start(t, on.SameIggy(kiggytest.Options{Iggy: true, IggyFetchCacheBytes: -1, IggyTailWindowBytes: -1}))
+	koff = dialKafka(t, off.Addr)
+	compare(txnTopic, 2)
+
+	// Each codec topic is appended (one Produce a partition) right before
+	// it is read: a window chunk is served for the read cache's TTL only,
+	// so appending every topic first would let a slow machine outlive it.
+	for _, topic := range codecTopics {
+		codecRecords(t, on.Addr, topic, 3, 120)
+		polls := pollCount(t, on)
+		compare(topic, 3)
+		// Every Fetch of what this gateway appended was answered from
+		// its window.
+		if n := pollCount(t, on) - polls; n != 0 {
+			t.Errorf("the gateway with the tail window polled Iggy %v times reading %s, which it appended", n, topic)
+		}
+	}
 	fills := metricValue(t, on.Metrics(), "kiggy_iggy_tail_window_fills_total")
 	if fills == 0 {
 		t.Fatal("no append was kept in the tail window")
 	}
 
-	polls := pollCount(t, on)
-	off := kiggytest.Start(t, on.SameIggy(kiggytest.Options{Iggy: true, IggyFetchCacheBytes: -1, IggyTailWindowBytes: -1}))
-	kon, koff := dialKafka(t, on.Addr), dialKafka(t, off.Addr)
-	for i, topic := range topics {
-		if topic == txnTopic {
-			// Every Fetch of the codec topics, each appended in one
-			// Produce a partition, was answered from the window. The
-			// transactional topic's partitions took more appends (one
-			// a record, and the markers) than a partition's window
-			// keeps: its first reads poll.
-			if n := pollCount(t, on) - polls; n != 0 {
-				t.Errorf("the gateway with the tail window polled Iggy %v times for the %d codec topics it appended", n, i)
-			}
-		}
-		for _, v := range []int16{12, 9, 4} {
-			for _, iso := range []int8{0, 1} {
-				for _, shape := range []struct {
-					offsets          []int64
-					partMax, maxSize int32
-				}{{[]int64{0, 0, 0}, 1 << 20, 4 << 20}, {[]int64{5, 17, 0}, 64 << 10, 1 << 20}, {[]int64{0, 3, 1}, 1, 100}} {
-					offsets := shape.offsets
-					if topic == txnTopic {
-						offsets = offsets[:2]
-					}
-					what := fmt.Sprintf("%s v%d isolation %d %v/%d/%d", topic, v, iso, offsets, shape.partMax, shape.maxSize)
-					got := isoFetch(t, kon, v, iso, topic, offsets, shape.partMax, shape.maxSize)
-					ref := isoFetch(t, koff, v, iso, topic, offsets, shape.partMax, shape.maxSize)
-					samePartitions(t, what, got, ref)
-					for i := range got.Topics[0].Partitions {
-						a, b := got.Topics[0].Partitions[i].AbortedTransactions, ref.Topics[0].Partitions[i].AbortedTransactions
-						if !slices.EqualFunc(a, b, func(x, y kmsg.FetchResponseTopicPartitionAbortedTransaction) bool {
-							return x.ProducerID == y.ProducerID && x.FirstOffset == y.FirstOffset
-						}) {
-							t.Errorf("%s: partition %d: aborted transactions %v, the polling gateway's %v", what, i, a, b)
-						}
-					}
-				}
-			}
-		}
-	}
 	if pollCount(t, off) == 0 {
 		t.Error("the reference gateway never polled: the comparison compared nothing")
 	}
