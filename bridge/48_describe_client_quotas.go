@@ -1,13 +1,15 @@
 // DescribeClientQuotas (API key 48): versions 0–1 (wire.APIs).
 //
-// kiggy's one quota is --quota-request-percentage, set for the default user
-// and default client id (docs/design/quotas.md): that entity is the only
-// one described; quotas are set by flags, not AlterClientQuotas.
+// kiggy's quotas are set by flags, not AlterClientQuotas
+// (docs/design/quotas.md): --quota-request-percentage for the default user
+// and default client id, and --connection-creation-rate-per-ip for the
+// default IP; those two entities are the ones described.
 
 package bridge
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
@@ -30,6 +32,7 @@ func (g *Gateway) describeClientQuotas(c *call) bool {
 		// KafkaApis: DESCRIBE_CONFIGS on the cluster.
 		resp = &wire.DescribeClientQuotasResponse{ErrorCode: code}
 	}
+	ip, client := false, false
 	for _, comp := range req.Components {
 		if resp.ErrorCode != wire.NoError {
 			break
@@ -39,11 +42,24 @@ func (g *Gateway) describeClientQuotas(c *call) bool {
 				ErrorMessage: wire.NullStringOf(fmt.Sprintf("Unknown match type %d", comp.MatchType))}
 			break
 		}
+		ip = ip || comp.EntityType == "ip"
+		client = client || comp.EntityType == "user" || comp.EntityType == "client-id"
 	}
-	if resp.ErrorCode == wire.NoError && g.cfg.Quota.RequestPercentage > 0 && defaultQuotaEntityMatches(&req) {
+	if resp.ErrorCode == wire.NoError && ip && client {
+		// Kafka's ClientQuotasImage.describe.
+		resp = &wire.DescribeClientQuotasResponse{ErrorCode: wire.InvalidRequest,
+			ErrorMessage: wire.NullStringOf("Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component.")}
+	}
+	if resp.ErrorCode == wire.NoError && g.cfg.Quota.RequestPercentage > 0 && defaultQuotaEntityMatches(&req, "user", "client-id") {
 		resp.Entries = append(resp.Entries, wire.QuotaEntry{
 			Entity: []wire.QuotaEntity{{Type: "user"}, {Type: "client-id"}},
 			Values: []wire.QuotaValue{{Key: "request_percentage", Value: g.cfg.Quota.RequestPercentage}},
+		})
+	}
+	if resp.ErrorCode == wire.NoError && g.cfg.ConnectionCreationRatePerIP > 0 && defaultQuotaEntityMatches(&req, "ip") {
+		resp.Entries = append(resp.Entries, wire.QuotaEntry{
+			Entity: []wire.QuotaEntity{{Type: "ip"}},
+			Values: []wire.QuotaValue{{Key: "connection_creation_rate", Value: float64(g.cfg.ConnectionCreationRatePerIP)}},
 		})
 	}
 	resp.CountErrors(g.errorCounter(c))
@@ -51,16 +67,16 @@ func (g *Gateway) describeClientQuotas(c *call) bool {
 	return false
 }
 
-// defaultQuotaEntityMatches reports whether the entity (user=<default>,
-// client-id=<default>) passes req's filter, as Kafka's
-// ClientQuotaManager.describeClientQuotas filters: every component must
-// match one of the entity's parts (a default-name or any-name match of
-// type user or client-id; an exact name never names a default), and a
-// strict filter must name both of its types.
-func defaultQuotaEntityMatches(req *wire.DescribeClientQuotasRequest) bool {
+// defaultQuotaEntityMatches reports whether the entity whose parts are the
+// defaults of types (user=<default>, client-id=<default>; or
+// ip=<default>) passes req's filter, as Kafka's ClientQuotasImage.describe
+// filters: every component must match one of the entity's parts (a
+// default-name or any-name match of one of its types; an exact name never
+// names a default), and a strict filter must name all of its types.
+func defaultQuotaEntityMatches(req *wire.DescribeClientQuotasRequest, types ...string) bool {
 	named := map[string]bool{}
 	for _, comp := range req.Components {
-		if comp.EntityType != "user" && comp.EntityType != "client-id" {
+		if !slices.Contains(types, comp.EntityType) {
 			return false
 		}
 		if comp.MatchType == 0 {
@@ -68,5 +84,5 @@ func defaultQuotaEntityMatches(req *wire.DescribeClientQuotasRequest) bool {
 		}
 		named[comp.EntityType] = true
 	}
-	return !req.Strict || len(named) == 2
+	return !req.Strict || len(named) == len(types)
 }

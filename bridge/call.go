@@ -3,8 +3,8 @@ package bridge
 import (
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge/quota"
 	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/quota"
 	"github.com/kiggy-io/kiggy/wire"
 )
 

@@ -27,7 +27,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge/fetchcache"
 	"github.com/kiggy-io/kiggy/bridge/fetchsession"
-	"github.com/kiggy-io/kiggy/bridge/quota"
+	"github.com/kiggy-io/kiggy/quota"
 	"github.com/kiggy-io/kiggy/security"
 
 	"github.com/kiggy-io/kiggy/bridge/group"
@@ -205,6 +205,11 @@ type Config struct {
 	// as a percentage of one thread; a client over it is throttled. The
 	// zero value sets none (Kafka's default too).
 	Quota quota.Config
+	// ConnectionCreationRatePerIP is the engine's per-IP connection
+	// creation rate (engine.Config; NewServer copies it), described by
+	// DescribeClientQuotas as the default IP entity's
+	// connection_creation_rate.
+	ConnectionCreationRatePerIP int
 	// Group configures the group coordinator (session timeout bounds,
 	// initial rebalance delay).
 	Group group.Config

@@ -9,9 +9,9 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/group"
-	"github.com/kiggy-io/kiggy/bridge/quota"
 	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
+	"github.com/kiggy-io/kiggy/quota"
 )
 
 // TestRequestQuota: a client that pipelines requests past its request
@@ -92,7 +92,7 @@ func dialClient(t *testing.T, addr, clientID string) *rawConn {
 // other; without one, nothing.
 func TestDescribeClientQuotas(t *testing.T) {
 	t.Parallel()
-	with := kiggytest.Start(t, kiggytest.Options{Bridge: bridge.Config{Quota: quota.Config{RequestPercentage: 25}}})
+	with := kiggytest.Start(t, kiggytest.Options{Bridge: bridge.Config{Quota: quota.Config{RequestPercentage: 25}, ConnectionCreationRatePerIP: 40}})
 	without := kiggytest.Start(t, kiggytest.Options{})
 	describe := func(addr string, strict bool, comps ...kmsg.DescribeClientQuotasRequestComponent) *kmsg.DescribeClientQuotasResponse {
 		rc := dialClient(t, addr, "admin")
@@ -103,9 +103,6 @@ func TestDescribeClientQuotas(t *testing.T) {
 		resp := kmsg.NewPtrDescribeClientQuotasResponse()
 		resp.Version = 1
 		rc.recv(rc.send(req), resp)
-		if resp.ErrorCode != 0 {
-			t.Fatalf("DescribeClientQuotas: error %d", resp.ErrorCode)
-		}
 		return resp
 	}
 	comp := func(typ string, match int8, name string) kmsg.DescribeClientQuotasRequestComponent {
@@ -116,36 +113,53 @@ func TestDescribeClientQuotas(t *testing.T) {
 		}
 		return c
 	}
+	type comps = []kmsg.DescribeClientQuotasRequestComponent
 	for _, tc := range []struct {
-		name   string
-		strict bool
-		comps  []kmsg.DescribeClientQuotasRequestComponent
-		want   bool
+		name       string
+		strict     bool
+		comps      comps
+		client, ip bool  // the entities described
+		code       int16 // or the error
 	}{
-		{"everything", false, nil, true},
-		{"default users (kafka-configs --entity-type users --entity-default)", false, []kmsg.DescribeClientQuotasRequestComponent{comp("user", 1, "")}, true},
-		{"any client id", false, []kmsg.DescribeClientQuotasRequestComponent{comp("client-id", 2, "")}, true},
-		{"user alice", false, []kmsg.DescribeClientQuotasRequestComponent{comp("user", 0, "alice")}, false},
-		{"an ip entity", false, []kmsg.DescribeClientQuotasRequestComponent{comp("ip", 2, "")}, false},
-		{"strict default user only", true, []kmsg.DescribeClientQuotasRequestComponent{comp("user", 1, "")}, false},
-		{"strict default user and client id", true, []kmsg.DescribeClientQuotasRequestComponent{comp("user", 1, ""), comp("client-id", 1, "")}, true},
+		{name: "everything", client: true, ip: true},
+		{name: "default users (kafka-configs --entity-type users --entity-default)", comps: comps{comp("user", 1, "")}, client: true},
+		{name: "any client id", comps: comps{comp("client-id", 2, "")}, client: true},
+		{name: "user alice", comps: comps{comp("user", 0, "alice")}},
+		{name: "any ip", comps: comps{comp("ip", 2, "")}, ip: true},
+		{name: "default ip (kafka-configs --entity-type ips --entity-default)", comps: comps{comp("ip", 1, "")}, ip: true},
+		{name: "ip 10.0.0.1", comps: comps{comp("ip", 0, "10.0.0.1")}},
+		{name: "strict default ip", strict: true, comps: comps{comp("ip", 1, "")}, ip: true},
+		{name: "strict default user only", strict: true, comps: comps{comp("user", 1, "")}},
+		{name: "strict default user and client id", strict: true, comps: comps{comp("user", 1, ""), comp("client-id", 1, "")}, client: true},
+		{name: "ip with user (ClientQuotasImage: INVALID_REQUEST)", comps: comps{comp("ip", 2, ""), comp("user", 2, "")}, code: 42},
 	} {
 		resp := describe(with.Addr, tc.strict, tc.comps...)
-		if got := len(resp.Entries) == 1; got != tc.want || len(resp.Entries) > 1 {
-			t.Errorf("%s: %d entries, want the default entity: %v", tc.name, len(resp.Entries), tc.want)
+		if resp.ErrorCode != tc.code {
+			t.Errorf("%s: error %d, want %d", tc.name, resp.ErrorCode, tc.code)
 			continue
 		}
-		if tc.want {
-			e := resp.Entries[0]
-			if len(e.Entity) != 2 || e.Entity[0].Type != "user" || e.Entity[0].Name != nil || e.Entity[1].Type != "client-id" || e.Entity[1].Name != nil {
-				t.Errorf("%s: entity %+v, want the default user and client id", tc.name, e.Entity)
-			}
-			if len(e.Values) != 1 || e.Values[0].Key != "request_percentage" || e.Values[0].Value != 25 {
-				t.Errorf("%s: values %+v, want request_percentage 25", tc.name, e.Values)
+		var client, ip int
+		for _, e := range resp.Entries {
+			switch {
+			case len(e.Entity) == 2 && e.Entity[0].Type == "user" && e.Entity[0].Name == nil && e.Entity[1].Type == "client-id" && e.Entity[1].Name == nil:
+				client++
+				if len(e.Values) != 1 || e.Values[0].Key != "request_percentage" || e.Values[0].Value != 25 {
+					t.Errorf("%s: values %+v, want request_percentage 25", tc.name, e.Values)
+				}
+			case len(e.Entity) == 1 && e.Entity[0].Type == "ip" && e.Entity[0].Name == nil:
+				ip++
+				if len(e.Values) != 1 || e.Values[0].Key != "connection_creation_rate" || e.Values[0].Value != 40 {
+					t.Errorf("%s: values %+v, want connection_creation_rate 40", tc.name, e.Values)
+				}
+			default:
+				t.Errorf("%s: unexpected entity %+v", tc.name, e.Entity)
 			}
 		}
-		if n := len(describe(without.Addr, tc.strict, tc.comps...).Entries); n != 0 {
-			t.Errorf("%s: %d entries without a quota", tc.name, n)
+		if (client == 1) != tc.client || (ip == 1) != tc.ip || client > 1 || ip > 1 {
+			t.Errorf("%s: %d default user/client-id and %d default ip entities, want %v and %v", tc.name, client, ip, tc.client, tc.ip)
+		}
+		if r := describe(without.Addr, tc.strict, tc.comps...); len(r.Entries) != 0 || r.ErrorCode != tc.code {
+			t.Errorf("%s: %d entries (error %d) without a quota", tc.name, len(r.Entries), r.ErrorCode)
 		}
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge/quota"
 	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/quota"
 	"github.com/kiggy-io/kiggy/wire"
 )
 

@@ -29,6 +29,9 @@ func NewServer(kind string, ecfg engine.Config, cfg Config, backend store.Log) (
 	if cfg.Logger == nil {
 		cfg.Logger = ecfg.Logger
 	}
+	if cfg.ConnectionCreationRatePerIP == 0 {
+		cfg.ConnectionCreationRatePerIP = ecfg.ConnectionCreationRatePerIP
+	}
 	gw := New(cfg, backend)
 	srv, err := engine.New(kind, ecfg, gw)
 	if err != nil {

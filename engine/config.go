@@ -59,6 +59,27 @@ type Config struct {
 	// refused and under ReasonMaxConnectionsPerIP. Kafka equivalent:
 	// max.connections.per.ip (whose default is no cap too).
 	MaxConnectionsPerIP int
+	// MaxConnectionCreationRate bounds the connections the server accepts a
+	// second, over all its listeners; 0 = no cap. The acceptor that takes a
+	// connection over the rate waits its throttle (at most one RateWindow)
+	// before serving it and accepting the next: the peers wait in the
+	// listen backlog. Kafka equivalent: max.connection.creation.rate
+	// (KIP-612).
+	MaxConnectionCreationRate int
+	// ConnectionCreationRatePerIP bounds the connections one client IP
+	// address may open a second; 0 = no cap. A connection over it is not
+	// served: it is held, unread, for its throttle (at most one
+	// RateWindow) and then closed, counted as refused and under
+	// ReasonConnectionRate, so that a client reconnecting in a loop waits
+	// for each refusal. Kafka equivalent: the connection_creation_rate
+	// quota of the default IP entity (KIP-612).
+	ConnectionCreationRatePerIP int
+	// RateSamples and RateWindow are the sliding window the connection
+	// creation rates are measured over; 0 = 11 samples of 1 s (Kafka's
+	// quota.window.num and quota.window.size.seconds). The rate of a first
+	// burst is taken over at least RateSamples−1 windows.
+	RateSamples int
+	RateWindow  time.Duration
 	// MaxFrameSize bounds the declared size of a request frame in bytes,
 	// excluding the 4-byte prefix; 0 = 100 MiB. A bigger or negative size
 	// closes the connection before any buffer grows. Bounds: 0..1 GiB.
@@ -139,6 +160,7 @@ func (c Config) validate() error {
 	switch {
 	case c.Loops < 0 || c.Loops > MaxLoops,
 		c.MaxConnections < 0, c.MaxConnectionsPerIP < 0,
+		c.MaxConnectionCreationRate < 0, c.ConnectionCreationRatePerIP < 0, c.RateSamples < 0, c.RateWindow < 0,
 		c.MaxFrameSize < 0 || c.MaxFrameSize > maxFrameLimit,
 		c.MaxInFlight < 0 || c.MaxInFlight > maxInFlightLimit,
 		c.MaxInFlightBytes < 0,

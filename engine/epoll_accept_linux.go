@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,13 +32,29 @@ type acceptor struct {
 	name     string // the listener's name (ConnInfo.Listener)
 	// authTimeout is the listener's AuthTimeout.
 	authTimeout time.Duration
+	// quit is closed by stop: it ends a wait for the connection rate.
+	quit     chan struct{}
+	quitOnce sync.Once
 }
 
 // stop makes run return: closing the dup wakes the parked Read, and closing
 // both descriptors makes the kernel refuse new connections.
 func (a *acceptor) stop() {
+	a.quitOnce.Do(func() { close(a.quit) })
 	a.ln.Close()
 	a.lf.Close()
+}
+
+// wait waits d for MaxConnectionCreationRate; false means stop came first.
+func (a *acceptor) wait(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-a.quit:
+		return false
+	}
 }
 
 // run accepts until the listener closes. It returns the error that stopped
@@ -80,6 +97,15 @@ func (a *acceptor) acceptAll(lfd uintptr) bool {
 			return true
 		}
 		ip := sockaddrIP(sa)
+		now := time.Now()
+		if d := s.rates.ipThrottle(ip, now); d > 0 {
+			s.rates.hold(d, func() { unix.Close(fd) }, &s.acc)
+			continue
+		}
+		if d := s.rates.acceptDelay(now); d > 0 && !a.wait(d) {
+			unix.Close(fd)
+			return false // stopped: the next Read fails on the closed listener
+		}
 		if !admitConn(&s.open, &s.acc, s.cfg.MaxConnections) || !admitIP(&s.ips, ip, &s.open, &s.acc) {
 			unix.Close(fd)
 			continue

@@ -115,6 +115,7 @@ type epollServer struct {
 	open   atomic.Int64 // connections accepted and not yet closed
 	acc    counters     // acceptor-side counters (refused)
 	ips    ipCounts     // MaxConnectionsPerIP; shared with tlsSrv
+	rates  *connRates   // the connection creation rates; shared with tlsSrv
 
 	mu        sync.Mutex
 	loops     []*loop // started by the first Serve
@@ -136,6 +137,7 @@ func NewEpoll(cfg Config, h Handler) (Server, error) {
 		h:         h,
 		epoch:     time.Now(),
 		ips:       ipCounts{max: cfg.MaxConnectionsPerIP},
+		rates:     newConnRates(cfg),
 		acceptors: make(map[*acceptor]struct{}),
 		done:      make(chan struct{}),
 	}, nil
@@ -206,7 +208,7 @@ func (s *epollServer) Serve(l net.Listener) error {
 		lf.Close()
 		return err
 	}
-	a := &acceptor{s: s, ln: ln, lf: lf, raw: lraw, name: lcfg.Name, authTimeout: lcfg.AuthTimeout}
+	a := &acceptor{s: s, ln: ln, lf: lf, raw: lraw, name: lcfg.Name, authTimeout: lcfg.AuthTimeout, quit: make(chan struct{})}
 	a.acceptFn = a.acceptAll
 	s.mu.Lock()
 	if s.shutdown {
@@ -246,7 +248,7 @@ func (s *epollServer) tlsServer() (*netServer, error) {
 	}
 	if s.tlsSrv == nil {
 		s.tlsSrv = newNet(s.cfg, s.h)
-		s.tlsSrv.nextID, s.tlsSrv.open, s.tlsSrv.ips = &s.nextID, &s.open, &s.ips
+		s.tlsSrv.nextID, s.tlsSrv.open, s.tlsSrv.ips, s.tlsSrv.rates = &s.nextID, &s.open, &s.ips, s.rates
 	}
 	return s.tlsSrv, nil
 }
@@ -301,6 +303,7 @@ func (s *epollServer) Stats() Stats {
 	if ns != nil {
 		ns.n.addTo(&st)
 	}
+	s.rates.addTo(&st)
 	st.Open = s.open.Load()
 	return st
 }

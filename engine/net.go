@@ -52,7 +52,8 @@ type netServer struct {
 	// connection ids stay unique and MaxConnections counts both.
 	nextID  *atomic.Uint64
 	open    *atomic.Int64
-	ips     *ipCounts // MaxConnectionsPerIP (perip.go), the epoll engine's too
+	ips     *ipCounts  // MaxConnectionsPerIP (perip.go), the epoll engine's too
+	rates   *connRates // the connection creation rates, the epoll engine's too
 	ownIDs  atomic.Uint64
 	ownOpen atomic.Int64
 	ownIPs  ipCounts
@@ -85,6 +86,7 @@ func newNet(cfg Config, h Handler) *netServer {
 	}
 	s.ownIPs.max = cfg.MaxConnectionsPerIP
 	s.nextID, s.open, s.ips = &s.ownIDs, &s.ownOpen, &s.ownIPs
+	s.rates = newConnRates(cfg)
 	return s
 }
 
@@ -142,6 +144,15 @@ func isTemporaryAccept(err error) bool {
 
 func (s *netServer) accept(nc net.Conn, l *Listener) {
 	ip := addrIP(nc.RemoteAddr())
+	now := time.Now()
+	if d := s.rates.ipThrottle(ip, now); d > 0 {
+		s.rates.hold(d, func() { nc.Close() }, &s.n)
+		return
+	}
+	if d := s.rates.acceptDelay(now); d > 0 {
+		// At most one RateWindow; a Shutdown meanwhile is seen below.
+		time.Sleep(d)
+	}
 	if !admitConn(s.open, &s.n, s.cfg.MaxConnections) || !admitIP(s.ips, ip, s.open, &s.n) {
 		nc.Close()
 		return
@@ -257,6 +268,7 @@ func (s *netServer) Shutdown(ctx context.Context) error {
 func (s *netServer) Stats() Stats {
 	var st Stats
 	s.n.addTo(&st)
+	s.rates.addTo(&st)
 	st.Open = s.open.Load()
 	return st
 }

@@ -1,6 +1,9 @@
 package engine
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // CloseReason says why the engine closed a connection. The set is small and
 // fixed so metrics can pre-resolve one counter per reason.
@@ -44,6 +47,10 @@ const (
 	// ReasonMaxConnectionsPerIP: refused because MaxConnectionsPerIP
 	// connections of the client's IP address were open.
 	ReasonMaxConnectionsPerIP
+	// ReasonConnectionRate: refused, after being held for its throttle,
+	// because its IP address opened connections faster than
+	// ConnectionCreationRatePerIP.
+	ReasonConnectionRate
 	// NumCloseReasons is the number of close reasons.
 	NumCloseReasons
 )
@@ -62,6 +69,7 @@ var reasonNames = [NumCloseReasons]string{
 	ReasonTLSHandshake:        "tls_handshake",
 	ReasonAuthentication:      "authentication_failed",
 	ReasonMaxConnectionsPerIP: "max_connections_per_ip",
+	ReasonConnectionRate:      "connection_creation_rate",
 }
 
 // String returns the reason's metric label, e.g. "frame_too_large".
@@ -143,8 +151,21 @@ type Stats struct {
 	Accepted uint64
 	// Refused counts connections accepted and closed at once because
 	// MaxConnections were open, or MaxConnectionsPerIP of the client's
-	// address (also counted in Closes).
+	// address, and those closed after their throttle for
+	// ConnectionCreationRatePerIP (also counted in Closes).
 	Refused uint64
+	// AcceptThrottles counts the connections an acceptor waited to serve
+	// for MaxConnectionCreationRate, and AcceptThrottleTime the time it
+	// waited.
+	AcceptThrottles    uint64
+	AcceptThrottleTime time.Duration
+	// IPRateThrottles counts the connections refused for
+	// ConnectionCreationRatePerIP, and IPRateThrottleTime the time they
+	// were held before their close; IPRates is the number of addresses
+	// whose rate is measured now.
+	IPRateThrottles    uint64
+	IPRateThrottleTime time.Duration
+	IPRates            int
 	// Requests counts complete request frames handed to the handler.
 	Requests uint64
 	// BytesIn and BytesOut count bytes read and written on connections.

@@ -82,11 +82,15 @@ func (a *admin) metrics(w http.ResponseWriter, _ *http.Request) {
 	s := a.srv.Stats()
 	fmt.Fprintf(w, "# HELP kiggy_connections_open Open client connections.\n# TYPE kiggy_connections_open gauge\nkiggy_connections_open %d\n", s.Open)
 	fmt.Fprintf(w, "# HELP kiggy_connections_accepted_total Connections accepted.\n# TYPE kiggy_connections_accepted_total counter\nkiggy_connections_accepted_total %d\n", s.Accepted)
-	fmt.Fprintf(w, "# HELP kiggy_connections_refused_total Connections refused at --max-connections or --max-connections-per-ip.\n# TYPE kiggy_connections_refused_total counter\nkiggy_connections_refused_total %d\n", s.Refused)
+	fmt.Fprintf(w, "# HELP kiggy_connections_refused_total Connections refused at --max-connections, --max-connections-per-ip or --connection-creation-rate-per-ip.\n# TYPE kiggy_connections_refused_total counter\nkiggy_connections_refused_total %d\n", s.Refused)
 	fmt.Fprintf(w, "# HELP kiggy_connections_closed_total Connections closed, by reason.\n# TYPE kiggy_connections_closed_total counter\n")
 	for r := engine.CloseReason(0); r < engine.NumCloseReasons; r++ {
 		fmt.Fprintf(w, "kiggy_connections_closed_total{reason=%q} %d\n", r.String(), s.Closed(r))
 	}
+	fmt.Fprintf(w, "# HELP kiggy_connection_accept_throttles_total Connections the acceptor waited to serve for --max-connection-creation-rate.\n# TYPE kiggy_connection_accept_throttles_total counter\nkiggy_connection_accept_throttles_total %d\n", s.AcceptThrottles)
+	fmt.Fprintf(w, "# HELP kiggy_connection_accept_throttle_seconds_total Time the acceptor waited for --max-connection-creation-rate.\n# TYPE kiggy_connection_accept_throttle_seconds_total counter\nkiggy_connection_accept_throttle_seconds_total %g\n", s.AcceptThrottleTime.Seconds())
+	fmt.Fprintf(w, "# HELP kiggy_connection_rate_throttle_seconds_total Time connections refused for --connection-creation-rate-per-ip were held before their close.\n# TYPE kiggy_connection_rate_throttle_seconds_total counter\nkiggy_connection_rate_throttle_seconds_total %g\n", s.IPRateThrottleTime.Seconds())
+	fmt.Fprintf(w, "# HELP kiggy_connection_rate_addresses Client IP addresses whose connection creation rate is measured (--connection-creation-rate-per-ip).\n# TYPE kiggy_connection_rate_addresses gauge\nkiggy_connection_rate_addresses %d\n", s.IPRates)
 	fmt.Fprintf(w, "# HELP kiggy_connection_read_pauses_total Times a connection's reads stopped at a per-connection limit or for a quota's throttle, by limit.\n# TYPE kiggy_connection_read_pauses_total counter\n")
 	for p := engine.PauseCause(0); p < engine.NumPauseCauses; p++ {
 		fmt.Fprintf(w, "kiggy_connection_read_pauses_total{limit=%q} %d\n", p.String(), s.Pauses[p])

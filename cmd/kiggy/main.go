@@ -19,9 +19,9 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/fetchsession"
 	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
-	"github.com/kiggy-io/kiggy/bridge/quota"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/quota"
 )
 
 // options is every knob of the gateway; see registerOptions for defaults,
@@ -30,25 +30,26 @@ type options struct {
 	listen, advertisedHost, engine string
 	advertisedPort                 int64
 
-	nodeID, defaultPartitions, instanceID         int64
-	clusterID                                     string
-	autoCreateTopics                              bool
-	autoCreateTopicsLimit                         int64
-	producerIDExpiration                          time.Duration
-	transactionMaxTimeout                         time.Duration
-	transactionalIDExpiration                     time.Duration
-	consumerSessionTimeout, consumerHeartbeat     time.Duration
-	consumerAssignor                              string
-	maxTransactionalIDs                           int64
-	maxACLs, maxScramCredentials                  int64
-	producerStateScan                             int64
-	refuseUnissuedProducerIDs                     bool
-	maxProducerStates, maxProducerStatesPrincipal int64
-	groupMaxSize, maxGroupMembers, maxGroups      int64
-	fetchSessionSlots, fetchSessionMaxPartitions  int64
-	quotaRequestPercentage, quotaWindowNum        int64
-	quotaWindowSize                               time.Duration
-	fetchSessionEviction                          time.Duration
+	nodeID, defaultPartitions, instanceID          int64
+	clusterID                                      string
+	autoCreateTopics                               bool
+	autoCreateTopicsLimit                          int64
+	producerIDExpiration                           time.Duration
+	transactionMaxTimeout                          time.Duration
+	transactionalIDExpiration                      time.Duration
+	consumerSessionTimeout, consumerHeartbeat      time.Duration
+	consumerAssignor                               string
+	maxTransactionalIDs                            int64
+	maxACLs, maxScramCredentials                   int64
+	producerStateScan                              int64
+	refuseUnissuedProducerIDs                      bool
+	maxProducerStates, maxProducerStatesPrincipal  int64
+	groupMaxSize, maxGroupMembers, maxGroups       int64
+	fetchSessionSlots, fetchSessionMaxPartitions   int64
+	quotaRequestPercentage, quotaWindowNum         int64
+	quotaWindowSize                                time.Duration
+	maxConnectionCreationRate, connectionRatePerIP int64
+	fetchSessionEviction                           time.Duration
 
 	maxConnectionsPerIP                                                         int64
 	maxConnections, maxFrameSize, maxInFlight, maxInFlightBytes, maxOutputBytes int64
@@ -118,7 +119,9 @@ func registerOptions(s *settings, o *options) {
 	s.Int("Limits", "max-group-members", &o.maxGroupMembers, group.DefaultMaxMembers, 0, math.MaxInt32, "members (as above) of all consumer groups together; a new member past it gets COORDINATOR_NOT_AVAILABLE, which clients retry; 0 = no cap")
 	s.Int("Limits", "max-groups", &o.maxGroups, group.DefaultMaxGroups, 0, math.MaxInt32, "consumer groups held (joined, or holding offsets of simple commits); a new group past it evicts an empty group holding no offsets, or gets COORDINATOR_NOT_AVAILABLE; 0 = no cap")
 	s.Int("Limits", "quota-request-percentage", &o.quotaRequestPercentage, 0, 0, 1<<20, "request quota of every client (user, client id): the gateway time its requests may use, in percent of one thread; a client over it gets throttle_time_ms and its connection is not read for that long (Kafka request_percentage of the default user and client id, KIP-124); 0 = no quota")
-	s.Int("Limits", "quota-window-num", &o.quotaWindowNum, quota.DefaultSamples, 2, 1000, "samples the request quota measures usage over (Kafka quota.window.num)")
+	s.Int("Limits", "max-connection-creation-rate", &o.maxConnectionCreationRate, 0, 0, 1<<30, "connections accepted a second over all listeners; past it the acceptor waits before serving the next, at most one --quota-window-size (Kafka max.connection.creation.rate, KIP-612); 0 = no cap")
+	s.Int("Limits", "connection-creation-rate-per-ip", &o.connectionRatePerIP, 0, 0, 1<<30, "connections one client IP address may open a second; one over it is held unserved for its throttle, at most one --quota-window-size, then closed (Kafka connection_creation_rate of the default IP, KIP-612); 0 = no cap")
+	s.Int("Limits", "quota-window-num", &o.quotaWindowNum, quota.DefaultSamples, 2, 1000, "samples the request quota and the connection creation rates measure usage over (Kafka quota.window.num)")
 	s.Duration("Limits", "quota-window-size", &o.quotaWindowSize, quota.DefaultWindow, time.Millisecond, time.Hour, "the span of each sample (Kafka quota.window.size.seconds; shorter windows let the quota act sooner); the longest throttle is one window")
 	s.Int("Kafka", "producer-state-scan", &o.producerStateScan, 16384, 1, 1<<24, "messages of a partition's tail read back to rebuild its idempotent producer state after a start")
 
@@ -343,16 +346,20 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 	// bridge.NewServer is the one wiring (internal/testing/kiggytest uses it too):
 	// the gateway takes its frame limit and logger from the engine's config.
 	s, err := bridge.NewServer(o.engine, engine.Config{
-		MaxConnections:      int(o.maxConnections),
-		MaxConnectionsPerIP: int(o.maxConnectionsPerIP),
-		MaxFrameSize:        int32(o.maxFrameSize),
-		MaxInFlight:         int(o.maxInFlight),
-		MaxInFlightBytes:    int(o.maxInFlightBytes),
-		MaxOutputBytes:      int(o.maxOutputBytes),
-		IdleTimeout:         o.idleTimeout,
-		ReadTimeout:         o.readTimeout,
-		WriteTimeout:        o.writeTimeout,
-		Logger:              logger,
+		MaxConnections:              int(o.maxConnections),
+		MaxConnectionsPerIP:         int(o.maxConnectionsPerIP),
+		MaxConnectionCreationRate:   int(o.maxConnectionCreationRate),
+		ConnectionCreationRatePerIP: int(o.connectionRatePerIP),
+		RateSamples:                 int(o.quotaWindowNum),
+		RateWindow:                  o.quotaWindowSize,
+		MaxFrameSize:                int32(o.maxFrameSize),
+		MaxInFlight:                 int(o.maxInFlight),
+		MaxInFlightBytes:            int(o.maxInFlightBytes),
+		MaxOutputBytes:              int(o.maxOutputBytes),
+		IdleTimeout:                 o.idleTimeout,
+		ReadTimeout:                 o.readTimeout,
+		WriteTimeout:                o.writeTimeout,
+		Logger:                      logger,
 	}, bcfg, backend)
 	if err != nil {
 		return fmt.Errorf("--engine: %w", err)

@@ -7,12 +7,17 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
@@ -110,4 +115,95 @@ func requireLoopbackAddr(t *testing.T) {
 		}
 	}
 	testtools.Require(t, "source address 127.0.0.2", err == nil, fmt.Sprintf("dialling from it failed (%v)", err))
+}
+
+// TestConnectionChurnFlood (issue #35, KIP-612): one client address
+// (127.0.0.2) reconnects in a loop for 3 s (8 goroutines, each dialling,
+// sending one ApiVersions, reading its answer or the close, and dialling
+// again) beside the steady producer and consumer group (from 127.0.0.1),
+// against --connection-creation-rate-per-ip 100 over 11 windows of
+// 100 ms: past its first burst the address's connections are held for
+// their throttle and closed unanswered, so it is served at most 100 a
+// second over the span; every refusal is counted, and the steady clients,
+// from another address, lose nothing. KIGGY_HOSTILE_NO_QUOTA=1 runs it
+// without the rate (the figure it is judged against).
+func TestConnectionChurnFlood(t *testing.T) {
+	const (
+		rate    = 100
+		clients = 8
+		span    = 1100 * time.Millisecond // 11 windows of 100 ms
+		lasting = 3 * time.Second
+	)
+	requireLoopbackAddr(t)
+	var args []string
+	limited := os.Getenv(noQuotaEnv) != "1"
+	if limited {
+		args = []string{"--connection-creation-rate-per-ip", strconv.Itoa(rate), "--quota-window-size", "100ms"}
+	} else {
+		t.Logf("no connection creation rate (%s=1)", noQuotaEnv)
+	}
+	k := startFloodKiggy(t, args...)
+	s := startSteady(t, k)
+	m0 := k.metrics(t)
+	before := k.rss(t)
+	peak := k.peak(t)
+	var served, refused atomic.Int64
+	var took time.Duration
+	s.flood(func() {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d := net.Dialer{Timeout: dialTimeout, LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+				for time.Since(start) < lasting {
+					c, err := d.Dial("tcp", k.Addr)
+					if err != nil {
+						t.Errorf("dial from 127.0.0.2: %v", err)
+						return
+					}
+					kc := kafkawire.NewConn(c, "hostile")
+					req := kmsg.NewPtrApiVersionsRequest()
+					req.Version = 3
+					req.ClientSoftwareName, req.ClientSoftwareVersion = "hostile", "1"
+					if _, err := kc.RoundTrip(req); err == nil {
+						served.Add(1)
+					} else {
+						refused.Add(1) // closed unanswered
+					}
+					c.Close()
+				}
+			}()
+		}
+		wg.Wait()
+		took = time.Since(start)
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	high := peak()
+	m := k.metrics(t)
+	counted := m.closed("connection_creation_rate") - m0.closed("connection_creation_rate")
+	t.Logf("%d connections from one address in %v: %d served, %d closed unanswered (%v counted); RSS %.1f MiB before, peak %.1f MiB",
+		served.Load()+refused.Load(), took.Round(time.Millisecond), served.Load(), refused.Load(), counted, mib(before), mib(high))
+	if limited {
+		// The meter allows rate × the span it measures over, at least
+		// the span: whatever the machine's speed, no more than this.
+		if most := int64(rate * (took + span).Seconds()); served.Load() > most {
+			t.Errorf("served %d connections in %v, want at most %d at %d a second", served.Load(), took, most, rate)
+		}
+		if refused.Load() == 0 || counted != float64(refused.Load()) {
+			t.Errorf("%d connections closed unanswered, %v counted under connection_creation_rate: want the same, more than 0", refused.Load(), counted)
+		}
+		if got := m["kiggy_connections_refused_total"] - m0["kiggy_connections_refused_total"]; got != counted {
+			t.Errorf("kiggy_connections_refused_total rose by %v, want %v", got, counted)
+		}
+	} else if refused.Load() != 0 {
+		t.Errorf("%d connections closed unanswered without a connection rate", refused.Load())
+	}
+	if grew := high - before; grew >= 32<<20 {
+		t.Errorf("RSS grew by %.1f MiB over the flood, want < 32", mib(grew))
+	}
+	s.check(t)
 }

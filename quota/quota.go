@@ -1,11 +1,17 @@
-// Package quota meters the gateway time each client uses and computes the
-// throttle of a client over its quota, as Kafka's request quotas do
-// (KIP-124, `request_percentage`): a client is a (user principal,
-// client id) pair; its usage is the time its requests held the gateway,
-// as a percentage of one thread, over a sliding window of samples
-// (Kafka's quota.window.num × quota.window.size.seconds); a client over
-// its quota is throttled, and the gateway then mutes its connection for
-// the throttle time (docs/design/quotas.md).
+// Package quota meters what each client uses and computes the throttle of
+// a client over its quota, as Kafka's quotas do, over a sliding window of
+// samples (Kafka's quota.window.num × quota.window.size.seconds):
+//
+//   - the request quota (KIP-124, `request_percentage`): a client is a
+//     (user principal, client id) pair, its usage the time its requests
+//     held the gateway, as a percentage of one thread; the gateway mutes
+//     the connection of a client over it for the throttle time;
+//   - the connection creation rates (KIP-612, `max.connection.creation.rate`
+//     and the IP quota `connection_creation_rate`): the usage is a count of
+//     connections, its quota a rate per second; the engine delays or
+//     refuses the connections over it.
+//
+// See docs/design/quotas.md.
 package quota
 
 import (
@@ -30,8 +36,13 @@ const (
 type Config struct {
 	// RequestPercentage is every client's quota, in percent of one thread
 	// (Kafka's request_percentage for the default user and client id: 100
-	// is one thread's time); 0 means no quota.
+	// is one thread's time), its usage recorded as durations (Meter.Record).
 	RequestPercentage float64
+	// PerSecond, used when RequestPercentage is 0, is every client's quota
+	// as a count per second, its usage recorded as counts (Meter.Add):
+	// connections, for a connection creation rate. 0 for both means no
+	// quota.
+	PerSecond float64
 	// Samples and Window are the sliding window: usage is measured over
 	// Samples windows of Window each (0 = 11 and 1 s, Kafka's defaults).
 	Samples int
@@ -59,7 +70,11 @@ type Tracker struct {
 // New returns a Tracker for cfg, or nil when cfg sets no quota: a nil
 // Tracker meters nothing.
 func New(cfg Config) *Tracker {
+	bound := cfg.RequestPercentage / 100 // time used per time
 	if cfg.RequestPercentage <= 0 {
+		bound = cfg.PerSecond / float64(time.Second) // counts per ns
+	}
+	if bound <= 0 {
 		return nil
 	}
 	if cfg.Samples < 2 {
@@ -72,7 +87,7 @@ func New(cfg Config) *Tracker {
 		cfg.MaxClients = DefaultMaxClients
 	}
 	t := &Tracker{
-		bound:   cfg.RequestPercentage / 100,
+		bound:   bound,
 		samples: cfg.Samples,
 		window:  int64(cfg.Window),
 		meters:  map[string]map[string]*Meter{},
@@ -174,8 +189,12 @@ type Meter struct {
 // Expired reports whether the tracker forgot m (Tracker.Expire).
 func (m *Meter) Expired() bool { return m.expired.Load() }
 
-// Record adds d of gateway time used at now.
-func (m *Meter) Record(d time.Duration, now time.Time) {
+// Record adds d of gateway time used at now (a request quota).
+func (m *Meter) Record(d time.Duration, now time.Time) { m.Add(int64(d), now) }
+
+// Add adds n used at now: a count for a PerSecond quota (negative to take
+// back what Add added, as Kafka un-records a connection it refuses).
+func (m *Meter) Add(n int64, now time.Time) {
 	ns := now.UnixNano()
 	m.last.Store(ns)
 	m.mu.Lock()
@@ -184,7 +203,7 @@ func (m *Meter) Record(d time.Duration, now time.Time) {
 		m.cur = (m.cur + 1) % len(m.starts)
 		m.starts[m.cur], m.used[m.cur] = ns, 0
 	}
-	m.used[m.cur] += int64(d)
+	m.used[m.cur] += n
 	m.mu.Unlock()
 }
 

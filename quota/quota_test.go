@@ -135,3 +135,30 @@ func TestMeterAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per charge", n)
 	}
 }
+
+// TestPerSecond: a count quota (a connection creation rate) of 10 a second
+// over 11 windows of 100 ms lets a first burst of 10 through (averaged
+// over the 1 s least span), throttles the 11th by Kafka's rule, and what
+// Add takes back no longer counts.
+func TestPerSecond(t *testing.T) {
+	tr := New(Config{PerSecond: 10, Samples: 11, Window: 100 * time.Millisecond})
+	t0 := time.Unix(3000, 0)
+	m := tr.Meter("", "127.0.0.2", t0)
+	for i := range 10 {
+		m.Add(1, t0)
+		if d := m.Throttle(t0); d != 0 {
+			t.Fatalf("connection %d of a burst of 10 against 10/s: throttle %v, want 0", i+1, d)
+		}
+	}
+	m.Add(1, t0)
+	if d := m.Throttle(t0); d < 99*time.Millisecond || d > 100*time.Millisecond {
+		t.Fatalf("the 11th: throttle %v, want (11−10)/10 × 1 s = 100 ms", d)
+	}
+	m.Add(-1, t0) // refused: un-recorded
+	if d := m.Throttle(t0); d != 0 {
+		t.Fatalf("after taking the 11th back: throttle %v, want 0", d)
+	}
+	if New(Config{PerSecond: -1}) != nil {
+		t.Fatal("a negative rate makes a tracker")
+	}
+}
