@@ -5,15 +5,14 @@ package acl
 //
 // The index is an immutable snapshot behind an atomic pointer: a check loads
 // it and reads plain maps, taking no lock and allocating nothing; a change
-// (CreateAcls, DeleteAcls, a load at start) builds a new snapshot and swaps
-// it in. ACL changes are rare and small next to the checks every request
-// makes. Per resource type the snapshot holds the literal ACLs by name (the
-// "*" wildcard among them) and the prefixed ACLs by prefix together with the
+// (CreateAcls, DeleteAcls, a load at start) makes a new snapshot and swaps
+// it in, sharing with the old one all it does not alter (index.go). Per
+// resource type the snapshot holds the literal ACLs by name (the "*"
+// wildcard among them) and the prefixed ACLs by prefix together with the
 // distinct prefix lengths, so finding every prefix ACL of a name is one map
 // lookup per length in use, not a scan.
 
 import (
-	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -42,8 +41,8 @@ type entry struct {
 
 // typeIndex holds one resource type's ACLs.
 type typeIndex struct {
-	literal  map[string][]entry
-	prefixed map[string][]entry
+	literal  nameIndex
+	prefixed nameIndex
 	// prefixLens are the distinct lengths of the keys of prefixed,
 	// ascending.
 	prefixLens []int
@@ -51,7 +50,7 @@ type typeIndex struct {
 
 // snapshot is an immutable state of the ACLs.
 type snapshot struct {
-	bindings []Binding // sorted (compareBindings), distinct
+	bindings bindingList
 	types    [numResourceTypes]typeIndex
 }
 
@@ -100,7 +99,7 @@ func (a *Authorizer) Authorize(p security.Principal, host string, op Operation, 
 	}
 	ti := &a.snap.Load().types[rt]
 	found, allowed := false, false
-	if es, ok := ti.literal[name]; ok {
+	if es, ok := ti.literal.get(name); ok {
 		found = true
 		switch decide(es, p, host, op) {
 		case PermDeny:
@@ -110,7 +109,7 @@ func (a *Authorizer) Authorize(p security.Principal, host string, op Operation, 
 		}
 	}
 	if name != Wildcard {
-		if es, ok := ti.literal[Wildcard]; ok {
+		if es, ok := ti.literal.get(Wildcard); ok {
 			found = true
 			switch decide(es, p, host, op) {
 			case PermDeny:
@@ -124,7 +123,7 @@ func (a *Authorizer) Authorize(p security.Principal, host string, op Operation, 
 		if n > len(name) {
 			break
 		}
-		if es, ok := ti.prefixed[name[:n]]; ok {
+		if es, ok := ti.prefixed.get(name[:n]); ok {
 			found = true
 			switch decide(es, p, host, op) {
 			case PermDeny:
@@ -210,8 +209,7 @@ func (a *Authorizer) AuthorizeAny(p security.Principal, host string, op Operatio
 		return b.Operation == op || b.Operation == OpAll
 	}
 	denied := func(name string, pt PatternType) bool {
-		for i := range snap.bindings {
-			d := &snap.bindings[i]
+		for d := range snap.bindings.all() {
 			if d.Permission != PermDeny || !applies(d) {
 				continue
 			}
@@ -224,14 +222,12 @@ func (a *Authorizer) AuthorizeAny(p security.Principal, host string, op Operatio
 		}
 		return false
 	}
-	for i := range snap.bindings {
-		b := &snap.bindings[i]
+	for b := range snap.bindings.all() {
 		if b.Permission == PermDeny && applies(b) && b.PatternType == PatternLiteral && b.ResourceName == Wildcard {
 			return false
 		}
 	}
-	for i := range snap.bindings {
-		b := &snap.bindings[i]
+	for b := range snap.bindings.all() {
 		if b.Permission != PermAllow || !applies(b) {
 			continue
 		}
@@ -250,19 +246,16 @@ func (a *Authorizer) AuthorizeAny(p security.Principal, host string, op Operatio
 func (a *Authorizer) Add(bs ...Binding) []Binding {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	cur := a.snap.Load().bindings
-	next := slices.Clone(cur)
+	cur := a.snap.Load()
 	var added []Binding
 	for _, b := range bs {
-		if _, ok := slices.BinarySearchFunc(next, b, compareBindings); ok {
-			continue
+		if !cur.bindings.has(b) && !slices.ContainsFunc(added, func(x Binding) bool { return compareBindings(x, b) == 0 }) {
+			added = append(added, b)
 		}
-		i, _ := slices.BinarySearchFunc(next, b, compareBindings)
-		next = slices.Insert(next, i, b)
-		added = append(added, b)
 	}
 	if len(added) > 0 {
-		a.snap.Store(a.snap.Load().with(next, added))
+		sorted := slices.SortedFunc(slices.Values(added), compareBindings)
+		a.snap.Store(cur.with(cur.bindings.with(sorted), added))
 	}
 	return added
 }
@@ -271,13 +264,12 @@ func (a *Authorizer) Add(bs ...Binding) []Binding {
 func (a *Authorizer) Remove(f Filter) []Binding {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	cur := a.snap.Load().bindings
 	var removed, kept []Binding
-	for i := range cur {
-		if f.Matches(&cur[i]) {
-			removed = append(removed, cur[i])
+	for b := range a.snap.Load().bindings.all() {
+		if f.Matches(b) {
+			removed = append(removed, *b)
 		} else {
-			kept = append(kept, cur[i])
+			kept = append(kept, *b)
 		}
 	}
 	if len(removed) > 0 {
@@ -292,11 +284,10 @@ func (a *Authorizer) Restore(bs []Binding) { a.Add(bs...) }
 
 // Describe returns the bindings f matches, sorted by resource pattern.
 func (a *Authorizer) Describe(f Filter) []Binding {
-	cur := a.snap.Load().bindings
 	var out []Binding
-	for i := range cur {
-		if f.Matches(&cur[i]) {
-			out = append(out, cur[i])
+	for b := range a.snap.Load().bindings.all() {
+		if f.Matches(b) {
+			out = append(out, *b)
 		}
 	}
 	return out
@@ -304,12 +295,11 @@ func (a *Authorizer) Describe(f Filter) []Binding {
 
 // Has reports whether b is stored.
 func (a *Authorizer) Has(b Binding) bool {
-	_, ok := slices.BinarySearchFunc(a.snap.Load().bindings, b, compareBindings)
-	return ok
+	return a.snap.Load().bindings.has(b)
 }
 
 // Len returns the number of ACLs.
-func (a *Authorizer) Len() int { return len(a.snap.Load().bindings) }
+func (a *Authorizer) Len() int { return a.snap.Load().bindings.n }
 
 // compareBindings orders bindings by resource type, pattern type, name, then
 // entry, so that the bindings of one resource pattern are adjacent.
@@ -339,46 +329,25 @@ func cmpString(a, b string) int {
 }
 
 // with returns a snapshot of bindings, which are s's and added, indexing
-// only added: the maps of the resource types they touch are copied (a
-// stored snapshot is never changed), and every other map and entry list
-// is shared. An ACL flood thus costs a map copy per change, not a rebuild
-// of every entry (decide does not depend on the entries' order).
-func (s *snapshot) with(bindings, added []Binding) *snapshot {
+// only added: the shards of the name indexes they touch are copied (a
+// stored snapshot is never changed), everything else is shared (decide
+// does not depend on the entries' order).
+func (s *snapshot) with(bindings bindingList, added []Binding) *snapshot {
 	n := &snapshot{bindings: bindings, types: s.types}
-	var copied [numResourceTypes]bool
-	for _, b := range added {
-		if b.ResourceType < 0 || int(b.ResourceType) >= numResourceTypes {
-			continue
-		}
-		p, err := security.ParsePrincipal(b.Principal)
-		if err != nil {
-			continue // Validate refuses it; never stored
-		}
-		ti := &n.types[b.ResourceType]
-		if !copied[b.ResourceType] {
-			copied[b.ResourceType] = true
-			ti.literal, ti.prefixed, ti.prefixLens = maps.Clone(ti.literal), maps.Clone(ti.prefixed), slices.Clone(ti.prefixLens)
-		}
-		m := ti.literal
-		if b.PatternType == PatternPrefixed {
-			m = ti.prefixed
-			if !slices.Contains(ti.prefixLens, len(b.ResourceName)) {
-				ti.prefixLens = append(ti.prefixLens, len(b.ResourceName))
-				sort.Ints(ti.prefixLens)
-			}
-		}
-		// Clip: a shared list is appended to as a copy.
-		m[b.ResourceName] = append(slices.Clip(m[b.ResourceName]), entry{principal: p, host: b.Host, op: b.Operation, perm: b.Permission})
-	}
+	n.index(added)
 	return n
 }
 
 // build indexes sorted, distinct bindings.
 func build(bs []Binding) *snapshot {
-	s := &snapshot{bindings: bs}
-	for i := range s.types {
-		s.types[i] = typeIndex{literal: map[string][]entry{}, prefixed: map[string][]entry{}}
-	}
+	s := &snapshot{bindings: listOf(bs)}
+	s.index(bs)
+	return s
+}
+
+// index adds bs to s's name indexes, which it copies as it writes them.
+func (s *snapshot) index(bs []Binding) {
+	var writers [numResourceTypes][2]*indexWriter
 	for _, b := range bs {
 		if b.ResourceType < 0 || int(b.ResourceType) >= numResourceTypes {
 			continue
@@ -387,22 +356,21 @@ func build(bs []Binding) *snapshot {
 		if err != nil {
 			continue // Validate refuses it; never stored
 		}
-		e := entry{principal: p, host: b.Host, op: b.Operation, perm: b.Permission}
 		ti := &s.types[b.ResourceType]
+		kind, x := 0, &ti.literal
 		if b.PatternType == PatternPrefixed {
-			ti.prefixed[b.ResourceName] = append(ti.prefixed[b.ResourceName], e)
-		} else {
-			ti.literal[b.ResourceName] = append(ti.literal[b.ResourceName], e)
-		}
-	}
-	for i := range s.types {
-		ti := &s.types[i]
-		for k := range ti.prefixed {
-			if !slices.Contains(ti.prefixLens, len(k)) {
-				ti.prefixLens = append(ti.prefixLens, len(k))
+			kind, x = 1, &ti.prefixed
+			if !slices.Contains(ti.prefixLens, len(b.ResourceName)) {
+				// A new slice: the old snapshot's is shared.
+				ti.prefixLens = append(slices.Clip(ti.prefixLens), len(b.ResourceName))
+				sort.Ints(ti.prefixLens)
 			}
 		}
-		sort.Ints(ti.prefixLens)
+		w := writers[b.ResourceType][kind]
+		if w == nil {
+			w = &indexWriter{x: x}
+			writers[b.ResourceType][kind] = w
+		}
+		w.add(b.ResourceName, entry{principal: p, host: b.Host, op: b.Operation, perm: b.Permission})
 	}
-	return s
 }

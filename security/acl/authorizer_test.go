@@ -1,6 +1,7 @@
 package acl
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -341,6 +342,23 @@ func BenchmarkAuthorize(b *testing.B) {
 	for b.Loop() {
 		if !a.Authorize(alice, "127.0.0.1", OpWrite, ResourceTopic, "orders") {
 			b.Fatal("denied")
+		}
+	}
+}
+
+// BenchmarkAddFlood: 5,000 ACLs added ten a CreateAcls, as the hostile
+// ACL flood adds them (tests/hostile TestAdminStateFlood); per op, all
+// 500 Adds.
+func BenchmarkAddFlood(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		a := New(Config{})
+		for i := 0; i < 5000; i += 10 {
+			bs := make([]Binding, 10)
+			for j := range bs {
+				bs[j] = lit(ResourceTopic, "acl-flood-"+strconv.Itoa(i+j), "User:flood", "*", OpRead, PermAllow)
+			}
+			a.Add(bs...)
 		}
 	}
 }

@@ -41,7 +41,7 @@ func TestIncrementalIndexMatchesBuild(t *testing.T) {
 			a.Add(bs...)
 		}
 		got := a.snap.Load()
-		if want := indexOf(build(got.bindings)); indexOf(got) != want {
+		if want := indexOf(build(got.bindings.slice())); indexOf(got) != want {
 			t.Fatalf("step %d: index\n%s\nwant (build)\n%s", step, indexOf(got), want)
 		}
 		if indexOf(before) != frozen {
@@ -59,7 +59,7 @@ func indexOf(s *snapshot) string {
 		for _, kind := range []struct {
 			name string
 			m    map[string][]entry
-		}{{"literal", ti.literal}, {"prefixed", ti.prefixed}} {
+		}{{"literal", maps.Collect(ti.literal.all())}, {"prefixed", maps.Collect(ti.prefixed.all())}} {
 			for _, k := range slices.Sorted(maps.Keys(kind.m)) {
 				es := slices.Clone(kind.m[k])
 				slices.SortFunc(es, func(x, y entry) int {
@@ -72,4 +72,42 @@ func indexOf(s *snapshot) string {
 		out += fmt.Sprintf("%d lens %v\n", rt, ti.prefixLens)
 	}
 	return out
+}
+
+// TestBindingListWith: inserting into a bindingList keeps every binding
+// in order, chunks within chunkMax, and the list it was made from intact.
+func TestBindingListWith(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var l bindingList
+	var want []Binding
+	for step := range 300 {
+		var add []Binding
+		for range 1 + rng.IntN(40) {
+			b := lit(ResourceTopic, fmt.Sprintf("t-%04d", rng.IntN(5000)), "User:a", "*", OpRead, PermAllow)
+			if !l.has(b) && !slices.ContainsFunc(add, func(x Binding) bool { return compareBindings(x, b) == 0 }) {
+				add = append(add, b)
+			}
+		}
+		slices.SortFunc(add, compareBindings)
+		before, frozen := l, l.slice()
+		l = l.with(add)
+		want = append(want, add...)
+		slices.SortFunc(want, compareBindings)
+		if got := l.slice(); !slices.Equal(got, want) || l.n != len(want) {
+			t.Fatalf("step %d: %d bindings, want %d in order", step, len(got), len(want))
+		}
+		for _, c := range l.chunks {
+			if len(c) == 0 || len(c) > chunkMax {
+				t.Fatalf("step %d: a chunk of %d", step, len(c))
+			}
+		}
+		if !slices.Equal(before.slice(), frozen) {
+			t.Fatalf("step %d: inserting changed the list it was made from", step)
+		}
+		for _, b := range want[:min(len(want), 20)] {
+			if !l.has(b) {
+				t.Fatalf("step %d: has(%v) false", step, b)
+			}
+		}
+	}
 }
