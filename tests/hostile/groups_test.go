@@ -74,10 +74,16 @@ func TestGroupMemberFlood(t *testing.T) {
 	peak := k.peak(t)
 	one, static, many := map[int16]int{}, map[int16]int{}, map[int16]int{}
 	var membersBefore float64
+	type lapped struct {
+		what     string
+		from, to time.Time
+	}
+	var laps []lapped
 	s.flood(func() {
 		phase := time.Now()
 		lap := func(what string) {
 			t.Logf("%s took %v", what, time.Since(phase).Round(time.Millisecond))
+			laps = append(laps, lapped{what, phase, time.Now()})
 			phase = time.Now()
 		}
 		defer lap("the distinct groups")
@@ -130,6 +136,9 @@ func TestGroupMemberFlood(t *testing.T) {
 	}
 	checkThrottled(t, k, true)
 	s.check(t)
+	for _, l := range laps { // the producer's samples are in once check stopped it
+		t.Logf("steady producer p99 during %s: %v", l.what, s.p99(l.from, l.to).Round(10*time.Microsecond))
+	}
 }
 
 // TestOffsetCommitGroupFlood (issue #35): OffsetCommit with generation -1
