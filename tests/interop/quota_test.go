@@ -1,0 +1,67 @@
+package interop
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/internal/testing/kafkatest"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
+	"github.com/kiggy-io/kiggy/quota"
+)
+
+// TestConfigCommandQuotas: kafka-configs (Java 4.x) --describe of the
+// default IP entity and of the default user and client id prints the
+// quotas kiggy was started with (--connection-creation-rate-per-ip 40,
+// --quota-request-percentage 25), and nothing for a named IP. With
+// KIGGY_INTEROP_TARGET=kafka a Kafka 4.4 broker of its own gets the same
+// quotas from kafka-configs --alter first: what the tool prints for them
+// is the expectation.
+func TestConfigCommandQuotas(t *testing.T) {
+	testtools.JavaClasspath(t)
+	var addr string
+	configs := func(args ...string) result {
+		return runJava(t, 2*time.Minute, nil, "", configCommand, append([]string{"--bootstrap-server", addr}, args...)...)
+	}
+	if os.Getenv(TargetEnv) == "kafka" {
+		addr = kafkatest.StartConfig(t, kafkatest.Config{}).Addr
+		for _, args := range [][]string{
+			{"--alter", "--entity-type", "ips", "--entity-default", "--add-config", "connection_creation_rate=40"},
+			{"--alter", "--entity-type", "users", "--entity-default", "--entity-type", "clients", "--entity-default", "--add-config", "request_percentage=25"},
+		} {
+			if r := configs(args...); r.code != 0 {
+				t.Fatalf("kafka-configs %v:\n%s", args, r)
+			}
+		}
+	} else {
+		addr = kiggytest.Start(t, kiggytest.Options{
+			Bridge:       bridge.Config{Quota: quota.Config{RequestPercentage: 25}},
+			EngineConfig: engine.Config{ConnectionCreationRatePerIP: 40},
+		}).Addr
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--entity-type", "ips", "--entity-default"}, "Quota configs for the default ip are connection_creation_rate=40.0\n"},
+		{[]string{"--entity-type", "users", "--entity-default", "--entity-type", "clients", "--entity-default"}, "Quota configs for the default user-principal, the default client-id are request_percentage=25.0\n"},
+	} {
+		var r result
+		// Kafka applies quota changes through its metadata log: give it a moment.
+		testtools.EventuallyEvery(20*time.Second, 500*time.Millisecond, func() bool {
+			r = configs(append([]string{"--describe"}, c.args...)...)
+			return r.code == 0 && r.stdout == c.want
+		})
+		if r.code != 0 || r.stdout != c.want {
+			t.Errorf("kafka-configs --describe %v: want %q:\n%s", c.args, c.want, r)
+		}
+		t.Logf("kafka-configs --describe %v: %s", c.args, strings.TrimSpace(r.stdout))
+	}
+	if r := configs("--describe", "--entity-type", "ips", "--entity-name", "10.0.0.1"); r.code != 0 || strings.Contains(r.stdout, "connection_creation_rate") {
+		t.Errorf("kafka-configs --describe of ip 10.0.0.1: want no quota:\n%s", r)
+	}
+}
