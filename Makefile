@@ -53,7 +53,7 @@ net-engine:
 	KIGGY_TEST_ENGINE=net $(GO) test -count=1 -timeout 10m ./tests/hostile/
 
 race:
-	$(GO) test -count=1 -race -timeout 20m ./engine/... ./bridge/...
+	$(GO) test -count=1 -race -timeout 20m ./engine/... ./bridge/... ./quota/... ./security/...
 
 bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./varint/ ./wire/ ./batch/ ./bridge/... ./engine/ | tee bench-micro.txt
