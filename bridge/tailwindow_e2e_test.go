@@ -46,7 +46,13 @@ func isoFetch(t *testing.T, kc interface {
 // tail window, no fetch cache): every codec, Fetch v12, v9 and v4, both
 // isolation levels, over committed and aborted transactions.
 func TestTailWindowSameBytes(t *testing.T) {
-	on := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyFetchCacheBytes: -1})
+	// The gateway with the window is its topics' sole writer
+	// (--iggy-sole-writer): without it, a read that reaches the high
+	// watermark 100 ms or more after a poll or append told it polls Iggy
+	// again for other writers' appends (docs/IGGY.md, "The tail window"),
+	// and how many reads do depends on the machine's speed (the race
+	// detector's, in CI).
+	on := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyFetchCacheBytes: -1, IggySoleWriter: true})
 	kon := dialKafka(t, on.Addr)
 	var koff interface {
 		RoundTrip(kmsg.Request) (kmsg.Response, error)
@@ -125,13 +131,25 @@ func TestTailWindowSameBytes(t *testing.T) {
 	// it is read: a window chunk is served for the read cache's TTL only,
 	// so appending every topic first would let a slow machine outlive it.
 	for _, topic := range codecTopics {
+		skips, evictions := metricValue(t, on.Metrics(), "kiggy_iggy_tail_window_skips_total"), metricValue(t, on.Metrics(), "kiggy_iggy_read_cache_evictions_total")
 		codecRecords(t, on.Addr, topic, 3, 120)
 		polls := pollCount(t, on)
 		compare(topic, 3)
 		// Every Fetch of what this gateway appended was answered from
-		// its window.
-		if n := pollCount(t, on) - polls; n != 0 {
-			t.Errorf("the gateway with the tail window polled Iggy %v times reading %s, which it appended", n, topic)
+		// its window, unless the window did not keep it all: on a
+		// loaded machine (the race detector's in CI) a producer may send
+		// a partition's records in more batches, retry one whose outcome
+		// the gateway did not learn (its fill is skipped), or outlive
+		// the window's TTL; then polls are the design, and are logged.
+		n := pollCount(t, on) - polls
+		skipped := metricValue(t, on.Metrics(), "kiggy_iggy_tail_window_skips_total") - skips
+		evicted := metricValue(t, on.Metrics(), "kiggy_iggy_read_cache_evictions_total") - evictions
+		switch {
+		case n == 0:
+		case skipped > 0 || evicted > 0:
+			t.Logf("reading %s polled Iggy %v times: the window skipped %v appends and the cache dropped %v chunks meanwhile", topic, n, skipped, evicted)
+		default:
+			t.Errorf("the gateway with the tail window polled Iggy %v times reading %s, which it appended (the window skipped and dropped nothing)", n, topic)
 		}
 	}
 	fills := metricValue(t, on.Metrics(), "kiggy_iggy_tail_window_fills_total")
