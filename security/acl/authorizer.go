@@ -242,20 +242,19 @@ func (a *Authorizer) AuthorizeAny(p security.Principal, host string, op Operatio
 }
 
 // Add stores bindings (each must Validate); bindings already present are
-// left as they are, as Kafka does. It returns the bindings that were new.
+// left as they are, as Kafka does. It returns the bindings that were new,
+// sorted.
 func (a *Authorizer) Add(bs ...Binding) []Binding {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	cur := a.snap.Load()
-	var added []Binding
-	for _, b := range bs {
-		if !cur.bindings.has(b) && !slices.ContainsFunc(added, func(x Binding) bool { return compareBindings(x, b) == 0 }) {
-			added = append(added, b)
-		}
-	}
+	// Sorted and distinct first: the load at start adds every stored ACL
+	// in one call, so finding duplicates must not be quadratic.
+	added := slices.SortedFunc(slices.Values(bs), compareBindings)
+	added = slices.CompactFunc(added, func(x, y Binding) bool { return compareBindings(x, y) == 0 })
+	added = slices.DeleteFunc(added, cur.bindings.has)
 	if len(added) > 0 {
-		sorted := slices.SortedFunc(slices.Values(added), compareBindings)
-		a.snap.Store(cur.with(cur.bindings.with(sorted), added))
+		a.snap.Store(cur.with(cur.bindings.with(added), added))
 	}
 	return added
 }
