@@ -47,7 +47,7 @@ func TestConnectionsPerIPFlood(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				d := net.Dialer{Timeout: dialTimeout, LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+				d := floodDialer()
 				c, err := d.Dial("tcp", k.Addr)
 				if err != nil {
 					t.Errorf("dial from 127.0.0.2: %v", err)
@@ -97,6 +97,13 @@ func TestConnectionsPerIPFlood(t *testing.T) {
 	s.check(t)
 }
 
+// floodDialer dials from 127.0.0.2, the floods' client address
+// (requireLoopbackAddr), so the steady clients on 127.0.0.1 are another
+// address.
+func floodDialer() net.Dialer {
+	return net.Dialer{Timeout: dialTimeout, LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+}
+
 // isReset reports a connection reset by the peer.
 func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
 
@@ -108,7 +115,7 @@ func requireLoopbackAddr(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err == nil {
 		defer ln.Close()
-		d := net.Dialer{Timeout: dialTimeout, LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+		d := floodDialer()
 		var c net.Conn
 		if c, err = d.Dial("tcp", ln.Addr().String()); err == nil {
 			c.Close()
@@ -156,7 +163,7 @@ func TestConnectionChurnFlood(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				d := net.Dialer{Timeout: dialTimeout, LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+				d := floodDialer()
 				for time.Since(start) < lasting {
 					c, err := d.Dial("tcp", k.Addr)
 					if err != nil {
