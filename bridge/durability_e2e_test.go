@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -210,10 +211,24 @@ func faultUnderLoad(t *testing.T, gw *kiggytest.Gateway, res *crashResult, fault
 	mu.Lock()
 	defer mu.Unlock()
 	res.acked = len(acks)
+	lostBy := map[int32][]string{} // the first few losses per partition, for the log
 	for _, a := range acks {
 		if stored[a.at] != a.value {
 			res.lost++
+			if l := lostBy[a.at.p]; len(l) < 3 {
+				lostBy[a.at.p] = append(l, fmt.Sprintf("offset %d acknowledged %q, stored %q", a.at.off, a.value, stored[a.at]))
+			}
 		}
+	}
+	for p, l := range lostBy {
+		recs := gw.Records(t, topic, p)
+		var offs []string
+		for i, r := range recs {
+			if i == 0 || r.Offset != recs[i-1].Offset+1 {
+				offs = append(offs, fmt.Sprintf("from %d", r.Offset))
+			}
+		}
+		t.Logf("partition %d (%d records stored, %s): %s", p, len(recs), strings.Join(offs, ", "), strings.Join(l, "; "))
 	}
 
 	// Every commit acknowledged before the crash is still there (the group

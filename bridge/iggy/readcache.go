@@ -596,7 +596,13 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 	}
 	if p.dead {
 		// Dropped while the poll was in flight (the topic was deleted or
-		// recreated): the reply answers its reader and is not cached.
+		// recreated, or a reconnect voided the cache): the reply answers
+		// its reader and is not cached. Its high watermark is still the
+		// one this reader is told (serve reads it from the dead p): what
+		// p knew before it died may be far behind what Iggy just said.
+		if polled > 0 || current > 0 {
+			p.high = max(p.high, int64(current)+1)
+		}
 		if end == 0 {
 			return nil, current, polled, nil
 		}

@@ -5,10 +5,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
@@ -632,4 +634,47 @@ func readGen(rc *readCache, topic string, partition int32) (uint64, int64) {
 		return rc.gen.Load(), p.high
 	}
 	return rc.gen.Load(), -1
+}
+
+// TestReadCacheDroppedMidPoll: a partition whose cache is dropped while a
+// poll is in flight (a reconnect of another session voids the whole cache)
+// still tells that poll's reader the high watermark Iggy reported, not the
+// end of the short chunk it delivered: a reader that stops at the high
+// watermark it is told must not stop short of acknowledged records.
+func TestReadCacheDroppedMidPoll(t *testing.T) {
+	var c *Client
+	var armed atomic.Bool
+	_, addr := startServer(t, iggytest.Config{Tap: func(frame, _ []byte) {
+		h := proto.ParseRequestHeader(frame)
+		if codeOfRequest(&h) == proto.CodePollMessages && armed.CompareAndSwap(true, false) {
+			c.cache.invalidateAll() // served, the reply not yet written
+		}
+	}})
+	c = open(t, Config{Addr: addr, PoolSize: 2, ReadCacheBytes: 1 << 20})
+	other := open(t, Config{Addr: addr, PoolSize: 1, ReadCacheBytes: -1})
+	cx := ctx(t)
+	if _, err := other.CreateTopic(cx, "d", 1, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000 // more than one read-ahead chunk of this cache holds
+	for i := 0; i < n; i += 500 {
+		if _, err := other.Append(cx, "d", 0, seqBatch(strings.Repeat("x", 100), i, 500)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	armed.Store(true)
+	got := 0
+	wm, err := c.Read(cx, "d", 0, 0, 1<<20, func(*message.Message) bool { got++; return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if armed.Load() {
+		t.Fatal("the read did not poll")
+	}
+	if got == 0 || got >= n {
+		t.Fatalf("delivered %d of %d messages: the test wants one short chunk", got, n)
+	}
+	if wm.High != n {
+		t.Fatalf("high watermark %d after a poll whose cache was dropped, want %d", wm.High, n)
+	}
 }

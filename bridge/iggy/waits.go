@@ -250,10 +250,8 @@ func (c *Client) dispatchWait(call *waitCall, topic string, partitions []int32, 
 		for len(pairs) > 0 {
 			chunk := pairs[:min(len(pairs), proto.MaxPartitionsPerRequest)]
 			pairs = pairs[len(chunk):]
-			var w *waiter
-			select {
-			case w = <-c.waits.idle:
-			default:
+			w := c.idleWaiter(np)
+			if w == nil {
 				c.abandonWait(call, 0)
 				c.metrics.waitsBusy.Add(1)
 				return ErrWaitBusy
@@ -311,6 +309,46 @@ func (c *Client) abandonWait(call *waitCall, received int) {
 	call.ws = call.ws[:0]
 }
 
+// waiterScan bounds how many idle waiters idleWaiter looks through for one
+// already connected where the job goes.
+const waiterScan = 8
+
+// idleWaiter takes an idle waiter for a job on np (nil: the metadata
+// primary), or returns nil when every waiter is busy. It prefers one whose
+// session is on np already: a waiter sent to another node than its last
+// job's reconnects and logs in again, so partitions routed to several nodes
+// (routes.go) would otherwise cost a login per wait as the waiters rotate.
+func (c *Client) idleWaiter(np *nodePool) *waiter {
+	var seen [waiterScan]*waiter
+	n := 0
+	var pick *waiter
+	for n < waiterScan {
+		var w *waiter
+		select {
+		case w = <-c.waits.idle:
+		default:
+		}
+		if w == nil {
+			break
+		}
+		// An idle waiter's worker is parked: its session is not in use.
+		if w.s.node == np && w.s.conn != nil {
+			pick = w
+			break
+		}
+		seen[n] = w
+		n++
+	}
+	for i := range n {
+		if pick == nil && i == 0 {
+			pick = seen[0] // none on np: the first, which reconnects
+			continue
+		}
+		c.waits.idle <- seen[i] // never blocks: capacity is every waiter
+	}
+	return pick
+}
+
 // run is a waiter's worker: one job at a time, until the client closes.
 func (w *waiter) run() {
 	defer w.c.wg.Done()
@@ -343,9 +381,11 @@ func (w *waiter) run() {
 func (w *waiter) serve() waitResult {
 	s, c := w.s, w.c
 	if s.node != w.pool {
-		// Another node than the last job's: reconnect there.
+		// Another node than the last job's: connect there. A first login
+		// on that node, not a reconnect: the node did not restart, and
+		// the read cache stays (see the end of dialLogin).
 		s.close()
-		s.node = w.pool
+		s.node, s.wasUp = w.pool, false
 	}
 	if err := s.ensure(w.ctx); err != nil {
 		return waitResult{err: unavailable(err)}

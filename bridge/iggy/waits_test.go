@@ -12,6 +12,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
+	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
 )
@@ -359,6 +360,51 @@ func TestWaitForAppendRouted(t *testing.T) {
 		if err != nil || !ready || time.Since(began) > 5*time.Second {
 			t.Fatalf("append to partition %d: ready %v err %v after %v", p, ready, err, time.Since(began))
 		}
+	}
+}
+
+// TestWaitForAppendRoutedSessionsStay: calls that wait on two nodes (a
+// routed partition and the metadata primary) reuse wait sessions already
+// connected where each wait goes. A wait session moving to another node
+// logs in there without counting as a reconnect and without voiding the
+// read cache: the node did not restart.
+func TestWaitForAppendRoutedSessionsStay(t *testing.T) {
+	cl := iggytest.NewCluster(3, iggytest.Config{Dialects: []proto.Dialect{proto.Dialect012}})
+	cl.ElectionDelay = 300 * time.Millisecond
+	if err := cl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	const waitSessions = 6
+	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, WaitSessions: waitSessions})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "r", 2, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	cl.SetPartitionPrimary("r", 1, 2)
+	if _, err := c.Append(cx, "r", 1, batchOf(1, "x", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if c.routeOf("r", 1) == nil {
+		t.Fatal("partition 1 has no route after its append")
+	}
+	c.Read(cx, "r", 1, 0, 1<<20, func(*message.Message) bool { return true })
+	gen := c.cache.generation()
+	connects := c.metrics.connects.Load()
+	for i := range 30 {
+		if ready, err := c.WaitForAppend(cx, "r", []int32{0, 1}, []int64{0, 1}, 5*time.Millisecond); err != nil || ready {
+			t.Fatalf("call %d: ready %v err %v", i, ready, err)
+		}
+	}
+	if n := c.metrics.reconnects.Load(); n != 0 {
+		t.Errorf("%d reconnects counted for wait sessions moving between nodes", n)
+	}
+	if g := c.cache.generation(); g != gen {
+		t.Errorf("the read cache was voided (generation %d → %d)", gen, g)
+	}
+	// Each wait session logs in at most once per node it serves.
+	if n := c.metrics.connects.Load() - connects; n > 2*waitSessions {
+		t.Errorf("%d logins for 30 calls on %d wait sessions", n, waitSessions)
 	}
 }
 
