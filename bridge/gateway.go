@@ -19,6 +19,7 @@ package bridge
 import (
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -519,11 +520,41 @@ func (g *Gateway) Serve(req *engine.Request) {
 	}
 	cs.busy = true
 	cs.mu.Unlock()
-	if g.caps.NonBlocking && len(req.Frame()) <= inlineFrameLimit {
+	if f := req.Frame(); g.caps.NonBlocking && len(f) <= inlineFrameLimit && !offLoop(f) {
 		g.run(cs, req, true)
 		return
 	}
 	g.submit(cs, req)
+}
+
+// offLoopKeys are the APIs never served on an event loop, whatever the
+// backend: the group coordinator's. Each takes the lock of a group that any
+// client may name, so a flood of them at one group (docs/design/
+// architecture.md §4) makes that lock hot; an event loop waiting on it, or handing it over
+// (a contended sync.Mutex hands off and yields its thread), would stall
+// every other connection of the loop with it, a steady producer's too. On
+// a worker the wait is that request's alone. ListGroups, DescribeGroups
+// and DeleteGroups also walk groups under the coordinator's locks.
+var offLoopKeys = func() (t [maxAPIKey]bool) {
+	for _, k := range []wire.APIKey{
+		wire.KeyOffsetCommit, wire.KeyOffsetFetch, wire.KeyJoinGroup, wire.KeyHeartbeat, wire.KeyLeaveGroup,
+		wire.KeySyncGroup, wire.KeyDescribeGroups, wire.KeyListGroups, wire.KeyTxnOffsetCommit, wire.KeyDeleteGroups,
+		wire.KeyOffsetDelete, wire.KeyConsumerGroupHeartbeat, wire.KeyConsumerGroupDescribe,
+	} {
+		t[k] = true
+	}
+	return t
+}()
+
+// offLoop reports whether the request in frame (its header first: api_key
+// INT16) is one of offLoopKeys. A frame too short for a key is served
+// inline, where its header's decode refuses it.
+func offLoop(frame []byte) bool {
+	if len(frame) < 2 {
+		return false
+	}
+	k := int16(binary.BigEndian.Uint16(frame))
+	return k >= 0 && int(k) < len(offLoopKeys) && offLoopKeys[k]
 }
 
 func (g *Gateway) connState(ci *engine.ConnInfo) *connState {

@@ -28,34 +28,36 @@ import (
 // running for most of the flood; TestCheapRequestFlood is the reference for
 // what the CPUs alone cost the producer.
 
-// cpuSample is one reading of both processes.
+// cpuSample is one reading of the three processes.
 type cpuSample struct {
-	kiggyCPU, selfCPU   time.Duration
-	kiggyWait, selfWait time.Duration
+	kiggyCPU, selfCPU, producerCPU    time.Duration
+	kiggyWait, selfWait, producerWait time.Duration
 }
 
 // floodCPU is the difference of two cpuSamples.
 type floodCPU cpuSample
 
-// cpuNow reads kiggy's (pid) and the test process's CPU time and summed
-// run-queue wait.
-func cpuNow(pid int) cpuSample {
+// cpuNow reads kiggy's (pid), the test process's and the steady producer
+// process's CPU time and summed run-queue wait.
+func cpuNow(pid, producer int) cpuSample {
 	return cpuSample{
-		kiggyCPU: cpuTime(pid), selfCPU: cpuTime(os.Getpid()),
-		kiggyWait: sumDelays(runDelays(pid)), selfWait: sumDelays(runDelays(os.Getpid())),
+		kiggyCPU: cpuTime(pid), selfCPU: cpuTime(os.Getpid()), producerCPU: cpuTime(producer),
+		kiggyWait: sumDelays(runDelays(pid)), selfWait: sumDelays(runDelays(os.Getpid())), producerWait: sumDelays(runDelays(producer)),
 	}
 }
 
 // since returns what was used from a to s.
 func (s cpuSample) since(a cpuSample) floodCPU {
-	return floodCPU{s.kiggyCPU - a.kiggyCPU, s.selfCPU - a.selfCPU, s.kiggyWait - a.kiggyWait, s.selfWait - a.selfWait}
+	return floodCPU{s.kiggyCPU - a.kiggyCPU, s.selfCPU - a.selfCPU, s.producerCPU - a.producerCPU,
+		s.kiggyWait - a.kiggyWait, s.selfWait - a.selfWait, s.producerWait - a.producerWait}
 }
 
 // String formats f for a flood of length d.
 func (f floodCPU) String(d time.Duration) string {
 	pct := func(x time.Duration) float64 { return 100 * float64(x) / float64(max(d, time.Millisecond)) }
-	return fmt.Sprintf("kiggy used %v of CPU (%.0f%% of a core) and its threads waited %v for one; the test process (flood client and steady clients) %v (%.0f%%), waited %v",
-		f.kiggyCPU, pct(f.kiggyCPU), f.kiggyWait.Round(time.Millisecond), f.selfCPU, pct(f.selfCPU), f.selfWait.Round(time.Millisecond))
+	return fmt.Sprintf("kiggy used %v of CPU (%.0f%% of a core) and its threads waited %v for one; the test process (flood client and steady consumer) %v (%.0f%%), waited %v; the steady producer %v (%.0f%%), waited %v",
+		f.kiggyCPU, pct(f.kiggyCPU), f.kiggyWait.Round(time.Millisecond), f.selfCPU, pct(f.selfCPU), f.selfWait.Round(time.Millisecond),
+		f.producerCPU, pct(f.producerCPU), f.producerWait.Round(time.Millisecond))
 }
 
 // cpuTime returns the user and system time of pid (/proc/PID/stat, in

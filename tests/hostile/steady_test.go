@@ -159,11 +159,11 @@ func (s *steady) stop() {
 // flood runs f as the flood, timing it and measuring what kiggy and the
 // test process used of the CPUs meanwhile.
 func (s *steady) flood(f func()) {
-	at := cpuNow(s.k.Pid)
+	at := cpuNow(s.k.Pid, s.p.pid)
 	s.from = time.Now()
 	f()
 	s.to = time.Now()
-	s.cpu = cpuNow(s.k.Pid).since(at)
+	s.cpu = cpuNow(s.k.Pid, s.p.pid).since(at)
 }
 
 // check stops the producer and checks that it saw no error, that its topic
