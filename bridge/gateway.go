@@ -529,8 +529,8 @@ func (g *Gateway) Serve(req *engine.Request) {
 
 // offLoopKeys are the APIs never served on an event loop, whatever the
 // backend: the group coordinator's. Each takes the lock of a group that any
-// client may name, so a flood of them at one group (docs/design/
-// architecture.md §4) makes that lock hot; an event loop waiting on it, or handing it over
+// client may name, so a flood of them at one group makes that lock hot
+// (docs/design/architecture.md §4); an event loop waiting on it, or handing it over
 // (a contended sync.Mutex hands off and yields its thread), would stall
 // every other connection of the loop with it, a steady producer's too. On
 // a worker the wait is that request's alone. ListGroups, DescribeGroups
