@@ -24,9 +24,6 @@ func (g *Gateway) consumerGroupHeartbeat(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
-	if c.inline && !g.caps.NonBlocking {
-		return g.offload(c) // the topic metadata may need a round trip
-	}
 	resp := &gs.cghbResp
 	*resp = wire.ConsumerGroupHeartbeatResponse{Assignment: resp.Assignment[:0]}
 	code := g.groupCode(c, acl.OpRead, req.Group) // KafkaApis: READ on the group

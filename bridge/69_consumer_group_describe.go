@@ -21,9 +21,6 @@ func (g *Gateway) consumerGroupDescribe(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
-	if c.inline && !g.caps.NonBlocking {
-		return g.offload(c)
-	}
 	var resp wire.ConsumerGroupDescribeResponse
 	topics, terr := g.consumerTopics(g.ctx)
 	for _, id := range req.Groups {

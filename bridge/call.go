@@ -31,7 +31,8 @@ import (
 //     allocates nothing (decodeOrClose's and respond's arguments escape: a
 //     response in a local variable costs an allocation);
 //   - c.inline: true when it runs on the event loop (only on a backend that
-//     declares Capabilities.NonBlocking, and only for a small frame).
+//     declares Capabilities.NonBlocking, only for a small frame, and never
+//     for the group coordinator's APIs, offLoopKeys in gateway.go).
 //
 // It decodes with decodeOrClose, which closes the connection on a malformed
 // body as Kafka does; counts the response's error codes with

@@ -339,12 +339,12 @@ func (c *Client) idleWaiter(np *nodePool) *waiter {
 		seen[n] = w
 		n++
 	}
-	for i := range n {
-		if pick == nil && i == 0 {
-			pick = seen[0] // none on np: the first, which reconnects
+	for _, w := range seen[:n] {
+		if pick == nil {
+			pick = w // none on np: the first, which connects there
 			continue
 		}
-		c.waits.idle <- seen[i] // never blocks: capacity is every waiter
+		c.waits.idle <- w // never blocks: capacity is every waiter
 	}
 	return pick
 }
