@@ -132,6 +132,7 @@ func TestTailWindowSameBytes(t *testing.T) {
 	// so appending every topic first would let a slow machine outlive it.
 	for _, topic := range codecTopics {
 		skips, evictions := metricValue(t, on.Metrics(), "kiggy_iggy_tail_window_skips_total"), metricValue(t, on.Metrics(), "kiggy_iggy_read_cache_evictions_total")
+		isoFetch(t, kon, 12, 0, topic, []int64{0, 0, 0}, 1<<20, 4<<20) // a consumer at the tail: the window keeps what follows
 		codecRecords(t, on.Addr, topic, 3, 120)
 		polls := pollCount(t, on)
 		compare(topic, 3)
@@ -245,6 +246,10 @@ func TestTailWindowTwoGateways(t *testing.T) {
 	b := kiggytest.Start(t, a.SameIggy(kiggytest.Options{Iggy: true}))
 	const topic = "two"
 	a.CreateTopic(t, topic, 1)
+	// A consumer at the tail of each: the windows keep what follows.
+	for _, gw := range []*kiggytest.Gateway{a, b} {
+		isoFetch(t, dialKafka(t, gw.Addr), 12, 0, topic, []int64{0}, 1<<20, 4<<20)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var producers []*kgo.Client

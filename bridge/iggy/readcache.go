@@ -119,6 +119,10 @@ type partCache struct {
 	exact     bool
 	unsure    uint64
 	verified  time.Time
+	// readAt is when p was last Read: the window keeps p's appends only
+	// while a reader came within the TTL (wantsTail), so a partition
+	// nobody consumes costs its producer no copy.
+	readAt time.Time
 }
 
 // externalRecheck is how long, without Config.SoleWriter, a Read at a high
@@ -164,16 +168,16 @@ type readCache struct {
 	// The tail window (tailwindow.go), bounded by tailLimit apart from
 	// the polled chunks' limit; tailParts partitions hold window chunks.
 	// soleWriter: Config.SoleWriter.
-	tailLimit            int64
-	tailBytes            int64
-	tailParts            int
-	tailLRU              lru.List[chunk, *chunk]
-	tailFree             [tailClasses][][]byte
-	tailGauge            atomic.Int64
-	tailFills, tailSkips atomic.Uint64
-	idleAnswers          atomic.Uint64 // Reads at an exact high watermark answered without a poll
-	recheck              time.Duration // externalRecheck (tests change it)
-	soleWriter           bool
+	tailLimit                        int64
+	tailBytes                        int64
+	tailParts                        int
+	tailLRU                          lru.List[chunk, *chunk]
+	tailFree                         [tailClasses][][]byte
+	tailGauge                        atomic.Int64
+	tailFills, tailSkips, tailUnread atomic.Uint64
+	idleAnswers                      atomic.Uint64 // Reads at an exact high watermark answered without a poll
+	recheck                          time.Duration // externalRecheck (tests change it)
+	soleWriter                       bool
 }
 
 func newReadCache(c *Client, limit, tailLimit int64, soleWriter bool) *readCache {
@@ -244,11 +248,12 @@ func (p *partCache) endingAt(offset uint64) *chunk {
 func (rc *readCache) read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
 	fn func(*message.Message) bool) (store.Watermarks, error) {
 	from := uint64(offset)
+	now := time.Now()
 	rc.mu.Lock()
 	p := rc.part(topic, partition)
 	p.chunkBytes = min(max(maxBytes, minChunkBytes), maxChunkBytes, int(rc.limit/8))
+	p.readAt = now
 	var ch *chunk
-	now := time.Now()
 	for waited := false; ; waited = true {
 		if ch = rc.lookup(p, from, now); ch != nil {
 			break
@@ -263,6 +268,7 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 		p.cond.Wait()
 		if p.dead {
 			p = rc.part(topic, partition)
+			p.readAt = now
 		} else if p.emptySeq != seq && p.emptyFrom == from && p.emptyHigh >= 0 {
 			// That poll found nothing here: its answer is this Read's.
 			high := p.emptyHigh
@@ -1063,14 +1069,15 @@ func (rc *readCache) writeMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_iggy_read_cache_readaheads_total", "counter", "Background polls of the next chunk ahead of a sequential reader.", readAheads)
 	metric.Single(w, "kiggy_iggy_read_cache_invalidations_total", "counter", "Partitions dropped from the read cache (topic deleted or created, a purge seen, a reconnect).", invalidations)
 	var tailLimit, tailBytes int64
-	var fills, skips, idle uint64
+	var fills, skips, unread, idle uint64
 	if rc != nil {
 		tailLimit, tailBytes = rc.tailLimit, rc.tailGauge.Load()
-		fills, skips, idle = rc.tailFills.Load(), rc.tailSkips.Load(), rc.idleAnswers.Load()
+		fills, skips, unread, idle = rc.tailFills.Load(), rc.tailSkips.Load(), rc.tailUnread.Load(), rc.idleAnswers.Load()
 	}
 	metric.Single(w, "kiggy_iggy_tail_window_limit_bytes", "gauge", "The tail window's memory bound (--iggy-tail-window-bytes; 0 = off).", tailLimit)
 	metric.Single(w, "kiggy_iggy_tail_window_bytes", "gauge", "Bytes of confirmed appends held by the tail window.", tailBytes)
 	metric.Single(w, "kiggy_iggy_tail_window_fills_total", "counter", "Appends kept in the tail window for readers at the tail.", fills)
 	metric.Single(w, "kiggy_iggy_tail_window_skips_total", "counter", "Appends not kept because the cache knew of other messages at or past their offsets (another writer, a purge or recreate).", skips)
+	metric.Single(w, "kiggy_iggy_tail_window_unread_total", "counter", "Appends not kept because nobody had read their partition within the read cache's TTL (5 s).", unread)
 	metric.Single(w, "kiggy_iggy_tail_idle_answers_total", "counter", "Reads at a high watermark known exactly (--iggy-sole-writer) answered without polling Iggy.", idle)
 }

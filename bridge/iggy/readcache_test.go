@@ -391,6 +391,9 @@ func TestReadGeneration(t *testing.T) {
 	// Without stale-incarnation polls, as TestReadCacheExternalRecreate.
 	srv, addr := startServer(t, iggytest.Config{StaleIncarnationPolls: -1})
 	c := open(t, Config{Addr: addr, PoolSize: 2, ReadCacheBytes: 1 << 20})
+	// The other client's refill is seen by the next Read at once, not
+	// after externalRecheck (TestTailWindowRecheck covers that).
+	c.cache.recheck = 0
 	other := open(t, Config{Addr: addr, PoolSize: 1, ReadCacheBytes: -1})
 	if n := c.FetchCacheBytes(); n != DefaultFetchCacheBytes {
 		t.Fatalf("FetchCacheBytes %d, want the default", n)

@@ -7,7 +7,9 @@ package iggy
 // (one batch record: the batch header kiggy sent, with the base offset
 // Iggy confirmed, then the frames), so a Read at or near the high watermark
 // is served from memory by the same walk as a polled chunk, and the Fetch
-// built from it is the one a poll would have given.
+// built from it is the one a poll would have given. Only partitions a
+// reader came to within the TTL are kept (wantsTail): a partition nobody
+// consumes costs its producer no copy.
 //
 // Only what Iggy confirmed stored is kept, at the offsets it confirmed. A
 // fill never overlaps what is cached: an append confirmed below the high
@@ -124,9 +126,16 @@ func (rc *readCache) appended(topic string, partition int32, base int64, count i
 	keep = keep && int64(size) <= rc.tailLimit/4
 	var ch *chunk
 	if keep {
+		rc.mu.Lock()
+		if !rc.wantsTail(rc.parts[partKey{topic, partition}], time.Now()) {
+			rc.mu.Unlock()
+			rc.tailUnread.Add(1)
+			keep = false
+		}
+	}
+	if keep {
 		// Copy the frames outside the lock: readers of the cache do not
 		// wait for it.
-		rc.mu.Lock()
 		buf := rc.takeTailBuf(size)
 		ch = rc.takeChunk()
 		marks := ch.marks[:0]
@@ -185,6 +194,16 @@ func (rc *readCache) appended(topic string, partition int32, base int64, count i
 	notePollSize(p, int64(size)/int64(count))
 	rc.insertTail(p, ch)
 	rc.tailFills.Add(1)
+}
+
+// wantsTail reports whether p's appends are worth keeping: a reader came
+// within the TTL (a consumer at the tail reads every fetch.max.wait.ms at
+// least), so a partition nobody reads costs its producers no copy (the copy
+// was 8 % of the gateway's CPU in a produce-only run, docs/BENCHMARKS.md);
+// under mu. A reader's first Read after a quiet spell polls, and the
+// appends after it are kept.
+func (rc *readCache) wantsTail(p *partCache, now time.Time) bool {
+	return p != nil && !p.dead && now.Sub(p.readAt) <= rc.ttl
 }
 
 // build lays out ch as a poll reply holding the append: hdr with the

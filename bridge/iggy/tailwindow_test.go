@@ -48,6 +48,18 @@ func readTail(t testing.TB, c *Client, topic string, partition int32, from, to i
 	return out
 }
 
+// watchTail reads each partition of topic once at offset 0, as a consumer
+// starting at the tail does: the window keeps only the appends of
+// partitions read within the TTL (readCache.wantsTail).
+func watchTail(t testing.TB, c *Client, topic string, partitions int32) {
+	t.Helper()
+	for p := range partitions {
+		if _, err := c.Read(ctx(t), topic, p, 0, 1<<20, func(*message.Message) bool { return false }); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // sameMessages fails unless a and b are the same messages.
 func sameMessages(t testing.TB, what string, a, b []tailMsg) {
 	t.Helper()
@@ -73,6 +85,7 @@ func TestTailWindowServesAppends(t *testing.T) {
 	if _, err := c.CreateTopic(cx, "tw", 2, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
+	watchTail(t, c, "tw", 2)
 	var end [2]int64
 	for i := range 6 {
 		p := int32(i % 2)
@@ -102,6 +115,49 @@ func TestTailWindowServesAppends(t *testing.T) {
 	}
 	if c.cache.tailFills.Load() != 6 {
 		t.Fatalf("%d appends kept, want 6", c.cache.tailFills.Load())
+	}
+}
+
+// TestTailWindowUnread: the appends of a partition nobody reads are not
+// kept; once a reader comes they are, until no reader has come for the
+// TTL.
+func TestTailWindowUnread(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "tu", 2, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	appendTo := func(p int32) {
+		t.Helper()
+		if _, err := c.Append(cx, "tu", p, stampedBatchOf(1_700_000_000_000_000, "u-", 3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := c.cache
+	appendTo(0)
+	appendTo(1)
+	if fills, unread := rc.tailFills.Load(), rc.tailUnread.Load(); fills != 0 || unread != 2 || rc.tailGauge.Load() != 0 {
+		t.Fatalf("before any read: %d appends kept, %d unread, window %d bytes; want 0, 2, 0", fills, unread, rc.tailGauge.Load())
+	}
+	readTail(t, c, "tu", 0, 0, 3) // a consumer of partition 0 only
+	appendTo(0)
+	appendTo(1)
+	if fills, unread := rc.tailFills.Load(), rc.tailUnread.Load(); fills != 1 || unread != 3 {
+		t.Fatalf("partition 0 read: %d appends kept, %d unread; want 1, 3", fills, unread)
+	}
+	misses := rc.misses.Load()
+	readTail(t, c, "tu", 0, 3, 6)
+	if rc.misses.Load() != misses {
+		t.Fatal("the read at the tail polled Iggy")
+	}
+	rc.mu.Lock()
+	rc.ttl = time.Millisecond // the reader is now long gone
+	rc.mu.Unlock()
+	time.Sleep(5 * time.Millisecond)
+	appendTo(0)
+	if fills, unread := rc.tailFills.Load(), rc.tailUnread.Load(); fills != 1 || unread != 4 {
+		t.Fatalf("reader gone: %d appends kept, %d unread; want 1, 4", fills, unread)
 	}
 }
 
@@ -209,6 +265,7 @@ func TestTailWindowBound(t *testing.T) {
 	if _, err := c.CreateTopic(cx, "bd", 8, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
+	watchTail(t, c, "bd", 8)
 	rng := rand.New(rand.NewPCG(1, 2))
 	payload := bytes.Repeat([]byte("x"), 2000)
 	for range 400 {
@@ -360,6 +417,7 @@ func TestTailWindowFailover(t *testing.T) {
 	if _, err := c.CreateTopic(cx, "fo", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
+	watchTail(t, c, "fo", 1)
 	high := int64(0)
 	appendSome := func(prefix string) {
 		t.Helper()
