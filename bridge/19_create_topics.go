@@ -26,6 +26,7 @@ func (g *Gateway) createTopics(c *call) bool {
 		return false
 	}
 	var resp wire.CreateTopicsResponse
+	mq := g.mutationQuotaFor(c, 6) // THROTTLING_QUOTA_EXCEEDED from v6 (KIP-599)
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		out := wire.CreateTopicsResponseTopic{Topic: t.Topic, NumPartitions: -1, ReplicationFactor: -1}
@@ -40,6 +41,9 @@ func (g *Gateway) createTopics(c *call) bool {
 				code, msg = wire.TopicAlreadyExists, "Topic '"+t.Topic+"' already exists."
 			}
 		} else if code == wire.NoError {
+			code, msg = g.chargeCreate(&mq, t.Topic, parts)
+		}
+		if code == wire.NoError && !req.ValidateOnly {
 			info, err := g.store.CreateTopic(g.ctx, t.Topic, parts, cfg)
 			if err == nil {
 				id = info.ID
@@ -79,9 +83,27 @@ func (g *Gateway) createTopics(c *call) bool {
 		}
 		resp.Topics = append(resp.Topics, out)
 	}
+	mq.finish(g, c)
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
 	return false
+}
+
+// chargeCreate charges the creation of topic's parts partitions to the
+// controller mutation quota, after every other check and, as in Kafka, not
+// for a topic that exists (ReplicationControlManager answers
+// TOPIC_ALREADY_EXISTS before it charges).
+func (g *Gateway) chargeCreate(mq *mutationQuota, topic string, parts int32) (wire.ErrorCode, string) {
+	if !mq.on() {
+		return wire.NoError, ""
+	}
+	if _, err := g.store.Topic(g.ctx, topic); err == nil {
+		return wire.TopicAlreadyExists, "Topic '" + topic + "' already exists."
+	}
+	if !mq.admit(parts) {
+		return wire.ThrottlingQuotaExceeded, mutationRefused
+	}
+	return wire.NoError, ""
 }
 
 // checkCreate validates one CreateTopics entry.

@@ -26,9 +26,18 @@ func (g *Gateway) deleteTopics(c *call) bool {
 		return false
 	}
 	var resp wire.DeleteTopicsResponse
+	mq := g.mutationQuotaFor(c, 5) // THROTTLING_QUOTA_EXCEEDED from v5 (KIP-599)
 	del := func(name string) (wire.ErrorCode, string) {
 		if code := g.topicCode(c, acl.OpDelete, name); code != wire.NoError { // KafkaApis: DELETE on the topic
 			return code, "Authorization failed."
+		}
+		if mq.on() {
+			// Charged with the partitions deleted, once the topic is
+			// known to exist (ReplicationControlManager.deleteTopic).
+			info, err := g.store.Topic(g.ctx, name)
+			if err == nil && !mq.admit(info.Partitions) {
+				return wire.ThrottlingQuotaExceeded, mutationRefused
+			}
 		}
 		err := g.store.DeleteTopic(g.ctx, name)
 		if err == nil || errors.Is(err, store.ErrUnknownTopic) {
@@ -85,6 +94,7 @@ func (g *Gateway) deleteTopics(c *call) bool {
 			resp.Topics = append(resp.Topics, out)
 		}
 	}
+	mq.finish(g, c)
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
 	return false

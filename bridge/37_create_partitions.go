@@ -24,11 +24,12 @@ func (g *Gateway) createPartitions(c *call) bool {
 		return false
 	}
 	var resp wire.CreatePartitionsResponse
+	mq := g.mutationQuotaFor(c, 3) // THROTTLING_QUOTA_EXCEEDED from v3 (KIP-599)
 	for _, t := range req.Topics {
 		out := wire.CreatePartitionsResponseTopic{Topic: t.Topic}
 		code, msg := g.topicCode(c, acl.OpAlter, t.Topic), "Authorization failed." // KafkaApis: ALTER on the topic
 		if code == wire.NoError {
-			code, msg = g.growTopic(t, req.ValidateOnly)
+			code, msg = g.growTopic(t, req.ValidateOnly, &mq)
 		}
 		out.ErrorCode = code
 		if msg != "" {
@@ -36,12 +37,15 @@ func (g *Gateway) createPartitions(c *call) bool {
 		}
 		resp.Topics = append(resp.Topics, out)
 	}
+	mq.finish(g, c)
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
 	return false
 }
 
-func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, validateOnly bool) (wire.ErrorCode, string) {
+// growTopic adds partitions to t.Topic up to t.Count, charging the
+// partitions added to mq after every other check.
+func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, validateOnly bool, mq *mutationQuota) (wire.ErrorCode, string) {
 	info, err := g.store.Topic(g.ctx, t.Topic)
 	if errors.Is(err, store.ErrUnknownTopic) {
 		return wire.UnknownTopicOrPartition, "The topic '" + t.Topic + "' does not exist."
@@ -67,6 +71,9 @@ func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, validateOnly bo
 	}
 	if validateOnly {
 		return wire.NoError, ""
+	}
+	if mq.on() && !mq.admit(t.Count-info.Partitions) {
+		return wire.ThrottlingQuotaExceeded, mutationRefused
 	}
 	if err := g.store.CreatePartitions(g.ctx, t.Topic, t.Count); err != nil {
 		if errors.Is(err, store.ErrInvalidPartitions) {

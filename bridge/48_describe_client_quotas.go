@@ -18,8 +18,8 @@ import (
 func init() { handle(wire.KeyDescribeClientQuotas, (*Gateway).describeClientQuotas) }
 
 // describeClientQuotas answers DescribeClientQuotas (key 48) with the
-// request quota's entity (default user, default client id) when it
-// matches the filter, and nothing without a quota; a match type outside
+// request and controller mutation quotas' entity (default user, default
+// client id) when it matches the filter, and nothing without a quota; a match type outside
 // 0–2 is INVALID_REQUEST as in Kafka's ClientQuotaManager. kafka-configs
 // --describe --entity-type users asks it beside the SCRAM credentials.
 func (g *Gateway) describeClientQuotas(c *call) bool {
@@ -50,10 +50,17 @@ func (g *Gateway) describeClientQuotas(c *call) bool {
 		resp = &wire.DescribeClientQuotasResponse{ErrorCode: wire.InvalidRequest,
 			ErrorMessage: wire.NullStringOf("Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component.")}
 	}
-	if resp.ErrorCode == wire.NoError && g.cfg.Quota.RequestPercentage > 0 && defaultQuotaEntityMatches(&req, "user", "client-id") {
+	var values []wire.QuotaValue
+	if g.cfg.Quota.RequestPercentage > 0 {
+		values = append(values, wire.QuotaValue{Key: "request_percentage", Value: g.cfg.Quota.RequestPercentage})
+	}
+	if g.cfg.ControllerMutationRate > 0 {
+		values = append(values, wire.QuotaValue{Key: "controller_mutation_rate", Value: g.cfg.ControllerMutationRate})
+	}
+	if resp.ErrorCode == wire.NoError && len(values) > 0 && defaultQuotaEntityMatches(&req, "user", "client-id") {
 		resp.Entries = append(resp.Entries, wire.QuotaEntry{
 			Entity: []wire.QuotaEntity{{Type: "user"}, {Type: "client-id"}},
-			Values: []wire.QuotaValue{{Key: "request_percentage", Value: g.cfg.Quota.RequestPercentage}},
+			Values: values,
 		})
 	}
 	if resp.ErrorCode == wire.NoError && g.cfg.ConnectionCreationRatePerIP > 0 && defaultQuotaEntityMatches(&req, "ip") {

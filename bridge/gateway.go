@@ -206,6 +206,12 @@ type Config struct {
 	// as a percentage of one thread; a client over it is throttled. The
 	// zero value sets none (Kafka's default too).
 	Quota quota.Config
+	// ControllerMutationRate is the controller mutation quota of every
+	// client (Kafka's controller_mutation_rate of the default user and
+	// client id, KIP-599; quotas.go): the partitions it may create or
+	// delete a second, measured over Quota's window (0 = none, Kafka's
+	// default too).
+	ControllerMutationRate float64
 	// ConnectionCreationRatePerIP is the engine's per-IP connection
 	// creation rate (engine.Config; NewServer copies it), described by
 	// DescribeClientQuotas as the default IP entity's
@@ -372,6 +378,9 @@ type Gateway struct {
 	// quotas meters each client's gateway time (quotas.go); nil without a
 	// quota.
 	quotas *quota.Tracker
+	// mutations is the controller mutation quota's buckets (quotas.go);
+	// nil without one.
+	mutations *quota.Buckets
 	// estimates and sharedReads are the store as a ReadEstimator and as
 	// SharedReads (fetch.go, readAll and skipPart); nil when it is not.
 	estimates   store.ReadEstimator
@@ -447,6 +456,7 @@ func New(cfg Config, backend store.Log) *Gateway {
 		g.fetchSessions = fetchsession.New(cfg.FetchSessionCacheSlots, cfg.FetchSessionMaxPartitions, cfg.FetchSessionMinEviction)
 	}
 	g.quotas = quota.New(cfg.Quota)
+	g.mutations = quota.NewBuckets(cfg.ControllerMutationRate, cfg.Quota.Samples, cfg.Quota.Window, cfg.Quota.MaxClients)
 	for range cfg.Workers {
 		g.wg.Add(1)
 		go g.worker()
@@ -709,6 +719,7 @@ func (g *Gateway) janitor() {
 				continue
 			}
 			g.quotas.Expire(now)
+			g.mutations.Expire(now)
 			if sweep%30 == 0 {
 				// Once a minute (Kafka checks every
 				// producer.id.expiration.check.interval.ms, 10 min).

@@ -242,3 +242,98 @@ func joinGroup(rc *rawConn, group, memberID string) *kmsg.JoinGroupResponse {
 	rc.recv(rc.send(req), resp)
 	return resp
 }
+
+// TestControllerMutationQuota: with a controller mutation quota (KIP-599;
+// a rate of 0.25 partitions a second over 40 windows of 1 s: a burst of
+// 10), a CreateTopics v7 of 14 one-partition topics creates 11 (the 11th
+// is admitted at 0 and takes the bucket to −1) and refuses 3 with
+// THROTTLING_QUOTA_EXCEEDED, owing the 4 s the bucket takes back to 0;
+// the same client's DeleteTopics v5 and CreatePartitions v3 are refused
+// while it owes, its validate_only CreateTopics is not charged; another
+// client id has a bucket of its own; a CreateTopics v5, before the error
+// existed, is admitted past the quota and throttled; the metric counts the
+// refusals and DescribeClientQuotas reports the rate.
+func TestControllerMutationQuota(t *testing.T) {
+	t.Parallel()
+	gw := kiggytest.Start(t, kiggytest.Options{Bridge: bridge.Config{ControllerMutationRate: 0.25,
+		Quota: quota.Config{Samples: 40, Window: time.Second}}})
+	create := func(rc *rawConn, v int16, validate bool, topics ...string) *kmsg.CreateTopicsResponse {
+		t.Helper()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version, req.ValidateOnly, req.TimeoutMillis = v, validate, 30_000
+		for _, name := range topics {
+			tp := kmsg.NewCreateTopicsRequestTopic()
+			tp.Topic, tp.NumPartitions, tp.ReplicationFactor = name, 1, 1
+			if v == 5 {
+				tp.NumPartitions = 12
+			}
+			req.Topics = append(req.Topics, tp)
+		}
+		resp := kmsg.NewPtrCreateTopicsResponse()
+		resp.Version = v
+		rc.recv(rc.send(req), resp)
+		return resp
+	}
+	flood := dialClient(t, gw.Addr, "flood")
+	var names []string
+	for i := range 14 {
+		names = append(names, fmt.Sprintf("mq-%02d", i))
+	}
+	resp := create(flood, 7, false, names...)
+	for i, tp := range resp.Topics {
+		want := int16(0)
+		if i >= 11 {
+			want = 89
+		}
+		if tp.ErrorCode != want {
+			t.Fatalf("topic %d (%s): error %d, want %d", i, tp.Topic, tp.ErrorCode, want)
+		}
+		if want == 89 && (tp.ErrorMessage == nil || *tp.ErrorMessage != "The throttling quota has been exceeded.") {
+			t.Fatalf("topic %s refused with message %v", tp.Topic, tp.ErrorMessage)
+		}
+	}
+	if resp.ThrottleMillis < 3000 || resp.ThrottleMillis > 4000 {
+		t.Fatalf("throttle_time_ms %d, want about 4000 (the bucket at −1, refilled at 0.25 a second)", resp.ThrottleMillis)
+	}
+	if r := create(flood, 7, true, "mq-validate"); r.Topics[0].ErrorCode != 0 {
+		t.Fatalf("validate_only over the quota: error %d, want 0 (not charged)", r.Topics[0].ErrorCode)
+	}
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.Version, del.TopicNames, del.TimeoutMillis = 5, []string{"mq-00"}, 30_000
+	dresp := kmsg.NewPtrDeleteTopicsResponse()
+	dresp.Version = 5
+	flood.recv(flood.send(del), dresp)
+	if dresp.Topics[0].ErrorCode != 89 || dresp.ThrottleMillis == 0 {
+		t.Fatalf("DeleteTopics v5 while owing: error %d throttle %d, want 89 and a throttle", dresp.Topics[0].ErrorCode, dresp.ThrottleMillis)
+	}
+	grow := kmsg.NewPtrCreatePartitionsRequest()
+	grow.Version, grow.TimeoutMillis = 3, 30_000
+	gt := kmsg.NewCreatePartitionsRequestTopic()
+	gt.Topic, gt.Count = "mq-01", 2
+	grow.Topics = append(grow.Topics, gt)
+	gresp := kmsg.NewPtrCreatePartitionsResponse()
+	gresp.Version = 3
+	flood.recv(flood.send(grow), gresp)
+	if gresp.Topics[0].ErrorCode != 89 {
+		t.Fatalf("CreatePartitions v3 while owing: error %d, want 89", gresp.Topics[0].ErrorCode)
+	}
+	if r := create(dialClient(t, gw.Addr, "other"), 7, false, "mq-other"); r.Topics[0].ErrorCode != 0 || r.ThrottleMillis != 0 {
+		t.Fatalf("another client id: error %d throttle %d, want 0 and 0", r.Topics[0].ErrorCode, r.ThrottleMillis)
+	}
+	// v5: no THROTTLING_QUOTA_EXCEEDED; 12 partitions, 2 past the burst.
+	if r := create(dialClient(t, gw.Addr, "old"), 5, false, "mq-old"); r.Topics[0].ErrorCode != 0 || r.ThrottleMillis < 7000 || r.ThrottleMillis > 8000 {
+		t.Fatalf("CreateTopics v5 past the quota: error %d throttle %d ms, want 0 and about 8000", r.Topics[0].ErrorCode, r.ThrottleMillis)
+	}
+	if got := metricValue(t, gw.Metrics(), "kiggy_quota_controller_mutation_rejections_total"); got != 5 {
+		t.Fatalf("kiggy_quota_controller_mutation_rejections_total = %v, want 5 (3 creations, a deletion, a growth)", got)
+	}
+	dq := kmsg.NewPtrDescribeClientQuotasRequest()
+	dq.Version = 1
+	dqr := kmsg.NewPtrDescribeClientQuotasResponse()
+	dqr.Version = 1
+	rc := dialClient(t, gw.Addr, "admin")
+	rc.recv(rc.send(dq), dqr)
+	if len(dqr.Entries) != 1 || len(dqr.Entries[0].Values) != 1 || dqr.Entries[0].Values[0].Key != "controller_mutation_rate" || dqr.Entries[0].Values[0].Value != 0.25 {
+		t.Fatalf("DescribeClientQuotas: %+v, want the default user and client id with controller_mutation_rate 0.25", dqr.Entries)
+	}
+}

@@ -8,6 +8,7 @@
 package bridge
 
 import (
+	"math"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -91,6 +92,64 @@ func (c *call) putThrottle(resp []byte, hdrLen int) {
 	}
 }
 
+// mutationQuota is one request's controller mutation quota (Kafka's
+// controller_mutation_rate, KIP-599; docs/design/quotas.md): CreateTopics,
+// CreatePartitions and DeleteTopics charge each topic that passed every
+// other check with the partitions it creates or deletes, as Kafka's
+// ReplicationControlManager does (applyPartitionChangeQuota). validate_only
+// changes nothing and is not charged.
+type mutationQuota struct {
+	b              *quota.Buckets
+	user, clientID string
+	// strict: the request's version knows THROTTLING_QUOTA_EXCEEDED
+	// (CreateTopics v6+, DeleteTopics v5+, CreatePartitions v3+): a topic
+	// of a client already over its quota is refused; older versions are
+	// always admitted and throttled.
+	strict bool
+	owed   time.Duration
+}
+
+// mutationQuotaFor returns c's controller mutation quota; strictSince is
+// the first version of c's API that is answered
+// THROTTLING_QUOTA_EXCEEDED.
+func (g *Gateway) mutationQuotaFor(c *call, strictSince int16) mutationQuota {
+	return mutationQuota{b: g.mutations, user: c.cs.principal().Name, clientID: c.hdr.ClientID.S,
+		strict: c.hdr.APIVersion >= strictSince}
+}
+
+// on reports whether a quota is set: the handlers look a topic up only then.
+func (q *mutationQuota) on() bool { return q.b != nil }
+
+// admit charges n partition mutations; false refuses the topic with
+// THROTTLING_QUOTA_EXCEEDED (mutationRefused).
+func (q *mutationQuota) admit(n int32) bool {
+	ok, owed := q.b.Take(q.user, q.clientID, int(n), q.strict, time.Now())
+	q.owed = max(q.owed, owed)
+	return ok
+}
+
+// mutationRefused is what a topic the quota refused is answered (Kafka's
+// Errors.THROTTLING_QUOTA_EXCEEDED.message()).
+const mutationRefused = "The throttling quota has been exceeded."
+
+// finish reports what the client owes in c's throttle_time_ms (the larger
+// of it and the request quota's, as Kafka's
+// sendResponseMaybeThrottleWithControllerQuota) and mutes the connection:
+// it is not read for that long, at most one quota window (the client,
+// told the whole time, waits it out itself, KIP-219).
+func (q *mutationQuota) finish(g *Gateway, c *call) {
+	if q.owed <= 0 {
+		return
+	}
+	ms := int32(min((q.owed+time.Millisecond-1)/time.Millisecond, math.MaxInt32))
+	c.throttleMs = max(c.throttleMs, ms)
+	window := g.cfg.Quota.Window
+	if window <= 0 {
+		window = quota.DefaultWindow
+	}
+	c.cs.conn.Throttle(min(q.owed, window))
+}
+
 // deferThrottled serves req, the next request of a connection its quota
 // throttled, once the throttle has passed, and reports whether it did so:
 // the engine stops reading a throttled connection, and this holds back
@@ -98,7 +157,7 @@ func (c *call) putThrottle(resp []byte, hdrLen int) {
 // throttled client's requests all wait, as in Kafka, which reads one
 // request of a connection at a time.
 func (g *Gateway) deferThrottled(cs *connState, req *engine.Request) bool {
-	if g.quotas == nil {
+	if g.quotas == nil && g.mutations == nil {
 		return false
 	}
 	d := time.Until(cs.conn.ThrottledUntil())

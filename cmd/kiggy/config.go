@@ -54,6 +54,11 @@ func (s *settings) Int(group, name string, p *int64, def, min, max int64, usage 
 	s.add(group, name, usage, &intValue{p: p, min: min, max: max})
 }
 
+func (s *settings) Float(group, name string, p *float64, def, min, max float64, usage string) {
+	*p = def
+	s.add(group, name, usage, &floatValue{p: p, min: min, max: max})
+}
+
 func (s *settings) Bool(group, name string, p *bool, def bool, usage string) {
 	*p = def
 	s.add(group, name, usage, (*boolValue)(p))
@@ -233,6 +238,29 @@ func (v *intValue) String() string {
 		return "0"
 	}
 	return strconv.FormatInt(*v.p, 10)
+}
+
+type floatValue struct {
+	p        *float64
+	min, max float64
+}
+
+func (v *floatValue) Set(s string) error {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return err
+	}
+	if !(f >= v.min && f <= v.max) { // NaN is out of range too
+		return fmt.Errorf("%s is out of range [%g, %g]", s, v.min, v.max)
+	}
+	*v.p = f
+	return nil
+}
+func (v *floatValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(*v.p, 'g', -1, 64)
 }
 
 // parseSize accepts plain integers and binary suffixes (KiB, MiB, GiB).

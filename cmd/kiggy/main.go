@@ -48,6 +48,7 @@ type options struct {
 	fetchSessionSlots, fetchSessionMaxPartitions   int64
 	quotaRequestPercentage, quotaWindowNum         int64
 	quotaWindowSize                                time.Duration
+	quotaControllerMutationRate                    float64
 	maxConnectionCreationRate, connectionRatePerIP int64
 	fetchSessionEviction                           time.Duration
 
@@ -119,6 +120,7 @@ func registerOptions(s *settings, o *options) {
 	s.Int("Limits", "max-group-members", &o.maxGroupMembers, group.DefaultMaxMembers, 0, math.MaxInt32, "members (as above) of all consumer groups together; a new member past it gets COORDINATOR_NOT_AVAILABLE, which clients retry; 0 = no cap")
 	s.Int("Limits", "max-groups", &o.maxGroups, group.DefaultMaxGroups, 0, math.MaxInt32, "consumer groups held (joined, or holding offsets of simple commits); a new group past it evicts an empty group holding no offsets, or gets COORDINATOR_NOT_AVAILABLE; 0 = no cap")
 	s.Int("Limits", "quota-request-percentage", &o.quotaRequestPercentage, 0, 0, 1<<20, "request quota of every client (user, client id): the gateway time its requests may use, in percent of one thread; a client over it gets throttle_time_ms and its connection is not read for that long (Kafka request_percentage of the default user and client id, KIP-124); 0 = no quota")
+	s.Float("Limits", "quota-controller-mutation-rate", &o.quotaControllerMutationRate, 0, 0, 1e9, "partitions every client (user, client id) may create or delete a second through CreateTopics, CreatePartitions and DeleteTopics, with a burst of the rate times --quota-window-num × --quota-window-size; a topic of a client over it gets THROTTLING_QUOTA_EXCEEDED (CreateTopics v6+, DeleteTopics v5+, CreatePartitions v3+; older versions are admitted) and throttle_time_ms (Kafka controller_mutation_rate of the default user and client id, KIP-599); 0 = no quota")
 	s.Int("Limits", "max-connection-creation-rate", &o.maxConnectionCreationRate, 0, 0, 1<<30, "connections accepted a second over all listeners; past it the acceptor waits before serving the next, at most one --quota-window-size (Kafka max.connection.creation.rate, KIP-612); 0 = no cap")
 	s.Int("Limits", "connection-creation-rate-per-ip", &o.connectionRatePerIP, 0, 0, 1<<30, "connections one client IP address may open a second; one over it is held unserved for its throttle, at most one --quota-window-size, then closed (Kafka connection_creation_rate of the default IP, KIP-612); 0 = no cap")
 	s.Int("Limits", "quota-window-num", &o.quotaWindowNum, quota.DefaultSamples, 2, 1000, "samples the request quota and the connection creation rates measure usage over (Kafka quota.window.num)")
@@ -320,6 +322,7 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		FetchSessionCacheSlots:    int(uncapped(o.fetchSessionSlots)),
 		Quota: quota.Config{RequestPercentage: float64(o.quotaRequestPercentage),
 			Samples: int(o.quotaWindowNum), Window: o.quotaWindowSize},
+		ControllerMutationRate:        o.quotaControllerMutationRate,
 		FetchSessionMaxPartitions:     int(o.fetchSessionMaxPartitions),
 		FetchSessionMinEviction:       o.fetchSessionEviction,
 		MaxScramCredentials:           int(uncapped(o.maxScramCredentials)),

@@ -63,3 +63,60 @@ func TestAutoCreateTopicFlood(t *testing.T) {
 	checkThrottled(t, k, false)
 	s.check(t)
 }
+
+// TestCreateTopicsFlood (issue #35): an authorized admin floods
+// CreateTopics v7 with 10,000 new one-partition topics (5 a request,
+// pipelined) against --quota-controller-mutation-rate 100 (KIP-599, a
+// burst of 110 over 11 windows of 100 ms), beside the steady producer and
+// consumer group: at most the burst plus the rate over the flood's
+// duration are created, every other topic gets THROTTLING_QUOTA_EXCEEDED
+// and is counted, RSS stays under 64 MiB of growth, and the steady
+// clients lose nothing.
+func TestCreateTopicsFlood(t *testing.T) {
+	const (
+		rate     = 100
+		burst    = 110
+		perReq   = 5
+		requests = 2000
+	)
+	k := startFloodKiggy(t, append(floodQuota(t), "--quota-controller-mutation-rate", strconv.Itoa(rate), "--quota-window-size", "100ms")...)
+	s := startSteady(t, k)
+	before := k.rss(t)
+	peak := k.peak(t)
+	codes := map[int16]int{}
+	s.flood(func() {
+		pipelined(t, k.Addr, "", requests, 2, 20, func(i int) kmsg.Request {
+			req := kmsg.NewPtrCreateTopicsRequest()
+			req.Version, req.TimeoutMillis = 7, 30_000
+			for j := range perReq {
+				rt := kmsg.NewCreateTopicsRequestTopic()
+				rt.Topic, rt.NumPartitions, rt.ReplicationFactor = fmt.Sprintf("made-%d-%d", i, j), 1, 1
+				req.Topics = append(req.Topics, rt)
+			}
+			return req
+		}, func(r kmsg.Response) {
+			for _, rt := range r.(*kmsg.CreateTopicsResponse).Topics {
+				codes[rt.ErrorCode]++
+			}
+		})
+	})
+	high := peak()
+	m := k.metrics(t)
+	took := s.to.Sub(s.from)
+	t.Logf("%d topics asked for in CreateTopics: %v; RSS %.1f MiB before, peak %.1f MiB; flood took %v",
+		requests*perReq, codes, mib(before), mib(high), took.Round(time.Millisecond))
+	// One request more than the rate allows: a client is admitted while
+	// its bucket is not below zero.
+	most := burst + int(rate*took.Seconds()) + perReq
+	if codes[0] > most || codes[0] == 0 || codes[0]+codes[89] != requests*perReq {
+		t.Errorf("answers %v, want at most %d created (0: the burst and the rate over %v) and the rest THROTTLING_QUOTA_EXCEEDED (89)", codes, most, took)
+	}
+	if got := m["kiggy_quota_controller_mutation_rejections_total"]; got != float64(codes[89]) {
+		t.Errorf("kiggy_quota_controller_mutation_rejections_total = %v, want %d", got, codes[89])
+	}
+	if grew := high - before; grew >= groupStateBound {
+		t.Errorf("RSS grew by %.1f MiB over the flood, want < %d", mib(grew), groupStateBound>>20)
+	}
+	checkThrottled(t, k, false)
+	s.check(t)
+}
