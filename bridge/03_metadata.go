@@ -120,6 +120,11 @@ func (g *Gateway) metadataTopic(c *call, resp *wire.MetadataResponse, rt *wire.M
 	case errors.Is(err, store.ErrUnknownTopic):
 		g.topicIDs.forget(name)
 		resp.Topics = g.appendTopic(resp.Topics, name, [16]byte{}, 0, wire.UnknownTopicOrPartition, node)
+	case errors.Is(err, store.ErrTooManyTopics):
+		// The backend holds all the topics it can: as past
+		// --auto-create-topics-limit, not created (autocreate.go).
+		g.autoCreate.backendRefused.Add(1)
+		resp.Topics = g.appendTopic(resp.Topics, name, [16]byte{}, 0, wire.UnknownTopicOrPartition, node)
 	default:
 		g.cfg.Logger.Warn("metadata: topic lookup", "topic", name, "err", err)
 		resp.Topics = g.appendTopic(resp.Topics, name, [16]byte{}, 0, wire.LeaderNotAvailable, node)

@@ -62,6 +62,10 @@ func (g *Gateway) createTopics(c *call) bool {
 				code, msg = wire.InvalidConfig, err.Error()
 			case errors.Is(err, store.ErrInvalidPartitions):
 				code, msg = wire.InvalidPartitions, err.Error()
+			case errors.Is(err, store.ErrTooManyTopics):
+				// As a CreateTopicPolicy refusal: a limit of the
+				// cluster, not of the request (docs/LIMITS.md).
+				code, msg = wire.PolicyViolation, err.Error()
 			case errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrUnknownOutcome):
 				// As a Kafka controller that did not answer in time: the
 				// client may try again (docs/LIMITS.md, error codes).

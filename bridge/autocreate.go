@@ -34,6 +34,9 @@ type autoCreateLimit struct {
 	count   int       // topics in the log at listedAt, plus creations since
 	listed  time.Time // zero: never listed
 	refused atomic.Uint64
+	// backendRefused counts the creations the backend refused for want of
+	// room (store.ErrTooManyTopics: Iggy's 4,096 topics a stream).
+	backendRefused atomic.Uint64
 }
 
 // admit reports whether one more topic may be auto-created; true counts it.

@@ -515,8 +515,10 @@ func (c *Client) createTopic(ctx context.Context, name string, partitions int32,
 			continue
 		case code == proto.CodeTooManyPartitions || code == proto.CodeInvalidPartitionsCount:
 			return store.TopicInfo{}, fmt.Errorf("%w: %w", store.ErrInvalidPartitions, err)
+		case code == proto.CodeTooManyTopics:
+			return store.TopicInfo{}, fmt.Errorf("%w: Iggy holds at most 4,096 topics in a stream (%w)", store.ErrTooManyTopics, err)
 		case code == proto.CodeInvalidTopicSize || code == proto.CodeUnsupportedOptionKey || code == proto.CodeInvalidOptionValue ||
-			code == proto.CodeInvalidTopicName || code == proto.CodeTooManyTopics:
+			code == proto.CodeInvalidTopicName:
 			return store.TopicInfo{}, fmt.Errorf("%w: %w", store.ErrInvalidConfig, err)
 		case code != 0:
 			return store.TopicInfo{}, err

@@ -14,6 +14,9 @@ var (
 	ErrTopicExists = errors.New("bridge: topic already exists")
 	// ErrInvalidConfig means a topic config the backend cannot honour.
 	ErrInvalidConfig = errors.New("bridge: invalid topic config")
+	// ErrTooManyTopics means the backend holds as many topics as it can
+	// (Iggy: 4,096 a stream).
+	ErrTooManyTopics = errors.New("bridge: the backend holds its maximum of topics")
 	// ErrInvalidPartitions means a partition count the backend cannot
 	// create or grow to.
 	ErrInvalidPartitions = errors.New("bridge: invalid partition count")

@@ -65,3 +65,39 @@ func TestConfigCommandQuotas(t *testing.T) {
 		t.Errorf("kafka-configs --describe of ip 10.0.0.1: want no quota:\n%s", r)
 	}
 }
+
+// TestTopicCommandUnderMutationQuota: under a controller mutation quota
+// of 0.5 partitions a second (KIP-599; a burst of 5.5 over 11 windows of
+// 1 s), kafka-topics (Java 4.x) --create of a 10-partition topic is
+// admitted and leaves its client (adminclient-1, the id every such JVM
+// uses) owing 9 s; the next --create, a moment later, is refused: the
+// tool, which asks the admin client not to retry on a quota violation,
+// fails with Kafka's ThrottlingQuotaExceededException message, and the
+// topic does not exist. With KIGGY_INTEROP_TARGET=kafka a Kafka 4.4
+// broker of its own gets the same quota from kafka-configs --alter first.
+func TestTopicCommandUnderMutationQuota(t *testing.T) {
+	testtools.JavaClasspath(t)
+	var tg target
+	if os.Getenv(TargetEnv) == "kafka" {
+		k := kafkatest.StartConfig(t, kafkatest.Config{})
+		tg = &kafkaTarget{b: k}
+		r := runJava(t, 2*time.Minute, nil, "", configCommand, "--bootstrap-server", k.Addr, "--alter", "--entity-type", "users", "--entity-default",
+			"--entity-type", "clients", "--entity-default", "--add-config", "controller_mutation_rate=0.5")
+		if r.code != 0 {
+			t.Fatalf("kafka-configs --alter:\n%s", r)
+		}
+		time.Sleep(2 * time.Second) // Kafka applies quota changes through its metadata log
+	} else {
+		tg = &kiggyTarget{g: kiggytest.Start(t, kiggytest.Options{Bridge: bridge.Config{ControllerMutationRate: 0.5}})}
+	}
+	topicCommandCreate(t, tg, "mq-big", 10)
+	r := adminTool(t, tg, topicCommand, "--create", "--topic", "mq-next", "--partitions", "1")
+	const want = "The throttling quota has been exceeded."
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, want) {
+		t.Fatalf("kafka-topics --create right after 10 partitions: want a failure saying %q:\n%s", want, r)
+	}
+	t.Logf("kafka-topics --create over the quota: %s", strings.TrimSpace(r.stdout+r.stderr))
+	if r := adminTool(t, tg, topicCommand, "--describe", "--topic", "mq-next"); r.code == 0 {
+		t.Fatalf("kafka-topics --describe of the refused topic: want it missing:\n%s", r)
+	}
+}

@@ -814,6 +814,11 @@ func (s *Server) deleteStream(st *connState, req *proto.RequestHeader, r *proto.
 	return proto.AppendResultOK(nil), 0
 }
 
+// maxTopicsPerStream bounds a stream's topic ids, as Iggy's namespace does
+// (ids below 4096): a stream holds at most this many topics, and a create
+// past it is TooManyTopics (2021). Config.MaxTopicsPerStream overrides it.
+const maxTopicsPerStream = 4096
+
 // createTopic serves CreateTopic (a metadata write). Callers hold s.mu.
 func (s *Server) createTopic(st *connState, req *proto.RequestHeader, r *proto.Reader, now uint64) ([]byte, uint32) {
 	sid := r.Identifier()
@@ -842,6 +847,9 @@ func (s *Server) createTopic(st *connState, req *proto.RequestHeader, r *proto.R
 	}
 	for str.topics[t.id] != nil {
 		t.id++
+	}
+	if limit := s.cfg.MaxTopicsPerStream; t.id >= maxTopicsPerStream || (limit > 0 && t.id >= uint32(limit)) {
+		return failResult(proto.CodeTooManyTopics)
 	}
 	for i := uint32(0); i < count; i++ {
 		t.partitions = append(t.partitions, newPartition(i, now))

@@ -46,6 +46,10 @@ type Config struct {
 	// TLS, when set, serves TLS instead of plain TCP (the server's
 	// [tcp.tls] listener).
 	TLS *tls.Config
+	// MaxTopicsPerStream bounds a stream's topic ids (0 = 4096, Iggy's
+	// namespace limit): a CreateTopic that finds no free id below it is
+	// TooManyTopics (2021).
+	MaxTopicsPerStream int
 	// StaleIncarnationPolls is how long after a topic is deleted a poll of
 	// a topic that took its recycled id is answered from the deleted
 	// topic's partitions, as iggy-server 0.9 does until it has torn them
