@@ -55,6 +55,7 @@ func (g *Gateway) produce(c *call) bool {
 			return false
 		}
 		g.produceTopicNames(st, c.hdr.APIVersion)
+		c.throttleMs = max(c.throttleMs, throttleMillis(g.chargeProduce(c)))
 		if c.inline && hasCompressed(req) {
 			// Decompression happens off the loop, under the decode
 			// semaphore; the worker runs produce again, without decoding.
@@ -63,7 +64,9 @@ func (g *Gateway) produce(c *call) bool {
 	}
 
 	resp := &st.produceResp
-	resp.ThrottleMillis = 0
+	// The quotas' throttle (quotas.go): Produce carries throttle_time_ms
+	// at its end, where the generic call.putThrottle does not write.
+	resp.ThrottleMillis = c.throttleMs
 	resp.Topics = resp.Topics[:0]
 	ps := produceScope{ctx: g.ctx, v: c.hdr.APIVersion, fixed: g.produceRequestCode(c, req), principal: g.principalOf(c)}
 	if !g.caps.NonBlocking {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge/fetchcache"
+	"github.com/kiggy-io/kiggy/bridge/fetchsession"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/security/acl"
@@ -49,6 +50,10 @@ func (g *Gateway) fetch(c *call) bool {
 		if g.fetchSessionBegin(c, fs, v) {
 			return false
 		}
+		if d := g.fetchThrottle(c, fs.req.ReplicaID); d > 0 {
+			g.fetchThrottled(c, fs, v, d)
+			return false
+		}
 		g.fetchTopicNames(fs, v)
 		compress := false
 		fs.codecs = fs.codecs[:0]
@@ -72,6 +77,7 @@ func (g *Gateway) fetch(c *call) bool {
 		if !g.fetchSessionEnd(c, fs, v) {
 			return false // answered INVALID_FETCH_SESSION_EPOCH
 		}
+		g.chargeFetch(c, fs.req.ReplicaID, bytes)
 		if len(fs.splices) > 0 {
 			c.req.RespondSpliced(fs.buf, fs.splices) // the pins go with it
 			clear(fs.splices)
@@ -86,6 +92,24 @@ func (g *Gateway) fetch(c *call) bool {
 	fs.dropSplices()
 	g.park(c, now)
 	return true
+}
+
+// fetchThrottled answers a consumer's Fetch over its byte rate as Kafka's
+// fetch contexts' getThrottledResponse do (KIP-219): no partitions, the
+// throttle in throttle_time_ms, and the connection muted for it. An
+// incremental Fetch keeps its session (its epoch has moved on, what it
+// sent has not changed: nothing is committed); a full one creates none.
+func (g *Gateway) fetchThrottled(c *call, fs *fetchState, v int16, d time.Duration) {
+	var id int32
+	if fs.sess.mode == sessIncremental {
+		id = fs.sess.ticket.S.ID()
+	}
+	fs.sess.ticket = fetchsession.Ticket{}
+	c.throttleMs = max(c.throttleMs, throttleMillis(d))
+	c.cs.conn.Throttle(d)
+	buf := c.responseBuffer()
+	buf = wire.AppendFetchResponseStart(buf, v, c.throttleMs, wire.NoError, id, 0)
+	c.req.Respond(wire.AppendFetchResponseEnd(buf, v))
 }
 
 // fetchTopicNames fills fs.topicCodes, one per requested topic, and from v13

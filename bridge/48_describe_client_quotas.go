@@ -18,8 +18,8 @@ import (
 func init() { handle(wire.KeyDescribeClientQuotas, (*Gateway).describeClientQuotas) }
 
 // describeClientQuotas answers DescribeClientQuotas (key 48) with the
-// request and controller mutation quotas' entity (default user, default
-// client id) when it matches the filter, and nothing without a quota; a match type outside
+// client quotas' entity (default user, default client id: the request,
+// byte-rate and controller mutation quotas) when it matches the filter, and nothing without a quota; a match type outside
 // 0–2 is INVALID_REQUEST as in Kafka's ClientQuotaManager. kafka-configs
 // --describe --entity-type users asks it beside the SCRAM credentials.
 func (g *Gateway) describeClientQuotas(c *call) bool {
@@ -53,6 +53,12 @@ func (g *Gateway) describeClientQuotas(c *call) bool {
 	var values []wire.QuotaValue
 	if g.cfg.Quota.RequestPercentage > 0 {
 		values = append(values, wire.QuotaValue{Key: "request_percentage", Value: g.cfg.Quota.RequestPercentage})
+	}
+	if g.cfg.ProducerByteRate > 0 {
+		values = append(values, wire.QuotaValue{Key: "producer_byte_rate", Value: float64(g.cfg.ProducerByteRate)})
+	}
+	if g.cfg.ConsumerByteRate > 0 {
+		values = append(values, wire.QuotaValue{Key: "consumer_byte_rate", Value: float64(g.cfg.ConsumerByteRate)})
 	}
 	if g.cfg.ControllerMutationRate > 0 {
 		values = append(values, wire.QuotaValue{Key: "controller_mutation_rate", Value: g.cfg.ControllerMutationRate})

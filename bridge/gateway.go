@@ -212,6 +212,12 @@ type Config struct {
 	// delete a second, measured over Quota's window (0 = none, Kafka's
 	// default too).
 	ControllerMutationRate float64
+	// ProducerByteRate and ConsumerByteRate are every client's byte-rate
+	// quotas (Kafka's producer_byte_rate and consumer_byte_rate of the
+	// default user and client id; quotas.go): the Produce request bytes
+	// and the Fetch record bytes it may move a second, measured over
+	// Quota's window (0 = none, Kafka's default too).
+	ProducerByteRate, ConsumerByteRate int64
 	// ConnectionCreationRatePerIP is the engine's per-IP connection
 	// creation rate (engine.Config; NewServer copies it), described by
 	// DescribeClientQuotas as the default IP entity's
@@ -381,6 +387,9 @@ type Gateway struct {
 	// mutations is the controller mutation quota's buckets (quotas.go);
 	// nil without one.
 	mutations *quota.Buckets
+	// produceBytes and fetchBytes meter the byte-rate quotas (quotas.go);
+	// nil without them.
+	produceBytes, fetchBytes *quota.Tracker
 	// estimates and sharedReads are the store as a ReadEstimator and as
 	// SharedReads (fetch.go, readAll and skipPart); nil when it is not.
 	estimates   store.ReadEstimator
@@ -406,6 +415,8 @@ type connState struct {
 	sasl saslConn
 	// quota is the connection's client's quota meter (quotas.go).
 	quota connQuota
+	// produceMeter and fetchMeter are its byte-rate quotas' meters.
+	produceMeter, fetchMeter byteMeter
 }
 
 // task is a unit of work for the pool: a new request of a connection, or a
@@ -456,6 +467,8 @@ func New(cfg Config, backend store.Log) *Gateway {
 		g.fetchSessions = fetchsession.New(cfg.FetchSessionCacheSlots, cfg.FetchSessionMaxPartitions, cfg.FetchSessionMinEviction)
 	}
 	g.quotas = quota.New(cfg.Quota)
+	g.produceBytes = quota.New(quota.Config{PerSecond: float64(cfg.ProducerByteRate), Samples: cfg.Quota.Samples, Window: cfg.Quota.Window, MaxClients: cfg.Quota.MaxClients})
+	g.fetchBytes = quota.New(quota.Config{PerSecond: float64(cfg.ConsumerByteRate), Samples: cfg.Quota.Samples, Window: cfg.Quota.Window, MaxClients: cfg.Quota.MaxClients})
 	g.mutations = quota.NewBuckets(cfg.ControllerMutationRate, cfg.Quota.Samples, cfg.Quota.Window, cfg.Quota.MaxClients)
 	for range cfg.Workers {
 		g.wg.Add(1)
@@ -720,6 +733,8 @@ func (g *Gateway) janitor() {
 			}
 			g.quotas.Expire(now)
 			g.mutations.Expire(now)
+			g.produceBytes.Expire(now)
+			g.fetchBytes.Expire(now)
 			if sweep%30 == 0 {
 				// Once a minute (Kafka checks every
 				// producer.id.expiration.check.interval.ms, 10 min).

@@ -1,10 +1,15 @@
 package bridge_test
 
 import (
+	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/bridge"
@@ -336,5 +341,115 @@ func TestControllerMutationQuota(t *testing.T) {
 	rc.recv(rc.send(dq), dqr)
 	if len(dqr.Entries) != 1 || len(dqr.Entries[0].Values) != 1 || dqr.Entries[0].Values[0].Key != "controller_mutation_rate" || dqr.Entries[0].Values[0].Value != 0.1 {
 		t.Fatalf("DescribeClientQuotas: %+v, want the default user and client id with controller_mutation_rate 0.1", dqr.Entries)
+	}
+}
+
+// throttleSeen counts the throttles a franz-go client was told of.
+type throttleSeen struct{ n atomic.Int64 }
+
+func (h *throttleSeen) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	if d > 0 {
+		h.n.Add(1)
+	}
+}
+
+// TestByteRateQuotas: under a producer and a consumer byte rate of
+// 100 KiB a second (Kafka's producer_byte_rate and consumer_byte_rate of
+// the default user and client id; 11 windows of 100 ms), a franz-go
+// producer of 400 KiB is throttled (its Produce responses carry
+// throttle_time_ms, which the client honours) and loses nothing; a raw
+// consumer's Fetch right after a full one is answered at once with no
+// partitions and a throttle; a franz-go consumer group (fetch sessions)
+// reads every record through throttled Fetches; the metrics count both,
+// and DescribeClientQuotas reports the rates.
+func TestByteRateQuotas(t *testing.T) {
+	t.Parallel()
+	const rate = 100 << 10
+	gw := kiggytest.Start(t, kiggytest.Options{Bridge: bridge.Config{ProducerByteRate: rate, ConsumerByteRate: rate,
+		Quota: quota.Config{Samples: 11, Window: 100 * time.Millisecond}}})
+	const topic = "byte-rate"
+	gw.CreateTopic(t, topic, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var seen throttleSeen
+	p, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.ClientID("hot-producer"), kgo.DefaultProduceTopic(topic),
+		kgo.WithHooks(&seen), kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytes(16<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// Incompressible values: the quota counts the request's bytes as
+	// sent (compressed), as Kafka's does.
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 400
+	var want []string
+	for i := range n {
+		var raw [500]byte
+		for j := range raw {
+			raw[j] = byte(rng.Uint32())
+		}
+		v := fmt.Sprintf("%04d-%x", i, raw)
+		want = append(want, v)
+		if err := p.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if seen.n.Load() == 0 {
+		t.Fatal("400 KiB produced against 100 KiB a second: the producer was never told of a throttle")
+	}
+	m := gw.Metrics()
+	if got := metricValue(t, m, "kiggy_quota_produce_throttles_total"); got == 0 {
+		t.Fatal("kiggy_quota_produce_throttles_total = 0")
+	}
+
+	rc := dialClient(t, gw.Addr, "raw-reader")
+	fetch := func() *kmsg.FetchResponse {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.ReplicaID, req.MaxBytes = 12, -1, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topic
+		for part := range int32(2) {
+			fp := kmsg.NewFetchRequestTopicPartition()
+			fp.Partition, fp.PartitionMaxBytes = part, 1<<20
+			rt.Partitions = append(rt.Partitions, fp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = req.Version
+		rc.recv(rc.send(req), resp)
+		return resp
+	}
+	if r := fetch(); r.ThrottleMillis != 0 || len(r.Topics) != 1 || len(r.Topics[0].Partitions[0].RecordBatches) == 0 {
+		t.Fatalf("the first Fetch: throttle %d, %d topics; want records and no throttle", r.ThrottleMillis, len(r.Topics))
+	}
+	if r := fetch(); r.ThrottleMillis <= 0 || r.ThrottleMillis > 100 || len(r.Topics) != 0 || r.ErrorCode != 0 {
+		t.Fatalf("a Fetch right after 400 KiB: throttle %d ms, %d topics, error %d; want no partitions and a throttle of at most one window (100 ms)",
+			r.ThrottleMillis, len(r.Topics), r.ErrorCode)
+	}
+
+	got := readValues(t, gw.Addr, topic, kgo.ReadUncommitted(), n)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("a consumer under the byte rate read %d records, want all %d", len(got), n)
+	}
+	m = gw.Metrics()
+	if got := metricValue(t, m, "kiggy_quota_fetch_throttles_total"); got < 2 {
+		t.Fatalf("kiggy_quota_fetch_throttles_total = %v, want the raw reader's and the consumer's", got)
+	}
+
+	dq := kmsg.NewPtrDescribeClientQuotasRequest()
+	dq.Version = 1
+	dqr := kmsg.NewPtrDescribeClientQuotasResponse()
+	dqr.Version = 1
+	admin := dialClient(t, gw.Addr, "admin")
+	admin.recv(admin.send(dq), dqr)
+	values := map[string]float64{}
+	for _, e := range dqr.Entries {
+		for _, v := range e.Values {
+			values[v.Key] = v.Value
+		}
+	}
+	if values["producer_byte_rate"] != rate || values["consumer_byte_rate"] != rate {
+		t.Fatalf("DescribeClientQuotas values %v, want producer_byte_rate and consumer_byte_rate %d", values, rate)
 	}
 }

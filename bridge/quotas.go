@@ -92,6 +92,67 @@ func (c *call) putThrottle(resp []byte, hdrLen int) {
 	}
 }
 
+// byteMeter caches a connection's meter of one byte-rate quota (produce
+// or fetch), as connQuota caches the request quota's: asked of the
+// tracker again only when the client changes or the meter expired. Only
+// the goroutine serving the connection's current request touches it.
+type byteMeter struct {
+	meter          *quota.Meter
+	user, clientID string
+}
+
+// of returns the meter of c's client in t.
+func (b *byteMeter) of(t *quota.Tracker, c *call) *quota.Meter {
+	user, id := c.cs.principal().Name, c.hdr.ClientID.S
+	if b.meter == nil || b.meter.Expired() || b.clientID != id || b.user != user {
+		b.meter = t.Meter(user, id, c.start)
+		b.user, b.clientID = user, strings.Clone(id)
+	}
+	return b.meter
+}
+
+// throttleMillis is d in whole milliseconds, rounded up, as
+// throttle_time_ms carries it.
+func throttleMillis(d time.Duration) int32 {
+	return int32(min((d+time.Millisecond-1)/time.Millisecond, math.MaxInt32))
+}
+
+// chargeProduce charges a Produce request's bytes to its client's
+// producer byte rate (Kafka's producer_byte_rate; docs/design/quotas.md
+// §7) and returns the throttle the client owes with them counted, as
+// Kafka records the request's size before it computes the throttle; the
+// connection is muted for it after the response (0 without the quota).
+func (g *Gateway) chargeProduce(c *call) time.Duration {
+	if g.produceBytes == nil {
+		return 0
+	}
+	m := c.cs.produceMeter.of(g.produceBytes, c)
+	now := time.Now()
+	m.Add(int64(len(c.req.Frame())), now)
+	d := m.Throttle(now)
+	c.cs.conn.Throttle(d)
+	return d
+}
+
+// fetchThrottle returns the throttle a consumer's Fetch owes under the
+// consumer byte rate (Kafka's consumer_byte_rate; docs/design/quotas.md
+// §7) on what the client fetched before it; 0 without the quota, and for a
+// replica's Fetch.
+func (g *Gateway) fetchThrottle(c *call, replica int32) time.Duration {
+	if g.fetchBytes == nil || replica >= 0 {
+		return 0
+	}
+	return c.cs.fetchMeter.of(g.fetchBytes, c).Throttle(time.Now())
+}
+
+// chargeFetch charges the bytes a consumer's Fetch answered with.
+func (g *Gateway) chargeFetch(c *call, replica int32, n int) {
+	if g.fetchBytes == nil || replica >= 0 {
+		return
+	}
+	c.cs.fetchMeter.of(g.fetchBytes, c).Add(int64(n), time.Now())
+}
+
 // mutationQuota is one request's controller mutation quota (Kafka's
 // controller_mutation_rate, KIP-599; docs/design/quotas.md): CreateTopics,
 // CreatePartitions and DeleteTopics charge each topic that passed every
@@ -141,8 +202,7 @@ func (q *mutationQuota) finish(g *Gateway, c *call) {
 	if q.owed <= 0 {
 		return
 	}
-	ms := int32(min((q.owed+time.Millisecond-1)/time.Millisecond, math.MaxInt32))
-	c.throttleMs = max(c.throttleMs, ms)
+	c.throttleMs = max(c.throttleMs, throttleMillis(q.owed))
 	window := g.cfg.Quota.Window
 	if window <= 0 {
 		window = quota.DefaultWindow
@@ -157,7 +217,7 @@ func (q *mutationQuota) finish(g *Gateway, c *call) {
 // throttled client's requests all wait, as in Kafka, which reads one
 // request of a connection at a time.
 func (g *Gateway) deferThrottled(cs *connState, req *engine.Request) bool {
-	if g.quotas == nil && g.mutations == nil {
+	if g.quotas == nil && g.mutations == nil && g.produceBytes == nil && g.fetchBytes == nil {
 		return false
 	}
 	d := time.Until(cs.conn.ThrottledUntil())

@@ -49,6 +49,7 @@ type options struct {
 	quotaRequestPercentage, quotaWindowNum         int64
 	quotaWindowSize                                time.Duration
 	quotaControllerMutationRate                    float64
+	quotaProducerByteRate, quotaConsumerByteRate   int64
 	maxConnectionCreationRate, connectionRatePerIP int64
 	fetchSessionEviction                           time.Duration
 
@@ -121,6 +122,8 @@ func registerOptions(s *settings, o *options) {
 	s.Int("Limits", "max-groups", &o.maxGroups, group.DefaultMaxGroups, 0, math.MaxInt32, "consumer groups held (joined, or holding offsets of simple commits); a new group past it evicts an empty group holding no offsets, or gets COORDINATOR_NOT_AVAILABLE; 0 = no cap")
 	s.Int("Limits", "quota-request-percentage", &o.quotaRequestPercentage, 0, 0, 1<<20, "request quota of every client (user, client id): the gateway time its requests may use, in percent of one thread; a client over it gets throttle_time_ms and its connection is not read for that long (Kafka request_percentage of the default user and client id, KIP-124); 0 = no quota")
 	s.Float("Limits", "quota-controller-mutation-rate", &o.quotaControllerMutationRate, 0, 0, 1e9, "partitions every client (user, client id) may create or delete a second through CreateTopics, CreatePartitions and DeleteTopics, with a burst of the rate times --quota-window-num × --quota-window-size; a topic of a client over it gets THROTTLING_QUOTA_EXCEEDED (CreateTopics v6+, DeleteTopics v5+, CreatePartitions v3+; older versions are admitted) and throttle_time_ms (Kafka controller_mutation_rate of the default user and client id, KIP-599); 0 = no quota")
+	s.Int("Limits", "quota-producer-byte-rate", &o.quotaProducerByteRate, 0, 0, 1<<50, "Produce request bytes every client (user, client id) may send a second, measured over --quota-window-num × --quota-window-size; a client over it gets throttle_time_ms in its Produce responses and its connection is not read for that long, at most one window (Kafka producer_byte_rate of the default user and client id); 0 = no quota")
+	s.Int("Limits", "quota-consumer-byte-rate", &o.quotaConsumerByteRate, 0, 0, 1<<50, "record bytes every client (user, client id) may fetch a second, measured as --quota-producer-byte-rate; a consumer's Fetch while it is over is answered at once with no partitions and throttle_time_ms, and its connection is not read for that long, at most one window (Kafka consumer_byte_rate of the default user and client id, KIP-219); 0 = no quota")
 	s.Int("Limits", "max-connection-creation-rate", &o.maxConnectionCreationRate, 0, 0, 1<<30, "connections accepted a second over all listeners; past it the acceptor waits before serving the next, at most one --quota-window-size (Kafka max.connection.creation.rate, KIP-612); 0 = no cap")
 	s.Int("Limits", "connection-creation-rate-per-ip", &o.connectionRatePerIP, 0, 0, 1<<30, "connections one client IP address may open a second; one over it is held unserved for its throttle, at most one --quota-window-size, then closed (Kafka connection_creation_rate of the default IP, KIP-612); 0 = no cap")
 	s.Int("Limits", "quota-window-num", &o.quotaWindowNum, quota.DefaultSamples, 2, 1000, "samples the request quota and the connection creation rates measure usage over (Kafka quota.window.num)")
@@ -323,6 +326,8 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		Quota: quota.Config{RequestPercentage: float64(o.quotaRequestPercentage),
 			Samples: int(o.quotaWindowNum), Window: o.quotaWindowSize},
 		ControllerMutationRate:        o.quotaControllerMutationRate,
+		ProducerByteRate:              o.quotaProducerByteRate,
+		ConsumerByteRate:              o.quotaConsumerByteRate,
 		FetchSessionMaxPartitions:     int(o.fetchSessionMaxPartitions),
 		FetchSessionMinEviction:       o.fetchSessionEviction,
 		MaxScramCredentials:           int(uncapped(o.maxScramCredentials)),
