@@ -17,7 +17,9 @@ import (
 // TestConfigCommandQuotas: kafka-configs (Java 4.x) --describe of the
 // default IP entity and of the default user and client id prints the
 // quotas kiggy was started with (--connection-creation-rate-per-ip 40,
-// --quota-request-percentage 25), and nothing for a named IP. With
+// --quota-request-percentage 25, --quota-producer-byte-rate 1 MiB,
+// --quota-consumer-byte-rate 2 MiB, --quota-controller-mutation-rate 10),
+// and nothing for a named IP. With
 // KIGGY_INTEROP_TARGET=kafka a Kafka 4.4 broker of its own gets the same
 // quotas from kafka-configs --alter first: what the tool prints for them
 // is the expectation.
@@ -31,7 +33,8 @@ func TestConfigCommandQuotas(t *testing.T) {
 		addr = kafkatest.StartConfig(t, kafkatest.Config{}).Addr
 		for _, args := range [][]string{
 			{"--alter", "--entity-type", "ips", "--entity-default", "--add-config", "connection_creation_rate=40"},
-			{"--alter", "--entity-type", "users", "--entity-default", "--entity-type", "clients", "--entity-default", "--add-config", "request_percentage=25"},
+			{"--alter", "--entity-type", "users", "--entity-default", "--entity-type", "clients", "--entity-default", "--add-config",
+				"request_percentage=25,producer_byte_rate=1048576,consumer_byte_rate=2097152,controller_mutation_rate=10"},
 		} {
 			if r := configs(args...); r.code != 0 {
 				t.Fatalf("kafka-configs %v:\n%s", args, r)
@@ -39,7 +42,8 @@ func TestConfigCommandQuotas(t *testing.T) {
 		}
 	} else {
 		addr = kiggytest.Start(t, kiggytest.Options{
-			Bridge:       bridge.Config{Quota: quota.Config{RequestPercentage: 25}},
+			Bridge: bridge.Config{Quota: quota.Config{RequestPercentage: 25},
+				ProducerByteRate: 1 << 20, ConsumerByteRate: 2 << 20, ControllerMutationRate: 10},
 			EngineConfig: engine.Config{ConnectionCreationRatePerIP: 40},
 		}).Addr
 	}
@@ -48,7 +52,7 @@ func TestConfigCommandQuotas(t *testing.T) {
 		want string
 	}{
 		{[]string{"--entity-type", "ips", "--entity-default"}, "Quota configs for the default ip are connection_creation_rate=40.0\n"},
-		{[]string{"--entity-type", "users", "--entity-default", "--entity-type", "clients", "--entity-default"}, "Quota configs for the default user-principal, the default client-id are request_percentage=25.0\n"},
+		{[]string{"--entity-type", "users", "--entity-default", "--entity-type", "clients", "--entity-default"}, "Quota configs for the default user-principal, the default client-id are producer_byte_rate=1048576.0, consumer_byte_rate=2097152.0, controller_mutation_rate=10.0, request_percentage=25.0\n"},
 	} {
 		var r result
 		// Kafka applies quota changes through its metadata log: give it a moment.
