@@ -1,6 +1,9 @@
 package interop
 
 import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -103,5 +106,77 @@ func TestTopicCommandUnderMutationQuota(t *testing.T) {
 	t.Logf("kafka-topics --create over the quota: %s", strings.TrimSpace(r.stdout+r.stderr))
 	if r := adminTool(t, tg, topicCommand, "--describe", "--topic", "mq-next"); r.code == 0 {
 		t.Fatalf("kafka-topics --describe of the refused topic: want it missing:\n%s", r)
+	}
+}
+
+// TestJavaClientsUnderByteRates: the Java 4.x console producer and console
+// consumer move about 1 MB of incompressible lines through producer and
+// consumer byte rates of 256 KiB a second (Kafka's producer_byte_rate and
+// consumer_byte_rate of the default user and client id; windows of 100 ms
+// on kiggy): both finish and
+// every line arrives once, in order (one partition): the producer honours
+// the throttle_time_ms of its Produce responses, and the consumer (fetch
+// sessions on) the empty throttled Fetch responses. On kiggy the metrics
+// show that both were throttled. With KIGGY_INTEROP_TARGET=kafka a Kafka
+// 4.4 broker of its own gets the same quotas from kafka-configs --alter.
+func TestJavaClientsUnderByteRates(t *testing.T) {
+	testtools.JavaClasspath(t)
+	const rate = 256 << 10
+	var tg target
+	var gw *kiggytest.Gateway
+	if os.Getenv(TargetEnv) == "kafka" {
+		// Kafka's windows are whole seconds: 11 of 1 s, so the first 10 s
+		// average what is sent; the data is sized for kiggy's 100 ms
+		// windows, and Kafka throttles it less (or not at all).
+		k := kafkatest.StartConfig(t, kafkatest.Config{})
+		tg = &kafkaTarget{b: k}
+		r := runJava(t, 2*time.Minute, nil, "", configCommand, "--bootstrap-server", k.Addr, "--alter", "--entity-type", "users", "--entity-default",
+			"--entity-type", "clients", "--entity-default", "--add-config", fmt.Sprintf("producer_byte_rate=%d,consumer_byte_rate=%d", rate, rate))
+		if r.code != 0 {
+			t.Fatalf("kafka-configs --alter:\n%s", r)
+		}
+		time.Sleep(2 * time.Second) // Kafka applies quota changes through its metadata log
+	} else {
+		// 11 windows of 100 ms: the rate is measured over a second or
+		// more, so 1 MB is throttled within a few seconds.
+		gw = kiggytest.Start(t, kiggytest.Options{Bridge: bridge.Config{ProducerByteRate: rate, ConsumerByteRate: rate,
+			Quota: quota.Config{Samples: 11, Window: 100 * time.Millisecond}}})
+		tg = &kiggyTarget{g: gw}
+	}
+	topic := topicName(t)
+	tg.CreateTopic(t, topic, 1)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var in bytes.Buffer
+	var want []string
+	for i := range 1000 {
+		raw := make([]byte, 500)
+		for j := range raw {
+			raw[j] = byte(rng.Uint32())
+		}
+		line := fmt.Sprintf("%04d-%x", i, raw)
+		want = append(want, line)
+		in.WriteString(line + "\n")
+	}
+	start := time.Now()
+	r := runJava(t, 3*time.Minute, in.Bytes(), "", "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", tg.Addr(), "--topic", topic)
+	if r.code != 0 || strings.Contains(r.stderr, "ERROR") {
+		t.Fatalf("ConsoleProducer:\n%s", r)
+	}
+	produced := time.Since(start)
+	start = time.Now()
+	r = runJava(t, 3*time.Minute, nil, "", consoleConsumer, "--bootstrap-server", tg.Addr(), "--topic", topic,
+		"--from-beginning", "--max-messages", fmt.Sprint(len(want)))
+	if r.code != 0 {
+		t.Fatalf("ConsoleConsumer:\n%s", r)
+	}
+	sameLines(t, "ConsoleConsumer under the consumer byte rate", strings.Fields(r.stdout), want)
+	t.Logf("%s: produced in %v, consumed in %v (each about 1 MB at %d KiB/s)", tg.Name(), produced.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), rate>>10)
+	if gw != nil {
+		m := gw.Metrics()
+		for _, name := range []string{"kiggy_quota_produce_throttles_total", "kiggy_quota_fetch_throttles_total"} {
+			if v := metricValue(t, m, name); v == 0 {
+				t.Errorf("%s = 0: the Java client was never throttled", name)
+			}
+		}
 	}
 }
