@@ -333,15 +333,28 @@ func TestControllerMutationQuota(t *testing.T) {
 	if got := metricValue(t, gw.Metrics(), "kiggy_quota_controller_mutation_rejections_total"); got != 5 {
 		t.Fatalf("kiggy_quota_controller_mutation_rejections_total = %v, want 5 (3 creations, a deletion, a growth)", got)
 	}
+	if values := describeQuotaValues(t, gw.Addr); len(values) != 1 || values["controller_mutation_rate"] != 0.1 {
+		t.Fatalf("DescribeClientQuotas: %v, want controller_mutation_rate 0.1 alone", values)
+	}
+}
+
+// describeQuotaValues returns the quota values DescribeClientQuotas v1
+// reports for every entity, by key.
+func describeQuotaValues(t *testing.T, addr string) map[string]float64 {
+	t.Helper()
 	dq := kmsg.NewPtrDescribeClientQuotasRequest()
 	dq.Version = 1
 	dqr := kmsg.NewPtrDescribeClientQuotasResponse()
 	dqr.Version = 1
-	rc := dialClient(t, gw.Addr, "admin")
+	rc := dialClient(t, addr, "admin")
 	rc.recv(rc.send(dq), dqr)
-	if len(dqr.Entries) != 1 || len(dqr.Entries[0].Values) != 1 || dqr.Entries[0].Values[0].Key != "controller_mutation_rate" || dqr.Entries[0].Values[0].Value != 0.1 {
-		t.Fatalf("DescribeClientQuotas: %+v, want the default user and client id with controller_mutation_rate 0.1", dqr.Entries)
+	values := map[string]float64{}
+	for _, e := range dqr.Entries {
+		for _, v := range e.Values {
+			values[v.Key] = v.Value
+		}
 	}
+	return values
 }
 
 // throttleSeen counts the throttles a franz-go client was told of.
@@ -437,19 +450,7 @@ func TestByteRateQuotas(t *testing.T) {
 		t.Fatalf("kiggy_quota_fetch_throttles_total = %v, want the raw reader's and the consumer's", got)
 	}
 
-	dq := kmsg.NewPtrDescribeClientQuotasRequest()
-	dq.Version = 1
-	dqr := kmsg.NewPtrDescribeClientQuotasResponse()
-	dqr.Version = 1
-	admin := dialClient(t, gw.Addr, "admin")
-	admin.recv(admin.send(dq), dqr)
-	values := map[string]float64{}
-	for _, e := range dqr.Entries {
-		for _, v := range e.Values {
-			values[v.Key] = v.Value
-		}
-	}
-	if values["producer_byte_rate"] != rate || values["consumer_byte_rate"] != rate {
+	if values := describeQuotaValues(t, gw.Addr); values["producer_byte_rate"] != rate || values["consumer_byte_rate"] != rate {
 		t.Fatalf("DescribeClientQuotas values %v, want producer_byte_rate and consumer_byte_rate %d", values, rate)
 	}
 }
