@@ -82,10 +82,23 @@ func (l *loop) mustPause(c *econn) bool {
 	return c.closing || c.overLimit(&l.s.cfg) || c.info.mutedUntil() != 0
 }
 
+// testHookPaused, set by a test only, runs in setInterest after it decided
+// that c is throttled: a test makes the throttle end there
+// (TestThrottleEndsWhilePausing).
+var testHookPaused func(*ConnInfo)
+
 // setInterest registers the epoll events c needs now.
 func (l *loop) setInterest(c *econn) {
+	// The throttle is read once for the whole decision: read twice, it
+	// could end in between, leaving reads off with no wake-up armed and
+	// the connection stalled for good (a lost wake-up seen under load).
+	end := c.info.mutedUntil()
+	pause := c.closing || c.overLimit(&l.s.cfg) || end != 0
+	if testHookPaused != nil && end != 0 {
+		testHookPaused(c.info)
+	}
 	var want uint32
-	if c.stash == nil && !l.mustPause(c) {
+	if c.stash == nil && !pause {
 		want |= unix.EPOLLIN
 		if c.events&unix.EPOLLIN == 0 && c.fr.inFrame() {
 			c.frameStart = l.now // the peer was paused by us, not slow
@@ -95,17 +108,24 @@ func (l *loop) setInterest(c *econn) {
 		want |= unix.EPOLLOUT
 	}
 	if want&unix.EPOLLIN == 0 && !c.closing {
-		// No completion is bound to come for a throttled connection: the
-		// loop must wake by itself when the throttle ends.
-		l.watchThrottle(c)
+		switch {
+		case end != 0:
+			// No completion is bound to come for a throttled connection:
+			// the loop must wake by itself when the throttle ends.
+			l.watchThrottle(c, end)
+		case c.stash != nil && !pause:
+			// The throttle that kept the stash ended since service looked:
+			// nothing else would feed it.
+			l.markDirty(c)
+		}
 	}
 	if want == c.events {
 		return
 	}
-	if c.events&unix.EPOLLIN != 0 && want&unix.EPOLLIN == 0 && !c.closing && l.mustPause(c) {
+	if c.events&unix.EPOLLIN != 0 && want&unix.EPOLLIN == 0 && pause && !c.closing {
 		// Reads stop at a limit or a throttle (with or without a stash of
 		// bytes read past it).
-		l.n.pauses[c.pauseCause(&l.s.cfg, c.info.mutedUntil() != 0)].Add(1)
+		l.n.pauses[c.pauseCause(&l.s.cfg, end != 0)].Add(1)
 	}
 	c.events = want
 	ev := unix.EpollEvent{Events: want, Fd: int32(c.fd), Pad: c.tag()}

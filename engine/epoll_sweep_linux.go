@@ -28,14 +28,13 @@ func (l *loop) setWaitDeadline() {
 	l.file.SetReadDeadline(l.s.epoch.Add(time.Duration(at)))
 }
 
-// watchThrottle puts c, whose reads are off, on the loop's list of muted
-// connections if a Throttle is in force, so that the loop wakes at its end.
-func (l *loop) watchThrottle(c *econn) {
+// watchThrottle puts c, whose reads are off for a Throttle ending at end
+// (mutedUntil, nonzero), on the loop's list of muted connections, so that
+// the loop wakes at its end. The caller passes the end it decided on: were
+// it read again here, a throttle ending in between would be seen as none,
+// and c would be left paused with nothing to wake it.
+func (l *loop) watchThrottle(c *econn, end int64) {
 	if c.muted {
-		return
-	}
-	end := c.info.mutedUntil()
-	if end == 0 {
 		return
 	}
 	c.muted = true

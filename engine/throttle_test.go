@@ -352,3 +352,36 @@ func TestEngineTime(t *testing.T) {
 		}
 	})
 }
+
+// TestThrottleEndsWhilePausing: a throttle that ends while the epoll loop
+// is turning a connection's reads off for it (between its decision and
+// arming the wake-up; under load the loop can be descheduled there) must
+// not leave the connection paused for good. The hook sleeps past the
+// throttle's end at that point; the pipelined requests behind it must
+// still be served. (Before the fix the loop read the throttle again, found
+// none, armed no wake-up, and the connection stalled.)
+func TestThrottleEndsWhilePausing(t *testing.T) {
+	var once sync.Once
+	testHookPaused = func(c *ConnInfo) {
+		once.Do(func() {
+			end := time.Unix(0, c.throttleEnd.Load())
+			time.Sleep(time.Until(end) + 5*time.Millisecond)
+		})
+	}
+	t.Cleanup(func() { testHookPaused = nil })
+	h := newThrottleHandler()
+	ts := startServer(t, "epoll", Config{}, h)
+	c := ts.dial(t)
+	br := bufio.NewReader(c)
+	var reqs []byte
+	reqs = append(reqs, frameArg(apiThrottle, 1, 20)...)
+	for corr := int32(2); corr <= 40; corr++ {
+		reqs = append(reqs, frame(apiEcho, corr)...)
+	}
+	c.Write(reqs)
+	var corrs []int32
+	for corr := int32(1); corr <= 40; corr++ {
+		corrs = append(corrs, corr)
+	}
+	expectResps(t, c, br, corrs...)
+}
