@@ -369,7 +369,7 @@ func (h *throttleSeen) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _
 // TestByteRateQuotas: under a producer and a consumer byte rate of
 // 100 KiB a second (Kafka's producer_byte_rate and consumer_byte_rate of
 // the default user and client id; 11 windows of 100 ms), a franz-go
-// producer of 400 KiB is throttled (its Produce responses carry
+// producer of 400 KiB, asynchronous, is throttled (its Produce responses carry
 // throttle_time_ms, which the client honours) and loses nothing; a raw
 // consumer's Fetch right after a full one is answered at once with no
 // partitions and a throttle; a franz-go consumer group (fetch sessions)
@@ -394,6 +394,7 @@ func TestByteRateQuotas(t *testing.T) {
 	// Incompressible values: the quota counts the request's bytes as
 	// sent (compressed), as Kafka's does.
 	rng := rand.New(rand.NewPCG(1, 2))
+	var failed atomic.Bool
 	const n = 400
 	var want []string
 	for i := range n {
@@ -403,9 +404,16 @@ func TestByteRateQuotas(t *testing.T) {
 		}
 		v := fmt.Sprintf("%04d-%x", i, raw)
 		want = append(want, v)
-		if err := p.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
+		// Asynchronously: the producer goes as fast as it can, past the
+		// rate however slow the machine, until the throttles hold it.
+		p.Produce(ctx, kgo.StringRecord(v), func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.Store(true)
+			}
+		})
+	}
+	if err := p.Flush(ctx); err != nil || failed.Load() {
+		t.Fatalf("produce: flush %v, a record failed: %v", err, failed.Load())
 	}
 	if seen.n.Load() == 0 {
 		t.Fatal("400 KiB produced against 100 KiB a second: the producer was never told of a throttle")
