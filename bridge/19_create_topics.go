@@ -87,7 +87,7 @@ func (g *Gateway) createTopics(c *call) bool {
 		}
 		resp.Topics = append(resp.Topics, out)
 	}
-	mq.finish(g, c)
+	mq.finish(c)
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
 	return false

@@ -37,7 +37,7 @@ func (g *Gateway) createPartitions(c *call) bool {
 		}
 		resp.Topics = append(resp.Topics, out)
 	}
-	mq.finish(g, c)
+	mq.finish(c)
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
 	return false

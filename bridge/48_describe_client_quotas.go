@@ -19,8 +19,9 @@ func init() { handle(wire.KeyDescribeClientQuotas, (*Gateway).describeClientQuot
 
 // describeClientQuotas answers DescribeClientQuotas (key 48) with the
 // client quotas' entity (default user, default client id: the request,
-// byte-rate and controller mutation quotas) when it matches the filter, and nothing without a quota; a match type outside
-// 0–2 is INVALID_REQUEST as in Kafka's ClientQuotaManager. kafka-configs
+// byte-rate and controller mutation quotas) when it matches the filter,
+// and nothing without a quota; a match type outside 0–2 is
+// INVALID_REQUEST as in Kafka's ClientQuotaManager. kafka-configs
 // --describe --entity-type users asks it beside the SCRAM credentials.
 func (g *Gateway) describeClientQuotas(c *call) bool {
 	var req wire.DescribeClientQuotasRequest

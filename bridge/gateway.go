@@ -416,7 +416,7 @@ type connState struct {
 	// quota is the connection's client's quota meter (quotas.go).
 	quota connQuota
 	// produceMeter and fetchMeter are its byte-rate quotas' meters.
-	produceMeter, fetchMeter byteMeter
+	produceMeter, fetchMeter clientMeter
 }
 
 // task is a unit of work for the pool: a new request of a connection, or a

@@ -18,13 +18,28 @@ import (
 	"github.com/kiggy-io/kiggy/wire"
 )
 
-// connQuota caches a connection's quota meter: a connection's client id
-// rarely changes, so the tracker is asked once. Only the goroutine serving
-// the connection's current request touches meter and the client (requests
-// of a connection are served one at a time).
-type connQuota struct {
+// clientMeter caches a connection's meter in one quota's tracker: a
+// connection's client id rarely changes, so the tracker is asked once.
+// Only the goroutine serving the connection's current request touches it
+// (requests of a connection are served one at a time).
+type clientMeter struct {
 	meter          *quota.Meter
 	user, clientID string // the client meter belongs to
+}
+
+// of returns the meter of c's client in t.
+func (m *clientMeter) of(t *quota.Tracker, c *call) *quota.Meter {
+	user, id := c.cs.principal().Name, c.hdr.ClientID.S
+	if m.meter == nil || m.meter.Expired() || m.clientID != id || m.user != user {
+		m.meter = t.Meter(user, id, c.start)
+		m.user, m.clientID = user, strings.Clone(id)
+	}
+	return m.meter
+}
+
+// connQuota is a connection's request quota meter.
+type connQuota struct {
+	clientMeter
 	// engineSeen is the connection's EngineTime charged so far. Atomic: a
 	// parked call's completion may charge it on another goroutine while
 	// the call that parked is still being charged.
@@ -42,17 +57,12 @@ func (g *Gateway) meterCall(c *call) (*quota.Meter, time.Duration) {
 	if g.quotas == nil || quotaExempt(c.hdr.APIKey) {
 		return nil, 0
 	}
-	cq := &c.cs.quota
-	user, id := c.cs.principal().Name, c.hdr.ClientID.S
-	if cq.meter == nil || cq.meter.Expired() || cq.clientID != id || cq.user != user {
-		cq.meter = g.quotas.Meter(user, id, c.start)
-		cq.user, cq.clientID = user, strings.Clone(id)
-	}
-	d := cq.meter.Throttle(c.start)
+	m := c.cs.quota.of(g.quotas, c)
+	d := m.Throttle(c.start)
 	if d > 0 {
-		c.throttleMs = int32(min((d+time.Millisecond-1)/time.Millisecond, 1<<31-1))
+		c.throttleMs = throttleMillis(d)
 	}
-	return cq.meter, d
+	return m, d
 }
 
 // chargeCall charges m with the gateway time a request used and, when the
@@ -90,25 +100,6 @@ func (c *call) putThrottle(resp []byte, hdrLen int) {
 	if c.throttleMs > 0 && hdrLen <= len(resp) {
 		wire.PutThrottle(resp[hdrLen:], c.hdr.APIKey, c.hdr.APIVersion, c.throttleMs)
 	}
-}
-
-// byteMeter caches a connection's meter of one byte-rate quota (produce
-// or fetch), as connQuota caches the request quota's: asked of the
-// tracker again only when the client changes or the meter expired. Only
-// the goroutine serving the connection's current request touches it.
-type byteMeter struct {
-	meter          *quota.Meter
-	user, clientID string
-}
-
-// of returns the meter of c's client in t.
-func (b *byteMeter) of(t *quota.Tracker, c *call) *quota.Meter {
-	user, id := c.cs.principal().Name, c.hdr.ClientID.S
-	if b.meter == nil || b.meter.Expired() || b.clientID != id || b.user != user {
-		b.meter = t.Meter(user, id, c.start)
-		b.user, b.clientID = user, strings.Clone(id)
-	}
-	return b.meter
 }
 
 // throttleMillis is d in whole milliseconds, rounded up, as
@@ -198,16 +189,12 @@ const mutationRefused = "The throttling quota has been exceeded."
 // sendResponseMaybeThrottleWithControllerQuota) and mutes the connection:
 // it is not read for that long, at most one quota window (the client,
 // told the whole time, waits it out itself, KIP-219).
-func (q *mutationQuota) finish(g *Gateway, c *call) {
+func (q *mutationQuota) finish(c *call) {
 	if q.owed <= 0 {
 		return
 	}
 	c.throttleMs = max(c.throttleMs, throttleMillis(q.owed))
-	window := g.cfg.Quota.Window
-	if window <= 0 {
-		window = quota.DefaultWindow
-	}
-	c.cs.conn.Throttle(min(q.owed, window))
+	c.cs.conn.Throttle(min(q.owed, q.b.Window()))
 }
 
 // deferThrottled serves req, the next request of a connection its quota
@@ -217,10 +204,11 @@ func (q *mutationQuota) finish(g *Gateway, c *call) {
 // throttled client's requests all wait, as in Kafka, which reads one
 // request of a connection at a time.
 func (g *Gateway) deferThrottled(cs *connState, req *engine.Request) bool {
-	if g.quotas == nil && g.mutations == nil && g.produceBytes == nil && g.fetchBytes == nil {
+	until := cs.conn.ThrottledUntil() // one atomic load when no quota throttled it
+	if until.IsZero() {
 		return false
 	}
-	d := time.Until(cs.conn.ThrottledUntil())
+	d := time.Until(until)
 	if d <= 0 {
 		return false
 	}

@@ -111,6 +111,11 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Logger receives close reasons at debug level; nil = discard.
 	Logger *slog.Logger
+
+	// hookPaused, set by a test only, runs in the epoll loop's setInterest
+	// after it decided that a connection is throttled: the test makes the
+	// throttle end there (TestThrottleEndsWhilePausing).
+	hookPaused func(*ConnInfo)
 }
 
 // Errors returned by constructors for an invalid Config.

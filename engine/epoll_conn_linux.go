@@ -82,11 +82,6 @@ func (l *loop) mustPause(c *econn) bool {
 	return c.closing || c.overLimit(&l.s.cfg) || c.info.mutedUntil() != 0
 }
 
-// testHookPaused, set by a test only, runs in setInterest after it decided
-// that c is throttled: a test makes the throttle end there
-// (TestThrottleEndsWhilePausing).
-var testHookPaused func(*ConnInfo)
-
 // setInterest registers the epoll events c needs now.
 func (l *loop) setInterest(c *econn) {
 	// The throttle is read once for the whole decision: read twice, it
@@ -94,8 +89,8 @@ func (l *loop) setInterest(c *econn) {
 	// the connection stalled for good (a lost wake-up seen under load).
 	end := c.info.mutedUntil()
 	pause := c.closing || c.overLimit(&l.s.cfg) || end != 0
-	if testHookPaused != nil && end != 0 {
-		testHookPaused(c.info)
+	if hook := l.s.cfg.hookPaused; hook != nil && end != 0 {
+		hook(c.info)
 	}
 	var want uint32
 	if c.stash == nil && !pause {

@@ -362,15 +362,16 @@ func TestEngineTime(t *testing.T) {
 // none, armed no wake-up, and the connection stalled.)
 func TestThrottleEndsWhilePausing(t *testing.T) {
 	var once sync.Once
-	testHookPaused = func(c *ConnInfo) {
+	// Sleeps until the throttle has ended (a wait on the clock the
+	// throttle itself is measured by), once.
+	hook := func(c *ConnInfo) {
 		once.Do(func() {
 			end := time.Unix(0, c.throttleEnd.Load())
 			time.Sleep(time.Until(end) + 5*time.Millisecond)
 		})
 	}
-	t.Cleanup(func() { testHookPaused = nil })
 	h := newThrottleHandler()
-	ts := startServer(t, "epoll", Config{}, h)
+	ts := startServer(t, "epoll", Config{hookPaused: hook}, h)
 	c := ts.dial(t)
 	br := bufio.NewReader(c)
 	var reqs []byte

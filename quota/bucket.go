@@ -17,8 +17,9 @@ import (
 // bucket takes to refill to zero. It is safe for concurrent use; a nil
 // Buckets admits everything.
 type Buckets struct {
-	rate  float64 // tokens a second
-	burst float64
+	rate   float64 // tokens a second
+	burst  float64
+	window time.Duration
 
 	mu       sync.Mutex
 	byClient map[clientKey]*bucket
@@ -54,7 +55,7 @@ func NewBuckets(rate float64, samples int, window time.Duration, maxClients int)
 		maxClients = DefaultMaxClients
 	}
 	burst := rate * float64(samples) * window.Seconds()
-	return &Buckets{rate: rate, burst: burst, byClient: map[clientKey]*bucket{}, max: maxClients,
+	return &Buckets{rate: rate, burst: burst, window: window, byClient: map[clientKey]*bucket{}, max: maxClients,
 		overflow: &bucket{tokens: burst, last: time.Now().UnixNano()}}
 }
 
@@ -65,6 +66,11 @@ func (b *Buckets) Rate() float64 {
 	}
 	return b.rate
 }
+
+// Window is one sample window of the quota's span: the longest a
+// connection is muted for what its client owes (the client, told the
+// whole time, waits the rest itself).
+func (b *Buckets) Window() time.Duration { return b.window }
 
 // Take records n partition mutations of the client (user, clientID) at
 // now and returns the time the client owes (0 while its bucket is not

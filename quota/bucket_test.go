@@ -62,6 +62,9 @@ func TestBucketBounds(t *testing.T) {
 		t.Fatal("a nil Buckets refused or throttled")
 	}
 	none.Expire(time.Now())
+	if w := NewBuckets(1, 0, 0, 0).Window(); w != DefaultWindow {
+		t.Fatalf("default window %v, want %v", w, DefaultWindow)
+	}
 	b := NewBuckets(1, 2, time.Second, 2) // a burst of 2
 	t0 := time.Unix(1000, 0)
 	for _, id := range []string{"a", "b", "c", "d"} {

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/batch"
@@ -35,18 +33,7 @@ func TestProduceByteFlood(t *testing.T) {
 		args = append(args, "--quota-producer-byte-rate", "8MiB", "--quota-window-size", "100ms")
 	}
 	k := startFloodKiggy(t, args...)
-	admin, err := kgo.NewClient(kgo.SeedBrokers(k.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := kadm.NewClient(admin).CreateTopic(ctxFor(t, 30*time.Second), 1, 1, nil, "byte-flood")
-	admin.Close()
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	createTopic(t, k, "byte-flood", 1)
 	s := startSteady(t, k)
 	rng := rand.New(rand.NewPCG(3, 4))
 	payload := make([]byte, value)

@@ -5,10 +5,7 @@ package hostile
 import (
 	"strconv"
 	"testing"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -26,18 +23,7 @@ func TestFetchSessionFlood(t *testing.T) {
 		n        = 2000
 	)
 	k := startFloodKiggy(t, append(floodQuota(t), "--fetch-session-cache-slots", "100", "--fetch-session-max-partitions", strconv.Itoa(maxParts))...)
-	admin, err := kgo.NewClient(kgo.SeedBrokers(k.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := kadm.NewClient(admin).CreateTopic(ctxFor(t, 30*time.Second), parts, 1, nil, "flood-sessions")
-	admin.Close()
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	createTopic(t, k, "flood-sessions", parts)
 	s := startSteady(t, k)
 	before := k.rss(t)
 	peak := k.peak(t)

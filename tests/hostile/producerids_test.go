@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/batch"
@@ -110,19 +108,8 @@ func mib(n int64) float64 { return float64(n) / (1 << 20) }
 // starts the steady producer.
 func floodSetup(t *testing.T, k *kiggyProc) *goodProducer {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	for _, name := range []string{"pid-flood", "pid-steady"} {
-		resp, err := kadm.NewClient(cl).CreateTopic(ctxFor(t, 30*time.Second), 1, 1, nil, name)
-		if err == nil {
-			err = resp.Err
-		}
-		if err != nil {
-			t.Fatalf("create topic %s: %v", name, err)
-		}
+		createTopic(t, k, name, 1)
 	}
 	good := startProducer(t, k.Addr, "pid-steady")
 	waitFor(t, 10*time.Second, "the steady producer's first records", func() bool { return good.acked() > 0 })

@@ -102,21 +102,11 @@ type steady struct {
 // consumer group, and waits until the consumer has read a record.
 func startSteady(t *testing.T, k *kiggyProc) *steady {
 	t.Helper()
-	admin, err := kgo.NewClient(kgo.SeedBrokers(k.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := kadm.NewClient(admin).CreateTopic(ctxFor(t, 30*time.Second), 1, 1, nil, steadyTopic)
-	admin.Close()
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create topic %s: %v", steadyTopic, err)
-	}
+	createTopic(t, k, steadyTopic, 1)
 	s := &steady{k: k, seen: map[int64]bool{}, done: make(chan struct{})}
 	s.p = startProducerProcess(t, k.Addr, steadyTopic)
 	pinFlood(t, k.Pid, s.p.pid)
+	var err error
 	s.cl, err = kgo.NewClient(kgo.SeedBrokers(k.Addr), kgo.ConsumerGroup(steadyGroup), kgo.ConsumeTopics(steadyTopic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond), kgo.ClientID("steady-consumer"))
 	if err != nil {
@@ -239,6 +229,24 @@ func floodCheckGoodTopic(t *testing.T, k *kiggyProc, good *goodProducer, topic s
 	}
 	if stored < acked || stored > acked+unsure {
 		t.Errorf("steady topic holds %d records, want %d acknowledged (+%d in doubt)", stored, acked, unsure)
+	}
+}
+
+// createTopic creates topic with partitions on k, through an admin client
+// of its own.
+func createTopic(t *testing.T, k *kiggyProc, topic string, partitions int32) {
+	t.Helper()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(k.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	resp, err := kadm.NewClient(admin).CreateTopic(ctxFor(t, 30*time.Second), partitions, 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
 	}
 }
 

@@ -88,12 +88,7 @@ func TestTopicCommandUnderMutationQuota(t *testing.T) {
 	if os.Getenv(TargetEnv) == "kafka" {
 		k := kafkatest.StartConfig(t, kafkatest.Config{})
 		tg = &kafkaTarget{b: k}
-		r := runJava(t, 2*time.Minute, nil, "", configCommand, "--bootstrap-server", k.Addr, "--alter", "--entity-type", "users", "--entity-default",
-			"--entity-type", "clients", "--entity-default", "--add-config", "controller_mutation_rate=0.5")
-		if r.code != 0 {
-			t.Fatalf("kafka-configs --alter:\n%s", r)
-		}
-		time.Sleep(2 * time.Second) // Kafka applies quota changes through its metadata log
+		alterDefaultClientQuotas(t, k.Addr, "controller_mutation_rate=0.5")
 	} else {
 		tg = &kiggyTarget{g: kiggytest.Start(t, kiggytest.Options{Bridge: bridge.Config{ControllerMutationRate: 0.5}})}
 	}
@@ -130,12 +125,7 @@ func TestJavaClientsUnderByteRates(t *testing.T) {
 		// windows, and Kafka throttles it less (or not at all).
 		k := kafkatest.StartConfig(t, kafkatest.Config{})
 		tg = &kafkaTarget{b: k}
-		r := runJava(t, 2*time.Minute, nil, "", configCommand, "--bootstrap-server", k.Addr, "--alter", "--entity-type", "users", "--entity-default",
-			"--entity-type", "clients", "--entity-default", "--add-config", fmt.Sprintf("producer_byte_rate=%d,consumer_byte_rate=%d", rate, rate))
-		if r.code != 0 {
-			t.Fatalf("kafka-configs --alter:\n%s", r)
-		}
-		time.Sleep(2 * time.Second) // Kafka applies quota changes through its metadata log
+		alterDefaultClientQuotas(t, k.Addr, fmt.Sprintf("producer_byte_rate=%d,consumer_byte_rate=%d", rate, rate))
 	} else {
 		// 11 windows of 100 ms: the rate is measured over a second or
 		// more, so 1 MB is throttled within a few seconds.
@@ -178,5 +168,28 @@ func TestJavaClientsUnderByteRates(t *testing.T) {
 				t.Errorf("%s = 0: the Java client was never throttled", name)
 			}
 		}
+	}
+}
+
+// alterDefaultClientQuotas sets configs (k=v,…) on a Kafka broker's
+// default user and client id with kafka-configs --alter, and waits until
+// --describe shows every one: Kafka applies quota changes through its
+// metadata log.
+func alterDefaultClientQuotas(t *testing.T, addr, configs string) {
+	t.Helper()
+	entity := []string{"--bootstrap-server", addr, "--entity-type", "users", "--entity-default", "--entity-type", "clients", "--entity-default"}
+	if r := runJava(t, 2*time.Minute, nil, "", configCommand, append(entity, "--alter", "--add-config", configs)...); r.code != 0 {
+		t.Fatalf("kafka-configs --alter %s:\n%s", configs, r)
+	}
+	if !testtools.EventuallyEvery(20*time.Second, 500*time.Millisecond, func() bool {
+		r := runJava(t, 2*time.Minute, nil, "", configCommand, append(entity, "--describe")...)
+		for kv := range strings.SplitSeq(configs, ",") {
+			if k, _, _ := strings.Cut(kv, "="); r.code != 0 || !strings.Contains(r.stdout, k+"=") {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("kafka-configs --describe never showed %s", configs)
 	}
 }
