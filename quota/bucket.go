@@ -17,24 +17,24 @@ import (
 // bucket takes to refill to zero. It is safe for concurrent use; a nil
 // Buckets admits everything.
 type Buckets struct {
-	rate   float64 // tokens a second
-	burst  float64
-	window time.Duration
+	rate    float64 // the default quota, tokens a second (0: none)
+	samples int
+	window  time.Duration
 
 	mu       sync.Mutex
-	byClient map[clientKey]*bucket
+	byClient map[Key]*bucket
 	max      int
 	overflow *bucket
 
 	rejections atomic.Uint64
 }
 
-type clientKey struct{ user, clientID string }
-
-// bucket is one client's tokens at last (Unix ns); under Buckets.mu.
+// bucket is one client's tokens at last (Unix ns), its rate a second and
+// its burst; under Buckets.mu.
 type bucket struct {
-	tokens float64
-	last   int64
+	tokens      float64
+	last        int64
+	rate, burst float64
 }
 
 // NewBuckets returns the buckets of a controller mutation quota of rate
@@ -45,6 +45,16 @@ func NewBuckets(rate float64, samples int, window time.Duration, maxClients int)
 	if rate <= 0 {
 		return nil
 	}
+	b := NewBucketSet(samples, window, maxClients)
+	b.rate = rate
+	return b
+}
+
+// NewBucketSet returns buckets with no default rate, whose clients each get
+// their rate from TakeOf, over samples windows of window (0 = Kafka's
+// defaults: 11 of 1 s); past maxClients (0 = 100,000) new clients share
+// one bucket.
+func NewBucketSet(samples int, window time.Duration, maxClients int) *Buckets {
 	if samples < 1 {
 		samples = DefaultSamples
 	}
@@ -54,9 +64,8 @@ func NewBuckets(rate float64, samples int, window time.Duration, maxClients int)
 	if maxClients <= 0 {
 		maxClients = DefaultMaxClients
 	}
-	burst := rate * float64(samples) * window.Seconds()
-	return &Buckets{rate: rate, burst: burst, window: window, byClient: map[clientKey]*bucket{}, max: maxClients,
-		overflow: &bucket{tokens: burst, last: time.Now().UnixNano()}}
+	return &Buckets{samples: samples, window: window, byClient: map[Key]*bucket{}, max: maxClients,
+		overflow: &bucket{last: time.Now().UnixNano()}}
 }
 
 // Rate is the quota in partitions a second; 0 for a nil Buckets.
@@ -85,50 +94,70 @@ func (b *Buckets) Take(user, clientID string, n int, strict bool, now time.Time)
 	if b == nil {
 		return true, 0
 	}
+	return b.TakeOf(ClientKey(user, clientID), b.rate, n, strict, now)
+}
+
+// TakeOf is Take for the bucket of k whose rate is rate partitions a
+// second (Table.Limit); a bucket whose rate changed keeps its tokens, up
+// to the new burst.
+func (b *Buckets) TakeOf(k Key, rate float64, n int, strict bool, now time.Time) (ok bool, owed time.Duration) {
+	if rate <= 0 {
+		return true, 0
+	}
 	ns := now.UnixNano()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	k := b.bucketOf(user, clientID, ns)
-	k.refill(b, ns)
-	if strict && k.tokens < 0 {
+	bk := b.bucketOf(k, rate, ns)
+	bk.refill(ns)
+	if strict && bk.tokens < 0 {
 		b.rejections.Add(1)
-		return false, b.owed(k.tokens)
+		return false, bk.owed()
 	}
-	k.tokens -= float64(n)
+	bk.tokens -= float64(n)
 	if strict {
 		return true, 0
 	}
-	return true, b.owed(k.tokens)
+	return true, bk.owed()
 }
 
-// owed is the time a bucket of tokens takes to refill to zero.
-func (b *Buckets) owed(tokens float64) time.Duration {
-	if tokens >= 0 {
+// owed is the time k takes to refill to zero.
+func (k *bucket) owed() time.Duration {
+	if k.tokens >= 0 {
 		return 0
 	}
-	return time.Duration(-tokens / b.rate * float64(time.Second))
+	return time.Duration(-k.tokens / k.rate * float64(time.Second))
 }
 
 // refill adds what the rate gave k since its last use, up to the burst.
-func (k *bucket) refill(b *Buckets, ns int64) {
+func (k *bucket) refill(ns int64) {
 	if ns > k.last {
-		k.tokens = min(b.burst, k.tokens+float64(ns-k.last)/float64(time.Second)*b.rate)
+		k.tokens = min(k.burst, k.tokens+float64(ns-k.last)/float64(time.Second)*k.rate)
 		k.last = ns
 	}
 }
 
-// bucketOf returns the client's bucket, a full new one on first use;
+// bucketOf returns k's bucket at rate, a full new one on first use;
 // under mu.
-func (b *Buckets) bucketOf(user, clientID string, ns int64) *bucket {
-	if k := b.byClient[clientKey{user, clientID}]; k != nil {
-		return k
+func (b *Buckets) bucketOf(k Key, rate float64, ns int64) *bucket {
+	bk := b.byClient[k]
+	if bk == nil && len(b.byClient) >= b.max {
+		bk = b.overflow
 	}
-	if len(b.byClient) >= b.max {
-		return b.overflow
+	burst := rate * float64(b.samples) * b.window.Seconds()
+	if bk == nil {
+		bk = &bucket{last: ns}
+		b.byClient[Key{User: strings.Clone(k.User), ClientID: strings.Clone(k.ClientID), AllUsers: k.AllUsers, AllClientIDs: k.AllClientIDs}] = bk
 	}
-	k := &bucket{tokens: b.burst, last: ns}
-	b.byClient[clientKey{strings.Clone(user), strings.Clone(clientID)}] = k
-	return k
+	if bk.rate != rate {
+		if bk.rate == 0 { // new: starts full
+			bk.tokens = burst
+		} else {
+			bk.refill(ns) // at the old rate, up to now
+		}
+		bk.rate, bk.burst, bk.last = rate, burst, ns
+		bk.tokens = min(bk.tokens, burst)
+	}
+	return bk
 }
 
 // Expire forgets the buckets that have refilled to full: a new bucket is
@@ -141,7 +170,7 @@ func (b *Buckets) Expire(now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for key, k := range b.byClient {
-		if k.refill(b, ns); k.tokens >= b.burst {
+		if k.refill(ns); k.tokens >= k.burst {
 			delete(b.byClient, key)
 		}
 	}

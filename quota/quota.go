@@ -15,6 +15,7 @@
 package quota
 
 import (
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,13 +54,13 @@ type Config struct {
 
 // Tracker holds one Meter per client. It is safe for concurrent use.
 type Tracker struct {
-	bound   float64 // the quota as a fraction of one thread
+	bound   float64 // the default quota, in usage per ns (0: none)
+	scale   float64 // usage per ns of a quota of 1
 	samples int
 	window  int64 // ns
 
 	mu       sync.Mutex
-	meters   map[string]map[string]*Meter // user → client id → meter
-	n        int
+	meters   map[Key]*Meter
 	max      int
 	overflow *Meter
 
@@ -70,54 +71,87 @@ type Tracker struct {
 // New returns a Tracker for cfg, or nil when cfg sets no quota: a nil
 // Tracker meters nothing.
 func New(cfg Config) *Tracker {
-	bound := cfg.RequestPercentage / 100 // time used per time
-	if cfg.RequestPercentage <= 0 {
-		bound = cfg.PerSecond / float64(time.Second) // counts per ns
+	unit := PerSecond
+	q := cfg.PerSecond
+	if cfg.RequestPercentage > 0 {
+		unit, q = Percent, cfg.RequestPercentage
 	}
-	if bound <= 0 {
+	if q <= 0 {
 		return nil
 	}
-	if cfg.Samples < 2 {
-		cfg.Samples = DefaultSamples
+	t := NewTracker(unit, cfg.Samples, cfg.Window, cfg.MaxClients)
+	t.bound = q * t.scale
+	return t
+}
+
+// Unit is what a Tracker's quotas count.
+type Unit uint8
+
+const (
+	// Percent: a quota is a percentage of one thread's time (Kafka's
+	// request_percentage), its usage recorded as durations (Meter.Record).
+	Percent Unit = iota
+	// PerSecond: a quota is a count a second (bytes, connections), its
+	// usage recorded as counts (Meter.Add).
+	PerSecond
+)
+
+// NewTracker returns a Tracker with no default quota, whose meters each
+// get their quota from MeterOf, in unit: over samples windows of window
+// (0 = 11 and 1 s, Kafka's defaults), at most maxClients (0 = 100,000)
+// metered one by one.
+func NewTracker(unit Unit, samples int, window time.Duration, maxClients int) *Tracker {
+	if samples < 2 {
+		samples = DefaultSamples
 	}
-	if cfg.Window <= 0 {
-		cfg.Window = DefaultWindow
+	if window <= 0 {
+		window = DefaultWindow
 	}
-	if cfg.MaxClients <= 0 {
-		cfg.MaxClients = DefaultMaxClients
+	if maxClients <= 0 {
+		maxClients = DefaultMaxClients
 	}
 	t := &Tracker{
-		bound:   bound,
-		samples: cfg.Samples,
-		window:  int64(cfg.Window),
-		meters:  map[string]map[string]*Meter{},
-		max:     cfg.MaxClients,
+		scale:   1 / float64(time.Second), // counts per ns
+		samples: samples,
+		window:  int64(window),
+		meters:  map[Key]*Meter{},
+		max:     maxClients,
+	}
+	if unit == Percent {
+		t.scale = 1.0 / 100 // time used per time
 	}
 	t.overflow = t.newMeter(time.Now().UnixNano())
 	return t
 }
 
-// Meter returns the meter of the client (user, clientID), creating it on
-// first use. clientID may alias a request frame: it is copied when kept.
-// Past MaxClients a new client gets the shared overflow meter, so clients
-// that invent ids share one quota instead of growing the tracker.
+// Meter returns the meter of the client (user, clientID) under the
+// tracker's default quota (New), creating it on first use.
 func (t *Tracker) Meter(user, clientID string, now time.Time) *Meter {
+	return t.meterOf(ClientKey(user, clientID), t.bound, now)
+}
+
+// MeterOf returns the meter of k whose quota is limit (in the tracker's
+// Unit; Table.Limit), creating it on first use. k's names may alias a
+// request frame: they are copied when kept. Past MaxClients a new client
+// gets the shared overflow meter, so clients that invent ids share one
+// quota instead of growing the tracker.
+func (t *Tracker) MeterOf(k Key, limit float64, now time.Time) *Meter {
+	return t.meterOf(k, limit*t.scale, now)
+}
+
+func (t *Tracker) meterOf(k Key, bound float64, now time.Time) *Meter {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	byClient := t.meters[user]
-	if m := byClient[clientID]; m != nil {
-		return m
+	m := t.meters[k]
+	if m == nil {
+		if len(t.meters) >= t.max {
+			m = t.overflow
+		} else {
+			m = t.newMeter(now.UnixNano())
+			t.meters[Key{User: strings.Clone(k.User), ClientID: strings.Clone(k.ClientID), AllUsers: k.AllUsers, AllClientIDs: k.AllClientIDs}] = m
+		}
 	}
-	if t.n >= t.max {
-		return t.overflow
-	}
-	if byClient == nil {
-		byClient = map[string]*Meter{}
-		t.meters[strings.Clone(user)] = byClient
-	}
-	m := t.newMeter(now.UnixNano())
-	byClient[strings.Clone(clientID)] = m
-	t.n++
+	m.bound.Store(math.Float64bits(bound))
 	return m
 }
 
@@ -140,16 +174,10 @@ func (t *Tracker) Expire(now time.Time) {
 	cutoff := now.UnixNano() - int64(t.samples)*t.window
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for user, byClient := range t.meters {
-		for id, m := range byClient {
-			if m.last.Load() < cutoff {
-				m.expired.Store(true)
-				delete(byClient, id)
-				t.n--
-			}
-		}
-		if len(byClient) == 0 {
-			delete(t.meters, user)
+	for k, m := range t.meters {
+		if m.last.Load() < cutoff {
+			m.expired.Store(true)
+			delete(t.meters, k)
 		}
 	}
 }
@@ -169,7 +197,7 @@ func (t *Tracker) Stats() Stats {
 		return Stats{}
 	}
 	t.mu.Lock()
-	n := t.n
+	n := len(t.meters)
 	t.mu.Unlock()
 	return Stats{Clients: n, Throttles: t.throttles.Load(), ThrottleTime: time.Duration(t.throttleNanos.Load())}
 }
@@ -184,6 +212,7 @@ type Meter struct {
 	cur     int
 	last    atomic.Int64 // the last Record, Unix ns (Tracker.Expire)
 	expired atomic.Bool
+	bound   atomic.Uint64 // the quota, usage per ns, as float64 bits
 }
 
 // Expired reports whether the tracker forgot m (Tracker.Expire).
@@ -214,8 +243,8 @@ func (m *Meter) Add(n int64, now time.Time) {
 // as Kafka's request quota bounds it, at most one window.
 func (m *Meter) Throttle(now time.Time) time.Duration {
 	rate, span := m.rate(now.UnixNano())
-	q := m.t.bound
-	if rate <= q {
+	q := math.Float64frombits(m.bound.Load())
+	if q <= 0 || rate <= q {
 		return 0
 	}
 	d := min(time.Duration((rate-q)/q*float64(span)), time.Duration(m.t.window))

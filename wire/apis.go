@@ -43,6 +43,7 @@ const (
 	KeyIncrementalAlterConfigs      APIKey = 44
 	KeyOffsetDelete                 APIKey = 47
 	KeyDescribeClientQuotas         APIKey = 48
+	KeyAlterClientQuotas            APIKey = 49
 	KeyDescribeUserScramCredentials APIKey = 50
 	KeyAlterUserScramCredentials    APIKey = 51
 	KeyDescribeCluster              APIKey = 60
@@ -108,6 +109,7 @@ var APIs = []APIRange{
 	{KeyIncrementalAlterConfigs, 0, 1, incrementalAlterConfigsFlexible},
 	{KeyOffsetDelete, offsetDeleteMin, offsetDeleteMax, offsetDeleteFlexible},
 	{KeyDescribeClientQuotas, 0, 1, describeClientQuotasFlexible},
+	{KeyAlterClientQuotas, 0, 1, alterClientQuotasFlexible},
 	{KeyDescribeUserScramCredentials, 0, 0, scramCredentialsFlexible},
 	{KeyAlterUserScramCredentials, 0, 0, scramCredentialsFlexible},
 	{KeyDescribeCluster, 0, 2, describeClusterFlexible},
@@ -165,6 +167,7 @@ var apiNames = map[APIKey]string{
 	KeyCreatePartitions: "CreatePartitions", KeyDeleteGroups: "DeleteGroups", KeyIncrementalAlterConfigs: "IncrementalAlterConfigs",
 	KeyOffsetDelete:                 "OffsetDelete",
 	KeyDescribeClientQuotas:         "DescribeClientQuotas",
+	KeyAlterClientQuotas:            "AlterClientQuotas",
 	KeyDescribeUserScramCredentials: "DescribeUserScramCredentials",
 	KeyAlterUserScramCredentials:    "AlterUserScramCredentials",
 	KeyDeleteRecords:                "DeleteRecords",

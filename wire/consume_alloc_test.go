@@ -29,6 +29,7 @@ func csDecoders() map[string]func([]byte, int16) error {
 		"SaslHandshake":                (&SaslHandshakeRequest{}).Decode,
 		"SaslAuthenticate":             (&SaslAuthenticateRequest{}).Decode,
 		"DescribeClientQuotas":         (&DescribeClientQuotasRequest{}).Decode,
+		"AlterClientQuotas":            (&AlterClientQuotasRequest{}).Decode,
 		"DescribeUserScramCredentials": (&DescribeUserScramCredentialsRequest{}).Decode,
 		"AlterUserScramCredentials":    (&AlterUserScramCredentialsRequest{}).Decode,
 		"ConsumerGroupHeartbeat":       (&ConsumerGroupHeartbeatRequest{}).Decode,

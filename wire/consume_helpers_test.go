@@ -208,10 +208,11 @@ func TestConsumeAPIRows(t *testing.T) {
 	}
 	// The consume-side APIs: Fetch, ListOffsets, the group APIs,
 	// DeleteGroups, OffsetDelete and DeleteRecords, the four SASL/SCRAM
-	// APIs with DescribeClientQuotas (wire/sasl_test.go), and the two
-	// KIP-848 group APIs; each must have both a request and a response row.
-	if len(csRequestAPIs) != 22 || len(resp) != 22 {
-		t.Fatalf("%d request and %d response APIs registered, want 22", len(csRequestAPIs), len(resp))
+	// APIs with DescribeClientQuotas and AlterClientQuotas
+	// (wire/sasl_test.go), and the two KIP-848 group APIs; each must have
+	// both a request and a response row.
+	if len(csRequestAPIs) != 23 || len(resp) != 23 {
+		t.Fatalf("%d request and %d response APIs registered, want 23", len(csRequestAPIs), len(resp))
 	}
 	for _, a := range csRequestAPIs {
 		row, ok := LookupAPI(a.key)

@@ -283,3 +283,88 @@ func TestDescribeClientQuotasRequestOracle(t *testing.T) {
 func TestDescribeClientQuotasResponseOracle(t *testing.T) {
 	csCheckResponse(t, csFindResp("DescribeClientQuotas"))
 }
+
+func init() {
+	csRegisterRequest(csReqAPI{
+		name: "AlterClientQuotas", key: KeyAlterClientQuotas, min: 0, max: 1, flexFrom: alterClientQuotasFlexible,
+		build: func(g *oracleGen, _ int16, tags bool) csKmsg {
+			k := kmsg.NewPtrAlterClientQuotasRequest()
+			for range g.nOuter() {
+				e := kmsg.NewAlterClientQuotasRequestEntry()
+				for range g.nInner() {
+					en := kmsg.NewAlterClientQuotasRequestEntryEntity()
+					en.Type, en.Name = g.str(), g.ptr()
+					en.UnknownTags = g.tagsIf(tags)
+					e.Entity = append(e.Entity, en)
+				}
+				for range g.nInner() {
+					op := kmsg.NewAlterClientQuotasRequestEntryOp()
+					op.Key, op.Value, op.Remove = g.str(), float64(g.i32())/8, g.bool()
+					op.UnknownTags = g.tagsIf(tags)
+					e.Ops = append(e.Ops, op)
+				}
+				e.UnknownTags = g.tagsIf(tags)
+				k.Entries = append(k.Entries, e)
+			}
+			k.ValidateOnly = g.bool()
+			k.UnknownTags = g.tagsIf(tags)
+			return k
+		},
+		newDecode: func() func([]byte, int16) (csKmsg, error) {
+			var r AlterClientQuotasRequest
+			return func(b []byte, v int16) (csKmsg, error) {
+				if err := r.Decode(b, v); err != nil {
+					return nil, err
+				}
+				k := kmsg.NewPtrAlterClientQuotasRequest()
+				for _, e := range r.Entries {
+					ke := kmsg.NewAlterClientQuotasRequestEntry()
+					for _, en := range e.Entity {
+						ken := kmsg.NewAlterClientQuotasRequestEntryEntity()
+						ken.Type, ken.Name = en.Type, ptrOf(en.Name)
+						ke.Entity = append(ke.Entity, ken)
+					}
+					for _, op := range e.Ops {
+						kop := kmsg.NewAlterClientQuotasRequestEntryOp()
+						kop.Key, kop.Value, kop.Remove = op.Key, op.Value, op.Remove
+						ke.Ops = append(ke.Ops, kop)
+					}
+					k.Entries = append(k.Entries, ke)
+				}
+				k.ValidateOnly = r.ValidateOnly
+				return k, nil
+			}
+		},
+	})
+	csRegisterResponse(csRespAPI{
+		name: "AlterClientQuotas", key: KeyAlterClientQuotas, min: 0, max: 1, flexFrom: alterClientQuotasFlexible,
+		build: func(g *oracleGen, v int16) (func([]byte) []byte, csKmsg) {
+			r := &AlterClientQuotasResponse{ThrottleMillis: g.i32()}
+			k := kmsg.NewPtrAlterClientQuotasResponse()
+			k.ThrottleMillis = r.ThrottleMillis
+			for range g.nOuter() {
+				e := QuotaAlterationResult{ErrorCode: g.code(), ErrorMessage: g.ns()}
+				ke := kmsg.NewAlterClientQuotasResponseEntry()
+				ke.ErrorCode, ke.ErrorMessage = int16(e.ErrorCode), ptrOf(e.ErrorMessage)
+				for range g.nInner() {
+					en := QuotaEntity{Type: g.str(), Name: g.ns()}
+					e.Entity = append(e.Entity, en)
+					ken := kmsg.NewAlterClientQuotasResponseEntryEntity()
+					ken.Type, ken.Name = en.Type, ptrOf(en.Name)
+					ke.Entity = append(ke.Entity, ken)
+				}
+				r.Entries = append(r.Entries, e)
+				k.Entries = append(k.Entries, ke)
+			}
+			return func(dst []byte) []byte { return r.AppendTo(dst, v) }, k
+		},
+		empty: func() csKmsg { return kmsg.NewPtrAlterClientQuotasResponse() },
+	})
+}
+
+func TestAlterClientQuotasRequestOracle(t *testing.T) {
+	csCheckRequest(t, csFindReq("AlterClientQuotas"))
+}
+func TestAlterClientQuotasResponseOracle(t *testing.T) {
+	csCheckResponse(t, csFindResp("AlterClientQuotas"))
+}

@@ -19,7 +19,7 @@ var throttleFirst = func() (t [MaxAPIKey]int16) {
 		KeyAddPartitionsToTxn: 0, KeyAddOffsetsToTxn: 0, KeyEndTxn: 0, KeyTxnOffsetCommit: 0,
 		KeyDescribeAcls: 0, KeyCreateAcls: 0, KeyDeleteAcls: 0, KeyDescribeConfigs: 0,
 		KeyAlterConfigs: 0, KeyCreatePartitions: 0, KeyDeleteGroups: 0,
-		KeyIncrementalAlterConfigs: 0, KeyDescribeClientQuotas: 0,
+		KeyIncrementalAlterConfigs: 0, KeyDescribeClientQuotas: 0, KeyAlterClientQuotas: 0,
 		KeyDescribeUserScramCredentials: 0, KeyAlterUserScramCredentials: 0,
 		KeyDescribeCluster: 0, KeyDescribeProducers: 0, KeyDescribeTransactions: 0,
 		KeyListTransactions: 0, KeyConsumerGroupHeartbeat: 0, KeyConsumerGroupDescribe: 0,
