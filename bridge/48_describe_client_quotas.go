@@ -1,16 +1,17 @@
 // DescribeClientQuotas (API key 48): versions 0–1 (wire.APIs).
 //
-// kiggy's quotas are set by flags, not AlterClientQuotas
-// (docs/design/quotas.md): --quota-request-percentage for the default user
-// and default client id, and --connection-creation-rate-per-ip for the
-// default IP; those two entities are the ones described.
+// The client quotas are the quota book's (clientquotas.go;
+// docs/design/quotas.md §8): the flags' values of the default entities
+// under those AlterClientQuotas stored.
 
 package bridge
 
 import (
-	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 
+	"github.com/kiggy-io/kiggy/quota"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
@@ -18,85 +19,133 @@ import (
 func init() { handle(wire.KeyDescribeClientQuotas, (*Gateway).describeClientQuotas) }
 
 // describeClientQuotas answers DescribeClientQuotas (key 48) with the
-// client quotas' entity (default user, default client id: the request,
-// byte-rate and controller mutation quotas) when it matches the filter,
-// and nothing without a quota; a match type outside 0–2 is
-// INVALID_REQUEST as in Kafka's ClientQuotaManager. kafka-configs
-// --describe --entity-type users asks it beside the SCRAM credentials.
+// entities of the quota book that match the filter, as Kafka's
+// ClientQuotasImage.describe: DESCRIBE_CONFIGS on the cluster (KafkaApis),
+// then the filter's checks, each a request error with Kafka's message.
+// kafka-configs --describe --entity-type users asks it beside the SCRAM
+// credentials.
 func (g *Gateway) describeClientQuotas(c *call) bool {
 	var req wire.DescribeClientQuotasRequest
 	if !decodeOrClose(c, &req) {
 		return false
 	}
-	resp := &wire.DescribeClientQuotasResponse{Entries: []wire.QuotaEntry{}}
+	resp := &wire.DescribeClientQuotasResponse{}
 	if code := g.clusterCode(c, acl.OpDescribeConfigs); code != wire.NoError {
-		// KafkaApis: DESCRIBE_CONFIGS on the cluster.
-		resp = &wire.DescribeClientQuotasResponse{ErrorCode: code}
-	}
-	ip, client := false, false
-	for _, comp := range req.Components {
-		if resp.ErrorCode != wire.NoError {
-			break
+		resp.ErrorCode = code
+	} else if f, code, msg := quotaFilterOf(&req); code != wire.NoError {
+		resp.ErrorCode, resp.ErrorMessage = code, wire.NullStringOf(msg)
+	} else {
+		tab := g.quotaBook.Table()
+		entities, values := tab.Entries()
+		resp.Entries = []wire.QuotaEntry{}
+		for _, e := range entities {
+			if f.matches(e) {
+				resp.Entries = append(resp.Entries, quotaEntryOf(e, values[e]))
+			}
 		}
-		if comp.MatchType < 0 || comp.MatchType > 2 {
-			resp = &wire.DescribeClientQuotasResponse{ErrorCode: wire.InvalidRequest,
-				ErrorMessage: wire.NullStringOf(fmt.Sprintf("Unknown match type %d", comp.MatchType))}
-			break
-		}
-		ip = ip || comp.EntityType == "ip"
-		client = client || comp.EntityType == "user" || comp.EntityType == "client-id"
-	}
-	if resp.ErrorCode == wire.NoError && ip && client {
-		// Kafka's ClientQuotasImage.describe.
-		resp = &wire.DescribeClientQuotasResponse{ErrorCode: wire.InvalidRequest,
-			ErrorMessage: wire.NullStringOf("Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component.")}
-	}
-	var values []wire.QuotaValue
-	if g.cfg.Quota.RequestPercentage > 0 {
-		values = append(values, wire.QuotaValue{Key: "request_percentage", Value: g.cfg.Quota.RequestPercentage})
-	}
-	if g.cfg.ProducerByteRate > 0 {
-		values = append(values, wire.QuotaValue{Key: "producer_byte_rate", Value: float64(g.cfg.ProducerByteRate)})
-	}
-	if g.cfg.ConsumerByteRate > 0 {
-		values = append(values, wire.QuotaValue{Key: "consumer_byte_rate", Value: float64(g.cfg.ConsumerByteRate)})
-	}
-	if g.cfg.ControllerMutationRate > 0 {
-		values = append(values, wire.QuotaValue{Key: "controller_mutation_rate", Value: g.cfg.ControllerMutationRate})
-	}
-	if resp.ErrorCode == wire.NoError && len(values) > 0 && defaultQuotaEntityMatches(&req, "user", "client-id") {
-		resp.Entries = append(resp.Entries, wire.QuotaEntry{
-			Entity: []wire.QuotaEntity{{Type: "user"}, {Type: "client-id"}},
-			Values: values,
-		})
-	}
-	if resp.ErrorCode == wire.NoError && g.cfg.ConnectionCreationRatePerIP > 0 && defaultQuotaEntityMatches(&req, "ip") {
-		resp.Entries = append(resp.Entries, wire.QuotaEntry{
-			Entity: []wire.QuotaEntity{{Type: "ip"}},
-			Values: []wire.QuotaValue{{Key: "connection_creation_rate", Value: float64(g.cfg.ConnectionCreationRatePerIP)}},
-		})
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, resp)
 	return false
 }
 
-// defaultQuotaEntityMatches reports whether the entity whose parts are the
-// defaults of types (user=<default>, client-id=<default>; or
-// ip=<default>) passes req's filter, as Kafka's ClientQuotasImage.describe
-// filters: every component must match one of the entity's parts (a
-// default-name or any-name match of one of its types; an exact name never
-// names a default), and a strict filter must name all of its types.
-func defaultQuotaEntityMatches(req *wire.DescribeClientQuotasRequest, types ...string) bool {
-	named := map[string]bool{}
+// quotaFilter is a DescribeClientQuotas filter: the parts an entity must
+// have (exact: that name, or the default when nil), the types it must
+// have (any name), and strict: no other parts.
+type quotaFilter struct {
+	exact  map[string]*string
+	typed  map[string]bool
+	strict bool
+}
+
+// quotaFilterOf checks req's components as ClientQuotasImage.describe
+// does, in its order.
+func quotaFilterOf(req *wire.DescribeClientQuotasRequest) (quotaFilter, wire.ErrorCode, string) {
+	f := quotaFilter{exact: map[string]*string{}, typed: map[string]bool{}, strict: req.Strict}
 	for _, comp := range req.Components {
-		if !slices.Contains(types, comp.EntityType) {
-			return false
+		t := comp.EntityType
+		_, dup := f.exact[t]
+		switch {
+		case t == "":
+			return f, wire.InvalidRequest, "Invalid empty entity type."
+		case dup || f.typed[t]:
+			return f, wire.InvalidRequest, "Entity type " + t + " cannot appear more than once in the filter."
+		case t != quota.TypeIP && t != quota.TypeUser && t != quota.TypeClientID:
+			return f, wire.UnsupportedVersion, "Unsupported entity type " + t
 		}
-		if comp.MatchType == 0 {
-			return false
+		switch comp.MatchType {
+		case 0: // MATCH_TYPE_EXACT
+			if !comp.Match.Valid {
+				return f, wire.InvalidRequest, "Request specified MATCH_TYPE_EXACT, but set match string to null."
+			}
+			name := comp.Match.S
+			f.exact[t] = &name
+		case 1: // MATCH_TYPE_DEFAULT
+			if comp.Match.Valid {
+				return f, wire.InvalidRequest, "Request specified MATCH_TYPE_DEFAULT, but also specified a match string."
+			}
+			f.exact[t] = nil
+		case 2: // MATCH_TYPE_SPECIFIED
+			if comp.Match.Valid {
+				return f, wire.InvalidRequest, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string."
+			}
+			f.typed[t] = true
+		default:
+			return f, wire.InvalidRequest, "Unknown match type " + strconv.Itoa(int(comp.MatchType))
 		}
-		named[comp.EntityType] = true
 	}
-	return !req.Strict || len(named) == len(types)
+	if f.has(quota.TypeIP) && (f.has(quota.TypeUser) || f.has(quota.TypeClientID)) {
+		return f, wire.InvalidRequest, "Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component."
+	}
+	return f, wire.NoError, ""
+}
+
+func (f *quotaFilter) has(t string) bool {
+	_, ok := f.exact[t]
+	return ok || f.typed[t]
+}
+
+// matches is ClientQuotasImage.matches.
+func (f *quotaFilter) matches(e quota.Entity) bool {
+	parts := map[string]quota.Part{}
+	for t, p := range map[string]quota.Part{quota.TypeUser: e.User, quota.TypeClientID: e.ClientID, quota.TypeIP: e.IP} {
+		if p.Kind != quota.Absent {
+			parts[t] = p
+		}
+	}
+	if f.strict && len(parts) != len(f.exact)+len(f.typed) {
+		return false
+	}
+	for t, name := range f.exact {
+		p, ok := parts[t]
+		if !ok || (name == nil) != (p.Kind == quota.Default) || name != nil && *name != p.Name {
+			return false
+		}
+	}
+	for t := range f.typed {
+		if _, ok := parts[t]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// quotaEntryOf is e and its values as DescribeClientQuotas lists them.
+func quotaEntryOf(e quota.Entity, vs quota.Values) wire.QuotaEntry {
+	var out wire.QuotaEntry
+	for _, p := range []struct {
+		t    string
+		part quota.Part
+	}{{quota.TypeUser, e.User}, {quota.TypeClientID, e.ClientID}, {quota.TypeIP, e.IP}} {
+		switch p.part.Kind {
+		case quota.Default:
+			out.Entity = append(out.Entity, wire.QuotaEntity{Type: p.t})
+		case quota.Named:
+			out.Entity = append(out.Entity, wire.QuotaEntity{Type: p.t, Name: wire.NullStringOf(p.part.Name)})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(vs)) {
+		out.Values = append(out.Values, wire.QuotaValue{Key: k, Value: vs[k]})
+	}
+	return out
 }

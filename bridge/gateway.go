@@ -381,14 +381,14 @@ type Gateway struct {
 	// fetchSessions holds the incremental Fetch sessions
 	// (fetchsessions.go); nil when they are off.
 	fetchSessions *fetchsession.Cache
-	// quotas meters each client's gateway time (quotas.go); nil without a
-	// quota.
+	// quotaBook holds the client quotas by entity: the flags' defaults
+	// under those AlterClientQuotas stored (quotas.go).
+	quotaBook *quota.Book
+	// quotas meters each client's gateway time (quotas.go).
 	quotas *quota.Tracker
-	// mutations is the controller mutation quota's buckets (quotas.go);
-	// nil without one.
+	// mutations is the controller mutation quota's buckets (quotas.go).
 	mutations *quota.Buckets
-	// produceBytes and fetchBytes meter the byte-rate quotas (quotas.go);
-	// nil without them.
+	// produceBytes and fetchBytes meter the byte-rate quotas (quotas.go).
 	produceBytes, fetchBytes *quota.Tracker
 	// estimates and sharedReads are the store as a ReadEstimator and as
 	// SharedReads (fetch.go, readAll and skipPart); nil when it is not.
@@ -466,10 +466,7 @@ func New(cfg Config, backend store.Log) *Gateway {
 	if cfg.FetchSessionCacheSlots > 0 {
 		g.fetchSessions = fetchsession.New(cfg.FetchSessionCacheSlots, cfg.FetchSessionMaxPartitions, cfg.FetchSessionMinEviction)
 	}
-	g.quotas = quota.New(cfg.Quota)
-	g.produceBytes = quota.New(quota.Config{PerSecond: float64(cfg.ProducerByteRate), Samples: cfg.Quota.Samples, Window: cfg.Quota.Window, MaxClients: cfg.Quota.MaxClients})
-	g.fetchBytes = quota.New(quota.Config{PerSecond: float64(cfg.ConsumerByteRate), Samples: cfg.Quota.Samples, Window: cfg.Quota.Window, MaxClients: cfg.Quota.MaxClients})
-	g.mutations = quota.NewBuckets(cfg.ControllerMutationRate, cfg.Quota.Samples, cfg.Quota.Window, cfg.Quota.MaxClients)
+	g.initQuotas()
 	for range cfg.Workers {
 		g.wg.Add(1)
 		go g.worker()
@@ -730,6 +727,9 @@ func (g *Gateway) janitor() {
 			}
 			if sweep++; sweep%5 != 0 {
 				continue
+			}
+			if err := g.reloadQuotas(g.ctx); err != nil && g.ctx.Err() == nil {
+				g.cfg.Logger.Warn("client quotas: reading the system store failed", "err", err)
 			}
 			g.quotas.Expire(now)
 			g.mutations.Expire(now)

@@ -19,20 +19,32 @@ import (
 )
 
 // clientMeter caches a connection's meter in one quota's tracker: a
-// connection's client id rarely changes, so the tracker is asked once.
-// Only the goroutine serving the connection's current request touches it
-// (requests of a connection are served one at a time).
+// connection's client id rarely changes and the quotas more rarely still,
+// so the quota book is asked once per client and table (a nil meter: no
+// quota for the client). Only the goroutine serving the connection's
+// current request touches it (requests of a connection are served one at
+// a time).
 type clientMeter struct {
 	meter          *quota.Meter
-	user, clientID string // the client meter belongs to
+	table          *quota.Table // the quotas meter was resolved in
+	user, clientID string       // the client meter belongs to
 }
 
-// of returns the meter of c's client in t.
-func (m *clientMeter) of(t *quota.Tracker, c *call) *quota.Meter {
+// of returns the meter of c's client for the quota key in t, nil when no
+// quota applies to the client.
+func (m *clientMeter) of(g *Gateway, t *quota.Tracker, key string, c *call) *quota.Meter {
+	tab := g.quotaBook.Table()
+	if !tab.Has(key) {
+		m.meter = nil
+		return nil
+	}
 	user, id := c.cs.principal().Name, c.hdr.ClientID.S
-	if m.meter == nil || m.meter.Expired() || m.clientID != id || m.user != user {
-		m.meter = t.Meter(user, id, c.start)
-		m.user, m.clientID = user, strings.Clone(id)
+	if m.table == tab && m.clientID == id && m.user == user && (m.meter == nil || !m.meter.Expired()) {
+		return m.meter
+	}
+	m.table, m.user, m.clientID, m.meter = tab, user, strings.Clone(id), nil
+	if limit, k := tab.Limit(key, user, id); limit > 0 {
+		m.meter = t.MeterOf(k, limit, c.start)
 	}
 	return m.meter
 }
@@ -54,10 +66,13 @@ func quotaExempt(key wire.APIKey) bool { return key == wire.KeyWriteTxnMarkers }
 // meterCall returns the meter to charge c to and the throttle c's client
 // owes now, for the usage up to c (nil and 0 without a quota).
 func (g *Gateway) meterCall(c *call) (*quota.Meter, time.Duration) {
-	if g.quotas == nil || quotaExempt(c.hdr.APIKey) {
+	if quotaExempt(c.hdr.APIKey) {
 		return nil, 0
 	}
-	m := c.cs.quota.of(g.quotas, c)
+	m := c.cs.quota.of(g, g.quotas, quota.KeyRequestPercentage, c)
+	if m == nil {
+		return nil, 0
+	}
 	d := m.Throttle(c.start)
 	if d > 0 {
 		c.throttleMs = throttleMillis(d)
@@ -114,10 +129,10 @@ func throttleMillis(d time.Duration) int32 {
 // Kafka records the request's size before it computes the throttle; the
 // connection is muted for it after the response (0 without the quota).
 func (g *Gateway) chargeProduce(c *call) time.Duration {
-	if g.produceBytes == nil {
+	m := c.cs.produceMeter.of(g, g.produceBytes, quota.KeyProducerByteRate, c)
+	if m == nil {
 		return 0
 	}
-	m := c.cs.produceMeter.of(g.produceBytes, c)
 	now := time.Now()
 	m.Add(int64(len(c.req.Frame())), now)
 	d := m.Throttle(now)
@@ -130,18 +145,23 @@ func (g *Gateway) chargeProduce(c *call) time.Duration {
 // §7) on what the client fetched before it; 0 without the quota, and for a
 // replica's Fetch.
 func (g *Gateway) fetchThrottle(c *call, replica int32) time.Duration {
-	if g.fetchBytes == nil || replica >= 0 {
+	if replica >= 0 {
 		return 0
 	}
-	return c.cs.fetchMeter.of(g.fetchBytes, c).Throttle(time.Now())
+	if m := c.cs.fetchMeter.of(g, g.fetchBytes, quota.KeyConsumerByteRate, c); m != nil {
+		return m.Throttle(time.Now())
+	}
+	return 0
 }
 
 // chargeFetch charges the bytes a consumer's Fetch answered with.
 func (g *Gateway) chargeFetch(c *call, replica int32, n int) {
-	if g.fetchBytes == nil || replica >= 0 {
+	if replica >= 0 {
 		return
 	}
-	c.cs.fetchMeter.of(g.fetchBytes, c).Add(int64(n), time.Now())
+	if m := c.cs.fetchMeter.of(g, g.fetchBytes, quota.KeyConsumerByteRate, c); m != nil {
+		m.Add(int64(n), time.Now())
+	}
 }
 
 // mutationQuota is one request's controller mutation quota (Kafka's
@@ -151,8 +171,9 @@ func (g *Gateway) chargeFetch(c *call, replica int32, n int) {
 // ReplicationControlManager does (applyPartitionChangeQuota). validate_only
 // changes nothing and is not charged.
 type mutationQuota struct {
-	b              *quota.Buckets
-	user, clientID string
+	b    *quota.Buckets
+	key  quota.Key // the client's bucket
+	rate float64   // its quota, partitions a second; 0: none
 	// strict: the request's version knows THROTTLING_QUOTA_EXCEEDED
 	// (CreateTopics v6+, DeleteTopics v5+, CreatePartitions v3+): a topic
 	// of a client already over its quota is refused; older versions are
@@ -165,17 +186,18 @@ type mutationQuota struct {
 // the first version of c's API that is answered
 // THROTTLING_QUOTA_EXCEEDED.
 func (g *Gateway) mutationQuotaFor(c *call, strictSince int16) mutationQuota {
-	return mutationQuota{b: g.mutations, user: c.cs.principal().Name, clientID: c.hdr.ClientID.S,
-		strict: c.hdr.APIVersion >= strictSince}
+	q := mutationQuota{b: g.mutations, strict: c.hdr.APIVersion >= strictSince}
+	q.rate, q.key = g.quotaBook.Table().Limit(quota.KeyControllerMutationRate, c.cs.principal().Name, c.hdr.ClientID.S)
+	return q
 }
 
 // on reports whether a quota is set: the handlers look a topic up only then.
-func (q *mutationQuota) on() bool { return q.b != nil }
+func (q *mutationQuota) on() bool { return q.rate > 0 }
 
 // admit charges n partition mutations; false refuses the topic with
 // THROTTLING_QUOTA_EXCEEDED (mutationRefused).
 func (q *mutationQuota) admit(n int32) bool {
-	ok, owed := q.b.Take(q.user, q.clientID, int(n), q.strict, time.Now())
+	ok, owed := q.b.TakeOf(q.key, q.rate, int(n), q.strict, time.Now())
 	q.owed = max(q.owed, owed)
 	return ok
 }

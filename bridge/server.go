@@ -33,6 +33,9 @@ func NewServer(kind string, ecfg engine.Config, cfg Config, backend store.Log) (
 		cfg.ConnectionCreationRatePerIP = ecfg.ConnectionCreationRatePerIP
 	}
 	gw := New(cfg, backend)
+	if ecfg.ConnectionCreationRateOf == nil {
+		ecfg.ConnectionCreationRateOf = gw.ConnectionCreationRate
+	}
 	srv, err := engine.New(kind, ecfg, gw)
 	if err != nil {
 		gw.Close()

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"log/slog"
+	"net/netip"
 	"runtime"
 	"time"
 )
@@ -74,6 +75,13 @@ type Config struct {
 	// for each refusal. Kafka equivalent: the connection_creation_rate
 	// quota of the default IP entity (KIP-612).
 	ConnectionCreationRatePerIP int
+	// ConnectionCreationRateOf, when set, gives each address its
+	// connection creation rate instead of ConnectionCreationRatePerIP
+	// (0 = no cap for that address), asked for each connection: Kafka's
+	// connection_creation_rate quotas of single IP entities over the
+	// default IP entity's, which an AlterClientQuotas may change at any
+	// time (bridge.Gateway.ConnectionCreationRate).
+	ConnectionCreationRateOf func(netip.Addr) float64
 	// RateSamples and RateWindow are the sliding window the connection
 	// creation rates are measured over; 0 = 11 samples of 1 s (Kafka's
 	// quota.window.num and quota.window.size.seconds). The rate of a first

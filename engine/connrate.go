@@ -25,6 +25,7 @@ import (
 type connRates struct {
 	server *quota.Meter   // nil: no server-wide cap
 	ips    *quota.Tracker // nil: no per-IP cap
+	rateOf func(netip.Addr) float64
 	span   int64          // RateSamples × RateWindow, ns: how long an idle IP's meter is kept
 
 	nextExpire atomic.Int64 // Unix ns of the next ips.Expire
@@ -52,8 +53,12 @@ func newConnRates(cfg Config) *connRates {
 		t := quota.New(quota.Config{PerSecond: float64(cfg.MaxConnectionCreationRate), Samples: samples, Window: window, MaxClients: 1})
 		r.server = t.Meter("", "", time.Now())
 	}
-	if cfg.ConnectionCreationRatePerIP > 0 {
-		r.ips = quota.New(quota.Config{PerSecond: float64(cfg.ConnectionCreationRatePerIP), Samples: samples, Window: window})
+	if r.rateOf = cfg.ConnectionCreationRateOf; r.rateOf == nil && cfg.ConnectionCreationRatePerIP > 0 {
+		rate := float64(cfg.ConnectionCreationRatePerIP)
+		r.rateOf = func(netip.Addr) float64 { return rate }
+	}
+	if r.rateOf != nil {
+		r.ips = quota.NewTracker(quota.PerSecond, samples, window, 0)
 	}
 	return r
 }
@@ -86,7 +91,11 @@ func (r *connRates) ipThrottle(ip netip.Addr, now time.Time) time.Duration {
 		r.nextExpire.Store(ns + r.span)
 		r.ips.Expire(now)
 	}
-	m := r.ips.Meter("", ip.String(), now)
+	rate := r.rateOf(ip)
+	if rate <= 0 {
+		return 0
+	}
+	m := r.ips.MeterOf(quota.ClientKey("", ip.String()), rate, now)
 	m.Add(1, now)
 	d := m.Throttle(now)
 	if d > 0 {

@@ -95,6 +95,9 @@ func ClientKey(user, clientID string) Key { return Key{User: user, ClientID: cli
 type Table struct {
 	entries map[Entity]Values
 	has     map[string]bool // keys set on some entity
+	// ips is the connection creation rate of each IP entity named by an
+	// address (a host name applies to no connection).
+	ips map[netip.Addr]float64
 }
 
 // Has reports whether some entity sets key: a gateway asks before it looks
@@ -147,7 +150,7 @@ func (t *Table) IPLimit(ip netip.Addr) float64 {
 	if !t.Has(KeyConnectionCreationRate) {
 		return 0
 	}
-	if v, ok := t.entries[Entity{IP: Part{Named, ip.Unmap().String()}}][KeyConnectionCreationRate]; ok {
+	if v, ok := t.ips[ip.Unmap()]; ok {
 		return v
 	}
 	return t.entries[Entity{IP: Part{Kind: Default}}][KeyConnectionCreationRate]
@@ -191,7 +194,7 @@ func (b *Book) Table() *Table { return b.cur.Load() }
 func (b *Book) Set(stored map[Entity]Values) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	t := &Table{entries: map[Entity]Values{}, has: map[string]bool{}}
+	t := &Table{entries: map[Entity]Values{}, has: map[string]bool{}, ips: map[netip.Addr]float64{}}
 	for _, src := range []map[Entity]Values{b.defaults, stored} {
 		for e, vs := range src {
 			for k, v := range vs {
@@ -200,6 +203,9 @@ func (b *Book) Set(stored map[Entity]Values) bool {
 				}
 				t.entries[e][k] = v
 				t.has[k] = true
+				if a, err := netip.ParseAddr(e.IP.Name); e.IP.Kind == Named && k == KeyConnectionCreationRate && err == nil {
+					t.ips[a.Unmap()] = v
+				}
 			}
 		}
 	}

@@ -1,0 +1,96 @@
+// The client quotas' book (docs/design/quotas.md §8): the quotas the flags
+// set are the defaults of the default entities; AlterClientQuotas stores
+// values of any entity in the system store, which every instance reads
+// again at the janitor's 5 s.
+
+package bridge
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"net/netip"
+
+	"github.com/kiggy-io/kiggy/quota"
+)
+
+// quotaNamespace is the system store namespace of client quotas: key
+// quota.StoreKey (entity and quota key), value the quota as 8 big-endian
+// bytes of a float64.
+const quotaNamespace = "client-quotas"
+
+// Entities of the flags' quotas.
+var (
+	defaultClientEntity = quota.Entity{User: quota.Part{Kind: quota.Default}, ClientID: quota.Part{Kind: quota.Default}}
+	defaultIPEntity     = quota.Entity{IP: quota.Part{Kind: quota.Default}}
+)
+
+// initQuotas builds the quota book from the flags and what the system
+// store holds, and the meters.
+func (g *Gateway) initQuotas() {
+	cfg := &g.cfg
+	client := quota.Values{}
+	for k, v := range map[string]float64{
+		quota.KeyRequestPercentage:      cfg.Quota.RequestPercentage,
+		quota.KeyProducerByteRate:       float64(cfg.ProducerByteRate),
+		quota.KeyConsumerByteRate:       float64(cfg.ConsumerByteRate),
+		quota.KeyControllerMutationRate: cfg.ControllerMutationRate,
+	} {
+		if v > 0 {
+			client[k] = v
+		}
+	}
+	defaults := map[quota.Entity]quota.Values{}
+	if len(client) > 0 {
+		defaults[defaultClientEntity] = client
+	}
+	if cfg.ConnectionCreationRatePerIP > 0 {
+		defaults[defaultIPEntity] = quota.Values{quota.KeyConnectionCreationRate: float64(cfg.ConnectionCreationRatePerIP)}
+	}
+	g.quotaBook = quota.NewBook(defaults)
+	if err := g.reloadQuotas(g.ctx); err != nil {
+		g.cfg.Logger.Warn("client quotas: reading the system store failed; the flags' quotas apply until it is read", "err", err)
+	}
+	q := &cfg.Quota
+	g.quotas = quota.NewTracker(quota.Percent, q.Samples, q.Window, q.MaxClients)
+	g.produceBytes = quota.NewTracker(quota.PerSecond, q.Samples, q.Window, q.MaxClients)
+	g.fetchBytes = quota.NewTracker(quota.PerSecond, q.Samples, q.Window, q.MaxClients)
+	g.mutations = quota.NewBucketSet(q.Samples, q.Window, q.MaxClients)
+}
+
+// reloadQuotas reads the stored quotas again into the book.
+func (g *Gateway) reloadQuotas(ctx context.Context) error {
+	raw, err := g.system.LoadSystem(ctx, quotaNamespace)
+	if err != nil {
+		return err
+	}
+	stored := map[quota.Entity]quota.Values{}
+	for k, v := range raw {
+		e, key, err := quota.ParseStoreKey(k)
+		if err != nil || len(v) != 8 {
+			g.cfg.Logger.Warn("client quotas: skipping a malformed stored quota", "key", k, "err", err)
+			continue
+		}
+		if stored[e] == nil {
+			stored[e] = quota.Values{}
+		}
+		stored[e][key] = math.Float64frombits(binary.BigEndian.Uint64(v))
+	}
+	g.quotaBook.Set(stored)
+	return nil
+}
+
+// storeQuota stores value as e's quota key, or removes it when remove.
+func (g *Gateway) storeQuota(ctx context.Context, e quota.Entity, key string, value float64, remove bool) error {
+	var v []byte
+	if !remove {
+		v = binary.BigEndian.AppendUint64(nil, math.Float64bits(value))
+	}
+	return g.system.PutSystem(ctx, quotaNamespace, quota.StoreKey(e, key), v)
+}
+
+// ConnectionCreationRate is ip's connection_creation_rate quota, 0 for
+// none: the engine asks it for each connection (engine.Config).
+func (g *Gateway) ConnectionCreationRate(ip netip.Addr) float64 {
+	return g.quotaBook.Table().IPLimit(ip)
+}
