@@ -8,9 +8,12 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/netip"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kiggy-io/kiggy/quota"
@@ -39,10 +42,10 @@ func (g *Gateway) alterClientQuotas(c *call) bool {
 	resp := &wire.AlterClientQuotasResponse{Entries: make([]wire.QuotaAlterationResult, len(req.Entries))}
 	denied := g.clusterCode(c, acl.OpAlterConfigs)
 	entities := make([]quota.Entity, len(req.Entries))
-	count := map[quota.Entity]int{}
+	count := map[string]int{}
 	for i := range req.Entries {
 		entities[i] = quotaEntityOf(req.Entries[i].Entity)
-		count[entities[i]]++
+		count[entityMapKey(req.Entries[i].Entity)]++
 	}
 	changed := false
 	for i := range req.Entries {
@@ -54,7 +57,7 @@ func (g *Gateway) alterClientQuotas(c *call) bool {
 			r.ErrorMessage = wire.NullStringOf("Cluster authorization failed.")
 			continue
 		}
-		code, msg := checkQuotaAlteration(g.ctx, e, entities[i], count[entities[i]] > 1)
+		code, msg := checkQuotaAlteration(g.ctx, e, entities[i], count[entityMapKey(e.Entity)] > 1)
 		if code == wire.NoError && !req.ValidateOnly {
 			for _, op := range e.Ops {
 				if err := g.storeQuota(g.ctx, entities[i], op.Key, op.Value, op.Remove); err != nil {
@@ -99,6 +102,21 @@ func quotaEntityOf(parts []wire.QuotaEntity) quota.Entity {
 		}
 	}
 	return e
+}
+
+// entityMapKey is the entity parts as Kafka compares two entities of a
+// request (a map of type to name, the last of a type named twice; unknown
+// types included), as one string.
+func entityMapKey(parts []wire.QuotaEntity) string {
+	m := map[string]wire.NullString{}
+	for _, p := range parts {
+		m[p.Type] = p.Name
+	}
+	var b strings.Builder
+	for _, t := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "%q=%v:%q;", t, m[t].Valid, m[t].S)
+	}
+	return b.String()
 }
 
 // quotaKeyTypes are the quota keys of user and client-id entities and of IP

@@ -1,0 +1,239 @@
+package bridge_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
+	"github.com/kiggy-io/kiggy/quota"
+)
+
+// TestAlterClientQuotas: quotas set by AlterClientQuotas (franz-go's
+// kadm) apply to the clients of their entity and no other, at once on the
+// gateway that took them and within its 5 s refresh on another gateway of
+// the same system store; DescribeClientQuotas lists them with Kafka's
+// filters; validate_only changes nothing; a removed override gives the
+// client back the flags' default quota; each of Kafka's checks refuses its
+// entity with Kafka's message and leaves the others of the request alone.
+func TestAlterClientQuotas(t *testing.T) {
+	t.Parallel()
+	shared := &sharedStore{Log: memlog.New(memlog.Config{}), ns: map[string]map[string][]byte{}}
+	cfg := bridge.Config{Quota: quota.Config{Samples: 11, Window: 100 * time.Millisecond},
+		ControllerMutationRate: 1000} // a default, never reached here
+	gw := kiggytest.Start(t, kiggytest.Options{Log: shared, Bridge: cfg})
+	gw2 := kiggytest.Start(t, kiggytest.Options{Log: shared, Bridge: cfg})
+	const topic = "client-quotas"
+	gw.CreateTopic(t, topic, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	adm := newAdmin(t, gw.Addr)
+	name := func(s string) *string { return &s }
+	slow := kadm.ClientQuotaEntity{{Type: "client-id", Name: name("slow")}}
+	alter := []kadm.AlterClientQuotaEntry{
+		{Entity: slow, Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 20 << 10}}},
+		{Entity: kadm.ClientQuotaEntity{{Type: "user", Name: name("alice")}, {Type: "client-id"}},
+			Ops: []kadm.AlterClientQuotaOp{{Key: "request_percentage", Value: 12.5}, {Key: "controller_mutation_rate", Value: 3}}},
+		{Entity: kadm.ClientQuotaEntity{{Type: "ip", Name: name("10.0.0.1")}},
+			Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 7}}},
+	}
+	describe := func(addr string, strict bool, comps ...kadm.DescribeClientQuotaComponent) map[string]map[string]float64 {
+		t.Helper()
+		d, err := newAdmin(t, addr).DescribeClientQuotas(ctx, strict, comps)
+		if err != nil {
+			t.Fatalf("DescribeClientQuotas: %v", err)
+		}
+		out := map[string]map[string]float64{}
+		for _, q := range d {
+			vs := map[string]float64{}
+			for _, v := range q.Values {
+				vs[v.Key] = v.Value
+			}
+			out[q.Entity.String()] = vs
+		}
+		return out
+	}
+
+	// validate_only: every entity passes, nothing changes.
+	if res, err := adm.ValidateAlterClientQuotas(ctx, alter); err != nil || len(res) != 3 || res[0].Err != nil || res[1].Err != nil || res[2].Err != nil {
+		t.Fatalf("validate_only: %v %+v", err, res)
+	}
+	if got := describe(gw.Addr, false); len(got) != 1 {
+		t.Fatalf("after validate_only, entities %v; want only the flags' default", got)
+	}
+	if res, err := adm.AlterClientQuotas(ctx, alter); err != nil || len(res) != 3 || res[0].Err != nil || res[1].Err != nil || res[2].Err != nil {
+		t.Fatalf("AlterClientQuotas: %v %+v", err, res)
+	}
+	want := map[string]map[string]float64{
+		"{client-id=slow}":                      {"producer_byte_rate": 20 << 10},
+		"{user=alice, client-id=<default>}":     {"request_percentage": 12.5, "controller_mutation_rate": 3},
+		"{ip=10.0.0.1}":                         {"connection_creation_rate": 7},
+		"{user=<default>, client-id=<default>}": {"controller_mutation_rate": 1000},
+	}
+	if got := describe(gw.Addr, false); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("described %v, want %v", got, want)
+	}
+	for _, f := range []struct {
+		strict bool
+		comps  []kadm.DescribeClientQuotaComponent
+		want   []string
+	}{
+		{comps: []kadm.DescribeClientQuotaComponent{{Type: "client-id", MatchName: name("slow")}}, want: []string{"{client-id=slow}"}},
+		{comps: []kadm.DescribeClientQuotaComponent{{Type: "user", MatchType: 2}}, want: []string{"{user=<default>, client-id=<default>}", "{user=alice, client-id=<default>}"}},
+		{strict: true, comps: []kadm.DescribeClientQuotaComponent{{Type: "user", MatchName: name("alice")}}},
+		{comps: []kadm.DescribeClientQuotaComponent{{Type: "ip", MatchType: 2}}, want: []string{"{ip=10.0.0.1}"}},
+		{comps: []kadm.DescribeClientQuotaComponent{{Type: "client-id", MatchType: 1}}, want: []string{"{user=<default>, client-id=<default>}", "{user=alice, client-id=<default>}"}},
+	} {
+		var got []string
+		for e := range describe(gw.Addr, f.strict, f.comps...) {
+			got = append(got, e)
+		}
+		if fmt.Sprint(sortedStrings(got)) != fmt.Sprint(sortedStrings(f.want)) {
+			t.Errorf("filter %+v (strict %v): entities %v, want %v", f.comps, f.strict, got, f.want)
+		}
+	}
+	// The other gateway reads the system store again within 5 s.
+	if !testtools.Eventually(10*time.Second, func() bool { return fmt.Sprint(describe(gw2.Addr, false)) == fmt.Sprint(want) }) {
+		t.Fatalf("the second gateway never showed the stored quotas: %v", describe(gw2.Addr, false))
+	}
+
+	// The quota applies to client id "slow" alone.
+	produce := func(clientID string) int64 {
+		t.Helper()
+		var seen throttleSeen
+		p, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.ClientID(clientID), kgo.DefaultProduceTopic(topic),
+			kgo.WithHooks(&seen), kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytes(8<<10), kgo.ProducerBatchCompression(kgo.NoCompression()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		for i := range 80 {
+			p.Produce(ctx, kgo.StringRecord(fmt.Sprintf("%s-%d-%s", clientID, i, strings.Repeat("x", 1000))), func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce: %v", err)
+				}
+			})
+		}
+		if err := p.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return seen.n.Load()
+	}
+	if n := produce("slow"); n == 0 {
+		t.Fatal("80 KiB from client id slow against its 20 KiB a second: never throttled")
+	}
+	if n := produce("fast"); n != 0 {
+		t.Fatalf("client id fast, under no byte-rate quota, was throttled %d times", n)
+	}
+
+	// Removed, the override no longer applies; removing what is not
+	// stored (and was never set) is no error.
+	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{
+		{Entity: slow, Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Remove: true}, {Key: "consumer_byte_rate", Remove: true}}},
+		{Entity: kadm.ClientQuotaEntity{{Type: "user"}, {Type: "client-id"}}, Ops: []kadm.AlterClientQuotaOp{{Key: "controller_mutation_rate", Value: 50}}},
+	})
+	if err != nil || res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("removal: %v %+v", err, res)
+	}
+	if got := describe(gw.Addr, false); got["{client-id=slow}"] != nil || got["{user=<default>, client-id=<default>}"]["controller_mutation_rate"] != 50 {
+		t.Fatalf("after the removal and the default's override: %v", got)
+	}
+	if n := produce("slow"); n != 0 {
+		t.Fatalf("client id slow, its quota removed, was throttled %d times", n)
+	}
+	// The stored default is removed: the flag's value is back.
+	if _, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{
+		{Entity: kadm.ClientQuotaEntity{{Type: "user"}, {Type: "client-id"}}, Ops: []kadm.AlterClientQuotaOp{{Key: "controller_mutation_rate", Remove: true}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := describe(gw.Addr, false)["{user=<default>, client-id=<default>}"]; got["controller_mutation_rate"] != 1000 {
+		t.Fatalf("after removing the stored default: %v, want the flag's 1000", got)
+	}
+
+	// Kafka's checks (ClientQuotaControlManager), each entity on its own.
+	type ent = []kmsg.AlterClientQuotasRequestEntryEntity
+	part := func(typ string, n *string) kmsg.AlterClientQuotasRequestEntryEntity {
+		e := kmsg.NewAlterClientQuotasRequestEntryEntity()
+		e.Type, e.Name = typ, n
+		return e
+	}
+	op := func(key string, v float64) kmsg.AlterClientQuotasRequestEntryOp {
+		o := kmsg.NewAlterClientQuotasRequestEntryOp()
+		o.Key, o.Value = key, v
+		return o
+	}
+	req := kmsg.NewPtrAlterClientQuotasRequest()
+	req.Version = 1
+	cases := []struct {
+		entity ent
+		ops    []kmsg.AlterClientQuotasRequestEntryOp
+		code   int16
+		msg    string
+	}{
+		{ent{part("client-id", name("ok"))}, []kmsg.AlterClientQuotasRequestEntryOp{op("consumer_byte_rate", 4096)}, 0, ""},
+		{ent{part("client-id", name("frac"))}, []kmsg.AlterClientQuotasRequestEntryOp{op("producer_byte_rate", 1.5)}, 42, "producer_byte_rate cannot be a fractional value."},
+		{ent{part("client-id", name("zero"))}, []kmsg.AlterClientQuotasRequestEntryOp{op("request_percentage", 0)}, 42, "Quota request_percentage must be greater than 0"},
+		{ent{part("user", name("bob"))}, []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 3)}, 42, "Invalid configuration key connection_creation_rate"},
+		{ent{part("ip", nil)}, []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 1e10)}, 42, "Proposed value for connection_creation_rate is too large for an INT."},
+		{ent{part("ip", nil), part("user", nil)}, []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 3)}, 42, "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId"},
+		{ent{part("ip", name("not an address"))}, []kmsg.AlterClientQuotasRequestEntryOp{op("connection_creation_rate", 3)}, 42, "not an address is not a valid IP or resolvable host."},
+		{ent{part("group", name("g"))}, []kmsg.AlterClientQuotasRequestEntryOp{op("request_percentage", 3)}, 42, "Unhandled client quota entity type: group"},
+		{ent{part("user", name(""))}, []kmsg.AlterClientQuotasRequestEntryOp{op("request_percentage", 3)}, 42, "Empty user not supported"},
+		{ent{}, []kmsg.AlterClientQuotasRequestEntryOp{op("request_percentage", 3)}, 42, "Invalid empty client quota entity"},
+		{ent{part("client-id", name("twice"))}, []kmsg.AlterClientQuotasRequestEntryOp{op("request_percentage", 3), op("request_percentage", 4)}, 42, "Ignoring duplicate entity ClientQuotaEntity(entries={client-id=twice})"},
+	}
+	for _, c := range cases {
+		e := kmsg.NewAlterClientQuotasRequestEntry()
+		e.Entity, e.Ops = c.entity, c.ops
+		req.Entries = append(req.Entries, e)
+	}
+	resp := kmsg.NewPtrAlterClientQuotasResponse()
+	resp.Version = 1
+	rc := dialClient(t, gw.Addr, "admin")
+	rc.recv(rc.send(req), resp)
+	if len(resp.Entries) != len(cases) {
+		t.Fatalf("%d results for %d entities", len(resp.Entries), len(cases))
+	}
+	for i, c := range cases {
+		r := resp.Entries[i]
+		var msg string
+		if r.ErrorMessage != nil {
+			msg = *r.ErrorMessage
+		}
+		if r.ErrorCode != c.code || msg != c.msg {
+			t.Errorf("entity %v %v: error %d %q, want %d %q", c.entity, c.ops, r.ErrorCode, msg, c.code, c.msg)
+		}
+	}
+	if got := describe(gw.Addr, true, kadm.DescribeClientQuotaComponent{Type: "client-id", MatchType: 2}); fmt.Sprint(got) != fmt.Sprint(map[string]map[string]float64{"{client-id=ok}": {"consumer_byte_rate": 4096}}) {
+		t.Fatalf("client-id entities after the checks: %v, want only the one that passed", got)
+	}
+}
+
+// sortedStrings returns s sorted (nil for none).
+func sortedStrings(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
+
+// newAdmin returns a kadm client of addr, closed with the test.
+func newAdmin(t *testing.T, addr string) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
