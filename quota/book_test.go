@@ -1,0 +1,179 @@
+package quota
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+)
+
+func named(s string) Part { return Part{Kind: Named, Name: s} }
+
+var def = Part{Kind: Default}
+
+// TestLimitPrecedence: each of Kafka's eight levels wins over the ones
+// after it (ClientQuotaManager's DefaultQuotaCallback), for the key asked
+// only, and the meter key keeps the parts of the entity that set it.
+func TestLimitPrecedence(t *testing.T) {
+	levels := []Entity{
+		{User: named("u"), ClientID: named("c")},
+		{User: named("u"), ClientID: def},
+		{User: named("u")},
+		{User: def, ClientID: named("c")},
+		{User: def, ClientID: def},
+		{User: def},
+		{ClientID: named("c")},
+		{ClientID: def},
+	}
+	keys := []Key{
+		{User: "u", ClientID: "c"}, {User: "u", ClientID: "c"}, {User: "u", AllClientIDs: true},
+		{User: "u", ClientID: "c"}, {User: "u", ClientID: "c"}, {User: "u", AllClientIDs: true},
+		{ClientID: "c", AllUsers: true}, {ClientID: "c", AllUsers: true},
+	}
+	for first := range levels {
+		stored := map[Entity]Values{}
+		for i := first; i < len(levels); i++ {
+			stored[levels[i]] = Values{KeyRequestPercentage: float64(i + 1)}
+		}
+		// Another key on a higher level does not hide this one.
+		if first > 0 {
+			stored[levels[0]] = Values{KeyProducerByteRate: 99}
+		}
+		b := NewBook(nil)
+		b.Set(stored)
+		got, k := b.Table().Limit(KeyRequestPercentage, "u", "c")
+		if got != float64(first+1) || k != keys[first] {
+			t.Errorf("levels %d..8: limit %v key %+v, want %v %+v", first+1, got, k, first+1, keys[first])
+		}
+		// Another user and client id see only the default levels (5, 6
+		// and 8).
+		want := 8.0
+		for _, l := range []int{4, 5} {
+			if l >= first {
+				want = float64(l + 1)
+				break
+			}
+		}
+		if got, _ := b.Table().Limit(KeyRequestPercentage, "v", "d"); got != want {
+			t.Errorf("levels %d..8: another client's limit %v, want %v", first+1, got, want)
+		}
+	}
+	if got, _ := NewBook(nil).Table().Limit(KeyRequestPercentage, "u", "c"); got != 0 {
+		t.Errorf("no quotas: limit %v", got)
+	}
+}
+
+// TestBookDefaults: the flags' defaults hold until a stored value of the
+// same entity and key overrides them, and come back when it is removed;
+// Set reports only real changes.
+func TestBookDefaults(t *testing.T) {
+	dflt := Entity{User: def, ClientID: def}
+	b := NewBook(map[Entity]Values{dflt: {KeyProducerByteRate: 100, KeyConsumerByteRate: 200}})
+	t0 := b.Table()
+	if b.Set(nil) || b.Table() != t0 {
+		t.Fatal("setting nothing changed the table")
+	}
+	if !b.Set(map[Entity]Values{dflt: {KeyProducerByteRate: 5}}) {
+		t.Fatal("an override did not change the table")
+	}
+	if p, _ := b.Table().Limit(KeyProducerByteRate, "u", "c"); p != 5 {
+		t.Fatalf("producer_byte_rate %v, want the stored 5", p)
+	}
+	if c, _ := b.Table().Limit(KeyConsumerByteRate, "u", "c"); c != 200 {
+		t.Fatalf("consumer_byte_rate %v, want the default 200", c)
+	}
+	b.Set(nil)
+	if p, _ := b.Table().Limit(KeyProducerByteRate, "u", "c"); p != 100 {
+		t.Fatalf("producer_byte_rate %v after removal, want the default 100", p)
+	}
+	if b.Table().Has(KeyRequestPercentage) {
+		t.Fatal("Has(request_percentage) with none set")
+	}
+}
+
+// TestIPLimit: an address's own entity, in any spelling of the address,
+// over the default IP entity.
+func TestIPLimit(t *testing.T) {
+	b := NewBook(map[Entity]Values{{IP: def}: {KeyConnectionCreationRate: 40}})
+	b.Set(map[Entity]Values{{IP: named("10.0.0.1")}: {KeyConnectionCreationRate: 7}, {IP: named("::1")}: {KeyConnectionCreationRate: 3}})
+	for _, c := range []struct {
+		ip   string
+		want float64
+	}{{"10.0.0.1", 7}, {"::ffff:10.0.0.1", 7}, {"10.0.0.2", 40}, {"0:0::1", 3}} {
+		if got := b.Table().IPLimit(netip.MustParseAddr(c.ip)); got != c.want {
+			t.Errorf("IPLimit(%s) = %v, want %v", c.ip, got, c.want)
+		}
+	}
+	if got := NewBook(nil).Table().IPLimit(netip.MustParseAddr("10.0.0.1")); got != 0 {
+		t.Errorf("no IP quota: %v", got)
+	}
+}
+
+// TestStoreKeyRoundTrip: every entity shape, with names holding the
+// encoding's own bytes, parses back; malformed keys are errors.
+func TestStoreKeyRoundTrip(t *testing.T) {
+	for _, e := range []Entity{
+		{User: named("alice")}, {User: def, ClientID: named("a&b=c|d%e f\x00é")}, {ClientID: def},
+		{IP: named("10.0.0.1")}, {IP: def}, {User: named("CN=x,O=y"), ClientID: def},
+	} {
+		got, key, err := ParseStoreKey(StoreKey(e, KeyRequestPercentage))
+		if err != nil || got != e || key != KeyRequestPercentage {
+			t.Errorf("%v: parsed %v %q %v", e, got, key, err)
+		}
+	}
+	for _, bad := range []string{"", "user", "|k", "user|", "group=x|k", "user&user|k", "user=%4|k", "user=%zz|k", "user=|k"} {
+		if _, _, err := ParseStoreKey(bad); err == nil {
+			t.Errorf("ParseStoreKey(%q): no error", bad)
+		}
+	}
+}
+
+// TestMeterOfFollowsLimit: a meter's quota is the last limit it was asked
+// with, so a changed quota applies to the usage already measured.
+func TestMeterOfFollowsLimit(t *testing.T) {
+	tr := NewTracker(PerSecond, 11, 100*time.Millisecond, 0)
+	now := time.Now()
+	k := ClientKey("u", "c")
+	m := tr.MeterOf(k, 1000, now)
+	m.Add(2000, now) // 2,000 over the minimum span of 1 s: 2,000 a second
+	if d := m.Throttle(now); d <= 0 {
+		t.Fatal("2,000 a second under a quota of 1,000: no throttle")
+	}
+	if d := tr.MeterOf(k, 10_000, now).Throttle(now); d != 0 {
+		t.Fatalf("raised to 10,000: throttle %v", d)
+	}
+	if tr.MeterOf(k, 1, now) != m {
+		t.Fatal("the same key got another meter")
+	}
+	b := NewBucketSet(11, 100*time.Millisecond, 0)
+	if ok, _ := b.TakeOf(k, 10, 1, true, now); !ok {
+		t.Fatal("a full bucket refused")
+	}
+	// Burst 10 × 1.1 s = 11: 12 more leave it below zero.
+	if _, owed := b.TakeOf(k, 10, 12, false, now); owed <= 0 {
+		t.Fatal("13 mutations against a burst of 11: nothing owed")
+	}
+	if ok, _ := b.TakeOf(k, 1000, 1, true, now); ok {
+		t.Fatal("a bucket below zero admitted a strict mutation after its rate was raised")
+	}
+	if ok, _ := b.TakeOf(k, 0, 1, true, now); !ok {
+		t.Fatal("no quota (rate 0) refused")
+	}
+}
+
+// FuzzParseStoreKey: any stored key either fails to parse or parses to an
+// entity and key that encode and parse back to themselves.
+func FuzzParseStoreKey(f *testing.F) {
+	for _, s := range []string{"user=alice|request_percentage", "user&client-id=a%26b|producer_byte_rate", "ip=10.0.0.1|connection_creation_rate", "client-id|k", "user=%|k"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e, k, err := ParseStoreKey(s)
+		if err != nil {
+			return
+		}
+		e2, k2, err := ParseStoreKey(StoreKey(e, k))
+		if err != nil || e2 != e || k2 != k {
+			t.Fatalf("%q: parsed %v %q, re-encoded and parsed %v %q %v", s, e, k, e2, k2, err)
+		}
+	})
+}
