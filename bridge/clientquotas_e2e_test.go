@@ -13,7 +13,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 	"github.com/kiggy-io/kiggy/quota"
@@ -236,4 +240,91 @@ func newAdmin(t *testing.T, addr string) *kadm.Client {
 	}
 	t.Cleanup(cl.Close)
 	return kadm.NewClient(cl)
+}
+
+// TestAlterClientQuotasIP: a connection_creation_rate set by
+// AlterClientQuotas on the client's own address refuses its connections
+// past the rate, as the flag's default IP rate does (KIP-612); one set on
+// another address leaves it alone; removed, it refuses nothing more.
+func TestAlterClientQuotasIP(t *testing.T) {
+	t.Parallel()
+	gw := kiggytest.Start(t, kiggytest.Options{Bridge: bridge.Config{Quota: quota.Config{Samples: 11, Window: 100 * time.Millisecond}},
+		EngineConfig: engine.Config{RateSamples: 11, RateWindow: 100 * time.Millisecond}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := newAdmin(t, gw.Addr)
+	set := func(ip string, remove bool) {
+		t.Helper()
+		res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: kadm.ClientQuotaEntity{{Type: "ip", Name: &ip}},
+			Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 2, Remove: remove}}}})
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("AlterClientQuotas ip %s: %v %+v", ip, err, res)
+		}
+	}
+	// dialN opens and closes n connections one after the other and
+	// returns how many the gateway refused.
+	dialN := func(n int) uint64 {
+		t.Helper()
+		before := gw.EngineStats().Closes[engine.ReasonConnectionRate]
+		for range n {
+			c, err := kafkawire.Dial(gw.Addr, "dialer", 5*time.Second)
+			if err == nil {
+				c.Close()
+			}
+		}
+		// A refused connection is held for its throttle (at most one
+		// window) before it is closed and counted.
+		time.Sleep(300 * time.Millisecond)
+		return gw.EngineStats().Closes[engine.ReasonConnectionRate] - before
+	}
+	set("10.0.0.1", false)
+	if n := dialN(10); n != 0 {
+		t.Fatalf("a rate on 10.0.0.1 refused %d connections from 127.0.0.1", n)
+	}
+	set("127.0.0.1", false)
+	if n := dialN(10); n == 0 {
+		t.Fatal("10 connections in a row from 127.0.0.1 at 2 a second: none refused")
+	}
+	set("127.0.0.1", true)
+	time.Sleep(1200 * time.Millisecond) // the refused ones' span ages out
+	if n := dialN(10); n != 0 {
+		t.Fatalf("the rate removed, %d connections refused", n)
+	}
+}
+
+// TestClientQuotasSurviveRestartOnIggy: client quotas live in the system
+// store: set with kadm on one gateway, they are in the quota book of a new
+// gateway over the same Iggy server (described from the table its meters
+// read).
+func TestClientQuotasSurviveRestartOnIggy(t *testing.T) {
+	srv := iggytest.New(iggytest.Config{})
+	if _, err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	first := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	if _, ok := first.Log.(store.SystemStore); !ok {
+		t.Skip("the Iggy backend keeps no system store in this build")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	user, client := "CN=svc,O=acme", "app & co"
+	entity := kadm.ClientQuotaEntity{{Type: "user", Name: &user}, {Type: "client-id", Name: &client}}
+	res, err := newAdmin(t, first.Addr).AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: entity,
+		Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: 1 << 20}, {Key: "request_percentage", Value: 7.5}}}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("alter: %v %+v", err, res)
+	}
+	first.Stop()
+
+	second := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	d, err := newAdmin(t, second.Addr).DescribeClientQuotas(ctx, true, []kadm.DescribeClientQuotaComponent{
+		{Type: "user", MatchName: &user}, {Type: "client-id", MatchName: &client}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d) != 1 || len(d[0].Values) != 2 || d[0].Values[0] != (kadm.ClientQuotaValue{Key: "consumer_byte_rate", Value: 1 << 20}) ||
+		d[0].Values[1] != (kadm.ClientQuotaValue{Key: "request_percentage", Value: 7.5}) {
+		t.Fatalf("after a restart: %+v", d)
+	}
 }

@@ -193,3 +193,62 @@ func alterDefaultClientQuotas(t *testing.T, addr, configs string) {
 		t.Fatalf("kafka-configs --describe never showed %s", configs)
 	}
 }
+
+// TestConfigCommandAltersQuotas: kafka-configs (Java 4.x) --alter sets and
+// deletes quotas of named users, client ids, user and client-id pairs and
+// IPs (AlterClientQuotas), and --describe prints each entity's as Kafka
+// 4.4 prints them; a fractional byte rate is refused with Kafka's message.
+// With KIGGY_INTEROP_TARGET=kafka the same commands run against a Kafka
+// 4.4 broker of its own.
+func TestConfigCommandAltersQuotas(t *testing.T) {
+	testtools.JavaClasspath(t)
+	var addr string
+	if os.Getenv(TargetEnv) == "kafka" {
+		addr = kafkatest.StartConfig(t, kafkatest.Config{}).Addr
+	} else {
+		addr = kiggytest.Start(t, kiggytest.Options{}).Addr
+	}
+	configs := func(args ...string) result {
+		return runJava(t, 2*time.Minute, nil, "", configCommand, append([]string{"--bootstrap-server", addr}, args...)...)
+	}
+	alice := []string{"--entity-type", "users", "--entity-name", "alice"}
+	app := []string{"--entity-type", "clients", "--entity-name", "app-1"}
+	ip := []string{"--entity-type", "ips", "--entity-name", "10.0.0.1"}
+	for _, args := range [][]string{
+		append(alice, "--add-config", "producer_byte_rate=1024,request_percentage=50"),
+		append(app, "--add-config", "consumer_byte_rate=2048"),
+		append(append(alice, app...), "--add-config", "controller_mutation_rate=5"),
+		append(ip, "--add-config", "connection_creation_rate=7"),
+		append(alice, "--delete-config", "request_percentage"),
+	} {
+		if r := configs(append([]string{"--alter"}, args...)...); r.code != 0 {
+			t.Fatalf("kafka-configs --alter %v:\n%s", args, r)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{alice, "Quota configs for user-principal 'alice' are producer_byte_rate=1024.0\n"},
+		{app, "Quota configs for client-id 'app-1' are consumer_byte_rate=2048.0\n"},
+		{append(alice, app...), "Quota configs for user-principal 'alice', client-id 'app-1' are controller_mutation_rate=5.0\n"},
+		{ip, "Quota configs for ip '10.0.0.1' are connection_creation_rate=7.0\n"},
+		{[]string{"--entity-type", "clients"}, "Quota configs for client-id 'app-1' are consumer_byte_rate=2048.0\n"},
+	} {
+		var r result
+		// Kafka applies quota changes through its metadata log: give it a moment.
+		testtools.EventuallyEvery(20*time.Second, 500*time.Millisecond, func() bool {
+			r = configs(append([]string{"--describe"}, c.args...)...)
+			return r.code == 0 && r.stdout == c.want
+		})
+		if r.code != 0 || r.stdout != c.want {
+			t.Errorf("kafka-configs --describe %v: want %q:\n%s", c.args, c.want, r)
+		}
+		t.Logf("kafka-configs --describe %v: %s", c.args, strings.TrimSpace(r.stdout))
+	}
+	r := configs(append([]string{"--alter"}, append(app, "--add-config", "producer_byte_rate=1.5")...)...)
+	t.Logf("fractional: %s", r)
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "producer_byte_rate cannot be a fractional value.") {
+		t.Errorf("kafka-configs --alter producer_byte_rate=1.5: want a failure with Kafka's message:\n%s", r)
+	}
+}
