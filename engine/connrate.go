@@ -23,10 +23,10 @@ import (
 // acceptor wait for the server-wide rate (Kafka waits, then takes the
 // connection back from the server-wide rate).
 type connRates struct {
-	server *quota.Meter   // nil: no server-wide cap
-	ips    *quota.Tracker // nil: no per-IP cap
-	rateOf func(netip.Addr) float64
-	span   int64          // RateSamples × RateWindow, ns: how long an idle IP's meter is kept
+	server *quota.Meter             // nil: no server-wide cap
+	ips    *quota.Tracker           // nil: no per-IP cap
+	rateOf func(netip.Addr) float64 // each address's rate (Config.ConnectionCreationRateOf); nil with ips
+	span   int64                    // RateSamples × RateWindow, ns: how long an idle IP's meter is kept
 
 	nextExpire atomic.Int64 // Unix ns of the next ips.Expire
 	// held counts refused connections held for their throttle; past
