@@ -35,12 +35,10 @@ func (g *Gateway) describeClientQuotas(c *call) bool {
 	} else if f, code, msg := quotaFilterOf(&req); code != wire.NoError {
 		resp.ErrorCode, resp.ErrorMessage = code, wire.NullStringOf(msg)
 	} else {
-		tab := g.quotaBook.Table()
-		entities, values := tab.Entries()
 		resp.Entries = []wire.QuotaEntry{}
-		for _, e := range entities {
-			if f.matches(e) {
-				resp.Entries = append(resp.Entries, quotaEntryOf(e, values[e]))
+		for _, ev := range g.quotaBook.Entries() {
+			if f.matches(ev.Entity) {
+				resp.Entries = append(resp.Entries, quotaEntryOf(ev.Entity, ev.Values))
 			}
 		}
 	}

@@ -7,6 +7,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/quota"
 	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
@@ -47,7 +49,8 @@ func (g *Gateway) alterClientQuotas(c *call) bool {
 		entities[i] = quotaEntityOf(req.Entries[i].Entity)
 		count[entityMapKey(req.Entries[i].Entity)]++
 	}
-	changed := false
+	g.adminRefused.quotaMu.Lock() // adminlimits.go
+	defer g.adminRefused.quotaMu.Unlock()
 	for i := range req.Entries {
 		e := &req.Entries[i]
 		r := &resp.Entries[i]
@@ -57,23 +60,25 @@ func (g *Gateway) alterClientQuotas(c *call) bool {
 			r.ErrorMessage = wire.NullStringOf("Cluster authorization failed.")
 			continue
 		}
-		code, msg := checkQuotaAlteration(g.ctx, e, entities[i], count[entityMapKey(e.Entity)] > 1)
+		ent := entities[i]
+		code, msg := checkQuotaAlteration(g.ctx, e, ent, count[entityMapKey(e.Entity)] > 1)
+		if code == wire.NoError {
+			code, msg = g.quotaEntityRoom(e, ent)
+		}
 		if code == wire.NoError && !req.ValidateOnly {
 			for _, op := range e.Ops {
-				if err := g.storeQuota(g.ctx, entities[i], op.Key, op.Value, op.Remove); err != nil {
+				if err := g.storeQuota(g.ctx, ent, op.Key, op.Value, op.Remove); err != nil {
 					code, msg = wire.UnknownServerError, err.Error()
+					if errors.Is(err, store.ErrTooLarge) {
+						code, msg = wire.PolicyViolation, "the entity's names are too long to store: "+err.Error()
+					}
 					break
 				}
-				changed = true
+				g.quotaBook.Apply(ent, op.Key, op.Value, op.Remove)
 			}
 		}
 		if code != wire.NoError {
 			r.ErrorCode, r.ErrorMessage = code, wire.NullStringOf(msg)
-		}
-	}
-	if changed {
-		if err := g.reloadQuotas(g.ctx); err != nil {
-			g.cfg.Logger.Warn("client quotas: reading the system store after an alteration failed", "err", err)
 		}
 	}
 	resp.CountErrors(g.errorCounter(c))

@@ -92,5 +92,5 @@ func (g *Gateway) storeQuota(ctx context.Context, e quota.Entity, key string, va
 // ConnectionCreationRate is ip's connection_creation_rate quota, 0 for
 // none: the engine asks it for each connection (engine.Config).
 func (g *Gateway) ConnectionCreationRate(ip netip.Addr) float64 {
-	return g.quotaBook.Table().IPLimit(ip)
+	return g.quotaBook.IPLimit(ip)
 }

@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -326,5 +328,45 @@ func TestClientQuotasSurviveRestartOnIggy(t *testing.T) {
 	if len(d) != 1 || len(d[0].Values) != 2 || d[0].Values[0] != (kadm.ClientQuotaValue{Key: "consumer_byte_rate", Value: 1 << 20}) ||
 		d[0].Values[1] != (kadm.ClientQuotaValue{Key: "request_percentage", Value: 7.5}) {
 		t.Fatalf("after a restart: %+v", d)
+	}
+}
+
+// TestClientQuotaEntityCap: past --max-client-quota-entities a new entity
+// is refused with POLICY_VIOLATION and counted; a stored entity may still
+// change, and a removal makes room.
+func TestClientQuotaEntityCap(t *testing.T) {
+	t.Parallel()
+	gw := kiggytest.Start(t, kiggytest.Options{Bridge: bridge.Config{MaxClientQuotaEntities: 2}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := newAdmin(t, gw.Addr)
+	alter := func(client string, value float64, remove bool) error {
+		t.Helper()
+		res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &client}},
+			Ops: []kadm.AlterClientQuotaOp{{Key: "request_percentage", Value: value, Remove: remove}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0].Err
+	}
+	for _, c := range []string{"a", "b"} {
+		if err := alter(c, 10, false); err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+	}
+	if err := alter("c", 10, false); !errors.Is(err, kerr.PolicyViolation) {
+		t.Fatalf("a third entity past a cap of 2: %v, want POLICY_VIOLATION", err)
+	}
+	if err := alter("a", 20, false); err != nil {
+		t.Fatalf("changing a stored entity at the cap: %v", err)
+	}
+	if err := alter("b", 0, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := alter("c", 10, false); err != nil {
+		t.Fatalf("after a removal: %v", err)
+	}
+	if got := metricValue(t, gw.Metrics(), `kiggy_admin_refused_total{reason="max_client_quota_entities"}`); got != 1 {
+		t.Fatalf("kiggy_admin_refused_total{reason=\"max_client_quota_entities\"} = %v, want 1", got)
 	}
 }

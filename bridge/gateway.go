@@ -151,6 +151,10 @@ type Config struct {
 	// AlterUserScramCredentials may store; a new one past it gets
 	// POLICY_VIOLATION. 0 = 100,000; negative = no cap.
 	MaxScramCredentials int
+	// MaxClientQuotaEntities caps the entities AlterClientQuotas may store
+	// quotas of; a new one past it gets POLICY_VIOLATION (adminlimits.go);
+	// 0 = DefaultMaxClientQuotaEntities, negative = no cap.
+	MaxClientQuotaEntities int
 	// RefuseUnissuedProducerIDs refuses, with UNKNOWN_PRODUCER_ID, an
 	// idempotent batch that would create a producer state for an id
 	// InitProducerId never handed out (producer.IDs.Issued;
@@ -263,6 +267,9 @@ func (c *Config) normalize() {
 	}
 	if c.MaxScramCredentials == 0 {
 		c.MaxScramCredentials = DefaultMaxScramCredentials
+	}
+	if c.MaxClientQuotaEntities == 0 {
+		c.MaxClientQuotaEntities = DefaultMaxClientQuotaEntities
 	}
 	if c.MaxTransactionalIDs == 0 {
 		c.MaxTransactionalIDs = DefaultMaxTransactionalIDs
@@ -728,7 +735,10 @@ func (g *Gateway) janitor() {
 			if sweep++; sweep%5 != 0 {
 				continue
 			}
-			if err := g.reloadQuotas(g.ctx); err != nil && g.ctx.Err() == nil {
+			g.adminRefused.quotaMu.Lock()
+			err := g.reloadQuotas(g.ctx)
+			g.adminRefused.quotaMu.Unlock()
+			if err != nil && g.ctx.Err() == nil {
 				g.cfg.Logger.Warn("client quotas: reading the system store failed", "err", err)
 			}
 			g.quotas.Expire(now)

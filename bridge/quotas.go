@@ -26,24 +26,26 @@ import (
 // a time).
 type clientMeter struct {
 	meter          *quota.Meter
-	table          *quota.Table // the quotas meter was resolved in
-	user, clientID string       // the client meter belongs to
+	version        uint64 // the quota book's version meter was resolved in
+	resolved       bool
+	user, clientID string // the client meter belongs to
 }
 
 // of returns the meter of c's client for the quota key in t, nil when no
 // quota applies to the client.
 func (m *clientMeter) of(g *Gateway, t *quota.Tracker, key string, c *call) *quota.Meter {
-	tab := g.quotaBook.Table()
-	if !tab.Has(key) {
-		m.meter = nil
+	book := g.quotaBook
+	if !book.Has(key) {
+		m.meter, m.resolved = nil, false
 		return nil
 	}
+	v := book.Version()
 	user, id := c.cs.principal().Name, c.hdr.ClientID.S
-	if m.table == tab && m.clientID == id && m.user == user && (m.meter == nil || !m.meter.Expired()) {
+	if m.resolved && m.version == v && m.clientID == id && m.user == user && (m.meter == nil || !m.meter.Expired()) {
 		return m.meter
 	}
-	m.table, m.user, m.clientID, m.meter = tab, user, strings.Clone(id), nil
-	if limit, k := tab.Limit(key, user, id); limit > 0 {
+	m.resolved, m.version, m.user, m.clientID, m.meter = true, v, user, strings.Clone(id), nil
+	if limit, k := book.Limit(key, user, id); limit > 0 {
 		m.meter = t.MeterOf(k, limit, c.start)
 	}
 	return m.meter
@@ -187,7 +189,7 @@ type mutationQuota struct {
 // THROTTLING_QUOTA_EXCEEDED.
 func (g *Gateway) mutationQuotaFor(c *call, strictSince int16) mutationQuota {
 	q := mutationQuota{b: g.mutations, strict: c.hdr.APIVersion >= strictSince}
-	q.rate, q.key = g.quotaBook.Table().Limit(quota.KeyControllerMutationRate, c.cs.principal().Name, c.hdr.ClientID.S)
+	q.rate, q.key = g.quotaBook.Limit(quota.KeyControllerMutationRate, c.cs.principal().Name, c.hdr.ClientID.S)
 	return q
 }
 

@@ -49,6 +49,8 @@ type Part struct {
 	Name string
 }
 
+func (p Part) clone() Part { return Part{p.Kind, strings.Clone(p.Name)} }
+
 // Entity is a quota entity, as Kafka's ClientQuotaEntity: a user, a client
 // id, both, or an IP, each named or the default.
 type Entity struct {
@@ -80,7 +82,7 @@ type Values map[string]float64
 // which set the client's quota tells apart, Kafka's quota metric tags. A
 // quota set on a user alone (Kafka's /config/users/<user> or
 // /config/users/<default>) meters all of the user's client ids together:
-// the key has AllClients, and ClientID "".
+// the key has AllClientIDs, and ClientID "".
 type Key struct {
 	User, ClientID         string
 	AllUsers, AllClientIDs bool
@@ -89,20 +91,47 @@ type Key struct {
 // ClientKey is the key of a client metered on its own.
 func ClientKey(user, clientID string) Key { return Key{User: user, ClientID: clientID} }
 
-// Table is one immutable state of the client quotas: the entities and their
-// values, as the flags set them (the defaults) under what AlterClientQuotas
-// stored. Book holds the current one.
-type Table struct {
-	entries map[Entity]Values
-	has     map[string]bool // keys set on some entity
+// keyBits gives each quota key a bit of Book.has.
+var keyBits = map[string]uint32{
+	KeyProducerByteRate: 1, KeyConsumerByteRate: 2, KeyRequestPercentage: 4,
+	KeyControllerMutationRate: 8, KeyConnectionCreationRate: 16,
+}
+
+// Book holds the client quotas: the defaults the flags set, under the
+// values stored by AlterClientQuotas. It is safe for concurrent use. The
+// hot path asks Has and Version (atomic loads) and looks a client up
+// (Limit) only when the quotas changed since it last did: each change
+// moves Version on.
+type Book struct {
+	defaults map[Entity]Values
+
+	mu      sync.RWMutex
+	stored  map[Entity]Values
+	entries map[Entity]Values // defaults under stored
+	keys    map[string]int    // entities setting each key
 	// ips is the connection creation rate of each IP entity named by an
 	// address (a host name applies to no connection).
 	ips map[netip.Addr]float64
+
+	has     atomic.Uint32 // keyBits of the keys some entity sets
+	version atomic.Uint64
 }
+
+// NewBook returns a Book of defaults (the flags' quotas; nil for none) and
+// nothing stored.
+func NewBook(defaults map[Entity]Values) *Book {
+	b := &Book{defaults: defaults}
+	b.rebuild(map[Entity]Values{})
+	return b
+}
+
+// Version moves on with every change of the quotas: a holder of a client's
+// limit (a connection's cached meter) looks it up again when it differs.
+func (b *Book) Version() uint64 { return b.version.Load() }
 
 // Has reports whether some entity sets key: a gateway asks before it looks
 // a client up, so that with no quota of a kind the kind costs nothing.
-func (t *Table) Has(key string) bool { return t != nil && t.has[key] }
+func (b *Book) Has(key string) bool { return b.has.Load()&keyBits[key] != 0 }
 
 // Limit returns the quota key gives the client (user, clientID), 0 for
 // none, and the key of its meter. The entity is the first that sets key,
@@ -116,19 +145,21 @@ func (t *Table) Has(key string) bool { return t != nil && t.has[key] }
 //  6. /config/users/<default>
 //  7. /config/clients/<client-id>
 //  8. /config/clients/<default>
-func (t *Table) Limit(key, user, clientID string) (float64, Key) {
-	if !t.Has(key) {
+func (b *Book) Limit(key, user, clientID string) (float64, Key) {
+	if !b.Has(key) {
 		return 0, Key{}
 	}
 	u, uDef := Part{Named, user}, Part{Kind: Default}
 	c, cDef := Part{Named, clientID}, Part{Kind: Default}
 	none := Part{}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	for _, e := range [...]Entity{
 		{User: u, ClientID: c}, {User: u, ClientID: cDef}, {User: u, ClientID: none},
 		{User: uDef, ClientID: c}, {User: uDef, ClientID: cDef}, {User: uDef, ClientID: none},
 		{User: none, ClientID: c}, {User: none, ClientID: cDef},
 	} {
-		v, ok := t.entries[e][key]
+		v, ok := b.entries[e][key]
 		if !ok {
 			continue
 		}
@@ -146,78 +177,150 @@ func (t *Table) Limit(key, user, clientID string) (float64, Key) {
 
 // IPLimit returns the connection creation rate of ip: its own entity's,
 // else the default IP entity's; 0 for none.
-func (t *Table) IPLimit(ip netip.Addr) float64 {
-	if !t.Has(KeyConnectionCreationRate) {
+func (b *Book) IPLimit(ip netip.Addr) float64 {
+	if !b.Has(KeyConnectionCreationRate) {
 		return 0
 	}
-	if v, ok := t.ips[ip.Unmap()]; ok {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if v, ok := b.ips[ip.Unmap()]; ok {
 		return v
 	}
-	return t.entries[Entity{IP: Part{Kind: Default}}][KeyConnectionCreationRate]
+	return b.entries[Entity{IP: Part{Kind: Default}}][KeyConnectionCreationRate]
 }
 
-// Entries returns every entity with its values, sorted by entity (the
-// maps are the table's: read only).
-func (t *Table) Entries() ([]Entity, map[Entity]Values) {
-	es := slices.Collect(maps.Keys(t.entries))
-	slices.SortFunc(es, func(a, b Entity) int { return strings.Compare(a.storeKey(), b.storeKey()) })
-	return es, t.entries
+// EntityValues is one entity and its quotas.
+type EntityValues struct {
+	Entity Entity
+	Values Values
 }
 
-// Values returns e's quotas (nil for none; read only).
-func (t *Table) Values(e Entity) Values { return t.entries[e] }
-
-// Book holds the client quotas: the defaults the flags set, under the
-// values stored by AlterClientQuotas (Set replaces them). It is safe for
-// concurrent use; Table is one atomic load.
-type Book struct {
-	defaults map[Entity]Values
-	mu       sync.Mutex // serializes Set
-	cur      atomic.Pointer[Table]
+// Entries returns every entity with its values (copies), sorted by entity.
+func (b *Book) Entries() []EntityValues {
+	b.mu.RLock()
+	out := make([]EntityValues, 0, len(b.entries))
+	for e, vs := range b.entries {
+		out = append(out, EntityValues{e, maps.Clone(vs)})
+	}
+	b.mu.RUnlock()
+	slices.SortFunc(out, func(x, y EntityValues) int { return strings.Compare(x.Entity.storeKey(), y.Entity.storeKey()) })
+	return out
 }
 
-// NewBook returns a Book of defaults (the flags' quotas; nil for none) and
-// nothing stored.
-func NewBook(defaults map[Entity]Values) *Book {
-	b := &Book{defaults: defaults}
-	b.Set(nil)
-	return b
+// StoredEntities is the number of entities with stored values.
+func (b *Book) StoredEntities() int {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return len(b.stored)
 }
 
-// Table returns the current quotas.
-func (b *Book) Table() *Table { return b.cur.Load() }
+// IsStored reports whether e has stored values.
+func (b *Book) IsStored(e Entity) bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.stored[e] != nil
+}
 
-// Set replaces the stored quotas with stored (each stored value overrides
-// the default of its entity and key) and reports whether the table
-// changed: a holder of the old table (a connection's cached meter) sees a
-// new pointer and looks its client up again.
+// Apply stores value as e's key (removes it when remove), as
+// AlterClientQuotas just stored it: O(1), not a rebuild. e's names and key
+// may alias a request frame: they are copied when kept.
+func (b *Book) Apply(e Entity, key string, value float64, remove bool) {
+	e = Entity{User: e.User.clone(), ClientID: e.ClientID.clone(), IP: e.IP.clone()}
+	key = strings.Clone(key)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if remove {
+		if _, ok := b.stored[e][key]; !ok {
+			return
+		}
+		delete(b.stored[e], key)
+		if len(b.stored[e]) == 0 {
+			delete(b.stored, e)
+		}
+	} else {
+		if v, ok := b.stored[e][key]; ok && v == value {
+			return
+		}
+		if b.stored[e] == nil {
+			b.stored[e] = Values{}
+		}
+		b.stored[e][key] = value
+	}
+	b.refresh(e, key)
+	b.version.Add(1)
+}
+
+// refresh sets e's merged value of key from the defaults and stored; under
+// mu.
+func (b *Book) refresh(e Entity, key string) {
+	v, ok := b.stored[e][key]
+	if !ok {
+		v, ok = b.defaults[e][key]
+	}
+	_, had := b.entries[e][key]
+	switch {
+	case ok:
+		if b.entries[e] == nil {
+			b.entries[e] = Values{}
+		}
+		b.entries[e][key] = v
+		if !had {
+			b.keys[key]++
+		}
+	case had:
+		delete(b.entries[e], key)
+		if len(b.entries[e]) == 0 {
+			delete(b.entries, e)
+		}
+		b.keys[key]--
+	}
+	if a, err := netip.ParseAddr(e.IP.Name); e.IP.Kind == Named && key == KeyConnectionCreationRate && err == nil {
+		if ok {
+			b.ips[a.Unmap()] = v
+		} else {
+			delete(b.ips, a.Unmap())
+		}
+	}
+	var has uint32
+	for k, n := range b.keys {
+		if n > 0 {
+			has |= keyBits[k]
+		}
+	}
+	b.has.Store(has)
+}
+
+// Set replaces the stored quotas with stored (as read again from the
+// system store; each stored value overrides the default of its entity and
+// key) and reports whether they changed.
 func (b *Book) Set(stored map[Entity]Values) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	t := &Table{entries: map[Entity]Values{}, has: map[string]bool{}, ips: map[netip.Addr]float64{}}
-	for _, src := range []map[Entity]Values{b.defaults, stored} {
-		for e, vs := range src {
-			for k, v := range vs {
-				if t.entries[e] == nil {
-					t.entries[e] = Values{}
-				}
-				t.entries[e][k] = v
-				t.has[k] = true
-				if a, err := netip.ParseAddr(e.IP.Name); e.IP.Kind == Named && k == KeyConnectionCreationRate && err == nil {
-					t.ips[a.Unmap()] = v
-				}
-			}
-		}
-	}
-	if old := b.cur.Load(); old != nil && tablesEqual(old, t) {
+	if b.stored != nil && maps.EqualFunc(b.stored, stored, func(x, y Values) bool { return maps.Equal(x, y) }) {
 		return false
 	}
-	b.cur.Store(t)
+	b.rebuild(stored)
+	b.version.Add(1)
 	return true
 }
 
-func tablesEqual(a, b *Table) bool {
-	return maps.EqualFunc(a.entries, b.entries, func(x, y Values) bool { return maps.Equal(x, y) })
+// rebuild makes the book's maps anew for stored; under mu (or before the
+// book is shared).
+func (b *Book) rebuild(stored map[Entity]Values) {
+	b.stored = map[Entity]Values{}
+	for e, vs := range stored {
+		if len(vs) > 0 {
+			b.stored[e] = maps.Clone(vs)
+		}
+	}
+	b.entries, b.keys, b.ips = map[Entity]Values{}, map[string]int{}, map[netip.Addr]float64{}
+	for _, src := range []map[Entity]Values{b.defaults, b.stored} {
+		for e, vs := range src {
+			for k := range vs {
+				b.refresh(e, k)
+			}
+		}
+	}
 }
 
 // StoreKey encodes e and a quota key as one key of a key-value store:

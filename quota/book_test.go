@@ -40,7 +40,7 @@ func TestLimitPrecedence(t *testing.T) {
 		}
 		b := NewBook(nil)
 		b.Set(stored)
-		got, k := b.Table().Limit(KeyRequestPercentage, "u", "c")
+		got, k := b.Limit(KeyRequestPercentage, "u", "c")
 		if got != float64(first+1) || k != keys[first] {
 			t.Errorf("levels %d..8: limit %v key %+v, want %v %+v", first+1, got, k, first+1, keys[first])
 		}
@@ -53,11 +53,11 @@ func TestLimitPrecedence(t *testing.T) {
 				break
 			}
 		}
-		if got, _ := b.Table().Limit(KeyRequestPercentage, "v", "d"); got != want {
+		if got, _ := b.Limit(KeyRequestPercentage, "v", "d"); got != want {
 			t.Errorf("levels %d..8: another client's limit %v, want %v", first+1, got, want)
 		}
 	}
-	if got, _ := NewBook(nil).Table().Limit(KeyRequestPercentage, "u", "c"); got != 0 {
+	if got, _ := NewBook(nil).Limit(KeyRequestPercentage, "u", "c"); got != 0 {
 		t.Errorf("no quotas: limit %v", got)
 	}
 }
@@ -68,24 +68,24 @@ func TestLimitPrecedence(t *testing.T) {
 func TestBookDefaults(t *testing.T) {
 	dflt := Entity{User: def, ClientID: def}
 	b := NewBook(map[Entity]Values{dflt: {KeyProducerByteRate: 100, KeyConsumerByteRate: 200}})
-	t0 := b.Table()
-	if b.Set(nil) || b.Table() != t0 {
+	v0 := b.Version()
+	if b.Set(nil) || b.Version() != v0 {
 		t.Fatal("setting nothing changed the table")
 	}
 	if !b.Set(map[Entity]Values{dflt: {KeyProducerByteRate: 5}}) {
 		t.Fatal("an override did not change the table")
 	}
-	if p, _ := b.Table().Limit(KeyProducerByteRate, "u", "c"); p != 5 {
+	if p, _ := b.Limit(KeyProducerByteRate, "u", "c"); p != 5 {
 		t.Fatalf("producer_byte_rate %v, want the stored 5", p)
 	}
-	if c, _ := b.Table().Limit(KeyConsumerByteRate, "u", "c"); c != 200 {
+	if c, _ := b.Limit(KeyConsumerByteRate, "u", "c"); c != 200 {
 		t.Fatalf("consumer_byte_rate %v, want the default 200", c)
 	}
 	b.Set(nil)
-	if p, _ := b.Table().Limit(KeyProducerByteRate, "u", "c"); p != 100 {
+	if p, _ := b.Limit(KeyProducerByteRate, "u", "c"); p != 100 {
 		t.Fatalf("producer_byte_rate %v after removal, want the default 100", p)
 	}
-	if b.Table().Has(KeyRequestPercentage) {
+	if b.Has(KeyRequestPercentage) {
 		t.Fatal("Has(request_percentage) with none set")
 	}
 }
@@ -99,11 +99,11 @@ func TestIPLimit(t *testing.T) {
 		ip   string
 		want float64
 	}{{"10.0.0.1", 7}, {"::ffff:10.0.0.1", 7}, {"10.0.0.2", 40}, {"0:0::1", 3}} {
-		if got := b.Table().IPLimit(netip.MustParseAddr(c.ip)); got != c.want {
+		if got := b.IPLimit(netip.MustParseAddr(c.ip)); got != c.want {
 			t.Errorf("IPLimit(%s) = %v, want %v", c.ip, got, c.want)
 		}
 	}
-	if got := NewBook(nil).Table().IPLimit(netip.MustParseAddr("10.0.0.1")); got != 0 {
+	if got := NewBook(nil).IPLimit(netip.MustParseAddr("10.0.0.1")); got != 0 {
 		t.Errorf("no IP quota: %v", got)
 	}
 }
@@ -176,4 +176,44 @@ func FuzzParseStoreKey(f *testing.F) {
 			t.Fatalf("%q: parsed %v %q, re-encoded and parsed %v %q %v", s, e, k, e2, k2, err)
 		}
 	})
+}
+
+// TestBookApply: an alteration applies at once and alone, moves Version
+// on only when it changes something, and a removal brings the default
+// back.
+func TestBookApply(t *testing.T) {
+	dflt := Entity{User: def, ClientID: def}
+	b := NewBook(map[Entity]Values{dflt: {KeyRequestPercentage: 10}})
+	alice := Entity{User: named("alice")}
+	v0 := b.Version()
+	b.Apply(alice, KeyRequestPercentage, 20, false)
+	if b.Version() == v0 || b.StoredEntities() != 1 || !b.IsStored(alice) {
+		t.Fatalf("after Apply: version %d→%d, %d stored", v0, b.Version(), b.StoredEntities())
+	}
+	if got, k := b.Limit(KeyRequestPercentage, "alice", "x"); got != 20 || k != (Key{User: "alice", AllClientIDs: true}) {
+		t.Fatalf("alice: %v %+v", got, k)
+	}
+	v1 := b.Version()
+	b.Apply(alice, KeyRequestPercentage, 20, false)
+	b.Apply(alice, KeyProducerByteRate, 0, true) // not stored
+	if b.Version() != v1 {
+		t.Fatal("a no-op moved the version on")
+	}
+	b.Apply(dflt, KeyRequestPercentage, 30, false)
+	if got, _ := b.Limit(KeyRequestPercentage, "bob", "x"); got != 30 {
+		t.Fatalf("bob under the stored default: %v", got)
+	}
+	b.Apply(dflt, KeyRequestPercentage, 0, true)
+	b.Apply(alice, KeyRequestPercentage, 0, true)
+	if got, _ := b.Limit(KeyRequestPercentage, "alice", "x"); got != 10 || b.StoredEntities() != 0 {
+		t.Fatalf("after the removals: alice %v, %d stored; want the flag's 10 and none", got, b.StoredEntities())
+	}
+	b.Apply(Entity{IP: named("10.0.0.9")}, KeyConnectionCreationRate, 4, false)
+	if !b.Has(KeyConnectionCreationRate) || b.IPLimit(netip.MustParseAddr("10.0.0.9")) != 4 {
+		t.Fatal("an IP's rate applied did not apply")
+	}
+	b.Apply(Entity{IP: named("10.0.0.9")}, KeyConnectionCreationRate, 0, true)
+	if b.Has(KeyConnectionCreationRate) || b.IPLimit(netip.MustParseAddr("10.0.0.9")) != 0 {
+		t.Fatal("an IP's rate removed still applies")
+	}
 }

@@ -41,6 +41,7 @@ type options struct {
 	consumerAssignor                               string
 	maxTransactionalIDs                            int64
 	maxACLs, maxScramCredentials                   int64
+	maxClientQuotaEntities                         int64
 	producerStateScan                              int64
 	refuseUnissuedProducerIDs                      bool
 	maxProducerStates, maxProducerStatesPrincipal  int64
@@ -117,6 +118,7 @@ func registerOptions(s *settings, o *options) {
 	s.Int("Limits", "max-producer-states-per-principal", &o.maxProducerStatesPrincipal, bridge.DefaultMaxProducerStatesPerPrincipal, 0, 1<<40, "idempotent producer states one principal's batches created; as above; 0 = no cap")
 	s.Int("Limits", "max-acls", &o.maxACLs, bridge.DefaultMaxACLs, 0, 1<<30, "ACLs CreateAcls may store; a new one past it gets POLICY_VIOLATION; 0 = no cap")
 	s.Int("Limits", "max-scram-credentials", &o.maxScramCredentials, bridge.DefaultMaxScramCredentials, 0, 1<<30, "SCRAM credentials (user × mechanism) AlterUserScramCredentials may store; a new one past it gets POLICY_VIOLATION; 0 = no cap")
+	s.Int("Limits", "max-client-quota-entities", &o.maxClientQuotaEntities, bridge.DefaultMaxClientQuotaEntities, 0, 1<<30, "entities (users, client ids, their pairs, IPs) AlterClientQuotas may store quotas of; a new one past it gets POLICY_VIOLATION; 0 = no cap")
 	s.Int("Limits", "group-max-size", &o.groupMaxSize, group.DefaultMaxGroupSize, 0, math.MaxInt32, "members (with member ids handed out by MEMBER_ID_REQUIRED and not yet used) one consumer group may hold; a join past it gets GROUP_MAX_SIZE_REACHED (Kafka group.max.size); 0 = no cap")
 	s.Int("Limits", "max-group-members", &o.maxGroupMembers, group.DefaultMaxMembers, 0, math.MaxInt32, "members (as above) of all consumer groups together; a new member past it gets COORDINATOR_NOT_AVAILABLE, which clients retry; 0 = no cap")
 	s.Int("Limits", "max-groups", &o.maxGroups, group.DefaultMaxGroups, 0, math.MaxInt32, "consumer groups held (joined, or holding offsets of simple commits); a new group past it evicts an empty group holding no offsets, or gets COORDINATOR_NOT_AVAILABLE; 0 = no cap")
@@ -331,6 +333,7 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 		FetchSessionMaxPartitions:     int(o.fetchSessionMaxPartitions),
 		FetchSessionMinEviction:       o.fetchSessionEviction,
 		MaxScramCredentials:           int(uncapped(o.maxScramCredentials)),
+		MaxClientQuotaEntities:        int(uncapped(o.maxClientQuotaEntities)),
 		ProducerStateScan:             int(o.producerStateScan),
 		RefuseUnissuedProducerIDs:     o.refuseUnissuedProducerIDs,
 		MaxProducerStates:             uncapped(o.maxProducerStates),
