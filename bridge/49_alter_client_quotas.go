@@ -49,33 +49,29 @@ func (g *Gateway) alterClientQuotas(c *call) bool {
 		entities[i] = quotaEntityOf(req.Entries[i].Entity)
 		count[entityMapKey(req.Entries[i].Entity)]++
 	}
+	// Checked first (a host name's lookup may take a second), stored
+	// under the lock that makes the cap's check and the store one step.
+	for i := range req.Entries {
+		e, r := &req.Entries[i], &resp.Entries[i]
+		r.Entity = e.Entity
+		if denied != wire.NoError {
+			r.ErrorCode, r.ErrorMessage = denied, wire.NullStringOf("Cluster authorization failed.")
+			continue
+		}
+		if code, msg := checkQuotaAlteration(g.ctx, e, entities[i], count[entityMapKey(e.Entity)] > 1); code != wire.NoError {
+			r.ErrorCode, r.ErrorMessage = code, wire.NullStringOf(msg)
+		}
+	}
 	g.adminRefused.quotaMu.Lock() // adminlimits.go
 	defer g.adminRefused.quotaMu.Unlock()
 	for i := range req.Entries {
-		e := &req.Entries[i]
-		r := &resp.Entries[i]
-		r.Entity = e.Entity
-		if denied != wire.NoError {
-			r.ErrorCode = denied
-			r.ErrorMessage = wire.NullStringOf("Cluster authorization failed.")
+		e, r := &req.Entries[i], &resp.Entries[i]
+		if r.ErrorCode != wire.NoError {
 			continue
 		}
-		ent := entities[i]
-		code, msg := checkQuotaAlteration(g.ctx, e, ent, count[entityMapKey(e.Entity)] > 1)
-		if code == wire.NoError {
-			code, msg = g.quotaEntityRoom(e, ent)
-		}
+		code, msg := g.quotaEntityRoom(e, entities[i])
 		if code == wire.NoError && !req.ValidateOnly {
-			for _, op := range e.Ops {
-				if err := g.storeQuota(g.ctx, ent, op.Key, op.Value, op.Remove); err != nil {
-					code, msg = wire.UnknownServerError, err.Error()
-					if errors.Is(err, store.ErrTooLarge) {
-						code, msg = wire.PolicyViolation, "the entity's names are too long to store: "+err.Error()
-					}
-					break
-				}
-				g.quotaBook.Apply(ent, op.Key, op.Value, op.Remove)
-			}
+			code, msg = g.storeQuotas(e, entities[i])
 		}
 		if code != wire.NoError {
 			r.ErrorCode, r.ErrorMessage = code, wire.NullStringOf(msg)
@@ -84,6 +80,21 @@ func (g *Gateway) alterClientQuotas(c *call) bool {
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, resp)
 	return false
+}
+
+// storeQuotas stores and applies e's operations on ent; a failed store
+// answers the entity's error (ops before it stay applied).
+func (g *Gateway) storeQuotas(e *wire.QuotaAlteration, ent quota.Entity) (wire.ErrorCode, string) {
+	for _, op := range e.Ops {
+		if err := g.storeQuota(g.ctx, ent, op.Key, op.Value, op.Remove); err != nil {
+			if errors.Is(err, store.ErrTooLarge) {
+				return wire.PolicyViolation, "the entity's names are too long to store: " + err.Error()
+			}
+			return wire.UnknownServerError, err.Error()
+		}
+		g.quotaBook.Apply(ent, op.Key, op.Value, op.Remove)
+	}
+	return wire.NoError, ""
 }
 
 // quotaEntityOf is the entity parts of a request as Kafka's

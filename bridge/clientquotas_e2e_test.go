@@ -317,9 +317,20 @@ func TestClientQuotasSurviveRestartOnIggy(t *testing.T) {
 	if err != nil || res[0].Err != nil {
 		t.Fatalf("alter: %v %+v", err, res)
 	}
+	// Iggy's system store keeps keys of at most 4 KiB: a longer entity is
+	// refused with POLICY_VIOLATION, and nothing of it is kept.
+	long := strings.Repeat("c", 5000)
+	res, err = newAdmin(t, first.Addr).AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &long}},
+		Ops: []kadm.AlterClientQuotaOp{{Key: "request_percentage", Value: 1}}}})
+	if err != nil || !errors.Is(res[0].Err, kerr.PolicyViolation) {
+		t.Fatalf("a 5,000-byte client id: %v %+v, want POLICY_VIOLATION", err, res)
+	}
 	first.Stop()
 
 	second := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	if all, err := newAdmin(t, second.Addr).DescribeClientQuotas(ctx, false, nil); err != nil || len(all) != 1 {
+		t.Fatalf("after a restart, every entity: %v %+v; want the one stored", err, all)
+	}
 	d, err := newAdmin(t, second.Addr).DescribeClientQuotas(ctx, true, []kadm.DescribeClientQuotaComponent{
 		{Type: "user", MatchName: &user}, {Type: "client-id", MatchName: &client}})
 	if err != nil {
