@@ -381,3 +381,34 @@ func TestClientQuotaEntityCap(t *testing.T) {
 		t.Fatalf("kiggy_admin_refused_total{reason=\"max_client_quota_entities\"} = %v, want 1", got)
 	}
 }
+
+// TestClientQuotasACL: with ACLs on, AlterClientQuotas needs ALTER_CONFIGS
+// on the cluster (every entity is CLUSTER_AUTHORIZATION_FAILED without it,
+// and nothing is stored) and DescribeClientQuotas DESCRIBE_CONFIGS, as
+// Kafka's ControllerApis and KafkaApis ask.
+func TestClientQuotasACL(t *testing.T) {
+	gw := aclGateway(t, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin := kadm.NewClient(aclClient(t, gw.Addr, "admin"))
+	alice := kadm.NewClient(aclClient(t, gw.Addr, "alice"))
+	name := "app"
+	entry := []kadm.AlterClientQuotaEntry{{Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &name}},
+		Ops: []kadm.AlterClientQuotaOp{{Key: "request_percentage", Value: 5}}}}
+	if res, err := alice.AlterClientQuotas(ctx, entry); err != nil || len(res) != 1 || !errors.Is(res[0].Err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("alice alters: %v %+v, want CLUSTER_AUTHORIZATION_FAILED", err, res)
+	}
+	if _, err := alice.DescribeClientQuotas(ctx, false, nil); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("alice describes: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	if d, err := admin.DescribeClientQuotas(ctx, false, nil); err != nil || len(d) != 0 {
+		t.Fatalf("after alice's refused alteration: %v %+v, want nothing stored", err, d)
+	}
+	addACLs(ctx, t, admin, kadm.NewACLs().Allow("User:alice").Clusters().Operations(kadm.OpAlterConfigs, kadm.OpDescribeConfigs).ResourcePatternType(kadm.ACLPatternLiteral))
+	if res, err := alice.AlterClientQuotas(ctx, entry); err != nil || res[0].Err != nil {
+		t.Fatalf("alice alters with ALTER_CONFIGS: %v %+v", err, res)
+	}
+	if d, err := alice.DescribeClientQuotas(ctx, false, nil); err != nil || len(d) != 1 {
+		t.Fatalf("alice describes with DESCRIBE_CONFIGS: %v %+v", err, d)
+	}
+}
