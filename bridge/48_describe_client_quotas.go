@@ -105,12 +105,7 @@ func (f *quotaFilter) has(t string) bool {
 
 // matches is ClientQuotasImage.matches.
 func (f *quotaFilter) matches(e quota.Entity) bool {
-	parts := map[string]quota.Part{}
-	for t, p := range map[string]quota.Part{quota.TypeUser: e.User, quota.TypeClientID: e.ClientID, quota.TypeIP: e.IP} {
-		if p.Kind != quota.Absent {
-			parts[t] = p
-		}
-	}
+	parts := maps.Collect(e.Parts())
 	if f.strict && len(parts) != len(f.exact)+len(f.typed) {
 		return false
 	}
@@ -131,16 +126,12 @@ func (f *quotaFilter) matches(e quota.Entity) bool {
 // quotaEntryOf is e and its values as DescribeClientQuotas lists them.
 func quotaEntryOf(e quota.Entity, vs quota.Values) wire.QuotaEntry {
 	var out wire.QuotaEntry
-	for _, p := range []struct {
-		t    string
-		part quota.Part
-	}{{quota.TypeUser, e.User}, {quota.TypeClientID, e.ClientID}, {quota.TypeIP, e.IP}} {
-		switch p.part.Kind {
-		case quota.Default:
-			out.Entity = append(out.Entity, wire.QuotaEntity{Type: p.t})
-		case quota.Named:
-			out.Entity = append(out.Entity, wire.QuotaEntity{Type: p.t, Name: wire.NullStringOf(p.part.Name)})
+	for t, p := range e.Parts() {
+		name := wire.NullString{}
+		if p.Kind == quota.Named {
+			name = wire.NullStringOf(p.Name)
 		}
+		out.Entity = append(out.Entity, wire.QuotaEntity{Type: t, Name: name})
 	}
 	for _, k := range slices.Sorted(maps.Keys(vs)) {
 		out.Values = append(out.Values, wire.QuotaValue{Key: k, Value: vs[k]})

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"net/netip"
 	"slices"
@@ -57,19 +58,30 @@ type Entity struct {
 	User, ClientID, IP Part
 }
 
+// Parts yields e's parts that are not Absent, with their types, in the
+// order user, client-id, ip.
+func (e Entity) Parts() iter.Seq2[string, Part] {
+	return func(yield func(string, Part) bool) {
+		for _, tp := range [...]struct {
+			t string
+			p Part
+		}{{TypeUser, e.User}, {TypeClientID, e.ClientID}, {TypeIP, e.IP}} {
+			if tp.p.Kind != Absent && !yield(tp.t, tp.p) {
+				return
+			}
+		}
+	}
+}
+
 // String renders e as Kafka's ClientQuotaEntity does in its messages.
 func (e Entity) String() string {
 	var parts []string
-	for _, p := range []struct {
-		t string
-		p Part
-	}{{TypeUser, e.User}, {TypeClientID, e.ClientID}, {TypeIP, e.IP}} {
-		switch p.p.Kind {
-		case Default:
-			parts = append(parts, p.t+"=null")
-		case Named:
-			parts = append(parts, p.t+"="+p.p.Name)
+	for t, p := range e.Parts() {
+		name := "null"
+		if p.Kind == Named {
+			name = p.Name
 		}
+		parts = append(parts, t+"="+name)
 	}
 	return "ClientQuotaEntity(entries={" + strings.Join(parts, ", ") + "})"
 }
@@ -331,16 +343,11 @@ func StoreKey(e Entity, key string) string { return e.storeKey() + "|" + key }
 
 func (e Entity) storeKey() string {
 	var parts []string
-	for _, p := range []struct {
-		t string
-		p Part
-	}{{TypeUser, e.User}, {TypeClientID, e.ClientID}, {TypeIP, e.IP}} {
-		switch p.p.Kind {
-		case Default:
-			parts = append(parts, p.t)
-		case Named:
-			parts = append(parts, p.t+"="+escape(p.p.Name))
+	for t, p := range e.Parts() {
+		if p.Kind == Named {
+			t += "=" + escape(p.Name)
 		}
+		parts = append(parts, t)
 	}
 	return strings.Join(parts, "&")
 }

@@ -57,16 +57,7 @@ func TestConfigCommandQuotas(t *testing.T) {
 		{[]string{"--entity-type", "ips", "--entity-default"}, "Quota configs for the default ip are connection_creation_rate=40.0\n"},
 		{[]string{"--entity-type", "users", "--entity-default", "--entity-type", "clients", "--entity-default"}, "Quota configs for the default user-principal, the default client-id are producer_byte_rate=1048576.0, consumer_byte_rate=2097152.0, controller_mutation_rate=10.0, request_percentage=25.0\n"},
 	} {
-		var r result
-		// Kafka applies quota changes through its metadata log: give it a moment.
-		testtools.EventuallyEvery(20*time.Second, 500*time.Millisecond, func() bool {
-			r = configs(append([]string{"--describe"}, c.args...)...)
-			return r.code == 0 && r.stdout == c.want
-		})
-		if r.code != 0 || r.stdout != c.want {
-			t.Errorf("kafka-configs --describe %v: want %q:\n%s", c.args, c.want, r)
-		}
-		t.Logf("kafka-configs --describe %v: %s", c.args, strings.TrimSpace(r.stdout))
+		describeQuotas(t, configs, c.args, c.want)
 	}
 	if r := configs("--describe", "--entity-type", "ips", "--entity-name", "10.0.0.1"); r.code != 0 || strings.Contains(r.stdout, "connection_creation_rate") {
 		t.Errorf("kafka-configs --describe of ip 10.0.0.1: want no quota:\n%s", r)
@@ -235,20 +226,27 @@ func TestConfigCommandAltersQuotas(t *testing.T) {
 		{ip, "Quota configs for ip '10.0.0.1' are connection_creation_rate=7.0\n"},
 		{[]string{"--entity-type", "clients"}, "Quota configs for client-id 'app-1' are consumer_byte_rate=2048.0\n"},
 	} {
-		var r result
-		// Kafka applies quota changes through its metadata log: give it a moment.
-		testtools.EventuallyEvery(20*time.Second, 500*time.Millisecond, func() bool {
-			r = configs(append([]string{"--describe"}, c.args...)...)
-			return r.code == 0 && r.stdout == c.want
-		})
-		if r.code != 0 || r.stdout != c.want {
-			t.Errorf("kafka-configs --describe %v: want %q:\n%s", c.args, c.want, r)
-		}
-		t.Logf("kafka-configs --describe %v: %s", c.args, strings.TrimSpace(r.stdout))
+		describeQuotas(t, configs, c.args, c.want)
 	}
 	r := configs(append([]string{"--alter"}, append(app, "--add-config", "producer_byte_rate=1.5")...)...)
 	t.Logf("fractional: %s", r)
 	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "producer_byte_rate cannot be a fractional value.") {
 		t.Errorf("kafka-configs --alter producer_byte_rate=1.5: want a failure with Kafka's message:\n%s", r)
 	}
+}
+
+// describeQuotas runs kafka-configs --describe of args until it prints
+// want (Kafka applies quota changes through its metadata log: it is given
+// a moment), and fails the test if it never does.
+func describeQuotas(t *testing.T, configs func(...string) result, args []string, want string) {
+	t.Helper()
+	var r result
+	testtools.EventuallyEvery(20*time.Second, 500*time.Millisecond, func() bool {
+		r = configs(append([]string{"--describe"}, args...)...)
+		return r.code == 0 && r.stdout == want
+	})
+	if r.code != 0 || r.stdout != want {
+		t.Errorf("kafka-configs --describe %v: want %q:\n%s", args, want, r)
+	}
+	t.Logf("kafka-configs --describe %v: %s", args, strings.TrimSpace(r.stdout))
 }
