@@ -544,6 +544,10 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 	rc.mu.Lock()
 	var check uint64
 	unsure, sentAt := p.unsure, time.Now()
+	// What Iggy held when the poll was sent, at least: the reply is judged
+	// a purge only against this, as appends confirmed while it was in
+	// flight (the tail window's chunks, appended) may be past what it saw.
+	endAtSend := rc.cachedEnd(p)
 	prev := p.endingAt(from)
 	start := from
 	if prev != nil && from > 0 {
@@ -619,8 +623,8 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 	// A purge restarts offsets at 0: Iggy holding fewer messages than are
 	// cached, or another message where a cached one was, voids the
 	// partition's cache.
-	if hw := current + 1; (polled > 0 || current > 0) && hw < rc.cachedEnd(p) ||
-		polled == 0 && current == 0 && rc.cachedEnd(p) > 1 ||
+	if hw := current + 1; (polled > 0 || current > 0) && hw < endAtSend ||
+		polled == 0 && current == 0 && endAtSend > 1 ||
 		start < from && seenSum != check && polled > 0 {
 		rc.invalidateLocked(p)
 		p = rc.part(p.key.topic, p.key.partition)
