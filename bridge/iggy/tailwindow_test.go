@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
@@ -445,4 +447,50 @@ func TestTailWindowFailover(t *testing.T) {
 	}
 	plain := open(t, Config{Addr: seeds, PoolSize: 2, ReadCacheBytes: -1})
 	sameMessages(t, "after the failover", readTail(t, c, "fo", 0, 0, high), readTail(t, plain, "fo", 0, 0, high))
+}
+
+// TestTailWindowPollCrossesAppend: a poll whose reply tells the partition
+// as it was before an append this client confirmed while the reply was in
+// flight is no purge: the appended messages stay in the window and, with
+// Config.SoleWriter, the high watermark stays past them, so a reader at
+// the old end gets them at once. (Judged against the cache at reply time,
+// the reply voided the partition and left an exact high watermark below the
+// append: a reader there was told "nothing more" until the next append.)
+func TestTailWindowPollCrossesAppend(t *testing.T) {
+	srv, addr := startServer(t, iggytest.Config{})
+	first := open(t, Config{Addr: addr, Stream: "kafka", PoolSize: 2})
+	cx := ctx(t)
+	if _, err := first.CreateTopic(cx, "cross", 1, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Append(cx, "cross", 0, seqBatch("a", 0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	// A gateway that starts on the topic: its first Read polls, and the
+	// reply (the partition holds 5) comes back 300 ms later.
+	c := open(t, Config{Addr: addr, Stream: "kafka", PoolSize: 2, SoleWriter: true})
+	srv.InjectFault(iggytest.Fault{Op: proto.OpNonReplicated, Code: proto.CodePollMessages, Count: 1, Delay: 300 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Read(cx, "cross", 0, 0, 1<<20, func(*message.Message) bool { return true })
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the poll is in flight
+	if _, err := c.Append(cx, "cross", 0, seqBatch("b", 5, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	wm, err := c.Read(cx, "cross", 0, 5, 1<<20, func(m *message.Message) bool {
+		got = append(got, m.Offset)
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != 5 || wm.High != 7 {
+		t.Fatalf("a read at 5 after the crossing poll: offsets %v, high watermark %d; want 5 and 6, high 7", got, wm.High)
+	}
 }

@@ -82,6 +82,10 @@ func (s *Server) serve(st *connState, frame []byte, out []byte) ([]byte, bool) {
 		case f.Drop:
 			s.dispatch(st, &req, body, nil)
 			return out, f.Close
+		case f.Delay > 0:
+			out, closeConn := s.dispatch(st, &req, body, out)
+			time.Sleep(f.Delay)
+			return out, closeConn
 		}
 	}
 	return s.dispatch(st, &req, body, out)

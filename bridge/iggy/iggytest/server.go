@@ -99,6 +99,10 @@ type Fault struct {
 	// is handled: the write happened, the connection broke before the
 	// reply.
 	Close bool
+	// Delay handles the request at once and sends its reply that much
+	// later: a reply that tells the state of its handling, arriving after
+	// requests of other connections changed it.
+	Delay time.Duration
 }
 
 // Server is an in-memory Iggy server, or one node of a Cluster. Its methods
