@@ -1,7 +1,7 @@
 // The client quotas' book (docs/design/quotas.md §8): the quotas the flags
 // set are the defaults of the default entities; AlterClientQuotas stores
 // values of any entity in the system store, which every instance reads
-// again at the janitor's 5 s.
+// again every quotaReloadInterval.
 
 package bridge
 
@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"math"
 	"net/netip"
+	"time"
 
 	"github.com/kiggy-io/kiggy/quota"
 )
@@ -57,6 +58,10 @@ func (g *Gateway) initQuotas() {
 	g.fetchBytes = quota.NewTracker(quota.PerSecond, q.Samples, q.Window, q.MaxClients)
 	g.mutations = quota.NewBucketSet(q.Samples, q.Window, q.MaxClients)
 }
+
+// quotaReloadInterval: how often the janitor reads the stored quotas
+// again, so that one instance's AlterClientQuotas reaches the others.
+const quotaReloadInterval = 5 * time.Second
 
 // reloadQuotas reads the stored quotas again into the book.
 func (g *Gateway) reloadQuotas(ctx context.Context) error {

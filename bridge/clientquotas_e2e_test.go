@@ -108,8 +108,9 @@ func TestAlterClientQuotas(t *testing.T) {
 			t.Errorf("filter %+v (strict %v): entities %v, want %v", f.comps, f.strict, got, f.want)
 		}
 	}
-	// The other gateway reads the system store again within 5 s.
-	if !testtools.Eventually(10*time.Second, func() bool { return fmt.Sprint(describe(gw2.Addr, false)) == fmt.Sprint(want) }) {
+	// The other gateway reads the system store again within 5 s (the
+	// wait allows for a loaded machine).
+	if !testtools.Eventually(20*time.Second, func() bool { return fmt.Sprint(describe(gw2.Addr, false)) == fmt.Sprint(want) }) {
 		t.Fatalf("the second gateway never showed the stored quotas: %v", describe(gw2.Addr, false))
 	}
 

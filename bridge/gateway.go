@@ -711,11 +711,14 @@ func (g *Gateway) handler(k wire.APIKey) handlerFunc {
 const bigDecodeBytes = 32 << 20
 
 // janitor forgets the state of closed connections, expires producer state,
-// and gives the process's memory policy (Config.ReclaimMemory) its tick.
+// reads the stored client quotas again, and gives the process's memory policy
+// (Config.ReclaimMemory) its tick.
 func (g *Gateway) janitor() {
 	defer g.wg.Done()
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
+	reload := time.NewTicker(quotaReloadInterval)
+	defer reload.Stop()
 	sweep := 0
 	var lastRequests uint64
 	lastRequest := time.Now()
@@ -734,12 +737,6 @@ func (g *Gateway) janitor() {
 			}
 			if sweep++; sweep%5 != 0 {
 				continue
-			}
-			g.adminRefused.quotaMu.Lock()
-			err := g.reloadQuotas(g.ctx)
-			g.adminRefused.quotaMu.Unlock()
-			if err != nil && g.ctx.Err() == nil {
-				g.cfg.Logger.Warn("client quotas: reading the system store failed", "err", err)
 			}
 			g.quotas.Expire(now)
 			g.mutations.Expire(now)
@@ -762,6 +759,13 @@ func (g *Gateway) janitor() {
 				}
 				return true
 			})
+		case <-reload.C:
+			g.adminRefused.quotaMu.Lock()
+			err := g.reloadQuotas(g.ctx)
+			g.adminRefused.quotaMu.Unlock()
+			if err != nil && g.ctx.Err() == nil {
+				g.cfg.Logger.Warn("client quotas: reading the system store failed", "err", err)
+			}
 		case <-g.ctx.Done():
 			return
 		}
