@@ -82,18 +82,32 @@ func (g *Gateway) alterClientQuotas(c *call) bool {
 	return false
 }
 
-// storeQuotas stores and applies e's operations on ent; a failed store
-// answers the entity's error (ops before it stay applied).
+// storeQuotas applies e's operations on ent's stored quotas, stores what
+// changed in one change of the system store, then sets the result in the
+// book: all of an entity's operations or, when the store fails, none.
 func (g *Gateway) storeQuotas(e *wire.QuotaAlteration, ent quota.Entity) (wire.ErrorCode, string) {
-	for _, op := range e.Ops {
-		if err := g.storeQuota(g.ctx, ent, op.Key, op.Value, op.Remove); err != nil {
-			if errors.Is(err, store.ErrTooLarge) {
-				return wire.PolicyViolation, "the entity's names are too long to store: " + err.Error()
-			}
-			return wire.UnknownServerError, err.Error()
-		}
-		g.quotaBook.Apply(ent, op.Key, op.Value, op.Remove)
+	before := g.quotaBook.Stored(ent)
+	vs := maps.Clone(before)
+	if vs == nil {
+		vs = quota.Values{}
 	}
+	for _, op := range e.Ops {
+		if op.Remove {
+			delete(vs, op.Key)
+		} else {
+			vs[op.Key] = op.Value
+		}
+	}
+	if maps.Equal(before, vs) {
+		return wire.NoError, "" // removing what is not stored changes nothing
+	}
+	if err := g.storeEntityQuotas(g.ctx, ent, before, vs); err != nil {
+		if errors.Is(err, store.ErrTooLarge) {
+			return wire.PolicyViolation, "the entity's names are too long to store: " + err.Error()
+		}
+		return wire.UnknownServerError, err.Error()
+	}
+	g.quotaBook.SetEntity(ent, vs)
 	return wire.NoError, ""
 }
 

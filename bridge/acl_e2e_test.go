@@ -202,17 +202,17 @@ func (s *systemLog) LoadSystem(_ context.Context, ns string) (map[string][]byte,
 	return maps.Clone(s.sys[ns]), nil
 }
 
-func (s *systemLog) PutSystem(_ context.Context, ns, key string, v []byte) error {
+func (s *systemLog) PutSystem(ctx context.Context, ns, key string, v []byte) error {
+	return s.PutSystemAll(ctx, ns, []store.SystemEntry{{Key: key, Value: v}})
+}
+
+func (s *systemLog) PutSystemAll(_ context.Context, ns string, entries []store.SystemEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sys[ns] == nil {
 		s.sys[ns] = map[string][]byte{}
 	}
-	if v == nil {
-		delete(s.sys[ns], key)
-	} else {
-		s.sys[ns][key] = slices.Clone(v)
-	}
+	store.ApplySystemEntries(s.sys[ns], entries)
 	return nil
 }
 

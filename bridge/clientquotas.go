@@ -12,12 +12,15 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/quota"
 )
 
 // quotaNamespace is the system store namespace of client quotas: key
 // quota.StoreKey (entity and quota key), value the quota as 8 big-endian
-// bytes of a float64.
+// bytes of a float64. One key a quota, so that gateways altering different
+// quotas of an entity never overwrite each other; an alteration's keys of
+// one entity are stored in one change (PutSystemAll).
 const quotaNamespace = "client-quotas"
 
 // Entities of the flags' quotas.
@@ -85,13 +88,22 @@ func (g *Gateway) reloadQuotas(ctx context.Context) error {
 	return nil
 }
 
-// storeQuota stores value as e's quota key, or removes it when remove.
-func (g *Gateway) storeQuota(ctx context.Context, e quota.Entity, key string, value float64, remove bool) error {
-	var v []byte
-	if !remove {
-		v = binary.BigEndian.AppendUint64(nil, math.Float64bits(value))
+// storeEntityQuotas stores e's quotas changed from before to after in one
+// change of the system store: an entity's alteration is stored whole or
+// not at all, as Kafka replays an entity's records together.
+func (g *Gateway) storeEntityQuotas(ctx context.Context, e quota.Entity, before, after quota.Values) error {
+	var changes []store.SystemEntry
+	for k, v := range after {
+		if old, ok := before[k]; !ok || old != v {
+			changes = append(changes, store.SystemEntry{Key: quota.StoreKey(e, k), Value: binary.BigEndian.AppendUint64(nil, math.Float64bits(v))})
+		}
 	}
-	return g.system.PutSystem(ctx, quotaNamespace, quota.StoreKey(e, key), v)
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			changes = append(changes, store.SystemEntry{Key: quota.StoreKey(e, k)})
+		}
+	}
+	return g.system.PutSystemAll(ctx, quotaNamespace, changes)
 }
 
 // ConnectionCreationRate is ip's connection_creation_rate quota, 0 for

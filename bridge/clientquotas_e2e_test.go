@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -411,5 +412,82 @@ func TestClientQuotasACL(t *testing.T) {
 	}
 	if d, err := alice.DescribeClientQuotas(ctx, false, nil); err != nil || len(d) != 1 {
 		t.Fatalf("alice describes with DESCRIBE_CONFIGS: %v %+v", err, d)
+	}
+}
+
+// failingStore is a sharedStore whose changes fail while fail is set;
+// puts counts them.
+type failingStore struct {
+	*sharedStore
+	fail atomic.Bool
+	puts atomic.Int64
+}
+
+func (s *failingStore) PutSystem(ctx context.Context, ns, key string, value []byte) error {
+	return s.PutSystemAll(ctx, ns, []store.SystemEntry{{Key: key, Value: value}})
+}
+
+func (s *failingStore) PutSystemAll(ctx context.Context, ns string, entries []store.SystemEntry) error {
+	s.puts.Add(1)
+	if s.fail.Load() {
+		return errors.New("the system store is down")
+	}
+	return s.sharedStore.PutSystemAll(ctx, ns, entries)
+}
+
+// TestAlterClientQuotasAllOrNothing: an entity's operations are stored in
+// one change of the system store, so when the store fails none of them
+// applies (the entity is
+// answered UNKNOWN_SERVER_ERROR and keeps its quotas, here and after a
+// reload), as Kafka replays an entity's records together; the other
+// entities of the request are not held back by it.
+func TestAlterClientQuotasAllOrNothing(t *testing.T) {
+	t.Parallel()
+	st := &failingStore{sharedStore: &sharedStore{Log: memlog.New(memlog.Config{}), ns: map[string]map[string][]byte{}}}
+	gw := kiggytest.Start(t, kiggytest.Options{Log: st})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := newAdmin(t, gw.Addr)
+	name := func(s string) *string { return &s }
+	entity := kadm.ClientQuotaEntity{{Type: "user", Name: name("carol")}}
+	set := func(pbr, rp float64) error {
+		t.Helper()
+		res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: entity, Ops: []kadm.AlterClientQuotaOp{
+			{Key: "producer_byte_rate", Value: pbr}, {Key: "request_percentage", Value: rp}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0].Err
+	}
+	described := func() string {
+		t.Helper()
+		d, err := adm.DescribeClientQuotas(ctx, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, q := range d {
+			for _, v := range q.Values {
+				out = append(out, fmt.Sprintf("%s %s=%v", q.Entity, v.Key, v.Value))
+			}
+		}
+		return fmt.Sprint(sortedStrings(out))
+	}
+	if err := set(1000, 10); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.puts.Load(); n != 1 {
+		t.Fatalf("an entity's two operations took %d changes of the system store, want 1", n)
+	}
+	const want = "[{user=carol} producer_byte_rate=1000 {user=carol} request_percentage=10]"
+	if got := described(); got != want {
+		t.Fatalf("described %s, want %s", got, want)
+	}
+	st.fail.Store(true)
+	if err := set(2000, 20); !errors.Is(err, kerr.UnknownServerError) {
+		t.Fatalf("the store failing: %v, want UNKNOWN_SERVER_ERROR", err)
+	}
+	if got := described(); got != want {
+		t.Fatalf("after a failed store, described %s, want the quotas before it: %s", got, want)
 	}
 }

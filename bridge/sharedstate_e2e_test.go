@@ -31,17 +31,17 @@ func (s *sharedStore) LoadSystem(_ context.Context, ns string) (map[string][]byt
 	return maps.Clone(s.ns[ns]), nil
 }
 
-func (s *sharedStore) PutSystem(_ context.Context, ns, key string, value []byte) error {
+func (s *sharedStore) PutSystem(ctx context.Context, ns, key string, value []byte) error {
+	return s.PutSystemAll(ctx, ns, []store.SystemEntry{{Key: key, Value: value}})
+}
+
+func (s *sharedStore) PutSystemAll(_ context.Context, ns string, entries []store.SystemEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ns[ns] == nil {
 		s.ns[ns] = map[string][]byte{}
 	}
-	if value == nil {
-		delete(s.ns[ns], key)
-	} else {
-		s.ns[ns][key] = append([]byte(nil), value...)
-	}
+	store.ApplySystemEntries(s.ns[ns], entries)
 	return nil
 }
 

@@ -27,17 +27,18 @@ func (m *memSystem) LoadSystem(_ context.Context, ns string) (map[string][]byte,
 }
 
 // PutSystem implements SystemStore.
-func (m *memSystem) PutSystem(_ context.Context, ns, key string, value []byte) error {
+func (m *memSystem) PutSystem(ctx context.Context, ns, key string, value []byte) error {
+	return m.PutSystemAll(ctx, ns, []store.SystemEntry{{Key: key, Value: value}})
+}
+
+// PutSystemAll implements SystemStore.
+func (m *memSystem) PutSystemAll(_ context.Context, ns string, entries []store.SystemEntry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if value == nil {
-		delete(m.ns[ns], key)
-		return nil
-	}
 	if m.ns[ns] == nil {
 		m.ns[ns] = map[string][]byte{}
 	}
-	m.ns[ns][key] = append([]byte(nil), value...)
+	store.ApplySystemEntries(m.ns[ns], entries)
 	return nil
 }
 

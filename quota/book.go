@@ -233,32 +233,42 @@ func (b *Book) IsStored(e Entity) bool {
 	return b.stored[e] != nil
 }
 
-// Apply stores value as e's key (removes it when remove), as
-// AlterClientQuotas just stored it: O(1), not a rebuild. e's names and key
-// may alias a request frame: they are copied when kept.
-func (b *Book) Apply(e Entity, key string, value float64, remove bool) {
+// Stored returns e's stored quotas (a copy; nil for none), without the
+// flags' defaults.
+func (b *Book) Stored(e Entity) Values {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return maps.Clone(b.stored[e])
+}
+
+// SetEntity replaces e's stored quotas with vs (none when empty), as
+// AlterClientQuotas just stored them: O(keys), not a rebuild. e's names and
+// vs's keys may alias a request frame: they are copied when kept.
+func (b *Book) SetEntity(e Entity, vs Values) {
 	e = Entity{User: e.User.clone(), ClientID: e.ClientID.clone(), IP: e.IP.clone()}
-	key = strings.Clone(key)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if remove {
-		if _, ok := b.stored[e][key]; !ok {
-			return
-		}
-		delete(b.stored[e], key)
-		if len(b.stored[e]) == 0 {
-			delete(b.stored, e)
-		}
-	} else {
-		if v, ok := b.stored[e][key]; ok && v == value {
-			return
-		}
-		if b.stored[e] == nil {
-			b.stored[e] = Values{}
-		}
-		b.stored[e][key] = value
+	old := b.stored[e]
+	if maps.Equal(old, vs) {
+		return
 	}
-	b.refresh(e, key)
+	if len(vs) == 0 {
+		delete(b.stored, e)
+	} else {
+		kept := make(Values, len(vs))
+		for k, v := range vs {
+			kept[strings.Clone(k)] = v
+		}
+		b.stored[e] = kept
+	}
+	for k := range old {
+		if _, ok := vs[k]; !ok {
+			b.refresh(e, k)
+		}
+	}
+	for k := range b.stored[e] {
+		b.refresh(e, k)
+	}
 	b.version.Add(1)
 }
 

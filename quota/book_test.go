@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"maps"
 	"net/netip"
 	"testing"
 	"time"
@@ -178,41 +179,48 @@ func FuzzParseStoreKey(f *testing.F) {
 	})
 }
 
-// TestBookApply: an alteration applies at once and alone, moves Version
-// on only when it changes something, and a removal brings the default
-// back.
-func TestBookApply(t *testing.T) {
+// TestBookSetEntity: an alteration applies at once and alone, moves
+// Version on only when it changes something, and a removal brings the
+// default back.
+func TestBookSetEntity(t *testing.T) {
 	dflt := Entity{User: def, ClientID: def}
 	b := NewBook(map[Entity]Values{dflt: {KeyRequestPercentage: 10}})
 	alice := Entity{User: named("alice")}
 	v0 := b.Version()
-	b.Apply(alice, KeyRequestPercentage, 20, false)
+	b.SetEntity(alice, Values{KeyRequestPercentage: 20, KeyProducerByteRate: 100})
 	if b.Version() == v0 || b.StoredEntities() != 1 || !b.IsStored(alice) {
-		t.Fatalf("after Apply: version %d→%d, %d stored", v0, b.Version(), b.StoredEntities())
+		t.Fatalf("after SetEntity: version %d→%d, %d stored", v0, b.Version(), b.StoredEntities())
 	}
 	if got, k := b.Limit(KeyRequestPercentage, "alice", "x"); got != 20 || k != (Key{User: "alice", AllClientIDs: true}) {
 		t.Fatalf("alice: %v %+v", got, k)
 	}
 	v1 := b.Version()
-	b.Apply(alice, KeyRequestPercentage, 20, false)
-	b.Apply(alice, KeyProducerByteRate, 0, true) // not stored
+	b.SetEntity(alice, Values{KeyRequestPercentage: 20, KeyProducerByteRate: 100})
+	b.SetEntity(Entity{User: named("bob")}, nil) // not stored
 	if b.Version() != v1 {
 		t.Fatal("a no-op moved the version on")
 	}
-	b.Apply(dflt, KeyRequestPercentage, 30, false)
+	b.SetEntity(alice, Values{KeyRequestPercentage: 20}) // producer_byte_rate removed
+	if got, _ := b.Limit(KeyProducerByteRate, "alice", "x"); got != 0 || b.Has(KeyProducerByteRate) {
+		t.Fatalf("alice's removed producer_byte_rate: %v", got)
+	}
+	if got := b.Stored(alice); !maps.Equal(got, Values{KeyRequestPercentage: 20}) {
+		t.Fatalf("Stored(alice) = %v", got)
+	}
+	b.SetEntity(dflt, Values{KeyRequestPercentage: 30})
 	if got, _ := b.Limit(KeyRequestPercentage, "bob", "x"); got != 30 {
 		t.Fatalf("bob under the stored default: %v", got)
 	}
-	b.Apply(dflt, KeyRequestPercentage, 0, true)
-	b.Apply(alice, KeyRequestPercentage, 0, true)
+	b.SetEntity(dflt, nil)
+	b.SetEntity(alice, Values{})
 	if got, _ := b.Limit(KeyRequestPercentage, "alice", "x"); got != 10 || b.StoredEntities() != 0 {
 		t.Fatalf("after the removals: alice %v, %d stored; want the flag's 10 and none", got, b.StoredEntities())
 	}
-	b.Apply(Entity{IP: named("10.0.0.9")}, KeyConnectionCreationRate, 4, false)
+	b.SetEntity(Entity{IP: named("10.0.0.9")}, Values{KeyConnectionCreationRate: 4})
 	if !b.Has(KeyConnectionCreationRate) || b.IPLimit(netip.MustParseAddr("10.0.0.9")) != 4 {
-		t.Fatal("an IP's rate applied did not apply")
+		t.Fatal("an IP's rate set did not apply")
 	}
-	b.Apply(Entity{IP: named("10.0.0.9")}, KeyConnectionCreationRate, 0, true)
+	b.SetEntity(Entity{IP: named("10.0.0.9")}, nil)
 	if b.Has(KeyConnectionCreationRate) || b.IPLimit(netip.MustParseAddr("10.0.0.9")) != 0 {
 		t.Fatal("an IP's rate removed still applies")
 	}

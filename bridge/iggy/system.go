@@ -163,20 +163,33 @@ func (c *Client) LoadSystem(ctx context.Context, ns string) (map[string][]byte, 
 // namespace's log (a written Iggy record, docs/IGGY.md "Durability") before
 // it returns.
 func (c *Client) PutSystem(ctx context.Context, ns, key string, value []byte) error {
-	if len(key) == 0 || len(key) > maxStateKey || len(value) > maxStateValue {
-		return fmt.Errorf("iggy: system store entry %q: key of 1..%d bytes and value of at most %d bytes: %w", key, maxStateKey, maxStateValue, store.ErrTooLarge)
+	return c.PutSystemAll(ctx, ns, []store.SystemEntry{{Key: key, Value: value}})
+}
+
+// PutSystemAll implements store.SystemStore: the changes are appended to
+// the namespace's log as one batch, in one SendMessages, which Iggy
+// appends whole or not at all.
+func (c *Client) PutSystemAll(ctx context.Context, ns string, entries []store.SystemEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	records := make([]stateRecord, len(entries))
+	var b message.Batch
+	b.Reset(uint64(time.Now().UnixMicro()))
+	for i, e := range entries {
+		if len(e.Key) == 0 || len(e.Key) > maxStateKey || len(e.Value) > maxStateValue {
+			return fmt.Errorf("iggy: system store entry %q: key of 1..%d bytes and value of at most %d bytes: %w", e.Key, maxStateKey, maxStateValue, store.ErrTooLarge)
+		}
+		records[i] = stateRecord{kind: statePut, key: e.Key, value: e.Value}
+		if e.Value == nil {
+			records[i].kind = stateDelete
+		}
+		addStateRecord(&b, records[i])
 	}
 	st, err := c.stateNamespace(ctx, ns)
 	if err != nil {
 		return err
 	}
-	r := stateRecord{kind: statePut, key: key, value: value}
-	if value == nil {
-		r.kind = stateDelete
-	}
-	var b message.Batch
-	b.Reset(uint64(time.Now().UnixMicro()))
-	addStateRecord(&b, r)
 	c.state.mu.Lock()
 	defer c.state.mu.Unlock()
 	// Apply what other instances wrote first, so this change lands after them
@@ -189,10 +202,12 @@ func (c *Client) PutSystem(ctx context.Context, ns, key string, value []byte) er
 	if err != nil {
 		return err
 	}
-	st.apply(r)
-	st.records++
-	if base >= st.next {
-		st.next = base + 1
+	for _, r := range records {
+		st.apply(r)
+	}
+	st.records += len(records)
+	if end := base + int64(len(records)); end > st.next {
+		st.next = end
 	}
 	return nil
 }

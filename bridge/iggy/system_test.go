@@ -2,6 +2,7 @@ package iggy
 
 import (
 	"bytes"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -168,4 +169,33 @@ func FuzzStateRecord(f *testing.F) {
 			t.Fatalf("round trip: %x → %+v → %x", p, r, got)
 		}
 	})
+}
+
+// TestSystemStorePutAll: PutSystemAll's entries (puts and a delete) are
+// one change another instance and a new client read whole; an entry too
+// large for the store fails the change before anything is stored.
+func TestSystemStorePutAll(t *testing.T) {
+	addr, stream := target(t)
+	cx := ctx(t)
+	a := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	b := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	if err := a.PutSystem(cx, "client-quotas", "old", []byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	all := []store.SystemEntry{{Key: "x", Value: []byte{2}}, {Key: "y", Value: []byte{}}, {Key: "old"}, {Key: "z", Value: []byte("3")}}
+	if err := a.PutSystemAll(cx, "client-quotas", all); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{"x": {2}, "y": {}, "z": []byte("3")}
+	if got, err := b.LoadSystem(cx, "client-quotas"); err != nil || !equalState(got, want) {
+		t.Fatalf("the other instance reads %q %v, want %q", got, err, want)
+	}
+	tooLarge := []store.SystemEntry{{Key: "w", Value: []byte{9}}, {Key: strings.Repeat("k", maxStateKey+1), Value: []byte{1}}}
+	if err := b.PutSystemAll(cx, "client-quotas", tooLarge); !errors.Is(err, store.ErrTooLarge) {
+		t.Fatalf("an oversized key: %v, want ErrTooLarge", err)
+	}
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	if got, err := c.LoadSystem(cx, "client-quotas"); err != nil || !equalState(got, want) {
+		t.Fatalf("a new client reads %q %v, want %q (nothing of the refused change)", got, err, want)
+	}
 }

@@ -182,6 +182,17 @@ type SystemStore interface {
 	// the key. It returns once the change is stored as durably as an
 	// acknowledged record (docs/IGGY.md, "Durability").
 	PutSystem(ctx context.Context, ns, key string, value []byte) error
+	// PutSystemAll stores entries in namespace ns as one change: should it
+	// fail, either all of them are stored or none is. It returns as
+	// PutSystem does.
+	PutSystemAll(ctx context.Context, ns string, entries []SystemEntry) error
+}
+
+// SystemEntry is one change of a SystemStore namespace: Value stored
+// under Key, or Key deleted when Value is nil.
+type SystemEntry struct {
+	Key   string
+	Value []byte
 }
 
 // CommitSyncer is implemented by a Log whose committed offsets other
@@ -213,4 +224,16 @@ type AppendWaiter interface {
 	// ErrUnknownPartition. On any error the caller falls back to polling;
 	// an error never means a record arrived.
 	WaitForAppend(ctx context.Context, topic string, partitions []int32, offsets []int64, wait time.Duration) (ready bool, err error)
+}
+
+// ApplySystemEntries applies entries to the namespace map m, copying the
+// values: the common core of in-memory SystemStores.
+func ApplySystemEntries(m map[string][]byte, entries []SystemEntry) {
+	for _, e := range entries {
+		if e.Value == nil {
+			delete(m, e.Key)
+		} else {
+			m[e.Key] = append([]byte(nil), e.Value...)
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/mapping"
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 var errStore = errors.New("fake: system store down")
@@ -47,26 +48,29 @@ func (s *memStore) LoadSystem(_ context.Context, ns string) (map[string][]byte, 
 	return out, nil
 }
 
-func (s *memStore) PutSystem(_ context.Context, ns, key string, v []byte) error {
+func (s *memStore) PutSystem(ctx context.Context, ns, key string, v []byte) error {
+	return s.PutSystemAll(ctx, ns, []store.SystemEntry{{Key: key, Value: v}})
+}
+
+// PutSystemAll asks failPut of every entry before it stores any.
+func (s *memStore) PutSystemAll(_ context.Context, ns string, entries []store.SystemEntry) error {
 	s.mu.Lock()
 	f := s.failPut
 	s.mu.Unlock()
-	if f != nil {
-		if err := f(ns, key, v); err != nil {
-			return err
+	for _, e := range entries {
+		if f != nil {
+			if err := f(ns, e.Key, e.Value); err != nil {
+				return err
+			}
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.puts++
-	if v == nil {
-		delete(s.data[ns], key)
-		return nil
-	}
 	if s.data[ns] == nil {
 		s.data[ns] = make(map[string][]byte)
 	}
-	s.data[ns][key] = append([]byte(nil), v...)
+	store.ApplySystemEntries(s.data[ns], entries)
 	return nil
 }
 
