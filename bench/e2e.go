@@ -302,6 +302,11 @@ type E2ERow struct {
 	ConsumedGB  float64            `json:"consumed_gb"`
 	CPUPerGB    map[string]float64 `json:"cpu_s_per_gb,omitempty"`
 	CPUPerGBSum float64            `json:"cpu_s_per_gb_sum,omitempty"`
+	// IggyPolls and IggySends are the PollMessages and SendMessages a
+	// kiggy target on Iggy sent its server per second of the window (from
+	// its /metrics); -1 where not known.
+	IggyPolls float64 `json:"iggy_polls_per_s"`
+	IggySends float64 `json:"iggy_sends_per_s"`
 }
 
 // RunE2E runs the end-to-end benchmark ec describes. Failures of a target
@@ -524,11 +529,21 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 	// read at its ends.
 	var cpu0, cpu1 []time.Duration
 	var lagEnd int64
+	var gc0, gc1 gatewayCounts
+	gcErr := errors.New("no /metrics")
 	hooks := windowHooks{
-		onBegin: func() { cpu0 = procCPUs(s.procs) },
+		onBegin: func() {
+			cpu0 = procCPUs(s.procs)
+			if s.metricsURL != "" {
+				gc0, gcErr = gatewayCounters(ctx, s.metricsURL)
+			}
+		},
 		onEnd: func() {
 			cpu1 = procCPUs(s.procs)
 			lagEnd = maxLag(ackedTotal(p), groups)
+			if gcErr == nil {
+				gc1, gcErr = gatewayCounters(ctx, s.metricsURL)
+			}
 		},
 	}
 	res, err := p.run(ctx, s.addr, topic, ec.Warmup, window, row.Rate, cpuMeter{}, hooks)
@@ -555,6 +570,11 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 	}
 	row.LagEnd, row.LagLeft = lagEnd, maxLag(acked, groups)
 	fillE2ERow(row, res.records, res.window, groups, &hist, s.procs, cpu0, cpu1)
+	row.IggyPolls, row.IggySends = -1, -1
+	if secs := res.window.Seconds(); gcErr == nil && s.iggyAddr != "" && secs > 0 {
+		row.IggyPolls = (gc1.iggyPolls - gc0.iggyPolls) / secs
+		row.IggySends = (gc1.iggySends - gc0.iggySends) / secs
+	}
 	return nil
 }
 
@@ -775,7 +795,7 @@ func iggyBenchE2EArgs(rate float64, size, batch, actors int, warmup, window time
 // (fraction f of the base rate) and returns its row.
 func (er *e2eRunner) iggyBenchE2E(ctx context.Context, s *session, f, rate float64) *E2ERow {
 	ec := er.ec
-	row := &E2ERow{Target: TargetIggyBench + " e2e", Fraction: f, Groups: 1, Rate: rate, Status: StatusOK,
+	row := &E2ERow{Target: TargetIggyBench + " e2e", Fraction: f, Groups: 1, Rate: rate, Status: StatusOK, IggyPolls: -1, IggySends: -1,
 		Note: "iggy-bench's own latency: a producing consumer's send of a batch to its poll of it"}
 	actors := int(max(1, min(ec.Load.Partitions, maxIggyBenchActors)))
 	args := iggyBenchE2EArgs(rate, ec.Load.RecordSize, ec.IggyBenchBatch, actors, ec.Warmup, ec.Window, s.iggyAddr, ec.IggyUsername, ec.IggyPassword)
@@ -879,11 +899,11 @@ func (r *E2EReport) Print(w io.Writer) {
 // as printed).
 func printE2ERows(w io.Writer, rows []*E2ERow) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
-	fmt.Fprintln(tw, "| target\t rate\t groups\t produced/s\t consumed/s per group\t p50 ms\t p99 ms\t p99.9 ms\t max ms\t lag end / left\t CPU s/GB: kiggy\t iggy\t kafka\t sum\t")
-	fmt.Fprintln(tw, "|---\t---:\t---:\t---:\t---:\t---:\t---:\t---:\t---:\t---:\t---:\t---:\t---:\t---:\t")
+	fmt.Fprintln(tw, "| target\t rate\t groups\t produced/s\t consumed/s per group\t p50 ms\t p99 ms\t p99.9 ms\t max ms\t lag end / left\t CPU s/GB: kiggy\t iggy\t kafka\t sum\t Iggy polls / sends per s\t")
+	fmt.Fprintln(tw, "|---\t---:\t---:\t---:\t---:\t---:\t---:\t---:\t---:\t---:\t---:\t---:\t---:\t---:\t---:\t")
 	for _, r := range rows {
 		if r.Status != StatusOK {
-			fmt.Fprintf(tw, "| %s\t %.0f %% (%.0f/s)\t %d\t %s\t\t\t\t\t\t\t\t\t\t\t\n", r.Target, 100*r.Fraction, r.Rate, r.Groups, r.Status)
+			fmt.Fprintf(tw, "| %s\t %.0f %% (%.0f/s)\t %d\t %s\t\t\t\t\t\t\t\t\t\t\t\t\n", r.Target, 100*r.Fraction, r.Rate, r.Groups, r.Status)
 			continue
 		}
 		cpu := func(names ...string) string {
@@ -909,9 +929,13 @@ func printE2ERows(w io.Writer, rows []*E2ERow) {
 		if strings.HasPrefix(r.Target, TargetIggyBench) {
 			lag = "–"
 		}
-		fmt.Fprintf(tw, "| %s\t %.0f %% (%.0f/s)\t %d\t %.0f\t %.0f\t %.2f\t %.2f\t %.2f\t %.2f\t %s\t %s\t %s\t %s\t %s\t\n",
+		requests := "–"
+		if r.IggyPolls >= 0 && r.IggySends >= 0 {
+			requests = fmt.Sprintf("%.0f / %.0f", r.IggyPolls, r.IggySends)
+		}
+		fmt.Fprintf(tw, "| %s\t %.0f %% (%.0f/s)\t %d\t %.0f\t %.0f\t %.2f\t %.2f\t %.2f\t %.2f\t %s\t %s\t %s\t %s\t %s\t %s\t\n",
 			r.Target, 100*r.Fraction, r.Rate, r.Groups, r.Produced, r.Consumed, r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs, lag,
-			cpu("kiggy"), cpu("iggy-server", "iggytest"), cpu("kafka"), sum)
+			cpu("kiggy"), cpu("iggy-server", "iggytest"), cpu("kafka"), sum, requests)
 	}
 	tw.Flush()
 }

@@ -145,22 +145,25 @@ func TestParseIggyBenchE2E(t *testing.T) {
 func TestPrintE2ERows(t *testing.T) {
 	rows := []*E2ERow{
 		{Target: TargetKafka, Fraction: 0.5, Groups: 3, Rate: 50000, Status: StatusOK, Produced: 49990, Consumed: 49980,
-			P50Ms: 1.5, P99Ms: 4.25, P999Ms: 9, MaxMs: 20, LagEnd: 12, LagLeft: 0, CPUPerGB: map[string]float64{"kafka": 3.25}, CPUPerGBSum: 3.25},
+			P50Ms: 1.5, P99Ms: 4.25, P999Ms: 9, MaxMs: 20, LagEnd: 12, LagLeft: 0, CPUPerGB: map[string]float64{"kafka": 3.25}, CPUPerGBSum: 3.25,
+			IggyPolls: -1, IggySends: -1},
 		{Target: TargetKiggyIggy, Fraction: 0.9, Groups: 1, Rate: 90000, Status: StatusFailed},
-		{Target: TargetIggyBench + " e2e", Fraction: 0.5, Groups: 1, Rate: 50000, Status: StatusOK, P99Ms: 2},
+		{Target: TargetKiggyIggy, Fraction: 0.5, Groups: 3, Rate: 50000, Status: StatusOK, IggyPolls: 12.4, IggySends: 3400},
+		{Target: TargetIggyBench + " e2e", Fraction: 0.5, Groups: 1, Rate: 50000, Status: StatusOK, P99Ms: 2, IggyPolls: -1, IggySends: -1},
 	}
 	var b strings.Builder
 	printE2ERows(&b, rows)
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if len(lines) != 5 {
+	if len(lines) != 6 {
 		t.Fatalf("%d lines:\n%s", len(lines), b.String())
 	}
 	for i, want := range [][]string{
-		{"target", "p99.9 ms", "lag end / left", "kafka", "sum"},
+		{"target", "p99.9 ms", "lag end / left", "kafka", "sum", "Iggy polls / sends per s"},
 		{"---:"},
-		{"kafka", "50 % (50000/s)", "| 3 ", "49990", "49980", "1.50", "4.25", "9.00", "20.00", "12 / 0", "| –", "3.2", "3.2"},
+		{"kafka", "50 % (50000/s)", "| 3 ", "49990", "49980", "1.50", "4.25", "9.00", "20.00", "12 / 0", "| –", "3.2", "3.2 | – "},
 		{"kiggy-iggy", "90 % (90000/s)", "failed"},
-		{"iggy-bench e2e", "2.00", "| n/a"},
+		{"kiggy-iggy", "| 12 / 3400 "},
+		{"iggy-bench e2e", "2.00", "| n/a", "| – "},
 	} {
 		for _, w := range want {
 			if !strings.Contains(lines[i], w) {

@@ -685,6 +685,9 @@ func (r *runner) addRun(row *Row, run *Measurement) {
 // gatewayCounts are the gateway's produce counters (docs/METRICS.md).
 type gatewayCounts struct {
 	requests, records, appends, coalesced, sessionWaits float64
+	// iggyPolls and iggySends: the Iggy requests the gateway sent
+	// (PollMessages; SendMessages), on the Iggy backend.
+	iggyPolls, iggySends float64
 }
 
 // gatewayCounters reads the produce counters from a gateway's /metrics.
@@ -723,6 +726,10 @@ func gatewayCounters(ctx context.Context, url string) (gatewayCounts, error) {
 			gc.coalesced = v
 		case name == "kiggy_iggy_session_waits_total":
 			gc.sessionWaits = v
+		case name == `kiggy_iggy_request_duration_seconds_count{command="PollMessages"}`:
+			gc.iggyPolls = v
+		case name == `kiggy_iggy_request_duration_seconds_count{command="SendMessages"}`:
+			gc.iggySends = v
 		}
 	}
 	return gc, sc.Err()
