@@ -165,8 +165,10 @@ func TestTailWindowSameBytes(t *testing.T) {
 
 // TestTailWindowIdleConsumer: with --iggy-sole-writer a consumer waiting at
 // the tail costs Iggy no poll, and gets a new record from the window as
-// soon as it is appended; without it the parked Fetch polls Iggy every
-// 100 ms (the case that shows the count can move).
+// soon as it is appended; without it the parked Fetch's re-reads every
+// 100 ms are answered by one GetTopic of the topic each (a tail check),
+// not a poll per partition (with checks off, the case that shows the poll
+// count can move, they polled 88 times in this test's 2 s).
 func TestTailWindowIdleConsumer(t *testing.T) {
 	for _, sole := range []bool{true, false} {
 		t.Run(fmt.Sprintf("sole=%v", sole), func(t *testing.T) {
@@ -226,14 +228,62 @@ func TestTailWindowIdleConsumer(t *testing.T) {
 				}
 			}
 			after := pollCount(t, gw) - before
-			t.Logf("sole writer %v: %v polls in 2 s idle, %v until the new record was read", sole, polls, after)
+			checks := metricValue(t, gw.Metrics(), "kiggy_iggy_tail_checks_total")
+			t.Logf("sole writer %v: %v polls in 2 s idle, %v until the new record was read; %v tail checks", sole, polls, after, checks)
 			switch {
 			case sole && after != 0:
 				t.Fatalf("an idle consumer and a record read from the window cost %v polls of Iggy, want 0", after)
-			case !sole && polls == 0:
-				t.Fatal("the parked Fetch never polled Iggy without --iggy-sole-writer")
+			case !sole && checks < 5:
+				t.Fatalf("2 s idle at the tail without --iggy-sole-writer: %v tail checks, want one about every 100 ms", checks)
+			case !sole && polls > 4:
+				t.Fatalf("2 s idle at the tail of 4 partitions without --iggy-sole-writer: %v polls, want the tail checks to spare them", polls)
 			}
 		})
+	}
+}
+
+// TestTailCheckSeesOtherWriter: without --iggy-sole-writer, a consumer
+// idle at the tail of a gateway whose tail checks renew its partitions
+// still reads what another gateway (another writer to the same Iggy
+// stream) appends meanwhile, in order: a check that finds a partition's
+// end past what is cached renews nothing there, and the Read polls.
+func TestTailCheckSeesOtherWriter(t *testing.T) {
+	a := kiggytest.Start(t, kiggytest.Options{Iggy: true})
+	b := kiggytest.Start(t, a.SameIggy(kiggytest.Options{Iggy: true}))
+	const topic = "other-writer"
+	a.CreateTopic(t, topic, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cons, err := kgo.NewClient(kgo.SeedBrokers(a.Addr), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	idle, stop := context.WithTimeout(ctx, time.Second)
+	cons.PollFetches(idle) // at the tail of every (empty) partition
+	stop()
+	for round := range 3 {
+		want := fmt.Sprintf("from b %d", round)
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: int32(round % 4), Value: []byte(want)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := fs.Records(); len(got) != 1 || string(got[0].Value) != want {
+			t.Fatalf("round %d: read %d records (%v), want %q", round, len(got), fs.Records(), want)
+		}
+		time.Sleep(300 * time.Millisecond) // idle at the tail again: checks renew
+	}
+	if n := metricValue(t, a.Metrics(), "kiggy_iggy_tail_check_renewals_total"); n == 0 {
+		t.Fatal("no tail check renewed a partition: the test tested polls only")
 	}
 }
 

@@ -178,12 +178,18 @@ type readCache struct {
 	idleAnswers                      atomic.Uint64 // Reads at an exact high watermark answered without a poll
 	recheck                          time.Duration // externalRecheck (tests change it)
 	soleWriter                       bool
+
+	// Tail checks (tailcheck.go): the check in flight of each topic, the
+	// queue of the checkers, and what they did.
+	checks                    map[string]*topicCheck
+	checkq                    chan *topicCheck
+	checksSent, checkRenewals atomic.Uint64
 }
 
 func newReadCache(c *Client, limit, tailLimit int64, soleWriter bool) *readCache {
 	ctx, stop := context.WithCancel(context.Background())
 	rc := &readCache{c: c, limit: limit, ctx: ctx, stop: stop, parts: map[partKey]*partCache{},
-		queue: make(chan *partCache, 4096), ttl: readCacheTTL, tailLimit: max(tailLimit, 0), soleWriter: soleWriter, recheck: externalRecheck}
+		queue: make(chan *partCache, 4096), checkq: make(chan *topicCheck, 1024), ttl: readCacheTTL, tailLimit: max(tailLimit, 0), soleWriter: soleWriter, recheck: externalRecheck}
 	rc.readers.New = func() any { return new(cacheReader) }
 	return rc
 }
@@ -198,6 +204,12 @@ func (rc *readCache) start(n int) {
 	for range n {
 		rc.c.wg.Add(1)
 		go rc.worker()
+	}
+	if !rc.soleWriter {
+		for range tailCheckers {
+			rc.c.wg.Add(1)
+			go rc.checker()
+		}
 	}
 }
 
@@ -284,13 +296,40 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 		rc.hits.Add(1)
 		return rc.serve(p, ch, from, maxBytes, fn)
 	}
-	if p.exact && from == uint64(p.high) && (rc.soleWriter || now.Sub(p.verified) < rc.recheck) {
-		// Nothing past the exact high watermark: the answer needs no
-		// poll (with other writers, for externalRecheck after one).
-		high := p.high
-		rc.mu.Unlock()
-		rc.idleAnswers.Add(1)
-		return store.Watermarks{High: high}, nil
+	if p.exact && from == uint64(p.high) {
+		age := now.Sub(p.verified)
+		if !rc.soleWriter && rc.recheck > 0 && age >= rc.recheck {
+			// Past the recheck: wait for the topic's check (tailcheck.go),
+			// which renews every partition of it at once, rather than
+			// poll this one; poll if it could not renew this one.
+			if chk := rc.tailCheckLocked(topic); chk != nil {
+				rc.mu.Unlock()
+				select {
+				case <-chk.done:
+				case <-ctx.Done():
+					return store.Watermarks{}, unavailable(ctx.Err())
+				}
+				now = time.Now()
+				rc.mu.Lock()
+				if p.dead {
+					p = rc.part(topic, partition)
+				}
+				age = now.Sub(p.verified)
+			}
+		}
+		if p.exact && from == uint64(p.high) && (rc.soleWriter || age < rc.recheck) {
+			// Nothing past the exact high watermark: the answer needs no
+			// poll (with other writers, for externalRecheck after a
+			// poll or a check told it; past half of it, the topic's
+			// next check starts in the background).
+			if !rc.soleWriter && age >= rc.recheck/2 {
+				rc.tailCheckLocked(topic)
+			}
+			high := p.high
+			rc.mu.Unlock()
+			rc.idleAnswers.Add(1)
+			return store.Watermarks{High: high}, nil
+		}
 	}
 	// A miss polls at least a read-ahead chunk: a sequential reader's next
 	// Reads are then served from it.
@@ -1083,5 +1122,11 @@ func (rc *readCache) writeMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_iggy_tail_window_fills_total", "counter", "Appends kept in the tail window for readers at the tail.", fills)
 	metric.Single(w, "kiggy_iggy_tail_window_skips_total", "counter", "Appends not kept because the cache knew of other messages at or past their offsets (another writer, a purge or recreate).", skips)
 	metric.Single(w, "kiggy_iggy_tail_window_unread_total", "counter", "Appends not kept because nobody had read their partition within the read cache's TTL (5 s).", unread)
-	metric.Single(w, "kiggy_iggy_tail_idle_answers_total", "counter", "Reads at a high watermark known exactly (--iggy-sole-writer) answered without polling Iggy.", idle)
+	metric.Single(w, "kiggy_iggy_tail_idle_answers_total", "counter", "Reads at a high watermark known exactly (--iggy-sole-writer, or told by a poll or a tail check within 100 ms) answered without polling Iggy.", idle)
+	var checks, renewals uint64
+	if rc != nil {
+		checks, renewals = rc.checksSent.Load(), rc.checkRenewals.Load()
+	}
+	metric.Single(w, "kiggy_iggy_tail_checks_total", "counter", "GetTopic requests sent to renew the exact high watermarks of a topic's partitions at once (without --iggy-sole-writer).", checks)
+	metric.Single(w, "kiggy_iggy_tail_check_renewals_total", "counter", "Partitions whose exact high watermark a tail check renewed, sparing a poll.", renewals)
 }
