@@ -166,9 +166,9 @@ func TestTailWindowSameBytes(t *testing.T) {
 // TestTailWindowIdleConsumer: with --iggy-sole-writer a consumer waiting at
 // the tail costs Iggy no poll, and gets a new record from the window as
 // soon as it is appended; without it the parked Fetch's re-reads every
-// 100 ms are answered by one GetTopic of the topic each (a tail check),
-// not a poll per partition (with checks off, the case that shows the poll
-// count can move, they polled 88 times in this test's 2 s).
+// 100 ms (0.11; on 0.12 it waits on the server's readiness wait) are
+// answered by one GetTopic of the topic each (a tail check), not a poll
+// per partition: before the checks they polled 88 times in this test's 2 s.
 func TestTailWindowIdleConsumer(t *testing.T) {
 	for _, sole := range []bool{true, false} {
 		t.Run(fmt.Sprintf("sole=%v", sole), func(t *testing.T) {
@@ -233,8 +233,6 @@ func TestTailWindowIdleConsumer(t *testing.T) {
 			switch {
 			case sole && after != 0:
 				t.Fatalf("an idle consumer and a record read from the window cost %v polls of Iggy, want 0", after)
-			case !sole && checks < 5:
-				t.Fatalf("2 s idle at the tail without --iggy-sole-writer: %v tail checks, want one about every 100 ms", checks)
 			case !sole && polls > 4:
 				t.Fatalf("2 s idle at the tail of 4 partitions without --iggy-sole-writer: %v polls, want the tail checks to spare them", polls)
 			}
