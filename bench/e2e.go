@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -574,6 +575,14 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 	if secs := res.window.Seconds(); gcErr == nil && s.iggyAddr != "" && secs > 0 {
 		row.IggyPolls = (gc1.iggyPolls - gc0.iggyPolls) / secs
 		row.IggySends = (gc1.iggySends - gc0.iggySends) / secs
+		var each []string
+		for _, cmd := range slices.Sorted(maps.Keys(gc1.iggyCount)) {
+			if n := gc1.iggyCount[cmd] - gc0.iggyCount[cmd]; n > 0 {
+				mean := (gc1.iggySeconds[cmd] - gc0.iggySeconds[cmd]) / n
+				each = append(each, fmt.Sprintf("%s %.0f/s (mean %.2f ms)", cmd, n/secs, 1000*mean))
+			}
+		}
+		er.logf("%s: Iggy requests in the window: %s", s.target, strings.Join(each, ", "))
 	}
 	return nil
 }

@@ -686,8 +686,10 @@ func (r *runner) addRun(row *Row, run *Measurement) {
 type gatewayCounts struct {
 	requests, records, appends, coalesced, sessionWaits float64
 	// iggyPolls and iggySends: the Iggy requests the gateway sent
-	// (PollMessages; SendMessages), on the Iggy backend.
-	iggyPolls, iggySends float64
+	// (PollMessages; SendMessages), on the Iggy backend; iggyCount and
+	// iggySeconds every command's count and summed latency.
+	iggyPolls, iggySends   float64
+	iggyCount, iggySeconds map[string]float64
 }
 
 // gatewayCounters reads the produce counters from a gateway's /metrics.
@@ -726,10 +728,24 @@ func gatewayCounters(ctx context.Context, url string) (gatewayCounts, error) {
 			gc.coalesced = v
 		case name == "kiggy_iggy_session_waits_total":
 			gc.sessionWaits = v
-		case name == `kiggy_iggy_request_duration_seconds_count{command="PollMessages"}`:
-			gc.iggyPolls = v
-		case name == `kiggy_iggy_request_duration_seconds_count{command="SendMessages"}`:
-			gc.iggySends = v
+		case strings.HasPrefix(name, `kiggy_iggy_request_duration_seconds_count{command="`):
+			cmd := strings.TrimSuffix(strings.TrimPrefix(name, `kiggy_iggy_request_duration_seconds_count{command="`), `"}`)
+			if gc.iggyCount == nil {
+				gc.iggyCount = map[string]float64{}
+			}
+			gc.iggyCount[cmd] = v
+			switch cmd {
+			case "PollMessages":
+				gc.iggyPolls = v
+			case "SendMessages":
+				gc.iggySends = v
+			}
+		case strings.HasPrefix(name, `kiggy_iggy_request_duration_seconds_sum{command="`):
+			cmd := strings.TrimSuffix(strings.TrimPrefix(name, `kiggy_iggy_request_duration_seconds_sum{command="`), `"}`)
+			if gc.iggySeconds == nil {
+				gc.iggySeconds = map[string]float64{}
+			}
+			gc.iggySeconds[cmd] = v
 		}
 	}
 	return gc, sc.Err()

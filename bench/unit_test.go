@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -302,6 +303,11 @@ kiggy_records_produced_total 1600
 kiggy_produce_appends_total 40
 kiggy_produce_coalesced_total 20
 kiggy_iggy_session_waits_total 3
+kiggy_iggy_request_duration_seconds_bucket{command="PollMessages",le="+Inf"} 8
+kiggy_iggy_request_duration_seconds_sum{command="PollMessages"} 0.004
+kiggy_iggy_request_duration_seconds_count{command="PollMessages"} 8
+kiggy_iggy_request_duration_seconds_sum{command="GetTopic"} 0.5
+kiggy_iggy_request_duration_seconds_count{command="GetTopic"} 2
 `)
 	}))
 	defer srv.Close()
@@ -309,7 +315,9 @@ kiggy_iggy_session_waits_total 3
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (gatewayCounts{requests: 15, records: 1600, appends: 40, coalesced: 20, sessionWaits: 3}); gc != want {
+	want := gatewayCounts{requests: 15, records: 1600, appends: 40, coalesced: 20, sessionWaits: 3, iggyPolls: 8,
+		iggyCount: map[string]float64{"PollMessages": 8, "GetTopic": 2}, iggySeconds: map[string]float64{"PollMessages": 0.004, "GetTopic": 0.5}}
+	if !reflect.DeepEqual(gc, want) {
 		t.Fatalf("got %+v, want %+v", gc, want)
 	}
 }
