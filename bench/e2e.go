@@ -304,8 +304,8 @@ type E2ERow struct {
 	CPUPerGB    map[string]float64 `json:"cpu_s_per_gb,omitempty"`
 	CPUPerGBSum float64            `json:"cpu_s_per_gb_sum,omitempty"`
 	// IggyPolls and IggySends are the PollMessages and SendMessages a
-	// kiggy target on Iggy sent its server per second of the window (from
-	// its /metrics); -1 where not known.
+	// kiggy target on Iggy sent its server (or cluster) per second of the
+	// window (from its /metrics); -1 where not known.
 	IggyPolls float64 `json:"iggy_polls_per_s"`
 	IggySends float64 `json:"iggy_sends_per_s"`
 }
@@ -572,7 +572,7 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 	row.LagEnd, row.LagLeft = lagEnd, maxLag(acked, groups)
 	fillE2ERow(row, res.records, res.window, groups, &hist, s.procs, cpu0, cpu1)
 	row.IggyPolls, row.IggySends = -1, -1
-	if secs := res.window.Seconds(); gcErr == nil && s.iggyAddr != "" && secs > 0 {
+	if secs := res.window.Seconds(); gcErr == nil && gc1.iggyCount != nil && secs > 0 {
 		row.IggyPolls = (gc1.iggyPolls - gc0.iggyPolls) / secs
 		row.IggySends = (gc1.iggySends - gc0.iggySends) / secs
 		var each []string

@@ -167,8 +167,8 @@ func (c *Client) PutSystem(ctx context.Context, ns, key string, value []byte) er
 }
 
 // PutSystemAll implements store.SystemStore: the changes are appended to
-// the namespace's log as one batch, in one SendMessages, which Iggy
-// appends whole or not at all.
+// the namespace's log as one batch, in one SendMessages, which Iggy accepts
+// or refuses whole (docs/IGGY.md "kiggy's own state").
 func (c *Client) PutSystemAll(ctx context.Context, ns string, entries []store.SystemEntry) error {
 	if len(entries) == 0 {
 		return nil

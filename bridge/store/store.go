@@ -182,9 +182,9 @@ type SystemStore interface {
 	// the key. It returns once the change is stored as durably as an
 	// acknowledged record (docs/IGGY.md, "Durability").
 	PutSystem(ctx context.Context, ns, key string, value []byte) error
-	// PutSystemAll stores entries in namespace ns as one change: should it
-	// fail, either all of them are stored or none is. It returns as
-	// PutSystem does.
+	// PutSystemAll stores entries in namespace ns as one change, which the
+	// store takes or refuses whole (the Iggy store: one batch in one
+	// SendMessages). It returns as PutSystem does.
 	PutSystemAll(ctx context.Context, ns string, entries []SystemEntry) error
 }
 
