@@ -728,25 +728,38 @@ func gatewayCounters(ctx context.Context, url string) (gatewayCounts, error) {
 			gc.coalesced = v
 		case name == "kiggy_iggy_session_waits_total":
 			gc.sessionWaits = v
-		case strings.HasPrefix(name, `kiggy_iggy_request_duration_seconds_count{command="`):
-			cmd := strings.TrimSuffix(strings.TrimPrefix(name, `kiggy_iggy_request_duration_seconds_count{command="`), `"}`)
-			if gc.iggyCount == nil {
-				gc.iggyCount = map[string]float64{}
+		default:
+			if cmd, ok := iggyCommand(name, "count"); ok {
+				gc.iggyCount = setIn(gc.iggyCount, cmd, v)
+				switch cmd {
+				case "PollMessages":
+					gc.iggyPolls = v
+				case "SendMessages":
+					gc.iggySends = v
+				}
+			} else if cmd, ok := iggyCommand(name, "sum"); ok {
+				gc.iggySeconds = setIn(gc.iggySeconds, cmd, v)
 			}
-			gc.iggyCount[cmd] = v
-			switch cmd {
-			case "PollMessages":
-				gc.iggyPolls = v
-			case "SendMessages":
-				gc.iggySends = v
-			}
-		case strings.HasPrefix(name, `kiggy_iggy_request_duration_seconds_sum{command="`):
-			cmd := strings.TrimSuffix(strings.TrimPrefix(name, `kiggy_iggy_request_duration_seconds_sum{command="`), `"}`)
-			if gc.iggySeconds == nil {
-				gc.iggySeconds = map[string]float64{}
-			}
-			gc.iggySeconds[cmd] = v
 		}
 	}
 	return gc, sc.Err()
+}
+
+// iggyCommand returns the command of a series name of the Iggy request
+// latency histogram's part (count or sum).
+func iggyCommand(name, part string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "kiggy_iggy_request_duration_seconds_"+part+`{command="`)
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, `"}`)
+}
+
+// setIn sets m[k] = v, making m when nil.
+func setIn(m map[string]float64, k string, v float64) map[string]float64 {
+	if m == nil {
+		m = map[string]float64{}
+	}
+	m[k] = v
+	return m
 }
