@@ -308,11 +308,21 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 				case <-chk.done:
 				case <-ctx.Done():
 					return store.Watermarks{}, unavailable(ctx.Err())
+				case <-rc.ctx.Done():
+					return store.Watermarks{}, unavailable(ErrClosed)
 				}
 				now = time.Now()
 				rc.mu.Lock()
 				if p.dead {
 					p = rc.part(topic, partition)
+				}
+				if ch = rc.lookup(p, from, now); ch != nil {
+					// This client's append landed meanwhile.
+					ch.refs++
+					rc.touch(ch)
+					rc.mu.Unlock()
+					rc.hits.Add(1)
+					return rc.serve(p, ch, from, maxBytes, fn)
 				}
 				age = now.Sub(p.verified)
 			}

@@ -494,3 +494,62 @@ func TestTailWindowPollCrossesAppend(t *testing.T) {
 		t.Fatalf("a read at 5 after the crossing poll: offsets %v, high watermark %d; want 5 and 6, high 7", got, wm.High)
 	}
 }
+
+// TestTailCheckWait: without Config.SoleWriter, a Read at the tail past the
+// recheck waits for the topic's check instead of polling, and is answered
+// by it (no poll); a Read waiting for a check that hangs ends when the
+// client closes.
+func TestTailCheckWait(t *testing.T) {
+	srv, addr := startServer(t, iggytest.Config{})
+	c := open(t, Config{Addr: addr, Stream: "kafka", PoolSize: 2})
+	c.cache.recheck = 300 * time.Millisecond
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "chk", 1, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(cx, "chk", 0, seqBatch("a", 0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	readTail := func() (store.Watermarks, int, error) {
+		n := 0
+		wm, err := c.Read(cx, "chk", 0, 3, 1<<20, func(*message.Message) bool { n++; return true })
+		return wm, n, err
+	}
+	if _, _, err := readTail(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(310 * time.Millisecond) // past the recheck
+	misses, renewals := c.cache.misses.Load(), c.cache.checkRenewals.Load()
+	// Slow, but answered within the recheck: the check's answer holds
+	// for the read that waited for it.
+	srv.InjectFault(iggytest.Fault{Op: proto.OpNonReplicated, Code: proto.CodeGetTopic, Count: 1, Delay: 150 * time.Millisecond})
+	start := time.Now()
+	wm, n, err := readTail()
+	if err != nil || n != 0 || wm.High != 3 {
+		t.Fatalf("a read at the tail: %d messages, high %d, %v; want none, high 3", n, wm.High, err)
+	}
+	if took := time.Since(start); took < 120*time.Millisecond {
+		t.Fatalf("the read took %v: it did not wait for the delayed check", took)
+	}
+	if c.cache.misses.Load() != misses || c.cache.checkRenewals.Load() == renewals {
+		t.Fatalf("polls %d → %d, renewals %d → %d: the check did not answer the read", misses, c.cache.misses.Load(), renewals, c.cache.checkRenewals.Load())
+	}
+
+	time.Sleep(310 * time.Millisecond)
+	srv.InjectFault(iggytest.Fault{Op: proto.OpNonReplicated, Code: proto.CodeGetTopic, Count: 1, Drop: true})
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := readTail()
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	go c.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a read waiting for a check that never answers succeeded after Close")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a read waiting for a hung check outlived the client's Close by 5 s")
+	}
+}
