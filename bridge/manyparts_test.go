@@ -20,7 +20,12 @@ func fetchFrameN(topic string, n int32, partMax int32) []byte {
 // startManyParts starts an Iggy-backed gateway with a topic of manyParts
 // partitions, the first benchPartitions of which hold 16 × 16 KiB.
 func startManyParts(tb testing.TB) (*benchConn, []byte) {
-	gw := kiggytest.Start(tb, kiggytest.Options{Iggy: true})
+	// Sole writer: the tail checks of a gateway that shares its stream
+	// (about one GetTopic of the topic every 50–100 ms, tailcheck.go) are
+	// timed work apart from the Fetch, whose allocations (the 256
+	// partitions' reply, on the in-process model too) a window of 50
+	// Fetches would catch.
+	gw := kiggytest.Start(tb, kiggytest.Options{Iggy: true, IggySoleWriter: true})
 	gw.CreateTopic(tb, "many", manyParts)
 	bc := dialBench(tb, gw.Addr)
 	pf := produceFrame("many")
