@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 func equalState(a, b map[string][]byte) bool { return maps.EqualFunc(a, b, bytes.Equal) }
@@ -172,10 +176,35 @@ func FuzzStateRecord(f *testing.F) {
 }
 
 // TestSystemStorePutAll: PutSystemAll's entries (puts and a delete) are
-// one change another instance and a new client read whole; an entry too
-// large for the store fails the change before anything is stored.
+// one change another instance and a new client read whole, after the
+// server is killed (SIGKILL for a real iggy-server, a crash of the model)
+// and restarted too; an entry too large for the store fails the change
+// before anything is stored.
 func TestSystemStorePutAll(t *testing.T) {
-	addr, stream := target(t)
+	var kill func()
+	addr, stream := "", "kafka"
+	switch {
+	case os.Getenv(envAddr) != "":
+		addr, stream = target(t)
+	case realServer(t):
+		node := iggyserver.StartT(t)
+		addr = node.Addr
+		kill = func() {
+			node.Kill()
+			if err := node.Restart(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	default:
+		var srv *iggytest.Server
+		srv, addr = startServer(t, iggytest.Config{})
+		kill = func() {
+			srv.Crash()
+			if _, err := srv.Start(addr); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	cx := ctx(t)
 	a := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
 	b := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
@@ -197,5 +226,25 @@ func TestSystemStorePutAll(t *testing.T) {
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
 	if got, err := c.LoadSystem(cx, "client-quotas"); err != nil || !equalState(got, want) {
 		t.Fatalf("a new client reads %q %v, want %q (nothing of the refused change)", got, err, want)
+	}
+	if kill == nil {
+		return // a shared server named by the environment is not ours to kill
+	}
+	a.Close()
+	b.Close()
+	c.Close()
+	kill()
+	// A real server restarted over a killed one's data may refuse the
+	// first connections while it loads.
+	var d *Client
+	testtools.WaitFor(t, 30*time.Second, "a client of the restarted server", func() bool {
+		var err error
+		d, err = Open(cx, Config{Addr: addr, Stream: stream, PoolSize: 1, Logger: quiet,
+			Username: iggyserver.Username, Password: iggyserver.Password})
+		return err == nil
+	})
+	t.Cleanup(func() { d.Close() })
+	if got, err := d.LoadSystem(cx, "client-quotas"); err != nil || !equalState(got, want) {
+		t.Fatalf("after the server was killed, a new client reads %q %v, want %q", got, err, want)
 	}
 }

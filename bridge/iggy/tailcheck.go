@@ -4,10 +4,12 @@ package iggy
 // a partition's exact high watermark is trusted for externalRecheck after
 // the poll that told it: other writers may append. Rather than poll each
 // partition of a topic when that runs out, one GetTopic tells the ends of
-// them all, and a partition whose end is still its exact high watermark is
-// renewed as a poll sent at the same moment would have renewed it (the same
-// rule: what Iggy said plus this client's appends confirmed since, unless
-// one of unknown outcome came in between). A Read past half the recheck
+// them all, and each partition Iggy holds at least as much of as is cached
+// is renewed, its high watermark raised to Iggy's end, as a poll sent at the
+// same moment would have renewed it (the same rule: what Iggy said plus this
+// client's appends confirmed since, unless one of unknown outcome came in
+// between). A partition another writer appended to thus gets a high
+// watermark past its readers, whose next Read polls. A Read past half the recheck
 // starts the topic's check in the background, so a consumer at the tail
 // rarely waits for one; a Read past the recheck waits for the topic's check
 // rather than poll, and polls only when the check could not renew its
@@ -17,7 +19,6 @@ package iggy
 
 import (
 	"context"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -97,15 +98,17 @@ func (rc *readCache) check(chk *topicCheck) {
 		return
 	}
 	rc.mu.Lock()
-	snaps := make(map[int32]checkSnap, e.partitions)
+	snaps := make([]checkSnap, e.partitions) // by partition; p nil when not cached
+	cached := 0
 	for i := range e.partitions {
 		if p := rc.parts[partKey{chk.topic, i}]; p != nil && !p.dead {
 			snaps[i] = checkSnap{p: p, unsure: p.unsure, end: rc.cachedEnd(p)}
+			cached++
 		}
 	}
 	sentAt := time.Now()
 	rc.mu.Unlock()
-	if len(snaps) == 0 {
+	if cached == 0 {
 		return
 	}
 	rc.checksSent.Add(1)
@@ -121,11 +124,11 @@ func (rc *readCache) check(chk *topicCheck) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	for _, pi := range d.partitions {
-		if pi.id > math.MaxInt32 {
+		if uint64(pi.id) >= uint64(len(snaps)) {
 			continue
 		}
-		s, ok := snaps[int32(pi.id)]
-		if !ok || s.p.dead {
+		s := snaps[pi.id]
+		if s.p == nil || s.p.dead {
 			continue
 		}
 		p := s.p

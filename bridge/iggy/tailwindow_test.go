@@ -538,11 +538,12 @@ func TestTailCheckWait(t *testing.T) {
 	time.Sleep(310 * time.Millisecond)
 	srv.InjectFault(iggytest.Fault{Op: proto.OpNonReplicated, Code: proto.CodeGetTopic, Count: 1, Drop: true})
 	done := make(chan error, 1)
+	sent := c.cache.checksSent.Load()
 	go func() {
 		_, _, err := readTail()
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	testtools.WaitFor(t, 5*time.Second, "the read's check sent", func() bool { return c.cache.checksSent.Load() > sent })
 	go c.Close()
 	select {
 	case err := <-done:
