@@ -570,6 +570,12 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 	default:
 	}
 	row.LagEnd, row.LagLeft = lagEnd, maxLag(acked, groups)
+	if h := res.hist; h != nil && h.Count() > 0 {
+		// The produce side's share of the latency: create time to the
+		// producer's acknowledgement.
+		er.logf("%s: acknowledged p50 %.2f p99 %.2f p99.9 %.2f ms after their create time", s.target,
+			ms(h.Quantile(0.5)), ms(h.Quantile(0.99)), ms(h.Quantile(0.999)))
+	}
 	fillE2ERow(row, res.records, res.window, groups, &hist, s.procs, cpu0, cpu1)
 	row.IggyPolls, row.IggySends = -1, -1
 	if secs := res.window.Seconds(); gcErr == nil && gc1.iggyCount != nil && secs > 0 {
@@ -583,6 +589,18 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 			}
 		}
 		er.logf("%s: Iggy requests in the window: %s", s.target, strings.Join(each, ", "))
+	}
+	if gcErr == nil {
+		for _, h := range slices.Sorted(maps.Values(tailSeries)) {
+			if a, b := gc0.slow[h], gc1.slow[h]; a != nil && b != nil {
+				n := b[len(tailBounds)] - a[len(tailBounds)]
+				var over []string
+				for i, bound := range tailBounds {
+					over = append(over, fmt.Sprintf("%.0f over %s s", b[i]-a[i], bound))
+				}
+				er.logf("%s: %s in the window: %.0f, of which %s", s.target, h, n, strings.Join(over, ", "))
+			}
+		}
 	}
 	return nil
 }

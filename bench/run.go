@@ -690,7 +690,22 @@ type gatewayCounts struct {
 	// iggySeconds every command's count and summed latency.
 	iggyPolls, iggySends   float64
 	iggyCount, iggySeconds map[string]float64
+	// slow counts, by tailSeries, the observations of a latency histogram
+	// over each bound of tailBounds (from its cumulative buckets), and last
+	// all of them.
+	slow map[string]*[len(tailBounds) + 1]float64
 }
+
+// tailBounds are the latency histogram bounds ke2e reports the share of
+// observations over, and tailSeries the histograms it reads them for: the
+// gateway's Produce requests and its appends to Iggy.
+var (
+	tailBounds = [...]string{"0.001", "0.005", "0.01", "0.05"}
+	tailSeries = map[string]string{
+		`kiggy_request_duration_seconds_bucket{api="Produce"`:               "Produce",
+		`kiggy_iggy_request_duration_seconds_bucket{command="SendMessages"`: "SendMessages",
+	}
+)
 
 // gatewayCounters reads the produce counters from a gateway's /metrics.
 func gatewayCounters(ctx context.Context, url string) (gatewayCounts, error) {
@@ -729,6 +744,10 @@ func gatewayCounters(ctx context.Context, url string) (gatewayCounts, error) {
 		case name == "kiggy_iggy_session_waits_total":
 			gc.sessionWaits = v
 		default:
+			if series, le, ok := strings.Cut(name, `,le="`); ok && tailSeries[series] != "" {
+				gc.addBucket(tailSeries[series], strings.TrimSuffix(le, `"}`), v)
+				continue
+			}
 			if cmd, ok := iggyCommand(name, "count"); ok {
 				gc.iggyCount = setIn(gc.iggyCount, cmd, v)
 				switch cmd {
@@ -743,6 +762,31 @@ func gatewayCounters(ctx context.Context, url string) (gatewayCounts, error) {
 		}
 	}
 	return gc, sc.Err()
+}
+
+// addBucket records cumulative bucket le (count v) of histogram h: the
+// observations over each of tailBounds are the +Inf bucket's less the
+// bound's.
+func (gc *gatewayCounts) addBucket(h, le string, v float64) {
+	if gc.slow == nil {
+		gc.slow = map[string]*[len(tailBounds) + 1]float64{}
+	}
+	over := gc.slow[h]
+	if over == nil {
+		over = new([len(tailBounds) + 1]float64)
+		gc.slow[h] = over
+	}
+	if le == "+Inf" {
+		over[len(tailBounds)] = v
+	}
+	for i, b := range tailBounds {
+		switch le {
+		case "+Inf":
+			over[i] += v
+		case b:
+			over[i] -= v
+		}
+	}
 }
 
 // iggyCommand returns the command of a series name of the Iggy request

@@ -308,6 +308,15 @@ kiggy_iggy_request_duration_seconds_sum{command="PollMessages"} 0.004
 kiggy_iggy_request_duration_seconds_count{command="PollMessages"} 8
 kiggy_iggy_request_duration_seconds_sum{command="GetTopic"} 0.5
 kiggy_iggy_request_duration_seconds_count{command="GetTopic"} 2
+kiggy_iggy_request_duration_seconds_bucket{command="SendMessages",le="0.001"} 70
+kiggy_iggy_request_duration_seconds_bucket{command="SendMessages",le="0.005"} 90
+kiggy_iggy_request_duration_seconds_bucket{command="SendMessages",le="0.01"} 99
+kiggy_iggy_request_duration_seconds_bucket{command="SendMessages",le="0.05"} 100
+kiggy_iggy_request_duration_seconds_bucket{command="SendMessages",le="+Inf"} 100
+kiggy_request_duration_seconds_bucket{api="Fetch",le="0.001"} 1
+kiggy_request_duration_seconds_bucket{api="Produce",le="0.001"} 5
+kiggy_request_duration_seconds_bucket{api="Produce",le="0.05"} 14
+kiggy_request_duration_seconds_bucket{api="Produce",le="+Inf"} 15
 `)
 	}))
 	defer srv.Close()
@@ -316,7 +325,10 @@ kiggy_iggy_request_duration_seconds_count{command="GetTopic"} 2
 		t.Fatal(err)
 	}
 	want := gatewayCounts{requests: 15, records: 1600, appends: 40, coalesced: 20, sessionWaits: 3, iggyPolls: 8,
-		iggyCount: map[string]float64{"PollMessages": 8, "GetTopic": 2}, iggySeconds: map[string]float64{"PollMessages": 0.004, "GetTopic": 0.5}}
+		iggyCount: map[string]float64{"PollMessages": 8, "GetTopic": 2}, iggySeconds: map[string]float64{"PollMessages": 0.004, "GetTopic": 0.5},
+		// Each histogram's observations over 1, 5, 10 and 50 ms (a bound
+		// missing from the text counts as over), then all of them.
+		slow: map[string]*[len(tailBounds) + 1]float64{"SendMessages": {30, 10, 1, 0, 100}, "Produce": {10, 15, 15, 1, 15}}}
 	if !reflect.DeepEqual(gc, want) {
 		t.Fatalf("got %+v, want %+v", gc, want)
 	}
