@@ -77,7 +77,7 @@ func (g *Gateway) produce(c *call) bool {
 	// A backend with network round trips (Iggy) gets the request's
 	// partitions appended concurrently, each on its own session, once all
 	// are mapped; the embedded log appends inline, one after another.
-	ps.parallel = !g.caps.LocalLatency && ps.fixed == wire.NoError && distinctPartitions(req, &st.int32s) > 1
+	ps.parallel = !g.caps.LocalLatency && ps.fixed == wire.NoError && distinctPartitions(req, &st.int32s) > 0
 	st.fanout.jobs = st.fanout.jobs[:0]
 	if pl := g.cfg.Placement; pl != nil {
 		// docs/design/cluster.md §5: appends started now delay this

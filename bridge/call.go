@@ -63,6 +63,7 @@ type handlerFunc func(g *Gateway, c *call) (parked bool)
 type call struct {
 	cs     *connState
 	req    *engine.Request
+	seq    uint64 // req's number among its connection's requests (pipeline.go)
 	hdr    wire.RequestHeader
 	body   []byte
 	state  *state
@@ -146,7 +147,7 @@ func (g *Gateway) requeue(c *call) {
 // continues its connection.
 func (g *Gateway) runOffloaded(c *call) {
 	st := c.state
-	cs := c.cs
+	cs, seq := c.cs, c.seq
 	h := g.handler(c.hdr.APIKey)
 	var meter *quota.Meter
 	if !quotaExempt(c.hdr.APIKey) {
@@ -160,19 +161,19 @@ func (g *Gateway) runOffloaded(c *call) {
 			g.observe(c)
 			g.putState(st)
 		}
-		g.resume(cs)
+		g.resume(cs, seq)
 	}
 }
 
 // finishParked completes a parked call with resp (already encoded) and
 // continues its connection.
 func (g *Gateway) finishParked(c *call, resp []byte) {
-	cs := c.cs
+	cs, seq := c.cs, c.seq
 	if c.throttleMs > 0 {
 		c.putThrottle(resp, c.responseHeaderLen())
 	}
 	c.req.Respond(resp)
 	g.observe(c)
 	g.putState(c.state)
-	g.resume(cs)
+	g.resume(cs, seq)
 }

@@ -63,6 +63,10 @@ type queuedAppend struct {
 	base  int64
 	head  bool          // handed the queue: the owner heads the next round
 	done  chan struct{} // one send per hand-over or result
+	// pp is the partition's producers (and queue); leads is set when w
+	// found no round running and heads the first (queueAppend).
+	pp    *partitionProducers
+	leads bool
 
 	// The head's scratch for its round.
 	group []*queuedAppend
@@ -80,18 +84,35 @@ var coalesceBatches = sync.Pool{New: func() any { return new(message.Batch) }}
 // appendCoalesced appends one mapped partition entry through the partition's
 // queue (see above) and returns its code and base offset.
 func (g *Gateway) appendCoalesced(ctx context.Context, topic string, index int32, b *message.Batch, pb *producer.Batch) (wire.ErrorCode, int64) {
+	return g.awaitAppend(topic, index, g.queueAppend(ctx, topic, index, b, pb))
+}
+
+// queueAppend puts one mapped partition entry into the partition's queue,
+// where it keeps its place in the partition's order; awaitAppend, which
+// must follow, sends it and returns its outcome. A Produce queues all its
+// appends before awaiting any, and then lets the connection's next Produce
+// start (pipeline.go).
+func (g *Gateway) queueAppend(ctx context.Context, topic string, index int32, b *message.Batch, pb *producer.Batch) *queuedAppend {
 	w := queuedAppends.Get().(*queuedAppend)
 	w.ctx, w.batch, w.pb, w.code, w.base, w.head = ctx, b, *pb, wire.NoError, -1, false
-	pp, head := g.producers.enqueue(topic, index, w)
+	w.pp, w.leads = g.producers.enqueue(topic, index, w)
+	return w
+}
+
+// awaitAppend heads w's round when w leads its partition's queue or is
+// handed it, else waits for the round that carries it, and returns w's
+// code and base offset.
+func (g *Gateway) awaitAppend(topic string, index int32, w *queuedAppend) (wire.ErrorCode, int64) {
+	head := w.leads
 	if !head {
 		<-w.done
 		head = w.head
 	}
 	if head {
-		g.runRound(topic, index, pp, w)
+		g.runRound(topic, index, w.pp, w)
 	}
 	code, base := w.code, w.base
-	w.ctx, w.batch = nil, nil
+	w.ctx, w.batch, w.pp = nil, nil, nil
 	queuedAppends.Put(w)
 	return code, base
 }

@@ -32,6 +32,9 @@ type appendJob struct {
 	partAt   int
 	code     wire.ErrorCode
 	base     int64
+	// queued is the append in its partition's queue when the request
+	// queued its appends before running them (runAppends), else nil.
+	queued *queuedAppend
 	// panicked: the append panicked (logged and counted by catch).
 	panicked bool
 }
@@ -114,7 +117,20 @@ func (f *produceFanout) trim() {
 // nothing). Each append runs under catch; when one panicked, runAppends
 // re-raises errPartPanicked once all are done, so c is abandoned by the
 // guard its handler runs under.
+//
+// On a backend with round trips every append is first put into its
+// partition's queue, in request order, and the connection's next Produce
+// may then start (pipeline.go); a transactional append is admitted by the
+// coordinator before it queues, so a request with one queues each append as
+// it runs instead, and the next Produce waits for it.
 func (g *Gateway) runAppends(ctx context.Context, c *call, f *produceFanout) {
+	if g.queuesFirst(f) {
+		for i := range f.jobs {
+			j := &f.jobs[i]
+			j.queued = g.queueAppend(ctx, j.topic, j.index, j.batch, &j.producer)
+		}
+		g.openProduce(c)
+	}
 	for i := 1; i < len(f.jobs); i++ {
 		f.wg.Add(1)
 		g.appends.start(appendTask{ctx: ctx, c: c, f: f, j: &f.jobs[i]})
@@ -142,7 +158,29 @@ const maxAppendWorkers = 256
 
 // runAppend runs one job's append under catch.
 func (g *Gateway) runAppend(ctx context.Context, c *call, j *appendJob) {
-	j.panicked = g.catch(c, func() { j.code, j.base = g.appendMapped(ctx, j.topic, j.index, j.batch, &j.producer) })
+	j.panicked = g.catch(c, func() {
+		if w := j.queued; w != nil {
+			j.queued = nil
+			j.code, j.base = g.awaitAppend(j.topic, j.index, w)
+			return
+		}
+		j.code, j.base = g.appendMapped(ctx, j.topic, j.index, j.batch, &j.producer)
+	})
+}
+
+// queuesFirst reports whether f's appends are queued before they run
+// (runAppends): on a backend with round trips (the coalesced path of
+// appendMapped), when none is transactional.
+func (g *Gateway) queuesFirst(f *produceFanout) bool {
+	if g.caps.LocalLatency {
+		return false
+	}
+	for i := range f.jobs {
+		if f.jobs[i].producer.Transactional {
+			return false
+		}
+	}
+	return true
 }
 
 // runAppendTask runs one pooled append task and marks it done.

@@ -407,11 +407,18 @@ type Gateway struct {
 	appends *workerPool[appendTask]
 }
 
-// connState orders one connection's requests.
+// connState orders one connection's requests (pipeline.go).
 type connState struct {
-	conn  *engine.ConnInfo
-	mu    sync.Mutex
-	busy  bool
+	conn *engine.ConnInfo
+	mu   sync.Mutex
+	// running counts the requests started and not finished; started numbers
+	// them (the newest started is number started).
+	running int
+	started uint64
+	// open: the newest started request lets a Produce start beside it: it is
+	// a Produce that has queued all its appends, or it has finished.
+	open bool
+	// queue holds the requests read and not started, in arrival order.
 	queue []*engine.Request
 	// failed is set when a handler of this connection panicked: its later
 	// requests are closed unserved (panics.go).
@@ -431,6 +438,7 @@ type connState struct {
 type task struct {
 	cs  *connState
 	req *engine.Request
+	seq uint64 // req's number among its connection's requests
 	c   *call
 }
 
@@ -540,18 +548,18 @@ func (g *Gateway) Close() {
 func (g *Gateway) Serve(req *engine.Request) {
 	cs := g.connState(req.Conn())
 	cs.mu.Lock()
-	if cs.busy {
+	if len(cs.queue) > 0 || !cs.mayStartLocked(req) {
 		cs.queue = append(cs.queue, req)
 		cs.mu.Unlock()
 		return
 	}
-	cs.busy = true
+	seq := g.startLocked(cs)
 	cs.mu.Unlock()
 	if f := req.Frame(); g.caps.NonBlocking && len(f) <= inlineFrameLimit && !offLoop(f) {
-		g.run(cs, req, true)
+		g.run(cs, req, seq, true)
 		return
 	}
-	g.submit(cs, req)
+	g.submit(cs, req, seq)
 }
 
 // offLoopKeys are the APIs never served on an event loop, whatever the
@@ -593,11 +601,11 @@ func (g *Gateway) connState(ci *engine.ConnInfo) *connState {
 }
 
 // submit hands a request to the worker pool without ever blocking the loop.
-func (g *Gateway) submit(cs *connState, req *engine.Request) {
+func (g *Gateway) submit(cs *connState, req *engine.Request, seq uint64) {
 	select {
-	case g.work <- task{cs: cs, req: req}:
+	case g.work <- task{cs: cs, req: req, seq: seq}:
 	default:
-		go g.run(cs, req, false) // overload: more goroutines, never a blocked loop
+		go g.run(cs, req, seq, false) // overload: more goroutines, never a blocked loop
 	}
 }
 
@@ -609,7 +617,7 @@ func (g *Gateway) worker() {
 			if t.c != nil {
 				g.runOffloaded(t.c)
 			} else {
-				g.run(t.cs, t.req, false)
+				g.run(t.cs, t.req, t.seq, false)
 			}
 		case <-g.ctx.Done():
 			return
@@ -617,47 +625,34 @@ func (g *Gateway) worker() {
 	}
 }
 
-// run serves req and then the connection's queued requests, until one parks
-// or the queue is empty.
-func (g *Gateway) run(cs *connState, req *engine.Request, inline bool) {
+// run serves req (number seq of its connection) and then the connection's
+// queued requests that may start after it (pipeline.go), until one parks or
+// none may start.
+func (g *Gateway) run(cs *connState, req *engine.Request, seq uint64, inline bool) {
 	for req != nil {
-		if g.serveOne(cs, req, inline) {
+		if g.serveOne(cs, req, seq, inline) {
 			return // parked: resume runs the rest
 		}
-		req = g.next(cs)
-		if req != nil && g.deferThrottled(cs, req) {
+		req, seq = g.next(cs, seq)
+		if req != nil && g.deferThrottled(cs, req, seq) {
 			return
 		}
 	}
 }
 
-// next pops the connection's next queued request, or marks it idle.
-func (g *Gateway) next(cs *connState) *engine.Request {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if len(cs.queue) == 0 {
-		cs.busy = false
-		return nil
-	}
-	req := cs.queue[0]
-	copy(cs.queue, cs.queue[1:])
-	cs.queue[len(cs.queue)-1] = nil
-	cs.queue = cs.queue[:len(cs.queue)-1]
-	return req
-}
-
-// resume continues a connection after a parked request completed.
-func (g *Gateway) resume(cs *connState) {
-	if req := g.next(cs); req != nil && !g.deferThrottled(cs, req) {
-		g.submit(cs, req)
+// resume continues a connection after its request number seq, which had
+// parked, completed.
+func (g *Gateway) resume(cs *connState, seq uint64) {
+	if req, next := g.next(cs, seq); req != nil && !g.deferThrottled(cs, req, next) {
+		g.submit(cs, req, next)
 	}
 }
 
 // serveOne parses the header and dispatches. It reports whether the request
 // parked.
-func (g *Gateway) serveOne(cs *connState, req *engine.Request, inline bool) bool {
+func (g *Gateway) serveOne(cs *connState, req *engine.Request, seq uint64, inline bool) bool {
 	if g.saslRawPending(cs) {
-		return g.serveSASLToken(cs, req, inline)
+		return g.serveSASLToken(cs, req, seq, inline)
 	}
 	hdr, body, err := wire.ParseRequestHeader(req.Frame())
 	if err != nil {
@@ -686,7 +681,7 @@ func (g *Gateway) serveOne(cs *connState, req *engine.Request, inline bool) bool
 	st := g.states.Get().(*state)
 	c := &st.call
 	start := time.Now()
-	*c = call{cs: cs, req: req, hdr: hdr, body: body, state: st, inline: inline, start: start}
+	*c = call{cs: cs, req: req, seq: seq, hdr: hdr, body: body, state: st, inline: inline, start: start}
 	meter, throttle := g.meterCall(c)
 	parked, ok := g.invoke(h, c)
 	// c belongs to its completer once invoked (a parked call may be done
@@ -752,7 +747,7 @@ func (g *Gateway) janitor() {
 			g.conns.Range(func(k, v any) bool {
 				cs := v.(*connState)
 				cs.mu.Lock()
-				idle := !cs.busy && len(cs.queue) == 0
+				idle := cs.running == 0 && len(cs.queue) == 0
 				cs.mu.Unlock()
 				if idle && cs.conn.Closed() {
 					g.conns.Delete(k)

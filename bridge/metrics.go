@@ -28,7 +28,10 @@ type metrics struct {
 	// that shared a round trip with an earlier one.
 	appendTrips      atomic.Uint64
 	coalescedAppends atomic.Uint64
-	parkedFetches    atomic.Int64
+	// pipelinedProduces: Produce requests started while an earlier request
+	// of their connection was running (pipeline.go).
+	pipelinedProduces atomic.Uint64
+	parkedFetches     atomic.Int64
 	// txnMarkers: transaction markers appended (transactions.go).
 	txnMarkers atomic.Uint64
 	latency    [maxAPIKey]metric.Histogram
@@ -154,6 +157,7 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_decode_waits_total", "counter", "Compressed batches that waited for a decode slot (--max-concurrent-decodes).", m.decodeWaits.Load())
 	metric.Single(w, "kiggy_produce_appends_total", "counter", "Appends Produce sent to the backend through the partition queues (one round trip each).", m.appendTrips.Load())
 	metric.Single(w, "kiggy_produce_coalesced_total", "counter", "Produce partition entries appended in the same round trip as an earlier one (coalesced).", m.coalescedAppends.Load())
+	metric.Single(w, "kiggy_produce_pipelined_total", "counter", "Produce requests started while an earlier Produce of their connection was waiting for its appends (pipelined).", m.pipelinedProduces.Load())
 	metric.Header(w, "kiggy_handler_panics_total", "counter", "Handler panics recovered, by Kafka API; each closed its connection.")
 	for k := range m.panics {
 		if n := m.panics[k].Load(); n > 0 {

@@ -79,9 +79,9 @@ func (g *Gateway) answerParked(c *call, build func() []byte) {
 // abandonParked abandons parked call c and continues its connection, whose
 // queued requests are then closed in turn.
 func (g *Gateway) abandonParked(c *call) {
-	cs := c.cs
+	cs, seq := c.cs, c.seq
 	g.abandon(c)
-	g.resume(cs)
+	g.resume(cs, seq)
 }
 
 // abandon ends a call whose handler code panicked: its request closes the

@@ -227,7 +227,7 @@ func (q *mutationQuota) finish(c *call) {
 // the requests it had read ahead (up to its in-flight limit), so a
 // throttled client's requests all wait, as in Kafka, which reads one
 // request of a connection at a time.
-func (g *Gateway) deferThrottled(cs *connState, req *engine.Request) bool {
+func (g *Gateway) deferThrottled(cs *connState, req *engine.Request, seq uint64) bool {
 	until := cs.conn.ThrottledUntil() // one atomic load when no quota throttled it
 	if until.IsZero() {
 		return false
@@ -236,7 +236,7 @@ func (g *Gateway) deferThrottled(cs *connState, req *engine.Request) bool {
 	if d <= 0 {
 		return false
 	}
-	time.AfterFunc(d, func() { g.submit(cs, req) })
+	time.AfterFunc(d, func() { g.submit(cs, req, seq) })
 	return true
 }
 

@@ -370,7 +370,7 @@ func (g *Gateway) BootstrapScram(ctx context.Context, users map[string]string) e
 
 // serveSASLToken serves a bare SASL token frame (after SaslHandshake v0)
 // through the SaslAuthenticate handler.
-func (g *Gateway) serveSASLToken(cs *connState, req *engine.Request, inline bool) bool {
+func (g *Gateway) serveSASLToken(cs *connState, req *engine.Request, seq uint64, inline bool) bool {
 	if s := &cs.sasl; !s.authenticated && time.Since(s.first) > g.cfg.SASL.HandshakeTimeout {
 		g.saslClose(req, saslCloseTimeout, "SASL handshake timeout")
 		return false
@@ -378,7 +378,7 @@ func (g *Gateway) serveSASLToken(cs *connState, req *engine.Request, inline bool
 	st := g.states.Get().(*state)
 	c := &st.call
 	hdr := wire.RequestHeader{APIKey: wire.KeySaslAuthenticate, APIVersion: saslRawVersion}
-	*c = call{cs: cs, req: req, hdr: hdr, body: req.Frame(), state: st, inline: inline, start: time.Now()}
+	*c = call{cs: cs, req: req, seq: seq, hdr: hdr, body: req.Frame(), state: st, inline: inline, start: time.Now()}
 	parked, ok := g.invoke(g.handler(wire.KeySaslAuthenticate), c)
 	if ok && !parked {
 		g.observe(c)

@@ -1,0 +1,286 @@
+package bridge_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/bridge"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/engine"
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
+)
+
+// gateLog is the embedded log declaring no capabilities (the Iggy-style
+// worker, fan-out and coalesced paths), whose appends to topic "gate" wait
+// until the test lets them through; every append is recorded in order.
+type gateLog struct {
+	store.Log
+	entered chan struct{} // a "gate" Append started
+	release chan struct{} // one receive lets one "gate" Append through
+
+	mu      sync.Mutex
+	appends []string // "topic/partition", in the order the log stored them
+}
+
+func (l *gateLog) Capabilities() store.Capabilities { return store.Capabilities{} }
+
+func (l *gateLog) Append(ctx context.Context, topic string, p int32, b *message.Batch) (int64, error) {
+	if topic == "gate" {
+		l.entered <- struct{}{}
+		<-l.release
+	}
+	base, err := l.Log.Append(ctx, topic, p, b)
+	l.mu.Lock()
+	l.appends = append(l.appends, fmt.Sprintf("%s/%d", topic, p))
+	l.mu.Unlock()
+	return base, err
+}
+
+func (l *gateLog) stored() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.appends...)
+}
+
+// startGateLog serves a gateway over a gateLog with topics "gate" and
+// "free" (2 partitions each) on a socket.
+func startGateLog(t *testing.T) (*gateLog, *bridge.Gateway, string) {
+	t.Helper()
+	l := &gateLog{Log: memlog.New(memlog.Config{}), entered: make(chan struct{}, 16), release: make(chan struct{})}
+	for _, name := range []string{"gate", "free"} {
+		if _, err := l.CreateTopic(context.Background(), name, 2, store.TopicConfig{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gw := bridge.New(bridge.Config{Logger: slog.New(slog.DiscardHandler)}, l)
+	srv, err := engine.New(os.Getenv("KIGGY_TEST_ENGINE"), engine.Config{Logger: slog.New(slog.DiscardHandler)}, gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		close(l.release) // no append waits for ever
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-served
+		gw.Close()
+	})
+	return l, gw, ln.Addr().String()
+}
+
+// produceOneEach is an acks=-1 Produce v9 of one one-record batch (value v) to
+// each of topic's partitions ps.
+func produceOneEach(topic, v string, ps ...int32) *kmsg.ProduceRequest {
+	req := produceRequestTo(topic)
+	for _, p := range ps {
+		pp := kmsg.NewProduceRequestTopicPartition()
+		pp.Partition, pp.Records = p, batchOf(batch.NoCompression, v)
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, pp)
+	}
+	return req
+}
+
+// waitStored waits until the log has stored n appends.
+func waitStored(t *testing.T, l *gateLog, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := l.stored()
+		if len(s) >= n {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log stored %v, want %d appends", s, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestProducePipelined: on a backend with round trips, a Produce pipelined
+// behind a Produce whose append is still running starts as soon as the
+// first has queued its appends. Its append to another partition is stored
+// meanwhile, its append to the same partition waits for the first's (the
+// partition's order), and the responses come back in request order. A
+// request of any other kind waits for every Produce before it: a
+// ListOffsets behind them sees both appends.
+func TestProducePipelined(t *testing.T) {
+	l, gw, addr := startGateLog(t)
+	rc := dialRaw(t, addr)
+
+	first := rc.send(produceOneEach("gate", "a", 0)) // held in the log
+	<-l.entered
+	second := rc.send(produceOneEach("free", "b", 0)) // another partition: stored while the first waits
+	third := rc.send(produceOneEach("gate", "c", 0))  // the first's partition: waits for it
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.Version = 4
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "gate"
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Partition, lp.Timestamp = 0, -1 // latest
+	lt.Partitions = append(lt.Partitions, lp)
+	lo.Topics = append(lo.Topics, lt)
+	fourth := rc.send(lo)
+
+	if got := waitStored(t, l, 1); got[0] != "free/0" {
+		t.Fatalf("stored %v while the first Produce waits, want the second's free/0: it was not pipelined", got)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if got := l.stored(); len(got) != 1 {
+		t.Fatalf("stored %v while the first Produce waits: only free/0 may be", got)
+	}
+	l.release <- struct{}{} // the first's append
+	<-l.entered             // the third's, in the next round
+	if got := l.stored(); len(got) != 2 || got[1] != "gate/0" {
+		t.Fatalf("stored %v, want free/0 then the first's gate/0", got)
+	}
+	l.release <- struct{}{}
+
+	for i, corr := range []int32{first, second, third} {
+		resp := kmsg.NewPtrProduceResponse()
+		resp.Version = 9
+		rc.recv(corr, resp) // recv checks the correlation id: request order
+		p := resp.Topics[0].Partitions[0]
+		if want := []int64{0, 0, 1}[i]; p.ErrorCode != 0 || p.BaseOffset != want {
+			t.Fatalf("Produce %d: code %d base %d, want 0 and %d", i+1, p.ErrorCode, p.BaseOffset, want)
+		}
+	}
+	lresp := kmsg.NewPtrListOffsetsResponse()
+	lresp.Version = 4
+	rc.recv(fourth, lresp)
+	if p := lresp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.Offset != 2 {
+		t.Fatalf("ListOffsets behind the Produces: code %d offset %d, want 0 and 2 (it started before they finished)", p.ErrorCode, p.Offset)
+	}
+	if got := l.stored(); fmt.Sprint(got) != "[free/0 gate/0 gate/0]" {
+		t.Fatalf("stored %v", got)
+	}
+	var m strings.Builder
+	gw.WriteMetrics(&m)
+	if n := metricValue(t, m.String(), "kiggy_produce_pipelined_total"); n < 2 {
+		t.Fatalf("kiggy_produce_pipelined_total %v, want at least 2", n)
+	}
+}
+
+// TestProducePipelinedIdempotent: franz-go producers with five requests in
+// flight, one idempotent and one not, through an Iggy server whose replies take 3 ms, so
+// their requests are pipelined: every record is acknowledged once, stored
+// once at the offset its producer was told, each producer's records in the
+// order it sent them, with no sequence error.
+func TestProducePipelinedIdempotent(t *testing.T) {
+	srv := iggytest.New(iggytest.Config{Latency: 3 * time.Millisecond})
+	if _, err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	gw := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	const partitions, producers, perProducer = 3, 2, 1500
+	gw.CreateTopic(t, "pipe", partitions)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type acked struct {
+		producer, seq int
+		partition     int32
+		offset        int64
+	}
+	var mu sync.Mutex
+	var all []acked
+	var firstErr error
+	var wg sync.WaitGroup
+	pad := strings.Repeat("x", 200)
+	for p := range producers {
+		opts := []kgo.Opt{kgo.SeedBrokers(gw.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			// Batches of a few records: many requests, five in flight
+			// (idempotent producers' default).
+			kgo.ProducerLinger(0), kgo.MaxBufferedRecords(10_000), kgo.ProducerBatchMaxBytes(1024)}
+		if p%2 == 1 {
+			opts = append(opts, kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(5))
+		}
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		for i := range perProducer {
+			wg.Add(1)
+			r := &kgo.Record{Topic: "pipe", Partition: int32(i % partitions), Value: fmt.Appendf(nil, "p%d-%d-%s", p, i, pad)}
+			cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+				defer wg.Done()
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					firstErr = err
+					return
+				}
+				var pr, seq int
+				fmt.Sscanf(string(r.Value), "p%d-%d-", &pr, &seq)
+				all = append(all, acked{pr, seq, r.Partition, r.Offset})
+			})
+		}
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatalf("produce: %v", firstErr)
+	}
+	if len(all) != producers*perProducer {
+		t.Fatalf("%d acknowledged, want %d", len(all), producers*perProducer)
+	}
+	for part := range int32(partitions) {
+		recs := gw.Records(t, "pipe", part)
+		at := map[int64]string{}
+		last := make([]int, producers)
+		for i := range last {
+			last[i] = -1
+		}
+		for i, r := range recs {
+			if r.Offset != int64(i) {
+				t.Fatalf("partition %d: record %d at offset %d", part, i, r.Offset)
+			}
+			at[r.Offset] = string(r.Value)
+			var p, seq int
+			if _, err := fmt.Sscanf(string(r.Value), "p%d-%d-", &p, &seq); err != nil {
+				t.Fatalf("record %q: %v", r.Value, err)
+			}
+			if seq <= last[p] {
+				t.Fatalf("partition %d: producer %d's record %d stored after its record %d", part, p, seq, last[p])
+			}
+			last[p] = seq
+		}
+		if want := producers * perProducer / partitions; len(recs) != want {
+			t.Fatalf("partition %d holds %d records, want %d", part, len(recs), want)
+		}
+		for _, a := range all {
+			if want := fmt.Sprintf("p%d-%d-%s", a.producer, a.seq, pad); a.partition == part && at[a.offset] != want {
+				t.Fatalf("partition %d offset %d holds %q, acknowledged as %q", part, a.offset, at[a.offset], want)
+			}
+		}
+	}
+	m := gw.Metrics()
+	pipelined := metricValue(t, m, "kiggy_produce_pipelined_total")
+	t.Logf("%v Produce requests pipelined", pipelined)
+	if pipelined == 0 {
+		t.Fatal("no Produce was pipelined")
+	}
+}
