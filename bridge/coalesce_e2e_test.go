@@ -31,13 +31,8 @@ func TestCoalescedProduceKeepsOrderAndOffsets(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	type acked struct {
-		producer, seq int
-		partition     int32
-		offset        int64
-	}
 	var mu sync.Mutex
-	var all []acked
+	var all []producerAck
 	var wg sync.WaitGroup
 	errs := make(chan error, producers)
 	for p := range producers {
@@ -69,7 +64,7 @@ func TestCoalescedProduceKeepsOrderAndOffsets(t *testing.T) {
 				for _, r := range res {
 					var pr, seq int
 					fmt.Sscanf(string(r.Record.Value), "p%d-%d", &pr, &seq)
-					all = append(all, acked{pr, seq, r.Record.Partition, r.Record.Offset})
+					all = append(all, producerAck{pr, seq, r.Record.Partition, r.Record.Offset})
 				}
 				mu.Unlock()
 			}
@@ -83,46 +78,57 @@ func TestCoalescedProduceKeepsOrderAndOffsets(t *testing.T) {
 	if len(all) != producers*perProducer {
 		t.Fatalf("%d acknowledged, want %d", len(all), producers*perProducer)
 	}
-	for part := range int32(partitions) {
-		recs := gw.Records(t, "co", part)
-		if len(recs) != producers*perProducer/partitions {
-			t.Fatalf("partition %d holds %d records, want %d", part, len(recs), producers*perProducer/partitions)
-		}
-		at := map[int64]string{}
-		for i, r := range recs {
-			if r.Offset != int64(i) {
-				t.Fatalf("partition %d: record %d at offset %d", part, i, r.Offset)
-			}
-			at[r.Offset] = string(r.Value)
-		}
-		last := make([]int64, producers)
-		for i := range last {
-			last[i] = -1
-		}
-		for _, a := range all {
-			if a.partition != part {
-				continue
-			}
-			if want := fmt.Sprintf("p%d-%d", a.producer, a.seq); at[a.offset] != want {
-				t.Fatalf("partition %d offset %d holds %q, acknowledged as %q", part, a.offset, at[a.offset], want)
-			}
-		}
-		// Each producer's records are stored in the order it sent them.
-		for _, r := range recs {
-			var p, seq int
-			if _, err := fmt.Sscanf(string(r.Value), "p%d-%d", &p, &seq); err != nil {
-				t.Fatalf("record %q: %v", r.Value, err)
-			}
-			if int64(seq) <= last[p] {
-				t.Fatalf("partition %d: producer %d's record %d stored after its record %d", part, p, seq, last[p])
-			}
-			last[p] = int64(seq)
-		}
-	}
+	checkAcked(t, gw, "co", partitions, producers, "", all)
 	m := gw.Metrics()
 	coalesced, trips := metricValue(t, m, "kiggy_produce_coalesced_total"), metricValue(t, m, "kiggy_produce_appends_total")
 	t.Logf("%v appends in %v round trips (%v coalesced)", trips+coalesced, trips, coalesced)
 	if coalesced == 0 {
 		t.Fatal("no append shared a round trip")
+	}
+}
+
+// producerAck is a record its producer was told is stored at offset: value
+// "p<producer>-<seq>" and a pad.
+type producerAck struct {
+	producer, seq int
+	partition     int32
+	offset        int64
+}
+
+// checkAcked checks topic's partitions against all, every record its
+// producers had acknowledged: each partition holds its share, at dense
+// offsets, each acknowledged record at the offset its producer was told,
+// and each producer's records in the order it sent them.
+func checkAcked(t *testing.T, gw *kiggytest.Gateway, topic string, partitions int32, producers int, pad string, all []producerAck) {
+	t.Helper()
+	for part := range partitions {
+		recs := gw.Records(t, topic, part)
+		if want := len(all) / int(partitions); len(recs) != want {
+			t.Fatalf("partition %d holds %d records, want %d", part, len(recs), want)
+		}
+		at := map[int64]string{}
+		last := make([]int, producers)
+		for i := range last {
+			last[i] = -1
+		}
+		for i, r := range recs {
+			if r.Offset != int64(i) {
+				t.Fatalf("partition %d: record %d at offset %d", part, i, r.Offset)
+			}
+			at[r.Offset] = string(r.Value)
+			var p, seq int
+			if _, err := fmt.Sscanf(string(r.Value), "p%d-%d", &p, &seq); err != nil {
+				t.Fatalf("record %q: %v", r.Value, err)
+			}
+			if seq <= last[p] {
+				t.Fatalf("partition %d: producer %d's record %d stored after its record %d", part, p, seq, last[p])
+			}
+			last[p] = seq
+		}
+		for _, a := range all {
+			if want := fmt.Sprintf("p%d-%d%s", a.producer, a.seq, pad); a.partition == part && at[a.offset] != want {
+				t.Fatalf("partition %d offset %d holds %q, acknowledged as %q", part, a.offset, at[a.offset], want)
+			}
+		}
 	}
 }

@@ -183,6 +183,41 @@ func TestProducePipelined(t *testing.T) {
 	}
 }
 
+// TestProducePipelinedAfterQueueing: a Produce pipelined behind another
+// starts only once the first has queued every append. The first writes
+// 2,000 partitions of "wide" and then "free"/0, so queueing its appends
+// takes a while; the second, read meanwhile, writes "free"/0 alone. Were it
+// started before the first had queued, its append would take "free"/0's
+// first offset.
+func TestProducePipelinedAfterQueueing(t *testing.T) {
+	l, _, addr := startGateLog(t)
+	const wide = 2000
+	if _, err := l.CreateTopic(context.Background(), "wide", wide, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	rc := dialRaw(t, addr)
+	for round := range 3 {
+		first := produceOneEach("wide", "w")
+		for p := range int32(wide) {
+			pp := kmsg.NewProduceRequestTopicPartition()
+			pp.Partition, pp.Records = p, batchOf(batch.NoCompression, "w")
+			first.Topics[0].Partitions = append(first.Topics[0].Partitions, pp)
+		}
+		first.Topics = append(first.Topics, produceOneEach("free", "first", 0).Topics[0])
+		c1 := rc.send(first)
+		c2 := rc.send(produceOneEach("free", "second", 0))
+		r1, r2 := kmsg.NewPtrProduceResponse(), kmsg.NewPtrProduceResponse()
+		r1.Version, r2.Version = 9, 9
+		rc.recv(c1, r1)
+		rc.recv(c2, r2)
+		got1, got2 := r1.Topics[1].Partitions[0], r2.Topics[0].Partitions[0]
+		if want := int64(2 * round); got1.ErrorCode != 0 || got2.ErrorCode != 0 || got1.BaseOffset != want || got2.BaseOffset != want+1 {
+			t.Fatalf("round %d: free/0 at %d (code %d) for the first Produce, %d (code %d) for the second; want %d and %d",
+				round, got1.BaseOffset, got1.ErrorCode, got2.BaseOffset, got2.ErrorCode, want, want+1)
+		}
+	}
+}
+
 // TestProducePipelinedIdempotent: franz-go producers with five requests in
 // flight, one idempotent and one not, through an Iggy server whose replies take 3 ms, so
 // their requests are pipelined: every record is acknowledged once, stored
@@ -200,16 +235,11 @@ func TestProducePipelinedIdempotent(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	type acked struct {
-		producer, seq int
-		partition     int32
-		offset        int64
-	}
 	var mu sync.Mutex
-	var all []acked
+	var all []producerAck
 	var firstErr error
 	var wg sync.WaitGroup
-	pad := strings.Repeat("x", 200)
+	pad := "-" + strings.Repeat("x", 200)
 	for p := range producers {
 		opts := []kgo.Opt{kgo.SeedBrokers(gw.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			// Batches of a few records: many requests, five in flight
@@ -225,7 +255,7 @@ func TestProducePipelinedIdempotent(t *testing.T) {
 		defer cl.Close()
 		for i := range perProducer {
 			wg.Add(1)
-			r := &kgo.Record{Topic: "pipe", Partition: int32(i % partitions), Value: fmt.Appendf(nil, "p%d-%d-%s", p, i, pad)}
+			r := &kgo.Record{Topic: "pipe", Partition: int32(i % partitions), Value: fmt.Appendf(nil, "p%d-%d%s", p, i, pad)}
 			cl.Produce(ctx, r, func(r *kgo.Record, err error) {
 				defer wg.Done()
 				mu.Lock()
@@ -235,8 +265,8 @@ func TestProducePipelinedIdempotent(t *testing.T) {
 					return
 				}
 				var pr, seq int
-				fmt.Sscanf(string(r.Value), "p%d-%d-", &pr, &seq)
-				all = append(all, acked{pr, seq, r.Partition, r.Offset})
+				fmt.Sscanf(string(r.Value), "p%d-%d", &pr, &seq)
+				all = append(all, producerAck{pr, seq, r.Partition, r.Offset})
 			})
 		}
 	}
@@ -247,36 +277,7 @@ func TestProducePipelinedIdempotent(t *testing.T) {
 	if len(all) != producers*perProducer {
 		t.Fatalf("%d acknowledged, want %d", len(all), producers*perProducer)
 	}
-	for part := range int32(partitions) {
-		recs := gw.Records(t, "pipe", part)
-		at := map[int64]string{}
-		last := make([]int, producers)
-		for i := range last {
-			last[i] = -1
-		}
-		for i, r := range recs {
-			if r.Offset != int64(i) {
-				t.Fatalf("partition %d: record %d at offset %d", part, i, r.Offset)
-			}
-			at[r.Offset] = string(r.Value)
-			var p, seq int
-			if _, err := fmt.Sscanf(string(r.Value), "p%d-%d-", &p, &seq); err != nil {
-				t.Fatalf("record %q: %v", r.Value, err)
-			}
-			if seq <= last[p] {
-				t.Fatalf("partition %d: producer %d's record %d stored after its record %d", part, p, seq, last[p])
-			}
-			last[p] = seq
-		}
-		if want := producers * perProducer / partitions; len(recs) != want {
-			t.Fatalf("partition %d holds %d records, want %d", part, len(recs), want)
-		}
-		for _, a := range all {
-			if want := fmt.Sprintf("p%d-%d-%s", a.producer, a.seq, pad); a.partition == part && at[a.offset] != want {
-				t.Fatalf("partition %d offset %d holds %q, acknowledged as %q", part, a.offset, at[a.offset], want)
-			}
-		}
-	}
+	checkAcked(t, gw, "pipe", partitions, producers, pad, all)
 	m := gw.Metrics()
 	pipelined := metricValue(t, m, "kiggy_produce_pipelined_total")
 	t.Logf("%v Produce requests pipelined", pipelined)
