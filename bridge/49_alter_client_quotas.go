@@ -108,6 +108,9 @@ func (g *Gateway) storeQuotas(e *wire.QuotaAlteration, ent quota.Entity) (wire.E
 		return wire.UnknownServerError, err.Error()
 	}
 	g.quotaBook.SetEntity(ent, vs)
+	if ent.IP.Kind == quota.Named {
+		g.resolveQuotaHosts(g.ctx)
+	}
 	return wire.NoError, ""
 }
 

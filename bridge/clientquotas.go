@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"net"
 	"net/netip"
 	"time"
 
@@ -84,8 +85,31 @@ func (g *Gateway) reloadQuotas(ctx context.Context) error {
 		}
 		stored[e][key] = math.Float64frombits(binary.BigEndian.Uint64(v))
 	}
-	g.quotaBook.Set(stored)
+	if g.quotaBook.Set(stored) {
+		g.resolveQuotaHosts(ctx)
+	}
 	return nil
+}
+
+// resolveQuotaHosts resolves the host names that name IP entities
+// (quota.Book.HostNames), each within a second, and gives the book their
+// addresses; a name that does not resolve applies to no connection until
+// the quotas change again. Kafka resolves such a name when it applies the
+// quota, once.
+func (g *Gateway) resolveQuotaHosts(ctx context.Context) {
+	names := g.quotaBook.HostNames()
+	resolved := make(map[string][]netip.Addr, len(names))
+	for _, name := range names {
+		lctx, cancel := context.WithTimeout(ctx, time.Second)
+		addrs, err := net.DefaultResolver.LookupNetIP(lctx, "ip", name)
+		cancel()
+		if err != nil {
+			g.cfg.Logger.Warn("client quotas: an IP entity's host name does not resolve", "host", name, "err", err)
+			continue
+		}
+		resolved[name] = addrs
+	}
+	g.quotaBook.SetHosts(resolved)
 }
 
 // storeEntityQuotas stores e's quotas changed from before to after in one

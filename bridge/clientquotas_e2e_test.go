@@ -294,6 +294,17 @@ func TestAlterClientQuotasIP(t *testing.T) {
 	if n := dialN(10); n != 0 {
 		t.Fatalf("the rate removed, %d connections refused", n)
 	}
+	// An entity named by a host name applies to the addresses it resolves
+	// to, as Kafka resolves it.
+	set("localhost", false)
+	if n := dialN(10); n == 0 {
+		t.Fatal("10 connections in a row from 127.0.0.1 at 2 a second for localhost: none refused")
+	}
+	set("localhost", true)
+	time.Sleep(1200 * time.Millisecond)
+	if n := dialN(10); n != 0 {
+		t.Fatalf("the rate on localhost removed, %d connections refused", n)
+	}
 }
 
 // TestClientQuotasSurviveRestartOnIggy: client quotas live in the system

@@ -122,8 +122,11 @@ type Book struct {
 	entries map[Entity]Values // defaults under stored
 	keys    map[string]int    // entities setting each key
 	// ips is the connection creation rate of each IP entity named by an
-	// address (a host name applies to no connection).
-	ips map[netip.Addr]float64
+	// address; hostIPs that of each address an IP entity named by a host
+	// name resolved to (SetHosts), the lowest where several did.
+	ips, hostIPs map[netip.Addr]float64
+	// hosts is what each host name resolved to (SetHosts).
+	hosts map[string][]netip.Addr
 
 	has     atomic.Uint32 // keyBits of the keys some entity sets
 	version atomic.Uint64
@@ -196,6 +199,9 @@ func (b *Book) IPLimit(ip netip.Addr) float64 {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if v, ok := b.ips[ip.Unmap()]; ok {
+		return v
+	}
+	if v, ok := b.hostIPs[ip.Unmap()]; ok {
 		return v
 	}
 	return b.entries[Entity{IP: Part{Kind: Default}}][KeyConnectionCreationRate]
@@ -296,8 +302,10 @@ func (b *Book) refresh(e Entity, key string) {
 		}
 		b.keys[key]--
 	}
-	if a, err := netip.ParseAddr(e.IP.Name); e.IP.Kind == Named && key == KeyConnectionCreationRate && err == nil {
-		if ok {
+	if e.IP.Kind == Named && key == KeyConnectionCreationRate {
+		if a, err := netip.ParseAddr(e.IP.Name); err != nil {
+			b.mapHostsLocked()
+		} else if ok {
 			b.ips[a.Unmap()] = v
 		} else {
 			delete(b.ips, a.Unmap())
@@ -335,7 +343,7 @@ func (b *Book) rebuild(stored map[Entity]Values) {
 			b.stored[e] = maps.Clone(vs)
 		}
 	}
-	b.entries, b.keys, b.ips = map[Entity]Values{}, map[string]int{}, map[netip.Addr]float64{}
+	b.entries, b.keys, b.ips, b.hostIPs = map[Entity]Values{}, map[string]int{}, map[netip.Addr]float64{}, map[netip.Addr]float64{}
 	for _, src := range []map[Entity]Values{b.defaults, b.stored} {
 		for e, vs := range src {
 			for k := range vs {
@@ -343,6 +351,57 @@ func (b *Book) rebuild(stored map[Entity]Values) {
 			}
 		}
 	}
+}
+
+// HostNames returns the names of the IP entities named by a host name
+// rather than an address that set a connection_creation_rate, sorted: the
+// names the caller resolves for SetHosts.
+func (b *Book) HostNames() []string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var names []string
+	for e, vs := range b.entries {
+		if _, ok := vs[KeyConnectionCreationRate]; ok && e.IP.Kind == Named && !isAddr(e.IP.Name) {
+			names = append(names, e.IP.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// SetHosts sets what host names resolved to: an IP entity named by a host
+// name applies its connection_creation_rate to those addresses (Kafka's
+// ClientQuotaMetadataManager resolves the name with InetAddress.getByName
+// when it applies the quota). An entity named by an address the same
+// connection has comes first.
+func (b *Book) SetHosts(resolved map[string][]netip.Addr) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.hosts = resolved
+	b.mapHostsLocked()
+}
+
+// mapHostsLocked maps the resolved addresses of the IP entities named by
+// host names to their rates anew. Under mu.
+func (b *Book) mapHostsLocked() {
+	clear(b.hostIPs)
+	for name, addrs := range b.hosts {
+		v, ok := b.entries[Entity{IP: Part{Kind: Named, Name: name}}][KeyConnectionCreationRate]
+		if !ok {
+			continue
+		}
+		for _, a := range addrs {
+			if old, seen := b.hostIPs[a.Unmap()]; !seen || v < old {
+				b.hostIPs[a.Unmap()] = v
+			}
+		}
+	}
+}
+
+// isAddr reports whether name is an IP address.
+func isAddr(name string) bool {
+	_, err := netip.ParseAddr(name)
+	return err == nil
 }
 
 // StoreKey encodes e and a quota key as one key of a key-value store:

@@ -3,6 +3,7 @@ package quota
 import (
 	"maps"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 )
@@ -106,6 +107,43 @@ func TestIPLimit(t *testing.T) {
 	}
 	if got := NewBook(nil).IPLimit(netip.MustParseAddr("10.0.0.1")); got != 0 {
 		t.Errorf("no IP quota: %v", got)
+	}
+}
+
+// TestIPLimitHosts: an IP entity named by a host name applies to the
+// addresses SetHosts gave it; an entity named by the address comes first,
+// the lowest rate where two names share an address, and removing the
+// entity (or the name's addresses) ends it.
+func TestIPLimitHosts(t *testing.T) {
+	b := NewBook(map[Entity]Values{{IP: def}: {KeyConnectionCreationRate: 40}})
+	b.Set(map[Entity]Values{{IP: named("db.local")}: {KeyConnectionCreationRate: 5}, {IP: named("alias.local")}: {KeyConnectionCreationRate: 4},
+		{IP: named("10.0.0.3")}: {KeyConnectionCreationRate: 9}, {IP: named("gone.local")}: {KeyRequestPercentage: 50}})
+	if got := b.HostNames(); !slices.Equal(got, []string{"alias.local", "db.local"}) {
+		t.Fatalf("HostNames() = %v", got)
+	}
+	a := netip.MustParseAddr
+	if got := b.IPLimit(a("10.0.0.1")); got != 40 {
+		t.Fatalf("unresolved: IPLimit = %v, want the default 40", got)
+	}
+	b.SetHosts(map[string][]netip.Addr{"db.local": {a("10.0.0.1"), a("10.0.0.2"), a("10.0.0.3")}, "alias.local": {a("10.0.0.2")}})
+	for _, c := range []struct {
+		ip   string
+		want float64
+	}{{"10.0.0.1", 5}, {"::ffff:10.0.0.1", 5}, {"10.0.0.2", 4}, {"10.0.0.3", 9}, {"10.0.0.4", 40}} {
+		if got := b.IPLimit(a(c.ip)); got != c.want {
+			t.Errorf("IPLimit(%s) = %v, want %v", c.ip, got, c.want)
+		}
+	}
+	b.SetEntity(Entity{IP: named("db.local")}, nil)
+	if got := b.IPLimit(a("10.0.0.1")); got != 40 {
+		t.Errorf("db.local removed: IPLimit = %v, want 40", got)
+	}
+	if got := b.IPLimit(a("10.0.0.2")); got != 4 {
+		t.Errorf("db.local removed: IPLimit(alias's address) = %v, want 4", got)
+	}
+	b.SetHosts(nil)
+	if got := b.IPLimit(a("10.0.0.2")); got != 40 {
+		t.Errorf("no addresses: IPLimit = %v, want 40", got)
 	}
 }
 
