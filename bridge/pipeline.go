@@ -88,6 +88,12 @@ func (g *Gateway) next(cs *connState, done uint64) (*engine.Request, uint64) {
 // the connection's next request starts now, on a worker, when it is a
 // Produce; a Produce read later starts on arrival (Serve).
 func (g *Gateway) openProduce(c *call) {
+	if c.throttleMs > 0 {
+		// The client owes a throttle (its request or byte quota): the
+		// connection is muted when c is answered, and what it read
+		// ahead waits for the throttle too (deferThrottled).
+		return
+	}
 	cs := c.cs
 	cs.mu.Lock()
 	if c.seq != cs.started {
