@@ -63,10 +63,10 @@ type queuedAppend struct {
 	base  int64
 	head  bool          // handed the queue: the owner heads the next round
 	done  chan struct{} // one send per hand-over or result
-	// pp is the partition's producers (and queue); leads is set when w
-	// found no round running and heads the first (queueAppend).
-	pp    *partitionProducers
-	leads bool
+	// pp is the partition's producers (and queue); foundIdle is set when
+	// w found no round running, so it heads the next at once (queueAppend).
+	pp        *partitionProducers
+	foundIdle bool
 
 	// The head's scratch for its round.
 	group []*queuedAppend
@@ -95,15 +95,15 @@ func (g *Gateway) appendCoalesced(ctx context.Context, topic string, index int32
 func (g *Gateway) queueAppend(ctx context.Context, topic string, index int32, b *message.Batch, pb *producer.Batch) *queuedAppend {
 	w := queuedAppends.Get().(*queuedAppend)
 	w.ctx, w.batch, w.pb, w.code, w.base, w.head = ctx, b, *pb, wire.NoError, -1, false
-	w.pp, w.leads = g.producers.enqueue(topic, index, w)
+	w.pp, w.foundIdle = g.producers.enqueue(topic, index, w)
 	return w
 }
 
-// awaitAppend heads w's round when w leads its partition's queue or is
+// awaitAppend heads w's round when w found its partition's queue idle or is
 // handed it, else waits for the round that carries it, and returns w's
 // code and base offset.
 func (g *Gateway) awaitAppend(topic string, index int32, w *queuedAppend) (wire.ErrorCode, int64) {
-	head := w.leads
+	head := w.foundIdle
 	if !head {
 		<-w.done
 		head = w.head

@@ -22,6 +22,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // gateLog is the embedded log declaring no capabilities (the Iggy-style
@@ -106,17 +107,10 @@ func produceOneEach(topic, v string, ps ...int32) *kmsg.ProduceRequest {
 // waitStored waits until the log has stored n appends.
 func waitStored(t *testing.T, l *gateLog, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := l.stored()
-		if len(s) >= n {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the log stored %v, want %d appends", s, n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testtools.Eventually(10*time.Second, func() bool { return len(l.stored()) >= n }) {
+		t.Fatalf("the log stored %v, want %d appends", l.stored(), n)
 	}
+	return l.stored()
 }
 
 // TestProducePipelined: on a backend with round trips, a Produce pipelined
