@@ -591,11 +591,11 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 		er.logf("%s: Iggy requests in the window: %s", s.target, strings.Join(each, ", "))
 	}
 	if gcErr == nil {
-		for _, h := range slices.Sorted(maps.Values(tailSeries)) {
+		for _, h := range slices.Sorted(maps.Values(slowSeries)) {
 			if a, b := gc0.slow[h], gc1.slow[h]; a != nil && b != nil {
-				n := b[len(tailBounds)] - a[len(tailBounds)]
+				n := b[len(slowBounds)] - a[len(slowBounds)]
 				var over []string
-				for i, bound := range tailBounds {
+				for i, bound := range slowBounds {
 					over = append(over, fmt.Sprintf("%.0f over %s s", b[i]-a[i], bound))
 				}
 				er.logf("%s: %s in the window: %.0f, of which %s", s.target, h, n, strings.Join(over, ", "))

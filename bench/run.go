@@ -690,18 +690,18 @@ type gatewayCounts struct {
 	// iggySeconds every command's count and summed latency.
 	iggyPolls, iggySends   float64
 	iggyCount, iggySeconds map[string]float64
-	// slow counts, by tailSeries, the observations of a latency histogram
-	// over each bound of tailBounds (from its cumulative buckets), and last
+	// slow counts, by slowSeries, the observations of a latency histogram
+	// over each bound of slowBounds (from its cumulative buckets), and last
 	// all of them.
-	slow map[string]*[len(tailBounds) + 1]float64
+	slow map[string]*[len(slowBounds) + 1]float64
 }
 
-// tailBounds are the latency histogram bounds ke2e reports the share of
-// observations over, and tailSeries the histograms it reads them for: the
+// slowBounds are the latency histogram bounds ke2e counts the slow
+// observations over, and slowSeries the histograms it reads them for: the
 // gateway's Produce requests and its appends to Iggy.
 var (
-	tailBounds = [...]string{"0.001", "0.005", "0.01", "0.05"}
-	tailSeries = map[string]string{
+	slowBounds = [...]string{"0.001", "0.005", "0.01", "0.05"}
+	slowSeries = map[string]string{
 		`kiggy_request_duration_seconds_bucket{api="Produce"`:               "Produce",
 		`kiggy_iggy_request_duration_seconds_bucket{command="SendMessages"`: "SendMessages",
 	}
@@ -744,8 +744,8 @@ func gatewayCounters(ctx context.Context, url string) (gatewayCounts, error) {
 		case name == "kiggy_iggy_session_waits_total":
 			gc.sessionWaits = v
 		default:
-			if series, le, ok := strings.Cut(name, `,le="`); ok && tailSeries[series] != "" {
-				gc.addBucket(tailSeries[series], strings.TrimSuffix(le, `"}`), v)
+			if series, le, ok := strings.Cut(name, `,le="`); ok && slowSeries[series] != "" {
+				gc.addBucket(slowSeries[series], strings.TrimSuffix(le, `"}`), v)
 				continue
 			}
 			if cmd, ok := iggyCommand(name, "count"); ok {
@@ -765,21 +765,21 @@ func gatewayCounters(ctx context.Context, url string) (gatewayCounts, error) {
 }
 
 // addBucket records cumulative bucket le (count v) of histogram h: the
-// observations over each of tailBounds are the +Inf bucket's less the
+// observations over each of slowBounds are the +Inf bucket's less the
 // bound's.
 func (gc *gatewayCounts) addBucket(h, le string, v float64) {
 	if gc.slow == nil {
-		gc.slow = map[string]*[len(tailBounds) + 1]float64{}
+		gc.slow = map[string]*[len(slowBounds) + 1]float64{}
 	}
 	over := gc.slow[h]
 	if over == nil {
-		over = new([len(tailBounds) + 1]float64)
+		over = new([len(slowBounds) + 1]float64)
 		gc.slow[h] = over
 	}
 	if le == "+Inf" {
-		over[len(tailBounds)] = v
+		over[len(slowBounds)] = v
 	}
-	for i, b := range tailBounds {
+	for i, b := range slowBounds {
 		switch le {
 		case "+Inf":
 			over[i] += v

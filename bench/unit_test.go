@@ -328,7 +328,7 @@ kiggy_request_duration_seconds_bucket{api="Produce",le="+Inf"} 15
 		iggyCount: map[string]float64{"PollMessages": 8, "GetTopic": 2}, iggySeconds: map[string]float64{"PollMessages": 0.004, "GetTopic": 0.5},
 		// Each histogram's observations over 1, 5, 10 and 50 ms (a bound
 		// missing from the text counts as over), then all of them.
-		slow: map[string]*[len(tailBounds) + 1]float64{"SendMessages": {30, 10, 1, 0, 100}, "Produce": {10, 15, 15, 1, 15}}}
+		slow: map[string]*[len(slowBounds) + 1]float64{"SendMessages": {30, 10, 1, 0, 100}, "Produce": {10, 15, 15, 1, 15}}}
 	if !reflect.DeepEqual(gc, want) {
 		t.Fatalf("got %+v, want %+v", gc, want)
 	}

@@ -585,11 +585,17 @@ var offLoopKeys = func() (t [maxAPIKey]bool) {
 // INT16) is one of offLoopKeys. A frame too short for a key is served
 // inline, where its header's decode refuses it.
 func offLoop(frame []byte) bool {
-	if len(frame) < 2 {
-		return false
-	}
-	k := int16(binary.BigEndian.Uint16(frame))
+	k := frameKey(frame)
 	return k >= 0 && int(k) < len(offLoopKeys) && offLoopKeys[k]
+}
+
+// frameKey returns the api_key (INT16) a request frame's header starts
+// with, or -1 when the frame is too short for one.
+func frameKey(frame []byte) wire.APIKey {
+	if len(frame) < 2 {
+		return -1
+	}
+	return wire.APIKey(binary.BigEndian.Uint16(frame))
 }
 
 func (g *Gateway) connState(ci *engine.ConnInfo) *connState {

@@ -23,7 +23,6 @@ package bridge
 // connection (quotas.go: the throttle holds back the requests read ahead).
 
 import (
-	"encoding/binary"
 	"time"
 
 	"github.com/kiggy-io/kiggy/engine"
@@ -113,8 +112,5 @@ func (g *Gateway) openProduce(c *call) {
 	}
 }
 
-// isProduce reports whether frame (its header first: api_key INT16) is a
-// Produce request.
-func isProduce(frame []byte) bool {
-	return len(frame) >= 2 && wire.APIKey(binary.BigEndian.Uint16(frame)) == wire.KeyProduce
-}
+// isProduce reports whether frame is a Produce request.
+func isProduce(frame []byte) bool { return frameKey(frame) == wire.KeyProduce }
