@@ -296,14 +296,22 @@ func TestFetchFromTailWindowAllocs(t *testing.T) {
 	for range 4 {
 		checkProduce(t, bc.roundTrip(t, pf))
 	}
+	handedOff := func() float64 {
+		return metricValue(t, gw.Metrics(), "kiggy_fetch_reads_handed_off_total")
+	}
 	for range 50 {
 		bc.roundTrip(t, frame)
 	}
-	polls := pollCount(t, gw)
+	polls, handed := pollCount(t, gw), handedOff()
 	n := testing.AllocsPerRun(100, func() { bc.roundTrip(t, frame) })
 	t.Logf("%.3f allocations per Fetch round trip", n)
 	if p := pollCount(t, gw); p != warm || polls != warm {
 		t.Fatalf("%v polls of Iggy after the first Fetch: the Fetches were not answered from the tail window", p-warm)
+	}
+	// Reads answered from memory run on the Fetch's goroutine: none of
+	// the 16 partitions is handed to a reader goroutine.
+	if h := handedOff(); h != handed {
+		t.Fatalf("%v partition reads handed to reader goroutines over 101 Fetches served from the tail window, want 0", h-handed)
 	}
 	if n >= 0.1 {
 		t.Fatalf("%.2f allocations per Fetch round trip", n)

@@ -123,6 +123,9 @@ type partReader struct {
 	// expect is the bytes the Log expected the read to find
 	// (ReadEstimator), −1 when it could not tell; growPart sizes by it.
 	expect int
+	// local: the Log said the read is answered from memory (ReadEstimator),
+	// so readAll runs it on the Fetch's goroutine.
+	local bool
 	// panicked: the read panicked (logged and counted by catch).
 	panicked bool
 
@@ -330,16 +333,19 @@ func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 			}
 			r := fs.parts[k]
 			r.init(&g.metrics)
-			r.topic, r.rp, r.codec, r.expect = t.Topic, &t.Partitions[j], codec, -1
+			r.topic, r.rp, r.codec, r.expect, r.local = t.Topic, &t.Partitions[j], codec, -1, false
 			r.isolation = fs.req.IsolationLevel
 			k++
 		}
 	}
 	// Each read runs under catch; when one panicked, readAll re-raises
 	// errPartPanicked once all are done, so the call is abandoned by the
-	// guard its handler runs under. The reads after the first of a wave go
-	// to pooled reader goroutines (no allocation per partition once they
-	// run).
+	// guard its handler runs under. A wave's reads that need a round trip
+	// go to pooled reader goroutines (no allocation per partition once
+	// they run), and those the Log answers from memory run here meanwhile:
+	// a consumer at the tail, served from the tail window, costs no
+	// goroutine hand-off per partition. When every read needs a round
+	// trip, the first runs here.
 	est := g.estimates
 	left := maxBytes
 	next := 0
@@ -356,9 +362,10 @@ func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 		for end < k {
 			r := fs.parts[end]
 			e := int64(min(int(r.rp.PartitionMaxBytes), maxBytes))
-			r.expect = -1
+			r.expect, r.local = -1, false
 			if est != nil {
-				n := est.ReadEstimate(r.topic, r.rp.Partition, r.rp.FetchOffset)
+				var n int64
+				n, r.local = est.ReadEstimate(r.topic, r.rp.Partition, r.rp.FetchOffset)
 				if n >= 0 && n < e {
 					e = n
 				}
@@ -372,11 +379,26 @@ func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 			want += int(e)
 			end++
 		}
-		for _, r := range fs.parts[next+1 : end] {
-			fs.wg.Add(1)
-			g.partReads.start(partJob{fs: fs, r: r, maxBytes: left})
+		wave := fs.parts[next:end]
+		here := wave[0] // read here when no read of the wave is local
+		for _, r := range wave {
+			if r.local {
+				here = nil
+				break
+			}
 		}
-		g.readOnePart(fs, fs.parts[next], left)
+		for _, r := range wave {
+			if !r.local && r != here {
+				fs.wg.Add(1)
+				g.metrics.handedOffReads.Add(1)
+				g.partReads.start(partJob{fs: fs, r: r, maxBytes: left})
+			}
+		}
+		for _, r := range wave {
+			if r.local || r == here {
+				g.readOnePart(fs, r, left)
+			}
+		}
 		fs.wg.Wait()
 		for _, r := range fs.parts[next:end] {
 			if r.panicked {

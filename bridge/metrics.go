@@ -31,6 +31,9 @@ type metrics struct {
 	// pipelinedProduces: Produce requests started while an earlier request
 	// of their connection was running (pipeline.go).
 	pipelinedProduces atomic.Uint64
+	// handedOffReads: partition reads of a Fetch run on a reader
+	// goroutine (fetch.go, readAll); the others ran on the Fetch's own.
+	handedOffReads atomic.Uint64
 	parkedFetches     atomic.Int64
 	// txnMarkers: transaction markers appended (transactions.go).
 	txnMarkers atomic.Uint64
@@ -158,6 +161,7 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_produce_appends_total", "counter", "Appends Produce sent to the backend through the partition queues (one round trip each).", m.appendTrips.Load())
 	metric.Single(w, "kiggy_produce_coalesced_total", "counter", "Produce partition entries appended in the same round trip as an earlier one (coalesced).", m.coalescedAppends.Load())
 	metric.Single(w, "kiggy_produce_pipelined_total", "counter", "Produce requests started while an earlier Produce of their connection was waiting for its appends (pipelined).", m.pipelinedProduces.Load())
+	metric.Single(w, "kiggy_fetch_reads_handed_off_total", "counter", "Partition reads of Fetches run on a reader goroutine beside the Fetch's own, because they needed a round trip to the backend.", m.handedOffReads.Load())
 	metric.Header(w, "kiggy_handler_panics_total", "counter", "Handler panics recovered, by Kafka API; each closed its connection.")
 	for k := range m.panics {
 		if n := m.panics[k].Load(); n > 0 {

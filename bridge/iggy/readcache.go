@@ -1077,24 +1077,36 @@ func (c *Client) ReadGeneration(topic string, partition int32) (uint64, int64) {
 // topic/partition from offset may find (store.ReadEstimator): 0 when the
 // highest high watermark the client knows is at or below offset, the
 // messages past offset times the partition's message size as its polls
-// found it otherwise, and −1 when the client knows neither.
-func (c *Client) ReadEstimate(topic string, partition int32, offset int64) int64 {
+// found it otherwise, and −1 when the client knows neither. local reports
+// whether a Read now would be answered from memory, without a round trip:
+// a live chunk holds offset (a poll's or the tail window's), or offset is
+// a high watermark known exact that read answers without polling.
+func (c *Client) ReadEstimate(topic string, partition int32, offset int64) (n int64, local bool) {
 	rc := c.cache
 	if rc == nil {
-		return -1
+		return -1, false
 	}
+	now := time.Now()
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	p := rc.parts[partKey{topic, partition}]
-	switch {
-	case p == nil || p.high < 0:
-		return -1
-	case p.high <= offset:
-		return 0
-	case p.msgSize <= 0:
-		return -1
+	if p == nil || p.high < 0 {
+		return -1, false
 	}
-	return (p.high - offset) * p.msgSize
+	if offset >= 0 {
+		if ch := p.find(uint64(offset)); ch != nil && now.Sub(ch.polled) <= rc.ttl {
+			local = true
+		} else if p.exact && offset == p.high {
+			local = rc.soleWriter || now.Sub(p.verified) < rc.recheck
+		}
+	}
+	switch {
+	case p.high <= offset:
+		return 0, local
+	case p.msgSize <= 0:
+		return -1, local
+	}
+	return (p.high - offset) * p.msgSize, local
 }
 
 // close stops the read-ahead workers (Client.Close waits for them).

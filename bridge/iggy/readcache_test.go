@@ -516,7 +516,7 @@ func TestReadEstimate(t *testing.T) {
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
 	cx := ctx(t)
 	c.CreateTopic(cx, "est", 1, store.TopicConfig{})
-	if got := c.ReadEstimate("est", 0, 0); got != -1 {
+	if got, _ := c.ReadEstimate("est", 0, 0); got != -1 {
 		t.Fatalf("before any append or read: %d, want -1", got)
 	}
 	for i := range 4 {
@@ -527,10 +527,21 @@ func TestReadEstimate(t *testing.T) {
 	if _, err := c.Read(cx, "est", 0, 0, 4096, func(*message.Message) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.ReadEstimate("est", 0, 200); got != 0 {
+	if got, _ := c.ReadEstimate("est", 0, 200); got != 0 {
 		t.Fatalf("at the high watermark: %d, want 0", got)
 	}
-	got := c.ReadEstimate("est", 0, 100)
+	// The poll just made holds offset 0: a Read there is answered from
+	// memory. Past the high watermark a Read polls.
+	if _, local := c.ReadEstimate("est", 0, 0); !local {
+		t.Fatal("offset 0, just polled: not local")
+	}
+	if _, local := c.ReadEstimate("est", 0, 201); local {
+		t.Fatal("past the high watermark: local")
+	}
+	if _, local := c.ReadEstimate("est", 1, 0); local {
+		t.Fatal("a partition never read: local")
+	}
+	got, _ := c.ReadEstimate("est", 0, 100)
 	if got < 100*500 || got > 100*1000 {
 		t.Fatalf("100 messages of about 570 bytes before the high watermark: estimate %d", got)
 	}

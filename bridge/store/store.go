@@ -147,8 +147,11 @@ type LogStartAdvancer interface {
 type ReadEstimator interface {
 	// ReadEstimate returns about how many bytes of messages a Read of
 	// topic/partition from offset may find: 0 when the Log knows nothing
-	// is past offset, −1 when it cannot tell.
-	ReadEstimate(topic string, partition int32, offset int64) int64
+	// is past offset, −1 when it cannot tell; and whether the Read would
+	// be answered from memory now, without a round trip (a hint: the
+	// gateway runs such reads on the Fetch's own goroutine rather than
+	// hand them to a reader goroutine).
+	ReadEstimate(topic string, partition int32, offset int64) (n int64, local bool)
 }
 
 // SharedReads is implemented by a Log whose reads Fetch may answer from the
