@@ -34,7 +34,7 @@ type metrics struct {
 	// handedOffReads: partition reads of a Fetch run on a reader
 	// goroutine (fetch.go, readAll); the others ran on the Fetch's own.
 	handedOffReads atomic.Uint64
-	parkedFetches     atomic.Int64
+	parkedFetches  atomic.Int64
 	// txnMarkers: transaction markers appended (transactions.go).
 	txnMarkers atomic.Uint64
 	latency    [maxAPIKey]metric.Histogram
