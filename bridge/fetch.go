@@ -126,6 +126,10 @@ type partReader struct {
 	// local: the Log said the read is answered from memory (ReadEstimator),
 	// so readAll runs it on the Fetch's goroutine.
 	local bool
+	// atHigh: the Log said nothing is past the read's offset and it knows
+	// that from memory (ReadEstimate 0, local): the read skips the fetch
+	// cache, which has nothing to share for it.
+	atHigh bool
 	// panicked: the read panicked (logged and counted by catch).
 	panicked bool
 
@@ -333,7 +337,7 @@ func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 			}
 			r := fs.parts[k]
 			r.init(&g.metrics)
-			r.topic, r.rp, r.codec, r.expect, r.local = t.Topic, &t.Partitions[j], codec, -1, false
+			r.topic, r.rp, r.codec, r.expect, r.local, r.atHigh = t.Topic, &t.Partitions[j], codec, -1, false, false
 			r.isolation = fs.req.IsolationLevel
 			k++
 		}
@@ -366,6 +370,7 @@ func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 			if est != nil {
 				var n int64
 				n, r.local = est.ReadEstimate(r.topic, r.rp.Partition, r.rp.FetchOffset)
+				r.atHigh = r.local && n == 0
 				if n >= 0 && n < e {
 					e = n
 				}
@@ -583,10 +588,12 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec b
 			return buf, 0
 		}
 	}
-	if fc := g.fetchCache; fc != nil && !r.committed {
+	if fc := g.fetchCache; fc != nil && !r.committed && !r.atHigh {
 		// Batches another Fetch encoded for this very read (bridge/fetchcache);
 		// a read_committed read of a partition with transactions ends at its
-		// own place (the last stable offset, a whole transactional batch).
+		// own place (the last stable offset, a whole transactional batch); a
+		// read the Log answers "nothing past the offset" from memory has
+		// nothing to share (a consumer at the tail, between appends).
 		key := fetchcache.Key{Topic: topic, Partition: rp.Partition, Limit: int32(min(limit, 1<<31-1)), Offset: rp.FetchOffset,
 			Codec: codec, LogAppend: r.logAppend, MinOne: minOne}
 		e, gen, high, build := fc.Acquire(key)

@@ -331,3 +331,45 @@ func TestTailWindowTwoGateways(t *testing.T) {
 		t.Fatal("nothing was kept in the window")
 	}
 }
+
+// TestFetchAtHighSkipsFetchCache: a partition read the Iggy client answers
+// "nothing past the offset" from memory (a consumer at the tail between two
+// appends) does not go through the fetch cache, which has nothing to share
+// for it and whose lock and maps it would cost per partition and Fetch;
+// reads below the high watermark still do.
+func TestFetchAtHighSkipsFetchCache(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggySoleWriter: true})
+	gw.CreateTopic(t, "athigh", benchPartitions)
+	bc := dialBench(t, gw.Addr)
+	checkProduce(t, bc.roundTrip(t, produceFrame("athigh")))
+	misses := func() float64 { return metricValue(t, gw.Metrics(), "kiggy_fetch_cache_misses_total") }
+	below := make([]int64, benchPartitions) // offset 0: records to read
+	high := make([]int64, benchPartitions)
+	for p := range high {
+		high[p] = benchRecords // one batch of benchRecords each, at offset 0
+	}
+	before := misses()
+	bc.roundTrip(t, requestFrame(fetchRequest(12, "athigh", below, 1<<20, 64<<20), 2))
+	if got := misses() - before; got != benchPartitions {
+		t.Fatalf("a Fetch of %d partitions below their high watermarks: %v fetch cache misses, want %d", benchPartitions, got, benchPartitions)
+	}
+	atHigh := requestFrame(fetchRequest(12, "athigh", high, 1<<20, 64<<20), 2)
+	before = misses()
+	for range 20 {
+		resp := bc.roundTrip(t, atHigh)
+		var r kmsg.FetchResponse
+		r.Version = 12
+		if err := r.ReadFrom(resp[5:]); err != nil { // after the correlation id and the header's tags
+			t.Fatal(err)
+		}
+		for _, p := range r.Topics[0].Partitions {
+			if p.ErrorCode != 0 || p.HighWatermark != benchRecords || len(p.RecordBatches) != 0 {
+				t.Fatalf("partition %d: error %d, high watermark %d, %d bytes of records; want 0, %d, none",
+					p.Partition, p.ErrorCode, p.HighWatermark, len(p.RecordBatches), benchRecords)
+			}
+		}
+	}
+	if got := misses() - before; got != 0 {
+		t.Fatalf("20 Fetches of %d partitions at their high watermarks: %v fetch cache misses, want 0", benchPartitions, got)
+	}
+}

@@ -1086,7 +1086,6 @@ func (c *Client) ReadEstimate(topic string, partition int32, offset int64) (n in
 	if rc == nil {
 		return -1, false
 	}
-	now := time.Now()
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	p := rc.parts[partKey{topic, partition}]
@@ -1094,10 +1093,12 @@ func (c *Client) ReadEstimate(topic string, partition int32, offset int64) (n in
 		return -1, false
 	}
 	if offset >= 0 {
-		if ch := p.find(uint64(offset)); ch != nil && now.Sub(ch.polled) <= rc.ttl {
-			local = true
+		// The clock is read only when an age decides (a Fetch of many
+		// partitions asks once for each).
+		if ch := p.find(uint64(offset)); ch != nil {
+			local = time.Since(ch.polled) <= rc.ttl
 		} else if p.exact && offset == p.high {
-			local = rc.soleWriter || now.Sub(p.verified) < rc.recheck
+			local = rc.soleWriter || time.Since(p.verified) < rc.recheck
 		}
 	}
 	switch {
