@@ -123,8 +123,9 @@ type partReader struct {
 	// expect is the bytes the Log expected the read to find
 	// (ReadEstimator), −1 when it could not tell; growPart sizes by it.
 	expect int
-	// local: the Log said the read is answered from memory (ReadEstimator),
-	// so readAll runs it on the Fetch's goroutine.
+	// local: the Log said the read is answered from memory (ReadEstimator)
+	// and it is expected small (maxInlineRead), so readAll runs it on the
+	// Fetch's goroutine.
 	local bool
 	// atHigh: the Log said nothing is past the read's offset and it knows
 	// that from memory (ReadEstimate 0, local): the read skips the fetch
@@ -368,12 +369,15 @@ func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 			e := int64(min(int(r.rp.PartitionMaxBytes), maxBytes))
 			r.expect, r.local = -1, false
 			if est != nil {
-				var n int64
-				n, r.local = est.ReadEstimate(r.topic, r.rp.Partition, r.rp.FetchOffset)
-				r.atHigh = r.local && n == 0
+				n, local := est.ReadEstimate(r.topic, r.rp.Partition, r.rp.FetchOffset)
+				r.atHigh = local && n == 0
 				if n >= 0 && n < e {
 					e = n
 				}
+				// Large reads from memory still run beside each other:
+				// a catch-up read's encoding (varints, CRC-32C) is CPU
+				// work the other cores can share.
+				r.local = local && n >= 0 && e <= maxInlineRead
 				if n >= 0 {
 					r.expect = int(e)
 				}
@@ -450,6 +454,11 @@ func (g *Gateway) skipPart(fs *fetchState, r *partReader) {
 		r.resp.ErrorCode = fetchCode(err)
 	}
 }
+
+// maxInlineRead is the most a partition read the Log answers from memory
+// may be expected to return and still run on the Fetch's own goroutine
+// (readAll): a tail read's few batches, not a catch-up read's megabyte.
+const maxInlineRead = 128 << 10
 
 // readOnePart reads one partition of a Fetch into r under catch.
 func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
