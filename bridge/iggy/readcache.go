@@ -227,10 +227,20 @@ func (rc *readCache) part(topic string, partition int32) *partCache {
 
 // find returns the chunk holding offset, or nil; under mu.
 func (p *partCache) find(offset uint64) *chunk {
-	for _, ch := range p.chunks {
-		if ch.first <= offset && offset < ch.end {
-			return ch
+	// The chunks are sorted and disjoint: the first that ends past offset
+	// holds it, if any does (a binary search; a consumer at the tail asks
+	// of every partition on every Fetch, past all of them).
+	lo, hi := 0, len(p.chunks)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if p.chunks[m].end <= offset {
+			lo = m + 1
+		} else {
+			hi = m
 		}
+	}
+	if lo < len(p.chunks) && p.chunks[lo].first <= offset {
+		return p.chunks[lo]
 	}
 	return nil
 }

@@ -692,3 +692,28 @@ func TestReadCacheDroppedMidPoll(t *testing.T) {
 		t.Fatalf("high watermark %d after a poll whose cache was dropped, want %d", wm.High, n)
 	}
 }
+
+// TestPartCacheFind: find's binary search over a partition's sorted,
+// disjoint chunks (with gaps and an empty chunk) returns the chunk holding
+// each offset, as a scan of every chunk does.
+func TestPartCacheFind(t *testing.T) {
+	spans := [][2]uint64{{0, 10}, {10, 25}, {30, 31}, {31, 31}, {31, 40}, {100, 164}}
+	var p partCache
+	for _, s := range spans {
+		p.chunks = append(p.chunks, &chunk{first: s[0], end: s[1]})
+	}
+	for n := range len(spans) + 1 {
+		p := partCache{chunks: p.chunks[:n]}
+		for off := uint64(0); off < 200; off++ {
+			var want *chunk
+			for _, ch := range p.chunks {
+				if ch.first <= off && off < ch.end {
+					want = ch
+				}
+			}
+			if got := p.find(off); got != want {
+				t.Fatalf("%d chunks, offset %d: found %v, want %v", n, off, got, want)
+			}
+		}
+	}
+}
