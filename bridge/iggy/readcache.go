@@ -249,7 +249,7 @@ func (p *partCache) find(offset uint64) *chunk {
 // (then it is dropped), or nil; under mu.
 func (rc *readCache) lookup(p *partCache, offset uint64, now time.Time) *chunk {
 	ch := p.find(offset)
-	if ch != nil && now.Sub(ch.polled) > rc.ttl {
+	if ch != nil && rc.stale(ch, now) {
 		rc.dropLocked(ch)
 		return nil
 	}
@@ -265,6 +265,15 @@ func (p *partCache) endingAt(offset uint64) *chunk {
 	}
 	return nil
 }
+
+// stale reports whether ch is past the TTL at now: read drops it rather
+// than serve it.
+func (rc *readCache) stale(ch *chunk, now time.Time) bool { return now.Sub(ch.polled) > rc.ttl }
+
+// endTrusted reports whether an exact high watermark verified age ago is
+// still the end a Read answers without polling: always for a sole writer,
+// else within externalRecheck.
+func (rc *readCache) endTrusted(age time.Duration) bool { return rc.soleWriter || age < rc.recheck }
 
 // read serves a Read through the cache (see store.Log.Read).
 func (rc *readCache) read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
@@ -337,7 +346,7 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 				age = now.Sub(p.verified)
 			}
 		}
-		if p.exact && from == uint64(p.high) && (rc.soleWriter || age < rc.recheck) {
+		if p.exact && from == uint64(p.high) && rc.endTrusted(age) {
 			// Nothing past the exact high watermark: the answer needs no
 			// poll (with other writers, for externalRecheck after a
 			// poll or a check told it; past half of it, the topic's
@@ -1106,9 +1115,9 @@ func (c *Client) ReadEstimate(topic string, partition int32, offset int64) (n in
 		// The clock is read only when an age decides (a Fetch of many
 		// partitions asks once for each).
 		if ch := p.find(uint64(offset)); ch != nil {
-			local = time.Since(ch.polled) <= rc.ttl
+			local = !rc.stale(ch, time.Now())
 		} else if p.exact && offset == p.high {
-			local = rc.soleWriter || time.Since(p.verified) < rc.recheck
+			local = rc.endTrusted(time.Since(p.verified))
 		}
 	}
 	switch {
