@@ -22,6 +22,10 @@ package engine
 // the only goroutine that releases slots after a close, so a request is
 // never released while it is being written.
 //
+// On Linux a TCP connection's reads and writes go through a meteredConn
+// (netmeter.go), so the connection is charged their system calls (and,
+// under TLS, their crypto) but not their waits, as the epoll engine is.
+//
 // The in-flight ring, completion bookkeeping, what a write takes and pops,
 // and close accounting are shared with the epoll engine (conn.go).
 //
@@ -163,6 +167,10 @@ func (s *netServer) accept(nc net.Conn, l *Listener) {
 	info := &ConnInfo{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), Listener: l.Name}
 	info.setIP(s.ips, ip)
 	info.startAuthClock(l.AuthTimeout)
+	meter := newMeteredConn(nc) // netmeter.go
+	if meter != nil {
+		nc = meter
+	}
 	var tc *tls.Conn
 	if l.TLS != nil {
 		tc = tls.Server(nc, l.TLS)
@@ -171,6 +179,7 @@ func (s *netServer) accept(nc net.Conn, l *Listener) {
 	c := &nconn{
 		s:        s,
 		nc:       nc,
+		meter:    meter,
 		info:     info,
 		inflight: inflight{slots: newSlots(s.cfg.MaxInFlight)},
 		wake:     make(chan struct{}, 1),
@@ -213,7 +222,20 @@ func (c *nconn) handshake(tc *tls.Conn, timeout time.Duration) {
 		c.closeWith(ReasonShutdown, "")
 		return
 	}
-	if err := tc.Handshake(); err != nil {
+	t0 := time.Now()
+	var r0, w0 int64
+	if c.meter != nil {
+		r0, w0 = c.meter.readParked.Load(), c.meter.writeParked.Load()
+	}
+	err := tc.Handshake()
+	if c.meter != nil {
+		// Its crypto and system calls, not its waits for the peer.
+		parked := c.meter.readParked.Load() - r0 + c.meter.writeParked.Load() - w0
+		if d := int64(time.Since(t0)) - parked; d > 0 {
+			c.info.engineNanos.Add(d)
+		}
+	}
+	if err != nil {
 		why := ReasonTLSHandshake
 		if c.stopRead.Load() {
 			why = ReasonShutdown
@@ -281,6 +303,9 @@ type nconn struct {
 	info *ConnInfo
 	wake chan struct{} // cap 1: the writer has work
 	tls  bool          // nc is a *tls.Conn
+	// meter is the TCP connection under nc when its I/O is metered
+	// (netmeter.go), else nil.
+	meter *meteredConn
 
 	lastActive atomic.Int64 // unix nanos of the last dispatch or write
 	stopRead   atomic.Bool  // reader must not start another Read
@@ -397,7 +422,7 @@ func (c *nconn) readDeadline(now, frameStart time.Time) time.Time {
 func (c *nconn) readOnce(buf []byte, frameStart *time.Time) (ok bool, err error) {
 	var n int
 	if t := c.fr.tail(); t != nil {
-		n, err = c.nc.Read(t)
+		n, err = c.read(t)
 		if n > 0 {
 			c.s.n.bytesIn.Add(uint64(n))
 			if c.fr.filled(n) {
@@ -406,7 +431,7 @@ func (c *nconn) readOnce(buf []byte, frameStart *time.Time) (ok bool, err error)
 		}
 		return true, err
 	}
-	n, err = c.nc.Read(buf)
+	n, err = c.read(buf)
 	if n > 0 {
 		c.s.n.bytesIn.Add(uint64(n))
 	}
@@ -434,6 +459,18 @@ func (c *nconn) readOnce(buf []byte, frameStart *time.Time) (ok bool, err error)
 		}
 	}
 	return true, err
+}
+
+// read reads from the connection into p; a metered connection's read is
+// charged to its EngineTime, less its waits (netmeter.go).
+func (c *nconn) read(p []byte) (int, error) {
+	if c.meter == nil {
+		return c.nc.Read(p)
+	}
+	t0, p0 := time.Now(), c.meter.readParked.Load()
+	n, err := c.nc.Read(p)
+	ioCharge(c.info, t0, &c.meter.readParked, p0)
+	return n, err
 }
 
 // timedDispatch dispatches the frame read and charges its time, inline
@@ -604,11 +641,24 @@ func (c *nconn) writeLoop() {
 		c.nc.SetWriteDeadline(time.Now().Add(cfg.WriteTimeout))
 		var n int64
 		var err error
-		if c.tls && nb > 1 {
+		var t0 time.Time
+		var p0 int64
+		if c.meter != nil {
+			t0, p0 = time.Now(), c.meter.writeParked.Load()
+		}
+		switch {
+		case c.tls && nb > 1:
 			n, err = c.writeCoalesced(c.bufs[:nb])
-		} else {
+		case c.meter != nil && !c.tls:
+			n, err = c.meter.writeBuffers(c.bufs[:nb])
+		default:
 			c.wbufs = c.bufs[:nb]
 			n, err = c.wbufs.WriteTo(c.nc)
+		}
+		if c.meter != nil {
+			// Charged like the reads: the system calls (and TLS's
+			// crypto), not the waits for a slow reader.
+			ioCharge(c.info, t0, &c.meter.writeParked, p0)
 		}
 		clear(c.bufs[:nb])
 		c.s.n.bytesOut.Add(uint64(n))

@@ -115,8 +115,7 @@ func TestCheapRequestFlood(t *testing.T) {
 		})
 	})
 	// Not required: the flood lasts about a second, the quota's span, and
-	// on a loaded machine (or the net engine, which charges a frame's
-	// dispatch only, docs/design/quotas.md §9) it may stay under it.
+	// on a loaded machine it may stay under it.
 	checkThrottled(t, k, false)
 	s.check(t)
 }
