@@ -133,15 +133,8 @@ func (m *meteredConn) writeAll(fd uintptr) bool {
 	defer m.addWriteBusy(t)
 	for m.wdone < int64(len(m.wp)) {
 		n, e := unix.Write(int(fd), m.wp[m.wdone:])
-		switch e {
-		case nil:
-			m.wdone += int64(n)
-		case unix.EINTR:
-		case unix.EAGAIN:
-			return false
-		default:
-			m.werr = e
-			return true
+		if end, done := m.wrote(n, e); end {
+			return done
 		}
 	}
 	return true
@@ -153,20 +146,36 @@ func (m *meteredConn) writevAll(fd uintptr) bool {
 	defer m.addWriteBusy(t)
 	for len(m.iov) > 0 {
 		n, e := writev(int(fd), m.iov)
-		switch e {
-		case 0:
-			m.wdone += int64(n)
+		var err error
+		if e != 0 {
+			err = e
+		}
+		if end, done := m.wrote(n, err); end {
+			return done
+		}
+		if err == nil {
 			// Short when the socket buffer filled: what is left.
 			m.iov = appendIovecs(m.iov[:0], m.wbufs, m.wdone)
-		case unix.EINTR:
-		case unix.EAGAIN:
-			return false
-		default:
-			m.werr = e
-			return true
 		}
 	}
 	return true
+}
+
+// wrote takes one write's result: written bytes count, EINTR writes
+// again, EAGAIN ends the callback to wait until the socket is writable
+// (done false), another error ends the write (done true).
+func (m *meteredConn) wrote(n int, err error) (end, done bool) {
+	switch err {
+	case nil:
+		m.wdone += int64(n)
+		return false, false
+	case unix.EINTR:
+		return false, false
+	case unix.EAGAIN:
+		return true, false
+	}
+	m.werr = err
+	return true, true
 }
 
 func (m *meteredConn) addWriteBusy(t time.Time) { m.wbusy += time.Since(t) }
