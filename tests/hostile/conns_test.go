@@ -3,6 +3,7 @@
 package hostile
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
+	"github.com/kiggy-io/kiggy/internal/testing/testcerts"
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
@@ -134,7 +136,18 @@ func requireLoopbackAddr(t *testing.T) {
 // second over the span; every refusal is counted, and the steady clients,
 // from another address, lose nothing. KIGGY_HOSTILE_NO_QUOTA=1 runs it
 // without the rate (the figure it is judged against).
-func TestConnectionChurnFlood(t *testing.T) {
+func TestConnectionChurnFlood(t *testing.T) { churnFlood(t, false) }
+
+// TestTLSConnectionChurnFlood is TestConnectionChurnFlood against an SSL
+// listener, where a connection costs the gateway a TLS handshake (an
+// ECDSA signature and a key exchange): the rate applies to every listener,
+// and a refused connection is closed before its handshake, so the flood
+// costs the gateway at most 100 handshakes a second.
+func TestTLSConnectionChurnFlood(t *testing.T) { churnFlood(t, true) }
+
+// churnFlood runs the reconnect flood, over TLS to an SSL listener when
+// overTLS.
+func churnFlood(t *testing.T, overTLS bool) {
 	const (
 		rate    = 100
 		clients = 8
@@ -149,8 +162,21 @@ func TestConnectionChurnFlood(t *testing.T) {
 	} else {
 		t.Logf("no connection creation rate (%s=1)", noQuotaEnv)
 	}
+	var clientTLS *tls.Config
+	if overTLS {
+		dir := t.TempDir()
+		ca := testcerts.NewCA(t, dir, "ca")
+		srv := ca.Server(t, dir, "server")
+		clientTLS = &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"}
+		args = append(args, "--listeners", "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+			"--ssl-cert-file", srv.CertFile, "--ssl-key-file", srv.KeyFile)
+	}
 	k := startFloodKiggy(t, args...)
-	s := startSteady(t, k)
+	addr := k.Addr
+	if overTLS {
+		addr = k.Listeners["SSL"]
+	}
+	s := startSteady(t, k) // on the PLAINTEXT listener
 	m0 := k.metrics(t)
 	before := k.rss(t)
 	peak := k.peak(t)
@@ -165,10 +191,16 @@ func TestConnectionChurnFlood(t *testing.T) {
 				defer wg.Done()
 				d := floodDialer()
 				for time.Since(start) < lasting {
-					c, err := d.Dial("tcp", k.Addr)
+					c, err := d.Dial("tcp", addr)
 					if err != nil {
 						t.Errorf("dial from 127.0.0.2: %v", err)
 						return
+					}
+					if overTLS {
+						// The handshake runs with the first write; a
+						// connection closed for the rate fails it.
+						c.SetDeadline(time.Now().Add(dialTimeout))
+						c = tls.Client(c, clientTLS)
 					}
 					kc := kafkawire.NewConn(c, "hostile")
 					req := kmsg.NewPtrApiVersionsRequest()
