@@ -481,6 +481,12 @@ func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
 		if r.builder.Grow == nil {
 			r.builder.Grow = r.growPart
 		}
+		if r.expect > 0 {
+			// A buffer a larger read grew has far more room than this
+			// read's batches: traded for one of their size, which the
+			// fetch cache can then keep instead of copying them out.
+			r.buf = g.fetchCache.Resize(r.buf, r.expect+r.expect/8+4096)
+		}
 		r.deferCopy = true
 		r.buf, r.recordBytes = g.readPartition(r, r.buf[:0], r.topic, r.codec, r.rp, &r.resp, r.limit, true)
 	})
@@ -496,14 +502,18 @@ const minPartBuf = 16 << 10
 func (r *partReader) growPart(buf []byte, n int) []byte {
 	need := len(buf) + n
 	full := r.limit + r.limit/8 + 4096
-	c := max(2*cap(buf), minPartBuf)
+	floor := minPartBuf
 	if r.expect > 0 {
 		// The Log said about how much the read finds (readAll): grow to
 		// that at once, not through every power of two up to it (at many
 		// partitions the doubling showed in the gateway's consume profile:
-		// docs/BENCHMARKS.md, "Many partitions and 64 KiB records").
-		c = max(c, r.expect+r.expect/8+4096)
+		// docs/BENCHMARKS.md, "Many partitions and 64 KiB records"), and
+		// no larger, below minPartBuf too: the batches then fill most of
+		// the buffer, which the fetch cache keeps without a copy
+		// (fetchcache.StoreOwned).
+		floor = r.expect + r.expect/8 + 4096
 	}
+	c := max(2*cap(buf), floor)
 	if c > full {
 		c = full
 	}

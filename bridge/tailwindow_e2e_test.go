@@ -373,3 +373,63 @@ func TestFetchAtHighSkipsFetchCache(t *testing.T) {
 		t.Fatalf("20 Fetches of %d partitions at their high watermarks: %v fetch cache misses, want 0", benchPartitions, got)
 	}
 }
+
+// TestFetchCacheKeepsTailReads: a consumer's small reads at the tail, after
+// a large read grew the readers' buffers, are kept by the fetch cache for
+// the other groups without a copy (fetchcache.Resize, StoreOwned): the
+// reads get buffers of their size, whose batches fill them. The second
+// Fetch of each offset (another group's) is answered from the cache,
+// byte for byte the first.
+func TestFetchCacheKeepsTailReads(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggySoleWriter: true})
+	const topic = "keeptail"
+	gw.CreateTopic(t, topic, 2)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	value := make([]byte, 1024)
+	produce := func(n int) {
+		t.Helper()
+		var rs []*kgo.Record
+		for p := range int32(2) {
+			for range n {
+				rs = append(rs, &kgo.Record{Topic: topic, Partition: p, Value: value})
+			}
+		}
+		if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kc := dialKafka(t, gw.Addr)
+	fetch := func(offsets []int64) *kmsg.FetchResponse {
+		return isoFetch(t, kc, 12, 0, topic, offsets, 1<<20, 64<<20)
+	}
+	copied := func() float64 { return metricValue(t, gw.Metrics(), "kiggy_fetch_cache_copied_bytes_total") }
+	hits := func() float64 { return metricValue(t, gw.Metrics(), "kiggy_fetch_cache_hits_total") }
+
+	produce(600)
+	fetch([]int64{0, 0}) // 600 KiB a partition: the readers' buffers grow to hold it
+	copied0, hits0 := copied(), hits()
+	off := int64(600)
+	const rounds, n = 20, 8
+	for range rounds {
+		produce(n)
+		offsets := []int64{off, off}
+		first, second := fetch(offsets), fetch(offsets)
+		samePartitions(t, fmt.Sprintf("offset %d", off), first, second)
+		for _, p := range first.Topics[0].Partitions {
+			if p.ErrorCode != 0 || len(p.RecordBatches) == 0 {
+				t.Fatalf("offset %d: partition %d: error %d, %d bytes of records", off, p.Partition, p.ErrorCode, len(p.RecordBatches))
+			}
+		}
+		off += n
+	}
+	if got := hits() - hits0; got < rounds*2 {
+		t.Fatalf("%v fetch cache hits in %d rounds of two partitions read twice, want %d", got, rounds, rounds*2)
+	}
+	if got := copied() - copied0; got != 0 {
+		t.Fatalf("%v bytes copied into the fetch cache for %d tail reads of %d records: their buffers were not taken over", got, rounds*2, n)
+	}
+}

@@ -131,6 +131,7 @@ type Cache struct {
 	names     map[string]string // interned topic names of the keys
 
 	hits, misses, waits, evictions, invalidations, stale atomic.Uint64
+	copied                                               atomic.Uint64 // bytes copied into entries
 	gauge, freeGauge                                     atomic.Int64
 }
 
@@ -214,18 +215,26 @@ func (fc *Cache) Store(key Key, gen uint64, data []byte, r Read) {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	if e := fc.storeLocked(key, gen, data, r); e != nil {
-		e.buf = append(fc.takeBuf(len(data)), data...)
-		fc.publishLocked(e)
+		fc.copyIn(e, data)
 	}
+}
+
+// copyIn fills e with a copy of data in a buffer of its size and
+// publishes it; under mu.
+func (fc *Cache) copyIn(e *Entry, data []byte) {
+	e.buf = append(fc.takeBuf(len(data)), data...)
+	fc.copied.Add(uint64(len(data)))
+	fc.publishLocked(e)
 }
 
 // StoreOwned ends a build like Store, without the copy: the entry takes
 // data's buffer over (data must start it), pinned for the caller (who
 // serves from it and calls Release), and the caller gets a recycled buffer
-// with room for as much as data for its next read. When no recycled buffer
-// fits, when data's buffer has much more room than data (the copy is
-// smaller), or when the entry would not fit the bound, it stores as Store
-// does and returns nil: the caller keeps data.
+// with room for as much as data for its next read, or nil when none fits
+// (its next read grows a buffer of its own). When data's buffer has much
+// more room than data (the copy is smaller: see Resize) it stores as Store
+// does and returns nil, nil: the caller keeps data; when the entry would
+// not fit the bound, it stores nothing and returns nil, nil.
 func (fc *Cache) StoreOwned(key Key, gen uint64, data []byte, r Read) (*Entry, []byte) {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
@@ -234,23 +243,17 @@ func (fc *Cache) StoreOwned(key Key, gen uint64, data []byte, r Read) (*Entry, [
 		return nil, nil
 	}
 	n := len(data)
-	if cap(data) > n+n/4+4096 {
+	if roomy(cap(data), n) {
 		// Far more room than data: a tight copy holds less.
-		e.buf = append(fc.takeBuf(n), data...)
-		fc.publishLocked(e)
+		fc.copyIn(e, data)
 		return nil, nil
 	}
 	// After storeLocked's evictions recycled some: as much room as data's
-	// buffer, which the reader's reads of this size grow to
-	// (the gateway's partReader.growPart), so its next read needs no other.
+	// buffer, which the reader's reads of this size grow to (the gateway's
+	// partReader.growPart), so its next read needs no other. With none,
+	// the reader's next read grows one: an allocation, as a copy would
+	// have cost here, without the copy.
 	spare := fc.takeSpare(cap(data))
-	if spare == nil {
-		// The copy gets a buffer of data's room too: recycled, it is a
-		// spare for a later owned store (not one a few bytes too small).
-		e.buf = append(make([]byte, 0, cap(data)), data...)
-		fc.publishLocked(e)
-		return nil, nil
-	}
 	e.buf = data
 	fc.publishLocked(e)
 	e.refs = 1
@@ -355,6 +358,30 @@ func (fc *Cache) newEntry() *Entry {
 	return new(Entry)
 }
 
+// roomy reports whether a buffer of c bytes is too large to keep for n
+// bytes of batches: past half more and a page. A read's buffer is sized by
+// the Log's estimate, Iggy's bytes, which exceed the batches' by a header
+// of 64 bytes and more per record: 1 KiB records fill their buffer to
+// four fifths, 100-byte ones to about half (copied).
+func roomy(c, n int) bool { return c > n+n/2+4096 }
+
+// Resize trades b, a read buffer with far more room than the about n
+// bytes its next read is expected to need (a buffer grown by a larger
+// read before), for a recycled one that fits n, or nil when none does (the
+// read then grows its own); b is kept for a later read of its size. The
+// read's batches then fill most of their buffer, which StoreOwned can
+// take over instead of copying them out. Without that room b is returned.
+func (fc *Cache) Resize(b []byte, n int) []byte {
+	if fc == nil || !roomy(cap(b), 2*n) {
+		return b
+	}
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	nb := fc.takeSpare(n)
+	fc.putFree(b)
+	return nb
+}
+
 // takeBuf returns an empty buffer with room for n bytes, recycled when one
 // fits; under mu.
 func (fc *Cache) takeBuf(n int) []byte {
@@ -430,10 +457,10 @@ func (fc *Cache) touch(e *Entry) {
 // WriteMetrics writes the cache's metrics (zeros when it is off).
 func (fc *Cache) WriteMetrics(w io.Writer) {
 	var limit, bytes, free int64
-	var hits, misses, waits, evictions, invalidations, stale uint64
+	var hits, misses, waits, evictions, invalidations, stale, copied uint64
 	if fc != nil {
 		limit, bytes, free = fc.limit, fc.gauge.Load(), fc.freeGauge.Load()
-		hits, misses, waits = fc.hits.Load(), fc.misses.Load(), fc.waits.Load()
+		hits, misses, waits, copied = fc.hits.Load(), fc.misses.Load(), fc.waits.Load(), fc.copied.Load()
 		evictions, invalidations, stale = fc.evictions.Load(), fc.invalidations.Load(), fc.stale.Load()
 	}
 	metric.Single(w, "kiggy_fetch_cache_limit_bytes", "gauge", "The bound of the encoded record batches Fetches share (--iggy-fetch-cache-bytes; 0 = off).", limit)
@@ -441,6 +468,7 @@ func (fc *Cache) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_fetch_cache_free_bytes", "gauge", "Bytes of recycled entry buffers kept for the next entries (outside the bound, at most 16 buffers).", free)
 	metric.Single(w, "kiggy_fetch_cache_hits_total", "counter", "Partition reads of a Fetch answered with batches an earlier Fetch encoded.", hits)
 	metric.Single(w, "kiggy_fetch_cache_misses_total", "counter", "Partition reads of a Fetch that read and encoded the batches themselves.", misses)
+	metric.Single(w, "kiggy_fetch_cache_copied_bytes_total", "counter", "Bytes of batches copied into entries: reads whose buffer an entry could not take over (it had far more room than the batches).", copied)
 	metric.Single(w, "kiggy_fetch_cache_shared_waits_total", "counter", "Partition reads that waited for another Fetch encoding the same read.", waits)
 	metric.Single(w, "kiggy_fetch_cache_evictions_total", "counter", "Entries evicted to stay within the bound (least recently used first).", evictions)
 	metric.Single(w, "kiggy_fetch_cache_invalidations_total", "counter", "Entries dropped because the backend's data may have changed (a topic deleted, created or purged, DeleteRecords, a reconnect).", invalidations)

@@ -222,11 +222,11 @@ func TestFetchCacheBuildOnce(t *testing.T) {
 }
 
 // TestFetchCacheStoreOwned: a build that hands its buffer over is stored
-// without a copy once a recycled buffer can replace it (the entry holds the
-// very bytes, pinned for the builder, and the builder gets a buffer of at
-// least the read's room); before any buffer is recycled, or when the buffer
-// has far more room than the read, it is copied as store does; the bound
-// holds either way.
+// without a copy (the entry holds the very bytes, pinned for the builder);
+// the builder gets a recycled buffer of at least the read's room once
+// evictions recycled some, nil before; a buffer with far more room than
+// its read is copied as Store does (and counted); the bound holds either
+// way.
 func TestFetchCacheStoreOwned(t *testing.T) {
 	log := &fakeShared{gen: 1, high: 1 << 40}
 	fc := New(64<<10, log, testMaxBuf)
@@ -238,7 +238,7 @@ func TestFetchCacheStoreOwned(t *testing.T) {
 		}
 		return b
 	}
-	owned, copied := 0, 0
+	spares, none := 0, 0
 	for i := range 20 {
 		_, gen, _, ok := fc.Acquire(key(i))
 		if !ok {
@@ -247,31 +247,66 @@ func TestFetchCacheStoreOwned(t *testing.T) {
 		d := data(i)
 		e, spare := fc.StoreOwned(key(i), gen, d, Read{Watermarks: store.Watermarks{High: 1 << 40}, Next: int64(i + 1), Records: 1})
 		if e == nil {
-			copied++
+			t.Fatalf("entry %d: not kept", i)
+		}
+		if &e.data[0] != &d[0] {
+			t.Fatalf("entry %d: an owned store copied", i)
+		}
+		if spare == nil {
+			none++
 		} else {
-			owned++
-			if &e.data[0] != &d[0] {
-				t.Fatalf("entry %d: an owned store copied", i)
-			}
+			spares++
 			if len(spare) != 0 || cap(spare) < cap(d) || &spare[:1][0] == &d[0] {
 				t.Fatalf("entry %d: spare of len %d cap %d (read's cap %d)", i, len(spare), cap(spare), cap(d))
 			}
-			fc.Release(e)
 		}
+		fc.Release(e)
 		hit(t, fc, key(i), data(i))
 		if fc.bytes > fc.limit {
 			t.Fatalf("after %d entries: %d bytes over the bound %d", i+1, fc.bytes, fc.limit)
 		}
 	}
-	if owned == 0 || copied == 0 {
-		t.Fatalf("%d owned and %d copied stores: want both (copies until buffers are recycled)", owned, copied)
+	if spares == 0 || none == 0 {
+		t.Fatalf("%d stores got a spare and %d none: want both (none until evictions recycle buffers)", spares, none)
+	}
+	if c := fc.copied.Load(); c != 0 {
+		t.Fatalf("%d bytes copied by owned stores", c)
 	}
 	// A buffer with much more room than its read is copied, not kept.
 	_, gen, _, _ := fc.Acquire(key(100))
 	if e, _ := fc.StoreOwned(key(100), gen, make([]byte, 10<<10, 40<<10), Read{Watermarks: store.Watermarks{High: 1 << 40}, Next: 101, Records: 1}); e != nil {
 		t.Fatal("a read of 10 KiB in a 40 KiB buffer was kept whole")
 	}
+	if c := fc.copied.Load(); c != 10<<10 {
+		t.Fatalf("%d bytes counted copied, want %d", c, 10<<10)
+	}
 	hit(t, fc, key(100), make([]byte, 10<<10))
+}
+
+// TestFetchCacheResize: a read buffer with far more room than the next read
+// needs is traded for a recycled one that fits (nil when none does) and
+// kept for a later read of its size; one without that room is returned as
+// it is.
+func TestFetchCacheResize(t *testing.T) {
+	fc := New(64<<20, &fakeShared{gen: 1, high: 1 << 40}, testMaxBuf)
+	big := make([]byte, 100, 1<<20)
+	if b := fc.Resize(big, 420<<10); cap(b) != 1<<20 || len(b) != 100 {
+		t.Fatalf("a 1 MiB buffer for a 420 KiB read: got cap %d len %d, want it back", cap(b), len(b))
+	}
+	if b := fc.Resize(big, 20<<10); b != nil {
+		t.Fatalf("no recycled buffer fits 20 KiB: got cap %d, want nil", cap(b))
+	}
+	if b := fc.takeSpare(600 << 10); cap(b) != 1<<20 {
+		t.Fatalf("the traded 1 MiB buffer was not kept: a spare for 600 KiB has cap %d", cap(b))
+	}
+	fc.putFree(make([]byte, 0, 24<<10))
+	if b := fc.Resize(make([]byte, 0, 1<<20), 20<<10); cap(b) != 24<<10 {
+		t.Fatalf("a 24 KiB buffer is recycled: got cap %d for a 20 KiB read", cap(b))
+	}
+	var off *Cache
+	if b := off.Resize(big, 1); cap(b) != 1<<20 {
+		t.Fatal("a cache that is off changed the buffer")
+	}
 }
 
 // TestFetchCacheFreeKeepsLargest: with the recycled buffers full, a larger
