@@ -28,6 +28,7 @@ package fetchcache
 
 import (
 	"io"
+	"math/bits"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,8 +45,15 @@ import (
 // be hidden, as the Iggy read cache's TTL does.
 const TTL = 5 * time.Second
 
-// maxFreeBufs bounds the recycled entry buffers kept.
-const maxFreeBufs = 16
+// Recycled entry buffers are kept by size class: class k holds buffers of
+// 2^k to 2^(k+1)-1 bytes, at most freePerClass of each (a Fetch of 16
+// partitions evicts about 16 entries of one size), and at most
+// freePerClass × maxBuf bytes in all, so the small buffers of tail reads
+// and the large ones of full reads each find their kind.
+const (
+	freePerClass = 16
+	freeClasses  = 40
+)
 
 // Key is everything that decides the bytes of one partition read.
 type Key struct {
@@ -125,7 +133,7 @@ type Cache struct {
 	built     sync.Cond        // broadcast when a build ends
 	lru       lru.List[Entry, *Entry]
 	bytes     int64
-	free      [][]byte
+	free      [freeClasses][][]byte // by size class (freeClass)
 	freeBytes int64
 	freeEnts  []*Entry
 	names     map[string]string // interned topic names of the keys
@@ -393,20 +401,27 @@ func (fc *Cache) takeBuf(n int) []byte {
 }
 
 // takeSpare returns a recycled buffer (empty) of at least n bytes and at
-// most twice that, or nil; under mu.
+// most twice that and a page, or nil; under mu.
 func (fc *Cache) takeSpare(n int) []byte {
-	for i := len(fc.free) - 1; i >= 0; i-- {
-		if b := fc.free[i]; cap(b) >= n && cap(b) <= 2*n+4096 {
-			last := len(fc.free) - 1
-			fc.free[i], fc.free[last] = fc.free[last], nil
-			fc.free = fc.free[:last]
-			fc.freeBytes -= int64(cap(b))
-			fc.freeGauge.Store(fc.freeBytes)
-			return b[:0]
+	k := freeClass(max(n, 1))
+	for c := k; c <= k+1 && c < freeClasses; c++ {
+		l := fc.free[c]
+		for i := len(l) - 1; i >= 0; i-- {
+			if b := l[i]; cap(b) >= n && cap(b) <= 2*n+4096 {
+				last := len(l) - 1
+				l[i], l[last] = l[last], nil
+				fc.free[c] = l[:last]
+				fc.freeBytes -= int64(cap(b))
+				fc.freeGauge.Store(fc.freeBytes)
+				return b[:0]
+			}
 		}
 	}
 	return nil
 }
+
+// freeClass is the size class of a buffer of c > 0 bytes: ⌊log2 c⌋.
+func freeClass(c int) int { return bits.Len(uint(c)) - 1 }
 
 // recycle keeps e's buffer for a later entry and e itself; under mu.
 func (fc *Cache) recycle(e *Entry) {
@@ -417,32 +432,28 @@ func (fc *Cache) recycle(e *Entry) {
 	}
 }
 
-// putFree keeps b (nil: nothing) for a later entry, within
-// maxFreeBufs buffers of at most maxBuf bytes, the largest
-// ones; under mu.
+// putFree keeps b (nil: nothing) for a later entry, if it is at most
+// maxBuf, in its size class; a full class drops its oldest buffer (reads
+// of the sizes kept before may be over), and b is dropped when all of
+// them would hold over freePerClass × maxBuf bytes; under mu.
 func (fc *Cache) putFree(b []byte) {
-	if b == nil || cap(b) > fc.maxBuf {
+	if cap(b) == 0 || cap(b) > fc.maxBuf {
 		return
 	}
-	if len(fc.free) >= maxFreeBufs {
-		// Full: b replaces the smallest kept buffer, if it is larger. A
-		// run of small reads (at a partition's tail) must not push out
-		// the buffers full reads need, which no small one can replace.
-		small := 0
-		for i := range fc.free {
-			if cap(fc.free[i]) < cap(fc.free[small]) {
-				small = i
-			}
-		}
-		if cap(b) <= cap(fc.free[small]) {
-			return
-		}
-		fc.freeBytes -= int64(cap(fc.free[small]))
-		last := len(fc.free) - 1
-		fc.free[small], fc.free[last] = fc.free[last], nil
-		fc.free = fc.free[:last]
+	k := freeClass(cap(b))
+	l := fc.free[k]
+	if len(l) >= freePerClass {
+		fc.freeBytes -= int64(cap(l[0]))
+		copy(l, l[1:])
+		l[len(l)-1] = nil
+		l = l[:len(l)-1]
 	}
-	fc.free = append(fc.free, b[:0])
+	if fc.freeBytes+int64(cap(b)) > int64(freePerClass)*int64(fc.maxBuf) {
+		fc.free[k] = l
+		fc.freeGauge.Store(fc.freeBytes)
+		return
+	}
+	fc.free[k] = append(l, b[:0])
 	fc.freeBytes += int64(cap(b))
 	fc.freeGauge.Store(fc.freeBytes)
 }
@@ -465,7 +476,7 @@ func (fc *Cache) WriteMetrics(w io.Writer) {
 	}
 	metric.Single(w, "kiggy_fetch_cache_limit_bytes", "gauge", "The bound of the encoded record batches Fetches share (--iggy-fetch-cache-bytes; 0 = off).", limit)
 	metric.Single(w, "kiggy_fetch_cache_bytes", "gauge", "Bytes of encoded record batches held for later Fetches.", bytes)
-	metric.Single(w, "kiggy_fetch_cache_free_bytes", "gauge", "Bytes of recycled entry buffers kept for the next entries (outside the bound, at most 16 buffers).", free)
+	metric.Single(w, "kiggy_fetch_cache_free_bytes", "gauge", "Bytes of recycled entry buffers kept for the next entries (outside the bound, at most 16 of each power-of-two size).", free)
 	metric.Single(w, "kiggy_fetch_cache_hits_total", "counter", "Partition reads of a Fetch answered with batches an earlier Fetch encoded.", hits)
 	metric.Single(w, "kiggy_fetch_cache_misses_total", "counter", "Partition reads of a Fetch that read and encoded the batches themselves.", misses)
 	metric.Single(w, "kiggy_fetch_cache_copied_bytes_total", "counter", "Bytes of batches copied into entries: reads whose buffer an entry could not take over (it had far more room than the batches).", copied)

@@ -309,24 +309,51 @@ func TestFetchCacheResize(t *testing.T) {
 	}
 }
 
-// TestFetchCacheFreeKeepsLargest: with the recycled buffers full, a larger
-// buffer takes the smallest one's place and a buffer no larger than any is
-// dropped, so a run of small tail reads cannot push out the buffers that
-// full reads' hand-overs need (storeOwned's spares).
-func TestFetchCacheFreeKeepsLargest(t *testing.T) {
+// TestFetchCacheFreeClasses: recycled buffers are kept by power-of-two
+// size, the newest freePerClass of each, so a run of small tail reads keeps
+// buffers for the next small reads without pushing out the ones full
+// reads' hand-overs need (storeOwned's spares), and a spare is at least
+// the size asked for and at most about twice it.
+func TestFetchCacheFreeClasses(t *testing.T) {
 	fc := New(64<<20, &fakeShared{gen: 1, high: 1 << 40}, testMaxBuf)
-	for range maxFreeBufs {
-		fc.putFree(make([]byte, 0, 8<<10))
-	}
 	fc.putFree(make([]byte, 0, 1<<20))
-	fc.putFree(make([]byte, 0, 4<<10)) // smaller than every kept one: dropped
-	if len(fc.free) != maxFreeBufs {
-		t.Fatalf("%d buffers kept, want %d", len(fc.free), maxFreeBufs)
+	for range 2 * freePerClass {
+		fc.putFree(make([]byte, 0, 10<<10))
 	}
-	if fc.freeBytes != int64((maxFreeBufs-1)*(8<<10)+(1<<20)) {
-		t.Fatalf("free bytes %d", fc.freeBytes)
+	fc.putFree(make([]byte, 0, testMaxBuf+1)) // over maxBuf: dropped
+	if fc.freeBytes != int64(freePerClass*(10<<10)+(1<<20)) {
+		t.Fatalf("free bytes %d, want %d small and one of 1 MiB", fc.freeBytes, freePerClass)
 	}
-	if b := fc.takeSpare(1 << 20); cap(b) != 1<<20 {
-		t.Fatalf("a spare for a 1 MiB read: cap %d", cap(b))
+	if b := fc.takeSpare(12 << 10); b != nil {
+		t.Fatalf("a spare for 12 KiB: cap %d, want none (the kept ones are smaller)", cap(b))
+	}
+	for i := range freePerClass {
+		if b := fc.takeSpare(6 << 10); cap(b) != 10<<10 {
+			t.Fatalf("spare %d for a 6 KiB read: cap %d, want 10 KiB", i, cap(b))
+		}
+	}
+	if b := fc.takeSpare(6 << 10); b != nil {
+		t.Fatalf("a fifth spare for 6 KiB: cap %d", cap(b))
+	}
+	if b := fc.takeSpare(100 << 10); b != nil {
+		t.Fatalf("a spare for 100 KiB: cap %d, more than twice it", cap(b))
+	}
+	if b := fc.takeSpare(600 << 10); cap(b) != 1<<20 {
+		t.Fatalf("a spare for a 600 KiB read: cap %d", cap(b))
+	}
+	if fc.freeBytes != 0 {
+		t.Fatalf("free bytes %d after taking every buffer", fc.freeBytes)
+	}
+	// A full class drops its oldest buffer for the newest: the sizes reads
+	// ask for now.
+	for range freePerClass {
+		fc.putFree(make([]byte, 0, 9<<10))
+	}
+	fc.putFree(make([]byte, 0, 12<<10))
+	if fc.freeBytes != int64((freePerClass-1)*(9<<10)+(12<<10)) {
+		t.Fatalf("free bytes %d after a full class took a newer buffer", fc.freeBytes)
+	}
+	if b := fc.takeSpare(11 << 10); cap(b) != 12<<10 {
+		t.Fatalf("a spare for 11 KiB: cap %d, want the newest, 12 KiB", cap(b))
 	}
 }
