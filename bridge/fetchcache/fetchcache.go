@@ -441,6 +441,9 @@ func (fc *Cache) putFree(b []byte) {
 		return
 	}
 	k := freeClass(cap(b))
+	if k >= freeClasses {
+		return
+	}
 	l := fc.free[k]
 	if len(l) >= freePerClass {
 		fc.freeBytes -= int64(cap(l[0]))
