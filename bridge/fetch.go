@@ -485,7 +485,7 @@ func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
 			// A buffer a larger read grew has far more room than this
 			// read's batches: traded for one of their size, which the
 			// fetch cache can then keep instead of copying them out.
-			r.buf = g.fetchCache.Resize(r.buf, r.expect+r.expect/8+4096)
+			r.buf = g.fetchCache.Resize(r.buf, r.expectedRoom())
 		}
 		r.deferCopy = true
 		r.buf, r.recordBytes = g.readPartition(r, r.buf[:0], r.topic, r.codec, r.rp, &r.resp, r.limit, true)
@@ -494,6 +494,10 @@ func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
 
 // minPartBuf is the smallest buffer a concurrent partition read grows to.
 const minPartBuf = 16 << 10
+
+// expectedRoom is the buffer a read of r.expect bytes gets: record
+// framing differs from the Log's bytes by a few percent.
+func (r *partReader) expectedRoom() int { return r.expect + r.expect/8 + 4096 }
 
 // growPart is a concurrent partition read's Grow (batch.Builder): buf
 // doubles (from minPartBuf) while that stays within a full read of the
@@ -508,10 +512,10 @@ func (r *partReader) growPart(buf []byte, n int) []byte {
 		// that at once, not through every power of two up to it (at many
 		// partitions the doubling showed in the gateway's consume profile:
 		// docs/BENCHMARKS.md, "Many partitions and 64 KiB records"), and
-		// no larger, below minPartBuf too: the batches then fill most of
+		// to no more, even under minPartBuf: the batches then fill most of
 		// the buffer, which the fetch cache keeps without a copy
 		// (fetchcache.StoreOwned).
-		floor = r.expect + r.expect/8 + 4096
+		floor = r.expectedRoom()
 	}
 	c := max(2*cap(buf), floor)
 	if c > full {

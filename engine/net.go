@@ -230,10 +230,7 @@ func (c *nconn) handshake(tc *tls.Conn, timeout time.Duration) {
 	err := tc.Handshake()
 	if c.meter != nil {
 		// Its crypto and system calls, not its waits for the peer.
-		parked := c.meter.readParked.Load() - r0 + c.meter.writeParked.Load() - w0
-		if d := int64(time.Since(t0)) - parked; d > 0 {
-			c.info.engineNanos.Add(d)
-		}
+		ioCharge(c.info, t0, c.meter.readParked.Load()-r0+c.meter.writeParked.Load()-w0)
 	}
 	if err != nil {
 		why := ReasonTLSHandshake
@@ -469,7 +466,7 @@ func (c *nconn) read(p []byte) (int, error) {
 	}
 	t0, p0 := time.Now(), c.meter.readParked.Load()
 	n, err := c.nc.Read(p)
-	ioCharge(c.info, t0, &c.meter.readParked, p0)
+	ioCharge(c.info, t0, c.meter.readParked.Load()-p0)
 	return n, err
 }
 
@@ -658,7 +655,7 @@ func (c *nconn) writeLoop() {
 		if c.meter != nil {
 			// Charged like the reads: the system calls (and TLS's
 			// crypto), not the waits for a slow reader.
-			ioCharge(c.info, t0, &c.meter.writeParked, p0)
+			ioCharge(c.info, t0, c.meter.writeParked.Load()-p0)
 		}
 		clear(c.bufs[:nb])
 		c.s.n.bytesOut.Add(uint64(n))

@@ -37,11 +37,9 @@ type meteredConn struct {
 }
 
 // ioCharge adds to info's engine time what an I/O call that started at t0
-// cost beyond waiting: its wall time less the parked time it added to
-// parked (whose value was p0 at t0).
-func ioCharge(info *ConnInfo, t0 time.Time, parked *atomic.Int64, p0 int64) {
-	d := int64(time.Since(t0)) - (parked.Load() - p0)
-	if d > 0 {
+// cost beyond waiting: its wall time less the nanoseconds it spent parked.
+func ioCharge(info *ConnInfo, t0 time.Time, parked int64) {
+	if d := int64(time.Since(t0)) - parked; d > 0 {
 		info.engineNanos.Add(d)
 	}
 }

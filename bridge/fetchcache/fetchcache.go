@@ -482,7 +482,7 @@ func (fc *Cache) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_fetch_cache_free_bytes", "gauge", "Bytes of recycled entry buffers kept for the next entries (outside the bound, at most 16 of each power-of-two size).", free)
 	metric.Single(w, "kiggy_fetch_cache_hits_total", "counter", "Partition reads of a Fetch answered with batches an earlier Fetch encoded.", hits)
 	metric.Single(w, "kiggy_fetch_cache_misses_total", "counter", "Partition reads of a Fetch that read and encoded the batches themselves.", misses)
-	metric.Single(w, "kiggy_fetch_cache_copied_bytes_total", "counter", "Bytes of batches copied into entries: reads whose buffer an entry could not take over (it had far more room than the batches).", copied)
+	metric.Single(w, "kiggy_fetch_cache_copied_bytes_total", "counter", "Bytes of batches copied into entries: reads built into a Fetch response, and reads whose buffer had far more room than their batches.", copied)
 	metric.Single(w, "kiggy_fetch_cache_shared_waits_total", "counter", "Partition reads that waited for another Fetch encoding the same read.", waits)
 	metric.Single(w, "kiggy_fetch_cache_evictions_total", "counter", "Entries evicted to stay within the bound (least recently used first).", evictions)
 	metric.Single(w, "kiggy_fetch_cache_invalidations_total", "counter", "Entries dropped because the backend's data may have changed (a topic deleted, created or purged, DeleteRecords, a reconnect).", invalidations)

@@ -61,8 +61,9 @@ const noQuotaEnv = "KIGGY_HOSTILE_NO_QUOTA"
 // of one thread, measured over 4 windows of 100 ms. Four, not Kafka's
 // default 11: the measured span is at least 300 ms instead of a second,
 // so a flood that is over in 400 ms on a fast host (50,000 cheap
-// OffsetCommits) has used its quota before it ends. The flood's client id is "hostile"; the
-// steady clients' are others, so only the flood is throttled.
+// OffsetCommits) has used its quota before it ends. The flood's client id
+// is "hostile"; the steady clients' are others, so only the flood is
+// throttled.
 func floodQuota(t *testing.T) []string {
 	if os.Getenv(noQuotaEnv) == "1" {
 		t.Logf("no request quota (%s=1)", noQuotaEnv)
