@@ -482,10 +482,10 @@ func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
 			r.builder.Grow = r.growPart
 		}
 		if r.expect > 0 {
-			// A buffer a larger read grew has far more room than this
-			// read's batches: traded for one of their size, which the
-			// fetch cache can then keep instead of copying them out.
-			r.buf = g.fetchCache.Resize(r.buf, r.expectedRoom())
+			// A buffer a larger read grew has more room than the fetch
+			// cache keeps for this read's batches: traded for one of
+			// their size, which it then keeps instead of copying them out.
+			r.buf = g.fetchCache.Resize(r.buf, r.expect)
 		}
 		r.deferCopy = true
 		r.buf, r.recordBytes = g.readPartition(r, r.buf[:0], r.topic, r.codec, r.rp, &r.resp, r.limit, true)
@@ -494,10 +494,6 @@ func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
 
 // minPartBuf is the smallest buffer a concurrent partition read grows to.
 const minPartBuf = 16 << 10
-
-// expectedRoom is the buffer a read of r.expect bytes gets: record
-// framing differs from the Log's bytes by a few percent.
-func (r *partReader) expectedRoom() int { return r.expect + r.expect/8 + 4096 }
 
 // growPart is a concurrent partition read's Grow (batch.Builder): buf
 // doubles (from minPartBuf) while that stays within a full read of the
@@ -515,7 +511,7 @@ func (r *partReader) growPart(buf []byte, n int) []byte {
 		// to no more, even under minPartBuf: the batches then fill most of
 		// the buffer, which the fetch cache keeps without a copy
 		// (fetchcache.StoreOwned).
-		floor = r.expectedRoom()
+		floor = fetchcache.Room(r.expect)
 	}
 	c := max(2*cap(buf), floor)
 	if c > full {

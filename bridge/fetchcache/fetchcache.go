@@ -258,10 +258,11 @@ func (fc *Cache) StoreOwned(key Key, gen uint64, data []byte, r Read) (*Entry, [
 	}
 	// After storeLocked's evictions recycled some: as much room as data's
 	// buffer, which the reader's reads of this size grow to (the gateway's
-	// partReader.growPart), so its next read needs no other. With none,
-	// the reader's next read grows one: an allocation, as a copy would
-	// have cost here, without the copy.
-	spare := fc.takeSpare(cap(data))
+	// partReader.growPart), and not so much that a read of data's size
+	// would be roomy in it (copied). With none, the reader's next read
+	// grows one: an allocation, as a copy would have cost here, without
+	// the copy.
+	spare := fc.takeSpare(cap(data), keepMax(n))
 	e.buf = data
 	fc.publishLocked(e)
 	e.refs = 1
@@ -367,25 +368,35 @@ func (fc *Cache) newEntry() *Entry {
 }
 
 // roomy reports whether a buffer of c bytes is too large to keep for n
-// bytes of batches: past half more and a page. A read's buffer is sized by
-// the Log's estimate, Iggy's bytes, which exceed the batches' by a header
-// of 64 bytes and more per record: 1 KiB records fill their buffer to
-// four fifths, 100-byte ones to about half (copied).
-func roomy(c, n int) bool { return c > n+n/2+4096 }
+// bytes of batches: past keepMax(n). A read's buffer is sized by the Log's
+// estimate (Room), Iggy's bytes, which exceed the batches' by a header of
+// 64 bytes and more per record: 1 KiB records fill their buffer to four
+// fifths, 100-byte ones to about half (copied).
+func roomy(c, n int) bool { return c > keepMax(n) }
 
-// Resize trades b, a read buffer with far more room than the about n
-// bytes its next read is expected to need (a buffer grown by a larger
-// read before), for a recycled one that fits n, or nil when none does (the
-// read then grows its own); b is kept for a later read of its size. The
-// read's batches then fill most of their buffer, which StoreOwned can
-// take over instead of copying them out. Without that room b is returned.
+// keepMax is the largest buffer kept for n bytes of batches (StoreOwned):
+// half more and a page.
+func keepMax(n int) int { return n + n/2 + 4096 }
+
+// Room is the buffer a read expected to return about n bytes of batches
+// (the Log's estimate) is given, so that it needs no other and StoreOwned
+// keeps it: record framing differs from the Log's bytes by a few percent.
+func Room(n int) int { return n + n/8 + 4096 }
+
+// Resize trades b, a read buffer the fetch cache would not keep for the
+// about n bytes of batches its next read is expected to return (roomy: a
+// buffer grown by a larger read before), for a recycled one with Room(n)
+// that it would keep, or nil when none is at hand (the read then grows its
+// own); b is kept for a later read of its size. The read's batches then
+// fill most of their buffer, which StoreOwned takes over instead of
+// copying them out. A buffer it would keep is returned as it is.
 func (fc *Cache) Resize(b []byte, n int) []byte {
-	if fc == nil || !roomy(cap(b), 2*n) {
+	if fc == nil || !roomy(cap(b), n) {
 		return b
 	}
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
-	nb := fc.takeSpare(n)
+	nb := fc.takeSpare(Room(n), keepMax(n))
 	fc.putFree(b)
 	return nb
 }
@@ -393,21 +404,21 @@ func (fc *Cache) Resize(b []byte, n int) []byte {
 // takeBuf returns an empty buffer with room for n bytes, recycled when one
 // fits; under mu.
 func (fc *Cache) takeBuf(n int) []byte {
-	if b := fc.takeSpare(n); b != nil {
+	if b := fc.takeSpare(n, 2*n+4096); b != nil {
 		return b
 	}
 	// Room for the next reads of a similar size, which vary by a record.
 	return make([]byte, 0, n+n/16)
 }
 
-// takeSpare returns a recycled buffer (empty) of at least n bytes and at
-// most twice that and a page, or nil; under mu.
-func (fc *Cache) takeSpare(n int) []byte {
-	k := freeClass(max(n, 1))
-	for c := k; c <= k+1 && c < freeClasses; c++ {
+// takeSpare returns a recycled buffer (empty) of at least lo bytes and at
+// most hi, or nil; under mu.
+func (fc *Cache) takeSpare(lo, hi int) []byte {
+	lo = max(lo, 1)
+	for c := freeClass(lo); c <= freeClass(max(hi, lo)) && c < freeClasses; c++ {
 		l := fc.free[c]
 		for i := len(l) - 1; i >= 0; i-- {
-			if b := l[i]; cap(b) >= n && cap(b) <= 2*n+4096 {
+			if b := l[i]; cap(b) >= lo && cap(b) <= hi {
 				last := len(l) - 1
 				l[i], l[last] = l[last], nil
 				fc.free[c] = l[:last]

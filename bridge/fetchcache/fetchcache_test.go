@@ -283,25 +283,31 @@ func TestFetchCacheStoreOwned(t *testing.T) {
 	hit(t, fc, key(100), make([]byte, 10<<10))
 }
 
-// TestFetchCacheResize: a read buffer with far more room than the next read
-// needs is traded for a recycled one that fits (nil when none does) and
-// kept for a later read of its size; one without that room is returned as
-// it is.
+// TestFetchCacheResize: a read buffer the cache would not keep for the
+// batches the next read is expected to return (roomy) is traded for a
+// recycled one it would keep, of at least Room of them (nil when none is at
+// hand), and kept for a later read of its size; one it would keep is
+// returned as it is.
 func TestFetchCacheResize(t *testing.T) {
 	fc := New(64<<20, &fakeShared{gen: 1, high: 1 << 40}, testMaxBuf)
 	big := make([]byte, 100, 1<<20)
-	if b := fc.Resize(big, 420<<10); cap(b) != 1<<20 || len(b) != 100 {
-		t.Fatalf("a 1 MiB buffer for a 420 KiB read: got cap %d len %d, want it back", cap(b), len(b))
+	if b := fc.Resize(big, 700<<10); cap(b) != 1<<20 || len(b) != 100 {
+		t.Fatalf("a 1 MiB buffer for a 700 KiB read: got cap %d len %d, want it back", cap(b), len(b))
 	}
-	if b := fc.Resize(big, 20<<10); b != nil {
-		t.Fatalf("no recycled buffer fits 20 KiB: got cap %d, want nil", cap(b))
+	if b := fc.Resize(big, 600<<10); b != nil {
+		t.Fatalf("a 1 MiB buffer for a 600 KiB read (copied: roomy), none recycled: got cap %d, want nil", cap(b))
 	}
-	if b := fc.takeSpare(600 << 10); cap(b) != 1<<20 {
+	if b := fc.takeSpare(600<<10, 2*600<<10+4096); cap(b) != 1<<20 {
 		t.Fatalf("the traded 1 MiB buffer was not kept: a spare for 600 KiB has cap %d", cap(b))
 	}
-	fc.putFree(make([]byte, 0, 24<<10))
-	if b := fc.Resize(make([]byte, 0, 1<<20), 20<<10); cap(b) != 24<<10 {
-		t.Fatalf("a 24 KiB buffer is recycled: got cap %d for a 20 KiB read", cap(b))
+	fc.putFree(make([]byte, 0, 40<<10)) // roomy for 20 KiB: not given out
+	fc.putFree(make([]byte, 0, 24<<10)) // under Room(20 KiB)
+	fc.putFree(make([]byte, 0, 30<<10))
+	if b := fc.Resize(make([]byte, 0, 1<<20), 20<<10); cap(b) != 30<<10 {
+		t.Fatalf("a 30 KiB buffer is recycled for a 20 KiB read: got cap %d", cap(b))
+	}
+	if b := fc.Resize(make([]byte, 0, 1<<20), 20<<10); b != nil {
+		t.Fatalf("no recycled buffer between Room and keepMax of 20 KiB is left: got cap %d", cap(b))
 	}
 	var off *Cache
 	if b := off.Resize(big, 1); cap(b) != 1<<20 {
@@ -324,21 +330,24 @@ func TestFetchCacheFreeClasses(t *testing.T) {
 	if fc.freeBytes != int64(freePerClass*(10<<10)+(1<<20)) {
 		t.Fatalf("free bytes %d, want %d small and one of 1 MiB", fc.freeBytes, freePerClass)
 	}
-	if b := fc.takeSpare(12 << 10); b != nil {
+	if b := fc.takeSpare(12<<10, 2*12<<10+4096); b != nil {
 		t.Fatalf("a spare for 12 KiB: cap %d, want none (the kept ones are smaller)", cap(b))
 	}
+	if b := fc.takeSpare(6<<10, 9<<10); b != nil {
+		t.Fatalf("a spare of 6 to 9 KiB: cap %d, want none (the kept ones are larger)", cap(b))
+	}
 	for i := range freePerClass {
-		if b := fc.takeSpare(6 << 10); cap(b) != 10<<10 {
+		if b := fc.takeSpare(6<<10, 2*6<<10+4096); cap(b) != 10<<10 {
 			t.Fatalf("spare %d for a 6 KiB read: cap %d, want 10 KiB", i, cap(b))
 		}
 	}
-	if b := fc.takeSpare(6 << 10); b != nil {
+	if b := fc.takeSpare(6<<10, 2*6<<10+4096); b != nil {
 		t.Fatalf("a fifth spare for 6 KiB: cap %d", cap(b))
 	}
-	if b := fc.takeSpare(100 << 10); b != nil {
+	if b := fc.takeSpare(100<<10, 2*100<<10+4096); b != nil {
 		t.Fatalf("a spare for 100 KiB: cap %d, more than twice it", cap(b))
 	}
-	if b := fc.takeSpare(600 << 10); cap(b) != 1<<20 {
+	if b := fc.takeSpare(600<<10, 2*600<<10+4096); cap(b) != 1<<20 {
 		t.Fatalf("a spare for a 600 KiB read: cap %d", cap(b))
 	}
 	if fc.freeBytes != 0 {
@@ -353,7 +362,7 @@ func TestFetchCacheFreeClasses(t *testing.T) {
 	if fc.freeBytes != int64((freePerClass-1)*(9<<10)+(12<<10)) {
 		t.Fatalf("free bytes %d after a full class took a newer buffer", fc.freeBytes)
 	}
-	if b := fc.takeSpare(11 << 10); cap(b) != 12<<10 {
+	if b := fc.takeSpare(11<<10, 2*11<<10+4096); cap(b) != 12<<10 {
 		t.Fatalf("a spare for 11 KiB: cap %d, want the newest, 12 KiB", cap(b))
 	}
 }

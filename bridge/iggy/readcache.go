@@ -227,6 +227,15 @@ func (rc *readCache) part(topic string, partition int32) *partCache {
 
 // find returns the chunk holding offset, or nil; under mu.
 func (p *partCache) find(offset uint64) *chunk {
+	if i := p.findIndex(offset); i >= 0 {
+		return p.chunks[i]
+	}
+	return nil
+}
+
+// findIndex returns the index in p.chunks of the chunk holding offset, or
+// −1; under mu.
+func (p *partCache) findIndex(offset uint64) int {
 	// The chunks are sorted and disjoint: the first that ends past offset
 	// holds it, if any does (a binary search; a consumer at the tail asks
 	// of every partition on every Fetch, past all of them).
@@ -240,9 +249,9 @@ func (p *partCache) find(offset uint64) *chunk {
 		}
 	}
 	if lo < len(p.chunks) && p.chunks[lo].first <= offset {
-		return p.chunks[lo]
+		return lo
 	}
-	return nil
+	return -1
 }
 
 // lookup returns p's chunk holding offset unless it is older than the TTL
@@ -820,6 +829,23 @@ func (ch *chunk) mark(from uint64) walkMark {
 	return ch.marks[lo-1]
 }
 
+// bytesFrom returns about how many bytes of ch's records hold its messages
+// from offset (in [first, end)) on: exact from a mark at offset (a chunk's
+// first message has one, or starts a window chunk's records), else the
+// bytes from the mark below it in proportion to the messages left.
+func (ch *chunk) bytesFrom(offset uint64) int64 {
+	m := ch.mark(offset)
+	from := ch.first
+	if m.frame > 0 {
+		from = m.off
+	}
+	n := int64(len(ch.records) - int(m.frame))
+	if offset > from && ch.end > from {
+		n = n * int64(ch.end-offset) / int64(ch.end-from)
+	}
+	return max(n, 0)
+}
+
 // cachedEnd is one past the highest cached offset of p; under mu.
 func (rc *readCache) cachedEnd(p *partCache) uint64 {
 	var end uint64
@@ -1094,12 +1120,14 @@ func (c *Client) ReadGeneration(topic string, partition int32) (uint64, int64) {
 
 // ReadEstimate returns about how many bytes of messages a Read of
 // topic/partition from offset may find (store.ReadEstimator): 0 when the
-// highest high watermark the client knows is at or below offset, the
-// messages past offset times the partition's message size as its polls
-// found it otherwise, and −1 when the client knows neither. local reports
-// whether a Read now would be answered from memory, without a round trip:
-// a live chunk holds offset (a poll's or the tail window's), or offset is
-// a high watermark known exact that read answers without polling.
+// highest high watermark the client knows is at or below offset; else the
+// bytes the cached chunks hold from offset on, as far as they run without a
+// gap, and past them the messages left times the partition's message size
+// as its polls and appends found it; −1 when the client knows neither.
+// local reports whether a Read now would be answered from memory, without
+// a round trip: a live chunk holds offset (a poll's or the tail window's),
+// or offset is a high watermark known exact that read answers without
+// polling.
 func (c *Client) ReadEstimate(topic string, partition int32, offset int64) (n int64, local bool) {
 	rc := c.cache
 	if rc == nil {
@@ -1111,22 +1139,40 @@ func (c *Client) ReadEstimate(topic string, partition int32, offset int64) (n in
 	if p == nil || p.high < 0 {
 		return -1, false
 	}
+	i := -1
 	if offset >= 0 {
 		// The clock is read only when an age decides (a Fetch of many
 		// partitions asks once for each).
-		if ch := p.find(uint64(offset)); ch != nil {
-			local = !rc.stale(ch, time.Now())
+		if i = p.findIndex(uint64(offset)); i >= 0 {
+			local = !rc.stale(p.chunks[i], time.Now())
 		} else if p.exact && offset == p.high {
 			local = rc.endTrusted(time.Since(p.verified))
 		}
 	}
-	switch {
-	case p.high <= offset:
+	if p.high <= offset {
 		return 0, local
-	case p.msgSize <= 0:
-		return -1, local
 	}
-	return (p.high - offset) * p.msgSize, local
+	if i < 0 {
+		if p.msgSize <= 0 {
+			return -1, local
+		}
+		return (p.high - offset) * p.msgSize, local
+	}
+	// The chunks' own bytes: a reader at the tail reads an append or a
+	// few whole, which the message size (raised at once by a larger
+	// message, lowered slowly) can overstate by half, and the gateway
+	// sizes the read's buffer by this (docs/IGGY.md, "Fetches share
+	// encoded batches").
+	at := uint64(offset)
+	for ; i < len(p.chunks) && p.chunks[i].first <= at && at < uint64(p.high); i++ {
+		ch := p.chunks[i]
+		n += ch.bytesFrom(at)
+		at = ch.end
+	}
+	if at < uint64(p.high) {
+		n += (int64(uint64(p.high) - at)) * max(p.msgSize, 64)
+	}
+	return n, local
 }
 
 // close stops the read-ahead workers (Client.Close waits for them).
