@@ -545,25 +545,30 @@ func TestReadEstimate(t *testing.T) {
 	if got < 100*500 || got > 100*1000 {
 		t.Fatalf("100 messages of about 570 bytes before the high watermark: estimate %d", got)
 	}
-	// Appends the tail window keeps (the partition was just read): from
-	// an append's first offset the estimate is the bytes the window holds,
-	// not the messages left times the message size, which the one large
-	// message after them raised (11 × 20 KiB).
-	if _, err := c.Append(cx, "est", 0, seqBatch(strings.Repeat("v", 500), 200, 10)); err != nil {
+	// Appends the tail window keeps (a reader came to the partition, which
+	// was empty: no poll races them): from an append's first offset the
+	// estimate is the bytes the window holds, not the messages left times
+	// the message size, which the one large message after them raised
+	// (11 × 20 KiB).
+	c.CreateTopic(cx, "estwin", 1, store.TopicConfig{})
+	if _, err := c.Read(cx, "estwin", 0, 0, 4096, func(*message.Message) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Append(cx, "est", 0, seqBatch(strings.Repeat("w", 20000), 210, 1)); err != nil {
+	if _, err := c.Append(cx, "estwin", 0, seqBatch(strings.Repeat("v", 500), 0, 10)); err != nil {
 		t.Fatal(err)
 	}
-	got, local := c.ReadEstimate("est", 0, 200)
+	if _, err := c.Append(cx, "estwin", 0, seqBatch(strings.Repeat("w", 20000), 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	got, local := c.ReadEstimate("estwin", 0, 0)
 	if !local || got < 10*500+20000 || got > 10*700+20000+700 {
 		t.Fatalf("10 messages of about 570 bytes and one of about 20 KiB in the tail window: estimate %d (local %v)", got, local)
 	}
-	if got, _ := c.ReadEstimate("est", 0, 210); got < 20000 || got > 20000+700 {
+	if got, _ := c.ReadEstimate("estwin", 0, 10); got < 20000 || got > 20000+700 {
 		t.Fatalf("one message of about 20 KiB in the tail window: estimate %d", got)
 	}
 	// Inside an append: its bytes in proportion to the messages left.
-	if got, _ := c.ReadEstimate("est", 0, 205); got < 5*500+20000 || got > 5*700+20000+700 {
+	if got, _ := c.ReadEstimate("estwin", 0, 5); got < 5*500+20000 || got > 5*700+20000+700 {
 		t.Fatalf("5 messages of about 570 bytes and one of about 20 KiB: estimate %d", got)
 	}
 }
