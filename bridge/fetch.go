@@ -483,8 +483,9 @@ func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
 		}
 		if r.expect > 0 {
 			// A buffer a larger read grew has more room than the fetch
-			// cache keeps for this read's batches: traded for one of
-			// their size, which it then keeps instead of copying them out.
+			// cache keeps for this read's batches, one a smaller read was
+			// given too little: traded for one of their size, which the
+			// cache then keeps instead of copying them out.
 			r.buf = g.fetchCache.Resize(r.buf, r.expect)
 		}
 		r.deferCopy = true
@@ -495,29 +496,27 @@ func (g *Gateway) readOnePart(fs *fetchState, r *partReader, maxBytes int) {
 // minPartBuf is the smallest buffer a concurrent partition read grows to.
 const minPartBuf = 16 << 10
 
-// growPart is a concurrent partition read's Grow (batch.Builder): buf
-// doubles (from minPartBuf) while that stays within a full read of the
-// limit (record framing adds a few percent to the payload bytes the limit
-// counts), and past it grows to just what is needed.
+// growPart is a concurrent partition read's Grow (batch.Builder). With
+// the Log's estimate of what the read finds (readAll) buf grows to that at
+// once, not through every power of two up to it (at many partitions the
+// doubling showed in the gateway's consume profile: docs/BENCHMARKS.md,
+// "Many partitions and 64 KiB records"), even under minPartBuf, and past
+// it (records that arrived since) by a quarter at a time: the batches then
+// fill most of the buffer, which the fetch cache keeps without a copy
+// (fetchcache.StoreOwned). Without one buf doubles from minPartBuf. Either
+// way it stays within a full read of the limit (record framing adds a few
+// percent to the payload bytes the limit counts), and past that grows to
+// just what is needed.
 func (r *partReader) growPart(buf []byte, n int) []byte {
 	need := len(buf) + n
 	full := r.limit + r.limit/8 + 4096
-	floor := minPartBuf
+	var c int
 	if r.expect > 0 {
-		// The Log said about how much the read finds (readAll): grow to
-		// that at once, not through every power of two up to it (at many
-		// partitions the doubling showed in the gateway's consume profile:
-		// docs/BENCHMARKS.md, "Many partitions and 64 KiB records"), and
-		// to no more, even under minPartBuf: the batches then fill most of
-		// the buffer, which the fetch cache keeps without a copy
-		// (fetchcache.StoreOwned).
-		floor = fetchcache.Room(r.expect)
+		c = max(fetchcache.Room(r.expect), need+need/4)
+	} else {
+		c = max(2*cap(buf), minPartBuf)
 	}
-	c := max(2*cap(buf), floor)
-	if c > full {
-		c = full
-	}
-	c = max(c, need)
+	c = max(min(c, full), need)
 	nb := make([]byte, len(buf), c)
 	copy(nb, buf)
 	return nb

@@ -370,33 +370,47 @@ func (fc *Cache) newEntry() *Entry {
 // roomy reports whether a buffer of c bytes is too large to keep for n
 // bytes of batches: past keepMax(n). A read's buffer is sized by the Log's
 // estimate (Room), Iggy's bytes, which exceed the batches' by a header of
-// 64 bytes and more per record: 1 KiB records fill their buffer to four
-// fifths, 100-byte ones to about half (copied).
+// 64 bytes and more per record: 1 KiB records fill their buffer to nine
+// tenths, 100-byte ones to about half (copied).
 func roomy(c, n int) bool { return c > keepMax(n) }
 
 // keepMax is the largest buffer kept for n bytes of batches (StoreOwned):
 // half more and a page.
 func keepMax(n int) int { return n + n/2 + 4096 }
 
-// Room is the buffer a read expected to return about n bytes of batches
-// (the Log's estimate) is given, so that it needs no other and StoreOwned
-// keeps it: record framing differs from the Log's bytes by a few percent.
-func Room(n int) int { return n + n/8 + 4096 }
+// Room is the buffer a read the Log expects n bytes of (its estimate) is
+// given: a sixteenth more and a page, for the records that arrive between
+// the estimate and the read. Kafka's record framing is smaller than
+// Iggy's (a 64-byte header a message), so the batches fit.
+func Room(n int) int { return n + n/16 + 4096 }
 
-// Resize trades b, a read buffer the fetch cache would not keep for the
-// about n bytes of batches its next read is expected to return (roomy: a
-// buffer grown by a larger read before), for a recycled one with Room(n)
-// that it would keep, or nil when none is at hand (the read then grows its
-// own); b is kept for a later read of its size. The read's batches then
-// fill most of their buffer, which StoreOwned takes over instead of
-// copying them out. A buffer it would keep is returned as it is.
+// keptFor is the largest buffer StoreOwned keeps for a read the Log
+// expects n bytes of: its batches may be an eighth smaller than the Log's
+// bytes (1 KiB records: 6 %).
+func keptFor(n int) int { return keepMax(n - n/8) }
+
+// Resize trades b, a read buffer the fetch cache would not keep for a read
+// the Log expects about n bytes of (roomy: one grown by a larger read
+// before) or one too small for it (one a smaller read was given), for a
+// recycled buffer between Room(n) and keptFor(n), which the read needs no
+// other beside and StoreOwned takes over instead of copying the batches
+// out; b is kept for a later read of its size. With no recycled buffer of
+// that size at hand it returns nil for a roomy b (the read grows its own)
+// and b itself for a small one. Any other b is returned as it is.
 func (fc *Cache) Resize(b []byte, n int) []byte {
-	if fc == nil || !roomy(cap(b), n) {
+	if fc == nil {
+		return b
+	}
+	roomyB := cap(b) > keptFor(n)
+	if !roomyB && cap(b) >= Room(n) {
 		return b
 	}
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
-	nb := fc.takeSpare(Room(n), keepMax(n))
+	nb := fc.takeSpare(Room(n), keptFor(n))
+	if nb == nil && !roomyB {
+		return b
+	}
 	fc.putFree(b)
 	return nb
 }

@@ -284,30 +284,42 @@ func TestFetchCacheStoreOwned(t *testing.T) {
 }
 
 // TestFetchCacheResize: a read buffer the cache would not keep for the
-// batches the next read is expected to return (roomy) is traded for a
-// recycled one it would keep, of at least Room of them (nil when none is at
-// hand), and kept for a later read of its size; one it would keep is
-// returned as it is.
+// batches of a read the Log expects n bytes of (roomy), or too small for
+// them, is traded for a recycled one between Room(n) and keptFor(n); with
+// none at hand a roomy buffer gives nil (the read grows one) and a small
+// one itself. The traded buffer is kept for a later read of its size; one
+// of the right size is returned as it is.
 func TestFetchCacheResize(t *testing.T) {
 	fc := New(64<<20, &fakeShared{gen: 1, high: 1 << 40}, testMaxBuf)
 	big := make([]byte, 100, 1<<20)
-	if b := fc.Resize(big, 700<<10); cap(b) != 1<<20 || len(b) != 100 {
-		t.Fatalf("a 1 MiB buffer for a 700 KiB read: got cap %d len %d, want it back", cap(b), len(b))
+	if b := fc.Resize(big, 800<<10); cap(b) != 1<<20 || len(b) != 100 {
+		t.Fatalf("a 1 MiB buffer for a read of about 800 KiB: got cap %d len %d, want it back", cap(b), len(b))
 	}
 	if b := fc.Resize(big, 600<<10); b != nil {
-		t.Fatalf("a 1 MiB buffer for a 600 KiB read (copied: roomy), none recycled: got cap %d, want nil", cap(b))
+		t.Fatalf("a 1 MiB buffer for a read of about 600 KiB (copied: roomy), none recycled: got cap %d, want nil", cap(b))
 	}
 	if b := fc.takeSpare(600<<10, 2*600<<10+4096); cap(b) != 1<<20 {
 		t.Fatalf("the traded 1 MiB buffer was not kept: a spare for 600 KiB has cap %d", cap(b))
 	}
-	fc.putFree(make([]byte, 0, 40<<10)) // roomy for 20 KiB: not given out
+	fc.putFree(make([]byte, 0, 40<<10)) // past keptFor(20 KiB): not given out
 	fc.putFree(make([]byte, 0, 24<<10)) // under Room(20 KiB)
 	fc.putFree(make([]byte, 0, 30<<10))
 	if b := fc.Resize(make([]byte, 0, 1<<20), 20<<10); cap(b) != 30<<10 {
-		t.Fatalf("a 30 KiB buffer is recycled for a 20 KiB read: got cap %d", cap(b))
+		t.Fatalf("a 30 KiB buffer is recycled for a read of about 20 KiB: got cap %d", cap(b))
 	}
 	if b := fc.Resize(make([]byte, 0, 1<<20), 20<<10); b != nil {
-		t.Fatalf("no recycled buffer between Room and keepMax of 20 KiB is left: got cap %d", cap(b))
+		t.Fatalf("no recycled buffer between Room and keptFor of 20 KiB is left: got cap %d", cap(b))
+	}
+	small := make([]byte, 0, 8<<10)
+	if b := fc.Resize(small, 20<<10); cap(b) != 8<<10 {
+		t.Fatalf("an 8 KiB buffer for a read of about 20 KiB, none recycled: got cap %d, want it back", cap(b))
+	}
+	fc.putFree(make([]byte, 0, 28<<10))
+	if b := fc.Resize(small, 20<<10); cap(b) != 28<<10 {
+		t.Fatalf("an 8 KiB buffer for a read of about 20 KiB: got cap %d, want the recycled 28 KiB", cap(b))
+	}
+	if b := fc.takeSpare(8<<10, 8<<10); cap(b) != 8<<10 {
+		t.Fatalf("the traded 8 KiB buffer was not kept: got cap %d", cap(b))
 	}
 	var off *Cache
 	if b := off.Resize(big, 1); cap(b) != 1<<20 {
