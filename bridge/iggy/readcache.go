@@ -173,6 +173,7 @@ type readCache struct {
 	tailParts                        int
 	tailLRU                          lru.List[chunk, *chunk]
 	tailFree                         [tailClasses][][]byte
+	tailFreeBytes                    int64 // capacity of the buffers in tailFree
 	tailGauge                        atomic.Int64
 	tailFills, tailSkips, tailUnread atomic.Uint64
 	idleAnswers                      atomic.Uint64 // Reads at an exact high watermark answered without a poll

@@ -51,10 +51,15 @@ const (
 	// share the bound (each keeps bound/partitions, at least this).
 	minTailShare = 256 << 10
 	// Window chunk buffers come in power-of-two classes from 1<<tailClassMin
-	// bytes to keepReplyBuf, at most maxTailFree of each kept for reuse.
+	// bytes to keepReplyBuf, at most maxTailFree of each kept for reuse and
+	// all of them within a quarter of the window's bound (putTailBuf).
+	// Appends' sizes wander between the classes: with 8 a class, 11 % of
+	// the fills at 50 % of Kafka's maximum with three groups found their
+	// class empty and allocated; with 32, 3 % (docs/IGGY.md, "The tail
+	// window").
 	tailClassMin = 12
 	tailClasses  = 11
-	maxTailFree  = 8
+	maxTailFree  = 32
 )
 
 // tailClass is the buffer class of an n-byte chunk, -1 when too large to
@@ -81,18 +86,23 @@ func (rc *readCache) takeTailBuf(n int) []byte {
 		b := l[len(l)-1]
 		l[len(l)-1] = nil
 		rc.tailFree[c] = l[:len(l)-1]
+		rc.tailFreeBytes -= int64(cap(b))
 		return b[:0]
 	}
 	return make([]byte, 0, 1<<(c+tailClassMin))
 }
 
-// putTailBuf keeps a window chunk's buffer for a later fill; under mu.
+// putTailBuf keeps a window chunk's buffer for a later fill, unless its
+// class holds maxTailFree already or the kept buffers would pass a quarter
+// of the window's bound; under mu.
 func (rc *readCache) putTailBuf(b []byte) {
 	c := tailClass(cap(b))
-	if c < 0 || cap(b) != 1<<(c+tailClassMin) || len(rc.tailFree[c]) >= maxTailFree {
+	if c < 0 || cap(b) != 1<<(c+tailClassMin) || len(rc.tailFree[c]) >= maxTailFree ||
+		rc.tailFreeBytes+int64(cap(b)) > rc.tailLimit/4 {
 		return
 	}
 	rc.tailFree[c] = append(rc.tailFree[c], b[:0])
+	rc.tailFreeBytes += int64(cap(b))
 }
 
 // takeChunk returns a recycled chunk struct or a new one; under mu.

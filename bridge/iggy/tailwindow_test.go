@@ -554,3 +554,37 @@ func TestTailCheckWait(t *testing.T) {
 		t.Fatal("a read waiting for a hung check outlived the client's Close by 5 s")
 	}
 }
+
+// TestTailFreeBound: the window keeps up to maxTailFree recycled chunk
+// buffers a class, all of them within a quarter of its bound; a buffer
+// taken out leaves room for another.
+func TestTailFreeBound(t *testing.T) {
+	rc := newReadCache(&Client{}, 1<<20, 4<<20, false) // free buffers: at most 1 MiB
+	for range maxTailFree + 8 {
+		rc.putTailBuf(make([]byte, 0, 4<<10))
+	}
+	if n := len(rc.tailFree[0]); n != maxTailFree {
+		t.Fatalf("%d 4 KiB buffers kept, want %d", n, maxTailFree)
+	}
+	for range 16 {
+		rc.putTailBuf(make([]byte, 0, 64<<10))
+	}
+	want := int64(maxTailFree*(4<<10) + 14*(64<<10)) // 128 KiB + 14 × 64 KiB ≤ 1 MiB < + 64 KiB
+	if rc.tailFreeBytes != want {
+		t.Fatalf("%d bytes of free buffers, want %d (a quarter of the bound)", rc.tailFreeBytes, want)
+	}
+	if b := rc.takeTailBuf(40 << 10); cap(b) != 64<<10 {
+		t.Fatalf("a buffer for a 40 KiB chunk: cap %d", cap(b))
+	}
+	if rc.tailFreeBytes != want-64<<10 {
+		t.Fatalf("%d bytes of free buffers after one was taken, want %d", rc.tailFreeBytes, want-64<<10)
+	}
+	rc.putTailBuf(make([]byte, 0, 64<<10))
+	if rc.tailFreeBytes != want {
+		t.Fatalf("%d bytes of free buffers after one came back, want %d", rc.tailFreeBytes, want)
+	}
+	rc.putTailBuf(make([]byte, 0, 5000)) // not a class size: not kept
+	if rc.tailFreeBytes != want {
+		t.Fatalf("a buffer of no class's size was kept")
+	}
+}
