@@ -370,8 +370,8 @@ func (fc *Cache) newEntry() *Entry {
 // roomy reports whether a buffer of c bytes is too large to keep for n
 // bytes of batches: past keepMax(n). A read's buffer is sized by the Log's
 // estimate (Room), Iggy's bytes, which exceed the batches' by a header of
-// 64 bytes and more per record: 1 KiB records fill their buffer to nine
-// tenths, 100-byte ones to about half (copied).
+// 64 bytes and more per record: 1 KiB records fill most of their buffer
+// (about 85 % of a large one), 100-byte ones about half (copied).
 func roomy(c, n int) bool { return c > keepMax(n) }
 
 // keepMax is the largest buffer kept for n bytes of batches (StoreOwned):

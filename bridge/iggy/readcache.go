@@ -1161,8 +1161,8 @@ func (c *Client) ReadEstimate(topic string, partition int32, offset int64) (n in
 	}
 	// The chunks' own bytes: a reader at the tail reads an append or a
 	// few whole, which the message size (raised at once by a larger
-	// message, lowered slowly) can overstate by half, and the gateway
-	// sizes the read's buffer by this (docs/IGGY.md, "Fetches share
+	// message, lowered slowly) overstates, after one large message, many
+	// times over, and the gateway sizes the read's buffer by this (docs/IGGY.md, "Fetches share
 	// encoded batches").
 	at := uint64(offset)
 	for ; i < len(p.chunks) && p.chunks[i].first <= at && at < uint64(p.high); i++ {

@@ -55,7 +55,7 @@ const (
 	// all of them within a quarter of the window's bound (putTailBuf).
 	// Appends' sizes wander between the classes: with 8 a class, 11 % of
 	// the fills at 50 % of Kafka's maximum with three groups found their
-	// class empty and allocated; with 32, 3 % (docs/IGGY.md, "The tail
+	// class empty and allocated; with 32, 3–4 % (docs/IGGY.md, "The tail
 	// window").
 	tailClassMin = 12
 	tailClasses  = 11
