@@ -285,7 +285,8 @@ func (rc *readCache) stale(ch *chunk, now time.Time) bool { return now.Sub(ch.po
 // else within externalRecheck.
 func (rc *readCache) endTrusted(age time.Duration) bool { return rc.soleWriter || age < rc.recheck }
 
-// read serves a Read through the cache (see store.Log.Read).
+// read serves a Read through the cache (see store.Log.Read): from a cached
+// chunk, at an exact high watermark without a poll, or by a poll.
 func (rc *readCache) read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
 	fn func(*message.Message) bool) (store.Watermarks, error) {
 	from := uint64(offset)
@@ -294,15 +295,48 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 	p := rc.part(topic, partition)
 	p.chunkBytes = min(max(maxBytes, minChunkBytes), maxChunkBytes, int(rc.limit/8))
 	p.readAt = now
-	var ch *chunk
+	p, ch, empty := rc.findLocked(topic, partition, p, from, now)
+	if empty >= 0 {
+		rc.mu.Unlock()
+		rc.hits.Add(1)
+		return store.Watermarks{High: empty}, nil
+	}
+	high := int64(-1)
+	var err error
+	if ch == nil && p.exact && from == uint64(p.high) {
+		p, ch, high, err = rc.atHighLocked(ctx, topic, partition, p, from, now)
+	}
+	switch {
+	case err != nil:
+		rc.mu.Unlock()
+		return store.Watermarks{}, err
+	case ch != nil:
+		ch.refs++
+		rc.touch(ch)
+		rc.mu.Unlock()
+		rc.hits.Add(1)
+		return rc.serve(p, ch, from, maxBytes, fn)
+	case high >= 0:
+		rc.mu.Unlock()
+		rc.idleAnswers.Add(1)
+		return store.Watermarks{High: high}, nil
+	}
+	return rc.pollLocked(ctx, topic, partition, p, offset, maxBytes, fn)
+}
+
+// findLocked returns the cached chunk holding from, waiting once for
+// another reader's poll (or a read-ahead) that will return it rather than
+// poll the same stretch again, and the partition's cache as it is after
+// that wait. When that poll found nothing at from, empty is its high
+// watermark, this Read's answer; otherwise empty is -1. Under mu, which
+// the wait releases meanwhile.
+func (rc *readCache) findLocked(topic string, partition int32, p *partCache, from uint64, now time.Time) (_ *partCache, _ *chunk, empty int64) {
 	for waited := false; ; waited = true {
-		if ch = rc.lookup(p, from, now); ch != nil {
-			break
+		if ch := rc.lookup(p, from, now); ch != nil {
+			return p, ch, -1
 		}
-		// Another reader's poll (or a read-ahead) will return this offset:
-		// wait for it rather than poll the same stretch again.
 		if !p.polling || from < p.pollFrom || from >= p.pollTo || waited {
-			break
+			return p, nil, -1
 		}
 		rc.shared.Add(1)
 		seq := p.emptySeq
@@ -311,67 +345,63 @@ func (rc *readCache) read(ctx context.Context, topic string, partition int32, of
 			p = rc.part(topic, partition)
 			p.readAt = now
 		} else if p.emptySeq != seq && p.emptyFrom == from && p.emptyHigh >= 0 {
-			// That poll found nothing here: its answer is this Read's.
-			high := p.emptyHigh
+			return p, nil, p.emptyHigh
+		}
+	}
+}
+
+// atHighLocked answers a Read at p's exact high watermark without a poll
+// while that end is trusted (endTrusted): high is the watermark, or -1 when
+// the Read must poll. With other writers, past externalRecheck it first
+// waits for the topic's tail check (tailcheck.go), which renews every
+// partition of the topic at once, rather than poll this one; if this
+// client's own append landed meanwhile, ch is the chunk holding from. Past
+// half of the recheck the topic's next check starts in the background.
+// Under mu, which the wait releases meanwhile.
+func (rc *readCache) atHighLocked(ctx context.Context, topic string, partition int32, p *partCache, from uint64,
+	now time.Time) (_ *partCache, ch *chunk, high int64, err error) {
+	age := now.Sub(p.verified)
+	if !rc.soleWriter && rc.recheck > 0 && age >= rc.recheck {
+		if chk := rc.tailCheckLocked(topic); chk != nil {
 			rc.mu.Unlock()
-			rc.hits.Add(1)
-			return store.Watermarks{High: high}, nil
-		}
-	}
-	if ch != nil {
-		ch.refs++
-		rc.touch(ch)
-		rc.mu.Unlock()
-		rc.hits.Add(1)
-		return rc.serve(p, ch, from, maxBytes, fn)
-	}
-	if p.exact && from == uint64(p.high) {
-		age := now.Sub(p.verified)
-		if !rc.soleWriter && rc.recheck > 0 && age >= rc.recheck {
-			// Past the recheck: wait for the topic's check (tailcheck.go),
-			// which renews every partition of it at once, rather than
-			// poll this one; poll if it could not renew this one.
-			if chk := rc.tailCheckLocked(topic); chk != nil {
-				rc.mu.Unlock()
-				select {
-				case <-chk.done:
-				case <-ctx.Done():
-					return store.Watermarks{}, unavailable(ctx.Err())
-				case <-rc.ctx.Done():
-					return store.Watermarks{}, unavailable(ErrClosed)
-				}
-				now = time.Now()
-				rc.mu.Lock()
-				if p.dead {
-					p = rc.part(topic, partition)
-				}
-				if ch = rc.lookup(p, from, now); ch != nil {
-					// This client's append landed meanwhile.
-					ch.refs++
-					rc.touch(ch)
-					rc.mu.Unlock()
-					rc.hits.Add(1)
-					return rc.serve(p, ch, from, maxBytes, fn)
-				}
-				age = now.Sub(p.verified)
+			select {
+			case <-chk.done:
+			case <-ctx.Done():
+				err = unavailable(ctx.Err())
+			case <-rc.ctx.Done():
+				err = unavailable(ErrClosed)
 			}
-		}
-		if p.exact && from == uint64(p.high) && rc.endTrusted(age) {
-			// Nothing past the exact high watermark: the answer needs no
-			// poll (with other writers, for externalRecheck after a
-			// poll or a check told it; past half of it, the topic's
-			// next check starts in the background).
-			if !rc.soleWriter && age >= rc.recheck/2 {
-				rc.tailCheckLocked(topic)
+			now = time.Now()
+			rc.mu.Lock()
+			if err != nil {
+				return p, nil, -1, err
 			}
-			high := p.high
-			rc.mu.Unlock()
-			rc.idleAnswers.Add(1)
-			return store.Watermarks{High: high}, nil
+			if p.dead {
+				p = rc.part(topic, partition)
+			}
+			if ch = rc.lookup(p, from, now); ch != nil {
+				return p, ch, -1, nil
+			}
+			age = now.Sub(p.verified)
 		}
 	}
-	// A miss polls at least a read-ahead chunk: a sequential reader's next
-	// Reads are then served from it.
+	if !p.exact || from != uint64(p.high) || !rc.endTrusted(age) {
+		return p, nil, -1, nil
+	}
+	if !rc.soleWriter && age >= rc.recheck/2 {
+		rc.tailCheckLocked(topic)
+	}
+	return p, nil, p.high, nil
+}
+
+// pollLocked serves a Read the cache could not: it polls at least a
+// read-ahead chunk from offset (a sequential reader's next Reads are then
+// served from it), announcing the stretch so that other readers of it wait
+// for this poll (findLocked) instead of polling it too. Called under mu,
+// which it releases.
+func (rc *readCache) pollLocked(ctx context.Context, topic string, partition int32, p *partCache, offset int64,
+	maxBytes int, fn func(*message.Message) bool) (store.Watermarks, error) {
+	from := uint64(offset)
 	budget := max(maxBytes, p.chunkBytes)
 	shared := !p.polling
 	if shared {
@@ -638,27 +668,9 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 		count++
 		floor = 2 // the checked message and one new
 	}
-	var body []byte
-	for tries := 0; ; tries++ {
-		req := c.pollRequest(s, p.key.topic, p.key.partition, proto.PollOffset, start, uint32(count))
-		var err error
-		body, _, err = s.do(ctx, proto.CodePollMessages, req)
-		// s.do returns the session's error as it is (no wrapping): a type
-		// assertion, where errors.As would allocate on every poll.
-		if big, ok := err.(*replyTooLargeError); ok && count > floor && tries < maxShrinks {
-			// More bytes than a frame holds: ask for fewer, sized from
-			// what that reply was.
-			rc.mu.Lock()
-			notePollSize(p, int64(big.Size)/count+1)
-			count = shrunkCount(count, floor, big, pollCount(c, p, budget))
-			rc.mu.Unlock()
-			rc.shrinks.Add(1)
-			continue
-		}
-		if err != nil {
-			return nil, 0, 0, err
-		}
-		break
+	body, err := rc.pollShrinking(ctx, s, p, start, count, floor, budget)
+	if err != nil {
+		return nil, 0, 0, err
 	}
 	head := s.dialect.PollReplyHeaderSize()
 	if len(body) < head {
@@ -725,6 +737,28 @@ func (rc *readCache) poll(ctx context.Context, s *session, p *partCache, from ui
 	ch.refs = 1
 	rc.insert(p, ch)
 	return ch, current, polled, nil
+}
+
+// pollShrinking polls count messages from start and returns the reply's
+// body; a reply of more bytes than a frame holds is asked again for fewer
+// messages, sized from what that reply was, down to floor.
+func (rc *readCache) pollShrinking(ctx context.Context, s *session, p *partCache, start uint64, count, floor int64,
+	budget int) ([]byte, error) {
+	for tries := 0; ; tries++ {
+		req := rc.c.pollRequest(s, p.key.topic, p.key.partition, proto.PollOffset, start, uint32(count))
+		body, _, err := s.do(ctx, proto.CodePollMessages, req)
+		// s.do returns the session's error as it is (no wrapping): a type
+		// assertion, where errors.As would allocate on every poll.
+		if big, ok := err.(*replyTooLargeError); ok && count > floor && tries < maxShrinks {
+			rc.mu.Lock()
+			notePollSize(p, int64(big.Size)/count+1)
+			count = shrunkCount(count, floor, big, pollCount(rc.c, p, budget))
+			rc.mu.Unlock()
+			rc.shrinks.Add(1)
+			continue
+		}
+		return body, err
+	}
 }
 
 // newChunk makes a chunk of a poll reply on s: a reply filling most of the

@@ -305,73 +305,12 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 	if err := o.sasl.plainAgainstIggy(&saslCfg, backend); err != nil {
 		return err
 	}
-	bcfg := bridge.Config{
-		NodeID:                    int32(o.nodeID),
-		AdvertisedHost:            o.advertisedHost,
-		AdvertisedPort:            int32(o.advertisedPort),
-		ClusterID:                 o.clusterID,
-		NoAutoCreateTopics:        !o.autoCreateTopics,
-		AutoCreateTopicsLimit:     int(uncapped(o.autoCreateTopicsLimit)),
-		DefaultPartitions:         int32(o.defaultPartitions),
-		InstanceID:                uint16(o.instanceID),
-		DecodeBudgetBytes:         o.decodeBudgetBytes,
-		DecodeBudgetRecords:       o.decodeBudgetRecords,
-		MaxConcurrentDecodes:      int(o.maxConcurrentDecodes),
-		Workers:                   int(o.workers),
-		ProduceTimeoutCap:         o.produceTimeoutCap,
-		ProducerIDExpiration:      o.producerIDExpiration,
-		TransactionMaxTimeout:     o.transactionMaxTimeout,
-		TransactionalIDExpiration: o.transactionalIDExpiration,
-		MaxTransactionalIDs:       int(uncapped(o.maxTransactionalIDs)),
-		MaxACLs:                   int(uncapped(o.maxACLs)),
-		FetchSessionCacheSlots:    int(uncapped(o.fetchSessionSlots)),
-		Quota: quota.Config{RequestPercentage: float64(o.quotaRequestPercentage),
-			Samples: int(o.quotaWindowNum), Window: o.quotaWindowSize},
-		ControllerMutationRate:        o.quotaControllerMutationRate,
-		ProducerByteRate:              o.quotaProducerByteRate,
-		ConsumerByteRate:              o.quotaConsumerByteRate,
-		FetchSessionMaxPartitions:     int(o.fetchSessionMaxPartitions),
-		FetchSessionMinEviction:       o.fetchSessionEviction,
-		MaxScramCredentials:           int(uncapped(o.maxScramCredentials)),
-		MaxClientQuotaEntities:        int(uncapped(o.maxClientQuotaEntities)),
-		ProducerStateScan:             int(o.producerStateScan),
-		RefuseUnissuedProducerIDs:     o.refuseUnissuedProducerIDs,
-		MaxProducerStates:             uncapped(o.maxProducerStates),
-		MaxProducerStatesPerPrincipal: uncapped(o.maxProducerStatesPrincipal),
-		ReclaimMemory:                 reclaimMemory,
-		Group: group.Config{
-			MaxGroupSize: int(o.groupMaxSize),
-			MaxMembers:   int(o.maxGroupMembers),
-			MaxGroups:    int(o.maxGroups),
-
-			ConsumerSessionTimeout:    o.consumerSessionTimeout,
-			ConsumerHeartbeatInterval: o.consumerHeartbeat,
-			DefaultAssignor:           o.consumerAssignor,
-		},
-		Authorization: authz,
-		SASL:          saslCfg,
-		Placement:     placement,
-		Peers:         peers,
-	}
+	bcfg := o.bridgeConfig()
+	bcfg.Authorization, bcfg.SASL, bcfg.Placement, bcfg.Peers = authz, saslCfg, placement, peers
 	lset.configure(&bcfg)
 	// bridge.NewServer is the one wiring (internal/testing/kiggytest uses it too):
 	// the gateway takes its frame limit and logger from the engine's config.
-	s, err := bridge.NewServer(o.engine, engine.Config{
-		MaxConnections:              int(o.maxConnections),
-		MaxConnectionsPerIP:         int(o.maxConnectionsPerIP),
-		MaxConnectionCreationRate:   int(o.maxConnectionCreationRate),
-		ConnectionCreationRatePerIP: int(o.connectionRatePerIP),
-		RateSamples:                 int(o.quotaWindowNum),
-		RateWindow:                  o.quotaWindowSize,
-		MaxFrameSize:                int32(o.maxFrameSize),
-		MaxInFlight:                 int(o.maxInFlight),
-		MaxInFlightBytes:            int(o.maxInFlightBytes),
-		MaxOutputBytes:              int(o.maxOutputBytes),
-		IdleTimeout:                 o.idleTimeout,
-		ReadTimeout:                 o.readTimeout,
-		WriteTimeout:                o.writeTimeout,
-		Logger:                      logger,
-	}, bcfg, backend)
+	s, err := bridge.NewServer(o.engine, o.engineConfig(logger), bcfg, backend)
 	if err != nil {
 		return fmt.Errorf("--engine: %w", err)
 	}
@@ -417,6 +356,75 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 	}
 	logger.Info("kiggy stopped")
 	return nil
+}
+
+// bridgeConfig is the gateway's configuration from the options, but for
+// what serve builds at start-up (authorization, SASL, placement, peers).
+func (o *options) bridgeConfig() bridge.Config {
+	return bridge.Config{
+		NodeID:                    int32(o.nodeID),
+		AdvertisedHost:            o.advertisedHost,
+		AdvertisedPort:            int32(o.advertisedPort),
+		ClusterID:                 o.clusterID,
+		NoAutoCreateTopics:        !o.autoCreateTopics,
+		AutoCreateTopicsLimit:     int(uncapped(o.autoCreateTopicsLimit)),
+		DefaultPartitions:         int32(o.defaultPartitions),
+		InstanceID:                uint16(o.instanceID),
+		DecodeBudgetBytes:         o.decodeBudgetBytes,
+		DecodeBudgetRecords:       o.decodeBudgetRecords,
+		MaxConcurrentDecodes:      int(o.maxConcurrentDecodes),
+		Workers:                   int(o.workers),
+		ProduceTimeoutCap:         o.produceTimeoutCap,
+		ProducerIDExpiration:      o.producerIDExpiration,
+		TransactionMaxTimeout:     o.transactionMaxTimeout,
+		TransactionalIDExpiration: o.transactionalIDExpiration,
+		MaxTransactionalIDs:       int(uncapped(o.maxTransactionalIDs)),
+		MaxACLs:                   int(uncapped(o.maxACLs)),
+		FetchSessionCacheSlots:    int(uncapped(o.fetchSessionSlots)),
+		Quota: quota.Config{RequestPercentage: float64(o.quotaRequestPercentage),
+			Samples: int(o.quotaWindowNum), Window: o.quotaWindowSize},
+		ControllerMutationRate:        o.quotaControllerMutationRate,
+		ProducerByteRate:              o.quotaProducerByteRate,
+		ConsumerByteRate:              o.quotaConsumerByteRate,
+		FetchSessionMaxPartitions:     int(o.fetchSessionMaxPartitions),
+		FetchSessionMinEviction:       o.fetchSessionEviction,
+		MaxScramCredentials:           int(uncapped(o.maxScramCredentials)),
+		MaxClientQuotaEntities:        int(uncapped(o.maxClientQuotaEntities)),
+		ProducerStateScan:             int(o.producerStateScan),
+		RefuseUnissuedProducerIDs:     o.refuseUnissuedProducerIDs,
+		MaxProducerStates:             uncapped(o.maxProducerStates),
+		MaxProducerStatesPerPrincipal: uncapped(o.maxProducerStatesPrincipal),
+		ReclaimMemory:                 reclaimMemory,
+		Group: group.Config{
+			MaxGroupSize: int(o.groupMaxSize),
+			MaxMembers:   int(o.maxGroupMembers),
+			MaxGroups:    int(o.maxGroups),
+
+			ConsumerSessionTimeout:    o.consumerSessionTimeout,
+			ConsumerHeartbeatInterval: o.consumerHeartbeat,
+			DefaultAssignor:           o.consumerAssignor,
+		},
+	}
+}
+
+// engineConfig is the network engine's configuration from the options.
+func (o *options) engineConfig(logger *slog.Logger) engine.Config {
+	return engine.Config{
+		MaxConnections:              int(o.maxConnections),
+		MaxConnectionsPerIP:         int(o.maxConnectionsPerIP),
+		MaxConnectionCreationRate:   int(o.maxConnectionCreationRate),
+		ConnectionCreationRatePerIP: int(o.connectionRatePerIP),
+		RateSamples:                 int(o.quotaWindowNum),
+		RateWindow:                  o.quotaWindowSize,
+		MaxFrameSize:                int32(o.maxFrameSize),
+		MaxInFlight:                 int(o.maxInFlight),
+		MaxInFlightBytes:            int(o.maxInFlightBytes),
+		MaxOutputBytes:              int(o.maxOutputBytes),
+		IdleTimeout:                 o.idleTimeout,
+		ReadTimeout:                 o.readTimeout,
+		WriteTimeout:                o.writeTimeout,
+		Logger:                      logger,
+	}
 }
 
 func engineName(e string) string {
