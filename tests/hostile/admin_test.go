@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestAdminStateFlood (issue #35): an authorized admin floods the gateway
+// TestAdminStateFlood: an authorized admin floods the gateway
 // with ACLs (CreateAcls, 20,000 against --max-acls 5000), SCRAM
 // credentials (AlterUserScramCredentials, 20,000 users against
 // --max-scram-credentials 2000) and client quota entities

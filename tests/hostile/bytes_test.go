@@ -13,7 +13,7 @@ import (
 	"github.com/kiggy-io/kiggy/batch"
 )
 
-// TestProduceByteFlood (issue #35): one client pipelines 200 Produce
+// TestProduceByteFlood: one client pipelines 200 Produce
 // requests of 256 KiB of incompressible records (50 MiB) beside the
 // steady producer and consumer group, against --quota-producer-byte-rate
 // 8 MiB a second (Kafka's producer_byte_rate; 11 windows of 100 ms): every

@@ -23,7 +23,7 @@ import (
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
-// TestConnectionsPerIPFlood (issue #35): one client address (127.0.0.2)
+// TestConnectionsPerIPFlood: one client address (127.0.0.2)
 // opens 2,000 connections and holds them, beside the steady producer and
 // consumer group (from 127.0.0.1), against --max-connections-per-ip 100:
 // 100 stay open, the other 1,900 are closed at once and counted, and the
@@ -126,7 +126,7 @@ func requireLoopbackAddr(t *testing.T) {
 	testtools.Require(t, "source address 127.0.0.2", err == nil, fmt.Sprintf("dialling from it failed (%v)", err))
 }
 
-// TestConnectionChurnFlood (issue #35, KIP-612): one client address
+// TestConnectionChurnFlood (KIP-612): one client address
 // (127.0.0.2) reconnects in a loop for 3 s (8 goroutines, each dialling,
 // sending one ApiVersions, reading its answer or the close, and dialling
 // again) beside the steady producer and consumer group (from 127.0.0.1),

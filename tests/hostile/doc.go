@@ -15,8 +15,8 @@
 //	KIGGY_HOSTILE_LOG=/tmp/kiggy.log GODEBUG=gctrace=1 go test ./tests/hostile/ -count=1 -v
 //	KIGGY_TEST_BACKEND=iggy go test ./tests/hostile/ -count=1 -run Flood
 //
-// The state floods of issue #35 (producer ids aside) each run a kiggy of
-// their own beside a steady acks=all producer and a consumer group
+// The state floods (docs/LIMITS.md, "State clients can create"), producer
+// ids aside, each run a kiggy of their own beside a steady acks=all producer and a consumer group
 // (steady_test.go); KIGGY_TEST_BACKEND=iggy runs them on a real iggy-server
 // instead of the embedded log. KIGGY_TEST_ENGINE picks --engine; KIGGY_HOSTILE_LOG keeps the process's
 // whole log (and a goroutine dump when a case finds it stuck); GODEBUG is

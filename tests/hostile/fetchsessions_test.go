@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestFetchSessionFlood (issue #33): 2,000 full Fetches asking for a fetch
+// TestFetchSessionFlood: 2,000 full Fetches asking for a fetch
 // session (epoch 0) of 1,000 partitions each, beside the steady producer
 // and consumer group, against --fetch-session-cache-slots 100 and
 // --fetch-session-max-partitions 40,000: 40 sessions are created (the

@@ -55,7 +55,7 @@ func joinCodes(codes map[int16]int) func(kmsg.Response) {
 	return func(r kmsg.Response) { codes[r.(*kmsg.JoinGroupResponse).ErrorCode]++ }
 }
 
-// TestGroupMemberFlood (issue #35): JoinGroup floods beside the steady
+// TestGroupMemberFlood: JoinGroup floods beside the steady
 // producer and consumer group, against --group-max-size 1000 and
 // --max-group-members 20000: 20,000 first joins with fresh member ids to one
 // group get 1,000 member ids (MEMBER_ID_REQUIRED) and GROUP_MAX_SIZE_REACHED
@@ -141,7 +141,7 @@ func TestGroupMemberFlood(t *testing.T) {
 	}
 }
 
-// TestOffsetCommitGroupFlood (issue #35): OffsetCommit with generation -1
+// TestOffsetCommitGroupFlood: OffsetCommit with generation -1
 // (a "simple" commit, as from assign() consumers) naming 50,000 random
 // groups that never join, beside the steady clients, against --max-groups
 // 20000: groups (and their offsets) are stored up to the cap; beyond it

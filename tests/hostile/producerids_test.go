@@ -18,8 +18,8 @@ import (
 // sends (default floodIDs).
 const floodIDsEnv = "KIGGY_HOSTILE_FLOOD_IDS"
 
-// floodIDs is the flood's size: a million producer ids, as issue #35
-// asks; about 10 s on two cores.
+// floodIDs is the flood's size: a million producer ids (docs/LIMITS.md,
+// "State clients can create"); about 10 s on two cores.
 const floodIDs = 1_000_000
 
 // floodPerRequest is how many batches (one producer id each, all to
@@ -31,7 +31,7 @@ const (
 	floodInFlight   = 4
 )
 
-// TestProducerIDFlood (issue #35): a client sends idempotent batches
+// TestProducerIDFlood: a client sends idempotent batches
 // (epoch 0, sequence 0) from a million producer ids that InitProducerId
 // never handed out, beside a steady acks=all idempotent franz-go producer.
 // kiggy refuses every flood batch with UNKNOWN_PRODUCER_ID and creates no

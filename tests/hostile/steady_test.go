@@ -20,7 +20,7 @@ import (
 	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
 )
 
-// The state floods of issue #35 (groups.go, connections) run beside the
+// The state floods (docs/LIMITS.md "State clients can create"; groups.go, connections) run beside the
 // same well-behaved clients: an acks=all idempotent producer (goodProducer)
 // and a consumer group reading what it writes. They must lose nothing; the
 // producer's p99 during the flood is logged beside its p99 before it (a

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestAutoCreateTopicFlood (issue #35): Metadata requests naming 100,000
+// TestAutoCreateTopicFlood: Metadata requests naming 100,000
 // random topics (10 a request) while auto-creation is on, beside the
 // steady producer and consumer group, against --auto-create-topics-limit
 // 1000: topics are created until the log holds 1,000, the rest get
@@ -65,7 +65,7 @@ func TestAutoCreateTopicFlood(t *testing.T) {
 	s.check(t)
 }
 
-// TestCreateTopicsFlood (issue #35): an authorized admin floods
+// TestCreateTopicsFlood: an authorized admin floods
 // CreateTopics v7 with 10,000 new one-partition topics (5 a request,
 // pipelined) against --quota-controller-mutation-rate 100 (KIP-599, a
 // burst of 110 over 11 windows of 100 ms), beside the steady producer and

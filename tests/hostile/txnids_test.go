@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestTransactionalIDFlood (issue #35): InitProducerId naming 100,000
+// TestTransactionalIDFlood: InitProducerId naming 100,000
 // fresh transactional ids, beside the steady producer and consumer group,
 // against --max-transactional-ids 2000: 2,000 ids get a producer id, the
 // rest COORDINATOR_NOT_AVAILABLE (nothing stored for them), counted by the

@@ -296,7 +296,7 @@ func waitSettled(t testing.TB, ins []*instance, live []int32, topic string, part
 	}
 }
 
-// TestThreeInstancesFailover is the proof of issue 17: three instances
+// TestThreeInstancesFailover proves failover (docs/design/cluster.md): three instances
 // over one iggytest, a steady idempotent franz-go producer and a 3-member
 // consumer group bootstrapped from all three; the group's coordinator is
 // killed abruptly and later restarted. Every acknowledged record is
