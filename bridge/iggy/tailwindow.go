@@ -128,36 +128,10 @@ func (rc *readCache) appended(topic string, partition int32, base int64, count i
 		return
 	}
 	size := proto.BatchHeaderSize + b.Size()
-	keep := rc.tailLimit > 0 && !b.ServerTime
 	for _, r := range rest {
 		size += r.Size()
-		keep = keep && !r.ServerTime
 	}
-	keep = keep && int64(size) <= rc.tailLimit/4
-	var ch *chunk
-	if keep {
-		rc.mu.Lock()
-		if !rc.wantsTail(rc.parts[partKey{topic, partition}], time.Now()) {
-			rc.mu.Unlock()
-			rc.tailUnread.Add(1)
-			keep = false
-		}
-	}
-	if keep {
-		// Copy the frames outside the lock: readers of the cache do not
-		// wait for it.
-		buf := rc.takeTailBuf(size)
-		ch = rc.takeChunk()
-		marks := ch.marks[:0]
-		rc.mu.Unlock()
-		ch.buf, ch.marks = buf, marks
-		if !ch.build(base, count, partition, hdr, b, rest) {
-			rc.mu.Lock()
-			rc.dropUnused(ch)
-			rc.mu.Unlock()
-			ch = nil
-		}
-	}
+	ch := rc.buildTail(topic, partition, base, count, size, hdr, b, rest)
 
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -204,6 +178,41 @@ func (rc *readCache) appended(topic string, partition int32, base int64, count i
 	notePollSize(p, int64(size)/int64(count))
 	rc.insertTail(p, ch)
 	rc.tailFills.Add(1)
+}
+
+// buildTail copies an append's frames (size bytes with the batch header)
+// into a chunk for the tail window, or returns nil when the window does not
+// keep them: it is off, the batch has server-stamped times, it is over a
+// quarter of the window, or nobody reads the partition through it
+// (wantsTail). The copy is made outside the lock: readers of the cache do
+// not wait for it.
+func (rc *readCache) buildTail(topic string, partition int32, base int64, count, size int, hdr []byte,
+	b *message.Batch, rest []*message.Batch) *chunk {
+	keep := rc.tailLimit > 0 && !b.ServerTime && int64(size) <= rc.tailLimit/4
+	for _, r := range rest {
+		keep = keep && !r.ServerTime
+	}
+	if !keep {
+		return nil
+	}
+	rc.mu.Lock()
+	if !rc.wantsTail(rc.parts[partKey{topic, partition}], time.Now()) {
+		rc.mu.Unlock()
+		rc.tailUnread.Add(1)
+		return nil
+	}
+	buf := rc.takeTailBuf(size)
+	ch := rc.takeChunk()
+	marks := ch.marks[:0]
+	rc.mu.Unlock()
+	ch.buf, ch.marks = buf, marks
+	if !ch.build(base, count, partition, hdr, b, rest) {
+		rc.mu.Lock()
+		rc.dropUnused(ch)
+		rc.mu.Unlock()
+		return nil
+	}
+	return ch
 }
 
 // wantsTail reports whether p's appends are worth keeping: a reader came
