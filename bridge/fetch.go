@@ -321,13 +321,42 @@ func (g *Gateway) unpark(fs *fetchState, w *waiter, timer *time.Timer) {
 // response has left, and the next wave starts once the reads of this one
 // say how much they found. Partitions past the budget are not read; they
 // are answered with the high watermark the Log knows (skipped), as Kafka
-// answers partitions a full response has no room for. Reading them all, as
-// readAll once did, read and encoded up to every partition's limit for a
-// response that can carry max_bytes: at 256 partitions of 1 MiB against
-// franz-go's 50 MiB, five times what was sent (docs/IGGY.md, "A Fetch reads
-// within its budget"). The first read
-// of a wave runs on the calling goroutine.
+// answers partitions a full response has no room for: no partition is read
+// and encoded past what the response can carry (docs/IGGY.md, "A Fetch
+// reads within its budget").
 func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
+	k := g.initPartReaders(fs, v)
+	left := maxBytes
+	next := 0
+	// A wave's reads are capped by what is left, so the last partition the
+	// budget reaches is read once, with that, not read whole and again.
+	// Once less than minContinuation is left, one last wave reads all the
+	// rest with that little (the response is filled as a sequential read
+	// fills it, without a round trip per partition).
+	for next < k && left > 0 {
+		end := k
+		if left >= minContinuation {
+			end = g.planWave(fs, next, k, left, maxBytes)
+		}
+		g.runWave(fs, fs.parts[next:end], left)
+		for _, r := range fs.parts[next:end] {
+			if r.panicked {
+				panic(errPartPanicked)
+			}
+			if r.resp.ErrorCode == wire.NoError {
+				left -= r.recordBytes
+			}
+		}
+		next = end
+	}
+	for _, r := range fs.parts[next:k] {
+		g.skipPart(fs, r)
+	}
+}
+
+// initPartReaders readies a partReader per partition of the request, in
+// request order, and returns their number.
+func (g *Gateway) initPartReaders(fs *fetchState, v int16) int {
 	k := 0
 	for i := range fs.req.Topics {
 		t := &fs.req.Topics[i]
@@ -343,85 +372,73 @@ func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 			k++
 		}
 	}
-	// Each read runs under catch; when one panicked, readAll re-raises
-	// errPartPanicked once all are done, so the call is abandoned by the
-	// guard its handler runs under. A wave's reads that need a round trip
-	// go to pooled reader goroutines (no allocation per partition once
-	// they run), and those the Log answers from memory run here meanwhile:
-	// a consumer at the tail, served from the tail window, costs no
-	// goroutine hand-off per partition. When every read needs a round
-	// trip, the first runs here.
+	return k
+}
+
+// planWave returns the end of the wave of reads that starts at next: as
+// many partitions (at least one) as the Log's estimates (ReadEstimator)
+// say fit in left, each noted with what it expects and whether the Log
+// answers it from memory.
+func (g *Gateway) planWave(fs *fetchState, next, k, left, maxBytes int) int {
 	est := g.estimates
-	left := maxBytes
-	next := 0
-	// A wave's reads are capped by what is left, so the last partition the
-	// budget reaches is read once, with that, not read whole and again.
-	// Once less than minContinuation is left, one last wave reads all the
-	// rest with that little (the response is filled as a sequential read
-	// fills it, without a round trip per partition).
-	for next < k && left > 0 {
-		end, want := next, 0
-		if left < minContinuation {
-			end = k
-		}
-		for end < k {
-			r := fs.parts[end]
-			e := int64(min(int(r.rp.PartitionMaxBytes), maxBytes))
-			r.expect, r.local = -1, false
-			if est != nil {
-				n, local := est.ReadEstimate(r.topic, r.rp.Partition, r.rp.FetchOffset)
-				r.atHigh = local && n == 0
-				if n >= 0 && n < e {
-					e = n
-				}
-				// Large reads from memory still run beside each other:
-				// a catch-up read's encoding (varints, CRC-32C) is CPU
-				// work the other cores can share.
-				r.local = local && n >= 0 && e <= maxInlineRead
-				if n >= 0 {
-					r.expect = int(e)
-				}
+	end, want := next, 0
+	for end < k {
+		r := fs.parts[end]
+		e := int64(min(int(r.rp.PartitionMaxBytes), maxBytes))
+		r.expect, r.local = -1, false
+		if est != nil {
+			n, local := est.ReadEstimate(r.topic, r.rp.Partition, r.rp.FetchOffset)
+			r.atHigh = local && n == 0
+			if n >= 0 && n < e {
+				e = n
 			}
-			if end > next && want+int(e) > left {
-				break
-			}
-			want += int(e)
-			end++
-		}
-		wave := fs.parts[next:end]
-		here := wave[0] // read here when no read of the wave is local
-		for _, r := range wave {
-			if r.local {
-				here = nil
-				break
+			// Large reads from memory still run beside each other:
+			// a catch-up read's encoding (varints, CRC-32C) is CPU
+			// work the other cores can share.
+			r.local = local && n >= 0 && e <= maxInlineRead
+			if n >= 0 {
+				r.expect = int(e)
 			}
 		}
-		for _, r := range wave {
-			if !r.local && r != here {
-				fs.wg.Add(1)
-				g.metrics.handedOffReads.Add(1)
-				g.partReads.start(partJob{fs: fs, r: r, maxBytes: left})
-			}
+		if end > next && want+int(e) > left {
+			break
 		}
-		for _, r := range wave {
-			if r.local || r == here {
-				g.readOnePart(fs, r, left)
-			}
-		}
-		fs.wg.Wait()
-		for _, r := range fs.parts[next:end] {
-			if r.panicked {
-				panic(errPartPanicked)
-			}
-			if r.resp.ErrorCode == wire.NoError {
-				left -= r.recordBytes
-			}
-		}
-		next = end
+		want += int(e)
+		end++
 	}
-	for _, r := range fs.parts[next:k] {
-		g.skipPart(fs, r)
+	return end
+}
+
+// runWave reads a wave's partitions, each with at most left bytes, and
+// waits for them all. Each read runs under catch; when one panicked,
+// readAll re-raises errPartPanicked once all are done, so the call is
+// abandoned by the guard its handler runs under. Reads that need a round
+// trip go to pooled reader goroutines (no allocation per partition once
+// they run), and those the Log answers from memory run here meanwhile: a
+// consumer at the tail, served from the tail window, costs no goroutine
+// hand-off per partition. When every read needs a round trip, the first
+// runs here.
+func (g *Gateway) runWave(fs *fetchState, wave []*partReader, left int) {
+	here := wave[0] // read here when no read of the wave is local
+	for _, r := range wave {
+		if r.local {
+			here = nil
+			break
+		}
 	}
+	for _, r := range wave {
+		if !r.local && r != here {
+			fs.wg.Add(1)
+			g.metrics.handedOffReads.Add(1)
+			g.partReads.start(partJob{fs: fs, r: r, maxBytes: left})
+		}
+	}
+	for _, r := range wave {
+		if r.local || r == here {
+			g.readOnePart(fs, r, left)
+		}
+	}
+	fs.wg.Wait()
 }
 
 // skipPart answers a partition readAll had no budget left to read: no
