@@ -107,6 +107,9 @@ func (g *Gateway) awaitAppend(topic string, index int32, w *queuedAppend) (wire.
 	if !head {
 		<-w.done
 		head = w.head
+		if head {
+			g.metrics.roundWaits.Add(1)
+		}
 	}
 	if head {
 		g.runRound(topic, index, w.pp, w)

@@ -16,7 +16,8 @@ import (
 // TestCoalescedProduceKeepsOrderAndOffsets: several producers (idempotent and
 // not) write to the same partitions at once through an Iggy server whose
 // replies take 2 ms, so their appends queue behind each other and share round
-// trips (kiggy_produce_coalesced_total grows). Every acknowledged record is
+// trips (kiggy_produce_coalesced_total grows), or wait for a round and lead
+// the next (kiggy_produce_round_waits_total). Every acknowledged record is
 // stored once, at the offset its producer was told, each producer's records
 // in the order it sent them, and the offsets are dense.
 func TestCoalescedProduceKeepsOrderAndOffsets(t *testing.T) {
@@ -81,9 +82,15 @@ func TestCoalescedProduceKeepsOrderAndOffsets(t *testing.T) {
 	checkAcked(t, gw, "co", partitions, producers, "", all)
 	m := gw.Metrics()
 	coalesced, trips := metricValue(t, m, "kiggy_produce_coalesced_total"), metricValue(t, m, "kiggy_produce_appends_total")
-	t.Logf("%v appends in %v round trips (%v coalesced)", trips+coalesced, trips, coalesced)
+	waits := metricValue(t, m, "kiggy_produce_round_waits_total")
+	t.Logf("%v appends in %v round trips (%v coalesced, %v led a round after waiting for one)", trips+coalesced, trips, coalesced, waits)
 	if coalesced == 0 {
 		t.Fatal("no append shared a round trip")
+	}
+	// An idempotent producer's next batch of a partition never shares its
+	// previous batch's round trip: it waits for it and leads the next.
+	if waits == 0 || waits > trips {
+		t.Fatalf("kiggy_produce_round_waits_total %v: want 1 to %v (the round trips)", waits, trips)
 	}
 }
 
