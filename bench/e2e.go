@@ -589,6 +589,14 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 			}
 		}
 		er.logf("%s: Iggy requests in the window: %s", s.target, strings.Join(each, ", "))
+		if trips := gc1.appends - gc0.appends; trips > 0 {
+			// An append rode in another's round, led one at once, or
+			// waited for its partition's running round and led the next.
+			co, waits := gc1.coalesced-gc0.coalesced, gc1.roundWaits-gc0.roundWaits
+			all := trips + co
+			er.logf("%s: appends in the window: %.0f in %.0f rounds; %.0f %% led one at once, %.0f %% waited for a running round, %.0f %% rode in another's",
+				s.target, all, trips, 100*(trips-waits)/all, 100*waits/all, 100*co/all)
+		}
 	}
 	if gcErr == nil {
 		for _, h := range slices.Sorted(maps.Values(slowSeries)) {

@@ -685,6 +685,9 @@ func (r *runner) addRun(row *Row, run *Measurement) {
 // gatewayCounts are the gateway's produce counters (docs/METRICS.md).
 type gatewayCounts struct {
 	requests, records, appends, coalesced, sessionWaits float64
+	// roundWaits: appends that waited for their partition's running round
+	// and led the next (kiggy_produce_round_waits_total).
+	roundWaits float64
 	// iggyPolls and iggySends: the Iggy requests the gateway sent
 	// (PollMessages; SendMessages), on the Iggy backend; iggyCount and
 	// iggySeconds every command's count and summed latency.
@@ -741,6 +744,8 @@ func gatewayCounters(ctx context.Context, url string) (gatewayCounts, error) {
 			gc.appends = v
 		case name == "kiggy_produce_coalesced_total":
 			gc.coalesced = v
+		case name == "kiggy_produce_round_waits_total":
+			gc.roundWaits = v
 		case name == "kiggy_iggy_session_waits_total":
 			gc.sessionWaits = v
 		default:

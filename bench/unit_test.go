@@ -302,6 +302,7 @@ kiggy_api_requests_total{api="Fetch",version="12"} 7
 kiggy_records_produced_total 1600
 kiggy_produce_appends_total 40
 kiggy_produce_coalesced_total 20
+kiggy_produce_round_waits_total 12
 kiggy_iggy_session_waits_total 3
 kiggy_iggy_request_duration_seconds_bucket{command="PollMessages",le="+Inf"} 8
 kiggy_iggy_request_duration_seconds_sum{command="PollMessages"} 0.004
@@ -324,7 +325,7 @@ kiggy_request_duration_seconds_bucket{api="Produce",le="+Inf"} 15
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := gatewayCounts{requests: 15, records: 1600, appends: 40, coalesced: 20, sessionWaits: 3, iggyPolls: 8,
+	want := gatewayCounts{requests: 15, records: 1600, appends: 40, coalesced: 20, roundWaits: 12, sessionWaits: 3, iggyPolls: 8,
 		iggyCount: map[string]float64{"PollMessages": 8, "GetTopic": 2}, iggySeconds: map[string]float64{"PollMessages": 0.004, "GetTopic": 0.5},
 		// Each histogram's observations over 1, 5, 10 and 50 ms (a bound
 		// missing from the text counts as over), then all of them.
