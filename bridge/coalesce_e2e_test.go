@@ -88,7 +88,8 @@ func TestCoalescedProduceKeepsOrderAndOffsets(t *testing.T) {
 		t.Fatal("no append shared a round trip")
 	}
 	// An idempotent producer's next batch of a partition never shares its
-	// previous batch's round trip: it waits for it and leads the next.
+	// previous batch's round trip: it waits for it, and the oldest of the
+	// appends waiting then leads the next round.
 	if waits == 0 || waits > trips {
 		t.Fatalf("kiggy_produce_round_waits_total %v: want 1 to %v (the round trips)", waits, trips)
 	}
