@@ -32,8 +32,9 @@ import (
 // stored in the order they arrived, one at a time (the head holds the
 // partition's producer lock across check, append and update); an idempotent
 // batch is checked against the window as it stands after every batch before
-// it (two batches of one producer never share a round trip: the second is
-// sent after the first is recorded); the appends of one round trip are
+// it (two batches of one producer share a round trip only when the second
+// follows the first in sequence, checkInRound; any other is sent after the
+// first is recorded); the appends of one round trip are
 // stored all or none, so one outcome (stored at these offsets, refused, or
 // unknown) is every member's.
 
@@ -248,23 +249,7 @@ func (g *Gateway) commitGroup(topic string, index int32, pp *partitionProducers,
 				m.code = loadCode
 				continue
 			}
-			if f.has(m.pb.ID) {
-				// The producer's previous batch must be recorded first.
-				g.flush(topic, index, pp, f)
-			}
-			if !pp.Loaded() {
-				// The previous flush's outcome was unknown: read the log again.
-				if err := g.rebuildProducers(topic, index, pp); err != nil {
-					m.code = logCode(err)
-					continue
-				}
-			}
-			code, dup, offset := pp.Check(&m.pb)
-			if dup {
-				m.code, m.base = wire.NoError, offset
-				continue
-			}
-			if m.code = code; m.code != wire.NoError {
+			if !g.checkInRound(topic, index, pp, f, m) {
 				continue
 			}
 		}
@@ -276,6 +261,44 @@ func (g *Gateway) commitGroup(topic string, index int32, pp *partitionProducers,
 	g.flush(topic, index, pp, f)
 }
 
+// checkInRound checks the idempotent append m, about to join the set f,
+// against its producer's window; it reports whether m is to be sent, else
+// m's code (a refusal, or a duplicate's success and original offset) is
+// set.
+//
+// A batch of a producer that already has one in the set follows it in the
+// same round trip when it is the next in sequence, in the same epoch, and
+// fits: a round is stored all or none, and the window after the earlier
+// batch is recorded would accept it (a batch in sequence after one the
+// window accepted is no duplicate, and its producer has a state by then),
+// so its check is the earlier one's. Any other batch of that producer, or
+// one that does not fit, waits for the set to be recorded and is checked
+// against the window as the set left it, as Kafka checks a batch after the
+// one before it is appended (ProducerAppendInfo).
+func (g *Gateway) checkInRound(topic string, index int32, pp *partitionProducers, f *flushSet, m *queuedAppend) bool {
+	if prev := f.last(m.pb.ID); prev != nil {
+		if prev.pb.Epoch == m.pb.Epoch && producer.InSequence(prev.pb.Last, m.pb.First) && f.fits(m) {
+			g.metrics.producerFollows.Add(1)
+			return true
+		}
+		g.flush(topic, index, pp, f)
+	}
+	if !pp.Loaded() {
+		// The previous flush's outcome was unknown: read the log again.
+		if err := g.rebuildProducers(topic, index, pp); err != nil {
+			m.code = logCode(err)
+			return false
+		}
+	}
+	code, dup, offset := pp.Check(&m.pb)
+	if dup {
+		m.code, m.base = wire.NoError, offset
+		return false
+	}
+	m.code = code
+	return code == wire.NoError
+}
+
 // flushSet is the appends one round trip is about to carry.
 type flushSet struct {
 	members  []*queuedAppend
@@ -285,14 +308,14 @@ type flushSet struct {
 	min, max uint64 // the origin timestamps spanned (µs)
 }
 
-// has reports whether producer id already has a batch in the set.
-func (f *flushSet) has(id int64) bool {
-	for _, m := range f.members {
-		if m.pb.ID == id {
-			return true
+// last returns producer id's newest batch in the set, or nil.
+func (f *flushSet) last(id int64) *queuedAppend {
+	for i := len(f.members) - 1; i >= 0; i-- {
+		if m := f.members[i]; m.pb.ID == id {
+			return m
 		}
 	}
-	return false
+	return nil
 }
 
 // fits reports whether m can join the set: the bounds, and the u32 µs

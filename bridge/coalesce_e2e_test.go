@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
@@ -87,9 +88,9 @@ func TestCoalescedProduceKeepsOrderAndOffsets(t *testing.T) {
 	if coalesced == 0 {
 		t.Fatal("no append shared a round trip")
 	}
-	// An idempotent producer's next batch of a partition never shares its
-	// previous batch's round trip: it waits for it, and the oldest of the
-	// appends waiting then leads the next round.
+	// An idempotent producer's next batch of a partition never joins the
+	// round trip already running with its previous batch: it waits for it,
+	// and the oldest of the appends waiting then leads the next round.
 	if waits == 0 || waits > trips {
 		t.Fatalf("kiggy_produce_round_waits_total %v: want 1 to %v (the round trips)", waits, trips)
 	}
@@ -139,4 +140,86 @@ func checkAcked(t *testing.T, gw *kiggytest.Gateway, topic string, partitions in
 			}
 		}
 	}
+}
+
+// TestProducerBatchesFollowInOneRound: an idempotent producer's batches
+// that queue behind a running round of their partition go out in one round
+// trip when each is the next in sequence after the one before it; a batch
+// out of sequence waits for them to be recorded and is refused as Kafka
+// refuses it (45), and a retry of one of them is answered as the duplicate
+// it is. Every stored record is at the offset its producer was told.
+func TestProducerBatchesFollowInOneRound(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyModel: true})
+	gw.CreateTopic(t, "follow", 1)
+	blocker, rc := dialRaw(t, gw.Addr), dialRaw(t, gw.Addr)
+
+	// The blocker's round trip is held for a second once it reached the
+	// server: the producer's batches sent meanwhile all queue behind it.
+	gw.Iggy.InjectFault(iggytest.Fault{Op: 160, Count: 1, Delay: time.Second})
+	const pid = 5150
+	blockCorr := blocker.send(produceReqTo("follow", 0, idemBatch(pid+1, 0, 0, 1)))
+	for deadline := time.Now().Add(10 * time.Second); gw.Iggy.PendingFaults() > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the blocker's append never reached the server")
+		}
+	}
+	steps := []struct {
+		what  string
+		epoch int16
+		seq   int32
+		code  int16
+		base  int64
+	}{
+		{"first batch", 0, 0, 0, 1},
+		{"next in sequence", 0, 3, 0, 4},
+		{"next again", 0, 6, 0, 7},
+		{"a gap: waits for the three, refused", 0, 20, 45, -1},
+		{"a retry of the second: its duplicate", 0, 3, 0, 4},
+		{"next after the third", 0, 9, 0, 10},
+		{"a new epoch at 0: checked after the round", 1, 0, 0, 13},
+	}
+	var corrs []int32
+	for _, s := range steps {
+		corrs = append(corrs, rc.send(produceReqTo("follow", 0, idemBatch(pid, s.epoch, s.seq, 3))))
+	}
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = 9
+	blocker.recv(blockCorr, resp)
+	wantProduce(t, "blocker", resp.Topics[0].Partitions[0].ErrorCode, resp.Topics[0].Partitions[0].BaseOffset, 0, 0)
+	for i, s := range steps {
+		resp := kmsg.NewPtrProduceResponse()
+		resp.Version = 9
+		rc.recv(corrs[i], resp)
+		p := resp.Topics[0].Partitions[0]
+		wantProduce(t, s.what, p.ErrorCode, p.BaseOffset, s.code, s.base)
+	}
+
+	got := gw.Records(t, "follow", 0)
+	want := []string{"p5151-e0-s0"}
+	for _, s := range []struct {
+		epoch int16
+		seq   int
+	}{{0, 0}, {0, 3}, {0, 6}, {0, 9}, {1, 0}} {
+		for i := range 3 {
+			want = append(want, fmt.Sprintf("p%d-e%d-s%d", pid, s.epoch, s.seq+i))
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("stored %d records, want %d", len(got), len(want))
+	}
+	for i, r := range got {
+		if string(r.Value) != want[i] || r.Offset != int64(i) {
+			t.Fatalf("record %d: offset %d value %q, want %q", i, r.Offset, r.Value, want[i])
+		}
+	}
+	// The blocker's round trip; the first three batches in one (two
+	// followed); the one after the duplicate in the next, as the gap and
+	// the retry are checked against the window the three left; the new
+	// epoch alone, after it was recorded. Each batch in a round trip of its
+	// own (before checkInRound) made it six.
+	m := gw.Metrics()
+	if follows, trips := metricValue(t, m, "kiggy_produce_followed_in_round_total"), metricValue(t, m, "kiggy_produce_appends_total"); follows != 2 || trips != 4 {
+		t.Fatalf("%v batches followed in a round, %v round trips; want 2 and 4:\n%s", follows, trips, grepLines(m, "kiggy_produce"))
+	}
+	t.Logf("%s", grepLines(m, "kiggy_produce"))
 }

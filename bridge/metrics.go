@@ -27,10 +27,12 @@ type metrics struct {
 	// partition's queue, coalesce.go); coalescedAppends: partition entries
 	// that shared a round trip with an earlier one; roundWaits: partition
 	// entries that waited for their partition's running round and then led
-	// the next.
+	// the next; producerFollows: idempotent batches sent in the round trip
+	// of their producer's previous batch (checkInRound).
 	appendTrips      atomic.Uint64
 	coalescedAppends atomic.Uint64
 	roundWaits       atomic.Uint64
+	producerFollows  atomic.Uint64
 	// pipelinedProduces: Produce requests started while an earlier request
 	// of their connection was running (pipeline.go).
 	pipelinedProduces atomic.Uint64
@@ -164,6 +166,7 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_produce_appends_total", "counter", "Appends Produce sent to the backend through the partition queues (one round trip each).", m.appendTrips.Load())
 	metric.Single(w, "kiggy_produce_coalesced_total", "counter", "Produce partition entries appended in the same round trip as an earlier one (coalesced).", m.coalescedAppends.Load())
 	metric.Single(w, "kiggy_produce_round_waits_total", "counter", "Produce partition entries that found a round trip of their partition running, waited for it and then led the next.", m.roundWaits.Load())
+	metric.Single(w, "kiggy_produce_followed_in_round_total", "counter", "Idempotent batches sent in the same round trip as their producer's previous batch of the partition, next in its sequence.", m.producerFollows.Load())
 	metric.Single(w, "kiggy_produce_pipelined_total", "counter", "Produce requests started while an earlier Produce of their connection was waiting for its appends (pipelined).", m.pipelinedProduces.Load())
 	metric.Single(w, "kiggy_fetch_reads_handed_off_total", "counter", "Partition reads of Fetches run on a reader goroutine beside the Fetch's own, because they needed a round trip to the backend.", m.handedOffReads.Load())
 	metric.Header(w, "kiggy_handler_panics_total", "counter", "Handler panics recovered, by Kafka API; each closed its connection.")

@@ -59,9 +59,9 @@ func LastSequence(base, delta int32) int32 {
 	return base + delta
 }
 
-// inSequence is ProducerAppendInfo.inSequence: next follows last, wrapping
+// InSequence is ProducerAppendInfo.inSequence: next follows last, wrapping
 // from MaxInt32 to 0.
-func inSequence(last, next int32) bool {
+func InSequence(last, next int32) bool {
 	return int64(next) == int64(last)+1 || next == 0 && last == math.MaxInt32
 }
 
@@ -142,7 +142,7 @@ func check(e *entry, b *Batch) wire.ErrorCode {
 		}
 		return wire.NoError
 	}
-	if last, ok := e.lastSeq(); ok && !inSequence(last, b.First) {
+	if last, ok := e.lastSeq(); ok && !InSequence(last, b.First) {
 		return wire.OutOfOrderSequenceNumber
 	}
 	return wire.NoError

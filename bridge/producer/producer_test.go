@@ -62,7 +62,7 @@ func TestProducerWindow(t *testing.T) {
 	if got := LastSequence(math.MaxInt32-1, 3); got != 1 {
 		t.Fatalf("LastSequence wraps to %d, want 1", got)
 	}
-	if !inSequence(math.MaxInt32, 0) || inSequence(math.MaxInt32, 1) {
+	if !InSequence(math.MaxInt32, 0) || InSequence(math.MaxInt32, 1) {
 		t.Fatal("inSequence does not wrap")
 	}
 }

@@ -277,6 +277,18 @@ func (s *Server) InjectFault(f Fault) {
 	s.mu.Unlock()
 }
 
+// PendingFaults returns how many injected faults are still to apply: a
+// test waits for 0 to know its faulted request reached the server.
+func (s *Server) PendingFaults() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, f := range s.faults {
+		n += f.Count
+	}
+	return n
+}
+
 // takeFault returns and consumes the first fault matching the request.
 func (s *Server) takeFault(op uint8, code uint32) (Fault, bool) {
 	s.mu.Lock()
