@@ -223,3 +223,56 @@ func TestProducerBatchesFollowInOneRound(t *testing.T) {
 	}
 	t.Logf("%s", grepLines(m, "kiggy_produce"))
 }
+
+// TestProducerBatchesFollowLostReply: two batches of one producer that went
+// in one round trip whose reply was lost (stored, as after a dropped
+// connection) are both answered REQUEST_TIMED_OUT; their resends are
+// answered as the duplicates they are, with their original offsets, from
+// the window read back from the log. Nothing is stored twice.
+func TestProducerBatchesFollowLostReply(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyModel: true})
+	gw.CreateTopic(t, "lost", 1)
+	blocker, rc := dialRaw(t, gw.Addr), dialRaw(t, gw.Addr)
+	gw.Iggy.InjectFault(iggytest.Fault{Op: 160, Count: 1, Delay: time.Second})
+	gw.Iggy.InjectFault(iggytest.Fault{Op: 160, Count: 1, Drop: true, Apply: true})
+	const pid = 6160
+	blockCorr := blocker.send(produceReqTo("lost", 0, idemBatch(pid+1, 0, 0, 1)))
+	for deadline := time.Now().Add(10 * time.Second); gw.Iggy.PendingFaults() > 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the blocker's append never reached the server")
+		}
+	}
+	produce := func(seq int32) int32 {
+		req := produceReqTo("lost", 0, idemBatch(pid, 0, seq, 3))
+		req.TimeoutMillis = 1500
+		return rc.send(req)
+	}
+	recv := func(what string, corr int32, code int16, base int64) {
+		t.Helper()
+		resp := kmsg.NewPtrProduceResponse()
+		resp.Version = 9
+		rc.recv(corr, resp)
+		p := resp.Topics[0].Partitions[0]
+		wantProduce(t, what, p.ErrorCode, p.BaseOffset, code, base)
+	}
+	first, second := produce(0), produce(3)
+	recv("first, its reply lost", first, 7, -2)
+	recv("second, in the same round trip", second, 7, -2)
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = 9
+	blocker.recv(blockCorr, resp)
+	recv("first resent: a duplicate", produce(0), 0, 1)
+	recv("second resent: a duplicate", produce(3), 0, 4)
+	recv("next in sequence", produce(6), 0, 7)
+	got := gw.Records(t, "lost", 0)
+	if len(got) != 10 {
+		t.Fatalf("stored %d records, want 10", len(got))
+	}
+	m := gw.Metrics()
+	if follows := metricValue(t, m, "kiggy_produce_followed_in_round_total"); follows != 1 {
+		t.Fatalf("kiggy_produce_followed_in_round_total %v, want 1", follows)
+	}
+	if !containsLine(m, "kiggy_idempotent_duplicate_batches_total 2") {
+		t.Fatalf("duplicates not counted:\n%s", grepLines(m, "idempotent"))
+	}
+}
