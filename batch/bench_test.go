@@ -135,6 +135,21 @@ func BenchmarkBuild(b *testing.B) {
 					buf = bld.Finish()
 				}
 			})
+			b.Run(fmt.Sprintf("%s/batch=%dKiB/sized", codec, size>>10), func(b *testing.B) {
+				var bld batch.Builder
+				buf := make([]byte, 0, size+size/8)
+				hk, hv := []byte("trace"), []byte("abcdef")
+				b.ReportAllocs()
+				b.SetBytes(int64(n * (len(value) + len(key))))
+				for b.Loop() {
+					bld.Reset(buf[:0], 0, 1700000000000, codec)
+					for i := range n {
+						bld.BeginRecordSized(int32(i), int64(i), key, value, 1, batch.RecordHeaderLen(hk, hv))
+						bld.AppendHeader(hk, hv)
+					}
+					buf = bld.Finish()
+				}
+			})
 		}
 	}
 }

@@ -24,6 +24,10 @@ import (
 //     one. BeginRecord reserves five bytes for the record length and for the
 //     header count; EndRecord writes the real varints and moves the record
 //     body down over the unused reservation.
+//   - BeginRecordSized(...) with the headers' count and encoded size
+//     (RecordHeaderLen each), then AppendHeader per header and EndRecord:
+//     headers from the caller's own form, with the record's length written
+//     up front, so nothing is moved.
 //
 // With a codec other than NoCompression the records are built in a scratch buffer
 // owned by the Builder and compressed into the batch by Finish (snappy uses
@@ -51,6 +55,11 @@ type Builder struct {
 	recStart int // index of the reserved length varint in the records buffer
 	hcPos    int // index of the reserved header-count varint
 	nHeaders int32
+	// sized: the open record was begun by BeginRecordSized, whose headers
+	// end at sizedEnd in the records buffer, sizedHeaders of them.
+	sized        bool
+	sizedEnd     int
+	sizedHeaders int32
 
 	enc *encoders // lazily created compressors
 
@@ -84,7 +93,7 @@ func (b *Builder) Reset(dst []byte, baseOffset, baseTimestamp int64, codec Codec
 	b.attrs = 0
 	b.producerID, b.producerEpoch, b.baseSequence = -1, -1, -1
 	b.n, b.lastOffsetDelta, b.maxTsDelta = 0, 0, 0
-	b.open = false
+	b.open, b.sized = false, false
 }
 
 // SetProducer sets producerId, producerEpoch and baseSequence.
@@ -210,6 +219,39 @@ func (b *Builder) BeginRecord(offsetDelta int32, timestampDelta int64, key, valu
 	b.note(offsetDelta, timestampDelta)
 }
 
+// BeginRecordSized starts a record as BeginRecord does, for a caller that
+// knows its headers up front: nHeaders of them, headersLen bytes encoded (the
+// sum of their RecordHeaderLen), which must follow through AppendHeader
+// before EndRecord. The record's length and header count are written at
+// once, so EndRecord moves nothing.
+func (b *Builder) BeginRecordSized(offsetDelta int32, timestampDelta int64, key, value []byte, nHeaders int32, headersLen int) {
+	if b.open {
+		b.EndRecord()
+	}
+	body := 1 + varint.VarlongLen(timestampDelta) + varint.VarintLen(offsetDelta) +
+		bytesLen(key) + bytesLen(value) + varint.VarintLen(nHeaders) + headersLen
+	p := b.records()
+	b.ensure(p, varint.MaxLen32+body)
+	dst := varint.AppendVarint(*p, int32(body))
+	dst = append(dst, 0) // attributes
+	dst = varint.AppendVarlong(dst, timestampDelta)
+	dst = varint.AppendVarint(dst, offsetDelta)
+	dst = appendVarintBytes(dst, key)
+	dst = appendVarintBytes(dst, value)
+	dst = varint.AppendVarint(dst, nHeaders)
+	*p = dst
+	b.sizedEnd, b.sizedHeaders = len(dst)+headersLen, nHeaders
+	b.nHeaders = 0
+	b.open, b.sized = true, true
+	b.note(offsetDelta, timestampDelta)
+}
+
+// RecordHeaderLen is the encoded size of one record header (key, value), as
+// AppendRecordHeader and AppendHeader write it.
+func RecordHeaderLen(key, value []byte) int {
+	return varint.VarintLen(int32(len(key))) + len(key) + bytesLen(value)
+}
+
 // AppendHeader adds a header to the record opened by BeginRecord; a nil value
 // is encoded as null. Without an open record it does nothing.
 func (b *Builder) AppendHeader(key, value []byte) {
@@ -232,6 +274,15 @@ func (b *Builder) EndRecord() {
 	}
 	b.open = false
 	p := b.records()
+	if b.sized {
+		b.sized = false
+		if len(*p) != b.sizedEnd || b.nHeaders != b.sizedHeaders {
+			// The caller's count or size was not what it appended: a bug
+			// in the caller, never the input's doing.
+			panic("batch: BeginRecordSized headers differ from those appended")
+		}
+		return
+	}
 	dst := *p
 	var hc, ln [reserve]byte
 	hcLen := len(varint.AppendVarint(hc[:0], b.nHeaders))

@@ -278,10 +278,11 @@ func TestBuilderDecodesWithKmsg(t *testing.T) {
 
 // TestBuilderVarintLengthChanges builds records whose length varint (and
 // header-count varint) needs 1, 2 and 3 bytes through BeginRecord/EndRecord,
-// which reserves 5 bytes and moves the record down, and checks the bytes
-// equal the direct encoding.
+// which reserves 5 bytes and moves the record down, and through
+// BeginRecordSized, which writes them up front, and checks the bytes equal
+// the direct encoding.
 func TestBuilderVarintLengthChanges(t *testing.T) {
-	var direct, streamed batch.Builder
+	var direct, streamed, sized batch.Builder
 	for _, n := range []int{0, 1, 50, 56, 57, 58, 63, 64, 100, 8000, 8185, 8186, 8191, 8192, 1 << 20} {
 		for _, nh := range []int{0, 1, 63, 64, 65, 200} {
 			value := bytes.Repeat([]byte{'v'}, n)
@@ -304,6 +305,19 @@ func TestBuilderVarintLengthChanges(t *testing.T) {
 			got := streamed.Finish()
 			if !bytes.Equal(got, want) {
 				t.Fatalf("value %d headers %d: streamed record differs from direct encoding", n, nh)
+			}
+			hl := 0
+			for i := range nh {
+				hl += batch.RecordHeaderLen([]byte{byte('a' + i%26)}, nil)
+			}
+			sized.Reset(nil, 0, 5, batch.NoCompression)
+			sized.BeginRecordSized(0, 1, []byte("k"), value, int32(nh), hl)
+			for i := range nh {
+				sized.AppendHeader([]byte{byte('a' + i%26)}, nil)
+			}
+			sized.Append(1, 2, nil, []byte("after"))
+			if got := sized.Finish(); !bytes.Equal(got, want) {
+				t.Fatalf("value %d headers %d: sized record differs from direct encoding", n, nh)
 			}
 			if _, err := batch.Validate(got); err != nil {
 				t.Fatal(err)

@@ -996,7 +996,11 @@ func (r *partReader) add(m *message.Message) bool {
 	if r.inTxn {
 		r.txnMapped++
 	}
-	r.builder.BeginRecord(int32(m.Offset-r.base), rec.TimestampMs-r.baseTS, rec.Key, rec.Value)
+	headersLen := 0
+	for i := range rec.Headers {
+		headersLen += batch.RecordHeaderLen(rec.Headers[i].Key, rec.Headers[i].Value)
+	}
+	r.builder.BeginRecordSized(int32(m.Offset-r.base), rec.TimestampMs-r.baseTS, rec.Key, rec.Value, int32(len(rec.Headers)), headersLen)
 	for i := range rec.Headers {
 		r.builder.AppendHeader(rec.Headers[i].Key, rec.Headers[i].Value)
 	}
