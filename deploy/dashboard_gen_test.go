@@ -82,10 +82,11 @@ var dashboardRows = []dashRow{
 			}},
 		{title: "Requests by API", unit: "reqps",
 			targets: []dashTarget{live(`sum by (api) (rate(kiggy_api_requests_total{%s}[$__rate_interval]))`, "{{api}}")}},
-		{title: "Iggy appends", unit: "ops", desc: "SendMessages round trips Produce made, partition entries that shared an earlier one's round trip, and those that waited for their partition's running round before leading the next. Iggy backend only.",
+		{title: "Iggy appends", unit: "ops", desc: "SendMessages round trips Produce made, partition entries that shared an earlier one's round trip (among them, idempotent batches next in sequence after their producer's batch in the round), and those that waited for their partition's running round before leading the next. Iggy backend only.",
 			targets: []dashTarget{
 				live(`sum(rate(kiggy_produce_appends_total{%s}[$__rate_interval]))`, "appends"),
 				t1(`sum(rate(kiggy_produce_coalesced_total{%s}[$__rate_interval]))`, "coalesced"),
+				t1(`sum(rate(kiggy_produce_followed_in_round_total{%s}[$__rate_interval]))`, "a producer's next batch"),
 				t1(`sum(rate(kiggy_produce_round_waits_total{%s}[$__rate_interval]))`, "waited for a round"),
 			}},
 		{title: "Fetches parked", unit: "none", desc: "Fetch requests waiting in a long poll now.",
