@@ -155,91 +155,127 @@ var (
 	ErrTokenSubject   = errors.New("token has no subject")
 )
 
-// Validate checks a JWT and returns its principal name and expiry.
+// Validate checks a JWT and returns its principal name and expiry: its form
+// and algorithm (parseJWT), its signature against the key set (verify), then
+// its claims (checkClaims).
 func (v *OAuthValidator) Validate(token string) (sub string, exp time.Time, err error) {
+	t, err := parseJWT(token)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if err := v.verify(&t); err != nil {
+		return "", time.Time{}, err
+	}
+	return v.checkClaims(t.payload)
+}
+
+// jwt is a token split and decoded by parseJWT.
+type jwt struct {
+	alg, kid string
+	hash     crypto.Hash
+	ec       bool   // an ECDSA algorithm (else RSA PKCS #1 v1.5)
+	signed   string // header.payload: what the signature covers
+	payload  []byte
+	sig      []byte
+}
+
+// parseJWT splits a compact JWS (RFC 7515 §7.1) into its decoded parts and
+// reads the header's algorithm and key id.
+func parseJWT(token string) (jwt, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
-		return "", time.Time{}, ErrTokenMalformed
+		return jwt{}, ErrTokenMalformed
 	}
 	b := base64.RawURLEncoding
 	hb, err1 := b.DecodeString(parts[0])
 	pb, err2 := b.DecodeString(parts[1])
 	sig, err3 := b.DecodeString(parts[2])
 	if err1 != nil || err2 != nil || err3 != nil {
-		return "", time.Time{}, ErrTokenMalformed
+		return jwt{}, ErrTokenMalformed
 	}
 	var hdr struct {
 		Alg, Kid string
 		Crit     []string
 	}
 	if json.Unmarshal(hb, &hdr) != nil {
-		return "", time.Time{}, ErrTokenMalformed
+		return jwt{}, ErrTokenMalformed
 	}
 	if len(hdr.Crit) > 0 {
 		// RFC 7515 section 4.1.11: critical extensions we do not know fail.
-		return "", time.Time{}, ErrTokenMalformed
+		return jwt{}, ErrTokenMalformed
 	}
-	var h crypto.Hash
-	var ec bool
+	t := jwt{alg: hdr.Alg, kid: hdr.Kid, signed: token[:len(parts[0])+1+len(parts[1])], payload: pb, sig: sig}
 	switch hdr.Alg {
 	case "RS256":
-		h = crypto.SHA256
+		t.hash = crypto.SHA256
 	case "RS384":
-		h = crypto.SHA384
+		t.hash = crypto.SHA384
 	case "RS512":
-		h = crypto.SHA512
+		t.hash = crypto.SHA512
 	case "ES256":
-		h, ec = crypto.SHA256, true
+		t.hash, t.ec = crypto.SHA256, true
 	case "ES384":
-		h, ec = crypto.SHA384, true
+		t.hash, t.ec = crypto.SHA384, true
 	default: // "none" (an unsecured JWT) and everything else
-		return "", time.Time{}, ErrTokenAlg
+		return jwt{}, ErrTokenAlg
 	}
-	var digest []byte
-	signed := token[:len(parts[0])+1+len(parts[1])]
-	switch h {
+	return t, nil
+}
+
+// digest is the hash of what t's signature covers.
+func (t *jwt) digest() []byte {
+	switch t.hash {
 	case crypto.SHA256:
-		d := sha256.Sum256([]byte(signed))
-		digest = d[:]
+		d := sha256.Sum256([]byte(t.signed))
+		return d[:]
 	case crypto.SHA384:
-		d := sha512.Sum384([]byte(signed))
-		digest = d[:]
+		d := sha512.Sum384([]byte(t.signed))
+		return d[:]
 	default:
-		d := sha512.Sum512([]byte(signed))
-		digest = d[:]
+		d := sha512.Sum512([]byte(t.signed))
+		return d[:]
 	}
-	ok, found := false, false
+}
+
+// verify checks t's signature with the keys of the set its key id and
+// algorithm allow: ErrTokenKey when none does, ErrTokenSignature when none
+// verifies it.
+func (v *OAuthValidator) verify(t *jwt) error {
+	digest := t.digest()
+	found := false
 	for _, k := range v.keys {
-		if hdr.Kid != "" && k.kid != hdr.Kid {
+		if t.kid != "" && k.kid != t.kid || k.alg != "" && k.alg != t.alg {
 			continue
 		}
-		if k.alg != "" && k.alg != hdr.Alg {
-			continue
-		}
+		ok := false
 		switch {
-		case !ec && k.rsa != nil:
+		case !t.ec && k.rsa != nil:
 			found = true
-			ok = rsa.VerifyPKCS1v15(k.rsa, h, digest, sig) == nil
-		case ec && k.ec != nil:
+			ok = rsa.VerifyPKCS1v15(k.rsa, t.hash, digest, t.sig) == nil
+		case t.ec && k.ec != nil:
 			found = true
 			n := (k.ec.Curve.Params().BitSize + 7) / 8
-			if len(sig) == 2*n {
-				r, s := new(big.Int).SetBytes(sig[:n]), new(big.Int).SetBytes(sig[n:])
+			if len(t.sig) == 2*n {
+				r, s := new(big.Int).SetBytes(t.sig[:n]), new(big.Int).SetBytes(t.sig[n:])
 				ok = ecdsa.Verify(k.ec, digest, r, s)
 			}
 		}
 		if ok {
-			break
+			return nil
 		}
 	}
 	if !found {
-		return "", time.Time{}, ErrTokenKey
+		return ErrTokenKey
 	}
-	if !ok {
-		return "", time.Time{}, ErrTokenSignature
-	}
+	return ErrTokenSignature
+}
+
+// checkClaims checks a verified token's claims (RFC 7519 §4.1: exp, which
+// Kafka requires, nbf and iat within the clock skew, then the issuer and
+// audience the configuration asks for) and returns its subject and expiry.
+func (v *OAuthValidator) checkClaims(payload []byte) (sub string, exp time.Time, err error) {
 	var claims map[string]any
-	dec := json.NewDecoder(bytes.NewReader(pb))
+	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
 	if dec.Decode(&claims) != nil {
 		return "", time.Time{}, ErrTokenMalformed
@@ -265,27 +301,31 @@ func (v *OAuthValidator) Validate(token string) (sub string, exp time.Time, err 
 			return "", time.Time{}, ErrTokenIssuer
 		}
 	}
-	if len(v.cfg.Audience) > 0 {
-		var auds []string
-		switch a := claims["aud"].(type) {
-		case string:
-			auds = []string{a}
-		case []any:
-			for _, x := range a {
-				if s, ok := x.(string); ok {
-					auds = append(auds, s)
-				}
-			}
-		}
-		if !slices.ContainsFunc(auds, func(a string) bool { return slices.Contains(v.cfg.Audience, a) }) {
-			return "", time.Time{}, ErrTokenAudience
-		}
+	if len(v.cfg.Audience) > 0 && !v.audienceAccepted(claims["aud"]) {
+		return "", time.Time{}, ErrTokenAudience
 	}
 	sub, _ = claims[v.cfg.SubClaim].(string)
 	if strings.TrimSpace(sub) == "" {
 		return "", time.Time{}, ErrTokenSubject
 	}
 	return sub, exp, nil
+}
+
+// audienceAccepted reports whether the aud claim (a string or an array of
+// them, RFC 7519 §4.1.3) names an audience the configuration accepts.
+func (v *OAuthValidator) audienceAccepted(aud any) bool {
+	var auds []string
+	switch a := aud.(type) {
+	case string:
+		auds = []string{a}
+	case []any:
+		for _, x := range a {
+			if s, ok := x.(string); ok {
+				auds = append(auds, s)
+			}
+		}
+	}
+	return slices.ContainsFunc(auds, func(a string) bool { return slices.Contains(v.cfg.Audience, a) })
 }
 
 func numClaim(c map[string]any, name string) (float64, bool) {
