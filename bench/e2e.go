@@ -493,36 +493,12 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 	var hist Histogram
 
 	// 1. The groups join and own every partition.
-	cctx, cancelConsumers := context.WithCancel(ctx)
-	var cwg sync.WaitGroup
-	groups := make([]*e2eGroup, row.Groups)
-	defer func() {
-		cancelConsumers()
-		cwg.Wait()
-		for _, g := range groups {
-			for _, cl := range g.clients {
-				cl.Close()
-			}
-		}
-	}()
-	cerrs := make(chan error, row.Groups*ec.Consumers)
-	for gi := range groups {
-		g := &e2eGroup{name: fmt.Sprintf("%s-group-%d", topic, gi+1)}
-		groups[gi] = g
-		for range ec.Consumers {
-			cl, err := e2eConsumer(s.addr, topic, g)
-			if err != nil {
-				return err
-			}
-			g.clients = append(g.clients, cl)
-			cwg.Go(func() {
-				if err := consumeTail(cctx, cl, p, g, &hist); err != nil {
-					cerrs <- err
-				}
-			})
-		}
+	tg := &tailGroups{errs: make(chan error, row.Groups*ec.Consumers)}
+	defer tg.close()
+	if err := tg.start(ctx, s.addr, topic, row.Groups, ec.Consumers, p, &hist); err != nil {
+		return err
 	}
-	if err := waitOwned(ctx, groups, l.Partitions, time.Minute); err != nil {
+	if err := waitOwned(ctx, tg.groups, l.Partitions, time.Minute); err != nil {
 		return err
 	}
 
@@ -541,7 +517,7 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 		},
 		onEnd: func() {
 			cpu1 = procCPUs(s.procs)
-			lagEnd = maxLag(ackedTotal(p), groups)
+			lagEnd = maxLag(ackedTotal(p), tg.groups)
 			if gcErr == nil {
 				gc1, gcErr = gatewayCounters(ctx, s.metricsURL)
 			}
@@ -554,10 +530,62 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 
 	// 4. The drain.
 	acked := ackedTotal(p)
-	deadline := time.Now().Add(ec.Drain)
-	for maxLag(acked, groups) > 0 && time.Now().Before(deadline) {
+	if err := tg.drain(ctx, acked, ec.Drain); err != nil {
+		return err
+	}
+	row.LagEnd, row.LagLeft = lagEnd, maxLag(acked, tg.groups)
+	if h := res.hist; h != nil && h.Count() > 0 {
+		// The produce side's share of the latency: create time to the
+		// producer's acknowledgement.
+		er.logf("%s: acknowledged p50 %.2f p99 %.2f p99.9 %.2f ms after their create time", s.target,
+			ms(h.Quantile(0.5)), ms(h.Quantile(0.99)), ms(h.Quantile(0.999)))
+	}
+	fillE2ERow(row, res.records, res.window, tg.groups, &hist, s.procs, cpu0, cpu1)
+	row.IggyPolls, row.IggySends = -1, -1
+	if gcErr == nil {
+		er.logGateway(s.target, row, &gc0, &gc1, res.window.Seconds())
+	}
+	return nil
+}
+
+// tailGroups is a run's consumer groups and their members' goroutines.
+type tailGroups struct {
+	groups []*e2eGroup
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	errs   chan error // a member's failure
+}
+
+// start makes n groups of members each reading topic at the tail from now.
+func (tg *tailGroups) start(ctx context.Context, addr, topic string, n, members int, p *producer, hist *Histogram) error {
+	cctx, cancel := context.WithCancel(ctx)
+	tg.cancel = cancel
+	for gi := range n {
+		g := &e2eGroup{name: fmt.Sprintf("%s-group-%d", topic, gi+1)}
+		tg.groups = append(tg.groups, g)
+		for range members {
+			cl, err := e2eConsumer(addr, topic, g)
+			if err != nil {
+				return err
+			}
+			g.clients = append(g.clients, cl)
+			tg.wg.Go(func() {
+				if err := consumeTail(cctx, cl, p, g, hist); err != nil {
+					tg.errs <- err
+				}
+			})
+		}
+	}
+	return nil
+}
+
+// drain waits up to timeout for every group to read the acked records, and
+// returns a member's failure.
+func (tg *tailGroups) drain(ctx context.Context, acked int64, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for maxLag(acked, tg.groups) > 0 && time.Now().Before(deadline) {
 		select {
-		case err := <-cerrs:
+		case err := <-tg.errs:
 			return err
 		case <-ctx.Done():
 			return ctx.Err()
@@ -565,20 +593,31 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 		}
 	}
 	select {
-	case err := <-cerrs:
+	case err := <-tg.errs:
 		return err
 	default:
+		return nil
 	}
-	row.LagEnd, row.LagLeft = lagEnd, maxLag(acked, groups)
-	if h := res.hist; h != nil && h.Count() > 0 {
-		// The produce side's share of the latency: create time to the
-		// producer's acknowledgement.
-		er.logf("%s: acknowledged p50 %.2f p99 %.2f p99.9 %.2f ms after their create time", s.target,
-			ms(h.Quantile(0.5)), ms(h.Quantile(0.99)), ms(h.Quantile(0.999)))
+}
+
+// close stops the members and closes their clients.
+func (tg *tailGroups) close() {
+	if tg.cancel != nil {
+		tg.cancel()
 	}
-	fillE2ERow(row, res.records, res.window, groups, &hist, s.procs, cpu0, cpu1)
-	row.IggyPolls, row.IggySends = -1, -1
-	if secs := res.window.Seconds(); gcErr == nil && gc1.iggyCount != nil && secs > 0 {
+	tg.wg.Wait()
+	for _, g := range tg.groups {
+		for _, cl := range g.clients {
+			cl.Close()
+		}
+	}
+}
+
+// logGateway fills row's Iggy request rates from the gateway's counters at
+// the window's ends (gc0, gc1; secs long) and logs its Iggy requests, how
+// its appends went and its slow Produce requests and SendMessages.
+func (er *e2eRunner) logGateway(target string, row *E2ERow, gc0, gc1 *gatewayCounts, secs float64) {
+	if gc1.iggyCount != nil && secs > 0 {
 		row.IggyPolls = (gc1.iggyPolls - gc0.iggyPolls) / secs
 		row.IggySends = (gc1.iggySends - gc0.iggySends) / secs
 		var each []string
@@ -588,29 +627,26 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 				each = append(each, fmt.Sprintf("%s %.0f/s (mean %.2f ms)", cmd, n/secs, 1000*mean))
 			}
 		}
-		er.logf("%s: Iggy requests in the window: %s", s.target, strings.Join(each, ", "))
+		er.logf("%s: Iggy requests in the window: %s", target, strings.Join(each, ", "))
 		if trips := gc1.appends - gc0.appends; trips > 0 {
 			// An append rode in another's round, led one at once, or
 			// waited for its partition's running round and led the next.
 			co, waits := gc1.coalesced-gc0.coalesced, gc1.roundWaits-gc0.roundWaits
 			all := trips + co
 			er.logf("%s: appends in the window: %.0f in %.0f rounds; %.0f %% led one at once, %.0f %% waited for a running round, %.0f %% rode in another's",
-				s.target, all, trips, 100*(trips-waits)/all, 100*waits/all, 100*co/all)
+				target, all, trips, 100*(trips-waits)/all, 100*waits/all, 100*co/all)
 		}
 	}
-	if gcErr == nil {
-		for _, h := range slices.Sorted(maps.Values(slowSeries)) {
-			if a, b := gc0.slow[h], gc1.slow[h]; a != nil && b != nil {
-				n := b[len(slowBounds)] - a[len(slowBounds)]
-				var over []string
-				for i, bound := range slowBounds {
-					over = append(over, fmt.Sprintf("%.0f over %s s", b[i]-a[i], bound))
-				}
-				er.logf("%s: %s in the window: %.0f, of which %s", s.target, h, n, strings.Join(over, ", "))
+	for _, h := range slices.Sorted(maps.Values(slowSeries)) {
+		if a, b := gc0.slow[h], gc1.slow[h]; a != nil && b != nil {
+			n := b[len(slowBounds)] - a[len(slowBounds)]
+			var over []string
+			for i, bound := range slowBounds {
+				over = append(over, fmt.Sprintf("%.0f over %s s", b[i]-a[i], bound))
 			}
+			er.logf("%s: %s in the window: %.0f, of which %s", target, h, n, strings.Join(over, ", "))
 		}
 	}
-	return nil
 }
 
 // e2eConsumer is one member of group g reading topic from its earliest
