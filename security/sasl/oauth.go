@@ -179,7 +179,7 @@ type jwt struct {
 	sig      []byte
 }
 
-// parseJWT splits a compact JWS (RFC 7515 §7.1) into its decoded parts and
+// parseJWT splits a compact JWS (RFC 7515 section 7.1) into its decoded parts and
 // reads the header's algorithm and key id.
 func parseJWT(token string) (jwt, error) {
 	parts := strings.Split(token, ".")
@@ -270,7 +270,7 @@ func (v *OAuthValidator) verify(t *jwt) error {
 	return ErrTokenSignature
 }
 
-// checkClaims checks a verified token's claims (RFC 7519 §4.1: exp, which
+// checkClaims checks a verified token's claims (RFC 7519 section 4.1: exp, which
 // Kafka requires, nbf and iat within the clock skew, then the issuer and
 // audience the configuration asks for) and returns its subject and expiry.
 func (v *OAuthValidator) checkClaims(payload []byte) (sub string, exp time.Time, err error) {
@@ -312,7 +312,7 @@ func (v *OAuthValidator) checkClaims(payload []byte) (sub string, exp time.Time,
 }
 
 // audienceAccepted reports whether the aud claim (a string or an array of
-// them, RFC 7519 §4.1.3) names an audience the configuration accepts.
+// them, RFC 7519 section 4.1.3) names an audience the configuration accepts.
 func (v *OAuthValidator) audienceAccepted(aud any) bool {
 	var auds []string
 	switch a := aud.(type) {
