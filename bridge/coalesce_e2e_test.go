@@ -163,13 +163,7 @@ func TestProducerBatchesFollowInOneRound(t *testing.T) {
 			t.Fatal("the blocker's append never reached the server")
 		}
 	}
-	steps := []struct {
-		what  string
-		epoch int16
-		seq   int32
-		code  int16
-		base  int64
-	}{
+	steps := []produceStep{
 		{"first batch", 0, 0, 0, 1},
 		{"next in sequence", 0, 3, 0, 4},
 		{"next again", 0, 6, 0, 7},

@@ -140,6 +140,17 @@ func TestIdempotentDuplicatesOfLastFive(t *testing.T) {
 	})
 }
 
+// produceStep is one batch a scripted idempotent producer sends (its epoch
+// and first sequence) and the code and base offset it must be answered
+// with (base -1: none).
+type produceStep struct {
+	what  string
+	epoch int16
+	seq   int32
+	code  int16
+	base  int64
+}
+
 // TestIdempotentSequenceAndEpochErrors: a gap answers 45, an older epoch 47,
 // a new epoch must start at sequence 0, and an unknown producer may start
 // at any sequence (Kafka 4 ProducerAppendInfo.checkSequence: no state, no
@@ -150,13 +161,7 @@ func TestIdempotentSequenceAndEpochErrors(t *testing.T) {
 		gw.CreateTopic(t, "idem", 1)
 		rc := dialRaw(t, gw.Addr)
 		const pid = 77
-		steps := []struct {
-			what  string
-			epoch int16
-			seq   int32
-			code  int16
-			base  int64
-		}{
+		steps := []produceStep{
 			{"unknown producer at sequence 1000", 0, 1000, 0, 0},
 			{"next in sequence", 0, 1002, 0, 2},
 			{"gap", 0, 1005, 45, -1},
