@@ -67,7 +67,6 @@ func killableKiggyCluster(t *testing.T, n int) *kiggyCluster {
 	for range n {
 		c.addrs = append(c.addrs, fmt.Sprintf("127.0.0.1:%d", freePort(t)))
 	}
-	c.tg = target{name: "kiggy", addr: strings.Join(c.addrs, ",")}
 	c.args = func(id int32) []string {
 		return []string{
 			"--listen", c.addrs[id-1], "--admin-addr", "", "--drain-timeout", "2s",
@@ -80,8 +79,9 @@ func killableKiggyCluster(t *testing.T, n int) *kiggyCluster {
 	t.Cleanup(c.dumpLogs)
 	c.procs = make([]*kiggyproc.Proc, n)
 	for i := range n {
-		c.procs[i] = c.start(int32(i + 1))
+		c.procs[i] = c.startFirst(int32(i + 1))
 	}
+	c.tg = target{name: "kiggy", addr: strings.Join(c.addrs, ",")}
 	for id := range int32(n) {
 		c.waitServing(id + 1)
 	}
@@ -90,14 +90,44 @@ func killableKiggyCluster(t *testing.T, n int) *kiggyCluster {
 
 // start starts node id's process (a new incarnation on the node's address).
 func (c *kiggyCluster) start(id int32) *kiggyproc.Proc {
+	p, err := c.tryStart(id)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return p
+}
+
+// startFirst starts node id's first incarnation. Its port was free when
+// freePort chose it, but may be taken before kiggy binds it (it binds after
+// connecting to Iggy; an outgoing connection's ephemeral port can be it):
+// then the node gets another port and starts again.
+func (c *kiggyCluster) startFirst(id int32) *kiggyproc.Proc {
+	for attempt := 1; ; attempt++ {
+		p, err := c.tryStart(id)
+		if err == nil {
+			return p
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			c.t.Fatal(err)
+		}
+		c.t.Logf("kiggy node %d: %s taken at start; trying another port", id, c.addrs[id-1])
+		c.addrs[id-1] = fmt.Sprintf("127.0.0.1:%d", freePort(c.t))
+	}
+}
+
+// tryStart starts node id's process, or returns why it exited at start.
+func (c *kiggyCluster) tryStart(id int32) (*kiggyproc.Proc, error) {
 	c.mu.Lock()
 	name := fmt.Sprintf("kiggy%d-%d", id, len(c.all))
 	c.mu.Unlock()
-	p := kiggyproc.Start(c.t, kiggyproc.Config{Name: name, Args: c.args(id)})
+	p, err := kiggyproc.TryStart(c.t, kiggyproc.Config{Name: name, Args: c.args(id)})
+	if err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	c.all = append(c.all, p)
 	c.mu.Unlock()
-	return p
+	return p, nil
 }
 
 // waitServing waits until node id answers and its Metadata lists every

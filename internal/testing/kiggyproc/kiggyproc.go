@@ -16,6 +16,7 @@ package kiggyproc
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -130,8 +131,25 @@ type Proc struct {
 }
 
 // Start runs cfg's process and returns once it has logged every listener
-// its flags ask for (and the admin listener, which is logged first).
+// its flags ask for (and the admin listener, which is logged first). A
+// process that exits first fails the test.
 func Start(t testing.TB, cfg Config) *Proc {
+	t.Helper()
+	p, err := TryStart(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ErrExitedAtStart is TryStart's error for a process that exited before it
+// reported its listeners (its log tail follows in the error's text).
+var ErrExitedAtStart = errors.New("exited at start")
+
+// TryStart is Start for a caller that handles a process exiting at start
+// (ErrExitedAtStart, with the process's log tail; a port taken between
+// choosing and binding it, say) instead of failing the test.
+func TryStart(t testing.TB, cfg Config) (*Proc, error) {
 	t.Helper()
 	if cfg.Name == "" {
 		cfg.Name = "kiggy"
@@ -217,12 +235,13 @@ func Start(t testing.TB, cfg Config) *Proc {
 			}
 			p.Listeners[l[1]] = l[2]
 		case <-p.done:
-			t.Fatalf("%s exited at start: %v\n%s", p.Name, p.err, p.Tail(30))
+			p.stopped = true // the caller's to handle, not an exit during the test
+			return nil, fmt.Errorf("%s %w: %v\n%s", p.Name, ErrExitedAtStart, p.err, p.Tail(30))
 		case <-deadline:
 			t.Fatalf("%s did not report its listeners within %v\n%s", p.Name, cfg.StartTimeout, p.Tail(30))
 		}
 	}
-	return p
+	return p, nil
 }
 
 // flagValue returns the value of flag in args ("--flag value" or

@@ -1,7 +1,10 @@
 package kiggyproc
 
 import (
+	"errors"
+	"net"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -64,5 +67,23 @@ func TestStart(t *testing.T) {
 	p.Stop(t)
 	if !p.Exited() {
 		t.Error("still running after Stop")
+	}
+}
+
+// TestTryStartTakenPort: a process that cannot bind its port exits at start;
+// TryStart returns ErrExitedAtStart with the log's reason (the cluster
+// harnesses retry on it) and the test goes on, even with MustLive.
+func TestTryStartTakenPort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs cmd/kiggy (-short)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	p, err := TryStart(t, Config{Args: []string{"--listen", ln.Addr().String(), "--admin-addr", ""}, MustLive: true})
+	if p != nil || !errors.Is(err, ErrExitedAtStart) || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("TryStart on a taken port: %v, %v", p, err)
 	}
 }
