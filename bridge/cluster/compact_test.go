@@ -258,8 +258,12 @@ func TestMembershipConcurrentSwitch(t *testing.T) {
 	waitSettled(t, ms, []int32{1, 2, 3})
 	var wg sync.WaitGroup
 	for _, m := range ms[:2] {
+		// Generation 0 is named before either write: the other's switch may
+		// already have moved this instance on, and a switch written into
+		// generation 1 would rightly make a generation 2.
+		gen0 := m.genTopic(0)
 		wg.Go(func() {
-			if _, err := m.write(context.Background(), *m.topic.Load(), record{kind: kindSwitch, node: m.cfg.NodeID, incarnation: m.inc}); err != nil {
+			if _, err := m.write(context.Background(), gen0, record{kind: kindSwitch, node: m.cfg.NodeID, incarnation: m.inc}); err != nil {
 				t.Error(err)
 			}
 		})
