@@ -146,14 +146,7 @@ func (r *Records) Err() error { return r.err }
 // general decoder runs only for longer encodings.
 func (r *Records) Next(rec *Record) bool {
 	if r.left <= 0 || r.err != nil {
-		if !r.done {
-			r.done = true
-			if r.err == nil && r.off != len(r.b) {
-				// "Incorrect declared batch size, records still remaining in file".
-				r.err = ErrRecordTrailing
-			}
-		}
-		return false
+		return r.finish()
 	}
 	b, i := r.b, r.off
 	length, ok := varint1(b, i)
@@ -233,29 +226,8 @@ func (r *Records) Next(rec *Record) bool {
 		return r.fail(ErrRecordBody)
 	}
 	hstart := i
-	for n := hc; n > 0; n-- {
-		// "Invalid negative header key size N" (DefaultRecord.readHeaders).
-		l, ok := varint1(b, i)
-		if ok {
-			i++
-		} else if l, i = readVarintSlow(b, i); i < 0 {
-			return r.fail(ErrRecordBody)
-		}
-		if l < 0 || int(l) > end-i {
-			return r.fail(ErrRecordBody)
-		}
-		i += int(l)
-		if l, ok = varint1(b, i); ok {
-			i++
-		} else if l, i = readVarintSlow(b, i); i < 0 {
-			return r.fail(ErrRecordBody)
-		}
-		if l < -1 || int(l) > end-i {
-			return r.fail(ErrRecordBody)
-		}
-		if l > 0 {
-			i += int(l)
-		}
+	if hc > 0 {
+		i = skipHeaders(b, i, hc)
 	}
 	// "Invalid record size: expected to read N bytes in record payload, but
 	// instead read M".
@@ -266,6 +238,51 @@ func (r *Records) Next(rec *Record) bool {
 	r.off = end
 	r.left--
 	return true
+}
+
+// finish ends the iteration once every declared record was read or one
+// failed, checking that no bytes follow the last record.
+func (r *Records) finish() bool {
+	if !r.done {
+		r.done = true
+		if r.err == nil && r.off != len(r.b) {
+			// "Incorrect declared batch size, records still remaining in file".
+			r.err = ErrRecordTrailing
+		}
+	}
+	return false
+}
+
+// skipHeaders steps over n record headers from b[i] and returns the index
+// after them, or -1 when one does not fit in b (the record). Like Next, it
+// decodes each varint by the inlined one-byte path first.
+func skipHeaders(b []byte, i int, n int32) int {
+	for ; n > 0; n-- {
+		// "Invalid negative header key size N" (DefaultRecord.readHeaders):
+		// a key is never null; a value may be.
+		l, ok := varint1(b, i)
+		if ok {
+			i++
+		} else if l, i = readVarintSlow(b, i); i < 0 {
+			return -1
+		}
+		if l < 0 || int(l) > len(b)-i {
+			return -1
+		}
+		i += int(l)
+		if l, ok = varint1(b, i); ok {
+			i++
+		} else if l, i = readVarintSlow(b, i); i < 0 {
+			return -1
+		}
+		if l < -1 || int(l) > len(b)-i {
+			return -1
+		}
+		if l > 0 {
+			i += int(l)
+		}
+	}
+	return i
 }
 
 func (r *Records) fail(err error) bool {

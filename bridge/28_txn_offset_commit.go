@@ -28,64 +28,8 @@ func (g *Gateway) txnOffsetCommit(c *call) bool {
 	if !decodeOrClose(c, &req) {
 		return false
 	}
-	all := g.txnCode()
-	// In a cluster (docs/design/transactions.md §7) the group's coordinator
-	// checks the member and forwards the offsets to the transaction's
-	// coordinator, which takes them from it without the group check.
-	forward, forwarded := false, false
-	if all == wire.NoError && g.cfg.Placement != nil {
-		txnLocal := g.txnCoordinatorNode(req.TransactionalID) == g.cfg.NodeID
-		switch {
-		case !g.notCoordinator(req.Group):
-			forward = !txnLocal
-		case txnLocal && g.allowed(c, acl.OpClusterAction, acl.ResourceCluster, acl.ClusterName):
-			forwarded = true
-		default:
-			all = wire.NotCoordinator
-		}
-	}
-	switch {
-	case all != wire.NoError:
-	case !g.allowed(c, acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID):
-		all = wire.TransactionalIDAuthFailed
-	case g.groupCode(c, acl.OpRead, req.Group) != wire.NoError:
-		all = wire.GroupAuthorizationFailed
-	case req.Group == "":
-		all = wire.InvalidGroupID
-	case forwarded:
-	case req.Generation >= 0 || req.MemberID != "" || req.InstanceID.Valid:
-		code := wire.ErrorCode(g.groups.ValidateCommit(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation))
-		if code != wire.RebalanceInProgress {
-			all = code
-		}
-	}
-	codes := make([][]wire.ErrorCode, len(req.Topics))
-	var offsets []txn.Offset
-	for i, t := range req.Topics {
-		codes[i] = make([]wire.ErrorCode, len(t.Partitions))
-		topicCode := all
-		if topicCode == wire.NoError {
-			topicCode = g.topicCode(c, acl.OpRead, t.Topic)
-		}
-		var count int32 = -1
-		if topicCode == wire.NoError {
-			count, topicCode = g.topicPartitions(t.Topic, wire.CoordinatorLoadInProgress)
-		}
-		for j, p := range t.Partitions {
-			code := topicCode
-			switch {
-			case code != wire.NoError:
-			case p.Partition < 0 || p.Partition >= count:
-				code = wire.UnknownTopicOrPartition
-			case len(p.Metadata.S) > offsetMetadataMax:
-				code = wire.OffsetMetadataTooLarge
-			default:
-				offsets = append(offsets, txn.Offset{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
-					LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata.S})
-			}
-			codes[i][j] = code
-		}
-	}
+	all, forward := g.txnOffsetCommitCheck(c, &req)
+	codes, offsets := g.txnOffsetCommitPartitions(c, &req, all)
 	if len(offsets) > 0 && forward {
 		g.forwardTxnOffsets(&req, codes)
 	} else if len(offsets) > 0 {
@@ -117,6 +61,79 @@ func (g *Gateway) txnOffsetCommit(c *call) bool {
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
 	return false
+}
+
+// txnOffsetCommitCheck makes the request's checks, the transactional id's
+// and the group's, and returns the code every partition gets (NoError if
+// they passed) and whether the offsets go to the transaction's coordinator
+// on another instance.
+func (g *Gateway) txnOffsetCommitCheck(c *call, req *wire.TxnOffsetCommitRequest) (all wire.ErrorCode, forward bool) {
+	all = g.txnCode()
+	// In a cluster (docs/design/transactions.md §7) the group's coordinator
+	// checks the member and forwards the offsets to the transaction's
+	// coordinator, which takes them from it without the group check.
+	forwarded := false
+	if all == wire.NoError && g.cfg.Placement != nil {
+		txnLocal := g.txnCoordinatorNode(req.TransactionalID) == g.cfg.NodeID
+		switch {
+		case !g.notCoordinator(req.Group):
+			forward = !txnLocal
+		case txnLocal && g.allowed(c, acl.OpClusterAction, acl.ResourceCluster, acl.ClusterName):
+			forwarded = true
+		default:
+			all = wire.NotCoordinator
+		}
+	}
+	switch {
+	case all != wire.NoError:
+	case !g.allowed(c, acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID):
+		all = wire.TransactionalIDAuthFailed
+	case g.groupCode(c, acl.OpRead, req.Group) != wire.NoError:
+		all = wire.GroupAuthorizationFailed
+	case req.Group == "":
+		all = wire.InvalidGroupID
+	case forwarded:
+	case req.Generation >= 0 || req.MemberID != "" || req.InstanceID.Valid:
+		code := wire.ErrorCode(g.groups.ValidateCommit(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation))
+		if code != wire.RebalanceInProgress {
+			all = code
+		}
+	}
+	return all, forward
+}
+
+// txnOffsetCommitPartitions gives each partition its code, all unless that
+// is NoError, else the topic's READ and existence checks and the metadata's
+// size, and returns the offsets that passed.
+func (g *Gateway) txnOffsetCommitPartitions(c *call, req *wire.TxnOffsetCommitRequest, all wire.ErrorCode) ([][]wire.ErrorCode, []txn.Offset) {
+	codes := make([][]wire.ErrorCode, len(req.Topics))
+	var offsets []txn.Offset
+	for i, t := range req.Topics {
+		codes[i] = make([]wire.ErrorCode, len(t.Partitions))
+		topicCode := all
+		if topicCode == wire.NoError {
+			topicCode = g.topicCode(c, acl.OpRead, t.Topic)
+		}
+		var count int32 = -1
+		if topicCode == wire.NoError {
+			count, topicCode = g.topicPartitions(t.Topic, wire.CoordinatorLoadInProgress)
+		}
+		for j, p := range t.Partitions {
+			code := topicCode
+			switch {
+			case code != wire.NoError:
+			case p.Partition < 0 || p.Partition >= count:
+				code = wire.UnknownTopicOrPartition
+			case len(p.Metadata.S) > offsetMetadataMax:
+				code = wire.OffsetMetadataTooLarge
+			default:
+				offsets = append(offsets, txn.Offset{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
+					LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata.S})
+			}
+			codes[i][j] = code
+		}
+	}
+	return codes, offsets
 }
 
 // txnOffsetCommitForwardVersion is the TxnOffsetCommit version a group

@@ -310,6 +310,17 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 	if timeoutMs <= 0 || time.Duration(timeoutMs)*time.Millisecond > c.cfg.MaxTimeout {
 		return -1, -1, wire.InvalidTransactionTimeout
 	}
+	e := c.lockOrHold(id)
+	if e == nil {
+		return c.initNew(ctx, id, timeoutMs)
+	}
+	defer e.mu.Unlock()
+	return c.initAgain(ctx, e, timeoutMs, expectedPID, expectedEpoch, v)
+}
+
+// lockOrHold returns id's entry with its lock held, like lockEntry, or nil
+// with c.mu held when the id has none, so that the caller may add one.
+func (c *Coordinator) lockOrHold(id string) *entry {
 	c.mu.Lock()
 	e := c.txns[id]
 	for e != nil {
@@ -322,36 +333,47 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		c.mu.Lock()
 		e = c.txns[id]
 	}
-	if e == nil {
-		if c.cfg.MaxIDs > 0 && len(c.txns) >= c.cfg.MaxIDs {
-			c.mu.Unlock()
-			c.Stats.Refused.Add(1)
-			return -1, -1, wire.CoordinatorNotAvailable
-		}
-		pid := c.backend.NewProducerID()
-		if pid < 0 {
-			c.mu.Unlock()
-			return -1, -1, wire.UnknownServerError
-		}
-		now := c.nowMs()
-		id = strings.Clone(id) // the request's string may alias its frame
-		e = &entry{t: Txn{ID: id, ProducerID: pid, LastEpoch: -1, TimeoutMs: timeoutMs, State: Empty, UpdateMs: now}}
-		e.mu.Lock()
-		c.txns[id] = e
-		c.byPID[pid] = e
+	return e
+}
+
+// initNew gives a transactional id its first producer id, at epoch 0, if
+// the id cap (MaxIDs) allows another. The caller holds c.mu; initNew
+// releases it.
+func (c *Coordinator) initNew(ctx context.Context, id string, timeoutMs int32) (int64, int16, wire.ErrorCode) {
+	if c.cfg.MaxIDs > 0 && len(c.txns) >= c.cfg.MaxIDs {
 		c.mu.Unlock()
-		defer e.mu.Unlock()
-		if err := c.persist(ctx, &e.t); err != nil {
-			e.gone = true
-			c.mu.Lock()
-			delete(c.txns, id)
-			delete(c.byPID, pid)
-			c.mu.Unlock()
-			return -1, -1, storeCode(err)
-		}
-		return pid, 0, wire.NoError
+		c.Stats.Refused.Add(1)
+		return -1, -1, wire.CoordinatorNotAvailable
 	}
+	pid := c.backend.NewProducerID()
+	if pid < 0 {
+		c.mu.Unlock()
+		return -1, -1, wire.UnknownServerError
+	}
+	now := c.nowMs()
+	id = strings.Clone(id) // the request's string may alias its frame
+	e := &entry{t: Txn{ID: id, ProducerID: pid, LastEpoch: -1, TimeoutMs: timeoutMs, State: Empty, UpdateMs: now}}
+	e.mu.Lock()
+	c.txns[id] = e
+	c.byPID[pid] = e
+	c.mu.Unlock()
 	defer e.mu.Unlock()
+	if err := c.persist(ctx, &e.t); err != nil {
+		e.gone = true
+		c.mu.Lock()
+		delete(c.txns, id)
+		delete(c.byPID, pid)
+		c.mu.Unlock()
+		return -1, -1, storeCode(err)
+	}
+	return pid, 0, wire.NoError
+}
+
+// initAgain answers InitProducerId for an id that has a producer (the
+// caller holds e's lock): the same answer to the retry of the bump just
+// made, else the next epoch (or a new producer id once the epoch is
+// exhausted) after completing or aborting what the previous producer left.
+func (c *Coordinator) initAgain(ctx context.Context, e *entry, timeoutMs int32, expectedPID int64, expectedEpoch int16, v int16) (int64, int16, wire.ErrorCode) {
 	t := &e.t
 	if expectedPID >= 0 && expectedPID == t.ProducerID && expectedEpoch == t.LastEpoch && t.State == Empty {
 		// KIP-360: the retry of the bump just made (its answer was lost),
