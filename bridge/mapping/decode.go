@@ -22,13 +22,58 @@ func (d *Decoder) Decode(m *message.Message, r *Record) error {
 	d.headers = d.headers[:0]
 	d.kinds = d.kinds[:0]
 	*r = Record{}
+	var mk markers
+	if err := d.scan(m.Headers, &mk); err != nil {
+		return err
+	}
+	// §3.2: the kafka.v switch.
+	if !mk.gateway {
+		d.headers = d.headers[:0]
+		return d.decodeForeign(m, r)
+	}
+	if !bytes.Equal(mk.version, one) {
+		return ErrUnmappable
+	}
+	if mk.stamp != nil {
+		r.Stamp, _ = parseProducer(mk.stamp) // an unreadable stamp is no stamp (FindProducer)
+	}
+	if mk.control != nil {
+		// A transaction marker: nothing else of the message is a record.
+		d.headers = d.headers[:0]
+		c, ok := parseControl(mk.control)
+		if !ok {
+			return ErrUnmappable
+		}
+		r.Control, r.IsControl = c, true
+		r.TimestampMs = nativeTimestamp(m)
+		return nil
+	}
+	if mk.envelope != nil {
+		if !bytes.Equal(mk.envelope, one) {
+			return ErrUnmappable
+		}
+		d.headers = d.headers[:0]
+		if err := d.decodeEnvelope(m.Payload, r); err != nil {
+			return err
+		}
+	} else if err := d.decodeFields(m, &mk, r); err != nil {
+		return err
+	}
+	return decodeTimestamp(m, mk.ts, mk.tsKind, r)
+}
 
-	// §3.2: the kafka.v switch. Find the gateway markers, and the kafka.h.*
-	// headers a gateway message surfaces, in one pass over the block.
-	var version, key, value, ts, envelope, stamp, control []byte
-	var tsKind byte
-	var gateway, dup bool
-	for block := m.Headers; len(block) > 0; {
+// markers are what scan found in a message's header block: the gateway's
+// kafka.* headers (§3.2) and whether two kafka.h.* keys map to one name.
+type markers struct {
+	version, key, value, ts, envelope, stamp, control []byte
+	tsKind                                            byte
+	gateway, dup                                      bool
+}
+
+// scan finds the gateway markers, and the kafka.h.* headers a gateway
+// message surfaces (into d.headers), in one pass over the block.
+func (d *Decoder) scan(block []byte, mk *markers) error {
+	for len(block) > 0 {
 		h, rest, err := message.NextHeader(block)
 		if err != nil {
 			// §3.1: an unreadable block is refused, never served as header-less.
@@ -42,97 +87,77 @@ func (d *Decoder) Decode(m *message.Message, r *Record) error {
 				if bytes.Equal(d.headers[i].Key, name) {
 					// Two stored keys map to one name: this mapping writes
 					// only String keys, so the message is not ours (§3.4).
-					dup = true
+					mk.dup = true
 				}
 			}
 			d.headers = append(d.headers, Header{Key: name, Value: h.Value})
 			continue
 		}
-		if h.KeyKind == message.KindString {
-			switch string(h.Key) {
-			case keyVersion:
-				version, gateway = h.Value, true
-			case keyKey:
-				key = h.Value
-			case keyValue:
-				value = h.Value
-			case keyTS:
-				ts, tsKind = h.Value, h.ValueKind
-			case keyEnvelope:
-				envelope = h.Value
-			case keyProducer:
-				if h.ValueKind == message.KindRaw {
-					stamp = h.Value
-				}
-			case keyControl:
-				control = h.Value
+		if h.KeyKind != message.KindString {
+			continue
+		}
+		switch string(h.Key) {
+		case keyVersion:
+			mk.version, mk.gateway = h.Value, true
+		case keyKey:
+			mk.key = h.Value
+		case keyValue:
+			mk.value = h.Value
+		case keyTS:
+			mk.ts, mk.tsKind = h.Value, h.ValueKind
+		case keyEnvelope:
+			mk.envelope = h.Value
+		case keyProducer:
+			if h.ValueKind == message.KindRaw {
+				mk.stamp = h.Value
 			}
+		case keyControl:
+			mk.control = h.Value
 		}
 	}
-	if !gateway {
-		d.headers = d.headers[:0]
-		return d.decodeForeign(m, r)
-	}
-	if !bytes.Equal(version, one) {
+	return nil
+}
+
+// decodeFields presents a gateway message stored without an envelope: the
+// key from its header, the value from the payload or a null/empty marker,
+// the kafka.h.* headers.
+func (d *Decoder) decodeFields(m *message.Message, mk *markers, r *Record) error {
+	r.Key = mk.key
+	switch {
+	case mk.value == nil:
+		r.Value = m.Payload
+	case bytes.Equal(mk.value, markerNull):
+		r.Value = nil
+	case bytes.Equal(mk.value, markerEmpty):
+		r.Value = m.Payload[:0]
+	default:
 		return ErrUnmappable
 	}
-	if stamp != nil {
-		r.Stamp, _ = parseProducer(stamp) // an unreadable stamp is no stamp (FindProducer)
+	if mk.dup {
+		return ErrUnmappable
 	}
-	if control != nil {
-		// A transaction marker: nothing else of the message is a record.
-		d.headers = d.headers[:0]
-		c, ok := parseControl(control)
-		if !ok {
-			return ErrUnmappable
-		}
-		r.Control, r.IsControl = c, true
+	r.Headers = d.headers
+	return nil
+}
+
+// decodeTimestamp sets r's timestamp (§3.4 step 3): the stored kafka.ts
+// (-1: the message's own), or the message's own without one.
+func decodeTimestamp(m *message.Message, ts []byte, kind byte, r *Record) error {
+	if ts == nil {
 		r.TimestampMs = nativeTimestamp(m)
 		return nil
 	}
-
-	if envelope != nil {
-		if !bytes.Equal(envelope, one) {
-			return ErrUnmappable
-		}
-		d.headers = d.headers[:0]
-		if err := d.decodeEnvelope(m.Payload, r); err != nil {
-			return err
-		}
-	} else {
-		r.Key = key
-		switch {
-		case value == nil:
-			r.Value = m.Payload
-		case bytes.Equal(value, markerNull):
-			r.Value = nil
-		case bytes.Equal(value, markerEmpty):
-			r.Value = m.Payload[:0]
-		default:
-			return ErrUnmappable
-		}
-		if dup {
-			return ErrUnmappable
-		}
-		r.Headers = d.headers
+	if kind != message.KindInt64 || len(ts) != 8 {
+		return ErrUnmappable
 	}
-
-	// §3.4 step 3: timestamp.
-	if ts != nil {
-		if tsKind != message.KindInt64 || len(ts) != 8 {
-			return ErrUnmappable
-		}
-		v := int64(binary.LittleEndian.Uint64(ts))
-		switch {
-		case v == -1:
-			r.TimestampMs = int64(m.Timestamp / 1000)
-		case v >= 0:
-			r.TimestampMs = v
-		default:
-			return ErrUnmappable
-		}
-	} else {
-		r.TimestampMs = nativeTimestamp(m)
+	v := int64(binary.LittleEndian.Uint64(ts))
+	switch {
+	case v == -1:
+		r.TimestampMs = int64(m.Timestamp / 1000)
+	case v >= 0:
+		r.TimestampMs = v
+	default:
+		return ErrUnmappable
 	}
 	return nil
 }
