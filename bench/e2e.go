@@ -36,6 +36,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"io"
 	"maps"
 	"os"
@@ -90,6 +91,12 @@ type E2EConfig struct {
 	SegmentBytes int64 `json:"segment_bytes"`
 	// IggyBenchBatch is iggy-bench e2e's messages per batch (-P).
 	IggyBenchBatch int `json:"iggy_bench_batch"`
+	// IggyBenchDurability is the level iggy-bench e2e appends at, as
+	// Config.IggyBenchDurability: "written" or "fsync" has its topics
+	// created fresh before each run at that level, with SegmentBytes, and
+	// iggy-bench reuse them; "" leaves iggy-bench to create them with
+	// Iggy's defaults (buffered, 1 GiB segments).
+	IggyBenchDurability string `json:"iggy_bench_durability,omitempty"`
 
 	// The servers, as in Config.
 	KafkaHeap       string   `json:"kafka_heap"`
@@ -142,9 +149,11 @@ func DefaultE2EConfig() E2EConfig {
 		Drain:          10 * time.Second,
 		SegmentBytes:   8 << 20,
 		IggyBenchBatch: 10,
-		KafkaHeap:      "1g",
-		IggyUsername:   "iggy",
-		IggyPassword:   "iggy",
+		// kiggy-iggy's default level: the like-for-like comparison.
+		IggyBenchDurability: "written",
+		KafkaHeap:           "1g",
+		IggyUsername:        "iggy",
+		IggyPassword:        "iggy",
 	}
 }
 
@@ -219,6 +228,9 @@ func (ec *E2EConfig) normalize() error {
 	}
 	if ec.IggyBenchBatch < 1 {
 		errs = append(errs, fmt.Errorf("iggy-bench batch %d: want ≥ 1", ec.IggyBenchBatch))
+	}
+	if d := ec.IggyBenchDurability; d != "" && d != "written" && d != "fsync" {
+		errs = append(errs, fmt.Errorf("iggy-bench durability %q: want written, fsync or empty", d))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("bench: invalid end-to-end config: %w", err)
@@ -851,15 +863,18 @@ func parseIggyBenchE2E(out string) (iggyBenchE2E, bool) {
 // Nagle's algorithm off, as Go's (and so franz-go's) connections have it:
 // with it on, a producing consumer's small batches waited ~40 ms each for
 // the delayed acknowledgement of the one before.
-func iggyBenchE2EArgs(rate float64, size, batch, actors int, warmup, window time.Duration, addr, user, pass string) []string {
+func iggyBenchE2EArgs(rate float64, size, batch, actors int, warmup, window time.Duration, addr, user, pass string, reuse bool) []string {
 	bytesPerSec := 2 * rate * float64(size)
 	total := int64(bytesPerSec * window.Seconds())
 	n := strconv.Itoa(actors)
-	return []string{"-m", strconv.Itoa(size), "-P", strconv.Itoa(batch),
+	args := []string{"-m", strconv.Itoa(size), "-P", strconv.Itoa(batch),
 		"-T", strconv.FormatInt(total/1000, 10) + "KB", "-r", strconv.FormatInt(int64(bytesPerSec/1000), 10) + "KB",
 		"-w", strconv.FormatInt(warmup.Milliseconds(), 10) + "ms",
-		"-u", user, "-p", pass,
-		"end-to-end-producing-consumer", "-s", n, "-p", n, "tcp", "--server-address", addr, "--nodelay"}
+		"-u", user, "-p", pass}
+	if reuse {
+		args = append(args, "--reuse-streams")
+	}
+	return append(args, "end-to-end-producing-consumer", "-s", n, "-p", n, "tcp", "--server-address", addr, "--nodelay")
 }
 
 // iggyBenchE2E runs iggy-bench e2e on s's Iggy server at rate records/s
@@ -869,7 +884,17 @@ func (er *e2eRunner) iggyBenchE2E(ctx context.Context, s *session, f, rate float
 	row := &E2ERow{Target: TargetIggyBench + " e2e", Fraction: f, Groups: 1, Rate: rate, Status: StatusOK, IggyPolls: -1, IggySends: -1,
 		Note: "iggy-bench's own latency: a producing consumer's send of a batch to its poll of it"}
 	actors := int(max(1, min(ec.Load.Partitions, maxIggyBenchActors)))
-	args := iggyBenchE2EArgs(rate, ec.Load.RecordSize, ec.IggyBenchBatch, actors, ec.Warmup, ec.Window, s.iggyAddr, ec.IggyUsername, ec.IggyPassword)
+	durable := ec.IggyBenchDurability != ""
+	if durable {
+		row.Note += ", at " + ec.IggyBenchDurability + " (kiggy-iggy's topic options)"
+		topic := store.TopicConfig{SegmentBytes: ec.SegmentBytes}
+		if err := prepareIggyBenchStreams(ctx, s.iggyAddr, ec.IggyUsername, ec.IggyPassword, actors, ec.IggyBenchDurability, topic, true); err != nil {
+			row.Status, row.Error = StatusFailed, err.Error()
+			er.failf("%s at %.0f %%: %s", row.Target, 100*f, row.Error)
+			return row
+		}
+	}
+	args := iggyBenchE2EArgs(rate, ec.Load.RecordSize, ec.IggyBenchBatch, actors, ec.Warmup, ec.Window, s.iggyAddr, ec.IggyUsername, ec.IggyPassword, durable)
 	pid := 0
 	for _, p := range s.procs {
 		if p.name == "iggy-server" {

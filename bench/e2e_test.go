@@ -133,12 +133,21 @@ func TestParseIggyBenchE2E(t *testing.T) {
 	if _, ok := parseIggyBenchE2E("Producers Results: Total throughput: 1 MB/s, 2 messages/s"); ok {
 		t.Fatal("parsed a summary that is not end-to-end")
 	}
-	args := strings.Join(iggyBenchE2EArgs(1000, 1024, 10, 16, 2*time.Second, 10*time.Second, "127.0.0.1:1", "u", "p"), " ")
+	args := strings.Join(iggyBenchE2EArgs(1000, 1024, 10, 16, 2*time.Second, 10*time.Second, "127.0.0.1:1", "u", "p", false), " ")
 	// 1,000 records/s of 1 KiB, sent and polled: 2,048 KB/s, 20,480 KB in 10 s.
 	for _, want := range []string{"-m 1024", "-P 10", "-T 20480KB", "-r 2048KB", "-w 2000ms", "end-to-end-producing-consumer -s 16 -p 16 tcp --server-address 127.0.0.1:1 --nodelay"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
+	}
+	if strings.Contains(args, "--reuse-streams") {
+		t.Errorf("args %q reuse streams kbench did not create", args)
+	}
+	// At a durability level kbench creates the topics: iggy-bench reuses
+	// them (a global option, before the command).
+	args = strings.Join(iggyBenchE2EArgs(1000, 1024, 10, 16, 2*time.Second, 10*time.Second, "127.0.0.1:1", "u", "p", true), " ")
+	if !strings.Contains(args, "--reuse-streams end-to-end-producing-consumer ") {
+		t.Errorf("args %q do not reuse the streams", args)
 	}
 }
 

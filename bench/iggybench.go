@@ -117,7 +117,7 @@ func (r *runner) runIggyBench(ctx context.Context, addr string, l Load, name str
 		"-u", r.cfg.IggyUsername, "-p", r.cfg.IggyPassword}
 	out := iggyBenchRun{kinds: map[string]iggyBenchResult{}}
 	if d := r.cfg.IggyBenchDurability; d != "" {
-		if err := r.prepareIggyBenchStreams(ctx, addr, n, d); err != nil {
+		if err := prepareIggyBenchStreams(ctx, addr, r.cfg.IggyUsername, r.cfg.IggyPassword, n, d, store.TopicConfig{}, false); err != nil {
 			return out, err
 		}
 	}
@@ -162,25 +162,34 @@ func (r *runner) runIggyBench(ctx context.Context, addr string, l Load, name str
 	return out, nil
 }
 
-// prepareIggyBenchStreams creates iggy-bench's pinned-producer streams and
-// topics, as iggy-bench names them (bench-stream-1 … bench-stream-n, each
-// with topic "topic-1" of one partition: apache/iggy core/bench,
-// init_streams and the pinned producer's one partition per stream), through
-// kiggy's Iggy client at durability, so that iggy-bench --reuse-streams
-// appends with the topic options kiggy-iggy's topics get.
-func (r *runner) prepareIggyBenchStreams(ctx context.Context, addr string, n int, durability string) error {
+// prepareIggyBenchStreams creates the streams and topics iggy-bench's
+// pinned producers and end-to-end producing consumers use, as iggy-bench
+// names them (bench-stream-1 … bench-stream-n, each with topic "topic-1" of
+// one partition: apache/iggy core/bench, init_streams and one partition per
+// stream for both), through kiggy's Iggy client at durability and with
+// topic's options, so that iggy-bench --reuse-streams appends with the
+// topic options kiggy-iggy's topics get. fresh deletes each topic first, so
+// that a run starts at offset 0.
+func prepareIggyBenchStreams(ctx context.Context, addr, user, pass string, n int, durability string, topic store.TopicConfig, fresh bool) error {
 	d, err := store.ParseDurability(durability)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
 	for i := 1; i <= n; i++ {
-		c, err := iggy.Open(ctx, iggy.Config{Addr: addr, Username: r.cfg.IggyUsername, Password: r.cfg.IggyPassword,
+		c, err := iggy.Open(ctx, iggy.Config{Addr: addr, Username: user, Password: pass,
 			Stream: fmt.Sprintf("bench-stream-%d", i), Durability: d, PoolSize: 1, PingInterval: -1, ReadCacheBytes: -1,
 			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			return fmt.Errorf("bench: iggy-bench streams: %w", err)
 		}
-		_, err = c.CreateTopic(ctx, "topic-1", 1, store.TopicConfig{})
+		if fresh {
+			if err = c.DeleteTopic(ctx, "topic-1"); errors.Is(err, store.ErrUnknownTopic) {
+				err = nil
+			}
+		}
+		if err == nil {
+			_, err = c.CreateTopic(ctx, "topic-1", 1, topic)
+		}
 		c.Close()
 		if err != nil && !errors.Is(err, store.ErrTopicExists) {
 			return fmt.Errorf("bench: iggy-bench streams: %w", err)

@@ -54,6 +54,8 @@ func run() int {
 	fs.DurationVar(&cfg.Drain, "drain", def.Drain, "how long the groups may catch up after the producers stop")
 	fs.Int64Var(&cfg.SegmentBytes, "segment-bytes", def.SegmentBytes, "the topics' segment.bytes")
 	fs.IntVar(&cfg.IggyBenchBatch, "iggy-bench-batch", def.IggyBenchBatch, "iggy-bench e2e's messages per batch (-P)")
+	fs.StringVar(&cfg.IggyBenchDurability, "iggy-bench-durability", def.IggyBenchDurability,
+		"the level iggy-bench e2e's topics are created at before each run (written or fsync), or empty: iggy-bench creates them with Iggy's defaults (buffered)")
 	fs.StringVar(&cfg.KafkaHeap, "kafka-heap", def.KafkaHeap, "Kafka broker JVM heap")
 	fs.StringVar(&cfg.KafkaDir, "kafka-dir", "", "directory for the Kafka broker's data (default: /dev/shm if it is a tmpfs)")
 	fs.StringVar(&cfg.IggyAddr, "iggy-addr", "", "run kiggy-iggy against this Iggy server instead of a fresh one")
