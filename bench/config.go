@@ -269,6 +269,13 @@ type Config struct {
 	KafkaDir string `json:"kafka_dir"`
 	// KafkaOnTmpfs reports whether KafkaDir is a tmpfs (set by Run).
 	KafkaOnTmpfs bool `json:"kafka_on_tmpfs"`
+	// IggyDir is where the fresh iggy-server processes' data directories
+	// are created (IggyServerBin, the single node and the cluster). "" =
+	// KafkaDir: both servers write to the same medium, tmpfs by default,
+	// so that neither's latency includes the disk's writeback and the
+	// other's does not. IggyOnTmpfs reports whether it is a tmpfs.
+	IggyDir     string `json:"iggy_dir"`
+	IggyOnTmpfs bool   `json:"iggy_on_tmpfs"`
 	// IggyAddr, if set, points kiggy-iggy at this Iggy server instead of a
 	// fresh iggytest process; IggyUsername and IggyPassword log in.
 	IggyAddr string `json:"iggy_addr,omitempty"`
@@ -411,6 +418,10 @@ func (c *Config) setDefaults() {
 		}
 	}
 	c.KafkaOnTmpfs = isTmpfs(c.KafkaDir)
+	if c.IggyDir == "" {
+		c.IggyDir = c.KafkaDir
+	}
+	c.IggyOnTmpfs = isTmpfs(c.IggyDir)
 	if c.Consumers < 1 {
 		c.Consumers = 1
 	}

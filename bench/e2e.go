@@ -101,6 +101,7 @@ type E2EConfig struct {
 	// The servers, as in Config.
 	KafkaHeap       string   `json:"kafka_heap"`
 	KafkaDir        string   `json:"kafka_dir,omitempty"`
+	IggyDir         string   `json:"iggy_dir,omitempty"`
 	IggyAddr        string   `json:"iggy_addr,omitempty"`
 	IggyPID         int      `json:"iggy_pid,omitempty"`
 	IggyServerBin   string   `json:"iggy_server_bin,omitempty"`
@@ -244,7 +245,7 @@ func (ec E2EConfig) benchConfig() Config {
 	c.Targets = slices.Clone(ec.Targets)
 	c.Loads = []Load{ec.Load}
 	c.JavaPerf, c.LatencyFraction = false, 0
-	c.KafkaHeap, c.KafkaDir = ec.KafkaHeap, ec.KafkaDir
+	c.KafkaHeap, c.KafkaDir, c.IggyDir = ec.KafkaHeap, ec.KafkaDir, ec.IggyDir
 	c.IggyAddr, c.IggyPID, c.IggyServerBin = ec.IggyAddr, ec.IggyPID, ec.IggyServerBin
 	c.IggyClusterAddr, c.IggyClusterPIDs = ec.IggyClusterAddr, slices.Clone(ec.IggyClusterPIDs)
 	c.IggyUsername, c.IggyPassword = ec.IggyUsername, ec.IggyPassword

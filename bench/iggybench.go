@@ -23,26 +23,61 @@ import (
 )
 
 // iggyNode is an iggy-server the harness started (internal/testing/iggyserver),
-// with the pid and stop of a process.
-type iggyNode struct{ *iggyserver.Node }
+// with the pid and stop of a process; stop removes its data directory
+// (Config.IggyDir) after copying its log into the work directory.
+type iggyNode struct {
+	*iggyserver.Node
+	release func()
+}
 
 func (n iggyNode) pid() int { return n.Pid() }
 
-func (n iggyNode) stop(timeout time.Duration) error { return n.StopWithin(timeout) }
+func (n iggyNode) stop(timeout time.Duration) error {
+	err := n.StopWithin(timeout)
+	n.release()
+	return err
+}
+
+// iggyDataDir makes a fresh directory for the data of the iggy-server(s)
+// name under Config.IggyDir, and returns it with the function that, once
+// they stopped, copies their server.log files into the work directory
+// (<name>[-node-i].log) and removes it (kept with KeepWork).
+func (r *runner) iggyDataDir(name string) (string, func(), error) {
+	dir, err := os.MkdirTemp(r.cfg.IggyDir, "kbench-"+name+"-")
+	if err != nil {
+		return "", nil, fmt.Errorf("bench: %w", err)
+	}
+	return dir, func() {
+		logs, _ := filepath.Glob(filepath.Join(dir, "*", "server.log"))
+		logs2, _ := filepath.Glob(filepath.Join(dir, "*", "*", "server.log"))
+		for i, l := range append(logs, logs2...) {
+			if b, err := os.ReadFile(l); err == nil {
+				_ = os.WriteFile(filepath.Join(r.work, fmt.Sprintf("%s-%d.log", name, i)), b, 0o644)
+			}
+		}
+		if !r.cfg.KeepWork {
+			os.RemoveAll(dir)
+		}
+	}, nil
+}
 
 // startIggyServer starts the iggy-server binary Config.IggyServerBin on a
-// free loopback port with a fresh data directory under the work directory
-// (on disk unless the work directory is a tmpfs), only its TCP listener and
-// root Config.IggyUsername, one shard (docs/BENCHMARKS.md, "The Iggy path").
-// It returns the server once the port accepts connections; its output is
-// in its directory, <work>/<name>-*/server.log.
+// free loopback port with a fresh data directory under Config.IggyDir,
+// only its TCP listener and root Config.IggyUsername, one shard
+// (docs/BENCHMARKS.md, "The Iggy path"). It returns the server once the
+// port accepts connections; its output ends up in <work>/<name>-0.log.
 func (r *runner) startIggyServer(ctx context.Context, name string) (iggyNode, error) {
-	n, err := iggyserver.StartContext(ctx, r.cfg.IggyServerBin, iggyserver.Options{
-		Dir: r.work, Name: name, Username: r.cfg.IggyUsername, Password: r.cfg.IggyPassword})
+	dir, release, err := r.iggyDataDir(name)
 	if err != nil {
+		return iggyNode{}, err
+	}
+	n, err := iggyserver.StartContext(ctx, r.cfg.IggyServerBin, iggyserver.Options{
+		Dir: dir, Name: name, Username: r.cfg.IggyUsername, Password: r.cfg.IggyPassword})
+	if err != nil {
+		release()
 		return iggyNode{}, fmt.Errorf("bench: %w", err)
 	}
-	return iggyNode{n}, nil
+	return iggyNode{n, release}, nil
 }
 
 // maxIggyBenchActors bounds iggy-bench's producers and consumers. Its

@@ -293,6 +293,9 @@ func (r *runner) startKiggyIggy(ctx context.Context, target, tag string) (*sessi
 		_ = ig.stop(stopTimeout)
 		return nil, err
 	}
+	if procName == "iggy-server" {
+		s.note = strings.TrimPrefix(s.note+"; "+iggyMedium(r.cfg.IggyOnTmpfs), "; ")
+	}
 	s.procs = append(s.procs, measuredProc{procName, ig.pid()})
 	s.iggyAddr = iaddr
 	gwStop := s.stop
@@ -300,6 +303,14 @@ func (r *runner) startKiggyIggy(ctx context.Context, target, tag string) (*sessi
 		return errors.Join(gwStop(), ig.stop(stopTimeout))
 	}
 	return s, nil
+}
+
+// iggyMedium says where the fresh iggy-servers keep their data.
+func iggyMedium(tmpfs bool) string {
+	if tmpfs {
+		return "iggy-server data on tmpfs"
+	}
+	return "iggy-server data on disk"
 }
 
 // startKiggyIggyCluster runs kiggy against Config.IggyClusterAddr; else
@@ -313,21 +324,27 @@ func (r *runner) startKiggyIggyCluster(ctx context.Context, tag string) (*sessio
 		if err != nil {
 			return nil, err
 		}
-		c, err := iggyserver.StartCluster(bin, r.work, 3)
+		dir, release, err := r.iggyDataDir("iggy-cluster-" + tag)
 		if err != nil {
+			return nil, err
+		}
+		c, err := iggyserver.StartCluster(bin, dir, 3)
+		if err != nil {
+			release()
 			return nil, err
 		}
 		s, err := r.startKiggy(ctx, target, tag, c.Seeds(), iggyTargets[target])
 		if err != nil {
 			c.Stop()
+			release()
 			return nil, err
 		}
-		s.note = strings.TrimPrefix(s.note+"; a fresh 3-node iggy-server cluster, its nodes' CPU measured", "; ")
+		s.note = strings.TrimPrefix(s.note+"; a fresh 3-node iggy-server cluster, its nodes' CPU measured, "+iggyMedium(r.cfg.IggyOnTmpfs), "; ")
 		for _, n := range c.Nodes {
 			s.procs = append(s.procs, measuredProc{"iggy-server", n.Pid()})
 		}
 		gwStop := s.stop
-		s.stop = func() error { err := gwStop(); c.Stop(); return err }
+		s.stop = func() error { err := gwStop(); c.Stop(); release(); return err }
 		return s, nil
 	}
 	if r.cfg.IggyClusterAddr != "" {

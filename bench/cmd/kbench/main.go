@@ -68,7 +68,7 @@ type options struct {
 	javaPerf                                             bool
 	javaTargets                                          string
 	javaRecords                                          int64
-	kafkaHeap, kafkaDir                                  string
+	kafkaHeap, kafkaDir, iggyDir                         string
 	iggyAddr, iggyServer                                 string
 	iggyPID                                              int
 	iggyBench, iggyBenchDurability, iggyCluster          string
@@ -130,6 +130,7 @@ func (o *options) define(fs *flag.FlagSet) {
 	fs.Int64Var(&o.javaRecords, "java-records", 0, "records per kafka-producer-perf-test run, the same for every target (0 = about -warmup + -duration at 100 MB/s, the warm-up part as --warmup-records)")
 	fs.StringVar(&o.kafkaHeap, "kafka-heap", def.KafkaHeap, "Kafka broker JVM heap (-Xms/-Xmx)")
 	fs.StringVar(&o.kafkaDir, "kafka-dir", "", "directory for the Kafka broker's data (default: /dev/shm if it is a tmpfs, like the in-memory targets; give a disk directory to measure Kafka on disk)")
+	fs.StringVar(&o.iggyDir, "iggy-dir", "", "directory for the fresh iggy-servers' data (default: the Kafka broker's)")
 	fs.StringVar(&o.iggyAddr, "iggy-addr", "", "run kiggy-iggy against this Iggy server instead of a fresh iggytest")
 	fs.StringVar(&o.iggyServer, "iggy-server", "", "iggy-server binary the Iggy targets start with a fresh data directory per session (instead of iggytest; kiggy-iggy-cluster: a fresh 3-node cluster); its CPU and RSS are counted")
 	fs.IntVar(&o.iggyPID, "iggy-pid", 0, "with -iggy-addr: the external iggy-server's pid, to count its CPU and RSS")
@@ -325,7 +326,7 @@ func (o *options) applyRun(cfg *bench.Config) {
 // applyServers sets what the targets run on: Kafka's directory, the Iggy
 // servers and tools, the gateway build and flags, the work directory.
 func (o *options) applyServers(cfg *bench.Config, check func(error)) {
-	cfg.KafkaDir = o.kafkaDir
+	cfg.KafkaDir, cfg.IggyDir = o.kafkaDir, o.iggyDir
 	cfg.IggyAddr, cfg.IggyUsername, cfg.IggyPassword = o.iggyAddr, o.iggyUser, o.iggyPass
 	cfg.IggyClusterAddr = o.iggyCluster
 	cfg.IggyServerBin, cfg.IggyPID, cfg.IggyBenchBin = o.iggyServer, o.iggyPID, o.iggyBench

@@ -58,6 +58,7 @@ func run() int {
 		"the level iggy-bench e2e's topics are created at before each run (written or fsync), or empty: iggy-bench creates them with Iggy's defaults (buffered)")
 	fs.StringVar(&cfg.KafkaHeap, "kafka-heap", def.KafkaHeap, "Kafka broker JVM heap")
 	fs.StringVar(&cfg.KafkaDir, "kafka-dir", "", "directory for the Kafka broker's data (default: /dev/shm if it is a tmpfs)")
+	fs.StringVar(&cfg.IggyDir, "iggy-dir", "", "directory for the fresh iggy-servers' data (default: the Kafka broker's)")
 	fs.StringVar(&cfg.IggyAddr, "iggy-addr", "", "run kiggy-iggy against this Iggy server instead of a fresh one")
 	fs.IntVar(&cfg.IggyPID, "iggy-pid", 0, "with -iggy-addr, that server's pid, whose CPU is measured")
 	fs.StringVar(&cfg.IggyServerBin, "iggy-server", "", "iggy-server binary kiggy-iggy starts with a fresh data directory (instead of iggytest), and kiggy-iggy-cluster as a fresh 3-node cluster")
