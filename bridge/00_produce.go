@@ -434,30 +434,12 @@ func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h 
 	}
 
 	// Pass 1: the timestamp window (docs/design/record-mapping.md §2.5, rule 1).
-	var w mapping.Window
-	var r batch.Record
-	var maxMs int64
-	first := recs
-	for first.Next(&r) {
-		ms := recordTime(h, &r, rules.appendTime)
-		w.Observe(ms)
-		maxMs = max(maxMs, ms)
-	}
-	if err := first.Err(); err != nil {
+	start, err := timeWindow(recs, h, rules, last)
+	if err != nil {
 		return batchCode(err)
 	}
-	// The mapping clamps each message's origin into [start, start +
-	// MaxTimestampSpan] (mapping.Encoder.Append), so the largest is the
-	// largest record time clamped alike. (A time too large for µs fails
-	// the mapping below.)
-	start := w.Start()
-	*last = start
-	if maxMs > 0 && maxMs <= math.MaxInt64/1000 {
-		*last = min(max(uint64(maxMs)*1000, start), start+message.MaxTimestampSpan)
-	}
 
-	// Pass 2: map each record to one message. The first message of an
-	// idempotent batch carries the producer stamp (docs/MAPPING.md).
+	// Pass 2: map each record to one message.
 	dst.Checksums = !g.caps.NoFrameChecksums
 	dst.Reset(start)
 	if !compressed {
@@ -471,6 +453,41 @@ func (g *Gateway) mapPartition(st *state, dst *message.Batch, records []byte, h 
 			dst.Buf = slices.Grow(dst.Buf, need+need/2)
 		}
 	}
+	return g.mapRecords(st, dst, recs, h, rules)
+}
+
+// timeWindow reads the batch's records once for the window their
+// timestamps open (mapping.Window) and returns its start (µs); it sets
+// *last to the largest origin timestamp (µs) the mapping will give them.
+func timeWindow(recs batch.Records, h batch.Header, rules produceRules, last *uint64) (uint64, error) {
+	var w mapping.Window
+	var r batch.Record
+	var maxMs int64
+	for recs.Next(&r) {
+		ms := recordTime(h, &r, rules.appendTime)
+		w.Observe(ms)
+		maxMs = max(maxMs, ms)
+	}
+	if err := recs.Err(); err != nil {
+		return 0, err
+	}
+	// The mapping clamps each message's origin into [start, start +
+	// MaxTimestampSpan] (mapping.Encoder.Append), so the largest is the
+	// largest record time clamped alike. (A time too large for µs fails
+	// the mapping below.)
+	start := w.Start()
+	*last = start
+	if maxMs > 0 && maxMs <= math.MaxInt64/1000 {
+		*last = min(max(uint64(maxMs)*1000, start), start+message.MaxTimestampSpan)
+	}
+	return start, nil
+}
+
+// mapRecords maps each record of the batch to one message appended to dst
+// (docs/design/record-mapping.md); the first message of an idempotent batch
+// carries the producer stamp (docs/MAPPING.md).
+func (g *Gateway) mapRecords(st *state, dst *message.Batch, recs batch.Records, h batch.Header, rules produceRules) wire.ErrorCode {
+	var r batch.Record
 	var mr mapping.Record
 	var stamp *mapping.Producer
 	if h.ProducerID >= 0 {
