@@ -11,8 +11,11 @@ import (
 // when it has gone quiet after a burst, and after unusually large decodes.
 
 // reclaimIdleBytes: memory the process holds beyond its live heap that an
-// idle gateway hands back to the OS.
-const reclaimIdleBytes = 32 << 20
+// idle gateway hands back to the OS. The runtime's own scavenger keeps what
+// fits under the next GC's goal (twice the live heap), so after a burst
+// that left, say, 40 MiB live, up to about that much again stays resident
+// unless this policy returns it.
+const reclaimIdleBytes = 16 << 20
 
 // reclaimAfter is how long no request may arrive before the gateway counts
 // as idle: under load a forced collection and scavenge of a large heap

@@ -959,8 +959,9 @@ func aftermath(t *testing.T, s *suite, m0 metrics) {
 		return rss <= s.rss0+64<<20
 	}) {
 		m = k.metrics(t)
-		t.Errorf("RSS %d MiB 15s after the suite, baseline %d MiB (+64 MiB allowed); heap in use %v MiB, sys %v MiB",
-			rss>>20, s.rss0>>20, m["go_memstats_heap_inuse_bytes"]/(1<<20), m["go_memstats_sys_bytes"]/(1<<20))
+		t.Errorf("RSS %d MiB 15s after the suite, baseline %d MiB (+64 MiB allowed); heap in use %v MiB, idle %v MiB (%v released), sys %v MiB",
+			rss>>20, s.rss0>>20, m["go_memstats_heap_inuse_bytes"]/(1<<20), m["go_memstats_heap_idle_bytes"]/(1<<20),
+			m["go_memstats_heap_released_bytes"]/(1<<20), m["go_memstats_sys_bytes"]/(1<<20))
 	}
 	t.Logf("after: RSS %d MiB (baseline %d MiB), goroutines %v (baseline %v)", rss>>20, s.rss0>>20, m["go_goroutines"], m0["go_goroutines"])
 	t.Logf("closes during the suite: %v", closeDelta(m0, m))
