@@ -36,7 +36,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kiggy-io/kiggy/bridge/store"
 	"io"
 	"maps"
 	"os"
@@ -51,6 +50,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 

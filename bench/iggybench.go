@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -40,21 +41,25 @@ func (n iggyNode) stop(timeout time.Duration) error {
 
 // iggyDataDir makes a fresh directory for the data of the iggy-server(s)
 // name under Config.IggyDir, and returns it with the function that, once
-// they stopped, copies their server.log files into the work directory
-// (<name>[-node-i].log) and removes it (kept with KeepWork).
+// they stopped, copies each server.log below it into the work directory
+// (<name>-<i>.log: one for a single node, one per node of a cluster) and
+// removes it (kept with KeepWork).
 func (r *runner) iggyDataDir(name string) (string, func(), error) {
 	dir, err := os.MkdirTemp(r.cfg.IggyDir, "kbench-"+name+"-")
 	if err != nil {
 		return "", nil, fmt.Errorf("bench: %w", err)
 	}
 	return dir, func() {
-		logs, _ := filepath.Glob(filepath.Join(dir, "*", "server.log"))
-		logs2, _ := filepath.Glob(filepath.Join(dir, "*", "*", "server.log"))
-		for i, l := range append(logs, logs2...) {
-			if b, err := os.ReadFile(l); err == nil {
-				_ = os.WriteFile(filepath.Join(r.work, fmt.Sprintf("%s-%d.log", name, i)), b, 0o644)
+		i := 0
+		_ = filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+			if err == nil && !e.IsDir() && e.Name() == "server.log" {
+				if b, err := os.ReadFile(path); err == nil {
+					_ = os.WriteFile(filepath.Join(r.work, fmt.Sprintf("%s-%d.log", name, i)), b, 0o644)
+					i++
+				}
 			}
-		}
+			return nil
+		})
 		if !r.cfg.KeepWork {
 			os.RemoveAll(dir)
 		}
