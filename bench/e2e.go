@@ -111,8 +111,11 @@ type E2EConfig struct {
 	IggyUsername    string   `json:"-"`
 	IggyPassword    string   `json:"-"`
 	GatewayFlags    []string `json:"gateway_flags,omitempty"`
-	WorkDir         string   `json:"-"`
-	KeepWork        bool     `json:"-"`
+	// ProfileDir, as Config.ProfileDir: a CPU profile of the kiggy targets
+	// per measured window.
+	ProfileDir string `json:"profile_dir,omitempty"`
+	WorkDir    string `json:"-"`
+	KeepWork   bool   `json:"-"`
 	// Smoke marks a smoke run (figures not meaningful).
 	Smoke bool `json:"smoke,omitempty"`
 	// Log receives progress lines (nil = os.Stderr).
@@ -249,7 +252,7 @@ func (ec E2EConfig) benchConfig() Config {
 	c.IggyAddr, c.IggyPID, c.IggyServerBin = ec.IggyAddr, ec.IggyPID, ec.IggyServerBin
 	c.IggyClusterAddr, c.IggyClusterPIDs = ec.IggyClusterAddr, slices.Clone(ec.IggyClusterPIDs)
 	c.IggyUsername, c.IggyPassword = ec.IggyUsername, ec.IggyPassword
-	c.GatewayFlags = slices.Clone(ec.GatewayFlags)
+	c.GatewayFlags, c.ProfileDir = slices.Clone(ec.GatewayFlags), ec.ProfileDir
 	c.WorkDir, c.KeepWork, c.Log, c.Smoke = ec.WorkDir, ec.KeepWork, ec.Log, ec.Smoke
 	return c
 }
@@ -521,8 +524,12 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 	var lagEnd int64
 	var gc0, gc1 gatewayCounts
 	gcErr := errors.New("no /metrics")
+	prof, profName := s.profileHooks()
 	hooks := windowHooks{
 		onBegin: func() {
+			if prof.onBegin != nil {
+				prof.onBegin()
+			}
 			cpu0 = procCPUs(s.procs)
 			if s.metricsURL != "" {
 				gc0, gcErr = gatewayCounters(ctx, s.metricsURL)
@@ -530,6 +537,10 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 		},
 		onEnd: func() {
 			cpu1 = procCPUs(s.procs)
+			if prof.onEnd != nil {
+				prof.onEnd()
+				er.logf("%s: CPU profile of the window: %s", s.target, profName)
+			}
 			lagEnd = maxLag(ackedTotal(p), tg.groups)
 			if gcErr == nil {
 				gc1, gcErr = gatewayCounters(ctx, s.metricsURL)

@@ -47,8 +47,9 @@ const (
 // Config configures an engine. Its zero value means "all defaults"; every
 // field is normalized once by the constructors.
 type Config struct {
-	// Loops is the number of epoll event loops; 0 = runtime.NumCPU(). The net
-	// engine ignores it. Bounds: 0..MaxLoops.
+	// Loops is the number of epoll event loops; 0 = runtime.GOMAXPROCS(0),
+	// the threads that can run them at once. The net engine ignores it.
+	// Bounds: 0..MaxLoops.
 	Loops int
 	// MaxConnections bounds open connections; 0 = 10000. Connections beyond
 	// it are accepted and closed at once, counted as refused and under
@@ -136,7 +137,7 @@ var (
 // error if a field is outside its documented bounds.
 func (c Config) normalize() (Config, error) {
 	if c.Loops == 0 {
-		c.Loops = runtime.NumCPU()
+		c.Loops = runtime.GOMAXPROCS(0)
 	}
 	if c.MaxConnections == 0 {
 		c.MaxConnections = DefaultMaxConnections

@@ -311,7 +311,7 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Loops != runtime.NumCPU() || c.MaxConnections != 10000 || c.MaxFrameSize != 100<<20 ||
+	if c.Loops != runtime.GOMAXPROCS(0) || c.MaxConnections != 10000 || c.MaxFrameSize != 100<<20 ||
 		c.MaxInFlight != 100 || c.MaxOutputBytes != 16<<20 || c.IdleTimeout != 10*time.Minute ||
 		c.ReadTimeout != 30*time.Second || c.WriteTimeout != 30*time.Second || c.Logger == nil {
 		t.Fatalf("defaults: %+v", c)
@@ -323,6 +323,19 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if _, err := New("bogus", Config{}, newTestHandler()); err == nil {
 		t.Error("New(bogus): no error")
+	}
+}
+
+// TestLoopsFollowGOMAXPROCS: the default number of event loops is the
+// threads that can run them (kiggy --gomaxprocs), not the machine's CPUs.
+func TestLoopsFollowGOMAXPROCS(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	c, err := Config{}.normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Loops != 1 {
+		t.Errorf("GOMAXPROCS 1 (of %d CPUs): %d loops, want 1", runtime.NumCPU(), c.Loops)
 	}
 }
 

@@ -106,6 +106,7 @@ func (a *admin) metrics(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintf(w, "# HELP go_memstats_sys_bytes Memory obtained from the OS.\n# TYPE go_memstats_sys_bytes gauge\ngo_memstats_sys_bytes %d\n", ms.Sys)
 	fmt.Fprintf(w, "# HELP go_memstats_heap_idle_bytes Heap in spans with no objects.\n# TYPE go_memstats_heap_idle_bytes gauge\ngo_memstats_heap_idle_bytes %d\n", ms.HeapIdle)
 	fmt.Fprintf(w, "# HELP go_memstats_heap_released_bytes Idle heap returned to the OS.\n# TYPE go_memstats_heap_released_bytes gauge\ngo_memstats_heap_released_bytes %d\n", ms.HeapReleased)
+	fmt.Fprintf(w, "# HELP go_sched_gomaxprocs_threads Threads that may run Go code at once (GOMAXPROCS).\n# TYPE go_sched_gomaxprocs_threads gauge\ngo_sched_gomaxprocs_threads %d\n", runtime.GOMAXPROCS(0))
 	fmt.Fprintf(w, "# HELP go_gc_cycles_total GC cycles.\n# TYPE go_gc_cycles_total counter\ngo_gc_cycles_total %d\n", ms.NumGC)
 	fmt.Fprintf(w, "# HELP kiggy_uptime_seconds Seconds since start.\n# TYPE kiggy_uptime_seconds gauge\nkiggy_uptime_seconds %.0f\n", time.Since(a.started).Seconds())
 }

@@ -72,6 +72,7 @@ func run() int {
 	gatewayFlags := fs.String("gateway-flags", "", "extra flags for the kiggy targets, separated by spaces")
 	jsonPath := fs.String("json", "ke2e.json", "write the report as JSON here (empty = don't)")
 	fs.StringVar(&cfg.WorkDir, "work", "", "work directory for binaries, logs and broker data (default: a temporary directory, removed)")
+	fs.StringVar(&cfg.ProfileDir, "profile", "", "profile the kiggy targets (cmd/kiggy --cpuprofile --profile-on-signal), one CPU profile per measured window into this directory")
 	fs.BoolVar(&cfg.KeepWork, "keep", false, "keep the temporary work directory (logs)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if err == flag.ErrHelp {
