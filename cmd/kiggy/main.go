@@ -337,7 +337,7 @@ func serve(o options, lset *listenerSetup, logger *slog.Logger) error {
 	defer stopAdmin()
 	errc := make(chan error, len(lns))
 	for _, ln := range lns {
-		logger.Info("kiggy listening", "listener", ln.Name, "protocol", lset.protocols[ln.Name].String(), "addr", ln.Addr().String(), "engine", engineName(o.engine), "backend", backendName(o))
+		logger.Info("kiggy listening", "listener", ln.Name, "protocol", lset.protocols[ln.Name].String(), "addr", ln.Addr().String(), "engine", engineName(o.engine), "backend", backendName(o), "gomaxprocs", runtime.GOMAXPROCS(0))
 		go func() { errc <- srv.Serve(ln) }()
 	}
 	sig := make(chan os.Signal, 1)
