@@ -42,6 +42,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,6 +116,13 @@ type E2EConfig struct {
 	// ProfileDir, as Config.ProfileDir: a CPU profile of the kiggy targets
 	// per measured window.
 	ProfileDir string `json:"profile_dir,omitempty"`
+	// ClientGOGC is the garbage collector's percent (GOGC) of the process
+	// running the benchmark, whose producers and consumers measure every
+	// target: the clients allocate per record, and at Go's default (100)
+	// over a few MiB of live heap they collected some 50 times a second,
+	// each collection's pauses landing in some records' latency, whatever
+	// the target. 0 leaves the process's setting.
+	ClientGOGC int    `json:"client_gogc,omitempty"`
 	WorkDir    string `json:"-"`
 	KeepWork   bool   `json:"-"`
 	// Smoke marks a smoke run (figures not meaningful).
@@ -156,6 +165,7 @@ func DefaultE2EConfig() E2EConfig {
 		// kiggy-iggy's default level: the like-for-like comparison.
 		IggyBenchDurability: "written",
 		KafkaHeap:           "1g",
+		ClientGOGC:          800,
 		IggyUsername:        "iggy",
 		IggyPassword:        "iggy",
 	}
@@ -324,6 +334,9 @@ type E2ERow struct {
 	// window (from its /metrics); -1 where not known.
 	IggyPolls float64 `json:"iggy_polls_per_s"`
 	IggySends float64 `json:"iggy_sends_per_s"`
+	// ClientGCs is the garbage collections per second of the window in the
+	// process running the clients (E2EConfig.ClientGOGC).
+	ClientGCs float64 `json:"client_gc_per_s"`
 }
 
 // RunE2E runs the end-to-end benchmark ec describes. Failures of a target
@@ -338,6 +351,9 @@ func RunE2E(ctx context.Context, ec E2EConfig) (*E2EReport, error) {
 	defer cleanup()
 	if err != nil {
 		return nil, err
+	}
+	if ec.ClientGOGC > 0 {
+		defer debug.SetGCPercent(debug.SetGCPercent(ec.ClientGOGC))
 	}
 	rep := &E2EReport{Started: time.Now(), Config: ec, Host: hostInfo(r.java)}
 	defer func() {
@@ -430,8 +446,8 @@ func (er *e2eRunner) target(ctx context.Context, tr *E2ETarget) error {
 				er.failf("%s at %.0f %% with %d groups: %v", tr.Target, 100*f, g, err)
 				continue
 			}
-			er.logf("%s: produced %.0f/s, consumed %.0f/s per group, p50 %.2f p99 %.2f p99.9 %.2f max %.2f ms, lag %d then %d",
-				tr.Target, row.Produced, row.Consumed, row.P50Ms, row.P99Ms, row.P999Ms, row.MaxMs, row.LagEnd, row.LagLeft)
+			er.logf("%s: produced %.0f/s, consumed %.0f/s per group, p50 %.2f p99 %.2f p99.9 %.2f max %.2f ms, lag %d then %d; the clients collected garbage %.1f times a second",
+				tr.Target, row.Produced, row.Consumed, row.P50Ms, row.P99Ms, row.P999Ms, row.MaxMs, row.LagEnd, row.LagLeft, row.ClientGCs)
 		}
 	}
 	if s.iggyAddr != "" && ec.IggyBenchBin != "" {
@@ -524,6 +540,7 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 	var lagEnd int64
 	var gc0, gc1 gatewayCounts
 	gcErr := errors.New("no /metrics")
+	var clientGCs0, clientGCs1 uint64
 	prof, profName := s.profileHooks()
 	hooks := windowHooks{
 		onBegin: func() {
@@ -531,12 +548,14 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 				prof.onBegin()
 			}
 			cpu0 = procCPUs(s.procs)
+			clientGCs0 = gcCycles()
 			if s.metricsURL != "" {
 				gc0, gcErr = gatewayCounters(ctx, s.metricsURL)
 			}
 		},
 		onEnd: func() {
 			cpu1 = procCPUs(s.procs)
+			clientGCs1 = gcCycles()
 			if prof.onEnd != nil {
 				prof.onEnd()
 				er.logf("%s: CPU profile of the window: %s", s.target, profName)
@@ -565,11 +584,25 @@ func (er *e2eRunner) run(ctx context.Context, s *session, row *E2ERow, window ti
 			ms(h.Quantile(0.5)), ms(h.Quantile(0.99)), ms(h.Quantile(0.999)))
 	}
 	fillE2ERow(row, res.records, res.window, tg.groups, &hist, s.procs, cpu0, cpu1)
+	if secs := res.window.Seconds(); secs > 0 {
+		row.ClientGCs = float64(clientGCs1-clientGCs0) / secs
+	}
 	row.IggyPolls, row.IggySends = -1, -1
 	if gcErr == nil {
 		er.logGateway(s.target, row, &gc0, &gc1, res.window.Seconds())
 	}
 	return nil
+}
+
+// gcCycles returns the garbage collections this process has completed
+// (runtime/metrics: no stop of the world, unlike runtime.ReadMemStats).
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // tailGroups is a run's consumer groups and their members' goroutines.
@@ -970,8 +1003,12 @@ func (r *E2EReport) Print(w io.Writer) {
 	if c.MaxRate > 0 {
 		base = fmt.Sprintf("%.0f records/s", c.MaxRate)
 	}
-	fmt.Fprintf(w, "End-to-end latency at the tail: %s; %d consumer%s per group; warm-up %v, window %v, drain ≤ %v; segment.bytes %d; rates of %s\n",
-		c.Load, c.Consumers, plural(c.Consumers), c.Warmup, c.Window, c.Drain, c.SegmentBytes, base)
+	gogc := "the process's"
+	if c.ClientGOGC > 0 {
+		gogc = strconv.Itoa(c.ClientGOGC)
+	}
+	fmt.Fprintf(w, "End-to-end latency at the tail: %s; %d consumer%s per group; warm-up %v, window %v, drain ≤ %v; segment.bytes %d; rates of %s; the clients' GOGC %s\n",
+		c.Load, c.Consumers, plural(c.Consumers), c.Warmup, c.Window, c.Drain, c.SegmentBytes, base, gogc)
 	fmt.Fprintf(w, "%s\n", r.Host)
 	if c.Smoke {
 		fmt.Fprintln(w, "smoke run: figures not meaningful")

@@ -56,6 +56,7 @@ func run() int {
 	fs.IntVar(&cfg.IggyBenchBatch, "iggy-bench-batch", def.IggyBenchBatch, "iggy-bench e2e's messages per batch (-P)")
 	fs.StringVar(&cfg.IggyBenchDurability, "iggy-bench-durability", def.IggyBenchDurability,
 		"the level iggy-bench e2e's topics are created at before each run (written or fsync), or empty: iggy-bench creates them with Iggy's defaults (buffered)")
+	fs.IntVar(&cfg.ClientGOGC, "client-gogc", def.ClientGOGC, "the garbage collector's percent (GOGC) of this process, which runs the producers and consumers of every target (0 = GOGC's)")
 	fs.StringVar(&cfg.KafkaHeap, "kafka-heap", def.KafkaHeap, "Kafka broker JVM heap")
 	fs.StringVar(&cfg.KafkaDir, "kafka-dir", "", "directory for the Kafka broker's data (default: /dev/shm if it is a tmpfs)")
 	fs.StringVar(&cfg.IggyDir, "iggy-dir", "", "directory for the fresh iggy-servers' data (default: the Kafka broker's)")
