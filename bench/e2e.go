@@ -684,7 +684,8 @@ func (er *e2eRunner) logGateway(target string, row *E2ERow, gc0, gc1 *gatewayCou
 				each = append(each, fmt.Sprintf("%s %.0f/s (mean %.2f ms)", cmd, n/secs, 1000*mean))
 			}
 		}
-		er.logf("%s: Iggy requests in the window: %s", target, strings.Join(each, ", "))
+		er.logf("%s: Iggy requests in the window: %s; %.0f waited for a free session", target, strings.Join(each, ", "),
+			gc1.sessionWaits-gc0.sessionWaits)
 		if trips := gc1.appends - gc0.appends; trips > 0 {
 			// An append rode in another's round, led one at once, or
 			// waited for its partition's running round and led the next.

@@ -25,6 +25,7 @@ import (
 	"encoding/binary"
 	"io"
 	"math"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -197,8 +198,12 @@ func newReadCache(c *Client, limit, tailLimit int64, soleWriter bool) *readCache
 
 // readAheadWorkers is how many background pollers run, each with a session
 // of its own outside the pool, so a read-ahead never holds a session a
-// Produce or a Fetch waits for.
-func readAheadWorkers(pool int) int { return max(1, min(pool/2, 8)) }
+// Produce or a Fetch waits for: two per GOMAXPROCS thread (each decodes what
+// it polls), at most 8, and at most half the pool. They follow the CPUs,
+// not the pool: with the pool's default raised from 8 to 32 sessions on two
+// CPUs, 8 read-aheads instead of 4 read back about 10 % slower
+// (docs/BENCHMARKS.md, "Iggy sessions").
+func readAheadWorkers(pool int) int { return max(1, min(pool/2, 2*runtime.GOMAXPROCS(0), 8)) }
 
 // start runs the read-ahead workers.
 func (rc *readCache) start(n int) {
