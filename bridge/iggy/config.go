@@ -119,11 +119,9 @@ type Config struct {
 // DefaultPoolSize is the least default PoolSize. A session is held for a
 // request's whole round trip, so the sessions a load needs are its Iggy
 // requests a second times their latency (Little's law), not a number per
-// CPU: with 16 partitions written at 120k records/s on two CPUs kiggy sends
-// about 4,300 SendMessages a second of 1.2–1.4 ms, 5–6 sessions busy on
-// average and more in bursts, and a pool of 8 (4 × GOMAXPROCS) made one
-// request in seven wait for a free session (docs/BENCHMARKS.md, "Iggy
-// sessions"). An idle session costs a connection and a ping every
+// CPU: on two CPUs 4 × GOMAXPROCS sessions alone leave Produce
+// requests waiting for a free one at high rates (docs/BENCHMARKS.md,
+// "Iggy sessions"). An idle session costs a connection and a ping every
 // PingInterval; sessions connect on first use.
 const DefaultPoolSize = 32
 
