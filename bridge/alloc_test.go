@@ -130,13 +130,13 @@ func TestFetchByIDRoundTripAllocs(t *testing.T) {
 // in this process, so the bound leaves room for a re-poll should a chunk
 // outlive the cache's TTL on a slow machine.
 func TestFetchRoundTripAllocsIggy(t *testing.T) {
-	checkFetchAllocsIggy(t, kiggytest.Start(t, kiggytest.Options{Iggy: true}))
+	checkFetchAllocsIggy(t, kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyNoKeepAlive: true}))
 }
 
 // TestFetchByIDRoundTripAllocsIggy: the same at Fetch v18, the topic named
 // by its id, looked up in the id map (topicids.go).
 func TestFetchByIDRoundTripAllocsIggy(t *testing.T) {
-	checkFetchAllocsIggyAt(t, kiggytest.Start(t, kiggytest.Options{Iggy: true}), 18)
+	checkFetchAllocsIggyAt(t, kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyNoKeepAlive: true}), 18)
 }
 
 // checkFetchAllocsIggy fills a topic through gw, warms a Fetch of it up and
@@ -286,7 +286,7 @@ func TestProduceRoundTripAllocsNetworked(t *testing.T) {
 // every Fetch walks the window's frames and maps them again) allocates
 // nothing per request.
 func TestFetchFromTailWindowAllocs(t *testing.T) {
-	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyFetchCacheBytes: -1})
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyNoKeepAlive: true, IggyFetchCacheBytes: -1})
 	gw.CreateTopic(t, "allocs", benchPartitions)
 	bc := dialBench(t, gw.Addr)
 	frame := fetchFrame("allocs", 256<<10)

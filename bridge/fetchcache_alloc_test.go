@@ -16,7 +16,7 @@ import (
 // the Fetch served from the read cache maps every partition again, and
 // allocates nothing either.
 func TestFetchRoundTripAllocsIggyUnshared(t *testing.T) {
-	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyFetchCacheBytes: -1})
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyNoKeepAlive: true, IggyFetchCacheBytes: -1})
 	checkFetchAllocsIggy(t, gw)
 	if m := gw.Metrics(); !containsLine(m, "kiggy_fetch_cache_limit_bytes 0") {
 		t.Fatal("the fetch cache is on")
@@ -29,7 +29,7 @@ func TestFetchRoundTripAllocsIggyUnshared(t *testing.T) {
 // older one) allocate nothing in steady state: entries and their buffers
 // are recycled, topic names interned.
 func TestFetchRoundTripAllocsIggySharedMisses(t *testing.T) {
-	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyFetchCacheBytes: 3 << 20})
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyNoKeepAlive: true, IggyFetchCacheBytes: 3 << 20})
 	gw.CreateTopic(t, "allocs", benchPartitions)
 	bc := dialBench(t, gw.Addr)
 	pf := produceFrame("allocs")

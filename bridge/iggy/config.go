@@ -121,8 +121,9 @@ type Config struct {
 // requests a second times their latency (Little's law), not a number per
 // CPU: on two CPUs 4 × GOMAXPROCS sessions alone leave Produce
 // requests waiting for a free one at high rates (docs/BENCHMARKS.md,
-// "Iggy sessions"). An idle session costs a connection and a ping every
-// PingInterval; sessions connect on first use.
+// "Iggy sessions"). Open connects one session; the keep-alive loop
+// connects the others in the background within PingInterval/2 (a login
+// each), and an idle one costs a ping every PingInterval.
 const DefaultPoolSize = 32
 
 // Limits of Config fields.

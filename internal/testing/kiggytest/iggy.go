@@ -74,8 +74,13 @@ func dialIggy(t testing.TB, addr string, opts *Options) store.Log {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	var ping time.Duration // the client's default
+	if opts.IggyNoKeepAlive {
+		ping = -1
+	}
 	c, err := iggy.Open(ctx, iggy.Config{Addr: addr, RequestTimeout: 5 * time.Second, Durability: opts.IggyDurability,
-		Username: iggyserver.Username, Password: iggyserver.Password,
+		PingInterval: ping,
+		Username:     iggyserver.Username, Password: iggyserver.Password,
 		ReadCacheBytes:      opts.IggyReadCacheBytes,
 		FetchCacheBytes:     opts.IggyFetchCacheBytes,
 		TailWindowBytes:     opts.IggyTailWindowBytes,

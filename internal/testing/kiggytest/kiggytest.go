@@ -75,6 +75,11 @@ type Options struct {
 	// IggySoleWriter is iggy.Config.SoleWriter: nothing but this gateway
 	// appends to its topics.
 	IggySoleWriter bool
+	// IggyNoKeepAlive turns the Iggy client's keep-alive loop off
+	// (iggy.Config.PingInterval < 0): it connects the pool's idle sessions
+	// and pings them in the background, whose allocations an allocation
+	// test of one request would count. Sessions then connect on first use.
+	IggyNoKeepAlive bool
 	// Memlog configures the embedded log (when the backend is not Iggy).
 	Memlog memlog.Config
 	// Log, when set, is the backend (an embedded log kept from an earlier
