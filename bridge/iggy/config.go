@@ -29,8 +29,8 @@ type Config struct {
 	// always fits message.Headroom.
 	Stream string
 	// PoolSize is the number of sessions (TCP connections, one request in
-	// flight each). Default DefaultPoolSize or 4 × GOMAXPROCS, whichever is
-	// more; at most 1024.
+	// flight each). Default 4 × GOMAXPROCS, at most 1024; see
+	// docs/IGGY.md, "Sessions", on sizing it.
 	PoolSize int
 	// RequestTimeout bounds one request from write to reply; on expiry the
 	// connection is dropped, as a late reply would desynchronise it (§1.8).
@@ -116,16 +116,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultPoolSize is the least default PoolSize. A session is held for a
-// request's whole round trip, so the sessions a load needs are its Iggy
-// requests a second times their latency (Little's law), not a number per
-// CPU: on two CPUs 4 × GOMAXPROCS sessions alone leave Produce
-// requests waiting for a free one at high rates (docs/BENCHMARKS.md,
-// "Iggy sessions"). Open connects one session; the keep-alive loop
-// connects the others in the background within PingInterval/2 (a login
-// each), and an idle one costs a ping every PingInterval.
-const DefaultPoolSize = 32
-
 // Limits of Config fields.
 const (
 	maxPoolSize   = 1024
@@ -153,7 +143,7 @@ func (c *Config) normalize() {
 		c.SystemStream = DefaultSystemStream
 	}
 	if c.PoolSize == 0 {
-		c.PoolSize = min(max(DefaultPoolSize, 4*runtime.GOMAXPROCS(0)), maxPoolSize)
+		c.PoolSize = min(4*runtime.GOMAXPROCS(0), maxPoolSize)
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 30 * time.Second

@@ -5,16 +5,14 @@ import (
 	"testing"
 )
 
-// TestDefaultPoolSize checks the pool's default: DefaultPoolSize sessions
-// whatever GOMAXPROCS (sessions wait on round trips, not on CPUs), 4 per
-// thread where that is more, at most maxPoolSize; and that the readiness
-// waits' sessions follow it.
+// TestDefaultPoolSize checks the pool's default, 4 × GOMAXPROCS and at
+// most maxPoolSize, that the readiness waits' sessions follow it, and that
+// a size set is kept.
 func TestDefaultPoolSize(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, tc := range []struct{ procs, want int }{
-		{1, DefaultPoolSize},
-		{2, DefaultPoolSize},
-		{8, DefaultPoolSize},
+		{1, 4},
+		{2, 8},
 		{16, 64},
 		{512, maxPoolSize},
 	} {
@@ -28,21 +26,22 @@ func TestDefaultPoolSize(t *testing.T) {
 			t.Errorf("GOMAXPROCS %d: %v", tc.procs, err)
 		}
 	}
-	c := Config{PoolSize: 3}
+	c := Config{PoolSize: 32}
 	c.normalize()
-	if c.PoolSize != 3 {
+	if c.PoolSize != 32 {
 		t.Errorf("a PoolSize set is kept: got %d", c.PoolSize)
 	}
 }
 
 // TestReadAheadWorkers checks that the read-ahead pollers follow the CPUs
 // (two per GOMAXPROCS thread, at most 8) and at most half the pool, not
-// the pool alone.
+// the pool alone: a pool of 32 on two CPUs gets 4, as one of 8 does.
 func TestReadAheadWorkers(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, tc := range []struct{ procs, pool, want int }{
-		{1, DefaultPoolSize, 2},
-		{2, DefaultPoolSize, 4},
+		{1, 4, 2},
+		{2, 8, 4},
+		{2, 32, 4},
 		{2, 4, 2},
 		{2, 1, 1},
 		{16, 64, 8},

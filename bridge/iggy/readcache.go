@@ -200,8 +200,8 @@ func newReadCache(c *Client, limit, tailLimit int64, soleWriter bool) *readCache
 // of its own outside the pool, so a read-ahead never holds a session a
 // Produce or a Fetch waits for: two per GOMAXPROCS thread (each decodes what
 // it polls), at most 8, and at most half the pool. They follow the CPUs,
-// not the pool, whose default is sized for round trips: more pollers than
-// the CPUs can decode for read back slower (docs/BENCHMARKS.md, "Iggy
+// not the pool, which a deployment sizes for its round trips: more pollers
+// than the CPUs can decode for read back slower (docs/BENCHMARKS.md, "Iggy
 // sessions").
 func readAheadWorkers(pool int) int { return max(1, min(pool/2, 2*runtime.GOMAXPROCS(0), 8)) }
 
