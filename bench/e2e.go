@@ -119,7 +119,7 @@ type E2EConfig struct {
 	// ClientGOGC is the garbage collector's percent (GOGC) of the process
 	// running the benchmark, whose producers and consumers measure every
 	// target: the clients allocate per record, and at Go's default (100)
-	// over a few MiB of live heap they collected some 50 times a second,
+	// over a few MiB of live heap they collected 50–70 times a second,
 	// each collection's pauses landing in some records' latency, whatever
 	// the target. 0 leaves the process's setting.
 	ClientGOGC int    `json:"client_gogc,omitempty"`
