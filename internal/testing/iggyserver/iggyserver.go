@@ -309,9 +309,28 @@ func (n *Node) signal(sig syscall.Signal, wait time.Duration) bool {
 	_ = cmd.Process.Signal(sig)
 	select {
 	case <-exited:
+		n.awaitPortClosed(wait)
 		return true
 	case <-time.After(wait):
 		return false
+	}
+}
+
+// awaitPortClosed waits, up to wait, until the node's port refuses
+// connections. An iggy-server's listening socket outlives its process for
+// about a tenth of a second (measured: connections accepted 0.5 ms after
+// the exit, then refused for ~100 ms): a Restart that dialled the port
+// before that saw the old socket, took it for the new server and returned
+// while the port was about to refuse.
+func (n *Node) awaitPortClosed(wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", n.Addr, 100*time.Millisecond)
+		if err != nil {
+			return
+		}
+		c.Close()
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
