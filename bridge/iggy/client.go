@@ -37,11 +37,13 @@ type Client struct {
 	done chan struct{}
 	wg   sync.WaitGroup
 
-	idle     chan *session // sessions not in use
-	sessions []*session
-	closed   atomic.Bool
-	avgMsg   atomic.Int64 // EWMA of polled message size, bytes
-	maxReply uint32       // largest reply frame read; 0 = proto.MaxFrameSize (tests lower it)
+	idle      chan *session // sessions not in use
+	sessions  []*session
+	closed    atomic.Bool
+	losses    atomic.Uint64 // connections lost under a request, ever (stale.go)
+	lastLogin atomic.Int64  // when a session last logged in, Unix ns
+	avgMsg    atomic.Int64  // EWMA of polled message size, bytes
+	maxReply  uint32        // largest reply frame read; 0 = proto.MaxFrameSize (tests lower it)
 
 	mu       sync.RWMutex
 	topics   map[string]topicEntry
@@ -213,6 +215,7 @@ func (c *Client) acquire(ctx context.Context) (*session, error) {
 		return nil, ErrClosed
 	}
 	c.metrics.inUse.Add(1)
+	c.dropIfStale(s)
 	if err := s.ensure(ctx); err != nil {
 		c.release(s)
 		return nil, err
@@ -259,6 +262,7 @@ func (c *Client) keepAlive() {
 				}
 				cancel()
 			}
+			c.dropIfStale(s) // peeked now, connected again by ping
 			c.ping(s)
 			c.idle <- s
 		}

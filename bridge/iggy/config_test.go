@@ -5,14 +5,15 @@ import (
 	"testing"
 )
 
-// TestDefaultPoolSize checks the pool's default, 4 × GOMAXPROCS and at
-// most maxPoolSize, that the readiness waits' sessions follow it, and that
+// TestDefaultPoolSize checks the pool's default, DefaultPoolSize or
+// 4 × GOMAXPROCS where more, at most maxPoolSize, that the readiness waits' sessions follow it, and that
 // a size set is kept.
 func TestDefaultPoolSize(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, tc := range []struct{ procs, want int }{
-		{1, 4},
-		{2, 8},
+		{1, DefaultPoolSize},
+		{2, DefaultPoolSize},
+		{8, DefaultPoolSize},
 		{16, 64},
 		{512, maxPoolSize},
 	} {
@@ -26,9 +27,9 @@ func TestDefaultPoolSize(t *testing.T) {
 			t.Errorf("GOMAXPROCS %d: %v", tc.procs, err)
 		}
 	}
-	c := Config{PoolSize: 32}
+	c := Config{PoolSize: 8}
 	c.normalize()
-	if c.PoolSize != 32 {
+	if c.PoolSize != 8 {
 		t.Errorf("a PoolSize set is kept: got %d", c.PoolSize)
 	}
 }

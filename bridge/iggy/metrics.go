@@ -106,6 +106,8 @@ type clientMetrics struct {
 	reconnects      atomic.Uint64 // of those, by a session that had been connected before
 	rebinds         atomic.Uint64 // sessions bound to a new connection to learn a lost write's outcome
 	connectFailures atomic.Uint64
+	staleSessions   atomic.Uint64 // idle sessions whose connection the server had closed (stale.go)
+	readRetries     atomic.Uint64 // reads sent again after their connection was lost under them
 	retries         atomic.Uint64 // transient statuses replayed (§1.8)
 	sessionWaits    atomic.Uint64 // requests that waited for a free session
 	inUse           atomic.Int64
@@ -149,6 +151,8 @@ func (c *Client) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_iggy_connects_total", "counter", "Iggy sessions connected and logged in.", m.connects.Load())
 	metric.Single(w, "kiggy_iggy_reconnects_total", "counter", "Iggy sessions connected again after losing their connection.", m.reconnects.Load())
 	metric.Single(w, "kiggy_iggy_session_rebinds_total", "counter", "Iggy 0.10 sessions bound to a new connection (BindSession) to learn the outcome of a write whose reply was lost.", m.rebinds.Load())
+	metric.Single(w, "kiggy_iggy_stale_sessions_total", "counter", "Idle Iggy sessions found, before use, with a connection the server had closed (an iggy-server restart); connected again before their request.", m.staleSessions.Load())
+	metric.Single(w, "kiggy_iggy_read_retries_total", "counter", "Iggy reads (polls, pings, metadata) sent again on a new connection after the server closed theirs under them.", m.readRetries.Load())
 	metric.Single(w, "kiggy_iggy_connect_failures_total", "counter", "Failed attempts to connect and log in to Iggy.", m.connectFailures.Load())
 	metric.Single(w, "kiggy_iggy_transient_retries_total", "counter", "Requests replayed after a transient Iggy status (57, 58).", m.retries.Load())
 	metric.Single(w, "kiggy_iggy_stale_incarnation_polls_total", "counter", "Poll replies dropped because the server answered them from a deleted topic's partitions with the same ids (docs/IGGY.md, \"Topic incarnations\").", m.staleIncarnations.Load())

@@ -75,7 +75,7 @@ func TestMetrics(t *testing.T) {
 
 	// Restart the server: sessions fail, then reconnect.
 	srv.Stop()
-	c.Append(cx, "m", 0, batchOf(1, "down", 1)) // the live connection fails
+	c.Append(cx, "m", 0, batchOf(1, "down", 1)) // the live connection is found closed before use, connecting fails
 	c.Append(cx, "m", 0, batchOf(1, "down", 1)) // so does connecting anew
 	c.Append(cx, "m", 0, batchOf(1, "down", 1))
 	if _, err := srv.Start(addr); err != nil {
@@ -89,7 +89,11 @@ func TestMetrics(t *testing.T) {
 	if strings.Contains(out, "kiggy_iggy_reconnects_total 0\n") || strings.Contains(out, "kiggy_iggy_connect_failures_total 0\n") {
 		t.Fatalf("restart not counted:\n%s", out)
 	}
-	wantLines(t, out, `kiggy_iggy_sessions_in_use 0`, `kiggy_iggy_request_errors_total{command="SendMessages",kind="connection"} 1`)
+	// No request was sent on the closed connection (stale.go).
+	wantLines(t, out, `kiggy_iggy_sessions_in_use 0`, `kiggy_iggy_stale_sessions_total 1`, `kiggy_iggy_read_retries_total 0`)
+	if strings.Contains(out, `kind="connection"`) {
+		t.Fatalf("a request failed on a connection found closed:\n%s", grepLines(out, `kind="connection"`))
+	}
 }
 
 func TestObserveAllocs(t *testing.T) {

@@ -179,6 +179,7 @@ func (c *Client) acquireNode(ctx context.Context, p *nodePool) (*session, error)
 		p.idle <- s
 		return nil, ErrClosed
 	}
+	c.dropIfStale(s)
 	if s.conn != nil && c.cfg.PingInterval > 0 && time.Since(s.lastUsed) >= c.cfg.PingInterval {
 		// The keep-alive loop pings only the primary's pool: a routed
 		// session idle that long is checked before a write trusts it.

@@ -21,6 +21,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
@@ -50,11 +51,13 @@ const keepReplyBuf = 4 << 20
 type session struct {
 	c *Client
 
-	conn      net.Conn  // nil when disconnected
-	addr      string    // the node conn is connected to
-	gen       uint64    // the primary generation addr was dialled under
-	probe     bool      // a resolve's own session, outside the pool
-	node      *nodePool // a routed node's session (routes.go), nil for the pool's
+	conn      net.Conn        // nil when disconnected
+	raw       syscall.RawConn // conn's socket (under TLS too), for peerClosed; nil if not TCP
+	tls       bool            // conn runs TLS
+	addr      string          // the node conn is connected to
+	gen       uint64          // the primary generation addr was dialled under
+	probe     bool            // a resolve's own session, outside the pool
+	node      *nodePool       // a routed node's session (routes.go), nil for the pool's
 	clientID  proto.ClientID
 	dialect   proto.Dialect // the dialect of the current login
 	bind      [proto.BindSecretSize]byte
@@ -65,8 +68,17 @@ type session struct {
 	lastUsed time.Time
 	wasUp    bool      // the session has been connected before (a reconnect is counted)
 	retryAt  time.Time // earliest next connection attempt
+	failedAt int64     // when the last connection attempt failed, Unix ns
 	backoff  time.Duration
 	lastErr  error
+
+	// seenLosses is the client's losses when this session last checked
+	// its idle connection (stale.go); peekFn is s.peekFD, bound once so a
+	// peek allocates nothing; the peek's result lands in peek.
+	seenLosses uint64
+	peekFn     func(fd uintptr) bool
+	peek       peekResult
+	peekBuf    [1]byte
 
 	buf    []byte        // request scratch: VSR header + body
 	rbuf   []byte        // reply frame
@@ -80,14 +92,16 @@ type session struct {
 }
 
 func newSession(c *Client) *session {
-	return &session{c: c, buf: make([]byte, proto.HeaderSize, 4096), rbuf: make([]byte, 64<<10)}
+	s := &session{c: c, buf: make([]byte, proto.HeaderSize, 4096), rbuf: make([]byte, 64<<10)}
+	s.peekFn = s.peekFD
+	return s
 }
 
 // close drops the connection; the next request reconnects.
 func (s *session) close() {
 	if s.conn != nil {
 		s.conn.Close()
-		s.conn = nil
+		s.conn, s.raw = nil, nil
 		if s.sessionID != 0 {
 			s.c.metrics.connected.Add(-1)
 			s.sessionID = 0
@@ -116,7 +130,10 @@ func (s *session) ensure(ctx context.Context) error {
 		s.retryAt, s.backoff, s.lastErr = time.Time{}, 0, nil
 	}
 	now := time.Now()
-	if now.Before(s.retryAt) && s.lastErr != nil {
+	if now.Before(s.retryAt) && s.lastErr != nil && s.c.lastLogin.Load() < s.failedAt {
+		// Backing off, unless another session has logged in since this one
+		// failed: the server is back, and the backoff earned while it was
+		// down is void.
 		return s.lastErr
 	}
 	s.gen = gen
@@ -129,6 +146,7 @@ func (s *session) ensure(ctx context.Context) error {
 		} else {
 			s.backoff = min(2*s.backoff, s.c.cfg.ReconnectBackoffMax)
 		}
+		s.failedAt = time.Now().UnixNano()
 		s.retryAt = time.Now().Add(s.backoff)
 		s.lastErr = err
 		return err
@@ -175,8 +193,10 @@ func (s *session) dial(ctx context.Context, addr string) error {
 		return fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	s.addr = addr
+	s.raw, s.tls = nil, cfg.TLS != nil
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true) // §1.1: lockstep stalls behind Nagle
+		s.raw, _ = tc.SyscallConn()
 	}
 	if cfg.TLS != nil {
 		if conn, err = handshake(ctx, conn, addr, cfg); err != nil {
@@ -246,6 +266,8 @@ func (s *session) dialLogin(ctx context.Context, addr string, d proto.Dialect) e
 	s.wasUp = true
 	s.server = string(ver)
 	s.lastUsed = time.Now()
+	s.seenLosses = s.c.losses.Load()
+	s.c.lastLogin.Store(time.Now().UnixNano())
 	s.c.log.Debug("iggy: session connected", "addr", addr, "server", s.server, "protocol", d.String(), "session", sess)
 	return nil
 }
@@ -342,6 +364,28 @@ func (s *session) do(ctx context.Context, code uint32, req []byte) (body []byte,
 func (s *session) doFrame(ctx context.Context, frame []byte, tail [][]byte, code uint32) (body []byte, sent bool, err error) {
 	start := time.Now()
 	body, sent, err = s.exchange(ctx, frame, tail, code)
+	s.c.metrics.observe(code, time.Since(start), err)
+	if err != nil && s.node == nil && !s.probe && !s.c.clustered() && retriableRead(code) && peerGone(err) && ctx.Err() == nil {
+		return s.resend(ctx, frame, code, err)
+	}
+	return body, sent, err
+}
+
+// resend sends a read whose connection its peer closed under it once more,
+// on a new connection to the same server (stale.go). In a cluster a lost
+// connection sends the client looking for the primary instead, and reads
+// follow it (cluster.go). The login that connects it builds its
+// request in the session's scratch, which may hold frame: frame is copied
+// first (a rare path). If the session cannot connect, the read's own error
+// is returned.
+func (s *session) resend(ctx context.Context, frame []byte, code uint32, lost error) ([]byte, bool, error) {
+	frame = append([]byte(nil), frame...)
+	if err := s.ensure(ctx); err != nil {
+		return nil, true, lost
+	}
+	s.c.metrics.readRetries.Add(1)
+	start := time.Now()
+	body, sent, err := s.exchange(ctx, frame, nil, code)
 	s.c.metrics.observe(code, time.Since(start), err)
 	return body, sent, err
 }
@@ -630,6 +674,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func (s *session) lost(err error) {
 	addr := s.addr
 	s.close()
+	s.c.losses.Add(1) // the other idle sessions peek theirs before use (stale.go)
 	if s.node != nil {
 		s.c.dropNode(addr)
 		return

@@ -387,6 +387,7 @@ func (w *waiter) serve() waitResult {
 		s.close()
 		s.node, s.wasUp = w.pool, false
 	}
+	c.dropIfStale(s)
 	if err := s.ensure(w.ctx); err != nil {
 		return waitResult{err: unavailable(err)}
 	}

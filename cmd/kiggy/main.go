@@ -159,7 +159,7 @@ func registerOptions(s *settings, o *options) {
 	s.String("Iggy backend", "iggy-password", &o.iggyPassword, "iggy", "Iggy password")
 	s.String("Iggy backend", "iggy-token", &o.iggyToken, "", "Iggy personal access token (instead of username and password)")
 	s.String("Iggy backend", "iggy-stream", &o.iggyStream, "kafka", "Iggy stream that holds the Kafka topics")
-	s.Int("Iggy backend", "iggy-pool-size", &o.iggyPoolSize, 0, 0, 1024, "Iggy sessions (connections, one request in flight each) in the pool; 0 = 4 × GOMAXPROCS; more at high rates (docs/IGGY.md, \"Sessions\")")
+	s.Int("Iggy backend", "iggy-pool-size", &o.iggyPoolSize, 0, 0, 1024, "Iggy sessions (connections, one request in flight each) in the pool; 0 = 32, or 4 × GOMAXPROCS where more; more at high rates (docs/IGGY.md, \"Sessions\")")
 	s.String("Iggy backend", "iggy-durability", &o.iggyDurability, "written", "when Iggy confirms a write kiggy acknowledges, for topics kiggy creates: written (to the segment file before the reply: an iggy-server crash loses nothing), fsync (and fsynced: a machine crash loses nothing), buffered (Iggy's defaults: a crash of iggy-server can lose acknowledged records)")
 	s.String("Iggy backend", "iggy-protocol", &o.iggyProtocol, "auto", "Iggy binary protocol: auto (0.12 first, then what the server's refusal names), 0.11 (Iggy 0.9) or 0.12 (Iggy 0.10)")
 	s.Bool("Iggy backend", "iggy-tls", &o.iggyTLS, false, "connect to Iggy with TLS (the server's TCP TLS listener)")
