@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,6 +186,20 @@ func TestPrintE2ERows(t *testing.T) {
 	}
 }
 
+// TestFormatRates: a measured maximum names its rounds, a given one says so.
+func TestFormatRates(t *testing.T) {
+	rates := []float64{150123.4, 101000, 192000}
+	if got, want := median(slices.Sorted(slices.Values(rates))), 150123.4; got != want {
+		t.Errorf("median %v, want %v", got, want)
+	}
+	if got, want := formatRates(rates), "median of 150123, 101000, 192000"; got != want {
+		t.Errorf("formatRates %q, want %q", got, want)
+	}
+	if got := formatRates(nil); got != "given" {
+		t.Errorf("formatRates(nil) %q", got)
+	}
+}
+
 func TestE2EConfig(t *testing.T) {
 	for _, c := range []E2EConfig{DefaultE2EConfig(), SmokeE2EConfig()} {
 		if err := c.normalize(); err != nil {
@@ -208,6 +223,7 @@ func TestE2EConfig(t *testing.T) {
 		},
 		"tiny segments": func(c *E2EConfig) { c.SegmentBytes = 1000 },
 		"no window":     func(c *E2EConfig) { c.Window = 0 },
+		"no max rounds": func(c *E2EConfig) { c.MaxRounds = 0 },
 	} {
 		c := DefaultE2EConfig()
 		mod(&c)

@@ -44,6 +44,7 @@ func run() int {
 	fs.StringVar(&cfg.RateOf, "rate-of", def.RateOf, "base rate of the fractions: kafka (Kafka's maximum, every target at the same rates) or own (each target's maximum)")
 	fs.Float64Var(&cfg.MaxRate, "max-rate", 0, "every target's maximum produce rate in records/s (0 = measure it)")
 	fs.DurationVar(&cfg.MaxWindow, "max-window", def.MaxWindow, "window measuring the maximum rate")
+	fs.IntVar(&cfg.MaxRounds, "max-rounds", def.MaxRounds, "windows measuring the maximum rate; the maximum is their median")
 	fs.BoolVar(&cfg.MaxProduceOnly, "max-produce-only", false, "measure the maximum rate without consumers (default: with one group at the tail, the lower of produced and consumed)")
 	fs.IntVar(&cfg.Load.RecordSize, "record-size", def.Load.RecordSize, "record size in bytes (at least 8: the create timestamp)")
 	partitions := fs.Int("partitions", int(def.Load.Partitions), "the topic's partitions")
