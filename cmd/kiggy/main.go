@@ -91,7 +91,7 @@ var groups = []string{"General", "Listener", "TLS", "SASL", "Kafka", "Limits", "
 
 func registerOptions(s *settings, o *options) {
 	s.String("General", configKnob, &o.configFile, "", "configuration file of name = value lines (flag names without dashes; # comments); variables and flags win over it")
-	s.Int("General", "gomaxprocs", &o.gomaxprocs, 0, 0, 1<<12, "threads running the gateway's Go code at once (Go's GOMAXPROCS), which the defaults of its event loops (1×), Iggy sessions (4×) and concurrent decodes (2×) follow; 0 = the runtime's choice, the CPUs the process may use; on a host shared with iggy-server, the CPUs kiggy should take of them (docs/IGGY.md, \"Sharing a host with iggy-server\")")
+	s.Int("General", "gomaxprocs", &o.gomaxprocs, 0, 0, 1<<12, "threads running the gateway's Go code at once (Go's GOMAXPROCS), which the defaults of its event loops (1×), Iggy sessions (4×, at least 32) and concurrent decodes (2×) follow; 0 = the runtime's choice, the CPUs the process may use; on a host shared with iggy-server, the CPUs kiggy should take of them (docs/IGGY.md, \"Sharing a host with iggy-server\")")
 
 	s.String("Listener", "listen", &o.listen, "127.0.0.1:9092", "address the Kafka listener binds (host:port)")
 	s.String("Listener", "advertised-host", &o.advertisedHost, "", "host clients are told to connect to (empty = the address the client reached)")
