@@ -1,28 +1,35 @@
 package iggy
 
-import (
-	"unsafe"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
+// peekScratch is what a peek hands the kernel: the poll entry and a zero
+// timeout, kept in the session so that a peek allocates nothing.
+type peekScratch struct {
+	fds  [1]unix.PollFd
+	zero unix.Timespec
+}
 
-// peekFD is the syscall.RawConn callback of peerClosed: one non-blocking
-// recvfrom(2) of a byte with MSG_PEEK (it stays queued), its outcome left in
-// s.peek. It returns true: RawConn.Read must not wait for readability. The
-// system call is made directly, with no source address asked for, so that
-// a peek allocates nothing (unix.Recvfrom's address buffer escapes).
+// peekFD is the syscall.RawConn callback of peerClosed: one ppoll(2) of the
+// socket with a zero timeout, for POLLIN and POLLRDHUP, its outcome left in
+// s.peek. POLLRDHUP tells a peer that closed its side even behind bytes
+// still queued (under TLS, a session ticket nobody read yet); nothing is
+// read. It returns true: RawConn.Read must not wait for readability.
 func (s *session) peekFD(fd uintptr) bool {
-	n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&s.peekBuf[0])), 1,
-		unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+	p := &s.peekScratch
+	p.fds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN | unix.POLLRDHUP}
+	n, err := unix.Ppoll(p.fds[:], &p.zero, nil)
+	revents := p.fds[0].Revents
 	switch {
-	case errno == unix.EAGAIN, errno == unix.EINTR:
-		s.peek = peekEmpty // alive, nothing queued (or, interrupted, nothing known)
-	case errno != 0:
+	case err == unix.EINTR, err == nil && n == 0:
+		s.peek = peekEmpty // nothing to report (or, interrupted, nothing known)
+	case err != nil, revents&(unix.POLLERR|unix.POLLNVAL) != 0:
 		s.peek = peekFailed
-	case n == 0:
+	case revents&(unix.POLLRDHUP|unix.POLLHUP) != 0:
 		s.peek = peekEOF
-	default:
+	case revents&unix.POLLIN != 0:
 		s.peek = peekData
+	default:
+		s.peek = peekEmpty
 	}
 	return true
 }

@@ -2,6 +2,9 @@
 
 package iggy
 
+// peekScratch holds nothing off Linux.
+type peekScratch struct{}
+
 // peekFD stands in for Linux's peek: it finds nothing, so an idle
 // connection is taken as alive, and a stale one fails its next request (a
 // read is then sent again: stale.go).

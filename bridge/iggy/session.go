@@ -75,10 +75,10 @@ type session struct {
 	// seenLosses is the client's losses when this session last checked
 	// its idle connection (stale.go); peekFn is s.peekFD, bound once so a
 	// peek allocates nothing; the peek's result lands in peek.
-	seenLosses uint64
-	peekFn     func(fd uintptr) bool
-	peek       peekResult
-	peekBuf    [1]byte
+	seenLosses  uint64
+	peekFn      func(fd uintptr) bool
+	peek        peekResult
+	peekScratch peekScratch
 
 	buf    []byte        // request scratch: VSR header + body
 	rbuf   []byte        // reply frame

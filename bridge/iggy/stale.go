@@ -7,12 +7,13 @@ package iggy
 // was up to 32 failed requests after one restart, some of them reads a
 // caller had to retry (docs/IGGY.md, "Sessions"). Two measures:
 //
-//   - Before an idle session is handed out, its socket is peeked without
-//     blocking (MSG_PEEK|MSG_DONTWAIT: no round trip, no byte consumed)
-//     when it may be stale: it has been idle for staleCheckIdle, or some
-//     session lost its connection since this one last looked. A peer that
-//     closed it (EOF), reset it, or sent bytes nobody asked for (on a
-//     lockstep stream, only an eviction does) gets the session closed, and
+//   - Before an idle session is handed out, its socket is polled without
+//     waiting (ppoll with a zero timeout for POLLIN and POLLRDHUP: no round
+//     trip, no byte read) when it may be stale: it has been idle for
+//     staleCheckIdle, or some session lost its connection since this one
+//     last looked. A peer that closed it (even behind bytes still queued),
+//     reset it, or sent bytes nobody asked for (on a lockstep stream, only
+//     an eviction does) gets the session closed, and
 //     ensure connects it again before the request is sent. The keep-alive
 //     loop peeks every idle session each round, so most are connected again
 //     before anyone needs them.
@@ -59,7 +60,7 @@ func (c *Client) dropIfStale(s *session) {
 
 // peerClosed reports whether the idle connection of s is no longer usable:
 // its peer closed or reset it, or it holds bytes no request asked for. It
-// reads nothing: the kernel's receive queue is peeked.
+// reads nothing: the socket is polled.
 func (s *session) peerClosed() bool {
 	if s.br != nil && s.br.Buffered() > 0 {
 		return true // a reply nobody waits for: the stream is out of step
@@ -89,7 +90,7 @@ type peekResult uint8
 const (
 	peekEmpty  peekResult = iota // nothing queued: the connection is alive
 	peekData                     // bytes queued that no request asked for
-	peekEOF                      // the peer closed the connection
+	peekEOF                      // the peer closed (or hung up) the connection
 	peekFailed                   // the socket reports an error (reset)
 )
 
