@@ -6,8 +6,8 @@ import (
 )
 
 // TestDefaultPoolSize checks the pool's default, DefaultPoolSize or
-// 4 × GOMAXPROCS where more, at most maxPoolSize, that the readiness waits' sessions follow it, and that
-// a size set is kept.
+// 4 × GOMAXPROCS where more, at most maxPoolSize; that the readiness waits'
+// sessions follow it; and that a size set is kept.
 func TestDefaultPoolSize(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, tc := range []struct{ procs, want int }{

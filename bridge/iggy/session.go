@@ -67,8 +67,7 @@ type session struct {
 
 	lastUsed time.Time
 	wasUp    bool      // the session has been connected before (a reconnect is counted)
-	retryAt  time.Time // earliest next connection attempt
-	failedAt int64     // when the last connection attempt failed, Unix ns
+	retryAt  time.Time // earliest next connection attempt: the last failed one + backoff
 	backoff  time.Duration
 	lastErr  error
 
@@ -130,7 +129,7 @@ func (s *session) ensure(ctx context.Context) error {
 		s.retryAt, s.backoff, s.lastErr = time.Time{}, 0, nil
 	}
 	now := time.Now()
-	if now.Before(s.retryAt) && s.lastErr != nil && s.c.lastLogin.Load() < s.failedAt {
+	if now.Before(s.retryAt) && s.lastErr != nil && s.c.lastLogin.Load() < s.retryAt.Add(-s.backoff).UnixNano() {
 		// Backing off, unless another session has logged in since this one
 		// failed: the server is back, and the backoff earned while it was
 		// down is void.
@@ -146,7 +145,6 @@ func (s *session) ensure(ctx context.Context) error {
 		} else {
 			s.backoff = min(2*s.backoff, s.c.cfg.ReconnectBackoffMax)
 		}
-		s.failedAt = time.Now().UnixNano()
 		s.retryAt = time.Now().Add(s.backoff)
 		s.lastErr = err
 		return err
@@ -267,7 +265,7 @@ func (s *session) dialLogin(ctx context.Context, addr string, d proto.Dialect) e
 	s.server = string(ver)
 	s.lastUsed = time.Now()
 	s.seenLosses = s.c.losses.Load()
-	s.c.lastLogin.Store(time.Now().UnixNano())
+	s.c.lastLogin.Store(s.lastUsed.UnixNano())
 	s.c.log.Debug("iggy: session connected", "addr", addr, "server", s.server, "protocol", d.String(), "session", sess)
 	return nil
 }

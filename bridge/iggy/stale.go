@@ -13,10 +13,10 @@ package iggy
 //     staleCheckIdle, or some session lost its connection since this one
 //     last looked. A peer that closed it (even behind bytes still queued),
 //     reset it, or sent bytes nobody asked for (on a lockstep stream, only
-//     an eviction does) gets the session closed, and
-//     ensure connects it again before the request is sent. The keep-alive
-//     loop peeks every idle session each round, so most are connected again
-//     before anyone needs them.
+//     an eviction does) gets the session closed, and ensure connects it
+//     again before the request is sent. The keep-alive loop checks every
+//     idle session each round, so most are connected again before anyone
+//     needs them.
 //   - A read (a poll, a ping, a metadata get: nothing the server changes
 //     state for) whose connection a single server closed under it is sent
 //     once more on a new connection (in a cluster the client looks for the
@@ -32,10 +32,10 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 )
 
-// staleCheckIdle is how long a session may be idle before it is peeked on
+// staleCheckIdle is how long a session may be idle before it is checked on
 // its way out of the pool. A restarting iggy-server is down for longer
 // (its start alone takes hundreds of milliseconds), so every session that
-// was idle through a restart is peeked; a session in steady use (every few
+// was idle through a restart is checked; a session in steady use (every few
 // milliseconds under load) costs no system call.
 const staleCheckIdle = 100 * time.Millisecond
 

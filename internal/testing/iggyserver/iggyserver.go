@@ -323,15 +323,14 @@ func (n *Node) signal(sig syscall.Signal, wait time.Duration) bool {
 // before that saw the old socket, took it for the new server and returned
 // while the port was about to refuse.
 func (n *Node) awaitPortClosed(wait time.Duration) {
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
+	testtools.EventuallyEvery(wait, 5*time.Millisecond, func() bool {
 		c, err := net.DialTimeout("tcp", n.Addr, 100*time.Millisecond)
 		if err != nil {
-			return
+			return true
 		}
 		c.Close()
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 // StopWithin is Stop that waits up to wait for the exit after SIGTERM and
