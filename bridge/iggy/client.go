@@ -244,6 +244,13 @@ func (c *Client) keepAlive() {
 		}
 		checked := !c.clustered()
 		for range len(c.sessions) {
+			// A round connects idle sessions one by one (a login each): Close
+			// must not wait for all of them.
+			select {
+			case <-c.done:
+				return
+			default:
+			}
 			var s *session
 			select {
 			case s = <-c.idle:
