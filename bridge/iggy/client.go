@@ -38,12 +38,16 @@ type Client struct {
 	wg   sync.WaitGroup
 
 	idle      chan *session // sessions not in use
-	sessions  []*session
-	closed    atomic.Bool
-	losses    atomic.Uint64 // connections lost under a request, ever (stale.go)
-	lastLogin atomic.Int64  // when a session last logged in, Unix ns
-	avgMsg    atomic.Int64  // EWMA of polled message size, bytes
-	maxReply  uint32        // largest reply frame read; 0 = proto.MaxFrameSize (tests lower it)
+	loginTurn chan struct{} // held by the primary pool's one login in progress (logins.go)
+	handoff   chan *session // connected sessions released to requests waiting for loginTurn
+
+	lastLoginFailure atomic.Pointer[loginFailure]
+	sessions         []*session
+	closed           atomic.Bool
+	losses           atomic.Uint64 // connections lost under a request, ever (stale.go)
+	lastLogin        atomic.Int64  // when a session last logged in, Unix ns
+	avgMsg           atomic.Int64  // EWMA of polled message size, bytes
+	maxReply         uint32        // largest reply frame read; 0 = proto.MaxFrameSize (tests lower it)
 
 	mu       sync.RWMutex
 	topics   map[string]topicEntry
@@ -76,13 +80,15 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		done:     make(chan struct{}),
-		idle:     make(chan *session, cfg.PoolSize),
-		topics:   map[string]topicEntry{},
-		buffered: map[string]struct{}{},
-		offsets:  map[offsetKey]memOffset{},
+		cfg:       cfg,
+		log:       cfg.Logger,
+		done:      make(chan struct{}),
+		idle:      make(chan *session, cfg.PoolSize),
+		loginTurn: make(chan struct{}, 1),
+		handoff:   make(chan *session),
+		topics:    map[string]topicEntry{},
+		buffered:  map[string]struct{}{},
+		offsets:   map[offsetKey]memOffset{},
 	}
 	c.avgMsg.Store(1024)
 	c.leader.seeds = splitSeeds(cfg.Addr)
@@ -216,7 +222,20 @@ func (c *Client) acquire(ctx context.Context) (*session, error) {
 	}
 	c.metrics.inUse.Add(1)
 	c.dropIfStale(s)
-	if err := s.ensure(ctx); err != nil {
+	turn := false
+	if s.conn == nil {
+		o, held, err := c.awaitLogin(ctx, s)
+		if err != nil {
+			c.release(s)
+			return nil, err
+		}
+		s, turn = o, held
+	}
+	err := s.ensure(ctx)
+	if turn {
+		c.endLogin()
+	}
+	if err != nil {
 		c.release(s)
 		return nil, err
 	}
@@ -227,7 +246,7 @@ func (c *Client) acquire(ctx context.Context) (*session, error) {
 func (c *Client) release(s *session) {
 	c.metrics.inUse.Add(-1)
 	s.trim()
-	c.idle <- s
+	c.putIdle(s)
 }
 
 // keepAlive pings sessions idle for PingInterval and reconnects broken ones
@@ -271,7 +290,7 @@ func (c *Client) keepAlive() {
 			}
 			c.dropIfStale(s) // peeked now, connected again by ping
 			c.ping(s)
-			c.idle <- s
+			c.putIdle(s)
 		}
 	}
 }
@@ -281,11 +300,18 @@ func (c *Client) ping(s *session) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.DialTimeout)
 	defer cancel()
 	if s.conn == nil {
-		if time.Now().After(s.retryAt) {
-			if err := s.ensure(ctx); err != nil {
-				addr, _ := c.target()
-				c.log.Warn("iggy: reconnect failed", "addr", addr, "err", err)
-			}
+		if !time.Now().After(s.retryAt) {
+			return
+		}
+		select {
+		case c.loginTurn <- struct{}{}: // in the background: only when no request logs in
+		default:
+			return
+		}
+		defer c.endLogin()
+		if err := s.ensure(ctx); err != nil {
+			addr, _ := c.target()
+			c.log.Warn("iggy: reconnect failed", "addr", addr, "err", err)
 		}
 		return
 	}

@@ -110,6 +110,7 @@ type clientMetrics struct {
 	readRetries     atomic.Uint64 // reads sent again after their connection was lost under them
 	retries         atomic.Uint64 // transient statuses replayed (§1.8)
 	sessionWaits    atomic.Uint64 // requests that waited for a free session
+	loginWaits      atomic.Uint64 // requests whose session had to log in and waited for the login turn (logins.go)
 	inUse           atomic.Int64
 	connected       atomic.Int64
 	bufferedTopics  atomic.Int64  // topics seen whose writes are confirmed before they are written
@@ -157,6 +158,7 @@ func (c *Client) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_iggy_transient_retries_total", "counter", "Requests replayed after a transient Iggy status (57, 58).", m.retries.Load())
 	metric.Single(w, "kiggy_iggy_stale_incarnation_polls_total", "counter", "Poll replies dropped because the server answered them from a deleted topic's partitions with the same ids (docs/IGGY.md, \"Topic incarnations\").", m.staleIncarnations.Load())
 	metric.Single(w, "kiggy_iggy_session_waits_total", "counter", "Requests that waited for a free Iggy session (pool exhausted).", m.sessionWaits.Load())
+	metric.Single(w, "kiggy_iggy_login_waits_total", "counter", "Requests whose Iggy session had to log in (after a restart or at start) and waited for another session's login: one logs in at a time.", m.loginWaits.Load())
 	metric.Single(w, "kiggy_iggy_sessions", "gauge", "Iggy sessions in the pool (--iggy-pool-size).", len(c.sessions))
 	metric.Single(w, "kiggy_iggy_sessions_connected", "gauge", "Iggy sessions with a live connection.", m.connected.Load())
 	metric.Single(w, "kiggy_iggy_sessions_in_use", "gauge", "Iggy sessions serving a request now.", m.inUse.Load())

@@ -90,7 +90,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("restart not counted:\n%s", out)
 	}
 	// No request was sent on the closed connection (stale.go).
-	wantLines(t, out, `kiggy_iggy_sessions_in_use 0`, `kiggy_iggy_stale_sessions_total 1`, `kiggy_iggy_read_retries_total 0`)
+	wantLines(t, out, `kiggy_iggy_sessions_in_use 0`, `kiggy_iggy_stale_sessions_total 1`, `kiggy_iggy_read_retries_total 0`, `kiggy_iggy_login_waits_total 0`)
 	if strings.Contains(out, `kind="connection"`) {
 		t.Fatalf("a request failed on a connection found closed:\n%s", grepLines(out, `kind="connection"`))
 	}

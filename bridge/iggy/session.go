@@ -138,6 +138,7 @@ func (s *session) ensure(ctx context.Context) error {
 	s.gen = gen
 	err := s.connectTo(ctx, addr)
 	if err != nil {
+		s.c.loginFailed(ctx, err)
 		s.c.suspect(addr, err)
 		s.c.metrics.connectFailures.Add(1)
 		if s.backoff == 0 {
