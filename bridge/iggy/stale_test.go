@@ -337,6 +337,14 @@ func TestNoStaleSessionKilledUnderLoad(t *testing.T) {
 	if firstOK.IsZero() {
 		t.Fatal("no append succeeded in the second after the restart")
 	}
+	// How long the workers started after the restart waited for their
+	// first append: a session each, every one of them to log in.
+	var lateFirst time.Duration
+	for _, r := range results[early:] {
+		if len(r) > 0 {
+			lateFirst = max(lateFirst, r[0].ended.Sub(restarted))
+		}
+	}
 	var before, refused, after int
 	acked := map[int32][]string{}
 	for _, o := range all {
@@ -352,8 +360,8 @@ func TestNoStaleSessionKilledUnderLoad(t *testing.T) {
 			t.Errorf("an append begun %v after the restart failed: %v", o.begun.Sub(restarted), o.err)
 		}
 	}
-	t.Logf("%d appends: %d failed around the kill, %d refused after the restart (first success %v after it), %d failed after; stale sessions found %d, reads sent again %d",
-		len(all), before, refused, firstOK.Sub(restarted), after, c.metrics.staleSessions.Load(), c.metrics.readRetries.Load())
+	t.Logf("%d appends: %d failed around the kill, %d refused after the restart (first success %v after it; the new workers' first appends all done %v after it), %d failed after; stale sessions found %d, logins waited for %d",
+		len(all), before, refused, firstOK.Sub(restarted), lateFirst, after, c.metrics.staleSessions.Load(), c.metrics.loginWaits.Load())
 	if before == 0 && realServer(t) {
 		// iggytest's crash and start take no time: the load may not
 		// meet them; a killed iggy-server is down for a while.
