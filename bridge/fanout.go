@@ -8,6 +8,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/producer"
+	"github.com/kiggy-io/kiggy/bridge/txn"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -35,6 +36,9 @@ type appendJob struct {
 	// queued is the append in its partition's queue when the request
 	// queued its appends before running them (runAppends), else nil.
 	queued *queuedAppend
+	// refused: the transaction coordinator refused the batch before it
+	// was queued (code says why); it is not appended.
+	refused bool
 	// panicked: the append panicked (logged and counted by catch).
 	panicked bool
 }
@@ -120,13 +124,20 @@ func (f *produceFanout) trim() {
 //
 // On a backend with round trips every append is first put into its
 // partition's queue, in request order, and the connection's next Produce
-// may then start (pipeline.go); a transactional append is admitted by the
-// coordinator before it queues, so a request with one queues each append as
-// it runs instead, and the next Produce waits for it.
+// may then start (pipeline.go). A transactional request's batches are
+// admitted by the coordinator first, under one hold of the transaction
+// that lasts until every append has finished (its markers wait for them);
+// in a cluster, where a partition's leader admits them too, a request with
+// one queues each append as it runs instead, and the next Produce waits.
 func (g *Gateway) runAppends(ctx context.Context, c *call, f *produceFanout) {
 	if g.queuesFirst(f) {
+		admitted := g.admitRequest(f)
+		defer admitted.Done() // after every append, below
 		for i := range f.jobs {
 			j := &f.jobs[i]
+			if j.refused {
+				continue
+			}
 			j.queued = g.queueAppend(ctx, j.topic, j.index, j.batch, &j.producer)
 		}
 		g.openProduce(c)
@@ -159,6 +170,9 @@ const maxAppendWorkers = 256
 // runAppend runs one job's append under catch.
 func (g *Gateway) runAppend(ctx context.Context, c *call, j *appendJob) {
 	j.panicked = g.catch(c, func() {
+		if j.refused {
+			return // j.code says why
+		}
 		if w := j.queued; w != nil {
 			j.queued = nil
 			j.code, j.base = g.awaitAppend(j.topic, j.index, w)
@@ -170,17 +184,52 @@ func (g *Gateway) runAppend(ctx context.Context, c *call, j *appendJob) {
 
 // queuesFirst reports whether f's appends are queued before they run
 // (runAppends): on a backend with round trips (the coalesced path of
-// appendMapped), when none is transactional.
+// appendMapped), unless one is transactional in a cluster or the
+// transactional ones are not all of one producer and epoch.
 func (g *Gateway) queuesFirst(f *produceFanout) bool {
 	if g.caps.LocalLatency {
 		return false
 	}
+	var first *producer.Batch
 	for i := range f.jobs {
-		if f.jobs[i].producer.Transactional {
+		pb := &f.jobs[i].producer
+		switch {
+		case !pb.Transactional:
+		case g.cfg.Placement != nil:
 			return false
+		case first == nil:
+			first = pb
+		case pb.ID != first.ID || pb.Epoch != first.Epoch:
+			return false // not one producer's: each is admitted on its own
 		}
 	}
 	return true
+}
+
+// admitRequest admits the transactional batches of f (a Produce request's
+// batches are all of one producer) under one hold of the transaction,
+// marking the refused ones; the zero Produce when f has none.
+func (g *Gateway) admitRequest(f *produceFanout) txn.Produce {
+	var pb *producer.Batch
+	for i := range f.jobs {
+		if f.jobs[i].producer.Transactional {
+			pb = &f.jobs[i].producer
+			break
+		}
+	}
+	if pb == nil {
+		return txn.Produce{}
+	}
+	return g.txn.CheckProduceAll(pb.ID, pb.Epoch, len(f.jobs),
+		func(i int) (string, int32, bool) {
+			j := &f.jobs[i]
+			return j.topic, j.index, j.producer.Transactional
+		},
+		func(i int, code wire.ErrorCode) {
+			if code != wire.NoError {
+				f.jobs[i].refused, f.jobs[i].code, f.jobs[i].base = true, code, -1
+			}
+		})
 }
 
 // runAppendTask runs one pooled append task and marks it done.

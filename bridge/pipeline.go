@@ -16,11 +16,16 @@ package bridge
 // requests in flight then has them in flight at the backend too, instead
 // of each waiting for the slowest partition of every request before it.
 //
+// A transactional Produce's batches are admitted by the coordinator before
+// they queue, under one hold of the transaction kept until its appends are
+// done (fanout.go), so a commit's markers still come after them.
+//
 // Every other request, and a Produce behind one, starts only when every
 // request before it has finished, as in Kafka. So does a Produce behind a
-// transactional Produce (its appends are admitted by the coordinator before
-// they queue), behind one whose partition is named twice, or on a throttled
-// connection (quotas.go: the throttle holds back the requests read ahead).
+// transactional Produce in a cluster (a partition's leader admits its
+// appends as they run), behind one whose partition is named twice, or on a
+// throttled connection (quotas.go: the throttle holds back the requests
+// read ahead).
 
 import (
 	"time"

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -277,5 +278,98 @@ func TestProducePipelinedIdempotent(t *testing.T) {
 	t.Logf("%v Produce requests pipelined", pipelined)
 	if pipelined == 0 {
 		t.Fatal("no Produce was pipelined")
+	}
+}
+
+// TestProducePipelinedTransactional: a transactional franz-go producer with
+// five requests in flight through an Iggy server whose replies take 3 ms:
+// its Produce requests are pipelined too (each admitted by the coordinator
+// under one hold of the transaction before it queues). Two transactions
+// committed and one aborted in between; a read_committed consumer then reads
+// exactly the committed records, once each, in the order they were sent.
+func TestProducePipelinedTransactional(t *testing.T) {
+	srv := iggytest.New(iggytest.Config{Latency: 3 * time.Millisecond})
+	if _, err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	gw := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	const partitions, perTxn = 3, 600
+	gw.CreateTopic(t, "tpipe", partitions)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.TransactionalID("tpipe-producer"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0),
+		kgo.MaxBufferedRecords(10_000), kgo.ProducerBatchMaxBytes(1024))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	before := metricValue(t, gw.Metrics(), "kiggy_produce_pipelined_total")
+	var committed []string
+	for txn, commit := range []bool{true, false, true} {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var firstErr error
+		var values []string
+		for i := range perTxn {
+			v := fmt.Sprintf("t%d-%04d-%s", txn, i, strings.Repeat("x", 200))
+			values = append(values, v)
+			cl.Produce(ctx, &kgo.Record{Topic: "tpipe", Partition: int32(i % partitions), Value: []byte(v)}, func(_ *kgo.Record, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if firstErr != nil {
+			t.Fatalf("transaction %d: produce: %v", txn, firstErr)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("transaction %d: end: %v", txn, err)
+		}
+		if commit {
+			committed = append(committed, values...)
+		}
+	}
+	pipelined := metricValue(t, gw.Metrics(), "kiggy_produce_pipelined_total") - before
+	t.Logf("%v transactional Produce requests pipelined", pipelined)
+	if pipelined == 0 {
+		t.Fatal("no transactional Produce was pipelined")
+	}
+
+	rc, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.ConsumeTopics("tpipe"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	got := map[int32][]string{}
+	n := 0
+	for n < len(committed) {
+		fs := rc.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("consume after %d of %d: %v", n, len(committed), err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got[r.Partition] = append(got[r.Partition], string(r.Value))
+			n++
+		})
+	}
+	want := map[int32][]string{}
+	for i, v := range committed {
+		p := int32((i % perTxn) % partitions)
+		want[p] = append(want[p], v)
+	}
+	for p := range int32(partitions) {
+		if !slices.Equal(got[p], want[p]) {
+			t.Fatalf("partition %d: read_committed read %d records, want the %d committed ones in order", p, len(got[p]), len(want[p]))
+		}
 	}
 }

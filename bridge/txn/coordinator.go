@@ -833,37 +833,93 @@ func (p Produce) Done() {
 // topic/partition: its transaction must be open and hold the partition.
 // On NoError the caller appends and then calls Done.
 func (c *Coordinator) CheckProduce(pid int64, epoch int16, topic string, partition int32) (Produce, wire.ErrorCode) {
-	c.mu.RLock()
-	e := c.byPID[pid]
-	c.mu.RUnlock()
-	if e == nil {
-		return Produce{}, wire.InvalidProducerIDMapping
+	e, code := c.holdForProduce(pid, epoch)
+	if code != wire.NoError {
+		return Produce{}, code
 	}
-	if e.timingOut.Load() {
-		// Being aborted at its timeout: refused at once rather than
-		// waiting behind the abort's lock for the appends in flight.
-		return Produce{}, wire.InvalidTxnState
-	}
-	e.mu.RLock()
-	t := &e.t
-	switch {
-	case t.ProducerID != pid || e.gone:
-		e.mu.RUnlock()
-		return Produce{}, wire.InvalidProducerIDMapping
-	case e.timingOut.Load():
-		// Being aborted at its timeout (timeOutBusy).
-		e.mu.RUnlock()
-		return Produce{}, wire.InvalidTxnState
-	case epoch < t.Epoch:
-		e.mu.RUnlock()
-		return Produce{}, wire.InvalidProducerEpoch
-	case epoch > t.Epoch, t.State != Ongoing || !t.hasPartition(topic, partition):
+	if !e.t.hasPartition(topic, partition) {
 		// KIP-890 part 1: a transactional write the coordinator does not
-		// know of (never added, or its transaction already ended).
+		// know of (never added).
 		e.mu.RUnlock()
 		return Produce{}, wire.InvalidTxnState
 	}
 	return Produce{mu: &e.mu}, wire.NoError
+}
+
+// CheckProduceAll admits the transactional batches of one Produce request,
+// all of producer pid at epoch, under one hold of the transaction:
+// partition(i) names the partition of the i-th of n batches (ok false: not
+// transactional, not checked), and admitted(i, code) is told each checked
+// one's code. The hold is returned when at least one was admitted (call
+// Done once every admitted append has finished), else the zero Produce.
+// One hold per request, not one per batch: a goroutine holding the
+// transaction twice would wedge behind a marker waiting for its first hold.
+func (c *Coordinator) CheckProduceAll(pid int64, epoch int16, n int, partition func(i int) (topic string, p int32, ok bool), admitted func(i int, code wire.ErrorCode)) Produce {
+	e, code := c.holdForProduce(pid, epoch)
+	if code != wire.NoError {
+		for i := range n {
+			if _, _, ok := partition(i); ok {
+				admitted(i, code)
+			}
+		}
+		return Produce{}
+	}
+	held := false
+	for i := range n {
+		topic, p, ok := partition(i)
+		if !ok {
+			continue
+		}
+		if !e.t.hasPartition(topic, p) {
+			admitted(i, wire.InvalidTxnState) // KIP-890 part 1, as CheckProduce
+			continue
+		}
+		held = true
+		admitted(i, wire.NoError)
+	}
+	if !held {
+		e.mu.RUnlock()
+		return Produce{}
+	}
+	return Produce{mu: &e.mu}
+}
+
+// holdForProduce read-locks producer pid's transaction for a transactional
+// append at epoch: it must be open (Ongoing) at that epoch. On NoError the
+// caller holds e.mu for reading.
+func (c *Coordinator) holdForProduce(pid int64, epoch int16) (*entry, wire.ErrorCode) {
+	c.mu.RLock()
+	e := c.byPID[pid]
+	c.mu.RUnlock()
+	if e == nil {
+		return nil, wire.InvalidProducerIDMapping
+	}
+	if e.timingOut.Load() {
+		// Being aborted at its timeout: refused at once rather than
+		// waiting behind the abort's lock for the appends in flight.
+		return nil, wire.InvalidTxnState
+	}
+	e.mu.RLock()
+	t := &e.t
+	code := wire.NoError
+	switch {
+	case t.ProducerID != pid || e.gone:
+		code = wire.InvalidProducerIDMapping
+	case e.timingOut.Load():
+		// Being aborted at its timeout (timeOutBusy).
+		code = wire.InvalidTxnState
+	case epoch < t.Epoch:
+		code = wire.InvalidProducerEpoch
+	case epoch > t.Epoch, t.State != Ongoing:
+		// KIP-890 part 1: a transactional write the coordinator does not
+		// know of (its transaction already ended).
+		code = wire.InvalidTxnState
+	}
+	if code != wire.NoError {
+		e.mu.RUnlock()
+		return nil, code
+	}
+	return e, wire.NoError
 }
 
 // PendingOffset reports whether an open transaction holds an offset of
