@@ -309,7 +309,12 @@ func (c *Client) ping(s *session) {
 			return
 		}
 		defer c.endLogin()
-		if err := s.ensure(ctx); err != nil {
+		// Longer than the dial's and the login's own timeouts, so that a
+		// server that does not answer fails the login by those, and the
+		// requests waiting for the turn learn of it (logins.go).
+		lctx, lcancel := context.WithTimeout(context.Background(), 2*c.cfg.DialTimeout)
+		defer lcancel()
+		if err := s.ensure(lctx); err != nil {
 			addr, _ := c.target()
 			c.log.Warn("iggy: reconnect failed", "addr", addr, "err", err)
 		}

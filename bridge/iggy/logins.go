@@ -1,7 +1,7 @@
 package iggy
 
 // Logins take turns. iggy-server checks a password login against its
-// Argon2 hash, 20–30 ms of its CPU each on the benchmark machine, and it
+// Argon2 hash, about 18 ms of its CPU each on the benchmark machine, and it
 // answers logins that arrive together together: four at once took 108 ms
 // each, thirty-two 600 ms each (docs/IGGY.md, "Sessions"). After a restart
 // every session of the pool needs one, and a request on a session that
