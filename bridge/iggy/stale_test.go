@@ -22,7 +22,9 @@ import (
 
 // restartable starts a server a test can take down and bring back on the
 // same address: a real iggy-server when one is found (SIGKILL, then a start
-// over its data directory), else iggytest (its Crash, then Start).
+// over its data directory), else iggytest (its Crash, then Start after
+// staleCheckIdle: a real server is down for longer than that, which is
+// what the idle check relies on when no request lost its connection).
 func restartable(t *testing.T) (addr string, restart func()) {
 	t.Helper()
 	if realServer(t) {
@@ -35,7 +37,13 @@ func restartable(t *testing.T) (addr string, restart func()) {
 		}
 	}
 	srv, addr := startServer(t, iggytest.Config{})
-	return addr, func() { restartModel(t, srv, addr) }
+	return addr, func() {
+		srv.Crash()
+		time.Sleep(staleCheckIdle)
+		if _, err := srv.Start(addr); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // restartModel crashes iggytest and starts it again on addr.
