@@ -22,12 +22,7 @@ import (
 // stored once, at the offset its producer was told, each producer's records
 // in the order it sent them, and the offsets are dense.
 func TestCoalescedProduceKeepsOrderAndOffsets(t *testing.T) {
-	srv := iggytest.New(iggytest.Config{Latency: 2 * time.Millisecond})
-	if _, err := srv.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	gw := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	gw := gatewayOnSlowIggy(t, 2*time.Millisecond)
 	const partitions, producers, perProducer = 2, 6, 300
 	gw.CreateTopic(t, "co", partitions)
 

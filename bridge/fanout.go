@@ -130,8 +130,8 @@ func (f *produceFanout) trim() {
 // in a cluster, where a partition's leader admits them too, a request with
 // one queues each append as it runs instead, and the next Produce waits.
 func (g *Gateway) runAppends(ctx context.Context, c *call, f *produceFanout) {
-	if g.queuesFirst(f) {
-		admitted := g.admitRequest(f)
+	if queue, txnProducer := g.queuesFirst(f); queue {
+		admitted := g.admitRequest(f, txnProducer)
 		defer admitted.Done() // after every append, below
 		for i := range f.jobs {
 			j := &f.jobs[i]
@@ -185,38 +185,31 @@ func (g *Gateway) runAppend(ctx context.Context, c *call, j *appendJob) {
 // queuesFirst reports whether f's appends are queued before they run
 // (runAppends): on a backend with round trips (the coalesced path of
 // appendMapped), unless one is transactional in a cluster or the
-// transactional ones are not all of one producer and epoch.
-func (g *Gateway) queuesFirst(f *produceFanout) bool {
+// transactional ones are not all of one producer and epoch. txnProducer is
+// the transactional batches' producer, nil when there are none.
+func (g *Gateway) queuesFirst(f *produceFanout) (queue bool, txnProducer *producer.Batch) {
 	if g.caps.LocalLatency {
-		return false
+		return false, nil
 	}
-	var first *producer.Batch
 	for i := range f.jobs {
 		pb := &f.jobs[i].producer
 		switch {
 		case !pb.Transactional:
 		case g.cfg.Placement != nil:
-			return false
-		case first == nil:
-			first = pb
-		case pb.ID != first.ID || pb.Epoch != first.Epoch:
-			return false // not one producer's: each is admitted on its own
+			return false, nil
+		case txnProducer == nil:
+			txnProducer = pb
+		case pb.ID != txnProducer.ID || pb.Epoch != txnProducer.Epoch:
+			return false, nil // not one producer's: each is admitted on its own
 		}
 	}
-	return true
+	return true, txnProducer
 }
 
-// admitRequest admits the transactional batches of f (a Produce request's
-// batches are all of one producer) under one hold of the transaction,
-// marking the refused ones; the zero Produce when f has none.
-func (g *Gateway) admitRequest(f *produceFanout) txn.Produce {
-	var pb *producer.Batch
-	for i := range f.jobs {
-		if f.jobs[i].producer.Transactional {
-			pb = &f.jobs[i].producer
-			break
-		}
-	}
+// admitRequest admits the transactional batches of f, all of producer pb,
+// under one hold of the transaction, marking the refused ones; the zero
+// Produce when pb is nil (none is transactional).
+func (g *Gateway) admitRequest(f *produceFanout, pb *producer.Batch) txn.Produce {
 	if pb == nil {
 		return txn.Produce{}
 	}

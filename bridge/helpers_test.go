@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
@@ -270,4 +271,16 @@ func createCodecTopic(t testing.TB, gw *kiggytest.Gateway, topic string, partiti
 // containsLine reports whether the metrics text has line exactly.
 func containsLine(metrics, line string) bool {
 	return strings.Contains("\n"+metrics, "\n"+line+"\n")
+}
+
+// gatewayOnSlowIggy starts a gateway on an iggytest server that answers
+// every request latency late (a remote Iggy's round trip).
+func gatewayOnSlowIggy(t *testing.T, latency time.Duration) *kiggytest.Gateway {
+	t.Helper()
+	srv := iggytest.New(iggytest.Config{Latency: latency})
+	if _, err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	return kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
 }

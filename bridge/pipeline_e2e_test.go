@@ -17,12 +17,10 @@ import (
 
 	"github.com/kiggy-io/kiggy/batch"
 	"github.com/kiggy-io/kiggy/bridge"
-	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/engine"
-	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
@@ -219,12 +217,7 @@ func TestProducePipelinedAfterQueueing(t *testing.T) {
 // once at the offset its producer was told, each producer's records in the
 // order it sent them, with no sequence error.
 func TestProducePipelinedIdempotent(t *testing.T) {
-	srv := iggytest.New(iggytest.Config{Latency: 3 * time.Millisecond})
-	if _, err := srv.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	gw := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	gw := gatewayOnSlowIggy(t, 3*time.Millisecond)
 	const partitions, producers, perProducer = 3, 2, 1500
 	gw.CreateTopic(t, "pipe", partitions)
 
@@ -288,12 +281,7 @@ func TestProducePipelinedIdempotent(t *testing.T) {
 // committed and one aborted in between; a read_committed consumer then reads
 // exactly the committed records, once each, in the order they were sent.
 func TestProducePipelinedTransactional(t *testing.T) {
-	srv := iggytest.New(iggytest.Config{Latency: 3 * time.Millisecond})
-	if _, err := srv.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	gw := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	gw := gatewayOnSlowIggy(t, 3*time.Millisecond)
 	const partitions, perTxn = 3, 600
 	gw.CreateTopic(t, "tpipe", partitions)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
