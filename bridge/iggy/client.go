@@ -62,6 +62,7 @@ type Client struct {
 	// (a proto.Dialect; 0 before the first): new sessions log in with it.
 	dialect atomic.Uint32
 
+	tokens  *sessionTokens // nil: every login uses the configured credentials (tokens.go)
 	leader  leader
 	routes  routes // partitions whose primary is not the metadata primary (routes.go)
 	metrics clientMetrics
@@ -91,6 +92,12 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		offsets:   map[offsetKey]memOffset{},
 	}
 	c.avgMsg.Store(1024)
+	switch {
+	case cfg.sharedTokens != nil:
+		c.tokens = cfg.sharedTokens
+	case cfg.Token == "" && !cfg.PasswordLogins && !cfg.system:
+		c.tokens = &sessionTokens{}
+	}
 	c.leader.seeds = splitSeeds(cfg.Addr)
 	for range cfg.PoolSize {
 		s := newSession(c)
@@ -103,6 +110,9 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	err = c.ensureStream(ctx, s)
+	if err == nil {
+		c.maybeMintToken(ctx, s)
+	}
 	c.release(s)
 	if err != nil {
 		c.Close()
@@ -261,7 +271,7 @@ func (c *Client) keepAlive() {
 			return
 		case <-t.C:
 		}
-		checked := !c.clustered()
+		checked, minted := !c.clustered(), false
 		for range len(c.sessions) {
 			// A round connects idle sessions one by one (a login each): Close
 			// must not wait for all of them.
@@ -290,6 +300,12 @@ func (c *Client) keepAlive() {
 			}
 			c.dropIfStale(s) // peeked now, connected again by ping
 			c.ping(s)
+			if !minted && s.conn != nil {
+				minted = true // at most one mint a round, when one is due
+				ctx, cancel := context.WithTimeout(context.Background(), c.cfg.DialTimeout)
+				c.maybeMintToken(ctx, s)
+				cancel()
+			}
 			c.putIdle(s)
 		}
 	}
@@ -360,6 +376,7 @@ func (c *Client) Close() error {
 	c.cache.close()
 	close(c.done)
 	c.wg.Wait()
+	c.deleteSessionToken()
 	timeout := time.NewTimer(c.cfg.RequestTimeout + time.Second)
 	defer timeout.Stop()
 	for range len(c.sessions) {

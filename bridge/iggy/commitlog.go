@@ -195,6 +195,7 @@ type genState struct {
 func (c *Client) openCommitLog(ctx context.Context) error {
 	scfg := c.cfg
 	scfg.Stream, scfg.PoolSize, scfg.system, scfg.SoleWriter = c.cfg.SystemStream, 2, true, false
+	scfg.sharedTokens = c.tokens
 	if c.cfg.CommitTail > 0 {
 		// A cluster member: the membership log's heartbeats and reads share
 		// this client with the commits and their tail

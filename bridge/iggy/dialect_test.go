@@ -24,7 +24,7 @@ func TestDialectAuto(t *testing.T) {
 	for _, d := range proto.Dialects {
 		t.Run(d.String(), func(t *testing.T) {
 			_, addr := startServer(t, iggytest.Config{Dialects: []proto.Dialect{d}})
-			c := open(t, Config{Addr: addr, PoolSize: 3})
+			c := open(t, Config{Addr: addr, PoolSize: 3, PasswordLogins: true})
 			if got := c.Dialect(); got != d {
 				t.Fatalf("dialect %v, want %v", got, d)
 			}

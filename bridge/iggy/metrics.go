@@ -22,6 +22,8 @@ var commands = [...]struct {
 	{proto.CodePing, "Ping"},
 	{proto.CodeLoginRegister, "LoginRegister"},
 	{proto.CodeLoginRegisterWithPAT, "LoginRegisterWithPat"},
+	{proto.CodeCreatePAT, "CreatePersonalAccessToken"},
+	{proto.CodeDeletePAT, "DeletePersonalAccessToken"},
 	{proto.CodePollMessages, "PollMessages"},
 	{proto.CodeSendMessages, "SendMessages"},
 	{proto.CodeGetConsumerOffset, "GetConsumerOffset"},
@@ -159,6 +161,11 @@ func (c *Client) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_iggy_stale_incarnation_polls_total", "counter", "Poll replies dropped because the server answered them from a deleted topic's partitions with the same ids (docs/IGGY.md, \"Topic incarnations\").", m.staleIncarnations.Load())
 	metric.Single(w, "kiggy_iggy_session_waits_total", "counter", "Requests that waited for a free Iggy session (pool exhausted).", m.sessionWaits.Load())
 	metric.Single(w, "kiggy_iggy_login_waits_total", "counter", "Requests whose Iggy session had to log in (after a restart or at start) and waited for another session's login: one logs in at a time.", m.loginWaits.Load())
+	var refused uint64
+	if c.tokens != nil {
+		refused = c.tokens.refused.Load()
+	}
+	metric.Single(w, "kiggy_iggy_session_token_refusals_total", "counter", "Iggy logins with kiggy's session token that the server refused (it lost the token, or it was deleted), then made with the password.", refused)
 	metric.Single(w, "kiggy_iggy_sessions", "gauge", "Iggy sessions in the pool (--iggy-pool-size).", len(c.sessions))
 	metric.Single(w, "kiggy_iggy_sessions_connected", "gauge", "Iggy sessions with a live connection.", m.connected.Load())
 	metric.Single(w, "kiggy_iggy_sessions_in_use", "gauge", "Iggy sessions serving a request now.", m.inUse.Load())

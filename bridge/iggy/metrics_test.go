@@ -35,7 +35,7 @@ func wantLines(t *testing.T, out string, lines ...string) {
 func TestMetrics(t *testing.T) {
 	// One dialect, the one auto tries first: one login per session.
 	srv, addr := startServer(t, iggytest.Config{Dialects: []proto.Dialect{proto.Dialect012}})
-	c := open(t, Config{Addr: addr, PoolSize: 2, ReconnectBackoffMin: 10 * time.Millisecond, ReconnectBackoffMax: 50 * time.Millisecond})
+	c := open(t, Config{Addr: addr, PoolSize: 2, PasswordLogins: true, ReconnectBackoffMin: 10 * time.Millisecond, ReconnectBackoffMax: 50 * time.Millisecond})
 	cx := ctx(t)
 	if _, err := c.CreateTopic(cx, "m", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("restart not counted:\n%s", out)
 	}
 	// No request was sent on the closed connection (stale.go).
-	wantLines(t, out, `kiggy_iggy_sessions_in_use 0`, `kiggy_iggy_stale_sessions_total 1`, `kiggy_iggy_read_retries_total 0`, `kiggy_iggy_login_waits_total 0`)
+	wantLines(t, out, `kiggy_iggy_sessions_in_use 0`, `kiggy_iggy_stale_sessions_total 1`, `kiggy_iggy_read_retries_total 0`, `kiggy_iggy_login_waits_total 0`, `kiggy_iggy_session_token_refusals_total 0`)
 	if strings.Contains(out, `kind="connection"`) {
 		t.Fatalf("a request failed on a connection found closed:\n%s", grepLines(out, `kind="connection"`))
 	}

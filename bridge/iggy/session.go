@@ -211,8 +211,26 @@ func (s *session) dial(ctx context.Context, addr string) error {
 	return nil
 }
 
-// dialLogin dials addr and logs in in dialect d.
+// dialLogin dials addr and logs in in dialect d: with the configured token,
+// else with the client's session token if it has one (tokens.go), else
+// with the password. A session token the server refuses is dropped and the
+// login made again with the password.
 func (s *session) dialLogin(ctx context.Context, addr string, d proto.Dialect) error {
+	tok := (*sessionToken)(nil)
+	if s.c.cfg.Token == "" {
+		tok = s.c.loginToken()
+	}
+	err := s.dialLoginWith(ctx, addr, d, tok)
+	if tok != nil && tokenRefusal(err) {
+		s.c.tokenRefused(tok)
+		err = s.dialLoginWith(ctx, addr, d, nil)
+	}
+	return err
+}
+
+// dialLoginWith dials addr and logs in in dialect d with tok, or with the
+// configured credentials when tok is nil.
+func (s *session) dialLoginWith(ctx context.Context, addr string, d proto.Dialect, tok *sessionToken) error {
 	cfg := &s.c.cfg
 	if err := s.dial(ctx, addr); err != nil {
 		return err
@@ -233,10 +251,14 @@ func (s *session) dialLogin(ctx context.Context, addr string, d proto.Dialect) e
 
 	b := s.begin()
 	code := proto.CodeLoginRegister
-	if cfg.Token != "" {
+	switch {
+	case cfg.Token != "":
 		code = proto.CodeLoginRegisterWithPAT
 		b = proto.AppendPATLoginBody(b, d, &s.bind, sdkName, sdkVersion, cfg.Token)
-	} else {
+	case tok != nil:
+		code = proto.CodeLoginRegisterWithPAT
+		b = proto.AppendPATLoginBody(b, d, &s.bind, sdkName, sdkVersion, tok.secret)
+	default:
 		b = proto.AppendLoginBody(b, d, &s.bind, sdkName, sdkVersion, cfg.Username, cfg.Password)
 	}
 	lctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)

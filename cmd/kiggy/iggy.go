@@ -59,6 +59,7 @@ func openIggy(ctx context.Context, o options, logger *slog.Logger) (store.Log, e
 		Username:        o.iggyUsername,
 		Password:        o.iggyPassword,
 		Token:           o.iggyToken,
+		PasswordLogins:  !o.iggySessionTokens,
 		Stream:          o.iggyStream,
 		PoolSize:        int(o.iggyPoolSize),
 		RequestTimeout:  o.iggyRequestTimeout,

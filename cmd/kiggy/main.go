@@ -68,6 +68,7 @@ type options struct {
 	iggyRequestTimeout                                                time.Duration
 	iggyReadCacheBytes, iggyFetchCacheBytes, iggyTailWindowBytes      int64
 	iggySoleWriter                                                    bool
+	iggySessionTokens                                                 bool
 	iggyDurability                                                    string
 	iggyProtocol                                                      string
 	iggyTLS                                                           bool
@@ -159,6 +160,7 @@ func registerOptions(s *settings, o *options) {
 	s.String("Iggy backend", "iggy-password", &o.iggyPassword, "iggy", "Iggy password")
 	s.String("Iggy backend", "iggy-token", &o.iggyToken, "", "Iggy personal access token (instead of username and password)")
 	s.String("Iggy backend", "iggy-stream", &o.iggyStream, "kafka", "Iggy stream that holds the Kafka topics")
+	s.Bool("Iggy backend", "iggy-session-tokens", &o.iggySessionTokens, true, "with --iggy-username/--iggy-password: log the first Iggy session in with them, create a personal access token (expiring after an hour, renewed at half of it, deleted at shutdown) and log every other session in with it; iggy-server checks a password against an Argon2 hash, ~18 ms of its CPU a login, a token against a SHA-256 (docs/IGGY.md, \"Sessions\"); false: every session logs in with the password")
 	s.Int("Iggy backend", "iggy-pool-size", &o.iggyPoolSize, 0, 0, 1024, "Iggy sessions (connections, one request in flight each) in the pool; 0 = 32, or 4 × GOMAXPROCS where more; more at high rates (docs/IGGY.md, \"Sessions\")")
 	s.String("Iggy backend", "iggy-durability", &o.iggyDurability, "written", "when Iggy confirms a write kiggy acknowledges, for topics kiggy creates: written (to the segment file before the reply: an iggy-server crash loses nothing), fsync (and fsynced: a machine crash loses nothing), buffered (Iggy's defaults: a crash of iggy-server can lose acknowledged records)")
 	s.String("Iggy backend", "iggy-protocol", &o.iggyProtocol, "auto", "Iggy binary protocol: auto (0.12 first, then what the server's refusal names), 0.11 (Iggy 0.9) or 0.12 (Iggy 0.10)")

@@ -334,11 +334,9 @@ func (s *Server) login(st *connState, req *proto.RequestHeader, body, out []byte
 		tr.LongString()
 		if tr.Complete() == nil {
 			tokShape = true
-			for _, t := range s.cfg.Tokens {
-				if t == string(tok) && t != "" {
-					ok = true
-				}
-			}
+			s.mu.Lock()
+			ok = s.validToken(string(tok))
+			s.mu.Unlock()
 		}
 	}
 	if !ok {
@@ -350,6 +348,13 @@ func (s *Server) login(st *connState, req *proto.RequestHeader, body, out []byte
 		}
 		return s.evict(out, req.Client, proto.EvictMalformedLogin), true
 	}
+	s.mu.Lock()
+	if pwShape && !tokShape {
+		s.passwordLogins++
+	} else {
+		s.tokenLogins++
+	}
+	s.mu.Unlock()
 	// §1.8: "Re-login on a connection that is still bound is treated as an
 	// idempotent replay that keeps the old identity."
 	if !st.bound {
@@ -777,6 +782,10 @@ func (s *Server) metadata(st *connState, req *proto.RequestHeader, body []byte) 
 		return s.createGroup(st, req, &r)
 	case proto.OpDeleteConsumerGroup, proto.OpJoinConsumerGroup, proto.OpLeaveConsumerGroup:
 		return s.groupMembership(st, req, &r)
+	case proto.OpCreatePAT:
+		return s.createPAT(&r, now)
+	case proto.OpDeletePAT:
+		return s.deletePAT(&r)
 	}
 	return nil, uint32(proto.CodeFeatureUnavailable)
 }

@@ -130,8 +130,11 @@ type data struct {
 	clients  map[proto.ClientID]*clientState
 	faults   []Fault
 	nextConn uint32
-	cluster  *Cluster      // nil for a single node
-	appended chan struct{} // closed at the next append (wait.go)
+	cluster  *Cluster       // nil for a single node
+	appended chan struct{}  // closed at the next append (wait.go)
+	pats     map[string]pat // minted personal access tokens by name (tokens.go)
+
+	passwordLogins, tokenLogins int
 }
 
 type clientState struct {

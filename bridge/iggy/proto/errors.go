@@ -20,6 +20,7 @@ const (
 	CodeInvalidCredentials    Code = 42
 	CodeInvalidUsername       Code = 43
 	CodeInvalidPassword       Code = 44
+	CodePATAlreadyExists      Code = 51
 	CodeInvalidPAT            Code = 53
 	CodeTransientNotCommitted Code = 57
 	CodeTransientNotAccepted  Code = 58
@@ -77,6 +78,7 @@ var codeNames = map[Code]string{
 	CodeInvalidCredentials:             "InvalidCredentials",
 	CodeInvalidUsername:                "InvalidUsername",
 	CodeInvalidPassword:                "InvalidPassword",
+	CodePATAlreadyExists:               "PersonalAccessTokenAlreadyExists",
 	CodeInvalidPAT:                     "InvalidPersonalAccessToken",
 	CodeTransientNotCommitted:          "TransientNotCommitted",
 	CodeTransientNotAccepted:           "TransientNotAccepted",

@@ -188,6 +188,8 @@ const (
 	CodeLoginUser            uint32 = 38 // legacy, rejected
 	CodeLogoutUser           uint32 = 39
 	CodeLoginRegister        uint32 = 40
+	CodeCreatePAT            uint32 = 42
+	CodeDeletePAT            uint32 = 43
 	CodeLoginWithPAT         uint32 = 44 // legacy, rejected
 	CodeLoginRegisterWithPAT uint32 = 45
 	CodePollMessages         uint32 = 100
@@ -224,6 +226,10 @@ func OperationFor(code uint32) uint8 {
 		return OpRegister
 	case CodeLogoutUser:
 		return OpLogout
+	case CodeCreatePAT:
+		return OpCreatePAT
+	case CodeDeletePAT:
+		return OpDeletePAT
 	case CodeCreateStream:
 		return OpCreateStream
 	case CodeDeleteStream:
