@@ -17,9 +17,10 @@ func (c *Client) VerifyLogin(ctx context.Context, username, password string) err
 		return errors.Join(ErrUnreachable, errors.New("iggy: no primary known"))
 	}
 	// A throwaway client around one session: the pool, its metrics and its
-	// read cache are not touched.
+	// read cache are not touched, and it has no session token (tokens.go),
+	// so the login is made with the password given.
 	v := &Client{cfg: c.cfg, log: c.log}
-	v.cfg.Username, v.cfg.Password, v.cfg.Token = username, password, ""
+	v.cfg.Username, v.cfg.Password, v.cfg.Token, v.cfg.sharedTokens = username, password, "", nil
 	s := newSession(v)
 	defer s.close()
 	return s.connectTo(ctx, addr)
