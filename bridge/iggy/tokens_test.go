@@ -191,6 +191,32 @@ func TestSessionTokensRealServer(t *testing.T) {
 			t.Fatalf("tokens: after the restart %d password and %d token logins, %d refused; want 0, at least 32, 0",
 				pw1-pw0, tok1-tok0, c.tokens.refused.Load())
 		}
+		if !mode.password {
+			// The renewal deletes the token every session logged in with:
+			// the server must keep them (it does not evict a token's
+			// sessions when the token goes), and new logins take the new one.
+			old := *c.tokens.cur.Load()
+			due := old
+			due.renew = time.Now().Add(-time.Second)
+			c.tokens.cur.Store(&due)
+			s, err := c.acquire(ctx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.maybeMintToken(ctx(t), s)
+			c.release(s)
+			if cur := c.tokens.cur.Load(); cur == nil || cur.name == old.name {
+				t.Fatalf("token not renewed: %+v", cur)
+			}
+			for i := range 64 {
+				if _, err := c.Append(ctx(t), "tk-"+mode.name, 0, batchOf(1, "renewed", 1)); err != nil {
+					t.Fatalf("append %d on the sessions of the deleted token: %v", i, err)
+				}
+			}
+			if n := c.metrics.connects.Load(); n != uint64(pw1+tok1) {
+				t.Fatalf("sessions connected again after the renewal: %d connects, %d logins before", n, pw1+tok1)
+			}
+		}
 		c.Close()
 	}
 }
