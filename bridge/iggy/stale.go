@@ -26,6 +26,7 @@ package iggy
 import (
 	"errors"
 	"io"
+	"os"
 	"syscall"
 	"time"
 
@@ -69,7 +70,17 @@ func (s *session) peerClosed() bool {
 		return false // not a TCP connection: nothing to peek
 	}
 	s.peek = peekEmpty
-	if err := s.raw.Read(s.peekFn); err != nil {
+	err := s.raw.Read(s.peekFn)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The deadline of the last request, long past, bounded that
+		// request only, but RawConn.Read honours it and does not poll:
+		// taken as a closed connection, it had every session idle past
+		// its last deadline (a keep-alive ping's 5 s, a poll's shorter
+		// one) reconnected and logged in again at its next use.
+		_ = s.conn.SetReadDeadline(time.Time{})
+		err = s.raw.Read(s.peekFn)
+	}
+	if err != nil {
 		return true // the connection is closed on our side
 	}
 	switch s.peek {

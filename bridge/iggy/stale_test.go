@@ -486,3 +486,30 @@ func TestLoginsTakeTurns(t *testing.T) {
 		t.Fatalf("%d failed logins, want 1: the waiter dialled too", got)
 	}
 }
+
+// TestIdleSessionPastItsDeadlineKept: a session idle past the deadline of
+// its last request is alive, and the check before its next use must say
+// so. It did not: RawConn.Read does not poll a socket whose read deadline
+// has passed, the check took the error for a closed connection, and every
+// idle session of an idle gateway was connected and logged in again about
+// every 7.5 s (a keep-alive ping's 5 s deadline, then the next round).
+func TestIdleSessionPastItsDeadlineKept(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1, PingInterval: -1})
+	connects := c.metrics.connects.Load()
+	for i := range 3 {
+		short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		err := c.Ready(short) // a Ping whose deadline passes 50 ms later
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * staleCheckIdle) // past it, and idle long enough to be checked
+		if err := c.Ready(ctx(t)); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+	}
+	if n, stale := c.metrics.connects.Load()-connects, c.metrics.staleSessions.Load(); n != 0 || stale != 0 {
+		t.Fatalf("the idle session was connected again %d times (%d found stale); want 0", n, stale)
+	}
+}
