@@ -1,8 +1,9 @@
 // JoinGroup (API key 11): versions 0–9 (wire.APIs).
 //
 // Kafka's classic group protocol (bridge/group follows its GroupCoordinator);
-// the request parks until the generation forms. Differs from Kafka: the
-// group lives in the gateway's memory, not in __consumer_offsets.
+// the request parks until the generation forms. A group is stored once a
+// rebalance completes, in kiggy's system store rather than
+// __consumer_offsets (docs/design/consumer-groups.md §6).
 
 package bridge
 
@@ -32,6 +33,10 @@ func (g *Gateway) joinGroup(c *call) bool {
 	if g.notCoordinator(req.Group) {
 		// docs/design/cluster.md §7: the client finds the coordinator again.
 		c.req.Respond(g.joinResponse(c, group.JoinResult{Error: int16(wire.NotCoordinator), GenerationID: -1, MemberID: req.MemberID}))
+		return false
+	}
+	if !g.classicGroupReady(req.Group, req.MemberID != "") {
+		c.req.Respond(g.joinResponse(c, group.JoinResult{Error: int16(wire.CoordinatorLoadInProgress), GenerationID: -1, MemberID: req.MemberID}))
 		return false
 	}
 	gs.protocols = gs.protocols[:0]

@@ -23,6 +23,9 @@ func (g *Gateway) heartbeat(c *call) bool {
 	case code != wire.NoError:
 	case g.notCoordinator(req.Group):
 		code = wire.NotCoordinator // docs/design/cluster.md §7
+	case !g.classicGroupReady(req.Group, true):
+		// GroupCoordinator.handleHeartbeat: "the group is still loading,
+		// so respond just blindly".
 	default:
 		code = wire.ErrorCode(g.groups.Heartbeat(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation))
 	}

@@ -36,7 +36,11 @@ func (g *Gateway) leaveGroup(c *call) bool {
 			HasInstanceID: m.InstanceID.Valid, Reason: m.Reason.S})
 	}
 	code, codes := int16(wire.NotCoordinator), []int16(nil)
-	if !g.notCoordinator(req.Group) {
+	switch {
+	case g.notCoordinator(req.Group):
+	case !g.classicGroupReady(req.Group, true):
+		code = int16(wire.CoordinatorLoadInProgress)
+	default:
 		code, codes = g.groups.Leave(req.Group, gs.leaves)
 	}
 	resp := wire.LeaveGroupResponse{ErrorCode: wire.ErrorCode(code)}

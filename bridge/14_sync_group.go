@@ -29,6 +29,13 @@ func (g *Gateway) syncGroup(c *call) bool {
 		c.req.Respond(g.syncResponse(c, group.SyncResult{Error: int16(wire.NotCoordinator)}))
 		return false
 	}
+	if !g.classicGroupReady(req.Group, true) {
+		// GroupCoordinator.handleSyncGroup while loading: "we've lost the
+		// state of the active rebalance ... By returning rebalance in
+		// progress, the consumer will attempt to rejoin".
+		c.req.Respond(g.syncResponse(c, group.SyncResult{Error: int16(wire.RebalanceInProgress)}))
+		return false
+	}
 	gs.assigns = gs.assigns[:0]
 	for _, a := range req.GroupAssignment {
 		gs.assigns = append(gs.assigns, group.Assignment{MemberID: a.MemberID, Assignment: a.MemberAssignment})

@@ -21,6 +21,9 @@ func (g *Gateway) describeGroups(c *call) bool {
 	}
 	var resp wire.DescribeGroupsResponse
 	for _, id := range req.Groups {
+		if id != "" && !g.notCoordinator(id) {
+			g.classicGroupReady(id, true) // a group moved here is described as stored
+		}
 		d := g.groups.Describe(id)
 		out := wire.DescribeGroupsResponseGroup{ErrorCode: wire.ErrorCode(d.Error), Group: id, State: d.State,
 			ProtocolType: d.ProtocolType, Protocol: d.Protocol, AuthorizedOperations: authorizedOperationsUnknown}

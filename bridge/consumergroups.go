@@ -101,6 +101,11 @@ func (g *Gateway) initConsumerGroups() {
 			g.cfg.Logger.Warn("consumer groups: loading the stored groups failed; retrying", "err", err)
 			return false
 		}
+		classic, err := g.system.LoadSystem(ctx, classicGroupNS)
+		if err != nil {
+			g.cfg.Logger.Warn("classic groups: loading the stored groups failed; retrying", "err", err)
+			return false
+		}
 		for id, b := range stored {
 			if g.lostGroup(id) {
 				continue // another instance's (docs/design/cluster.md §7)
@@ -109,6 +114,7 @@ func (g *Gateway) initConsumerGroups() {
 				g.cfg.Logger.Warn("consumer groups: a stored group does not load; its members rejoin", "group", id, "err", err)
 			}
 		}
+		g.restoreClassicGroups(classic)
 		g.cgLoaded.Store(true)
 		return true
 	}
@@ -138,7 +144,8 @@ func (g *Gateway) consumerGroupWriter() {
 	}
 }
 
-// storeConsumerGroups writes every changed consumer group. A failed write
+// storeConsumerGroups writes every changed consumer group, and the stored
+// forms of the classic groups that changed as one change. A failed write
 // is logged; the group's next change writes it again.
 func (g *Gateway) storeConsumerGroups() {
 	for id, b := range g.groups.DirtyConsumerGroups() {
@@ -148,6 +155,72 @@ func (g *Gateway) storeConsumerGroups() {
 		}
 		cancel()
 	}
+	if dirty := g.groups.DirtyClassicGroups(); len(dirty) > 0 {
+		entries := make([]store.SystemEntry, 0, len(dirty))
+		for id, b := range dirty {
+			entries = append(entries, store.SystemEntry{Key: id, Value: b})
+		}
+		slices.SortFunc(entries, func(a, b store.SystemEntry) int { return strings.Compare(a.Key, b.Key) })
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := g.system.PutSystemAll(ctx, classicGroupNS, entries); err != nil {
+			g.cfg.Logger.Warn("classic groups: storing groups failed", "groups", len(entries), "err", err)
+		}
+		cancel()
+	}
+}
+
+// classicGroupNS is the system store namespace of classic groups
+// (docs/design/consumer-groups.md §6): group id → the group's stored form
+// as of its last completed rebalance (bridge/group/classic_state.go).
+const classicGroupNS = "classic-groups"
+
+// restoreClassicGroups restores every stored classic group this instance
+// coordinates and does not hold.
+func (g *Gateway) restoreClassicGroups(stored map[string][]byte) {
+	for id, b := range stored {
+		if g.lostGroup(id) || g.groups.Has(id) {
+			continue // another instance's (docs/design/cluster.md §7), or live here
+		}
+		if err := g.groups.RestoreClassicGroup(id, b); err != nil {
+			g.cfg.Logger.Warn("classic groups: a stored group does not load; its members rejoin", "group", id, "err", err)
+		}
+	}
+}
+
+// classicRestoreInterval bounds how often an instance of a cluster reads
+// the stored classic groups for groups it was given (classicGroupReady).
+const classicRestoreInterval = time.Second
+
+// classicGroupReady prepares group id for a classic group request. It
+// reports false until the stored groups are loaded at start (the caller
+// answers as Kafka's coordinator does while it loads). In a cluster, a
+// request that names a member of a group this instance does not hold first
+// restores the groups it now coordinates as their last coordinators stored
+// them (docs/design/cluster.md §7): one read of the store serves every group
+// a view change moved here, and the store is read at most once per
+// classicRestoreInterval, so unknown group ids cost no more.
+func (g *Gateway) classicGroupReady(id string, namesMember bool) bool {
+	if !g.cgLoaded.Load() {
+		return false
+	}
+	if !namesMember || g.cfg.Placement == nil || g.groups.Has(id) {
+		return true
+	}
+	g.clRestoreMu.Lock()
+	defer g.clRestoreMu.Unlock()
+	if g.groups.Has(id) || time.Since(g.clRestoredAt) < classicRestoreInterval {
+		return true
+	}
+	g.clRestoredAt = time.Now()
+	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
+	defer cancel()
+	stored, err := g.system.LoadSystem(ctx, classicGroupNS)
+	if err != nil {
+		g.cfg.Logger.Warn("classic groups: reading the stored groups failed", "err", err)
+		return true
+	}
+	g.restoreClassicGroups(stored)
+	return true
 }
 
 // consumerGroupLoadInterval bounds how often one instance looks in the

@@ -344,9 +344,13 @@ type Gateway struct {
 	cgLoaded   atomic.Bool
 	cgLoadMu   sync.Mutex
 	cgLoadedAt map[string]time.Time
-	work       chan task
-	states     sync.Pool
-	decode     chan struct{} // semaphore for concurrent decodes
+	// clRestoreMu serializes, and clRestoredAt paces, the reads of the
+	// stored classic groups for groups moved here (classicGroupReady).
+	clRestoreMu  sync.Mutex
+	clRestoredAt time.Time
+	work         chan task
+	states       sync.Pool
+	decode       chan struct{} // semaphore for concurrent decodes
 
 	producerIDs producer.IDs
 	producers   producerStates

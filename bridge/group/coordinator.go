@@ -39,7 +39,10 @@ type Coordinator struct {
 	consumerRebalances atomic.Uint64
 	// cdirty are the consumer groups changed since DirtyConsumerGroups.
 	cdirty map[string]*cgroup
-	closed bool
+	// cldirty are the stored forms of classic groups changed since
+	// DirtyClassicGroups (nil: removed).
+	cldirty map[string][]byte
+	closed  bool
 
 	lim limits // atomics (limits.go)
 }
@@ -288,6 +291,7 @@ func (g *group) replaceStatic(m *member, newID string, req *JoinRequest, done fu
 		o.sync(m.syncDone, SyncResult{Error: errFencedInstanceID})
 		m.syncDone = nil
 	}
+	g.changed()
 	delete(g.byID, oldID)
 	m.id = newID
 	g.byID[newID] = m
@@ -723,6 +727,7 @@ func (c *Coordinator) Delete(groupID string) int16 {
 	}
 	var o outbox
 	g.close(&o) // no member, so nothing to answer
+	g.persist(false)
 	c.mu.Lock()
 	if c.groups[g.id] == g {
 		delete(c.groups, g.id)

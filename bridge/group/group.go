@@ -158,6 +158,12 @@ type group struct {
 	// (limits.go).
 	counted int
 
+	// The stored form (classic_state.go): seq counts changes that may
+	// alter it, savedSeq is seq when it was last queued, and stored is set
+	// while the store holds a form of this group.
+	seq, savedSeq uint64
+	stored        bool
+
 	// Rebalance (PreparingRebalance) timing.
 	joinDeadline time.Time
 	// initialDelay is set while the rebalance from Empty waits for more
@@ -229,6 +235,7 @@ func joinError(memberID string, code int16) JoinResult {
 func (g *group) finish(o *outbox) {
 	g.schedule()
 	g.account()
+	g.persist(false)
 	g.maybeForget()
 	g.mu.Unlock()
 	o.flush()
@@ -490,6 +497,7 @@ func (g *group) addMember(id string, req *JoinRequest, done func(JoinResult), no
 	if len(g.members) == 0 {
 		g.protocolType = strings.Clone(req.ProtocolType)
 	}
+	g.changed()
 	g.members = append(g.members, m)
 	g.byID[id] = m
 	if m.hasInstance {
@@ -517,6 +525,7 @@ func (g *group) updateMember(m *member, req *JoinRequest, done func(JoinResult),
 	if !m.matches(req.Protocols) {
 		m.protocols = copyProtocols(req.Protocols)
 	}
+	g.changed()
 	m.session = req.SessionTimeout
 	m.rebalance = rebalanceTimeoutOf(req)
 	if m.joinDone != nil {
@@ -536,6 +545,7 @@ func (g *group) removeMember(m *member, o *outbox) {
 		o.sync(m.syncDone, SyncResult{Error: errUnknownMemberID})
 		m.syncDone = nil
 	}
+	g.changed()
 	delete(g.byID, m.id)
 	if i := slices.Index(g.members, m); i >= 0 {
 		g.members = slices.Delete(g.members, i, i+1)
@@ -638,6 +648,7 @@ func (g *group) completeJoin(now time.Time, o *outbox) {
 		return
 	}
 	g.generation++
+	g.changed()
 	if len(g.members) == 0 {
 		g.protocolName = ""
 		g.state = stateEmpty
@@ -706,6 +717,7 @@ func (g *group) setAssignments(as []Assignment) {
 	for _, a := range as {
 		byMember[a.MemberID] = a.Assignment
 	}
+	g.changed()
 	for _, m := range g.members {
 		n += len(byMember[m.id])
 	}

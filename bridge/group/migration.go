@@ -247,6 +247,12 @@ func (c *Coordinator) upgrade(g *group, topics TopicLookup, o *outbox) (*cgroup,
 		cg.subsHash = hashTopics(cg.subscribedTopics(topics))
 	}
 	g.state = stateDead
+	if g.stored {
+		// The consumer group is stored in its own namespace from here
+		// (consumer_state.go); c.mu is held (lockConsumerGroup).
+		c.queueClassicLocked(g.id, nil)
+		g.stored = false
+	}
 	g.account() // cg counts the members from here (flushChange)
 	if g.timer != nil {
 		g.timer.Stop()

@@ -27,6 +27,10 @@ import (
 // Options configures a test gateway. The zero value means an embedded-log
 // gateway with Kafka-like defaults.
 type Options struct {
+	// ListenAddr is the Kafka listener's address ("" = an ephemeral port on
+	// 127.0.0.1): a restarted gateway given its predecessor's Addr is found
+	// by clients bootstrapped from it.
+	ListenAddr string
 	// Iggy runs the gateway on the Iggy backend instead of the embedded
 	// log: against a real iggy-server process (a fresh one per gateway)
 	// when one is found (internal/testing/iggyserver), against the in-process
@@ -172,7 +176,11 @@ func Start(t testing.TB, opts Options) *Gateway {
 	}
 	g.gw, g.srv = s.Gateway, s.Engine
 	srv := s.Engine
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	listen := opts.ListenAddr
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		t.Fatalf("kiggytest: listen: %v", err)
 	}
