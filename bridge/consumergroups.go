@@ -161,13 +161,20 @@ func (g *Gateway) storeConsumerGroups() {
 			entries = append(entries, store.SystemEntry{Key: id, Value: b})
 		}
 		slices.SortFunc(entries, func(a, b store.SystemEntry) int { return strings.Compare(a.Key, b.Key) })
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := g.system.PutSystemAll(ctx, classicGroupNS, entries); err != nil {
-			g.cfg.Logger.Warn("classic groups: storing groups failed", "groups", len(entries), "err", err)
+		for chunk := range slices.Chunk(entries, classicGroupsPerWrite) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := g.system.PutSystemAll(ctx, classicGroupNS, chunk); err != nil {
+				g.cfg.Logger.Warn("classic groups: storing groups failed", "groups", len(chunk), "err", err)
+			}
+			cancel()
 		}
-		cancel()
 	}
 }
+
+// classicGroupsPerWrite bounds the classic groups stored in one change, so
+// that a round in which thousands of groups formed (a flood of one-member
+// groups) is written in batches of a bounded size.
+const classicGroupsPerWrite = 256
 
 // classicGroupNS is the system store namespace of classic groups
 // (docs/design/consumer-groups.md §6): group id → the group's stored form

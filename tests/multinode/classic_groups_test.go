@@ -18,7 +18,7 @@ import (
 // instances; a third joins and takes some over while their members are
 // alive, then is killed, and the groups move back. Each coordinator a group
 // moves to restores it as its last coordinator stored it
-// (docs/design/consumer-groups.md §6, cluster.md §7): the members heartbeat
+// (docs/design/consumer-groups.md §6, docs/design/cluster.md §7): the members heartbeat
 // on at their generation, SyncGroup hands them their assignment and their
 // commits are accepted, at every coordinator the group passes through,
 // instead of being told UNKNOWN_MEMBER_ID and rejoining twice.
