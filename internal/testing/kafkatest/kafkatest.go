@@ -315,7 +315,6 @@ func startOnce(dir string, cfg Config) (*Broker, error) {
 		Dir:            dir,
 		LogPath:        filepath.Join(dir, "broker.log"),
 		cfg:            cfg,
-		exited:         make(chan struct{}),
 	}
 	if cfg.SASL != nil {
 		b.SASLAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3]))
@@ -342,22 +341,9 @@ func startOnce(dir string, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafkatest: %w", err)
 	}
-	b.cmd = exec.Command(cfg.Java, b.jvmArgs("kafka.Kafka", propsPath)...)
-	b.cmd.Dir = dir
-	b.cmd.Stdout = logf
-	b.cmd.Stderr = logf
-	b.cmd.SysProcAttr = sysProcAttr()
-	if err := b.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("kafkatest: starting %s: %w", cfg.Java, err)
+	if err := b.launch(logf); err != nil {
+		return nil, err
 	}
-	b.Pid = b.cmd.Process.Pid
-	go func() {
-		b.waitErr = b.cmd.Wait()
-		logf.Close()
-		close(b.exited)
-	}()
-
 	if err := b.waitReady(cfg.StartTimeout); err != nil {
 		_ = b.Stop()
 		tail := b.LogTail(30)
@@ -367,6 +353,50 @@ func startOnce(dir string, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("%v; last lines of %s:\n%s", err, b.LogPath, tail)
 	}
 	return b, nil
+}
+
+// launch starts the JVM from the server.properties in b.Dir, its output
+// going to logf, which it closes when the JVM exits.
+func (b *Broker) launch(logf *os.File) error {
+	b.exited = make(chan struct{})
+	b.cmd = exec.Command(b.cfg.Java, b.jvmArgs("kafka.Kafka", filepath.Join(b.Dir, "server.properties"))...)
+	b.cmd.Dir = b.Dir
+	b.cmd.Stdout = logf
+	b.cmd.Stderr = logf
+	b.cmd.SysProcAttr = sysProcAttr()
+	if err := b.cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("kafkatest: starting %s: %w", b.cfg.Java, err)
+	}
+	b.Pid = b.cmd.Process.Pid
+	cmd, exited := b.cmd, b.exited
+	go func() {
+		b.waitErr = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	return nil
+}
+
+// Kill9AndRestart kills the broker's JVM with SIGKILL and starts it again
+// over the same data and ports (Kafka's recovery after an unclean
+// shutdown), returning once it answers Metadata again. Not for a Shared
+// broker, whose other users it would disturb.
+func (b *Broker) Kill9AndRestart() error {
+	_ = b.cmd.Process.Kill()
+	<-b.exited
+	logf, err := os.OpenFile(b.LogPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("kafkatest: %w", err)
+	}
+	b.stopOnce = sync.Once{}
+	if err := b.launch(logf); err != nil {
+		return err
+	}
+	if err := b.waitReady(b.cfg.StartTimeout); err != nil {
+		return fmt.Errorf("kafkatest: after a restart: %v; last lines of %s:\n%s", err, b.LogPath, b.LogTail(30))
+	}
+	return nil
 }
 
 func (b *Broker) properties(data string) []byte {
