@@ -80,6 +80,68 @@ func TestClassicGroupSurvivesRestart(t *testing.T) {
 	}
 }
 
+// TestClassicGroupTooLargeToStore: a classic group whose stored form is
+// past the Iggy system store's 1 MiB value bound (two members with 600 KiB
+// of protocol metadata each) is not stored, and does not stop a small group
+// formed in the same round from being stored: after a restart the small
+// group's member heartbeats on, the large group's members are told
+// UNKNOWN_MEMBER_ID and rejoin, as before groups were stored.
+func TestClassicGroupTooLargeToStore(t *testing.T) {
+	srv := iggytest.New(iggytest.Config{})
+	if _, err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	first := kiggytest.Start(t, kiggytest.Options{IggyServer: srv})
+	first.CreateTopic(t, "cl-large", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var clients []*kgo.Client
+	for range 3 {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(first.Addr), kgo.MaxVersions(kversion.V3_6_0()),
+			kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		clients = append(clients, cl)
+	}
+	type formed struct {
+		ms  []*classicgroup.Member
+		err error
+	}
+	large, small := make(chan formed, 1), make(chan formed, 1)
+	go func() {
+		ms, err := classicgroup.FormWith(ctx, "cl-large", clients[:2], make([]byte, 600<<10))
+		large <- formed{ms, err}
+	}()
+	go func() {
+		ms, err := classicgroup.Form(ctx, "cl-small", clients[2:])
+		small <- formed{ms, err}
+	}()
+	l, s := <-large, <-small
+	if l.err != nil || s.err != nil {
+		t.Fatal(l.err, s.err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	addr := first.Addr
+	first.Stop()
+	kiggytest.Start(t, kiggytest.Options{IggyServer: srv, ListenAddr: addr})
+	var code int16
+	var err error
+	if !testtools.Eventually(20*time.Second, func() bool {
+		code, err = s.ms[0].Heartbeat(ctx, s.ms[0].Client)
+		return err == nil
+	}) || code != 0 {
+		t.Fatalf("the small group after the restart: heartbeat error %d %v", code, err)
+	}
+	for _, m := range l.ms {
+		if code, err := m.Heartbeat(ctx, m.Client); err != nil || code != 25 {
+			t.Fatalf("the large group after the restart: heartbeat error %d %v, want UNKNOWN_MEMBER_ID", code, err)
+		}
+	}
+}
+
 // describeClassic describes a classic group through DescribeGroups.
 func describeClassic(t *testing.T, addr, groupID string) kmsg.DescribeGroupsResponseGroup {
 	t.Helper()

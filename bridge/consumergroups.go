@@ -6,6 +6,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -161,20 +162,58 @@ func (g *Gateway) storeConsumerGroups() {
 			entries = append(entries, store.SystemEntry{Key: id, Value: b})
 		}
 		slices.SortFunc(entries, func(a, b store.SystemEntry) int { return strings.Compare(a.Key, b.Key) })
-		for chunk := range slices.Chunk(entries, classicGroupsPerWrite) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if err := g.system.PutSystemAll(ctx, classicGroupNS, chunk); err != nil {
-				g.cfg.Logger.Warn("classic groups: storing groups failed", "groups", len(chunk), "err", err)
+		for len(entries) > 0 {
+			n, size := 0, 0
+			for n < len(entries) && n < classicGroupsPerWrite && (n == 0 || size+len(entries[n].Value) <= classicBytesPerWrite) {
+				size += len(entries[n].Key) + len(entries[n].Value)
+				n++
 			}
-			cancel()
+			g.storeClassicGroups(entries[:n])
+			entries = entries[n:]
 		}
 	}
 }
 
-// classicGroupsPerWrite bounds the classic groups stored in one change, so
-// that a round in which thousands of groups formed (a flood of one-member
-// groups) is written in batches of a bounded size.
-const classicGroupsPerWrite = 256
+// classicGroupsPerWrite and classicBytesPerWrite bound one change of
+// stored classic groups, so that a round in which thousands of groups
+// formed (a flood of one-member groups) is written in batches of a bounded
+// size.
+const (
+	classicGroupsPerWrite = 256
+	classicBytesPerWrite  = 4 << 20
+)
+
+// storeClassicGroups writes entries as one change. A change the store
+// refuses as too large (a group id or a group's form past the Iggy system
+// store's bounds, docs/IGGY.md "kiggy's own state") is written entry by
+// entry, and a group too large to store is removed from the store instead,
+// so that no older form of it is restored: its members rejoin after a
+// restart, as before groups were stored.
+func (g *Gateway) storeClassicGroups(entries []store.SystemEntry) {
+	put := func(f func(ctx context.Context) error) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return f(ctx)
+	}
+	err := put(func(ctx context.Context) error { return g.system.PutSystemAll(ctx, classicGroupNS, entries) })
+	if err == nil {
+		return
+	}
+	if !errors.Is(err, store.ErrTooLarge) {
+		g.cfg.Logger.Warn("classic groups: storing groups failed", "groups", len(entries), "err", err)
+		return
+	}
+	for _, e := range entries {
+		err := put(func(ctx context.Context) error { return g.system.PutSystem(ctx, classicGroupNS, e.Key, e.Value) })
+		if errors.Is(err, store.ErrTooLarge) && e.Value != nil {
+			g.cfg.Logger.Warn("classic groups: a group is too large to store; its members rejoin after a restart or a move", "group", e.Key, "bytes", len(e.Value))
+			err = put(func(ctx context.Context) error { return g.system.PutSystem(ctx, classicGroupNS, e.Key, nil) })
+		}
+		if err != nil && !errors.Is(err, store.ErrTooLarge) {
+			g.cfg.Logger.Warn("classic groups: storing a group failed", "group", e.Key, "err", err)
+		}
+	}
+}
 
 // classicGroupNS is the system store namespace of classic groups
 // (docs/design/consumer-groups.md §6): group id → the group's stored form

@@ -34,6 +34,11 @@ func Assignment(id string) string { return "assigned-" + id }
 // rebalance: the leader assigns each member Assignment(id), and every member
 // checks it got its own. It returns the members in the order of clients.
 func Form(ctx context.Context, group string, clients []*kgo.Client) ([]*Member, error) {
+	return FormWith(ctx, group, clients, []byte("subscription"))
+}
+
+// FormWith is Form with every member's protocol metadata set to metadata.
+func FormWith(ctx context.Context, group string, clients []*kgo.Client, metadata []byte) ([]*Member, error) {
 	members := make([]*Member, len(clients))
 	errs := make([]error, len(clients))
 	leaders := make([]string, len(clients))
@@ -43,7 +48,7 @@ func Form(ctx context.Context, group string, clients []*kgo.Client) ([]*Member, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			leaders[i], errs[i] = members[i].join(ctx)
+			leaders[i], errs[i] = members[i].join(ctx, metadata)
 		}()
 	}
 	wg.Wait()
@@ -84,12 +89,12 @@ func Form(ctx context.Context, group string, clients []*kgo.Client) ([]*Member, 
 }
 
 // join joins m, setting its id and generation, and returns the leader's id.
-func (m *Member) join(ctx context.Context) (string, error) {
+func (m *Member) join(ctx context.Context, metadata []byte) (string, error) {
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.Group, req.ProtocolType = m.Group, "consumer"
 	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 30000, 30000
 	p := kmsg.NewJoinGroupRequestProtocol()
-	p.Name, p.Metadata = "range", []byte("subscription")
+	p.Name, p.Metadata = "range", metadata
 	req.Protocols = append(req.Protocols, p)
 	resp, err := req.RequestWith(ctx, m.Client)
 	if err == nil && resp.ErrorCode == 79 { // MEMBER_ID_REQUIRED: again with the id it carries
