@@ -12,37 +12,47 @@ import (
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 )
 
-// TestJavaClassicGroupRidesRestart: two Java KafkaConsumers in a classic
-// group (range, tests/java/src/GroupConsumers.java) consume while franz-go
-// produces; the server is restarted on the same address: kiggy on Iggy
-// stopped and started again, a Kafka 4.4 broker of its own killed with
-// SIGKILL and started again over its data. Kafka loads the group from
-// __consumer_offsets; kiggy restores it as stored after its last rebalance
-// (docs/design/consumer-groups.md §6). Either way the consumers find their
-// coordinator again and heartbeat on at their generation: no partition is
-// revoked, lost or assigned after the restart, every acknowledged record is
-// consumed, and the group commits every partition's end. Before kiggy
-// stored groups, both members lost everything and were reassigned it.
-// KIGGY_INTEROP_TARGET picks one target, as for the other tests.
-func TestJavaClassicGroupRidesRestart(t *testing.T) {
+// TestJavaGroupRidesRestart: two Java KafkaConsumers in a group
+// (tests/java/src/GroupConsumers.java), classic (range) or of the consumer
+// protocol (KIP-848, uniform), consume while franz-go produces; the server
+// is restarted on the same address: kiggy on Iggy stopped and started
+// again, a Kafka 4.4 broker of its own killed with SIGKILL and started again
+// over its data. Kafka loads the group from __consumer_offsets; kiggy
+// restores it from its system store (docs/design/consumer-groups.md §6).
+// Either way the consumers find their coordinator again and go on at their
+// generation or epoch: no partition is revoked, lost or assigned after the
+// restart, every acknowledged record is consumed, and the group commits
+// every partition's end. Before kiggy stored classic groups, both classic
+// members lost everything and were reassigned it. KIGGY_INTEROP_TARGET
+// picks the target, as for the other tests (kiggy when unset).
+func TestJavaGroupRidesRestart(t *testing.T) {
 	classes := compileJava(t, "GroupConsumers.java")
+	for _, p := range []struct{ name, assignors string }{
+		{"classic", "org.apache.kafka.clients.consumer.RangeAssignor"},
+		{"consumer", "consumer:uniform"},
+	} {
+		t.Run(p.name, func(t *testing.T) { javaGroupRidesRestart(t, classes, p.assignors) })
+	}
+}
+
+func javaGroupRidesRestart(t *testing.T, classes, assignors string) {
 	v := os.Getenv(TargetEnv)
 	if v == "" || v == "kiggy" {
 		t.Run("kiggy", func(t *testing.T) {
 			opts := kiggytest.Options{Iggy: true, Bridge: bridge.Config{Group: consumerGroupTimeouts}}
 			g := kiggytest.Start(t, opts)
 			tg := &kiggyTarget{g: g}
-			classicGroupThroughRestart(t, classes, tg, func() target {
+			groupThroughRestart(t, classes, assignors, tg, func() target {
 				g.Stop()
 				return &kiggyTarget{g: kiggytest.Start(t, g.SameIggy(kiggytest.Options{ListenAddr: g.Addr, Bridge: opts.Bridge}))}
 			})
 		})
 	}
-	if v == "" || v == "kafka" {
+	if v == "kafka" {
 		t.Run("kafka", func(t *testing.T) {
 			b := kafkatest.StartConfig(t, kafkatest.Config{})
 			tg := &kafkaTarget{b: b}
-			classicGroupThroughRestart(t, classes, tg, func() target {
+			groupThroughRestart(t, classes, assignors, tg, func() target {
 				if err := b.Kill9AndRestart(); err != nil {
 					t.Fatal(err)
 				}
@@ -52,16 +62,17 @@ func TestJavaClassicGroupRidesRestart(t *testing.T) {
 	}
 }
 
-// classicGroupThroughRestart runs TestJavaClassicGroupRidesRestart on tg;
-// restart restarts it on the same address and returns it.
-func classicGroupThroughRestart(t *testing.T, classes string, tg target, restart func() target) {
+// groupThroughRestart runs TestJavaGroupRidesRestart on tg with the
+// GroupConsumers assignors argument; restart restarts tg on the same
+// address and returns it.
+func groupThroughRestart(t *testing.T, classes, assignors string, tg target, restart func() target) {
 	const partitions = 4
 	topic := topicName(t)
 	group := "restart-" + topic
 	tg.CreateTopic(t, topic, partitions)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	a := startGroupProc(ctx, t, classes, tg.Addr(), topic, group, "org.apache.kafka.clients.consumer.RangeAssignor")
+	a := startGroupProc(ctx, t, classes, tg.Addr(), topic, group, assignors)
 	defer func() {
 		if t.Failed() {
 			t.Logf("JVM:\n%s", a.tail())
@@ -72,7 +83,7 @@ func classicGroupThroughRestart(t *testing.T, classes string, tg target, restart
 	a.send("join m2")
 	a.waitUntil(2*time.Minute, "m1, m2 sharing the partitions", settled(partitions, "m1", "m2"))
 	load.consumeAWhile(500)
-	time.Sleep(500 * time.Millisecond) // kiggy stores the group within 100 ms of its rebalance
+	time.Sleep(500 * time.Millisecond) // kiggy stores a group within 100 ms of a change
 	mark := len(a.snapshot())
 
 	restartedAt := time.Now()
@@ -82,7 +93,22 @@ func classicGroupThroughRestart(t *testing.T, classes string, tg target, restart
 	time.Sleep(7 * time.Second) // past two of the consumers' heartbeat intervals (3 s)
 	sent := load.finish(tg, group, topic, partitions, a)
 	for _, l := range a.snapshot()[mark:] {
-		if ev, _, _ := strings.Cut(l, "\t"); ev == "assigned" || ev == "revoked" || ev == "lost" || ev == "E" {
+		ev, _, _ := strings.Cut(l, "\t")
+		switch {
+		case ev == "E":
+			t.Errorf("after the restart: %q", l)
+		case ev != "assigned" && ev != "revoked" && ev != "lost":
+		case tg.Name() == "kafka":
+			// Kafka reloads the group as it was too (GroupMetadataManager
+			// onLoaded reschedules the members' sessions), but in about
+			// half the runs the classic leader rejoins by itself during the
+			// broker's 12-s unclean restart, "client reason: cached metadata
+			// has changed" in the broker's log (a metadata refresh saw the
+			// partitions without a leader): logged, not failed. kiggy
+			// answers Metadata with every partition's leader from its
+			// first request.
+			t.Logf("kafka, after the restart: %q", l)
+		default:
 			t.Errorf("after the restart: %q", l)
 		}
 	}
