@@ -347,10 +347,10 @@ func TestTxnCopierClusterKill(t *testing.T) {
 // others' membership timeout: another instance takes the group, and the
 // ids and partitions the killed one had, over, and the restarted one
 // takes them back). The group session errors of the move are expected
-// (the coordinator unreachable, UNKNOWN_MEMBER_ID from the new one, since
-// group membership does not move, docs/design/cluster.md §7,
-// NOT_COORDINATOR from the old one: groupMoveErr), after which the members
-// rejoin; any other client error fails the test. Then A crashes
+// (the coordinator unreachable, which ends a franz-go member's session
+// although the new coordinator restores the group, docs/design/cluster.md
+// §7; UNKNOWN_MEMBER_ID, NOT_COORDINATOR from the old one: groupMoveErr),
+// after which the members rejoin; any other client error fails the test. Then A crashes
 // mid-transaction as in TestTxnETL, its open transaction aborted on its
 // timeout by its coordinator. runETL's assertions: the group's offsets
 // reach the input's end and read_committed reads every input record's
