@@ -88,8 +88,19 @@ func groupThroughRestart(t *testing.T, classes, assignors string, tg target, res
 
 	restartedAt := time.Now()
 	tg = restart()
-	t.Logf("%s restarted in %v", tg.Name(), time.Since(restartedAt).Round(time.Millisecond))
+	up := time.Now()
+	t.Logf("%s restarted in %v", tg.Name(), up.Sub(restartedAt).Round(time.Millisecond))
 	load.consumeAWhile(1000)
+	// How long the group read nothing: from the server's return to the
+	// first record a member read after it.
+	a.mu.Lock()
+	for i := mark; i < len(a.lines); i++ {
+		if strings.HasPrefix(a.lines[i], "R\t") && a.at[i].After(up) {
+			t.Logf("%s: the group read its first record %v after the server was back", tg.Name(), a.at[i].Sub(up).Round(time.Millisecond))
+			break
+		}
+	}
+	a.mu.Unlock()
 	time.Sleep(7 * time.Second) // past two of the consumers' heartbeat intervals (3 s)
 	sent := load.finish(tg, group, topic, partitions, a)
 	for _, l := range a.snapshot()[mark:] {
