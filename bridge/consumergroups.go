@@ -102,10 +102,18 @@ func (g *Gateway) initConsumerGroups() {
 			g.cfg.Logger.Warn("consumer groups: loading the stored groups failed; retrying", "err", err)
 			return false
 		}
-		classic, err := g.system.LoadSystem(ctx, classicGroupNS)
-		if err != nil {
-			g.cfg.Logger.Warn("classic groups: loading the stored groups failed; retrying", "err", err)
-			return false
+		var classic map[string][]byte
+		if g.cfg.Placement == nil {
+			// In a cluster, classic groups are restored when a member
+			// first names one (classicGroupReady): by then the view has
+			// settled and the group's last coordinator has let it go, so
+			// the store holds its last form, where a read at start could
+			// predate the changes another instance made before the view
+			// gave the group back.
+			if classic, err = g.system.LoadSystem(ctx, classicGroupNS); err != nil {
+				g.cfg.Logger.Warn("classic groups: loading the stored groups failed; retrying", "err", err)
+				return false
+			}
 		}
 		for id, b := range stored {
 			if g.lostGroup(id) {
@@ -233,18 +241,25 @@ func (g *Gateway) restoreClassicGroups(stored map[string][]byte) {
 	}
 }
 
-// classicRestoreInterval bounds how often an instance of a cluster reads
-// the stored classic groups for groups it was given (classicGroupReady).
-const classicRestoreInterval = time.Second
+// classicRestorePerGroup and classicRestoresPerSecond pace the reads of
+// the stored classic groups for groups moved here (classicGroupReady): a
+// group id triggers at most one read per classicRestorePerGroup, and the
+// instance makes at most classicRestoresPerSecond, so a flood of requests
+// naming unknown groups costs the store a bounded load.
+const (
+	classicRestorePerGroup   = 10 * time.Second
+	classicRestoresPerSecond = 20
+)
 
 // classicGroupReady prepares group id for a classic group request. It
 // reports false until the stored groups are loaded at start (the caller
 // answers as Kafka's coordinator does while it loads). In a cluster, a
 // request that names a member of a group this instance does not hold first
-// restores the groups it now coordinates as their last coordinators stored
-// them (docs/design/cluster.md §7): one read of the store serves every group
-// a view change moved here, and the store is read at most once per
-// classicRestoreInterval, so unknown group ids cost no more.
+// restores every group it now coordinates and does not hold, as their last
+// coordinators stored them (docs/design/cluster.md §7): one read serves
+// every group a view change moved here, and the reads are paced
+// (classicRestorePerGroup, classicRestoresPerSecond). The read runs on the
+// request's worker.
 func (g *Gateway) classicGroupReady(id string, namesMember bool) bool {
 	if !g.cgLoaded.Load() {
 		return false
@@ -252,12 +267,25 @@ func (g *Gateway) classicGroupReady(id string, namesMember bool) bool {
 	if !namesMember || g.cfg.Placement == nil || g.groups.Has(id) {
 		return true
 	}
+	now := time.Now()
 	g.clRestoreMu.Lock()
-	defer g.clRestoreMu.Unlock()
-	if g.groups.Has(id) || time.Since(g.clRestoredAt) < classicRestoreInterval {
+	if g.clTried == nil || len(g.clTried) > 10000 {
+		g.clTried = map[string]time.Time{} // bounded: a flood of unknown ids only costs reads
+	}
+	if at, ok := g.clTried[id]; ok && now.Sub(at) < classicRestorePerGroup {
+		g.clRestoreMu.Unlock()
 		return true
 	}
-	g.clRestoredAt = time.Now()
+	if now.Sub(g.clWindow) >= time.Second {
+		g.clWindow, g.clWindowReads = now, 0
+	}
+	if g.clWindowReads >= classicRestoresPerSecond {
+		g.clRestoreMu.Unlock()
+		return true
+	}
+	g.clWindowReads++
+	g.clTried[strings.Clone(id)] = now // id aliases the request
+	g.clRestoreMu.Unlock()
 	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
 	defer cancel()
 	stored, err := g.system.LoadSystem(ctx, classicGroupNS)

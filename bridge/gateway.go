@@ -344,13 +344,16 @@ type Gateway struct {
 	cgLoaded   atomic.Bool
 	cgLoadMu   sync.Mutex
 	cgLoadedAt map[string]time.Time
-	// clRestoreMu serializes, and clRestoredAt paces, the reads of the
-	// stored classic groups for groups moved here (classicGroupReady).
-	clRestoreMu  sync.Mutex
-	clRestoredAt time.Time
-	work         chan task
-	states       sync.Pool
-	decode       chan struct{} // semaphore for concurrent decodes
+	// clRestoreMu guards the pacing of the reads of the stored classic
+	// groups for groups moved here (classicGroupReady): when each group id
+	// last triggered one, and the reads of the current second.
+	clRestoreMu   sync.Mutex
+	clTried       map[string]time.Time
+	clWindow      time.Time
+	clWindowReads int
+	work          chan task
+	states        sync.Pool
+	decode        chan struct{} // semaphore for concurrent decodes
 
 	producerIDs producer.IDs
 	producers   producerStates
