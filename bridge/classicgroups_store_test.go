@@ -7,6 +7,7 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
@@ -66,4 +67,54 @@ func TestStoreClassicGroupsTooLarge(t *testing.T) {
 	if s.puts != 1 || string(s.stored["a"]) != "a again" || s.stored["z"] != nil {
 		t.Fatalf("a change within bounds: %d writes, stored %q", s.puts, s.stored)
 	}
+}
+
+// localPlacement makes this instance (node 1) every group's coordinator.
+type localPlacement struct{}
+
+func (localPlacement) Brokers() []store.Broker          { return nil }
+func (localPlacement) Leader(string, int32) store.Route { return store.Route{Leader: 1, Serving: true} }
+func (localPlacement) Coordinator(string) (int32, bool) { return 1, true }
+func (localPlacement) Hold() uint64                     { return 0 }
+func (localPlacement) Release(uint64)                   {}
+func (s *countingStore) LoadSystem(ctx context.Context, ns string) (map[string][]byte, error) {
+	s.reads++
+	return s.boundedStore.LoadSystem(ctx, ns)
+}
+
+// countingStore counts LoadSystem calls.
+type countingStore struct {
+	*boundedStore
+	reads int
+}
+
+// TestClassicRestorePaced: in a cluster, a request naming a member of a
+// group the instance does not hold reads the stored groups and restores
+// them; a flood of requests naming unknown groups reads the store at most
+// 20 times a second, and one group id at most once per 10 s.
+func TestClassicRestorePaced(t *testing.T) {
+	stored := `{"v":1,"generation":3,"protocol_type":"consumer","protocol":"range","leader":"m","members":[{"id":"m","session_ms":10000,"protocols":[{"name":"range"}]}]}`
+	s := &countingStore{boundedStore: &boundedStore{limit: 1 << 20, stored: map[string][]byte{"moved": []byte(stored)}}}
+	g := &Gateway{ctx: context.Background(), system: s, groups: group.New(group.Config{}),
+		cfg: Config{NodeID: 1, Placement: localPlacement{}, Logger: slog.New(slog.DiscardHandler)}}
+	defer g.groups.Close()
+	g.cgLoaded.Store(true)
+	if !g.classicGroupReady("moved", true) || s.reads != 1 {
+		t.Fatalf("first request: %d reads", s.reads)
+	}
+	if code := g.groups.Heartbeat("moved", "m", "", false, 3); code != 0 {
+		t.Fatalf("heartbeat of the restored group: %d", code)
+	}
+	g.classicGroupReady("moved", true) // held now: no read
+	g.classicGroupReady("unknown-0", false)
+	if s.reads != 1 {
+		t.Fatalf("a held group or a request naming no member read the store: %d reads", s.reads)
+	}
+	for i := range 1000 {
+		g.classicGroupReady(fmt.Sprintf("unknown-%d", i%50), true)
+	}
+	if s.reads > 1+20 {
+		t.Fatalf("a flood of unknown groups read the store %d times", s.reads)
+	}
+	t.Logf("1,000 requests naming 50 unknown groups: %d reads", s.reads-1)
 }
