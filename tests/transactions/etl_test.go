@@ -215,13 +215,17 @@ func runETL(t *testing.T, tg target, killCoordinator func(group string, a, b *me
 // groupMoveErr reports whether err is a group session error that a
 // member sees while its group's coordinator dies and the group moves: the
 // coordinator unreachable, or one that does not know the member or is not
-// the coordinator any more.
+// the coordinator any more, or one that restored the group as stored
+// before the rebalance the member was in completed (ILLEGAL_GENERATION: the
+// group moved back while the interim coordinator's rebalance was under way,
+// docs/design/consumer-groups.md §6; Kafka's coordinator, which stores a
+// group at the same point, answers the same).
 func groupMoveErr(err error) bool {
 	var gs *kgo.ErrGroupSession
 	if !errors.As(err, &gs) {
 		return false
 	}
-	for _, e := range []error{kerr.UnknownMemberID, kerr.NotCoordinator, kerr.CoordinatorNotAvailable,
+	for _, e := range []error{kerr.UnknownMemberID, kerr.IllegalGeneration, kerr.NotCoordinator, kerr.CoordinatorNotAvailable,
 		kerr.CoordinatorLoadInProgress, syscall.ECONNREFUSED, syscall.ECONNRESET, io.EOF} {
 		if errors.Is(err, e) {
 			return true
