@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/testing/classicgroup"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
@@ -50,7 +51,9 @@ func TestClassicGroupSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := describeClassic(t, first.Addr, groupID)
-	time.Sleep(500 * time.Millisecond) // the writer stores the generation (100 ms)
+	if !classicgroup.WaitStored(ctx, first.Log.(store.SystemStore), 10*time.Second, groupID) {
+		t.Fatal("the group was never stored")
+	}
 
 	addr := first.Addr
 	first.Stop()
@@ -123,7 +126,9 @@ func TestClassicGroupTooLargeToStore(t *testing.T) {
 	if l.err != nil || s.err != nil {
 		t.Fatal(l.err, s.err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	if !classicgroup.WaitStored(ctx, first.Log.(store.SystemStore), 10*time.Second, "cl-small") {
+		t.Fatal("the small group was never stored")
+	}
 	addr := first.Addr
 	first.Stop()
 	kiggytest.Start(t, kiggytest.Options{IggyServer: srv, ListenAddr: addr})

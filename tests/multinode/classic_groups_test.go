@@ -86,7 +86,13 @@ func TestClassicGroupsFollowTheirCoordinator(t *testing.T) {
 	for _, m := range members {
 		before[m.Group], _ = ins[0].m.Coordinator(m.Group)
 	}
-	time.Sleep(500 * time.Millisecond) // each coordinator stores its groups
+	var ids []string
+	for _, m := range members {
+		ids = append(ids, m.Group)
+	}
+	if !classicgroup.WaitStored(ctx, ins[0].log, 10*time.Second, ids...) {
+		t.Fatal("the groups were never all stored")
+	}
 	goesOn := func(m *classicgroup.Member, node int32, what string) {
 		t.Helper()
 		if err := m.GoesOn(ctx, m.Client.Broker(int(node)), topic); err != nil {

@@ -9,9 +9,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kiggy-io/kiggy/bridge/store"
 )
 
 // Member is one member of a classic group.
@@ -178,4 +181,29 @@ func (m *Member) GoesOn(ctx context.Context, to kmsg.Requestor, topic string) er
 		return fmt.Errorf("OffsetCommit of %s/%s at generation %d: error %d %v", m.Group, m.ID, m.Generation, code, err)
 	}
 	return nil
+}
+
+// storedNS is the system store namespace kiggy keeps classic groups in
+// (docs/design/consumer-groups.md §6).
+const storedNS = "classic-groups"
+
+// WaitStored waits until sys holds a stored form of every group in groups
+// (the gateway writes a group within about 100 ms of its rebalance), and
+// reports whether it did within timeout.
+func WaitStored(ctx context.Context, sys store.SystemStore, timeout time.Duration, groups ...string) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		stored, err := sys.LoadSystem(ctx, storedNS)
+		missing := err != nil
+		for _, g := range groups {
+			missing = missing || stored[g] == nil
+		}
+		if !missing {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
