@@ -202,13 +202,22 @@ func (c *Client) PutSystemAll(ctx context.Context, ns string, entries []store.Sy
 	if err != nil {
 		return err
 	}
+	if base != st.next {
+		// Another instance appended between the catch-up above and this
+		// append: read from where this instance stopped, its records and
+		// then these, in the log's order, rather than skip past them.
+		// The change is written whatever the read does: a failed read
+		// leaves st.next where it stopped, for the next catch-up.
+		if _, err := c.readState(ctx, st); err != nil {
+			c.log.Warn("iggy: reading the system store after a write failed", "topic", st.topic, "err", err)
+		}
+		return nil
+	}
 	for _, r := range records {
 		st.apply(r)
 	}
 	st.records += len(records)
-	if end := base + int64(len(records)); end > st.next {
-		st.next = end
-	}
+	st.next = base + int64(len(records))
 	return nil
 }
 
