@@ -51,8 +51,9 @@ func TestClassicGroupSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := describeClassic(t, first.Addr, groupID)
-	if !classicgroup.WaitStored(ctx, first.Log.(store.SystemStore), 10*time.Second, groupID) {
-		t.Fatal("the group was never stored")
+	// Stored before the SyncGroup that completed the rebalance was answered.
+	if missing, err := classicgroup.Unstored(ctx, first.Log.(store.SystemStore), groupID); err != nil || len(missing) != 0 {
+		t.Fatalf("the group is not stored once its members are answered: %v %v", missing, err)
 	}
 
 	addr := first.Addr
@@ -126,8 +127,8 @@ func TestClassicGroupTooLargeToStore(t *testing.T) {
 	if l.err != nil || s.err != nil {
 		t.Fatal(l.err, s.err)
 	}
-	if !classicgroup.WaitStored(ctx, first.Log.(store.SystemStore), 10*time.Second, "cl-small") {
-		t.Fatal("the small group was never stored")
+	if missing, err := classicgroup.Unstored(ctx, first.Log.(store.SystemStore), "cl-small"); err != nil || len(missing) != 0 {
+		t.Fatalf("the small group is not stored once its members are answered: %v %v", missing, err)
 	}
 	addr := first.Addr
 	first.Stop()

@@ -135,7 +135,11 @@ func (g *Gateway) initConsumerGroups() {
 }
 
 // consumerGroupWriter stores the consumer groups that changed. It waits on
-// cgChanged and allocates nothing while no consumer group changes.
+// cgChanged and allocates nothing while no consumer group changes. Changes
+// are gathered for consumerGroupWriteDelay, except while classic answers
+// wait for their group's stored form (group.Config.AwaitClassicStore):
+// those are written at once, and what queues during a write goes in the
+// next.
 func (g *Gateway) consumerGroupWriter() {
 	defer g.wg.Done()
 	for {
@@ -145,9 +149,11 @@ func (g *Gateway) consumerGroupWriter() {
 			return
 		case <-g.cgChanged:
 		}
-		select {
-		case <-g.ctx.Done():
-		case <-time.After(consumerGroupWriteDelay):
+		if !g.groups.ClassicAnswersHeld() {
+			select {
+			case <-g.ctx.Done():
+			case <-time.After(consumerGroupWriteDelay):
+			}
 		}
 		g.storeConsumerGroups()
 	}
@@ -177,6 +183,11 @@ func (g *Gateway) storeConsumerGroups() {
 				n++
 			}
 			g.storeClassicGroups(entries[:n])
+			ids := make([]string, n)
+			for i, e := range entries[:n] {
+				ids[i] = e.Key
+			}
+			g.groups.ClassicGroupsStored(ids)
 			entries = entries[n:]
 		}
 	}

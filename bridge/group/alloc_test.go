@@ -8,7 +8,13 @@ import "testing"
 // Heartbeat, an OffsetCommit's validation and a Sync in Stable — allocate
 // nothing.
 func TestSteadyStateAllocs(t *testing.T) {
-	h := newHarness(t, Config{})
+	for _, await := range []bool{false, true} {
+		steadyStateAllocs(t, Config{AwaitClassicStore: await})
+	}
+}
+
+func steadyStateAllocs(t *testing.T, cfg Config) {
+	h := newHarness(t, cfg)
 	ids := h.stableGroup("g", 3)
 	done := func(SyncResult) {}
 	sync := SyncRequest{GroupID: "g", GenerationID: 1, MemberID: ids[1]}
@@ -30,7 +36,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		if n := testing.AllocsPerRun(100, tt.f); n != 0 {
-			t.Errorf("%s: %v allocations, want 0", tt.name, n)
+			t.Errorf("%s (AwaitClassicStore %v): %v allocations, want 0", tt.name, cfg.AwaitClassicStore, n)
 		}
 	}
 }

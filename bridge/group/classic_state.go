@@ -94,13 +94,102 @@ func (c *Coordinator) queueClassicLocked(id string, b []byte) {
 
 // DirtyClassicGroups returns the classic groups whose stored form changed
 // since the last call: each id with its stored form, nil for a group to
-// remove from the store.
+// remove from the store. With Config.AwaitClassicStore the owner reports
+// each id it returns stored (ClassicGroupsStored), written or not, which
+// releases the answers held for it.
 func (c *Coordinator) DirtyClassicGroups() map[string][]byte {
 	c.mu.Lock()
 	dirty := c.cldirty
 	c.cldirty = nil
+	if c.cfg.AwaitClassicStore {
+		if c.clflying == nil {
+			c.clflying = map[string][]func(){}
+		}
+		for id := range dirty {
+			c.clflying[id] = append(c.clflying[id], c.clheld[id]...)
+			delete(c.clheld, id)
+		}
+	}
 	c.mu.Unlock()
 	return dirty
+}
+
+// ClassicGroupsStored reports that the forms DirtyClassicGroups returned
+// for ids were written (or that writing them failed: the group goes on,
+// unstored, as without AwaitClassicStore) and sends the answers held for
+// them.
+func (c *Coordinator) ClassicGroupsStored(ids []string) {
+	var release []func()
+	c.mu.Lock()
+	for _, id := range ids {
+		release = append(release, c.clflying[id]...)
+		delete(c.clflying, id)
+	}
+	c.mu.Unlock()
+	for _, f := range release {
+		f()
+	}
+}
+
+// ClassicAnswersHeld reports whether answers wait for a stored form that
+// the owner has not yet taken (DirtyClassicGroups): its writer then writes
+// without delay.
+func (c *Coordinator) ClassicAnswersHeld() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.clheld) > 0
+}
+
+// holdForStore holds o's answers until group id's queued or in-flight
+// stored form is written, and reports whether it did (false: nothing of id
+// is being stored, so o goes at once). g is locked; c.mu is taken.
+func (c *Coordinator) holdForStore(id string, o *outbox) bool {
+	held := *o
+	*o = outbox{}
+	send := func() { held.flush() }
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.cldirty[id]; ok && !c.closed {
+		if c.clheld == nil {
+			c.clheld = map[string][]func(){}
+		}
+		c.clheld[id] = append(c.clheld[id], send)
+		return true
+	}
+	if _, ok := c.clflying[id]; ok && !c.closed {
+		c.clflying[id] = append(c.clflying[id], send)
+		return true
+	}
+	*o = held
+	return false
+}
+
+// storing reports whether a stored form of group id is queued or being
+// written. c.mu is taken.
+func (c *Coordinator) storing(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, queued := c.cldirty[id]
+	_, flying := c.clflying[id]
+	return queued || flying
+}
+
+// releaseHeld sends every held answer, for Close: the writer's last write
+// at shutdown is best effort, and no answer is left behind.
+func (c *Coordinator) releaseHeld() {
+	c.mu.Lock()
+	var release []func()
+	for _, fs := range c.clheld {
+		release = append(release, fs...)
+	}
+	for _, fs := range c.clflying {
+		release = append(release, fs...)
+	}
+	c.clheld, c.clflying = nil, nil
+	c.mu.Unlock()
+	for _, f := range release {
+		f()
+	}
 }
 
 // encode returns g's stored form; g is locked and Stable.

@@ -204,3 +204,95 @@ func TestClassicGroupRestoreRefusesBadForms(t *testing.T) {
 		t.Fatalf("a good form: %v", err)
 	}
 }
+
+// TestClassicAnswersWaitForTheStore: with Config.AwaitClassicStore the
+// SyncGroup answers that complete a rebalance, and any answer for the group
+// while its new form is queued or being written, wait until the owner
+// reports the form stored; a Close sends what is still held.
+func TestClassicAnswersWaitForTheStore(t *testing.T) {
+	h := newHarness(t, Config{AwaitClassicStore: true})
+	j0 := h.join(consumerJoin("g", "", "c0"))
+	j1 := h.join(consumerJoin("g", "", "c1"))
+	h.clock.Advance(2 * h.c.cfg.InitialRebalanceDelay)
+	leader, follower := j0.result().MemberID, j1.result().MemberID
+	gen := j0.result().GenerationID
+	fs := h.sync(SyncRequest{GroupID: "g", GenerationID: gen, MemberID: follower})
+	ls := h.sync(SyncRequest{GroupID: "g", GenerationID: gen, MemberID: leader, Assignments: []Assignment{
+		{MemberID: leader, Assignment: []byte("a-l")}, {MemberID: follower, Assignment: []byte("a-f")}}})
+	if fs.isDone() || ls.isDone() {
+		t.Fatal("SyncGroup answered before the group's form was stored")
+	}
+	if h.state("g") != "Stable" || !h.c.ClassicAnswersHeld() {
+		t.Fatalf("state %s, held %v", h.state("g"), h.c.ClassicAnswersHeld())
+	}
+	// Heartbeats are answered meanwhile, as Kafka's are while it appends.
+	if code := h.c.Heartbeat("g", leader, "", false, gen); code != errNone {
+		t.Fatalf("heartbeat while storing: %d", code)
+	}
+	dirty := h.c.DirtyClassicGroups()
+	if dirty["g"] == nil || h.c.ClassicAnswersHeld() {
+		t.Fatalf("taken %v, still held %v", slices.Collect(maps.Keys(dirty)), h.c.ClassicAnswersHeld())
+	}
+	// A SyncGroup retried while the form is written waits for it too.
+	again := h.sync(SyncRequest{GroupID: "g", GenerationID: gen, MemberID: follower})
+	if fs.isDone() || ls.isDone() || again.isDone() {
+		t.Fatal("answered while the form was being written")
+	}
+	h.c.ClassicGroupsStored([]string{"g"})
+	for name, sc := range map[string]*syncCall{"leader": ls, "follower": fs, "retry": again} {
+		if !sc.isDone() {
+			t.Fatalf("%s not answered once stored", name)
+		}
+	}
+	if r := fs.result(); r.Error != 0 || string(r.Assignment) != "a-f" {
+		t.Fatalf("follower's answer %+v", r)
+	}
+	// Nothing being stored: answered at once.
+	if sc := h.sync(SyncRequest{GroupID: "g", GenerationID: gen, MemberID: leader}); !sc.isDone() || string(sc.result().Assignment) != "a-l" {
+		t.Fatal("a SyncGroup with nothing to store waited")
+	}
+
+	// A static member replaced in place changes the stored form: its new
+	// member id is answered once stored, or a restart would fence it.
+	h.c.ClassicGroupsStored(slices.Collect(maps.Keys(h.c.DirtyClassicGroups())))
+	sj := h.join(func() JoinRequest {
+		r := consumerJoin("s", "", "s0")
+		r.GroupInstanceID, r.HasInstanceID = "inst", true
+		return r
+	}())
+	h.clock.Advance(2 * h.c.cfg.InitialRebalanceDelay)
+	sr := sj.result()
+	ss := h.sync(SyncRequest{GroupID: "s", GenerationID: sr.GenerationID, MemberID: sr.MemberID,
+		Assignments: []Assignment{{MemberID: sr.MemberID, Assignment: []byte("s")}}})
+	h.c.ClassicGroupsStored(slices.Collect(maps.Keys(h.c.DirtyClassicGroups())))
+	if !ss.isDone() {
+		t.Fatal("static group's SyncGroup not answered once stored")
+	}
+	rejoin := consumerJoin("s", "", "s0")
+	rejoin.GroupInstanceID, rejoin.HasInstanceID = "inst", true
+	rj := h.join(rejoin)
+	if rj.isDone() {
+		t.Fatal("a replaced static member answered before its new id was stored")
+	}
+	if d := h.c.DirtyClassicGroups(); d["s"] == nil {
+		t.Fatalf("the replacement queued nothing: %v", d)
+	}
+	h.c.ClassicGroupsStored([]string{"s"})
+	if r := rj.result(); r.Error != 0 || r.MemberID == sr.MemberID {
+		t.Fatalf("replaced static member's answer %+v", r)
+	}
+
+	// Close sends what is still held, taken or not.
+	j2 := h.join(consumerJoin("h", "", "c2"))
+	h.clock.Advance(2 * h.c.cfg.InitialRebalanceDelay)
+	r2 := j2.result()
+	hs := h.sync(SyncRequest{GroupID: "h", GenerationID: r2.GenerationID, MemberID: r2.MemberID,
+		Assignments: []Assignment{{MemberID: r2.MemberID, Assignment: []byte("x")}}})
+	if hs.isDone() {
+		t.Fatal("answered before stored")
+	}
+	h.c.Close()
+	if !hs.isDone() || hs.result().Error != 0 {
+		t.Fatal("a held answer was left behind by Close")
+	}
+}

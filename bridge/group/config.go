@@ -58,6 +58,13 @@ type Config struct {
 	// whenever a consumer-protocol group changes; the owner then calls
 	// DirtyConsumerGroups and stores what it returns.
 	ConsumerGroupChanged chan struct{}
+	// AwaitClassicStore holds a classic group's JoinGroup and SyncGroup
+	// answers while a stored form of the group is queued or being written,
+	// until the owner reports it stored (ClassicGroupsStored): a member
+	// told of a generation finds it after a restart or a coordinator move,
+	// as Kafka answers SyncGroup once the group's metadata is appended.
+	// Unset, answers go at once and the stored form follows.
+	AwaitClassicStore bool
 	// Topics, when set, returns the topic metadata classic members of a
 	// consumer group are assigned from (migration.go); consumer-protocol
 	// heartbeats bring their own.

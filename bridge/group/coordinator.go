@@ -42,7 +42,13 @@ type Coordinator struct {
 	// cldirty are the stored forms of classic groups changed since
 	// DirtyClassicGroups (nil: removed).
 	cldirty map[string][]byte
-	closed  bool
+	// clheld are the replies held until the writer stores their group's
+	// queued form (Config.AwaitClassicStore), by group id; clflying those
+	// of the forms the writer has taken and not yet reported stored (a key
+	// without replies marks a write in flight).
+	clheld   map[string][]func()
+	clflying map[string][]func()
+	closed   bool
 
 	lim limits // atomics (limits.go)
 }
@@ -99,6 +105,7 @@ func (c *Coordinator) Close() {
 		g.mu.Unlock()
 		o.flush()
 	}
+	c.releaseHeld()
 }
 
 // lockGroup returns the group id, locked, creating it when create is set.
@@ -356,6 +363,10 @@ func (c *Coordinator) Sync(req SyncRequest, done func(SyncResult)) {
 	now := c.clock.now()
 	var o outbox
 	res, parked := g.sync(&req, done, now, &o)
+	if !parked && c.cfg.AwaitClassicStore && c.storing(g.id) {
+		o.sync(done, res) // after the form being stored (finish)
+		parked = true
+	}
 	g.finish(&o)
 	if !parked {
 		done(res)

@@ -215,6 +215,8 @@ func (o *outbox) sync(done func(SyncResult), res SyncResult) {
 	o.syncs = append(o.syncs, syncReply{done, res})
 }
 
+func (o *outbox) empty() bool { return len(o.joins) == 0 && len(o.syncs) == 0 }
+
 // flush calls the collected callbacks; no lock may be held.
 func (o *outbox) flush() {
 	for _, r := range o.joins {
@@ -237,8 +239,11 @@ func (g *group) finish(o *outbox) {
 	g.account()
 	g.persist(false)
 	g.maybeForget()
+	held := g.c.cfg.AwaitClassicStore && !o.empty() && g.c.holdForStore(g.id, o)
 	g.mu.Unlock()
-	o.flush()
+	if !held {
+		o.flush()
+	}
 }
 
 // maybeForget drops a group that never formed a generation and holds no

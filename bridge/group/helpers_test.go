@@ -1,6 +1,7 @@
 package group
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -234,6 +235,9 @@ func (h *harness) syncAll(groupID string, gen int32, ids []string) {
 		as[i] = Assignment{MemberID: id, Assignment: []byte("assign-" + id)}
 	}
 	calls = append(calls, h.sync(SyncRequest{GroupID: groupID, GenerationID: gen, MemberID: ids[0], Assignments: as}))
+	if h.c.cfg.AwaitClassicStore {
+		h.c.ClassicGroupsStored(slices.Collect(maps.Keys(h.c.DirtyClassicGroups()))) // as the gateway's writer does
+	}
 	for _, sc := range calls {
 		if r := sc.result(); r.Error != 0 {
 			h.t.Fatalf("sync: error %d", r.Error)

@@ -90,8 +90,8 @@ func TestClassicGroupsFollowTheirCoordinator(t *testing.T) {
 	for _, m := range members {
 		ids = append(ids, m.Group)
 	}
-	if !classicgroup.WaitStored(ctx, ins[0].log, 10*time.Second, ids...) {
-		t.Fatal("the groups were never all stored")
+	if missing, err := classicgroup.Unstored(ctx, ins[0].log, ids...); err != nil || len(missing) != 0 {
+		t.Fatalf("groups not stored once their members are answered: %v %v", missing, err)
 	}
 	goesOn := func(m *classicgroup.Member, node int32, what string) {
 		t.Helper()

@@ -16,7 +16,8 @@ import (
 
 // TestClassicGroupAfterKiggyKill9: a classic group of two members formed
 // through kiggy on a real iggy-server, an acks=all produce load running;
-// kiggy is killed with SIGKILL and a new kiggy started on the same address.
+// kiggy is killed with SIGKILL as soon as the members' SyncGroups are
+// answered, and a new kiggy started on the same address.
 // The new kiggy restores the group from the system stream
 // (docs/design/consumer-groups.md §6): both members heartbeat on at their
 // generation, SyncGroup hands them their assignment and their commits are
@@ -42,13 +43,13 @@ func TestClassicGroupAfterKiggyKill9(t *testing.T) {
 		defer cl.Close()
 		clients = append(clients, cl)
 	}
+	testtools.WaitFor(t, 60*time.Second, "acknowledgements before the kill", func() bool { return l.acked() >= 1_000 })
 	members, err := classicgroup.Form(ctx, groupID, clients)
 	if err != nil {
 		t.Fatal(err)
 	}
-	testtools.WaitFor(t, 60*time.Second, "acknowledgements before the kill", func() bool { return l.acked() >= 1_000 })
-	time.Sleep(300 * time.Millisecond) // past the group writer's 100 ms
-
+	// At once: kiggy answers the SyncGroup that completes a rebalance once
+	// the group is stored.
 	k.Kill()
 	killedAt := time.Now()
 	k2 := startKiggy(t, "kiggy-restarted", append(iggyFlags(node.Addr, "written"), "--listen", k.Addr)...)

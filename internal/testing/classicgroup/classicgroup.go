@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -187,23 +186,19 @@ func (m *Member) GoesOn(ctx context.Context, to kmsg.Requestor, topic string) er
 // (docs/design/consumer-groups.md §6).
 const storedNS = "classic-groups"
 
-// WaitStored waits until sys holds a stored form of every group in groups
-// (the gateway writes a group within about 100 ms of its rebalance), and
-// reports whether it did within timeout.
-func WaitStored(ctx context.Context, sys store.SystemStore, timeout time.Duration, groups ...string) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		stored, err := sys.LoadSystem(ctx, storedNS)
-		missing := err != nil
-		for _, g := range groups {
-			missing = missing || stored[g] == nil
-		}
-		if !missing {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
+// Unstored returns the groups of groups of which sys holds no stored form.
+// kiggy answers the SyncGroup that completes a rebalance once the group's
+// form is stored, so a group Form returned is stored.
+func Unstored(ctx context.Context, sys store.SystemStore, groups ...string) ([]string, error) {
+	stored, err := sys.LoadSystem(ctx, storedNS)
+	if err != nil {
+		return nil, err
 	}
+	var missing []string
+	for _, g := range groups {
+		if stored[g] == nil {
+			missing = append(missing, g)
+		}
+	}
+	return missing, nil
 }
