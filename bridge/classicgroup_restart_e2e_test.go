@@ -9,7 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/store"
@@ -36,16 +35,7 @@ func TestClassicGroupSurvivesRestart(t *testing.T) {
 	first.CreateTopic(t, topic, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var clients []*kgo.Client
-	for range 2 {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(first.Addr), kgo.MaxVersions(kversion.V3_6_0()),
-			kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		clients = append(clients, cl)
-	}
+	clients := classicgroup.Clients(t, 2, []string{first.Addr})
 	members, err := classicgroup.Form(ctx, groupID, clients)
 	if err != nil {
 		t.Fatal(err)
@@ -100,16 +90,7 @@ func TestClassicGroupTooLargeToStore(t *testing.T) {
 	first.CreateTopic(t, "cl-large", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var clients []*kgo.Client
-	for range 3 {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(first.Addr), kgo.MaxVersions(kversion.V3_6_0()),
-			kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		clients = append(clients, cl)
-	}
+	clients := classicgroup.Clients(t, 3, []string{first.Addr})
 	type formed struct {
 		ms  []*classicgroup.Member
 		err error

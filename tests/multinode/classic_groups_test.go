@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/testing/classicgroup"
@@ -52,14 +51,8 @@ func TestClassicGroupsFollowTheirCoordinator(t *testing.T) {
 		return s
 	}
 	newClient := func() *kgo.Client {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds()...), kgo.MetadataMinAge(50*time.Millisecond),
-			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }), kgo.DialTimeout(time.Second),
-			kgo.MaxVersions(kversion.V3_6_0())) // OffsetCommit v8: topics by name
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(cl.Close)
-		return cl
+		return classicgroup.Clients(t, 1, seeds(), kgo.MetadataMinAge(50*time.Millisecond),
+			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }), kgo.DialTimeout(time.Second))[0]
 	}
 
 	// One member per group, every group formed at once: each first join

@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kversion"
-
 	"github.com/kiggy-io/kiggy/internal/testing/classicgroup"
 	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggyproc"
@@ -33,16 +30,7 @@ func TestClassicGroupAfterKiggyKill9(t *testing.T) {
 	l := startLoad(t, k.Addr, topic)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var clients []*kgo.Client
-	for range 2 {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addr), kgo.MaxVersions(kversion.V3_6_0()),
-			kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		clients = append(clients, cl)
-	}
+	clients := classicgroup.Clients(t, 2, []string{k.Addr})
 	testtools.WaitFor(t, 60*time.Second, "acknowledgements before the kill", func() bool { return l.acked() >= 1_000 })
 	members, err := classicgroup.Form(ctx, groupID, clients)
 	if err != nil {

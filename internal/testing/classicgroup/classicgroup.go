@@ -9,9 +9,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kiggy-io/kiggy/bridge/store"
 )
@@ -25,6 +28,25 @@ type Member struct {
 	// connection at a time, and JoinGroup and SyncGroup park until the
 	// group's other members arrive.
 	Client *kgo.Client
+}
+
+// Clients returns n clients of seeds, one per member (a member's JoinGroup
+// and SyncGroup park, and a broker serves a connection's requests in
+// order), closed when t ends: Kafka 3.6's request versions (OffsetCommit
+// names topics) and a 100 ms retry backoff, then opts.
+func Clients(t testing.TB, n int, seeds []string, opts ...kgo.Opt) []*kgo.Client {
+	t.Helper()
+	clients := make([]*kgo.Client, n)
+	for i := range clients {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.MaxVersions(kversion.V3_6_0()),
+			kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond })}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		clients[i] = cl
+	}
+	return clients
 }
 
 // Assignment is what Form's leader assigns member id.
