@@ -42,22 +42,34 @@ func (g *Gateway) consumerGroupHeartbeat(c *call) bool {
 	if code == wire.NoError && !g.cgLoaded.Load() {
 		code = wire.CoordinatorLoadInProgress // the stored groups are not loaded yet
 	}
+	var unstored uint64
 	if code == wire.NoError {
-		g.heartbeatConsumer(c, req, resp)
+		unstored = g.heartbeatConsumer(c, req, resp)
 	} else {
 		resp.ErrorCode = code
 	}
 	resp.CountErrors(g.errorCounter(c))
+	// An answer that may tell the member of a change waits until the change
+	// is stored (group.Config.AwaitStore), as Kafka's coordinator answers
+	// once the change's records are written; resp stays in c's state, which
+	// the connection's next request waits for.
+	if unstored != 0 && g.groups.AfterConsumerStored(unstored, func() {
+		g.answerParked(c, func() []byte { return resp.AppendTo(c.responseBuffer(), c.hdr.APIVersion) })
+	}) {
+		return true
+	}
 	respond(c, resp)
 	return false
 }
 
 // heartbeatConsumer runs the coordinator's part of a heartbeat into resp.
-func (g *Gateway) heartbeatConsumer(c *call, req *wire.ConsumerGroupHeartbeatRequest, resp *wire.ConsumerGroupHeartbeatResponse) {
+// heartbeatConsumer answers a ConsumerGroupHeartbeat into resp and returns
+// the group's unstored change the answer must wait for (0: none).
+func (g *Gateway) heartbeatConsumer(c *call, req *wire.ConsumerGroupHeartbeatRequest, resp *wire.ConsumerGroupHeartbeatResponse) uint64 {
 	topics, err := g.consumerTopics(g.ctx)
 	if err != nil {
 		resp.ErrorCode, resp.ErrorMessage = wire.CoordinatorNotAvailable, wire.NullStringOf(err.Error())
-		return
+		return 0
 	}
 	gs := &c.state.group
 	gs.cghbOwned = gs.cghbOwned[:0]
@@ -87,7 +99,7 @@ func (g *Gateway) heartbeatConsumer(c *call, req *wire.ConsumerGroupHeartbeatReq
 	resp.ErrorCode = wire.ErrorCode(r.Error)
 	if r.Error != 0 {
 		resp.ErrorMessage = nullIfEmpty(r.ErrorMessage)
-		return
+		return r.StoreSeq
 	}
 	resp.MemberID = wire.NullStringOf(r.MemberID)
 	resp.MemberEpoch = r.MemberEpoch
@@ -96,4 +108,5 @@ func (g *Gateway) heartbeatConsumer(c *call, req *wire.ConsumerGroupHeartbeatReq
 	for _, t := range r.Assignment {
 		resp.Assignment = append(resp.Assignment, wire.ConsumerGroupHeartbeatTopic{TopicID: t.TopicID, Partitions: t.Partitions})
 	}
+	return r.StoreSeq
 }

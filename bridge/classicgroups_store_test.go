@@ -45,14 +45,14 @@ func (s *boundedStore) PutSystemAll(_ context.Context, _ string, entries []store
 	return nil
 }
 
-// TestStoreClassicGroupsTooLarge: a change of stored classic groups that
+// TestStoreClassicGroupsTooLarge: a change of stored groups that
 // the store refuses as too large is written group by group; the group too
 // large to store is removed instead (no older form of it is restored), and
 // the others of the change are stored.
 func TestStoreClassicGroupsTooLarge(t *testing.T) {
 	s := &boundedStore{limit: 100, stored: map[string][]byte{"big": []byte("an older form")}}
 	g := &Gateway{system: s, cfg: Config{Logger: slog.New(slog.DiscardHandler)}}
-	g.storeClassicGroups([]store.SystemEntry{
+	g.storeGroupChange(classicGroupNS, []store.SystemEntry{
 		{Key: "a", Value: []byte("small a")},
 		{Key: "big", Value: make([]byte, 101)},
 		{Key: "gone", Value: nil},
@@ -63,7 +63,7 @@ func TestStoreClassicGroupsTooLarge(t *testing.T) {
 		t.Fatalf("stored %q, want %q", s.stored, want)
 	}
 	s.puts = 0
-	g.storeClassicGroups([]store.SystemEntry{{Key: "a", Value: []byte("a again")}, {Key: "z", Value: nil}})
+	g.storeGroupChange(classicGroupNS, []store.SystemEntry{{Key: "a", Value: []byte("a again")}, {Key: "z", Value: nil}})
 	if s.puts != 1 || string(s.stored["a"]) != "a again" || s.stored["z"] != nil {
 		t.Fatalf("a change within bounds: %d writes, stored %q", s.puts, s.stored)
 	}

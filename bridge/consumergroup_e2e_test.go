@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
@@ -265,7 +267,27 @@ func TestConsumerGroupSurvivesRestart(t *testing.T) {
 	if count(a) != 2 || count(b) != 2 {
 		t.Fatalf("before the restart: a owns %d, b %d partitions; want 2 each", count(a), count(b))
 	}
-	time.Sleep(500 * time.Millisecond) // the writer stores the last change
+	// Stored as answered: each member's epoch is in the store once its
+	// heartbeat is answered (group.Config.AwaitStore), with no wait.
+	stored, err := first.Log.(store.SystemStore).LoadSystem(ctx, "consumer-groups")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sg struct {
+		Members []struct {
+			ID    string `json:"id"`
+			Epoch int32  `json:"epoch"`
+		} `json:"members"`
+	}
+	if err := json.Unmarshal(stored["cg-restart"], &sg); err != nil {
+		t.Fatalf("stored form %q: %v", stored["cg-restart"], err)
+	}
+	if fmt.Sprint(sg.Members) != fmt.Sprint([]struct {
+		ID    string
+		Epoch int32
+	}{{a.id, a.epoch}, {b.id, b.epoch}}) {
+		t.Fatalf("stored members %v once answered; a at %d, b at %d", sg.Members, a.epoch, b.epoch)
+	}
 	cl1.Close()
 	first.Stop()
 

@@ -134,12 +134,11 @@ func (g *Gateway) initConsumerGroups() {
 	go g.consumerGroupWriter()
 }
 
-// consumerGroupWriter stores the consumer groups that changed. It waits on
-// cgChanged and allocates nothing while no consumer group changes. Changes
-// are gathered for consumerGroupWriteDelay, except while classic answers
-// wait for their group's stored form (group.Config.AwaitClassicStore):
-// those are written at once, and what queues during a write goes in the
-// next.
+// consumerGroupWriter stores the groups (both protocols) that changed. It
+// waits on cgChanged and allocates nothing while no group changes. Changes
+// are gathered for consumerGroupWriteDelay, except while answers wait for
+// them (group.Config.AwaitStore): those are written at once, and what
+// changes during a write goes in the next.
 func (g *Gateway) consumerGroupWriter() {
 	defer g.wg.Done()
 	for {
@@ -149,87 +148,111 @@ func (g *Gateway) consumerGroupWriter() {
 			return
 		case <-g.cgChanged:
 		}
-		if !g.groups.ClassicAnswersHeld() {
-			select {
-			case <-g.ctx.Done():
-			case <-time.After(consumerGroupWriteDelay):
-			}
-		}
+		g.gatherGroupChanges()
 		g.storeConsumerGroups()
 	}
 }
 
-// storeConsumerGroups writes every changed consumer group, and the stored
-// forms of the classic groups that changed as one change. A failed write
-// is logged; the group's next change writes it again.
-func (g *Gateway) storeConsumerGroups() {
-	for id, b := range g.groups.DirtyConsumerGroups() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := g.system.PutSystem(ctx, consumerGroupNS, id, b); err != nil {
-			g.cfg.Logger.Warn("consumer groups: storing a group failed", "group", id, "err", err)
-		}
-		cancel()
+// gatherGroupChanges waits consumerGroupWriteDelay for more changes, and
+// returns early when an answer waits for a change (it is woken on
+// cgChanged then) or the gateway closes.
+func (g *Gateway) gatherGroupChanges() {
+	if g.groups.AnswersHeld() {
+		return
 	}
-	if dirty := g.groups.DirtyClassicGroups(); len(dirty) > 0 {
-		entries := make([]store.SystemEntry, 0, len(dirty))
-		for id, b := range dirty {
-			entries = append(entries, store.SystemEntry{Key: id, Value: b})
-		}
-		slices.SortFunc(entries, func(a, b store.SystemEntry) int { return strings.Compare(a.Key, b.Key) })
-		for len(entries) > 0 {
-			n, size := 0, 0
-			for n < len(entries) && n < classicGroupsPerWrite && (n == 0 || size+len(entries[n].Value) <= classicBytesPerWrite) {
-				size += len(entries[n].Key) + len(entries[n].Value)
-				n++
+	t := time.NewTimer(consumerGroupWriteDelay)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-t.C:
+			return
+		case <-g.cgChanged:
+			if g.groups.AnswersHeld() {
+				return
 			}
-			g.storeClassicGroups(entries[:n])
-			ids := make([]string, n)
-			for i, e := range entries[:n] {
-				ids[i] = e.Key
-			}
-			g.groups.ClassicGroupsStored(ids)
-			entries = entries[n:]
 		}
 	}
 }
 
-// classicGroupsPerWrite and classicBytesPerWrite bound one change of
-// stored classic groups, so that a round in which thousands of groups
-// formed (a flood of one-member groups) is written in batches of a bounded
-// size.
+// storeConsumerGroups writes the stored forms of the consumer and classic
+// groups that changed and reports them stored to the coordinator, which
+// sends the answers waiting for them (group.Config.AwaitStore). A failed
+// write is logged; the group's next change writes it again.
+func (g *Gateway) storeConsumerGroups() {
+	g.storeGroups(consumerGroupNS, g.groups.DirtyConsumerGroups(), nil)
+	g.groups.ConsumerGroupsStored()
+	g.storeGroups(classicGroupNS, g.groups.DirtyClassicGroups(), g.groups.ClassicGroupsStored)
+}
+
+// groupsPerWrite and groupBytesPerWrite bound one change of stored groups,
+// so that a round in which thousands of groups formed (a flood of
+// one-member groups) is written in batches of a bounded size.
 const (
-	classicGroupsPerWrite = 256
-	classicBytesPerWrite  = 4 << 20
+	groupsPerWrite     = 256
+	groupBytesPerWrite = 4 << 20
 )
 
-// storeClassicGroups writes entries as one change. A change the store
+// storeGroups writes dirty (group id → stored form, nil: remove) to
+// namespace ns in id order, in changes of at most groupsPerWrite groups and
+// groupBytesPerWrite, and calls stored, when set, with each change's ids
+// once it is written or failed.
+func (g *Gateway) storeGroups(ns string, dirty map[string][]byte, stored func(ids []string)) {
+	if len(dirty) == 0 {
+		return
+	}
+	entries := make([]store.SystemEntry, 0, len(dirty))
+	for id, b := range dirty {
+		entries = append(entries, store.SystemEntry{Key: id, Value: b})
+	}
+	slices.SortFunc(entries, func(a, b store.SystemEntry) int { return strings.Compare(a.Key, b.Key) })
+	for len(entries) > 0 {
+		n, size := 0, 0
+		for n < len(entries) && n < groupsPerWrite && (n == 0 || size+len(entries[n].Value) <= groupBytesPerWrite) {
+			size += len(entries[n].Key) + len(entries[n].Value)
+			n++
+		}
+		g.storeGroupChange(ns, entries[:n])
+		if stored != nil {
+			ids := make([]string, n)
+			for i, e := range entries[:n] {
+				ids[i] = e.Key
+			}
+			stored(ids)
+		}
+		entries = entries[n:]
+	}
+}
+
+// storeGroupChange writes entries to ns as one change. A change the store
 // refuses as too large (a group id or a group's form past the Iggy system
 // store's bounds, docs/IGGY.md "kiggy's own state") is written entry by
 // entry, and a group too large to store is removed from the store instead,
 // so that no older form of it is restored: its members rejoin after a
 // restart, as before groups were stored.
-func (g *Gateway) storeClassicGroups(entries []store.SystemEntry) {
+func (g *Gateway) storeGroupChange(ns string, entries []store.SystemEntry) {
 	put := func(f func(ctx context.Context) error) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		return f(ctx)
 	}
-	err := put(func(ctx context.Context) error { return g.system.PutSystemAll(ctx, classicGroupNS, entries) })
+	err := put(func(ctx context.Context) error { return g.system.PutSystemAll(ctx, ns, entries) })
 	if err == nil {
 		return
 	}
 	if !errors.Is(err, store.ErrTooLarge) {
-		g.cfg.Logger.Warn("classic groups: storing groups failed", "groups", len(entries), "err", err)
+		g.cfg.Logger.Warn("groups: storing groups failed", "namespace", ns, "groups", len(entries), "err", err)
 		return
 	}
 	for _, e := range entries {
-		err := put(func(ctx context.Context) error { return g.system.PutSystem(ctx, classicGroupNS, e.Key, e.Value) })
+		err := put(func(ctx context.Context) error { return g.system.PutSystem(ctx, ns, e.Key, e.Value) })
 		if errors.Is(err, store.ErrTooLarge) && e.Value != nil {
-			g.cfg.Logger.Warn("classic groups: a group is too large to store; its members rejoin after a restart or a move", "group", e.Key, "bytes", len(e.Value))
-			err = put(func(ctx context.Context) error { return g.system.PutSystem(ctx, classicGroupNS, e.Key, nil) })
+			g.cfg.Logger.Warn("groups: a group is too large to store; its members rejoin after a restart or a move", "namespace", ns, "group", e.Key, "bytes", len(e.Value))
+			err = put(func(ctx context.Context) error { return g.system.PutSystem(ctx, ns, e.Key, nil) })
 		}
 		if err != nil && !errors.Is(err, store.ErrTooLarge) {
-			g.cfg.Logger.Warn("classic groups: storing a group failed", "group", e.Key, "err", err)
+			g.cfg.Logger.Warn("groups: storing a group failed", "namespace", ns, "group", e.Key, "err", err)
 		}
 	}
 }

@@ -471,7 +471,7 @@ func New(cfg Config, backend store.Log) *Gateway {
 	g.cgChanged = make(chan struct{}, 1)
 	gcfg := cfg.Group
 	gcfg.ConsumerGroupChanged = g.cgChanged
-	gcfg.AwaitClassicStore = true // consumerGroupWriter stores and reports them
+	gcfg.AwaitStore = true // consumerGroupWriter stores and reports them
 	gcfg.Topics = g.classicMemberTopics
 	g.groups = group.New(gcfg)
 	g.autoCreate.limit = cfg.AutoCreateTopicsLimit

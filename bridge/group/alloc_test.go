@@ -9,7 +9,7 @@ import "testing"
 // nothing.
 func TestSteadyStateAllocs(t *testing.T) {
 	for _, await := range []bool{false, true} {
-		steadyStateAllocs(t, Config{AwaitClassicStore: await})
+		steadyStateAllocs(t, Config{AwaitStore: await})
 	}
 }
 
@@ -36,7 +36,7 @@ func steadyStateAllocs(t *testing.T, cfg Config) {
 	}
 	for _, tt := range tests {
 		if n := testing.AllocsPerRun(100, tt.f); n != 0 {
-			t.Errorf("%s (AwaitClassicStore %v): %v allocations, want 0", tt.name, cfg.AwaitClassicStore, n)
+			t.Errorf("%s (AwaitStore %v): %v allocations, want 0", tt.name, cfg.AwaitStore, n)
 		}
 	}
 }

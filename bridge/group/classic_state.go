@@ -84,6 +84,13 @@ func (c *Coordinator) queueClassicLocked(id string, b []byte) {
 		c.cldirty = map[string][]byte{}
 	}
 	c.cldirty[id] = b
+	c.wakeWriter()
+}
+
+// wakeWriter signals Config.ConsumerGroupChanged without blocking: a change
+// to store, or an answer that now waits for one (the writer then writes at
+// once, AnswersHeld).
+func (c *Coordinator) wakeWriter() {
 	if ch := c.cfg.ConsumerGroupChanged; ch != nil {
 		select {
 		case ch <- struct{}{}:
@@ -94,14 +101,14 @@ func (c *Coordinator) queueClassicLocked(id string, b []byte) {
 
 // DirtyClassicGroups returns the classic groups whose stored form changed
 // since the last call: each id with its stored form, nil for a group to
-// remove from the store. With Config.AwaitClassicStore the owner reports
+// remove from the store. With Config.AwaitStore the owner reports
 // each id it returns stored (ClassicGroupsStored), written or not, which
 // releases the answers held for it.
 func (c *Coordinator) DirtyClassicGroups() map[string][]byte {
 	c.mu.Lock()
 	dirty := c.cldirty
 	c.cldirty = nil
-	if c.cfg.AwaitClassicStore {
+	if c.cfg.AwaitStore {
 		if c.clflying == nil {
 			c.clflying = map[string][]func(){}
 		}
@@ -116,7 +123,7 @@ func (c *Coordinator) DirtyClassicGroups() map[string][]byte {
 
 // ClassicGroupsStored reports that the forms DirtyClassicGroups returned
 // for ids were written (or that writing them failed: the group goes on,
-// unstored, as without AwaitClassicStore) and sends the answers held for
+// unstored, as without AwaitStore) and sends the answers held for
 // them.
 func (c *Coordinator) ClassicGroupsStored(ids []string) {
 	var release []func()
@@ -131,13 +138,13 @@ func (c *Coordinator) ClassicGroupsStored(ids []string) {
 	}
 }
 
-// ClassicAnswersHeld reports whether answers wait for a stored form that
-// the owner has not yet taken (DirtyClassicGroups): its writer then writes
-// without delay.
-func (c *Coordinator) ClassicAnswersHeld() bool {
+// AnswersHeld reports whether answers wait for a change the owner has not
+// yet taken (DirtyClassicGroups, DirtyConsumerGroups): its writer then
+// writes without delay.
+func (c *Coordinator) AnswersHeld() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.clheld) > 0
+	return len(c.clheld) > 0 || (len(c.cwaiting) > 0 && c.cseq > c.ctaken)
 }
 
 // holdForStore holds o's answers until group id's queued or in-flight
@@ -154,6 +161,7 @@ func (c *Coordinator) holdForStore(id string, o *outbox) bool {
 			c.clheld = map[string][]func(){}
 		}
 		c.clheld[id] = append(c.clheld[id], send)
+		c.wakeWriter()
 		return true
 	}
 	if _, ok := c.clflying[id]; ok && !c.closed {
@@ -185,7 +193,10 @@ func (c *Coordinator) releaseHeld() {
 	for _, fs := range c.clflying {
 		release = append(release, fs...)
 	}
-	c.clheld, c.clflying = nil, nil
+	for _, w := range c.cwaiting {
+		release = append(release, w.send)
+	}
+	c.clheld, c.clflying, c.cwaiting = nil, nil, nil
 	c.mu.Unlock()
 	for _, f := range release {
 		f()

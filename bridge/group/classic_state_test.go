@@ -205,12 +205,12 @@ func TestClassicGroupRestoreRefusesBadForms(t *testing.T) {
 	}
 }
 
-// TestClassicAnswersWaitForTheStore: with Config.AwaitClassicStore the
+// TestClassicAnswersWaitForTheStore: with Config.AwaitStore the
 // SyncGroup answers that complete a rebalance, and any answer for the group
 // while its new form is queued or being written, wait until the owner
 // reports the form stored; a Close sends what is still held.
 func TestClassicAnswersWaitForTheStore(t *testing.T) {
-	h := newHarness(t, Config{AwaitClassicStore: true})
+	h := newHarness(t, Config{AwaitStore: true})
 	j0 := h.join(consumerJoin("g", "", "c0"))
 	j1 := h.join(consumerJoin("g", "", "c1"))
 	h.clock.Advance(2 * h.c.cfg.InitialRebalanceDelay)
@@ -222,16 +222,16 @@ func TestClassicAnswersWaitForTheStore(t *testing.T) {
 	if fs.isDone() || ls.isDone() {
 		t.Fatal("SyncGroup answered before the group's form was stored")
 	}
-	if h.state("g") != "Stable" || !h.c.ClassicAnswersHeld() {
-		t.Fatalf("state %s, held %v", h.state("g"), h.c.ClassicAnswersHeld())
+	if h.state("g") != "Stable" || !h.c.AnswersHeld() {
+		t.Fatalf("state %s, held %v", h.state("g"), h.c.AnswersHeld())
 	}
 	// Heartbeats are answered meanwhile, as Kafka's are while it appends.
 	if code := h.c.Heartbeat("g", leader, "", false, gen); code != errNone {
 		t.Fatalf("heartbeat while storing: %d", code)
 	}
 	dirty := h.c.DirtyClassicGroups()
-	if dirty["g"] == nil || h.c.ClassicAnswersHeld() {
-		t.Fatalf("taken %v, still held %v", slices.Collect(maps.Keys(dirty)), h.c.ClassicAnswersHeld())
+	if dirty["g"] == nil || h.c.AnswersHeld() {
+		t.Fatalf("taken %v, still held %v", slices.Collect(maps.Keys(dirty)), h.c.AnswersHeld())
 	}
 	// A SyncGroup retried while the form is written waits for it too.
 	again := h.sync(SyncRequest{GroupID: "g", GenerationID: gen, MemberID: follower})

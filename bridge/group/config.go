@@ -58,13 +58,16 @@ type Config struct {
 	// whenever a consumer-protocol group changes; the owner then calls
 	// DirtyConsumerGroups and stores what it returns.
 	ConsumerGroupChanged chan struct{}
-	// AwaitClassicStore holds a classic group's JoinGroup and SyncGroup
-	// answers while a stored form of the group is queued or being written,
-	// until the owner reports it stored (ClassicGroupsStored): a member
-	// told of a generation finds it after a restart or a coordinator move,
-	// as Kafka answers SyncGroup once the group's metadata is appended.
-	// Unset, answers go at once and the stored form follows.
-	AwaitClassicStore bool
+	// AwaitStore holds answers that tell a member of a change until the
+	// owner reports the change stored: a classic group's JoinGroup and
+	// SyncGroup answers while a stored form of the group is queued or being
+	// written (ClassicGroupsStored), and a consumer-protocol heartbeat's
+	// while its group has an unstored change (ConsumerHeartbeatResult's
+	// StoreSeq, AfterConsumerStored, ConsumerGroupsStored). A member told
+	// of a generation or an epoch finds it after a restart or a coordinator
+	// move, as Kafka answers once the group's records are appended. Unset,
+	// answers go at once and the stored form follows.
+	AwaitStore bool
 	// Topics, when set, returns the topic metadata classic members of a
 	// consumer group are assigned from (migration.go); consumer-protocol
 	// heartbeats bring their own.

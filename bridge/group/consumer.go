@@ -112,6 +112,9 @@ type ConsumerHeartbeatResult struct {
 	// Assignment is the member's assignment, to send when HasAssignment.
 	Assignment    []TopicPartitions
 	HasAssignment bool
+	// StoreSeq, with Config.AwaitStore, is non-zero while the group holds a
+	// change not yet stored: the answer waits for it (AfterConsumerStored).
+	StoreSeq uint64
 }
 
 // memberState is a consumer member's reconciliation state
@@ -181,6 +184,9 @@ type cgroup struct {
 	// deleted marks a group removed by DeleteGroups, not just unloaded.
 	changed bool
 	deleted bool
+	// dirtySeq is the Coordinator's cseq at the group's last change
+	// (consumer_state.go).
+	dirtySeq uint64
 	// counted is how many members the coordinator's member count holds
 	// for this group (limits.go).
 	counted int
@@ -283,6 +289,9 @@ func (c *Coordinator) ConsumerGroupHeartbeat(req *ConsumerHeartbeat) ConsumerHea
 	res := cg.heartbeat(req, now)
 	cg.schedule(now)
 	cg.flushChange()
+	if c.cfg.AwaitStore {
+		res.StoreSeq = cg.unstored()
+	}
 	cg.mu.Unlock()
 	return res
 }

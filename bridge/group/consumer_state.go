@@ -86,11 +86,14 @@ func (s storedPartns) load() (partitionSet, error) {
 // DirtyConsumerGroups returns the consumer groups changed since the last
 // call: each id with its stored form, nil for a group deleted. A group
 // unloaded here (it moved to another coordinator) is left out: its stored
-// form is the new coordinator's to change.
+// form is the new coordinator's to change. With Config.AwaitStore the owner
+// reports them stored (ConsumerGroupsStored) once written, or once writing
+// failed, which releases the answers waiting for them.
 func (c *Coordinator) DirtyConsumerGroups() map[string][]byte {
 	c.mu.Lock()
 	dirty := c.cdirty
 	c.cdirty = nil
+	c.ctaken = c.cseq
 	c.mu.Unlock()
 	if len(dirty) == 0 {
 		return nil
@@ -118,13 +121,10 @@ func (cg *cgroup) markDirty() {
 		c.cdirty = map[string]*cgroup{}
 	}
 	c.cdirty[cg.id] = cg
+	c.cseq++
+	cg.dirtySeq = c.cseq
 	c.mu.Unlock()
-	if ch := c.cfg.ConsumerGroupChanged; ch != nil {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
+	c.wakeWriter()
 }
 
 // encode returns cg's stored form; cg is locked.
@@ -244,4 +244,62 @@ func (c *Coordinator) RestoreConsumerGroup(id string, b []byte) error {
 	cg.account()
 	cg.mu.Unlock()
 	return nil
+}
+
+// storeWaiter is an answer waiting until the consumer-group changes up to
+// seq are stored.
+type storeWaiter struct {
+	seq  uint64
+	send func()
+}
+
+// unstored returns cg's last change when it is not yet stored, else 0. cg
+// is locked; c.mu is taken.
+func (cg *cgroup) unstored() uint64 {
+	c := cg.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cg.dirtySeq > c.cstored {
+		return cg.dirtySeq
+	}
+	return 0
+}
+
+// AfterConsumerStored holds send until the consumer-group change seq (a
+// ConsumerHeartbeatResult's StoreSeq) is stored, and reports whether it
+// did; false (stored already, or the coordinator closed) means answer now.
+// As Kafka's coordinator answers a heartbeat once the records of its change
+// are written: a member told of an epoch finds it after a crash.
+func (c *Coordinator) AfterConsumerStored(seq uint64, send func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || seq <= c.cstored {
+		return false
+	}
+	c.cwaiting = append(c.cwaiting, storeWaiter{seq, send})
+	c.wakeWriter()
+	return true
+}
+
+// ConsumerGroupsStored reports that the groups DirtyConsumerGroups last
+// returned are written (or that writing them failed: the groups go on as
+// they are) and sends the answers that waited for them.
+func (c *Coordinator) ConsumerGroupsStored() {
+	c.mu.Lock()
+	c.cstored = c.ctaken
+	var release []func()
+	kept := c.cwaiting[:0]
+	for _, w := range c.cwaiting {
+		if w.seq <= c.cstored {
+			release = append(release, w.send)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(c.cwaiting[len(kept):])
+	c.cwaiting = kept
+	c.mu.Unlock()
+	for _, f := range release {
+		f()
+	}
 }

@@ -647,3 +647,64 @@ func TestConsumerGroupDefaultAssignor(t *testing.T) {
 		t.Fatalf("assignor %q, want uniform, which a member asked for", d.AssignorName)
 	}
 }
+
+// TestConsumerAnswersWaitForTheStore: with Config.AwaitStore a heartbeat
+// whose group holds an unstored change carries its StoreSeq, and an answer
+// held for it (AfterConsumerStored) goes once the writer reports the
+// changes it took stored, not before, and not for a change made after the
+// take; a heartbeat that changes nothing in a stored group waits for
+// nothing; Close sends what is still held.
+func TestConsumerAnswersWaitForTheStore(t *testing.T) {
+	topics := fakeTopics{"t": 4}
+	c := newCoordinator(Config{AwaitStore: true}, newFakeClock())
+	a := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "a", names: []string{"t"}}
+	r := a.beat()
+	if r.StoreSeq == 0 {
+		t.Fatal("a join's answer does not wait for the store")
+	}
+	sent := 0
+	if !c.AfterConsumerStored(r.StoreSeq, func() { sent++ }) || !c.AnswersHeld() {
+		t.Fatal("nothing held")
+	}
+	c.DirtyConsumerGroups()
+	if c.AnswersHeld() {
+		t.Fatal("held after the writer took the change: it would not write at once")
+	}
+	// A change after the take is not released by the take's report.
+	b := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "b", names: []string{"t"}}
+	rb := b.beat()
+	later := 0
+	if rb.StoreSeq <= r.StoreSeq || !c.AfterConsumerStored(rb.StoreSeq, func() { later++ }) {
+		t.Fatalf("b's join: seq %d after %d", rb.StoreSeq, r.StoreSeq)
+	}
+	if sent != 0 {
+		t.Fatal("answered before stored")
+	}
+	c.ConsumerGroupsStored()
+	if sent != 1 || later != 0 {
+		t.Fatalf("after the first report: sent %d, later %d", sent, later)
+	}
+	c.DirtyConsumerGroups()
+	c.ConsumerGroupsStored()
+	if later != 1 {
+		t.Fatal("the second change's answer not sent once stored")
+	}
+	converge(t, a, b)
+	c.DirtyConsumerGroups()
+	c.ConsumerGroupsStored()
+	if r := a.beat(); r.StoreSeq != 0 || c.AfterConsumerStored(1, func() {}) {
+		t.Fatalf("a steady heartbeat of a stored group waits: seq %d", r.StoreSeq)
+	}
+	// Close sends what is held.
+	c2 := newCoordinator(Config{AwaitStore: true}, newFakeClock())
+	m := &cmemberClient{t: t, c: c2, topics: topics, group: "h", id: "m", names: []string{"t"}}
+	held := 0
+	if !c2.AfterConsumerStored(m.beat().StoreSeq, func() { held++ }) {
+		t.Fatal("nothing held")
+	}
+	c2.Close()
+	if held != 1 {
+		t.Fatal("a held answer was left behind by Close")
+	}
+	c.Close()
+}

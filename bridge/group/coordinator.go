@@ -39,11 +39,17 @@ type Coordinator struct {
 	consumerRebalances atomic.Uint64
 	// cdirty are the consumer groups changed since DirtyConsumerGroups.
 	cdirty map[string]*cgroup
+	// cseq counts consumer-group changes; ctaken is its value when the
+	// writer last took them (DirtyConsumerGroups), cstored when it last
+	// reported them stored; cwaiting are the answers waiting for a change
+	// (Config.AwaitStore).
+	cseq, ctaken, cstored uint64
+	cwaiting              []storeWaiter
 	// cldirty are the stored forms of classic groups changed since
 	// DirtyClassicGroups (nil: removed).
 	cldirty map[string][]byte
 	// clheld are the replies held until the writer stores their group's
-	// queued form (Config.AwaitClassicStore), by group id; clflying those
+	// queued form (Config.AwaitStore), by group id; clflying those
 	// of the forms the writer has taken and not yet reported stored (a key
 	// without replies marks a write in flight).
 	clheld   map[string][]func()
@@ -363,7 +369,7 @@ func (c *Coordinator) Sync(req SyncRequest, done func(SyncResult)) {
 	now := c.clock.now()
 	var o outbox
 	res, parked := g.sync(&req, done, now, &o)
-	if !parked && c.cfg.AwaitClassicStore && c.storing(g.id) {
+	if !parked && c.cfg.AwaitStore && c.storing(g.id) {
 		o.sync(done, res) // after the form being stored (finish)
 		parked = true
 	}

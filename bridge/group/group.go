@@ -239,7 +239,7 @@ func (g *group) finish(o *outbox) {
 	g.account()
 	g.persist(false)
 	g.maybeForget()
-	held := g.c.cfg.AwaitClassicStore && !o.empty() && g.c.holdForStore(g.id, o)
+	held := g.c.cfg.AwaitStore && !o.empty() && g.c.holdForStore(g.id, o)
 	g.mu.Unlock()
 	if !held {
 		o.flush()

@@ -235,7 +235,7 @@ func (h *harness) syncAll(groupID string, gen int32, ids []string) {
 		as[i] = Assignment{MemberID: id, Assignment: []byte("assign-" + id)}
 	}
 	calls = append(calls, h.sync(SyncRequest{GroupID: groupID, GenerationID: gen, MemberID: ids[0], Assignments: as}))
-	if h.c.cfg.AwaitClassicStore {
+	if h.c.cfg.AwaitStore {
 		h.c.ClassicGroupsStored(slices.Collect(maps.Keys(h.c.DirtyClassicGroups()))) // as the gateway's writer does
 	}
 	for _, sc := range calls {
