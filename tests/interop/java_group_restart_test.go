@@ -86,7 +86,7 @@ func groupThroughRestart(t *testing.T, classes, assignors string, tg target, res
 	a.send("join m2")
 	a.waitUntil(2*time.Minute, "m1, m2 sharing the partitions", settled(partitions, "m1", "m2"))
 	load.consumeAWhile(500)
-	time.Sleep(500 * time.Millisecond) // a consumer-protocol group is stored within 100 ms of a change (a classic one before its SyncGroup is answered; Kafka alike)
+	time.Sleep(500 * time.Millisecond) // the members' heartbeats acknowledging their assignments reach the coordinator, which stores each change before answering it
 	mark := len(a.snapshot())
 
 	restartedAt := time.Now()
