@@ -21,9 +21,10 @@ import (
 // restores it from its system store (docs/design/consumer-groups.md §6).
 // Either way the consumers find their coordinator again and go on at their
 // generation or epoch: no partition is lost and no commit fails after the
-// restart (an ordinary rebalance, revoked then assigned, is logged), every
-// acknowledged record is consumed, and the group commits every partition's
-// end. Before kiggy stored classic groups, both classic members lost
+// restart, every acknowledged record is consumed, and the group commits
+// every partition's end. An ordinary classic rebalance (revoked, then the
+// same partitions assigned) passes only with the cause the Java client logs
+// for the one it asks for itself after a rebootstrap (below). Before kiggy stored classic groups, both classic members lost
 // everything and were reassigned it, and commits in flight failed
 // (CommitFailedException: "the group has already rebalanced"), their records
 // read again. KIGGY_INTEROP_TARGET picks the target, as for the other tests
@@ -75,7 +76,10 @@ func groupThroughRestart(t *testing.T, classes, assignors string, tg target, res
 	tg.CreateTopic(t, topic, partitions)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	a := startGroupProc(ctx, t, classes, tg.Addr(), topic, group, assignors)
+	// The client's metadata and coordinator logs name why a member rejoins.
+	a := startGroupProc(ctx, t, classes, tg.Addr(), topic, group, assignors,
+		"-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.Metadata=info",
+		"-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.consumer.internals.ConsumerCoordinator=info")
 	defer func() {
 		if t.Failed() {
 			t.Logf("JVM:\n%s", a.tail())
@@ -95,6 +99,7 @@ func groupThroughRestart(t *testing.T, classes, assignors string, tg target, res
 	load.consumeAWhile(1000)
 	time.Sleep(7 * time.Second) // past two of the consumers' heartbeat intervals (3 s)
 	sent := load.finish(tg, group, topic, partitions, a)
+	rebalanced := false
 	for _, l := range a.snapshot()[mark:] {
 		ev, _, _ := strings.Cut(l, "\t")
 		switch {
@@ -107,15 +112,25 @@ func groupThroughRestart(t *testing.T, classes, assignors string, tg target, res
 			t.Errorf("after the restart: %q", l)
 		case ev == "revoked" || ev == "assigned":
 			// An ordinary rebalance, the members keeping their generation
-			// until it. On Kafka the Java leader asks for one by itself in
-			// about half the runs ("cached metadata has changed" in the
-			// broker's log: a metadata refresh during its 12-s unclean
-			// restart saw partitions without a leader). On kiggy seen once
-			// in CI and once in three runs on a loaded machine, cause not
-			// yet found. Logged, not failed.
+			// until it: checked below.
+			rebalanced = true
 			t.Logf("%s, a rebalance after the restart: %q", tg.Name(), l)
 		}
 	}
 	a.quit()
+	if rebalanced && !strings.HasPrefix(assignors, "consumer:") {
+		// A classic leader asks for one itself when, while its only broker
+		// refused connections, its client rebootstrapped (KIP-899's default
+		// metadata.recovery.strategy) and emptied its metadata cache, and
+		// one poll copied the emptied cache before the coordinator came
+		// back: the topic then has no partitions in that copy, and
+		// rejoinNeededOrPending finds the "cached metadata has changed".
+		// Seen on Kafka 4.4 in 3 of 5 runs, on kiggy in 1 of 15 on a loaded
+		// machine. Any other cause fails.
+		log := a.stderr.String()
+		if !strings.Contains(log, "Rebootstrapping") || !strings.Contains(log, "Request joining group due to: cached metadata has changed") {
+			t.Errorf("%s: a classic rebalance after the restart without the client's rebootstrap; the Java log:\n%s", tg.Name(), tail(log))
+		}
+	}
 	checkGroupEvents(t, a.snapshot(), partitions, sent)
 }

@@ -48,15 +48,14 @@ func (g *groupProc) wait() error {
 	return g.waitErr
 }
 
-// startGroupProc starts GroupConsumers for group on topic; it is killed when
-// ctx ends.
-func startGroupProc(ctx context.Context, t testing.TB, classes, addr, topic, group, assignors string) *groupProc {
+// startGroupProc starts GroupConsumers for group on topic, the JVM given
+// jvmFlags too (more logging, say); it is killed when ctx ends.
+func startGroupProc(ctx context.Context, t testing.TB, classes, addr, topic, group, assignors string, jvmFlags ...string) *groupProc {
 	t.Helper()
 	java, cp := testtools.JavaClasspath(t)
-	cmd := exec.CommandContext(ctx, java, "-Xmx512m", "-Djava.awt.headless=true",
-		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-		"-cp", classes+string(filepath.ListSeparator)+cp,
-		"GroupConsumers", addr, topic, group, assignors)
+	args := append([]string{"-Xmx512m", "-Djava.awt.headless=true", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"}, jvmFlags...)
+	args = append(args, "-cp", classes+string(filepath.ListSeparator)+cp, "GroupConsumers", addr, topic, group, assignors)
+	cmd := exec.CommandContext(ctx, java, args...)
 	cmd.WaitDelay = 5 * time.Second
 	g := &groupProc{t: t, cmd: cmd, done: make(chan struct{})}
 	var err error
