@@ -73,7 +73,7 @@ func (g *Gateway) fetch(c *call) bool {
 	minBytes := int(fs.req.MinBytes)
 	// docs/design/kafka-protocol.md §7.3: answer when MinBytes is reached, MaxWait has passed, a partition
 	// has an error, or nothing was asked for.
-	if bytes >= minBytes || bytes > 0 && minBytes <= 0 || hasErr || !now.Before(fs.deadline) || fetchPartitions(&fs.req) == 0 || c.req.Conn().Closed() {
+	if bytes >= minBytes || bytes > 0 && minBytes <= 0 || hasErr || !now.Before(fs.deadline) || fetchPartitions(&fs.req) == 0 || c.req.Conn().Closed() || g.isDraining() {
 		if !g.fetchSessionEnd(c, fs, v) {
 			return false // answered INVALID_FETCH_SESSION_EPOCH
 		}

@@ -297,11 +297,12 @@ func (g *Gateway) waitForAppends(fs *fetchState, w *waiter, wait time.Duration) 
 }
 
 // unpark waits until a parked Fetch is woken (an append, its timer) or the
-// gateway stops, then undoes its registrations.
+// gateway drains or stops, then undoes its registrations.
 func (g *Gateway) unpark(fs *fetchState, w *waiter, timer *time.Timer) {
 	select {
 	case <-w.ch:
 	case <-g.ctx.Done():
+	case <-g.draining:
 	}
 	timer.Stop()
 	for i := range fs.req.Topics {

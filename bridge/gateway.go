@@ -334,6 +334,9 @@ type Gateway struct {
 	apiMax     int16
 
 	conns sync.Map // uint64 → *connState
+	// draining is closed when the engine starts to drain (Draining).
+	draining  chan struct{}
+	drainOnce sync.Once
 	// ctopics is the topic metadata consumer groups assign from
 	// (consumergroups.go).
 	ctopics atomic.Pointer[topicSnapshot]
@@ -469,6 +472,7 @@ func New(cfg Config, backend store.Log) *Gateway {
 	g.producerIDs.Init(cfg.InstanceID)
 	g.producers.init(g.producerLimits())
 	g.cgChanged = make(chan struct{}, 1)
+	g.draining = make(chan struct{})
 	gcfg := cfg.Group
 	gcfg.ConsumerGroupChanged = g.cgChanged
 	gcfg.AwaitStore = true // consumerGroupWriter stores and reports them
@@ -541,6 +545,41 @@ func (g *Gateway) register() {
 				g.apiMin, g.apiMax = a.Min, a.Max
 			}
 		}
+	}
+}
+
+// Draining implements engine.Drainer: a stopping gateway answers what it
+// holds parked at once instead of the drain waiting for it: a parked Fetch
+// with what it has (it parks no more), a JoinGroup or SyncGroup waiting for
+// a rebalance COORDINATOR_NOT_AVAILABLE, so that its member finds the
+// coordinator again (Kafka's coordinator answers those of the groups it
+// unloads at shutdown NOT_COORDINATOR, to the same effect). Answers that
+// wait for their group's change to be stored (group.Config.AwaitStore) are
+// let go first, within drainStoreWait. So a restart is as quick as the
+// requests in flight: a consumer's long poll (franz-go's 5 s) no longer
+// holds it.
+func (g *Gateway) Draining() {
+	g.drainOnce.Do(func() {
+		close(g.draining)
+		deadline := time.Now().Add(drainStoreWait)
+		for g.groups.AnswersWaiting() && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		g.groups.Close()
+	})
+}
+
+// drainStoreWait bounds how long Draining waits for the group writer to
+// store the changes answers wait for.
+const drainStoreWait = 2 * time.Second
+
+// isDraining reports whether the engine drains (Draining).
+func (g *Gateway) isDraining() bool {
+	select {
+	case <-g.draining:
+		return true
+	default:
+		return false
 	}
 }
 

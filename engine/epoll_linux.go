@@ -264,6 +264,7 @@ func (s *epollServer) Shutdown(ctx context.Context) error {
 	for a := range s.acceptors {
 		a.stop()
 	}
+	draining(s.h)
 	loops := s.loops
 	ns := s.tlsSrv
 	s.mu.Unlock()

@@ -259,6 +259,7 @@ func (s *netServer) Shutdown(ctx context.Context) error {
 	for ln := range s.lns {
 		ln.Close()
 	}
+	draining(s.h)
 	conns := make([]*nconn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)

@@ -17,6 +17,21 @@ type Handler interface {
 	Serve(req *Request)
 }
 
+// Drainer is a Handler told when its server starts to drain (Shutdown), so
+// that it answers the requests it holds parked (long polls, group joins)
+// at once instead of the drain waiting for them. It may be told more than
+// once.
+type Drainer interface {
+	Draining()
+}
+
+// draining tells h, when it is a Drainer, that its server drains.
+func draining(h Handler) {
+	if d, ok := h.(Drainer); ok {
+		d.Draining()
+	}
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(req *Request)
 

@@ -138,6 +138,22 @@ func (c *Coordinator) ClassicGroupsStored(ids []string) {
 	}
 }
 
+// AnswersWaiting reports whether any answer waits for a change to be
+// stored, taken by the owner or not.
+func (c *Coordinator) AnswersWaiting() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.clheld) > 0 || len(c.cwaiting) > 0 {
+		return true
+	}
+	for _, fs := range c.clflying {
+		if len(fs) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // AnswersHeld reports whether answers wait for a change the owner has not
 // yet taken (DirtyClassicGroups, DirtyConsumerGroups): its writer then
 // writes without delay.
