@@ -39,7 +39,7 @@ func (g *Gateway) offsetCommit(c *call) bool {
 		groupCode = wire.InvalidGroupID
 	case g.notCoordinator(req.Group):
 		groupCode = wire.NotCoordinator // docs/design/cluster.md §7
-	case !g.classicGroupReady(req.Group, req.Generation >= 0 || req.MemberID != "" || req.InstanceID.Valid):
+	case !g.classicGroupReady(req.Group, req.Generation >= 0 || req.MemberID != "" || req.InstanceID.Valid, req.Generation):
 		groupCode = wire.CoordinatorLoadInProgress
 	default:
 		groupCode = wire.ErrorCode(g.groups.ValidateCommit(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation))

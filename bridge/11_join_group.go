@@ -35,7 +35,7 @@ func (g *Gateway) joinGroup(c *call) bool {
 		c.req.Respond(g.joinResponse(c, group.JoinResult{Error: int16(wire.NotCoordinator), GenerationID: -1, MemberID: req.MemberID}))
 		return false
 	}
-	if !g.classicGroupReady(req.Group, req.MemberID != "") {
+	if !g.classicGroupReady(req.Group, req.MemberID != "", noGeneration) {
 		c.req.Respond(g.joinResponse(c, group.JoinResult{Error: int16(wire.CoordinatorLoadInProgress), GenerationID: -1, MemberID: req.MemberID}))
 		return false
 	}

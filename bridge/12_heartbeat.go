@@ -23,7 +23,7 @@ func (g *Gateway) heartbeat(c *call) bool {
 	case code != wire.NoError:
 	case g.notCoordinator(req.Group):
 		code = wire.NotCoordinator // docs/design/cluster.md §7
-	case !g.classicGroupReady(req.Group, true):
+	case !g.classicGroupReady(req.Group, true, req.Generation):
 		// GroupCoordinator.handleHeartbeat: "the group is still loading,
 		// so respond just blindly".
 	default:

@@ -38,7 +38,7 @@ func (g *Gateway) leaveGroup(c *call) bool {
 	code, codes := int16(wire.NotCoordinator), []int16(nil)
 	switch {
 	case g.notCoordinator(req.Group):
-	case !g.classicGroupReady(req.Group, true):
+	case !g.classicGroupReady(req.Group, true, noGeneration):
 		code = int16(wire.CoordinatorLoadInProgress)
 	default:
 		code, codes = g.groups.Leave(req.Group, gs.leaves)

@@ -29,7 +29,7 @@ func (g *Gateway) syncGroup(c *call) bool {
 		c.req.Respond(g.syncResponse(c, group.SyncResult{Error: int16(wire.NotCoordinator)}))
 		return false
 	}
-	if !g.classicGroupReady(req.Group, true) {
+	if !g.classicGroupReady(req.Group, true, req.Generation) {
 		// GroupCoordinator.handleSyncGroup while loading: "we've lost the
 		// state of the active rebalance ... By returning rebalance in
 		// progress, the consumer will attempt to rejoin".

@@ -22,7 +22,7 @@ func (g *Gateway) describeGroups(c *call) bool {
 	var resp wire.DescribeGroupsResponse
 	for _, id := range req.Groups {
 		if id != "" && !g.notCoordinator(id) {
-			g.classicGroupReady(id, true) // a group moved here is described as stored
+			g.classicGroupReady(id, true, noGeneration) // a group moved here is described as stored
 		}
 		d := g.groups.Describe(id)
 		out := wire.DescribeGroupsResponseGroup{ErrorCode: wire.ErrorCode(d.Error), Group: id, State: d.State,

@@ -93,7 +93,7 @@ func (g *Gateway) txnOffsetCommitCheck(c *call, req *wire.TxnOffsetCommitRequest
 	case req.Group == "":
 		all = wire.InvalidGroupID
 	case forwarded:
-	case !g.classicGroupReady(req.Group, req.Generation >= 0 || req.MemberID != "" || req.InstanceID.Valid):
+	case !g.classicGroupReady(req.Group, req.Generation >= 0 || req.MemberID != "" || req.InstanceID.Valid, req.Generation):
 		all = wire.CoordinatorLoadInProgress
 	case req.Generation >= 0 || req.MemberID != "" || req.InstanceID.Valid:
 		code := wire.ErrorCode(g.groups.ValidateCommit(req.Group, req.MemberID, req.InstanceID.S, req.InstanceID.Valid, req.Generation))

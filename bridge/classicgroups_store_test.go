@@ -99,22 +99,65 @@ func TestClassicRestorePaced(t *testing.T) {
 		cfg: Config{NodeID: 1, Placement: localPlacement{}, Logger: slog.New(slog.DiscardHandler)}}
 	defer g.groups.Close()
 	g.cgLoaded.Store(true)
-	if !g.classicGroupReady("moved", true) || s.reads != 1 {
+	if !g.classicGroupReady("moved", true, 3) || s.reads != 1 {
 		t.Fatalf("first request: %d reads", s.reads)
 	}
 	if code := g.groups.Heartbeat("moved", "m", "", false, 3); code != 0 {
 		t.Fatalf("heartbeat of the restored group: %d", code)
 	}
-	g.classicGroupReady("moved", true) // held now: no read
-	g.classicGroupReady("unknown-0", false)
+	g.classicGroupReady("moved", true, 3) // held now: no read
+	g.classicGroupReady("unknown-0", false, noGeneration)
 	if s.reads != 1 {
 		t.Fatalf("a held group or a request naming no member read the store: %d reads", s.reads)
 	}
 	for i := range 1000 {
-		g.classicGroupReady(fmt.Sprintf("unknown-%d", i%50), true)
+		g.classicGroupReady(fmt.Sprintf("unknown-%d", i%50), true, 1)
 	}
 	if s.reads > 1+20 {
 		t.Fatalf("a flood of unknown groups read the store %d times", s.reads)
 	}
 	t.Logf("1,000 requests naming 50 unknown groups: %d reads", s.reads-1)
+}
+
+// TestClassicRestoreBehindReadAgain: in a cluster, a group restored here
+// before its last coordinator stored its newest generation (the view moved
+// it while a rebalance completed there) is read again, once, when a member
+// names that generation: the member goes on at it instead of being told
+// ILLEGAL_GENERATION and rejoining. A generation no store holds costs one
+// more read, once per restored group.
+func TestClassicRestoreBehindReadAgain(t *testing.T) {
+	form := func(gen int) []byte {
+		return []byte(fmt.Sprintf(`{"v":1,"generation":%d,"protocol_type":"consumer","protocol":"range","leader":"m","members":[{"id":"m","session_ms":10000,"protocols":[{"name":"range"}],"assignment":"YQ=="},{"id":"n","session_ms":10000,"protocols":[{"name":"range"}]}]}`, gen))
+	}
+	s := &countingStore{boundedStore: &boundedStore{limit: 1 << 20, stored: map[string][]byte{"moved": form(3), "other": form(5)}}}
+	g := &Gateway{ctx: context.Background(), system: s, groups: group.New(group.Config{}),
+		cfg: Config{NodeID: 1, Placement: localPlacement{}, Logger: slog.New(slog.DiscardHandler)}}
+	defer g.groups.Close()
+	g.cgLoaded.Store(true)
+	g.classicGroupReady("moved", true, 3) // restores generation 3
+	// The old coordinator's last write lands: generation 4.
+	s.stored["moved"] = form(4)
+	if !g.classicGroupReady("moved", true, 4) || s.reads != 2 {
+		t.Fatalf("a member at a newer generation: %d reads, want 2", s.reads)
+	}
+	if code := g.groups.Heartbeat("moved", "m", "", false, 4); code != 0 {
+		t.Fatalf("heartbeat at the generation stored last: %d", code)
+	}
+	if code := g.groups.Heartbeat("moved", "n", "", false, 4); code != 0 {
+		t.Fatalf("the other member: %d", code)
+	}
+	// Once per restored group: a made-up generation reads no more.
+	g.classicGroupReady("moved", true, 9)
+	g.classicGroupReady("other", true, 9) // restored by the read above: one read of its own
+	g.classicGroupReady("other", true, 9)
+	if s.reads != 3 {
+		t.Fatalf("made-up generations: %d reads, want 3", s.reads)
+	}
+	if code := g.groups.Heartbeat("other", "m", "", false, 9); code != 27 && code != 22 {
+		t.Fatalf("a made-up generation answered %d", code)
+	}
+	// A form no newer than the group replaces nothing.
+	if ok, err := g.groups.ReplaceRestored("moved", form(4)); ok || err != nil {
+		t.Fatalf("replaced by a form of its own generation: %v %v", ok, err)
+	}
 }

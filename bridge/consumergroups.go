@@ -292,13 +292,23 @@ const (
 // restores every group it now coordinates and does not hold, as their last
 // coordinators stored them (docs/design/cluster.md §7): one read serves
 // every group a view change moved here, and the reads are paced
-// (classicRestorePerGroup, classicRestoresPerSecond). The read runs on the
-// request's worker.
-func (g *Gateway) classicGroupReady(id string, namesMember bool) bool {
+// (classicRestorePerGroup, classicRestoresPerSecond). A member naming a
+// newer generation (generation; noGeneration when the request names none)
+// than a group restored here and unchanged since has the store read once
+// more for that group: its last coordinator completed a rebalance and
+// stored it after this instance's read (ReplaceRestored). The reads run on
+// the request's worker.
+func (g *Gateway) classicGroupReady(id string, namesMember bool, generation int32) bool {
 	if !g.cgLoaded.Load() {
 		return false
 	}
-	if !namesMember || g.cfg.Placement == nil || g.groups.Has(id) {
+	if !namesMember || g.cfg.Placement == nil {
+		return true
+	}
+	if g.groups.Has(id) {
+		if generation > 0 && g.groups.RestoredBehind(id, generation) {
+			g.rereadClassicGroup(id)
+		}
 		return true
 	}
 	now := time.Now()
@@ -329,6 +339,28 @@ func (g *Gateway) classicGroupReady(id string, namesMember bool) bool {
 	}
 	g.restoreClassicGroups(stored)
 	return true
+}
+
+// noGeneration is a classic group request's generation when it names none
+// (Kafka's NoGeneration).
+const noGeneration int32 = -1
+
+// rereadClassicGroup reads group id's stored form again and replaces the
+// group restored here with it when it is newer (RestoredBehind: at most
+// once per restored group).
+func (g *Gateway) rereadClassicGroup(id string) {
+	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
+	defer cancel()
+	stored, err := g.system.LoadSystem(ctx, classicGroupNS)
+	if err != nil {
+		g.cfg.Logger.Warn("classic groups: reading the stored groups failed", "err", err)
+		return
+	}
+	if b := stored[id]; b != nil {
+		if _, err := g.groups.ReplaceRestored(id, b); err != nil {
+			g.cfg.Logger.Warn("classic groups: a stored group does not load", "group", id, "err", err)
+		}
+	}
 }
 
 // consumerGroupLoadInterval bounds how often one instance looks in the

@@ -244,55 +244,10 @@ func (g *group) encode() []byte {
 // timeout to heartbeat to this coordinator. The group counts against
 // MaxMembers but is restored even past it: its members were admitted once.
 func (c *Coordinator) RestoreClassicGroup(id string, b []byte) error {
-	var sg storedClassicGroup
-	if err := json.Unmarshal(b, &sg); err != nil {
+	g, err := c.decodeClassicGroup(id, b)
+	if err != nil {
 		return err
 	}
-	if sg.V != 1 {
-		return errors.New("classic group " + id + ": stored form version not understood")
-	}
-	if sg.Generation <= 0 || len(sg.Members) == 0 || sg.ProtocolType == "" || sg.Protocol == "" {
-		return errors.New("classic group " + id + ": not a stable group")
-	}
-	g := newGroup(c, strings.Clone(id))
-	g.state, g.generation, g.protocolType, g.protocolName = stateStable, sg.Generation, sg.ProtocolType, sg.Protocol
-	g.keep = true
-	now := c.clock.now()
-	for _, sm := range sg.Members {
-		if sm.ID == "" || g.byID[sm.ID] != nil {
-			return errors.New("classic group " + id + ": bad member id")
-		}
-		if len(sm.Protocols) == 0 || sm.SessionMs <= 0 {
-			return errors.New("classic group " + id + ": member " + sm.ID + " without protocols or session")
-		}
-		m := &member{id: sm.ID, clientID: sm.ClientID, clientHost: sm.ClientHost,
-			session: time.Duration(sm.SessionMs) * time.Millisecond, rebalance: time.Duration(sm.RebalanceMs) * time.Millisecond,
-			assignment: sm.Assignment}
-		for _, p := range sm.Protocols {
-			m.protocols = append(m.protocols, Protocol(p))
-		}
-		if sm.InstanceID != nil {
-			if g.static[*sm.InstanceID] != "" {
-				return errors.New("classic group " + id + ": instance id " + *sm.InstanceID + " twice")
-			}
-			m.instanceID, m.hasInstance = *sm.InstanceID, true
-			g.static[m.instanceID] = m.id
-		}
-		g.touch(m, now)
-		g.members = append(g.members, m)
-		g.byID[m.id] = m
-	}
-	if g.byID[sg.Leader] == nil {
-		return errors.New("classic group " + id + ": the leader is not a member")
-	}
-	g.leader = sg.Leader
-	for _, m := range g.members {
-		if !m.supports(g.protocolName) {
-			return errors.New("classic group " + id + ": member " + m.id + " does not support protocol " + g.protocolName)
-		}
-	}
-	// The stored form is the store's already.
-	g.stored = true
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || c.groups[id] != nil || c.cgroups[id] != nil {
@@ -304,6 +259,118 @@ func (c *Coordinator) RestoreClassicGroup(id string, b []byte) error {
 	g.account()
 	g.mu.Unlock()
 	return nil
+}
+
+// decodeClassicGroup builds group id, Stable, from its stored form b.
+func (c *Coordinator) decodeClassicGroup(id string, b []byte) (*group, error) {
+	var sg storedClassicGroup
+	if err := json.Unmarshal(b, &sg); err != nil {
+		return nil, err
+	}
+	if sg.V != 1 {
+		return nil, errors.New("classic group " + id + ": stored form version not understood")
+	}
+	if sg.Generation <= 0 || len(sg.Members) == 0 || sg.ProtocolType == "" || sg.Protocol == "" {
+		return nil, errors.New("classic group " + id + ": not a stable group")
+	}
+	g := newGroup(c, strings.Clone(id))
+	g.state, g.generation, g.protocolType, g.protocolName = stateStable, sg.Generation, sg.ProtocolType, sg.Protocol
+	g.keep = true
+	now := c.clock.now()
+	for _, sm := range sg.Members {
+		if sm.ID == "" || g.byID[sm.ID] != nil {
+			return nil, errors.New("classic group " + id + ": bad member id")
+		}
+		if len(sm.Protocols) == 0 || sm.SessionMs <= 0 {
+			return nil, errors.New("classic group " + id + ": member " + sm.ID + " without protocols or session")
+		}
+		m := &member{id: sm.ID, clientID: sm.ClientID, clientHost: sm.ClientHost,
+			session: time.Duration(sm.SessionMs) * time.Millisecond, rebalance: time.Duration(sm.RebalanceMs) * time.Millisecond,
+			assignment: sm.Assignment}
+		for _, p := range sm.Protocols {
+			m.protocols = append(m.protocols, Protocol(p))
+		}
+		if sm.InstanceID != nil {
+			if g.static[*sm.InstanceID] != "" {
+				return nil, errors.New("classic group " + id + ": instance id " + *sm.InstanceID + " twice")
+			}
+			m.instanceID, m.hasInstance = *sm.InstanceID, true
+			g.static[m.instanceID] = m.id
+		}
+		g.touch(m, now)
+		g.members = append(g.members, m)
+		g.byID[m.id] = m
+	}
+	if g.byID[sg.Leader] == nil {
+		return nil, errors.New("classic group " + id + ": the leader is not a member")
+	}
+	g.leader = sg.Leader
+	for _, m := range g.members {
+		if !m.supports(g.protocolName) {
+			return nil, errors.New("classic group " + id + ": member " + m.id + " does not support protocol " + g.protocolName)
+		}
+	}
+	// The stored form is the store's already.
+	g.stored, g.restored = true, true
+	return g, nil
+}
+
+// RestoredBehind reports, once per restored group, whether a member names
+// a newer generation than group id holds while the group is as it was
+// restored: in a cluster, a rebalance its last coordinator completed and
+// stored after this instance read the store (the view moved the group
+// during it), so the store is worth reading again (ReplaceRestored).
+func (c *Coordinator) RestoredBehind(id string, generation int32) bool {
+	c.mu.Lock()
+	g := c.groups[id]
+	c.mu.Unlock()
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.restored || g.reread || g.seq != 0 || g.state != stateStable || generation <= g.generation {
+		return false
+	}
+	g.reread = true
+	return true
+}
+
+// ReplaceRestored replaces group id, restored and unchanged since, with its
+// stored form b when b holds a newer generation, and reports whether it
+// did: its members then go on at the generation their last coordinator
+// told them of.
+func (c *Coordinator) ReplaceRestored(id string, b []byte) (bool, error) {
+	ng, err := c.decodeClassicGroup(id, b)
+	if err != nil {
+		return false, err
+	}
+	ng.reread = true
+	c.mu.Lock()
+	old := c.groups[id]
+	c.mu.Unlock()
+	if old == nil {
+		return false, nil
+	}
+	old.mu.Lock()
+	defer old.mu.Unlock()
+	if !old.restored || old.seq != 0 || old.state != stateStable || ng.generation <= old.generation {
+		return false, nil
+	}
+	old.kill() // a request that finds it dead looks again (lockGroup)
+	c.mu.Lock()
+	replaced := !c.closed && c.groups[id] == old
+	if replaced {
+		c.groups[id] = ng
+	}
+	c.mu.Unlock()
+	if replaced {
+		ng.mu.Lock()
+		ng.schedule()
+		ng.account()
+		ng.mu.Unlock()
+	}
+	return replaced, nil
 }
 
 // Has reports whether a group of id, classic or consumer, is loaded here.

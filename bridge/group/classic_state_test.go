@@ -296,3 +296,30 @@ func TestClassicAnswersWaitForTheStore(t *testing.T) {
 		t.Fatal("a held answer was left behind by Close")
 	}
 }
+
+// TestClassicReplaceRestoredOnlyUnchanged: a restored group is replaced by
+// a newer stored form only while it is as restored; once it changed here
+// (a member joined: a rebalance), its own state wins.
+func TestClassicReplaceRestoredOnlyUnchanged(t *testing.T) {
+	h := newHarness(t, Config{})
+	ids := h.stableGroup("g", 1)
+	h.join(consumerJoin("g", ids[0], "c0"))
+	h.clock.Advance(time.Second)
+	h.syncAll("g", 2, ids)
+	gen2 := h.c.DirtyClassicGroups()["g"]
+	// Generation 1's form, taken from a fresh group, restored here.
+	h2 := newHarness(t, Config{})
+	h3 := newHarness(t, Config{})
+	h3.stableGroup("g", 1)
+	gen1 := h3.c.DirtyClassicGroups()["g"]
+	if err := h2.c.RestoreClassicGroup("g", gen1); err != nil {
+		t.Fatal(err)
+	}
+	if !h2.c.RestoredBehind("g", 2) || h2.c.RestoredBehind("g", 2) {
+		t.Fatal("RestoredBehind not true exactly once")
+	}
+	h2.join(consumerJoin("g", "", "late")) // a rebalance: the group changed here
+	if ok, err := h2.c.ReplaceRestored("g", gen2); ok || err != nil || gen2 == nil {
+		t.Fatalf("a group changed since its restore was replaced: %v %v", ok, err)
+	}
+}

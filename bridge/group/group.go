@@ -163,6 +163,10 @@ type group struct {
 	// while the store holds a form of this group.
 	seq, savedSeq uint64
 	stored        bool
+	// restored is set on a group restored from its stored form
+	// (RestoreClassicGroup), reread once RestoredBehind has asked for its
+	// form to be read again.
+	restored, reread bool
 
 	// Rebalance (PreparingRebalance) timing.
 	joinDeadline time.Time
