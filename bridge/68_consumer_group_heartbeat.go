@@ -96,6 +96,12 @@ func (g *Gateway) heartbeatConsumer(c *call, req *wire.ConsumerGroupHeartbeatReq
 		// its last coordinator stored it (docs/design/consumer-groups.md §6).
 		r = g.groups.ConsumerGroupHeartbeat(hb)
 	}
+	if r.Error == int16(wire.FencedMemberEpoch) && req.MemberEpoch > 0 && g.cfg.Placement != nil &&
+		g.groups.ConsumerRestoredBehind(req.Group, req.MemberID, req.MemberEpoch) && g.rereadConsumerGroup(g.ctx, req.Group) {
+		// A member further on than the group restored here: its last
+		// coordinator stored a change after this instance read the store.
+		r = g.groups.ConsumerGroupHeartbeat(hb)
+	}
 	resp.ErrorCode = wire.ErrorCode(r.Error)
 	if r.Error != 0 {
 		resp.ErrorMessage = nullIfEmpty(r.ErrorMessage)

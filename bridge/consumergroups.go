@@ -392,6 +392,22 @@ func (g *Gateway) loadConsumerGroup(ctx context.Context, id string) bool {
 	return g.groups.RestoreConsumerGroup(id, stored[id]) == nil
 }
 
+// rereadConsumerGroup reads consumer group id's stored form again and
+// replaces the group restored here with it when it is newer
+// (ConsumerRestoredBehind: at most once per restored group); it reports
+// whether it did.
+func (g *Gateway) rereadConsumerGroup(ctx context.Context, id string) bool {
+	stored, err := g.system.LoadSystem(ctx, consumerGroupNS)
+	if err != nil || stored[id] == nil {
+		return false
+	}
+	ok, err := g.groups.ReplaceRestoredConsumer(id, stored[id])
+	if err != nil {
+		g.cfg.Logger.Warn("consumer groups: a stored group does not load", "group", id, "err", err)
+	}
+	return ok
+}
+
 // writeGroupMetrics writes the groups this instance coordinates, by
 // protocol type and state, and the consumer-protocol rebalances.
 func (g *Gateway) writeGroupMetrics(w io.Writer) {

@@ -185,8 +185,11 @@ type cgroup struct {
 	changed bool
 	deleted bool
 	// dirtySeq is the Coordinator's cseq at the group's last change
-	// (consumer_state.go).
+	// (consumer_state.go): 0 while unchanged since created or restored.
 	dirtySeq uint64
+	// restored is set on a group restored from its stored form, reread
+	// once ConsumerRestoredBehind has asked for it to be read again.
+	restored, reread bool
 	// counted is how many members the coordinator's member count holds
 	// for this group (limits.go).
 	counted int

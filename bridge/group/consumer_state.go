@@ -169,12 +169,31 @@ func (cg *cgroup) encode() []byte {
 // the group is already loaded here (which then wins). Every member gets a
 // fresh session: it has a session timeout to heartbeat to this coordinator.
 func (c *Coordinator) RestoreConsumerGroup(id string, b []byte) error {
-	var sg storedGroup
-	if err := json.Unmarshal(b, &sg); err != nil {
+	cg, err := c.decodeConsumerGroup(id, b)
+	if err != nil {
 		return err
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.cgroups[id] != nil || c.groups[id] != nil {
+		return nil
+	}
+	c.cgroups[cg.id] = cg
+	cg.mu.Lock()
+	cg.schedule(c.clock.now())
+	cg.account()
+	cg.mu.Unlock()
+	return nil
+}
+
+// decodeConsumerGroup builds consumer group id from its stored form b.
+func (c *Coordinator) decodeConsumerGroup(id string, b []byte) (*cgroup, error) {
+	var sg storedGroup
+	if err := json.Unmarshal(b, &sg); err != nil {
+		return nil, err
+	}
 	if sg.V != 1 {
-		return errors.New("consumer group " + id + ": stored form version not understood")
+		return nil, errors.New("consumer group " + id + ": stored form version not understood")
 	}
 	cg := &cgroup{c: c, id: strings.Clone(id), epoch: sg.Epoch, assignmentEpoch: sg.AssignmentEpoch,
 		assignorName: sg.Assignor, subsHash: sg.SubsHash, members: map[string]*cmember{}, static: map[string]string{},
@@ -182,21 +201,21 @@ func (c *Coordinator) RestoreConsumerGroup(id string, b []byte) error {
 	now := c.clock.now()
 	for _, sm := range sg.Members {
 		if sm.ID == "" || cg.members[sm.ID] != nil {
-			return errors.New("consumer group " + id + ": bad member id")
+			return nil, errors.New("consumer group " + id + ": bad member id")
 		}
 		assigned, err := sm.Assigned.load()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		revoking, err := sm.Revoking.load()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		m := &cmember{id: sm.ID, epoch: sm.Epoch, previousEpoch: sm.PreviousEpoch, state: memberState(sm.State),
 			clientID: sm.ClientID, clientHost: sm.ClientHost, rebalance: time.Duration(sm.RebalanceMs) * time.Millisecond,
 			names: sm.Names, assignor: sm.Assignor, sessionEnd: now.Add(c.consumerSessionTimeout())}
 		if m.state > msUnreleasedPartitions {
-			return errors.New("consumer group " + id + ": bad member state")
+			return nil, errors.New("consumer group " + id + ": bad member state")
 		}
 		if sm.InstanceID != nil {
 			m.instanceID, m.hasInstance = *sm.InstanceID, true
@@ -208,12 +227,12 @@ func (c *Coordinator) RestoreConsumerGroup(id string, b []byte) error {
 		if sm.Regex != nil {
 			m.regex, m.hasRegex = *sm.Regex, true
 			if m.re, err = compileTopicRegex(m.regex); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if sm.Classic != nil {
 			if len(sm.Classic.Protocols) == 0 {
-				return errors.New("consumer group " + id + ": a classic member without protocols")
+				return nil, errors.New("consumer group " + id + ": a classic member without protocols")
 			}
 			m.classic = &classicInfo{session: time.Duration(sm.Classic.SessionMs) * time.Millisecond}
 			for _, p := range sm.Classic.Protocols {
@@ -229,21 +248,90 @@ func (c *Coordinator) RestoreConsumerGroup(id string, b []byte) error {
 	for mid, sp := range sg.Target {
 		set, err := sp.load()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cg.target[mid] = set
 	}
+	// The stored form is the store's already.
+	cg.restored, cg.changed = true, false
+	return cg, nil
+}
+
+// ConsumerRestoredBehind reports, once per restored group, whether member
+// names a newer member epoch than group id holds for it while the group is
+// as it was restored: in a cluster, a change its last coordinator stored
+// after this instance read the store (the view moved the group during it),
+// so the store is worth reading again (ReplaceRestoredConsumer).
+func (c *Coordinator) ConsumerRestoredBehind(id, member string, epoch int32) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed || c.cgroups[id] != nil || c.groups[id] != nil {
-		return nil
+	cg := c.cgroups[id]
+	c.mu.Unlock()
+	if cg == nil {
+		return false
 	}
-	c.cgroups[cg.id] = cg
 	cg.mu.Lock()
-	cg.schedule(now)
-	cg.account()
-	cg.mu.Unlock()
-	return nil
+	defer cg.mu.Unlock()
+	m := cg.members[member]
+	if !cg.restored || cg.reread || cg.dirtySeq != 0 || cg.dead || m == nil || epoch <= m.epoch {
+		return false
+	}
+	cg.reread = true
+	return true
+}
+
+// ReplaceRestoredConsumer replaces consumer group id, restored and
+// unchanged since, with its stored form b when b is newer (a higher group
+// epoch, or the same with a member further on), and reports whether it
+// did.
+func (c *Coordinator) ReplaceRestoredConsumer(id string, b []byte) (bool, error) {
+	ng, err := c.decodeConsumerGroup(id, b)
+	if err != nil {
+		return false, err
+	}
+	ng.reread = true
+	c.mu.Lock()
+	old := c.cgroups[id]
+	c.mu.Unlock()
+	if old == nil {
+		return false, nil
+	}
+	old.mu.Lock()
+	defer old.mu.Unlock()
+	if !old.restored || old.dirtySeq != 0 || old.dead || !ng.newerThan(old) {
+		return false, nil
+	}
+	old.dead = true
+	old.account()
+	if old.timer != nil {
+		old.timer.Stop()
+		old.timer = nil
+	}
+	c.mu.Lock()
+	replaced := !c.closed && c.cgroups[id] == old
+	if replaced {
+		c.cgroups[id] = ng
+	}
+	c.mu.Unlock()
+	if replaced {
+		ng.mu.Lock()
+		ng.schedule(c.clock.now())
+		ng.account()
+		ng.mu.Unlock()
+	}
+	return replaced, nil
+}
+
+// newerThan reports whether cg, a stored form, is further on than old.
+func (cg *cgroup) newerThan(old *cgroup) bool {
+	if cg.epoch != old.epoch {
+		return cg.epoch > old.epoch
+	}
+	for id, m := range cg.members {
+		if o := old.members[id]; o != nil && m.epoch > o.epoch {
+			return true
+		}
+	}
+	return false
 }
 
 // storeWaiter is an answer waiting until the consumer-group changes up to

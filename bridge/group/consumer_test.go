@@ -708,3 +708,55 @@ func TestConsumerAnswersWaitForTheStore(t *testing.T) {
 	}
 	c.Close()
 }
+
+// TestConsumerReplaceRestored: a consumer group restored from an older
+// stored form than its members know (a move in a cluster that read the
+// store before the old coordinator's last write) is replaced, once, by the
+// newer form, only while unchanged since its restore; its members then
+// heartbeat on at their epochs instead of being fenced.
+func TestConsumerReplaceRestored(t *testing.T) {
+	topics := fakeTopics{"t": 4}
+	old, _ := newCGTest(t, topics)
+	a := &cmemberClient{t: t, c: old, topics: topics, group: "g", id: "a", names: []string{"t"}}
+	converge(t, a)
+	s1 := old.DirtyConsumerGroups()["g"]
+	b := &cmemberClient{t: t, c: old, topics: topics, group: "g", id: "b", names: []string{"t"}}
+	converge(t, a, b)
+	s2 := old.DirtyConsumerGroups()["g"]
+
+	moved, _ := newCGTest(t, topics)
+	if err := moved.RestoreConsumerGroup("g", s1); err != nil {
+		t.Fatal(err)
+	}
+	if r := moved.ConsumerGroupHeartbeat(a.req(a.epoch, false)); r.Error != 110 {
+		t.Fatalf("a member further on than the restored group: error %d, want FENCED_MEMBER_EPOCH", r.Error)
+	}
+	if !moved.ConsumerRestoredBehind("g", "a", a.epoch) || moved.ConsumerRestoredBehind("g", "a", a.epoch) {
+		t.Fatal("ConsumerRestoredBehind not true exactly once")
+	}
+	if ok, err := moved.ReplaceRestoredConsumer("g", s1); ok || err != nil {
+		t.Fatalf("replaced by a form no newer: %v %v", ok, err)
+	}
+	if ok, err := moved.ReplaceRestoredConsumer("g", s2); !ok || err != nil {
+		t.Fatalf("not replaced by the newer form: %v %v", ok, err)
+	}
+	for _, m := range []*cmemberClient{a, b} {
+		if r := moved.ConsumerGroupHeartbeat(m.req(m.epoch, false)); r.Error != 0 || r.MemberEpoch != m.epoch {
+			t.Fatalf("%s after the replacement: error %d, epoch %d (has %d)", m.id, r.Error, r.MemberEpoch, m.epoch)
+		}
+	}
+
+	// Changed since its restore: not replaced.
+	again, _ := newCGTest(t, topics)
+	if err := again.RestoreConsumerGroup("g", s1); err != nil {
+		t.Fatal(err)
+	}
+	c := &cmemberClient{t: t, c: again, topics: topics, group: "g", id: "c", names: []string{"t"}}
+	c.beat()
+	if again.ConsumerRestoredBehind("g", "a", a.epoch) {
+		t.Fatal("a group changed since its restore asks to be read again")
+	}
+	if ok, _ := again.ReplaceRestoredConsumer("g", s2); ok {
+		t.Fatal("a group changed since its restore was replaced")
+	}
+}
