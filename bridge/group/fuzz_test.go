@@ -18,17 +18,20 @@ type fuzzMember struct {
 // FuzzCoordinator drives one coordinator on a fake clock with an arbitrary
 // sequence of operations from a few clients, checking the group invariants
 // after every step and, after Close, that every callback was called exactly
-// once. Each input byte pair is one operation.
+// once. Each input byte pair is one operation; an input of odd length runs
+// with Config.AwaitStore, its store writer driven by the operations too.
 func FuzzCoordinator(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 1, 6, 30, 1, 0, 1, 1, 2, 0, 6, 50, 3, 0})
 	f.Add([]byte{0, 0x80, 0, 0x81, 6, 40, 1, 0, 1, 1, 0, 0x80, 2, 1, 6, 200, 4, 0})
 	f.Add([]byte{0, 0x40, 0, 0x41, 6, 90, 0, 0x40, 1, 0, 5, 1, 7, 0, 6, 255, 6, 255})
+	f.Add([]byte{0, 0, 0, 1, 6, 30, 1, 0, 1, 1, 5, 0x80, 2, 0, 5, 0x40, 1, 0, 6, 50, 3, 0, 0})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 400 {
 			ops = ops[:400]
 		}
 		clk := newFakeClock()
-		c := newCoordinator(Config{MaxGroupSize: 3}, clk)
+		c := newCoordinator(Config{MaxGroupSize: 3, AwaitStore: len(ops)%2 == 1}, clk)
+		var taken []string // stored forms the writer took and has not reported
 		var clients [4]fuzzMember
 		for i := range clients {
 			clients[i].gen = -1
@@ -125,6 +128,17 @@ func FuzzCoordinator(f *testing.F) {
 			case 5:
 				c.Describe(groupID)
 				c.List()
+				// The store's writer: takes the changed forms, reports
+				// what it took stored.
+				if arg&0x80 != 0 {
+					for id := range c.DirtyClassicGroups() {
+						taken = append(taken, id)
+					}
+				}
+				if arg&0x40 != 0 {
+					c.ClassicGroupsStored(taken)
+					taken = nil
+				}
 			case 6:
 				clk.Advance(time.Duration(arg) * 200 * time.Millisecond)
 			case 7:
