@@ -323,3 +323,45 @@ func TestClassicReplaceRestoredOnlyUnchanged(t *testing.T) {
 		t.Fatalf("a group changed since its restore was replaced: %v %v", ok, err)
 	}
 }
+
+// FuzzRestoreClassicGroup feeds the classic stored-form decoder arbitrary
+// bytes: it fails, or restores a group that then serves its members'
+// heartbeats, SyncGroups, joins and a replacement by its own form, and
+// answers every callback once; it never panics.
+func FuzzRestoreClassicGroup(f *testing.F) {
+	f.Add([]byte(`{"v":1,"generation":3,"protocol_type":"consumer","protocol":"range","leader":"m","members":[{"id":"m","session_ms":10000,"protocols":[{"name":"range"}],"assignment":"YQ=="},{"id":"n","instance_id":"i","session_ms":10000,"protocols":[{"name":"range"}]}]}`))
+	f.Add([]byte(`{"v":1,"generation":1,"protocol_type":"consumer","protocol":"range","leader":"m","members":[{"id":"m","session_ms":1,"rebalance_ms":-5,"protocols":[{"name":"range"},{"name":"range"}]}]}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h := newHarness(t, Config{})
+		if err := h.c.RestoreClassicGroup("g", b); err != nil {
+			return
+		}
+		d := h.c.Describe("g")
+		if d.State != "Stable" || len(d.Members) == 0 {
+			t.Fatalf("restored as %+v", d)
+		}
+		if h.c.RestoredBehind("g", 1<<30) {
+			if ok, _ := h.c.ReplaceRestored("g", b); ok {
+				t.Fatal("replaced by its own form")
+			}
+		}
+		var calls []*syncCall
+		for _, m := range d.Members {
+			h.c.Heartbeat("g", m.MemberID, "", false, 1)
+			calls = append(calls, h.sync(SyncRequest{GroupID: "g", GenerationID: 1, MemberID: m.MemberID}))
+		}
+		jc := h.join(consumerJoin("g", "", "new"))
+		h.clock.Advance(time.Minute)
+		h.c.Close()
+		h.clock.Advance(time.Hour)
+		for _, sc := range calls {
+			if !sc.isDone() {
+				t.Fatal("a SyncGroup left unanswered")
+			}
+		}
+		if !jc.isDone() {
+			t.Fatal("a JoinGroup left unanswered")
+		}
+	})
+}

@@ -484,6 +484,9 @@ func FuzzRestoreConsumerGroup(f *testing.F) {
 		}
 		topics := fakeTopics{"t": 3}
 		c.DescribeConsumerGroup("g")
+		if c.ConsumerRestoredBehind("g", "a", 1<<20) {
+			c.ReplaceRestoredConsumer("g", b) // its own form: never newer
+		}
 		for _, id := range []string{"a", "b"} {
 			c.ConsumerGroupHeartbeat(&ConsumerHeartbeat{Version: 1, GroupID: "g", MemberID: id, MemberEpoch: 0, RebalanceTimeoutMillis: 1000,
 				SubscribedTopicNames: []string{"t"}, HasSubscribedTopicNames: true, HasOwned: true, Topics: topics})
