@@ -62,9 +62,9 @@ func (g *Gateway) consumerGroupHeartbeat(c *call) bool {
 	return false
 }
 
-// heartbeatConsumer runs the coordinator's part of a heartbeat into resp.
-// heartbeatConsumer answers a ConsumerGroupHeartbeat into resp and returns
-// the group's unstored change the answer must wait for (0: none).
+// heartbeatConsumer runs the coordinator's part of a heartbeat into resp
+// and returns the group's unstored change the answer must wait for (0:
+// none).
 func (g *Gateway) heartbeatConsumer(c *call, req *wire.ConsumerGroupHeartbeatRequest, resp *wire.ConsumerGroupHeartbeatResponse) uint64 {
 	topics, err := g.consumerTopics(g.ctx)
 	if err != nil {
@@ -96,10 +96,7 @@ func (g *Gateway) heartbeatConsumer(c *call, req *wire.ConsumerGroupHeartbeatReq
 		// its last coordinator stored it (docs/design/consumer-groups.md §6).
 		r = g.groups.ConsumerGroupHeartbeat(hb)
 	}
-	if r.Error == int16(wire.FencedMemberEpoch) && req.MemberEpoch > 0 && g.cfg.Placement != nil &&
-		g.groups.ConsumerRestoredBehind(req.Group, req.MemberID, req.MemberEpoch) && g.rereadConsumerGroup(g.ctx, req.Group) {
-		// A member further on than the group restored here: its last
-		// coordinator stored a change after this instance read the store.
+	if g.consumerRestoredBehind(r.Error, req.Group, req.MemberID, req.MemberEpoch) {
 		r = g.groups.ConsumerGroupHeartbeat(hb)
 	}
 	resp.ErrorCode = wire.ErrorCode(r.Error)

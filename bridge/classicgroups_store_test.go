@@ -9,6 +9,7 @@ import (
 
 	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/wire"
 )
 
 // boundedStore is a SystemStore that refuses, as the Iggy system store
@@ -159,5 +160,47 @@ func TestClassicRestoreBehindReadAgain(t *testing.T) {
 	// A form no newer than the group replaces nothing.
 	if ok, err := g.groups.ReplaceRestored("moved", form(4)); ok || err != nil {
 		t.Fatalf("replaced by a form of its own generation: %v %v", ok, err)
+	}
+}
+
+// TestConsumerRestoreBehindReadAgain: the consumer-protocol counterpart of
+// TestClassicRestoreBehindReadAgain. In a cluster, a member fenced for an
+// epoch further on than the consumer group restored here has the store
+// read again, once; the newer form replaces the group and the member's
+// heartbeat at its epoch is then accepted.
+func TestConsumerRestoreBehindReadAgain(t *testing.T) {
+	id := [16]byte{0x74, 1}
+	form := func(epoch int) []byte {
+		return []byte(fmt.Sprintf(`{"v":1,"epoch":%d,"assignment_epoch":%d,"members":[{"id":"a","epoch":%d,"state":0,"assigned":{"%x":[0,1]}}],"target":{"a":{"%x":[0,1]}}}`,
+			epoch, epoch, epoch, id, id))
+	}
+	s := &countingStore{boundedStore: &boundedStore{limit: 1 << 20, stored: map[string][]byte{"moved": form(3)}}}
+	g := &Gateway{ctx: context.Background(), system: s, groups: group.New(group.Config{}),
+		cfg: Config{NodeID: 1, Placement: localPlacement{}, Logger: slog.New(slog.DiscardHandler)}}
+	defer g.groups.Close()
+	if !g.loadConsumerGroup(context.Background(), "moved") {
+		t.Fatal("the group was not restored")
+	}
+	topics := &topicSnapshot{byName: map[string]store.TopicInfo{"t": {Name: "t", ID: id, Partitions: 2}}, byID: map[[16]byte]string{id: "t"}, names: []string{"t"}}
+	beat := func(epoch int32) int16 {
+		return g.groups.ConsumerGroupHeartbeat(&group.ConsumerHeartbeat{Version: 1, GroupID: "moved", MemberID: "a",
+			MemberEpoch: epoch, RebalanceTimeoutMillis: -1, Topics: topics}).Error
+	}
+	// The old coordinator's last write lands: epoch 4.
+	s.stored["moved"] = form(4)
+	code := beat(4)
+	if code != int16(wire.FencedMemberEpoch) {
+		t.Fatalf("a member ahead of the restored group: %d", code)
+	}
+	reads := s.reads
+	if !g.consumerRestoredBehind(code, "moved", "a", 4) || s.reads != reads+1 {
+		t.Fatalf("not read again: %d reads", s.reads-reads)
+	}
+	if code := beat(4); code != 0 {
+		t.Fatalf("heartbeat at the epoch stored last: %d", code)
+	}
+	// Once per restored group, and only for a fenced member.
+	if g.consumerRestoredBehind(int16(wire.FencedMemberEpoch), "moved", "a", 9) || g.consumerRestoredBehind(0, "moved", "a", 9) || s.reads != reads+1 {
+		t.Fatalf("read again twice: %d reads", s.reads-reads)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/metric"
+	"github.com/kiggy-io/kiggy/wire"
 )
 
 // topicSnapshotMaxAge is how stale the topic metadata consumer groups
@@ -392,11 +393,19 @@ func (g *Gateway) loadConsumerGroup(ctx context.Context, id string) bool {
 	return g.groups.RestoreConsumerGroup(id, stored[id]) == nil
 }
 
-// rereadConsumerGroup reads consumer group id's stored form again and
-// replaces the group restored here with it when it is newer
-// (ConsumerRestoredBehind: at most once per restored group); it reports
-// whether it did.
-func (g *Gateway) rereadConsumerGroup(ctx context.Context, id string) bool {
+// consumerRestoredBehind reports whether a heartbeat answered code is
+// worth serving again: in a cluster, a member fenced for an epoch further
+// on than the group restored here, whose last coordinator stored a change
+// after this instance read the store. It reads the group's stored form
+// again and replaces the group with it when it is newer
+// (ConsumerRestoredBehind: at most once per restored group).
+func (g *Gateway) consumerRestoredBehind(code int16, id, member string, epoch int32) bool {
+	if code != int16(wire.FencedMemberEpoch) || epoch <= 0 || g.cfg.Placement == nil ||
+		!g.groups.ConsumerRestoredBehind(id, member, epoch) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
+	defer cancel()
 	stored, err := g.system.LoadSystem(ctx, consumerGroupNS)
 	if err != nil || stored[id] == nil {
 		return false

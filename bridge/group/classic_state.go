@@ -87,18 +87,6 @@ func (c *Coordinator) queueClassicLocked(id string, b []byte) {
 	c.wakeWriter()
 }
 
-// wakeWriter signals Config.ConsumerGroupChanged without blocking: a change
-// to store, or an answer that now waits for one (the writer then writes at
-// once, AnswersHeld).
-func (c *Coordinator) wakeWriter() {
-	if ch := c.cfg.ConsumerGroupChanged; ch != nil {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
-
 // DirtyClassicGroups returns the classic groups whose stored form changed
 // since the last call: each id with its stored form, nil for a group to
 // remove from the store. With Config.AwaitStore the owner reports
@@ -119,104 +107,6 @@ func (c *Coordinator) DirtyClassicGroups() map[string][]byte {
 	}
 	c.mu.Unlock()
 	return dirty
-}
-
-// ClassicGroupsStored reports that the forms DirtyClassicGroups returned
-// for ids were written (or that writing them failed: the group goes on,
-// unstored, as without AwaitStore) and sends the answers held for
-// them.
-func (c *Coordinator) ClassicGroupsStored(ids []string) {
-	var release []func()
-	c.mu.Lock()
-	for _, id := range ids {
-		release = append(release, c.clflying[id]...)
-		delete(c.clflying, id)
-	}
-	c.mu.Unlock()
-	for _, f := range release {
-		f()
-	}
-}
-
-// AnswersWaiting reports whether any answer waits for a change to be
-// stored, taken by the owner or not.
-func (c *Coordinator) AnswersWaiting() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.clheld) > 0 || len(c.cwaiting) > 0 {
-		return true
-	}
-	for _, fs := range c.clflying {
-		if len(fs) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// AnswersHeld reports whether answers wait for a change the owner has not
-// yet taken (DirtyClassicGroups, DirtyConsumerGroups): its writer then
-// writes without delay.
-func (c *Coordinator) AnswersHeld() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.clheld) > 0 || (len(c.cwaiting) > 0 && c.cseq > c.ctaken)
-}
-
-// holdForStore holds o's answers until group id's queued or in-flight
-// stored form is written, and reports whether it did (false: nothing of id
-// is being stored, so o goes at once). g is locked; c.mu is taken.
-func (c *Coordinator) holdForStore(id string, o *outbox) bool {
-	held := *o
-	*o = outbox{}
-	send := func() { held.flush() }
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.cldirty[id]; ok && !c.closed {
-		if c.clheld == nil {
-			c.clheld = map[string][]func(){}
-		}
-		c.clheld[id] = append(c.clheld[id], send)
-		c.wakeWriter()
-		return true
-	}
-	if _, ok := c.clflying[id]; ok && !c.closed {
-		c.clflying[id] = append(c.clflying[id], send)
-		return true
-	}
-	*o = held
-	return false
-}
-
-// storing reports whether a stored form of group id is queued or being
-// written. c.mu is taken.
-func (c *Coordinator) storing(id string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, queued := c.cldirty[id]
-	_, flying := c.clflying[id]
-	return queued || flying
-}
-
-// releaseHeld sends every held answer, for Close: the writer's last write
-// at shutdown is best effort, and no answer is left behind.
-func (c *Coordinator) releaseHeld() {
-	c.mu.Lock()
-	var release []func()
-	for _, fs := range c.clheld {
-		release = append(release, fs...)
-	}
-	for _, fs := range c.clflying {
-		release = append(release, fs...)
-	}
-	for _, w := range c.cwaiting {
-		release = append(release, w.send)
-	}
-	c.clheld, c.clflying, c.cwaiting = nil, nil, nil
-	c.mu.Unlock()
-	for _, f := range release {
-		f()
-	}
 }
 
 // encode returns g's stored form; g is locked and Stable.
