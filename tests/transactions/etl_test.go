@@ -231,7 +231,15 @@ func groupMoveErr(err error) bool {
 			return true
 		}
 	}
-	return false
+	return connDied(err)
+}
+
+// connDied reports whether err is franz-go's own word for a connection
+// that died with the request in flight (its unexported
+// errChosenBrokerDead, which errors.Is cannot name): the coordinator was
+// killed under the request.
+func connDied(err error) bool {
+	return strings.Contains(err.Error(), "the broker connection has died")
 }
 
 // endMoveErr reports whether err is a transaction's end that failed
@@ -242,7 +250,7 @@ func endMoveErr(err error) bool {
 	if !strings.Contains(err.Error(), "ending a transaction") {
 		return false
 	}
-	if strings.Contains(err.Error(), "connection refused") {
+	if strings.Contains(err.Error(), "connection refused") || connDied(err) {
 		return true // franz-go may not wrap its dial error
 	}
 	for _, e := range []error{kerr.NotCoordinator, kerr.CoordinatorNotAvailable, kerr.CoordinatorLoadInProgress,
