@@ -77,6 +77,9 @@ func (g *Gateway) deleteRecordsOne(topic string, partition int32, offset int64) 
 	if err := g.putLogStart(g.ctx, topic, partition, offset); err != nil {
 		return -1, wire.KafkaStorageError
 	}
+	// Another gateway may have moved it further meanwhile: the answer is
+	// the start now (Kafka's low_watermark).
+	offset = max(offset, g.logStartOf(topic, partition))
 	g.fetchCache.DropTopic(topic) // Fetch checks the log start itself; this frees the memory
 	if err := g.txn.PruneAborted(g.ctx, topic, partition, offset); err != nil {
 		g.cfg.Logger.Warn("delete records: pruning aborted transactions failed", "topic", topic, "partition", partition, "err", err)

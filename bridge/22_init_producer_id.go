@@ -2,7 +2,9 @@
 //
 // Idempotent producers get an id from producer.IDs; a transactional id is
 // the transaction coordinator's (bridge/txn, docs/design/transactions.md).
-// Differs from Kafka: in cluster mode a transactional id is refused.
+// Differs from Kafka: an instance of a cluster that cannot reach the others
+// (no usable inter-broker listener, transactionsServed) refuses a
+// transactional id with TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 
 package bridge
 

@@ -31,6 +31,7 @@ func (g *Gateway) describeAcls(c *call) bool {
 	case !f.Valid():
 		resp.ErrorCode, resp.ErrorMessage = wire.InvalidRequest, wire.NullStringOf("The filter contains UNKNOWN elements")
 	default:
+		g.syncACLsForAdmin()
 		for _, b := range g.acl.authz.Describe(f) {
 			n := len(resp.Resources)
 			if n == 0 || !samePattern(&resp.Resources[n-1], &b) {

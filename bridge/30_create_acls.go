@@ -41,6 +41,7 @@ func (g *Gateway) createAcls(c *call) bool {
 		fail(wire.ClusterAuthorizationFailed, msgClusterAuthFailed)
 	default:
 		g.acl.mu.Lock()
+		g.syncACLsLocked()
 		var added []acl.Binding // indexed together: one re-index a request
 		for i, cr := range req.Creations {
 			// Copies: the request's strings alias the frame.

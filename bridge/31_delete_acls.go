@@ -37,6 +37,7 @@ func (g *Gateway) deleteAcls(c *call) bool {
 		fail(wire.ClusterAuthorizationFailed, msgClusterAuthFailed)
 	default:
 		g.acl.mu.Lock()
+		g.syncACLsLocked() // what another gateway added is deleted too
 		for i := range req.Filters {
 			f := aclFilter(&req.Filters[i])
 			out := &resp.FilterResults[i]

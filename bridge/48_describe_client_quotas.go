@@ -36,6 +36,9 @@ func (g *Gateway) describeClientQuotas(c *call) bool {
 		resp.ErrorCode, resp.ErrorMessage = code, wire.NullStringOf(msg)
 	} else {
 		resp.Entries = []wire.QuotaEntry{}
+		g.adminRefused.quotaMu.Lock()
+		g.syncQuotasForAdmin()
+		g.adminRefused.quotaMu.Unlock()
 		for _, ev := range g.quotaBook.Entries() {
 			if f.matches(ev.Entity) {
 				resp.Entries = append(resp.Entries, quotaEntryOf(ev.Entity, ev.Values))

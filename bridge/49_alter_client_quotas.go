@@ -64,6 +64,9 @@ func (g *Gateway) alterClientQuotas(c *call) bool {
 	}
 	g.adminRefused.quotaMu.Lock() // adminlimits.go
 	defer g.adminRefused.quotaMu.Unlock()
+	// From the newest stored state: an entity another gateway changed a
+	// moment ago is changed from what it set (sharedstate.go).
+	g.syncQuotasForAdmin()
 	for i := range req.Entries {
 		e, r := &req.Entries[i], &resp.Entries[i]
 		if r.ErrorCode != wire.NoError {

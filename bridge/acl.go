@@ -46,8 +46,12 @@ type aclState struct {
 	// users are allowed (Kafka's AuthorizerNotReadyException).
 	ready atomic.Bool
 	// mu orders ACL changes: a store write and the index change it
-	// mirrors happen together.
+	// mirrors happen together, and a re-read of the store (syncACLs)
+	// between them never.
 	mu sync.Mutex
+	// seen is the stored ACLs' version the authorizer was read at
+	// (sharedstate.go); under mu.
+	seen sharedVersion
 }
 
 // testPrincipalHook, when set (tests only, export_test.go), names the
@@ -92,10 +96,31 @@ func (g *Gateway) retryInBackground(load func() bool) {
 func (g *Gateway) loadACLs() bool {
 	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
 	defer cancel()
-	stored, err := g.system.LoadSystem(ctx, aclNamespace)
+	g.acl.mu.Lock()
+	err := g.syncACLs(ctx)
+	g.acl.mu.Unlock()
 	if err != nil {
 		g.cfg.Logger.Warn("acl: loading the stored ACLs failed; only super users are allowed until they load", "err", err)
 		return false
+	}
+	return true
+}
+
+// syncACLs makes the stored ACLs the authorizer's: read first when the
+// gateway starts, then again whenever another gateway sharing the store
+// changed them (sharedstate.go). The caller holds g.acl.mu.
+func (g *Gateway) syncACLs(ctx context.Context) error {
+	ready := g.acl.ready.Load()
+	if ready && !g.sharesSystem() {
+		return nil // its own changes are all there is
+	}
+	changed, v, err := g.changedSince(ctx, aclNamespace, g.acl.seen)
+	if err != nil || ready && !changed {
+		return err
+	}
+	stored, err := g.system.LoadSystem(ctx, aclNamespace)
+	if err != nil {
+		return err
 	}
 	bs := make([]acl.Binding, 0, len(stored))
 	for k, v := range stored {
@@ -106,9 +131,30 @@ func (g *Gateway) loadACLs() bool {
 		}
 		bs = append(bs, b)
 	}
-	g.acl.authz.Add(bs...)
+	g.acl.authz.Replace(bs)
+	g.acl.seen = v
 	g.acl.ready.Store(true)
-	return true
+	return nil
+}
+
+// syncACLsForAdmin brings the authorizer up to date before an ACL admin
+// request reads it (DescribeAcls), so that it sees what was changed through
+// another gateway a moment ago (sharedstate.go).
+func (g *Gateway) syncACLsForAdmin() {
+	g.acl.mu.Lock()
+	defer g.acl.mu.Unlock()
+	g.syncACLsLocked()
+}
+
+// syncACLsLocked is syncACLsForAdmin for a caller that holds g.acl.mu: a
+// store that does not answer leaves the ACLs as last read (the request's
+// own writes then fail on their own).
+func (g *Gateway) syncACLsLocked() {
+	ctx, cancel := context.WithTimeout(g.ctx, 5*time.Second)
+	defer cancel()
+	if err := g.syncACLs(ctx); err != nil {
+		g.cfg.Logger.Warn("acl: reading the stored ACLs failed; answering from the last read", "err", err)
+	}
 }
 
 // principalOf is who c acts as.

@@ -80,7 +80,11 @@ func (g *Gateway) scramRoom(ctx context.Context, m scram.Mechanism, user string)
 	s := g.sasl.scram
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	creds, err := s.load(ctx)
+	load := s.load
+	if g.sharesSystem() {
+		load = s.read // counting what other gateways stored too
+	}
+	creds, err := load(ctx)
 	if err != nil {
 		return false, err
 	}

@@ -1,7 +1,7 @@
 // The client quotas' book (docs/design/quotas.md §8): the quotas the flags
 // set are the defaults of the default entities; AlterClientQuotas stores
-// values of any entity in the system store, which every instance reads
-// again every quotaReloadInterval.
+// values of any entity in the system store, which the other instances on
+// the same store read when it changes (sharedstate.go).
 
 package bridge
 
@@ -62,10 +62,6 @@ func (g *Gateway) initQuotas() {
 	g.fetchBytes = quota.NewTracker(quota.PerSecond, q.Samples, q.Window, q.MaxClients)
 	g.mutations = quota.NewBucketSet(q.Samples, q.Window, q.MaxClients)
 }
-
-// quotaReloadInterval: how often the janitor reads the stored quotas
-// again, so that one instance's AlterClientQuotas reaches the others.
-const quotaReloadInterval = 5 * time.Second
 
 // reloadQuotas reads the stored quotas again into the book.
 func (g *Gateway) reloadQuotas(ctx context.Context) error {

@@ -116,10 +116,12 @@ type Config struct {
 	// finds it full runs on a goroutine of its own. 0 = 4096; negative =
 	// no queue (every such request on a goroutine of its own).
 	WorkQueueLen int
-	// TopicStateRefresh is how often a gateway on a shared system store
-	// re-reads topic configs and log starts, so that another gateway's
-	// changes apply here within it; 0 = 5 s.
-	TopicStateRefresh time.Duration
+	// StateRefresh is how often a gateway on a shared system store (other
+	// gateways on the same Iggy) asks it whether another gateway changed
+	// ACLs, SCRAM credentials, client quotas, topic configs or log starts,
+	// and reads those that changed, so that such a change applies here
+	// within it (sharedstate.go); 0 = DefaultStateRefresh (1 s).
+	StateRefresh time.Duration
 	// ProduceTimeoutCap caps a Produce request's timeout_ms; 0 = 20 s.
 	ProduceTimeoutCap time.Duration
 	// ProducerStateScan is how many messages of a partition's tail the
@@ -295,8 +297,8 @@ func (c *Config) normalize() {
 	if c.WorkQueueLen == 0 {
 		c.WorkQueueLen = 4096
 	}
-	if c.TopicStateRefresh <= 0 {
-		c.TopicStateRefresh = 5 * time.Second
+	if c.StateRefresh <= 0 {
+		c.StateRefresh = DefaultStateRefresh
 	}
 	if c.FetchSessionCacheSlots == 0 {
 		c.FetchSessionCacheSlots = fetchsession.DefaultSlots
@@ -401,6 +403,9 @@ type Gateway struct {
 	// quotaBook holds the client quotas by entity: the flags' defaults
 	// under those AlterClientQuotas stored (quotas.go).
 	quotaBook *quota.Book
+	// quotaSeen is the stored quotas' version quotaBook was read at
+	// (sharedstate.go); under adminRefused.quotaMu.
+	quotaSeen sharedVersion
 	// quotas meters each client's gateway time (quotas.go).
 	quotas *quota.Tracker
 	// mutations is the controller mutation quota's buckets (quotas.go).
@@ -494,6 +499,7 @@ func New(cfg Config, backend store.Log) *Gateway {
 		g.fetchSessions = fetchsession.New(cfg.FetchSessionCacheSlots, cfg.FetchSessionMaxPartitions, cfg.FetchSessionMinEviction)
 	}
 	g.initQuotas()
+	g.startStateRefresh() // sharedstate.go
 	for range cfg.Workers {
 		g.wg.Add(1)
 		go g.worker()
@@ -759,14 +765,12 @@ func (g *Gateway) handler(k wire.APIKey) handlerFunc {
 const bigDecodeBytes = 32 << 20
 
 // janitor forgets the state of closed connections, expires producer state,
-// reads the stored client quotas again, and gives the process's memory policy
+// and gives the process's memory policy
 // (Config.ReclaimMemory) its tick.
 func (g *Gateway) janitor() {
 	defer g.wg.Done()
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
-	reload := time.NewTicker(quotaReloadInterval)
-	defer reload.Stop()
 	sweep := 0
 	var lastRequests uint64
 	lastRequest := time.Now()
@@ -807,13 +811,6 @@ func (g *Gateway) janitor() {
 				}
 				return true
 			})
-		case <-reload.C:
-			g.adminRefused.quotaMu.Lock()
-			err := g.reloadQuotas(g.ctx)
-			g.adminRefused.quotaMu.Unlock()
-			if err != nil && g.ctx.Err() == nil {
-				g.cfg.Logger.Warn("client quotas: reading the system store failed", "err", err)
-			}
 		case <-g.ctx.Done():
 			return
 		}

@@ -257,25 +257,50 @@ func (g *Gateway) writeSASLMetrics(w io.Writer) {
 // (docs/design/security.md §8).
 const scramNamespace = "scram"
 
-// scramRefresh is how old the cached credentials may be before a lookup
-// reads the system store again (other instances' changes show within it).
-const scramRefresh = 5 * time.Second
+// scramMissReread is how long after the last read of the credentials a
+// lookup that finds none reads the store again: a user created through
+// another gateway on the same store logs in here at once, without waiting
+// for the shared state refresh (sharedstate.go), and a flood of unknown
+// users costs at most one read per interval.
+const scramMissReread = 250 * time.Millisecond
 
-// scramStore is the SCRAM credentials over the system store, cached.
+// scramStore is the SCRAM credentials over the system store, cached. The
+// cache is read once and then kept current by this gateway's own changes
+// and, where other gateways share the store, by the shared state refresh
+// (reload) and a lookup's miss.
 type scramStore struct {
 	sys    store.SystemStore
 	mu     sync.Mutex
 	cache  map[string]scram.Credential
 	loaded time.Time
+	// version is the store's SystemVersion at the last read (0 unknown).
+	version uint64
 }
 
 func scramKey(m scram.Mechanism, user string) string { return m.Name() + "/" + user }
 
-// load returns the credentials, read again when the cache is older than
-// scramRefresh. Callers hold s.mu.
+// load returns the credentials, read on first use. Callers hold s.mu.
 func (s *scramStore) load(ctx context.Context) (map[string]scram.Credential, error) {
-	if s.cache != nil && time.Since(s.loaded) < scramRefresh {
+	if s.cache != nil {
 		return s.cache, nil
+	}
+	return s.read(ctx)
+}
+
+// read reads the credentials from the store into the cache, unless the
+// store reports them unchanged since the last read. Callers hold s.mu.
+func (s *scramStore) read(ctx context.Context) (map[string]scram.Credential, error) {
+	var version uint64
+	if sv, ok := s.sys.(store.SystemVersions); ok {
+		v, err := sv.SystemVersion(ctx, scramNamespace)
+		if err != nil {
+			return nil, err
+		}
+		if s.cache != nil && v == s.version {
+			s.loaded = time.Now()
+			return s.cache, nil
+		}
+		version = v
 	}
 	raw, err := s.sys.LoadSystem(ctx, scramNamespace)
 	if err != nil {
@@ -287,8 +312,17 @@ func (s *scramStore) load(ctx context.Context) (map[string]scram.Credential, err
 			m[k] = c
 		}
 	}
-	s.cache, s.loaded = m, time.Now()
+	s.cache, s.loaded, s.version = m, time.Now(), version
 	return m, nil
+}
+
+// reload reads the credentials again if the store changed (the shared
+// state refresh).
+func (s *scramStore) reload(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.read(ctx)
+	return err
 }
 
 // ScramCredential implements sasl.ScramStore.
@@ -300,6 +334,12 @@ func (s *scramStore) ScramCredential(ctx context.Context, m scram.Mechanism, use
 		return scram.Credential{}, false, err
 	}
 	c, ok := creds[scramKey(m, user)]
+	if !ok && time.Since(s.loaded) >= scramMissReread {
+		if creds, err = s.read(ctx); err != nil {
+			return scram.Credential{}, false, err
+		}
+		c, ok = creds[scramKey(m, user)]
+	}
 	return c, ok, nil
 }
 
@@ -328,8 +368,7 @@ func (s *scramStore) put(ctx context.Context, m scram.Mechanism, user string, c 
 func (s *scramStore) users(ctx context.Context) (map[string][]wire.ScramCredentialInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.loaded = time.Time{} // describe reads the store itself
-	creds, err := s.load(ctx)
+	creds, err := s.read(ctx) // describe reads the store itself
 	if err != nil {
 		return nil, err
 	}

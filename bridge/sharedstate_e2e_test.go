@@ -55,7 +55,7 @@ func (s *sharedStore) AdvanceLogStart(context.Context, string, int32, int64) err
 func TestSharedTopicState(t *testing.T) {
 	shared := &sharedStore{Log: memlog.New(memlog.Config{}), ns: map[string]map[string][]byte{}}
 	var _ store.SystemStore = shared
-	fast := bridge.Config{TopicStateRefresh: 20 * time.Millisecond}
+	fast := bridge.Config{StateRefresh: 20 * time.Millisecond}
 	gw1 := kiggytest.Start(t, kiggytest.Options{Log: shared, Bridge: fast})
 	gw2 := kiggytest.Start(t, kiggytest.Options{Log: shared, Bridge: fast})
 	cl1, _ := kgo.NewClient(kgo.SeedBrokers(gw1.Addr), kgo.DefaultProduceTopic("shared"))

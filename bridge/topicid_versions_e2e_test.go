@@ -357,7 +357,7 @@ func fetchCodeByID(t *testing.T, rc *rawConn, id [16]byte) int16 {
 // interval and the new id at once. Iggy backend only
 // (KIGGY_TEST_BACKEND=iggy, or the iggytest model otherwise).
 func TestTopicIDsAcrossGateways(t *testing.T) {
-	opts := kiggytest.Options{Iggy: true, NoAutoCreate: true, Bridge: bridge.Config{TopicStateRefresh: time.Second}}
+	opts := kiggytest.Options{Iggy: true, NoAutoCreate: true, Bridge: bridge.Config{StateRefresh: time.Second}}
 	a := kiggytest.Start(t, opts)
 	b := kiggytest.Start(t, a.SameIggy(opts))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -400,7 +400,7 @@ func TestTopicIDsAcrossGateways(t *testing.T) {
 // request costs no more than a Metadata for all topics. Counted by the
 // Iggy GetTopics requests (Iggy backend, the model by default).
 func TestUnknownTopicIDsListOnce(t *testing.T) {
-	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, Bridge: bridge.Config{TopicStateRefresh: time.Hour}})
+	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, Bridge: bridge.Config{StateRefresh: time.Hour}})
 	gw.CreateTopic(t, "some", 1)
 	listings := func() float64 { // absent until the first listing
 		const name = `kiggy_iggy_request_duration_seconds_count{command="GetTopics"}`

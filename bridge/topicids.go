@@ -19,7 +19,8 @@ package bridge
 //     however many unknown ids it names (listed), so it costs no more than
 //     a Metadata request for all topics;
 //   - on a shared store, the gateway lists the topics again every
-//     Config.TopicStateRefresh (topicstate.go, refreshTopicState).
+//     5 s, or every Config.StateRefresh if that is longer (sharedstate.go,
+//     topicListInterval).
 //
 // What it can miss: a topic deleted or re-created elsewhere keeps its entry
 // until one of the above happens, so a request by its old id is served by

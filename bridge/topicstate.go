@@ -44,8 +44,9 @@ type topicSettings struct {
 type topicState struct {
 	mu     sync.Mutex // serializes loads and changes
 	loaded bool
-	// every is Config.TopicStateRefresh.
-	every time.Duration
+	// seen is the versions of the two namespaces the snapshots were read
+	// at (sharedstate.go).
+	seen [2]sharedVersion
 	// snap maps topic → settings; replaced whole on every change.
 	snap atomic.Pointer[map[string]*topicSettings]
 	// starts maps a partition to the log start DeleteRecords set.
@@ -83,34 +84,7 @@ func (g *Gateway) loadTopicState(ctx context.Context) error {
 		return err
 	}
 	ts.loaded = true
-	if _, mem := g.system.(*memSystem); !mem && g.ctx.Err() == nil {
-		// Another gateway on the same store may change them: re-read.
-		g.wg.Add(1)
-		go g.refreshTopicState()
-	}
 	return nil
-}
-
-// refreshTopicState re-reads the shared state until the gateway closes.
-func (g *Gateway) refreshTopicState() {
-	defer g.wg.Done()
-	t := time.NewTicker(g.topicState.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-g.ctx.Done():
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(g.ctx, g.topicState.every)
-		g.topicState.mu.Lock()
-		_ = g.readTopicState(ctx) // a failed read keeps the last view
-		g.topicState.mu.Unlock()
-		// The topic id map too (topicids.go): another gateway or an Iggy
-		// client may have deleted or re-created a topic.
-		_, _ = g.listTopics(ctx)
-		cancel()
-	}
 }
 
 // readTopicState reads both namespaces into fresh snapshots; the caller
@@ -169,7 +143,6 @@ func (g *Gateway) topicSettingsOf(topic string) *topicSettings {
 // namespaces); when the store does not answer, it is retried in the
 // background, and each request that needs the state meanwhile tries once.
 func (g *Gateway) initTopicState() {
-	g.topicState.every = g.cfg.TopicStateRefresh
 	var err error
 	load := func() bool {
 		ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
@@ -194,11 +167,16 @@ func (g *Gateway) topicCompression(topic string) string {
 	return "producer"
 }
 
-// topicOverrides returns a copy of a topic's overrides (empty when none).
+// topicOverrides returns a copy of a topic's overrides (empty when none),
+// as of the store now where other gateways share it (sharedstate.go); if
+// the store does not answer, as last read.
 func (g *Gateway) topicOverrides(ctx context.Context, topic string) (topicconfig.Values, error) {
 	if err := g.loadTopicState(ctx); err != nil {
 		return nil, err
 	}
+	g.topicState.mu.Lock()
+	_ = g.syncTopicState(ctx)
+	g.topicState.mu.Unlock()
 	out := topicconfig.Values{}
 	if s := (*g.topicState.snap.Load())[topic]; s != nil {
 		for k, v := range s.overrides {
@@ -216,6 +194,9 @@ func (g *Gateway) putTopicOverrides(ctx context.Context, topic string, v topicco
 	ts := &g.topicState
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	if err := g.syncTopicState(ctx); err != nil {
+		return err
+	}
 	topic = strings.Clone(topic) // it may alias a request frame
 	var enc []byte
 	if len(v) > 0 {
@@ -332,7 +313,8 @@ func (g *Gateway) logStartOf(topic string, partition int32) int64 {
 	return (*p)[partKey{topic, partition}]
 }
 
-// putLogStart stores a partition's log start; off < 0 deletes it.
+// putLogStart stores a partition's log start, unless it is at or past off
+// already; off < 0 deletes it.
 func (g *Gateway) putLogStart(ctx context.Context, topic string, partition int32, off int64) error {
 	if err := g.loadTopicState(ctx); err != nil {
 		return err
@@ -340,9 +322,15 @@ func (g *Gateway) putLogStart(ctx context.Context, topic string, partition int32
 	ts := &g.topicState
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	if err := g.syncTopicState(ctx); err != nil {
+		return err
+	}
 	key := partKey{strings.Clone(topic), partition}
 	old := *ts.starts.Load()
-	if _, had := old[key]; !had && off < 0 {
+	cur, had := old[key]
+	if !had && off < 0 || had && off >= 0 && off <= cur {
+		// Nothing to delete, or another gateway has moved the start as far
+		// (a log start never moves back).
 		return nil
 	}
 	var enc []byte

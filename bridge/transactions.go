@@ -27,13 +27,13 @@ import (
 // errTxnCluster is what a transactional client is told in cluster mode.
 const errTxnCluster = "this kiggy cluster does not serve Kafka transactions: its instances send each other transaction markers over a PLAINTEXT or SASL_PLAINTEXT inter-broker listener with PLAIN (--inter-broker-listener-name, --inter-broker-sasl-username), and it has none"
 
+// DefaultMaxTransactionalIDs is Config.MaxTransactionalIDs when 0.
+const DefaultMaxTransactionalIDs = 100_000
+
 // transactionsServed reports whether this gateway serves transactions: a
 // single instance, or an instance of a cluster that can reach the others
 // (Config.Peers: the markers of a transaction are appended by the leaders
 // of its partitions, docs/design/transactions.md §7).
-// DefaultMaxTransactionalIDs is Config.MaxTransactionalIDs when 0.
-const DefaultMaxTransactionalIDs = 100_000
-
 func (g *Gateway) transactionsServed() bool { return g.cfg.Placement == nil || g.cfg.Peers != nil }
 
 // txnTick is how often open transactions are checked against their

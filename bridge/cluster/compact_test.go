@@ -361,7 +361,7 @@ func TestStartAfterCutShortSwitch(t *testing.T) {
 // TestMembershipReplayFigures measures what an instance that starts reads
 // from a membership log of 100,000 heartbeats (three nodes, a day of about
 // 9 hours at 1 s): all of it before a compaction, the newest generation
-// after. Figures for docs/design/cluster.md §11; run with KIGGY_MEASURE=1,
+// after. Figures for docs/design/cluster.md §12; run with KIGGY_MEASURE=1,
 // against a real iggy-server (a fresh one) with KIGGY_IGGY_ADDR,
 // KIGGY_IGGY_USERNAME and KIGGY_IGGY_PASSWORD.
 func TestMembershipReplayFigures(t *testing.T) {

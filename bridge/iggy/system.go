@@ -121,6 +121,12 @@ type stateNamespace struct {
 	next    int64
 	records int
 	entries map[string][]byte
+	// changes counts the puts and deletes read from the log (other
+	// instances' and, after a race, this client's own) and the reopenings
+	// (catchUpState): SystemVersion. A write of this client's that it
+	// applies without reading does not count: the caller that made it
+	// updates its own view.
+	changes uint64
 }
 
 // stateTopicPrefix names the generations of a namespace:
@@ -157,6 +163,24 @@ func (c *Client) LoadSystem(ctx context.Context, ns string) (map[string][]byte, 
 		out[k] = slices.Clone(v)
 	}
 	return out, nil
+}
+
+// SystemVersion implements store.SystemVersions: it reads what other
+// instances appended to the namespace and returns how many changes it has
+// read (stateNamespace.changes), which is all a caller needs to tell
+// whether to load it again. Nothing appended costs one Iggy poll that
+// returns nothing.
+func (c *Client) SystemVersion(ctx context.Context, ns string) (uint64, error) {
+	st, err := c.stateNamespace(ctx, ns)
+	if err != nil {
+		return 0, err
+	}
+	c.state.mu.Lock()
+	defer c.state.mu.Unlock()
+	if err := c.catchUpState(ctx, st); err != nil {
+		return 0, err
+	}
+	return st.changes, nil
 }
 
 // PutSystem implements store.SystemStore: the change is appended to the
@@ -213,9 +237,11 @@ func (c *Client) PutSystemAll(ctx context.Context, ns string, entries []store.Sy
 		}
 		return nil
 	}
+	changes := st.changes
 	for _, r := range records {
 		st.apply(r)
 	}
+	st.changes = changes // this client's own write: its caller knows of it
 	st.records += len(records)
 	st.next = base + int64(len(records))
 	return nil
@@ -299,6 +325,7 @@ func (c *Client) catchUpState(ctx context.Context, st *stateNamespace) error {
 	if err != nil {
 		return err
 	}
+	fresh.changes = st.changes + 1
 	*st = *fresh
 	return nil
 }
@@ -336,6 +363,7 @@ func (c *Client) readState(ctx context.Context, st *stateNamespace) (complete bo
 
 // apply records one put or delete.
 func (st *stateNamespace) apply(r stateRecord) {
+	st.changes++
 	switch r.kind {
 	case statePut:
 		st.entries[r.key] = r.value

@@ -299,3 +299,51 @@ func TestSystemStorePutAll(t *testing.T) {
 		t.Fatalf("after the server was killed, a new client reads %q %v, want %q", got, err, want)
 	}
 }
+
+// TestSystemVersion: a namespace's version changes when another client
+// writes it and stays when nothing was written or when the client wrote it
+// itself, so a gateway re-reads shared state only when another changed it.
+func TestSystemVersion(t *testing.T) {
+	addr, stream := target(t)
+	cx := ctx(t)
+	a := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	b := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	version := func(c *Client) uint64 {
+		t.Helper()
+		v, err := c.SystemVersion(cx, "versions")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	va, vb := version(a), version(b)
+	if v := version(b); v != vb {
+		t.Errorf("nothing written: b's version moved from %d to %d", vb, v)
+	}
+	if err := a.PutSystem(cx, "versions", "k", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if v := version(a); v != va {
+		t.Errorf("a's own write moved a's version from %d to %d", va, v)
+	}
+	vb2 := version(b)
+	if vb2 == vb {
+		t.Fatalf("a's write did not move b's version (%d)", vb)
+	}
+	if err := b.PutSystemAll(cx, "versions", []store.SystemEntry{{Key: "k"}, {Key: "j", Value: []byte("2")}}); err != nil {
+		t.Fatal(err)
+	}
+	if v := version(b); v != vb2 {
+		t.Errorf("b's own write moved b's version from %d to %d", vb2, v)
+	}
+	if v := version(a); v == va {
+		t.Errorf("b's write did not move a's version (%d)", va)
+	}
+	got, err := a.LoadSystem(cx, "versions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalState(got, map[string][]byte{"j": []byte("2")}) {
+		t.Errorf("a reads %q after b's write", got)
+	}
+}

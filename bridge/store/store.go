@@ -191,6 +191,17 @@ type SystemStore interface {
 	PutSystemAll(ctx context.Context, ns string, entries []SystemEntry) error
 }
 
+// SystemVersions is implemented by a SystemStore that other instances
+// write too (the Iggy store, shared by the gateways on one Iggy):
+// SystemVersion reads what they wrote to namespace ns up to now and returns
+// a number that changes whenever they changed the namespace's entries, so
+// that a gateway re-reads a namespace only then (bridge's shared state
+// refresh, docs/design/cluster.md §10). A change made through this store
+// need not change it: the caller that made it knows of it.
+type SystemVersions interface {
+	SystemVersion(ctx context.Context, ns string) (uint64, error)
+}
+
 // SystemEntry is one change of a SystemStore namespace: Value stored
 // under Key, or Key deleted when Value is nil.
 type SystemEntry struct {

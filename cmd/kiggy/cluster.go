@@ -29,6 +29,7 @@ type clusterOptions struct {
 	// docs/design/transactions.md §7).
 	interBrokerListener            string
 	interBrokerUser, interBrokerPw string
+	stateRefresh                   time.Duration
 }
 
 // commitTail is how often a cluster member reads the commit log for the
@@ -43,6 +44,7 @@ func registerClusterOptions(s *settings, o *clusterOptions) {
 	s.String("Cluster", "inter-broker-sasl-username", &o.interBrokerUser, "", "SASL PLAIN user an instance authenticates as to the others when the inter-broker listener is SASL_PLAINTEXT (with ACLs, make it a super user, as Kafka's inter-broker principal)")
 	s.String("Cluster", "inter-broker-sasl-password", &o.interBrokerPw, "", "password of --inter-broker-sasl-username")
 	s.Duration("Cluster", "membership-timeout", &o.timeout, cluster.DefaultTimeout, 40*time.Millisecond, 10*time.Minute, "an instance without a heartbeat for this long is dead for all; its partitions and groups move (at least 4 × the heartbeat)")
+	s.Duration("Cluster", "state-refresh", &o.stateRefresh, bridge.DefaultStateRefresh, 10*time.Millisecond, time.Hour, "how often an instance on Iggy asks the system store whether another instance on the same Iggy changed ACLs, SCRAM credentials, client quotas, topic configs or log starts (one Iggy poll), and reads those that did; admin requests, and logins of users it does not know, read them at once (with or without --cluster-membership)")
 }
 
 // clustered reports whether the options ask for several instances.
@@ -62,7 +64,7 @@ func checkCluster(o options) error {
 		return fmt.Errorf("--cluster-membership %q: want none, iggy or static", c.membership)
 	}
 	if o.iggyAddr == "" {
-		// docs/design/cluster.md §10: the embedded log lives in one process.
+		// docs/design/cluster.md §11: the embedded log lives in one process.
 		return fmt.Errorf("--cluster-membership %s: the embedded log is single-instance (its records live in this process only); run the instances on Iggy (--iggy-addr)", c.membership)
 	}
 	if c.membership == "static" && c.peers == "" {

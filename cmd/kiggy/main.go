@@ -384,6 +384,7 @@ func (o *options) bridgeConfig() bridge.Config {
 		Workers:                   int(o.workers),
 		ProduceTimeoutCap:         o.produceTimeoutCap,
 		ProducerIDExpiration:      o.producerIDExpiration,
+		StateRefresh:              o.cluster.stateRefresh,
 		TransactionMaxTimeout:     o.transactionMaxTimeout,
 		TransactionalIDExpiration: o.transactionalIDExpiration,
 		MaxTransactionalIDs:       int(uncapped(o.maxTransactionalIDs)),

@@ -277,6 +277,31 @@ func (a *Authorizer) Remove(f Filter) []Binding {
 	return removed
 }
 
+// Replace makes bs (each must Validate) the stored bindings: what another
+// gateway on the same store added and deleted (the shared state refresh).
+// It reports whether anything changed; an unchanged set keeps the index.
+func (a *Authorizer) Replace(bs []Binding) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	next := slices.SortedFunc(slices.Values(bs), compareBindings)
+	next = slices.CompactFunc(next, func(x, y Binding) bool { return compareBindings(x, y) == 0 })
+	cur := a.snap.Load()
+	if cur.bindings.n == len(next) {
+		same := true
+		for _, b := range next {
+			if !cur.bindings.has(b) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return false
+		}
+	}
+	a.snap.Store(build(next))
+	return true
+}
+
 // Restore puts back bindings that Remove took out (after a failed store
 // write), keeping those present.
 func (a *Authorizer) Restore(bs []Binding) { a.Add(bs...) }

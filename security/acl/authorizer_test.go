@@ -362,3 +362,33 @@ func BenchmarkAddFlood(b *testing.B) {
 		}
 	}
 }
+
+// TestReplace: Replace makes a set the stored one, indexed for Authorize,
+// and reports an unchanged set (in any order, with duplicates) as no
+// change.
+func TestReplace(t *testing.T) {
+	a := New(Config{})
+	b1 := lit(ResourceTopic, "t", "User:alice", "*", OpRead, PermAllow)
+	b2 := pre(ResourceTopic, "t", "User:bob", "*", OpWrite, PermDeny)
+	b3 := lit(ResourceGroup, "g", "User:alice", "*", OpRead, PermAllow)
+	a.Add(b1, b2)
+	if a.Replace([]Binding{b2, b1, b2}) {
+		t.Error("Replace with the same set (reordered, a duplicate) reported a change")
+	}
+	if !a.Replace([]Binding{b2, b3}) {
+		t.Fatal("Replace with another set of the same size reported no change")
+	}
+	all := Filter{ResourceType: ResourceAny, PatternType: PatternAny, Operation: OpAny, Permission: PermAny}
+	if got := a.Describe(all); len(got) != 2 || a.Has(b1) || !a.Has(b2) || !a.Has(b3) {
+		t.Fatalf("after Replace: %v", got)
+	}
+	if a.Authorize(alice, "h", OpRead, ResourceTopic, "t") {
+		t.Error("alice still reads t after Replace dropped her ACL")
+	}
+	if !a.Authorize(alice, "h", OpRead, ResourceGroup, "g") {
+		t.Error("alice may not read g after Replace added her ACL")
+	}
+	if !a.Replace(nil) || a.Len() != 0 || a.Authorize(alice, "h", OpRead, ResourceGroup, "g") {
+		t.Errorf("Replace(nil): len %d", a.Len())
+	}
+}
