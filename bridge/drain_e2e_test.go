@@ -20,8 +20,9 @@ import (
 // TestDrainAnswersParked: a gateway told to shut down answers what it holds
 // parked at once (Gateway.Draining) instead of the drain waiting for it: a
 // Fetch parked for a minute gets its (empty) answer, a JoinGroup parked
-// for a rebalance that waits for another member gets
-// COORDINATOR_NOT_AVAILABLE, and Shutdown returns within its deadline,
+// for a rebalance that waits for another member gets NOT_COORDINATOR (as
+// Kafka's coordinator answers a parked JoinGroup when it unloads the group),
+// and Shutdown returns within its deadline,
 // which is shorter than either wait. Before, the drain ran into its
 // deadline and the connections were cut unanswered.
 func TestDrainAnswersParked(t *testing.T) {
@@ -136,8 +137,8 @@ func drainAnswersParked(t *testing.T, kind string) {
 	if r := <-fetched; r != nil && (len(r.Topics) != 1 || r.Topics[0].Partitions[0].ErrorCode != 0 || len(r.Topics[0].Partitions[0].RecordBatches) != 0) {
 		t.Fatalf("the parked Fetch's answer: %+v", r.Topics)
 	}
-	if r := <-joined; r != nil && r.ErrorCode != 15 {
-		t.Fatalf("the parked JoinGroup's answer: error %d, want COORDINATOR_NOT_AVAILABLE (15)", r.ErrorCode)
+	if r := <-joined; r != nil && r.ErrorCode != 16 {
+		t.Fatalf("the parked JoinGroup's answer: error %d, want NOT_COORDINATOR (16)", r.ErrorCode)
 	}
 	<-served
 }

@@ -205,13 +205,13 @@ func newConsumerMemberID() string {
 // lockConsumerGroup returns group id's consumer group, locked. create makes
 // one when there is none and no classic group with members holds the id;
 // it returns nil and an error code otherwise (GROUP_ID_NOT_FOUND for a
-// classic group, COORDINATOR_NOT_AVAILABLE once closed).
+// classic group, NOT_COORDINATOR once closed).
 func (c *Coordinator) lockConsumerGroup(id string, create bool) (*cgroup, int16, string) {
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return nil, errCoordinatorNotAvailable, ""
+			return nil, errNotCoordinator, ""
 		}
 		cg := c.cgroups[id]
 		if cg == nil {

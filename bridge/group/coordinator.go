@@ -75,8 +75,10 @@ func newCoordinator(cfg Config, clk clock) *Coordinator {
 }
 
 // Close stops every timer and answers every pending Join and Sync callback
-// with COORDINATOR_NOT_AVAILABLE (15); later calls get the same code. Close
-// is idempotent.
+// with NOT_COORDINATOR (16), as Kafka's coordinator answers them when it
+// unloads a group (GroupMetadataManager.onUnloaded, a broker shutting
+// down): the member finds the group's coordinator again. Later calls get
+// the same code. Close is idempotent.
 func (c *Coordinator) Close() {
 	c.mu.Lock()
 	if c.closed {
@@ -115,14 +117,14 @@ func (c *Coordinator) Close() {
 }
 
 // lockGroup returns the group id, locked, creating it when create is set.
-// It returns nil and 0 for an unknown group, and nil and
-// COORDINATOR_NOT_AVAILABLE once closed.
+// It returns nil and 0 for an unknown group, and nil and NOT_COORDINATOR
+// once closed.
 func (c *Coordinator) lockGroup(id string, create bool) (*group, int16) {
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return nil, errCoordinatorNotAvailable
+			return nil, errNotCoordinator
 		}
 		g := c.groups[id]
 		if g == nil {

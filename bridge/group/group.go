@@ -854,9 +854,9 @@ func (g *group) expire(now time.Time, o *outbox) {
 	}
 }
 
-// close answers every pending callback with COORDINATOR_NOT_AVAILABLE and
-// marks the group dead.
-func (g *group) close(o *outbox) { g.closeWith(errCoordinatorNotAvailable, o) }
+// close answers every pending callback with NOT_COORDINATOR (Coordinator.Close)
+// and marks the group dead.
+func (g *group) close(o *outbox) { g.closeWith(errNotCoordinator, o) }
 
 // closeWith answers every pending Join and Sync callback with code and
 // marks the group dead.

@@ -725,28 +725,28 @@ func TestCloseAnswersPendingCallbacks(t *testing.T) {
 	}
 	s := h.sync(SyncRequest{GroupID: "g2", GenerationID: 1, MemberID: idb2})
 	h.c.Close()
-	if r := j.result(); r.Error != errCoordinatorNotAvailable {
+	if r := j.result(); r.Error != errNotCoordinator {
 		t.Fatalf("pending join after Close %+v", r)
 	}
-	if r := s.result(); r.Error != errCoordinatorNotAvailable {
+	if r := s.result(); r.Error != errNotCoordinator {
 		t.Fatalf("pending sync after Close %+v", r)
 	}
-	if r := h.join(consumerJoin("g", "", "z")).result(); r.Error != errCoordinatorNotAvailable {
+	if r := h.join(consumerJoin("g", "", "z")).result(); r.Error != errNotCoordinator {
 		t.Fatalf("join after Close %+v", r)
 	}
-	if r := h.sync(SyncRequest{GroupID: "g", GenerationID: 1, MemberID: ids[1]}).result(); r.Error != errCoordinatorNotAvailable {
+	if r := h.sync(SyncRequest{GroupID: "g", GenerationID: 1, MemberID: ids[1]}).result(); r.Error != errNotCoordinator {
 		t.Fatalf("sync after Close %+v", r)
 	}
-	if code := h.c.Heartbeat("g", ids[1], "", false, 1); code != errCoordinatorNotAvailable {
+	if code := h.c.Heartbeat("g", ids[1], "", false, 1); code != errNotCoordinator {
 		t.Fatalf("heartbeat after Close = %d", code)
 	}
-	if code := h.c.ValidateCommit("g", ids[1], "", false, 1); code != errCoordinatorNotAvailable {
+	if code := h.c.ValidateCommit("g", ids[1], "", false, 1); code != errNotCoordinator {
 		t.Fatalf("commit after Close = %d", code)
 	}
-	if gerr, _ := h.c.Leave("g", []LeaveMember{{MemberID: ids[1]}}); gerr != errCoordinatorNotAvailable {
+	if gerr, _ := h.c.Leave("g", []LeaveMember{{MemberID: ids[1]}}); gerr != errNotCoordinator {
 		t.Fatalf("leave after Close = %d", gerr)
 	}
-	if d := h.c.Describe("g"); d.Error != errCoordinatorNotAvailable {
+	if d := h.c.Describe("g"); d.Error != errNotCoordinator {
 		t.Fatalf("describe after Close %+v", d)
 	}
 	if l := h.c.List(); len(l) != 0 {
