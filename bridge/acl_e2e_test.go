@@ -520,6 +520,15 @@ func TestACLEnforcement(t *testing.T) {
 	describeCluster := func(cl *kgo.Client) int16 {
 		return direct[*kmsg.DescribeClusterResponse](ctx, t, cl, kmsg.NewPtrDescribeClusterRequest()).ErrorCode
 	}
+	// DescribeLogDirs: DESCRIBE on the cluster, else no directory and a
+	// top-level CLUSTER_AUTHORIZATION_FAILED (v3+).
+	describeLogDirs := func(cl *kgo.Client) int16 {
+		r := direct[*kmsg.DescribeLogDirsResponse](ctx, t, cl, kmsg.NewPtrDescribeLogDirsRequest())
+		if r.ErrorCode == 0 && len(r.Dirs) != 1 || r.ErrorCode != 0 && len(r.Dirs) != 0 {
+			t.Errorf("DescribeLogDirs: error %d with %d log dirs", r.ErrorCode, len(r.Dirs))
+		}
+		return r.ErrorCode
+	}
 	apiVersions := func(cl *kgo.Client) int16 {
 		r := kmsg.NewPtrApiVersionsRequest()
 		r.ClientSoftwareName, r.ClientSoftwareVersion = "kiggy-test", "1"
@@ -602,6 +611,8 @@ func TestACLEnforcement(t *testing.T) {
 		{"DescribeProducers bob t", describeProducers(bob, "t"), int16(topicErr)},
 		{"DescribeCluster admin", describeCluster(adminCl), int16(ok)},
 		{"DescribeCluster bob", describeCluster(bob), int16(clustErr)},
+		{"DescribeLogDirs admin", describeLogDirs(adminCl), int16(ok)},
+		{"DescribeLogDirs bob", describeLogDirs(bob), int16(clustErr)},
 		{"ApiVersions bob", apiVersions(bob), int16(ok)},
 	} {
 		if !equalAny(c.got, c.want) {

@@ -37,6 +37,7 @@ const (
 	KeyDeleteAcls                   APIKey = 31
 	KeyDescribeConfigs              APIKey = 32
 	KeyAlterConfigs                 APIKey = 33
+	KeyDescribeLogDirs              APIKey = 35
 	KeySaslAuthenticate             APIKey = 36
 	KeyCreatePartitions             APIKey = 37
 	KeyDeleteGroups                 APIKey = 42
@@ -103,6 +104,7 @@ var APIs = []APIRange{
 	{KeyDeleteAcls, aclsMin, aclsMax, aclsFlexible},
 	{KeyDescribeConfigs, 1, 4, describeConfigsFlexible},
 	{KeyAlterConfigs, 0, 2, alterConfigsFlexible},
+	{KeyDescribeLogDirs, describeLogDirsMin, describeLogDirsMax, describeLogDirsFlexible},
 	{KeySaslAuthenticate, 0, 2, saslAuthenticateFlexible},
 	{KeyCreatePartitions, 0, 3, createPartitionsFlexible},
 	{KeyDeleteGroups, 0, 3, deleteGroupsFlexible},
@@ -163,7 +165,7 @@ var apiNames = map[APIKey]string{
 	KeyAPIVersions: "ApiVersions", KeyCreateTopics: "CreateTopics", KeyDeleteTopics: "DeleteTopics",
 	KeyInitProducerID: "InitProducerId", KeyOffsetForLeaderEpoch: "OffsetForLeaderEpoch",
 	KeyDescribeAcls: "DescribeAcls", KeyCreateAcls: "CreateAcls", KeyDeleteAcls: "DeleteAcls",
-	KeyDescribeConfigs: "DescribeConfigs", KeyAlterConfigs: "AlterConfigs", KeySaslAuthenticate: "SaslAuthenticate",
+	KeyDescribeConfigs: "DescribeConfigs", KeyAlterConfigs: "AlterConfigs", KeyDescribeLogDirs: "DescribeLogDirs", KeySaslAuthenticate: "SaslAuthenticate",
 	KeyCreatePartitions: "CreatePartitions", KeyDeleteGroups: "DeleteGroups", KeyIncrementalAlterConfigs: "IncrementalAlterConfigs",
 	KeyOffsetDelete:                 "OffsetDelete",
 	KeyDescribeClientQuotas:         "DescribeClientQuotas",

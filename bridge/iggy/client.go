@@ -70,7 +70,11 @@ type Client struct {
 	waits   waits      // readiness-wait sessions (waits.go)
 }
 
-var _ store.Log = (*Client)(nil)
+var (
+	_ store.Log            = (*Client)(nil)
+	_ store.PartitionSizer = (*Client)(nil)
+	_ store.SystemVersions = (*Client)(nil)
+)
 
 // Open connects to Iggy, logs in and makes sure Config.Stream exists. Its
 // errors tell start-up failures apart: errors.Is(err, ErrUnreachable),

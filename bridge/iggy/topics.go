@@ -37,6 +37,7 @@ func (e *topicEntry) equal(o *topicEntry) bool {
 type partitionInfo struct {
 	id            uint32
 	currentOffset uint64
+	size          uint64 // size_bytes
 	messages      uint64
 	context       proto.PartitionContext // 0.12 only
 }
@@ -231,7 +232,7 @@ func decodeTopic(body []byte, dl proto.Dialect, stream string) (topicDetails, er
 		r.U64() // created_at
 		r.U32() // segments_count
 		p.currentOffset = r.U64()
-		r.U64() // size_bytes
+		p.size = r.U64()
 		p.messages = r.U64()
 		if dl == proto.Dialect012 {
 			p.context = r.ReadPartitionContext()
@@ -755,6 +756,29 @@ func watermarksOf(p partitionInfo) store.Watermarks {
 	}
 	return store.Watermarks{LogStart: start, High: high}
 }
+
+// PartitionSizes implements store.PartitionSizer: each partition's
+// size_bytes in GetTopic's partition list (what Iggy holds of it, its
+// message headers included).
+func (c *Client) PartitionSizes(ctx context.Context, topic string) ([]int64, error) {
+	d, ok, err := c.lookupTopic(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", store.ErrUnknownTopic, topic)
+	}
+	out := make([]int64, d.info.Partitions)
+	for _, p := range d.partitions {
+		if int64(p.id) < int64(len(out)) {
+			out[p.id] = int64(min(p.size, math.MaxInt64))
+		}
+	}
+	return out, nil
+}
+
+// LogDir implements store.PartitionSizer: "iggy://<addresses>/<stream>".
+func (c *Client) LogDir() string { return "iggy://" + c.cfg.Addr + "/" + c.cfg.Stream }
 
 // watermarks returns a partition's log start and high watermark from
 // GetTopic's partition list.

@@ -153,6 +153,7 @@ func New(cfg Config) *Log {
 var (
 	_ store.Log                = (*Log)(nil)
 	_ store.CapabilityDeclarer = (*Log)(nil)
+	_ store.PartitionSizer     = (*Log)(nil)
 )
 
 // Capabilities implements store.CapabilityDeclarer: the embedded log lives
@@ -546,6 +547,32 @@ func (l *Log) Watermarks(_ context.Context, topicName string, p int32) (store.Wa
 	}
 	return part.snapshot().wm, nil
 }
+
+// PartitionSizes implements store.PartitionSizer: the bytes of the frames
+// each partition holds.
+func (l *Log) PartitionSizes(_ context.Context, topicName string) ([]int64, error) {
+	l.mu.RLock()
+	t := l.topics[topicName]
+	var parts []*partition
+	if t != nil {
+		parts = t.partitions
+	}
+	l.mu.RUnlock()
+	if t == nil {
+		return nil, fmt.Errorf("%w: %q", store.ErrUnknownTopic, topicName)
+	}
+	out := make([]int64, len(parts))
+	for i, p := range parts {
+		p.mu.Lock()
+		out[i] = p.bytes
+		p.mu.Unlock()
+	}
+	return out, nil
+}
+
+// LogDir implements store.PartitionSizer: the embedded log keeps its
+// records in this process's memory.
+func (l *Log) LogDir() string { return "memory:kiggy-embedded-log" }
 
 // OffsetForTime implements store.Log.
 func (l *Log) OffsetForTime(_ context.Context, topicName string, p int32, ts uint64) (int64, bool, error) {

@@ -191,6 +191,18 @@ type SystemStore interface {
 	PutSystemAll(ctx context.Context, ns string, entries []SystemEntry) error
 }
 
+// PartitionSizer is implemented by a Log that knows how many bytes each
+// partition holds: DescribeLogDirs answers with it (kafka-log-dirs, the
+// topic sizes of Kafka UIs and of Cruise Control).
+type PartitionSizer interface {
+	// PartitionSizes returns the bytes each partition of topic holds, by
+	// partition index, or fails with ErrUnknownTopic.
+	PartitionSizes(ctx context.Context, topic string) ([]int64, error)
+	// LogDir names where the Log keeps its records: DescribeLogDirs's log
+	// directory.
+	LogDir() string
+}
+
 // SystemVersions is implemented by a SystemStore that other instances
 // write too (the Iggy store, shared by the gateways on one Iggy):
 // SystemVersion reads what they wrote to namespace ns up to now and returns
