@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/store"
@@ -28,6 +29,29 @@ func init() { handle(wire.KeyDescribeLogDirs, (*Gateway).describeLogDirs) }
 
 // describeLogDirsTimeout bounds the backend lookups of one request.
 const describeLogDirsTimeout = 30 * time.Second
+
+// logDirLookups is how many topics one request looks up at once (one Iggy
+// GetTopic each).
+const logDirLookups = 8
+
+// parallel calls fn(0..n-1) on at most width goroutines and returns when
+// all have returned.
+func parallel(n, width int, fn func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(n, width) {
+		wg.Go(func() {
+			for i := range next {
+				fn(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
 
 // describeLogDirs answers DescribeLogDirs as KafkaApis.
 // handleDescribeLogDirsRequest and ReplicaManager.describeLogDirs do: with
@@ -85,16 +109,18 @@ func (g *Gateway) logDir(ctx context.Context, topics []wire.DescribeLogDirsReque
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	for _, name := range names {
-		sizes, err := sizer.PartitionSizes(ctx, name)
-		if errors.Is(err, store.ErrUnknownTopic) {
+	sizes, errs := make([][]int64, len(names)), make([]error, len(names))
+	parallel(len(names), logDirLookups, func(i int) { sizes[i], errs[i] = sizer.PartitionSizes(ctx, names[i]) })
+	for i, name := range names {
+		if errors.Is(errs[i], store.ErrUnknownTopic) {
 			continue
 		}
-		if err != nil {
+		if errs[i] != nil {
 			// ReplicaManager.describeLogDirs: a directory that cannot be
 			// read is reported whole as an error.
 			return wire.DescribeLogDirsResult{ErrorCode: wire.KafkaStorageError, LogDir: dir.LogDir, TotalBytes: -1, UsableBytes: -1}
 		}
+		sizes := sizes[i]
 		parts := want[name]
 		if parts == nil {
 			parts = make([]int32, len(sizes))
