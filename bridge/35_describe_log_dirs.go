@@ -80,7 +80,7 @@ func (g *Gateway) describeLogDirs(c *call) bool {
 
 // logDir describes the backend's log directory with the partitions of
 // topics (nil: every topic) that this instance leads.
-func (g *Gateway) logDir(ctx context.Context, topics []wire.DescribeLogDirsRequestTopic) wire.DescribeLogDirsResult {
+func (g *Gateway) logDir(ctx context.Context, topics []wire.TopicPartitions) wire.DescribeLogDirsResult {
 	dir := wire.DescribeLogDirsResult{TotalBytes: -1, UsableBytes: -1}
 	sizer, ok := g.store.(store.PartitionSizer)
 	if !ok {

@@ -1,7 +1,9 @@
 // IncrementalAlterConfigs (API key 44): versions 0–1 (wire.APIs).
 //
 // SET, DELETE, APPEND and SUBTRACT as Kafka. Differs from Kafka: topics
-// only, as AlterConfigs (refuseResource, configs.go).
+// only, as AlterConfigs (refuseResource, configs.go), but for the deletion
+// of replication throttles from a broker, which succeeds with nothing to
+// delete (clearThrottles).
 
 package bridge
 
@@ -11,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/kiggy-io/kiggy/bridge/topicconfig"
+	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -27,6 +30,10 @@ func (g *Gateway) incrementalAlterConfigs(c *call) bool {
 	}
 	var resp wire.IncrementalAlterConfigsResponse
 	for _, r := range req.Resources {
+		if r.ResourceType == wire.ConfigResourceBroker && onlyThrottleDeletes(r.Configs) {
+			resp.Resources = append(resp.Resources, g.clearThrottles(c, r.ResourceName))
+			continue
+		}
 		resp.Resources = append(resp.Resources, g.alterResource(c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(cur topicconfig.Values) (topicconfig.Values, wire.ErrorCode, string) {
 			seen := map[string]bool{}
 			for _, e := range r.Configs {
@@ -44,6 +51,37 @@ func (g *Gateway) incrementalAlterConfigs(c *call) bool {
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
 	return false
+}
+
+// replicationThrottles are the dynamic broker configs that
+// kafka-reassign-partitions sets with --throttle and deletes from every
+// broker when --verify finds a reassignment complete.
+var replicationThrottles = []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate",
+	"replica.alter.log.dirs.io.max.bytes.per.second"}
+
+// onlyThrottleDeletes reports whether configs only delete replication
+// throttles.
+func onlyThrottleDeletes(configs []wire.IncrementalAlterConfigsRequestResourceConfig) bool {
+	for _, e := range configs {
+		if e.Op != wire.IncrementalAlterConfigDelete || !slices.Contains(replicationThrottles, e.Name) {
+			return false
+		}
+	}
+	return len(configs) > 0
+}
+
+// clearThrottles answers a broker resource whose operations only delete
+// replication throttles: kiggy has no replication and never has one set,
+// so, with ALTER_CONFIGS on the cluster, there is nothing to delete and the
+// operation succeeds, as Kafka's does for a throttle that is not set
+// (kafka-reassign-partitions --verify's cleanup). Any other broker config
+// alteration is refused (refuseResource).
+func (g *Gateway) clearThrottles(c *call, name string) wire.AlterConfigsResponseResource {
+	out := wire.AlterConfigsResponseResource{ResourceType: wire.ConfigResourceBroker, ResourceName: name}
+	if code := g.configResourceCode(c, acl.OpAlterConfigs, wire.ConfigResourceBroker, name); code != wire.NoError {
+		out.ErrorCode, out.ErrorMessage = code, wire.NullStringOf(code.String())
+	}
+	return out
 }
 
 // applyIncremental applies one IncrementalAlterConfigs operation to v.

@@ -522,6 +522,29 @@ func TestACLEnforcement(t *testing.T) {
 	}
 	// DescribeLogDirs: DESCRIBE on the cluster, else no directory and a
 	// top-level CLUSTER_AUTHORIZATION_FAILED (v3+).
+	// ElectLeaders and AlterPartitionReassignments: ALTER on the cluster;
+	// ListPartitionReassignments: DESCRIBE on it.
+	electLeaders := func(cl *kgo.Client) int16 {
+		r := kmsg.NewPtrElectLeadersRequest()
+		r.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+		resp := direct[*kmsg.ElectLeadersResponse](ctx, t, cl, r)
+		if p := resp.Topics[0].Partitions[0].ErrorCode; p != resp.ErrorCode && !(resp.ErrorCode == 0 && p == kerr.ElectionNotNeeded.Code) {
+			t.Errorf("ElectLeaders: request error %d, partition %d", resp.ErrorCode, p)
+		}
+		return resp.ErrorCode
+	}
+	alterReassignments := func(cl *kgo.Client) int16 {
+		r := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+		r.Topics = []kmsg.AlterPartitionAssignmentsRequestTopic{{Topic: "t", Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{{Partition: 0, Replicas: []int32{1}}}}}
+		resp := direct[*kmsg.AlterPartitionAssignmentsResponse](ctx, t, cl, r)
+		if p := resp.Topics[0].Partitions[0].ErrorCode; p != resp.ErrorCode {
+			t.Errorf("AlterPartitionReassignments: request error %d, partition %d", resp.ErrorCode, p)
+		}
+		return resp.ErrorCode
+	}
+	listReassignments := func(cl *kgo.Client) int16 {
+		return direct[*kmsg.ListPartitionReassignmentsResponse](ctx, t, cl, kmsg.NewPtrListPartitionReassignmentsRequest()).ErrorCode
+	}
 	describeLogDirs := func(cl *kgo.Client) int16 {
 		r := direct[*kmsg.DescribeLogDirsResponse](ctx, t, cl, kmsg.NewPtrDescribeLogDirsRequest())
 		if r.ErrorCode == 0 && len(r.Dirs) != 1 || r.ErrorCode != 0 && len(r.Dirs) != 0 {
@@ -613,6 +636,12 @@ func TestACLEnforcement(t *testing.T) {
 		{"DescribeCluster bob", describeCluster(bob), int16(clustErr)},
 		{"DescribeLogDirs admin", describeLogDirs(adminCl), int16(ok)},
 		{"DescribeLogDirs bob", describeLogDirs(bob), int16(clustErr)},
+		{"ElectLeaders admin", electLeaders(adminCl), int16(ok)},
+		{"ElectLeaders bob", electLeaders(bob), int16(clustErr)},
+		{"AlterPartitionReassignments admin", alterReassignments(adminCl), int16(ok)},
+		{"AlterPartitionReassignments bob", alterReassignments(bob), int16(clustErr)},
+		{"ListPartitionReassignments admin", listReassignments(adminCl), int16(ok)},
+		{"ListPartitionReassignments bob", listReassignments(bob), int16(clustErr)},
 		{"ApiVersions bob", apiVersions(bob), int16(ok)},
 	} {
 		if !equalAny(c.got, c.want) {

@@ -41,7 +41,10 @@ const (
 	KeySaslAuthenticate             APIKey = 36
 	KeyCreatePartitions             APIKey = 37
 	KeyDeleteGroups                 APIKey = 42
+	KeyElectLeaders                 APIKey = 43
 	KeyIncrementalAlterConfigs      APIKey = 44
+	KeyAlterPartitionReassignments  APIKey = 45
+	KeyListPartitionReassignments   APIKey = 46
 	KeyOffsetDelete                 APIKey = 47
 	KeyDescribeClientQuotas         APIKey = 48
 	KeyAlterClientQuotas            APIKey = 49
@@ -108,7 +111,10 @@ var APIs = []APIRange{
 	{KeySaslAuthenticate, 0, 2, saslAuthenticateFlexible},
 	{KeyCreatePartitions, 0, 3, createPartitionsFlexible},
 	{KeyDeleteGroups, 0, 3, deleteGroupsFlexible},
+	{KeyElectLeaders, electLeadersMin, electLeadersMax, electLeadersFlexible},
 	{KeyIncrementalAlterConfigs, 0, 1, incrementalAlterConfigsFlexible},
+	{KeyAlterPartitionReassignments, alterReassignmentsMin, alterReassignmentsMax, reassignmentsFlexible},
+	{KeyListPartitionReassignments, listReassignmentsMin, listReassignmentsMax, reassignmentsFlexible},
 	{KeyOffsetDelete, offsetDeleteMin, offsetDeleteMax, offsetDeleteFlexible},
 	{KeyDescribeClientQuotas, 0, 1, describeClientQuotasFlexible},
 	{KeyAlterClientQuotas, 0, 1, alterClientQuotasFlexible},
@@ -166,7 +172,8 @@ var apiNames = map[APIKey]string{
 	KeyInitProducerID: "InitProducerId", KeyOffsetForLeaderEpoch: "OffsetForLeaderEpoch",
 	KeyDescribeAcls: "DescribeAcls", KeyCreateAcls: "CreateAcls", KeyDeleteAcls: "DeleteAcls",
 	KeyDescribeConfigs: "DescribeConfigs", KeyAlterConfigs: "AlterConfigs", KeyDescribeLogDirs: "DescribeLogDirs", KeySaslAuthenticate: "SaslAuthenticate",
-	KeyCreatePartitions: "CreatePartitions", KeyDeleteGroups: "DeleteGroups", KeyIncrementalAlterConfigs: "IncrementalAlterConfigs",
+	KeyCreatePartitions: "CreatePartitions", KeyDeleteGroups: "DeleteGroups", KeyElectLeaders: "ElectLeaders", KeyIncrementalAlterConfigs: "IncrementalAlterConfigs",
+	KeyAlterPartitionReassignments: "AlterPartitionReassignments", KeyListPartitionReassignments: "ListPartitionReassignments",
 	KeyOffsetDelete:                 "OffsetDelete",
 	KeyDescribeClientQuotas:         "DescribeClientQuotas",
 	KeyAlterClientQuotas:            "AlterClientQuotas",

@@ -19,16 +19,7 @@ const (
 type DescribeLogDirsRequest struct {
 	// Topics are the partitions to describe; nil (a null array: "null for
 	// all topics") asks for every partition the broker holds.
-	Topics []DescribeLogDirsRequestTopic
-}
-
-// DescribeLogDirsRequestTopic is one topic to describe (Kafka:
-// DescribableLogDirTopic).
-type DescribeLogDirsRequestTopic struct {
-	// Topic is the topic name.
-	Topic string
-	// Partitions are the partition indexes.
-	Partitions []int32
+	Topics []TopicPartitions
 }
 
 // Decode parses a DescribeLogDirs request body of the given version into
@@ -41,19 +32,8 @@ func (r *DescribeLogDirsRequest) Decode(body []byte, version int16) error {
 	}
 	flex := version >= describeLogDirsFlexible
 	rd := NewReader(body)
-	// "Topics ... nullableVersions 0+". A topic is at least a name and a
-	// partition count: 6 bytes, 3 when flexible (with its tags).
-	minTopic := 6
-	if flex {
-		minTopic = 3
-	}
-	r.Topics = resizeNullable(r.Topics, rd.ArrayLen(flex, minTopic))
-	for i := 0; i < len(r.Topics) && rd.Ok(); i++ {
-		t := &r.Topics[i]
-		t.Topic = rd.Str(flex)
-		t.Partitions = int32s(&rd, flex, t.Partitions)
-		endStruct(&rd, flex)
-	}
+	// "Topics ... nullableVersions 0+".
+	r.Topics = decodeTopicPartitions(&rd, flex, r.Topics)
 	endStruct(&rd, flex)
 	return rd.Complete()
 }
