@@ -23,7 +23,8 @@ var throttleFirst = func() (t [MaxAPIKey]int16) {
 		KeyDescribeUserScramCredentials: 0, KeyAlterUserScramCredentials: 0,
 		KeyDescribeCluster: 0, KeyDescribeProducers: 0, KeyDescribeTransactions: 0,
 		KeyListTransactions: 0, KeyConsumerGroupHeartbeat: 0, KeyConsumerGroupDescribe: 0,
-		KeyDescribeTopicPartitions: 0,
+		KeyDescribeTopicPartitions: 0, KeyDescribeLogDirs: 0, KeyElectLeaders: 0,
+		KeyAlterPartitionReassignments: 0, KeyListPartitionReassignments: 0,
 	} {
 		t[k] = v
 	}
