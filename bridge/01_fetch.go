@@ -268,8 +268,13 @@ func (g *Gateway) fetchPartition(fs *fetchState, b *fetchBuild, topic string, rp
 	// returns at least one record even past the limits, so a large
 	// record can make progress (a read returns at least one).
 	if fs.req.IsolationLevel == 1 && denied == wire.NoError && g.txn.Index.Active() {
-		// KIP-98: the aborted transactions the read can meet, written
-		// before the records (wire.AppendFetchPartitionBegin).
+		// The last stable offset of a read made below first, then KIP-98's
+		// aborted transactions the read can meet, written before the
+		// records (wire.AppendFetchPartitionBegin): a transaction that ends
+		// between the two is either still open for the read, which stops
+		// before it, or listed (readPartition).
+		g.readCommitted(&fs.r, topic, rp.Partition, 1)
+		fs.r.stableTaken = true
 		fs.aborted = g.abortedFor(&p, fs.aborted, topic, rp.Partition, rp.FetchOffset, max(limit, 0))
 	}
 	var mark wire.FetchPartitionMark
@@ -296,6 +301,7 @@ func (g *Gateway) fetchPartition(fs *fetchState, b *fetchBuild, topic string, rp
 			p.ErrorCode = fetchCode(err)
 		}
 	}
+	fs.r.stableTaken = false // when no read used it
 	if refuse && n > 0 && p.ErrorCode == wire.NoError {
 		// docs/design/kafka-protocol.md §5: zstd batches only for Fetch ≥ v10
 		// (KIP-110); Kafka answers an older Fetch UNSUPPORTED_COMPRESSION_TYPE.

@@ -141,6 +141,9 @@ type partReader struct {
 	// when aborted.
 	committed bool
 	stopAt    int64
+	// stableTaken: committed and stopAt were taken for the next read
+	// already (fetchPartition, before the aborted transactions it lists).
+	stableTaken bool
 	// isolation is the Fetch's isolation level (1: read_committed).
 	isolation int8
 	// txnLeft is how many messages of the open transactional batch are
@@ -586,16 +589,64 @@ const (
 	minContinuation    = 16 << 10
 )
 
+// maxStableReads bounds the reads of one read_committed partition read
+// that a transaction opening under it makes read again (readPartition).
+const maxStableReads = 3
+
 // readPartition appends one partition's records to buf through r, as one
 // uncompressed batch or as compressed batches, and returns their size.
 // With minOne (the response holds no records yet, KIP-74) a first record
 // larger than limit is served alone; without, nothing past limit is.
+//
+// A read_committed read stops at the last stable offset, taken before the
+// read (and before the aborted transactions the response lists,
+// fetchPartition): a transaction open then ends the read at its first
+// offset, and one that has ended is listed if it aborted. A transaction
+// that opens while the partition is read has its first offset at or above
+// the high watermark of its AddPartitionsToTxn, and its records may be in
+// the read: it is checked once the read is done, and when one opened below
+// where the read ended, the read is done again, stopping there. Kafka's log
+// takes its last stable offset and the records under one lock; kiggy opens
+// a transaction in its index before the transaction's first append, so
+// the check after the read sees every transaction whose records it holds.
 func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec batch.Codec, rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int, minOne bool) ([]byte, int) {
+	if r.stableTaken {
+		r.stableTaken = false
+	} else {
+		g.readCommitted(r, topic, rp.Partition, r.isolation)
+	}
+	if r.isolation != 1 || !g.txn.Index.Active() {
+		return g.readPartitionAt(r, buf, topic, codec, rp, p, limit, minOne)
+	}
+	start, p0 := len(buf), *p
+	for try := 1; ; try++ {
+		out, n := g.readPartitionAt(r, buf, topic, codec, rp, p, limit, minOne)
+		first, touched := g.txn.Index.Touched(topic, rp.Partition)
+		if n == 0 || !touched || first >= r.next || r.committed && first >= r.stopAt {
+			return out, n
+		}
+		// A transaction opened below where the read ended.
+		if r.shared != nil {
+			g.fetchCache.Release(r.shared)
+			r.shared = nil
+		}
+		buf, *p = out[:start], p0
+		g.metrics.stableRereads.Add(1)
+		if try == maxStableReads {
+			g.setWatermarks(p, topic, rp.Partition, r.wm)
+			return buf, 0 // nothing this time: the consumer asks again
+		}
+		r.stopAt, r.committed = min(r.stopAt, first), true // stopAt is MaxInt64 when not committed
+	}
+}
+
+// readPartitionAt is readPartition past the last stable offset's
+// snapshot: one read of the partition.
+func (g *Gateway) readPartitionAt(r *partReader, buf []byte, topic string, codec batch.Codec, rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int, minOne bool) ([]byte, int) {
 	if code := g.leaderCode(topic, rp.Partition, rp.CurrentLeaderEpoch); code != wire.NoError {
 		p.ErrorCode = code // docs/design/cluster.md §6
 		return buf, 0
 	}
-	g.readCommitted(r, topic, rp.Partition, r.isolation)
 	if r.isolation == 1 && g.transactionsServed() && (!g.txnReady.Load() || g.txnPartitionCode(topic, rp.Partition) != wire.NoError) {
 		// The last stable offsets are not known until the transactions
 		// are loaded (in a cluster, those of a partition that moved here):

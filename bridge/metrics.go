@@ -42,9 +42,12 @@ type metrics struct {
 	parkedFetches  atomic.Int64
 	// txnMarkers: transaction markers appended (transactions.go).
 	txnMarkers atomic.Uint64
-	latency    [maxAPIKey]metric.Histogram
-	panics     [maxAPIKey]atomic.Uint64 // handler panics recovered (panics.go)
-	denials    [maxAPIKey]atomic.Uint64 // authorization denials (acl.go)
+	// stableRereads: read_committed partition reads done again because a
+	// transaction opened below where they ended (readPartition).
+	stableRereads atomic.Uint64
+	latency       [maxAPIKey]metric.Histogram
+	panics        [maxAPIKey]atomic.Uint64 // handler panics recovered (panics.go)
+	denials       [maxAPIKey]atomic.Uint64 // authorization denials (acl.go)
 }
 
 // countDenied counts one authorization check an API's request failed.

@@ -252,4 +252,5 @@ func (g *Gateway) writeTxnMetrics(w io.Writer) {
 	metric.Header(w, "kiggy_transactional_ids_refused_total", "counter", "InitProducerId requests for a new transactional id refused, by reason: limit (--max-transactional-ids; COORDINATOR_NOT_AVAILABLE).")
 	fmt.Fprintf(w, "kiggy_transactional_ids_refused_total{reason=\"limit\"} %d\n", st.Refused.Load())
 	metric.Single(w, "kiggy_txn_markers_total", "counter", "Transaction commit and abort markers appended to partitions.", g.metrics.txnMarkers.Load())
+	metric.Single(w, "kiggy_fetch_stable_rereads_total", "counter", "read_committed partition reads done again because a transaction opened below where they ended.", g.metrics.stableRereads.Load())
 }
