@@ -42,7 +42,7 @@ func (g *Gateway) electLeaders(c *call) bool {
 	fail := func(code wire.ErrorCode, msg wire.NullString) {
 		resp.ErrorCode = code
 		for _, t := range req.Topics {
-			rt := wire.ElectLeadersTopic{Topic: t.Topic}
+			rt := wire.TopicResults{Topic: t.Topic}
 			for _, p := range t.Partitions {
 				rt.Partitions = append(rt.Partitions, wire.PartitionResult{Partition: p, ErrorCode: code, ErrorMessage: msg})
 			}
@@ -53,7 +53,7 @@ func (g *Gateway) electLeaders(c *call) bool {
 	case g.clusterCode(c, acl.OpAlter) != wire.NoError:
 		fail(wire.ClusterAuthorizationFailed, wire.NullString{})
 	case req.ElectionType != electPreferred && req.ElectionType != electUnclean:
-		fail(wire.InvalidRequest, wire.NullStringOf("Unknown election type "+itoa8(req.ElectionType)))
+		fail(wire.InvalidRequest, wire.NullStringOf("Unknown election type "+strconv.Itoa(int(req.ElectionType))))
 	default:
 		ctx, cancel := context.WithTimeout(g.ctx, describeLogDirsTimeout)
 		defer cancel()
@@ -65,7 +65,7 @@ func (g *Gateway) electLeaders(c *call) bool {
 				break
 			}
 			for _, t := range list {
-				rt := wire.ElectLeadersTopic{Topic: t.Name}
+				rt := wire.TopicResults{Topic: t.Name}
 				for p := range t.Partitions {
 					if r := g.electOne(ctx, seen, req.ElectionType, t.Name, p); r.ErrorCode != wire.ElectionNotNeeded {
 						rt.Partitions = append(rt.Partitions, r)
@@ -76,7 +76,7 @@ func (g *Gateway) electLeaders(c *call) bool {
 			break
 		}
 		for _, t := range req.Topics {
-			rt := wire.ElectLeadersTopic{Topic: t.Topic}
+			rt := wire.TopicResults{Topic: t.Topic}
 			for _, p := range t.Partitions {
 				rt.Partitions = append(rt.Partitions, g.electOne(ctx, seen, req.ElectionType, t.Topic, p))
 			}
@@ -103,6 +103,3 @@ func (g *Gateway) electOne(ctx context.Context, seen topicLookups, kind int8, to
 	}
 	return r
 }
-
-// itoa8 formats an int8.
-func itoa8(v int8) string { return strconv.Itoa(int(v)) }

@@ -42,7 +42,7 @@ func (g *Gateway) alterPartitionReassignments(c *call) bool {
 	defer cancel()
 	seen := topicLookups{}
 	for _, t := range req.Topics {
-		rt := wire.ReassignmentTopicResult{Topic: t.Topic}
+		rt := wire.TopicResults{Topic: t.Topic}
 		for _, p := range t.Partitions {
 			r := wire.PartitionResult{Partition: p.Partition}
 			if denied {
@@ -66,7 +66,7 @@ func (g *Gateway) reassignOne(ctx context.Context, seen topicLookups, topic stri
 	}
 	if p.Replicas == nil {
 		// ReplicationControlManager.cancelPartitionReassignment.
-		return wire.NoReassignmentInProgress, wire.NullStringOf("No ongoing reassignment for " + topic + "-" + itoa32(p.Partition) + ".")
+		return wire.NoReassignmentInProgress, wire.NullStringOf("No ongoing reassignment for " + topic + "-" + strconv.Itoa(int(p.Partition)) + ".")
 	}
 	invalid := func(format string, args ...any) (wire.ErrorCode, wire.NullString) {
 		return wire.InvalidReplicaAssignment, wire.NullStringOf(fmt.Sprintf(format, args...))
@@ -95,6 +95,3 @@ func (g *Gateway) reassignOne(ctx context.Context, seen topicLookups, topic stri
 	return invalid("kiggy keeps one replica per partition and places it itself (on the instance that leads it); %s-%d is on broker %d and cannot be reassigned to %v",
 		topic, p.Partition, replica, p.Replicas)
 }
-
-// itoa32 formats an int32.
-func itoa32(v int32) string { return strconv.Itoa(int(v)) }

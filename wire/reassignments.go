@@ -88,14 +88,17 @@ type ElectLeadersResponse struct {
 	// ErrorCode is the request's result (v1+).
 	ErrorCode ErrorCode
 	// Topics (Kafka: ReplicaElectionResults) are the results by topic.
-	Topics []ElectLeadersTopic
+	Topics []TopicResults
 }
 
-// ElectLeadersTopic is one topic's election results.
-type ElectLeadersTopic struct {
-	// Topic is the topic name.
+// TopicResults is one topic's per-partition results (ElectLeaders'
+// ReplicaElectionResult, AlterPartitionReassignments'
+// ReassignableTopicResponse).
+type TopicResults struct {
+	// Topic (Kafka: Topic, Name) is the topic name.
 	Topic string
-	// Partitions (Kafka: PartitionResult) are its partitions' results.
+	// Partitions (Kafka: PartitionResult, Partitions) are its partitions'
+	// results.
 	Partitions []PartitionResult
 }
 
@@ -116,37 +119,42 @@ func (r *ElectLeadersResponse) AppendTo(dst []byte, version int16) []byte {
 	if version >= 1 {
 		dst = AppendInt16(dst, int16(r.ErrorCode))
 	}
-	dst = AppendArrayLen(dst, flex, len(r.Topics))
-	for i := range r.Topics {
-		t := &r.Topics[i]
-		dst = AppendStr(dst, flex, t.Topic)
-		dst = appendPartitionResults(dst, flex, t.Partitions)
-		dst = AppendEmptyTags(dst, flex)
-	}
+	dst = appendTopicResults(dst, flex, r.Topics)
 	return AppendEmptyTags(dst, flex)
 }
 
-// appendPartitionResults appends an array of PartitionResult.
-func appendPartitionResults(dst []byte, flex bool, ps []PartitionResult) []byte {
-	dst = AppendArrayLen(dst, flex, len(ps))
-	for i := range ps {
-		p := &ps[i]
-		dst = AppendInt32(dst, p.Partition)
-		dst = AppendInt16(dst, int16(p.ErrorCode))
-		dst = AppendNullableStr(dst, flex, p.ErrorMessage.S, p.ErrorMessage.Valid)
+// appendTopicResults appends an array of TopicResults.
+func appendTopicResults(dst []byte, flex bool, ts []TopicResults) []byte {
+	dst = AppendArrayLen(dst, flex, len(ts))
+	for i := range ts {
+		t := &ts[i]
+		dst = AppendStr(dst, flex, t.Topic)
+		dst = AppendArrayLen(dst, flex, len(t.Partitions))
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			dst = AppendInt32(dst, p.Partition)
+			dst = AppendInt16(dst, int16(p.ErrorCode))
+			dst = AppendNullableStr(dst, flex, p.ErrorMessage.S, p.ErrorMessage.Valid)
+			dst = AppendEmptyTags(dst, flex)
+		}
 		dst = AppendEmptyTags(dst, flex)
 	}
 	return dst
 }
 
-// CountErrors reports r's error codes to c.
-func (r *ElectLeadersResponse) CountErrors(c ErrorCounter) {
-	countError(c, r.ErrorCode)
-	for i := range r.Topics {
-		for j := range r.Topics[i].Partitions {
-			countError(c, r.Topics[i].Partitions[j].ErrorCode)
+// countTopicResults reports the request's code and every partition's to c.
+func countTopicResults(c ErrorCounter, code ErrorCode, ts []TopicResults) {
+	countError(c, code)
+	for i := range ts {
+		for j := range ts[i].Partitions {
+			countError(c, ts[i].Partitions[j].ErrorCode)
 		}
 	}
+}
+
+// CountErrors reports r's error codes to c.
+func (r *ElectLeadersResponse) CountErrors(c ErrorCounter) {
+	countTopicResults(c, r.ErrorCode, r.Topics)
 }
 
 // AlterPartitionReassignmentsRequest is the body of an
@@ -236,15 +244,7 @@ type AlterPartitionReassignmentsResponse struct {
 	ErrorCode    ErrorCode
 	ErrorMessage NullString
 	// Topics (Kafka: Responses) are the results by topic.
-	Topics []ReassignmentTopicResult
-}
-
-// ReassignmentTopicResult is one topic's reassignment results.
-type ReassignmentTopicResult struct {
-	// Topic (Kafka: Name) is the topic name.
-	Topic string
-	// Partitions are its partitions' results.
-	Partitions []PartitionResult
+	Topics []TopicResults
 }
 
 // AppendTo appends the response body for the given version to dst.
@@ -256,24 +256,13 @@ func (r *AlterPartitionReassignmentsResponse) AppendTo(dst []byte, version int16
 	}
 	dst = AppendInt16(dst, int16(r.ErrorCode))
 	dst = AppendNullableStr(dst, flex, r.ErrorMessage.S, r.ErrorMessage.Valid)
-	dst = AppendArrayLen(dst, flex, len(r.Topics))
-	for i := range r.Topics {
-		t := &r.Topics[i]
-		dst = AppendStr(dst, flex, t.Topic)
-		dst = appendPartitionResults(dst, flex, t.Partitions)
-		dst = AppendEmptyTags(dst, flex)
-	}
+	dst = appendTopicResults(dst, flex, r.Topics)
 	return AppendEmptyTags(dst, flex)
 }
 
 // CountErrors reports r's error codes to c.
 func (r *AlterPartitionReassignmentsResponse) CountErrors(c ErrorCounter) {
-	countError(c, r.ErrorCode)
-	for i := range r.Topics {
-		for j := range r.Topics[i].Partitions {
-			countError(c, r.Topics[i].Partitions[j].ErrorCode)
-		}
-	}
+	countTopicResults(c, r.ErrorCode, r.Topics)
 }
 
 // ListPartitionReassignmentsRequest is the body of a

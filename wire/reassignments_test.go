@@ -67,7 +67,7 @@ func admGenPartitionResults(g *oracleGen) []PartitionResult {
 func admGenElectLeadersResponse(g *oracleGen, _ int16) *ElectLeadersResponse {
 	r := &ElectLeadersResponse{ThrottleMillis: g.i32(), ErrorCode: g.code()}
 	for range g.n(false) {
-		r.Topics = append(r.Topics, ElectLeadersTopic{Topic: g.str(), Partitions: admGenPartitionResults(g)})
+		r.Topics = append(r.Topics, TopicResults{Topic: g.str(), Partitions: admGenPartitionResults(g)})
 	}
 	return r
 }
@@ -155,7 +155,7 @@ func TestAlterPartitionReassignmentsDefault(t *testing.T) {
 func admGenAlterReassignmentsResponse(g *oracleGen, _ int16) *AlterPartitionReassignmentsResponse {
 	r := &AlterPartitionReassignmentsResponse{ThrottleMillis: g.i32(), AllowReplicationFactorChange: g.bool(), ErrorCode: g.code(), ErrorMessage: g.ns()}
 	for range g.n(false) {
-		r.Topics = append(r.Topics, ReassignmentTopicResult{Topic: g.str(), Partitions: admGenPartitionResults(g)})
+		r.Topics = append(r.Topics, TopicResults{Topic: g.str(), Partitions: admGenPartitionResults(g)})
 	}
 	return r
 }
