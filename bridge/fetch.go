@@ -48,8 +48,9 @@ type fetchState struct {
 	// (engine.Splice) and unpins their entries once written.
 	splices []engine.Splice
 	// aborted is scratch for a partition's aborted transactions
-	// (abortedFor).
-	aborted []txn.Aborted
+	// (abortedFor); abortedNow, for the same list taken again after the
+	// read (abortedChanged).
+	aborted, abortedNow []txn.Aborted
 	// sess is the Fetch's session part (fetchsessions.go).
 	sess fetchSessionState
 }

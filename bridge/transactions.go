@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/mapping"
@@ -190,6 +191,15 @@ func (g *Gateway) abortedFor(p *wire.FetchResponseTopicPartition, scratch []txn.
 	return scratch
 }
 
+// abortedChanged reports whether the aborted transactions a read_committed
+// read of topic/partition from offset with a byte limit of limit can meet
+// differ from those abortedFor listed in fs.aborted before the read: one
+// ended since, and its records may be in the read.
+func (g *Gateway) abortedChanged(fs *fetchState, topic string, partition int32, offset int64, limit int) bool {
+	fs.abortedNow = g.txn.Index.AbortedIn(fs.abortedNow[:0], topic, partition, offset, offset+int64(limit)+1)
+	return !slices.Equal(fs.abortedNow, fs.aborted)
+}
+
 // txnBackend is the gateway as the coordinator's Backend.
 type txnBackend struct{ g *Gateway }
 
@@ -252,5 +262,5 @@ func (g *Gateway) writeTxnMetrics(w io.Writer) {
 	metric.Header(w, "kiggy_transactional_ids_refused_total", "counter", "InitProducerId requests for a new transactional id refused, by reason: limit (--max-transactional-ids; COORDINATOR_NOT_AVAILABLE).")
 	fmt.Fprintf(w, "kiggy_transactional_ids_refused_total{reason=\"limit\"} %d\n", st.Refused.Load())
 	metric.Single(w, "kiggy_txn_markers_total", "counter", "Transaction commit and abort markers appended to partitions.", g.metrics.txnMarkers.Load())
-	metric.Single(w, "kiggy_fetch_stable_rereads_total", "counter", "read_committed partition reads done again because a transaction opened below where they ended.", g.metrics.stableRereads.Load())
+	metric.Single(w, "kiggy_fetch_stable_rereads_total", "counter", "read_committed partition reads done again because a transaction opened below where they ended, or aborted while they ran.", g.metrics.stableRereads.Load())
 }

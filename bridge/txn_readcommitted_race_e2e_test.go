@@ -3,13 +3,18 @@ package bridge_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kiggy-io/kiggy/bridge/memlog"
+	"github.com/kiggy-io/kiggy/bridge/message"
+	"github.com/kiggy-io/kiggy/bridge/store"
 
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 )
@@ -20,18 +25,14 @@ import (
 // other one, and a second producer opens its transactions in the same
 // partition between them. A consumer woken by a marker's append reads
 // while the transaction ends; one reading as a transaction opens may meet
-// its records. Neither may ever deliver a record of an aborted
-// transaction, nor one twice, nor miss a committed one.
+// its records; one whose read is held up (two cores, three consumers, two
+// producers, and on the iggytest model a transaction that takes about a
+// millisecond) may span a whole transaction, opened, written and aborted
+// while it reads.
+// None may ever deliver a record of an aborted transaction, nor one twice,
+// nor miss a committed one.
 func TestReadCommittedWhileTransactionsEnd(t *testing.T) {
 	gw := kiggytest.Start(t, kiggytest.Options{})
-	if gw.Iggy != nil && os.Getenv("KIGGY_IGGY_PROTOCOL") == "0.11" {
-		// An open bug, not a model quirk to hide: on the iggytest model
-		// speaking 0.11 the consumers still read aborted records in about 4
-		// runs of 10 (several consumers the same ones), while the embedded
-		// log, a real iggy-server (0.11 too) and the model at 0.12 pass; its
-		// cause is not found yet (the 2026-12-06 closing note).
-		t.Skip("read_committed still delivers aborted records on the iggytest model at protocol 0.11: open bug")
-	}
 	const topic, rounds, per = "rc-race", 300, 4
 	gw.CreateTopic(t, topic, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -170,4 +171,117 @@ func metricLine(metrics, name string) string {
 		}
 	}
 	return ""
+}
+
+// heldReads is a backend whose next Read of a partition, once armed, waits
+// until released before it reads: a read held up for as long as a test
+// needs.
+type heldReads struct {
+	store.Log
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *heldReads) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int, fn func(*message.Message) bool) (store.Watermarks, error) {
+	if h.armed.CompareAndSwap(true, false) {
+		h.entered <- struct{}{}
+		<-h.release
+	}
+	return h.Log.Read(ctx, topic, partition, offset, maxBytes, fn)
+}
+
+// TestReadCommittedReadSpanningAbort: a read_committed Fetch whose read is
+// held up while a whole transaction opens, writes and aborts below where
+// it ends lists that transaction among the aborted ones, so the consumer
+// skips its records. Before the aborted list was taken again after the
+// read, the response listed none: the list was written before the
+// transaction ended, and once the read was done nothing was open any more.
+// Run on the embedded log as itself and as a networked backend.
+func TestReadCommittedReadSpanningAbort(t *testing.T) {
+	for _, fan := range []bool{false, true} {
+		t.Run(fmt.Sprintf("networked=%v", fan), func(t *testing.T) {
+			var inner store.Log = memlog.New(memlog.Config{})
+			if fan {
+				inner = networked{inner}
+			}
+			held := &heldReads{Log: inner, entered: make(chan struct{}), release: make(chan struct{})}
+			gw := kiggytest.Start(t, kiggytest.Options{Log: held})
+			const topic = "held"
+			gw.CreateTopic(t, topic, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.TransactionalID("held-txn"), kgo.DefaultProduceTopic(topic))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			txn := func(commit bool, vals ...string) {
+				t.Helper()
+				if err := cl.BeginTransaction(); err != nil {
+					t.Fatal(err)
+				}
+				for _, v := range vals {
+					if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			txn(true, "c0", "c1") // offsets 0, 1; its marker at 2
+
+			kc := dialKafka(t, gw.Addr)
+			req := fetchRequest(12, topic, []int64{0}, 1<<20, 4<<20)
+			req.IsolationLevel = 1
+			held.armed.Store(true)
+			type result struct {
+				resp kmsg.Response
+				err  error
+			}
+			got := make(chan result, 1)
+			go func() {
+				resp, err := kc.RoundTrip(req)
+				got <- result{resp, err}
+			}()
+			<-held.entered
+			txn(false, "a0", "a1", "a2") // aborted while the Fetch reads
+			close(held.release)
+			r := <-got
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			p := r.resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+			if p.ErrorCode != 0 {
+				t.Fatalf("error %d", p.ErrorCode)
+			}
+			aborted := map[int64]int64{}
+			for _, a := range p.AbortedTransactions {
+				aborted[a.ProducerID] = a.FirstOffset
+			}
+			var values []string
+			for records := p.RecordBatches; len(records) > 0; {
+				var rb kmsg.RecordBatch
+				if err := rb.ReadFrom(records); err != nil {
+					t.Fatal(err)
+				}
+				raw := records[:12+int(rb.Length)]
+				records = records[len(raw):]
+				if rb.Attributes&0x20 != 0 {
+					continue // a marker
+				}
+				first, listed := aborted[rb.ProducerID]
+				skipped := rb.Attributes&0x10 != 0 && listed && rb.FirstOffset >= first
+				for _, rec := range kgoRecords(t, raw) {
+					if !skipped {
+						values = append(values, string(rec.value))
+					}
+				}
+			}
+			if got := strings.Join(values, " "); got != "c0 c1" {
+				t.Fatalf("a read_committed consumer reads %q (aborted transactions listed: %v), want \"c0 c1\"", got, p.AbortedTransactions)
+			}
+		})
+	}
 }
