@@ -56,10 +56,24 @@ func (g *Gateway) describeConfigs(c *call) bool {
 				}
 			}
 		case wire.ConfigResourceBroker:
-			if r.ResourceName != "" && r.ResourceName != strconv.Itoa(int(g.cfg.NodeID)) {
-				out.ErrorCode, out.ErrorMessage = wire.InvalidRequest, wire.NullStringOf("Unexpected broker id, expected "+strconv.Itoa(int(g.cfg.NodeID))+" or empty string, but received "+r.ResourceName)
+			if code, msg := g.brokerResourceCode(r.ResourceName); code != wire.NoError {
+				out.ErrorCode, out.ErrorMessage = code, wire.NullStringOf(msg)
+				break
+			}
+			// The cluster default ("") is its dynamic configs alone, a
+			// broker its settings and its dynamic configs (Kafka 4.4
+			// ConfigHelper.describeConfigs).
+			perBroker := r.ResourceName != ""
+			dynamic, err := g.dynamicBrokerEntries(g.ctx, perBroker)
+			if err != nil {
+				out.ErrorCode, out.ErrorMessage = wire.UnknownServerError, wire.NullStringOf(err.Error())
+				break
+			}
+			if perBroker {
+				entries = append(g.brokerConfigs(), dynamic...)
+				sortConfigEntries(entries)
 			} else {
-				entries = g.brokerConfigs()
+				entries = dynamic
 			}
 		default:
 			out.ErrorCode, out.ErrorMessage = wire.InvalidRequest, wire.NullStringOf("kiggy describes topic and broker configs only")

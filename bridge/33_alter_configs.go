@@ -1,7 +1,8 @@
 // AlterConfigs (API key 33): versions 0–2 (wire.APIs).
 //
-// Differs from Kafka: topics only; the broker's configs are kiggy's
-// command-line settings and cannot be altered (refuseResource, configs.go).
+// Differs from Kafka: topics, and of a broker's configs only the
+// replication throttles (brokerconfig.go); its other configs are kiggy's
+// command-line settings.
 
 package bridge
 
@@ -14,8 +15,9 @@ import (
 
 func init() { handle(wire.KeyAlterConfigs, (*Gateway).alterConfigs) }
 
-// alterConfigs answers AlterConfigs v0–2: each topic's override set is
-// replaced by the request's (configs left out revert to their defaults).
+// alterConfigs answers AlterConfigs v0–2: each topic's override set, or
+// broker's dynamic config set, is replaced by the request's (configs left
+// out revert to their defaults).
 func (g *Gateway) alterConfigs(c *call) bool {
 	as := &c.state.admin
 	req := &as.alterReq
@@ -33,7 +35,11 @@ func (g *Gateway) alterConfigs(c *call) bool {
 				if !e.Value.Valid {
 					return nil, wire.InvalidConfig, "Null value not supported for topic configs: " + e.Name
 				}
-				v, err := topicconfig.Normalize(e.Name, e.Value.S)
+				d, err := configDef(r.ResourceType, e.Name)
+				if err != nil {
+					return nil, wire.InvalidConfig, err.Error()
+				}
+				v, err := d.Normalize(e.Value.S)
 				if err != nil {
 					return nil, wire.InvalidConfig, err.Error()
 				}

@@ -1,9 +1,8 @@
 // IncrementalAlterConfigs (API key 44): versions 0–1 (wire.APIs).
 //
-// SET, DELETE, APPEND and SUBTRACT as Kafka. Differs from Kafka: topics
-// only, as AlterConfigs (refuseResource, configs.go), but for the deletion
-// of replication throttles from a broker, which succeeds with nothing to
-// delete (clearThrottles).
+// SET, DELETE, APPEND and SUBTRACT as Kafka. Differs from Kafka: topics,
+// and of a broker's configs only the replication throttles, as
+// AlterConfigs (brokerconfig.go).
 
 package bridge
 
@@ -13,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/kiggy-io/kiggy/bridge/topicconfig"
-	"github.com/kiggy-io/kiggy/security/acl"
 	"github.com/kiggy-io/kiggy/wire"
 )
 
@@ -30,10 +28,6 @@ func (g *Gateway) incrementalAlterConfigs(c *call) bool {
 	}
 	var resp wire.IncrementalAlterConfigsResponse
 	for _, r := range req.Resources {
-		if r.ResourceType == wire.ConfigResourceBroker && onlyThrottleDeletes(r.Configs) {
-			resp.Resources = append(resp.Resources, g.clearThrottles(c, r.ResourceName))
-			continue
-		}
 		resp.Resources = append(resp.Resources, g.alterResource(c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(cur topicconfig.Values) (topicconfig.Values, wire.ErrorCode, string) {
 			seen := map[string]bool{}
 			for _, e := range r.Configs {
@@ -41,7 +35,7 @@ func (g *Gateway) incrementalAlterConfigs(c *call) bool {
 					return nil, wire.InvalidRequest, "Error due to duplicate config keys"
 				}
 				seen[e.Name] = true
-				if code, msg := applyIncremental(cur, e); code != wire.NoError {
+				if code, msg := applyIncremental(r.ResourceType, cur, e); code != wire.NoError {
 					return nil, code, msg
 				}
 			}
@@ -53,42 +47,12 @@ func (g *Gateway) incrementalAlterConfigs(c *call) bool {
 	return false
 }
 
-// replicationThrottles are the dynamic broker configs that
-// kafka-reassign-partitions sets with --throttle and deletes from every
-// broker when --verify finds a reassignment complete.
-var replicationThrottles = []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate",
-	"replica.alter.log.dirs.io.max.bytes.per.second"}
-
-// onlyThrottleDeletes reports whether configs only delete replication
-// throttles.
-func onlyThrottleDeletes(configs []wire.IncrementalAlterConfigsRequestResourceConfig) bool {
-	for _, e := range configs {
-		if e.Op != wire.IncrementalAlterConfigDelete || !slices.Contains(replicationThrottles, e.Name) {
-			return false
-		}
-	}
-	return len(configs) > 0
-}
-
-// clearThrottles answers a broker resource whose operations only delete
-// replication throttles: kiggy has no replication and never has one set,
-// so, with ALTER_CONFIGS on the cluster, there is nothing to delete and the
-// operation succeeds, as Kafka's does for a throttle that is not set
-// (kafka-reassign-partitions --verify's cleanup). Any other broker config
-// alteration is refused (refuseResource).
-func (g *Gateway) clearThrottles(c *call, name string) wire.AlterConfigsResponseResource {
-	out := wire.AlterConfigsResponseResource{ResourceType: wire.ConfigResourceBroker, ResourceName: name}
-	if code := g.configResourceCode(c, acl.OpAlterConfigs, wire.ConfigResourceBroker, name); code != wire.NoError {
-		out.ErrorCode, out.ErrorMessage = code, wire.NullStringOf(code.String())
-	}
-	return out
-}
-
-// applyIncremental applies one IncrementalAlterConfigs operation to v.
-func applyIncremental(v topicconfig.Values, e wire.IncrementalAlterConfigsRequestResourceConfig) (wire.ErrorCode, string) {
-	d, ok := topicconfig.Lookup(e.Name)
-	if !ok {
-		return wire.InvalidConfig, topicconfig.Unknown(e.Name).Error()
+// applyIncremental applies one IncrementalAlterConfigs operation to v, the
+// configs of a resource of type t.
+func applyIncremental(t wire.ConfigResourceType, v topicconfig.Values, e wire.IncrementalAlterConfigsRequestResourceConfig) (wire.ErrorCode, string) {
+	d, err := configDef(t, e.Name)
+	if err != nil {
+		return wire.InvalidConfig, err.Error()
 	}
 	name := d.Name
 	switch e.Op {
@@ -124,7 +88,7 @@ func applyIncremental(v topicconfig.Values, e wire.IncrementalAlterConfigsReques
 		}
 		value = strings.Join(list, ",")
 	}
-	n, err := topicconfig.Normalize(name, value)
+	n, err := d.Normalize(value)
 	if err != nil {
 		return wire.InvalidConfig, err.Error()
 	}

@@ -502,6 +502,12 @@ func TestACLEnforcement(t *testing.T) {
 			Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("1000")}}}}
 		return direct[*kmsg.IncrementalAlterConfigsResponse](ctx, t, cl, r).Resources[0].ErrorCode
 	}
+	throttleBroker := func(cl *kgo.Client) int16 { // kafka-reassign-partitions --throttle
+		r := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		r.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "1",
+			Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "leader.replication.throttled.rate", Value: kmsg.StringPtr("1000")}}}}
+		return direct[*kmsg.IncrementalAlterConfigsResponse](ctx, t, cl, r).Resources[0].ErrorCode
+	}
 	initProducerID := func(cl *kgo.Client) int16 {
 		r := kmsg.NewPtrInitProducerIDRequest()
 		r.ProducerID, r.ProducerEpoch = -1, -1
@@ -625,6 +631,9 @@ func TestACLEnforcement(t *testing.T) {
 		{"AlterConfigs bob t", alterConfigs(bob, "t"), int16(topicErr)},
 		{"IncrementalAlterConfigs alice t", incrementalAlter(alice, "t"), int16(ok)},
 		{"IncrementalAlterConfigs bob t", incrementalAlter(bob, "t"), int16(topicErr)},
+		// A broker's configs: ALTER_CONFIGS on the cluster.
+		{"IncrementalAlterConfigs alice broker", throttleBroker(alice), int16(clustErr)},
+		{"IncrementalAlterConfigs admin broker", throttleBroker(adminCl), int16(ok)},
 		{"DeleteRecords alice t", deleteRecords(alice, "t"), int16(ok)},
 		{"DeleteRecords bob t", deleteRecords(bob, "t"), int16(topicErr)},
 		// WRITE on any topic lets a producer be idempotent (KIP-679).

@@ -120,16 +120,18 @@ func topicConfigs(overrides topicconfig.Values, cfg store.TopicConfig, maxMessag
 
 // alterResource answers one resource of an AlterConfigs or
 // IncrementalAlterConfigs: ALTER_CONFIGS on it first (KafkaApis, before
-// anything else), then a topic's overrides changed by change, anything else
-// refused.
+// anything else), then a topic's overrides or a broker's dynamic configs
+// (brokerconfig.go) changed by change, anything else refused.
 func (g *Gateway) alterResource(c *call, t wire.ConfigResourceType, name string, validateOnly bool,
 	change func(topicconfig.Values) (topicconfig.Values, wire.ErrorCode, string)) wire.AlterConfigsResponseResource {
 	out := wire.AlterConfigsResponseResource{ResourceType: t, ResourceName: name}
 	switch code := g.configResourceCode(c, acl.OpAlterConfigs, t, name); {
 	case code != wire.NoError:
 		out.ErrorCode, out.ErrorMessage = code, wire.NullStringOf(code.String())
+	case t == wire.ConfigResourceBroker:
+		out.ErrorCode, out.ErrorMessage = g.alterBroker(name, validateOnly, change)
 	case t != wire.ConfigResourceTopic:
-		out.ErrorCode, out.ErrorMessage = refuseResource(t)
+		out.ErrorCode, out.ErrorMessage = wire.InvalidRequest, wire.NullStringOf("kiggy alters topic and broker configs only")
 	default:
 		out.ErrorCode, out.ErrorMessage = g.alterTopic(name, validateOnly, change)
 	}
@@ -180,10 +182,19 @@ func (g *Gateway) alterTopic(topic string, validateOnly bool, change func(topicc
 	return wire.NoError, wire.NullString{}
 }
 
-// refuseResource answers an alteration of anything but a topic.
-func refuseResource(t wire.ConfigResourceType) (wire.ErrorCode, wire.NullString) {
+// configDef finds config name of a resource of type t: a topic config, or
+// one of the dynamic broker configs kiggy keeps (brokerconfig.go). The
+// error, for a name it does not know, has Kafka's message for a topic and
+// kiggy's for a broker.
+func configDef(t wire.ConfigResourceType, name string) (*topicconfig.Def, error) {
 	if t == wire.ConfigResourceBroker {
-		return wire.InvalidConfig, wire.NullStringOf("kiggy's broker configs are its command-line settings (docs/CONFIGURATION.md): they cannot be altered")
+		if d, ok := topicconfig.LookupBroker(name); ok {
+			return d, nil
+		}
+		return nil, topicconfig.UnknownBroker(name)
 	}
-	return wire.InvalidRequest, wire.NullStringOf("kiggy alters topic configs only")
+	if d, ok := topicconfig.Lookup(name); ok {
+		return d, nil
+	}
+	return nil, topicconfig.Unknown(name)
 }

@@ -382,6 +382,9 @@ type Gateway struct {
 	sasl   saslState // bridge/sasl.go
 	// topicState holds topic configs and log starts (topicstate.go).
 	topicState topicState
+	// brokerConfigMu serializes changes of the dynamic broker configs
+	// (brokerconfig.go).
+	brokerConfigMu sync.Mutex
 	// topicIDs maps topic ids to names (topicids.go).
 	topicIDs topicIDs
 	metrics  metrics

@@ -213,4 +213,32 @@ func TestSharedAdminStateOnIggy(t *testing.T) {
 	if s := start(adm1); s != 3 {
 		t.Errorf("the log start at gw1 after gw2's DeleteRecords to 2: %d, want 3 (it never moves back)", s)
 	}
+
+	// Broker replication throttles (the cluster default): set through
+	// gw1, described by gw2 at once, deleted through gw3.
+	throttle := "leader.replication.throttled.rate"
+	if rs, err := adm1.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: throttle, Value: ptr("1000")}}); err != nil || rs[0].Err != nil {
+		t.Fatalf("alter the default broker throttle at gw1: %v %+v", err, rs)
+	}
+	defaultThrottle := func(adm *kadm.Client) string {
+		rcs, err := adm.DescribeBrokerConfigs(ctx)
+		if err != nil || len(rcs) != 1 || rcs[0].Err != nil {
+			t.Fatalf("describe the broker default: %v %+v", err, rcs)
+		}
+		for _, c := range rcs[0].Configs {
+			if c.Key == throttle {
+				return c.MaybeValue()
+			}
+		}
+		return ""
+	}
+	if v := defaultThrottle(adm2); v != "1000" {
+		t.Errorf("the default throttle at gw2 right after gw1 set it: %q, want 1000", v)
+	}
+	if rs, err := adm3.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: throttle}}); err != nil || rs[0].Err != nil {
+		t.Fatalf("delete the default broker throttle at gw3: %v %+v", err, rs)
+	}
+	if v := defaultThrottle(adm1); v != "" {
+		t.Errorf("the default throttle at gw1 after gw3 deleted it: %q", v)
+	}
 }

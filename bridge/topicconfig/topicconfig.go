@@ -2,7 +2,8 @@
 // defines: each config's type, Kafka default, validator and broker synonym,
 // and what kiggy does with it. It validates a value as a Kafka broker does
 // (the same rules and the same error messages, docs/LIMITS.md "Topic configs")
-// and encodes a topic's overrides for the system store.
+// and encodes a topic's overrides for the system store. It keeps the few
+// dynamic broker configs kiggy lets clients set too (broker.go).
 package topicconfig
 
 import (
@@ -222,12 +223,15 @@ var defs = []Def{
 func All() []Def { return defs }
 
 // Lookup finds a config by name.
-func Lookup(name string) (*Def, bool) {
-	i, ok := slices.BinarySearchFunc(defs, name, func(d Def, n string) int { return strings.Compare(d.Name, n) })
+func Lookup(name string) (*Def, bool) { return lookupIn(defs, name) }
+
+// lookupIn finds config name in table, sorted by name.
+func lookupIn(table []Def, name string) (*Def, bool) {
+	i, ok := slices.BinarySearchFunc(table, name, func(d Def, n string) int { return strings.Compare(d.Name, n) })
 	if !ok {
 		return nil, false
 	}
-	return &defs[i], true
+	return &table[i], true
 }
 
 // Error is a config Kafka would refuse, with Kafka's message.
@@ -246,6 +250,13 @@ func Normalize(name, value string) (string, error) {
 	if !ok {
 		return "", Unknown(name)
 	}
+	return d.Normalize(value)
+}
+
+// Normalize validates value for d as Kafka does and returns the value to
+// store, as the package's Normalize does for a config name.
+func (d *Def) Normalize(value string) (string, error) {
+	name := d.Name
 	// Clone: value may alias a request frame, and the result is stored.
 	v := strings.Clone(strings.TrimSpace(value))
 	bad := func(why string) (string, error) {

@@ -67,6 +67,40 @@ func TestTable(t *testing.T) {
 	}
 }
 
+// TestBrokerTable checks the dynamic broker configs as TestTable the
+// topic configs, and that a name of either table is not taken for the
+// other's.
+func TestBrokerTable(t *testing.T) {
+	if !slices.IsSortedFunc(brokerDefs, func(a, b Def) int { return strings.Compare(a.Name, b.Name) }) {
+		t.Fatal("brokerDefs not sorted")
+	}
+	for _, d := range Broker() {
+		if got, ok := LookupBroker(d.Name); !ok || got.Name != d.Name {
+			t.Errorf("LookupBroker(%s) = %v, %v", d.Name, got, ok)
+		}
+		if _, err := d.Normalize(d.Default); err != nil {
+			t.Errorf("default of %s: %v", d.Name, err)
+		}
+		if _, ok := Lookup(d.Name); ok {
+			t.Errorf("%s is a topic config too", d.Name)
+		}
+	}
+	if _, ok := LookupBroker("retention.ms"); ok {
+		t.Error("LookupBroker found a topic config")
+	}
+	for v, want := range map[string]string{" 100 ": "100", "-1": "Invalid value -1 for configuration leader.replication.throttled.rate: Value must be at least 0",
+		"1.5": "Invalid value 1.5 for configuration leader.replication.throttled.rate: Not a number of type LONG"} {
+		d, _ := LookupBroker("leader.replication.throttled.rate")
+		got, err := d.Normalize(v)
+		if err != nil {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("Normalize(%q) = %q, want %q", v, got, want)
+		}
+	}
+}
+
 func TestEncodeDecode(t *testing.T) {
 	v := Values{"cleanup.policy": "compact", "retention.ms": "100", "x": ""}
 	got, err := Decode(v.Encode())

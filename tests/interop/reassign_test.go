@@ -92,6 +92,86 @@ func TestReassignPartitionsCommand(t *testing.T) {
 	}
 }
 
+// TestReassignWithThrottle drives kafka-reassign-partitions --execute
+// --throttle, which sets the topic's throttled replicas and the replication
+// throttles of every broker the move involves, then kafka-configs
+// --describe of the broker (the throttles as DYNAMIC_BROKER_CONFIG, the
+// cluster default's among the synonyms) and of the cluster default, then
+// --verify, which clears them all. kiggy keeps the throttles and throttles
+// nothing (it moves no replicas); the tools print line for line what they
+// print against Kafka 4.4 (KIGGY_INTEROP_TARGET=kafka).
+func TestReassignWithThrottle(t *testing.T) {
+	tg := newTarget(t)
+	testtools.JavaClasspath(t)
+	topic := topicName(t)
+	topicCommandCreate(t, tg, topic, 2)
+	f := filepath.Join(t.TempDir(), "plan.json")
+	body := fmt.Sprintf(`{"version":1,"partitions":[{"topic":%q,"partition":0,"replicas":[%d]}]}`, topic, nodeID)
+	if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broker := fmt.Sprint(nodeID)
+	// A cluster default too, which the broker's own value overrides.
+	defaults := []string{"--entity-type", "brokers", "--entity-default"}
+	if r := adminTool(t, tg, configCommand, append([]string{"--alter", "--add-config", "leader.replication.throttled.rate=700"}, defaults...)...); r.code != 0 {
+		t.Fatalf("kafka-configs --alter --entity-default:\n%s", r)
+	}
+	t.Cleanup(func() {
+		adminTool(t, tg, configCommand, append([]string{"--alter", "--delete-config", "leader.replication.throttled.rate"}, defaults...)...)
+	})
+	r := adminTool(t, tg, reassignPartitionsCommand, "--execute", "--reassignment-json-file", f, "--throttle", "50000000")
+	if r.code != 0 || !strings.Contains(r.stdout, "The inter-broker throttle limit was set to 50000000 B/s") ||
+		!strings.Contains(r.stdout, "Successfully started partition reassignment for "+topic+"-0") {
+		t.Fatalf("kafka-reassign-partitions --execute --throttle: want exit 0, the throttle set and the reassignment started:\n%s", r)
+	}
+	describe := func(args ...string) string {
+		t.Helper()
+		r := adminTool(t, tg, configCommand, append([]string{"--describe"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("kafka-configs --describe %v:\n%s", args, r)
+		}
+		return r.stdout
+	}
+	// The configs' order is the broker's (Kafka's is a hash map's): the
+	// lines are compared as a set, the header first.
+	wantOut := func(what, got, want string) {
+		t.Helper()
+		norm := func(s string) string {
+			lines := strings.Split(s, "\n")
+			slices.Sort(lines[1:])
+			return strings.Join(lines, "\n")
+		}
+		if norm(got) != norm(want) {
+			t.Errorf("%s:\n got %q\nwant %q", what, got, want)
+		}
+	}
+	wantOut("the broker during the reassignment", describe("--entity-type", "brokers", "--entity-name", broker),
+		"Dynamic configs for broker "+broker+" are:\n"+
+			"  leader.replication.throttled.rate=50000000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:leader.replication.throttled.rate=50000000, DYNAMIC_DEFAULT_BROKER_CONFIG:leader.replication.throttled.rate=700}\n"+
+			"  follower.replication.throttled.rate=50000000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:follower.replication.throttled.rate=50000000}\n")
+	wantOut("the cluster default", describe(defaults...),
+		"Default configs for brokers in the cluster are:\n"+
+			"  leader.replication.throttled.rate=700 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:leader.replication.throttled.rate=700}\n")
+	if out := describe("--entity-type", "topics", "--entity-name", topic); !strings.Contains(out, "leader.replication.throttled.replicas=0:"+broker+" ") {
+		t.Errorf("the topic during the reassignment: want leader.replication.throttled.replicas=0:%s:\n%s", broker, out)
+	}
+
+	r = adminTool(t, tg, reassignPartitionsCommand, "--verify", "--reassignment-json-file", f)
+	if r.code != 0 || !strings.Contains(r.stdout, "Clearing broker-level throttles on broker "+broker) ||
+		!strings.Contains(r.stdout, "Clearing topic-level throttles on topic "+topic) {
+		t.Fatalf("kafka-reassign-partitions --verify: want exit 0 and the throttles cleared:\n%s", r)
+	}
+	wantOut("the broker after --verify", describe("--entity-type", "brokers", "--entity-name", broker),
+		"Dynamic configs for broker "+broker+" are:\n")
+	if out := describe("--entity-type", "topics", "--entity-name", topic); strings.Contains(out, "throttled") {
+		t.Errorf("the topic after --verify still has throttled replicas:\n%s", out)
+	}
+	// --verify leaves the cluster default (it clears the brokers' own).
+	wantOut("the cluster default after --verify", describe(defaults...),
+		"Default configs for brokers in the cluster are:\n"+
+			"  leader.replication.throttled.rate=700 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:leader.replication.throttled.rate=700}\n")
+}
+
 // TestReassignmentErrors sends AlterPartitionReassignments,
 // ListPartitionReassignments and ElectLeaders straight to the broker (the
 // tools check some of this themselves) and checks each error code Kafka's
