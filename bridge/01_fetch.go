@@ -268,68 +268,52 @@ func (g *Gateway) fetchPartition(fs *fetchState, b *fetchBuild, topic string, rp
 	// returns at least one record even past the limits, so a large
 	// record can make progress (a read returns at least one).
 	committedRead := fs.req.IsolationLevel == 1 && denied == wire.NoError && g.txn.Index.Active()
+	if committedRead {
+		// The last stable offset of a read made below first, then KIP-98's
+		// aborted transactions the read can meet, written before the
+		// records (wire.AppendFetchPartitionBegin): a transaction that ends
+		// between the two is either still open for the read, which stops
+		// before it, or listed (readPartition); one that ends during the
+		// read is listed after it (below).
+		g.readCommitted(&fs.r, topic, rp.Partition, 1)
+		fs.r.stableTaken = true
+		fs.aborted = g.abortedFor(&p, fs.aborted, topic, rp.Partition, rp.FetchOffset, max(limit, 0))
+	}
 	var mark wire.FetchPartitionMark
-	var n int
+	b.buf, mark = wire.AppendFetchPartitionBegin(b.buf, b.v, &p, limit)
+	n := 0
 	var splice *fetchcache.Entry // records written from a shared entry, not buf
-	for try := 1; ; try++ {
-		if committedRead {
-			// The last stable offset of a read made below first, then
-			// KIP-98's aborted transactions the read can meet, written
-			// before the records (wire.AppendFetchPartitionBegin): a
-			// transaction that ends between the two is either still open
-			// for the read, which stops before it, or listed
-			// (readPartition); one that ends during the read is caught
-			// after it (abortedChanged).
-			g.readCommitted(&fs.r, topic, rp.Partition, 1)
-			fs.r.stableTaken = true
-			fs.aborted = g.abortedFor(&p, fs.aborted, topic, rp.Partition, rp.FetchOffset, max(limit, 0))
-		}
-		b.buf, mark = wire.AppendFetchPartitionBegin(b.buf, b.v, &p, limit)
-		n = 0
-		switch {
-		case denied != wire.NoError:
-			p.ErrorCode = denied
-			if b.fan {
-				b.k++
-			}
-		case b.fan && try == 1:
-			r := fs.parts[b.k]
+	switch {
+	case denied != wire.NoError:
+		p.ErrorCode = denied
+		if b.fan {
 			b.k++
-			n, splice = g.fetchFanned(fs, b, r, topic, codec, rp, &p, limit, refuse)
-		case limit > 0 || b.total == 0:
-			b.buf, n = g.readPartition(&fs.r, b.buf, topic, codec, rp, &p, limit, b.total == 0)
-		default:
-			// No room left: answer the partition with its watermarks only.
-			if wm, err := g.watermarks(g.ctx, topic, rp.Partition); err == nil {
-				g.setWatermarks(&p, topic, rp.Partition, wm)
-			} else {
-				p.ErrorCode = fetchCode(err)
-			}
 		}
-		fs.r.stableTaken = false // when no read used it
-		if !committedRead || n == 0 || p.ErrorCode != wire.NoError ||
-			!g.abortedChanged(fs, topic, rp.Partition, rp.FetchOffset, max(limit, 0)) {
-			break
+	case b.fan:
+		r := fs.parts[b.k]
+		b.k++
+		n, splice = g.fetchFanned(fs, b, r, topic, codec, rp, &p, limit, refuse)
+	case limit > 0 || b.total == 0:
+		b.buf, n = g.readPartition(&fs.r, b.buf, topic, codec, rp, &p, limit, b.total == 0)
+	default:
+		// No room left: answer the partition with its watermarks only.
+		if wm, err := g.watermarks(g.ctx, topic, rp.Partition); err == nil {
+			g.setWatermarks(&p, topic, rp.Partition, wm)
+		} else {
+			p.ErrorCode = fetchCode(err)
 		}
-		// A transaction aborted while the partition was read (a read
-		// held up long enough may span a whole transaction): its records may be in the read, and the list
-		// written before them does not name it. Read again under the list
-		// as it is now; after maxStableReads, answer no records this time
-		// (the consumer asks again).
-		g.metrics.stableRereads.Add(1)
-		if splice != nil {
-			g.fetchCache.Release(splice)
-			splice = nil
-		}
-		if try == maxStableReads {
-			b.buf, n = b.buf[:mark.RecordsStart()], 0
-			break
-		}
-		b.buf = b.buf[:mark.Start()]
-		p = wire.FetchResponseTopicPartition{
-			Partition: rp.Partition, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1,
-			PreferredReadReplica: -1, AbortedTransactions: p.AbortedTransactions,
-		}
+	}
+	fs.r.stableTaken = false // when no read used it
+	if committedRead && n > 0 && p.ErrorCode == wire.NoError && g.abortedChanged(fs, topic, rp.Partition, rp.FetchOffset, max(limit, 0)) {
+		// A transaction aborted while the partition was read (a read held
+		// up long enough spans a whole transaction, opened, written and
+		// aborted while it reads): its records may be in the read, and the
+		// list written before them does not name it. The list is written
+		// again, as it is now, before the records read.
+		fs.aborted, fs.abortedNow = fs.abortedNow, fs.aborted
+		listAborted(&p, fs.aborted)
+		b.buf, mark = wire.RelistFetchAborted(b.buf, mark, &p)
+		g.metrics.abortedRelists.Add(1)
 	}
 	if refuse && n > 0 && p.ErrorCode == wire.NoError {
 		// docs/design/kafka-protocol.md §5: zstd batches only for Fetch ≥ v10

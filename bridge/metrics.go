@@ -45,9 +45,12 @@ type metrics struct {
 	// stableRereads: read_committed partition reads done again because a
 	// transaction opened below where they ended (readPartition).
 	stableRereads atomic.Uint64
-	latency       [maxAPIKey]metric.Histogram
-	panics        [maxAPIKey]atomic.Uint64 // handler panics recovered (panics.go)
-	denials       [maxAPIKey]atomic.Uint64 // authorization denials (acl.go)
+	// abortedRelists: read_committed partition reads whose aborted
+	// transactions were listed again after the read (fetchPartition).
+	abortedRelists atomic.Uint64
+	latency        [maxAPIKey]metric.Histogram
+	panics         [maxAPIKey]atomic.Uint64 // handler panics recovered (panics.go)
+	denials        [maxAPIKey]atomic.Uint64 // authorization denials (acl.go)
 }
 
 // countDenied counts one authorization check an API's request failed.

@@ -179,22 +179,24 @@ func (g *Gateway) readCommitted(r *partReader, topic string, partition int32, is
 // transaction's first offset to its marker.
 func (g *Gateway) abortedFor(p *wire.FetchResponseTopicPartition, scratch []txn.Aborted, topic string, partition int32, offset int64, limit int) []txn.Aborted {
 	scratch = g.txn.Index.AbortedIn(scratch[:0], topic, partition, offset, offset+int64(limit)+1)
-	if len(scratch) == 0 {
-		p.AbortedTransactions = p.AbortedTransactions[:0]
-		return scratch
-	}
+	listAborted(p, scratch)
+	return scratch
+}
+
+// listAborted sets p.AbortedTransactions to aborted.
+func listAborted(p *wire.FetchResponseTopicPartition, aborted []txn.Aborted) {
 	list := p.AbortedTransactions[:0]
-	for _, a := range scratch {
+	for _, a := range aborted {
 		list = append(list, wire.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.First})
 	}
 	p.AbortedTransactions = list
-	return scratch
 }
 
 // abortedChanged reports whether the aborted transactions a read_committed
 // read of topic/partition from offset with a byte limit of limit can meet
 // differ from those abortedFor listed in fs.aborted before the read: one
-// ended since, and its records may be in the read.
+// ended since, and its records may be in the read. The list as it is now
+// is left in fs.abortedNow.
 func (g *Gateway) abortedChanged(fs *fetchState, topic string, partition int32, offset int64, limit int) bool {
 	fs.abortedNow = g.txn.Index.AbortedIn(fs.abortedNow[:0], topic, partition, offset, offset+int64(limit)+1)
 	return !slices.Equal(fs.abortedNow, fs.aborted)
@@ -262,5 +264,6 @@ func (g *Gateway) writeTxnMetrics(w io.Writer) {
 	metric.Header(w, "kiggy_transactional_ids_refused_total", "counter", "InitProducerId requests for a new transactional id refused, by reason: limit (--max-transactional-ids; COORDINATOR_NOT_AVAILABLE).")
 	fmt.Fprintf(w, "kiggy_transactional_ids_refused_total{reason=\"limit\"} %d\n", st.Refused.Load())
 	metric.Single(w, "kiggy_txn_markers_total", "counter", "Transaction commit and abort markers appended to partitions.", g.metrics.txnMarkers.Load())
-	metric.Single(w, "kiggy_fetch_stable_rereads_total", "counter", "read_committed partition reads done again because a transaction opened below where they ended, or aborted while they ran.", g.metrics.stableRereads.Load())
+	metric.Single(w, "kiggy_fetch_stable_rereads_total", "counter", "read_committed partition reads done again because a transaction opened below where they ended.", g.metrics.stableRereads.Load())
+	metric.Single(w, "kiggy_fetch_aborted_relists_total", "counter", "read_committed partition reads whose aborted transactions were listed again after the read, because one aborted while it ran.", g.metrics.abortedRelists.Load())
 }

@@ -160,7 +160,7 @@ func TestReadCommittedWhileTransactionsEnd(t *testing.T) {
 				i, len(aborted), strings.Join(aborted[:min(len(aborted), 8)], " "), len(twice), len(missing), len(want))
 		}
 	}
-	t.Logf("%d committed records; stable re-reads: %s", len(want), metricLine(gw.Metrics(), "kiggy_fetch_stable_rereads_total"))
+	t.Logf("%d committed records; stable re-reads: %s, aborted relists: %s", len(want), metricLine(gw.Metrics(), "kiggy_fetch_stable_rereads_total"), metricLine(gw.Metrics(), "kiggy_fetch_aborted_relists_total"))
 }
 
 // metricLine is the value of a metric without labels, "" when absent.

@@ -510,6 +510,31 @@ func AppendFetchPartitionBegin(dst []byte, version int16, p *FetchResponseTopicP
 	return append(dst, zeroPrefix[:m.width]...), m
 }
 
+// RelistFetchAborted rewrites the AbortedTransactions (and the other fields
+// Begin wrote) of a partition started with AppendFetchPartitionBegin, from
+// p, keeping what was appended since Begin (its records so far) after them:
+// the records move by the difference in size. It returns dst and the
+// partition's new mark, to finish with. A read_committed read learns only
+// once it is done that a transaction aborted while it read (the bridge's
+// fetchPartition); the records need not be read again to list it. The new
+// fields are built in a buffer of their own: this is not a hot path.
+func RelistFetchAborted(dst []byte, m FetchPartitionMark, p *FetchResponseTopicPartition) ([]byte, FetchPartitionMark) {
+	head := appendFetchPartitionHead(nil, m.version, p)
+	oldLen := m.lenAt - m.start
+	diff := len(head) - oldLen
+	switch {
+	case diff > 0:
+		dst = append(dst, make([]byte, diff)...)
+		copy(dst[m.lenAt+diff:], dst[m.lenAt:len(dst)-diff])
+	case diff < 0:
+		copy(dst[m.lenAt+diff:], dst[m.lenAt:])
+		dst = dst[:len(dst)+diff]
+	}
+	copy(dst[m.start:], head)
+	m.lenAt += diff
+	return dst, m
+}
+
 // maxFetchRecords is the largest records size a partition can declare: an
 // INT32 length, and a COMPACT length of N+1 in a uint32.
 const maxFetchRecords = 1<<31 - 2

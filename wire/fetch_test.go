@@ -334,6 +334,49 @@ func TestFetchResponseStreaming(t *testing.T) {
 	}
 }
 
+// TestRelistFetchAborted: a partition begun with one list of aborted
+// transactions and relisted with another after its records were appended
+// (longer, shorter, none, null) is byte for byte the partition written
+// with the second list from the start, at every version, for records in
+// the buffer and outside it.
+func TestRelistFetchAborted(t *testing.T) {
+	type aborted = []FetchResponseTopicPartitionAbortedTransaction
+	lists := []aborted{nil, {}, {{ProducerID: 7, FirstOffset: 3}}, {{ProducerID: 7, FirstOffset: 3}, {ProducerID: 9, FirstOffset: 5}, {ProducerID: 1, FirstOffset: 8}}}
+	rec := bytes.Repeat([]byte("r"), 300)
+	for v := int16(4); v <= fetchMax; v++ {
+		for _, first := range lists {
+			for _, second := range lists {
+				p := FetchResponseTopicPartition{Partition: 2, HighWatermark: 40, LastStableOffset: 30, LogStartOffset: 1, PreferredReadReplica: -1, Records: rec}
+				p.AbortedTransactions = second
+				want := AppendFetchPartition([]byte("head"), v, &p)
+
+				p.AbortedTransactions = first
+				dst, m := AppendFetchPartitionBegin([]byte("head"), v, &p, 1<<20)
+				dst = append(dst, rec...)
+				p.AbortedTransactions = second
+				dst, m = RelistFetchAborted(dst, m, &p)
+				if got := dst[m.RecordsStart():]; !bytes.Equal(got, rec) {
+					t.Fatalf("v%d %v → %v: the records moved wrong", v, first, second)
+				}
+				dst = AppendFetchPartitionEnd(dst, m, &p)
+				if !bytes.Equal(dst, want) {
+					t.Fatalf("v%d %v → %v: relisted partition differs from one written with the list", v, first, second)
+				}
+
+				p.AbortedTransactions = first
+				dst, m = AppendFetchPartitionBegin([]byte("head"), v, &p, 1<<20)
+				p.AbortedTransactions = second
+				dst, m = RelistFetchAborted(dst, m, &p)
+				dst, at := AppendFetchPartitionEndExternal(dst, m, &p, len(rec))
+				joined := append(append(append([]byte(nil), dst[:at]...), rec...), dst[at:]...)
+				if !bytes.Equal(joined, want) {
+					t.Fatalf("v%d %v → %v: relisted partition with external records differs", v, first, second)
+				}
+			}
+		}
+	}
+}
+
 // TestFetchPartitionDiscard checks that truncating to RecordsStart drops
 // records appended after Begin.
 func TestFetchPartitionDiscard(t *testing.T) {
