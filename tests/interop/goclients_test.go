@@ -181,10 +181,26 @@ func TestFranzGo(t *testing.T) {
 	})
 }
 
-// TestSarama produces with a sarama SyncProducer using snappy (sarama
-// frames snappy the xerial way) to a 4-partition topic, hashing keys.
+// TestSarama produces with a sarama SyncProducer to a 4-partition topic,
+// hashing keys, with each codec (sarama frames snappy the xerial way).
 func TestSarama(t *testing.T) {
 	tg := newTarget(t)
+	for _, tc := range []struct {
+		name  string
+		codec sarama.CompressionCodec
+	}{
+		{"none", sarama.CompressionNone},
+		{"gzip", sarama.CompressionGZIP},
+		{"snappy", sarama.CompressionSnappy},
+		{"lz4", sarama.CompressionLZ4},
+		{"zstd", sarama.CompressionZSTD},
+	} {
+		t.Run(tc.name, func(t *testing.T) { saramaProduce(t, tg, tc.codec) })
+	}
+}
+
+// saramaProduce is TestSarama with one codec.
+func saramaProduce(t *testing.T, tg target, codec sarama.CompressionCodec) {
 	const partitions = 4
 	topic := topicName(t)
 	tg.CreateTopic(t, topic, partitions)
@@ -193,7 +209,7 @@ func TestSarama(t *testing.T) {
 	cfg.ClientID = "kiggy-interop"
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Compression = sarama.CompressionSnappy
+	cfg.Producer.Compression = codec
 	cfg.Producer.Timeout = 20 * time.Second
 	cfg.Net.DialTimeout = 10 * time.Second
 	cfg.Net.ReadTimeout = 30 * time.Second
@@ -244,7 +260,7 @@ func TestSarama(t *testing.T) {
 }
 
 // TestKafkaGoWriter produces with a segmentio/kafka-go Writer, round-robin
-// over 3 partitions, uncompressed and with snappy.
+// over 3 partitions, uncompressed and with each codec.
 func TestKafkaGoWriter(t *testing.T) {
 	tg := newTarget(t)
 	for _, tc := range []struct {
@@ -252,7 +268,10 @@ func TestKafkaGoWriter(t *testing.T) {
 		codec kafkago.Compression
 	}{
 		{"none", 0},
+		{"gzip", kafkago.Gzip},
 		{"snappy", kafkago.Snappy},
+		{"lz4", kafkago.Lz4},
+		{"zstd", kafkago.Zstd},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const partitions = 3
