@@ -235,17 +235,24 @@ func TestProducerPerformance(t *testing.T) {
 
 // TestJavaTransactionalProducer runs a KafkaProducer with a transactional.id
 // (tests/java/src/TxnProducer.java, compiled here): initTransactions,
-// beginTransaction, n records, commitTransaction. On kiggy as on Kafka the
-// records are committed and read back as sent; the commit marker after the
-// data is not a record, so offsets still run 0..n-1.
+// beginTransaction, n records, commitTransaction, with each codec. On kiggy
+// as on Kafka the records are committed and read back as sent; the commit
+// marker after the data is not a record, so offsets still run 0..n-1.
 func TestJavaTransactionalProducer(t *testing.T) {
 	tg := newTarget(t)
 	classes := compileJava(t, "TxnProducer.java")
+	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
+		t.Run(codec, func(t *testing.T) { javaTransactionalProducer(t, tg, classes, codec) })
+	}
+}
 
+// javaTransactionalProducer is TestJavaTransactionalProducer with one
+// compression.type.
+func javaTransactionalProducer(t *testing.T, tg target, classes, codec string) {
 	const n = 10
 	topic := topicName(t)
 	tg.CreateTopic(t, topic, 1)
-	r := runJava(t, 90*time.Second, nil, classes, "TxnProducer", tg.Addr(), topic, "txn-"+topic, strconv.Itoa(n))
+	r := runJava(t, 90*time.Second, nil, classes, "TxnProducer", tg.Addr(), topic, "txn-"+topic, strconv.Itoa(n), codec)
 	out := strings.TrimSpace(r.stdout)
 	t.Logf("%s: TxnProducer exit %d: %s", tg.Name(), r.code, out)
 	if r.code != 0 || out != fmt.Sprintf("committed %d records", n) {

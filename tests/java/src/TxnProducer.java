@@ -13,9 +13,11 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * TxnProducer writes records in one Kafka transaction, for kiggy's interop
  * suite (tests/interop), which compiles it with javac against tests/java/lib.
  *
- * <pre>java -cp DIR:tests/java/lib/* TxnProducer BOOTSTRAP TOPIC TRANSACTIONAL_ID COUNT</pre>
+ * <pre>java -cp DIR:tests/java/lib/* TxnProducer BOOTSTRAP TOPIC TRANSACTIONAL_ID COUNT [COMPRESSION]</pre>
  *
- * Record i has key "key-i" and value "value-i", sent to partition 0.
+ * Record i has key "key-i" and value "value-i", sent to partition 0, in
+ * batches compressed with COMPRESSION (compression.type; none when left
+ * out).
  * Every wait is bounded (max.block.ms 15 s), so a gateway that refuses or
  * ignores transactions ends the program instead of hanging it.
  *
@@ -27,8 +29,8 @@ public final class TxnProducer {
     private TxnProducer() {}
 
     public static void main(String[] args) {
-        if (args.length != 4) {
-            System.out.println("usage: TxnProducer BOOTSTRAP TOPIC TRANSACTIONAL_ID COUNT");
+        if (args.length != 4 && args.length != 5) {
+            System.out.println("usage: TxnProducer BOOTSTRAP TOPIC TRANSACTIONAL_ID COUNT [COMPRESSION]");
             System.exit(2);
         }
         String topic = args[1];
@@ -44,6 +46,7 @@ public final class TxnProducer {
         props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
         props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "20000");
         props.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "30000");
+        props.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, args.length == 5 ? args[4] : "none");
 
         KafkaProducer<String, String> producer = new KafkaProducer<>(props);
         try {
