@@ -610,6 +610,9 @@ const maxStableReads = 3
 // takes its last stable offset and the records under one lock; kiggy opens
 // a transaction in its index before the transaction's first append, so
 // the check after the read sees every transaction whose records it holds.
+// One that opened and also aborted during the read is no longer open then:
+// fetchPartition lists it among the aborted transactions instead
+// (abortedChanged).
 func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec batch.Codec, rp *wire.FetchRequestTopicPartition, p *wire.FetchResponseTopicPartition, limit int, minOne bool) ([]byte, int) {
 	if r.stableTaken {
 		r.stableTaken = false
