@@ -149,7 +149,19 @@ func TestReassignWithThrottle(t *testing.T) {
 		"Dynamic configs for broker "+broker+" are:\n"+
 			"  leader.replication.throttled.rate=50000000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:leader.replication.throttled.rate=50000000, DYNAMIC_DEFAULT_BROKER_CONFIG:leader.replication.throttled.rate=700}\n"+
 			"  follower.replication.throttled.rate=50000000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:follower.replication.throttled.rate=50000000}\n")
-	wantOut("the cluster default", describe(defaults...),
+	// Kafka 4.4's cluster default also holds min.insync.replicas=1, which
+	// formatting its storage set: the throttles are compared.
+	throttles := func(out string) string {
+		lines := strings.SplitAfter(out, "\n")
+		kept := lines[:1]
+		for _, l := range lines[1:] {
+			if strings.Contains(l, "throttled") {
+				kept = append(kept, l)
+			}
+		}
+		return strings.Join(kept, "")
+	}
+	wantOut("the cluster default", throttles(describe(defaults...)),
 		"Default configs for brokers in the cluster are:\n"+
 			"  leader.replication.throttled.rate=700 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:leader.replication.throttled.rate=700}\n")
 	if out := describe("--entity-type", "topics", "--entity-name", topic); !strings.Contains(out, "leader.replication.throttled.replicas=0:"+broker+" ") {
@@ -167,7 +179,7 @@ func TestReassignWithThrottle(t *testing.T) {
 		t.Errorf("the topic after --verify still has throttled replicas:\n%s", out)
 	}
 	// --verify leaves the cluster default (it clears the brokers' own).
-	wantOut("the cluster default after --verify", describe(defaults...),
+	wantOut("the cluster default after --verify", throttles(describe(defaults...)),
 		"Default configs for brokers in the cluster are:\n"+
 			"  leader.replication.throttled.rate=700 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:leader.replication.throttled.rate=700}\n")
 }
