@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -28,10 +29,34 @@ type partKey struct {
 
 // partState is one partition's transactions: the open ones, by producer,
 // with their first offsets, and the aborted ones still in the log, in
-// marker order.
+// marker order (sorted by Last), with the longest span of any of them
+// (Last − First, an upper bound once some were pruned), which bounds how
+// far past a read's end AbortedIn looks.
 type partState struct {
 	open    map[int64]int64
 	aborted []Aborted
+	maxSpan int64
+}
+
+// setAborted replaces p's aborted list with a sorted copy of list.
+func (p *partState) setAborted(list []Aborted) {
+	p.aborted = slices.Clone(list)
+	slices.SortStableFunc(p.aborted, func(a, b Aborted) int { return cmp.Compare(a.Last, b.Last) })
+	p.maxSpan = 0
+	for _, a := range p.aborted {
+		p.maxSpan = max(p.maxSpan, a.Last-a.First)
+	}
+}
+
+// addAborted inserts a into p's aborted list in marker order: at its end
+// but for markers appended concurrently and closed out of order.
+func (p *partState) addAborted(a Aborted) {
+	i := len(p.aborted)
+	for i > 0 && p.aborted[i-1].Last > a.Last {
+		i--
+	}
+	p.aborted = slices.Insert(p.aborted, i, a)
+	p.maxSpan = max(p.maxSpan, a.Last-a.First)
 }
 
 // Index is, per partition, what read_committed needs
@@ -94,7 +119,7 @@ func (x *Index) Close(topic string, partition int32, producerID, marker int64, c
 			return false // the same transaction, its marker written again after a restart
 		}
 	}
-	p.aborted = append(p.aborted, Aborted{ProducerID: producerID, First: first, Last: marker})
+	p.addAborted(Aborted{ProducerID: producerID, First: first, Last: marker})
 	return true
 }
 
@@ -156,7 +181,9 @@ func (x *Index) LastStable(topic string, partition int32, high int64) int64 {
 // AbortedIn appends to dst the aborted transactions of topic/partition that
 // a read of offsets [from, to) must list: every one whose marker is at or
 // past from and whose first offset is below to (Kafka's
-// LogSegment.collectAbortedTxns).
+// LogSegment.collectAbortedTxns). It looks only at those whose markers lie
+// in [from, to + the longest span): a binary search finds the first, and
+// past the last no first offset can be below to.
 func (x *Index) AbortedIn(dst []Aborted, topic string, partition int32, from, to int64) []Aborted {
 	if !x.used.Load() {
 		return dst
@@ -167,8 +194,12 @@ func (x *Index) AbortedIn(dst []Aborted, topic string, partition int32, from, to
 	if p == nil {
 		return dst
 	}
-	for _, a := range p.aborted {
-		if a.Last >= from && a.First < to {
+	i, _ := slices.BinarySearchFunc(p.aborted, from, func(a Aborted, from int64) int { return cmp.Compare(a.Last, from) })
+	for _, a := range p.aborted[i:] {
+		if a.Last-p.maxSpan >= to {
+			break // this and every later one start at or past to
+		}
+		if a.First < to {
 			dst = append(dst, a)
 		}
 	}
@@ -189,7 +220,7 @@ func (x *Index) AbortedList(topic string, partition int32) []Aborted {
 func (x *Index) SetAborted(topic string, partition int32, list []Aborted) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.part(topic, partition).aborted = slices.Clone(list)
+	x.part(topic, partition).setAborted(list)
 }
 
 // Prune drops the aborted transactions of topic/partition whose markers
@@ -317,5 +348,5 @@ func (x *Index) replace(topic string, partition int32, open map[int64]int64, abo
 	defer x.mu.Unlock()
 	p := x.part(topic, partition)
 	p.open = open
-	p.aborted = slices.Clone(aborted)
+	p.setAborted(aborted)
 }
