@@ -2,6 +2,7 @@ package interop
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,8 +14,10 @@ import (
 
 // TestTransactionsAbortCommand: a transaction left open (its producer
 // neither commits nor aborts) holds the last stable offset at its first
-// record; `kafka-transactions describe-producers` shows it and `kafka-transactions
-// abort` ends it with a marker at the partition's leader (WriteTxnMarkers,
+// record; `kafka-transactions describe-producers`, `list` and `describe`
+// show it, `find-hanging` does not take it for hanging (its coordinator
+// holds it), and `kafka-transactions abort` ends it with a marker at the
+// partition's leader (WriteTxnMarkers,
 // docs/design/transactions.md §6): the last stable offset moves to the high
 // watermark, read_committed reads none of its records and read_uncommitted
 // all. The same on Kafka 4.4 (KIGGY_INTEROP_TARGET=kafka).
@@ -64,6 +67,26 @@ func TestTransactionsAbortCommand(t *testing.T) {
 	// ProducerId ProducerEpoch LatestCoordinatorEpoch LastSequence LastTimestamp CurrentTransactionStartOffset
 	if d.code != 0 || !regexp.MustCompile(`(?m)^\d+\s+\d+\s+-?\d+\s+2\s+\d+\s+0\s*$`).MatchString(d.stdout) {
 		t.Fatalf("kafka-transactions describe-producers: want a producer whose transaction starts at 0:\n%s", d)
+	}
+	// list (ListTransactions) and describe (DescribeTransactions) show it
+	// ongoing; find-hanging (DescribeProducers, then the coordinator's view)
+	// finds it not hanging while its coordinator still holds it.
+	id := "hanging-" + topic
+	l := adminTool(t, tg, transactionsCommand, "list")
+	// TransactionalId Coordinator ProducerId TransactionState
+	if l.code != 0 || !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(id)+`\s+\d+\s+\d+\s+Ongoing\s*$`).MatchString(l.stdout) {
+		t.Errorf("kafka-transactions list: want %s Ongoing:\n%s", id, l)
+	}
+	ds := adminTool(t, tg, transactionsCommand, "describe", "--transactional-id", id)
+	// CoordinatorId TransactionalId ProducerId ProducerEpoch TransactionState
+	// TransactionTimeoutMs CurrentTransactionStartTimeMs TransactionDurationMs TopicPartitions
+	if ds.code != 0 || !regexp.MustCompile(`(?m)^\d+\s+`+regexp.QuoteMeta(id)+`\s+\d+\s+\d+\s+Ongoing\s+300000\s+\d+\s+\d+\s+`+regexp.QuoteMeta(topic)+`-0\s*$`).MatchString(ds.stdout) {
+		t.Errorf("kafka-transactions describe: want %s Ongoing, 300000 ms, on %s-0:\n%s", id, topic, ds)
+	}
+	fh := adminTool(t, tg, transactionsCommand, "find-hanging", "--broker-id", fmt.Sprint(nodeID), "--max-transaction-timeout", "0")
+	// Its header alone, as Kafka 4.4 prints it when none is hanging.
+	if fh.code != 0 || strings.Contains(fh.stdout, topic) || !strings.HasPrefix(fh.stdout, "Topic\tPartition\tProducerId\tProducerEpoch\tCoordinatorEpoch\tStartOffset") {
+		t.Errorf("kafka-transactions find-hanging: want none (the coordinator holds the transaction):\n%s", fh)
 	}
 	a := adminTool(t, tg, transactionsCommand, "abort", "--topic", topic, "--partition", "0", "--start-offset", "0")
 	if a.code != 0 {
