@@ -267,8 +267,11 @@ func (g *Gateway) fetchPartition(fs *fetchState, b *fetchBuild, topic string, rp
 	// KIP-74: while the response holds no records yet, a partition
 	// returns at least one record even past the limits, so a large
 	// record can make progress (a read returns at least one).
-	committedRead := fs.req.IsolationLevel == 1 && denied == wire.NoError && g.txn.Index.Active()
-	if committedRead {
+	// Not g.txn.Index.Active() alone: the gateway's first transaction may
+	// open and abort while the partition is read.
+	committedRead := fs.req.IsolationLevel == 1 && denied == wire.NoError
+	fs.aborted = fs.aborted[:0]
+	if committedRead && g.txn.Index.Active() {
 		// The last stable offset of a read made below first, then KIP-98's
 		// aborted transactions the read can meet, written before the
 		// records (wire.AppendFetchPartitionBegin): a transaction that ends

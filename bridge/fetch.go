@@ -619,9 +619,11 @@ func (g *Gateway) readPartition(r *partReader, buf []byte, topic string, codec b
 	} else {
 		g.readCommitted(r, topic, rp.Partition, r.isolation)
 	}
-	if r.isolation != 1 || !g.txn.Index.Active() {
+	if r.isolation != 1 {
 		return g.readPartitionAt(r, buf, topic, codec, rp, p, limit, minOne)
 	}
+	// Checked after the read even when no transaction was ever seen: the
+	// gateway's first may open while the partition is read.
 	start, p0 := len(buf), *p
 	for try := 1; ; try++ {
 		out, n := g.readPartitionAt(r, buf, topic, codec, rp, p, limit, minOne)

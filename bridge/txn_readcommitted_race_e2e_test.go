@@ -197,10 +197,16 @@ func (h *heldReads) Read(ctx context.Context, topic string, partition int32, off
 // skips its records. Before the aborted list was taken again after the
 // read, the response listed none: the list was written before the
 // transaction ended, and once the read was done nothing was open any more.
-// Run on the embedded log as itself and as a networked backend.
+// Run on the embedded log as itself and as a networked backend, after a
+// committed transaction and with the aborted one the gateway's first (no
+// transaction had been seen when the read began).
 func TestReadCommittedReadSpanningAbort(t *testing.T) {
-	for _, fan := range []bool{false, true} {
-		t.Run(fmt.Sprintf("networked=%v", fan), func(t *testing.T) {
+	for _, c := range []struct {
+		fan   bool
+		first bool // the aborted transaction is the gateway's first
+	}{{false, false}, {true, false}, {false, true}, {true, true}} {
+		fan := c.fan
+		t.Run(fmt.Sprintf("networked=%v/first=%v", c.fan, c.first), func(t *testing.T) {
 			var inner store.Log = memlog.New(memlog.Config{})
 			if fan {
 				inner = networked{inner}
@@ -230,7 +236,19 @@ func TestReadCommittedReadSpanningAbort(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			txn(true, "c0", "c1") // offsets 0, 1; its marker at 2
+			if c.first {
+				// Plain records: no transaction before the aborted one.
+				plain, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.DefaultProduceTopic(topic))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("c0")}, &kgo.Record{Value: []byte("c1")}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+				plain.Close()
+			} else {
+				txn(true, "c0", "c1") // offsets 0, 1; its marker at 2
+			}
 
 			kc := dialKafka(t, gw.Addr)
 			req := fetchRequest(12, topic, []int64{0}, 1<<20, 4<<20)
