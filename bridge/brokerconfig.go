@@ -43,17 +43,23 @@ func (g *Gateway) brokerResourceCode(name string) (wire.ErrorCode, string) {
 }
 
 // dynamicBrokerConfigs returns the stored dynamic configs of the broker
-// resource named name ("" the cluster default).
-func (g *Gateway) dynamicBrokerConfigs(ctx context.Context, name string) (topicconfig.Values, error) {
+// resources named names ("" the cluster default), in order, from one read
+// of the namespace.
+func (g *Gateway) dynamicBrokerConfigs(ctx context.Context, names ...string) ([]topicconfig.Values, error) {
 	all, err := g.system.LoadSystem(ctx, nsBrokerConfig)
 	if err != nil {
 		return nil, err
 	}
-	b, ok := all[brokerConfigKey(name)]
-	if !ok || len(b) == 0 {
-		return topicconfig.Values{}, nil
+	out := make([]topicconfig.Values, len(names))
+	for i, name := range names {
+		out[i] = topicconfig.Values{}
+		if b := all[brokerConfigKey(name)]; len(b) > 0 {
+			if out[i], err = topicconfig.Decode(b); err != nil {
+				return nil, err
+			}
+		}
 	}
-	return topicconfig.Decode(b)
+	return out, nil
 }
 
 // alterBroker computes the broker resource name's next dynamic configs with
@@ -68,7 +74,7 @@ func (g *Gateway) alterBroker(name string, validateOnly bool, change func(topicc
 	if err != nil {
 		return wire.UnknownServerError, wire.NullStringOf(err.Error())
 	}
-	next, code, msg := change(cur)
+	next, code, msg := change(cur[0])
 	if code != wire.NoError {
 		return code, wire.NullStringOf(msg)
 	}
@@ -90,15 +96,13 @@ func (g *Gateway) alterBroker(name string, validateOnly bool, change func(topicc
 // a broker's own value, else the default's; with the synonyms of both
 // levels, the broker's first (Kafka 4.4 ConfigHelper.createBrokerConfigEntry).
 func (g *Gateway) dynamicBrokerEntries(ctx context.Context, perBroker bool) ([]configEntry, error) {
-	def, err := g.dynamicBrokerConfigs(ctx, "")
+	levels, err := g.dynamicBrokerConfigs(ctx, "", strconv.Itoa(int(g.cfg.NodeID)))
 	if err != nil {
 		return nil, err
 	}
-	own := topicconfig.Values{}
-	if perBroker {
-		if own, err = g.dynamicBrokerConfigs(ctx, strconv.Itoa(int(g.cfg.NodeID))); err != nil {
-			return nil, err
-		}
+	def, own := levels[0], levels[1]
+	if !perBroker {
+		own = nil
 	}
 	var out []configEntry
 	for _, d := range topicconfig.Broker() {
