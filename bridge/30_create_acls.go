@@ -66,6 +66,9 @@ func (g *Gateway) createAcls(c *call) bool {
 		}
 		g.acl.authz.Add(added...)
 		g.acl.mu.Unlock()
+		if len(added) > 0 {
+			g.noticeStateChange()
+		}
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)

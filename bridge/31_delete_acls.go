@@ -54,6 +54,7 @@ func (g *Gateway) deleteAcls(c *call) bool {
 					m.ErrorCode, m.ErrorMessage = wire.UnknownServerError, wire.NullStringOf("deleting the ACL failed: "+err.Error())
 				} else {
 					g.acl.authz.Remove(exactFilter(b))
+					g.noticeStateChange()
 				}
 				out.MatchingACLs = append(out.MatchingACLs, m)
 			}

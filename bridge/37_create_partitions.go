@@ -81,5 +81,6 @@ func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, validateOnly bo
 		}
 		return wire.UnknownServerError, err.Error()
 	}
+	g.noticeStateChange() // the others list the topics at once
 	return wire.NoError, ""
 }

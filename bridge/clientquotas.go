@@ -123,7 +123,11 @@ func (g *Gateway) storeEntityQuotas(ctx context.Context, e quota.Entity, before,
 			changes = append(changes, store.SystemEntry{Key: quota.StoreKey(e, k)})
 		}
 	}
-	return g.system.PutSystemAll(ctx, quotaNamespace, changes)
+	if err := g.system.PutSystemAll(ctx, quotaNamespace, changes); err != nil {
+		return err
+	}
+	g.noticeStateChange()
+	return nil
 }
 
 // ConnectionCreationRate is ip's connection_creation_rate quota, 0 for

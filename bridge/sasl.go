@@ -149,7 +149,7 @@ func (g *Gateway) initSASL() {
 	if c.HandshakeTimeout <= 0 {
 		c.HandshakeTimeout = DefaultSASLHandshakeTimeout
 	}
-	g.sasl.scram = &scramStore{sys: g.system}
+	g.sasl.scram = &scramStore{sys: g.system, notice: g.noticeStateChange}
 	g.sasl.verify = make(chan struct{}, max(1, gomaxprocs()/2))
 	g.sasl.server = sasl.Server{Plain: c.Plain, OAuth: c.OAuth}
 	if c.Scram {
@@ -269,7 +269,9 @@ const scramMissReread = 250 * time.Millisecond
 // and, where other gateways share the store, by the shared state refresh
 // (reload) and a lookup's miss.
 type scramStore struct {
-	sys    store.SystemStore
+	sys store.SystemStore
+	// notice is called after each credential stored (sharedstate.go).
+	notice func()
 	mu     sync.Mutex
 	cache  map[string]scram.Credential
 	loaded time.Time
@@ -351,6 +353,9 @@ func (s *scramStore) put(ctx context.Context, m scram.Mechanism, user string, c 
 	}
 	if err := s.sys.PutSystem(ctx, scramNamespace, scramKey(m, user), v); err != nil {
 		return err
+	}
+	if s.notice != nil {
+		s.notice()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

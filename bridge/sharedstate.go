@@ -10,7 +10,10 @@ package bridge
 //   - every Config.StateRefresh the refresher asks the store whether
 //     another gateway changed a namespace (store.SystemVersions: one Iggy
 //     poll that returns nothing when none did) and reads only those that
-//     changed;
+//     changed; in a cluster (store.StateNotifier) it also does so, and
+//     lists the topics, as soon as another instance's notice says it
+//     changed something, and this gateway sends one after each change it
+//     stores (noticeStateChange);
 //   - an admin request that reads or changes a namespace first brings the
 //     view up to date the same way, so a change made through one gateway is
 //     seen at once by admin requests through any other (and an
@@ -72,24 +75,44 @@ func (g *Gateway) startStateRefresh() {
 	go g.refreshSharedState()
 }
 
+// noticeStateChange tells the other instances of a cluster that this
+// gateway stored a change to the shared state or to the topics, after it is
+// stored (store.StateNotifier); elsewhere it does nothing.
+func (g *Gateway) noticeStateChange() {
+	if n, ok := g.cfg.Placement.(store.StateNotifier); ok {
+		n.NoticeStateChange()
+	}
+}
+
 // refreshSharedState brings the shared views up to date every
-// Config.StateRefresh until the gateway closes.
+// Config.StateRefresh, and at once when another instance's notice arrives,
+// until the gateway closes.
 func (g *Gateway) refreshSharedState() {
 	defer g.wg.Done()
 	every := g.cfg.StateRefresh
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var notices <-chan struct{}
+	if n, ok := g.cfg.Placement.(store.StateNotifier); ok {
+		notices = n.StateNotices()
+	}
 	listEvery := max(1, int(topicListInterval/every))
 	failing := false
-	for tick := 1; ; tick++ {
+	for tick := 1; ; {
+		list := false
 		select {
 		case <-g.ctx.Done():
 			return
 		case <-t.C:
+			list = tick%listEvery == 0
+			tick++
+		case <-notices:
+			// Another instance changed the shared state or the topics.
+			list = true
 		}
-		ctx, cancel := context.WithTimeout(g.ctx, max(every, time.Second))
+		ctx, cancel := context.WithTimeout(g.ctx, max(min(every, 10*time.Second), time.Second))
 		err := g.syncSharedState(ctx)
-		if tick%listEvery == 0 {
+		if list {
 			_, _ = g.listTopics(ctx)
 		}
 		cancel()

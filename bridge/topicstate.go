@@ -205,11 +205,16 @@ func (g *Gateway) putTopicOverrides(ctx context.Context, topic string, v topicco
 	old := *ts.snap.Load()
 	if _, had := old[topic]; !had && enc == nil {
 		// Nothing stored here; clear what another instance may have left.
-		return g.system.PutSystem(ctx, nsTopicConfig, topic, nil)
+		if err := g.system.PutSystem(ctx, nsTopicConfig, topic, nil); err != nil {
+			return err
+		}
+		g.noticeStateChange()
+		return nil
 	}
 	if err := g.system.PutSystem(ctx, nsTopicConfig, topic, enc); err != nil {
 		return err
 	}
+	g.noticeStateChange()
 	m := make(map[string]*topicSettings, len(old)+1)
 	for k, s := range old {
 		m[k] = s
@@ -340,6 +345,7 @@ func (g *Gateway) putLogStart(ctx context.Context, topic string, partition int32
 	if err := g.system.PutSystem(ctx, nsLogStart, logStartKey(topic, partition), enc); err != nil {
 		return err
 	}
+	g.noticeStateChange()
 	m := make(map[partKey]int64, len(old)+1)
 	for k, s := range old {
 		m[k] = s

@@ -37,6 +37,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add(appendRecord(nil, record{kind: kindHeartbeat, node: 1, endpoints: []store.Endpoint{{Host: "h", Port: 1}}}))
 	f.Add(appendRecord(nil, record{kind: kindLeave, node: 2, incarnation: 5}))
 	f.Add(appendRecord(nil, record{kind: kindSwitch, node: 3, incarnation: 6, applied: 2}))
+	f.Add(appendRecord(nil, record{kind: kindNotice, node: 4, incarnation: 7}))
 	st := newState(1000)
 	st.apply(1, record{kind: kindHeartbeat, node: 1, incarnation: 1, endpoints: []store.Endpoint{{Host: "h", Port: 1}}})
 	st.apply(2, record{kind: kindHeartbeat, node: 4, incarnation: 2, endpoints: []store.Endpoint{{Listener: "L", Host: "h4", Port: 4}}})
@@ -261,6 +262,58 @@ func TestMembershipFailover(t *testing.T) {
 	waitSettled(t, []*Membership{ms[0], ms[2]}, []int32{1, 3})
 	ms[0].Close()
 	ms[2].Close()
+}
+
+// TestStateNotices: a notice written by one instance reaches the others
+// (a value on StateNotices), not itself; notices written before an instance
+// started do not; and notices do not change the view.
+func TestStateNotices(t *testing.T) {
+	log := memlog.New(memlog.Config{})
+	a, b := startNode(t, log, 1), startNode(t, log, 2)
+	defer a.Close()
+	waitSettled(t, []*Membership{a, b}, []int32{1, 2})
+	received := func(m *Membership, within time.Duration) bool {
+		select {
+		case <-m.StateNotices():
+			return true
+		case <-time.After(within):
+			return false
+		}
+	}
+	a.NoticeStateChange()
+	if !received(b, 5*time.Second) {
+		t.Fatal("node 2 did not receive node 1's notice")
+	}
+	if received(a, 300*time.Millisecond) {
+		t.Fatal("node 1 received its own notice")
+	}
+	if a.noticesSent.Load() != 1 || b.noticesRead.Load() != 1 || a.noticesRead.Load() != 0 {
+		t.Fatalf("notices: node 1 sent %d, read %d; node 2 read %d; want 1, 0, 1",
+			a.noticesSent.Load(), a.noticesRead.Load(), b.noticesRead.Load())
+	}
+	// A node started after the notice reads it in its first tail: no
+	// value (its views are read whole at start anyway).
+	c := startNode(t, log, 3)
+	defer c.Close()
+	waitSettled(t, []*Membership{a, b, c}, []int32{1, 2, 3})
+	if received(c, 300*time.Millisecond) {
+		t.Fatal("node 3 received a notice written before it started")
+	}
+	// Notices change nothing in the membership: the view stays.
+	settledView, _ := a.View()
+	for range 20 {
+		a.NoticeStateChange()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !received(c, 5*time.Second) {
+		t.Fatal("node 3 did not receive node 1's notices")
+	}
+	for _, m := range []*Membership{a, b, c} {
+		if v, _ := m.View(); v != settledView {
+			t.Errorf("view %d after notices, was %d", v, settledView)
+		}
+	}
+	b.Close()
 }
 
 // TestHoldDelaysHandover: an append in flight on the old leader keeps the

@@ -174,6 +174,13 @@ type Membership struct {
 	tailFresh  atomic.Int64 // lease clock ns: last time the tail reached the end
 	beat       chan struct{}
 
+	// Shared state notices (§10 "Notices"): notify asks the notice loop to
+	// write one; notices receives the others' as the tail reads them,
+	// from the first tail after Start's (running).
+	notify, notices          chan struct{}
+	running                  bool // owned by the tail loop
+	noticesSent, noticesRead atomic.Uint64
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -199,6 +206,8 @@ func Start(ctx context.Context, cfg Config) (*Membership, error) {
 		switchAt:  -1,
 		held:      map[uint64]int{},
 		beat:      make(chan struct{}, 1),
+		notify:    make(chan struct{}, 1),
+		notices:   make(chan struct{}, 1),
 	}
 	if err := m.discover(ctx); err != nil {
 		return nil, fmt.Errorf("cluster: membership log %q: %w", cfg.Topic, err)
@@ -211,9 +220,11 @@ func Start(ctx context.Context, cfg Config) (*Membership, error) {
 		return nil, fmt.Errorf("cluster: announcing node %d: %w", cfg.NodeID, err)
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
-	m.wg.Add(2)
+	m.running = true
+	m.wg.Add(3)
 	go m.tailLoop()
 	go m.heartbeatLoop()
+	go m.noticeLoop()
 	cfg.Logger.Info("cluster: joined", "node", cfg.NodeID, "topic", *m.topic.Load(), "records read", m.replayed, "heartbeat", cfg.Heartbeat, "timeout", cfg.Timeout)
 	return m, nil
 }
@@ -322,6 +333,18 @@ func (m *Membership) tail(ctx context.Context) error {
 				return false
 			case kindSnapshot:
 				return true // a second copy of the generation's snapshot
+			case kindNotice:
+				// Not applied: a notice changes no membership state, and
+				// advancing the log time by it could expire members an
+				// outage's credit would have kept (§3 "Outages").
+				if m.running && (r.node != m.cfg.NodeID || r.incarnation != m.inc) {
+					m.noticesRead.Add(1)
+					select {
+					case m.notices <- struct{}{}:
+					default:
+					}
+				}
+				return true
 			}
 			if r.node == m.cfg.NodeID && r.kind == kindHeartbeat {
 				if r.incarnation == m.inc && m.firstSelf < 0 {
@@ -633,6 +656,44 @@ func (m *Membership) heartbeat(ctx context.Context) error {
 	return err
 }
 
+// NoticeStateChange implements store.StateNotifier: the notice loop writes
+// a notice soon; changes made while one is being written share the next.
+func (m *Membership) NoticeStateChange() {
+	select {
+	case m.notify <- struct{}{}:
+	default:
+	}
+}
+
+// StateNotices implements store.StateNotifier: a value arrives after the
+// tail read another instance's notice (several read at once are one).
+func (m *Membership) StateNotices() <-chan struct{} { return m.notices }
+
+var _ store.StateNotifier = (*Membership)(nil)
+
+// noticeLoop writes a notice each time NoticeStateChange asked for one. A
+// notice that cannot be written is dropped: the others still see the
+// change at their next refresh (§10).
+func (m *Membership) noticeLoop() {
+	defer m.wg.Done()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.notify:
+		}
+		ctx, cancel := context.WithTimeout(m.ctx, m.cfg.Timeout/2)
+		_, err := m.write(ctx, *m.topic.Load(), record{kind: kindNotice, node: m.cfg.NodeID, incarnation: m.inc})
+		cancel()
+		switch {
+		case err == nil:
+			m.noticesSent.Add(1)
+		case m.ctx.Err() == nil:
+			m.cfg.Logger.Warn("cluster: writing a shared state notice; the others see the change at their next refresh", "err", err)
+		}
+	}
+}
+
 func (m *Membership) write(ctx context.Context, topic string, r record) (int64, error) {
 	var b message.Batch
 	b.Reset(uint64(time.Now().UnixMicro()))
@@ -726,6 +787,8 @@ func (m *Membership) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_cluster_lease", "gauge", "1 while this instance is live in the view and its lease is fresh (it may serve), else 0.", serving)
 	metric.Single(w, "kiggy_cluster_log_generation", "gauge", "Generation of the membership log this instance reads; it rises with every compaction of the log.", s.gen)
 	metric.Single(w, "kiggy_cluster_fenced", "gauge", "1 when another process announced this node id and this one stopped serving for good.", boolInt(m.fenced.Load()))
+	metric.Single(w, "kiggy_cluster_state_notices_sent_total", "counter", "Shared state notices this instance wrote to the membership log after changing ACLs, SCRAM credentials, client quotas, topic configs, log starts or topics.", m.noticesSent.Load())
+	metric.Single(w, "kiggy_cluster_state_notices_read_total", "counter", "Other instances' shared state notices this instance read; each brings its shared state views up to date at once.", m.noticesRead.Load())
 }
 
 func boolInt(b bool) int {

@@ -29,6 +29,11 @@ const (
 	// kindSnapshot is the first record of a generation after the first:
 	// the state at the previous generation's switch (snapState).
 	kindSnapshot = 4
+	// kindNotice says the writer changed the shared state (§10 "Notices"):
+	// the others bring their views up to date at once instead of at their
+	// next refresh. It is laid out as a heartbeat with applied 0 and no
+	// endpoints, and changes nothing in the membership state.
+	kindNotice = 5
 )
 
 // maxSnapshotViews is how many of the latest views a snapshot keeps (§4):
@@ -161,7 +166,7 @@ func decodeRecord(p []byte) (record, error) {
 		r.snap = s
 		return r, err
 	}
-	if len(p) < 23 || (r.kind != kindHeartbeat && r.kind != kindLeave && r.kind != kindSwitch) {
+	if len(p) < 23 || (r.kind != kindHeartbeat && r.kind != kindLeave && r.kind != kindSwitch && r.kind != kindNotice) {
 		return r, errBadRecord
 	}
 	r.node = int32(binary.LittleEndian.Uint32(p[2:]))

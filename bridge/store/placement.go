@@ -48,6 +48,18 @@ type ViewAcker interface {
 	AckedView() uint64
 }
 
+// StateNotifier is implemented by a Placement that carries word of shared
+// state changes between instances (bridge/cluster's notices,
+// docs/design/cluster.md §10): an instance that stored a change to the
+// shared state calls NoticeStateChange, which returns at once, and the
+// others receive a value from StateNotices soon after and bring their views
+// up to date. Notices only hasten what each instance's refresh does anyway:
+// one may be lost.
+type StateNotifier interface {
+	NoticeStateChange()
+	StateNotices() <-chan struct{}
+}
+
 // Route is a partition's place in the cluster.
 type Route struct {
 	// Leader is the leader's node id, -1 when no instance is live.

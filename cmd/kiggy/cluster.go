@@ -44,7 +44,7 @@ func registerClusterOptions(s *settings, o *clusterOptions) {
 	s.String("Cluster", "inter-broker-sasl-username", &o.interBrokerUser, "", "SASL PLAIN user an instance authenticates as to the others when the inter-broker listener is SASL_PLAINTEXT (with ACLs, make it a super user, as Kafka's inter-broker principal)")
 	s.String("Cluster", "inter-broker-sasl-password", &o.interBrokerPw, "", "password of --inter-broker-sasl-username")
 	s.Duration("Cluster", "membership-timeout", &o.timeout, cluster.DefaultTimeout, 40*time.Millisecond, 10*time.Minute, "an instance without a heartbeat for this long is dead for all; its partitions and groups move (at least 4 × the heartbeat)")
-	s.Duration("Cluster", "state-refresh", &o.stateRefresh, bridge.DefaultStateRefresh, 10*time.Millisecond, time.Hour, "how often an instance on Iggy asks the system store whether another instance on the same Iggy changed ACLs, SCRAM credentials, client quotas, topic configs or log starts (one Iggy poll), and reads those that did; admin requests, and logins of users it does not know, read them at once (with or without --cluster-membership)")
+	s.Duration("Cluster", "state-refresh", &o.stateRefresh, bridge.DefaultStateRefresh, 10*time.Millisecond, time.Hour, "how often an instance on Iggy asks the system store whether another instance on the same Iggy changed ACLs, SCRAM credentials, client quotas, topic configs or log starts (one Iggy poll), and reads those that did; admin requests, and logins of users it does not know, read them at once (with or without --cluster-membership); with --cluster-membership iggy a change's notice in the membership log makes the others read at once")
 }
 
 // clustered reports whether the options ask for several instances.

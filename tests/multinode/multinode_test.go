@@ -125,7 +125,9 @@ func startIggytest(t testing.TB) string {
 	return a.String()
 }
 
-func startInstance(t testing.TB, iggyAddr string, id int32, addr string, rec *appends) *instance {
+// startInstance starts instance id over the Iggy at iggyAddr, listening on
+// addr; each of mods may change its gateway's configuration first.
+func startInstance(t testing.TB, iggyAddr string, id int32, addr string, rec *appends, mods ...func(*bridge.Config)) *instance {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -158,9 +160,13 @@ func startInstance(t testing.TB, iggyAddr string, id int32, addr string, rec *ap
 			}
 			return "", false
 		}})
-	srv, err := bridge.NewServer("", engine.Config{Logger: slog.New(slog.DiscardHandler)}, bridge.Config{NodeID: id, InstanceID: uint16(id), Placement: m,
+	bcfg := bridge.Config{NodeID: id, InstanceID: uint16(id), Placement: m,
 		Peers: peers, Logger: instanceLogger(id),
-		Group: group.Config{MinSessionTimeout: time.Second, InitialRebalanceDelay: 100 * time.Millisecond}}, &recordingLog{Client: c, node: id, rec: rec})
+		Group: group.Config{MinSessionTimeout: time.Second, InitialRebalanceDelay: 100 * time.Millisecond}}
+	for _, mod := range mods {
+		mod(&bcfg)
+	}
+	srv, err := bridge.NewServer("", engine.Config{Logger: slog.New(slog.DiscardHandler)}, bcfg, &recordingLog{Client: c, node: id, rec: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,15 +191,16 @@ func (in *instance) kill() {
 }
 
 // startPair starts two instances (nodes 1 and 2) over a fresh iggytest
-// server, creates topic with parts partitions and waits until both agree
-// on its placement; they stop when t ends.
-func startPair(t *testing.T, topic string, parts int32) (n1, n2 *instance) {
+// server, each of mods changing their gateways' configuration, creates
+// topic with parts partitions and waits until both agree on its placement;
+// they stop when t ends.
+func startPair(t *testing.T, topic string, parts int32, mods ...func(*bridge.Config)) (n1, n2 *instance) {
 	t.Helper()
 	iggyAddr := startIggytest(t)
 	rec := &appends{}
-	n1 = startInstance(t, iggyAddr, 1, "127.0.0.1:0", rec)
+	n1 = startInstance(t, iggyAddr, 1, "127.0.0.1:0", rec, mods...)
 	t.Cleanup(n1.stop)
-	n2 = startInstance(t, iggyAddr, 2, "127.0.0.1:0", rec)
+	n2 = startInstance(t, iggyAddr, 2, "127.0.0.1:0", rec, mods...)
 	t.Cleanup(n2.stop)
 	if _, err := n1.log.CreateTopic(context.Background(), topic, parts, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
