@@ -13,6 +13,9 @@
 // TestIggyClusterPrimaryKilledTwice kills the primary of a 3-node cluster,
 // waits for kiggy to follow the new one, restarts the killed node, and kills
 // the next primary, with the same checks (docs/IGGY.md "Iggy clusters").
+// TestStateNoticesOnIggy runs two kiggy processes as one cluster and checks
+// that a topic config changed through one is enforced by the other at once
+// (docs/design/cluster.md §10 "Notices").
 //
 // The tests skip with a line naming KIGGY_IGGY_SERVER when no iggy-server
 // binary is found, and fail instead under KIGGY_REQUIRE_TOOLS=1.
