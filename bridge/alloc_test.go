@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
@@ -315,5 +316,48 @@ func TestFetchFromTailWindowAllocs(t *testing.T) {
 	}
 	if n >= 0.1 {
 		t.Fatalf("%.2f allocations per Fetch round trip", n)
+	}
+}
+
+// TestMetadataUnknownTopicsAllocs: a Metadata naming 10 topics that do not
+// exist, while auto-creation is on and past --auto-create-topics-limit (the
+// auto-create flood of tests/hostile), allocates nothing on the embedded
+// log. A lookup miss used to format an error per name (3 allocations), and
+// the garbage of a flood of random names made the collector run on the
+// steady clients' time.
+func TestMetadataUnknownTopicsAllocs(t *testing.T) {
+	gw := kiggytest.Start(t, kiggytest.Options{Embedded: true, Bridge: bridge.Config{AutoCreateTopicsLimit: 1}})
+	gw.CreateTopic(t, "present", 1)
+	bc := dialBench(t, gw.Addr)
+	frames := make([][]byte, 2500)
+	for i := range frames {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version, req.AllowAutoTopicCreation = 9, true
+		for j := range 10 {
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(fmt.Sprintf("random-%d-%d", i, j))
+			req.Topics = append(req.Topics, rt)
+		}
+		frames[i] = requestFrame(req, 1)
+	}
+	i := 0
+	check := func() {
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.Version = 9
+		if err := resp.ReadFrom(bc.roundTrip(t, frames[i])[5:]); err != nil { // correlation id + header tags
+			t.Fatal(err)
+		}
+		i++
+		if len(resp.Topics) != 10 || resp.Topics[0].ErrorCode != 3 { // UNKNOWN_TOPIC_OR_PARTITION
+			t.Fatalf("Metadata of 10 unknown topics past the limit: %+v", resp.Topics)
+		}
+	}
+	for range 100 {
+		check()
+	}
+	n := testing.AllocsPerRun(2000, func() { bc.roundTrip(t, frames[i]); i++ })
+	t.Logf("%.3f allocations per Metadata of 10 unknown topics", n)
+	if n > 0.5 {
+		t.Fatalf("%.2f allocations per Metadata of 10 unknown topics", n)
 	}
 }

@@ -180,7 +180,9 @@ func (l *Log) Topic(_ context.Context, name string) (store.TopicInfo, error) {
 	defer l.mu.RUnlock()
 	t, ok := l.topics[name]
 	if !ok {
-		return store.TopicInfo{}, fmt.Errorf("%w: %q", store.ErrUnknownTopic, name)
+		// The bare sentinel: a Metadata naming unknown topics (a client
+		// probing, a flood of random names) allocates nothing per name.
+		return store.TopicInfo{}, store.ErrUnknownTopic
 	}
 	return t.info, nil
 }
