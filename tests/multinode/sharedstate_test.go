@@ -44,15 +44,20 @@ func TestStateNoticesAcrossInstances(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	// The client retries what is retriable (a leader that moved, on a
+	// loaded machine): MESSAGE_TOO_LARGE is not, and fails the produce at
+	// once. Each produce has 10 s.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n1.addr, n2.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RecordRetries(0), kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
 	value := bytes.Repeat([]byte("v"), 1024)
 	produce := func() error {
-		return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: value}).FirstErr()
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return cl.ProduceSync(pctx, &kgo.Record{Topic: topic, Partition: p, Value: value}).FirstErr()
 	}
 	if err := produce(); err != nil {
 		t.Fatalf("produce to node 2's partition %d: %v", p, err)
@@ -77,10 +82,9 @@ func TestStateNoticesAcrossInstances(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		var last error
-		testtools.WaitFor(t, 10*time.Second, what, func() bool {
-			last = produce()
-			return want(last)
-		})
+		if !testtools.Eventually(10*time.Second, func() bool { last = produce(); return want(last) }) {
+			t.Fatalf("timed out after 10 s waiting for %s; the last produce: %v", what, last)
+		}
 		t.Logf("%s after %v (%v)", what, time.Since(start).Round(time.Millisecond), last)
 	}
 	alter(kmsg.IncrementalAlterConfigOpSet, "200")

@@ -42,8 +42,11 @@ func TestStateNoticesOnIggy(t *testing.T) {
 	createTopic(t, addrs[0], topic, parts)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	// The client retries what is retriable (a leader that moved, on a
+	// loaded machine): MESSAGE_TOO_LARGE is not, and fails the produce at
+	// once. Each produce has 10 s.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs[:]...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RecordRetries(0), kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,9 +73,16 @@ func TestStateNoticesOnIggy(t *testing.T) {
 	value := make([]byte, 1024)
 	_, _ = rand.Read(value)
 	produce := func() error {
-		return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: value}).FirstErr()
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return cl.ProduceSync(pctx, &kgo.Record{Topic: topic, Partition: p, Value: value}).FirstErr()
 	}
-	testtools.WaitFor(t, 30*time.Second, "a produce to node 2's partition", func() bool { return produce() == nil })
+	var last error
+	if !testtools.Eventually(30*time.Second, func() bool { last = produce(); return last == nil }) {
+		m, _ := nodes[1].Metrics()
+		t.Fatalf("no produce to node 2's partition %d succeeded within 30 s; the last: %v; node 2's lease %v, view %v, members %v",
+			p, last, m["kiggy_cluster_lease"], m["kiggy_cluster_view"], m["kiggy_cluster_members"])
+	}
 	alter := func(op kmsg.IncrementalAlterConfigOp, v string) {
 		t.Helper()
 		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
@@ -91,7 +101,9 @@ func TestStateNoticesOnIggy(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		var last error
-		testtools.WaitFor(t, 10*time.Second, what, func() bool { last = produce(); return want(last) })
+		if !testtools.Eventually(10*time.Second, func() bool { last = produce(); return want(last) }) {
+			t.Fatalf("timed out after 10 s waiting for %s; the last produce: %v", what, last)
+		}
 		t.Logf("%s after %v (%v)", what, time.Since(start).Round(time.Millisecond), last)
 	}
 	alter(kmsg.IncrementalAlterConfigOpSet, "200")
