@@ -127,10 +127,10 @@ const pinEnv = "KIGGY_HOSTILE_PIN"
 // process (pid) runs on CPU 0, the test process (the flood client) and the
 // producer process (producer) on the others, until t ends, when
 // KIGGY_HOSTILE_PIN=1 and there are CPUs for both. The test process also
-// runs at SCHED_IDLE meanwhile: on two CPUs it shares the producer's, and a
-// flood client at normal priority held it for up to a scheduler slice (3 ms)
-// each time the producer woke; at SCHED_IDLE it runs only when the producer
-// does not, as a flood from another host would. The steady producer's p99
+// runs at SCHED_IDLE meanwhile: on two CPUs it shares the producer's, and
+// at normal priority the flood client kept the waking producer waiting for
+// that CPU; at SCHED_IDLE it runs only when the producer does not, as a
+// flood from another host would. The steady producer's p99
 // then measures what kiggy's handling of the flood costs it, not what the
 // flood client's own CPU use costs the machine (floodCPU).
 func pinFlood(t *testing.T, pid, producer int) {
