@@ -423,7 +423,7 @@ func (g *Gateway) flush(topic string, index int32, pp *partitionProducers, f *fl
 		switch {
 		case code == wire.RequestTimedOut:
 			// Stored or not: only the log knows. Read it back next time.
-			pp.Reset()
+			pp.uncertain()
 		case code == wire.NoError:
 			pp.RecordBatch(&m.pb, m.base, now)
 			if base < 0 {

@@ -30,7 +30,19 @@ type partitionProducers struct {
 	// queue coalesces the partition's appends (coalesce.go); a round's
 	// leader takes the window's lock.
 	queue appendQueue
+	// unsettled: an append's outcome was unknown since the window was
+	// last rebuilt, so the rebuild settles the partition first (under the
+	// window's lock; rebuildProducers).
+	unsettled bool
 	producer.Window
+}
+
+// uncertain empties pp after an append whose outcome was unknown (caller
+// holds pp's lock): only the log knows whether it was stored, and the
+// rebuild that reads it back settles the partition first.
+func (pp *partitionProducers) uncertain() {
+	pp.Reset()
+	pp.unsettled = true
 }
 
 // newPartitionProducers returns an empty window (not loaded) counted in stats.
@@ -188,7 +200,7 @@ func (g *Gateway) appendIdempotent(ctx context.Context, topic string, index int3
 	switch {
 	case code == wire.RequestTimedOut:
 		// Stored or not: only the log knows. Read it back next time.
-		pp.Reset()
+		pp.uncertain()
 	case code == wire.NoError:
 		pp.RecordBatch(pb, base, time.Now().UnixMilli())
 		if base < 0 {
@@ -204,16 +216,39 @@ func (g *Gateway) appendIdempotent(ctx context.Context, topic string, index int3
 // deadline (ProduceTimeoutCap), not the request's: a scan slower than a
 // client's request timeout must still finish once, or every retry would
 // start it again and time out alike.
-func (g *Gateway) rebuildProducers(topic string, index int32, pp *partitionProducers) error {
+//
+// After an append whose outcome was unknown (pp.unsettled) it first
+// settles the partition where the Log can (store.Settler): on Iggy that
+// write may still be committed after a read that looks for it — by a new
+// primary after a failover — and a retry of a batch the scan missed would
+// be stored twice (docs/LIMITS.md, "Delivery guarantees"). A partition
+// that cannot be settled now fails the rebuild (ErrUnavailable: the
+// producer retries), and stays unsettled.
+func (g *Gateway) rebuildProducers(topic string, index int32, pp *partitionProducers) (err error) {
 	ctx, cancel := context.WithTimeout(g.ctx, g.cfg.ProduceTimeoutCap)
 	defer cancel()
 	pp.Reset()
+	start := time.Now()
+	if s, ok := g.store.(store.Settler); ok && pp.unsettled {
+		if err := s.Settle(ctx, topic, index); err != nil {
+			g.metrics.producerSettleFailures.Add(1)
+			return err
+		}
+		g.metrics.producerSettles.Add(1)
+	}
 	wm, err := g.store.Watermarks(ctx, topic, index)
 	if err != nil {
 		return err
 	}
 	next := max(wm.LogStart, wm.High-int64(g.cfg.ProducerStateScan))
 	high := wm.High
+	stamps := 0
+	defer func() {
+		if err == nil {
+			g.cfg.Logger.Debug("idempotence: producer states rebuilt from the tail", "topic", topic, "partition", index,
+				"from", max(wm.LogStart, wm.High-int64(g.cfg.ProducerStateScan)), "high", high, "stamps", stamps, "took", time.Since(start))
+		}
+	}()
 	for next < high {
 		progressed := false
 		_, err := g.store.Read(ctx, topic, index, next, 8<<20, func(m *message.Message) bool {
@@ -221,6 +256,7 @@ func (g *Gateway) rebuildProducers(topic string, index int32, pp *partitionProdu
 				return false
 			}
 			if st, ok := mapping.FindProducer(m.Headers); ok {
+				stamps++
 				pp.Record(st.ID, st.Epoch, st.BaseSequence, producer.LastSequence(st.BaseSequence, st.Count-1),
 					m.Offset, int64(m.Timestamp/1000))
 			}
@@ -236,5 +272,6 @@ func (g *Gateway) rebuildProducers(topic string, index int32, pp *partitionProdu
 		}
 	}
 	pp.MarkLoaded()
+	pp.unsettled = false
 	return nil
 }

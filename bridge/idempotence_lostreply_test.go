@@ -76,3 +76,63 @@ func grepLines(metrics string, words ...string) string {
 	}
 	return b.String()
 }
+
+// TestIdempotentRetryAfterInheritedWrite: Iggy takes some sends but the
+// connection breaks before their replies, and they become visible only
+// when a later partition write is committed behind them — as a new Iggy
+// primary, after the old one was killed, commits the writes it took over
+// once it has accepted newer ones, while reads show only what is committed
+// (iggytest Fault.Inherit). On protocol 0.11 kiggy answers
+// REQUEST_TIMED_OUT, and before it reads the partition's tail for the
+// resend it settles the partition (bridge/iggy Settle: a quorum
+// StoreConsumerOffset behind the held write), so the resend finds the
+// original and is answered with its offset; without the settle the tail
+// read misses it and the resend is stored a second time. On 0.12 kiggy
+// sends the write again under its request number on a new connection
+// bound to the session, which the server answers with the original's
+// receipt. Either way exactly the records sent are stored, once each, in
+// order.
+func TestIdempotentRetryAfterInheritedWrite(t *testing.T) {
+	for _, dialect := range []string{"0.11", "0.12"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Setenv(iggytest.DialectEnv, dialect)
+			gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyModel: true})
+			gw.CreateTopic(t, "inherited", 1)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.ProduceRequestTimeout(time.Second),
+				kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			const rounds, per = 30, 10
+			for r := range rounds {
+				if r%10 == 5 {
+					gw.Iggy.InjectFault(iggytest.Fault{Op: 160, Count: 1, Drop: true, Inherit: true, Close: true})
+				}
+				var recs []*kgo.Record
+				for i := range per {
+					recs = append(recs, &kgo.Record{Topic: "inherited", Value: fmt.Appendf(nil, "v%04d", r*per+i)})
+				}
+				if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+					t.Fatalf("round %d: %v", r, err)
+				}
+			}
+			got := gw.Records(t, "inherited", 0)
+			for i, r := range got {
+				if want := fmt.Sprintf("v%04d", i); string(r.Value) != want || r.Offset != int64(i) {
+					t.Fatalf("record %d: offset %d value %q, want %q (%d stored, %d sent)", i, r.Offset, r.Value, want, len(got), rounds*per)
+				}
+			}
+			if len(got) != rounds*per {
+				t.Fatalf("stored %d records, sent %d", len(got), rounds*per)
+			}
+			m := gw.Metrics()
+			if dialect == "0.11" && (containsLine(m, "kiggy_idempotent_duplicate_batches_total 0") || containsLine(m, "kiggy_idempotent_partition_settles_total 0")) {
+				t.Fatalf("no resend of an inherited write was settled and deduplicated:\n%s", grepLines(m, "idempotent", "REQUEST_TIMED_OUT"))
+			}
+			t.Logf("%s", grepLines(m, "idempotent_duplicate", "settle", "REQUEST_TIMED_OUT"))
+		})
+	}
+}

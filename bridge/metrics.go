@@ -33,6 +33,11 @@ type metrics struct {
 	coalescedAppends atomic.Uint64
 	roundWaits       atomic.Uint64
 	producerFollows  atomic.Uint64
+	// producerSettles, producerSettleFailures: partitions settled, or
+	// found unsettleable, before a window rebuild that followed an append
+	// whose outcome was unknown (rebuildProducers).
+	producerSettles        atomic.Uint64
+	producerSettleFailures atomic.Uint64
 	// pipelinedProduces: Produce requests started while an earlier request
 	// of their connection was running (pipeline.go).
 	pipelinedProduces atomic.Uint64
@@ -193,6 +198,8 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_idempotent_duplicate_batches_total", "counter", "Idempotent batches answered as duplicates of a stored batch (nothing stored again).", ps.stats.Duplicates.Load())
 	metric.Single(w, "kiggy_idempotent_producers_expired_total", "counter", "Producer states dropped after the producer id expiration without appends.", ps.stats.Expired.Load())
 	metric.Single(w, "kiggy_idempotent_window_rebuilds_total", "counter", "Partition producer windows rebuilt from the producer stamps in the log tail.", ps.stats.Rebuilds.Load())
+	metric.Single(w, "kiggy_idempotent_partition_settles_total", "counter", "Partitions settled (every write in flight at the backend decided and visible) before a window rebuild that followed an append whose outcome was unknown.", m.producerSettles.Load())
+	metric.Single(w, "kiggy_idempotent_partition_settle_failures_total", "counter", "Window rebuilds refused because the partition could not be settled (no node took the settling write: NOT_LEADER_OR_FOLLOWER, retried by the producer).", m.producerSettleFailures.Load())
 	metric.Header(w, "kiggy_producer_ids_refused_total", "counter", "Idempotent batches refused a new producer state, by reason: never_issued (an id InitProducerId never handed out; UNKNOWN_PRODUCER_ID), limit (--max-producer-states), principal_limit (--max-producer-states-per-principal; both THROTTLING_QUOTA_EXCEEDED).")
 	for _, r := range producer.Reasons() {
 		fmt.Fprintf(w, "kiggy_producer_ids_refused_total{reason=%q} %d\n", r.String(), ps.limits.Refused(r))

@@ -263,3 +263,19 @@ func ApplySystemEntries(m map[string][]byte, entries []SystemEntry) {
 		}
 	}
 }
+
+// Settler is implemented by a Log whose reads can miss a write that was in
+// flight when its outcome became unknown (bridge/iggy: a write the server
+// accepted but had not committed when the connection was lost, or when its
+// primary failed, is committed later — by a new primary after a view change
+// — and reads show committed writes only). The gateway settles a partition
+// before it reads the partition's tail to learn whether a write whose
+// outcome was unknown was stored (an idempotent producer's retry,
+// bridge/idempotence.go).
+type Settler interface {
+	// Settle returns once every write to topic/partition the backend
+	// accepted before the call is decided, and a Read or Watermarks that
+	// follows sees it if it was stored. ErrUnavailable means no node could
+	// settle the partition now (a failover in progress): retry later.
+	Settle(ctx context.Context, topic string, partition int32) error
+}

@@ -73,10 +73,18 @@ func (s *Server) serve(st *connState, frame []byte, out []byte) ([]byte, bool) {
 	if s.log.Enabled(context.Background(), slog.LevelDebug) { // its arguments allocate
 		s.log.Debug("iggytest: request", "conn", st.connID, "op", req.Operation, "code", code, "request", req.Request, "body", len(body))
 	}
+	if proto.IsPartition(req.Operation) {
+		s.applyInherited()
+	}
 	if f, ok := s.takeFault(req.Operation, code); ok {
 		switch {
 		case f.Status != 0:
 			return reply(out, &req, st.session, f.Status, nil), false
+		case f.Drop && f.Inherit:
+			s.mu.Lock()
+			s.inherited = append(s.inherited, inheritedWrite{st: st, req: req, body: bytes.Clone(body)})
+			s.mu.Unlock()
+			return out, f.Close
 		case f.Drop && !f.Apply:
 			return out, false
 		case f.Drop:
@@ -89,6 +97,18 @@ func (s *Server) serve(st *connState, frame []byte, out []byte) ([]byte, bool) {
 		}
 	}
 	return s.dispatch(st, &req, body, out)
+}
+
+// applyInherited applies the partition writes Inherit faults held, in the
+// order they arrived, their replies going nowhere (Fault.Inherit).
+func (s *Server) applyInherited() {
+	s.mu.Lock()
+	held := s.inherited
+	s.inherited = nil
+	s.mu.Unlock()
+	for i := range held {
+		s.dispatch(held[i].st, &held[i].req, held[i].body, nil)
+	}
 }
 
 // requestDialect is the dialect a request is in: the login's once bound, the

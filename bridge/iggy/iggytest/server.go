@@ -103,6 +103,22 @@ type Fault struct {
 	// later: a reply that tells the state of its handling, arriving after
 	// requests of other connections changed it.
 	Delay time.Duration
+	// Inherit, with Drop, neither applies nor answers a partition write
+	// now: it is applied just before the next partition write (operations
+	// 160–162) the server handles, whichever connection sends it, and
+	// reads do not show it until then. So an Iggy primary killed after
+	// replicating a write leaves it to the new primary, which accepts new
+	// writes at once and commits the inherited ones only when a write
+	// behind them is acknowledged, while every node's reads show only what
+	// it has committed (docs/IGGY.md, "Writes whose outcome was unknown").
+	Inherit bool
+}
+
+// inheritedWrite is a partition write held by a Fault with Inherit.
+type inheritedWrite struct {
+	st   *connState
+	req  proto.RequestHeader
+	body []byte
 }
 
 // Server is an in-memory Iggy server, or one node of a Cluster. Its methods
@@ -129,7 +145,10 @@ type data struct {
 	lastTS   uint64
 	clients  map[proto.ClientID]*clientState
 	faults   []Fault
-	nextConn uint32
+	// inherited: partition writes held by an Inherit fault, applied
+	// before the next partition write (applyInherited).
+	inherited []inheritedWrite
+	nextConn  uint32
 	cluster  *Cluster       // nil for a single node
 	appended chan struct{}  // closed at the next append (wait.go)
 	pats     map[string]pat // minted personal access tokens by name (tokens.go)
