@@ -138,20 +138,20 @@ type Server struct {
 // data is what a server stores: one node's alone, or shared by every node
 // of a Cluster, as VSR replicates every committed operation to them all.
 type data struct {
-	mu       sync.Mutex
-	streams  map[uint32]*stream
-	byName   map[string]*stream
-	commit   uint64 // monotonic commit op; sessions are commit ops
-	lastTS   uint64
-	clients  map[proto.ClientID]*clientState
-	faults   []Fault
+	mu      sync.Mutex
+	streams map[uint32]*stream
+	byName  map[string]*stream
+	commit  uint64 // monotonic commit op; sessions are commit ops
+	lastTS  uint64
+	clients map[proto.ClientID]*clientState
+	faults  []Fault
 	// inherited: partition writes held by an Inherit fault, applied
 	// before the next partition write (applyInherited).
 	inherited []inheritedWrite
 	nextConn  uint32
-	cluster  *Cluster       // nil for a single node
-	appended chan struct{}  // closed at the next append (wait.go)
-	pats     map[string]pat // minted personal access tokens by name (tokens.go)
+	cluster   *Cluster       // nil for a single node
+	appended  chan struct{}  // closed at the next append (wait.go)
+	pats      map[string]pat // minted personal access tokens by name (tokens.go)
 
 	passwordLogins, tokenLogins int
 }
