@@ -20,11 +20,11 @@ import (
 // to a read_committed consumer (all of its records or none, each once),
 // every transaction whose commit was answered is visible, every aborted
 // one is not, and transactions commit again on the new primary. The
-// transaction open at the kill may fail: a retried batch can meet
-// OUT_OF_ORDER_SEQUENCE_NUMBER after the failover (docs/LIMITS.md,
-// "Delivery guarantees": exactly-once does not yet hold through an Iggy
-// failover), which franz-go's transactional producer takes as fatal; the
-// test then replaces the producer, as an application does, and that
+// transaction open at the kill may fail: a retried batch met
+// OUT_OF_ORDER_SEQUENCE_NUMBER after the failover in 2 of 4 runs when this
+// test was written, though in none of 12 since (docs/LIMITS.md, "Delivery
+// guarantees"), which franz-go's transactional producer takes as fatal;
+// the test then replaces the producer, as an application does, and that
 // transaction must be invisible.
 func TestTransactionsIggyClusterPrimaryKilled(t *testing.T) {
 	iggyserver.Require(t)
