@@ -34,12 +34,14 @@ unit:
 # against the in-process iggytest model, so that where the two differ a
 # test shows it (docs/IGGY.md, "Testing against a real iggy-server"); the
 # ecosystem suite against kiggy only (the unit run has checked it against
-# Kafka).
+# Kafka); and the hostile suite's state floods, each against kiggy on a
+# fresh iggy-server.
 iggy-mode: iggy-mode-server iggy-mode-model
 
 iggy-mode-server:
 	KIGGY_TEST_BACKEND=iggy KIGGY_TEST_IGGY=server $(GO) test -count=1 -timeout 30m ./bridge/ ./tests/interop/
 	KIGGY_TEST_BACKEND=iggy KIGGY_TEST_IGGY=server KIGGY_ECOSYSTEM_TARGET=kiggy $(GO) test -count=1 -timeout 20m ./tests/ecosystem/
+	KIGGY_TEST_BACKEND=iggy $(GO) test -count=1 -timeout 25m -run Flood ./tests/hostile/
 
 # The model runs the gateway's own suite only: interop and ecosystem drive
 # stock clients, whose Iggy path the real server proves.
