@@ -21,7 +21,22 @@ import (
 // are stored, once each, in order.
 func TestIdempotentRetryAfterLostReply(t *testing.T) {
 	gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyModel: true})
-	gw.CreateTopic(t, "flaky", 1)
+	// SendMessages (160) is applied, its reply dropped.
+	produceThroughFaults(t, gw, "flaky", iggytest.Fault{Op: 160, Count: 1, Drop: true, Apply: true})
+	m := gw.Metrics()
+	if !strings.Contains(m, `kiggy_api_errors_total{api="Produce",code="REQUEST_TIMED_OUT"}`) || containsLine(m, "kiggy_idempotent_duplicate_batches_total 0") {
+		t.Fatalf("no lost reply was retried and deduplicated:\n%s", grepLines(m, "idempotent", "REQUEST_TIMED_OUT"))
+	}
+	t.Logf("%s", grepLines(m, "idempotent_duplicate", "REQUEST_TIMED_OUT"))
+}
+
+// produceThroughFaults produces 30 rounds of 10 records to a new
+// one-partition topic through an idempotent franz-go producer, injecting
+// fault before rounds 5, 15 and 25, and checks that exactly the records
+// sent are stored, once each, in order.
+func produceThroughFaults(t *testing.T, gw *kiggytest.Gateway, topic string, fault iggytest.Fault) {
+	t.Helper()
+	gw.CreateTopic(t, topic, 1)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.ProduceRequestTimeout(time.Second),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
 	if err != nil {
@@ -33,31 +48,25 @@ func TestIdempotentRetryAfterLostReply(t *testing.T) {
 	const rounds, per = 30, 10
 	for r := range rounds {
 		if r%10 == 5 {
-			// SendMessages (160) is applied, its reply dropped.
-			gw.Iggy.InjectFault(iggytest.Fault{Op: 160, Count: 1, Drop: true, Apply: true})
+			gw.Iggy.InjectFault(fault)
 		}
 		var recs []*kgo.Record
 		for i := range per {
-			recs = append(recs, &kgo.Record{Topic: "flaky", Value: fmt.Appendf(nil, "v%04d", r*per+i)})
+			recs = append(recs, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "v%04d", r*per+i)})
 		}
 		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			t.Fatalf("round %d: %v", r, err)
 		}
 	}
-	got := gw.Records(t, "flaky", 0)
+	got := gw.Records(t, topic, 0)
+	for i, r := range got {
+		if want := fmt.Sprintf("v%04d", i); string(r.Value) != want || r.Offset != int64(i) {
+			t.Fatalf("record %d: offset %d value %q, want %q (%d stored, %d sent)", i, r.Offset, r.Value, want, len(got), rounds*per)
+		}
+	}
 	if len(got) != rounds*per {
 		t.Fatalf("stored %d records, sent %d", len(got), rounds*per)
 	}
-	for i, r := range got {
-		if want := fmt.Sprintf("v%04d", i); string(r.Value) != want || r.Offset != int64(i) {
-			t.Fatalf("record %d: offset %d value %q, want %q", i, r.Offset, r.Value, want)
-		}
-	}
-	m := gw.Metrics()
-	if !strings.Contains(m, `kiggy_api_errors_total{api="Produce",code="REQUEST_TIMED_OUT"}`) || containsLine(m, "kiggy_idempotent_duplicate_batches_total 0") {
-		t.Fatalf("no lost reply was retried and deduplicated:\n%s", grepLines(m, "idempotent", "REQUEST_TIMED_OUT"))
-	}
-	t.Logf("%s", grepLines(m, "idempotent_duplicate", "REQUEST_TIMED_OUT"))
 }
 
 // grepLines returns the sample lines of metrics containing any of words.
@@ -97,37 +106,7 @@ func TestIdempotentRetryAfterInheritedWrite(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			t.Setenv(iggytest.DialectEnv, dialect)
 			gw := kiggytest.Start(t, kiggytest.Options{Iggy: true, IggyModel: true})
-			gw.CreateTopic(t, "inherited", 1)
-			cl, err := kgo.NewClient(kgo.SeedBrokers(gw.Addr), kgo.ProduceRequestTimeout(time.Second),
-				kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			const rounds, per = 30, 10
-			for r := range rounds {
-				if r%10 == 5 {
-					gw.Iggy.InjectFault(iggytest.Fault{Op: 160, Count: 1, Drop: true, Inherit: true, Close: true})
-				}
-				var recs []*kgo.Record
-				for i := range per {
-					recs = append(recs, &kgo.Record{Topic: "inherited", Value: fmt.Appendf(nil, "v%04d", r*per+i)})
-				}
-				if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-					t.Fatalf("round %d: %v", r, err)
-				}
-			}
-			got := gw.Records(t, "inherited", 0)
-			for i, r := range got {
-				if want := fmt.Sprintf("v%04d", i); string(r.Value) != want || r.Offset != int64(i) {
-					t.Fatalf("record %d: offset %d value %q, want %q (%d stored, %d sent)", i, r.Offset, r.Value, want, len(got), rounds*per)
-				}
-			}
-			if len(got) != rounds*per {
-				t.Fatalf("stored %d records, sent %d", len(got), rounds*per)
-			}
+			produceThroughFaults(t, gw, "inherited", iggytest.Fault{Op: 160, Count: 1, Drop: true, Inherit: true, Close: true})
 			m := gw.Metrics()
 			if dialect == "0.11" && (containsLine(m, "kiggy_idempotent_duplicate_batches_total 0") || containsLine(m, "kiggy_idempotent_partition_settles_total 0")) {
 				t.Fatalf("no resend of an inherited write was settled and deduplicated:\n%s", grepLines(m, "idempotent", "REQUEST_TIMED_OUT"))
