@@ -224,7 +224,7 @@ func (g *Gateway) appendIdempotent(ctx context.Context, topic string, index int3
 // be stored twice (docs/LIMITS.md, "Delivery guarantees"). A partition
 // that cannot be settled now fails the rebuild (ErrUnavailable: the
 // producer retries), and stays unsettled.
-func (g *Gateway) rebuildProducers(topic string, index int32, pp *partitionProducers) (err error) {
+func (g *Gateway) rebuildProducers(topic string, index int32, pp *partitionProducers) error {
 	ctx, cancel := context.WithTimeout(g.ctx, g.cfg.ProduceTimeoutCap)
 	defer cancel()
 	pp.Reset()
@@ -240,15 +240,9 @@ func (g *Gateway) rebuildProducers(topic string, index int32, pp *partitionProdu
 	if err != nil {
 		return err
 	}
-	next := max(wm.LogStart, wm.High-int64(g.cfg.ProducerStateScan))
-	high := wm.High
+	from := max(wm.LogStart, wm.High-int64(g.cfg.ProducerStateScan))
+	next, high := from, wm.High
 	stamps := 0
-	defer func() {
-		if err == nil {
-			g.cfg.Logger.Debug("idempotence: producer states rebuilt from the tail", "topic", topic, "partition", index,
-				"from", max(wm.LogStart, wm.High-int64(g.cfg.ProducerStateScan)), "high", high, "stamps", stamps, "took", time.Since(start))
-		}
-	}()
 	for next < high {
 		progressed := false
 		_, err := g.store.Read(ctx, topic, index, next, 8<<20, func(m *message.Message) bool {
@@ -273,5 +267,7 @@ func (g *Gateway) rebuildProducers(topic string, index int32, pp *partitionProdu
 	}
 	pp.MarkLoaded()
 	pp.unsettled = false
+	g.cfg.Logger.Debug("idempotence: producer states rebuilt from the tail", "topic", topic, "partition", index,
+		"from", from, "high", high, "stamps", stamps, "took", time.Since(start))
 	return nil
 }

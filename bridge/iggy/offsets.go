@@ -44,11 +44,18 @@ type memOffset struct {
 	memOnly  bool // not stored in Iggy (c = 0 or beyond the end)
 }
 
-// offsetRequest builds [consumer][stream][topic][partition] on s's scratch.
+// offsetRequest builds [consumer][stream][topic][partition] on s's scratch
+// for a Kafka group's consumer.
 func (c *Client) offsetRequest(s *session, group, topic string, partition int32) []byte {
-	b := append(s.begin(), proto.ConsumerSingle, proto.IDString, uint8(len(groupPrefix)+len(group)))
-	b = append(b, groupPrefix...)
-	b = append(b, group...)
+	return c.consumerRequest(s, groupPrefix, group, topic, partition)
+}
+
+// consumerRequest builds [consumer][stream][topic][partition] on s's
+// scratch for the single consumer (kind 1) named prefix + name.
+func (c *Client) consumerRequest(s *session, prefix, name, topic string, partition int32) []byte {
+	b := append(s.begin(), proto.ConsumerSingle, proto.IDString, uint8(len(prefix)+len(name)))
+	b = append(b, prefix...)
+	b = append(b, name...)
 	b = proto.AppendStringID(b, c.cfg.Stream)
 	b = proto.AppendStringID(b, topic)
 	b = append(b, 1)
@@ -101,11 +108,17 @@ func (c *Client) CommitOffset(ctx context.Context, group, topic string, partitio
 }
 
 func (c *Client) storeOffset(ctx context.Context, group, topic string, partition int32, v uint64) error {
+	return c.storeConsumerOffset(ctx, groupPrefix, group, topic, partition, v)
+}
+
+// storeConsumerOffset stores offset v of the single consumer prefix + name
+// on the partition with quorum acknowledgement, at the partition's route.
+func (c *Client) storeConsumerOffset(ctx context.Context, prefix, name, topic string, partition int32, v uint64) error {
 	s, err := c.acquireFor(ctx, topic, partition)
 	if err != nil {
 		return unavailable(err)
 	}
-	req := proto.AppendU64(c.offsetRequest(s, group, topic, partition), v)
+	req := proto.AppendU64(c.consumerRequest(s, prefix, name, topic, partition), v)
 	req = append(req, 1) // ack: Quorum (the default)
 	s, _, _, err = c.sendPartition(ctx, s, topic, partition, req, nil, proto.CodeStoreConsumerOffset)
 	c.releaseFor(s)

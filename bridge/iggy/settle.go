@@ -83,19 +83,5 @@ func (c *Client) Settle(ctx context.Context, topic string, partition int32) erro
 // settleOnce stores settleConsumer's offset 0 on the partition with quorum
 // acknowledgement.
 func (c *Client) settleOnce(ctx context.Context, topic string, partition int32) error {
-	s, err := c.acquireFor(ctx, topic, partition)
-	if err != nil {
-		return unavailable(err)
-	}
-	b := append(s.begin(), proto.ConsumerSingle, proto.IDString, uint8(len(settleConsumer)))
-	b = append(b, settleConsumer...)
-	b = proto.AppendStringID(b, c.cfg.Stream)
-	b = proto.AppendStringID(b, topic)
-	b = append(b, 1)
-	b = proto.AppendU32(b, uint32(partition))
-	b = proto.AppendU64(b, 0)
-	b = append(b, 1) // ack: Quorum
-	s, _, _, err = c.sendPartition(ctx, s, topic, partition, b, nil, proto.CodeStoreConsumerOffset)
-	c.releaseFor(s)
-	return err
+	return c.storeConsumerOffset(ctx, "", settleConsumer, topic, partition, 0)
 }

@@ -64,13 +64,7 @@ func TestSettle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := append(s.begin(), proto.ConsumerSingle, proto.IDString, uint8(len(settleConsumer)))
-	b = append(b, settleConsumer...)
-	b = proto.AppendStringID(b, c.cfg.Stream)
-	b = proto.AppendStringID(b, "settled")
-	b = append(b, 1)
-	b = proto.AppendU32(b, 0)
-	body, _, err := s.do(cx, proto.CodeGetConsumerOffset, b)
+	body, _, err := s.do(cx, proto.CodeGetConsumerOffset, c.consumerRequest(s, "", settleConsumer, "settled", 0))
 	c.release(s)
 	if err != nil || len(body) == 0 {
 		t.Fatalf("GetConsumerOffset of %s: %x %v", settleConsumer, body, err)
