@@ -95,10 +95,17 @@ func (g *Gateway) metadataTopic(c *call, resp *wire.MetadataResponse, rt *wire.M
 		resp.Topics = g.appendTopic(resp.Topics, name, [16]byte{}, 0, wire.TopicAuthorizationFailed, node)
 		return
 	}
-	if errors.Is(err, store.ErrUnknownTopic) && allowCreate && !g.autoCreate.admit(ctx, g.store) {
-		// Past --auto-create-topics-limit: as with auto-creation off
-		// (autocreate.go).
-		allowCreate = false
+	if errors.Is(err, store.ErrUnknownTopic) && allowCreate {
+		// Past --max-partitions (partitionlimit.go) or
+		// --auto-create-topics-limit (autocreate.go): as with auto-creation
+		// off.
+		if !g.partitions.room(ctx, g.store, g.cfg.DefaultPartitions, true) {
+			g.partitions.autoRefused.Add(1)
+			allowCreate = false
+		} else if !g.autoCreate.admit(ctx, g.store) {
+			g.partitions.release(g.cfg.DefaultPartitions)
+			allowCreate = false
+		}
 	}
 	if errors.Is(err, store.ErrUnknownTopic) && allowCreate {
 		// A new topic has the defaults and log start 0, whatever an earlier
@@ -108,6 +115,9 @@ func (g *Gateway) metadataTopic(c *call, resp *wire.MetadataResponse, rt *wire.M
 		// a topic), rather than a new topic inheriting stale state.
 		if err = g.dropTopicState(ctx, name); err == nil {
 			info, err = g.store.CreateTopic(ctx, name, g.cfg.DefaultPartitions, store.TopicConfig{})
+		}
+		if err != nil {
+			g.partitions.release(g.cfg.DefaultPartitions)
 		}
 		if errors.Is(err, store.ErrTopicExists) {
 			info, err = g.store.Topic(ctx, name)

@@ -2,7 +2,8 @@
 //
 // Differs from Kafka: the replication factor must be 1 or -1 and a replica
 // assignment must name this broker alone (kiggy stores each partition once,
-// in the backend); at most maxPartitions partitions.
+// in the backend); at most maxPartitions partitions a topic, within
+// --max-partitions in all (partitionlimit.go).
 
 package bridge
 
@@ -27,24 +28,43 @@ func (g *Gateway) createTopics(c *call) bool {
 	}
 	var resp wire.CreateTopicsResponse
 	mq := g.mutationQuotaFor(c, 6) // THROTTLING_QUOTA_EXCEEDED from v6 (KIP-599)
+	checks := make([]createCheck, len(req.Topics))
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		ch := &checks[i]
+		ch.code, ch.msg, ch.parts, ch.overrides = g.checkCreate(t)
+		ch.authorized = g.canCreateTopic(c, t.Topic) // KafkaApis: CREATE on the cluster or the topic
+	}
+	tooLarge := g.requestTooLarge(req.Topics, checks)
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		out := wire.CreateTopicsResponseTopic{Topic: t.Topic, NumPartitions: -1, ReplicationFactor: -1}
-		code, msg, parts, overrides := g.checkCreate(t)
-		if !g.canCreateTopic(c, t.Topic) { // KafkaApis: CREATE on the cluster or the topic
+		code, msg, parts, overrides := checks[i].code, checks[i].msg, checks[i].parts, checks[i].overrides
+		if tooLarge != "" {
+			code, msg = wire.PolicyViolation, tooLarge
+		}
+		if !checks[i].authorized {
 			code, msg = wire.TopicAuthorizationFailed, "Authorization failed."
 		}
 		cfg := backendConfig(overrides)
-		var id [16]byte // the new topic's id, answered from v7 (KIP-516)
+		var id [16]byte      // the new topic's id, answered from v7 (KIP-516)
+		reserved := int32(0) // partitions counted against --max-partitions
 		if code == wire.NoError && req.ValidateOnly {
 			if _, err := g.store.Topic(g.ctx, t.Topic); err == nil {
 				code, msg = wire.TopicAlreadyExists, "Topic '"+t.Topic+"' already exists."
+			} else if !g.partitions.room(g.ctx, g.store, parts, false) {
+				code, msg = wire.PolicyViolation, g.partitions.refusal(parts)
 			}
 		} else if code == wire.NoError {
-			code, msg = g.chargeCreate(&mq, t.Topic, parts)
+			if code, msg = g.admitCreate(&mq, t.Topic, parts); code == wire.NoError {
+				reserved = parts
+			}
 		}
 		if code == wire.NoError && !req.ValidateOnly {
 			info, err := g.store.CreateTopic(g.ctx, t.Topic, parts, cfg)
+			if err != nil {
+				g.partitions.release(reserved)
+			}
 			if err == nil {
 				id = info.ID
 				// The backend says what it does (durability); the
@@ -93,21 +113,96 @@ func (g *Gateway) createTopics(c *call) bool {
 	return false
 }
 
-// chargeCreate charges the creation of topic's parts partitions to the
-// controller mutation quota, after every other check and, as in Kafka, not
-// for a topic that exists (ReplicationControlManager answers
-// TOPIC_ALREADY_EXISTS before it charges).
-func (g *Gateway) chargeCreate(mq *mutationQuota, topic string, parts int32) (wire.ErrorCode, string) {
+// admitCreate counts the creation of topic's parts partitions against
+// --max-partitions (partitionlimit.go), then charges them to the controller
+// mutation quota, after every other check and, as in Kafka, neither for a
+// topic that exists (ReplicationControlManager answers
+// TOPIC_ALREADY_EXISTS before its policy and its quota). On NoError the
+// parts are reserved: the caller releases them if the creation fails.
+func (g *Gateway) admitCreate(mq *mutationQuota, topic string, parts int32) (wire.ErrorCode, string) {
+	if !g.partitions.room(g.ctx, g.store, parts, true) {
+		if _, err := g.store.Topic(g.ctx, topic); err == nil {
+			return wire.TopicAlreadyExists, "Topic '" + topic + "' already exists."
+		}
+		return wire.PolicyViolation, g.partitions.refusal(parts)
+	}
 	if !mq.on() {
 		return wire.NoError, ""
 	}
+	code, msg := wire.NoError, ""
 	if _, err := g.store.Topic(g.ctx, topic); err == nil {
-		return wire.TopicAlreadyExists, "Topic '" + topic + "' already exists."
+		code, msg = wire.TopicAlreadyExists, "Topic '"+topic+"' already exists."
+	} else if !mq.admit(parts) {
+		code, msg = wire.ThrottlingQuotaExceeded, mutationRefused
 	}
-	if !mq.admit(parts) {
-		return wire.ThrottlingQuotaExceeded, mutationRefused
+	if code != wire.NoError {
+		g.partitions.release(parts)
 	}
-	return wire.NoError, ""
+	return code, msg
+}
+
+// createCheck is what createTopics found of one topic before creating any.
+type createCheck struct {
+	code       wire.ErrorCode
+	msg        string
+	parts      int32
+	overrides  topicconfig.Values
+	authorized bool
+}
+
+// requestTooLarge is the POLICY_VIOLATION message of a CreateTopics request
+// Kafka 4.4 refuses whole, or "". Its controller
+// (ReplicationControlManager.createTopics) fails every topic of the request:
+//   - validateTotalNumberOfPartitions: "Validates that a batch of topics will
+//     create less than MAX_PARTITIONS_PER_BATCH" (10,000), counting each
+//     topic's assignments, else its partition count (-1: the default;
+//     others not positive count nothing), valid or not;
+//   - the records the creations would write, in a list bounded at
+//     MAX_RECORDS_PER_USER_OP (10,000): a topic's record, one per partition
+//     and one per config, for the topics that pass every check and do not
+//     exist; past the bound, "Unable to perform excessively large batch
+//     operation." (validate_only too).
+//
+// Topics the principal may not create are not sent to the controller
+// (ControllerApis) and count for neither.
+func (g *Gateway) requestTooLarge(topics []wire.CreateTopicsRequestTopic, checks []createCheck) string {
+	var parts, records int64
+	for i := range topics {
+		t, ch := &topics[i], &checks[i]
+		if !ch.authorized {
+			continue
+		}
+		switch {
+		case len(t.ReplicaAssignment) > 0:
+			parts += int64(len(t.ReplicaAssignment))
+		case t.NumPartitions == -1:
+			parts += int64(g.cfg.DefaultPartitions)
+		case t.NumPartitions > 0:
+			parts += int64(t.NumPartitions)
+		}
+		if ch.code == wire.NoError {
+			records += 1 + int64(ch.parts) + int64(len(ch.overrides))
+		}
+	}
+	if parts > maxPartitionsPerRequest {
+		return "Excessively large number of partitions per request."
+	}
+	if records <= maxRecordsPerRequest {
+		return ""
+	}
+	// Only now is it worth asking which exist (a round trip each on Iggy).
+	for i := range topics {
+		ch := &checks[i]
+		if ch.authorized && ch.code == wire.NoError {
+			if _, err := g.store.Topic(g.ctx, topics[i].Topic); err == nil {
+				records -= 1 + int64(ch.parts) + int64(len(ch.overrides))
+			}
+		}
+	}
+	if records > maxRecordsPerRequest {
+		return "Unable to perform excessively large batch operation."
+	}
+	return ""
 }
 
 // checkCreate validates one CreateTopics entry.

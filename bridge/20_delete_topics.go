@@ -45,6 +45,7 @@ func (g *Gateway) deleteTopics(c *call) bool {
 		}
 		switch {
 		case err == nil:
+			g.partitions.stale() // its partitions make room (partitionlimit.go)
 			// A topic of the same name created later starts with no
 			// producer state.
 			g.producers.dropTopic(name)

@@ -1,7 +1,8 @@
 // CreatePartitions (API key 37): versions 0–3 (wire.APIs).
 //
 // Grow only, as Kafka. Differs from Kafka: an assignment must name this
-// broker alone for every new partition.
+// broker alone for every new partition; the partitions added count against
+// --max-partitions (partitionlimit.go).
 
 package bridge
 
@@ -69,13 +70,21 @@ func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, validateOnly bo
 			}
 		}
 	}
+	added := t.Count - info.Partitions
+	if !g.partitions.room(g.ctx, g.store, added, !validateOnly) {
+		return wire.PolicyViolation, g.partitions.refusal(added)
+	}
 	if validateOnly {
 		return wire.NoError, ""
 	}
-	if mq.on() && !mq.admit(t.Count-info.Partitions) {
+	if mq.on() && !mq.admit(added) {
+		g.partitions.release(added)
 		return wire.ThrottlingQuotaExceeded, mutationRefused
 	}
 	if err := g.store.CreatePartitions(g.ctx, t.Topic, t.Count); err != nil {
+		// What the backend added of them (Iggy creates in steps) is
+		// counted at the next listing.
+		g.partitions.release(added)
 		if errors.Is(err, store.ErrInvalidPartitions) {
 			return wire.InvalidPartitions, err.Error()
 		}

@@ -146,6 +146,12 @@ type Config struct {
 	// COORDINATOR_NOT_AVAILABLE (txn.Config.MaxIDs). 0 = 100,000;
 	// negative = no cap. No Kafka equivalent.
 	MaxTransactionalIDs int
+	// MaxPartitions caps the partitions the log holds: a CreateTopics or
+	// CreatePartitions past it gets POLICY_VIOLATION, a Metadata
+	// auto-creation UNKNOWN_TOPIC_OR_PARTITION (partitionlimit.go). 0 =
+	// 100,000; negative = no cap. Kafka has none (KIP-578's max.partitions
+	// was not adopted).
+	MaxPartitions int
 	// MaxACLs caps the ACLs CreateAcls may store; a new one past it gets
 	// POLICY_VIOLATION (adminlimits.go). 0 = 100,000; negative = no cap.
 	MaxACLs int
@@ -276,6 +282,9 @@ func (c *Config) normalize() {
 	if c.MaxTransactionalIDs == 0 {
 		c.MaxTransactionalIDs = DefaultMaxTransactionalIDs
 	}
+	if c.MaxPartitions == 0 {
+		c.MaxPartitions = DefaultMaxPartitions
+	}
 	if c.AutoCreateTopicsLimit == 0 {
 		c.AutoCreateTopicsLimit = DefaultAutoCreateTopicsLimit
 	}
@@ -363,6 +372,7 @@ type Gateway struct {
 	producerIDs producer.IDs
 	producers   producerStates
 	autoCreate  autoCreateLimit // autocreate.go
+	partitions  partitionLimit  // partitionlimit.go
 	// adminRefused counts ACLs and credentials the caps refused
 	// (adminlimits.go).
 	adminRefused adminRefusals
@@ -487,6 +497,7 @@ func New(cfg Config, backend store.Log) *Gateway {
 	gcfg.Topics = g.classicMemberTopics
 	g.groups = group.New(gcfg)
 	g.autoCreate.limit = cfg.AutoCreateTopicsLimit
+	g.partitions.limit = cfg.MaxPartitions
 	g.notify.init()
 	if aw, ok := backend.(store.AppendWaiter); ok && !g.caps.SoleWriter {
 		g.waiter = aw

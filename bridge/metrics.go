@@ -204,10 +204,13 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	for _, r := range producer.Reasons() {
 		fmt.Fprintf(w, "kiggy_producer_ids_refused_total{reason=%q} %d\n", r.String(), ps.limits.Refused(r))
 	}
-	metric.Header(w, "kiggy_topics_auto_create_refused_total", "counter", "Metadata auto-creations refused, by reason: limit (--auto-create-topics-limit topics in the log), backend_limit (the backend holds all the topics it can: Iggy's 4,096 a stream); both UNKNOWN_TOPIC_OR_PARTITION.")
+	metric.Header(w, "kiggy_topics_auto_create_refused_total", "counter", "Metadata auto-creations refused, by reason: limit (--auto-create-topics-limit topics in the log), max_partitions (--max-partitions partitions in the log), backend_limit (the backend holds all the topics it can: Iggy's 4,096 a stream); all UNKNOWN_TOPIC_OR_PARTITION.")
 	fmt.Fprintf(w, "kiggy_topics_auto_create_refused_total{reason=\"limit\"} %d\n", g.autoCreate.refused.Load())
+	fmt.Fprintf(w, "kiggy_topics_auto_create_refused_total{reason=\"max_partitions\"} %d\n", g.partitions.autoRefused.Load())
 	fmt.Fprintf(w, "kiggy_topics_auto_create_refused_total{reason=\"backend_limit\"} %d\n", g.autoCreate.backendRefused.Load())
-	metric.Header(w, "kiggy_admin_refused_total", "counter", "Creations by authorized admin requests refused by a cap, by reason: max_acls (CreateAcls past --max-acls), max_scram_credentials (AlterUserScramCredentials past --max-scram-credentials), max_client_quota_entities (AlterClientQuotas past --max-client-quota-entities); all POLICY_VIOLATION.")
+	metric.Single(w, "kiggy_partitions", "gauge", "Partitions in the log as --max-partitions counts them: the backend's last listing plus those created since (0 with no cap).", g.partitions.held.Load())
+	metric.Header(w, "kiggy_admin_refused_total", "counter", "Creations by authorized admin requests refused by a cap, by reason: max_partitions (CreateTopics and CreatePartitions past --max-partitions), max_acls (CreateAcls past --max-acls), max_scram_credentials (AlterUserScramCredentials past --max-scram-credentials), max_client_quota_entities (AlterClientQuotas past --max-client-quota-entities); all POLICY_VIOLATION.")
+	fmt.Fprintf(w, "kiggy_admin_refused_total{reason=\"max_partitions\"} %d\n", g.partitions.adminRefused.Load())
 	fmt.Fprintf(w, "kiggy_admin_refused_total{reason=\"max_acls\"} %d\n", g.adminRefused.acls.Load())
 	fmt.Fprintf(w, "kiggy_admin_refused_total{reason=\"max_scram_credentials\"} %d\n", g.adminRefused.scram.Load())
 	fmt.Fprintf(w, "kiggy_admin_refused_total{reason=\"max_client_quota_entities\"} %d\n", g.adminRefused.quotas.Load())

@@ -42,6 +42,7 @@ type options struct {
 	consumerAssignor                               string
 	maxTransactionalIDs                            int64
 	maxACLs, maxScramCredentials                   int64
+	maxPartitions                                  int64
 	maxClientQuotaEntities                         int64
 	producerStateScan                              int64
 	refuseUnissuedProducerIDs                      bool
@@ -120,6 +121,7 @@ func registerOptions(s *settings, o *options) {
 	s.Bool("Kafka", "refuse-unissued-producer-ids", &o.refuseUnissuedProducerIDs, true, "answer UNKNOWN_PRODUCER_ID to an idempotent batch whose producer id no InitProducerId handed out, instead of creating a state for it (docs/LIMITS.md)")
 	s.Int("Limits", "max-producer-states", &o.maxProducerStates, bridge.DefaultMaxProducerStates, 0, 1<<40, "idempotent producer states (producer id × partition) held in total; a new producer past it gets THROTTLING_QUOTA_EXCEEDED; 0 = no cap")
 	s.Int("Limits", "max-producer-states-per-principal", &o.maxProducerStatesPrincipal, bridge.DefaultMaxProducerStatesPerPrincipal, 0, 1<<40, "idempotent producer states one principal's batches created; as above; 0 = no cap")
+	s.Int("Limits", "max-partitions", &o.maxPartitions, bridge.DefaultMaxPartitions, 0, 1<<30, "partitions the log may hold; a CreateTopics or CreatePartitions past it gets POLICY_VIOLATION, a Metadata auto-creation UNKNOWN_TOPIC_OR_PARTITION (KIP-578's max.partitions, not in Kafka); 0 = no cap")
 	s.Int("Limits", "max-acls", &o.maxACLs, bridge.DefaultMaxACLs, 0, 1<<30, "ACLs CreateAcls may store; a new one past it gets POLICY_VIOLATION; 0 = no cap")
 	s.Int("Limits", "max-scram-credentials", &o.maxScramCredentials, bridge.DefaultMaxScramCredentials, 0, 1<<30, "SCRAM credentials (user × mechanism) AlterUserScramCredentials may store; a new one past it gets POLICY_VIOLATION; 0 = no cap")
 	s.Int("Limits", "max-client-quota-entities", &o.maxClientQuotaEntities, bridge.DefaultMaxClientQuotaEntities, 0, 1<<30, "entities (users, client ids, their pairs, IPs) AlterClientQuotas may store quotas of; a new one past it gets POLICY_VIOLATION; 0 = no cap")
@@ -388,6 +390,7 @@ func (o *options) bridgeConfig() bridge.Config {
 		TransactionMaxTimeout:     o.transactionMaxTimeout,
 		TransactionalIDExpiration: o.transactionalIDExpiration,
 		MaxTransactionalIDs:       int(uncapped(o.maxTransactionalIDs)),
+		MaxPartitions:             int(uncapped(o.maxPartitions)),
 		MaxACLs:                   int(uncapped(o.maxACLs)),
 		FetchSessionCacheSlots:    int(uncapped(o.fetchSessionSlots)),
 		Quota: quota.Config{RequestPercentage: float64(o.quotaRequestPercentage),

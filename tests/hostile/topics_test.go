@@ -68,19 +68,22 @@ func TestAutoCreateTopicFlood(t *testing.T) {
 // TestCreateTopicsFlood: an authorized admin floods
 // CreateTopics v7 with 10,000 new one-partition topics (5 a request,
 // pipelined) against --quota-controller-mutation-rate 100 (KIP-599, a
-// burst of 110 over 11 windows of 100 ms), beside the steady producer and
-// consumer group: at most the burst plus the rate over the flood's
-// duration are created, every other topic gets THROTTLING_QUOTA_EXCEEDED
-// and is counted, RSS stays under 64 MiB of growth, and the steady
-// clients lose nothing.
+// burst of 110 over 11 windows of 100 ms) and --max-partitions 1000,
+// beside the steady producer and consumer group: at most the burst plus
+// the rate over the flood's duration are created, and never more than the
+// cap leaves beside the steady topic; every other topic gets
+// THROTTLING_QUOTA_EXCEEDED or POLICY_VIOLATION and is counted, RSS stays
+// under 64 MiB of growth, and the steady clients lose nothing.
 func TestCreateTopicsFlood(t *testing.T) {
 	const (
-		rate     = 100
-		burst    = 110
-		perReq   = 5
-		requests = 2000
+		rate      = 100
+		burst     = 110
+		perReq    = 5
+		requests  = 2000
+		maxParts  = 1000
+		steadyOne = 1 // the steady topic's partition
 	)
-	args := floodQuota(t)
+	args := append(floodQuota(t), "--max-partitions", strconv.Itoa(maxParts))
 	limited := os.Getenv(noQuotaEnv) != "1" // else every topic is created: the figure the quota is judged against
 	if limited {
 		args = append(args, "--quota-controller-mutation-rate", strconv.Itoa(rate), "--quota-window-size", "100ms")
@@ -113,17 +116,18 @@ func TestCreateTopicsFlood(t *testing.T) {
 		requests*perReq, codes, mib(before), mib(high), took.Round(time.Millisecond))
 	// One request more than the rate allows: a client is admitted while
 	// its bucket is not below zero.
-	most := burst + int(rate*took.Seconds()) + perReq
+	most := min(burst+int(rate*took.Seconds())+perReq, maxParts-steadyOne)
 	if !limited {
-		most = requests * perReq
+		most = maxParts - steadyOne
 	}
-	// On Iggy (KIGGY_TEST_BACKEND=iggy) a stream holds at most 4,096
-	// topics: past them, POLICY_VIOLATION (44).
-	if codes[0] > most || codes[0] == 0 || codes[0]+codes[89]+codes[44] != requests*perReq {
-		t.Errorf("answers %v, want at most %d created (0: the burst and the rate over %v) and the rest THROTTLING_QUOTA_EXCEEDED (89) or, on Iggy past 4,096 topics, POLICY_VIOLATION (44)", codes, most, took)
+	if codes[0] > most || codes[0] == 0 || (!limited && codes[0] != most) || codes[0]+codes[89]+codes[44] != requests*perReq {
+		t.Errorf("answers %v, want at most %d created (0: the burst and the rate over %v, within the cap) and the rest THROTTLING_QUOTA_EXCEEDED (89) or POLICY_VIOLATION (44)", codes, most, took)
 	}
 	if got := m["kiggy_quota_controller_mutation_rejections_total"]; got != float64(codes[89]) {
 		t.Errorf("kiggy_quota_controller_mutation_rejections_total = %v, want %d", got, codes[89])
+	}
+	if got := m[`kiggy_admin_refused_total{reason="max_partitions"}`]; got != float64(codes[44]) {
+		t.Errorf(`kiggy_admin_refused_total{reason="max_partitions"} = %v, want %d`, got, codes[44])
 	}
 	if grew := high - before; grew >= groupStateBound {
 		t.Errorf("RSS grew by %.1f MiB over the flood, want < %d", mib(grew), groupStateBound>>20)
