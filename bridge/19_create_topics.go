@@ -2,13 +2,14 @@
 //
 // Differs from Kafka: the replication factor must be 1 or -1 and a replica
 // assignment must name this broker alone (kiggy stores each partition once,
-// in the backend); at most maxPartitions partitions a topic, within
-// --max-partitions in all (partitionlimit.go).
+// in the backend); the partitions count against --max-partitions
+// (partitionlimit.go).
 
 package bridge
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,16 +29,23 @@ func (g *Gateway) createTopics(c *call) bool {
 	}
 	var resp wire.CreateTopicsResponse
 	mq := g.mutationQuotaFor(c, 6) // THROTTLING_QUOTA_EXCEEDED from v6 (KIP-599)
+	dups := duplicates(len(req.Topics), func(i int) string { return req.Topics[i].Topic })
 	checks := make([]createCheck, len(req.Topics))
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		ch := &checks[i]
+		if ch.dup = slices.Contains(dups, t.Topic); ch.dup {
+			continue
+		}
 		ch.code, ch.msg, ch.parts, ch.overrides = g.checkCreate(t)
 		ch.authorized = g.canCreateTopic(c, t.Topic) // KafkaApis: CREATE on the cluster or the topic
 	}
 	tooLarge := g.requestTooLarge(req.Topics, checks)
 	for i := range req.Topics {
 		t := &req.Topics[i]
+		if checks[i].dup {
+			continue
+		}
 		out := wire.CreateTopicsResponseTopic{Topic: t.Topic, NumPartitions: -1, ReplicationFactor: -1}
 		code, msg, parts, overrides := checks[i].code, checks[i].msg, checks[i].parts, checks[i].overrides
 		if tooLarge != "" {
@@ -107,6 +115,10 @@ func (g *Gateway) createTopics(c *call) bool {
 		}
 		resp.Topics = append(resp.Topics, out)
 	}
+	for _, name := range dups {
+		resp.Topics = append(resp.Topics, wire.CreateTopicsResponseTopic{Topic: name, NumPartitions: -1, ReplicationFactor: -1,
+			ErrorCode: wire.InvalidRequest, ErrorMessage: wire.NullStringOf(duplicateTopic)})
+	}
 	mq.finish(c)
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
@@ -148,6 +160,7 @@ type createCheck struct {
 	parts      int32
 	overrides  topicconfig.Values
 	authorized bool
+	dup        bool // named more than once: answered apart, duplicateTopic
 }
 
 // requestTooLarge is the POLICY_VIOLATION message of a CreateTopics request
@@ -169,7 +182,7 @@ func (g *Gateway) requestTooLarge(topics []wire.CreateTopicsRequestTopic, checks
 	var parts, records int64
 	for i := range topics {
 		t, ch := &topics[i], &checks[i]
-		if !ch.authorized {
+		if !ch.authorized || ch.dup {
 			continue
 		}
 		switch {
@@ -193,7 +206,7 @@ func (g *Gateway) requestTooLarge(topics []wire.CreateTopicsRequestTopic, checks
 	// Only now is it worth asking which exist (a round trip each on Iggy).
 	for i := range topics {
 		ch := &checks[i]
-		if ch.authorized && ch.code == wire.NoError {
+		if ch.authorized && !ch.dup && ch.code == wire.NoError {
 			if _, err := g.store.Topic(g.ctx, topics[i].Topic); err == nil {
 				records -= 1 + int64(ch.parts) + int64(len(ch.overrides))
 			}
@@ -229,8 +242,10 @@ func (g *Gateway) checkCreate(t *wire.CreateTopicsRequestTopic) (wire.ErrorCode,
 	if parts == -1 {
 		parts = g.cfg.DefaultPartitions
 	}
-	if parts <= 0 || parts > maxPartitions {
-		return wire.InvalidPartitions, "Number of partitions must be between 1 and " + strconv.Itoa(maxPartitions) + ".", 0, nil
+	if parts <= 0 {
+		// Beyond maxPartitionsPerRequest the request is refused whole
+		// (requestTooLarge).
+		return wire.InvalidPartitions, "Number of partitions must be between 1 and " + strconv.Itoa(maxPartitionsPerRequest) + ".", 0, nil
 	}
 	overrides, bad := topicOverridesFromKafka(t.Configs)
 	if bad != "" {

@@ -9,6 +9,7 @@ package bridge
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/security/acl"
@@ -66,7 +67,26 @@ func (g *Gateway) deleteTopics(c *call) bool {
 		}
 	}
 	if v >= 6 {
-		for _, t := range req.Topics {
+		// A name (or an id) named twice is answered once at the end
+		// (ControllerApis.deleteTopics).
+		byName := func(t *wire.DeleteTopicsRequestTopic) bool { return t.Topic.Valid && t.TopicID == [16]byte{} }
+		byID := func(t *wire.DeleteTopicsRequestTopic) bool { return !t.Topic.Valid && t.TopicID != [16]byte{} }
+		var names []string
+		var ids [][16]byte
+		for i := range req.Topics {
+			if t := &req.Topics[i]; byName(t) {
+				names = append(names, t.Topic.S)
+			} else if byID(t) {
+				ids = append(ids, t.TopicID)
+			}
+		}
+		dupNames := duplicates(len(names), func(i int) string { return names[i] })
+		dupIDs := duplicates(len(ids), func(i int) [16]byte { return ids[i] })
+		for i := range req.Topics {
+			t := &req.Topics[i]
+			if (byName(t) && slices.Contains(dupNames, t.Topic.S)) || (byID(t) && slices.Contains(dupIDs, t.TopicID)) {
+				continue
+			}
 			out := wire.DeleteTopicsResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
 			var m string
 			switch byID := t.TopicID != ([16]byte{}); {
@@ -85,14 +105,31 @@ func (g *Gateway) deleteTopics(c *call) bool {
 			}
 			resp.Topics = append(resp.Topics, out)
 		}
+		for _, name := range dupNames {
+			resp.Topics = append(resp.Topics, wire.DeleteTopicsResponseTopic{Topic: wire.NullStringOf(name),
+				ErrorCode: wire.InvalidRequest, ErrorMessage: wire.NullStringOf(duplicateTopic)})
+		}
+		for _, id := range dupIDs {
+			resp.Topics = append(resp.Topics, wire.DeleteTopicsResponseTopic{TopicID: id,
+				ErrorCode: wire.InvalidRequest, ErrorMessage: wire.NullStringOf(duplicateTopicID)})
+		}
 	} else {
+		dups := duplicates(len(req.TopicNames), func(i int) string { return req.TopicNames[i] })
 		for _, name := range req.TopicNames {
+			if slices.Contains(dups, name) {
+				continue
+			}
 			code, m := del(name)
 			out := wire.DeleteTopicsResponseTopic{Topic: wire.NullStringOf(name), ErrorCode: code}
 			if m != "" {
 				out.ErrorMessage = wire.NullStringOf(m)
 			}
 			resp.Topics = append(resp.Topics, out)
+		}
+		for _, name := range dups {
+			// v1–4 have no message: the code alone.
+			resp.Topics = append(resp.Topics, wire.DeleteTopicsResponseTopic{Topic: wire.NullStringOf(name),
+				ErrorCode: wire.InvalidRequest, ErrorMessage: wire.NullStringOf(duplicateTopic)})
 		}
 	}
 	mq.finish(c)

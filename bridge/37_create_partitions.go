@@ -1,13 +1,15 @@
 // CreatePartitions (API key 37): versions 0–3 (wire.APIs).
 //
-// Grow only, as Kafka. Differs from Kafka: an assignment must name this
-// broker alone for every new partition; the partitions added count against
-// --max-partitions (partitionlimit.go).
+// Grow only, as Kafka, at most maxPartitionsPerRequest added in one request.
+// Differs from Kafka: an assignment must name this broker alone for every
+// new partition; the partitions added count against --max-partitions
+// (partitionlimit.go).
 
 package bridge
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/kiggy-io/kiggy/bridge/store"
@@ -26,10 +28,33 @@ func (g *Gateway) createPartitions(c *call) bool {
 	}
 	var resp wire.CreatePartitionsResponse
 	mq := g.mutationQuotaFor(c, 3) // THROTTLING_QUOTA_EXCEEDED from v3 (KIP-599)
-	for _, t := range req.Topics {
+	dups := duplicates(len(req.Topics), func(i int) string { return req.Topics[i].Topic })
+	codes := make([]wire.ErrorCode, len(req.Topics))
+	var added int64 // what the request adds to topics that exist
+	for i, t := range req.Topics {
+		if slices.Contains(dups, t.Topic) {
+			continue
+		}
+		if codes[i] = g.topicCode(c, acl.OpAlter, t.Topic); codes[i] == wire.NoError { // KafkaApis: ALTER on the topic
+			if info, err := g.store.Topic(g.ctx, t.Topic); err == nil && t.Count > info.Partitions {
+				added += int64(t.Count - info.Partitions)
+			}
+		}
+	}
+	for i, t := range req.Topics {
+		if slices.Contains(dups, t.Topic) {
+			continue
+		}
 		out := wire.CreatePartitionsResponseTopic{Topic: t.Topic}
-		code, msg := g.topicCode(c, acl.OpAlter, t.Topic), "Authorization failed." // KafkaApis: ALTER on the topic
-		if code == wire.NoError {
+		code, msg := codes[i], "Authorization failed."
+		switch {
+		case code != wire.NoError:
+		case added > maxPartitionsPerRequest:
+			// Kafka 4.4's controller refuses the whole request (every
+			// topic it was sent, those that do not exist too) past
+			// MAX_PARTITIONS_PER_BATCH added partitions.
+			code, msg = wire.PolicyViolation, "Excessively large number of additional partitions per request."
+		default:
 			code, msg = g.growTopic(t, req.ValidateOnly, &mq)
 		}
 		out.ErrorCode = code
@@ -37,6 +62,10 @@ func (g *Gateway) createPartitions(c *call) bool {
 			out.ErrorMessage = wire.NullStringOf(msg)
 		}
 		resp.Topics = append(resp.Topics, out)
+	}
+	for _, name := range dups {
+		resp.Topics = append(resp.Topics, wire.CreatePartitionsResponseTopic{Topic: name, ErrorCode: wire.InvalidRequest,
+			ErrorMessage: wire.NullStringOf(duplicateTopic)})
 	}
 	mq.finish(c)
 	resp.CountErrors(g.errorCounter(c))
@@ -56,9 +85,6 @@ func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, validateOnly bo
 	if t.Count <= info.Partitions {
 		// Kafka 4.4's wording (ReplicationControlManager).
 		return wire.InvalidPartitions, "The topic " + t.Topic + " currently has " + strconv.Itoa(int(info.Partitions)) + " partition(s); " + strconv.Itoa(int(t.Count)) + " would not be an increase."
-	}
-	if t.Count-info.Partitions > maxPartitions {
-		return wire.InvalidPartitions, "At most " + strconv.Itoa(maxPartitions) + " partitions can be added at once."
 	}
 	if t.Assignment != nil {
 		if int32(len(t.Assignment)) != t.Count-info.Partitions {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -80,4 +81,156 @@ func deref(s *string) string {
 		return "<null>"
 	}
 	return *s
+}
+
+// TestCreatePartitionsPerRequest: a CreatePartitions request adding more
+// than 10,000 partitions to the topics that exist fails every topic it
+// names (one that does not exist too) with POLICY_VIOLATION and Kafka
+// 4.4's message; a topic that does not exist adds nothing. The same test
+// runs against Kafka 4.4.
+func TestCreatePartitionsPerRequest(t *testing.T) {
+	tg := newTarget(t)
+	tg.CreateTopic(t, "grow-a", 1)
+	tg.CreateTopic(t, "grow-b", 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const kafkas = "Excessively large number of additional partitions per request."
+	for _, c := range []struct {
+		counts map[string]int32
+		want   map[string]int16
+	}{
+		{map[string]int32{"grow-a": 10001}, map[string]int16{"grow-a": 0}},
+		{map[string]int32{"grow-a": 10002}, map[string]int16{"grow-a": 44}},
+		{map[string]int32{"grow-a": 6000, "grow-b": 6000}, map[string]int16{"grow-a": 44, "grow-b": 44}},
+		{map[string]int32{"grow-a": 10003, "grow-nope": 3}, map[string]int16{"grow-a": 44, "grow-nope": 44}},
+		{map[string]int32{"grow-a": 5, "grow-nope": 20000}, map[string]int16{"grow-a": 0, "grow-nope": 3}},
+	} {
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.TimeoutMillis, req.ValidateOnly = 30_000, true
+		for name, n := range c.counts {
+			rt := kmsg.NewCreatePartitionsRequestTopic()
+			rt.Topic, rt.Count = name, n
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("CreatePartitions: %v", err)
+		}
+		for _, rt := range resp.Topics {
+			if rt.ErrorCode != c.want[rt.Topic] || (rt.ErrorCode == 44 && deref(rt.ErrorMessage) != kafkas) {
+				t.Errorf("on %s, %v: %s answered %d %q; want %d", tg.Name(), c.counts, rt.Topic, rt.ErrorCode, deref(rt.ErrorMessage), c.want[rt.Topic])
+			}
+		}
+	}
+}
+
+// TestAdminDuplicateTopics: a topic named twice in one CreateTopics,
+// CreatePartitions or DeleteTopics request (by name or by id) is answered
+// once, INVALID_REQUEST with Kafka 4.4's message, and nothing is done with
+// it; the request's other topics are served. The same test runs against
+// Kafka 4.4.
+func TestAdminDuplicateTopics(t *testing.T) {
+	tg := newTarget(t)
+	tg.CreateTopic(t, "dup-held", 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	type answer struct {
+		code int16
+		msg  string
+	}
+	check := func(what string, got map[string][]answer, want map[string]answer) {
+		t.Helper()
+		for name, w := range want {
+			if len(got[name]) != 1 || got[name][0] != w {
+				t.Errorf("on %s, %s: %s answered %v; want once %v", tg.Name(), what, name, got[name], w)
+			}
+		}
+	}
+	dup := answer{42, "Duplicate topic name."}
+	create := func(validateOnly bool, names ...string) map[string][]answer {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis, req.ValidateOnly = 30_000, validateOnly
+		for _, n := range names {
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = n, 1, -1
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("CreateTopics: %v", err)
+		}
+		out := map[string][]answer{}
+		for _, rt := range resp.Topics {
+			out[rt.Topic] = append(out[rt.Topic], answer{rt.ErrorCode, deref(rt.ErrorMessage)})
+		}
+		return out
+	}
+	check("CreateTopics validate_only", create(true, "dup-new", "dup-new", "dup-other"),
+		map[string]answer{"dup-new": dup, "dup-other": {0, "<null>"}})
+	check("CreateTopics", create(false, "dup-new", "dup-new"), map[string]answer{"dup-new": dup})
+	check("CreateTopics after", create(true, "dup-new"), map[string]answer{"dup-new": {0, "<null>"}}) // not created
+
+	grow := kmsg.NewPtrCreatePartitionsRequest()
+	grow.TimeoutMillis = 30_000
+	for range 2 {
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = "dup-held", 3
+		grow.Topics = append(grow.Topics, rt)
+	}
+	gresp, err := grow.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("CreatePartitions: %v", err)
+	}
+	got := map[string][]answer{}
+	for _, rt := range gresp.Topics {
+		got[rt.Topic] = append(got[rt.Topic], answer{rt.ErrorCode, deref(rt.ErrorMessage)})
+	}
+	check("CreatePartitions", got, map[string]answer{"dup-held": dup})
+
+	adm := kadm.NewClient(cl)
+	details, err := adm.ListTopics(ctx, "dup-held")
+	if err != nil || details["dup-held"].Err != nil {
+		t.Fatalf("describe dup-held: %v %v", err, details["dup-held"].Err)
+	}
+	if n := len(details["dup-held"].Partitions); n != 1 {
+		t.Errorf("on %s: dup-held has %d partitions after a duplicated CreatePartitions, want 1", tg.Name(), n)
+	}
+	id := details["dup-held"].ID
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.TimeoutMillis = 30_000
+	for _, byName := range []bool{true, true, false, false} {
+		d := kmsg.NewDeleteTopicsRequestTopic()
+		if byName {
+			d.Topic = kmsg.StringPtr("dup-held")
+		} else {
+			d.TopicID = id
+		}
+		del.Topics = append(del.Topics, d)
+	}
+	dresp, err := del.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("DeleteTopics: %v", err)
+	}
+	got = map[string][]answer{}
+	for _, rt := range dresp.Topics {
+		key := deref(rt.Topic)
+		if rt.TopicID != [16]byte{} && rt.Topic == nil {
+			key = "id"
+		}
+		got[key] = append(got[key], answer{rt.ErrorCode, deref(rt.ErrorMessage)})
+	}
+	check("DeleteTopics", got, map[string]answer{"dup-held": dup, "id": {42, "Duplicate topic id."}})
+	if details, err := adm.ListTopics(ctx, "dup-held"); err != nil || details["dup-held"].Err != nil {
+		t.Errorf("on %s: dup-held after a duplicated DeleteTopics: %v %v, want it kept", tg.Name(), err, details["dup-held"].Err)
+	}
 }
