@@ -1,7 +1,8 @@
 // CreateAcls (API key 30): versions 1–3 (wire.APIs).
 //
-// As Kafka's AclApis (docs/design/security.md §6); ACLs are stored in the
-// system store (in memory on the embedded log).
+// As Kafka's AclApis and its controller (docs/design/security.md §6), which
+// stores at most 10,000 new ACLs a request; ACLs are stored in the system
+// store (in memory on the embedded log).
 
 package bridge
 
@@ -42,7 +43,9 @@ func (g *Gateway) createAcls(c *call) bool {
 	default:
 		g.acl.mu.Lock()
 		g.syncACLsLocked()
-		var added []acl.Binding // indexed together: one re-index a request
+		bs := make([]acl.Binding, len(req.Creations))
+		invalid := make([]error, len(req.Creations))
+		fresh := map[acl.Binding]bool{} // valid, distinct, not held
 		for i, cr := range req.Creations {
 			// Copies: the request's strings alias the frame.
 			b := acl.Binding{
@@ -50,29 +53,51 @@ func (g *Gateway) createAcls(c *call) bool {
 				PatternType: acl.PatternType(cr.PatternType), Principal: strings.Clone(cr.Principal),
 				Host: strings.Clone(cr.Host), Operation: acl.Operation(cr.Operation), Permission: acl.Permission(cr.Permission),
 			}
-			if err := b.Validate(); err != nil {
-				resp.Results[i] = wire.ACLResult{ErrorCode: wire.InvalidRequest, ErrorMessage: wire.NullStringOf(aclErrorMessage(err))}
-				continue
+			bs[i] = b
+			if invalid[i] = b.Validate(); invalid[i] == nil && !g.acl.authz.Has(b) {
+				fresh[b] = true
 			}
-			if !g.acl.authz.Has(b) && !g.aclRoom(&resp.Results[i], len(added)) {
-				continue // adminlimits.go
-			}
-			if err := g.system.PutSystem(g.ctx, aclNamespace, acl.Key(b), acl.Marshal(b)); err != nil {
-				g.cfg.Logger.Warn("acl: storing an ACL failed", "acl", b.String(), "err", err)
-				resp.Results[i] = wire.ACLResult{ErrorCode: wire.UnknownServerError, ErrorMessage: wire.NullStringOf("storing the ACL failed: " + err.Error())}
-				continue
-			}
-			added = append(added, b)
 		}
-		g.acl.authz.Add(added...)
+		if len(fresh) > maxRecordsPerRequest {
+			// Kafka 4.4 AclControlManager.createAcls: the records of a
+			// request's new ACLs are at most MAX_RECORDS_PER_USER_OP; past
+			// it every creation fails, the invalid ones too, and nothing is
+			// stored.
+			fail(wire.PolicyViolation, "Unable to perform excessively large batch operation.")
+		} else {
+			g.storeACLsLocked(bs, invalid, resp.Results)
+		}
 		g.acl.mu.Unlock()
-		if len(added) > 0 {
-			g.noticeStateChange()
-		}
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
 	return false
+}
+
+// storeACLsLocked stores and indexes bs, answering each in results: an
+// invalid one (its error in invalid) INVALID_REQUEST, a new one past
+// --max-acls POLICY_VIOLATION. The caller holds g.acl.mu.
+func (g *Gateway) storeACLsLocked(bs []acl.Binding, invalid []error, results []wire.ACLResult) {
+	var added []acl.Binding // indexed together: one re-index a request
+	for i, b := range bs {
+		if err := invalid[i]; err != nil {
+			results[i] = wire.ACLResult{ErrorCode: wire.InvalidRequest, ErrorMessage: wire.NullStringOf(aclErrorMessage(err))}
+			continue
+		}
+		if !g.acl.authz.Has(b) && !g.aclRoom(&results[i], len(added)) {
+			continue // adminlimits.go
+		}
+		if err := g.system.PutSystem(g.ctx, aclNamespace, acl.Key(b), acl.Marshal(b)); err != nil {
+			g.cfg.Logger.Warn("acl: storing an ACL failed", "acl", b.String(), "err", err)
+			results[i] = wire.ACLResult{ErrorCode: wire.UnknownServerError, ErrorMessage: wire.NullStringOf("storing the ACL failed: " + err.Error())}
+			continue
+		}
+		added = append(added, b)
+	}
+	g.acl.authz.Add(added...)
+	if len(added) > 0 {
+		g.noticeStateChange()
+	}
 }
 
 // aclErrorMessage is the text of a validation error without the package

@@ -277,6 +277,33 @@ func (a *Authorizer) Remove(f Filter) []Binding {
 	return removed
 }
 
+// RemoveBindings deletes the bindings of bs that are stored, in one
+// re-index however many they are, and returns how many it deleted.
+func (a *Authorizer) RemoveBindings(bs []Binding) int {
+	if len(bs) == 0 {
+		return 0
+	}
+	gone := make(map[Binding]bool, len(bs))
+	for _, b := range bs {
+		gone[b] = true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var kept []Binding
+	removed := 0
+	for b := range a.snap.Load().bindings.all() {
+		if gone[*b] {
+			removed++
+		} else {
+			kept = append(kept, *b)
+		}
+	}
+	if removed > 0 {
+		a.snap.Store(build(kept))
+	}
+	return removed
+}
+
 // Replace makes bs (each must Validate) the stored bindings: what another
 // gateway on the same store added and deleted (the shared state refresh).
 // It reports whether anything changed; an unchanged set keeps the index.

@@ -242,6 +242,26 @@ func TestAddRemoveDescribe(t *testing.T) {
 	}
 }
 
+// TestRemoveBindings: the bindings given are removed in one step, those
+// not held are ignored, and what is left is authorized as before.
+func TestRemoveBindings(t *testing.T) {
+	a := New(Config{})
+	b1 := lit(ResourceTopic, "t", "User:alice", "*", OpRead, PermAllow)
+	b2 := lit(ResourceTopic, "u", "User:alice", "*", OpRead, PermAllow)
+	b3 := lit(ResourceGroup, "g", "User:alice", "*", OpRead, PermAllow)
+	a.Add(b1, b2, b3)
+	unknown := lit(ResourceTopic, "v", "User:alice", "*", OpRead, PermAllow)
+	if n := a.RemoveBindings([]Binding{b1, b3, unknown, b1}); n != 2 || a.Len() != 1 {
+		t.Fatalf("RemoveBindings removed %d, %d left; want 2, 1", n, a.Len())
+	}
+	if a.Authorize(alice, "h", OpRead, ResourceTopic, "t") || !a.Authorize(alice, "h", OpRead, ResourceTopic, "u") {
+		t.Error("after removing t's ACL: alice must not read t and must read u")
+	}
+	if n := a.RemoveBindings(nil); n != 0 || a.Len() != 1 {
+		t.Fatalf("RemoveBindings(nil) removed %d", n)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	good := lit(ResourceTopic, "t", "User:alice", "*", OpRead, PermAllow)
 	if err := good.Validate(); err != nil {

@@ -1,0 +1,127 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestACLRequestBounds: Kafka 4.4's controller writes at most 10,000
+// records for one request. A CreateAcls of more than 10,000 new ACLs fails
+// every creation with POLICY_VIOLATION and stores none (ACLs that exist do
+// not count); a DeleteAcls whose filters match more than 10,000 ACLs (an
+// ACL two filters match counted once, listed in both) fails every filter
+// with INVALID_REQUEST and deletes nothing; 10,000 go in one request. The same
+// test runs against Kafka 4.4 with the StandardAuthorizer.
+func TestACLRequestBounds(t *testing.T) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(aclTargetAddr(t)), kgo.RequestTimeoutOverhead(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	create := func(n int) map[string]int {
+		t.Helper()
+		req := kmsg.NewPtrCreateACLsRequest()
+		for i := range n {
+			c := kmsg.NewCreateACLsRequestCreation()
+			c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, fmt.Sprintf("t-%d", i), kmsg.ACLResourcePatternTypeLiteral
+			c.Principal, c.Host, c.Operation, c.PermissionType = "User:alice", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+			req.Creations = append(req.Creations, c)
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("CreateAcls: %v", err)
+		}
+		out := map[string]int{}
+		for _, r := range resp.Results {
+			out[fmt.Sprintf("%d %s", r.ErrorCode, deref(r.ErrorMessage))]++
+		}
+		return out
+	}
+	filter := func(name *string) kmsg.DeleteACLsRequestFilter {
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourceName, f.ResourcePatternType = kmsg.ACLResourceTypeTopic, name, kmsg.ACLResourcePatternTypeAny
+		f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		return f
+	}
+	type result struct {
+		code    int16
+		msg     string
+		matched int
+	}
+	del := func(fs ...kmsg.DeleteACLsRequestFilter) []result {
+		t.Helper()
+		req := kmsg.NewPtrDeleteACLsRequest()
+		req.Filters = fs
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("DeleteAcls: %v", err)
+		}
+		var out []result
+		for _, r := range resp.Results {
+			out = append(out, result{r.ErrorCode, deref(r.ErrorMessage), len(r.MatchingACLs)})
+		}
+		return out
+	}
+	held := func() int {
+		t.Helper()
+		req := kmsg.NewPtrDescribeACLsRequest()
+		req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.ACLResourcePatternTypeAny
+		req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("DescribeAcls: %v %d", err, resp.ErrorCode)
+		}
+		n := 0
+		for _, r := range resp.Resources {
+			n += len(r.ACLs)
+		}
+		return n
+	}
+	const tooMany = "44 Unable to perform excessively large batch operation."
+	if got := create(10_001); got[tooMany] != 10_001 {
+		t.Fatalf("10,001 new ACLs: %v, want all %q", got, tooMany)
+	}
+	if n := held(); n != 0 {
+		t.Fatalf("%d ACLs held after a refused CreateAcls, want 0", n)
+	}
+	if got := create(10_000); got["0 <null>"]+got["0 "] != 10_000 {
+		t.Fatalf("10,000 new ACLs: %v, want all created", got)
+	}
+	if got := create(10_001); got["0 <null>"]+got["0 "] != 10_001 {
+		t.Fatalf("10,001 ACLs of which one is new: %v, want all created", got)
+	}
+	first, second := "t-0", "t-1"
+	refused := result{42, "Cannot remove more than 10000 acls in a single delete operation.", 0}
+	if got := del(filter(&first), filter(nil), filter(&second)); len(got) != 3 || got[0] != refused || got[1] != refused || got[2] != refused {
+		t.Fatalf("DeleteAcls of t-0, every topic ACL, t-1: %+v, want every filter %+v", got, refused)
+	}
+	if n := held(); n != 10_001 {
+		t.Fatalf("%d ACLs held after a refused DeleteAcls, want 10,001", n)
+	}
+	if got := del(filter(&first)); len(got) != 1 || got[0] != (result{0, "<null>", 1}) {
+		t.Fatalf("DeleteAcls of t-0: %+v", got)
+	}
+	// An ACL two filters match counts once, and is in both results.
+	start := time.Now()
+	if got := del(filter(&second), filter(nil)); len(got) != 2 || got[0] != (result{0, "<null>", 1}) || got[1] != (result{0, "<null>", 10_000}) {
+		t.Fatalf("DeleteAcls of t-1 and every topic ACL: %+v, want 1 and 10,000 matched", got)
+	}
+	t.Logf("deleting 10,000 ACLs in one request took %v", time.Since(start))
+	// Kafka's brokers apply the controller's removals a moment later.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		n := held()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d ACLs held 10 s after deleting them all", n)
+		}
+	}
+}
