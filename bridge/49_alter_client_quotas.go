@@ -62,6 +62,22 @@ func (g *Gateway) alterClientQuotas(c *call) bool {
 			r.ErrorCode, r.ErrorMessage = code, wire.NullStringOf(msg)
 		}
 	}
+	ops := 0
+	for i := range req.Entries {
+		if resp.Entries[i].ErrorCode == wire.NoError {
+			ops += len(req.Entries[i].Ops)
+		}
+	}
+	if ops > maxRecordsPerRequest {
+		// Kafka 4.4's controller writes a record per operation, at most
+		// MAX_RECORDS_PER_USER_OP a request; past it every entry fails
+		// with the PolicyViolationException's default message and
+		// nothing changes.
+		for i := range resp.Entries {
+			resp.Entries[i].ErrorCode = wire.PolicyViolation
+			resp.Entries[i].ErrorMessage = wire.NullStringOf("Request parameters do not satisfy the configured policy.")
+		}
+	}
 	g.adminRefused.quotaMu.Lock() // adminlimits.go
 	defer g.adminRefused.quotaMu.Unlock()
 	// From the newest stored state: an entity another gateway changed a

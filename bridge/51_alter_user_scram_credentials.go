@@ -36,11 +36,28 @@ func (g *Gateway) alterUserScramCredentials(c *call) bool {
 	// KafkaApis: ALTER on the cluster, else every user's result is
 	// CLUSTER_AUTHORIZATION_FAILED and nothing changes.
 	denied := g.clusterCode(c, acl.OpAlter)
+	changes := 0
+	for user, chs := range a.changes {
+		if _, failed := a.errs[user]; !failed {
+			changes += len(chs)
+		}
+	}
+	// Kafka 4.4's controller writes a record per credential stored or
+	// deleted, at most MAX_RECORDS_PER_USER_OP a request; past it the
+	// request changes nothing. Kafka answers every user
+	// UNKNOWN_SERVER_ERROR without a message there (the bound's exception
+	// is not mapped); kiggy says what it is, as CreateAcls does.
+	tooMany := changes > maxRecordsPerRequest
 	g.adminRefused.scramMu.Lock() // adminlimits.go
 	defer g.adminRefused.scramMu.Unlock()
 	for _, user := range a.order {
 		if denied != wire.NoError {
 			resp.Results = append(resp.Results, wire.AlterUserScramCredentialsResult{User: user, ErrorCode: denied})
+			continue
+		}
+		if tooMany {
+			resp.Results = append(resp.Results, wire.AlterUserScramCredentialsResult{User: user, ErrorCode: wire.PolicyViolation,
+				ErrorMessage: wire.NullStringOf("Unable to perform excessively large batch operation.")})
 			continue
 		}
 		r, failed := a.errs[user]

@@ -125,3 +125,103 @@ func TestACLRequestBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestQuotaAndScramRequestBounds: an AlterClientQuotas of more than 10,000
+// operations, and an AlterUserScramCredentials of more than 10,000
+// credentials, change nothing and fail every entry; 10,000 go in one
+// request. Kafka 4.4 answers the quotas POLICY_VIOLATION with the
+// exception's default message, as kiggy does, and the credentials
+// UNKNOWN_SERVER_ERROR without a message, where kiggy answers
+// POLICY_VIOLATION and says why (docs/LIMITS.md). The same test runs
+// against Kafka 4.4.
+func TestQuotaAndScramRequestBounds(t *testing.T) {
+	tg := newTarget(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()), kgo.RequestTimeoutOverhead(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	quotas := func(entities, opsEach int) map[string]int {
+		t.Helper()
+		req := kmsg.NewPtrAlterClientQuotasRequest()
+		for i := range entities {
+			e := kmsg.NewAlterClientQuotasRequestEntry()
+			c := kmsg.NewAlterClientQuotasRequestEntryEntity()
+			c.Type, c.Name = "client-id", kmsg.StringPtr(fmt.Sprintf("bound-%d", i))
+			e.Entity = append(e.Entity, c)
+			for _, key := range []string{"producer_byte_rate", "consumer_byte_rate"}[:opsEach] {
+				op := kmsg.NewAlterClientQuotasRequestEntryOp()
+				op.Key, op.Value = key, 1_000_000
+				e.Ops = append(e.Ops, op)
+			}
+			req.Entries = append(req.Entries, e)
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("AlterClientQuotas: %v", err)
+		}
+		out := map[string]int{}
+		for _, r := range resp.Entries {
+			out[fmt.Sprintf("%d %s", r.ErrorCode, deref(r.ErrorMessage))]++
+		}
+		return out
+	}
+	const policy = "44 Request parameters do not satisfy the configured policy."
+	if got := quotas(5_001, 2); got[policy] != 5_001 {
+		t.Errorf("on %s: 5,001 entities × 2 operations: %v, want every entry %q", tg.Name(), got, policy)
+	}
+	if got := quotas(4_999, 2); got["0 <null>"] != 4_999 {
+		t.Errorf("on %s: 4,999 entities × 2 operations: %v, want all applied", tg.Name(), got)
+	}
+	desc := kmsg.NewPtrDescribeClientQuotasRequest()
+	comp := kmsg.NewDescribeClientQuotasRequestComponent()
+	comp.EntityType, comp.MatchType = "client-id", 2 // any specified name
+	desc.Components = append(desc.Components, comp)
+	// Kafka's brokers apply the controller's records a moment later.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		dresp, err := desc.RequestWith(ctx, cl)
+		if err != nil || dresp.ErrorCode != 0 {
+			t.Fatalf("DescribeClientQuotas: %v %d", err, dresp.ErrorCode)
+		}
+		n := len(dresp.Entries)
+		if n == 4_999 {
+			break
+		}
+		if n > 4_999 || time.Now().After(deadline) {
+			t.Errorf("on %s: %d client ids with quotas, want the 4,999 of the request applied (none of the refused one's 5,001)", tg.Name(), n)
+			break
+		}
+	}
+
+	scrams := func(n int) map[string]int {
+		t.Helper()
+		req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		for i := range n {
+			u := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+			u.Name, u.Mechanism, u.Iterations = fmt.Sprintf("bound-%d", i), 1, 4096
+			u.Salt, u.SaltedPassword = []byte("0123456789abcdef"), make([]byte, 32)
+			req.Upsertions = append(req.Upsertions, u)
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("AlterUserScramCredentials: %v", err)
+		}
+		out := map[string]int{}
+		for _, r := range resp.Results {
+			out[fmt.Sprintf("%d %s", r.ErrorCode, deref(r.ErrorMessage))]++
+		}
+		return out
+	}
+	refused := "44 Unable to perform excessively large batch operation."
+	if tg.Name() == "kafka" {
+		refused = "-1 <null>"
+	}
+	if got := scrams(10_001); got[refused] != 10_001 {
+		t.Errorf("on %s: 10,001 credentials: %v, want every user %q", tg.Name(), got, refused)
+	}
+	if got := scrams(10_000); got["0 <null>"] != 10_000 {
+		t.Errorf("on %s: 10,000 credentials: %v, want all stored", tg.Name(), got)
+	}
+}
