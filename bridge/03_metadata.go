@@ -96,16 +96,9 @@ func (g *Gateway) metadataTopic(c *call, resp *wire.MetadataResponse, rt *wire.M
 		return
 	}
 	if errors.Is(err, store.ErrUnknownTopic) && allowCreate {
-		// Past --max-partitions (partitionlimit.go) or
-		// --auto-create-topics-limit (autocreate.go): as with auto-creation
-		// off.
-		if !g.partitions.room(ctx, g.store, g.cfg.DefaultPartitions, true) {
-			g.partitions.autoRefused.Add(1)
-			allowCreate = false
-		} else if !g.autoCreate.admit(ctx, g.store) {
-			g.partitions.release(g.cfg.DefaultPartitions)
-			allowCreate = false
-		}
+		// Past --max-partitions or --auto-create-topics-limit
+		// (creationlimits.go): as with auto-creation off.
+		allowCreate = g.creation.admitAuto(ctx, g.store, g.cfg.DefaultPartitions)
 	}
 	if errors.Is(err, store.ErrUnknownTopic) && allowCreate {
 		// A new topic has the defaults and log start 0, whatever an earlier
@@ -117,7 +110,7 @@ func (g *Gateway) metadataTopic(c *call, resp *wire.MetadataResponse, rt *wire.M
 			info, err = g.store.CreateTopic(ctx, name, g.cfg.DefaultPartitions, store.TopicConfig{})
 		}
 		if err != nil {
-			g.partitions.release(g.cfg.DefaultPartitions)
+			g.creation.release(1, g.cfg.DefaultPartitions)
 		}
 		if errors.Is(err, store.ErrTopicExists) {
 			info, err = g.store.Topic(ctx, name)
@@ -132,8 +125,8 @@ func (g *Gateway) metadataTopic(c *call, resp *wire.MetadataResponse, rt *wire.M
 		resp.Topics = g.appendTopic(resp.Topics, name, [16]byte{}, 0, wire.UnknownTopicOrPartition, node)
 	case errors.Is(err, store.ErrTooManyTopics):
 		// The backend holds all the topics it can: as past
-		// --auto-create-topics-limit, not created (autocreate.go).
-		g.autoCreate.backendRefused.Add(1)
+		// --auto-create-topics-limit, not created (creationlimits.go).
+		g.creation.backendRefused.Add(1)
 		resp.Topics = g.appendTopic(resp.Topics, name, [16]byte{}, 0, wire.UnknownTopicOrPartition, node)
 	default:
 		g.cfg.Logger.Warn("metadata: topic lookup", "topic", name, "err", err)

@@ -3,7 +3,7 @@
 // Differs from Kafka: the replication factor must be 1 or -1 and a replica
 // assignment must name this broker alone (kiggy stores each partition once,
 // in the backend); the partitions count against --max-partitions
-// (partitionlimit.go).
+// (creationlimits.go).
 
 package bridge
 
@@ -60,8 +60,8 @@ func (g *Gateway) createTopics(c *call) bool {
 		if code == wire.NoError && req.ValidateOnly {
 			if _, err := g.store.Topic(g.ctx, t.Topic); err == nil {
 				code, msg = wire.TopicAlreadyExists, "Topic '"+t.Topic+"' already exists."
-			} else if !g.partitions.room(g.ctx, g.store, parts, false) {
-				code, msg = wire.PolicyViolation, g.partitions.refusal(parts)
+			} else if !g.creation.room(g.ctx, g.store, 1, parts, false) {
+				code, msg = wire.PolicyViolation, g.creation.refusal(parts)
 			}
 		} else if code == wire.NoError {
 			if code, msg = g.admitCreate(&mq, t.Topic, parts); code == wire.NoError {
@@ -70,8 +70,8 @@ func (g *Gateway) createTopics(c *call) bool {
 		}
 		if code == wire.NoError && !req.ValidateOnly {
 			info, err := g.store.CreateTopic(g.ctx, t.Topic, parts, cfg)
-			if err != nil {
-				g.partitions.release(reserved)
+			if err != nil && reserved > 0 {
+				g.creation.release(1, reserved)
 			}
 			if err == nil {
 				id = info.ID
@@ -126,17 +126,17 @@ func (g *Gateway) createTopics(c *call) bool {
 }
 
 // admitCreate counts the creation of topic's parts partitions against
-// --max-partitions (partitionlimit.go), then charges them to the controller
+// --max-partitions (creationlimits.go), then charges them to the controller
 // mutation quota, after every other check and, as in Kafka, neither for a
 // topic that exists (ReplicationControlManager answers
 // TOPIC_ALREADY_EXISTS before its policy and its quota). On NoError the
 // parts are reserved: the caller releases them if the creation fails.
 func (g *Gateway) admitCreate(mq *mutationQuota, topic string, parts int32) (wire.ErrorCode, string) {
-	if !g.partitions.room(g.ctx, g.store, parts, true) {
+	if !g.creation.room(g.ctx, g.store, 1, parts, true) {
 		if _, err := g.store.Topic(g.ctx, topic); err == nil {
 			return wire.TopicAlreadyExists, "Topic '" + topic + "' already exists."
 		}
-		return wire.PolicyViolation, g.partitions.refusal(parts)
+		return wire.PolicyViolation, g.creation.refusal(parts)
 	}
 	if !mq.on() {
 		return wire.NoError, ""
@@ -148,7 +148,7 @@ func (g *Gateway) admitCreate(mq *mutationQuota, topic string, parts int32) (wir
 		code, msg = wire.ThrottlingQuotaExceeded, mutationRefused
 	}
 	if code != wire.NoError {
-		g.partitions.release(parts)
+		g.creation.release(1, parts)
 	}
 	return code, msg
 }

@@ -46,7 +46,7 @@ func (g *Gateway) deleteTopics(c *call) bool {
 		}
 		switch {
 		case err == nil:
-			g.partitions.stale() // its partitions make room (partitionlimit.go)
+			g.creation.stale() // its partitions make room (creationlimits.go)
 			// A topic of the same name created later starts with no
 			// producer state.
 			g.producers.dropTopic(name)

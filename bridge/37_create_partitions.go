@@ -3,7 +3,7 @@
 // Grow only, as Kafka, at most maxPartitionsPerRequest added in one request.
 // Differs from Kafka: an assignment must name this broker alone for every
 // new partition; the partitions added count against --max-partitions
-// (partitionlimit.go).
+// (creationlimits.go).
 
 package bridge
 
@@ -97,20 +97,20 @@ func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, validateOnly bo
 		}
 	}
 	added := t.Count - info.Partitions
-	if !g.partitions.room(g.ctx, g.store, added, !validateOnly) {
-		return wire.PolicyViolation, g.partitions.refusal(added)
+	if !g.creation.room(g.ctx, g.store, 0, added, !validateOnly) {
+		return wire.PolicyViolation, g.creation.refusal(added)
 	}
 	if validateOnly {
 		return wire.NoError, ""
 	}
 	if mq.on() && !mq.admit(added) {
-		g.partitions.release(added)
+		g.creation.release(0, added)
 		return wire.ThrottlingQuotaExceeded, mutationRefused
 	}
 	if err := g.store.CreatePartitions(g.ctx, t.Topic, t.Count); err != nil {
 		// What the backend added of them (Iggy creates in steps) is
 		// counted at the next listing.
-		g.partitions.release(added)
+		g.creation.release(0, added)
 		if errors.Is(err, store.ErrInvalidPartitions) {
 			return wire.InvalidPartitions, err.Error()
 		}

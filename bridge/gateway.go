@@ -88,7 +88,7 @@ type Config struct {
 	// auto.create.topics.enable=false). Produce never creates topics.
 	NoAutoCreateTopics bool
 	// AutoCreateTopicsLimit stops Metadata auto-creation while the log
-	// holds this many topics (autocreate.go); 0 = 10,000, negative = no
+	// holds this many topics (creationlimits.go); 0 = 10,000, negative = no
 	// cap. No Kafka equivalent.
 	AutoCreateTopicsLimit int
 	// DefaultPartitions is the partition count of auto-created topics and of
@@ -148,7 +148,7 @@ type Config struct {
 	MaxTransactionalIDs int
 	// MaxPartitions caps the partitions the log holds: a CreateTopics or
 	// CreatePartitions past it gets POLICY_VIOLATION, a Metadata
-	// auto-creation UNKNOWN_TOPIC_OR_PARTITION (partitionlimit.go). 0 =
+	// auto-creation UNKNOWN_TOPIC_OR_PARTITION (creationlimits.go). 0 =
 	// 100,000; negative = no cap. Kafka has none (KIP-578's max.partitions
 	// was not adopted).
 	MaxPartitions int
@@ -371,8 +371,7 @@ type Gateway struct {
 
 	producerIDs producer.IDs
 	producers   producerStates
-	autoCreate  autoCreateLimit // autocreate.go
-	partitions  partitionLimit  // partitionlimit.go
+	creation    creationLimits // creationlimits.go
 	// adminRefused counts ACLs and credentials the caps refused
 	// (adminlimits.go).
 	adminRefused adminRefusals
@@ -496,8 +495,7 @@ func New(cfg Config, backend store.Log) *Gateway {
 	gcfg.AwaitStore = true // consumerGroupWriter stores and reports them
 	gcfg.Topics = g.classicMemberTopics
 	g.groups = group.New(gcfg)
-	g.autoCreate.limit = cfg.AutoCreateTopicsLimit
-	g.partitions.limit = cfg.MaxPartitions
+	g.creation.autoTopics, g.creation.partitions = cfg.AutoCreateTopicsLimit, cfg.MaxPartitions
 	g.notify.init()
 	if aw, ok := backend.(store.AppendWaiter); ok && !g.caps.SoleWriter {
 		g.waiter = aw

@@ -51,7 +51,7 @@ func TestAutoCreateTopicFlood(t *testing.T) {
 	t.Logf("%d random topics named in Metadata: %v; RSS %.1f MiB before, peak %.1f MiB; flood took %v",
 		requests*perReq, codes, mib(before), mib(high), s.to.Sub(s.from).Round(time.Millisecond))
 	// The steady topic is one of the limit; concurrent requests may pass
-	// it by a few (bridge/autocreate.go).
+	// it by a few (bridge/creationlimits.go).
 	if created := codes[0]; created < limit-1 || created > limit+4 || codes[0]+codes[3] != requests*perReq {
 		t.Errorf("answers %v, want about %d created (0) and the rest UNKNOWN_TOPIC_OR_PARTITION (3)", codes, limit-1)
 	}
