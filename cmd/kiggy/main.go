@@ -105,7 +105,7 @@ func registerOptions(s *settings, o *options) {
 	s.Int("Kafka", "node-id", &o.nodeID, bridge.DefaultNodeID, 0, math.MaxInt32, "broker id in Metadata (Kafka node.id)")
 	s.String("Kafka", "cluster-id", &o.clusterID, bridge.DefaultClusterID, "cluster id in Metadata")
 	s.Bool("Kafka", "auto-create-topics", &o.autoCreateTopics, true, "create topics on Metadata requests that allow it (Kafka auto.create.topics.enable)")
-	s.Int("Limits", "auto-create-topics-limit", &o.autoCreateTopicsLimit, bridge.DefaultAutoCreateTopicsLimit, 0, 1<<30, "Metadata auto-creation answers UNKNOWN_TOPIC_OR_PARTITION, as with --auto-create-topics=false, while the log holds this many topics (however created; CreateTopics is not capped); 0 = no cap")
+	s.Int("Limits", "auto-create-topics-limit", &o.autoCreateTopicsLimit, bridge.DefaultAutoCreateTopicsLimit, 0, 1<<30, "Metadata auto-creation answers UNKNOWN_TOPIC_OR_PARTITION, as with --auto-create-topics=false, while the log holds this many topics (however created; CreateTopics is not held to it, only to --max-partitions); 0 = no cap")
 	s.Int("Kafka", "default-partitions", &o.defaultPartitions, bridge.DefaultNumPartitions, 1, 1000, "partitions of auto-created topics (Kafka num.partitions)")
 	s.Int("Kafka", "instance-id", &o.instanceID, 0, 0, 65535, "gateway instance id in the high bits of producer ids (IGGY_KAFKA_INSTANCE_ID)")
 	s.Duration("Kafka", "producer-id-expiration", &o.producerIDExpiration, 24*time.Hour, time.Second, 365*24*time.Hour, "drop an idempotent producer's sequence state after this long without appends (Kafka producer.id.expiration.ms)")
