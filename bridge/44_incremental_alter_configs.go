@@ -27,7 +27,19 @@ func (g *Gateway) incrementalAlterConfigs(c *call) bool {
 		return false
 	}
 	var resp wire.IncrementalAlterConfigsResponse
+	type resource struct {
+		t    wire.ConfigResourceType
+		name string
+	}
+	dups := duplicates(len(req.Resources), func(i int) resource { return resource{req.Resources[i].ResourceType, req.Resources[i].ResourceName} })
 	for _, r := range req.Resources {
+		if slices.Contains(dups, resource{r.ResourceType, r.ResourceName}) {
+			// Kafka 4.4 (KafkaApis): every entry of a resource named
+			// twice, and nothing done with it.
+			resp.Resources = append(resp.Resources, wire.AlterConfigsResponseResource{ResourceType: r.ResourceType, ResourceName: r.ResourceName,
+				ErrorCode: wire.InvalidRequest, ErrorMessage: wire.NullStringOf("Each resource must appear at most once.")})
+			continue
+		}
 		resp.Resources = append(resp.Resources, g.alterResource(c, r.ResourceType, r.ResourceName, req.ValidateOnly, func(cur topicconfig.Values) (topicconfig.Values, wire.ErrorCode, string) {
 			seen := map[string]bool{}
 			for _, e := range r.Configs {

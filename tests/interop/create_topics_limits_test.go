@@ -132,7 +132,8 @@ func TestCreatePartitionsPerRequest(t *testing.T) {
 // TestAdminDuplicateTopics: a topic named twice in one CreateTopics,
 // CreatePartitions or DeleteTopics request (by name or by id) is answered
 // once, INVALID_REQUEST with Kafka 4.4's message, and nothing is done with
-// it; the request's other topics are served. The same test runs against
+// it; the request's other topics are served. A resource named twice in
+// IncrementalAlterConfigs has each of its entries answered so. The same test runs against
 // Kafka 4.4.
 func TestAdminDuplicateTopics(t *testing.T) {
 	tg := newTarget(t)
@@ -197,7 +198,34 @@ func TestAdminDuplicateTopics(t *testing.T) {
 	}
 	check("CreatePartitions", got, map[string]answer{"dup-held": dup})
 
+	// IncrementalAlterConfigs answers every entry of a resource named
+	// twice, and alters nothing.
+	incr := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	for _, v := range []string{"100000", "200000"} {
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, "dup-held"
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = "retention.ms", kmsg.StringPtr(v)
+		r.Configs = append(r.Configs, c)
+		incr.Resources = append(incr.Resources, r)
+	}
+	iresp, err := incr.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("IncrementalAlterConfigs: %v", err)
+	}
+	resourceDup := answer{42, "Each resource must appear at most once."}
+	if len(iresp.Resources) != 2 {
+		t.Errorf("on %s: IncrementalAlterConfigs of one topic twice answered %d resources, want 2", tg.Name(), len(iresp.Resources))
+	}
+	for _, r := range iresp.Resources {
+		if got := (answer{r.ErrorCode, deref(r.ErrorMessage)}); got != resourceDup {
+			t.Errorf("on %s: IncrementalAlterConfigs of one topic twice: %s answered %v, want %v", tg.Name(), r.ResourceName, got, resourceDup)
+		}
+	}
 	adm := kadm.NewClient(cl)
+	if rc := topicConfigsOf(t, adm, "dup-held")["retention.ms"]; rc.Source != kmsg.ConfigSourceDefaultConfig {
+		t.Errorf("on %s: retention.ms of dup-held is %s from %v after a refused alteration, want the default", tg.Name(), valueOf(rc), rc.Source)
+	}
 	details, err := adm.ListTopics(ctx, "dup-held")
 	if err != nil || details["dup-held"].Err != nil {
 		t.Fatalf("describe dup-held: %v %v", err, details["dup-held"].Err)
