@@ -262,3 +262,43 @@ func TestAdminDuplicateTopics(t *testing.T) {
 		t.Errorf("on %s: dup-held after a duplicated DeleteTopics: %v %v, want it kept", tg.Name(), err, details["dup-held"].Err)
 	}
 }
+
+// TestCreateTopicsRecordsCountConfigs: each config a new topic sets is one
+// more of the 10,000 records a CreateTopics may write: two topics of 4,998
+// partitions with one config each are 10,000 and pass (validate_only), with
+// two configs each 10,002 and fail every topic. The same test runs against
+// Kafka 4.4.
+func TestCreateTopicsRecordsCountConfigs(t *testing.T) {
+	tg := newTarget(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	configs := []struct{ name, value string }{{"retention.ms", "100000"}, {"cleanup.policy", "delete"}}
+	for n, want := range map[int]int16{1: 0, 2: 44} {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis, req.ValidateOnly = 30_000, true
+		for _, name := range []string{"records-a", "records-b"} {
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 4998, -1
+			for _, c := range configs[:n] {
+				rc := kmsg.NewCreateTopicsRequestTopicConfig()
+				rc.Name, rc.Value = c.name, kmsg.StringPtr(c.value)
+				rt.Configs = append(rt.Configs, rc)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("CreateTopics: %v", err)
+		}
+		for _, rt := range resp.Topics {
+			if rt.ErrorCode != want {
+				t.Errorf("on %s, %d config(s) a topic: %s answered %d %q, want %d", tg.Name(), n, rt.Topic, rt.ErrorCode, deref(rt.ErrorMessage), want)
+			}
+		}
+	}
+}
