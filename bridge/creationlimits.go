@@ -61,6 +61,9 @@ type creationLimits struct {
 	adminRefused    atomic.Uint64 // CreateTopics and CreatePartitions past --max-partitions
 }
 
+// off reports whether neither cap is set: nothing is counted.
+func (l *creationLimits) off() bool { return l.autoTopics <= 0 && l.partitions <= 0 }
+
 // countLocked lists the backend's topics when the counts are a second old.
 // A listing that fails keeps the counts it has (none yet: the creation is
 // admitted, and the backend, unreachable, will likely refuse it anyway).
@@ -83,7 +86,7 @@ func (l *creationLimits) countLocked(ctx context.Context, s store.Log) {
 // partitions, counting the refusal by its cap; true counts the topic
 // (releaseAuto gives it back if the creation fails).
 func (l *creationLimits) admitAuto(ctx context.Context, s store.Log, parts int32) bool {
-	if l.autoTopics <= 0 && l.partitions <= 0 {
+	if l.off() {
 		return true
 	}
 	l.mu.Lock()
@@ -102,16 +105,16 @@ func (l *creationLimits) admitAuto(ctx context.Context, s store.Log, parts int32
 }
 
 // room reports whether an admin request may add parts partitions (in topics
-// new topics) under --max-partitions; reserve counts them when they fit
-// (release gives them back if the creation fails).
+// new topics) under --max-partitions; reserve counts them when they fit, for
+// both caps (release gives them back if the creation fails).
 func (l *creationLimits) room(ctx context.Context, s store.Log, topics int, parts int32, reserve bool) bool {
-	if l.partitions <= 0 {
+	if l.off() {
 		return true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.countLocked(ctx, s)
-	if l.parts+int(parts) > l.partitions {
+	if l.partitions > 0 && l.parts+int(parts) > l.partitions {
 		return false
 	}
 	if reserve {
@@ -123,6 +126,9 @@ func (l *creationLimits) room(ctx context.Context, s store.Log, topics int, part
 // release gives back what admitAuto or room counted for a creation that
 // failed.
 func (l *creationLimits) release(topics int, parts int32) {
+	if l.off() {
+		return
+	}
 	l.mu.Lock()
 	l.addLocked(-topics, -int(parts))
 	l.mu.Unlock()
