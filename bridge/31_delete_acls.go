@@ -43,8 +43,7 @@ func (g *Gateway) deleteAcls(c *call) bool {
 		g.syncACLsLocked() // what another gateway added is deleted too
 		// Every filter matches what was held when the request came (an ACL
 		// two filters match is in both results), deleted from the store
-		// once and from the index together: one re-index a request (a
-		// re-index per ACL made creating and deleting 8,000 take 9 s).
+		// once and from the index together: one re-index a request.
 		matches := make([][]acl.Binding, len(req.Filters))
 		deleted := map[acl.Binding]bool{} // to delete, then deleted
 		for i := range req.Filters {

@@ -30,14 +30,17 @@ func (g *Gateway) createPartitions(c *call) bool {
 	mq := g.mutationQuotaFor(c, 3) // THROTTLING_QUOTA_EXCEEDED from v3 (KIP-599)
 	dups := duplicates(len(req.Topics), func(i int) string { return req.Topics[i].Topic })
 	codes := make([]wire.ErrorCode, len(req.Topics))
+	infos := make([]store.TopicInfo, len(req.Topics))
+	lookups := make([]error, len(req.Topics))
 	var added int64 // what the request adds to topics that exist
 	for i, t := range req.Topics {
 		if slices.Contains(dups, t.Topic) {
 			continue
 		}
 		if codes[i] = g.topicCode(c, acl.OpAlter, t.Topic); codes[i] == wire.NoError { // KafkaApis: ALTER on the topic
-			if info, err := g.store.Topic(g.ctx, t.Topic); err == nil && t.Count > info.Partitions {
-				added += int64(t.Count - info.Partitions)
+			infos[i], lookups[i] = g.store.Topic(g.ctx, t.Topic)
+			if lookups[i] == nil && t.Count > infos[i].Partitions {
+				added += int64(t.Count - infos[i].Partitions)
 			}
 		}
 	}
@@ -55,7 +58,7 @@ func (g *Gateway) createPartitions(c *call) bool {
 			// MAX_PARTITIONS_PER_BATCH added partitions.
 			code, msg = wire.PolicyViolation, "Excessively large number of additional partitions per request."
 		default:
-			code, msg = g.growTopic(t, req.ValidateOnly, &mq)
+			code, msg = g.growTopic(t, infos[i], lookups[i], req.ValidateOnly, &mq)
 		}
 		out.ErrorCode = code
 		if msg != "" {
@@ -74,9 +77,9 @@ func (g *Gateway) createPartitions(c *call) bool {
 }
 
 // growTopic adds partitions to t.Topic up to t.Count, charging the
-// partitions added to mq after every other check.
-func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, validateOnly bool, mq *mutationQuota) (wire.ErrorCode, string) {
-	info, err := g.store.Topic(g.ctx, t.Topic)
+// partitions added to mq after every other check; info and err are the
+// topic's lookup.
+func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, info store.TopicInfo, err error, validateOnly bool, mq *mutationQuota) (wire.ErrorCode, string) {
 	if errors.Is(err, store.ErrUnknownTopic) {
 		return wire.UnknownTopicOrPartition, "The topic '" + t.Topic + "' does not exist."
 	} else if err != nil {

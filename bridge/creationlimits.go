@@ -49,11 +49,11 @@ type creationLimits struct {
 	autoTopics int // --auto-create-topics-limit; <= 0: no cap
 	partitions int // --max-partitions; <= 0: no cap
 
-	mu       sync.Mutex
-	topics   int       // in the log at listed, plus those admitted since
-	parts    int       // likewise
-	listed   time.Time // zero: never listed, or stale after a deletion
-	heldGage atomic.Int64
+	mu        sync.Mutex
+	topics    int       // in the log at listed, plus those admitted since
+	parts     int       // likewise
+	listed    time.Time // zero: never listed, or stale after a deletion
+	heldGauge atomic.Int64
 
 	autoRefused     atomic.Uint64 // auto-creation past --auto-create-topics-limit
 	autoPartRefused atomic.Uint64 // auto-creation past --max-partitions
@@ -79,7 +79,7 @@ func (l *creationLimits) countLocked(ctx context.Context, s store.Log) {
 	for _, t := range topics {
 		l.parts += int(t.Partitions)
 	}
-	l.heldGage.Store(int64(l.parts))
+	l.heldGauge.Store(int64(l.parts))
 }
 
 // admitAuto reports whether Metadata may auto-create a topic of parts
@@ -136,7 +136,7 @@ func (l *creationLimits) release(topics int, parts int32) {
 
 func (l *creationLimits) addLocked(topics, parts int) {
 	l.topics, l.parts = max(0, l.topics+topics), max(0, l.parts+parts)
-	l.heldGage.Store(int64(l.parts))
+	l.heldGauge.Store(int64(l.parts))
 }
 
 // stale makes the next creation list the backend's topics again: a topic
@@ -152,5 +152,5 @@ func (l *creationLimits) stale() {
 func (l *creationLimits) refusal(parts int32) string {
 	l.adminRefused.Add(1)
 	return fmt.Sprintf("the cluster holds %d partitions, its maximum is %d (--max-partitions): %d more do not fit",
-		l.heldGage.Load(), l.partitions, parts)
+		l.heldGauge.Load(), l.partitions, parts)
 }

@@ -208,7 +208,7 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	fmt.Fprintf(w, "kiggy_topics_auto_create_refused_total{reason=\"limit\"} %d\n", g.creation.autoRefused.Load())
 	fmt.Fprintf(w, "kiggy_topics_auto_create_refused_total{reason=\"max_partitions\"} %d\n", g.creation.autoPartRefused.Load())
 	fmt.Fprintf(w, "kiggy_topics_auto_create_refused_total{reason=\"backend_limit\"} %d\n", g.creation.backendRefused.Load())
-	metric.Single(w, "kiggy_partitions", "gauge", "Partitions in the log as --max-partitions counts them: the backend's last listing plus those created since (0 with no cap).", g.creation.heldGage.Load())
+	metric.Single(w, "kiggy_partitions", "gauge", "Partitions in the log as --max-partitions counts them: the backend's last listing plus those created since (0 with no cap).", g.creation.heldGauge.Load())
 	metric.Header(w, "kiggy_admin_refused_total", "counter", "Creations by authorized admin requests refused by a cap, by reason: max_partitions (CreateTopics and CreatePartitions past --max-partitions), max_acls (CreateAcls past --max-acls), max_scram_credentials (AlterUserScramCredentials past --max-scram-credentials), max_client_quota_entities (AlterClientQuotas past --max-client-quota-entities); all POLICY_VIOLATION.")
 	fmt.Fprintf(w, "kiggy_admin_refused_total{reason=\"max_partitions\"} %d\n", g.creation.adminRefused.Load())
 	fmt.Fprintf(w, "kiggy_admin_refused_total{reason=\"max_acls\"} %d\n", g.adminRefused.acls.Load())

@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -18,13 +17,7 @@ import (
 // with INVALID_REQUEST and deletes nothing; 10,000 go in one request. The same
 // test runs against Kafka 4.4 with the StandardAuthorizer.
 func TestACLRequestBounds(t *testing.T) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(aclTargetAddr(t)), kgo.RequestTimeoutOverhead(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	cl, ctx := requestClient(t, aclTargetAddr(t), 3*time.Minute, kgo.RequestTimeoutOverhead(time.Minute))
 	create := func(n int) map[string]int {
 		t.Helper()
 		req := kmsg.NewPtrCreateACLsRequest()
@@ -136,13 +129,7 @@ func TestACLRequestBounds(t *testing.T) {
 // against Kafka 4.4.
 func TestQuotaAndScramRequestBounds(t *testing.T) {
 	tg := newTarget(t)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()), kgo.RequestTimeoutOverhead(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	cl, ctx := requestClient(t, tg.Addr(), 3*time.Minute, kgo.RequestTimeoutOverhead(time.Minute))
 	quotas := func(entities, opsEach int) map[string]int {
 		t.Helper()
 		req := kmsg.NewPtrAlterClientQuotasRequest()

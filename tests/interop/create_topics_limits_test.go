@@ -18,13 +18,7 @@ import (
 // against Kafka 4.4.
 func TestCreateTopicsPartitionsPerRequest(t *testing.T) {
 	tg := newTarget(t)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	cl, ctx := requestClient(t, tg.Addr(), time.Minute)
 	create := func(validateOnly bool, parts ...int32) []kmsg.CreateTopicsResponseTopic {
 		t.Helper()
 		req := kmsg.NewPtrCreateTopicsRequest()
@@ -76,6 +70,20 @@ func TestCreateTopicsPartitionsPerRequest(t *testing.T) {
 	}
 }
 
+// requestClient is a franz-go client of addr for raw requests, and a
+// context that ends after timeout; both end with the test.
+func requestClient(t *testing.T, addr string, timeout time.Duration, opts ...kgo.Opt) (*kgo.Client, context.Context) {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	return cl, ctx
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return "<null>"
@@ -92,13 +100,7 @@ func TestCreatePartitionsPerRequest(t *testing.T) {
 	tg := newTarget(t)
 	tg.CreateTopic(t, "grow-a", 1)
 	tg.CreateTopic(t, "grow-b", 1)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	cl, ctx := requestClient(t, tg.Addr(), time.Minute)
 	const kafkas = "Excessively large number of additional partitions per request."
 	for _, c := range []struct {
 		counts map[string]int32
@@ -138,13 +140,7 @@ func TestCreatePartitionsPerRequest(t *testing.T) {
 func TestAdminDuplicateTopics(t *testing.T) {
 	tg := newTarget(t)
 	tg.CreateTopic(t, "dup-held", 1)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	cl, ctx := requestClient(t, tg.Addr(), time.Minute)
 	type answer struct {
 		code int16
 		msg  string
@@ -270,13 +266,7 @@ func TestAdminDuplicateTopics(t *testing.T) {
 // Kafka 4.4.
 func TestCreateTopicsRecordsCountConfigs(t *testing.T) {
 	tg := newTarget(t)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	cl, ctx := requestClient(t, tg.Addr(), time.Minute)
 	configs := []struct{ name, value string }{{"retention.ms", "100000"}, {"cleanup.policy", "delete"}}
 	for n, want := range map[int]int16{1: 0, 2: 44} {
 		req := kmsg.NewPtrCreateTopicsRequest()
