@@ -49,8 +49,9 @@ func (g *Gateway) saslHandshake(c *call) bool {
 	resp.CountErrors(g.errorCounter(c))
 	if s.stage == saslFailed {
 		// An unusable mechanism: Kafka answers, then closes the connection
-		// (SaslServerAuthenticator.handleHandshakeRequest).
-		c.req.RespondThenClose(resp.AppendTo(c.responseBuffer(), c.hdr.APIVersion), engine.ReasonAuthentication)
+		// (SaslServerAuthenticator.handleHandshakeRequest), both after
+		// connection.failed.authentication.delay.ms.
+		g.saslFailClose(c.req, resp.AppendTo(c.responseBuffer(), c.hdr.APIVersion), engine.ReasonAuthentication, "")
 		return false
 	}
 	respond(c, resp)

@@ -50,7 +50,7 @@ func (g *Gateway) saslAuthenticate(c *call) bool {
 		g.saslFail(c, s, err)
 		if raw {
 			// SaslHandshake v0: Kafka closes without a response.
-			c.req.Close(engine.ReasonProtocolError, "SASL authentication failed")
+			g.saslFailClose(c.req, nil, engine.ReasonProtocolError, "SASL authentication failed")
 			return false
 		}
 		resp.ErrorCode = wire.SaslAuthenticationFailed
@@ -68,8 +68,9 @@ func (g *Gateway) saslAuthenticate(c *call) bool {
 	resp.CountErrors(g.errorCounter(c))
 	if err != nil {
 		// Kafka's SaslServerAuthenticator answers the failure, then closes
-		// the connection (docs/design/security.md §7).
-		c.req.RespondThenClose(resp.AppendTo(c.responseBuffer(), c.hdr.APIVersion), engine.ReasonAuthentication)
+		// the connection, both after connection.failed.authentication.delay.ms
+		// (docs/design/security.md §7).
+		g.saslFailClose(c.req, resp.AppendTo(c.responseBuffer(), c.hdr.APIVersion), engine.ReasonAuthentication, "")
 		return false
 	}
 	respond(c, resp)
@@ -100,7 +101,7 @@ func (g *Gateway) saslAuthenticated(c *call, s *saslConn, resp *wire.SaslAuthent
 	if s.authenticated && security.User(user) != c.cs.principal() {
 		// KIP-368: "Cannot change principals during re-authentication".
 		g.saslFail(c, s, errors.New("principal changed during re-authentication"))
-		c.req.Close(engine.ReasonProtocolError, "principal changed during re-authentication")
+		g.saslFailClose(c.req, nil, engine.ReasonProtocolError, "principal changed during re-authentication")
 		return false
 	}
 	if s.authenticated {

@@ -39,6 +39,10 @@ import (
 // request to a successful authentication.
 const DefaultSASLHandshakeTimeout = 10 * time.Second
 
+// DefaultFailedAuthenticationDelay is the default of Kafka's
+// connection.failed.authentication.delay.ms (KIP-306).
+const DefaultFailedAuthenticationDelay = 100 * time.Millisecond
+
 // SASLConfig configures authentication on SASL listeners. With no
 // mechanism enabled a SASL listener authenticates nobody.
 type SASLConfig struct {
@@ -67,6 +71,14 @@ type SASLConfig struct {
 	// whose session ended without re-authenticating is closed on its next
 	// request. 0 = sessions never end and re-authentication is refused.
 	MaxReauth time.Duration
+	// FailedAuthenticationDelay is Kafka's
+	// connection.failed.authentication.delay.ms (KIP-306): the answer to a
+	// failed authentication, and the close that follows it, wait this long,
+	// and nothing more is read from the connection meanwhile, so that a
+	// client guessing passwords, or misconfigured and reconnecting in a
+	// loop, makes a few attempts a second per connection instead of
+	// thousands. 0 = DefaultFailedAuthenticationDelay; negative = at once.
+	FailedAuthenticationDelay time.Duration
 }
 
 // sasl stages of a connection, Kafka's SaslServerAuthenticator states.
@@ -139,7 +151,10 @@ type saslState struct {
 	// verify bounds the exchanges verifying at once (PBKDF2 of a hashed
 	// PLAIN password costs milliseconds of CPU): a flood of attempts waits
 	// here instead of taking every core from authenticated traffic.
-	verify  chan struct{}
+	verify chan struct{}
+	// delayed counts the connections waiting out
+	// FailedAuthenticationDelay (kiggy_sasl_failed_authentications_delayed).
+	delayed atomic.Int64
 	metrics saslMetrics
 }
 
@@ -148,6 +163,9 @@ func (g *Gateway) initSASL() {
 	c := &g.cfg.SASL
 	if c.HandshakeTimeout <= 0 {
 		c.HandshakeTimeout = DefaultSASLHandshakeTimeout
+	}
+	if c.FailedAuthenticationDelay == 0 {
+		c.FailedAuthenticationDelay = DefaultFailedAuthenticationDelay
 	}
 	g.sasl.scram = &scramStore{sys: g.system, notice: g.noticeStateChange}
 	g.sasl.verify = make(chan struct{}, max(1, gomaxprocs()/2))
@@ -214,7 +232,19 @@ func (g *Gateway) saslGate(cs *connState, req *engine.Request, hdr *wire.Request
 		ok = key == wire.KeySaslAuthenticate
 	}
 	if !ok {
-		g.saslClose(req, saslCloseUnexpected, "Unexpected Kafka request of type "+key.String()+" during SASL handshake")
+		detail := "Unexpected Kafka request of type " + key.String() + " during SASL handshake"
+		if s.stage == saslAuthenticate {
+			// After SaslHandshake, Kafka's authenticator fails the
+			// authentication (IllegalSaslStateException), so the close is
+			// delayed (KIP-306); before it, it closes at once. Kafka also
+			// answers the request with its error response first; kiggy
+			// closes without one.
+			s.stage = saslFailed
+			g.sasl.metrics.closed[saslCloseUnexpected].Add(1)
+			g.saslFailClose(req, nil, engine.ReasonProtocolError, detail)
+			return false
+		}
+		g.saslClose(req, saslCloseUnexpected, detail)
 		return false
 	}
 	if key == wire.KeyAPIVersions && hdr.APIVersion <= g.apiMax {
@@ -229,6 +259,36 @@ func (g *Gateway) saslGate(cs *connState, req *engine.Request, hdr *wire.Request
 func (g *Gateway) saslClose(req *engine.Request, why int, detail string) {
 	g.sasl.metrics.closed[why].Add(1)
 	req.Close(engine.ReasonProtocolError, detail)
+}
+
+// saslFailClose ends req's connection after a failed authentication: resp
+// (nil = none) is written and the connection closed under reason, both
+// FailedAuthenticationDelay from now. Meanwhile the connection is muted
+// (engine.ConnInfo.Throttle) and a timer holds the request, which keeps
+// its place in the response order. Kafka's Selector holds such a channel
+// alike (KIP-306: "delay the response to the failed authentication ... and
+// close the connection after the delay"); its answer comes at the first
+// poll of its network thread after the delay, up to 300 ms later, kiggy's
+// when the delay ends.
+func (g *Gateway) saslFailClose(req *engine.Request, resp []byte, reason engine.CloseReason, detail string) {
+	end := func() {
+		if resp == nil {
+			req.Close(reason, detail)
+		} else {
+			req.RespondThenClose(resp, reason)
+		}
+	}
+	d := g.cfg.SASL.FailedAuthenticationDelay
+	if d <= 0 {
+		end()
+		return
+	}
+	req.Conn().Throttle(d)
+	g.sasl.delayed.Add(1)
+	time.AfterFunc(d, func() {
+		g.sasl.delayed.Add(-1)
+		end()
+	})
 }
 
 // saslRawPending reports whether the connection's next frame is a bare SASL
@@ -246,6 +306,7 @@ func (g *Gateway) writeSASLMetrics(w io.Writer) {
 		fmt.Fprintf(w, "kiggy_sasl_authentications_total{mechanism=%q,outcome=\"failure\"} %d\n", n, m.failure[i].Load())
 	}
 	metric.Single(w, "kiggy_sasl_reauthentications_total", "counter", "Successful KIP-368 re-authentications.", m.reauth.Load())
+	metric.Single(w, "kiggy_sasl_failed_authentications_delayed", "gauge", "Connections whose authentication failed, waiting out --connection-failed-authentication-delay before their answer and close.", g.sasl.delayed.Load())
 	metric.Header(w, "kiggy_sasl_connections_closed_total", "counter", "Connections the SASL gate closed, by reason.")
 	for i, n := range saslCloseNames {
 		fmt.Fprintf(w, "kiggy_sasl_connections_closed_total{reason=%q} %d\n", n, m.closed[i].Load())

@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -570,5 +571,70 @@ func TestSASLPlainAgainstIggy(t *testing.T) {
 		if err := saslFails(t, gw.Addr, "bad-iggy-"+a.User, a.AsMechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 			t.Errorf("%s/%s: %v, want SASL_AUTHENTICATION_FAILED", a.User, a.Pass, err)
 		}
+	}
+}
+
+// TestSASLFailedAuthenticationDelayKnob: with FailedAuthenticationDelay at
+// 2 s a wrong password is answered no sooner than that, its connection
+// counted by kiggy_sasl_failed_authentications_delayed meanwhile and not
+// after; negative answers at once, well inside those 2 s, counting nothing.
+// (The default, 100 ms, is tests/interop's TestSASLFailedAuthenticationDelay,
+// against Kafka 4.4 too.)
+func TestSASLFailedAuthenticationDelayKnob(t *testing.T) {
+	const delay = 2 * time.Second
+	const gauge = "kiggy_sasl_failed_authentications_delayed"
+	for _, d := range []time.Duration{delay, -1} {
+		t.Run(fmt.Sprint(d), func(t *testing.T) {
+			gw := saslGateway(t, func(c *bridge.Config) { c.SASL.FailedAuthenticationDelay = d })
+			c, err := kafkawire.Dial(gw.Addr, "knob", 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			hs := kmsg.NewPtrSASLHandshakeRequest()
+			hs.Version, hs.Mechanism = 1, "PLAIN"
+			if _, err := c.RoundTrip(hs); err != nil {
+				t.Fatal(err)
+			}
+			au := kmsg.NewPtrSASLAuthenticateRequest()
+			au.Version, au.SASLAuthBytes = 2, []byte("\x00alice\x00wrong")
+			sent := time.Now()
+			corr, err := c.Send(au)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d > 0 {
+				// The request is held: the gauge counts it before the answer.
+				held := false
+				for !held && time.Since(sent) < delay {
+					held = metricValue(t, gw.Metrics(), gauge) == 1
+					time.Sleep(10 * time.Millisecond)
+				}
+				if !held {
+					t.Errorf("%s never 1 while the answer was held", gauge)
+				}
+			}
+			var r kmsg.SASLAuthenticateResponse
+			r.Version = 2
+			if err := c.Recv(corr, &r); err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(sent)
+			if r.ErrorCode != 58 {
+				t.Errorf("answered %d, want 58", r.ErrorCode)
+			}
+			if d > 0 && took < d {
+				t.Errorf("answered after %v, want no sooner than %v", took, d)
+			}
+			if d < 0 && took >= delay {
+				t.Errorf("answered after %v with the delay off", took)
+			}
+			if err := c.ExpectClosed(5 * time.Second); err != nil {
+				t.Errorf("after the failure: %v", err)
+			}
+			if v := metricValue(t, gw.Metrics(), gauge); v != 0 {
+				t.Errorf("%s = %v after the answer, want 0", gauge, v)
+			}
+		})
 	}
 }

@@ -25,6 +25,7 @@ type saslOptions struct {
 	scramBootstrapFile string
 	handshakeTimeout   time.Duration
 	maxReauth          time.Duration
+	failedAuthDelay    time.Duration
 	oauthJWKSFile      string
 	oauthIssuer        string
 	oauthAudience      string
@@ -40,6 +41,7 @@ func registerSASLOptions(s *settings, o *saslOptions) {
 	s.String("SASL", "sasl-scram-bootstrap-users-file", &o.scramBootstrapFile, "", "lines user:password; at start each user without SCRAM credentials gets SCRAM-SHA-256 and SCRAM-SHA-512 ones (4096 iterations), like kafka-storage format --add-scram")
 	s.Duration("SASL", "sasl-handshake-timeout", &o.handshakeTimeout, bridge.DefaultSASLHandshakeTimeout, 100*time.Millisecond, time.Hour, "a connection of a SASL listener not authenticated this long after it connected is closed")
 	s.Duration("SASL", "connections-max-reauth", &o.maxReauth, 0, 0, 365*24*time.Hour, "SASL session lifetime; clients re-authenticate before it ends or are disconnected (Kafka connections.max.reauth.ms, KIP-368); 0 = off")
+	s.Duration("SASL", "connection-failed-authentication-delay", &o.failedAuthDelay, bridge.DefaultFailedAuthenticationDelay, 0, time.Minute, "a failed SASL authentication is answered and its connection closed this long after, nothing read from it meanwhile, which slows down password guessing and clients reconnecting in a loop (Kafka connection.failed.authentication.delay.ms, KIP-306); 0 = at once")
 	s.String("SASL", "sasl-oauthbearer-jwks-file", &o.oauthJWKSFile, "", "JSON Web Key Set (RSA and P-256 keys) that signs OAUTHBEARER tokens; enables OAUTHBEARER")
 	s.String("SASL", "sasl-oauthbearer-expected-issuer", &o.oauthIssuer, "", "the iss claim OAUTHBEARER tokens must carry (empty = not checked)")
 	s.String("SASL", "sasl-oauthbearer-expected-audience", &o.oauthAudience, "", "comma-separated audiences; a token's aud must hold one (empty = not checked)")
@@ -53,6 +55,10 @@ func registerSASLOptions(s *settings, o *saslOptions) {
 func (o *saslOptions) bridgeConfig() (bridge.SASLConfig, error) {
 	var cfg bridge.SASLConfig
 	cfg.HandshakeTimeout, cfg.MaxReauth = o.handshakeTimeout, o.maxReauth
+	cfg.FailedAuthenticationDelay = o.failedAuthDelay
+	if cfg.FailedAuthenticationDelay == 0 {
+		cfg.FailedAuthenticationDelay = -1 // 0 means at once here, the default in bridge
+	}
 	want := map[string]bool{}
 	explicit := strings.TrimSpace(o.mechanisms) != ""
 	for m := range strings.SplitSeq(o.mechanisms, ",") {

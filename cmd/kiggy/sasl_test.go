@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kiggy-io/kiggy/bridge"
 )
 
 func TestSASLOptions(t *testing.T) {
@@ -26,6 +29,15 @@ func TestSASLOptions(t *testing.T) {
 	cfg, err := o.bridgeConfig()
 	if err != nil || cfg.Plain == nil || !cfg.Scram || cfg.ScramBootstrap["alice"] != "secret" || cfg.OAuth != nil {
 		t.Fatalf("%+v %v", cfg, err)
+	}
+	if cfg.FailedAuthenticationDelay != bridge.DefaultFailedAuthenticationDelay {
+		t.Errorf("default failed authentication delay %v, want %v", cfg.FailedAuthenticationDelay, bridge.DefaultFailedAuthenticationDelay)
+	}
+	for arg, want := range map[string]time.Duration{"0": -1, "250ms": 250 * time.Millisecond} {
+		o, _ := parse("--connection-failed-authentication-delay", arg)
+		if cfg, err := o.bridgeConfig(); err != nil || cfg.FailedAuthenticationDelay != want {
+			t.Errorf("--connection-failed-authentication-delay %s: %v %v, want %v", arg, cfg.FailedAuthenticationDelay, err, want)
+		}
 	}
 	o, _ = parse("--sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", "--sasl-plain-users-file", users)
 	if cfg, err := o.bridgeConfig(); err != nil || cfg.Plain != nil || !cfg.Scram {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
+	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
+	"github.com/kiggy-io/kiggy/security/sasl"
 )
 
 // TestHostileSASL runs kiggy with a SASL_PLAINTEXT listener and holds a
@@ -176,4 +179,114 @@ func TestHostileSASL(t *testing.T) {
 		t.Errorf("%v unauthenticated Produce closes counted, want 50", u)
 	}
 	t.Logf("%v open, goroutines %v → %v, good producer acked %d", m1.open(), m0["go_goroutines"], m1["go_goroutines"], p.acked())
+}
+
+// TestFailedAuthenticationFlood guesses passwords: 16 clients, each in a
+// loop for 3 s, connect to a SASL_PLAINTEXT listener and try PLAIN with a
+// wrong password for a user whose password is kept as a PBKDF2 hash (4096
+// iterations, SCRAM's minimum), beside the steady producer and consumer on
+// the PLAINTEXT listener. kiggy runs at its default
+// --connection-failed-authentication-delay (Kafka's
+// connection.failed.authentication.delay.ms, 100 ms): every attempt must be
+// answered SASL_AUTHENTICATION_FAILED, no sooner than the delay after it was
+// sent (so no connection makes more than ten a second), and counted once;
+// afterwards no connection is left waiting. KIGGY_HOSTILE_NO_QUOTA=1 runs the
+// flood with the delay off, for comparison.
+func TestFailedAuthenticationFlood(t *testing.T) {
+	const (
+		clients = 16
+		lasting = 3 * time.Second
+	)
+	delay := bridge.DefaultFailedAuthenticationDelay
+	users := filepath.Join(t.TempDir(), "users")
+	if err := os.WriteFile(users, []byte("good:"+sasl.HashPassword("right", 4096)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+		"--sasl-plain-users-file", users}
+	if os.Getenv(noQuotaEnv) == "1" {
+		t.Logf("no failed authentication delay (%s=1)", noQuotaEnv)
+		delay = 0
+		args = append(args, "--connection-failed-authentication-delay", "0")
+	}
+	k := startFloodKiggy(t, args...)
+	addr := k.Listeners["SASL_PLAINTEXT"]
+	s := startSteady(t, k) // on the PLAINTEXT listener
+	m0 := k.metrics(t)
+	before := k.rss(t)
+	peak := k.peak(t)
+	var attempts, early atomic.Int64
+	var took time.Duration
+	s.flood(func() {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Go(func() {
+				for time.Since(start) < lasting {
+					c, err := kafkawire.Dial(addr, "guesser", 10*time.Second)
+					if err != nil {
+						t.Errorf("dial: %v", err)
+						return
+					}
+					hs := kmsg.NewPtrSASLHandshakeRequest()
+					hs.Version, hs.Mechanism = 1, sasl.Plain
+					au := kmsg.NewPtrSASLAuthenticateRequest()
+					au.Version, au.SASLAuthBytes = 2, []byte("\x00good\x00wrong")
+					if _, err := c.RoundTrip(hs); err != nil {
+						t.Errorf("SaslHandshake: %v", err)
+						c.Close()
+						return
+					}
+					sent := time.Now()
+					r, err := c.RoundTrip(au)
+					answered := time.Since(sent)
+					if err != nil {
+						t.Errorf("SaslAuthenticate with a wrong password: %v", err)
+					} else if code := r.(*kmsg.SASLAuthenticateResponse).ErrorCode; code != 58 {
+						t.Errorf("SaslAuthenticate with a wrong password answered %d, want 58", code)
+					} else if err := c.ExpectClosed(10 * time.Second); err != nil {
+						t.Errorf("after the failure: %v", err)
+					}
+					c.Close()
+					attempts.Add(1)
+					if answered < delay {
+						early.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		took = time.Since(start)
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	high := peak()
+	n := attempts.Load()
+	if e := early.Load(); e > 0 {
+		t.Errorf("%d of %d failed authentications answered sooner than the %v delay", e, n, delay)
+	}
+	if delay > 0 {
+		// Each client's attempts take the delay at least: no more than this.
+		if most := int64(clients) * (int64(took/delay) + 1); n > most {
+			t.Errorf("%d attempts by %d clients in %v, want at most %d with a %v delay", n, clients, took, most, delay)
+		}
+	}
+	var m metrics
+	if !poll(10*time.Second, func() bool {
+		m = k.metrics(t)
+		return m["kiggy_sasl_failed_authentications_delayed"] == 0
+	}) {
+		t.Errorf("%v connections still waiting out the delay after the flood", m["kiggy_sasl_failed_authentications_delayed"])
+	}
+	failed := `kiggy_sasl_authentications_total{mechanism="PLAIN",outcome="failure"}`
+	if got := m[failed] - m0[failed]; got != float64(n) {
+		t.Errorf("%v failed PLAIN authentications counted, want the %d attempts", got, n)
+	}
+	t.Logf("%d wrong passwords by %d clients in %v (%.0f a second; delay %v); RSS %.1f MiB before, peak %.1f MiB",
+		n, clients, took.Round(time.Millisecond), float64(n)/took.Seconds(), delay, mib(before), mib(high))
+	if grew := high - before; grew >= 32<<20 {
+		t.Errorf("RSS grew by %.1f MiB over the flood, want < 32", mib(grew))
+	}
+	s.check(t)
 }
