@@ -39,6 +39,11 @@ import (
 // request to a successful authentication.
 const DefaultSASLHandshakeTimeout = 10 * time.Second
 
+// DefaultSASLServerMaxReceiveSize is the default of Kafka's
+// sasl.server.max.receive.size: the largest request frame a connection of a
+// SASL listener may send before it authenticates (engine.Listener.MaxFrameBeforeAuth).
+const DefaultSASLServerMaxReceiveSize = 512 << 10
+
 // DefaultFailedAuthenticationDelay is the default of Kafka's
 // connection.failed.authentication.delay.ms (KIP-306).
 const DefaultFailedAuthenticationDelay = 100 * time.Millisecond

@@ -32,6 +32,8 @@ type acceptor struct {
 	name     string // the listener's name (ConnInfo.Listener)
 	// authTimeout is the listener's AuthTimeout.
 	authTimeout time.Duration
+	// maxFrameBeforeAuth is the listener's MaxFrameBeforeAuth.
+	maxFrameBeforeAuth int32
 	// quit is closed by stop: it ends a wait for the connection rate.
 	quit     chan struct{}
 	quitOnce sync.Once
@@ -120,6 +122,7 @@ func (a *acceptor) acceptAll(lfd uintptr) bool {
 		l := s.pickLoop()
 		c := &econn{fd: fd, info: info, l: l, inflight: inflight{slots: newSlots(s.cfg.MaxInFlight)}}
 		c.fr.max = s.cfg.MaxFrameSize
+		c.fr.limitBeforeAuth(a.maxFrameBeforeAuth, info)
 		l.n.open.Add(1) // counted now so pickLoop spreads a burst
 		l.command(cmd{kind: cmdAdd, c: c})
 	}

@@ -208,7 +208,8 @@ func (s *epollServer) Serve(l net.Listener) error {
 		lf.Close()
 		return err
 	}
-	a := &acceptor{s: s, ln: ln, lf: lf, raw: lraw, name: lcfg.Name, authTimeout: lcfg.AuthTimeout, quit: make(chan struct{})}
+	a := &acceptor{s: s, ln: ln, lf: lf, raw: lraw, name: lcfg.Name, authTimeout: lcfg.AuthTimeout,
+		maxFrameBeforeAuth: lcfg.MaxFrameBeforeAuth, quit: make(chan struct{})}
 	a.acceptFn = a.acceptAll
 	s.mu.Lock()
 	if s.shutdown {

@@ -1,6 +1,9 @@
 package engine
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync/atomic"
+)
 
 // Framing (docs/design/style.md habit 6).
 //
@@ -38,12 +41,16 @@ const reasonNone = NumCloseReasons
 // framer assembles frames. The zero value is ready after max is set. Owned by
 // the connection's reader (an epoll loop, or the net reader goroutine).
 type framer struct {
-	max  int32   // MaxFrameSize
-	hdr  [4]byte // size prefix bytes seen so far
-	hdrN int
-	body *[]byte // pooled buffer of the frame in progress; nil between frames
-	size int     // declared size of the frame in progress
-	have int     // body bytes received
+	max int32 // MaxFrameSize
+	// authMax is Listener.MaxFrameBeforeAuth while it applies (0 = not):
+	// dropped at the first frame over it after authed became true.
+	authMax int32
+	authed  *atomic.Bool // the connection's ConnInfo.authenticated
+	hdr     [4]byte      // size prefix bytes seen so far
+	hdrN    int
+	body    *[]byte // pooled buffer of the frame in progress; nil between frames
+	size    int     // declared size of the frame in progress
+	have    int     // body bytes received
 	// avail is how many body bytes beyond have are known to be waiting
 	// (0 = unknown), set by the reader before tail when wantsRoom.
 	avail int
@@ -61,8 +68,21 @@ func (f *framer) checkSize(s int32) CloseReason {
 		return ReasonNegativeSize // "also close on a negative size"
 	case s > f.max:
 		return ReasonFrameTooLarge // "closes the connection when a frame exceeds socket.request.max.bytes"
+	case f.authMax > 0 && s > f.authMax:
+		if !f.authed.Load() {
+			return ReasonFrameTooLarge // sasl.server.max.receive.size, before authentication
+		}
+		f.authMax = 0
 	}
 	return reasonNone
+}
+
+// limitBeforeAuth applies Listener.MaxFrameBeforeAuth (max > 0) to the
+// connection of info.
+func (f *framer) limitBeforeAuth(max int32, info *ConnInfo) {
+	if max > 0 {
+		f.authMax, f.authed = max, &info.authenticated
+	}
 }
 
 // start begins a frame of size s (already checked). Small frames get their

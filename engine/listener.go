@@ -39,6 +39,14 @@ type Listener struct {
 	// ConnInfo.Authenticated first (a SASL listener's time to
 	// authenticate). It is counted as an idle timeout.
 	AuthTimeout time.Duration
+	// MaxFrameBeforeAuth, when > 0, closes a connection of this listener
+	// whose request frame declares more than this many bytes before the
+	// handler called ConnInfo.Authenticated, before any buffer grows
+	// (ReasonFrameTooLarge): Kafka's sasl.server.max.receive.size, "the
+	// maximum receive size allowed before and during initial SASL
+	// authentication", so that a client that has not authenticated cannot
+	// make the server hold a frame of Config.MaxFrameSize.
+	MaxFrameBeforeAuth int32
 }
 
 // listenerOf splits what Serve was given into the socket to accept on and

@@ -187,6 +187,7 @@ func (s *netServer) accept(nc net.Conn, l *Listener) {
 		bufs:     make([][]byte, 0, maxNetBufs),
 	}
 	c.fr.max = s.cfg.MaxFrameSize
+	c.fr.limitBeforeAuth(l.MaxFrameBeforeAuth, info)
 	c.cond.L = &c.mu
 	c.lastActive.Store(time.Now().UnixNano())
 	s.mu.Lock()

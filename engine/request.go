@@ -62,6 +62,9 @@ type ConnInfo struct {
 	// authDeadline is when the connection is closed unless Authenticated
 	// is called (Listener.AuthTimeout), in Unix nanoseconds; 0 = never.
 	authDeadline atomic.Int64
+	// authenticated: Authenticated was called (Listener.MaxFrameBeforeAuth
+	// no longer applies).
+	authenticated atomic.Bool
 	// throttleEnd is when a quota throttle (Throttle) ends, in Unix
 	// nanoseconds; 0 = none in force. Whoever sees it passed resets it to
 	// 0, so an unthrottled connection's check stays one atomic load.
@@ -71,8 +74,11 @@ type ConnInfo struct {
 }
 
 // Authenticated tells the engine that the connection authenticated: the
-// listener's AuthTimeout no longer applies to it.
-func (c *ConnInfo) Authenticated() { c.authDeadline.Store(0) }
+// listener's AuthTimeout and MaxFrameBeforeAuth no longer apply to it.
+func (c *ConnInfo) Authenticated() {
+	c.authDeadline.Store(0)
+	c.authenticated.Store(true)
+}
 
 // authExpired reports whether the connection passed its AuthTimeout
 // without authenticating.

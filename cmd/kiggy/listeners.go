@@ -261,6 +261,9 @@ func (ls *listenerSetup) listen(o *options) ([]*engine.Listener, error) {
 			// A SASL connection must authenticate in time, even one that
 			// sends nothing (docs/design/security.md §7).
 			el.AuthTimeout = o.sasl.handshakeTimeout
+			// Nor may it send a large frame before (Kafka's
+			// sasl.server.max.receive.size).
+			el.MaxFrameBeforeAuth = int32(o.sasl.maxReceiveSize)
 		}
 		out = append(out, el)
 	}

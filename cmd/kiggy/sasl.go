@@ -26,6 +26,7 @@ type saslOptions struct {
 	handshakeTimeout   time.Duration
 	maxReauth          time.Duration
 	failedAuthDelay    time.Duration
+	maxReceiveSize     int64
 	oauthJWKSFile      string
 	oauthIssuer        string
 	oauthAudience      string
@@ -42,6 +43,7 @@ func registerSASLOptions(s *settings, o *saslOptions) {
 	s.Duration("SASL", "sasl-handshake-timeout", &o.handshakeTimeout, bridge.DefaultSASLHandshakeTimeout, 100*time.Millisecond, time.Hour, "a connection of a SASL listener not authenticated this long after it connected is closed")
 	s.Duration("SASL", "connections-max-reauth", &o.maxReauth, 0, 0, 365*24*time.Hour, "SASL session lifetime; clients re-authenticate before it ends or are disconnected (Kafka connections.max.reauth.ms, KIP-368); 0 = off")
 	s.Duration("SASL", "connection-failed-authentication-delay", &o.failedAuthDelay, bridge.DefaultFailedAuthenticationDelay, 0, time.Minute, "a failed SASL authentication is answered and its connection closed this long after, nothing read from it meanwhile, which slows down password guessing and clients reconnecting in a loop (Kafka connection.failed.authentication.delay.ms, KIP-306); 0 = at once")
+	s.Int("SASL", "sasl-server-max-receive-size", &o.maxReceiveSize, bridge.DefaultSASLServerMaxReceiveSize, 1<<10, 1<<30, "largest request frame in bytes a connection of a SASL listener may send before it authenticates; a larger one closes it before its bytes are read (Kafka sasl.server.max.receive.size)")
 	s.String("SASL", "sasl-oauthbearer-jwks-file", &o.oauthJWKSFile, "", "JSON Web Key Set (RSA and P-256 keys) that signs OAUTHBEARER tokens; enables OAUTHBEARER")
 	s.String("SASL", "sasl-oauthbearer-expected-issuer", &o.oauthIssuer, "", "the iss claim OAUTHBEARER tokens must carry (empty = not checked)")
 	s.String("SASL", "sasl-oauthbearer-expected-audience", &o.oauthAudience, "", "comma-separated audiences; a token's aud must hold one (empty = not checked)")

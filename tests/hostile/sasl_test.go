@@ -4,6 +4,8 @@ package hostile
 
 import (
 	"crypto/rand"
+	"encoding/binary"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -285,6 +287,67 @@ func TestFailedAuthenticationFlood(t *testing.T) {
 	}
 	t.Logf("%d wrong passwords by %d clients in %v (%.0f a second; delay %v); RSS %.1f MiB before, peak %.1f MiB",
 		n, clients, took.Round(time.Millisecond), float64(n)/took.Seconds(), delay, mib(before), mib(high))
+	if grew := high - before; grew >= 32<<20 {
+		t.Errorf("RSS grew by %.1f MiB over the flood, want < 32", mib(grew))
+	}
+	s.check(t)
+}
+
+// TestUnauthenticatedFrameFlood sends big frames before authenticating:
+// 200 connections to a SASL_PLAINTEXT listener each declare a 100 MiB
+// request (kiggy's --max-frame-size) and send its first MiB, beside the
+// steady producer and consumer on the PLAINTEXT listener.
+// --sasl-server-max-receive-size (Kafka's sasl.server.max.receive.size,
+// 512 KiB) closes each at its size prefix, counted as frame_too_large, so
+// kiggy holds none of those bytes: its RSS grows by less than 32 MiB
+// (without the bound it would buffer each connection's MiB as it arrives,
+// 200 MiB).
+func TestUnauthenticatedFrameFlood(t *testing.T) {
+	const (
+		conns = 200
+		sent  = 1 << 20
+	)
+	users := filepath.Join(t.TempDir(), "users")
+	if err := os.WriteFile(users, []byte("good:pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k := startFloodKiggy(t, "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+		"--sasl-plain-users-file", users)
+	addr := k.Listeners["SASL_PLAINTEXT"]
+	s := startSteady(t, k) // on the PLAINTEXT listener
+	m0 := k.metrics(t)
+	before := k.rss(t)
+	peak := k.peak(t)
+	var closed atomic.Int64
+	s.flood(func() {
+		var wg sync.WaitGroup
+		for range conns {
+			wg.Go(func() {
+				c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+				if err != nil {
+					t.Errorf("dial: %v", err)
+					return
+				}
+				defer c.Close()
+				b := make([]byte, 4+sent)
+				binary.BigEndian.PutUint32(b, maxFrameSize)
+				c.SetDeadline(time.Now().Add(20 * time.Second))
+				_, _ = c.Write(b) // the server may close before all of it is written
+				if _, err := c.Read(b[:1]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+					closed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+	})
+	high := peak()
+	m := k.metrics(t)
+	counted := m.closed("frame_too_large") - m0.closed("frame_too_large")
+	t.Logf("%d connections declared %d MiB and sent 1 MiB before authenticating: %d closed, %v counted as frame_too_large; RSS %.1f MiB before, peak %.1f MiB",
+		conns, maxFrameSize>>20, closed.Load(), counted, mib(before), mib(high))
+	if closed.Load() != conns || counted != conns {
+		t.Errorf("%d of %d connections closed, %v counted as frame_too_large: want all", closed.Load(), conns, counted)
+	}
 	if grew := high - before; grew >= 32<<20 {
 		t.Errorf("RSS grew by %.1f MiB over the flood, want < 32", mib(grew))
 	}

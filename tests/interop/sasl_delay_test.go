@@ -1,10 +1,14 @@
 package interop
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
 )
@@ -136,4 +140,42 @@ func TestSASLFailedAuthenticationDelay(t *testing.T) {
 			t.Errorf("the Metadata behind the failure was answered (%d bytes), want the connection closed", len(f))
 		}
 	})
+}
+
+// TestSASLMaxReceiveSize: sasl.server.max.receive.size (512 KiB by default on
+// both targets) bounds what a connection of a SASL listener may send before
+// it authenticates: a request frame of 600 KiB sent before SaslHandshake is
+// not answered and its connection is closed, while a producer that has
+// authenticated (PLAIN) sends a 600 KiB record and has it acknowledged.
+func TestSASLMaxReceiveSize(t *testing.T) {
+	addr := saslAddr(t)
+	const size = 600 << 10
+	c, err := kafkawire.Dial(addr, "big", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// A valid ApiVersions of 600 KiB: its client software name (letters
+	// only, as Kafka's check wants) makes it that large.
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = strings.Repeat("a", size), "1"
+	b := kafkawire.AppendRequest(nil, req, 1, "big")
+	_ = c.Write(b) // the server may close before all of it is written
+	if f, err := c.ReadFrame(10 * time.Second); err == nil {
+		t.Errorf("a %d-byte request before authentication answered (%d bytes), want the connection closed", len(b)-4, len(f))
+	}
+
+	topic := topicName(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
+		kgo.SASL(plain.Auth{User: plainUser, Pass: plainPass}.AsMechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: make([]byte, size)}).FirstErr(); err != nil {
+		t.Errorf("a %d-byte record after authentication: %v", size, err)
+	}
 }

@@ -186,7 +186,13 @@ func Start(t testing.TB, opts Options) *Gateway {
 	}
 	g.Addr = ln.Addr().String()
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
+	var serve net.Listener = ln
+	if cfg.Listeners[""].SASL() {
+		// As cmd/kiggy bounds a SASL listener's frames before
+		// authentication (Kafka's sasl.server.max.receive.size).
+		serve = &engine.Listener{Listener: ln, MaxFrameBeforeAuth: bridge.DefaultSASLServerMaxReceiveSize}
+	}
+	go func() { done <- srv.Serve(serve) }()
 	var once sync.Once
 	g.stop = func() {
 		once.Do(func() {
