@@ -218,7 +218,7 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_groups", "gauge", "Consumer groups the coordinator holds (--max-groups).", gst.Groups)
 	metric.Single(w, "kiggy_group_members", "gauge", "Members of all consumer groups, with member ids handed out by MEMBER_ID_REQUIRED and not yet used (--max-group-members).", gst.Members)
 	metric.Single(w, "kiggy_groups_evicted_total", "counter", "Empty groups holding no offsets dropped to make room for a new group at --max-groups.", gst.Evicted)
-	metric.Header(w, "kiggy_groups_refused_total", "counter", "JoinGroup and OffsetCommit requests refused by a group cap, by reason: group_max_size (--group-max-size; GROUP_MAX_SIZE_REACHED), max_members (--max-group-members), max_groups (--max-groups; both COORDINATOR_NOT_AVAILABLE).")
+	metric.Header(w, "kiggy_groups_refused_total", "counter", "JoinGroup, ConsumerGroupHeartbeat and OffsetCommit requests refused by a group cap, by reason: group_max_size (--group-max-size; GROUP_MAX_SIZE_REACHED), max_members (--max-group-members), max_groups (--max-groups; both COORDINATOR_NOT_AVAILABLE).")
 	for _, r := range group.RefuseReasons() {
 		fmt.Fprintf(w, "kiggy_groups_refused_total{reason=%q} %d\n", r.String(), gst.Refused[r])
 	}

@@ -368,6 +368,7 @@ func (cg *cgroup) heartbeat(req *ConsumerHeartbeat, now time.Time) ConsumerHeart
 	}
 	if max := cg.c.cfg.MaxGroupSize; max > 0 && len(cg.members) >= max && cg.members[memberID] == nil &&
 		!(req.HasInstanceID && cg.static[req.InstanceID] != "") {
+		cg.c.refuse(RefusedGroupMaxSize)
 		return fail(errGroupMaxSizeReached, "The consumer group has reached its maximum capacity.")
 	}
 	if req.MemberEpoch == joinEpoch && cg.members[memberID] == nil && !(req.HasInstanceID && cg.static[req.InstanceID] != "") && !cg.reserveMember() {

@@ -360,6 +360,7 @@ func (cg *cgroup) classicJoin(req *JoinRequest, now time.Time) JoinResult {
 	}
 	if m = cg.members[memberID]; m == nil {
 		if max := cg.c.cfg.MaxGroupSize; max > 0 && len(cg.members) >= max {
+			cg.c.refuse(RefusedGroupMaxSize)
 			return fail(errGroupMaxSizeReached)
 		}
 		m = &cmember{id: strings.Clone(memberID), assigned: partitionSet{}, revoking: partitionSet{}}
