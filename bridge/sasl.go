@@ -271,10 +271,11 @@ func (g *Gateway) saslClose(req *engine.Request, why int, detail string) {
 // FailedAuthenticationDelay from now. Meanwhile the connection is muted
 // (engine.ConnInfo.Throttle) and a timer holds the request, which keeps
 // its place in the response order. Kafka's Selector holds such a channel
-// alike (KIP-306: "delay the response to the failed authentication ... and
-// close the connection after the delay"); its answer comes at the first
-// poll of its network thread after the delay, up to 300 ms later, kiggy's
-// when the delay ends.
+// alike (connection.failed.authentication.delay.ms: "the time (in
+// milliseconds) by which connection close will be delayed on authentication
+// failure"), and sends the failure's answer with the close; its answer comes
+// at the first poll of its network thread after the delay, up to 300 ms
+// later, kiggy's when the delay ends.
 func (g *Gateway) saslFailClose(req *engine.Request, resp []byte, reason engine.CloseReason, detail string) {
 	end := func() {
 		if resp == nil {
