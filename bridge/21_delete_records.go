@@ -18,6 +18,17 @@ func init() { handle(wire.KeyDeleteRecords, (*Gateway).deleteRecords) }
 type deleteRecordsState struct {
 	req  wire.DeleteRecordsRequest
 	resp wire.DeleteRecordsResponse
+	// offset holds each partition's offset to answer (the last one the
+	// request names), topicAt each topic's entry in resp; both cleared per
+	// request.
+	offset  map[topicPartition]int64
+	topicAt map[string]int
+}
+
+// topicPartition names one partition of a topic.
+type topicPartition struct {
+	topic     string
+	partition int32
 }
 
 // deleteRecords answers DeleteRecords v0–2: per partition, the log start
@@ -32,23 +43,48 @@ func (g *Gateway) deleteRecords(c *call) bool {
 	if !decodeOrClose(c, req) {
 		return false
 	}
+	// A partition named twice is answered once, with the last offset the
+	// request names for it, and a topic named twice in one entry: KafkaApis
+	// collects the partitions in a map (authorizedForDeleteTopicOffsets),
+	// as Kafka 4.4 answers (TestDeleteRecordsPartitionTwice).
+	if ds.offset == nil {
+		ds.offset, ds.topicAt = map[topicPartition]int64{}, map[string]int{}
+	}
+	clear(ds.offset)
+	clear(ds.topicAt)
+	for i := range req.Topics {
+		for _, p := range req.Topics[i].Partitions {
+			ds.offset[topicPartition{req.Topics[i].Topic, p.Partition}] = p.Offset
+		}
+	}
 	resp := &ds.resp
 	resp.Topics = resp.Topics[:0]
 	for i := range req.Topics {
 		t := &req.Topics[i]
-		out := wire.DeleteRecordsResponseTopic{Topic: t.Topic}
+		ti, ok := ds.topicAt[t.Topic]
+		if !ok {
+			ti = len(resp.Topics)
+			ds.topicAt[t.Topic] = ti
+			resp.Topics = append(resp.Topics, wire.DeleteRecordsResponseTopic{Topic: t.Topic})
+		}
 		denied := g.topicCode(c, acl.OpDelete, t.Topic) // KafkaApis: DELETE on the topic
 		for _, p := range t.Partitions {
+			key := topicPartition{t.Topic, p.Partition}
+			offset, pending := ds.offset[key]
+			if !pending {
+				continue // answered already
+			}
+			delete(ds.offset, key)
 			low, code := int64(-1), denied
 			if code == wire.NoError {
 				code = g.leaderCode(t.Topic, p.Partition, -1) // docs/design/cluster.md §6
 			}
 			if code == wire.NoError {
-				low, code = g.deleteRecordsOne(t.Topic, p.Partition, p.Offset)
+				low, code = g.deleteRecordsOne(t.Topic, p.Partition, offset)
 			}
+			out := &resp.Topics[ti]
 			out.Partitions = append(out.Partitions, wire.DeleteRecordsResponsePartition{Partition: p.Partition, LowWatermark: low, ErrorCode: code})
 		}
-		resp.Topics = append(resp.Topics, out)
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, resp)

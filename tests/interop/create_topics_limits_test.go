@@ -2,6 +2,7 @@ package interop
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -290,5 +291,59 @@ func TestCreateTopicsRecordsCountConfigs(t *testing.T) {
 				t.Errorf("on %s, %d config(s) a topic: %s answered %d %q, want %d", tg.Name(), n, rt.Topic, rt.ErrorCode, deref(rt.ErrorMessage), want)
 			}
 		}
+	}
+}
+
+// TestDeleteRecordsPartitionTwice: a DeleteRecords naming a partition twice
+// (in two entries of its topic) is answered once, in one entry of the topic,
+// and the partition's log start moves to the last offset named, as Kafka
+// 4.4 does (its KafkaApis keeps one offset per partition); kiggy applied
+// each in turn, leaving the first.
+func TestDeleteRecordsPartitionTwice(t *testing.T) {
+	tg := newTarget(t)
+	const topic = "delete-records-twice"
+	tg.CreateTopic(t, topic, 2)
+	p, err := kgo.NewClient(kgo.SeedBrokers(tg.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	cl, ctx := requestClient(t, tg.Addr(), time.Minute)
+	for i := range 10 {
+		for part := range int32(2) {
+			if err := p.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: part, Value: []byte{byte(i)}}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	req.TimeoutMillis = 30_000
+	for _, spec := range []struct {
+		partition int32
+		offset    int64
+	}{{0, 5}, {1, 2}, {0, 3}} {
+		rt := kmsg.NewDeleteRecordsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+		rp.Partition, rp.Offset = spec.partition, spec.offset
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int32][]int64{}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != 0 {
+				t.Errorf("on %s, partition %d answered %d", tg.Name(), rp.Partition, rp.ErrorCode)
+			}
+			got[rp.Partition] = append(got[rp.Partition], rp.LowWatermark)
+		}
+	}
+	if len(resp.Topics) != 1 || !reflect.DeepEqual(got, map[int32][]int64{0: {3}, 1: {2}}) {
+		t.Errorf("on %s, %d topic entries, low watermarks by partition %v; want one entry, partition 0 once at 3, partition 1 once at 2",
+			tg.Name(), len(resp.Topics), got)
 	}
 }
