@@ -30,8 +30,10 @@ const (
 	groupStateBound  = 64 << 20
 	memberFloodBound = 96 << 20
 	// cghFloodBound is the consumer-protocol member flood's: 20,000
-	// members in 19,000 groups grew RSS by 90 MiB (2026-12-06, epoll).
-	cghFloodBound = 128 << 20
+	// members in 19,000 groups grew RSS by 87–105 MiB (2026-12-06: epoll,
+	// net engine, a real iggy-server); without the caps the flood's 50,000
+	// members would hold over twice that.
+	cghFloodBound = 160 << 20
 )
 
 // joinReq is a JoinGroup v5 (KIP-394: a first join gets MEMBER_ID_REQUIRED
