@@ -21,14 +21,8 @@ type deleteRecordsState struct {
 	// offset holds each partition's offset to answer (the last one the
 	// request names), topicAt each topic's entry in resp; both cleared per
 	// request.
-	offset  map[topicPartition]int64
+	offset  map[partKey]int64
 	topicAt map[string]int
-}
-
-// topicPartition names one partition of a topic.
-type topicPartition struct {
-	topic     string
-	partition int32
 }
 
 // deleteRecords answers DeleteRecords v0–2: per partition, the log start
@@ -48,13 +42,13 @@ func (g *Gateway) deleteRecords(c *call) bool {
 	// collects the partitions in a map (authorizedForDeleteTopicOffsets),
 	// as Kafka 4.4 answers (TestDeleteRecordsPartitionTwice).
 	if ds.offset == nil {
-		ds.offset, ds.topicAt = map[topicPartition]int64{}, map[string]int{}
+		ds.offset, ds.topicAt = map[partKey]int64{}, map[string]int{}
 	}
 	clear(ds.offset)
 	clear(ds.topicAt)
 	for i := range req.Topics {
 		for _, p := range req.Topics[i].Partitions {
-			ds.offset[topicPartition{req.Topics[i].Topic, p.Partition}] = p.Offset
+			ds.offset[partKey{req.Topics[i].Topic, p.Partition}] = p.Offset
 		}
 	}
 	resp := &ds.resp
@@ -69,7 +63,7 @@ func (g *Gateway) deleteRecords(c *call) bool {
 		}
 		denied := g.topicCode(c, acl.OpDelete, t.Topic) // KafkaApis: DELETE on the topic
 		for _, p := range t.Partitions {
-			key := topicPartition{t.Topic, p.Partition}
+			key := partKey{t.Topic, p.Partition}
 			offset, pending := ds.offset[key]
 			if !pending {
 				continue // answered already
