@@ -34,9 +34,8 @@ func assignUniform(in assignInput) map[string]partitionSet {
 	}
 	eligible := func(m *cmember, t topicMeta) bool { return m.subscribes(t.name) }
 	// 1. Keep each partition with its previous owner if still eligible.
-	// The owners are indexed once: looking each partition up among all the
-	// members' previous sets made a join to a group of n members with P
-	// partitions cost P·n.
+	// The owners are indexed once, so a partition's lookup does not scan
+	// every member's previous set (P·n for P partitions, n members).
 	type slot struct {
 		topic [16]byte
 		p     int32
@@ -86,9 +85,8 @@ func assignUniform(in assignInput) map[string]partitionSet {
 	}
 	// A pass sorts the members once each way (the loads change only by the
 	// move that ends it) and stops at the first member that cannot give a
-	// partition away for being within one of the least loaded: sorting the
-	// receivers again for every giver made each join to a group of n
-	// members cost n² log n (20 ms at 600 members).
+	// partition away for being within one of the least loaded, so a pass
+	// costs n log n, not a sort per giver (docs/design/consumer-groups.md §3).
 	for moved := len(in.members) > 0; moved; {
 		moved = false
 		asc, desc := byLoad(in.members, load, false), byLoad(in.members, load, true)
