@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -94,7 +93,28 @@ type worker struct {
 
 // startWorker starts a ConnectDistributed worker of group app with our
 // connectors on its classpath and waits until its REST API answers.
+//
+// The REST port is picked free and then bound by the JVM a second or so
+// later; another process may take it between the two (CI saw "Failed to
+// bind" once), so a worker that exits on that is started again on a new
+// port, up to three times.
 func startWorker(t *testing.T, tg target, app, dir string) *worker {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		w, lostPort := tryStartWorker(t, tg, app, dir)
+		if !lostPort {
+			return w
+		}
+		if attempt == 3 {
+			t.Fatalf("%s: the Connect worker lost its REST port to another process three times\n%s", tg.name, w.describe())
+		}
+		t.Logf("%s: the Connect worker's REST port %s was taken before it bound; starting it again", tg.name, w.rest)
+	}
+}
+
+// tryStartWorker starts one worker; lostPort reports that it exited
+// because its REST port was taken before it could bind it.
+func tryStartWorker(t *testing.T, tg target, app, dir string) (w *worker, lostPort bool) {
 	t.Helper()
 	port := freePort(t)
 	props := map[string]string{
@@ -136,7 +156,7 @@ func startWorker(t *testing.T, tg target, app, dir string) *worker {
 	}
 	p := startJava(t, "org.apache.kafka.connect.cli.ConnectDistributed", path)
 	p.beforeFail = func() { skipIfConfigRefused(t, tg, p) }
-	w := &worker{proc: p, tg: tg, rest: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	w = &worker{proc: p, tg: tg, rest: fmt.Sprintf("http://127.0.0.1:%d", port)}
 	// The root answers once the REST server is up; /connectors once the
 	// worker has joined its group and read the config topic.
 	up := false
@@ -146,20 +166,22 @@ func startWorker(t *testing.T, tg target, app, dir string) *worker {
 		return up || p.exited()
 	})
 	if !up {
+		if p.exited() && strings.Contains(p.stderr(), "BindException: Address already in use") {
+			return w, true
+		}
 		p.fail()
 		t.Fatalf("%s: the Connect worker's REST API at %s did not answer (exited %v)\n%s", tg.name, w.rest, p.exited(), p.describe())
 	}
-	return w
+	return w, false
 }
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testtools.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func (w *worker) get(path string) (int, string) {

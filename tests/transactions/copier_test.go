@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -233,14 +234,28 @@ func heavy(t *testing.T) {
 func killableKiggy(t *testing.T) (target, func()) {
 	node := iggyserver.StartT(t)
 	kiggyproc.Binary(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	start := func() *kiggyproc.Proc {
-		return kiggyproc.Start(t, kiggyproc.Config{Args: []string{
+	var addr string
+	config := func() kiggyproc.Config {
+		return kiggyproc.Config{Args: []string{
 			"--listen", addr, "--admin-addr", "", "--drain-timeout", "2s",
 			"--iggy-addr", node.Addr, "--iggy-username", iggyserver.Username, "--iggy-password", iggyserver.Password,
-		}})
+		}}
 	}
-	p := start()
+	start := func() *kiggyproc.Proc { return kiggyproc.Start(t, config()) }
+	// The port was free when freePort chose it but may be taken before
+	// kiggy binds it (an outgoing connection's ephemeral port can be it):
+	// then kiggy gets another port.
+	var p *kiggyproc.Proc
+	for attempt := 1; p == nil; attempt++ {
+		addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		var err error
+		if p, err = kiggyproc.TryStart(t, config()); err != nil {
+			if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+				t.Fatal(err)
+			}
+			t.Logf("kiggy: %s taken at start; trying another port", addr)
+		}
+	}
 	if err := testtools.ProbeKafka(addr, 10*time.Second); err != nil {
 		t.Fatalf("kiggy at %s is not answering: %v\n%s", addr, err, p.Tail(20))
 	}
