@@ -2,7 +2,10 @@
 
 package group
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // TestSteadyStateAllocs: the requests a stable consumer sends all the time —
 // Heartbeat, an OffsetCommit's validation and a Sync in Stable — allocate
@@ -41,11 +44,88 @@ func steadyStateAllocs(t *testing.T, cfg Config) {
 	}
 }
 
+// TestSteadyConsumerHeartbeatAllocs: the keep-alive ConsumerGroupHeartbeat
+// a member of a stable consumer group sends every heartbeat interval
+// allocates nothing, by names or by regex, in a group of 3 or of 300.
+func TestSteadyConsumerHeartbeatAllocs(t *testing.T) {
+	for _, regex := range []bool{false, true} {
+		for _, n := range []int{3, 300} {
+			snap := snapshotOf(fakeTopics{"t": 8, "u": 4, "v": 2})
+			c := newCoordinator(Config{}, newFakeClock())
+			ms := make([]*cmemberClient, n)
+			for i := range ms {
+				ms[i] = &cmemberClient{t: t, c: c, topics: snap, group: "g", id: fmt.Sprintf("m%03d", i), names: []string{"t", "u"}}
+				if regex {
+					ms[i].names, ms[i].regex = nil, "t|u"
+				}
+			}
+			converge(t, ms...)
+			req := ms[n/2].req(ms[n/2].epoch, false)
+			if got := testing.AllocsPerRun(100, func() {
+				if res := c.ConsumerGroupHeartbeat(req); res.Error != 0 || res.HasAssignment {
+					t.Fatalf("heartbeat: error %d, assignment sent %v", res.Error, res.HasAssignment)
+				}
+			}); got != 0 {
+				t.Errorf("regex %v, %d members: %v allocations per heartbeat, want 0", regex, n, got)
+			}
+			c.Close()
+		}
+	}
+}
+
 func BenchmarkHeartbeat(b *testing.B) {
 	h := newHarness(b, Config{})
 	ids := h.stableGroup("g", 100)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		h.c.Heartbeat("g", ids[i%len(ids)], "", false, 1)
+	}
+}
+
+// BenchmarkConsumerHeartbeat: the steady ConsumerGroupHeartbeat of one
+// member of a converged consumer group of n members (what every member
+// sends each heartbeat interval), the members subscribed by name to one
+// topic of 100 partitions, or by regex to 1,000 topics of one.
+func BenchmarkConsumerHeartbeat(b *testing.B) {
+	for _, sub := range []string{"names", "regex"} {
+		for _, n := range []int{10, 1000} {
+			b.Run(fmt.Sprintf("subscription=%s/members=%d", sub, n), func(b *testing.B) {
+				topics := fakeTopics{"t": 100}
+				if sub == "regex" {
+					topics = fakeTopics{}
+					for i := range 1000 {
+						topics[fmt.Sprintf("r%04d", i)] = 1
+					}
+				}
+				snap := snapshotOf(topics)
+				c := newCoordinator(Config{}, newFakeClock())
+				defer c.Close()
+				ms := make([]*cmemberClient, n)
+				for i := range ms {
+					ms[i] = &cmemberClient{t: b, c: c, topics: snap, group: "g", id: fmt.Sprintf("m%05d", i)}
+					if sub == "regex" {
+						ms[i].regex = "r.*"
+					} else {
+						ms[i].names = []string{"t"}
+					}
+					ms[i].beat()
+				}
+				for range 3 {
+					for _, m := range ms {
+						m.beat()
+					}
+				}
+				reqs := make([]*ConsumerHeartbeat, n)
+				for i, m := range ms {
+					reqs[i] = m.req(m.epoch, false)
+				}
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					if res := c.ConsumerGroupHeartbeat(reqs[i%n]); res.Error != 0 {
+						b.Fatalf("error %d", res.Error)
+					}
+				}
+			})
+		}
 	}
 }

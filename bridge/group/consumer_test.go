@@ -2,6 +2,8 @@ package group
 
 import (
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -39,10 +41,24 @@ func (f fakeTopics) Names() []string {
 	return out
 }
 
+// topicSnap is a TopicLookup as the gateway's: a snapshot of fakeTopics
+// whose Names() is one slice for its life.
+type topicSnap struct {
+	fakeTopics
+	names []string
+}
+
+func snapshotOf(f fakeTopics) *topicSnap {
+	c := maps.Clone(f)
+	return &topicSnap{fakeTopics: c, names: c.Names()}
+}
+
+func (s *topicSnap) Names() []string { return s.names }
+
 // cmemberClient is a consumer-protocol member as a client drives it: it
 // owns exactly what its last answer assigned, and revokes at once.
 type cmemberClient struct {
-	t        *testing.T
+	t        testing.TB
 	c        *Coordinator
 	topics   TopicLookup
 	group    string
@@ -287,6 +303,54 @@ func TestConsumerGroupSessionAndRebalanceTimeouts(t *testing.T) {
 	}
 }
 
+// TestConsumerGroupDeadlinesOnTime: members are fenced at their deadlines
+// to the millisecond, whether the deadline is the earliest when set (a
+// revocation's end, before every session's end) or became the earliest
+// because other members heartbeated past it (the timer, armed for an
+// earlier session end, fires, finds nothing due and is armed again).
+func TestConsumerGroupDeadlinesOnTime(t *testing.T) {
+	topics := fakeTopics{"t": 4}
+	c, clk := newCGTest(t, topics)
+	a := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "a", names: []string{"t"}}
+	a.beat()
+	// b joins: a must revoke two partitions within its rebalance timeout
+	// (5 s), and keeps reporting all four.
+	b := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "b", names: []string{"t"}}
+	b.beat()
+	held := a.owned
+	r := a.req(a.epoch, true)
+	r.RebalanceTimeoutMillis, r.Owned = 5000, held
+	if res := c.ConsumerGroupHeartbeat(r); res.Error != 0 {
+		t.Fatalf("a: error %d", res.Error)
+	}
+	clk.Advance(5*time.Second - time.Millisecond)
+	if n := len(c.describeMembers(t, "g")); n != 2 {
+		t.Fatalf("%d members 1 ms before a's revocation ends, want 2", n)
+	}
+	clk.Advance(time.Millisecond)
+	if got := c.describeMembers(t, "g"); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("members when a's revocation ended: %v, want [b]", got)
+	}
+	// c2 joins 1 s after b and stops; b heartbeats every 5 s: the timer,
+	// armed for b's session end, fires before c2's and must find c2's.
+	clk.Advance(time.Second)
+	c2 := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "c2", names: []string{"t"}}
+	c2.beat()
+	joined := clk.now()
+	for clk.now().Sub(joined) < DefaultConsumerSessionTimeout-5*time.Second {
+		clk.Advance(5 * time.Second)
+		b.beat()
+	}
+	clk.Advance(joined.Add(DefaultConsumerSessionTimeout).Sub(clk.now()) - time.Millisecond)
+	if n := len(c.describeMembers(t, "g")); n != 2 {
+		t.Fatalf("%d members 1 ms before c2's session ends, want 2", n)
+	}
+	clk.Advance(time.Millisecond)
+	if got := c.describeMembers(t, "g"); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("members when c2's session ended: %v, want [b]", got)
+	}
+}
+
 func TestConsumerGroupStaticMembers(t *testing.T) {
 	topics := fakeTopics{"t": 4}
 	c, _ := newCGTest(t, topics)
@@ -516,6 +580,7 @@ func consumerGroupOps(t *testing.T, ops []byte) {
 	c := newCoordinator(Config{}, clk)
 	defer c.Close()
 	topics := fakeTopics{"t": 4, "u": 2}
+	snap := snapshotOf(topics)
 	type client struct {
 		id, instance string
 		epoch        int32
@@ -525,7 +590,7 @@ func consumerGroupOps(t *testing.T, ops []byte) {
 	cls := []*client{{id: "a"}, {id: "b", instance: "i-b"}, {id: "c", regex: true}, {id: "d"}}
 	for i, op := range ops {
 		cl := cls[op&3]
-		req := &ConsumerHeartbeat{Version: 1, GroupID: "g", MemberID: cl.id, MemberEpoch: cl.epoch, RebalanceTimeoutMillis: -1, Topics: topics}
+		req := &ConsumerHeartbeat{Version: 1, GroupID: "g", MemberID: cl.id, MemberEpoch: cl.epoch, RebalanceTimeoutMillis: -1, Topics: snap}
 		if cl.instance != "" {
 			req.InstanceID, req.HasInstanceID = cl.instance, true
 		}
@@ -535,6 +600,9 @@ func consumerGroupOps(t *testing.T, ops []byte) {
 				req.SubscribedTopicRegex, req.HasSubscribedTopicRegex = "t|u", true
 			} else {
 				req.SubscribedTopicNames, req.HasSubscribedTopicNames = []string{"t", "u"}, true
+				if cl.id == "d" && op&0x80 != 0 {
+					req.SubscribedTopicNames = []string{"t"} // a change of subscription
+				}
 			}
 			req.Owned, req.HasOwned = cl.owned, true
 		}
@@ -553,6 +621,7 @@ func consumerGroupOps(t *testing.T, ops []byte) {
 		case 6: // a topic grows, up to 16 partitions
 			if topics["u"] < 16 {
 				topics["u"]++
+				snap = snapshotOf(topics)
 			}
 			continue
 		case 7: // a client that does not revoke: reports its old partitions
@@ -567,6 +636,18 @@ func consumerGroupOps(t *testing.T, ops []byte) {
 			cl.epoch = res.MemberEpoch
 			if res.HasAssignment {
 				cl.owned = res.Assignment
+			}
+		}
+		// The subscribed topics as kept equal those computed afresh.
+		c.mu.Lock()
+		cg := c.cgroups["g"]
+		c.mu.Unlock()
+		if cg != nil {
+			cg.mu.Lock()
+			kept, fresh := cg.subscribedTopics(snap), cg.resolveSubscriptions(snap, snap.Names())
+			cg.mu.Unlock()
+			if !reflect.DeepEqual(kept, fresh) {
+				t.Fatalf("op %d: subscribed topics kept %v, computed afresh %v", i, kept, fresh)
 			}
 		}
 		// The invariant, over the members the coordinator still has.
@@ -762,4 +843,15 @@ func TestConsumerReplaceRestored(t *testing.T) {
 	if ok, _ := again.ReplaceRestoredConsumer("g", s2); ok {
 		t.Fatal("a group changed since its restore was replaced")
 	}
+}
+
+// describeMembers returns the sorted member ids of consumer group id.
+func (c *Coordinator) describeMembers(t *testing.T, id string) []string {
+	t.Helper()
+	var ids []string
+	for _, m := range c.DescribeConsumerGroup(id).Members {
+		ids = append(ids, m.MemberID)
+	}
+	slices.Sort(ids)
+	return ids
 }

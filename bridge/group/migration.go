@@ -229,6 +229,7 @@ func (c *Coordinator) upgrade(g *group, topics TopicLookup, o *outbox) (*cgroup,
 			}
 		}
 		cg.members[cm.id] = cm
+		cg.subscriptionsChanged()
 		if cm.hasInstance {
 			cg.static[cm.instanceID] = cm.id
 		}
@@ -244,7 +245,7 @@ func (c *Coordinator) upgrade(g *group, topics TopicLookup, o *outbox) (*cgroup,
 		}
 	}
 	if topics != nil {
-		cg.subsHash = hashTopics(cg.subscribedTopics(topics))
+		cg.subsHash = cg.subscribedTopicsHash(topics)
 	}
 	g.state = stateDead
 	if g.stored {
@@ -365,6 +366,7 @@ func (cg *cgroup) classicJoin(req *JoinRequest, now time.Time) JoinResult {
 		}
 		m = &cmember{id: strings.Clone(memberID), assigned: partitionSet{}, revoking: partitionSet{}}
 		cg.members[m.id] = m
+		cg.subscriptionsChanged()
 		if req.HasInstanceID {
 			m.instanceID, m.hasInstance = strings.Clone(req.GroupInstanceID), true
 			cg.static[m.instanceID] = m.id
@@ -385,6 +387,9 @@ func (cg *cgroup) classicJoin(req *JoinRequest, now time.Time) JoinResult {
 		hb.Owned = append(hb.Owned, TopicPartitions{TopicID: id, Partitions: ps})
 	}
 	bump := m.update(hb)
+	if bump {
+		cg.subscriptionsChanged()
+	}
 	if topics != nil {
 		if moved := cg.metadataChanged(topics); moved {
 			bump = true
