@@ -7,10 +7,12 @@ package group
 // of rejoining from scratch.
 
 import (
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -58,16 +60,6 @@ type storedProtocol struct {
 
 // storedPartns is a partitionSet with hex topic ids.
 type storedPartns map[string][]int32
-
-func storePartitions(s partitionSet) storedPartns {
-	out := make(storedPartns, len(s))
-	for t, ps := range s {
-		if len(ps) > 0 {
-			out[hex.EncodeToString(t[:])] = slices.Clone(ps)
-		}
-	}
-	return out
-}
 
 func (s storedPartns) load() (partitionSet, error) {
 	out := make(partitionSet, len(s))
@@ -127,42 +119,186 @@ func (cg *cgroup) markDirty() {
 	c.wakeWriter()
 }
 
-// encode returns cg's stored form; cg is locked.
+// encode returns cg's stored form; cg is locked. It writes the JSON that
+// encoding/json writes for the storedGroup of cg, byte for byte
+// (TestConsumerGroupEncodeSameAsJSON), without reflection: a group's form
+// is written again after each change, and for a large group that was most
+// of the coordinator's time in a join flood.
 func (cg *cgroup) encode() []byte {
-	sg := storedGroup{V: 1, Epoch: cg.epoch, AssignmentEpoch: cg.assignmentEpoch, Assignor: cg.assignorName,
-		SubsHash: cg.subsHash, Target: make(map[string]storedPartns, len(cg.target))}
 	ids := make([]string, 0, len(cg.members))
 	for id := range cg.members {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	for _, id := range ids {
-		m := cg.members[id]
-		sm := storedMember{ID: m.id, Epoch: m.epoch, PreviousEpoch: m.previousEpoch, State: uint8(m.state),
-			ClientID: m.clientID, ClientHost: m.clientHost, RebalanceMs: m.rebalance.Milliseconds(),
-			Names: m.names, Assignor: m.assignor, Assigned: storePartitions(m.assigned), Revoking: storePartitions(m.revoking)}
-		if m.hasInstance {
-			sm.InstanceID = &m.instanceID
-		}
-		if m.hasRack {
-			sm.RackID = &m.rackID
-		}
-		if m.hasRegex {
-			sm.Regex = &m.regex
-		}
-		if m.classic != nil {
-			sm.Classic = &storedClassic{SessionMs: m.classic.session.Milliseconds()}
-			for _, p := range m.classic.protocols {
-				sm.Classic.Protocols = append(sm.Classic.Protocols, storedProtocol(p))
+	b := make([]byte, 0, 128+256*len(ids))
+	b = append(b, `{"v":1,"epoch":`...)
+	b = strconv.AppendInt(b, int64(cg.epoch), 10)
+	b = append(b, `,"assignment_epoch":`...)
+	b = strconv.AppendInt(b, int64(cg.assignmentEpoch), 10)
+	if cg.assignorName != "" {
+		b = append(b, `,"assignor":`...)
+		b = appendJSONString(b, cg.assignorName)
+	}
+	b = append(b, `,"subs_hash":`...)
+	b = strconv.AppendUint(b, cg.subsHash, 10)
+	b = append(b, `,"members":`...)
+	if len(ids) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, id := range ids {
+			if i > 0 {
+				b = append(b, ',')
 			}
+			b = appendStoredMember(b, cg.members[id])
 		}
-		sg.Members = append(sg.Members, sm)
+		b = append(b, ']')
 	}
-	for id, set := range cg.target {
-		sg.Target[id] = storePartitions(set)
+	b = append(b, `,"target":{`...)
+	tids := make([]string, 0, len(cg.target))
+	for id := range cg.target {
+		tids = append(tids, id)
 	}
-	b, _ := json.Marshal(sg) // only maps, slices and strings: cannot fail
-	return b
+	slices.Sort(tids)
+	for i, id := range tids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, id)
+		b = append(b, ':')
+		b = appendStoredPartitions(b, cg.target[id])
+	}
+	return append(b, "}}"...)
+}
+
+// appendStoredMember appends m as encoding/json writes its storedMember.
+func appendStoredMember(b []byte, m *cmember) []byte {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, m.id)
+	b = append(b, `,"epoch":`...)
+	b = strconv.AppendInt(b, int64(m.epoch), 10)
+	b = append(b, `,"previous_epoch":`...)
+	b = strconv.AppendInt(b, int64(m.previousEpoch), 10)
+	b = append(b, `,"state":`...)
+	b = strconv.AppendUint(b, uint64(uint8(m.state)), 10)
+	optional := func(b []byte, key, v string, has bool) []byte {
+		if !has {
+			return b
+		}
+		b = append(b, key...)
+		return appendJSONString(b, v)
+	}
+	b = optional(b, `,"instance_id":`, m.instanceID, m.hasInstance)
+	b = optional(b, `,"rack_id":`, m.rackID, m.hasRack)
+	b = optional(b, `,"client_id":`, m.clientID, m.clientID != "")
+	b = optional(b, `,"client_host":`, m.clientHost, m.clientHost != "")
+	b = append(b, `,"rebalance_ms":`...)
+	b = strconv.AppendInt(b, m.rebalance.Milliseconds(), 10)
+	if len(m.names) > 0 {
+		b = append(b, `,"names":[`...)
+		for i, n := range m.names {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, n)
+		}
+		b = append(b, ']')
+	}
+	b = optional(b, `,"regex":`, m.regex, m.hasRegex)
+	b = optional(b, `,"assignor":`, m.assignor, m.assignor != "")
+	b = append(b, `,"assigned":`...)
+	b = appendStoredPartitions(b, m.assigned)
+	if nonEmpty(m.revoking) {
+		b = append(b, `,"revoking":`...)
+		b = appendStoredPartitions(b, m.revoking)
+	}
+	if c := m.classic; c != nil {
+		b = append(b, `,"classic":{"protocols":`...)
+		if len(c.protocols) == 0 {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i, p := range c.protocols {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, `{"name":`...)
+				b = appendJSONString(b, p.Name)
+				b = append(b, `,"metadata":`...)
+				if p.Metadata == nil {
+					b = append(b, "null"...)
+				} else {
+					b = append(b, '"')
+					b = base64.StdEncoding.AppendEncode(b, p.Metadata)
+					b = append(b, '"')
+				}
+				b = append(b, '}')
+			}
+			b = append(b, ']')
+		}
+		b = append(b, `,"session_ms":`...)
+		b = strconv.AppendInt(b, c.session.Milliseconds(), 10)
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// nonEmpty reports whether s holds a partition (the stored form leaves
+// out topics without one).
+func nonEmpty(s partitionSet) bool {
+	for _, ps := range s {
+		if len(ps) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// appendStoredPartitions appends s as encoding/json writes its
+// storedPartns: topics by hex id, sorted, those without partitions left
+// out.
+func appendStoredPartitions(b []byte, s partitionSet) []byte {
+	var small [4][16]byte
+	ids := small[:0]
+	for t, ps := range s {
+		if len(ps) > 0 {
+			ids = append(ids, t)
+		}
+	}
+	slices.SortFunc(ids, compareIDs) // hex keeps the order of the bytes
+	b = append(b, '{')
+	for i, t := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = hex.AppendEncode(b, t[:])
+		b = append(b, `":[`...)
+		for j, p := range s[t] {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(p), 10)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// appendJSONString appends s quoted as encoding/json quotes it: a string
+// of printable ASCII without a quote, backslash or HTML character as it
+// is, any other through encoding/json itself (its escapes of HTML
+// characters, U+2028, U+2029 and invalid UTF-8 are its own).
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string: cannot fail
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // RestoreConsumerGroup loads a consumer group from its stored form, unless

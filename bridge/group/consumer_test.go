@@ -546,6 +546,15 @@ func FuzzRestoreConsumerGroup(f *testing.F) {
 		if err := c.RestoreConsumerGroup("g", b); err != nil {
 			return
 		}
+		c.mu.Lock()
+		cg := c.cgroups["g"]
+		c.mu.Unlock()
+		cg.mu.Lock()
+		got, want := cg.encode(), cg.encodeReference()
+		cg.mu.Unlock()
+		if string(got) != string(want) {
+			t.Fatalf("stored form of a restored group:\n got %s\nwant %s", got, want)
+		}
 		topics := fakeTopics{"t": 3}
 		c.DescribeConsumerGroup("g")
 		if c.ConsumerRestoredBehind("g", "a", 1<<20) {
