@@ -10,6 +10,7 @@ package group
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -768,11 +769,7 @@ func (cg *cgroup) preferredAssignor() string {
 func (cg *cgroup) computeTarget(topics TopicLookup) {
 	cg.assignorName = cg.preferredAssignor()
 	in := assignInput{topics: cg.subscribedTopics(topics), previous: cg.target}
-	ids := make([]string, 0, len(cg.members))
-	for id := range cg.members {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := slices.Sorted(maps.Keys(cg.members))
 	for _, id := range ids {
 		in.members = append(in.members, cg.members[id])
 	}
@@ -1157,11 +1154,7 @@ func (c *Coordinator) DescribeConsumerGroup(id string) ConsumerGroupDescription 
 	if d.AssignorName == "" {
 		d.AssignorName = cg.preferredAssignor()
 	}
-	ids := make([]string, 0, len(cg.members))
-	for id := range cg.members {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := slices.Sorted(maps.Keys(cg.members))
 	for _, id := range ids {
 		m := cg.members[id]
 		d.Members = append(d.Members, ConsumerMemberDescription{

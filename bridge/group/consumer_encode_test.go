@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -15,11 +16,7 @@ import (
 func (cg *cgroup) encodeReference() []byte {
 	sg := storedGroup{V: 1, Epoch: cg.epoch, AssignmentEpoch: cg.assignmentEpoch, Assignor: cg.assignorName,
 		SubsHash: cg.subsHash, Target: make(map[string]storedPartns, len(cg.target))}
-	ids := make([]string, 0, len(cg.members))
-	for id := range cg.members {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := slices.Sorted(maps.Keys(cg.members))
 	for _, id := range ids {
 		m := cg.members[id]
 		sm := storedMember{ID: m.id, Epoch: m.epoch, PreviousEpoch: m.previousEpoch, State: uint8(m.state),
@@ -92,7 +89,7 @@ func randomGroup(rng *rand.Rand) *cgroup {
 	}
 	for range rng.IntN(6) {
 		m := &cmember{id: str() + fmt.Sprint(rng.Int()), epoch: rng.Int32(), previousEpoch: -rng.Int32(), state: memberState(rng.IntN(3)),
-			clientID: str(), clientHost: str(), rebalance: time.Duration(rng.Int64N(1<<40)), assignor: str(),
+			clientID: str(), clientHost: str(), rebalance: time.Duration(rng.Int64N(1 << 40)), assignor: str(),
 			assigned: parts(), revoking: parts()}
 		if rng.IntN(3) == 0 {
 			m.assigned = nil

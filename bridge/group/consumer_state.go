@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,11 +126,7 @@ func (cg *cgroup) markDirty() {
 // is written again after each change, and for a large group that was most
 // of the coordinator's time in a join flood.
 func (cg *cgroup) encode() []byte {
-	ids := make([]string, 0, len(cg.members))
-	for id := range cg.members {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := slices.Sorted(maps.Keys(cg.members))
 	b := make([]byte, 0, 128+256*len(ids))
 	b = append(b, `{"v":1,"epoch":`...)
 	b = strconv.AppendInt(b, int64(cg.epoch), 10)

@@ -12,6 +12,7 @@ package group
 
 import (
 	"encoding/binary"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -284,11 +285,7 @@ func (c *Coordinator) maybeDowngrade(cg *cgroup, topics TopicLookup) bool {
 	g := newGroup(c, cg.id)
 	g.generation = cg.epoch
 	g.protocolType = "consumer"
-	ids := make([]string, 0, len(cg.members))
-	for id := range cg.members {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := slices.Sorted(maps.Keys(cg.members))
 	for _, id := range ids {
 		cm := cg.members[id]
 		m := &member{id: cm.id, instanceID: cm.instanceID, hasInstance: cm.hasInstance, clientID: cm.clientID,
