@@ -3,6 +3,7 @@ package testtools
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -80,11 +81,51 @@ func FileTail(path string, n int) string {
 
 // FreePort returns a loopback TCP port that was free a moment ago, for a
 // server process started next.
+//
+// The port is drawn below the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range), from which the kernel hands out the
+// local ports of outgoing connections and of listeners on port 0: a port
+// of that range can be taken between this probe and the server's bind by
+// any connection on the machine (CI lost a Connect worker's REST port so),
+// one below it only by another FreePort caller's server. Where the range
+// leaves no room below it, the kernel picks.
 func FreePort() (int, error) {
+	if low := ephemeralLow(); low-freePortFloor >= 1000 {
+		for range 64 {
+			p := freePortFloor + rand.IntN(low-freePortFloor)
+			if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+				ln.Close()
+				return p, nil
+			}
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("finding a free port: %w", err)
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freePortFloor is the lowest port FreePort draws: above the well-known
+// ports tests and tools use (Kafka's 9092, kiggy's admin 9644, Iggy's 8090
+// and 3000).
+const freePortFloor = 20000
+
+// ephemeralLow returns the first port of the kernel's ephemeral range, 0
+// when it cannot be read (not Linux).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return low
 }

@@ -2,8 +2,10 @@ package testtools
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -176,5 +178,26 @@ func TestConsistently(t *testing.T) {
 	n := 0
 	if Consistently(time.Second, func() bool { n++; return n < 3 }) {
 		t.Fatal("a condition that failed on the third poll counted")
+	}
+}
+
+// TestFreePortBelowEphemeralRange: FreePort's ports are bindable and, where
+// the kernel's ephemeral range leaves room, below it, so that no outgoing
+// connection can take one before the server binds it.
+func TestFreePortBelowEphemeralRange(t *testing.T) {
+	low := ephemeralLow()
+	for range 20 {
+		p, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if low-freePortFloor >= 1000 && (p < freePortFloor || p >= low) {
+			t.Fatalf("port %d, want one in [%d, %d)", p, freePortFloor, low)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			t.Fatalf("port %d: %v", p, err)
+		}
+		ln.Close()
 	}
 }
