@@ -46,7 +46,8 @@ func steadyStateAllocs(t *testing.T, cfg Config) {
 
 // TestSteadyConsumerHeartbeatAllocs: the keep-alive ConsumerGroupHeartbeat
 // a member of a stable consumer group sends every heartbeat interval
-// allocates nothing, by names or by regex, in a group of 3 or of 300.
+// allocates nothing and changes nothing to store, by names or by regex, in
+// a group of 3 or of 300.
 func TestSteadyConsumerHeartbeatAllocs(t *testing.T) {
 	for _, regex := range []bool{false, true} {
 		for _, n := range []int{3, 300} {
@@ -60,6 +61,7 @@ func TestSteadyConsumerHeartbeatAllocs(t *testing.T) {
 				}
 			}
 			converge(t, ms...)
+			c.DirtyConsumerGroups()
 			req := ms[n/2].req(ms[n/2].epoch, false)
 			if got := testing.AllocsPerRun(100, func() {
 				if res := c.ConsumerGroupHeartbeat(req); res.Error != 0 || res.HasAssignment {
@@ -67,6 +69,10 @@ func TestSteadyConsumerHeartbeatAllocs(t *testing.T) {
 				}
 			}); got != 0 {
 				t.Errorf("regex %v, %d members: %v allocations per heartbeat, want 0", regex, n, got)
+			}
+			// Nor does it change anything to store.
+			if d := c.DirtyConsumerGroups(); len(d) != 0 {
+				t.Errorf("regex %v, %d members: keep-alive heartbeats left %d groups to store", regex, n, len(d))
 			}
 			c.Close()
 		}
