@@ -393,9 +393,13 @@ func (cg *cgroup) heartbeat(req *ConsumerHeartbeat, now time.Time) ConsumerHeart
 	before := m.assignedChanges
 
 	// 1. The member's subscription; a change bumps the group epoch.
+	meta := m.storedMeta()
 	bump := m.update(req)
 	if bump {
 		cg.subscriptionsChanged()
+	}
+	if m.storedMeta() != meta {
+		cg.changed = true // stored, but no reason to rebalance
 	}
 	if moved := cg.metadataChanged(req.Topics); bump || moved {
 		cg.bumpEpoch()
@@ -584,6 +588,18 @@ func (m *cmember) update(req *ConsumerHeartbeat) bool {
 		m.clientHost = strings.Clone(m.clientHost)
 	}
 	return changed
+}
+
+// memberMeta is what the stored form holds of a member besides its
+// subscription, epochs and partitions.
+type memberMeta struct {
+	clientID, clientHost, rackID, instanceID string
+	hasRack, hasInstance                     bool
+	rebalance                                time.Duration
+}
+
+func (m *cmember) storedMeta() memberMeta {
+	return memberMeta{m.clientID, m.clientHost, m.rackID, m.instanceID, m.hasRack, m.hasInstance, m.rebalance}
 }
 
 // subscribes reports whether m subscribes to topic name.
@@ -788,6 +804,10 @@ func (cg *cgroup) reconcile(m *cmember, req *ConsumerHeartbeat, now time.Time) {
 		return
 	}
 	target := cg.target[m.id]
+	// What the stored form holds of m; a member waiting for partitions
+	// others still hold is reconciled at each heartbeat, and changes
+	// nothing to store until one is released.
+	state, epoch, previous, changes := m.state, m.epoch, m.previousEpoch, m.assignedChanges
 	switch m.state {
 	case msStable:
 		if m.epoch == cg.assignmentEpoch {
@@ -802,6 +822,9 @@ func (cg *cgroup) reconcile(m *cmember, req *ConsumerHeartbeat, now time.Time) {
 		cg.nextAssignment(m, m.epoch+1, target, req, now)
 	case msUnreleasedPartitions:
 		cg.nextAssignment(m, m.epoch, target, req, now)
+	}
+	if m.state != state || m.epoch != epoch || m.previousEpoch != previous || m.assignedChanges != changes {
+		cg.changed = true
 	}
 }
 
@@ -921,9 +944,12 @@ func (cg *cgroup) setAssigned(m *cmember, assigned, revoking partitionSet) {
 	}
 	if !samePartitions(assigned, m.assigned) {
 		m.assignedChanges++
+		cg.changed = true
+	}
+	if !samePartitions(revoking, m.revoking) {
+		cg.changed = true
 	}
 	m.assigned, m.revoking = assigned, revoking
-	cg.changed = true
 }
 
 // dropOwner removes m from the owner index.

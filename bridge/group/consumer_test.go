@@ -351,6 +351,38 @@ func TestConsumerGroupDeadlinesOnTime(t *testing.T) {
 	}
 }
 
+// TestConsumerGroupWaitingMemberStoresNothing: a member waiting for
+// partitions another member has not yet revoked heartbeats without
+// changing anything, and so without a write of the group (each write is the
+// whole group, and with AwaitStore its answer would wait for it); the
+// release is a change again.
+func TestConsumerGroupWaitingMemberStoresNothing(t *testing.T) {
+	topics := snapshotOf(fakeTopics{"t": 4})
+	c, _ := newCGTest(t, nil)
+	a := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "a", names: []string{"t"}}
+	a.beat()
+	b := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "b", names: []string{"t"}}
+	b.beat() // its two partitions are still a's
+	for i := range 3 {
+		c.DirtyConsumerGroups()
+		if res := c.ConsumerGroupHeartbeat(b.req(b.epoch, false)); res.Error != 0 || len(res.Assignment) != 0 {
+			t.Fatalf("b's keep-alive %d: error %d, assignment %v", i, res.Error, res.Assignment)
+		}
+		if d := c.DirtyConsumerGroups(); len(d) != 0 {
+			t.Fatalf("b's keep-alive %d while waiting left the group to store", i)
+		}
+	}
+	a.beat() // revokes two
+	a.beat() // confirms: they are free
+	c.DirtyConsumerGroups()
+	if b.beat(); b.count() != 2 {
+		t.Fatalf("b owns %d partitions after a released two, want 2", b.count())
+	}
+	if d := c.DirtyConsumerGroups(); len(d) != 1 {
+		t.Fatal("b receiving its partitions left nothing to store")
+	}
+}
+
 func TestConsumerGroupStaticMembers(t *testing.T) {
 	topics := fakeTopics{"t": 4}
 	c, _ := newCGTest(t, topics)
@@ -590,6 +622,7 @@ func consumerGroupOps(t *testing.T, ops []byte) {
 	defer c.Close()
 	topics := fakeTopics{"t": 4, "u": 2}
 	snap := snapshotOf(topics)
+	var stored []byte // the group's form as last taken for the store
 	type client struct {
 		id, instance string
 		epoch        int32
@@ -605,6 +638,9 @@ func consumerGroupOps(t *testing.T, ops []byte) {
 		}
 		full := func() {
 			req.RebalanceTimeoutMillis = 20000
+			if op&0x20 != 0 { // a client that changes what it says of itself
+				req.RebalanceTimeoutMillis, req.ClientID, req.RackID, req.HasRackID = 30000, "other-client", "rack-b", true
+			}
 			if cl.regex {
 				req.SubscribedTopicRegex, req.HasSubscribedTopicRegex = "t|u", true
 			} else {
@@ -647,16 +683,25 @@ func consumerGroupOps(t *testing.T, ops []byte) {
 				cl.owned = res.Assignment
 			}
 		}
-		// The subscribed topics as kept equal those computed afresh.
+		// The subscribed topics as kept equal those computed afresh, and
+		// the group as stored (its last change taken for the store) is the
+		// group as it is: every change to the stored form was marked.
+		if d, ok := c.DirtyConsumerGroups()["g"]; ok {
+			stored = d
+		}
 		c.mu.Lock()
 		cg := c.cgroups["g"]
 		c.mu.Unlock()
 		if cg != nil {
 			cg.mu.Lock()
 			kept, fresh := cg.subscribedTopics(snap), cg.resolveSubscriptions(snap, snap.Names())
+			now := cg.encode()
 			cg.mu.Unlock()
 			if !reflect.DeepEqual(kept, fresh) {
 				t.Fatalf("op %d: subscribed topics kept %v, computed afresh %v", i, kept, fresh)
+			}
+			if string(now) != string(stored) {
+				t.Fatalf("op %d: a change not marked for the store:\nstored %s\nnow    %s", i, stored, now)
 			}
 		}
 		// The invariant, over the members the coordinator still has.

@@ -383,9 +383,13 @@ func (cg *cgroup) classicJoin(req *JoinRequest, now time.Time) JoinResult {
 	for id, ps := range byName(topics, sub.owned) {
 		hb.Owned = append(hb.Owned, TopicPartitions{TopicID: id, Partitions: ps})
 	}
+	meta := m.storedMeta()
 	bump := m.update(hb)
 	if bump {
 		cg.subscriptionsChanged()
+	}
+	if m.storedMeta() != meta {
+		cg.changed = true
 	}
 	if topics != nil {
 		if moved := cg.metadataChanged(topics); moved {
