@@ -3,16 +3,18 @@ package deploy
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // TestImage builds the image from deploy/Containerfile with buildah (vfs
@@ -241,10 +243,9 @@ func goBuildImage(t *testing.T, try func(...string) (string, error), bud func(..
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := testtools.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return "127.0.0.1:" + strconv.Itoa(p)
 }

@@ -535,23 +535,18 @@ func clusterID() (string, error) {
 	}
 }
 
-// freePorts reserves n distinct free ports on 127.0.0.1 by listening on
-// port 0, then releases them for the broker to bind.
+// freePorts returns n distinct ports that were free a moment ago, drawn
+// below the ephemeral range (testtools.FreePort), for the broker to bind.
 func freePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for len(ports) < n {
+		p, err := testtools.FreePort()
 		if err != nil {
-			return nil, fmt.Errorf("kafkatest: finding a free port: %w", err)
+			return nil, fmt.Errorf("kafkatest: %w", err)
 		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		if !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
 	}
 	return ports, nil
 }
