@@ -89,6 +89,9 @@ func (g *Gateway) heartbeatConsumer(c *call, req *wire.ConsumerGroupHeartbeatReq
 		ClientID: c.hdr.ClientID.S, ClientHost: clientHost(c),
 		Topics: topics,
 	}
+	// KAFKA-18813: a regex subscription matches only topics its members
+	// may DESCRIBE.
+	hb.CanDescribe, hb.Identity = g.describeFilter(c)
 	r := g.groups.ConsumerGroupHeartbeat(hb)
 	if (r.Error == int16(wire.GroupIDNotFound) || r.Error == int16(wire.UnknownMemberID)) && req.MemberEpoch > 0 &&
 		g.cfg.Placement != nil && g.loadConsumerGroup(g.ctx, req.Group) {

@@ -1,7 +1,8 @@
 // ConsumerGroupDescribe (API key 69): versions 0–1 (wire.APIs).
 //
 // As Kafka (KIP-848); a classic group answers GROUP_ID_NOT_FOUND, as
-// there. Differs from Kafka: the authorized operations are not computed
+// there, and a group whose assignments name a topic the client may not
+// DESCRIBE, TOPIC_AUTHORIZATION_FAILED (KAFKA-18813). Differs from Kafka: the authorized operations are not computed
 // (docs/LIMITS.md).
 
 package bridge
@@ -51,12 +52,40 @@ func (g *Gateway) consumerGroupDescribe(c *call) bool {
 					MemberType:           memberType(m.Classic),
 				})
 			}
+			if !g.mayDescribeTopicsOf(c, out.Members) {
+				// KafkaApis (KAFKA-18813): clients are not shown a group
+				// whose assignments name a topic they may not DESCRIBE.
+				out = wire.ConsumerGroupDescribeGroup{Group: id, AuthorizedOperations: authorizedOperationsUnknown,
+					ErrorCode: wire.TopicAuthorizationFailed, ErrorMessage: wire.NullStringOf(topicsNotDescribable)}
+			}
 		}
 		resp.Groups = append(resp.Groups, out)
 	}
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, &resp)
 	return false
+}
+
+// topicsNotDescribable is Kafka's message for a group ConsumerGroupDescribe
+// does not show (TOPIC_AUTHORIZATION_FAILED).
+const topicsNotDescribable = "The group has described topic(s) that the client is not authorized to describe."
+
+// mayDescribeTopicsOf reports whether c may DESCRIBE every topic in the
+// members' assignments and target assignments.
+func (g *Gateway) mayDescribeTopicsOf(c *call, members []wire.ConsumerGroupDescribeMember) bool {
+	if g.acl.authz == nil {
+		return true
+	}
+	for _, m := range members {
+		for _, set := range [...][]wire.ConsumerGroupDescribeTopic{m.Assignment, m.TargetAssignment} {
+			for _, t := range set {
+				if t.Topic != "" && g.topicCode(c, acl.OpDescribe, t.Topic) != wire.NoError { // "": deleted
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // describeAssignment names the topics of an assignment.

@@ -183,15 +183,35 @@ func hostOf(addr string) string {
 // counting a denial: for lists the authorizer filters (Metadata of all
 // topics, ListGroups), where Kafka does not log denials either.
 func (g *Gateway) allowed(c *call, op acl.Operation, rt acl.ResourceType, name string) bool {
+	if g.acl.authz == nil {
+		return true
+	}
+	return g.allowedAs(g.principalOf(c), hostOf(c.req.Conn().RemoteAddr), op, rt, name)
+}
+
+// allowedAs is allowed for principal p connected from host.
+func (g *Gateway) allowedAs(p security.Principal, host string, op acl.Operation, rt acl.ResourceType, name string) bool {
 	a := g.acl.authz
 	if a == nil {
 		return true
 	}
-	p := g.principalOf(c)
 	if !g.acl.ready.Load() {
 		return a.IsSuperUser(p)
 	}
-	return a.Authorize(p, hostOf(c.req.Conn().RemoteAddr), op, rt, name)
+	return a.Authorize(p, host, op, rt, name)
+}
+
+// describeFilter returns whether c's principal, from c's host, may
+// DESCRIBE a topic, for a consumer group's regex resolution to keep after
+// the request, and the principal it asks for
+// (group.ConsumerHeartbeat.CanDescribe and Identity); nil without ACLs.
+func (g *Gateway) describeFilter(c *call) (func(topic string) bool, string) {
+	if g.acl.authz == nil {
+		return nil, ""
+	}
+	p, host := g.principalOf(c), strings.Clone(hostOf(c.req.Conn().RemoteAddr))
+	p.Type, p.Name = strings.Clone(p.Type), strings.Clone(p.Name)
+	return func(topic string) bool { return g.allowedAs(p, host, acl.OpDescribe, acl.ResourceTopic, topic) }, p.String()
 }
 
 // authorize reports whether c may do op on the resource (rt, name), and

@@ -14,6 +14,24 @@ type assignInput struct {
 	members  []*cmember
 	topics   []topicMeta
 	previous map[string]partitionSet
+	// regexTopics is what each regex subscription resolved to (the topics
+	// it matches that its resolver may describe); nil: match the regex.
+	regexTopics map[string]map[string]bool
+}
+
+// subscribes reports whether m subscribes to topic name: by name, or by a
+// regex whose resolution holds it.
+func (in *assignInput) subscribes(m *cmember, name string) bool {
+	if _, ok := slices.BinarySearch(m.names, name); ok {
+		return true
+	}
+	if m.re == nil {
+		return false
+	}
+	if in.regexTopics == nil {
+		return m.re.MatchString(name)
+	}
+	return in.regexTopics[m.regex][name]
 }
 
 // assignUniform spreads every subscribed partition over the members that
@@ -32,7 +50,7 @@ func assignUniform(in assignInput) map[string]partitionSet {
 		topic topicMeta
 		p     int32
 	}
-	eligible := func(m *cmember, t topicMeta) bool { return m.subscribes(t.name) }
+	eligible := func(m *cmember, t topicMeta) bool { return in.subscribes(m, t.name) }
 	// 1. Keep each partition with its previous owner if still eligible.
 	// The owners are indexed once, so a partition's lookup does not scan
 	// every member's previous set (P·n for P partitions, n members).
@@ -99,7 +117,7 @@ func assignUniform(in assignInput) map[string]partitionSet {
 				if to.load+1 >= from.load {
 					break
 				}
-				if tid, p, ok := movable(out[from.m.id], to.m, topicOf); ok {
+				if tid, p, ok := movable(&in, out[from.m.id], to.m, topicOf); ok {
 					set := out[from.m.id]
 					set[tid] = slices.DeleteFunc(set[tid], func(x int32) bool { return x == p })
 					out[to.m.id][tid] = append(out[to.m.id][tid], p)
@@ -153,7 +171,7 @@ func byLoad(ms []*cmember, load map[string]int, desc bool) []loaded {
 
 // movable finds a partition in set that member to subscribes to: the
 // highest partition of the first such topic by id, for determinism.
-func movable(set partitionSet, to *cmember, topicOf map[[16]byte]topicMeta) ([16]byte, int32, bool) {
+func movable(in *assignInput, set partitionSet, to *cmember, topicOf map[[16]byte]topicMeta) ([16]byte, int32, bool) {
 	ids := make([][16]byte, 0, len(set))
 	for t, ps := range set {
 		if len(ps) > 0 {
@@ -162,7 +180,7 @@ func movable(set partitionSet, to *cmember, topicOf map[[16]byte]topicMeta) ([16
 	}
 	slices.SortFunc(ids, compareIDs)
 	for _, t := range ids {
-		if to.subscribes(topicOf[t].name) {
+		if in.subscribes(to, topicOf[t].name) {
 			ps := set[t]
 			return t, slices.Max(ps), true
 		}
@@ -182,7 +200,7 @@ func assignRange(in assignInput) map[string]partitionSet {
 	for _, t := range in.topics {
 		var subs []*cmember
 		for _, m := range in.members {
-			if m.subscribes(t.name) {
+			if in.subscribes(m, t.name) {
 				subs = append(subs, m)
 			}
 		}

@@ -24,7 +24,7 @@ func assignUniformQuadratic(in assignInput) map[string]partitionSet {
 		topic topicMeta
 		p     int32
 	}
-	eligible := func(m *cmember, t topicMeta) bool { return m.subscribes(t.name) }
+	eligible := func(m *cmember, t topicMeta) bool { return in.subscribes(m, t.name) }
 	// 1. Keep each partition with its previous owner if still eligible.
 	var free []part
 	for _, t := range in.topics {
@@ -71,7 +71,7 @@ func assignUniformQuadratic(in assignInput) map[string]partitionSet {
 				if load[to.id]+1 >= load[from.id] {
 					break
 				}
-				if tid, p, ok := movable(out[from.id], to, topicOf); ok {
+				if tid, p, ok := movable(&in, out[from.id], to, topicOf); ok {
 					set := out[from.id]
 					set[tid] = slices.DeleteFunc(set[tid], func(x int32) bool { return x == p })
 					out[to.id][tid] = append(out[to.id][tid], p)

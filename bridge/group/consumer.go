@@ -100,6 +100,14 @@ type ConsumerHeartbeat struct {
 	ClientID, ClientHost string
 	// Topics is the topic metadata to assign from.
 	Topics TopicLookup
+	// CanDescribe, when set, reports whether the member may DESCRIBE a
+	// topic, and Identity names whom it asks for (its principal): a regex
+	// subscription matches only the topics every principal subscribing
+	// with it may describe, each asked once, from one of its members'
+	// hosts (Kafka 4.x, KAFKA-18813, resolves a regex with the ACLs of
+	// the member whose heartbeat resolves it). Nil: every topic.
+	CanDescribe func(topic string) bool
+	Identity    string
 }
 
 // ConsumerHeartbeatResult is the answer to a ConsumerHeartbeat.
@@ -160,6 +168,10 @@ type cmember struct {
 	// assignedChanges counts the changes of assigned (setAssigned), for a
 	// heartbeat to tell whether to send it.
 	assignedChanges uint64
+	// canDescribe and identity are the member's DESCRIBE filter for its
+	// regex and who it is for (ConsumerHeartbeat.CanDescribe); not stored.
+	canDescribe func(topic string) bool
+	identity    string
 	// classic is set for a member that uses the classic protocol inside
 	// this consumer group (migration.go).
 	classic    *classicInfo
@@ -391,6 +403,12 @@ func (cg *cgroup) heartbeat(req *ConsumerHeartbeat, now time.Time) ConsumerHeart
 		return fail(code, msg)
 	}
 	before := m.assignedChanges
+	if req.CanDescribe != nil {
+		if m.identity != req.Identity && m.re != nil {
+			cg.subscriptionsChanged() // its regex resolves for someone else now
+		}
+		m.canDescribe, m.identity = req.CanDescribe, strings.Clone(req.Identity)
+	}
 
 	// 1. The member's subscription; a change bumps the group epoch.
 	meta := m.storedMeta()
@@ -602,14 +620,6 @@ func (m *cmember) storedMeta() memberMeta {
 	return memberMeta{m.clientID, m.clientHost, m.rackID, m.instanceID, m.hasRack, m.hasInstance, m.rebalance}
 }
 
-// subscribes reports whether m subscribes to topic name.
-func (m *cmember) subscribes(name string) bool {
-	if _, ok := slices.BinarySearch(m.names, name); ok {
-		return true
-	}
-	return m.re != nil && m.re.MatchString(name)
-}
-
 // snapshot copies m's assignment.
 func (m *cmember) snapshot() partitionSet {
 	out := make(partitionSet, len(m.assigned))
@@ -660,8 +670,8 @@ func (cg *cgroup) subscribedTopics(topics TopicLookup) []topicMeta {
 	if c.valid && c.ver == cg.subsVer && sameSlice(c.names, names) {
 		return c.topics
 	}
-	out := cg.resolveSubscriptions(topics, names)
-	*c = subsCache{valid: true, ver: cg.subsVer, names: names, topics: out}
+	out, regexTopics := cg.resolveSubscriptions(topics, names)
+	*c = subsCache{valid: true, ver: cg.subsVer, names: names, topics: out, regexTopics: regexTopics}
 	return out
 }
 
@@ -673,6 +683,8 @@ type subsCache struct {
 	names  []string // the snapshot's Names()
 	topics []topicMeta
 	hash   uint64 // hashTopics(topics), once asked; 0 before
+	// regexTopics is each regex's matches among topics (assignInput).
+	regexTopics map[string]map[string]bool
 }
 
 // subscribedTopicsHash is hashTopics(cg.subscribedTopics(topics)), kept
@@ -692,14 +704,42 @@ func sameSlice(a, b []string) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
+// describeFilters returns the DESCRIBE filters of the members subscribing
+// with regex, one per identity.
+func (cg *cgroup) describeFilters(regex string) []func(string) bool {
+	var ids []string
+	var out []func(string) bool
+	for _, m := range cg.members {
+		if m.re != nil && m.regex == regex && m.canDescribe != nil && !slices.Contains(ids, m.identity) {
+			ids = append(ids, m.identity)
+			out = append(out, m.canDescribe)
+		}
+	}
+	return out
+}
+
+// allowAll reports whether every filter allows topic.
+func allowAll(filters []func(string) bool, topic string) bool {
+	for _, f := range filters {
+		if !f(topic) {
+			return false
+		}
+	}
+	return true
+}
+
 // subscriptionsChanged records that a member joined or left or changed
 // what it subscribes to, for subscribedTopics.
 func (cg *cgroup) subscriptionsChanged() { cg.subsVer++ }
 
-// resolveSubscriptions computes subscribedTopics over all (topics.Names()).
-func (cg *cgroup) resolveSubscriptions(topics TopicLookup, all []string) []topicMeta {
+// resolveSubscriptions computes subscribedTopics over all (topics.Names()),
+// and what each regex matched: the topics every member subscribing with it
+// may describe, as far as their heartbeats said (a member restored and not
+// yet heard from counts for none).
+func (cg *cgroup) resolveSubscriptions(topics TopicLookup, all []string) ([]topicMeta, map[string]map[string]bool) {
 	var out []topicMeta
-	seen, seenRegex := map[string]bool{}, map[string]bool{}
+	seen := map[string]bool{}
+	var regexTopics map[string]map[string]bool
 	add := func(name string) {
 		if seen[name] {
 			return
@@ -713,17 +753,23 @@ func (cg *cgroup) resolveSubscriptions(topics TopicLookup, all []string) []topic
 		for _, n := range m.names {
 			add(n)
 		}
-		if m.re != nil && !seenRegex[m.regex] {
-			seenRegex[m.regex] = true // members mostly share one
+		if _, done := regexTopics[m.regex]; m.re != nil && !done { // members mostly share one
+			filters := cg.describeFilters(m.regex)
+			matched := map[string]bool{}
 			for _, n := range all {
-				if m.re.MatchString(n) {
+				if m.re.MatchString(n) && allowAll(filters, n) {
+					matched[n] = true
 					add(n)
 				}
 			}
+			if regexTopics == nil {
+				regexTopics = map[string]map[string]bool{}
+			}
+			regexTopics[m.regex] = matched
 		}
 	}
 	slices.SortFunc(out, func(a, b topicMeta) int { return strings.Compare(a.name, b.name) })
-	return out
+	return out, regexTopics
 }
 
 // topicMeta is one subscribed topic.
@@ -783,7 +829,8 @@ func (cg *cgroup) preferredAssignor() string {
 // computeTarget computes the target assignment at the group epoch.
 func (cg *cgroup) computeTarget(topics TopicLookup) {
 	cg.assignorName = cg.preferredAssignor()
-	in := assignInput{topics: cg.subscribedTopics(topics), previous: cg.target}
+	subscribed := cg.subscribedTopics(topics) // before reading what it keeps
+	in := assignInput{topics: subscribed, previous: cg.target, regexTopics: cg.subsCache.regexTopics}
 	ids := slices.Sorted(maps.Keys(cg.members))
 	for _, id := range ids {
 		in.members = append(in.members, cg.members[id])

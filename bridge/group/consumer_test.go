@@ -383,6 +383,102 @@ func TestConsumerGroupWaitingMemberStoresNothing(t *testing.T) {
 	}
 }
 
+// TestConsumerGroupRegexOnlyDescribableTopics: a regex subscription
+// matches only the topics every principal subscribing with it may
+// DESCRIBE (KAFKA-18813), and its members are not eligible for a topic
+// filtered out of it even when another member subscribes to that topic by
+// name; a principal's rights are asked at its members' heartbeats.
+func TestConsumerGroupRegexOnlyDescribableTopics(t *testing.T) {
+	topics := snapshotOf(fakeTopics{"r1": 2, "r2": 4})
+	c, clk := newCGTest(t, nil)
+	allowed := map[string]map[string]bool{"User:alice": {"r1": true}, "User:bob": {"r1": true, "r2": true}}
+	beat := func(m *cmemberClient, principal string, epoch int32) {
+		t.Helper()
+		r := m.req(epoch, true)
+		r.Identity = principal
+		r.CanDescribe = func(topic string) bool { return allowed[principal][topic] }
+		res := c.ConsumerGroupHeartbeat(r)
+		if res.Error != 0 {
+			t.Fatalf("%s: error %d", m.id, res.Error)
+		}
+		m.epoch = res.MemberEpoch
+		if res.HasAssignment {
+			m.owned = res.Assignment
+		}
+	}
+	matched := func() map[string]bool {
+		c.mu.Lock()
+		cg := c.cgroups["g"]
+		c.mu.Unlock()
+		cg.mu.Lock()
+		defer cg.mu.Unlock()
+		return cg.subsCache.regexTopics["r.*"]
+	}
+	onlyR1 := func(ms ...*cmemberClient) {
+		t.Helper()
+		for _, m := range ms {
+			for _, tp := range m.owned {
+				if tp.TopicID != topicID("r1") {
+					t.Fatalf("%s, whose regex alice shares, owns %v: a topic alice may not describe", m.id, m.owned)
+				}
+			}
+		}
+	}
+	// b subscribes to r2 (4 partitions) by name and owns them; a joins
+	// with its regex: the group subscribes to r2, but a is not eligible
+	// for it, so nothing moves from b to balance the loads (2 and 4).
+	b := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "b", names: []string{"r2"}}
+	for range 2 {
+		beat(b, "User:bob", b.epoch)
+	}
+	a := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "a", regex: "r.*"}
+	for range 4 {
+		beat(a, "User:alice", a.epoch)
+		beat(b, "User:bob", b.epoch)
+		clk.Advance(time.Second)
+	}
+	if got := matched(); len(got) != 1 || !got["r1"] {
+		t.Fatalf("alice's regex matches %v, want r1 only", got)
+	}
+	if onlyR1(a); a.count() != 2 || b.count() != 4 {
+		t.Fatalf("a owns %d, b %d partitions, want r1's 2 and r2's 4", a.count(), b.count())
+	}
+	// When b leaves, r2 goes to no one.
+	beat(b, "User:bob", leaveEpoch)
+	for range 3 {
+		beat(a, "User:alice", a.epoch)
+	}
+	if onlyR1(a); a.count() != 2 {
+		t.Fatalf("after b left a owns %d partitions, want r1's 2", a.count())
+	}
+	// A bob member with the same regex: it matches only what both
+	// principals may describe.
+	d := &cmemberClient{t: t, c: c, topics: topics, group: "g", id: "d", regex: "r.*"}
+	for range 4 {
+		beat(a, "User:alice", a.epoch)
+		beat(d, "User:bob", d.epoch)
+	}
+	if onlyR1(a, d); matched()["r2"] {
+		t.Fatalf("the regex alice and bob share matches %v", matched())
+	}
+	// Alice may describe r2 now: the next resolution (the gateway's next
+	// topic snapshot) brings it.
+	allowed["User:alice"]["r2"] = true
+	c.mu.Lock()
+	cg := c.cgroups["g"]
+	c.mu.Unlock()
+	cg.mu.Lock()
+	cg.subscriptionsChanged()
+	cg.mu.Unlock()
+	for range 4 {
+		beat(a, "User:alice", a.epoch)
+		beat(d, "User:bob", d.epoch)
+	}
+	if got := matched(); !got["r1"] || !got["r2"] || a.count()+d.count() != 6 {
+		t.Fatalf("with r2 describable to both the regex matches %v and its members own %d partitions, want r1, r2 and 6", got, a.count()+d.count())
+	}
+}
+
 func TestConsumerGroupStaticMembers(t *testing.T) {
 	topics := fakeTopics{"t": 4}
 	c, _ := newCGTest(t, topics)
@@ -694,7 +790,8 @@ func consumerGroupOps(t *testing.T, ops []byte) {
 		c.mu.Unlock()
 		if cg != nil {
 			cg.mu.Lock()
-			kept, fresh := cg.subscribedTopics(snap), cg.resolveSubscriptions(snap, snap.Names())
+			kept := cg.subscribedTopics(snap)
+			fresh, _ := cg.resolveSubscriptions(snap, snap.Names())
 			now := cg.encode()
 			cg.mu.Unlock()
 			if !reflect.DeepEqual(kept, fresh) {

@@ -59,21 +59,7 @@ func TestConsumerGroupHeartbeatErrors(t *testing.T) {
 				req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 			}
 		}
-		for {
-			resp, err := req.RequestWith(ctx, cl)
-			if err != nil && ctx.Err() == nil && errors.Is(err, kerr.CoordinatorNotAvailable) {
-				time.Sleep(200 * time.Millisecond) // Kafka creates __consumer_offsets on first use
-				continue
-			}
-			if err != nil {
-				t.Fatalf("ConsumerGroupHeartbeat: %v", err)
-			}
-			if resp.ErrorCode == 14 || resp.ErrorCode == 15 || resp.ErrorCode == 16 { // loading, not available, moved: retry
-				time.Sleep(200 * time.Millisecond)
-				continue
-			}
-			return resp
-		}
+		return sendHeartbeat(ctx, t, cl, req)
 	}
 	expect := func(what string, resp *kmsg.ConsumerGroupHeartbeatResponse, code int16) {
 		t.Helper()
@@ -226,5 +212,27 @@ func TestConsumerGroupHeartbeatErrors(t *testing.T) {
 	}
 	if dresp.Groups[0].ErrorCode != 69 {
 		t.Fatalf("ConsumerGroupDescribe of an unknown group: %d, want 69", dresp.Groups[0].ErrorCode)
+	}
+}
+
+// sendHeartbeat sends a ConsumerGroupHeartbeat, again while the coordinator
+// loads, is not available or moved (Kafka creates __consumer_offsets on
+// first use), and fails t if it cannot be sent.
+func sendHeartbeat(ctx context.Context, t *testing.T, cl *kgo.Client, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+	t.Helper()
+	for {
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil && ctx.Err() == nil && errors.Is(err, kerr.CoordinatorNotAvailable) {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("ConsumerGroupHeartbeat: %v", err)
+		}
+		if resp.ErrorCode == 14 || resp.ErrorCode == 15 || resp.ErrorCode == 16 { // loading, not available, moved
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		return resp
 	}
 }
