@@ -2,8 +2,9 @@
 //
 // Differs from Kafka (docs/design/kafka-protocol.md §2.4): without
 // Config.Placement this gateway is the only broker, the controller and the
-// leader, replica and ISR of every partition; the authorized operations are
-// not computed. Topic ids (v10+) are the backend's (store.TopicInfo.ID,
+// leader, replica and ISR of every partition. The topics' authorized
+// operations are computed when asked for (KIP-430), the cluster's never, as
+// Kafka 4.4. Topic ids (v10+) are the backend's (store.TopicInfo.ID,
 // docs/design/record-mapping.md §8); a topic named by id is looked up among
 // all topics.
 
@@ -52,9 +53,25 @@ func (g *Gateway) metadata(c *call) bool {
 			g.metadataTopic(c, resp, &req.Topics[i], allowCreate, node)
 		}
 	}
+	g.metadataAuthorizedOperations(c, req, resp)
 	resp.CountErrors(g.errorCounter(c))
 	respond(c, resp)
 	return false
+}
+
+// metadataAuthorizedOperations fills in the topics' authorized operations
+// a Metadata v8+ asks for (KIP-430), but for those c may not describe. The
+// cluster's (v8–10) are not computed: Kafka 4.4 answers them unknown too
+// (DescribeCluster has them; TestAuthorizedOperations).
+func (g *Gateway) metadataAuthorizedOperations(c *call, req *wire.MetadataRequest, resp *wire.MetadataResponse) {
+	if !req.IncludeTopicAuthorizedOperations {
+		return
+	}
+	for i := range resp.Topics {
+		if t := &resp.Topics[i]; t.ErrorCode != wire.TopicAuthorizationFailed && t.Name.Valid {
+			t.TopicAuthorizedOperations = g.authorizedOperations(c, acl.ResourceTopic, t.Name.S)
+		}
+	}
 }
 
 // metadataAllTopics answers a Metadata for all topics: every topic of the

@@ -1,7 +1,7 @@
 // DescribeGroups (API key 15): versions 0–5 (wire.APIs).
 //
-// Differs from Kafka: the authorized operations are not computed
-// (docs/LIMITS.md).
+// As Kafka; the authorized operations of each group described are computed
+// when asked for (v3+, KIP-430).
 
 package bridge
 
@@ -38,6 +38,8 @@ func (g *Gateway) describeGroups(c *call) bool {
 		if code := g.groupCode(c, acl.OpDescribe, id); code != wire.NoError { // KafkaApis: DESCRIBE on each group
 			out = wire.DescribeGroupsResponseGroup{ErrorCode: code, Group: id, AuthorizedOperations: authorizedOperationsUnknown}
 			d.Members = nil
+		} else {
+			out.AuthorizedOperations = g.authorizedOperationsIf(req.IncludeAuthorizedOperations, c, acl.ResourceGroup, id)
 		}
 		for _, m := range d.Members {
 			out.Members = append(out.Members, wire.DescribeGroupsResponseGroupMember{

@@ -1,7 +1,7 @@
 // DescribeCluster (API key 60): versions 0–2 (wire.APIs), always flexible.
 //
-// The brokers and controller Metadata answers. Differs from Kafka: the
-// authorized operations are not computed (docs/LIMITS.md).
+// The brokers and controller Metadata answers; the cluster's authorized
+// operations when asked for (KIP-430).
 
 package bridge
 
@@ -28,7 +28,10 @@ func (g *Gateway) describeCluster(c *call) bool {
 	if code := g.clusterCode(c, acl.OpDescribe); code != wire.NoError { // KafkaApis: DESCRIBE on the cluster
 		resp = wire.DescribeClusterResponse{EndpointType: req.EndpointType, ErrorCode: code, ErrorMessage: wire.NullStringOf(msgClusterAuthFailed),
 			ClusterAuthorizedOperations: authorizedOperationsUnknown}
-	} else if req.EndpointType == 2 {
+	} else {
+		resp.ClusterAuthorizedOperations = g.authorizedOperationsIf(req.IncludeClusterAuthorizedOperations, c, acl.ResourceCluster, acl.ClusterName)
+	}
+	if resp.ErrorCode == wire.NoError && req.EndpointType == 2 {
 		// KIP-919: controllers are asked of controllers; kiggy has none apart.
 		resp.ErrorCode, resp.ErrorMessage = wire.UnsupportedEndpointType, wire.NullStringOf("kiggy serves only the brokers endpoint type")
 	}

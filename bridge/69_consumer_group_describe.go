@@ -2,8 +2,8 @@
 //
 // As Kafka (KIP-848); a classic group answers GROUP_ID_NOT_FOUND, as
 // there, and a group whose assignments name a topic the client may not
-// DESCRIBE, TOPIC_AUTHORIZATION_FAILED (KAFKA-18813). Differs from Kafka: the authorized operations are not computed
-// (docs/LIMITS.md).
+// DESCRIBE, TOPIC_AUTHORIZATION_FAILED (KAFKA-18813); the authorized
+// operations of each group described when asked for (KIP-430).
 
 package bridge
 
@@ -40,6 +40,7 @@ func (g *Gateway) consumerGroupDescribe(c *call) bool {
 		default:
 			d := g.groups.DescribeConsumerGroup(id)
 			out.ErrorCode, out.ErrorMessage = wire.ErrorCode(d.Error), nullIfEmpty(d.ErrorMessage)
+			out.AuthorizedOperations = g.authorizedOperationsIf(req.IncludeAuthorizedOperations, c, acl.ResourceGroup, id)
 			out.State, out.Epoch, out.AssignmentEpoch, out.AssignorName = d.State, d.Epoch, d.AssignmentEpoch, d.AssignorName
 			for _, m := range d.Members {
 				out.Members = append(out.Members, wire.ConsumerGroupDescribeMember{

@@ -92,7 +92,10 @@ func (g *Gateway) describeTopicPartitions(c *call) bool {
 			first = req.Cursor.Partition
 		}
 		out := wire.DescribeTopicPartitionsResponseTopic{
-			Topic: wire.NullStringOf(name), TopicID: info.ID, AuthorizedOperations: authorizedOperationsUnknown,
+			Topic: wire.NullStringOf(name), TopicID: info.ID,
+			// Always computed, as Kafka 4.4 does (the request has no flag
+			// for it; TestAuthorizedOperations).
+			AuthorizedOperations: g.authorizedOperations(c, acl.ResourceTopic, name),
 		}
 		p := first
 		for ; p < info.Partitions && remaining > 0; p++ {

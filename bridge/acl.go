@@ -303,6 +303,40 @@ func aclFilter(f *wire.ACLFilter) acl.Filter {
 	}
 }
 
+// reportedOperations are the operations whose authorization KIP-430's
+// authorized-operations fields report, per resource type (Kafka's
+// AclEntry.supportedOperations).
+var reportedOperations = map[acl.ResourceType][]acl.Operation{
+	acl.ResourceTopic: {acl.OpRead, acl.OpWrite, acl.OpCreate, acl.OpDescribe, acl.OpDelete, acl.OpAlter,
+		acl.OpDescribeConfigs, acl.OpAlterConfigs},
+	acl.ResourceGroup: {acl.OpRead, acl.OpDescribe, acl.OpDelete, acl.OpDescribeConfigs, acl.OpAlterConfigs},
+	acl.ResourceCluster: {acl.OpCreate, acl.OpClusterAction, acl.OpDescribeConfigs, acl.OpAlterConfigs,
+		acl.OpIdempotentWrite, acl.OpAlter, acl.OpDescribe},
+}
+
+// authorizedOperations is the bit field of the operations c may do on the
+// resource (rt, name), bit n for operation code n (KIP-430; Kafka's
+// AuthHelper.authorizedOperations): every reported operation without ACLs.
+// Denials are not counted: nothing was refused.
+func (g *Gateway) authorizedOperations(c *call, rt acl.ResourceType, name string) int32 {
+	var bits int32
+	for _, op := range reportedOperations[rt] {
+		if g.allowed(c, op, rt, name) {
+			bits |= 1 << op
+		}
+	}
+	return bits
+}
+
+// authorizedOperationsIf is authorizedOperations when asked for, else
+// authorizedOperationsUnknown.
+func (g *Gateway) authorizedOperationsIf(asked bool, c *call, rt acl.ResourceType, name string) int32 {
+	if !asked {
+		return authorizedOperationsUnknown
+	}
+	return g.authorizedOperations(c, rt, name)
+}
+
 // authorizedOperationsUnknown is Kafka's "not computed" value for
 // TopicAuthorizedOperations (-2147483648).
 const authorizedOperationsUnknown = -2147483648

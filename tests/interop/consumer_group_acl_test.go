@@ -61,6 +61,21 @@ func aclSASLTarget(t *testing.T) string {
 	return g.Addr
 }
 
+// aclUserClients returns clients of the ACL target at addr authenticated
+// as admin and as alice.
+func aclUserClients(t *testing.T, addr string) (admin, alice *kgo.Client) {
+	t.Helper()
+	client := func(user, pass string) *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	return client(aclAdmin, aclAdminPass), client(aclAlice, aclAlicePass)
+}
+
 // TestConsumerGroupTopicAuthorization: the consumer group protocol shows a
 // member only topics it may DESCRIBE, as Kafka 4.4 does (KAFKA-18813): a
 // heartbeat subscribing by name to a topic alice may not describe is
@@ -77,15 +92,7 @@ func TestConsumerGroupTopicAuthorization(t *testing.T) {
 	groupPrefix := "rg-" + sfx
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	client := func(user, pass string) *kgo.Client {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(cl.Close)
-		return cl
-	}
-	adminCl, alice := client(aclAdmin, aclAdminPass), client(aclAlice, aclAlicePass)
+	adminCl, alice := aclUserClients(t, addr)
 	admin := kadm.NewClient(adminCl)
 	for topic, n := range map[string]int32{okTopic: 2, noTopic: 4} {
 		if _, err := admin.CreateTopic(ctx, n, 1, nil, topic); err != nil {
