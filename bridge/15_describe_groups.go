@@ -38,7 +38,7 @@ func (g *Gateway) describeGroups(c *call) bool {
 		if code := g.groupCode(c, acl.OpDescribe, id); code != wire.NoError { // KafkaApis: DESCRIBE on each group
 			out = wire.DescribeGroupsResponseGroup{ErrorCode: code, Group: id, AuthorizedOperations: authorizedOperationsUnknown}
 			d.Members = nil
-		} else {
+		} else if out.ErrorCode == wire.NoError { // as Kafka: a group not described has none
 			out.AuthorizedOperations = g.authorizedOperationsIf(req.IncludeAuthorizedOperations, c, acl.ResourceGroup, id)
 		}
 		for _, m := range d.Members {

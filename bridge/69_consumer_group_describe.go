@@ -40,7 +40,9 @@ func (g *Gateway) consumerGroupDescribe(c *call) bool {
 		default:
 			d := g.groups.DescribeConsumerGroup(id)
 			out.ErrorCode, out.ErrorMessage = wire.ErrorCode(d.Error), nullIfEmpty(d.ErrorMessage)
-			out.AuthorizedOperations = g.authorizedOperationsIf(req.IncludeAuthorizedOperations, c, acl.ResourceGroup, id)
+			if out.ErrorCode == wire.NoError { // as Kafka: a group not described has none
+				out.AuthorizedOperations = g.authorizedOperationsIf(req.IncludeAuthorizedOperations, c, acl.ResourceGroup, id)
+			}
 			out.State, out.Epoch, out.AssignmentEpoch, out.AssignorName = d.State, d.Epoch, d.AssignmentEpoch, d.AssignorName
 			for _, m := range d.Members {
 				out.Members = append(out.Members, wire.ConsumerGroupDescribeMember{

@@ -21,6 +21,9 @@ const (
 	allTopicOps   = opRead | opWrite | opCreate | opDelete | opAlter | opDescribe | opDescribeConfigs | opAlterConfigs
 	allGroupOps   = opRead | opDescribe | opDelete | opDescribeConfigs | opAlterConfigs
 	allClusterOps = opCreate | opClusterAction | opDescribeConfigs | opAlterConfigs | opIdempotentWrite | opAlter | opDescribe
+
+	// authorizedOperationsUnknown is the fields' "not computed".
+	authorizedOperationsUnknown = -2147483648
 )
 
 // TestAuthorizedOperations: the authorized operations a client asks for
@@ -102,6 +105,16 @@ func TestAuthorizedOperations(t *testing.T) {
 			t.Fatalf("DescribeGroups: %v %+v", err, gr)
 		}
 		g.groups = gr.Groups[0].AuthorizedOperations
+		// The consumer-protocol group, which DescribeGroups does not
+		// describe (an error): no operations.
+		dg.Groups = []string{group}
+		gr, err = dg.RequestWith(ctx, cl)
+		if err != nil || len(gr.Groups) != 1 {
+			t.Fatalf("DescribeGroups: %v %+v", err, gr)
+		}
+		if gr.Groups[0].ErrorCode != 69 || gr.Groups[0].AuthorizedOperations != authorizedOperationsUnknown {
+			t.Errorf("DescribeGroups of consumer-protocol group %s: error %d, operations %d; want GROUP_ID_NOT_FOUND (69), none", group, gr.Groups[0].ErrorCode, gr.Groups[0].AuthorizedOperations)
+		}
 		cg := kmsg.NewPtrConsumerGroupDescribeRequest()
 		cg.Groups, cg.IncludeAuthorizedOperations = []string{group}, include
 		cr, err := cg.RequestWith(ctx, cl)
@@ -120,7 +133,7 @@ func TestAuthorizedOperations(t *testing.T) {
 		g.topicPartitions = tr.Topics[0].AuthorizedOperations
 		return g
 	}
-	const unknown = -2147483648
+	const unknown = authorizedOperationsUnknown
 	for _, c := range []struct {
 		who  string
 		cl   *kgo.Client
