@@ -157,7 +157,8 @@ func TestAuthorizedOperations(t *testing.T) {
 
 // TestAuthorizedOperationsWithoutACLs: without an authorizer every
 // supported operation is authorized, and says so when asked (Kafka's
-// AuthHelper.authorizedOperations without an authorizer).
+// AuthHelper.authorizedOperations without an authorizer), in Metadata for
+// a topic that does not exist too.
 func TestAuthorizedOperationsWithoutACLs(t *testing.T) {
 	tg := newTarget(t)
 	topic := topicName(t)
@@ -179,6 +180,17 @@ func TestAuthorizedOperationsWithoutACLs(t *testing.T) {
 	}
 	if got := mr.Topics[0].AuthorizedOperations; got != allTopicOps {
 		t.Errorf("topic operations %b, want %b", got, allTopicOps)
+	}
+	missing := topic + "-missing"
+	rt.Topic = &missing
+	md.Topics, md.AllowAutoTopicCreation = []kmsg.MetadataRequestTopic{rt}, false
+	mr, err = md.RequestWith(ctx, cl)
+	if err != nil || len(mr.Topics) != 1 {
+		t.Fatalf("Metadata: %v %+v", err, mr)
+	}
+	// Metadata tells them for a topic it answers with an error too.
+	if got := mr.Topics[0]; got.ErrorCode != 3 || got.AuthorizedOperations != allTopicOps {
+		t.Errorf("missing topic: error %d, operations %b; want UNKNOWN_TOPIC_OR_PARTITION (3), %b", got.ErrorCode, got.AuthorizedOperations, allTopicOps)
 	}
 	if got := dr.ClusterAuthorizedOperations; got != allClusterOps {
 		t.Errorf("cluster operations %b, want %b", got, allClusterOps)
