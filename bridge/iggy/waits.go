@@ -52,7 +52,11 @@ var _ store.AppendWaiter = (*Client)(nil)
 
 // waits are the client's wait sessions and their workers.
 type waits struct {
-	idle  chan *waiter
+	idle chan *waiter
+	// scan serialises idleWaiter: a scan holds several idle waiters out of
+	// idle for a moment, and another caller finding idle empty meanwhile
+	// would be told every session is busy.
+	scan  sync.Mutex
 	all   []*waiter
 	calls sync.Pool // *waitCall
 }
@@ -319,6 +323,8 @@ const waiterScan = 8
 // job's reconnects and logs in again, so partitions routed to several nodes
 // (routes.go) would otherwise cost a login per wait as the waiters rotate.
 func (c *Client) idleWaiter(np *nodePool) *waiter {
+	c.waits.scan.Lock()
+	defer c.waits.scan.Unlock()
 	var seen [waiterScan]*waiter
 	n := 0
 	var pick *waiter

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -491,4 +493,34 @@ func TestWaitForAppendChurn(t *testing.T) {
 		}
 	}
 	waitFor(t, func() bool { return len(c.waits.idle) == 3 })
+}
+
+// TestIdleWaiterNeverFalselyBusy: as many callers as wait sessions, each
+// taking a session and handing it back at once, never find them all busy:
+// a caller scanning the idle sessions for one on its node holds several
+// for a moment, and another caller must not take that for "all busy"
+// (CI once saw TestWaitForAppendClose's second wait refused so).
+func TestIdleWaiterNeverFalselyBusy(t *testing.T) {
+	const n = 4
+	_, _, c := wait012(t, iggytest.Config{}, Config{WaitSessions: n})
+	var busy atomic.Int64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100_000 {
+				w := c.idleWaiter(nil)
+				if w == nil {
+					busy.Add(1)
+					continue
+				}
+				c.waits.idle <- w
+			}
+		}()
+	}
+	wg.Wait()
+	if b := busy.Load(); b != 0 {
+		t.Fatalf("%d of %d takes found every session busy with %d sessions and %d callers", b, n*100_000, n, n)
+	}
 }
