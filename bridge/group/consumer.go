@@ -197,7 +197,7 @@ type cgroup struct {
 	timer           stopper
 	timerAt         time.Time
 	// subsVer counts the changes of the members' subscriptions
-	// (subscriptionsChanged); subsCache is subscribedTopics' last answer.
+	// (subscriptionsChanged); subsCache is subscriptions' last answer.
 	subsVer   uint64
 	subsCache subsCache
 	// changed is set by every change to store (consumer_state.go);
@@ -411,14 +411,7 @@ func (cg *cgroup) heartbeat(req *ConsumerHeartbeat, now time.Time) ConsumerHeart
 	}
 
 	// 1. The member's subscription; a change bumps the group epoch.
-	meta := m.storedMeta()
-	bump := m.update(req)
-	if bump {
-		cg.subscriptionsChanged()
-	}
-	if m.storedMeta() != meta {
-		cg.changed = true // stored, but no reason to rebalance
-	}
+	bump := cg.updateMember(m, req)
 	if moved := cg.metadataChanged(req.Topics); bump || moved {
 		cg.bumpEpoch()
 	}
@@ -471,7 +464,6 @@ func (cg *cgroup) memberFor(req *ConsumerHeartbeat, memberID string) (*cmember, 
 		}
 		m = &cmember{id: strings.Clone(memberID), assigned: partitionSet{}, revoking: partitionSet{}}
 		cg.members[m.id] = m
-		cg.subscriptionsChanged()
 		cg.changed = true
 		if req.HasInstanceID {
 			m.instanceID, m.hasInstance = strings.Clone(req.InstanceID), true
@@ -530,7 +522,6 @@ func ownedSubset(owned []TopicPartitions, set partitionSet) bool {
 func (cg *cgroup) replace(m *cmember, newID string) {
 	oldID := m.id
 	delete(cg.members, oldID)
-	cg.subscriptionsChanged()
 	m.id = strings.Clone(newID)
 	m.epoch, m.previousEpoch, m.state = 0, 0, msStable
 	cg.members[m.id] = m
@@ -655,8 +646,9 @@ func (s partitionSet) list() []TopicPartitions {
 
 func compareIDs(a, b [16]byte) int { return strings.Compare(string(a[:]), string(b[:])) }
 
-// subscribedTopics returns the metadata of every topic some member
-// subscribes to, sorted by name.
+// subscriptions returns the group's subscriptions resolved against
+// topics: the metadata of every topic some member subscribes to, sorted by
+// name, its hash, and what each regex matched.
 //
 // The answer is kept and given again while the group's subscriptions are
 // unchanged (subsVer) and topics is the same snapshot: the gateway's
@@ -664,37 +656,26 @@ func compareIDs(a, b [16]byte) int { return strings.Compare(string(a[:]), string
 // the same slice means the same answers to ByName. So a keep-alive
 // heartbeat neither walks every member nor matches each regex subscription
 // against every topic name (docs/design/consumer-groups.md §4).
-func (cg *cgroup) subscribedTopics(topics TopicLookup) []topicMeta {
+func (cg *cgroup) subscriptions(topics TopicLookup) *subsCache {
 	names := topics.Names()
 	c := &cg.subsCache
-	if c.valid && c.ver == cg.subsVer && sameSlice(c.names, names) {
-		return c.topics
+	if !c.valid || c.ver != cg.subsVer || !sameSlice(c.names, names) {
+		out, regexTopics := cg.resolveSubscriptions(topics, names)
+		*c = subsCache{valid: true, ver: cg.subsVer, names: names, topics: out, hash: hashTopics(out), regexTopics: regexTopics}
 	}
-	out, regexTopics := cg.resolveSubscriptions(topics, names)
-	*c = subsCache{valid: true, ver: cg.subsVer, names: names, topics: out, regexTopics: regexTopics}
-	return out
+	return c
 }
 
-// subsCache is subscribedTopics' answer for one version of a group's
+// subsCache is subscriptions' answer for one version of a group's
 // subscriptions and one topic snapshot.
 type subsCache struct {
 	valid  bool
 	ver    uint64
 	names  []string // the snapshot's Names()
 	topics []topicMeta
-	hash   uint64 // hashTopics(topics), once asked; 0 before
+	hash   uint64 // hashTopics(topics)
 	// regexTopics is each regex's matches among topics (assignInput).
 	regexTopics map[string]map[string]bool
-}
-
-// subscribedTopicsHash is hashTopics(cg.subscribedTopics(topics)), kept
-// with it.
-func (cg *cgroup) subscribedTopicsHash(topics TopicLookup) uint64 {
-	ts := cg.subscribedTopics(topics)
-	if cg.subsCache.hash == 0 {
-		cg.subsCache.hash = hashTopics(ts)
-	}
-	return cg.subsCache.hash
 }
 
 // sameSlice reports whether a and b are one slice (the same backing array
@@ -728,11 +709,28 @@ func allowAll(filters []func(string) bool, topic string) bool {
 	return true
 }
 
-// subscriptionsChanged records that a member joined or left or changed
-// what it subscribes to, for subscribedTopics.
+// subscriptionsChanged records that a member left or changed what it
+// subscribes to (a member joining changes it from nothing:
+// updateMember), for subscriptions.
 func (cg *cgroup) subscriptionsChanged() { cg.subsVer++ }
 
-// resolveSubscriptions computes subscribedTopics over all (topics.Names()),
+// updateMember applies a heartbeat's fields to m (cmember.update) and
+// reports whether its subscription or assignor changed, which bumps the
+// group epoch; a change of what the stored form holds besides marks the
+// group changed without a rebalance.
+func (cg *cgroup) updateMember(m *cmember, req *ConsumerHeartbeat) bool {
+	meta := m.storedMeta()
+	bump := m.update(req)
+	if bump {
+		cg.subscriptionsChanged()
+	}
+	if m.storedMeta() != meta {
+		cg.changed = true
+	}
+	return bump
+}
+
+// resolveSubscriptions computes subscriptions' topics over all (topics.Names()),
 // and what each regex matched: the topics every member subscribing with it
 // may describe, as far as their heartbeats said (a member restored and not
 // yet heard from counts for none).
@@ -782,7 +780,7 @@ type topicMeta struct {
 // metadataChanged reports whether the subscribed topics' metadata changed
 // (a topic created, deleted or grown), remembering the new state.
 func (cg *cgroup) metadataChanged(topics TopicLookup) bool {
-	h := cg.subscribedTopicsHash(topics)
+	h := cg.subscriptions(topics).hash
 	if h == cg.subsHash {
 		return false
 	}
@@ -829,8 +827,8 @@ func (cg *cgroup) preferredAssignor() string {
 // computeTarget computes the target assignment at the group epoch.
 func (cg *cgroup) computeTarget(topics TopicLookup) {
 	cg.assignorName = cg.preferredAssignor()
-	subscribed := cg.subscribedTopics(topics) // before reading what it keeps
-	in := assignInput{topics: subscribed, previous: cg.target, regexTopics: cg.subsCache.regexTopics}
+	subs := cg.subscriptions(topics)
+	in := assignInput{topics: subs.topics, previous: cg.target, regexTopics: subs.regexTopics}
 	ids := slices.Sorted(maps.Keys(cg.members))
 	for _, id := range ids {
 		in.members = append(in.members, cg.members[id])
@@ -851,10 +849,11 @@ func (cg *cgroup) reconcile(m *cmember, req *ConsumerHeartbeat, now time.Time) {
 		return
 	}
 	target := cg.target[m.id]
-	// What the stored form holds of m; a member waiting for partitions
-	// others still hold is reconciled at each heartbeat, and changes
-	// nothing to store until one is released.
-	state, epoch, previous, changes := m.state, m.epoch, m.previousEpoch, m.assignedChanges
+	// What the stored form holds of m besides its partitions (setAssigned
+	// marks those): a member waiting for partitions others still hold is
+	// reconciled at each heartbeat, and changes nothing to store until one
+	// is released.
+	state, epoch, previous := m.state, m.epoch, m.previousEpoch
 	switch m.state {
 	case msStable:
 		if m.epoch == cg.assignmentEpoch {
@@ -870,7 +869,7 @@ func (cg *cgroup) reconcile(m *cmember, req *ConsumerHeartbeat, now time.Time) {
 	case msUnreleasedPartitions:
 		cg.nextAssignment(m, m.epoch, target, req, now)
 	}
-	if m.state != state || m.epoch != epoch || m.previousEpoch != previous || m.assignedChanges != changes {
+	if m.state != state || m.epoch != epoch || m.previousEpoch != previous {
 		cg.changed = true
 	}
 }

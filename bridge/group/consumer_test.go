@@ -790,7 +790,7 @@ func consumerGroupOps(t *testing.T, ops []byte) {
 		c.mu.Unlock()
 		if cg != nil {
 			cg.mu.Lock()
-			kept := cg.subscribedTopics(snap)
+			kept := cg.subscriptions(snap).topics
 			fresh, _ := cg.resolveSubscriptions(snap, snap.Names())
 			now := cg.encode()
 			cg.mu.Unlock()

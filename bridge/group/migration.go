@@ -230,7 +230,6 @@ func (c *Coordinator) upgrade(g *group, topics TopicLookup, o *outbox) (*cgroup,
 			}
 		}
 		cg.members[cm.id] = cm
-		cg.subscriptionsChanged()
 		if cm.hasInstance {
 			cg.static[cm.instanceID] = cm.id
 		}
@@ -246,7 +245,7 @@ func (c *Coordinator) upgrade(g *group, topics TopicLookup, o *outbox) (*cgroup,
 		}
 	}
 	if topics != nil {
-		cg.subsHash = cg.subscribedTopicsHash(topics)
+		cg.subsHash = cg.subscriptions(topics).hash
 	}
 	g.state = stateDead
 	if g.stored {
@@ -363,7 +362,6 @@ func (cg *cgroup) classicJoin(req *JoinRequest, now time.Time) JoinResult {
 		}
 		m = &cmember{id: strings.Clone(memberID), assigned: partitionSet{}, revoking: partitionSet{}}
 		cg.members[m.id] = m
-		cg.subscriptionsChanged()
 		if req.HasInstanceID {
 			m.instanceID, m.hasInstance = strings.Clone(req.GroupInstanceID), true
 			cg.static[m.instanceID] = m.id
@@ -383,14 +381,7 @@ func (cg *cgroup) classicJoin(req *JoinRequest, now time.Time) JoinResult {
 	for id, ps := range byName(topics, sub.owned) {
 		hb.Owned = append(hb.Owned, TopicPartitions{TopicID: id, Partitions: ps})
 	}
-	meta := m.storedMeta()
-	bump := m.update(hb)
-	if bump {
-		cg.subscriptionsChanged()
-	}
-	if m.storedMeta() != meta {
-		cg.changed = true
-	}
+	bump := cg.updateMember(m, hb)
 	if topics != nil {
 		if moved := cg.metadataChanged(topics); moved {
 			bump = true
