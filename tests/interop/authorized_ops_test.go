@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
 
 // Operation bits of KIP-430's authorized-operations fields: bit n for ACL
@@ -53,8 +55,13 @@ func TestAuthorizedOperations(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// ACLs reach Kafka's authorizer a moment after CreateAcls answers.
-	time.Sleep(time.Second)
+	untilACLs(ctx, t, alice, topic, group)
+	if !testtools.EventuallyEvery(10*time.Second, 100*time.Millisecond, func() bool {
+		dr, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, alice)
+		return err == nil && dr.ErrorCode == 0
+	}) {
+		t.Fatal("alice's DESCRIBE on the cluster did not take effect in 10 s")
+	}
 
 	// A classic member of group-classic, a consumer-protocol member of
 	// group, for each API to describe its kind.
