@@ -123,8 +123,8 @@ func (cg *cgroup) markDirty() {
 // encode returns cg's stored form; cg is locked. It writes the JSON that
 // encoding/json writes for the storedGroup of cg, byte for byte
 // (TestConsumerGroupEncodeSameAsJSON), without reflection: a group's form
-// is written again after each change, and for a large group that was most
-// of the coordinator's time in a join flood.
+// is written again after each change, so for a large group it is a cost
+// per join (BenchmarkConsumerGroupEncode).
 func (cg *cgroup) encode() []byte {
 	ids := slices.Sorted(maps.Keys(cg.members))
 	b := make([]byte, 0, 128+256*len(ids))
