@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/kiggy-io/kiggy/bridge/group"
@@ -66,6 +67,53 @@ func TestStoreClassicGroupsTooLarge(t *testing.T) {
 	s.puts = 0
 	g.storeGroupChange(classicGroupNS, []store.SystemEntry{{Key: "a", Value: []byte("a again")}, {Key: "z", Value: nil}})
 	if s.puts != 1 || string(s.stored["a"]) != "a again" || s.stored["z"] != nil {
+		t.Fatalf("a change within bounds: %d writes, stored %q", s.puts, s.stored)
+	}
+}
+
+// TestStoreConsumerGroupsTooLarge: consumer groups are written a record
+// per member; a group one of whose records the store refuses as too large
+// is removed from the store, every record of it, while the groups written
+// beside it are stored, and a group within bounds then writes only what
+// changed.
+func TestStoreConsumerGroupsTooLarge(t *testing.T) {
+	s := &boundedStore{limit: 600, stored: map[string][]byte{}}
+	g := &Gateway{ctx: context.Background(), system: s, groups: group.New(group.Config{}), cfg: Config{Logger: slog.New(slog.DiscardHandler)}}
+	defer g.groups.Close()
+	id := [16]byte{0x74, 2}
+	topics := &topicSnapshot{byName: map[string]store.TopicInfo{"t": {Name: "t", ID: id, Partitions: 4}}, byID: map[[16]byte]string{id: "t"}, names: []string{"t"}}
+	join := func(grp, member, rack string) {
+		t.Helper()
+		r := g.groups.ConsumerGroupHeartbeat(&group.ConsumerHeartbeat{Version: 1, GroupID: grp, MemberID: member, RebalanceTimeoutMillis: 30000,
+			SubscribedTopicNames: []string{"t"}, HasSubscribedTopicNames: true, HasOwned: true, RackID: rack, HasRackID: rack != "", Topics: topics})
+		if r.Error != 0 {
+			t.Fatalf("%s/%s joins: %d %s", grp, member, r.Error, r.ErrorMessage)
+		}
+	}
+	records := func(grp string) int {
+		groups, _ := group.SplitConsumerGroups(s.stored)
+		if sg, ok := groups[grp]; ok {
+			return 1 + len(sg.Members)
+		}
+		return 0
+	}
+	join("a", "a1", "")
+	join("big", "b1", "")
+	join("z", "z1", "")
+	g.storeConsumerGroups()
+	if records("a") != 2 || records("big") != 2 || records("z") != 2 || s.puts != 1 {
+		t.Fatalf("three groups of one member: %d writes, stored %q", s.puts, s.stored)
+	}
+	join("big", "b2", strings.Repeat("r", 700)) // a record past the bound
+	join("a", "a2", "")
+	g.storeConsumerGroups()
+	if records("a") != 3 || records("big") != 0 || records("z") != 2 {
+		t.Fatalf("a group with a record too large: stored %q", s.stored)
+	}
+	s.puts = 0
+	join("z", "z2", "")
+	g.storeConsumerGroups()
+	if s.puts != 1 || records("z") != 3 {
 		t.Fatalf("a change within bounds: %d writes, stored %q", s.puts, s.stored)
 	}
 }
@@ -170,11 +218,13 @@ func TestClassicRestoreBehindReadAgain(t *testing.T) {
 // heartbeat at its epoch is then accepted.
 func TestConsumerRestoreBehindReadAgain(t *testing.T) {
 	id := [16]byte{0x74, 1}
-	form := func(epoch int) []byte {
-		return []byte(fmt.Sprintf(`{"v":1,"epoch":%d,"assignment_epoch":%d,"members":[{"id":"a","epoch":%d,"state":0,"assigned":{"%x":[0,1]}}],"target":{"a":{"%x":[0,1]}}}`,
-			epoch, epoch, epoch, id, id))
+	s := &countingStore{boundedStore: &boundedStore{limit: 1 << 20, stored: map[string][]byte{}}}
+	storeAt := func(epoch int) {
+		s.stored[group.ConsumerGroupHeadKey("moved")] = fmt.Appendf(nil, `{"v":2,"incarnation":9,"epoch":%d,"assignment_epoch":%d,"members":1}`, epoch, epoch)
+		s.stored[group.ConsumerGroupMemberKey("moved", "a")] = fmt.Appendf(nil,
+			`{"id":"a","epoch":%d,"state":0,"assigned":{"%x":[0,1]},"incarnation":9,"target":{"%x":[0,1]}}`, epoch, id, id)
 	}
-	s := &countingStore{boundedStore: &boundedStore{limit: 1 << 20, stored: map[string][]byte{"moved": form(3)}}}
+	storeAt(3)
 	g := &Gateway{ctx: context.Background(), system: s, groups: group.New(group.Config{}),
 		cfg: Config{NodeID: 1, Placement: localPlacement{}, Logger: slog.New(slog.DiscardHandler)}}
 	defer g.groups.Close()
@@ -187,7 +237,7 @@ func TestConsumerRestoreBehindReadAgain(t *testing.T) {
 			MemberEpoch: epoch, RebalanceTimeoutMillis: -1, Topics: topics}).Error
 	}
 	// The old coordinator's last write lands: epoch 4.
-	s.stored["moved"] = form(4)
+	storeAt(4)
 	code := beat(4)
 	if code != int16(wire.FencedMemberEpoch) {
 		t.Fatalf("a member ahead of the restored group: %d", code)

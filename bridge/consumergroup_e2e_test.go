@@ -209,7 +209,14 @@ func TestConsumerProtocolGroup(t *testing.T) {
 // (docs/design/consumer-groups.md §6), so after a gateway restart two
 // members heartbeat on at their epochs, with their partitions, instead of
 // being told UNKNOWN_MEMBER_ID and rejoining.
-func TestConsumerGroupSurvivesRestart(t *testing.T) {
+func TestConsumerGroupSurvivesRestart(t *testing.T) { consumerGroupSurvivesRestart(t, false) }
+
+// TestConsumerGroupOldFormSurvivesRestart: a group stored in the whole
+// form of earlier versions is restored from it, its members heartbeat on
+// at their epochs, and it is moved to records.
+func TestConsumerGroupOldFormSurvivesRestart(t *testing.T) { consumerGroupSurvivesRestart(t, true) }
+
+func consumerGroupSurvivesRestart(t *testing.T, oldForm bool) {
 	srv := iggytest.New(iggytest.Config{})
 	if _, err := srv.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
@@ -269,24 +276,76 @@ func TestConsumerGroupSurvivesRestart(t *testing.T) {
 	}
 	// Stored as answered: each member's epoch is in the store once its
 	// heartbeat is answered (group.Config.AwaitStore), with no wait.
-	stored, err := first.Log.(store.SystemStore).LoadSystem(ctx, "consumer-groups")
+	sys := first.Log.(store.SystemStore)
+	records, err := sys.LoadSystem(ctx, "consumer-group-records")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sg struct {
-		Members []struct {
-			ID    string `json:"id"`
-			Epoch int32  `json:"epoch"`
-		} `json:"members"`
+	groups, orphans := group.SplitConsumerGroups(records)
+	sg, ok := groups["cg-restart"]
+	if !ok || len(orphans) != 0 {
+		t.Fatalf("stored records %q: no group cg-restart, or records of no group", records)
 	}
-	if err := json.Unmarshal(stored["cg-restart"], &sg); err != nil {
-		t.Fatalf("stored form %q: %v", stored["cg-restart"], err)
+	type storedMember struct {
+		ID    string `json:"id"`
+		Epoch int32  `json:"epoch"`
 	}
-	if fmt.Sprint(sg.Members) != fmt.Sprint([]struct {
-		ID    string
-		Epoch int32
-	}{{a.id, a.epoch}, {b.id, b.epoch}}) {
-		t.Fatalf("stored members %v once answered; a at %d, b at %d", sg.Members, a.epoch, b.epoch)
+	var ms []storedMember
+	for _, id := range []string{a.id, b.id} {
+		var m storedMember
+		if err := json.Unmarshal(sg.Members[id], &m); err != nil {
+			t.Fatalf("stored member %s %q: %v", id, sg.Members[id], err)
+		}
+		ms = append(ms, m)
+	}
+	if fmt.Sprint(ms) != fmt.Sprint([]storedMember{{a.id, a.epoch}, {b.id, b.epoch}}) {
+		t.Fatalf("stored members %v once answered; a at %d, b at %d", ms, a.epoch, b.epoch)
+	}
+	if oldForm {
+		// The group as an earlier version stored it: one whole form,
+		// its members' records in a list (the fields records add are
+		// ones the old form's reader ignores), their targets by id.
+		var whole map[string]json.RawMessage
+		if err := json.Unmarshal(sg.Head, &whole); err != nil {
+			t.Fatal(err)
+		}
+		whole["v"] = json.RawMessage("1")
+		delete(whole, "incarnation")
+		var members []json.RawMessage
+		target := map[string]json.RawMessage{}
+		for _, id := range []string{a.id, b.id} {
+			members = append(members, sg.Members[id])
+			var r struct {
+				Target json.RawMessage `json:"target"`
+			}
+			if err := json.Unmarshal(sg.Members[id], &r); err != nil {
+				t.Fatal(err)
+			}
+			target[id] = r.Target
+		}
+		ml, err := json.Marshal(members)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm, err := json.Marshal(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole["members"], whole["target"] = ml, tm
+		v1, err := json.Marshal(whole)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var drop []store.SystemEntry
+		for k := range records {
+			drop = append(drop, store.SystemEntry{Key: k})
+		}
+		if err := sys.PutSystemAll(ctx, "consumer-group-records", drop); err != nil {
+			t.Fatal(err)
+		}
+		if err := sys.PutSystemAll(ctx, "consumer-groups", []store.SystemEntry{{Key: "cg-restart", Value: v1}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cl1.Close()
 	first.Stop()
@@ -308,8 +367,27 @@ func TestConsumerGroupSurvivesRestart(t *testing.T) {
 			t.Fatalf("%s after the restart: error %d, epoch %d→%d, owned %s→%v", m.id, resp.ErrorCode, epoch, m.epoch, owned, m.owned)
 		}
 	}
-	state, ms := describeConsumerGroup(t, second.Addr, "cg-restart")
-	if !settled(state, ms, 2, 4) {
-		t.Fatalf("after the restart: %s %v", state, ms)
+	state, described := describeConsumerGroup(t, second.Addr, "cg-restart")
+	if !settled(state, described, 2, 4) {
+		t.Fatalf("after the restart: %s %v", state, described)
+	}
+	if !oldForm {
+		return
+	}
+	// Moved: the records hold the group, the old form is gone.
+	sys = second.Log.(store.SystemStore)
+	testtools.Eventually(10*time.Second, func() bool {
+		v1, err := sys.LoadSystem(ctx, "consumer-groups")
+		return err == nil && len(v1) == 0
+	})
+	records, err = sys.LoadSystem(ctx, "consumer-group-records")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if groups, _ := group.SplitConsumerGroups(records); len(groups["cg-restart"].Members) != 2 {
+		t.Fatalf("the old form was not moved to records: %q", records)
+	}
+	if v1, _ := sys.LoadSystem(ctx, "consumer-groups"); len(v1) != 0 {
+		t.Fatalf("the old form is still stored: %q", v1)
 	}
 }

@@ -84,8 +84,15 @@ func (g *Gateway) consumerTopics(ctx context.Context) (*topicSnapshot, error) {
 }
 
 // consumerGroupNS is the system store namespace of consumer-protocol groups
-// (docs/design/consumer-groups.md §6): group id → the group's stored form.
-const consumerGroupNS = "consumer-groups"
+// (docs/design/consumer-groups.md §6): a head record and a record per member
+// for each group (group.ConsumerGroupHeadKey, group.ConsumerGroupMemberKey),
+// so that a change writes what changed. consumerGroupV1NS held each group
+// as one whole form, as versions before 2026-12 stored them: a group found
+// only there is restored from it and moved to consumerGroupNS.
+const (
+	consumerGroupNS   = "consumer-group-records"
+	consumerGroupV1NS = "consumer-groups"
+)
 
 // consumerGroupWriteDelay batches the changes of a burst of heartbeats into
 // one write per group.
@@ -98,7 +105,7 @@ func (g *Gateway) initConsumerGroups() {
 	load := func() bool {
 		ctx, cancel := context.WithTimeout(g.ctx, 30*time.Second)
 		defer cancel()
-		stored, err := g.system.LoadSystem(ctx, consumerGroupNS)
+		stored, v1, err := g.loadStoredConsumerGroups(ctx)
 		if err != nil {
 			g.cfg.Logger.Warn("consumer groups: loading the stored groups failed; retrying", "err", err)
 			return false
@@ -116,12 +123,17 @@ func (g *Gateway) initConsumerGroups() {
 				return false
 			}
 		}
-		for id, b := range stored {
+		for id, sg := range stored {
 			if g.lostGroup(id) {
 				continue // another instance's (docs/design/cluster.md §7)
 			}
-			if err := g.groups.RestoreConsumerGroup(id, b); err != nil {
+			if err := g.groups.RestoreConsumerGroup(id, sg); err != nil {
 				g.cfg.Logger.Warn("consumer groups: a stored group does not load; its members rejoin", "group", id, "err", err)
+			}
+		}
+		for id, b := range v1 {
+			if !g.lostGroup(id) {
+				g.restoreConsumerGroupV1(id, b)
 			}
 		}
 		g.restoreClassicGroups(classic)
@@ -177,14 +189,172 @@ func (g *Gateway) gatherGroupChanges() {
 	}
 }
 
-// storeConsumerGroups writes the stored forms of the consumer and classic
+// storeConsumerGroups writes the changes of the consumer and classic
 // groups that changed and reports them stored to the coordinator, which
 // sends the answers waiting for them (group.Config.AwaitStore). A failed
-// write is logged; the group's next change writes it again.
+// write is logged; the group's next change writes it again (a consumer
+// group's, every record of it).
 func (g *Gateway) storeConsumerGroups() {
-	g.storeGroups(consumerGroupNS, g.groups.DirtyConsumerGroups(), nil)
+	g.storeConsumerGroupChanges(g.groups.DirtyConsumerGroups())
 	g.groups.ConsumerGroupsStored()
 	g.storeGroups(classicGroupNS, g.groups.DirtyClassicGroups(), g.groups.ClassicGroupsStored)
+}
+
+// loadStoredConsumerGroups reads the stored consumer groups: those stored
+// as records, and those only in the whole-group form of earlier versions.
+// It removes the records of no group and the old forms of groups stored
+// as records too (a move cut short by a crash), which nothing restores.
+func (g *Gateway) loadStoredConsumerGroups(ctx context.Context) (map[string]group.StoredConsumerGroup, map[string][]byte, error) {
+	ns, err := g.system.LoadSystem(ctx, consumerGroupNS)
+	if err != nil {
+		return nil, nil, err
+	}
+	v1, err := g.system.LoadSystem(ctx, consumerGroupV1NS)
+	if err != nil {
+		return nil, nil, err
+	}
+	stored, orphans := group.SplitConsumerGroups(ns)
+	var moved []store.SystemEntry
+	for id := range v1 {
+		if _, ok := stored[id]; ok {
+			delete(v1, id)
+			moved = append(moved, store.SystemEntry{Key: id})
+		}
+	}
+	var gone []store.SystemEntry
+	for _, k := range orphans {
+		if id, _, ok := group.SplitConsumerGroupMemberKey(k); !ok || !g.lostGroup(id) {
+			gone = append(gone, store.SystemEntry{Key: k})
+		}
+	}
+	if len(moved) > 0 {
+		if err := g.system.PutSystemAll(ctx, consumerGroupV1NS, moved); err != nil {
+			g.cfg.Logger.Warn("consumer groups: removing old forms of groups stored as records failed", "err", err)
+		}
+	}
+	if len(gone) > 0 {
+		if err := g.system.PutSystemAll(ctx, consumerGroupNS, gone); err != nil {
+			g.cfg.Logger.Warn("consumer groups: removing records of no group failed", "err", err)
+		}
+	}
+	return stored, v1, nil
+}
+
+// restoreConsumerGroupV1 restores consumer group id from its old whole
+// form b; the writer then stores it as records and removes b.
+func (g *Gateway) restoreConsumerGroupV1(id string, b []byte) {
+	g.cgLoadMu.Lock()
+	if g.cgV1 == nil {
+		g.cgV1 = map[string]bool{}
+	}
+	g.cgV1[id] = true
+	g.cgLoadMu.Unlock()
+	if err := g.groups.RestoreConsumerGroupV1(id, b); err != nil {
+		g.cfg.Logger.Warn("consumer groups: a stored group does not load; its members rejoin", "group", id, "err", err)
+	}
+}
+
+// storeConsumerGroupChanges writes the consumer groups' changes to
+// consumerGroupNS, a group's change whole, several groups to a write up to
+// groupsPerWrite and groupBytesPerWrite, and then removes the old forms of
+// the groups written that had one (consumerGroupV1NS).
+func (g *Gateway) storeConsumerGroupChanges(changes []*group.ConsumerGroupChange) {
+	for len(changes) > 0 {
+		n, size := 0, 0
+		for n < len(changes) && n < groupsPerWrite {
+			s := 0
+			for _, e := range changes[n].Entries {
+				s += len(e.Key) + len(e.Value)
+			}
+			if n > 0 && size+s > groupBytesPerWrite {
+				break
+			}
+			size += s
+			n++
+		}
+		g.storeConsumerGroupWrite(changes[:n])
+		changes = changes[n:]
+	}
+}
+
+// storeConsumerGroupWrite writes changes as one change of the store. When
+// the store refuses it as too large (a record past the Iggy system store's
+// bounds, docs/IGGY.md "kiggy's own state"), each group's change is written
+// alone, and a group whose change is still refused is removed from the
+// store instead, so that no older form of it is restored: its members
+// rejoin after a restart or a move, as before groups were stored.
+func (g *Gateway) storeConsumerGroupWrite(changes []*group.ConsumerGroupChange) {
+	put := func(entries []store.SystemEntry) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return g.system.PutSystemAll(ctx, consumerGroupNS, entries)
+	}
+	entries := func(es []group.StoreEntry) []store.SystemEntry {
+		out := make([]store.SystemEntry, len(es))
+		for i, e := range es {
+			out[i] = store.SystemEntry{Key: e.Key, Value: e.Value}
+		}
+		return out
+	}
+	var all []store.SystemEntry
+	for _, ch := range changes {
+		all = append(all, entries(ch.Entries)...)
+	}
+	err := put(all)
+	switch {
+	case err == nil:
+		g.removeConsumerGroupsV1(changes)
+		return
+	case !errors.Is(err, store.ErrTooLarge):
+		g.cfg.Logger.Warn("groups: storing consumer groups failed", "groups", len(changes), "err", err)
+		for _, ch := range changes {
+			ch.Failed()
+		}
+		return
+	}
+	for _, ch := range changes {
+		err := put(entries(ch.Entries))
+		if errors.Is(err, store.ErrTooLarge) {
+			g.cfg.Logger.Warn("groups: a consumer group is too large to store; its members rejoin after a restart or a move", "group", ch.Group, "err", err)
+			if err = put(entries(ch.Removal())); err == nil {
+				ch.Removed()
+			}
+		}
+		if err != nil {
+			g.cfg.Logger.Warn("groups: storing a consumer group failed", "group", ch.Group, "err", err)
+			ch.Failed()
+			continue
+		}
+		g.removeConsumerGroupsV1([]*group.ConsumerGroupChange{ch})
+	}
+}
+
+// removeConsumerGroupsV1 removes the old whole forms of the groups whose
+// changes were written, where they had one. A removal that fails is tried
+// again after the group's next write.
+func (g *Gateway) removeConsumerGroupsV1(changes []*group.ConsumerGroupChange) {
+	g.cgLoadMu.Lock()
+	var old []store.SystemEntry
+	for _, ch := range changes {
+		if g.cgV1[ch.Group] {
+			old = append(old, store.SystemEntry{Key: ch.Group})
+		}
+	}
+	g.cgLoadMu.Unlock()
+	if len(old) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := g.system.PutSystemAll(ctx, consumerGroupV1NS, old); err != nil {
+		g.cfg.Logger.Warn("consumer groups: removing the old forms of groups failed", "groups", len(old), "err", err)
+		return
+	}
+	g.cgLoadMu.Lock()
+	for _, e := range old {
+		delete(g.cgV1, e.Key)
+	}
+	g.cgLoadMu.Unlock()
 }
 
 // groupsPerWrite and groupBytesPerWrite bound one change of stored groups,
@@ -386,11 +556,18 @@ func (g *Gateway) loadConsumerGroup(ctx context.Context, id string) bool {
 		clear(g.cgLoadedAt) // bounded: a flood of unknown ids only costs loads
 	}
 	g.cgLoadMu.Unlock()
-	stored, err := g.system.LoadSystem(ctx, consumerGroupNS)
-	if err != nil || stored[id] == nil {
+	stored, v1, err := g.loadStoredConsumerGroups(ctx)
+	if err != nil {
 		return false
 	}
-	return g.groups.RestoreConsumerGroup(id, stored[id]) == nil
+	if sg, ok := stored[id]; ok {
+		return g.groups.RestoreConsumerGroup(id, sg) == nil
+	}
+	if b := v1[id]; b != nil {
+		g.restoreConsumerGroupV1(id, b)
+		return g.groups.Has(id)
+	}
+	return false
 }
 
 // consumerRestoredBehind reports whether a heartbeat answered code is
@@ -406,11 +583,16 @@ func (g *Gateway) consumerRestoredBehind(code int16, id, member string, epoch in
 	}
 	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
 	defer cancel()
-	stored, err := g.system.LoadSystem(ctx, consumerGroupNS)
-	if err != nil || stored[id] == nil {
+	ns, err := g.system.LoadSystem(ctx, consumerGroupNS)
+	if err != nil {
 		return false
 	}
-	ok, err := g.groups.ReplaceRestoredConsumer(id, stored[id])
+	stored, _ := group.SplitConsumerGroups(ns)
+	sg, ok := stored[id]
+	if !ok {
+		return false
+	}
+	ok, err = g.groups.ReplaceRestoredConsumer(id, sg)
 	if err != nil {
 		g.cfg.Logger.Warn("consumer groups: a stored group does not load", "group", id, "err", err)
 	}

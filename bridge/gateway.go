@@ -358,6 +358,11 @@ type Gateway struct {
 	cgLoaded   atomic.Bool
 	cgLoadMu   sync.Mutex
 	cgLoadedAt map[string]time.Time
+	// cgV1 are the groups restored from the whole-group form earlier
+	// versions stored whose old form is still in the store: the writer
+	// removes it once the group's records are written (consumergroups.go).
+	// Only consumerGroupWriter and the load touch it, under cgLoadMu.
+	cgV1 map[string]bool
 	// clRestoreMu guards the pacing of the reads of the stored classic
 	// groups for groups moved here (classicGroupReady): when each group id
 	// last triggered one, and the reads of the current second.

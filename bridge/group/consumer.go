@@ -207,6 +207,14 @@ type cgroup struct {
 	// dirtySeq is the Coordinator's cseq at the group's last change
 	// (consumer_state.go): 0 while unchanged since created or restored.
 	dirtySeq uint64
+	// incarnation marks the group's member records (consumer_state.go);
+	// storedHead and storedMembers are the hashes of its head record and
+	// of each member's as this coordinator last wrote or read them, 0 for
+	// a record whose stored value is not known: what its next change
+	// writes and removes.
+	incarnation   uint64
+	storedHead    uint64
+	storedMembers map[string]uint64
 	// restored is set on a group restored from its stored form, reread
 	// once ConsumerRestoredBehind has asked for it to be read again.
 	restored, reread bool
@@ -266,7 +274,7 @@ func (c *Coordinator) lockConsumerGroup(id string, create bool) (*cgroup, int16,
 				return nil, errCoordinatorNotAvailable, "The coordinator holds its maximum of groups."
 			}
 			cg = &cgroup{c: c, id: strings.Clone(id), members: map[string]*cmember{}, static: map[string]string{},
-				target: map[string]partitionSet{}, owners: map[tp]string{}}
+				target: map[string]partitionSet{}, owners: map[tp]string{}, incarnation: newIncarnation()}
 			c.cgroups[cg.id] = cg
 		}
 		c.mu.Unlock()

@@ -4,21 +4,32 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
 )
 
-// encodeReference is cgroup.encode as it was written with encoding/json:
-// the oracle its hand-written JSON must equal byte for byte.
-func (cg *cgroup) encodeReference() []byte {
-	sg := storedGroup{V: 1, Epoch: cg.epoch, AssignmentEpoch: cg.assignmentEpoch, Assignor: cg.assignorName,
-		SubsHash: cg.subsHash, Target: make(map[string]storedPartns, len(cg.target))}
-	ids := slices.Sorted(maps.Keys(cg.members))
-	for _, id := range ids {
-		m := cg.members[id]
+// records returns every record of cg's stored form, by key: what the
+// store holds of cg once its changes are written. cg is locked.
+func (cg *cgroup) records() map[string][]byte {
+	out := map[string][]byte{ConsumerGroupHeadKey(cg.id): cg.appendHead(nil)}
+	for id, m := range cg.members {
+		out[ConsumerGroupMemberKey(cg.id, id)] = cg.appendMemberRecord(nil, m)
+	}
+	return out
+}
+
+// recordsReference is records written with encoding/json: the oracle the
+// hand-written JSON must equal byte for byte.
+func (cg *cgroup) recordsReference() map[string][]byte {
+	head, err := json.Marshal(storedGroupHead{V: 2, Incarnation: cg.incarnation, Epoch: cg.epoch, AssignmentEpoch: cg.assignmentEpoch,
+		Assignor: cg.assignorName, SubsHash: cg.subsHash, Members: len(cg.members)})
+	if err != nil {
+		panic(err)
+	}
+	out := map[string][]byte{ConsumerGroupHeadKey(cg.id): head}
+	for id, m := range cg.members {
 		sm := storedMember{ID: m.id, Epoch: m.epoch, PreviousEpoch: m.previousEpoch, State: uint8(m.state),
 			ClientID: m.clientID, ClientHost: m.clientHost, RebalanceMs: m.rebalance.Milliseconds(),
 			Names: m.names, Assignor: m.assignor, Assigned: storePartitions(m.assigned), Revoking: storePartitions(m.revoking)}
@@ -37,16 +48,18 @@ func (cg *cgroup) encodeReference() []byte {
 				sm.Classic.Protocols = append(sm.Classic.Protocols, storedProtocol(p))
 			}
 		}
-		sg.Members = append(sg.Members, sm)
+		r := storedMemberRecord{storedMember: sm, Incarnation: cg.incarnation}
+		if t, ok := cg.target[id]; ok {
+			sp := storePartitions(t)
+			r.Target = &sp
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			panic(err)
+		}
+		out[ConsumerGroupMemberKey(cg.id, id)] = b
 	}
-	for id, set := range cg.target {
-		sg.Target[id] = storePartitions(set)
-	}
-	b, err := json.Marshal(sg)
-	if err != nil {
-		panic(err)
-	}
-	return b
+	return out
 }
 
 func storePartitions(s partitionSet) storedPartns {
@@ -82,7 +95,7 @@ func randomGroup(rng *rand.Rand) *cgroup {
 		}
 		return s
 	}
-	cg := &cgroup{epoch: rng.Int32(), assignmentEpoch: rng.Int32() - 1<<30, subsHash: rng.Uint64(),
+	cg := &cgroup{id: str(), incarnation: rng.Uint64(), epoch: rng.Int32(), assignmentEpoch: rng.Int32() - 1<<30, subsHash: rng.Uint64(),
 		members: map[string]*cmember{}, target: map[string]partitionSet{}}
 	if rng.IntN(2) == 0 {
 		cg.assignorName = str()
@@ -127,40 +140,78 @@ func randomGroup(rng *rand.Rand) *cgroup {
 	return cg
 }
 
-// TestConsumerGroupEncodeSameAsJSON: the stored form written by hand is
-// the one encoding/json writes, byte for byte, for 20,000 random groups.
+// TestConsumerGroupEncodeSameAsJSON: the records written by hand are those
+// encoding/json writes, byte for byte, for 20,000 random groups.
 func TestConsumerGroupEncodeSameAsJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 20_000 {
 		cg := randomGroup(rng)
-		if got, want := cg.encode(), cg.encodeReference(); string(got) != string(want) {
-			t.Fatalf("group %d:\n got %s\nwant %s", i, got, want)
+		got, want := cg.records(), cg.recordsReference()
+		for k, w := range want {
+			if string(got[k]) != string(w) {
+				t.Fatalf("group %d, record %q:\n got %s\nwant %s", i, k, got[k], w)
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("group %d: %d records, want %d", i, len(got), len(want))
 		}
 	}
 }
 
-// BenchmarkConsumerGroupEncode: the stored form of a group of 1,000
-// members (what each write of a large group costs), by hand and, side by
-// side, with encoding/json.
-func BenchmarkConsumerGroupEncode(b *testing.B) {
-	cg := &cgroup{epoch: 1000, assignmentEpoch: 1000, subsHash: 42, members: map[string]*cmember{}, target: map[string]partitionSet{}}
+// bigGroup is a converged-looking group of n members, one partition each.
+func bigGroup(n int) *cgroup {
+	cg := &cgroup{c: newCoordinator(Config{}, newFakeClock()), id: "g", incarnation: 7, epoch: 1000, assignmentEpoch: 1000, subsHash: 42,
+		members: map[string]*cmember{}, target: map[string]partitionSet{}}
 	topic := topicID("t")
-	for i := range 1000 {
+	for i := range n {
 		m := &cmember{id: fmt.Sprintf("member-%022d", i), epoch: 1000, previousEpoch: 999, clientID: "consumer-app-1",
 			clientHost: "/127.0.0.1", rebalance: 45 * time.Second, names: []string{"t"},
 			assigned: partitionSet{topic: {int32(i)}}, revoking: partitionSet{}}
 		cg.members[m.id] = m
 		cg.target[m.id] = partitionSet{topic: {int32(i)}}
 	}
+	return cg
+}
+
+// BenchmarkConsumerGroupEncode: what a change of a group of 1,000 members
+// costs its writer. "whole" encodes every record (a group's first write,
+// or the next after a failed one), by hand and, side by side, with
+// encoding/json; "one-member" is the change after one member's epoch
+// moved, which writes one record ("stored-B/op" is what the change
+// writes).
+func BenchmarkConsumerGroupEncode(b *testing.B) {
+	cg := bigGroup(1000)
+	size := func(m map[string][]byte) (n int) {
+		for k, v := range m {
+			n += len(k) + len(v)
+		}
+		return n
+	}
 	for _, impl := range []struct {
 		name string
-		f    func() []byte
-	}{{"by-hand", cg.encode}, {"encoding-json", cg.encodeReference}} {
+		f    func() map[string][]byte
+	}{{"whole/by-hand", cg.records}, {"whole/encoding-json", cg.recordsReference}} {
 		b.Run(impl.name, func(b *testing.B) {
 			b.ReportAllocs()
+			var n int
 			for b.Loop() {
-				impl.f()
+				n = size(impl.f())
 			}
+			b.ReportMetric(float64(n), "stored-B/op")
 		})
 	}
+	b.Run("one-member", func(b *testing.B) {
+		b.ReportAllocs()
+		cg.change()
+		m := cg.members["member-0000000000000000000500"]
+		var n int
+		for b.Loop() {
+			m.epoch++
+			n = 0
+			for _, e := range cg.change().Entries {
+				n += len(e.Key) + len(e.Value)
+			}
+		}
+		b.ReportMetric(float64(n), "stored-B/op")
+	})
 }

@@ -7,7 +7,9 @@ package group
 // of rejoining from scratch.
 
 import (
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,9 +18,36 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zeebo/xxh3"
 )
 
-// storedGroup is a consumer group as stored (JSON, version 1).
+// storedGroupHead is a consumer group's head record (JSON, version 2): the
+// group without its members, each of which has a record of its own
+// (storedMemberRecord), so that a change writes what changed. Incarnation
+// tells this group's member records from those a failed removal of an
+// earlier group of the same id left; Members counts this group's.
+type storedGroupHead struct {
+	V               int    `json:"v"`
+	Incarnation     uint64 `json:"incarnation"`
+	Epoch           int32  `json:"epoch"`
+	AssignmentEpoch int32  `json:"assignment_epoch"`
+	Assignor        string `json:"assignor,omitempty"`
+	SubsHash        uint64 `json:"subs_hash"`
+	Members         int    `json:"members"`
+}
+
+// storedMemberRecord is one member's record: the member, its group's
+// incarnation and its target assignment (absent: none).
+type storedMemberRecord struct {
+	storedMember
+	Incarnation uint64        `json:"incarnation"`
+	Target      *storedPartns `json:"target,omitempty"`
+}
+
+// storedGroup is a consumer group as a whole: the form version 1 stored,
+// which RestoreConsumerGroupV1 reads, and what a version 2 group's records
+// are gathered into to be restored.
 type storedGroup struct {
 	V               int                     `json:"v"`
 	Epoch           int32                   `json:"epoch"`
@@ -76,13 +105,19 @@ func (s storedPartns) load() (partitionSet, error) {
 	return out, nil
 }
 
-// DirtyConsumerGroups returns the consumer groups changed since the last
-// call: each id with its stored form, nil for a group deleted. A group
-// unloaded here (it moved to another coordinator) is left out: its stored
-// form is the new coordinator's to change. With Config.AwaitStore the owner
-// reports them stored (ConsumerGroupsStored) once written, or once writing
-// failed, which releases the answers waiting for them.
-func (c *Coordinator) DirtyConsumerGroups() map[string][]byte {
+// DirtyConsumerGroups returns the changes of the consumer groups changed
+// since the last call, in group id order (a group deleted before one of the
+// same id was created comes first): each the records to put and to delete
+// so that the store holds the group as it is now (its head when it changed,
+// each member whose record changed, the removal of each member gone), a
+// group deleted as the removal of every record it had. A group unloaded
+// here (it moved to another coordinator) is left out: its stored form is
+// the new coordinator's to change. The owner writes each change whole and
+// reports a change it could not write (ConsumerGroupChange.Failed); with
+// Config.AwaitStore it reports them stored (ConsumerGroupsStored) once
+// written, or once writing failed, which releases the answers waiting for
+// them.
+func (c *Coordinator) DirtyConsumerGroups() []*ConsumerGroupChange {
 	c.mu.Lock()
 	dirty := c.cdirty
 	c.cdirty = nil
@@ -91,17 +126,31 @@ func (c *Coordinator) DirtyConsumerGroups() map[string][]byte {
 	if len(dirty) == 0 {
 		return nil
 	}
-	out := make(map[string][]byte, len(dirty))
-	for id, cg := range dirty {
+	out := make([]*ConsumerGroupChange, 0, len(dirty))
+	for cg := range dirty {
 		cg.mu.Lock()
 		switch {
 		case cg.deleted:
-			out[id] = nil
+			out = append(out, cg.removal())
 		case !cg.dead:
-			out[id] = cg.encode()
+			if ch := cg.change(); len(ch.Entries) > 0 {
+				out = append(out, ch)
+			}
 		}
 		cg.mu.Unlock()
 	}
+	slices.SortFunc(out, func(a, b *ConsumerGroupChange) int {
+		if n := strings.Compare(a.Group, b.Group); n != 0 {
+			return n
+		}
+		if a.removes != b.removes {
+			if a.removes {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
 	return out
 }
 
@@ -111,24 +160,199 @@ func (cg *cgroup) markDirty() {
 	c := cg.c
 	c.mu.Lock()
 	if c.cdirty == nil {
-		c.cdirty = map[string]*cgroup{}
+		c.cdirty = map[*cgroup]struct{}{}
 	}
-	c.cdirty[cg.id] = cg
+	c.cdirty[cg] = struct{}{}
 	c.cseq++
 	cg.dirtySeq = c.cseq
 	c.mu.Unlock()
 	c.wakeWriter()
 }
 
-// encode returns cg's stored form; cg is locked. It writes the JSON that
-// encoding/json writes for the storedGroup of cg, byte for byte
-// (TestConsumerGroupEncodeSameAsJSON), without reflection: a group's form
-// is written again after each change, so for a large group it is a cost
-// per join (BenchmarkConsumerGroupEncode).
-func (cg *cgroup) encode() []byte {
-	ids := slices.Sorted(maps.Keys(cg.members))
-	b := make([]byte, 0, 128+256*len(ids))
-	b = append(b, `{"v":1,"epoch":`...)
+// change returns the records that bring the store from what it holds of
+// cg (storedHead, storedMembers) to cg as it is, and takes them as stored;
+// cg is locked. Each member's record is encoded and compared by its hash
+// with the one last written: a write costs the store the members that
+// changed, not the group.
+func (cg *cgroup) change() *ConsumerGroupChange {
+	ch := &ConsumerGroupChange{Group: cg.id, cg: cg}
+	if cg.storedMembers == nil {
+		cg.storedMembers = make(map[string]uint64, len(cg.members))
+	}
+	var buf []byte
+	for _, id := range slices.Sorted(maps.Keys(cg.members)) {
+		buf = cg.appendMemberRecord(buf[:0], cg.members[id])
+		if h := xxh3.Hash(buf); cg.storedMembers[id] != h {
+			cg.storedMembers[id] = h
+			ch.Entries = append(ch.Entries, StoreEntry{Key: ConsumerGroupMemberKey(cg.id, id), Value: slices.Clone(buf)})
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(cg.storedMembers)) {
+		if cg.members[id] == nil {
+			delete(cg.storedMembers, id)
+			ch.deleted = append(ch.deleted, id)
+			ch.Entries = append(ch.Entries, StoreEntry{Key: ConsumerGroupMemberKey(cg.id, id)})
+		}
+	}
+	head := cg.appendHead(nil)
+	if h := xxh3.Hash(head); cg.storedHead != h {
+		cg.storedHead = h
+		ch.Entries = append(ch.Entries, StoreEntry{Key: ConsumerGroupHeadKey(cg.id), Value: head})
+	}
+	return ch
+}
+
+// removal returns the change that removes every record the store may hold
+// of cg; cg is locked.
+func (cg *cgroup) removal() *ConsumerGroupChange {
+	ch := &ConsumerGroupChange{Group: cg.id, cg: cg, removes: true}
+	ch.Entries = append(ch.Entries, StoreEntry{Key: ConsumerGroupHeadKey(cg.id)})
+	for _, id := range slices.Sorted(maps.Keys(cg.storedMembers)) {
+		ch.Entries = append(ch.Entries, StoreEntry{Key: ConsumerGroupMemberKey(cg.id, id)})
+	}
+	return ch
+}
+
+// StoreEntry is one record of the consumer groups' stored form: its key in
+// the owner's namespace and its value, nil to delete it.
+type StoreEntry struct {
+	Key   string
+	Value []byte
+}
+
+// ConsumerGroupChange is one consumer group's change to the store
+// (DirtyConsumerGroups): Entries are written together, in order, or not at
+// all.
+type ConsumerGroupChange struct {
+	// Group is the group id.
+	Group string
+	// Entries are the records to put (a value) and delete (nil).
+	Entries []StoreEntry
+	cg      *cgroup
+	removes bool     // the removal of a deleted group
+	deleted []string // members whose records the change deletes
+}
+
+// Failed reports that the change could not be written: the store holds
+// the group as before it, or as after it, so the group's next change
+// writes every record it has and removes every record it may have had.
+func (ch *ConsumerGroupChange) Failed() {
+	cg := ch.cg
+	cg.mu.Lock()
+	defer cg.mu.Unlock()
+	cg.storedHead = 0
+	for id := range cg.storedMembers {
+		cg.storedMembers[id] = 0
+	}
+	for _, id := range ch.deleted {
+		cg.storedMembers[id] = 0
+	}
+}
+
+// Removal returns the records that remove the group from the store, every
+// one it may have there: the owner writes them instead of a change the
+// store refuses (a record past its bounds), so that no older form of the
+// group is restored. Its members rejoin after a restart or a move. Once
+// they are written, Removed.
+func (ch *ConsumerGroupChange) Removal() []StoreEntry {
+	cg := ch.cg
+	cg.mu.Lock()
+	defer cg.mu.Unlock()
+	r := cg.removal()
+	for _, id := range ch.deleted {
+		r.Entries = append(r.Entries, StoreEntry{Key: ConsumerGroupMemberKey(cg.id, id)})
+	}
+	return r.Entries
+}
+
+// Removed reports the Removal written: the store holds nothing of the
+// group, and its next change writes every record.
+func (ch *ConsumerGroupChange) Removed() {
+	cg := ch.cg
+	cg.mu.Lock()
+	defer cg.mu.Unlock()
+	cg.storedHead = 0
+	clear(cg.storedMembers)
+}
+
+// ConsumerGroupHeadKey is the key of group id's head record: "h" and the
+// id.
+func ConsumerGroupHeadKey(id string) string { return "h" + id }
+
+// ConsumerGroupMemberKey is the key of member's record in group id: "m",
+// the id's length as a uvarint, the id and the member id.
+func ConsumerGroupMemberKey(id, member string) string {
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(id)+len(member))
+	b = append(b, 'm')
+	b = binary.AppendUvarint(b, uint64(len(id)))
+	b = append(b, id...)
+	return string(append(b, member...))
+}
+
+// StoredConsumerGroup is what the store holds of one consumer group: its
+// head record and its members' records by member id.
+type StoredConsumerGroup struct {
+	Head    []byte
+	Members map[string][]byte
+}
+
+// SplitConsumerGroups sorts a namespace of consumer-group records
+// (ConsumerGroupHeadKey, ConsumerGroupMemberKey) by group: the groups with
+// a head, and the keys of the records that belong to no group (malformed,
+// or members of a group without a head), which nothing restores.
+func SplitConsumerGroups(ns map[string][]byte) (map[string]StoredConsumerGroup, []string) {
+	groups := map[string]StoredConsumerGroup{}
+	for k, v := range ns {
+		if id, ok := strings.CutPrefix(k, "h"); ok {
+			s := groups[id]
+			s.Head = v
+			groups[id] = s
+		}
+	}
+	var orphans []string
+	for k, v := range ns {
+		if strings.HasPrefix(k, "h") {
+			continue
+		}
+		id, member, ok := SplitConsumerGroupMemberKey(k)
+		s, found := groups[id]
+		if !ok || !found {
+			orphans = append(orphans, k)
+			continue
+		}
+		if s.Members == nil {
+			s.Members = map[string][]byte{}
+			groups[id] = s
+		}
+		s.Members[member] = v
+	}
+	slices.Sort(orphans)
+	return groups, orphans
+}
+
+// SplitConsumerGroupMemberKey parses a ConsumerGroupMemberKey.
+func SplitConsumerGroupMemberKey(k string) (id, member string, ok bool) {
+	if len(k) < 2 || k[0] != 'm' {
+		return "", "", false
+	}
+	n, size := binary.Uvarint([]byte(k[1:min(len(k), 1+binary.MaxVarintLen64)]))
+	if size <= 0 || n > uint64(len(k)-1-size) {
+		return "", "", false
+	}
+	rest := k[1+size:]
+	if id, member = rest[:n], rest[n:]; member == "" {
+		return "", "", false
+	}
+	return id, member, true
+}
+
+// appendHead appends cg's head record: the group without its members, as
+// encoding/json writes its storedHead (TestConsumerGroupEncodeSameAsJSON).
+// cg is locked.
+func (cg *cgroup) appendHead(b []byte) []byte {
+	b = append(b, `{"v":2,"incarnation":`...)
+	b = strconv.AppendUint(b, cg.incarnation, 10)
+	b = append(b, `,"epoch":`...)
 	b = strconv.AppendInt(b, int64(cg.epoch), 10)
 	b = append(b, `,"assignment_epoch":`...)
 	b = strconv.AppendInt(b, int64(cg.assignmentEpoch), 10)
@@ -139,33 +363,23 @@ func (cg *cgroup) encode() []byte {
 	b = append(b, `,"subs_hash":`...)
 	b = strconv.AppendUint(b, cg.subsHash, 10)
 	b = append(b, `,"members":`...)
-	if len(ids) == 0 {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, id := range ids {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendStoredMember(b, cg.members[id])
-		}
-		b = append(b, ']')
+	b = strconv.AppendInt(b, int64(len(cg.members)), 10)
+	return append(b, '}')
+}
+
+// appendMemberRecord appends m's record, as encoding/json writes its
+// storedMemberRecord: the member, its group's incarnation and its target
+// assignment. cg is locked.
+func (cg *cgroup) appendMemberRecord(b []byte, m *cmember) []byte {
+	b = appendStoredMember(b, m)
+	b = b[:len(b)-1] // reopen the object
+	b = append(b, `,"incarnation":`...)
+	b = strconv.AppendUint(b, cg.incarnation, 10)
+	if t, ok := cg.target[m.id]; ok {
+		b = append(b, `,"target":`...)
+		b = appendStoredPartitions(b, t)
 	}
-	b = append(b, `,"target":{`...)
-	tids := make([]string, 0, len(cg.target))
-	for id := range cg.target {
-		tids = append(tids, id)
-	}
-	slices.Sort(tids)
-	for i, id := range tids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, id)
-		b = append(b, ':')
-		b = appendStoredPartitions(b, cg.target[id])
-	}
-	return append(b, "}}"...)
+	return append(b, '}')
 }
 
 // appendStoredMember appends m as encoding/json writes its storedMember.
@@ -298,36 +512,116 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// RestoreConsumerGroup loads a consumer group from its stored form, unless
-// the group is already loaded here (which then wins). Every member gets a
-// fresh session: it has a session timeout to heartbeat to this coordinator.
-func (c *Coordinator) RestoreConsumerGroup(id string, b []byte) error {
-	cg, err := c.decodeConsumerGroup(id, b)
+// RestoreConsumerGroup loads consumer group id from what the store holds
+// of it, unless the group is already loaded here (which then wins). Every
+// member gets a fresh session: it has a session timeout to heartbeat to
+// this coordinator.
+func (c *Coordinator) RestoreConsumerGroup(id string, s StoredConsumerGroup) error {
+	cg, err := c.decodeConsumerGroup(id, s)
 	if err != nil {
 		return err
 	}
+	if c.restoreConsumerGroup(cg) && len(cg.storedMembers) > len(cg.members) {
+		cg.mu.Lock()
+		cg.markDirty() // to remove the records of an earlier incarnation
+		cg.mu.Unlock()
+	}
+	return nil
+}
+
+// RestoreConsumerGroupV1 loads consumer group id from the whole-group form
+// earlier versions stored (version 1), as RestoreConsumerGroup, and marks
+// it changed: the owner's next write stores it as records, after which the
+// owner removes the old form.
+func (c *Coordinator) RestoreConsumerGroupV1(id string, b []byte) error {
+	var sg storedGroup
+	if err := json.Unmarshal(b, &sg); err != nil {
+		return err
+	}
+	if sg.V != 1 {
+		return errors.New("consumer group " + id + ": stored form version not understood")
+	}
+	cg, err := c.buildConsumerGroup(id, &sg)
+	if err != nil {
+		return err
+	}
+	cg.incarnation = newIncarnation()
+	if c.restoreConsumerGroup(cg) {
+		cg.mu.Lock()
+		cg.markDirty()
+		cg.mu.Unlock()
+	}
+	return nil
+}
+
+// restoreConsumerGroup adds the restored group cg unless its id is taken
+// here, and reports whether it did.
+func (c *Coordinator) restoreConsumerGroup(cg *cgroup) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed || c.cgroups[id] != nil || c.groups[id] != nil {
-		return nil
+	if c.closed || c.cgroups[cg.id] != nil || c.groups[cg.id] != nil {
+		c.mu.Unlock()
+		return false
 	}
 	c.cgroups[cg.id] = cg
+	c.mu.Unlock()
 	cg.mu.Lock()
 	cg.schedule(c.clock.now())
 	cg.account()
 	cg.mu.Unlock()
-	return nil
+	return true
 }
 
-// decodeConsumerGroup builds consumer group id from its stored form b.
-func (c *Coordinator) decodeConsumerGroup(id string, b []byte) (*cgroup, error) {
-	var sg storedGroup
-	if err := json.Unmarshal(b, &sg); err != nil {
+// decodeConsumerGroup builds consumer group id from its records. Member
+// records of another incarnation of the group (left by a removal that
+// failed) are not its own and are left out; the head names how many of
+// its own there are.
+func (c *Coordinator) decodeConsumerGroup(id string, s StoredConsumerGroup) (*cgroup, error) {
+	var head storedGroupHead
+	if err := json.Unmarshal(s.Head, &head); err != nil {
 		return nil, err
 	}
-	if sg.V != 1 {
+	if head.V != 2 {
 		return nil, errors.New("consumer group " + id + ": stored form version not understood")
 	}
+	sg := storedGroup{V: 1, Epoch: head.Epoch, AssignmentEpoch: head.AssignmentEpoch, Assignor: head.Assignor,
+		SubsHash: head.SubsHash, Target: map[string]storedPartns{}}
+	hashes := make(map[string]uint64, len(s.Members))
+	for _, member := range slices.Sorted(maps.Keys(s.Members)) {
+		b := s.Members[member]
+		var r storedMemberRecord
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, err
+		}
+		if r.Incarnation != head.Incarnation {
+			hashes[member] = 0 // another group's: the next change removes it
+			continue
+		}
+		if r.ID != member {
+			return nil, errors.New("consumer group " + id + ": a member record under another member's key")
+		}
+		sg.Members = append(sg.Members, r.storedMember)
+		if r.Target != nil {
+			sg.Target[member] = *r.Target
+		}
+		hashes[member] = xxh3.Hash(b)
+	}
+	if len(sg.Members) != head.Members {
+		return nil, errors.New("consumer group " + id + ": the head names " + strconv.Itoa(head.Members) +
+			" members, the store holds " + strconv.Itoa(len(sg.Members)))
+	}
+	cg, err := c.buildConsumerGroup(id, &sg)
+	if err != nil {
+		return nil, err
+	}
+	cg.incarnation = head.Incarnation
+	cg.storedHead = xxh3.Hash(s.Head)
+	cg.storedMembers = hashes
+	return cg, nil
+}
+
+// buildConsumerGroup builds consumer group id from sg, as restored: every
+// member with a fresh session.
+func (c *Coordinator) buildConsumerGroup(id string, sg *storedGroup) (*cgroup, error) {
 	cg := &cgroup{c: c, id: strings.Clone(id), epoch: sg.Epoch, assignmentEpoch: sg.AssignmentEpoch,
 		assignorName: sg.Assignor, subsHash: sg.SubsHash, members: map[string]*cmember{}, static: map[string]string{},
 		target: map[string]partitionSet{}, owners: map[tp]string{}}
@@ -413,11 +707,11 @@ func (c *Coordinator) ConsumerRestoredBehind(id, member string, epoch int32) boo
 }
 
 // ReplaceRestoredConsumer replaces consumer group id, restored and
-// unchanged since, with its stored form b when b is newer (a higher group
+// unchanged since, with its stored form s when s is newer (a higher group
 // epoch, or the same with a member further on), and reports whether it
 // did.
-func (c *Coordinator) ReplaceRestoredConsumer(id string, b []byte) (bool, error) {
-	ng, err := c.decodeConsumerGroup(id, b)
+func (c *Coordinator) ReplaceRestoredConsumer(id string, s StoredConsumerGroup) (bool, error) {
+	ng, err := c.decodeConsumerGroup(id, s)
 	if err != nil {
 		return false, err
 	}
@@ -465,4 +759,11 @@ func (cg *cgroup) newerThan(old *cgroup) bool {
 		}
 	}
 	return false
+}
+
+// newIncarnation returns a random incarnation for a new group's records.
+func newIncarnation() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
 }

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"reflect"
@@ -102,6 +103,15 @@ func (m *cmemberClient) beat() ConsumerHeartbeatResult {
 		m.owned = res.Assignment
 	}
 	return res
+}
+
+// leave leaves the group (member epoch -1).
+func (m *cmemberClient) leave() {
+	m.t.Helper()
+	if res := m.c.ConsumerGroupHeartbeat(m.req(-1, false)); res.Error != 0 {
+		m.t.Fatalf("%s: leave error %d: %s", m.id, res.Error, res.ErrorMessage)
+	}
+	m.epoch, m.owned = 0, nil
 }
 
 func (m *cmemberClient) count() int {
@@ -617,9 +627,10 @@ func TestConsumerGroupStoredFormRestores(t *testing.T) {
 	default:
 		t.Fatal("no change signalled")
 	}
-	stored := c.DirtyConsumerGroups()
-	if len(stored["g"]) == 0 {
-		t.Fatalf("nothing stored for g: %v", stored)
+	stored := fakeStore{}
+	stored.apply(c.DirtyConsumerGroups())
+	if sg := stored.group("g"); sg.Head == nil || len(sg.Members) != 2 {
+		t.Fatalf("g not stored as a head and two members: %q", stored)
 	}
 	if again := c.DirtyConsumerGroups(); len(again) != 0 {
 		t.Fatalf("stored twice: %v", again)
@@ -630,7 +641,7 @@ func TestConsumerGroupStoredFormRestores(t *testing.T) {
 	// restores it: the members heartbeat on at their epochs.
 	c2 := newCoordinator(Config{}, clk)
 	defer c2.Close()
-	if err := c2.RestoreConsumerGroup("g", stored["g"]); err != nil {
+	if err := c2.RestoreConsumerGroup("g", stored.group("g")); err != nil {
 		t.Fatal(err)
 	}
 	if after := c2.DescribeConsumerGroup("g"); fmt.Sprint(after) != fmt.Sprint(before) {
@@ -650,43 +661,187 @@ func TestConsumerGroupStoredFormRestores(t *testing.T) {
 	if d := c2.DescribeConsumerGroup("g"); len(d.Members) != 0 {
 		t.Fatalf("members not fenced after their sessions: %+v", d.Members)
 	}
-	// Deleting the group stores its removal.
+	// The fencing is stored: the head and the removal of both members.
+	stored.apply(c2.DirtyConsumerGroups())
+	if sg := stored.group("g"); sg.Head == nil || len(sg.Members) != 0 {
+		t.Fatalf("the fenced members are still stored: %q", stored)
+	}
+	// Deleting the group stores its removal: nothing is left.
 	c2.Delete("g")
-	if gone, ok := c2.DirtyConsumerGroups()["g"]; !ok || gone != nil {
-		t.Fatalf("delete not stored as a removal")
+	stored.apply(c2.DirtyConsumerGroups())
+	if len(stored) != 0 {
+		t.Fatalf("delete not stored as a removal: %q", stored)
+	}
+	member := func(id string) string {
+		return `{"id":"` + id + `","epoch":1,"previous_epoch":0,"state":0,"rebalance_ms":0,"assigned":{},"incarnation":5}`
+	}
+	for _, bad := range []StoredConsumerGroup{
+		{Head: []byte("{")},
+		{Head: []byte(`{"v":1}`)},
+		{Head: []byte(`{"v":2,"incarnation":5,"members":1}`)},
+		{Head: []byte(`{"v":2,"incarnation":5,"members":0}`), Members: map[string][]byte{"x": []byte(member("x"))}},
+		{Head: []byte(`{"v":2,"incarnation":5,"members":1}`), Members: map[string][]byte{"x": []byte(member("y"))}},
+		{Head: []byte(`{"v":2,"incarnation":5,"members":1}`), Members: map[string][]byte{"x": []byte(`{"id":"x","incarnation":5,"assigned":{"zz":[1]}}`)}},
+	} {
+		if err := c2.RestoreConsumerGroup("h", bad); err == nil {
+			t.Fatalf("restore of %q %q succeeded", bad.Head, bad.Members)
+		}
 	}
 	for _, bad := range []string{"{", `{"v":2}`, `{"v":1,"members":[{"id":""}]}`, `{"v":1,"members":[{"id":"x","assigned":{"zz":[1]}}]}`} {
-		if err := c2.RestoreConsumerGroup("h", []byte(bad)); err == nil {
-			t.Fatalf("restore of %q succeeded", bad)
+		if err := c2.RestoreConsumerGroupV1("h", []byte(bad)); err == nil {
+			t.Fatalf("restore of the old form %q succeeded", bad)
 		}
+	}
+}
+
+// TestConsumerGroupStoredAsRecords: a change of a large group writes the
+// records that changed, not the group; records of an earlier incarnation
+// of the group (a removal that failed) are not restored and are removed;
+// after a failed write the next change writes every record; and a group
+// stored in the old whole form is restored from it and written as
+// records.
+func TestConsumerGroupStoredAsRecords(t *testing.T) {
+	topics := snapshotOf(fakeTopics{"t": 40})
+	c, _ := newCGTest(t, nil)
+	var ms []*cmemberClient
+	for i := range 20 {
+		ms = append(ms, &cmemberClient{t: t, c: c, topics: topics, group: "g", id: fmt.Sprintf("m%02d", i), names: []string{"t"}})
+	}
+	converge(t, ms...)
+	stored := fakeStore{}
+	stored.apply(c.DirtyConsumerGroups())
+	if len(stored) != 21 {
+		t.Fatalf("%d records stored for a group of 20, want 21", len(stored))
+	}
+	// A member that leaves changes the head, its own record and the
+	// targets of the members that take its two partitions: not all 20.
+	ms[7].leave()
+	chs := c.DirtyConsumerGroups()
+	if len(chs) != 1 || len(chs[0].Entries) > 6 {
+		t.Fatalf("a leave wrote %d records", len(chs[0].Entries))
+	}
+	stored.apply(chs)
+	converge(t, slices.Delete(slices.Clone(ms), 7, 8)...)
+	stored.apply(c.DirtyConsumerGroups())
+	c.mu.Lock()
+	cg := c.cgroups["g"]
+	c.mu.Unlock()
+	cg.mu.Lock()
+	want := cg.records()
+	cg.mu.Unlock()
+	if !maps.EqualFunc(map[string][]byte(stored), want, bytes.Equal) {
+		t.Fatalf("the store does not hold the group as it is:\nstored %q\nwant   %q", stored, want)
+	}
+
+	// A failed write: the next change writes every record.
+	ms[0].leave()
+	chs = c.DirtyConsumerGroups()
+	chs[0].Failed()
+	ms[1].leave()
+	chs = c.DirtyConsumerGroups()
+	if n := len(chs[0].Entries); n < 18 {
+		t.Fatalf("the change after a failed one wrote %d records, want every one", n)
+	}
+	stored.apply(chs)
+
+	// Records of an earlier incarnation are left out and then removed.
+	stale := ConsumerGroupMemberKey("g", "old-member")
+	stored[stale] = []byte(`{"id":"old-member","epoch":1,"previous_epoch":0,"state":0,"rebalance_ms":0,"assigned":{},"incarnation":1}`)
+	c2, _ := newCGTest(t, nil)
+	if err := c2.RestoreConsumerGroup("g", stored.group("g")); err != nil {
+		t.Fatal(err)
+	}
+	if got := c2.describeMembers(t, "g"); len(got) != 17 || slices.Contains(got, "old-member") {
+		t.Fatalf("restored members %v", got)
+	}
+	stored.apply(c2.DirtyConsumerGroups())
+	if _, ok := stored[stale]; ok {
+		t.Fatal("the earlier incarnation's record was not removed")
+	}
+
+	// The old whole form: restored, then written as records.
+	c3, _ := newCGTest(t, nil)
+	v1 := `{"v":1,"epoch":3,"assignment_epoch":3,"subs_hash":0,"members":[{"id":"a","epoch":3,"previous_epoch":2,"state":0,"rebalance_ms":1000,` +
+		`"names":["t"],"assigned":{"74000000000000000000000000000000":[0,1]}}],"target":{"a":{"74000000000000000000000000000000":[0,1]}}}`
+	if err := c3.RestoreConsumerGroupV1("v", []byte(v1)); err != nil {
+		t.Fatal(err)
+	}
+	moved := fakeStore{}
+	moved.apply(c3.DirtyConsumerGroups())
+	c4, _ := newCGTest(t, nil)
+	if err := c4.RestoreConsumerGroup("v", moved.group("v")); err != nil {
+		t.Fatal(err)
+	}
+	if d3, d4 := c3.DescribeConsumerGroup("v"), c4.DescribeConsumerGroup("v"); fmt.Sprint(d3) != fmt.Sprint(d4) || len(d4.Members) != 1 {
+		t.Fatalf("the old form moved to records differs:\n got %+v\nwant %+v", d4, d3)
 	}
 }
 
 // FuzzRestoreConsumerGroup feeds the stored-form decoder arbitrary bytes: it
 // fails or restores a group that then serves heartbeats, never panics.
 func FuzzRestoreConsumerGroup(f *testing.F) {
-	f.Add([]byte(`{"v":1,"epoch":3,"assignment_epoch":3,"members":[{"id":"a","epoch":3,"state":0,"assigned":{"74000000000000000000000000000001":[0,1]}}],"target":{"a":{"74000000000000000000000000000001":[0,1]}}}`))
-	f.Add([]byte(`{"v":1,"members":[{"id":"a","state":1,"regex":"t.*","instance_id":"i","revoking":{"74000000000000000000000000000001":[2]}}]}`))
-	f.Add([]byte(`{}`))
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Add([]byte(`{"v":2,"incarnation":1,"epoch":3,"assignment_epoch":3,"members":1}`),
+		[]byte(`{"id":"a","epoch":3,"state":0,"assigned":{"74000000000000000000000000000001":[0,1]},"incarnation":1,"target":{"74000000000000000000000000000001":[0,1]}}`),
+		[]byte(`{"id":"b","incarnation":2}`), false)
+	f.Add([]byte(`{"v":2,"members":2}`), []byte(`{"id":"a","state":1,"regex":"t.*","instance_id":"i","revoking":{"74000000000000000000000000000001":[2]}}`),
+		[]byte(`{"id":"b","classic":{"protocols":[{"name":"range","metadata":"AAE="}],"session_ms":10}}`), false)
+	f.Add([]byte(`{"v":1,"epoch":3,"assignment_epoch":3,"members":[{"id":"a","epoch":3,"state":0,"assigned":{"74000000000000000000000000000001":[0,1]}}],"target":{"a":{"74000000000000000000000000000001":[0,1]}}}`),
+		[]byte(nil), []byte(nil), true)
+	f.Add([]byte(`{}`), []byte(`{}`), []byte(`{}`), false)
+	f.Fuzz(func(t *testing.T, head, a, b []byte, v1 bool) {
 		c := newCoordinator(Config{}, newFakeClock())
 		defer c.Close()
-		if err := c.RestoreConsumerGroup("g", b); err != nil {
+		sg := StoredConsumerGroup{Head: head, Members: map[string][]byte{}}
+		if a != nil {
+			sg.Members["a"] = a
+		}
+		if b != nil {
+			sg.Members["b"] = b
+		}
+		restore := func() error { return c.RestoreConsumerGroup("g", sg) }
+		if v1 {
+			restore = func() error { return c.RestoreConsumerGroupV1("g", head) }
+		}
+		if err := restore(); err != nil {
 			return
 		}
 		c.mu.Lock()
 		cg := c.cgroups["g"]
 		c.mu.Unlock()
 		cg.mu.Lock()
-		got, want := cg.encode(), cg.encodeReference()
+		got, want := cg.records(), cg.recordsReference()
 		cg.mu.Unlock()
-		if string(got) != string(want) {
-			t.Fatalf("stored form of a restored group:\n got %s\nwant %s", got, want)
+		if !maps.EqualFunc(got, want, bytes.Equal) {
+			t.Fatalf("records of a restored group:\n got %q\nwant %q", got, want)
+		}
+		// What the store holds after the group's changes restores as the
+		// group.
+		stored := fakeStore{}
+		if !v1 {
+			for k, v := range sg.Members {
+				stored[ConsumerGroupMemberKey("g", k)] = v
+			}
+			stored[ConsumerGroupHeadKey("g")] = head
+		}
+		stored.apply(c.DirtyConsumerGroups())
+		again := newCoordinator(Config{}, newFakeClock())
+		defer again.Close()
+		if err := again.RestoreConsumerGroup("g", stored.group("g")); err != nil {
+			t.Fatalf("the store after a restored group's change does not restore: %v", err)
+		}
+		again.mu.Lock()
+		cg2 := again.cgroups["g"]
+		again.mu.Unlock()
+		cg.mu.Lock()
+		want = cg.records()
+		cg.mu.Unlock()
+		if got := cg2.records(); !maps.EqualFunc(got, want, bytes.Equal) {
+			t.Fatalf("the store after a restored group's change restores another group:\n got %q\nwant %q", got, want)
 		}
 		topics := fakeTopics{"t": 3}
 		c.DescribeConsumerGroup("g")
 		if c.ConsumerRestoredBehind("g", "a", 1<<20) {
-			c.ReplaceRestoredConsumer("g", b) // its own form: never newer
+			c.ReplaceRestoredConsumer("g", sg) // its own form: never newer
 		}
 		for _, id := range []string{"a", "b"} {
 			c.ConsumerGroupHeartbeat(&ConsumerHeartbeat{Version: 1, GroupID: "g", MemberID: id, MemberEpoch: 0, RebalanceTimeoutMillis: 1000,
@@ -718,7 +873,7 @@ func consumerGroupOps(t *testing.T, ops []byte) {
 	defer c.Close()
 	topics := fakeTopics{"t": 4, "u": 2}
 	snap := snapshotOf(topics)
-	var stored []byte // the group's form as last taken for the store
+	stored := fakeStore{} // the group's records as written
 	type client struct {
 		id, instance string
 		epoch        int32
@@ -782,9 +937,7 @@ func consumerGroupOps(t *testing.T, ops []byte) {
 		// The subscribed topics as kept equal those computed afresh, and
 		// the group as stored (its last change taken for the store) is the
 		// group as it is: every change to the stored form was marked.
-		if d, ok := c.DirtyConsumerGroups()["g"]; ok {
-			stored = d
-		}
+		stored.apply(c.DirtyConsumerGroups())
 		c.mu.Lock()
 		cg := c.cgroups["g"]
 		c.mu.Unlock()
@@ -792,13 +945,13 @@ func consumerGroupOps(t *testing.T, ops []byte) {
 			cg.mu.Lock()
 			kept := cg.subscriptions(snap).topics
 			fresh, _ := cg.resolveSubscriptions(snap, snap.Names())
-			now := cg.encode()
+			now := cg.records()
 			cg.mu.Unlock()
 			if !reflect.DeepEqual(kept, fresh) {
 				t.Fatalf("op %d: subscribed topics kept %v, computed afresh %v", i, kept, fresh)
 			}
-			if string(now) != string(stored) {
-				t.Fatalf("op %d: a change not marked for the store:\nstored %s\nnow    %s", i, stored, now)
+			if !maps.EqualFunc(map[string][]byte(stored), now, bytes.Equal) {
+				t.Fatalf("op %d: a change not marked for the store:\nstored %q\nnow    %q", i, stored, now)
 			}
 		}
 		// The invariant, over the members the coordinator still has.
@@ -954,10 +1107,13 @@ func TestConsumerReplaceRestored(t *testing.T) {
 	old, _ := newCGTest(t, topics)
 	a := &cmemberClient{t: t, c: old, topics: topics, group: "g", id: "a", names: []string{"t"}}
 	converge(t, a)
-	s1 := old.DirtyConsumerGroups()["g"]
+	st := fakeStore{}
+	st.apply(old.DirtyConsumerGroups())
+	s1 := st.group("g")
 	b := &cmemberClient{t: t, c: old, topics: topics, group: "g", id: "b", names: []string{"t"}}
 	converge(t, a, b)
-	s2 := old.DirtyConsumerGroups()["g"]
+	st.apply(old.DirtyConsumerGroups())
+	s2 := st.group("g")
 
 	moved, _ := newCGTest(t, topics)
 	if err := moved.RestoreConsumerGroup("g", s1); err != nil {

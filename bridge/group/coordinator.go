@@ -37,8 +37,9 @@ type Coordinator struct {
 	cgroups map[string]*cgroup
 	// consumerRebalances counts consumer-group epoch bumps.
 	consumerRebalances atomic.Uint64
-	// cdirty are the consumer groups changed since DirtyConsumerGroups.
-	cdirty map[string]*cgroup
+	// cdirty are the consumer groups changed since DirtyConsumerGroups
+	// (a deleted group and a new one of its id both).
+	cdirty map[*cgroup]struct{}
 	// cseq counts consumer-group changes; ctaken is its value when the
 	// writer last took them (DirtyConsumerGroups), cstored when it last
 	// reported them stored; cwaiting are the answers waiting for a change

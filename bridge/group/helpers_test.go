@@ -255,3 +255,26 @@ func clientName(i int) string {
 func (h *harness) state(groupID string) string {
 	return h.c.Describe(groupID).State
 }
+
+// fakeStore is a consumer-group namespace of the owner's system store: it
+// applies changes as the owner writes them.
+type fakeStore map[string][]byte
+
+// apply writes chs, each whole and in order.
+func (s fakeStore) apply(chs []*ConsumerGroupChange) {
+	for _, ch := range chs {
+		for _, e := range ch.Entries {
+			if e.Value == nil {
+				delete(s, e.Key)
+			} else {
+				s[e.Key] = slices.Clone(e.Value)
+			}
+		}
+	}
+}
+
+// group returns what s holds of group id.
+func (s fakeStore) group(id string) StoredConsumerGroup {
+	groups, _ := SplitConsumerGroups(s)
+	return groups[id]
+}

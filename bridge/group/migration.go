@@ -211,7 +211,7 @@ func (c *Coordinator) upgrade(g *group, topics TopicLookup, o *outbox) (*cgroup,
 	}
 	now := c.clock.now()
 	cg := &cgroup{c: c, id: g.id, epoch: g.generation, assignmentEpoch: g.generation, members: map[string]*cmember{},
-		static: map[string]string{}, target: map[string]partitionSet{}, owners: map[tp]string{}}
+		static: map[string]string{}, target: map[string]partitionSet{}, owners: map[tp]string{}, incarnation: newIncarnation()}
 	for _, m := range g.members {
 		proto := g.protocolName
 		if proto == "" && len(m.protocols) > 0 {
