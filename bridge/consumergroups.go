@@ -11,6 +11,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/group"
@@ -287,7 +288,9 @@ func (g *Gateway) storeConsumerGroupWrite(changes []*group.ConsumerGroupChange) 
 	put := func(entries []store.SystemEntry) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		return g.system.PutSystemAll(ctx, consumerGroupNS, entries)
+		err := g.system.PutSystemAll(ctx, consumerGroupNS, entries)
+		g.groupWrites[consumerWrites].count(entries, err)
+		return err
 	}
 	entries := func(es []group.StoreEntry) []store.SystemEntry {
 		out := make([]store.SystemEntry, len(es))
@@ -403,12 +406,14 @@ func (g *Gateway) storeGroups(ns string, dirty map[string][]byte, stored func(id
 // so that no older form of it is restored: its members rejoin after a
 // restart, as before groups were stored.
 func (g *Gateway) storeGroupChange(ns string, entries []store.SystemEntry) {
+	counts := &g.groupWrites[classicWrites]
 	put := func(f func(ctx context.Context) error) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		return f(ctx)
 	}
 	err := put(func(ctx context.Context) error { return g.system.PutSystemAll(ctx, ns, entries) })
+	counts.count(entries, err)
 	if err == nil {
 		return
 	}
@@ -418,15 +423,41 @@ func (g *Gateway) storeGroupChange(ns string, entries []store.SystemEntry) {
 	}
 	for _, e := range entries {
 		err := put(func(ctx context.Context) error { return g.system.PutSystem(ctx, ns, e.Key, e.Value) })
+		counts.count([]store.SystemEntry{e}, err)
 		if errors.Is(err, store.ErrTooLarge) && e.Value != nil {
 			g.cfg.Logger.Warn("groups: a group is too large to store; its members rejoin after a restart or a move", "namespace", ns, "group", e.Key, "bytes", len(e.Value))
 			err = put(func(ctx context.Context) error { return g.system.PutSystem(ctx, ns, e.Key, nil) })
+			counts.count([]store.SystemEntry{{Key: e.Key}}, err)
 		}
 		if err != nil && !errors.Is(err, store.ErrTooLarge) {
 			g.cfg.Logger.Warn("groups: storing a group failed", "namespace", ns, "group", e.Key, "err", err)
 		}
 	}
 }
+
+// groupWriteCounts are the system store writes of one protocol's groups.
+type groupWriteCounts struct {
+	writes, bytes, failed atomic.Uint64
+}
+
+// count records a write of entries to the store: err its outcome.
+func (c *groupWriteCounts) count(entries []store.SystemEntry, err error) {
+	c.writes.Add(1)
+	n := 0
+	for _, e := range entries {
+		n += len(e.Key) + len(e.Value)
+	}
+	c.bytes.Add(uint64(n))
+	if err != nil {
+		c.failed.Add(1)
+	}
+}
+
+// Indexes of Gateway.groupWrites.
+const (
+	classicWrites  = 0
+	consumerWrites = 1
+)
 
 // classicGroupNS is the system store namespace of classic groups
 // (docs/design/consumer-groups.md §6): group id → the group's stored form
@@ -619,4 +650,18 @@ func (g *Gateway) writeGroupMetrics(w io.Writer) {
 		fmt.Fprintf(w, "kiggy_groups_by_state{type=%q,state=%q} %d\n", k.typ, k.state, counts[k])
 	}
 	metric.Single(w, "kiggy_consumer_group_rebalances_total", "counter", "Group epoch bumps of consumer-protocol groups (KIP-848): a member joined, left, was fenced or changed its subscription, or a subscribed topic changed.", g.groups.ConsumerRebalances())
+	types := [2]string{classicWrites: "classic", consumerWrites: "consumer"}
+	for _, m := range []struct {
+		name, help string
+		v          func(*groupWriteCounts) uint64
+	}{
+		{"kiggy_group_store_writes_total", "Writes of groups to the system store, by group type (a write holds the changes of several groups).", func(c *groupWriteCounts) uint64 { return c.writes.Load() }},
+		{"kiggy_group_store_bytes_total", "Bytes of keys and values the writes of groups to the system store held, by group type.", func(c *groupWriteCounts) uint64 { return c.bytes.Load() }},
+		{"kiggy_group_store_failures_total", "Writes of groups to the system store that failed, by group type (logged; the groups work on).", func(c *groupWriteCounts) uint64 { return c.failed.Load() }},
+	} {
+		metric.Header(w, m.name, "counter", m.help)
+		for i, typ := range types {
+			fmt.Fprintf(w, "%s{type=%q} %d\n", m.name, typ, m.v(&g.groupWrites[i]))
+		}
+	}
 }

@@ -363,6 +363,10 @@ type Gateway struct {
 	// removes it once the group's records are written (consumergroups.go).
 	// Only consumerGroupWriter and the load touch it, under cgLoadMu.
 	cgV1 map[string]bool
+	// groupWrites counts the system store writes of groups, by protocol
+	// (0 classic, 1 consumer): writes, bytes written, and writes that
+	// failed (consumergroups.go).
+	groupWrites [2]groupWriteCounts
 	// clRestoreMu guards the pacing of the reads of the stored classic
 	// groups for groups moved here (classicGroupReady): when each group id
 	// last triggered one, and the reads of the current second.

@@ -267,8 +267,10 @@ func TestConsumerGroupHeartbeatFlood(t *testing.T) {
 	})
 	high := peak()
 	m := k.metrics(t)
-	t.Logf("consumer-protocol member floods: one group %v, distinct groups %v; RSS %.1f MiB before, peak %.1f MiB; %v members, %v groups",
-		one, many, mib(before), mib(high), m["kiggy_group_members"], m["kiggy_groups"])
+	t.Logf("consumer-protocol member floods: one group %v, distinct groups %v; RSS %.1f MiB before, peak %.1f MiB; %v members, %v groups; "+
+		"the groups stored in %v writes of %.1f MiB",
+		one, many, mib(before), mib(high), m["kiggy_group_members"], m["kiggy_groups"],
+		m[`kiggy_group_store_writes_total{type="consumer"}`], m[`kiggy_group_store_bytes_total{type="consumer"}`]/(1<<20))
 	if one[0] != floodGroupMaxSize || one[81] != 20_000-floodGroupMaxSize {
 		t.Errorf("one group: %v, want %d joined (0) and the rest GROUP_MAX_SIZE_REACHED (81)", one, floodGroupMaxSize)
 	}
