@@ -1,10 +1,10 @@
 package group
 
 // The stored form of a consumer-protocol group (docs/design/consumer-groups.md
-// §6): what a gateway writes to its system store after each change, and
-// reads back at start or when it takes the group over, so that members keep
-// their epochs and partitions across a restart or a coordinator move instead
-// of rejoining from scratch.
+// §6): a head record and a record per member, of which a gateway writes
+// those that changed after each change, and reads back at start or when it
+// takes the group over, so that members keep their epochs and partitions
+// across a restart or a coordinator move instead of rejoining from scratch.
 
 import (
 	"crypto/rand"
