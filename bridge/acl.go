@@ -201,17 +201,32 @@ func (g *Gateway) allowedAs(p security.Principal, host string, op acl.Operation,
 	return a.Authorize(p, host, op, rt, name)
 }
 
-// describeFilter returns whether c's principal, from c's host, may
-// DESCRIBE a topic, for a consumer group's regex resolution to keep after
-// the request, and the principal it asks for
-// (group.ConsumerHeartbeat.CanDescribe and Identity); nil without ACLs.
+// describeFilter is whether a principal, from a host, may DESCRIBE a
+// topic, for a consumer group's regex resolution to keep after the request
+// (group.ConsumerHeartbeat.CanDescribe), and who it is for (Identity).
+type describeFilter struct {
+	principal security.Principal
+	allowed   func(topic string) bool
+	identity  string
+}
+
+// describeFilter returns c's DESCRIBE filter and the principal it asks
+// for; nil without ACLs. A connection keeps its filter while its principal
+// is the same (its host never changes), so a member's heartbeats reuse it.
 func (g *Gateway) describeFilter(c *call) (func(topic string) bool, string) {
 	if g.acl.authz == nil {
 		return nil, ""
 	}
-	p, host := g.principalOf(c), strings.Clone(hostOf(c.req.Conn().RemoteAddr))
+	p := g.principalOf(c)
+	if f := c.cs.auth.describe.Load(); f != nil && f.principal == p {
+		return f.allowed, f.identity
+	}
+	host := strings.Clone(hostOf(c.req.Conn().RemoteAddr))
 	p.Type, p.Name = strings.Clone(p.Type), strings.Clone(p.Name)
-	return func(topic string) bool { return g.allowedAs(p, host, acl.OpDescribe, acl.ResourceTopic, topic) }, p.String()
+	f := &describeFilter{principal: p, identity: p.String(),
+		allowed: func(topic string) bool { return g.allowedAs(p, host, acl.OpDescribe, acl.ResourceTopic, topic) }}
+	c.cs.auth.describe.Store(f)
+	return f.allowed, f.identity
 }
 
 // authorize reports whether c may do op on the resource (rt, name), and

@@ -12,6 +12,9 @@ import (
 // authorizer reads it on every request (docs/design/security.md).
 type connAuth struct {
 	principal atomic.Pointer[security.Principal]
+	// describe is the connection's last DESCRIBE filter (acl.go
+	// describeFilter), kept while its principal is the same.
+	describe atomic.Pointer[describeFilter]
 }
 
 // principal returns the connection's principal: security.Anonymous until a
