@@ -215,6 +215,11 @@ type cgroup struct {
 	incarnation   uint64
 	storedHead    uint64
 	storedMembers map[string]uint64
+	// touched are the members whose records may have changed since the
+	// last change was taken for the store (a member gone included);
+	// touchedAll, set on a group new here, stands for every member.
+	touched    map[string]struct{}
+	touchedAll bool
 	// restored is set on a group restored from its stored form, reread
 	// once ConsumerRestoredBehind has asked for it to be read again.
 	restored, reread bool
@@ -274,7 +279,7 @@ func (c *Coordinator) lockConsumerGroup(id string, create bool) (*cgroup, int16,
 				return nil, errCoordinatorNotAvailable, "The coordinator holds its maximum of groups."
 			}
 			cg = &cgroup{c: c, id: strings.Clone(id), members: map[string]*cmember{}, static: map[string]string{},
-				target: map[string]partitionSet{}, owners: map[tp]string{}, incarnation: newIncarnation()}
+				target: map[string]partitionSet{}, owners: map[tp]string{}, incarnation: newIncarnation(), touchedAll: true}
 			c.cgroups[cg.id] = cg
 		}
 		c.mu.Unlock()
@@ -473,6 +478,7 @@ func (cg *cgroup) memberFor(req *ConsumerHeartbeat, memberID string) (*cmember, 
 		m = &cmember{id: strings.Clone(memberID), assigned: partitionSet{}, revoking: partitionSet{}}
 		cg.members[m.id] = m
 		cg.changed = true
+		cg.touch(m.id)
 		if req.HasInstanceID {
 			m.instanceID, m.hasInstance = strings.Clone(req.InstanceID), true
 			cg.static[m.instanceID] = m.id
@@ -529,8 +535,10 @@ func ownedSubset(owned []TopicPartitions, set partitionSet) bool {
 // replace renames static member m to newID, keeping its assignment.
 func (cg *cgroup) replace(m *cmember, newID string) {
 	oldID := m.id
+	cg.touch(oldID)
 	delete(cg.members, oldID)
 	m.id = strings.Clone(newID)
+	cg.touch(m.id)
 	m.epoch, m.previousEpoch, m.state = 0, 0, msStable
 	cg.members[m.id] = m
 	cg.static[m.instanceID] = m.id
@@ -558,6 +566,7 @@ func (cg *cgroup) releaseRevoking(m *cmember) {
 	m.revoking = partitionSet{}
 	m.revokeEnd = time.Time{}
 	cg.changed = true
+	cg.touch(m.id)
 }
 
 // update applies a heartbeat's changed fields to m and reports whether its
@@ -734,6 +743,7 @@ func (cg *cgroup) updateMember(m *cmember, req *ConsumerHeartbeat) bool {
 	}
 	if m.storedMeta() != meta {
 		cg.changed = true
+		cg.touch(m.id)
 	}
 	return bump
 }
@@ -841,13 +851,49 @@ func (cg *cgroup) computeTarget(topics TopicLookup) {
 	for _, id := range ids {
 		in.members = append(in.members, cg.members[id])
 	}
+	old := cg.target
 	if cg.assignorName == AssignorRange {
 		cg.target = assignRange(in)
 	} else {
 		cg.target = assignUniform(in)
 	}
+	cg.touchTargets(old)
 	cg.assignmentEpoch = cg.epoch
 	cg.changed = true
+}
+
+// touchTargets touches the members whose target differs from old's.
+func (cg *cgroup) touchTargets(old map[string]partitionSet) {
+	if cg.touchedAll {
+		return
+	}
+	for id, t := range cg.target {
+		if o, ok := old[id]; !ok || !samePartitions(o, t) {
+			cg.touch(id)
+		}
+	}
+	for id := range old {
+		if _, ok := cg.target[id]; !ok {
+			cg.touch(id)
+		}
+	}
+}
+
+// touch records that member id's record may have changed (it may be gone).
+func (cg *cgroup) touch(id string) {
+	if cg.touchedAll {
+		return
+	}
+	if cg.touched == nil {
+		cg.touched = map[string]struct{}{}
+	}
+	cg.touched[id] = struct{}{}
+}
+
+// touchAll records that every member's record may have changed.
+func (cg *cgroup) touchAll() {
+	cg.touchedAll = true
+	clear(cg.touched)
 }
 
 // reconcile moves m towards its target assignment: Kafka's
@@ -879,6 +925,7 @@ func (cg *cgroup) reconcile(m *cmember, req *ConsumerHeartbeat, now time.Time) {
 	}
 	if m.state != state || m.epoch != epoch || m.previousEpoch != previous {
 		cg.changed = true
+		cg.touch(m.id)
 	}
 }
 
@@ -999,9 +1046,11 @@ func (cg *cgroup) setAssigned(m *cmember, assigned, revoking partitionSet) {
 	if !samePartitions(assigned, m.assigned) {
 		m.assignedChanges++
 		cg.changed = true
+		cg.touch(m.id)
 	}
 	if !samePartitions(revoking, m.revoking) {
 		cg.changed = true
+		cg.touch(m.id)
 	}
 	m.assigned, m.revoking = assigned, revoking
 }
@@ -1040,6 +1089,7 @@ func (cg *cgroup) leave(req *ConsumerHeartbeat, now time.Time) ConsumerHeartbeat
 			cg.releaseRevoking(m)
 			m.epoch, m.state = staticLeaveEpoch, msStable
 			cg.changed = true
+			cg.touch(m.id)
 			return res
 		}
 	} else {
@@ -1057,6 +1107,7 @@ func (cg *cgroup) leave(req *ConsumerHeartbeat, now time.Time) ConsumerHeartbeat
 func (cg *cgroup) remove(m *cmember, topics TopicLookup) {
 	cg.dropOwner(m)
 	delete(cg.members, m.id)
+	cg.touch(m.id)
 	cg.subscriptionsChanged()
 	delete(cg.target, m.id)
 	if m.hasInstance && cg.static[m.instanceID] == m.id {

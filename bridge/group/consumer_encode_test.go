@@ -161,7 +161,7 @@ func TestConsumerGroupEncodeSameAsJSON(t *testing.T) {
 // bigGroup is a converged-looking group of n members, one partition each.
 func bigGroup(n int) *cgroup {
 	cg := &cgroup{c: newCoordinator(Config{}, newFakeClock()), id: "g", incarnation: 7, epoch: 1000, assignmentEpoch: 1000, subsHash: 42,
-		members: map[string]*cmember{}, target: map[string]partitionSet{}}
+		members: map[string]*cmember{}, target: map[string]partitionSet{}, touchedAll: true}
 	topic := topicID("t")
 	for i := range n {
 		m := &cmember{id: fmt.Sprintf("member-%022d", i), epoch: 1000, previousEpoch: 999, clientID: "consumer-app-1",
@@ -177,8 +177,8 @@ func bigGroup(n int) *cgroup {
 // costs its writer. "whole" encodes every record (a group's first write,
 // or the next after a failed one), by hand and, side by side, with
 // encoding/json; "one-member" is the change after one member's epoch
-// moved, which writes one record ("stored-B/op" is what the change
-// writes).
+// moved, which encodes and writes that member's record ("stored-B/op" is
+// what the change writes).
 func BenchmarkConsumerGroupEncode(b *testing.B) {
 	cg := bigGroup(1000)
 	size := func(m map[string][]byte) (n int) {
@@ -207,6 +207,7 @@ func BenchmarkConsumerGroupEncode(b *testing.B) {
 		var n int
 		for b.Loop() {
 			m.epoch++
+			cg.touch(m.id)
 			n = 0
 			for _, e := range cg.change().Entries {
 				n += len(e.Key) + len(e.Value)

@@ -171,8 +171,9 @@ func (cg *cgroup) markDirty() {
 
 // change returns the records that bring the store from what it holds of
 // cg (storedHead, storedMembers) to cg as it is, and takes them as stored;
-// cg is locked. Each member's record is encoded and compared by its hash
-// with the one last written: a write costs the store the members that
+// cg is locked. The members touched since the last change (all of them on
+// a group new here) are encoded and compared by hash with the record last
+// written: a write costs the store, and the writer, the members that
 // changed, not the group.
 func (cg *cgroup) change() *ConsumerGroupChange {
 	ch := &ConsumerGroupChange{Group: cg.id, cg: cg}
@@ -180,26 +181,70 @@ func (cg *cgroup) change() *ConsumerGroupChange {
 		cg.storedMembers = make(map[string]uint64, len(cg.members))
 	}
 	var buf []byte
-	for _, id := range slices.Sorted(maps.Keys(cg.members)) {
-		buf = cg.appendMemberRecord(buf[:0], cg.members[id])
+	put := func(id string, m *cmember) {
+		buf = cg.appendMemberRecord(buf[:0], m)
 		if h := xxh3.Hash(buf); cg.storedMembers[id] != h {
 			cg.storedMembers[id] = h
 			ch.Entries = append(ch.Entries, StoreEntry{Key: ConsumerGroupMemberKey(cg.id, id), Value: slices.Clone(buf)})
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(cg.storedMembers)) {
-		if cg.members[id] == nil {
-			delete(cg.storedMembers, id)
-			ch.deleted = append(ch.deleted, id)
-			ch.Entries = append(ch.Entries, StoreEntry{Key: ConsumerGroupMemberKey(cg.id, id)})
+	remove := func(id string) {
+		delete(cg.storedMembers, id)
+		ch.deleted = append(ch.deleted, id)
+		ch.Entries = append(ch.Entries, StoreEntry{Key: ConsumerGroupMemberKey(cg.id, id)})
+	}
+	if cg.touchedAll {
+		for id, m := range cg.members {
+			put(id, m)
+		}
+		for id := range cg.storedMembers {
+			if cg.members[id] == nil {
+				remove(id)
+			}
+		}
+	} else {
+		for id := range cg.touched {
+			if m := cg.members[id]; m != nil {
+				put(id, m)
+			} else if _, ok := cg.storedMembers[id]; ok {
+				remove(id)
+			}
 		}
 	}
+	if checkTouched && !cg.touchedAll {
+		cg.checkUntouched()
+	}
+	cg.touchedAll = false
+	clear(cg.touched)
+	slices.SortFunc(ch.Entries, func(a, b StoreEntry) int { return strings.Compare(a.Key, b.Key) })
 	head := cg.appendHead(nil)
 	if h := xxh3.Hash(head); cg.storedHead != h {
 		cg.storedHead = h
 		ch.Entries = append(ch.Entries, StoreEntry{Key: ConsumerGroupHeadKey(cg.id), Value: head})
 	}
 	return ch
+}
+
+// checkTouched, set by this package's tests, has every change check that
+// the members it did not encode (not touched) have the records last
+// written (checkUntouched): a change to a member's record that does not
+// touch it would never be stored.
+var checkTouched bool
+
+// checkUntouched panics when a member not touched since the last change
+// has another record than the one last written, or is gone with its record
+// still stored. cg is locked.
+func (cg *cgroup) checkUntouched() {
+	for id, m := range cg.members {
+		if _, ok := cg.touched[id]; !ok && xxh3.Hash(cg.appendMemberRecord(nil, m)) != cg.storedMembers[id] {
+			panic("group: member " + id + " of group " + cg.id + " changed without being touched")
+		}
+	}
+	for id := range cg.storedMembers {
+		if _, ok := cg.touched[id]; !ok && cg.members[id] == nil {
+			panic("group: member " + id + " of group " + cg.id + " left without being touched")
+		}
+	}
 }
 
 // removal returns the change that removes every record the store may hold
@@ -247,6 +292,7 @@ func (ch *ConsumerGroupChange) Failed() {
 	for _, id := range ch.deleted {
 		cg.storedMembers[id] = 0
 	}
+	cg.touchAll()
 }
 
 // Removal returns the records that remove the group from the store, every
@@ -273,6 +319,7 @@ func (ch *ConsumerGroupChange) Removed() {
 	defer cg.mu.Unlock()
 	cg.storedHead = 0
 	clear(cg.storedMembers)
+	cg.touchAll()
 }
 
 // ConsumerGroupHeadKey is the key of group id's head record: "h" and the
@@ -546,6 +593,7 @@ func (c *Coordinator) RestoreConsumerGroupV1(id string, b []byte) error {
 		return err
 	}
 	cg.incarnation = newIncarnation()
+	cg.touchAll()
 	if c.restoreConsumerGroup(cg) {
 		cg.mu.Lock()
 		cg.markDirty()
@@ -586,6 +634,7 @@ func (c *Coordinator) decodeConsumerGroup(id string, s StoredConsumerGroup) (*cg
 	sg := storedGroup{V: 1, Epoch: head.Epoch, AssignmentEpoch: head.AssignmentEpoch, Assignor: head.Assignor,
 		SubsHash: head.SubsHash, Target: map[string]storedPartns{}}
 	hashes := make(map[string]uint64, len(s.Members))
+	var stale []string
 	for _, member := range slices.Sorted(maps.Keys(s.Members)) {
 		b := s.Members[member]
 		var r storedMemberRecord
@@ -594,6 +643,7 @@ func (c *Coordinator) decodeConsumerGroup(id string, s StoredConsumerGroup) (*cg
 		}
 		if r.Incarnation != head.Incarnation {
 			hashes[member] = 0 // another group's: the next change removes it
+			stale = append(stale, member)
 			continue
 		}
 		if r.ID != member {
@@ -603,7 +653,6 @@ func (c *Coordinator) decodeConsumerGroup(id string, s StoredConsumerGroup) (*cg
 		if r.Target != nil {
 			sg.Target[member] = *r.Target
 		}
-		hashes[member] = xxh3.Hash(b)
 	}
 	if len(sg.Members) != head.Members {
 		return nil, errors.New("consumer group " + id + ": the head names " + strconv.Itoa(head.Members) +
@@ -613,9 +662,17 @@ func (c *Coordinator) decodeConsumerGroup(id string, s StoredConsumerGroup) (*cg
 	if err != nil {
 		return nil, err
 	}
+	// What the store holds decodes to cg: its records are cg's as this
+	// version encodes them (they may be other bytes, of an earlier version).
 	cg.incarnation = head.Incarnation
-	cg.storedHead = xxh3.Hash(s.Head)
+	cg.storedHead = xxh3.Hash(cg.appendHead(nil))
+	for id, m := range cg.members {
+		hashes[id] = xxh3.Hash(cg.appendMemberRecord(nil, m))
+	}
 	cg.storedMembers = hashes
+	for _, id := range stale {
+		cg.touch(id)
+	}
 	return cg, nil
 }
 

@@ -2,6 +2,7 @@ package group
 
 import (
 	"maps"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -277,4 +278,9 @@ func (s fakeStore) apply(chs []*ConsumerGroupChange) {
 func (s fakeStore) group(id string) StoredConsumerGroup {
 	groups, _ := SplitConsumerGroups(s)
 	return groups[id]
+}
+
+func TestMain(m *testing.M) {
+	checkTouched = true // every change checks the members it skips
+	os.Exit(m.Run())
 }

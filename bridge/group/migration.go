@@ -211,7 +211,7 @@ func (c *Coordinator) upgrade(g *group, topics TopicLookup, o *outbox) (*cgroup,
 	}
 	now := c.clock.now()
 	cg := &cgroup{c: c, id: g.id, epoch: g.generation, assignmentEpoch: g.generation, members: map[string]*cmember{},
-		static: map[string]string{}, target: map[string]partitionSet{}, owners: map[tp]string{}, incarnation: newIncarnation()}
+		static: map[string]string{}, target: map[string]partitionSet{}, owners: map[tp]string{}, incarnation: newIncarnation(), touchedAll: true}
 	for _, m := range g.members {
 		proto := g.protocolName
 		if proto == "" && len(m.protocols) > 0 {
@@ -371,6 +371,7 @@ func (cg *cgroup) classicJoin(req *JoinRequest, now time.Time) JoinResult {
 		return fail(errUnknownMemberID) // a consumer-protocol member's id
 	}
 	m.classic = &classicInfo{protocols: copyProtocols(req.Protocols), session: req.SessionTimeout}
+	cg.touch(m.id)
 	topics := cg.c.topics()
 	hb := &ConsumerHeartbeat{GroupID: cg.id, MemberID: m.id, MemberEpoch: m.epoch, RebalanceTimeoutMillis: int32(rebalanceTimeoutOf(req).Milliseconds()),
 		SubscribedTopicNames: sub.topics, HasSubscribedTopicNames: true, ClientID: req.ClientID, ClientHost: req.ClientHost, Topics: topics}

@@ -43,6 +43,11 @@ const engineEnv = "KIGGY_TEST_ENGINE"
 // goroutines there (SIGQUIT) before failing.
 const logEnv = "KIGGY_HOSTILE_LOG"
 
+// profileEnv names a file that receives the kiggy process's CPU profile
+// (--cpuprofile, written when it stops); a case that starts kiggy twice
+// keeps the second's.
+const profileEnv = "KIGGY_HOSTILE_CPUPROFILE"
+
 // TestMain removes the kiggy binary the tests built.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(producerProcEnv); spec != "" {
@@ -106,6 +111,9 @@ func startKiggyEnv(t *testing.T, env []string, extra ...string) *kiggyProc {
 	}
 	if e := os.Getenv(engineEnv); e != "" {
 		args = append(args, "--engine", e)
+	}
+	if f := os.Getenv(profileEnv); f != "" {
+		args = append(args, "--cpuprofile", f)
 	}
 	if slices.Contains(extra, "--listeners") {
 		// --listen is the one-listener shorthand and conflicts with it.
