@@ -740,6 +740,7 @@ func (cg *cgroup) updateMember(m *cmember, req *ConsumerHeartbeat) bool {
 	bump := m.update(req)
 	if bump {
 		cg.subscriptionsChanged()
+		cg.touch(m.id) // its subscription is in its record; the bump marks the group changed
 	}
 	if m.storedMeta() != meta {
 		cg.changed = true

@@ -133,7 +133,12 @@ func (c *Coordinator) DirtyConsumerGroups() []*ConsumerGroupChange {
 		case cg.deleted:
 			out = append(out, cg.removal())
 		case !cg.dead:
-			if ch := cg.change(); len(ch.Entries) > 0 {
+			ch := cg.change()
+			if ch.untouched != "" {
+				cg.mu.Unlock()
+				panic(ch.untouched) // checkTouched
+			}
+			if len(ch.Entries) > 0 {
 				out = append(out, ch)
 			}
 		}
@@ -212,7 +217,7 @@ func (cg *cgroup) change() *ConsumerGroupChange {
 		}
 	}
 	if checkTouched && !cg.touchedAll {
-		cg.checkUntouched()
+		ch.untouched = cg.checkUntouched()
 	}
 	cg.touchedAll = false
 	clear(cg.touched)
@@ -231,20 +236,21 @@ func (cg *cgroup) change() *ConsumerGroupChange {
 // touch it would never be stored.
 var checkTouched bool
 
-// checkUntouched panics when a member not touched since the last change
+// checkUntouched returns why a member not touched since the last change
 // has another record than the one last written, or is gone with its record
-// still stored. cg is locked.
-func (cg *cgroup) checkUntouched() {
+// still stored; "" when none is. cg is locked.
+func (cg *cgroup) checkUntouched() string {
 	for id, m := range cg.members {
 		if _, ok := cg.touched[id]; !ok && xxh3.Hash(cg.appendMemberRecord(nil, m)) != cg.storedMembers[id] {
-			panic("group: member " + id + " of group " + cg.id + " changed without being touched")
+			return "group: member " + id + " of group " + cg.id + " changed without being touched"
 		}
 	}
 	for id := range cg.storedMembers {
 		if _, ok := cg.touched[id]; !ok && cg.members[id] == nil {
-			panic("group: member " + id + " of group " + cg.id + " left without being touched")
+			return "group: member " + id + " of group " + cg.id + " left without being touched"
 		}
 	}
+	return ""
 }
 
 // removal returns the change that removes every record the store may hold
@@ -276,6 +282,8 @@ type ConsumerGroupChange struct {
 	cg      *cgroup
 	removes bool     // the removal of a deleted group
 	deleted []string // members whose records the change deletes
+	// untouched is what checkTouched found wrong, "" when nothing.
+	untouched string
 }
 
 // Failed reports that the change could not be written: the store holds
