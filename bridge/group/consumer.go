@@ -220,6 +220,7 @@ type cgroup struct {
 	// touchedAll, set on a group new here, stands for every member.
 	touched    map[string]struct{}
 	touchedAll bool
+	touchCheck touchCheck // checkTouched only
 	// restored is set on a group restored from its stored form, reread
 	// once ConsumerRestoredBehind has asked for it to be read again.
 	restored, reread bool
@@ -865,7 +866,7 @@ func (cg *cgroup) computeTarget(topics TopicLookup) {
 
 // touchTargets touches the members whose target differs from old's.
 func (cg *cgroup) touchTargets(old map[string]partitionSet) {
-	if cg.touchedAll {
+	if cg.touchedAll && !checkTouched {
 		return
 	}
 	for id, t := range cg.target {
@@ -882,6 +883,12 @@ func (cg *cgroup) touchTargets(old map[string]partitionSet) {
 
 // touch records that member id's record may have changed (it may be gone).
 func (cg *cgroup) touch(id string) {
+	if checkTouched {
+		if cg.touchCheck.touched == nil {
+			cg.touchCheck.touched = map[string]struct{}{}
+		}
+		cg.touchCheck.touched[id] = struct{}{}
+	}
 	if cg.touchedAll {
 		return
 	}
@@ -895,6 +902,7 @@ func (cg *cgroup) touch(id string) {
 func (cg *cgroup) touchAll() {
 	cg.touchedAll = true
 	clear(cg.touched)
+	cg.touchCheck.records = nil
 }
 
 // reconcile moves m towards its target assignment: Kafka's

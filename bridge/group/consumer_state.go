@@ -7,6 +7,7 @@ package group
 // across a restart or a coordinator move instead of rejoining from scratch.
 
 import (
+	"runtime/debug"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
@@ -17,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/zeebo/xxh3"
@@ -162,6 +164,9 @@ func (c *Coordinator) DirtyConsumerGroups() []*ConsumerGroupChange {
 // markDirty records that cg changed, for DirtyConsumerGroups, and wakes the
 // writer (Config.ConsumerGroupChanged). Called with cg locked.
 func (cg *cgroup) markDirty() {
+	if checkTouched {
+		cg.checkTouchedSinceMarked()
+	}
 	c := cg.c
 	c.mu.Lock()
 	if c.cdirty == nil {
@@ -251,6 +256,44 @@ func (cg *cgroup) checkUntouched() string {
 		}
 	}
 	return ""
+}
+
+// touchCheck is checkTouched's record of a group between two markDirty
+// calls: each member's record at the last, and the members touched since.
+// It checks every change a test makes, whether or not the test takes the
+// changes for a store.
+type touchCheck struct {
+	records map[string]string
+	touched map[string]struct{}
+}
+
+// checkTouchFailed is the first member record checkTouchedSinceMarked found
+// changed without a touch; the package's TestMain fails on it.
+var checkTouchFailed atomic.Pointer[string]
+
+// checkTouchedSinceMarked compares every member's record with its record
+// at the group's last markDirty: one that differs (or a member gone)
+// without a touch since is recorded in checkTouchFailed. cg is locked.
+func (cg *cgroup) checkTouchedSinceMarked() {
+	tc := &cg.touchCheck
+	records := make(map[string]string, len(cg.members))
+	fail := func(msg string) {
+		msg += "\n" + string(debug.Stack())
+		checkTouchFailed.CompareAndSwap(nil, &msg)
+	}
+	for id, m := range cg.members {
+		records[id] = string(cg.appendMemberRecord(nil, m))
+		_, touched := tc.touched[id]
+		if r, ok := tc.records[id]; ok && r != records[id] && !touched {
+			fail("group: member " + id + " of group " + cg.id + " changed without being touched:\n" + r + "\n" + records[id])
+		}
+	}
+	for id := range tc.records {
+		if _, touched := tc.touched[id]; cg.members[id] == nil && !touched {
+			fail("group: member " + id + " of group " + cg.id + " left without being touched")
+		}
+	}
+	tc.records, tc.touched = records, nil
 }
 
 // removal returns the change that removes every record the store may hold

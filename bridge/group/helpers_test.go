@@ -1,6 +1,7 @@
 package group
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -282,5 +283,10 @@ func (s fakeStore) group(id string) StoredConsumerGroup {
 
 func TestMain(m *testing.M) {
 	checkTouched = true // every change checks the members it skips
-	os.Exit(m.Run())
+	code := m.Run()
+	if msg := checkTouchFailed.Load(); msg != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: checkTouched:", *msg)
+		code = 1
+	}
+	os.Exit(code)
 }
