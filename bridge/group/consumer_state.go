@@ -7,7 +7,6 @@ package group
 // across a restart or a coordinator move instead of rejoining from scratch.
 
 import (
-	"runtime/debug"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
@@ -15,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
