@@ -146,8 +146,16 @@ func (c *Coordinator) lockGroup(id string, create bool) (*group, int16) {
 				c.mu.Unlock()
 				return nil, errCoordinatorNotAvailable
 			}
+			// Locked before it is seen: a creation racing this one at
+			// the MaxGroups cap must not find it Empty and evict it
+			// before its creator has used it (roomForGroup). No one can
+			// wait for the lock of a group not yet in the map, so taking
+			// it under c.mu cannot deadlock.
 			g = newGroup(c, strings.Clone(id))
+			g.mu.Lock()
 			c.groups[g.id] = g
+			c.mu.Unlock()
+			return g, errNone
 		}
 		c.mu.Unlock()
 		g.mu.Lock()

@@ -169,3 +169,38 @@ func TestMaxMembersConcurrent(t *testing.T) {
 		t.Fatalf("members %d, want 10", s.Members)
 	}
 }
+
+// TestMaxGroupsConcurrentCreations: simple commits creating groups from
+// many goroutines at once, past --max-groups: exactly the cap's worth are
+// stored and the rest refused, and no group is evicted, since every group
+// holds offsets once its commit is validated. A group is locked before it
+// is seen, so a creation racing its creator at the cap cannot find it
+// Empty and evict it first (which the hostile commit flood once did; under
+// -race this test caught it in one of five runs before the fix).
+func TestMaxGroupsConcurrentCreations(t *testing.T) {
+	const maxGroups, workers, each = 200, 16, 100
+	for round := range 20 {
+		h := newHarness(t, Config{MaxGroups: maxGroups})
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		codes := map[int16]int{}
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range each {
+					code := h.c.ValidateCommit(fmt.Sprintf("r%d-w%d-%d", round, w, i), "", "", false, -1)
+					mu.Lock()
+					codes[code]++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		s := h.c.Stats()
+		if codes[0] != maxGroups || codes[errCoordinatorNotAvailable] != workers*each-maxGroups || s.Evicted != 0 {
+			t.Fatalf("round %d: answers %v, %d evicted; want %d stored, the rest COORDINATOR_NOT_AVAILABLE, none evicted",
+				round, codes, s.Evicted, maxGroups)
+		}
+	}
+}
