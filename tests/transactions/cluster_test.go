@@ -316,10 +316,13 @@ func TestTxnCopierClusterKill(t *testing.T) {
 	heavy(t)
 	c := killableKiggyCluster(t, 3)
 	var first int32
-	// Three times TestTxnCopierKill's records: 20,000 were seen copied past
-	// two thirds during the first, 3 s, outage, leaving no copy for the
-	// second kill.
-	runCopy(t, c.tg, 3*copierRecords, func(i int, r copyRun) {
+	// Twelve times TestTxnCopierKill's records, so the copy outlasts both
+	// kills: the copiers go on through the first kill's 3 s outage (on the
+	// instance that takes the id over), and were seen to copy 40,000
+	// records in it, finishing a copy of 60,000 before the second kill.
+	// The second kill comes at once when the copy passed two thirds during
+	// the first.
+	runCopy(t, c.tg, 12*copierRecords, func(i int, r copyRun) {
 		switch i {
 		case 0:
 			first = c.coordinator(r.txnID(0), true)
