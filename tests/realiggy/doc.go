@@ -13,6 +13,11 @@
 // TestIggyClusterPrimaryKilledTwice kills the primary of a 3-node cluster,
 // waits for kiggy to follow the new one, restarts the killed node, and kills
 // the next primary, with the same checks (docs/IGGY.md "Iggy clusters").
+// TestClassicGroupAfterKiggyKill9 and TestConsumerGroupAfterKiggyKill9
+// SIGKILL kiggy under load the moment a group change is answered (a classic
+// group's SyncGroups; a consumer-protocol group's join, mid-rebalance) and
+// check that the restarted kiggy restores the group as answered
+// (docs/design/consumer-groups.md §6).
 // TestStateNoticesOnIggy runs two kiggy processes as one cluster and checks
 // that a topic config changed through one is enforced by the other at once
 // (docs/design/cluster.md §10 "Notices").
