@@ -22,7 +22,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -281,20 +280,10 @@ func (c *Client) stateNamespace(ctx context.Context, ns string) (*stateNamespace
 func (c *Client) openStateNamespace(ctx context.Context, ns string) (*stateNamespace, error) {
 	sys := c.commits.sys
 	prefix := stateTopicPrefix(c.cfg.Stream, ns)
-	topics, err := sys.Topics(ctx)
+	gens, err := c.stateGenerations(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
-	var gens []int
-	for _, t := range topics {
-		if rest, ok := strings.CutPrefix(t.Name, prefix); ok {
-			if g, err := strconv.Atoi(rest); err == nil && g >= 0 {
-				gens = append(gens, g)
-			}
-		}
-	}
-	slices.Sort(gens)
-	slices.Reverse(gens) // newest first
 	for _, g := range gens {
 		st := &stateNamespace{name: ns, topic: prefix + strconv.Itoa(g), gen: g, entries: map[string][]byte{}}
 		complete, err := c.readState(ctx, st)
@@ -315,6 +304,12 @@ func (c *Client) openStateNamespace(ctx context.Context, ns string) (*stateNames
 		return st, nil
 	}
 	return c.compactState(ctx, &stateNamespace{name: ns, entries: map[string][]byte{}}, 0, gens)
+}
+
+// stateGenerations lists the generations of namespace ns there are,
+// newest first.
+func (c *Client) stateGenerations(ctx context.Context, ns string) ([]int, error) {
+	return c.topicGenerations(ctx, stateTopicPrefix(c.cfg.Stream, ns))
 }
 
 // catchUpState applies the records appended to st's topic since it was last
