@@ -336,3 +336,44 @@ func TestCommitLogSharedNotCompactedWhileRunning(t *testing.T) {
 		t.Errorf("gb's commit %+v, want 7", o)
 	}
 }
+
+// TestSystemStoreSkipsDeletedGenerations: generation 0 switched, 1 gone
+// (dropped incomplete by an earlier version's open) and 2 a copy under way
+// that never completes: a reader reads the namespace as of generation 0's
+// switch (it does not loop reopening it), and a writer gives generation 2
+// up and copies generation 0's state into 3, where its write lands.
+func TestSystemStoreSkipsDeletedGenerations(t *testing.T) {
+	addr, stream := target(t)
+	cx := ctx(t)
+	prefix := stateTopicPrefix(stream, "log-start")
+	setup := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1, noCompactor: true})
+	want := map[string][]byte{"t/0": {1}, "t/1": {2}}
+	for k, v := range want {
+		if err := setup.PutSystem(cx, "log-start", k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := setup.appendStateMark(cx, prefix+"0", stateSwitch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := setup.commits.sys.CreateTopic(cx, prefix+"2", 1, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	reader := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1, noCompactor: true})
+	if got, err := reader.LoadSystem(cx, "log-start"); err != nil || !equalState(got, want) {
+		t.Fatalf("a reader reads %q %v, want %q", got, err, want)
+	}
+	writer := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1, noCompactor: true, stateTakeover: 200 * time.Millisecond})
+	if err := writer.PutSystem(cx, "log-start", "t/2", []byte{3}); err != nil {
+		t.Fatal(err)
+	}
+	want["t/2"] = []byte{3}
+	if got := generationsOf(t, addr, prefix); !slices.Equal(got, []string{prefix + "3"}) {
+		t.Errorf("generations: %v, want %s3 alone", got, prefix)
+	}
+	for name, c := range map[string]*Client{"reader": reader, "writer": writer} {
+		if got, err := c.LoadSystem(cx, "log-start"); err != nil || !equalState(got, want) {
+			t.Errorf("%s reads %q %v, want %q", name, got, err, want)
+		}
+	}
+}
