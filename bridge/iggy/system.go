@@ -522,17 +522,9 @@ func (c *Client) moveOnState(ctx context.Context, st *stateNamespace, write bool
 			if err != nil {
 				return err
 			}
-			if later := slices.IndexFunc(gens, func(g int) bool { return g <= next }); later != 0 && len(gens) > 0 {
-				// Generations after next exist: next was made and
-				// deleted (complete, by the copier of a later one,
-				// which holds its state; or incomplete, dropped by an
-				// earlier version's open, and holding nothing). Go on
-				// to the first of them.
-				if later < 0 {
-					later = len(gens)
-				}
-				next, waitingSince = gens[later-1], time.Time{}
-				continue
+			if len(gens) > 0 && gens[0] > next {
+				// next was made, completed and deleted already.
+				return c.reopenState(ctx, st)
 			}
 			if !write {
 				return nil
@@ -596,34 +588,12 @@ func (c *Client) claimStateGeneration(ctx context.Context, gen *stateNamespace, 
 	} else if err != nil {
 		return err
 	}
-	if err := c.copyState(ctx, gen.topic, entries); err != nil {
-		// Give the copy up at once rather than have the next try wait
-		// for it (best effort: the next try gives it up otherwise).
-		if serr := c.appendStateMark(ctx, gen.topic, stateSwitch); serr != nil {
-			c.log.Debug("iggy: giving up a failed system store copy failed too", "topic", gen.topic, "err", serr)
-		}
-		return err
-	}
-	for _, g := range gens {
-		if g < gen.gen {
-			if err := sys.DeleteTopic(ctx, stateTopicPrefix(c.cfg.Stream, gen.name)+strconv.Itoa(g)); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
-				c.log.Warn("iggy: could not delete an old system store generation", "generation", g, "err", err)
-			}
-		}
-	}
-	c.log.Info("iggy: system store compacted", "topic", gen.topic, "entries", len(entries))
-	return nil
-}
-
-// copyState appends entries to topic as puts, in batches of about 512 KiB,
-// then a "complete" record.
-func (c *Client) copyState(ctx context.Context, topic string, entries map[string][]byte) error {
 	var b message.Batch
 	flush := func() error {
 		if b.Count == 0 {
 			return nil
 		}
-		_, err := c.commits.sys.Append(ctx, topic, 0, &b)
+		_, err := sys.Append(ctx, gen.topic, 0, &b)
 		b.Reset(uint64(time.Now().UnixMicro()))
 		return err
 	}
@@ -637,7 +607,18 @@ func (c *Client) copyState(ctx context.Context, topic string, entries map[string
 		}
 	}
 	addStateRecord(&b, stateRecord{kind: stateComplete})
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	for _, g := range gens {
+		if g < gen.gen {
+			if err := sys.DeleteTopic(ctx, stateTopicPrefix(c.cfg.Stream, gen.name)+strconv.Itoa(g)); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
+				c.log.Warn("iggy: could not delete an old system store generation", "generation", g, "err", err)
+			}
+		}
+	}
+	c.log.Info("iggy: system store compacted", "topic", gen.topic, "entries", len(entries))
+	return nil
 }
 
 // addStateRecord appends r as one message of b.
