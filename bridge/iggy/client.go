@@ -59,12 +59,6 @@ type Client struct {
 	state   systemState // the system store (system.go)
 	// compactKick wakes the compactor (compactor.go); nil when none runs.
 	compactKick chan struct{}
-	// stateRewrites counts system store writes appended again because
-	// they landed after a switch or in a deleted generation.
-	stateRewrites atomic.Uint64
-	// commitLogShared: the compactor found another instance's records in
-	// the commit log (compactCommitsAlone); only the compactor uses it.
-	commitLogShared bool
 
 	// dialect is the protocol dialect the server took at the last login
 	// (a proto.Dialect; 0 before the first): new sessions log in with it.

@@ -1,18 +1,17 @@
 package iggy
 
-// The compactor compacts the system store's namespaces (system.go) as they
-// grow, not only when they are opened, and the commit log of a gateway that
-// does not read its tail (no Config.CommitTail; with it the tail reader
-// compacts the commit log, tailCommits) while no other instance has written
-// that (compactCommitsAlone). So a long-lived gateway's logs stay within
+// The compactor: a gateway that is the only writer of its system stream
+// (no Config.CommitTail: not one of several instances over one stream)
+// compacts its commit log and its system store namespaces as they grow, not
+// only when it opens them, so that a long-lived gateway's logs stay within
 // Config.compactRatio times their live entries (docs/IGGY.md "kiggy's own
-// state"). A switch record ends a generation, and a write that lands after
-// it counts for nothing and is written again into the next, by the system
-// store's writers and by the commit log's tail readers.
+// state"). With several instances the commit log is compacted by its tail
+// reader (tailCommits), with a switch the others follow; a system store
+// namespace only when an instance opens it (its compaction deletes the old
+// generation, which another instance may still be appending to).
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -20,15 +19,15 @@ import (
 // failed before it tries again.
 const compactRetryAfter = 10 * time.Second
 
-// compactsCommitsAlone reports whether this client compacts its commit log
-// while it runs: it keeps one, and no other instance writes its stream.
-func (c *Client) compactsCommitsAlone() bool {
+// compactsAlone reports whether this client compacts its logs while it
+// runs: it keeps a commit log, and no other instance writes its stream.
+func (c *Client) compactsAlone() bool {
 	return c.commits != nil && c.cfg.CommitTail <= 0 && !c.cfg.noCompactor
 }
 
-// startCompactor starts the compactor of a client that keeps a commit log.
+// startCompactor starts the compactor when compactsAlone.
 func (c *Client) startCompactor() {
-	if c.commits == nil || c.cfg.noCompactor {
+	if !c.compactsAlone() {
 		return
 	}
 	c.compactKick = make(chan struct{}, 1)
@@ -63,26 +62,19 @@ func (c *Client) kickCompactor() {
 	}
 }
 
-// compactGrown compacts the commit log (alone) and each system store
-// namespace opened so far that grew worth compacting; false when one
-// failed.
+// compactGrown compacts the commit log and each system store namespace
+// opened so far that grew worth compacting; false when one failed.
 func (c *Client) compactGrown() bool {
 	ok := true
 	ctx, cancel := context.WithTimeout(context.Background(), 4*c.cfg.RequestTimeout)
 	defer cancel()
-	if c.compactsCommitsAlone() {
-		c.offMu.Lock()
-		large := c.cfg.worthCompacting(c.commits.records, len(c.offsets))
-		c.offMu.Unlock()
-		if large && !c.commitLogShared {
-			switch err := c.compactCommitsAlone(ctx); {
-			case errors.Is(err, errCommitLogShared):
-				c.commitLogShared = true // for good: the other instance may write on at any time
-				c.log.Warn("iggy: not compacting the commit log while running", "err", err)
-			case err != nil && !c.closed.Load():
-				c.log.Warn("iggy: compacting the commit log failed", "err", err)
-				ok = false
-			}
+	c.offMu.Lock()
+	large := c.cfg.worthCompacting(c.commits.records, len(c.offsets))
+	c.offMu.Unlock()
+	if large {
+		if err := c.compactCommits(ctx); err != nil && !c.closed.Load() {
+			c.log.Warn("iggy: compacting the commit log failed", "err", err)
+			ok = false
 		}
 	}
 	c.state.mu.Lock()
@@ -91,12 +83,24 @@ func (c *Client) compactGrown() bool {
 		if !c.cfg.worthCompacting(st.records, len(st.entries)) {
 			continue
 		}
-		if err := c.compactState(ctx, st); err != nil {
+		// Every older generation goes: one a crash left behind after its
+		// successor was complete as well.
+		gens, err := c.stateGenerations(ctx, st.name)
+		var fresh *stateNamespace
+		if err == nil {
+			fresh, err = c.compactState(ctx, st, st.gen+1, gens)
+		}
+		if err != nil {
 			if !c.closed.Load() {
 				c.log.Warn("iggy: compacting a system store namespace failed", "topic", st.topic, "err", err)
 			}
 			ok = false
+			continue
 		}
+		// The entries are the same: callers of SystemVersion need not
+		// load the namespace again.
+		fresh.changes = st.changes
+		*st = *fresh
 	}
 	return ok
 }

@@ -64,9 +64,9 @@ type Config struct {
 	// CommitTail, when positive, is how often the client reads the commit
 	// log for commits other kiggy instances made (several instances over
 	// one stream, docs/design/cluster.md §9); 0 = never (one instance: the
-	// log is read at Open only, and compacted as it grows while no other
-	// instance writes it, compactor.go). With it the tail reader compacts
-	// the commit log, with a switch the other instances follow.
+	// log is read at Open only, and the instance compacts its logs as they
+	// grow, compactor.go). With it the tail reader compacts the commit log,
+	// with a switch the other instances follow.
 	CommitTail time.Duration
 	// system marks the client of the system stream itself; noCommitLog
 	// (tests against fake servers) opens no commit log either.
@@ -84,13 +84,6 @@ type Config struct {
 	// noCompactor keeps a lone instance from compacting while it runs
 	// (compactor.go), for tests of the compaction at open.
 	noCompactor bool
-	// stateTakeover is how long a system store write waits for another
-	// instance's copy into a new generation; 0 = stateTakeoverAfter.
-	// Tests shorten it.
-	stateTakeover time.Duration
-	// beforeStateAppend, when set, runs before each system store append
-	// (tests: another instance's switch landing just then).
-	beforeStateAppend func(topic string)
 	// Durability is when the server must confirm a write to a topic kiggy
 	// creates (docs/IGGY.md, "Durability"): store.DurabilityWritten (the
 	// default: written to the segment file before the reply),

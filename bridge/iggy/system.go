@@ -2,22 +2,17 @@ package iggy
 
 // The system store (docs/design/record-mapping.md §7, docs/IGGY.md "kiggy's
 // own state"): kiggy's own state — SCRAM credentials, ACLs, topic configs
-// Iggy has no field for, log start offsets, consumer groups — kept as
-// namespaces of key → value entries in the reserved system stream, beside
-// the commit log. Each namespace of each Kafka stream is a log of put and
-// delete records in a topic "state.<stream>.<namespace>.<generation>" of one
-// partition. A namespace is read when it is first used and caught up from
-// its tail on every later load, so changes made through another kiggy
-// instance show up at the next load.
-//
-// It is compacted in generations, the way the commit log is, safely with
-// several instances writing: when a generation holds many more records than
-// live keys, a "switch" record ends it (records after the first switch count
-// for nothing), and the instance that creates the next generation's topic
-// copies the entries as of the switch into it, then its "complete" record;
-// the others wait for that before they write again, and take the copy over
-// (switching the unfinished generation too) if it does not come. A write
-// that lands after a switch is written again into the next generation.
+// Iggy has no field for, log start offsets — kept as namespaces of key →
+// value entries in the reserved system stream, beside the commit log. Each
+// namespace of each Kafka stream is a log of put and delete records in a
+// topic "state.<stream>.<namespace>.<generation>" of one partition. A
+// namespace is read when it is first used and caught up from its tail on
+// every later load, so changes made through another kiggy instance show up
+// at the next load. It is compacted when it is first read and, by a
+// gateway that is its stream's only writer, whenever it grows so
+// (compactor.go): when it holds many more records than live keys, the live
+// entries are copied into the next generation, which becomes current once
+// its "complete" record is written.
 
 import (
 	"context"
@@ -42,17 +37,7 @@ const (
 	statePut           = 1
 	stateDelete        = 2
 	stateComplete      = 3
-	// stateSwitch ends a generation: the records after the first one
-	// count for nothing, and its state as of the switch continues in the
-	// next generation (in the one after, when the next was switched
-	// before it was complete: a copy given up).
-	stateSwitch = 4
 )
-
-// stateTakeoverAfter is how long an instance waits for another's copy into
-// a new generation to complete before it gives the copy up and makes its
-// own (the copier may have died).
-const stateTakeoverAfter = 5 * time.Second
 
 // Limits on what one entry may hold: keys are names (a topic and a
 // partition, a mechanism and a user), values small encoded records.
@@ -75,11 +60,11 @@ type stateRecord struct {
 }
 
 // appendStateRecord encodes r: [version u8][kind u8][key u16+bytes]
-// [value u32+bytes], little-endian; a "complete" or "switch" record is its
-// first two bytes.
+// [value u32+bytes], little-endian; a "complete" record is its first two
+// bytes.
 func appendStateRecord(b []byte, r stateRecord) []byte {
 	b = append(b, stateRecordVersion, r.kind)
-	if r.kind == stateComplete || r.kind == stateSwitch {
+	if r.kind == stateComplete {
 		return b
 	}
 	b = binary.LittleEndian.AppendUint16(b, uint16(len(r.key)))
@@ -96,7 +81,7 @@ func decodeStateRecord(p []byte) (stateRecord, error) {
 		return r, errBadStateRecord
 	}
 	r.kind, p = p[1], p[2:]
-	if r.kind == stateComplete || r.kind == stateSwitch {
+	if r.kind == stateComplete {
 		if len(p) != 0 {
 			return r, errBadStateRecord
 		}
@@ -137,12 +122,6 @@ type stateNamespace struct {
 	next    int64
 	records int
 	entries map[string][]byte
-	// complete: the generation's "complete" record was read (its copied
-	// entries are all there). switched: its first switch was read, at
-	// switchAt; entries are its state as of the switch, and nothing after
-	// it is read.
-	complete, switched bool
-	switchAt           int64
 	// changes counts the puts and deletes read from the log (other
 	// instances' and, after a race, this client's own) and the reopenings
 	// (catchUpState): SystemVersion. A write of this client's that it
@@ -214,14 +193,14 @@ func (c *Client) PutSystem(ctx context.Context, ns, key string, value []byte) er
 
 // PutSystemAll implements store.SystemStore: the changes are appended to
 // the namespace's log as one batch, in one SendMessages, which Iggy accepts
-// or refuses whole (docs/IGGY.md "kiggy's own state"). A batch that lands
-// after a switch counts for nothing and is appended again into the next
-// generation before PutSystemAll returns.
+// or refuses whole (docs/IGGY.md "kiggy's own state").
 func (c *Client) PutSystemAll(ctx context.Context, ns string, entries []store.SystemEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
 	records := make([]stateRecord, len(entries))
+	var b message.Batch
+	b.Reset(uint64(time.Now().UnixMicro()))
 	for i, e := range entries {
 		if len(e.Key) == 0 || len(e.Key) > maxStateKey || len(e.Value) > maxStateValue {
 			return fmt.Errorf("iggy: system store entry %q: key of 1..%d bytes and value of at most %d bytes: %w", e.Key, maxStateKey, maxStateValue, store.ErrTooLarge)
@@ -230,6 +209,7 @@ func (c *Client) PutSystemAll(ctx context.Context, ns string, entries []store.Sy
 		if e.Value == nil {
 			records[i].kind = stateDelete
 		}
+		addStateRecord(&b, records[i])
 	}
 	st, err := c.stateNamespace(ctx, ns)
 	if err != nil {
@@ -237,82 +217,38 @@ func (c *Client) PutSystemAll(ctx context.Context, ns string, entries []store.Sy
 	}
 	c.state.mu.Lock()
 	defer c.state.mu.Unlock()
-	for lost := 0; ; lost++ {
-		if lost == 8 {
-			return fmt.Errorf("iggy: system store namespace %s: the generation kept switching under the write: %w", ns, store.ErrUnavailable)
-		}
-		counted, err := c.putState(ctx, st, records)
-		if err != nil || counted {
-			break
-		}
+	// Apply what other instances wrote first, so this change lands after them
+	// here as it does in the log.
+	if err := c.catchUpState(ctx, st); err != nil {
+		return err
 	}
+	sys := c.commits.sys
+	base, err := sys.Append(ctx, st.topic, 0, &b)
 	if err != nil {
 		return err
 	}
+	if base != st.next {
+		// Another instance appended between the catch-up above and this
+		// append: read from where this instance stopped, its records and
+		// then these, in the log's order, rather than skip past them.
+		// The change is written whatever the read does: a failed read
+		// leaves st.next where it stopped, for the next catch-up.
+		if _, err := c.readState(ctx, st); err != nil {
+			c.log.Warn("iggy: reading the system store after a write failed", "topic", st.topic, "err", err)
+		}
+		return nil
+	}
+	changes := st.changes
+	for _, r := range records {
+		st.apply(r)
+	}
+	st.changes = changes // this client's own write: its caller knows of it
+	st.records += len(records)
+	st.next = base + int64(len(records))
 	if c.cfg.worthCompacting(st.records, len(st.entries)) {
 		c.kickCompactor()
 	}
 	return nil
-}
-
-// putState appends records to st's current generation, first moving on
-// past a switch. counted is false when the append landed after a switch
-// or in a generation deleted meanwhile: it counts for nothing (or may
-// not), and the caller appends it again. The caller holds c.state.mu.
-func (c *Client) putState(ctx context.Context, st *stateNamespace, records []stateRecord) (counted bool, err error) {
-	// Apply what other instances wrote first, so this change lands after
-	// them here as it does in the log.
-	if err := c.catchUpState(ctx, st); err != nil {
-		return false, err
-	}
-	if st.switched {
-		if err := c.moveOnState(ctx, st, true); err != nil {
-			return false, err
-		}
-	}
-	var b message.Batch
-	b.Reset(uint64(time.Now().UnixMicro()))
-	for _, r := range records {
-		addStateRecord(&b, r)
-	}
-	if c.cfg.beforeStateAppend != nil {
-		c.cfg.beforeStateAppend(st.topic)
-	}
-	base, err := c.commits.sys.Append(ctx, st.topic, 0, &b)
-	if errors.Is(err, store.ErrUnknownTopic) {
-		c.stateRewrites.Add(1)
-		return false, c.reopenState(ctx, st)
-	}
-	if err != nil {
-		return false, err
-	}
-	if base == st.next {
-		// Nothing between what this instance had read and its records:
-		// no switch before them.
-		changes := st.changes
-		for _, r := range records {
-			st.apply(r)
-		}
-		st.changes = changes // this client's own write: its caller knows of it
-		st.records += len(records)
-		st.next = base + int64(len(records))
-		return true, nil
-	}
-	// Another instance appended between the catch-up above and this
-	// append: read from where this instance stopped, its records and then
-	// these, in the log's order, rather than skip past them, and find
-	// whether a switch came first.
-	switch _, err := c.readState(ctx, st); {
-	case errors.Is(err, store.ErrUnknownTopic):
-		return false, c.reopenState(ctx, st)
-	case err != nil:
-		return false, fmt.Errorf("iggy: reading the system store after a write: %w", unavailable(err))
-	}
-	if st.switched && st.switchAt < base {
-		c.stateRewrites.Add(1)
-		return false, nil
-	}
-	return true, nil
 }
 
 // stateNamespace returns namespace ns, opening it on first use.
@@ -336,58 +272,38 @@ func (c *Client) stateNamespace(ctx context.Context, ns string) (*stateNamespace
 		c.state.ns = map[string]*stateNamespace{}
 	}
 	c.state.ns[ns] = st
-	if c.cfg.worthCompacting(st.records, len(st.entries)) {
-		c.kickCompactor()
-	}
 	return st, nil
 }
 
-// newStateGeneration returns generation gen of namespace ns, not read yet.
-func (c *Client) newStateGeneration(ns string, gen int) *stateNamespace {
-	return &stateNamespace{name: ns, topic: stateTopicPrefix(c.cfg.Stream, ns) + strconv.Itoa(gen), gen: gen,
-		entries: map[string][]byte{}, switchAt: -1}
-}
-
-// openStateNamespace reads the newest complete generation of ns (up to its
-// switch, when it has one: its successor's copy is then under way), or
-// creates generation 0.
+// openStateNamespace finds the newest complete generation of ns, loads it,
+// and compacts it if it grew large (or creates generation 0).
 func (c *Client) openStateNamespace(ctx context.Context, ns string) (*stateNamespace, error) {
+	sys := c.commits.sys
+	prefix := stateTopicPrefix(c.cfg.Stream, ns)
 	gens, err := c.stateGenerations(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
-	var newer []int
 	for _, g := range gens {
-		st := c.newStateGeneration(ns, g)
-		if _, err := c.readState(ctx, st); errors.Is(err, store.ErrUnknownTopic) {
-			continue // deleted meanwhile
-		} else if err != nil {
+		st := &stateNamespace{name: ns, topic: prefix + strconv.Itoa(g), gen: g, entries: map[string][]byte{}}
+		complete, err := c.readState(ctx, st)
+		if err != nil {
 			return nil, err
 		}
-		if !st.complete {
-			newer = append(newer, g)
+		if !complete {
+			// A compaction cut short: its older generation is still there.
+			c.log.Warn("iggy: dropping an incomplete system store generation", "topic", st.topic)
+			if err := sys.DeleteTopic(ctx, st.topic); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
+				return nil, err
+			}
 			continue
 		}
-		if !st.switched {
-			// An incomplete generation after one never switched from:
-			// a compaction of an earlier version cut short (they wrote
-			// no switch), its older generation still there.
-			for _, n := range newer {
-				topic := stateTopicPrefix(c.cfg.Stream, ns) + strconv.Itoa(n)
-				c.log.Warn("iggy: dropping an incomplete system store generation", "topic", topic)
-				if err := c.commits.sys.DeleteTopic(ctx, topic); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
-					return nil, err
-				}
-			}
-			return st, nil
+		if c.cfg.worthCompacting(st.records, len(st.entries)) {
+			return c.compactState(ctx, st, g+1, gens)
 		}
-		return st, c.moveOnState(ctx, st, false)
+		return st, nil
 	}
-	// No generation yet: generation 0 is the copy of an empty namespace,
-	// made by whichever instance creates its topic first.
-	st := c.newStateGeneration(ns, -1)
-	st.complete, st.switched = true, true
-	return st, c.moveOnState(ctx, st, true)
+	return c.compactState(ctx, &stateNamespace{name: ns, entries: map[string][]byte{}}, 0, gens)
 }
 
 // stateGenerations lists the generations of namespace ns there are,
@@ -397,23 +313,14 @@ func (c *Client) stateGenerations(ctx context.Context, ns string) ([]int, error)
 }
 
 // catchUpState applies the records appended to st's topic since it was last
-// read (by other instances), and follows a switch to the next generation
-// once that is complete. When another instance compacted the namespace and
-// deleted st's generation, it reopens the namespace. The caller holds
-// c.state.mu.
+// read (by other instances). When another instance compacted the namespace
+// into a newer generation and deleted this one, it reopens the namespace.
+// The caller holds c.state.mu.
 func (c *Client) catchUpState(ctx context.Context, st *stateNamespace) error {
 	_, err := c.readState(ctx, st)
-	if errors.Is(err, store.ErrUnknownTopic) {
-		return c.reopenState(ctx, st)
-	}
-	if err != nil || !st.switched {
+	if !errors.Is(err, store.ErrUnknownTopic) {
 		return err
 	}
-	return c.moveOnState(ctx, st, false)
-}
-
-// reopenState reads the namespace again from its newest generation.
-func (c *Client) reopenState(ctx context.Context, st *stateNamespace) error {
 	fresh, err := c.openStateNamespace(ctx, st.name)
 	if err != nil {
 		return err
@@ -423,12 +330,11 @@ func (c *Client) reopenState(ctx context.Context, st *stateNamespace) error {
 	return nil
 }
 
-// readState applies st's topic from st.next to its end, or to its first
-// switch, and reports whether a "complete" record was among what it read
-// or is already known. Records after the switch count for nothing.
+// readState applies st's topic from st.next to its end and reports whether
+// a "complete" record was among what it read or is already known.
 func (c *Client) readState(ctx context.Context, st *stateNamespace) (complete bool, err error) {
 	sys := c.commits.sys
-	for !st.switched {
+	for {
 		var n int
 		wm, err := sys.Read(ctx, st.topic, 0, st.next, 1<<20, func(m *message.Message) bool {
 			n++
@@ -439,25 +345,20 @@ func (c *Client) readState(ctx context.Context, st *stateNamespace) (complete bo
 				return true
 			}
 			st.records++
-			switch r.kind {
-			case stateComplete:
-				st.complete = true
-			case stateSwitch:
-				st.switched, st.switchAt = true, m.Offset
-				return false
-			default:
-				st.apply(r)
+			if r.kind == stateComplete {
+				complete = true
+				return true
 			}
+			st.apply(r)
 			return true
 		})
 		if err != nil {
 			return false, err
 		}
 		if n == 0 || st.next >= wm.High {
-			break
+			return complete, nil
 		}
 	}
-	return st.complete, nil
 }
 
 // apply records one put or delete.
@@ -471,154 +372,53 @@ func (st *stateNamespace) apply(r stateRecord) {
 	}
 }
 
-// compactState ends st's generation with a switch and moves on to the
-// next, copying the entries into it unless another instance does. The
-// caller holds c.state.mu.
-func (c *Client) compactState(ctx context.Context, st *stateNamespace) error {
-	if err := c.catchUpState(ctx, st); err != nil || st.switched {
-		return err // switched: another instance's compaction, under way
-	}
-	if err := c.appendStateMark(ctx, st.topic, stateSwitch); err != nil {
-		return err
-	}
-	// Read up to the switch (or an earlier one of another instance).
-	if _, err := c.readState(ctx, st); err != nil {
-		return err
-	}
-	if !st.switched {
-		return fmt.Errorf("iggy: the switch written into %s is not there", st.topic)
-	}
-	return c.moveOnState(ctx, st, true)
-}
-
-// appendStateMark appends one "complete" or "switch" record to topic.
-func (c *Client) appendStateMark(ctx context.Context, topic string, kind uint8) error {
-	var b message.Batch
-	b.Reset(uint64(time.Now().UnixMicro()))
-	addStateRecord(&b, stateRecord{kind: kind})
-	_, err := c.commits.sys.Append(ctx, topic, 0, &b)
-	return err
-}
-
-// moveOnState follows st's switch: it makes the next complete generation
-// current, with its state read in full. With write, it makes sure there is
-// one: the instance whose CreateTopic of the next generation succeeds
-// copies st's entries as of the switch into it, then its "complete"
-// record, and deletes the generations before it; the others wait for that
-// (for stateTakeoverAfter at most, then they switch the unfinished
-// generation too and go on to the one after). Without write (a read, an
-// open) it only looks: with no complete next generation, st stays as of
-// its switch, which is the namespace's state until one is complete, as
-// nothing is written meanwhile. The caller holds c.state.mu.
-func (c *Client) moveOnState(ctx context.Context, st *stateNamespace, write bool) error {
-	from := st
-	var waitingSince time.Time
-	for next := from.gen + 1; ; {
-		cand := c.newStateGeneration(st.name, next)
-		_, err := c.readState(ctx, cand)
-		switch {
-		case errors.Is(err, store.ErrUnknownTopic):
-			gens, err := c.stateGenerations(ctx, st.name)
-			if err != nil {
-				return err
-			}
-			if len(gens) > 0 && gens[0] > next {
-				// next was made, completed and deleted already.
-				return c.reopenState(ctx, st)
-			}
-			if !write {
-				return nil
-			}
-			if err := c.claimStateGeneration(ctx, cand, from.entries, gens); err != nil {
-				return err
-			}
-			continue // read it back
-		case err != nil:
-			return err
-		case cand.complete && cand.switched && write:
-			// Switched from already: its state as of its switch goes on.
-			from, next, waitingSince = cand, next+1, time.Time{}
-			continue
-		case cand.complete:
-			cand.changes = st.changes + 1
-			*st = *cand
-			return nil
-		case cand.switched:
-			// Switched before it was complete: a copy given up. The
-			// state as of from's switch goes on in the one after.
-			next, waitingSince = next+1, time.Time{}
-			continue
-		}
-		// A copy under way.
-		if !write {
-			return nil
-		}
-		if waitingSince.IsZero() {
-			waitingSince = time.Now()
-		}
-		if time.Since(waitingSince) >= c.stateTakeoverAfter() {
-			c.log.Warn("iggy: a system store generation's copy did not complete; giving it up", "topic", cand.topic, "after", time.Since(waitingSince).Round(time.Millisecond))
-			if err := c.appendStateMark(ctx, cand.topic, stateSwitch); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
-				return err
-			}
-			waitingSince = time.Time{}
-			continue
-		}
-		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
-			return unavailable(err)
-		}
-	}
-}
-
-// stateTakeoverAfter is Config.stateTakeover, or stateTakeoverAfter.
-func (c *Client) stateTakeoverAfter() time.Duration {
-	if c.cfg.stateTakeover > 0 {
-		return c.cfg.stateTakeover
-	}
-	return stateTakeoverAfter
-}
-
-// claimStateGeneration creates gen's topic and, when this instance created
-// it (not another first), copies entries into it, then its "complete"
-// record, and deletes the generations before it (gens: those there were).
-func (c *Client) claimStateGeneration(ctx context.Context, gen *stateNamespace, entries map[string][]byte, gens []int) error {
+// compactState writes st's live entries into generation gen of its
+// namespace, marks it complete, makes it current and deletes the older
+// generations.
+func (c *Client) compactState(ctx context.Context, st *stateNamespace, gen int, old []int) (*stateNamespace, error) {
 	sys := c.commits.sys
-	if _, err := sys.CreateTopic(ctx, gen.topic, 1, store.TopicConfig{}); errors.Is(err, store.ErrTopicExists) {
-		return nil
-	} else if err != nil {
-		return err
+	prefix := stateTopicPrefix(c.cfg.Stream, st.name)
+	name := prefix + strconv.Itoa(gen)
+	if _, err := sys.CreateTopic(ctx, name, 1, store.TopicConfig{}); err != nil && !errors.Is(err, store.ErrTopicExists) {
+		return nil, err
 	}
 	var b message.Batch
 	flush := func() error {
 		if b.Count == 0 {
 			return nil
 		}
-		_, err := sys.Append(ctx, gen.topic, 0, &b)
+		_, err := sys.Append(ctx, name, 0, &b)
 		b.Reset(uint64(time.Now().UnixMicro()))
 		return err
 	}
 	b.Reset(uint64(time.Now().UnixMicro()))
-	for _, k := range slices.Sorted(maps.Keys(entries)) {
-		addStateRecord(&b, stateRecord{kind: statePut, key: k, value: entries[k]})
+	for _, k := range slices.Sorted(maps.Keys(st.entries)) {
+		addStateRecord(&b, stateRecord{kind: statePut, key: k, value: st.entries[k]})
 		if b.Size() > 512<<10 {
 			if err := flush(); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	addStateRecord(&b, stateRecord{kind: stateComplete})
 	if err := flush(); err != nil {
-		return err
+		return nil, err
 	}
-	for _, g := range gens {
-		if g < gen.gen {
-			if err := sys.DeleteTopic(ctx, stateTopicPrefix(c.cfg.Stream, gen.name)+strconv.Itoa(g)); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
+	for _, g := range old {
+		if g < gen {
+			if err := sys.DeleteTopic(ctx, prefix+strconv.Itoa(g)); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
 				c.log.Warn("iggy: could not delete an old system store generation", "generation", g, "err", err)
 			}
 		}
 	}
-	c.log.Info("iggy: system store compacted", "topic", gen.topic, "entries", len(entries))
-	return nil
+	// Read the new generation back from its start: it holds the entries
+	// just written and anything another instance appended meanwhile.
+	fresh := &stateNamespace{name: st.name, topic: name, gen: gen, entries: map[string][]byte{}}
+	if _, err := c.readState(ctx, fresh); err != nil {
+		return nil, err
+	}
+	c.log.Info("iggy: system store compacted", "topic", name, "entries", len(fresh.entries))
+	return fresh, nil
 }
 
 // addStateRecord appends r as one message of b.
