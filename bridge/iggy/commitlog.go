@@ -228,12 +228,7 @@ func (c *Client) openCommitLog(ctx context.Context) error {
 
 // generations lists the commit log's generations, newest first.
 func (c *Client) generations(ctx context.Context) ([]int, error) {
-	return c.topicGenerations(ctx, commitTopicPrefix(c.cfg.Stream))
-}
-
-// topicGenerations lists the generations of the system stream's topics
-// named prefix + generation, newest first.
-func (c *Client) topicGenerations(ctx context.Context, prefix string) ([]int, error) {
+	prefix := commitTopicPrefix(c.cfg.Stream)
 	topics, err := c.commits.sys.Topics(ctx)
 	if err != nil {
 		return nil, err
@@ -475,7 +470,6 @@ func (c *Client) compactCommits(ctx context.Context) error {
 			return err
 		}
 		cl.switchSent = true
-		c.log.Info("iggy: compacting the commit log", "topic", cl.topic, "records", cl.records)
 		// Read up to the switch (or an earlier one of another instance).
 		gs, err := c.readGeneration(ctx, cl.gen)
 		if err != nil {

@@ -83,13 +83,7 @@ func (c *Client) compactGrown() bool {
 		if !c.cfg.worthCompacting(st.records, len(st.entries)) {
 			continue
 		}
-		// Every older generation goes: one a crash left behind after its
-		// successor was complete as well.
-		gens, err := c.stateGenerations(ctx, st.name)
-		var fresh *stateNamespace
-		if err == nil {
-			fresh, err = c.compactState(ctx, st, st.gen+1, gens)
-		}
+		fresh, err := c.compactState(ctx, st, st.gen+1, []int{st.gen})
 		if err != nil {
 			if !c.closed.Load() {
 				c.log.Warn("iggy: compacting a system store namespace failed", "topic", st.topic, "err", err)

@@ -22,6 +22,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -280,10 +281,20 @@ func (c *Client) stateNamespace(ctx context.Context, ns string) (*stateNamespace
 func (c *Client) openStateNamespace(ctx context.Context, ns string) (*stateNamespace, error) {
 	sys := c.commits.sys
 	prefix := stateTopicPrefix(c.cfg.Stream, ns)
-	gens, err := c.stateGenerations(ctx, ns)
+	topics, err := sys.Topics(ctx)
 	if err != nil {
 		return nil, err
 	}
+	var gens []int
+	for _, t := range topics {
+		if rest, ok := strings.CutPrefix(t.Name, prefix); ok {
+			if g, err := strconv.Atoi(rest); err == nil && g >= 0 {
+				gens = append(gens, g)
+			}
+		}
+	}
+	slices.Sort(gens)
+	slices.Reverse(gens) // newest first
 	for _, g := range gens {
 		st := &stateNamespace{name: ns, topic: prefix + strconv.Itoa(g), gen: g, entries: map[string][]byte{}}
 		complete, err := c.readState(ctx, st)
@@ -304,12 +315,6 @@ func (c *Client) openStateNamespace(ctx context.Context, ns string) (*stateNames
 		return st, nil
 	}
 	return c.compactState(ctx, &stateNamespace{name: ns, entries: map[string][]byte{}}, 0, gens)
-}
-
-// stateGenerations lists the generations of namespace ns there are,
-// newest first.
-func (c *Client) stateGenerations(ctx context.Context, ns string) ([]int, error) {
-	return c.topicGenerations(ctx, stateTopicPrefix(c.cfg.Stream, ns))
 }
 
 // catchUpState applies the records appended to st's topic since it was last
