@@ -222,7 +222,6 @@ func (c *Client) openCommitLog(ctx context.Context) error {
 		}
 	}
 	c.startTail()
-	c.startCompactor()
 	return nil
 }
 
@@ -561,19 +560,7 @@ func (c *Client) logCommit(ctx context.Context, r commitRecord) error {
 			continue
 		}
 		c.applyCommit(r, base)
-		large := false
-		if c.compactsAlone() {
-			// With a tail, readTail counts the records it reads, this
-			// one among them.
-			c.offMu.Lock()
-			cl.records++
-			large = c.cfg.worthCompacting(cl.records, len(c.offsets))
-			c.offMu.Unlock()
-		}
 		cl.mu.RUnlock()
-		if large {
-			c.kickCompactor()
-		}
 		return nil
 	}
 }

@@ -8,11 +8,9 @@ package iggy
 // topic "state.<stream>.<namespace>.<generation>" of one partition. A
 // namespace is read when it is first used and caught up from its tail on
 // every later load, so changes made through another kiggy instance show up
-// at the next load. It is compacted when it is first read and, by a
-// gateway that is its stream's only writer, whenever it grows so
-// (compactor.go): when it holds many more records than live keys, the live
-// entries are copied into the next generation, which becomes current once
-// its "complete" record is written.
+// at the next load. It is compacted when it is first read: when it holds many
+// more records than live keys, the live entries are copied into the next
+// generation, which becomes current once its "complete" record is written.
 
 import (
 	"context"
@@ -246,9 +244,6 @@ func (c *Client) PutSystemAll(ctx context.Context, ns string, entries []store.Sy
 	st.changes = changes // this client's own write: its caller knows of it
 	st.records += len(records)
 	st.next = base + int64(len(records))
-	if c.cfg.worthCompacting(st.records, len(st.entries)) {
-		c.kickCompactor()
-	}
 	return nil
 }
 

@@ -89,10 +89,8 @@ func TestSystemStoreSurvivesRestart(t *testing.T) {
 func TestSystemStoreSharedByInstances(t *testing.T) {
 	addr, stream := target(t)
 	cx := ctx(t)
-	// Instances of one stream (a cluster's: they do not compact while
-	// they run).
-	a := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: stream, PoolSize: 1, noCompactor: true})
-	b := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: stream, PoolSize: 1, noCompactor: true})
+	a := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: stream, PoolSize: 1})
+	b := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: stream, PoolSize: 1})
 	if err := a.PutSystem(cx, "log-start", "t/0", []byte{7}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +126,7 @@ func TestSystemStoreSharedByInstances(t *testing.T) {
 	if got := gens(); got != stateTopicPrefix(stream, "log-start")+"0" {
 		t.Fatalf("generations before: %s", got)
 	}
-	c := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: stream, PoolSize: 1, noCompactor: true})
+	c := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: stream, PoolSize: 1})
 	if got, _ := c.LoadSystem(cx, "log-start"); !equalState(got, want) {
 		t.Fatalf("after compaction: %q", got)
 	}
