@@ -8,9 +8,14 @@ package iggy
 // topic "state.<stream>.<namespace>.<generation>" of one partition. A
 // namespace is read when it is first used and caught up from its tail on
 // every later load, so changes made through another kiggy instance show up
-// at the next load. It is compacted when it is first read: when it holds many
-// more records than live keys, the live entries are copied into the next
-// generation, which becomes current once its "complete" record is written.
+// at the next load. A namespace nobody has written has no topic: reading it
+// creates nothing in Iggy (it reads as empty until a write creates its
+// generation 0), so a gateway that only reads a namespace, as every gateway
+// reads the SCRAM credentials, never creates topics, not even in the middle
+// of an Iggy cluster's failover. It is compacted when it is first read: when
+// it holds many more records than live keys, the live entries are copied into
+// the next generation, which becomes current once its "complete" record is
+// written.
 
 import (
 	"context"
@@ -115,7 +120,10 @@ type systemState struct {
 // stateNamespace is one namespace: its current generation's topic, the next
 // offset to read from it, and the live entries.
 type stateNamespace struct {
-	name    string
+	name string
+	// topic is the current generation's topic; "" while the namespace has
+	// none (nobody wrote it): it reads as empty, and its first write creates
+	// generation 0.
 	topic   string
 	gen     int
 	next    int64
@@ -216,6 +224,17 @@ func (c *Client) PutSystemAll(ctx context.Context, ns string, entries []store.Sy
 	}
 	c.state.mu.Lock()
 	defer c.state.mu.Unlock()
+	if st.topic == "" {
+		// The namespace's first write (here) creates it.
+		fresh, err := c.openStateNamespace(ctx, ns, true)
+		if err != nil {
+			return err
+		}
+		// Its own creation is no change; what another instance wrote
+		// first, read just now, is.
+		fresh.changes += st.changes
+		*st = *fresh
+	}
 	// Apply what other instances wrote first, so this change lands after them
 	// here as it does in the log.
 	if err := c.catchUpState(ctx, st); err != nil {
@@ -260,7 +279,7 @@ func (c *Client) stateNamespace(ctx context.Context, ns string) (*stateNamespace
 	if st := c.state.ns[ns]; st != nil {
 		return st, nil
 	}
-	st, err := c.openStateNamespace(ctx, ns)
+	st, err := c.openStateNamespace(ctx, ns, false)
 	if err != nil {
 		return nil, err
 	}
@@ -272,8 +291,10 @@ func (c *Client) stateNamespace(ctx context.Context, ns string) (*stateNamespace
 }
 
 // openStateNamespace finds the newest complete generation of ns, loads it,
-// and compacts it if it grew large (or creates generation 0).
-func (c *Client) openStateNamespace(ctx context.Context, ns string) (*stateNamespace, error) {
+// and compacts it if it grew large. A namespace without one is created
+// (generation 0) when create is set, and is otherwise returned without a
+// topic: a look costs one listing of the system stream's topics.
+func (c *Client) openStateNamespace(ctx context.Context, ns string, create bool) (*stateNamespace, error) {
 	sys := c.commits.sys
 	prefix := stateTopicPrefix(c.cfg.Stream, ns)
 	topics, err := sys.Topics(ctx)
@@ -290,11 +311,31 @@ func (c *Client) openStateNamespace(ctx context.Context, ns string) (*stateNames
 	}
 	slices.Sort(gens)
 	slices.Reverse(gens) // newest first
-	for _, g := range gens {
+	for i, g := range gens {
 		st := &stateNamespace{name: ns, topic: prefix + strconv.Itoa(g), gen: g, entries: map[string][]byte{}}
 		complete, err := c.readState(ctx, st)
 		if err != nil {
 			return nil, err
+		}
+		if !complete && i == len(gens)-1 {
+			// The oldest generation left, incomplete: a creation cut short (its
+			// "complete" record refused or never sent), as an Iggy
+			// cluster's failover can leave one. It is completed in place,
+			// not dropped and created again: a topic created in every
+			// attempt is what a cluster mid-failover copes with worst.
+			if !create {
+				return &stateNamespace{name: ns, entries: map[string][]byte{}}, nil
+			}
+			var b message.Batch
+			b.Reset(uint64(time.Now().UnixMicro()))
+			addStateRecord(&b, stateRecord{kind: stateComplete})
+			if _, err := sys.Append(ctx, st.topic, 0, &b); err != nil {
+				return nil, err
+			}
+			if _, err := c.readState(ctx, st); err != nil {
+				return nil, err
+			}
+			return st, nil
 		}
 		if !complete {
 			// A compaction cut short: its older generation is still there.
@@ -309,6 +350,9 @@ func (c *Client) openStateNamespace(ctx context.Context, ns string) (*stateNames
 		}
 		return st, nil
 	}
+	if !create {
+		return &stateNamespace{name: ns, entries: map[string][]byte{}}, nil
+	}
 	return c.compactState(ctx, &stateNamespace{name: ns, entries: map[string][]byte{}}, 0, gens)
 }
 
@@ -317,13 +361,20 @@ func (c *Client) openStateNamespace(ctx context.Context, ns string) (*stateNames
 // into a newer generation and deleted this one, it reopens the namespace.
 // The caller holds c.state.mu.
 func (c *Client) catchUpState(ctx context.Context, st *stateNamespace) error {
-	_, err := c.readState(ctx, st)
-	if !errors.Is(err, store.ErrUnknownTopic) {
-		return err
+	if st.topic != "" {
+		_, err := c.readState(ctx, st)
+		if !errors.Is(err, store.ErrUnknownTopic) {
+			return err
+		}
 	}
-	fresh, err := c.openStateNamespace(ctx, st.name)
+	// No topic yet (another instance may have written the namespace since),
+	// or its generation is gone: look again.
+	fresh, err := c.openStateNamespace(ctx, st.name, false)
 	if err != nil {
 		return err
+	}
+	if fresh.topic == "" && st.topic == "" {
+		return nil // still nobody's written it
 	}
 	fresh.changes = st.changes + 1
 	*st = *fresh

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
@@ -345,5 +346,92 @@ func TestSystemVersion(t *testing.T) {
 	}
 	if !equalState(got, map[string][]byte{"j": []byte("2")}) {
 		t.Errorf("a reads %q after b's write", got)
+	}
+}
+
+// stateGenerations lists the system store topics of stream's namespace ns,
+// sorted, through sys (a client of the system stream).
+func stateGenerations(t *testing.T, sys *Client, stream, ns string) string {
+	t.Helper()
+	list, err := sys.Topics(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tp := range list {
+		if strings.HasPrefix(tp.Name, stateTopicPrefix(stream, ns)) {
+			out = append(out, tp.Name)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
+}
+
+// TestSystemStoreReadCreatesNothing: reading a namespace nobody wrote
+// creates no topic in Iggy (so a gateway that only reads one, as every
+// gateway reads the SCRAM credentials, creates none, not even during an
+// Iggy cluster's failover); another instance's first write to it shows up
+// at the reader's next look; and a generation whose creation was cut short
+// before its "complete" record is completed in place by the next write, not
+// dropped and created again.
+func TestSystemStoreReadCreatesNothing(t *testing.T) {
+	addr, stream := target(t)
+	cx := ctx(t)
+	a := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	b := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	sys := open(t, Config{Addr: addr, Stream: DefaultSystemStream, PoolSize: 1, system: true})
+	got, err := a.LoadSystem(cx, "lazy")
+	if err != nil || len(got) != 0 {
+		t.Fatalf("a namespace nobody wrote: %q %v", got, err)
+	}
+	v0, err := a.SystemVersion(cx, "lazy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := stateGenerations(t, sys, stream, "lazy"); g != "" {
+		t.Fatalf("reading the namespace created %s", g)
+	}
+	if err := b.PutSystem(cx, "lazy", "k", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if g := stateGenerations(t, sys, stream, "lazy"); g != stateTopicPrefix(stream, "lazy")+"0" {
+		t.Fatalf("after the first write: %q", g)
+	}
+	testtools.WaitFor(t, 5*time.Second, "a to see b's first write", func() bool {
+		v, err := a.SystemVersion(cx, "lazy")
+		return err == nil && v != v0
+	})
+	if got, err := a.LoadSystem(cx, "lazy"); err != nil || !equalState(got, map[string][]byte{"k": []byte("1")}) {
+		t.Fatalf("a reads %q %v after b's first write", got, err)
+	}
+
+	// A creation cut short: generation 0 made, one put in it, no
+	// "complete" record.
+	half := stateTopicPrefix(stream, "half") + "0"
+	if _, err := sys.CreateTopic(cx, half, 1, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	var batch message.Batch
+	batch.Reset(uint64(time.Now().UnixMicro()))
+	addStateRecord(&batch, stateRecord{kind: statePut, key: "early", value: []byte("0")})
+	if _, err := sys.Append(cx, half, 0, &batch); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.LoadSystem(cx, "half"); err != nil || len(got) != 0 {
+		t.Fatalf("an incomplete generation reads as %q %v", got, err)
+	}
+	if g := stateGenerations(t, sys, stream, "half"); g != half {
+		t.Fatalf("a read of the incomplete generation left %q", g)
+	}
+	if err := a.PutSystem(cx, "half", "x", []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	if g := stateGenerations(t, sys, stream, "half"); g != half {
+		t.Fatalf("the write left %q, want %s completed in place", g, half)
+	}
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	want := map[string][]byte{"early": []byte("0"), "x": []byte("2")}
+	if got, err := c.LoadSystem(cx, "half"); err != nil || !equalState(got, want) {
+		t.Fatalf("a fresh client reads %q %v, want %q", got, err, want)
 	}
 }
