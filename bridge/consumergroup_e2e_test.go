@@ -17,6 +17,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/group"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/internal/testing/consumergroup"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
 )
@@ -226,33 +227,11 @@ func consumerGroupSurvivesRestart(t *testing.T, oldForm bool) {
 	first.CreateTopic(t, "cg-restart", 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	type member struct {
-		id    string
-		epoch int32
-		owned []kmsg.ConsumerGroupHeartbeatRequestTopic
-	}
-	beat := func(cl *kgo.Client, m *member, full bool) *kmsg.ConsumerGroupHeartbeatResponse {
+	beat := func(cl *kgo.Client, m *consumergroup.Member, full bool) *kmsg.ConsumerGroupHeartbeatResponse {
 		t.Helper()
-		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "cg-restart", m.id, m.epoch, -1
-		if full {
-			req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 30000, []string{"cg-restart"}
-			req.Topics = append([]kmsg.ConsumerGroupHeartbeatRequestTopic{}, m.owned...)
-		}
-		resp, err := req.RequestWith(ctx, cl)
+		resp, err := m.Beat(ctx, cl, full)
 		if err != nil {
 			t.Fatal(err)
-		}
-		if resp.ErrorCode == 0 {
-			m.epoch = resp.MemberEpoch
-			if resp.Assignment != nil {
-				m.owned = nil
-				for _, tp := range resp.Assignment.Topics {
-					o := kmsg.NewConsumerGroupHeartbeatRequestTopic()
-					o.TopicID, o.Partitions = tp.TopicID, tp.Partitions
-					m.owned = append(m.owned, o)
-				}
-			}
 		}
 		return resp
 	}
@@ -260,19 +239,14 @@ func consumerGroupSurvivesRestart(t *testing.T, oldForm bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := &member{id: "member-a"}, &member{id: "member-b"}
+	a := &consumergroup.Member{Group: "cg-restart", ID: "member-a", Topics: []string{"cg-restart"}}
+	b := &consumergroup.Member{Group: "cg-restart", ID: "member-b", Topics: []string{"cg-restart"}}
 	for range 10 {
 		beat(cl1, a, true)
 		beat(cl1, b, true)
 	}
-	count := func(m *member) (n int) {
-		for _, tp := range m.owned {
-			n += len(tp.Partitions)
-		}
-		return n
-	}
-	if count(a) != 2 || count(b) != 2 {
-		t.Fatalf("before the restart: a owns %d, b %d partitions; want 2 each", count(a), count(b))
+	if len(a.Partitions()) != 2 || len(b.Partitions()) != 2 {
+		t.Fatalf("before the restart: a owns %d, b %d partitions; want 2 each", len(a.Partitions()), len(b.Partitions()))
 	}
 	// Stored as answered: each member's epoch is in the store once its
 	// heartbeat is answered (group.Config.AwaitStore), with no wait.
@@ -291,15 +265,15 @@ func consumerGroupSurvivesRestart(t *testing.T, oldForm bool) {
 		Epoch int32  `json:"epoch"`
 	}
 	var ms []storedMember
-	for _, id := range []string{a.id, b.id} {
+	for _, id := range []string{a.ID, b.ID} {
 		var m storedMember
 		if err := json.Unmarshal(sg.Members[id], &m); err != nil {
 			t.Fatalf("stored member %s %q: %v", id, sg.Members[id], err)
 		}
 		ms = append(ms, m)
 	}
-	if fmt.Sprint(ms) != fmt.Sprint([]storedMember{{a.id, a.epoch}, {b.id, b.epoch}}) {
-		t.Fatalf("stored members %v once answered; a at %d, b at %d", ms, a.epoch, b.epoch)
+	if fmt.Sprint(ms) != fmt.Sprint([]storedMember{{a.ID, a.Epoch}, {b.ID, b.Epoch}}) {
+		t.Fatalf("stored members %v once answered; a at %d, b at %d", ms, a.Epoch, b.Epoch)
 	}
 	if oldForm {
 		// The group as an earlier version stored it: one whole form,
@@ -313,7 +287,7 @@ func consumerGroupSurvivesRestart(t *testing.T, oldForm bool) {
 		delete(whole, "incarnation")
 		var members []json.RawMessage
 		target := map[string]json.RawMessage{}
-		for _, id := range []string{a.id, b.id} {
+		for _, id := range []string{a.ID, b.ID} {
 			members = append(members, sg.Members[id])
 			var r struct {
 				Target json.RawMessage `json:"target"`
@@ -356,15 +330,15 @@ func consumerGroupSurvivesRestart(t *testing.T, oldForm bool) {
 		t.Fatal(err)
 	}
 	defer cl2.Close()
-	for _, m := range []*member{a, b} {
-		epoch, owned := m.epoch, fmt.Sprint(m.owned)
+	for _, m := range []*consumergroup.Member{a, b} {
+		epoch, owned := m.Epoch, fmt.Sprint(m.Owned)
 		var resp *kmsg.ConsumerGroupHeartbeatResponse
 		testtools.Eventually(20*time.Second, func() bool {
 			resp = beat(cl2, m, false)
 			return resp.ErrorCode != 14 // the stored groups are loading
 		})
-		if resp.ErrorCode != 0 || m.epoch != epoch || fmt.Sprint(m.owned) != owned {
-			t.Fatalf("%s after the restart: error %d, epoch %d→%d, owned %s→%v", m.id, resp.ErrorCode, epoch, m.epoch, owned, m.owned)
+		if resp.ErrorCode != 0 || m.Epoch != epoch || fmt.Sprint(m.Owned) != owned {
+			t.Fatalf("%s after the restart: error %d, epoch %d→%d, owned %s→%v", m.ID, resp.ErrorCode, epoch, m.Epoch, owned, m.Owned)
 		}
 	}
 	state, described := describeConsumerGroup(t, second.Addr, "cg-restart")

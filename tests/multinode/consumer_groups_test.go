@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/internal/testing/consumergroup"
 )
 
 // TestConsumerGroupsAfterMove: consumer-protocol groups (KIP-848) formed on
@@ -53,48 +54,26 @@ func TestConsumerGroupsAfterMove(t *testing.T) {
 	}
 	defer cl.Close()
 
-	type member struct {
-		group, id string
-		epoch     int32
-		owned     []kmsg.ConsumerGroupHeartbeatRequestTopic
-	}
-	beat := func(m *member, full bool, to kmsg.Requestor) int16 {
+	beat := func(m *consumergroup.Member, full bool, to kmsg.Requestor) int16 {
 		t.Helper()
-		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = m.group, m.id, m.epoch, -1
-		if full {
-			req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 30000, []string{topic}
-			req.Topics = append([]kmsg.ConsumerGroupHeartbeatRequestTopic{}, m.owned...)
-		}
-		resp, err := req.RequestWith(ctx, to)
+		resp, err := m.Beat(ctx, to, full)
 		if err != nil {
-			t.Fatalf("heartbeat %s/%s: %v", m.group, m.id, err)
-		}
-		if resp.ErrorCode == 0 {
-			m.epoch = resp.MemberEpoch
-			if resp.Assignment != nil {
-				m.owned = nil
-				for _, tp := range resp.Assignment.Topics {
-					o := kmsg.NewConsumerGroupHeartbeatRequestTopic()
-					o.TopicID, o.Partitions = tp.TopicID, tp.Partitions
-					m.owned = append(m.owned, o)
-				}
-			}
+			t.Fatalf("heartbeat %s/%s: %v", m.Group, m.ID, err)
 		}
 		return resp.ErrorCode
 	}
-	var members []*member
+	var members []*consumergroup.Member
 	before := map[string]int32{}
 	for i := range 9 {
 		g := "mv848-" + strconv.Itoa(i)
-		m := &member{group: g, id: "member-" + g}
+		m := &consumergroup.Member{Group: g, ID: "member-" + g, Topics: []string{topic}}
 		for range 3 {
 			if code := beat(m, true, cl); code != 0 {
 				t.Fatalf("join %s: error %d", g, code)
 			}
 		}
-		if n := len(m.owned); n != 1 || len(m.owned[0].Partitions) != int(parts) {
-			t.Fatalf("%s: owns %v, want all %d partitions", g, m.owned, parts)
+		if n := len(m.Owned); n != 1 || len(m.Owned[0].Partitions) != int(parts) {
+			t.Fatalf("%s: owns %v, want all %d partitions", g, m.Owned, parts)
 		}
 		members = append(members, m)
 		before[g], _ = ins[0].m.Coordinator(g)
@@ -105,29 +84,29 @@ func TestConsumerGroupsAfterMove(t *testing.T) {
 	waitSettled(t, ins, []int32{1, 2, 3}, topic, parts)
 	moved := 0
 	for _, m := range members {
-		now, _ := ins[0].m.Coordinator(m.group)
-		if now == before[m.group] {
+		now, _ := ins[0].m.Coordinator(m.Group)
+		if now == before[m.Group] {
 			continue
 		}
 		moved++
-		epoch, owned := m.epoch, fmt.Sprint(m.owned)
+		epoch, owned := m.Epoch, fmt.Sprint(m.Owned)
 		// At the old coordinator, NOT_COORDINATOR; at the new one, the
 		// member goes on.
-		if code := beat(m, false, cl.Broker(int(before[m.group]))); code != 16 {
-			t.Errorf("%s at its old coordinator %d: error %d, want NOT_COORDINATOR", m.group, before[m.group], code)
+		if code := beat(m, false, cl.Broker(int(before[m.Group]))); code != 16 {
+			t.Errorf("%s at its old coordinator %d: error %d, want NOT_COORDINATOR", m.Group, before[m.Group], code)
 		}
 		code := beat(m, false, cl.Broker(int(now)))
-		if code != 0 || m.epoch != epoch || fmt.Sprint(m.owned) != owned {
-			t.Errorf("%s moved from node %d to %d: heartbeat error %d, epoch %d→%d, owned %s→%v", m.group, before[m.group], now, code, epoch, m.epoch, owned, m.owned)
+		if code != 0 || m.Epoch != epoch || fmt.Sprint(m.Owned) != owned {
+			t.Errorf("%s moved from node %d to %d: heartbeat error %d, epoch %d→%d, owned %s→%v", m.Group, before[m.Group], now, code, epoch, m.Epoch, owned, m.Owned)
 		}
 		req := kmsg.NewPtrConsumerGroupDescribeRequest()
-		req.Groups = []string{m.group}
+		req.Groups = []string{m.Group}
 		resp, err := req.RequestWith(ctx, cl.Broker(int(now)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g := resp.Groups[0]; g.ErrorCode != 0 || len(g.Members) != 1 || g.Members[0].MemberID != m.id || g.State != "Stable" {
-			t.Errorf("ConsumerGroupDescribe %s at its new coordinator %d: %+v", m.group, now, g)
+		if g := resp.Groups[0]; g.ErrorCode != 0 || len(g.Members) != 1 || g.Members[0].MemberID != m.ID || g.State != "Stable" {
+			t.Errorf("ConsumerGroupDescribe %s at its new coordinator %d: %+v", m.Group, now, g)
 		}
 	}
 	if moved == 0 {

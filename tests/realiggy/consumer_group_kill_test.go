@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kiggy-io/kiggy/internal/testing/consumergroup"
 	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggyproc"
 	"github.com/kiggy-io/kiggy/internal/testing/testtools"
@@ -57,10 +58,10 @@ func TestConsumerGroupAfterKiggyKill9(t *testing.T) {
 	g.settle(partitions)
 	committed := map[int32]int64{}
 	for _, m := range g.members {
-		for _, p := range m.partitions() {
+		for _, p := range m.Partitions() {
 			committed[p] = int64(100 + p)
 			if code := g.commit(m, p, committed[p]); code != 0 {
-				t.Fatalf("%s commits partition %d at epoch %d: %v", m.id, p, m.epoch, kerr.ErrorForCode(code))
+				t.Fatalf("%s commits partition %d at epoch %d: %v", m.ID, p, m.Epoch, kerr.ErrorForCode(code))
 			}
 		}
 	}
@@ -99,9 +100,9 @@ func TestConsumerGroupAfterKiggyKill9(t *testing.T) {
 		t.Errorf("committed offsets after the restart %v, want %v", got, committed)
 	}
 	for _, m := range g.members {
-		for _, p := range m.partitions() {
+		for _, p := range m.Partitions() {
 			if code := g.commit(m, p, 200); code != 0 {
-				t.Errorf("%s commits partition %d at its epoch %d after the restart: %v", m.id, p, m.epoch, kerr.ErrorForCode(code))
+				t.Errorf("%s commits partition %d at its epoch %d after the restart: %v", m.ID, p, m.Epoch, kerr.ErrorForCode(code))
 			}
 		}
 	}
@@ -113,23 +114,6 @@ func TestConsumerGroupAfterKiggyKill9(t *testing.T) {
 	}
 }
 
-// cgMember is one member of a consumer-protocol group driven by hand.
-type cgMember struct {
-	id    string
-	epoch int32
-	owned []kmsg.ConsumerGroupHeartbeatRequestTopic
-}
-
-// partitions returns the partitions m owns, in order.
-func (m *cgMember) partitions() []int32 {
-	var ps []int32
-	for _, t := range m.owned {
-		ps = append(ps, t.Partitions...)
-	}
-	slices.Sort(ps)
-	return ps
-}
-
 // cgMembers drives the members of one consumer-protocol group over cl with
 // raw ConsumerGroupHeartbeats, so that a test sees what the coordinator
 // answers each (a client library would hide an error behind a rejoin).
@@ -138,52 +122,38 @@ type cgMembers struct {
 	ctx          context.Context
 	cl           *kgo.Client
 	group, topic string
-	members      []*cgMember
+	members      []*consumergroup.Member
 }
 
 // beat sends m's heartbeat, with its subscription and the partitions it
 // owns, and takes the answer's epoch and assignment; it fails the test on
 // an error code, and retries what the restart makes retriable.
-func (g *cgMembers) beat(m *cgMember) {
+func (g *cgMembers) beat(m *consumergroup.Member) {
 	g.t.Helper()
 	var code int16
 	if !testtools.Eventually(30*time.Second, func() bool {
-		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-		req.Group, req.MemberID, req.MemberEpoch = g.group, m.id, m.epoch
-		req.RebalanceTimeoutMillis, req.SubscribedTopicNames = 30_000, []string{g.topic}
-		req.Topics = append([]kmsg.ConsumerGroupHeartbeatRequestTopic{}, m.owned...)
-		resp, err := req.RequestWith(g.ctx, g.cl)
+		epoch := m.Epoch
+		resp, err := m.Beat(g.ctx, g.cl, true)
 		if err != nil {
-			g.t.Logf("%s heartbeat: %v; retrying", m.id, err)
+			g.t.Logf("%s heartbeat: %v; retrying", m.ID, err)
 			return false
 		}
 		code = resp.ErrorCode
 		if e := kerr.ErrorForCode(code); e != nil && kerr.IsRetriable(e) {
 			return false
 		}
-		if code == 0 {
-			if resp.MemberEpoch < m.epoch {
-				g.t.Fatalf("%s: epoch %d after %d", m.id, resp.MemberEpoch, m.epoch)
-			}
-			m.epoch = resp.MemberEpoch
-			if resp.Assignment != nil {
-				m.owned = nil
-				for _, tp := range resp.Assignment.Topics {
-					o := kmsg.NewConsumerGroupHeartbeatRequestTopic()
-					o.TopicID, o.Partitions = tp.TopicID, tp.Partitions
-					m.owned = append(m.owned, o)
-				}
-			}
+		if code == 0 && m.Epoch < epoch {
+			g.t.Fatalf("%s: epoch %d after %d", m.ID, m.Epoch, epoch)
 		}
 		return true
 	}) || code != 0 {
-		g.t.Fatalf("%s heartbeat at epoch %d: %v", m.id, m.epoch, kerr.ErrorForCode(code))
+		g.t.Fatalf("%s heartbeat at epoch %d: %v", m.ID, m.Epoch, kerr.ErrorForCode(code))
 	}
 }
 
 // join adds a member of id to the group with one heartbeat (epoch 0).
 func (g *cgMembers) join(id string) {
-	m := &cgMember{id: id}
+	m := &consumergroup.Member{Group: g.group, ID: id, Topics: []string{g.topic}}
 	g.beat(m)
 	g.members = append(g.members, m)
 }
@@ -199,7 +169,7 @@ func (g *cgMembers) settle(n int32) {
 		}
 		seen := map[int32]bool{}
 		for _, m := range g.members {
-			for _, p := range m.partitions() {
+			for _, p := range m.Partitions() {
 				if seen[p] {
 					return false
 				}
@@ -215,13 +185,13 @@ func (g *cgMembers) settle(n int32) {
 // commit commits offset for partition p as m, at its epoch (KIP-848; the
 // client's newest OffsetCommit, which names the topic by its id), and
 // returns the error code.
-func (g *cgMembers) commit(m *cgMember, p int32, offset int64) int16 {
+func (g *cgMembers) commit(m *consumergroup.Member, p int32, offset int64) int16 {
 	g.t.Helper()
 	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Group, req.MemberID, req.Generation = g.group, m.id, m.epoch
+	req.Group, req.MemberID, req.Generation = g.group, m.ID, m.Epoch
 	rt := kmsg.NewOffsetCommitRequestTopic()
 	rt.Topic = g.topic
-	for _, o := range m.owned {
+	for _, o := range m.Owned {
 		rt.TopicID = o.TopicID
 	}
 	rp := kmsg.NewOffsetCommitRequestTopicPartition()
@@ -230,7 +200,7 @@ func (g *cgMembers) commit(m *cgMember, p int32, offset int64) int16 {
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(g.ctx, g.cl)
 	if err != nil {
-		g.t.Fatalf("%s commit: %v", m.id, err)
+		g.t.Fatalf("%s commit: %v", m.ID, err)
 	}
 	return resp.Topics[0].Partitions[0].ErrorCode
 }
