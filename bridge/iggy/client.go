@@ -57,6 +57,11 @@ type Client struct {
 	offsets map[offsetKey]memOffset
 	commits *commitLog  // nil for the system-stream client itself
 	state   systemState // the system store (system.go)
+	// compactKick wakes the compactor (compactor.go); nil when none runs.
+	compactKick chan struct{}
+	// commitLogShared: the compactor found another instance's records in
+	// the commit log (compactCommitsAlone); only the compactor uses it.
+	commitLogShared bool
 
 	// dialect is the protocol dialect the server took at the last login
 	// (a proto.Dialect; 0 before the first): new sessions log in with it.

@@ -222,6 +222,7 @@ func (c *Client) openCommitLog(ctx context.Context) error {
 		}
 	}
 	c.startTail()
+	c.startCompactor()
 	return nil
 }
 
@@ -461,6 +462,42 @@ func (c *Client) compactCommits(ctx context.Context) error {
 	cl := c.commits
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
+	return c.compactCommitsLocked(ctx)
+}
+
+// errCommitLogShared: the commit log holds records this instance neither
+// read nor wrote.
+var errCommitLogShared = errors.New("iggy: another kiggy instance writes this commit log (run the instances with --cluster-membership)")
+
+// compactCommitsAlone is compactCommits for an instance that does not read
+// the log's tail (no Config.CommitTail), which does not see a switch
+// another instance writes, nor its own commits landing after one: it
+// compacts only while the generation holds nothing but what it read and
+// wrote itself (its high watermark is the records this instance knows of,
+// checked with every commit held), and errCommitLogShared otherwise, so
+// that instances that share a commit log without --cluster-membership
+// never compact it under each other (they compact it when they open it).
+func (c *Client) compactCommitsAlone(ctx context.Context) error {
+	cl := c.commits
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	c.offMu.Lock()
+	records := cl.records
+	c.offMu.Unlock()
+	wm, err := cl.sys.Read(ctx, cl.topic, 0, int64(records), 1, func(*message.Message) bool { return false })
+	if err != nil {
+		return err
+	}
+	if wm.High != int64(records) {
+		return fmt.Errorf("%w: %s holds %d records, this instance read or wrote %d", errCommitLogShared, cl.topic, wm.High, records)
+	}
+	return c.compactCommitsLocked(ctx)
+}
+
+// compactCommitsLocked is compactCommits; the caller holds c.commits.mu
+// exclusively.
+func (c *Client) compactCommitsLocked(ctx context.Context) error {
+	cl := c.commits
 	if cl.switchAt < 0 {
 		var b message.Batch
 		b.Reset(uint64(time.Now().UnixMicro()))
@@ -469,6 +506,7 @@ func (c *Client) compactCommits(ctx context.Context) error {
 			return err
 		}
 		cl.switchSent = true
+		c.log.Info("iggy: compacting the commit log", "topic", cl.topic, "records", cl.records)
 		// Read up to the switch (or an earlier one of another instance).
 		gs, err := c.readGeneration(ctx, cl.gen)
 		if err != nil {
@@ -560,7 +598,19 @@ func (c *Client) logCommit(ctx context.Context, r commitRecord) error {
 			continue
 		}
 		c.applyCommit(r, base)
+		large := false
+		if c.compactsCommitsAlone() {
+			// With a tail, readTail counts the records it reads, this
+			// one among them.
+			c.offMu.Lock()
+			cl.records++
+			large = c.cfg.worthCompacting(cl.records, len(c.offsets))
+			c.offMu.Unlock()
+		}
 		cl.mu.RUnlock()
+		if large {
+			c.kickCompactor()
+		}
 		return nil
 	}
 }

@@ -76,7 +76,7 @@ func TestCommitLogSurvivesRestart(t *testing.T) {
 func TestCommitLogCompaction(t *testing.T) {
 	_, addr := startServer(t, iggytest.Config{})
 	cx := ctx(t)
-	c := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, PoolSize: 2})
+	c := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, PoolSize: 2, noCompactor: true})
 	if _, err := c.CreateTopic(cx, "o", 2, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}

@@ -64,8 +64,9 @@ type Config struct {
 	// CommitTail, when positive, is how often the client reads the commit
 	// log for commits other kiggy instances made (several instances over
 	// one stream, docs/design/cluster.md §9); 0 = never (one instance: the
-	// log is read at Open only). With it the commit log is not compacted,
-	// as another instance may be writing to it.
+	// log is read at Open only, and compacted as it grows while no other
+	// instance writes it, compactor.go). With it the tail reader compacts
+	// the commit log, with a switch the other instances follow.
 	CommitTail time.Duration
 	// system marks the client of the system stream itself; noCommitLog
 	// (tests against fake servers) opens no commit log either.
@@ -80,6 +81,9 @@ type Config struct {
 	// store's compaction thresholds (worthCompacting); 0 = the defaults.
 	// Tests lower them; the system stream's client inherits them.
 	compactMin, compactRatio int
+	// noCompactor keeps a lone instance from compacting its commit log
+	// while it runs (compactor.go), for tests of the compaction at open.
+	noCompactor bool
 	// Durability is when the server must confirm a write to a topic kiggy
 	// creates (docs/IGGY.md, "Durability"): store.DurabilityWritten (the
 	// default: written to the segment file before the reply),

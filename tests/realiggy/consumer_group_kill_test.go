@@ -84,18 +84,7 @@ func TestConsumerGroupAfterKiggyKill9(t *testing.T) {
 		t.Fatalf("the group after kiggy's SIGKILL and restart:\n%s\nwant it as answered before:\n%s", after, before)
 	}
 	g.settle(partitions)
-	offs := kmsg.NewPtrOffsetFetchRequest()
-	offs.Groups = []kmsg.OffsetFetchRequestGroup{{Group: groupID}}
-	resp, err := offs.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[int32]int64{}
-	for _, tp := range resp.Groups[0].Topics {
-		for _, p := range tp.Partitions {
-			got[p.Partition] = p.Offset
-		}
-	}
+	got := committedOffsets(t, cl, groupID)
 	if fmt.Sprint(got) != fmt.Sprint(committed) {
 		t.Errorf("committed offsets after the restart %v, want %v", got, committed)
 	}

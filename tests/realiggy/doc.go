@@ -18,6 +18,9 @@
 // group's SyncGroups; a consumer-protocol group's join, mid-rebalance) and
 // check that the restarted kiggy restores the group as answered
 // (docs/design/consumer-groups.md §6).
+// TestCommitsSurviveKill9MidCompaction SIGKILLs kiggy under a commit load
+// the moment it starts compacting its commit log, and checks that every
+// acknowledged commit survives (docs/IGGY.md "Committed offsets").
 // TestStateNoticesOnIggy runs two kiggy processes as one cluster and checks
 // that a topic config changed through one is enforced by the other at once
 // (docs/design/cluster.md §10 "Notices").
