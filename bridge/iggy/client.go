@@ -59,6 +59,9 @@ type Client struct {
 	state   systemState // the system store (system.go)
 	// compactKick wakes the compactor (compactor.go); nil when none runs.
 	compactKick chan struct{}
+	// stateRewrites counts system store writes appended again because
+	// they landed after a switch or in a deleted generation.
+	stateRewrites atomic.Uint64
 	// commitLogShared: the compactor found another instance's records in
 	// the commit log (compactCommitsAlone); only the compactor uses it.
 	commitLogShared bool

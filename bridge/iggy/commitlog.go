@@ -228,7 +228,12 @@ func (c *Client) openCommitLog(ctx context.Context) error {
 
 // generations lists the commit log's generations, newest first.
 func (c *Client) generations(ctx context.Context) ([]int, error) {
-	prefix := commitTopicPrefix(c.cfg.Stream)
+	return c.topicGenerations(ctx, commitTopicPrefix(c.cfg.Stream))
+}
+
+// topicGenerations lists the generations of the system stream's topics
+// named prefix + generation, newest first.
+func (c *Client) topicGenerations(ctx context.Context, prefix string) ([]int, error) {
 	topics, err := c.commits.sys.Topics(ctx)
 	if err != nil {
 		return nil, err
@@ -473,10 +478,10 @@ var errCommitLogShared = errors.New("iggy: another kiggy instance writes this co
 // the log's tail (no Config.CommitTail), which does not see a switch
 // another instance writes, nor its own commits landing after one: it
 // compacts only while the generation holds nothing but what it read and
-// wrote itself (its high watermark is the records this instance knows of,
-// checked with every commit held), and errCommitLogShared otherwise, so
-// that instances that share a commit log without --cluster-membership
-// never compact it under each other (they compact it when they open it).
+// wrote itself (its records, with no commit in flight), and
+// errCommitLogShared otherwise, so that instances that share a commit log
+// without --cluster-membership never compact it under each other (they
+// compact it when they open it, as before).
 func (c *Client) compactCommitsAlone(ctx context.Context) error {
 	cl := c.commits
 	cl.mu.Lock()
@@ -494,8 +499,8 @@ func (c *Client) compactCommitsAlone(ctx context.Context) error {
 	return c.compactCommitsLocked(ctx)
 }
 
-// compactCommitsLocked is compactCommits; the caller holds c.commits.mu
-// exclusively.
+// compactCommitsLocked is compactCommits; the caller holds
+// c.commits.mu exclusively.
 func (c *Client) compactCommitsLocked(ctx context.Context) error {
 	cl := c.commits
 	if cl.switchAt < 0 {

@@ -1,14 +1,14 @@
 package iggy
 
-// The compactor: a gateway that does not read its commit log's tail (no
-// Config.CommitTail: not one of several instances of a cluster over one
-// stream) compacts its commit log as it grows, not only when it opens it,
-// so that a long-lived gateway's log stays within Config.compactRatio times
-// its live commits (docs/IGGY.md "Committed offsets"). Such a gateway would
-// not see another instance's switch, nor its own commits landing after one,
-// so it compacts only while the log holds nothing but what it read at open
-// and wrote since (compactCommitsAlone). With a tail, the tail reader
-// compacts the log (tailCommits), with a switch the others follow.
+// The compactor compacts the system store's namespaces (system.go) as they
+// grow, not only when they are opened, and the commit log of a gateway that
+// does not read its tail (no Config.CommitTail; with it the tail reader
+// compacts the commit log, tailCommits) while no other instance has written
+// that (compactCommitsAlone). So a long-lived gateway's logs stay within
+// Config.compactRatio times their live entries (docs/IGGY.md "kiggy's own
+// state"). A switch record ends a generation, and a write that lands after
+// it counts for nothing and is written again into the next, by the system
+// store's writers and by the commit log's tail readers.
 
 import (
 	"context"
@@ -21,14 +21,14 @@ import (
 const compactRetryAfter = 10 * time.Second
 
 // compactsCommitsAlone reports whether this client compacts its commit log
-// while it runs: it keeps one and does not read its tail.
+// while it runs: it keeps one, and no other instance writes its stream.
 func (c *Client) compactsCommitsAlone() bool {
 	return c.commits != nil && c.cfg.CommitTail <= 0 && !c.cfg.noCompactor
 }
 
-// startCompactor starts the compactor when compactsCommitsAlone.
+// startCompactor starts the compactor of a client that keeps a commit log.
 func (c *Client) startCompactor() {
-	if !c.compactsCommitsAlone() {
+	if c.commits == nil || c.cfg.noCompactor {
 		return
 	}
 	c.compactKick = make(chan struct{}, 1)
@@ -63,25 +63,40 @@ func (c *Client) kickCompactor() {
 	}
 }
 
-// compactGrown compacts the commit log if it grew worth compacting; false
-// when that failed.
+// compactGrown compacts the commit log (alone) and each system store
+// namespace opened so far that grew worth compacting; false when one
+// failed.
 func (c *Client) compactGrown() bool {
-	c.offMu.Lock()
-	large := c.cfg.worthCompacting(c.commits.records, len(c.offsets))
-	c.offMu.Unlock()
-	if !large || c.commitLogShared {
-		return true
-	}
+	ok := true
 	ctx, cancel := context.WithTimeout(context.Background(), 4*c.cfg.RequestTimeout)
 	defer cancel()
-	switch err := c.compactCommitsAlone(ctx); {
-	case errors.Is(err, errCommitLogShared):
-		// For good: the other instance may write on at any time.
-		c.commitLogShared = true
-		c.log.Warn("iggy: not compacting the commit log while running", "err", err)
-	case err != nil && !c.closed.Load():
-		c.log.Warn("iggy: compacting the commit log failed", "err", err)
-		return false
+	if c.compactsCommitsAlone() {
+		c.offMu.Lock()
+		large := c.cfg.worthCompacting(c.commits.records, len(c.offsets))
+		c.offMu.Unlock()
+		if large && !c.commitLogShared {
+			switch err := c.compactCommitsAlone(ctx); {
+			case errors.Is(err, errCommitLogShared):
+				c.commitLogShared = true // for good: the other instance may write on at any time
+				c.log.Warn("iggy: not compacting the commit log while running", "err", err)
+			case err != nil && !c.closed.Load():
+				c.log.Warn("iggy: compacting the commit log failed", "err", err)
+				ok = false
+			}
+		}
 	}
-	return true
+	c.state.mu.Lock()
+	defer c.state.mu.Unlock()
+	for _, st := range c.state.ns {
+		if !c.cfg.worthCompacting(st.records, len(st.entries)) {
+			continue
+		}
+		if err := c.compactState(ctx, st); err != nil {
+			if !c.closed.Load() {
+				c.log.Warn("iggy: compacting a system store namespace failed", "topic", st.topic, "err", err)
+			}
+			ok = false
+		}
+	}
+	return ok
 }

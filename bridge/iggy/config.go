@@ -81,9 +81,16 @@ type Config struct {
 	// store's compaction thresholds (worthCompacting); 0 = the defaults.
 	// Tests lower them; the system stream's client inherits them.
 	compactMin, compactRatio int
-	// noCompactor keeps a lone instance from compacting its commit log
-	// while it runs (compactor.go), for tests of the compaction at open.
+	// noCompactor keeps a lone instance from compacting while it runs
+	// (compactor.go), for tests of the compaction at open.
 	noCompactor bool
+	// stateTakeover is how long a system store write waits for another
+	// instance's copy into a new generation; 0 = stateTakeoverAfter.
+	// Tests shorten it.
+	stateTakeover time.Duration
+	// beforeStateAppend, when set, runs before each system store append
+	// (tests: another instance's switch landing just then).
+	beforeStateAppend func(topic string)
 	// Durability is when the server must confirm a write to a topic kiggy
 	// creates (docs/IGGY.md, "Durability"): store.DurabilityWritten (the
 	// default: written to the segment file before the reply),

@@ -2,20 +2,27 @@ package iggy
 
 // The system store (docs/design/record-mapping.md §7, docs/IGGY.md "kiggy's
 // own state"): kiggy's own state — SCRAM credentials, ACLs, topic configs
-// Iggy has no field for, log start offsets — kept as namespaces of key →
-// value entries in the reserved system stream, beside the commit log. Each
-// namespace of each Kafka stream is a log of put and delete records in a
-// topic "state.<stream>.<namespace>.<generation>" of one partition. A
-// namespace is read when it is first used and caught up from its tail on
-// every later load, so changes made through another kiggy instance show up
-// at the next load. A namespace nobody has written has no topic: reading it
-// creates nothing in Iggy (it reads as empty until a write creates its
-// generation 0), so a gateway that only reads a namespace, as every gateway
-// reads the SCRAM credentials, never creates topics, not even in the middle
-// of an Iggy cluster's failover. It is compacted when it is first read: when
-// it holds many more records than live keys, the live entries are copied into
-// the next generation, which becomes current once its "complete" record is
-// written.
+// Iggy has no field for, log start offsets, consumer groups — kept as
+// namespaces of key → value entries in the reserved system stream, beside
+// the commit log. Each namespace of each Kafka stream is a log of put and
+// delete records in a topic "state.<stream>.<namespace>.<generation>" of one
+// partition. A namespace is read when it is first used and caught up from
+// its tail on every later load, so changes made through another kiggy
+// instance show up at the next load. A namespace nobody has written has no
+// topic: reading it creates nothing in Iggy (it reads as empty until a
+// write creates its generation 0), so a gateway that only reads a
+// namespace, as every gateway reads the SCRAM credentials, never creates a
+// topic, nor writes anything, not even in the middle of an Iggy cluster's
+// failover: only writes and compactions write.
+//
+// It is compacted in generations, the way the commit log is, safely with
+// several instances writing: when a generation holds many more records than
+// live keys, a "switch" record ends it (records after the first switch count
+// for nothing), and the instance that creates the next generation's topic
+// copies the entries as of the switch into it, then its "complete" record;
+// the others wait for that before they write again, and take the copy over
+// (switching the unfinished generation too) if it does not come. A write
+// that lands after a switch is written again into the next generation.
 
 import (
 	"context"
@@ -25,7 +32,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -41,7 +47,17 @@ const (
 	statePut           = 1
 	stateDelete        = 2
 	stateComplete      = 3
+	// stateSwitch ends a generation: the records after the first one
+	// count for nothing, and its state as of the switch continues in the
+	// next generation (in the one after, when the next was switched
+	// before it was complete: a copy given up).
+	stateSwitch = 4
 )
+
+// stateTakeoverAfter is how long an instance waits for another's copy into
+// a new generation to complete before it gives the copy up and makes its
+// own (the copier may have died).
+const stateTakeoverAfter = 5 * time.Second
 
 // Limits on what one entry may hold: keys are names (a topic and a
 // partition, a mechanism and a user), values small encoded records.
@@ -64,11 +80,11 @@ type stateRecord struct {
 }
 
 // appendStateRecord encodes r: [version u8][kind u8][key u16+bytes]
-// [value u32+bytes], little-endian; a "complete" record is its first two
-// bytes.
+// [value u32+bytes], little-endian; a "complete" or "switch" record is its
+// first two bytes.
 func appendStateRecord(b []byte, r stateRecord) []byte {
 	b = append(b, stateRecordVersion, r.kind)
-	if r.kind == stateComplete {
+	if r.kind == stateComplete || r.kind == stateSwitch {
 		return b
 	}
 	b = binary.LittleEndian.AppendUint16(b, uint16(len(r.key)))
@@ -85,7 +101,7 @@ func decodeStateRecord(p []byte) (stateRecord, error) {
 		return r, errBadStateRecord
 	}
 	r.kind, p = p[1], p[2:]
-	if r.kind == stateComplete {
+	if r.kind == stateComplete || r.kind == stateSwitch {
 		if len(p) != 0 {
 			return r, errBadStateRecord
 		}
@@ -122,13 +138,20 @@ type systemState struct {
 type stateNamespace struct {
 	name string
 	// topic is the current generation's topic; "" while the namespace has
-	// none (nobody wrote it): it reads as empty, and its first write creates
-	// generation 0.
+	// no complete generation (nobody wrote it): it reads as empty, and
+	// its first write makes generation 0 (putState, moveOnState from
+	// generation -1).
 	topic   string
 	gen     int
 	next    int64
 	records int
 	entries map[string][]byte
+	// complete: the generation's "complete" record was read (its copied
+	// entries are all there). switched: its first switch was read, at
+	// switchAt; entries are its state as of the switch, and nothing after
+	// it is read.
+	complete, switched bool
+	switchAt           int64
 	// changes counts the puts and deletes read from the log (other
 	// instances' and, after a race, this client's own) and the reopenings
 	// (catchUpState): SystemVersion. A write of this client's that it
@@ -200,14 +223,14 @@ func (c *Client) PutSystem(ctx context.Context, ns, key string, value []byte) er
 
 // PutSystemAll implements store.SystemStore: the changes are appended to
 // the namespace's log as one batch, in one SendMessages, which Iggy accepts
-// or refuses whole (docs/IGGY.md "kiggy's own state").
+// or refuses whole (docs/IGGY.md "kiggy's own state"). A batch that lands
+// after a switch counts for nothing and is appended again into the next
+// generation before PutSystemAll returns.
 func (c *Client) PutSystemAll(ctx context.Context, ns string, entries []store.SystemEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
 	records := make([]stateRecord, len(entries))
-	var b message.Batch
-	b.Reset(uint64(time.Now().UnixMicro()))
 	for i, e := range entries {
 		if len(e.Key) == 0 || len(e.Key) > maxStateKey || len(e.Value) > maxStateValue {
 			return fmt.Errorf("iggy: system store entry %q: key of 1..%d bytes and value of at most %d bytes: %w", e.Key, maxStateKey, maxStateValue, store.ErrTooLarge)
@@ -216,7 +239,6 @@ func (c *Client) PutSystemAll(ctx context.Context, ns string, entries []store.Sy
 		if e.Value == nil {
 			records[i].kind = stateDelete
 		}
-		addStateRecord(&b, records[i])
 	}
 	st, err := c.stateNamespace(ctx, ns)
 	if err != nil {
@@ -224,46 +246,82 @@ func (c *Client) PutSystemAll(ctx context.Context, ns string, entries []store.Sy
 	}
 	c.state.mu.Lock()
 	defer c.state.mu.Unlock()
-	if st.topic == "" {
-		// The namespace's first write (here) creates it.
-		fresh, err := c.openStateNamespace(ctx, ns, true)
-		if err != nil {
-			return err
+	for lost := 0; ; lost++ {
+		if lost == 8 {
+			return fmt.Errorf("iggy: system store namespace %s: the generation kept switching under the write: %w", ns, store.ErrUnavailable)
 		}
-		// Its own creation is no change; what another instance wrote
-		// first, read just now, is.
-		fresh.changes += st.changes
-		*st = *fresh
+		counted, err := c.putState(ctx, st, records)
+		if err != nil || counted {
+			break
+		}
 	}
-	// Apply what other instances wrote first, so this change lands after them
-	// here as it does in the log.
-	if err := c.catchUpState(ctx, st); err != nil {
-		return err
-	}
-	sys := c.commits.sys
-	base, err := sys.Append(ctx, st.topic, 0, &b)
 	if err != nil {
 		return err
 	}
-	if base != st.next {
-		// Another instance appended between the catch-up above and this
-		// append: read from where this instance stopped, its records and
-		// then these, in the log's order, rather than skip past them.
-		// The change is written whatever the read does: a failed read
-		// leaves st.next where it stopped, for the next catch-up.
-		if _, err := c.readState(ctx, st); err != nil {
-			c.log.Warn("iggy: reading the system store after a write failed", "topic", st.topic, "err", err)
-		}
-		return nil
+	if c.cfg.worthCompacting(st.records, len(st.entries)) {
+		c.kickCompactor()
 	}
-	changes := st.changes
-	for _, r := range records {
-		st.apply(r)
-	}
-	st.changes = changes // this client's own write: its caller knows of it
-	st.records += len(records)
-	st.next = base + int64(len(records))
 	return nil
+}
+
+// putState appends records to st's current generation, first moving on
+// past a switch. counted is false when the append landed after a switch
+// or in a generation deleted meanwhile: it counts for nothing (or may
+// not), and the caller appends it again. The caller holds c.state.mu.
+func (c *Client) putState(ctx context.Context, st *stateNamespace, records []stateRecord) (counted bool, err error) {
+	// Apply what other instances wrote first, so this change lands after
+	// them here as it does in the log.
+	if err := c.catchUpState(ctx, st); err != nil {
+		return false, err
+	}
+	if st.switched {
+		if err := c.moveOnState(ctx, st, true); err != nil {
+			return false, err
+		}
+	}
+	var b message.Batch
+	b.Reset(uint64(time.Now().UnixMicro()))
+	for _, r := range records {
+		addStateRecord(&b, r)
+	}
+	if c.cfg.beforeStateAppend != nil {
+		c.cfg.beforeStateAppend(st.topic)
+	}
+	base, err := c.commits.sys.Append(ctx, st.topic, 0, &b)
+	if errors.Is(err, store.ErrUnknownTopic) {
+		c.stateRewrites.Add(1)
+		return false, c.reopenState(ctx, st)
+	}
+	if err != nil {
+		return false, err
+	}
+	if base == st.next {
+		// Nothing between what this instance had read and its records:
+		// no switch before them.
+		changes := st.changes
+		for _, r := range records {
+			st.apply(r)
+		}
+		st.changes = changes // this client's own write: its caller knows of it
+		st.records += len(records)
+		st.next = base + int64(len(records))
+		return true, nil
+	}
+	// Another instance appended between the catch-up above and this
+	// append: read from where this instance stopped, its records and then
+	// these, in the log's order, rather than skip past them, and find
+	// whether a switch came first.
+	switch _, err := c.readState(ctx, st); {
+	case errors.Is(err, store.ErrUnknownTopic):
+		return false, c.reopenState(ctx, st)
+	case err != nil:
+		return false, fmt.Errorf("iggy: reading the system store after a write: %w", unavailable(err))
+	}
+	if st.switched && st.switchAt < base {
+		c.stateRewrites.Add(1)
+		return false, nil
+	}
+	return true, nil
 }
 
 // stateNamespace returns namespace ns, opening it on first use.
@@ -279,7 +337,7 @@ func (c *Client) stateNamespace(ctx context.Context, ns string) (*stateNamespace
 	if st := c.state.ns[ns]; st != nil {
 		return st, nil
 	}
-	st, err := c.openStateNamespace(ctx, ns, false)
+	st, err := c.openStateNamespace(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
@@ -287,105 +345,112 @@ func (c *Client) stateNamespace(ctx context.Context, ns string) (*stateNamespace
 		c.state.ns = map[string]*stateNamespace{}
 	}
 	c.state.ns[ns] = st
+	if c.cfg.worthCompacting(st.records, len(st.entries)) {
+		c.kickCompactor()
+	}
 	return st, nil
 }
 
-// openStateNamespace finds the newest complete generation of ns, loads it,
-// and compacts it if it grew large. A namespace without one is created
-// (generation 0) when create is set, and is otherwise returned without a
-// topic: a look costs one listing of the system stream's topics.
-func (c *Client) openStateNamespace(ctx context.Context, ns string, create bool) (*stateNamespace, error) {
-	sys := c.commits.sys
-	prefix := stateTopicPrefix(c.cfg.Stream, ns)
-	topics, err := sys.Topics(ctx)
+// newStateGeneration returns generation gen of namespace ns, not read yet.
+func (c *Client) newStateGeneration(ns string, gen int) *stateNamespace {
+	return &stateNamespace{name: ns, topic: stateTopicPrefix(c.cfg.Stream, ns) + strconv.Itoa(gen), gen: gen,
+		entries: map[string][]byte{}, switchAt: -1}
+}
+
+// openStateNamespace reads the newest complete generation of ns (up to its
+// switch, when it has one: its successor's copy is then under way). A
+// namespace without one is returned without a topic, as generation -1,
+// switched from: the first write makes generation 0. A look costs one
+// listing of the system stream's topics.
+func (c *Client) openStateNamespace(ctx context.Context, ns string) (*stateNamespace, error) {
+	gens, err := c.stateGenerations(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
-	var gens []int
-	for _, t := range topics {
-		if rest, ok := strings.CutPrefix(t.Name, prefix); ok {
-			if g, err := strconv.Atoi(rest); err == nil && g >= 0 {
-				gens = append(gens, g)
-			}
-		}
-	}
-	slices.Sort(gens)
-	slices.Reverse(gens) // newest first
-	for i, g := range gens {
-		st := &stateNamespace{name: ns, topic: prefix + strconv.Itoa(g), gen: g, entries: map[string][]byte{}}
-		complete, err := c.readState(ctx, st)
-		if err != nil {
+	var newer []int
+	for _, g := range gens {
+		st := c.newStateGeneration(ns, g)
+		if _, err := c.readState(ctx, st); errors.Is(err, store.ErrUnknownTopic) {
+			continue // deleted meanwhile
+		} else if err != nil {
 			return nil, err
 		}
-		if !complete && i == len(gens)-1 {
-			// The oldest generation left, incomplete: a creation cut short (its
-			// "complete" record refused or never sent), as an Iggy
-			// cluster's failover can leave one. It is completed in place,
-			// not dropped and created again: a topic created in every
-			// attempt is what a cluster mid-failover copes with worst.
-			if !create {
-				return &stateNamespace{name: ns, entries: map[string][]byte{}}, nil
-			}
-			var b message.Batch
-			b.Reset(uint64(time.Now().UnixMicro()))
-			addStateRecord(&b, stateRecord{kind: stateComplete})
-			if _, err := sys.Append(ctx, st.topic, 0, &b); err != nil {
-				return nil, err
-			}
-			if _, err := c.readState(ctx, st); err != nil {
-				return nil, err
+		if !st.complete {
+			newer = append(newer, g)
+			continue
+		}
+		if !st.switched {
+			// An incomplete generation after one never switched from:
+			// a compaction of an earlier version cut short (they wrote
+			// no switch), its older generation still there.
+			for _, n := range newer {
+				topic := stateTopicPrefix(c.cfg.Stream, ns) + strconv.Itoa(n)
+				c.log.Warn("iggy: dropping an incomplete system store generation", "topic", topic)
+				if err := c.commits.sys.DeleteTopic(ctx, topic); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
+					return nil, err
+				}
 			}
 			return st, nil
 		}
-		if !complete {
-			// A compaction cut short: its older generation is still there.
-			c.log.Warn("iggy: dropping an incomplete system store generation", "topic", st.topic)
-			if err := sys.DeleteTopic(ctx, st.topic); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
-				return nil, err
-			}
-			continue
-		}
-		if c.cfg.worthCompacting(st.records, len(st.entries)) {
-			return c.compactState(ctx, st, g+1, gens)
-		}
-		return st, nil
+		return st, c.moveOnState(ctx, st, false)
 	}
-	if !create {
-		return &stateNamespace{name: ns, entries: map[string][]byte{}}, nil
-	}
-	return c.compactState(ctx, &stateNamespace{name: ns, entries: map[string][]byte{}}, 0, gens)
+	// No generation yet: generation 0 is the copy of an empty namespace,
+	// made by whichever instance's write creates its topic first.
+	st := c.newStateGeneration(ns, -1)
+	st.topic, st.complete, st.switched = "", true, true
+	return st, nil
+}
+
+// stateGenerations lists the generations of namespace ns there are,
+// newest first.
+func (c *Client) stateGenerations(ctx context.Context, ns string) ([]int, error) {
+	return c.topicGenerations(ctx, stateTopicPrefix(c.cfg.Stream, ns))
 }
 
 // catchUpState applies the records appended to st's topic since it was last
-// read (by other instances). When another instance compacted the namespace
-// into a newer generation and deleted this one, it reopens the namespace.
-// The caller holds c.state.mu.
+// read (by other instances), and follows a switch to the next generation
+// once that is complete. When another instance compacted the namespace and
+// deleted st's generation, it reopens the namespace. The caller holds
+// c.state.mu.
 func (c *Client) catchUpState(ctx context.Context, st *stateNamespace) error {
-	if st.topic != "" {
-		_, err := c.readState(ctx, st)
-		if !errors.Is(err, store.ErrUnknownTopic) {
+	if st.topic == "" {
+		// Nobody had written the namespace: look whether another
+		// instance has since.
+		fresh, err := c.openStateNamespace(ctx, st.name)
+		if err != nil || fresh.topic == "" {
 			return err
 		}
+		fresh.changes = st.changes + 1
+		*st = *fresh
+		return nil
 	}
-	// No topic yet (another instance may have written the namespace since),
-	// or its generation is gone: look again.
-	fresh, err := c.openStateNamespace(ctx, st.name, false)
-	if err != nil {
+	_, err := c.readState(ctx, st)
+	if errors.Is(err, store.ErrUnknownTopic) {
+		return c.reopenState(ctx, st)
+	}
+	if err != nil || !st.switched {
 		return err
 	}
-	if fresh.topic == "" && st.topic == "" {
-		return nil // still nobody's written it
+	return c.moveOnState(ctx, st, false)
+}
+
+// reopenState reads the namespace again from its newest generation.
+func (c *Client) reopenState(ctx context.Context, st *stateNamespace) error {
+	fresh, err := c.openStateNamespace(ctx, st.name)
+	if err != nil {
+		return err
 	}
 	fresh.changes = st.changes + 1
 	*st = *fresh
 	return nil
 }
 
-// readState applies st's topic from st.next to its end and reports whether
-// a "complete" record was among what it read or is already known.
+// readState applies st's topic from st.next to its end, or to its first
+// switch, and reports whether a "complete" record was among what it read
+// or is already known. Records after the switch count for nothing.
 func (c *Client) readState(ctx context.Context, st *stateNamespace) (complete bool, err error) {
 	sys := c.commits.sys
-	for {
+	for !st.switched {
 		var n int
 		wm, err := sys.Read(ctx, st.topic, 0, st.next, 1<<20, func(m *message.Message) bool {
 			n++
@@ -396,20 +461,25 @@ func (c *Client) readState(ctx context.Context, st *stateNamespace) (complete bo
 				return true
 			}
 			st.records++
-			if r.kind == stateComplete {
-				complete = true
-				return true
+			switch r.kind {
+			case stateComplete:
+				st.complete = true
+			case stateSwitch:
+				st.switched, st.switchAt = true, m.Offset
+				return false
+			default:
+				st.apply(r)
 			}
-			st.apply(r)
 			return true
 		})
 		if err != nil {
 			return false, err
 		}
 		if n == 0 || st.next >= wm.High {
-			return complete, nil
+			break
 		}
 	}
+	return st.complete, nil
 }
 
 // apply records one put or delete.
@@ -423,53 +493,179 @@ func (st *stateNamespace) apply(r stateRecord) {
 	}
 }
 
-// compactState writes st's live entries into generation gen of its
-// namespace, marks it complete, makes it current and deletes the older
-// generations.
-func (c *Client) compactState(ctx context.Context, st *stateNamespace, gen int, old []int) (*stateNamespace, error) {
-	sys := c.commits.sys
-	prefix := stateTopicPrefix(c.cfg.Stream, st.name)
-	name := prefix + strconv.Itoa(gen)
-	if _, err := sys.CreateTopic(ctx, name, 1, store.TopicConfig{}); err != nil && !errors.Is(err, store.ErrTopicExists) {
-		return nil, err
+// compactState ends st's generation with a switch and moves on to the
+// next, copying the entries into it unless another instance does. The
+// caller holds c.state.mu.
+func (c *Client) compactState(ctx context.Context, st *stateNamespace) error {
+	if err := c.catchUpState(ctx, st); err != nil || st.switched {
+		return err // switched: another instance's compaction, under way
 	}
+	if err := c.appendStateMark(ctx, st.topic, stateSwitch); err != nil {
+		return err
+	}
+	// Read up to the switch (or an earlier one of another instance).
+	if _, err := c.readState(ctx, st); err != nil {
+		return err
+	}
+	if !st.switched {
+		return fmt.Errorf("iggy: the switch written into %s is not there", st.topic)
+	}
+	return c.moveOnState(ctx, st, true)
+}
+
+// appendStateMark appends one "complete" or "switch" record to topic.
+func (c *Client) appendStateMark(ctx context.Context, topic string, kind uint8) error {
+	var b message.Batch
+	b.Reset(uint64(time.Now().UnixMicro()))
+	addStateRecord(&b, stateRecord{kind: kind})
+	_, err := c.commits.sys.Append(ctx, topic, 0, &b)
+	return err
+}
+
+// moveOnState follows st's switch: it makes the next complete generation
+// current, with its state read in full. With write, it makes sure there is
+// one: the instance whose CreateTopic of the next generation succeeds
+// copies st's entries as of the switch into it, then its "complete"
+// record, and deletes the generations before it; the others wait for that
+// (for stateTakeoverAfter at most, then they switch the unfinished
+// generation too and go on to the one after). Without write (a read, an
+// open) it only looks: with no complete next generation, st stays as of
+// its switch, which is the namespace's state until one is complete, as
+// nothing is written meanwhile. The caller holds c.state.mu.
+func (c *Client) moveOnState(ctx context.Context, st *stateNamespace, write bool) error {
+	from := st
+	var waitingSince time.Time
+	for next := from.gen + 1; ; {
+		cand := c.newStateGeneration(st.name, next)
+		_, err := c.readState(ctx, cand)
+		switch {
+		case errors.Is(err, store.ErrUnknownTopic):
+			gens, err := c.stateGenerations(ctx, st.name)
+			if err != nil {
+				return err
+			}
+			if later := slices.IndexFunc(gens, func(g int) bool { return g <= next }); later != 0 && len(gens) > 0 {
+				// Generations after next exist: next was made and
+				// deleted (complete, by the copier of a later one,
+				// which holds its state; or incomplete, dropped by an
+				// earlier version's open, and holding nothing). Go on
+				// to the first of them.
+				if later < 0 {
+					later = len(gens)
+				}
+				next, waitingSince = gens[later-1], time.Time{}
+				continue
+			}
+			if !write {
+				return nil
+			}
+			if err := c.claimStateGeneration(ctx, cand, from.entries, gens); err != nil {
+				return err
+			}
+			continue // read it back
+		case err != nil:
+			return err
+		case cand.complete && cand.switched && write:
+			// Switched from already: its state as of its switch goes on.
+			from, next, waitingSince = cand, next+1, time.Time{}
+			continue
+		case cand.complete:
+			if st.topic == "" {
+				// Made by this write (puts of others read with it
+				// count): the namespace's creation is no change.
+				cand.changes += st.changes
+			} else {
+				cand.changes = st.changes + 1
+			}
+			*st = *cand
+			return nil
+		case cand.switched:
+			// Switched before it was complete: a copy given up. The
+			// state as of from's switch goes on in the one after.
+			next, waitingSince = next+1, time.Time{}
+			continue
+		}
+		// A copy under way.
+		if !write {
+			return nil
+		}
+		if waitingSince.IsZero() {
+			waitingSince = time.Now()
+		}
+		if time.Since(waitingSince) >= c.stateTakeoverAfter() {
+			c.log.Warn("iggy: a system store generation's copy did not complete; giving it up", "topic", cand.topic, "after", time.Since(waitingSince).Round(time.Millisecond))
+			if err := c.appendStateMark(ctx, cand.topic, stateSwitch); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
+				return err
+			}
+			waitingSince = time.Time{}
+			continue
+		}
+		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+			return unavailable(err)
+		}
+	}
+}
+
+// stateTakeoverAfter is Config.stateTakeover, or stateTakeoverAfter.
+func (c *Client) stateTakeoverAfter() time.Duration {
+	if c.cfg.stateTakeover > 0 {
+		return c.cfg.stateTakeover
+	}
+	return stateTakeoverAfter
+}
+
+// claimStateGeneration creates gen's topic and, when this instance created
+// it (not another first), copies entries into it, then its "complete"
+// record, and deletes the generations before it (gens: those there were).
+func (c *Client) claimStateGeneration(ctx context.Context, gen *stateNamespace, entries map[string][]byte, gens []int) error {
+	sys := c.commits.sys
+	if _, err := sys.CreateTopic(ctx, gen.topic, 1, store.TopicConfig{}); errors.Is(err, store.ErrTopicExists) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if err := c.copyState(ctx, gen.topic, entries); err != nil {
+		// Give the copy up at once rather than have the next try wait
+		// for it (best effort: the next try gives it up otherwise).
+		if serr := c.appendStateMark(ctx, gen.topic, stateSwitch); serr != nil {
+			c.log.Debug("iggy: giving up a failed system store copy failed too", "topic", gen.topic, "err", serr)
+		}
+		return err
+	}
+	for _, g := range gens {
+		if g < gen.gen {
+			if err := sys.DeleteTopic(ctx, stateTopicPrefix(c.cfg.Stream, gen.name)+strconv.Itoa(g)); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
+				c.log.Warn("iggy: could not delete an old system store generation", "generation", g, "err", err)
+			}
+		}
+	}
+	c.log.Info("iggy: system store compacted", "topic", gen.topic, "entries", len(entries))
+	return nil
+}
+
+// copyState appends entries to topic as puts, in batches of about 512 KiB,
+// then a "complete" record.
+func (c *Client) copyState(ctx context.Context, topic string, entries map[string][]byte) error {
 	var b message.Batch
 	flush := func() error {
 		if b.Count == 0 {
 			return nil
 		}
-		_, err := sys.Append(ctx, name, 0, &b)
+		_, err := c.commits.sys.Append(ctx, topic, 0, &b)
 		b.Reset(uint64(time.Now().UnixMicro()))
 		return err
 	}
 	b.Reset(uint64(time.Now().UnixMicro()))
-	for _, k := range slices.Sorted(maps.Keys(st.entries)) {
-		addStateRecord(&b, stateRecord{kind: statePut, key: k, value: st.entries[k]})
+	for _, k := range slices.Sorted(maps.Keys(entries)) {
+		addStateRecord(&b, stateRecord{kind: statePut, key: k, value: entries[k]})
 		if b.Size() > 512<<10 {
 			if err := flush(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
 	addStateRecord(&b, stateRecord{kind: stateComplete})
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	for _, g := range old {
-		if g < gen {
-			if err := sys.DeleteTopic(ctx, prefix+strconv.Itoa(g)); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
-				c.log.Warn("iggy: could not delete an old system store generation", "generation", g, "err", err)
-			}
-		}
-	}
-	// Read the new generation back from its start: it holds the entries
-	// just written and anything another instance appended meanwhile.
-	fresh := &stateNamespace{name: st.name, topic: name, gen: gen, entries: map[string][]byte{}}
-	if _, err := c.readState(ctx, fresh); err != nil {
-		return nil, err
-	}
-	c.log.Info("iggy: system store compacted", "topic", name, "entries", len(fresh.entries))
-	return fresh, nil
+	return flush()
 }
 
 // addStateRecord appends r as one message of b.

@@ -90,8 +90,9 @@ func TestSystemStoreSurvivesRestart(t *testing.T) {
 func TestSystemStoreSharedByInstances(t *testing.T) {
 	addr, stream := target(t)
 	cx := ctx(t)
-	a := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: stream, PoolSize: 1})
-	b := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: stream, PoolSize: 1})
+	// Instances of one stream, with no compactor: the namespace grows.
+	a := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: stream, PoolSize: 1, noCompactor: true})
+	b := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: stream, PoolSize: 1, noCompactor: true})
 	if err := a.PutSystem(cx, "log-start", "t/0", []byte{7}); err != nil {
 		t.Fatal(err)
 	}
@@ -127,12 +128,21 @@ func TestSystemStoreSharedByInstances(t *testing.T) {
 	if got := gens(); got != stateTopicPrefix(stream, "log-start")+"0" {
 		t.Fatalf("generations before: %s", got)
 	}
-	c := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: stream, PoolSize: 1})
+	// A third instance, of the same cluster, opens the namespace and its
+	// compactor compacts it.
+	c := open(t, Config{compactMin: 20, compactRatio: 2, Addr: addr, Stream: stream, PoolSize: 1, CommitTail: time.Hour})
+	if got, _ := c.LoadSystem(cx, "log-start"); !equalState(got, want) {
+		t.Fatalf("c reads %q", got)
+	}
+	var got string
+	if !testtools.Eventually(10*time.Second, func() bool {
+		got = gens()
+		return got == stateTopicPrefix(stream, "log-start")+"1"
+	}) {
+		t.Fatalf("generations after compaction: %s", got)
+	}
 	if got, _ := c.LoadSystem(cx, "log-start"); !equalState(got, want) {
 		t.Fatalf("after compaction: %q", got)
-	}
-	if got := gens(); got != stateTopicPrefix(stream, "log-start")+"1" {
-		t.Fatalf("generations after compaction: %s", got)
 	}
 	if err := c.PutSystem(cx, "log-start", "t/2", []byte{9}); err != nil {
 		t.Fatal(err)
@@ -215,6 +225,7 @@ func FuzzStateRecord(f *testing.F) {
 	f.Add(appendStateRecord(nil, stateRecord{kind: statePut, key: "k", value: []byte("v")}))
 	f.Add(appendStateRecord(nil, stateRecord{kind: stateDelete, key: "k"}))
 	f.Add(appendStateRecord(nil, stateRecord{kind: stateComplete}))
+	f.Add(appendStateRecord(nil, stateRecord{kind: stateSwitch}))
 	f.Add([]byte{1, 1, 0})
 	f.Fuzz(func(t *testing.T, p []byte) {
 		r, err := decodeStateRecord(p)
@@ -349,37 +360,18 @@ func TestSystemVersion(t *testing.T) {
 	}
 }
 
-// stateGenerations lists the system store topics of stream's namespace ns,
-// sorted, through sys (a client of the system stream).
-func stateGenerations(t *testing.T, sys *Client, stream, ns string) string {
-	t.Helper()
-	list, err := sys.Topics(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, tp := range list {
-		if strings.HasPrefix(tp.Name, stateTopicPrefix(stream, ns)) {
-			out = append(out, tp.Name)
-		}
-	}
-	slices.Sort(out)
-	return strings.Join(out, ",")
-}
-
 // TestSystemStoreReadCreatesNothing: reading a namespace nobody wrote
 // creates no topic in Iggy (so a gateway that only reads one, as every
-// gateway reads the SCRAM credentials, creates none, not even during an
+// gateway reads the SCRAM credentials, writes nothing, not even during an
 // Iggy cluster's failover); another instance's first write to it shows up
-// at the reader's next look; and a generation whose creation was cut short
-// before its "complete" record is completed in place by the next write, not
-// dropped and created again.
+// at the reader's next look; and a generation 0 whose creator died before
+// its "complete" record reads as empty until a write gives it up and makes
+// generation 1.
 func TestSystemStoreReadCreatesNothing(t *testing.T) {
 	addr, stream := target(t)
 	cx := ctx(t)
-	a := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
+	a := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1, stateTakeover: 100 * time.Millisecond})
 	b := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
-	sys := open(t, Config{Addr: addr, Stream: DefaultSystemStream, PoolSize: 1, system: true})
 	got, err := a.LoadSystem(cx, "lazy")
 	if err != nil || len(got) != 0 {
 		t.Fatalf("a namespace nobody wrote: %q %v", got, err)
@@ -388,50 +380,50 @@ func TestSystemStoreReadCreatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := stateGenerations(t, sys, stream, "lazy"); g != "" {
+	lazy := stateTopicPrefix(stream, "lazy")
+	if g := generationsOf(t, addr, lazy); len(g) != 0 {
 		t.Fatalf("reading the namespace created %s", g)
 	}
 	if err := b.PutSystem(cx, "lazy", "k", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
-	if g := stateGenerations(t, sys, stream, "lazy"); g != stateTopicPrefix(stream, "lazy")+"0" {
+	if g := generationsOf(t, addr, lazy); !slices.Equal(g, []string{lazy + "0"}) {
 		t.Fatalf("after the first write: %q", g)
 	}
-	testtools.WaitFor(t, 5*time.Second, "a to see b's first write", func() bool {
-		v, err := a.SystemVersion(cx, "lazy")
-		return err == nil && v != v0
-	})
+	if v, err := a.SystemVersion(cx, "lazy"); err != nil || v == v0 {
+		t.Fatalf("b's first write did not move a's version (%d → %d, %v)", v0, v, err)
+	}
 	if got, err := a.LoadSystem(cx, "lazy"); err != nil || !equalState(got, map[string][]byte{"k": []byte("1")}) {
 		t.Fatalf("a reads %q %v after b's first write", got, err)
 	}
 
-	// A creation cut short: generation 0 made, one put in it, no
-	// "complete" record.
-	half := stateTopicPrefix(stream, "half") + "0"
-	if _, err := sys.CreateTopic(cx, half, 1, store.TopicConfig{}); err != nil {
+	// A creation cut short: generation 0 made, a put copied into it, no
+	// "complete" record (its creator died).
+	half := stateTopicPrefix(stream, "half")
+	sys := open(t, Config{Addr: addr, Stream: DefaultSystemStream, PoolSize: 1, system: true})
+	if _, err := sys.CreateTopic(cx, half+"0", 1, store.TopicConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	var batch message.Batch
 	batch.Reset(uint64(time.Now().UnixMicro()))
-	addStateRecord(&batch, stateRecord{kind: statePut, key: "early", value: []byte("0")})
-	if _, err := sys.Append(cx, half, 0, &batch); err != nil {
+	addStateRecord(&batch, stateRecord{kind: statePut, key: "partial", value: []byte("0")})
+	if _, err := sys.Append(cx, half+"0", 0, &batch); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := a.LoadSystem(cx, "half"); err != nil || len(got) != 0 {
 		t.Fatalf("an incomplete generation reads as %q %v", got, err)
 	}
-	if g := stateGenerations(t, sys, stream, "half"); g != half {
+	if g := generationsOf(t, addr, half); !slices.Equal(g, []string{half + "0"}) {
 		t.Fatalf("a read of the incomplete generation left %q", g)
 	}
 	if err := a.PutSystem(cx, "half", "x", []byte("2")); err != nil {
 		t.Fatal(err)
 	}
-	if g := stateGenerations(t, sys, stream, "half"); g != half {
-		t.Fatalf("the write left %q, want %s completed in place", g, half)
+	if g := generationsOf(t, addr, half); !slices.Equal(g, []string{half + "1"}) {
+		t.Fatalf("the write left %q, want %s1", g, half)
 	}
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
-	want := map[string][]byte{"early": []byte("0"), "x": []byte("2")}
-	if got, err := c.LoadSystem(cx, "half"); err != nil || !equalState(got, want) {
-		t.Fatalf("a fresh client reads %q %v, want %q", got, err, want)
+	if got, err := c.LoadSystem(cx, "half"); err != nil || !equalState(got, map[string][]byte{"x": []byte("2")}) {
+		t.Fatalf("a fresh client reads %q %v, want only x", got, err)
 	}
 }
