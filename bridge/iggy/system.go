@@ -35,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
 )
@@ -251,12 +252,12 @@ func (c *Client) PutSystemAll(ctx context.Context, ns string, entries []store.Sy
 			return fmt.Errorf("iggy: system store namespace %s: the generation kept switching under the write: %w", ns, store.ErrUnavailable)
 		}
 		counted, err := c.putState(ctx, st, records)
-		if err != nil || counted {
+		if err != nil {
+			return err
+		}
+		if counted {
 			break
 		}
-	}
-	if err != nil {
-		return err
 	}
 	if c.cfg.worthCompacting(st.records, len(st.entries)) {
 		c.kickCompactor()
@@ -279,15 +280,10 @@ func (c *Client) putState(ctx context.Context, st *stateNamespace, records []sta
 			return false, err
 		}
 	}
-	var b message.Batch
-	b.Reset(uint64(time.Now().UnixMicro()))
-	for _, r := range records {
-		addStateRecord(&b, r)
-	}
 	if c.cfg.beforeStateAppend != nil {
 		c.cfg.beforeStateAppend(st.topic)
 	}
-	base, err := c.commits.sys.Append(ctx, st.topic, 0, &b)
+	base, err := c.appendState(ctx, st.topic, records)
 	if errors.Is(err, store.ErrUnknownTopic) {
 		c.stateRewrites.Add(1)
 		return false, c.reopenState(ctx, st)
@@ -515,11 +511,42 @@ func (c *Client) compactState(ctx context.Context, st *stateNamespace) error {
 
 // appendStateMark appends one "complete" or "switch" record to topic.
 func (c *Client) appendStateMark(ctx context.Context, topic string, kind uint8) error {
-	var b message.Batch
-	b.Reset(uint64(time.Now().UnixMicro()))
-	addStateRecord(&b, stateRecord{kind: kind})
-	_, err := c.commits.sys.Append(ctx, topic, 0, &b)
+	_, err := c.appendState(ctx, topic, []stateRecord{{kind: kind}})
 	return err
+}
+
+// stateAppendPatience is how long appendState waits out refusals that
+// stored nothing.
+const stateAppendPatience = 10 * time.Second
+
+// appendState appends records to topic as one batch and returns the base
+// offset. An append refused with nothing stored (58 TransientNotAccepted,
+// once the client's own replays and reroutes found no node to take it) is
+// tried again, with pauses from 50 ms to 1 s, for stateAppendPatience: an
+// Iggy 0.9 cluster that lost a node refuses the appends to a topic created
+// after the loss for seconds (TestSystemStoreWriteDuringIggyFailover: a
+// generation's copy, refused within 0.1 s of the CreateTopic, was taken 5 s
+// later), and the system store's writer is kiggy itself, with no client to
+// retry for it.
+func (c *Client) appendState(ctx context.Context, topic string, records []stateRecord) (int64, error) {
+	start := time.Now()
+	for pause, refused := 50*time.Millisecond, 0; ; pause, refused = min(2*pause, time.Second), refused+1 {
+		var b message.Batch
+		b.Reset(uint64(time.Now().UnixMicro()))
+		for _, r := range records {
+			addStateRecord(&b, r)
+		}
+		base, err := c.commits.sys.Append(ctx, topic, 0, &b)
+		if err == nil && refused > 0 {
+			c.log.Info("iggy: a system store append was taken after refusals", "topic", topic, "refusals", refused, "after", time.Since(start).Round(time.Millisecond))
+		}
+		if err == nil || codeOf(err) != proto.CodeTransientNotAccepted || time.Since(start)+pause > stateAppendPatience {
+			return base, err
+		}
+		if err := sleepCtx(ctx, pause); err != nil {
+			return 0, unavailable(err)
+		}
+	}
 }
 
 // moveOnState follows st's switch: it makes the next complete generation
@@ -646,26 +673,19 @@ func (c *Client) claimStateGeneration(ctx context.Context, gen *stateNamespace, 
 // copyState appends entries to topic as puts, in batches of about 512 KiB,
 // then a "complete" record.
 func (c *Client) copyState(ctx context.Context, topic string, entries map[string][]byte) error {
-	var b message.Batch
-	flush := func() error {
-		if b.Count == 0 {
-			return nil
-		}
-		_, err := c.commits.sys.Append(ctx, topic, 0, &b)
-		b.Reset(uint64(time.Now().UnixMicro()))
-		return err
-	}
-	b.Reset(uint64(time.Now().UnixMicro()))
+	var batch []stateRecord
+	size := 0
 	for _, k := range slices.Sorted(maps.Keys(entries)) {
-		addStateRecord(&b, stateRecord{kind: statePut, key: k, value: entries[k]})
-		if b.Size() > 512<<10 {
-			if err := flush(); err != nil {
+		batch = append(batch, stateRecord{kind: statePut, key: k, value: entries[k]})
+		if size += len(k) + len(entries[k]); size > 512<<10 {
+			if _, err := c.appendState(ctx, topic, batch); err != nil {
 				return err
 			}
+			batch, size = batch[:0], 0
 		}
 	}
-	addStateRecord(&b, stateRecord{kind: stateComplete})
-	return flush()
+	_, err := c.appendState(ctx, topic, append(batch, stateRecord{kind: stateComplete}))
+	return err
 }
 
 // addStateRecord appends r as one message of b.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
+	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
@@ -425,5 +426,71 @@ func TestSystemStoreReadCreatesNothing(t *testing.T) {
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 1})
 	if got, err := c.LoadSystem(cx, "half"); err != nil || !equalState(got, map[string][]byte{"x": []byte("2")}) {
 		t.Fatalf("a fresh client reads %q %v, want only x", got, err)
+	}
+}
+
+// TestSystemStoreWriteFailureReported: a write whose append Iggy refuses
+// returns the error, whether it is the namespace's first (its generation
+// 0 made and its copy refused) or an append to one that exists, and
+// nothing is stored; the next write, Iggy answering again, is stored. (A
+// write once answered nil whenever its generation could not be made: a
+// client's change acknowledged and lost, seen as a client quota altered
+// during an Iggy cluster's failover and missing after.)
+func TestSystemStoreWriteFailureReported(t *testing.T) {
+	srv, addr := startServer(t, iggytest.Config{})
+	cx := ctx(t)
+	c := open(t, Config{Addr: addr, PoolSize: 1, stateTakeover: 50 * time.Millisecond})
+	refuse := func(n int) {
+		srv.InjectFault(iggytest.Fault{Op: proto.OpSendMessages, Status: uint32(proto.CodeError), Count: n})
+	}
+	// The copy into generation 0 and the switch that gives it up.
+	refuse(2)
+	if err := c.PutSystem(cx, "fails", "first", []byte("1")); err == nil {
+		t.Fatal("the first write of a namespace whose generation 0 Iggy refused: nil error")
+	}
+	if n := srv.PendingFaults(); n != 0 {
+		t.Fatalf("%d refusals left: the write did not try what the test expects", n)
+	}
+	if err := c.PutSystem(cx, "fails", "second", []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	refuse(1)
+	if err := c.PutSystem(cx, "fails", "third", []byte("3")); err == nil {
+		t.Fatal("a write Iggy refused: nil error")
+	}
+	fresh := open(t, Config{Addr: addr, PoolSize: 1})
+	want := map[string][]byte{"second": []byte("2")}
+	if got, err := fresh.LoadSystem(cx, "fails"); err != nil || !equalState(got, want) {
+		t.Fatalf("stored: %q %v, want %q", got, err, want)
+	}
+}
+
+// TestSystemStoreWaitsOutRefusals: appends refused with nothing stored
+// everywhere (58 TransientNotAccepted from every live node, as an Iggy 0.9
+// cluster that lost a node answers for seconds to a topic created after
+// the loss, its partition's primary the dead node) are tried again until
+// one is taken: a namespace's first write succeeds once the partition has
+// a live primary, a second after its refusals began.
+func TestSystemStoreWaitsOutRefusals(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 1, RequestTimeout: 2 * time.Second})
+	cx := ctx(t)
+	cl.Kill(2)
+	gen0 := stateTopicPrefix("kafka", "refused") + "0" // the default stream
+	cl.SetPartitionPrimary(gen0, 0, 2)
+	go func() {
+		testtools.Eventually(10*time.Second, func() bool { return cl.Refusals(0)+cl.Refusals(1) > 0 })
+		time.Sleep(time.Second)
+		cl.SetPartitionPrimary(gen0, 0, -1)
+	}()
+	if err := c.PutSystem(cx, "refused", "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if cl.Refusals(0)+cl.Refusals(1) == 0 {
+		t.Fatal("no append was refused: the test did not test")
+	}
+	fresh := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 1})
+	if got, err := fresh.LoadSystem(cx, "refused"); err != nil || !equalState(got, map[string][]byte{"k": []byte("v")}) {
+		t.Fatalf("stored: %q %v", got, err)
 	}
 }

@@ -13,6 +13,10 @@
 // TestIggyClusterPrimaryKilledTwice kills the primary of a 3-node cluster,
 // waits for kiggy to follow the new one, restarts the killed node, and kills
 // the next primary, with the same checks (docs/IGGY.md "Iggy clusters").
+// TestSystemStoreWriteDuringIggyFailover alters a client quota (the system
+// store namespace's first write) and a topic config the moment the
+// primary of a 3-node cluster is killed, and checks both are stored
+// (docs/IGGY.md "kiggy's own state").
 // TestClassicGroupAfterKiggyKill9 and TestConsumerGroupAfterKiggyKill9
 // SIGKILL kiggy under load the moment a group change is answered (a classic
 // group's SyncGroups; a consumer-protocol group's join, mid-rebalance) and
