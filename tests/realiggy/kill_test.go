@@ -74,7 +74,7 @@ func killUnderLoad(t *testing.T, level string) (verdict, string) {
 	k := startKiggy(t, "kiggy-"+level, iggyFlags(node.Addr, level)...)
 	keepLogs(t, []*kiggyProc{k}, []*iggyserver.Node{node})
 	createTopic(t, k.Addr, killTopic, killPartitions)
-	if got := topicDurability(t, k.Addr, killTopic); got != level {
+	if got := topicConfig(t, k.Addr, killTopic, "kiggy.durability"); got != level {
 		// Reported, not fatal: the loss check below must still run (it is
 		// what shows whether the level holds).
 		t.Errorf("topic %s reads kiggy.durability %q, want %q", killTopic, got, level)

@@ -289,9 +289,9 @@ func createTopic(t *testing.T, addr, topic string, n int32) {
 	}
 }
 
-// topicDurability is the topic's kiggy.durability config as kiggy reads it
-// back from Iggy's topic options.
-func topicDurability(t *testing.T, addr, topic string) string {
+// topicConfig is the topic's config key as kiggy at addr describes it
+// ("" when it has none).
+func topicConfig(t *testing.T, addr, topic, key string) string {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -309,7 +309,7 @@ func topicDurability(t *testing.T, addr, topic string) string {
 		t.Fatal(err)
 	}
 	for _, c := range rc.Configs {
-		if c.Key == "kiggy.durability" {
+		if c.Key == key {
 			return c.MaybeValue()
 		}
 	}

@@ -116,20 +116,7 @@ func TestSystemStoreWriteDuringIggyFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rcl.Close()
-	cfgs, err := kadm.NewClient(rcl).DescribeTopicConfigs(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := cfgs.On(topic, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := ""
-	for _, cf := range rc.Configs {
-		if cf.Key == "max.message.bytes" {
-			got = cf.MaybeValue()
-		}
-	}
+	got := topicConfig(t, reader.Addr, topic, "max.message.bytes")
 	if got != want {
 		t.Errorf("a fresh kiggy reads max.message.bytes = %q, want %q", got, want)
 	}
