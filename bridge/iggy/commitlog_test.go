@@ -367,3 +367,37 @@ func TestCommitLogSwitchCutShort(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestCommitLogWaitsOutRefusals: a gateway that starts while an Iggy
+// cluster refuses the appends to its new commit log generation everywhere
+// (58 from every live node: the partition's primary is the dead node, as
+// after a node loss for a topic created since) waits them out instead of
+// failing its start, and its commits are stored.
+func TestCommitLogWaitsOutRefusals(t *testing.T) {
+	cl := startCluster(t, 3)
+	cl.Kill(2)
+	gen0 := commitTopicPrefix("kafka") + "0" // the default stream
+	cl.SetPartitionPrimary(gen0, 0, 2)
+	go func() {
+		testtools.Eventually(10*time.Second, func() bool { return cl.Refusals(0)+cl.Refusals(1) > 0 })
+		time.Sleep(time.Second)
+		cl.SetPartitionPrimary(gen0, 0, -1)
+	}()
+	addrs := strings.Join(cl.Addrs(), ",")
+	c := open(t, Config{Addr: addrs, PoolSize: 1, RequestTimeout: 2 * time.Second})
+	if cl.Refusals(0)+cl.Refusals(1) == 0 {
+		t.Fatal("no append was refused: the test did not test")
+	}
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "o", 1, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CommitOffset(cx, "g", "o", 0, 7, "m"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	fresh := open(t, Config{Addr: addrs, PoolSize: 1})
+	if got := fresh.snapshotOffsets()[offsetKey{"g", "o", 0}]; got.offset != 7 {
+		t.Fatalf("commit read back: %+v, want 7", got)
+	}
+}

@@ -35,7 +35,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
 )
@@ -515,38 +514,14 @@ func (c *Client) appendStateMark(ctx context.Context, topic string, kind uint8) 
 	return err
 }
 
-// stateAppendPatience is how long appendState waits out refusals that
-// stored nothing.
-const stateAppendPatience = 10 * time.Second
-
 // appendState appends records to topic as one batch and returns the base
-// offset. An append refused with nothing stored (58 TransientNotAccepted,
-// once the client's own replays and reroutes found no node to take it) is
-// tried again, with pauses from 50 ms to 1 s, for stateAppendPatience: an
-// Iggy 0.9 cluster that lost a node refuses the appends to a topic created
-// after the loss for seconds (TestSystemStoreWriteDuringIggyFailover: a
-// generation's copy, refused within 0.1 s of the CreateTopic, was taken 5 s
-// later), and the system store's writer is kiggy itself, with no client to
-// retry for it.
+// offset, waiting out refusals that stored nothing (appendPatiently).
 func (c *Client) appendState(ctx context.Context, topic string, records []stateRecord) (int64, error) {
-	start := time.Now()
-	for pause, refused := 50*time.Millisecond, 0; ; pause, refused = min(2*pause, time.Second), refused+1 {
-		var b message.Batch
-		b.Reset(uint64(time.Now().UnixMicro()))
+	return c.appendPatiently(ctx, topic, func(b *message.Batch) {
 		for _, r := range records {
-			addStateRecord(&b, r)
+			addStateRecord(b, r)
 		}
-		base, err := c.commits.sys.Append(ctx, topic, 0, &b)
-		if err == nil && refused > 0 {
-			c.log.Info("iggy: a system store append was taken after refusals", "topic", topic, "refusals", refused, "after", time.Since(start).Round(time.Millisecond))
-		}
-		if err == nil || codeOf(err) != proto.CodeTransientNotAccepted || time.Since(start)+pause > stateAppendPatience {
-			return base, err
-		}
-		if err := sleepCtx(ctx, pause); err != nil {
-			return 0, unavailable(err)
-		}
-	}
+	})
 }
 
 // moveOnState follows st's switch: it makes the next complete generation
