@@ -23,6 +23,21 @@ func startCluster(t *testing.T, n int) *iggytest.Cluster {
 	return c
 }
 
+// refuseForASecond kills node 2 of c and makes it the primary of topic's
+// partition 0, so that every live node answers its appends 58, as an Iggy
+// 0.9 cluster that lost a node answers for a topic created after the loss;
+// a second after the first refusal, the partition goes back to the
+// metadata primary.
+func refuseForASecond(c *iggytest.Cluster, topic string) {
+	c.Kill(2)
+	c.SetPartitionPrimary(topic, 0, 2)
+	go func() {
+		testtools.Eventually(10*time.Second, func() bool { return c.Refusals(0)+c.Refusals(1) > 0 })
+		time.Sleep(time.Second) // how long the partition has no live primary
+		c.SetPartitionPrimary(topic, 0, -1)
+	}()
+}
+
 // TestClusterStartOnBackup: pointed at a backup, the client finds the
 // primary from the cluster metadata and writes there (a backup answers
 // writes with 58).

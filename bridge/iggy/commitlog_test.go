@@ -375,14 +375,7 @@ func TestCommitLogSwitchCutShort(t *testing.T) {
 // failing its start, and its commits are stored.
 func TestCommitLogWaitsOutRefusals(t *testing.T) {
 	cl := startCluster(t, 3)
-	cl.Kill(2)
-	gen0 := commitTopicPrefix("kafka") + "0" // the default stream
-	cl.SetPartitionPrimary(gen0, 0, 2)
-	go func() {
-		testtools.Eventually(10*time.Second, func() bool { return cl.Refusals(0)+cl.Refusals(1) > 0 })
-		time.Sleep(time.Second)
-		cl.SetPartitionPrimary(gen0, 0, -1)
-	}()
+	refuseForASecond(cl, commitTopicPrefix("kafka")+"0") // the default stream's
 	addrs := strings.Join(cl.Addrs(), ",")
 	c := open(t, Config{Addr: addrs, PoolSize: 1, RequestTimeout: 2 * time.Second})
 	if cl.Refusals(0)+cl.Refusals(1) == 0 {

@@ -475,14 +475,7 @@ func TestSystemStoreWaitsOutRefusals(t *testing.T) {
 	cl := startCluster(t, 3)
 	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 1, RequestTimeout: 2 * time.Second})
 	cx := ctx(t)
-	cl.Kill(2)
-	gen0 := stateTopicPrefix("kafka", "refused") + "0" // the default stream
-	cl.SetPartitionPrimary(gen0, 0, 2)
-	go func() {
-		testtools.Eventually(10*time.Second, func() bool { return cl.Refusals(0)+cl.Refusals(1) > 0 })
-		time.Sleep(time.Second)
-		cl.SetPartitionPrimary(gen0, 0, -1)
-	}()
+	refuseForASecond(cl, stateTopicPrefix("kafka", "refused")+"0") // the default stream's
 	if err := c.PutSystem(cx, "refused", "k", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
