@@ -112,10 +112,11 @@ func (g *Gateway) metadataTopic(c *call, resp *wire.MetadataResponse, rt *wire.M
 		resp.Topics = g.appendTopic(resp.Topics, name, [16]byte{}, 0, wire.TopicAuthorizationFailed, node)
 		return
 	}
+	var held *reservation
 	if errors.Is(err, store.ErrUnknownTopic) && allowCreate {
 		// Past --max-partitions or --auto-create-topics-limit
 		// (creationlimits.go): as with auto-creation off.
-		allowCreate = g.creation.admitAuto(ctx, g.store, g.cfg.DefaultPartitions)
+		held, allowCreate = g.creation.admitAuto(ctx, g.store, name, g.cfg.DefaultPartitions)
 	}
 	if errors.Is(err, store.ErrUnknownTopic) && allowCreate {
 		// A new topic has the defaults and log start 0, whatever an earlier
@@ -127,7 +128,9 @@ func (g *Gateway) metadataTopic(c *call, resp *wire.MetadataResponse, rt *wire.M
 			info, err = g.store.CreateTopic(ctx, name, g.cfg.DefaultPartitions, store.TopicConfig{})
 		}
 		if err != nil {
-			g.creation.release(1, g.cfg.DefaultPartitions)
+			g.creation.release(held)
+		} else {
+			g.creation.done(held)
 		}
 		if errors.Is(err, store.ErrTopicExists) {
 			info, err = g.store.Topic(ctx, name)

@@ -55,23 +55,23 @@ func (g *Gateway) createTopics(c *call) bool {
 			code, msg = wire.TopicAuthorizationFailed, "Authorization failed."
 		}
 		cfg := backendConfig(overrides)
-		var id [16]byte      // the new topic's id, answered from v7 (KIP-516)
-		reserved := int32(0) // partitions counted against --max-partitions
+		var id [16]byte       // the new topic's id, answered from v7 (KIP-516)
+		var held *reservation // counted against the caps (creationlimits.go)
 		if code == wire.NoError && req.ValidateOnly {
 			if _, err := g.store.Topic(g.ctx, t.Topic); err == nil {
 				code, msg = wire.TopicAlreadyExists, "Topic '"+t.Topic+"' already exists."
-			} else if !g.creation.room(g.ctx, g.store, 1, parts, false) {
+			} else if !g.creation.fits(g.ctx, g.store, parts) {
 				code, msg = wire.PolicyViolation, g.creation.refusal(parts)
 			}
 		} else if code == wire.NoError {
-			if code, msg = g.admitCreate(&mq, t.Topic, parts); code == wire.NoError {
-				reserved = parts
-			}
+			held, code, msg = g.admitCreate(&mq, t.Topic, parts)
 		}
 		if code == wire.NoError && !req.ValidateOnly {
 			info, err := g.store.CreateTopic(g.ctx, t.Topic, parts, cfg)
-			if err != nil && reserved > 0 {
-				g.creation.release(1, reserved)
+			if err != nil {
+				g.creation.release(held)
+			} else {
+				g.creation.done(held)
 			}
 			if err == nil {
 				id = info.ID
@@ -130,16 +130,18 @@ func (g *Gateway) createTopics(c *call) bool {
 // mutation quota, after every other check and, as in Kafka, neither for a
 // topic that exists (ReplicationControlManager answers
 // TOPIC_ALREADY_EXISTS before its policy and its quota). On NoError the
-// parts are reserved: the caller releases them if the creation fails.
-func (g *Gateway) admitCreate(mq *mutationQuota, topic string, parts int32) (wire.ErrorCode, string) {
-	if !g.creation.room(g.ctx, g.store, 1, parts, true) {
+// parts are reserved: the caller ends the reservation when the creation is
+// done, or releases it if the creation fails.
+func (g *Gateway) admitCreate(mq *mutationQuota, topic string, parts int32) (*reservation, wire.ErrorCode, string) {
+	held, ok := g.creation.reserve(g.ctx, g.store, topic, 0, parts)
+	if !ok {
 		if _, err := g.store.Topic(g.ctx, topic); err == nil {
-			return wire.TopicAlreadyExists, "Topic '" + topic + "' already exists."
+			return nil, wire.TopicAlreadyExists, "Topic '" + topic + "' already exists."
 		}
-		return wire.PolicyViolation, g.creation.refusal(parts)
+		return nil, wire.PolicyViolation, g.creation.refusal(parts)
 	}
 	if !mq.on() {
-		return wire.NoError, ""
+		return held, wire.NoError, ""
 	}
 	code, msg := wire.NoError, ""
 	if _, err := g.store.Topic(g.ctx, topic); err == nil {
@@ -148,9 +150,10 @@ func (g *Gateway) admitCreate(mq *mutationQuota, topic string, parts int32) (wir
 		code, msg = wire.ThrottlingQuotaExceeded, mutationRefused
 	}
 	if code != wire.NoError {
-		g.creation.release(1, parts)
+		g.creation.release(held)
+		held = nil
 	}
-	return code, msg
+	return held, code, msg
 }
 
 // createCheck is what createTopics found of one topic before creating any.

@@ -100,25 +100,28 @@ func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, info store.Topi
 		}
 	}
 	added := t.Count - info.Partitions
-	if !g.creation.room(g.ctx, g.store, 0, added, !validateOnly) {
-		return wire.PolicyViolation, g.creation.refusal(added)
-	}
 	if validateOnly {
+		if !g.creation.fits(g.ctx, g.store, added) {
+			return wire.PolicyViolation, g.creation.refusal(added)
+		}
 		return wire.NoError, ""
 	}
+	held, ok := g.creation.reserve(g.ctx, g.store, t.Topic, info.Partitions, t.Count)
+	if !ok {
+		return wire.PolicyViolation, g.creation.refusal(added)
+	}
 	if mq.on() && !mq.admit(added) {
-		g.creation.release(0, added)
+		g.creation.release(held)
 		return wire.ThrottlingQuotaExceeded, mutationRefused
 	}
 	if err := g.store.CreatePartitions(g.ctx, t.Topic, t.Count); err != nil {
-		// What the backend added of them (Iggy creates in steps) is
-		// counted at the next listing.
-		g.creation.release(0, added)
+		g.creation.release(held)
 		if errors.Is(err, store.ErrInvalidPartitions) {
 			return wire.InvalidPartitions, err.Error()
 		}
 		return wire.UnknownServerError, err.Error()
 	}
+	g.creation.done(held)
 	g.noticeStateChange() // the others list the topics at once
 	return wire.NoError, ""
 }

@@ -21,7 +21,10 @@ package bridge
 //
 // The count is the backend's topic list, read again when a creation asks and
 // the listing is a second old (or a deletion through this instance made it
-// stale), plus what was admitted since; instances of a cluster each count the
+// stale), plus what was admitted since. A creation admitted but not finished
+// is a reservation: a listing taken while it runs counts what the listing
+// does not show of it yet, so one instance never passes a cap however its
+// creations and listings interleave. Instances of a cluster each count the
 // same list, so creations through several instances within a second may pass
 // a cap by what they created.
 
@@ -53,6 +56,7 @@ type creationLimits struct {
 	topics    int       // in the log at listed, plus those admitted since
 	parts     int       // likewise
 	listed    time.Time // zero: never listed, or stale after a deletion
+	running   map[*reservation]struct{}
 	heldGauge atomic.Int64
 
 	autoRefused     atomic.Uint64 // auto-creation past --auto-create-topics-limit
@@ -61,11 +65,26 @@ type creationLimits struct {
 	adminRefused    atomic.Uint64 // CreateTopics and CreatePartitions past --max-partitions
 }
 
+// A reservation is an admitted creation that has not finished: a new topic
+// (from 0) or more partitions for one, from partitions to. Its caller ends
+// it with done or, if the creation failed, release; both take nil (nothing
+// was counted: the caps are off).
+type reservation struct {
+	topic    string
+	newTopic bool
+	from, to int32
+	// What the counts hold of it beyond the last listing: all of it until
+	// a listing shows it.
+	topicsCounted int // 1 or 0
+	partsCounted  int
+}
+
 // off reports whether neither cap is set: nothing is counted.
 func (l *creationLimits) off() bool { return l.autoTopics <= 0 && l.partitions <= 0 }
 
-// countLocked lists the backend's topics when the counts are a second old.
-// A listing that fails keeps the counts it has (none yet: the creation is
+// countLocked lists the backend's topics when the counts are a second old,
+// and adds what the listing does not show yet of the creations running. A
+// listing that fails keeps the counts it has (none yet: the creation is
 // admitted, and the backend, unreachable, will likely refuse it anyway).
 func (l *creationLimits) countLocked(ctx context.Context, s store.Log) {
 	if time.Since(l.listed) < censusAge {
@@ -76,18 +95,32 @@ func (l *creationLimits) countLocked(ctx context.Context, s store.Log) {
 		return
 	}
 	l.topics, l.parts, l.listed = len(topics), 0, time.Now()
+	var shown map[string]int32
+	if len(l.running) > 0 {
+		shown = make(map[string]int32, len(topics))
+	}
 	for _, t := range topics {
 		l.parts += int(t.Partitions)
+		if shown != nil {
+			shown[t.Name] = t.Partitions
+		}
+	}
+	for r := range l.running {
+		has, ok := shown[r.topic]
+		r.topicsCounted, r.partsCounted = 0, int(max(0, r.to-max(has, r.from)))
+		if r.newTopic && !ok {
+			r.topicsCounted = 1
+		}
+		l.addLocked(r.topicsCounted, r.partsCounted)
 	}
 	l.heldGauge.Store(int64(l.parts))
 }
 
-// admitAuto reports whether Metadata may auto-create a topic of parts
-// partitions, counting the refusal by its cap; true counts the topic
-// (releaseAuto gives it back if the creation fails).
-func (l *creationLimits) admitAuto(ctx context.Context, s store.Log, parts int32) bool {
+// admitAuto returns a reservation if Metadata may auto-create topic with
+// parts partitions, else counts the refusal by its cap and returns false.
+func (l *creationLimits) admitAuto(ctx context.Context, s store.Log, topic string, parts int32) (*reservation, bool) {
 	if l.off() {
-		return true
+		return nil, true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -95,42 +128,76 @@ func (l *creationLimits) admitAuto(ctx context.Context, s store.Log, parts int32
 	switch {
 	case l.partitions > 0 && l.parts+int(parts) > l.partitions:
 		l.autoPartRefused.Add(1)
-		return false
+		return nil, false
 	case l.autoTopics > 0 && l.topics >= l.autoTopics:
 		l.autoRefused.Add(1)
-		return false
+		return nil, false
 	}
-	l.addLocked(1, int(parts))
-	return true
+	return l.reserveLocked(topic, true, 0, parts), true
 }
 
-// room reports whether an admin request may add parts partitions (in topics
-// new topics) under --max-partitions; reserve counts them when they fit, for
-// both caps (release gives them back if the creation fails).
-func (l *creationLimits) room(ctx context.Context, s store.Log, topics int, parts int32, reserve bool) bool {
+// fits reports whether an admin request may add parts partitions under
+// --max-partitions, reserving nothing (validate_only).
+func (l *creationLimits) fits(ctx context.Context, s store.Log, parts int32) bool {
 	if l.off() {
 		return true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.countLocked(ctx, s)
-	if l.partitions > 0 && l.parts+int(parts) > l.partitions {
-		return false
-	}
-	if reserve {
-		l.addLocked(topics, int(parts))
-	}
-	return true
+	return l.partitions <= 0 || l.parts+int(parts) <= l.partitions
 }
 
-// release gives back what admitAuto or room counted for a creation that
-// failed.
-func (l *creationLimits) release(topics int, parts int32) {
+// reserve returns a reservation if an admin request may take topic from
+// from partitions (0: a new topic) to to under --max-partitions, counted for
+// both caps; false if they do not fit.
+func (l *creationLimits) reserve(ctx context.Context, s store.Log, topic string, from, to int32) (*reservation, bool) {
 	if l.off() {
+		return nil, true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.countLocked(ctx, s)
+	if l.partitions > 0 && l.parts+int(to-from) > l.partitions {
+		return nil, false
+	}
+	return l.reserveLocked(topic, from == 0, from, to), true
+}
+
+func (l *creationLimits) reserveLocked(topic string, newTopic bool, from, to int32) *reservation {
+	r := &reservation{topic: topic, newTopic: newTopic, from: from, to: to, partsCounted: int(to - from)}
+	if newTopic {
+		r.topicsCounted = 1
+	}
+	if l.running == nil {
+		l.running = map[*reservation]struct{}{}
+	}
+	l.running[r] = struct{}{}
+	l.addLocked(r.topicsCounted, r.partsCounted)
+	return r
+}
+
+// done ends a reservation whose creation succeeded: what it counted stays
+// counted until the next listing shows it.
+func (l *creationLimits) done(r *reservation) {
+	if r == nil {
 		return
 	}
 	l.mu.Lock()
-	l.addLocked(-topics, -int(parts))
+	delete(l.running, r)
+	l.mu.Unlock()
+}
+
+// release gives back what a reservation counted: its creation failed. What
+// the backend made of it all the same (Iggy creates partitions in steps) is
+// counted at the next listing.
+func (l *creationLimits) release(r *reservation) {
+	if r == nil {
+		return
+	}
+	l.mu.Lock()
+	delete(l.running, r)
+	l.addLocked(-r.topicsCounted, -r.partsCounted)
 	l.mu.Unlock()
 }
 
