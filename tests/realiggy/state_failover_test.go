@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kiggy-io/kiggy/internal/testing/iggyserver"
@@ -21,9 +23,11 @@ import (
 // first write of the system store's quota namespace (kiggy creates its
 // first generation while Iggy elects a new primary, when a just-created
 // topic's appends are refused until it has one), and a topic config kiggy
-// keeps itself (max.message.bytes: an append to a namespace that exists).
+// keeps itself (max.message.bytes: an append to a namespace that exists),
+// and creates a Kafka topic and produces to it with a stock producer.
 // Each is retried until kiggy accepts it; acknowledgements flow again
-// after the failover, and a fresh kiggy reads both back. (An earlier system store created a
+// after the failover, and a fresh kiggy reads all three back, the new
+// topic's records each once. (An earlier system store created a
 // namespace on its first read, and a gateway's state refresher reading one
 // in the middle of a failover looped creating and deleting its topic; a
 // version that compacted namespaces while running stalled the producers
@@ -62,6 +66,7 @@ func TestSystemStoreWriteDuringIggyFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*stepTimeout)
 	defer cancel()
 	const want, wantRate = "2000000", 1e6
+	const newTopic, newRecords = "created-after-kill", 50
 	entity := kadm.ClientQuotaEntity{{Type: "client-id", Name: kadm.StringPtr("failover")}}
 	// retry runs do until it succeeds, for stepTimeout at most.
 	retry := func(what string, do func() error) error {
@@ -95,7 +100,16 @@ func TestSystemStoreWriteDuringIggyFailover(t *testing.T) {
 				err = res[0].Err
 			}
 			return err
-		}))
+		}), retry("new Kafka topic", func() error {
+			res, err := adm.CreateTopic(ctx, 1, -1, nil, newTopic)
+			if err == nil {
+				err = res.Err
+			}
+			if errors.Is(err, kerr.TopicAlreadyExists) {
+				err = nil // an earlier try's outcome was unknown, and it was made
+			}
+			return err
+		}), produceNew(ctx, t, k.Addr, newTopic, newRecords, killed))
 	}()
 	testtools.WaitFor(t, stepTimeout, "kiggy to hold a primary other than the killed node", func() bool {
 		p := k.primary()
@@ -128,4 +142,35 @@ func TestSystemStoreWriteDuringIggyFailover(t *testing.T) {
 	if len(quotas) != 1 || len(quotas[0].Values) != 1 || quotas[0].Values[0].Value != wantRate {
 		t.Errorf("a fresh kiggy reads the client quotas %+v, want producer_byte_rate %v for client-id failover", quotas, wantRate)
 	}
+	stored := readBack(t, reader.Addr, newTopic, 1)
+	for i := range newRecords {
+		if v := stored[partOffset{0, int64(i)}]; v != strconv.Itoa(i) {
+			t.Errorf("%s-0 offset %d holds %q, want %q", newTopic, i, v, strconv.Itoa(i))
+		}
+	}
+	if len(stored) != newRecords {
+		t.Errorf("%s holds %d records, want the %d acknowledged, each once", newTopic, len(stored), newRecords)
+	}
+}
+
+// produceNew produces n records to topic, created after the kill, through
+// a stock producer (idempotent, acks=all, retrying what it is told is
+// retriable, as a Kafka application does) and reports when they were
+// acknowledged: the topic's appends are refused until its partition has a
+// primary (docs/IGGY.md "Topics created while a node is down").
+func produceNew(ctx context.Context, t *testing.T, addr, topic string, n int, killed time.Time) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Partition: 0, Value: []byte(strconv.Itoa(i))}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("producing to %s: %w", topic, err)
+	}
+	t.Logf("%d records to %s acknowledged %v after the kill", n, topic, time.Since(killed).Round(time.Millisecond))
+	return nil
 }
