@@ -85,18 +85,29 @@ func (c *Client) compactGrown() bool {
 			}
 		}
 	}
-	c.state.mu.Lock()
-	defer c.state.mu.Unlock()
-	for _, st := range c.state.ns {
-		if !c.cfg.worthCompacting(st.records, len(st.entries)) {
-			continue
-		}
-		if err := c.compactState(ctx, st); err != nil {
-			if !c.closed.Load() {
-				c.log.Warn("iggy: compacting a system store namespace failed", "topic", st.topic, "err", err)
-			}
+	for _, slot := range c.openedNamespaces() {
+		if !c.compactNamespace(ctx, slot) {
 			ok = false
 		}
 	}
 	return ok
+}
+
+// compactNamespace compacts one opened namespace if it grew worth
+// compacting, with its lock held (its readers and writers wait, no other
+// namespace's); false when that failed.
+func (c *Client) compactNamespace(ctx context.Context, slot *namespaceSlot) bool {
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	st := slot.st
+	if st == nil || !c.cfg.worthCompacting(st.records, len(st.entries)) {
+		return true
+	}
+	if err := c.compactState(ctx, st); err != nil {
+		if !c.closed.Load() {
+			c.log.Warn("iggy: compacting a system store namespace failed", "topic", st.topic, "err", err)
+		}
+		return false
+	}
+	return true
 }

@@ -116,10 +116,12 @@ func TestSystemStoreCompactedAsItGrows(t *testing.T) {
 	var gens []string
 	if !testtools.Eventually(10*time.Second, func() bool {
 		gens = generationsOf(t, addr, prefix)
-		c.state.mu.Lock()
-		st := c.state.ns["log-start"]
+		st, unlock, err := c.lockNamespace(cx, "log-start")
+		if err != nil {
+			t.Fatal(err)
+		}
 		large := c.cfg.worthCompacting(st.records, len(st.entries))
-		c.state.mu.Unlock()
+		unlock()
 		return len(gens) == 1 && gens[0] != prefix+"0" && !large
 	}) {
 		t.Fatalf("generations after 200 puts of 4 keys: %v, want one, compacted", gens)

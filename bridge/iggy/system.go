@@ -127,10 +127,21 @@ func decodeStateRecord(p []byte) (stateRecord, error) {
 	return r, nil
 }
 
-// systemState is the client's system store: the namespaces read so far.
+// systemState is the client's system store: the namespaces read so far,
+// each behind a lock of its own, so a namespace whose write waits on Iggy
+// (a refused append waited out, a compaction's copy, a takeover) keeps no
+// other namespace's readers and writers waiting.
 type systemState struct {
+	mu    sync.Mutex // guards slots, never held across Iggy requests
+	slots map[string]*namespaceSlot
+}
+
+// namespaceSlot holds one namespace: st, nil until it is opened, is read
+// and changed only with mu held, which is held across the Iggy requests
+// made for it.
+type namespaceSlot struct {
 	mu sync.Mutex
-	ns map[string]*stateNamespace
+	st *stateNamespace
 }
 
 // stateNamespace is one namespace: its current generation's topic, the next
@@ -180,12 +191,11 @@ func validNamespace(ns string) bool {
 // LoadSystem implements store.SystemStore: the namespace's live entries, as
 // of its tail now (changes made through other instances included).
 func (c *Client) LoadSystem(ctx context.Context, ns string) (map[string][]byte, error) {
-	st, err := c.stateNamespace(ctx, ns)
+	st, unlock, err := c.lockNamespace(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
-	c.state.mu.Lock()
-	defer c.state.mu.Unlock()
+	defer unlock()
 	if err := c.catchUpState(ctx, st); err != nil {
 		return nil, err
 	}
@@ -202,12 +212,11 @@ func (c *Client) LoadSystem(ctx context.Context, ns string) (map[string][]byte, 
 // whether to load it again. Nothing appended costs one Iggy poll that
 // returns nothing.
 func (c *Client) SystemVersion(ctx context.Context, ns string) (uint64, error) {
-	st, err := c.stateNamespace(ctx, ns)
+	st, unlock, err := c.lockNamespace(ctx, ns)
 	if err != nil {
 		return 0, err
 	}
-	c.state.mu.Lock()
-	defer c.state.mu.Unlock()
+	defer unlock()
 	if err := c.catchUpState(ctx, st); err != nil {
 		return 0, err
 	}
@@ -240,12 +249,11 @@ func (c *Client) PutSystemAll(ctx context.Context, ns string, entries []store.Sy
 			records[i].kind = stateDelete
 		}
 	}
-	st, err := c.stateNamespace(ctx, ns)
+	st, unlock, err := c.lockNamespace(ctx, ns)
 	if err != nil {
 		return err
 	}
-	c.state.mu.Lock()
-	defer c.state.mu.Unlock()
+	defer unlock()
 	for lost := 0; ; lost++ {
 		if lost == 8 {
 			return fmt.Errorf("iggy: system store namespace %s: the generation kept switching under the write: %w", ns, store.ErrUnavailable)
@@ -267,7 +275,7 @@ func (c *Client) PutSystemAll(ctx context.Context, ns string, entries []store.Sy
 // putState appends records to st's current generation, first moving on
 // past a switch. counted is false when the append landed after a switch
 // or in a generation deleted meanwhile: it counts for nothing (or may
-// not), and the caller appends it again. The caller holds c.state.mu.
+// not), and the caller appends it again. The caller holds st's lock.
 func (c *Client) putState(ctx context.Context, st *stateNamespace, records []stateRecord) (counted bool, err error) {
 	// Apply what other instances wrote first, so this change lands after
 	// them here as it does in the log.
@@ -319,31 +327,47 @@ func (c *Client) putState(ctx context.Context, st *stateNamespace, records []sta
 	return true, nil
 }
 
-// stateNamespace returns namespace ns, opening it on first use.
-func (c *Client) stateNamespace(ctx context.Context, ns string) (*stateNamespace, error) {
+// lockNamespace returns namespace ns, opened on first use, with its lock
+// held: the caller calls unlock when done with it.
+func (c *Client) lockNamespace(ctx context.Context, ns string) (st *stateNamespace, unlock func(), err error) {
 	if !validNamespace(ns) {
-		return nil, fmt.Errorf("iggy: system store namespace %q: want 1..32 of [a-z0-9-]", ns)
+		return nil, nil, fmt.Errorf("iggy: system store namespace %q: want 1..32 of [a-z0-9-]", ns)
 	}
 	if c.commits == nil {
-		return nil, errNoSystemStream
+		return nil, nil, errNoSystemStream
 	}
 	c.state.mu.Lock()
+	slot := c.state.slots[ns]
+	if slot == nil {
+		if c.state.slots == nil {
+			c.state.slots = map[string]*namespaceSlot{}
+		}
+		slot = &namespaceSlot{}
+		c.state.slots[ns] = slot
+	}
+	c.state.mu.Unlock()
+	slot.mu.Lock()
+	if slot.st == nil {
+		if slot.st, err = c.openStateNamespace(ctx, ns); err != nil {
+			slot.mu.Unlock()
+			return nil, nil, err
+		}
+		if c.cfg.worthCompacting(slot.st.records, len(slot.st.entries)) {
+			c.kickCompactor()
+		}
+	}
+	return slot.st, slot.mu.Unlock, nil
+}
+
+// openedNamespaces returns the slots of the namespaces opened so far.
+func (c *Client) openedNamespaces() []*namespaceSlot {
+	c.state.mu.Lock()
 	defer c.state.mu.Unlock()
-	if st := c.state.ns[ns]; st != nil {
-		return st, nil
+	slots := make([]*namespaceSlot, 0, len(c.state.slots))
+	for _, slot := range c.state.slots {
+		slots = append(slots, slot)
 	}
-	st, err := c.openStateNamespace(ctx, ns)
-	if err != nil {
-		return nil, err
-	}
-	if c.state.ns == nil {
-		c.state.ns = map[string]*stateNamespace{}
-	}
-	c.state.ns[ns] = st
-	if c.cfg.worthCompacting(st.records, len(st.entries)) {
-		c.kickCompactor()
-	}
-	return st, nil
+	return slots
 }
 
 // newStateGeneration returns generation gen of namespace ns, not read yet.
@@ -405,8 +429,8 @@ func (c *Client) stateGenerations(ctx context.Context, ns string) ([]int, error)
 // catchUpState applies the records appended to st's topic since it was last
 // read (by other instances), and follows a switch to the next generation
 // once that is complete. When another instance compacted the namespace and
-// deleted st's generation, it reopens the namespace. The caller holds
-// c.state.mu.
+// deleted st's generation, it reopens the namespace. The caller holds st's
+// lock.
 func (c *Client) catchUpState(ctx context.Context, st *stateNamespace) error {
 	if st.topic == "" {
 		// Nobody had written the namespace: look whether another
@@ -490,7 +514,7 @@ func (st *stateNamespace) apply(r stateRecord) {
 
 // compactState ends st's generation with a switch and moves on to the
 // next, copying the entries into it unless another instance does. The
-// caller holds c.state.mu.
+// caller holds st's lock.
 func (c *Client) compactState(ctx context.Context, st *stateNamespace) error {
 	if err := c.catchUpState(ctx, st); err != nil || st.switched {
 		return err // switched: another instance's compaction, under way
@@ -533,7 +557,7 @@ func (c *Client) appendState(ctx context.Context, topic string, records []stateR
 // generation too and go on to the one after). Without write (a read, an
 // open) it only looks: with no complete next generation, st stays as of
 // its switch, which is the namespace's state until one is complete, as
-// nothing is written meanwhile. The caller holds c.state.mu.
+// nothing is written meanwhile. The caller holds st's lock.
 func (c *Client) moveOnState(ctx context.Context, st *stateNamespace, write bool) error {
 	from := st
 	var waitingSince time.Time

@@ -487,3 +487,61 @@ func TestSystemStoreWaitsOutRefusals(t *testing.T) {
 		t.Fatalf("stored: %q %v", got, err)
 	}
 }
+
+// TestSystemStoreNamespacesWaitApart: while a write to one namespace waits
+// on Iggy (held here before its append, as a refused append waited out or a
+// compaction's copy holds it), the other namespaces are read, written and
+// opened; only the waiting namespace's own readers wait, and get the write.
+// (With one lock for the whole store, the state refresher's read of every
+// namespace timed out behind a client quota write that waited 5.6 s for an
+// Iggy cluster's new partition primary: tests/realiggy
+// TestSystemStoreWriteDuringIggyFailover.)
+func TestSystemStoreNamespacesWaitApart(t *testing.T) {
+	addr, stream := target(t)
+	cx := ctx(t)
+	held := stateTopicPrefix(stream, "held")
+	entered, release := make(chan struct{}), make(chan struct{})
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 4, noCompactor: true, beforeStateAppend: func(topic string) {
+		if strings.HasPrefix(topic, held) {
+			close(entered)
+			<-release
+		}
+	}})
+	if err := c.PutSystem(cx, "other", "k", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan error, 1)
+	go func() { wrote <- c.PutSystem(cx, "held", "k", []byte("v")) }()
+	<-entered
+	heldRead := make(chan map[string][]byte, 1)
+	go func() {
+		got, err := c.LoadSystem(cx, "held")
+		if err != nil {
+			t.Error(err)
+		}
+		heldRead <- got
+	}()
+	// A namespace opened before, and one opened now, while "held" waits;
+	// a deadlock here fails the test at its timeout.
+	if err := c.PutSystem(cx, "other", "k", []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.LoadSystem(cx, "other"); err != nil || !equalState(got, map[string][]byte{"k": []byte("2")}) {
+		t.Fatalf("other while held waits: %q %v", got, err)
+	}
+	if got, err := c.LoadSystem(cx, "fresh"); err != nil || len(got) != 0 {
+		t.Fatalf("a namespace opened while held waits: %q %v, want it empty", got, err)
+	}
+	select {
+	case got := <-heldRead:
+		t.Fatalf("held's read returned %q while its write waited", got)
+	default:
+	}
+	close(release)
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if got := <-heldRead; !equalState(got, map[string][]byte{"k": []byte("v")}) {
+		t.Fatalf("held's reader, after the write: %q, want k=v", got)
+	}
+}
