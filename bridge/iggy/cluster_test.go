@@ -25,8 +25,8 @@ func startCluster(t *testing.T, n int) *iggytest.Cluster {
 
 // refuseForASecond kills node 2 of c and makes it the primary of topic's
 // partition 0, so that every live node answers its appends 58, as an Iggy
-// 0.9 cluster that lost a node answers for a topic created after the loss;
-// a second after the first refusal, the partition goes back to the
+// 0.9 cluster whose replica 0 is down answers for a topic created while it
+// is; a second after the first refusal, the partition goes back to the
 // metadata primary.
 func refuseForASecond(c *iggytest.Cluster, topic string) {
 	c.Kill(2)

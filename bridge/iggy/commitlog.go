@@ -28,7 +28,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
 )
@@ -381,7 +380,7 @@ func (c *Client) writeGeneration(ctx context.Context, gen int, live map[offsetKe
 	var chunk []commitRecord
 	size := 0
 	flush := func() error {
-		_, err := c.appendPatiently(ctx, name, func(b *message.Batch) {
+		_, err := c.appendSystem(ctx, name, func(b *message.Batch) {
 			for _, r := range chunk {
 				addRecord(b, r)
 			}
@@ -405,37 +404,18 @@ func (c *Client) writeGeneration(ctx context.Context, gen int, live map[offsetKe
 	return flush()
 }
 
-// appendPatience is how long appendPatiently waits out refusals that
-// stored nothing.
-const appendPatience = 10 * time.Second
-
-// appendPatiently appends the batch build makes to partition 0 of topic,
-// a topic of the system stream (the commit log's or the system store's
-// generations), and returns its base offset. An append refused with
-// nothing stored (58 TransientNotAccepted, once the client's own replays
-// and reroutes found no node to take it) is made again, build called
-// anew, with pauses from 50 ms to 1 s, for appendPatience: an Iggy 0.9
-// cluster that lost a node refuses the appends to a topic created after
-// the loss until its partition has a primary (about 5.6 s here:
-// TestSystemStoreWriteDuringIggyFailover), and kiggy writes these topics
-// itself, with no client to retry for it.
-func (c *Client) appendPatiently(ctx context.Context, topic string, build func(*message.Batch)) (int64, error) {
-	start := time.Now()
-	for pause, refused := 50*time.Millisecond, 0; ; pause, refused = min(2*pause, time.Second), refused+1 {
-		var b message.Batch
-		b.Reset(uint64(time.Now().UnixMicro()))
-		build(&b)
-		base, err := c.commits.sys.Append(ctx, topic, 0, &b)
-		if err == nil && refused > 0 {
-			c.log.Info("iggy: an append to kiggy's own state was taken after refusals", "topic", topic, "refusals", refused, "after", time.Since(start).Round(time.Millisecond))
-		}
-		if err == nil || codeOf(err) != proto.CodeTransientNotAccepted || time.Since(start)+pause > appendPatience {
-			return base, err
-		}
-		if err := sleepCtx(ctx, pause); err != nil {
-			return 0, unavailable(err)
-		}
-	}
+// appendSystem appends the batch build makes to partition 0 of topic, a
+// topic of the system stream (the commit log's or the system store's
+// generations), and returns its base offset. An append every node refuses
+// with nothing stored is sent again while the partition elects a primary
+// (waitOutRefusals): an Iggy 0.9 cluster whose replica 0 is down refuses a
+// new topic's appends for about 5 s, and kiggy creates these topics itself,
+// with no client to retry for it.
+func (c *Client) appendSystem(ctx context.Context, topic string, build func(*message.Batch)) (int64, error) {
+	var b message.Batch
+	b.Reset(uint64(time.Now().UnixMicro()))
+	build(&b)
+	return c.commits.sys.Append(ctx, topic, 0, &b)
 }
 
 // moveOn follows the current generation's switch: it copies the commits as

@@ -61,8 +61,67 @@ func (c *Client) AppendJoined(ctx context.Context, topic string, partition int32
 }
 
 // appendBatches is Append of b followed, in the same SendMessages, by the
-// frames of rest (AppendJoined).
+// frames of rest (AppendJoined). An append that every node of a cluster
+// refuses with nothing stored (58 from each: the partition has no primary)
+// is sent again while the partition elects one, within the caller's
+// deadline (waitOutRefusals).
 func (c *Client) appendBatches(ctx context.Context, topic string, partition int32, b *message.Batch, rest []*message.Batch) (int64, error) {
+	base, err := c.appendOnce(ctx, topic, partition, b, rest)
+	if err == nil || codeOf(err) != proto.CodeTransientNotAccepted || !c.clustered() {
+		return base, err
+	}
+	return c.waitOutRefusals(ctx, topic, partition, err, func() (int64, error) {
+		return c.appendOnce(ctx, topic, partition, b, rest)
+	})
+}
+
+// refusalPatience bounds how long waitOutRefusals sends an append again,
+// and refusalMargin is how long before the caller's deadline it stops: the
+// client is answered the refusal (NOT_LEADER_OR_FOLLOWER, retriable) before
+// its request times out.
+const (
+	refusalPatience = 10 * time.Second
+	refusalMargin   = 500 * time.Millisecond
+)
+
+// waitOutRefusals sends an append refused by every node (first, a 58)
+// again, with pauses from 50 ms to 1 s, until it is taken or fails
+// otherwise, for refusalPatience and until refusalMargin before ctx's
+// deadline; past that it returns the last refusal. A partition without a
+// primary takes nothing until its consensus group changes view: an Iggy 0.9
+// cluster whose replica 0 is down refuses a new topic's appends for about
+// 5 s after its creation (docs/IGGY.md "Topics created while a node is
+// down"), and a Kafka producer told NOT_LEADER_OR_FOLLOWER retries at its
+// own cadence (franz-go's every 5 s), so the records would wait longer.
+// Each try stored nothing, so sending again is safe; the partition's queue
+// (bridge/coalesce.go) holds the appends behind it, in order.
+func (c *Client) waitOutRefusals(ctx context.Context, topic string, partition int32, first error, again func() (int64, error)) (int64, error) {
+	start := time.Now()
+	limit := start.Add(refusalPatience)
+	if d, ok := ctx.Deadline(); ok && d.Add(-refusalMargin).Before(limit) {
+		limit = d.Add(-refusalMargin)
+	}
+	c.metrics.refusalWaits.Add(1)
+	err := first
+	for pause, refused := 50*time.Millisecond, 1; time.Now().Add(pause).Before(limit); pause, refused = min(2*pause, time.Second), refused+1 {
+		if sleepCtx(ctx, pause) != nil {
+			break
+		}
+		var base int64
+		if base, err = again(); err == nil {
+			c.metrics.refusalsWaitedOut.Add(1)
+			c.log.Debug("iggy: an append refused by every node was taken", "topic", topic, "partition", partition, "refusals", refused, "after", time.Since(start).Round(time.Millisecond))
+			return base, nil
+		}
+		if codeOf(err) != proto.CodeTransientNotAccepted {
+			return base, err
+		}
+	}
+	return 0, err
+}
+
+// appendOnce is one try of appendBatches.
+func (c *Client) appendOnce(ctx context.Context, topic string, partition int32, b *message.Batch, rest []*message.Batch) (int64, error) {
 	size, count, err := checkJoined(b, rest)
 	if err != nil {
 		return 0, err

@@ -1,6 +1,7 @@
 package iggy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -354,5 +355,51 @@ func TestPartitionRouteAsked(t *testing.T) {
 				t.Fatalf("0.11: node %d was not tried: the roster order changed, so the 0.12 case proves nothing", other)
 			}
 		})
+	}
+}
+
+// TestAppendWaitsOutRefusals: an append every live node refuses (58: its
+// partition's primary is the dead node, as a new topic's is while an Iggy
+// 0.9 cluster's replica 0 is down) is sent again until the partition takes
+// it, within the caller's deadline, and is stored once; with no time left
+// before the deadline's margin, the refusal is returned at once, as
+// store.ErrUnavailable (nothing stored: the gateway answers
+// NOT_LEADER_OR_FOLLOWER).
+func TestAppendWaitsOutRefusals(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := open(t, Config{Addr: strings.Join(cl.Addrs(), ","), PoolSize: 2, RequestTimeout: 2 * time.Second})
+	cx := ctx(t)
+	for _, topic := range []string{"waits", "short"} {
+		if _, err := c.CreateTopic(cx, topic, 1, store.TopicConfig{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refuseForASecond(cl, "waits")
+	if base, err := c.Append(cx, "waits", 0, stampedBatchOf(1, "w", 2)); err != nil || base != 0 {
+		t.Fatalf("append through a second of refusals: %d %v", base, err)
+	}
+	if cl.Refusals(0)+cl.Refusals(1) < 2 {
+		t.Fatalf("refusals %d and %d: the append was not refused everywhere", cl.Refusals(0), cl.Refusals(1))
+	}
+	if got, wm := readAll(t, c, "waits", 0, 0, 1<<20); len(got) != 2 || wm.High != 2 {
+		t.Fatalf("stored %d messages, high %d, want 2 (once)", len(got), wm.High)
+	}
+	if w, out := metricLine(t, c, "kiggy_iggy_append_refusal_waits_total"), metricLine(t, c, "kiggy_iggy_append_refusals_waited_out_total"); w != "1" || out != "1" {
+		t.Fatalf("refusal waits %s, waited out %s, want 1 and 1", w, out)
+	}
+
+	cl.SetPartitionPrimary("short", 0, 2) // node 2 is dead
+	short, cancel := context.WithTimeout(cx, refusalMargin/2)
+	defer cancel()
+	before := cl.Refusals(0) + cl.Refusals(1)
+	_, err := c.Append(short, "short", 0, stampedBatchOf(1, "s", 1))
+	if !errors.Is(err, store.ErrUnavailable) || codeOf(err) != proto.CodeTransientNotAccepted {
+		t.Fatalf("append with no time to wait: %v, want store.ErrUnavailable of a 58", err)
+	}
+	if tries := cl.Refusals(0) + cl.Refusals(1) - before; tries != 2 {
+		t.Fatalf("%d refusals, want 2 (each live node once, not sent again)", tries)
+	}
+	if w, out := metricLine(t, c, "kiggy_iggy_append_refusal_waits_total"), metricLine(t, c, "kiggy_iggy_append_refusals_waited_out_total"); w != "2" || out != "1" {
+		t.Fatalf("refusal waits %s, waited out %s, want 2 and 1", w, out)
 	}
 }

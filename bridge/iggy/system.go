@@ -539,9 +539,9 @@ func (c *Client) appendStateMark(ctx context.Context, topic string, kind uint8) 
 }
 
 // appendState appends records to topic as one batch and returns the base
-// offset, waiting out refusals that stored nothing (appendPatiently).
+// offset (appendSystem).
 func (c *Client) appendState(ctx context.Context, topic string, records []stateRecord) (int64, error) {
-	return c.appendPatiently(ctx, topic, func(b *message.Batch) {
+	return c.appendSystem(ctx, topic, func(b *message.Batch) {
 		for _, r := range records {
 			addStateRecord(b, r)
 		}
