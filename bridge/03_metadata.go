@@ -127,11 +127,7 @@ func (g *Gateway) metadataTopic(c *call, resp *wire.MetadataResponse, rt *wire.M
 		if err = g.dropTopicState(ctx, name); err == nil {
 			info, err = g.store.CreateTopic(ctx, name, g.cfg.DefaultPartitions, store.TopicConfig{})
 		}
-		if err != nil {
-			g.creation.release(held)
-		} else {
-			g.creation.done(held)
-		}
+		g.creation.end(held, err)
 		if errors.Is(err, store.ErrTopicExists) {
 			info, err = g.store.Topic(ctx, name)
 		}

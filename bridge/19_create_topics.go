@@ -68,11 +68,7 @@ func (g *Gateway) createTopics(c *call) bool {
 		}
 		if code == wire.NoError && !req.ValidateOnly {
 			info, err := g.store.CreateTopic(g.ctx, t.Topic, parts, cfg)
-			if err != nil {
-				g.creation.release(held)
-			} else {
-				g.creation.done(held)
-			}
+			g.creation.end(held, err)
 			if err == nil {
 				id = info.ID
 				// The backend says what it does (durability); the

@@ -114,14 +114,14 @@ func (g *Gateway) growTopic(t wire.CreatePartitionsRequestTopic, info store.Topi
 		g.creation.release(held)
 		return wire.ThrottlingQuotaExceeded, mutationRefused
 	}
-	if err := g.store.CreatePartitions(g.ctx, t.Topic, t.Count); err != nil {
-		g.creation.release(held)
+	err = g.store.CreatePartitions(g.ctx, t.Topic, t.Count)
+	g.creation.end(held, err)
+	if err != nil {
 		if errors.Is(err, store.ErrInvalidPartitions) {
 			return wire.InvalidPartitions, err.Error()
 		}
 		return wire.UnknownServerError, err.Error()
 	}
-	g.creation.done(held)
 	g.noticeStateChange() // the others list the topics at once
 	return wire.NoError, ""
 }

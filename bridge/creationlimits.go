@@ -30,6 +30,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -175,6 +176,17 @@ func (l *creationLimits) reserveLocked(topic string, newTopic bool, from, to int
 	l.running[r] = struct{}{}
 	l.addLocked(r.topicsCounted, r.partsCounted)
 	return r
+}
+
+// end ends a reservation with its creation's outcome: done when it
+// succeeded or its outcome is unknown (the backend may hold it: counted
+// until the next listing tells), release when it failed.
+func (l *creationLimits) end(r *reservation, err error) {
+	if err == nil || errors.Is(err, store.ErrUnknownOutcome) {
+		l.done(r)
+	} else {
+		l.release(r)
+	}
 }
 
 // done ends a reservation whose creation succeeded: what it counted stays

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 // each once, so the cap is never passed, and a failed creation gives its
 // partitions back. Before reservations, a listing taken while one ran
 // forgot it: a hostile CreateTopics flood on two connections made 1,000
-// topics under --max-partitions 1000 beside a one-partition topic.
+// topics under --max-partitions 1000 beside a one-partition topic. A
+// creation whose outcome is unknown stays counted until a listing tells.
 func TestCreationLimitsCountRunningCreations(t *testing.T) {
 	ctx := context.Background()
 	log := memlog.New(memlog.Config{})
@@ -73,6 +75,21 @@ func TestCreationLimitsCountRunningCreations(t *testing.T) {
 	l.release(c)
 	if topics, parts := counts(); topics != 2 || parts != 7 {
 		t.Fatalf("after c failed: counts %d topics, %d partitions, want 2 and 7", topics, parts)
+	}
+
+	// e: its creation's outcome unknown (the backend may hold it): counted
+	// until a listing tells; f: failed, given back at once.
+	e, _ := l.reserve(ctx, log, "e", 0, 2)
+	l.end(e, fmt.Errorf("timed out: %w", store.ErrUnknownOutcome))
+	f, _ := l.reserve(ctx, log, "f", 0, 1)
+	l.end(f, store.ErrInvalidConfig)
+	if topics, parts := counts(); topics != 3 || parts != 9 {
+		t.Fatalf("after an unknown outcome and a failure: counts %d topics, %d partitions, want 3 and 9", topics, parts)
+	}
+	relist()
+	l.fits(ctx, log, 0) // lists: e was not made
+	if topics, parts := counts(); topics != 2 || parts != 7 {
+		t.Fatalf("listed after the unknown outcome: counts %d topics, %d partitions, want 2 and 7", topics, parts)
 	}
 	if len(l.running) != 0 {
 		t.Fatalf("%d reservations still running", len(l.running))
