@@ -70,7 +70,7 @@ func (c *Client) appendBatches(ctx context.Context, topic string, partition int3
 	if err == nil || codeOf(err) != proto.CodeTransientNotAccepted || !c.clustered() {
 		return base, err
 	}
-	return c.waitOutRefusals(ctx, topic, partition, err, func() (int64, error) {
+	return waitOutRefusals(c, ctx, topic, partition, err, func() (int64, error) {
 		return c.appendOnce(ctx, topic, partition, b, rest)
 	})
 }
@@ -84,10 +84,11 @@ const (
 	refusalMargin   = 500 * time.Millisecond
 )
 
-// waitOutRefusals sends an append refused by every node (first, a 58)
-// again, with pauses from 50 ms to 1 s, until it is taken or fails
-// otherwise, for refusalPatience and until refusalMargin before ctx's
-// deadline; past that it returns the last refusal. A partition without a
+// waitOutRefusals sends a partition write (an append, a consumer offset's
+// store or deletion) refused by every node (first, a 58) again, with
+// pauses from 50 ms to 1 s, until it is taken or fails otherwise, for
+// refusalPatience and until refusalMargin before ctx's deadline; past that
+// it returns the last refusal. A partition without a
 // primary takes nothing until its consensus group changes view: an Iggy 0.9
 // cluster whose replica 0 is down refuses a new topic's appends for about
 // 5 s after its creation (docs/IGGY.md "Topics created while a node is
@@ -95,7 +96,7 @@ const (
 // own cadence (franz-go's every 5 s), so the records would wait longer.
 // Each try stored nothing, so sending again is safe; the partition's queue
 // (bridge/coalesce.go) holds the appends behind it, in order.
-func (c *Client) waitOutRefusals(ctx context.Context, topic string, partition int32, first error, again func() (int64, error)) (int64, error) {
+func waitOutRefusals[T any](c *Client, ctx context.Context, topic string, partition int32, first error, again func() (T, error)) (T, error) {
 	start := time.Now()
 	limit := start.Add(refusalPatience)
 	if d, ok := ctx.Deadline(); ok && d.Add(-refusalMargin).Before(limit) {
@@ -107,17 +108,29 @@ func (c *Client) waitOutRefusals(ctx context.Context, topic string, partition in
 		if sleepCtx(ctx, pause) != nil {
 			break
 		}
-		var base int64
-		if base, err = again(); err == nil {
+		var v T
+		if v, err = again(); err == nil {
 			c.metrics.refusalsWaitedOut.Add(1)
-			c.log.Debug("iggy: an append refused by every node was taken", "topic", topic, "partition", partition, "refusals", refused, "after", time.Since(start).Round(time.Millisecond))
-			return base, nil
+			c.log.Debug("iggy: a partition write refused by every node was taken", "topic", topic, "partition", partition, "refusals", refused, "after", time.Since(start).Round(time.Millisecond))
+			return v, nil
 		}
 		if codeOf(err) != proto.CodeTransientNotAccepted {
-			return base, err
+			return v, err
 		}
 	}
-	return 0, err
+	var zero T
+	return zero, err
+}
+
+// waitOutOffsetRefusals is write, a consumer offset's store or deletion,
+// sent again while every node refuses it (waitOutRefusals).
+func (c *Client) waitOutOffsetRefusals(ctx context.Context, topic string, partition int32, write func() error) error {
+	err := write()
+	if err == nil || codeOf(err) != proto.CodeTransientNotAccepted || !c.clustered() {
+		return err
+	}
+	_, err = waitOutRefusals(c, ctx, topic, partition, err, func() (struct{}, error) { return struct{}{}, write() })
+	return err
 }
 
 // appendOnce is one try of appendBatches.

@@ -111,9 +111,9 @@ type clientMetrics struct {
 	staleSessions   atomic.Uint64 // idle sessions whose connection the server had closed (stale.go)
 	readRetries     atomic.Uint64 // reads sent again after their connection was lost under them
 	retries         atomic.Uint64 // transient statuses replayed (§1.8)
-	// refusalWaits counts appends every node refused (58) that were sent
-	// again while their partition elected a primary; refusalsWaitedOut,
-	// those of them then taken (waitOutRefusals).
+	// refusalWaits counts partition writes every node refused (58) that
+	// were sent again while their partition elected a primary;
+	// refusalsWaitedOut, those of them then taken (waitOutRefusals).
 	refusalWaits, refusalsWaitedOut atomic.Uint64
 	sessionWaits                    atomic.Uint64 // requests that waited for a free session
 	loginWaits                      atomic.Uint64 // requests whose session had to log in and waited for the login turn (logins.go)
@@ -162,8 +162,8 @@ func (c *Client) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_iggy_read_retries_total", "counter", "Iggy reads (polls, pings, metadata) sent again on a new connection after the server closed theirs under them.", m.readRetries.Load())
 	metric.Single(w, "kiggy_iggy_connect_failures_total", "counter", "Failed attempts to connect and log in to Iggy.", m.connectFailures.Load())
 	metric.Single(w, "kiggy_iggy_transient_retries_total", "counter", "Requests replayed after a transient Iggy status (57, 58).", m.retries.Load())
-	metric.Single(w, "kiggy_iggy_append_refusal_waits_total", "counter", "Appends every Iggy node refused with nothing stored (58: the partition had no primary) that were sent again within their request's deadline while it elected one.", m.refusalWaits.Load())
-	metric.Single(w, "kiggy_iggy_append_refusals_waited_out_total", "counter", "Of those, appends then taken.", m.refusalsWaitedOut.Load())
+	metric.Single(w, "kiggy_iggy_refused_writes_retried_total", "counter", "Partition writes (appends, consumer offset stores and deletions) every Iggy node refused with nothing stored (58: the partition had no primary) that were sent again within their request's deadline while it elected one.", m.refusalWaits.Load())
+	metric.Single(w, "kiggy_iggy_refused_writes_taken_total", "counter", "Of those, writes then taken.", m.refusalsWaitedOut.Load())
 	metric.Single(w, "kiggy_iggy_stale_incarnation_polls_total", "counter", "Poll replies dropped because the server answered them from a deleted topic's partitions with the same ids (docs/IGGY.md, \"Topic incarnations\").", m.staleIncarnations.Load())
 	metric.Single(w, "kiggy_iggy_session_waits_total", "counter", "Requests that waited for a free Iggy session (pool exhausted).", m.sessionWaits.Load())
 	metric.Single(w, "kiggy_iggy_login_waits_total", "counter", "Requests whose Iggy session had to log in (after a restart or at start) and waited for another session's login: one logs in at a time.", m.loginWaits.Load())

@@ -384,7 +384,7 @@ func TestAppendWaitsOutRefusals(t *testing.T) {
 	if got, wm := readAll(t, c, "waits", 0, 0, 1<<20); len(got) != 2 || wm.High != 2 {
 		t.Fatalf("stored %d messages, high %d, want 2 (once)", len(got), wm.High)
 	}
-	if w, out := metricLine(t, c, "kiggy_iggy_append_refusal_waits_total"), metricLine(t, c, "kiggy_iggy_append_refusals_waited_out_total"); w != "1" || out != "1" {
+	if w, out := metricLine(t, c, "kiggy_iggy_refused_writes_retried_total"), metricLine(t, c, "kiggy_iggy_refused_writes_taken_total"); w != "1" || out != "1" {
 		t.Fatalf("refusal waits %s, waited out %s, want 1 and 1", w, out)
 	}
 
@@ -399,7 +399,52 @@ func TestAppendWaitsOutRefusals(t *testing.T) {
 	if tries := cl.Refusals(0) + cl.Refusals(1) - before; tries != 2 {
 		t.Fatalf("%d refusals, want 2 (each live node once, not sent again)", tries)
 	}
-	if w, out := metricLine(t, c, "kiggy_iggy_append_refusal_waits_total"), metricLine(t, c, "kiggy_iggy_append_refusals_waited_out_total"); w != "2" || out != "1" {
+	if w, out := metricLine(t, c, "kiggy_iggy_refused_writes_retried_total"), metricLine(t, c, "kiggy_iggy_refused_writes_taken_total"); w != "2" || out != "1" {
 		t.Fatalf("refusal waits %s, waited out %s, want 2 and 1", w, out)
+	}
+}
+
+// TestOffsetWritesWaitOutRefusals: a consumer offset's store, and its
+// deletion (a commit of offset 0), that every live node refuses are sent
+// again until the partition takes them, as appends are, and the commits
+// read back through a client opened after.
+func TestOffsetWritesWaitOutRefusals(t *testing.T) {
+	cl := startCluster(t, 3)
+	addrs := strings.Join(cl.Addrs(), ",")
+	c := open(t, Config{Addr: addrs, PoolSize: 2, RequestTimeout: 2 * time.Second})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "o", 2, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(2) {
+		if _, err := c.Append(cx, "o", p, stampedBatchOf(1, "r", 3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.CommitOffset(cx, "g", "o", 1, 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	refuseForASecond(cl, "o")
+	if err := c.CommitOffset(cx, "g", "o", 0, 2, "m"); err != nil {
+		t.Fatalf("commit through a second of refusals: %v", err)
+	}
+	cl.SetPartitionPrimary("o", 1, 2) // node 2 is dead
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		cl.SetPartitionPrimary("o", 1, -1)
+	}()
+	if err := c.CommitOffset(cx, "g", "o", 1, 0, ""); err != nil {
+		t.Fatalf("commit of offset 0 (a deletion) through refusals: %v", err)
+	}
+	if w, out := metricLine(t, c, "kiggy_iggy_refused_writes_retried_total"), metricLine(t, c, "kiggy_iggy_refused_writes_taken_total"); w != "2" || out != "2" {
+		t.Fatalf("refusal waits %s, waited out %s, want 2 and 2", w, out)
+	}
+	c.Close()
+	fresh := open(t, Config{Addr: addrs, PoolSize: 1})
+	if off, _, ok, err := fresh.FetchOffset(cx, "g", "o", 0); err != nil || !ok || off != 2 {
+		t.Fatalf("partition 0's commit read back: %d %v %v, want 2", off, ok, err)
+	}
+	if off, _, ok, err := fresh.FetchOffset(cx, "g", "o", 1); err != nil || (ok && off != 0) {
+		t.Fatalf("partition 1's commit read back: %d %v %v, want 0 or none (its stored offset deleted)", off, ok, err)
 	}
 }
