@@ -408,7 +408,7 @@ func (c *Client) writeGeneration(ctx context.Context, gen int, live map[offsetKe
 // topic of the system stream (the commit log's or the system store's
 // generations), and returns its base offset. An append every node refuses
 // with nothing stored is sent again while the partition elects a primary
-// (waitOutRefusals): an Iggy 0.9 cluster whose replica 0 is down refuses a
+// (retryRefused): an Iggy 0.9 cluster whose replica 0 is down refuses a
 // new topic's appends for about 5 s, and kiggy creates these topics itself,
 // with no client to retry for it.
 func (c *Client) appendSystem(ctx context.Context, topic string, build func(*message.Batch)) (int64, error) {

@@ -64,19 +64,15 @@ func (c *Client) AppendJoined(ctx context.Context, topic string, partition int32
 // frames of rest (AppendJoined). An append that every node of a cluster
 // refuses with nothing stored (58 from each: the partition has no primary)
 // is sent again while the partition elects one, within the caller's
-// deadline (waitOutRefusals).
+// deadline (retryRefused).
 func (c *Client) appendBatches(ctx context.Context, topic string, partition int32, b *message.Batch, rest []*message.Batch) (int64, error) {
-	base, err := c.appendOnce(ctx, topic, partition, b, rest)
-	if err == nil || codeOf(err) != proto.CodeTransientNotAccepted || !c.clustered() {
-		return base, err
-	}
-	return waitOutRefusals(c, ctx, topic, partition, err, func() (int64, error) {
+	return retryRefused(c, ctx, topic, partition, func() (int64, error) {
 		return c.appendOnce(ctx, topic, partition, b, rest)
 	})
 }
 
-// refusalPatience bounds how long waitOutRefusals sends an append again,
-// and refusalMargin is how long before the caller's deadline it stops: the
+// refusalPatience bounds how long retryRefused sends a write again, and
+// refusalMargin is how long before the caller's deadline it stops: the
 // client is answered the refusal (NOT_LEADER_OR_FOLLOWER, retriable) before
 // its request times out.
 const (
@@ -84,32 +80,35 @@ const (
 	refusalMargin   = 500 * time.Millisecond
 )
 
-// waitOutRefusals sends a partition write (an append, a consumer offset's
-// store or deletion) refused by every node (first, a 58) again, with
-// pauses from 50 ms to 1 s, until it is taken or fails otherwise, for
-// refusalPatience and until refusalMargin before ctx's deadline; past that
-// it returns the last refusal. A partition without a
-// primary takes nothing until its consensus group changes view: an Iggy 0.9
-// cluster whose replica 0 is down refuses a new topic's appends for about
-// 5 s after its creation (docs/IGGY.md "Topics created while a node is
-// down"), and a Kafka producer told NOT_LEADER_OR_FOLLOWER retries at its
-// own cadence (franz-go's every 5 s), so the records would wait longer.
-// Each try stored nothing, so sending again is safe; the partition's queue
-// (bridge/coalesce.go) holds the appends behind it, in order.
-func waitOutRefusals[T any](c *Client, ctx context.Context, topic string, partition int32, first error, again func() (T, error)) (T, error) {
+// retryRefused makes a partition write (an append, a consumer offset's
+// store or deletion) with try and, in a cluster, while every node refuses
+// it (58), sends it again with pauses from 50 ms to 1 s, until it is taken
+// or fails otherwise, for refusalPatience and until refusalMargin before
+// ctx's deadline; past that it returns the last refusal. A partition
+// without a primary takes nothing until its consensus group changes view:
+// an Iggy 0.9 cluster whose replica 0 is down refuses a new topic's appends
+// for about 5 s after its creation (docs/IGGY.md "Topics created while a
+// node is down"), and a Kafka producer told NOT_LEADER_OR_FOLLOWER retries
+// at its own cadence (franz-go's every 5 s), so the records would wait
+// longer. Each try stored nothing, so sending again is safe; the
+// partition's queue (bridge/coalesce.go) holds the appends behind it, in
+// order.
+func retryRefused[T any](c *Client, ctx context.Context, topic string, partition int32, try func() (T, error)) (T, error) {
+	v, err := try()
+	if err == nil || codeOf(err) != proto.CodeTransientNotAccepted || !c.clustered() {
+		return v, err
+	}
 	start := time.Now()
 	limit := start.Add(refusalPatience)
 	if d, ok := ctx.Deadline(); ok && d.Add(-refusalMargin).Before(limit) {
 		limit = d.Add(-refusalMargin)
 	}
 	c.metrics.refusalWaits.Add(1)
-	err := first
 	for pause, refused := 50*time.Millisecond, 1; time.Now().Add(pause).Before(limit); pause, refused = min(2*pause, time.Second), refused+1 {
 		if sleepCtx(ctx, pause) != nil {
 			break
 		}
-		var v T
-		if v, err = again(); err == nil {
+		if v, err = try(); err == nil {
 			c.metrics.refusalsWaitedOut.Add(1)
 			c.log.Debug("iggy: a partition write refused by every node was taken", "topic", topic, "partition", partition, "refusals", refused, "after", time.Since(start).Round(time.Millisecond))
 			return v, nil
@@ -120,17 +119,6 @@ func waitOutRefusals[T any](c *Client, ctx context.Context, topic string, partit
 	}
 	var zero T
 	return zero, err
-}
-
-// waitOutOffsetRefusals is write, a consumer offset's store or deletion,
-// sent again while every node refuses it (waitOutRefusals).
-func (c *Client) waitOutOffsetRefusals(ctx context.Context, topic string, partition int32, write func() error) error {
-	err := write()
-	if err == nil || codeOf(err) != proto.CodeTransientNotAccepted || !c.clustered() {
-		return err
-	}
-	_, err = waitOutRefusals(c, ctx, topic, partition, err, func() (struct{}, error) { return struct{}{}, write() })
-	return err
 }
 
 // appendOnce is one try of appendBatches.

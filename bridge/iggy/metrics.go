@@ -113,7 +113,7 @@ type clientMetrics struct {
 	retries         atomic.Uint64 // transient statuses replayed (§1.8)
 	// refusalWaits counts partition writes every node refused (58) that
 	// were sent again while their partition elected a primary;
-	// refusalsWaitedOut, those of them then taken (waitOutRefusals).
+	// refusalsWaitedOut, those of them then taken (retryRefused).
 	refusalWaits, refusalsWaitedOut atomic.Uint64
 	sessionWaits                    atomic.Uint64 // requests that waited for a free session
 	loginWaits                      atomic.Uint64 // requests whose session had to log in and waited for the login turn (logins.go)

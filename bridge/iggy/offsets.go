@@ -113,33 +113,35 @@ func (c *Client) storeOffset(ctx context.Context, group, topic string, partition
 
 // storeConsumerOffset stores offset v of the single consumer prefix + name
 // on the partition with quorum acknowledgement, at the partition's route,
-// sent again while every node refuses it (waitOutOffsetRefusals).
+// sent again while every node refuses it (retryRefused).
 func (c *Client) storeConsumerOffset(ctx context.Context, prefix, name, topic string, partition int32, v uint64) error {
-	return c.waitOutOffsetRefusals(ctx, topic, partition, func() error {
+	_, err := retryRefused(c, ctx, topic, partition, func() (struct{}, error) {
 		s, err := c.acquireFor(ctx, topic, partition)
 		if err != nil {
-			return unavailable(err)
+			return struct{}{}, unavailable(err)
 		}
 		req := proto.AppendU64(c.consumerRequest(s, prefix, name, topic, partition), v)
 		req = append(req, 1) // ack: Quorum (the default)
 		s, _, _, err = c.sendPartition(ctx, s, topic, partition, req, nil, proto.CodeStoreConsumerOffset)
 		c.releaseFor(s)
-		return err
+		return struct{}{}, err
 	})
+	return err
 }
 
 // deleteOffset deletes a group's stored offset on the partition, likewise.
 func (c *Client) deleteOffset(ctx context.Context, group, topic string, partition int32) error {
-	return c.waitOutOffsetRefusals(ctx, topic, partition, func() error {
+	_, err := retryRefused(c, ctx, topic, partition, func() (struct{}, error) {
 		s, err := c.acquireFor(ctx, topic, partition)
 		if err != nil {
-			return unavailable(err)
+			return struct{}{}, unavailable(err)
 		}
 		req := append(c.offsetRequest(s, group, topic, partition), 1) // ack: Quorum
 		s, _, _, err = c.sendPartition(ctx, s, topic, partition, req, nil, proto.CodeDeleteConsumerOffset)
 		c.releaseFor(s)
-		return err
+		return struct{}{}, err
 	})
+	return err
 }
 
 // offsetError maps consumer-offset failures; offset writes are idempotent, so
