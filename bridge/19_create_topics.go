@@ -126,8 +126,8 @@ func (g *Gateway) createTopics(c *call) bool {
 // mutation quota, after every other check and, as in Kafka, neither for a
 // topic that exists (ReplicationControlManager answers
 // TOPIC_ALREADY_EXISTS before its policy and its quota). On NoError the
-// parts are reserved: the caller ends the reservation when the creation is
-// done, or releases it if the creation fails.
+// parts are reserved: the caller ends the reservation with the creation's
+// outcome (creationLimits.end).
 func (g *Gateway) admitCreate(mq *mutationQuota, topic string, parts int32) (*reservation, wire.ErrorCode, string) {
 	held, ok := g.creation.reserve(g.ctx, g.store, topic, 0, parts)
 	if !ok {

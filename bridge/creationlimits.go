@@ -72,7 +72,6 @@ type creationLimits struct {
 // was counted: the caps are off).
 type reservation struct {
 	topic    string
-	newTopic bool
 	from, to int32
 	// What the counts hold of it beyond the last listing: all of it until
 	// a listing shows it.
@@ -109,7 +108,7 @@ func (l *creationLimits) countLocked(ctx context.Context, s store.Log) {
 	for r := range l.running {
 		has, ok := shown[r.topic]
 		r.topicsCounted, r.partsCounted = 0, int(max(0, r.to-max(has, r.from)))
-		if r.newTopic && !ok {
+		if r.from == 0 && !ok {
 			r.topicsCounted = 1
 		}
 		l.addLocked(r.topicsCounted, r.partsCounted)
@@ -134,7 +133,7 @@ func (l *creationLimits) admitAuto(ctx context.Context, s store.Log, topic strin
 		l.autoRefused.Add(1)
 		return nil, false
 	}
-	return l.reserveLocked(topic, true, 0, parts), true
+	return l.reserveLocked(topic, 0, parts), true
 }
 
 // fits reports whether an admin request may add parts partitions under
@@ -162,12 +161,12 @@ func (l *creationLimits) reserve(ctx context.Context, s store.Log, topic string,
 	if l.partitions > 0 && l.parts+int(to-from) > l.partitions {
 		return nil, false
 	}
-	return l.reserveLocked(topic, from == 0, from, to), true
+	return l.reserveLocked(topic, from, to), true
 }
 
-func (l *creationLimits) reserveLocked(topic string, newTopic bool, from, to int32) *reservation {
-	r := &reservation{topic: topic, newTopic: newTopic, from: from, to: to, partsCounted: int(to - from)}
-	if newTopic {
+func (l *creationLimits) reserveLocked(topic string, from, to int32) *reservation {
+	r := &reservation{topic: topic, from: from, to: to, partsCounted: int(to - from)}
+	if from == 0 {
 		r.topicsCounted = 1
 	}
 	if l.running == nil {
