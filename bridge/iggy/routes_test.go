@@ -405,7 +405,8 @@ func TestAppendWaitsOutRefusals(t *testing.T) {
 }
 
 // TestOffsetWritesWaitOutRefusals: a consumer offset's store, and its
-// deletion (a commit of offset 0), that every live node refuses are sent
+// deletion (a commit of offset 0), that every live node refuses (for a
+// second, and for 300 ms after the first refusal) are sent
 // again until the partition takes them, as appends are, and the commits
 // read back through a client opened after.
 func TestOffsetWritesWaitOutRefusals(t *testing.T) {
@@ -429,8 +430,10 @@ func TestOffsetWritesWaitOutRefusals(t *testing.T) {
 		t.Fatalf("commit through a second of refusals: %v", err)
 	}
 	cl.SetPartitionPrimary("o", 1, 2) // node 2 is dead
+	before := cl.Refusals(0) + cl.Refusals(1)
 	go func() {
-		time.Sleep(300 * time.Millisecond)
+		testtools.Eventually(10*time.Second, func() bool { return cl.Refusals(0)+cl.Refusals(1) > before })
+		time.Sleep(300 * time.Millisecond) // how long the partition has no live primary
 		cl.SetPartitionPrimary("o", 1, -1)
 	}()
 	if err := c.CommitOffset(cx, "g", "o", 1, 0, ""); err != nil {
