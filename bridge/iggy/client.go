@@ -111,6 +111,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		c.tokens = &sessionTokens{}
 	}
 	c.leader.seeds = splitSeeds(cfg.Addr)
+	c.leader.noteNodes()
 	for range cfg.PoolSize {
 		s := newSession(c)
 		c.sessions = append(c.sessions, s)

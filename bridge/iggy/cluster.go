@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/iggy/proto"
@@ -145,6 +146,10 @@ type leader struct {
 	closing   bool      // Close has begun: no new resolve may start
 	started   bool      // Open found the first primary; later moves are failovers
 	startGen  uint64    // gen when Open returned
+	// multi is whether seeds or roster name more than one node (what
+	// clustered reports), kept beside them so that every Read can ask
+	// without taking mu.
+	multi atomic.Bool
 
 	// metrics
 	failovers    uint64 // primary changes after start-up
@@ -162,12 +167,11 @@ func (c *Client) target() (string, uint64) {
 // clustered reports whether the client knows more than one node, from its
 // seeds or the last cluster metadata: only then is a lost primary looked
 // for elsewhere (a single server keeps today's reconnect behaviour).
-func (c *Client) clustered() bool {
-	l := &c.leader
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.seeds) > 1 || len(l.roster) > 1
-}
+func (c *Client) clustered() bool { return c.leader.multi.Load() }
+
+// noteNodes sets multi from seeds and roster; the caller holds mu, or
+// owns l alone (Open).
+func (l *leader) noteNodes() { l.multi.Store(len(l.seeds) > 1 || len(l.roster) > 1) }
 
 // setPrimary moves the sessions to addr; nodes, when non-nil, is the roster
 // the primary was found in.
@@ -180,6 +184,7 @@ func (c *Client) setPrimary(addr string, nodes []clusterNode) {
 			l.roster = append(l.roster, n.addr)
 			l.replicas = append(l.replicas, n.replica)
 		}
+		l.noteNodes()
 	}
 	moved := !sameAddr(addr, l.addr)
 	old := l.addr
