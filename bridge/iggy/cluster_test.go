@@ -61,6 +61,31 @@ func TestClusterStartOnBackup(t *testing.T) {
 	}
 }
 
+// TestClusterFailoverFromOneSeed: a client given one seed, the primary,
+// knows the other nodes from the cluster metadata, and when the primary is
+// killed it finds the new one among them: its seed is dead.
+func TestClusterFailoverFromOneSeed(t *testing.T) {
+	cl := startCluster(t, 3)
+	c := open(t, Config{Addr: cl.Addr(cl.Primary()), PoolSize: 1, RequestTimeout: 2 * time.Second,
+		ReconnectBackoffMax: 200 * time.Millisecond})
+	cx := ctx(t)
+	if _, err := c.CreateTopic(cx, "s", 1, store.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	old := cl.Primary()
+	cl.Kill(old)
+	var err error
+	if !testtools.Eventually(15*time.Second, func() bool {
+		_, err = c.Append(cx, "s", 0, batchOf(1, "after", 1))
+		return err == nil
+	}) {
+		t.Fatalf("no append taken after the primary (node %d) was killed: %v", old, err)
+	}
+	if addr, _ := c.target(); !sameAddr(addr, cl.Addr(cl.Primary())) || cl.Primary() == old {
+		t.Fatalf("sessions go to %s; primary is node %d, old %d", addr, cl.Primary(), old)
+	}
+}
+
 // TestClusterFailover kills the primary under a steady append load: the
 // client finds the new primary by itself, appends resume, every append it
 // confirmed is stored where it was confirmed, and the restarted old primary
