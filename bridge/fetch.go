@@ -132,6 +132,9 @@ type partReader struct {
 	// that from memory (ReadEstimate 0, local): the read skips the fetch
 	// cache, which has nothing to share for it.
 	atHigh bool
+	// now is the clock at the start of the read's wave (readAll), the
+	// zero time before it.
+	now time.Time
 	// panicked: the read panicked (logged and counted by catch).
 	panicked bool
 
@@ -339,9 +342,15 @@ func (g *Gateway) readAll(fs *fetchState, v int16, maxBytes int) {
 	// rest with that little (the response is filled as a sequential read
 	// fills it, without a round trip per partition).
 	for next < k && left > 0 {
+		// One clock read for the wave's estimates and reads
+		// (store.ClockedReads).
+		now := time.Now()
 		end := k
 		if left >= minContinuation {
-			end = g.planWave(fs, next, k, left, maxBytes)
+			end = g.planWave(fs, now, next, k, left, maxBytes)
+		}
+		for _, r := range fs.parts[next:end] {
+			r.now = now
 		}
 		g.runWave(fs, fs.parts[next:end], left)
 		for _, r := range fs.parts[next:end] {
@@ -372,7 +381,7 @@ func (g *Gateway) initPartReaders(fs *fetchState, v int16) int {
 			}
 			r := fs.parts[k]
 			r.init(&g.metrics)
-			r.topic, r.rp, r.codec, r.expect, r.local, r.atHigh = t.Topic, &t.Partitions[j], codec, -1, false, false
+			r.topic, r.rp, r.codec, r.expect, r.local, r.atHigh, r.now = t.Topic, &t.Partitions[j], codec, -1, false, false, time.Time{}
 			r.isolation = fs.req.IsolationLevel
 			k++
 		}
@@ -381,10 +390,10 @@ func (g *Gateway) initPartReaders(fs *fetchState, v int16) int {
 }
 
 // planWave returns the end of the wave of reads that starts at next: as
-// many partitions (at least one) as the Log's estimates (ReadEstimator)
-// say fit in left, each noted with what it expects and whether the Log
+// many partitions (at least one) as the Log's estimates (ReadEstimator) at
+// now say fit in left, each noted with what it expects and whether the Log
 // answers it from memory.
-func (g *Gateway) planWave(fs *fetchState, next, k, left, maxBytes int) int {
+func (g *Gateway) planWave(fs *fetchState, now time.Time, next, k, left, maxBytes int) int {
 	est := g.estimates
 	end, want := next, 0
 	for end < k {
@@ -392,7 +401,7 @@ func (g *Gateway) planWave(fs *fetchState, next, k, left, maxBytes int) int {
 		e := int64(min(int(r.rp.PartitionMaxBytes), maxBytes))
 		r.expect, r.local = -1, false
 		if est != nil {
-			n, local := est.ReadEstimate(r.topic, r.rp.Partition, r.rp.FetchOffset)
+			n, local := est.ReadEstimate(now, r.topic, r.rp.Partition, r.rp.FetchOffset)
 			r.atHigh = local && n == 0
 			if n >= 0 && n < e {
 				e = n
@@ -704,6 +713,7 @@ func (g *Gateway) readPartitionAt(r *partReader, buf []byte, topic string, codec
 // notes what the store tells about its reads without a round trip.
 func (g *Gateway) initFetchCache() {
 	g.estimates, _ = g.store.(store.ReadEstimator)
+	g.clockedReads, _ = g.store.(store.ClockedReads)
 	sr, ok := g.store.(store.SharedReads)
 	if !ok {
 		return
@@ -860,11 +870,11 @@ const maxFills = 4
 func (g *Gateway) readBatch(r *partReader, topic string, partition int32, offset int64, limit int) (store.Watermarks, error) {
 	r.started, r.inTxn, r.txnLeft = false, false, 0
 	r.capUsed = 0
-	wm, err := g.store.Read(g.ctx, topic, partition, offset, r.logLimit(limit), r.emit)
+	wm, err := g.readLog(r, topic, partition, offset, r.logLimit(limit))
 	for fills := 0; err == nil && r.ownBudget && fills < maxFills && r.started &&
 		!r.unmappable && !r.capped && r.capUsed < limit && r.next < wm.High; fills++ {
 		next := r.next
-		fwm, ferr := g.store.Read(g.ctx, topic, partition, next, r.logLimit(limit-r.capUsed), r.emit)
+		fwm, ferr := g.readLog(r, topic, partition, next, r.logLimit(limit-r.capUsed))
 		if ferr != nil || r.next == next {
 			break // serve what the first Reads found
 		}
@@ -879,6 +889,15 @@ func (g *Gateway) readBatch(r *partReader, topic string, partition int32, offset
 		r.buf = r.builder.Finish()
 	}
 	return wm, err
+}
+
+// readLog is one Read of r's partition into r.emit, at the clock of r's
+// wave where the Log takes it (store.ClockedReads).
+func (g *Gateway) readLog(r *partReader, topic string, partition int32, offset int64, maxBytes int) (store.Watermarks, error) {
+	if g.clockedReads != nil {
+		return g.clockedReads.ReadAt(g.ctx, r.now, topic, partition, offset, maxBytes, r.emit)
+	}
+	return g.store.Read(g.ctx, topic, partition, offset, maxBytes, r.emit)
 }
 
 // wholeTxnBatch ends a read_committed read that stopped inside a

@@ -2,7 +2,11 @@
 
 package bridge_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
+)
 
 // TestFetchSessionIncrementalAllocs: an incremental Fetch of a session of
 // 1,000 cached partitions at their tail (it names none; every one is read
@@ -12,7 +16,7 @@ func TestFetchSessionIncrementalAllocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1,000 partitions")
 	}
-	tf := newTailFetcher(t)
+	tf := newTailFetcher(t, kiggytest.Options{Embedded: true})
 	if tf.start(t) == 0 {
 		t.Fatal("no session")
 	}

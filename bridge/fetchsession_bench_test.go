@@ -20,7 +20,7 @@ const sessionParts = 1000
 const sessionMarker = 0x7a6b5c4d
 
 // tailFetcher is a consumer of sessionParts partitions at their tail, on
-// the embedded log, sending Fetch v12 frames with MaxWait 0: the full
+// the given backend, sending Fetch v12 frames with MaxWait 0: the full
 // frame (every partition) and the incremental one (none; its session id
 // and epoch patched per Fetch).
 type tailFetcher struct {
@@ -33,8 +33,8 @@ type tailFetcher struct {
 	lastLen int // the last response's size
 }
 
-func newTailFetcher(tb testing.TB) *tailFetcher {
-	gw := kiggytest.Start(tb, kiggytest.Options{Embedded: true})
+func newTailFetcher(tb testing.TB, opts kiggytest.Options) *tailFetcher {
+	gw := kiggytest.Start(tb, opts)
 	gw.CreateTopic(tb, "tail", sessionParts)
 	tf := &tailFetcher{bc: dialBench(tb, gw.Addr)}
 	full := fetchRequest(12, "tail", make([]int64, sessionParts), 1<<20, 50<<20)
@@ -83,46 +83,62 @@ func (tf *tailFetcher) incremental(tb testing.TB) {
 
 // BenchmarkFetchSessions: a consumer of 1,000 partitions at their tail,
 // sessionless (every Fetch names and is answered every partition) and in a
-// session (each Fetch names none and is answered none): request and
-// response bytes per Fetch, wall time and the process's CPU per Fetch
-// (the gateway runs in the test process; the client only writes a ready
-// frame and reads the answer).
+// session (each Fetch names none and is answered none), on the embedded
+// log and on Iggy as its sole writer (the model; its tail is answered from
+// the read cache without a poll): request and response bytes per Fetch,
+// wall time and the process's CPU per Fetch (the gateway runs in the test
+// process; the client only writes a ready frame and reads the answer).
 //
 //	go test -run '^$' -bench BenchmarkFetchSessions -benchtime 2000x ./bridge/
 func BenchmarkFetchSessions(b *testing.B) {
-	for _, mode := range []string{"off", "on"} {
-		b.Run(mode, func(b *testing.B) {
-			tf := newTailFetcher(b)
-			frame := tf.full
-			if mode == "on" {
-				tf.start(b)
-				frame = tf.inc
-			}
-			var resp int
-			step := func() {
-				if mode == "on" {
-					tf.incremental(b)
-					resp = tf.lastLen
-				} else {
-					resp = len(tf.bc.roundTrip(b, frame))
-				}
-			}
-			for range 20 {
-				step()
-			}
-			b.ReportAllocs()
-			cpu0, _ := testtools.SelfCPU()
-			b.ResetTimer()
-			n := 0
-			for b.Loop() {
-				step()
-				n++
-			}
-			b.StopTimer()
-			cpu1, _ := testtools.SelfCPU()
-			b.ReportMetric(float64(len(frame)), "req-B/op")
-			b.ReportMetric(float64(resp), "resp-B/op")
-			b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(n), "cpu-ns/op")
-		})
+	backends := []struct {
+		name string
+		opts kiggytest.Options
+	}{
+		{"embedded", kiggytest.Options{Embedded: true}},
+		{"iggy", kiggytest.Options{Iggy: true, IggyModel: true, IggySoleWriter: true}},
 	}
+	for _, be := range backends {
+		for _, mode := range []string{"off", "on"} {
+			b.Run(be.name+"/"+mode, func(b *testing.B) {
+				tf := newTailFetcher(b, be.opts)
+				benchSessions(b, tf, mode == "on")
+			})
+		}
+	}
+}
+
+// benchSessions runs BenchmarkFetchSessions' loop on tf, in a session
+// (incremental Fetches) or not (full ones).
+func benchSessions(b *testing.B, tf *tailFetcher, session bool) {
+	frame := tf.full
+	if session {
+		tf.start(b)
+		frame = tf.inc
+	}
+	var resp int
+	step := func() {
+		if session {
+			tf.incremental(b)
+			resp = tf.lastLen
+		} else {
+			resp = len(tf.bc.roundTrip(b, frame))
+		}
+	}
+	for range 20 {
+		step()
+	}
+	b.ReportAllocs()
+	cpu0, _ := testtools.SelfCPU()
+	b.ResetTimer()
+	n := 0
+	for b.Loop() {
+		step()
+		n++
+	}
+	b.StopTimer()
+	cpu1, _ := testtools.SelfCPU()
+	b.ReportMetric(float64(len(frame)), "req-B/op")
+	b.ReportMetric(float64(resp), "resp-B/op")
+	b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(n), "cpu-ns/op")
 }

@@ -433,10 +433,12 @@ type Gateway struct {
 	mutations *quota.Buckets
 	// produceBytes and fetchBytes meter the byte-rate quotas (quotas.go).
 	produceBytes, fetchBytes *quota.Tracker
-	// estimates and sharedReads are the store as a ReadEstimator and as
-	// SharedReads (fetch.go, readAll and skipPart); nil when it is not.
-	estimates   store.ReadEstimator
-	sharedReads store.SharedReads
+	// estimates, clockedReads and sharedReads are the store as a
+	// ReadEstimator, as ClockedReads and as SharedReads (fetch.go, readAll,
+	// readLog and skipPart); nil when it is not.
+	estimates    store.ReadEstimator
+	clockedReads store.ClockedReads
+	sharedReads  store.SharedReads
 
 	// appends runs the partition appends of concurrent Produces
 	// (fanout.go, runAppends) on pooled workers (workers.go).

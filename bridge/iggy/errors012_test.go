@@ -45,7 +45,7 @@ func TestErrors012(t *testing.T) {
 	}
 	// HistoryUnavailable on a poll: unavailable, and the topic is looked up again.
 	srv.InjectFault(iggytest.Fault{Op: proto.OpNonReplicated, Code: proto.CodePollMessages, Count: 1, Status: uint32(proto.CodeHistoryUnavailable)})
-	_, err := c.read(cx, "e", 0, 0, 1<<20, func(*message.Message) bool { return true })
+	_, err := c.read(cx, time.Time{}, "e", 0, 0, 1<<20, func(*message.Message) bool { return true })
 	if !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("poll answered HistoryUnavailable: %v", err)
 	}

@@ -324,8 +324,9 @@ func decodeConfirmation(body []byte) (int64, error) {
 // read polls one partition by offset (PollMessages, strategy Offset, a fixed
 // single consumer kind 1 id 0, auto_commit 0) and calls fn for each message
 // from offset on. See store.Log.Read. Messages alias the session's reply
-// buffer and are valid only during fn.
-func (c *Client) read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
+// buffer and are valid only during fn. now is the caller's clock (see
+// ReadAt).
+func (c *Client) read(ctx context.Context, now time.Time, topic string, partition int32, offset int64, maxBytes int,
 	fn func(*message.Message) bool) (store.Watermarks, error) {
 	if partition < 0 {
 		return store.Watermarks{}, fmt.Errorf("%w: %q partition %d", store.ErrUnknownPartition, topic, partition)
@@ -340,10 +341,11 @@ func (c *Client) read(ctx context.Context, topic string, partition int32, offset
 	// again until the server has torn them down, within staleRetryFor.
 	var give time.Time
 	for {
-		wm, err := c.readOnce(ctx, topic, partition, offset, maxBytes, fn)
+		wm, err := c.readOnce(ctx, now, topic, partition, offset, maxBytes, fn)
 		if !errors.Is(err, errStaleIncarnation) {
 			return wm, err
 		}
+		now = time.Time{}
 		if give.IsZero() {
 			give = time.Now().Add(staleRetryFor)
 		}
@@ -362,10 +364,10 @@ const (
 )
 
 // readOnce is one read (see read).
-func (c *Client) readOnce(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
+func (c *Client) readOnce(ctx context.Context, now time.Time, topic string, partition int32, offset int64, maxBytes int,
 	fn func(*message.Message) bool) (store.Watermarks, error) {
 	if c.cache != nil {
-		return c.cache.read(ctx, topic, partition, offset, maxBytes, fn)
+		return c.cache.read(ctx, now, topic, partition, offset, maxBytes, fn)
 	}
 	fence := c.fence(ctx, topic)
 	s, err := c.acquireFor(ctx, topic, partition) // a routed partition reads from its route

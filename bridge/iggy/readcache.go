@@ -231,6 +231,15 @@ func (rc *readCache) part(topic string, partition int32) *partCache {
 	return p
 }
 
+// noteRead notes a Read of p at now (wantsTail). A Fetch reads the clock
+// once for all its reads (Client.ReadAt), so a later Read may bring an
+// earlier time: the last read time never goes back.
+func (p *partCache) noteRead(now time.Time) {
+	if now.After(p.readAt) {
+		p.readAt = now
+	}
+}
+
 // find returns the chunk holding offset, or nil; under mu.
 func (p *partCache) find(offset uint64) *chunk {
 	if i := p.findIndex(offset); i >= 0 {
@@ -291,15 +300,18 @@ func (rc *readCache) stale(ch *chunk, now time.Time) bool { return now.Sub(ch.po
 func (rc *readCache) endTrusted(age time.Duration) bool { return rc.soleWriter || age < rc.recheck }
 
 // read serves a Read through the cache (see store.Log.Read): from a cached
-// chunk, at an exact high watermark without a poll, or by a poll.
-func (rc *readCache) read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
+// chunk, at an exact high watermark without a poll, or by a poll. now is
+// the caller's clock (Client.ReadAt), the zero time for the clock now.
+func (rc *readCache) read(ctx context.Context, now time.Time, topic string, partition int32, offset int64, maxBytes int,
 	fn func(*message.Message) bool) (store.Watermarks, error) {
 	from := uint64(offset)
-	now := time.Now()
+	if now.IsZero() {
+		now = time.Now()
+	}
 	rc.mu.Lock()
 	p := rc.part(topic, partition)
 	p.chunkBytes = min(max(maxBytes, minChunkBytes), maxChunkBytes, int(rc.limit/8))
-	p.readAt = now
+	p.noteRead(now)
 	p, ch, empty := rc.findLocked(topic, partition, p, from, now)
 	if empty >= 0 {
 		rc.mu.Unlock()
@@ -348,7 +360,7 @@ func (rc *readCache) findLocked(topic string, partition int32, p *partCache, fro
 		p.cond.Wait()
 		if p.dead {
 			p = rc.part(topic, partition)
-			p.readAt = now
+			p.noteRead(now)
 		} else if p.emptySeq != seq && p.emptyFrom == from && p.emptyHigh >= 0 {
 			return p, nil, p.emptyHigh
 		}
@@ -1159,16 +1171,16 @@ func (c *Client) ReadGeneration(topic string, partition int32) (uint64, int64) {
 }
 
 // ReadEstimate returns about how many bytes of messages a Read of
-// topic/partition from offset may find (store.ReadEstimator): 0 when the
-// highest high watermark the client knows is at or below offset; else the
-// bytes the cached chunks hold from offset on, as far as they run without a
-// gap, and past them the messages left times the partition's message size
-// as its polls and appends found it; −1 when the client knows neither.
-// local reports whether a Read now would be answered from memory, without
-// a round trip: a live chunk holds offset (a poll's or the tail window's),
-// or offset is a high watermark known exact that read answers without
-// polling.
-func (c *Client) ReadEstimate(topic string, partition int32, offset int64) (n int64, local bool) {
+// topic/partition from offset may find (store.ReadEstimator), its chunks'
+// age judged at now: 0 when the highest high watermark the client knows is
+// at or below offset; else the bytes the cached chunks hold from offset on,
+// as far as they run without a gap, and past them the messages left times
+// the partition's message size as its polls and appends found it; −1 when
+// the client knows neither. local reports whether a Read now would be
+// answered from memory, without a round trip: a live chunk holds offset (a
+// poll's or the tail window's), or offset is a high watermark known exact
+// that read answers without polling.
+func (c *Client) ReadEstimate(now time.Time, topic string, partition int32, offset int64) (n int64, local bool) {
 	rc := c.cache
 	if rc == nil {
 		return -1, false
@@ -1181,12 +1193,10 @@ func (c *Client) ReadEstimate(topic string, partition int32, offset int64) (n in
 	}
 	i := -1
 	if offset >= 0 {
-		// The clock is read only when an age decides (a Fetch of many
-		// partitions asks once for each).
 		if i = p.findIndex(uint64(offset)); i >= 0 {
-			local = !rc.stale(p.chunks[i], time.Now())
+			local = !rc.stale(p.chunks[i], now)
 		} else if p.exact && offset == p.high {
-			local = rc.endTrusted(time.Since(p.verified))
+			local = rc.endTrusted(now.Sub(p.verified))
 		}
 	}
 	if p.high <= offset {

@@ -516,7 +516,7 @@ func TestReadEstimate(t *testing.T) {
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
 	cx := ctx(t)
 	c.CreateTopic(cx, "est", 1, store.TopicConfig{})
-	if got, _ := c.ReadEstimate("est", 0, 0); got != -1 {
+	if got, _ := c.ReadEstimate(time.Now(), "est", 0, 0); got != -1 {
 		t.Fatalf("before any append or read: %d, want -1", got)
 	}
 	for i := range 4 {
@@ -527,21 +527,21 @@ func TestReadEstimate(t *testing.T) {
 	if _, err := c.Read(cx, "est", 0, 0, 4096, func(*message.Message) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := c.ReadEstimate("est", 0, 200); got != 0 {
+	if got, _ := c.ReadEstimate(time.Now(), "est", 0, 200); got != 0 {
 		t.Fatalf("at the high watermark: %d, want 0", got)
 	}
 	// The poll just made holds offset 0: a Read there is answered from
 	// memory. Past the high watermark a Read polls.
-	if _, local := c.ReadEstimate("est", 0, 0); !local {
+	if _, local := c.ReadEstimate(time.Now(), "est", 0, 0); !local {
 		t.Fatal("offset 0, just polled: not local")
 	}
-	if _, local := c.ReadEstimate("est", 0, 201); local {
+	if _, local := c.ReadEstimate(time.Now(), "est", 0, 201); local {
 		t.Fatal("past the high watermark: local")
 	}
-	if _, local := c.ReadEstimate("est", 1, 0); local {
+	if _, local := c.ReadEstimate(time.Now(), "est", 1, 0); local {
 		t.Fatal("a partition never read: local")
 	}
-	got, _ := c.ReadEstimate("est", 0, 100)
+	got, _ := c.ReadEstimate(time.Now(), "est", 0, 100)
 	if got < 100*500 || got > 100*1000 {
 		t.Fatalf("100 messages of about 570 bytes before the high watermark: estimate %d", got)
 	}
@@ -560,16 +560,66 @@ func TestReadEstimate(t *testing.T) {
 	if _, err := c.Append(cx, "estwin", 0, seqBatch(strings.Repeat("w", 20000), 10, 1)); err != nil {
 		t.Fatal(err)
 	}
-	got, local := c.ReadEstimate("estwin", 0, 0)
+	got, local := c.ReadEstimate(time.Now(), "estwin", 0, 0)
 	if !local || got < 10*500+20000 || got > 10*700+20000+700 {
 		t.Fatalf("10 messages of about 570 bytes and one of about 20 KiB in the tail window: estimate %d (local %v)", got, local)
 	}
-	if got, _ := c.ReadEstimate("estwin", 0, 10); got < 20000 || got > 20000+700 {
+	if got, _ := c.ReadEstimate(time.Now(), "estwin", 0, 10); got < 20000 || got > 20000+700 {
 		t.Fatalf("one message of about 20 KiB in the tail window: estimate %d", got)
 	}
 	// Inside an append: its bytes in proportion to the messages left.
-	if got, _ := c.ReadEstimate("estwin", 0, 5); got < 5*500+20000 || got > 5*700+20000+700 {
+	if got, _ := c.ReadEstimate(time.Now(), "estwin", 0, 5); got < 5*500+20000 || got > 5*700+20000+700 {
 		t.Fatalf("5 messages of about 570 bytes and one of about 20 KiB: estimate %d", got)
+	}
+}
+
+// TestReadAtCallersClock: ReadAt and ReadEstimate judge a chunk's age at
+// the time the caller passes (a Fetch's wave reads the clock once for all
+// its partitions): past the TTL the chunk just polled is stale for both, a
+// Read then polls again; at the clock now it is a hit. A read at an
+// earlier time never moves the partition's last read back.
+func TestReadAtCallersClock(t *testing.T) {
+	addr, stream := target(t)
+	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
+	cx := ctx(t)
+	c.CreateTopic(cx, "clk", 1, store.TopicConfig{})
+	if _, err := c.Append(cx, "clk", 0, seqBatch("v", 0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	all := func(*message.Message) bool { return true }
+	if _, err := c.Read(cx, "clk", 0, 0, 4096, all); err != nil { // polls offsets 0..9
+		t.Fatal(err)
+	}
+	now := time.Now()
+	later := now.Add(readCacheTTL + time.Second)
+	if _, local := c.ReadEstimate(now, "clk", 0, 0); !local {
+		t.Fatal("just polled, judged now: not local")
+	}
+	if _, local := c.ReadEstimate(later, "clk", 0, 0); local {
+		t.Fatal("judged past the TTL: local")
+	}
+	rc := c.cache
+	hits, misses := rc.hits.Load(), rc.misses.Load()
+	if _, err := c.ReadAt(cx, now, "clk", 0, 0, 4096, all); err != nil {
+		t.Fatal(err)
+	}
+	if rc.hits.Load() != hits+1 || rc.misses.Load() != misses {
+		t.Fatalf("ReadAt now: hits %d→%d, misses %d→%d; want one hit", hits, rc.hits.Load(), misses, rc.misses.Load())
+	}
+	if _, err := c.ReadAt(cx, later, "clk", 0, 0, 4096, all); err != nil {
+		t.Fatal(err)
+	}
+	if rc.misses.Load() != misses+1 {
+		t.Fatalf("ReadAt past the TTL: misses %d→%d; want a poll", misses, rc.misses.Load())
+	}
+	if _, err := c.ReadAt(cx, now, "clk", 0, 10, 4096, all); err != nil {
+		t.Fatal(err)
+	}
+	rc.mu.Lock()
+	readAt := rc.parts[partKey{"clk", 0}].readAt
+	rc.mu.Unlock()
+	if !readAt.Equal(later) {
+		t.Fatalf("last read at %v after reads at %v and then %v; want the later", readAt, later, now)
 	}
 }
 

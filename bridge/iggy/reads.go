@@ -3,6 +3,7 @@ package iggy
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
@@ -41,17 +42,27 @@ func (c *Client) retryRead(ctx context.Context, read func() error) error {
 // it failed is not retried.
 func (c *Client) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int,
 	fn func(*message.Message) bool) (store.Watermarks, error) {
+	return c.ReadAt(ctx, time.Time{}, topic, partition, offset, maxBytes, fn)
+}
+
+// ReadAt is Read with the clock read by the caller (store.ClockedReads):
+// the read cache judges its chunks' age and notes the partition's last
+// read at now (the zero time: the clock now). A retried read reads the
+// clock anew.
+func (c *Client) ReadAt(ctx context.Context, now time.Time, topic string, partition int32, offset int64, maxBytes int,
+	fn func(*message.Message) bool) (store.Watermarks, error) {
 	if !c.clustered() {
-		return c.read(ctx, topic, partition, offset, maxBytes, fn)
+		return c.read(ctx, now, topic, partition, offset, maxBytes, fn)
 	}
 	var wm store.Watermarks
 	var readErr error
 	delivered := false
 	err := c.retryRead(ctx, func() error {
-		wm, readErr = c.read(ctx, topic, partition, offset, maxBytes, func(m *message.Message) bool {
+		wm, readErr = c.read(ctx, now, topic, partition, offset, maxBytes, func(m *message.Message) bool {
 			delivered = true
 			return fn(m)
 		})
+		now = time.Time{} // a retry reads the clock anew
 		if delivered {
 			return nil // fn saw messages: sending again would repeat them
 		}
