@@ -132,11 +132,16 @@ type partReader struct {
 	// that from memory (ReadEstimate 0, local): the read skips the fetch
 	// cache, which has nothing to share for it.
 	atHigh bool
+	// answered: the Log's estimate was the read from the fetch offset, at
+	// the partition's high watermark answeredHigh (store.Estimate): the
+	// first readBatch from there takes its answer instead of a Read.
+	answered bool
+	// panicked: the read panicked (logged and counted by catch).
+	panicked     bool
+	answeredHigh int64
 	// now is the clock at the start of the read's wave (readAll), the
 	// zero time before it.
 	now time.Time
-	// panicked: the read panicked (logged and counted by catch).
-	panicked bool
 
 	// Transactions (docs/design/transactions.md §4). committed: a
 	// read_committed read of a partition with transactions: it stops at
@@ -382,6 +387,7 @@ func (g *Gateway) initPartReaders(fs *fetchState, v int16) int {
 			r := fs.parts[k]
 			r.init(&g.metrics)
 			r.topic, r.rp, r.codec, r.expect, r.local, r.atHigh, r.now = t.Topic, &t.Partitions[j], codec, -1, false, false, time.Time{}
+			r.answered = false
 			r.isolation = fs.req.IsolationLevel
 			k++
 		}
@@ -401,8 +407,10 @@ func (g *Gateway) planWave(fs *fetchState, now time.Time, next, k, left, maxByte
 		e := int64(min(int(r.rp.PartitionMaxBytes), maxBytes))
 		r.expect, r.local = -1, false
 		if est != nil {
-			n, local := est.ReadEstimate(now, r.topic, r.rp.Partition, r.rp.FetchOffset)
+			x := est.ReadEstimate(now, r.topic, r.rp.Partition, r.rp.FetchOffset)
+			n, local := x.Bytes, x.Local
 			r.atHigh = local && n == 0
+			r.answered, r.answeredHigh = x.Answered, x.High
 			if n >= 0 && n < e {
 				e = n
 			}
@@ -892,8 +900,14 @@ func (g *Gateway) readBatch(r *partReader, topic string, partition int32, offset
 }
 
 // readLog is one Read of r's partition into r.emit, at the clock of r's
-// wave where the Log takes it (store.ClockedReads).
+// wave where the Log takes it (store.ClockedReads). The first from the
+// fetch offset of a read the Log's estimate answered (store.Estimate)
+// takes that answer.
 func (g *Gateway) readLog(r *partReader, topic string, partition int32, offset int64, maxBytes int) (store.Watermarks, error) {
+	if r.answered && offset == r.rp.FetchOffset {
+		r.answered = false
+		return store.Watermarks{High: r.answeredHigh}, nil
+	}
 	if g.clockedReads != nil {
 		return g.clockedReads.ReadAt(g.ctx, r.now, topic, partition, offset, maxBytes, r.emit)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kiggy-io/kiggy/batch"
+	"github.com/kiggy-io/kiggy/bridge/iggy"
 	"github.com/kiggy-io/kiggy/bridge/iggy/iggytest"
 	"github.com/kiggy-io/kiggy/bridge/store"
 	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
@@ -24,6 +26,28 @@ import (
 )
 
 // Helpers that tests in several files of this package use.
+
+// openIggyModel starts an in-process iggytest server and opens an Iggy
+// client to it with cfg (its Addr, RequestTimeout and Logger filled in),
+// both closed when the test ends: for tests that hand the client to a
+// gateway themselves (kiggytest.Options.Log).
+func openIggyModel(t *testing.T, cfg iggy.Config) *iggy.Client {
+	srv := iggytest.New(iggytest.Config{})
+	addr, err := srv.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg.Addr, cfg.RequestTimeout, cfg.Logger = addr.String(), 5*time.Second, slog.New(slog.DiscardHandler)
+	ic, err := iggy.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ic.Close() })
+	return ic
+}
 
 // benchConn is a raw Kafka connection that writes frames and reads whole
 // responses.

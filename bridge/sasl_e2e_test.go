@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -547,19 +546,7 @@ func TestScramCredentialsSurviveRestartOnIggy(t *testing.T) {
 // its password produces and consumes; a wrong password or an unknown user
 // fails with SASL_AUTHENTICATION_FAILED.
 func TestSASLPlainAgainstIggy(t *testing.T) {
-	srv := iggytest.New(iggytest.Config{})
-	addr, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ic, err := iggy.Open(ctx, iggy.Config{Addr: addr.String(), RequestTimeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ic.Close() })
+	ic := openIggyModel(t, iggy.Config{})
 	gw := kiggytest.Start(t, kiggytest.Options{Log: ic, Bridge: bridge.Config{
 		Listeners: map[string]security.Protocol{"": security.SASLPlaintext},
 		SASL:      bridge.SASLConfig{Plain: sasl.NewCachedPlain(ic, time.Minute, 8)},

@@ -335,7 +335,6 @@ func (rc *readCache) read(ctx context.Context, now time.Time, topic string, part
 		return rc.serve(p, ch, from, maxBytes, fn)
 	case high >= 0:
 		rc.mu.Unlock()
-		rc.idleAnswers.Add(1)
 		return store.Watermarks{High: high}, nil
 	}
 	return rc.pollLocked(ctx, topic, partition, p, offset, maxBytes, fn)
@@ -405,10 +404,21 @@ func (rc *readCache) atHighLocked(ctx context.Context, topic string, partition i
 	if !p.exact || from != uint64(p.high) || !rc.endTrusted(age) {
 		return p, nil, -1, nil
 	}
+	rc.answerAtHighLocked(p, topic, now, age)
+	return p, nil, p.high, nil
+}
+
+// answerAtHighLocked is what a Read answered at p's exact high watermark
+// without a poll does besides answering (read, or ReadEstimate standing
+// for it): it notes the reader, counts the answer and, with other writers,
+// past half of the recheck (age is the watermark's), starts the topic's
+// next tail check in the background. Under mu.
+func (rc *readCache) answerAtHighLocked(p *partCache, topic string, now time.Time, age time.Duration) {
+	p.noteRead(now)
+	rc.idleAnswers.Add(1)
 	if !rc.soleWriter && age >= rc.recheck/2 {
 		rc.tailCheckLocked(topic)
 	}
-	return p, nil, p.high, nil
 }
 
 // pollLocked serves a Read the cache could not: it polls at least a
@@ -1170,49 +1180,56 @@ func (c *Client) ReadGeneration(topic string, partition int32) (uint64, int64) {
 	return gen, high
 }
 
-// ReadEstimate returns about how many bytes of messages a Read of
-// topic/partition from offset may find (store.ReadEstimator), its chunks'
-// age judged at now: 0 when the highest high watermark the client knows is
-// at or below offset; else the bytes the cached chunks hold from offset on,
-// as far as they run without a gap, and past them the messages left times
-// the partition's message size as its polls and appends found it; −1 when
-// the client knows neither. local reports whether a Read now would be
-// answered from memory, without a round trip: a live chunk holds offset (a
-// poll's or the tail window's), or offset is a high watermark known exact
-// that read answers without polling.
-func (c *Client) ReadEstimate(now time.Time, topic string, partition int32, offset int64) (n int64, local bool) {
+// ReadEstimate tells about a Read of topic/partition from offset
+// (store.ReadEstimator), judged at now. Its Bytes: 0 when the highest high
+// watermark the client knows is at or below offset; else the bytes the
+// cached chunks hold from offset on, as far as they run without a gap, and
+// past them the messages left times the partition's message size as its
+// polls and appends found it; −1 when the client knows neither. Local: a
+// Read now would be answered from memory, without a round trip (a live
+// chunk holds offset, a poll's or the tail window's, or offset is a high
+// watermark known exact that read answers without polling). Answered: the
+// latter, and no poll in flight covers offset (a Read would wait for it):
+// the estimate is that Read, answered as read answers it (atHighLocked).
+func (c *Client) ReadEstimate(now time.Time, topic string, partition int32, offset int64) store.Estimate {
 	rc := c.cache
 	if rc == nil {
-		return -1, false
+		return store.Estimate{Bytes: -1}
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	p := rc.parts[partKey{topic, partition}]
 	if p == nil || p.high < 0 {
-		return -1, false
+		return store.Estimate{Bytes: -1}
 	}
 	i := -1
+	var local bool
 	if offset >= 0 {
 		if i = p.findIndex(uint64(offset)); i >= 0 {
 			local = !rc.stale(p.chunks[i], now)
 		} else if p.exact && offset == p.high {
-			local = rc.endTrusted(now.Sub(p.verified))
+			age := now.Sub(p.verified)
+			if local = rc.endTrusted(age); local && !(p.polling && uint64(offset) >= p.pollFrom && uint64(offset) < p.pollTo) {
+				rc.answerAtHighLocked(p, topic, now, age)
+				return store.Estimate{Local: true, Answered: true, High: p.high}
+			}
 		}
 	}
 	if p.high <= offset {
-		return 0, local
+		return store.Estimate{Local: local}
 	}
 	if i < 0 {
 		if p.msgSize <= 0 {
-			return -1, local
+			return store.Estimate{Bytes: -1, Local: local}
 		}
-		return (p.high - offset) * p.msgSize, local
+		return store.Estimate{Bytes: (p.high - offset) * p.msgSize, Local: local}
 	}
 	// The chunks' own bytes: a reader at the tail reads an append or a
 	// few whole, which the message size (raised at once by a larger
 	// message, lowered slowly) overstates, after one large message, many
 	// times over, and the gateway sizes the read's buffer by this (docs/IGGY.md, "Fetches share
 	// encoded batches").
+	var n int64
 	at := uint64(offset)
 	for ; i < len(p.chunks) && p.chunks[i].first <= at && at < uint64(p.high); i++ {
 		ch := p.chunks[i]
@@ -1222,7 +1239,7 @@ func (c *Client) ReadEstimate(now time.Time, topic string, partition int32, offs
 	if at < uint64(p.high) {
 		n += (int64(uint64(p.high) - at)) * max(p.msgSize, 64)
 	}
-	return n, local
+	return store.Estimate{Bytes: n, Local: local}
 }
 
 // close stops the read-ahead workers (Client.Close waits for them).

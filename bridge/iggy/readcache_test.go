@@ -507,6 +507,12 @@ func TestReadCacheWalkMarks(t *testing.T) {
 	}
 }
 
+// estimate is c.ReadEstimate's bytes and whether the read is local.
+func estimate(c *Client, now time.Time, topic string, partition int32, offset int64) (int64, bool) {
+	e := c.ReadEstimate(now, topic, partition, offset)
+	return e.Bytes, e.Local
+}
+
 // TestReadEstimate: the estimate of a partition nothing is known of is −1;
 // at or past the high watermark the client knows (here from its own
 // appends), 0; before it, once a poll has measured the partition's message
@@ -516,7 +522,7 @@ func TestReadEstimate(t *testing.T) {
 	c := open(t, Config{Addr: addr, Stream: stream, PoolSize: 2})
 	cx := ctx(t)
 	c.CreateTopic(cx, "est", 1, store.TopicConfig{})
-	if got, _ := c.ReadEstimate(time.Now(), "est", 0, 0); got != -1 {
+	if got, _ := estimate(c, time.Now(), "est", 0, 0); got != -1 {
 		t.Fatalf("before any append or read: %d, want -1", got)
 	}
 	for i := range 4 {
@@ -527,21 +533,35 @@ func TestReadEstimate(t *testing.T) {
 	if _, err := c.Read(cx, "est", 0, 0, 4096, func(*message.Message) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := c.ReadEstimate(time.Now(), "est", 0, 200); got != 0 {
+	if got, _ := estimate(c, time.Now(), "est", 0, 200); got != 0 {
 		t.Fatalf("at the high watermark: %d, want 0", got)
+	}
+	// There, known exact from the client's own appends, the estimate is
+	// the Read: answered, as a Read would be, without a poll.
+	idle, misses := c.cache.idleAnswers.Load(), c.cache.misses.Load()
+	if e := c.ReadEstimate(time.Now(), "est", 0, 200); !e.Answered || !e.Local || e.High != 200 {
+		t.Fatalf("at the exact high watermark: %+v, want answered at 200", e)
+	}
+	if c.cache.idleAnswers.Load() != idle+1 || c.cache.misses.Load() != misses {
+		t.Fatalf("answered estimate: idle answers %d→%d, misses %d→%d", idle, c.cache.idleAnswers.Load(), misses, c.cache.misses.Load())
+	}
+	for _, off := range []int64{0, 100, 199, 201} {
+		if e := c.ReadEstimate(time.Now(), "est", 0, off); e.Answered {
+			t.Fatalf("offset %d, high watermark 200: answered %+v", off, e)
+		}
 	}
 	// The poll just made holds offset 0: a Read there is answered from
 	// memory. Past the high watermark a Read polls.
-	if _, local := c.ReadEstimate(time.Now(), "est", 0, 0); !local {
+	if _, local := estimate(c, time.Now(), "est", 0, 0); !local {
 		t.Fatal("offset 0, just polled: not local")
 	}
-	if _, local := c.ReadEstimate(time.Now(), "est", 0, 201); local {
+	if _, local := estimate(c, time.Now(), "est", 0, 201); local {
 		t.Fatal("past the high watermark: local")
 	}
-	if _, local := c.ReadEstimate(time.Now(), "est", 1, 0); local {
+	if _, local := estimate(c, time.Now(), "est", 1, 0); local {
 		t.Fatal("a partition never read: local")
 	}
-	got, _ := c.ReadEstimate(time.Now(), "est", 0, 100)
+	got, _ := estimate(c, time.Now(), "est", 0, 100)
 	if got < 100*500 || got > 100*1000 {
 		t.Fatalf("100 messages of about 570 bytes before the high watermark: estimate %d", got)
 	}
@@ -560,15 +580,15 @@ func TestReadEstimate(t *testing.T) {
 	if _, err := c.Append(cx, "estwin", 0, seqBatch(strings.Repeat("w", 20000), 10, 1)); err != nil {
 		t.Fatal(err)
 	}
-	got, local := c.ReadEstimate(time.Now(), "estwin", 0, 0)
+	got, local := estimate(c, time.Now(), "estwin", 0, 0)
 	if !local || got < 10*500+20000 || got > 10*700+20000+700 {
 		t.Fatalf("10 messages of about 570 bytes and one of about 20 KiB in the tail window: estimate %d (local %v)", got, local)
 	}
-	if got, _ := c.ReadEstimate(time.Now(), "estwin", 0, 10); got < 20000 || got > 20000+700 {
+	if got, _ := estimate(c, time.Now(), "estwin", 0, 10); got < 20000 || got > 20000+700 {
 		t.Fatalf("one message of about 20 KiB in the tail window: estimate %d", got)
 	}
 	// Inside an append: its bytes in proportion to the messages left.
-	if got, _ := c.ReadEstimate(time.Now(), "estwin", 0, 5); got < 5*500+20000 || got > 5*700+20000+700 {
+	if got, _ := estimate(c, time.Now(), "estwin", 0, 5); got < 5*500+20000 || got > 5*700+20000+700 {
 		t.Fatalf("5 messages of about 570 bytes and one of about 20 KiB: estimate %d", got)
 	}
 }
@@ -592,10 +612,10 @@ func TestReadAtCallersClock(t *testing.T) {
 	}
 	now := time.Now()
 	later := now.Add(readCacheTTL + time.Second)
-	if _, local := c.ReadEstimate(now, "clk", 0, 0); !local {
+	if _, local := estimate(c, now, "clk", 0, 0); !local {
 		t.Fatal("just polled, judged now: not local")
 	}
-	if _, local := c.ReadEstimate(later, "clk", 0, 0); local {
+	if _, local := estimate(c, later, "clk", 0, 0); local {
 		t.Fatal("judged past the TTL: local")
 	}
 	rc := c.cache

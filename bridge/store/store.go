@@ -145,14 +145,30 @@ type LogStartAdvancer interface {
 // trip, about how many bytes a Read from an offset would find (the
 // gateway's Fetch reads in waves within its budget: bridge/fetch.go, readAll).
 type ReadEstimator interface {
-	// ReadEstimate returns about how many bytes of messages a Read of
-	// topic/partition from offset may find: 0 when the Log knows nothing
-	// is past offset, −1 when it cannot tell; and whether the Read would
-	// be answered from memory at now, without a round trip (a hint: the
-	// gateway runs such reads on the Fetch's own goroutine rather than
-	// hand them to a reader goroutine). now is the caller's clock, read
-	// once for all the partitions of a Fetch's wave.
-	ReadEstimate(now time.Time, topic string, partition int32, offset int64) (n int64, local bool)
+	// ReadEstimate tells about a Read of topic/partition from offset,
+	// judged at now (the caller's clock, read once for all the partitions
+	// of a Fetch's wave): see Estimate.
+	ReadEstimate(now time.Time, topic string, partition int32, offset int64) Estimate
+}
+
+// Estimate is what a ReadEstimator tells of a Read.
+type Estimate struct {
+	// Bytes is about how many bytes of messages the Read may find: 0
+	// when the Log knows nothing is past the offset, −1 when it cannot
+	// tell.
+	Bytes int64
+	// Local: the Read would be answered from memory now, without a round
+	// trip (a hint: the gateway runs such reads on the Fetch's own
+	// goroutine rather than hand them to a reader goroutine).
+	Local bool
+	// Answered: the offset is the partition's high watermark, known from
+	// memory, and a Read there would return nothing without a round trip.
+	// The estimate then was that Read: the Log did what the Read would
+	// have done (noted the reader), High is the high watermark it would
+	// have returned, and the caller need not Read. A consumer at the tail
+	// of many partitions so costs the Log one look at each.
+	Answered bool
+	High     int64
 }
 
 // ClockedReads is implemented by a Log whose reads consult the clock (the
