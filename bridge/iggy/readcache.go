@@ -148,7 +148,7 @@ type readCache struct {
 	queue chan *partCache
 
 	mu         sync.Mutex
-	parts      map[partKey]*partCache
+	parts      partIndex
 	lru        lru.List[chunk, *chunk]
 	bytes      int64
 	free       [][]byte
@@ -190,7 +190,7 @@ type readCache struct {
 
 func newReadCache(c *Client, limit, tailLimit int64, soleWriter bool) *readCache {
 	ctx, stop := context.WithCancel(context.Background())
-	rc := &readCache{c: c, limit: limit, ctx: ctx, stop: stop, parts: map[partKey]*partCache{},
+	rc := &readCache{c: c, limit: limit, ctx: ctx, stop: stop, parts: newPartIndex(),
 		queue: make(chan *partCache, 4096), checkq: make(chan *topicCheck, 1024), ttl: readCacheTTL, tailLimit: max(tailLimit, 0), soleWriter: soleWriter, recheck: externalRecheck}
 	rc.readers.New = func() any { return new(cacheReader) }
 	return rc
@@ -221,12 +221,19 @@ func (rc *readCache) start(n int) {
 
 // part returns key's partition cache, creating it; under mu.
 func (rc *readCache) part(topic string, partition int32) *partCache {
-	p := rc.parts[partKey{topic, partition}]
+	p := rc.parts.get(topic, partition)
 	if p == nil {
-		// topic may alias a Kafka request frame: clone it for the map.
-		p = &partCache{key: partKey{strings.Clone(topic), partition}, born: rc.gen.Load()}
+		// topic may alias a Kafka request frame: the key holds a clone
+		// (the one its topic's other partitions hold, if any).
+		name := topic
+		if tp := rc.parts.topic(topic); tp != nil {
+			name = tp.name
+		} else {
+			name = strings.Clone(topic)
+		}
+		p = &partCache{key: partKey{name, partition}, born: rc.gen.Load()}
 		p.cond.L = &rc.mu
-		rc.parts[p.key] = p
+		rc.parts.put(p)
 	}
 	return p
 }
@@ -492,9 +499,7 @@ func (rc *readCache) forgetEmpty(p *partCache) {
 		rc.gen.Add(1)
 		p.dead = true
 		p.cond.Broadcast()
-		if rc.parts[p.key] == p {
-			delete(rc.parts, p.key)
-		}
+		rc.parts.remove(p)
 	}
 	rc.mu.Unlock()
 }
@@ -1072,9 +1077,7 @@ func (rc *readCache) invalidateLocked(p *partCache) {
 	}
 	p.dead = true
 	p.cond.Broadcast()
-	if rc.parts[p.key] == p {
-		delete(rc.parts, p.key)
-	}
+	rc.parts.remove(p)
 }
 
 // invalidateTopic drops every cached partition of topic (deleted, created,
@@ -1085,11 +1088,7 @@ func (rc *readCache) invalidateTopic(topic string) {
 	}
 	rc.mu.Lock()
 	rc.gen.Add(1)
-	for k, p := range rc.parts {
-		if k.topic == topic {
-			rc.invalidateLocked(p)
-		}
-	}
+	rc.parts.eachOf(topic, rc.invalidateLocked)
 	rc.mu.Unlock()
 }
 
@@ -1101,9 +1100,7 @@ func (rc *readCache) invalidateAll() {
 	}
 	rc.mu.Lock()
 	rc.gen.Add(1)
-	for _, p := range rc.parts {
-		rc.invalidateLocked(p)
-	}
+	rc.parts.each(rc.invalidateLocked)
 	rc.mu.Unlock()
 }
 
@@ -1133,7 +1130,7 @@ func (rc *readCache) learnHighs(topic string, parts []partitionInfo, sent uint64
 		if pi.id > math.MaxInt32 {
 			continue
 		}
-		p := rc.parts[partKey{topic, int32(pi.id)}]
+		p := rc.parts.get(topic, int32(pi.id))
 		switch {
 		case p == nil && same:
 			p = rc.part(topic, int32(pi.id))
@@ -1173,7 +1170,7 @@ func (c *Client) ReadGeneration(topic string, partition int32) (uint64, int64) {
 	}
 	rc.mu.Lock()
 	gen, high := rc.gen.Load(), int64(-1)
-	if p := rc.parts[partKey{topic, partition}]; p != nil {
+	if p := rc.parts.get(topic, partition); p != nil {
 		high = p.high
 	}
 	rc.mu.Unlock()
@@ -1198,7 +1195,7 @@ func (c *Client) ReadEstimate(now time.Time, topic string, partition int32, offs
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	p := rc.parts[partKey{topic, partition}]
+	p := rc.parts.get(topic, partition)
 	if p == nil || p.high < 0 {
 		return store.Estimate{Bytes: -1}
 	}

@@ -97,7 +97,7 @@ func TestReadCacheHitsAndReadAhead(t *testing.T) {
 	if !testtools.Eventually(5*time.Second, func() bool {
 		rc.mu.Lock()
 		defer rc.mu.Unlock()
-		return rc.parts[partKey{"ra", 0}].find(uint64(n)) != nil
+		return rc.parts.get("ra", 0).find(uint64(n)) != nil
 	}) {
 		t.Fatalf("no read-ahead past offset %d (read-aheads %d)", n, rc.readAheads.Load())
 	}
@@ -349,7 +349,7 @@ func TestReadCacheUnknownPartitions(t *testing.T) {
 		}
 	}
 	c.cache.mu.Lock()
-	n := len(c.cache.parts)
+	n := c.cache.parts.len()
 	c.cache.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("%d entries left", n)
@@ -489,7 +489,7 @@ func TestReadCacheWalkMarks(t *testing.T) {
 	}
 	rc := c.cache
 	rc.mu.Lock()
-	ch := rc.parts[partKey{"marks", 0}].find(uint64(total - 1))
+	ch := rc.parts.get("marks", 0).find(uint64(total - 1))
 	marks := 0
 	if ch != nil {
 		marks = len(ch.marks)
@@ -636,7 +636,7 @@ func TestReadAtCallersClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc.mu.Lock()
-	readAt := rc.parts[partKey{"clk", 0}].readAt
+	readAt := rc.parts.get("clk", 0).readAt
 	rc.mu.Unlock()
 	if !readAt.Equal(later) {
 		t.Fatalf("last read at %v after reads at %v and then %v; want the later", readAt, later, now)
@@ -711,7 +711,7 @@ func TestReadCacheLateRepliesTeachNothing(t *testing.T) {
 	rc.learnHighs("t", []partitionInfo{{id: 0, currentOffset: 4999, messages: 5000}, {id: 1, currentOffset: 9, messages: 10}}, old)
 	appendedHigh(rc, "t", 0, 7000, old)
 	rc.mu.Lock()
-	n := len(rc.parts)
+	n := rc.parts.len()
 	rc.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("late replies made %d partition entries for the new incarnation", n)
@@ -740,7 +740,7 @@ func appendedHigh(rc *readCache, topic string, partition int32, high int64, sent
 func readGen(rc *readCache, topic string, partition int32) (uint64, int64) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if p := rc.parts[partKey{topic, partition}]; p != nil {
+	if p := rc.parts.get(topic, partition); p != nil {
 		return rc.gen.Load(), p.high
 	}
 	return rc.gen.Load(), -1

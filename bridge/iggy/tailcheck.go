@@ -101,7 +101,7 @@ func (rc *readCache) check(chk *topicCheck) {
 	snaps := make([]checkSnap, e.partitions) // by partition; p nil when not cached
 	cached := 0
 	for i := range e.partitions {
-		if p := rc.parts[partKey{chk.topic, i}]; p != nil && !p.dead {
+		if p := rc.parts.get(chk.topic, i); p != nil && !p.dead {
 			snaps[i] = checkSnap{p: p, unsure: p.unsure, end: rc.cachedEnd(p)}
 			cached++
 		}

@@ -136,7 +136,7 @@ func (rc *readCache) appended(topic string, partition int32, base int64, count i
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	end := base + int64(count)
-	p := rc.parts[partKey{topic, partition}]
+	p := rc.parts.get(topic, partition)
 	switch {
 	case p == nil && ch != nil && rc.gen.Load() == sent:
 		p = rc.part(topic, partition)
@@ -196,7 +196,7 @@ func (rc *readCache) buildTail(topic string, partition int32, base int64, count,
 		return nil
 	}
 	rc.mu.Lock()
-	if !rc.wantsTail(rc.parts[partKey{topic, partition}], time.Now()) {
+	if !rc.wantsTail(rc.parts.get(topic, partition), time.Now()) {
 		rc.mu.Unlock()
 		rc.tailUnread.Add(1)
 		return nil
@@ -394,7 +394,7 @@ func (rc *readCache) moved(topic string, partitions []int32) {
 	}
 	rc.mu.Lock()
 	for _, i := range partitions {
-		if p := rc.parts[partKey{topic, i}]; p != nil {
+		if p := rc.parts.get(topic, i); p != nil {
 			// As an append of unknown outcome: a poll sent before the
 			// wait answered does not make high exact again.
 			p.exact = false
@@ -411,7 +411,7 @@ func (rc *readCache) unsure(topic string, partition int32) {
 		return
 	}
 	rc.mu.Lock()
-	if p := rc.parts[partKey{topic, partition}]; p != nil {
+	if p := rc.parts.get(topic, partition); p != nil {
 		p.exact = false
 		p.unsure++
 	}

@@ -290,11 +290,11 @@ func TestTailWindowBound(t *testing.T) {
 			sum += ch.size
 		}
 		over := rc.tailBytes > limit || sum != rc.tailBytes
-		for _, pc := range rc.parts {
+		rc.parts.each(func(pc *partCache) {
 			if pc.tailN > maxTailChunks {
 				over = true
 			}
-		}
+		})
 		bytesNow := rc.tailBytes
 		rc.mu.Unlock()
 		if over {
