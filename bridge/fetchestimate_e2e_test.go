@@ -11,6 +11,7 @@ import (
 	"github.com/kiggy-io/kiggy/bridge/iggy"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
+	"github.com/kiggy-io/kiggy/internal/testing/kafkawire"
 	"github.com/kiggy-io/kiggy/internal/testing/kiggytest"
 )
 
@@ -46,14 +47,15 @@ func TestFetchAtHighTakesTheEstimate(t *testing.T) {
 	gw.CreateTopic(t, "answered", parts)
 	bc := dialBench(t, gw.Addr)
 
+	kc, err := kafkawire.Dial(gw.Addr, "raw", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kc.Close() })
+
 	offsets := make([]int64, parts)
 	fetch := func() *kmsg.FetchResponse {
-		body := bc.roundTrip(t, requestFrame(fetchRequest(12, "answered", offsets, 1<<20, 64<<20), 2))
-		resp := kmsg.NewPtrFetchResponse()
-		resp.Version = 12
-		if err := resp.ReadFrom(body[5:]); err != nil {
-			t.Fatal(err)
-		}
+		resp := rawFetch(t, kc, 12, "answered", offsets, 1<<20, 64<<20)
 		if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != parts {
 			t.Fatalf("Fetch: error %d, %d topics", resp.ErrorCode, len(resp.Topics))
 		}

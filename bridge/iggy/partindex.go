@@ -61,7 +61,7 @@ func (x *partIndex) get(topic string, partition int32) *partCache {
 	}
 }
 
-// put indexes p, which no partition is indexed in place of.
+// put indexes p where no partition is indexed (the caller found none).
 func (x *partIndex) put(p *partCache) {
 	tp := x.topics[p.key.topic]
 	if tp == nil {

@@ -225,7 +225,7 @@ func (rc *readCache) part(topic string, partition int32) *partCache {
 	if p == nil {
 		// topic may alias a Kafka request frame: the key holds a clone
 		// (the one its topic's other partitions hold, if any).
-		name := topic
+		var name string
 		if tp := rc.parts.topic(topic); tp != nil {
 			name = tp.name
 		} else {
