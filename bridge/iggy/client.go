@@ -38,6 +38,7 @@ type Client struct {
 	wg   sync.WaitGroup
 
 	idle      chan *session // sessions not in use
+	reads     chan struct{} // a token per session a read holds (Config.ReadSessions; acquireRead)
 	loginTurn chan struct{} // held by the primary pool's one login in progress (logins.go)
 	handoff   chan *session // connected sessions released to requests waiting for loginTurn
 
@@ -97,6 +98,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		log:       cfg.Logger,
 		done:      make(chan struct{}),
 		idle:      make(chan *session, cfg.PoolSize),
+		reads:     make(chan struct{}, cfg.ReadSessions),
 		loginTurn: make(chan struct{}, 1),
 		handoff:   make(chan *session),
 		topics:    map[string]topicEntry{},
@@ -269,7 +271,12 @@ func (c *Client) acquire(ctx context.Context) (*session, error) {
 func (c *Client) release(s *session) {
 	c.metrics.inUse.Add(-1)
 	s.trim()
+	slot := s.readSlot
+	s.readSlot = nil
 	c.putIdle(s)
+	if slot != nil {
+		<-slot
+	}
 }
 
 // keepAlive pings sessions idle for PingInterval and reconnects broken ones

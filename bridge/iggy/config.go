@@ -135,6 +135,14 @@ type Config struct {
 	// on first use. 0 = PoolSize; negative = none (WaitForAppend then
 	// answers store.ErrUnsupported); at most 1024.
 	WaitSessions int
+	// ReadSessions is how many of the pool's sessions reads of records
+	// (polls) may hold at once; the others are kept for appends, offset
+	// commits and metadata, so that a Fetch of many partitions never makes
+	// a Produce or an OffsetCommit wait for a session behind its polls
+	// (docs/IGGY.md, "Sessions"). A routed node's pool keeps the same
+	// share. 0 = PoolSize − PoolSize/4 (24 of 32); more than PoolSize =
+	// PoolSize (reads may hold every session, as before the share).
+	ReadSessions int
 	// Logger receives connection events (default: slog.Default()).
 	Logger *slog.Logger
 }
@@ -222,7 +230,15 @@ func (c *Config) normalize() {
 	if c.WaitSessions == 0 {
 		c.WaitSessions = c.PoolSize
 	}
+	if c.ReadSessions == 0 {
+		c.ReadSessions = readShare(c.PoolSize)
+	}
+	c.ReadSessions = min(c.ReadSessions, c.PoolSize)
 }
+
+// readShare is the default ReadSessions of a pool of n sessions: three
+// quarters, at least one.
+func readShare(n int) int { return max(n-n/4, 1) }
 
 // validate checks the normalized config.
 func (c *Config) validate() error {
@@ -239,6 +255,8 @@ func (c *Config) validate() error {
 		return errors.New("iggy: config: Token longer than 255 bytes")
 	case c.PoolSize < 1 || c.PoolSize > maxPoolSize:
 		return errors.New("iggy: config: PoolSize must be 1..1024")
+	case c.ReadSessions < 1:
+		return errors.New("iggy: config: ReadSessions must be at least 1 (0 = the default share)")
 	case c.WaitSessions > maxPoolSize:
 		return errors.New("iggy: config: WaitSessions must be at most 1024")
 	case c.RequestTimeout < 0 || c.DialTimeout < 0:

@@ -370,7 +370,7 @@ func (c *Client) readOnce(ctx context.Context, now time.Time, topic string, part
 		return c.cache.read(ctx, now, topic, partition, offset, maxBytes, fn)
 	}
 	fence := c.fence(ctx, topic)
-	s, err := c.acquireFor(ctx, topic, partition) // a routed partition reads from its route
+	s, err := c.acquireRead(ctx, topic, partition) // a routed partition reads from its route
 	if err != nil {
 		return store.Watermarks{}, unavailable(err)
 	}
@@ -607,7 +607,7 @@ func (c *Client) offsetForTime(ctx context.Context, topic string, partition int3
 		return 0, false, fmt.Errorf("%w: %q", store.ErrUnknownTopic, topic)
 	}
 	fence := c.fence(ctx, topic)
-	s, err := c.acquireFor(ctx, topic, partition)
+	s, err := c.acquireRead(ctx, topic, partition)
 	if err != nil {
 		return 0, false, unavailable(err)
 	}

@@ -116,6 +116,7 @@ type clientMetrics struct {
 	// refusalsWaitedOut, those of them then taken (retryRefused).
 	refusalWaits, refusalsWaitedOut atomic.Uint64
 	sessionWaits                    atomic.Uint64 // requests that waited for a free session
+	readSessionWaits                atomic.Uint64 // reads that waited for their share of the sessions (acquireRead)
 	loginWaits                      atomic.Uint64 // requests whose session had to log in and waited for the login turn (logins.go)
 	inUse                           atomic.Int64
 	connected                       atomic.Int64
@@ -166,6 +167,7 @@ func (c *Client) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_iggy_refused_writes_taken_total", "counter", "Of those, writes then taken.", m.refusalsWaitedOut.Load())
 	metric.Single(w, "kiggy_iggy_stale_incarnation_polls_total", "counter", "Poll replies dropped because the server answered them from a deleted topic's partitions with the same ids (docs/IGGY.md, \"Topic incarnations\").", m.staleIncarnations.Load())
 	metric.Single(w, "kiggy_iggy_session_waits_total", "counter", "Requests that waited for a free Iggy session (pool exhausted).", m.sessionWaits.Load())
+	metric.Single(w, "kiggy_iggy_read_session_waits_total", "counter", "Reads of records (polls) that waited because reads held their whole share of the Iggy sessions (--iggy-read-sessions); the rest are kept for appends, commits and metadata.", m.readSessionWaits.Load())
 	metric.Single(w, "kiggy_iggy_login_waits_total", "counter", "Requests whose Iggy session had to log in (after a restart or at start) and waited for another session's login: one logs in at a time.", m.loginWaits.Load())
 	var refused uint64
 	if c.tokens != nil {

@@ -447,7 +447,7 @@ func (rc *readCache) pollLocked(ctx context.Context, topic string, partition int
 	// Only a poll needs the topic's incarnation (a hit is served from a
 	// chunk checked when it was polled); learned before taking a session.
 	fence := rc.c.fence(ctx, topic)
-	s, err := rc.c.acquireFor(ctx, topic, partition) // a routed partition reads from its route
+	s, err := rc.c.acquireRead(ctx, topic, partition) // a routed partition reads from its route
 	if err != nil {
 		rc.donePolling(p, shared)
 		return store.Watermarks{}, unavailable(err)

@@ -48,6 +48,7 @@ type routes struct {
 type nodePool struct {
 	addr     string
 	idle     chan *session
+	reads    chan struct{} // its read share, as Client.reads
 	sessions []*session
 }
 
@@ -61,7 +62,7 @@ func (c *Client) poolLocked(addr string) *nodePool {
 		r.pools = map[string]*nodePool{}
 	}
 	n := min(c.cfg.PoolSize, maxRoutedSessions)
-	p := &nodePool{addr: addr, idle: make(chan *session, n)}
+	p := &nodePool{addr: addr, idle: make(chan *session, n), reads: make(chan struct{}, max(n*c.cfg.ReadSessions/c.cfg.PoolSize, 1))}
 	for range n {
 		s := newSession(c)
 		s.node = p
@@ -165,6 +166,45 @@ func (c *Client) acquireFor(ctx context.Context, topic string, partition int32) 
 	return c.acquire(ctx)
 }
 
+// acquireRead is acquireFor for a read of records: it first takes a token
+// of the read share of the pool it reads from (Config.ReadSessions), so
+// that reads never hold the sessions kept for appends, commits and
+// metadata. releaseFor gives the token back after the session. A token is
+// always taken before a session and given back after it, so a read waiting
+// for a token holds no session.
+func (c *Client) acquireRead(ctx context.Context, topic string, partition int32) (*session, error) {
+	p := c.routeOf(topic, partition)
+	slots := c.reads
+	if p != nil {
+		slots = p.reads
+	}
+	select {
+	case slots <- struct{}{}:
+	default:
+		c.metrics.readSessionWaits.Add(1)
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.done:
+			return nil, ErrClosed
+		}
+	}
+	var s *session
+	var err error
+	if p != nil {
+		s, err = c.acquireNode(ctx, p)
+	} else {
+		s, err = c.acquire(ctx)
+	}
+	if err != nil {
+		<-slots
+		return nil, err
+	}
+	s.readSlot = slots
+	return s, nil
+}
+
 // acquireNode takes a session of a routed node's pool and connects it.
 func (c *Client) acquireNode(ctx context.Context, p *nodePool) (*session, error) {
 	var s *session
@@ -202,7 +242,12 @@ func (c *Client) releaseFor(s *session) {
 		return
 	}
 	s.trim()
+	slot := s.readSlot
+	s.readSlot = nil
 	s.node.idle <- s
+	if slot != nil {
+		<-slot
+	}
 }
 
 // ensureNode connects a routed session to its node, with the reconnect

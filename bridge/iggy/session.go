@@ -58,6 +58,7 @@ type session struct {
 	gen       uint64          // the primary generation addr was dialled under
 	probe     bool            // a resolve's own session, outside the pool
 	node      *nodePool       // a routed node's session (routes.go), nil for the pool's
+	readSlot  chan struct{}   // the read share it holds a token of (acquireRead), nil for other requests
 	clientID  proto.ClientID
 	dialect   proto.Dialect // the dialect of the current login
 	bind      [proto.BindSecretSize]byte

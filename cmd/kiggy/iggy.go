@@ -62,6 +62,7 @@ func openIggy(ctx context.Context, o options, logger *slog.Logger) (store.Log, e
 		PasswordLogins:  !o.iggySessionTokens,
 		Stream:          o.iggyStream,
 		PoolSize:        int(o.iggyPoolSize),
+		ReadSessions:    int(o.iggyReadSessions),
 		RequestTimeout:  o.iggyRequestTimeout,
 		Logger:          logger,
 		CommitTail:      clusterCommitTail(o),

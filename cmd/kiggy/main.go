@@ -66,6 +66,7 @@ type options struct {
 
 	iggyAddr, iggyUsername, iggyPassword, iggyToken, iggyStream       string
 	iggyPoolSize                                                      int64
+	iggyReadSessions                                                  int64
 	iggyRequestTimeout                                                time.Duration
 	iggyReadCacheBytes, iggyFetchCacheBytes, iggyTailWindowBytes      int64
 	iggySoleWriter                                                    bool
@@ -164,6 +165,7 @@ func registerOptions(s *settings, o *options) {
 	s.String("Iggy backend", "iggy-stream", &o.iggyStream, "kafka", "Iggy stream that holds the Kafka topics")
 	s.Bool("Iggy backend", "iggy-session-tokens", &o.iggySessionTokens, true, "with --iggy-username/--iggy-password: log the first Iggy session in with them, create a personal access token (expiring after an hour, renewed at half of it, deleted at shutdown) and log every other session in with it; iggy-server checks a password against an Argon2 hash, ~18 ms of its CPU a login, a token against a SHA-256 (docs/IGGY.md, \"Sessions\"); false: every session logs in with the password")
 	s.Int("Iggy backend", "iggy-pool-size", &o.iggyPoolSize, 0, 0, 1024, "Iggy sessions (connections, one request in flight each) in the pool; 0 = 32, or 4 × GOMAXPROCS where more; more at high rates (docs/IGGY.md, \"Sessions\")")
+	s.Int("Iggy backend", "iggy-read-sessions", &o.iggyReadSessions, 0, 0, 1024, "of the --iggy-pool-size sessions, how many reads of records may hold at once; the others are kept for appends, offset commits and metadata, so that a Fetch of many partitions never makes a Produce wait behind its polls; 0 = three quarters of the pool (24 of 32); the pool size or more = reads may hold every session (docs/IGGY.md, \"Sessions\")")
 	s.String("Iggy backend", "iggy-durability", &o.iggyDurability, "written", "when Iggy confirms a write kiggy acknowledges, for topics kiggy creates: written (to the segment file before the reply: an iggy-server crash loses nothing), fsync (and fsynced: a machine crash loses nothing), buffered (Iggy's defaults: a crash of iggy-server can lose acknowledged records)")
 	s.String("Iggy backend", "iggy-protocol", &o.iggyProtocol, "auto", "Iggy binary protocol: auto (0.12 first, then what the server's refusal names), 0.11 (Iggy 0.9) or 0.12 (Iggy 0.10)")
 	s.Bool("Iggy backend", "iggy-tls", &o.iggyTLS, false, "connect to Iggy with TLS (the server's TCP TLS listener)")
