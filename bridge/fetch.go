@@ -10,7 +10,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kiggy-io/kiggy/batch"
@@ -26,11 +25,14 @@ import (
 
 // fetchState is the Fetch scratch space of a state.
 type fetchState struct {
-	req      wire.FetchRequest
-	buf      []byte     // the response being built
-	r        partReader // reads partitions straight into the response
-	parts    []*partReader
-	wg       sync.WaitGroup
+	req   wire.FetchRequest
+	buf   []byte     // the response being built
+	r     partReader // reads partitions straight into the response
+	parts []*partReader
+	// readDone receives a token from each read handed off to a reader
+	// goroutine (runWave) as it ends; made on first use, with room for
+	// maxFetchRoundTrips.
+	readDone chan struct{}
 	call     *call // the call being answered, for growResponse
 	deadline time.Time
 	waiter   *waiter
@@ -436,10 +438,10 @@ func (g *Gateway) planWave(fs *fetchState, now time.Time, next, k, left, maxByte
 // readAll re-raises errPartPanicked once all are done, so the call is
 // abandoned by the guard its handler runs under. Reads that need a round
 // trip go to pooled reader goroutines (no allocation per partition once
-// they run), and those the Log answers from memory run here meanwhile: a
-// consumer at the tail, served from the tail window, costs no goroutine
-// hand-off per partition. When every read needs a round trip, the first
-// runs here.
+// they run), at most maxFetchRoundTrips at once (the one read here
+// included), the next handed off as one ends; those the Log answers from memory run here meanwhile: a consumer at
+// the tail, served from the tail window, costs no goroutine hand-off per
+// partition. When every read needs a round trip, the first runs here.
 func (g *Gateway) runWave(fs *fetchState, wave []*partReader, left int) {
 	here := wave[0] // read here when no read of the wave is local
 	for _, r := range wave {
@@ -448,19 +450,60 @@ func (g *Gateway) runWave(fs *fetchState, wave []*partReader, left int) {
 			break
 		}
 	}
-	for _, r := range wave {
-		if !r.local && r != here {
-			fs.wg.Add(1)
-			g.metrics.handedOffReads.Add(1)
-			g.partReads.start(partJob{fs: fs, r: r, maxBytes: left})
+	if fs.readDone == nil {
+		fs.readDone = make(chan struct{}, maxFetchRoundTrips)
+	}
+	// The read run here when none is local counts as one of the round
+	// trips.
+	limit := maxFetchRoundTrips
+	if here != nil {
+		limit--
+	}
+	next, inflight := 0, 0
+	for inflight < limit {
+		if next = g.handOffNext(fs, wave, next, here, left); next < 0 {
+			break
 		}
+		inflight++
 	}
 	for _, r := range wave {
 		if r.local || r == here {
 			g.readOnePart(fs, r, left)
 		}
 	}
-	fs.wg.Wait()
+	for inflight > 0 {
+		<-fs.readDone
+		inflight--
+		if next >= 0 {
+			if next = g.handOffNext(fs, wave, next, here, left); next >= 0 {
+				inflight++
+			}
+		}
+	}
+}
+
+// maxFetchRoundTrips bounds the reads of one Fetch that wait for a round
+// trip to the Log at once (runWave). A Fetch of 1,000 partitions the
+// gateway has not read before would otherwise send 1,000 reads together:
+// a goroutine each past maxPartWorkers, and, on Iggy, every session of the
+// read share taken until they end, so that every other client's reads
+// queue behind them. Sixteen keeps a consumer of 16 partitions to one
+// round trip's wait and leaves the other sessions to other Fetches
+// (docs/IGGY.md, "Sessions").
+const maxFetchRoundTrips = 16
+
+// handOffNext hands the first read of wave at or after next that needs a
+// round trip (neither local nor here) to a reader goroutine and returns
+// the index after it, or -1 when none is left.
+func (g *Gateway) handOffNext(fs *fetchState, wave []*partReader, next int, here *partReader, left int) int {
+	for ; next < len(wave); next++ {
+		if r := wave[next]; !r.local && r != here {
+			g.metrics.handedOffReads.Add(1)
+			g.partReads.start(partJob{fs: fs, r: r, maxBytes: left})
+			return next + 1
+		}
+	}
+	return -1
 }
 
 // skipPart answers a partition readAll had no budget left to read: no
@@ -575,7 +618,7 @@ const maxPartWorkers = 256
 // runPartJob runs one pooled partition read and marks it done.
 func (g *Gateway) runPartJob(j partJob) {
 	g.readOnePart(j.fs, j.r, j.maxBytes)
-	j.fs.wg.Done()
+	j.fs.readDone <- struct{}{} // never blocks: runWave keeps at most its capacity in flight
 }
 
 // setWatermarks answers p with topic/partition's watermarks and its last

@@ -43,6 +43,11 @@ const engineEnv = "KIGGY_TEST_ENGINE"
 // goroutines there (SIGQUIT) before failing.
 const logEnv = "KIGGY_HOSTILE_LOG"
 
+// flagsEnv adds kiggy flags (separated by spaces) to every kiggy the
+// floods start: one binary compared with a setting and without it, side by
+// side (e.g. KIGGY_HOSTILE_FLAGS="--iggy-read-sessions 32").
+const flagsEnv = "KIGGY_HOSTILE_FLAGS"
+
 // profileEnv names a file that receives the kiggy process's CPU profile
 // (--cpuprofile, written when it stops); a case that starts kiggy twice
 // keeps the second's.
@@ -114,6 +119,10 @@ func startKiggyEnv(t *testing.T, env []string, extra ...string) *kiggyProc {
 	}
 	if f := os.Getenv(profileEnv); f != "" {
 		args = append(args, "--cpuprofile", f)
+	}
+	if f := strings.Fields(os.Getenv(flagsEnv)); len(f) > 0 {
+		t.Logf("extra kiggy flags (%s): %v", flagsEnv, f)
+		args = append(args, f...)
 	}
 	if slices.Contains(extra, "--listeners") {
 		// --listen is the one-listener shorthand and conflicts with it.
