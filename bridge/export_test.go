@@ -4,6 +4,10 @@ import (
 	"github.com/kiggy-io/kiggy/security"
 )
 
+// MaxFetchRoundTrips is how many reads of one Fetch may wait for a round
+// trip at once.
+const MaxFetchRoundTrips = maxFetchRoundTrips
+
 // SetTestPanicHook installs f as the panic-injection hook of the group
 // callbacks (nil removes it).
 func SetTestPanicHook(f func(site string)) {

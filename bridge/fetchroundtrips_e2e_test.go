@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiggy-io/kiggy/bridge"
 	"github.com/kiggy-io/kiggy/bridge/memlog"
 	"github.com/kiggy-io/kiggy/bridge/message"
 	"github.com/kiggy-io/kiggy/bridge/store"
@@ -29,11 +30,10 @@ func (s *slowReads) Read(ctx context.Context, topic string, partition int32, off
 }
 
 // TestFetchRoundTripsBounded: a Fetch of 200 partitions whose every read
-// is a round trip has at most 16 of them in flight at once (the gateway's
-// maxFetchRoundTrips), reads them beside each other all the same, and
-// answers every partition with its records. Without the bound the 200
-// reads ran together: on Iggy, every session of the read share taken by
-// one client until they all ended.
+// is a round trip has at most MaxFetchRoundTrips of them in flight at once,
+// reads them beside each other all the same, and answers every partition
+// with its records. Without the bound the 200 reads ran together: on Iggy,
+// queued for the sessions ahead of every other client's requests.
 func TestFetchRoundTripsBounded(t *testing.T) {
 	const parts = 200
 	backend := &slowReads{Log: memlog.New(memlog.Config{})}
@@ -43,8 +43,8 @@ func TestFetchRoundTripsBounded(t *testing.T) {
 	kc := dialKafka(t, gw.Addr)
 	backend.most.Store(0)
 	resp := rawFetch(t, kc, 12, "wide", make([]int64, parts), 1<<10, 1<<20)
-	if most := backend.most.Load(); most > 16 || most < 2 {
-		t.Errorf("%d reads of one Fetch in flight at once, want 2..16", most)
+	if most := backend.most.Load(); most > bridge.MaxFetchRoundTrips || most < 2 {
+		t.Errorf("%d reads of one Fetch in flight at once, want 2..%d", most, bridge.MaxFetchRoundTrips)
 	}
 	records := 0
 	for _, p := range resp.Topics[0].Partitions {
