@@ -439,9 +439,10 @@ func (g *Gateway) planWave(fs *fetchState, now time.Time, next, k, left, maxByte
 // abandoned by the guard its handler runs under. Reads that need a round
 // trip go to pooled reader goroutines (no allocation per partition once
 // they run), at most maxFetchRoundTrips at once (the one read here
-// included), the next handed off as one ends; those the Log answers from memory run here meanwhile: a consumer at
-// the tail, served from the tail window, costs no goroutine hand-off per
-// partition. When every read needs a round trip, the first runs here.
+// included), the next handed off as one ends; those the Log answers from
+// memory run here meanwhile: a consumer at the tail, served from the tail
+// window, costs no goroutine hand-off per partition. When every read
+// needs a round trip, the first runs here.
 func (g *Gateway) runWave(fs *fetchState, wave []*partReader, left int) {
 	here := wave[0] // read here when no read of the wave is local
 	for _, r := range wave {
