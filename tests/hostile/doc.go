@@ -23,7 +23,9 @@
 // passed through to the process. The request floods run against a
 // request quota that throttles the flood's client id (floodQuota,
 // docs/design/quotas.md); KIGGY_HOSTILE_NO_QUOTA=1 runs them without it,
-// for the steady producer's p99 both ways. A produce slower than one second counts
+// for the steady producer's p99 both ways; KIGGY_HOSTILE_FLAGS adds kiggy
+// flags to every kiggy the suite starts, to compare one binary with a
+// setting and without it. A produce slower than one second counts
 // against the gateway unless kiggy's threads demonstrably waited for a CPU
 // that long (sched_test.go); HarnessCatchesStall proves a frozen gateway
 // still fails.
