@@ -8,6 +8,10 @@ import (
 // trip at once.
 const MaxFetchRoundTrips = maxFetchRoundTrips
 
+// MaxConnRounds is how many append round trips one connection's Produces
+// may have running at once.
+const MaxConnRounds = maxConnRounds
+
 // SetTestPanicHook installs f as the panic-injection hook of the group
 // callbacks (nil removes it).
 func SetTestPanicHook(f func(site string)) {

@@ -139,6 +139,7 @@ func (g *Gateway) runAppends(ctx context.Context, c *call, f *produceFanout) {
 				continue
 			}
 			j.queued = g.queueAppend(ctx, j.topic, j.index, j.batch, &j.producer)
+			j.queued.rounds = c.cs.roundTokens()
 		}
 		g.openProduce(c)
 	}

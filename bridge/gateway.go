@@ -469,6 +469,10 @@ type connState struct {
 	quota connQuota
 	// produceMeter and fetchMeter are its byte-rate quotas' meters.
 	produceMeter, fetchMeter clientMeter
+	// rounds holds a token per append round trip of the connection's
+	// Produces running at once (coalesce.go, maxConnRounds); made on first
+	// use, under mu.
+	rounds chan struct{}
 }
 
 // task is a unit of work for the pool: a new request of a connection, or a

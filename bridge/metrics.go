@@ -33,6 +33,9 @@ type metrics struct {
 	coalescedAppends atomic.Uint64
 	roundWaits       atomic.Uint64
 	producerFollows  atomic.Uint64
+	// connRoundWaits: rounds whose head waited for a token of its
+	// connection's (maxConnRounds).
+	connRoundWaits atomic.Uint64
 	// producerSettles, producerSettleFailures: partitions settled, or
 	// found unsettleable, before a window rebuild that followed an append
 	// whose outcome was unknown (rebuildProducers).
@@ -176,6 +179,7 @@ func (g *Gateway) WriteMetrics(w io.Writer) {
 	metric.Single(w, "kiggy_decode_waits_total", "counter", "Compressed batches that waited for a decode slot (--max-concurrent-decodes).", m.decodeWaits.Load())
 	metric.Single(w, "kiggy_produce_appends_total", "counter", "Appends Produce sent to the backend through the partition queues (one round trip each).", m.appendTrips.Load())
 	metric.Single(w, "kiggy_produce_coalesced_total", "counter", "Produce partition entries appended in the same round trip as an earlier one (coalesced).", m.coalescedAppends.Load())
+	metric.Single(w, "kiggy_produce_connection_round_waits_total", "counter", "Append round trips that waited because their connection's Produces had 16 running (a Produce of many partitions sends them 16 at a time; other clients' appends keep sessions of the backend).", m.connRoundWaits.Load())
 	metric.Single(w, "kiggy_produce_round_waits_total", "counter", "Produce partition entries that found a round trip of their partition running, waited for it and then led the next.", m.roundWaits.Load())
 	metric.Single(w, "kiggy_produce_followed_in_round_total", "counter", "Idempotent batches sent in the same round trip as their producer's previous batch of the partition, next in its sequence.", m.producerFollows.Load())
 	metric.Single(w, "kiggy_produce_pipelined_total", "counter", "Produce requests started while an earlier Produce of their connection was waiting for its appends (pipelined).", m.pipelinedProduces.Load())
