@@ -118,8 +118,8 @@ func (g *Gateway) awaitAppend(topic string, index int32, w *queuedAppend) (wire.
 	if head {
 		if tokens := w.rounds; tokens != nil {
 			// The token is taken while w holds its partition's queue, and
-			// holds no session: a holder of one only waits for a session
-			// of the Log, never for another queue, so this ends.
+			// holds no session: a holder of one never waits for another
+			// partition's queue or for a token, so this ends.
 			select {
 			case tokens <- struct{}{}:
 			default:
