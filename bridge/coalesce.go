@@ -119,7 +119,7 @@ func (g *Gateway) awaitAppend(topic string, index int32, w *queuedAppend) (wire.
 		if tokens := w.rounds; tokens != nil {
 			// The token is taken while w holds its partition's queue, and
 			// holds no session: a holder of one never waits for another
-			// partition's queue or for a token, so this ends.
+			// partition's queue or for a connection's token, so this ends.
 			select {
 			case tokens <- struct{}{}:
 			default:
