@@ -133,13 +133,14 @@ func (g *Gateway) runAppends(ctx context.Context, c *call, f *produceFanout) {
 	if queue, txnProducer := g.queuesFirst(f); queue {
 		admitted := g.admitRequest(f, txnProducer)
 		defer admitted.Done() // after every append, below
+		rounds := c.cs.roundTokens()
 		for i := range f.jobs {
 			j := &f.jobs[i]
 			if j.refused {
 				continue
 			}
 			j.queued = g.queueAppend(ctx, j.topic, j.index, j.batch, &j.producer)
-			j.queued.rounds = c.cs.roundTokens()
+			j.queued.rounds = rounds
 		}
 		g.openProduce(c)
 	}

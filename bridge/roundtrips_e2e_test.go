@@ -16,19 +16,28 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// inFlight notes how many calls run at once, and the most that ever did.
+type inFlight struct{ now, most atomic.Int64 }
+
+// enter counts a call that takes a millisecond, until the returned
+// function is called.
+func (f *inFlight) enter() (leave func()) {
+	n := f.now.Add(1)
+	for m := f.most.Load(); n > m && !f.most.CompareAndSwap(m, n); m = f.most.Load() {
+	}
+	time.Sleep(time.Millisecond)
+	return func() { f.now.Add(-1) }
+}
+
 // slowReads is a networked backend (every read a round trip) whose Reads
 // take a millisecond and note how many ran at once.
 type slowReads struct {
 	store.Log
-	now, most atomic.Int64
+	inFlight
 }
 
 func (s *slowReads) Read(ctx context.Context, topic string, partition int32, offset int64, maxBytes int, fn func(*message.Message) bool) (store.Watermarks, error) {
-	n := s.now.Add(1)
-	defer s.now.Add(-1)
-	for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
-	}
-	time.Sleep(time.Millisecond)
+	defer s.enter()()
 	return s.Log.Read(ctx, topic, partition, offset, maxBytes, fn)
 }
 
@@ -65,17 +74,13 @@ func TestFetchRoundTripsBounded(t *testing.T) {
 // millisecond and note how many ran at once.
 type slowAppends struct {
 	store.Log
-	now, most atomic.Int64
+	inFlight
 }
 
 func (s *slowAppends) Capabilities() store.Capabilities { return store.Capabilities{} }
 
 func (s *slowAppends) Append(ctx context.Context, topic string, partition int32, b *message.Batch) (int64, error) {
-	n := s.now.Add(1)
-	defer s.now.Add(-1)
-	for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
-	}
-	time.Sleep(time.Millisecond)
+	defer s.enter()()
 	return s.Log.Append(ctx, topic, partition, b)
 }
 

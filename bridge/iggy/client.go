@@ -274,9 +274,7 @@ func (c *Client) release(s *session) {
 	slot := s.readSlot
 	s.readSlot = nil
 	c.putIdle(s)
-	if slot != nil {
-		<-slot
-	}
+	leaveShare(slot)
 }
 
 // keepAlive pings sessions idle for PingInterval and reconnects broken ones

@@ -160,7 +160,12 @@ func (c *Client) dropNode(addr string) {
 // the partition's route when it has one, else a pool session (the metadata
 // primary). Without routes it is acquire.
 func (c *Client) acquireFor(ctx context.Context, topic string, partition int32) (*session, error) {
-	if p := c.routeOf(topic, partition); p != nil {
+	return c.acquireIn(ctx, c.routeOf(topic, partition))
+}
+
+// acquireIn takes a session of routed pool p, or of the pool when p is nil.
+func (c *Client) acquireIn(ctx context.Context, p *nodePool) (*session, error) {
+	if p != nil {
 		return c.acquireNode(ctx, p)
 	}
 	return c.acquire(ctx)
@@ -190,19 +195,21 @@ func (c *Client) acquireRead(ctx context.Context, topic string, partition int32)
 			return nil, ErrClosed
 		}
 	}
-	var s *session
-	var err error
-	if p != nil {
-		s, err = c.acquireNode(ctx, p)
-	} else {
-		s, err = c.acquire(ctx)
-	}
+	s, err := c.acquireIn(ctx, p)
 	if err != nil {
 		<-slots
 		return nil, err
 	}
 	s.readSlot = slots
 	return s, nil
+}
+
+// leaveShare gives back a read token a session held (nil: none), once the
+// session is back in its pool: the token is given back after the session.
+func leaveShare(slot chan struct{}) {
+	if slot != nil {
+		<-slot
+	}
 }
 
 // acquireNode takes a session of a routed node's pool and connects it.
@@ -245,9 +252,7 @@ func (c *Client) releaseFor(s *session) {
 	slot := s.readSlot
 	s.readSlot = nil
 	s.node.idle <- s
-	if slot != nil {
-		<-slot
-	}
+	leaveShare(slot)
 }
 
 // ensureNode connects a routed session to its node, with the reconnect
